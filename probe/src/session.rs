@@ -1,0 +1,265 @@
+//! Joining the session: reading the environment once, creating this thread's ring on its
+//! first record, and publishing interned names. Everything here is off the hot path.
+
+use std::cell::Cell;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering::*};
+use std::sync::OnceLock;
+
+use crate::sys;
+use crate::wire::*;
+
+pub(crate) const MODE_UNKNOWN: u8 = 0;
+pub(crate) const MODE_OFF: u8 = 1;
+pub(crate) const MODE_ON: u8 = 2;
+
+/// Whether a session is active. The disabled fast path is one relaxed load of this.
+pub(crate) static MODE: AtomicU8 = AtomicU8::new(MODE_UNKNOWN);
+
+struct Config {
+    dir: PathBuf,
+    ring_records: u64,
+}
+
+static CONFIG: OnceLock<Option<Config>> = OnceLock::new();
+
+thread_local! {
+    /// This thread's ring, or null before its first record.
+    pub(crate) static RING: Cell<*mut RingHeader> = const { Cell::new(std::ptr::null_mut()) };
+    /// Owns the mapping; closes the ring when the thread exits.
+    static OWNER: RingOwner = const { RingOwner { ring: Cell::new(std::ptr::null_mut()), bytes: Cell::new(0) } };
+}
+
+struct RingOwner {
+    ring: Cell<*mut RingHeader>,
+    bytes: Cell<usize>,
+}
+
+impl Drop for RingOwner {
+    fn drop(&mut self) {
+        let ring = self.ring.replace(std::ptr::null_mut());
+        if ring.is_null() {
+            return;
+        }
+        let _ = RING.try_with(|r| r.set(std::ptr::null_mut()));
+        // SAFETY: the mapping is ours and no guard outlives the thread.
+        unsafe {
+            (*ring).closed.store(1, Release);
+            sys::munmap(ring.cast(), self.bytes.get());
+        }
+    }
+}
+
+fn config() -> Option<&'static Config> {
+    CONFIG
+        .get_or_init(|| {
+            let dir = PathBuf::from(std::env::var_os(SESSION_ENV)?);
+            if !dir.is_dir() {
+                return None;
+            }
+            let clock = match std::env::var(CLOCK_ENV).as_deref() {
+                Ok("mono") => CLOCK_MONO,
+                _ => CLOCK_TSC,
+            };
+            crate::clock::select(clock);
+            let ring_records = std::env::var(RING_RECORDS_ENV)
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(DEFAULT_RING_RECORDS)
+                .clamp(MIN_RING_RECORDS, MAX_RING_RECORDS)
+                .next_power_of_two();
+            // SAFETY: the handlers only touch this crate's own state.
+            unsafe { sys::pthread_atfork(Some(lock_names), Some(unlock_names), Some(after_fork_child)) };
+            Some(Config { dir, ring_records })
+        })
+        .as_ref()
+}
+
+/// Decides the mode on first use. Returns whether recording is on.
+#[cold]
+pub(crate) fn resolve_mode() -> bool {
+    let on = config().is_some();
+    MODE.store(if on { MODE_ON } else { MODE_OFF }, Relaxed);
+    on
+}
+
+/// Creates this thread's ring. Returns null when the session is gone or the thread is exiting.
+#[cold]
+#[inline(never)]
+pub(crate) fn attach_thread() -> *mut RingHeader {
+    if MODE.load(Relaxed) == MODE_UNKNOWN && !resolve_mode() {
+        return std::ptr::null_mut();
+    }
+    let Some(cfg) = config() else { return std::ptr::null_mut() };
+    publish_names_after_fork();
+    let ring = match create_ring(cfg) {
+        Some(ring) => ring,
+        None => return std::ptr::null_mut(),
+    };
+    let owned = OWNER.try_with(|o| {
+        o.ring.set(ring);
+        o.bytes.set(ring_file_bytes(cfg.ring_records));
+    });
+    if owned.is_err() {
+        // The thread is tearing down: give the ring back rather than leak it.
+        unsafe {
+            (*ring).closed.store(1, Release);
+            sys::munmap(ring.cast(), ring_file_bytes(cfg.ring_records));
+        }
+        return std::ptr::null_mut();
+    }
+    let _ = RING.try_with(|r| r.set(ring));
+    ring
+}
+
+fn create_ring(cfg: &Config) -> Option<*mut RingHeader> {
+    // SAFETY: plain libc calls.
+    let (pid, tid) = unsafe { (sys::getpid() as u32, sys::gettid() as u32) };
+    let path = cfg.dir.join(format!("r-{pid}-{tid}"));
+    let bytes = ring_file_bytes(cfg.ring_records);
+    let file = OpenOptions::new().read(true).write(true).create_new(true).open(&path).ok()?;
+    file.set_len(bytes as u64).ok()?;
+    // SAFETY: mapping a file we just sized; checked for failure below.
+    let map = unsafe {
+        sys::mmap(std::ptr::null_mut(), bytes, sys::PROT_READ | sys::PROT_WRITE, sys::MAP_SHARED, file.as_raw_fd(), 0)
+    };
+    if map == sys::MAP_FAILED {
+        let _ = std::fs::remove_file(&path);
+        return None;
+    }
+    let ring = map.cast::<RingHeader>();
+    // SAFETY: the mapping is zero-filled and large enough for the header.
+    unsafe {
+        (*ring).version = WIRE_VERSION;
+        (*ring).clock = crate::clock::selected();
+        (*ring).pid = pid;
+        (*ring).tid = tid;
+        (*ring).capacity = cfg.ring_records;
+        (*ring).thread_name = thread_name(tid);
+        (*ring).magic.store(RING_MAGIC, Release);
+    }
+    Some(ring)
+}
+
+fn thread_name(tid: u32) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    let name = std::thread::current()
+        .name()
+        .map(str::to_owned)
+        .or_else(|| std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok())
+        .unwrap_or_default();
+    let name = name.trim_end();
+    let n = name.len().min(31);
+    out[..n].copy_from_slice(&name.as_bytes()[..n]);
+    out
+}
+
+// ---- names -------------------------------------------------------------------------------
+
+/// Interned names of this process, index = id - 1. Guarded by a spin lock so fork handlers
+/// can hold it across `fork()` (a std Mutex guard cannot be carried between handlers).
+struct Names {
+    list: std::cell::UnsafeCell<Vec<(char, String)>>,
+}
+unsafe impl Sync for Names {}
+static NAMES: Names = Names { list: std::cell::UnsafeCell::new(Vec::new()) };
+static NAMES_LOCK: AtomicBool = AtomicBool::new(false);
+/// The pid whose names file holds every name; differs from getpid() in a forked child.
+static NAMES_PID: AtomicU32 = AtomicU32::new(0);
+/// Names refused because the table was full; the collector reports this.
+pub(crate) static NAMES_REFUSED: AtomicU32 = AtomicU32::new(0);
+
+unsafe extern "C" fn lock_names() {
+    while NAMES_LOCK.compare_exchange_weak(false, true, Acquire, Relaxed).is_err() {
+        std::hint::spin_loop();
+    }
+}
+
+unsafe extern "C" fn unlock_names() {
+    NAMES_LOCK.store(false, Release);
+}
+
+unsafe extern "C" fn after_fork_child() {
+    unlock_names();
+    // The child inherits the parent's ring mapping; it must never write into it.
+    let _ = RING.try_with(|r| r.set(std::ptr::null_mut()));
+    let _ = OWNER.try_with(|o| o.ring.set(std::ptr::null_mut()));
+}
+
+/// Returns the id of `name` for `kind`, interning it on first use. 0 when the table is full.
+pub(crate) fn intern(kind: char, name: &str) -> u16 {
+    unsafe { lock_names() };
+    // SAFETY: the spin lock is held.
+    let list = unsafe { &mut *NAMES.list.get() };
+    let id = match list.iter().position(|(k, n)| *k == kind && n == name) {
+        Some(i) => i as u16 + 1,
+        None if list.len() as u32 >= MAX_NAMES => {
+            NAMES_REFUSED.fetch_add(1, Relaxed);
+            // Id 0 tells the collector a name was refused, so the report can say so.
+            if config().is_some() {
+                append_names(&[(name_kind::REFUSED, name.to_owned())], 0);
+            }
+            0
+        }
+        None => {
+            list.push((kind, name.to_owned()));
+            let id = list.len() as u16;
+            if config().is_some() {
+                append_names(&list[id as usize - 1..], id);
+            }
+            id
+        }
+    };
+    unsafe { unlock_names() };
+    id
+}
+
+/// In a forked child, writes the inherited names to the child's own names file first.
+fn publish_names_after_fork() {
+    let pid = unsafe { sys::getpid() as u32 };
+    if NAMES_PID.load(Relaxed) == pid {
+        return;
+    }
+    unsafe { lock_names() };
+    if NAMES_PID.load(Relaxed) != pid {
+        let list = unsafe { &*NAMES.list.get() };
+        append_names(list, 1);
+    }
+    unsafe { unlock_names() };
+}
+
+/// Appends `names` (ids from `first_id`) to this process's names file. Called with the lock held.
+fn append_names(names: &[(char, String)], first_id: u16) {
+    let Some(cfg) = config() else { return };
+    let pid = unsafe { sys::getpid() as u32 };
+    let mut text = String::new();
+    if NAMES_PID.swap(pid, Relaxed) != pid {
+        // First write from this pid: the file must hold every earlier name too.
+        let list = unsafe { &*NAMES.list.get() };
+        for (i, (k, n)) in list.iter().enumerate() {
+            if first_id == 0 || (i as u16) + 1 < first_id {
+                text.push_str(&format!("{} {} {}\n", i + 1, k, sanitize(n)));
+            }
+        }
+    }
+    for (i, (k, n)) in names.iter().enumerate() {
+        let id = if first_id == 0 { 0 } else { first_id as usize + i };
+        text.push_str(&format!("{id} {k} {}\n", sanitize(n)));
+    }
+    let path = cfg.dir.join(format!("n-{pid}"));
+    if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(path) {
+        let _ = f.write_all(text.as_bytes());
+    }
+}
+
+fn sanitize(name: &str) -> String {
+    name.replace(['\n', '\r'], " ")
+}
+
+/// Names refused because the table was full.
+pub fn names_refused() -> u32 {
+    NAMES_REFUSED.load(Relaxed)
+}

@@ -1,0 +1,125 @@
+//! The shared-memory layout between the SDK (producer) and the collector (consumer).
+//!
+//! A session is a directory (named by `FRAMELAB_SESSION`). Every recording thread owns one
+//! ring file `r-<pid>-<tid>` in it; every process appends its interned names to `n-<pid>`.
+//! Rings are single-producer single-consumer: the thread writes records and advances `head`,
+//! the collector copies them out and advances `tail`. Nothing here blocks.
+
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+pub const SESSION_ENV: &str = "FRAMELAB_SESSION";
+/// Records per ring (rounded up to a power of two). Mostly for tests that force drops.
+pub const RING_RECORDS_ENV: &str = "FRAMELAB_RING_RECORDS";
+/// `tsc` or `mono`: which clock the SDK stamps with. The collector decides and sets it.
+pub const CLOCK_ENV: &str = "FRAMELAB_CLOCK";
+
+pub const RING_MAGIC: u64 = u64::from_le_bytes(*b"FLRING01");
+pub const WIRE_VERSION: u32 = 1;
+pub const DEFAULT_RING_RECORDS: u64 = 1 << 16;
+pub const MIN_RING_RECORDS: u64 = 4;
+pub const MAX_RING_RECORDS: u64 = 1 << 24;
+pub const HEADER_BYTES: usize = 256;
+/// Names a process may intern. Ids are 1..=MAX_NAMES; 0 means "no name" (overflow or null).
+pub const MAX_NAMES: u32 = 4095;
+
+pub const CLOCK_TSC: u32 = 0;
+pub const CLOCK_MONO: u32 = 1;
+
+/// What a record holds. `a` and `b` are timestamps unless said otherwise.
+pub mod kind {
+    /// A stage of a frame: `a` start, `b` end, in the ring's clock. Laps write these too.
+    pub const SPAN: u8 = 1;
+    /// A stage of a frame with CLOCK_MONOTONIC nanoseconds given by the program.
+    pub const SPAN_NS: u8 = 2;
+    /// A counter of a frame: `a` is the value as i64.
+    pub const COUNTER: u8 = 3;
+    /// An instant event: `frame` holds its key, `a` its time.
+    pub const EVENT: u8 = 4;
+}
+
+/// One fixed-size record: two per cache line, written with four stores.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Record {
+    /// kind (bits 0..8) | name id (bits 16..32) | flags (bits 32..64)
+    pub word: u64,
+    pub frame: u64,
+    pub a: u64,
+    pub b: u64,
+}
+
+/// Set on span records written by a lap (the start is the previous boundary).
+pub const FLAG_LAP: u64 = 1 << 32;
+
+impl Record {
+    #[inline(always)]
+    pub fn new(kind: u8, name: u16, flags: u64, frame: u64, a: u64, b: u64) -> Self {
+        Record { word: kind as u64 | (name as u64) << 16 | flags, frame, a, b }
+    }
+    pub fn kind(&self) -> u8 {
+        self.word as u8
+    }
+    pub fn name(&self) -> u16 {
+        (self.word >> 16) as u16
+    }
+    pub fn is_lap(&self) -> bool {
+        self.word & FLAG_LAP != 0
+    }
+}
+
+/// The ring header at offset 0 of a ring file. Lines are split by owner to avoid false sharing.
+#[repr(C, align(64))]
+pub struct RingHeader {
+    // Identity: written once before `magic` is published.
+    pub magic: AtomicU64,
+    pub version: u32,
+    pub clock: u32,
+    pub pid: u32,
+    pub tid: u32,
+    pub capacity: u64,
+    pub thread_name: [u8; 32],
+    // Producer-owned line.
+    pub head: Aligned<AtomicU64>,
+    pub dropped: AtomicU64,
+    /// The producer's last look at `tail`; read again only when the ring seems full.
+    pub cached_tail: AtomicU64,
+    /// Set by the producer when its thread exits.
+    pub closed: AtomicU32,
+    // Consumer-owned line.
+    pub tail: Aligned<AtomicU64>,
+}
+
+#[repr(C, align(64))]
+pub struct Aligned<T>(pub T);
+
+impl<T> std::ops::Deref for Aligned<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<RingHeader>() <= HEADER_BYTES);
+const _: () = assert!(std::mem::size_of::<Record>() == 32);
+
+pub fn ring_file_bytes(capacity: u64) -> usize {
+    HEADER_BYTES + capacity as usize * std::mem::size_of::<Record>()
+}
+
+/// Kind of an interned name, as written in the names file.
+pub mod name_kind {
+    pub const STAGE: char = 's';
+    pub const COUNTER: char = 'c';
+    pub const EVENT: char = 'e';
+    /// A name refused because the table was full (written with id 0).
+    pub const REFUSED: char = '!';
+}
+
+/// A line of the names file: `<id> <kind> <name>\n`.
+pub fn parse_name_line(line: &str) -> Option<(u16, char, &str)> {
+    let mut parts = line.splitn(3, ' ');
+    let id = parts.next()?.parse().ok()?;
+    let kind = parts.next()?.chars().next()?;
+    let name = parts.next()?;
+    Some((id, kind, name))
+}

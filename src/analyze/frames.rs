@@ -1,0 +1,1 @@
+//! Frames from spans: start, end, total, intervals, the measured window.

@@ -1,0 +1,167 @@
+//! Pure functions from a loaded run to the numbers a report prints. No I/O here.
+//!
+//! Definitions are in docs/metrics.md; each function cites the one it implements.
+
+pub mod stats;
+pub mod frames;
+mod summary;
+
+pub use summary::analyze;
+
+use serde::Serialize;
+
+use crate::model::{EndReason, ExitInfo, Host, ProcessRole};
+
+/// A distribution's summary, nanoseconds. Percentiles are Hyndman–Fan type 7.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Dist {
+    pub count: u64,
+    pub min_ns: f64,
+    pub p50_ns: f64,
+    pub p95_ns: f64,
+    pub p99_ns: f64,
+    pub max_ns: f64,
+    pub mean_ns: f64,
+}
+
+/// A row of the stage table (every stage, then `total` and `interval`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StageRow {
+    pub name: String,
+    pub dist: Dist,
+}
+
+/// Output cadence as frames per second. `None` where N < 1/p (DESIGN: not reported).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FpsSummary {
+    /// 1e9 / mean interval.
+    pub mean: f64,
+    /// fps_p = 1e6 / Q(1-p) of the interval in µs: p50, p10, p5, p1, p0.1.
+    pub p50: Option<f64>,
+    pub p10: Option<f64>,
+    pub p5: Option<f64>,
+    pub p1: Option<f64>,
+    pub p0_1: Option<f64>,
+    /// 1e6 / mean of intervals ≥ Q0.99 (µs).
+    pub low1_avg: Option<f64>,
+    /// 1e6 / t(k), intervals sorted descending, k the first index where the running sum reaches 1%.
+    pub low1_int: Option<f64>,
+    pub low0_1_avg: Option<f64>,
+    pub low0_1_int: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LateSummary {
+    pub budget_ns: i64,
+    /// Frames whose total exceeds the budget.
+    pub late_frames: u64,
+    pub late_pct: f64,
+    /// Σ round(interval / budget) − 1 over intervals > 1.5 × budget.
+    pub missed_slots: u64,
+    /// Longest run of consecutive late frames (frames ordered by end).
+    pub longest_streak: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StutterSummary {
+    pub count: u64,
+    pub count_pct: f64,
+    pub time_pct: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CounterSummary {
+    pub name: String,
+    /// Sum over measured frames.
+    pub total: i64,
+    /// Frames of the window that carry this counter.
+    pub frames: u64,
+    /// total ÷ window seconds.
+    pub per_second: f64,
+    /// Set for byte counters (name `bytes` or ending in `_bytes`): total × 8 ÷ window seconds.
+    pub bits_per_second: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProcessRow {
+    pub pid: u32,
+    pub name: String,
+    pub role: ProcessRole,
+    pub wall_ns: i64,
+    pub user_ns: i64,
+    pub sys_ns: i64,
+    /// (user + sys) ÷ wall × 100, wall being the window length.
+    pub load_pct: f64,
+    pub cores: f64,
+    pub peak_rss_bytes: u64,
+}
+
+/// CPU of everything framelab started plus everything it watched, over the window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CpuSummary {
+    pub user_ns: i64,
+    pub sys_ns: i64,
+    pub load_pct: f64,
+    pub cores: f64,
+    /// (user + sys) ÷ measured frames, when there are frames.
+    pub cpu_per_frame_ns: Option<f64>,
+    pub peak_rss_bytes: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorstFrame {
+    pub frame: u64,
+    /// Frame end, seconds since launch.
+    pub t_s: f64,
+    pub total_ns: i64,
+    /// Time in each stage of `Analysis::stages` (same order; summed when a stage repeats).
+    pub stage_ns: Vec<Option<i64>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct WindowSummary {
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub length_ns: i64,
+    /// Frames that ended before the window (warmup): kept in the file, not in statistics.
+    pub warmup_frames: u64,
+    /// Frames that ended after the window closed (while the command was being stopped).
+    pub after_frames: u64,
+}
+
+/// Everything a report shows, computed once.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Analysis {
+    pub run_id: i64,
+    pub name: String,
+    pub command: Vec<String>,
+    pub started_at: String,
+    pub host: Host,
+    pub clock: String,
+    pub target_fps: Option<f64>,
+    pub budget_ns: Option<i64>,
+    pub window: WindowSummary,
+    pub end_reason: EndReason,
+    pub exit: Option<ExitInfo>,
+    /// Frames that ended inside the window.
+    pub frames: u64,
+    /// frames ÷ window seconds; with `--frames N` and no spans, N ÷ window seconds.
+    pub observed_fps: Option<f64>,
+    pub dropped_events: u64,
+    pub invalid_records: u64,
+    pub names_refused: u64,
+    pub counters: Vec<CounterSummary>,
+    pub late: Option<LateSummary>,
+    /// Every stage (first-seen order), then `total` and `interval`.
+    pub stages: Vec<StageRow>,
+    pub total: Option<Dist>,
+    pub interval: Option<Dist>,
+    pub fps: Option<FpsSummary>,
+    pub stutter: Option<StutterSummary>,
+    pub processes: Vec<ProcessRow>,
+    pub cpu: CpuSummary,
+    /// Up to ten, worst total first.
+    pub worst_frames: Vec<WorstFrame>,
+    /// Plain-language notes the report must show (a crash, drops, an empty window, ...).
+    pub notes: Vec<String>,
+}

@@ -1,0 +1,1 @@
+//! Order statistics and moments.

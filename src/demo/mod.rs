@@ -1,0 +1,1 @@
+//! The built-in demo: a real capture → convert → encode → packetize → send pipeline.

@@ -1,0 +1,9 @@
+//! framelab: per-frame, per-stage timing of real-time pipelines against the frame budget.
+
+pub mod analyze;
+pub mod demo;
+pub mod model;
+pub mod report;
+pub mod session;
+pub mod store;
+pub mod units;

@@ -1,0 +1,5 @@
+use crate::analyze::Analysis;
+
+pub fn render(analysis: &Analysis) -> String {
+    format!("{:?}", analysis.name)
+}

@@ -1,0 +1,1 @@
+//! `framelab run`: launching the command in a session, draining rings, accounting, stopping.

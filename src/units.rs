@@ -1,0 +1,1 @@
+//! Parsing and printing of durations, rates and sizes.
