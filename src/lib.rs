@@ -2,6 +2,7 @@
 
 pub mod analyze;
 pub mod demo;
+pub mod host;
 pub mod model;
 pub mod report;
 pub mod session;

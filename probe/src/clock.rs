@@ -8,7 +8,11 @@ use crate::wire::{CLOCK_MONO, CLOCK_TSC};
 static CLOCK: AtomicU32 = AtomicU32::new(CLOCK_TSC);
 
 pub(crate) fn select(clock: u32) {
-    let clock = if cfg!(target_arch = "x86_64") { clock } else { CLOCK_MONO };
+    let clock = if cfg!(target_arch = "x86_64") {
+        clock
+    } else {
+        CLOCK_MONO
+    };
     CLOCK.store(clock, Relaxed);
 }
 

@@ -119,7 +119,13 @@ impl Stage {
     pub fn span(self, frame: u64) -> SpanGuard {
         let ring = ring();
         let start = if ring.is_null() { 0 } else { ticks() };
-        SpanGuard { ring, stage: self.0, frame, start, _not_send: PhantomData }
+        SpanGuard {
+            ring,
+            stage: self.0,
+            frame,
+            start,
+            _not_send: PhantomData,
+        }
     }
 
     /// Records a span whose ends the program already has, in CLOCK_MONOTONIC nanoseconds
@@ -183,7 +189,12 @@ impl Drop for SpanGuard {
         if !self.ring.is_null() {
             let end = ticks();
             // SAFETY: the ring belongs to this thread (the guard is not Send) and lives as long as it.
-            unsafe { push(self.ring, Record::new(kind::SPAN, self.stage, 0, self.frame, self.start, end)) }
+            unsafe {
+                push(
+                    self.ring,
+                    Record::new(kind::SPAN, self.stage, 0, self.frame, self.start, end),
+                )
+            }
         }
     }
 }
@@ -202,7 +213,12 @@ impl Laps {
     pub fn start(frame: u64) -> Laps {
         let ring = ring();
         let last = if ring.is_null() { 0 } else { ticks() };
-        Laps { ring, frame, last, _not_send: PhantomData }
+        Laps {
+            ring,
+            frame,
+            last,
+            _not_send: PhantomData,
+        }
     }
 
     /// Ends `stage` now; the next stage starts at this same instant.
@@ -211,7 +227,12 @@ impl Laps {
         if !self.ring.is_null() {
             let now = ticks();
             // SAFETY: as for SpanGuard.
-            unsafe { push(self.ring, Record::new(kind::SPAN, stage.0, FLAG_LAP, self.frame, self.last, now)) }
+            unsafe {
+                push(
+                    self.ring,
+                    Record::new(kind::SPAN, stage.0, FLAG_LAP, self.frame, self.last, now),
+                )
+            }
             self.last = now;
         }
     }

@@ -72,7 +72,9 @@ fn config() -> Option<&'static Config> {
                 .clamp(MIN_RING_RECORDS, MAX_RING_RECORDS)
                 .next_power_of_two();
             // SAFETY: the handlers only touch this crate's own state.
-            unsafe { sys::pthread_atfork(Some(lock_names), Some(unlock_names), Some(after_fork_child)) };
+            unsafe {
+                sys::pthread_atfork(Some(lock_names), Some(unlock_names), Some(after_fork_child))
+            };
             Some(Config { dir, ring_records })
         })
         .as_ref()
@@ -93,7 +95,9 @@ pub(crate) fn attach_thread() -> *mut RingHeader {
     if MODE.load(Relaxed) == MODE_UNKNOWN && !resolve_mode() {
         return std::ptr::null_mut();
     }
-    let Some(cfg) = config() else { return std::ptr::null_mut() };
+    let Some(cfg) = config() else {
+        return std::ptr::null_mut();
+    };
     publish_names_after_fork();
     let ring = match create_ring(cfg) {
         Some(ring) => ring,
@@ -120,11 +124,23 @@ fn create_ring(cfg: &Config) -> Option<*mut RingHeader> {
     let (pid, tid) = unsafe { (sys::getpid() as u32, sys::gettid() as u32) };
     let path = cfg.dir.join(format!("r-{pid}-{tid}"));
     let bytes = ring_file_bytes(cfg.ring_records);
-    let file = OpenOptions::new().read(true).write(true).create_new(true).open(&path).ok()?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .ok()?;
     file.set_len(bytes as u64).ok()?;
     // SAFETY: mapping a file we just sized; checked for failure below.
     let map = unsafe {
-        sys::mmap(std::ptr::null_mut(), bytes, sys::PROT_READ | sys::PROT_WRITE, sys::MAP_SHARED, file.as_raw_fd(), 0)
+        sys::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            sys::PROT_READ | sys::PROT_WRITE,
+            sys::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
     };
     if map == sys::MAP_FAILED {
         let _ = std::fs::remove_file(&path);
@@ -165,7 +181,9 @@ struct Names {
     list: std::cell::UnsafeCell<Vec<(char, String)>>,
 }
 unsafe impl Sync for Names {}
-static NAMES: Names = Names { list: std::cell::UnsafeCell::new(Vec::new()) };
+static NAMES: Names = Names {
+    list: std::cell::UnsafeCell::new(Vec::new()),
+};
 static NAMES_LOCK: AtomicBool = AtomicBool::new(false);
 /// The pid whose names file holds every name; differs from getpid() in a forked child.
 static NAMES_PID: AtomicU32 = AtomicU32::new(0);
@@ -173,7 +191,10 @@ static NAMES_PID: AtomicU32 = AtomicU32::new(0);
 pub(crate) static NAMES_REFUSED: AtomicU32 = AtomicU32::new(0);
 
 unsafe extern "C" fn lock_names() {
-    while NAMES_LOCK.compare_exchange_weak(false, true, Acquire, Relaxed).is_err() {
+    while NAMES_LOCK
+        .compare_exchange_weak(false, true, Acquire, Relaxed)
+        .is_err()
+    {
         std::hint::spin_loop();
     }
 }
@@ -246,7 +267,11 @@ fn append_names(names: &[(char, String)], first_id: u16) {
         }
     }
     for (i, (k, n)) in names.iter().enumerate() {
-        let id = if first_id == 0 { 0 } else { first_id as usize + i };
+        let id = if first_id == 0 {
+            0
+        } else {
+            first_id as usize + i
+        };
         text.push_str(&format!("{id} {k} {}\n", sanitize(n)));
     }
     let path = cfg.dir.join(format!("n-{pid}"));

@@ -54,7 +54,12 @@ pub const FLAG_LAP: u64 = 1 << 32;
 impl Record {
     #[inline(always)]
     pub fn new(kind: u8, name: u16, flags: u64, frame: u64, a: u64, b: u64) -> Self {
-        Record { word: kind as u64 | (name as u64) << 16 | flags, frame, a, b }
+        Record {
+            word: kind as u64 | (name as u64) << 16 | flags,
+            frame,
+            a,
+            b,
+        }
     }
     pub fn kind(&self) -> u8 {
         self.word as u8

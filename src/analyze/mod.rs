@@ -2,8 +2,8 @@
 //!
 //! Definitions are in docs/metrics.md; each function cites the one it implements.
 
-pub mod stats;
 pub mod frames;
+pub mod stats;
 mod summary;
 
 pub use summary::analyze;

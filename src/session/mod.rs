@@ -1,1 +1,322 @@
 //! `framelab run`: launching the command in a session, draining rings, accounting, stopping.
+
+mod accounting;
+mod clock;
+mod collect;
+mod dir;
+mod launch;
+pub mod procfs;
+mod progress;
+mod rings;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::model::{EndReason, ExitInfo, RunMeta};
+use crate::store::RunWriter;
+use framelab_probe::wire;
+
+pub use launch::signal_name;
+
+/// Everything `framelab run` takes.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub command: Vec<String>,
+    pub fps: Option<f64>,
+    pub budget: Option<Duration>,
+    pub warmup: Duration,
+    pub duration: Option<Duration>,
+    pub name: Option<String>,
+    pub output: Option<PathBuf>,
+    pub watch_pids: Vec<u32>,
+    pub watch_names: Vec<String>,
+    pub frames: Option<u64>,
+    /// How long the command gets to exit after each of SIGINT and SIGTERM.
+    pub grace: Duration,
+    /// Records per ring (the SDK's default when `None`).
+    pub ring_records: Option<u64>,
+    /// Show the live progress line (on a terminal).
+    pub progress: bool,
+}
+
+/// What a finished run left behind.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub path: PathBuf,
+    pub run_id: i64,
+    pub end_reason: EndReason,
+    pub exit: Option<ExitInfo>,
+}
+
+/// Validates options that do not depend on the command, with errors that say what to change.
+pub fn validate(opts: &RunOptions) -> Result<()> {
+    if opts.command.is_empty() {
+        bail!("no command given: put it after --, e.g. framelab run --fps 60 -- ./my-pipeline");
+    }
+    if let Some(duration) = opts.duration {
+        if duration.is_zero() {
+            bail!("--duration must be longer than zero");
+        }
+        if opts.warmup >= duration {
+            bail!(
+                "--warmup ({}) must be shorter than --duration ({}): the window measured is what comes after the warmup",
+                humantime::format_duration(opts.warmup),
+                humantime::format_duration(duration)
+            );
+        }
+    }
+    if let Some(budget) = opts.budget {
+        if budget.is_zero() {
+            bail!("--budget must be longer than zero");
+        }
+    }
+    for &pid in &opts.watch_pids {
+        if !procfs::Procfs::system().exists(pid) {
+            bail!(
+                "--watch-pid {pid}: no such process; check the pid with `ps` or use --watch NAME"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs the command in a session and writes the run file. The report is the caller's.
+pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
+    validate(opts)?;
+    launch::check_runnable(&opts.command[0])?;
+    let output = opts.output.clone().unwrap_or_else(|| default_output(opts));
+    let clock = if crate::host::tsc_is_invariant() {
+        "tsc"
+    } else {
+        "mono"
+    };
+    let session = dir::SessionDir::create()?;
+    let tick_clock = clock::TickClock::new();
+
+    let budget_ns = opts
+        .budget
+        .map(|b| b.as_nanos() as i64)
+        .or(opts.fps.map(|f| (1e9 / f).round() as i64));
+    let warmup_ns = opts.warmup.as_nanos() as i64;
+    let mut meta = RunMeta {
+        name: opts
+            .name
+            .clone()
+            .unwrap_or_else(|| default_name(&opts.command)),
+        command: opts.command.clone(),
+        started_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        framelab_version: env!("CARGO_PKG_VERSION").to_owned(),
+        host: crate::host::probe(),
+        clock: clock.to_owned(),
+        target_fps: opts.fps,
+        budget_ns,
+        window_start_ns: warmup_ns,
+        frames_hint: opts.frames,
+        ..RunMeta::default()
+    };
+    let writer = RunWriter::create(&output, &meta)
+        .with_context(|| format!("cannot write the run file {}", output.display()))?;
+
+    let mut env = vec![
+        (
+            wire::SESSION_ENV.to_owned(),
+            session.path().to_string_lossy().into_owned(),
+        ),
+        (wire::CLOCK_ENV.to_owned(), clock.to_owned()),
+    ];
+    if let Some(records) = opts.ring_records {
+        env.push((wire::RING_RECORDS_ENV.to_owned(), records.to_string()));
+    }
+    launch::catch_interrupts();
+    launch::become_subreaper();
+    meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
+    let started = Instant::now();
+    let pid = match launch::spawn(&opts.command, &env) {
+        Ok(pid) => pid,
+        Err(e) => {
+            drop(writer);
+            let _ = std::fs::remove_file(&output);
+            return Err(e);
+        }
+    };
+    let accounting = accounting::Accounting::new(
+        procfs::Procfs::system(),
+        std::process::id(),
+        opts.watch_pids.clone(),
+        opts.watch_names.clone(),
+    );
+    let mut collector = collect::Collector::new(writer, session, tick_clock, meta, accounting);
+    let outcome = supervise(opts, pid, started, &mut collector);
+    let (run_id, meta) = collector.finish()?;
+    outcome?;
+    Ok(RunOutcome {
+        path: output,
+        run_id,
+        end_reason: meta.end_reason,
+        exit: meta.exit,
+    })
+}
+
+/// The loop: drain every few ms, sample every 100 ms, open and close the window, stop the command.
+fn supervise(
+    opts: &RunOptions,
+    pid: u32,
+    started: Instant,
+    collector: &mut collect::Collector,
+) -> Result<()> {
+    const TICK: Duration = Duration::from_millis(2);
+    const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+    const COMMIT_EVERY: Duration = Duration::from_millis(500);
+    let mut progress = progress::Progress::new(opts.progress);
+    let mut window_open = false;
+    let mut window_closed = false;
+    let mut stop: Option<(i32, Instant)> = None;
+    let mut handled_interrupts = 0;
+    let mut last_sample = Instant::now();
+    let mut last_commit = Instant::now();
+    let mut command_exit: Option<ExitInfo> = None;
+    collector.accounting.sample(collector.now_ns(), pid);
+
+    loop {
+        let now = Instant::now();
+        collector.drain()?;
+
+        // Reap everything that exited: the command itself and orphans adopted as subreaper.
+        while let Some(reaped) = launch::reap_one() {
+            let now_ns = collector.now_ns();
+            collector
+                .accounting
+                .reaped(reaped.pid, reaped.cpu, reaped.max_rss_bytes, now_ns);
+            if reaped.pid == pid {
+                command_exit = Some(exit_info(reaped.status, stop.is_some()));
+            }
+        }
+
+        if !window_open && (now - started >= opts.warmup || command_exit.is_some()) {
+            collector.open_window(pid);
+            window_open = true;
+        }
+        let interrupts = launch::interrupts();
+        let mut end_reason = None;
+        if command_exit.is_some() {
+            end_reason = Some(EndReason::Exited);
+        } else if interrupts > handled_interrupts {
+            end_reason = Some(EndReason::Interrupted);
+        } else if opts.duration.is_some_and(|d| now - started >= d) {
+            end_reason = Some(EndReason::Duration);
+        }
+        if let (false, Some(reason)) = (window_closed, end_reason) {
+            collector.close_window(pid, reason);
+            window_closed = true;
+            progress.phase("stopping");
+        }
+
+        // Stopping: SIGINT, then SIGTERM, then SIGKILL, each after the grace period.
+        if window_closed && command_exit.is_none() {
+            let escalate = interrupts > handled_interrupts && stop.is_some();
+            match stop {
+                None => {
+                    launch::signal_group(pid, libc::SIGINT);
+                    stop = Some((libc::SIGINT, now));
+                }
+                Some((signal, since)) if escalate || now - since >= opts.grace => {
+                    let next = if signal == libc::SIGINT && !escalate {
+                        libc::SIGTERM
+                    } else {
+                        libc::SIGKILL
+                    };
+                    launch::signal_group(pid, next);
+                    stop = Some((next, now));
+                }
+                _ => {}
+            }
+        }
+        handled_interrupts = interrupts;
+
+        if let Some(exit) = &command_exit {
+            // Leftovers of the command's group are part of the run: stop them too.
+            launch::signal_group(pid, libc::SIGKILL);
+            collector.set_exit(exit.clone());
+            break;
+        }
+        if now - last_sample >= SAMPLE_EVERY {
+            collector.accounting.sample(collector.now_ns(), pid);
+            collector.refresh_clock();
+            last_sample = now;
+            progress.update(
+                if window_open { "measuring" } else { "warmup" },
+                now - started,
+                collector.frames_seen(),
+            );
+        }
+        if now - last_commit >= COMMIT_EVERY {
+            collector.commit()?;
+            last_commit = now;
+        }
+        let spent = now.elapsed();
+        if spent < TICK {
+            std::thread::sleep(TICK - spent);
+        }
+    }
+    // Let the last processes of the group die so their rings are complete, then drain.
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < deadline && launch::reap_one().is_some() {}
+    collector.drain()?;
+    progress.finish();
+    Ok(())
+}
+
+/// A death by signal is a crash unless framelab was stopping the command with that kind of signal.
+fn exit_info(status: i32, stopping: bool) -> ExitInfo {
+    if libc::WIFSIGNALED(status) {
+        let signal = libc::WTERMSIG(status);
+        let ours = stopping && matches!(signal, libc::SIGINT | libc::SIGTERM | libc::SIGKILL);
+        ExitInfo {
+            code: None,
+            signal: Some(signal),
+            crashed: !ours,
+        }
+    } else {
+        ExitInfo {
+            code: Some(libc::WEXITSTATUS(status)),
+            signal: None,
+            crashed: false,
+        }
+    }
+}
+
+fn default_name(command: &[String]) -> String {
+    let program = std::path::Path::new(&command[0])
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    program
+}
+
+fn default_output(opts: &RunOptions) -> PathBuf {
+    let name = opts
+        .name
+        .clone()
+        .unwrap_or_else(|| default_name(&opts.command));
+    let slug: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .replace(':', "")
+        .replace('-', "");
+    PathBuf::from(format!(
+        "{}-{}.framelab",
+        slug.trim_matches('-'),
+        stamp.trim_end_matches('Z')
+    ))
+}

@@ -1,0 +1,131 @@
+//! A program the end-to-end tests run under `framelab run`, one behaviour per mode:
+//!
+//! - `spans N`: N frames of stages `a` (span guard) and `b`, `c` (laps), counter `bytes` = 100 each,
+//!   an event `tick` per frame keyed by the frame id; 1 ms per frame.
+//! - `abort N`: like `spans`, then aborts (SIGABRT) after N frames.
+//! - `forever`: frames until killed.
+//! - `threads N`: stage `produce` on one thread, `consume` on another, same frame ids.
+//! - `processes N`: stage `parent` here, stage `child` in a child process (this program again).
+//! - `flood N`: N spans as fast as possible (with a tiny ring this forces drops).
+//! - `cpu MS`: burns MS milliseconds of CPU, uninstrumented.
+//! - `names N`: interns N distinct stage names.
+
+use framelab_probe::{Counter, Event, Laps, Stage};
+use std::time::{Duration, Instant};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let mode = args.get(1).map(String::as_str).unwrap_or("spans");
+    let n: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(100);
+    match mode {
+        "spans" => frames(n),
+        "abort" => {
+            frames(n);
+            std::process::abort();
+        }
+        "forever" => frames(u64::MAX),
+        "threads" => threads(n),
+        "processes" => processes(n),
+        "child" => child(n),
+        "flood" => {
+            let stage = Stage::new("flood");
+            for frame in 0..n {
+                let _span = stage.span(frame);
+            }
+        }
+        "cpu" => burn(Duration::from_millis(n)),
+        "names" => {
+            for i in 0..n {
+                let _ = Stage::new(&format!("stage{i}")).span(0);
+            }
+        }
+        other => {
+            eprintln!("testprog: unknown mode {other}");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn frames(n: u64) {
+    let (a, b, c) = (Stage::new("a"), Stage::new("b"), Stage::new("c"));
+    let bytes = Counter::new("bytes");
+    let tick = Event::new("tick");
+    for frame in 0..n {
+        {
+            let _span = a.span(frame);
+            burn(Duration::from_micros(300));
+        }
+        let mut laps = Laps::start(frame);
+        burn(Duration::from_micros(200));
+        laps.lap(b);
+        burn(Duration::from_micros(100));
+        laps.lap(c);
+        bytes.add(frame, 100);
+        tick.mark(frame);
+        std::thread::sleep(Duration::from_micros(400));
+    }
+}
+
+fn threads(n: u64) {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<u64>(2);
+    let consumer = std::thread::Builder::new()
+        .name("consumer".into())
+        .spawn(move || {
+            let consume = Stage::new("consume");
+            for frame in rx {
+                let _span = consume.span(frame);
+                burn(Duration::from_micros(300));
+            }
+        })
+        .unwrap();
+    let produce = Stage::new("produce");
+    for frame in 0..n {
+        {
+            let _span = produce.span(frame);
+            burn(Duration::from_micros(300));
+        }
+        tx.send(frame).unwrap();
+    }
+    drop(tx);
+    consumer.join().unwrap();
+}
+
+/// Frames start here and finish in a child process, which reads frame ids from a pipe.
+fn processes(n: u64) {
+    use std::io::Write;
+    let exe = std::env::current_exe().unwrap();
+    let mut child = std::process::Command::new(exe)
+        .args(["child", &n.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    let parent = Stage::new("parent");
+    for frame in 0..n {
+        {
+            let _span = parent.span(frame);
+            burn(Duration::from_micros(300));
+        }
+        writeln!(pipe, "{frame}").unwrap();
+    }
+    drop(pipe);
+    child.wait().unwrap();
+}
+
+fn child(_n: u64) {
+    use std::io::BufRead;
+    let stage = Stage::new("child");
+    for line in std::io::stdin().lock().lines() {
+        let frame: u64 = line.unwrap().trim().parse().unwrap();
+        let _span = stage.span(frame);
+        burn(Duration::from_micros(300));
+    }
+}
+
+fn burn(d: Duration) {
+    let until = Instant::now() + d;
+    let mut x = 1u64;
+    while Instant::now() < until {
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+    }
+}

@@ -1,0 +1,345 @@
+//! Turning ring records into the run: names resolved per process, ticks converted to
+//! nanoseconds since launch, everything handed to the run file writer.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use framelab_probe::wire::{self, kind, name_kind, Record};
+
+use super::accounting::Accounting;
+use super::clock::TickClock;
+use super::dir::SessionDir;
+use super::rings::{ProcessNames, Ring};
+use crate::model::{CounterValue, EndReason, EventRecord, ExitInfo, RunMeta, Span, ThreadInfo};
+use crate::store::RunWriter;
+
+const SCAN_EVERY: Duration = Duration::from_millis(20);
+
+pub struct Collector {
+    writer: RunWriter,
+    session: SessionDir,
+    clock: TickClock,
+    pub meta: RunMeta,
+    pub accounting: Accounting,
+    rings: Vec<Ring>,
+    /// Ring files already open, finished, or refused: never opened twice.
+    seen_paths: HashSet<PathBuf>,
+    names: HashMap<u32, ProcessNames>,
+    /// (pid, local id, kind) → run-level id; `None` for ids the process never interned.
+    ids: HashMap<(u32, u16, char), Option<u16>>,
+    run_ids: HashMap<(char, String), u16>,
+    scratch: Vec<Record>,
+    spans: Vec<Span>,
+    counters: Vec<CounterValue>,
+    events: Vec<EventRecord>,
+    first_stage: Option<u16>,
+    frames_seen: u64,
+    last_scan: Option<Instant>,
+    window_closed: bool,
+    /// Ring problems worth a line on stderr, said once each.
+    warnings: HashSet<String>,
+}
+
+impl Collector {
+    pub fn new(
+        writer: RunWriter,
+        session: SessionDir,
+        clock: TickClock,
+        meta: RunMeta,
+        accounting: Accounting,
+    ) -> Collector {
+        Collector {
+            writer,
+            session,
+            clock,
+            meta,
+            accounting,
+            rings: Vec::new(),
+            seen_paths: HashSet::new(),
+            names: HashMap::new(),
+            ids: HashMap::new(),
+            run_ids: HashMap::new(),
+            scratch: Vec::with_capacity(1 << 16),
+            spans: Vec::new(),
+            counters: Vec::new(),
+            events: Vec::new(),
+            first_stage: None,
+            frames_seen: 0,
+            last_scan: None,
+            window_closed: false,
+            warnings: HashSet::new(),
+        }
+    }
+
+    /// Nanoseconds since launch.
+    pub fn now_ns(&self) -> i64 {
+        framelab_probe::monotonic_ns() as i64 - self.meta.origin_mono_ns
+    }
+
+    pub fn frames_seen(&self) -> u64 {
+        self.frames_seen
+    }
+
+    pub fn refresh_clock(&mut self) {
+        self.clock.refresh();
+    }
+
+    pub fn open_window(&mut self, command_pid: u32) {
+        let now = self.now_ns();
+        self.meta.window_start_ns = now;
+        self.accounting.start_window(now, command_pid);
+    }
+
+    pub fn close_window(&mut self, command_pid: u32, reason: EndReason) {
+        let now = self.now_ns();
+        self.meta.window_end_ns = now;
+        self.meta.end_reason = reason;
+        self.window_closed = true;
+        self.accounting.end_window(now, command_pid);
+    }
+
+    pub fn set_exit(&mut self, exit: ExitInfo) {
+        self.meta.exit = Some(exit);
+    }
+
+    /// Copies out every ring, converts, and hands the records to the writer.
+    pub fn drain(&mut self) -> Result<()> {
+        if self.last_scan.is_none_or(|t| t.elapsed() >= SCAN_EVERY) {
+            self.scan()?;
+            self.last_scan = Some(Instant::now());
+        }
+        let mut finished = Vec::new();
+        for index in 0..self.rings.len() {
+            self.scratch.clear();
+            let ring = &mut self.rings[index];
+            self.meta.invalid_records += ring.drain(&mut self.scratch);
+            let (pid, clock, thread) = (ring.pid, ring.clock, ring.thread_index.unwrap_or(0));
+            let records = std::mem::take(&mut self.scratch);
+            for record in &records {
+                self.convert(pid, clock, thread, record)?;
+            }
+            self.scratch = records;
+            let ring = &self.rings[index];
+            if ring.is_empty() && (ring.closed() || !process_alive(ring.pid)) {
+                finished.push(index);
+            }
+        }
+        for index in finished.into_iter().rev() {
+            let ring = self.rings.swap_remove(index);
+            self.retire(&ring)?;
+        }
+        self.flush()
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if !self.spans.is_empty() {
+            self.writer.spans(&self.spans)?;
+            self.spans.clear();
+        }
+        if !self.counters.is_empty() {
+            self.writer.counters(&self.counters)?;
+            self.counters.clear();
+        }
+        if !self.events.is_empty() {
+            self.writer.events(&self.events)?;
+            self.events.clear();
+        }
+        Ok(())
+    }
+
+    /// Opens rings that appeared since the last scan.
+    fn scan(&mut self) -> Result<()> {
+        let Ok(entries) = std::fs::read_dir(self.session.path()) else {
+            return Ok(());
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let is_ring = entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with("r-"));
+            if !is_ring || self.seen_paths.contains(&path) {
+                continue;
+            }
+            match Ring::open(&path) {
+                Ok(Some(mut ring)) => {
+                    let thread = ThreadInfo {
+                        pid: ring.pid,
+                        tid: ring.tid,
+                        name: ring.thread_name.clone(),
+                        dropped: 0,
+                    };
+                    ring.thread_index = Some(self.writer.add_thread(&thread)?);
+                    self.names
+                        .entry(ring.pid)
+                        .or_default()
+                        .refresh(self.session.path(), ring.pid);
+                    self.seen_paths.insert(path);
+                    self.rings.push(ring);
+                }
+                // Still being created by its thread: try again next scan.
+                Ok(None) => {}
+                Err(problem) => {
+                    self.seen_paths.insert(path);
+                    self.warn(problem);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn warn(&mut self, problem: String) {
+        if self.warnings.insert(problem.clone()) {
+            eprintln!("framelab: warning: {problem}");
+        }
+    }
+
+    /// A ring whose thread is done: record its drop count and remove the file.
+    fn retire(&mut self, ring: &Ring) -> Result<()> {
+        let dropped = ring.dropped();
+        self.meta.dropped_events += dropped;
+        if let Some(thread) = ring.thread_index {
+            self.writer.set_thread_dropped(thread, dropped)?;
+        }
+        let _ = std::fs::remove_file(&ring.path);
+        Ok(())
+    }
+
+    fn convert(&mut self, pid: u32, clock: u32, thread: u32, record: &Record) -> Result<()> {
+        let origin = self.meta.origin_mono_ns;
+        let to_ns = |ticks: u64, clock_kind: u32, this: &Self| -> i64 {
+            if clock_kind == wire::CLOCK_TSC {
+                this.clock.to_mono_ns(ticks) - origin
+            } else {
+                ticks as i64 - origin
+            }
+        };
+        match record.kind() {
+            kind::SPAN | kind::SPAN_NS => {
+                let Some(stage) = self.resolve(pid, record.name(), name_kind::STAGE)? else {
+                    self.meta.invalid_records += 1;
+                    return Ok(());
+                };
+                let clock_kind = if record.kind() == kind::SPAN_NS {
+                    wire::CLOCK_MONO
+                } else {
+                    clock
+                };
+                let start_ns = to_ns(record.a, clock_kind, self);
+                let end_ns = to_ns(record.b, clock_kind, self);
+                if end_ns < start_ns {
+                    self.meta.invalid_records += 1;
+                    return Ok(());
+                }
+                if self.first_stage.is_none() {
+                    self.first_stage = Some(stage);
+                }
+                if self.first_stage == Some(stage) {
+                    self.frames_seen += 1;
+                }
+                self.spans.push(Span {
+                    frame: record.frame,
+                    stage,
+                    thread,
+                    start_ns,
+                    dur_ns: end_ns - start_ns,
+                });
+            }
+            kind::COUNTER => match self.resolve(pid, record.name(), name_kind::COUNTER)? {
+                Some(counter) => self.counters.push(CounterValue {
+                    frame: record.frame,
+                    counter,
+                    value: record.a as i64,
+                }),
+                None => self.meta.invalid_records += 1,
+            },
+            kind::EVENT => match self.resolve(pid, record.name(), name_kind::EVENT)? {
+                Some(event) => {
+                    let t_ns = to_ns(record.a, clock, self);
+                    self.events.push(EventRecord {
+                        event,
+                        key: record.frame,
+                        thread,
+                        t_ns,
+                    });
+                }
+                None => self.meta.invalid_records += 1,
+            },
+            _ => self.meta.invalid_records += 1,
+        }
+        Ok(())
+    }
+
+    /// The run-level id of a process's local name id, reading its names file again on a miss.
+    fn resolve(&mut self, pid: u32, local: u16, kind: char) -> Result<Option<u16>> {
+        if local == 0 {
+            return Ok(None);
+        }
+        if let Some(&id) = self.ids.get(&(pid, local, kind)) {
+            return Ok(id);
+        }
+        let names = self.names.entry(pid).or_default();
+        if !names.names.contains_key(&local) {
+            names.refresh(self.session.path(), pid);
+        }
+        let name = match names.names.get(&local) {
+            Some((k, name)) if *k == kind => name.clone(),
+            // Not interned (yet): do not cache, a later refresh may find it.
+            _ => return Ok(None),
+        };
+        let id = match self.run_ids.get(&(kind, name.clone())) {
+            Some(&id) => id,
+            None => {
+                let id = match kind {
+                    name_kind::STAGE => self.writer.add_stage(&name)?,
+                    name_kind::COUNTER => self.writer.add_counter_name(&name)?,
+                    _ => self.writer.add_event_name(&name)?,
+                };
+                self.run_ids.insert((kind, name), id);
+                id
+            }
+        };
+        self.ids.insert((pid, local, kind), Some(id));
+        Ok(Some(id))
+    }
+
+    /// Commits what was recorded so far; a killed framelab loses at most what came after.
+    pub fn commit(&mut self) -> Result<()> {
+        self.flush()?;
+        let mut meta = self.meta.clone();
+        if !self.window_closed {
+            meta.window_end_ns = self.now_ns();
+        }
+        meta.dropped_events += self.rings.iter().map(Ring::dropped).sum::<u64>();
+        self.writer.update_meta(&meta)?;
+        self.writer.commit()
+    }
+
+    /// Drains what is left, writes the final metadata and process table, and closes the file.
+    pub fn finish(mut self) -> Result<(i64, RunMeta)> {
+        self.drain()?;
+        for ring in std::mem::take(&mut self.rings) {
+            self.retire(&ring)?;
+        }
+        self.meta.names_refused = self.names.values().map(|n| n.refused).sum();
+        if !self.window_closed {
+            let now = self.now_ns();
+            self.meta.window_end_ns = now;
+        }
+        self.writer.processes(&self.accounting.results())?;
+        for name in self.accounting.unmatched_names() {
+            eprintln!("framelab: warning: no process named '{name}' was found during the run (--watch {name})");
+        }
+        self.writer.update_meta(&self.meta)?;
+        self.writer.commit()?;
+        let run_id = self.writer.run_id();
+        Ok((run_id, self.meta))
+    }
+}
+
+fn process_alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks existence.
+    unsafe { libc::kill(pid as i32, 0) == 0 }
+}

@@ -1,0 +1,163 @@
+//! Starting the command in its own process group, signalling it, reaping it.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::{bail, Result};
+
+use super::procfs::CpuTimes;
+
+/// Ctrl-C (SIGINT), SIGTERM and SIGHUP received by framelab.
+static INTERRUPTS: AtomicUsize = AtomicUsize::new(0);
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    INTERRUPTS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// From now on Ctrl-C asks framelab to finish the run instead of killing it.
+pub fn catch_interrupts() {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only increments an atomic, which is async-signal-safe.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_interrupt as *const () as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+pub fn interrupts() -> usize {
+    INTERRUPTS.load(Ordering::Relaxed)
+}
+
+/// Makes framelab the reaper of orphaned descendants, so their CPU time is not lost.
+pub fn become_subreaper() {
+    // SAFETY: plain prctl.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+}
+
+/// Checks that `program` can be run, with an error that says what to do if not.
+pub fn check_runnable(program: &str) -> Result<()> {
+    if program.contains('/') {
+        let path = Path::new(program);
+        let Ok(meta) = path.metadata() else {
+            bail!("command not found: '{program}' does not exist");
+        };
+        if meta.is_dir() {
+            bail!("'{program}' is a directory, not a program: name the executable inside it");
+        }
+        if !is_executable(&meta) {
+            bail!("'{program}' is not executable: chmod +x it, or run it through its interpreter (e.g. -- sh {program})");
+        }
+        return Ok(());
+    }
+    let path_var = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path_var) {
+        let candidate = dir.join(program);
+        if let Ok(meta) = candidate.metadata() {
+            if meta.is_file() && is_executable(&meta) {
+                return Ok(());
+            }
+        }
+    }
+    bail!("command not found: '{program}' is not in PATH; give a path (./{program}) or install it")
+}
+
+fn is_executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.is_file() && meta.permissions().mode() & 0o111 != 0
+}
+
+/// Spawns `argv` in a new process group with `env` added. It dies with framelab if framelab is killed.
+pub fn spawn(argv: &[String], env: &[(String, String)]) -> Result<u32> {
+    let mut command = Command::new(&argv[0]);
+    command.args(&argv[1..]);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setpgid(0, 0);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
+            Ok(())
+        });
+    }
+    match command.spawn() {
+        // The handle is dropped on purpose: framelab reaps with wait4 to get rusage.
+        Ok(child) => Ok(child.id()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("command not found: '{}' ({e})", argv[0])
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            bail!(
+                "'{}' cannot be run: permission denied; check it is executable",
+                argv[0]
+            )
+        }
+        Err(e) => bail!("cannot start '{}': {e}", argv[0]),
+    }
+}
+
+/// Sends `signal` to the whole process group of the command.
+pub fn signal_group(pgid: u32, signal: i32) {
+    // SAFETY: kill with a negative pid signals the group; harmless if it is gone.
+    unsafe { libc::kill(-(pgid as i32), signal) };
+}
+
+/// A child framelab reaped.
+pub struct Reaped {
+    pub pid: u32,
+    pub status: i32,
+    pub cpu: CpuTimes,
+    pub max_rss_bytes: u64,
+}
+
+/// Reaps one exited child without blocking.
+pub fn reap_one() -> Option<Reaped> {
+    let mut status = 0;
+    // SAFETY: plain wait4 with valid out-pointers.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(-1, &mut status, libc::WNOHANG, &mut usage) };
+    if pid <= 0 {
+        return None;
+    }
+    let ns = |tv: libc::timeval| tv.tv_sec * 1_000_000_000 + tv.tv_usec * 1_000;
+    Some(Reaped {
+        pid: pid as u32,
+        status,
+        cpu: CpuTimes {
+            user_ns: ns(usage.ru_utime),
+            sys_ns: ns(usage.ru_stime),
+            ..Default::default()
+        },
+        max_rss_bytes: usage.ru_maxrss as u64 * 1024,
+    })
+}
+
+pub fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGSYS => "SIGSYS",
+        _ => "signal",
+    }
+}

@@ -1,0 +1,211 @@
+//! Reading processes from /proc: CPU times, parent, name, peak RSS, children.
+
+use std::path::{Path, PathBuf};
+
+/// CPU times in nanoseconds; `children_*` are of reaped children (cutime/cstime).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    pub user_ns: i64,
+    pub sys_ns: i64,
+    pub children_user_ns: i64,
+    pub children_sys_ns: i64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcStat {
+    pub pid: u32,
+    pub ppid: u32,
+    pub comm: String,
+    pub cpu: CpuTimes,
+    /// Start time since boot (CLOCK_MONOTONIC-comparable on a machine that never suspended).
+    pub start_ns: i64,
+}
+
+/// A view of a /proc tree; tests point it at a fixture directory.
+#[derive(Clone, Debug)]
+pub struct Procfs {
+    root: PathBuf,
+    ns_per_tick: i64,
+}
+
+impl Procfs {
+    pub fn system() -> Procfs {
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        Procfs::at("/proc", if hz > 0 { hz as i64 } else { 100 })
+    }
+
+    pub fn at(root: impl Into<PathBuf>, ticks_per_second: i64) -> Procfs {
+        Procfs {
+            root: root.into(),
+            ns_per_tick: 1_000_000_000 / ticks_per_second.max(1),
+        }
+    }
+
+    fn path(&self, pid: u32, file: &str) -> PathBuf {
+        self.root.join(pid.to_string()).join(file)
+    }
+
+    pub fn stat(&self, pid: u32) -> Option<ProcStat> {
+        let text = std::fs::read_to_string(self.path(pid, "stat")).ok()?;
+        parse_stat(&text, self.ns_per_tick)
+    }
+
+    /// VmHWM: the peak resident set size.
+    pub fn peak_rss_bytes(&self, pid: u32) -> Option<u64> {
+        let text = std::fs::read_to_string(self.path(pid, "status")).ok()?;
+        let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    }
+
+    /// Direct children of `pid` (every thread's), from `task/*/children`; falls back to a scan.
+    pub fn children(&self, pid: u32) -> Vec<u32> {
+        let tasks = self.root.join(pid.to_string()).join("task");
+        let mut children = Vec::new();
+        let mut found_file = false;
+        if let Ok(entries) = std::fs::read_dir(&tasks) {
+            for entry in entries.flatten() {
+                if let Ok(text) = std::fs::read_to_string(entry.path().join("children")) {
+                    found_file = true;
+                    children.extend(
+                        text.split_whitespace()
+                            .filter_map(|p| p.parse::<u32>().ok()),
+                    );
+                }
+            }
+        }
+        if !found_file {
+            children = self
+                .pids()
+                .into_iter()
+                .filter(|&p| self.stat(p).is_some_and(|s| s.ppid == pid))
+                .collect();
+        }
+        children.sort_unstable();
+        children.dedup();
+        children
+    }
+
+    pub fn pids(&self) -> Vec<u32> {
+        let Ok(entries) = std::fs::read_dir(&self.root) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect()
+    }
+
+    /// Processes whose name (comm, or the base name of argv[0] or of the executable) is `name`.
+    pub fn find_by_name(&self, name: &str) -> Vec<u32> {
+        self.pids()
+            .into_iter()
+            .filter(|&pid| self.names_of(pid).iter().any(|n| n == name))
+            .collect()
+    }
+
+    fn names_of(&self, pid: u32) -> Vec<String> {
+        let mut names = Vec::new();
+        if let Some(stat) = self.stat(pid) {
+            names.push(stat.comm);
+        }
+        if let Ok(cmdline) = std::fs::read(self.path(pid, "cmdline")) {
+            if let Some(arg0) = cmdline.split(|&b| b == 0).next() {
+                names.push(base_name(&String::from_utf8_lossy(arg0)));
+            }
+        }
+        if let Ok(exe) = std::fs::read_link(self.path(pid, "exe")) {
+            names.push(base_name(&exe.to_string_lossy()));
+        }
+        names
+    }
+
+    pub fn exists(&self, pid: u32) -> bool {
+        self.root.join(pid.to_string()).exists()
+    }
+}
+
+fn base_name(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Parses `/proc/PID/stat`. The name is in parentheses and may itself hold spaces and
+/// parentheses, so fields are counted from the last `)`.
+pub fn parse_stat(text: &str, ns_per_tick: i64) -> Option<ProcStat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let pid = text[..open].trim().parse().ok()?;
+    let comm = text.get(open + 1..close)?.to_owned();
+    // Fields after the name, numbered from 3 (state) as in proc(5).
+    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    let field = |n: usize| -> Option<i64> { rest.get(n - 3)?.parse().ok() };
+    Some(ProcStat {
+        pid,
+        ppid: field(4)? as u32,
+        comm,
+        cpu: CpuTimes {
+            user_ns: field(14)? * ns_per_tick,
+            sys_ns: field(15)? * ns_per_tick,
+            children_user_ns: field(16)? * ns_per_tick,
+            children_sys_ns: field(17)? * ns_per_tick,
+        },
+        start_ns: field(22)? * ns_per_tick,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_awkward_names() {
+        let text = "4242 (my (weird) proc) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 30 5 2 20 0 3 0 12345 1000 10 0";
+        let stat = parse_stat(text, 10_000_000).unwrap();
+        assert_eq!(stat.pid, 4242);
+        assert_eq!(stat.ppid, 17);
+        assert_eq!(stat.comm, "my (weird) proc");
+        assert_eq!(stat.cpu.user_ns, 2_500_000_000);
+        assert_eq!(stat.cpu.sys_ns, 300_000_000);
+        assert_eq!(stat.cpu.children_user_ns, 50_000_000);
+        assert_eq!(stat.cpu.children_sys_ns, 20_000_000);
+        assert_eq!(stat.start_ns, 123_450_000_000);
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        assert!(parse_stat("", 1).is_none());
+        assert!(parse_stat("12 (x) S", 1).is_none());
+        assert!(parse_stat("abc (x) S 1 2 3", 1).is_none());
+    }
+
+    #[test]
+    fn reads_a_fixture_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |pid: u32, ppid: u32, name: &str, utime: u32| {
+            let p = dir.path().join(pid.to_string());
+            std::fs::create_dir_all(p.join("task").join(pid.to_string())).unwrap();
+            let stat = format!(
+                "{pid} ({name}) S {ppid} 1 1 0 -1 0 0 0 0 0 {utime} 1 0 0 20 0 1 0 100 0 0"
+            );
+            std::fs::write(p.join("stat"), stat).unwrap();
+            std::fs::write(p.join("status"), "Name:\tx\nVmHWM:\t  2048 kB\n").unwrap();
+            std::fs::write(p.join("cmdline"), format!("/usr/bin/{name}\0--flag\0")).unwrap();
+        };
+        write(10, 1, "host", 100);
+        write(11, 10, "worker", 50);
+        write(12, 10, "daemon", 7);
+        std::fs::write(dir.path().join("10/task/10/children"), "11 12 ").unwrap();
+        let procfs = Procfs::at(dir.path(), 100);
+        assert_eq!(procfs.children(10), vec![11, 12]);
+        assert_eq!(procfs.find_by_name("daemon"), vec![12]);
+        assert_eq!(procfs.peak_rss_bytes(10), Some(2 * 1024 * 1024));
+        assert_eq!(procfs.stat(11).unwrap().cpu.user_ns, 500_000_000);
+        // Without children files the scan finds the same children.
+        std::fs::remove_file(dir.path().join("10/task/10/children")).unwrap();
+        assert_eq!(procfs.children(10), vec![11, 12]);
+    }
+}

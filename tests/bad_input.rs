@@ -1,0 +1,131 @@
+//! Bad input: one clear line, a non-zero exit, no panic.
+
+mod common;
+
+use common::*;
+
+fn assert_one_clear_line(args: &[&str], code: i32, needle: &str) {
+    let out = run(args);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stderr(&out));
+    let text = stderr(&out);
+    assert!(
+        text.contains(needle),
+        "{args:?}: expected '{needle}' in: {text}"
+    );
+    assert!(!text.contains("panicked"), "{text}");
+}
+
+#[test]
+fn a_missing_or_unrunnable_command() {
+    let out = run(&["run", "--", "definitely-not-a-command-xyz"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(error_line(&out).contains("command not found"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("not-executable.sh");
+    std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+    let out = framelab()
+        .args(["run", "--"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(error_line(&out).contains("not executable"));
+    assert_eq!(
+        std::fs::read_dir(".")
+            .unwrap()
+            .filter(|e| e
+                .as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "framelab"))
+            .count(),
+        0,
+        "no run file is left behind"
+    );
+}
+
+#[test]
+fn bad_frame_rates_and_durations() {
+    assert_one_clear_line(&["run", "--fps", "0", "--", "true"], 2, "positive number");
+    assert_one_clear_line(&["run", "--fps", "-5", "--", "true"], 2, "--fps");
+    assert_one_clear_line(
+        &["run", "--fps", "abc", "--", "true"],
+        2,
+        "not a frame rate",
+    );
+    assert_one_clear_line(
+        &["run", "--duration", "soon", "--", "true"],
+        2,
+        "not a duration",
+    );
+    assert_one_clear_line(&["run", "--duration", "5", "--", "true"], 2, "no unit");
+    assert_one_clear_line(
+        &["run", "--warmup", "2s", "--duration", "1s", "--", "true"],
+        1,
+        "--warmup",
+    );
+    assert_one_clear_line(
+        &["run", "--warmup", "1s", "--duration", "1s", "--", "true"],
+        1,
+        "shorter than --duration",
+    );
+    assert_one_clear_line(&["demo", "--fps", "0"], 2, "positive number");
+}
+
+#[test]
+fn an_unwritable_output_path() {
+    let out = run(&["run", "-o", "/nonexistent-dir/x/run.framelab", "--", "true"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(error_line(&out).contains("/nonexistent-dir/x/run.framelab"));
+}
+
+#[test]
+fn a_watched_pid_that_does_not_exist() {
+    assert_one_clear_line(
+        &["run", "--watch-pid", "999999999", "--", "true"],
+        1,
+        "no such process",
+    );
+}
+
+#[test]
+fn reports_of_files_that_are_not_run_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.framelab");
+    let out = framelab().arg("report").arg(&missing).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    error_line(&out);
+
+    let text = dir.path().join("notes.framelab");
+    std::fs::write(&text, "this is not a database\n".repeat(100)).unwrap();
+    let out = framelab().arg("report").arg(&text).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    error_line(&out);
+
+    let empty = dir.path().join("empty.framelab");
+    std::fs::write(&empty, "").unwrap();
+    let out = framelab().arg("report").arg(&empty).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    error_line(&out);
+}
+
+#[test]
+fn a_truncated_run_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "whole");
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&path)
+        .args(["--", &example("testprog"), "spans", "300"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let bytes = std::fs::read(&path).unwrap();
+    let cut = dir.path().join("cut.framelab");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let out = framelab().arg("report").arg(&cut).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    error_line(&out);
+}

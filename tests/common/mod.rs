@@ -1,0 +1,56 @@
+//! Helpers for end-to-end tests: the framelab binary, the example programs, run files.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn framelab() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_framelab"));
+    command.env("NO_COLOR", "1");
+    command
+}
+
+/// An example program built by `cargo test` (target/<profile>/examples/<name>).
+pub fn example(name: &str) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let path = profile_dir.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "example {name} not built at {}: run `cargo test` (it builds examples)",
+        path.display()
+    );
+    path.to_string_lossy().into_owned()
+}
+
+pub fn temp_run(dir: &tempfile::TempDir, name: &str) -> PathBuf {
+    dir.path().join(format!("{name}.framelab"))
+}
+
+pub fn run(args: &[&str]) -> Output {
+    framelab().args(args).output().expect("framelab runs")
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn load(path: &Path) -> framelab::model::Run {
+    framelab::store::load_run(path, None).expect("run file loads")
+}
+
+/// The one line framelab printed as an error (ignoring the command's own output).
+pub fn error_line(output: &Output) -> String {
+    let text = stderr(output);
+    let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(
+        errors.len(),
+        1,
+        "expected exactly one error line, got: {text}"
+    );
+    errors[0].to_owned()
+}

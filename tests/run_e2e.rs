@@ -1,0 +1,394 @@
+//! `framelab run` end to end: real programs, real sessions, real run files.
+
+mod common;
+
+use common::*;
+use framelab::analyze::analyze;
+use framelab::model::{EndReason, ProcessRole};
+use std::collections::HashMap;
+
+fn stage_id(run: &framelab::model::Run, name: &str) -> u16 {
+    run.stages
+        .iter()
+        .position(|s| s == name)
+        .unwrap_or_else(|| panic!("stage {name} missing: {:?}", run.stages)) as u16
+}
+
+#[test]
+fn records_every_span_counter_and_event_of_a_program_that_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "spans");
+    let out = framelab()
+        .args(["run", "--fps", "500", "-o"])
+        .arg(&path)
+        .args(["--", &example("testprog"), "spans", "200"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&path.display().to_string()),
+        "prints where the run file is"
+    );
+
+    let run = load(&path);
+    assert_eq!(run.meta.end_reason, EndReason::Exited);
+    assert_eq!(run.meta.exit.as_ref().unwrap().code, Some(0));
+    assert_eq!(run.meta.dropped_events, 0);
+    assert_eq!(run.meta.invalid_records, 0);
+    for name in ["a", "b", "c"] {
+        let id = stage_id(&run, name);
+        assert_eq!(
+            run.spans.iter().filter(|s| s.stage == id).count(),
+            200,
+            "stage {name}"
+        );
+    }
+    assert_eq!(run.counters.len(), 200);
+    assert_eq!(run.counters.iter().map(|c| c.value).sum::<i64>(), 20_000);
+    assert_eq!(run.events.len(), 200);
+
+    // A lap starts exactly where the previous one ended, and follows the span of `a`.
+    let (a, b, c) = (
+        stage_id(&run, "a"),
+        stage_id(&run, "b"),
+        stage_id(&run, "c"),
+    );
+    let by_frame = |stage| {
+        run.spans
+            .iter()
+            .filter(|s| s.stage == stage)
+            .map(|s| (s.frame, *s))
+            .collect::<HashMap<_, _>>()
+    };
+    let (sa, sb, sc) = (by_frame(a), by_frame(b), by_frame(c));
+    for frame in 0..200 {
+        assert_eq!(sb[&frame].end_ns(), sc[&frame].start_ns, "frame {frame}");
+        assert!(sb[&frame].start_ns >= sa[&frame].end_ns());
+        assert!(sa[&frame].dur_ns >= 300_000, "a burns 300 µs");
+    }
+
+    let analysis = analyze(&run);
+    assert_eq!(analysis.frames, 200);
+    assert_eq!(analysis.window.warmup_frames, 0);
+    let command = analysis
+        .processes
+        .iter()
+        .find(|p| p.role == ProcessRole::Command)
+        .expect("command row");
+    assert!(
+        command.user_ns + command.sys_ns > 50_000_000,
+        "≥ 200 frames × 600 µs of burning: {command:?}"
+    );
+    assert!(run.threads.len() == 1 && run.threads[0].pid == command.pid);
+}
+
+#[test]
+fn a_crashing_program_keeps_what_it_recorded_and_the_report_names_the_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "abort");
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&path)
+        .args(["--", &example("testprog"), "abort", "50"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "a crashed command makes framelab exit 3: {}",
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains("SIGABRT"),
+        "report says how it crashed:\n{}",
+        stdout(&out)
+    );
+    let run = load(&path);
+    let exit = run.meta.exit.clone().unwrap();
+    assert!(exit.crashed);
+    assert_eq!(exit.signal, Some(libc::SIGABRT));
+    assert_eq!(
+        run.spans
+            .iter()
+            .filter(|s| s.stage == stage_id(&run, "a"))
+            .count(),
+        50,
+        "every recorded span survived the crash"
+    );
+}
+
+#[test]
+fn duration_stops_the_command_and_warmup_frames_are_kept_but_excluded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "duration");
+    let out = framelab()
+        .args([
+            "run",
+            "--fps",
+            "500",
+            "--warmup",
+            "300ms",
+            "--duration",
+            "1200ms",
+            "-o",
+        ])
+        .arg(&path)
+        .args(["--", &example("testprog"), "forever"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "stopped by framelab is not a failure: {}",
+        stderr(&out)
+    );
+    let run = load(&path);
+    assert_eq!(run.meta.end_reason, EndReason::Duration);
+    assert!(!run.meta.exit.as_ref().unwrap().crashed);
+    assert!(run.meta.window_start_ns >= 300_000_000);
+    assert!(run.meta.window_end_ns > run.meta.window_start_ns);
+    let analysis = analyze(&run);
+    assert!(
+        analysis.window.warmup_frames > 0,
+        "warmup frames are in the file"
+    );
+    let all_frames: std::collections::HashSet<u64> = run.spans.iter().map(|s| s.frame).collect();
+    assert_eq!(
+        analysis.frames + analysis.window.warmup_frames + analysis.window.after_frames,
+        all_frames.len() as u64
+    );
+}
+
+#[test]
+fn ctrl_c_finalises_the_run_and_keeps_what_was_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "interrupted");
+    let child = framelab()
+        .args(["run", "-o"])
+        .arg(&path)
+        .args(["--", &example("testprog"), "forever"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until something is on disk, then interrupt (as a terminal's Ctrl-C would).
+    wait_for(|| {
+        path.exists() && framelab::store::load_run(&path, None).is_ok_and(|r| !r.spans.is_empty())
+    });
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("stage"),
+        "the report is printed:\n{}",
+        stdout(&out)
+    );
+    let run = load(&path);
+    assert_eq!(run.meta.end_reason, EndReason::Interrupted);
+    assert!(!run.spans.is_empty());
+}
+
+#[test]
+fn frames_crossing_threads_get_end_to_end_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "threads");
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&path)
+        .args(["--", &example("testprog"), "threads", "100"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&path);
+    assert_eq!(run.threads.len(), 2, "{:?}", run.threads);
+    assert!(run.threads.iter().any(|t| t.name == "consumer"));
+    let (produce, consume) = (stage_id(&run, "produce"), stage_id(&run, "consume"));
+    let analysis = analyze(&run);
+    assert_eq!(analysis.frames, 100);
+    // total = consume end − produce start for every frame, so it is at least both stages.
+    let total = analysis.total.as_ref().unwrap();
+    assert!(total.min_ns >= 600_000.0, "{total:?}");
+    for frame in 0..100u64 {
+        let p = run
+            .spans
+            .iter()
+            .find(|s| s.frame == frame && s.stage == produce)
+            .unwrap();
+        let c = run
+            .spans
+            .iter()
+            .find(|s| s.frame == frame && s.stage == consume)
+            .unwrap();
+        assert_ne!(p.thread, c.thread);
+        assert!(c.end_ns() > p.start_ns);
+    }
+}
+
+#[test]
+fn two_processes_share_a_session_and_frames_cross_between_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "processes");
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&path)
+        .args(["--", &example("testprog"), "processes", "100"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&path);
+    let pids: std::collections::HashSet<u32> = run.threads.iter().map(|t| t.pid).collect();
+    assert_eq!(pids.len(), 2, "{:?}", run.threads);
+    let (parent, child) = (stage_id(&run, "parent"), stage_id(&run, "child"));
+    assert_eq!(run.spans.iter().filter(|s| s.stage == parent).count(), 100);
+    assert_eq!(run.spans.iter().filter(|s| s.stage == child).count(), 100);
+    assert_eq!(analyze(&run).frames, 100);
+    assert!(
+        run.processes.iter().any(|p| p.role == ProcessRole::Child),
+        "the child process is accounted: {:?}",
+        run.processes
+    );
+}
+
+#[test]
+fn drops_in_a_tiny_ring_are_counted_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "drops");
+    let n = 2_000_000u64;
+    let out = framelab()
+        .args(["run", "--ring-records", "16", "-o"])
+        .arg(&path)
+        .args(["--", &example("testprog"), "flood", &n.to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&path);
+    assert!(
+        run.meta.dropped_events > 0,
+        "a 16-record ring cannot keep up with a flood"
+    );
+    assert_eq!(
+        run.spans.len() as u64 + run.meta.dropped_events,
+        n,
+        "every span is either recorded or counted as dropped"
+    );
+    assert_eq!(run.threads[0].dropped, run.meta.dropped_events);
+    let report = stdout(&out);
+    assert!(
+        report.contains(&run.meta.dropped_events.to_string()),
+        "the report shows the drop count:\n{report}"
+    );
+}
+
+#[test]
+fn an_uninstrumented_command_gets_a_process_report_and_a_throughput() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "cpu");
+    let out = framelab()
+        .args(["run", "--frames", "30", "-o"])
+        .arg(&path)
+        .args(["--", &example("testprog"), "cpu", "400"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&path);
+    assert!(run.spans.is_empty());
+    let analysis = analyze(&run);
+    let cpu = analysis.cpu.user_ns + analysis.cpu.sys_ns;
+    assert!(
+        cpu >= 300_000_000,
+        "400 ms of burning shows as CPU: {:?}",
+        analysis.cpu
+    );
+    assert!(analysis.observed_fps.is_some_and(|f| f > 0.0));
+    assert!(analysis
+        .cpu
+        .cpu_per_frame_ns
+        .is_some_and(|c| c > 10_000_000.0));
+}
+
+#[test]
+fn watched_processes_are_accounted_over_the_same_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "watch");
+    let mut daemon = std::process::Command::new(example("testprog"))
+        .args(["cpu", "20000"])
+        .spawn()
+        .unwrap();
+    let out = framelab()
+        .args([
+            "run",
+            "--duration",
+            "1s",
+            "--watch-pid",
+            &daemon.id().to_string(),
+            "-o",
+        ])
+        .arg(&path)
+        .args(["--", &example("testprog"), "forever"])
+        .output()
+        .unwrap();
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&path);
+    let watched = run
+        .processes
+        .iter()
+        .find(|p| p.role == ProcessRole::Watched)
+        .expect("watched row");
+    assert_eq!(watched.pid, daemon.id());
+    assert!(
+        watched.user_ns > 300_000_000,
+        "a busy daemon over a 1 s window: {watched:?}"
+    );
+}
+
+#[test]
+fn too_many_names_are_refused_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "names");
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&path)
+        .args(["--", &example("testprog"), "names", "5000"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&path);
+    assert_eq!(
+        run.meta.names_refused,
+        5000 - framelab_probe::wire::MAX_NAMES as u64
+    );
+    assert_eq!(run.stages.len(), framelab_probe::wire::MAX_NAMES as usize);
+}
+
+#[test]
+fn a_killed_framelab_leaves_a_readable_run_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "killed");
+    let mut child = framelab()
+        .args(["run", "-o"])
+        .arg(&path)
+        .args(["--", &example("testprog"), "forever"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(|| framelab::store::load_run(&path, None).is_ok_and(|r| r.spans.len() > 100));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run = load(&path);
+    assert!(run.spans.len() > 100);
+    assert_eq!(run.meta.end_reason, EndReason::Unfinished);
+    let report = framelab().args(["report"]).arg(&path).output().unwrap();
+    assert!(report.status.success(), "{}", stderr(&report));
+}
+
+fn wait_for(mut ready: impl FnMut() -> bool) {
+    // Generous: this waits for progress, it does not time anything.
+    for _ in 0..600 {
+        if ready() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("gave up waiting after 30 s");
+}
