@@ -1,9 +1,18 @@
 //! The run file: one SQLite database holding one or many runs (schema in docs/run-file.md).
+//!
+//! - `schema`: tables, views, what marks a file as framelab's and its version;
+//! - `migrate`: upgrading files of older schema versions;
+//! - `file`: opening files for reading or writing, one-line errors for bad files;
+//! - `codec`: Rust values ↔ columns;
+//! - `writer` / `reader`: recording a run as it goes, loading it back.
 
+mod codec;
+mod file;
+mod migrate;
 mod reader;
 mod schema;
 mod writer;
 
 pub use reader::{list_runs, load_run};
-pub use schema::SCHEMA_VERSION;
+pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use writer::RunWriter;

@@ -2,14 +2,393 @@
 
 use std::path::Path;
 
-use crate::model::{Run, RunMeta};
+use rusqlite::Connection;
+
+use super::codec::{self, u64_from_sql, Cells, META_COLUMNS};
+use super::file::{self, one_line, sqlite_failure};
+use crate::model::{CounterValue, EventRecord, ProcessStats, Run, RunMeta, Span, ThreadInfo};
 
 /// Loads run `run_id` of `path`, or its only/latest run when `None`.
-pub fn load_run(_path: &Path, _run_id: Option<i64>) -> anyhow::Result<Run> {
-    anyhow::bail!("store not implemented yet")
+pub fn load_run(path: &Path, run_id: Option<i64>) -> anyhow::Result<Run> {
+    let conn = file::open_for_reading(path)?;
+    let ids = run_ids(&conn).map_err(|e| sqlite_failure(path, "reading the runs", &e))?;
+    let run_id = choose_run(path, run_id, &ids)?;
+    let mut reader = RunReader {
+        conn: &conn,
+        path,
+        run_id,
+        row_limit: row_limit(path),
+    };
+    reader.load()
 }
 
 /// The runs a file holds, oldest first.
-pub fn list_runs(_path: &Path) -> anyhow::Result<Vec<RunMeta>> {
-    anyhow::bail!("store not implemented yet")
+pub fn list_runs(path: &Path) -> anyhow::Result<Vec<RunMeta>> {
+    let conn = file::open_for_reading(path)?;
+    let sql = format!(
+        "SELECT run_id, {} FROM runs ORDER BY run_id",
+        META_COLUMNS.join(", ")
+    );
+    let fail = |e: rusqlite::Error| sqlite_failure(path, "reading the runs", &e);
+    let mut stmt = conn.prepare(&sql).map_err(fail)?;
+    let mut rows = stmt.query([]).map_err(fail)?;
+    let mut runs = Vec::new();
+    while let Some(row) = rows.next().map_err(fail)? {
+        runs.push(codec::meta_from_row(row).map_err(|e| inconsistent(path, e))?);
+    }
+    Ok(runs)
+}
+
+fn run_ids(conn: &Connection) -> rusqlite::Result<Vec<i64>> {
+    let mut stmt = conn.prepare("SELECT run_id FROM runs ORDER BY run_id")?;
+    let ids = stmt.query_map([], |r| r.get(0))?.collect();
+    ids
+}
+
+/// The run to load: the one asked for if the file has it, else the latest.
+fn choose_run(path: &Path, wanted: Option<i64>, ids: &[i64]) -> anyhow::Result<i64> {
+    let p = path.display();
+    let Some(&latest) = ids.last() else {
+        return Err(one_line(format!(
+            "{p} holds no runs yet: the recording was stopped before its first commit; \
+             record it again"
+        )));
+    };
+    match wanted {
+        None => Ok(latest),
+        Some(id) if ids.binary_search(&id).is_ok() => Ok(id),
+        Some(id) => Err(one_line(format!(
+            "{p} has no run {id}; it holds run{} {}: pass one of those",
+            if ids.len() == 1 { "" } else { "s" },
+            describe_ids(ids)
+        ))),
+    }
+}
+
+/// "1, 2, 3" or, for a long history, the first and last few with a count.
+fn describe_ids(ids: &[i64]) -> String {
+    let list = |ids: &[i64]| {
+        ids.iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if ids.len() <= 12 {
+        list(ids)
+    } else {
+        format!(
+            "{}, …, {} ({} in all)",
+            list(&ids[..5]),
+            list(&ids[ids.len() - 5..]),
+            ids.len()
+        )
+    }
+}
+
+/// A row count no file of this size can exceed (a row takes more than 8 bytes on disk):
+/// caps preallocation when a damaged `runs` row claims absurd counts.
+fn row_limit(path: &Path) -> usize {
+    let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let bytes = size(path) + size(Path::new(&wal));
+    usize::try_from(bytes / 8).unwrap_or(usize::MAX)
+}
+
+fn inconsistent(path: &Path, e: anyhow::Error) -> anyhow::Error {
+    one_line(format!(
+        "{} is damaged or was edited by hand: {e}; restore an intact copy or record the run again",
+        path.display()
+    ))
+}
+
+/// Where a run's rows of one big table are, as recorded by the writer.
+struct IdRange {
+    count: i64,
+    first: Option<i64>,
+    last: Option<i64>,
+}
+
+impl IdRange {
+    /// Rows to preallocate: the recorded count, bounded by what the range and file allow.
+    fn capacity(&self, row_limit: usize) -> usize {
+        let span = match (self.first, self.last) {
+            (Some(first), Some(last)) if last >= first => (last - first).saturating_add(1),
+            _ => 0,
+        };
+        let count = usize::try_from(self.count.min(span)).unwrap_or(0);
+        count.min(row_limit)
+    }
+}
+
+struct RunReader<'a> {
+    conn: &'a Connection,
+    path: &'a Path,
+    run_id: i64,
+    row_limit: usize,
+}
+
+impl RunReader<'_> {
+    fn load(&mut self) -> anyhow::Result<Run> {
+        let (meta, spans_at, counters_at, events_at) = self.meta()?;
+        let stages = self.names("stages", "stage_id")?;
+        let counter_names = self.names("counter_names", "counter_id")?;
+        let event_names = self.names("event_names", "event_id")?;
+        let threads = self.threads()?;
+        let spans = self.spans(&spans_at)?;
+        let counters = self.counters(&counters_at)?;
+        let events = self.events(&events_at)?;
+        let processes = self.processes()?;
+        let run = Run {
+            meta,
+            stages,
+            counter_names,
+            event_names,
+            threads,
+            spans,
+            counters,
+            events,
+            processes,
+        };
+        check_references(&run).map_err(|e| inconsistent(self.path, e))?;
+        Ok(run)
+    }
+
+    fn sql_error(&self, doing: &str) -> impl Fn(rusqlite::Error) -> anyhow::Error + '_ {
+        let doing = doing.to_string();
+        move |e| sqlite_failure(self.path, &doing, &e)
+    }
+
+    fn meta(&self) -> anyhow::Result<(RunMeta, IdRange, IdRange, IdRange)> {
+        let sql = format!(
+            "SELECT run_id, {}, span_count, span_id_first, span_id_last, \
+             counter_count, counter_id_first, counter_id_last, \
+             event_count, event_id_first, event_id_last FROM runs WHERE run_id = ?1",
+            META_COLUMNS.join(", ")
+        );
+        let fail = self.sql_error("reading the run");
+        let mut stmt = self.conn.prepare(&sql).map_err(&fail)?;
+        let mut rows = stmt.query([self.run_id]).map_err(&fail)?;
+        let row = rows
+            .next()
+            .map_err(&fail)?
+            .ok_or_else(|| one_line(format!("run {} vanished while loading", self.run_id)))?;
+        let meta = codec::meta_from_row(row).map_err(|e| inconsistent(self.path, e))?;
+        let c = Cells { row, table: "runs" };
+        let at = META_COLUMNS.len() + 1;
+        let range = |i: usize| -> anyhow::Result<IdRange> {
+            Ok(IdRange {
+                count: c.int(i)?,
+                first: c.opt_int(i + 1)?,
+                last: c.opt_int(i + 2)?,
+            })
+        };
+        let ranges = (|| Ok::<_, anyhow::Error>((range(at)?, range(at + 3)?, range(at + 6)?)))()
+            .map_err(|e| inconsistent(self.path, e))?;
+        Ok((meta, ranges.0, ranges.1, ranges.2))
+    }
+
+    /// A name table (`stages`, ...) as a vector indexed by id; ids must be 0..n.
+    fn names(&self, table: &'static str, id_column: &str) -> anyhow::Result<Vec<String>> {
+        let fail = self.sql_error("reading names");
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT {id_column}, name FROM {table} WHERE run_id = ?1 ORDER BY {id_column}"
+            ))
+            .map_err(&fail)?;
+        let mut rows = stmt.query([self.run_id]).map_err(&fail)?;
+        let mut names = Vec::new();
+        while let Some(row) = rows.next().map_err(&fail)? {
+            let c = Cells { row, table };
+            let read = || -> anyhow::Result<String> {
+                let id = c.int(0)?;
+                if id != names.len() as i64 {
+                    anyhow::bail!("{table}.{id_column} {id} is out of sequence");
+                }
+                c.text(1)
+            };
+            let name = read().map_err(|e| inconsistent(self.path, e))?;
+            names.push(name);
+        }
+        Ok(names)
+    }
+
+    fn threads(&self) -> anyhow::Result<Vec<ThreadInfo>> {
+        let fail = self.sql_error("reading threads");
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT thread_id, pid, tid, name, dropped FROM threads \
+                 WHERE run_id = ?1 ORDER BY thread_id",
+            )
+            .map_err(&fail)?;
+        let mut rows = stmt.query([self.run_id]).map_err(&fail)?;
+        let mut threads = Vec::new();
+        while let Some(row) = rows.next().map_err(&fail)? {
+            let c = Cells {
+                row,
+                table: "threads",
+            };
+            let read = || -> anyhow::Result<ThreadInfo> {
+                if c.int(0)? != threads.len() as i64 {
+                    anyhow::bail!("threads.thread_id {} is out of sequence", c.int(0)?);
+                }
+                Ok(ThreadInfo {
+                    pid: c.small(1)?,
+                    tid: c.small(2)?,
+                    name: c.text(3)?,
+                    dropped: u64_from_sql(c.int(4)?),
+                })
+            };
+            let thread = read().map_err(|e| inconsistent(self.path, e))?;
+            threads.push(thread);
+        }
+        Ok(threads)
+    }
+
+    /// Reads one big table's rows of this run, seeking by the recorded id range.
+    /// `run_id` is still checked per row: two recordings into one file at once interleave.
+    fn bulk<T>(
+        &self,
+        table: &'static str,
+        columns: &str,
+        range: &IdRange,
+        decode: impl Fn(&Cells) -> anyhow::Result<T>,
+    ) -> anyhow::Result<Vec<T>> {
+        let (Some(first), Some(last)) = (range.first, range.last) else {
+            return Ok(Vec::new());
+        };
+        let fail = self.sql_error("reading the run's records");
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT {columns} FROM {table} WHERE id BETWEEN ?1 AND ?2 AND run_id = ?3"
+            ))
+            .map_err(&fail)?;
+        let mut rows = stmt.query((first, last, self.run_id)).map_err(&fail)?;
+        let mut out = Vec::with_capacity(range.capacity(self.row_limit));
+        while let Some(row) = rows.next().map_err(&fail)? {
+            let record = decode(&Cells { row, table }).map_err(|e| inconsistent(self.path, e))?;
+            out.push(record);
+        }
+        Ok(out)
+    }
+
+    fn spans(&self, range: &IdRange) -> anyhow::Result<Vec<Span>> {
+        self.bulk(
+            "spans",
+            "frame, stage_id, thread_id, start_ns, dur_ns",
+            range,
+            |c| {
+                Ok(Span {
+                    frame: u64_from_sql(c.int(0)?),
+                    stage: c.small(1)?,
+                    thread: c.small(2)?,
+                    start_ns: c.int(3)?,
+                    dur_ns: c.int(4)?,
+                })
+            },
+        )
+    }
+
+    fn counters(&self, range: &IdRange) -> anyhow::Result<Vec<CounterValue>> {
+        self.bulk("counters", "frame, counter_id, value", range, |c| {
+            Ok(CounterValue {
+                frame: u64_from_sql(c.int(0)?),
+                counter: c.small(1)?,
+                value: c.int(2)?,
+            })
+        })
+    }
+
+    fn events(&self, range: &IdRange) -> anyhow::Result<Vec<EventRecord>> {
+        self.bulk("events", "event_id, key, thread_id, t_ns", range, |c| {
+            Ok(EventRecord {
+                event: c.small(0)?,
+                key: u64_from_sql(c.int(1)?),
+                thread: c.small(2)?,
+                t_ns: c.int(3)?,
+            })
+        })
+    }
+
+    fn processes(&self) -> anyhow::Result<Vec<ProcessStats>> {
+        let fail = self.sql_error("reading processes");
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT pid, ppid, name, role, user_ns, sys_ns, wall_ns, peak_rss_bytes \
+                 FROM processes WHERE run_id = ?1 ORDER BY process_index",
+            )
+            .map_err(&fail)?;
+        let mut rows = stmt.query([self.run_id]).map_err(&fail)?;
+        let mut processes = Vec::new();
+        while let Some(row) = rows.next().map_err(&fail)? {
+            let c = Cells {
+                row,
+                table: "processes",
+            };
+            let read = || -> anyhow::Result<ProcessStats> {
+                let role_text = c.text(3)?;
+                Ok(ProcessStats {
+                    pid: c.small(0)?,
+                    ppid: c.small(1)?,
+                    name: c.text(2)?,
+                    role: codec::role_from_name(&role_text).ok_or_else(|| {
+                        anyhow::anyhow!("processes.role {role_text:?} is unknown")
+                    })?,
+                    user_ns: c.int(4)?,
+                    sys_ns: c.int(5)?,
+                    wall_ns: c.int(6)?,
+                    peak_rss_bytes: u64_from_sql(c.int(7)?),
+                })
+            };
+            processes.push(read().map_err(|e| inconsistent(self.path, e))?);
+        }
+        Ok(processes)
+    }
+}
+
+/// Every id a record carries must name an entry of the run (analysis indexes by them).
+fn check_references(run: &Run) -> anyhow::Result<()> {
+    let (stages, threads) = (run.stages.len(), run.threads.len());
+    if let Some(s) = run
+        .spans
+        .iter()
+        .find(|s| usize::from(s.stage) >= stages || s.thread as usize >= threads)
+    {
+        anyhow::bail!(
+            "a span of frame {} names stage {} and thread {}, but the run has {stages} stages \
+             and {threads} threads",
+            s.frame,
+            s.stage,
+            s.thread
+        );
+    }
+    if let Some(c) = run
+        .counters
+        .iter()
+        .find(|c| usize::from(c.counter) >= run.counter_names.len())
+    {
+        anyhow::bail!(
+            "a counter value names counter {}, but the run has {}",
+            c.counter,
+            run.counter_names.len()
+        );
+    }
+    if let Some(e) = run
+        .events
+        .iter()
+        .find(|e| usize::from(e.event) >= run.event_names.len() || e.thread as usize >= threads)
+    {
+        anyhow::bail!(
+            "an event names event {} and thread {}, but the run has {} event names and \
+             {threads} threads",
+            e.event,
+            e.thread,
+            run.event_names.len()
+        );
+    }
+    Ok(())
 }

@@ -1,4 +1,241 @@
-//! Schema creation, version checks and migrations.
+//! Schema creation and the checks that a file is a framelab file this build can read.
+//! The schema is documented column by column in docs/run-file.md; keep the two in step.
 
-/// Bumped on any incompatible change; a file newer than this is refused with a clear message.
+use rusqlite::{Connection, OptionalExtension};
+
+/// Bumped on any change an older framelab could misread; a file newer than this is refused.
 pub const SCHEMA_VERSION: i64 = 1;
+
+/// `PRAGMA application_id` of a run file: ASCII "FLAB", so `file(1)` and tools can tell.
+pub const APPLICATION_ID: i32 = 0x464C_4142;
+
+/// Tables. Big tables (`spans`, `counters`, `events`) have no index besides their integer
+/// primary key, which costs nothing (it is the rowid): an index on `run_id` would add ~12
+/// bytes per span. Instead each `runs` row records the id range of its rows, runs being
+/// written one at a time, and the reader seeks by that range.
+const TABLES: &str = "
+CREATE TABLE framelab (
+    key   TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE runs (
+    run_id            INTEGER PRIMARY KEY,
+    name              TEXT NOT NULL,
+    command_json      TEXT NOT NULL,
+    started_at        TEXT NOT NULL,
+    framelab_version  TEXT NOT NULL,
+    host_name         TEXT NOT NULL,
+    host_cpu_model    TEXT NOT NULL,
+    host_cores        INTEGER NOT NULL,
+    host_kernel       TEXT NOT NULL,
+    host_clocksource  TEXT NOT NULL,
+    clock             TEXT NOT NULL,
+    target_fps        REAL,
+    budget_ns         INTEGER,
+    origin_mono_ns    INTEGER NOT NULL,
+    window_start_ns   INTEGER NOT NULL,
+    window_end_ns     INTEGER NOT NULL,
+    frames_hint       INTEGER,
+    end_reason        TEXT NOT NULL,
+    exit_code         INTEGER,
+    exit_signal       INTEGER,
+    exit_crashed      INTEGER,
+    dropped_events    INTEGER NOT NULL,
+    invalid_records   INTEGER NOT NULL,
+    names_refused     INTEGER NOT NULL,
+    span_count        INTEGER NOT NULL DEFAULT 0,
+    span_id_first     INTEGER,
+    span_id_last      INTEGER,
+    counter_count     INTEGER NOT NULL DEFAULT 0,
+    counter_id_first  INTEGER,
+    counter_id_last   INTEGER,
+    event_count       INTEGER NOT NULL DEFAULT 0,
+    event_id_first    INTEGER,
+    event_id_last     INTEGER
+);
+
+CREATE TABLE stages (
+    run_id    INTEGER NOT NULL REFERENCES runs(run_id),
+    stage_id  INTEGER NOT NULL,
+    name      TEXT NOT NULL,
+    PRIMARY KEY (run_id, stage_id)
+) WITHOUT ROWID;
+
+CREATE TABLE counter_names (
+    run_id      INTEGER NOT NULL REFERENCES runs(run_id),
+    counter_id  INTEGER NOT NULL,
+    name        TEXT NOT NULL,
+    PRIMARY KEY (run_id, counter_id)
+) WITHOUT ROWID;
+
+CREATE TABLE event_names (
+    run_id    INTEGER NOT NULL REFERENCES runs(run_id),
+    event_id  INTEGER NOT NULL,
+    name      TEXT NOT NULL,
+    PRIMARY KEY (run_id, event_id)
+) WITHOUT ROWID;
+
+CREATE TABLE threads (
+    run_id         INTEGER NOT NULL REFERENCES runs(run_id),
+    thread_id      INTEGER NOT NULL,
+    pid            INTEGER NOT NULL,
+    tid            INTEGER NOT NULL,
+    name           TEXT NOT NULL,
+    dropped        INTEGER NOT NULL,
+    PRIMARY KEY (run_id, thread_id)
+) WITHOUT ROWID;
+
+CREATE TABLE spans (
+    id         INTEGER PRIMARY KEY,
+    run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+    frame      INTEGER NOT NULL,
+    stage_id   INTEGER NOT NULL,
+    thread_id  INTEGER NOT NULL,
+    start_ns   INTEGER NOT NULL,
+    dur_ns     INTEGER NOT NULL
+);
+
+CREATE TABLE counters (
+    id          INTEGER PRIMARY KEY,
+    run_id      INTEGER NOT NULL REFERENCES runs(run_id),
+    frame       INTEGER NOT NULL,
+    counter_id  INTEGER NOT NULL,
+    value       INTEGER NOT NULL
+);
+
+CREATE TABLE events (
+    id         INTEGER PRIMARY KEY,
+    run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+    event_id   INTEGER NOT NULL,
+    key        INTEGER NOT NULL,
+    thread_id  INTEGER NOT NULL,
+    t_ns       INTEGER NOT NULL
+);
+
+CREATE TABLE processes (
+    run_id          INTEGER NOT NULL REFERENCES runs(run_id),
+    process_index   INTEGER NOT NULL,
+    pid             INTEGER NOT NULL,
+    ppid            INTEGER NOT NULL,
+    name            TEXT NOT NULL,
+    role            TEXT NOT NULL,
+    user_ns         INTEGER NOT NULL,
+    sys_ns          INTEGER NOT NULL,
+    wall_ns         INTEGER NOT NULL,
+    peak_rss_bytes  INTEGER NOT NULL,
+    PRIMARY KEY (run_id, process_index)
+) WITHOUT ROWID;
+";
+
+/// Views for people querying by hand; framelab itself reads the tables.
+const VIEWS: &str = "
+CREATE VIEW frames AS
+SELECT s.run_id,
+       s.frame,
+       min(s.start_ns)                                  AS start_ns,
+       max(s.start_ns + s.dur_ns)                       AS end_ns,
+       max(s.start_ns + s.dur_ns) - min(s.start_ns)     AS total_ns,
+       (max(s.start_ns + s.dur_ns) - min(s.start_ns)) / 1000.0 AS total_us,
+       count(*)                                         AS span_count,
+       max(s.start_ns + s.dur_ns) < r.window_start_ns   AS warmup,
+       max(s.start_ns + s.dur_ns) BETWEEN r.window_start_ns AND r.window_end_ns AS measured
+FROM spans AS s JOIN runs AS r ON r.run_id = s.run_id
+GROUP BY s.run_id, s.frame;
+
+CREATE VIEW named_spans AS
+SELECT s.run_id,
+       s.frame,
+       st.name                        AS stage,
+       t.pid                          AS pid,
+       t.tid                          AS tid,
+       t.name                         AS thread,
+       s.start_ns / 1000.0            AS start_us,
+       s.dur_ns / 1000.0              AS dur_us,
+       (s.start_ns + s.dur_ns) / 1000.0 AS end_us
+FROM spans AS s
+LEFT JOIN stages  AS st ON st.run_id = s.run_id AND st.stage_id = s.stage_id
+LEFT JOIN threads AS t  ON t.run_id  = s.run_id AND t.thread_id = s.thread_id;
+
+CREATE VIEW stage_summary AS
+SELECT s.run_id,
+       st.name               AS stage,
+       count(*)              AS spans,
+       min(s.dur_ns) / 1000.0 AS min_us,
+       avg(s.dur_ns) / 1000.0 AS avg_us,
+       max(s.dur_ns) / 1000.0 AS max_us
+FROM spans AS s
+LEFT JOIN stages AS st ON st.run_id = s.run_id AND st.stage_id = s.stage_id
+GROUP BY s.run_id, s.stage_id;
+
+CREATE VIEW named_counters AS
+SELECT c.run_id, c.frame, n.name AS counter, c.value
+FROM counters AS c
+LEFT JOIN counter_names AS n ON n.run_id = c.run_id AND n.counter_id = c.counter_id;
+
+CREATE VIEW named_events AS
+SELECT e.run_id, n.name AS event, e.key, t.tid AS tid, e.t_ns / 1000.0 AS t_us
+FROM events AS e
+LEFT JOIN event_names AS n ON n.run_id = e.run_id AND n.event_id = e.event_id
+LEFT JOIN threads AS t ON t.run_id = e.run_id AND t.thread_id = e.thread_id;
+";
+
+/// Creates every table and view in an empty database and stamps it as a framelab file.
+/// Runs inside the caller's transaction.
+pub fn create(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(TABLES)?;
+    conn.execute_batch(VIEWS)?;
+    conn.execute(
+        "INSERT INTO framelab (key, value) VALUES ('schema_version', ?1), ('created_by', ?2)",
+        (
+            SCHEMA_VERSION.to_string(),
+            format!("framelab {}", env!("CARGO_PKG_VERSION")),
+        ),
+    )?;
+    stamp(conn, SCHEMA_VERSION)
+}
+
+/// Mirrors the version where generic tools look (`PRAGMA user_version`) and marks the file.
+pub fn stamp(conn: &Connection, version: i64) -> rusqlite::Result<()> {
+    conn.execute_batch(&format!(
+        "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {version};"
+    ))
+}
+
+/// What a database is, as far as framelab is concerned.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// No tables at all: a fresh file (e.g. created by `touch`), safe to set up.
+    Empty,
+    /// A framelab file of this schema version.
+    Framelab { version: i64 },
+    /// Some other SQLite database.
+    Foreign,
+}
+
+/// Identifies `conn`'s database. Errors only on read failures (corruption, I/O).
+pub fn identify(conn: &Connection) -> rusqlite::Result<FileKind> {
+    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?;
+    if tables == 0 {
+        return Ok(FileKind::Empty);
+    }
+    let has_table: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM sqlite_schema WHERE type = 'table' AND name = 'framelab'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_table {
+        return Ok(FileKind::Foreign);
+    }
+    let version: Option<String> = conn
+        .query_row(
+            "SELECT value FROM framelab WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match version.and_then(|v| v.trim().parse::<i64>().ok()) {
+        Some(version) if version >= 1 => Ok(FileKind::Framelab { version }),
+        _ => Ok(FileKind::Foreign),
+    }
+}

@@ -1,50 +1,562 @@
-//! Writes a run as it goes: batched inserts, a commit at least once a second.
+//! Writes a run as it goes: batched inserts into one open transaction, committed by the
+//! collector at least once a second.
+//!
+//! Journal and sync settings, and why:
+//! - While recording, `journal_mode = WAL`: a commit appends to `FILE-wal` and never
+//!   rewrites the main file, so the main file is always a consistent snapshot and a
+//!   `kill -9` of framelab loses only the open (uncommitted) transaction. Readers such as
+//!   a live `framelab report` or `sqlite3` do not block the writer, nor it them.
+//! - `synchronous = NORMAL`: a commit is a `write(2)` to the WAL with no `fsync`; data
+//!   handed to the kernel survives the death of the process, which is the failure this
+//!   file guards against. `fsync` happens only at checkpoints, which keep the file
+//!   uncorrupted across a power loss (the commits since the last checkpoint may be lost
+//!   then). FULL would add an fsync per commit: I/O stalls that perturb the very pipeline
+//!   being measured, for no gain against a process kill.
+//! - `wal_autocheckpoint` is raised from 4 MiB to 64 MiB: fewer, larger checkpoints (each
+//!   one fsyncs) while the WAL stays bounded.
+//! - On `finish`, the WAL is checkpointed and the file switched back to
+//!   `journal_mode = DELETE`, so the `.framelab` file alone holds everything and opens on
+//!   read-only media.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
-use crate::model::{CounterValue, EventRecord, ProcessStats, RunMeta, Span, ThreadInfo};
+use rusqlite::Connection;
 
-pub struct RunWriter {}
+use super::codec::{self, u64_to_sql, META_COLUMNS};
+use super::file::{self, one_line, sqlite_failure};
+use crate::model::{CounterValue, EndReason, EventRecord, ProcessStats, RunMeta, Span, ThreadInfo};
+
+/// Rows per multi-row INSERT: amortises statement execution over many rows
+/// (measured by benches/src/bin/store_bench.rs; gains flatten beyond this).
+const ROWS_PER_INSERT: usize = 64;
+
+/// WAL pages (4 KiB each) before SQLite checkpoints into the main file.
+const WAL_AUTOCHECKPOINT_PAGES: i64 = 16384;
+
+/// The ids of one table's rows belonging to this run, so a reader can seek to them
+/// without an index on `run_id`.
+#[derive(Default)]
+struct IdRange {
+    count: i64,
+    first: Option<i64>,
+    last: Option<i64>,
+}
+
+impl IdRange {
+    /// Notes `rows` rows just inserted by one statement whose last rowid is `last`.
+    /// One statement's rows get consecutive rowids: the writer holds the write lock.
+    fn note(&mut self, last: i64, rows: usize) {
+        let rows = rows as i64;
+        self.first.get_or_insert(last - rows + 1);
+        self.last = Some(last);
+        self.count += rows;
+    }
+}
+
+/// A table whose rows are bulk-inserted, with the columns after `run_id`.
+struct BulkTable {
+    name: &'static str,
+    columns: &'static str,
+    width: usize,
+}
+
+const SPANS: BulkTable = BulkTable {
+    name: "spans",
+    columns: "frame, stage_id, thread_id, start_ns, dur_ns",
+    width: 5,
+};
+const COUNTERS: BulkTable = BulkTable {
+    name: "counters",
+    columns: "frame, counter_id, value",
+    width: 3,
+};
+const EVENTS: BulkTable = BulkTable {
+    name: "events",
+    columns: "event_id, key, thread_id, t_ns",
+    width: 4,
+};
+
+impl BulkTable {
+    /// `INSERT ... VALUES (run_id, ?, ...), ...` for `rows` rows. The run id is a literal:
+    /// one bind fewer per row, and it is our own integer.
+    fn insert_sql(&self, run_id: i64, rows: usize) -> String {
+        let one = format!("({run_id}{})", ", ?".repeat(self.width));
+        let values = vec![one; rows].join(", ");
+        format!(
+            "INSERT INTO {} (run_id, {}) VALUES {values}",
+            self.name, self.columns
+        )
+    }
+}
+
+/// SQL text prepared once per writer (cached by the connection).
+struct Statements {
+    spans_many: String,
+    spans_one: String,
+    counters_many: String,
+    counters_one: String,
+    events_many: String,
+    events_one: String,
+}
+
+impl Statements {
+    fn new(run_id: i64) -> Self {
+        Statements {
+            spans_many: SPANS.insert_sql(run_id, ROWS_PER_INSERT),
+            spans_one: SPANS.insert_sql(run_id, 1),
+            counters_many: COUNTERS.insert_sql(run_id, ROWS_PER_INSERT),
+            counters_one: COUNTERS.insert_sql(run_id, 1),
+            events_many: EVENTS.insert_sql(run_id, ROWS_PER_INSERT),
+            events_one: EVENTS.insert_sql(run_id, 1),
+        }
+    }
+}
+
+pub struct RunWriter {
+    conn: Connection,
+    path: PathBuf,
+    run_id: i64,
+    sql: Statements,
+    /// The latest metadata given; its `end_reason` decides whether a commit finalises.
+    meta: RunMeta,
+    in_transaction: bool,
+    stage_count: usize,
+    counter_name_count: usize,
+    event_name_count: usize,
+    thread_count: usize,
+    /// pid → position in the run's process list.
+    process_index: HashMap<u32, i64>,
+    spans: IdRange,
+    counters: IdRange,
+    events: IdRange,
+    finished: bool,
+}
+
+/// Inserts `rows` as `width` integers each, `ROWS_PER_INSERT` rows per statement.
+fn insert_rows<T>(
+    conn: &Connection,
+    many_sql: &str,
+    one_sql: &str,
+    width: usize,
+    rows: &[T],
+    range: &mut IdRange,
+    bind: impl Fn(&T, &mut [i64]),
+) -> rusqlite::Result<()> {
+    let mut values = vec![0i64; width];
+    let mut chunks = rows.chunks_exact(ROWS_PER_INSERT);
+    if chunks.len() > 0 {
+        let mut stmt = conn.prepare_cached(many_sql)?;
+        for chunk in &mut chunks {
+            let mut index = 1;
+            for row in chunk {
+                bind(row, &mut values);
+                for &v in &values {
+                    stmt.raw_bind_parameter(index, v)?;
+                    index += 1;
+                }
+            }
+            stmt.raw_execute()?;
+            range.note(conn.last_insert_rowid(), chunk.len());
+        }
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut stmt = conn.prepare_cached(one_sql)?;
+        for row in rest {
+            bind(row, &mut values);
+            for (i, &v) in values.iter().enumerate() {
+                stmt.raw_bind_parameter(i + 1, v)?;
+            }
+            stmt.raw_execute()?;
+            range.note(conn.last_insert_rowid(), 1);
+        }
+    }
+    Ok(())
+}
 
 impl RunWriter {
     /// Creates (or opens, for a multi-run file) `path` and starts a run with `meta`.
-    pub fn create(_path: &Path, _meta: &RunMeta) -> anyhow::Result<RunWriter> {
-        anyhow::bail!("store not implemented yet")
+    /// `meta.id` is ignored: the file assigns the run id (see `run_id`).
+    /// Fails before anything is recorded when the path cannot hold a run file.
+    pub fn create(path: &Path, meta: &RunMeta) -> anyhow::Result<RunWriter> {
+        let conn = file::open_for_writing(path)?;
+        let fail = |e: rusqlite::Error| sqlite_failure(path, "write", &e);
+        // The run row goes to the main file before WAL mode: a copy of the file alone
+        // always shows the run, even mid-recording.
+        let columns = META_COLUMNS.join(", ");
+        let placeholders = vec!["?"; META_COLUMNS.len()].join(", ");
+        conn.execute(
+            &format!("INSERT INTO runs ({columns}) VALUES ({placeholders})"),
+            rusqlite::params_from_iter(codec::meta_values(meta)),
+        )
+        .map_err(fail)?;
+        let run_id = conn.last_insert_rowid();
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(fail)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(one_line(format!(
+                "cannot record into {}: its file system does not support SQLite's write-ahead \
+                 log (journal mode stayed {mode}); write the run file to a local disk",
+                path.display()
+            )));
+        }
+        conn.execute_batch(&format!(
+            "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES};"
+        ))
+        .map_err(fail)?;
+        conn.set_prepared_statement_cache_capacity(32);
+        let mut stored_meta = meta.clone();
+        stored_meta.id = run_id;
+        Ok(RunWriter {
+            conn,
+            path: path.to_owned(),
+            run_id,
+            sql: Statements::new(run_id),
+            meta: stored_meta,
+            in_transaction: false,
+            stage_count: 0,
+            counter_name_count: 0,
+            event_name_count: 0,
+            thread_count: 0,
+            process_index: HashMap::new(),
+            spans: IdRange::default(),
+            counters: IdRange::default(),
+            events: IdRange::default(),
+            finished: false,
+        })
     }
+
+    /// The id of this run in the file (`runs.run_id`).
     pub fn run_id(&self) -> i64 {
-        0
+        self.run_id
     }
-    pub fn add_stage(&mut self, _name: &str) -> anyhow::Result<u16> {
-        anyhow::bail!("store not implemented yet")
+
+    /// Where the run file is.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
-    pub fn add_counter_name(&mut self, _name: &str) -> anyhow::Result<u16> {
-        anyhow::bail!("store not implemented yet")
+
+    fn fail(&self, doing: &str, e: rusqlite::Error) -> anyhow::Error {
+        sqlite_failure(&self.path, doing, &e)
     }
-    pub fn add_event_name(&mut self, _name: &str) -> anyhow::Result<u16> {
-        anyhow::bail!("store not implemented yet")
+
+    /// Starts the transaction that the next `commit` ends, on the first write after one.
+    fn begin(&mut self) -> anyhow::Result<()> {
+        if !self.in_transaction {
+            self.conn
+                .execute_batch("BEGIN IMMEDIATE")
+                .map_err(|e| self.fail("write", e))?;
+            self.in_transaction = true;
+        }
+        Ok(())
     }
-    pub fn add_thread(&mut self, _thread: &ThreadInfo) -> anyhow::Result<u32> {
-        anyhow::bail!("store not implemented yet")
+
+    /// Inserts a name row (stage, counter or event name) and returns its index.
+    fn add_name(
+        &mut self,
+        table: &str,
+        id_column: &str,
+        next: usize,
+        name: &str,
+    ) -> anyhow::Result<u16> {
+        let Ok(id) = u16::try_from(next) else {
+            return Err(one_line(format!(
+                "run {} already has {next} {table}, the most a run file holds; \
+                 intern fewer names",
+                self.run_id
+            )));
+        };
+        self.begin()?;
+        self.conn
+            .prepare_cached(&format!(
+                "INSERT INTO {table} (run_id, {id_column}, name) VALUES (?1, ?2, ?3)"
+            ))
+            .and_then(|mut stmt| stmt.execute((self.run_id, id, name)))
+            .map_err(|e| self.fail("write", e))?;
+        Ok(id)
     }
-    pub fn set_thread_dropped(&mut self, _thread: u32, _dropped: u64) -> anyhow::Result<()> {
-        anyhow::bail!("store not implemented yet")
+
+    /// Adds a stage name; spans refer to it by the returned id (0, 1, 2, ...).
+    pub fn add_stage(&mut self, name: &str) -> anyhow::Result<u16> {
+        let id = self.add_name("stages", "stage_id", self.stage_count, name)?;
+        self.stage_count += 1;
+        Ok(id)
     }
-    pub fn spans(&mut self, _spans: &[Span]) -> anyhow::Result<()> {
-        anyhow::bail!("store not implemented yet")
+
+    pub fn add_counter_name(&mut self, name: &str) -> anyhow::Result<u16> {
+        let id = self.add_name("counter_names", "counter_id", self.counter_name_count, name)?;
+        self.counter_name_count += 1;
+        Ok(id)
     }
-    pub fn counters(&mut self, _values: &[CounterValue]) -> anyhow::Result<()> {
-        anyhow::bail!("store not implemented yet")
+
+    pub fn add_event_name(&mut self, name: &str) -> anyhow::Result<u16> {
+        let id = self.add_name("event_names", "event_id", self.event_name_count, name)?;
+        self.event_name_count += 1;
+        Ok(id)
     }
-    pub fn events(&mut self, _events: &[EventRecord]) -> anyhow::Result<()> {
-        anyhow::bail!("store not implemented yet")
+
+    /// Adds a thread; spans and events refer to it by the returned id (0, 1, 2, ...).
+    pub fn add_thread(&mut self, thread: &ThreadInfo) -> anyhow::Result<u32> {
+        let Ok(id) = u32::try_from(self.thread_count) else {
+            return Err(one_line(format!(
+                "run {} has more threads than a run file holds",
+                self.run_id
+            )));
+        };
+        self.begin()?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO threads (run_id, thread_id, pid, tid, name, dropped) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute((
+                    self.run_id,
+                    id,
+                    thread.pid,
+                    thread.tid,
+                    &thread.name,
+                    u64_to_sql(thread.dropped),
+                ))
+            })
+            .map_err(|e| self.fail("write", e))?;
+        self.thread_count += 1;
+        Ok(id)
     }
-    pub fn processes(&mut self, _processes: &[ProcessStats]) -> anyhow::Result<()> {
-        anyhow::bail!("store not implemented yet")
+
+    /// Sets the count of records thread `thread`'s ring dropped (a total, not an increment).
+    pub fn set_thread_dropped(&mut self, thread: u32, dropped: u64) -> anyhow::Result<()> {
+        if thread as usize >= self.thread_count {
+            return Err(one_line(format!(
+                "run {} has no thread {thread} (it has {}); add it with add_thread first",
+                self.run_id, self.thread_count
+            )));
+        }
+        self.begin()?;
+        self.conn
+            .prepare_cached("UPDATE threads SET dropped = ?3 WHERE run_id = ?1 AND thread_id = ?2")
+            .and_then(|mut stmt| stmt.execute((self.run_id, thread, u64_to_sql(dropped))))
+            .map_err(|e| self.fail("write", e))?;
+        Ok(())
     }
-    pub fn update_meta(&mut self, _meta: &RunMeta) -> anyhow::Result<()> {
-        anyhow::bail!("store not implemented yet")
+
+    /// Appends spans; they are on disk at the next `commit`.
+    pub fn spans(&mut self, spans: &[Span]) -> anyhow::Result<()> {
+        if spans.is_empty() {
+            return Ok(());
+        }
+        self.begin()?;
+        insert_rows(
+            &self.conn,
+            &self.sql.spans_many,
+            &self.sql.spans_one,
+            SPANS.width,
+            spans,
+            &mut self.spans,
+            |s, v| {
+                v[0] = u64_to_sql(s.frame);
+                v[1] = i64::from(s.stage);
+                v[2] = i64::from(s.thread);
+                v[3] = s.start_ns;
+                v[4] = s.dur_ns;
+            },
+        )
+        .map_err(|e| sqlite_failure(&self.path, "write", &e))
     }
+
+    /// Appends per-frame counter values.
+    pub fn counters(&mut self, values: &[CounterValue]) -> anyhow::Result<()> {
+        if values.is_empty() {
+            return Ok(());
+        }
+        self.begin()?;
+        insert_rows(
+            &self.conn,
+            &self.sql.counters_many,
+            &self.sql.counters_one,
+            COUNTERS.width,
+            values,
+            &mut self.counters,
+            |c, v| {
+                v[0] = u64_to_sql(c.frame);
+                v[1] = i64::from(c.counter);
+                v[2] = c.value;
+            },
+        )
+        .map_err(|e| sqlite_failure(&self.path, "write", &e))
+    }
+
+    /// Appends instant events.
+    pub fn events(&mut self, events: &[EventRecord]) -> anyhow::Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.begin()?;
+        insert_rows(
+            &self.conn,
+            &self.sql.events_many,
+            &self.sql.events_one,
+            EVENTS.width,
+            events,
+            &mut self.events,
+            |e, v| {
+                v[0] = i64::from(e.event);
+                v[1] = u64_to_sql(e.key);
+                v[2] = i64::from(e.thread);
+                v[3] = e.t_ns;
+            },
+        )
+        .map_err(|e| sqlite_failure(&self.path, "write", &e))
+    }
+
+    /// Records process accounting. A pid seen before is updated in place (accounting
+    /// grows over the window), a new pid is appended: call it with the whole list or
+    /// with what changed, as convenient.
+    pub fn processes(&mut self, processes: &[ProcessStats]) -> anyhow::Result<()> {
+        if processes.is_empty() {
+            return Ok(());
+        }
+        self.begin()?;
+        for p in processes {
+            let next = self.process_index.len() as i64;
+            let index = *self.process_index.entry(p.pid).or_insert(next);
+            self.conn
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO processes (run_id, process_index, pid, ppid, name, \
+                     role, user_ns, sys_ns, wall_ns, peak_rss_bytes) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute((
+                        self.run_id,
+                        index,
+                        p.pid,
+                        p.ppid,
+                        &p.name,
+                        codec::role_name(p.role),
+                        p.user_ns,
+                        p.sys_ns,
+                        p.wall_ns,
+                        u64_to_sql(p.peak_rss_bytes),
+                    ))
+                })
+                .map_err(|e| sqlite_failure(&self.path, "write", &e))?;
+        }
+        Ok(())
+    }
+
+    /// Replaces the run's metadata (window, end reason, exit, drop counts...).
+    /// `meta.id` is ignored. With an `end_reason` other than `Unfinished`, the next
+    /// `commit` also makes the main file self-contained.
+    pub fn update_meta(&mut self, meta: &RunMeta) -> anyhow::Result<()> {
+        self.begin()?;
+        let assignments: Vec<String> = META_COLUMNS
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c} = ?{}", i + 1))
+            .collect();
+        let sql = format!(
+            "UPDATE runs SET {} WHERE run_id = {}",
+            assignments.join(", "),
+            self.run_id
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.execute(rusqlite::params_from_iter(codec::meta_values(meta))))
+            .map_err(|e| self.fail("write", e))?;
+        self.meta = meta.clone();
+        self.meta.id = self.run_id;
+        Ok(())
+    }
+
+    /// Makes everything written so far durable against a kill of this process.
+    /// Call at least once a second. Once the metadata says the run ended, also folds
+    /// the write-ahead log into the main file.
     pub fn commit(&mut self) -> anyhow::Result<()> {
-        anyhow::bail!("store not implemented yet")
+        if self.in_transaction {
+            self.save_ranges()?;
+            self.conn
+                .execute_batch("COMMIT")
+                .map_err(|e| self.fail("commit to", e))?;
+            self.in_transaction = false;
+        }
+        if self.meta.end_reason != EndReason::Unfinished {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// Commits, folds the write-ahead log into the file and leaves WAL mode, so that the
+    /// `.framelab` file alone holds the whole run. Call once, after the final `update_meta`.
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        self.commit()?;
+        self.checkpoint()?;
+        // Leaving WAL mode needs no other connection open; a reader still attached keeps
+        // the file in WAL mode, harmlessly: the checkpoint above already emptied the log.
+        let _ = self
+            .conn
+            .query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()));
+        self.finished = true;
+        Ok(())
+    }
+
+    /// Copies committed pages from the WAL into the main file and empties the WAL.
+    fn checkpoint(&mut self) -> anyhow::Result<()> {
+        let (busy, log_pages, done_pages): (i64, i64, i64) = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(|e| self.fail("checkpoint", e))?;
+        if busy != 0 || done_pages < log_pages {
+            let p = self.path.display();
+            return Err(one_line(format!(
+                "every record is saved, but {p}-wal could not be folded into {p} because \
+                 another process is reading it; keep both files together until it closes"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Records where this run's rows are, inside the transaction being committed.
+    fn save_ranges(&mut self) -> anyhow::Result<()> {
+        let (s, c, e) = (&self.spans, &self.counters, &self.events);
+        self.conn
+            .prepare_cached(
+                "UPDATE runs SET span_count = ?2, span_id_first = ?3, span_id_last = ?4, \
+                 counter_count = ?5, counter_id_first = ?6, counter_id_last = ?7, \
+                 event_count = ?8, event_id_first = ?9, event_id_last = ?10 \
+                 WHERE run_id = ?1",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute((
+                    self.run_id,
+                    s.count,
+                    s.first,
+                    s.last,
+                    c.count,
+                    c.first,
+                    c.last,
+                    e.count,
+                    e.first,
+                    e.last,
+                ))
+            })
+            .map_err(|e| sqlite_failure(&self.path, "write", &e))?;
+        Ok(())
+    }
+}
+
+impl Drop for RunWriter {
+    /// A writer dropped without `finish` (an early return on error) still commits what it
+    /// was given: nothing handed to it is silently dropped.
+    fn drop(&mut self) {
+        if !self.finished && self.in_transaction {
+            if let Err(e) = self.commit() {
+                eprintln!("framelab: the last records were not saved: {e}");
+            }
+        }
     }
 }

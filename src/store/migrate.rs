@@ -1,0 +1,113 @@
+//! Upgrading files written by an older framelab, one schema version at a time.
+//!
+//! A migration turns schema `from` into `from + 1` with SQL only, so a file's history of
+//! versions is replayable and each step is testable on its own. All steps needed by a file
+//! run in one transaction: a file is either fully upgraded or untouched.
+
+use rusqlite::Connection;
+
+use super::schema::{self, SCHEMA_VERSION};
+
+pub struct Migration {
+    /// The version this step upgrades from; it produces `from + 1`.
+    pub from: i64,
+    pub sql: &'static str,
+}
+
+/// Every migration to date, oldest first. Schema 1 is the first release: nothing yet.
+/// When bumping `SCHEMA_VERSION` to N, append the step from N-1 here.
+pub const MIGRATIONS: &[Migration] = &[];
+
+/// Whether `version` can be brought to `SCHEMA_VERSION` by this build.
+pub fn can_migrate(version: i64) -> bool {
+    version >= 1 && steps(MIGRATIONS, version, SCHEMA_VERSION).is_some()
+}
+
+/// Upgrades a framelab file of schema `version` to `SCHEMA_VERSION` in place.
+pub fn migrate(conn: &mut Connection, version: i64) -> anyhow::Result<()> {
+    migrate_with(conn, version, SCHEMA_VERSION, MIGRATIONS)
+}
+
+/// The steps from `version` to `target`, or `None` if one is missing.
+fn steps(migrations: &[Migration], version: i64, target: i64) -> Option<Vec<&Migration>> {
+    (version..target)
+        .map(|from| migrations.iter().find(|m| m.from == from))
+        .collect()
+}
+
+pub(crate) fn migrate_with(
+    conn: &mut Connection,
+    version: i64,
+    target: i64,
+    migrations: &[Migration],
+) -> anyhow::Result<()> {
+    if version == target {
+        return Ok(());
+    }
+    let Some(steps) = steps(migrations, version, target) else {
+        anyhow::bail!(
+            "no migration from schema {version} to {target} in this build: \
+             open the file with the framelab that wrote it and export the runs"
+        );
+    };
+    let tx = conn.transaction()?;
+    for step in steps {
+        tx.execute_batch(step.sql)?;
+    }
+    tx.execute(
+        "UPDATE framelab SET value = ?1 WHERE key = 'schema_version'",
+        [target.to_string()],
+    )?;
+    schema::stamp(&tx, target)?;
+    tx.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::schema::{identify, FileKind};
+
+    #[test]
+    fn applies_each_step_in_order_and_records_the_version() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        schema::create(&conn).unwrap();
+        let fake = [
+            Migration {
+                from: 2,
+                sql: "ALTER TABLE runs ADD COLUMN notes_v3 TEXT;",
+            },
+            Migration {
+                from: 1,
+                sql: "ALTER TABLE runs ADD COLUMN notes_v2 TEXT;",
+            },
+        ];
+        migrate_with(&mut conn, 1, 3, &fake).unwrap();
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 3 });
+        conn.execute("SELECT notes_v2, notes_v3 FROM runs", [])
+            .unwrap();
+        let user_version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(user_version, 3);
+    }
+
+    #[test]
+    fn a_missing_step_leaves_the_file_untouched() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        schema::create(&conn).unwrap();
+        let fake = [Migration {
+            from: 1,
+            sql: "ALTER TABLE runs ADD COLUMN notes_v2 TEXT;",
+        }];
+        let err = migrate_with(&mut conn, 1, 3, &fake).unwrap_err();
+        assert!(err.to_string().contains("no migration from schema 1 to 3"));
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 1 });
+    }
+
+    #[test]
+    fn the_current_version_needs_no_step() {
+        assert!(can_migrate(SCHEMA_VERSION));
+        assert!(!can_migrate(0));
+    }
+}

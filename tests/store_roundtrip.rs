@@ -1,0 +1,180 @@
+//! Writing runs and loading them back: every field, several runs per file.
+
+mod store_common;
+
+use framelab::model::*;
+use framelab::store::{list_runs, load_run, RunWriter};
+use store_common::*;
+
+#[test]
+fn a_run_with_every_record_kind_loads_back_equal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.framelab");
+    let run = sample_run("roundtrip", 1000);
+    let id = write_run(&path, &run);
+    let loaded = load_run(&path, None).unwrap();
+    assert_eq!(loaded.meta.id, id);
+    assert_same_run(&loaded, &run);
+    assert_eq!(loaded.spans.len(), 3001);
+    assert_eq!(loaded.spans.last().unwrap().frame, u64::MAX);
+}
+
+#[test]
+fn an_empty_run_and_a_minimal_meta_load_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.framelab");
+    let meta = RunMeta::default();
+    let w = RunWriter::create(&path, &meta).unwrap();
+    w.finish().unwrap();
+    let loaded = load_run(&path, None).unwrap();
+    assert!(loaded.spans.is_empty() && loaded.stages.is_empty());
+    assert!(loaded.meta.exit.is_none() && loaded.meta.target_fps.is_none());
+    assert_eq!(loaded.meta.end_reason, EndReason::Unfinished);
+}
+
+#[test]
+fn one_file_holds_many_runs_and_each_loads_by_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.framelab");
+    let runs: Vec<Run> = (0..3)
+        .map(|i| sample_run(&format!("run {i}"), 50 + i * 10))
+        .collect();
+    let ids: Vec<i64> = runs.iter().map(|r| write_run(&path, r)).collect();
+    assert_eq!(ids, vec![1, 2, 3]);
+
+    let listed = list_runs(&path).unwrap();
+    let names: Vec<&str> = listed.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["run 0", "run 1", "run 2"]);
+    assert_eq!(listed.iter().map(|m| m.id).collect::<Vec<_>>(), ids);
+
+    for (run, id) in runs.iter().zip(&ids) {
+        assert_same_run(&load_run(&path, Some(*id)).unwrap(), run);
+    }
+    // Without an id, the latest run.
+    assert_eq!(load_run(&path, None).unwrap().meta.name, "run 2");
+}
+
+#[test]
+fn two_runs_recorded_at_once_into_one_file_stay_apart() {
+    // Interleaved commits make each run's id range cover the other's rows.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("both.framelab");
+    let a = sample_run("a", 30);
+    let b = sample_run("b", 40);
+    let mut wa = RunWriter::create(&path, &a.meta).unwrap();
+    let mut wb = RunWriter::create(&path, &b.meta).unwrap();
+    for w in [&mut wa, &mut wb] {
+        for s in &a.stages {
+            w.add_stage(s).unwrap();
+        }
+        for t in &a.threads {
+            w.add_thread(t).unwrap();
+        }
+        w.commit().unwrap();
+    }
+    for i in 0..4 {
+        for (w, run) in [(&mut wa, &a), (&mut wb, &b)] {
+            let n = run.spans.len();
+            w.spans(&run.spans[i * n / 4..(i + 1) * n / 4]).unwrap();
+            w.commit().unwrap();
+        }
+    }
+    let (ida, idb) = (wa.run_id(), wb.run_id());
+    wa.finish().unwrap();
+    wb.finish().unwrap();
+    assert_eq!(load_run(&path, Some(ida)).unwrap().spans, a.spans);
+    assert_eq!(load_run(&path, Some(idb)).unwrap().spans, b.spans);
+}
+
+#[test]
+fn committed_records_are_visible_to_a_reader_while_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.framelab");
+    let run = sample_run("live", 100);
+    let mut w = RunWriter::create(&path, &run.meta).unwrap();
+    for s in &run.stages {
+        w.add_stage(s).unwrap();
+    }
+    for t in &run.threads {
+        w.add_thread(t).unwrap();
+    }
+    w.spans(&run.spans[..150]).unwrap();
+    w.commit().unwrap();
+    w.spans(&run.spans[150..200]).unwrap(); // not committed yet
+    assert_eq!(load_run(&path, None).unwrap().spans, run.spans[..150]);
+    w.commit().unwrap();
+    assert_eq!(load_run(&path, None).unwrap().spans, run.spans[..200]);
+    w.finish().unwrap();
+}
+
+#[test]
+fn a_finished_file_is_self_contained() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.framelab");
+    let run = sample_run("alone", 200);
+    write_run(&path, &run);
+    let sidecars: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "run.framelab")
+        .collect();
+    assert!(
+        sidecars.is_empty(),
+        "left next to the run file: {sidecars:?}"
+    );
+
+    // Only the .framelab file, copied elsewhere, holds the whole run.
+    let other = tempfile::tempdir().unwrap();
+    let copy = other.path().join("copy.framelab");
+    std::fs::copy(&path, &copy).unwrap();
+    assert_same_run(&load_run(&copy, None).unwrap(), &run);
+}
+
+#[test]
+fn a_commit_after_the_end_reason_is_set_folds_the_log_into_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.framelab");
+    let run = sample_run("commit-finalises", 100);
+    let mut w = RunWriter::create(&path, &RunMeta::default()).unwrap();
+    for s in &run.stages {
+        w.add_stage(s).unwrap();
+    }
+    for t in &run.threads {
+        w.add_thread(t).unwrap();
+    }
+    w.spans(&run.spans[..300]).unwrap();
+    w.update_meta(&run.meta).unwrap();
+    w.commit().unwrap();
+    // The writer is still open, yet a copy of the main file alone has everything.
+    let copy = dir.path().join("copy.framelab");
+    std::fs::copy(&path, &copy).unwrap();
+    let loaded = load_run(&copy, None).unwrap();
+    assert_eq!(loaded.spans, run.spans[..300]);
+    assert_eq!(loaded.meta.end_reason, EndReason::Duration);
+    drop(w);
+}
+
+#[test]
+fn a_writer_dropped_without_finish_keeps_what_it_was_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.framelab");
+    let run = sample_run("dropped", 10);
+    let mut w = RunWriter::create(&path, &run.meta).unwrap();
+    for s in &run.stages {
+        w.add_stage(s).unwrap();
+    }
+    for t in &run.threads {
+        w.add_thread(t).unwrap();
+    }
+    w.spans(&run.spans).unwrap();
+    drop(w);
+    assert_eq!(load_run(&path, None).unwrap().spans, run.spans);
+}
+
+#[test]
+fn set_thread_dropped_refuses_an_unknown_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = RunWriter::create(&dir.path().join("r.framelab"), &RunMeta::default()).unwrap();
+    let err = w.set_thread_dropped(3, 1).unwrap_err().to_string();
+    assert!(err.contains("no thread 3"), "{err}");
+}
