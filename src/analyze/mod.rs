@@ -12,6 +12,9 @@ pub mod stages;
 pub mod stats;
 mod summary;
 
+#[cfg(test)]
+pub(crate) mod fixtures;
+
 pub use summary::{analyze, budget_ns};
 
 use serde::{Deserialize, Serialize};
