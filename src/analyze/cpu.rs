@@ -52,7 +52,10 @@ pub fn cpu_summary(processes: &[ProcessStats], window_ns: i64, work_units: u64) 
         cores: load / 100.0,
         cpu_per_frame_ns: (work_units > 0).then(|| cpu_ns as f64 / work_units as f64),
         // Each process's own peak, added: an upper bound of the tree's peak.
-        peak_rss_bytes: processes.iter().map(|p| p.peak_rss_bytes).sum(),
+        peak_rss_bytes: processes
+            .iter()
+            .map(|p| p.peak_rss_bytes)
+            .fold(0, u64::saturating_add),
     }
 }
 

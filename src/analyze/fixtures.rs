@@ -185,3 +185,49 @@ pub fn uninstrumented_run() -> Run {
         ..Run::default()
     }
 }
+
+/// Runs that must not panic or produce a non-finite number: empty, one span with a
+/// zero-length window, every span broken, all frames ending together, i64 extremes.
+pub fn degenerate_runs() -> Vec<Run> {
+    vec![
+        Run::default(),
+        {
+            // One frame, one span, zero-length window.
+            let mut r = reference_run();
+            r.spans.truncate(1);
+            r.meta.window_start_ns = 0;
+            r.meta.window_end_ns = 0;
+            r
+        },
+        {
+            // Every span broken, budget but no target.
+            let mut r = reference_run();
+            r.spans.iter_mut().for_each(|s| s.dur_ns = -1);
+            r.meta.target_fps = None;
+            r
+        },
+        {
+            // All frames end at the same instant: zero intervals.
+            let mut r = reference_run();
+            r.spans.iter_mut().for_each(|s| {
+                s.start_ns = 30 * MS;
+                s.dur_ns = MS;
+            });
+            r
+        },
+        {
+            // Values at the edges of i64: corrupt records must not overflow.
+            let mut r = reference_run();
+            r.spans[5].start_ns = i64::MAX - 1;
+            r.spans[5].dur_ns = i64::MAX;
+            r.spans[6].start_ns = i64::MIN;
+            r.counters[3].value = i64::MAX;
+            r.counters[4].value = i64::MAX;
+            r.processes[0].user_ns = i64::MAX;
+            r.processes[0].peak_rss_bytes = u64::MAX;
+            r.meta.window_end_ns = i64::MAX;
+            r.meta.window_start_ns = i64::MIN;
+            r
+        },
+    ]
+}

@@ -123,7 +123,8 @@ impl Frames {
                     Err(_) => continue, // cannot happen: every usable id is in `ids`
                 },
             };
-            let end = s.end_ns();
+            // Saturating: a corrupt record must not overflow (and panic in debug builds).
+            let end = s.start_ns.saturating_add(s.dur_ns);
             let f = &mut all[idx as usize];
             f.start_ns = f.start_ns.min(s.start_ns);
             f.end_ns = f.end_ns.max(end);

@@ -131,7 +131,9 @@ pub fn analyze(run: &Run) -> Analysis {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::fixtures::{crashed_run, reference_run, uninstrumented_run, MS, US};
+    use crate::analyze::fixtures::{
+        crashed_run, degenerate_runs, reference_run, uninstrumented_run, MS, US,
+    };
     use crate::model::EndReason;
 
     fn close(a: f64, b: f64) -> bool {
@@ -308,33 +310,7 @@ mod tests {
 
     #[test]
     fn empty_and_degenerate_runs_do_not_panic_or_produce_nan() {
-        let runs = [
-            Run::default(),
-            {
-                // One frame, one span, zero-length window.
-                let mut r = reference_run();
-                r.spans.truncate(1);
-                r.meta.window_start_ns = 0;
-                r.meta.window_end_ns = 0;
-                r
-            },
-            {
-                // Every span broken, budget but no target.
-                let mut r = reference_run();
-                r.spans.iter_mut().for_each(|s| s.dur_ns = -1);
-                r.meta.target_fps = None;
-                r
-            },
-            {
-                // All frames end at the same instant: zero intervals.
-                let mut r = reference_run();
-                r.spans.iter_mut().for_each(|s| {
-                    s.start_ns = 30 * MS;
-                    s.dur_ns = MS;
-                });
-                r
-            },
-        ];
+        let runs = degenerate_runs();
         for run in &runs {
             let a = analyze(run);
             // Debug prints a non-finite float as NaN or inf (JSON would hide it as null).

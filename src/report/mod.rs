@@ -34,7 +34,9 @@ pub fn render(analysis: &Analysis, format: Format, color: bool) -> String {
 mod snapshots {
     use super::*;
     use crate::analyze::analyze;
-    use crate::analyze::fixtures::{crashed_run, reference_run, uninstrumented_run};
+    use crate::analyze::fixtures::{
+        crashed_run, degenerate_runs, reference_run, uninstrumented_run,
+    };
 
     fn check(name: &str, actual: &str) {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -117,6 +119,23 @@ mod snapshots {
             "report_uninstrumented.json",
             &render(&analyze(&uninstrumented_run()), Format::Json, false),
         );
+    }
+
+    #[test]
+    fn degenerate_runs_render_in_every_format() {
+        for run in degenerate_runs() {
+            let a = analyze(&run);
+            for format in [Format::Text, Format::Markdown, Format::Json] {
+                let out = render(&a, format, false);
+                assert!(
+                    out.starts_with("framelab") || out.starts_with("###") || out.starts_with('{')
+                );
+                assert!(!out.contains("NaN") && !out.contains("inf"), "{out}");
+            }
+            let json: serde_json::Value =
+                serde_json::from_str(&render(&a, Format::Json, false)).unwrap();
+            assert_eq!(json["schema"], JSON_SCHEMA);
+        }
     }
 
     #[test]
