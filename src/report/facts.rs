@@ -278,3 +278,70 @@ pub fn facts(a: &Analysis, st: &Style) -> Vec<(&'static str, String)> {
         .filter_map(|(label, line)| line.map(|l| (label, l)))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::{FpsSummary, LateSummary};
+
+    #[test]
+    fn fps_line_names_every_variant_in_order() {
+        let a = Analysis {
+            fps: Some(FpsSummary {
+                mean: 119.964,
+                p50: Some(120.0),
+                p10: Some(119.14),
+                p5: Some(118.6),
+                p1: Some(114.94),
+                p0_1: Some(101.0),
+                low1_avg: Some(112.3),
+                low1_int: Some(113.04),
+                low0_1_avg: Some(99.5),
+                low0_1_int: Some(100.2),
+            }),
+            ..Analysis::default()
+        };
+        assert_eq!(
+            fps(&a).unwrap(),
+            "mean 119.96 · p50 120.0 · p10 119.1 · p5 118.6 · p1 114.9 · low1_avg 112.3 · \
+             low1_int 113.0 · p0.1 101.0 · low0_1_avg 99.5 · low0_1_int 100.2"
+        );
+    }
+
+    #[test]
+    fn late_count_is_yellow_under_one_percent_and_red_above() {
+        let st = Style {
+            color: true,
+            markdown: false,
+        };
+        let with = |late_frames, late_pct| Analysis {
+            late: Some(LateSummary {
+                budget_ns: 1,
+                late_frames,
+                late_pct,
+                missed_slots: 0,
+                longest_streak: 0,
+            }),
+            ..Analysis::default()
+        };
+        assert!(late(&with(0, 0.0), &st)
+            .unwrap()
+            .starts_with("0 frames (0.00%) over"));
+        assert!(late(&with(1, 0.5), &st)
+            .unwrap()
+            .starts_with("\x1b[33m1 frame (0.50%)"));
+        assert!(late(&with(3, 1.5), &st)
+            .unwrap()
+            .starts_with("\x1b[31m3 frames (1.50%)"));
+    }
+
+    #[test]
+    fn markdown_names_are_escaped() {
+        let st = Style {
+            color: false,
+            markdown: true,
+        };
+        assert_eq!(st.name("nal_bytes|x*"), r"nal\_bytes\|x\*");
+        assert_eq!(Style::default().name("nal_bytes"), "nal_bytes");
+    }
+}

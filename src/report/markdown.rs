@@ -85,7 +85,7 @@ pub fn render(a: &Analysis) -> String {
     for (label, line) in facts(a, &st) {
         // The command is code; fps has its own table below.
         let line = match label {
-            "command" => code_span(&a.command.join(" ")),
+            "command" => code_span(&line),
             "fps" => continue,
             _ => line,
         };
