@@ -26,7 +26,8 @@ impl Jitter {
     }
 }
 
-fn synthetic_run() -> Run {
+/// `frame_id` maps the frame number to the id recorded (sparse ids take another path).
+fn synthetic_run(frame_id: fn(u64) -> u64) -> Run {
     let mut jitter = Jitter(0x2545_f491_4f6c_dd1d);
     let mut spans = Vec::with_capacity((FRAMES * STAGES as u64) as usize);
     // Stages 0–2 on thread 0, 3–4 on thread 1; the store hands spans over thread by thread.
@@ -37,7 +38,7 @@ fn synthetic_run() -> Run {
                 let dur = 200_000 + jitter.next(1_400_000);
                 if (stage < 3) == (thread == 0) {
                     spans.push(Span {
-                        frame,
+                        frame: frame_id(frame),
                         stage,
                         thread,
                         start_ns: t,
@@ -50,7 +51,7 @@ fn synthetic_run() -> Run {
     }
     let counters = (0..FRAMES)
         .map(|frame| CounterValue {
-            frame,
+            frame: frame_id(frame),
             counter: 0,
             value: 10_000 + jitter.next(5_000),
         })
@@ -73,7 +74,17 @@ fn synthetic_run() -> Run {
 #[test]
 #[ignore]
 fn analysis_of_ten_million_spans() {
-    let run = synthetic_run();
+    check_and_time(synthetic_run(|f| f));
+}
+
+#[test]
+#[ignore]
+fn analysis_of_ten_million_spans_with_sparse_ids() {
+    // Ids spread over the whole u64 range, as hashes or timestamps would be.
+    check_and_time(synthetic_run(|f| f.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+}
+
+fn check_and_time(run: Run) {
     assert_eq!(run.spans.len(), 10_000_000);
 
     let started = Instant::now();

@@ -4,6 +4,9 @@
 //! start = earliest span start, end = latest span end, total = end − start
 //! (docs/metrics.md, "Frames").
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
 use crate::model::{RunMeta, Span};
 
 /// Marks a span that belongs to no frame (it was skipped).
@@ -23,19 +26,44 @@ impl Frame {
     }
 }
 
+/// splitmix64's finaliser: every input bit moves every output bit, so ids that differ only
+/// in their high bits (timestamps, shifted counters) still spread over the table.
+/// Not resistant to crafted collisions, which a run file has no reason to contain.
+#[derive(Clone, Copy, Debug, Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(self.0 ^ b as u64);
+        }
+    }
+    fn write_u64(&mut self, id: u64) {
+        let mut z = id.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        self.0 = z ^ (z >> 31);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type IdMap = HashMap<u64, u32, BuildHasherDefault<IdHasher>>;
+
 /// Maps a frame id to its index in `Frames::all`.
 #[derive(Clone, Debug)]
 enum Lookup {
     /// Ids are dense enough for a table: `slots[id − min]`, NO_FRAME where absent.
     Dense { min: u64, slots: Vec<u32> },
-    /// Sparse ids (hashes, timestamps): sorted, searched; `all` follows the same order.
-    Sorted { ids: Vec<u64> },
+    /// Sparse ids (hashes, timestamps): a hash map.
+    Hashed { map: IdMap },
 }
 
 /// Every frame of a run, and which frame each span belongs to.
 #[derive(Clone, Debug)]
 pub struct Frames {
-    /// Frames with at least one usable span; dense ids in first-seen order, sparse ids sorted.
+    /// Frames with at least one usable span, in the order their first span appears.
     pub all: Vec<Frame>,
     /// For each span of the run, the index of its frame in `all`, or `NO_FRAME`.
     pub span_frame: Vec<u32>,
@@ -52,10 +80,16 @@ impl Frames {
         let usable = |s: &Span| s.dur_ns >= 0;
         let mut negative_spans = 0u64;
         let (mut min_id, mut max_id) = (u64::MAX, 0u64);
+        // Runs of adjacent spans with one id: an upper bound of the distinct ids, to size a map.
+        let (mut id_runs, mut previous) = (0usize, None);
         for s in spans {
             if usable(s) {
                 min_id = min_id.min(s.frame);
                 max_id = max_id.max(s.frame);
+                if previous != Some(s.frame) {
+                    id_runs += 1;
+                    previous = Some(s.frame);
+                }
             } else {
                 negative_spans += 1;
             }
@@ -70,7 +104,9 @@ impl Frames {
                 span_frame,
                 negative_spans,
                 last_end_ns,
-                lookup: Lookup::Sorted { ids: Vec::new() },
+                lookup: Lookup::Hashed {
+                    map: IdMap::default(),
+                },
             };
         }
 
@@ -83,45 +119,39 @@ impl Frames {
                 slots: vec![NO_FRAME; range as usize + 1],
             }
         } else {
-            let mut ids: Vec<u64> = spans
-                .iter()
-                .filter(|s| usable(s))
-                .map(|s| s.frame)
-                .collect();
-            ids.sort_unstable();
-            ids.dedup();
-            all = ids
-                .iter()
-                .map(|&id| Frame {
-                    id,
-                    start_ns: i64::MAX,
-                    end_ns: i64::MIN,
-                })
-                .collect();
-            Lookup::Sorted { ids }
+            // Capped: with many repeated ids in no order the bound is loose, and growing the
+            // map later beats reserving memory for ids that never come.
+            let capacity = id_runs.min(usable_count as usize / 2 + 1024);
+            Lookup::Hashed {
+                map: IdMap::with_capacity_and_hasher(capacity, Default::default()),
+            }
         };
 
+        // Spans of one frame are often adjacent: remember the last id looked up.
+        let mut last: Option<(u64, u32)> = None;
         for (i, s) in spans.iter().enumerate() {
             if !usable(s) {
                 continue;
             }
-            let idx = match &mut lookup {
-                Lookup::Dense { min, slots } => {
-                    let slot = &mut slots[(s.frame - *min) as usize];
+            let idx = match last {
+                Some((id, idx)) if id == s.frame => idx,
+                _ => {
+                    let next = all.len() as u32;
+                    let slot = match &mut lookup {
+                        Lookup::Dense { min, slots } => &mut slots[(s.frame - *min) as usize],
+                        Lookup::Hashed { map } => map.entry(s.frame).or_insert(NO_FRAME),
+                    };
                     if *slot == NO_FRAME {
-                        *slot = all.len() as u32;
+                        *slot = next;
                         all.push(Frame {
                             id: s.frame,
                             start_ns: i64::MAX,
                             end_ns: i64::MIN,
                         });
                     }
+                    last = Some((s.frame, *slot));
                     *slot
                 }
-                Lookup::Sorted { ids } => match ids.binary_search(&s.frame) {
-                    Ok(k) => k as u32,
-                    Err(_) => continue, // cannot happen: every usable id is in `ids`
-                },
             };
             // Saturating: a corrupt record must not overflow (and panic in debug builds).
             let end = s.start_ns.saturating_add(s.dur_ns);
@@ -148,7 +178,7 @@ impl Frames {
                 let slot = *slots.get(usize::try_from(off).ok()?)?;
                 (slot != NO_FRAME).then_some(slot)
             }
-            Lookup::Sorted { ids } => ids.binary_search(&id).ok().map(|k| k as u32),
+            Lookup::Hashed { map } => map.get(&id).copied(),
         }
     }
 }
@@ -307,6 +337,28 @@ mod tests {
         assert_eq!((f.all[i].start_ns, f.all[i].end_ns), (10, 50));
         assert_eq!(f.span_frame[0], f.span_frame[2]);
         assert_eq!(f.index_of(4), None);
+    }
+
+    #[test]
+    fn ids_that_differ_only_in_high_bits_stay_apart() {
+        // Ids k·2⁴⁰ (sparse: the hash map path), two spans each, interleaved.
+        let mut spans = Vec::new();
+        for k in 0..100u64 {
+            spans.push(span(k << 40, 0, 0, k as i64 * 10, 3));
+        }
+        for k in 0..100u64 {
+            spans.push(span(k << 40, 1, 1, k as i64 * 10 + 5, 4));
+        }
+        let f = Frames::from_spans(&spans);
+        assert_eq!(f.all.len(), 100);
+        for k in 0..100u64 {
+            let fr = f.all[f.index_of(k << 40).unwrap() as usize];
+            assert_eq!(
+                (fr.id, fr.start_ns, fr.total_ns()),
+                (k << 40, k as i64 * 10, 9)
+            );
+        }
+        assert_eq!(f.index_of(1 << 40 | 1), None);
     }
 
     #[test]
