@@ -2,18 +2,27 @@
 //!
 //! Definitions are in docs/metrics.md; each function cites the one it implements.
 
+pub mod counters;
+pub mod cpu;
+pub mod fps;
 pub mod frames;
+pub mod late;
+pub mod notes;
+pub mod stages;
 pub mod stats;
 mod summary;
 
-pub use summary::analyze;
+#[cfg(test)]
+pub(crate) mod fixtures;
 
-use serde::Serialize;
+pub use summary::{analyze, budget_ns};
+
+use serde::{Deserialize, Serialize};
 
 use crate::model::{EndReason, ExitInfo, Host, ProcessRole};
 
 /// A distribution's summary, nanoseconds. Percentiles are Hyndman–Fan type 7.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Dist {
     pub count: u64,
     pub min_ns: f64,
@@ -25,14 +34,14 @@ pub struct Dist {
 }
 
 /// A row of the stage table (every stage, then `total` and `interval`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StageRow {
     pub name: String,
     pub dist: Dist,
 }
 
 /// Output cadence as frames per second. `None` where N < 1/p (DESIGN: not reported).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FpsSummary {
     /// 1e9 / mean interval.
     pub mean: f64,
@@ -50,7 +59,7 @@ pub struct FpsSummary {
     pub low0_1_int: Option<f64>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LateSummary {
     pub budget_ns: i64,
     /// Frames whose total exceeds the budget.
@@ -62,14 +71,14 @@ pub struct LateSummary {
     pub longest_streak: u64,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StutterSummary {
     pub count: u64,
     pub count_pct: f64,
     pub time_pct: f64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CounterSummary {
     pub name: String,
     /// Sum over measured frames.
@@ -82,7 +91,7 @@ pub struct CounterSummary {
     pub bits_per_second: Option<f64>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProcessRow {
     pub pid: u32,
     pub name: String,
@@ -90,14 +99,14 @@ pub struct ProcessRow {
     pub wall_ns: i64,
     pub user_ns: i64,
     pub sys_ns: i64,
-    /// (user + sys) ÷ wall × 100, wall being the window length.
+    /// (user + sys) ÷ wall × 100, wall being the time this process was alive in the window.
     pub load_pct: f64,
     pub cores: f64,
     pub peak_rss_bytes: u64,
 }
 
 /// CPU of everything framelab started plus everything it watched, over the window.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuSummary {
     pub user_ns: i64,
     pub sys_ns: i64,
@@ -105,20 +114,22 @@ pub struct CpuSummary {
     pub cores: f64,
     /// (user + sys) ÷ measured frames, when there are frames.
     pub cpu_per_frame_ns: Option<f64>,
+    /// Sum of each process's peak: an upper bound of the peak of them all together.
     pub peak_rss_bytes: u64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorstFrame {
     pub frame: u64,
     /// Frame end, seconds since launch.
     pub t_s: f64,
     pub total_ns: i64,
-    /// Time in each stage of `Analysis::stages` (same order; summed when a stage repeats).
+    /// Time in each stage of `Analysis::stage_names` (same order; summed when a stage
+    /// repeats in the frame; `None` when the frame has no span of that stage).
     pub stage_ns: Vec<Option<i64>>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct WindowSummary {
     pub start_ns: i64,
     pub end_ns: i64,
@@ -130,7 +141,7 @@ pub struct WindowSummary {
 }
 
 /// Everything a report shows, computed once.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Analysis {
     pub run_id: i64,
     pub name: String,
@@ -143,10 +154,16 @@ pub struct Analysis {
     pub window: WindowSummary,
     pub end_reason: EndReason,
     pub exit: Option<ExitInfo>,
-    /// Frames that ended inside the window.
+    /// Frames that ended inside the window; with `--frames N` and no spans, N.
     pub frames: u64,
+    /// `frames` is the `--frames N` of an uninstrumented command, not counted from spans.
+    pub frames_from_hint: bool,
     /// frames ÷ window seconds; with `--frames N` and no spans, N ÷ window seconds.
     pub observed_fps: Option<f64>,
+    /// Spans in the run (all of them, warmup included).
+    pub spans: u64,
+    /// Spans skipped because their duration was negative (a broken clock).
+    pub negative_spans: u64,
     pub dropped_events: u64,
     pub invalid_records: u64,
     pub names_refused: u64,
@@ -154,6 +171,8 @@ pub struct Analysis {
     pub late: Option<LateSummary>,
     /// Every stage (first-seen order), then `total` and `interval`.
     pub stages: Vec<StageRow>,
+    /// The real stages only, in the order of `stages`; `WorstFrame::stage_ns` follows it.
+    pub stage_names: Vec<String>,
     pub total: Option<Dist>,
     pub interval: Option<Dist>,
     pub fps: Option<FpsSummary>,

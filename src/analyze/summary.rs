@@ -1,8 +1,329 @@
-//! The whole analysis of one run.
+//! The whole analysis of one run: every number a report shows, computed once.
 
-use super::Analysis;
-use crate::model::Run;
+use super::counters::counter_summaries;
+use super::cpu::{cpu_summary, process_rows};
+use super::fps::fps_summary;
+use super::frames::{intervals_ns, measure, resolve_window, Frames};
+use super::late::{late_summary, stutter};
+use super::notes::{notes, NoteFacts};
+use super::stages::{pick_worst, stage_table, WORST_FRAMES};
+use super::stats::sort_ns;
+use super::{Analysis, Dist, StageRow, WindowSummary};
+use crate::model::{Run, RunMeta};
 
-pub fn analyze(_run: &Run) -> Analysis {
-    Analysis::default()
+/// The frame budget: `--budget`, else 1/fps rounded to the nanosecond; `None` when neither
+/// is a positive number.
+pub fn budget_ns(meta: &RunMeta) -> Option<i64> {
+    if let Some(b) = meta.budget_ns.filter(|&b| b > 0) {
+        return Some(b);
+    }
+    meta.target_fps
+        .filter(|f| f.is_finite() && *f > 0.0)
+        .map(|f| (1e9 / f).round() as i64)
+        .filter(|&b| b > 0)
+}
+
+pub fn analyze(run: &Run) -> Analysis {
+    let meta = &run.meta;
+    let frames = Frames::from_spans(&run.spans);
+    let window = resolve_window(meta, frames.last_end_ns);
+    let measured = measure(&frames, &window);
+    let measured_frames = measured.order.len() as u64;
+    let seconds = window.seconds();
+
+    // In end order: late frames, streaks, missed slots and stutter need the sequence.
+    let mut totals = measured.totals_ns(&frames);
+    let mut intervals = intervals_ns(&measured.ends_ns(&frames));
+    let budget = budget_ns(meta);
+    let late = budget
+        .filter(|_| measured_frames > 0)
+        .and_then(|b| late_summary(&totals, &intervals, b));
+    let stutter = stutter(&intervals);
+
+    sort_ns(&mut totals);
+    sort_ns(&mut intervals);
+    let total = Dist::from_sorted(&totals);
+    let interval = Dist::from_sorted(&intervals);
+    let fps = fps_summary(&intervals);
+
+    let worst = pick_worst(&frames, &measured, WORST_FRAMES);
+    let table = stage_table(&run.spans, &run.stages, &frames, &measured, &worst);
+    let mut stages = table.rows;
+    stages.extend(total.clone().map(|dist| StageRow {
+        name: "total".into(),
+        dist,
+    }));
+    stages.extend(interval.clone().map(|dist| StageRow {
+        name: "interval".into(),
+        dist,
+    }));
+
+    let (counters, orphan_counter_values) = counter_summaries(
+        &run.counters,
+        &run.counter_names,
+        &frames,
+        &measured,
+        seconds,
+    );
+
+    // An uninstrumented command: `--frames N` stands in for the frames it did.
+    let hint = meta.frames_hint.filter(|&n| n > 0);
+    let frames_from_hint = run.spans.is_empty() && hint.is_some();
+    let frame_count = if frames_from_hint {
+        hint.unwrap_or(0)
+    } else {
+        measured_frames
+    };
+    let observed_fps = seconds
+        .filter(|_| frame_count > 0)
+        .map(|s| frame_count as f64 / s);
+
+    let facts = NoteFacts {
+        spans: run.spans.len() as u64,
+        measured_frames,
+        negative_spans: frames.negative_spans,
+        orphan_counter_values,
+        frames_from_hint,
+        hint_ignored: hint.is_some() && !run.spans.is_empty(),
+    };
+
+    Analysis {
+        run_id: meta.id,
+        name: meta.name.clone(),
+        command: meta.command.clone(),
+        started_at: meta.started_at.clone(),
+        host: meta.host.clone(),
+        clock: meta.clock.clone(),
+        target_fps: meta.target_fps,
+        budget_ns: budget,
+        window: WindowSummary {
+            start_ns: window.start_ns,
+            end_ns: window.end_ns,
+            length_ns: window.length_ns(),
+            warmup_frames: measured.warmup_frames,
+            after_frames: measured.after_frames,
+        },
+        end_reason: meta.end_reason,
+        exit: meta.exit.clone(),
+        frames: frame_count,
+        frames_from_hint,
+        observed_fps,
+        spans: run.spans.len() as u64,
+        negative_spans: frames.negative_spans,
+        dropped_events: meta.dropped_events,
+        invalid_records: meta.invalid_records,
+        names_refused: meta.names_refused,
+        counters,
+        late,
+        stages,
+        stage_names: table.names,
+        total,
+        interval,
+        fps,
+        stutter,
+        processes: process_rows(&run.processes),
+        cpu: cpu_summary(&run.processes, window.length_ns(), frame_count),
+        worst_frames: table.worst,
+        notes: notes(meta, &window, &facts),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::fixtures::{
+        crashed_run, degenerate_runs, reference_run, uninstrumented_run, MS, US,
+    };
+    use crate::model::EndReason;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn budget_from_fps_or_given() {
+        let mut m = RunMeta {
+            target_fps: Some(120.0),
+            ..RunMeta::default()
+        };
+        assert_eq!(budget_ns(&m), Some(8_333_333));
+        m.budget_ns = Some(5_000_000);
+        assert_eq!(budget_ns(&m), Some(5_000_000));
+        m.budget_ns = Some(0);
+        m.target_fps = Some(0.0);
+        assert_eq!(budget_ns(&m), None);
+        m.target_fps = Some(f64::NAN);
+        assert_eq!(budget_ns(&m), None);
+    }
+
+    #[test]
+    fn reference_run_window_frames_and_fps() {
+        let a = analyze(&reference_run());
+        assert_eq!(a.window.start_ns, 20 * MS);
+        assert_eq!(a.window.end_ns, 100 * MS);
+        assert_eq!(a.window.length_ns, 80 * MS);
+        assert_eq!(a.window.warmup_frames, 2);
+        assert_eq!(a.window.after_frames, 1);
+        assert_eq!(a.frames, 8);
+        assert!(!a.frames_from_hint);
+        assert_eq!(a.spans, 33);
+        // 8 frames over 0.08 s.
+        assert!(close(a.observed_fps.unwrap(), 100.0));
+        // Intervals 10 10 10 19.5 5 5.5 10: mean 10 ms; p50 10 ms; fewer than 10 intervals.
+        let f = a.fps.as_ref().unwrap();
+        assert!(close(f.mean, 100.0));
+        assert!(close(f.p50.unwrap(), 100.0));
+        assert_eq!(f.p10, None);
+        assert!(a.notes.is_empty(), "{:?}", a.notes);
+    }
+
+    #[test]
+    fn reference_run_total_and_interval_distributions() {
+        let a = analyze(&reference_run());
+        // Totals sorted: 8.5 ×6, 13, 18 ms. p95: h = 6.65 → 13 + 0.65·5 = 16.25 ms.
+        // p99: h = 6.93 → 17.65 ms. Mean 82 / 8 = 10.25 ms.
+        let t = a.total.as_ref().unwrap();
+        assert_eq!(t.count, 8);
+        assert_eq!(t.min_ns, 8.5e6);
+        assert_eq!(t.p50_ns, 8.5e6);
+        assert!(close(t.p95_ns, 16.25e6));
+        assert!(close(t.p99_ns, 17.65e6));
+        assert_eq!(t.max_ns, 18e6);
+        assert!(close(t.mean_ns, 10.25e6));
+        // Intervals sorted: 5 5.5 10 10 10 10 19.5 ms. p95: h = 5.7 → 10 + 0.7·9.5 = 16.65.
+        // p99: h = 5.94 → 18.93.
+        let i = a.interval.as_ref().unwrap();
+        assert_eq!(i.count, 7);
+        assert_eq!(i.min_ns, 5e6);
+        assert_eq!(i.p50_ns, 10e6);
+        assert!(close(i.p95_ns, 16.65e6));
+        assert!(close(i.p99_ns, 18.93e6));
+        assert_eq!(i.max_ns, 19.5e6);
+        assert!(close(i.mean_ns, 10e6));
+    }
+
+    #[test]
+    fn reference_run_stage_table_spans_two_processes() {
+        let a = analyze(&reference_run());
+        let names: Vec<&str> = a.stages.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["capture", "encode", "send", "total", "interval"]);
+        assert_eq!(a.stage_names, ["capture", "encode", "send"]);
+        // Encode (on the other process's thread), frames 2–9: 5 ms ×7 and 15 ms.
+        let e = &a.stages[1].dist;
+        assert_eq!(e.count, 8);
+        assert_eq!(e.min_ns, 5e6);
+        assert_eq!(e.max_ns, 15e6);
+        assert!(close(e.mean_ns, 6.25e6));
+        assert_eq!(a.stages[0].dist.count, 8);
+        assert_eq!(a.stages[2].dist.mean_ns, 0.5e6);
+        assert_eq!(a.total.as_ref(), Some(&a.stages[3].dist));
+        assert_eq!(a.interval.as_ref(), Some(&a.stages[4].dist));
+    }
+
+    #[test]
+    fn reference_run_late_stutter_and_worst() {
+        let a = analyze(&reference_run());
+        let l = a.late.as_ref().unwrap();
+        // Frames 6 (18 ms) and 7 (13 ms) are late, back to back; 19.5 ms skipped one slot.
+        assert_eq!(l.budget_ns, 10 * MS);
+        assert_eq!(l.late_frames, 2);
+        assert_eq!(l.late_pct, 25.0);
+        assert_eq!(l.missed_slots, 1);
+        assert_eq!(l.longest_streak, 2);
+        // Mean interval 10 ms → window 32: 19.5 ms < 2.5 × 10 ms. No stutter.
+        let s = a.stutter.as_ref().unwrap();
+        assert_eq!((s.count, s.count_pct, s.time_pct), (0, 0.0, 0.0));
+        assert_eq!(a.worst_frames.len(), 8);
+        let w = &a.worst_frames[0];
+        assert_eq!((w.frame, w.total_ns), (6, 18 * MS));
+        assert_eq!(w.stage_ns, vec![Some(MS), Some(15 * MS), Some(500 * US)]);
+        assert!(close(w.t_s, 0.078));
+        assert_eq!(a.worst_frames[1].frame, 7);
+        // Equal totals: earliest end first.
+        let rest: Vec<u64> = a.worst_frames[2..].iter().map(|w| w.frame).collect();
+        assert_eq!(rest, [2, 3, 4, 5, 8, 9]);
+    }
+
+    #[test]
+    fn reference_run_counters_and_cpu() {
+        let a = analyze(&reference_run());
+        // 8 measured frames × 12 500 bytes = 100 kB over 0.08 s = 1.25 MB/s = 10 Mbit/s.
+        let b = &a.counters[0];
+        assert_eq!((b.name.as_str(), b.total, b.frames), ("bytes", 100_000, 8));
+        assert!(close(b.per_second, 1.25e6));
+        assert!(close(b.bits_per_second.unwrap(), 10e6));
+        // Keyframes on frames 0 (warmup) and 5: one counts.
+        let k = &a.counters[1];
+        assert_eq!((k.name.as_str(), k.total, k.frames), ("keyframe", 1, 1));
+        assert_eq!(k.bits_per_second, None);
+        // host: 80 ms CPU over 80 ms = 100%; encoderd: 40 of 80 = 50%.
+        assert_eq!(a.processes[0].load_pct, 100.0);
+        assert_eq!(a.processes[1].load_pct, 50.0);
+        assert_eq!(a.processes[1].cores, 0.5);
+        // All: 120 ms over the 80 ms window = 150%; 120 ms / 8 frames = 15 ms per frame.
+        assert!(close(a.cpu.load_pct, 150.0));
+        assert!(close(a.cpu.cores, 1.5));
+        assert!(close(a.cpu.cpu_per_frame_ns.unwrap(), 15e6));
+        assert_eq!(a.cpu.peak_rss_bytes, 64 << 20);
+    }
+
+    #[test]
+    fn crashed_run_keeps_what_was_recorded_and_says_why() {
+        let a = analyze(&crashed_run());
+        // Window end repaired to the last span end, 58.5 ms: frames 2–5 measured.
+        assert_eq!(a.window.end_ns, 58 * MS + 500 * US);
+        assert_eq!(a.window.length_ns, 38 * MS + 500 * US);
+        assert_eq!(a.frames, 4);
+        assert_eq!(a.negative_spans, 1);
+        assert_eq!(a.end_reason, EndReason::Unfinished);
+        let joined = a.notes.join("\n");
+        assert!(
+            joined.contains("crashed: killed by SIGSEGV (signal 11)"),
+            "{joined}"
+        );
+        assert!(joined.contains("not finalised"), "{joined}");
+        assert!(joined.contains("42 events were dropped"), "{joined}");
+        assert!(joined.contains("FRAMELAB_RING_RECORDS"), "{joined}");
+        assert!(joined.contains("1 invalid record was skipped"), "{joined}");
+        assert!(
+            joined.contains("1 span with a negative duration"),
+            "{joined}"
+        );
+        // Counter values of frames 6–10, whose spans were never recorded.
+        assert!(joined.contains("5 counter values not counted"), "{joined}");
+    }
+
+    #[test]
+    fn uninstrumented_run_uses_frames_hint() {
+        let a = analyze(&uninstrumented_run());
+        assert!(a.frames_from_hint);
+        assert_eq!(a.frames, 500);
+        // 500 over 2 s; 3.5 s of CPU over 2 s = 175%; 3.5 s / 500 = 7 ms per frame.
+        assert!(close(a.observed_fps.unwrap(), 250.0));
+        assert!(close(a.cpu.load_pct, 175.0));
+        assert!(close(a.cpu.cpu_per_frame_ns.unwrap(), 7e6));
+        assert!(a.stages.is_empty() && a.fps.is_none() && a.late.is_none());
+        assert!(a.total.is_none() && a.worst_frames.is_empty());
+        assert_eq!(a.notes.len(), 1, "{:?}", a.notes);
+        assert!(a.notes[0].contains("command exited"));
+    }
+
+    #[test]
+    fn empty_and_degenerate_runs_do_not_panic_or_produce_nan() {
+        let runs = degenerate_runs();
+        for run in &runs {
+            let a = analyze(run);
+            // Debug prints a non-finite float as NaN or inf (JSON would hide it as null).
+            let debug = format!("{a:?}");
+            assert!(!debug.contains("NaN") && !debug.contains("inf"), "{debug}");
+        }
+        let a = analyze(&runs[0]);
+        assert_eq!(a.frames, 0);
+        assert_eq!(a.observed_fps, None);
+        assert!(a.notes.iter().any(|n| n.contains("window is empty")));
+        // All eleven frames end at 31 ms, inside the window.
+        let a = analyze(&runs[3]);
+        assert_eq!(a.frames, 11);
+        assert!(a.fps.is_none());
+    }
 }

@@ -1,5 +1,145 @@
+//! The Markdown report: pastes into a pull request or an issue as GitHub tables.
+
+use super::facts::{facts, title, Style};
+use super::text::{process_rows, stage_rows, worst_rows};
 use crate::analyze::Analysis;
 
-pub fn render(analysis: &Analysis) -> String {
-    format!("{:?}", analysis.name)
+/// An inline code span that survives backticks in its content.
+fn code_span(s: &str) -> String {
+    let longest_run = s
+        .split(|c| c != '`')
+        .map(|run| run.len())
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat(longest_run + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{s}{pad}{fence}")
+}
+
+fn row(cells: &[String]) -> String {
+    format!("| {} |\n", cells.join(" | "))
+}
+
+/// A GitHub table: the first column left-aligned, the rest right-aligned.
+fn gfm_table(headers: &[String], rows: &[Vec<String>]) -> String {
+    let mut out = row(headers);
+    let align: Vec<String> = (0..headers.len())
+        .map(|c| if c == 0 { ":---" } else { "---:" }.to_string())
+        .collect();
+    out.push_str(&row(&align));
+    for r in rows {
+        out.push_str(&row(r));
+    }
+    out
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+fn fps_table(a: &Analysis) -> Option<String> {
+    let f = a.fps.as_ref()?;
+    let cell = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |v| format!("{v:.1}"));
+    let headers = strings(&[
+        "",
+        "mean",
+        "p50",
+        "p10",
+        "p5",
+        "p1",
+        "low1_avg",
+        "low1_int",
+        "p0.1",
+        "low0_1_avg",
+        "low0_1_int",
+    ]);
+    let values = vec![
+        "fps".to_string(),
+        format!("{:.2}", f.mean),
+        cell(f.p50),
+        cell(f.p10),
+        cell(f.p5),
+        cell(f.p1),
+        cell(f.low1_avg),
+        cell(f.low1_int),
+        cell(f.p0_1),
+        cell(f.low0_1_avg),
+        cell(f.low0_1_int),
+    ];
+    Some(gfm_table(&headers, &[values]))
+}
+
+pub fn render(a: &Analysis) -> String {
+    let st = Style {
+        color: false,
+        markdown: true,
+    };
+    let mut blocks: Vec<String> = Vec::new();
+    blocks.push(format!("### {}\n", st.name(&title(a))));
+
+    let mut bullets = String::new();
+    for (label, line) in facts(a, &st) {
+        // The command is code; fps has its own table below.
+        let line = match label {
+            "command" => code_span(&line),
+            "fps" => continue,
+            _ => line,
+        };
+        bullets.push_str(&format!("- **{label}** {line}\n"));
+    }
+    blocks.push(bullets);
+
+    if !a.stages.is_empty() {
+        let headers = strings(&["stage (µs)", "min", "p50", "p95", "p99", "max", "mean"]);
+        let rows: Vec<Vec<String>> = stage_rows(a)
+            .into_iter()
+            .map(|(name, cells)| std::iter::once(st.name(&name)).chain(cells).collect())
+            .collect();
+        blocks.push(gfm_table(&headers, &rows));
+    }
+    blocks.extend(fps_table(a));
+    if !a.processes.is_empty() {
+        let headers = strings(&[
+            "process", "wall s", "user s", "sys s", "load %", "cores", "peak RSS",
+        ]);
+        let rows: Vec<Vec<String>> = process_rows(a)
+            .into_iter()
+            .map(|mut r| {
+                r[0] = st.name(&r[0]);
+                Vec::from(r)
+            })
+            .collect();
+        blocks.push(gfm_table(&headers, &rows));
+    }
+    if !a.worst_frames.is_empty() {
+        let mut headers = strings(&["worst frame", "t s", "total µs"]);
+        headers.extend(a.stage_names.iter().map(|n| format!("{} µs", st.name(n))));
+        blocks.push(gfm_table(&headers, &worst_rows(a)));
+    }
+    if !a.notes.is_empty() {
+        let notes: String = a
+            .notes
+            .iter()
+            .map(|n| format!("> **Note** {}\n", st.name(n)))
+            .collect::<Vec<_>>()
+            .join(">\n");
+        blocks.push(notes);
+    }
+    blocks.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_spans_hold_backticks() {
+        assert_eq!(code_span("ls -l"), "`ls -l`");
+        assert_eq!(code_span("echo `date`"), "`` echo `date` ``");
+        assert_eq!(code_span("a``b"), "```a``b```");
+    }
 }

@@ -1,8 +1,13 @@
 //! Reports: text for terminals, Markdown for pull requests, JSON with every number.
 
+mod facts;
+mod format;
 mod json;
 mod markdown;
+mod table;
 mod text;
+
+pub use json::SCHEMA as JSON_SCHEMA;
 
 use crate::analyze::Analysis;
 
@@ -19,5 +24,139 @@ pub fn render(analysis: &Analysis, format: Format, color: bool) -> String {
         Format::Text => text::render(analysis, color),
         Format::Markdown => markdown::render(analysis),
         Format::Json => json::render(analysis),
+    }
+}
+
+/// Whole reports of hand-built runs against files under `tests/snapshots/`.
+/// After an intended change, regenerate with `UPDATE_SNAPSHOTS=1 cargo test --lib report`
+/// and review the diff.
+#[cfg(test)]
+mod snapshots {
+    use super::*;
+    use crate::analyze::analyze;
+    use crate::analyze::fixtures::{
+        crashed_run, degenerate_runs, reference_run, uninstrumented_run,
+    };
+
+    fn check(name: &str, actual: &str) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/snapshots")
+            .join(name);
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, actual).unwrap();
+            return;
+        }
+        let expected = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_SNAPSHOTS=1)", path.display()));
+        if expected != actual {
+            panic!(
+                "{} differs from the snapshot.\n--- expected\n{expected}\n--- actual\n{actual}",
+                path.display()
+            );
+        }
+    }
+
+    #[test]
+    fn reference_text() {
+        check(
+            "report_reference.txt",
+            &render(&analyze(&reference_run()), Format::Text, false),
+        );
+    }
+
+    #[test]
+    fn reference_text_in_colour() {
+        check(
+            "report_reference_color.txt",
+            &render(&analyze(&reference_run()), Format::Text, true),
+        );
+    }
+
+    #[test]
+    fn reference_markdown() {
+        check(
+            "report_reference.md",
+            &render(&analyze(&reference_run()), Format::Markdown, false),
+        );
+    }
+
+    #[test]
+    fn reference_json() {
+        check(
+            "report_reference.json",
+            &render(&analyze(&reference_run()), Format::Json, false),
+        );
+    }
+
+    #[test]
+    fn crashed_text() {
+        check(
+            "report_crashed.txt",
+            &render(&analyze(&crashed_run()), Format::Text, false),
+        );
+    }
+
+    #[test]
+    fn crashed_markdown() {
+        check(
+            "report_crashed.md",
+            &render(&analyze(&crashed_run()), Format::Markdown, false),
+        );
+    }
+
+    #[test]
+    fn uninstrumented_text() {
+        check(
+            "report_uninstrumented.txt",
+            &render(&analyze(&uninstrumented_run()), Format::Text, false),
+        );
+    }
+
+    #[test]
+    fn uninstrumented_json() {
+        check(
+            "report_uninstrumented.json",
+            &render(&analyze(&uninstrumented_run()), Format::Json, false),
+        );
+    }
+
+    #[test]
+    fn degenerate_runs_render_in_every_format() {
+        for run in degenerate_runs() {
+            let a = analyze(&run);
+            for format in [Format::Text, Format::Markdown, Format::Json] {
+                let out = render(&a, format, false);
+                assert!(
+                    out.starts_with("framelab") || out.starts_with("###") || out.starts_with('{')
+                );
+                assert!(!out.contains("NaN") && !out.contains("inf"), "{out}");
+            }
+            let json: serde_json::Value =
+                serde_json::from_str(&render(&a, Format::Json, false)).unwrap();
+            assert_eq!(json["schema"], JSON_SCHEMA);
+        }
+    }
+
+    #[test]
+    fn plain_text_has_no_escape_codes_and_colour_has_them() {
+        let a = analyze(&reference_run());
+        assert!(!render(&a, Format::Text, false).contains('\x1b'));
+        assert!(render(&a, Format::Text, true).contains("\x1b[1m"));
+        assert!(!render(&a, Format::Markdown, true).contains('\x1b'));
+    }
+
+    #[test]
+    fn json_is_versioned_and_round_trips() {
+        let a = analyze(&reference_run());
+        let json = render(&a, Format::Json, false);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["schema"], JSON_SCHEMA);
+        assert_eq!(v["frames"], 8);
+        assert_eq!(v["late"]["late_pct"], 25.0);
+        assert_eq!(v["stages"][1]["dist"]["max_ns"], 15e6);
+        let back: crate::analyze::Analysis = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.worst_frames, a.worst_frames);
+        assert_eq!(back.fps, a.fps);
     }
 }

@@ -1,5 +1,156 @@
-use crate::analyze::Analysis;
+//! The terminal report: the reference layout of DESIGN.md.
 
-pub fn render(analysis: &Analysis, _color: bool) -> String {
-    format!("{:?}", analysis.name)
+use super::facts::{facts, title, Style};
+use super::format::{mem, secs, us, us_mean};
+use super::table::{render as table, Column};
+use crate::analyze::{Analysis, Dist};
+
+fn dist_cells(d: &Dist) -> [String; 6] {
+    [
+        us(d.min_ns),
+        us(d.p50_ns),
+        us(d.p95_ns),
+        us(d.p99_ns),
+        us(d.max_ns),
+        us_mean(d.mean_ns),
+    ]
+}
+
+/// Every stage, then `total` and `interval`, in µs.
+pub(crate) fn stage_rows(a: &Analysis) -> Vec<(String, [String; 6])> {
+    a.stages
+        .iter()
+        .map(|r| (r.name.clone(), dist_cells(&r.dist)))
+        .collect()
+}
+
+fn stage_table(a: &Analysis, st: &Style) -> Option<String> {
+    if a.stages.is_empty() {
+        return None;
+    }
+    let mut columns = vec![Column::new("stage", 9)];
+    for h in ["min", "p50", "p95", "p99", "max", "mean"] {
+        columns.push(Column::new(h, 9));
+    }
+    let rows: Vec<Vec<String>> = stage_rows(a)
+        .into_iter()
+        .map(|(name, cells)| std::iter::once(name).chain(cells).collect())
+        .collect();
+    Some(table(&columns, &rows, Some("µs"), st))
+}
+
+/// Process rows, plus an `all` row when there is more than one process.
+pub(crate) fn process_rows(a: &Analysis) -> Vec<[String; 7]> {
+    let mut rows: Vec<[String; 7]> = a
+        .processes
+        .iter()
+        .map(|p| {
+            [
+                p.name.clone(),
+                secs(p.wall_ns),
+                secs(p.user_ns),
+                secs(p.sys_ns),
+                format!("{:.1}", p.load_pct),
+                format!("{:.2}", p.cores),
+                mem(p.peak_rss_bytes),
+            ]
+        })
+        .collect();
+    if a.processes.len() > 1 {
+        let c = &a.cpu;
+        rows.push([
+            "all".into(),
+            secs(a.window.length_ns),
+            secs(c.user_ns),
+            secs(c.sys_ns),
+            format!("{:.1}", c.load_pct),
+            format!("{:.2}", c.cores),
+            mem(c.peak_rss_bytes),
+        ]);
+    }
+    rows
+}
+
+fn process_table(a: &Analysis, st: &Style) -> Option<String> {
+    if a.processes.is_empty() {
+        return None;
+    }
+    let columns = [
+        Column::new("process", 10),
+        Column::new("wall s", 9),
+        Column::new("user s", 9),
+        Column::new("sys s", 9),
+        Column::new("load %", 9),
+        Column::new("cores", 8),
+        Column::new("peak RSS", 11),
+    ];
+    let rows: Vec<Vec<String>> = process_rows(a).into_iter().map(Vec::from).collect();
+    Some(table(&columns, &rows, None, st))
+}
+
+/// One row per worst frame: id, end time, total, then each stage (`-` where absent).
+pub(crate) fn worst_rows(a: &Analysis) -> Vec<Vec<String>> {
+    a.worst_frames
+        .iter()
+        .map(|w| {
+            let mut row = vec![
+                w.frame.to_string(),
+                format!("{:.2}", w.t_s),
+                us(w.total_ns as f64),
+            ];
+            row.extend(
+                w.stage_ns
+                    .iter()
+                    .map(|ns| ns.map_or_else(|| "-".into(), |ns| us(ns as f64))),
+            );
+            row
+        })
+        .collect()
+}
+
+fn worst_table(a: &Analysis, st: &Style) -> Option<String> {
+    if a.worst_frames.is_empty() {
+        return None;
+    }
+    let mut columns = vec![
+        Column::new("worst frames", 13),
+        Column::new("t s", 5),
+        Column::new("total", 9),
+    ];
+    columns.extend(a.stage_names.iter().map(|n| Column::new(n.clone(), 9)));
+    Some(table(&columns, &worst_rows(a), Some("µs"), st))
+}
+
+pub fn render(a: &Analysis, color: bool) -> String {
+    let st = Style {
+        color,
+        markdown: false,
+    };
+    let mut out = String::new();
+    out.push_str(&st.bold(&title(a)));
+    out.push('\n');
+    for (label, line) in facts(a, &st) {
+        out.push_str(&format!("  {label:<10}{line}\n"));
+    }
+    for block in [
+        stage_table(a, &st),
+        process_table(a, &st),
+        worst_table(a, &st),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        out.push('\n');
+        out.push_str(&block);
+    }
+    if !a.notes.is_empty() {
+        out.push('\n');
+        for note in &a.notes {
+            out.push_str(&format!(
+                "  {}{note}\n",
+                st.yellow(&format!("{:<10}", "note"))
+            ));
+        }
+    }
+    out
 }

@@ -1,0 +1,144 @@
+//! Per-frame counters summed over the measured frames, and their rates over the window.
+
+use super::frames::{Frames, Measured};
+use super::CounterSummary;
+use crate::model::CounterValue;
+
+/// Byte counters also get a bit rate: `bytes` itself or any name ending in `_bytes`.
+pub fn is_byte_counter(name: &str) -> bool {
+    name == "bytes" || name.ends_with("_bytes")
+}
+
+/// Counters summed over measured frames, in name order; counters with no measured value are
+/// left out. Also returns how many values belong to no frame with a span (not counted).
+pub fn counter_summaries(
+    values: &[CounterValue],
+    names: &[String],
+    frames: &Frames,
+    measured: &Measured,
+    window_s: Option<f64>,
+) -> (Vec<CounterSummary>, u64) {
+    let slots = values
+        .iter()
+        .map(|v| v.counter as usize + 1)
+        .max()
+        .unwrap_or(0)
+        .max(names.len());
+    let mut totals = vec![0i128; slots];
+    let mut values_seen = vec![0u64; slots];
+    // One bit per (counter, frame) so a counter recorded twice for a frame counts that frame once.
+    let mut seen: Vec<Vec<u64>> = vec![Vec::new(); slots];
+    let mut frames_with = vec![0u64; slots];
+    let mut orphans = 0u64;
+    for v in values {
+        let Some(idx) = frames.index_of(v.frame) else {
+            orphans += 1;
+            continue;
+        };
+        if !measured.in_window[idx as usize] {
+            continue;
+        }
+        let c = v.counter as usize;
+        totals[c] += v.value as i128;
+        values_seen[c] += 1;
+        let bits = &mut seen[c];
+        if bits.is_empty() {
+            bits.resize(frames.all.len().div_ceil(64), 0);
+        }
+        let (word, bit) = (idx as usize / 64, 1u64 << (idx % 64));
+        if bits[word] & bit == 0 {
+            bits[word] |= bit;
+            frames_with[c] += 1;
+        }
+    }
+    let rate = |x: f64| window_s.map_or(0.0, |s| x / s);
+    let summaries = (0..slots)
+        .filter(|&c| values_seen[c] > 0)
+        .map(|c| {
+            let name = names
+                .get(c)
+                .cloned()
+                .unwrap_or_else(|| format!("counter#{c}"));
+            let total = totals[c].clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+            CounterSummary {
+                bits_per_second: is_byte_counter(&name).then(|| rate(total as f64 * 8.0)),
+                per_second: rate(total as f64),
+                name,
+                total,
+                frames: frames_with[c],
+            }
+        })
+        .collect();
+    (summaries, orphans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::frames::{measure, resolve_window};
+    use crate::model::{RunMeta, Span};
+
+    #[test]
+    fn totals_rates_and_bits_by_hand() {
+        // Frames 0 (warmup, ends at 50), 1 and 2 (measured); window [100, 2_000_000_100] = 2 s.
+        let spans: Vec<Span> = [(0, 0), (1, 100), (2, 200)]
+            .iter()
+            .map(|&(frame, start_ns)| Span {
+                frame,
+                start_ns,
+                dur_ns: 50,
+                ..Span::default()
+            })
+            .collect();
+        let frames = Frames::from_spans(&spans);
+        let meta = RunMeta {
+            window_start_ns: 100,
+            window_end_ns: 2_000_000_100,
+            ..RunMeta::default()
+        };
+        let window = resolve_window(&meta, frames.last_end_ns);
+        let measured = measure(&frames, &window);
+        let names = vec![
+            "bytes".to_string(),
+            "keyframe".to_string(),
+            "nal_bytes".to_string(),
+        ];
+        let cv = |frame, counter, value| CounterValue {
+            frame,
+            counter,
+            value,
+        };
+        let values = [
+            cv(0, 0, 999_999), // warmup: not counted
+            cv(1, 0, 1_000_000),
+            cv(2, 0, 500_000),
+            cv(2, 0, 500_000), // a second packet of frame 2: summed, frame counted once
+            cv(1, 1, 1),
+            cv(9, 1, 1), // frame 9 has no span
+            cv(1, 3, 7), // a counter id with no name
+        ];
+        let (s, orphans) = counter_summaries(&values, &names, &frames, &measured, window.seconds());
+        assert_eq!(orphans, 1);
+        assert_eq!(s.len(), 3);
+        assert_eq!(
+            (s[0].name.as_str(), s[0].total, s[0].frames),
+            ("bytes", 2_000_000, 2)
+        );
+        assert_eq!(s[0].per_second, 1_000_000.0);
+        assert_eq!(s[0].bits_per_second, Some(8_000_000.0));
+        assert_eq!(
+            (s[1].name.as_str(), s[1].total, s[1].frames),
+            ("keyframe", 1, 1)
+        );
+        assert_eq!(s[1].bits_per_second, None);
+        assert_eq!(s[2].name, "counter#3");
+    }
+
+    #[test]
+    fn byte_counter_names() {
+        assert!(is_byte_counter("bytes"));
+        assert!(is_byte_counter("payload_bytes"));
+        assert!(!is_byte_counter("bytesize"));
+        assert!(!is_byte_counter("keyframe"));
+    }
+}

@@ -1,0 +1,121 @@
+//! CPU and memory of the processes over the measured window.
+
+use super::{CpuSummary, ProcessRow};
+use crate::model::ProcessStats;
+
+/// CPU time as a percentage of a wall time; 0 when the wall time is not positive.
+pub fn load_pct(cpu_ns: i64, wall_ns: i64) -> f64 {
+    if wall_ns <= 0 {
+        return 0.0;
+    }
+    cpu_ns as f64 * 100.0 / wall_ns as f64
+}
+
+/// One row per process: its load over the time it was alive inside the window.
+pub fn process_rows(processes: &[ProcessStats]) -> Vec<ProcessRow> {
+    processes
+        .iter()
+        .map(|p| {
+            let load = load_pct(p.user_ns.saturating_add(p.sys_ns), p.wall_ns);
+            ProcessRow {
+                pid: p.pid,
+                name: p.name.clone(),
+                role: p.role,
+                wall_ns: p.wall_ns,
+                user_ns: p.user_ns,
+                sys_ns: p.sys_ns,
+                load_pct: load,
+                cores: load / 100.0,
+                peak_rss_bytes: p.peak_rss_bytes,
+            }
+        })
+        .collect()
+}
+
+/// Everything started or watched, over the window. `work_units` are the frames measured
+/// (or `--frames N` for an uninstrumented command); no CPU per frame without them.
+pub fn cpu_summary(processes: &[ProcessStats], window_ns: i64, work_units: u64) -> CpuSummary {
+    let user_ns: i64 = processes
+        .iter()
+        .map(|p| p.user_ns)
+        .fold(0, i64::saturating_add);
+    let sys_ns: i64 = processes
+        .iter()
+        .map(|p| p.sys_ns)
+        .fold(0, i64::saturating_add);
+    let cpu_ns = user_ns.saturating_add(sys_ns);
+    let load = load_pct(cpu_ns, window_ns);
+    CpuSummary {
+        user_ns,
+        sys_ns,
+        load_pct: load,
+        cores: load / 100.0,
+        cpu_per_frame_ns: (work_units > 0).then(|| cpu_ns as f64 / work_units as f64),
+        // Each process's own peak, added: an upper bound of the tree's peak.
+        peak_rss_bytes: processes
+            .iter()
+            .map(|p| p.peak_rss_bytes)
+            .fold(0, u64::saturating_add),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ProcessRole;
+
+    fn process(pid: u32, user_ns: i64, sys_ns: i64, wall_ns: i64, rss: u64) -> ProcessStats {
+        ProcessStats {
+            pid,
+            ppid: 1,
+            name: format!("p{pid}"),
+            role: ProcessRole::Child,
+            user_ns,
+            sys_ns,
+            wall_ns,
+            peak_rss_bytes: rss,
+        }
+    }
+
+    #[test]
+    fn load_and_cores_per_process_by_hand() {
+        // 1.5 s user + 0.5 s sys over 1 s alive = 200% = 2 cores.
+        // 0.25 s over 2 s = 12.5%.
+        let rows = process_rows(&[
+            process(10, 1_500_000_000, 500_000_000, 1_000_000_000, 1 << 20),
+            process(11, 200_000_000, 50_000_000, 2_000_000_000, 0),
+        ]);
+        assert_eq!(rows[0].load_pct, 200.0);
+        assert_eq!(rows[0].cores, 2.0);
+        assert_eq!(rows[1].load_pct, 12.5);
+        assert_eq!(rows[1].cores, 0.125);
+        assert_eq!(rows[1].role, ProcessRole::Child);
+    }
+
+    #[test]
+    fn summary_is_over_the_window_and_per_frame() {
+        // 2.25 s of CPU over a 2 s window = 112.5%; over 900 frames = 2.5 ms per frame.
+        let ps = [
+            process(10, 1_500_000_000, 500_000_000, 1_000_000_000, 3 << 20),
+            process(11, 200_000_000, 50_000_000, 2_000_000_000, 1 << 20),
+        ];
+        let c = cpu_summary(&ps, 2_000_000_000, 900);
+        assert_eq!(c.user_ns, 1_700_000_000);
+        assert_eq!(c.sys_ns, 550_000_000);
+        assert_eq!(c.load_pct, 112.5);
+        assert_eq!(c.cores, 1.125);
+        assert_eq!(c.cpu_per_frame_ns, Some(2_500_000.0));
+        assert_eq!(c.peak_rss_bytes, 4 << 20);
+    }
+
+    #[test]
+    fn zero_window_and_no_frames_give_no_nan() {
+        let ps = [process(10, 5, 5, 0, 0)];
+        assert_eq!(process_rows(&ps)[0].load_pct, 0.0);
+        let c = cpu_summary(&ps, 0, 0);
+        assert_eq!(c.load_pct, 0.0);
+        assert_eq!(c.cpu_per_frame_ns, None);
+        let c = cpu_summary(&[], 1_000, 10);
+        assert_eq!(c.cpu_per_frame_ns, Some(0.0));
+    }
+}

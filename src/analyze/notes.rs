@@ -1,0 +1,288 @@
+//! Plain sentences about what a reader must know before trusting the numbers:
+//! a crash, lost records, a window that is not what was asked for.
+
+use super::frames::ResolvedWindow;
+use crate::model::{EndReason, RunMeta};
+
+/// What the notes are written from, besides the run's metadata.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoteFacts {
+    pub spans: u64,
+    pub measured_frames: u64,
+    pub negative_spans: u64,
+    pub orphan_counter_values: u64,
+    /// `--frames N` stood in for frames (no spans).
+    pub frames_from_hint: bool,
+    /// `--frames N` was given but spans were recorded, so it was not used.
+    pub hint_ignored: bool,
+}
+
+/// Linux signal names, for "killed by SIGSEGV (signal 11)".
+pub fn signal_name(signal: i32) -> Option<&'static str> {
+    const NAMES: [&str; 31] = [
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
+    ];
+    usize::try_from(signal)
+        .ok()
+        .and_then(|s| s.checked_sub(1))
+        .and_then(|i| NAMES.get(i).copied())
+}
+
+/// `SIGSEGV (signal 11)`, or `signal 77` for a number without a name.
+pub fn describe_signal(signal: i32) -> String {
+    match signal_name(signal) {
+        Some(name) => format!("{name} (signal {signal})"),
+        None => format!("signal {signal}"),
+    }
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn seconds(ns: i64) -> String {
+    format!("{:.2} s", ns as f64 / 1e9)
+}
+
+pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(exit) = &meta.exit {
+        if exit.crashed {
+            let how = exit
+                .signal
+                .map(|s| format!(": killed by {}", describe_signal(s)))
+                .unwrap_or_default();
+            notes.push(format!(
+                "The command crashed{how}. The report covers what was recorded before the crash."
+            ));
+        } else if let Some(code) = exit.code.filter(|&c| c != 0) {
+            notes.push(format!("The command exited with code {code}."));
+        }
+    }
+    match meta.end_reason {
+        EndReason::Interrupted => notes.push(format!(
+            "Interrupted by Ctrl-C {} after launch; the window ends there.",
+            seconds(window.end_ns)
+        )),
+        EndReason::Exited if !meta.exit.as_ref().is_some_and(|e| e.crashed) => notes.push(format!(
+            "The window ended early because the command exited, {} after launch.",
+            seconds(window.end_ns)
+        )),
+        _ => {}
+    }
+    if window.end_from_last_span {
+        notes.push(format!(
+            "The run was not finalised (framelab was stopped before the end?): the window is taken to end at the last span, {} after launch.",
+            seconds(window.end_ns)
+        ));
+    }
+    if meta.dropped_events > 0 {
+        notes.push(format!(
+            "{} dropped because a ring was full: the collector fell behind. Rerun with a larger ring (FRAMELAB_RING_RECORDS, e.g. 4 times the current size).",
+            plural(meta.dropped_events, "event was", "events were")
+        ));
+    }
+    if meta.invalid_records > 0 {
+        notes.push(format!(
+            "{} skipped: a name id the process never interned (a bad id passed through the C API?).",
+            plural(meta.invalid_records, "invalid record was", "invalid records were")
+        ));
+    }
+    if meta.names_refused > 0 {
+        notes.push(format!(
+            "{} refused because a process interned more names than the SDK supports; records under them are missing.",
+            plural(meta.names_refused, "name was", "names were")
+        ));
+    }
+    if facts.negative_spans > 0 {
+        notes.push(format!(
+            "{} with a negative duration skipped (a clock that went backwards?).",
+            plural(facts.negative_spans, "span", "spans")
+        ));
+    }
+    if facts.orphan_counter_values > 0 {
+        notes.push(format!(
+            "{} not counted: their frame has no span.",
+            plural(
+                facts.orphan_counter_values,
+                "counter value",
+                "counter values"
+            )
+        ));
+    }
+    if window.length_ns() == 0 {
+        notes.push("The measured window is empty: no rates, load or fps can be computed.".into());
+    } else if facts.spans == 0 && !facts.frames_from_hint {
+        notes.push(
+            "No spans were recorded: the command is not instrumented (or never reached a stage). Pass --frames N for a throughput.".into(),
+        );
+    } else if facts.spans > 0 && facts.measured_frames == 0 {
+        notes.push("No frame ended inside the measured window.".into());
+    }
+    if facts.hint_ignored {
+        notes.push(
+            "--frames was ignored: the command recorded spans, and frames are counted from them."
+                .into(),
+        );
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ExitInfo;
+
+    fn window(start_ns: i64, end_ns: i64) -> ResolvedWindow {
+        ResolvedWindow {
+            start_ns,
+            end_ns,
+            end_from_last_span: false,
+        }
+    }
+
+    fn facts() -> NoteFacts {
+        NoteFacts {
+            spans: 10,
+            measured_frames: 5,
+            ..NoteFacts::default()
+        }
+    }
+
+    #[test]
+    fn signal_names() {
+        assert_eq!(describe_signal(11), "SIGSEGV (signal 11)");
+        assert_eq!(describe_signal(6), "SIGABRT (signal 6)");
+        assert_eq!(describe_signal(1), "SIGHUP (signal 1)");
+        assert_eq!(describe_signal(31), "SIGSYS (signal 31)");
+        assert_eq!(describe_signal(0), "signal 0");
+        assert_eq!(describe_signal(-3), "signal -3");
+        assert_eq!(describe_signal(64), "signal 64");
+    }
+
+    #[test]
+    fn a_clean_run_has_no_notes() {
+        let meta = RunMeta {
+            end_reason: EndReason::Duration,
+            exit: Some(ExitInfo {
+                code: None,
+                signal: Some(2),
+                crashed: false,
+            }),
+            ..RunMeta::default()
+        };
+        assert!(notes(&meta, &window(0, 10), &facts()).is_empty());
+    }
+
+    #[test]
+    fn crash_names_the_signal() {
+        let meta = RunMeta {
+            end_reason: EndReason::Exited,
+            exit: Some(ExitInfo {
+                code: None,
+                signal: Some(11),
+                crashed: true,
+            }),
+            ..RunMeta::default()
+        };
+        let n = notes(&meta, &window(0, 10), &facts());
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(
+            n[0].contains("crashed: killed by SIGSEGV (signal 11)"),
+            "{}",
+            n[0]
+        );
+    }
+
+    #[test]
+    fn exit_code_drops_and_window_notes() {
+        let meta = RunMeta {
+            end_reason: EndReason::Exited,
+            exit: Some(ExitInfo {
+                code: Some(3),
+                signal: None,
+                crashed: false,
+            }),
+            dropped_events: 1234,
+            invalid_records: 1,
+            names_refused: 2,
+            ..RunMeta::default()
+        };
+        let f = NoteFacts {
+            negative_spans: 4,
+            ..facts()
+        };
+        let n = notes(&meta, &window(0, 12_340_000_000), &f);
+        assert_eq!(n[0], "The command exited with code 3.");
+        assert!(n[1].contains("command exited, 12.34 s"));
+        assert!(
+            n[2].starts_with("1234 events were dropped") && n[2].contains("FRAMELAB_RING_RECORDS")
+        );
+        assert!(n[3].starts_with("1 invalid record was skipped"));
+        assert!(n[4].starts_with("2 names were refused"));
+        assert!(n[5].starts_with("4 spans with a negative duration"));
+        assert_eq!(n.len(), 6);
+    }
+
+    #[test]
+    fn interrupted_unfinished_and_empty() {
+        let meta = RunMeta {
+            end_reason: EndReason::Interrupted,
+            ..RunMeta::default()
+        };
+        let n = notes(&meta, &window(0, 3_000_000_000), &facts());
+        assert_eq!(
+            n,
+            vec!["Interrupted by Ctrl-C 3.00 s after launch; the window ends there."]
+        );
+
+        let unfinished = ResolvedWindow {
+            start_ns: 5,
+            end_ns: 5,
+            end_from_last_span: true,
+        };
+        let n = notes(&RunMeta::default(), &unfinished, &facts());
+        assert!(n[0].contains("not finalised"));
+        assert!(n[1].contains("window is empty"));
+
+        let f = NoteFacts {
+            measured_frames: 0,
+            ..facts()
+        };
+        let n = notes(&RunMeta::default(), &window(0, 10), &f);
+        assert_eq!(n, vec!["No frame ended inside the measured window."]);
+
+        let n = notes(&RunMeta::default(), &window(0, 10), &NoteFacts::default());
+        assert!(n[0].starts_with("No spans were recorded"));
+    }
+}

@@ -1,0 +1,347 @@
+//! The header facts both the text and the Markdown report print, one sentence each:
+//! command, host, target, window, frames, fps, cpu, counters, late, stutter.
+
+use super::format::{bit_rate, bytes, fps_target, number, secs, shell_words, us};
+use crate::analyze::counters::is_byte_counter;
+use crate::analyze::Analysis;
+
+/// How to decorate: ANSI colour for terminals, escaping for Markdown.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Style {
+    pub color: bool,
+    pub markdown: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, s: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    pub fn bold(&self, s: &str) -> String {
+        self.paint("1", s)
+    }
+    pub fn red(&self, s: &str) -> String {
+        self.paint("31", s)
+    }
+    pub fn yellow(&self, s: &str) -> String {
+        self.paint("33", s)
+    }
+    /// Names come from the measured program: keep them from turning into Markdown.
+    pub fn name(&self, s: &str) -> String {
+        if !self.markdown {
+            return s.to_string();
+        }
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            if "\\`*_[]<>|#~".contains(c) {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out
+    }
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `framelab · demo (depth 1) · run 2026-11-22T10:00:00Z`
+pub fn title(a: &Analysis) -> String {
+    let name = if !a.name.is_empty() {
+        a.name.clone()
+    } else if let Some(program) = a.command.first() {
+        program.rsplit('/').next().unwrap_or(program).to_string()
+    } else {
+        format!("run {}", a.run_id)
+    };
+    if a.started_at.is_empty() {
+        format!("framelab · {name}")
+    } else {
+        format!("framelab · {name} · run {}", a.started_at)
+    }
+}
+
+pub fn command(a: &Analysis) -> Option<String> {
+    (!a.command.is_empty()).then(|| shell_words(&a.command))
+}
+
+fn host(a: &Analysis, st: &Style) -> Option<String> {
+    let h = &a.host;
+    let mut parts = Vec::new();
+    match (h.cpu_model.is_empty(), h.cores) {
+        (false, 0) => parts.push(h.cpu_model.clone()),
+        (false, n) => parts.push(format!("{}, {n} cores", h.cpu_model)),
+        (true, 0) => {}
+        (true, n) => parts.push(format!("{n} cores")),
+    }
+    if !h.kernel.is_empty() {
+        parts.push(h.kernel.clone());
+    }
+    if !h.clocksource.is_empty() {
+        parts.push(format!("clocksource {}", h.clocksource));
+    }
+    (!parts.is_empty()).then(|| st.name(&parts.join(" · ")))
+}
+
+fn target(a: &Analysis) -> Option<String> {
+    match (a.target_fps, a.budget_ns) {
+        (Some(fps), Some(b)) => Some(format!(
+            "{} fps (budget {} µs)",
+            fps_target(fps),
+            us(b as f64)
+        )),
+        (Some(fps), None) => Some(format!("{} fps", fps_target(fps))),
+        (None, Some(b)) => Some(format!(
+            "budget {} µs ({} fps)",
+            us(b as f64),
+            fps_target(1e9 / b as f64)
+        )),
+        (None, None) => None,
+    }
+}
+
+fn window(a: &Analysis) -> String {
+    let w = &a.window;
+    let mut s = if w.start_ns <= 0 && w.warmup_frames == 0 {
+        format!("{} s measured, no warmup", secs(w.length_ns))
+    } else if a.spans == 0 {
+        format!(
+            "{} s measured after {} s warmup",
+            secs(w.length_ns),
+            secs(w.start_ns)
+        )
+    } else {
+        format!(
+            "{} s measured after {} s warmup ({} warmup frames excluded)",
+            secs(w.length_ns),
+            secs(w.start_ns),
+            w.warmup_frames
+        )
+    };
+    if w.after_frames > 0 {
+        s.push_str(&format!(
+            " · {} after it excluded",
+            plural(w.after_frames, "frame that ended", "frames that ended")
+        ));
+    }
+    s
+}
+
+fn frames(a: &Analysis, st: &Style) -> Option<String> {
+    if a.spans == 0 && !a.frames_from_hint {
+        return None;
+    }
+    let mut parts = vec![if a.frames_from_hint {
+        format!("{} (--frames)", a.frames)
+    } else {
+        a.frames.to_string()
+    }];
+    if let Some(fps) = a.observed_fps {
+        parts.push(format!("observed {fps:.2} fps"));
+    }
+    if !a.frames_from_hint {
+        let dropped = format!("{} events dropped", a.dropped_events);
+        parts.push(if a.dropped_events > 0 {
+            st.red(&dropped)
+        } else {
+            dropped
+        });
+    }
+    Some(parts.join(" · "))
+}
+
+/// `mean 119.96 · p50 120.0 · p1 114.9 · low1_avg 112.3 · …`, leaving out what is not reported.
+fn fps(a: &Analysis) -> Option<String> {
+    let f = a.fps.as_ref()?;
+    let mut parts = vec![format!("mean {:.2}", f.mean)];
+    let named = [
+        ("p50", f.p50),
+        ("p10", f.p10),
+        ("p5", f.p5),
+        ("p1", f.p1),
+        ("low1_avg", f.low1_avg),
+        ("low1_int", f.low1_int),
+        ("p0.1", f.p0_1),
+        ("low0_1_avg", f.low0_1_avg),
+        ("low0_1_int", f.low0_1_int),
+    ];
+    for (name, value) in named {
+        if let Some(v) = value {
+            parts.push(format!("{name} {v:.1}"));
+        }
+    }
+    Some(parts.join(" · "))
+}
+
+fn cpu(a: &Analysis) -> Option<String> {
+    if a.processes.is_empty() {
+        return None;
+    }
+    let c = &a.cpu;
+    let mut s = format!(
+        "{} s user + {} s sys · load {:.1}% ({:.2} cores)",
+        secs(c.user_ns),
+        secs(c.sys_ns),
+        c.load_pct,
+        c.cores
+    );
+    if let Some(per_frame) = c.cpu_per_frame_ns {
+        s.push_str(&format!(" · {} µs per frame", us(per_frame)));
+    }
+    Some(s)
+}
+
+fn counters(a: &Analysis, st: &Style) -> Option<String> {
+    if a.counters.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = a
+        .counters
+        .iter()
+        .map(|c| {
+            let name = st.name(&c.name);
+            match (is_byte_counter(&c.name), c.bits_per_second) {
+                (true, Some(bps)) => {
+                    format!("{name} {} ({})", bytes(c.total as f64), bit_rate(bps))
+                }
+                (true, None) => format!("{name} {}", bytes(c.total as f64)),
+                _ => format!("{name} {}", number(c.total as f64)),
+            }
+        })
+        .collect();
+    Some(parts.join(" · "))
+}
+
+fn late(a: &Analysis, st: &Style) -> Option<String> {
+    let l = a.late.as_ref()?;
+    let count = format!(
+        "{} ({:.2}%)",
+        plural(l.late_frames, "frame", "frames"),
+        l.late_pct
+    );
+    let count = if l.late_pct >= 1.0 {
+        st.red(&count)
+    } else if l.late_frames > 0 {
+        st.yellow(&count)
+    } else {
+        count
+    };
+    Some(format!(
+        "{count} over budget · {} · longest streak {}",
+        plural(l.missed_slots, "missed slot", "missed slots"),
+        l.longest_streak
+    ))
+}
+
+fn stutter(a: &Analysis, st: &Style) -> Option<String> {
+    let s = a.stutter.as_ref()?;
+    if s.count == 0 {
+        let intervals = a.interval.as_ref().map_or(0, |d| d.count);
+        return Some(format!(
+            "none in {}",
+            plural(intervals, "interval", "intervals")
+        ));
+    }
+    let count = format!(
+        "{} ({:.2}%)",
+        plural(s.count, "interval", "intervals"),
+        s.count_pct
+    );
+    let count = if s.count > 0 {
+        st.yellow(&count)
+    } else {
+        count
+    };
+    Some(format!("{count} · {:.2}% of the time", s.time_pct))
+}
+
+/// The header lines as (label, sentence), in report order; lines that do not apply are left out.
+pub fn facts(a: &Analysis, st: &Style) -> Vec<(&'static str, String)> {
+    let lines = [
+        ("command", command(a)),
+        ("host", host(a, st)),
+        ("target", target(a)),
+        ("window", Some(window(a))),
+        ("frames", frames(a, st)),
+        ("fps", fps(a)),
+        ("cpu", cpu(a)),
+        ("counters", counters(a, st)),
+        ("late", late(a, st)),
+        ("stutter", stutter(a, st)),
+    ];
+    lines
+        .into_iter()
+        .filter_map(|(label, line)| line.map(|l| (label, l)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::{FpsSummary, LateSummary};
+
+    #[test]
+    fn fps_line_names_every_variant_in_order() {
+        let a = Analysis {
+            fps: Some(FpsSummary {
+                mean: 119.964,
+                p50: Some(120.0),
+                p10: Some(119.14),
+                p5: Some(118.6),
+                p1: Some(114.94),
+                p0_1: Some(101.0),
+                low1_avg: Some(112.3),
+                low1_int: Some(113.04),
+                low0_1_avg: Some(99.5),
+                low0_1_int: Some(100.2),
+            }),
+            ..Analysis::default()
+        };
+        assert_eq!(
+            fps(&a).unwrap(),
+            "mean 119.96 · p50 120.0 · p10 119.1 · p5 118.6 · p1 114.9 · low1_avg 112.3 · \
+             low1_int 113.0 · p0.1 101.0 · low0_1_avg 99.5 · low0_1_int 100.2"
+        );
+    }
+
+    #[test]
+    fn late_count_is_yellow_under_one_percent_and_red_above() {
+        let st = Style {
+            color: true,
+            markdown: false,
+        };
+        let with = |late_frames, late_pct| Analysis {
+            late: Some(LateSummary {
+                budget_ns: 1,
+                late_frames,
+                late_pct,
+                missed_slots: 0,
+                longest_streak: 0,
+            }),
+            ..Analysis::default()
+        };
+        assert!(late(&with(0, 0.0), &st)
+            .unwrap()
+            .starts_with("0 frames (0.00%) over"));
+        assert!(late(&with(1, 0.5), &st)
+            .unwrap()
+            .starts_with("\x1b[33m1 frame (0.50%)"));
+        assert!(late(&with(3, 1.5), &st)
+            .unwrap()
+            .starts_with("\x1b[31m3 frames (1.50%)"));
+    }
+
+    #[test]
+    fn markdown_names_are_escaped() {
+        let st = Style {
+            color: false,
+            markdown: true,
+        };
+        assert_eq!(st.name("nal_bytes|x*"), r"nal\_bytes\|x\*");
+        assert_eq!(Style::default().name("nal_bytes"), "nal_bytes");
+    }
+}

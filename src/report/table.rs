@@ -1,0 +1,71 @@
+//! Aligned plain-text tables: the first column left-aligned, numbers right-aligned.
+
+use super::facts::Style;
+
+pub struct Column {
+    pub header: String,
+    /// The narrowest the column may be, so tables line up with the reference layout.
+    pub min_width: usize,
+}
+
+impl Column {
+    pub fn new(header: impl Into<String>, min_width: usize) -> Column {
+        Column {
+            header: header.into(),
+            min_width,
+        }
+    }
+}
+
+fn width_of(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// Renders `rows` under `columns`, each line indented by two spaces; `unit` follows the
+/// header (`µs`). The first column gets one space of gap, the others two.
+pub fn render(columns: &[Column], rows: &[Vec<String>], unit: Option<&str>, st: &Style) -> String {
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(c, col)| {
+            let gap = if c == 0 { 1 } else { 2 };
+            let longest = rows
+                .iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| width_of(s))
+                .chain(std::iter::once(width_of(&col.header)))
+                .max()
+                .unwrap_or(0);
+            col.min_width.max(longest + gap)
+        })
+        .collect();
+    let line = |cells: Vec<&str>| -> String {
+        let mut out = String::from("  ");
+        for (c, cell) in cells.iter().enumerate() {
+            let pad = widths[c].saturating_sub(width_of(cell));
+            if c == 0 {
+                out.push_str(cell);
+                out.push_str(&" ".repeat(pad));
+            } else {
+                out.push_str(&" ".repeat(pad));
+                out.push_str(cell);
+            }
+        }
+        out.trim_end().to_string()
+    };
+    let mut header = line(columns.iter().map(|c| c.header.as_str()).collect());
+    if let Some(unit) = unit {
+        header.push_str("   ");
+        header.push_str(unit);
+    }
+    let mut out = String::new();
+    // Bold the header text only, not the indentation.
+    out.push_str("  ");
+    out.push_str(&st.bold(&header[2..]));
+    out.push('\n');
+    for row in rows {
+        out.push_str(&line(row.iter().map(|s| s.as_str()).collect()));
+        out.push('\n');
+    }
+    out
+}
