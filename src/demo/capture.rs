@@ -62,15 +62,25 @@ impl SyntheticCamera {
         let mut rng = XorShift((frame as u32).wrapping_mul(2_654_435_761) | 1);
         let (grain_dx, grain_dy) = (rng.next() as usize, rng.next() as usize);
         let ramp = &self.ramp[scroll..scroll + width];
+        let mut noise = [0u8; GRAIN_TILE];
         for (y, row) in self.rgba.chunks_exact_mut(width * RGBA_BYTES).enumerate() {
             let green = (y * 256 / height) as u8;
+            // This row's grain, rotated so pixel x takes noise[x % GRAIN_TILE]: the inner loop
+            // then has no index arithmetic and the compiler vectorises it.
             let grain_row = &self.grain[((y + grain_dy) % GRAIN_TILE) * GRAIN_TILE..][..GRAIN_TILE];
-            for (x, (px, &red)) in row.chunks_exact_mut(RGBA_BYTES).zip(ramp).enumerate() {
-                let noise = grain_row[(x + grain_dx) & (GRAIN_TILE - 1)];
-                px[0] = red.saturating_add(noise);
-                px[1] = green.saturating_add(noise);
-                px[2] = (red ^ green).saturating_add(noise);
-                px[3] = 255;
+            for (i, n) in noise.iter_mut().enumerate() {
+                *n = grain_row[(i + grain_dx) % GRAIN_TILE];
+            }
+            let pixels = row
+                .chunks_mut(GRAIN_TILE * RGBA_BYTES)
+                .zip(ramp.chunks(GRAIN_TILE));
+            for (pixels, reds) in pixels {
+                for ((px, &red), &n) in pixels.chunks_exact_mut(RGBA_BYTES).zip(reds).zip(&noise) {
+                    let r = red.saturating_add(n) as u32;
+                    let g = green.saturating_add(n) as u32;
+                    let b = (red ^ green).saturating_add(n) as u32;
+                    px.copy_from_slice(&(r | g << 8 | b << 16 | 0xff << 24).to_le_bytes());
+                }
             }
         }
         self.draw_box(t);
