@@ -34,7 +34,7 @@ pub struct I420Frame {
 impl I420Frame {
     /// A black picture; `width` and `height` must be even and non-zero.
     pub fn new(width: usize, height: usize) -> Result<I420Frame> {
-        if width == 0 || height == 0 || width % 2 != 0 || height % 2 != 0 {
+        if width == 0 || height == 0 || !width.is_multiple_of(2) || !height.is_multiple_of(2) {
             bail!("I420 needs an even, non-zero width and height, got {width}x{height}");
         }
         let chroma = (width / 2) * (height / 2);
