@@ -9,6 +9,7 @@
 //! - `flood N`: N spans as fast as possible (with a tiny ring this forces drops).
 //! - `cpu MS`: burns MS milliseconds of CPU, uninstrumented.
 //! - `names N`: interns N distinct stage names.
+//! - `rate R S`: R spans per second for S seconds, in 1 ms batches (collector benchmarks).
 
 use framelab_probe::{Counter, Event, Laps, Stage};
 use std::time::{Duration, Instant};
@@ -34,6 +35,10 @@ fn main() {
             }
         }
         "cpu" => burn(Duration::from_millis(n)),
+        "rate" => {
+            let seconds: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(10);
+            rate(n, seconds);
+        }
         "names" => {
             for i in 0..n {
                 let _ = Stage::new(&format!("stage{i}")).span(0);
@@ -64,6 +69,23 @@ fn frames(n: u64) {
         tick.mark(frame);
         std::thread::sleep(Duration::from_micros(400));
     }
+}
+
+/// `per_second` spans for `seconds`, on absolute 1 ms deadlines so the rate holds.
+fn rate(per_second: u64, seconds: u64) {
+    let stage = Stage::new("rate");
+    let per_ms = per_second / 1000;
+    let start = Instant::now();
+    let mut frame = 0;
+    for ms in 0..seconds * 1000 {
+        for _ in 0..per_ms {
+            let _span = stage.span(frame);
+            frame += 1;
+        }
+        let next = start + Duration::from_millis(ms + 1);
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+    println!("{frame}");
 }
 
 fn threads(n: u64) {
