@@ -7,7 +7,7 @@
 //! - `threads N`: stage `produce` on one thread, `consume` on another, same frame ids.
 //! - `processes N`: stage `parent` here, stage `child` in a child process (this program again).
 //! - `flood N`: N spans as fast as possible (with a tiny ring this forces drops).
-//! - `cpu MS`: burns MS milliseconds of CPU, uninstrumented.
+//! - `cpu MS`: burns MS milliseconds of CPU time (not wall time), uninstrumented.
 //! - `names N`: interns N distinct stage names.
 //! - `rate R S`: R spans per second for S seconds, in 1 ms batches (collector benchmarks).
 
@@ -34,7 +34,7 @@ fn main() {
                 let _span = stage.span(frame);
             }
         }
-        "cpu" => burn(Duration::from_millis(n)),
+        "cpu" => burn_cpu(Duration::from_millis(n)),
         "rate" => {
             let seconds: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(10);
             rate(n, seconds);
@@ -140,7 +140,8 @@ fn child(_n: u64) {
     for line in std::io::stdin().lock().lines() {
         let frame: u64 = line.unwrap().trim().parse().unwrap();
         let _span = stage.span(frame);
-        burn(Duration::from_micros(300));
+        // Long enough in all that the child is seen alive and accounted.
+        burn_cpu(Duration::from_millis(2));
     }
 }
 
@@ -149,5 +150,24 @@ fn burn(d: Duration) {
     let mut x = 1u64;
     while Instant::now() < until {
         x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+    }
+}
+
+/// Burns `d` of this process's CPU time, however busy the machine is.
+fn burn_cpu(d: Duration) {
+    let cpu_now = || {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    };
+    let until = cpu_now() + d;
+    let mut x = 1u64;
+    while cpu_now() < until {
+        for _ in 0..1000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
     }
 }

@@ -34,7 +34,7 @@ pub enum Command {
 #[derive(Args, Debug)]
 pub struct TargetArgs {
     /// Target frame rate; the budget is 1/fps
-    #[arg(long, value_parser = parse_fps, conflicts_with = "budget")]
+    #[arg(long, value_parser = parse_fps, conflicts_with = "budget", allow_hyphen_values = true)]
     pub fps: Option<f64>,
     /// Time one frame may take (e.g. 8.333ms), when it is not 1/fps
     #[arg(long, value_parser = parse_duration)]

@@ -294,8 +294,8 @@ fn an_uninstrumented_command_gets_a_process_report_and_a_throughput() {
     let analysis = analyze(&run);
     let cpu = analysis.cpu.user_ns + analysis.cpu.sys_ns;
     assert!(
-        cpu >= 300_000_000,
-        "400 ms of burning shows as CPU: {:?}",
+        cpu >= 380_000_000,
+        "400 ms of CPU burnt shows as CPU: {:?}",
         analysis.cpu
     );
     assert!(analysis.observed_fps.is_some_and(|f| f > 0.0));

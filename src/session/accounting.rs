@@ -44,6 +44,8 @@ impl UserSys {
 
 pub struct Accounting {
     procfs: Procfs,
+    /// CLOCK_MONOTONIC at launch: process start times are converted with it.
+    origin_mono_ns: i64,
     /// framelab's own pid: the tree is everything below it (the command and adopted orphans).
     collector_pid: u32,
     watched_pids: Vec<u32>,
@@ -60,11 +62,13 @@ pub struct Accounting {
 impl Accounting {
     pub fn new(
         procfs: Procfs,
+        origin_mono_ns: i64,
         collector_pid: u32,
         watched_pids: Vec<u32>,
         watched_names: Vec<String>,
     ) -> Accounting {
         Accounting {
+            origin_mono_ns,
             procfs,
             collector_pid,
             watched_pids,
@@ -119,17 +123,33 @@ impl Accounting {
         }
     }
 
+    /// A process that opened a ring: part of the tree unless it is a watched one.
+    pub fn observe_instrumented(&mut self, pid: u32, now_ns: i64) {
+        if self.procs.contains_key(&pid) || self.tree_at_end.is_some() {
+            return;
+        }
+        let role = if self.watched_pids.contains(&pid) {
+            ProcessRole::Watched
+        } else {
+            ProcessRole::Child
+        };
+        self.observe(pid, role, now_ns);
+    }
+
     fn observe(&mut self, pid: u32, role: ProcessRole, now_ns: i64) {
         let Some(stat) = self.procfs.stat(pid) else {
             return;
         };
         let rss = self.procfs.peak_rss_bytes(pid).unwrap_or(0);
         let in_window = self.in_window();
+        // Alive since its start (boot-based, same as CLOCK_MONOTONIC without suspend), or since
+        // launch for processes older than the run.
+        let started_ns = (stat.start_ns - self.origin_mono_ns).clamp(0, now_ns);
         let tracked = self.procs.entry(pid).or_insert_with(|| Tracked {
             role,
             ppid: stat.ppid,
             name: stat.comm.clone(),
-            first_seen_ns: now_ns,
+            first_seen_ns: started_ns,
             last_seen_ns: now_ns,
             exited: false,
             // Born inside the window: everything it used counts.
@@ -144,12 +164,18 @@ impl Accounting {
         tracked.peak_rss_bytes = tracked.peak_rss_bytes.max(rss);
     }
 
-    /// Opens the window: takes the baselines.
-    pub fn start_window(&mut self, now_ns: i64, command_pid: u32) {
+    /// Opens the window: takes the baselines. A window that starts at launch counts everything
+    /// the command's tree did (however late this is called); watched processes count from now.
+    pub fn start_window(&mut self, now_ns: i64, command_pid: u32, at_launch: bool) {
         self.sample(now_ns, command_pid);
         self.window = Some((now_ns, None));
         let mut tree = UserSys::default();
         for tracked in self.procs.values_mut().filter(|t| !t.exited) {
+            if at_launch && tracked.role != ProcessRole::Watched {
+                tracked.baseline = Some(CpuTimes::default());
+                tracked.first_seen_ns = 0;
+                continue;
+            }
             tracked.baseline = Some(tracked.last);
             if tracked.role != ProcessRole::Watched {
                 let with_children = UserSys::with_children(&tracked.last);
@@ -160,6 +186,14 @@ impl Accounting {
         self.tree_at_start = tree;
     }
 
+    /// Reads a child that exited but is not reaped yet: its stat holds its final times.
+    pub fn final_reading(&mut self, pid: u32, now_ns: i64) {
+        if self.tree_at_end.is_none() && self.procs.contains_key(&pid) {
+            let role = self.procs[&pid].role;
+            self.observe(pid, role, now_ns);
+        }
+    }
+
     /// A tree process framelab reaped, with its rusage (own + its reaped children).
     pub fn reaped(&mut self, pid: u32, rusage: CpuTimes, max_rss_bytes: u64, now_ns: i64) {
         if self.in_window() {
@@ -167,12 +201,6 @@ impl Accounting {
             self.reaped_in_window.sys_ns += rusage.sys_ns;
         }
         if let Some(tracked) = self.procs.get_mut(&pid) {
-            // rusage is exact where the last sample may be up to a period old.
-            tracked.last = CpuTimes {
-                user_ns: rusage.user_ns - tracked.last.children_user_ns,
-                sys_ns: rusage.sys_ns - tracked.last.children_sys_ns,
-                ..tracked.last
-            };
             tracked.peak_rss_bytes = tracked.peak_rss_bytes.max(max_rss_bytes);
             tracked.exited = true;
             tracked.last_seen_ns = now_ns;
@@ -182,7 +210,7 @@ impl Accounting {
     /// Closes the window: the final readings. Call before stopping the command.
     pub fn end_window(&mut self, now_ns: i64, command_pid: u32) {
         if self.window.is_none() {
-            self.start_window(now_ns, command_pid);
+            self.start_window(now_ns, command_pid, false);
         }
         self.sample(now_ns, command_pid);
         let mut tree = self.reaped_in_window;
@@ -235,8 +263,9 @@ impl Accounting {
         if let Some(end_total) = self.tree_at_end {
             let user_ns = end_total.user_ns - self.tree_at_start.user_ns - rows_tree.user_ns;
             let sys_ns = end_total.sys_ns - self.tree_at_start.sys_ns - rows_tree.sys_ns;
-            // Clock-tick rounding can leave a few ticks either way; only a real remainder gets a row.
-            if user_ns + sys_ns > 20_000_000 {
+            // Clock-tick rounding leaves up to a tick per reading either way; only a real remainder gets a row.
+            let rounding_ns = 2 * 10_000_000 * (self.procs.len() as i64 + 1);
+            if user_ns + sys_ns > rounding_ns {
                 rows.push(ProcessStats {
                     pid: 0,
                     ppid: 0,

@@ -1,8 +1,10 @@
 //! Converting the SDK's TSC ticks to CLOCK_MONOTONIC nanoseconds.
 //!
-//! The collector reads both clocks back to back now and then. The slope comes from the first
-//! and the latest pair (a long baseline, so little error), the offset from the latest pair
-//! (records are drained within milliseconds of being written, so any slope error barely moves them).
+//! The conversion must be a fixed function of the tick: the end of one lap and the start of the
+//! next are the same tick, and they may be drained at different times. So it is piecewise linear:
+//! each refresh starts a new segment at the current tick, continuous with the previous one (no
+//! tick already seen can fall in it), with the slope measured over the whole run, nudged so that
+//! any offset from CLOCK_MONOTONIC is worked off over the next second.
 
 use framelab_probe::monotonic_ns;
 
@@ -12,40 +14,81 @@ struct Pair {
     mono_ns: u64,
 }
 
-pub struct TickClock {
-    first: Pair,
-    latest: Pair,
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    from_ticks: u64,
+    mono_ns: f64,
     ns_per_tick: f64,
 }
 
+impl Segment {
+    fn convert(&self, ticks: u64) -> f64 {
+        self.mono_ns + (ticks as i128 - self.from_ticks as i128) as f64 * self.ns_per_tick
+    }
+}
+
+pub struct TickClock {
+    first: Pair,
+    segments: Vec<Segment>,
+}
+
+/// How far a segment may steer away from the measured slope (parts per million).
+const MAX_STEER_PPM: f64 = 500.0;
+
 impl TickClock {
-    /// Takes the first pair; call `refresh` later to get a slope.
+    /// Calibrates over 10 ms; `refresh` keeps it close to CLOCK_MONOTONIC afterwards.
     pub fn new() -> TickClock {
         let first = read_pair();
         std::thread::sleep(std::time::Duration::from_millis(10));
-        let mut clock = TickClock {
-            first,
-            latest: first,
-            ns_per_tick: 1.0,
+        let now = read_pair();
+        let ns_per_tick = slope(first, now).unwrap_or(1.0);
+        let segment = Segment {
+            from_ticks: first.ticks,
+            mono_ns: first.mono_ns as f64,
+            ns_per_tick,
         };
-        clock.refresh();
-        clock
+        TickClock {
+            first,
+            segments: vec![segment],
+        }
     }
 
+    /// Starts a new segment at the current tick.
     pub fn refresh(&mut self) {
-        let pair = read_pair();
-        if pair.ticks > self.first.ticks && pair.mono_ns > self.first.mono_ns {
-            self.ns_per_tick =
-                (pair.mono_ns - self.first.mono_ns) as f64 / (pair.ticks - self.first.ticks) as f64;
-            self.latest = pair;
+        let now = read_pair();
+        let Some(measured) = slope(self.first, now) else {
+            return;
+        };
+        let current = *self.segments.last().expect("at least one segment");
+        if now.ticks <= current.from_ticks {
+            return;
         }
+        let converted = current.convert(now.ticks);
+        let error_ns = now.mono_ns as f64 - converted;
+        let steer = (error_ns / 1e9).clamp(-MAX_STEER_PPM * 1e-6, MAX_STEER_PPM * 1e-6);
+        self.segments.push(Segment {
+            from_ticks: now.ticks,
+            mono_ns: converted,
+            ns_per_tick: measured * (1.0 + steer),
+        });
     }
 
     /// CLOCK_MONOTONIC nanoseconds of `ticks`.
     pub fn to_mono_ns(&self, ticks: u64) -> i64 {
-        let delta = ticks as i128 - self.latest.ticks as i128;
-        self.latest.mono_ns as i64 + (delta as f64 * self.ns_per_tick).round() as i64
+        // Records are recent: search from the newest segment.
+        let segment = self
+            .segments
+            .iter()
+            .rev()
+            .find(|s| s.from_ticks <= ticks)
+            .unwrap_or(&self.segments[0]);
+        segment.convert(ticks).round() as i64
     }
+}
+
+fn slope(a: Pair, b: Pair) -> Option<f64> {
+    (b.ticks > a.ticks && b.mono_ns > a.mono_ns)
+        .then(|| (b.mono_ns - a.mono_ns) as f64 / (b.ticks - a.ticks) as f64)
 }
 
 /// A (ticks, mono) pair read as close together as this machine allows: the tightest of a few tries.
@@ -82,4 +125,48 @@ fn raw_ticks() -> u64 {
     return unsafe { core::arch::x86_64::_rdtsc() };
     #[cfg(not(target_arch = "x86_64"))]
     return monotonic_ns();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tick_converts_the_same_before_and_after_a_refresh() {
+        let mut clock = TickClock::new();
+        let tick = raw_ticks();
+        let before = clock.to_mono_ns(tick);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        clock.refresh();
+        assert_eq!(clock.to_mono_ns(tick), before);
+    }
+
+    #[test]
+    fn segments_join_without_a_step_and_stay_monotonic() {
+        let mut clock = TickClock::new();
+        for _ in 0..5 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            clock.refresh();
+        }
+        for pair in clock.segments.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            let at_join = a.convert(b.from_ticks);
+            assert!((at_join - b.mono_ns).abs() < 1e-3, "no step at a join");
+            assert!(b.convert(b.from_ticks + 1000) > b.mono_ns);
+        }
+    }
+
+    #[test]
+    fn conversion_tracks_clock_monotonic() {
+        let mut clock = TickClock::new();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        clock.refresh();
+        let pair = read_pair();
+        let error = clock.to_mono_ns(pair.ticks) - pair.mono_ns as i64;
+        // Loose on purpose: a shared machine can delay reads; the point is "same clock".
+        assert!(
+            error.abs() < 200_000,
+            "tick conversion is {error} ns off CLOCK_MONOTONIC"
+        );
+    }
 }

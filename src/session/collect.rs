@@ -88,8 +88,11 @@ impl Collector {
 
     pub fn open_window(&mut self, command_pid: u32) {
         let now = self.now_ns();
-        self.meta.window_start_ns = now;
-        self.accounting.start_window(now, command_pid);
+        // The loop notices the warmup's end a tick late; the window starts on time (at launch
+        // without a warmup), or when the command exited if it did so during the warmup.
+        self.meta.window_start_ns = self.meta.window_start_ns.min(now);
+        self.accounting
+            .start_window(now, command_pid, self.meta.window_start_ns == 0);
     }
 
     pub fn close_window(&mut self, command_pid: u32, reason: EndReason) {
@@ -176,6 +179,9 @@ impl Collector {
                         .entry(ring.pid)
                         .or_default()
                         .refresh(self.session.path(), ring.pid);
+                    // A recording process is accounted from its first ring, however short it lives.
+                    let now = self.now_ns();
+                    self.accounting.observe_instrumented(ring.pid, now);
                     self.seen_paths.insert(path);
                     self.rings.push(ring);
                 }
@@ -322,6 +328,9 @@ impl Collector {
         self.drain()?;
         for ring in std::mem::take(&mut self.rings) {
             self.retire(&ring)?;
+        }
+        for (&pid, names) in self.names.iter_mut() {
+            names.refresh(self.session.path(), pid);
         }
         self.meta.names_refused = self.names.values().map(|n| n.refused).sum();
         if !self.window_closed {

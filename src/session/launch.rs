@@ -116,12 +116,32 @@ pub struct Reaped {
     pub max_rss_bytes: u64,
 }
 
-/// Reaps one exited child without blocking.
-pub fn reap_one() -> Option<Reaped> {
+/// Reaps one exited child without blocking. `before_reaping` sees its pid while it is still a
+/// zombie, when /proc still holds its final CPU times split into its own and its children's.
+pub fn reap_one(mut before_reaping: impl FnMut(u32)) -> Option<Reaped> {
+    // SAFETY: waitid with WNOWAIT only peeks; valid out-pointer.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let peeked = unsafe {
+        libc::waitid(
+            libc::P_ALL,
+            0,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    let zombie = if peeked == 0 {
+        unsafe { info.si_pid() }
+    } else {
+        0
+    };
+    if zombie <= 0 {
+        return None;
+    }
+    before_reaping(zombie as u32);
     let mut status = 0;
     // SAFETY: plain wait4 with valid out-pointers.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(-1, &mut status, libc::WNOHANG, &mut usage) };
+    let pid = unsafe { libc::wait4(zombie, &mut status, libc::WNOHANG, &mut usage) };
     if pid <= 0 {
         return None;
     }

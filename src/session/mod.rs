@@ -143,6 +143,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     };
     let accounting = accounting::Accounting::new(
         procfs::Procfs::system(),
+        meta.origin_mono_ns,
         std::process::id(),
         opts.watch_pids.clone(),
         opts.watch_names.clone(),
@@ -184,7 +185,10 @@ fn supervise(
         collector.drain()?;
 
         // Reap everything that exited: the command itself and orphans adopted as subreaper.
-        while let Some(reaped) = launch::reap_one() {
+        while let Some(reaped) = launch::reap_one(|zombie| {
+            let now_ns = collector.now_ns();
+            collector.accounting.final_reading(zombie, now_ns);
+        }) {
             let now_ns = collector.now_ns();
             collector
                 .accounting
@@ -262,7 +266,7 @@ fn supervise(
     }
     // Let the last processes of the group die so their rings are complete, then drain.
     let deadline = Instant::now() + Duration::from_millis(500);
-    while Instant::now() < deadline && launch::reap_one().is_some() {}
+    while Instant::now() < deadline && launch::reap_one(|_| {}).is_some() {}
     collector.drain()?;
     progress.finish();
     Ok(())

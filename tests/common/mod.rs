@@ -20,6 +20,14 @@ pub fn example(name: &str) -> String {
         "example {name} not built at {}: run `cargo test` (it builds examples)",
         path.display()
     );
+    // `cargo test --test X` does not rebuild examples: refuse a stale one rather than test old code.
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(format!("{name}.rs"));
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(built), Some(written)) = (modified(&path), modified(&source)) {
+        assert!(built >= written, "example {name} is older than its source: run `cargo build --examples` (or plain `cargo test`)");
+    }
     path.to_string_lossy().into_owned()
 }
 
