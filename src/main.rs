@@ -11,7 +11,7 @@ use framelab::session::{self, RunOptions};
 use framelab::{analyze, demo, store};
 
 /// framelab failed (bad input, unreadable file): 1. Usage errors: 2 (clap).
-/// The measured command crashed or failed: 3. Interrupted by Ctrl-C: 130.
+/// The measured command crashed, failed, or broke the SDK's limits: 3. Interrupted by Ctrl-C: 130.
 const EXIT_COMMAND_FAILED: u8 = 3;
 const EXIT_INTERRUPTED: u8 = 130;
 
@@ -112,10 +112,18 @@ fn run_and_report(opts: &RunOptions, format: Format) -> anyhow::Result<ExitCode>
         outcome.path.display(),
         outcome.path.display()
     );
-    let failed = outcome
-        .exit
-        .as_ref()
-        .is_some_and(|e| e.crashed || e.code.is_some_and(|c| c != 0));
+    if run.meta.names_refused > 0 {
+        eprintln!(
+            "framelab: {} names were refused: a process may intern {} names; create Stage/Counter/Event names once, outside the frame loop",
+            run.meta.names_refused,
+            framelab_probe::wire::MAX_NAMES
+        );
+    }
+    let failed = run.meta.names_refused > 0
+        || outcome
+            .exit
+            .as_ref()
+            .is_some_and(|e| e.crashed || e.code.is_some_and(|c| c != 0));
     Ok(if outcome.end_reason == EndReason::Interrupted {
         ExitCode::from(EXIT_INTERRUPTED)
     } else if failed {

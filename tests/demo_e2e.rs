@@ -1,0 +1,86 @@
+//! `framelab demo` end to end: the real pipeline under a real session.
+
+mod common;
+
+use common::*;
+use framelab::analyze::analyze;
+
+fn demo(depth: u32) -> (framelab::model::Run, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "demo");
+    // 30 fps keeps even an unoptimised test build well inside its budget.
+    let out = framelab()
+        .args([
+            "demo",
+            "--fps",
+            "30",
+            "--depth",
+            &depth.to_string(),
+            "--duration",
+            "4s",
+            "--warmup",
+            "1s",
+            "-o",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    (load(&path), stdout(&out))
+}
+
+fn check(depth: u32) {
+    let (run, report) = demo(depth);
+    let analysis = analyze(&run);
+    for stage in ["capture", "convert", "encode", "packetize", "send"] {
+        assert!(
+            analysis.stage_names.iter().any(|s| s == stage),
+            "stage {stage} in {:?}",
+            analysis.stage_names
+        );
+        assert!(report.contains(stage), "report shows {stage}");
+    }
+    // Paced at 30 fps over a ~3 s window: the count follows the pacing, not the machine's speed.
+    let window_s = (run.meta.window_end_ns - run.meta.window_start_ns) as f64 / 1e9;
+    let expected = 30.0 * window_s;
+    assert!(
+        (analysis.frames as f64) > 0.8 * expected
+            && (analysis.frames as f64) < 1.05 * expected + 1.0,
+        "{} frames in a {window_s:.2} s window at 30 fps",
+        analysis.frames
+    );
+    assert!(
+        analysis.window.warmup_frames >= 20,
+        "about a second of warmup frames excluded: {}",
+        analysis.window.warmup_frames
+    );
+    assert_eq!(analysis.dropped_events, 0);
+    let keyframes = analysis
+        .counters
+        .iter()
+        .find(|c| c.name == "keyframe")
+        .expect("keyframe counter");
+    assert!(keyframes.total >= 1);
+    let bytes = analysis
+        .counters
+        .iter()
+        .find(|c| c.name == "bytes")
+        .expect("bytes counter");
+    assert!(bytes.total > 0 && bytes.bits_per_second.is_some());
+    let threads: std::collections::HashSet<u32> = run.spans.iter().map(|s| s.thread).collect();
+    assert_eq!(
+        threads.len(),
+        depth as usize,
+        "depth {depth} runs its stages on {depth} thread(s)"
+    );
+}
+
+#[test]
+fn demo_at_depth_1_runs_every_stage_serially() {
+    check(1);
+}
+
+#[test]
+fn demo_at_depth_2_overlaps_frames_on_two_threads() {
+    check(2);
+}
