@@ -30,7 +30,11 @@ fn name_of(name: *const c_char) -> Option<String> {
         return None;
     }
     // SAFETY: the caller promises a NUL-terminated string; null is handled above.
-    Some(unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
+    Some(
+        unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned(),
+    )
 }
 
 fn intern(kind: char, name: *const c_char) -> u32 {
@@ -60,7 +64,12 @@ pub extern "C" fn fl_enabled() -> i32 {
 #[no_mangle]
 pub extern "C" fn fl_begin(stage: u32, frame: u64) -> FlSpan {
     let live = !ring().is_null();
-    FlSpan { frame, start: if live { ticks() } else { 0 }, stage, live: live as u32 }
+    FlSpan {
+        frame,
+        start: if live { ticks() } else { 0 },
+        stage,
+        live: live as u32,
+    }
 }
 
 #[no_mangle]
@@ -73,14 +82,30 @@ pub extern "C" fn fl_end(span: FlSpan) {
     let ring = ring();
     if !ring.is_null() {
         // SAFETY: a non-null ring is this thread's live mapping.
-        unsafe { crate::push(ring, Record::new(kind::SPAN, clamp_id(span.stage), 0, span.frame, span.start, end)) }
+        unsafe {
+            crate::push(
+                ring,
+                Record::new(
+                    kind::SPAN,
+                    clamp_id(span.stage),
+                    0,
+                    span.frame,
+                    span.start,
+                    end,
+                ),
+            )
+        }
     }
 }
 
 #[no_mangle]
 pub extern "C" fn fl_laps_start(frame: u64) -> FlLaps {
     let live = !ring().is_null();
-    FlLaps { frame, last: if live { ticks() } else { 0 }, live: live as u32 }
+    FlLaps {
+        frame,
+        last: if live { ticks() } else { 0 },
+        live: live as u32,
+    }
 }
 
 /// # Safety
@@ -94,9 +119,30 @@ pub unsafe extern "C" fn fl_lap(laps: *mut FlLaps, stage: u32) {
     let now = ticks();
     let ring = ring();
     if !ring.is_null() {
-        crate::push(ring, Record::new(kind::SPAN, clamp_id(stage), FLAG_LAP, laps.frame, laps.last, now));
+        crate::push(
+            ring,
+            Record::new(
+                kind::SPAN,
+                clamp_id(stage),
+                FLAG_LAP,
+                laps.frame,
+                laps.last,
+                now,
+            ),
+        );
     }
     laps.last = now;
+}
+
+/// # Safety
+/// `laps` is null or points to an `FlLaps`.
+#[no_mangle]
+pub unsafe extern "C" fn fl_laps_skip(laps: *mut FlLaps) {
+    if let Some(laps) = laps.as_mut() {
+        if laps.live != 0 {
+            laps.last = ticks();
+        }
+    }
 }
 
 /// # Safety

@@ -29,6 +29,9 @@ static CONFIG: OnceLock<Option<Config>> = OnceLock::new();
 thread_local! {
     /// This thread's ring, or null before its first record.
     pub(crate) static RING: Cell<*mut RingHeader> = const { Cell::new(std::ptr::null_mut()) };
+    /// Set once this thread cannot record (its ring could not be made, or it is exiting), so
+    /// later calls return at once instead of retrying system calls on every record.
+    static GAVE_UP: Cell<bool> = const { Cell::new(false) };
     /// Owns the mapping; closes the ring when the thread exits.
     static OWNER: RingOwner = const { RingOwner { ring: Cell::new(std::ptr::null_mut()), bytes: Cell::new(0) } };
 }
@@ -44,6 +47,8 @@ impl Drop for RingOwner {
         if ring.is_null() {
             return;
         }
+        // Records made by later thread-local destructors are not recorded (no new ring file).
+        GAVE_UP.set(true);
         let _ = RING.try_with(|r| r.set(std::ptr::null_mut()));
         // SAFETY: the mapping is ours and no guard outlives the thread.
         unsafe {
@@ -72,7 +77,9 @@ fn config() -> Option<&'static Config> {
                 .clamp(MIN_RING_RECORDS, MAX_RING_RECORDS)
                 .next_power_of_two();
             // SAFETY: the handlers only touch this crate's own state.
-            unsafe { sys::pthread_atfork(Some(lock_names), Some(unlock_names), Some(after_fork_child)) };
+            unsafe {
+                sys::pthread_atfork(Some(lock_names), Some(unlock_names), Some(after_fork_child))
+            };
             Some(Config { dir, ring_records })
         })
         .as_ref()
@@ -93,17 +100,28 @@ pub(crate) fn attach_thread() -> *mut RingHeader {
     if MODE.load(Relaxed) == MODE_UNKNOWN && !resolve_mode() {
         return std::ptr::null_mut();
     }
-    let Some(cfg) = config() else { return std::ptr::null_mut() };
+    let Some(cfg) = config() else {
+        return std::ptr::null_mut();
+    };
+    // A thread whose destructors already ran cannot own a ring: do not make a file for it.
+    if GAVE_UP.get() || OWNER.try_with(|_| ()).is_err() {
+        GAVE_UP.set(true);
+        return std::ptr::null_mut();
+    }
     publish_names_after_fork();
     let ring = match create_ring(cfg) {
         Some(ring) => ring,
-        None => return std::ptr::null_mut(),
+        None => {
+            GAVE_UP.set(true);
+            return std::ptr::null_mut();
+        }
     };
     let owned = OWNER.try_with(|o| {
         o.ring.set(ring);
         o.bytes.set(ring_file_bytes(cfg.ring_records));
     });
     if owned.is_err() {
+        GAVE_UP.set(true);
         // The thread is tearing down: give the ring back rather than leak it.
         unsafe {
             (*ring).closed.store(1, Release);
@@ -120,11 +138,23 @@ fn create_ring(cfg: &Config) -> Option<*mut RingHeader> {
     let (pid, tid) = unsafe { (sys::getpid() as u32, sys::gettid() as u32) };
     let path = cfg.dir.join(format!("r-{pid}-{tid}"));
     let bytes = ring_file_bytes(cfg.ring_records);
-    let file = OpenOptions::new().read(true).write(true).create_new(true).open(&path).ok()?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .ok()?;
     file.set_len(bytes as u64).ok()?;
     // SAFETY: mapping a file we just sized; checked for failure below.
     let map = unsafe {
-        sys::mmap(std::ptr::null_mut(), bytes, sys::PROT_READ | sys::PROT_WRITE, sys::MAP_SHARED, file.as_raw_fd(), 0)
+        sys::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            sys::PROT_READ | sys::PROT_WRITE,
+            sys::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
     };
     if map == sys::MAP_FAILED {
         let _ = std::fs::remove_file(&path);
@@ -138,22 +168,25 @@ fn create_ring(cfg: &Config) -> Option<*mut RingHeader> {
         (*ring).pid = pid;
         (*ring).tid = tid;
         (*ring).capacity = cfg.ring_records;
-        (*ring).thread_name = thread_name(tid);
+        (*ring).thread_name = thread_name(pid, tid);
         (*ring).magic.store(RING_MAGIC, Release);
     }
     Some(ring)
 }
 
-fn thread_name(tid: u32) -> [u8; 32] {
+/// The kernel's name of the calling thread ("main" for the main thread). Not
+/// `std::thread::current()`: it panics when called from a thread-local destructor, and a
+/// panic here would abort a C caller.
+fn thread_name(pid: u32, tid: u32) -> [u8; 32] {
     let mut out = [0u8; 32];
-    let name = std::thread::current()
-        .name()
-        .map(str::to_owned)
-        .or_else(|| std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok())
-        .unwrap_or_default();
-    let name = name.trim_end();
-    let n = name.len().min(31);
-    out[..n].copy_from_slice(&name.as_bytes()[..n]);
+    if pid == tid {
+        out[..4].copy_from_slice(b"main");
+        return out;
+    }
+    // PR_GET_NAME writes at most 16 bytes, NUL-terminated.
+    // SAFETY: `out` has room for 16 bytes.
+    unsafe { sys::prctl(sys::PR_GET_NAME, out.as_mut_ptr()) };
+    out[31] = 0;
     out
 }
 
@@ -165,7 +198,9 @@ struct Names {
     list: std::cell::UnsafeCell<Vec<(char, String)>>,
 }
 unsafe impl Sync for Names {}
-static NAMES: Names = Names { list: std::cell::UnsafeCell::new(Vec::new()) };
+static NAMES: Names = Names {
+    list: std::cell::UnsafeCell::new(Vec::new()),
+};
 static NAMES_LOCK: AtomicBool = AtomicBool::new(false);
 /// The pid whose names file holds every name; differs from getpid() in a forked child.
 static NAMES_PID: AtomicU32 = AtomicU32::new(0);
@@ -173,7 +208,10 @@ static NAMES_PID: AtomicU32 = AtomicU32::new(0);
 pub(crate) static NAMES_REFUSED: AtomicU32 = AtomicU32::new(0);
 
 unsafe extern "C" fn lock_names() {
-    while NAMES_LOCK.compare_exchange_weak(false, true, Acquire, Relaxed).is_err() {
+    while NAMES_LOCK
+        .compare_exchange_weak(false, true, Acquire, Relaxed)
+        .is_err()
+    {
         std::hint::spin_loop();
     }
 }
@@ -187,6 +225,7 @@ unsafe extern "C" fn after_fork_child() {
     // The child inherits the parent's ring mapping; it must never write into it.
     let _ = RING.try_with(|r| r.set(std::ptr::null_mut()));
     let _ = OWNER.try_with(|o| o.ring.set(std::ptr::null_mut()));
+    GAVE_UP.set(false);
 }
 
 /// Returns the id of `name` for `kind`, interning it on first use. 0 when the table is full.
@@ -246,7 +285,11 @@ fn append_names(names: &[(char, String)], first_id: u16) {
         }
     }
     for (i, (k, n)) in names.iter().enumerate() {
-        let id = if first_id == 0 { 0 } else { first_id as usize + i };
+        let id = if first_id == 0 {
+            0
+        } else {
+            first_id as usize + i
+        };
         text.push_str(&format!("{id} {k} {}\n", sanitize(n)));
     }
     let path = cfg.dir.join(format!("n-{pid}"));

@@ -7,6 +7,7 @@ pub const PROT_WRITE: c_int = 2;
 pub const MAP_SHARED: c_int = 1;
 pub const MAP_FAILED: *mut c_void = !0usize as *mut c_void;
 pub const CLOCK_MONOTONIC: c_int = 1;
+pub const PR_GET_NAME: c_int = 16;
 
 #[repr(C)]
 pub struct Timespec {
@@ -15,11 +16,19 @@ pub struct Timespec {
 }
 
 extern "C" {
-    pub fn mmap(addr: *mut c_void, len: usize, prot: c_int, flags: c_int, fd: c_int, off: i64) -> *mut c_void;
+    pub fn mmap(
+        addr: *mut c_void,
+        len: usize,
+        prot: c_int,
+        flags: c_int,
+        fd: c_int,
+        off: i64,
+    ) -> *mut c_void;
     pub fn munmap(addr: *mut c_void, len: usize) -> c_int;
     pub fn clock_gettime(clock: c_int, ts: *mut Timespec) -> c_int;
     pub fn gettid() -> c_int;
     pub fn getpid() -> c_int;
+    pub fn prctl(option: c_int, ...) -> c_int;
     pub fn pthread_atfork(
         prepare: Option<unsafe extern "C" fn()>,
         parent: Option<unsafe extern "C" fn()>,
@@ -29,7 +38,10 @@ extern "C" {
 
 /// CLOCK_MONOTONIC in nanoseconds.
 pub fn monotonic_ns() -> u64 {
-    let mut ts = Timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
     unsafe { clock_gettime(CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
