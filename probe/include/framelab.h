@@ -12,7 +12,7 @@
  *     for (uint64_t frame = 0; ; frame++) {
  *         fl_span s = fl_begin(encode, frame);
  *         encode_frame(...);
- *         fl_end(s);
+ *         fl_end(&s);
  *     }
  *
  * Sessions. The SDK reads FRAMELAB_SESSION (set by `framelab run`) once per process, on
@@ -92,8 +92,9 @@ int fl_enabled(void) FL_NOEXCEPT;
 
 /* Starts a span of `stage` for `frame`: one clock read. */
 fl_span fl_begin(uint32_t stage, uint64_t frame) FL_NOEXCEPT;
-/* Ends the span now and records it: one clock read and one record. Call once per span. */
-void fl_end(fl_span span) FL_NOEXCEPT;
+/* Ends the span now and records it: one clock read and one record. Call once per span.
+ * A NULL `span` does nothing. */
+void fl_end(const fl_span *span) FL_NOEXCEPT;
 
 /* Records a span whose ends the program already has, in CLOCK_MONOTONIC nanoseconds (a
  * stage timed elsewhere, GPU timestamps converted to the host clock). No clock read. */
@@ -149,7 +150,7 @@ namespace framelab {
 class Span {
 public:
     Span(uint32_t stage, uint64_t frame) noexcept : span_(fl_begin(stage, frame)) {}
-    ~Span() { fl_end(span_); }
+    ~Span() { fl_end(&span_); }
     Span(const Span &) = delete;
     Span &operator=(const Span &) = delete;
 

@@ -23,7 +23,11 @@ fn without_a_session_every_call_is_a_no_op() {
         assert_ne!(stage, 0);
         let span = fl_begin(stage, 1);
         assert_eq!(span.live, 0);
-        fl_end(span);
+        // SAFETY: a valid FlSpan, then null.
+        unsafe {
+            fl_end(&span);
+            fl_end(std::ptr::null());
+        }
         let mut laps = fl_laps_start(1);
         assert_eq!((laps.live, laps.last), (0, 0));
         // SAFETY: a valid FlLaps, then null.
@@ -58,9 +62,13 @@ fn null_names_and_invalid_ids_are_recorded_never_fatal() {
         let commit = fl_event_kind(c("commit").as_ptr());
         assert!(stage != 0 && bytes != 0 && commit != 0);
 
-        fl_end(fl_begin(stage, 1));
-        fl_end(fl_begin(9999, 2)); // never interned: kept, counted invalid by the collector
-        fl_end(fl_begin(70_000, 3)); // wider than an id: recorded as 0
+        // SAFETY: valid FlSpans, then null.
+        unsafe {
+            fl_end(&fl_begin(stage, 1));
+            fl_end(&fl_begin(9999, 2)); // never interned: kept, counted invalid by the collector
+            fl_end(&fl_begin(70_000, 3)); // wider than an id: recorded as 0
+            fl_end(std::ptr::null());
+        }
         fl_count(bytes, 4, -12);
         fl_count(0, 5, 1);
         fl_event(commit, 6);
@@ -124,7 +132,10 @@ fn c_laps_are_contiguous_and_a_span_may_end_on_another_thread() {
             }
         }
         let span = fl_begin(handoff, 77);
-        std::thread::spawn(move || fl_end(span)).join().unwrap();
+        // SAFETY: a valid FlSpan, moved to the thread that ends it.
+        std::thread::spawn(move || unsafe { fl_end(&span) })
+            .join()
+            .unwrap();
         return;
     }
     let session = Session::new("ffi-laps");

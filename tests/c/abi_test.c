@@ -77,10 +77,10 @@ static void *worker(void *p) {
     struct worker_arg *arg = p;
     for (uint64_t f = 0; f < arg->frames; f++) {
         fl_span s = fl_begin(arg->stage, f);
-        fl_end(s);
+        fl_end(&s);
     }
     if (arg->end_handoff)
-        fl_end(arg->handoff);
+        fl_end(&arg->handoff);
     return NULL;
 }
 
@@ -91,8 +91,10 @@ static void forked_child(const struct ids *id, uint64_t frames) {
     uint32_t late = fl_counter("late");
     CHECK(late != 0 && late != id->bytes);
     CHECK(fl_stage("forked") == id->forked); /* inherited, not interned anew */
-    for (uint64_t f = 0; f < frames; f++)
-        fl_end(fl_begin(id->forked, f));
+    for (uint64_t f = 0; f < frames; f++) {
+        fl_span s = fl_begin(id->forked, f);
+        fl_end(&s);
+    }
     fl_count(late, 0, 1);
     printf("abi_test: forked pid=%d stage forked %" PRIu64 " counter late 1\n", (int)getpid(),
            frames);
@@ -118,7 +120,7 @@ static int record(uint64_t frames) {
         fl_lap(&laps, id.encode);
         fl_lap(NULL, id.encode); /* no-op */
         fl_span s = fl_begin(id.send, f);
-        fl_end(s);
+        fl_end(&s);
         fl_span_ns(id.gpu, f, GPU_BASE_NS + f * 1000, GPU_BASE_NS + f * 1000 + 250);
         fl_count(id.bytes, f, (int64_t)bytes_of(f));
         bytes_sum += bytes_of(f);
@@ -131,7 +133,9 @@ static int record(uint64_t frames) {
     CHECK(now > 0 && fl_now_ns() >= now);
 
     /* Bad ids are recorded and never crash; the collector counts them as invalid. */
-    fl_end(fl_begin(INVALID_ID, 0));
+    fl_span bad = fl_begin(INVALID_ID, 0);
+    fl_end(&bad);
+    fl_end(NULL); /* no-op */
     fl_count(fl_counter(NULL), 0, 1);
     fl_event(TOO_WIDE_ID, 0);
     fl_laps_skip(NULL);
@@ -179,8 +183,10 @@ static void check_disabled(void) {
     CHECK(st != 0 && fl_stage("disabled") == st); /* ids still work: code need not branch */
     fl_span s = fl_begin(st, 1);
     CHECK(s.live == 0);
-    fl_end(s);
-    fl_end(fl_begin(INVALID_ID, 2));
+    fl_end(&s);
+    fl_span bad = fl_begin(INVALID_ID, 2);
+    fl_end(&bad);
+    fl_end(NULL);
     fl_laps laps = fl_laps_start(1);
     CHECK(laps.live == 0);
     fl_lap(&laps, st);
