@@ -1,6 +1,8 @@
 //! The C ABI (see include/framelab.h). Ids are plain integers; 0 is "no name". Invalid ids
 //! are not checked here (that would cost the hot path): the collector counts records whose
-//! id the process never interned and reports them.
+//! id the process never interned and reports them. Null pointers are no-ops. Nothing here
+//! can panic (errors are ignored or turn recording off), and a panic in an `extern "C"`
+//! function aborts rather than unwinding into C.
 
 use std::ffi::{c_char, CStr};
 
@@ -25,34 +27,34 @@ pub struct FlLaps {
     pub live: u32,
 }
 
-fn name_of(name: *const c_char) -> Option<String> {
+/// # Safety
+/// `name` is null or a NUL-terminated string.
+unsafe fn intern(kind: char, name: *const c_char) -> u32 {
     if name.is_null() {
-        return None;
+        return 0;
     }
-    // SAFETY: the caller promises a NUL-terminated string; null is handled above.
-    Some(
-        unsafe { CStr::from_ptr(name) }
-            .to_string_lossy()
-            .into_owned(),
-    )
+    let name = CStr::from_ptr(name).to_string_lossy();
+    session::intern(kind, &name) as u32
 }
 
-fn intern(kind: char, name: *const c_char) -> u32 {
-    name_of(name).map_or(0, |n| session::intern(kind, &n) as u32)
-}
-
+/// # Safety
+/// `name` is null or a NUL-terminated string.
 #[no_mangle]
-pub extern "C" fn fl_stage(name: *const c_char) -> u32 {
+pub unsafe extern "C" fn fl_stage(name: *const c_char) -> u32 {
     intern(crate::wire::name_kind::STAGE, name)
 }
 
+/// # Safety
+/// `name` is null or a NUL-terminated string.
 #[no_mangle]
-pub extern "C" fn fl_counter(name: *const c_char) -> u32 {
+pub unsafe extern "C" fn fl_counter(name: *const c_char) -> u32 {
     intern(crate::wire::name_kind::COUNTER, name)
 }
 
+/// # Safety
+/// `name` is null or a NUL-terminated string.
 #[no_mangle]
-pub extern "C" fn fl_event_kind(name: *const c_char) -> u32 {
+pub unsafe extern "C" fn fl_event_kind(name: *const c_char) -> u32 {
     intern(crate::wire::name_kind::EVENT, name)
 }
 

@@ -144,7 +144,11 @@ fn create_ring(cfg: &Config) -> Option<*mut RingHeader> {
         .create_new(true)
         .open(&path)
         .ok()?;
-    file.set_len(bytes as u64).ok()?;
+    if file.set_len(bytes as u64).is_err() {
+        // Leave no empty ring behind for the collector to trip over.
+        let _ = std::fs::remove_file(&path);
+        return None;
+    }
     // SAFETY: mapping a file we just sized; checked for failure below.
     let map = unsafe {
         sys::mmap(

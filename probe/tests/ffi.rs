@@ -14,12 +14,18 @@ fn c(s: &str) -> CString {
     CString::new(s).unwrap()
 }
 
+/// Interns through the C ABI, as C code would.
+fn stage(name: &str) -> u32 {
+    // SAFETY: a NUL-terminated string.
+    unsafe { fl_stage(c(name).as_ptr()) }
+}
+
 #[test]
 fn without_a_session_every_call_is_a_no_op() {
     const TEST: &str = "without_a_session_every_call_is_a_no_op";
     if is_child(TEST) {
         assert_eq!(fl_enabled(), 0);
-        let stage = fl_stage(c("s").as_ptr());
+        let stage = stage("s");
         assert_ne!(stage, 0);
         let span = fl_begin(stage, 1);
         assert_eq!(span.live, 0);
@@ -53,13 +59,18 @@ fn null_names_and_invalid_ids_are_recorded_never_fatal() {
     const TEST: &str = "null_names_and_invalid_ids_are_recorded_never_fatal";
     if is_child(TEST) {
         assert_eq!(fl_enabled(), 1);
-        assert_eq!(fl_stage(null()), 0);
-        assert_eq!(fl_counter(null()), 0);
-        assert_eq!(fl_event_kind(null()), 0);
-        let stage = fl_stage(c("encode").as_ptr());
-        assert_eq!(fl_stage(c("encode").as_ptr()), stage);
-        let bytes = fl_counter(c("bytes").as_ptr());
-        let commit = fl_event_kind(c("commit").as_ptr());
+        // SAFETY: null, or NUL-terminated strings.
+        let (bytes, commit) = unsafe {
+            assert_eq!(fl_stage(null()), 0);
+            assert_eq!(fl_counter(null()), 0);
+            assert_eq!(fl_event_kind(null()), 0);
+            (
+                fl_counter(c("bytes").as_ptr()),
+                fl_event_kind(c("commit").as_ptr()),
+            )
+        };
+        let stage = stage("encode");
+        assert_eq!(self::stage("encode"), stage);
         assert!(stage != 0 && bytes != 0 && commit != 0);
 
         // SAFETY: valid FlSpans, then null.
@@ -119,8 +130,7 @@ fn null_names_and_invalid_ids_are_recorded_never_fatal() {
 fn c_laps_are_contiguous_and_a_span_may_end_on_another_thread() {
     const TEST: &str = "c_laps_are_contiguous_and_a_span_may_end_on_another_thread";
     if is_child(TEST) {
-        let (a, b) = (fl_stage(c("a").as_ptr()), fl_stage(c("b").as_ptr()));
-        let handoff = fl_stage(c("handoff").as_ptr());
+        let (a, b, handoff) = (stage("a"), stage("b"), stage("handoff"));
         let mut laps = fl_laps_start(0);
         assert_eq!(laps.live, 1);
         for frame in 0..10 {

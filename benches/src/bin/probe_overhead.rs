@@ -549,7 +549,7 @@ mod fastrace_case {
             drop(old); // the guard first, then the root: submits the batch's spans
             *root.borrow_mut() = Some(new_root());
             batches.set(batches.get() + 1);
-            if batches.get() % 64 == 0 {
+            if batches.get().is_multiple_of(64) {
                 fastrace::flush();
             }
         };
