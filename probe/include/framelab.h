@@ -16,16 +16,16 @@
  *     }
  *
  * Sessions. The SDK reads FRAMELAB_SESSION (set by `framelab run`) once per process, on
- * its first call. Without it every recording call is a no-op costing one load and a branch
- * (under 1 ns). Child processes inherit the variable and join the session; a forked child
- * records into its own files.
+ * its first call. Without it every recording call is a no-op: a load and a branch, about
+ * 1 ns per call including the call itself. Child processes inherit the variable and join
+ * the session; a forked child records into its own files.
  *
- * Cost. With a session, a span (fl_begin + fl_end) costs about two clock reads (rdtsc on
- * x86-64) plus four stores into a ring in shared memory; a lap costs one clock read. No
- * call on the recording path locks, allocates or makes a system call, except the first
- * record of each thread, which creates that thread's ring file. When the collector falls
- * behind and a ring is full, the newest record is dropped and counted: recording never
- * blocks.
+ * Cost. With a session, a span (fl_begin + fl_end) costs two clock reads (rdtsc on x86-64)
+ * and four stores into a ring in shared memory: within a few percent of two bare rdtsc. A
+ * lap costs one clock read, half a span. No recording call locks, allocates or makes a
+ * system call, except the first record of each thread, which creates that thread's ring
+ * file. When the collector falls behind and a ring is full, the newest record is dropped
+ * and counted: recording never blocks. Measured figures: BENCHMARKS.md.
  *
  * Threads. Every function may be called from any thread. Each thread records into its own
  * ring. A span may end on another thread than the one that began it (it is recorded in

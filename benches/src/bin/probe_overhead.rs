@@ -3,7 +3,7 @@
 //! same job. Run pinned to one core:
 //!
 //!     cargo build --release -p framelab-benches
-//!     taskset -c 0 target/release/probe_overhead [--rounds 5] [--batches 3000] [--iters 2000]
+//!     taskset -c 0 target/release/probe_overhead [--rounds 9] [--batches 3000] [--iters 2000]
 //!
 //! Every case runs in a fresh process (the SDK reads its environment once per process, and
 //! each library keeps global state), `--rounds` times in rotating order; each process
@@ -104,7 +104,7 @@ fn main() {
     };
     match args.iter().position(|a| a == "--case") {
         Some(i) => run_case(&args[i + 1], plan),
-        None => orchestrate(plan, arg(&args, "--rounds", 5)),
+        None => orchestrate(plan, arg(&args, "--rounds", 9)),
     }
 }
 
@@ -129,6 +129,10 @@ fn orchestrate(plan: Plan, rounds: usize) {
         for k in 0..CASES.len() {
             let case = &CASES[(k + round) % CASES.len()];
             let (sample, note) = spawn_case(case, plan);
+            eprintln!(
+                "  {:<16} {:>8.2} ns  (2x rdtsc {:.2} ns) {note}",
+                case.name, sample.case_ns, sample.base_ns
+            );
             results.entry(case.name).or_default().push(sample);
             notes.insert(case.name, note);
         }
@@ -207,25 +211,38 @@ fn print_table(
     let med = |name: &str, f: &dyn Fn(&Sample) -> f64| {
         median(&mut results[name].iter().map(f).collect::<Vec<_>>())
     };
+    let best = |name: &str| {
+        results[name]
+            .iter()
+            .map(|s| s.case_ns)
+            .fold(f64::MAX, f64::min)
+    };
     let mut all_bases: Vec<f64> = results.values().flatten().map(|s| s.base_ns).collect();
     let base = median(&mut all_bases);
     let span = med("framelab_span", &|s| s.case_ns);
     println!(
-        "\nns per span (begin + end; a lap is one boundary), one thread on CPU {cpus}; median of {rounds} processes \
-         x {} batches x {} iterations; ratios to 2x rdtsc are taken within each process",
+        "\nns per span (begin + end; a lap is one boundary), one thread on CPU {cpus}: median over {rounds} \
+         processes of the median of {} batches x {} iterations; best = the fastest process (memory layout \
+         differs between processes); x 2 rdtsc = case / baseline within each process",
         plan.batches, plan.iters
     );
-    println!("\n| case | ns/span | x 2 rdtsc | x framelab span |\n| --- | ---: | ---: | ---: |");
+    println!("\n| case | ns/span | best | x 2 rdtsc | x framelab span |\n| --- | ---: | ---: | ---: | ---: |");
+    let lowest_base = results
+        .values()
+        .flatten()
+        .map(|s| s.base_ns)
+        .fold(f64::MAX, f64::min);
     println!(
-        "| 2x rdtsc (baseline) | {base:.2} | 1.00 | {:.2} |",
+        "| 2x rdtsc (baseline) | {base:.2} | {lowest_base:.2} | 1.00 | {:.2} |",
         base / span
     );
     for case in CASES {
         let ns = med(case.name, &|s| s.case_ns);
         let ratio = med(case.name, &|s| s.case_ns / s.base_ns);
         println!(
-            "| {} | {ns:.2} | {ratio:.2} | {:.2} |",
+            "| {} | {ns:.2} | {:.2} | {ratio:.2} | {:.2} |",
             case.label,
+            best(case.name),
             ns / span
         );
     }
