@@ -61,6 +61,12 @@ impl Drop for RingOwner {
 fn config() -> Option<&'static Config> {
     CONFIG
         .get_or_init(|| {
+            // With or without a session: interning takes the names lock either way, and a
+            // fork while another thread holds it must not leave the child's copy locked.
+            // SAFETY: the handlers only touch this crate's own state.
+            unsafe {
+                sys::pthread_atfork(Some(lock_names), Some(unlock_names), Some(after_fork_child))
+            };
             let dir = PathBuf::from(std::env::var_os(SESSION_ENV)?);
             if !dir.is_dir() {
                 return None;
@@ -76,10 +82,6 @@ fn config() -> Option<&'static Config> {
                 .unwrap_or(DEFAULT_RING_RECORDS)
                 .clamp(MIN_RING_RECORDS, MAX_RING_RECORDS)
                 .next_power_of_two();
-            // SAFETY: the handlers only touch this crate's own state.
-            unsafe {
-                sys::pthread_atfork(Some(lock_names), Some(unlock_names), Some(after_fork_child))
-            };
             Some(Config { dir, ring_records })
         })
         .as_ref()

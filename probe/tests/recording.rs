@@ -3,7 +3,10 @@
 
 mod common;
 
-use common::{assert_well_formed, fork_and_wait, is_child, reported, run_child, Session};
+use common::{
+    assert_well_formed, fork_and_wait, fork_and_wait_or_kill, is_child, reported, run_child,
+    Session,
+};
 use framelab_probe::wire::{kind, name_kind, CLOCK_MONO, CLOCK_TSC, MAX_NAMES};
 use framelab_probe::{enabled, monotonic_ns, names_refused, Counter, Event, Laps, Stage};
 
@@ -358,4 +361,40 @@ fn names_beyond_the_table_get_id_zero_and_are_reported() {
         names[MAX_NAMES as usize + 1],
         (0, '!', "also-too-many".to_owned())
     );
+}
+
+#[test]
+fn a_fork_while_another_thread_interns_leaves_the_child_working() {
+    const TEST: &str = "a_fork_while_another_thread_interns_leaves_the_child_working";
+    if is_child(TEST) {
+        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+        static STOP: AtomicBool = AtomicBool::new(false);
+        // Keeps the names lock busy: thousands of names make each lookup a long scan.
+        let busy = std::thread::spawn(|| {
+            let mut i = 0u32;
+            while !STOP.load(Relaxed) {
+                Stage::new(&format!("name-{}", i % 5000));
+                i += 1;
+            }
+        });
+        while names_refused() == 0 {
+            std::thread::yield_now(); // until the table is full and every call scans it all
+        }
+        for _ in 0..40 {
+            let deadline = Some(std::time::Duration::from_secs(30));
+            let (_, status) = fork_and_wait_or_kill(|| _ = Counter::new("after-fork"), deadline);
+            assert_eq!(
+                status,
+                Some(0),
+                "a forked child hung on the inherited names lock"
+            );
+        }
+        STOP.store(true, Relaxed);
+        busy.join().unwrap();
+        return;
+    }
+    // Without a session too: interning takes the lock either way.
+    run_child(TEST, &[], None);
+    let session = Session::new("fork-lock");
+    session.run(TEST, &[]);
 }

@@ -221,11 +221,25 @@ pub fn assert_well_formed(ring: &Ring) {
 extern "C" {
     fn fork() -> i32;
     fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
+    fn kill(pid: i32, signal: i32) -> i32;
 }
+
+const WNOHANG: i32 = 1;
+const SIGKILL: i32 = 9;
 
 /// Forks; runs `child` in the new process, which then exits (running thread-local
 /// destructors, as a normal exit does). Returns the child's pid and exit status.
 pub fn fork_and_wait(child: impl FnOnce()) -> (u32, i32) {
+    let (pid, status) = fork_and_wait_or_kill(child, None);
+    (pid, status.expect("no deadline"))
+}
+
+/// As `fork_and_wait`, but a child still running after `deadline` is killed (status None):
+/// a deadlock detector, generous enough never to trip on a slow machine.
+pub fn fork_and_wait_or_kill(
+    child: impl FnOnce(),
+    deadline: Option<std::time::Duration>,
+) -> (u32, Option<i32>) {
     use std::io::Write;
     std::io::stdout().flush().unwrap();
     // SAFETY: the child only runs `child` and exits.
@@ -237,7 +251,22 @@ pub fn fork_and_wait(child: impl FnOnce()) -> (u32, i32) {
         std::process::exit(if ok { 0 } else { 101 });
     }
     let mut status = 0;
-    // SAFETY: waiting for our own child.
-    assert_eq!(unsafe { waitpid(pid, &mut status, 0) }, pid);
-    (pid as u32, status)
+    let Some(deadline) = deadline else {
+        // SAFETY: waiting for our own child.
+        assert_eq!(unsafe { waitpid(pid, &mut status, 0) }, pid);
+        return (pid as u32, Some(status));
+    };
+    let started = std::time::Instant::now();
+    // SAFETY: polling, then killing, our own child.
+    unsafe {
+        while waitpid(pid, &mut status, WNOHANG) == 0 {
+            if started.elapsed() > deadline {
+                kill(pid, SIGKILL);
+                waitpid(pid, &mut status, 0);
+                return (pid as u32, None);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+    (pid as u32, Some(status))
 }
