@@ -230,7 +230,22 @@ unsafe extern "C" fn after_fork_child() {
     unlock_names();
     // The child inherits the parent's ring mapping; it must never write into it.
     let _ = RING.try_with(|r| r.set(std::ptr::null_mut()));
-    let _ = OWNER.try_with(|o| o.ring.set(std::ptr::null_mut()));
+    let _ = OWNER.try_with(|o| {
+        let ring = o.ring.replace(std::ptr::null_mut());
+        if !ring.is_null() {
+            // A span guard or laps begun before the fork still point at the parent's ring.
+            // Swap the child's view for zeroed private memory: a ring of capacity 0, where
+            // every record is dropped, so they can never write into the parent's ring.
+            sys::mmap(
+                ring.cast(),
+                o.bytes.get(),
+                sys::PROT_READ | sys::PROT_WRITE,
+                sys::MAP_PRIVATE | sys::MAP_ANONYMOUS | sys::MAP_FIXED,
+                -1,
+                0,
+            );
+        }
+    });
     GAVE_UP.set(false);
 }
 

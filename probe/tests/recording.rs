@@ -398,3 +398,42 @@ fn a_fork_while_another_thread_interns_leaves_the_child_working() {
     let session = Session::new("fork-lock");
     session.run(TEST, &[]);
 }
+
+#[test]
+fn spans_open_across_a_fork_never_write_into_the_parents_ring() {
+    const TEST: &str = "spans_open_across_a_fork_never_write_into_the_parents_ring";
+    if is_child(TEST) {
+        let stage = Stage::new("s");
+        drop(stage.span(0));
+        let open = stage.span(1);
+        let mut laps = Laps::start(2);
+        let (child, status) = fork_and_wait(move || {
+            drop(open); // begun in the parent: its record must not reach the parent's ring
+            laps.lap(stage);
+            drop(stage.span(3)); // the child's own ring
+        });
+        // The closure, never called here, drops the parent's copy of `open`: frame 1.
+        assert_eq!(status, 0);
+        drop(stage.span(4));
+        println!("child={child}");
+        return;
+    }
+    let session = Session::new("fork-open");
+    let child = reported(&session.run(TEST, &[]), "child") as u32;
+    let rings = session.rings();
+    assert_eq!(rings.len(), 2);
+    let frames = |pid: u32| -> Vec<u64> {
+        let ring = rings
+            .iter()
+            .find(|r| (r.pid == child) == (pid == child))
+            .unwrap();
+        assert_eq!(ring.dropped, 0);
+        ring.records.iter().map(|r| r.frame).collect()
+    };
+    assert_eq!(
+        frames(0),
+        [0, 1, 4],
+        "the parent's ring holds the parent's spans only"
+    );
+    assert_eq!(frames(child), [3]);
+}
