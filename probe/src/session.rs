@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 
@@ -138,14 +138,8 @@ pub(crate) fn attach_thread() -> *mut RingHeader {
 fn create_ring(cfg: &Config) -> Option<*mut RingHeader> {
     // SAFETY: plain libc calls.
     let (pid, tid) = unsafe { (sys::getpid() as u32, sys::gettid() as u32) };
-    let path = cfg.dir.join(format!("r-{pid}-{tid}"));
     let bytes = ring_file_bytes(cfg.ring_records);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .ok()?;
+    let (file, path) = create_ring_file(&cfg.dir, pid, tid)?;
     if file.set_len(bytes as u64).is_err() {
         // Leave no empty ring behind for the collector to trip over.
         let _ = std::fs::remove_file(&path);
@@ -183,6 +177,29 @@ fn create_ring(cfg: &Config) -> Option<*mut RingHeader> {
 /// The kernel's name of the calling thread ("main" for the main thread). Not
 /// `std::thread::current()`: it panics when called from a thread-local destructor, and a
 /// panic here would abort a C caller.
+/// Creates `r-<pid>-<tid>`, or `r-<pid>-<tid>-<n>` when an exited thread of this process
+/// had the same tid (the kernel reuses them) and its ring is still there.
+fn create_ring_file(dir: &Path, pid: u32, tid: u32) -> Option<(std::fs::File, PathBuf)> {
+    for n in 0..1000 {
+        let name = match n {
+            0 => format!("r-{pid}-{tid}"),
+            _ => format!("r-{pid}-{tid}-{n}"),
+        };
+        let path = dir.join(name);
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(file) => return Some((file, path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
 fn thread_name(pid: u32, tid: u32) -> [u8; 32] {
     let mut out = [0u8; 32];
     if pid == tid {

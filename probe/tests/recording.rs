@@ -437,3 +437,37 @@ fn spans_open_across_a_fork_never_write_into_the_parents_ring() {
     );
     assert_eq!(frames(child), [3]);
 }
+
+#[test]
+fn a_reused_thread_id_gets_a_ring_file_of_its_own() {
+    const TEST: &str = "a_reused_thread_id_gets_a_ring_file_of_its_own";
+    if is_child(TEST) {
+        // What an exited thread with this tid would have left: the kernel reuses tids.
+        let dir = std::path::PathBuf::from(std::env::var_os("FRAMELAB_SESSION").unwrap());
+        // SAFETY: plain libc call.
+        let tid = unsafe { common::gettid() };
+        std::fs::write(dir.join(format!("r-{}-{tid}", std::process::id())), "old").unwrap();
+        drop(Stage::new("s").span(7));
+        println!("tid={tid}");
+        return;
+    }
+    let session = Session::new("tid-reuse");
+    let tid = reported(&session.run(TEST, &[]), "tid");
+    let files = session.file_names();
+    let old = files
+        .iter()
+        .find(|f| f.starts_with("r-") && f.ends_with(&format!("-{tid}")))
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(session.dir.join(old)).unwrap(),
+        "old",
+        "left alone"
+    );
+    let ring = common::Ring::read(&session.dir.join(format!("{old}-1")));
+    assert_well_formed(&ring);
+    assert_eq!(ring.tid as u64, tid);
+    assert_eq!(
+        ring.records.iter().map(|r| r.frame).collect::<Vec<_>>(),
+        [7]
+    );
+}
