@@ -49,11 +49,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#ifdef __cplusplus
+#if defined(__cplusplus) && __cplusplus >= 201103L
 #define FL_NOEXCEPT noexcept
-extern "C" {
+#elif defined(__cplusplus)
+#define FL_NOEXCEPT throw()
 #else
 #define FL_NOEXCEPT
+#endif
+
+#ifdef __cplusplus
+extern "C" {
 #endif
 
 /* A running span, returned by fl_begin and consumed by fl_end. A plain value: copy it,
@@ -129,18 +134,18 @@ uint64_t fl_now_ns(void) FL_NOEXCEPT;
 
 /* The layouts must match the #[repr(C)] structs of probe/src/ffi.rs. */
 #if defined(__cplusplus) && __cplusplus >= 201103L
-#define FL_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#define FL_STATIC_ASSERT(cond, name) static_assert(cond, #name)
 #elif !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
-#define FL_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
-#else
-#define FL_STATIC_ASSERT(cond, msg)
+#define FL_STATIC_ASSERT(cond, name) _Static_assert(cond, #name)
+#else /* older standards: an array of negative size fails to compile */
+#define FL_STATIC_ASSERT(cond, name) typedef char fl_assert_##name[(cond) ? 1 : -1]
 #endif
-FL_STATIC_ASSERT(sizeof(fl_span) == 24, "fl_span must be 24 bytes");
-FL_STATIC_ASSERT(offsetof(fl_span, stage) == 16, "fl_span layout");
-FL_STATIC_ASSERT(offsetof(fl_span, live) == 20, "fl_span layout");
-FL_STATIC_ASSERT(sizeof(fl_laps) == 24, "fl_laps must be 24 bytes");
-FL_STATIC_ASSERT(offsetof(fl_laps, last) == 8, "fl_laps layout");
-FL_STATIC_ASSERT(offsetof(fl_laps, live) == 16, "fl_laps layout");
+FL_STATIC_ASSERT(sizeof(fl_span) == 24, fl_span_size);
+FL_STATIC_ASSERT(offsetof(fl_span, stage) == 16, fl_span_stage);
+FL_STATIC_ASSERT(offsetof(fl_span, live) == 20, fl_span_live);
+FL_STATIC_ASSERT(sizeof(fl_laps) == 24, fl_laps_size);
+FL_STATIC_ASSERT(offsetof(fl_laps, last) == 8, fl_laps_last);
+FL_STATIC_ASSERT(offsetof(fl_laps, live) == 16, fl_laps_live);
 #undef FL_STATIC_ASSERT
 
 #if defined(__cplusplus) && __cplusplus >= 201103L

@@ -25,6 +25,13 @@ set -x
 "$cc" "${cflags[@]}" examples/c/pipeline.c "${shared[@]}" -o "$out/pipeline"
 "$cxx" -Wall -Wextra -Werror -Wpedantic -std=c++11 -O2 -I probe/include tests/c/raii_test.cpp \
     "$lib/libframelab_probe.a" "${static_libs[@]}" -o "$out/raii_test"
+# The header alone, in older and newer language standards.
+for std in c99 c11 c17; do
+    echo '#include "framelab.h"' | "$cc" -x c -std=$std -Wall -Wextra -Wpedantic -Werror -I probe/include -fsyntax-only -
+done
+for std in c++98 c++11 c++17; do
+    echo '#include "framelab.h"' | "$cxx" -x c++ -std=$std -Wall -Wextra -Wpedantic -Werror -I probe/include -fsyntax-only -
+done
 ldd "$out/abi_test-shared" | grep -q libframelab_probe.so
 ! ldd "$out/abi_test-static" | grep -q libframelab_probe.so
 
