@@ -5,8 +5,9 @@
  * read per stage boundary), spans from timestamps the program already has, per-frame
  * counters and instant events. `framelab run -- ./program` collects them.
  *
- * Link with the static library (libframelab_probe.a, plus -lpthread -ldl -lm) or the shared
- * one (-lframelab_probe). Build both with `cargo build -p framelab-probe --release`.
+ * Link with the static library (target/release/libframelab_probe.a, plus -lgcc_s -lutil
+ * -lrt -lpthread -lm -ldl) or the shared one (-lframelab_probe). Build both with
+ * `cargo build -p framelab-probe --release`; tests/c/run.sh shows the exact commands.
  *
  *     uint32_t encode = fl_stage("encode");         // once, outside the loop
  *     for (uint64_t frame = 0; ; frame++) {
