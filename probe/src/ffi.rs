@@ -1,6 +1,8 @@
 //! The C ABI (see include/framelab.h). Ids are plain integers; 0 is "no name". Invalid ids
 //! are not checked here (that would cost the hot path): the collector counts records whose
-//! id the process never interned and reports them.
+//! id the process never interned and reports them. Null pointers are no-ops. Nothing here
+//! can panic (errors are ignored or turn recording off), and a panic in an `extern "C"`
+//! function aborts rather than unwinding into C.
 
 use std::ffi::{c_char, CStr};
 
@@ -25,34 +27,34 @@ pub struct FlLaps {
     pub live: u32,
 }
 
-fn name_of(name: *const c_char) -> Option<String> {
+/// # Safety
+/// `name` is null or a NUL-terminated string.
+unsafe fn intern(kind: char, name: *const c_char) -> u32 {
     if name.is_null() {
-        return None;
+        return 0;
     }
-    // SAFETY: the caller promises a NUL-terminated string; null is handled above.
-    Some(
-        unsafe { CStr::from_ptr(name) }
-            .to_string_lossy()
-            .into_owned(),
-    )
+    let name = CStr::from_ptr(name).to_string_lossy();
+    session::intern(kind, &name) as u32
 }
 
-fn intern(kind: char, name: *const c_char) -> u32 {
-    name_of(name).map_or(0, |n| session::intern(kind, &n) as u32)
-}
-
+/// # Safety
+/// `name` is null or a NUL-terminated string.
 #[no_mangle]
-pub extern "C" fn fl_stage(name: *const c_char) -> u32 {
+pub unsafe extern "C" fn fl_stage(name: *const c_char) -> u32 {
     intern(crate::wire::name_kind::STAGE, name)
 }
 
+/// # Safety
+/// `name` is null or a NUL-terminated string.
 #[no_mangle]
-pub extern "C" fn fl_counter(name: *const c_char) -> u32 {
+pub unsafe extern "C" fn fl_counter(name: *const c_char) -> u32 {
     intern(crate::wire::name_kind::COUNTER, name)
 }
 
+/// # Safety
+/// `name` is null or a NUL-terminated string.
 #[no_mangle]
-pub extern "C" fn fl_event_kind(name: *const c_char) -> u32 {
+pub unsafe extern "C" fn fl_event_kind(name: *const c_char) -> u32 {
     intern(crate::wire::name_kind::EVENT, name)
 }
 
@@ -61,8 +63,28 @@ pub extern "C" fn fl_enabled() -> i32 {
     crate::enabled() as i32
 }
 
+/// Whether recording is off for the whole process: checked first so that the disabled path
+/// of each entry point is a load and a branch, with no stack frame.
+#[inline(always)]
+fn off() -> bool {
+    crate::session::MODE.load(std::sync::atomic::Ordering::Relaxed) == crate::session::MODE_OFF
+}
+
 #[no_mangle]
 pub extern "C" fn fl_begin(stage: u32, frame: u64) -> FlSpan {
+    if off() {
+        return FlSpan {
+            frame,
+            start: 0,
+            stage,
+            live: 0,
+        };
+    }
+    begin_on(stage, frame)
+}
+
+#[inline(never)]
+fn begin_on(stage: u32, frame: u64) -> FlSpan {
     let live = !ring().is_null();
     FlSpan {
         frame,
@@ -72,34 +94,41 @@ pub extern "C" fn fl_begin(stage: u32, frame: u64) -> FlSpan {
     }
 }
 
+/// Takes the span by pointer: passing the 24-byte struct by value made C callers copy it
+/// with wide loads over narrow stores, a store-forwarding stall that tripled the disabled
+/// cost.
+///
+/// # Safety
+/// `span` is null or points to an `FlSpan` (from `fl_begin`, or zeroed).
 #[no_mangle]
-pub extern "C" fn fl_end(span: FlSpan) {
-    if span.live == 0 {
-        return;
+pub unsafe extern "C" fn fl_end(span: *const FlSpan) {
+    match span.as_ref() {
+        Some(span) if span.live != 0 => end_on(span.stage, span.frame, span.start),
+        _ => {}
     }
+}
+
+#[inline(never)]
+fn end_on(stage: u32, frame: u64, start: u64) {
     let end = ticks();
     // Looked up again: C code may end a span on another thread than the one that began it.
     let ring = ring();
     if !ring.is_null() {
+        let record = Record::new(kind::SPAN, clamp_id(stage), 0, frame, start, end);
         // SAFETY: a non-null ring is this thread's live mapping.
-        unsafe {
-            crate::push(
-                ring,
-                Record::new(
-                    kind::SPAN,
-                    clamp_id(span.stage),
-                    0,
-                    span.frame,
-                    span.start,
-                    end,
-                ),
-            )
-        }
+        unsafe { crate::push(ring, record) }
     }
 }
 
 #[no_mangle]
 pub extern "C" fn fl_laps_start(frame: u64) -> FlLaps {
+    if off() {
+        return FlLaps {
+            frame,
+            last: 0,
+            live: 0,
+        };
+    }
     let live = !ring().is_null();
     FlLaps {
         frame,
@@ -112,26 +141,40 @@ pub extern "C" fn fl_laps_start(frame: u64) -> FlLaps {
 /// `laps` is null or points to an `FlLaps` from `fl_laps_start`.
 #[no_mangle]
 pub unsafe extern "C" fn fl_lap(laps: *mut FlLaps, stage: u32) {
-    let Some(laps) = laps.as_mut() else { return };
-    if laps.live == 0 {
-        return;
+    match laps.as_mut() {
+        Some(laps) if laps.live != 0 => lap_on(laps, stage),
+        _ => {}
     }
+}
+
+#[inline(never)]
+fn lap_on(laps: &mut FlLaps, stage: u32) {
     let now = ticks();
     let ring = ring();
     if !ring.is_null() {
-        crate::push(
-            ring,
-            Record::new(
-                kind::SPAN,
-                clamp_id(stage),
-                FLAG_LAP,
-                laps.frame,
-                laps.last,
-                now,
-            ),
+        let record = Record::new(
+            kind::SPAN,
+            clamp_id(stage),
+            FLAG_LAP,
+            laps.frame,
+            laps.last,
+            now,
         );
+        // SAFETY: a non-null ring is this thread's live mapping.
+        unsafe { crate::push(ring, record) }
     }
     laps.last = now;
+}
+
+/// # Safety
+/// `laps` is null or points to an `FlLaps`.
+#[no_mangle]
+pub unsafe extern "C" fn fl_laps_skip(laps: *mut FlLaps) {
+    if let Some(laps) = laps.as_mut() {
+        if laps.live != 0 {
+            laps.last = ticks();
+        }
+    }
 }
 
 /// # Safety
@@ -145,16 +188,25 @@ pub unsafe extern "C" fn fl_laps_next_frame(laps: *mut FlLaps, frame: u64) {
 
 #[no_mangle]
 pub extern "C" fn fl_span_ns(stage: u32, frame: u64, start_ns: u64, end_ns: u64) {
+    if off() {
+        return;
+    }
     Stage(clamp_id(stage)).record_ns(frame, start_ns, end_ns);
 }
 
 #[no_mangle]
 pub extern "C" fn fl_count(counter: u32, frame: u64, value: i64) {
+    if off() {
+        return;
+    }
     Counter(clamp_id(counter)).add(frame, value);
 }
 
 #[no_mangle]
 pub extern "C" fn fl_event(event: u32, key: u64) {
+    if off() {
+        return;
+    }
     Event(clamp_id(event)).mark(key);
 }
 

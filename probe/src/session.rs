@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 
@@ -29,6 +29,9 @@ static CONFIG: OnceLock<Option<Config>> = OnceLock::new();
 thread_local! {
     /// This thread's ring, or null before its first record.
     pub(crate) static RING: Cell<*mut RingHeader> = const { Cell::new(std::ptr::null_mut()) };
+    /// Set once this thread cannot record (its ring could not be made, or it is exiting), so
+    /// later calls return at once instead of retrying system calls on every record.
+    static GAVE_UP: Cell<bool> = const { Cell::new(false) };
     /// Owns the mapping; closes the ring when the thread exits.
     static OWNER: RingOwner = const { RingOwner { ring: Cell::new(std::ptr::null_mut()), bytes: Cell::new(0) } };
 }
@@ -44,6 +47,8 @@ impl Drop for RingOwner {
         if ring.is_null() {
             return;
         }
+        // Records made by later thread-local destructors are not recorded (no new ring file).
+        GAVE_UP.set(true);
         let _ = RING.try_with(|r| r.set(std::ptr::null_mut()));
         // SAFETY: the mapping is ours and no guard outlives the thread.
         unsafe {
@@ -56,6 +61,12 @@ impl Drop for RingOwner {
 fn config() -> Option<&'static Config> {
     CONFIG
         .get_or_init(|| {
+            // With or without a session: interning takes the names lock either way, and a
+            // fork while another thread holds it must not leave the child's copy locked.
+            // SAFETY: the handlers only touch this crate's own state.
+            unsafe {
+                sys::pthread_atfork(Some(lock_names), Some(unlock_names), Some(after_fork_child))
+            };
             let dir = PathBuf::from(std::env::var_os(SESSION_ENV)?);
             if !dir.is_dir() {
                 return None;
@@ -71,10 +82,6 @@ fn config() -> Option<&'static Config> {
                 .unwrap_or(DEFAULT_RING_RECORDS)
                 .clamp(MIN_RING_RECORDS, MAX_RING_RECORDS)
                 .next_power_of_two();
-            // SAFETY: the handlers only touch this crate's own state.
-            unsafe {
-                sys::pthread_atfork(Some(lock_names), Some(unlock_names), Some(after_fork_child))
-            };
             Some(Config { dir, ring_records })
         })
         .as_ref()
@@ -98,16 +105,25 @@ pub(crate) fn attach_thread() -> *mut RingHeader {
     let Some(cfg) = config() else {
         return std::ptr::null_mut();
     };
+    // A thread whose destructors already ran cannot own a ring: do not make a file for it.
+    if GAVE_UP.get() || OWNER.try_with(|_| ()).is_err() {
+        GAVE_UP.set(true);
+        return std::ptr::null_mut();
+    }
     publish_names_after_fork();
     let ring = match create_ring(cfg) {
         Some(ring) => ring,
-        None => return std::ptr::null_mut(),
+        None => {
+            GAVE_UP.set(true);
+            return std::ptr::null_mut();
+        }
     };
     let owned = OWNER.try_with(|o| {
         o.ring.set(ring);
         o.bytes.set(ring_file_bytes(cfg.ring_records));
     });
     if owned.is_err() {
+        GAVE_UP.set(true);
         // The thread is tearing down: give the ring back rather than leak it.
         unsafe {
             (*ring).closed.store(1, Release);
@@ -122,15 +138,13 @@ pub(crate) fn attach_thread() -> *mut RingHeader {
 fn create_ring(cfg: &Config) -> Option<*mut RingHeader> {
     // SAFETY: plain libc calls.
     let (pid, tid) = unsafe { (sys::getpid() as u32, sys::gettid() as u32) };
-    let path = cfg.dir.join(format!("r-{pid}-{tid}"));
     let bytes = ring_file_bytes(cfg.ring_records);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .ok()?;
-    file.set_len(bytes as u64).ok()?;
+    let (file, path) = create_ring_file(&cfg.dir, pid, tid)?;
+    if file.set_len(bytes as u64).is_err() {
+        // Leave no empty ring behind for the collector to trip over.
+        let _ = std::fs::remove_file(&path);
+        return None;
+    }
     // SAFETY: mapping a file we just sized; checked for failure below.
     let map = unsafe {
         sys::mmap(
@@ -154,22 +168,48 @@ fn create_ring(cfg: &Config) -> Option<*mut RingHeader> {
         (*ring).pid = pid;
         (*ring).tid = tid;
         (*ring).capacity = cfg.ring_records;
-        (*ring).thread_name = thread_name(tid);
+        (*ring).thread_name = thread_name(pid, tid);
         (*ring).magic.store(RING_MAGIC, Release);
     }
     Some(ring)
 }
 
-fn thread_name(tid: u32) -> [u8; 32] {
+/// The kernel's name of the calling thread ("main" for the main thread). Not
+/// `std::thread::current()`: it panics when called from a thread-local destructor, and a
+/// panic here would abort a C caller.
+/// Creates `r-<pid>-<tid>`, or `r-<pid>-<tid>-<n>` when an exited thread of this process
+/// had the same tid (the kernel reuses them) and its ring is still there.
+fn create_ring_file(dir: &Path, pid: u32, tid: u32) -> Option<(std::fs::File, PathBuf)> {
+    for n in 0..1000 {
+        let name = match n {
+            0 => format!("r-{pid}-{tid}"),
+            _ => format!("r-{pid}-{tid}-{n}"),
+        };
+        let path = dir.join(name);
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(file) => return Some((file, path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+fn thread_name(pid: u32, tid: u32) -> [u8; 32] {
     let mut out = [0u8; 32];
-    let name = std::thread::current()
-        .name()
-        .map(str::to_owned)
-        .or_else(|| std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok())
-        .unwrap_or_default();
-    let name = name.trim_end();
-    let n = name.len().min(31);
-    out[..n].copy_from_slice(&name.as_bytes()[..n]);
+    if pid == tid {
+        out[..4].copy_from_slice(b"main");
+        return out;
+    }
+    // PR_GET_NAME writes at most 16 bytes, NUL-terminated.
+    // SAFETY: `out` has room for 16 bytes.
+    unsafe { sys::prctl(sys::PR_GET_NAME, out.as_mut_ptr()) };
+    out[31] = 0;
     out
 }
 
@@ -207,7 +247,23 @@ unsafe extern "C" fn after_fork_child() {
     unlock_names();
     // The child inherits the parent's ring mapping; it must never write into it.
     let _ = RING.try_with(|r| r.set(std::ptr::null_mut()));
-    let _ = OWNER.try_with(|o| o.ring.set(std::ptr::null_mut()));
+    let _ = OWNER.try_with(|o| {
+        let ring = o.ring.replace(std::ptr::null_mut());
+        if !ring.is_null() {
+            // A span guard or laps begun before the fork still point at the parent's ring.
+            // Swap the child's view for zeroed private memory: a ring of capacity 0, where
+            // every record is dropped, so they can never write into the parent's ring.
+            sys::mmap(
+                ring.cast(),
+                o.bytes.get(),
+                sys::PROT_READ | sys::PROT_WRITE,
+                sys::MAP_PRIVATE | sys::MAP_ANONYMOUS | sys::MAP_FIXED,
+                -1,
+                0,
+            );
+        }
+    });
+    GAVE_UP.set(false);
 }
 
 /// Returns the id of `name` for `kind`, interning it on first use. 0 when the table is full.

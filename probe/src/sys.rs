@@ -5,8 +5,12 @@ use std::os::raw::{c_int, c_long, c_void};
 pub const PROT_READ: c_int = 1;
 pub const PROT_WRITE: c_int = 2;
 pub const MAP_SHARED: c_int = 1;
+pub const MAP_PRIVATE: c_int = 2;
+pub const MAP_FIXED: c_int = 0x10;
+pub const MAP_ANONYMOUS: c_int = 0x20;
 pub const MAP_FAILED: *mut c_void = !0usize as *mut c_void;
 pub const CLOCK_MONOTONIC: c_int = 1;
+pub const PR_GET_NAME: c_int = 16;
 
 #[repr(C)]
 pub struct Timespec {
@@ -27,6 +31,7 @@ extern "C" {
     pub fn clock_gettime(clock: c_int, ts: *mut Timespec) -> c_int;
     pub fn gettid() -> c_int;
     pub fn getpid() -> c_int;
+    pub fn prctl(option: c_int, ...) -> c_int;
     pub fn pthread_atfork(
         prepare: Option<unsafe extern "C" fn()>,
         parent: Option<unsafe extern "C" fn()>,

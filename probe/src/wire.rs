@@ -1,7 +1,9 @@
 //! The shared-memory layout between the SDK (producer) and the collector (consumer).
 //!
 //! A session is a directory (named by `FRAMELAB_SESSION`). Every recording thread owns one
-//! ring file `r-<pid>-<tid>` in it; every process appends its interned names to `n-<pid>`.
+//! ring file `r-<pid>-<tid>` in it (`r-<pid>-<tid>-<n>` when the kernel reused the tid of an
+//! exited thread whose ring is still there: read pid and tid from the header); every
+//! process appends its interned names to `n-<pid>`.
 //! Rings are single-producer single-consumer: the thread writes records and advances `head`,
 //! the collector copies them out and advances `tail`. Nothing here blocks.
 
