@@ -16,6 +16,8 @@ use crate::model::{CounterValue, EndReason, EventRecord, ExitInfo, RunMeta, Span
 use crate::store::RunWriter;
 
 const SCAN_EVERY: Duration = Duration::from_millis(20);
+/// Clock reads around the launch are not perfectly ordered: allow this much before it.
+const LAUNCH_SLACK_NS: i64 = 1_000_000;
 
 pub struct Collector {
     writer: RunWriter,
@@ -239,6 +241,16 @@ impl Collector {
                     self.meta.invalid_records += 1;
                     return Ok(());
                 }
+                // Nothing the command did can start before it was launched: a given span that
+                // does is in another clock or unit (TSC ticks, µs, a GPU's own clock).
+                if record.kind() == kind::SPAN_NS && start_ns < -LAUNCH_SLACK_NS {
+                    self.meta.invalid_records += 1;
+                    self.warn(format!(
+                        "spans given with record_ns/fl_span_ns start before the command was launched (e.g. {:.3} s before): give CLOCK_MONOTONIC nanoseconds; they are counted as invalid",
+                        -start_ns as f64 / 1e9
+                    ));
+                    return Ok(());
+                }
                 if self.first_stage.is_none() {
                     self.first_stage = Some(stage);
                 }
@@ -325,6 +337,8 @@ impl Collector {
 
     /// Drains what is left, writes the final metadata and process table, and closes the file.
     pub fn finish(mut self) -> Result<(i64, RunMeta)> {
+        // Rings created since the last scan (threads that lived only milliseconds) too.
+        self.last_scan = None;
         self.drain()?;
         for ring in std::mem::take(&mut self.rings) {
             self.retire(&ring)?;

@@ -41,7 +41,6 @@ static int passed, failed;
 #define TOO_WIDE_ID 70000u /* wider than 16 bits: recorded as id 0 */
 #define BYTES_BASE 1000
 #define EVENT_EVERY 10
-#define GPU_BASE_NS 1000000000ull
 
 /* ---- the recording workload (session mode) ------------------------------------------------ */
 
@@ -112,6 +111,8 @@ static int record(uint64_t frames) {
     fl_laps laps = fl_laps_start(0);
     CHECK(laps.live == 1);
     uint64_t bytes_sum = 0, events = 0;
+    /* "GPU" spans on the host's CLOCK_MONOTONIC, as a program converting GPU timestamps would give */
+    const uint64_t gpu_base_ns = fl_now_ns();
     for (uint64_t f = 0; f < frames; f++) {
         fl_laps_next_frame(&laps, f);
         fl_laps_skip(&laps); /* the gap between frames is no stage */
@@ -121,7 +122,7 @@ static int record(uint64_t frames) {
         fl_lap(NULL, id.encode); /* no-op */
         fl_span s = fl_begin(id.send, f);
         fl_end(&s);
-        fl_span_ns(id.gpu, f, GPU_BASE_NS + f * 1000, GPU_BASE_NS + f * 1000 + 250);
+        fl_span_ns(id.gpu, f, gpu_base_ns + f * 1000, gpu_base_ns + f * 1000 + 250);
         fl_count(id.bytes, f, (int64_t)bytes_of(f));
         bytes_sum += bytes_of(f);
         if (f % EVENT_EVERY == 0) {
@@ -305,6 +306,7 @@ static void load_ring(struct proc *p, const char *path, int tid) {
     CHECK(u32_at(r, OFF_CLOSED) == 1); /* every thread had exited */
     uint64_t last_lap_end = 0;
     int laps_ok = 1, spans_ok = 1;
+    uint64_t gpu_base = 0;
     for (uint64_t i = 0; i < head && i < cap; i++) {
         const unsigned char *rec = r + HEADER_BYTES + i * RECORD_BYTES;
         uint64_t word = u64_at(rec, 0), frame = u64_at(rec, 8);
@@ -325,7 +327,10 @@ static void load_ring(struct proc *p, const char *path, int tid) {
             }
         } else if (kind == KIND_SPAN_NS) {
             p->spans_ns[name]++;
-            spans_ok &= a == GPU_BASE_NS + frame * 1000 && b == a + 250;
+            /* every span given as base + frame µs, 250 ns long: one base for all */
+            if (gpu_base == 0)
+                gpu_base = a - frame * 1000;
+            spans_ok &= a == gpu_base + frame * 1000 && b == a + 250;
         } else if (kind == KIND_COUNTER) {
             p->counters[name]++;
             p->counter_sum[name] += a;
