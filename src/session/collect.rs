@@ -12,6 +12,7 @@ use super::accounting::Accounting;
 use super::clock::TickClock;
 use super::dir::SessionDir;
 use super::rings::{ProcessNames, Ring};
+use super::write::{Write, WriterThread};
 use crate::model::{CounterValue, EndReason, EventRecord, ExitInfo, RunMeta, Span, ThreadInfo};
 use crate::store::RunWriter;
 
@@ -20,7 +21,7 @@ const SCAN_EVERY: Duration = Duration::from_millis(20);
 const LAUNCH_SLACK_NS: i64 = 1_000_000;
 
 pub struct Collector {
-    writer: RunWriter,
+    writer: WriterThread,
     session: SessionDir,
     clock: TickClock,
     pub meta: RunMeta,
@@ -29,9 +30,12 @@ pub struct Collector {
     /// Ring files already open, finished, or refused: never opened twice.
     seen_paths: HashSet<PathBuf>,
     names: HashMap<u32, ProcessNames>,
-    /// (pid, local id, kind) → run-level id; `None` for ids the process never interned.
-    ids: HashMap<(u32, u16, char), Option<u16>>,
+    /// Per process, local name id → (kind, run-level id): an array index per record, no hashing.
+    ids: HashMap<u32, Vec<Option<(char, u16)>>>,
     run_ids: HashMap<(char, String), u16>,
+    /// Names of each kind given to the store so far: the next id of that kind.
+    names_added: HashMap<char, u16>,
+    threads_added: u32,
     scratch: Vec<Record>,
     spans: Vec<Span>,
     counters: Vec<CounterValue>,
@@ -53,7 +57,7 @@ impl Collector {
         accounting: Accounting,
     ) -> Collector {
         Collector {
-            writer,
+            writer: WriterThread::start(writer),
             session,
             clock,
             meta,
@@ -63,6 +67,8 @@ impl Collector {
             names: HashMap::new(),
             ids: HashMap::new(),
             run_ids: HashMap::new(),
+            names_added: HashMap::new(),
+            threads_added: 0,
             scratch: Vec::with_capacity(1 << 16),
             spans: Vec::new(),
             counters: Vec::new(),
@@ -109,8 +115,10 @@ impl Collector {
         self.meta.exit = Some(exit);
     }
 
-    /// Copies out every ring, converts, and hands the records to the writer.
-    pub fn drain(&mut self) -> Result<()> {
+    /// Copies out every ring, converts, and hands the records to the writer. Returns the fullest
+    /// ring's fill before draining (0..1), so the caller can pace itself.
+    pub fn drain(&mut self) -> Result<f64> {
+        let mut fullest = 0.0f64;
         if self.last_scan.is_none_or(|t| t.elapsed() >= SCAN_EVERY) {
             self.scan()?;
             self.last_scan = Some(Instant::now());
@@ -120,11 +128,14 @@ impl Collector {
             self.scratch.clear();
             let ring = &mut self.rings[index];
             self.meta.invalid_records += ring.drain(&mut self.scratch);
+            fullest = fullest.max(self.scratch.len() as f64 / ring.capacity() as f64);
             let (pid, clock, thread) = (ring.pid, ring.clock, ring.thread_index.unwrap_or(0));
             let records = std::mem::take(&mut self.scratch);
+            let mut ids = self.ids.remove(&pid).unwrap_or_default();
             for record in &records {
-                self.convert(pid, clock, thread, record)?;
+                self.convert(&mut ids, pid, clock, thread, record)?;
             }
+            self.ids.insert(pid, ids);
             self.scratch = records;
             let ring = &self.rings[index];
             if ring.is_empty() && (ring.closed() || !process_alive(ring.pid)) {
@@ -135,21 +146,23 @@ impl Collector {
             let ring = self.rings.swap_remove(index);
             self.retire(&ring)?;
         }
-        self.flush()
+        self.flush()?;
+        Ok(fullest)
     }
 
     fn flush(&mut self) -> Result<()> {
         if !self.spans.is_empty() {
-            self.writer.spans(&self.spans)?;
-            self.spans.clear();
+            let capacity = self.spans.capacity();
+            let spans = std::mem::replace(&mut self.spans, Vec::with_capacity(capacity));
+            self.writer.send(Write::Spans(spans))?;
         }
         if !self.counters.is_empty() {
-            self.writer.counters(&self.counters)?;
-            self.counters.clear();
+            self.writer
+                .send(Write::Counters(std::mem::take(&mut self.counters)))?;
         }
         if !self.events.is_empty() {
-            self.writer.events(&self.events)?;
-            self.events.clear();
+            self.writer
+                .send(Write::Events(std::mem::take(&mut self.events)))?;
         }
         Ok(())
     }
@@ -176,7 +189,9 @@ impl Collector {
                         name: ring.thread_name.clone(),
                         dropped: 0,
                     };
-                    ring.thread_index = Some(self.writer.add_thread(&thread)?);
+                    self.writer.send(Write::Thread(thread))?;
+                    ring.thread_index = Some(self.threads_added);
+                    self.threads_added += 1;
                     self.names
                         .entry(ring.pid)
                         .or_default()
@@ -209,13 +224,20 @@ impl Collector {
         let dropped = ring.dropped();
         self.meta.dropped_events += dropped;
         if let Some(thread) = ring.thread_index {
-            self.writer.set_thread_dropped(thread, dropped)?;
+            self.writer.send(Write::ThreadDropped(thread, dropped))?;
         }
         let _ = std::fs::remove_file(&ring.path);
         Ok(())
     }
 
-    fn convert(&mut self, pid: u32, clock: u32, thread: u32, record: &Record) -> Result<()> {
+    fn convert(
+        &mut self,
+        ids: &mut Vec<Option<(char, u16)>>,
+        pid: u32,
+        clock: u32,
+        thread: u32,
+        record: &Record,
+    ) -> Result<()> {
         let origin = self.meta.origin_mono_ns;
         let to_ns = |ticks: u64, clock_kind: u32, this: &Self| -> i64 {
             if clock_kind == wire::CLOCK_TSC {
@@ -226,7 +248,7 @@ impl Collector {
         };
         match record.kind() {
             kind::SPAN | kind::SPAN_NS => {
-                let Some(stage) = self.resolve(pid, record.name(), name_kind::STAGE)? else {
+                let Some(stage) = self.resolve(ids, pid, record.name(), name_kind::STAGE)? else {
                     self.meta.invalid_records += 1;
                     return Ok(());
                 };
@@ -265,7 +287,7 @@ impl Collector {
                     dur_ns: end_ns - start_ns,
                 });
             }
-            kind::COUNTER => match self.resolve(pid, record.name(), name_kind::COUNTER)? {
+            kind::COUNTER => match self.resolve(ids, pid, record.name(), name_kind::COUNTER)? {
                 Some(counter) => self.counters.push(CounterValue {
                     frame: record.frame,
                     counter,
@@ -273,7 +295,7 @@ impl Collector {
                 }),
                 None => self.meta.invalid_records += 1,
             },
-            kind::EVENT => match self.resolve(pid, record.name(), name_kind::EVENT)? {
+            kind::EVENT => match self.resolve(ids, pid, record.name(), name_kind::EVENT)? {
                 Some(event) => {
                     let t_ns = to_ns(record.a, clock, self);
                     self.events.push(EventRecord {
@@ -291,36 +313,48 @@ impl Collector {
     }
 
     /// The run-level id of a process's local name id, reading its names file again on a miss.
-    fn resolve(&mut self, pid: u32, local: u16, kind: char) -> Result<Option<u16>> {
-        if local == 0 {
-            return Ok(None);
-        }
-        if let Some(&id) = self.ids.get(&(pid, local, kind)) {
-            return Ok(id);
+    #[inline]
+    fn resolve(
+        &mut self,
+        ids: &mut Vec<Option<(char, u16)>>,
+        pid: u32,
+        local: u16,
+        kind: char,
+    ) -> Result<Option<u16>> {
+        match ids.get(local as usize) {
+            Some(Some((k, id))) if *k == kind => return Ok(Some(*id)),
+            Some(Some(_)) => return Ok(None),
+            _ if local == 0 => return Ok(None),
+            _ => {}
         }
         let names = self.names.entry(pid).or_default();
         if !names.names.contains_key(&local) {
             names.refresh(self.session.path(), pid);
         }
-        let name = match names.names.get(&local) {
-            Some((k, name)) if *k == kind => name.clone(),
-            // Not interned (yet): do not cache, a later refresh may find it.
-            _ => return Ok(None),
+        let Some((name_kind, name)) = names.names.get(&local).cloned() else {
+            // Not interned (yet): not cached, a later refresh may find it.
+            return Ok(None);
         };
-        let id = match self.run_ids.get(&(kind, name.clone())) {
+        let id = match self.run_ids.get(&(name_kind, name.clone())) {
             Some(&id) => id,
             None => {
-                let id = match kind {
-                    name_kind::STAGE => self.writer.add_stage(&name)?,
-                    name_kind::COUNTER => self.writer.add_counter_name(&name)?,
-                    _ => self.writer.add_event_name(&name)?,
-                };
-                self.run_ids.insert((kind, name), id);
+                let next = self.names_added.entry(name_kind).or_insert(0);
+                let id = *next;
+                *next += 1;
+                self.writer.send(match name_kind {
+                    name_kind::STAGE => Write::Stage(name.clone()),
+                    name_kind::COUNTER => Write::CounterName(name.clone()),
+                    _ => Write::EventName(name.clone()),
+                })?;
+                self.run_ids.insert((name_kind, name), id);
                 id
             }
         };
-        self.ids.insert((pid, local, kind), Some(id));
-        Ok(Some(id))
+        if ids.len() <= local as usize {
+            ids.resize(local as usize + 1, None);
+        }
+        ids[local as usize] = Some((name_kind, id));
+        Ok((name_kind == kind).then_some(id))
     }
 
     /// Commits what was recorded so far; a killed framelab loses at most what came after.
@@ -331,8 +365,8 @@ impl Collector {
             meta.window_end_ns = self.now_ns();
         }
         meta.dropped_events += self.rings.iter().map(Ring::dropped).sum::<u64>();
-        self.writer.update_meta(&meta)?;
-        self.writer.commit()
+        self.writer.send(Write::Meta(Box::new(meta)))?;
+        self.writer.send(Write::Commit)
     }
 
     /// Drains what is left, writes the final metadata and process table, and closes the file.
@@ -351,13 +385,15 @@ impl Collector {
             let now = self.now_ns();
             self.meta.window_end_ns = now;
         }
-        self.writer.processes(&self.accounting.results())?;
+        self.writer
+            .send(Write::Processes(self.accounting.results()))?;
         for name in self.accounting.unmatched_names() {
             eprintln!("framelab: warning: no process named '{name}' was found during the run (--watch {name})");
         }
-        self.writer.update_meta(&self.meta)?;
-        self.writer.commit()?;
+        self.writer.send(Write::Meta(Box::new(self.meta.clone())))?;
+        self.writer.send(Write::Commit)?;
         let run_id = self.writer.run_id();
+        self.writer.stop()?.finish()?;
         Ok((run_id, self.meta))
     }
 }

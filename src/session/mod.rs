@@ -8,6 +8,7 @@ mod launch;
 pub mod procfs;
 mod progress;
 mod rings;
+mod write;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -167,7 +168,9 @@ fn supervise(
     started: Instant,
     collector: &mut collect::Collector,
 ) -> Result<()> {
-    const TICK: Duration = Duration::from_millis(2);
+    // Draining wakes up between these, sooner the fuller the rings were at the last drain.
+    const MIN_TICK: Duration = Duration::from_millis(1);
+    const MAX_TICK: Duration = Duration::from_millis(10);
     const SAMPLE_EVERY: Duration = Duration::from_millis(100);
     const COMMIT_EVERY: Duration = Duration::from_millis(500);
     let mut progress = progress::Progress::new(opts.progress);
@@ -178,11 +181,12 @@ fn supervise(
     let mut last_sample = Instant::now();
     let mut last_commit = Instant::now();
     let mut command_exit: Option<ExitInfo> = None;
+    let mut last_tick = MIN_TICK;
     collector.accounting.sample(collector.now_ns(), pid);
 
     loop {
         let now = Instant::now();
-        collector.drain()?;
+        let fullest = collector.drain()?;
 
         // Reap everything that exited: the command itself and orphans adopted as subreaper.
         while let Some(reaped) = launch::reap_one(|zombie| {
@@ -259,9 +263,11 @@ fn supervise(
             collector.commit()?;
             last_commit = now;
         }
+        let tick = next_tick(fullest, last_tick, MIN_TICK, MAX_TICK);
+        last_tick = tick;
         let spent = now.elapsed();
-        if spent < TICK {
-            std::thread::sleep(TICK - spent);
+        if spent < tick {
+            std::thread::sleep(tick - spent);
         }
     }
     // Let the last processes of the group die so their rings are complete, then drain.
@@ -270,6 +276,16 @@ fn supervise(
     collector.drain()?;
     progress.finish();
     Ok(())
+}
+
+/// The next wait: long enough that an idle session costs little, short enough that the
+/// fullest ring would reach a quarter of its capacity (at the rate just seen) by the next drain.
+fn next_tick(fullest: f64, last: Duration, min: Duration, max: Duration) -> Duration {
+    const TARGET_FILL: f64 = 0.25;
+    if fullest <= 0.0 {
+        return max;
+    }
+    last.mul_f64(TARGET_FILL / fullest).clamp(min, max)
 }
 
 /// A death by signal is a crash unless framelab was stopping the command with that kind of signal.

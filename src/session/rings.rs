@@ -117,6 +117,10 @@ impl Ring {
         skipped
     }
 
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
     pub fn dropped(&self) -> u64 {
         self.header().dropped.load(Acquire)
     }

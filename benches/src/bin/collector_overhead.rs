@@ -1,0 +1,90 @@
+//! The collector under load: is it lossless at 1M spans/s from one producer thread, and what
+//! does it cost at 100k spans/s?
+//!
+//! ```sh
+//! cargo build --release --bin framelab --example testprog -p framelab
+//! cargo build --release -p framelab-benches
+//! target/release/collector_overhead [SECONDS]
+//! ```
+//!
+//! Each case runs `framelab run -- testprog rate R S` (R spans/s in 1 ms batches for S seconds,
+//! default ring). framelab's own CPU is its rusage from wait4 (which includes the children it
+//! reaped) minus the producer's CPU as framelab itself recorded it in the run file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn main() {
+    let seconds: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10);
+    let release = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let framelab = release.join("framelab");
+    let testprog = release.join("examples").join("testprog");
+    for exe in [&framelab, &testprog] {
+        if !exe.exists() {
+            eprintln!("{} is missing: cargo build --release --bin framelab --example testprog -p framelab", exe.display());
+            std::process::exit(2);
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("framelab-collector-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    println!("| spans/s | seconds | spans sent | recorded | dropped | framelab CPU | % of one core | ns per span |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for rate in [100_000u64, 1_000_000] {
+        let path = dir.join(format!("rate-{rate}.framelab"));
+        let (cpu_total_ns, wall_ns) = run_framelab(&framelab, &testprog, &path, rate, seconds);
+        let run = framelab::store::load_run(&path, None).expect("run file");
+        let producer_ns: i64 = run.processes.iter().map(|p| p.user_ns + p.sys_ns).sum();
+        let collector_ns = cpu_total_ns - producer_ns;
+        let sent = rate / 1000 * 1000 * seconds;
+        let recorded = run.spans.len() as u64;
+        println!(
+            "| {rate} | {seconds} | {sent} | {recorded} | {} | {:.3} s | {:.2}% | {:.0} |",
+            run.meta.dropped_events,
+            collector_ns as f64 / 1e9,
+            collector_ns as f64 / wall_ns as f64 * 100.0,
+            collector_ns as f64 / recorded.max(1) as f64,
+        );
+        if recorded + run.meta.dropped_events != sent {
+            eprintln!(
+                "warning: {sent} sent but {recorded} recorded + {} dropped",
+                run.meta.dropped_events
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs framelab to completion; returns its CPU (with reaped children) and wall time, in ns.
+fn run_framelab(
+    framelab: &Path,
+    testprog: &PathBuf,
+    out: &Path,
+    rate: u64,
+    seconds: u64,
+) -> (i64, i64) {
+    let started = std::time::Instant::now();
+    let child = Command::new(framelab)
+        .args(["run", "-o"])
+        .arg(out)
+        .arg("--")
+        .arg(testprog)
+        .args(["rate", &rate.to_string(), &seconds.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("framelab starts");
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    let wall_ns = started.elapsed().as_nanos() as i64;
+    let ns = |tv: libc::timeval| tv.tv_sec * 1_000_000_000 + tv.tv_usec * 1_000;
+    (ns(usage.ru_utime) + ns(usage.ru_stime), wall_ns)
+}
