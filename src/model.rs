@@ -139,6 +139,15 @@ pub struct RunMeta {
     pub window_end_ns: i64,
     /// `--frames N`: work units done by an uninstrumented command, for a throughput.
     pub frames_hint: Option<u64>,
+    /// `--warmup` as asked (the window starts there unless the command ended first).
+    #[serde(default)]
+    pub warmup_ns: i64,
+    /// `--duration` as asked, when one was.
+    #[serde(default)]
+    pub duration_ns: Option<i64>,
+    /// CPU framelab itself used (all its threads) over the window: the observer's cost.
+    #[serde(default)]
+    pub collector_cpu_ns: i64,
     pub end_reason: EndReason,
     pub exit: Option<ExitInfo>,
     /// Records lost in full rings, summed over threads.

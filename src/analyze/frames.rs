@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::model::{RunMeta, Span};
+use crate::model::{EndReason, RunMeta, Span};
 
 /// Marks a span that belongs to no frame (it was skipped).
 pub const NO_FRAME: u32 = u32::MAX;
@@ -204,10 +204,11 @@ impl ResolvedWindow {
     }
 }
 
-/// The window from the run's metadata; a run killed before finalising has end ≤ start,
-/// and then the last span end closes it.
+/// The window from the run's metadata. A run killed before its first commit has end ≤ start,
+/// and then the last span end closes it; a finished run's window is as recorded, even empty
+/// (a command that exited during the warmup).
 pub fn resolve_window(meta: &RunMeta, last_span_end_ns: Option<i64>) -> ResolvedWindow {
-    if meta.window_end_ns > meta.window_start_ns {
+    if meta.window_end_ns > meta.window_start_ns || meta.end_reason != EndReason::Unfinished {
         return ResolvedWindow {
             start_ns: meta.window_start_ns,
             end_ns: meta.window_end_ns,

@@ -94,9 +94,15 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
             "Interrupted by Ctrl-C {} after launch; the window ends there.",
             seconds(window.end_ns)
         )),
-        EndReason::Exited if !meta.exit.as_ref().is_some_and(|e| e.crashed) => notes.push(format!(
-            "The window ended early because the command exited, {} after launch.",
-            seconds(window.end_ns)
+        EndReason::Exited if window.end_ns <= window.start_ns && meta.warmup_ns > 0 => notes.push(format!(
+            "The command exited {} after launch, during the {} warmup: nothing was measured. Use a shorter --warmup.",
+            seconds(window.end_ns),
+            seconds(meta.warmup_ns)
+        )),
+        EndReason::Exited if meta.duration_ns.is_some_and(|d| window.end_ns < d) => notes.push(format!(
+            "The command exited {} after launch, before the --duration of {}: the window ends there.",
+            seconds(window.end_ns),
+            seconds(meta.duration_ns.unwrap_or_default())
         )),
         _ => {}
     }
@@ -108,13 +114,13 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
     }
     if meta.dropped_events > 0 {
         notes.push(format!(
-            "{} dropped because a ring was full: the collector fell behind. Rerun with a larger ring (FRAMELAB_RING_RECORDS, e.g. 4 times the current size).",
+            "{} dropped because a ring was full: the collector fell behind. Rerun with a larger ring (framelab run --ring-records, e.g. 4 times the default 65536).",
             plural(meta.dropped_events, "event was", "events were")
         ));
     }
     if meta.invalid_records > 0 {
         notes.push(format!(
-            "{} skipped: a name id the process never interned (a bad id passed through the C API?).",
+            "{} skipped: a name id the process never interned (a bad id passed through the C API?), or a span given in another clock than CLOCK_MONOTONIC.",
             plural(meta.invalid_records, "invalid record was", "invalid records were")
         ));
     }

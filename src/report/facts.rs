@@ -79,7 +79,7 @@ fn host(a: &Analysis, st: &Style) -> Option<String> {
         (true, n) => parts.push(format!("{n} cores")),
     }
     if !h.kernel.is_empty() {
-        parts.push(h.kernel.clone());
+        parts.push(format!("Linux {}", h.kernel));
     }
     if !h.clocksource.is_empty() {
         parts.push(format!("clocksource {}", h.clocksource));

@@ -114,6 +114,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         target_fps: opts.fps,
         budget_ns,
         window_start_ns: warmup_ns,
+        warmup_ns,
+        duration_ns: opts.duration.map(|d| d.as_nanos() as i64),
         frames_hint: opts.frames,
         ..RunMeta::default()
     };
