@@ -2,7 +2,7 @@
 //! into one line that names the problem and the fix.
 
 use std::fs;
-use std::io::Read;
+use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -96,7 +96,7 @@ impl FileProblem {
 /// The length of an existing file that may be a run file.
 fn check_existing_file(path: &Path) -> Result<u64, FileProblem> {
     let meta = fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => FileProblem::Missing,
+        ErrorKind::NotFound => FileProblem::Missing,
         _ => FileProblem::Unreadable(e),
     })?;
     if meta.is_dir() {
@@ -223,7 +223,7 @@ fn check_output_path(path: &Path) -> anyhow::Result<bool> {
             path.join("run.framelab").display()
         ))),
         Ok(meta) => Ok(meta.len() > 0),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
             let parent = match path.parent() {
                 Some(dir) if !dir.as_os_str().is_empty() => dir,
                 _ => Path::new("."),
