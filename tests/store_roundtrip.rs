@@ -178,3 +178,41 @@ fn set_thread_dropped_refuses_an_unknown_thread() {
     let err = w.set_thread_dropped(3, 1).unwrap_err().to_string();
     assert!(err.contains("no thread 3"), "{err}");
 }
+
+#[test]
+fn a_run_large_enough_to_be_read_in_parallel_parts_loads_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.framelab");
+    let mut run = sample_run("big", 0);
+    run.spans = (0..1_100_000u64)
+        .map(|i| Span {
+            frame: i / 5,
+            stage: (i % 3) as u16,
+            thread: (i % 2) as u32,
+            start_ns: i as i64 * 1000,
+            dur_ns: (i % 9973) as i64,
+        })
+        .collect();
+    write_run(&path, &run);
+    assert_same_run(&load_run(&path, None).unwrap(), &run);
+}
+
+#[test]
+fn rows_deleted_by_hand_leave_the_rest_loadable_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pruned.framelab");
+    let run = sample_run("pruned", 300);
+    write_run(&path, &run);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("DELETE FROM spans WHERE frame BETWEEN 100 AND 199", [])
+        .unwrap();
+    drop(conn);
+    let loaded = load_run(&path, None).unwrap();
+    let kept: Vec<Span> = run
+        .spans
+        .iter()
+        .filter(|s| !(100..=199).contains(&s.frame))
+        .copied()
+        .collect();
+    assert_eq!(loaded.spans, kept);
+}

@@ -154,15 +154,7 @@ fn has_sidecar(path: &Path) -> bool {
 /// write-ahead log folded back in when the last connection closes. Never creates a file.
 pub fn open_for_reading(path: &Path) -> anyhow::Result<Connection> {
     let len = check_existing_file(path).map_err(|problem| problem.for_reading(path))?;
-    let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
-    let mut conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_WRITE)
-        .or_else(|_| Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_ONLY))
-        .map_err(|e| sqlite_failure(path, "open", &e))?;
-    conn.busy_timeout(BUSY_TIMEOUT)
-        .map_err(|e| sqlite_failure(path, "open", &e))?;
-    // Catches more damaged pages as they are read, for a few percent of read time.
-    conn.execute_batch("PRAGMA cell_size_check = ON")
-        .map_err(|e| sqlite_failure(path, "open", &e))?;
+    let mut conn = open_another_reader(path)?;
     match schema::identify(&conn).map_err(|e| sqlite_failure(path, "reading its schema", &e))? {
         FileKind::Framelab { version } => {
             check_version(path, version)?;
@@ -184,6 +176,21 @@ pub fn open_for_reading(path: &Path) -> anyhow::Result<Connection> {
         ))),
         FileKind::Foreign => Err(not_framelab(path)),
     }
+}
+
+/// Another connection to a file `open_for_reading` has already checked, for reading parts
+/// of a run in parallel.
+pub fn open_another_reader(path: &Path) -> anyhow::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_WRITE)
+        .or_else(|_| Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_ONLY))
+        .map_err(|e| sqlite_failure(path, "open", &e))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(|e| sqlite_failure(path, "open", &e))?;
+    // Catches more damaged pages as they are read, for about 1% of read time.
+    conn.execute_batch("PRAGMA cell_size_check = ON")
+        .map_err(|e| sqlite_failure(path, "open", &e))?;
+    Ok(conn)
 }
 
 fn not_framelab(path: &Path) -> anyhow::Error {
