@@ -325,7 +325,9 @@ impl RunReader<'_> {
         count: usize,
         decode: &(impl Fn(&Cells) -> anyhow::Result<T> + Sync),
     ) -> anyhow::Result<Option<Vec<T>>> {
-        let mut all = vec![T::default(); count];
+        let mut all = Vec::with_capacity(count);
+        advise_huge_pages(&all);
+        all.resize(count, T::default());
         let parts = split_range(first, last, count);
         let mut slices = Vec::with_capacity(parts.len());
         let mut rest = all.as_mut_slice();
@@ -450,6 +452,25 @@ impl RunReader<'_> {
             processes.push(read().map_err(|e| inconsistent(self.path, e))?);
         }
         Ok(processes)
+    }
+}
+
+/// Asks the kernel to back a large, not yet touched buffer with huge pages: filling
+/// 320 MB for 10M spans otherwise takes 80k page faults, ~0.5 s of system time in a VM.
+/// Advisory only; failure changes nothing.
+fn advise_huge_pages<T>(buffer: &Vec<T>) {
+    const PAGE: usize = 4096;
+    let bytes = buffer.capacity() * std::mem::size_of::<T>();
+    if bytes < (4 << 20) {
+        return;
+    }
+    let start = buffer.as_ptr() as usize;
+    let aligned = start.next_multiple_of(PAGE);
+    let len = (start + bytes - aligned) / PAGE * PAGE;
+    // SAFETY: the range lies inside `buffer`'s own allocation; MADV_HUGEPAGE changes how
+    // pages are backed, never their contents.
+    unsafe {
+        libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
     }
 }
 

@@ -10,7 +10,7 @@ pub const SCHEMA_VERSION: i64 = 1;
 pub const APPLICATION_ID: i32 = 0x464C_4142;
 
 /// Tables. Big tables (`spans`, `counters`, `events`) have no index besides their integer
-/// primary key, which costs nothing (it is the rowid): an index on `run_id` would add ~12
+/// primary key, which costs nothing (it is the rowid): an index on `run_id` would add ~9
 /// bytes per span. Instead each `runs` row records the id range of its rows, runs being
 /// written one at a time, and the reader seeks by that range.
 const TABLES: &str = "

@@ -123,7 +123,6 @@ pub struct RunWriter {
     sql: Statements,
     /// The latest metadata given; its `end_reason` decides whether a commit finalises.
     meta: RunMeta,
-    in_transaction: bool,
     stage_count: usize,
     counter_name_count: usize,
     event_name_count: usize,
@@ -219,7 +218,6 @@ impl RunWriter {
             run_id,
             sql: Statements::new(run_id),
             meta: stored_meta,
-            in_transaction: false,
             stage_count: 0,
             counter_name_count: 0,
             event_name_count: 0,
@@ -246,13 +244,18 @@ impl RunWriter {
         sqlite_failure(&self.path, doing, &e)
     }
 
+    /// Asked of SQLite rather than tracked: after some failures (a full disk) SQLite
+    /// rolls the transaction back by itself.
+    fn in_transaction(&self) -> bool {
+        !self.conn.is_autocommit()
+    }
+
     /// Starts the transaction that the next `commit` ends, on the first write after one.
     fn begin(&mut self) -> anyhow::Result<()> {
-        if !self.in_transaction {
+        if !self.in_transaction() {
             self.conn
                 .execute_batch("BEGIN IMMEDIATE")
                 .map_err(|e| self.fail("write", e))?;
-            self.in_transaction = true;
         }
         Ok(())
     }
@@ -479,12 +482,11 @@ impl RunWriter {
     /// Call at least once a second. Once the metadata says the run ended, also folds
     /// the write-ahead log into the main file.
     pub fn commit(&mut self) -> anyhow::Result<()> {
-        if self.in_transaction {
+        if self.in_transaction() {
             self.save_ranges()?;
             self.conn
                 .execute_batch("COMMIT")
                 .map_err(|e| self.fail("commit to", e))?;
-            self.in_transaction = false;
         }
         if self.meta.end_reason != EndReason::Unfinished {
             self.checkpoint()?;
@@ -557,7 +559,7 @@ impl Drop for RunWriter {
     /// A writer dropped without `finish` (an early return on error) still commits what it
     /// was given: nothing handed to it is silently dropped.
     fn drop(&mut self) {
-        if !self.finished && self.in_transaction {
+        if !self.finished && self.in_transaction() {
             if let Err(e) = self.commit() {
                 eprintln!("framelab: the last records were not saved: {e}");
             }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use framelab::model::{RunMeta, Span, ThreadInfo};
+use framelab::model::{EndReason, RunMeta, Span, ThreadInfo};
 use framelab::store::{load_run, RunWriter};
 
 /// Spans per `spans()` call: a drain's worth at 1M spans/s.
@@ -123,7 +123,18 @@ fn remove_run_file(path: &Path) {
 fn write_with_run_writer(path: &Path, spans: &[Span]) -> anyhow::Result<(f64, f64)> {
     remove_run_file(path);
     let (t0, cpu0) = (Instant::now(), cpu_seconds());
-    let mut writer = RunWriter::create(path, &RunMeta::default())?;
+    let frames = (spans.len() / 5).max(1) as i64;
+    let mut meta = RunMeta {
+        name: "store_bench".into(),
+        command: vec!["store_bench".into()],
+        clock: "mono".into(),
+        target_fps: Some(frames as f64 / 30.0),
+        budget_ns: Some(RUN_NS / frames),
+        window_start_ns: 5_000_000_000,
+        window_end_ns: RUN_NS,
+        ..RunMeta::default()
+    };
+    let mut writer = RunWriter::create(path, &meta)?;
     for name in ["capture", "convert", "encode", "packetize", "send"] {
         writer.add_stage(name)?;
         writer.add_thread(&ThreadInfo {
@@ -140,16 +151,22 @@ fn write_with_run_writer(path: &Path, spans: &[Span]) -> anyhow::Result<(f64, f6
             since_commit = 0;
         }
     }
+    meta.end_reason = EndReason::Duration;
+    writer.update_meta(&meta)?;
     writer.finish()?;
     Ok((t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0))
 }
 
-/// The obvious way: one single-row INSERT per span, one transaction, same schema.
+/// The obvious way: one single-row INSERT per span, one transaction, same schema and
+/// settings (foreign keys off, as in `RunWriter`): what batching buys.
 fn write_naively(path: &Path, spans: &[Span]) -> anyhow::Result<f64> {
     remove_run_file(path);
     let writer = RunWriter::create(path, &RunMeta::default())?;
     writer.finish()?;
     let mut conn = rusqlite::Connection::open(path)?;
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;",
+    )?;
     let t0 = Instant::now();
     let tx = conn.transaction()?;
     {
