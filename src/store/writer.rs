@@ -12,11 +12,13 @@
 //!   uncorrupted across a power loss (the commits since the last checkpoint may be lost
 //!   then). FULL would add an fsync per commit: I/O stalls that perturb the very pipeline
 //!   being measured, for no gain against a process kill.
-//! - `wal_autocheckpoint` is raised from 4 MiB to 64 MiB: fewer, larger checkpoints (each
-//!   one fsyncs) while the WAL stays bounded.
+//! - Checkpoints (copying the WAL into the main file, with the fsyncs) run at most once a
+//!   second on a thread of their own (`checkpointer.rs`), never inside `spans()` or
+//!   `commit()`: the WAL stays around a second of recording and the caller never stalls.
 //! - `foreign_keys = OFF`: rusqlite's bundled SQLite enforces them by default, which
-//!   looks up `runs` for every span (measured: about a third of the insert cost). The writer only
-//!   ever inserts its own run id; the `REFERENCES` clauses stay as documentation.
+//!   looks up `runs` for every span (measured: about a third of the insert cost). The
+//!   writer only ever inserts its own run id; the `REFERENCES` clauses stay as
+//!   documentation.
 //! - On `finish`, the WAL is checkpointed and the file switched back to
 //!   `journal_mode = DELETE`, so the `.framelab` file alone holds everything and opens on
 //!   read-only media.
@@ -26,6 +28,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
+use super::checkpointer::Checkpointer;
 use super::codec::{self, u64_to_sql, META_COLUMNS};
 use super::file::{self, one_line, sqlite_failure};
 use crate::model::{CounterValue, EndReason, EventRecord, ProcessStats, RunMeta, Span, ThreadInfo};
@@ -34,8 +37,9 @@ use crate::model::{CounterValue, EndReason, EventRecord, ProcessStats, RunMeta, 
 /// (measured by benches/src/bin/store_bench.rs; gains flatten beyond this).
 const ROWS_PER_INSERT: usize = 64;
 
-/// WAL pages (4 KiB each) before SQLite checkpoints into the main file.
-const WAL_AUTOCHECKPOINT_PAGES: i64 = 16384;
+/// WAL pages (4 KiB each) before SQLite checkpoints inline, used only if the background
+/// checkpointer could not start.
+const FALLBACK_AUTOCHECKPOINT_PAGES: i64 = 16384;
 
 /// The ids of one table's rows belonging to this run, so a reader can seek to them
 /// without an index on `run_id`.
@@ -133,6 +137,7 @@ pub struct RunWriter {
     counters: IdRange,
     events: IdRange,
     finished: bool,
+    checkpointer: Option<Checkpointer>,
 }
 
 /// Inserts `rows` as `width` integers each, `ROWS_PER_INSERT` rows per statement.
@@ -204,11 +209,15 @@ impl RunWriter {
                 path.display()
             )));
         }
-        conn.execute_batch(&format!(
-            "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}; \
-             PRAGMA foreign_keys = OFF;"
-        ))
-        .map_err(fail)?;
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;")
+            .map_err(fail)?;
+        let checkpointer = Checkpointer::start(path).ok();
+        let autocheckpoint = match checkpointer {
+            Some(_) => 0,
+            None => FALLBACK_AUTOCHECKPOINT_PAGES,
+        };
+        conn.execute_batch(&format!("PRAGMA wal_autocheckpoint = {autocheckpoint}"))
+            .map_err(fail)?;
         conn.set_prepared_statement_cache_capacity(32);
         let mut stored_meta = meta.clone();
         stored_meta.id = run_id;
@@ -227,6 +236,7 @@ impl RunWriter {
             counters: IdRange::default(),
             events: IdRange::default(),
             finished: false,
+            checkpointer,
         })
     }
 
@@ -487,6 +497,9 @@ impl RunWriter {
             self.conn
                 .execute_batch("COMMIT")
                 .map_err(|e| self.fail("commit to", e))?;
+            if let Some(checkpointer) = &self.checkpointer {
+                checkpointer.nudge();
+            }
         }
         if self.meta.end_reason != EndReason::Unfinished {
             self.checkpoint()?;
@@ -498,6 +511,9 @@ impl RunWriter {
     /// `.framelab` file alone holds the whole run. Call once, after the final `update_meta`.
     pub fn finish(mut self) -> anyhow::Result<()> {
         self.commit()?;
+        if let Some(mut checkpointer) = self.checkpointer.take() {
+            checkpointer.stop();
+        }
         self.checkpoint()?;
         // Leaving WAL mode needs no other connection open; a reader still attached keeps
         // the file in WAL mode, harmlessly: the checkpoint above already emptied the log.
@@ -564,5 +580,7 @@ impl Drop for RunWriter {
                 eprintln!("framelab: the last records were not saved: {e}");
             }
         }
+        // Its connection closes first, so that closing ours (the last) folds the WAL in.
+        self.checkpointer = None;
     }
 }

@@ -2,7 +2,7 @@
 //! `load_run` time and peak memory, each beside a baseline measured in the same run.
 //!
 //! cargo build --release -p framelab-benches
-//! target/release/store_bench [--spans N] [--dur uniform|log] [--dir DIR]
+//! target/release/store_bench [--spans N] [--dur uniform|log] [--dir DIR] [--keep]
 //!
 //! The realistic run of the brief: 5 stages per frame (one thread each), frames counting
 //! up, starts spread over a 30 s run, durations between 1 µs and 10 ms (uniform by
@@ -105,6 +105,13 @@ fn cpu_seconds() -> f64 {
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
+/// CPU seconds the calling thread has used.
+fn thread_cpu_seconds() -> f64 {
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
 fn peak_rss_mib() -> f64 {
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
@@ -119,10 +126,19 @@ fn remove_run_file(path: &Path) {
     }
 }
 
-/// Records `spans` the way the collector does; returns (wall s, CPU s).
-fn write_with_run_writer(path: &Path, spans: &[Span]) -> anyhow::Result<(f64, f64)> {
+/// What recording cost, in seconds.
+struct WriteCost {
+    wall: f64,
+    /// The whole process: the calling thread and SQLite's checkpoints on their own thread.
+    cpu: f64,
+    /// The thread calling `spans()` and `commit()` only.
+    caller_cpu: f64,
+}
+
+/// Records `spans` the way the collector does.
+fn write_with_run_writer(path: &Path, spans: &[Span]) -> anyhow::Result<WriteCost> {
     remove_run_file(path);
-    let (t0, cpu0) = (Instant::now(), cpu_seconds());
+    let (t0, cpu0, thread0) = (Instant::now(), cpu_seconds(), thread_cpu_seconds());
     let frames = (spans.len() / 5).max(1) as i64;
     let mut meta = RunMeta {
         name: "store_bench".into(),
@@ -143,18 +159,31 @@ fn write_with_run_writer(path: &Path, spans: &[Span]) -> anyhow::Result<(f64, f6
         })?;
     }
     let mut since_commit = 0;
+    let mut slowest_s = 0f64;
     for batch in spans.chunks(BATCH) {
+        let call = Instant::now();
         writer.spans(batch)?;
         since_commit += batch.len();
         if since_commit >= COMMIT_EVERY {
             writer.commit()?;
             since_commit = 0;
         }
+        slowest_s = slowest_s.max(call.elapsed().as_secs_f64());
     }
     meta.end_reason = EndReason::Duration;
     writer.update_meta(&meta)?;
+    let finish = Instant::now();
     writer.finish()?;
-    Ok((t0.elapsed().as_secs_f64(), cpu_seconds() - cpu0))
+    println!(
+        "stalls     slowest spans()+commit() call {:.1} ms; finish() {:.1} ms",
+        slowest_s * 1e3,
+        finish.elapsed().as_secs_f64() * 1e3
+    );
+    Ok(WriteCost {
+        wall: t0.elapsed().as_secs_f64(),
+        cpu: cpu_seconds() - cpu0,
+        caller_cpu: thread_cpu_seconds() - thread0,
+    })
 }
 
 /// The obvious way: one single-row INSERT per span, one transaction, same schema and
@@ -236,14 +265,21 @@ fn main() -> anyhow::Result<()> {
         path.display()
     );
 
-    let (wall, cpu) = write_with_run_writer(&path, &spans)?;
+    let cost = write_with_run_writer(&path, &spans)?;
+    let wall = cost.wall;
     let bytes = std::fs::metadata(&path)?.len();
+    let per_span_ns = |s: f64| s * 1e9 / n as f64;
     println!(
-        "write      {:.2} M spans/s ({:.0} ns/span wall, {:.0} ns/span CPU; batches of {BATCH}, \
-         a commit every {COMMIT_EVERY}, finish included)",
+        "write      {:.2} M spans/s ({:.0} ns/span wall; CPU {:.0} ns/span in all, {:.0} in the \
+         calling thread; batches of {BATCH}, a commit every {COMMIT_EVERY}, finish included)",
         n as f64 / wall / 1e6,
-        wall * 1e9 / n as f64,
-        cpu * 1e9 / n as f64
+        per_span_ns(wall),
+        per_span_ns(cost.cpu),
+        per_span_ns(cost.caller_cpu)
+    );
+    println!(
+        "           = {:.1}% of a core at 100k spans/s",
+        per_span_ns(cost.cpu) * 100_000.0 / 1e9 * 100.0
     );
     println!(
         "size       {bytes} bytes = {:.2} bytes/span (whole file after finish)",
