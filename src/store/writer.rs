@@ -2,10 +2,11 @@
 //! collector at least once a second.
 //!
 //! Journal and sync settings, and why:
-//! - While recording, `journal_mode = WAL`: a commit appends to `FILE-wal` and never
-//!   rewrites the main file, so the main file is always a consistent snapshot and a
-//!   `kill -9` of framelab loses only the open (uncommitted) transaction. Readers such as
-//!   a live `framelab report` or `sqlite3` do not block the writer, nor it them.
+//! - While recording, `journal_mode = WAL`: a commit appends to `FILE-wal`; only
+//!   checkpoints write the main file. The file and its `-wal` together are consistent
+//!   at every instant, so a `kill -9` of framelab loses only the open (uncommitted)
+//!   transaction. Readers such as a live `framelab report` or `sqlite3` do not block the
+//!   writer, nor it them.
 //! - `synchronous = NORMAL`: a commit is a `write(2)` to the WAL with no `fsync`; data
 //!   handed to the kernel survives the death of the process, which is the failure this
 //!   file guards against. `fsync` happens only at checkpoints, which keep the file
