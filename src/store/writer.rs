@@ -42,6 +42,9 @@ const ROWS_PER_INSERT: usize = 64;
 /// checkpointer could not start.
 const FALLBACK_AUTOCHECKPOINT_PAGES: i64 = 16384;
 
+/// Attempts at the final checkpoint, 20 ms apart, when another connection is checkpointing.
+const CHECKPOINT_TRIES: usize = 50;
+
 /// The ids of one table's rows belonging to this run, so a reader can seek to them
 /// without an index on `run_id`.
 #[derive(Default)]
@@ -503,18 +506,25 @@ impl RunWriter {
             }
         }
         if self.meta.end_reason != EndReason::Unfinished {
+            // From now on every commit checkpoints inline; the background thread would
+            // only contend with it (two checkpoints cannot run at once).
+            self.stop_checkpointer();
             self.checkpoint()?;
         }
         Ok(())
     }
 
-    /// Commits, folds the write-ahead log into the file and leaves WAL mode, so that the
-    /// `.framelab` file alone holds the whole run. Call once, after the final `update_meta`.
-    pub fn finish(mut self) -> anyhow::Result<()> {
-        self.commit()?;
+    fn stop_checkpointer(&mut self) {
         if let Some(mut checkpointer) = self.checkpointer.take() {
             checkpointer.stop();
         }
+    }
+
+    /// Commits, folds the write-ahead log into the file and leaves WAL mode, so that the
+    /// `.framelab` file alone holds the whole run. Call once, after the final `update_meta`.
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        self.stop_checkpointer();
+        self.commit()?;
         self.checkpoint()?;
         // Leaving WAL mode needs no other connection open; a reader still attached keeps
         // the file in WAL mode, harmlessly: the checkpoint above already emptied the log.
@@ -527,20 +537,25 @@ impl RunWriter {
 
     /// Copies committed pages from the WAL into the main file and empties the WAL.
     fn checkpoint(&mut self) -> anyhow::Result<()> {
-        let (busy, log_pages, done_pages): (i64, i64, i64) = self
-            .conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
-            .map_err(|e| self.fail("checkpoint", e))?;
-        if busy != 0 || done_pages < log_pages {
-            let p = self.path.display();
-            return Err(one_line(format!(
-                "every record is saved, but {p}-wal could not be folded into {p} because \
-                 another process is reading it; keep both files together until it closes"
-            )));
+        // Readers are waited for by the busy handler; another connection's checkpoint
+        // (a second recording into the same file) is not, hence the retries.
+        for _ in 0..CHECKPOINT_TRIES {
+            let (busy, log_pages, done_pages): (i64, i64, i64) = self
+                .conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .map_err(|e| self.fail("checkpoint", e))?;
+            if busy == 0 && done_pages >= log_pages {
+                return Ok(());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        Ok(())
+        let p = self.path.display();
+        Err(one_line(format!(
+            "every record is saved, but {p}-wal could not be folded into {p} because \
+             another process is using it; keep both files together until it closes"
+        )))
     }
 
     /// Records where this run's rows are, inside the transaction being committed.
