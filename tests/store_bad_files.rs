@@ -155,6 +155,23 @@ fn a_file_of_a_newer_schema() {
 }
 
 #[test]
+fn a_newer_schema_is_told_by_the_header_before_sqlite_parses_it() {
+    // A future schema may use SQL this SQLite cannot parse; the header says enough.
+    let dir = tempfile::tempdir().unwrap();
+    let path = recorded(dir.path());
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 7")
+        .unwrap();
+    assert_mentions(
+        &load_error(&path),
+        &["newer framelab (schema 7, this build reads ≤ 1): upgrade framelab"],
+    );
+    let err = RunWriter::create(&path, &RunMeta::default()).err().unwrap();
+    assert_mentions(&one_line(err), &["schema 7", "upgrade framelab"]);
+}
+
+#[test]
 fn a_file_cut_in_half() {
     let dir = tempfile::tempdir().unwrap();
     let path = recorded(dir.path());
@@ -232,7 +249,7 @@ fn a_file_whose_recording_never_committed_a_run() {
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute("DELETE FROM runs", []).unwrap();
     drop(conn);
-    assert_mentions(&load_error(&path), &["holds no runs"]);
+    assert_mentions(&load_error(&path), &["holds no runs", "framelab run -o"]);
 }
 
 #[test]

@@ -10,7 +10,7 @@ use anyhow::anyhow;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use super::migrate;
-use super::schema::{self, FileKind, SCHEMA_VERSION};
+use super::schema::{self, FileKind, APPLICATION_ID, SCHEMA_VERSION};
 
 /// How long a connection waits for another process's lock (a live recording, a reader)
 /// before giving up: longer than one commit interval of a recording writer.
@@ -59,7 +59,14 @@ enum FileProblem {
     Directory,
     Empty,
     NotSqlite,
-    Truncated { len: u64, expected: u64 },
+    Truncated {
+        len: u64,
+        expected: u64,
+    },
+    /// Told by the header, before SQLite parses a schema it may not understand.
+    Newer {
+        version: i64,
+    },
 }
 
 impl FileProblem {
@@ -74,6 +81,10 @@ impl FileProblem {
             FileProblem::Truncated { len, expected } => {
                 format!("is truncated ({len} of {expected} bytes)")
             }
+            FileProblem::Newer { version } => format!(
+                "was written by a newer framelab (schema {version}, this build reads \
+                 ≤ {SCHEMA_VERSION})"
+            ),
         }
     }
 
@@ -88,6 +99,7 @@ impl FileProblem {
             FileProblem::Truncated { .. } => {
                 "the copy or download was cut short; copy the file again from where it was recorded"
             }
+            FileProblem::Newer { .. } => "upgrade framelab",
         };
         one_line(format!("{} {}: {fix}", path.display(), self.what()))
     }
@@ -113,12 +125,23 @@ fn check_existing_file(path: &Path) -> Result<u64, FileProblem> {
     if header.len() < SQLITE_MAGIC.len() || &header[..SQLITE_MAGIC.len()] != SQLITE_MAGIC {
         return Err(FileProblem::NotSqlite);
     }
+    if let Some(version) = newer_version_in_header(&header) {
+        return Err(FileProblem::Newer { version });
+    }
     if let Some(expected) = expected_size(&header) {
         if len < expected && !has_sidecar(path) {
             return Err(FileProblem::Truncated { len, expected });
         }
     }
     Ok(len)
+}
+
+/// The schema version a framelab file's header announces (`user_version` at byte 60,
+/// `application_id` at byte 68), when it is newer than this build reads.
+fn newer_version_in_header(header: &[u8]) -> Option<i64> {
+    let be32 = |at: usize| Some(i32::from_be_bytes(header.get(at..at + 4)?.try_into().ok()?));
+    let version = i64::from(be32(60)?);
+    (be32(68)? == APPLICATION_ID && version > SCHEMA_VERSION).then_some(version)
 }
 
 /// The size the SQLite header promises, when the header says its page count is current.
@@ -260,11 +283,12 @@ fn check_output_path(path: &Path) -> anyhow::Result<bool> {
 pub fn open_for_writing(path: &Path) -> anyhow::Result<Connection> {
     let p = path.display();
     if check_output_path(path)? {
-        check_existing_file(path).map_err(|problem| {
-            one_line(format!(
+        check_existing_file(path).map_err(|problem| match problem {
+            FileProblem::Newer { .. } => problem.for_reading(path),
+            _ => one_line(format!(
                 "refusing to write into {p}: it {}; choose another output path",
                 problem.what()
-            ))
+            )),
         })?;
     }
     let cannot = |e: rusqlite::Error| {

@@ -13,7 +13,7 @@ pub fn load_run(path: &Path, run_id: Option<i64>) -> anyhow::Result<Run> {
     let conn = file::open_for_reading(path)?;
     let ids = run_ids(&conn).map_err(|e| sqlite_failure(path, "reading the runs", &e))?;
     let run_id = choose_run(path, run_id, &ids)?;
-    let mut reader = RunReader {
+    let reader = RunReader {
         conn: &conn,
         path,
         run_id,
@@ -50,8 +50,7 @@ fn choose_run(path: &Path, wanted: Option<i64>, ids: &[i64]) -> anyhow::Result<i
     let p = path.display();
     let Some(&latest) = ids.last() else {
         return Err(one_line(format!(
-            "{p} holds no runs yet: the recording was stopped before its first commit; \
-             record it again"
+            "{p} holds no runs; record one with `framelab run -o {p} -- COMMAND`"
         )));
     };
     match wanted {
@@ -123,7 +122,9 @@ impl IdRange {
     /// Rows to preallocate: the recorded count, bounded by what the range and file allow.
     fn capacity(&self, row_limit: usize) -> usize {
         let span = match (self.first, self.last) {
-            (Some(first), Some(last)) if last >= first => (last - first).saturating_add(1),
+            (Some(first), Some(last)) if last >= first => last
+                .checked_sub(first)
+                .map_or(i64::MAX, |d| d.saturating_add(1)),
             _ => 0,
         };
         let count = usize::try_from(self.count.min(span)).unwrap_or(0);
@@ -158,7 +159,7 @@ struct RunReader<'a> {
 }
 
 impl RunReader<'_> {
-    fn load(&mut self) -> anyhow::Result<Run> {
+    fn load(&self) -> anyhow::Result<Run> {
         let (meta, spans_at, counters_at, events_at) = self.meta()?;
         let stages = self.names("stages", "stage_id")?;
         let counter_names = self.names("counter_names", "counter_id")?;
