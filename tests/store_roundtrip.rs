@@ -260,3 +260,48 @@ fn the_main_file_catches_up_while_recording() {
     }
     w.finish().unwrap();
 }
+
+#[test]
+fn the_views_flag_warmup_frames_and_name_stages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("views.framelab");
+    let mut run = sample_run("views", 1000);
+    run.meta.window_start_ns = 2_000_000_000;
+    run.meta.window_end_ns = 7_000_000_000;
+    write_run(&path, &run);
+
+    let mut ends = std::collections::BTreeMap::<u64, i64>::new();
+    for s in &run.spans {
+        let end = ends.entry(s.frame).or_insert(i64::MIN);
+        *end = (*end).max(s.end_ns());
+    }
+    let warmup = ends.values().filter(|&&e| e < 2_000_000_000).count() as i64;
+    let measured = ends
+        .values()
+        .filter(|&&e| (2_000_000_000..=7_000_000_000).contains(&e))
+        .count() as i64;
+    assert!(warmup > 0 && measured > 0 && warmup + measured < ends.len() as i64);
+
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let (frames, w, m): (i64, i64, i64) = conn
+        .query_row(
+            "SELECT count(*), sum(warmup), sum(measured) FROM frames WHERE run_id = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!((frames, w, m), (ends.len() as i64, warmup, measured));
+    // A frame id beyond i64::MAX shows as a negative number in SQL.
+    let last: i64 = conn
+        .query_row("SELECT min(frame) FROM frames", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(last, -1);
+    let named: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM named_spans WHERE stage = 'encode' AND thread = 'encoder'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(named, 1000);
+}
