@@ -178,3 +178,130 @@ fn set_thread_dropped_refuses_an_unknown_thread() {
     let err = w.set_thread_dropped(3, 1).unwrap_err().to_string();
     assert!(err.contains("no thread 3"), "{err}");
 }
+
+#[test]
+fn a_run_large_enough_to_be_read_in_parallel_parts_loads_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.framelab");
+    let mut run = sample_run("big", 0);
+    run.spans = (0..1_100_000u64)
+        .map(|i| Span {
+            frame: i / 5,
+            stage: (i % 3) as u16,
+            thread: (i % 2) as u32,
+            start_ns: i as i64 * 1000,
+            dur_ns: (i % 9973) as i64,
+        })
+        .collect();
+    write_run(&path, &run);
+    assert_same_run(&load_run(&path, None).unwrap(), &run);
+}
+
+#[test]
+fn rows_deleted_by_hand_leave_the_rest_loadable_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pruned.framelab");
+    let run = sample_run("pruned", 300);
+    write_run(&path, &run);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("DELETE FROM spans WHERE frame BETWEEN 100 AND 199", [])
+        .unwrap();
+    drop(conn);
+    let loaded = load_run(&path, None).unwrap();
+    let kept: Vec<Span> = run
+        .spans
+        .iter()
+        .filter(|s| !(100..=199).contains(&s.frame))
+        .copied()
+        .collect();
+    assert_eq!(loaded.spans, kept);
+}
+
+#[test]
+fn the_main_file_catches_up_while_recording() {
+    // Checkpoints run on their own thread, at most once a second: keep committing until
+    // a copy of the main file alone (no -wal) holds the spans, or give up after a minute.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.framelab");
+    let run = sample_run("catch-up", 100);
+    let recording = RunMeta {
+        end_reason: EndReason::Unfinished,
+        ..run.meta.clone()
+    };
+    let mut w = RunWriter::create(&path, &recording).unwrap();
+    for s in &run.stages {
+        w.add_stage(s).unwrap();
+    }
+    for t in &run.threads {
+        w.add_thread(t).unwrap();
+    }
+    w.spans(&run.spans).unwrap();
+    w.commit().unwrap();
+    assert!(
+        std::fs::metadata(dir.path().join("live.framelab-wal"))
+            .unwrap()
+            .len()
+            > 0
+    );
+    let copy = dir.path().join("copy.framelab");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        std::fs::copy(&path, &copy).unwrap();
+        // A copy taken in the middle of a checkpoint may be torn: try again.
+        if load_run(&copy, None).is_ok_and(|loaded| loaded.spans == run.spans) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the main file never caught up"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        w.commit().unwrap(); // nudges the checkpointer, as the collector's commits do
+    }
+    w.finish().unwrap();
+}
+
+#[test]
+fn the_views_flag_warmup_frames_and_name_stages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("views.framelab");
+    let mut run = sample_run("views", 1000);
+    run.meta.window_start_ns = 2_000_000_000;
+    run.meta.window_end_ns = 7_000_000_000;
+    write_run(&path, &run);
+
+    let mut ends = std::collections::BTreeMap::<u64, i64>::new();
+    for s in &run.spans {
+        let end = ends.entry(s.frame).or_insert(i64::MIN);
+        *end = (*end).max(s.end_ns());
+    }
+    let warmup = ends.values().filter(|&&e| e < 2_000_000_000).count() as i64;
+    let measured = ends
+        .values()
+        .filter(|&&e| (2_000_000_000..=7_000_000_000).contains(&e))
+        .count() as i64;
+    assert!(warmup > 0 && measured > 0 && warmup + measured < ends.len() as i64);
+
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let (frames, w, m): (i64, i64, i64) = conn
+        .query_row(
+            "SELECT count(*), sum(warmup), sum(measured) FROM frames WHERE run_id = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!((frames, w, m), (ends.len() as i64, warmup, measured));
+    // A frame id beyond i64::MAX shows as a negative number in SQL.
+    let last: i64 = conn
+        .query_row("SELECT min(frame) FROM frames", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(last, -1);
+    let named: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM named_spans WHERE stage = 'encode' AND thread = 'encoder'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(named, 1000);
+}

@@ -127,10 +127,16 @@ impl Cells<'_, '_> {
 
     fn bad(&self, i: usize, value: ValueRef<'_>, expected: &str) -> anyhow::Error {
         let column = self.row.as_ref().column_name(i).unwrap_or("?");
+        let found = match value {
+            ValueRef::Null => "NULL".to_string(),
+            ValueRef::Integer(v) => v.to_string(),
+            ValueRef::Real(v) => v.to_string(),
+            ValueRef::Text(_) => "text".to_string(),
+            ValueRef::Blob(_) => "a blob".to_string(),
+        };
         anyhow::anyhow!(
-            "{}.{column} holds {:?} where {expected} belongs",
-            self.table,
-            value.data_type()
+            "{}.{column} holds {found} where {expected} belongs",
+            self.table
         )
     }
 

@@ -2,7 +2,7 @@
 //! into one line that names the problem and the fix.
 
 use std::fs;
-use std::io::Read;
+use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use anyhow::anyhow;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use super::migrate;
-use super::schema::{self, FileKind, SCHEMA_VERSION};
+use super::schema::{self, FileKind, APPLICATION_ID, SCHEMA_VERSION};
 
 /// How long a connection waits for another process's lock (a live recording, a reader)
 /// before giving up: longer than one commit interval of a recording writer.
@@ -59,7 +59,14 @@ enum FileProblem {
     Directory,
     Empty,
     NotSqlite,
-    Truncated { len: u64, expected: u64 },
+    Truncated {
+        len: u64,
+        expected: u64,
+    },
+    /// Told by the header, before SQLite parses a schema it may not understand.
+    Newer {
+        version: i64,
+    },
 }
 
 impl FileProblem {
@@ -74,6 +81,10 @@ impl FileProblem {
             FileProblem::Truncated { len, expected } => {
                 format!("is truncated ({len} of {expected} bytes)")
             }
+            FileProblem::Newer { version } => format!(
+                "was written by a newer framelab (schema {version}, this build reads \
+                 ≤ {SCHEMA_VERSION})"
+            ),
         }
     }
 
@@ -88,6 +99,7 @@ impl FileProblem {
             FileProblem::Truncated { .. } => {
                 "the copy or download was cut short; copy the file again from where it was recorded"
             }
+            FileProblem::Newer { .. } => "upgrade framelab",
         };
         one_line(format!("{} {}: {fix}", path.display(), self.what()))
     }
@@ -96,7 +108,7 @@ impl FileProblem {
 /// The length of an existing file that may be a run file.
 fn check_existing_file(path: &Path) -> Result<u64, FileProblem> {
     let meta = fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => FileProblem::Missing,
+        ErrorKind::NotFound => FileProblem::Missing,
         _ => FileProblem::Unreadable(e),
     })?;
     if meta.is_dir() {
@@ -113,12 +125,23 @@ fn check_existing_file(path: &Path) -> Result<u64, FileProblem> {
     if header.len() < SQLITE_MAGIC.len() || &header[..SQLITE_MAGIC.len()] != SQLITE_MAGIC {
         return Err(FileProblem::NotSqlite);
     }
+    if let Some(version) = newer_version_in_header(&header) {
+        return Err(FileProblem::Newer { version });
+    }
     if let Some(expected) = expected_size(&header) {
         if len < expected && !has_sidecar(path) {
             return Err(FileProblem::Truncated { len, expected });
         }
     }
     Ok(len)
+}
+
+/// The schema version a framelab file's header announces (`user_version` at byte 60,
+/// `application_id` at byte 68), when it is newer than this build reads.
+fn newer_version_in_header(header: &[u8]) -> Option<i64> {
+    let be32 = |at: usize| Some(i32::from_be_bytes(header.get(at..at + 4)?.try_into().ok()?));
+    let version = i64::from(be32(60)?);
+    (be32(68)? == APPLICATION_ID && version > SCHEMA_VERSION).then_some(version)
 }
 
 /// The size the SQLite header promises, when the header says its page count is current.
@@ -154,15 +177,7 @@ fn has_sidecar(path: &Path) -> bool {
 /// write-ahead log folded back in when the last connection closes. Never creates a file.
 pub fn open_for_reading(path: &Path) -> anyhow::Result<Connection> {
     let len = check_existing_file(path).map_err(|problem| problem.for_reading(path))?;
-    let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
-    let mut conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_WRITE)
-        .or_else(|_| Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_ONLY))
-        .map_err(|e| sqlite_failure(path, "open", &e))?;
-    conn.busy_timeout(BUSY_TIMEOUT)
-        .map_err(|e| sqlite_failure(path, "open", &e))?;
-    // Catches more damaged pages as they are read, for a few percent of read time.
-    conn.execute_batch("PRAGMA cell_size_check = ON")
-        .map_err(|e| sqlite_failure(path, "open", &e))?;
+    let mut conn = open_another_reader(path)?;
     match schema::identify(&conn).map_err(|e| sqlite_failure(path, "reading its schema", &e))? {
         FileKind::Framelab { version } => {
             check_version(path, version)?;
@@ -184,6 +199,21 @@ pub fn open_for_reading(path: &Path) -> anyhow::Result<Connection> {
         ))),
         FileKind::Foreign => Err(not_framelab(path)),
     }
+}
+
+/// Another connection to a file `open_for_reading` has already checked, for reading parts
+/// of a run in parallel.
+pub fn open_another_reader(path: &Path) -> anyhow::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_WRITE)
+        .or_else(|_| Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_ONLY))
+        .map_err(|e| sqlite_failure(path, "open", &e))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(|e| sqlite_failure(path, "open", &e))?;
+    // Catches more damaged pages as they are read, for about 1% of read time.
+    conn.execute_batch("PRAGMA cell_size_check = ON")
+        .map_err(|e| sqlite_failure(path, "open", &e))?;
+    Ok(conn)
 }
 
 fn not_framelab(path: &Path) -> anyhow::Error {
@@ -223,7 +253,7 @@ fn check_output_path(path: &Path) -> anyhow::Result<bool> {
             path.join("run.framelab").display()
         ))),
         Ok(meta) => Ok(meta.len() > 0),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
             let parent = match path.parent() {
                 Some(dir) if !dir.as_os_str().is_empty() => dir,
                 _ => Path::new("."),
@@ -253,11 +283,12 @@ fn check_output_path(path: &Path) -> anyhow::Result<bool> {
 pub fn open_for_writing(path: &Path) -> anyhow::Result<Connection> {
     let p = path.display();
     if check_output_path(path)? {
-        check_existing_file(path).map_err(|problem| {
-            one_line(format!(
+        check_existing_file(path).map_err(|problem| match problem {
+            FileProblem::Newer { .. } => problem.for_reading(path),
+            _ => one_line(format!(
                 "refusing to write into {p}: it {}; choose another output path",
                 problem.what()
-            ))
+            )),
         })?;
     }
     let cannot = |e: rusqlite::Error| {

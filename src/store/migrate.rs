@@ -84,8 +84,7 @@ mod tests {
         ];
         migrate_with(&mut conn, 1, 3, &fake).unwrap();
         assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 3 });
-        conn.execute("SELECT notes_v2, notes_v3 FROM runs", [])
-            .unwrap();
+        conn.prepare("SELECT notes_v2, notes_v3 FROM runs").unwrap();
         let user_version: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .unwrap();

@@ -2,18 +2,24 @@
 //! collector at least once a second.
 //!
 //! Journal and sync settings, and why:
-//! - While recording, `journal_mode = WAL`: a commit appends to `FILE-wal` and never
-//!   rewrites the main file, so the main file is always a consistent snapshot and a
-//!   `kill -9` of framelab loses only the open (uncommitted) transaction. Readers such as
-//!   a live `framelab report` or `sqlite3` do not block the writer, nor it them.
+//! - While recording, `journal_mode = WAL`: a commit appends to `FILE-wal`; only
+//!   checkpoints write the main file. The file and its `-wal` together are consistent
+//!   at every instant, so a `kill -9` of framelab loses only the open (uncommitted)
+//!   transaction. Readers such as a live `framelab report` or `sqlite3` do not block the
+//!   writer, nor it them.
 //! - `synchronous = NORMAL`: a commit is a `write(2)` to the WAL with no `fsync`; data
 //!   handed to the kernel survives the death of the process, which is the failure this
 //!   file guards against. `fsync` happens only at checkpoints, which keep the file
 //!   uncorrupted across a power loss (the commits since the last checkpoint may be lost
 //!   then). FULL would add an fsync per commit: I/O stalls that perturb the very pipeline
 //!   being measured, for no gain against a process kill.
-//! - `wal_autocheckpoint` is raised from 4 MiB to 64 MiB: fewer, larger checkpoints (each
-//!   one fsyncs) while the WAL stays bounded.
+//! - Checkpoints (copying the WAL into the main file, with the fsyncs) run at most once a
+//!   second on a thread of their own (`checkpointer.rs`), never inside `spans()` or
+//!   `commit()`: the WAL stays around a second of recording and the caller never stalls.
+//! - `foreign_keys = OFF`: rusqlite's bundled SQLite enforces them by default, which
+//!   looks up `runs` for every span (measured: about a third of the insert cost). The
+//!   writer only ever inserts its own run id; the `REFERENCES` clauses stay as
+//!   documentation.
 //! - On `finish`, the WAL is checkpointed and the file switched back to
 //!   `journal_mode = DELETE`, so the `.framelab` file alone holds everything and opens on
 //!   read-only media.
@@ -23,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
+use super::checkpointer::Checkpointer;
 use super::codec::{self, u64_to_sql, META_COLUMNS};
 use super::file::{self, one_line, sqlite_failure};
 use crate::model::{CounterValue, EndReason, EventRecord, ProcessStats, RunMeta, Span, ThreadInfo};
@@ -31,8 +38,12 @@ use crate::model::{CounterValue, EndReason, EventRecord, ProcessStats, RunMeta, 
 /// (measured by benches/src/bin/store_bench.rs; gains flatten beyond this).
 const ROWS_PER_INSERT: usize = 64;
 
-/// WAL pages (4 KiB each) before SQLite checkpoints into the main file.
-const WAL_AUTOCHECKPOINT_PAGES: i64 = 16384;
+/// WAL pages (4 KiB each) before SQLite checkpoints inline, used only if the background
+/// checkpointer could not start.
+const FALLBACK_AUTOCHECKPOINT_PAGES: i64 = 16384;
+
+/// Attempts at the final checkpoint, 20 ms apart, when another connection is checkpointing.
+const CHECKPOINT_TRIES: usize = 50;
 
 /// The ids of one table's rows belonging to this run, so a reader can seek to them
 /// without an index on `run_id`.
@@ -120,7 +131,6 @@ pub struct RunWriter {
     sql: Statements,
     /// The latest metadata given; its `end_reason` decides whether a commit finalises.
     meta: RunMeta,
-    in_transaction: bool,
     stage_count: usize,
     counter_name_count: usize,
     event_name_count: usize,
@@ -131,6 +141,7 @@ pub struct RunWriter {
     counters: IdRange,
     events: IdRange,
     finished: bool,
+    checkpointer: Option<Checkpointer>,
 }
 
 /// Inserts `rows` as `width` integers each, `ROWS_PER_INSERT` rows per statement.
@@ -202,10 +213,15 @@ impl RunWriter {
                 path.display()
             )));
         }
-        conn.execute_batch(&format!(
-            "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES};"
-        ))
-        .map_err(fail)?;
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;")
+            .map_err(fail)?;
+        let checkpointer = Checkpointer::start(path).ok();
+        let autocheckpoint = match checkpointer {
+            Some(_) => 0,
+            None => FALLBACK_AUTOCHECKPOINT_PAGES,
+        };
+        conn.execute_batch(&format!("PRAGMA wal_autocheckpoint = {autocheckpoint}"))
+            .map_err(fail)?;
         conn.set_prepared_statement_cache_capacity(32);
         let mut stored_meta = meta.clone();
         stored_meta.id = run_id;
@@ -215,7 +231,6 @@ impl RunWriter {
             run_id,
             sql: Statements::new(run_id),
             meta: stored_meta,
-            in_transaction: false,
             stage_count: 0,
             counter_name_count: 0,
             event_name_count: 0,
@@ -225,6 +240,7 @@ impl RunWriter {
             counters: IdRange::default(),
             events: IdRange::default(),
             finished: false,
+            checkpointer,
         })
     }
 
@@ -242,13 +258,18 @@ impl RunWriter {
         sqlite_failure(&self.path, doing, &e)
     }
 
+    /// Asked of SQLite rather than tracked: after some failures (a full disk) SQLite
+    /// rolls the transaction back by itself.
+    fn in_transaction(&self) -> bool {
+        !self.conn.is_autocommit()
+    }
+
     /// Starts the transaction that the next `commit` ends, on the first write after one.
     fn begin(&mut self) -> anyhow::Result<()> {
-        if !self.in_transaction {
+        if !self.in_transaction() {
             self.conn
                 .execute_batch("BEGIN IMMEDIATE")
                 .map_err(|e| self.fail("write", e))?;
-            self.in_transaction = true;
         }
         Ok(())
     }
@@ -475,22 +496,34 @@ impl RunWriter {
     /// Call at least once a second. Once the metadata says the run ended, also folds
     /// the write-ahead log into the main file.
     pub fn commit(&mut self) -> anyhow::Result<()> {
-        if self.in_transaction {
+        if self.in_transaction() {
             self.save_ranges()?;
             self.conn
                 .execute_batch("COMMIT")
                 .map_err(|e| self.fail("commit to", e))?;
-            self.in_transaction = false;
+            if let Some(checkpointer) = &self.checkpointer {
+                checkpointer.nudge();
+            }
         }
         if self.meta.end_reason != EndReason::Unfinished {
+            // From now on every commit checkpoints inline; the background thread would
+            // only contend with it (two checkpoints cannot run at once).
+            self.stop_checkpointer();
             self.checkpoint()?;
         }
         Ok(())
     }
 
+    fn stop_checkpointer(&mut self) {
+        if let Some(mut checkpointer) = self.checkpointer.take() {
+            checkpointer.stop();
+        }
+    }
+
     /// Commits, folds the write-ahead log into the file and leaves WAL mode, so that the
     /// `.framelab` file alone holds the whole run. Call once, after the final `update_meta`.
     pub fn finish(mut self) -> anyhow::Result<()> {
+        self.stop_checkpointer();
         self.commit()?;
         self.checkpoint()?;
         // Leaving WAL mode needs no other connection open; a reader still attached keeps
@@ -504,20 +537,25 @@ impl RunWriter {
 
     /// Copies committed pages from the WAL into the main file and empties the WAL.
     fn checkpoint(&mut self) -> anyhow::Result<()> {
-        let (busy, log_pages, done_pages): (i64, i64, i64) = self
-            .conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
-            .map_err(|e| self.fail("checkpoint", e))?;
-        if busy != 0 || done_pages < log_pages {
-            let p = self.path.display();
-            return Err(one_line(format!(
-                "every record is saved, but {p}-wal could not be folded into {p} because \
-                 another process is reading it; keep both files together until it closes"
-            )));
+        // Readers are waited for by the busy handler; another connection's checkpoint
+        // (a second recording into the same file) is not, hence the retries.
+        for _ in 0..CHECKPOINT_TRIES {
+            let (busy, log_pages, done_pages): (i64, i64, i64) = self
+                .conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .map_err(|e| self.fail("checkpoint", e))?;
+            if busy == 0 && done_pages >= log_pages {
+                return Ok(());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        Ok(())
+        let p = self.path.display();
+        Err(one_line(format!(
+            "every record is saved, but {p}-wal could not be folded into {p} because \
+             another process is using it; keep both files together until it closes"
+        )))
     }
 
     /// Records where this run's rows are, inside the transaction being committed.
@@ -553,10 +591,12 @@ impl Drop for RunWriter {
     /// A writer dropped without `finish` (an early return on error) still commits what it
     /// was given: nothing handed to it is silently dropped.
     fn drop(&mut self) {
-        if !self.finished && self.in_transaction {
+        if !self.finished && self.in_transaction() {
             if let Err(e) = self.commit() {
                 eprintln!("framelab: the last records were not saved: {e}");
             }
         }
+        // Its connection closes first, so that closing ours (the last) folds the WAL in.
+        self.checkpointer = None;
     }
 }
