@@ -56,6 +56,7 @@ pub fn cpu_summary(processes: &[ProcessStats], window_ns: i64, work_units: u64) 
             .iter()
             .map(|p| p.peak_rss_bytes)
             .fold(0, u64::saturating_add),
+        collector_load_pct: None,
     }
 }
 

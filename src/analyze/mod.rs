@@ -114,6 +114,9 @@ pub struct CpuSummary {
     pub cores: f64,
     /// (user + sys) ÷ measured frames, when there are frames.
     pub cpu_per_frame_ns: Option<f64>,
+    /// framelab's own CPU over the window as a % of one core: what observing cost.
+    #[serde(default)]
+    pub collector_load_pct: Option<f64>,
     /// Sum of each process's peak: an upper bound of the peak of them all together.
     pub peak_rss_bytes: u64,
 }

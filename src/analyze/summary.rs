@@ -8,7 +8,7 @@ use super::late::{late_summary, stutter};
 use super::notes::{notes, NoteFacts};
 use super::stages::{pick_worst, stage_table, WORST_FRAMES};
 use super::stats::sort_ns;
-use super::{Analysis, Dist, StageRow, WindowSummary};
+use super::{Analysis, CpuSummary, Dist, StageRow, WindowSummary};
 use crate::model::{Run, RunMeta};
 
 /// The frame budget: `--budget`, else 1/fps rounded to the nanosecond; `None` when neither
@@ -122,7 +122,11 @@ pub fn analyze(run: &Run) -> Analysis {
         fps,
         stutter,
         processes: process_rows(&run.processes),
-        cpu: cpu_summary(&run.processes, window.length_ns(), frame_count),
+        cpu: CpuSummary {
+            collector_load_pct: (run.meta.collector_cpu_ns > 0 && window.length_ns() > 0)
+                .then(|| run.meta.collector_cpu_ns as f64 / window.length_ns() as f64 * 100.0),
+            ..cpu_summary(&run.processes, window.length_ns(), frame_count)
+        },
         worst_frames: table.worst,
         notes: notes(meta, &window, &facts),
     }

@@ -192,6 +192,9 @@ fn cpu(a: &Analysis) -> Option<String> {
     if let Some(per_frame) = c.cpu_per_frame_ns {
         s.push_str(&format!(" · {} µs per frame", us(per_frame)));
     }
+    if let Some(observer) = c.collector_load_pct {
+        s.push_str(&format!(" · framelab itself {observer:.1}%"));
+    }
     Some(s)
 }
 

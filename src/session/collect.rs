@@ -44,6 +44,8 @@ pub struct Collector {
     frames_seen: u64,
     last_scan: Option<Instant>,
     window_closed: bool,
+    /// framelab's own CPU when the window opened.
+    own_cpu_at_start_ns: i64,
     /// Ring problems worth a line on stderr, said once each.
     warnings: HashSet<String>,
 }
@@ -77,6 +79,7 @@ impl Collector {
             frames_seen: 0,
             last_scan: None,
             window_closed: false,
+            own_cpu_at_start_ns: 0,
             warnings: HashSet::new(),
         }
     }
@@ -101,6 +104,7 @@ impl Collector {
         self.meta.window_start_ns = self.meta.window_start_ns.min(now);
         self.accounting
             .start_window(now, command_pid, self.meta.window_start_ns == 0);
+        self.own_cpu_at_start_ns = own_cpu_ns();
     }
 
     pub fn close_window(&mut self, command_pid: u32, reason: EndReason) {
@@ -109,6 +113,7 @@ impl Collector {
         self.meta.end_reason = reason;
         self.window_closed = true;
         self.accounting.end_window(now, command_pid);
+        self.meta.collector_cpu_ns = own_cpu_ns() - self.own_cpu_at_start_ns;
     }
 
     pub fn set_exit(&mut self, exit: ExitInfo) {
@@ -396,6 +401,15 @@ impl Collector {
         self.writer.stop()?.finish()?;
         Ok((run_id, self.meta))
     }
+}
+
+/// CPU framelab has used so far, all threads (the writer's too), user + sys.
+fn own_cpu_ns() -> i64 {
+    // SAFETY: getrusage with a valid out-pointer.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let ns = |tv: libc::timeval| tv.tv_sec * 1_000_000_000 + tv.tv_usec * 1_000;
+    ns(usage.ru_utime) + ns(usage.ru_stime)
 }
 
 fn process_alive(pid: u32) -> bool {

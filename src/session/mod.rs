@@ -172,8 +172,9 @@ fn supervise(
 ) -> Result<()> {
     // Draining wakes up between these, sooner the fuller the rings were at the last drain.
     const MIN_TICK: Duration = Duration::from_millis(1);
-    const MAX_TICK: Duration = Duration::from_millis(10);
-    const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+    const MAX_TICK: Duration = Duration::from_millis(20);
+    // The window's edges are read exactly; between them sampling only finds new processes.
+    const SAMPLE_EVERY: Duration = Duration::from_millis(500);
     const COMMIT_EVERY: Duration = Duration::from_millis(500);
     let mut progress = progress::Progress::new(opts.progress);
     let mut window_open = false;

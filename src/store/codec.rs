@@ -54,7 +54,7 @@ pub fn role_from_name(name: &str) -> Option<ProcessRole> {
 }
 
 /// The `runs` columns that hold `RunMeta`, in the order of `meta_values`.
-pub const META_COLUMNS: [&str; 23] = [
+pub const META_COLUMNS: [&str; 26] = [
     "name",
     "command_json",
     "started_at",
@@ -78,6 +78,9 @@ pub const META_COLUMNS: [&str; 23] = [
     "dropped_events",
     "invalid_records",
     "names_refused",
+    "warmup_ns",
+    "duration_ns",
+    "collector_cpu_ns",
 ];
 
 /// `meta` as the values of `META_COLUMNS`. `exit_crashed` is NULL exactly when the
@@ -110,6 +113,9 @@ pub fn meta_values(meta: &RunMeta) -> Vec<Value> {
         Value::Integer(u64_to_sql(meta.dropped_events)),
         Value::Integer(u64_to_sql(meta.invalid_records)),
         Value::Integer(u64_to_sql(meta.names_refused)),
+        Value::Integer(meta.warmup_ns),
+        opt_int(meta.duration_ns),
+        Value::Integer(meta.collector_cpu_ns),
     ]
 }
 
@@ -230,5 +236,8 @@ pub fn meta_from_row(row: &Row<'_>) -> anyhow::Result<RunMeta> {
         dropped_events: u64_from_sql(c.int(21)?),
         invalid_records: u64_from_sql(c.int(22)?),
         names_refused: u64_from_sql(c.int(23)?),
+        warmup_ns: c.int(24)?,
+        duration_ns: c.opt_int(25)?,
+        collector_cpu_ns: c.int(26)?,
     })
 }

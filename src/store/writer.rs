@@ -36,7 +36,7 @@ use crate::model::{CounterValue, EndReason, EventRecord, ProcessStats, RunMeta, 
 
 /// Rows per multi-row INSERT: amortises statement execution over many rows
 /// (measured by benches/src/bin/store_bench.rs; gains flatten beyond this).
-const ROWS_PER_INSERT: usize = 64;
+const ROWS_PER_INSERT: usize = 256;
 
 /// WAL pages (4 KiB each) before SQLite checkpoints inline, used only if the background
 /// checkpointer could not start.
@@ -213,8 +213,11 @@ impl RunWriter {
                 path.display()
             )));
         }
-        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;")
-            .map_err(fail)?;
+        // temp_store: the statement journal of multi-row inserts stays in memory.
+        conn.execute_batch(
+            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;",
+        )
+        .map_err(fail)?;
         let checkpointer = Checkpointer::start(path).ok();
         let autocheckpoint = match checkpointer {
             Some(_) => 0,
