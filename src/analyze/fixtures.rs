@@ -63,7 +63,7 @@ pub fn reference_run() -> Run {
                 hostname: "bench1".into(),
                 cpu_model: "Test CPU".into(),
                 cores: 2,
-                kernel: "Linux 6.18".into(),
+                kernel: "6.18".into(),
                 clocksource: "tsc".into(),
             },
             clock: "tsc".into(),
@@ -73,6 +73,9 @@ pub fn reference_run() -> Run {
             window_start_ns: 20 * MS,
             window_end_ns: 100 * MS,
             frames_hint: None,
+            warmup_ns: 20 * MS,
+            duration_ns: Some(100 * MS),
+            collector_cpu_ns: 2 * MS,
             end_reason: EndReason::Duration,
             exit: Some(ExitInfo {
                 code: None,

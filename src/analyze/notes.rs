@@ -242,6 +242,7 @@ mod tests {
             dropped_events: 1234,
             invalid_records: 1,
             names_refused: 2,
+            duration_ns: Some(20_000_000_000),
             ..RunMeta::default()
         };
         let f = NoteFacts {
@@ -250,10 +251,8 @@ mod tests {
         };
         let n = notes(&meta, &window(0, 12_340_000_000), &f);
         assert_eq!(n[0], "The command exited with code 3.");
-        assert!(n[1].contains("command exited, 12.34 s"));
-        assert!(
-            n[2].starts_with("1234 events were dropped") && n[2].contains("FRAMELAB_RING_RECORDS")
-        );
+        assert!(n[1].contains("exited 12.34 s after launch, before the --duration of 20.00 s"));
+        assert!(n[2].starts_with("1234 events were dropped") && n[2].contains("--ring-records"));
         assert!(n[3].starts_with("1 invalid record was skipped"));
         assert!(n[4].starts_with("2 names were refused"));
         assert!(n[5].starts_with("4 spans with a negative duration"));

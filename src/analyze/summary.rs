@@ -287,7 +287,7 @@ mod tests {
         );
         assert!(joined.contains("not finalised"), "{joined}");
         assert!(joined.contains("42 events were dropped"), "{joined}");
-        assert!(joined.contains("FRAMELAB_RING_RECORDS"), "{joined}");
+        assert!(joined.contains("--ring-records"), "{joined}");
         assert!(joined.contains("1 invalid record was skipped"), "{joined}");
         assert!(
             joined.contains("1 span with a negative duration"),
@@ -308,8 +308,8 @@ mod tests {
         assert!(close(a.cpu.cpu_per_frame_ns.unwrap(), 7e6));
         assert!(a.stages.is_empty() && a.fps.is_none() && a.late.is_none());
         assert!(a.total.is_none() && a.worst_frames.is_empty());
-        assert_eq!(a.notes.len(), 1, "{:?}", a.notes);
-        assert!(a.notes[0].contains("command exited"));
+        // It ran to completion with no --duration asked: nothing to say.
+        assert!(a.notes.is_empty(), "{:?}", a.notes);
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub fn finished_meta(name: &str) -> RunMeta {
         window_start_ns: 5_000_000_000,
         window_end_ns: 30_000_000_000,
         frames_hint: Some(u64::MAX - 1),
+        warmup_ns: 5_000_000_000,
+        duration_ns: Some(30_000_000_000),
+        collector_cpu_ns: 123_000_000,
         end_reason: EndReason::Duration,
         exit: Some(ExitInfo {
             code: None,
