@@ -19,8 +19,6 @@ use crate::model::{EndReason, ExitInfo, RunMeta};
 use crate::store::RunWriter;
 use framelab_probe::wire;
 
-pub use launch::signal_name;
-
 /// Everything `framelab run` takes.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
