@@ -5,9 +5,7 @@
 //! - `file`: opening files for reading or writing, one-line errors for bad files;
 //! - `codec`: Rust values ↔ columns;
 //! - `writer` / `reader`: recording a run as it goes, loading it back;
-//! - `checkpointer`: folding the write-ahead log in without stalling the recording.
 
-mod checkpointer;
 mod codec;
 mod file;
 mod migrate;

@@ -2,48 +2,38 @@
 //! collector at least once a second.
 //!
 //! Journal and sync settings, and why:
-//! - While recording, `journal_mode = WAL`: a commit appends to `FILE-wal`; only
-//!   checkpoints write the main file. The file and its `-wal` together are consistent
-//!   at every instant, so a `kill -9` of framelab loses only the open (uncommitted)
-//!   transaction. Readers such as a live `framelab report` or `sqlite3` do not block the
-//!   writer, nor it them.
-//! - `synchronous = NORMAL`: a commit is a `write(2)` to the WAL with no `fsync`; data
-//!   handed to the kernel survives the death of the process, which is the failure this
-//!   file guards against. `fsync` happens only at checkpoints, which keep the file
-//!   uncorrupted across a power loss (the commits since the last checkpoint may be lost
-//!   then). FULL would add an fsync per commit: I/O stalls that perturb the very pipeline
-//!   being measured, for no gain against a process kill.
-//! - Checkpoints (copying the WAL into the main file, with the fsyncs) run at most once a
-//!   second on a thread of their own (`checkpointer.rs`), never inside `spans()` or
-//!   `commit()`: the WAL stays around a second of recording and the caller never stalls.
+//! - While recording, `journal_mode = TRUNCATE` (a rollback journal): a commit writes the
+//!   new pages straight into the main file, and only the few pages it changes (the last
+//!   leaf and its parents) go to the journal first. Recording appends, so each page is
+//!   written once. Write-ahead logging writes every page twice (log, then checkpoint) and
+//!   measured about 30% more of the collector's CPU (BENCHMARKS.md). The main file holds
+//!   every commit the moment it returns, so a copy of the `.framelab` file alone is always
+//!   a complete run up to the last commit, and a `kill -9` of framelab loses only the open
+//!   transaction (a hot journal left behind is rolled back by the next open).
+//! - `synchronous = NORMAL`: the journal is synced before the main file is overwritten, so
+//!   the file also survives a power loss uncorrupted; these syncs happen on the writer's
+//!   own thread (the collector's drain never waits for them).
+//! - Readers (a live `framelab report`, `sqlite3`) read the last commit; a commit waits
+//!   for them through the busy handler.
 //! - `foreign_keys = OFF`: rusqlite's bundled SQLite enforces them by default, which
 //!   looks up `runs` for every span (measured: about a third of the insert cost). The
 //!   writer only ever inserts its own run id; the `REFERENCES` clauses stay as
 //!   documentation.
-//! - On `finish`, the WAL is checkpointed and the file switched back to
-//!   `journal_mode = DELETE`, so the `.framelab` file alone holds everything and opens on
-//!   read-only media.
+//! - On `finish`, the file is switched to `journal_mode = DELETE`, so no journal file
+//!   stays beside it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-use super::checkpointer::Checkpointer;
 use super::codec::{self, u64_to_sql, META_COLUMNS};
 use super::file::{self, one_line, sqlite_failure};
-use crate::model::{CounterValue, EndReason, EventRecord, ProcessStats, RunMeta, Span, ThreadInfo};
+use crate::model::{CounterValue, EventRecord, ProcessStats, RunMeta, Span, ThreadInfo};
 
 /// Rows per multi-row INSERT: amortises statement execution over many rows
 /// (measured by benches/src/bin/store_bench.rs; gains flatten beyond this).
 const ROWS_PER_INSERT: usize = 256;
-
-/// WAL pages (4 KiB each) before SQLite checkpoints inline, used only if the background
-/// checkpointer could not start.
-const FALLBACK_AUTOCHECKPOINT_PAGES: i64 = 16384;
-
-/// Attempts at the final checkpoint, 20 ms apart, when another connection is checkpointing.
-const CHECKPOINT_TRIES: usize = 50;
 
 /// The ids of one table's rows belonging to this run, so a reader can seek to them
 /// without an index on `run_id`.
@@ -141,7 +131,6 @@ pub struct RunWriter {
     counters: IdRange,
     events: IdRange,
     finished: bool,
-    checkpointer: Option<Checkpointer>,
 }
 
 /// Inserts `rows` as `width` integers each, `ROWS_PER_INSERT` rows per statement.
@@ -193,8 +182,6 @@ impl RunWriter {
     pub fn create(path: &Path, meta: &RunMeta) -> anyhow::Result<RunWriter> {
         let conn = file::open_for_writing(path)?;
         let fail = |e: rusqlite::Error| sqlite_failure(path, "write", &e);
-        // The run row goes to the main file before WAL mode: a copy of the file alone
-        // always shows the run, even mid-recording.
         let columns = META_COLUMNS.join(", ");
         let placeholders = vec!["?"; META_COLUMNS.len()].join(", ");
         conn.execute(
@@ -203,28 +190,12 @@ impl RunWriter {
         )
         .map_err(fail)?;
         let run_id = conn.last_insert_rowid();
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(fail)?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(one_line(format!(
-                "cannot record into {}: its file system does not support SQLite's write-ahead \
-                 log (journal mode stayed {mode}); write the run file to a local disk",
-                path.display()
-            )));
-        }
         // temp_store: the statement journal of multi-row inserts stays in memory.
         conn.execute_batch(
-            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;",
+            "PRAGMA journal_mode = TRUNCATE; PRAGMA synchronous = NORMAL; \
+             PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;",
         )
         .map_err(fail)?;
-        let checkpointer = Checkpointer::start(path).ok();
-        let autocheckpoint = match checkpointer {
-            Some(_) => 0,
-            None => FALLBACK_AUTOCHECKPOINT_PAGES,
-        };
-        conn.execute_batch(&format!("PRAGMA wal_autocheckpoint = {autocheckpoint}"))
-            .map_err(fail)?;
         conn.set_prepared_statement_cache_capacity(32);
         let mut stored_meta = meta.clone();
         stored_meta.id = run_id;
@@ -243,7 +214,6 @@ impl RunWriter {
             counters: IdRange::default(),
             events: IdRange::default(),
             finished: false,
-            checkpointer,
         })
     }
 
@@ -496,69 +466,28 @@ impl RunWriter {
     }
 
     /// Makes everything written so far durable against a kill of this process.
-    /// Call at least once a second. Once the metadata says the run ended, also folds
-    /// the write-ahead log into the main file.
+    /// Call at least once a second.
     pub fn commit(&mut self) -> anyhow::Result<()> {
         if self.in_transaction() {
             self.save_ranges()?;
             self.conn
                 .execute_batch("COMMIT")
                 .map_err(|e| self.fail("commit to", e))?;
-            if let Some(checkpointer) = &self.checkpointer {
-                checkpointer.nudge();
-            }
-        }
-        if self.meta.end_reason != EndReason::Unfinished {
-            // From now on every commit checkpoints inline; the background thread would
-            // only contend with it (two checkpoints cannot run at once).
-            self.stop_checkpointer();
-            self.checkpoint()?;
         }
         Ok(())
     }
 
-    fn stop_checkpointer(&mut self) {
-        if let Some(mut checkpointer) = self.checkpointer.take() {
-            checkpointer.stop();
-        }
-    }
-
-    /// Commits, folds the write-ahead log into the file and leaves WAL mode, so that the
-    /// `.framelab` file alone holds the whole run. Call once, after the final `update_meta`.
+    /// Commits and removes the journal file, so the `.framelab` file stands alone.
+    /// Call once, after the final `update_meta`.
     pub fn finish(mut self) -> anyhow::Result<()> {
-        self.stop_checkpointer();
         self.commit()?;
-        self.checkpoint()?;
-        // Leaving WAL mode needs no other connection open; a reader still attached keeps
-        // the file in WAL mode, harmlessly: the checkpoint above already emptied the log.
+        // A reader still attached can keep the mode from changing, harmlessly: the empty
+        // journal file then stays until the next writer opens the file.
         let _ = self
             .conn
             .query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()));
         self.finished = true;
         Ok(())
-    }
-
-    /// Copies committed pages from the WAL into the main file and empties the WAL.
-    fn checkpoint(&mut self) -> anyhow::Result<()> {
-        // Readers are waited for by the busy handler; another connection's checkpoint
-        // (a second recording into the same file) is not, hence the retries.
-        for _ in 0..CHECKPOINT_TRIES {
-            let (busy, log_pages, done_pages): (i64, i64, i64) = self
-                .conn
-                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })
-                .map_err(|e| self.fail("checkpoint", e))?;
-            if busy == 0 && done_pages >= log_pages {
-                return Ok(());
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let p = self.path.display();
-        Err(one_line(format!(
-            "every record is saved, but {p}-wal could not be folded into {p} because \
-             another process is using it; keep both files together until it closes"
-        )))
     }
 
     /// Records where this run's rows are, inside the transaction being committed.
@@ -599,7 +528,5 @@ impl Drop for RunWriter {
                 eprintln!("framelab: the last records were not saved: {e}");
             }
         }
-        // Its connection closes first, so that closing ours (the last) folds the WAL in.
-        self.checkpointer = None;
     }
 }
