@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use framelab::demo::PacerKind;
 use framelab::report::Format;
 use framelab::units::{parse_count, parse_duration, parse_fps};
 
@@ -110,6 +111,9 @@ pub struct DemoArgs {
     pub output: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// How frames wait for their slot: one absolute sleep, or sleep then spin (stage `pace` shows the error)
+    #[arg(long, value_enum, default_value = "hybrid")]
+    pub pacer: PacerKind,
 }
 
 #[derive(Args, Debug)]
@@ -120,4 +124,6 @@ pub struct PipelineArgs {
     pub depth: u32,
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    #[arg(long, value_enum, default_value = "hybrid")]
+    pub pacer: PacerKind,
 }

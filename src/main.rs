@@ -69,11 +69,17 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                     args.fps.to_string(),
                     "--depth".into(),
                     args.depth.to_string(),
+                    "--pacer".into(),
+                    args.pacer.name().into(),
                 ],
                 fps: Some(args.fps),
                 warmup: args.warmup,
                 duration: Some(args.duration),
-                name: Some(format!("demo (depth {})", args.depth)),
+                name: Some(format!(
+                    "demo (depth {}, {} pacer)",
+                    args.depth,
+                    args.pacer.name()
+                )),
                 output: args.output,
                 grace: std::time::Duration::from_secs(2),
                 progress: std::io::stderr().is_terminal(),
@@ -82,6 +88,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             demo::DemoOptions {
                 fps: args.fps,
                 depth: args.depth,
+                pacer: args.pacer,
                 ..Default::default()
             }
             .validate()?;
@@ -92,6 +99,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 fps: args.fps,
                 depth: args.depth,
                 duration: args.duration,
+                pacer: args.pacer,
                 ..Default::default()
             };
             demo::run_pipeline(&opts)?;
