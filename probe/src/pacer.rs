@@ -125,9 +125,12 @@ impl fmt::Display for InvalidRate {
 impl std::error::Error for InvalidRate {}
 
 /// The spin window: how long before a deadline the hybrid wait stops sleeping and starts
-/// spinning. It is the recent sleep overshoot (a maximum that decays by 1/32 per sleep, so a
-/// spike is forgotten after about a hundred frames) plus a margin, capped so a pathological
-/// wake-up cannot make the pacer spin for most of a frame.
+/// spinning. It is an estimate of the recent sleep overshoot plus a margin. The estimate is a
+/// decaying maximum: it loses 1/32 a sleep (a raised estimate halves in about 22 frames) and
+/// takes any larger overshoot, but grows at most twofold per sleep, so one stray wake-up (a
+/// preemption) does not make the pacer spin for the next hundred frames while an overshoot
+/// that recurs is reached within a few. The window is capped at a tenth of the period (and
+/// 1 ms): spinning never costs more than about 10% of a core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpinWindow {
     estimate_ns: u64,
@@ -144,12 +147,12 @@ impl SpinWindow {
     /// The estimate loses estimate >> DECAY_SHIFT at each observation.
     pub const DECAY_SHIFT: u32 = 5;
 
-    /// A window for frames `period_ns` apart: at most a quarter of the period, and at most
+    /// A window for frames `period_ns` apart: at most a tenth of the period, and at most
     /// [`Self::MAX_NS`].
     pub fn for_period(period_ns: u64) -> SpinWindow {
         SpinWindow {
             estimate_ns: Self::INITIAL_ESTIMATE_NS,
-            max_ns: (period_ns / 4).min(Self::MAX_NS),
+            max_ns: (period_ns / 10).min(Self::MAX_NS),
         }
     }
 
@@ -166,7 +169,10 @@ impl SpinWindow {
     /// Feeds how late one sleep woke up after the time it was asked for.
     pub fn observe(&mut self, overshoot_ns: u64) {
         let decayed = self.estimate_ns - (self.estimate_ns >> Self::DECAY_SHIFT);
-        self.estimate_ns = overshoot_ns.min(self.max_ns).max(decayed);
+        let grown = overshoot_ns
+            .min(self.estimate_ns.max(1).saturating_mul(2))
+            .min(self.max_ns);
+        self.estimate_ns = grown.max(decayed);
     }
 }
 

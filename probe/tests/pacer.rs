@@ -255,39 +255,55 @@ fn reanchor_restarts_the_grid_at_the_late_frame() {
 
 #[test]
 fn the_spin_window_follows_the_overshoot_it_observes() {
-    // By hand: estimate e, window min(e + 10 µs, cap); each sleep e ← max(o, e − e/32).
-    let mut w = SpinWindow::for_period(10 * MS); // cap min(1 ms, 2.5 ms) = 1 ms
+    // By hand: estimate e, window min(e + 10 µs, cap); each sleep
+    // e ← max(min(o, 2e, cap), e − e/32).
+    let mut w = SpinWindow::for_period(20 * MS); // cap min(1 ms, 2 ms) = 1 ms
     assert_eq!(w.window_ns(), 70 * US);
-    w.observe(200 * US); // a larger overshoot is taken at once
-    assert_eq!(w.estimate_ns(), 200 * US);
-    assert_eq!(w.window_ns(), 210 * US);
-    w.observe(0); // then forgotten slowly: 200 − 6.25 µs
-    assert_eq!(w.estimate_ns(), 193_750);
-    w.observe(0); // 193750 − 6054 (193750 >> 5)
+    w.observe(100 * US); // a larger overshoot within twice the estimate is taken at once
+    assert_eq!(w.estimate_ns(), 100 * US);
+    assert_eq!(w.window_ns(), 110 * US);
+    w.observe(0); // then forgotten slowly: 100 − 3.125 µs
+    assert_eq!(w.estimate_ns(), 96_875);
+    w.observe(0); // 96875 − 3027 (96875 >> 5)
+    assert_eq!(w.estimate_ns(), 93_848);
+    // One stray 5 ms wake-up only doubles it; recurring ones reach the cap.
+    w.observe(5 * MS);
     assert_eq!(w.estimate_ns(), 187_696);
-    w.observe(5 * MS); // a pathological wake-up is capped
+    w.observe(5 * MS);
+    w.observe(5 * MS);
+    assert_eq!(w.estimate_ns(), 750_784);
+    w.observe(5 * MS);
     assert_eq!(w.estimate_ns(), MS);
     assert_eq!(w.window_ns(), MS);
-    // Short periods cap the window at a quarter of the period.
-    assert_eq!(SpinWindow::for_period(200 * US).window_ns(), 50 * US);
+    // Short periods cap the window at a tenth of the period: 20 µs at 5 kHz.
+    assert_eq!(SpinWindow::for_period(200 * US).window_ns(), 20 * US);
+    // 175 fps: 571 µs.
+    assert_eq!(SpinWindow::for_period(5_714_285).window_ns(), 70 * US);
+    let mut w = SpinWindow::for_period(5_714_285);
+    for _ in 0..10 {
+        w.observe(5 * MS);
+    }
+    assert_eq!(w.window_ns(), 571_428);
 }
 
 #[test]
 fn the_pacer_learns_a_larger_overshoot_and_then_a_smaller_one() {
-    // Sleeps overshoot by 150 µs for 20 frames: the first is late (window 70 µs), after it
-    // the window is 160 µs and every frame is on time with 10 µs of spin.
+    // Sleeps overshoot by 150 µs. Frame 1: window 70 µs → 80 µs late; the estimate doubles
+    // to 120 µs. Frame 2: window 130 µs → 20 µs late; estimate 150 µs. From frame 3 the window
+    // is 160 µs and every frame is on time after 10 µs of spin.
     let mut p = pacer(100.0, LatePolicy::CatchUp, 150 * US);
     p.wait(0);
-    p.clock_mut().work(MS);
-    let first = p.wait(1);
-    assert_eq!(first.late_ns, 80 * US);
-    for n in 2..=20 {
+    let mut late = Vec::new();
+    for n in 1..=20 {
         let spins_before = p.clock().spins;
         p.clock_mut().work(MS);
-        let w = p.wait(n);
-        assert_eq!(w.late_ns, 0, "frame {n}");
-        assert_eq!(p.clock().spins - spins_before, 10 * US, "frame {n}");
+        late.push(p.wait(n).late_ns);
+        if n >= 3 {
+            assert_eq!(p.clock().spins - spins_before, 10 * US, "frame {n}");
+        }
     }
+    assert_eq!(late[..3], [80 * US, 20 * US, 0]);
+    assert!(late[3..].iter().all(|&l| l == 0), "{late:?}");
     assert_eq!(p.spin_window_ns(), 160 * US);
     // Then sleeps become precise (5 µs): the window shrinks frame by frame toward 15 µs.
     p.clock_mut().default_overshoot = 5 * US;
