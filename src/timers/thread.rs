@@ -61,31 +61,30 @@ pub fn configure(slack: Slack, sched: Sched) -> Result<(), String> {
         ));
     }
     if sched == Sched::Fifo {
-        set_fifo()?;
+        set_fifo().map_err(|e| format!("SCHED_FIFO: {e}"))?;
     }
     Ok(())
 }
 
-fn set_fifo() -> Result<(), String> {
+fn set_fifo() -> std::io::Result<()> {
     let param = libc::sched_param {
         sched_priority: FIFO_PRIORITY,
     };
     // SAFETY: the calling thread's own handle and a valid parameter.
     let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
-    if rc != 0 {
-        return Err(format!(
-            "SCHED_FIFO: {}",
-            std::io::Error::from_raw_os_error(rc)
-        ));
+    match rc {
+        0 => Ok(()),
+        _ => Err(std::io::Error::from_raw_os_error(rc)),
     }
-    Ok(())
 }
 
 /// Whether this process may use SCHED_FIFO, tried on a scratch thread; the error says why not.
 pub fn fifo_permitted() -> Result<(), String> {
-    std::thread::spawn(set_fifo)
-        .join()
-        .unwrap_or_else(|_| Err("SCHED_FIFO check failed".into()))
+    match std::thread::spawn(set_fifo).join() {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("the check's thread panicked".into()),
+    }
 }
 
 /// The calling thread's timer slack, ns.
