@@ -26,7 +26,11 @@ enum Variant {
     Nanosleep,
 }
 
-const VARIANTS: [Variant; 3] = [Variant::PacerHybrid, Variant::PacerSleep, Variant::Nanosleep];
+const VARIANTS: [Variant; 3] = [
+    Variant::PacerHybrid,
+    Variant::PacerSleep,
+    Variant::Nanosleep,
+];
 
 impl Variant {
     fn label(self) -> &'static str {
