@@ -12,7 +12,10 @@
 //! ratio of p99 lateness, nanosleep ÷ pacer hybrid, pooled over all rounds and per round.
 //!
 //!     cargo build --release -p framelab-benches --bin pacer_bench
-//!     target/release/pacer_bench [--fps 175] [--rounds 5] [--seconds 4]
+//!     target/release/pacer_bench [--fps 175] [--rounds 5] [--seconds 4] [--fifo]
+//!
+//! `--fifo` runs every block's thread as SCHED_FIFO priority 1 (root or CAP_SYS_NICE): how
+//! much of the tail is the scheduler's rather than the timer's.
 
 use framelab::analyze::stats::percentile_sorted;
 use framelab_benches::arg;
@@ -59,8 +62,24 @@ fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn run_block(variant: Variant, fps: f64, frames: u64) -> Block {
+fn set_fifo() {
+    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: this thread's own handle and a valid parameter.
+    let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+    if rc != 0 {
+        eprintln!(
+            "pacer_bench: --fifo: {}",
+            std::io::Error::from_raw_os_error(rc)
+        );
+        std::process::exit(2);
+    }
+}
+
+fn run_block(variant: Variant, fps: f64, frames: u64, fifo: bool) -> Block {
     std::thread::spawn(move || {
+        if fifo {
+            set_fifo();
+        }
         let mut lateness_ns = Vec::with_capacity(frames as usize);
         let (cpu0, wall0) = (thread_cpu_ns(), monotonic_ns());
         match variant {
@@ -136,14 +155,16 @@ fn main() {
     let rounds: usize = arg(&args, "--rounds", 5);
     let seconds: f64 = arg(&args, "--seconds", 4.0);
     let frames = (fps * seconds).round().max(1.0) as u64;
+    let fifo = args.iter().any(|a| a == "--fifo");
     // SAFETY: reads this thread's timer slack.
     let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
     println!(
         "pacer_bench: {fps} fps, {rounds} rounds × {} variants × {frames} frames ({seconds} s), \
-         default timer slack {} µs, {} cores",
+         default timer slack {} µs, {} cores, {}",
         VARIANTS.len(),
         slack as f64 / 1e3,
-        std::thread::available_parallelism().map_or(0, |n| n.get())
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        if fifo { "SCHED_FIFO 1" } else { "SCHED_OTHER" }
     );
 
     let mut pooled: Vec<(Vec<i64>, u64, u64)> = vec![(Vec::new(), 0, 0); VARIANTS.len()];
@@ -151,7 +172,7 @@ fn main() {
     for round in 0..rounds {
         for k in 0..VARIANTS.len() {
             let v = (round + k) % VARIANTS.len(); // rotate which variant goes first
-            let mut block = run_block(VARIANTS[v], fps, frames);
+            let mut block = run_block(VARIANTS[v], fps, frames, fifo);
             let s = stats(&mut block.lateness_ns, block.cpu_ns, block.wall_ns);
             round_p99[v].push(s.p99_us);
             let p = &mut pooled[v];
