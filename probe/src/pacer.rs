@@ -126,10 +126,11 @@ impl std::error::Error for InvalidRate {}
 
 /// The spin window: how long before a deadline the hybrid wait stops sleeping and starts
 /// spinning. It is an estimate of the recent sleep overshoot plus a margin. The estimate is a
-/// decaying maximum: it loses 1/32 a sleep (a raised estimate halves in about 22 frames) and
-/// takes any larger overshoot, but grows at most twofold per sleep, so one stray wake-up (a
-/// preemption) does not make the pacer spin for the next hundred frames while an overshoot
-/// that recurs is reached within a few. The window is capped at a tenth of the period (and
+/// decaying maximum: it loses 1/128 a sleep (a raised estimate halves in about 88 frames, half
+/// a second at 175 fps, so it sits near the largest overshoot of the last hundred or so: a p99)
+/// and takes any larger overshoot, but grows at most twofold per sleep, so one stray wake-up
+/// (a preemption) does not make the pacer spin for the next second while an overshoot that
+/// recurs is reached within a few. The window is capped at a tenth of the period (and
 /// 1 ms): spinning never costs more than about 10% of a core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpinWindow {
@@ -141,11 +142,11 @@ impl SpinWindow {
     /// Before any sleep was observed: about what the default 50 µs timer slack costs.
     pub const INITIAL_ESTIMATE_NS: u64 = 60_000;
     /// Covers the wake-ups a little later than any seen recently.
-    pub const MARGIN_NS: u64 = 10_000;
+    pub const MARGIN_NS: u64 = 20_000;
     /// The most a window may be, whatever the period.
     pub const MAX_NS: u64 = 1_000_000;
     /// The estimate loses estimate >> DECAY_SHIFT at each observation.
-    pub const DECAY_SHIFT: u32 = 5;
+    pub const DECAY_SHIFT: u32 = 7;
 
     /// A window for frames `period_ns` apart: at most a tenth of the period, and at most
     /// [`Self::MAX_NS`].
