@@ -152,7 +152,7 @@ fn an_early_wake_up_sleeps_again_and_never_returns_before_the_deadline() {
     // The overshoot learned is that of the sleep that completed: 5 µs, below the estimate.
     assert_eq!(
         spin.estimate_ns(),
-        60 * US - (60 * US >> SpinWindow::DECAY_SHIFT)
+        60 * US - ((60 * US) >> SpinWindow::DECAY_SHIFT)
     );
 }
 

@@ -178,6 +178,8 @@ impl Waiter {
                 unsafe { libc::epoll_wait(fd.0, &mut event, 1, timeout_ms) };
             }
             Waiter::Condvar(mutex, condvar) => {
+                // Shared: a timed wait needs a guard of a lock others could take.
+                let (mutex, condvar) = (&*mutex, &*condvar);
                 // Nobody notifies: only the timeout ends the wait. A poisoned lock cannot
                 // happen (no code panics while holding it); treat it as a finished wait.
                 if let Ok(guard) = mutex.lock() {
