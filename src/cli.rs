@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use framelab::demo::PacerKind;
 use framelab::report::Format;
+use framelab::timers::{self, parse_positive_duration};
 use framelab::units::{parse_count, parse_duration, parse_fps};
 
 #[derive(Parser, Debug)]
@@ -26,6 +28,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Run the built-in instrumented pipeline (capture → convert → encode → packetize → send) and report it
     Demo(DemoArgs),
+    /// Measure how precisely this machine waits: lateness and CPU of each wait mechanism, per interval
+    Timers(TimersArgs),
     /// The demo's pipeline itself, as launched by `framelab demo`
     #[command(hide = true)]
     DemoPipeline(PipelineArgs),
@@ -110,6 +114,9 @@ pub struct DemoArgs {
     pub output: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// How frames wait for their slot: one absolute sleep, or sleep then spin (stage `pace` shows the error)
+    #[arg(long, value_enum, default_value = "hybrid")]
+    pub pacer: PacerKind,
 }
 
 #[derive(Args, Debug)]
@@ -120,4 +127,27 @@ pub struct PipelineArgs {
     pub depth: u32,
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    #[arg(long, value_enum, default_value = "hybrid")]
+    pub pacer: PacerKind,
+}
+
+#[derive(Args, Debug)]
+pub struct TimersArgs {
+    /// Measuring time of each cell (one strategy, slack and scheduling class at one interval)
+    #[arg(long, value_parser = parse_positive_duration, default_value = timers::DEFAULT_DURATION)]
+    pub duration: Duration,
+    /// Intervals to wait, comma-separated (5714us is 175 fps)
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_parser = parse_positive_duration,
+        default_value = timers::DEFAULT_INTERVALS,
+        allow_hyphen_values = true
+    )]
+    pub interval: Vec<Duration>,
+    /// Precision wanted: the table ends with the cheapest strategy whose p99 lateness is at most this
+    #[arg(long, value_parser = parse_positive_duration, default_value = timers::DEFAULT_NEED, allow_hyphen_values = true)]
+    pub need: Duration,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
 }

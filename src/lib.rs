@@ -7,4 +7,5 @@ pub mod model;
 pub mod report;
 pub mod session;
 pub mod store;
+pub mod timers;
 pub mod units;

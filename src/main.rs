@@ -8,7 +8,7 @@ use cli::{Cli, Command};
 use framelab::model::EndReason;
 use framelab::report::{self, Format};
 use framelab::session::{self, RunOptions};
-use framelab::{analyze, demo, store};
+use framelab::{analyze, demo, store, timers};
 
 /// framelab failed (bad input, unreadable file): 1. Usage errors: 2 (clap).
 /// The measured command crashed, failed, or broke the SDK's limits: 3. Interrupted by Ctrl-C: 130.
@@ -69,11 +69,17 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                     args.fps.to_string(),
                     "--depth".into(),
                     args.depth.to_string(),
+                    "--pacer".into(),
+                    args.pacer.name().into(),
                 ],
                 fps: Some(args.fps),
                 warmup: args.warmup,
                 duration: Some(args.duration),
-                name: Some(format!("demo (depth {})", args.depth)),
+                name: Some(format!(
+                    "demo (depth {}, {} pacer)",
+                    args.depth,
+                    args.pacer.name()
+                )),
                 output: args.output,
                 grace: std::time::Duration::from_secs(2),
                 progress: std::io::stderr().is_terminal(),
@@ -82,16 +88,47 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             demo::DemoOptions {
                 fps: args.fps,
                 depth: args.depth,
+                pacer: args.pacer,
                 ..Default::default()
             }
             .validate()?;
             run_and_report(&opts, args.format)
+        }
+        Command::Timers(args) => {
+            let opts = timers::TimersOptions {
+                duration: args.duration,
+                intervals: args.interval,
+                need: args.need,
+            };
+            opts.validate()?;
+            let plan = timers::Plan::new(&opts, timers::fifo_status());
+            eprintln!("framelab timers: {}", plan.summary(opts.intervals.len()));
+            let live = std::io::stderr().is_terminal();
+            let report = timers::run(&opts, &plan, |done, total, cell| {
+                if live {
+                    eprint!(
+                        "\r\x1b[K  {}/{total} every {} µs: {}",
+                        done + 1,
+                        cell.interval_ns as f64 / 1e3,
+                        cell.strategy.name()
+                    );
+                }
+            });
+            if live {
+                eprint!("\r\x1b[K");
+            }
+            print!(
+                "{}",
+                timers::render::render(&report, args.format, use_color())
+            );
+            Ok(ExitCode::SUCCESS)
         }
         Command::DemoPipeline(args) => {
             let opts = demo::DemoOptions {
                 fps: args.fps,
                 depth: args.depth,
                 duration: args.duration,
+                pacer: args.pacer,
                 ..Default::default()
             };
             demo::run_pipeline(&opts)?;

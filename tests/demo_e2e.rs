@@ -32,7 +32,7 @@ fn demo(depth: u32) -> (framelab::model::Run, String) {
 fn check(depth: u32) {
     let (run, report) = demo(depth);
     let analysis = analyze(&run);
-    for stage in ["capture", "convert", "encode", "packetize", "send"] {
+    for stage in ["pace", "capture", "convert", "encode", "packetize", "send"] {
         assert!(
             analysis.stage_names.iter().any(|s| s == stage),
             "stage {stage} in {:?}",
@@ -83,4 +83,61 @@ fn demo_at_depth_1_runs_every_stage_serially() {
 #[test]
 fn demo_at_depth_2_overlaps_frames_on_two_threads() {
     check(2);
+}
+
+#[test]
+fn demo_with_the_sleep_pacer_names_it_and_records_pace() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "sleep");
+    let out = framelab()
+        .args([
+            "demo",
+            "--fps",
+            "30",
+            "--pacer",
+            "sleep",
+            "--duration",
+            "2s",
+            "--warmup",
+            "1s",
+            "-o",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = stdout(&out);
+    assert!(report.contains("demo (depth 1, sleep pacer)"), "{report}");
+    assert!(report.contains("--pacer sleep"), "{report}");
+    let run = load(&path);
+    let analysis = analyze(&run);
+    // One `pace` span per frame, each from its deadline to the wake-up: never negative.
+    let pace = run
+        .stages
+        .iter()
+        .position(|s| s == "pace")
+        .expect("stage pace") as u16;
+    let spans: Vec<_> = run.spans.iter().filter(|s| s.stage == pace).collect();
+    assert!(
+        spans.len() as u64 >= analysis.frames,
+        "{} pace spans",
+        spans.len()
+    );
+    assert!(spans.iter().all(|s| s.dur_ns >= 0));
+    assert!(analysis.pacing.is_some());
+    assert!(
+        report.contains("jitter") && report.contains("Δ interval"),
+        "{report}"
+    );
+}
+
+#[test]
+fn an_unknown_pacer_is_refused() {
+    let out = run(&["demo", "--pacer", "busy"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("invalid value 'busy'"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -20,6 +20,7 @@ fn small(depth: u32, frames: u64) -> DemoOptions {
         height: 48,
         duration: None,
         frames: Some(frames),
+        pacer: Default::default(),
     }
 }
 

@@ -25,6 +25,7 @@ fn sigint_stops_the_pipeline_and_restores_the_handler() {
             height: 48,
             duration: None,
             frames: None,
+            pacer: Default::default(),
         };
         let pipeline = std::thread::spawn(move || run_pipeline(&opts));
         // Never signal before the handler is in place: the default action would kill the test.

@@ -129,6 +129,31 @@ void fl_event(uint32_t event, uint64_t key) FL_NOEXCEPT;
 /* CLOCK_MONOTONIC in nanoseconds: the clock fl_span_ns expects (clock_gettime, about 20 ns). */
 uint64_t fl_now_ns(void) FL_NOEXCEPT;
 
+/* ---- pacer: frames on a grid of absolute deadlines ----------------------------------------- */
+
+/* A pacer starts frame n at anchor + n / fps (the anchor is its first wait), so wake-up
+ * errors never add up to drift. It sleeps with an absolute clock_nanosleep until a spin window
+ * before the deadline, then spins to it; the window follows the sleep overshoot this thread
+ * sees. A frame that reaches fl_pacer_wait after its deadline returns at once, with no sleep
+ * call, and the policy decides the next deadlines. Each wait records stage `pace` (from the
+ * deadline, or from the call when late, to the return: the error the pacer added). One thread
+ * at a time per pacer. docs/timers.md has the details. */
+typedef struct fl_pacer fl_pacer;
+
+/* When a frame is late: */
+#define FL_PACE_CATCH_UP 0 /* keep the grid; late frames run back to back until on time again */
+#define FL_PACE_SKIP 1     /* keep the grid; give up the slots already missed (no burst) */
+#define FL_PACE_REANCHOR 2 /* restart the grid at the late frame */
+
+/* A pacer at `fps` (1/3600 to 1e6) with a late policy; NULL for a rate outside that range or
+ * an unknown policy. Free it with fl_pacer_free. */
+fl_pacer *fl_pacer_new(double fps, int policy) FL_NOEXCEPT;
+/* Waits for the next slot and records stage `pace` for `frame`. Returns how late the frame
+ * starts against its slot, in ns (0 when on time), or -1 for a NULL pacer. */
+int64_t fl_pacer_wait(fl_pacer *pacer, uint64_t frame) FL_NOEXCEPT;
+/* Frees the pacer; NULL does nothing. */
+void fl_pacer_free(fl_pacer *pacer) FL_NOEXCEPT;
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
@@ -174,6 +199,21 @@ public:
 
 private:
     fl_laps laps_;
+};
+
+/* A pacer owned by a scope. */
+class Pacer {
+public:
+    /* Check valid(): the rate or policy may have been refused. */
+    Pacer(double fps, int policy) noexcept : pacer_(fl_pacer_new(fps, policy)) {}
+    ~Pacer() { fl_pacer_free(pacer_); }
+    Pacer(const Pacer &) = delete;
+    Pacer &operator=(const Pacer &) = delete;
+    bool valid() const noexcept { return pacer_ != nullptr; }
+    int64_t wait(uint64_t frame) noexcept { return fl_pacer_wait(pacer_, frame); }
+
+private:
+    fl_pacer *pacer_;
 };
 
 } /* namespace framelab */

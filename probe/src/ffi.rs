@@ -224,3 +224,43 @@ pub extern "C" fn fl_names_refused() -> u32 {
 fn clamp_id(id: u32) -> u16 {
     u16::try_from(id).unwrap_or(0)
 }
+
+/// An opaque pacer for C (`fl_pacer` in the header).
+pub struct FlPacer(crate::Pacer);
+
+/// A pacer at `fps` with late `policy` (0 catch up, 1 skip, 2 re-anchor); null for a rate
+/// outside [1/3600, 1e6] fps or an unknown policy.
+#[no_mangle]
+pub extern "C" fn fl_pacer_new(fps: f64, policy: i32) -> *mut FlPacer {
+    let Some(policy) = crate::LatePolicy::from_c(policy) else {
+        return std::ptr::null_mut();
+    };
+    match crate::Pacer::new(fps, policy) {
+        Ok(pacer) => Box::into_raw(Box::new(FlPacer(pacer))),
+        Err(_) => std::ptr::null_mut(),
+    }
+}
+
+/// Waits for `frame`'s slot; returns how late it starts against the grid in ns (0 on time),
+/// or -1 for a null pacer.
+///
+/// # Safety
+/// `pacer` is null or from `fl_pacer_new`, not freed, not used by another thread meanwhile.
+#[no_mangle]
+pub unsafe extern "C" fn fl_pacer_wait(pacer: *mut FlPacer, frame: u64) -> i64 {
+    match pacer.as_mut() {
+        Some(p) => p.0.wait(frame).late_ns.min(i64::MAX as u64) as i64,
+        None => -1,
+    }
+}
+
+/// Frees a pacer; null does nothing.
+///
+/// # Safety
+/// `pacer` is null or from `fl_pacer_new` and not freed yet.
+#[no_mangle]
+pub unsafe extern "C" fn fl_pacer_free(pacer: *mut FlPacer) {
+    if !pacer.is_null() {
+        drop(Box::from_raw(pacer));
+    }
+}

@@ -24,6 +24,7 @@
 
 mod clock;
 pub mod ffi;
+pub mod pacer;
 mod session;
 mod sys;
 pub mod wire;
@@ -35,6 +36,7 @@ use session::{MODE, MODE_OFF, RING};
 use wire::{kind, name_kind, Record, RingHeader, FLAG_LAP};
 
 pub use clock::ticks;
+pub use pacer::{LatePolicy, Pacer};
 pub use session::names_refused;
 pub use sys::monotonic_ns;
 

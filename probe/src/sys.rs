@@ -11,6 +11,7 @@ pub const MAP_ANONYMOUS: c_int = 0x20;
 pub const MAP_FAILED: *mut c_void = !0usize as *mut c_void;
 pub const CLOCK_MONOTONIC: c_int = 1;
 pub const PR_GET_NAME: c_int = 16;
+pub const TIMER_ABSTIME: c_int = 1;
 
 #[repr(C)]
 pub struct Timespec {
@@ -29,6 +30,12 @@ extern "C" {
     ) -> *mut c_void;
     pub fn munmap(addr: *mut c_void, len: usize) -> c_int;
     pub fn clock_gettime(clock: c_int, ts: *mut Timespec) -> c_int;
+    pub fn clock_nanosleep(
+        clock: c_int,
+        flags: c_int,
+        request: *const Timespec,
+        remain: *mut Timespec,
+    ) -> c_int;
     pub fn gettid() -> c_int;
     pub fn getpid() -> c_int;
     pub fn prctl(option: c_int, ...) -> c_int;

@@ -8,6 +8,7 @@ pub mod fps;
 pub mod frames;
 pub mod late;
 pub mod notes;
+pub mod pacing;
 pub mod stages;
 pub mod stats;
 mod summary;
@@ -20,6 +21,7 @@ pub use summary::{analyze, budget_ns};
 use serde::{Deserialize, Serialize};
 
 use crate::model::{EndReason, ExitInfo, Host, ProcessRole};
+use pacing::PacingSummary;
 
 /// A distribution's summary, nanoseconds. Percentiles are Hyndman–Fan type 7.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -180,6 +182,9 @@ pub struct Analysis {
     pub interval: Option<Dist>,
     pub fps: Option<FpsSummary>,
     pub stutter: Option<StutterSummary>,
+    /// Interval jitter and |Δ interval| buckets; `None` without intervals.
+    #[serde(default)]
+    pub pacing: Option<PacingSummary>,
     pub processes: Vec<ProcessRow>,
     pub cpu: CpuSummary,
     /// Up to ten, worst total first.

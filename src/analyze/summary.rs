@@ -6,6 +6,7 @@ use super::fps::fps_summary;
 use super::frames::{intervals_ns, measure, resolve_window, Frames};
 use super::late::{late_summary, stutter};
 use super::notes::{notes, NoteFacts};
+use super::pacing::pacing_summary;
 use super::stages::{pick_worst, stage_table, WORST_FRAMES};
 use super::stats::sort_ns;
 use super::{Analysis, CpuSummary, Dist, StageRow, WindowSummary};
@@ -39,6 +40,7 @@ pub fn analyze(run: &Run) -> Analysis {
         .filter(|_| measured_frames > 0)
         .and_then(|b| late_summary(&totals, &intervals, b));
     let stutter = stutter(&intervals);
+    let pacing = pacing_summary(&intervals, budget);
 
     sort_ns(&mut totals);
     sort_ns(&mut intervals);
@@ -121,6 +123,7 @@ pub fn analyze(run: &Run) -> Analysis {
         interval,
         fps,
         stutter,
+        pacing,
         processes: process_rows(&run.processes),
         cpu: CpuSummary {
             collector_load_pct: (run.meta.collector_cpu_ns > 0 && window.length_ns() > 0)

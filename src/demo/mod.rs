@@ -26,6 +26,7 @@ use capture::SyntheticCamera;
 use convert::{rgba_to_i420, I420Frame};
 use encode::H264Encoder;
 use pace::Pacer;
+pub use pace::PacerKind;
 use packetize::{rtp_timestamp, Packetizer};
 use send::UdpSender;
 
@@ -61,6 +62,8 @@ pub struct DemoOptions {
     pub duration: Option<Duration>,
     /// Stop after this many frames (tests use it: a count does not depend on machine speed).
     pub frames: Option<u64>,
+    /// How each frame's slot is waited for.
+    pub pacer: PacerKind,
 }
 
 impl Default for DemoOptions {
@@ -72,6 +75,7 @@ impl Default for DemoOptions {
             height: DEFAULT_HEIGHT,
             duration: None,
             frames: None,
+            pacer: PacerKind::default(),
         }
     }
 }
@@ -100,6 +104,12 @@ impl DemoOptions {
         if fps < MIN_FPS {
             bail!("--fps {fps} is too low: the demo needs at least one frame a minute ({MIN_FPS:.4} fps)");
         }
+        if fps > framelab_probe::pacer::MAX_FPS {
+            bail!(
+                "--fps {fps} is too high: the pacer keeps at most {} fps",
+                framelab_probe::pacer::MAX_FPS
+            );
+        }
         if !DEPTHS.contains(&self.depth) {
             bail!(
                 "--depth {} is not supported: use 1 (stages in series) or 2 (capture+convert overlapping encode+send)",
@@ -117,10 +127,6 @@ impl DemoOptions {
             bail!("a frame limit of 0 runs nothing: give at least 1 frame");
         }
         Ok(())
-    }
-
-    fn period(&self) -> Duration {
-        Duration::from_secs_f64(1.0 / self.fps)
     }
 
     /// The bitrate the stream should have, and what to ask OpenH264 for: its rate control
@@ -201,7 +207,7 @@ impl Limits {
         if self.frames.is_some_and(|limit| frame >= limit) {
             return false;
         }
-        if !pacer.wait(self.stop) {
+        if !pacer.wait(frame, self.stop) {
             return false;
         }
         // The first frame always runs; later ones only inside the duration.
@@ -308,7 +314,7 @@ fn run_serial(
     limits: &Limits,
 ) -> Result<PipelineSummary> {
     let mut picture = I420Frame::new(opts.width as usize, opts.height as usize)?;
-    let mut pacer = Pacer::new(opts.period());
+    let mut pacer = Pacer::new(opts.fps, opts.pacer)?;
     let started = Instant::now();
     let mut frame = 0u64;
     while limits.next_slot(frame, &mut pacer, started) {
@@ -344,12 +350,12 @@ fn run_overlapped(
         // Cannot fail: the channel has room for every buffer and its receiver is alive.
         let _ = to_front.send(picture);
     }
-    let period = opts.period();
+    let pacer = Pacer::new(opts.fps, opts.pacer)?;
     std::thread::scope(|scope| {
         let producer = std::thread::Builder::new()
             .name("demo-capture".into())
             .spawn_scoped(scope, move || {
-                produce_frames(front, period, limits, probes, free_pictures, to_back)
+                produce_frames(front, pacer, limits, probes, free_pictures, to_back)
             })
             .map_err(|e| anyhow!("cannot start the demo's capture thread: {e}"))?;
         let consumed = consume_frames(&mut back, probes, from_front, to_front);
@@ -365,13 +371,12 @@ fn run_overlapped(
 
 fn produce_frames(
     mut front: FrontEnd,
-    period: Duration,
+    mut pacer: Pacer,
     limits: &Limits,
     probes: &Probes,
     free_pictures: Receiver<I420Frame>,
     to_back: SyncSender<Converted>,
 ) -> Result<()> {
-    let mut pacer = Pacer::new(period);
     let started = Instant::now();
     let mut frame = 0u64;
     while limits.next_slot(frame, &mut pacer, started) {

@@ -1,47 +1,76 @@
-//! Pacing: frame n starts at the absolute deadline `start + n × period`, so sleep error does
-//! not accumulate. A late frame starts at once; when the pipeline is more than one slot
-//! behind the grid moves forward, so at most one slot is caught up (no burst of frames).
-//! Everything about waiting lives here so a more precise pacer can replace it.
+//! Pacing: the SDK's pacer (`framelab_probe::pacer`) starts frame n at `anchor + n × period`,
+//! records its own wake-up error as stage `pace`, and skips the slots a late pipeline missed
+//! (no burst of frames after a stall). `--pacer sleep` waits with one absolute sleep per
+//! frame; `--pacer hybrid` sleeps, then spins the last few tens of µs: compare the two
+//! reports' `pace` row.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Longest single sleep, so a stop request is noticed promptly even at a very low fps.
+use anyhow::Result;
+use framelab_probe::monotonic_ns;
+use framelab_probe::pacer::{LatePolicy, Pacer as SdkPacer, WaitMethod};
+
+/// Longest single sleep before the pacer's own wait, so a stop request is noticed promptly
+/// even at a very low fps.
 const MAX_SLEEP: Duration = Duration::from_millis(50);
 
-pub struct Pacer {
-    period: Duration,
-    next: Instant,
+/// How the demo waits for each frame's slot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum PacerKind {
+    /// One absolute `clock_nanosleep` per frame.
+    Sleep,
+    /// Sleep, then spin for an adaptive window before the deadline.
+    #[default]
+    Hybrid,
 }
 
-impl Pacer {
-    /// The first deadline is now.
-    pub fn new(period: Duration) -> Pacer {
-        Pacer {
-            period,
-            next: Instant::now(),
+impl PacerKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            PacerKind::Sleep => "sleep",
+            PacerKind::Hybrid => "hybrid",
         }
     }
 
-    /// Waits for the next frame's deadline and advances it by one period. Returns false,
-    /// early, when `stop` becomes true.
-    pub fn wait(&mut self, stop: &AtomicBool) -> bool {
-        loop {
+    fn method(self) -> WaitMethod {
+        match self {
+            PacerKind::Sleep => WaitMethod::Sleep,
+            PacerKind::Hybrid => WaitMethod::Hybrid,
+        }
+    }
+}
+
+pub struct Pacer {
+    inner: SdkPacer,
+}
+
+impl Pacer {
+    /// The first deadline is the first `wait`.
+    pub fn new(fps: f64, kind: PacerKind) -> Result<Pacer> {
+        let inner = SdkPacer::new(fps, LatePolicy::Skip)?.with_method(kind.method());
+        Ok(Pacer { inner })
+    }
+
+    /// Waits for `frame`'s slot. Returns false, early, when `stop` becomes true.
+    pub fn wait(&mut self, frame: u64, stop: &AtomicBool) -> bool {
+        // Far from the deadline: short plain sleeps, checking `stop`, until the pacer's
+        // precise wait has at most MAX_SLEEP left.
+        while let Some(deadline) = self.inner.next_deadline_ns() {
             if stop.load(Relaxed) {
                 return false;
             }
-            let now = Instant::now();
-            if now >= self.next {
-                // Behind by more than one slot: move the grid so the next frame is at most
-                // one period early relative to the old one (catch up one slot, no more).
-                if now.duration_since(self.next) > self.period {
-                    self.next = now;
-                }
+            let left = deadline.saturating_sub(monotonic_ns());
+            let step = MAX_SLEEP.as_nanos() as u64;
+            if left <= step {
                 break;
             }
-            std::thread::sleep((self.next - now).min(MAX_SLEEP));
+            std::thread::sleep(Duration::from_nanos((left - step).min(step)));
         }
-        self.next = self.next.checked_add(self.period).unwrap_or(self.next);
+        if stop.load(Relaxed) {
+            return false;
+        }
+        self.inner.wait(frame);
         true
     }
 }
@@ -52,24 +81,22 @@ mod tests {
 
     #[test]
     fn a_stop_request_ends_the_wait() {
-        let mut pacer = Pacer::new(Duration::from_secs(3600));
+        // One frame an hour: the first wait anchors the grid and returns at once; the second
+        // would wait an hour, and returns at its first check of `stop`.
+        let mut pacer = Pacer::new(1.0 / 3600.0, PacerKind::Hybrid).unwrap();
         let stop = AtomicBool::new(false);
-        assert!(pacer.wait(&stop)); // the first deadline is now
+        assert!(pacer.wait(0, &stop));
         stop.store(true, Relaxed);
-        assert!(!pacer.wait(&stop));
+        assert!(!pacer.wait(1, &stop));
     }
 
     #[test]
-    fn a_late_pipeline_does_not_burst() {
-        let period = Duration::from_millis(1);
-        let mut pacer = Pacer::new(period);
-        let stop = AtomicBool::new(false);
-        pacer.wait(&stop);
-        std::thread::sleep(Duration::from_millis(20)); // twenty slots late
-        let before = Instant::now();
-        pacer.wait(&stop);
-        // The grid moved to "now": the next deadline is about one period after this frame,
-        // not twenty slots in the past.
-        assert!(pacer.next >= before + period);
+    fn the_kind_chooses_the_wait_method() {
+        let sleep = Pacer::new(60.0, PacerKind::Sleep).unwrap();
+        assert_eq!(sleep.inner.method(), WaitMethod::Sleep);
+        assert_eq!(sleep.inner.policy(), LatePolicy::Skip);
+        let hybrid = Pacer::new(60.0, PacerKind::default()).unwrap();
+        assert_eq!(hybrid.inner.method(), WaitMethod::Hybrid);
+        assert!(Pacer::new(0.0, PacerKind::Sleep).is_err());
     }
 }

@@ -262,6 +262,40 @@ fn stutter(a: &Analysis, st: &Style) -> Option<String> {
     Some(format!("{count} · {:.2}% of the time", s.time_pct))
 }
 
+/// `interval SD 4400 µs · adaptive SD 3888 µs (500 ms) · mean |interval − budget| 2714 µs`
+fn jitter(a: &Analysis, st: &Style) -> Option<String> {
+    let p = a.pacing.as_ref()?;
+    let mut s = format!(
+        "interval SD {} µs · adaptive SD {} µs ({} ms)",
+        us(p.interval_sd_ns),
+        us(p.adaptive_sd_ns),
+        p.adaptive_window_ns / 1_000_000
+    );
+    if let Some(e) = p.mean_abs_budget_error_ns {
+        s.push_str(&st.name(&format!(" · mean |interval − budget| {} µs", us(e))));
+    }
+    Some(s)
+}
+
+/// `< 2 ms 3 (50.0%) · 2–4 ms 0 (0.0%) · … · ≥ 12 ms 1 (16.7%)`: the |Δ interval| buckets.
+fn delta_buckets(a: &Analysis) -> Option<String> {
+    let p = a.pacing.as_ref().filter(|p| p.deltas > 0)?;
+    let ms = |ns: i64| ns / 1_000_000;
+    let parts: Vec<String> = p
+        .delta_buckets
+        .iter()
+        .map(|b| {
+            let range = match (b.from_ns, b.to_ns) {
+                (0, Some(to)) => format!("< {} ms", ms(to)),
+                (from, Some(to)) => format!("{}–{} ms", ms(from), ms(to)),
+                (from, None) => format!("≥ {} ms", ms(from)),
+            };
+            format!("{range} {} ({:.1}%)", b.count, b.pct)
+        })
+        .collect();
+    Some(parts.join(" · "))
+}
+
 /// The header lines as (label, sentence), in report order; lines that do not apply are left out.
 pub fn facts(a: &Analysis, st: &Style) -> Vec<(&'static str, String)> {
     let lines = [
@@ -275,6 +309,8 @@ pub fn facts(a: &Analysis, st: &Style) -> Vec<(&'static str, String)> {
         ("counters", counters(a, st)),
         ("late", late(a, st)),
         ("stutter", stutter(a, st)),
+        ("jitter", jitter(a, st)),
+        ("Δ interval", delta_buckets(a)),
     ];
     lines
         .into_iter()

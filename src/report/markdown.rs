@@ -25,7 +25,7 @@ fn row(cells: &[String]) -> String {
 }
 
 /// A GitHub table: the first column left-aligned, the rest right-aligned.
-fn gfm_table(headers: &[String], rows: &[Vec<String>]) -> String {
+pub(crate) fn gfm_table(headers: &[String], rows: &[Vec<String>]) -> String {
     let mut out = row(headers);
     let align: Vec<String> = (0..headers.len())
         .map(|c| if c == 0 { ":---" } else { "---:" }.to_string())

@@ -1,10 +1,11 @@
 //! Reports: text for terminals, Markdown for pull requests, JSON with every number.
 
-mod facts;
-mod format;
+// Shared with the `framelab timers` tables (src/timers/render.rs).
+pub(crate) mod facts;
+pub(crate) mod format;
 mod json;
-mod markdown;
-mod table;
+pub(crate) mod markdown;
+pub(crate) mod table;
 mod text;
 
 pub use json::SCHEMA as JSON_SCHEMA;

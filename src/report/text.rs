@@ -130,7 +130,8 @@ pub fn render(a: &Analysis, color: bool) -> String {
     out.push_str(&st.bold(&title(a)));
     out.push('\n');
     for (label, line) in facts(a, &st) {
-        out.push_str(&format!("  {label:<10}{line}\n"));
+        // At least one space after the label, however long it is.
+        out.push_str(&format!("  {label:<9} {line}\n"));
     }
     for block in [
         stage_table(a, &st),

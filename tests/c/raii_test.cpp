@@ -16,6 +16,12 @@ int main() {
         laps.lap(stage);
         laps.skip();
     }
+    framelab::Pacer refused(0.0, FL_PACE_SKIP);
+    framelab::Pacer pacer(1000.0, FL_PACE_SKIP);
+    if (refused.valid() || !pacer.valid() || pacer.wait(0) != 0) {
+        std::fprintf(stderr, "raii_test: FAIL: pacer\n");
+        return 1;
+    }
     std::printf("raii_test: 1 passed, 0 failed\n");
     return 0;
 }

@@ -22,12 +22,13 @@ shared=(-L"$lib" -lframelab_probe -Wl,-rpath,"$lib" -lpthread)
 set -x
 "$cc" "${cflags[@]}" tests/c/abi_test.c "$lib/libframelab_probe.a" "${static_libs[@]}" -o "$out/abi_test-static"
 "$cc" "${cflags[@]}" tests/c/abi_test.c "${shared[@]}" -o "$out/abi_test-shared"
+"$cc" "${cflags[@]}" tests/c/pacer_test.c "${shared[@]}" -o "$out/pacer_test"
 "$cc" "${cflags[@]}" examples/c/pipeline.c "${shared[@]}" -o "$out/pipeline"
 "$cxx" -Wall -Wextra -Werror -Wpedantic -std=c++11 -O2 -I probe/include tests/c/raii_test.cpp \
     "$lib/libframelab_probe.a" "${static_libs[@]}" -o "$out/raii_test"
 # The header declares exactly what the shared library exports.
 diff <(nm -D --defined-only "$lib/libframelab_probe.so" | awk '{print $3}' | sort) \
-    <(grep -o '^[a-z].* fl_[a-z_]*(' probe/include/framelab.h | grep -o 'fl_[a-z_]*(' | tr -d '(' | sort)
+    <(grep -o '^[a-z].*[ *]fl_[a-z_]*(' probe/include/framelab.h | grep -o 'fl_[a-z_]*(' | tr -d '(' | sort)
 # The header alone, in older and newer language standards.
 for std in c99 c11 c17; do
     echo '#include "framelab.h"' | "$cc" -x c -std=$std -Wall -Wextra -Wpedantic -Werror -I probe/include -fsyntax-only -
@@ -42,4 +43,5 @@ ldd "$out/abi_test-shared" | grep libframelab_probe.so >/dev/null
 env -u FRAMELAB_SESSION "$out/abi_test-static" "$frames"
 env -u FRAMELAB_SESSION "$out/abi_test-shared" "$frames"
 env -u FRAMELAB_SESSION "$out/raii_test"
+env -u FRAMELAB_SESSION "$out/pacer_test"
 env -u FRAMELAB_SESSION "$out/pipeline" 5

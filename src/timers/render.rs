@@ -1,0 +1,447 @@
+//! `framelab timers` output: text for terminals, Markdown for pull requests, JSON with every
+//! number (schema `framelab.timers/1`).
+
+use serde::Serialize;
+
+use super::pick::Pick;
+use super::{IntervalResult, Row, TimersReport};
+use crate::report::facts::Style;
+use crate::report::format::us;
+use crate::report::markdown::gfm_table;
+use crate::report::table::{render as table, Column};
+use crate::report::Format;
+
+/// Bump when a key is renamed, removed or changes meaning.
+pub const SCHEMA: &str = "framelab.timers/1";
+
+/// Waits a percentile needs before it is more than the largest few values renamed.
+const P99_WAITS: u64 = 100;
+const P99_9_WAITS: u64 = 1000;
+
+pub fn render(report: &TimersReport, format: Format, color: bool) -> String {
+    match format {
+        Format::Text => text(report, color),
+        Format::Markdown => markdown(report),
+        Format::Json => json(report),
+    }
+}
+
+fn host(r: &TimersReport) -> String {
+    let h = &r.host;
+    let mut parts = Vec::new();
+    if !h.cpu_model.is_empty() {
+        parts.push(format!("{}, {} cores", h.cpu_model, h.cores));
+    }
+    if !h.kernel.is_empty() {
+        parts.push(format!("Linux {}", h.kernel));
+    }
+    if !h.clocksource.is_empty() {
+        parts.push(format!("clocksource {}", h.clocksource));
+    }
+    parts.join(" · ")
+}
+
+fn interval_title(interval_ns: u64) -> String {
+    format!(
+        "every {} µs ({:.2} fps)",
+        us(interval_ns as f64),
+        1e9 / interval_ns as f64
+    )
+}
+
+/// `value` in µs, marked `*` when there are too few waits for that percentile.
+fn marked(value_ns: f64, waits: u64, needed: u64) -> String {
+    let mark = if waits < needed { "*" } else { "" };
+    format!("{}{mark}", us(value_ns))
+}
+
+/// A share of a core: two decimals below 1%, one above.
+fn pct(value: f64) -> String {
+    if value < 1.0 {
+        format!("{value:.2}")
+    } else {
+        format!("{value:.1}")
+    }
+}
+
+fn cells(row: &Row) -> Vec<String> {
+    vec![
+        row.cell.strategy.name().to_string(),
+        row.cell.slack.map_or("–", |s| s.name()).to_string(),
+        row.cell.sched.name().to_string(),
+        row.waits.to_string(),
+        us(row.p50_ns),
+        marked(row.p99_ns, row.waits, P99_WAITS),
+        marked(row.p99_9_ns, row.waits, P99_9_WAITS),
+        us(row.max_ns),
+        us(row.cpu_per_wait_ns),
+        pct(row.cpu_pct),
+    ]
+}
+
+const HEADERS: [&str; 10] = [
+    "strategy", "slack", "sched", "waits", "p50", "p99", "p99.9", "max", "CPU/wait", "CPU %",
+];
+
+/// `cheapest with p99 ≤ 20 µs: timerfd · 1 ns slack · other (p99 12 µs, 4.1 µs CPU a wait, 0.1% of a core)`
+pub fn pick_sentence(result: &IntervalResult, need_ns: u64) -> String {
+    let need = us(need_ns as f64);
+    let Some(Pick { row, meets }) = result.pick else {
+        return format!("nothing measured to compare with p99 ≤ {need} µs");
+    };
+    let r = &result.rows[row];
+    let what = format!(
+        "{} · {} · {} (p99 {} µs, {} µs CPU a wait, {}% of a core)",
+        r.cell.strategy.name(),
+        r.cell
+            .slack
+            .map_or("slack n/a".to_string(), |s| format!("{} slack", s.name())),
+        r.cell.sched.name(),
+        us(r.p99_ns),
+        us(r.cpu_per_wait_ns),
+        pct(r.cpu_pct)
+    );
+    if meets {
+        format!("cheapest with p99 ≤ {need} µs: {what}")
+    } else {
+        format!("none reaches p99 ≤ {need} µs here; the most precise: {what}")
+    }
+}
+
+fn footnotes(r: &TimersReport) -> Vec<String> {
+    let mut notes = Vec::new();
+    let few = r
+        .intervals
+        .iter()
+        .flat_map(|i| &i.rows)
+        .any(|row| row.waits < P99_9_WAITS);
+    if few {
+        notes.push(format!(
+            "* fewer waits than the percentile needs ({P99_WAITS} for p99, {P99_9_WAITS} for p99.9): \
+             read it as an estimate, or give a longer --duration"
+        ));
+    }
+    notes.push(format!(
+        "lateness = wake-up − deadline; slack: default is {} µs here, 1 ns is PR_SET_TIMERSLACK(1), \
+         – where it does not apply (spin, and SCHED_FIFO, for which the kernel ignores it)",
+        us(r.default_slack_ns as f64)
+    ));
+    if !r.fifo.permitted {
+        notes.push(format!(
+            "SCHED_FIFO rows skipped: {}",
+            r.fifo.reason.as_deref().unwrap_or("not permitted")
+        ));
+    }
+    notes.extend(r.notes.iter().cloned());
+    notes
+}
+
+fn plan_line(r: &TimersReport) -> String {
+    format!(
+        "{} cells × {:.2} s, planned {:.1} s, took {:.1} s",
+        r.cells,
+        r.duration_per_cell_ns as f64 / 1e9,
+        r.planned_ns as f64 / 1e9,
+        r.elapsed_ns as f64 / 1e9
+    )
+}
+
+fn text(r: &TimersReport, color: bool) -> String {
+    let st = Style {
+        color,
+        markdown: false,
+    };
+    let mut out = format!("{}\n", st.bold(&format!("framelab timers · {}", host(r))));
+    out.push_str(&format!("  plan      {}\n", plan_line(r)));
+    out.push_str(&format!(
+        "  need      p99 lateness ≤ {} µs (--need)\n",
+        us(r.need_ns as f64)
+    ));
+    let mut columns = vec![Column::new(HEADERS[0], 21)];
+    columns.extend(HEADERS[1..].iter().map(|h| Column::new(*h, 8)));
+    for result in &r.intervals {
+        out.push('\n');
+        out.push_str(&format!(
+            "  {}\n",
+            st.bold(&interval_title(result.interval_ns))
+        ));
+        let rows: Vec<Vec<String>> = result.rows.iter().map(cells).collect();
+        out.push_str(&table(&columns, &rows, Some("µs"), &st));
+        out.push_str(&format!("  → {}\n", pick_sentence(result, r.need_ns)));
+    }
+    out.push('\n');
+    for note in footnotes(r) {
+        out.push_str(&format!("  {}{note}\n", st.yellow("note      ")));
+    }
+    out
+}
+
+fn markdown(r: &TimersReport) -> String {
+    let st = Style {
+        color: false,
+        markdown: true,
+    };
+    let mut blocks = vec![
+        format!(
+            "### {}\n",
+            st.name(&format!("framelab timers · {}", host(r)))
+        ),
+        format!(
+            "- **plan** {}\n- **need** p99 lateness ≤ {} µs\n",
+            plan_line(r),
+            us(r.need_ns as f64)
+        ),
+    ];
+    let headers: Vec<String> = HEADERS
+        .iter()
+        .enumerate()
+        .map(|(i, h)| match i {
+            4..=8 => format!("{h} µs"),
+            _ => h.to_string(),
+        })
+        .collect();
+    for result in &r.intervals {
+        let rows: Vec<Vec<String>> = result
+            .rows
+            .iter()
+            .map(|row| cells(row).into_iter().map(|c| st.name(&c)).collect())
+            .collect();
+        blocks.push(format!(
+            "#### {}\n\n{}\n**{}**\n",
+            interval_title(result.interval_ns),
+            gfm_table(&headers, &rows),
+            st.name(&pick_sentence(result, r.need_ns))
+        ));
+    }
+    let notes: Vec<String> = footnotes(r)
+        .iter()
+        .map(|n| format!("> {}\n", st.name(n)))
+        .collect();
+    blocks.push(notes.join(">\n"));
+    blocks.join("\n")
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    schema: &'static str,
+    #[serde(flatten)]
+    report: &'a TimersReport,
+}
+
+fn json(r: &TimersReport) -> String {
+    let doc = Document {
+        schema: SCHEMA,
+        report: r,
+    };
+    let mut out = serde_json::to_string_pretty(&doc)
+        .unwrap_or_else(|e| format!("{{\"schema\": \"{SCHEMA}\", \"error\": \"{e}\"}}"));
+    out.push('\n');
+    out
+}
+
+/// Whole outputs of a hand-built report against files under `tests/snapshots/`; regenerate
+/// with `UPDATE_SNAPSHOTS=1 cargo test --lib timers` and review the diff.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Host;
+    use crate::timers::pick::cheapest;
+    use crate::timers::strategy::Strategy;
+    use crate::timers::thread::{Sched, Slack};
+    use crate::timers::{Cell, FifoStatus};
+
+    fn row(
+        interval_ns: u64,
+        strategy: Strategy,
+        slack: Option<Slack>,
+        waits: u64,
+        lateness_us: [f64; 4],
+        cpu_per_wait_us: f64,
+    ) -> Row {
+        let [p50, p99, p99_9, max] = lateness_us.map(|v| v * 1e3);
+        Row {
+            cell: Cell {
+                interval_ns,
+                strategy,
+                slack,
+                sched: Sched::Other,
+            },
+            waits,
+            p50_ns: p50,
+            p99_ns: p99,
+            p99_9_ns: p99_9,
+            max_ns: max,
+            mean_ns: p50,
+            cpu_per_wait_ns: cpu_per_wait_us * 1e3,
+            cpu_pct: cpu_per_wait_us * 1e3 * 100.0 / interval_ns as f64,
+        }
+    }
+
+    /// 175 fps with enough waits, where timerfd with 1 ns slack is the cheapest under 20 µs;
+    /// 60 fps with 24 waits (marked), where nothing is.
+    fn reference() -> TimersReport {
+        let a = 5_714_000;
+        let b = 16_667_000;
+        let mut first = IntervalResult {
+            interval_ns: a,
+            rows: vec![
+                row(
+                    a,
+                    Strategy::Nanosleep,
+                    Some(Slack::Default),
+                    1750,
+                    [58.0, 70.0, 95.0, 130.0],
+                    4.1,
+                ),
+                row(
+                    a,
+                    Strategy::Nanosleep,
+                    Some(Slack::OneNs),
+                    1750,
+                    [7.9, 21.0, 40.0, 61.0],
+                    4.2,
+                ),
+                row(
+                    a,
+                    Strategy::Timerfd,
+                    Some(Slack::OneNs),
+                    1750,
+                    [6.1, 12.0, 30.0, 52.0],
+                    5.0,
+                ),
+                row(a, Strategy::Spin, None, 1750, [0.05, 0.2, 1.1, 9.0], 5714.0),
+                row(
+                    a,
+                    Strategy::Hybrid,
+                    Some(Slack::Default),
+                    1750,
+                    [0.3, 2.5, 14.0, 66.0],
+                    62.0,
+                ),
+            ],
+            pick: None,
+        };
+        first.pick = cheapest(&first.rows, 20e3);
+        let mut second = IntervalResult {
+            interval_ns: b,
+            rows: vec![
+                row(
+                    b,
+                    Strategy::EpollWait,
+                    Some(Slack::Default),
+                    24,
+                    [480.0, 990.0, 999.0, 1000.0],
+                    6.0,
+                ),
+                row(
+                    b,
+                    Strategy::Condvar,
+                    Some(Slack::OneNs),
+                    24,
+                    [9.0, 35.0, 38.0, 38.3],
+                    7.5,
+                ),
+            ],
+            pick: None,
+        };
+        second.pick = cheapest(&second.rows, 20e3);
+        TimersReport {
+            host: Host {
+                hostname: "bench1".into(),
+                cpu_model: "Test CPU".into(),
+                cores: 2,
+                kernel: "6.18".into(),
+                clocksource: "tsc".into(),
+            },
+            default_slack_ns: 50_000,
+            duration_per_cell_ns: 400_000_000,
+            need_ns: 20_000,
+            fifo: FifoStatus {
+                permitted: false,
+                reason: Some(
+                    "Operation not permitted (os error 1) (needs CAP_SYS_NICE or an RLIMIT_RTPRIO of at least 1)"
+                        .into(),
+                ),
+            },
+            cells: 7,
+            planned_ns: 2_800_000_000,
+            elapsed_ns: 2_912_000_000,
+            intervals: vec![first, second],
+            notes: vec!["timerfd (1 ns, other) every 16667 µs not measured: timerfd_create: Too many open files (os error 24)".into()],
+        }
+    }
+
+    fn check(name: &str, actual: &str) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/snapshots")
+            .join(name);
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(&path, actual).unwrap();
+            return;
+        }
+        let expected = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_SNAPSHOTS=1)", path.display()));
+        assert!(
+            expected == actual,
+            "{} differs from the snapshot.\n--- expected\n{expected}\n--- actual\n{actual}",
+            path.display()
+        );
+    }
+
+    #[test]
+    fn the_picks_of_the_reference() {
+        let r = reference();
+        // 175 fps: nanosleep 1 ns (21 µs) misses 20 µs; timerfd 1 ns (12 µs, 5.0 µs CPU)
+        // is cheaper than hybrid (62 µs) and spin.
+        assert_eq!(
+            r.intervals[0].pick,
+            Some(Pick {
+                row: 2,
+                meets: true
+            })
+        );
+        // 60 fps: neither meets it; condvar has the lower p99.
+        assert_eq!(
+            r.intervals[1].pick,
+            Some(Pick {
+                row: 1,
+                meets: false
+            })
+        );
+        assert!(pick_sentence(&r.intervals[1], r.need_ns)
+            .starts_with("none reaches p99 ≤ 20 µs here; the most precise: condvar · 1 ns slack"));
+    }
+
+    #[test]
+    fn reference_text() {
+        check(
+            "timers_reference.txt",
+            &render(&reference(), Format::Text, false),
+        );
+    }
+
+    #[test]
+    fn reference_markdown() {
+        check(
+            "timers_reference.md",
+            &render(&reference(), Format::Markdown, false),
+        );
+    }
+
+    #[test]
+    fn reference_json_is_versioned_and_round_trips() {
+        let json = render(&reference(), Format::Json, false);
+        check("timers_reference.json", &json);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["schema"], SCHEMA);
+        assert_eq!(v["intervals"][0]["rows"][2]["strategy"], "timerfd");
+        assert_eq!(v["intervals"][0]["rows"][2]["slack"], "one_ns");
+        assert_eq!(
+            v["intervals"][0]["rows"][3]["slack"],
+            serde_json::Value::Null
+        );
+        assert_eq!(v["intervals"][0]["pick"]["row"], 2);
+        let back: TimersReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, reference());
+    }
+}
