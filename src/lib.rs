@@ -6,5 +6,6 @@ pub mod host;
 pub mod model;
 pub mod report;
 pub mod session;
+pub mod stats;
 pub mod store;
 pub mod units;
