@@ -50,11 +50,7 @@ pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
     let (path, spec, experiment_id, done) = open_experiment(options)?;
     let slots = schedule(&spec);
     let combos = spec.combinations();
-    let cpus = match &spec.pin {
-        Some(pin) => parse_cpu_list(pin)?,
-        None => Vec::new(),
-    };
-    check_commands(&spec)?;
+    let cpus = pinned_cpus(&spec)?;
     let gpu = fingerprint::probe_gpu();
     session::catch_interrupts();
     let interrupts_before = session::interrupts();
@@ -157,6 +153,8 @@ fn open_experiment(options: &BenchOptions) -> Result<(PathBuf, ExperimentSpec, i
             }
         }
         stored.validate()?;
+        pinned_cpus(&stored)?;
+        check_commands(&stored)?;
         let done = experiment
             .runs
             .iter()
@@ -169,6 +167,9 @@ fn open_experiment(options: &BenchOptions) -> Result<(PathBuf, ExperimentSpec, i
         bail!("nothing to run: give --variant NAME=COMMAND (twice or more to compare) or one command after --");
     };
     spec.validate()?;
+    // Everything that can be refused is refused before the file is created.
+    pinned_cpus(&spec)?;
+    check_commands(&spec)?;
     let path = options.output.clone().unwrap_or_else(default_output);
     if path.exists() && std::fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
         let what = match store::load_experiment(&path) {
@@ -184,6 +185,13 @@ fn open_experiment(options: &BenchOptions) -> Result<(PathBuf, ExperimentSpec, i
     let spec_json = serde_json::to_string(&spec)?;
     let id = store::create_experiment(&path, &spec_json)?;
     Ok((path, spec, id, HashSet::new()))
+}
+
+fn pinned_cpus(spec: &ExperimentSpec) -> Result<Vec<usize>> {
+    match &spec.pin {
+        Some(pin) => parse_cpu_list(pin),
+        None => Ok(Vec::new()),
+    }
 }
 
 fn first_difference(a: &ExperimentSpec, b: &ExperimentSpec) -> &'static str {
