@@ -222,10 +222,7 @@ pub fn compute(
                 continue;
             }
             let seed_label = format!("{label}|{baseline}|{variant}");
-            let mut rows: Vec<Row> = metrics
-                .iter()
-                .map(|m| compare_metric(m, &base_runs, &var_runs, options, &seed_label))
-                .collect();
+            let mut rows = compare_metrics(&metrics, &base_runs, &var_runs, options, &seed_label);
             let adjusted = holm(
                 &rows
                     .iter()
@@ -373,6 +370,36 @@ fn bootstrap_options(options: &CompareOptions, label: &str) -> BootstrapOptions 
         seed: derive_seed(options.seed, label),
         ..BootstrapOptions::default()
     }
+}
+
+/// Every metric's row, the metrics shared out over the cores: each bootstrap is
+/// independent and seeded by its own label, so the result does not depend on the split.
+fn compare_metrics(
+    metrics: &[Metric],
+    base_runs: &[&LoadedRun],
+    var_runs: &[&LoadedRun],
+    options: &CompareOptions,
+    seed_label: &str,
+) -> Vec<Row> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_thread = metrics.len().div_ceil(threads.max(1)).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = metrics
+            .chunks(per_thread)
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|m| compare_metric(m, base_runs, var_runs, options, seed_label))
+                        .collect::<Vec<Row>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a comparison thread panicked"))
+            .collect()
+    })
 }
 
 fn compare_metric(
