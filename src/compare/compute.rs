@@ -585,20 +585,14 @@ fn sweep(metric: &Metric, groups: &[Group], loaded: &Loaded, baseline: &str) -> 
                     .find(|c| c.variant == variant)
                     .and_then(|c| c.rows.iter().find(|r| r.metric == metric.key))
             };
-            let base_median = g.comparisons.iter().find_map(|c| {
-                c.rows
-                    .iter()
-                    .find(|r| r.metric == metric.key)?
-                    .baseline
-                    .as_ref()
-                    .map(|s| s.median)
-            });
-            let mut medians = vec![base_median];
-            medians.extend(
-                others
-                    .iter()
-                    .map(|v| row_of(v).and_then(|r| r.variant.as_ref().map(|s| s.median))),
-            );
+            let median_of = |variant: &str| {
+                summary(
+                    metric,
+                    &values(metric, &runs_of(loaded, variant, &g.params)),
+                )
+                .map(|s| s.median)
+            };
+            let medians = order.iter().map(|v| median_of(v)).collect();
             let changes = others
                 .iter()
                 .map(|v| {

@@ -102,7 +102,8 @@ pub fn decide(input: &VerdictInput) -> Verdict {
             Verdict::Regressed
         };
     }
-    let pct = |v: f64| format!("{:+.1}%", (v - 1.0) * 100.0);
+    // A true minus sign, as the tables print.
+    let pct = |v: f64| format!("{:+.1}%", (v - 1.0) * 100.0).replace('-', "−");
     let reason = if above || below {
         format!(
             "the interval is outside the ±{:.0}% noise band but p = {:.3} (Holm-corrected) is not \
