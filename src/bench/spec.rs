@@ -135,9 +135,9 @@ fn expand_with(text: &str, mut value: impl FnMut(&str) -> Option<String>) -> Res
             rest = &tail[2..];
             continue;
         }
-        if tail.starts_with('}') {
+        if let Some(after) = tail.strip_prefix('}') {
             out.push('}');
-            rest = &tail[1..];
+            rest = after;
             continue;
         }
         let close = tail.find('}');

@@ -700,3 +700,30 @@ pub fn fixed(v: f64, decimals: usize) -> String {
     }
     format!("{v:.decimals$}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signed_percentages_use_a_true_minus() {
+        assert_eq!(signed_pct(0.73, 0), "−27%");
+        assert_eq!(signed_pct(1.032, 1), "+3.2%");
+        assert_eq!(signed_pct(1.0001, 1), "±0.0%");
+        assert_eq!(signed_pct(f64::INFINITY, 1), "+∞%");
+    }
+
+    #[test]
+    fn runs_needed_for_holm() {
+        // One metric: 4 a side reach 2/70 ≈ 0.029.
+        assert_eq!(runs_for_holm(1, 0.05), 4);
+        // Two metrics: 4 a side give 0.057, 5 give 0.016.
+        assert_eq!(runs_for_holm(2, 0.05), 5);
+        // Fourteen metrics: 6 a side give 14 · 2/924 ≈ 0.030.
+        assert_eq!(runs_for_holm(14, 0.05), 6);
+        assert!(holm_note("b", "a", 4, 4, 14, 0.05)
+            .unwrap()
+            .contains("at least 6 runs"));
+        assert!(holm_note("b", "a", 6, 6, 14, 0.05).is_none());
+    }
+}

@@ -66,3 +66,45 @@ pub fn differences(runs: &[LoadedRun]) -> Vec<String> {
     }
     notes
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{Fingerprint, RunStatus};
+
+    fn run(variant: &str, kernel: &str, load: f64) -> LoadedRun {
+        LoadedRun {
+            path: "x.framelab".into(),
+            run_id: 1,
+            variant: variant.into(),
+            params: Default::default(),
+            status: RunStatus::Ok,
+            failure: None,
+            command: vec![],
+            fingerprint: Fingerprint {
+                kernel: kernel.into(),
+                cores: 2,
+                load_avg_1m: Some(load),
+                ..Fingerprint::default()
+            },
+            data: None,
+        }
+    }
+
+    #[test]
+    fn differences_name_the_field_and_who_had_which_value() {
+        let notes = differences(&[
+            run("a", "6.1", 0.1),
+            run("a", "6.1", 0.2),
+            run("b", "6.2", 0.1),
+        ]);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("kernel: 6.1 (a ×2) vs 6.2 (b ×1)"),
+            "{notes:?}"
+        );
+        let busy = differences(&[run("a", "6.1", 3.0), run("b", "6.1", 0.1)]);
+        assert!(busy[0].contains("busy before 1 run"), "{busy:?}");
+        assert!(differences(&[run("a", "6.1", 0.1), run("b", "6.1", 0.1)]).is_empty());
+    }
+}
