@@ -304,9 +304,9 @@ pub fn compute(
     }
     let mut commands = BTreeMap::new();
     for r in &loaded.runs {
+        let argv = loaded.templates.get(&r.variant).unwrap_or(&r.command);
         commands.entry(r.variant.clone()).or_insert_with(|| {
-            shlex::try_join(r.command.iter().map(String::as_str))
-                .unwrap_or_else(|_| r.command.join(" "))
+            shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
         });
     }
     Comparison {

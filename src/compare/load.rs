@@ -84,6 +84,8 @@ pub struct Loaded {
     pub param_keys: Vec<String>,
     /// Parameter value orders per key, as the experiments listed them.
     pub param_values: BTreeMap<String, Vec<String>>,
+    /// Each experiment variant's command as given, `{KEY}` placeholders included.
+    pub templates: BTreeMap<String, Vec<String>>,
     pub notes: Vec<String>,
 }
 
@@ -95,6 +97,7 @@ pub fn load(sources: &[Source]) -> Result<Loaded> {
     let mut variants: Vec<String> = Vec::new();
     let mut param_keys: Vec<String> = Vec::new();
     let mut param_values: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut templates: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut notes = Vec::new();
     let stem = |p: &Path| {
         p.file_stem()
@@ -143,6 +146,11 @@ pub fn load(sources: &[Source]) -> Result<Loaded> {
                 }
             };
             let mut names_here: Vec<String> = order.iter().map(|n| rename(n)).collect();
+            if let Some(s) = &spec {
+                for v in &s.variants {
+                    templates.insert(rename(&v.name), v.command.clone());
+                }
+            }
             let mut listed = std::collections::HashSet::new();
             for r in &experiment.runs {
                 if let Some(ids) = &source.run_ids {
@@ -261,6 +269,7 @@ pub fn load(sources: &[Source]) -> Result<Loaded> {
         variants,
         param_keys,
         param_values,
+        templates,
         notes,
     })
 }
