@@ -10,6 +10,9 @@
 //! - `cpu MS`: burns MS milliseconds of CPU time (not wall time), uninstrumented.
 //! - `names N`: interns N distinct stage names.
 //! - `rate R S`: R spans per second for S seconds, in 1 ms batches (collector benchmarks).
+//! - `work N US`: N frames of stage `work` burning US µs of CPU, then a short `send` stage
+//!   (bench and compare tests: one variant does more work per frame than another).
+//! - `fail N`: like `work N 100`, then exits with status 1.
 
 use framelab_probe::{Counter, Event, Laps, Stage};
 use std::time::{Duration, Instant};
@@ -38,6 +41,14 @@ fn main() {
         "rate" => {
             let seconds: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(10);
             rate(n, seconds);
+        }
+        "work" => {
+            let us: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(100);
+            work(n, Duration::from_micros(us));
+        }
+        "fail" => {
+            work(n, Duration::from_micros(100));
+            std::process::exit(1);
         }
         "names" => {
             for i in 0..n {
@@ -68,6 +79,18 @@ fn frames(n: u64) {
         bytes.add(frame, 100);
         tick.mark(frame);
         std::thread::sleep(Duration::from_micros(400));
+    }
+}
+
+fn work(n: u64, per_frame: Duration) {
+    let (work, send) = (Stage::new("work"), Stage::new("send"));
+    for frame in 0..n {
+        {
+            let _span = work.span(frame);
+            burn_cpu(per_frame);
+        }
+        let _span = send.span(frame);
+        burn(Duration::from_micros(10));
     }
 }
 

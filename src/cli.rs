@@ -26,6 +26,10 @@ pub enum Command {
     Run(RunArgs),
     /// Print the report of a run file
     Report(ReportArgs),
+    /// Run variants × parameter values RUNS times each, interleaved, into one experiment file
+    Bench(BenchArgs),
+    /// Compare the variants of an experiment, or runs from separate files: verdicts with intervals
+    Compare(CompareArgs),
     /// Run the built-in instrumented pipeline (capture → convert → encode → packetize → send) and report it
     Demo(DemoArgs),
     /// Measure how precisely this machine waits: lateness and CPU of each wait mechanism, per interval
@@ -150,4 +154,113 @@ pub struct TimersArgs {
     pub need: Duration,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Runs of each variant at each combination of parameter values (at least 2; 6+ for verdicts you can trust)
+    #[arg(short = 'n', long = "runs", value_name = "RUNS")]
+    pub runs: Option<u32>,
+    /// A variant: NAME=COMMAND (split like a shell would; {KEY} takes a --param value)
+    #[arg(long = "variant", value_name = "NAME=CMD")]
+    pub variants: Vec<String>,
+    /// A parameter swept over its values: KEY=V1,V2,... (used as {KEY} in commands)
+    #[arg(long = "param", value_name = "KEY=V1,V2")]
+    pub params: Vec<String>,
+    /// interleaved (A B A B ...) or shuffled (each round in a seeded random order)
+    #[arg(long, value_enum, default_value = "interleaved")]
+    pub order: framelab::bench::Order,
+    /// Pin every run to these CPUs (e.g. 2-3 or 0,2)
+    #[arg(long, value_name = "CPUS")]
+    pub pin: Option<String>,
+    /// Shell command run before each run (e.g. dropping caches); {KEY} expanded
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// Passed to every run as FRAMELAB_SEED, and seeds --order shuffled
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// The experiment file (default bench-TIMESTAMP.framelab here)
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Continue the experiment in -o FILE where it stopped
+    #[arg(long)]
+    pub resume: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Time at the start of each run excluded from statistics
+    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    pub warmup: Duration,
+    /// Stop each run after this long; default: until the command exits
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Frames an uninstrumented command does, for a throughput
+    #[arg(long, value_parser = parse_count)]
+    pub frames: Option<u64>,
+    /// Also account the CPU of this process
+    #[arg(long = "watch-pid", value_name = "PID")]
+    pub watch_pids: Vec<u32>,
+    /// Also account processes with this name
+    #[arg(long = "watch", value_name = "NAME")]
+    pub watch_names: Vec<String>,
+    /// How long a command gets to exit after SIGINT, and again after SIGTERM
+    #[arg(long, value_parser = parse_duration, default_value = "2s")]
+    pub grace: Duration,
+    /// Records per thread ring (power of two; default 65536)
+    #[arg(long, value_parser = parse_count)]
+    pub ring_records: Option<u64>,
+    #[command(flatten)]
+    pub compare: CompareSettings,
+    /// One command (a single variant, for a parameter sweep)
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// How the comparison is judged and printed (compare, and bench at its end).
+#[derive(Args, Debug)]
+pub struct CompareSettings {
+    /// The variant the others are compared with (default: the first)
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Metrics to judge (repeat or comma-separate); an unknown name lists those that exist
+    #[arg(long = "metric", value_name = "METRIC")]
+    pub metrics: Vec<String>,
+    /// Changes within ± this are noise (e.g. 2%, 0.5%)
+    #[arg(long, value_parser = parse_percent, default_value = "2%")]
+    pub noise: f64,
+    /// Bootstrap resamples for the intervals
+    #[arg(long, default_value_t = 10_000)]
+    pub resamples: usize,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: framelab::compare::CompareFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// An experiment file (framelab bench -o), or run files, each FILE[:RUN,RUN] one variant
+    #[arg(value_name = "EXPERIMENT|RUN")]
+    pub files: Vec<String>,
+    /// Name a variant: NAME=FILE[:RUN,RUN] (runs of a file that holds several commands)
+    #[arg(long = "variant", value_name = "NAME=FILE")]
+    pub variants: Vec<String>,
+    #[command(flatten)]
+    pub settings: CompareSettings,
+    /// Exit 1 when any metric regressed (for CI)
+    #[arg(long)]
+    pub fail_on_regression: bool,
+}
+
+/// "2%", "0.5%" or a fraction "0.02".
+fn parse_percent(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let value = match t.strip_suffix('%') {
+        Some(pct) => pct.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("'{text}' is not a percentage; write e.g. 2% or 0.5%"))?;
+    if !(0.0..1.0).contains(&value) {
+        return Err(format!(
+            "'{text}' is out of range; the noise band is between 0% and 100%"
+        ));
+    }
+    Ok(value)
 }

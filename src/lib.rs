@@ -1,11 +1,15 @@
 //! framelab: per-frame, per-stage timing of real-time pipelines against the frame budget.
 
 pub mod analyze;
+pub mod bench;
+pub mod compare;
 pub mod demo;
+pub mod experiment;
 pub mod host;
 pub mod model;
 pub mod report;
 pub mod session;
+pub mod stats;
 pub mod store;
 pub mod timers;
 pub mod units;

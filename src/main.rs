@@ -8,7 +8,7 @@ use cli::{Cli, Command};
 use framelab::model::EndReason;
 use framelab::report::{self, Format};
 use framelab::session::{self, RunOptions};
-use framelab::{analyze, demo, store, timers};
+use framelab::{analyze, compare, demo, store, timers};
 
 /// framelab failed (bad input, unreadable file): 1. Usage errors: 2 (clap).
 /// The measured command crashed, failed, or broke the SDK's limits: 3. Interrupted by Ctrl-C: 130.
@@ -48,6 +48,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 grace: args.grace,
                 ring_records: args.ring_records,
                 progress: std::io::stderr().is_terminal(),
+                ..RunOptions::default()
             };
             run_and_report(&opts, args.format)
         }
@@ -59,6 +60,8 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Bench(args) => bench(args),
+        Command::Compare(args) => compare(args),
         Command::Demo(args) => {
             let exe = std::env::current_exe()?.to_string_lossy().into_owned();
             let opts = RunOptions {
@@ -173,4 +176,122 @@ fn run_and_report(opts: &RunOptions, format: Format) -> anyhow::Result<ExitCode>
 /// Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).
 fn use_color() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn compare_options(settings: &cli::CompareSettings) -> compare::CompareOptions {
+    compare::CompareOptions {
+        baseline: settings.baseline.clone(),
+        metrics: settings.metrics.clone(),
+        noise: settings.noise,
+        resamples: settings.resamples.max(1),
+        ..compare::CompareOptions::default()
+    }
+}
+
+fn compare(args: cli::CompareArgs) -> anyhow::Result<ExitCode> {
+    let mut sources = Vec::new();
+    for file in &args.files {
+        sources.push(compare::parse_source(file)?);
+    }
+    for named in &args.variants {
+        sources.push(compare::parse_named_source(named)?);
+    }
+    let comparison = compare::compare(&sources, &compare_options(&args.settings))?;
+    print!("{}", compare::render(&comparison, args.settings.format));
+    Ok(
+        if args.fail_on_regression && compare::any_regression(&comparison) {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        },
+    )
+}
+
+fn bench(args: cli::BenchArgs) -> anyhow::Result<ExitCode> {
+    let spec_given =
+        !args.variants.is_empty() || !args.command.is_empty() || !args.params.is_empty();
+    let spec = if spec_given || !args.resume {
+        Some(bench_spec(&args)?)
+    } else {
+        None
+    };
+    let outcome = framelab::bench::run(&framelab::bench::BenchOptions {
+        spec,
+        output: args.output.clone(),
+        resume: args.resume,
+        progress: std::io::stderr().is_terminal(),
+    })?;
+    let path = outcome.path.display();
+    if outcome.stopped {
+        eprintln!(
+            "framelab: stopped after {} of {} runs; every finished run is in {path}: continue with framelab bench --resume -o {path}",
+            outcome.finished_runs, outcome.total_runs
+        );
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
+    let comparison = compare::compare(&sources, &compare_options(&args.compare))?;
+    print!("{}", compare::render(&comparison, args.compare.format));
+    eprintln!("framelab: experiment file {path} (framelab compare {path} --format markdown)");
+    if outcome.failed_runs > 0 {
+        eprintln!(
+            "framelab: {} run{} failed (kept in the file, excluded from the statistics)",
+            outcome.failed_runs,
+            if outcome.failed_runs == 1 { "" } else { "s" }
+        );
+        return Ok(ExitCode::from(EXIT_COMMAND_FAILED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The experiment the command line describes.
+fn bench_spec(args: &cli::BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpec> {
+    use framelab::bench::{parse_param, parse_variant, ExperimentSpec, RunSettings, VariantSpec};
+    let Some(runs) = args.runs else {
+        anyhow::bail!("-n RUNS is required: how many runs of each variant (6 or more for verdicts you can trust)");
+    };
+    let mut variants = Vec::new();
+    for v in &args.variants {
+        variants.push(parse_variant(v)?);
+    }
+    if !args.command.is_empty() {
+        if !variants.is_empty() {
+            anyhow::bail!("give each variant its full command with --variant NAME=CMD, or one command after --, not both");
+        }
+        let name = std::path::Path::new(&args.command[0])
+            .file_name()
+            .map_or_else(
+                || args.command[0].clone(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+        variants.push(VariantSpec {
+            name,
+            command: args.command.clone(),
+        });
+    }
+    let mut params = Vec::new();
+    for p in &args.params {
+        params.push(parse_param(p)?);
+    }
+    let ns = |d: std::time::Duration| d.as_nanos() as i64;
+    Ok(ExperimentSpec {
+        variants,
+        params,
+        runs,
+        order: args.order,
+        seed: args.seed,
+        pin: args.pin.clone(),
+        prepare: args.prepare.clone(),
+        run: RunSettings {
+            fps: args.target.fps,
+            budget_ns: args.target.budget.map(ns),
+            warmup_ns: ns(args.warmup),
+            duration_ns: args.duration.map(ns),
+            frames: args.frames,
+            watch_pids: args.watch_pids.clone(),
+            watch_names: args.watch_names.clone(),
+            grace_ns: ns(args.grace),
+            ring_records: args.ring_records,
+        },
+    })
 }

@@ -71,18 +71,26 @@ fn is_executable(meta: &std::fs::Metadata) -> bool {
     meta.is_file() && meta.permissions().mode() & 0o111 != 0
 }
 
-/// Spawns `argv` in a new process group with `env` added. It dies with framelab if framelab is killed.
-pub fn spawn(argv: &[String], env: &[(String, String)]) -> Result<u32> {
+/// Spawns `argv` in a new process group with `env` added, pinned to `cpus` unless empty.
+/// It dies with framelab if framelab is killed.
+pub fn spawn(argv: &[String], env: &[(String, String)], cpus: &[usize]) -> Result<u32> {
     let mut command = Command::new(&argv[0]);
     command.args(&argv[1..]);
     for (key, value) in env {
         command.env(key, value);
     }
+    // Built before fork: nothing may allocate between fork and exec.
+    let affinity = cpu_set(cpus)?;
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
             libc::setpgid(0, 0);
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
+            if let Some(set) = &affinity {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
             Ok(())
         });
     }
@@ -100,6 +108,25 @@ pub fn spawn(argv: &[String], env: &[(String, String)]) -> Result<u32> {
         }
         Err(e) => bail!("cannot start '{}': {e}", argv[0]),
     }
+}
+
+/// The affinity mask for `cpus`; `None` when no pinning was asked.
+fn cpu_set(cpus: &[usize]) -> Result<Option<libc::cpu_set_t>> {
+    if cpus.is_empty() {
+        return Ok(None);
+    }
+    // SAFETY: cpu_set_t is plain bits; CPU_SET writes inside it for cpu < CPU_SETSIZE.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            bail!(
+                "--pin: CPU {cpu} is beyond the {} CPUs Linux can pin to",
+                libc::CPU_SETSIZE
+            );
+        }
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    Ok(Some(set))
 }
 
 /// Sends `signal` to the whole process group of the command.

@@ -19,6 +19,7 @@ use crate::model::{EndReason, ExitInfo, RunMeta};
 use crate::store::RunWriter;
 use framelab_probe::wire;
 
+pub use launch::{catch_interrupts, check_runnable, interrupts};
 /// Everything `framelab run` takes.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -38,6 +39,10 @@ pub struct RunOptions {
     pub ring_records: Option<u64>,
     /// Show the live progress line (on a terminal).
     pub progress: bool,
+    /// Environment variables added for the command (`framelab bench --seed`, the variant).
+    pub env: Vec<(String, String)>,
+    /// CPUs the command is pinned to (`sched_setaffinity` before exec); empty: not pinned.
+    pub cpus: Vec<usize>,
 }
 
 /// What a finished run left behind.
@@ -130,11 +135,12 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     if let Some(records) = opts.ring_records {
         env.push((wire::RING_RECORDS_ENV.to_owned(), records.to_string()));
     }
+    env.extend(opts.env.iter().cloned());
     launch::catch_interrupts();
     launch::become_subreaper();
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
     let started = Instant::now();
-    let pid = match launch::spawn(&opts.command, &env) {
+    let pid = match launch::spawn(&opts.command, &env, &opts.cpus) {
         Ok(pid) => pid,
         Err(e) => {
             drop(writer);

@@ -5,14 +5,19 @@
 //! - `file`: opening files for reading or writing, one-line errors for bad files;
 //! - `codec`: Rust values ↔ columns;
 //! - `writer` / `reader`: recording a run as it goes, loading it back;
+//! - `experiment`: which runs belong to which variant of a `framelab bench`, fingerprints;
 
 mod codec;
+mod experiment;
 mod file;
 mod migrate;
 mod reader;
 mod schema;
 mod writer;
 
+pub use experiment::{
+    create_experiment, load_experiment, load_fingerprints, record_experiment_run,
+};
 pub use reader::{list_runs, load_run};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use writer::RunWriter;

@@ -131,6 +131,44 @@ CREATE TABLE processes (
 ) WITHOUT ROWID;
 ";
 
+/// Experiments (`framelab bench`): which runs belong to which variant and parameter
+/// values, and each run's environment fingerprint. `IF NOT EXISTS`: a file written by
+/// `framelab run` before these tables existed gets them when a bench first writes to it.
+pub const EXPERIMENT_TABLES: &str = "
+CREATE TABLE IF NOT EXISTS experiments (
+    experiment_id     INTEGER PRIMARY KEY,
+    created_at        TEXT NOT NULL,
+    framelab_version  TEXT NOT NULL,
+    spec_json         TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS experiment_runs (
+    run_id         INTEGER PRIMARY KEY REFERENCES runs(run_id),
+    experiment_id  INTEGER NOT NULL REFERENCES experiments(experiment_id),
+    variant        TEXT NOT NULL,
+    params_json    TEXT NOT NULL,
+    repetition     INTEGER NOT NULL,
+    slot           INTEGER NOT NULL,
+    status         TEXT NOT NULL,
+    failure        TEXT
+);
+
+CREATE TABLE IF NOT EXISTS fingerprints (
+    run_id        INTEGER PRIMARY KEY REFERENCES runs(run_id),
+    hostname      TEXT NOT NULL,
+    cpu_model     TEXT NOT NULL,
+    cores         INTEGER NOT NULL,
+    kernel        TEXT NOT NULL,
+    governor      TEXT NOT NULL,
+    boost         TEXT NOT NULL,
+    cpu_mhz       REAL,
+    load_avg_1m   REAL,
+    gpu           TEXT NOT NULL,
+    gpu_driver    TEXT NOT NULL,
+    pinned_cpus   TEXT NOT NULL
+);
+";
+
 /// Views for people querying by hand; framelab itself reads the tables. Aggregates are
 /// computed before joining names: one lookup per group instead of one per span.
 const VIEWS: &str = "
@@ -186,6 +224,7 @@ LEFT JOIN threads AS t ON t.run_id = e.run_id AND t.thread_id = e.thread_id;
 /// Runs inside the caller's transaction.
 pub fn create(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(TABLES)?;
+    conn.execute_batch(EXPERIMENT_TABLES)?;
     conn.execute_batch(VIEWS)?;
     conn.execute(
         "INSERT INTO framelab (key, value) VALUES ('schema_version', ?1), ('created_by', ?2)",

@@ -1,0 +1,358 @@
+//! `framelab bench`: every variant × parameter combination, RUNS times, each a fresh
+//! `framelab run` (warmup, window, CPU accounting), interleaved, all in one experiment
+//! file written as it goes. `--resume` continues an experiment that was stopped.
+
+mod cpus;
+pub mod fingerprint;
+mod progress;
+pub mod schedule;
+pub mod spec;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::experiment::{ExperimentRun, RunStatus};
+use crate::model::{EndReason, ExitInfo};
+use crate::session::{self, RunOptions};
+use crate::store;
+pub use cpus::parse_cpu_list;
+use schedule::{schedule, Slot};
+pub use spec::{parse_param, parse_variant, ExperimentSpec, Order, RunSettings, VariantSpec};
+
+/// What `framelab bench` was asked.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// The experiment; `None` with `resume` means "as stored in the file".
+    pub spec: Option<ExperimentSpec>,
+    pub output: Option<PathBuf>,
+    pub resume: bool,
+    /// Show the progress bar (on a terminal).
+    pub progress: bool,
+}
+
+/// How the bench ended.
+#[derive(Debug)]
+pub struct BenchOutcome {
+    pub path: PathBuf,
+    pub total_runs: usize,
+    pub finished_runs: usize,
+    pub failed_runs: usize,
+    /// Ctrl-C stopped it before every run was done.
+    pub stopped: bool,
+}
+
+/// Runs (or continues) the experiment. The comparison is the caller's.
+pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
+    let (path, spec, experiment_id, done) = open_experiment(options)?;
+    let slots = schedule(&spec);
+    let combos = spec.combinations();
+    let cpus = pinned_cpus(&spec)?;
+    let gpu = fingerprint::probe_gpu();
+    session::catch_interrupts();
+    let interrupts_before = session::interrupts();
+
+    let total = slots.len();
+    let mut progress =
+        progress::BenchProgress::new(total as u64, done.len() as u64, options.progress);
+    let mut outcome = BenchOutcome {
+        path: path.clone(),
+        total_runs: total,
+        finished_runs: done.len(),
+        failed_runs: 0,
+        stopped: false,
+    };
+    for (index, slot) in slots.iter().enumerate() {
+        if done.contains(&(index as u32)) {
+            continue;
+        }
+        if session::interrupts() > interrupts_before {
+            outcome.stopped = true;
+            break;
+        }
+        let combo = &combos[slot.combo];
+        let what = describe_slot(&spec, slot, combo);
+        progress.starting(&what);
+        let started = Instant::now();
+        if let Some(prepare) = &spec.prepare {
+            run_prepare(prepare, combo, &spec, slot, &path).with_context(|| {
+                format!(
+                    "before {what} (continue later with framelab bench --resume -o {})",
+                    path.display()
+                )
+            })?;
+        }
+        let fingerprint = fingerprint::probe(&gpu, spec.pin.as_deref().unwrap_or(""));
+        let opts = run_options(&spec, slot, combo, &path, &cpus, &what)?;
+        let result = session::run(&opts).with_context(|| format!("{what} could not run"))?;
+        let (status, failure) = judge_run(result.end_reason, result.exit.as_ref());
+        store::record_experiment_run(
+            &path,
+            &ExperimentRun {
+                run_id: result.run_id,
+                experiment_id,
+                variant: spec.variants[slot.variant].name.clone(),
+                params: combo.clone(),
+                repetition: slot.repetition,
+                slot: index as u32,
+                status,
+                failure: failure.clone(),
+            },
+            &fingerprint,
+        )?;
+        progress.finished(
+            &what,
+            failure.as_deref().unwrap_or(status.name()),
+            started.elapsed(),
+        );
+        match status {
+            RunStatus::Ok => outcome.finished_runs += 1,
+            RunStatus::Failed => {
+                outcome.finished_runs += 1;
+                outcome.failed_runs += 1;
+            }
+            RunStatus::Interrupted => {
+                outcome.stopped = true;
+                break;
+            }
+        }
+    }
+    progress.finish();
+    Ok(outcome)
+}
+
+/// Creates the experiment file, or reopens it for `--resume`: (path, spec, id, slots done).
+fn open_experiment(options: &BenchOptions) -> Result<(PathBuf, ExperimentSpec, i64, HashSet<u32>)> {
+    if options.resume {
+        let Some(path) = options.output.clone() else {
+            bail!("--resume needs the experiment file: framelab bench --resume -o FILE");
+        };
+        if !path.exists() {
+            bail!(
+                "nothing to resume: {} does not exist; drop --resume to start the experiment",
+                path.display()
+            );
+        }
+        let Some(experiment) = store::load_experiment(&path)? else {
+            bail!("{} holds no experiment to resume (it was written by framelab run?); choose another -o", path.display());
+        };
+        let stored: ExperimentSpec = serde_json::from_str(&experiment.spec_json).map_err(|e| {
+            anyhow::anyhow!("{}: the experiment's specification cannot be read ({e}); it was written by another framelab version", path.display())
+        })?;
+        if let Some(given) = &options.spec {
+            if given != &stored {
+                bail!(
+                    "the options given differ from the experiment in {} ({}); resume with the same options, or with only --resume -o {}",
+                    path.display(),
+                    first_difference(given, &stored),
+                    path.display()
+                );
+            }
+        }
+        stored.validate()?;
+        pinned_cpus(&stored)?;
+        check_commands(&stored)?;
+        let done = experiment
+            .runs
+            .iter()
+            .filter(|r| r.status != RunStatus::Interrupted)
+            .map(|r| r.slot)
+            .collect();
+        return Ok((path, stored, experiment.id, done));
+    }
+    let Some(spec) = options.spec.clone() else {
+        bail!("nothing to run: give --variant NAME=COMMAND (twice or more to compare) or one command after --");
+    };
+    spec.validate()?;
+    // Everything that can be refused is refused before the file is created.
+    pinned_cpus(&spec)?;
+    check_commands(&spec)?;
+    let path = options.output.clone().unwrap_or_else(default_output);
+    if path.exists() && std::fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
+        let what = match store::load_experiment(&path) {
+            Ok(Some(e)) => format!(
+                "already holds an experiment ({} runs recorded): continue it with --resume, or",
+                e.runs.len()
+            ),
+            Ok(None) => "already holds runs:".into(),
+            Err(e) => return Err(e),
+        };
+        bail!("{} {what} choose another -o", path.display());
+    }
+    let spec_json = serde_json::to_string(&spec)?;
+    let id = store::create_experiment(&path, &spec_json)?;
+    Ok((path, spec, id, HashSet::new()))
+}
+
+fn pinned_cpus(spec: &ExperimentSpec) -> Result<Vec<usize>> {
+    match &spec.pin {
+        Some(pin) => parse_cpu_list(pin),
+        None => Ok(Vec::new()),
+    }
+}
+
+fn first_difference(a: &ExperimentSpec, b: &ExperimentSpec) -> &'static str {
+    if a.variants != b.variants {
+        "variants"
+    } else if a.params != b.params {
+        "parameters"
+    } else if a.runs != b.runs {
+        "-n"
+    } else if a.order != b.order || a.seed != b.seed {
+        "--order or --seed"
+    } else if a.pin != b.pin || a.prepare != b.prepare {
+        "--pin or --prepare"
+    } else {
+        "run options"
+    }
+}
+
+fn default_output() -> PathBuf {
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .replace([':', '-'], "");
+    PathBuf::from(format!("bench-{}.framelab", stamp.trim_end_matches('Z')))
+}
+
+/// Every variant's program exists for every combination, before the first run.
+fn check_commands(spec: &ExperimentSpec) -> Result<()> {
+    for combo in spec.combinations() {
+        for (i, v) in spec.variants.iter().enumerate() {
+            let argv = spec.command(i, &combo)?;
+            session::check_runnable(&argv[0]).with_context(|| format!("variant '{}'", v.name))?;
+        }
+    }
+    Ok(())
+}
+
+/// "v2 [res=720p] #3".
+fn describe_slot(
+    spec: &ExperimentSpec,
+    slot: &Slot,
+    combo: &std::collections::BTreeMap<String, String>,
+) -> String {
+    let params = spec::describe_combo(combo);
+    let name = &spec.variants[slot.variant].name;
+    if params.is_empty() {
+        format!("{name} #{}", slot.repetition + 1)
+    } else {
+        format!("{name} [{params}] #{}", slot.repetition + 1)
+    }
+}
+
+fn run_options(
+    spec: &ExperimentSpec,
+    slot: &Slot,
+    combo: &std::collections::BTreeMap<String, String>,
+    path: &Path,
+    cpus: &[usize],
+    what: &str,
+) -> Result<RunOptions> {
+    let settings = &spec.run;
+    let ns = |v: i64| Duration::from_nanos(v.max(0) as u64);
+    let mut env = vec![(
+        "FRAMELAB_VARIANT".to_owned(),
+        spec.variants[slot.variant].name.clone(),
+    )];
+    if let Some(seed) = spec.seed {
+        env.push(("FRAMELAB_SEED".to_owned(), seed.to_string()));
+    }
+    Ok(RunOptions {
+        command: spec.command(slot.variant, combo)?,
+        fps: settings.fps,
+        budget: settings.budget_ns.map(ns),
+        warmup: ns(settings.warmup_ns),
+        duration: settings.duration_ns.map(ns),
+        name: Some(what.to_owned()),
+        output: Some(path.to_owned()),
+        watch_pids: settings.watch_pids.clone(),
+        watch_names: settings.watch_names.clone(),
+        frames: settings.frames,
+        grace: ns(settings.grace_ns),
+        ring_records: settings.ring_records,
+        progress: false,
+        env,
+        cpus: cpus.to_vec(),
+    })
+}
+
+/// `--prepare` through `sh -c`, with `{KEY}` expanded; a failure stops the bench.
+fn run_prepare(
+    prepare: &str,
+    combo: &std::collections::BTreeMap<String, String>,
+    spec: &ExperimentSpec,
+    slot: &Slot,
+    path: &Path,
+) -> Result<()> {
+    let command = spec::expand(prepare, combo)?;
+    let status = Command::new("sh")
+        .args(["-c", &command])
+        .env("FRAMELAB_VARIANT", &spec.variants[slot.variant].name)
+        .env("FRAMELAB_EXPERIMENT", path)
+        .status()
+        .with_context(|| format!("--prepare could not start sh: {command}"))?;
+    if !status.success() {
+        bail!("--prepare failed ({status}): {command}");
+    }
+    Ok(())
+}
+
+/// A run counts unless it was interrupted, crashed, or exited non-zero by itself
+/// (a command stopped at --duration may exit non-zero on SIGINT: that is ours).
+pub fn judge_run(end: EndReason, exit: Option<&ExitInfo>) -> (RunStatus, Option<String>) {
+    if end == EndReason::Interrupted {
+        return (RunStatus::Interrupted, Some("interrupted (Ctrl-C)".into()));
+    }
+    match exit {
+        Some(e) if e.crashed => {
+            let signal = e
+                .signal
+                .map_or("a signal".into(), crate::analyze::notes::describe_signal);
+            (RunStatus::Failed, Some(format!("crashed ({signal})")))
+        }
+        Some(ExitInfo {
+            code: Some(code), ..
+        }) if *code != 0 && end == EndReason::Exited => (
+            RunStatus::Failed,
+            Some(format!("exited with status {code}")),
+        ),
+        _ => (RunStatus::Ok, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_are_judged_by_how_they_ended() {
+        let exit = |code, signal, crashed| ExitInfo {
+            code,
+            signal,
+            crashed,
+        };
+        assert_eq!(
+            judge_run(EndReason::Exited, Some(&exit(Some(0), None, false))).0,
+            RunStatus::Ok
+        );
+        assert_eq!(
+            judge_run(EndReason::Exited, Some(&exit(Some(2), None, false))).0,
+            RunStatus::Failed
+        );
+        // Stopped at --duration, exiting 130 on SIGINT: fine.
+        assert_eq!(
+            judge_run(EndReason::Duration, Some(&exit(Some(130), None, false))).0,
+            RunStatus::Ok
+        );
+        let (status, why) = judge_run(EndReason::Exited, Some(&exit(None, Some(11), true)));
+        assert_eq!(status, RunStatus::Failed);
+        assert!(why.unwrap().contains("SIGSEGV"));
+        assert_eq!(
+            judge_run(EndReason::Interrupted, None).0,
+            RunStatus::Interrupted
+        );
+    }
+}

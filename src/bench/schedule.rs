@@ -1,0 +1,92 @@
+//! The order runs happen in. Interleaving spreads slow drift of the machine (heat, other
+//! load, frequency) over every variant instead of loading it onto whichever ran last.
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use super::spec::{ExperimentSpec, Order};
+
+/// One run to do: which variant, which combination of parameter values, which repetition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slot {
+    pub variant: usize,
+    pub combo: usize,
+    pub repetition: u32,
+}
+
+/// Round by round: each round holds every (combination, variant) once, in order
+/// (interleaved) or shuffled with a seed derived from `--seed` (0 without one).
+pub fn schedule(spec: &ExperimentSpec) -> Vec<Slot> {
+    let combos = spec.combinations().len();
+    let mut rng = ChaCha8Rng::seed_from_u64(crate::stats::seed::derive_seed(
+        spec.seed.unwrap_or(0),
+        "order",
+    ));
+    let mut slots = Vec::new();
+    for repetition in 0..spec.runs {
+        let mut round: Vec<Slot> = (0..combos)
+            .flat_map(|combo| {
+                (0..spec.variants.len()).map(move |variant| Slot {
+                    variant,
+                    combo,
+                    repetition,
+                })
+            })
+            .collect();
+        if spec.order == Order::Shuffled {
+            round.shuffle(&mut rng);
+        }
+        slots.extend(round);
+    }
+    slots
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::spec::{parse_param, parse_variant, RunSettings};
+    use super::*;
+
+    fn spec(order: Order) -> ExperimentSpec {
+        ExperimentSpec {
+            variants: vec![parse_variant("a=x").unwrap(), parse_variant("b=y").unwrap()],
+            params: vec![parse_param("k=1,2").unwrap()],
+            runs: 3,
+            order,
+            seed: Some(4),
+            pin: None,
+            prepare: None,
+            run: RunSettings::default(),
+        }
+    }
+
+    #[test]
+    fn interleaved_alternates_variants() {
+        let s = schedule(&spec(Order::Interleaved));
+        assert_eq!(s.len(), 12);
+        let variants: Vec<usize> = s.iter().map(|s| s.variant).collect();
+        assert_eq!(variants, [0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1]);
+        assert_eq!(
+            s[4],
+            Slot {
+                variant: 0,
+                combo: 0,
+                repetition: 1
+            }
+        );
+    }
+
+    #[test]
+    fn shuffled_rounds_hold_each_once_and_repeat_with_the_seed() {
+        let s = schedule(&spec(Order::Shuffled));
+        assert_eq!(s, schedule(&spec(Order::Shuffled)));
+        for round in s.chunks(4) {
+            let mut pairs: Vec<(usize, usize)> =
+                round.iter().map(|s| (s.combo, s.variant)).collect();
+            pairs.sort();
+            assert_eq!(pairs, [(0, 0), (0, 1), (1, 0), (1, 1)]);
+        }
+        assert_ne!(s, schedule(&spec(Order::Interleaved)));
+    }
+}

@@ -1,0 +1,358 @@
+//! What an experiment runs: variants (a name and a command), parameters (a key and its
+//! values), how many runs of each, in what order, with which run options. Stored as JSON
+//! in the experiment file so `--resume` continues exactly the same experiment.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VariantSpec {
+    pub name: String,
+    /// argv, with `{KEY}` where a parameter's value goes.
+    pub command: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParamSpec {
+    pub key: String,
+    pub values: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// A B A B …: every variant and parameter value once, then again.
+    Interleaved,
+    /// Each round in a random order (seeded), so no variant always follows another.
+    Shuffled,
+}
+
+/// The `framelab run` options every run of the experiment gets.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    pub fps: Option<f64>,
+    pub budget_ns: Option<i64>,
+    pub warmup_ns: i64,
+    pub duration_ns: Option<i64>,
+    pub frames: Option<u64>,
+    pub watch_pids: Vec<u32>,
+    pub watch_names: Vec<String>,
+    pub grace_ns: i64,
+    pub ring_records: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentSpec {
+    pub variants: Vec<VariantSpec>,
+    pub params: Vec<ParamSpec>,
+    /// Runs of each variant at each combination of parameter values.
+    pub runs: u32,
+    pub order: Order,
+    pub seed: Option<u64>,
+    /// `--pin` as given.
+    pub pin: Option<String>,
+    /// `--prepare`, run with `sh -c` before each run (`{KEY}` expanded).
+    pub prepare: Option<String>,
+    pub run: RunSettings,
+}
+
+/// Fewer than this many runs per variant is refused: no spread across runs.
+pub const MIN_RUNS: u32 = 2;
+
+/// `NAME=CMD`: the command is split into words as a POSIX shell would (quotes, escapes),
+/// without running a shell.
+pub fn parse_variant(text: &str) -> Result<VariantSpec> {
+    let Some((name, command)) = text.split_once('=') else {
+        bail!("--variant {text}: give it as NAME=COMMAND, e.g. --variant fast='./app --fast'");
+    };
+    let name = name.trim();
+    if name.is_empty() {
+        bail!("--variant {text}: the name before '=' is empty; e.g. --variant fast='./app --fast'");
+    }
+    let Some(words) = shlex::split(command) else {
+        bail!("--variant {name}: the command has an unclosed quote or a trailing backslash: {command}");
+    };
+    if words.is_empty() {
+        bail!("--variant {name}: the command after '=' is empty");
+    }
+    Ok(VariantSpec {
+        name: name.to_owned(),
+        command: words,
+    })
+}
+
+/// `KEY=V1,V2,...`.
+pub fn parse_param(text: &str) -> Result<ParamSpec> {
+    let Some((key, values)) = text.split_once('=') else {
+        bail!("--param {text}: give it as KEY=V1,V2,..., e.g. --param res=720p,1080p");
+    };
+    let key = key.trim();
+    if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        bail!("--param {text}: the key must be letters, digits or _ (it is used as {{KEY}})");
+    }
+    let values: Vec<String> = values.split(',').map(|v| v.trim().to_owned()).collect();
+    if values.iter().all(String::is_empty) {
+        bail!("--param {key} has no values: give them as {key}=V1,V2,... (e.g. {key}=720p,1080p)");
+    }
+    if values.iter().any(String::is_empty) {
+        bail!("--param {text}: a value is empty (two commas in a row, or one at an end)");
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(v) = values.iter().find(|v| !seen.insert(v.as_str())) {
+        bail!("--param {key}: the value {v} is given twice");
+    }
+    Ok(ParamSpec {
+        key: key.to_owned(),
+        values,
+    })
+}
+
+/// The `{KEY}` names a text refers to; `{{` and `}}` are literal braces.
+pub fn placeholders(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let _ = expand_with(text, |key| {
+        found.push(key.to_owned());
+        Some(String::new())
+    });
+    found
+}
+
+/// Replaces each `{KEY}` with its value from `values`; `{{` → `{`, `}}` → `}`.
+pub fn expand(text: &str, values: &BTreeMap<String, String>) -> Result<String> {
+    expand_with(text, |key| values.get(key).cloned())
+}
+
+fn expand_with(text: &str, mut value: impl FnMut(&str) -> Option<String>) -> Result<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(['{', '}']) {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        if tail.starts_with("{{") || tail.starts_with("}}") {
+            out.push_str(&tail[..1]);
+            rest = &tail[2..];
+            continue;
+        }
+        if let Some(after) = tail.strip_prefix('}') {
+            out.push('}');
+            rest = after;
+            continue;
+        }
+        let close = tail.find('}');
+        let key = close.map(|c| &tail[1..c]);
+        match key {
+            Some(key)
+                if !key.is_empty()
+                    && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+            {
+                match value(key) {
+                    Some(v) => out.push_str(&v),
+                    None => bail!("{{{key}}} has no value"),
+                }
+                rest = &tail[key.len() + 2..];
+            }
+            // Not a placeholder (`{ x }`, `awk '{print}'` has one though): keep the brace.
+            _ => {
+                out.push('{');
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+impl ExperimentSpec {
+    /// Checks what can be checked before anything runs, with messages that say the fix.
+    pub fn validate(&self) -> Result<()> {
+        if self.runs < MIN_RUNS {
+            bail!(
+                "-n {}: at least {MIN_RUNS} runs per variant are needed to see the spread across \
+                 runs, and 4 a side for a verdict; 6 or more is better",
+                self.runs
+            );
+        }
+        if self.variants.is_empty() {
+            bail!("nothing to run: give --variant NAME=COMMAND (twice or more to compare) or one command after --");
+        }
+        let mut names = std::collections::HashSet::new();
+        for v in &self.variants {
+            if !names.insert(v.name.as_str()) {
+                bail!(
+                    "the variant name '{}' is used twice: give each --variant its own name",
+                    v.name
+                );
+            }
+        }
+        let mut keys = std::collections::HashSet::new();
+        for p in &self.params {
+            if !keys.insert(p.key.as_str()) {
+                bail!(
+                    "--param {} is given twice: list all its values in one, {}=V1,V2,...",
+                    p.key,
+                    p.key
+                );
+            }
+        }
+        let known = |key: &str| self.params.iter().any(|p| p.key == key);
+        for v in &self.variants {
+            for word in &v.command {
+                if let Some(key) = placeholders(word).into_iter().find(|k| !known(k)) {
+                    bail!(
+                        "variant '{}' uses {{{key}}} but no --param {key}=... was given; add one, \
+                         or write {{{{{key}}}}} for literal braces",
+                        v.name
+                    );
+                }
+            }
+        }
+        if let Some(prepare) = &self.prepare {
+            if let Some(key) = placeholders(prepare).into_iter().find(|k| !known(k)) {
+                bail!("--prepare uses {{{key}}} but no --param {key}=... was given");
+            }
+        }
+        Ok(())
+    }
+
+    /// Every combination of parameter values, the first parameter varying slowest;
+    /// one empty combination without parameters.
+    pub fn combinations(&self) -> Vec<BTreeMap<String, String>> {
+        let mut combos = vec![BTreeMap::new()];
+        for p in &self.params {
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    p.values.iter().map(move |v| {
+                        let mut c = c.clone();
+                        c.insert(p.key.clone(), v.clone());
+                        c
+                    })
+                })
+                .collect();
+        }
+        combos
+    }
+
+    /// A variant's argv for one combination of parameter values.
+    pub fn command(&self, variant: usize, combo: &BTreeMap<String, String>) -> Result<Vec<String>> {
+        self.variants[variant]
+            .command
+            .iter()
+            .map(|w| expand(w, combo))
+            .collect()
+    }
+}
+
+/// "res=720p threads=4", or "" without parameters.
+pub fn describe_combo(combo: &BTreeMap<String, String>) -> String {
+    combo
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn combo(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn variants_split_like_a_shell() {
+        let v = parse_variant("fast=./app --mode 'very fast' -x").unwrap();
+        assert_eq!(v.name, "fast");
+        assert_eq!(v.command, ["./app", "--mode", "very fast", "-x"]);
+        assert!(parse_variant("noequals").is_err());
+        assert!(parse_variant("=./app")
+            .unwrap_err()
+            .to_string()
+            .contains("name"));
+        assert!(parse_variant("a=")
+            .unwrap_err()
+            .to_string()
+            .contains("empty"));
+        assert!(parse_variant("a='open")
+            .unwrap_err()
+            .to_string()
+            .contains("quote"));
+    }
+
+    #[test]
+    fn params_and_their_errors() {
+        let p = parse_param("res=720p, 1080p").unwrap();
+        assert_eq!(p.values, ["720p", "1080p"]);
+        assert!(parse_param("res=")
+            .unwrap_err()
+            .to_string()
+            .contains("no values"));
+        assert!(parse_param("res=a,,b")
+            .unwrap_err()
+            .to_string()
+            .contains("empty"));
+        assert!(parse_param("re s=a")
+            .unwrap_err()
+            .to_string()
+            .contains("key"));
+        assert!(parse_param("res=a,a")
+            .unwrap_err()
+            .to_string()
+            .contains("twice"));
+    }
+
+    #[test]
+    fn placeholders_expand_and_braces_escape() {
+        let c = combo(&[("res", "720p")]);
+        assert_eq!(expand("--size={res}", &c).unwrap(), "--size=720p");
+        assert_eq!(expand("{{res}}", &c).unwrap(), "{res}");
+        assert_eq!(expand("awk '{ print }'", &c).unwrap(), "awk '{ print }'");
+        assert!(expand("{codec}", &c).is_err());
+        assert_eq!(placeholders("{a}-{b}{{c}}"), ["a", "b"]);
+    }
+
+    fn spec(variants: &[(&str, &str)], params: &[&str], runs: u32) -> ExperimentSpec {
+        ExperimentSpec {
+            variants: variants
+                .iter()
+                .map(|(n, c)| parse_variant(&format!("{n}={c}")).unwrap())
+                .collect(),
+            params: params.iter().map(|p| parse_param(p).unwrap()).collect(),
+            runs,
+            order: Order::Interleaved,
+            seed: None,
+            pin: None,
+            prepare: None,
+            run: RunSettings::default(),
+        }
+    }
+
+    #[test]
+    fn validation_says_what_is_wrong() {
+        let err = |s: ExperimentSpec| s.validate().unwrap_err().to_string();
+        assert!(err(spec(&[("a", "x")], &[], 1)).contains("at least 2 runs"));
+        assert!(err(spec(&[("a", "x"), ("a", "y")], &[], 3)).contains("used twice"));
+        assert!(err(spec(&[("a", "x {res}")], &[], 3)).contains("no --param res"));
+        assert!(err(spec(&[("a", "x")], &["k=1", "k=2"], 3)).contains("twice"));
+        assert!(spec(&[("a", "x {res}")], &["res=1,2"], 3)
+            .validate()
+            .is_ok());
+    }
+
+    #[test]
+    fn combinations_first_parameter_slowest() {
+        let s = spec(&[("a", "x {r} {c}")], &["r=1,2", "c=h264,av1"], 2);
+        let all: Vec<String> = s.combinations().iter().map(describe_combo).collect();
+        assert_eq!(all, ["c=h264 r=1", "c=av1 r=1", "c=h264 r=2", "c=av1 r=2"]);
+        assert_eq!(
+            s.command(0, &s.combinations()[1]).unwrap(),
+            ["x", "1", "av1"]
+        );
+    }
+}

@@ -1,0 +1,729 @@
+//! The comparison itself: per group of parameter values, each variant against the
+//! baseline on every metric (medians, spread, ratio and interval, Holm-corrected p,
+//! verdict), the step-by-step table for more than two variants, the sweep table, the
+//! headlines. Pure: everything here works on runs already loaded.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::load::{Loaded, LoadedRun};
+use super::metrics::{Metric, Unit};
+use crate::experiment::RunStatus;
+use crate::stats::mann_whitney::{mann_whitney, smallest_p, PMethod};
+use crate::stats::quantile::median;
+use crate::stats::seed::derive_seed;
+use crate::stats::{
+    bootstrap_ratio, decide, holm, BootstrapOptions, RatioInterval, RunValue, Verdict, VerdictInput,
+};
+
+/// `framelab compare`'s settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompareOptions {
+    pub baseline: Option<String>,
+    /// `--metric` names; empty for the default set.
+    pub metrics: Vec<String>,
+    /// Half-width of the noise band (0.02 = ±2%).
+    pub noise: f64,
+    pub alpha: f64,
+    pub resamples: usize,
+    pub seed: u64,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions {
+            baseline: None,
+            metrics: Vec::new(),
+            noise: 0.02,
+            alpha: 0.05,
+            resamples: 10_000,
+            seed: 0x5eed,
+        }
+    }
+}
+
+/// A variant's runs of one group, summarised for one metric.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub runs: usize,
+    /// Median across runs, in the metric's display unit (µs for times).
+    pub median: f64,
+    /// 1.4826 × median absolute deviation, as % of the median: a robust coefficient of
+    /// variation across runs.
+    pub spread_pct: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// One metric, one variant against the baseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub metric: String,
+    pub label: String,
+    pub unit: Unit,
+    pub direction: crate::stats::Direction,
+    pub baseline: Option<Summary>,
+    pub variant: Option<Summary>,
+    /// variant ÷ baseline of the medians, with the 95% interval.
+    pub ratio: Option<RatioInterval>,
+    pub u: Option<f64>,
+    pub p_value: Option<f64>,
+    pub p_method: Option<PMethod>,
+    /// After Holm's correction across this comparison's metrics.
+    pub p_holm: Option<f64>,
+    #[serde(flatten)]
+    pub verdict: Verdict,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VariantComparison {
+    pub variant: String,
+    pub baseline: String,
+    pub headline: String,
+    pub rows: Vec<Row>,
+}
+
+/// Step-by-step benefit of variants in order (more than two variants).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepRow {
+    pub variant: String,
+    pub median: f64,
+    /// Against the variant before it; `None` for the first.
+    pub step: Option<RatioInterval>,
+    /// Against the baseline; `None` for the baseline.
+    pub cumulative: Option<RatioInterval>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    /// Parameter values of this group (empty without parameters).
+    pub params: BTreeMap<String, String>,
+    pub label: String,
+    pub comparisons: Vec<VariantComparison>,
+    /// For the headline metric, when more than two variants.
+    pub steps: Vec<StepRow>,
+    /// Per variant: (name, runs measured, worst frame total µs with run and frame id).
+    pub worst: Vec<Worst>,
+}
+
+/// The worst frame of a variant: shown, never used for a verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Worst {
+    pub variant: String,
+    pub total_us: f64,
+    pub run_id: i64,
+    pub frame: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepRow {
+    pub params: String,
+    /// Per variant in order: the median of the sweep metric (None when absent).
+    pub medians: Vec<Option<f64>>,
+    /// Per variant after the baseline: the change and its verdict.
+    pub changes: Vec<Option<(f64, String)>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sweep {
+    pub metric: String,
+    pub label: String,
+    pub unit: Unit,
+    pub variants: Vec<String>,
+    pub rows: Vec<SweepRow>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Excluded {
+    pub path: String,
+    pub run_id: i64,
+    pub variant: String,
+    pub params: String,
+    pub why: String,
+}
+
+/// Everything a comparison shows, in every format.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub schema: String,
+    pub sources: Vec<String>,
+    pub options: CompareOptions,
+    pub baseline: String,
+    pub variants: Vec<String>,
+    /// Each variant's command (of its first run; parameter values differ across groups).
+    pub commands: BTreeMap<String, String>,
+    /// Measured runs per variant (all groups).
+    pub runs: BTreeMap<String, usize>,
+    pub param_keys: Vec<String>,
+    /// The metric of headlines, steps and the sweep.
+    pub headline_metric: String,
+    pub metrics: Vec<Metric>,
+    pub groups: Vec<Group>,
+    pub sweep: Option<Sweep>,
+    pub excluded: Vec<Excluded>,
+    /// Fingerprint differences and other things to know before trusting the numbers.
+    pub notes: Vec<String>,
+}
+
+pub const SCHEMA: &str = "framelab.compare/1";
+
+pub fn describe_params(params: &BTreeMap<String, String>) -> String {
+    params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The comparison of loaded runs with `metrics` already chosen.
+pub fn compute(
+    loaded: &Loaded,
+    metrics: Vec<Metric>,
+    baseline: String,
+    options: &CompareOptions,
+    notes: Vec<String>,
+    sources: Vec<String>,
+) -> Comparison {
+    let measured = |r: &&LoadedRun| r.status == RunStatus::Ok && r.data.is_some();
+    let mut combos: Vec<BTreeMap<String, String>> = Vec::new();
+    for r in loaded.runs.iter().filter(measured) {
+        if !combos.contains(&r.params) {
+            combos.push(r.params.clone());
+        }
+    }
+    // Parameter values in the order the experiment listed them.
+    let rank = |combo: &BTreeMap<String, String>| -> Vec<usize> {
+        loaded
+            .param_keys
+            .iter()
+            .map(|k| {
+                let v = combo.get(k);
+                loaded
+                    .param_values
+                    .get(k)
+                    .and_then(|vs| v.and_then(|v| vs.iter().position(|x| x == v)))
+                    .unwrap_or(usize::MAX)
+            })
+            .collect()
+    };
+    combos.sort_by_key(|c| rank(c));
+    let headline = headline_metric(&metrics);
+    let mut groups = Vec::new();
+    let mut holm_notes: Vec<String> = Vec::new();
+    for combo in &combos {
+        let runs_of = |variant: &str| runs_of(loaded, variant, combo);
+        let label = describe_params(combo);
+        let base_runs = runs_of(&baseline);
+        let mut comparisons = Vec::new();
+        for variant in loaded.variants.iter().filter(|v| **v != baseline) {
+            let var_runs = runs_of(variant);
+            if var_runs.is_empty() || base_runs.is_empty() {
+                continue;
+            }
+            let seed_label = format!("{label}|{baseline}|{variant}");
+            let mut rows = compare_metrics(&metrics, &base_runs, &var_runs, options, &seed_label);
+            let adjusted = holm(
+                &rows
+                    .iter()
+                    .map(|r| r.p_value.unwrap_or(f64::NAN))
+                    .collect::<Vec<_>>(),
+            );
+            let family = rows.iter().filter(|r| r.p_value.is_some()).count();
+            for (row, p) in rows.iter_mut().zip(adjusted) {
+                row.p_holm = (!p.is_nan()).then_some(p);
+                row.verdict = verdict_of(row, p, base_runs.len(), var_runs.len(), family, options);
+            }
+            let headline_text = headline_line(variant, &rows, headline.as_deref());
+            holm_notes.extend(holm_note(
+                variant,
+                &baseline,
+                base_runs.len(),
+                var_runs.len(),
+                family,
+                options.alpha,
+            ));
+            comparisons.push(VariantComparison {
+                variant: variant.clone(),
+                baseline: baseline.clone(),
+                headline: headline_text,
+                rows,
+            });
+        }
+        let steps = match headline
+            .as_deref()
+            .and_then(|k| metrics.iter().find(|m| m.key == k))
+        {
+            Some(metric) if loaded.variants.len() > 2 => {
+                steps(metric, loaded, combo, &baseline, options, &label)
+            }
+            _ => Vec::new(),
+        };
+        let worst = loaded
+            .variants
+            .iter()
+            .filter_map(|v| worst_of(v, &runs_of(v)))
+            .collect();
+        groups.push(Group {
+            params: combo.clone(),
+            label,
+            comparisons,
+            steps,
+            worst,
+        });
+    }
+    let sweep = (!loaded.param_keys.is_empty())
+        .then(|| {
+            headline
+                .as_deref()
+                .and_then(|k| metrics.iter().find(|m| m.key == k))
+        })
+        .flatten()
+        .map(|m| sweep(m, &groups, loaded, &baseline));
+    let mut runs = BTreeMap::new();
+    for r in loaded.runs.iter().filter(measured) {
+        *runs.entry(r.variant.clone()).or_insert(0) += 1;
+    }
+    let excluded = loaded
+        .runs
+        .iter()
+        .filter(|r| r.status != RunStatus::Ok)
+        .map(|r| Excluded {
+            path: r.path.display().to_string(),
+            run_id: r.run_id,
+            variant: r.variant.clone(),
+            params: describe_params(&r.params),
+            why: r.failure.clone().unwrap_or_else(|| r.status.name().into()),
+        })
+        .collect();
+    let mut notes = notes;
+    for n in holm_notes {
+        if !notes.contains(&n) {
+            notes.push(n);
+        }
+    }
+    let mut commands = BTreeMap::new();
+    for r in &loaded.runs {
+        let argv = loaded.templates.get(&r.variant).unwrap_or(&r.command);
+        commands.entry(r.variant.clone()).or_insert_with(|| {
+            shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
+        });
+    }
+    Comparison {
+        commands,
+        schema: SCHEMA.into(),
+        sources,
+        options: options.clone(),
+        baseline,
+        variants: loaded.variants.clone(),
+        runs,
+        param_keys: loaded.param_keys.clone(),
+        headline_metric: headline.unwrap_or_default(),
+        metrics,
+        groups,
+        sweep,
+        excluded,
+        notes,
+    }
+}
+
+/// fps when compared, else the first metric.
+fn headline_metric(metrics: &[Metric]) -> Option<String> {
+    metrics
+        .iter()
+        .find(|m| m.key == "fps")
+        .or_else(|| metrics.first())
+        .map(|m| m.key.clone())
+}
+
+fn values<'a>(metric: &Metric, runs: &[&'a LoadedRun]) -> Vec<RunValue<'a>> {
+    runs.iter()
+        .filter_map(|r| metric.value(r.data.as_ref()?))
+        .filter(|v| !v.value().is_nan())
+        .collect()
+}
+
+fn summary(metric: &Metric, values: &[RunValue]) -> Option<Summary> {
+    let shown: Vec<f64> = values
+        .iter()
+        .map(|v| metric.display_value(v.value()))
+        .collect();
+    let mid = median(&shown)?;
+    let deviations: Vec<f64> = shown.iter().map(|v| (v - mid).abs()).collect();
+    let mad = median(&deviations).unwrap_or(0.0);
+    Some(Summary {
+        runs: shown.len(),
+        median: mid,
+        spread_pct: if mid != 0.0 {
+            1.4826 * mad / mid.abs() * 100.0
+        } else {
+            0.0
+        },
+        min: shown.iter().copied().fold(f64::INFINITY, f64::min),
+        max: shown.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    })
+}
+
+fn bootstrap_options(options: &CompareOptions, label: &str) -> BootstrapOptions {
+    BootstrapOptions {
+        resamples: options.resamples,
+        seed: derive_seed(options.seed, label),
+        ..BootstrapOptions::default()
+    }
+}
+
+/// Every metric's row, the metrics shared out over the cores: each bootstrap is
+/// independent and seeded by its own label, so the result does not depend on the split.
+fn compare_metrics(
+    metrics: &[Metric],
+    base_runs: &[&LoadedRun],
+    var_runs: &[&LoadedRun],
+    options: &CompareOptions,
+    seed_label: &str,
+) -> Vec<Row> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_thread = metrics.len().div_ceil(threads.max(1)).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = metrics
+            .chunks(per_thread)
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|m| compare_metric(m, base_runs, var_runs, options, seed_label))
+                        .collect::<Vec<Row>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a comparison thread panicked"))
+            .collect()
+    })
+}
+
+fn compare_metric(
+    metric: &Metric,
+    base_runs: &[&LoadedRun],
+    var_runs: &[&LoadedRun],
+    options: &CompareOptions,
+    seed_label: &str,
+) -> Row {
+    let (b, v) = (values(metric, base_runs), values(metric, var_runs));
+    let numbers = |vals: &[RunValue]| -> Vec<f64> { vals.iter().map(RunValue::value).collect() };
+    let test = mann_whitney(&numbers(&v), &numbers(&b));
+    let ratio = if b.is_empty() || v.is_empty() {
+        None
+    } else {
+        bootstrap_ratio(
+            &b,
+            &v,
+            &bootstrap_options(options, &format!("{seed_label}|{}", metric.key)),
+        )
+    };
+    Row {
+        metric: metric.key.clone(),
+        label: metric.label.clone(),
+        unit: metric.unit,
+        direction: metric.direction,
+        baseline: summary(metric, &b),
+        variant: summary(metric, &v),
+        ratio,
+        u: test.map(|t| t.u),
+        p_value: test.map(|t| t.p_value),
+        p_method: test.map(|t| t.method),
+        p_holm: None,
+        verdict: Verdict::Equivalent,
+    }
+}
+
+fn verdict_of(
+    row: &Row,
+    p_holm: f64,
+    runs_base: usize,
+    runs_var: usize,
+    family: usize,
+    options: &CompareOptions,
+) -> Verdict {
+    let (Some(ratio), Some(b), Some(v)) = (row.ratio, &row.baseline, &row.variant) else {
+        return Verdict::Inconclusive {
+            reason: "a side has no value of this metric".into(),
+            more_runs: None,
+        };
+    };
+    let verdict = decide(&VerdictInput {
+        ratio: ratio.ratio,
+        low: ratio.low,
+        high: ratio.high,
+        p_adjusted: p_holm,
+        runs_baseline: b.runs,
+        runs_variant: v.runs,
+        direction: row.direction,
+        alpha: options.alpha,
+        noise: options.noise,
+    });
+    // With few runs and many metrics no data can pass Holm's correction: more runs are
+    // needed whatever the interval says.
+    match verdict {
+        Verdict::Inconclusive { reason, more_runs } => {
+            let fewest = runs_base.min(runs_var);
+            let for_holm = runs_for_holm(family, options.alpha).saturating_sub(fewest) as u32;
+            Verdict::Inconclusive {
+                reason,
+                more_runs: more_runs
+                    .map(|m| m.max(for_holm))
+                    .or((for_holm > 0).then_some(for_holm)),
+            }
+        }
+        v => v,
+    }
+}
+
+/// The fewest runs a side at which a p-value could pass Holm's correction across
+/// `family` metrics (all runs of one side above all of the other).
+pub fn runs_for_holm(family: usize, alpha: f64) -> usize {
+    (2..=50)
+        .find(|&n| smallest_p(n, n) * (family.max(1) as f64) < alpha)
+        .unwrap_or(50)
+}
+
+/// A note when this comparison cannot reach significance on any metric.
+fn holm_note(
+    variant: &str,
+    baseline: &str,
+    runs_base: usize,
+    runs_var: usize,
+    family: usize,
+    alpha: f64,
+) -> Option<String> {
+    let best = smallest_p(runs_base, runs_var) * family as f64;
+    (family > 0 && best >= alpha).then(|| {
+        format!(
+            "{variant} vs {baseline}: with {runs_base} vs {runs_var} runs and {family} metrics no p-value can pass Holm's correction (the smallest possible is {:.3}): record at least {} runs a side, or name fewer --metric",
+            best.min(1.0),
+            runs_for_holm(family, alpha)
+        )
+    })
+}
+
+/// The measured runs of one variant at one combination of parameter values.
+fn runs_of<'a>(
+    loaded: &'a Loaded,
+    variant: &str,
+    combo: &BTreeMap<String, String>,
+) -> Vec<&'a LoadedRun> {
+    loaded
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Ok && r.data.is_some())
+        .filter(|r| r.variant == variant && &r.params == combo)
+        .collect()
+}
+
+fn steps(
+    metric: &Metric,
+    loaded: &Loaded,
+    combo: &BTreeMap<String, String>,
+    baseline: &str,
+    options: &CompareOptions,
+    label: &str,
+) -> Vec<StepRow> {
+    let mut rows = Vec::new();
+    let mut previous: Option<&str> = None;
+    for variant in &loaded.variants {
+        let runs = runs_of(loaded, variant, combo);
+        let v = values(metric, &runs);
+        let Some(s) = summary(metric, &v) else {
+            continue;
+        };
+        let against = |other: &str| {
+            let o = values(metric, &runs_of(loaded, other, combo));
+            bootstrap_ratio(
+                &o,
+                &v,
+                &bootstrap_options(
+                    options,
+                    &format!("{label}|{other}|{variant}|{}", metric.key),
+                ),
+            )
+        };
+        rows.push(StepRow {
+            variant: variant.clone(),
+            median: s.median,
+            step: previous.and_then(against),
+            cumulative: (variant != baseline).then(|| against(baseline)).flatten(),
+        });
+        previous = Some(variant);
+    }
+    rows
+}
+
+fn worst_of(variant: &str, runs: &[&LoadedRun]) -> Option<Worst> {
+    runs.iter()
+        .filter_map(|r| {
+            let (frame, total) = r.data.as_ref()?.worst_frame?;
+            Some(Worst {
+                variant: variant.to_owned(),
+                total_us: total as f64 / 1e3,
+                run_id: r.run_id,
+                frame,
+            })
+        })
+        .max_by(|a, b| a.total_us.total_cmp(&b.total_us))
+}
+
+fn sweep(metric: &Metric, groups: &[Group], loaded: &Loaded, baseline: &str) -> Sweep {
+    let others: Vec<&String> = loaded.variants.iter().filter(|v| *v != baseline).collect();
+    let mut order = vec![baseline.to_owned()];
+    order.extend(others.iter().map(|s| s.to_string()));
+    let rows = groups
+        .iter()
+        .map(|g| {
+            let row_of = |variant: &str| {
+                g.comparisons
+                    .iter()
+                    .find(|c| c.variant == variant)
+                    .and_then(|c| c.rows.iter().find(|r| r.metric == metric.key))
+            };
+            let median_of = |variant: &str| {
+                summary(
+                    metric,
+                    &values(metric, &runs_of(loaded, variant, &g.params)),
+                )
+                .map(|s| s.median)
+            };
+            let medians = order.iter().map(|v| median_of(v)).collect();
+            let changes = others
+                .iter()
+                .map(|v| {
+                    let r = row_of(v)?;
+                    Some(((r.ratio?.ratio - 1.0) * 100.0, r.verdict.word().to_owned()))
+                })
+                .collect();
+            SweepRow {
+                params: g.label.clone(),
+                medians,
+                changes,
+            }
+        })
+        .collect();
+    Sweep {
+        metric: metric.key.clone(),
+        label: metric.label.clone(),
+        unit: metric.unit,
+        variants: order,
+        rows,
+    }
+}
+
+/// "1.32× fps [1.27, 1.36]" for a rate, "−27% [−31, −22]" for the rest.
+pub fn effect_text(row: &Row) -> Option<String> {
+    let r = row.ratio?;
+    Some(if row.unit == Unit::Fps {
+        format!(
+            "{}× {} [{}, {}]",
+            fixed(r.ratio, 2),
+            row.label,
+            fixed(r.low, 2),
+            fixed(r.high, 2)
+        )
+    } else {
+        format!(
+            "{} {} [{}, {}]",
+            row.label,
+            signed_pct(r.ratio, 0),
+            signed_pct(r.low, 0).trim_end_matches('%'),
+            signed_pct(r.high, 0).trim_end_matches('%')
+        )
+    })
+}
+
+/// "v2: 1.32× fps [1.27, 1.36], total p99 −27% [−31, −22], regressed: none".
+fn headline_line(variant: &str, rows: &[Row], headline: Option<&str>) -> String {
+    let mut parts = Vec::new();
+    let mut wanted: Vec<&str> = Vec::new();
+    if let Some(h) = headline {
+        wanted.push(h);
+    }
+    for key in ["total.p99", "cpu_per_frame", "wall", "cpu"] {
+        if wanted.len() < 2 && rows.iter().any(|r| r.metric == key) && !wanted.contains(&key) {
+            wanted.push(key);
+        }
+    }
+    for key in wanted {
+        if let Some(text) = rows.iter().find(|r| r.metric == key).and_then(effect_text) {
+            parts.push(text);
+        }
+    }
+    let regressed: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::Regressed)
+        .map(|r| r.label.as_str())
+        .collect();
+    let improved = rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::Improved)
+        .count();
+    parts.push(format!("improved: {improved}"));
+    parts.push(format!(
+        "regressed: {}",
+        if regressed.is_empty() {
+            "none".to_owned()
+        } else {
+            regressed.join(", ")
+        }
+    ));
+    format!("{variant}: {}", parts.join(", "))
+}
+
+/// A ratio as a signed percentage change with a true minus sign: "+3.2%", "−27%".
+pub fn signed_pct(ratio: f64, decimals: usize) -> String {
+    if !ratio.is_finite() {
+        return "+∞%".into();
+    }
+    let pct = (ratio - 1.0) * 100.0;
+    let text = format!("{:.*}", decimals, pct.abs());
+    let zero = text.chars().all(|c| c == '0' || c == '.');
+    let sign = if zero {
+        "±"
+    } else if pct < 0.0 {
+        "−"
+    } else {
+        "+"
+    };
+    format!("{sign}{text}%")
+}
+
+pub fn fixed(v: f64, decimals: usize) -> String {
+    if v.is_infinite() {
+        return "∞".into();
+    }
+    format!("{v:.decimals$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signed_percentages_use_a_true_minus() {
+        assert_eq!(signed_pct(0.73, 0), "−27%");
+        assert_eq!(signed_pct(1.032, 1), "+3.2%");
+        assert_eq!(signed_pct(1.0001, 1), "±0.0%");
+        assert_eq!(signed_pct(f64::INFINITY, 1), "+∞%");
+    }
+
+    #[test]
+    fn runs_needed_for_holm() {
+        // One metric: 4 a side reach 2/70 ≈ 0.029.
+        assert_eq!(runs_for_holm(1, 0.05), 4);
+        // Two metrics: 4 a side give 0.057, 5 give 0.016.
+        assert_eq!(runs_for_holm(2, 0.05), 5);
+        // Fourteen metrics: 6 a side give 14 · 2/924 ≈ 0.030.
+        assert_eq!(runs_for_holm(14, 0.05), 6);
+        assert!(holm_note("b", "a", 4, 4, 14, 0.05)
+            .unwrap()
+            .contains("at least 6 runs"));
+        assert!(holm_note("b", "a", 6, 6, 14, 0.05).is_none());
+    }
+}

@@ -1,0 +1,70 @@
+//! One row per (parameter values, variant, metric): for spreadsheets and scripts.
+
+use super::compute::Comparison;
+
+const HEADER: &str = "params,variant,baseline,metric,unit,direction,baseline_runs,baseline_median,baseline_spread_pct,variant_runs,variant_median,variant_spread_pct,ratio,ratio_low,ratio_high,p_value,p_holm,p_method,verdict,more_runs,reason";
+
+pub fn render(c: &Comparison) -> String {
+    let mut out = String::from(HEADER);
+    out.push('\n');
+    for g in &c.groups {
+        for cmp in &g.comparisons {
+            for r in &cmp.rows {
+                let num = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+                let (more, reason) = match &r.verdict {
+                    crate::stats::Verdict::Inconclusive { reason, more_runs } => (
+                        more_runs.map_or(String::new(), |m| m.to_string()),
+                        reason.clone(),
+                    ),
+                    _ => (String::new(), String::new()),
+                };
+                let fields = [
+                    g.label.clone(),
+                    cmp.variant.clone(),
+                    cmp.baseline.clone(),
+                    r.metric.clone(),
+                    super::text::unit_name(r.unit).into(),
+                    serde_json::to_value(r.direction)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    r.baseline
+                        .as_ref()
+                        .map_or(String::new(), |s| s.runs.to_string()),
+                    num(r.baseline.as_ref().map(|s| s.median)),
+                    num(r.baseline.as_ref().map(|s| s.spread_pct)),
+                    r.variant
+                        .as_ref()
+                        .map_or(String::new(), |s| s.runs.to_string()),
+                    num(r.variant.as_ref().map(|s| s.median)),
+                    num(r.variant.as_ref().map(|s| s.spread_pct)),
+                    num(r.ratio.map(|x| x.ratio)),
+                    num(r.ratio.map(|x| x.low)),
+                    num(r.ratio.map(|x| x.high)),
+                    num(r.p_value),
+                    num(r.p_holm),
+                    r.p_method
+                        .and_then(|m| serde_json::to_value(m).ok())
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    r.verdict.word().into(),
+                    more,
+                    reason,
+                ];
+                let line: Vec<String> = fields.iter().map(|f| quote(f)).collect();
+                out.push_str(&line.join(","));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// RFC 4180: quote fields holding a comma, quote or line break; double inner quotes.
+fn quote(field: &str) -> String {
+    if field.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_owned()
+    }
+}

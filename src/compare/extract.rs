@@ -1,0 +1,99 @@
+//! From a loaded run to what comparisons need: the per-run numbers a report shows, and
+//! the sorted frame-level values that frame-based metrics resample.
+
+use crate::analyze::frames::{measure, resolve_window, Frames, NO_FRAME};
+use crate::analyze::stats::sort_ns;
+use crate::analyze::{analyze, Analysis};
+use crate::model::Run;
+
+/// One run, reduced. Frame values are nanoseconds, sorted ascending.
+#[derive(Clone, Debug, Default)]
+pub struct RunData {
+    pub observed_fps: Option<f64>,
+    /// The measured window's length.
+    pub wall_ns: i64,
+    /// User + system CPU of every process over the window.
+    pub cpu_ns: i64,
+    pub load_pct: f64,
+    pub cpu_per_frame_ns: Option<f64>,
+    pub peak_rss_bytes: u64,
+    /// (late frames, measured frames), when the run has a budget and frames.
+    pub late: Option<(u64, u64)>,
+    /// Durations of each stage's spans in measured frames, in the report's stage order.
+    pub stages: Vec<(String, Vec<i64>)>,
+    /// Measured frames' totals (end-to-end latency).
+    pub totals: Vec<i64>,
+    /// The worst frame (shown, never used for a verdict): (frame id, total ns).
+    pub worst_frame: Option<(u64, i64)>,
+    /// The window was closed by --duration (so wall time is fixed, not measured).
+    pub fixed_duration: bool,
+}
+
+pub fn extract(run: &Run) -> RunData {
+    let analysis = analyze(run);
+    let mut data = from_analysis(&analysis);
+    data.fixed_duration = run.meta.end_reason == crate::model::EndReason::Duration;
+    let (stages, totals) = frame_values(run, &analysis);
+    data.stages = stages;
+    data.totals = totals;
+    data
+}
+
+fn from_analysis(a: &Analysis) -> RunData {
+    RunData {
+        observed_fps: a.observed_fps,
+        wall_ns: a.window.length_ns,
+        cpu_ns: a.cpu.user_ns.saturating_add(a.cpu.sys_ns),
+        load_pct: a.cpu.load_pct,
+        cpu_per_frame_ns: a.cpu.cpu_per_frame_ns,
+        peak_rss_bytes: a.cpu.peak_rss_bytes,
+        late: a
+            .late
+            .as_ref()
+            .filter(|_| a.frames > 0 && !a.frames_from_hint)
+            .map(|l| (l.late_frames, a.frames)),
+        worst_frame: a.worst_frames.first().map(|w| (w.frame, w.total_ns)),
+        ..RunData::default()
+    }
+}
+
+/// Sorted durations per stage (spans of measured frames, as the stage table counts them)
+/// and sorted frame totals.
+fn frame_values(run: &Run, analysis: &Analysis) -> (Vec<(String, Vec<i64>)>, Vec<i64>) {
+    if run.spans.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let frames = Frames::from_spans(&run.spans);
+    let window = resolve_window(&run.meta, frames.last_end_ns);
+    let measured = measure(&frames, &window);
+    let mut by_stage: Vec<Vec<i64>> = vec![Vec::new(); run.stages.len().max(1)];
+    for (i, span) in run.spans.iter().enumerate() {
+        let f = frames.span_frame[i];
+        if f == NO_FRAME || !measured.in_window[f as usize] {
+            continue;
+        }
+        let stage = span.stage as usize;
+        if stage >= by_stage.len() {
+            by_stage.resize(stage + 1, Vec::new());
+        }
+        by_stage[stage].push(span.dur_ns);
+    }
+    let name_of = |id: usize| {
+        run.stages
+            .get(id)
+            .cloned()
+            .unwrap_or_else(|| format!("stage#{id}"))
+    };
+    // The report's order: analysis.stage_names.
+    let mut stages = Vec::new();
+    for name in &analysis.stage_names {
+        if let Some(id) = (0..by_stage.len()).find(|&id| &name_of(id) == name) {
+            let mut values = std::mem::take(&mut by_stage[id]);
+            sort_ns(&mut values);
+            stages.push((name.clone(), values));
+        }
+    }
+    let mut totals = measured.totals_ns(&frames);
+    sort_ns(&mut totals);
+    (stages, totals)
+}

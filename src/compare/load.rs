@@ -1,0 +1,323 @@
+//! Which runs to compare and which variant each belongs to: experiments carry their
+//! variants; files of plain runs are one variant each (named after the file, or by
+//! `--variant NAME=FILE[:RUN,...]`). Then every measured run is loaded and reduced, in
+//! parallel.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use anyhow::{bail, Result};
+
+use super::extract::{extract, RunData};
+use crate::experiment::{Fingerprint, RunStatus};
+use crate::model::{EndReason, RunMeta};
+use crate::store;
+
+/// A file to compare, optionally named and narrowed to some runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Source {
+    pub path: PathBuf,
+    /// `--variant NAME=FILE`: every (chosen) run of the file is this variant.
+    pub variant: Option<String>,
+    /// `FILE:3,4,5`: only these runs.
+    pub run_ids: Option<Vec<i64>>,
+}
+
+/// `NAME=FILE[:RUN,...]`.
+pub fn parse_named_source(text: &str) -> Result<Source> {
+    let Some((name, rest)) = text.split_once('=') else {
+        bail!("--variant {text}: give it as NAME=FILE or NAME=FILE:RUN,RUN (runs of one file)");
+    };
+    let mut source = parse_source(rest)?;
+    if name.trim().is_empty() {
+        bail!("--variant {text}: the name before '=' is empty");
+    }
+    source.variant = Some(name.trim().to_owned());
+    Ok(source)
+}
+
+/// `FILE` or `FILE:RUN,...` (when FILE itself does not exist under the whole text).
+pub fn parse_source(text: &str) -> Result<Source> {
+    if !Path::new(text).exists() {
+        if let Some((file, ids)) = text.rsplit_once(':') {
+            if !ids.is_empty() && ids.split(',').all(|i| i.trim().parse::<i64>().is_ok()) {
+                return Ok(Source {
+                    path: file.into(),
+                    variant: None,
+                    run_ids: Some(
+                        ids.split(',')
+                            .map(|i| i.trim().parse().unwrap_or(0))
+                            .collect(),
+                    ),
+                });
+            }
+        }
+    }
+    Ok(Source {
+        path: text.into(),
+        variant: None,
+        run_ids: None,
+    })
+}
+
+/// One run to compare, with its place.
+#[derive(Clone, Debug)]
+pub struct LoadedRun {
+    pub path: PathBuf,
+    pub run_id: i64,
+    pub variant: String,
+    pub params: BTreeMap<String, String>,
+    pub status: RunStatus,
+    pub failure: Option<String>,
+    pub command: Vec<String>,
+    pub fingerprint: Fingerprint,
+    /// Loaded and reduced for measured runs only.
+    pub data: Option<RunData>,
+}
+
+/// Runs, the variants in order, the parameter keys in order, and notes.
+pub struct Loaded {
+    pub runs: Vec<LoadedRun>,
+    pub variants: Vec<String>,
+    pub param_keys: Vec<String>,
+    /// Parameter value orders per key, as the experiments listed them.
+    pub param_values: BTreeMap<String, Vec<String>>,
+    /// Each experiment variant's command as given, `{KEY}` placeholders included.
+    pub templates: BTreeMap<String, Vec<String>>,
+    pub notes: Vec<String>,
+}
+
+pub fn load(sources: &[Source]) -> Result<Loaded> {
+    if sources.is_empty() {
+        bail!("nothing to compare: give an experiment file (framelab bench -o FILE) or run files");
+    }
+    let mut runs: Vec<LoadedRun> = Vec::new();
+    let mut variants: Vec<String> = Vec::new();
+    let mut param_keys: Vec<String> = Vec::new();
+    let mut param_values: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut templates: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut notes = Vec::new();
+    let stem = |p: &Path| {
+        p.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| p.display().to_string())
+    };
+    for source in sources {
+        let path = &source.path;
+        let metas = store::list_runs(path)?;
+        let by_id: HashMap<i64, &RunMeta> = metas.iter().map(|m| (m.id, m)).collect();
+        let fingerprints = store::load_fingerprints(path)?;
+        let experiment = store::load_experiment(path)?;
+        let fingerprint_of = |meta: &RunMeta| {
+            fingerprints
+                .get(&meta.id)
+                .cloned()
+                .unwrap_or_else(|| Fingerprint::from_host(&meta.host))
+        };
+        if let (Some(experiment), None) = (&experiment, &source.variant) {
+            // Variant names of a second file that clash get the file's name in front.
+            let spec: Option<crate::bench::ExperimentSpec> =
+                serde_json::from_str(&experiment.spec_json).ok();
+            let order: Vec<String> = match &spec {
+                Some(s) => s.variants.iter().map(|v| v.name.clone()).collect(),
+                None => Vec::new(),
+            };
+            if let Some(s) = &spec {
+                for p in &s.params {
+                    if !param_keys.contains(&p.key) {
+                        param_keys.push(p.key.clone());
+                    }
+                    let known = param_values.entry(p.key.clone()).or_default();
+                    for v in &p.values {
+                        if !known.contains(v) {
+                            known.push(v.clone());
+                        }
+                    }
+                }
+            }
+            let taken: Vec<String> = variants.clone();
+            let rename = |name: &str| {
+                if taken.iter().any(|t| t == name) {
+                    format!("{}:{name}", stem(path))
+                } else {
+                    name.to_owned()
+                }
+            };
+            let mut names_here: Vec<String> = order.iter().map(|n| rename(n)).collect();
+            if let Some(s) = &spec {
+                for v in &s.variants {
+                    templates.insert(rename(&v.name), v.command.clone());
+                }
+            }
+            let mut listed = std::collections::HashSet::new();
+            for r in &experiment.runs {
+                if let Some(ids) = &source.run_ids {
+                    if !ids.contains(&r.run_id) {
+                        continue;
+                    }
+                }
+                let Some(meta) = by_id.get(&r.run_id) else {
+                    continue;
+                };
+                listed.insert(r.run_id);
+                let variant = rename(&r.variant);
+                if !names_here.contains(&variant) {
+                    names_here.push(variant.clone());
+                }
+                for key in r.params.keys() {
+                    if !param_keys.contains(key) {
+                        param_keys.push(key.clone());
+                    }
+                }
+                runs.push(LoadedRun {
+                    path: path.clone(),
+                    run_id: r.run_id,
+                    variant,
+                    params: r.params.clone(),
+                    status: r.status,
+                    failure: r.failure.clone(),
+                    command: meta.command.clone(),
+                    fingerprint: fingerprint_of(meta),
+                    data: None,
+                });
+            }
+            let orphans = metas.iter().filter(|m| !listed.contains(&m.id)).count();
+            if orphans > 0 && source.run_ids.is_none() {
+                notes.push(format!(
+                    "{orphans} run{} in {} belong{} to no finished slot of the experiment (a bench \
+                     stopped mid-run): not compared",
+                    if orphans == 1 { "" } else { "s" },
+                    path.display(),
+                    if orphans == 1 { "s" } else { "" }
+                ));
+            }
+            variants.extend(
+                names_here
+                    .into_iter()
+                    .filter(|n| !variants.contains(n))
+                    .collect::<Vec<_>>(),
+            );
+            continue;
+        }
+        // Plain runs: the file (or the name given) is the variant.
+        let variant = source.variant.clone().unwrap_or_else(|| stem(path));
+        let chosen: Vec<&RunMeta> = match &source.run_ids {
+            None => metas.iter().collect(),
+            Some(ids) => {
+                for id in ids {
+                    if !by_id.contains_key(id) {
+                        let all: Vec<String> = metas.iter().map(|m| m.id.to_string()).collect();
+                        bail!(
+                            "{} has no run {id}; it holds runs {}",
+                            path.display(),
+                            all.join(", ")
+                        );
+                    }
+                }
+                metas.iter().filter(|m| ids.contains(&m.id)).collect()
+            }
+        };
+        if chosen.is_empty() {
+            bail!(
+                "{} holds no runs; record some with framelab run -o {} -- COMMAND",
+                path.display(),
+                path.display()
+            );
+        }
+        if source.variant.is_none() {
+            let first = &chosen[0].command;
+            if let Some(other) = chosen.iter().find(|m| &m.command != first) {
+                bail!(
+                    "{} holds runs of different commands ('{}' and '{}'): say which runs form each \
+                     variant, e.g. --variant a={}:{} --variant b={}:{}",
+                    path.display(),
+                    first.join(" "),
+                    other.command.join(" "),
+                    path.display(),
+                    chosen[0].id,
+                    path.display(),
+                    other.id
+                );
+            }
+        }
+        if variants.contains(&variant) && source.variant.is_none() {
+            bail!("two files are both called '{variant}': name them with --variant NAME=FILE");
+        }
+        if !variants.contains(&variant) {
+            variants.push(variant.clone());
+        }
+        for meta in chosen {
+            let (status, failure) = plain_status(meta);
+            runs.push(LoadedRun {
+                path: path.clone(),
+                run_id: meta.id,
+                variant: variant.clone(),
+                params: BTreeMap::new(),
+                status,
+                failure,
+                command: meta.command.clone(),
+                fingerprint: fingerprint_of(meta),
+                data: None,
+            });
+        }
+    }
+    reduce_in_parallel(&mut runs)?;
+    Ok(Loaded {
+        runs,
+        variants,
+        param_keys,
+        param_values,
+        templates,
+        notes,
+    })
+}
+
+/// A plain run failed when it crashed, exited non-zero by itself, or was never finalised.
+fn plain_status(meta: &RunMeta) -> (RunStatus, Option<String>) {
+    if meta.end_reason == EndReason::Unfinished {
+        return (
+            RunStatus::Failed,
+            Some("not finalised (framelab was killed while recording)".into()),
+        );
+    }
+    let (status, failure) = crate::bench::judge_run(meta.end_reason, meta.exit.as_ref());
+    (status, failure)
+}
+
+/// Loads and reduces every measured run, one thread per core: loading is SQLite-bound and
+/// analysis is per run, so runs are independent.
+fn reduce_in_parallel(runs: &mut [LoadedRun]) -> Result<()> {
+    let todo: Vec<usize> = (0..runs.len())
+        .filter(|&i| runs[i].status == RunStatus::Ok)
+        .collect();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(todo.len().max(1));
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<(usize, Result<RunData>)>> = Mutex::new(Vec::new());
+    let jobs: Vec<(usize, PathBuf, i64)> = todo
+        .iter()
+        .map(|&i| (i, runs[i].path.clone(), runs[i].run_id))
+        .collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some((i, path, id)) = jobs.get(k) else {
+                    break;
+                };
+                let data = store::load_run(path, Some(*id)).map(|run| extract(&run));
+                results
+                    .lock()
+                    .expect("no panics while holding it")
+                    .push((*i, data));
+            });
+        }
+    });
+    for (i, data) in results.into_inner().expect("threads joined") {
+        runs[i].data = Some(data?);
+    }
+    Ok(())
+}

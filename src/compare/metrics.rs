@@ -1,0 +1,197 @@
+//! The metrics a comparison can judge: what each means, its unit, which way is better,
+//! and how a run's value of it is resampled (docs/metrics.md, "Comparing runs").
+
+use serde::{Deserialize, Serialize};
+
+use super::extract::RunData;
+use crate::stats::{Direction, RunValue};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    Fps,
+    Microseconds,
+    Seconds,
+    Percent,
+    Bytes,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Kind {
+    Fps,
+    Wall,
+    Cpu,
+    Load,
+    CpuPerFrame,
+    PeakRss,
+    Late,
+    /// A percentile of a stage's span durations, or of frame totals (`stage` None).
+    Percentile {
+        stage: Option<String>,
+        p: f64,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// What `--metric` takes: `fps`, `total.p99`, `encode.p50`, `cpu_per_frame`, ...
+    pub key: String,
+    /// How tables name it: "fps", "total p99", "CPU per frame".
+    pub label: String,
+    pub unit: Unit,
+    pub direction: Direction,
+    pub kind: Kind,
+}
+
+const PERCENTILES: [(&str, f64); 3] = [("p50", 0.50), ("p95", 0.95), ("p99", 0.99)];
+
+impl Metric {
+    fn new(key: &str, label: &str, unit: Unit, direction: Direction, kind: Kind) -> Metric {
+        Metric {
+            key: key.into(),
+            label: label.into(),
+            unit,
+            direction,
+            kind,
+        }
+    }
+
+    fn percentile(stage: Option<&str>, name: &str, p: f64) -> Metric {
+        let who = stage.unwrap_or("total");
+        Metric::new(
+            &format!("{who}.{name}"),
+            &format!("{who} {name}"),
+            Unit::Microseconds,
+            Direction::LowerIsBetter,
+            Kind::Percentile {
+                stage: stage.map(str::to_owned),
+                p,
+            },
+        )
+    }
+
+    /// This run's value, and how it is resampled; `None` when the run lacks it.
+    pub fn value<'a>(&self, run: &'a RunData) -> Option<RunValue<'a>> {
+        let whole = |v: f64| v.is_finite().then_some(RunValue::Whole(v));
+        match &self.kind {
+            Kind::Fps => run.observed_fps.and_then(whole),
+            Kind::Wall => whole(run.wall_ns as f64 / 1e9),
+            Kind::Cpu => whole(run.cpu_ns as f64 / 1e9),
+            Kind::Load => whole(run.load_pct),
+            Kind::CpuPerFrame => run.cpu_per_frame_ns.map(|ns| ns / 1e3).and_then(whole),
+            Kind::PeakRss => {
+                (run.peak_rss_bytes > 0).then_some(RunValue::Whole(run.peak_rss_bytes as f64))
+            }
+            Kind::Late => run.late.map(|(hits, of)| RunValue::Share { hits, of }),
+            Kind::Percentile { stage, p } => {
+                let sorted = match stage {
+                    None => &run.totals,
+                    Some(name) => &run.stages.iter().find(|(n, _)| n == name)?.1,
+                };
+                (!sorted.is_empty()).then_some(RunValue::Percentile { sorted, p: *p })
+            }
+        }
+    }
+
+    /// A value of this metric as a table prints it (its unit: µs for times).
+    pub fn display_value(&self, value: f64) -> f64 {
+        match (&self.kind, self.unit) {
+            (Kind::Percentile { .. }, _) => value / 1e3,
+            _ => value,
+        }
+    }
+}
+
+/// Every metric the runs have, in table order. Whole-process metrics (wall, CPU) only
+/// where some run was not cut by --duration (otherwise wall is the duration asked).
+pub fn catalogue(runs: &[&RunData]) -> Vec<Metric> {
+    use Direction::*;
+    let mut all = vec![Metric::new(
+        "fps",
+        "fps",
+        Unit::Fps,
+        HigherIsBetter,
+        Kind::Fps,
+    )];
+    let mut stage_names: Vec<&str> = Vec::new();
+    for run in runs {
+        for (name, _) in &run.stages {
+            if !stage_names.contains(&name.as_str()) {
+                stage_names.push(name);
+            }
+        }
+    }
+    for name in stage_names {
+        for (label, p) in PERCENTILES {
+            all.push(Metric::percentile(Some(name), label, p));
+        }
+    }
+    for (label, p) in PERCENTILES {
+        all.push(Metric::percentile(None, label, p));
+    }
+    all.extend([
+        Metric::new(
+            "late",
+            "late frames",
+            Unit::Percent,
+            LowerIsBetter,
+            Kind::Late,
+        ),
+        Metric::new(
+            "cpu_per_frame",
+            "CPU per frame",
+            Unit::Microseconds,
+            LowerIsBetter,
+            Kind::CpuPerFrame,
+        ),
+        Metric::new("load", "load", Unit::Percent, LowerIsBetter, Kind::Load),
+        Metric::new(
+            "peak_rss",
+            "peak RSS",
+            Unit::Bytes,
+            LowerIsBetter,
+            Kind::PeakRss,
+        ),
+        Metric::new("wall", "wall", Unit::Seconds, LowerIsBetter, Kind::Wall),
+        Metric::new("cpu", "CPU", Unit::Seconds, LowerIsBetter, Kind::Cpu),
+    ]);
+    let exists = |m: &Metric| match m.kind {
+        Kind::Wall | Kind::Cpu => runs.iter().any(|r| !r.fixed_duration),
+        _ => runs.iter().any(|r| m.value(r).is_some()),
+    };
+    all.into_iter().filter(exists).collect()
+}
+
+/// Without `--metric`: fps, each stage's p50/p95/p99, total p50/p99, late frames, CPU per
+/// frame, load, peak RSS, and wall and CPU time for commands that end by themselves.
+pub fn defaults(catalogue: &[Metric]) -> Vec<Metric> {
+    catalogue
+        .iter()
+        .filter(|m| m.key != "total.p95")
+        .cloned()
+        .collect()
+}
+
+/// The metrics named by `--metric` (each may list several, comma-separated), in the order
+/// given; an unknown name is an error that lists the ones these runs have.
+pub fn select(catalogue: &[Metric], names: &[String]) -> anyhow::Result<Vec<Metric>> {
+    let mut chosen: Vec<Metric> = Vec::new();
+    for name in names
+        .iter()
+        .flat_map(|n| n.split(','))
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+    {
+        let Some(metric) = catalogue.iter().find(|m| m.key == name) else {
+            let known: Vec<&str> = catalogue.iter().map(|m| m.key.as_str()).collect();
+            anyhow::bail!(
+                "no metric '{name}' in these runs; they have: {}",
+                known.join(", ")
+            );
+        };
+        if !chosen.iter().any(|m| m.key == metric.key) {
+            chosen.push(metric.clone());
+        }
+    }
+    Ok(chosen)
+}

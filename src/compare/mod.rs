@@ -1,0 +1,148 @@
+//! `framelab compare`: are the variants of an experiment (or runs from separate files)
+//! different, on which metrics, by how much, and how sure is that? Statistics in
+//! `crate::stats`; definitions for users in docs/metrics.md ("Comparing runs").
+
+mod compute;
+mod csv;
+mod extract;
+mod fingerprints;
+mod load;
+pub mod metrics;
+mod table;
+mod text;
+
+use anyhow::{bail, Result};
+
+pub use compute::{CompareOptions, Comparison, Row, SCHEMA};
+pub use extract::{extract, RunData};
+pub use load::{parse_named_source, parse_source, Source};
+
+use crate::experiment::RunStatus;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareFormat {
+    Text,
+    Markdown,
+    Json,
+    Csv,
+}
+
+/// Loads the sources, checks there is something to compare, and compares.
+pub fn compare(sources: &[Source], options: &CompareOptions) -> Result<Comparison> {
+    if !(options.noise >= 0.0 && options.noise < 1.0) {
+        bail!("--noise must be between 0% and 100%, e.g. --noise 2%");
+    }
+    let loaded = load::load(sources)?;
+    if loaded.variants.is_empty() {
+        bail!("nothing to compare: the files hold no runs");
+    }
+    if loaded.variants.len() < 2 && loaded.param_keys.is_empty() {
+        bail!(
+            "only one variant ({}): compare needs two or more — an experiment of several \
+             variants, or one run file per variant",
+            loaded.variants[0]
+        );
+    }
+    let baseline = match &options.baseline {
+        Some(name) if loaded.variants.contains(name) => name.clone(),
+        Some(name) => bail!(
+            "--baseline {name}: no such variant; the variants are {}",
+            loaded.variants.join(", ")
+        ),
+        None => loaded.variants[0].clone(),
+    };
+    check_enough_runs(&loaded)?;
+    let measured: Vec<&RunData> = loaded
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Ok)
+        .filter_map(|r| r.data.as_ref())
+        .collect();
+    let catalogue = metrics::catalogue(&measured);
+    let chosen = if options.metrics.is_empty() {
+        metrics::defaults(&catalogue)
+    } else {
+        metrics::select(&catalogue, &options.metrics)?
+    };
+    if chosen.is_empty() {
+        bail!("these runs have no metric in common to compare");
+    }
+    let mut notes = loaded.notes.clone();
+    notes.extend(fingerprints::differences(&loaded.runs));
+    let sources = sources
+        .iter()
+        .map(|s| s.path.display().to_string())
+        .collect();
+    Ok(compute::compute(
+        &loaded, chosen, baseline, options, notes, sources,
+    ))
+}
+
+/// Every variant needs two measured runs in every group of parameter values.
+fn check_enough_runs(loaded: &load::Loaded) -> Result<()> {
+    let mut groups: Vec<&std::collections::BTreeMap<String, String>> = Vec::new();
+    for r in &loaded.runs {
+        if !groups.contains(&&r.params) {
+            groups.push(&r.params);
+        }
+    }
+    for params in groups {
+        for variant in &loaded.variants {
+            let of_this = || {
+                loaded
+                    .runs
+                    .iter()
+                    .filter(|r| &r.variant == variant && &r.params == params)
+            };
+            if of_this().count() == 0 {
+                continue;
+            }
+            let measured = of_this().filter(|r| r.status == RunStatus::Ok).count();
+            if measured < 2 {
+                let failed = of_this().count() - measured;
+                let at = compute::describe_params(params);
+                bail!(
+                    "variant '{variant}'{} has {measured} measured run{}{}: at least 2 a side are \
+                     needed to compare (4 for a verdict); record more runs",
+                    if at.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" [{at}]")
+                    },
+                    if measured == 1 { "" } else { "s" },
+                    if failed > 0 {
+                        format!(" ({failed} failed, excluded)")
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The comparison in `format`.
+pub fn render(comparison: &Comparison, format: CompareFormat) -> String {
+    match format {
+        CompareFormat::Text => text::render(comparison, false),
+        CompareFormat::Markdown => text::render(comparison, true),
+        CompareFormat::Json => {
+            let mut s = serde_json::to_string_pretty(comparison)
+                .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+            s.push('\n');
+            s
+        }
+        CompareFormat::Csv => csv::render(comparison),
+    }
+}
+
+/// Whether any metric of any comparison regressed (`--fail-on-regression`).
+pub fn any_regression(comparison: &Comparison) -> bool {
+    comparison
+        .groups
+        .iter()
+        .flat_map(|g| &g.comparisons)
+        .flat_map(|c| &c.rows)
+        .any(|r| r.verdict == crate::stats::Verdict::Regressed)
+}

@@ -1,0 +1,324 @@
+//! The comparison for people: plain text for a terminal, or Markdown for a pull request
+//! (same content, `markdown` switches the layout).
+
+use super::compute::{fixed, signed_pct, Comparison, Group, Row};
+use super::metrics::Unit;
+use super::table::Table;
+use crate::stats::Verdict;
+
+pub fn render(c: &Comparison, markdown: bool) -> String {
+    let mut out = String::new();
+    let heading = |out: &mut String, text: &str| {
+        if markdown {
+            out.push_str(&format!("\n#### {text}\n\n"));
+        } else {
+            out.push_str(&format!("\n{text}\n"));
+        }
+    };
+    let runs: Vec<String> = c
+        .variants
+        .iter()
+        .map(|v| format!("{v} {}", c.runs.get(v).copied().unwrap_or(0)))
+        .collect();
+    let title = format!(
+        "framelab compare · {} · baseline {} · measured runs: {}",
+        c.sources.join(", "),
+        c.baseline,
+        runs.join(", ")
+    );
+    if markdown {
+        out.push_str(&format!("### {title}\n\n"));
+    } else {
+        out.push_str(&title);
+        out.push('\n');
+    }
+    let method = format!(
+        "median across runs ± robust spread; change of the median with its 95% interval \
+         (two-level bootstrap, {} resamples, seed {}); Mann–Whitney p, Holm-corrected across \
+         each comparison's {} metrics; noise band ±{}%, α = {}",
+        c.options.resamples,
+        c.options.seed,
+        c.metrics.len(),
+        fixed(
+            c.options.noise * 100.0,
+            if (c.options.noise * 100.0).fract() == 0.0 {
+                0
+            } else {
+                1
+            }
+        ),
+        c.options.alpha
+    );
+    if markdown {
+        out.push_str(&format!("_{method}_\n\n"));
+    } else {
+        out.push_str(&format!("  {method}\n"));
+    }
+    for v in &c.variants {
+        let command = c.commands.get(v).map(String::as_str).unwrap_or("");
+        if markdown {
+            out.push_str(&format!("- {v}: `{command}`\n"));
+        } else {
+            out.push_str(&format!("  {v}: {command}\n"));
+        }
+    }
+    out.push('\n');
+    for g in &c.groups {
+        for cmp in &g.comparisons {
+            let prefix = if g.label.is_empty() {
+                String::new()
+            } else {
+                format!("[{}] ", g.label)
+            };
+            if markdown {
+                out.push_str(&format!("- **{prefix}{}**\n", cmp.headline));
+            } else {
+                out.push_str(&format!("  {prefix}{}\n", cmp.headline));
+            }
+        }
+    }
+    for g in &c.groups {
+        group(&mut out, c, g, markdown, &heading);
+    }
+    if let Some(sweep) = &c.sweep {
+        heading(
+            &mut out,
+            &format!(
+                "sweep: {} ({}) per parameter value",
+                sweep.label,
+                unit_name(sweep.unit)
+            ),
+        );
+        let mut headers: Vec<String> = vec![c.param_keys.join(" ")];
+        headers.extend(sweep.variants.iter().cloned());
+        headers.extend(sweep.variants.iter().skip(1).map(|v| format!("{v} change")));
+        let mut t = Table {
+            headers,
+            rows: Vec::new(),
+        };
+        for row in &sweep.rows {
+            let mut cells = vec![row.params.clone()];
+            cells.extend(
+                row.medians
+                    .iter()
+                    .map(|m| m.map_or("—".into(), |v| value(sweep.unit, v))),
+            );
+            cells.extend(row.changes.iter().map(|ch| match ch {
+                Some((pct, verdict)) => format!(
+                    "{}{:.1}% {verdict}",
+                    if *pct < 0.0 { "−" } else { "+" },
+                    pct.abs()
+                ),
+                None => "—".into(),
+            }));
+            t.push(cells);
+        }
+        out.push_str(&t.render(markdown));
+    }
+    if !c.excluded.is_empty() {
+        heading(&mut out, "excluded from the statistics");
+        for e in &c.excluded {
+            let at = if e.params.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", e.params)
+            };
+            out.push_str(&format!(
+                "{}run {} of {} ({}{at}): {}\n",
+                bullet(markdown),
+                e.run_id,
+                e.path,
+                e.variant,
+                e.why
+            ));
+        }
+    }
+    if !c.notes.is_empty() {
+        heading(&mut out, "notes");
+        for n in &c.notes {
+            out.push_str(&format!("{}{n}\n", bullet(markdown)));
+        }
+    }
+    out
+}
+
+fn bullet(markdown: bool) -> &'static str {
+    if markdown {
+        "- "
+    } else {
+        "  "
+    }
+}
+
+fn group(
+    out: &mut String,
+    c: &Comparison,
+    g: &Group,
+    markdown: bool,
+    heading: &dyn Fn(&mut String, &str),
+) {
+    let at = if g.label.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", g.label)
+    };
+    for cmp in &g.comparisons {
+        heading(out, &format!("{} vs {}{at}", cmp.variant, cmp.baseline));
+        let mut t = Table::new(&[
+            "metric",
+            "unit",
+            &cmp.baseline,
+            &cmp.variant,
+            "change [95% interval]",
+            "p (Holm)",
+            "verdict",
+        ]);
+        for row in &cmp.rows {
+            t.push(vec![
+                row.label.clone(),
+                unit_name(row.unit).into(),
+                summary_cell(row.unit, row.baseline.as_ref()),
+                summary_cell(row.unit, row.variant.as_ref()),
+                change_cell(row),
+                row.p_holm.map_or("—".into(), p_text),
+                row.verdict.word().into(),
+            ]);
+        }
+        out.push_str(&t.render(markdown));
+        let open: Vec<&Row> = cmp
+            .rows
+            .iter()
+            .filter(|r| matches!(r.verdict, Verdict::Inconclusive { .. }))
+            .collect();
+        if !open.is_empty() {
+            out.push_str(if markdown {
+                "\nInconclusive:\n\n"
+            } else {
+                "  inconclusive:\n"
+            });
+            for r in open {
+                if let Verdict::Inconclusive { reason, more_runs } = &r.verdict {
+                    let more = match more_runs {
+                        Some(n) => format!(
+                            "; about {n} more run{} a side would likely settle it",
+                            if *n == 1 { "" } else { "s" }
+                        ),
+                        None => String::new(),
+                    };
+                    out.push_str(&format!(
+                        "{}{}: {reason}{more}\n",
+                        if markdown { "- " } else { "    " },
+                        r.label
+                    ));
+                }
+            }
+        }
+    }
+    if !g.steps.is_empty() {
+        let metric = c.metrics.iter().find(|m| m.key == c.headline_metric);
+        let (label, unit) = metric.map_or(("", Unit::Fps), |m| (m.label.as_str(), m.unit));
+        heading(
+            out,
+            &format!("step by step{at}: {label} ({})", unit_name(unit)),
+        );
+        let mut t = Table::new(&[
+            "variant",
+            "median",
+            "step [95% interval]",
+            "from the baseline [95% interval]",
+        ]);
+        for s in &g.steps {
+            let cell = |r: &Option<crate::stats::RatioInterval>| match r {
+                Some(r) => interval_text(r.ratio, r.low, r.high),
+                None => "—".into(),
+            };
+            t.push(vec![
+                s.variant.clone(),
+                value(unit, s.median),
+                cell(&s.step),
+                cell(&s.cumulative),
+            ]);
+        }
+        out.push_str(&t.render(markdown));
+    }
+    if !g.worst.is_empty() {
+        let worst: Vec<String> = g
+            .worst
+            .iter()
+            .map(|w| {
+                format!(
+                    "{} {} µs (run {}, frame {})",
+                    w.variant,
+                    fixed(w.total_us, 0),
+                    w.run_id,
+                    w.frame
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "{}worst frame total{at}, shown, never used for a verdict: {}\n",
+            if markdown { "\n" } else { "  " },
+            worst.join(" · ")
+        ));
+    }
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.0001 {
+        "<0.0001".into()
+    } else {
+        format!("{p:.4}")
+    }
+}
+
+fn interval_text(ratio: f64, low: f64, high: f64) -> String {
+    format!(
+        "{} [{}, {}]",
+        signed_pct(ratio, 1),
+        signed_pct(low, 1).trim_end_matches('%'),
+        signed_pct(high, 1).trim_end_matches('%')
+    )
+}
+
+fn change_cell(row: &Row) -> String {
+    match row.ratio {
+        Some(r) => interval_text(r.ratio, r.low, r.high),
+        None => "—".into(),
+    }
+}
+
+fn summary_cell(unit: Unit, s: Option<&super::compute::Summary>) -> String {
+    match s {
+        Some(s) => format!("{} ±{:.1}%", value(unit, s.median), s.spread_pct),
+        None => "—".into(),
+    }
+}
+
+pub fn unit_name(unit: Unit) -> &'static str {
+    match unit {
+        Unit::Fps => "fps",
+        Unit::Microseconds => "µs",
+        Unit::Seconds => "s",
+        Unit::Percent => "%",
+        Unit::Bytes => "MiB",
+    }
+}
+
+/// A value in its unit's usual precision (bytes as MiB).
+pub fn value(unit: Unit, v: f64) -> String {
+    match unit {
+        Unit::Bytes => format!("{:.1}", v / (1024.0 * 1024.0)),
+        Unit::Seconds => format!("{v:.3}"),
+        Unit::Percent => format!("{v:.2}"),
+        Unit::Fps | Unit::Microseconds => {
+            let a = v.abs();
+            if a >= 1000.0 {
+                format!("{v:.0}")
+            } else if a >= 10.0 {
+                format!("{v:.1}")
+            } else {
+                format!("{v:.2}")
+            }
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! A/B statistics over runs: pure functions, no I/O (DESIGN.md, "A/B statistics";
+//! docs/metrics.md states them for users).
+//!
+//! - `mann_whitney`: the rank test on per-run values, exact or normal approximation;
+//! - `holm`: the step-down correction across the metrics of one comparison;
+//! - `bootstrap`: the 95% interval of the ratio of per-variant medians, resampling runs
+//!   and, for frame-based metrics, frames within runs;
+//! - `verdict`: improved / regressed / equivalent / inconclusive, and how many more runs;
+//! - `quantile`: type-7 percentiles and medians of floating-point values;
+//! - `seed`: reproducible seeds derived per metric.
+
+pub mod bootstrap;
+pub mod holm;
+pub mod mann_whitney;
+pub mod quantile;
+pub mod seed;
+pub mod verdict;
+
+pub use bootstrap::{bootstrap_ratio, BootstrapOptions, RatioInterval, RunValue};
+pub use holm::holm;
+pub use mann_whitney::{mann_whitney, MannWhitney, PMethod};
+pub use verdict::{decide, Direction, Verdict, VerdictInput};

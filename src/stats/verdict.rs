@@ -1,0 +1,238 @@
+//! The verdict on one metric of one comparison, and how many more runs would likely
+//! settle an inconclusive one.
+//!
+//! - improved / regressed: p (Holm-corrected) < α and the whole interval beyond the
+//!   noise band, on the better / worse side for this metric's direction;
+//! - equivalent: the whole interval inside the band;
+//! - inconclusive: anything else, and always below `MIN_RUNS_FOR_VERDICT` runs a side.
+
+use serde::{Deserialize, Serialize};
+
+/// Below this many runs a side no verdict is given: 3 vs 3 cannot reach p < 0.05
+/// (the smallest two-sided Mann–Whitney p is 2 / C(6, 3) = 0.1).
+pub const MIN_RUNS_FOR_VERDICT: usize = 4;
+
+/// Past this many more runs a side the estimate says "many" instead of a number.
+const MAX_MORE_RUNS: f64 = 1000.0;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// fps: a ratio above 1 is better.
+    HigherIsBetter,
+    /// Times, CPU, memory, late frames: a ratio above 1 is worse.
+    LowerIsBetter,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    Improved,
+    Regressed,
+    Equivalent,
+    Inconclusive {
+        /// Why, in words.
+        reason: String,
+        /// Likely runs to add to each side for a verdict; `None` when no estimate holds.
+        more_runs: Option<u32>,
+    },
+}
+
+impl Verdict {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Verdict::Improved => "improved",
+            Verdict::Regressed => "regressed",
+            Verdict::Equivalent => "equivalent",
+            Verdict::Inconclusive { .. } => "inconclusive",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VerdictInput {
+    /// variant ÷ baseline of the medians, and the bootstrap interval.
+    pub ratio: f64,
+    pub low: f64,
+    pub high: f64,
+    /// The Mann–Whitney p-value after Holm's correction (NaN when no test was possible).
+    pub p_adjusted: f64,
+    pub runs_baseline: usize,
+    pub runs_variant: usize,
+    pub direction: Direction,
+    /// Significance level (0.05).
+    pub alpha: f64,
+    /// Half-width of the noise band as a fraction (0.02 for ±2%).
+    pub noise: f64,
+}
+
+pub fn decide(input: &VerdictInput) -> Verdict {
+    let fewest = input.runs_baseline.min(input.runs_variant);
+    let band = (1.0 - input.noise, 1.0 + input.noise);
+    if fewest < MIN_RUNS_FOR_VERDICT {
+        return Verdict::Inconclusive {
+            reason: format!(
+                "{fewest} runs on a side: at least {MIN_RUNS_FOR_VERDICT} a side are needed for a \
+                 verdict (3 vs 3 cannot reach p < 0.05)"
+            ),
+            more_runs: Some(
+                more_runs(input, fewest)
+                    .unwrap_or(0)
+                    .max((MIN_RUNS_FOR_VERDICT - fewest) as u32),
+            ),
+        };
+    }
+    if !(input.low.is_finite() || input.high.is_finite()) || input.low.is_nan() {
+        return Verdict::Inconclusive {
+            reason: "no interval could be computed (a side's median is 0 or missing)".into(),
+            more_runs: None,
+        };
+    }
+    if input.low >= band.0 && input.high <= band.1 {
+        return Verdict::Equivalent;
+    }
+    let above = input.low > band.1;
+    let below = input.high < band.0;
+    let significant = input.p_adjusted < input.alpha;
+    if significant && (above || below) {
+        let better = above == (input.direction == Direction::HigherIsBetter);
+        return if better {
+            Verdict::Improved
+        } else {
+            Verdict::Regressed
+        };
+    }
+    // A true minus sign, as the tables print.
+    let pct = |v: f64| format!("{:+.1}%", (v - 1.0) * 100.0).replace('-', "−");
+    let reason = if above || below {
+        format!(
+            "the interval is outside the ±{:.0}% noise band but p = {:.3} (Holm-corrected) is not \
+             below {}",
+            input.noise * 100.0,
+            input.p_adjusted,
+            input.alpha
+        )
+    } else {
+        format!(
+            "the 95% interval [{}, {}] reaches across the ±{}% noise band",
+            pct(input.low),
+            pct(input.high),
+            trim_float(input.noise * 100.0)
+        )
+    };
+    Verdict::Inconclusive {
+        reason,
+        more_runs: more_runs(input, fewest),
+    }
+}
+
+/// Runs to add to each side so that an interval of the width seen, shrinking as
+/// 1/√runs, would clear the band edge nearest to the estimate: outside the band when the
+/// estimate is outside it, inside when it is inside. On a log scale, where ratios are
+/// symmetric. `None` when the estimate sits on the band's edge or the interval is unusable.
+pub fn more_runs(input: &VerdictInput, runs: usize) -> Option<u32> {
+    let (low, high, ratio) = (input.low, input.high, input.ratio);
+    if !(low > 0.0 && high.is_finite() && ratio > 0.0 && ratio.is_finite() && runs > 0) {
+        return None;
+    }
+    let half_width = (high.ln() - low.ln()) / 2.0;
+    let effect = ratio.ln().abs();
+    let edge = (1.0 + input.noise).ln();
+    let margin = (effect - edge).abs();
+    if margin < 1e-9 {
+        return None;
+    }
+    let needed = runs as f64 * (half_width / margin).powi(2);
+    let more = (needed - runs as f64).ceil().max(1.0);
+    (more <= MAX_MORE_RUNS).then_some(more as u32)
+}
+
+fn trim_float(v: f64) -> String {
+    let s = format!("{v:.1}");
+    s.strip_suffix(".0").map(str::to_owned).unwrap_or(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(ratio: f64, low: f64, high: f64, p: f64) -> VerdictInput {
+        VerdictInput {
+            ratio,
+            low,
+            high,
+            p_adjusted: p,
+            runs_baseline: 6,
+            runs_variant: 6,
+            direction: Direction::LowerIsBetter,
+            alpha: 0.05,
+            noise: 0.02,
+        }
+    }
+
+    #[test]
+    fn four_verdicts_direction_aware() {
+        assert_eq!(decide(&input(1.10, 1.05, 1.15, 0.01)), Verdict::Regressed);
+        assert_eq!(decide(&input(0.90, 0.85, 0.95, 0.01)), Verdict::Improved);
+        let fps = VerdictInput {
+            direction: Direction::HigherIsBetter,
+            ..input(1.10, 1.05, 1.15, 0.01)
+        };
+        assert_eq!(decide(&fps), Verdict::Improved);
+        assert_eq!(decide(&input(1.0, 0.99, 1.01, 0.8)), Verdict::Equivalent);
+        // Equivalent does not need p: a tight interval inside the band says it.
+        assert_eq!(
+            decide(&input(1.01, 0.985, 1.019, 0.01)),
+            Verdict::Equivalent
+        );
+    }
+
+    #[test]
+    fn inconclusive_says_why_and_how_many_more() {
+        // Interval crosses +2%: estimate 5%, half-width ln(1.08/1.02)/2 ≈ 0.0286, margin
+        // ln(1.05) − ln(1.02) ≈ 0.0290 → 6·(0.0286/0.0290)² ≈ 5.8 → at least one more.
+        match decide(&input(1.05, 1.01, 1.09, 0.01)) {
+            Verdict::Inconclusive { reason, more_runs } => {
+                assert!(reason.contains("noise band"), "{reason}");
+                assert!(more_runs.unwrap() >= 1);
+            }
+            v => panic!("{v:?}"),
+        }
+        // Wide interval: many more runs.
+        match decide(&input(1.05, 0.9, 1.2, 0.2)) {
+            Verdict::Inconclusive { more_runs, .. } => {
+                let m = more_runs.unwrap();
+                // 6·(ln(1.2/0.9)/2 / ln(1.05/1.02))² − 6 ≈ 6·(0.1438/0.0290)² − 6 ≈ 141.
+                assert!((130..=150).contains(&m), "{m}");
+            }
+            v => panic!("{v:?}"),
+        }
+        // Outside the band but not significant after correction.
+        match decide(&input(1.10, 1.05, 1.15, 0.2)) {
+            Verdict::Inconclusive { reason, .. } => assert!(reason.contains("p = 0.200")),
+            v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn fewer_than_four_runs_a_side_is_always_inconclusive() {
+        let three = VerdictInput {
+            runs_variant: 3,
+            ..input(2.0, 1.9, 2.1, 0.0001)
+        };
+        match decide(&three) {
+            Verdict::Inconclusive { reason, more_runs } => {
+                assert!(reason.contains("3 runs on a side"), "{reason}");
+                assert!(more_runs.unwrap() >= 1);
+            }
+            v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn unusable_intervals() {
+        let v = decide(&input(f64::INFINITY, f64::INFINITY, f64::INFINITY, 0.01));
+        assert!(matches!(v, Verdict::Inconclusive { .. }), "{v:?}");
+        assert_eq!(more_runs(&input(1.02, 1.0, 1.04, 0.5), 6), None);
+    }
+}
