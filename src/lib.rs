@@ -5,6 +5,7 @@ pub mod demo;
 pub mod host;
 pub mod model;
 pub mod report;
+pub mod sample;
 pub mod session;
 pub mod store;
 pub mod units;

@@ -179,6 +179,7 @@ impl RunReader<'_> {
             counters,
             events,
             processes,
+            telemetry: Default::default(),
         };
         check_references(&run).map_err(|e| inconsistent(self.path, e))?;
         Ok(run)

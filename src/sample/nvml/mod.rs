@@ -1,0 +1,445 @@
+//! NVIDIA GPUs through NVML: clocks, utilisation, power and energy, temperature, memory,
+//! throttle reasons, and the utilisation of the command's own processes.
+//!
+//! A metric the GPU does not offer is dropped after its first refusal and named once in the
+//! source's status. A GPU that is lost (or stops answering) stops being read, with the time
+//! and the driver's reason; when no GPU is left the source stops, keeping what it read.
+
+pub mod api;
+pub mod library;
+pub mod throttle;
+
+use std::collections::BTreeMap;
+
+use api::{Clock, Nvml, NvmlError};
+
+use super::{Readings, Tick};
+use crate::model::SeriesKind;
+
+/// Environment variable naming the NVML library to load instead of the driver's.
+pub const LIBRARY_ENV: &str = "FRAMELAB_NVML_LIBRARY";
+
+/// Consecutive ticks of failed reads before a GPU is given up as unresponsive.
+const GIVE_UP_AFTER: u32 = 20;
+
+/// The device-level metrics, in reading order: (metric, unit, kind).
+const METRICS: [(&str, &str, SeriesKind); 10] = [
+    ("gpu_clock", "MHz", SeriesKind::Gauge),
+    ("sm_clock", "MHz", SeriesKind::Gauge),
+    ("mem_clock", "MHz", SeriesKind::Gauge),
+    ("gpu_busy", "%", SeriesKind::Gauge),
+    ("mem_busy", "%", SeriesKind::Gauge),
+    ("power", "mW", SeriesKind::Gauge),
+    ("energy", "mJ", SeriesKind::Counter),
+    ("temp", "C", SeriesKind::Gauge),
+    ("mem_used", "B", SeriesKind::Gauge),
+    ("throttle", "flags", SeriesKind::Bitmask),
+];
+/// Not a device metric: per-process utilisation, whose refusal is also remembered.
+const PROCESS_METRIC: &str = "process utilisation";
+
+struct Gpu {
+    index: u32,
+    name: String,
+    /// Per metric of `METRICS`: its series once read.
+    series: [Option<u32>; METRICS.len()],
+    /// Metrics the GPU refused, with the reason: not asked again.
+    unsupported: BTreeMap<&'static str, String>,
+    /// Why this GPU is no longer read.
+    stopped: Option<String>,
+    failed_ticks: u32,
+    /// Newest per-process sample seen (driver µs timestamp).
+    process_since_us: u64,
+    /// pid → (SM %, memory %) series.
+    process_series: BTreeMap<u32, (u32, u32)>,
+}
+
+pub struct NvmlSource {
+    nvml: Box<dyn Nvml>,
+    driver: Option<String>,
+    gpus: Vec<Gpu>,
+}
+
+impl NvmlSource {
+    /// Opens the driver library (see `library::Library::open`) and finds the GPUs.
+    pub fn open(library: Option<&std::path::Path>) -> Result<NvmlSource, String> {
+        let nvml = library::Library::open(library)?;
+        NvmlSource::with(Box::new(nvml))
+    }
+
+    /// Over any NVML implementation: the real library, or a scripted one in tests.
+    pub fn with(nvml: Box<dyn Nvml>) -> Result<NvmlSource, String> {
+        let count = nvml
+            .device_count()
+            .map_err(|e| format!("cannot count GPUs: {e}"))?;
+        if count == 0 {
+            return Err("the NVIDIA driver reports no GPU".into());
+        }
+        let gpus = (0..count)
+            .map(|index| Gpu {
+                index,
+                name: nvml.name(index).unwrap_or_else(|_| "NVIDIA GPU".into()),
+                series: [None; METRICS.len()],
+                unsupported: BTreeMap::new(),
+                stopped: None,
+                failed_ticks: 0,
+                process_since_us: 0,
+                process_series: BTreeMap::new(),
+            })
+            .collect();
+        Ok(NvmlSource {
+            driver: nvml.driver_version(),
+            nvml,
+            gpus,
+        })
+    }
+
+    /// `GPU 0 NVIDIA H100 80GB HBM3 · driver 580.159.04`, then what was refused or lost.
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .gpus
+            .iter()
+            .map(|g| format!("GPU {} {}", g.index, g.name))
+            .collect();
+        if let Some(driver) = &self.driver {
+            parts.push(format!("driver {driver}"));
+        }
+        let mut s = parts.join(" · ");
+        for gpu in &self.gpus {
+            if !gpu.unsupported.is_empty() {
+                let names: Vec<&str> = gpu.unsupported.keys().copied().collect();
+                let reason = gpu.unsupported.values().next().cloned().unwrap_or_default();
+                s.push_str(&format!(
+                    "; GPU {} does not report {} ({reason})",
+                    gpu.index,
+                    names.join(", ")
+                ));
+            }
+            if let Some(why) = &gpu.stopped {
+                s.push_str(&format!("; {why}"));
+            }
+        }
+        s
+    }
+
+    pub fn read(&mut self, tick: &Tick, out: &mut Readings) -> Result<(), String> {
+        for gpu in self.gpus.iter_mut().filter(|g| g.stopped.is_none()) {
+            read_gpu(self.nvml.as_ref(), gpu, tick, out);
+        }
+        if self.gpus.iter().all(|g| g.stopped.is_some()) {
+            let reasons: Vec<&str> = self
+                .gpus
+                .iter()
+                .filter_map(|g| g.stopped.as_deref())
+                .collect();
+            return Err(reasons.join("; "));
+        }
+        Ok(())
+    }
+}
+
+/// One metric's value as the series stores it.
+fn read_metric(nvml: &dyn Nvml, index: u32, metric: usize) -> Result<i64, NvmlError> {
+    let i = index;
+    Ok(match metric {
+        0 => nvml.clock_mhz(i, Clock::Graphics)?.into(),
+        1 => nvml.clock_mhz(i, Clock::Sm)?.into(),
+        2 => nvml.clock_mhz(i, Clock::Memory)?.into(),
+        3 => nvml.utilization_pct(i)?.0.into(),
+        4 => nvml.utilization_pct(i)?.1.into(),
+        5 => nvml.power_mw(i)?.into(),
+        6 => nvml.energy_mj(i)? as i64,
+        7 => nvml.temperature_c(i)?.into(),
+        8 => nvml.memory_used_bytes(i)? as i64,
+        // Bits stored as the i64 with the same bits.
+        _ => nvml.throttle_reasons(i)? as i64,
+    })
+}
+
+fn read_gpu(nvml: &dyn Nvml, gpu: &mut Gpu, tick: &Tick, out: &mut Readings) {
+    let mut asked = 0;
+    let mut failed = 0;
+    let mut last_error = None;
+    for (m, &(metric, unit, kind)) in METRICS.iter().enumerate() {
+        if gpu.unsupported.contains_key(metric) {
+            continue;
+        }
+        asked += 1;
+        match read_metric(nvml, gpu.index, m) {
+            Ok(value) => {
+                let (index, name) = (gpu.index, &gpu.name);
+                let series = *gpu.series[m].get_or_insert_with(|| {
+                    out.series(metric, index.to_string(), name.clone(), unit, kind)
+                });
+                out.push(series, value);
+            }
+            Err(e) if e.is_unsupported() => {
+                asked -= 1;
+                gpu.unsupported.insert(metric, e.text.clone());
+            }
+            Err(e) if e.is_gpu_lost() => {
+                gpu.stopped = Some(lost(gpu.index, tick, &e));
+                return;
+            }
+            Err(e) => {
+                failed += 1;
+                out.skip(|| format!("GPU {} {metric}: {e}", gpu.index));
+                last_error = Some(e);
+            }
+        }
+    }
+    if asked > 0 && failed == asked {
+        gpu.failed_ticks += 1;
+        if gpu.failed_ticks >= GIVE_UP_AFTER {
+            let why = last_error.map(|e| e.to_string()).unwrap_or_default();
+            gpu.stopped = Some(format!(
+                "GPU {} stopped answering at {:.2} s ({GIVE_UP_AFTER} reads in a row failed, last: {why})",
+                gpu.index,
+                tick.t_ns as f64 / 1e9
+            ));
+        }
+        return;
+    }
+    gpu.failed_ticks = 0;
+    read_processes(nvml, gpu, tick, out);
+}
+
+fn lost(index: u32, tick: &Tick, e: &NvmlError) -> String {
+    format!(
+        "GPU {index} lost at {:.2} s ({e}); its readings until then are kept",
+        tick.t_ns as f64 / 1e9
+    )
+}
+
+/// The command's processes' share of the GPU, newest sample per process.
+fn read_processes(nvml: &dyn Nvml, gpu: &mut Gpu, tick: &Tick, out: &mut Readings) {
+    if tick.pids.is_empty() || gpu.unsupported.contains_key(PROCESS_METRIC) {
+        return;
+    }
+    let samples = match nvml.process_utilization(gpu.index, gpu.process_since_us) {
+        Ok(samples) => samples,
+        Err(e) if e.is_unsupported() => {
+            gpu.unsupported.insert(PROCESS_METRIC, e.text);
+            return;
+        }
+        Err(e) if e.is_gpu_lost() => {
+            gpu.stopped = Some(lost(gpu.index, tick, &e));
+            return;
+        }
+        Err(e) => {
+            out.skip(|| format!("GPU {} process utilisation: {e}", gpu.index));
+            return;
+        }
+    };
+    let mut newest: BTreeMap<u32, api::ProcessUtilization> = BTreeMap::new();
+    for s in samples {
+        gpu.process_since_us = gpu.process_since_us.max(s.timestamp_us);
+        if tick.pids.binary_search(&s.pid).is_err() {
+            continue;
+        }
+        let entry = newest.entry(s.pid).or_insert(s);
+        if s.timestamp_us > entry.timestamp_us {
+            *entry = s;
+        }
+    }
+    for (pid, s) in newest {
+        let index = gpu.index;
+        let (sm, mem) = *gpu.process_series.entry(pid).or_insert_with(|| {
+            let entity = format!("{index}/{pid}");
+            let label = format!("pid {pid}");
+            (
+                out.series(
+                    "proc_sm_busy",
+                    entity.clone(),
+                    label.clone(),
+                    "%",
+                    SeriesKind::Gauge,
+                ),
+                out.series("proc_mem_busy", entity, label, "%", SeriesKind::Gauge),
+            )
+        });
+        out.push(sm, s.sm_pct.into());
+        out.push(mem, s.mem_pct.into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::api::{NvmlResult, ProcessUtilization, ERROR_GPU_IS_LOST, ERROR_NOT_SUPPORTED};
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+
+    /// A GPU that reads fine for `healthy_reads` ticks, then fails as told.
+    struct Scripted {
+        reads: Arc<AtomicU32>,
+        healthy_reads: u32,
+        failure: u32,
+    }
+
+    impl Scripted {
+        fn check(&self) -> NvmlResult<()> {
+            if self.reads.load(Ordering::Relaxed) >= self.healthy_reads {
+                Err(NvmlError::new(self.failure, "scripted failure"))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    impl Nvml for Scripted {
+        fn driver_version(&self) -> Option<String> {
+            Some("999.1".into())
+        }
+        fn device_count(&self) -> NvmlResult<u32> {
+            Ok(1)
+        }
+        fn name(&self, _: u32) -> NvmlResult<String> {
+            Ok("Scripted GPU".into())
+        }
+        fn clock_mhz(&self, _: u32, clock: Clock) -> NvmlResult<u32> {
+            self.check()?;
+            Ok(1000 + clock as u32)
+        }
+        fn utilization_pct(&self, _: u32) -> NvmlResult<(u32, u32)> {
+            self.check()?;
+            Ok((97, 40))
+        }
+        fn power_mw(&self, _: u32) -> NvmlResult<u32> {
+            self.check()?;
+            Ok(350_000)
+        }
+        fn energy_mj(&self, _: u32) -> NvmlResult<u64> {
+            Err(NvmlError::new(ERROR_NOT_SUPPORTED, "Not Supported"))
+        }
+        fn temperature_c(&self, _: u32) -> NvmlResult<u32> {
+            self.check()?;
+            Ok(61)
+        }
+        fn memory_used_bytes(&self, _: u32) -> NvmlResult<u64> {
+            self.check()?;
+            Ok(1 << 30)
+        }
+        fn throttle_reasons(&self, _: u32) -> NvmlResult<u64> {
+            self.check()?;
+            Ok(0x4)
+        }
+        fn process_utilization(&self, _: u32, since: u64) -> NvmlResult<Vec<ProcessUtilization>> {
+            self.check()?;
+            // The last call of a tick: the tick was healthy.
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            let sample = |pid, timestamp_us, sm_pct| ProcessUtilization {
+                pid,
+                timestamp_us,
+                sm_pct,
+                mem_pct: 5,
+            };
+            // Two samples of the command (pid 10), one of a stranger (pid 99).
+            Ok(vec![
+                sample(10, since + 1, 80),
+                sample(10, since + 2, 90),
+                sample(99, since + 2, 50),
+            ])
+        }
+    }
+
+    fn source(healthy_reads: u32, failure: u32) -> NvmlSource {
+        NvmlSource::with(Box::new(Scripted {
+            reads: Arc::new(AtomicU32::new(0)),
+            healthy_reads,
+            failure,
+        }))
+        .unwrap()
+    }
+
+    fn tick(t_ns: i64) -> Tick<'static> {
+        Tick {
+            t_ns,
+            pids: &[10, 11],
+        }
+    }
+
+    #[test]
+    fn reads_every_metric_and_names_what_the_gpu_refuses() {
+        let mut s = source(u32::MAX, 0);
+        let mut out = Readings::new(vec!["nvml"]);
+        out.begin(0, 0, false);
+        s.read(&tick(0), &mut out).unwrap();
+        let batch = out.take_batch();
+        let metrics: Vec<&str> = batch
+            .series
+            .iter()
+            .map(|(_, s)| s.metric.as_str())
+            .collect();
+        assert_eq!(
+            metrics,
+            [
+                "gpu_clock",
+                "sm_clock",
+                "mem_clock",
+                "gpu_busy",
+                "mem_busy",
+                "power",
+                "temp",
+                "mem_used",
+                "throttle",
+                "proc_sm_busy",
+                "proc_mem_busy"
+            ]
+        );
+        // The command's process: its newest sample only; the stranger is not ours.
+        let sm = batch
+            .series
+            .iter()
+            .find(|(_, s)| s.metric == "proc_sm_busy")
+            .unwrap();
+        assert_eq!(sm.1.entity, "0/10");
+        let values: Vec<i64> = batch
+            .samples
+            .iter()
+            .filter(|x| x.series == sm.0)
+            .map(|x| x.value)
+            .collect();
+        assert_eq!(values, [90]);
+        assert!(
+            s.describe().starts_with(
+                "GPU 0 Scripted GPU · driver 999.1; GPU 0 does not report energy (Not Supported)"
+            ),
+            "{}",
+            s.describe()
+        );
+    }
+
+    #[test]
+    fn a_lost_gpu_stops_the_source_and_says_when() {
+        let mut s = source(2, ERROR_GPU_IS_LOST);
+        let mut out = Readings::new(vec!["nvml"]);
+        for t in 0..2 {
+            out.begin(0, t * 50_000_000, false);
+            s.read(&tick(t * 50_000_000), &mut out).unwrap();
+        }
+        out.begin(0, 100_000_000, false);
+        let why = s.read(&tick(100_000_000), &mut out).unwrap_err();
+        assert!(
+            why.starts_with("GPU 0 lost at 0.10 s (scripted failure (NVML error 15))"),
+            "{why}"
+        );
+        // What it read before is kept: two ticks of the graphics clock.
+        let batch = out.take_batch();
+        assert_eq!(batch.samples.iter().filter(|x| x.series == 0).count(), 2);
+    }
+
+    #[test]
+    fn a_gpu_failing_every_read_is_given_up_after_a_while() {
+        let mut s = source(0, 999);
+        let mut out = Readings::new(vec!["nvml"]);
+        let mut result = Ok(());
+        for t in 0..GIVE_UP_AFTER as i64 {
+            out.begin(0, t, false);
+            result = s.read(&tick(t * 1_000_000), &mut out);
+        }
+        let why = result.unwrap_err();
+        assert!(why.contains("stopped answering"), "{why}");
+        assert_eq!(out.problems(0).skipped, GIVE_UP_AFTER as u64 * 9);
+    }
+}
