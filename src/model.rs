@@ -168,7 +168,7 @@ pub struct Telemetry {
     pub sources: Vec<SourceStatus>,
     /// A sample's `series` indexes this.
     pub series: Vec<SampleSeries>,
-    /// In the order read: by time, series interleaved.
+    /// By series, then time.
     pub samples: Vec<Sample>,
 }
 

@@ -4,10 +4,13 @@ mod facts;
 mod format;
 mod json;
 mod markdown;
+mod sources;
 mod table;
+pub(crate) mod telemetry;
 mod text;
 
 pub use json::SCHEMA as JSON_SCHEMA;
+pub use sources::render as sources;
 
 use crate::analyze::Analysis;
 

@@ -133,3 +133,14 @@ impl SamplingOptions {
         Ok(())
     }
 }
+
+/// Parses `--sample-every`: a duration of at least 1 ms.
+pub fn parse_every(text: &str) -> Result<Duration, String> {
+    let every = crate::units::parse_duration(text)?;
+    if every < MIN_EVERY {
+        return Err(format!(
+            "'{text}' is too short: the shortest is 1ms (the default is 50ms)"
+        ));
+    }
+    Ok(every)
+}

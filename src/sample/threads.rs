@@ -123,7 +123,7 @@ impl Threads {
         );
         if !self.ended.is_empty() {
             s.push_str(&format!(
-                "; {} ended while sampled, last readings kept",
+                "; {} had ended by the last reading (their last readings are kept)",
                 self.ended.len()
             ));
         }
