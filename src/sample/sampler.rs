@@ -1,7 +1,8 @@
 //! The sampler thread: opens the sources, reads each at its interval, hands batches of
 //! readings to a sink (the run file writer), and at the end reports how each source fared.
 
-use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -81,6 +82,8 @@ struct Slot {
     every: Duration,
     due: Instant,
     reads: u64,
+    /// Readings skipped because the thread woke too late for them.
+    missed: u64,
     cpu_ns: i64,
 }
 
@@ -117,6 +120,7 @@ impl Core {
                     every: opts.every,
                     due: now,
                     reads: 0,
+                    missed: 0,
                     cpu_ns: 0,
                 };
                 if opts.disabled.contains(&kind) {
@@ -156,8 +160,8 @@ impl Core {
     fn tick(&mut self, closing: bool) -> Option<Instant> {
         let now = Instant::now();
         let t_ns = self.t_ns();
-        let pids = self.tree.pids(now).to_vec();
-        let tick = Tick { t_ns, pids: &pids };
+        let pids = self.tree.pids(now);
+        let tick = Tick { t_ns, pids };
         for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(source) = slot.source.as_mut() else {
                 continue;
@@ -179,6 +183,8 @@ impl Core {
             // Late ticks are skipped, not caught up: readings stay evenly spaced.
             slot.due += slot.every;
             if slot.due <= now {
+                let behind = (now - slot.due).as_nanos() / slot.every.as_nanos().max(1);
+                slot.missed += 1 + behind as u64;
                 slot.due = now + slot.every;
             }
         }
@@ -199,6 +205,16 @@ impl Core {
                     (Some(source), _) => source.describe(),
                     _ => slot.why.clone(),
                 };
+                if slot.missed > 0 {
+                    detail.push_str(&format!(
+                        "; {} missed (the sampler thread woke too late; load or a short --sample-every)",
+                        if slot.missed == 1 {
+                            "1 reading".to_string()
+                        } else {
+                            format!("{} readings", slot.missed)
+                        }
+                    ));
+                }
                 if problems.skipped > 0 {
                     detail.push_str(&format!(
                         "; {} skipped (first: {})",
@@ -226,7 +242,7 @@ impl Core {
 
 /// The running sampler thread.
 pub struct Sampler {
-    stop: Option<Sender<()>>,
+    stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<Vec<SourceStatus>>>,
 }
 
@@ -240,7 +256,8 @@ impl Sampler {
         tree: ProcessTree,
         mut sink: Box<dyn FnMut(Batch) -> bool + Send>,
     ) -> Sampler {
-        let (stop, stopped) = channel::<()>();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
         let spawned = std::thread::Builder::new()
             .name("framelab-sampler".into())
             .spawn(move || {
@@ -253,7 +270,7 @@ impl Sampler {
                         *sink_alive = sink(batch);
                     }
                 };
-                loop {
+                while !stopping.load(Ordering::Acquire) {
                     let next = core.tick(false);
                     if flushed.elapsed() >= FLUSH_EVERY
                         || core.readings.pending_samples() >= FLUSH_SAMPLES
@@ -261,14 +278,15 @@ impl Sampler {
                         flush(&mut core, &mut sink_alive);
                         flushed = Instant::now();
                     }
-                    let wait = match next {
-                        Some(due) => due.saturating_duration_since(Instant::now()),
-                        // Every source is off or stopped: wait for the end of the run.
-                        None => Duration::from_secs(3600),
-                    };
-                    match stopped.recv_timeout(wait) {
-                        Err(RecvTimeoutError::Timeout) => continue,
-                        _ => break,
+                    // Every source off or stopped: sleep until the end of the run.
+                    let due = next.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+                    // Parking costs one futex wait, no spinning; `stop` unparks at once.
+                    loop {
+                        let now = Instant::now();
+                        if now >= due || stopping.load(Ordering::Acquire) {
+                            break;
+                        }
+                        std::thread::park_timeout(due - now);
                     }
                 }
                 // A last reading of everything at the end, so totals cover the whole run.
@@ -276,36 +294,33 @@ impl Sampler {
                 flush(&mut core, &mut sink_alive);
                 core.statuses()
             });
-        match spawned {
-            Ok(handle) => Sampler {
-                stop: Some(stop),
-                handle: Some(handle),
-            },
-            Err(_) => Sampler {
-                stop: None,
-                handle: None,
-            },
+        Sampler {
+            stop,
+            handle: spawned.ok(),
         }
     }
 
     /// Stops the thread after a last reading and returns each source's status. The sink
     /// has received every reading when this returns.
     pub fn stop(mut self) -> Vec<SourceStatus> {
-        self.stop.take();
-        match self.handle.take().map(JoinHandle::join) {
+        match self.finish() {
             Some(Ok(statuses)) => statuses,
             Some(Err(_)) => vec![failed_status("the sampler thread crashed")],
             None => vec![failed_status("the sampler thread could not be started")],
         }
     }
+
+    fn finish(&mut self) -> Option<std::thread::Result<Vec<SourceStatus>>> {
+        self.stop.store(true, Ordering::Release);
+        let handle = self.handle.take()?;
+        handle.thread().unpark();
+        Some(handle.join())
+    }
 }
 
 impl Drop for Sampler {
     fn drop(&mut self) {
-        self.stop.take();
-        if let Some(handle) = self.handle.take() {
-            let _ = handle.join();
-        }
+        let _ = self.finish();
     }
 }
 
