@@ -242,4 +242,7 @@ pub struct SourceStatus {
     pub skipped: u64,
     /// CPU time the sampler thread spent reading this source: what observing it cost.
     pub cpu_ns: i64,
+    /// Time from opening the source to its last reading: what `cpu_ns` is a share of.
+    #[serde(default)]
+    pub wall_ns: i64,
 }

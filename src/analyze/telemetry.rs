@@ -242,7 +242,11 @@ pub fn summarize(
             every_ns: s.every_ns,
             reads: s.reads,
             skipped: s.skipped,
-            cpu_pct: (run_ns > 0 && s.reads > 0).then(|| s.cpu_ns as f64 * 100.0 / run_ns as f64),
+            // Over the source's own lifetime when recorded, else the run's.
+            cpu_pct: {
+                let wall = if s.wall_ns > 0 { s.wall_ns } else { run_ns };
+                (wall > 0 && s.reads > 0).then(|| s.cpu_ns as f64 * 100.0 / wall as f64)
+            },
         })
         .collect();
     let (frame_columns, worst_frames) = frames::frame_samples(&t.series, &points, worst);

@@ -85,6 +85,8 @@ struct Slot {
     /// Readings skipped because the thread woke too late for them.
     missed: u64,
     cpu_ns: i64,
+    opened: Instant,
+    last_read: Option<Instant>,
 }
 
 /// CPU time of the calling thread.
@@ -122,6 +124,8 @@ impl Core {
                     reads: 0,
                     missed: 0,
                     cpu_ns: 0,
+                    opened: now,
+                    last_read: None,
                 };
                 if opts.disabled.contains(&kind) {
                     slot.state = SourceState::Disabled;
@@ -174,6 +178,7 @@ impl Core {
             let result = source.read(&tick, &mut self.readings);
             slot.cpu_ns += thread_cpu_ns() - cpu;
             slot.reads += 1;
+            slot.last_read = Some(Instant::now());
             if let Err(why) = result {
                 slot.state = SourceState::Stopped;
                 slot.why = why;
@@ -234,6 +239,9 @@ impl Core {
                     reads: slot.reads,
                     skipped: problems.skipped,
                     cpu_ns: slot.cpu_ns,
+                    wall_ns: slot
+                        .last_read
+                        .map_or(0, |t| t.duration_since(slot.opened).as_nanos() as i64),
                 }
             })
             .collect()

@@ -490,7 +490,7 @@ impl RunReader<'_> {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT source, state, detail, every_ns, reads, skipped, cpu_ns \
+                "SELECT source, state, detail, every_ns, reads, skipped, cpu_ns, wall_ns \
                  FROM sample_sources WHERE run_id = ?1",
             )
             .map_err(&fail)?;
@@ -513,6 +513,7 @@ impl RunReader<'_> {
                     reads: u64_from_sql(c.int(4)?),
                     skipped: u64_from_sql(c.int(5)?),
                     cpu_ns: c.int(6)?,
+                    wall_ns: c.int(7)?,
                 })
             };
             sources.push(read().map_err(|e| inconsistent(self.path, e))?);

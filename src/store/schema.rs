@@ -139,6 +139,7 @@ CREATE TABLE sample_sources (
     reads     INTEGER NOT NULL,
     skipped   INTEGER NOT NULL,
     cpu_ns    INTEGER NOT NULL,
+    wall_ns   INTEGER NOT NULL,
     PRIMARY KEY (run_id, source)
 ) WITHOUT ROWID;
 

@@ -555,7 +555,8 @@ impl RunWriter {
             self.conn
                 .prepare_cached(
                     "INSERT OR REPLACE INTO sample_sources (run_id, source, state, detail, \
-                     every_ns, reads, skipped, cpu_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                     every_ns, reads, skipped, cpu_ns, wall_ns) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 )
                 .and_then(|mut stmt| {
                     stmt.execute((
@@ -567,6 +568,7 @@ impl RunWriter {
                         u64_to_sql(s.reads),
                         u64_to_sql(s.skipped),
                         s.cpu_ns,
+                        s.wall_ns,
                     ))
                 })
                 .map_err(|e| self.fail("write", e))?;

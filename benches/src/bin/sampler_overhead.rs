@@ -204,7 +204,15 @@ fn main() {
             let (per_read, pct) = if s.reads > 0 {
                 (
                     format!("{:.1} µs", s.cpu_ns as f64 / s.reads as f64 / 1e3),
-                    format!("{:.3}%", s.cpu_ns as f64 * 100.0 / run_wall),
+                    format!(
+                        "{:.3}%",
+                        s.cpu_ns as f64 * 100.0
+                            / (if s.wall_ns > 0 {
+                                s.wall_ns as f64
+                            } else {
+                                run_wall
+                            })
+                    ),
                 )
             } else {
                 ("-".into(), "-".into())
