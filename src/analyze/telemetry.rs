@@ -4,6 +4,8 @@
 //! "Telemetry".
 
 mod energy;
+#[cfg(test)]
+pub(crate) mod fixture;
 mod frames;
 pub mod series;
 mod threads;
@@ -266,4 +268,146 @@ pub fn summarize(
         throttle: frames::throttle_summary(&t.series, &points, late, start, end),
         busiest_threads: threads::busiest_threads(&t.series, &points, start, end),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixture::telemetry_run;
+    use crate::analyze::analyze;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn energy_per_frame_from_each_counter() {
+        let t = analyze(&telemetry_run()).telemetry.unwrap();
+        // Window 20–100 ms, 8 measured frames. GPU: 300 W × 0.08 s = 24 J, 3 J a frame.
+        let gpu = &t.energy[0];
+        assert_eq!(
+            (gpu.source.as_str(), gpu.method.as_str()),
+            ("nvml", "energy counter")
+        );
+        assert!(close(gpu.joules, 24.0) && close(gpu.avg_power_w, 300.0));
+        assert!(close(gpu.joules_per_frame.unwrap(), 3.0));
+        assert!(close(gpu.covered_pct, 100.0));
+        // The package: 45 W × 0.08 s = 3.6 J, 0.45 J a frame.
+        let package = &t.energy[1];
+        assert_eq!(package.label, "package-0");
+        assert!(close(package.joules, 3.6) && close(package.joules_per_frame.unwrap(), 0.45));
+        // The GPU's power gauge is not counted again next to its counter.
+        assert_eq!(t.energy.len(), 2);
+    }
+
+    #[test]
+    fn worst_frames_carry_the_nearest_readings() {
+        let a = analyze(&telemetry_run());
+        let t = a.telemetry.unwrap();
+        assert_eq!(
+            t.frame_columns,
+            [
+                "GPU0 MHz",
+                "GPU0 busy %",
+                "GPU0 W",
+                "GPU0 throttle",
+                "package-0 W",
+                "CPU MHz"
+            ]
+        );
+        // Frame 6 (60–78 ms): readings at 60 and 70 lie inside; the later one counts.
+        let f6 = &t.worst_frames[0];
+        assert_eq!(f6.frame, 6);
+        let values: Vec<Option<f64>> = f6.readings.iter().map(|r| r.value).collect();
+        assert_eq!(
+            values,
+            [
+                Some(1410.0),
+                Some(100.0),
+                Some(450.0),
+                None,
+                Some(45.0),
+                Some(2250.0)
+            ]
+        );
+        assert_eq!(
+            f6.readings[3].flags.as_deref(),
+            Some(&["sw_power_cap".to_string()][..])
+        );
+        assert_eq!(f6.readings[0].distance_ns, Some(0));
+        // The package's power is over 70–80 ms, the interval holding the frame's end:
+        // its far edge is 2 ms past the end.
+        assert_eq!(f6.readings[4].distance_ns, Some(2_000_000));
+        // Frame 2 (20–28.5 ms): the reading at 20 ms is inside.
+        let f2 = t.worst_frames.iter().find(|f| f.frame == 2).unwrap();
+        assert_eq!(f2.readings[0].value, Some(1980.0));
+        assert_eq!(f2.readings[3].flags.as_deref(), Some(&[][..]));
+        // Same order as the stage breakdown of the worst frames.
+        let ids: Vec<u64> = t.worst_frames.iter().map(|f| f.frame).collect();
+        let stage_ids: Vec<u64> = a.worst_frames.iter().map(|f| f.frame).collect();
+        assert_eq!(ids, stage_ids);
+    }
+
+    #[test]
+    fn throttle_during_late_frames_and_the_table() {
+        let t = analyze(&telemetry_run()).telemetry.unwrap();
+        let th = t.throttle.unwrap();
+        // Frames 6 (60–78) and 7 (70–83) are late; both saw sw_power_cap.
+        assert_eq!(th.late_frames, 2);
+        assert_eq!(th.during_late, vec![("GPU0 sw_power_cap".to_string(), 2)]);
+        // 9 readings in the window (20..100 ms), 2 with the cap; the idle ones are before it.
+        assert_eq!(th.over_window_pct.len(), 1);
+        assert!(close(th.over_window_pct[0].1, 200.0 / 9.0));
+
+        let row = |metric: &str| t.metrics.iter().find(|m| m.metric == metric).unwrap();
+        let sm = row("sm_clock");
+        assert_eq!(
+            (sm.samples, sm.min, sm.max, sm.p50),
+            (9, 1410.0, 1980.0, 1980.0)
+        );
+        // Type-7 p95 of 7 × 1980 and 2 × 1410: at h = 0.95 × 8 = 7.6 → 1980.
+        assert_eq!(sm.p95, 1980.0);
+        assert_eq!(row("power").unit, "W");
+        assert_eq!(row("power").max, 450.0);
+        // Both cores in one row; RAPL's counter as power; the GPU's counter is not (it
+        // has a power reading of its own).
+        let freq = row("freq");
+        assert_eq!(
+            (freq.device.as_str(), freq.samples, freq.min),
+            ("all 2 cores", 18, 1500.0)
+        );
+        let powers: Vec<&str> = t
+            .metrics
+            .iter()
+            .filter(|m| m.metric == "power")
+            .map(|m| m.device.as_str())
+            .collect();
+        assert_eq!(powers, ["GPU0", "package-0"]);
+        let rapl = t.metrics.iter().find(|m| m.device == "package-0").unwrap();
+        assert!(close(rapl.p50, 45.0) && rapl.samples == 8);
+    }
+
+    #[test]
+    fn busiest_threads_over_the_window() {
+        let t = analyze(&telemetry_run()).telemetry.unwrap();
+        // host: 70 − 10 = 60 ms of the 80 ms window; worker: 40 − 0 = 40 ms (its value at
+        // 20 ms is still the reading at 0).
+        let names: Vec<(&str, i64)> = t
+            .busiest_threads
+            .iter()
+            .map(|r| (r.name.as_str(), r.cpu_ns))
+            .collect();
+        assert_eq!(names, [("host", 60_000_000), ("worker", 40_000_000)]);
+        assert!(close(t.busiest_threads[0].load_pct, 75.0));
+        assert_eq!(t.busiest_threads[1].ctx_involuntary, 20);
+        assert_eq!(t.busiest_threads[1].process, "host");
+        // Cost of each source over its own lifetime: 12 reads × 20 µs over 110 ms.
+        let nvml = &t.sources[0];
+        assert!(close(nvml.cpu_pct.unwrap(), 240_000.0 * 100.0 / 110e6));
+    }
+
+    #[test]
+    fn runs_without_telemetry_have_no_summary() {
+        let a = analyze(&crate::analyze::fixtures::reference_run());
+        assert!(a.telemetry.is_none());
+    }
 }

@@ -321,8 +321,12 @@ pub fn markdown_blocks(
     }
     if !t.worst_frames.is_empty() {
         let mut headers = strings(&["worst frame", "t s", "total µs"]);
-        headers.extend(frame_headers(t));
-        blocks.push(gfm(&headers, &frame_rows(t)));
+        headers.extend(frame_headers(t).iter().map(|h| st.name(h)));
+        let rows: Vec<Vec<String>> = frame_rows(t)
+            .into_iter()
+            .map(|r| r.iter().map(|c| st.name(c)).collect())
+            .collect();
+        blocks.push(gfm(&headers, &rows));
     }
     if let Some(line) = throttle_line(t) {
         blocks.push(format!("**throttle** {}\n", st.name(&line)));
@@ -339,4 +343,83 @@ pub fn markdown_blocks(
         blocks.push(gfm(&strings(&THREAD_HEADERS), &rows));
     }
     blocks
+}
+
+/// Whole reports of the telemetry fixture against `tests/snapshots/report_telemetry.*`.
+/// After an intended change: `UPDATE_SNAPSHOTS=1 cargo test --lib report::telemetry`, then
+/// review the diff.
+#[cfg(test)]
+mod snapshots {
+    use crate::analyze::analyze;
+    use crate::analyze::telemetry::fixture::telemetry_run;
+    use crate::report::{render, Format};
+
+    fn check(name: &str, actual: &str) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/snapshots")
+            .join(name);
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(&path, actual).unwrap();
+            return;
+        }
+        let expected = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_SNAPSHOTS=1)", path.display()));
+        assert!(
+            expected == actual,
+            "{} differs from the snapshot.\n--- expected\n{expected}\n--- actual\n{actual}",
+            path.display()
+        );
+    }
+
+    #[test]
+    fn telemetry_text() {
+        let a = analyze(&telemetry_run());
+        check("report_telemetry.txt", &render(&a, Format::Text, false));
+    }
+
+    #[test]
+    fn telemetry_markdown() {
+        let a = analyze(&telemetry_run());
+        check("report_telemetry.md", &render(&a, Format::Markdown, false));
+    }
+
+    #[test]
+    fn telemetry_json_round_trips() {
+        let a = analyze(&telemetry_run());
+        let json = render(&a, Format::Json, false);
+        check("report_telemetry.json", &json);
+        // serde_json parses floats to within an ulp, not exactly: compare what is exact.
+        let back: crate::analyze::Analysis = serde_json::from_str(&json).unwrap();
+        let (got, want) = (back.telemetry.unwrap(), a.telemetry.unwrap());
+        assert_eq!(got.sources, want.sources);
+        assert_eq!(got.frame_columns, want.frame_columns);
+        assert_eq!(got.busiest_threads, want.busiest_threads);
+        assert_eq!(got.throttle, want.throttle);
+        assert_eq!(got.worst_frames, want.worst_frames);
+        assert_eq!(got.energy.len(), want.energy.len());
+        for (g, w) in got.energy.iter().zip(&want.energy) {
+            assert!((g.joules - w.joules).abs() < 1e-12 && g.method == w.method);
+        }
+    }
+
+    #[test]
+    fn colour_codes_do_not_shift_the_source_lines() {
+        let a = analyze(&telemetry_run());
+        let plain = render(&a, Format::Text, false);
+        let coloured = render(&a, Format::Text, true);
+        let strip = |s: &str| {
+            let mut out = String::new();
+            let mut escape = false;
+            for c in s.chars() {
+                match (escape, c) {
+                    (false, '\x1b') => escape = true,
+                    (true, 'm') => escape = false,
+                    (false, c) => out.push(c),
+                    _ => {}
+                }
+            }
+            out
+        };
+        assert_eq!(strip(&coloured), plain);
+    }
 }
