@@ -46,7 +46,11 @@ fn series_named<'a>(
 }
 
 fn one_tick(pids: &[u32]) -> Tick<'_> {
-    Tick { t_ns: 0, pids }
+    Tick {
+        t_ns: 0,
+        pids,
+        closing: false,
+    }
 }
 
 #[test]

@@ -10,6 +10,8 @@ pub struct Tick<'a> {
     pub t_ns: i64,
     /// The command's processes (and watched ones), for per-process sources.
     pub pids: &'a [u32],
+    /// The last reading of the run: read everything, even what is read rarely.
+    pub closing: bool,
 }
 
 /// New series and samples since the last batch; series come before the samples using them.

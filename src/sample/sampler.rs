@@ -165,7 +165,11 @@ impl Core {
         let now = Instant::now();
         let t_ns = self.t_ns();
         let pids = self.tree.pids(now);
-        let tick = Tick { t_ns, pids };
+        let tick = Tick {
+            t_ns,
+            pids,
+            closing,
+        };
         for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(source) = slot.source.as_mut() else {
                 continue;
