@@ -189,16 +189,7 @@ fn ctrl_c_finalises_the_run_and_keeps_what_was_recorded() {
 
 #[test]
 fn frames_crossing_threads_get_end_to_end_totals() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "threads");
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(&path)
-        .args(["--", &example("testprog"), "threads", "100"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let run = load(&path);
+    let (_, run) = record_testprog(&[], &["threads", "100"]);
     assert_eq!(run.threads.len(), 2, "{:?}", run.threads);
     assert!(run.threads.iter().any(|t| t.name == "consumer"));
     let (produce, consume) = (stage_id(&run, "produce"), stage_id(&run, "consume"));
@@ -225,16 +216,7 @@ fn frames_crossing_threads_get_end_to_end_totals() {
 
 #[test]
 fn two_processes_share_a_session_and_frames_cross_between_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "processes");
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(&path)
-        .args(["--", &example("testprog"), "processes", "100"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let run = load(&path);
+    let (_, run) = record_testprog(&[], &["processes", "100"]);
     let pids: std::collections::HashSet<u32> = run.threads.iter().map(|t| t.pid).collect();
     assert_eq!(pids.len(), 2, "{:?}", run.threads);
     let (parent, child) = (stage_id(&run, "parent"), stage_id(&run, "child"));
@@ -280,16 +262,7 @@ fn drops_in_a_tiny_ring_are_counted_exactly() {
 
 #[test]
 fn an_uninstrumented_command_gets_a_process_report_and_a_throughput() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "cpu");
-    let out = framelab()
-        .args(["run", "--frames", "30", "-o"])
-        .arg(&path)
-        .args(["--", &example("testprog"), "cpu", "400"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let run = load(&path);
+    let (_, run) = record_testprog(&["--frames", "30"], &["cpu", "400"]);
     assert!(run.spans.is_empty());
     let analysis = analyze(&run);
     let cpu = analysis.cpu.user_ns + analysis.cpu.sys_ns;

@@ -19,8 +19,6 @@ use crate::model::{EndReason, ExitInfo, RunMeta};
 use crate::store::RunWriter;
 use framelab_probe::wire;
 
-pub use launch::signal_name;
-
 /// Everything `framelab run` takes.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -333,23 +331,65 @@ fn default_output(opts: &RunOptions) -> PathBuf {
         .name
         .clone()
         .unwrap_or_else(|| default_name(&opts.command));
-    let slug: String = name
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let stamp: String = stamp
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '-'
-            }
-        })
+        .filter(|c| c.is_ascii_alphanumeric())
         .collect();
-    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-        .to_string()
-        .replace(':', "")
-        .replace('-', "");
     PathBuf::from(format!(
         "{}-{}.framelab",
-        slug.trim_matches('-'),
+        slug(&name),
         stamp.trim_end_matches('Z')
     ))
+}
+
+/// `demo (depth 1)` → `demo-depth-1`: letters, digits, `_` and single dashes.
+fn slug(name: &str) -> String {
+    let words: Vec<&str> = name
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words.is_empty() {
+        "run".to_owned()
+    } else {
+        words.join("-")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_file_names_are_tidy() {
+        assert_eq!(slug("demo (depth 1)"), "demo-depth-1");
+        assert_eq!(slug("./my host"), "my-host");
+        assert_eq!(slug("ü (ï)"), "run");
+        let opts = RunOptions {
+            command: vec!["/usr/bin/ffmpeg".into()],
+            ..RunOptions::default()
+        };
+        let name = default_output(&opts).to_string_lossy().into_owned();
+        assert!(
+            name.starts_with("ffmpeg-2") && name.ends_with(".framelab") && !name.contains(':'),
+            "{name}"
+        );
+    }
+
+    #[test]
+    fn ticks_follow_the_fill_of_the_rings() {
+        let (min, max) = (Duration::from_millis(1), Duration::from_millis(20));
+        assert_eq!(next_tick(0.0, min, min, max), max, "idle: the longest wait");
+        assert_eq!(
+            next_tick(0.25, Duration::from_millis(8), min, max),
+            Duration::from_millis(8),
+            "at the target fill: same wait"
+        );
+        assert_eq!(
+            next_tick(0.5, Duration::from_millis(8), min, max),
+            Duration::from_millis(4),
+            "fuller: wait less"
+        );
+        assert_eq!(next_tick(1.0, Duration::from_millis(2), min, max), min);
+    }
 }

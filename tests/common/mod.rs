@@ -62,3 +62,36 @@ pub fn error_line(output: &Output) -> String {
     );
     errors[0].to_owned()
 }
+
+/// Runs `framelab run [framelab_args] -o DIR/NAME.framelab -- testprog [program_args]`.
+pub fn run_testprog(
+    dir: &tempfile::TempDir,
+    name: &str,
+    framelab_args: &[&str],
+    program_args: &[&str],
+) -> (Output, PathBuf) {
+    let path = temp_run(dir, name);
+    let out = framelab()
+        .arg("run")
+        .args(framelab_args)
+        .arg("-o")
+        .arg(&path)
+        .arg("--")
+        .arg(example("testprog"))
+        .args(program_args)
+        .output()
+        .expect("framelab runs");
+    (out, path)
+}
+
+/// `run_testprog` for a run that must succeed; returns the loaded run.
+pub fn record_testprog(
+    framelab_args: &[&str],
+    program_args: &[&str],
+) -> (Output, framelab::model::Run) {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = run_testprog(&dir, "run", framelab_args, program_args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&path);
+    (out, run)
+}
