@@ -50,6 +50,7 @@ fn one_tick(pids: &[u32]) -> Tick<'_> {
         t_ns: 0,
         pids,
         closing: false,
+        window_closed: false,
     }
 }
 

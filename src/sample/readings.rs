@@ -12,6 +12,8 @@ pub struct Tick<'a> {
     pub pids: &'a [u32],
     /// The last reading of the run: read everything, even what is read rarely.
     pub closing: bool,
+    /// The measured window has closed: the command is being stopped.
+    pub window_closed: bool,
 }
 
 /// New series and samples since the last batch; series come before the samples using them.

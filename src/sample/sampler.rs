@@ -102,6 +102,7 @@ fn thread_cpu_ns() -> i64 {
 
 /// The sources and their bookkeeping, driven by the thread or by `read_once`.
 struct Core {
+    window_closed: Arc<AtomicBool>,
     slots: Vec<Slot>,
     readings: Readings,
     tree: ProcessTree,
@@ -148,6 +149,7 @@ impl Core {
             })
             .collect();
         Core {
+            window_closed: Arc::new(AtomicBool::new(false)),
             slots,
             readings: Readings::new(SourceKind::ALL.iter().map(|k| k.name()).collect()),
             tree,
@@ -169,6 +171,7 @@ impl Core {
             t_ns,
             pids,
             closing,
+            window_closed: self.window_closed.load(Ordering::Relaxed),
         };
         for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(source) = slot.source.as_mut() else {
@@ -255,6 +258,7 @@ impl Core {
 /// The running sampler thread.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
+    window_closed: Arc<AtomicBool>,
     handle: Option<JoinHandle<Vec<SourceStatus>>>,
 }
 
@@ -270,10 +274,13 @@ impl Sampler {
     ) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
+        let window_closed = Arc::new(AtomicBool::new(false));
+        let closed = window_closed.clone();
         let spawned = std::thread::Builder::new()
             .name("framelab-sampler".into())
             .spawn(move || {
                 let mut core = Core::open(&opts, tree, origin_mono_ns);
+                core.window_closed = closed;
                 let mut flushed = Instant::now();
                 let mut sink_alive = true;
                 let mut flush = |core: &mut Core, sink_alive: &mut bool| {
@@ -308,8 +315,15 @@ impl Sampler {
             });
         Sampler {
             stop,
+            window_closed,
             handle: spawned.ok(),
         }
+    }
+
+    /// Tells the sources the measured window closed (what ends after is the command
+    /// being stopped, not news).
+    pub fn close_window(&self) {
+        self.window_closed.store(true, Ordering::Relaxed);
     }
 
     /// Stops the thread after a last reading and returns each source's status. The sink

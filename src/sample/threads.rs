@@ -260,7 +260,8 @@ impl Threads {
         }
         for tid in gone {
             if let Some(thread) = self.threads.remove(&tid) {
-                if self.proc_root.join(thread.pid.to_string()).exists() {
+                // Threads ending while the command is being stopped are no news.
+                if !tick.window_closed && self.proc_root.join(thread.pid.to_string()).exists() {
                     self.ended_early += 1;
                 }
             }

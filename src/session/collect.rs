@@ -133,6 +133,9 @@ impl Collector {
         self.meta.end_reason = reason;
         self.window_closed = true;
         self.accounting.end_window(now, command_pid);
+        if let Some(sampler) = &self.sampler {
+            sampler.close_window();
+        }
         self.meta.collector_cpu_ns = own_cpu_ns() - self.own_cpu_at_start_ns;
     }
 

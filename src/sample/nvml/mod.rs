@@ -4,8 +4,10 @@
 //! A metric the GPU does not offer is dropped after its first refusal and named once in the
 //! source's status. Most calls take a few microseconds, but some drivers spend milliseconds
 //! of CPU in a few of them (on an H100 with driver 580: the energy counter 3.1 ms, process
-//! utilisation 2.5 ms, the rest under 10 µs): a call that takes longer than `SLOW_CALL` is
-//! made at most every `SLOW_EVERY`, and the status says which and why. The energy counter
+//! utilisation 2.5 ms, the rest under 10 µs): a call that takes longer than `SLOW_CALL`
+//! twice in a row is made at most every `SLOW_EVERY`, and the status says which and why.
+//! Twice, because a first call can be slow once (the driver initialising) and any call can
+//! be slow once (the thread preempted). The energy counter
 //! loses nothing by it (it is a running total); process utilisation is averaged by the
 //! driver over about as long anyway. A GPU that is lost (or stops answering) stops being read, with the time
 //! and the driver's reason; when no GPU is left the source stops, keeping what it read.
@@ -62,9 +64,11 @@ struct Gpu {
     /// pid → (SM %, memory %) series.
     process_series: BTreeMap<u32, (u32, u32)>,
     /// Per metric of `METRICS`, then process utilisation: the time (ns after launch)
-    /// before which a slow call is not made again.
+    /// before which a slow call is not made again...
     not_before_ns: [i64; METRICS.len() + 1],
-    /// Slow calls seen: metric → the longest call.
+    /// ...its slow calls in a row...
+    slow_streak: [u32; METRICS.len() + 1],
+    /// ...and the metrics read rarely for it, with their last call's duration.
     slow: BTreeMap<&'static str, Duration>,
 }
 
@@ -105,6 +109,7 @@ impl NvmlSource {
                 process_since_us: 0,
                 process_series: BTreeMap::new(),
                 not_before_ns: [i64::MIN; METRICS.len() + 1],
+                slow_streak: [0; METRICS.len() + 1],
                 slow: BTreeMap::new(),
             })
             .collect();
@@ -141,7 +146,7 @@ impl NvmlSource {
                 let calls: Vec<String> = gpu
                     .slow
                     .iter()
-                    .map(|(m, d)| format!("{m} ({:.1} ms a call)", d.as_secs_f64() * 1e3))
+                    .map(|(m, d)| format!("{m} ({:.1} ms the last call)", d.as_secs_f64() * 1e3))
                     .collect();
                 s.push_str(&format!(
                     "; GPU {} read every {} s only: {}",
@@ -243,12 +248,18 @@ fn read_gpu(nvml: &dyn Nvml, cost: CallCost, gpu: &mut Gpu, tick: &Tick, out: &m
     read_processes(nvml, cost, gpu, tick, out);
 }
 
-/// Puts off the next call of a slow metric (`slot` indexes `Gpu::not_before_ns`).
+/// Puts off the next call of a metric that was slow twice in a row (`slot` indexes
+/// `Gpu::not_before_ns`); a fast call puts it back on every reading.
 fn note_cost(gpu: &mut Gpu, slot: usize, metric: &'static str, took: Duration, tick: &Tick) {
-    if took > SLOW_CALL {
+    if took <= SLOW_CALL {
+        gpu.slow_streak[slot] = 0;
+        gpu.slow.remove(metric);
+        return;
+    }
+    gpu.slow_streak[slot] += 1;
+    if gpu.slow_streak[slot] >= 2 {
         gpu.not_before_ns[slot] = tick.t_ns.saturating_add(SLOW_EVERY_NS);
-        let longest = gpu.slow.entry(metric).or_default();
-        *longest = (*longest).max(took);
+        gpu.slow.insert(metric, took);
     }
 }
 
@@ -421,6 +432,7 @@ mod tests {
             t_ns,
             pids: &[10, 11],
             closing: false,
+            window_closed: false,
         }
     }
 
@@ -488,7 +500,7 @@ mod tests {
         };
         let mut out = Readings::new(vec!["nvml"]);
         // 50 ms apart by the run's clock: 0, 50, ..., 1000 ms.
-        for i in 0..=20 {
+        for i in 0..=21 {
             let t_ns = i * 50_000_000;
             out.begin(0, t_ns, false);
             s.read(&tick(t_ns), &mut out).unwrap();
@@ -503,14 +515,42 @@ mod tests {
                 .0
         };
         let count = |series: u32| batch.samples.iter().filter(|x| x.series == series).count();
-        assert_eq!(count(id("gpu_clock")), 21);
-        // At 0 ms and again at 1000 ms.
-        assert_eq!(count(id("proc_sm_busy")), 2);
+        assert_eq!(count(id("gpu_clock")), 22);
+        // Slow at 0 and 50 ms (twice in a row), then once a second: 0, 50, 1050 ms.
+        assert_eq!(count(id("proc_sm_busy")), 3);
         let described = s.describe();
         assert!(
             described.contains("GPU 0 read every 1 s only: process utilisation ("),
             "{described}"
         );
+    }
+
+    #[test]
+    fn a_call_slow_only_once_is_not_put_off() {
+        static CALLS: AtomicU32 = AtomicU32::new(0);
+        let mut s = source(u32::MAX, 0);
+        // The first call of the SM clock is slow (the driver initialising), the rest fast.
+        s.cost = |metric, _| {
+            if metric == "sm_clock" && CALLS.fetch_add(1, Ordering::Relaxed) == 0 {
+                Duration::from_millis(3)
+            } else {
+                Duration::ZERO
+            }
+        };
+        let mut out = Readings::new(vec!["nvml"]);
+        for i in 0..5 {
+            out.begin(0, i * 50_000_000, false);
+            s.read(&tick(i * 50_000_000), &mut out).unwrap();
+        }
+        let batch = out.take_batch();
+        let sm = batch
+            .series
+            .iter()
+            .find(|(_, s)| s.metric == "sm_clock")
+            .unwrap()
+            .0;
+        assert_eq!(batch.samples.iter().filter(|x| x.series == sm).count(), 5);
+        assert!(!s.describe().contains("read every 1 s"), "{}", s.describe());
     }
 
     #[test]
