@@ -31,6 +31,11 @@ pub fn value(v: f64) -> String {
 
 /// `every 50 ms` for the header line.
 pub fn every(t: &TelemetrySummary) -> String {
+    if t.sources.is_empty() {
+        // framelab was killed before the sampler reported: the readings are all there is.
+        return "readings kept; how each source fared was not recorded (the recording did not finish)"
+            .into();
+    }
     let ms = t.every_ns as f64 / 1e6;
     if ms >= 1.0 && ms.fract() == 0.0 {
         format!("every {ms:.0} ms")
@@ -400,6 +405,18 @@ mod snapshots {
         for (g, w) in got.energy.iter().zip(&want.energy) {
             assert!((g.joules - w.joules).abs() < 1e-12 && g.method == w.method);
         }
+    }
+
+    #[test]
+    fn a_recording_cut_short_keeps_its_readings_and_says_so() {
+        let mut run = telemetry_run();
+        run.telemetry.sources.clear();
+        let text = render(&analyze(&run), Format::Text, false);
+        assert!(
+            text.contains("sampling  readings kept; how each source fared was not recorded"),
+            "{text}"
+        );
+        assert!(text.contains("nvml sm_clock"), "{text}");
     }
 
     #[test]
