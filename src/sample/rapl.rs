@@ -31,15 +31,13 @@ impl Unwrapper {
     pub fn next(&mut self, raw: i64) -> i64 {
         match self.last_raw {
             None => self.total = raw,
-            Some(last) if raw >= last => self.total = self.total.saturating_add(raw - last),
+            Some(last) if raw >= last => {
+                self.total = self.total.saturating_add(raw.saturating_sub(last))
+            }
             Some(last) => {
                 // From `last` up to the top of the range, then from 0 to `raw`. Without a
                 // known range the size of the wrap is unknown: count from 0 only.
-                let to_top = if self.range > last {
-                    self.range - last
-                } else {
-                    0
-                };
+                let to_top = self.range.saturating_sub(last).max(0);
                 self.total = self.total.saturating_add(to_top).saturating_add(raw);
             }
         }
@@ -155,6 +153,14 @@ mod tests {
         assert_eq!(u.next(100), 1100);
         // Twice more around: the total keeps growing.
         assert_eq!(u.next(10), 2010);
+    }
+
+    #[test]
+    fn absurd_readings_saturate_instead_of_overflowing() {
+        let mut u = Unwrapper::new(i64::MAX);
+        u.next(-5);
+        assert!(u.next(i64::MAX) >= i64::MAX - 5);
+        u.next(i64::MIN);
     }
 
     #[test]

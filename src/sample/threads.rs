@@ -44,7 +44,9 @@ pub fn parse_thread_stat(text: &str, ns_per_tick: i64) -> Option<ThreadStat> {
     let field = |n: usize| -> Option<i64> { rest.get(n - 3)?.parse().ok() };
     Some(ThreadStat {
         comm,
-        cpu_ns: (field(14)? + field(15)?).saturating_mul(ns_per_tick),
+        cpu_ns: field(14)?
+            .saturating_add(field(15)?)
+            .saturating_mul(ns_per_tick),
         minflt: field(10)?,
         majflt: field(12)?,
     })
@@ -287,6 +289,34 @@ mod tests {
         assert_eq!(s.cpu_ns, 2_800_000_000);
         assert_eq!((s.minflt, s.majflt), (1500, 7));
         assert!(parse_thread_stat("1 (x) R 2", 1).is_none());
+    }
+
+    /// Whatever the kernel (or a damaged fixture) puts in these files, parsing returns
+    /// `None` or a value, never a panic.
+    #[test]
+    fn garbage_never_panics() {
+        let alphabet: Vec<char> =
+            "0123456789 ()-:\n\tRSx9223372036854775807voluntary_ctxt_switches"
+                .chars()
+                .collect();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..20_000 {
+            let len = (state % 120) as usize;
+            let text: String = (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    alphabet[(state % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            let _ = parse_thread_stat(&text, 10_000_000);
+            let _ = parse_context_switches(&text);
+            let _ = crate::sample::amdgpu::current_level_mhz(&text);
+        }
+        let huge =
+            "1 (x) R 1 1 1 0 -1 0 0 0 0 0 9223372036854775807 9223372036854775807 0 0 0 0 0 0 0 0";
+        assert_eq!(parse_thread_stat(huge, 10).unwrap().cpu_ns, i64::MAX);
     }
 
     #[test]
