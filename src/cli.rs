@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use framelab::demo::PacerKind;
 use framelab::report::Format;
+use framelab::sample::{parse_every, SourceKind};
 use framelab::timers::{self, parse_positive_duration};
 use framelab::units::{parse_count, parse_duration, parse_fps};
 
@@ -37,6 +38,33 @@ pub enum Command {
     /// The demo's pipeline itself, as launched by `framelab demo`
     #[command(hide = true)]
     DemoPipeline(PipelineArgs),
+    /// Show what each telemetry source reads on this machine (GPU, CPU frequency, power, threads)
+    Sources(SourcesArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SamplingArgs {
+    /// Time between telemetry readings (GPU clocks and power, CPU frequency, RAPL, threads); at least 1ms
+    #[arg(long, value_parser = parse_every, default_value = "50ms", value_name = "DUR")]
+    pub sample_every: Duration,
+    /// Don't read this telemetry source: nvml, amdgpu, cpufreq, rapl or threads (repeat for more)
+    #[arg(long = "no-sample", value_parser = SourceKind::parse, value_name = "SOURCE")]
+    pub no_sample: Vec<SourceKind>,
+    /// Read sysfs below this directory instead of /sys (for tests with fixture trees)
+    #[arg(long, hide = true, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct SourcesArgs {
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    /// Readings to take, --sample-every apart
+    #[arg(long, value_parser = parse_count, default_value = "3")]
+    pub count: u64,
+    /// Also read the threads of this process
+    #[arg(long = "pid", value_name = "PID")]
+    pub pids: Vec<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -80,6 +108,8 @@ pub struct RunArgs {
     /// Records per thread ring (power of two; default 65536)
     #[arg(long, value_parser = parse_count)]
     pub ring_records: Option<u64>,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
     /// Report format printed at the end
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,

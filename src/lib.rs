@@ -8,6 +8,7 @@ pub mod experiment;
 pub mod host;
 pub mod model;
 pub mod report;
+pub mod sample;
 pub mod session;
 pub mod stats;
 pub mod store;

@@ -48,6 +48,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 grace: args.grace,
                 ring_records: args.ring_records,
                 progress: std::io::stderr().is_terminal(),
+                sampling: sampling_options(&args.sampling),
                 ..RunOptions::default()
             };
             run_and_report(&opts, args.format)
@@ -126,6 +127,22 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Sources(args) => {
+            let opts = sampling_options(&args.sampling);
+            let mut pids = args.pids.clone();
+            pids.sort_unstable();
+            let tree = framelab::sample::ProcessTree::fixed(
+                framelab::session::procfs::Procfs::system(),
+                pids,
+            );
+            let count = u32::try_from(args.count).unwrap_or(u32::MAX);
+            let (sources, series, samples) = framelab::sample::read_once(&opts, tree, count);
+            print!(
+                "{}",
+                report::sources(&sources, &series, &samples, opts.every)
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::DemoPipeline(args) => {
             let opts = demo::DemoOptions {
                 fps: args.fps,
@@ -171,6 +188,18 @@ fn run_and_report(opts: &RunOptions, format: Format) -> anyhow::Result<ExitCode>
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn sampling_options(args: &cli::SamplingArgs) -> framelab::sample::SamplingOptions {
+    let mut options = framelab::sample::SamplingOptions {
+        every: args.sample_every,
+        disabled: args.no_sample.clone(),
+        ..Default::default()
+    };
+    if let Some(root) = &args.sysfs_root {
+        options.roots.sys = root.clone();
+    }
+    options
 }
 
 /// Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).

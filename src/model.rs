@@ -20,6 +20,9 @@ pub struct Run {
     pub counters: Vec<CounterValue>,
     pub events: Vec<EventRecord>,
     pub processes: Vec<ProcessStats>,
+    /// Machine readings taken while the run went (GPU, CPU frequency, power, threads).
+    #[serde(default)]
+    pub telemetry: Telemetry,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,4 +159,90 @@ pub struct RunMeta {
     pub invalid_records: u64,
     /// Names refused because a process interned more than the SDK supports.
     pub names_refused: u64,
+}
+
+/// What the samplers recorded: which sources ran and how it went, the series they
+/// produced, and every reading. Empty for runs recorded without sampling.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Telemetry {
+    pub sources: Vec<SourceStatus>,
+    /// A sample's `series` indexes this.
+    pub series: Vec<SampleSeries>,
+    /// By series, then time.
+    pub samples: Vec<Sample>,
+}
+
+/// One reading: the raw integer the source gave, in the series' unit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sample {
+    pub series: u32,
+    /// When it was read, ns after launch.
+    pub t_ns: i64,
+    pub value: i64,
+}
+
+/// How a series' values are read: a level, a running total, or a set of flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeriesKind {
+    /// A level at the moment of reading (a clock, a temperature, a busy %).
+    #[default]
+    Gauge,
+    /// A running total that only grows (energy, CPU time, context switches); differences
+    /// between readings are what it measured. Written when it changes, and at the first
+    /// and last reading.
+    Counter,
+    /// Bit flags (NVML throttle reasons).
+    Bitmask,
+}
+
+/// One metric of one thing (a GPU, a core, a thread) from one source.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleSeries {
+    /// `nvml`, `amdgpu`, `cpufreq`, `rapl`, `threads`.
+    pub source: String,
+    /// e.g. `sm_clock`, `gpu_busy`, `power`, `energy`, `cpu_time`.
+    pub metric: String,
+    /// Which one: a GPU index, a core number, a RAPL domain, `PID/TID`, `GPU/PID`.
+    pub entity: String,
+    /// A human name for the entity: the GPU's model, the thread's name.
+    pub label: String,
+    /// The unit of the stored values, as the source gives them: `MHz`, `kHz`, `%`, `mW`,
+    /// `uW`, `mJ`, `uJ`, `C`, `mC`, `B`, `ns`, `count`, `flags`.
+    pub unit: String,
+    pub kind: SeriesKind,
+}
+
+/// How a telemetry source fared in a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceState {
+    /// Sampled until the end of the run.
+    #[default]
+    On,
+    /// Not available on this machine (no driver, no such files): never sampled.
+    Off,
+    /// Switched off with `--no-sample`.
+    Disabled,
+    /// Failed during the run; what it read until then is kept, `detail` says why.
+    Stopped,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceStatus {
+    pub source: String,
+    pub state: SourceState,
+    /// One line: what was sampled, or why not; problems met along the way.
+    pub detail: String,
+    /// Time between readings this source was asked for.
+    pub every_ns: i64,
+    /// Readings taken (ticks at which the source was read).
+    pub reads: u64,
+    /// Values that could not be read and were skipped (a missing file, a process gone).
+    pub skipped: u64,
+    /// CPU time the sampler thread spent reading this source: what observing it cost.
+    pub cpu_ns: i64,
+    /// Time from opening the source to its last reading: what `cpu_ns` is a share of.
+    #[serde(default)]
+    pub wall_ns: i64,
 }

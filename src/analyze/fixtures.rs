@@ -128,6 +128,7 @@ pub fn reference_run() -> Run {
                 peak_rss_bytes: 16 << 20,
             },
         ],
+        ..Run::default()
     }
 }
 

@@ -12,6 +12,7 @@ pub mod pacing;
 pub mod stages;
 pub mod stats;
 mod summary;
+pub mod telemetry;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
@@ -191,4 +192,8 @@ pub struct Analysis {
     pub worst_frames: Vec<WorstFrame>,
     /// Plain-language notes the report must show (a crash, drops, an empty window, ...).
     pub notes: Vec<String>,
+    /// What the machine did (GPU, CPU frequency, power, threads); `None` for a run
+    /// recorded without sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<telemetry::TelemetrySummary>,
 }

@@ -9,6 +9,7 @@ use super::notes::{notes, NoteFacts};
 use super::pacing::pacing_summary;
 use super::stages::{pick_worst, stage_table, WORST_FRAMES};
 use super::stats::sort_ns;
+use super::telemetry::{summarize as summarize_telemetry, FrameSpan};
 use super::{Analysis, CpuSummary, Dist, StageRow, WindowSummary};
 use crate::model::{Run, RunMeta};
 
@@ -89,6 +90,33 @@ pub fn analyze(run: &Run) -> Analysis {
         hint_ignored: hint.is_some() && !run.spans.is_empty(),
     };
 
+    let span_of = |i: u32| {
+        let f = &frames.all[i as usize];
+        FrameSpan {
+            frame: f.id,
+            start_ns: f.start_ns,
+            end_ns: f.end_ns,
+        }
+    };
+    let late_spans: Vec<FrameSpan> = match budget {
+        Some(b) if !run.telemetry.series.is_empty() => measured
+            .order
+            .iter()
+            .filter(|&&i| frames.all[i as usize].total_ns() > b)
+            .map(|&i| span_of(i))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let worst_spans: Vec<FrameSpan> = worst.iter().map(|&i| span_of(i)).collect();
+    let telemetry = summarize_telemetry(
+        &run.telemetry,
+        (window.start_ns, window.end_ns),
+        window.end_ns,
+        frame_count,
+        &worst_spans,
+        &late_spans,
+    );
+
     Analysis {
         run_id: meta.id,
         name: meta.name.clone(),
@@ -132,6 +160,7 @@ pub fn analyze(run: &Run) -> Analysis {
         },
         worst_frames: table.worst,
         notes: notes(meta, &window, &facts),
+        telemetry,
     }
 }
 

@@ -276,6 +276,8 @@ fn run_options(
         progress: false,
         env,
         cpus: cpus.to_vec(),
+        // Each run samples the machine like `framelab run` does by default.
+        sampling: crate::sample::SamplingOptions::default(),
     })
 }
 

@@ -120,6 +120,7 @@ pub fn render(a: &Analysis) -> String {
         headers.extend(a.stage_names.iter().map(|n| format!("{} µs", st.name(n))));
         blocks.push(gfm_table(&headers, &worst_rows(a)));
     }
+    blocks.extend(super::telemetry::markdown_blocks(a, &st, gfm_table));
     if !a.notes.is_empty() {
         let notes: String = a
             .notes

@@ -5,10 +5,13 @@ pub(crate) mod facts;
 pub(crate) mod format;
 mod json;
 pub(crate) mod markdown;
+mod sources;
 pub(crate) mod table;
+pub(crate) mod telemetry;
 mod text;
 
 pub use json::SCHEMA as JSON_SCHEMA;
+pub use sources::render as sources;
 
 use crate::analyze::Analysis;
 

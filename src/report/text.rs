@@ -140,6 +140,7 @@ pub fn render(a: &Analysis, color: bool) -> String {
     ]
     .into_iter()
     .flatten()
+    .chain(super::telemetry::text_blocks(a, &st))
     {
         out.push('\n');
         out.push_str(&block);

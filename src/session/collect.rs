@@ -13,7 +13,10 @@ use super::clock::TickClock;
 use super::dir::SessionDir;
 use super::rings::{ProcessNames, Ring};
 use super::write::{Write, WriterThread};
-use crate::model::{CounterValue, EndReason, EventRecord, ExitInfo, RunMeta, Span, ThreadInfo};
+use crate::model::{
+    CounterValue, EndReason, EventRecord, ExitInfo, RunMeta, SourceState, Span, ThreadInfo,
+};
+use crate::sample::{ProcessTree, Sampler, SamplingOptions};
 use crate::store::RunWriter;
 
 const SCAN_EVERY: Duration = Duration::from_millis(20);
@@ -48,6 +51,8 @@ pub struct Collector {
     own_cpu_at_start_ns: i64,
     /// Ring problems worth a line on stderr, said once each.
     warnings: HashSet<String>,
+    /// Telemetry, on its own thread; stopped first when finishing.
+    sampler: Option<Sampler>,
 }
 
 impl Collector {
@@ -81,7 +86,22 @@ impl Collector {
             window_closed: false,
             own_cpu_at_start_ns: 0,
             warnings: HashSet::new(),
+            sampler: None,
         }
+    }
+
+    /// Starts the sampler thread; its readings go to the run file writer in order.
+    pub fn start_sampling(&mut self, options: SamplingOptions, tree: ProcessTree) {
+        let Some(sender) = self.writer.sender() else {
+            return;
+        };
+        let sink = Box::new(move |batch| sender.send(Write::Samples(batch)).is_ok());
+        self.sampler = Some(Sampler::start(
+            options,
+            self.meta.origin_mono_ns,
+            tree,
+            sink,
+        ));
     }
 
     /// Nanoseconds since launch.
@@ -113,6 +133,9 @@ impl Collector {
         self.meta.end_reason = reason;
         self.window_closed = true;
         self.accounting.end_window(now, command_pid);
+        if let Some(sampler) = &self.sampler {
+            sampler.close_window();
+        }
         self.meta.collector_cpu_ns = own_cpu_ns() - self.own_cpu_at_start_ns;
     }
 
@@ -376,6 +399,17 @@ impl Collector {
 
     /// Drains what is left, writes the final metadata and process table, and closes the file.
     pub fn finish(mut self) -> Result<(i64, RunMeta)> {
+        // The sampler's last readings and its sender go before the writer is stopped.
+        if let Some(sampler) = self.sampler.take() {
+            let sources = sampler.stop();
+            for s in sources.iter().filter(|s| s.state == SourceState::Stopped) {
+                eprintln!(
+                    "framelab: warning: telemetry source {} stopped: {}",
+                    s.source, s.detail
+                );
+            }
+            self.writer.send(Write::SampleSources(sources))?;
+        }
         // Rings created since the last scan (threads that lived only milliseconds) too.
         self.last_scan = None;
         self.drain()?;

@@ -43,6 +43,8 @@ pub struct RunOptions {
     pub env: Vec<(String, String)>,
     /// CPUs the command is pinned to (`sched_setaffinity` before exec); empty: not pinned.
     pub cpus: Vec<usize>,
+    /// Telemetry: how often, which sources, read from where.
+    pub sampling: crate::sample::SamplingOptions,
 }
 
 /// What a finished run left behind.
@@ -71,6 +73,7 @@ pub fn validate(opts: &RunOptions) -> Result<()> {
             );
         }
     }
+    opts.sampling.validate().map_err(anyhow::Error::msg)?;
     if let Some(budget) = opts.budget {
         if budget.is_zero() {
             bail!("--budget must be longer than zero");
@@ -156,6 +159,13 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         opts.watch_names.clone(),
     );
     let mut collector = collect::Collector::new(writer, session, tick_clock, meta, accounting);
+    let tree = crate::sample::ProcessTree::below(
+        procfs::Procfs::system(),
+        std::process::id(),
+        opts.watch_pids.clone(),
+        opts.watch_names.clone(),
+    );
+    collector.start_sampling(opts.sampling.clone(), tree);
     let outcome = supervise(opts, pid, started, &mut collector);
     let (run_id, meta) = collector.finish()?;
     outcome?;

@@ -6,7 +6,10 @@ use std::thread::JoinHandle;
 
 use anyhow::{anyhow, Result};
 
-use crate::model::{CounterValue, EventRecord, ProcessStats, RunMeta, Span, ThreadInfo};
+use crate::model::{
+    CounterValue, EventRecord, ProcessStats, RunMeta, SourceStatus, Span, ThreadInfo,
+};
+use crate::sample::Batch;
 use crate::store::RunWriter;
 
 /// One write, applied in order. Ids are the store's: 0, 1, 2, ... per kind, in the order added.
@@ -20,6 +23,9 @@ pub enum Write {
     Counters(Vec<CounterValue>),
     Events(Vec<EventRecord>),
     Processes(Vec<ProcessStats>),
+    /// Telemetry series and readings from the sampler thread.
+    Samples(Batch),
+    SampleSources(Vec<SourceStatus>),
     Meta(Box<RunMeta>),
     Commit,
 }
@@ -52,6 +58,12 @@ impl WriterThread {
 
     pub fn run_id(&self) -> i64 {
         self.run_id
+    }
+
+    /// Another handle for queueing writes (the sampler thread's); `stop` waits for it to
+    /// be dropped, so drop it first.
+    pub fn sender(&self) -> Option<Sender<Write>> {
+        self.sender.clone()
     }
 
     /// Queues a write. Fails only when the writer stopped on an error, which it then returns.
@@ -90,6 +102,11 @@ fn apply(writer: &mut RunWriter, write: Write) -> Result<()> {
         Write::Counters(values) => writer.counters(&values),
         Write::Events(events) => writer.events(&events),
         Write::Processes(processes) => writer.processes(&processes),
+        Write::Samples(batch) => {
+            writer.sample_series(&batch.series)?;
+            writer.samples(&batch.samples)
+        }
+        Write::SampleSources(sources) => writer.sample_sources(&sources),
         Write::Meta(meta) => writer.update_meta(&meta),
         Write::Commit => writer.commit(),
     }

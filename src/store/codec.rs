@@ -7,7 +7,7 @@
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::Row;
 
-use crate::model::{EndReason, ExitInfo, Host, ProcessRole, RunMeta};
+use crate::model::{EndReason, ExitInfo, Host, ProcessRole, RunMeta, SeriesKind, SourceState};
 
 pub fn u64_to_sql(v: u64) -> i64 {
     v as i64
@@ -49,6 +49,42 @@ pub fn role_from_name(name: &str) -> Option<ProcessRole> {
         "command" => ProcessRole::Command,
         "child" => ProcessRole::Child,
         "watched" => ProcessRole::Watched,
+        _ => return None,
+    })
+}
+
+pub fn source_state_name(state: SourceState) -> &'static str {
+    match state {
+        SourceState::On => "on",
+        SourceState::Off => "off",
+        SourceState::Disabled => "disabled",
+        SourceState::Stopped => "stopped",
+    }
+}
+
+pub fn source_state_from_name(name: &str) -> Option<SourceState> {
+    Some(match name {
+        "on" => SourceState::On,
+        "off" => SourceState::Off,
+        "disabled" => SourceState::Disabled,
+        "stopped" => SourceState::Stopped,
+        _ => return None,
+    })
+}
+
+pub fn series_kind_name(kind: SeriesKind) -> &'static str {
+    match kind {
+        SeriesKind::Gauge => "gauge",
+        SeriesKind::Counter => "counter",
+        SeriesKind::Bitmask => "bitmask",
+    }
+}
+
+pub fn series_kind_from_name(name: &str) -> Option<SeriesKind> {
+    Some(match name {
+        "gauge" => SeriesKind::Gauge,
+        "counter" => SeriesKind::Counter,
+        "bitmask" => SeriesKind::Bitmask,
         _ => return None,
     })
 }

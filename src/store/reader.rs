@@ -6,7 +6,10 @@ use rusqlite::Connection;
 
 use super::codec::{self, u64_from_sql, Cells, META_COLUMNS};
 use super::file::{self, one_line, sqlite_failure};
-use crate::model::{CounterValue, EventRecord, ProcessStats, Run, RunMeta, Span, ThreadInfo};
+use crate::model::{
+    CounterValue, EventRecord, ProcessStats, Run, RunMeta, Sample, SampleSeries, SourceStatus,
+    Span, Telemetry, ThreadInfo,
+};
 
 /// Loads run `run_id` of `path`, or its only/latest run when `None`.
 pub fn load_run(path: &Path, run_id: Option<i64>) -> anyhow::Result<Run> {
@@ -169,6 +172,7 @@ impl RunReader<'_> {
         let counters = self.counters(&counters_at)?;
         let events = self.events(&events_at)?;
         let processes = self.processes()?;
+        let telemetry = self.telemetry()?;
         let run = Run {
             meta,
             stages,
@@ -179,6 +183,7 @@ impl RunReader<'_> {
             counters,
             events,
             processes,
+            telemetry,
         };
         check_references(&run).map_err(|e| inconsistent(self.path, e))?;
         Ok(run)
@@ -456,6 +461,135 @@ impl RunReader<'_> {
     }
 }
 
+impl RunReader<'_> {
+    /// The samplers' sources, series and readings. Files recorded before telemetry
+    /// existed have no such tables: their runs simply have none.
+    fn telemetry(&self) -> anyhow::Result<Telemetry> {
+        let fail = self.sql_error("reading telemetry");
+        let has_tables: bool = self
+            .conn
+            .query_row(
+                "SELECT count(*) = 3 FROM sqlite_schema WHERE type = 'table' \
+                 AND name IN ('sample_sources', 'sample_series', 'samples')",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(&fail)?;
+        if !has_tables {
+            return Ok(Telemetry::default());
+        }
+        Ok(Telemetry {
+            sources: self.sample_sources()?,
+            series: self.sample_series()?,
+            samples: self.samples()?,
+        })
+    }
+
+    fn sample_sources(&self) -> anyhow::Result<Vec<SourceStatus>> {
+        let fail = self.sql_error("reading telemetry sources");
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT source, state, detail, every_ns, reads, skipped, cpu_ns, wall_ns \
+                 FROM sample_sources WHERE run_id = ?1",
+            )
+            .map_err(&fail)?;
+        let mut rows = stmt.query([self.run_id]).map_err(&fail)?;
+        let mut sources = Vec::new();
+        while let Some(row) = rows.next().map_err(&fail)? {
+            let c = Cells {
+                row,
+                table: "sample_sources",
+            };
+            let read = || -> anyhow::Result<SourceStatus> {
+                let state_text = c.text(1)?;
+                Ok(SourceStatus {
+                    source: c.text(0)?,
+                    state: codec::source_state_from_name(&state_text).ok_or_else(|| {
+                        anyhow::anyhow!("sample_sources.state {state_text:?} is unknown")
+                    })?,
+                    detail: c.text(2)?,
+                    every_ns: c.int(3)?,
+                    reads: u64_from_sql(c.int(4)?),
+                    skipped: u64_from_sql(c.int(5)?),
+                    cpu_ns: c.int(6)?,
+                    wall_ns: c.int(7)?,
+                })
+            };
+            sources.push(read().map_err(|e| inconsistent(self.path, e))?);
+        }
+        // The order sources are read and reported in, whatever order SQLite keeps.
+        sources.sort_by_key(|s| {
+            crate::sample::SourceKind::parse(&s.source).map_or(usize::MAX, |k| k as usize)
+        });
+        Ok(sources)
+    }
+
+    fn sample_series(&self) -> anyhow::Result<Vec<SampleSeries>> {
+        let fail = self.sql_error("reading telemetry series");
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT series_id, source, metric, entity, label, unit, kind \
+                 FROM sample_series WHERE run_id = ?1 ORDER BY series_id",
+            )
+            .map_err(&fail)?;
+        let mut rows = stmt.query([self.run_id]).map_err(&fail)?;
+        let mut series = Vec::new();
+        while let Some(row) = rows.next().map_err(&fail)? {
+            let c = Cells {
+                row,
+                table: "sample_series",
+            };
+            let read = || -> anyhow::Result<SampleSeries> {
+                if c.int(0)? != series.len() as i64 {
+                    anyhow::bail!("sample_series.series_id {} is out of sequence", c.int(0)?);
+                }
+                let kind_text = c.text(6)?;
+                Ok(SampleSeries {
+                    source: c.text(1)?,
+                    metric: c.text(2)?,
+                    entity: c.text(3)?,
+                    label: c.text(4)?,
+                    unit: c.text(5)?,
+                    kind: codec::series_kind_from_name(&kind_text).ok_or_else(|| {
+                        anyhow::anyhow!("sample_series.kind {kind_text:?} is unknown")
+                    })?,
+                })
+            };
+            let one = read().map_err(|e| inconsistent(self.path, e))?;
+            series.push(one);
+        }
+        Ok(series)
+    }
+
+    /// Readings by series, then time (the table's key order).
+    fn samples(&self) -> anyhow::Result<Vec<Sample>> {
+        let fail = self.sql_error("reading telemetry samples");
+        let mut stmt = self
+            .conn
+            .prepare("SELECT series_id, t_ns, value FROM samples WHERE run_id = ?1")
+            .map_err(&fail)?;
+        let mut rows = stmt.query([self.run_id]).map_err(&fail)?;
+        let mut samples = Vec::new();
+        while let Some(row) = rows.next().map_err(&fail)? {
+            let c = Cells {
+                row,
+                table: "samples",
+            };
+            let read = || -> anyhow::Result<Sample> {
+                Ok(Sample {
+                    series: c.small(0)?,
+                    t_ns: c.int(1)?,
+                    value: c.int(2)?,
+                })
+            };
+            samples.push(read().map_err(|e| inconsistent(self.path, e))?);
+        }
+        Ok(samples)
+    }
+}
+
 /// Asks the kernel to back a large, not yet touched buffer with huge pages: filling
 /// 320 MB for 10M spans otherwise takes 80k page faults, ~0.5 s of system time in a VM.
 /// Advisory only; failure changes nothing.
@@ -520,6 +654,18 @@ fn check_references(run: &Run) -> anyhow::Result<()> {
             "a counter value names counter {}, but the run has {}",
             c.counter,
             run.counter_names.len()
+        );
+    }
+    let series = run.telemetry.series.len();
+    if let Some(s) = run
+        .telemetry
+        .samples
+        .iter()
+        .find(|s| s.series as usize >= series)
+    {
+        anyhow::bail!(
+            "a sample names series {}, but the run has {series} sample series",
+            s.series
         );
     }
     if let Some(e) = run

@@ -129,6 +129,41 @@ CREATE TABLE processes (
     peak_rss_bytes  INTEGER NOT NULL,
     PRIMARY KEY (run_id, process_index)
 ) WITHOUT ROWID;
+
+CREATE TABLE sample_sources (
+    run_id    INTEGER NOT NULL REFERENCES runs(run_id),
+    source    TEXT NOT NULL,
+    state     TEXT NOT NULL,
+    detail    TEXT NOT NULL,
+    every_ns  INTEGER NOT NULL,
+    reads     INTEGER NOT NULL,
+    skipped   INTEGER NOT NULL,
+    cpu_ns    INTEGER NOT NULL,
+    wall_ns   INTEGER NOT NULL,
+    PRIMARY KEY (run_id, source)
+) WITHOUT ROWID;
+
+CREATE TABLE sample_series (
+    run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+    series_id  INTEGER NOT NULL,
+    source     TEXT NOT NULL,
+    metric     TEXT NOT NULL,
+    entity     TEXT NOT NULL,
+    label      TEXT NOT NULL,
+    unit       TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    PRIMARY KEY (run_id, series_id)
+) WITHOUT ROWID;
+
+-- Clustered by run and series: one run's readings of one metric are contiguous on disk,
+-- with no index besides the key and no rowid.
+CREATE TABLE samples (
+    run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+    series_id  INTEGER NOT NULL,
+    t_ns       INTEGER NOT NULL,
+    value      INTEGER NOT NULL,
+    PRIMARY KEY (run_id, series_id, t_ns)
+) WITHOUT ROWID;
 ";
 
 /// Experiments (`framelab bench`): which runs belong to which variant and parameter
@@ -218,6 +253,12 @@ SELECT e.run_id, n.name AS event, e.key, t.tid AS tid, e.t_ns / 1000.0 AS t_us
 FROM events AS e
 LEFT JOIN event_names AS n ON n.run_id = e.run_id AND n.event_id = e.event_id
 LEFT JOIN threads AS t ON t.run_id = e.run_id AND t.thread_id = e.thread_id;
+
+CREATE VIEW named_samples AS
+SELECT s.run_id, x.source, x.metric, x.entity, x.label, x.unit, x.kind,
+       s.t_ns, s.t_ns / 1e9 AS t_s, s.value
+FROM samples AS s
+JOIN sample_series AS x ON x.run_id = s.run_id AND x.series_id = s.series_id;
 ";
 
 /// Creates every table and view in an empty database and stamps it as a framelab file.

@@ -29,7 +29,10 @@ use rusqlite::Connection;
 
 use super::codec::{self, u64_to_sql, META_COLUMNS};
 use super::file::{self, one_line, sqlite_failure};
-use crate::model::{CounterValue, EventRecord, ProcessStats, RunMeta, Span, ThreadInfo};
+use crate::model::{
+    CounterValue, EventRecord, ProcessStats, RunMeta, Sample, SampleSeries, SourceStatus, Span,
+    ThreadInfo,
+};
 
 /// Rows per multi-row INSERT: amortises statement execution over many rows
 /// (measured by benches/src/bin/store_bench.rs; gains flatten beyond this).
@@ -91,6 +94,13 @@ impl BulkTable {
     }
 }
 
+/// Readings of the samplers; the table is keyed by (run, series, time), not by rowid.
+const SAMPLES: BulkTable = BulkTable {
+    name: "samples",
+    columns: "series_id, t_ns, value",
+    width: 3,
+};
+
 /// SQL text prepared once per writer (cached by the connection).
 struct Statements {
     spans_many: String,
@@ -99,6 +109,8 @@ struct Statements {
     counters_one: String,
     events_many: String,
     events_one: String,
+    samples_many: String,
+    samples_one: String,
 }
 
 impl Statements {
@@ -110,6 +122,15 @@ impl Statements {
             counters_one: COUNTERS.insert_sql(run_id, 1),
             events_many: EVENTS.insert_sql(run_id, ROWS_PER_INSERT),
             events_one: EVENTS.insert_sql(run_id, 1),
+            // A reading repeated at the same instant replaces the first rather than failing.
+            samples_many: SAMPLES.insert_sql(run_id, ROWS_PER_INSERT).replacen(
+                "INSERT",
+                "INSERT OR REPLACE",
+                1,
+            ),
+            samples_one: SAMPLES
+                .insert_sql(run_id, 1)
+                .replacen("INSERT", "INSERT OR REPLACE", 1),
         }
     }
 }
@@ -437,6 +458,90 @@ impl RunWriter {
                     ))
                 })
                 .map_err(|e| sqlite_failure(&self.path, "write", &e))?;
+        }
+        Ok(())
+    }
+
+    /// Adds telemetry series; samples refer to them by the given ids.
+    pub fn sample_series(&mut self, series: &[(u32, SampleSeries)]) -> anyhow::Result<()> {
+        if series.is_empty() {
+            return Ok(());
+        }
+        self.begin()?;
+        for (id, s) in series {
+            self.conn
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO sample_series (run_id, series_id, source, metric, \
+                     entity, label, unit, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute((
+                        self.run_id,
+                        id,
+                        &s.source,
+                        &s.metric,
+                        &s.entity,
+                        &s.label,
+                        &s.unit,
+                        codec::series_kind_name(s.kind),
+                    ))
+                })
+                .map_err(|e| self.fail("write", e))?;
+        }
+        Ok(())
+    }
+
+    /// Appends telemetry readings.
+    pub fn samples(&mut self, samples: &[Sample]) -> anyhow::Result<()> {
+        if samples.is_empty() {
+            return Ok(());
+        }
+        self.begin()?;
+        // The table has no rowid: the id range is not recorded (rows are found by key).
+        let mut unused = IdRange::default();
+        insert_rows(
+            &self.conn,
+            &self.sql.samples_many,
+            &self.sql.samples_one,
+            SAMPLES.width,
+            samples,
+            &mut unused,
+            |s, v| {
+                v[0] = i64::from(s.series);
+                v[1] = s.t_ns;
+                v[2] = s.value;
+            },
+        )
+        .map_err(|e| sqlite_failure(&self.path, "write", &e))
+    }
+
+    /// Records how each telemetry source fared (replacing what was recorded before).
+    pub fn sample_sources(&mut self, sources: &[SourceStatus]) -> anyhow::Result<()> {
+        if sources.is_empty() {
+            return Ok(());
+        }
+        self.begin()?;
+        for s in sources {
+            self.conn
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO sample_sources (run_id, source, state, detail, \
+                     every_ns, reads, skipped, cpu_ns, wall_ns) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute((
+                        self.run_id,
+                        &s.source,
+                        codec::source_state_name(s.state),
+                        &s.detail,
+                        s.every_ns,
+                        u64_to_sql(s.reads),
+                        u64_to_sql(s.skipped),
+                        s.cpu_ns,
+                        s.wall_ns,
+                    ))
+                })
+                .map_err(|e| self.fail("write", e))?;
         }
         Ok(())
     }

@@ -137,6 +137,7 @@ pub fn sample_run(name: &str, frames: u64) -> Run {
                 peak_rss_bytes: 4,
             },
         ],
+        ..Run::default()
     }
 }
 

@@ -1,0 +1,121 @@
+//! The busiest threads of the command's processes over the measured window, from the
+//! `threads` source's running totals.
+
+use std::collections::BTreeMap;
+
+use super::series::Points;
+use super::ThreadRow;
+use crate::model::SampleSeries;
+
+/// How many threads the report names.
+pub const BUSIEST: usize = 10;
+
+/// A thread's total over the window: its value at the end minus at the start (0 before
+/// its first reading: it did not exist yet).
+fn delta(points: &Points, start: i64, end: i64) -> i64 {
+    (points.step_at(end) - points.step_at(start)).max(0)
+}
+
+pub fn busiest_threads(
+    series: &[SampleSeries],
+    points: &[Points],
+    start: i64,
+    end: i64,
+) -> Vec<ThreadRow> {
+    // entity "PID/TID" → row.
+    let mut rows: BTreeMap<(u32, u32), ThreadRow> = BTreeMap::new();
+    for (id, s) in series.iter().enumerate() {
+        if s.source != "threads" {
+            continue;
+        }
+        let Some((pid, tid)) = s
+            .entity
+            .split_once('/')
+            .and_then(|(p, t)| Some((p.parse().ok()?, t.parse().ok()?)))
+        else {
+            continue;
+        };
+        let row = rows.entry((pid, tid)).or_insert_with(|| ThreadRow {
+            pid,
+            tid,
+            name: s.label.clone(),
+            ..ThreadRow::default()
+        });
+        let d = delta(&points[id], start, end);
+        match s.metric.as_str() {
+            "cpu_time" => row.cpu_ns = d,
+            "ctx_voluntary" => row.ctx_voluntary = d,
+            "ctx_involuntary" => row.ctx_involuntary = d,
+            "minflt" => row.minflt = d,
+            "majflt" => row.majflt = d,
+            _ => {}
+        }
+    }
+    let window_ns = (end - start).max(1);
+    let process_names: BTreeMap<u32, String> = rows
+        .values()
+        .filter(|r| r.pid == r.tid)
+        .map(|r| (r.pid, r.name.clone()))
+        .collect();
+    let mut rows: Vec<ThreadRow> = rows
+        .into_values()
+        .map(|mut r| {
+            r.load_pct = r.cpu_ns as f64 * 100.0 / window_ns as f64;
+            r.process = process_names.get(&r.pid).cloned().unwrap_or_default();
+            r
+        })
+        .collect();
+    rows.sort_by(|a, b| b.cpu_ns.cmp(&a.cpu_ns).then(a.tid.cmp(&b.tid)));
+    rows.truncate(BUSIEST);
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SeriesKind;
+
+    const MS: i64 = 1_000_000;
+
+    fn counter(entity: &str, label: &str, metric: &str) -> SampleSeries {
+        SampleSeries {
+            source: "threads".into(),
+            metric: metric.into(),
+            entity: entity.into(),
+            label: label.into(),
+            unit: "ns".into(),
+            kind: SeriesKind::Counter,
+        }
+    }
+
+    #[test]
+    fn ranks_threads_by_cpu_over_the_window() {
+        let series = vec![
+            counter("100/100", "host", "cpu_time"),
+            counter("100/101", "encoder", "cpu_time"),
+            counter("100/101", "encoder", "ctx_involuntary"),
+            // Born inside the window: counted from 0.
+            counter("100/102", "late", "cpu_time"),
+        ];
+        let points = vec![
+            Points(vec![
+                (0, 1_000 * MS),
+                (500 * MS, 1_050 * MS),
+                (1_000 * MS, 1_100 * MS),
+            ]),
+            Points(vec![(0, 0), (500 * MS, 300 * MS), (1_000 * MS, 700 * MS)]),
+            Points(vec![(0, 5), (1_000 * MS, 45)]),
+            Points(vec![(600 * MS, 20 * MS), (1_000 * MS, 60 * MS)]),
+        ];
+        // Window 500 ms .. 1 s: encoder 400 ms (80%), host 50 ms, late 60 ms (born at ~600).
+        let rows = busiest_threads(&series, &points, 500 * MS, 1_000 * MS);
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["encoder", "late", "host"]);
+        assert_eq!(rows[0].cpu_ns, 400 * MS);
+        assert_eq!(rows[0].load_pct, 80.0);
+        // The step value at 500 ms is still the first reading's 5: 40 switches.
+        assert_eq!(rows[0].ctx_involuntary, 40);
+        assert_eq!(rows[0].process, "host");
+        assert_eq!(rows[1].cpu_ns, 60 * MS);
+    }
+}

@@ -1,0 +1,75 @@
+//! `framelab sources`: each telemetry source's state and its raw readings, as the source
+//! gave them (units included), so what framelab sees can be checked against other tools.
+
+use std::time::Duration;
+
+use super::facts::Style;
+use super::table::{render as table, Column};
+use crate::model::{Sample, SampleSeries, SourceStatus};
+
+pub fn render(
+    sources: &[SourceStatus],
+    series: &[SampleSeries],
+    samples: &[Sample],
+    every: Duration,
+) -> String {
+    let st = Style::default();
+    let reads = sources.iter().map(|s| s.reads).max().unwrap_or(0);
+    let mut out = format!(
+        "framelab sources · {reads} reading{} {} apart\n",
+        if reads == 1 { "" } else { "s" },
+        humantime::format_duration(every)
+    );
+    for s in sources {
+        let cost = if s.reads > 0 {
+            format!(
+                " ({:.0} µs of CPU per reading)",
+                s.cpu_ns as f64 / s.reads as f64 / 1e3
+            )
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "  {:<9} {:<9}{}{cost}\n",
+            s.source,
+            super::telemetry::state_word(s.state),
+            s.detail
+        ));
+    }
+    if series.is_empty() {
+        return out;
+    }
+    let columns = [
+        Column::new("source", 9),
+        Column::new("metric", 16),
+        Column::new("entity", 10),
+        Column::new("label", 12),
+        Column::new("unit", 7),
+        Column::new("readings", 10),
+    ];
+    let rows: Vec<Vec<String>> = series
+        .iter()
+        .enumerate()
+        .map(|(id, s)| {
+            let values: Vec<String> = samples
+                .iter()
+                .filter(|x| x.series as usize == id)
+                .map(|x| match s.kind {
+                    crate::model::SeriesKind::Bitmask => format!("{:#x}", x.value),
+                    _ => x.value.to_string(),
+                })
+                .collect();
+            vec![
+                s.source.clone(),
+                s.metric.clone(),
+                s.entity.clone(),
+                s.label.clone(),
+                s.unit.clone(),
+                values.join(" "),
+            ]
+        })
+        .collect();
+    out.push('\n');
+    out.push_str(&table(&columns, &rows, None, &st));
+    out
+}

@@ -1,0 +1,442 @@
+//! The telemetry part of the text and Markdown reports: one line per source, the metric
+//! table, energy per frame, the worst frames with the machine's readings next to them,
+//! throttle reasons during late frames, the busiest threads. Rows here, layout in the
+//! format modules.
+
+use super::format::{secs, us};
+use crate::analyze::telemetry::{Nearest, TelemetrySummary};
+use crate::analyze::Analysis;
+use crate::model::SourceState;
+
+pub fn state_word(state: SourceState) -> &'static str {
+    match state {
+        SourceState::On => "on",
+        SourceState::Off => "off",
+        SourceState::Disabled => "disabled",
+        SourceState::Stopped => "stopped",
+    }
+}
+
+/// A reading with the precision its size deserves: 1980, 61.5, 0.42.
+pub fn value(v: f64) -> String {
+    let a = v.abs();
+    if a >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// `every 50 ms` for the header line.
+pub fn every(t: &TelemetrySummary) -> String {
+    if t.sources.is_empty() {
+        // framelab was killed before the sampler reported: the readings are all there is.
+        return "readings kept; how each source fared was not recorded (the recording did not finish)"
+            .into();
+    }
+    let ms = t.every_ns as f64 / 1e6;
+    if ms >= 1.0 && ms.fract() == 0.0 {
+        format!("every {ms:.0} ms")
+    } else {
+        format!("every {ms} ms")
+    }
+}
+
+/// (source, state, what it sampled or why not, with its cost).
+pub fn source_lines(t: &TelemetrySummary) -> Vec<(String, &'static str, String)> {
+    t.sources
+        .iter()
+        .map(|s| {
+            let mut line = s.detail.clone();
+            if s.state == SourceState::On || s.state == SourceState::Stopped {
+                line.push_str(&format!(" · {} reads", s.reads));
+                if s.every_ns != t.every_ns && s.every_ns > 0 {
+                    line.push_str(&format!(" every {} ms", s.every_ns as f64 / 1e6));
+                }
+                if let Some(pct) = s.cpu_pct {
+                    line.push_str(&format!(" · {pct:.2}% of a core"));
+                }
+            }
+            (s.source.clone(), state_word(s.state), line)
+        })
+        .collect()
+}
+
+pub const METRIC_HEADERS: [&str; 9] = [
+    "telemetry",
+    "device",
+    "samples",
+    "min",
+    "p50",
+    "p95",
+    "p99",
+    "max",
+    "unit",
+];
+
+pub fn metric_rows(t: &TelemetrySummary) -> Vec<Vec<String>> {
+    t.metrics
+        .iter()
+        .map(|m| {
+            vec![
+                format!("{} {}", m.source, m.metric),
+                m.device.clone(),
+                m.samples.to_string(),
+                value(m.min),
+                value(m.p50),
+                value(m.p95),
+                value(m.p99),
+                value(m.max),
+                m.unit.clone(),
+            ]
+        })
+        .collect()
+}
+
+pub const ENERGY_HEADERS: [&str; 7] = [
+    "energy", "device", "from", "mean W", "J", "J/frame", "covered",
+];
+
+pub fn energy_rows(t: &TelemetrySummary) -> Vec<Vec<String>> {
+    t.energy
+        .iter()
+        .map(|e| {
+            let device = match e.source.as_str() {
+                "nvml" => format!("GPU{}", e.entity),
+                "amdgpu" => format!("card{}", e.entity),
+                _ => e.label.clone(),
+            };
+            vec![
+                e.source.clone(),
+                device,
+                e.method.clone(),
+                format!("{:.1}", e.avg_power_w),
+                format!("{:.1}", e.joules),
+                e.joules_per_frame
+                    .map_or_else(|| "-".into(), |j| format!("{j:.4}")),
+                format!("{:.1}%", e.covered_pct),
+            ]
+        })
+        .collect()
+}
+
+fn cell(n: &Nearest) -> String {
+    if let Some(flags) = &n.flags {
+        return if flags.is_empty() {
+            "none".into()
+        } else {
+            flags.join("+")
+        };
+    }
+    n.value.map_or_else(|| "-".into(), value)
+}
+
+/// Headers of the worst-frames-with-readings table (after frame, t s, total).
+pub fn frame_headers(t: &TelemetrySummary) -> Vec<String> {
+    let mut headers = t.frame_columns.clone();
+    headers.push("farthest ms".into());
+    headers
+}
+
+/// One row per worst frame: id, end, total µs, each reading, and the farthest reading's
+/// distance from the frame (0: every reading fell inside it).
+pub fn frame_rows(t: &TelemetrySummary) -> Vec<Vec<String>> {
+    t.worst_frames
+        .iter()
+        .map(|f| {
+            let mut row = vec![
+                f.frame.to_string(),
+                format!("{:.2}", f.end_s),
+                us(f.total_ns as f64),
+            ];
+            row.extend(f.readings.iter().map(cell));
+            let farthest = f.readings.iter().filter_map(|r| r.distance_ns).max();
+            row.push(farthest.map_or_else(|| "-".into(), |d| format!("{:.1}", d as f64 / 1e6)));
+            row
+        })
+        .collect()
+}
+
+/// `during 14 late frames: GPU0 sw_power_cap (12) · over the window: GPU0 gpu_idle 12.0%`.
+pub fn throttle_line(t: &TelemetrySummary) -> Option<String> {
+    let th = t.throttle.as_ref()?;
+    let late = if th.late_frames == 0 {
+        "no late frames".to_string()
+    } else if th.during_late.is_empty() {
+        format!(
+            "none set during the {} late frame{}",
+            th.late_frames,
+            if th.late_frames == 1 { "" } else { "s" }
+        )
+    } else {
+        let reasons: Vec<String> = th
+            .during_late
+            .iter()
+            .map(|(name, n)| format!("{name} ({n})"))
+            .collect();
+        format!(
+            "during {} late frame{}: {}",
+            th.late_frames,
+            if th.late_frames == 1 { "" } else { "s" },
+            reasons.join(", ")
+        )
+    };
+    let window = if th.over_window_pct.is_empty() {
+        "none set over the window".to_string()
+    } else {
+        let reasons: Vec<String> = th
+            .over_window_pct
+            .iter()
+            .map(|(name, pct)| format!("{name} {pct:.1}%"))
+            .collect();
+        format!("over the window: {}", reasons.join(", "))
+    };
+    Some(format!("{late} · {window}"))
+}
+
+pub const THREAD_HEADERS: [&str; 9] = [
+    "busiest threads",
+    "tid",
+    "process",
+    "CPU s",
+    "load %",
+    "ctx vol",
+    "ctx invol",
+    "minflt",
+    "majflt",
+];
+
+pub fn thread_rows(t: &TelemetrySummary) -> Vec<Vec<String>> {
+    t.busiest_threads
+        .iter()
+        .map(|r| {
+            vec![
+                r.name.clone(),
+                r.tid.to_string(),
+                format!("{} ({})", r.process, r.pid),
+                secs(r.cpu_ns),
+                format!("{:.1}", r.load_pct),
+                r.ctx_voluntary.to_string(),
+                r.ctx_involuntary.to_string(),
+                r.minflt.to_string(),
+                r.majflt.to_string(),
+            ]
+        })
+        .collect()
+}
+
+/// The summary, if the run has one.
+pub fn of(a: &Analysis) -> Option<&TelemetrySummary> {
+    a.telemetry.as_ref()
+}
+
+use super::facts::Style;
+use super::table::{render as table, Column};
+
+fn columns(headers: &[String], min_width: usize) -> Vec<Column> {
+    headers
+        .iter()
+        .enumerate()
+        .map(|(i, h)| Column::new(h.clone(), if i == 0 { 10 } else { min_width }))
+        .collect()
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// The telemetry blocks of the text report, in order; empty without telemetry.
+pub fn text_blocks(a: &Analysis, st: &Style) -> Vec<String> {
+    let Some(t) = of(a) else {
+        return Vec::new();
+    };
+    let mut blocks = Vec::new();
+    let mut lines = format!("  {}\n", st.bold(&format!("sampling  {}", every(t))));
+    for (source, state, line) in source_lines(t) {
+        let state = match state {
+            "stopped" => st.red(state),
+            "on" => state.to_string(),
+            _ => st.yellow(state),
+        };
+        // Pad by the visible width: colour codes take no columns.
+        let pad = " ".repeat(9usize.saturating_sub(state_width(&state)));
+        lines.push_str(&format!("    {source:<9} {state}{pad}{line}\n"));
+    }
+    blocks.push(lines);
+    if !t.metrics.is_empty() {
+        let headers = strings(&METRIC_HEADERS);
+        blocks.push(table(&columns(&headers, 8), &metric_rows(t), None, st));
+    }
+    if !t.energy.is_empty() {
+        let headers = strings(&ENERGY_HEADERS);
+        blocks.push(table(&columns(&headers, 9), &energy_rows(t), None, st));
+    }
+    if !t.worst_frames.is_empty() {
+        let mut headers = strings(&["worst frames", "t s", "total µs"]);
+        headers.extend(frame_headers(t));
+        blocks.push(table(&columns(&headers, 7), &frame_rows(t), None, st));
+    }
+    if let Some(line) = throttle_line(t) {
+        blocks.push(format!("  {:<10}{line}\n", "throttle"));
+    }
+    if !t.busiest_threads.is_empty() {
+        let headers = strings(&THREAD_HEADERS);
+        blocks.push(table(&columns(&headers, 8), &thread_rows(t), None, st));
+    }
+    blocks
+}
+
+fn state_width(s: &str) -> usize {
+    // Strip ANSI sequences (ESC [ ... m) before counting.
+    let mut width = 0;
+    let mut in_escape = false;
+    for c in s.chars() {
+        match (in_escape, c) {
+            (false, '\x1b') => in_escape = true,
+            (true, 'm') => in_escape = false,
+            (false, _) => width += 1,
+            _ => {}
+        }
+    }
+    width
+}
+
+/// The telemetry blocks of the Markdown report; `table` renders a GitHub table.
+pub fn markdown_blocks(
+    a: &Analysis,
+    st: &Style,
+    gfm: impl Fn(&[String], &[Vec<String>]) -> String,
+) -> Vec<String> {
+    let Some(t) = of(a) else {
+        return Vec::new();
+    };
+    let mut blocks = Vec::new();
+    let mut bullets = format!("**sampling** {}\n\n", every(t));
+    for (source, state, line) in source_lines(t) {
+        bullets.push_str(&format!("- **{source}** {state} · {}\n", st.name(&line)));
+    }
+    blocks.push(bullets);
+    if !t.metrics.is_empty() {
+        blocks.push(gfm(&strings(&METRIC_HEADERS), &metric_rows(t)));
+    }
+    if !t.energy.is_empty() {
+        blocks.push(gfm(&strings(&ENERGY_HEADERS), &energy_rows(t)));
+    }
+    if !t.worst_frames.is_empty() {
+        let mut headers = strings(&["worst frame", "t s", "total µs"]);
+        headers.extend(frame_headers(t).iter().map(|h| st.name(h)));
+        let rows: Vec<Vec<String>> = frame_rows(t)
+            .into_iter()
+            .map(|r| r.iter().map(|c| st.name(c)).collect())
+            .collect();
+        blocks.push(gfm(&headers, &rows));
+    }
+    if let Some(line) = throttle_line(t) {
+        blocks.push(format!("**throttle** {}\n", st.name(&line)));
+    }
+    if !t.busiest_threads.is_empty() {
+        let rows: Vec<Vec<String>> = thread_rows(t)
+            .into_iter()
+            .map(|mut r| {
+                r[0] = st.name(&r[0]);
+                r[2] = st.name(&r[2]);
+                r
+            })
+            .collect();
+        blocks.push(gfm(&strings(&THREAD_HEADERS), &rows));
+    }
+    blocks
+}
+
+/// Whole reports of the telemetry fixture against `tests/snapshots/report_telemetry.*`.
+/// After an intended change: `UPDATE_SNAPSHOTS=1 cargo test --lib report::telemetry`, then
+/// review the diff.
+#[cfg(test)]
+mod snapshots {
+    use crate::analyze::analyze;
+    use crate::analyze::telemetry::fixture::telemetry_run;
+    use crate::report::{render, Format};
+
+    fn check(name: &str, actual: &str) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/snapshots")
+            .join(name);
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(&path, actual).unwrap();
+            return;
+        }
+        let expected = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_SNAPSHOTS=1)", path.display()));
+        assert!(
+            expected == actual,
+            "{} differs from the snapshot.\n--- expected\n{expected}\n--- actual\n{actual}",
+            path.display()
+        );
+    }
+
+    #[test]
+    fn telemetry_text() {
+        let a = analyze(&telemetry_run());
+        check("report_telemetry.txt", &render(&a, Format::Text, false));
+    }
+
+    #[test]
+    fn telemetry_markdown() {
+        let a = analyze(&telemetry_run());
+        check("report_telemetry.md", &render(&a, Format::Markdown, false));
+    }
+
+    #[test]
+    fn telemetry_json_round_trips() {
+        let a = analyze(&telemetry_run());
+        let json = render(&a, Format::Json, false);
+        check("report_telemetry.json", &json);
+        // serde_json parses floats to within an ulp, not exactly: compare what is exact.
+        let back: crate::analyze::Analysis = serde_json::from_str(&json).unwrap();
+        let (got, want) = (back.telemetry.unwrap(), a.telemetry.unwrap());
+        assert_eq!(got.sources, want.sources);
+        assert_eq!(got.frame_columns, want.frame_columns);
+        assert_eq!(got.busiest_threads, want.busiest_threads);
+        assert_eq!(got.throttle, want.throttle);
+        assert_eq!(got.worst_frames, want.worst_frames);
+        assert_eq!(got.energy.len(), want.energy.len());
+        for (g, w) in got.energy.iter().zip(&want.energy) {
+            assert!((g.joules - w.joules).abs() < 1e-12 && g.method == w.method);
+        }
+    }
+
+    #[test]
+    fn a_recording_cut_short_keeps_its_readings_and_says_so() {
+        let mut run = telemetry_run();
+        run.telemetry.sources.clear();
+        let text = render(&analyze(&run), Format::Text, false);
+        assert!(
+            text.contains("sampling  readings kept; how each source fared was not recorded"),
+            "{text}"
+        );
+        assert!(text.contains("nvml sm_clock"), "{text}");
+    }
+
+    #[test]
+    fn colour_codes_do_not_shift_the_source_lines() {
+        let a = analyze(&telemetry_run());
+        let plain = render(&a, Format::Text, false);
+        let coloured = render(&a, Format::Text, true);
+        let strip = |s: &str| {
+            let mut out = String::new();
+            let mut escape = false;
+            for c in s.chars() {
+                match (escape, c) {
+                    (false, '\x1b') => escape = true,
+                    (true, 'm') => escape = false,
+                    (false, c) => out.push(c),
+                    _ => {}
+                }
+            }
+            out
+        };
+        assert_eq!(strip(&coloured), plain);
+    }
+}

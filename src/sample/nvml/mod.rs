@@ -1,0 +1,588 @@
+//! NVIDIA GPUs through NVML: clocks, utilisation, power and energy, temperature, memory,
+//! throttle reasons, and the utilisation of the command's own processes.
+//!
+//! A metric the GPU does not offer is dropped after its first refusal and named once in the
+//! source's status. Most calls take a few microseconds, but some drivers spend milliseconds
+//! of CPU in a few of them (on an H100 with driver 580: the energy counter 3.1 ms, process
+//! utilisation 2.5 ms, the rest under 10 µs): a call that takes longer than `SLOW_CALL`
+//! twice in a row is made at most every `SLOW_EVERY`, and the status says which and why.
+//! Twice, because a first call can be slow once (the driver initialising) and any call can
+//! be slow once (the thread preempted). The energy counter
+//! loses nothing by it (it is a running total); process utilisation is averaged by the
+//! driver over about as long anyway. A GPU that is lost (or stops answering) stops being read, with the time
+//! and the driver's reason; when no GPU is left the source stops, keeping what it read.
+
+pub mod api;
+pub mod library;
+pub mod throttle;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use api::{Clock, Nvml, NvmlError};
+
+use super::{Readings, Tick};
+use crate::model::SeriesKind;
+
+/// Environment variable naming the NVML library to load instead of the driver's.
+pub const LIBRARY_ENV: &str = "FRAMELAB_NVML_LIBRARY";
+
+/// Consecutive ticks of failed reads before a GPU is given up as unresponsive.
+const GIVE_UP_AFTER: u32 = 20;
+/// A call taking longer than this is made at most every `SLOW_EVERY`.
+const SLOW_CALL: Duration = Duration::from_micros(200);
+const SLOW_EVERY_NS: i64 = 1_000_000_000;
+
+/// The device-level metrics, in reading order: (metric, unit, kind).
+const METRICS: [(&str, &str, SeriesKind); 10] = [
+    ("gpu_clock", "MHz", SeriesKind::Gauge),
+    ("sm_clock", "MHz", SeriesKind::Gauge),
+    ("mem_clock", "MHz", SeriesKind::Gauge),
+    ("gpu_busy", "%", SeriesKind::Gauge),
+    ("mem_busy", "%", SeriesKind::Gauge),
+    ("power", "mW", SeriesKind::Gauge),
+    ("energy", "mJ", SeriesKind::Counter),
+    ("temp", "C", SeriesKind::Gauge),
+    ("mem_used", "B", SeriesKind::Gauge),
+    ("throttle", "flags", SeriesKind::Bitmask),
+];
+/// Not a device metric: per-process utilisation, whose refusal is also remembered.
+const PROCESS_METRIC: &str = "process utilisation";
+
+struct Gpu {
+    index: u32,
+    name: String,
+    /// Per metric of `METRICS`: its series once read.
+    series: [Option<u32>; METRICS.len()],
+    /// Metrics the GPU refused, with the reason: not asked again.
+    unsupported: BTreeMap<&'static str, String>,
+    /// Why this GPU is no longer read.
+    stopped: Option<String>,
+    failed_ticks: u32,
+    /// Newest per-process sample seen (driver µs timestamp).
+    process_since_us: u64,
+    /// pid → (SM %, memory %) series.
+    process_series: BTreeMap<u32, (u32, u32)>,
+    /// Per metric of `METRICS`, then process utilisation: the time (ns after launch)
+    /// before which a slow call is not made again...
+    not_before_ns: [i64; METRICS.len() + 1],
+    /// ...its slow calls in a row...
+    slow_streak: [u32; METRICS.len() + 1],
+    /// ...and the metrics read rarely for it, with their last call's duration.
+    slow: BTreeMap<&'static str, Duration>,
+}
+
+/// How long a call took, given the metric and the measured time: the measured time, except
+/// in tests, which decide it so that no test depends on how fast the machine is.
+type CallCost = fn(&'static str, Duration) -> Duration;
+
+pub struct NvmlSource {
+    nvml: Box<dyn Nvml>,
+    driver: Option<String>,
+    gpus: Vec<Gpu>,
+    cost: CallCost,
+}
+
+impl NvmlSource {
+    /// Opens the driver library (see `library::Library::open`) and finds the GPUs.
+    pub fn open(library: Option<&std::path::Path>) -> Result<NvmlSource, String> {
+        let nvml = library::Library::open(library)?;
+        NvmlSource::with(Box::new(nvml))
+    }
+
+    /// Over any NVML implementation: the real library, or a scripted one in tests.
+    pub fn with(nvml: Box<dyn Nvml>) -> Result<NvmlSource, String> {
+        let count = nvml
+            .device_count()
+            .map_err(|e| format!("cannot count GPUs: {e}"))?;
+        if count == 0 {
+            return Err("the NVIDIA driver reports no GPU".into());
+        }
+        let gpus = (0..count)
+            .map(|index| Gpu {
+                index,
+                name: nvml.name(index).unwrap_or_else(|_| "NVIDIA GPU".into()),
+                series: [None; METRICS.len()],
+                unsupported: BTreeMap::new(),
+                stopped: None,
+                failed_ticks: 0,
+                process_since_us: 0,
+                process_series: BTreeMap::new(),
+                not_before_ns: [i64::MIN; METRICS.len() + 1],
+                slow_streak: [0; METRICS.len() + 1],
+                slow: BTreeMap::new(),
+            })
+            .collect();
+        Ok(NvmlSource {
+            driver: nvml.driver_version(),
+            nvml,
+            gpus,
+            cost: |_, measured| measured,
+        })
+    }
+
+    /// `GPU 0 NVIDIA H100 80GB HBM3 · driver 580.159.04`, then what was refused or lost.
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .gpus
+            .iter()
+            .map(|g| format!("GPU {} {}", g.index, g.name))
+            .collect();
+        if let Some(driver) = &self.driver {
+            parts.push(format!("driver {driver}"));
+        }
+        let mut s = parts.join(" · ");
+        for gpu in &self.gpus {
+            if !gpu.unsupported.is_empty() {
+                let names: Vec<&str> = gpu.unsupported.keys().copied().collect();
+                let reason = gpu.unsupported.values().next().cloned().unwrap_or_default();
+                s.push_str(&format!(
+                    "; GPU {} does not report {} ({reason})",
+                    gpu.index,
+                    names.join(", ")
+                ));
+            }
+            if !gpu.slow.is_empty() {
+                let calls: Vec<String> = gpu
+                    .slow
+                    .iter()
+                    .map(|(m, d)| format!("{m} ({:.1} ms the last call)", d.as_secs_f64() * 1e3))
+                    .collect();
+                s.push_str(&format!(
+                    "; GPU {} read every {} s only: {}",
+                    gpu.index,
+                    SLOW_EVERY_NS / 1_000_000_000,
+                    calls.join(", ")
+                ));
+            }
+            if let Some(why) = &gpu.stopped {
+                s.push_str(&format!("; {why}"));
+            }
+        }
+        s
+    }
+
+    pub fn read(&mut self, tick: &Tick, out: &mut Readings) -> Result<(), String> {
+        for gpu in self.gpus.iter_mut().filter(|g| g.stopped.is_none()) {
+            read_gpu(self.nvml.as_ref(), self.cost, gpu, tick, out);
+        }
+        if self.gpus.iter().all(|g| g.stopped.is_some()) {
+            let reasons: Vec<&str> = self
+                .gpus
+                .iter()
+                .filter_map(|g| g.stopped.as_deref())
+                .collect();
+            return Err(reasons.join("; "));
+        }
+        Ok(())
+    }
+}
+
+/// One metric's value as the series stores it.
+fn read_metric(nvml: &dyn Nvml, index: u32, metric: usize) -> Result<i64, NvmlError> {
+    let i = index;
+    Ok(match metric {
+        0 => nvml.clock_mhz(i, Clock::Graphics)?.into(),
+        1 => nvml.clock_mhz(i, Clock::Sm)?.into(),
+        2 => nvml.clock_mhz(i, Clock::Memory)?.into(),
+        3 => nvml.utilization_pct(i)?.0.into(),
+        4 => nvml.utilization_pct(i)?.1.into(),
+        5 => nvml.power_mw(i)?.into(),
+        6 => nvml.energy_mj(i)? as i64,
+        7 => nvml.temperature_c(i)?.into(),
+        8 => nvml.memory_used_bytes(i)? as i64,
+        // Bits stored as the i64 with the same bits.
+        _ => nvml.throttle_reasons(i)? as i64,
+    })
+}
+
+fn read_gpu(nvml: &dyn Nvml, cost: CallCost, gpu: &mut Gpu, tick: &Tick, out: &mut Readings) {
+    let mut asked = 0;
+    let mut failed = 0;
+    let mut last_error = None;
+    for (m, &(metric, unit, kind)) in METRICS.iter().enumerate() {
+        let put_off = tick.t_ns < gpu.not_before_ns[m] && !tick.closing;
+        if gpu.unsupported.contains_key(metric) || put_off {
+            continue;
+        }
+        asked += 1;
+        let started = Instant::now();
+        let result = read_metric(nvml, gpu.index, m);
+        note_cost(gpu, m, metric, cost(metric, started.elapsed()), tick);
+        match result {
+            Ok(value) => {
+                let (index, name) = (gpu.index, &gpu.name);
+                let series = *gpu.series[m].get_or_insert_with(|| {
+                    out.series(metric, index.to_string(), name.clone(), unit, kind)
+                });
+                out.push(series, value);
+            }
+            Err(e) if e.is_unsupported() => {
+                asked -= 1;
+                gpu.unsupported.insert(metric, e.text.clone());
+            }
+            Err(e) if e.is_gpu_lost() => {
+                gpu.stopped = Some(lost(gpu.index, tick, &e));
+                return;
+            }
+            Err(e) => {
+                failed += 1;
+                out.skip(|| format!("GPU {} {metric}: {e}", gpu.index));
+                last_error = Some(e);
+            }
+        }
+    }
+    if asked > 0 && failed == asked {
+        gpu.failed_ticks += 1;
+        if gpu.failed_ticks >= GIVE_UP_AFTER {
+            let why = last_error.map(|e| e.to_string()).unwrap_or_default();
+            gpu.stopped = Some(format!(
+                "GPU {} stopped answering at {:.2} s ({GIVE_UP_AFTER} reads in a row failed, last: {why})",
+                gpu.index,
+                tick.t_ns as f64 / 1e9
+            ));
+        }
+        return;
+    }
+    gpu.failed_ticks = 0;
+    read_processes(nvml, cost, gpu, tick, out);
+}
+
+/// Puts off the next call of a metric that was slow twice in a row (`slot` indexes
+/// `Gpu::not_before_ns`); a fast call puts it back on every reading.
+fn note_cost(gpu: &mut Gpu, slot: usize, metric: &'static str, took: Duration, tick: &Tick) {
+    if took <= SLOW_CALL {
+        gpu.slow_streak[slot] = 0;
+        gpu.slow.remove(metric);
+        return;
+    }
+    gpu.slow_streak[slot] += 1;
+    if gpu.slow_streak[slot] >= 2 {
+        gpu.not_before_ns[slot] = tick.t_ns.saturating_add(SLOW_EVERY_NS);
+        gpu.slow.insert(metric, took);
+    }
+}
+
+fn lost(index: u32, tick: &Tick, e: &NvmlError) -> String {
+    format!(
+        "GPU {index} lost at {:.2} s ({e}); its readings until then are kept",
+        tick.t_ns as f64 / 1e9
+    )
+}
+
+/// The command's processes' share of the GPU, newest sample per process.
+fn read_processes(nvml: &dyn Nvml, cost: CallCost, gpu: &mut Gpu, tick: &Tick, out: &mut Readings) {
+    let slot = METRICS.len();
+    if tick.pids.is_empty()
+        || gpu.unsupported.contains_key(PROCESS_METRIC)
+        || (tick.t_ns < gpu.not_before_ns[slot] && !tick.closing)
+    {
+        return;
+    }
+    let started = Instant::now();
+    let result = nvml.process_utilization(gpu.index, gpu.process_since_us);
+    note_cost(
+        gpu,
+        slot,
+        PROCESS_METRIC,
+        cost(PROCESS_METRIC, started.elapsed()),
+        tick,
+    );
+    let samples = match result {
+        Ok(samples) => samples,
+        Err(e) if e.is_unsupported() => {
+            gpu.unsupported.insert(PROCESS_METRIC, e.text);
+            return;
+        }
+        Err(e) if e.is_gpu_lost() => {
+            gpu.stopped = Some(lost(gpu.index, tick, &e));
+            return;
+        }
+        Err(e) => {
+            out.skip(|| format!("GPU {} process utilisation: {e}", gpu.index));
+            return;
+        }
+    };
+    let mut newest: BTreeMap<u32, api::ProcessUtilization> = BTreeMap::new();
+    for s in samples {
+        gpu.process_since_us = gpu.process_since_us.max(s.timestamp_us);
+        if tick.pids.binary_search(&s.pid).is_err() {
+            continue;
+        }
+        let entry = newest.entry(s.pid).or_insert(s);
+        if s.timestamp_us > entry.timestamp_us {
+            *entry = s;
+        }
+    }
+    for (pid, s) in newest {
+        let index = gpu.index;
+        let (sm, mem) = *gpu.process_series.entry(pid).or_insert_with(|| {
+            let entity = format!("{index}/{pid}");
+            let label = format!("pid {pid}");
+            (
+                out.series(
+                    "proc_sm_busy",
+                    entity.clone(),
+                    label.clone(),
+                    "%",
+                    SeriesKind::Gauge,
+                ),
+                out.series("proc_mem_busy", entity, label, "%", SeriesKind::Gauge),
+            )
+        });
+        out.push(sm, s.sm_pct.into());
+        out.push(mem, s.mem_pct.into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::api::{NvmlResult, ProcessUtilization, ERROR_GPU_IS_LOST, ERROR_NOT_SUPPORTED};
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+
+    /// A GPU that reads fine for `healthy_reads` ticks, then fails as told.
+    struct Scripted {
+        reads: Arc<AtomicU32>,
+        healthy_reads: u32,
+        failure: u32,
+    }
+
+    impl Scripted {
+        fn check(&self) -> NvmlResult<()> {
+            if self.reads.load(Ordering::Relaxed) >= self.healthy_reads {
+                Err(NvmlError::new(self.failure, "scripted failure"))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    impl Nvml for Scripted {
+        fn driver_version(&self) -> Option<String> {
+            Some("999.1".into())
+        }
+        fn device_count(&self) -> NvmlResult<u32> {
+            Ok(1)
+        }
+        fn name(&self, _: u32) -> NvmlResult<String> {
+            Ok("Scripted GPU".into())
+        }
+        fn clock_mhz(&self, _: u32, clock: Clock) -> NvmlResult<u32> {
+            self.check()?;
+            Ok(1000 + clock as u32)
+        }
+        fn utilization_pct(&self, _: u32) -> NvmlResult<(u32, u32)> {
+            self.check()?;
+            Ok((97, 40))
+        }
+        fn power_mw(&self, _: u32) -> NvmlResult<u32> {
+            self.check()?;
+            Ok(350_000)
+        }
+        fn energy_mj(&self, _: u32) -> NvmlResult<u64> {
+            Err(NvmlError::new(ERROR_NOT_SUPPORTED, "Not Supported"))
+        }
+        fn temperature_c(&self, _: u32) -> NvmlResult<u32> {
+            self.check()?;
+            Ok(61)
+        }
+        fn memory_used_bytes(&self, _: u32) -> NvmlResult<u64> {
+            self.check()?;
+            Ok(1 << 30)
+        }
+        fn throttle_reasons(&self, _: u32) -> NvmlResult<u64> {
+            self.check()?;
+            Ok(0x4)
+        }
+        fn process_utilization(&self, _: u32, since: u64) -> NvmlResult<Vec<ProcessUtilization>> {
+            self.check()?;
+            // The last call of a tick: the tick was healthy.
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            let sample = |pid, timestamp_us, sm_pct| ProcessUtilization {
+                pid,
+                timestamp_us,
+                sm_pct,
+                mem_pct: 5,
+            };
+            // Two samples of the command (pid 10), one of a stranger (pid 99).
+            Ok(vec![
+                sample(10, since + 1, 80),
+                sample(10, since + 2, 90),
+                sample(99, since + 2, 50),
+            ])
+        }
+    }
+
+    /// Every call counts as instant, whatever this machine's speed.
+    fn source(healthy_reads: u32, failure: u32) -> NvmlSource {
+        let mut s = NvmlSource::with(Box::new(Scripted {
+            reads: Arc::new(AtomicU32::new(0)),
+            healthy_reads,
+            failure,
+        }))
+        .unwrap();
+        s.cost = |_, _| Duration::ZERO;
+        s
+    }
+
+    fn tick(t_ns: i64) -> Tick<'static> {
+        Tick {
+            t_ns,
+            pids: &[10, 11],
+            closing: false,
+            window_closed: false,
+        }
+    }
+
+    #[test]
+    fn reads_every_metric_and_names_what_the_gpu_refuses() {
+        let mut s = source(u32::MAX, 0);
+        let mut out = Readings::new(vec!["nvml"]);
+        out.begin(0, 0, false);
+        s.read(&tick(0), &mut out).unwrap();
+        let batch = out.take_batch();
+        let metrics: Vec<&str> = batch
+            .series
+            .iter()
+            .map(|(_, s)| s.metric.as_str())
+            .collect();
+        assert_eq!(
+            metrics,
+            [
+                "gpu_clock",
+                "sm_clock",
+                "mem_clock",
+                "gpu_busy",
+                "mem_busy",
+                "power",
+                "temp",
+                "mem_used",
+                "throttle",
+                "proc_sm_busy",
+                "proc_mem_busy"
+            ]
+        );
+        // The command's process: its newest sample only; the stranger is not ours.
+        let sm = batch
+            .series
+            .iter()
+            .find(|(_, s)| s.metric == "proc_sm_busy")
+            .unwrap();
+        assert_eq!(sm.1.entity, "0/10");
+        let values: Vec<i64> = batch
+            .samples
+            .iter()
+            .filter(|x| x.series == sm.0)
+            .map(|x| x.value)
+            .collect();
+        assert_eq!(values, [90]);
+        assert!(
+            s.describe().starts_with(
+                "GPU 0 Scripted GPU · driver 999.1; GPU 0 does not report energy (Not Supported)"
+            ),
+            "{}",
+            s.describe()
+        );
+    }
+
+    #[test]
+    fn a_slow_call_is_made_once_a_second() {
+        let mut s = source(u32::MAX, 0);
+        // Process utilisation takes 1 ms a call, the rest 1 µs.
+        s.cost = |metric, _| {
+            if metric == PROCESS_METRIC {
+                Duration::from_millis(1)
+            } else {
+                Duration::from_micros(1)
+            }
+        };
+        let mut out = Readings::new(vec!["nvml"]);
+        // 50 ms apart by the run's clock: 0, 50, ..., 1000 ms.
+        for i in 0..=21 {
+            let t_ns = i * 50_000_000;
+            out.begin(0, t_ns, false);
+            s.read(&tick(t_ns), &mut out).unwrap();
+        }
+        let batch = out.take_batch();
+        let id = |metric: &str| {
+            batch
+                .series
+                .iter()
+                .find(|(_, s)| s.metric == metric)
+                .unwrap()
+                .0
+        };
+        let count = |series: u32| batch.samples.iter().filter(|x| x.series == series).count();
+        assert_eq!(count(id("gpu_clock")), 22);
+        // Slow at 0 and 50 ms (twice in a row), then once a second: 0, 50, 1050 ms.
+        assert_eq!(count(id("proc_sm_busy")), 3);
+        let described = s.describe();
+        assert!(
+            described.contains("GPU 0 read every 1 s only: process utilisation ("),
+            "{described}"
+        );
+    }
+
+    #[test]
+    fn a_call_slow_only_once_is_not_put_off() {
+        static CALLS: AtomicU32 = AtomicU32::new(0);
+        let mut s = source(u32::MAX, 0);
+        // The first call of the SM clock is slow (the driver initialising), the rest fast.
+        s.cost = |metric, _| {
+            if metric == "sm_clock" && CALLS.fetch_add(1, Ordering::Relaxed) == 0 {
+                Duration::from_millis(3)
+            } else {
+                Duration::ZERO
+            }
+        };
+        let mut out = Readings::new(vec!["nvml"]);
+        for i in 0..5 {
+            out.begin(0, i * 50_000_000, false);
+            s.read(&tick(i * 50_000_000), &mut out).unwrap();
+        }
+        let batch = out.take_batch();
+        let sm = batch
+            .series
+            .iter()
+            .find(|(_, s)| s.metric == "sm_clock")
+            .unwrap()
+            .0;
+        assert_eq!(batch.samples.iter().filter(|x| x.series == sm).count(), 5);
+        assert!(!s.describe().contains("read every 1 s"), "{}", s.describe());
+    }
+
+    #[test]
+    fn a_lost_gpu_stops_the_source_and_says_when() {
+        let mut s = source(2, ERROR_GPU_IS_LOST);
+        let mut out = Readings::new(vec!["nvml"]);
+        for t in 0..2 {
+            out.begin(0, t * 50_000_000, false);
+            s.read(&tick(t * 50_000_000), &mut out).unwrap();
+        }
+        out.begin(0, 100_000_000, false);
+        let why = s.read(&tick(100_000_000), &mut out).unwrap_err();
+        assert!(
+            why.starts_with("GPU 0 lost at 0.10 s (scripted failure (NVML error 15))"),
+            "{why}"
+        );
+        // What it read before is kept: two ticks of the graphics clock.
+        let batch = out.take_batch();
+        assert_eq!(batch.samples.iter().filter(|x| x.series == 0).count(), 2);
+    }
+
+    #[test]
+    fn a_gpu_failing_every_read_is_given_up_after_a_while() {
+        let mut s = source(0, 999);
+        let mut out = Readings::new(vec!["nvml"]);
+        let mut result = Ok(());
+        for t in 0..GIVE_UP_AFTER as i64 {
+            out.begin(0, t, false);
+            result = s.read(&tick(t * 1_000_000), &mut out);
+        }
+        let why = result.unwrap_err();
+        assert!(why.contains("stopped answering"), "{why}");
+        assert_eq!(out.problems(0).skipped, GIVE_UP_AFTER as u64 * 9);
+    }
+}

@@ -1,0 +1,380 @@
+//! The sampler thread: opens the sources, reads each at its interval, hands batches of
+//! readings to a sink (the run file writer), and at the end reports how each source fared.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::amdgpu::Amdgpu;
+use super::cpufreq::Cpufreq;
+use super::nvml::NvmlSource;
+use super::rapl::Rapl;
+use super::threads::{self, Threads};
+use super::{ProcessTree, Readings, SamplingOptions, SourceKind, Tick};
+use crate::model::{Sample, SampleSeries, SourceState, SourceStatus};
+
+pub use super::readings::Batch;
+
+/// Readings are handed over this often (the writer commits about twice a second)...
+const FLUSH_EVERY: Duration = Duration::from_millis(250);
+/// ...or when this many are waiting.
+const FLUSH_SAMPLES: usize = 8192;
+
+enum Source {
+    Nvml(NvmlSource),
+    Amdgpu(Amdgpu),
+    Cpufreq(Cpufreq),
+    Rapl(Rapl),
+    Threads(Threads),
+}
+
+impl Source {
+    fn open(kind: SourceKind, opts: &SamplingOptions) -> Result<Source, String> {
+        let roots = &opts.roots;
+        Ok(match kind {
+            SourceKind::Nvml => Source::Nvml(NvmlSource::open(roots.nvml_library.as_deref())?),
+            SourceKind::Amdgpu => Source::Amdgpu(Amdgpu::open(&roots.sys)?),
+            SourceKind::Cpufreq => Source::Cpufreq(Cpufreq::open(&roots.sys)?),
+            SourceKind::Rapl => Source::Rapl(Rapl::open(&roots.sys)?),
+            SourceKind::Threads => Source::Threads(Threads::open(
+                &roots.proc,
+                Threads::system_ticks_per_second(),
+            )?),
+        })
+    }
+
+    fn read(&mut self, tick: &Tick, out: &mut Readings) -> Result<(), String> {
+        match self {
+            Source::Nvml(s) => s.read(tick, out),
+            Source::Amdgpu(s) => s.read(tick, out),
+            Source::Cpufreq(s) => s.read(tick, out),
+            Source::Rapl(s) => s.read(tick, out),
+            Source::Threads(s) => s.read(tick, out),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Source::Nvml(s) => s.describe(),
+            Source::Amdgpu(s) => s.describe(),
+            Source::Cpufreq(s) => s.describe(),
+            Source::Rapl(s) => s.describe(),
+            Source::Threads(s) => s.describe(),
+        }
+    }
+
+    /// The shortest interval worth reading this source at (see each module for why).
+    fn min_every(&self) -> Duration {
+        match self {
+            Source::Threads(_) => threads::MIN_EVERY,
+            _ => Duration::ZERO,
+        }
+    }
+}
+
+struct Slot {
+    kind: SourceKind,
+    state: SourceState,
+    source: Option<Source>,
+    /// Why it is off, disabled or stopped.
+    why: String,
+    every: Duration,
+    due: Instant,
+    reads: u64,
+    /// Readings skipped because the thread woke too late for them.
+    missed: u64,
+    cpu_ns: i64,
+    opened: Instant,
+    last_read: Option<Instant>,
+}
+
+/// CPU time of the calling thread.
+fn thread_cpu_ns() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer; CLOCK_THREAD_CPUTIME_ID exists on every Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+/// The sources and their bookkeeping, driven by the thread or by `read_once`.
+struct Core {
+    window_closed: Arc<AtomicBool>,
+    slots: Vec<Slot>,
+    readings: Readings,
+    tree: ProcessTree,
+    origin_mono_ns: i64,
+}
+
+impl Core {
+    fn open(opts: &SamplingOptions, tree: ProcessTree, origin_mono_ns: i64) -> Core {
+        let now = Instant::now();
+        let slots = SourceKind::ALL
+            .into_iter()
+            .map(|kind| {
+                let mut slot = Slot {
+                    kind,
+                    state: SourceState::On,
+                    source: None,
+                    why: String::new(),
+                    every: opts.every,
+                    due: now,
+                    reads: 0,
+                    missed: 0,
+                    cpu_ns: 0,
+                    opened: now,
+                    last_read: None,
+                };
+                if opts.disabled.contains(&kind) {
+                    slot.state = SourceState::Disabled;
+                    slot.why = format!("switched off with --no-sample {}", kind.name());
+                    return slot;
+                }
+                let cpu = thread_cpu_ns();
+                match Source::open(kind, opts) {
+                    Ok(source) => {
+                        slot.every = opts.every.max(source.min_every());
+                        slot.source = Some(source);
+                    }
+                    Err(why) => {
+                        slot.state = SourceState::Off;
+                        slot.why = why;
+                    }
+                }
+                slot.cpu_ns += thread_cpu_ns() - cpu;
+                slot
+            })
+            .collect();
+        Core {
+            window_closed: Arc::new(AtomicBool::new(false)),
+            slots,
+            readings: Readings::new(SourceKind::ALL.iter().map(|k| k.name()).collect()),
+            tree,
+            origin_mono_ns,
+        }
+    }
+
+    fn t_ns(&self) -> i64 {
+        framelab_probe::monotonic_ns() as i64 - self.origin_mono_ns
+    }
+
+    /// Reads every source that is due (all of them when `closing`). Returns when the next
+    /// one is due.
+    fn tick(&mut self, closing: bool) -> Option<Instant> {
+        let now = Instant::now();
+        let t_ns = self.t_ns();
+        let pids = self.tree.pids(now);
+        let tick = Tick {
+            t_ns,
+            pids,
+            closing,
+            window_closed: self.window_closed.load(Ordering::Relaxed),
+        };
+        for (index, slot) in self.slots.iter_mut().enumerate() {
+            let Some(source) = slot.source.as_mut() else {
+                continue;
+            };
+            if !closing && slot.due > now {
+                continue;
+            }
+            self.readings.begin(index, t_ns, closing);
+            let cpu = thread_cpu_ns();
+            let result = source.read(&tick, &mut self.readings);
+            slot.cpu_ns += thread_cpu_ns() - cpu;
+            slot.reads += 1;
+            slot.last_read = Some(Instant::now());
+            if let Err(why) = result {
+                slot.state = SourceState::Stopped;
+                slot.why = why;
+                slot.source = None;
+                continue;
+            }
+            // Late ticks are skipped, not caught up: readings stay evenly spaced.
+            slot.due += slot.every;
+            if slot.due <= now {
+                let behind = (now - slot.due).as_nanos() / slot.every.as_nanos().max(1);
+                slot.missed += 1 + behind as u64;
+                slot.due = now + slot.every;
+            }
+        }
+        self.slots
+            .iter()
+            .filter(|s| s.source.is_some())
+            .map(|s| s.due)
+            .min()
+    }
+
+    fn statuses(&self) -> Vec<SourceStatus> {
+        self.slots
+            .iter()
+            .enumerate()
+            .map(|(index, slot)| {
+                let problems = self.readings.problems(index);
+                let mut detail = match (&slot.source, slot.state) {
+                    (Some(source), _) => source.describe(),
+                    _ => slot.why.clone(),
+                };
+                if slot.missed > 0 {
+                    detail.push_str(&format!(
+                        "; {} missed (the sampler thread woke too late; load or a short --sample-every)",
+                        if slot.missed == 1 {
+                            "1 reading".to_string()
+                        } else {
+                            format!("{} readings", slot.missed)
+                        }
+                    ));
+                }
+                if problems.skipped > 0 {
+                    detail.push_str(&format!(
+                        "; {} skipped (first: {})",
+                        if problems.skipped == 1 {
+                            "1 value".to_string()
+                        } else {
+                            format!("{} values", problems.skipped)
+                        },
+                        problems.first.unwrap_or_default()
+                    ));
+                }
+                SourceStatus {
+                    source: slot.kind.name().into(),
+                    state: slot.state,
+                    detail,
+                    every_ns: slot.every.as_nanos() as i64,
+                    reads: slot.reads,
+                    skipped: problems.skipped,
+                    cpu_ns: slot.cpu_ns,
+                    wall_ns: slot
+                        .last_read
+                        .map_or(0, |t| t.duration_since(slot.opened).as_nanos() as i64),
+                }
+            })
+            .collect()
+    }
+}
+
+/// The running sampler thread.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    window_closed: Arc<AtomicBool>,
+    handle: Option<JoinHandle<Vec<SourceStatus>>>,
+}
+
+impl Sampler {
+    /// Starts sampling on a thread of its own. Sources are opened there (NVML takes a
+    /// while to initialise), so the command's launch is not delayed. `sink` receives the
+    /// readings in order; when it returns false the readings are dropped from then on.
+    pub fn start(
+        opts: SamplingOptions,
+        origin_mono_ns: i64,
+        tree: ProcessTree,
+        mut sink: Box<dyn FnMut(Batch) -> bool + Send>,
+    ) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let window_closed = Arc::new(AtomicBool::new(false));
+        let closed = window_closed.clone();
+        let spawned = std::thread::Builder::new()
+            .name("framelab-sampler".into())
+            .spawn(move || {
+                let mut core = Core::open(&opts, tree, origin_mono_ns);
+                core.window_closed = closed;
+                let mut flushed = Instant::now();
+                let mut sink_alive = true;
+                let mut flush = |core: &mut Core, sink_alive: &mut bool| {
+                    let batch = core.readings.take_batch();
+                    if *sink_alive && !batch.is_empty() {
+                        *sink_alive = sink(batch);
+                    }
+                };
+                while !stopping.load(Ordering::Acquire) {
+                    let next = core.tick(false);
+                    if flushed.elapsed() >= FLUSH_EVERY
+                        || core.readings.pending_samples() >= FLUSH_SAMPLES
+                    {
+                        flush(&mut core, &mut sink_alive);
+                        flushed = Instant::now();
+                    }
+                    // Every source off or stopped: sleep until the end of the run.
+                    let due = next.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+                    // Parking costs one futex wait, no spinning; `stop` unparks at once.
+                    loop {
+                        let now = Instant::now();
+                        if now >= due || stopping.load(Ordering::Acquire) {
+                            break;
+                        }
+                        std::thread::park_timeout(due - now);
+                    }
+                }
+                // A last reading of everything at the end, so totals cover the whole run.
+                core.tick(true);
+                flush(&mut core, &mut sink_alive);
+                core.statuses()
+            });
+        Sampler {
+            stop,
+            window_closed,
+            handle: spawned.ok(),
+        }
+    }
+
+    /// Tells the sources the measured window closed (what ends after is the command
+    /// being stopped, not news).
+    pub fn close_window(&self) {
+        self.window_closed.store(true, Ordering::Relaxed);
+    }
+
+    /// Stops the thread after a last reading and returns each source's status. The sink
+    /// has received every reading when this returns.
+    pub fn stop(mut self) -> Vec<SourceStatus> {
+        match self.finish() {
+            Some(Ok(statuses)) => statuses,
+            Some(Err(_)) => vec![failed_status("the sampler thread crashed")],
+            None => vec![failed_status("the sampler thread could not be started")],
+        }
+    }
+
+    fn finish(&mut self) -> Option<std::thread::Result<Vec<SourceStatus>>> {
+        self.stop.store(true, Ordering::Release);
+        let handle = self.handle.take()?;
+        handle.thread().unpark();
+        Some(handle.join())
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+fn failed_status(why: &str) -> SourceStatus {
+    SourceStatus {
+        source: "sampler".into(),
+        state: SourceState::Stopped,
+        detail: why.into(),
+        ..SourceStatus::default()
+    }
+}
+
+/// What `framelab sources` shows: `count` readings `every` apart, on this thread.
+pub fn read_once(
+    opts: &SamplingOptions,
+    tree: ProcessTree,
+    count: u32,
+) -> (Vec<SourceStatus>, Vec<SampleSeries>, Vec<Sample>) {
+    let origin = framelab_probe::monotonic_ns() as i64;
+    let mut core = Core::open(opts, tree, origin);
+    let mut samples = Vec::new();
+    for i in 0..count.max(1) {
+        if i > 0 {
+            std::thread::sleep(opts.every);
+        }
+        core.tick(i + 1 == count.max(1));
+        samples.extend(core.readings.take_batch().samples);
+    }
+    let series = core.readings.all_series().to_vec();
+    (core.statuses(), series, samples)
+}
