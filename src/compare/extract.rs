@@ -27,6 +27,8 @@ pub struct RunData {
     pub worst_frame: Option<(u64, i64)>,
     /// The window was closed by --duration (so wall time is fixed, not measured).
     pub fixed_duration: bool,
+    /// Joules per frame of each device with an energy reading (telemetry), by its label.
+    pub energy_per_frame: Vec<(String, f64)>,
 }
 
 pub fn extract(run: &Run) -> RunData {
@@ -53,6 +55,12 @@ fn from_analysis(a: &Analysis) -> RunData {
             .filter(|_| a.frames > 0 && !a.frames_from_hint)
             .map(|l| (l.late_frames, a.frames)),
         worst_frame: a.worst_frames.first().map(|w| (w.frame, w.total_ns)),
+        energy_per_frame: a
+            .telemetry
+            .iter()
+            .flat_map(|t| &t.energy)
+            .filter_map(|e| Some((e.label.clone(), e.joules_per_frame?)))
+            .collect(),
         ..RunData::default()
     }
 }

@@ -14,6 +14,7 @@ pub enum Unit {
     Seconds,
     Percent,
     Bytes,
+    Joules,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -25,6 +26,10 @@ pub enum Kind {
     CpuPerFrame,
     PeakRss,
     Late,
+    /// Energy per frame of one device (`EnergyRow::label`), from telemetry.
+    EnergyPerFrame {
+        device: String,
+    },
     /// A percentile of a stage's span durations, or of frame totals (`stage` None).
     Percentile {
         stage: Option<String>,
@@ -83,6 +88,11 @@ impl Metric {
                 (run.peak_rss_bytes > 0).then_some(RunValue::Whole(run.peak_rss_bytes as f64))
             }
             Kind::Late => run.late.map(|(hits, of)| RunValue::Share { hits, of }),
+            Kind::EnergyPerFrame { device } => run
+                .energy_per_frame
+                .iter()
+                .find(|(d, _)| d == device)
+                .and_then(|(_, joules)| whole(*joules)),
             Kind::Percentile { stage, p } => {
                 let sorted = match stage {
                     None => &run.totals,
@@ -155,6 +165,25 @@ pub fn catalogue(runs: &[&RunData]) -> Vec<Metric> {
         Metric::new("wall", "wall", Unit::Seconds, LowerIsBetter, Kind::Wall),
         Metric::new("cpu", "CPU", Unit::Seconds, LowerIsBetter, Kind::Cpu),
     ]);
+    let mut devices: Vec<&str> = Vec::new();
+    for run in runs {
+        for (device, _) in &run.energy_per_frame {
+            if !devices.contains(&device.as_str()) {
+                devices.push(device);
+            }
+        }
+    }
+    for device in devices {
+        all.push(Metric::new(
+            &format!("energy_per_frame.{}", device.replace(' ', "_")),
+            &format!("energy per frame, {device}"),
+            Unit::Joules,
+            LowerIsBetter,
+            Kind::EnergyPerFrame {
+                device: device.to_owned(),
+            },
+        ));
+    }
     let exists = |m: &Metric| match m.kind {
         Kind::Wall | Kind::Cpu => runs.iter().any(|r| !r.fixed_duration),
         _ => runs.iter().any(|r| m.value(r).is_some()),
@@ -194,4 +223,30 @@ pub fn select(catalogue: &[Metric], names: &[String]) -> anyhow::Result<Vec<Metr
         }
     }
     Ok(chosen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn energy_per_frame_is_a_metric_where_a_run_measured_energy() {
+        let with = RunData {
+            energy_per_frame: vec![("GPU 0".into(), 6.99)],
+            ..RunData::default()
+        };
+        let without = RunData::default();
+        let metrics = catalogue(&[&with, &without]);
+        let energy = metrics
+            .iter()
+            .find(|m| m.key == "energy_per_frame.GPU_0")
+            .expect("an energy metric");
+        assert_eq!(energy.direction, Direction::LowerIsBetter);
+        assert_eq!(energy.unit, Unit::Joules);
+        assert!(matches!(energy.value(&with), Some(RunValue::Whole(v)) if v == 6.99));
+        assert!(energy.value(&without).is_none());
+        assert!(catalogue(&[&without])
+            .iter()
+            .all(|m| !m.key.starts_with("energy")));
+    }
 }

@@ -301,6 +301,7 @@ pub fn unit_name(unit: Unit) -> &'static str {
         Unit::Seconds => "s",
         Unit::Percent => "%",
         Unit::Bytes => "MiB",
+        Unit::Joules => "J",
     }
 }
 
@@ -310,6 +311,7 @@ pub fn value(unit: Unit, v: f64) -> String {
         Unit::Bytes => format!("{:.1}", v / (1024.0 * 1024.0)),
         Unit::Seconds => format!("{v:.3}"),
         Unit::Percent => format!("{v:.2}"),
+        Unit::Joules => format!("{v:.4}"),
         Unit::Fps | Unit::Microseconds => {
             let a = v.abs();
             if a >= 1000.0 {
