@@ -10,6 +10,8 @@ pub mod model;
 pub mod report;
 pub mod sample;
 pub mod session;
+#[cfg(test)]
+mod snapshot;
 pub mod stats;
 pub mod store;
 pub mod timers;

@@ -41,25 +41,7 @@ mod snapshots {
     use crate::analyze::fixtures::{
         crashed_run, degenerate_runs, reference_run, uninstrumented_run,
     };
-
-    fn check(name: &str, actual: &str) {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/snapshots")
-            .join(name);
-        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, actual).unwrap();
-            return;
-        }
-        let expected = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_SNAPSHOTS=1)", path.display()));
-        if expected != actual {
-            panic!(
-                "{} differs from the snapshot.\n--- expected\n{expected}\n--- actual\n{actual}",
-                path.display()
-            );
-        }
-    }
+    use crate::snapshot::check;
 
     #[test]
     fn reference_text() {

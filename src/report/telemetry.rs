@@ -359,22 +359,7 @@ mod snapshots {
     use crate::analyze::telemetry::fixture::telemetry_run;
     use crate::report::{render, Format};
 
-    fn check(name: &str, actual: &str) {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/snapshots")
-            .join(name);
-        if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-            std::fs::write(&path, actual).unwrap();
-            return;
-        }
-        let expected = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_SNAPSHOTS=1)", path.display()));
-        assert!(
-            expected == actual,
-            "{} differs from the snapshot.\n--- expected\n{expected}\n--- actual\n{actual}",
-            path.display()
-        );
-    }
+    use crate::snapshot::check;
 
     #[test]
     fn telemetry_text() {
