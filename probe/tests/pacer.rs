@@ -125,16 +125,16 @@ fn a_fractional_period_stays_on_its_grid() {
 
 #[test]
 fn hybrid_sleeps_to_the_spin_window_then_spins_to_the_deadline() {
-    // Overshoot 40 µs; window = 60 µs initial estimate + 20 µs margin = 80 µs.
+    // Overshoot 40 µs; window = 60 µs initial estimate + 50 µs margin = 110 µs.
     let mut p = pacer(100.0, LatePolicy::CatchUp, 40 * US);
     p.wait(0);
-    assert_eq!(p.spin_window_ns(), 80 * US);
+    assert_eq!(p.spin_window_ns(), 110 * US);
     p.clock_mut().work(2 * MS);
     let w = p.wait(1);
     let deadline = T0 + 10 * MS;
-    assert_eq!(p.clock().sleeps, vec![deadline - 80 * US]);
-    // Woke 40 µs after the sleep target, then spun the remaining 40 µs in 1 ns steps.
-    assert_eq!(p.clock().spins, 40 * US);
+    assert_eq!(p.clock().sleeps, vec![deadline - 110 * US]);
+    // Woke 40 µs after the sleep target, then spun the remaining 70 µs in 1 ns steps.
+    assert_eq!(p.clock().spins, 70 * US);
     assert_eq!((w.woke_ns, w.late_ns), (deadline, 0));
     assert!(w.slept && !w.was_late);
 }
@@ -146,7 +146,7 @@ fn an_early_wake_up_sleeps_again_and_never_returns_before_the_deadline() {
     let mut spin = SpinWindow::for_period(10 * MS);
     let deadline = T0 + 5 * MS;
     let woke = wait_until(&mut clock, deadline, WaitMethod::Hybrid, &mut spin);
-    let target = deadline - 80 * US;
+    let target = deadline - 110 * US;
     assert_eq!(clock.sleeps, vec![target, target]);
     assert_eq!(woke.woke_ns, deadline);
     // The overshoot learned is that of the sleep that completed: 5 µs, below the estimate.
@@ -255,13 +255,13 @@ fn reanchor_restarts_the_grid_at_the_late_frame() {
 
 #[test]
 fn the_spin_window_follows_the_overshoot_it_observes() {
-    // By hand: estimate e, window min(e + 20 µs, cap); each sleep
+    // By hand: estimate e, window min(e + 50 µs, cap); each sleep
     // e ← max(min(o, 2e, cap), e − e/128).
     let mut w = SpinWindow::for_period(20 * MS); // cap min(1 ms, 2 ms) = 1 ms
-    assert_eq!(w.window_ns(), 80 * US);
+    assert_eq!(w.window_ns(), 110 * US);
     w.observe(100 * US); // a larger overshoot within twice the estimate is taken at once
     assert_eq!(w.estimate_ns(), 100 * US);
-    assert_eq!(w.window_ns(), 120 * US);
+    assert_eq!(w.window_ns(), 150 * US);
     w.observe(0); // then forgotten slowly: 100000 − 781 (100000 >> 7)
     assert_eq!(w.estimate_ns(), 99_219);
     w.observe(0); // 99219 − 775
@@ -277,8 +277,8 @@ fn the_spin_window_follows_the_overshoot_it_observes() {
     assert_eq!(w.window_ns(), MS);
     // Short periods cap the window at a tenth of the period: 20 µs at 5 kHz.
     assert_eq!(SpinWindow::for_period(200 * US).window_ns(), 20 * US);
-    // 175 fps: 80 µs to start with, at most 571 µs.
-    assert_eq!(SpinWindow::for_period(5_714_285).window_ns(), 80 * US);
+    // 175 fps: 110 µs to start with, at most 571 µs.
+    assert_eq!(SpinWindow::for_period(5_714_285).window_ns(), 110 * US);
     let mut w = SpinWindow::for_period(5_714_285);
     for _ in 0..10 {
         w.observe(5 * MS);
@@ -288,9 +288,9 @@ fn the_spin_window_follows_the_overshoot_it_observes() {
 
 #[test]
 fn the_pacer_learns_a_larger_overshoot_and_then_a_smaller_one() {
-    // Sleeps overshoot by 150 µs. Frame 1: window 80 µs → 70 µs late; the estimate doubles
-    // to 120 µs. Frame 2: window 140 µs → 10 µs late; estimate 150 µs. From frame 3 the window
-    // is 170 µs and every frame is on time after 20 µs of spin.
+    // Sleeps overshoot by 150 µs. Frame 1: window 110 µs → 40 µs late; the estimate doubles
+    // to 120 µs. Frame 2: window 170 µs → on time after 20 µs of spin; estimate 150 µs. From
+    // frame 3 the window is 200 µs and every frame is on time after 50 µs of spin.
     let mut p = pacer(100.0, LatePolicy::CatchUp, 150 * US);
     p.wait(0);
     let mut late = Vec::new();
@@ -299,13 +299,13 @@ fn the_pacer_learns_a_larger_overshoot_and_then_a_smaller_one() {
         p.clock_mut().work(MS);
         late.push(p.wait(n).late_ns);
         if n >= 3 {
-            assert_eq!(p.clock().spins - spins_before, 20 * US, "frame {n}");
+            assert_eq!(p.clock().spins - spins_before, 50 * US, "frame {n}");
         }
     }
-    assert_eq!(late[..3], [70 * US, 10 * US, 0]);
+    assert_eq!(late[..3], [40 * US, 0, 0]);
     assert!(late[3..].iter().all(|&l| l == 0), "{late:?}");
-    assert_eq!(p.spin_window_ns(), 170 * US);
-    // Then sleeps become precise (5 µs): the window shrinks frame by frame toward 25 µs
+    assert_eq!(p.spin_window_ns(), 200 * US);
+    // Then sleeps become precise (5 µs): the window shrinks frame by frame toward 55 µs
     // (150 µs × (127/128)^n reaches 5 µs after about 440 frames).
     p.clock_mut().default_overshoot = 5 * US;
     let mut windows = Vec::new();
@@ -315,7 +315,7 @@ fn the_pacer_learns_a_larger_overshoot_and_then_a_smaller_one() {
         windows.push(p.spin_window_ns());
     }
     assert!(windows.windows(2).all(|w| w[1] <= w[0]), "{windows:?}");
-    assert_eq!(*windows.last().unwrap(), 25 * US);
+    assert_eq!(*windows.last().unwrap(), 55 * US);
 }
 
 #[test]
