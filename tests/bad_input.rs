@@ -114,13 +114,7 @@ fn reports_of_files_that_are_not_run_files() {
 #[test]
 fn a_truncated_run_file() {
     let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "whole");
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(&path)
-        .args(["--", &example("testprog"), "spans", "300"])
-        .output()
-        .unwrap();
+    let (out, path) = run_testprog(&dir, "whole", &[], &["spans", "300"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let bytes = std::fs::read(&path).unwrap();
     let cut = dir.path().join("cut.framelab");

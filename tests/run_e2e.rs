@@ -17,13 +17,7 @@ fn stage_id(run: &framelab::model::Run, name: &str) -> u16 {
 #[test]
 fn records_every_span_counter_and_event_of_a_program_that_exits() {
     let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "spans");
-    let out = framelab()
-        .args(["run", "--fps", "500", "-o"])
-        .arg(&path)
-        .args(["--", &example("testprog"), "spans", "200"])
-        .output()
-        .unwrap();
+    let (out, path) = run_testprog(&dir, "spans", &["--fps", "500"], &["spans", "200"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).contains(&path.display().to_string()),
@@ -85,13 +79,7 @@ fn records_every_span_counter_and_event_of_a_program_that_exits() {
 #[test]
 fn a_crashing_program_keeps_what_it_recorded_and_the_report_names_the_signal() {
     let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "abort");
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(&path)
-        .args(["--", &example("testprog"), "abort", "50"])
-        .output()
-        .unwrap();
+    let (out, path) = run_testprog(&dir, "abort", &[], &["abort", "50"]);
     assert_eq!(
         out.status.code(),
         Some(3),
@@ -120,22 +108,12 @@ fn a_crashing_program_keeps_what_it_recorded_and_the_report_names_the_signal() {
 #[test]
 fn duration_stops_the_command_and_warmup_frames_are_kept_but_excluded() {
     let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "duration");
-    let out = framelab()
-        .args([
-            "run",
-            "--fps",
-            "500",
-            "--warmup",
-            "300ms",
-            "--duration",
-            "1200ms",
-            "-o",
-        ])
-        .arg(&path)
-        .args(["--", &example("testprog"), "forever"])
-        .output()
-        .unwrap();
+    let (out, path) = run_testprog(
+        &dir,
+        "duration",
+        &["--fps", "500", "--warmup", "300ms", "--duration", "1200ms"],
+        &["forever"],
+    );
     assert!(
         out.status.success(),
         "stopped by framelab is not a failure: {}",
@@ -233,14 +211,13 @@ fn two_processes_share_a_session_and_frames_cross_between_them() {
 #[test]
 fn drops_in_a_tiny_ring_are_counted_exactly() {
     let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "drops");
     let n = 2_000_000u64;
-    let out = framelab()
-        .args(["run", "--ring-records", "16", "-o"])
-        .arg(&path)
-        .args(["--", &example("testprog"), "flood", &n.to_string()])
-        .output()
-        .unwrap();
+    let (out, path) = run_testprog(
+        &dir,
+        "drops",
+        &["--ring-records", "16"],
+        &["flood", &n.to_string()],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let run = load(&path);
     assert!(
@@ -281,25 +258,18 @@ fn an_uninstrumented_command_gets_a_process_report_and_a_throughput() {
 #[test]
 fn watched_processes_are_accounted_over_the_same_window() {
     let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "watch");
     let mut daemon = std::process::Command::new(example("testprog"))
         .args(["cpu", "20000"])
         .spawn()
         .unwrap();
     let cpu_before = cpu_ns(daemon.id());
-    let out = framelab()
-        .args([
-            "run",
-            "--duration",
-            "1s",
-            "--watch-pid",
-            &daemon.id().to_string(),
-            "-o",
-        ])
-        .arg(&path)
-        .args(["--", &example("testprog"), "forever"])
-        .output()
-        .unwrap();
+    let daemon_pid = daemon.id().to_string();
+    let (out, path) = run_testprog(
+        &dir,
+        "watch",
+        &["--duration", "1s", "--watch-pid", &daemon_pid],
+        &["forever"],
+    );
     let cpu_after = cpu_ns(daemon.id());
     daemon.kill().unwrap();
     daemon.wait().unwrap();
@@ -317,13 +287,7 @@ fn watched_processes_are_accounted_over_the_same_window() {
 #[test]
 fn too_many_names_are_refused_and_reported() {
     let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "names");
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(&path)
-        .args(["--", &example("testprog"), "names", "5000"])
-        .output()
-        .unwrap();
+    let (out, path) = run_testprog(&dir, "names", &[], &["names", "5000"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("names were refused"),
@@ -373,7 +337,6 @@ fn wait_for(mut ready: impl FnMut() -> bool) {
 #[test]
 fn processes_watched_by_name_are_accounted() {
     let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "watch-name");
     // A daemon with a name of its own: a copy of the test program.
     let daemon_exe = dir.path().join("fl-test-daemon");
     std::fs::copy(example("testprog"), &daemon_exe).unwrap();
@@ -382,21 +345,15 @@ fn processes_watched_by_name_are_accounted() {
         .spawn()
         .unwrap();
     let cpu_before = cpu_ns(daemon.id());
-    let out = framelab()
-        .args([
-            "run",
-            "--duration",
-            "1s",
-            "--watch",
-            "fl-test-daemon",
-            "--watch",
-            "no-such-daemon-xyz",
-            "-o",
-        ])
-        .arg(&path)
-        .args(["--", &example("testprog"), "forever"])
-        .output()
-        .unwrap();
+    let watch = [
+        "--duration",
+        "1s",
+        "--watch",
+        "fl-test-daemon",
+        "--watch",
+        "no-such-daemon-xyz",
+    ];
+    let (out, path) = run_testprog(&dir, "watch-name", &watch, &["forever"]);
     let cpu_after = cpu_ns(daemon.id());
     daemon.kill().unwrap();
     daemon.wait().unwrap();
