@@ -114,8 +114,9 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
     }
     if meta.dropped_events > 0 {
         notes.push(format!(
-            "{} dropped because a ring was full: the collector fell behind. Rerun with a larger ring (framelab run --ring-records, e.g. 4 times the default 65536).",
-            plural(meta.dropped_events, "event was", "events were")
+            "{} dropped because a ring was full: the collector fell behind. Rerun with a larger ring (framelab run --ring-records, e.g. 4 times the default {}).",
+            plural(meta.dropped_events, "event was", "events were"),
+            framelab_probe::wire::DEFAULT_RING_RECORDS
         ));
     }
     if meta.invalid_records > 0 {
