@@ -147,7 +147,8 @@ impl Collector {
     /// ring's fill before draining (0..1), so the caller can pace itself.
     pub fn drain(&mut self) -> Result<f64> {
         let mut fullest = 0.0f64;
-        if self.last_scan.is_none_or(|t| t.elapsed() >= SCAN_EVERY) {
+        let scanning = self.last_scan.is_none_or(|t| t.elapsed() >= SCAN_EVERY);
+        if scanning {
             self.scan()?;
             self.last_scan = Some(Instant::now());
         }
@@ -166,7 +167,8 @@ impl Collector {
             self.ids.insert(pid, ids);
             self.scratch = records;
             let ring = &self.rings[index];
-            if ring.is_empty() && (ring.closed() || !process_alive(ring.pid)) {
+            // Whether a silent thread's process died is asked of the kernel only on scans.
+            if ring.is_empty() && (ring.closed() || (scanning && !process_alive(ring.pid))) {
                 finished.push(index);
             }
         }
@@ -442,8 +444,7 @@ fn own_cpu_ns() -> i64 {
     // SAFETY: getrusage with a valid out-pointer.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let ns = |tv: libc::timeval| tv.tv_sec * 1_000_000_000 + tv.tv_usec * 1_000;
-    ns(usage.ru_utime) + ns(usage.ru_stime)
+    super::launch::timeval_ns(usage.ru_utime) + super::launch::timeval_ns(usage.ru_stime)
 }
 
 fn process_alive(pid: u32) -> bool {

@@ -172,15 +172,19 @@ pub fn reap_one(mut before_reaping: impl FnMut(u32)) -> Option<Reaped> {
     if pid <= 0 {
         return None;
     }
-    let ns = |tv: libc::timeval| tv.tv_sec * 1_000_000_000 + tv.tv_usec * 1_000;
     Some(Reaped {
         pid: pid as u32,
         status,
         cpu: CpuTimes {
-            user_ns: ns(usage.ru_utime),
-            sys_ns: ns(usage.ru_stime),
+            user_ns: timeval_ns(usage.ru_utime),
+            sys_ns: timeval_ns(usage.ru_stime),
             ..Default::default()
         },
         max_rss_bytes: usage.ru_maxrss as u64 * 1024,
     })
+}
+
+/// A rusage time in nanoseconds.
+pub fn timeval_ns(tv: libc::timeval) -> i64 {
+    tv.tv_sec * 1_000_000_000 + tv.tv_usec * 1_000
 }
