@@ -38,6 +38,12 @@ pub enum Command {
     /// The demo's pipeline itself, as launched by `framelab demo`
     #[command(hide = true)]
     DemoPipeline(PipelineArgs),
+    /// Read a trace or log another tool wrote (Chrome JSON, Perfetto, WAYLAND_DEBUG, PresentMon, MangoHud, ffmpeg, bpftrace, CSV, JSONL) into a run
+    Import(ImportArgs),
+    /// Write a run as a Perfetto trace, a Chrome JSON trace or CSV
+    Export(ExportArgs),
+    /// Print histograms of a stage's or a pair's durations, or a run's imported histograms
+    Hist(HistArgs),
     /// Show what each telemetry source reads on this machine (GPU, CPU frequency, power, threads)
     Sources(SourcesArgs),
 }
@@ -127,6 +133,94 @@ pub struct ReportArgs {
     pub run_id: Option<i64>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// Files to read (gzip-compressed is fine); several make one run
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The files' format (default: told from the content)
+    #[arg(long = "format", value_enum, value_name = "FORMAT")]
+    pub input_format: Option<framelab::import::Format>,
+    /// Run file to write (default: the first file's name with .framelab)
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Name of the run, shown in reports (default: the first file's name)
+    #[arg(long)]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// The argument holding each slice's frame id (Chrome args, Perfetto debug annotations)
+    #[arg(long, value_name = "ARG")]
+    pub frame_arg: Option<String>,
+    /// Regular expression on slice names: its first group is the frame id (a group named `stage` the stage)
+    #[arg(long, value_name = "REGEX")]
+    pub frame_regex: Option<String>,
+    /// Pair instant events START and END with the same key into spans (stage START:END); repeatable
+    #[arg(long = "pair", value_name = "START:END")]
+    pub pairs: Vec<String>,
+    /// The argument or column holding an event's key, for --pair
+    #[arg(long, value_name = "FIELD")]
+    pub key: Option<String>,
+    /// Count malformed lines or records and go on, instead of stopping at the first
+    #[arg(long)]
+    pub skip_bad: bool,
+    /// Generic CSV/JSONL columns: FIELD=COLUMN, FIELD one of start, end, dur, time, name, frame, thread, pid, key (repeatable)
+    #[arg(long = "map", value_name = "FIELD=COLUMN")]
+    pub map: Vec<String>,
+    /// Unit of bare time numbers in generic CSV/JSONL
+    #[arg(long, value_enum, default_value = "ns")]
+    pub time_unit: framelab::import::TimeUnit,
+    /// Keep only this process (PresentMon Application, a trace's process name)
+    #[arg(long, value_name = "NAME")]
+    pub process: Option<String>,
+    /// Report format printed after importing
+    #[arg(
+        long = "report",
+        value_enum,
+        default_value = "text",
+        value_name = "FORMAT"
+    )]
+    pub report_format: Format,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// The run file
+    pub run: PathBuf,
+    /// Which run of a file holding several (default: the latest)
+    #[arg(long = "run-id")]
+    pub run_id: Option<i64>,
+    #[arg(long, value_enum)]
+    pub format: framelab::export::ExportFormat,
+    /// File to write (`-` for standard output)
+    #[arg(short, long)]
+    pub output: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct HistArgs {
+    /// The run file
+    pub run: PathBuf,
+    /// Which run of a file holding several (default: the latest)
+    #[arg(long = "run-id")]
+    pub run_id: Option<i64>,
+    /// Durations of this stage (`total` and `interval` work too); default: every stage
+    #[arg(long, conflicts_with = "pair")]
+    pub stage: Option<String>,
+    /// Durations from event START to event END of the same key
+    #[arg(long, value_name = "START:END")]
+    pub pair: Option<String>,
+    /// Power-of-two buckets, bpftrace's layout (the default)
+    #[arg(long, conflicts_with = "linear")]
+    pub log2: bool,
+    /// Buckets STEP wide (e.g. 100us), with count, min, max, mean, SD and median above them
+    #[arg(long, value_parser = parse_duration, value_name = "STEP")]
+    pub linear: Option<Duration>,
+    /// One histogram per thread or per process
+    #[arg(long, value_enum)]
+    pub by: Option<framelab::hist::GroupBy>,
 }
 
 #[derive(Args, Debug)]

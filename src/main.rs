@@ -127,6 +127,31 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Import(args) => import(args),
+        Command::Export(args) => {
+            let run = store::load_run(&args.run, args.run_id)?;
+            framelab::export::export_to_path(&run, args.format, &args.output)?;
+            if args.output.as_os_str() != "-" {
+                eprintln!(
+                    "framelab: wrote {} spans of run {} to {}",
+                    run.spans.len(),
+                    run.meta.id,
+                    args.output.display()
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Hist(args) => {
+            let run = store::load_run(&args.run, args.run_id)?;
+            let opts = framelab::hist::HistOptions::from_args(
+                args.stage,
+                args.pair.as_deref(),
+                args.linear,
+                args.by,
+            )?;
+            print!("{}", framelab::hist::render_run(&run, &opts)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Sources(args) => {
             let opts = sampling_options(&args.sampling);
             let mut pids = args.pids.clone();
@@ -188,6 +213,98 @@ fn run_and_report(opts: &RunOptions, format: Format) -> anyhow::Result<ExitCode>
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
+    use framelab::analyze::pair::PairSpec;
+    use framelab::import::{self, ImportOptions};
+    let frame_regex = match &args.frame_regex {
+        Some(re) => Some(regex::Regex::new(re).map_err(|e| {
+            anyhow::anyhow!("--frame-regex {re:?} is not a regular expression: {e}")
+        })?),
+        None => None,
+    };
+    let mut pairs = Vec::new();
+    for p in &args.pairs {
+        pairs.push(PairSpec::parse(p).map_err(anyhow::Error::msg)?);
+    }
+    let mut map = Vec::new();
+    for m in &args.map {
+        let Some((field, column)) = m.split_once('=') else {
+            anyhow::bail!(
+                "--map {m:?} is not FIELD=COLUMN; e.g. --map start=ts_us --map name=stage"
+            );
+        };
+        map.push((field.trim().to_owned(), column.trim().to_owned()));
+    }
+    let opts = ImportOptions {
+        frame_arg: args.frame_arg.clone(),
+        frame_regex,
+        pairs,
+        key: args.key.clone(),
+        skip_bad: args.skip_bad,
+        map,
+        time_unit: args.time_unit,
+        process: args.process.clone(),
+    };
+    let first = &args.files[0];
+    let file_name = first.file_name().map_or_else(
+        || first.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let meta = framelab::model::RunMeta {
+        name: args.name.clone().unwrap_or_else(|| file_name.clone()),
+        started_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        framelab_version: env!("CARGO_PKG_VERSION").into(),
+        target_fps: args.target.fps,
+        budget_ns: args
+            .target
+            .budget
+            .map(|b| b.as_nanos() as i64)
+            .or_else(|| args.target.fps.map(|f| (1e9 / f).round() as i64)),
+        ..Default::default()
+    };
+    let run = import::import_files(&args.files, args.input_format, opts, meta)?;
+    let output = args.output.clone().unwrap_or_else(|| {
+        let stem = file_name.trim_end_matches(".gz");
+        let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+        std::path::PathBuf::from(format!("{stem}.framelab"))
+    });
+    let run_id = store::write_run(&output, &run)?;
+    let run = store::load_run(&output, Some(run_id))?;
+    print!(
+        "{}",
+        report::render(&analyze::analyze(&run), args.report_format, use_color())
+    );
+    let info = run
+        .import
+        .as_ref()
+        .expect("an imported run has its import record");
+    let mut what = vec![format!("{} spans", run.spans.len())];
+    for (n, label) in [
+        (run.events.len(), "events"),
+        (run.telemetry.samples.len(), "samples"),
+        (run.histograms.len(), "histograms"),
+    ] {
+        if n > 0 {
+            what.push(format!("{n} {label}"));
+        }
+    }
+    eprintln!(
+        "framelab: imported {} ({}) into {} run {run_id} (framelab report {})",
+        what.join(", "),
+        info.format,
+        output.display(),
+        output.display()
+    );
+    if info.skipped > 0 {
+        eprintln!(
+            "framelab: skipped {} bad records; the first: {}",
+            info.skipped,
+            info.first_skipped.as_deref().unwrap_or("?")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn sampling_options(args: &cli::SamplingArgs) -> framelab::sample::SamplingOptions {

@@ -23,6 +23,45 @@ pub struct Run {
     /// Machine readings taken while the run went (GPU, CPU frequency, power, threads).
     #[serde(default)]
     pub telemetry: Telemetry,
+    /// Where an imported run came from; `None` for runs framelab recorded.
+    #[serde(default)]
+    pub import: Option<ImportInfo>,
+    /// Histograms imported as such (bpftrace `hist()`/`lhist()`), not derived from spans.
+    #[serde(default)]
+    pub histograms: Vec<Histogram>,
+}
+
+/// How an imported run was read: the format, the files, and what could not be used.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportInfo {
+    /// The importer's name (`chrome`, `perfetto`, `wayland`, `presentmon`, ...).
+    pub format: String,
+    pub files: Vec<String>,
+    /// Lines or records skipped as malformed (`--skip-bad`).
+    pub skipped: u64,
+    /// Where the first skipped one was and why (`FILE:LINE: reason`).
+    pub first_skipped: Option<String>,
+    /// One line each: records the importer counted but could not turn into spans
+    /// (unclosed slices, releases with no commit, unmatched pair events, ...).
+    pub notes: Vec<String>,
+}
+
+/// A histogram as another tool computed it: buckets with counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Histogram {
+    /// As the tool named it, with its key: `@usecs`, `@bytes[nginx]`.
+    pub name: String,
+    /// Unit of the bucket bounds as far as the name tells (`ns`, `us`, `bytes`), or "".
+    pub unit: String,
+    pub buckets: Vec<Bucket>,
+}
+
+/// `[lo, hi)`; `None` is unbounded on that side (bpftrace's `(..., 0)` and `[100, ...)`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bucket {
+    pub lo: Option<i64>,
+    pub hi: Option<i64>,
+    pub count: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

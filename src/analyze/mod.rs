@@ -9,6 +9,7 @@ pub mod frames;
 pub mod late;
 pub mod notes;
 pub mod pacing;
+pub mod pair;
 pub mod stages;
 pub mod stats;
 mod summary;
@@ -196,4 +197,7 @@ pub struct Analysis {
     /// recorded without sampling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<telemetry::TelemetrySummary>,
+    /// Where an imported run came from and what was skipped; `None` for recorded runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub import: Option<crate::model::ImportInfo>,
 }

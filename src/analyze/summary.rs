@@ -159,8 +159,12 @@ pub fn analyze(run: &Run) -> Analysis {
             ..cpu_summary(&run.processes, window.length_ns(), frame_count)
         },
         worst_frames: table.worst,
-        notes: notes(meta, &window, &facts),
+        notes: notes(meta, &window, &facts)
+            .into_iter()
+            .chain(run.import.iter().flat_map(|i| i.notes.iter().cloned()))
+            .collect(),
         telemetry,
+        import: run.import.clone(),
     }
 }
 

@@ -296,10 +296,25 @@ fn delta_buckets(a: &Analysis) -> Option<String> {
     Some(parts.join(" · "))
 }
 
+/// `chrome · trace.json.gz · 2 bad lines skipped (first: trace.json.gz:12: no "ph")`
+fn imported(a: &Analysis, st: &Style) -> Option<String> {
+    let i = a.import.as_ref()?;
+    let mut parts = vec![i.format.clone(), st.name(&i.files.join(", "))];
+    if i.skipped > 0 {
+        let mut skipped = plural(i.skipped, "bad record skipped", "bad records skipped");
+        if let Some(first) = &i.first_skipped {
+            skipped.push_str(&format!(" (first: {})", st.name(first)));
+        }
+        parts.push(st.yellow(&skipped));
+    }
+    Some(parts.join(" · "))
+}
+
 /// The header lines as (label, sentence), in report order; lines that do not apply are left out.
 pub fn facts(a: &Analysis, st: &Style) -> Vec<(&'static str, String)> {
     let lines = [
         ("command", command(a)),
+        ("imported", imported(a, st)),
         ("host", host(a, st)),
         ("target", target(a)),
         ("window", Some(window(a))),

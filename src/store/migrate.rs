@@ -14,9 +14,15 @@ pub struct Migration {
     pub sql: &'static str,
 }
 
-/// Every migration to date, oldest first. Schema 1 is the first release: nothing yet.
+/// Every migration to date, oldest first.
 /// When bumping `SCHEMA_VERSION` to N, append the step from N-1 here.
-pub const MIGRATIONS: &[Migration] = &[];
+pub const MIGRATIONS: &[Migration] = &[
+    // 2: imported runs (`imports`) and imported histograms (`histograms`).
+    Migration {
+        from: 1,
+        sql: schema::IMPORT_TABLES,
+    },
+];
 
 /// Whether `version` can be brought to `SCHEMA_VERSION` by this build.
 pub fn can_migrate(version: i64) -> bool {

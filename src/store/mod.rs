@@ -20,4 +20,4 @@ pub use experiment::{
 };
 pub use reader::{list_runs, load_run};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
-pub use writer::RunWriter;
+pub use writer::{write_run, RunWriter};

@@ -7,8 +7,8 @@ use rusqlite::Connection;
 use super::codec::{self, u64_from_sql, Cells, META_COLUMNS};
 use super::file::{self, one_line, sqlite_failure};
 use crate::model::{
-    CounterValue, EventRecord, ProcessStats, Run, RunMeta, Sample, SampleSeries, SourceStatus,
-    Span, Telemetry, ThreadInfo,
+    CounterValue, EventRecord, Histogram, ImportInfo, ProcessStats, Run, RunMeta, Sample,
+    SampleSeries, SourceStatus, Span, Telemetry, ThreadInfo,
 };
 
 /// Loads run `run_id` of `path`, or its only/latest run when `None`.
@@ -173,6 +173,8 @@ impl RunReader<'_> {
         let events = self.events(&events_at)?;
         let processes = self.processes()?;
         let telemetry = self.telemetry()?;
+        let import = self.import_info()?;
+        let histograms = self.histograms()?;
         let run = Run {
             meta,
             stages,
@@ -184,6 +186,8 @@ impl RunReader<'_> {
             events,
             processes,
             telemetry,
+            import,
+            histograms,
         };
         check_references(&run).map_err(|e| inconsistent(self.path, e))?;
         Ok(run)
@@ -462,6 +466,65 @@ impl RunReader<'_> {
 }
 
 impl RunReader<'_> {
+    /// Where an imported run came from (schema 2); `None` for recorded runs.
+    fn import_info(&self) -> anyhow::Result<Option<ImportInfo>> {
+        let fail = self.sql_error("reading the import record");
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT format, files_json, skipped, first_skipped, notes_json \
+                 FROM imports WHERE run_id = ?1",
+            )
+            .map_err(&fail)?;
+        let mut rows = stmt.query([self.run_id]).map_err(&fail)?;
+        let Some(row) = rows.next().map_err(&fail)? else {
+            return Ok(None);
+        };
+        let c = Cells {
+            row,
+            table: "imports",
+        };
+        let read = || -> anyhow::Result<ImportInfo> {
+            Ok(ImportInfo {
+                format: c.text(0)?,
+                files: serde_json::from_str(&c.text(1)?)?,
+                skipped: u64_from_sql(c.int(2)?),
+                first_skipped: row.get(3)?,
+                notes: serde_json::from_str(&c.text(4)?)?,
+            })
+        };
+        Ok(Some(read().map_err(|e| inconsistent(self.path, e))?))
+    }
+
+    /// Histograms imported as such (schema 2), in the order they were imported.
+    fn histograms(&self) -> anyhow::Result<Vec<Histogram>> {
+        let fail = self.sql_error("reading histograms");
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT name, unit, buckets_json FROM histograms \
+                 WHERE run_id = ?1 ORDER BY hist_id",
+            )
+            .map_err(&fail)?;
+        let mut rows = stmt.query([self.run_id]).map_err(&fail)?;
+        let mut histograms = Vec::new();
+        while let Some(row) = rows.next().map_err(&fail)? {
+            let c = Cells {
+                row,
+                table: "histograms",
+            };
+            let read = || -> anyhow::Result<Histogram> {
+                Ok(Histogram {
+                    name: c.text(0)?,
+                    unit: c.text(1)?,
+                    buckets: serde_json::from_str(&c.text(2)?)?,
+                })
+            };
+            histograms.push(read().map_err(|e| inconsistent(self.path, e))?);
+        }
+        Ok(histograms)
+    }
+
     /// The samplers' sources, series and readings. Files recorded before telemetry
     /// existed have no such tables: their runs simply have none.
     fn telemetry(&self) -> anyhow::Result<Telemetry> {

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// Bumped on any change an older framelab could misread; a file newer than this is refused.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// `PRAGMA application_id` of a run file: ASCII "FLAB", so `file(1)` and tools can tell.
 pub const APPLICATION_ID: i32 = 0x464C_4142;
@@ -166,6 +166,28 @@ CREATE TABLE samples (
 ) WITHOUT ROWID;
 ";
 
+/// Added in schema 2: where an imported run came from, and histograms imported as such.
+/// Small (one row per run, a few per histogram), so lists are JSON text.
+pub const IMPORT_TABLES: &str = "
+CREATE TABLE imports (
+    run_id         INTEGER PRIMARY KEY REFERENCES runs(run_id),
+    format         TEXT NOT NULL,
+    files_json     TEXT NOT NULL,
+    skipped        INTEGER NOT NULL,
+    first_skipped  TEXT,
+    notes_json     TEXT NOT NULL
+);
+
+CREATE TABLE histograms (
+    run_id        INTEGER NOT NULL REFERENCES runs(run_id),
+    hist_id       INTEGER NOT NULL,
+    name          TEXT NOT NULL,
+    unit          TEXT NOT NULL,
+    buckets_json  TEXT NOT NULL,
+    PRIMARY KEY (run_id, hist_id)
+) WITHOUT ROWID;
+";
+
 /// Experiments (`framelab bench`): which runs belong to which variant and parameter
 /// values, and each run's environment fingerprint. `IF NOT EXISTS`: a file written by
 /// `framelab run` before these tables existed gets them when a bench first writes to it.
@@ -265,6 +287,7 @@ JOIN sample_series AS x ON x.run_id = s.run_id AND x.series_id = s.series_id;
 /// Runs inside the caller's transaction.
 pub fn create(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(TABLES)?;
+    conn.execute_batch(IMPORT_TABLES)?;
     conn.execute_batch(EXPERIMENT_TABLES)?;
     conn.execute_batch(VIEWS)?;
     conn.execute(

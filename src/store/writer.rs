@@ -30,8 +30,8 @@ use rusqlite::Connection;
 use super::codec::{self, u64_to_sql, META_COLUMNS};
 use super::file::{self, one_line, sqlite_failure};
 use crate::model::{
-    CounterValue, EventRecord, ProcessStats, RunMeta, Sample, SampleSeries, SourceStatus, Span,
-    ThreadInfo,
+    CounterValue, EventRecord, Histogram, ImportInfo, ProcessStats, Run, RunMeta, Sample,
+    SampleSeries, SourceStatus, Span, ThreadInfo,
 };
 
 /// Rows per multi-row INSERT: amortises statement execution over many rows
@@ -546,6 +546,46 @@ impl RunWriter {
         Ok(())
     }
 
+    /// Records where an imported run came from and what could not be used.
+    pub fn import_info(&mut self, info: &ImportInfo) -> anyhow::Result<()> {
+        self.begin()?;
+        let json = |v: &Vec<String>| serde_json::to_string(v).expect("strings serialise");
+        self.conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO imports \
+                 (run_id, format, files_json, skipped, first_skipped, notes_json) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute((
+                    self.run_id,
+                    &info.format,
+                    json(&info.files),
+                    u64_to_sql(info.skipped),
+                    &info.first_skipped,
+                    json(&info.notes),
+                ))
+            })
+            .map_err(|e| self.fail("write", e))?;
+        Ok(())
+    }
+
+    /// Adds histograms imported as such, numbered in order.
+    pub fn histograms(&mut self, histograms: &[Histogram]) -> anyhow::Result<()> {
+        self.begin()?;
+        for (id, h) in histograms.iter().enumerate() {
+            let buckets = serde_json::to_string(&h.buckets).expect("buckets serialise");
+            self.conn
+                .prepare_cached(
+                    "INSERT INTO histograms (run_id, hist_id, name, unit, buckets_json) \
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .and_then(|mut stmt| stmt.execute((self.run_id, id, &h.name, &h.unit, buckets)))
+                .map_err(|e| self.fail("write", e))?;
+        }
+        Ok(())
+    }
+
     /// Replaces the run's metadata (window, end reason, exit, drop counts...).
     /// `meta.id` is ignored. With an `end_reason` other than `Unfinished`, the next
     /// `commit` also makes the main file self-contained.
@@ -622,6 +662,40 @@ impl RunWriter {
             .map_err(|e| sqlite_failure(&self.path, "write", &e))?;
         Ok(())
     }
+}
+
+/// Writes a whole run at once (an import, a converted run) and returns its id in the file.
+pub fn write_run(path: &Path, run: &Run) -> anyhow::Result<i64> {
+    let mut w = RunWriter::create(path, &run.meta)?;
+    for name in &run.stages {
+        w.add_stage(name)?;
+    }
+    for name in &run.counter_names {
+        w.add_counter_name(name)?;
+    }
+    for name in &run.event_names {
+        w.add_event_name(name)?;
+    }
+    for thread in &run.threads {
+        w.add_thread(thread)?;
+    }
+    w.spans(&run.spans)?;
+    w.counters(&run.counters)?;
+    w.events(&run.events)?;
+    w.processes(&run.processes)?;
+    let t = &run.telemetry;
+    let series: Vec<(u32, SampleSeries)> = (0u32..).zip(t.series.iter().cloned()).collect();
+    w.sample_series(&series)?;
+    w.samples(&t.samples)?;
+    w.sample_sources(&t.sources)?;
+    if let Some(info) = &run.import {
+        w.import_info(info)?;
+    }
+    w.histograms(&run.histograms)?;
+    w.update_meta(&run.meta)?;
+    let id = w.run_id();
+    w.finish()?;
+    Ok(id)
 }
 
 impl Drop for RunWriter {

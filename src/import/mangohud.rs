@@ -1,0 +1,7 @@
+//! mangohud importer: not written yet.
+
+use super::{ImportError, Location, TraceBuilder};
+
+pub fn parse(_input: &[u8], b: &mut TraceBuilder) -> Result<(), ImportError> {
+    Err(b.error(Location::Whole, "the mangohud importer is not written yet"))
+}

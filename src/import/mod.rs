@@ -1,0 +1,258 @@
+//! Importers: traces and logs other tools wrote, read into ordinary runs so `report`,
+//! `hist`, `compare` and `export` work on them unchanged. One module per format; each
+//! exposes `parse(input, &mut TraceBuilder)` and never panics on any input (fuzzed).
+
+mod builder;
+pub mod detect;
+pub mod keys;
+
+pub mod bpftrace;
+pub mod chrome;
+pub mod ffmpeg;
+pub mod generic;
+pub mod mangohud;
+pub mod perfetto;
+pub mod presentmon;
+pub mod wayland;
+
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+pub use builder::TraceBuilder;
+
+use crate::analyze::pair::PairSpec;
+use crate::model::{Run, RunMeta};
+
+/// The formats `framelab import` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Chrome trace event JSON (array or object form)
+    Chrome,
+    /// Perfetto protobuf trace (track events)
+    Perfetto,
+    /// libwayland's WAYLAND_DEBUG=1 log (client or server side)
+    Wayland,
+    /// PresentMon CSV (v1 and v2 columns)
+    Presentmon,
+    /// MangoHud per-frame CSV log
+    Mangohud,
+    /// ffmpeg -benchmark_all output
+    Ffmpeg,
+    /// bpftrace hist()/lhist() output, text or JSON (-f json)
+    Bpftrace,
+    /// CSV of spans or events, columns chosen with --map
+    Csv,
+    /// JSON Lines of spans or events, fields chosen with --map
+    Jsonl,
+}
+
+impl Format {
+    pub const ALL: [Format; 9] = [
+        Format::Chrome,
+        Format::Perfetto,
+        Format::Wayland,
+        Format::Presentmon,
+        Format::Mangohud,
+        Format::Ffmpeg,
+        Format::Bpftrace,
+        Format::Csv,
+        Format::Jsonl,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Chrome => "chrome",
+            Format::Perfetto => "perfetto",
+            Format::Wayland => "wayland",
+            Format::Presentmon => "presentmon",
+            Format::Mangohud => "mangohud",
+            Format::Ffmpeg => "ffmpeg",
+            Format::Bpftrace => "bpftrace",
+            Format::Csv => "csv",
+            Format::Jsonl => "jsonl",
+        }
+    }
+
+    fn parser(self) -> fn(&[u8], &mut TraceBuilder) -> Result<(), ImportError> {
+        match self {
+            Format::Chrome => chrome::parse,
+            Format::Perfetto => perfetto::parse,
+            Format::Wayland => wayland::parse,
+            Format::Presentmon => presentmon::parse,
+            Format::Mangohud => mangohud::parse,
+            Format::Ffmpeg => ffmpeg::parse,
+            Format::Bpftrace => bpftrace::parse,
+            Format::Csv => generic::parse_csv,
+            Format::Jsonl => generic::parse_jsonl,
+        }
+    }
+}
+
+/// Unit of bare numbers in generic CSV/JSONL times (`--time-unit`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TimeUnit {
+    #[default]
+    Ns,
+    Us,
+    Ms,
+    S,
+}
+
+impl TimeUnit {
+    pub fn ns_per_unit(self) -> i64 {
+        match self {
+            TimeUnit::Ns => 1,
+            TimeUnit::Us => 1_000,
+            TimeUnit::Ms => 1_000_000,
+            TimeUnit::S => 1_000_000_000,
+        }
+    }
+}
+
+/// What the user told the importer beyond the files.
+#[derive(Clone, Debug, Default)]
+pub struct ImportOptions {
+    /// The argument holding a slice's frame id (Chrome `args`, Perfetto debug annotations).
+    pub frame_arg: Option<String>,
+    /// A regular expression on a slice's name whose first group is the frame id; a group
+    /// named `stage` gives the stage, else the stage is the name with the match removed.
+    pub frame_regex: Option<regex::Regex>,
+    /// `--pair START:END`: instant events paired by key into spans.
+    pub pairs: Vec<PairSpec>,
+    /// `--key FIELD`: the argument or column holding an event's key.
+    pub key: Option<String>,
+    /// Count malformed records and go on instead of stopping at the first.
+    pub skip_bad: bool,
+    /// Generic CSV/JSONL: `FIELD=COLUMN` (fields: start, end, dur, time, name, frame,
+    /// thread, pid, key).
+    pub map: Vec<(String, String)>,
+    /// Generic CSV/JSONL: the unit of bare time numbers.
+    pub time_unit: TimeUnit,
+    /// Keep only this process (PresentMon's Application, a Chrome/Perfetto process name).
+    pub process: Option<String>,
+}
+
+impl ImportOptions {
+    /// The frame id and stage name carried by a slice's name, per `--frame-regex`.
+    pub fn frame_in_name(&self, name: &str) -> Option<(u64, String)> {
+        let re = self.frame_regex.as_ref()?;
+        let caps = re.captures(name)?;
+        let frame_group = (re.capture_names().enumerate().skip(1))
+            .find(|(_, group)| *group != Some("stage"))
+            .map(|(i, _)| i)?;
+        let id = caps.get(frame_group)?;
+        let frame = keys::key_of(id.as_str());
+        let stage = match caps.name("stage") {
+            Some(stage) => stage.as_str().to_owned(),
+            None => {
+                let whole = caps.get(0)?.range();
+                let rest = format!("{}{}", &name[..whole.start], &name[whole.end..]);
+                let trimmed =
+                    rest.trim_matches(|c: char| c.is_whitespace() || "#:-_/.,".contains(c));
+                if trimmed.is_empty() {
+                    name.to_owned()
+                } else {
+                    trimmed.to_owned()
+                }
+            }
+        };
+        Some((frame, stage))
+    }
+}
+
+/// Where in a file something went wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// 1-based line number.
+    Line(u64),
+    /// 0-based byte offset (binary formats, JSON).
+    Byte(u64),
+    /// The file as a whole (empty, nothing recognisable).
+    Whole,
+}
+
+/// An import failure, printed as `FILE:LINE: what is wrong`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportError {
+    pub file: String,
+    pub at: Location,
+    pub message: String,
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.at {
+            Location::Line(n) => write!(f, "{}:{n}: {}", self.file, self.message),
+            Location::Byte(n) => write!(f, "{}: at byte {n}: {}", self.file, self.message),
+            Location::Whole => write!(f, "{}: {}", self.file, self.message),
+        }
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+/// Parses `input` (already decompressed) as `format` into a run: the fuzz targets' entry.
+pub fn parse_bytes(format: Format, input: &[u8], opts: ImportOptions) -> Result<Run, ImportError> {
+    let mut b = TraceBuilder::new(format.name(), opts);
+    b.start_file("input");
+    (format.parser())(input, &mut b)?;
+    b.finish(RunMeta::default())
+}
+
+/// A file's bytes, gunzipped when it starts with the gzip magic.
+pub fn read_input(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let shown = path.display();
+    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read {shown}: {e}"))?;
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return Ok(bytes);
+    }
+    let mut out = Vec::with_capacity(bytes.len() * 4);
+    flate2::read::MultiGzDecoder::new(&bytes[..])
+        .read_to_end(&mut out)
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{shown} is gzip-compressed but cannot be decompressed ({e}): is it truncated? \
+                 `gzip -t {shown}` checks it"
+            )
+        })?;
+    Ok(out)
+}
+
+/// Reads `paths` (one format for all; detected from the first when `format` is `None`)
+/// into one run described by `meta`.
+pub fn import_files(
+    paths: &[PathBuf],
+    format: Option<Format>,
+    opts: ImportOptions,
+    meta: RunMeta,
+) -> anyhow::Result<Run> {
+    let mut builder: Option<TraceBuilder> = None;
+    for path in paths {
+        let input = read_input(path)?;
+        let shown = path.display().to_string();
+        let this = match format {
+            Some(f) => f,
+            None => detect::detect(&input).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{shown}: cannot tell its format from the content; pass --format with one \
+                     of {}",
+                    Format::ALL.map(Format::name).join(", ")
+                )
+            })?,
+        };
+        let b = builder.get_or_insert_with(|| TraceBuilder::new(this.name(), opts.clone()));
+        if b.format() != this.name() {
+            anyhow::bail!(
+                "{shown} looks like {} but the files before it are {}; import one format at a \
+                 time, or pass --format",
+                this.name(),
+                b.format()
+            );
+        }
+        b.start_file(&shown);
+        (this.parser())(&input, b)?;
+    }
+    let b = builder.ok_or_else(|| anyhow::anyhow!("no input files; name at least one"))?;
+    Ok(b.finish(meta)?)
+}
