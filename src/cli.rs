@@ -114,6 +114,9 @@ pub struct RunArgs {
     /// Records per thread ring (power of two; default 65536)
     #[arg(long, value_parser = parse_count)]
     pub ring_records: Option<u64>,
+    /// Every DUR, print each stage's power-of-two histogram of the spans since the last print (on stderr)
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub live: Option<Duration>,
     #[command(flatten)]
     pub sampling: SamplingArgs,
     /// Report format printed at the end

@@ -47,7 +47,9 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 frames: args.frames,
                 grace: args.grace,
                 ring_records: args.ring_records,
-                progress: std::io::stderr().is_terminal(),
+                // The live histograms and the progress line would overwrite each other.
+                progress: std::io::stderr().is_terminal() && args.live.is_none(),
+                live: args.live.filter(|d| !d.is_zero()),
                 sampling: sampling_options(&args.sampling),
                 ..RunOptions::default()
             };

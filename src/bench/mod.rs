@@ -278,6 +278,7 @@ fn run_options(
         cpus: cpus.to_vec(),
         // Each run samples the machine like `framelab run` does by default.
         sampling: crate::sample::SamplingOptions::default(),
+        live: None,
     })
 }
 

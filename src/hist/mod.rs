@@ -1,10 +1,15 @@
 //! Histograms of durations: bpftrace's power-of-two layout and a linear layout with
 //! summary statistics, from a stage, a pair of events, or histograms imported as such.
 
+pub mod layout;
+pub mod live;
+
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::analyze::pair::PairSpec;
-use crate::model::Run;
+use crate::analyze::frames::{intervals_ns, measure, resolve_window, Frames};
+use crate::analyze::pair::{pair_events, PairSpec};
+use crate::model::{Run, Span};
 
 /// `--by`: one histogram per thread or per process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -49,6 +54,194 @@ impl HistOptions {
     }
 }
 
-pub fn render_run(_run: &Run, _opts: &HistOptions) -> anyhow::Result<String> {
-    anyhow::bail!("framelab hist is not written yet")
+/// One set of durations to draw: `@encode`, `@encode[render 4312]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub values_ns: Vec<i64>,
 }
+
+/// A run's spans of the measured window (frames ending inside it), as the report counts them.
+fn measured_spans(run: &Run) -> (Vec<&Span>, Vec<i64>, Vec<i64>) {
+    let frames = Frames::from_spans(&run.spans);
+    let window = resolve_window(&run.meta, frames.last_end_ns);
+    let measured = measure(&frames, &window);
+    let spans = run
+        .spans
+        .iter()
+        .zip(&frames.span_frame)
+        .filter(|(s, &f)| s.dur_ns >= 0 && measured.in_window.get(f as usize) == Some(&true))
+        .map(|(s, _)| s)
+        .collect();
+    let totals = measured.totals_ns(&frames);
+    let intervals = intervals_ns(&measured.ends_ns(&frames));
+    (spans, totals, intervals)
+}
+
+/// The group a span belongs to under `--by`, as a bpftrace map key.
+fn group_key(run: &Run, span: &Span, by: Option<GroupBy>) -> Option<String> {
+    let t = run.threads.get(span.thread as usize)?;
+    let name = |n: &str, id: u32| {
+        if n.is_empty() {
+            id.to_string()
+        } else {
+            format!("{n} {id}")
+        }
+    };
+    match by? {
+        GroupBy::Thread => Some(name(&t.name, t.tid)),
+        GroupBy::Process => {
+            let process = run.processes.iter().find(|p| p.pid == t.pid);
+            Some(name(process.map_or("", |p| p.name.as_str()), t.pid))
+        }
+    }
+}
+
+/// Spans grouped under `--by` into named series.
+fn grouped<'a>(
+    run: &Run,
+    name: &str,
+    spans: impl Iterator<Item = &'a Span>,
+    by: Option<GroupBy>,
+) -> Vec<Series> {
+    let mut groups: BTreeMap<Option<String>, Vec<i64>> = BTreeMap::new();
+    for s in spans {
+        groups
+            .entry(group_key(run, s, by))
+            .or_default()
+            .push(s.dur_ns);
+    }
+    groups
+        .into_iter()
+        .map(|(key, values_ns)| Series {
+            name: match key {
+                Some(k) => format!("@{name}[{k}]"),
+                None => format!("@{name}"),
+            },
+            values_ns,
+        })
+        .collect()
+}
+
+/// The series `opts` asks for, and notes (unpaired events) to print under them.
+pub fn collect(run: &Run, opts: &HistOptions) -> anyhow::Result<(Vec<Series>, Vec<String>)> {
+    let (spans, totals, intervals) = measured_spans(run);
+    if let Some(spec) = &opts.pair {
+        let paired = pair_events(run, spec);
+        let (start, end) = (run.meta.window_start_ns, run.meta.window_end_ns);
+        let inside = paired.spans.iter().filter(|s| {
+            s.dur_ns >= 0 && (end <= start || (s.end_ns() >= start && s.end_ns() <= end))
+        });
+        return Ok((
+            grouped(run, &spec.name(), inside, opts.by),
+            paired.notes(spec),
+        ));
+    }
+    let frame_series = |name: &str, values: Vec<i64>| -> anyhow::Result<Vec<Series>> {
+        if opts.by.is_some() {
+            anyhow::bail!("--by splits stages by thread or process; `{name}` spans threads, so it has no --by");
+        }
+        Ok(vec![Series {
+            name: format!("@{name}"),
+            values_ns: values,
+        }])
+    };
+    match opts.stage.as_deref() {
+        Some("total") if !run.stages.iter().any(|s| s == "total") => {
+            Ok((frame_series("total", totals)?, Vec::new()))
+        }
+        Some("interval") if !run.stages.iter().any(|s| s == "interval") => {
+            Ok((frame_series("interval", intervals)?, Vec::new()))
+        }
+        Some(stage) => {
+            let Some(id) = run.stages.iter().position(|s| s == stage) else {
+                anyhow::bail!(
+                    "the run has no stage {stage:?}; it has {}, total and interval",
+                    if run.stages.is_empty() {
+                        "none".to_string()
+                    } else {
+                        run.stages.join(", ")
+                    }
+                );
+            };
+            let of_stage = spans.iter().copied().filter(|s| usize::from(s.stage) == id);
+            Ok((grouped(run, stage, of_stage, opts.by), Vec::new()))
+        }
+        None => {
+            let mut all = Vec::new();
+            for (id, stage) in run.stages.iter().enumerate() {
+                let of_stage = spans.iter().copied().filter(|s| usize::from(s.stage) == id);
+                all.extend(grouped(run, stage, of_stage, opts.by));
+            }
+            Ok((all, Vec::new()))
+        }
+    }
+}
+
+/// One series drawn in the chosen layout.
+pub fn render_series(series: &Series, linear_ns: Option<i64>) -> String {
+    match linear_ns {
+        None => {
+            let us: Vec<i64> = series
+                .values_ns
+                .iter()
+                .map(|v| v.div_euclid(1000))
+                .collect();
+            let buckets = layout::log2_buckets(&us);
+            format!(
+                "{} (µs):\n{}",
+                series.name,
+                layout::bars(&buckets, &layout::label)
+            )
+        }
+        Some(step) => {
+            let (unit, per_unit) = layout::unit_for_step(step);
+            let buckets = layout::linear_buckets(&series.values_ns, step);
+            format!(
+                "{} ({unit}, {} {unit} buckets): {}\n{}",
+                series.name,
+                step as f64 / per_unit,
+                layout::summary_line(&series.values_ns, unit, per_unit),
+                layout::bars(&buckets, &|b| layout::scaled_label(b, per_unit))
+            )
+        }
+    }
+}
+
+/// What `framelab hist` prints for `run`.
+pub fn render_run(run: &Run, opts: &HistOptions) -> anyhow::Result<String> {
+    let (series, notes) = collect(run, opts)?;
+    let imported = opts.stage.is_none() && opts.pair.is_none();
+    let mut parts: Vec<String> = series
+        .iter()
+        .filter(|s| !s.values_ns.is_empty())
+        .map(|s| render_series(s, opts.linear_ns))
+        .collect();
+    if imported {
+        parts.extend(
+            run.histograms
+                .iter()
+                .map(|h| format!("{}:\n{}", h.name, layout::bars(&h.buckets, &layout::label))),
+        );
+    }
+    if parts.is_empty() {
+        let what = match (&opts.pair, &opts.stage) {
+            (Some(p), _) => format!("no {} pairs", p.name()),
+            (None, Some(s)) => format!("no {s} spans in the measured window"),
+            (None, None) => "no spans and no imported histograms".into(),
+        };
+        let mut message = format!("the run has {what}");
+        if let Some(note) = notes.first() {
+            message.push_str(&format!(" ({note})"));
+        }
+        anyhow::bail!(message);
+    }
+    let mut out = parts.join("\n");
+    for note in notes {
+        out.push_str(&format!("note: {note}\n"));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

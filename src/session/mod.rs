@@ -45,6 +45,8 @@ pub struct RunOptions {
     pub cpus: Vec<usize>,
     /// Telemetry: how often, which sources, read from where.
     pub sampling: crate::sample::SamplingOptions,
+    /// Print each stage's histogram of the last interval this often (`--live 5s`).
+    pub live: Option<Duration>,
 }
 
 /// What a finished run left behind.
@@ -158,6 +160,9 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         opts.watch_pids.clone(),
         opts.watch_names.clone(),
     );
+    let live = opts
+        .live
+        .map(|every| crate::hist::live::Live::start(output.clone(), writer.run_id(), every));
     let mut collector = collect::Collector::new(writer, session, tick_clock, meta, accounting);
     let tree = crate::sample::ProcessTree::below(
         procfs::Procfs::system(),
@@ -167,6 +172,9 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     );
     collector.start_sampling(opts.sampling.clone(), tree);
     let outcome = supervise(opts, pid, started, &mut collector);
+    if let Some(live) = live {
+        live.stop();
+    }
     let (run_id, meta) = collector.finish()?;
     outcome?;
     Ok(RunOutcome {

@@ -18,6 +18,6 @@ mod writer;
 pub use experiment::{
     create_experiment, load_experiment, load_fingerprints, record_experiment_run,
 };
-pub use reader::{list_runs, load_run};
+pub use reader::{list_runs, load_run, spans_after};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use writer::{write_run, RunWriter};

@@ -1,0 +1,152 @@
+//! The layouts as snapshots (tests/snapshots/hist_*), and the values behind them by hand.
+
+use super::*;
+use crate::analyze::fixtures::{reference_run, MS, US};
+use crate::model::{Bucket, EventRecord, Histogram};
+use crate::snapshot::check;
+
+fn opts(stage: Option<&str>) -> HistOptions {
+    HistOptions {
+        stage: stage.map(str::to_owned),
+        ..HistOptions::default()
+    }
+}
+
+#[test]
+fn stages_of_the_measured_window_only() {
+    // Frames 2–9 are measured: 8 encodes, 6 of 5 ms, one of 15 ms and one of 5 ms.
+    let (series, _) = collect(&reference_run(), &opts(Some("encode"))).unwrap();
+    assert_eq!(series.len(), 1);
+    let mut v = series[0].values_ns.clone();
+    v.sort_unstable();
+    assert_eq!(v, [vec![5 * MS; 7], vec![15 * MS]].concat());
+}
+
+#[test]
+fn totals_and_intervals_come_from_frames() {
+    let run = reference_run();
+    let (totals, _) = collect(&run, &opts(Some("total"))).unwrap();
+    assert_eq!(totals[0].values_ns.len(), 8);
+    let (intervals, _) = collect(&run, &opts(Some("interval"))).unwrap();
+    assert_eq!(
+        intervals[0].values_ns,
+        vec![
+            10 * MS,
+            10 * MS,
+            10 * MS,
+            19 * MS + 500 * US,
+            5 * MS,
+            5 * MS + 500 * US,
+            10 * MS
+        ]
+    );
+}
+
+#[test]
+fn log2_layout_of_every_stage() {
+    check(
+        "hist_log2.txt",
+        &render_run(&reference_run(), &opts(None)).unwrap(),
+    );
+}
+
+#[test]
+fn linear_layout_with_summary() {
+    let o = HistOptions {
+        stage: Some("interval".into()),
+        linear_ns: Some(2 * MS),
+        ..HistOptions::default()
+    };
+    let text = render_run(&reference_run(), &o).unwrap();
+    // 10, 10, 10, 19.5, 5, 5.5, 10 ms: mean 10, median 10.
+    assert!(
+        text.contains("count 7  min 5.000 ms  max 19.50 ms  mean 10.00 ms"),
+        "{text}"
+    );
+    assert!(text.contains("median 10.00 ms"), "{text}");
+    check("hist_linear.txt", &text);
+}
+
+#[test]
+fn by_thread_splits_stages() {
+    let o = HistOptions {
+        by: Some(GroupBy::Thread),
+        ..HistOptions::default()
+    };
+    check(
+        "hist_by_thread.txt",
+        &render_run(&reference_run(), &o).unwrap(),
+    );
+    let o = HistOptions {
+        stage: Some("total".into()),
+        by: Some(GroupBy::Thread),
+        ..HistOptions::default()
+    };
+    assert!(render_run(&reference_run(), &o).is_err());
+}
+
+#[test]
+fn pairs_of_events_with_notes() {
+    let mut run = reference_run();
+    run.event_names = vec!["commit".into(), "release".into()];
+    for (event, key, t) in [
+        (0, 7, 30 * MS),
+        (1, 7, 34 * MS),
+        (0, 8, 40 * MS),
+        (1, 9, 41 * MS),
+    ] {
+        run.events.push(EventRecord {
+            event,
+            key,
+            thread: 0,
+            t_ns: t,
+        });
+    }
+    let o = HistOptions {
+        pair: Some(PairSpec::parse("commit:release").unwrap()),
+        linear_ns: Some(MS),
+        ..HistOptions::default()
+    };
+    check("hist_pair.txt", &render_run(&run, &o).unwrap());
+}
+
+#[test]
+fn imported_histograms_print_as_bpftrace_did() {
+    let mut run = crate::model::Run::default();
+    run.histograms.push(Histogram {
+        name: "@usecs".into(),
+        unit: "us".into(),
+        buckets: vec![
+            Bucket {
+                lo: Some(0),
+                hi: Some(1),
+                count: 3,
+            },
+            Bucket {
+                lo: Some(1),
+                hi: Some(2),
+                count: 0,
+            },
+            Bucket {
+                lo: Some(2),
+                hi: Some(4),
+                count: 12,
+            },
+            Bucket {
+                lo: Some(8192),
+                hi: Some(16384),
+                count: 47,
+            },
+        ],
+    });
+    check("hist_imported.txt", &render_run(&run, &opts(None)).unwrap());
+}
+
+#[test]
+fn unknown_stage_lists_those_that_exist() {
+    let err = render_run(&reference_run(), &opts(Some("decode"))).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the run has no stage \"decode\"; it has capture, encode, send, total and interval"
+    );
+}
