@@ -162,10 +162,33 @@ pub fn analyze(run: &Run) -> Analysis {
         notes: notes(meta, &window, &facts)
             .into_iter()
             .chain(run.import.iter().flat_map(|i| i.notes.iter().cloned()))
+            .chain(imported_histograms_note(run))
             .collect(),
         telemetry,
         import: run.import.clone(),
     }
+}
+
+/// Imported histograms are not frames: the report points to `framelab hist`.
+fn imported_histograms_note(run: &Run) -> Option<String> {
+    let names: Vec<&str> = run
+        .histograms
+        .iter()
+        .map(|h| h.name.as_str())
+        .take(5)
+        .collect();
+    let more = if run.histograms.len() > names.len() {
+        ", …"
+    } else {
+        ""
+    };
+    (!names.is_empty()).then(|| {
+        format!(
+            "The run holds {} imported histograms ({}{more}): `framelab hist` prints them.",
+            run.histograms.len(),
+            names.join(", ")
+        )
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,7 @@
+#![no_main]
+use framelab::import::Format;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    framelab_fuzz::import(Format::Csv, data);
+});
