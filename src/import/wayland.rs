@@ -18,6 +18,10 @@
 //! `delete_id(11)` before the `wl_callback@11.done` that preceded it on the wire (the
 //! display queue is dispatched first), so the last events of a deleted object still pair.
 //!
+//! Threads: process 0, thread 0 named `client` for what a client printed, thread 1 named
+//! `server` for a compositor's log (told apart by the ` -> ` on known requests and events);
+//! a span is on the thread of its start.
+//!
 //! Times: the printed counter wraps every 71.6 minutes and is unwrapped (`clock.rs`).
 //! Lines that are not messages (the program's own output) are counted, not errors.
 //! Limits: a server log holds every client's messages without saying which client sent
