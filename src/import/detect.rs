@@ -87,7 +87,8 @@ fn is_bpftrace_bucket(line: &str) -> bool {
     (line.starts_with('[') || line.starts_with('(')) && line.ends_with('|') && line.contains(" |")
 }
 
-/// `[1234567.890]  -> wl_surface@3.commit()` and the like.
+/// `[1234567.890]  -> wl_surface@3.commit()` and the like (`wl_surface#3` since
+/// libwayland 1.23).
 fn is_wayland_line(line: &str) -> bool {
     let Some(rest) = line.trim_start().strip_prefix('[') else {
         return false;
@@ -100,7 +101,7 @@ fn is_wayland_line(line: &str) -> bool {
         && stamp
             .chars()
             .all(|c| c.is_ascii_digit() || c == '.' || c == ',')
-        && message.contains('@')
+        && (message.contains('@') || message.contains('#'))
         && message.contains('(')
 }
 
@@ -147,6 +148,10 @@ mod tests {
         );
         assert_eq!(
             detect(b"[4056,123] wl_display@1.delete_id(3)\n"),
+            Some(Format::Wayland)
+        );
+        assert_eq!(
+            detect(b"[1081336.980] {Display Queue} wl_display#1.delete_id(3)\n"),
             Some(Format::Wayland)
         );
         assert_eq!(
