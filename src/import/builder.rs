@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use super::{ImportError, ImportOptions, Location};
 use crate::analyze::pair::pair_events;
 use crate::model::{
-    EndReason, EventRecord, Histogram, ImportInfo, Run, RunMeta, Sample, SampleSeries, Span,
-    ThreadInfo,
+    EndReason, EventRecord, Histogram, ImportInfo, Run, RunMeta, Sample, SampleSeries,
+    SourceState, SourceStatus, Span, ThreadInfo,
 };
 
 /// A run file holds at most this many names of one kind (ids are 16-bit).
@@ -281,6 +281,15 @@ impl TraceBuilder {
             histograms: self.histograms,
             ..Run::default()
         };
+        if !self.samples.is_empty() {
+            run.telemetry.sources.push(SourceStatus {
+                source: self.format.into(),
+                state: SourceState::On,
+                detail: format!("{} readings imported", self.samples.len()),
+                reads: self.samples.len() as u64,
+                ..SourceStatus::default()
+            });
+        }
         run.telemetry.series = self.series;
         run.telemetry.samples = self.samples;
         for spec in &self.opts.pairs {

@@ -36,6 +36,10 @@ pub fn every(t: &TelemetrySummary) -> String {
         return "readings kept; how each source fared was not recorded (the recording did not finish)"
             .into();
     }
+    if t.every_ns == 0 {
+        // Imported readings come when the trace recorded them, not on a period.
+        return "as recorded in the imported file".into();
+    }
     let ms = t.every_ns as f64 / 1e6;
     if ms >= 1.0 && ms.fract() == 0.0 {
         format!("every {ms:.0} ms")
@@ -50,7 +54,8 @@ pub fn source_lines(t: &TelemetrySummary) -> Vec<(String, &'static str, String)>
         .iter()
         .map(|s| {
             let mut line = s.detail.clone();
-            if s.state == SourceState::On || s.state == SourceState::Stopped {
+            // Imported readings (every_ns 0) cost framelab nothing to take: no reads or cost.
+            if (s.state == SourceState::On || s.state == SourceState::Stopped) && s.every_ns > 0 {
                 line.push_str(&format!(" · {} reads", s.reads));
                 if s.every_ns != t.every_ns && s.every_ns > 0 {
                     line.push_str(&format!(" every {} ms", s.every_ns as f64 / 1e6));
