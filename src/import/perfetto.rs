@@ -19,9 +19,12 @@
 //! - Memory: one packet is decoded at a time; what stays is the run being built, open
 //!   slices, and per-sequence interned names.
 
+mod fast_map;
 pub mod proto;
 
-use std::collections::{HashMap, HashSet};
+pub(crate) use fast_map::FastMap;
+
+use std::collections::HashSet;
 use std::io::Read;
 use std::rc::Rc;
 
@@ -132,14 +135,14 @@ struct SequenceClock {
 /// What a `trusted_packet_sequence_id` carries from packet to packet.
 #[derive(Default)]
 struct Sequence {
-    event_names: HashMap<u64, Rc<str>>,
-    annotation_names: HashMap<u64, Rc<str>>,
-    annotation_strings: HashMap<u64, Rc<str>>,
+    event_names: FastMap<u64, Rc<str>>,
+    annotation_names: FastMap<u64, Rc<str>>,
+    annotation_strings: FastMap<u64, Rc<str>>,
     default_track: Option<u64>,
     default_extra_counters: Vec<u64>,
     default_extra_double_counters: Vec<u64>,
     default_clock: Option<u32>,
-    clocks: HashMap<u32, SequenceClock>,
+    clocks: FastMap<u32, SequenceClock>,
     /// The deprecated `TracePacket.thread_descriptor`: the thread of track-less events.
     thread: Option<(u32, u32)>,
 }
@@ -154,27 +157,27 @@ impl Sequence {
         };
     }
 
-    fn intern(&mut self, data: InternedData) {
-        let named = |names: Vec<proto::InternedName>, into: &mut HashMap<u64, Rc<str>>| {
+    fn intern(&mut self, data: &InternedData) {
+        let named = |names: &[proto::InternedName], into: &mut FastMap<u64, Rc<str>>| {
             for entry in names {
-                if let (Some(iid), Some(name)) = (entry.iid, entry.name) {
-                    into.insert(iid, Rc::from(name));
+                if let (Some(iid), Some(name)) = (entry.iid, &entry.name) {
+                    into.insert(iid, Rc::from(name.as_str()));
                 }
             }
         };
-        named(data.event_names, &mut self.event_names);
-        named(data.debug_annotation_names, &mut self.annotation_names);
-        for entry in data.debug_annotation_string_values {
-            if let (Some(iid), Some(bytes)) = (entry.iid, entry.str) {
-                let text = String::from_utf8_lossy(&bytes);
+        named(&data.event_names, &mut self.event_names);
+        named(&data.debug_annotation_names, &mut self.annotation_names);
+        for entry in &data.debug_annotation_string_values {
+            if let (Some(iid), Some(bytes)) = (entry.iid, &entry.str) {
+                let text = String::from_utf8_lossy(bytes);
                 self.annotation_strings.insert(iid, Rc::from(text.as_ref()));
             }
         }
     }
 
-    fn apply_defaults(&mut self, defaults: proto::TracePacketDefaults) {
+    fn apply_defaults(&mut self, defaults: &proto::TracePacketDefaults) {
         self.default_clock = defaults.timestamp_clock_id;
-        let track = defaults.track_event_defaults.unwrap_or_default();
+        let track = defaults.track_event_defaults.clone().unwrap_or_default();
         self.default_track = track.track_uuid;
         self.default_extra_counters = track.extra_counter_track_uuids;
         self.default_extra_double_counters = track.extra_double_counter_track_uuids;
@@ -312,19 +315,27 @@ struct Counts {
 
 struct Importer<'b> {
     b: &'b mut TraceBuilder,
-    tracks: HashMap<u64, TrackInfo>,
-    sequences: HashMap<u32, Sequence>,
-    stacks: HashMap<TrackRef, Vec<OpenSlice>>,
-    threads: HashMap<(u32, u32), u32>,
-    thread_names: HashMap<(u32, u32), String>,
-    process_names: HashMap<u32, String>,
-    series: HashMap<TrackRef, u32>,
-    counter_totals: HashMap<TrackRef, i64>,
+    tracks: FastMap<u64, TrackInfo>,
+    sequences: FastMap<u32, Sequence>,
+    stacks: FastMap<TrackRef, Vec<OpenSlice>>,
+    threads: FastMap<(u32, u32), u32>,
+    thread_names: FastMap<(u32, u32), String>,
+    process_names: FastMap<u32, String>,
+    series: FastMap<TrackRef, u32>,
+    counter_totals: FastMap<TrackRef, i64>,
     pending: Vec<Pending>,
     /// Tracks with pending samples: their later samples wait too, to stay in order.
     pending_counter_tracks: HashSet<TrackRef>,
     /// The trace is a framelab export: `frame`/`key` annotations and series descriptions.
     framelab: bool,
+    /// The debug annotations holding frame ids and event keys (see `set_args`).
+    frame_arg: Option<Rc<str>>,
+    key_arg: Option<Rc<str>>,
+    /// `owner` of tracks met so far; cleared when a descriptor comes.
+    owners: FastMap<TrackRef, Owner>,
+    stage_ids: FastMap<Rc<str>, u16>,
+    /// The packet being read, reused (a `TracePacket` is large to move around).
+    scratch: Option<Box<TracePacket>>,
     first_clock: Option<u32>,
     other_clocks: HashSet<u32>,
     counts: Counts,
@@ -332,23 +343,46 @@ struct Importer<'b> {
 
 impl<'b> Importer<'b> {
     fn new(b: &'b mut TraceBuilder) -> Importer<'b> {
-        Importer {
+        let mut importer = Importer {
             b,
-            tracks: HashMap::new(),
-            sequences: HashMap::new(),
-            stacks: HashMap::new(),
-            threads: HashMap::new(),
-            thread_names: HashMap::new(),
-            process_names: HashMap::new(),
-            series: HashMap::new(),
-            counter_totals: HashMap::new(),
+            tracks: FastMap::default(),
+            sequences: FastMap::default(),
+            stacks: FastMap::default(),
+            threads: FastMap::default(),
+            thread_names: FastMap::default(),
+            process_names: FastMap::default(),
+            series: FastMap::default(),
+            counter_totals: FastMap::default(),
             pending: Vec::new(),
             pending_counter_tracks: HashSet::new(),
             framelab: false,
+            frame_arg: None,
+            key_arg: None,
+            owners: FastMap::default(),
+            stage_ids: FastMap::default(),
+            scratch: Some(Box::default()),
             first_clock: None,
             other_clocks: HashSet::new(),
             counts: Counts::default(),
-        }
+        };
+        importer.set_args();
+        importer
+    }
+
+    /// The annotation holding frame ids: `--frame-arg`, else (unless `--frame-regex`
+    /// was given) a framelab export's `frame`; event keys: `--key`, else its `key`.
+    fn set_args(&mut self) {
+        let opts = &self.b.opts;
+        self.frame_arg = match &opts.frame_arg {
+            Some(arg) => Some(Rc::from(arg.as_str())),
+            None if self.framelab && opts.frame_regex.is_none() => Some(Rc::from(FRAME_ANNOTATION)),
+            None => None,
+        };
+        self.key_arg = match &opts.key {
+            Some(key) => Some(Rc::from(key.as_str())),
+            None if self.framelab => Some(Rc::from(KEY_ANNOTATION)),
+            None => None,
+        };
     }
 
     /// The file's packets in order. A packet that does not decode is a bad record; a
@@ -426,17 +460,20 @@ impl<'b> Importer<'b> {
 
     fn packet_at(&mut self, bytes: &[u8], at: u64, top: bool) -> Result<(), ImportError> {
         self.counts.packets += 1;
-        let mut packet = match TracePacket::decode(bytes) {
-            Ok(packet) => packet,
-            Err(e) => {
-                return self.b.bad(
-                    Location::Byte(at),
-                    format!(
-                        "not a valid Perfetto TracePacket ({e}); --skip-bad skips such packets"
-                    ),
-                )
-            }
+        let mut packet = self.scratch.take().unwrap_or_default();
+        packet.clear();
+        let read = match packet.merge(bytes) {
+            Ok(()) => self.read_packet(&packet, at, top),
+            Err(e) => self.b.bad(
+                Location::Byte(at),
+                format!("not a valid Perfetto TracePacket ({e}); --skip-bad skips such packets"),
+            ),
         };
+        self.scratch = Some(packet);
+        read
+    }
+
+    fn read_packet(&mut self, packet: &TracePacket, at: u64, top: bool) -> Result<(), ImportError> {
         let seq_id = packet.trusted_packet_sequence_id.unwrap_or(0);
         let mut used = packet.interned_data.is_some()
             || packet.trace_packet_defaults.is_some()
@@ -444,29 +481,25 @@ impl<'b> Importer<'b> {
             || packet.thread_descriptor.is_some()
             || packet.sequence_flags.is_some()
             || packet.incremental_state_cleared.is_some();
-        self.sequence_state(seq_id, &mut packet);
-        if let Some(descriptor) = packet.track_descriptor.take() {
+        self.sequence_state(seq_id, packet);
+        if let Some(descriptor) = &packet.track_descriptor {
             used = true;
             self.describe(descriptor);
         }
-        let time = match self.packet_time(seq_id, &packet) {
-            Ok(time) => time,
-            Err(why) => return self.b.bad(Location::Byte(at), why),
-        };
-        if let Some(event) = packet.track_event.take() {
+        // Every timestamp moves its sequence's incremental clock, used or not.
+        let time = self.packet_time(seq_id, packet);
+        if let Some(event) = &packet.track_event {
             used = true;
-            let Some(t_ns) = time else {
-                return self.b.bad(
-                    Location::Byte(at),
-                    "a track event without a timestamp; --skip-bad skips such packets",
-                );
+            let t_ns = match time.and_then(|time| self.event_time(time)) {
+                Ok(t_ns) => t_ns,
+                Err(why) => return self.b.bad(Location::Byte(at), why),
             };
             self.track_event(seq_id, event, t_ns, at)?;
         }
-        if let Some(deflated) = packet.compressed_packets.take() {
+        if let Some(deflated) = &packet.compressed_packets {
             used = true;
             if top {
-                self.read_compressed(&deflated, at)?;
+                self.read_compressed(deflated, at)?;
             }
         }
         if packet.zstd_compressed_packets.is_some() {
@@ -480,7 +513,7 @@ impl<'b> Importer<'b> {
     }
 
     /// Interned names, defaults, clocks and the legacy thread a packet gives its sequence.
-    fn sequence_state(&mut self, seq_id: u32, packet: &mut TracePacket) {
+    fn sequence_state(&mut self, seq_id: u32, packet: &TracePacket) {
         let seq = self.sequences.entry(seq_id).or_default();
         let flags = packet.sequence_flags.unwrap_or(0);
         if flags & SEQ_INCREMENTAL_STATE_CLEARED != 0
@@ -488,10 +521,10 @@ impl<'b> Importer<'b> {
         {
             seq.clear_incremental_state();
         }
-        if let Some(defaults) = packet.trace_packet_defaults.take() {
+        if let Some(defaults) = &packet.trace_packet_defaults {
             seq.apply_defaults(defaults);
         }
-        if let Some(data) = packet.interned_data.take() {
+        if let Some(data) = &packet.interned_data {
             seq.intern(data);
         }
         if let Some(snapshot) = &packet.clock_snapshot {
@@ -505,54 +538,67 @@ impl<'b> Importer<'b> {
         }
     }
 
-    /// The packet's time in ns: its clock (or its sequence's default), with sequence
-    /// clocks resolved through their snapshot.
-    fn packet_time(&mut self, seq_id: u32, packet: &TracePacket) -> Result<Option<i64>, String> {
+    /// The packet's time in ns and the clock it is in: its own clock (or its sequence's
+    /// default), sequence clocks resolved through their snapshot.
+    fn packet_time(
+        &mut self,
+        seq_id: u32,
+        packet: &TracePacket,
+    ) -> Result<Option<(i128, u32)>, String> {
         let Some(raw) = packet.timestamp else {
             return Ok(None);
         };
         let seq = self.sequences.entry(seq_id).or_default();
         let clock_id = packet.timestamp_clock_id.or(seq.default_clock).unwrap_or(0);
-        let (ns, domain) = match seq.clocks.get_mut(&clock_id) {
-            Some(clock) => {
-                clock.value = if clock.incremental {
-                    clock.value.checked_add(raw).ok_or_else(|| {
-                        format!("incremental clock {clock_id} overflows; the trace is damaged")
-                    })?
-                } else {
-                    raw
-                };
-                let units = i128::from(clock.value) - i128::from(clock.snapshot_value);
-                let ns = clock.reference_ns + units * i128::from(clock.multiplier);
-                (ns, clock.reference_clock)
+        let Some(clock) = seq.clocks.get_mut(&clock_id) else {
+            if SEQUENCE_CLOCKS.contains(&clock_id) {
+                self.counts.unresolved_clock += 1;
             }
-            None => {
-                if SEQUENCE_CLOCKS.contains(&clock_id) {
-                    self.counts.unresolved_clock += 1;
-                }
-                (i128::from(raw), clock_id)
-            }
+            return Ok(Some((i128::from(raw), clock_id)));
         };
+        clock.value = match clock.incremental {
+            true => clock.value.checked_add(raw).ok_or_else(|| {
+                format!("incremental clock {clock_id} overflows; the trace is damaged")
+            })?,
+            false => raw,
+        };
+        let units = i128::from(clock.value) - i128::from(clock.snapshot_value);
+        let ns = clock.reference_ns + units * i128::from(clock.multiplier);
+        Ok(Some((ns, clock.reference_clock)))
+    }
+
+    /// A track event's time: its packet must have one, within what a run holds. Notes
+    /// the clocks events are in (they are not converted into each other).
+    fn event_time(&mut self, time: Option<(i128, u32)>) -> Result<i64, String> {
+        let (ns, clock) = time.ok_or_else(|| {
+            "a track event without a timestamp; --skip-bad skips such packets".to_owned()
+        })?;
         match self.first_clock {
-            None => self.first_clock = Some(domain),
-            Some(first) if first != domain => {
-                self.other_clocks.insert(domain);
+            None => self.first_clock = Some(clock),
+            Some(first) if first != clock => {
+                self.other_clocks.insert(clock);
             }
             Some(_) => {}
         }
-        i64::try_from(ns).map(Some).map_err(|_| {
-            format!("timestamp {ns} ns is past what a run holds (2^63 ns); the trace is damaged")
+        i64::try_from(ns).map_err(|_| {
+            format!(
+                "timestamp {ns} ns is past what a run holds (2^63 ns); the trace is damaged; \
+                 --skip-bad skips such packets"
+            )
         })
     }
 
-    fn describe(&mut self, d: TrackDescriptor) {
+    fn describe(&mut self, d: &TrackDescriptor) {
         let Some(uuid) = d.uuid else {
             return;
         };
+        self.owners.clear();
         let mut info = TrackInfo {
             parent: d.parent_uuid,
-            name: d.name.or(d.static_name).unwrap_or_default(),
-            description: d.description,
+            name: (d.name.clone())
+                .or_else(|| d.static_name.clone())
+                .unwrap_or_default(),
+            description: d.description.clone(),
             ..TrackInfo::default()
         };
         if let Some(process) = &d.process {
@@ -593,12 +639,12 @@ impl<'b> Importer<'b> {
     fn track_event(
         &mut self,
         seq_id: u32,
-        event: TrackEvent,
+        event: &TrackEvent,
         t_ns: i64,
         at: u64,
     ) -> Result<(), ImportError> {
-        let frame_arg = self.frame_arg();
-        let key_arg = self.key_arg();
+        let frame_arg = self.frame_arg.clone();
+        let key_arg = self.key_arg.clone();
         let seq = self.sequences.entry(seq_id).or_default();
         let track = match event.track_uuid.or(seq.default_track) {
             Some(uuid) => TrackRef::Uuid(uuid),
@@ -608,12 +654,12 @@ impl<'b> Importer<'b> {
         };
         let kind = event.r#type.unwrap_or(0);
         let name = match kind {
-            TYPE_SLICE_BEGIN | TYPE_INSTANT => Some(event_name(seq, &event)),
+            TYPE_SLICE_BEGIN | TYPE_INSTANT => Some(event_name(seq, event)),
             _ => None,
         };
-        let frame = frame_arg.and_then(|arg| seq.annotation_key(&event, &arg));
-        let key = key_arg.and_then(|arg| seq.annotation_key(&event, &arg));
-        let extra = extra_counters(seq, &event);
+        let frame = frame_arg.and_then(|arg| seq.annotation_key(event, &arg));
+        let key = key_arg.and_then(|arg| seq.annotation_key(event, &arg));
+        let extra = extra_counters(seq, event);
         match (kind, name) {
             (TYPE_SLICE_BEGIN, Some(name)) => {
                 let open = OpenSlice {
@@ -646,27 +692,6 @@ impl<'b> Importer<'b> {
             }
         }
         Ok(())
-    }
-
-    /// The annotation holding frame ids: `--frame-arg`, else (unless `--frame-regex`
-    /// was given) a framelab export's `frame`.
-    fn frame_arg(&self) -> Option<String> {
-        let opts = &self.b.opts;
-        match &opts.frame_arg {
-            Some(arg) => Some(arg.clone()),
-            None if self.framelab && opts.frame_regex.is_none() => {
-                Some(FRAME_ANNOTATION.to_owned())
-            }
-            None => None,
-        }
-    }
-
-    fn key_arg(&self) -> Option<String> {
-        match &self.b.opts.key {
-            Some(key) => Some(key.clone()),
-            None if self.framelab => Some(KEY_ANNOTATION.to_owned()),
-            None => None,
-        }
     }
 
     fn close_slice(
@@ -724,7 +749,10 @@ impl<'b> Importer<'b> {
         };
         if &*name == LAUNCH_MARKER {
             self.b.set_origin(t_ns);
-            self.framelab = true;
+            if !self.framelab {
+                self.framelab = true;
+                self.set_args();
+            }
             return Ok(());
         }
         let event = Pending::Event {
@@ -778,7 +806,16 @@ impl<'b> Importer<'b> {
     }
 
     /// Who a track belongs to, or `None` while a track up its chain is undescribed.
-    fn owner(&self, track: TrackRef) -> Option<Owner> {
+    fn owner(&mut self, track: TrackRef) -> Option<Owner> {
+        if let Some(&owner) = self.owners.get(&track) {
+            return Some(owner);
+        }
+        let owner = self.find_owner(track)?;
+        self.owners.insert(track, owner);
+        Some(owner)
+    }
+
+    fn find_owner(&self, track: TrackRef) -> Option<Owner> {
         let mut uuid = match track {
             TrackRef::Uuid(uuid) => uuid,
             TrackRef::Thread(pid, tid) => return Some(Owner::Thread(pid, tid)),
@@ -835,7 +872,7 @@ impl<'b> Importer<'b> {
                 ..
             } => {
                 let (frame, stage) = self.frame_and_stage(&name, frame);
-                let stage = self.b.stage(&stage, Location::Byte(at))?;
+                let stage = self.stage_id(&stage, at)?;
                 let frame = frame.unwrap_or_else(|| self.b.next_frame());
                 let thread = self.thread_id(owner);
                 self.b.span(frame, stage, thread, start_ns, dur_ns);
@@ -853,6 +890,15 @@ impl<'b> Importer<'b> {
             Pending::Sample { track, t_ns, value } => self.emit_sample(owner, track, t_ns, value),
         }
         Ok(())
+    }
+
+    fn stage_id(&mut self, stage: &str, at: u64) -> Result<u16, ImportError> {
+        if let Some(&id) = self.stage_ids.get(stage) {
+            return Ok(id);
+        }
+        let id = self.b.stage(stage, Location::Byte(at))?;
+        self.stage_ids.insert(Rc::from(stage), id);
+        Ok(id)
     }
 
     /// The frame (if the slice names one) and the stage, per the frame options.
@@ -958,7 +1004,7 @@ impl<'b> Importer<'b> {
             });
             self.emit(owner, record)?;
         }
-        for (&(pid, tid), _) in &self.threads {
+        for &(pid, tid) in self.threads.keys() {
             if let Some(name) = self.thread_names.get(&(pid, tid)) {
                 self.b.name_thread(pid, tid, name);
             }
@@ -995,7 +1041,7 @@ impl<'b> Importer<'b> {
             other.sort_unstable();
             other
         };
-        let frame_arg = self.frame_arg().unwrap_or_default();
+        let frame_arg = self.frame_arg.clone().unwrap_or_else(|| Rc::from(""));
         let notes = [
             (
                 unclosed,
@@ -1126,9 +1172,12 @@ fn event_name(seq: &Sequence, event: &TrackEvent) -> EventName {
     }
 }
 
+/// A counter value as the event gives it: an integer or a double.
+type CounterReading = (Option<i64>, Option<f64>);
+
 /// An event's extra counter values with their tracks (the sequence's defaults when the
 /// event names none).
-fn extra_counters(seq: &Sequence, event: &TrackEvent) -> Vec<(u64, (Option<i64>, Option<f64>))> {
+fn extra_counters(seq: &Sequence, event: &TrackEvent) -> Vec<(u64, CounterReading)> {
     if event.extra_counter_values.is_empty() && event.extra_double_counter_values.is_empty() {
         return Vec::new();
     }

@@ -649,3 +649,93 @@ fn no_cut_or_flipped_byte_makes_it_panic() {
         }
     }
 }
+
+#[test]
+fn interned_annotation_names_and_string_values_give_keys() {
+    let data = InternedData {
+        debug_annotation_names: vec![InternedName {
+            iid: Some(3),
+            name: Some("req".into()),
+        }],
+        debug_annotation_string_values: vec![InternedString {
+            iid: Some(4),
+            str: Some(b"abc".to_vec()),
+        }],
+        ..InternedData::default()
+    };
+    let mut event = instant(2, "send");
+    event.debug_annotations.push(DebugAnnotation {
+        name_iid: Some(3),
+        string_value_iid: Some(4),
+        ..DebugAnnotation::default()
+    });
+    let opts = ImportOptions {
+        key: Some("req".into()),
+        ..ImportOptions::default()
+    };
+    let run = import_with(
+        vec![
+            thread_track(2, 1, 1, "t"),
+            TracePacket {
+                trusted_packet_sequence_id: Some(1),
+                interned_data: Some(data),
+                ..TracePacket::default()
+            },
+            at(0, event),
+        ],
+        opts,
+    );
+    assert_eq!(run.events[0].key, crate::import::keys::key_of("abc"));
+}
+
+#[test]
+fn legacy_thread_descriptors_place_trackless_events_and_odd_things_are_noted() {
+    let trackless = |mut e: TrackEvent| {
+        e.track_uuid = None;
+        e
+    };
+    let run = import(vec![
+        TracePacket {
+            trusted_packet_sequence_id: Some(1),
+            thread_descriptor: Some(ThreadDescriptor {
+                pid: Some(8),
+                tid: Some(9),
+                thread_name: None,
+            }),
+            ..TracePacket::default()
+        },
+        at(100, trackless(begin(0, "old style"))),
+        at(150, trackless(end(0))),
+        // A slice ending before it began, and one in another clock.
+        at(200, trackless(begin(0, "backwards"))),
+        at(190, trackless(end(0))),
+        TracePacket {
+            timestamp_clock_id: Some(3),
+            ..at(300, instant(5, "monotonic"))
+        },
+        TracePacket {
+            timestamp_clock_id: Some(64),
+            ..at(400, instant(5, "no snapshot"))
+        },
+        TracePacket {
+            zstd_compressed_packets: Some(vec![1, 2, 3]),
+            ..TracePacket::default()
+        },
+        TracePacket {
+            timestamp: Some(5),
+            ..TracePacket::default()
+        },
+    ]);
+    assert_eq!(spans(&run), vec![(0, "old style", 8, 9, "", 0, 50)]);
+    let notes = notes(&run);
+    for expected in [
+        "1 slices ended before they began",
+        "timestamps are in more than one clock (ids 0 and [3, 64])",
+        "1 packets used a sequence clock with no clock snapshot",
+        "1 zstd-compressed packet bundles were not read",
+        "1 packets of other kinds",
+        "2 records were on tracks no descriptor described",
+    ] {
+        assert!(notes.contains(expected), "{expected:?} not in {notes}");
+    }
+}
