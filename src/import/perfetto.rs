@@ -197,13 +197,14 @@ impl Sequence {
                 continue;
             }
             let multiplier = clock.unit_multiplier_ns.unwrap_or(1).max(1);
+            // u64 × u64 fits in i128 only by saturating: such a clock is damaged anyway.
             let (reference_ns, reference_clock) = match reference {
                 Some(r) => (
                     i128::from(r.timestamp.unwrap_or(0))
-                        * i128::from(r.unit_multiplier_ns.unwrap_or(1).max(1)),
+                        .saturating_mul(i128::from(r.unit_multiplier_ns.unwrap_or(1).max(1))),
                     r.clock_id.unwrap_or(0),
                 ),
-                None => (i128::from(value) * i128::from(multiplier), id),
+                None => (i128::from(value).saturating_mul(i128::from(multiplier)), id),
             };
             self.clocks.insert(
                 id,
@@ -458,6 +459,8 @@ impl<'b> Importer<'b> {
         Ok(())
     }
 
+    /// One packet's bytes (`at`: where it starts, or its bundle; `top`: not inside a
+    /// compressed bundle, which may not nest another).
     fn packet_at(&mut self, bytes: &[u8], at: u64, top: bool) -> Result<(), ImportError> {
         self.counts.packets += 1;
         let mut packet = self.scratch.take().unwrap_or_default();
@@ -563,7 +566,9 @@ impl<'b> Importer<'b> {
             false => raw,
         };
         let units = i128::from(clock.value) - i128::from(clock.snapshot_value);
-        let ns = clock.reference_ns + units * i128::from(clock.multiplier);
+        let ns = (units.checked_mul(i128::from(clock.multiplier)))
+            .and_then(|offset| clock.reference_ns.checked_add(offset))
+            .ok_or_else(|| format!("clock {clock_id} runs past 2^127 ns; the trace is damaged"))?;
         Ok(Some((ns, clock.reference_clock)))
     }
 

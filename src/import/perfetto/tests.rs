@@ -739,3 +739,48 @@ fn legacy_thread_descriptors_place_trackless_events_and_odd_things_are_noted() {
         assert!(notes.contains(expected), "{expected:?} not in {notes}");
     }
 }
+
+#[test]
+fn a_clock_that_overflows_is_a_bad_record_not_a_panic() {
+    let snapshot = TracePacket {
+        trusted_packet_sequence_id: Some(1),
+        clock_snapshot: Some(ClockSnapshot {
+            clocks: vec![
+                Clock {
+                    clock_id: Some(6),
+                    timestamp: Some(u64::MAX),
+                    unit_multiplier_ns: Some(u64::MAX),
+                    ..Clock::default()
+                },
+                Clock {
+                    clock_id: Some(64),
+                    timestamp: Some(0),
+                    is_incremental: Some(true),
+                    unit_multiplier_ns: Some(u64::MAX),
+                },
+            ],
+            primary_trace_clock: None,
+        }),
+        ..TracePacket::default()
+    };
+    let on_clock_64 = |ts: u64| TracePacket {
+        timestamp_clock_id: Some(64),
+        ..at(ts, instant(2, "i"))
+    };
+    let bytes = encode(vec![
+        thread_track(2, 1, 1, "t"),
+        snapshot,
+        on_clock_64(u64::MAX),
+        on_clock_64(u64::MAX),
+    ]);
+    let err = import_bytes(&bytes, ImportOptions::default()).unwrap_err();
+    assert!(err.message.contains("past"), "{err}");
+    let opts = ImportOptions {
+        skip_bad: true,
+        ..ImportOptions::default()
+    };
+    assert_eq!(
+        import_bytes(&bytes, opts).unwrap().import.unwrap().skipped,
+        2
+    );
+}
