@@ -1,9 +1,922 @@
-//! perfetto exporter: not written yet.
+//! A run as a Perfetto protobuf trace (opens in the Perfetto UI), written packet by packet.
+//!
+//! One sequence holds everything: its first packet clears the incremental state and
+//! interns every stage and event name. Then a track per process and per thread, the
+//! launch marker at the run's zero, each span as a BEGIN/END pair on its thread's track
+//! (debug annotation `frame`; the spans of one frame linked by a flow), events as
+//! instants (annotation `key`), and each telemetry series as a counter track whose
+//! `description` is the series as JSON, so `framelab import` gives the run back.
+//!
+//! Perfetto needs the slices of a track properly nested; framelab's spans on a thread
+//! may overlap without nesting, so a span that does not nest goes on a child track of
+//! its thread ("overlap N"), which the importer puts back on the thread.
+//!
+//! Times are the run's own (ns after launch), shifted up only when some are negative
+//! (Perfetto's timestamps are unsigned); the marker sits at that shift.
 
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::io::Write;
 
-use crate::model::Run;
+use anyhow::{bail, Context};
 
-pub fn write(_run: &Run, _out: &mut dyn Write) -> anyhow::Result<()> {
-    anyhow::bail!("the perfetto exporter is not written yet")
+use super::LAUNCH_MARKER;
+use crate::import::perfetto::proto::{
+    CounterDescriptor, DebugAnnotation, InternedData, InternedName, ProcessDescriptor,
+    ThreadDescriptor, TracePacket, TrackDescriptor, TrackEvent, SEQ_INCREMENTAL_STATE_CLEARED,
+    SEQ_NEEDS_INCREMENTAL_STATE, TYPE_COUNTER, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END,
+};
+use crate::import::perfetto::{FastMap, FRAME_ANNOTATION, KEY_ANNOTATION};
+use crate::model::{Run, Span};
+
+/// The one packet sequence of the trace.
+const SEQUENCE: u32 = 1;
+/// Interned debug annotation names.
+const FRAME_IID: u64 = 1;
+const KEY_IID: u64 = 2;
+/// Output is handed to the writer in chunks of about this size: as large as the
+/// `BufWriter` of `export_to_path`, which then passes them on without copying.
+const CHUNK: usize = 1 << 20;
+
+pub fn write(run: &Run, out: &mut dyn Write) -> anyhow::Result<()> {
+    let shift = time_shift(run)?;
+    let mut w = PacketWriter::new(out, shift);
+    let iids = NameIids::new(run);
+    w.packet(&iids.first_packet(run))?;
+    let tracks = Tracks::describe(run, &mut w)?;
+    w.instant(tracks.framelab, iids.marker, None, 0)?;
+    write_spans(run, &tracks, &iids, &mut w)?;
+    for e in &run.events {
+        let track = *(tracks.threads.get(e.thread as usize))
+            .with_context(|| format!("an event names thread {}, which the run lacks", e.thread))?;
+        let key = (e.key != 0).then_some(e.key);
+        w.instant(track, iids.event(e.event), key, e.t_ns)?;
+    }
+    write_counters(run, &mut w)?;
+    w.finish()
+}
+
+/// How far times are moved up so that none is negative.
+fn time_shift(run: &Run) -> anyhow::Result<i64> {
+    let earliest = (run.spans.iter().map(|s| s.start_ns))
+        .chain(run.events.iter().map(|e| e.t_ns))
+        .chain(run.telemetry.samples.iter().map(|s| s.t_ns))
+        .min()
+        .unwrap_or(0);
+    earliest
+        .min(0)
+        .checked_neg()
+        .context("a time in the run is out of range")
+}
+
+/// Iids of the interned event names: stages first, then event names, then the marker.
+struct NameIids {
+    stages: u64,
+    events: u64,
+    marker: u64,
+}
+
+impl NameIids {
+    fn new(run: &Run) -> NameIids {
+        let stages = 1;
+        let events = stages + run.stages.len() as u64;
+        NameIids {
+            stages,
+            events,
+            marker: events + run.event_names.len() as u64,
+        }
+    }
+
+    fn stage(&self, stage: u16) -> u64 {
+        self.stages + u64::from(stage)
+    }
+
+    fn event(&self, event: u16) -> u64 {
+        self.events + u64::from(event)
+    }
+
+    /// Starts the sequence: state cleared, every name interned.
+    fn first_packet(&self, run: &Run) -> TracePacket {
+        let name = |iid: u64, name: &str| InternedName {
+            iid: Some(iid),
+            name: Some(name.to_owned()),
+        };
+        let event_names = (run.stages.iter().enumerate())
+            .map(|(i, s)| name(self.stages + i as u64, s))
+            .chain(
+                (run.event_names.iter().enumerate()).map(|(i, e)| name(self.events + i as u64, e)),
+            )
+            .chain([name(self.marker, LAUNCH_MARKER)])
+            .collect();
+        TracePacket {
+            trusted_packet_sequence_id: Some(SEQUENCE),
+            sequence_flags: Some(SEQ_INCREMENTAL_STATE_CLEARED),
+            first_packet_on_sequence: Some(true),
+            interned_data: Some(InternedData {
+                event_names,
+                debug_annotation_names: vec![
+                    name(FRAME_IID, FRAME_ANNOTATION),
+                    name(KEY_IID, KEY_ANNOTATION),
+                ],
+                ..InternedData::default()
+            }),
+            ..TracePacket::default()
+        }
+    }
+}
+
+/// Track uuids: the marker's track, one per thread (`run.threads` order), and the
+/// overlap tracks made as needed.
+struct Tracks {
+    framelab: u64,
+    threads: Vec<u64>,
+    next_uuid: u64,
+}
+
+impl Tracks {
+    /// Writes the descriptors of the marker's track, the processes and the threads.
+    fn describe(run: &Run, w: &mut PacketWriter) -> anyhow::Result<Tracks> {
+        let mut tracks = Tracks {
+            framelab: 1,
+            threads: Vec::with_capacity(run.threads.len()),
+            next_uuid: 2,
+        };
+        w.descriptor(TrackDescriptor {
+            uuid: Some(tracks.framelab),
+            name: Some("framelab".into()),
+            ..TrackDescriptor::default()
+        })?;
+        let mut processes = BTreeMap::new();
+        for thread in &run.threads {
+            processes.entry(thread.pid).or_insert(0);
+        }
+        for (&pid, uuid) in processes.iter_mut() {
+            *uuid = tracks.new_uuid();
+            w.descriptor(TrackDescriptor {
+                uuid: Some(*uuid),
+                process: Some(ProcessDescriptor {
+                    pid: Some(pid as i32),
+                    process_name: process_name(run, pid),
+                    ..ProcessDescriptor::default()
+                }),
+                ..TrackDescriptor::default()
+            })?;
+        }
+        for thread in &run.threads {
+            let uuid = tracks.new_uuid();
+            tracks.threads.push(uuid);
+            w.descriptor(TrackDescriptor {
+                uuid: Some(uuid),
+                parent_uuid: processes.get(&thread.pid).copied(),
+                thread: Some(ThreadDescriptor {
+                    pid: Some(thread.pid as i32),
+                    tid: Some(i64::from(thread.tid)),
+                    thread_name: Some(thread.name.clone()).filter(|n| !n.is_empty()),
+                }),
+                ..TrackDescriptor::default()
+            })?;
+        }
+        Ok(tracks)
+    }
+
+    fn new_uuid(&mut self) -> u64 {
+        self.next_uuid += 1;
+        self.next_uuid - 1
+    }
+}
+
+/// The process's name as the run knows it, else its main thread's, else any thread's.
+fn process_name(run: &Run, pid: u32) -> Option<String> {
+    let named = |name: &String| !name.is_empty();
+    let stats = run
+        .processes
+        .iter()
+        .find(|p| p.pid == pid && named(&p.name));
+    let threads = || {
+        run.threads
+            .iter()
+            .filter(|t| t.pid == pid && named(&t.name))
+    };
+    stats
+        .map(|p| p.name.clone())
+        .or_else(|| threads().find(|t| t.tid == pid).map(|t| t.name.clone()))
+        .or_else(|| threads().next().map(|t| t.name.clone()))
+}
+
+/// One track of a thread: lane 0 is the thread's own, others are overlap tracks.
+struct Lane {
+    uuid: u64,
+    /// End times of the open slices, outermost first.
+    open: Vec<i64>,
+}
+
+/// An open slice waiting for its END, ordered so that the heap pops the earliest end
+/// and, of equal ends, the innermost (deepest) slice first.
+type PendingEnd = Reverse<(i64, Reverse<usize>, u32, u32)>;
+
+/// Spans in start order, longest first at equal starts (so parents open first), each
+/// on the first track of its thread where it nests. ENDs come out in time order.
+fn write_spans(
+    run: &Run,
+    tracks: &Tracks,
+    iids: &NameIids,
+    w: &mut PacketWriter,
+) -> anyhow::Result<()> {
+    let order = start_order(&run.spans);
+    let mut flows = FrameFlows::new(&run.spans);
+    let mut lanes: Vec<Vec<Lane>> = (tracks.threads.iter())
+        .map(|&uuid| {
+            vec![Lane {
+                uuid,
+                open: Vec::new(),
+            }]
+        })
+        .collect();
+    let mut next_uuid = tracks.next_uuid;
+    let mut ends: BinaryHeap<PendingEnd> = BinaryHeap::new();
+    for &i in &order {
+        let span = &run.spans[i as usize];
+        if span.dur_ns < 0 {
+            bail!("span {i} has a negative duration ({} ns)", span.dur_ns);
+        }
+        let end = span
+            .start_ns
+            .checked_add(span.dur_ns)
+            .context("a span ends past 2^63 ns")?;
+        while let Some(&Reverse((t, _, thread, lane))) = ends.peek() {
+            if t > span.start_ns {
+                break;
+            }
+            ends.pop();
+            close(&mut lanes, thread, lane, t, w)?;
+        }
+        let thread_lanes = (lanes.get_mut(span.thread as usize)).with_context(|| {
+            format!("span {i} names thread {}, which the run lacks", span.thread)
+        })?;
+        let fits = |lane: &Lane| lane.open.last().is_none_or(|&top| top >= end);
+        let lane = match thread_lanes.iter().position(fits) {
+            Some(lane) => lane,
+            None => {
+                let parent = thread_lanes[0].uuid;
+                let uuid = next_uuid;
+                next_uuid += 1;
+                w.descriptor(TrackDescriptor {
+                    uuid: Some(uuid),
+                    parent_uuid: Some(parent),
+                    name: Some(format!("overlap {}", thread_lanes.len())),
+                    ..TrackDescriptor::default()
+                })?;
+                thread_lanes.push(Lane {
+                    uuid,
+                    open: Vec::new(),
+                });
+                thread_lanes.len() - 1
+            }
+        };
+        let target = &mut thread_lanes[lane];
+        ends.push(Reverse((
+            end,
+            Reverse(target.open.len()),
+            span.thread,
+            lane as u32,
+        )));
+        target.open.push(end);
+        let flow = flows.next(span.frame);
+        w.begin(
+            target.uuid,
+            iids.stage(span.stage),
+            span.frame,
+            flow,
+            span.start_ns,
+        )?;
+    }
+    while let Some(Reverse((t, _, thread, lane))) = ends.pop() {
+        close(&mut lanes, thread, lane, t, w)?;
+    }
+    Ok(())
+}
+
+fn close(
+    lanes: &mut [Vec<Lane>],
+    thread: u32,
+    lane: u32,
+    t: i64,
+    w: &mut PacketWriter,
+) -> anyhow::Result<()> {
+    let lane = &mut lanes[thread as usize][lane as usize];
+    lane.open.pop();
+    w.end(lane.uuid, t)
+}
+
+/// Span indices by (start, longest first, thread); the identity when already so.
+fn start_order(spans: &[Span]) -> Vec<u32> {
+    let key = |s: &Span| (s.start_ns, Reverse(s.dur_ns), s.thread);
+    if spans.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
+        return (0..spans.len() as u32).collect();
+    }
+    // Sorting the keys themselves, not indices into the spans, keeps the sort in cache;
+    // a stable sort merges the time-ordered runs a recorded run's drains leave.
+    let mut keyed: Vec<(i64, Reverse<i64>, u32, u32)> = (spans.iter().enumerate())
+        .map(|(i, s)| (s.start_ns, Reverse(s.dur_ns), s.thread, i as u32))
+        .collect();
+    keyed.sort();
+    keyed.into_iter().map(|k| k.3).collect()
+}
+
+/// The flow linking a frame's spans: each carries the frame's flow id, the last one
+/// as terminating. Frames of one span have none.
+struct FrameFlows {
+    /// Per frame: spans not yet written, and `MANY` when it has more than one.
+    left: FrameCounts,
+}
+
+/// Frame ids that count up from 0 (what framelab records) index a vector; others a map.
+enum FrameCounts {
+    Dense(Vec<u32>),
+    Sparse(FastMap<u64, u32>),
+}
+
+const MANY: u32 = 1 << 31;
+
+enum Flow {
+    None,
+    Continues(u64),
+    Ends(u64),
+}
+
+impl FrameFlows {
+    fn new(spans: &[Span]) -> FrameFlows {
+        let max = spans.iter().map(|s| s.frame).max().unwrap_or(0);
+        let dense = max < (spans.len() as u64).saturating_mul(4).saturating_add(1024);
+        let mut left = match dense {
+            true => FrameCounts::Dense(vec![0; max as usize + 1]),
+            false => FrameCounts::Sparse(FastMap::default()),
+        };
+        for s in spans {
+            if let Some(count) = left.get(s.frame) {
+                *count = match *count {
+                    0 => 1,
+                    n => (n + 1) | MANY,
+                };
+            }
+        }
+        FrameFlows { left }
+    }
+
+    fn next(&mut self, frame: u64) -> Flow {
+        let Some(count) = self.left.get(frame) else {
+            return Flow::None;
+        };
+        if *count & MANY == 0 {
+            return Flow::None;
+        }
+        *count -= 1;
+        match *count & !MANY {
+            0 => Flow::Ends(flow_id(frame)),
+            _ => Flow::Continues(flow_id(frame)),
+        }
+    }
+}
+
+impl FrameCounts {
+    fn get(&mut self, frame: u64) -> Option<&mut u32> {
+        match self {
+            FrameCounts::Dense(counts) => counts.get_mut(usize::try_from(frame).ok()?),
+            FrameCounts::Sparse(counts) => Some(counts.entry(frame).or_insert(0)),
+        }
+    }
+}
+
+/// A frame's flow id: a bijective mix of the frame id (distinct frames, distinct flows).
+fn flow_id(frame: u64) -> u64 {
+    let mut z = frame.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A counter track per series, named `source metric entity (unit)`, its readings in order.
+fn write_counters(run: &Run, w: &mut PacketWriter) -> anyhow::Result<()> {
+    let first_uuid = 1u64 << 62;
+    for (i, series) in run.telemetry.series.iter().enumerate() {
+        let mut name = format!("{} {}", series.source, series.metric);
+        if !series.entity.is_empty() {
+            name = format!("{name} {}", series.entity);
+        }
+        if !series.unit.is_empty() {
+            name = format!("{name} ({})", series.unit);
+        }
+        w.descriptor(TrackDescriptor {
+            uuid: Some(first_uuid + i as u64),
+            name: Some(name),
+            description: Some(serde_json::to_string(series)?),
+            counter: Some(CounterDescriptor {
+                unit_name: Some(series.unit.clone()).filter(|u| !u.is_empty()),
+                ..CounterDescriptor::default()
+            }),
+            ..TrackDescriptor::default()
+        })?;
+    }
+    for s in &run.telemetry.samples {
+        if s.series as usize >= run.telemetry.series.len() {
+            bail!("a sample names series {}, which the run lacks", s.series);
+        }
+        w.counter(first_uuid + u64::from(s.series), s.value, s.t_ns)?;
+    }
+    Ok(())
+}
+
+/// Encodes packets into a reused buffer, handing it to `out` in chunks; event packets
+/// reuse one `TracePacket` so that a span costs no allocation.
+struct PacketWriter<'a> {
+    out: &'a mut dyn Write,
+    buf: Vec<u8>,
+    shift: i64,
+    event: TracePacket,
+}
+
+impl<'a> PacketWriter<'a> {
+    fn new(out: &'a mut dyn Write, shift: i64) -> PacketWriter<'a> {
+        PacketWriter {
+            out,
+            buf: Vec::with_capacity(CHUNK + 4096),
+            shift,
+            event: TracePacket {
+                trusted_packet_sequence_id: Some(SEQUENCE),
+                sequence_flags: Some(SEQ_NEEDS_INCREMENTAL_STATE),
+                track_event: Some(TrackEvent::default()),
+                ..TracePacket::default()
+            },
+        }
+    }
+
+    fn packet(&mut self, packet: &TracePacket) -> anyhow::Result<()> {
+        prost::encoding::message::encode(1, packet, &mut self.buf);
+        self.flush_if_full()
+    }
+
+    fn flush_if_full(&mut self) -> anyhow::Result<()> {
+        if self.buf.len() >= CHUNK {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn descriptor(&mut self, descriptor: TrackDescriptor) -> anyhow::Result<()> {
+        self.packet(&TracePacket {
+            trusted_packet_sequence_id: Some(SEQUENCE),
+            track_descriptor: Some(descriptor),
+            ..TracePacket::default()
+        })
+    }
+
+    /// Writes the reused event packet at run time `t_ns` after `fill` set its event.
+    fn event(&mut self, t_ns: i64, fill: impl FnOnce(&mut TrackEvent)) -> anyhow::Result<()> {
+        let t = t_ns
+            .checked_add(self.shift)
+            .context("a time past 2^63 ns")?;
+        let packet = &mut self.event;
+        packet.timestamp = Some(t as u64);
+        let event = packet.track_event.get_or_insert_with(TrackEvent::default);
+        event.name_iid = None;
+        event.counter_value = None;
+        event.flow_ids.clear();
+        event.terminating_flow_ids.clear();
+        event.debug_annotations.clear();
+        fill(event);
+        prost::encoding::message::encode(1, &self.event, &mut self.buf);
+        self.flush_if_full()
+    }
+
+    /// A SLICE_BEGIN, encoded by hand: the hot path (prost's generic encoding of the same
+    /// packet took a third of the export's time). `the_hand_encoding_is_prosts` checks
+    /// that the bytes are exactly prost's.
+    fn begin(
+        &mut self,
+        track: u64,
+        name: u64,
+        frame: u64,
+        flow: Flow,
+        t: i64,
+    ) -> anyhow::Result<()> {
+        self.event_packet(t, |buf| {
+            // debug_annotations (4) { name_iid (1), uint_value (3) }
+            let annotation = 2 + varint_len(FRAME_IID) + varint_len(frame);
+            buf.extend_from_slice(&[0x22, annotation as u8, 0x08]);
+            put_varint(buf, FRAME_IID);
+            buf.push(0x18);
+            put_varint(buf, frame);
+            // type (9), name_iid (10), track_uuid (11)
+            buf.extend_from_slice(&[0x48, TYPE_SLICE_BEGIN as u8, 0x50]);
+            put_varint(buf, name);
+            buf.push(0x58);
+            put_varint(buf, track);
+            // flow_ids (47) and terminating_flow_ids (48): fixed64, unpacked.
+            let (key, id) = match flow {
+                Flow::None => return,
+                Flow::Continues(id) => ([0xF9, 0x02], id),
+                Flow::Ends(id) => ([0x81, 0x03], id),
+            };
+            buf.extend_from_slice(&key);
+            buf.extend_from_slice(&id.to_le_bytes());
+        })
+    }
+
+    /// A SLICE_END, by hand like `begin`.
+    fn end(&mut self, track: u64, t: i64) -> anyhow::Result<()> {
+        self.event_packet(t, |buf| {
+            buf.extend_from_slice(&[0x48, TYPE_SLICE_END as u8, 0x58]);
+            put_varint(buf, track);
+        })
+    }
+
+    /// `packet (1) { timestamp (8), trusted_packet_sequence_id (10), track_event (11),
+    /// sequence_flags (13) }` around the track event `event` encodes. A slice's packet
+    /// is under 128 bytes (its six varints, a fixed64, tags and lengths: at most 66), so
+    /// both lengths are one byte, written once the contents are.
+    fn event_packet(&mut self, t: i64, event: impl FnOnce(&mut Vec<u8>)) -> anyhow::Result<()> {
+        let t = t.checked_add(self.shift).context("a time past 2^63 ns")?;
+        let buf = &mut self.buf;
+        let packet_start = buf.len();
+        buf.extend_from_slice(&[0x0A, 0, 0x40]);
+        put_varint(buf, t as u64);
+        buf.extend_from_slice(&[0x50, SEQUENCE as u8, 0x5A, 0]);
+        let event_start = buf.len();
+        event(buf);
+        let event_len = buf.len() - event_start;
+        buf.extend_from_slice(&[0x68, SEQ_NEEDS_INCREMENTAL_STATE as u8]);
+        let packet_len = buf.len() - packet_start - 2;
+        debug_assert!(packet_len < 128);
+        buf[event_start - 1] = event_len as u8;
+        buf[packet_start + 1] = packet_len as u8;
+        self.flush_if_full()
+    }
+
+    fn instant(&mut self, track: u64, name: u64, key: Option<u64>, t: i64) -> anyhow::Result<()> {
+        self.event(t, |e| {
+            e.r#type = Some(TYPE_INSTANT);
+            e.track_uuid = Some(track);
+            e.name_iid = Some(name);
+            if let Some(key) = key {
+                e.debug_annotations.push(uint_annotation(KEY_IID, key));
+            }
+        })
+    }
+
+    fn counter(&mut self, track: u64, value: i64, t: i64) -> anyhow::Result<()> {
+        self.event(t, |e| {
+            e.r#type = Some(TYPE_COUNTER);
+            e.track_uuid = Some(track);
+            e.counter_value = Some(value);
+        })
+    }
+
+    fn finish(mut self) -> anyhow::Result<()> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(self.out.flush()?)
+    }
+}
+
+fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+fn varint_len(v: u64) -> usize {
+    prost::encoding::encoded_len_varint(v)
+}
+
+fn uint_annotation(name_iid: u64, value: u64) -> DebugAnnotation {
+    DebugAnnotation {
+        name_iid: Some(name_iid),
+        uint_value: Some(value),
+        ..DebugAnnotation::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::{parse_bytes, Format, ImportOptions};
+    use crate::model::{EventRecord, Sample, SampleSeries, SeriesKind, ThreadInfo};
+    use prost::Message;
+
+    fn thread(pid: u32, tid: u32, name: &str) -> ThreadInfo {
+        ThreadInfo {
+            pid,
+            tid,
+            name: name.into(),
+            dropped: 0,
+        }
+    }
+
+    fn span(frame: u64, stage: u16, thread: u32, start_ns: i64, dur_ns: i64) -> Span {
+        Span {
+            frame,
+            stage,
+            thread,
+            start_ns,
+            dur_ns,
+        }
+    }
+
+    /// Nested, overlapping-but-not-nested, zero-length and before-launch spans, events
+    /// and two telemetry series.
+    fn sample_run() -> Run {
+        let mut run = Run {
+            stages: vec!["decode".into(), "render".into(), "present".into()],
+            event_names: vec!["vsync".into()],
+            threads: vec![
+                thread(100, 100, "main"),
+                thread(100, 101, "worker"),
+                thread(7, 7, "other"),
+            ],
+            spans: vec![
+                span(0, 0, 0, 1_000, 500),
+                span(0, 1, 0, 1_100, 200), // nested in the decode above
+                span(0, 2, 1, 1_400, 300),
+                span(1, 0, 0, 1_450, 100), // overlaps decode 0's end: does not nest
+                span(1, 1, 0, 1_500, 0),
+                span(1, 2, 1, 1_600, 50),
+                span(2, 0, 2, -300, 1_000), // before launch
+                span(3, 0, 0, 1_460, 10),   // nests in frame 1's decode, on the overlap track
+            ],
+            events: vec![
+                EventRecord {
+                    event: 0,
+                    key: 42,
+                    thread: 0,
+                    t_ns: 1_234,
+                },
+                EventRecord {
+                    event: 0,
+                    key: 0,
+                    thread: 1,
+                    t_ns: 2_000,
+                },
+            ],
+            ..Run::default()
+        };
+        run.telemetry.series = vec![
+            SampleSeries {
+                source: "nvml".into(),
+                metric: "sm_clock".into(),
+                entity: "0".into(),
+                label: "NVIDIA H100".into(),
+                unit: "MHz".into(),
+                kind: SeriesKind::Gauge,
+            },
+            SampleSeries {
+                source: "rapl".into(),
+                metric: "energy".into(),
+                entity: "package-0".into(),
+                label: String::new(),
+                unit: "uJ".into(),
+                kind: SeriesKind::Counter,
+            },
+        ];
+        run.telemetry.samples = vec![
+            Sample {
+                series: 0,
+                t_ns: 0,
+                value: 1_980,
+            },
+            Sample {
+                series: 0,
+                t_ns: 1_000,
+                value: -5,
+            },
+            Sample {
+                series: 1,
+                t_ns: 500,
+                value: 1 << 40,
+            },
+        ];
+        run
+    }
+
+    fn export(run: &Run) -> Vec<u8> {
+        let mut out = Vec::new();
+        write(run, &mut out).unwrap();
+        out
+    }
+
+    type SpanKey = (u64, String, u32, u32, String, i64, i64);
+
+    fn spans_of(run: &Run) -> Vec<SpanKey> {
+        let mut spans: Vec<SpanKey> = (run.spans.iter())
+            .map(|s| {
+                let t = &run.threads[s.thread as usize];
+                let stage = run.stages[s.stage as usize].clone();
+                (
+                    s.frame,
+                    stage,
+                    t.pid,
+                    t.tid,
+                    t.name.clone(),
+                    s.start_ns,
+                    s.dur_ns,
+                )
+            })
+            .collect();
+        spans.sort();
+        spans
+    }
+
+    fn events_of(run: &Run) -> Vec<(String, u64, u32, u32, i64)> {
+        let mut events: Vec<_> = (run.events.iter())
+            .map(|e| {
+                let t = &run.threads[e.thread as usize];
+                (
+                    run.event_names[e.event as usize].clone(),
+                    e.key,
+                    t.pid,
+                    t.tid,
+                    e.t_ns,
+                )
+            })
+            .collect();
+        events.sort();
+        events
+    }
+
+    fn samples_of(run: &Run) -> Vec<(SampleSeries, i64, i64)> {
+        let mut samples: Vec<_> = (run.telemetry.samples.iter())
+            .map(|s| {
+                (
+                    run.telemetry.series[s.series as usize].clone(),
+                    s.t_ns,
+                    s.value,
+                )
+            })
+            .collect();
+        samples.sort_by_key(|(series, t, v)| (series.metric.clone(), *t, *v));
+        samples
+    }
+
+    #[test]
+    fn round_trip_gives_the_same_spans_events_and_samples_to_the_nanosecond() {
+        let run = sample_run();
+        let bytes = export(&run);
+        let back = parse_bytes(Format::Perfetto, &bytes, ImportOptions::default()).unwrap();
+        assert_eq!(spans_of(&back), spans_of(&run));
+        assert_eq!(events_of(&back), events_of(&run));
+        assert_eq!(samples_of(&back), samples_of(&run));
+        let info = back.import.unwrap();
+        assert!(info.notes.is_empty(), "{:?}", info.notes);
+        assert_eq!(info.skipped, 0);
+    }
+
+    #[test]
+    fn a_span_that_does_not_nest_goes_on_a_child_track_of_its_thread() {
+        let bytes = export(&sample_run());
+        let trace = crate::import::perfetto::proto::Trace::decode(&bytes[..]).unwrap();
+        let overlap: Vec<&TrackDescriptor> = (trace.packet.iter())
+            .filter_map(|p| p.track_descriptor.as_ref())
+            .filter(|d| d.name.as_deref() == Some("overlap 1"))
+            .collect();
+        assert_eq!(overlap.len(), 1);
+        let main_uuid = (trace.packet.iter())
+            .filter_map(|p| p.track_descriptor.as_ref())
+            .find(|d| d.thread.as_ref().is_some_and(|t| t.tid == Some(100)))
+            .and_then(|d| d.uuid);
+        assert_eq!(overlap[0].parent_uuid, main_uuid);
+        // Per track, BEGINs and ENDs nest properly in file order.
+        let mut open: std::collections::HashMap<u64, Vec<u64>> = Default::default();
+        for p in &trace.packet {
+            let Some(e) = &p.track_event else { continue };
+            let stack = open.entry(e.track_uuid.unwrap()).or_default();
+            match e.r#type {
+                Some(TYPE_SLICE_BEGIN) => stack.push(p.timestamp.unwrap()),
+                Some(TYPE_SLICE_END) => assert!(stack.pop().unwrap() <= p.timestamp.unwrap()),
+                _ => {}
+            }
+        }
+        assert!(open.values().all(Vec::is_empty));
+    }
+
+    #[test]
+    fn times_are_the_runs_own_unless_some_are_negative() {
+        let trace =
+            |run: &Run| crate::import::perfetto::proto::Trace::decode(&export(run)[..]).unwrap();
+        let marker_time = |t: &crate::import::perfetto::proto::Trace| {
+            (t.packet.iter())
+                .find(|p| {
+                    p.track_event
+                        .as_ref()
+                        .is_some_and(|e| e.r#type == Some(TYPE_INSTANT))
+                })
+                .and_then(|p| p.timestamp)
+        };
+        let mut run = sample_run();
+        assert_eq!(marker_time(&trace(&run)), Some(300));
+        run.spans.retain(|s| s.start_ns >= 0);
+        assert_eq!(marker_time(&trace(&run)), Some(0));
+    }
+
+    #[test]
+    fn the_spans_of_a_frame_are_linked_by_one_flow_ending_on_the_last() {
+        let trace =
+            crate::import::perfetto::proto::Trace::decode(&export(&sample_run())[..]).unwrap();
+        let begins: Vec<&TrackEvent> = (trace.packet.iter())
+            .filter_map(|p| p.track_event.as_ref())
+            .filter(|e| e.r#type == Some(TYPE_SLICE_BEGIN))
+            .collect();
+        let frame = |e: &TrackEvent| e.debug_annotations[0].uint_value.unwrap();
+        let of_frame = |f: u64| begins.iter().filter(move |e| frame(e) == f);
+        // Frame 0: decode, render, present; the last (present, 1400) terminates.
+        let flows: Vec<(Vec<u64>, Vec<u64>)> = (of_frame(0))
+            .map(|e| (e.flow_ids.clone(), e.terminating_flow_ids.clone()))
+            .collect();
+        let id = flow_id(0);
+        assert_eq!(
+            flows,
+            vec![(vec![id], vec![]), (vec![id], vec![]), (vec![], vec![id])]
+        );
+        // Frame 2 has one span: no flow.
+        assert!(of_frame(2).all(|e| e.flow_ids.is_empty() && e.terminating_flow_ids.is_empty()));
+    }
+
+    #[test]
+    fn the_hand_encoding_is_prosts() {
+        let values = [0, 1, 127, 128, 300, 1 << 35, u64::MAX >> 1, u64::MAX];
+        for (i, &v) in values.iter().enumerate() {
+            let w = values[(i + 3) % values.len()];
+            let t = (v >> 1) as i64;
+            let flows = [Flow::None, Flow::Continues(w), Flow::Ends(v)];
+            for flow in flows {
+                let (flow_ids, terminating_flow_ids) = match flow {
+                    Flow::None => (vec![], vec![]),
+                    Flow::Continues(id) => (vec![id], vec![]),
+                    Flow::Ends(id) => (vec![], vec![id]),
+                };
+                let mut ours = Vec::new();
+                let mut writer = PacketWriter::new(&mut ours, 0);
+                writer.begin(w, v, w, flow, t).unwrap();
+                writer.end(v, t).unwrap();
+                writer.finish().unwrap();
+                let packet = |event: TrackEvent| TracePacket {
+                    timestamp: Some(t as u64),
+                    trusted_packet_sequence_id: Some(SEQUENCE),
+                    sequence_flags: Some(SEQ_NEEDS_INCREMENTAL_STATE),
+                    track_event: Some(event),
+                    ..TracePacket::default()
+                };
+                let mut theirs = Vec::new();
+                let begin = TrackEvent {
+                    r#type: Some(TYPE_SLICE_BEGIN),
+                    track_uuid: Some(w),
+                    name_iid: Some(v),
+                    debug_annotations: vec![uint_annotation(FRAME_IID, w)],
+                    flow_ids,
+                    terminating_flow_ids,
+                    ..TrackEvent::default()
+                };
+                let end = TrackEvent {
+                    r#type: Some(TYPE_SLICE_END),
+                    track_uuid: Some(v),
+                    ..TrackEvent::default()
+                };
+                prost::encoding::message::encode(1, &packet(begin), &mut theirs);
+                prost::encoding::message::encode(1, &packet(end), &mut theirs);
+                assert_eq!(ours, theirs, "values {v} {w}");
+            }
+        }
+    }
+
+    #[test]
+    fn flows_work_for_frame_ids_that_are_not_small_counters() {
+        let mut run = sample_run();
+        for s in &mut run.spans {
+            s.frame = crate::import::keys::fnv1a(&s.frame.to_le_bytes());
+        }
+        let back = parse_bytes(Format::Perfetto, &export(&run), ImportOptions::default()).unwrap();
+        assert_eq!(spans_of(&back), spans_of(&run));
+        let trace = crate::import::perfetto::proto::Trace::decode(&export(&run)[..]).unwrap();
+        let ends = (trace.packet.iter())
+            .filter_map(|p| p.track_event.as_ref())
+            .filter(|e| !e.terminating_flow_ids.is_empty())
+            .count();
+        assert_eq!(ends, 2, "frames 0 and 1 have several spans");
+    }
+
+    #[test]
+    fn an_empty_run_is_a_valid_trace_with_just_the_marker() {
+        let bytes = export(&Run::default());
+        let back = parse_bytes(Format::Perfetto, &bytes, ImportOptions::default()).unwrap();
+        assert!(back.spans.is_empty() && back.events.is_empty());
+    }
+
+    #[test]
+    fn a_span_on_a_thread_the_run_lacks_is_an_error() {
+        let mut run = sample_run();
+        run.spans[0].thread = 9;
+        let err = write(&run, &mut Vec::new()).unwrap_err();
+        assert!(err.to_string().contains("thread 9"), "{err}");
+    }
 }

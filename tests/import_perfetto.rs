@@ -1,0 +1,229 @@
+//! `framelab import` of Perfetto traces and `framelab export --format perfetto`, through
+//! the binary: a trace built with the message structs, the round trip, and bad files.
+
+mod common;
+
+use std::path::Path;
+
+use common::{error_line, framelab, load, stderr, stdout};
+use framelab::import::perfetto::proto::{
+    DebugAnnotation, ProcessDescriptor, ThreadDescriptor, Trace, TracePacket, TrackDescriptor,
+    TrackEvent, TYPE_SLICE_BEGIN, TYPE_SLICE_END,
+};
+use framelab::model::Run;
+use prost::Message;
+
+fn descriptor(d: TrackDescriptor) -> TracePacket {
+    TracePacket {
+        track_descriptor: Some(d),
+        ..TracePacket::default()
+    }
+}
+
+fn thread_track(uuid: u64, pid: i32, tid: i64, name: &str) -> TracePacket {
+    descriptor(TrackDescriptor {
+        uuid: Some(uuid),
+        thread: Some(ThreadDescriptor {
+            pid: Some(pid),
+            tid: Some(tid),
+            thread_name: Some(name.into()),
+        }),
+        ..TrackDescriptor::default()
+    })
+}
+
+fn slice(ts: u64, track: u64, begin: Option<(&str, u64)>) -> TracePacket {
+    let event = match begin {
+        Some((name, frame)) => TrackEvent {
+            r#type: Some(TYPE_SLICE_BEGIN),
+            track_uuid: Some(track),
+            name: Some(name.into()),
+            debug_annotations: vec![DebugAnnotation {
+                name: Some("fid".into()),
+                uint_value: Some(frame),
+                ..DebugAnnotation::default()
+            }],
+            ..TrackEvent::default()
+        },
+        None => TrackEvent {
+            r#type: Some(TYPE_SLICE_END),
+            track_uuid: Some(track),
+            ..TrackEvent::default()
+        },
+    };
+    TracePacket {
+        timestamp: Some(ts),
+        trusted_packet_sequence_id: Some(1),
+        track_event: Some(event),
+        ..TracePacket::default()
+    }
+}
+
+/// Two threads of one process; frame 2's decode overlaps frame 1's on the decoder
+/// thread without nesting (on a second track of that thread); one slice never closes.
+fn pipeline_trace() -> Vec<u8> {
+    let b = |ts, track, name, frame| slice(ts, track, Some((name, frame)));
+    let e = |ts, track| slice(ts, track, None);
+    let packets = vec![
+        descriptor(TrackDescriptor {
+            uuid: Some(1),
+            process: Some(ProcessDescriptor {
+                pid: Some(300),
+                process_name: Some("player".into()),
+                ..ProcessDescriptor::default()
+            }),
+            ..TrackDescriptor::default()
+        }),
+        thread_track(2, 300, 301, "decoder"),
+        thread_track(3, 300, 302, "presenter"),
+        descriptor(TrackDescriptor {
+            uuid: Some(4),
+            parent_uuid: Some(2),
+            name: Some("decoder lane 2".into()),
+            ..TrackDescriptor::default()
+        }),
+        b(10_000_000, 2, "decode", 1),
+        b(10_100_000, 2, "parse", 1),
+        e(10_400_000, 2),
+        b(12_000_000, 4, "decode", 2),
+        e(14_000_000, 2),
+        b(14_500_000, 3, "present", 1),
+        e(15_000_000, 3),
+        e(17_000_000, 4),
+        b(18_000_000, 3, "present", 2),
+        e(18_250_000, 3),
+        b(20_000_000, 2, "decode", 3), // never closed
+    ];
+    Trace { packet: packets }.encode_to_vec()
+}
+
+type SpanRow = (u64, String, u32, u32, String, i64, i64);
+
+fn span_rows(run: &Run) -> Vec<SpanRow> {
+    let mut rows: Vec<SpanRow> = (run.spans.iter())
+        .map(|s| {
+            let t = &run.threads[s.thread as usize];
+            let stage = run.stages[s.stage as usize].clone();
+            (
+                s.frame,
+                stage,
+                t.pid,
+                t.tid,
+                t.name.clone(),
+                s.start_ns,
+                s.dur_ns,
+            )
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+fn import(trace: &Path, run: &Path, extra: &[&str]) -> std::process::Output {
+    (framelab()
+        .arg("import")
+        .arg(trace)
+        .arg("-o")
+        .arg(run)
+        .args(extra))
+    .output()
+    .expect("framelab runs")
+}
+
+fn row(frame: u64, stage: &str, tid: u32, thread: &str, start: i64, dur: i64) -> SpanRow {
+    (frame, stage.into(), 300, tid, thread.into(), start, dur)
+}
+
+#[test]
+fn a_constructed_trace_imports_with_frames_threads_and_what_was_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("pipeline.pftrace");
+    std::fs::write(&trace, pipeline_trace()).unwrap();
+    let run_path = dir.path().join("pipeline.framelab");
+    let out = import(&trace, &run_path, &["--frame-arg", "fid"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&run_path);
+    assert_eq!(run.import.as_ref().unwrap().format, "perfetto");
+    assert_eq!(
+        span_rows(&run),
+        vec![
+            row(1, "decode", 301, "decoder", 0, 4_000_000),
+            row(1, "parse", 301, "decoder", 100_000, 300_000),
+            row(1, "present", 302, "presenter", 4_500_000, 500_000),
+            row(2, "decode", 301, "decoder", 2_000_000, 5_000_000),
+            row(2, "present", 302, "presenter", 8_000_000, 250_000),
+        ]
+    );
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(said.contains("1 slices were never closed"), "{said}");
+    assert!(
+        stderr(&out).contains("imported 5 spans (perfetto)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn export_then_import_gives_the_same_spans_and_frames_without_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("pipeline.pftrace");
+    std::fs::write(&trace, pipeline_trace()).unwrap();
+    let first = dir.path().join("first.framelab");
+    assert!(import(&trace, &first, &["--frame-arg", "fid"])
+        .status
+        .success());
+
+    let exported = dir.path().join("export.pftrace");
+    let out = (framelab().args(["export"]).arg(&first))
+        .args(["--format", "perfetto", "-o"])
+        .arg(&exported)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Format detected from the content; frames from the export's own annotations.
+    let second = dir.path().join("second.framelab");
+    let out = import(&exported, &second, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (a, b) = (load(&first), load(&second));
+    assert_eq!(span_rows(&b), span_rows(&a));
+    assert_eq!(b.import.unwrap().notes, Vec::<String>::new());
+}
+
+#[test]
+fn a_truncated_trace_is_one_error_line_with_the_byte_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = pipeline_trace();
+    let trace = dir.path().join("cut.pftrace");
+    std::fs::write(&trace, &bytes[..bytes.len() - 5]).unwrap();
+    let out = import(&trace, &dir.path().join("cut.framelab"), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let line = error_line(&out);
+    assert!(line.starts_with("error: "), "{line}");
+    assert!(line.contains("cut.pftrace: at byte "), "{line}");
+    assert!(line.contains("--skip-bad"), "{line}");
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+
+    let out = import(&trace, &dir.path().join("kept.framelab"), &["--skip-bad"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("skipped 1 bad records"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(load(&dir.path().join("kept.framelab")).spans.len(), 5);
+}
+
+#[test]
+fn a_file_that_is_not_a_trace_is_one_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("notes.txt");
+    std::fs::write(&trace, "just some text\n").unwrap();
+    let out = import(
+        &trace,
+        &dir.path().join("x.framelab"),
+        &["--format", "perfetto"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let line = error_line(&out);
+    assert!(line.contains("not a Perfetto protobuf trace"), "{line}");
+}
