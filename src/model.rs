@@ -221,7 +221,7 @@ pub struct Sample {
 }
 
 /// How a series' values are read: a level, a running total, or a set of flags.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SeriesKind {
     /// A level at the moment of reading (a clock, a temperature, a busy %).
@@ -236,7 +236,7 @@ pub enum SeriesKind {
 }
 
 /// One metric of one thing (a GPU, a core, a thread) from one source.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SampleSeries {
     /// `nvml`, `amdgpu`, `cpufreq`, `rapl`, `threads`.
     pub source: String,

@@ -49,6 +49,7 @@ pub struct TraceBuilder {
     spans: Vec<Span>,
     events: Vec<EventRecord>,
     series: Vec<SampleSeries>,
+    series_ids: HashMap<SampleSeries, u32>,
     samples: Vec<Sample>,
     histograms: Vec<Histogram>,
     origin_ns: Option<i64>,
@@ -73,6 +74,7 @@ impl TraceBuilder {
             spans: Vec::new(),
             events: Vec::new(),
             series: Vec::new(),
+            series_ids: HashMap::new(),
             samples: Vec::new(),
             histograms: Vec::new(),
             origin_ns: None,
@@ -209,11 +211,13 @@ impl TraceBuilder {
 
     /// A sample series (a counter track, a CSV column); readings refer to the returned id.
     pub fn series(&mut self, series: SampleSeries) -> u32 {
-        if let Some(i) = self.series.iter().position(|s| *s == series) {
-            return i as u32;
+        if let Some(&id) = self.series_ids.get(&series) {
+            return id;
         }
+        let id = self.series.len() as u32;
+        self.series_ids.insert(series.clone(), id);
         self.series.push(series);
-        (self.series.len() - 1) as u32
+        id
     }
 
     pub fn sample(&mut self, series: u32, t_ns: i64, value: i64) {
