@@ -82,16 +82,16 @@ pub fn parse(input: &[u8], b: &mut TraceBuilder) -> Result<(), ImportError> {
 }
 
 /// One `bench:` line's numbers, µs (negative when ffmpeg's difference wrapped).
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct BenchLine {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct BenchLine<'a> {
     user_us: i64,
     sys_us: i64,
     real_us: i64,
-    step: String,
-    stream: String,
+    step: &'a str,
+    stream: &'a str,
 }
 
-impl BenchLine {
+impl BenchLine<'_> {
     /// Decoders name an input stream; encoders and their flushes an output stream.
     fn is_input(&self) -> bool {
         self.step.starts_with("decode")
@@ -111,18 +111,18 @@ struct Stream {
     sys_series: u32,
 }
 
-/// Parsing state across lines.
-struct BenchLog {
+/// Parsing state across lines; names borrow from the input.
+struct BenchLog<'a> {
     /// Where the next span starts, ns.
     cursor_ns: i64,
     /// The last message when it was a bench line: what `Last message repeated` repeats.
-    repeatable: Option<BenchLine>,
+    repeatable: Option<BenchLine<'a>>,
     /// The previous bench line's (step, stream) and frame id: consecutive lines of one
     /// step on one stream are one frame's calls.
-    group: Option<((String, String), u64)>,
+    group: Option<(&'a str, &'a str, u64)>,
     /// Next group number per (media type, input?, stream).
-    next_group: HashMap<(usize, bool, String), u64>,
-    streams: HashMap<(bool, String), Stream>,
+    next_group: HashMap<(usize, bool, &'a str), u64>,
+    streams: HashMap<(bool, &'a str), Stream>,
     repeats_left: usize,
     bench_lines: u64,
     other_lines: u64,
@@ -131,8 +131,8 @@ struct BenchLog {
     totals: Vec<String>,
 }
 
-impl BenchLog {
-    fn new(input_len: usize) -> BenchLog {
+impl<'a> BenchLog<'a> {
+    fn new(input_len: usize) -> BenchLog<'a> {
         BenchLog {
             cursor_ns: 0,
             repeatable: None,
@@ -153,7 +153,7 @@ impl BenchLog {
     /// One message: a line, or the part of a line before or after a progress `\r`.
     fn segment(
         &mut self,
-        segment: &[u8],
+        segment: &'a [u8],
         ends_line: bool,
         at: Location,
         b: &mut TraceBuilder,
@@ -180,7 +180,7 @@ impl BenchLog {
     /// The text after `bench:`.
     fn bench(
         &mut self,
-        payload: &[u8],
+        payload: &'a [u8],
         at: Location,
         b: &mut TraceBuilder,
     ) -> Result<(), ImportError> {
@@ -213,7 +213,7 @@ impl BenchLog {
         at: Location,
         b: &mut TraceBuilder,
     ) -> Result<(), ImportError> {
-        let Some(line) = self.repeatable.clone() else {
+        let Some(line) = self.repeatable else {
             self.other_lines += 1;
             return Ok(());
         };
@@ -244,12 +244,12 @@ impl BenchLog {
     /// One call: a span on its stream's thread and its CPU readings.
     fn record(
         &mut self,
-        line: &BenchLine,
+        line: &BenchLine<'a>,
         at: Location,
         b: &mut TraceBuilder,
     ) -> Result<(), ImportError> {
         self.bench_lines += 1;
-        let stage = b.stage(&line.step, at)?;
+        let stage = b.stage(line.step, at)?;
         let stream = self.stream(line, b);
         let frame = self.frame(line);
         if line.real_us < 0 {
@@ -287,12 +287,12 @@ impl BenchLog {
     }
 
     /// The thread and series of the line's stream, made on first sight.
-    fn stream(&mut self, line: &BenchLine, b: &mut TraceBuilder) -> Stream {
-        let key = (line.is_input(), line.stream.clone());
+    fn stream(&mut self, line: &BenchLine<'a>, b: &mut TraceBuilder) -> Stream {
+        let key = (line.is_input(), line.stream);
         if let Some(&stream) = self.streams.get(&key) {
             return stream;
         }
-        let name = thread_name(line.is_input(), &line.stream);
+        let name = thread_name(line.is_input(), line.stream);
         let tid = u32::try_from(self.streams.len() + 1).unwrap_or(u32::MAX);
         let thread = b.thread(FFMPEG_PID, tid);
         b.name_thread(FFMPEG_PID, tid, &name);
@@ -318,20 +318,20 @@ impl BenchLog {
 
     /// The frame id: the same as the previous line's when it was the same step on the
     /// same stream, else the next group of this stream's decoder or encoder.
-    fn frame(&mut self, line: &BenchLine) -> u64 {
-        if let Some(((step, stream), frame)) = &self.group {
-            if *step == line.step && *stream == line.stream {
-                return *frame;
+    fn frame(&mut self, line: &BenchLine<'a>) -> u64 {
+        if let Some((step, stream, frame)) = self.group {
+            if step == line.step && stream == line.stream {
+                return frame;
             }
         }
         let media = media_index(line.media());
         let next = self
             .next_group
-            .entry((media, line.is_input(), line.stream.clone()))
+            .entry((media, line.is_input(), line.stream))
             .or_insert(0);
         let frame = (media as u64 * FRAME_SPACE).saturating_add(*next);
         *next = next.saturating_add(1);
-        self.group = Some(((line.step.clone(), line.stream.clone()), frame));
+        self.group = Some((line.step, line.stream, frame));
         frame
     }
 
@@ -396,7 +396,7 @@ fn repeat_count(text: &[u8]) -> Option<Result<u64, ()>> {
 }
 
 /// `1234 user 56 sys 1300 real decode_video 0.0` (the text after `bench:`).
-fn parse_bench(payload: &str) -> Result<BenchLine, String> {
+fn parse_bench(payload: &str) -> Result<BenchLine<'_>, String> {
     const SHAPE: &str = "expected `bench: USER user SYS sys REAL real STEP STREAM` (µs)";
     let mut words = payload.split_whitespace();
     let mut number = |label: &str| -> Result<i64, String> {
@@ -431,8 +431,8 @@ fn parse_bench(payload: &str) -> Result<BenchLine, String> {
         user_us,
         sys_us,
         real_us,
-        step: step.to_owned(),
-        stream: stream.to_owned(),
+        step,
+        stream,
     })
 }
 
@@ -485,8 +485,11 @@ mod tests {
             .to_string()
     }
 
-    /// (stage, thread name) → (spans, distinct frame ids, total ns, first frame, last frame).
-    fn by_step(run: &Run) -> BTreeMap<(String, String), (usize, usize, i64, u64, u64)> {
+    /// (spans, distinct frame ids, total ns, first frame, last frame).
+    type StepSummary = (usize, usize, i64, u64, u64);
+
+    /// Each (stage, thread name)'s summary.
+    fn by_step(run: &Run) -> BTreeMap<(String, String), StepSummary> {
         let mut frames: BTreeMap<(String, String), BTreeSet<u64>> = BTreeMap::new();
         let mut out = BTreeMap::new();
         for s in &run.spans {
