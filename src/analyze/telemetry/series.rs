@@ -144,7 +144,8 @@ pub fn display_unit(unit: &str) -> (f64, &'static str) {
         "B" => (1.0 / (1024.0 * 1024.0), "MiB"),
         "mJ" => (1e-3, "J"),
         "uJ" => (1e-6, "J"),
-        "ns" => (1e-9, "s"),
+        // Durations read per frame (imported PresentMon, ffmpeg columns) are µs-sized.
+        "ns" => (1e-3, "µs"),
         _ => (1.0, ""),
     }
 }
