@@ -392,7 +392,6 @@ fn clock_evidence(
 
 /// The ns scale of a time column, deciding what the file leaves open from its own
 /// intervals. Returns the scale and, where something was decided, a note.
-#[allow(clippy::too_many_arguments)]
 fn resolve_clock(
     input: &[u8],
     cols: &Columns,
@@ -439,7 +438,8 @@ fn resolve_clock(
                 i64::try_from(per_second).ok().filter(|&f| f > 0)
             });
             let per_second = match inferred {
-                Some(f) if (f - TEN_MHZ).abs() * 1000 <= TEN_MHZ => TEN_MHZ,
+                // Within 0.1%: the intervals' rounding, not another clock.
+                Some(f) if f.abs_diff(TEN_MHZ) <= (TEN_MHZ / 1000) as u64 => TEN_MHZ,
                 Some(f) => f,
                 None => TEN_MHZ,
             };
