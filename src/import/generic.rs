@@ -1,11 +1,1071 @@
-//! Generic CSV and JSON Lines importers: not written yet.
+//! Generic CSV and JSON Lines: one record per row or line, each a span (start and dur,
+//! or start and end) or an instant event (a time and no duration).
+//!
+//! Which column holds what: `--map FIELD=COLUMN` (fields `start`, `end`, `dur`, `time`,
+//! `name`, `frame`, `thread`, `thread_name`, `pid`, `key`); a field not mapped is looked
+//! for under its usual names, case-insensitively:
+//!
+//! | field  | names (each also with a unit suffix `_ns`, `_us`, `_ms`, `_s`) |
+//! | ------ | ------------------------------------------------------------ |
+//! | start  | `start`, `ts`                                               |
+//! | end    | `end`                                                       |
+//! | dur    | `dur`, `duration`                                           |
+//! | time   | `time`, `t`, `timestamp`                                    |
+//!
+//! and `name` or `stage`, `frame`, `pid`, `tid` or `thread`, `thread_name`, `key` (or the
+//! column `--key` names). Time numbers are in the unit their column's suffix names
+//! (`start_ns`, `dur_us`), else in `--time-unit`; they are read as exact decimals.
+//!
+//! Threads: `tid` is a number. A `thread` column is the thread's name when a `tid` column
+//! is also there (framelab's own CSV export writes both); alone, a number in it is the
+//! tid and text is a name, the named threads numbered 1, 2, ... in order of appearance.
+//!
+//! A record whose name is `framelab:launch` (what `framelab export --format csv` writes
+//! first) sets the time origin, so a round trip keeps every start to the nanosecond.
 
-use super::{ImportError, Location, TraceBuilder};
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 
-pub fn parse_csv(_input: &[u8], b: &mut TraceBuilder) -> Result<(), ImportError> {
-    Err(b.error(Location::Whole, "the csv importer is not written yet"))
+use serde_json::value::RawValue;
+
+use super::keys::key_of;
+use super::{ImportError, Location, TimeUnit, TraceBuilder};
+use crate::export::LAUNCH_MARKER;
+
+/// The things a record may carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Field {
+    Start,
+    End,
+    Dur,
+    Time,
+    Name,
+    Frame,
+    Thread,
+    ThreadName,
+    Pid,
+    Key,
 }
 
-pub fn parse_jsonl(_input: &[u8], b: &mut TraceBuilder) -> Result<(), ImportError> {
-    Err(b.error(Location::Whole, "the jsonl importer is not written yet"))
+impl Field {
+    const ALL: [Field; 10] = [
+        Field::Start,
+        Field::End,
+        Field::Dur,
+        Field::Time,
+        Field::Name,
+        Field::Frame,
+        Field::Thread,
+        Field::ThreadName,
+        Field::Pid,
+        Field::Key,
+    ];
+
+    /// The name `--map` uses.
+    fn name(self) -> &'static str {
+        match self {
+            Field::Start => "start",
+            Field::End => "end",
+            Field::Dur => "dur",
+            Field::Time => "time",
+            Field::Name => "name",
+            Field::Frame => "frame",
+            Field::Thread => "thread",
+            Field::ThreadName => "thread_name",
+            Field::Pid => "pid",
+            Field::Key => "key",
+        }
+    }
+
+    /// Column names looked for when `--map` does not name one, best first.
+    fn usual_names(self) -> &'static [&'static str] {
+        match self {
+            Field::Start => &["start", "ts"],
+            Field::End => &["end"],
+            Field::Dur => &["dur", "duration"],
+            Field::Time => &["time", "t", "timestamp"],
+            Field::Name => &["name", "stage"],
+            Field::Frame => &["frame"],
+            Field::Thread => &["tid", "thread"],
+            Field::ThreadName => &["thread_name"],
+            Field::Pid => &["pid"],
+            Field::Key => &["key"],
+        }
+    }
+
+    fn is_time(self) -> bool {
+        matches!(self, Field::Start | Field::End | Field::Dur | Field::Time)
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+const UNIT_SUFFIXES: [(&str, TimeUnit); 4] = [
+    ("_ns", TimeUnit::Ns),
+    ("_us", TimeUnit::Us),
+    ("_ms", TimeUnit::Ms),
+    ("_s", TimeUnit::S),
+];
+
+/// The unit a column's name states (`dur_us`), if any.
+fn unit_in_name(column: &str) -> Option<TimeUnit> {
+    let lower = column.to_ascii_lowercase();
+    UNIT_SUFFIXES
+        .iter()
+        .find(|(suffix, _)| lower.ends_with(suffix) && lower.len() > suffix.len())
+        .map(|&(_, unit)| unit)
+}
+
+/// Whether `column` is `name` (one of `field`'s usual names), bare or, for a time, with a
+/// unit suffix.
+fn is_named(field: Field, name: &str, column: &str) -> bool {
+    let lower = column.trim().to_ascii_lowercase();
+    lower == name
+        || (field.is_time()
+            && UNIT_SUFFIXES
+                .iter()
+                .any(|(suffix, _)| lower.strip_suffix(suffix) == Some(name)))
+}
+
+/// `--map` and `--key` as (field, column) pairs; an unknown field is an error.
+fn explicit_columns(b: &TraceBuilder) -> Result<Vec<(Field, String)>, ImportError> {
+    let mut out = Vec::new();
+    for (field, column) in &b.opts.map {
+        let Some(f) = Field::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(field.trim()))
+        else {
+            let known: Vec<&str> = Field::ALL.iter().map(|f| f.name()).collect();
+            return Err(b.error(
+                Location::Whole,
+                format!(
+                    "--map {field}={column}: there is no field {field:?}; the fields are {}",
+                    known.join(", ")
+                ),
+            ));
+        };
+        out.push((f, column.clone()));
+    }
+    if let Some(key) = &b.opts.key {
+        if !out.iter().any(|(f, _)| *f == Field::Key) {
+            out.push((Field::Key, key.clone()));
+        }
+    }
+    Ok(out)
+}
+
+/// Which column (by index into `columns`) holds each field, from a CSV header.
+struct ColumnMap {
+    index: [Option<usize>; 10],
+    /// ns per unit of each time field's numbers.
+    scale: [i64; 10],
+}
+
+impl ColumnMap {
+    fn from_header(b: &TraceBuilder, columns: &[String]) -> Result<ColumnMap, ImportError> {
+        let mut map = ColumnMap {
+            index: [None; 10],
+            scale: [b.opts.time_unit.ns_per_unit(); 10],
+        };
+        let found = || columns.join(", ");
+        for (field, column) in explicit_columns(b)? {
+            let Some(i) = columns
+                .iter()
+                .position(|c| c.trim().eq_ignore_ascii_case(column.trim()))
+            else {
+                return Err(b.error(
+                    Location::Line(1),
+                    format!(
+                        "--map {}={column}: no column {column:?}; the columns are {}",
+                        field.name(),
+                        found()
+                    ),
+                ));
+            };
+            map.index[field.index()] = Some(i);
+        }
+        let explicit: Vec<usize> = map.index.iter().flatten().copied().collect();
+        for field in Field::ALL {
+            if map.index[field.index()].is_some() {
+                continue;
+            }
+            // Usual names in their order of preference; a column mapped explicitly is taken.
+            map.index[field.index()] = field.usual_names().iter().find_map(|&name| {
+                (0..columns.len())
+                    .find(|&i| !explicit.contains(&i) && is_named(field, name, &columns[i]))
+            });
+        }
+        // `thread` next to `tid`: the tid is the number, `thread` the name.
+        if let Some(i) = map.index[Field::Thread.index()] {
+            let is_tid = columns[i].trim().eq_ignore_ascii_case("tid");
+            if is_tid && map.index[Field::ThreadName.index()].is_none() {
+                map.index[Field::ThreadName.index()] = (0..columns.len()).find(|&j| {
+                    !explicit.contains(&j) && columns[j].trim().eq_ignore_ascii_case("thread")
+                });
+            }
+        }
+        for field in Field::ALL.into_iter().filter(|f| f.is_time()) {
+            if let Some(unit) = map.index[field.index()].and_then(|i| unit_in_name(&columns[i])) {
+                map.scale[field.index()] = unit.ns_per_unit();
+            }
+        }
+        if map.index[Field::Start.index()].is_none() && map.index[Field::Time.index()].is_none() {
+            return Err(b.error(
+                Location::Line(1),
+                format!(
+                    "no start or time column among {}; name them, e.g. --map start=COLUMN \
+                     --map dur=COLUMN --map name=COLUMN (or --map time=COLUMN for events), \
+                     and --time-unit",
+                    found()
+                ),
+            ));
+        }
+        Ok(map)
+    }
+}
+
+/// Threads named by text, numbered in order of appearance; threads already named.
+#[derive(Default)]
+struct Threads {
+    by_name: HashMap<String, u32>,
+    named: HashSet<(u32, u32)>,
+}
+
+/// One record's fields as text (a JSON string's content, a number's digits); `None`
+/// where absent, empty or null.
+type Lookup<'a> = dyn Fn(Field) -> Result<Option<Cow<'a, str>>, String> + 'a;
+
+/// Turns one record into a span, an event or the time origin.
+fn take_record(
+    b: &mut TraceBuilder,
+    at: Location,
+    get: &Lookup<'_>,
+    scale: &dyn Fn(Field) -> i64,
+    threads: &mut Threads,
+) -> Result<(), ImportError> {
+    match read_record(get, scale, threads) {
+        Ok(record) => record.emit(b, at, threads),
+        Err(why) => b.bad(at, why),
+    }
+}
+
+/// A record read and checked, not yet given to the builder.
+struct Record {
+    name: Option<String>,
+    start: i64,
+    dur: Option<i64>,
+    frame: Option<u64>,
+    key: Option<u64>,
+    pid: u32,
+    tid: u32,
+    thread_name: Option<String>,
+}
+
+fn read_record(
+    get: &Lookup<'_>,
+    scale: &dyn Fn(Field) -> i64,
+    threads: &mut Threads,
+) -> Result<Record, String> {
+    let time = |field: Field| -> Result<Option<i64>, String> {
+        match get(field)? {
+            None => Ok(None),
+            Some(text) => (decimal_scaled(&text, scale(field)).and_then(in_range))
+                .map(Some)
+                .ok_or_else(|| {
+                    format!(
+                        "{} {text:?} is not a number (or is out of range)",
+                        field.name()
+                    )
+                }),
+        }
+    };
+    let start = match time(Field::Start)? {
+        Some(t) => Some(t),
+        None => time(Field::Time)?,
+    };
+    let Some(start) = start else {
+        return Err("no start or time value".into());
+    };
+    let dur = match (time(Field::Dur)?, time(Field::End)?) {
+        (Some(d), _) => Some(d),
+        (None, Some(end)) => Some(
+            end.checked_sub(start)
+                .ok_or_else(|| "end − start is out of range".to_string())?,
+        ),
+        (None, None) => None,
+    };
+    if let Some(d) = dur.filter(|&d| d < 0) {
+        return Err(format!(
+            "negative duration ({d} ns): end before start, or a negative dur"
+        ));
+    }
+    let number = |field: Field| -> Result<Option<u32>, String> {
+        match get(field)? {
+            None => Ok(None),
+            Some(text) => text.trim().parse::<u32>().map(Some).map_err(|_| {
+                format!(
+                    "{} {text:?} is not a whole number from 0 to {}",
+                    field.name(),
+                    u32::MAX
+                )
+            }),
+        }
+    };
+    let pid = number(Field::Pid)?.unwrap_or(0);
+    let mut thread_name = get(Field::ThreadName)?.map(Cow::into_owned);
+    let tid = match get(Field::Thread)? {
+        None => 0,
+        Some(text) => match text.trim().parse::<u32>() {
+            Ok(tid) => tid,
+            Err(_) => {
+                let next = threads.by_name.len() as u32 + 1;
+                let tid = *threads.by_name.entry(text.to_string()).or_insert(next);
+                thread_name.get_or_insert_with(|| text.into_owned());
+                tid
+            }
+        },
+    };
+    Ok(Record {
+        name: get(Field::Name)?.map(Cow::into_owned),
+        start,
+        dur,
+        frame: get(Field::Frame)?.map(|f| key_of(&f)),
+        key: get(Field::Key)?.map(|k| key_of(&k)),
+        pid,
+        tid,
+        thread_name,
+    })
+}
+
+impl Record {
+    fn emit(
+        self,
+        b: &mut TraceBuilder,
+        at: Location,
+        threads: &mut Threads,
+    ) -> Result<(), ImportError> {
+        let start = self.start;
+        if self.dur.is_none() && self.name.as_deref() == Some(LAUNCH_MARKER) {
+            b.set_origin(start);
+            return Ok(());
+        }
+        let thread = b.thread(self.pid, self.tid);
+        if let Some(name) = self.thread_name.filter(|n| !n.is_empty()) {
+            if threads.named.insert((self.pid, self.tid)) {
+                b.name_thread(self.pid, self.tid, &name);
+            }
+        }
+        match self.dur {
+            Some(dur) => {
+                let stage = b.stage(self.name.as_deref().unwrap_or("span"), at)?;
+                let frame = match self.frame {
+                    Some(f) => f,
+                    None => b.next_frame(),
+                };
+                b.span(frame, stage, thread, start, dur);
+                Ok(())
+            }
+            None => {
+                let key = self.key.or(self.frame).unwrap_or(0);
+                b.event(
+                    self.name.as_deref().unwrap_or("event"),
+                    key,
+                    thread,
+                    start,
+                    at,
+                )
+            }
+        }
+    }
+}
+
+/// CSV with a header row: one span or event per row. Quoted fields, CRLF and a UTF-8 BOM
+/// are fine; a row with more or fewer fields than the header is a bad record.
+pub fn parse_csv(input: &[u8], b: &mut TraceBuilder) -> Result<(), ImportError> {
+    let input = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(input);
+    let mut records = reader.byte_records();
+    let header = loop {
+        match records.next() {
+            None => {
+                return Err(b.error(
+                    Location::Whole,
+                    "empty file: a CSV needs a header row naming its columns",
+                ))
+            }
+            Some(Err(e)) => return Err(b.error(Location::Line(1), format!("unreadable CSV: {e}"))),
+            Some(Ok(r)) if r.iter().all(|f| f.is_empty()) => continue,
+            Some(Ok(r)) => break r,
+        }
+    };
+    let columns: Vec<String> = header
+        .iter()
+        .map(|c| String::from_utf8_lossy(c).trim().to_owned())
+        .collect();
+    let map = ColumnMap::from_header(b, &columns)?;
+    let mut threads = Threads::default();
+    let scale = |f: Field| map.scale[f.index()];
+    for record in records {
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                let line = e.position().map_or(0, |p| p.line());
+                b.bad(Location::Line(line), format!("unreadable CSV row: {e}"))?;
+                continue;
+            }
+        };
+        let at = Location::Line(record.position().map_or(0, |p| p.line()));
+        if record.len() != columns.len() {
+            if record.len() == 1 && record.get(0).is_some_and(|f| f.trim_ascii().is_empty()) {
+                continue;
+            }
+            b.bad(
+                at,
+                format!(
+                    "{} fields where the header has {}",
+                    record.len(),
+                    columns.len()
+                ),
+            )?;
+            continue;
+        }
+        let get = |field: Field| -> Result<Option<Cow<'_, str>>, String> {
+            let Some(raw) = map.index[field.index()].and_then(|i| record.get(i)) else {
+                return Ok(None);
+            };
+            let text = std::str::from_utf8(raw)
+                .map_err(|_| format!("column {} is not UTF-8 text", field.name()))?
+                .trim();
+            Ok((!text.is_empty()).then_some(Cow::Borrowed(text)))
+        };
+        take_record(b, at, &get, &scale, &mut threads)?;
+    }
+    Ok(())
+}
+
+/// JSON Lines: one object per line, fields named as in a CSV header (values numbers or
+/// strings; null is absent). Blank lines are skipped.
+pub fn parse_jsonl(input: &[u8], b: &mut TraceBuilder) -> Result<(), ImportError> {
+    let input = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
+    let explicit = explicit_columns(b)?;
+    let unit = b.opts.time_unit;
+    let mut threads = Threads::default();
+    let mut checked_first = false;
+    let mut line_no = 0u64;
+    for line in input.split(|&c| c == b'\n') {
+        line_no += 1;
+        let at = Location::Line(line_no);
+        let line = line.trim_ascii();
+        if line.is_empty() {
+            continue;
+        }
+        let Ok(text) = std::str::from_utf8(line) else {
+            b.bad(at, "not UTF-8 text")?;
+            continue;
+        };
+        let object: HashMap<String, &RawValue> = match serde_json::from_str(text) {
+            Ok(o) => o,
+            Err(e) => {
+                b.bad(at, format!("not a JSON object: {e}"))?;
+                continue;
+            }
+        };
+        let keys = JsonKeys::resolve(&object, &explicit, unit);
+        if !checked_first {
+            checked_first = true;
+            keys.check_first(b, at, &object)?;
+        }
+        let get = |field: Field| keys.text(&object, field);
+        let scale = |field: Field| keys.scale[field.index()];
+        take_record(b, at, &get, &scale, &mut threads)?;
+    }
+    if !checked_first {
+        return Err(b.error(
+            Location::Whole,
+            "empty file: JSON Lines needs one object per line",
+        ));
+    }
+    Ok(())
+}
+
+/// Which key of one JSON object holds each field.
+struct JsonKeys {
+    key: [Option<String>; 10],
+    scale: [i64; 10],
+    explicit: [bool; 10],
+}
+
+impl JsonKeys {
+    fn resolve(
+        object: &HashMap<String, &RawValue>,
+        explicit: &[(Field, String)],
+        unit: TimeUnit,
+    ) -> JsonKeys {
+        let mut keys = JsonKeys {
+            key: Default::default(),
+            scale: [unit.ns_per_unit(); 10],
+            explicit: [false; 10],
+        };
+        for (field, column) in explicit {
+            keys.key[field.index()] = Some(column.clone());
+            keys.explicit[field.index()] = true;
+        }
+        for field in Field::ALL {
+            if keys.key[field.index()].is_some() {
+                continue;
+            }
+            // Sorted so that of two keys matching one name the choice does not depend on
+            // the map's order.
+            keys.key[field.index()] = field.usual_names().iter().find_map(|&name| {
+                object
+                    .keys()
+                    .filter(|k| is_named(field, name, k) && !explicit.iter().any(|(_, c)| c == *k))
+                    .min()
+                    .cloned()
+            });
+        }
+        if let Some(thread) = &keys.key[Field::Thread.index()] {
+            if thread.eq_ignore_ascii_case("tid") && keys.key[Field::ThreadName.index()].is_none() {
+                keys.key[Field::ThreadName.index()] = object
+                    .keys()
+                    .find(|k| k.eq_ignore_ascii_case("thread"))
+                    .cloned();
+            }
+        }
+        for field in Field::ALL.into_iter().filter(|f| f.is_time()) {
+            if let Some(u) = keys.key[field.index()].as_deref().and_then(unit_in_name) {
+                keys.scale[field.index()] = u.ns_per_unit();
+            }
+        }
+        keys
+    }
+
+    /// The first record decides whether the file can be read at all.
+    fn check_first(
+        &self,
+        b: &TraceBuilder,
+        at: Location,
+        object: &HashMap<String, &RawValue>,
+    ) -> Result<(), ImportError> {
+        let mut found: Vec<&str> = object.keys().map(String::as_str).collect();
+        found.sort_unstable();
+        for field in Field::ALL {
+            if let (true, Some(key)) = (self.explicit[field.index()], &self.key[field.index()]) {
+                if !object.contains_key(key) && field.is_time() {
+                    return Err(b.error(
+                        at,
+                        format!(
+                            "--map {}={key}: the first record has no field {key:?}; its fields \
+                             are {}",
+                            field.name(),
+                            found.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        if self.key[Field::Start.index()].is_none() && self.key[Field::Time.index()].is_none() {
+            return Err(b.error(
+                at,
+                format!(
+                    "no start or time field among {}; name them, e.g. --map start=FIELD \
+                     --map dur=FIELD --map name=FIELD (or --map time=FIELD for events), and \
+                     --time-unit",
+                    found.join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn text<'a>(
+        &self,
+        object: &HashMap<String, &'a RawValue>,
+        field: Field,
+    ) -> Result<Option<Cow<'a, str>>, String> {
+        let Some(raw) = self.key[field.index()].as_ref().and_then(|k| object.get(k)) else {
+            return Ok(None);
+        };
+        let raw = raw.get().trim();
+        match raw.as_bytes().first() {
+            Some(b'"') => {
+                let s: String = serde_json::from_str(raw)
+                    .map_err(|e| format!("field {} is not a JSON string: {e}", field.name()))?;
+                let s = s.trim();
+                Ok((!s.is_empty()).then(|| Cow::Owned(s.to_owned())))
+            }
+            Some(b'-' | b'0'..=b'9') => Ok(Some(Cow::Borrowed(raw))),
+            _ if raw == "null" => Ok(None),
+            _ => Err(format!(
+                "field {} is {raw:.40}, not a number or a string",
+                field.name()
+            )),
+        }
+    }
+}
+
+/// The largest time, duration or sample value (in ns or the series' unit) importers accept,
+/// about 73 years of ns: times rebased to any origin in range, plus a duration, stay
+/// inside i64.
+pub(crate) const MAX_VALUE: i64 = 1 << 61;
+
+/// `value` if its magnitude is at most `MAX_VALUE`.
+pub(crate) fn in_range(value: i64) -> Option<i64> {
+    (-MAX_VALUE..=MAX_VALUE).contains(&value).then_some(value)
+}
+
+/// Significant digits kept: times a factor up to 2^30 the product stays far inside i128.
+const MAX_DIGITS: usize = 27;
+
+/// `text` (a decimal: `-12.5`, `1.5e-3`, `+7`) times `factor`, as the nearest integer:
+/// exact decimal arithmetic, digits finer than one result unit rounded half away from
+/// zero. `None` when it is not a finite decimal number or the result overflows i64.
+/// `decimal_scaled("16.6667", 1_000_000)` (ms to ns) is 16_666_700.
+pub(crate) fn decimal_scaled(text: &str, factor: i64) -> Option<i64> {
+    let text = text.trim();
+    let (negative, rest) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], rest[i + 1..].parse::<i32>().ok()?),
+        None => (rest, 0),
+    };
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int_part.is_empty() && frac_part.is_empty() {
+        return None;
+    }
+    if !int_part
+        .bytes()
+        .chain(frac_part.bytes())
+        .all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    // All significant digits as one integer and the power of ten it is scaled by. Digits
+    // beyond MAX_DIGITS are dropped: for any result that fits in i64 they weigh less than
+    // 1e-7 of a result unit.
+    let (mut digits, mut kept, mut scale) = (0i128, 0usize, i64::from(exponent));
+    for (i, c) in int_part.bytes().chain(frac_part.bytes()).enumerate() {
+        let in_fraction = i >= int_part.len();
+        let digit = i128::from(c - b'0');
+        if kept == 0 && digit == 0 {
+            scale -= i64::from(in_fraction);
+        } else if kept < MAX_DIGITS {
+            digits = digits * 10 + digit;
+            kept += 1;
+            scale -= i64::from(in_fraction);
+        } else if !in_fraction {
+            scale += 1;
+        }
+    }
+    if digits == 0 {
+        return Some(0);
+    }
+    let value = digits.checked_mul(i128::from(factor))?;
+    let result = if scale >= 0 {
+        value.checked_mul(10i128.checked_pow(u32::try_from(scale).ok()?)?)?
+    } else if scale < -37 {
+        // value < 2·10^36 (27 digits times a factor up to 2^30): below half a unit.
+        0
+    } else {
+        let divisor = 10i128.pow((-scale) as u32);
+        let (quotient, remainder) = (value / divisor, value % divisor);
+        let twice = remainder * 2;
+        // Half away from zero (the sign is applied after).
+        if twice >= divisor {
+            quotient + 1
+        } else {
+            quotient
+        }
+    };
+    let result = if negative { -result } else { result };
+    i64::try_from(result).ok()
+}
+
+/// Readings of one per-row column (a PresentMon or MangoHud column), written only where
+/// the value changes: the first and last row of each run of equal values are kept, so
+/// the reading nearest any frame is still its own row's value, and a sensor column that
+/// repeats for hundreds of frames costs two samples instead of hundreds.
+pub(crate) struct Gauge {
+    series: u32,
+    last: Option<(i64, i64)>,
+    last_written: bool,
+}
+
+impl Gauge {
+    pub(crate) fn new(series: u32) -> Gauge {
+        Gauge {
+            series,
+            last: None,
+            last_written: false,
+        }
+    }
+
+    pub(crate) fn push(&mut self, b: &mut TraceBuilder, t_ns: i64, value: i64) {
+        match self.last {
+            Some((_, last)) if last == value => self.last_written = false,
+            Some((t, last)) => {
+                if !self.last_written {
+                    b.sample(self.series, t, last);
+                }
+                b.sample(self.series, t_ns, value);
+                self.last_written = true;
+            }
+            None => {
+                b.sample(self.series, t_ns, value);
+                self.last_written = true;
+            }
+        }
+        self.last = Some((t_ns, value));
+    }
+
+    /// Writes the last reading, if a run of equal values was still open.
+    pub(crate) fn finish(&mut self, b: &mut TraceBuilder) {
+        if let (Some((t, value)), false) = (self.last, self.last_written) {
+            b.sample(self.series, t, value);
+            self.last_written = true;
+        }
+    }
+}
+
+/// The rows of a CSV as byte records with their 1-based line numbers; fields are not
+/// checked against the header (callers do).
+pub(crate) fn csv_rows(input: &[u8]) -> impl Iterator<Item = (u64, csv::ByteRecord)> + '_ {
+    let input = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(input)
+        .into_byte_records()
+        .filter_map(|r| r.ok())
+        .filter(|r| !r.iter().all(|f| f.trim_ascii().is_empty()))
+        .map(|r| (r.position().map_or(0, |p| p.line()), r))
+}
+
+/// A CSV field as trimmed text; invalid UTF-8 is replaced.
+pub(crate) fn field_text(record: &csv::ByteRecord, index: usize) -> Cow<'_, str> {
+    let raw = record.get(index).unwrap_or_default().trim_ascii();
+    String::from_utf8_lossy(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::pair::PairSpec;
+    use crate::import::{parse_bytes, Format, ImportOptions};
+    use crate::model::Run;
+
+    #[test]
+    fn decimals_are_exact() {
+        assert_eq!(decimal_scaled("16.6667", 1_000_000), Some(16_666_700));
+        assert_eq!(
+            decimal_scaled("17.59230000000000", 1_000_000),
+            Some(17_592_300)
+        );
+        assert_eq!(
+            decimal_scaled("10.907744", 1_000_000_000),
+            Some(10_907_744_000)
+        );
+        assert_eq!(decimal_scaled("0", 1), Some(0));
+        assert_eq!(decimal_scaled("-1.5", 1_000), Some(-1_500));
+        assert_eq!(decimal_scaled("1.5e-3", 1_000_000_000), Some(1_500_000));
+        assert_eq!(decimal_scaled("2E3", 1), Some(2_000));
+        assert_eq!(decimal_scaled(".5", 10), Some(5));
+        assert_eq!(decimal_scaled("5.", 10), Some(50));
+        // Finer than a nanosecond: half away from zero.
+        assert_eq!(decimal_scaled("1234.5675", 1_000), Some(1_234_568));
+        assert_eq!(decimal_scaled("1234.5674999", 1_000), Some(1_234_567));
+        assert_eq!(decimal_scaled("-0.0005", 1_000), Some(-1));
+        assert_eq!(decimal_scaled("0.00049", 1_000), Some(0));
+        assert_eq!(decimal_scaled("1.25", 1_073_741_824), Some(1_342_177_280));
+        assert_eq!(
+            decimal_scaled("9223372036854775807", 1),
+            Some(9_223_372_036_854_775_807)
+        );
+        assert_eq!(decimal_scaled("9223372036854775808", 1), None);
+        assert_eq!(decimal_scaled("1e400", 1), None);
+        assert_eq!(decimal_scaled("1e-400", 1), Some(0));
+        assert_eq!(decimal_scaled("0e50", 1), Some(0));
+        assert_eq!(decimal_scaled("-000.000", 1), Some(0));
+        assert_eq!(decimal_scaled("1e+3", 1), Some(1_000));
+        assert_eq!(decimal_scaled("1234567890123456789012345678901", 1), None);
+        assert_eq!(
+            decimal_scaled("12345678901234567890123456789e-20", 1),
+            Some(123_456_789)
+        );
+        for bad in [
+            "", "NA", "-", ".", "1.2.3", "1e", "0x10", "nan", "inf", "1,5", "--1",
+        ] {
+            assert_eq!(decimal_scaled(bad, 1), None, "{bad:?}");
+        }
+        // Many digits: the ones beyond what matters only round.
+        assert_eq!(
+            decimal_scaled("0.1234567890123456789012345678901234567", 1_000_000_000),
+            Some(123_456_789)
+        );
+    }
+
+    fn import(format: Format, text: &str, opts: ImportOptions) -> Result<Run, ImportError> {
+        parse_bytes(format, text.as_bytes(), opts)
+    }
+
+    /// (frame, stage, pid, tid, thread name, start, dur) of every span, sorted.
+    fn spans(run: &Run) -> Vec<(u64, String, u32, u32, String, i64, i64)> {
+        let mut out: Vec<_> = run
+            .spans
+            .iter()
+            .map(|s| {
+                let t = &run.threads[s.thread as usize];
+                (
+                    s.frame,
+                    run.stages[s.stage as usize].clone(),
+                    t.pid,
+                    t.tid,
+                    t.name.clone(),
+                    s.start_ns,
+                    s.dur_ns,
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn row(
+        frame: u64,
+        stage: &str,
+        pid: u32,
+        tid: u32,
+        thread: &str,
+        start: i64,
+        dur: i64,
+    ) -> (u64, String, u32, u32, String, i64, i64) {
+        (frame, stage.into(), pid, tid, thread.into(), start, dur)
+    }
+
+    #[test]
+    fn csv_spans_with_default_column_names() {
+        let text = "\u{feff}frame,stage,pid,tid,thread,start_ns,dur_ns\r\n\
+                    0,decode,10,11,\"dec, main\",1000,500\r\n\
+                    0,render,10,12,gpu,1600,250\r\n\
+                    1,decode,10,11,\"dec, main\",2000,400\r\n";
+        let run = import(Format::Csv, text, ImportOptions::default()).unwrap();
+        assert_eq!(
+            spans(&run),
+            vec![
+                row(0, "decode", 10, 11, "dec, main", 0, 500),
+                row(0, "render", 10, 12, "gpu", 600, 250),
+                row(1, "decode", 10, 11, "dec, main", 1000, 400),
+            ]
+        );
+        let info = run.import.unwrap();
+        assert_eq!(info.skipped, 0);
+    }
+
+    #[test]
+    fn csv_with_map_time_unit_and_end_columns() {
+        let text = "When,Until,What\n1.5,2.25,a\n3,3.001,b\n";
+        let opts = ImportOptions {
+            map: vec![
+                ("start".into(), "when".into()),
+                ("end".into(), "Until".into()),
+                ("name".into(), "What".into()),
+            ],
+            time_unit: TimeUnit::Ms,
+            ..Default::default()
+        };
+        let run = import(Format::Csv, text, opts).unwrap();
+        assert_eq!(
+            spans(&run),
+            vec![
+                row(0, "a", 0, 0, "", 0, 750_000),
+                row(1, "b", 0, 0, "", 1_500_000, 1_000),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_column_suffix_names_the_unit() {
+        let text = "ts_us,dur_us,name\n10.5,2.0005,x\n";
+        let run = import(Format::Csv, text, ImportOptions::default()).unwrap();
+        assert_eq!(run.spans[0].dur_ns, 2_001);
+        let text = "t,name\n3,tick\n";
+        let opts = ImportOptions {
+            time_unit: TimeUnit::S,
+            ..Default::default()
+        };
+        let run = import(Format::Csv, text, opts).unwrap();
+        assert_eq!(run.events.len(), 1);
+        assert_eq!(run.event_names, vec!["tick".to_string()]);
+        assert_eq!(run.meta.origin_mono_ns, 3_000_000_000);
+    }
+
+    #[test]
+    fn thread_text_is_a_name_and_numbers_are_tids() {
+        let text = "start,dur,name,thread\n0,1,a,render\n5,1,a,42\n9,1,a,audio\n10,1,b,render\n";
+        let run = import(Format::Csv, text, ImportOptions::default()).unwrap();
+        assert_eq!(
+            spans(&run),
+            vec![
+                row(0, "a", 0, 1, "render", 0, 1),
+                row(1, "a", 0, 42, "", 5, 1),
+                row(2, "a", 0, 2, "audio", 9, 1),
+                row(3, "b", 0, 1, "render", 10, 1),
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_columns_are_one_clear_error() {
+        let err = import(Format::Csv, "a,b,c\n1,2,3\n", ImportOptions::default()).unwrap_err();
+        assert_eq!(err.at, Location::Line(1));
+        assert!(err.message.contains("a, b, c"), "{}", err.message);
+        assert!(err.message.contains("--map start="), "{}", err.message);
+        let opts = ImportOptions {
+            map: vec![("start".into(), "nope".into())],
+            ..Default::default()
+        };
+        let err = import(Format::Csv, "a,b\n1,2\n", opts).unwrap_err();
+        assert!(
+            err.message.contains("no column \"nope\""),
+            "{}",
+            err.message
+        );
+        let opts = ImportOptions {
+            map: vec![("begin".into(), "a".into())],
+            ..Default::default()
+        };
+        let err = import(Format::Csv, "a,b\n1,2\n", opts).unwrap_err();
+        assert!(
+            err.message.contains("no field \"begin\""),
+            "{}",
+            err.message
+        );
+        let err = import(Format::Csv, "", ImportOptions::default()).unwrap_err();
+        assert!(err.message.contains("empty"), "{}", err.message);
+    }
+
+    #[test]
+    fn bad_rows_stop_or_are_counted_with_skip_bad() {
+        let text = "start,dur,name\n0,10,a\n20,-5,a\n30,x,a\n40,10\n50,10,a\n";
+        let err = import(Format::Csv, text, ImportOptions::default()).unwrap_err();
+        assert_eq!(err.at, Location::Line(3));
+        assert!(err.message.contains("negative duration"), "{}", err.message);
+        let opts = ImportOptions {
+            skip_bad: true,
+            ..Default::default()
+        };
+        let run = import(Format::Csv, text, opts).unwrap();
+        assert_eq!(run.spans.len(), 2);
+        let info = run.import.unwrap();
+        assert_eq!(info.skipped, 3);
+        assert_eq!(
+            info.first_skipped.as_deref(),
+            Some("input:3: negative duration (-5 ns): end before start, or a negative dur")
+        );
+    }
+
+    #[test]
+    fn events_pair_into_spans_by_key() {
+        let text = "time,name,key\n100,request,7\n150,request,8\n400,response,8\n\
+                    1100,response,7\n1200,response,9\n";
+        let opts = ImportOptions {
+            pairs: vec![PairSpec::parse("request:response").unwrap()],
+            time_unit: TimeUnit::Us,
+            ..Default::default()
+        };
+        let run = import(Format::Csv, text, opts).unwrap();
+        assert_eq!(run.events.len(), 5);
+        let paired: Vec<(u64, i64, i64)> = run
+            .spans
+            .iter()
+            .map(|s| (s.frame, s.start_ns, s.dur_ns))
+            .collect();
+        assert_eq!(paired, vec![(7, 0, 1_000_000), (8, 50_000, 250_000)]);
+        let notes = run.import.unwrap().notes.join("\n");
+        assert!(notes.contains("1 response with no request"), "{notes}");
+    }
+
+    #[test]
+    fn jsonl_spans_events_and_the_key_option() {
+        let text = "{\"start\": 1000, \"dur\": 250, \"name\": \"decode\", \"frame\": \"f1\", \
+                    \"tid\": 3, \"thread\": \"worker\"}\n\
+                    \n\
+                    {\"ts\": 2000, \"name\": \"req\", \"id\": \"abc\"}\r\n\
+                    {\"ts\": 2500.5, \"name\": \"resp\", \"id\": \"abc\", \"extra\": [1,2]}\n";
+        let opts = ImportOptions {
+            key: Some("id".into()),
+            pairs: vec![PairSpec::parse("req:resp").unwrap()],
+            ..Default::default()
+        };
+        let run = import(Format::Jsonl, text, opts).unwrap();
+        let got = spans(&run);
+        assert_eq!(got[0], row(key_of("f1"), "decode", 0, 3, "worker", 0, 250));
+        assert_eq!(run.events.len(), 2);
+        assert_eq!(run.events[0].key, key_of("abc"));
+        let paired = run.spans.iter().find(|s| s.frame == key_of("abc")).unwrap();
+        assert_eq!((paired.start_ns, paired.dur_ns), (1000, 501));
+    }
+
+    #[test]
+    fn jsonl_bad_lines_are_counted_with_skip_bad() {
+        let text = "{\"start\": 0, \"dur\": 5, \"name\": \"a\"}\nnot json\n[1]\n\
+                    {\"start\": true, \"dur\": 5}\n{\"start\": 10, \"dur\": 5, \"name\": \"a\"}\n";
+        let err = import(Format::Jsonl, text, ImportOptions::default()).unwrap_err();
+        assert_eq!(err.at, Location::Line(2));
+        let opts = ImportOptions {
+            skip_bad: true,
+            ..Default::default()
+        };
+        let run = import(Format::Jsonl, text, opts).unwrap();
+        assert_eq!(run.spans.len(), 2);
+        let info = run.import.unwrap();
+        assert_eq!(info.skipped, 3);
+        assert!(info
+            .first_skipped
+            .unwrap()
+            .starts_with("input:2: not a JSON object"));
+        let err = import(Format::Jsonl, "{\"a\": 1}\n", ImportOptions::default()).unwrap_err();
+        assert!(err.message.contains("among a;"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_launch_marker_sets_the_origin() {
+        let text = "frame,stage,pid,tid,thread,start_ns,dur_ns\n,framelab:launch,,,,0,\n\
+                    3,draw,1,1,main,5000,10\n";
+        let run = import(Format::Csv, text, ImportOptions::default()).unwrap();
+        assert_eq!(spans(&run), vec![row(3, "draw", 1, 1, "main", 5000, 10)]);
+        assert!(run.events.is_empty());
+    }
+
+    #[test]
+    fn never_panics_on_odd_input() {
+        let inputs: [&[u8]; 8] = [
+            b"start\n\"unterminated",
+            b"start,dur\n1,2,3\n",
+            b"\xff\xfe,\x00\n1,2\n",
+            b"start,end\n-9223372036854775808,9223372036854775807\n",
+            b"time\n99999999999999999999999999999999\n",
+            b"{\"start\": 1e308, \"dur\": 1}\n",
+            b"{\"start\": 1, \"dur\": 1, \"pid\": -1}\n",
+            b"{}\n{\"start\": 1}",
+        ];
+        for input in inputs {
+            for skip_bad in [false, true] {
+                let opts = ImportOptions {
+                    skip_bad,
+                    ..Default::default()
+                };
+                let _ = parse_bytes(Format::Csv, input, opts.clone());
+                let _ = parse_bytes(Format::Jsonl, input, opts);
+            }
+        }
+    }
 }
