@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use super::{ImportError, ImportOptions, Location};
 use crate::analyze::pair::pair_events;
 use crate::model::{
-    EndReason, EventRecord, Histogram, ImportInfo, Run, RunMeta, Sample, SampleSeries,
-    SourceState, SourceStatus, Span, ThreadInfo,
+    EndReason, EventRecord, Histogram, ImportInfo, Run, RunMeta, Sample, SampleSeries, SourceState,
+    SourceStatus, Span, ThreadInfo,
 };
 
 /// A run file holds at most this many names of one kind (ids are 16-bit).
@@ -113,7 +113,8 @@ impl TraceBuilder {
             return Err(error);
         }
         self.skipped += 1;
-        self.first_skipped.get_or_insert_with(|| error.to_string());
+        self.first_skipped
+            .get_or_insert_with(|| without_skip_bad_advice(&error.to_string()));
         Ok(())
     }
 
@@ -331,5 +332,42 @@ impl TraceBuilder {
             notes: self.notes,
         });
         Ok(run)
+    }
+}
+
+/// An error's text minus its advice to pass `--skip-bad`, for the report of a run that
+/// was imported with it: `…: no "ph"; pass --skip-bad to skip such lines` → `…: no "ph"`.
+fn without_skip_bad_advice(message: &str) -> String {
+    let Some(at) = message.find("--skip-bad") else {
+        return message.to_owned();
+    };
+    let before = &message[..at];
+    let cut = ["; ", ", or ", " ("]
+        .iter()
+        .filter_map(|sep| before.rfind(sep))
+        .max()
+        .unwrap_or(at);
+    message[..cut].trim_end().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_skip_bad_advice as trim;
+
+    #[test]
+    fn skip_bad_advice_is_left_out_of_the_report() {
+        assert_eq!(
+            trim("f:3: bad x; pass --skip-bad to skip such lines"),
+            "f:3: bad x"
+        );
+        assert_eq!(
+            trim("f:3: bad `[1.0] a@1.b()`, or pass --skip-bad to go on"),
+            "f:3: bad `[1.0] a@1.b()`"
+        );
+        assert_eq!(
+            trim("f: cut short (--skip-bad imports the events before it)"),
+            "f: cut short"
+        );
+        assert_eq!(trim("f:3: plain"), "f:3: plain");
     }
 }

@@ -44,10 +44,7 @@ fn main() -> anyhow::Result<()> {
     let exe = std::env::current_exe()?;
     let mut rates = Vec::new();
     for round in 1..=3 {
-        let out = Command::new(&exe)
-            .arg("--measure")
-            .arg(&path)
-            .output()?;
+        let out = Command::new(&exe).arg("--measure").arg(&path).output()?;
         anyhow::ensure!(
             out.status.success(),
             "measuring process failed: {}",
