@@ -15,7 +15,8 @@ chmod +x fuzz-import
 nproc; ./fuzz-import -help=1 2>&1 | head -2
 for fmt in chrome perfetto wayland presentmon mangohud ffmpeg bpftrace csv jsonl detect; do
   mkdir -p $work/corpus/$fmt $work/art/$fmt
-  FRAMELAB_FUZZ_FORMAT=$fmt ./fuzz-import $work/corpus/$fmt seeds/$fmt \
+  seeds=seeds/$fmt; [ -d $seeds ] || seeds=
+  FRAMELAB_FUZZ_FORMAT=$fmt ./fuzz-import $work/corpus/$fmt $seeds \
     -max_total_time=$secs -max_len=65536 -rss_limit_mb=4096 -timeout=10 -print_final_stats=1 \
     -artifact_prefix=$work/art/$fmt/ > $work/$fmt.log 2>&1 &
 done

@@ -74,8 +74,9 @@ pub struct Span {
 }
 
 impl Span {
+    /// Saturating: an imported span at the edge of the i64 range must not overflow.
     pub fn end_ns(&self) -> i64 {
-        self.start_ns + self.dur_ns
+        self.start_ns.saturating_add(self.dur_ns)
     }
 }
 

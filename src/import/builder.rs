@@ -259,7 +259,7 @@ impl TraceBuilder {
         }
         self.samples.sort_by_key(|s| (s.series, s.t_ns));
         let before = self.samples.len();
-        // The store keys readings by (series, time): of two at one instant the last stays.
+        // The store keys readings by (series, time): of two at one instant the first stays.
         self.samples.dedup_by(|later, earlier| {
             later.series == earlier.series && later.t_ns == earlier.t_ns
         });

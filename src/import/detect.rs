@@ -25,10 +25,15 @@ pub fn detect(input: &[u8]) -> Option<Format> {
     if trimmed.starts_with('[') || trimmed.starts_with('{') {
         return Some(json_kind(&text, first_line));
     }
-    if first_line.contains("MsBetweenPresents") || first_line.contains("MsBetweenAppStart") {
+    if is_presentmon_header(first_line) {
         return Some(Format::Presentmon);
     }
-    if first_line.starts_with("os,cpu,gpu") || first_line.starts_with("fps,frametime") {
+    // MangoHud's `log_versioning` puts `v1`, the version and `---` before the system line.
+    if lines
+        .clone()
+        .take(5)
+        .any(|l| l.starts_with("os,cpu,gpu") || l.starts_with("fps,frametime"))
+    {
         return Some(Format::Mangohud);
     }
     if lines
@@ -41,6 +46,17 @@ pub fn detect(input: &[u8]) -> Option<Format> {
         return Some(Format::Csv);
     }
     None
+}
+
+/// PresentMon 1.x (`MsBetweenPresents`, spelled `msBetweenPresents` by some versions),
+/// 2.x (`MsBetweenAppStart`) and 2.x with `--v2_metrics` (`CPUStartTime` and `FrameTime`).
+fn is_presentmon_header(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    lower.contains("msbetweenpresents")
+        || lower.contains("msbetweenappstart")
+        || (lower.starts_with("application,")
+            && lower.contains("cpustarttime")
+            && lower.contains("frametime"))
 }
 
 /// A Perfetto trace is a `Trace` message: repeated field 1 (`packet`), each a
@@ -163,6 +179,20 @@ mod tests {
             Some(Format::Bpftrace)
         );
         assert_eq!(detect(b"start_ns,dur_ns,stage\n1,2,a\n"), Some(Format::Csv));
+        assert_eq!(
+            detect(b"Application,ProcessID,msBetweenPresents\ngame.exe,1,16.6\n"),
+            Some(Format::Presentmon)
+        );
+        assert_eq!(
+            detect(b"Application,ProcessID,SwapChainAddress,CPUStartTime,FrameTime,CPUBusy\n"),
+            Some(Format::Presentmon)
+        );
+        assert_eq!(
+            detect(
+                b"v1\n0.7.2\n---------------------\nos,cpu,gpu,ram,kernel,driver,cpuscheduler\n"
+            ),
+            Some(Format::Mangohud)
+        );
         assert_eq!(
             detect(b"\x0a\x05\x08\x01\x10\x02\x00"),
             Some(Format::Perfetto)
