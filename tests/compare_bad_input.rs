@@ -162,9 +162,11 @@ fn compare_says_when_fingerprints_differ_and_refuses_newer_files() {
 
     // A file from a newer framelab is refused before anything is read.
     let conn = rusqlite::Connection::open(&b).unwrap();
-    conn.execute_batch(
-        "UPDATE framelab SET value = '2' WHERE key = 'schema_version'; PRAGMA user_version = 2;",
-    )
+    let newer = framelab::store::SCHEMA_VERSION + 1;
+    conn.execute_batch(&format!(
+        "UPDATE framelab SET value = '{newer}' WHERE key = 'schema_version'; \
+         PRAGMA user_version = {newer};"
+    ))
     .unwrap();
     drop(conn);
     refused(

@@ -165,7 +165,7 @@ fn a_newer_schema_is_told_by_the_header_before_sqlite_parses_it() {
         .unwrap();
     assert_mentions(
         &load_error(&path),
-        &["newer framelab (schema 7, this build reads ≤ 1): upgrade framelab"],
+        &["newer framelab (schema 7, this build reads ≤ 2): upgrade framelab"],
     );
     let err = RunWriter::create(&path, &RunMeta::default()).err().unwrap();
     assert_mentions(&one_line(err), &["schema 7", "upgrade framelab"]);

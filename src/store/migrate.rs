@@ -101,13 +101,39 @@ mod tests {
     fn a_missing_step_leaves_the_file_untouched() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        let v = SCHEMA_VERSION;
         let fake = [Migration {
-            from: 1,
-            sql: "ALTER TABLE runs ADD COLUMN notes_v2 TEXT;",
+            from: v,
+            sql: "ALTER TABLE runs ADD COLUMN notes_next TEXT;",
         }];
-        let err = migrate_with(&mut conn, 1, 3, &fake).unwrap_err();
-        assert!(err.to_string().contains("no migration from schema 1 to 3"));
-        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 1 });
+        let err = migrate_with(&mut conn, v, v + 2, &fake).unwrap_err();
+        let expected = format!("no migration from schema {v} to {}", v + 2);
+        assert!(err.to_string().contains(&expected), "{err}");
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: v });
+    }
+
+    #[test]
+    fn a_schema_1_file_gets_the_import_tables() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        schema::create(&conn).unwrap();
+        // What schema 1 was: everything but the tables schema 2 added.
+        conn.execute_batch("DROP TABLE imports; DROP TABLE histograms;")
+            .unwrap();
+        conn.execute(
+            "UPDATE framelab SET value = '1' WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
+        schema::stamp(&conn, 1).unwrap();
+        assert!(can_migrate(1));
+        migrate(&mut conn, 1).unwrap();
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 2 });
+        conn.prepare(
+            "SELECT run_id, format, files_json, skipped, first_skipped, notes_json FROM imports",
+        )
+        .unwrap();
+        conn.prepare("SELECT run_id, hist_id, name, unit, buckets_json FROM histograms")
+            .unwrap();
     }
 
     #[test]
