@@ -31,6 +31,33 @@ pub struct Run {
     pub histograms: Vec<Histogram>,
 }
 
+/// A span with its names resolved: (frame, stage, pid, tid, thread name, start_ns, dur_ns).
+pub type NamedSpan = (u64, String, u32, u32, String, i64, i64);
+
+impl Run {
+    /// Every span with its stage and thread resolved, sorted: two runs hold the same spans
+    /// when these are equal, whatever their ids (what export/import round trips compare).
+    pub fn named_spans(&self) -> Vec<NamedSpan> {
+        let mut spans: Vec<NamedSpan> = (self.spans.iter())
+            .map(|s| {
+                let stage = self
+                    .stages
+                    .get(usize::from(s.stage))
+                    .cloned()
+                    .unwrap_or_default();
+                let t = self
+                    .threads
+                    .get(s.thread as usize)
+                    .cloned()
+                    .unwrap_or_default();
+                (s.frame, stage, t.pid, t.tid, t.name, s.start_ns, s.dur_ns)
+            })
+            .collect();
+        spans.sort();
+        spans
+    }
+}
+
 /// How an imported run was read: the format, the files, and what could not be used.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImportInfo {

@@ -200,28 +200,7 @@ fn an_export_imports_back_to_the_same_spans() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let spans = |path: &Path| {
-        let run = load(path);
-        let mut spans: Vec<_> = run
-            .spans
-            .iter()
-            .map(|s| {
-                let t = &run.threads[s.thread as usize];
-                let stage = run.stages[usize::from(s.stage)].clone();
-                (
-                    s.frame,
-                    stage,
-                    t.pid,
-                    t.tid,
-                    t.name.clone(),
-                    s.start_ns,
-                    s.dur_ns,
-                )
-            })
-            .collect();
-        spans.sort();
-        spans
-    };
+    let spans = |path: &Path| load(path).named_spans();
     assert_eq!(spans(&first), spans(&second));
 }
 

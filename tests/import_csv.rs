@@ -34,25 +34,8 @@ fn import_ok(dir: &tempfile::TempDir, name: &str, args: &[&str]) -> (String, Run
 }
 
 /// (frame, stage, pid, tid, thread name, start, dur) of every span, sorted.
-fn spans(run: &Run) -> Vec<(u64, String, u32, u32, String, i64, i64)> {
-    let mut out: Vec<_> = run
-        .spans
-        .iter()
-        .map(|s| {
-            let t = &run.threads[s.thread as usize];
-            (
-                s.frame,
-                run.stages[usize::from(s.stage)].clone(),
-                t.pid,
-                t.tid,
-                t.name.clone(),
-                s.start_ns,
-                s.dur_ns,
-            )
-        })
-        .collect();
-    out.sort();
-    out
+fn spans(run: &Run) -> Vec<framelab::model::NamedSpan> {
+    run.named_spans()
 }
 
 #[test]

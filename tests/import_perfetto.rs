@@ -97,26 +97,10 @@ fn pipeline_trace() -> Vec<u8> {
     Trace { packet: packets }.encode_to_vec()
 }
 
-type SpanRow = (u64, String, u32, u32, String, i64, i64);
+type SpanRow = framelab::model::NamedSpan;
 
 fn span_rows(run: &Run) -> Vec<SpanRow> {
-    let mut rows: Vec<SpanRow> = (run.spans.iter())
-        .map(|s| {
-            let t = &run.threads[s.thread as usize];
-            let stage = run.stages[s.stage as usize].clone();
-            (
-                s.frame,
-                stage,
-                t.pid,
-                t.tid,
-                t.name.clone(),
-                s.start_ns,
-                s.dur_ns,
-            )
-        })
-        .collect();
-    rows.sort();
-    rows
+    run.named_spans()
 }
 
 fn import(trace: &Path, run: &Path, extra: &[&str]) -> std::process::Output {

@@ -98,27 +98,7 @@ mod tests {
         let mut out = Vec::new();
         write(&run, &mut out).unwrap();
         let back = parse_bytes(Format::Csv, &out, ImportOptions::default()).unwrap();
-        let view = |r: &Run| {
-            let mut v: Vec<_> = r
-                .spans
-                .iter()
-                .map(|s| {
-                    let t = &r.threads[s.thread as usize];
-                    (
-                        s.frame,
-                        r.stages[usize::from(s.stage)].clone(),
-                        t.pid,
-                        t.tid,
-                        t.name.clone(),
-                        s.start_ns,
-                        s.dur_ns,
-                    )
-                })
-                .collect();
-            v.sort();
-            v
-        };
-        assert_eq!(view(&back), view(&run));
+        assert_eq!(back.named_spans(), run.named_spans());
         assert!(back.events.is_empty());
     }
 }

@@ -706,28 +706,6 @@ mod tests {
         out
     }
 
-    type SpanKey = (u64, String, u32, u32, String, i64, i64);
-
-    fn spans_of(run: &Run) -> Vec<SpanKey> {
-        let mut spans: Vec<SpanKey> = (run.spans.iter())
-            .map(|s| {
-                let t = &run.threads[s.thread as usize];
-                let stage = run.stages[s.stage as usize].clone();
-                (
-                    s.frame,
-                    stage,
-                    t.pid,
-                    t.tid,
-                    t.name.clone(),
-                    s.start_ns,
-                    s.dur_ns,
-                )
-            })
-            .collect();
-        spans.sort();
-        spans
-    }
-
     fn events_of(run: &Run) -> Vec<(String, u64, u32, u32, i64)> {
         let mut events: Vec<_> = (run.events.iter())
             .map(|e| {
@@ -764,7 +742,7 @@ mod tests {
         let run = sample_run();
         let bytes = export(&run);
         let back = parse_bytes(Format::Perfetto, &bytes, ImportOptions::default()).unwrap();
-        assert_eq!(spans_of(&back), spans_of(&run));
+        assert_eq!(&back.named_spans(), &run.named_spans());
         assert_eq!(events_of(&back), events_of(&run));
         assert_eq!(samples_of(&back), samples_of(&run));
         let info = back.import.unwrap();
@@ -896,7 +874,7 @@ mod tests {
             s.frame = crate::import::keys::fnv1a(&s.frame.to_le_bytes());
         }
         let back = parse_bytes(Format::Perfetto, &export(&run), ImportOptions::default()).unwrap();
-        assert_eq!(spans_of(&back), spans_of(&run));
+        assert_eq!(&back.named_spans(), &run.named_spans());
         let trace = crate::import::perfetto::proto::Trace::decode(&export(&run)[..]).unwrap();
         let ends = (trace.packet.iter())
             .filter_map(|p| p.track_event.as_ref())

@@ -816,26 +816,8 @@ mod tests {
         parse_bytes(format, text.as_bytes(), opts)
     }
 
-    /// (frame, stage, pid, tid, thread name, start, dur) of every span, sorted.
-    fn spans(run: &Run) -> Vec<(u64, String, u32, u32, String, i64, i64)> {
-        let mut out: Vec<_> = run
-            .spans
-            .iter()
-            .map(|s| {
-                let t = &run.threads[s.thread as usize];
-                (
-                    s.frame,
-                    run.stages[s.stage as usize].clone(),
-                    t.pid,
-                    t.tid,
-                    t.name.clone(),
-                    s.start_ns,
-                    s.dur_ns,
-                )
-            })
-            .collect();
-        out.sort();
-        out
+    fn spans(run: &Run) -> Vec<crate::model::NamedSpan> {
+        run.named_spans()
     }
 
     fn row(
