@@ -598,10 +598,7 @@ mod tests {
     use super::super::{parse_bytes, Format, ImportOptions};
     use crate::model::{Bucket, Histogram, Run};
 
-    fn fixture(name: &str) -> Vec<u8> {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/import");
-        std::fs::read(format!("{dir}/{name}")).unwrap()
-    }
+    use crate::import::fixture;
 
     fn import(input: &[u8]) -> Run {
         parse_bytes(Format::Bpftrace, input, ImportOptions::default()).unwrap()

@@ -125,10 +125,7 @@ fn is_wayland_line(line: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn fixture(name: &str) -> Vec<u8> {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/import");
-        std::fs::read(format!("{dir}/{name}")).unwrap()
-    }
+    use crate::import::fixture;
 
     #[test]
     fn the_shared_fixtures_are_recognised() {

@@ -462,10 +462,7 @@ mod tests {
     use super::super::{parse_bytes, Format, ImportOptions};
     use crate::model::{Run, Span};
 
-    fn fixture(name: &str) -> Vec<u8> {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/import");
-        std::fs::read(format!("{dir}/{name}")).unwrap()
-    }
+    use crate::import::fixture;
 
     fn import(input: &[u8]) -> Run {
         parse_bytes(Format::Ffmpeg, input, ImportOptions::default()).unwrap()

@@ -456,10 +456,7 @@ mod tests {
     use crate::import::{parse_bytes, Format, ImportOptions};
     use crate::model::Run;
 
-    fn fixture(name: &str) -> Vec<u8> {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/import");
-        std::fs::read(format!("{dir}/{name}")).unwrap()
-    }
+    use crate::import::fixture;
 
     fn import(input: &[u8], opts: ImportOptions) -> Result<Run, ImportError> {
         parse_bytes(Format::Mangohud, input, opts)

@@ -1,13 +1,10 @@
 use crate::analyze::pair::PairSpec;
-use crate::import::{parse_bytes, read_input, Format, ImportOptions};
+use crate::import::{parse_bytes, Format, ImportOptions};
 use crate::model::{Run, Span};
 
 const MS: i64 = 1_000_000;
 
-fn fixture(name: &str) -> Vec<u8> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/import");
-    read_input(std::path::Path::new(&format!("{dir}/{name}"))).unwrap()
-}
+use crate::import::fixture;
 
 fn import(input: &[u8]) -> Run {
     parse_bytes(Format::Wayland, input, ImportOptions::default()).unwrap()
