@@ -211,3 +211,52 @@ fn a_file_that_is_not_a_trace_is_one_error_line() {
     let line = error_line(&out);
     assert!(line.contains("not a Perfetto protobuf trace"), "{line}");
 }
+
+/// A number from the report note that starts with it, e.g. "52 slices were never closed".
+fn note_count(run: &Run, text: &str) -> u64 {
+    let notes = &run.import.as_ref().unwrap().notes;
+    notes
+        .iter()
+        .find(|n| n.contains(text))
+        .and_then(|n| n.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_real_chromium_trace_imports_and_every_slice_is_accounted_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/import/chromium-156-startup.pftrace.gz"
+    );
+    let run_path = dir.path().join("chromium.framelab");
+    let out = framelab()
+        .args(["import", fixture, "-o"])
+        .arg(&run_path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("imported  perfetto"),
+        "{}",
+        stdout(&out)
+    );
+    let run = load(&run_path);
+    assert!(run.threads.iter().any(|t| t.name == "CrBrowserMain"));
+
+    // Count BEGINs and ENDs straight from the file: each is a span, or counted in a note.
+    let bytes = framelab::import::read_input(Path::new(fixture)).unwrap();
+    let trace = Trace::decode(&bytes[..]).unwrap();
+    let of_type = |t: i32| {
+        (trace.packet.iter())
+            .filter(|p| p.track_event.as_ref().and_then(|e| e.r#type) == Some(t))
+            .count() as u64
+    };
+    let spans = run.spans.len() as u64;
+    assert!(spans > 1000, "{spans}");
+    let unclosed = note_count(&run, "never closed");
+    let unmatched_ends = note_count(&run, "ENDs had no open BEGIN");
+    assert_eq!(of_type(TYPE_SLICE_BEGIN), spans + unclosed);
+    assert_eq!(of_type(TYPE_SLICE_END), spans + unmatched_ends);
+    assert!(run.spans.iter().all(|s| s.dur_ns >= 0));
+}
