@@ -657,7 +657,10 @@ impl<'b> Importer<'b> {
                 .thread
                 .map_or(TrackRef::Global, |(p, t)| TrackRef::Thread(p, t)),
         };
-        let kind = event.r#type.unwrap_or(0);
+        let (kind, complete_ns) = match (event.r#type.unwrap_or(0), &event.legacy_event) {
+            (0, Some(legacy)) => legacy_kind(legacy),
+            (kind, _) => (kind, None),
+        };
         let name = match kind {
             TYPE_SLICE_BEGIN | TYPE_INSTANT => Some(event_name(seq, event)),
             _ => None,
@@ -673,7 +676,13 @@ impl<'b> Importer<'b> {
                     frame,
                     at,
                 };
-                self.stacks.entry(track).or_default().push(open);
+                match complete_ns {
+                    // A legacy `X`: begin and end in one event.
+                    Some(dur_ns) => {
+                        self.close_slice(track, open, t_ns.saturating_add(dur_ns), None)?
+                    }
+                    None => self.stacks.entry(track).or_default().push(open),
+                }
             }
             (TYPE_SLICE_END, _) => {
                 match self.stacks.get_mut(&track).and_then(Vec::pop) {
@@ -1074,7 +1083,7 @@ impl<'b> Importer<'b> {
             (
                 c.unsupported_types,
                 format!(
-                    "{} track events of other types (legacy or unspecified) were not read",
+                    "{} track events of other types (legacy counters and flows, or unspecified) were not read",
                     c.unsupported_types
                 ),
             ),
@@ -1164,11 +1173,28 @@ impl<'b> Importer<'b> {
 }
 
 /// The name of a BEGIN or INSTANT: inline, or interned on its sequence.
+/// The track-event type a legacy event's phase stands for, and for `X` its duration.
+/// Phases that are neither slices nor instants (flows, async, metadata) stay unsupported.
+fn legacy_kind(legacy: &proto::LegacyEvent) -> (i32, Option<i64>) {
+    let phase = legacy.phase.and_then(|p| u8::try_from(p).ok()).unwrap_or(0);
+    match phase {
+        b'B' => (TYPE_SLICE_BEGIN, None),
+        b'E' => (TYPE_SLICE_END, None),
+        b'X' => match legacy.duration_us.and_then(|us| us.checked_mul(1000)) {
+            Some(dur_ns) if dur_ns >= 0 => (TYPE_SLICE_BEGIN, Some(dur_ns)),
+            _ => (0, None),
+        },
+        b'I' | b'i' | b'n' | b'R' => (TYPE_INSTANT, None),
+        _ => (0, None),
+    }
+}
+
 fn event_name(seq: &Sequence, event: &TrackEvent) -> EventName {
     if let Some(name) = &event.name {
         return EventName::Known(Rc::from(name.as_str()));
     }
-    match event.name_iid {
+    let legacy_iid = event.legacy_event.as_ref().and_then(|l| l.name_iid);
+    match event.name_iid.or(legacy_iid) {
         Some(iid) => match seq.event_names.get(&iid) {
             Some(name) => EventName::Known(name.clone()),
             None => EventName::Undefined,

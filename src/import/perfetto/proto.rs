@@ -109,6 +109,20 @@ pub struct TrackEvent {
     pub terminating_flow_ids: Vec<u64>,
     #[prost(message, repeated, tag = "4")]
     pub debug_annotations: Vec<DebugAnnotation>,
+    #[prost(message, optional, tag = "6")]
+    pub legacy_event: Option<LegacyEvent>,
+}
+
+/// How Chrome still writes some events: a JSON-style phase (`B`, `E`, `X`, `I`, ...) in a
+/// track event of unspecified type. Only what turns into spans and instants is declared.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct LegacyEvent {
+    #[prost(uint64, optional, tag = "1")]
+    pub name_iid: Option<u64>,
+    #[prost(int32, optional, tag = "2")]
+    pub phase: Option<i32>,
+    #[prost(int64, optional, tag = "3")]
+    pub duration_us: Option<i64>,
 }
 
 /// One argument of an event. Nested values (dicts, arrays) are not declared: skipped.

@@ -784,3 +784,42 @@ fn a_clock_that_overflows_is_a_bad_record_not_a_panic() {
         2
     );
 }
+
+/// A track event of unspecified type that Chrome writes the JSON way, phase and all.
+fn legacy(track: u64, name: &str, phase: u8, duration_us: Option<i64>) -> TrackEvent {
+    TrackEvent {
+        track_uuid: Some(track),
+        name: Some(name.into()),
+        legacy_event: Some(LegacyEvent {
+            phase: Some(i32::from(phase)),
+            duration_us,
+            ..LegacyEvent::default()
+        }),
+        ..TrackEvent::default()
+    }
+}
+
+#[test]
+fn legacy_phases_are_read_like_their_typed_events() {
+    let run = import(vec![
+        thread_track(2, 7, 8, "main"),
+        at(1_000, legacy(2, "complete", b'X', Some(3))),
+        at(10_000, legacy(2, "outer", b'B', None)),
+        at(11_000, legacy(2, "mark", b'I', None)),
+        at(15_000, legacy(2, "outer", b'E', None)),
+        at(16_000, legacy(2, "queue", b'C', None)),
+    ]);
+    assert_eq!(
+        spans(&run),
+        [
+            (0, "complete", 7, 8, "main", 0, 3_000),
+            (1, "outer", 7, 8, "main", 9_000, 5_000),
+        ]
+    );
+    assert_eq!(run.event_names, ["mark"]);
+    assert!(
+        notes(&run).contains("1 track events of other types"),
+        "{}",
+        notes(&run)
+    );
+}
