@@ -272,7 +272,17 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
         let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
         std::path::PathBuf::from(format!("{stem}.framelab"))
     });
+    // Ctrl-C while the run is written waits for the write (seconds at most), so the file
+    // never holds half an import; the exit status still says it was interrupted.
+    session::catch_interrupts();
     let run_id = store::write_run(&output, &run)?;
+    if session::interrupts() > 0 {
+        eprintln!(
+            "framelab: interrupted; the import was written whole to {} (run {run_id})",
+            output.display()
+        );
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
     let run = store::load_run(&output, Some(run_id))?;
     print!(
         "{}",
