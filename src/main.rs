@@ -266,7 +266,7 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
             .or_else(|| args.target.fps.map(|f| (1e9 / f).round() as i64)),
         ..Default::default()
     };
-    let run = import::import_files(&args.files, args.input_format, opts, meta)?;
+    let mut run = import::import_files(&args.files, args.input_format, opts, meta)?;
     let output = args.output.clone().unwrap_or_else(|| {
         let stem = file_name.trim_end_matches(".gz");
         let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
@@ -283,7 +283,8 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
-    let run = store::load_run(&output, Some(run_id))?;
+    // The run in memory is what was written: report it without reading it back.
+    run.meta.id = run_id;
     print!(
         "{}",
         report::render(&analyze::analyze(&run), args.report_format, use_color())
