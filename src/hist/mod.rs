@@ -125,7 +125,6 @@ fn grouped<'a>(
 
 /// The series `opts` asks for, and notes (unpaired events) to print under them.
 pub fn collect(run: &Run, opts: &HistOptions) -> anyhow::Result<(Vec<Series>, Vec<String>)> {
-    let (spans, totals, intervals) = measured_spans(run);
     if let Some(spec) = &opts.pair {
         let paired = pair_events(run, spec);
         let (start, end) = (run.meta.window_start_ns, run.meta.window_end_ns);
@@ -137,6 +136,7 @@ pub fn collect(run: &Run, opts: &HistOptions) -> anyhow::Result<(Vec<Series>, Ve
             paired.notes(spec),
         ));
     }
+    let (spans, totals, intervals) = measured_spans(run);
     let frame_series = |name: &str, values: Vec<i64>| -> anyhow::Result<Vec<Series>> {
         if opts.by.is_some() {
             anyhow::bail!("--by splits stages by thread or process; `{name}` spans threads, so it has no --by");
