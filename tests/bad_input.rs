@@ -17,14 +17,20 @@ fn assert_one_clear_line(args: &[&str], code: i32, needle: &str) {
 
 #[test]
 fn a_missing_or_unrunnable_command() {
-    let out = run(&["run", "--", "definitely-not-a-command-xyz"]);
+    // In a directory of its own: the checkout may hold run files of the user's (the demo's).
+    let dir = tempfile::tempdir().unwrap();
+    let out = framelab()
+        .current_dir(dir.path())
+        .args(["run", "--", "definitely-not-a-command-xyz"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(error_line(&out).contains("command not found"));
 
-    let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("not-executable.sh");
     std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
     let out = framelab()
+        .current_dir(dir.path())
         .args(["run", "--"])
         .arg(&script)
         .output()
@@ -32,7 +38,7 @@ fn a_missing_or_unrunnable_command() {
     assert_eq!(out.status.code(), Some(1));
     assert!(error_line(&out).contains("not executable"));
     assert_eq!(
-        std::fs::read_dir(".")
+        std::fs::read_dir(dir.path())
             .unwrap()
             .filter(|e| e
                 .as_ref()
