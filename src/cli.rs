@@ -131,7 +131,7 @@ pub struct RunArgs {
 pub struct ReportArgs {
     /// The run file
     pub run: PathBuf,
-    /// Which run of a file holding several (default: the latest)
+    /// Which run of a file holding several (default: a list of them all, one line per run)
     #[arg(long = "run-id")]
     pub run_id: Option<i64>,
     #[arg(long, value_enum, default_value = "text")]

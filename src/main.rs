@@ -56,6 +56,10 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             run_and_report(&opts, args.format)
         }
         Command::Report(args) => {
+            if args.run_id.is_none() && store::list_runs(&args.run)?.len() > 1 {
+                print!("{}", report_runs(&args.run, args.format)?);
+                return Ok(ExitCode::SUCCESS);
+            }
             let run = store::load_run(&args.run, args.run_id)?;
             print!(
                 "{}",
@@ -333,6 +337,22 @@ fn sampling_options(args: &cli::SamplingArgs) -> framelab::sample::SamplingOptio
 }
 
 /// Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).
+/// One line per run of a file that holds several: which runs there are and how to see one.
+fn report_runs(path: &std::path::Path, format: Format) -> anyhow::Result<String> {
+    let experiment = store::load_experiment(path)?;
+    let lines = store::list_runs(path)?
+        .iter()
+        .map(|meta| {
+            let run = store::load_run(path, Some(meta.id))?;
+            Ok(report::runs::RunLine::new(
+                &analyze::analyze(&run),
+                experiment.as_ref(),
+            ))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(report::runs::render(path, &lines, format, use_color()))
+}
+
 fn use_color() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

@@ -277,3 +277,101 @@ fn whole_process_benchmarks_and_a_sweep_with_three_variants() {
     // 2 groups × 2 comparisons × 6 metrics, plus the header.
     assert_eq!(csv.lines().count(), 1 + 2 * 2 * 6, "{csv}");
 }
+
+/// 4 vs 4 runs reach p = 2/70 ≈ 0.029: enough for one metric, not for two after Holm's
+/// correction. The verdict, its reason and the note must agree on how many runs it takes.
+#[test]
+fn the_runs_a_verdict_needs_follow_the_metrics_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("four.framelab");
+    let out = framelab()
+        .args(["bench", "-n", "4", "--seed", "3", "--format", "json"])
+        .args(["--metric", "work.p50,total.p50"])
+        .arg("--variant")
+        .arg(format!("light={}", testprog("work 60 200")))
+        .arg("--variant")
+        .arg(format!("heavy={}", testprog("work 60 600")))
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let c = json(&out);
+    let work = row(&c, "work.p50");
+    assert_eq!(work["verdict"], "inconclusive", "{work}");
+    let reason = work["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("2 metrics") && reason.contains("at least 5 runs a side"),
+        "{reason}"
+    );
+    assert_eq!(work["more_runs"], 1, "{work}");
+    let notes = c["notes"].to_string();
+    assert!(notes.contains("at least 5 runs a side"), "{notes}");
+
+    // The same runs judged on one metric: 4 a side suffice.
+    let one = framelab()
+        .args(["compare", "--format", "json", "--metric", "work.p50"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(one.status.code(), Some(0), "{}", stderr(&one));
+    assert_eq!(row(&json(&one), "work.p50")["verdict"], "regressed");
+}
+
+/// `report` on an experiment lists every run instead of silently showing the last one.
+#[test]
+fn report_of_an_experiment_lists_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ab.framelab");
+    let out = framelab()
+        .args(["bench", "-n", "2", "--seed", "5"])
+        .arg("--variant")
+        .arg(format!("a={}", testprog("work 20 100")))
+        .arg("--variant")
+        .arg(format!("b={}", testprog("work 20 300")))
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let text = framelab().arg("report").arg(&file).output().unwrap();
+    assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
+    let text = stdout(&text);
+    assert!(text.contains("4 runs"), "{text}");
+    assert!(
+        text.contains("--run-id 1") && text.contains("framelab compare"),
+        "{text}"
+    );
+    for variant in [" a ", " b "] {
+        assert_eq!(text.matches(variant).count(), 2, "{text}");
+    }
+
+    let listed = framelab()
+        .args(["report", "--format", "json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let listed = json(&listed);
+    assert_eq!(listed["schema"], "framelab.runs/1");
+    let runs = listed["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    assert!(
+        runs.iter()
+            .all(|r| r["status"] == "ok" && r["frames"] == 20),
+        "{listed}"
+    );
+    let variants: Vec<&str> = runs
+        .iter()
+        .map(|r| r["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(variants, ["a", "b", "a", "b"]);
+
+    // One run in full, as the hint says.
+    let one = framelab()
+        .args(["report", "--format", "json", "--run-id", "2"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(json(&one)["run_id"], 2);
+}

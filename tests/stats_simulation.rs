@@ -86,6 +86,7 @@ fn experiment_with(
         p_adjusted: test.p_value,
         runs_baseline: model.runs,
         runs_variant: model.runs,
+        family: 1,
         direction: Direction::LowerIsBetter,
         alpha: 0.05,
         noise: 0.02,

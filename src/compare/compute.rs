@@ -13,8 +13,10 @@ use crate::experiment::RunStatus;
 use crate::stats::mann_whitney::{mann_whitney, smallest_p, PMethod};
 use crate::stats::quantile::median;
 use crate::stats::seed::derive_seed;
+use crate::stats::verdict::MIN_RUNS_FOR_VERDICT;
 use crate::stats::{
-    bootstrap_ratio, decide, holm, BootstrapOptions, RatioInterval, RunValue, Verdict, VerdictInput,
+    bootstrap_ratio, decide, holm, runs_for_significance, significance_reachable, BootstrapOptions,
+    RatioInterval, RunValue, Verdict, VerdictInput,
 };
 
 /// `framelab compare`'s settings.
@@ -232,7 +234,7 @@ pub fn compute(
             let family = rows.iter().filter(|r| r.p_value.is_some()).count();
             for (row, p) in rows.iter_mut().zip(adjusted) {
                 row.p_holm = (!p.is_nan()).then_some(p);
-                row.verdict = verdict_of(row, p, base_runs.len(), var_runs.len(), family, options);
+                row.verdict = verdict_of(row, p, family, options);
             }
             let headline_text = headline_line(variant, &rows, headline.as_deref());
             holm_notes.extend(holm_note(
@@ -437,54 +439,25 @@ fn compare_metric(
     }
 }
 
-fn verdict_of(
-    row: &Row,
-    p_holm: f64,
-    runs_base: usize,
-    runs_var: usize,
-    family: usize,
-    options: &CompareOptions,
-) -> Verdict {
+fn verdict_of(row: &Row, p_holm: f64, family: usize, options: &CompareOptions) -> Verdict {
     let (Some(ratio), Some(b), Some(v)) = (row.ratio, &row.baseline, &row.variant) else {
         return Verdict::Inconclusive {
             reason: "a side has no value of this metric".into(),
             more_runs: None,
         };
     };
-    let verdict = decide(&VerdictInput {
+    decide(&VerdictInput {
         ratio: ratio.ratio,
         low: ratio.low,
         high: ratio.high,
         p_adjusted: p_holm,
         runs_baseline: b.runs,
         runs_variant: v.runs,
+        family,
         direction: row.direction,
         alpha: options.alpha,
         noise: options.noise,
-    });
-    // With few runs and many metrics no data can pass Holm's correction: more runs are
-    // needed whatever the interval says.
-    match verdict {
-        Verdict::Inconclusive { reason, more_runs } => {
-            let fewest = runs_base.min(runs_var);
-            let for_holm = runs_for_holm(family, options.alpha).saturating_sub(fewest) as u32;
-            Verdict::Inconclusive {
-                reason,
-                more_runs: more_runs
-                    .map(|m| m.max(for_holm))
-                    .or((for_holm > 0).then_some(for_holm)),
-            }
-        }
-        v => v,
-    }
-}
-
-/// The fewest runs a side at which a p-value could pass Holm's correction across
-/// `family` metrics (all runs of one side above all of the other).
-pub fn runs_for_holm(family: usize, alpha: f64) -> usize {
-    (2..=50)
-        .find(|&n| smallest_p(n, n) * (family.max(1) as f64) < alpha)
-        .unwrap_or(50)
+    })
 }
 
 /// A note when this comparison cannot reach significance on any metric.
@@ -497,11 +470,11 @@ fn holm_note(
     alpha: f64,
 ) -> Option<String> {
     let best = smallest_p(runs_base, runs_var) * family as f64;
-    (family > 0 && best >= alpha).then(|| {
+    (family > 0 && !significance_reachable(runs_base, runs_var, family, alpha)).then(|| {
         format!(
-            "{variant} vs {baseline}: with {runs_base} vs {runs_var} runs and {family} metrics no p-value can pass Holm's correction (the smallest possible is {:.3}): record at least {} runs a side, or name fewer --metric",
+            "{variant} vs {baseline}: with {runs_base} vs {runs_var} runs and {family} metrics no p-value can pass Holm's correction (the smallest possible is {:.3}): improved or regressed needs at least {} runs a side (equivalent {MIN_RUNS_FOR_VERDICT}), or name fewer --metric",
             best.min(1.0),
-            runs_for_holm(family, alpha)
+            runs_for_significance(family, alpha)
         )
     })
 }
@@ -716,11 +689,15 @@ mod tests {
     #[test]
     fn runs_needed_for_holm() {
         // One metric: 4 a side reach 2/70 ≈ 0.029.
-        assert_eq!(runs_for_holm(1, 0.05), 4);
-        // Two metrics: 4 a side give 0.057, 5 give 0.016.
-        assert_eq!(runs_for_holm(2, 0.05), 5);
-        // Fourteen metrics: 6 a side give 14 · 2/924 ≈ 0.030.
-        assert_eq!(runs_for_holm(14, 0.05), 6);
+        assert_eq!(runs_for_significance(1, 0.05), 4);
+        // Two metrics: 4 a side give 0.057, 5 give 0.016; six metrics: 6 · 2/252 ≈ 0.048.
+        assert_eq!(runs_for_significance(2, 0.05), 5);
+        assert_eq!(runs_for_significance(6, 0.05), 5);
+        assert_eq!(runs_for_significance(7, 0.05), 6);
+        // Fourteen metrics: 6 a side give 14 · 2/924 ≈ 0.030; 24 need 7 (24 · 2/924 ≈ 0.052).
+        assert_eq!(runs_for_significance(14, 0.05), 6);
+        assert_eq!(runs_for_significance(23, 0.05), 6);
+        assert_eq!(runs_for_significance(24, 0.05), 7);
         assert!(holm_note("b", "a", 4, 4, 14, 0.05)
             .unwrap()
             .contains("at least 6 runs"));

@@ -103,7 +103,7 @@ fn check_enough_runs(loaded: &load::Loaded) -> Result<()> {
                 let at = compute::describe_params(params);
                 bail!(
                     "variant '{variant}'{} has {measured} measured run{}{}: at least 2 a side are \
-                     needed to compare (4 for a verdict); record more runs",
+                     needed to compare, 4 for any verdict and more for improved or regressed when several metrics are judged (docs/metrics.md); record more runs",
                     if at.is_empty() {
                         String::new()
                     } else {

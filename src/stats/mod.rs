@@ -19,4 +19,6 @@ pub mod verdict;
 pub use bootstrap::{bootstrap_ratio, BootstrapOptions, RatioInterval, RunValue};
 pub use holm::holm;
 pub use mann_whitney::{mann_whitney, MannWhitney, PMethod};
-pub use verdict::{decide, Direction, Verdict, VerdictInput};
+pub use verdict::{
+    decide, runs_for_significance, significance_reachable, Direction, Verdict, VerdictInput,
+};

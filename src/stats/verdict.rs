@@ -8,9 +8,27 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Below this many runs a side no verdict is given: 3 vs 3 cannot reach p < 0.05
-/// (the smallest two-sided Mann–Whitney p is 2 / C(6, 3) = 0.1).
+use super::mann_whitney::smallest_p;
+
+/// Below this many runs a side no verdict is given, not even equivalent: 3 vs 3 cannot
+/// reach p < 0.05 (the smallest two-sided Mann–Whitney p is 2 / C(6, 3) = 0.1), and an
+/// interval from three runs is too rough to call two builds the same.
 pub const MIN_RUNS_FOR_VERDICT: usize = 4;
+
+/// The fewest runs a side at which improved or regressed is reachable when `family`
+/// metrics are judged together: the smallest possible p (all runs of one side beyond all of
+/// the other), times `family` for Holm's first step, must be below `alpha`. At least
+/// `MIN_RUNS_FOR_VERDICT`. At α = 0.05: 1 metric → 4, 2–6 → 5, 7–23 → 6, 24–85 → 7.
+pub fn runs_for_significance(family: usize, alpha: f64) -> usize {
+    (MIN_RUNS_FOR_VERDICT..=50)
+        .find(|&n| smallest_p(n, n) * (family.max(1) as f64) < alpha)
+        .unwrap_or(50)
+}
+
+/// Whether any data could pass Holm's correction with these runs and metrics.
+pub fn significance_reachable(runs_a: usize, runs_b: usize, family: usize, alpha: f64) -> bool {
+    smallest_p(runs_a, runs_b) * (family.max(1) as f64) < alpha
+}
 
 /// Past this many more runs a side the estimate says "many" instead of a number.
 const MAX_MORE_RUNS: f64 = 1000.0;
@@ -59,6 +77,8 @@ pub struct VerdictInput {
     pub p_adjusted: f64,
     pub runs_baseline: usize,
     pub runs_variant: usize,
+    /// Metrics judged together (Holm's family): more need more runs for a p to pass.
+    pub family: usize,
     pub direction: Direction,
     /// Significance level (0.05).
     pub alpha: f64,
@@ -69,11 +89,13 @@ pub struct VerdictInput {
 pub fn decide(input: &VerdictInput) -> Verdict {
     let fewest = input.runs_baseline.min(input.runs_variant);
     let band = (1.0 - input.noise, 1.0 + input.noise);
+    let for_significance = runs_for_significance(input.family, input.alpha);
     if fewest < MIN_RUNS_FOR_VERDICT {
         return Verdict::Inconclusive {
             reason: format!(
-                "{fewest} runs on a side: at least {MIN_RUNS_FOR_VERDICT} a side are needed for a \
-                 verdict (3 vs 3 cannot reach p < 0.05)"
+                "{fewest} runs on a side: equivalent needs at least {MIN_RUNS_FOR_VERDICT} a side, \
+                 improved or regressed at least {for_significance} with {} judged",
+                metrics_judged(input.family)
             ),
             more_runs: Some(
                 more_runs(input, fewest)
@@ -104,6 +126,26 @@ pub fn decide(input: &VerdictInput) -> Verdict {
     }
     // A true minus sign, as the tables print.
     let pct = |v: f64| format!("{:+.1}%", (v - 1.0) * 100.0).replace('-', "−");
+    let reachable = significance_reachable(
+        input.runs_baseline,
+        input.runs_variant,
+        input.family,
+        input.alpha,
+    );
+    if (above || below) && !reachable {
+        return Verdict::Inconclusive {
+            reason: format!(
+                "the interval is outside the ±{}% noise band, but with {} vs {} runs and {} \
+                 judged no p-value can pass Holm's correction: improved or regressed needs at \
+                 least {for_significance} runs a side (or fewer --metric)",
+                trim_float(input.noise * 100.0),
+                input.runs_baseline,
+                input.runs_variant,
+                metrics_judged(input.family)
+            ),
+            more_runs: Some(for_significance.saturating_sub(fewest).max(1) as u32),
+        };
+    }
     let reason = if above || below {
         format!(
             "the interval is outside the ±{:.0}% noise band but p = {:.3} (Holm-corrected) is not \
@@ -120,9 +162,15 @@ pub fn decide(input: &VerdictInput) -> Verdict {
             trim_float(input.noise * 100.0)
         )
     };
+    // An effect estimated outside the band also needs enough runs for its p to pass.
+    let outside = input.ratio > band.1 || input.ratio < band.0;
+    let for_p =
+        (for_significance.saturating_sub(fewest) as u32).min(if outside { u32::MAX } else { 0 });
     Verdict::Inconclusive {
         reason,
-        more_runs: more_runs(input, fewest),
+        more_runs: more_runs(input, fewest)
+            .map(|m| m.max(for_p))
+            .or((for_p > 0).then_some(for_p)),
     }
 }
 
@@ -147,6 +195,13 @@ pub fn more_runs(input: &VerdictInput, runs: usize) -> Option<u32> {
     (more <= MAX_MORE_RUNS).then_some(more as u32)
 }
 
+fn metrics_judged(family: usize) -> String {
+    match family.max(1) {
+        1 => "1 metric".to_owned(),
+        n => format!("{n} metrics"),
+    }
+}
+
 fn trim_float(v: f64) -> String {
     let s = format!("{v:.1}");
     s.strip_suffix(".0").map(str::to_owned).unwrap_or(s)
@@ -164,6 +219,7 @@ mod tests {
             p_adjusted: p,
             runs_baseline: 6,
             runs_variant: 6,
+            family: 1,
             direction: Direction::LowerIsBetter,
             alpha: 0.05,
             noise: 0.02,
@@ -227,6 +283,36 @@ mod tests {
             }
             v => panic!("{v:?}"),
         }
+    }
+
+    #[test]
+    fn the_runs_needed_follow_the_metrics_judged() {
+        // 4 vs 4 and a clear 10% change: one metric can pass (2/70 < 0.05), two cannot.
+        // Holm-adjusted p: 2/70 for one metric, 2 × 2/70 for two.
+        let clear = |family, p| VerdictInput {
+            runs_baseline: 4,
+            runs_variant: 4,
+            family,
+            ..input(1.10, 1.05, 1.15, p)
+        };
+        assert_eq!(decide(&clear(1, 0.029)), Verdict::Regressed);
+        match decide(&clear(2, 0.057)) {
+            Verdict::Inconclusive { reason, more_runs } => {
+                assert!(reason.contains("2 metrics"), "{reason}");
+                assert!(reason.contains("at least 5 runs a side"), "{reason}");
+                assert_eq!(more_runs, Some(1));
+            }
+            v => panic!("{v:?}"),
+        }
+        // Equivalent needs no p-value: 4 a side are enough whatever the family.
+        let same = VerdictInput {
+            runs_baseline: 4,
+            runs_variant: 4,
+            family: 30,
+            ..input(1.0, 0.99, 1.01, 1.0)
+        };
+        assert_eq!(decide(&same), Verdict::Equivalent);
+        assert_eq!(runs_for_significance(30, 0.05), 7);
     }
 
     #[test]

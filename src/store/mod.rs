@@ -15,6 +15,7 @@ mod reader;
 mod schema;
 mod writer;
 
+pub use codec::end_reason_name;
 pub use experiment::{
     create_experiment, load_experiment, load_fingerprints, record_experiment_run,
 };

@@ -1,0 +1,156 @@
+//! `framelab report FILE` on a file of several runs (an experiment, a history): one line per
+//! run instead of silently picking one, and how to see a run in full or compare them.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::facts::Style;
+use super::format::{shell_words, us};
+use super::markdown::gfm_table;
+use super::table::{render as table, Column};
+use super::Format;
+use crate::analyze::Analysis;
+use crate::experiment::Experiment;
+
+/// Bump when a key is renamed, removed or changes meaning; adding keys keeps the version.
+pub const SCHEMA: &str = "framelab.runs/1";
+
+/// One run of the file, reduced to the figures that tell runs apart.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunLine {
+    pub run_id: i64,
+    pub name: String,
+    pub started_at: String,
+    /// The experiment's variant and parameter values, when the run belongs to one.
+    pub variant: Option<String>,
+    pub params: Vec<(String, String)>,
+    /// `ok`, `failed`, `interrupted` (experiment status), else how the run ended.
+    pub status: String,
+    pub frames: u64,
+    pub observed_fps: Option<f64>,
+    pub total_p50_ns: Option<f64>,
+    pub total_p99_ns: Option<f64>,
+    pub cpu_per_frame_ns: Option<f64>,
+}
+
+impl RunLine {
+    pub fn new(analysis: &Analysis, experiment: Option<&Experiment>) -> RunLine {
+        let place = experiment.and_then(|e| e.runs.iter().find(|r| r.run_id == analysis.run_id));
+        let status = match place {
+            Some(p) => p.status.name().to_owned(),
+            None => crate::store::end_reason_name(analysis.end_reason).to_owned(),
+        };
+        RunLine {
+            run_id: analysis.run_id,
+            name: analysis.name.clone(),
+            started_at: analysis.started_at.clone(),
+            variant: place.map(|p| p.variant.clone()),
+            params: place
+                .map(|p| p.params.clone().into_iter().collect())
+                .unwrap_or_default(),
+            status,
+            frames: analysis.frames,
+            observed_fps: analysis.observed_fps,
+            total_p50_ns: analysis.total.as_ref().map(|d| d.p50_ns),
+            total_p99_ns: analysis.total.as_ref().map(|d| d.p99_ns),
+            cpu_per_frame_ns: analysis.cpu.cpu_per_frame_ns,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct RunList<'a> {
+    schema: &'static str,
+    file: String,
+    runs: &'a [RunLine],
+}
+
+/// The list in `format`; `file` is how the user named the file (for the commands it suggests).
+pub fn render(file: &Path, lines: &[RunLine], format: Format, color: bool) -> String {
+    let shown = shell_words(&[file.display().to_string()]);
+    match format {
+        Format::Json => {
+            let list = RunList {
+                schema: SCHEMA,
+                file: file.display().to_string(),
+                runs: lines,
+            };
+            let mut out = serde_json::to_string_pretty(&list)
+                .unwrap_or_else(|e| format!("{{\"schema\": \"{SCHEMA}\", \"error\": \"{e}\"}}"));
+            out.push('\n');
+            out
+        }
+        Format::Text | Format::Markdown => {
+            let markdown = format == Format::Markdown;
+            let st = Style { color, markdown };
+            let with_variants = lines.iter().any(|l| l.variant.is_some());
+            let with_params = lines.iter().any(|l| !l.params.is_empty());
+            let mut headers = vec!["run"];
+            if with_variants {
+                headers.push("variant");
+                if with_params {
+                    headers.push("params");
+                }
+            } else {
+                headers.push("name");
+            }
+            headers.extend([
+                "status",
+                "frames",
+                "fps",
+                "total p50",
+                "total p99",
+                "CPU/frame",
+            ]);
+            let rows: Vec<Vec<String>> = (lines.iter())
+                .map(|l| cells(l, with_variants, with_params))
+                .collect();
+            let first = lines.first().map_or(1, |l| l.run_id);
+            let heading = format!("{} · {} runs", file.display(), lines.len());
+            let hint = format!(
+                "one run in full: framelab report {shown} --run-id {first} · verdicts: framelab compare {shown}"
+            );
+            if markdown {
+                let headers: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
+                format!(
+                    "### {heading}\n\n{}\nTimes in µs. {hint}\n",
+                    gfm_table(&headers, &rows)
+                )
+            } else {
+                let columns: Vec<Column> = headers.iter().map(|h| Column::new(*h, 0)).collect();
+                format!(
+                    "{}\n{}\n  {hint}\n",
+                    st.bold(&format!("framelab · {heading}")),
+                    table(&columns, &rows, Some("µs"), &st).trim_end()
+                )
+            }
+        }
+    }
+}
+
+fn cells(l: &RunLine, with_variants: bool, with_params: bool) -> Vec<String> {
+    let dash = || "–".to_string();
+    let mut row = vec![l.run_id.to_string()];
+    if with_variants {
+        row.push(l.variant.clone().unwrap_or_else(dash));
+    }
+    if with_variants && with_params {
+        let params: Vec<String> = l.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        row.push(if params.is_empty() {
+            dash()
+        } else {
+            params.join(" ")
+        });
+    }
+    if !with_variants {
+        row.push(l.name.clone());
+    }
+    row.push(l.status.clone());
+    row.push(l.frames.to_string());
+    row.push(l.observed_fps.map_or_else(dash, |f| format!("{f:.2}")));
+    row.push(l.total_p50_ns.map_or_else(dash, us));
+    row.push(l.total_p99_ns.map_or_else(dash, us));
+    row.push(l.cpu_per_frame_ns.map_or_else(dash, us));
+    row
+}
