@@ -391,3 +391,68 @@ fn assert_within(watched: &framelab::model::ProcessStats, before: i64, after: i6
         after - before
     );
 }
+
+/// `--frames N` is what the whole command did: it cannot be split by a warmup, and it says
+/// nothing when framelab stopped the command before it finished.
+#[test]
+fn frames_given_by_the_user_cover_the_whole_run_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp_run(&dir, "split");
+    let refused = framelab()
+        .args(["run", "--frames", "500", "--warmup", "200ms", "-o"])
+        .arg(&file)
+        .args(["--", "sh", "-c", "sleep 0.5"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let line = error_line(&refused);
+    assert!(
+        line.contains("--frames 500") && line.contains("--warmup"),
+        "{line}"
+    );
+    assert!(!file.exists(), "nothing was run, nothing written");
+    let bench = framelab()
+        .args(["bench", "-n", "2", "--frames", "5", "--warmup", "1s", "-o"])
+        .arg(dir.path().join("b.framelab"))
+        .args(["--", "sh", "-c", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(bench.status.code(), Some(1));
+    assert!(error_line(&bench).contains("--frames 5"));
+
+    // Stopped by --duration: the 40 units were not all done, so no rate.
+    let stopped = temp_run(&dir, "stopped");
+    let out = framelab()
+        .args(["run", "--frames", "40", "--duration", "300ms", "-o"])
+        .arg(&stopped)
+        .args(["--", "sleep", "5"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let a = analyze(&load(&stopped));
+    assert_eq!(a.observed_fps, None);
+    assert!(!a.frames_from_hint);
+    assert!(
+        a.notes
+            .iter()
+            .any(|n| n.starts_with("--frames 40 gave no throughput")),
+        "{:?}",
+        a.notes
+    );
+
+    // Run to its end: N over the whole run, and the report says so.
+    let whole = temp_run(&dir, "whole");
+    let out = framelab()
+        .args(["run", "--frames", "40", "-o"])
+        .arg(&whole)
+        .args(["--", "sleep", "0.3"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let a = analyze(&load(&whole));
+    assert_eq!(a.window.start_ns, 0);
+    let fps = a.observed_fps.unwrap();
+    let expected = 40.0 / (a.window.length_ns as f64 / 1e9);
+    assert!((fps - expected).abs() < 1e-9, "{fps} vs {expected}");
+    assert!(stdout(&out).contains("40 given by --frames, over the whole run"));
+}

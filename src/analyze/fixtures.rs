@@ -157,7 +157,7 @@ pub fn crashed_run() -> Run {
     run
 }
 
-/// An uninstrumented command over a 2 s window after 1 s of warmup, `--frames 500`.
+/// An uninstrumented command that ran 2 s to a clean exit, `--frames 500`.
 pub fn uninstrumented_run() -> Run {
     Run {
         meta: RunMeta {
@@ -165,8 +165,8 @@ pub fn uninstrumented_run() -> Run {
             name: String::new(),
             command: vec!["/usr/bin/ffmpeg".into(), "-i".into(), "in file.mp4".into()],
             started_at: "2026-01-02T03:04:05Z".into(),
-            window_start_ns: 1_000 * MS,
-            window_end_ns: 3_000 * MS,
+            window_start_ns: 0,
+            window_end_ns: 2_000 * MS,
             frames_hint: Some(500),
             end_reason: EndReason::Exited,
             exit: Some(ExitInfo {

@@ -15,6 +15,10 @@ pub struct NoteFacts {
     pub frames_from_hint: bool,
     /// `--frames N` was given but spans were recorded, so it was not used.
     pub hint_ignored: bool,
+    /// `--frames N` as given.
+    pub hint: Option<u64>,
+    /// Why `--frames N` gave no throughput though nothing else counted frames.
+    pub hint_unusable: Option<&'static str>,
 }
 
 /// Linux signal names, for "killed by SIGSEGV (signal 11)".
@@ -149,6 +153,11 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
     }
     if window.length_ns() == 0 {
         notes.push("The measured window is empty: no rates, load or fps can be computed.".into());
+    } else if let (Some(n), Some(why)) = (facts.hint, facts.hint_unusable) {
+        notes.push(format!(
+            "--frames {n} gave no throughput: {why}. Let the command run to its end (no \
+             --duration, no --warmup) for a rate over the whole run."
+        ));
     } else if facts.spans == 0 && !facts.frames_from_hint {
         notes.push(
             "No spans were recorded: the command is not instrumented (or never reached a stage). Pass --frames N for a throughput.".into(),

@@ -11,7 +11,7 @@ use super::stages::{pick_worst, stage_table, WORST_FRAMES};
 use super::stats::sort_ns;
 use super::telemetry::{summarize as summarize_telemetry, FrameSpan};
 use super::{Analysis, CpuSummary, Dist, StageRow, WindowSummary};
-use crate::model::{Run, RunMeta};
+use crate::model::{EndReason, Run, RunMeta};
 
 /// The frame budget: `--budget`, else 1/fps rounded to the nanosecond; `None` when neither
 /// is a positive number.
@@ -23,6 +23,27 @@ pub fn budget_ns(meta: &RunMeta) -> Option<i64> {
         .filter(|f| f.is_finite() && *f > 0.0)
         .map(|f| (1e9 / f).round() as i64)
         .filter(|&b| b > 0)
+}
+
+/// Why `--frames N` cannot stand for the work done in the window, if it cannot: N is what
+/// the whole command did, known only when it ran from launch to a clean exit.
+fn hint_unusable(meta: &RunMeta, window_start_ns: i64) -> Option<&'static str> {
+    if window_start_ns > 0 {
+        return Some("it counts the whole run, but the window starts after a warmup");
+    }
+    match meta.end_reason {
+        EndReason::Exited => match &meta.exit {
+            Some(exit) if exit.crashed || exit.code.is_some_and(|c| c != 0) => {
+                Some("the command failed, so they may not all be done")
+            }
+            _ => None,
+        },
+        EndReason::Duration => {
+            Some("framelab stopped the command at the end of --duration, before it finished")
+        }
+        EndReason::Interrupted => Some("the run was interrupted before the command finished"),
+        EndReason::Unfinished => Some("the run was not finalised"),
+    }
 }
 
 pub fn analyze(run: &Run) -> Analysis {
@@ -71,7 +92,10 @@ pub fn analyze(run: &Run) -> Analysis {
 
     // An uninstrumented command: `--frames N` stands in for the frames it did.
     let hint = meta.frames_hint.filter(|&n| n > 0);
-    let frames_from_hint = run.spans.is_empty() && hint.is_some();
+    let hint_unusable = hint
+        .filter(|_| run.spans.is_empty())
+        .and_then(|_| hint_unusable(meta, window.start_ns));
+    let frames_from_hint = run.spans.is_empty() && hint.is_some() && hint_unusable.is_none();
     let frame_count = if frames_from_hint {
         hint.unwrap_or(0)
     } else {
@@ -88,6 +112,8 @@ pub fn analyze(run: &Run) -> Analysis {
         orphan_counter_values,
         frames_from_hint,
         hint_ignored: hint.is_some() && !run.spans.is_empty(),
+        hint,
+        hint_unusable,
     };
 
     let span_of = |i: u32| {
@@ -354,6 +380,25 @@ mod tests {
         );
         // Counter values of frames 6–10, whose spans were never recorded.
         assert!(joined.contains("5 counter values not counted"), "{joined}");
+    }
+
+    #[test]
+    fn frames_hint_is_no_rate_after_a_warmup_or_a_stop() {
+        // A file from before `--frames` with `--warmup` was refused: N covers the whole run.
+        let mut warmed = uninstrumented_run();
+        warmed.meta.window_start_ns = 500 * MS;
+        let a = analyze(&warmed);
+        assert!(!a.frames_from_hint && a.observed_fps.is_none());
+        assert!(a.notes.iter().any(|n| n.contains("starts after a warmup")));
+        let mut stopped = uninstrumented_run();
+        stopped.meta.end_reason = EndReason::Duration;
+        let a = analyze(&stopped);
+        assert!(a.observed_fps.is_none() && a.cpu.cpu_per_frame_ns.is_none());
+        assert!(
+            a.notes.iter().any(|n| n.contains("--duration")),
+            "{:?}",
+            a.notes
+        );
     }
 
     #[test]

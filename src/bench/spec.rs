@@ -177,6 +177,10 @@ impl ExperimentSpec {
         if self.variants.is_empty() {
             bail!("nothing to run: give --variant NAME=COMMAND (twice or more to compare) or one command after --");
         }
+        let warmup = std::time::Duration::from_nanos(self.run.warmup_ns.max(0) as u64);
+        if let Some(message) = crate::session::frames_with_warmup(self.run.frames, warmup) {
+            bail!(message);
+        }
         let mut names = std::collections::HashSet::new();
         for v in &self.variants {
             if !names.insert(v.name.as_str()) {

@@ -136,12 +136,20 @@ fn frames(a: &Analysis, st: &Style) -> Option<String> {
         return None;
     }
     let mut parts = vec![if a.frames_from_hint {
-        format!("{} (--frames)", a.frames)
+        format!(
+            "{} given by --frames, over the whole run ({} s: start-up and exit included)",
+            a.frames,
+            secs(a.window.length_ns)
+        )
     } else {
         a.frames.to_string()
     }];
     if let Some(fps) = a.observed_fps {
-        parts.push(format!("observed {fps:.2} fps"));
+        parts.push(if a.frames_from_hint {
+            format!("{fps:.2} per s")
+        } else {
+            format!("observed {fps:.2} fps")
+        });
     }
     if !a.frames_from_hint {
         let dropped = format!("{} events dropped", a.dropped_events);

@@ -75,6 +75,9 @@ pub fn validate(opts: &RunOptions) -> Result<()> {
             );
         }
     }
+    if let Some(message) = frames_with_warmup(opts.frames, opts.warmup) {
+        bail!(message);
+    }
     opts.sampling.validate().map_err(anyhow::Error::msg)?;
     if let Some(budget) = opts.budget {
         if budget.is_zero() {
@@ -89,6 +92,20 @@ pub fn validate(opts: &RunOptions) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--frames N` says how much the whole command did; no part of it can be set aside as
+/// warmup, so dividing N by the window after a warmup would overstate the rate.
+pub fn frames_with_warmup(frames: Option<u64>, warmup: Duration) -> Option<String> {
+    let n = frames?;
+    (!warmup.is_zero()).then(|| {
+        format!(
+            "--frames {n} counts the whole run, so it cannot be split by --warmup {}: drop \
+             --warmup (the whole run is measured), or instrument the command so framelab sees \
+             which frames came after the warmup",
+            humantime::format_duration(warmup)
+        )
+    })
 }
 
 /// Runs the command in a session and writes the run file. The report is the caller's.
