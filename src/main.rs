@@ -47,12 +47,10 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 frames: args.frames,
                 grace: args.grace,
                 ring_records: args.ring_records,
-                // The live histograms and the progress line would overwrite each other.
-                progress: std::io::stderr().is_terminal() && args.live.is_none(),
-                live: args.live.filter(|d| !d.is_zero()),
                 sampling: sampling_options(&args.sampling),
                 ..RunOptions::default()
             };
+            let opts = with_live(opts, &args.live)?;
             run_and_report(&opts, args.format)
         }
         Command::Report(args) => {
@@ -148,7 +146,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             let opts = framelab::hist::HistOptions::from_args(
                 args.stage,
                 args.pair.as_deref(),
-                args.linear,
+                args.linear.get(),
                 args.by,
             )?;
             print!("{}", framelab::hist::render_run(&run, &opts)?);
@@ -318,6 +316,20 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--live` and `--live-linear` set on `opts`; the progress line is left off with them
+/// (the live histograms and the progress line would overwrite each other).
+fn with_live(mut opts: RunOptions, args: &cli::LiveArgs) -> anyhow::Result<RunOptions> {
+    opts.live = args.live.filter(|d| !d.is_zero());
+    opts.live_linear = framelab::hist::LinearArgs {
+        step: args.live_linear,
+        ..Default::default()
+    }
+    .spec()
+    .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("--linear", "--live-linear")))?;
+    opts.progress = std::io::stderr().is_terminal() && opts.live.is_none();
+    Ok(opts)
 }
 
 fn sampling_options(args: &cli::SamplingArgs) -> framelab::sample::SamplingOptions {

@@ -161,3 +161,135 @@ fn compare_units_agree_across_text_markdown_csv_and_json() {
         );
     }
 }
+
+#[test]
+fn report_hist_and_export_units_agree_with_the_json_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = run_testprog(&dir, "units", &[], &["spans", "60"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = |format: &str| {
+        let out = framelab()
+            .arg("report")
+            .arg(&path)
+            .args(["--format", format])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let json: Value = serde_json::from_str(&report("json")).unwrap();
+    let markdown = report("markdown");
+    let text = report("text");
+    let table = markdown_rows(&markdown);
+
+    // The stage table: µs in text and Markdown, `_ns` keys in JSON.
+    let stage_header = table
+        .iter()
+        .find(|r| r[0] == "stage (µs)")
+        .expect("a stage table");
+    assert_eq!(
+        stage_header[1..],
+        ["min", "p50", "p95", "p99", "max", "mean"]
+    );
+    assert!(text.contains("stage ") && text.lines().any(|l| l.trim_end().ends_with("mean   µs")));
+    for stage in json["stages"].as_array().unwrap() {
+        let name = stage["name"].as_str().unwrap();
+        let row = table.iter().find(|r| r[0] == name).unwrap();
+        for (i, key) in ["min_ns", "p50_ns", "p95_ns", "p99_ns", "max_ns", "mean_ns"]
+            .iter()
+            .enumerate()
+        {
+            let exact = stage["dist"][key].as_f64().unwrap();
+            same(&format!("{name} {key}"), &row[i + 1], "µs", exact, "ns");
+        }
+    }
+
+    // The process table: seconds and MiB, against `_ns` and `_bytes`.
+    let header = table.iter().find(|r| r[0] == "process").unwrap();
+    assert_eq!(
+        header[1..],
+        ["wall s", "user s", "sys s", "load %", "cores", "peak RSS"]
+    );
+    let process = &json["processes"][0];
+    let row = table
+        .iter()
+        .find(|r| r[0] == process["name"].as_str().unwrap())
+        .unwrap();
+    same(
+        "wall",
+        &row[1],
+        "s",
+        process["wall_ns"].as_f64().unwrap(),
+        "ns",
+    );
+    same(
+        "user",
+        &row[2],
+        "s",
+        process["user_ns"].as_f64().unwrap(),
+        "ns",
+    );
+    let (rss, rss_unit) = row[6].split_once(' ').unwrap();
+    same(
+        "peak RSS",
+        rss,
+        rss_unit,
+        process["peak_rss_bytes"].as_f64().unwrap(),
+        "bytes",
+    );
+
+    // `hist --linear` prints the stage's min and max in the unit it names.
+    let hist = framelab()
+        .arg("hist")
+        .arg(&path)
+        .args(["--stage", "a", "--linear", "100us"])
+        .output()
+        .unwrap();
+    assert!(hist.status.success(), "{}", stderr(&hist));
+    let hist = stdout(&hist);
+    let a = json["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "a")
+        .unwrap();
+    for (word, key) in [("Min = ", "min_ns"), ("Max = ", "max_ns")] {
+        let at = hist
+            .find(word)
+            .unwrap_or_else(|| panic!("no {word}: {hist}"))
+            + word.len();
+        let mut parts = hist[at..].split([' ', ';', '\n']);
+        let (value, unit) = (parts.next().unwrap(), parts.next().unwrap());
+        same(
+            &format!("hist {word}"),
+            value,
+            unit,
+            a["dist"][key].as_f64().unwrap(),
+            "ns",
+        );
+    }
+
+    // The CSV export's `dur_ns` holds the exact spans the report's `_ns` figures come from.
+    let exported = framelab()
+        .arg("export")
+        .arg(&path)
+        .args(["--format", "csv", "-o", "-"])
+        .output()
+        .unwrap();
+    let mut csv = csv::Reader::from_reader(&exported.stdout[..]);
+    let headers = csv.headers().unwrap().clone();
+    assert_eq!(&headers[6], "dur_ns");
+    let durations: Vec<i64> = csv
+        .records()
+        .map(|r| r.unwrap())
+        .filter(|r| &r[1] == "a")
+        .map(|r| r[6].parse().unwrap())
+        .collect();
+    for key in ["min_ns", "max_ns"] {
+        let exact = a["dist"][key].as_f64().unwrap() as i64;
+        assert!(
+            durations.contains(&exact),
+            "{key} {exact} not in the export"
+        );
+    }
+}
