@@ -288,6 +288,13 @@ pub struct DemoArgs {
     /// How frames wait for their slot: one absolute sleep, or sleep then spin (stage `pace` shows the error)
     #[arg(long, value_enum, default_value = "hybrid")]
     pub pacer: PacerKind,
+    /// Name of the run, shown in reports (default: demo (depth D, PACER pacer))
+    #[arg(long)]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub live: LiveArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
 }
 
 #[derive(Args, Debug)]

@@ -79,16 +79,15 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 fps: Some(args.fps),
                 warmup: args.warmup,
                 duration: Some(args.duration),
-                name: Some(format!(
-                    "demo (depth {}, {} pacer)",
-                    args.depth,
-                    args.pacer.name()
-                )),
+                name: Some(args.name.unwrap_or_else(|| {
+                    format!("demo (depth {}, {} pacer)", args.depth, args.pacer.name())
+                })),
                 output: args.output,
                 grace: std::time::Duration::from_secs(2),
-                progress: std::io::stderr().is_terminal(),
+                sampling: sampling_options(&args.sampling),
                 ..RunOptions::default()
             };
+            let opts = with_live(opts, &args.live)?;
             demo::DemoOptions {
                 fps: args.fps,
                 depth: args.depth,
