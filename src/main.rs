@@ -263,7 +263,15 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
             .or_else(|| args.target.fps.map(|f| (1e9 / f).round() as i64)),
         ..Default::default()
     };
+    let (target_fps, budget_ns) = (meta.target_fps, meta.budget_ns);
     let mut run = import::import_files(&args.files, args.input_format, opts, meta)?;
+    // A framelab export gives back its run's name and target; those given here still win.
+    if let Some(name) = &args.name {
+        run.meta.name = name.clone();
+    }
+    if target_fps.is_some() || budget_ns.is_some() {
+        (run.meta.target_fps, run.meta.budget_ns) = (target_fps, budget_ns);
+    }
     let output = args.output.clone().unwrap_or_else(|| {
         let stem = file_name.trim_end_matches(".gz");
         let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
