@@ -328,7 +328,10 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
 /// `--live` and `--live-linear` set on `opts`; the progress line is left off with them
 /// (the live histograms and the progress line would overwrite each other).
 fn with_live(mut opts: RunOptions, args: &cli::LiveArgs) -> anyhow::Result<RunOptions> {
-    opts.live = args.live.filter(|d| !d.is_zero());
+    if args.live.is_some_and(|d| d.is_zero()) {
+        anyhow::bail!("--live needs an interval above zero, e.g. --live 5s");
+    }
+    opts.live = args.live;
     opts.live_linear = framelab::hist::LinearArgs {
         step: args.live_linear,
         ..Default::default()
