@@ -114,9 +114,8 @@ pub struct RunArgs {
     /// Records per thread ring (power of two; default 65536)
     #[arg(long, value_parser = parse_count)]
     pub ring_records: Option<u64>,
-    /// Every DUR, print each stage's power-of-two histogram of the spans since the last print (on stderr)
-    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
-    pub live: Option<Duration>,
+    #[command(flatten)]
+    pub live: LiveArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
     /// Report format printed at the end
@@ -216,14 +215,55 @@ pub struct HistArgs {
     #[arg(long, value_name = "START:END")]
     pub pair: Option<String>,
     /// Power-of-two buckets, bpftrace's layout (the default)
-    #[arg(long, conflicts_with = "linear")]
+    #[arg(long, conflicts_with_all = ["linear", "buckets", "min", "max"])]
     pub log2: bool,
-    /// Buckets STEP wide (e.g. 100us), with count, min, max, mean, SD and median above them
-    #[arg(long, value_parser = parse_duration, value_name = "STEP")]
-    pub linear: Option<Duration>,
+    #[command(flatten)]
+    pub linear: LinearArgs,
     /// One histogram per thread or per process
     #[arg(long, value_enum)]
     pub by: Option<framelab::hist::GroupBy>,
+}
+
+/// Histograms printed while the run goes on (`run` and `demo`).
+#[derive(Args, Debug)]
+pub struct LiveArgs {
+    /// Every DUR, print each stage's histogram of the spans since the last print (on stderr);
+    /// the interval the run ends in is printed at the end
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub live: Option<Duration>,
+    /// The live histograms in linear buckets STEP wide (at most 400) instead of powers of two
+    #[arg(long, value_parser = parse_duration, value_name = "STEP", requires = "live")]
+    pub live_linear: Option<Duration>,
+}
+
+/// The linear histogram layout (`hist`, and `run --live` with `--live-linear`).
+#[derive(Args, Debug)]
+pub struct LinearArgs {
+    /// Linear buckets STEP wide (e.g. 100us), under NumSamples, Min, Max, Mean, Variance, SD
+    /// and Median; at most 400 buckets (a finer step is widened, and the output says so)
+    #[arg(long, value_parser = parse_duration, value_name = "STEP")]
+    pub linear: Option<Duration>,
+    /// Linear layout in N equal buckets from --min to --max (default: the smallest and
+    /// largest value); at most 10000
+    #[arg(long, value_parser = parse_count, value_name = "N", conflicts_with = "linear")]
+    pub buckets: Option<u64>,
+    /// Linear layout from DUR: smaller values are counted as outside, not drawn
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub min: Option<Duration>,
+    /// Linear layout up to DUR: values at or above it are counted as outside, not drawn
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub max: Option<Duration>,
+}
+
+impl LinearArgs {
+    pub fn get(&self) -> framelab::hist::LinearArgs {
+        framelab::hist::LinearArgs {
+            step: self.linear,
+            buckets: self.buckets,
+            min: self.min,
+            max: self.max,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -248,6 +288,13 @@ pub struct DemoArgs {
     /// How frames wait for their slot: one absolute sleep, or sleep then spin (stage `pace` shows the error)
     #[arg(long, value_enum, default_value = "hybrid")]
     pub pacer: PacerKind,
+    /// Name of the run, shown in reports (default: demo (depth D, PACER pacer))
+    #[arg(long)]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub live: LiveArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
 }
 
 #[derive(Args, Debug)]

@@ -47,12 +47,10 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 frames: args.frames,
                 grace: args.grace,
                 ring_records: args.ring_records,
-                // The live histograms and the progress line would overwrite each other.
-                progress: std::io::stderr().is_terminal() && args.live.is_none(),
-                live: args.live.filter(|d| !d.is_zero()),
                 sampling: sampling_options(&args.sampling),
                 ..RunOptions::default()
             };
+            let opts = with_live(opts, &args.live)?;
             run_and_report(&opts, args.format)
         }
         Command::Report(args) => {
@@ -85,16 +83,15 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 fps: Some(args.fps),
                 warmup: args.warmup,
                 duration: Some(args.duration),
-                name: Some(format!(
-                    "demo (depth {}, {} pacer)",
-                    args.depth,
-                    args.pacer.name()
-                )),
+                name: Some(args.name.unwrap_or_else(|| {
+                    format!("demo (depth {}, {} pacer)", args.depth, args.pacer.name())
+                })),
                 output: args.output,
                 grace: std::time::Duration::from_secs(2),
-                progress: std::io::stderr().is_terminal(),
+                sampling: sampling_options(&args.sampling),
                 ..RunOptions::default()
             };
+            let opts = with_live(opts, &args.live)?;
             demo::DemoOptions {
                 fps: args.fps,
                 depth: args.depth,
@@ -152,7 +149,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             let opts = framelab::hist::HistOptions::from_args(
                 args.stage,
                 args.pair.as_deref(),
-                args.linear,
+                args.linear.get(),
                 args.by,
             )?;
             print!("{}", framelab::hist::render_run(&run, &opts)?);
@@ -270,7 +267,15 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
             .or_else(|| args.target.fps.map(|f| (1e9 / f).round() as i64)),
         ..Default::default()
     };
+    let (target_fps, budget_ns) = (meta.target_fps, meta.budget_ns);
     let mut run = import::import_files(&args.files, args.input_format, opts, meta)?;
+    // A framelab export gives back its run's name and target; those given here still win.
+    if let Some(name) = &args.name {
+        run.meta.name = name.clone();
+    }
+    if target_fps.is_some() || budget_ns.is_some() {
+        (run.meta.target_fps, run.meta.budget_ns) = (target_fps, budget_ns);
+    }
     let output = args.output.clone().unwrap_or_else(|| {
         let stem = file_name.trim_end_matches(".gz");
         let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
@@ -322,6 +327,23 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--live` and `--live-linear` set on `opts`; the progress line is left off with them
+/// (the live histograms and the progress line would overwrite each other).
+fn with_live(mut opts: RunOptions, args: &cli::LiveArgs) -> anyhow::Result<RunOptions> {
+    if args.live.is_some_and(|d| d.is_zero()) {
+        anyhow::bail!("--live needs an interval above zero, e.g. --live 5s");
+    }
+    opts.live = args.live;
+    opts.live_linear = framelab::hist::LinearArgs {
+        step: args.live_linear,
+        ..Default::default()
+    }
+    .spec()
+    .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("--linear", "--live-linear")))?;
+    opts.progress = std::io::stderr().is_terminal() && opts.live.is_none();
+    Ok(opts)
 }
 
 fn sampling_options(args: &cli::SamplingArgs) -> framelab::sample::SamplingOptions {

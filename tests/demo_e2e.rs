@@ -141,3 +141,45 @@ fn an_unknown_pacer_is_refused() {
         stderr(&out)
     );
 }
+
+#[test]
+fn demo_takes_the_run_options_that_make_sense_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "options");
+    // 10 fps: light enough to run beside the other demo tests on a small machine.
+    let out = framelab()
+        .args(["demo", "--fps", "10", "--duration", "2s"])
+        .args(["--warmup", "500ms"])
+        .args(["--sample-every", "20ms", "--no-sample", "threads"])
+        .args(["--name", "demo under test", "--format", "json"])
+        .args(["--live", "1s", "--live-linear", "1ms"])
+        .arg("-o")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&path);
+    assert_eq!(run.meta.name, "demo under test");
+    // The sampling options reached the run: every source asked for 20 ms, threads off.
+    let sources = &run.telemetry.sources;
+    assert!(!sources.is_empty());
+    assert!(
+        sources.iter().all(|s| s.every_ns == 20_000_000),
+        "{sources:?}"
+    );
+    let threads = sources.iter().find(|s| s.source == "threads").unwrap();
+    assert_eq!(
+        threads.state,
+        framelab::model::SourceState::Disabled,
+        "{threads:?}"
+    );
+    assert!(run.telemetry.series.iter().all(|s| s.source != "threads"));
+    // The report is the JSON asked for, and says the same.
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["name"], "demo under test");
+    assert_eq!(report["telemetry"]["every_ns"], 20_000_000);
+    // --live printed the linear histograms, the run's last interval included.
+    let err = stderr(&out);
+    assert!(err.contains("@encode (ms, 1 ms buckets):"), "{err}");
+    assert!(err.contains("(end of the run) ---"), "{err}");
+}

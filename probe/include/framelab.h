@@ -5,9 +5,14 @@
  * read per stage boundary), spans from timestamps the program already has, per-frame
  * counters and instant events. `framelab run -- ./program` collects them.
  *
- * Link with the static library (target/release/libframelab_probe.a, plus -lgcc_s -lutil
- * -lrt -lpthread -lm -ldl) or the shared one (-lframelab_probe). Build both with
- * `cargo build -p framelab-probe --release`; tests/c/run.sh shows the exact commands.
+ * Build the libraries with `cargo build -p framelab-probe --release` in the framelab
+ * checkout ($FL below), then link the shared one,
+ *     -L$FL/target/release -lframelab_probe -Wl,-rpath,$FL/target/release
+ * (without the rpath, run with LD_LIBRARY_PATH=$FL/target/release), or the static one with
+ * the system libraries Rust's standard library needs (`rustc --print native-static-libs`):
+ *     $FL/target/release/libframelab_probe.a -lgcc_s -lutil -lrt -lpthread -lm -ldl
+ * The README's "Instrumenting C and C++" has a whole program and both commands;
+ * tests/c/run.sh builds and runs both.
  *
  *     uint32_t encode = fl_stage("encode");         // once, outside the loop
  *     for (uint64_t frame = 0; ; frame++) {

@@ -279,6 +279,7 @@ fn run_options(
         // Each run samples the machine like `framelab run` does by default.
         sampling: crate::sample::SamplingOptions::default(),
         live: None,
+        live_linear: None,
     })
 }
 

@@ -1,4 +1,5 @@
-//! One row per (parameter values, variant, metric): for spreadsheets and scripts.
+//! One row per (parameter values, variant, metric): for spreadsheets and scripts. Values
+//! are written unscaled, in the unit the `unit` column names (`bytes`, not the tables' MiB).
 
 use super::compute::Comparison;
 
@@ -23,7 +24,7 @@ pub fn render(c: &Comparison) -> String {
                     cmp.variant.clone(),
                     cmp.baseline.clone(),
                     r.metric.clone(),
-                    super::text::unit_name(r.unit).into(),
+                    super::text::value_unit_name(r.unit).into(),
                     serde_json::to_value(r.direction)
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_owned))

@@ -305,6 +305,15 @@ pub fn unit_name(unit: Unit) -> &'static str {
     }
 }
 
+/// The unit of a metric's values as the machine formats (CSV, JSON) write them, unscaled:
+/// bytes stay bytes there, while the tables print them as MiB ([`unit_name`]).
+pub fn value_unit_name(unit: Unit) -> &'static str {
+    match unit {
+        Unit::Bytes => "bytes",
+        other => unit_name(other),
+    }
+}
+
 /// A value in its unit's usual precision (bytes as MiB).
 pub fn value(unit: Unit, v: f64) -> String {
     match unit {

@@ -1,7 +1,9 @@
 //! A run as Chrome trace event JSON (object form), for chrome://tracing and the Perfetto UI.
 //!
 //! - `otherData.framelab` comes first and marks the file as framelab's: the importer then
-//!   takes frame ids from `args.frame` and event keys from `args.key`.
+//!   takes frame ids from `args.frame` and event keys from `args.key`. Its `description`
+//!   carries the rest of the run (name, target, window, processes, counters…:
+//!   [`super::meta`]).
 //! - The `framelab:launch` instant at ts 0 is the origin; times are the run's own (ns after
 //!   launch) written as microseconds with exactly three decimals, so they come back to the
 //!   nanosecond.
@@ -29,6 +31,8 @@ pub fn write(run: &Run, out: &mut dyn Write) -> anyhow::Result<()> {
         ",\"frames\":\"args.frame\",\"keys\":\"args.key\",\"run\":"
     )?;
     json_string(out, &run.meta.name)?;
+    write!(out, ",\"description\":")?;
+    serde_json::to_writer(&mut *out, &super::meta::Carried::of(run)?)?;
     writeln!(out, "}}}},\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
     let mut events = Events { out, first: true };
     events.start()?;
@@ -159,20 +163,8 @@ fn write_events(run: &Run, events: &mut Events) -> std::io::Result<()> {
 }
 
 fn write_samples(run: &Run, events: &mut Events) -> std::io::Result<()> {
-    let names: Vec<String> = run
-        .telemetry
-        .series
-        .iter()
-        .map(|s| {
-            let mut name = format!("{}.{}", s.source, s.metric);
-            if !s.entity.is_empty() {
-                name.push_str(&format!("[{}]", s.entity));
-            }
-            if !s.unit.is_empty() {
-                name.push_str(&format!(" ({})", s.unit));
-            }
-            name
-        })
+    let names: Vec<String> = (run.telemetry.series.iter())
+        .map(super::meta::counter_name)
         .collect();
     for sample in &run.telemetry.samples {
         let name = names
@@ -228,9 +220,13 @@ mod tests {
         let json = export(&run);
         let back = parse_bytes(Format::Chrome, &json, ImportOptions::default()).unwrap();
         assert_eq!(&back.named_spans(), &run.named_spans());
+        // The launch marker is the origin; the run description gives back the launch's
+        // CLOCK_MONOTONIC time and the rest of the metadata.
+        assert_eq!(back.meta.origin_mono_ns, run.meta.origin_mono_ns);
+        assert_eq!(back.meta.name, run.meta.name);
         assert_eq!(
-            back.meta.origin_mono_ns, 0,
-            "the launch marker is the origin"
+            (back.meta.window_start_ns, back.meta.window_end_ns),
+            (run.meta.window_start_ns, run.meta.window_end_ns)
         );
         assert!(back.import.unwrap().notes.is_empty());
     }
@@ -342,8 +338,8 @@ mod tests {
             ]
         );
         let series = &back.telemetry.series;
-        assert_eq!(series.len(), 1);
-        assert_eq!(series[0].metric, "nvml.sm_clock[0] (MHz)");
+        // The counter `nvml.sm_clock[0] (MHz)` is given back its series whole.
+        assert_eq!(series, &run.telemetry.series);
         let samples: Vec<(i64, i64)> = back
             .telemetry
             .samples

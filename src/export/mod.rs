@@ -3,6 +3,7 @@
 
 pub mod chrome;
 pub mod csv;
+pub mod meta;
 pub mod perfetto;
 
 use std::io::Write;

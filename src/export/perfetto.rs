@@ -5,7 +5,9 @@
 //! launch marker at the run's zero, each span as a BEGIN/END pair on its thread's track
 //! (debug annotation `frame`; the spans of one frame linked by a flow), events as
 //! instants (annotation `key`), and each telemetry series as a counter track whose
-//! `description` is the series as JSON, so `framelab import` gives the run back.
+//! `description` is the series as JSON, so `framelab import` gives the run back. The
+//! `framelab` track's `description` carries the rest of the run (name, target, window,
+//! processes, counters…: [`super::meta`]).
 //!
 //! Perfetto needs the slices of a track properly nested; framelab's spans on a thread
 //! may overlap without nesting, so a span that does not nest goes on a child track of
@@ -144,6 +146,7 @@ impl Tracks {
         w.descriptor(TrackDescriptor {
             uuid: Some(tracks.framelab),
             name: Some("framelab".into()),
+            description: Some(serde_json::to_string(&super::meta::Carried::of(run)?)?),
             ..TrackDescriptor::default()
         })?;
         let mut processes = BTreeMap::new();

@@ -46,30 +46,191 @@ pub fn log2_buckets(values: &[i64]) -> Vec<Bucket> {
     buckets
 }
 
-/// Buckets `step` wide from the one holding the smallest value to the one holding the largest.
-pub fn linear_buckets(values: &[i64], step: i64) -> Vec<Bucket> {
-    let step = step.max(1);
-    let (Some(&min), Some(&max)) = (values.iter().min(), values.iter().max()) else {
-        return Vec::new();
-    };
-    let first = min.div_euclid(step);
-    let last = max.div_euclid(step);
-    let mut counts = vec![0u64; (last - first + 1) as usize];
-    for &v in values {
-        counts[(v.div_euclid(step) - first) as usize] += 1;
+/// Linear buckets drawn at most, unless `--buckets` asks for a count: a step that would
+/// make more is widened (and the output says so).
+pub const DEFAULT_MAX_BUCKETS: u64 = 400;
+/// The most `--buckets` may ask for.
+pub const MAX_BUCKETS: u64 = 10_000;
+/// Buckets between `--min` and `--max` when neither `--linear` nor `--buckets` is given.
+pub const DEFAULT_BUCKETS: u64 = 20;
+
+/// What was asked of the linear layout: `--linear STEP` or `--buckets N`, and the range
+/// `--min`/`--max` (values outside it are counted, not drawn).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinearSpec {
+    pub step_ns: Option<i64>,
+    pub buckets: Option<u64>,
+    pub min_ns: Option<i64>,
+    pub max_ns: Option<i64>,
+}
+
+impl LinearSpec {
+    /// `--linear STEP` alone: buckets aligned to multiples of the step.
+    pub fn step(step_ns: i64) -> LinearSpec {
+        LinearSpec {
+            step_ns: Some(step_ns),
+            ..LinearSpec::default()
+        }
     }
-    counts
+
+    /// Whether `--min` or `--max` bounds the range.
+    pub fn bounded(&self) -> bool {
+        self.min_ns.is_some() || self.max_ns.is_some()
+    }
+}
+
+/// A step that would have made more than [`DEFAULT_MAX_BUCKETS`] buckets, and how many.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capped {
+    pub asked_step_ns: i64,
+    pub asked_buckets: u128,
+}
+
+/// The linear buckets of some values: `count` buckets `step_ns` wide from `origin_ns`,
+/// values below `lo_ns` or at or above `end_ns` (the range) counted outside.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinearBuckets {
+    pub step_ns: i64,
+    pub buckets: Vec<Bucket>,
+    /// The range drawn: `[lo_ns, end_ns)`.
+    pub lo_ns: i64,
+    pub end_ns: i64,
+    pub below: u64,
+    pub above: u64,
+    pub capped: Option<Capped>,
+}
+
+/// The first step of 1, 2 or 5 × 10^k ns at least `at_least` (at most `i64::MAX`).
+fn nice_step(at_least: i128) -> i128 {
+    let mut decade: i128 = 1;
+    loop {
+        for m in [1, 2, 5] {
+            if m * decade >= at_least {
+                return (m * decade).min(i128::from(i64::MAX));
+            }
+        }
+        if decade > i128::from(i64::MAX) {
+            return i128::from(i64::MAX);
+        }
+        decade *= 10;
+    }
+}
+
+/// Linear buckets of `values` as `spec` asks, the bucket count capped (see [`Capped`]).
+/// Without `--min` the buckets are aligned to multiples of the step and start at the one
+/// holding the smallest value; without `--max` they end with the one holding the largest.
+pub fn linear(values: &[i64], spec: &LinearSpec) -> LinearBuckets {
+    let (Some(&min), Some(&max)) = (values.iter().min(), values.iter().max()) else {
+        return LinearBuckets {
+            step_ns: spec.step_ns.unwrap_or(1).max(1),
+            buckets: Vec::new(),
+            lo_ns: 0,
+            end_ns: 0,
+            below: 0,
+            above: 0,
+            capped: None,
+        };
+    };
+    let lo = i128::from(spec.min_ns.unwrap_or(min));
+    let end = spec.max_ns.map_or(i128::from(max) + 1, i128::from);
+    // (origin, count) of buckets `step` wide covering [lo, end).
+    let cover = |step: i128| {
+        let origin = if spec.min_ns.is_some() {
+            lo
+        } else {
+            lo.div_euclid(step) * step
+        };
+        let count = if end <= origin {
+            0
+        } else {
+            (end - origin + step - 1) / step
+        };
+        (origin, count)
+    };
+    let mut capped = None;
+    let (step, (origin, count)) = match spec.step_ns {
+        Some(asked) => {
+            let asked = i128::from(asked.max(1));
+            let (origin, count) = cover(asked);
+            let cap = i128::from(DEFAULT_MAX_BUCKETS);
+            if count <= cap {
+                (asked, (origin, count))
+            } else {
+                capped = Some(Capped {
+                    asked_step_ns: asked as i64,
+                    asked_buckets: count as u128,
+                });
+                let mut step = nice_step((end - lo + cap - 1) / cap);
+                // Aligning the first bucket down may need one more: widen again.
+                while cover(step).1 > cap && step < i128::from(i64::MAX) {
+                    step = nice_step(step + 1);
+                }
+                (step, cover(step))
+            }
+        }
+        None => {
+            // N buckets: a whole number of ms or µs wide when they are at least 10 of it
+            // (readable bounds), starting at --min or at the smallest value rounded down.
+            let n = i128::from(spec.buckets.unwrap_or(DEFAULT_BUCKETS).max(1));
+            let rough = (end - lo).max(1) / n;
+            let unit = match rough {
+                r if r >= 10_000_000 => 1_000_000,
+                r if r >= 10_000 => 1_000,
+                _ => 1,
+            };
+            let origin = match spec.min_ns {
+                Some(_) => lo,
+                None => lo.div_euclid(unit) * unit,
+            };
+            let range = (end - origin).max(1);
+            let step = ((range + n - 1) / n + unit - 1) / unit * unit;
+            let step = step.clamp(1, i128::from(i64::MAX));
+            let count = if end <= origin {
+                0
+            } else {
+                (range + step - 1) / step
+            };
+            (step, (origin, count))
+        }
+    };
+    let mut counts = vec![0u64; count as usize];
+    let (mut below, mut above) = (0, 0);
+    for &v in values {
+        let v = i128::from(v);
+        if v < lo {
+            below += 1;
+        } else if v >= end {
+            above += 1;
+        } else {
+            counts[((v - origin) / step) as usize] += 1;
+        }
+    }
+    let clamp = |v: i128| v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+    let buckets = counts
         .into_iter()
         .enumerate()
         .map(|(i, count)| {
-            let lo = (first + i as i64).saturating_mul(step);
+            let from = origin + i as i128 * step;
             Bucket {
-                lo: Some(lo),
-                hi: Some(lo.saturating_add(step)),
+                lo: Some(clamp(from)),
+                // The last bucket ends at --max when one was given.
+                hi: Some(clamp(match spec.max_ns {
+                    Some(_) => (from + step).min(end),
+                    None => from + step,
+                })),
                 count,
             }
         })
-        .collect()
+        .collect();
+    LinearBuckets {
+        step_ns: clamp(step),
+        buckets,
+        lo_ns: clamp(lo),
+        end_ns: clamp(end),
+        below,
+        above,
+        capped,
+    }
 }
 
 /// `1K`, `16M`: bpftrace's bound labels, powers of 1024 with a suffix when exact.
@@ -108,7 +269,12 @@ pub fn bars(buckets: &[Bucket], label: &dyn Fn(&Bucket) -> String) -> String {
     let (Some(first), Some(last)) = (first, last) else {
         return String::new();
     };
-    let shown = &buckets[first..=last];
+    all_bars(&buckets[first..=last], label)
+}
+
+/// Bucket lines in bpftrace's layout, every bucket (a range asked with `--min`/`--max`
+/// is drawn whole).
+pub fn all_bars(shown: &[Bucket], label: &dyn Fn(&Bucket) -> String) -> String {
     let largest = shown.iter().map(|b| b.count).max().unwrap_or(1).max(1);
     let mut out = String::new();
     for b in shown {
@@ -124,10 +290,13 @@ pub fn bars(buckets: &[Bucket], label: &dyn Fn(&Bucket) -> String) -> String {
     out
 }
 
-/// Count, min, max, mean, SD and median of `values` (in `unit`, `per_unit` ns each).
-pub fn summary_line(values: &[i64], unit: &str, per_unit: f64) -> String {
+/// The statistics above a linear histogram, as the wayland-debug histogram tool prints
+/// them, in `unit` (`per_unit` ns each): the number of samples, min, max, mean, variance,
+/// standard deviation (both with n − 1) and median, of every value (those outside
+/// `--min`/`--max` included).
+pub fn summary_lines(values: &[i64], unit: &str, per_unit: f64) -> String {
     if values.is_empty() {
-        return "count 0".into();
+        return "# NumSamples = 0\n".into();
     }
     let n = values.len() as f64;
     let mean = values.iter().map(|&v| v as f64).sum::<f64>() / n;
@@ -150,14 +319,21 @@ pub fn summary_line(values: &[i64], unit: &str, per_unit: f64) -> String {
     };
     let show = |ns: f64| format_value(ns / per_unit);
     format!(
-        "count {}  min {} {unit}  max {} {unit}  mean {} {unit}  sd {} {unit}  median {} {unit}",
+        "# NumSamples = {}; Min = {} {unit}; Max = {} {unit}\n\
+         # Mean = {} {unit}; Variance = {} {unit}²; SD = {} {unit}; Median = {} {unit}\n",
         values.len(),
         show(sorted[0] as f64),
         show(sorted[sorted.len() - 1] as f64),
         show(mean),
+        format_value(var / (per_unit * per_unit)),
         show(var.sqrt()),
         show(median),
     )
+}
+
+/// A duration in `unit` for a header line: `4.5 ms`.
+pub fn show_ns(ns: i64, unit: &str, per_unit: f64) -> String {
+    format!("{} {unit}", format_value(ns as f64 / per_unit))
 }
 
 /// Four significant digits, no exponent: 0.8125, 12.34, 1234.
@@ -169,11 +345,13 @@ fn format_value(x: f64) -> String {
     format!("{x:.digits$}")
 }
 
-/// The unit a linear step reads best in: `(name, ns per unit)`.
+/// The unit a linear step reads best in: `(name, ns per unit)`. A step that is a whole
+/// number of ms or µs is in that unit; other steps of at least 10 of a unit are too.
 pub fn unit_for_step(step_ns: i64) -> (&'static str, f64) {
-    if step_ns >= 1_000_000 && step_ns % 1_000_000 == 0 {
+    let fits = |unit: i64| step_ns >= unit && (step_ns % unit == 0 || step_ns >= 10 * unit);
+    if fits(1_000_000) {
         ("ms", 1e6)
-    } else if step_ns >= 1_000 && step_ns % 1_000 == 0 {
+    } else if fits(1_000) {
         ("µs", 1e3)
     } else {
         ("ns", 1.0)
@@ -215,9 +393,64 @@ mod tests {
 
     #[test]
     fn linear_buckets_cover_min_to_max() {
-        let b = linear_buckets(&[5, 15, 15, 39, -1], 10);
-        let got: Vec<(i64, u64)> = b.iter().map(|b| (b.lo.unwrap(), b.count)).collect();
+        let b = linear(&[5, 15, 15, 39, -1], &LinearSpec::step(10));
+        let got: Vec<(i64, u64)> = b.buckets.iter().map(|b| (b.lo.unwrap(), b.count)).collect();
         assert_eq!(got, vec![(-10, 1), (0, 1), (10, 2), (20, 0), (30, 1)]);
+        assert_eq!((b.below, b.above, b.capped), (0, 0, None));
+    }
+
+    #[test]
+    fn a_step_that_makes_too_many_buckets_is_widened_and_said() {
+        // 118 values over 15.4 ms in 1 ns buckets: 15.4 million lines before the cap.
+        let values: Vec<i64> = (0..118).map(|i| i * 131_356).collect();
+        let b = linear(&values, &LinearSpec::step(1));
+        assert!(
+            b.buckets.len() as u64 <= DEFAULT_MAX_BUCKETS,
+            "{}",
+            b.buckets.len()
+        );
+        assert_eq!(b.step_ns, 50_000);
+        assert_eq!(
+            b.capped,
+            Some(Capped {
+                asked_step_ns: 1,
+                asked_buckets: 15_368_653
+            })
+        );
+        assert_eq!(b.buckets.iter().map(|b| b.count).sum::<u64>(), 118);
+        // The largest step still fits: nothing overflows.
+        let b = linear(&[i64::MIN, i64::MAX], &LinearSpec::step(1));
+        assert!(b.buckets.len() as u64 <= DEFAULT_MAX_BUCKETS);
+        assert_eq!(b.buckets.iter().map(|b| b.count).sum::<u64>(), 2);
+    }
+
+    #[test]
+    fn values_outside_min_and_max_are_counted_not_drawn() {
+        let spec = LinearSpec {
+            step_ns: Some(10),
+            min_ns: Some(10),
+            max_ns: Some(35),
+            ..LinearSpec::default()
+        };
+        let b = linear(&[0, 5, 10, 19, 20, 34, 35, 99], &spec);
+        let got: Vec<(i64, i64, u64)> = (b.buckets.iter())
+            .map(|b| (b.lo.unwrap(), b.hi.unwrap(), b.count))
+            .collect();
+        assert_eq!(got, vec![(10, 20, 2), (20, 30, 1), (30, 35, 1)]);
+        assert_eq!((b.below, b.above), (2, 2));
+    }
+
+    #[test]
+    fn a_bucket_count_divides_the_range() {
+        let spec = LinearSpec {
+            buckets: Some(4),
+            ..LinearSpec::default()
+        };
+        let b = linear(&[100, 150, 180, 199], &spec);
+        assert_eq!(b.step_ns, 25);
+        let counts: Vec<u64> = b.buckets.iter().map(|b| b.count).collect();
+        assert_eq!(counts, vec![1, 0, 1, 2]);
+        assert_eq!(b.buckets[0].lo, Some(100));
     }
 
     #[test]
@@ -246,10 +479,11 @@ mod tests {
 
     #[test]
     fn summary_statistics() {
-        let line = summary_line(&[1000, 2000, 3000, 4000], "µs", 1e3);
+        let lines = summary_lines(&[1000, 2000, 3000, 4000], "µs", 1e3);
         assert_eq!(
-            line,
-            "count 4  min 1.000 µs  max 4.000 µs  mean 2.500 µs  sd 1.291 µs  median 2.500 µs"
+            lines,
+            "# NumSamples = 4; Min = 1.000 µs; Max = 4.000 µs\n\
+             # Mean = 2.500 µs; Variance = 1.667 µs²; SD = 1.291 µs; Median = 2.500 µs\n"
         );
     }
 }

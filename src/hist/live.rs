@@ -1,6 +1,8 @@
 //! `framelab run --live 5s`: every interval, the power-of-two histogram of each stage's
 //! spans recorded since the last print, read back from the run file as it is written
-//! (bpftrace's `interval:s:5 { print(@); clear(@); }`), on standard error.
+//! (bpftrace's `interval:s:5 { print(@); clear(@); }`), on standard error; with
+//! `--live-linear STEP` in the linear layout. The interval the run ends in is printed
+//! too, once the run is finalised, marked `(end of the run)`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,82 +11,171 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::{render_series, Series};
+use super::{render_series, LinearSpec, Series};
 
 pub struct Live {
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    thread: Option<JoinHandle<Option<Progress>>>,
+    path: PathBuf,
+    run_id: i64,
+    linear: Option<LinearSpec>,
+}
+
+/// Where the printing stopped: the newest span printed, and when the interval not yet
+/// printed began.
+#[derive(Clone, Copy, Debug)]
+struct Progress {
+    last_id: i64,
+    started: Instant,
+    interval_start: Instant,
+}
+
+/// The interval the run ended inside, to print once the run file holds all its spans.
+pub struct LastInterval {
+    path: PathBuf,
+    run_id: i64,
+    linear: Option<LinearSpec>,
+    progress: Option<Progress>,
+    ended: Instant,
 }
 
 impl Live {
-    /// Starts printing every `every` the spans of run `run_id` in `path` committed since.
-    pub fn start(path: PathBuf, run_id: i64, every: Duration) -> Live {
+    /// Starts printing every `every` the spans of run `run_id` in `path` committed since,
+    /// in the power-of-two layout or, with `linear`, the linear one.
+    pub fn start(path: PathBuf, run_id: i64, every: Duration, linear: Option<LinearSpec>) -> Live {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let file = path.clone();
         let thread = std::thread::Builder::new()
             .name("framelab-live".into())
-            .spawn(move || {
-                if let Err(e) = print_loop(&path, run_id, every, &flag) {
-                    eprintln!("framelab: live histograms stopped: {e}");
-                }
-            })
+            .spawn(
+                move || match print_loop(&file, run_id, every, linear, &flag) {
+                    Ok(progress) => Some(progress),
+                    Err(e) => {
+                        eprintln!("framelab: live histograms stopped: {e}");
+                        None
+                    }
+                },
+            )
             .ok();
-        Live { stop, thread }
-    }
-
-    /// Stops the printing thread (the final report follows).
-    pub fn stop(mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        Live {
+            stop,
+            thread,
+            path,
+            run_id,
+            linear,
         }
     }
+
+    /// Stops the printing thread. The interval the run ended in is printed by
+    /// [`LastInterval::print`] once the run is finalised (its last spans written).
+    pub fn stop(mut self) -> LastInterval {
+        let ended = Instant::now();
+        self.stop.store(true, Ordering::Relaxed);
+        let progress = self.thread.take().and_then(|t| t.join().ok().flatten());
+        LastInterval {
+            path: self.path.clone(),
+            run_id: self.run_id,
+            linear: self.linear,
+            progress,
+            ended,
+        }
+    }
+}
+
+impl LastInterval {
+    /// Prints the spans recorded since the last print: the end of the run, never lost.
+    pub fn print(self) {
+        let Some(p) = self.progress else {
+            return;
+        };
+        let from = (p.interval_start - p.started).as_secs_f64();
+        let to = (self.ended.max(p.interval_start) - p.started).as_secs_f64();
+        match print_since(
+            &self.path,
+            self.run_id,
+            p.last_id,
+            self.linear,
+            from,
+            to,
+            " (end of the run)",
+        ) {
+            Ok(_) => {}
+            Err(e) => eprintln!("framelab: the last live histogram could not be read: {e}"),
+        }
+    }
+}
+
+/// Prints the spans after `last_id` as one interval `from`–`to` s; returns the newest id.
+fn print_since(
+    path: &std::path::Path,
+    run_id: i64,
+    last_id: i64,
+    linear: Option<LinearSpec>,
+    from: f64,
+    to: f64,
+    what: &str,
+) -> anyhow::Result<i64> {
+    let (stages, spans, newest) = crate::store::spans_after(path, run_id, last_id)?;
+    let mut by_stage: Vec<Vec<i64>> = vec![Vec::new(); stages.len()];
+    for (stage, dur_ns) in spans {
+        if let Some(v) = by_stage.get_mut(usize::from(stage)) {
+            v.push(dur_ns);
+        }
+    }
+    let mut out = format!("--- {from:.1}–{to:.1} s{what} ---\n");
+    let mut any = false;
+    for (name, values_ns) in stages.into_iter().zip(by_stage) {
+        if !values_ns.is_empty() {
+            any = true;
+            out.push_str(&render_series(
+                &Series {
+                    name: format!("@{name}"),
+                    values_ns,
+                },
+                linear.as_ref(),
+            ));
+            out.push('\n');
+        }
+    }
+    if !any {
+        out.push_str("no spans\n");
+    }
+    let _ = std::io::stderr().lock().write_all(out.as_bytes());
+    Ok(newest.max(last_id))
 }
 
 fn print_loop(
     path: &std::path::Path,
     run_id: i64,
     every: Duration,
+    linear: Option<LinearSpec>,
     stop: &AtomicBool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Progress> {
     let started = Instant::now();
     let mut next = started + every;
     let mut last_id = 0i64;
     loop {
         while Instant::now() < next {
             if stop.load(Ordering::Relaxed) {
-                return Ok(());
+                return Ok(Progress {
+                    last_id,
+                    started,
+                    interval_start: next - every,
+                });
             }
             std::thread::sleep(Duration::from_millis(50).min(next - Instant::now()));
         }
-        let (stages, spans, newest) = crate::store::spans_after(path, run_id, last_id)?;
-        last_id = newest.max(last_id);
-        let mut by_stage: Vec<Vec<i64>> = vec![Vec::new(); stages.len()];
-        for (stage, dur_ns) in spans {
-            if let Some(v) = by_stage.get_mut(usize::from(stage)) {
-                v.push(dur_ns);
-            }
-        }
         let from = (next - every - started).as_secs_f64();
-        let mut out = format!("--- {:.1}–{:.1} s ---\n", from, from + every.as_secs_f64());
-        let mut any = false;
-        for (name, values_ns) in stages.into_iter().zip(by_stage) {
-            if !values_ns.is_empty() {
-                any = true;
-                out.push_str(&render_series(
-                    &Series {
-                        name: format!("@{name}"),
-                        values_ns,
-                    },
-                    None,
-                ));
-                out.push('\n');
-            }
-        }
-        if !any {
-            out.push_str("no spans\n");
-        }
-        let _ = std::io::stderr().lock().write_all(out.as_bytes());
+        last_id = print_since(
+            path,
+            run_id,
+            last_id,
+            linear,
+            from,
+            from + every.as_secs_f64(),
+            "",
+        )?;
         next += every;
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::analyze::frames::{intervals_ns, measure, resolve_window, Frames};
 use crate::analyze::pair::{pair_events, PairSpec};
 use crate::model::{Run, Span};
+pub use layout::LinearSpec;
 
 /// `--by`: one histogram per thread or per process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -22,33 +23,73 @@ pub enum GroupBy {
 pub struct HistOptions {
     pub stage: Option<String>,
     pub pair: Option<PairSpec>,
-    /// Linear buckets this many ns wide; `None`: power-of-two buckets.
-    pub linear_ns: Option<i64>,
+    /// The linear layout asked for; `None`: power-of-two buckets.
+    pub linear: Option<LinearSpec>,
     pub by: Option<GroupBy>,
+}
+
+/// `--linear`, `--buckets`, `--min` and `--max` as given (any of them asks for the linear
+/// layout).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LinearArgs {
+    pub step: Option<Duration>,
+    pub buckets: Option<u64>,
+    pub min: Option<Duration>,
+    pub max: Option<Duration>,
+}
+
+impl LinearArgs {
+    /// The layout they ask for (`None`: none of them given), or what is wrong with them.
+    pub fn spec(&self) -> anyhow::Result<Option<LinearSpec>> {
+        let ns = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+        if self.step.is_none() && self.buckets.is_none() && self.min.is_none() && self.max.is_none()
+        {
+            return Ok(None);
+        }
+        if self.step.is_some_and(|s| s.is_zero()) {
+            anyhow::bail!("--linear needs a step above zero, e.g. --linear 100us");
+        }
+        if let Some(n) = self.buckets {
+            if n == 0 || n > layout::MAX_BUCKETS {
+                anyhow::bail!(
+                    "--buckets {n}: give 1 to {} buckets, e.g. --buckets 50",
+                    layout::MAX_BUCKETS
+                );
+            }
+        }
+        if let (Some(min), Some(max)) = (self.min, self.max) {
+            if min >= max {
+                anyhow::bail!(
+                    "--min ({}) must be below --max ({}): they bound the range drawn",
+                    humantime::format_duration(min),
+                    humantime::format_duration(max)
+                );
+            }
+        }
+        Ok(Some(LinearSpec {
+            step_ns: self.step.map(ns),
+            buckets: self.buckets,
+            min_ns: self.min.map(ns),
+            max_ns: self.max.map(ns),
+        }))
+    }
 }
 
 impl HistOptions {
     pub fn from_args(
         stage: Option<String>,
         pair: Option<&str>,
-        linear: Option<Duration>,
+        linear: LinearArgs,
         by: Option<GroupBy>,
     ) -> anyhow::Result<HistOptions> {
         let pair = pair
             .map(PairSpec::parse)
             .transpose()
             .map_err(anyhow::Error::msg)?;
-        let linear_ns = match linear {
-            Some(step) if step.is_zero() => {
-                anyhow::bail!("--linear needs a step above zero, e.g. --linear 100us")
-            }
-            Some(step) => Some(i64::try_from(step.as_nanos()).unwrap_or(i64::MAX)),
-            None => None,
-        };
         Ok(HistOptions {
             stage,
             pair,
-            linear_ns,
+            linear: linear.spec()?,
             by,
         })
     }
@@ -179,8 +220,8 @@ pub fn collect(run: &Run, opts: &HistOptions) -> anyhow::Result<(Vec<Series>, Ve
 }
 
 /// One series drawn in the chosen layout.
-pub fn render_series(series: &Series, linear_ns: Option<i64>) -> String {
-    match linear_ns {
+pub fn render_series(series: &Series, linear: Option<&LinearSpec>) -> String {
+    match linear {
         None => {
             let us: Vec<i64> = series
                 .values_ns
@@ -194,18 +235,58 @@ pub fn render_series(series: &Series, linear_ns: Option<i64>) -> String {
                 layout::bars(&buckets, &layout::label)
             )
         }
-        Some(step) => {
-            let (unit, per_unit) = layout::unit_for_step(step);
-            let buckets = layout::linear_buckets(&series.values_ns, step);
-            format!(
-                "{} ({unit}, {} {unit} buckets): {}\n{}",
-                series.name,
-                step as f64 / per_unit,
-                layout::summary_line(&series.values_ns, unit, per_unit),
-                layout::bars(&buckets, &|b| layout::scaled_label(b, per_unit))
-            )
-        }
+        Some(spec) => render_linear(series, spec),
     }
+}
+
+/// The linear layout: the statistics, what lies outside `--min`/`--max`, a note when the
+/// step was widened to keep the bucket count sane, then the buckets.
+fn render_linear(series: &Series, spec: &LinearSpec) -> String {
+    let values = &series.values_ns;
+    let b = layout::linear(values, spec);
+    let (unit, per_unit) = layout::unit_for_step(b.step_ns);
+    let show = |ns: i64| layout::show_ns(ns, unit, per_unit);
+    let mut out = format!(
+        "{} ({unit}, {} {unit} buckets):\n",
+        series.name,
+        b.step_ns as f64 / per_unit
+    );
+    out.push_str(&layout::summary_lines(values, unit, per_unit));
+    if spec.bounded() {
+        let outside = b.below + b.above;
+        let mut sides = Vec::new();
+        if let Some(min) = spec.min_ns {
+            sides.push(format!("{} below {}", b.below, show(min)));
+        }
+        if let Some(max) = spec.max_ns {
+            sides.push(format!("{} at or above {}", b.above, show(max)));
+        }
+        out.push_str(&format!(
+            "# {outside} value{} outside of min/max: {}\n",
+            if outside == 1 { "" } else { "s" },
+            sides.join(", ")
+        ));
+    }
+    if let Some(c) = b.capped {
+        let (asked_unit, asked_per) = layout::unit_for_step(c.asked_step_ns);
+        out.push_str(&format!(
+            "# capped: {} {asked_unit} buckets would be {} of them, more than {}: drawn {} {unit} \
+             wide instead (narrow the range with --min/--max, or ask for up to {} buckets with \
+             --buckets N)\n",
+            c.asked_step_ns as f64 / asked_per,
+            c.asked_buckets,
+            layout::DEFAULT_MAX_BUCKETS,
+            b.step_ns as f64 / per_unit,
+            layout::MAX_BUCKETS,
+        ));
+    }
+    let label = |b: &crate::model::Bucket| layout::scaled_label(b, per_unit);
+    out.push_str(&if spec.bounded() {
+        layout::all_bars(&b.buckets, &label)
+    } else {
+        layout::bars(&b.buckets, &label)
+    });
+    out
 }
 
 /// What `framelab hist` prints for `run`.
@@ -215,7 +296,7 @@ pub fn render_run(run: &Run, opts: &HistOptions) -> anyhow::Result<String> {
     let mut parts: Vec<String> = series
         .iter()
         .filter(|s| !s.values_ns.is_empty())
-        .map(|s| render_series(s, opts.linear_ns))
+        .map(|s| render_series(s, opts.linear.as_ref()))
         .collect();
     if imported {
         parts.extend(

@@ -54,16 +54,16 @@ fn log2_layout_of_every_stage() {
 fn linear_layout_with_summary() {
     let o = HistOptions {
         stage: Some("interval".into()),
-        linear_ns: Some(2 * MS),
+        linear: Some(LinearSpec::step(2 * MS)),
         ..HistOptions::default()
     };
     let text = render_run(&reference_run(), &o).unwrap();
     // 10, 10, 10, 19.5, 5, 5.5, 10 ms: mean 10, median 10.
     assert!(
-        text.contains("count 7  min 5.000 ms  max 19.50 ms  mean 10.00 ms"),
+        text.contains("# NumSamples = 7; Min = 5.000 ms; Max = 19.50 ms\n# Mean = 10.00 ms;"),
         "{text}"
     );
-    assert!(text.contains("median 10.00 ms"), "{text}");
+    assert!(text.contains("Median = 10.00 ms"), "{text}");
     check("hist_linear.txt", &text);
 }
 
@@ -104,7 +104,7 @@ fn pairs_of_events_with_notes() {
     }
     let o = HistOptions {
         pair: Some(PairSpec::parse("commit:release").unwrap()),
-        linear_ns: Some(MS),
+        linear: Some(LinearSpec::step(MS)),
         ..HistOptions::default()
     };
     check("hist_pair.txt", &render_run(&run, &o).unwrap());

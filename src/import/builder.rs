@@ -6,9 +6,10 @@ use std::collections::HashMap;
 
 use super::{ImportError, ImportOptions, Location};
 use crate::analyze::pair::pair_events;
+use crate::export::meta::Carried;
 use crate::model::{
-    EndReason, EventRecord, Histogram, ImportInfo, Run, RunMeta, Sample, SampleSeries, SourceState,
-    SourceStatus, Span, ThreadInfo,
+    CounterValue, EndReason, EventRecord, Histogram, ImportInfo, Run, RunMeta, Sample,
+    SampleSeries, SourceState, SourceStatus, Span, ThreadInfo,
 };
 
 /// A run file holds at most this many names of one kind (ids are 16-bit).
@@ -57,6 +58,10 @@ pub struct TraceBuilder {
     first_skipped: Option<String>,
     notes: Vec<String>,
     next_frame: u64,
+    /// A framelab export's run description ([`crate::export::meta`]).
+    carried: Option<Carried>,
+    /// The trace is a framelab export (its marker was seen).
+    framelab_export: bool,
 }
 
 impl TraceBuilder {
@@ -82,6 +87,36 @@ impl TraceBuilder {
             first_skipped: None,
             notes: Vec::new(),
             next_frame: 0,
+            carried: None,
+            framelab_export: false,
+        }
+    }
+
+    /// The trace is a framelab export: without a run description in it, the import says
+    /// what it could not give back.
+    pub fn mark_framelab_export(&mut self) {
+        self.framelab_export = true;
+    }
+
+    /// A description a trace carries (a track's, `otherData`'s): when it is a framelab
+    /// export's run description, the run's name, target, window, processes, counters… are
+    /// taken from it. Another tool's description is left alone; a damaged one is noted.
+    pub fn describe_run(&mut self, text: &str) {
+        match Carried::parse(text) {
+            None => {}
+            Some(Err(why)) => self.notes.push(format!(
+                "this framelab export's run could not be restored ({why}): its name, \
+                 command, target, warmup window, end, processes and counters are not known"
+            )),
+            Some(Ok(_)) if self.carried.is_some() => self.notes.push(
+                "a second framelab run description was ignored: the run is described by \
+                 the first file's"
+                    .into(),
+            ),
+            Some(Ok(carried)) => {
+                self.framelab_export = true;
+                self.carried = Some(carried);
+            }
         }
     }
 
@@ -324,6 +359,17 @@ impl TraceBuilder {
         meta.end_reason = EndReason::Exited;
         meta.clock = "imported".into();
         run.meta = meta;
+        match self.carried.take() {
+            Some(carried) => restore(&mut run, carried, &mut self.notes),
+            None if self.framelab_export => self.notes.push(
+                "this framelab export carries no run description (an export of framelab \
+                 before it carried one, or a trace edited since): the run's name, command, \
+                 target, warmup window, end, processes and counters are not known; the \
+                 window is the whole trace"
+                    .into(),
+            ),
+            None => {}
+        }
         run.import = Some(ImportInfo {
             format: self.format.into(),
             files: self.files,
@@ -332,6 +378,73 @@ impl TraceBuilder {
             notes: self.notes,
         });
         Ok(run)
+    }
+}
+
+/// A framelab export's run description put back: the run's metadata (the window
+/// included: times are the exported run's own, relative to its launch), process table,
+/// sources' status, counters, dropped records per thread and histograms.
+fn restore(run: &mut Run, carried: Carried, notes: &mut Vec<String>) {
+    match carried.meta() {
+        Ok(mut meta) => {
+            meta.id = 0;
+            run.meta = meta;
+        }
+        Err(why) => notes.push(format!(
+            "this framelab export's run metadata could not be restored ({why}): its name, \
+             command, target, warmup window and end are not known"
+        )),
+    }
+    run.processes = carried.processes;
+    // Counters known by name only (Chrome JSON) get their series back: source, metric,
+    // entity, label, unit and kind.
+    let by_name: HashMap<String, &SampleSeries> = (carried.series.iter())
+        .map(|s| (crate::export::meta::counter_name(s), s))
+        .collect();
+    for s in &mut run.telemetry.series {
+        if let Some(&exported) = by_name.get(&s.metric) {
+            *s = exported.clone();
+        }
+    }
+    if !carried.sources.is_empty() {
+        run.telemetry.sources = carried.sources;
+    }
+    let counters = carried.counter_names.len();
+    run.counter_names = carried.counter_names;
+    let before = carried.counters.len();
+    run.counters = (carried.counters.into_iter())
+        .filter(|&(_, counter, _)| usize::from(counter) < counters)
+        .map(|(frame, counter, value)| CounterValue {
+            frame,
+            counter,
+            value,
+        })
+        .collect();
+    if run.counters.len() < before {
+        notes.push(format!(
+            "{} counter values named no counter of the run description and were left out",
+            before - run.counters.len()
+        ));
+    }
+    for (pid, tid, dropped) in carried.dropped {
+        if let Some(t) = run
+            .threads
+            .iter_mut()
+            .find(|t| t.pid == pid && t.tid == tid)
+        {
+            t.dropped = dropped;
+        }
+    }
+    run.histograms.extend(carried.histograms);
+    if let Some(original) = carried.import {
+        notes.push(format!(
+            "the exported run was itself imported ({} from {})",
+            original.format,
+            original.files.join(", ")
+        ));
+        notes.extend(
+            (original.notes.into_iter()).map(|n| format!("in the exported run's import: {n}")),
+        );
     }
 }
 

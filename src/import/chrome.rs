@@ -8,7 +8,8 @@
 //!   `--frame-arg ARG`, else taken from the name by `--frame-regex` (slices without one are
 //!   left out and counted), else each slice is a frame of its own. A framelab export (marked
 //!   by `otherData.framelab`, see [`crate::export::chrome`]) takes frames from `args.frame`,
-//!   keys from `args.key`, and may hold times before its launch (negative `ts`).
+//!   keys from `args.key`, may hold times before its launch (negative `ts`), and gives back
+//!   the rest of the run from `otherData.framelab.description` (`crate::export::meta`).
 //! - `i`/`I`/`n` instants become events, keyed by the `--key` argument, else `id` (or
 //!   `id2`), else 0. The `framelab:launch` instant is the time origin, not an event.
 //! - `C` counters become sample series (source `chrome`, metric `NAME` for the usual
@@ -139,7 +140,13 @@ fn read_object(input: Src, open: usize, b: &mut TraceBuilder) -> Result<(), Impo
             }
             "otherData" => {
                 let (raw, end) = json_value::<&RawValue>(input, pos).map_err(|e| e.fatal(b))?;
-                framelab |= is_framelab_marker(raw);
+                if is_framelab_marker(raw) {
+                    framelab = true;
+                    b.mark_framelab_export();
+                    if let Some(description) = run_description(raw) {
+                        b.describe_run(description.get());
+                    }
+                }
                 pos = end;
             }
             _ => {
@@ -180,6 +187,20 @@ fn is_framelab_marker(other_data: &RawValue) -> bool {
     let mut found = false;
     for_each_arg(other_data, |key, _| found |= key == "framelab");
     found
+}
+
+/// `otherData.framelab.description`: the run a framelab export carries.
+fn run_description(other_data: &RawValue) -> Option<Box<RawValue>> {
+    #[derive(Deserialize)]
+    struct OtherData {
+        framelab: Option<Framelab>,
+    }
+    #[derive(Deserialize)]
+    struct Framelab {
+        description: Option<Box<RawValue>>,
+    }
+    let other: OtherData = serde_json::from_str(other_data.get()).ok()?;
+    other.framelab?.description
 }
 
 fn note_trailing(input: Src, end: usize, b: &mut TraceBuilder) {

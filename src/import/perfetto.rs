@@ -12,7 +12,9 @@
 //! - Frames: the `--frame-arg` debug annotation, else `--frame-regex` on the name, else
 //!   each slice its own frame. A framelab export (it starts with the launch marker
 //!   instant) carries `frame` and `key` annotations that are used without being asked,
-//!   and its counter tracks describe their series exactly (their `description`).
+//!   and its counter tracks describe their series exactly (their `description`); the
+//!   `description` of its `framelab` track gives back the rest of the run (name, target,
+//!   window, processes, counters: `crate::export::meta`).
 //! - Times are the packets' timestamps in ns. Sequence-scoped incremental clocks (the
 //!   SDK's default) are resolved through their sequence's clock snapshot; clocks are
 //!   otherwise not converted into each other (noted when a trace mixes them).
@@ -606,6 +608,11 @@ impl<'b> Importer<'b> {
             description: d.description.clone(),
             ..TrackInfo::default()
         };
+        if d.counter.is_none() {
+            if let Some(description) = &d.description {
+                self.b.describe_run(description);
+            }
+        }
         if let Some(process) = &d.process {
             let Some(pid) = process.pid else {
                 self.counts.bad_ids += 1;
@@ -763,6 +770,7 @@ impl<'b> Importer<'b> {
         };
         if &*name == LAUNCH_MARKER {
             self.b.set_origin(t_ns);
+            self.b.mark_framelab_export();
             if !self.framelab {
                 self.framelab = true;
                 self.set_args();

@@ -47,6 +47,8 @@ pub struct RunOptions {
     pub sampling: crate::sample::SamplingOptions,
     /// Print each stage's histogram of the last interval this often (`--live 5s`).
     pub live: Option<Duration>,
+    /// The live histograms' linear layout (`--live-linear STEP`); power-of-two without.
+    pub live_linear: Option<crate::hist::LinearSpec>,
 }
 
 /// What a finished run left behind.
@@ -177,9 +179,9 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         opts.watch_pids.clone(),
         opts.watch_names.clone(),
     );
-    let live = opts
-        .live
-        .map(|every| crate::hist::live::Live::start(output.clone(), writer.run_id(), every));
+    let live = opts.live.map(|every| {
+        crate::hist::live::Live::start(output.clone(), writer.run_id(), every, opts.live_linear)
+    });
     let mut collector = collect::Collector::new(writer, session, tick_clock, meta, accounting);
     let tree = crate::sample::ProcessTree::below(
         procfs::Procfs::system(),
@@ -189,10 +191,11 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     );
     collector.start_sampling(opts.sampling.clone(), tree);
     let outcome = supervise(opts, pid, started, &mut collector);
-    if let Some(live) = live {
-        live.stop();
-    }
+    let last_interval = live.map(crate::hist::live::Live::stop);
     let (run_id, meta) = collector.finish()?;
+    if let Some(last) = last_interval {
+        last.print();
+    }
     outcome?;
     Ok(RunOutcome {
         path: output,
