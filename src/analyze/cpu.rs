@@ -75,6 +75,7 @@ mod tests {
             sys_ns,
             wall_ns,
             peak_rss_bytes: rss,
+            ..ProcessStats::default()
         }
     }
 
