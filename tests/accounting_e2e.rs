@@ -120,3 +120,83 @@ fn a_process_killed_between_readings_keeps_its_cpu_up_to_the_kill() {
 fn a_grandchild_of_a_grandchild_killed_by_its_parent_keeps_its_cpu() {
     assert_burner_kept_its_cpu(3);
 }
+
+/// Context switches of `pid` so far, voluntary + involuntary, from its status file.
+fn context_switches(pid: u32) -> i64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    framelab::sample::threads::parse_context_switches(&status)
+        .map(|(v, i)| v + i)
+        .unwrap()
+}
+
+fn proc_cpu_ns(pid: u32) -> i64 {
+    stat_cpu_ns(&std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap())
+}
+
+#[test]
+fn a_watched_daemons_threads_count_the_window_not_their_lifetime() {
+    // A single-threaded daemon busy since before the run: its thread's lifetime CPU is its
+    // process's, and the run must count only the window's share of either.
+    let mut daemon = std::process::Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let pid = daemon.id();
+    // Waits for progress (a second of CPU burnt), not for a time.
+    while proc_cpu_ns(pid) < 100 * TICK_NS {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "watch");
+    let out = framelab()
+        .args(["run", "--watch-pid", &pid.to_string(), "-o"])
+        .arg(&path)
+        .args(["--", "sleep", "1"])
+        .output()
+        .unwrap();
+    let (lifetime_cpu, lifetime_switches) = (proc_cpu_ns(pid), context_switches(pid));
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&path);
+    let analysis = framelab::analyze::analyze(&run);
+    let process = analysis
+        .processes
+        .iter()
+        .find(|p| p.pid == pid)
+        .expect("the watched process's row");
+    let process_cpu = process.user_ns + process.sys_ns;
+    let telemetry = analysis.telemetry.as_ref().expect("threads were sampled");
+    let thread = telemetry
+        .busiest_threads
+        .iter()
+        .find(|t| t.tid == pid)
+        .unwrap_or_else(|| panic!("no row for thread {pid}: {:?}", telemetry.busiest_threads));
+    eprintln!(
+        "watched: process row {process_cpu} ns, thread row {} ns ({:.1}%), lifetime {lifetime_cpu} ns; ctx {} of {lifetime_switches}",
+        thread.cpu_ns,
+        thread.load_pct,
+        thread.ctx_voluntary + thread.ctx_involuntary
+    );
+    // The two rows are read by different samplers a few ms apart at each edge of the window.
+    let tolerance = (process_cpu / 4).max(5 * TICK_NS);
+    assert!(
+        (thread.cpu_ns - process_cpu).abs() <= tolerance,
+        "thread row {} ns, process row {process_cpu} ns",
+        thread.cpu_ns
+    );
+    assert!(
+        thread.cpu_ns <= lifetime_cpu - 80 * TICK_NS,
+        "thread row {} ns is about the daemon's lifetime {lifetime_cpu} ns",
+        thread.cpu_ns
+    );
+    assert!(
+        thread.load_pct <= 100.0 + 25.0,
+        "one thread: {}",
+        thread.load_pct
+    );
+    assert!(
+        thread.ctx_voluntary + thread.ctx_involuntary < lifetime_switches,
+        "context switches over the window, not the lifetime's {lifetime_switches}: {thread:?}"
+    );
+}
