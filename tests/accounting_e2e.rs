@@ -200,3 +200,44 @@ fn a_watched_daemons_threads_count_the_window_not_their_lifetime() {
         "context switches over the window, not the lifetime's {lifetime_switches}: {thread:?}"
     );
 }
+
+#[test]
+fn a_short_busy_childs_cpu_is_recorded_finer_than_a_clock_tick() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("rusage");
+    let report_arg = report.to_string_lossy().into_owned();
+    let (_, path) = run_testprog(&dir, "fine", &[], &["cpu-report", "123", &report_arg]);
+    let run = load(&path);
+    let text = std::fs::read_to_string(&report).expect("testprog wrote its rusage");
+    let mut fields = text.split_whitespace().map(|f| f.parse::<i64>().unwrap());
+    let (rusage_us, clock_ns) = (fields.next().unwrap(), fields.next().unwrap());
+    let command = run
+        .processes
+        .iter()
+        .find(|p| p.role == framelab::model::ProcessRole::Command)
+        .expect("the command's row");
+    eprintln!(
+        "command row {} ns ({:?}, resolution {} ns), its rusage {} µs, its CPU clock {clock_ns} ns",
+        cpu(command),
+        command.cpu_source,
+        command.cpu_resolution_ns,
+        rusage_us
+    );
+    assert_eq!(command.cpu_resolution_ns, 1, "{command:?}");
+    assert_eq!(command.cpu_source, CpuSource::Clock, "{command:?}");
+    // What it used after writing the file is its exit: well under a millisecond.
+    assert!(
+        cpu(command) >= clock_ns && cpu(command) - rusage_us * 1000 < 1_000_000,
+        "row {} ns against rusage {rusage_us} µs and clock {clock_ns} ns",
+        cpu(command)
+    );
+    assert_ne!(cpu(command) % TICK_NS, 0, "not in whole clock ticks");
+    // The JSON report says how fine each CPU figure is.
+    let json = framelab()
+        .args(["report", "--format", "json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["processes"][0]["cpu_resolution_ns"], 1, "{json}");
+}
