@@ -8,6 +8,8 @@
 //! - `processes N`: stage `parent` here, stage `child` in a child process (this program again).
 //! - `flood N`: N spans as fast as possible (with a tiny ring this forces drops).
 //! - `cpu MS`: burns MS milliseconds of CPU time (not wall time), uninstrumented.
+//! - `cpu-report MS FILE`: the same, then writes to FILE what the kernel says it used, just
+//!   before exiting: `RUSAGE_US CLOCK_NS` (getrusage user + sys in µs, its CPU clock in ns).
 //! - `names N`: interns N distinct stage names.
 //! - `rate R S`: R spans per second for S seconds, in 1 ms batches (collector benchmarks).
 //! - `work N US`: N frames of stage `work` burning US µs of CPU, then a short `send` stage
@@ -38,6 +40,26 @@ fn main() {
             }
         }
         "cpu" => burn_cpu(Duration::from_millis(n)),
+        "cpu-report" => {
+            burn_cpu(Duration::from_millis(n));
+            let path = args.get(3).expect("cpu-report MS FILE");
+            // SAFETY: valid out-pointers.
+            let (rusage_us, clock_ns) = unsafe {
+                let mut usage: libc::rusage = std::mem::zeroed();
+                libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+                let us = |tv: libc::timeval| tv.tv_sec * 1_000_000 + tv.tv_usec;
+                let mut ts = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
+                libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts);
+                (
+                    us(usage.ru_utime) + us(usage.ru_stime),
+                    ts.tv_sec * 1_000_000_000 + ts.tv_nsec,
+                )
+            };
+            std::fs::write(path, format!("{rusage_us} {clock_ns}\n")).expect("writable");
+        }
         "rate" => {
             let seconds: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(10);
             rate(n, seconds);

@@ -154,6 +154,61 @@ pub struct ProcessStats {
     /// Time this process was alive inside the window.
     pub wall_ns: i64,
     pub peak_rss_bytes: u64,
+    /// The resolution of `user_ns + sys_ns`: 1 when both ends come from the process CPU
+    /// clock (ns), the kernel's clock tick (10 ms) when any part comes from /proc's
+    /// utime/stime; 0 when unknown (runs imported or written before schema 3).
+    #[serde(default)]
+    pub cpu_resolution_ns: i64,
+    #[serde(default)]
+    pub cpu_source: CpuSource,
+    /// Why the figure is what it is, when that needs saying (the `(exited children)` row
+    /// says whose reaped children it holds and why they could not be told apart); else empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
+/// Where a process row's CPU time comes from (docs/metrics.md, "CPU and memory").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuSource {
+    /// The process CPU clock at both ends of the window (or of its life in it): ns.
+    Clock,
+    /// /proc utime + stime, in clock ticks.
+    #[default]
+    Proc,
+    /// It ended between two readings and was reaped by a process of the run: what it used
+    /// after its last reading is what its reaper's reaped-children time grew by (ticks).
+    Reaper,
+    /// It ended between two readings together with others reaped by the same process, so
+    /// what each used after its last reading cannot be told apart: the row holds its last
+    /// reading, the rest is in `(exited children)`.
+    LastReading,
+    /// The `(exited children)` row: CPU of processes of the run no row accounts for.
+    Unattributed,
+}
+
+impl CpuSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuSource::Clock => "clock",
+            CpuSource::Proc => "proc",
+            CpuSource::Reaper => "reaper",
+            CpuSource::LastReading => "last_reading",
+            CpuSource::Unattributed => "unattributed",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<CpuSource> {
+        [
+            CpuSource::Clock,
+            CpuSource::Proc,
+            CpuSource::Reaper,
+            CpuSource::LastReading,
+            CpuSource::Unattributed,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
 }
 
 /// How the command ended.

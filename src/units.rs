@@ -107,3 +107,63 @@ mod tests {
         }
     }
 }
+
+/// How many decimals a value measured to `resolution` (in the unit printed) can show: the
+/// last digit printed is never finer than the resolution (10 ms is 2 decimals of a second,
+/// 0.5% is none), and at most `max`. An unknown resolution (0, negative, not finite) gets
+/// `max`.
+pub fn decimals_for(resolution: f64, max: usize) -> usize {
+    if !(resolution > 0.0 && resolution.is_finite()) {
+        return max;
+    }
+    // The epsilon keeps exact powers of ten (0.01) from landing a digit short.
+    let digits = (-resolution.log10() + 1e-9).floor();
+    if digits <= 0.0 {
+        0
+    } else {
+        (digits as usize).min(max)
+    }
+}
+
+/// `value` printed with no more precision than `resolution` (same unit) supports, and at
+/// most `max` decimals: `98.2` at a resolution of 0.05 but `98` at 0.5; a resolution of ten
+/// or more also rounds the whole part (`2822` at 333 prints `2800`).
+pub fn fixed_to_resolution(value: f64, resolution: f64, max: usize) -> String {
+    if !value.is_finite() {
+        return format!("{value}");
+    }
+    let decimals = decimals_for(resolution, max);
+    if resolution.is_finite() && resolution >= 10.0 {
+        let step = 10f64.powf((resolution.log10() + 1e-9).floor());
+        return format!("{:.0}", (value / step).round() * step);
+    }
+    format!("{value:.decimals$}")
+}
+
+#[cfg(test)]
+mod resolution_tests {
+    use super::*;
+
+    #[test]
+    fn no_more_digits_than_the_source_has() {
+        // CPU seconds from clock ticks (10 ms): two decimals, never three.
+        assert_eq!(decimals_for(0.01, 3), 2);
+        assert_eq!(fixed_to_resolution(0.26, 0.01, 3), "0.26");
+        // From the process CPU clock (1 ns): as many as the layout wants.
+        assert_eq!(fixed_to_resolution(0.261234, 1e-9, 3), "0.261");
+        // A load % from ticks over a 1.94 s window: one tick is 0.52%, so no decimal.
+        assert_eq!(fixed_to_resolution(98.24, 0.01 / 1.94 * 100.0, 1), "98");
+        // ... over 25 s, 0.04%: the one decimal the table prints.
+        assert_eq!(fixed_to_resolution(98.24, 0.04, 1), "98.2");
+        // CPU per frame, 10 ms over 30 frames = 333 µs: whole hundreds of µs.
+        assert_eq!(fixed_to_resolution(2822.0, 333.3, 0), "2800");
+        assert_eq!(fixed_to_resolution(2822.0, 3.3, 1), "2822");
+        // Unknown: the layout's own precision.
+        assert_eq!(fixed_to_resolution(1.23456, 0.0, 3), "1.235");
+        assert_eq!(fixed_to_resolution(f64::INFINITY, 0.01, 2), "inf");
+        assert_eq!(decimals_for(f64::NAN, 4), 4);
+        assert_eq!(decimals_for(1.0, 4), 0);
+        assert_eq!(decimals_for(0.1, 4), 1);
+        assert_eq!(decimals_for(0.099, 4), 1, "0.01 would be finer than 0.099");
+    }
+}

@@ -137,15 +137,16 @@ fn a_file_of_a_newer_schema() {
     rusqlite::Connection::open(&path)
         .unwrap()
         .execute(
-            "UPDATE framelab SET value = '3' WHERE key = 'schema_version'",
-            [],
+            "UPDATE framelab SET value = ?1 WHERE key = 'schema_version'",
+            [(SCHEMA_VERSION + 1).to_string()],
         )
         .unwrap();
     let msg = load_error(&path);
     assert!(
         msg.ends_with(&format!(
-            "was written by a newer framelab (schema 3, this build reads ≤ {SCHEMA_VERSION}): \
-             upgrade framelab"
+            "was written by a newer framelab (schema {}, this build reads ≤ {SCHEMA_VERSION}): \
+             upgrade framelab",
+            SCHEMA_VERSION + 1
         )),
         "{msg}"
     );
@@ -165,7 +166,9 @@ fn a_newer_schema_is_told_by_the_header_before_sqlite_parses_it() {
         .unwrap();
     assert_mentions(
         &load_error(&path),
-        &["newer framelab (schema 7, this build reads ≤ 2): upgrade framelab"],
+        &[&format!(
+            "newer framelab (schema 7, this build reads ≤ {SCHEMA_VERSION}): upgrade framelab"
+        )],
     );
     let err = RunWriter::create(&path, &RunMeta::default()).err().unwrap();
     assert_mentions(&one_line(err), &["schema 7", "upgrade framelab"]);

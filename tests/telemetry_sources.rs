@@ -51,6 +51,8 @@ fn one_tick(pids: &[u32]) -> Tick<'_> {
         pids,
         closing: false,
         window_closed: false,
+        opening: false,
+        origin_mono_ns: 0,
     }
 }
 

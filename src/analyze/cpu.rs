@@ -27,6 +27,7 @@ pub fn process_rows(processes: &[ProcessStats]) -> Vec<ProcessRow> {
                 load_pct: load,
                 cores: load / 100.0,
                 peak_rss_bytes: p.peak_rss_bytes,
+                cpu_resolution_ns: p.cpu_resolution_ns,
             }
         })
         .collect()
@@ -57,6 +58,42 @@ pub fn cpu_summary(processes: &[ProcessStats], window_ns: i64, work_units: u64) 
             .map(|p| p.peak_rss_bytes)
             .fold(0, u64::saturating_add),
         collector_load_pct: None,
+        cpu_resolution_ns: cpu_resolution_ns(processes),
+        work_units,
+    }
+}
+
+/// /proc's clock tick (USER_HZ, 100 on every Linux): the resolution of utime and stime, so
+/// of the user/sys split even where the total is finer.
+pub const CLOCK_TICK_NS: i64 = 10_000_000;
+
+/// The coarsest resolution among `processes` (0 when any is unknown: older or imported runs).
+pub fn cpu_resolution_ns(processes: &[ProcessStats]) -> i64 {
+    if processes.iter().any(|p| p.cpu_resolution_ns <= 0) {
+        return 0;
+    }
+    processes
+        .iter()
+        .map(|p| p.cpu_resolution_ns)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The resolution of a load % (or, ÷ 100, of cores) from CPU of `resolution_ns` over
+/// `wall_ns`; 0 when unknown.
+pub fn load_resolution_pct(resolution_ns: i64, wall_ns: i64) -> f64 {
+    if resolution_ns <= 0 || wall_ns <= 0 {
+        return 0.0;
+    }
+    resolution_ns as f64 * 100.0 / wall_ns as f64
+}
+
+/// The resolution of user or sys alone: the split is in clock ticks; 0 when unknown.
+pub fn split_resolution_ns(resolution_ns: i64) -> i64 {
+    if resolution_ns <= 0 {
+        0
+    } else {
+        resolution_ns.max(CLOCK_TICK_NS)
     }
 }
 
@@ -75,6 +112,7 @@ mod tests {
             sys_ns,
             wall_ns,
             peak_rss_bytes: rss,
+            ..ProcessStats::default()
         }
     }
 

@@ -116,6 +116,7 @@ pub fn reference_run() -> Run {
                 sys_ns: 20 * MS,
                 wall_ns: 80 * MS,
                 peak_rss_bytes: 48 << 20,
+                ..ProcessStats::default()
             },
             ProcessStats {
                 pid: 200,
@@ -126,6 +127,7 @@ pub fn reference_run() -> Run {
                 sys_ns: 10 * MS,
                 wall_ns: 80 * MS,
                 peak_rss_bytes: 16 << 20,
+                ..ProcessStats::default()
             },
         ],
         ..Run::default()
@@ -185,6 +187,7 @@ pub fn uninstrumented_run() -> Run {
             sys_ns: 500 * MS,
             wall_ns: 2_000 * MS,
             peak_rss_bytes: 300 << 20,
+            ..ProcessStats::default()
         }],
         ..Run::default()
     }

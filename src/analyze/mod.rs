@@ -107,6 +107,9 @@ pub struct ProcessRow {
     pub load_pct: f64,
     pub cores: f64,
     pub peak_rss_bytes: u64,
+    /// The resolution of `user_ns + sys_ns` (the run file's `cpu_resolution_ns`; 0 unknown).
+    #[serde(default)]
+    pub cpu_resolution_ns: i64,
 }
 
 /// CPU of everything framelab started plus everything it watched, over the window.
@@ -123,6 +126,13 @@ pub struct CpuSummary {
     pub collector_load_pct: Option<f64>,
     /// Sum of each process's peak: an upper bound of the peak of them all together.
     pub peak_rss_bytes: u64,
+    /// The coarsest resolution of the processes' CPU figures (0 unknown); load %, cores and
+    /// CPU per frame are that divided by the window or the frames.
+    #[serde(default)]
+    pub cpu_resolution_ns: i64,
+    /// What CPU per frame divides by (measured frames, or N of `--frames N`).
+    #[serde(default)]
+    pub work_units: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

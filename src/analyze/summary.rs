@@ -189,10 +189,20 @@ pub fn analyze(run: &Run) -> Analysis {
             .into_iter()
             .chain(run.import.iter().flat_map(|i| i.notes.iter().cloned()))
             .chain(imported_histograms_note(run))
+            .chain(process_notes(run))
             .collect(),
         telemetry,
         import: run.import.clone(),
     }
+}
+
+/// What a process row needs said: whose reaped children `(exited children)` holds, and why
+/// they could not be told apart.
+fn process_notes(run: &Run) -> impl Iterator<Item = String> + '_ {
+    run.processes
+        .iter()
+        .filter(|p| !p.note.is_empty())
+        .map(|p| format!("{}: {}", p.name, p.note))
 }
 
 /// Imported histograms are not frames: the report points to `framelab hist`.

@@ -56,6 +56,10 @@ pub struct Summary {
     pub spread_pct: f64,
     pub min: f64,
     pub max: f64,
+    /// The coarsest resolution of the runs' values (CPU figures), in the display unit:
+    /// tables print no finer. `None` when unknown or not a CPU figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<f64>,
 }
 
 /// One metric, one variant against the baseline.
@@ -91,6 +95,8 @@ pub struct VariantComparison {
 pub struct StepRow {
     pub variant: String,
     pub median: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<f64>,
     /// Against the variant before it; `None` for the first.
     pub step: Option<RatioInterval>,
     /// Against the baseline; `None` for the baseline.
@@ -134,6 +140,9 @@ pub struct Sweep {
     pub unit: Unit,
     pub variants: Vec<String>,
     pub rows: Vec<SweepRow>,
+    /// The coarsest resolution of every run's value (see `Summary::resolution`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -345,6 +354,19 @@ fn values<'a>(metric: &Metric, runs: &[&'a LoadedRun]) -> Vec<RunValue<'a>> {
         .collect()
 }
 
+/// The coarsest resolution of `runs`' values of `metric`; `None` if any is unknown.
+fn resolution(metric: &Metric, runs: &[&LoadedRun]) -> Option<f64> {
+    runs.iter()
+        .filter_map(|r| r.data.as_ref())
+        .filter(|d| metric.value(d).is_some())
+        .map(|d| metric.resolution(d))
+        .try_fold(None, |coarsest: Option<f64>, r| {
+            let r = r?;
+            Some(Some(coarsest.map_or(r, |c| c.max(r))))
+        })
+        .flatten()
+}
+
 fn summary(metric: &Metric, values: &[RunValue]) -> Option<Summary> {
     let shown: Vec<f64> = values
         .iter()
@@ -363,6 +385,7 @@ fn summary(metric: &Metric, values: &[RunValue]) -> Option<Summary> {
         },
         min: shown.iter().copied().fold(f64::INFINITY, f64::min),
         max: shown.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        resolution: None,
     })
 }
 
@@ -428,8 +451,14 @@ fn compare_metric(
         label: metric.label.clone(),
         unit: metric.unit,
         direction: metric.direction,
-        baseline: summary(metric, &b),
-        variant: summary(metric, &v),
+        baseline: summary(metric, &b).map(|s| Summary {
+            resolution: resolution(metric, base_runs),
+            ..s
+        }),
+        variant: summary(metric, &v).map(|s| Summary {
+            resolution: resolution(metric, var_runs),
+            ..s
+        }),
         ratio,
         u: test.map(|t| t.u),
         p_value: test.map(|t| t.p_value),
@@ -523,6 +552,7 @@ fn steps(
         rows.push(StepRow {
             variant: variant.clone(),
             median: s.median,
+            resolution: resolution(metric, &runs),
             step: previous.and_then(against),
             cumulative: (variant != baseline).then(|| against(baseline)).flatten(),
         });
@@ -580,12 +610,18 @@ fn sweep(metric: &Metric, groups: &[Group], loaded: &Loaded, baseline: &str) -> 
             }
         })
         .collect();
+    let all_runs: Vec<&LoadedRun> = loaded
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Ok && r.data.is_some())
+        .collect();
     Sweep {
         metric: metric.key.clone(),
         label: metric.label.clone(),
         unit: metric.unit,
         variants: order,
         rows,
+        resolution: resolution(metric, &all_runs),
     }
 }
 

@@ -29,6 +29,9 @@ pub struct RunData {
     pub fixed_duration: bool,
     /// Joules per frame of each device with an energy reading (telemetry), by its label.
     pub energy_per_frame: Vec<(String, f64)>,
+    /// Resolution of `cpu_ns` (0 unknown), and what CPU per frame divides by.
+    pub cpu_resolution_ns: i64,
+    pub work_units: u64,
 }
 
 pub fn extract(run: &Run) -> RunData {
@@ -48,6 +51,8 @@ fn from_analysis(a: &Analysis) -> RunData {
         cpu_ns: a.cpu.user_ns.saturating_add(a.cpu.sys_ns),
         load_pct: a.cpu.load_pct,
         cpu_per_frame_ns: a.cpu.cpu_per_frame_ns,
+        cpu_resolution_ns: a.cpu.cpu_resolution_ns,
+        work_units: a.cpu.work_units,
         peak_rss_bytes: a.cpu.peak_rss_bytes,
         late: a
             .late

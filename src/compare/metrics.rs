@@ -103,6 +103,26 @@ impl Metric {
         }
     }
 
+    /// How fine this run's value is, in the unit a table prints (CPU time, load and CPU
+    /// per frame come from CPU times of a known resolution); `None` when unknown or not a
+    /// CPU figure.
+    pub fn resolution(&self, run: &RunData) -> Option<f64> {
+        let ns = run.cpu_resolution_ns;
+        if ns <= 0 {
+            return None;
+        }
+        match self.kind {
+            Kind::Cpu => Some(ns as f64 / 1e9),
+            Kind::Load => {
+                (run.wall_ns > 0).then(|| crate::analyze::cpu::load_resolution_pct(ns, run.wall_ns))
+            }
+            Kind::CpuPerFrame => {
+                (run.work_units > 0).then(|| ns as f64 / run.work_units as f64 / 1e3)
+            }
+            _ => None,
+        }
+    }
+
     /// A value of this metric as a table prints it (its unit: µs for times).
     pub fn display_value(&self, value: f64) -> f64 {
         match (&self.kind, self.unit) {

@@ -101,7 +101,7 @@ pub fn render(c: &Comparison, markdown: bool) -> String {
             cells.extend(
                 row.medians
                     .iter()
-                    .map(|m| m.map_or("—".into(), |v| value(sweep.unit, v))),
+                    .map(|m| m.map_or("—".into(), |v| value_to(sweep.unit, v, sweep.resolution))),
             );
             cells.extend(row.changes.iter().map(|ch| match ch {
                 Some((pct, verdict)) => format!(
@@ -234,7 +234,7 @@ fn group(
             };
             t.push(vec![
                 s.variant.clone(),
-                value(unit, s.median),
+                value_to(unit, s.median, s.resolution),
                 cell(&s.step),
                 cell(&s.cumulative),
             ]);
@@ -289,7 +289,11 @@ fn change_cell(row: &Row) -> String {
 
 fn summary_cell(unit: Unit, s: Option<&super::compute::Summary>) -> String {
     match s {
-        Some(s) => format!("{} ±{:.1}%", value(unit, s.median), s.spread_pct),
+        Some(s) => format!(
+            "{} ±{:.1}%",
+            value_to(unit, s.median, s.resolution),
+            s.spread_pct
+        ),
         None => "—".into(),
     }
 }
@@ -314,6 +318,19 @@ pub fn value_unit_name(unit: Unit) -> &'static str {
     }
 }
 
+/// A value in its unit's usual precision, but no finer than `resolution` (in the same
+/// unit) when it is known: CPU seconds from clock ticks print two decimals, not three.
+pub fn value_to(unit: Unit, v: f64, resolution: Option<f64>) -> String {
+    let usual = value(unit, v);
+    match resolution {
+        Some(r) if unit != Unit::Bytes => {
+            let decimals = usual.split_once('.').map_or(0, |(_, d)| d.len());
+            crate::units::fixed_to_resolution(v, r, decimals)
+        }
+        _ => usual,
+    }
+}
+
 /// A value in its unit's usual precision (bytes as MiB).
 pub fn value(unit: Unit, v: f64) -> String {
     match unit {
@@ -331,5 +348,22 @@ pub fn value(unit: Unit, v: f64) -> String {
                 format!("{v:.2}")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_figures_print_no_finer_than_their_resolution() {
+        // CPU seconds of runs read in clock ticks: `0.26`, never `0.260`.
+        assert_eq!(value_to(Unit::Seconds, 0.26, Some(0.01)), "0.26");
+        // From the process CPU clock: the table's usual three decimals.
+        assert_eq!(value_to(Unit::Seconds, 0.261234, Some(1e-9)), "0.261");
+        // A load over a 2 s window in ticks (0.5%): whole percent.
+        assert_eq!(value_to(Unit::Percent, 31.24, Some(0.5)), "31");
+        // Unknown resolution (older files): as before.
+        assert_eq!(value_to(Unit::Seconds, 0.26, None), "0.260");
     }
 }

@@ -1,7 +1,9 @@
 //! The header facts both the text and the Markdown report print, one sentence each:
 //! command, host, target, window, frames, fps, cpu, counters, late, stutter.
 
-use super::format::{bit_rate, bytes, fps_target, number, secs, shell_words, us};
+use super::format::{
+    bit_rate, bytes, cores, cpu_secs, fps_target, load_pct, number, secs, shell_words, us,
+};
 use crate::analyze::counters::is_byte_counter;
 use crate::analyze::Analysis;
 
@@ -190,20 +192,34 @@ fn cpu(a: &Analysis) -> Option<String> {
         return None;
     }
     let c = &a.cpu;
+    let (resolution, wall) = (c.cpu_resolution_ns, a.window.length_ns);
+    let split = crate::analyze::cpu::split_resolution_ns(resolution);
     let mut s = format!(
-        "{} s user + {} s sys · load {:.1}% ({:.2} cores)",
-        secs(c.user_ns),
-        secs(c.sys_ns),
-        c.load_pct,
-        c.cores
+        "{} s user + {} s sys · load {}% ({} cores)",
+        cpu_secs(c.user_ns, split),
+        cpu_secs(c.sys_ns, split),
+        load_pct(c.load_pct, resolution, wall),
+        cores(c.cores, resolution, wall)
     );
     if let Some(per_frame) = c.cpu_per_frame_ns {
-        s.push_str(&format!(" · {} µs per frame", us(per_frame)));
+        let per_frame = if resolution > 0 && c.work_units > 0 {
+            // CPU per frame is only as fine as the CPU ÷ the frames.
+            let step_us = resolution as f64 / c.work_units as f64 / 1e3;
+            crate::units::fixed_to_resolution(per_frame / 1e3, step_us, decimals_of(&us(per_frame)))
+        } else {
+            us(per_frame)
+        };
+        s.push_str(&format!(" · {per_frame} µs per frame"));
     }
     if let Some(observer) = c.collector_load_pct {
         s.push_str(&format!(" · framelab itself {observer:.1}%"));
     }
     Some(s)
+}
+
+/// How many decimals `text` (a formatted number) has.
+fn decimals_of(text: &str) -> usize {
+    text.split_once('.').map_or(0, |(_, d)| d.len())
 }
 
 fn counters(a: &Analysis, st: &Style) -> Option<String> {

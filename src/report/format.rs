@@ -29,6 +29,23 @@ pub fn secs(ns: i64) -> String {
     format!("{:.2}", ns as f64 / 1e9)
 }
 
+/// CPU seconds known to `resolution_ns`: two decimals at most, fewer when coarser.
+pub fn cpu_secs(ns: i64, resolution_ns: i64) -> String {
+    crate::units::fixed_to_resolution(ns as f64 / 1e9, resolution_ns as f64 / 1e9, 2)
+}
+
+/// A load % from CPU known to `resolution_ns` over `wall_ns`: one decimal at most.
+pub fn load_pct(pct: f64, resolution_ns: i64, wall_ns: i64) -> String {
+    let resolution = crate::analyze::cpu::load_resolution_pct(resolution_ns, wall_ns);
+    crate::units::fixed_to_resolution(pct, resolution, 1)
+}
+
+/// Cores (load ÷ 100), two decimals at most.
+pub fn cores(cores: f64, resolution_ns: i64, wall_ns: i64) -> String {
+    let resolution = crate::analyze::cpu::load_resolution_pct(resolution_ns, wall_ns) / 100.0;
+    crate::units::fixed_to_resolution(cores, resolution, 2)
+}
+
 /// An fps target without useless zeros: `120`, `59.94`.
 pub fn fps_target(fps: f64) -> String {
     let s = format!("{fps:.3}");

@@ -16,13 +16,44 @@ struct Report<'a> {
 }
 
 pub fn render(analysis: &Analysis) -> String {
+    let mut rounded = analysis.clone();
+    round_cpu(&mut rounded);
     let report = Report {
         schema: SCHEMA,
-        analysis,
+        analysis: &rounded,
     };
     // Serialising plain structs of numbers and strings cannot fail; keep a valid document anyway.
     let mut out = serde_json::to_string_pretty(&report)
         .unwrap_or_else(|e| format!("{{\"schema\": \"{SCHEMA}\", \"error\": \"{e}\"}}"));
     out.push('\n');
     out
+}
+
+/// CPU figures derived from a CPU time (load %, cores, CPU per frame) carry no more digits
+/// than that time's resolution gives them (`cpu_resolution_ns` beside them says what it is).
+fn round_cpu(a: &mut Analysis) {
+    use crate::analyze::cpu::load_resolution_pct;
+    const MAX_DECIMALS: usize = 6;
+    let round = |x: &mut f64, resolution: f64| {
+        if resolution > 0.0 && x.is_finite() {
+            let text = crate::units::fixed_to_resolution(*x, resolution, MAX_DECIMALS);
+            *x = text.parse().unwrap_or(*x);
+        }
+    };
+    for p in &mut a.processes {
+        let load = load_resolution_pct(p.cpu_resolution_ns, p.wall_ns);
+        round(&mut p.load_pct, load);
+        round(&mut p.cores, load / 100.0);
+    }
+    let window = a.window.length_ns;
+    let c = &mut a.cpu;
+    let load = load_resolution_pct(c.cpu_resolution_ns, window);
+    round(&mut c.load_pct, load);
+    round(&mut c.cores, load / 100.0);
+    if let (Some(per_frame), true) = (
+        c.cpu_per_frame_ns.as_mut(),
+        c.cpu_resolution_ns > 0 && c.work_units > 0,
+    ) {
+        round(per_frame, c.cpu_resolution_ns as f64 / c.work_units as f64);
+    }
 }

@@ -1,8 +1,9 @@
 //! The terminal report: the reference layout of DESIGN.md.
 
 use super::facts::{facts, title, Style};
-use super::format::{mem, secs, us, us_mean};
+use super::format::{cores, cpu_secs, load_pct, mem, secs, us, us_mean};
 use super::table::{render as table, Column};
+use crate::analyze::cpu::split_resolution_ns;
 use crate::analyze::{Analysis, Dist};
 
 fn dist_cells(d: &Dist) -> [String; 6] {
@@ -45,26 +46,36 @@ pub(crate) fn process_rows(a: &Analysis) -> Vec<[String; 7]> {
         .processes
         .iter()
         .map(|p| {
+            // No more digits than the CPU figure has (docs/metrics.md, "Resolution").
+            let (resolution, split) = (
+                p.cpu_resolution_ns,
+                split_resolution_ns(p.cpu_resolution_ns),
+            );
             [
                 p.name.clone(),
                 secs(p.wall_ns),
-                secs(p.user_ns),
-                secs(p.sys_ns),
-                format!("{:.1}", p.load_pct),
-                format!("{:.2}", p.cores),
+                cpu_secs(p.user_ns, split),
+                cpu_secs(p.sys_ns, split),
+                load_pct(p.load_pct, resolution, p.wall_ns),
+                cores(p.cores, resolution, p.wall_ns),
                 mem(p.peak_rss_bytes),
             ]
         })
         .collect();
     if a.processes.len() > 1 {
         let c = &a.cpu;
+        let (resolution, split) = (
+            c.cpu_resolution_ns,
+            split_resolution_ns(c.cpu_resolution_ns),
+        );
+        let wall = a.window.length_ns;
         rows.push([
             "all".into(),
-            secs(a.window.length_ns),
-            secs(c.user_ns),
-            secs(c.sys_ns),
-            format!("{:.1}", c.load_pct),
-            format!("{:.2}", c.cores),
+            secs(wall),
+            cpu_secs(c.user_ns, split),
+            cpu_secs(c.sys_ns, split),
+            load_pct(c.load_pct, resolution, wall),
+            cores(c.cores, resolution, wall),
             mem(c.peak_rss_bytes),
         ]);
     }

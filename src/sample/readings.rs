@@ -14,6 +14,10 @@ pub struct Tick<'a> {
     pub closing: bool,
     /// The measured window has closed: the command is being stopped.
     pub window_closed: bool,
+    /// The reading taken as the measured window opens: look for new threads now.
+    pub opening: bool,
+    /// CLOCK_MONOTONIC at launch, to place what /proc dates since boot.
+    pub origin_mono_ns: i64,
 }
 
 /// New series and samples since the last batch; series come before the samples using them.
@@ -128,6 +132,21 @@ impl Readings {
             series,
             t_ns: self.t_ns,
             value,
+        });
+    }
+
+    /// A counter that started from 0 at `t_ns`, before its first reading (a thread born
+    /// after the launch): its value before the first reading is then known.
+    pub fn born(&mut self, series: u32, t_ns: i64) {
+        let index = series as usize;
+        if self.written.get(index) != Some(&None) {
+            return;
+        }
+        self.written[index] = Some(0);
+        self.batch.samples.push(Sample {
+            series,
+            t_ns,
+            value: 0,
         });
     }
 

@@ -103,6 +103,8 @@ fn thread_cpu_ns() -> i64 {
 /// The sources and their bookkeeping, driven by the thread or by `read_once`.
 struct Core {
     window_closed: Arc<AtomicBool>,
+    /// Set when the measured window opens: every source is read at once.
+    window_opening: Arc<AtomicBool>,
     slots: Vec<Slot>,
     readings: Readings,
     tree: ProcessTree,
@@ -150,6 +152,7 @@ impl Core {
             .collect();
         Core {
             window_closed: Arc::new(AtomicBool::new(false)),
+            window_opening: Arc::new(AtomicBool::new(false)),
             slots,
             readings: Readings::new(SourceKind::ALL.iter().map(|k| k.name()).collect()),
             tree,
@@ -166,18 +169,27 @@ impl Core {
     fn tick(&mut self, closing: bool) -> Option<Instant> {
         let now = Instant::now();
         let t_ns = self.t_ns();
-        let pids = self.tree.pids(now);
+        // The window's first reading: every source, every process and thread there is now,
+        // so what counters counted before it is not the window's.
+        let opening = self.window_opening.swap(false, Ordering::AcqRel);
+        let pids = if opening {
+            self.tree.refresh_now(now)
+        } else {
+            self.tree.pids(now)
+        };
         let tick = Tick {
             t_ns,
             pids,
             closing,
             window_closed: self.window_closed.load(Ordering::Relaxed),
+            opening,
+            origin_mono_ns: self.origin_mono_ns,
         };
         for (index, slot) in self.slots.iter_mut().enumerate() {
             let Some(source) = slot.source.as_mut() else {
                 continue;
             };
-            if !closing && slot.due > now {
+            if !closing && !opening && slot.due > now {
                 continue;
             }
             self.readings.begin(index, t_ns, closing);
@@ -259,6 +271,7 @@ impl Core {
 pub struct Sampler {
     stop: Arc<AtomicBool>,
     window_closed: Arc<AtomicBool>,
+    window_opening: Arc<AtomicBool>,
     handle: Option<JoinHandle<Vec<SourceStatus>>>,
 }
 
@@ -276,11 +289,14 @@ impl Sampler {
         let stopping = stop.clone();
         let window_closed = Arc::new(AtomicBool::new(false));
         let closed = window_closed.clone();
+        let window_opening = Arc::new(AtomicBool::new(false));
+        let opening = window_opening.clone();
         let spawned = std::thread::Builder::new()
             .name("framelab-sampler".into())
             .spawn(move || {
                 let mut core = Core::open(&opts, tree, origin_mono_ns);
                 core.window_closed = closed;
+                core.window_opening = opening;
                 let mut flushed = Instant::now();
                 let mut sink_alive = true;
                 let mut flush = |core: &mut Core, sink_alive: &mut bool| {
@@ -302,7 +318,10 @@ impl Sampler {
                     // Parking costs one futex wait, no spinning; `stop` unparks at once.
                     loop {
                         let now = Instant::now();
-                        if now >= due || stopping.load(Ordering::Acquire) {
+                        if now >= due
+                            || stopping.load(Ordering::Acquire)
+                            || core.window_opening.load(Ordering::Acquire)
+                        {
                             break;
                         }
                         std::thread::park_timeout(due - now);
@@ -316,7 +335,17 @@ impl Sampler {
         Sampler {
             stop,
             window_closed,
+            window_opening,
             handle: spawned.ok(),
+        }
+    }
+
+    /// Tells the sources the measured window opened: they are all read at once, so running
+    /// totals (a thread's CPU time) have a reading at its start.
+    pub fn open_window(&self) {
+        self.window_opening.store(true, Ordering::Release);
+        if let Some(handle) = &self.handle {
+            handle.thread().unpark();
         }
     }
 

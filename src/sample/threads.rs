@@ -31,6 +31,8 @@ pub struct ThreadStat {
     pub cpu_ns: i64,
     pub minflt: i64,
     pub majflt: i64,
+    /// When it started, since boot (clock ticks, in ns).
+    pub start_ns: i64,
 }
 
 /// Parses `/proc/PID/task/TID/stat`: fields are counted from the last `)`, since the name
@@ -49,6 +51,7 @@ pub fn parse_thread_stat(text: &str, ns_per_tick: i64) -> Option<ThreadStat> {
             .saturating_mul(ns_per_tick),
         minflt: field(10)?,
         majflt: field(12)?,
+        start_ns: field(22)?.saturating_mul(ns_per_tick),
     })
 }
 
@@ -185,7 +188,8 @@ impl Threads {
 
     pub fn read(&mut self, tick: &Tick, out: &mut Readings) -> Result<(), String> {
         let now = Instant::now();
-        if self.listed_pids != tick.pids
+        if tick.opening
+            || self.listed_pids != tick.pids
             || self
                 .listed
                 .is_none_or(|t| now.duration_since(t) >= THREADS_EVERY)
@@ -230,13 +234,31 @@ impl Threads {
                                 SeriesKind::Counter,
                             )
                         };
-                        thread.series = Some(ThreadSeries {
+                        let series = ThreadSeries {
                             cpu: counter("cpu_time", "ns"),
                             minflt: counter("minflt", "count"),
                             majflt: counter("majflt", "count"),
                             voluntary: counter("ctx_voluntary", "count"),
                             involuntary: counter("ctx_involuntary", "count"),
-                        });
+                        };
+                        // Born after the launch (its start is in ticks, rounded down): its
+                        // totals were 0 at its birth. A thread older than the run (a watched
+                        // daemon's) has no such reading: its totals before its first reading
+                        // are unknown, and differences start from that reading.
+                        let born_ns = stat.start_ns - tick.origin_mono_ns;
+                        if born_ns > -self.ns_per_tick && tick.t_ns > 0 {
+                            let at = born_ns.clamp(0, tick.t_ns - 1);
+                            for id in [
+                                series.cpu,
+                                series.minflt,
+                                series.majflt,
+                                series.voluntary,
+                                series.involuntary,
+                            ] {
+                                out.born(id, at);
+                            }
+                        }
+                        thread.series = Some(series);
                     }
                     let totals = Totals {
                         cpu_ns: ran_ns.unwrap_or(stat.cpu_ns),
@@ -288,6 +310,7 @@ mod tests {
         assert_eq!(s.comm, "enc (1) x");
         assert_eq!(s.cpu_ns, 2_800_000_000);
         assert_eq!((s.minflt, s.majflt), (1500, 7));
+        assert_eq!(s.start_ns, 123_450_000_000);
         assert!(parse_thread_stat("1 (x) R 2", 1).is_none());
     }
 

@@ -68,6 +68,12 @@ impl ProcessTree {
         &self.pids
     }
 
+    /// The processes as they are now, whatever the last refresh.
+    pub fn refresh_now(&mut self, now: Instant) -> &[u32] {
+        self.refresh(now);
+        &self.pids
+    }
+
     fn refresh(&mut self, now: Instant) {
         let mut pids = Vec::new();
         if let Some(root) = self.root {

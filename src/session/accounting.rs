@@ -1,46 +1,115 @@
 //! CPU and memory of the command's process tree and of watched processes, over the measured
 //! window only.
 //!
-//! The tree total is exact: at each end of the window it sums, over live processes, their own
-//! and their reaped children's CPU, plus the rusage of processes framelab itself reaped (the
-//! command, and orphans, since framelab is their subreaper). Per-process rows are each
-//! process's own CPU as last sampled; what ran in processes that came and went between samples
-//! is shown as one `(exited children)` row so the rows add up to the total.
+//! Every process of the tree (the command, its descendants, and orphans framelab adopted as
+//! their subreaper) and every watched process is read at each sweep (`--sample-every`, at
+//! most every 10 ms): its process CPU clock (user + sys of all its threads, in ns) and its
+//! /proc stat (utime and stime, and its reaped children's cutime and cstime, in clock
+//! ticks). A row is the process's own CPU over the window: the clock at the end (or at its
+//! last reading) minus at the start (or 0 when it was born inside the window).
+//!
+//! A process that ends between two sweeps keeps the CPU it used up to its exit:
+//! - reaped by framelab (the command, orphans): it is read as a zombie before it is reaped,
+//!   when its times are final;
+//! - reaped by a process of the run (a script's `kill $pid; wait $pid`): when its reaper
+//!   reaps it, the reaper's cutime + cstime grows by exactly its final total (its own and its
+//!   reaped children's). The reaper is read again as soon as the child is found gone, so
+//!   that reading holds the reaping. Over the window, what a reaper's reaped-children time
+//!   grew by beyond the last readings of the children it reaped is what they used after
+//!   those readings (plus what children it never saw used): when exactly one process could
+//!   have used it, it goes to that process's row; otherwise it goes to the
+//!   `(exited children)` row, whose note says whose reaped children it holds and why they
+//!   cannot be told apart.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::procfs::{CpuTimes, Procfs};
-use crate::model::{ProcessRole, ProcessStats};
+use crate::model::{CpuSource, ProcessRole, ProcessStats};
+
+/// Name lookups (`--watch NAME`) scan all of /proc: not at every sweep.
+const NAMES_EVERY_NS: i64 = 2_000_000_000;
+
+/// One reading of a process.
+#[derive(Clone, Copy, Debug, Default)]
+struct Reading {
+    /// /proc stat: own and reaped children's user and sys time, in clock ticks.
+    cpu: CpuTimes,
+    /// The process CPU clock (ns), where it could be read.
+    clock_ns: Option<i64>,
+}
+
+impl Reading {
+    /// What a process born inside the window had at its birth.
+    fn zero(with_clock: bool) -> Reading {
+        Reading {
+            cpu: CpuTimes::default(),
+            clock_ns: with_clock.then_some(0),
+        }
+    }
+
+    /// Own CPU, as exactly as it was read.
+    fn own_ns(&self) -> i64 {
+        self.clock_ns.unwrap_or(self.cpu.user_ns + self.cpu.sys_ns)
+    }
+
+    /// Own plus reaped children's: what the reaper's cutime + cstime grows by.
+    fn total_ns(&self) -> i64 {
+        self.own_ns() + self.cpu.children_user_ns + self.cpu.children_sys_ns
+    }
+}
+
+/// When and how a process was found gone.
+#[derive(Clone, Copy, Debug)]
+struct Gone {
+    at_ns: i64,
+    /// framelab reaped it (the command, an orphan): its final times were read as a zombie.
+    by_framelab: bool,
+}
 
 #[derive(Clone, Debug)]
 struct Tracked {
     role: ProcessRole,
     ppid: u32,
     name: String,
+    /// Its start time as /proc gives it: a pid reused by another process starts elsewhen.
+    start_ticks_ns: i64,
     first_seen_ns: i64,
     last_seen_ns: i64,
-    exited: bool,
+    /// The last reading was of a zombie: its times are final.
+    zombie: bool,
+    gone: Option<Gone>,
     /// CPU at the window start (zero for processes born inside it).
-    baseline: Option<CpuTimes>,
+    baseline: Option<Reading>,
     /// Latest reading; frozen at the window end.
-    last: CpuTimes,
+    last: Reading,
+    /// The reading its reaped-children time was last settled at (see `settle_reaper`).
+    settled: Reading,
+    /// Already counted in a reaper's settlement.
+    accounted: bool,
     peak_rss_bytes: u64,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct UserSys {
-    user_ns: i64,
-    sys_ns: i64,
-}
-
-impl UserSys {
-    fn with_children(cpu: &CpuTimes) -> UserSys {
-        UserSys {
-            user_ns: cpu.user_ns + cpu.children_user_ns,
-            sys_ns: cpu.sys_ns + cpu.children_sys_ns,
-        }
+impl Tracked {
+    /// Its last reading holds all it will ever use.
+    fn closed(&self) -> bool {
+        self.zombie || self.gone.is_none()
     }
 }
+
+/// CPU a reaper's reaped-children time holds that no row can take, per reaper and kind.
+#[derive(Clone, Debug, Default)]
+struct Unattributed {
+    user_ns: i64,
+    sys_ns: i64,
+    /// The reaper's name.
+    reaper: String,
+    /// Processes that ended in one interval whose shares cannot be told apart (empty: the
+    /// CPU is of processes never seen).
+    processes: BTreeSet<u32>,
+}
+
+/// Whose the unattributed CPU is: the reaper's pid, and whether seen processes share it.
+type UnattributedKey = (u32, bool);
 
 pub struct Accounting {
     procfs: Procfs,
@@ -48,15 +117,23 @@ pub struct Accounting {
     origin_mono_ns: i64,
     /// framelab's own pid: the tree is everything below it (the command and adopted orphans).
     collector_pid: u32,
+    /// How often `sample` is called: what "between readings" means in the notes.
+    interval_ns: i64,
     watched_pids: Vec<u32>,
     watched_names: Vec<String>,
-    matched_names: std::collections::BTreeSet<String>,
+    matched_names: BTreeSet<String>,
+    by_name: Vec<u32>,
+    names_due_ns: i64,
     procs: BTreeMap<u32, Tracked>,
+    /// Processes whose pid was taken by a new one during the run.
+    retired: Vec<(u32, Tracked)>,
     window: Option<(i64, Option<i64>)>,
-    tree_at_start: UserSys,
-    tree_at_end: Option<UserSys>,
-    /// rusage of tree processes framelab reaped inside the window.
-    reaped_in_window: UserSys,
+    /// Tree processes framelab reaped inside the window without reading them first.
+    unread_reaped: CpuTimes,
+    unread_reaped_count: u64,
+    /// pid → (user, sys) it used after its last reading, from its reaper's growth.
+    extra: BTreeMap<u32, (i64, i64)>,
+    unattributed: BTreeMap<UnattributedKey, Unattributed>,
 }
 
 impl Accounting {
@@ -64,21 +141,27 @@ impl Accounting {
         procfs: Procfs,
         origin_mono_ns: i64,
         collector_pid: u32,
+        interval_ns: i64,
         watched_pids: Vec<u32>,
         watched_names: Vec<String>,
     ) -> Accounting {
         Accounting {
-            origin_mono_ns,
             procfs,
+            origin_mono_ns,
             collector_pid,
+            interval_ns,
             watched_pids,
             watched_names,
-            matched_names: Default::default(),
+            matched_names: BTreeSet::new(),
+            by_name: Vec::new(),
+            names_due_ns: i64::MIN,
             procs: BTreeMap::new(),
+            retired: Vec::new(),
             window: None,
-            tree_at_start: UserSys::default(),
-            tree_at_end: None,
-            reaped_in_window: UserSys::default(),
+            unread_reaped: CpuTimes::default(),
+            unread_reaped_count: 0,
+            extra: BTreeMap::new(),
+            unattributed: BTreeMap::new(),
         }
     }
 
@@ -86,46 +169,243 @@ impl Accounting {
         matches!(self.window, Some((_, None)))
     }
 
-    /// Reads every process of the tree and every watched one. Call every ~100 ms.
-    pub fn sample(&mut self, now_ns: i64, command_pid: u32) {
-        if self.tree_at_end.is_some() {
-            return;
-        }
-        let mut seen = Vec::new();
+    fn ended(&self) -> bool {
+        matches!(self.window, Some((_, Some(_))))
+    }
+
+    /// The tree below framelab (parents before their children) and the watched processes.
+    fn list(&mut self, now_ns: i64, command_pid: u32) -> Vec<(u32, ProcessRole)> {
+        let mut listed = Vec::new();
         let mut stack = self.procfs.children(self.collector_pid);
+        stack.reverse();
         while let Some(pid) = stack.pop() {
             let role = if pid == command_pid {
                 ProcessRole::Command
             } else {
                 ProcessRole::Child
             };
-            seen.push((pid, role));
-            stack.extend(self.procfs.children(pid));
+            listed.push((pid, role));
+            let mut children = self.procfs.children(pid);
+            children.reverse();
+            stack.extend(children);
         }
-        for &pid in &self.watched_pids {
-            seen.push((pid, ProcessRole::Watched));
+        if !self.watched_names.is_empty() && now_ns >= self.names_due_ns {
+            self.by_name.clear();
+            for name in &self.watched_names {
+                for pid in self.procfs.find_by_name(name) {
+                    self.matched_names.insert(name.clone());
+                    if pid != self.collector_pid {
+                        self.by_name.push(pid);
+                    }
+                }
+            }
+            self.names_due_ns = now_ns + NAMES_EVERY_NS;
         }
-        for name in &self.watched_names {
-            for pid in self.procfs.find_by_name(name) {
-                self.matched_names.insert(name.clone());
-                if pid != self.collector_pid && !seen.iter().any(|&(p, _)| p == pid) {
-                    seen.push((pid, ProcessRole::Watched));
+        for &pid in self.watched_pids.iter().chain(&self.by_name) {
+            if !listed.iter().any(|&(p, _)| p == pid) {
+                listed.push((pid, ProcessRole::Watched));
+            }
+        }
+        listed
+    }
+
+    /// Reads every process of the tree and every watched one, and settles those that ended.
+    pub fn sample(&mut self, now_ns: i64, command_pid: u32) {
+        if self.ended() {
+            return;
+        }
+        let listed = self.list(now_ns, command_pid);
+        let mut seen = BTreeSet::new();
+        let mut missing = Vec::new();
+        // Children before their parents: a reaping between the two readings is then in the
+        // parent's, and the child is found gone before it.
+        for &(pid, role) in listed.iter().rev() {
+            if self.observe(pid, role, now_ns) {
+                seen.insert(pid);
+            } else {
+                missing.push(pid);
+            }
+        }
+        let unlisted: Vec<u32> = self
+            .procs
+            .iter()
+            .filter(|(pid, t)| t.gone.is_none() && !seen.contains(pid))
+            .map(|(&pid, _)| pid)
+            .filter(|pid| !missing.contains(pid))
+            .collect();
+        for pid in unlisted {
+            // Not listed is not yet gone: an orphan moves to framelab while the tree is walked.
+            let role = self.procs[&pid].role;
+            if !self.observe(pid, role, now_ns) {
+                missing.push(pid);
+            }
+        }
+        self.settle(missing, now_ns);
+    }
+
+    /// Marks `missing` gone and reads each one's reaper again, so that reading holds the
+    /// reaping; children of a reaper that disappear meanwhile are settled the same way.
+    fn settle(&mut self, missing: Vec<u32>, now_ns: i64) {
+        let mut queue = missing;
+        let mut reread = BTreeSet::new();
+        while !queue.is_empty() {
+            let mut reapers = BTreeSet::new();
+            let mut zombies = Vec::new();
+            for pid in queue.drain(..) {
+                let Some(t) = self.procs.get_mut(&pid) else {
+                    continue;
+                };
+                if t.gone.is_some() {
+                    continue;
+                }
+                t.gone = Some(Gone {
+                    at_ns: now_ns,
+                    by_framelab: false,
+                });
+                let (ppid, zombie) = (t.ppid, t.zombie);
+                if t.role != ProcessRole::Watched
+                    && self
+                        .procs
+                        .get(&ppid)
+                        .is_some_and(|p| p.gone.is_none() && !p.zombie)
+                {
+                    reapers.insert(ppid);
+                }
+                if zombie {
+                    zombies.push(pid);
+                }
+            }
+            // Read as zombies: their reaped-children time is final (every child they reaped
+            // is gone from /proc, so marked gone above or before).
+            for pid in zombies {
+                self.settle_reaper(pid);
+            }
+            for reaper in reapers {
+                let role = self.procs[&reaper].role;
+                if !self.observe(reaper, role, now_ns) {
+                    queue.push(reaper);
+                    continue;
+                }
+                reread.insert(reaper);
+                // A child reaped before this reading but read alive before it must be
+                // settled too, or the reading would hold a reaping no child explains.
+                let vanished: Vec<u32> = self
+                    .procs
+                    .iter()
+                    .filter(|(&c, t)| {
+                        t.ppid == reaper && t.gone.is_none() && !self.procfs.exists(c)
+                    })
+                    .map(|(&c, _)| c)
+                    .collect();
+                queue.extend(vanished);
+            }
+        }
+        // Each was read after every child marked gone had left /proc, and every other child
+        // was still there after that reading: the reading holds exactly those reapings.
+        for reaper in reread {
+            self.settle_reaper(reaper);
+        }
+    }
+
+    /// Settles what `reaper`'s reaped-children time grew by since it was last settled. Its
+    /// reading holds the final totals of the children found gone and not settled yet (it was
+    /// read after they left /proc, or it is a zombie). A child that ended without a final
+    /// reading had itself reaped, up to its death, all of its own children found gone and not
+    /// settled: they are part of the family too, and so on down. Beyond what the family's
+    /// readings show, the growth is what they used after their last readings (and what
+    /// children no one saw used): the row of the only one that could have used it gets it;
+    /// otherwise it goes to `(exited children)`.
+    fn settle_reaper(&mut self, pid: u32) {
+        let Some(reaper) = self.procs.get(&pid) else {
+            return;
+        };
+        if reaper.role == ProcessRole::Watched || !reaper.closed() {
+            // A process gone without a final reading is settled with its reaper's family.
+            return;
+        }
+        let (from, to) = (reaper.settled, reaper.last);
+        let reaper_name = reaper.name.clone();
+        let mut family: Vec<u32> = Vec::new();
+        let mut parents = vec![pid];
+        while let Some(parent) = parents.pop() {
+            for (&child, c) in &self.procs {
+                let unsettled = c.ppid == parent
+                    && c.role != ProcessRole::Watched
+                    && !c.accounted
+                    && c.gone.is_some_and(|g| !g.by_framelab);
+                if unsettled && !family.contains(&child) {
+                    family.push(child);
+                    if !c.closed() {
+                        parents.push(child);
+                    }
                 }
             }
         }
-        for (pid, role) in seen {
-            self.observe(pid, role, now_ns);
+        if let Some(r) = self.procs.get_mut(&pid) {
+            r.settled = to;
         }
-        for tracked in self.procs.values_mut() {
-            if !tracked.exited && tracked.last_seen_ns < now_ns {
-                tracked.exited = true;
+        let growth_user = to.cpu.children_user_ns - from.cpu.children_user_ns;
+        let growth_sys = to.cpu.children_sys_ns - from.cpu.children_sys_ns;
+        if family.is_empty() && growth_user + growth_sys <= 0 {
+            return;
+        }
+        // What the family's readings account for: a final reading's total; else the last
+        // reading's own time and the children time it had at its last settlement (its
+        // unsettled children are in the family).
+        let (mut known, mut known_user, mut known_sys) = (0, 0, 0);
+        let mut truncated = 0;
+        for member in &family {
+            let m = &self.procs[member];
+            let children = if m.closed() {
+                m.last.cpu
+            } else {
+                m.settled.cpu
+            };
+            known += m.last.own_ns() + children.children_user_ns + children.children_sys_ns;
+            known_user += m.last.cpu.user_ns + children.children_user_ns;
+            known_sys += m.last.cpu.sys_ns + children.children_sys_ns;
+            if m.last.clock_ns.is_none() || children.children_user_ns + children.children_sys_ns > 0
+            {
+                truncated += 1;
             }
         }
+        let residual = growth_user + growth_sys - known;
+        let (user, sys) = split_like(
+            residual.max(0),
+            growth_user - known_user,
+            growth_sys - known_sys,
+        );
+        let open: Vec<u32> = family
+            .iter()
+            .copied()
+            .filter(|p| !self.procs[p].closed())
+            .collect();
+        for member in &family {
+            if let Some(m) = self.procs.get_mut(member) {
+                m.accounted = true;
+            }
+        }
+        if open.len() == 1 {
+            self.extra.insert(open[0], (user, sys));
+            return;
+        }
+        // Every figure summed was truncated to a tick: a residual within that is rounding.
+        if residual <= self.procfs.ns_per_tick() * (2 + 2 * truncated) {
+            return;
+        }
+        let entry = self
+            .unattributed
+            .entry((pid, !open.is_empty()))
+            .or_default();
+        entry.user_ns += user;
+        entry.sys_ns += sys;
+        entry.reaper = reaper_name;
+        entry.processes.extend(open);
     }
 
     /// A process that opened a ring: part of the tree unless it is a watched one.
     pub fn observe_instrumented(&mut self, pid: u32, now_ns: i64) {
-        if self.procs.contains_key(&pid) || self.tree_at_end.is_some() {
+        if self.procs.contains_key(&pid) || self.ended() {
             return;
         }
         let role = if self.watched_pids.contains(&pid) {
@@ -136,11 +416,32 @@ impl Accounting {
         self.observe(pid, role, now_ns);
     }
 
-    fn observe(&mut self, pid: u32, role: ProcessRole, now_ns: i64) {
+    /// Reads one process; false when it cannot be read (gone).
+    fn observe(&mut self, pid: u32, role: ProcessRole, now_ns: i64) -> bool {
         let Some(stat) = self.procfs.stat(pid) else {
-            return;
+            return false;
         };
+        let clock_ns = self.procfs.cpu_clock_ns(pid);
         let rss = self.procfs.peak_rss_bytes(pid).unwrap_or(0);
+        let reading = Reading {
+            cpu: stat.cpu,
+            clock_ns,
+        };
+        if self
+            .procs
+            .get(&pid)
+            .is_some_and(|t| t.start_ticks_ns != stat.start_ns)
+        {
+            // The pid now names another process: the one tracked under it is gone.
+            let mut old = self.procs.remove(&pid).expect("checked above");
+            if old.gone.is_none() {
+                old.gone = Some(Gone {
+                    at_ns: now_ns,
+                    by_framelab: false,
+                });
+            }
+            self.retired.push((pid, old));
+        }
         let in_window = self.in_window();
         // Alive since its start (boot-based, same as CLOCK_MONOTONIC without suspend), or since
         // launch for processes older than the run.
@@ -149,19 +450,29 @@ impl Accounting {
             role,
             ppid: stat.ppid,
             name: stat.comm.clone(),
+            start_ticks_ns: stat.start_ns,
             first_seen_ns: started_ns,
             last_seen_ns: now_ns,
-            exited: false,
+            zombie: false,
+            gone: None,
             // Born inside the window: everything it used counts.
-            baseline: in_window.then(CpuTimes::default),
-            last: stat.cpu,
+            baseline: in_window.then(|| Reading::zero(clock_ns.is_some())),
+            last: reading,
+            // Everything below framelab started after the launch, with nothing reaped yet.
+            settled: Reading::zero(false),
+            accounted: false,
             peak_rss_bytes: 0,
         });
+        if tracked.gone.is_some() {
+            return true;
+        }
+        tracked.ppid = stat.ppid;
         tracked.name = stat.comm;
-        tracked.last = stat.cpu;
+        tracked.last = reading;
         tracked.last_seen_ns = now_ns;
-        tracked.exited = false;
+        tracked.zombie = matches!(stat.state, 'Z' | 'X');
         tracked.peak_rss_bytes = tracked.peak_rss_bytes.max(rss);
+        true
     }
 
     /// Opens the window: takes the baselines. A window that starts at launch counts everything
@@ -169,41 +480,79 @@ impl Accounting {
     pub fn start_window(&mut self, now_ns: i64, command_pid: u32, at_launch: bool) {
         self.sample(now_ns, command_pid);
         self.window = Some((now_ns, None));
-        let mut tree = UserSys::default();
-        for tracked in self.procs.values_mut().filter(|t| !t.exited) {
+        for tracked in self.procs.values_mut() {
             if at_launch && tracked.role != ProcessRole::Watched {
-                tracked.baseline = Some(CpuTimes::default());
-                tracked.first_seen_ns = 0;
-                continue;
-            }
-            tracked.baseline = Some(tracked.last);
-            if tracked.role != ProcessRole::Watched {
-                let with_children = UserSys::with_children(&tracked.last);
-                tree.user_ns += with_children.user_ns;
-                tree.sys_ns += with_children.sys_ns;
+                tracked.baseline = Some(Reading::zero(tracked.last.clock_ns.is_some()));
+            } else if tracked.gone.is_none() {
+                tracked.baseline = Some(tracked.last);
+                // What its children used before the window is not the window's.
+                tracked.settled = tracked.last;
             }
         }
-        self.tree_at_start = tree;
+        if !at_launch {
+            self.extra.clear();
+            self.unattributed.clear();
+        }
     }
 
-    /// Reads a child that exited but is not reaped yet: its stat holds its final times.
+    /// Reads a child framelab is about to reap (a zombie): its stat and CPU clock hold its
+    /// final times.
     pub fn final_reading(&mut self, pid: u32, now_ns: i64) {
-        if self.tree_at_end.is_none() && self.procs.contains_key(&pid) {
-            let role = self.procs[&pid].role;
-            self.observe(pid, role, now_ns);
+        if self.ended() {
+            return;
         }
+        let role = self.procs.get(&pid).map_or(ProcessRole::Child, |t| t.role);
+        self.observe(pid, role, now_ns);
     }
 
     /// A tree process framelab reaped, with its rusage (own + its reaped children).
     pub fn reaped(&mut self, pid: u32, rusage: CpuTimes, max_rss_bytes: u64, now_ns: i64) {
-        if self.in_window() {
-            self.reaped_in_window.user_ns += rusage.user_ns;
-            self.reaped_in_window.sys_ns += rusage.sys_ns;
+        if self.ended() {
+            return;
         }
-        if let Some(tracked) = self.procs.get_mut(&pid) {
-            tracked.peak_rss_bytes = tracked.peak_rss_bytes.max(max_rss_bytes);
-            tracked.exited = true;
-            tracked.last_seen_ns = now_ns;
+        let in_window = self.in_window();
+        match self.procs.get_mut(&pid) {
+            Some(tracked) if tracked.gone.is_none() => {
+                tracked.peak_rss_bytes = tracked.peak_rss_bytes.max(max_rss_bytes);
+                tracked.gone = Some(Gone {
+                    at_ns: now_ns,
+                    by_framelab: true,
+                });
+                let zombie = tracked.zombie;
+                if zombie {
+                    // Its final reading holds every child it reaped, with their own reaped
+                    // children: those not found gone yet are gone now.
+                    let vanished: Vec<u32> = self
+                        .procs
+                        .iter()
+                        .filter(|(&c, t)| t.gone.is_none() && !self.procfs.exists(c))
+                        .map(|(&c, _)| c)
+                        .collect();
+                    self.settle(vanished, now_ns);
+                    self.settle_reaper(pid);
+                } else if in_window {
+                    let tracked = &self.procs[&pid];
+                    // Not read as a zombie: what it used since its last reading is unknown
+                    // beyond the rusage total.
+                    let last = &tracked.last;
+                    let since = rusage.user_ns + rusage.sys_ns - last.total_ns();
+                    let (user, sys) = split_like(
+                        since.max(0),
+                        rusage.user_ns - last.cpu.user_ns - last.cpu.children_user_ns,
+                        rusage.sys_ns - last.cpu.sys_ns - last.cpu.children_sys_ns,
+                    );
+                    self.unread_reaped.user_ns += user;
+                    self.unread_reaped.sys_ns += sys;
+                    self.unread_reaped_count += 1;
+                }
+            }
+            Some(_) => {}
+            None if in_window => {
+                self.unread_reaped.user_ns += rusage.user_ns;
+                self.unread_reaped.sys_ns += rusage.sys_ns;
+                self.unread_reaped_count += 1;
+            }
+            None => {}
         }
     }
 
@@ -213,70 +562,126 @@ impl Accounting {
             self.start_window(now_ns, command_pid, false);
         }
         self.sample(now_ns, command_pid);
-        let mut tree = self.reaped_in_window;
-        for tracked in self
+        // What reapers' children time grew by since their last settlement: the children they
+        // reaped that were never seen, and the rest of those that ended after a last reading.
+        let reapers: Vec<u32> = self
             .procs
-            .values()
-            .filter(|t| !t.exited && t.role != ProcessRole::Watched)
-        {
-            let with_children = UserSys::with_children(&tracked.last);
-            tree.user_ns += with_children.user_ns;
-            tree.sys_ns += with_children.sys_ns;
+            .iter()
+            .filter(|(_, t)| t.baseline.is_some())
+            .map(|(&pid, _)| pid)
+            .collect();
+        for pid in reapers {
+            self.settle_reaper(pid);
         }
-        self.tree_at_end = Some(tree);
         if let Some((start, _)) = self.window {
             self.window = Some((start, Some(now_ns)));
         }
     }
 
-    /// Per-process rows over the window, plus an `(exited children)` row for the remainder.
+    /// Per-process rows over the window, plus an `(exited children)` row for what none holds.
     pub fn results(&self) -> Vec<ProcessStats> {
         let Some((start, Some(end))) = self.window else {
             return Vec::new();
         };
+        let tick = self.procfs.ns_per_tick();
         let mut rows = Vec::new();
-        let mut rows_tree = UserSys::default();
-        for (&pid, t) in &self.procs {
+        let all = self
+            .procs
+            .iter()
+            .map(|(&pid, t)| (pid, t, true))
+            .chain(self.retired.iter().map(|(pid, t)| (*pid, t, false)));
+        for (pid, t, current) in all {
             let Some(baseline) = t.baseline else { continue };
+            let user_ticks = (t.last.cpu.user_ns - baseline.cpu.user_ns).max(0);
+            let sys_ticks = (t.last.cpu.sys_ns - baseline.cpu.sys_ns).max(0);
+            let (mut cpu_ns, mut resolution, mut source) =
+                match (t.last.clock_ns, baseline.clock_ns) {
+                    (Some(last), Some(first)) => ((last - first).max(0), 1, CpuSource::Clock),
+                    _ => (user_ticks + sys_ticks, tick, CpuSource::Proc),
+                };
+            let (mut user_ticks, mut sys_ticks) = (user_ticks, sys_ticks);
             let alive_from = t.first_seen_ns.max(start);
-            let alive_to = if t.exited {
-                t.last_seen_ns.min(end)
-            } else {
-                end
-            };
-            let row = ProcessStats {
+            let mut alive_to = end;
+            if let Some(gone) = t.gone {
+                alive_to = t.last_seen_ns.min(end);
+                if !t.zombie {
+                    source = CpuSource::LastReading;
+                }
+                if let Some(&(user, sys)) = current.then(|| self.extra.get(&pid)).flatten() {
+                    cpu_ns += user + sys;
+                    user_ticks += user;
+                    sys_ticks += sys;
+                    resolution = tick;
+                    source = CpuSource::Reaper;
+                    // It ended somewhere between its last reading and the one that found it
+                    // gone; running flat out, no earlier than the CPU it used since.
+                    alive_to = (t.last_seen_ns + user + sys).min(gone.at_ns).min(end);
+                }
+            }
+            let (user_ns, sys_ns) = split_like(cpu_ns, user_ticks, sys_ticks);
+            rows.push(ProcessStats {
                 pid,
                 ppid: t.ppid,
                 name: t.name.clone(),
                 role: t.role,
-                user_ns: (t.last.user_ns - baseline.user_ns).max(0),
-                sys_ns: (t.last.sys_ns - baseline.sys_ns).max(0),
+                user_ns,
+                sys_ns,
                 wall_ns: (alive_to - alive_from).max(0),
                 peak_rss_bytes: t.peak_rss_bytes,
-            };
-            if t.role != ProcessRole::Watched {
-                rows_tree.user_ns += row.user_ns;
-                rows_tree.sys_ns += row.sys_ns;
-            }
-            rows.push(row);
+                cpu_resolution_ns: resolution,
+                cpu_source: source,
+                note: String::new(),
+            });
         }
-        if let Some(end_total) = self.tree_at_end {
-            let user_ns = end_total.user_ns - self.tree_at_start.user_ns - rows_tree.user_ns;
-            let sys_ns = end_total.sys_ns - self.tree_at_start.sys_ns - rows_tree.sys_ns;
-            // Clock-tick rounding leaves up to a tick per reading either way; only a real remainder gets a row.
-            let rounding_ns = 2 * 10_000_000 * (self.procs.len() as i64 + 1);
-            if user_ns + sys_ns > rounding_ns {
-                rows.push(ProcessStats {
-                    pid: 0,
-                    ppid: 0,
-                    name: "(exited children)".into(),
-                    role: ProcessRole::Child,
-                    user_ns: user_ns.max(0),
-                    sys_ns: sys_ns.max(0),
-                    wall_ns: end - start,
-                    peak_rss_bytes: 0,
-                });
-            }
+        let mut whys = Vec::new();
+        let (mut user_ns, mut sys_ns) = (0, 0);
+        for (&(reaper, seen), u) in &self.unattributed {
+            user_ns += u.user_ns;
+            sys_ns += u.sys_ns;
+            let by = format!("reaped by {} ({reaper})", u.reaper);
+            let secs = format!("{:.2} s", (u.user_ns + u.sys_ns) as f64 / 1e9);
+            let interval = interval_text(self.interval_ns);
+            whys.push(if seen {
+                let pids: Vec<String> = u.processes.iter().map(u32::to_string).collect();
+                format!(
+                    "{secs} {by}: what {} processes ({}) used after their last readings; each ended in the same {interval} as another, so the shares cannot be told apart",
+                    u.processes.len(),
+                    pids.join(", "),
+                )
+            } else {
+                format!(
+                    "{secs} {by}: processes that lived less than one reading ({interval}), never seen"
+                )
+            });
+        }
+        if self.unread_reaped_count > 0 {
+            user_ns += self.unread_reaped.user_ns;
+            sys_ns += self.unread_reaped.sys_ns;
+            whys.push(format!(
+                "{:.2} s reaped by framelab without a final reading ({} {})",
+                (self.unread_reaped.user_ns + self.unread_reaped.sys_ns) as f64 / 1e9,
+                self.unread_reaped_count,
+                if self.unread_reaped_count == 1 {
+                    "process"
+                } else {
+                    "processes"
+                }
+            ));
+        }
+        if !whys.is_empty() {
+            rows.push(ProcessStats {
+                pid: 0,
+                ppid: 0,
+                name: "(exited children)".into(),
+                role: ProcessRole::Child,
+                user_ns,
+                sys_ns,
+                wall_ns: end - start,
+                peak_rss_bytes: 0,
+                cpu_resolution_ns: tick,
+                cpu_source: CpuSource::Unattributed,
+                note: whys.join("; "),
+            });
         }
         rows.sort_by_key(|r| {
             (
@@ -295,5 +700,25 @@ impl Accounting {
             .filter(|name| !self.matched_names.contains(*name))
             .cloned()
             .collect()
+    }
+}
+
+/// Splits `total_ns` into user and sys in the proportion of the clock-tick figures (all
+/// user when both are 0): the split is only as fine as a tick, the total may be finer.
+fn split_like(total_ns: i64, user_ticks_ns: i64, sys_ticks_ns: i64) -> (i64, i64) {
+    let (user, sys) = (user_ticks_ns.max(0), sys_ticks_ns.max(0));
+    if user + sys == 0 {
+        return (total_ns, 0);
+    }
+    let sys_ns = (total_ns as i128 * sys as i128 / (user + sys) as i128) as i64;
+    (total_ns - sys_ns, sys_ns)
+}
+
+/// `50 ms`, `1 s`.
+fn interval_text(ns: i64) -> String {
+    if ns % 1_000_000_000 == 0 {
+        format!("{} s", ns / 1_000_000_000)
+    } else {
+        format!("{} ms", (ns as f64 / 1e6).round())
     }
 }

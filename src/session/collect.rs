@@ -124,6 +124,9 @@ impl Collector {
         self.meta.window_start_ns = self.meta.window_start_ns.min(now);
         self.accounting
             .start_window(now, command_pid, self.meta.window_start_ns == 0);
+        if let Some(sampler) = &self.sampler {
+            sampler.open_window();
+        }
         self.own_cpu_at_start_ns = own_cpu_ns();
     }
 

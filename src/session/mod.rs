@@ -176,6 +176,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         procfs::Procfs::system(),
         meta.origin_mono_ns,
         std::process::id(),
+        accounting_every(&opts.sampling).as_nanos() as i64,
         opts.watch_pids.clone(),
         opts.watch_names.clone(),
     );
@@ -205,7 +206,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     })
 }
 
-/// The loop: drain every few ms, sample every 100 ms, open and close the window, stop the command.
+/// The loop: drain every few ms, read the processes at the sampling interval, open and close the window, stop the command.
 fn supervise(
     opts: &RunOptions,
     pid: u32,
@@ -215,15 +216,18 @@ fn supervise(
     // Draining wakes up between these, sooner the fuller the rings were at the last drain.
     const MIN_TICK: Duration = Duration::from_millis(1);
     const MAX_TICK: Duration = Duration::from_millis(20);
-    // The window's edges are read exactly; between them sampling only finds new processes.
-    const SAMPLE_EVERY: Duration = Duration::from_millis(500);
+    // Processes are read at the telemetry interval: what a process that ends between two
+    // readings used after the first of them is only known through its reaper.
+    let sample_every = accounting_every(&opts.sampling);
     const COMMIT_EVERY: Duration = Duration::from_millis(500);
+    const PROGRESS_EVERY: Duration = Duration::from_millis(500);
     let mut progress = progress::Progress::new(opts.progress);
     let mut window_open = false;
     let mut window_closed = false;
     let mut stop: Option<(i32, Instant)> = None;
     let mut handled_interrupts = 0;
     let mut last_sample = Instant::now();
+    let mut last_progress = Instant::now();
     let mut last_commit = Instant::now();
     let mut command_exit: Option<ExitInfo> = None;
     let mut last_tick = MIN_TICK;
@@ -294,10 +298,13 @@ fn supervise(
             collector.set_exit(exit.clone());
             break;
         }
-        if now - last_sample >= SAMPLE_EVERY {
+        if now - last_sample >= sample_every {
             collector.accounting.sample(collector.now_ns(), pid);
-            collector.refresh_clock();
             last_sample = now;
+        }
+        if now - last_progress >= PROGRESS_EVERY {
+            collector.refresh_clock();
+            last_progress = now;
             progress.update(
                 if window_open { "measuring" } else { "warmup" },
                 now - started,
@@ -310,6 +317,8 @@ fn supervise(
         }
         let tick = next_tick(fullest, last_tick, MIN_TICK, MAX_TICK);
         last_tick = tick;
+        // Wake up for the next reading of the processes too.
+        let tick = tick.min((last_sample + sample_every).saturating_duration_since(now));
         let spent = now.elapsed();
         if spent < tick {
             std::thread::sleep(tick - spent);
@@ -322,6 +331,15 @@ fn supervise(
     progress.finish();
     Ok(())
 }
+
+/// How often the processes are read: at `--sample-every`, but at most every 10 ms (a
+/// sweep of a big tree costs tens of µs per process).
+pub fn accounting_every(sampling: &crate::sample::SamplingOptions) -> Duration {
+    sampling.every.max(ACCOUNTING_MIN_EVERY)
+}
+
+/// The shortest interval between two readings of the processes.
+pub const ACCOUNTING_MIN_EVERY: Duration = Duration::from_millis(10);
 
 /// The next wait: long enough that an idle session costs little, short enough that the
 /// fullest ring would reach a quarter of its capacity (at the rate just seen) by the next drain.

@@ -16,6 +16,9 @@ pub struct ProcStat {
     pub pid: u32,
     pub ppid: u32,
     pub comm: String,
+    /// The state letter: `R`, `S`, `D`, … `Z` for a zombie (exited, not yet reaped: its
+    /// times are final).
+    pub state: char,
     pub cpu: CpuTimes,
     /// Start time since boot (CLOCK_MONOTONIC-comparable on a machine that never suspended).
     pub start_ns: i64,
@@ -26,20 +29,42 @@ pub struct ProcStat {
 pub struct Procfs {
     root: PathBuf,
     ns_per_tick: i64,
+    /// The real /proc of this machine: process CPU clocks can be read next to it.
+    live: bool,
 }
 
 impl Procfs {
     pub fn system() -> Procfs {
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        Procfs::at("/proc", if hz > 0 { hz as i64 } else { 100 })
+        Procfs {
+            live: true,
+            ..Procfs::at("/proc", if hz > 0 { hz as i64 } else { 100 })
+        }
     }
 
     pub fn at(root: impl Into<PathBuf>, ticks_per_second: i64) -> Procfs {
         Procfs {
             root: root.into(),
             ns_per_tick: 1_000_000_000 / ticks_per_second.max(1),
+            live: false,
         }
+    }
+
+    /// The length of a clock tick, the unit of every CPU time in `stat`.
+    pub fn ns_per_tick(&self) -> i64 {
+        self.ns_per_tick
+    }
+
+    /// The process's CPU clock (`clock_getcpuclockid` + `clock_gettime`): user + sys of all
+    /// its threads, live and exited, in nanoseconds; readable for any process (no permission
+    /// is checked) and still while it is a zombie. `None` for a fixture tree or a process
+    /// that is gone.
+    pub fn cpu_clock_ns(&self, pid: u32) -> Option<i64> {
+        if !self.live {
+            return None;
+        }
+        process_cpu_clock_ns(pid)
     }
 
     fn path(&self, pid: u32, file: &str) -> PathBuf {
@@ -126,6 +151,27 @@ impl Procfs {
     }
 }
 
+/// The CPU clock of process `pid` in nanoseconds (see `Procfs::cpu_clock_ns`).
+pub fn process_cpu_clock_ns(pid: u32) -> Option<i64> {
+    // What glibc's clock_getcpuclockid returns (the libc crate lacks it on Linux): the
+    // kernel's MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED).
+    // Pid 0 would mean the caller; pids above 2^22 (the largest pid_max) do not exist and
+    // would overflow the shift.
+    if pid == 0 || pid > 1 << 22 {
+        return None;
+    }
+    let clock = ((!(pid as libc::clockid_t)) << 3) | 2;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer; an unknown pid is only an error code (EINVAL).
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return None;
+    }
+    Some(ts.tv_sec * 1_000_000_000 + ts.tv_nsec)
+}
+
 fn base_name(path: &str) -> String {
     Path::new(path)
         .file_name()
@@ -147,6 +193,7 @@ pub fn parse_stat(text: &str, ns_per_tick: i64) -> Option<ProcStat> {
         pid,
         ppid: field(4)? as u32,
         comm,
+        state: rest.first()?.chars().next()?,
         cpu: CpuTimes {
             user_ns: field(14)? * ns_per_tick,
             sys_ns: field(15)? * ns_per_tick,
@@ -168,11 +215,30 @@ mod tests {
         assert_eq!(stat.pid, 4242);
         assert_eq!(stat.ppid, 17);
         assert_eq!(stat.comm, "my (weird) proc");
+        assert_eq!(stat.state, 'S');
         assert_eq!(stat.cpu.user_ns, 2_500_000_000);
         assert_eq!(stat.cpu.sys_ns, 300_000_000);
         assert_eq!(stat.cpu.children_user_ns, 50_000_000);
         assert_eq!(stat.cpu.children_sys_ns, 20_000_000);
         assert_eq!(stat.start_ns, 123_450_000_000);
+    }
+
+    #[test]
+    fn the_cpu_clock_of_a_process_is_finer_than_its_ticks() {
+        let me = std::process::id();
+        let clock = process_cpu_clock_ns(me).expect("own CPU clock");
+        let procfs = Procfs::system();
+        let stat = procfs.stat(me).unwrap();
+        let ticks = stat.cpu.user_ns + stat.cpu.sys_ns;
+        let again = procfs.cpu_clock_ns(me).unwrap();
+        // The clock and the ticks count the same time; ticks are truncated.
+        assert!(again >= clock && again + 2 * procfs.ns_per_tick() >= ticks);
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let gone_pid = gone.id();
+        gone.wait().unwrap();
+        assert_eq!(process_cpu_clock_ns(gone_pid), None, "a reaped process");
+        assert_eq!(process_cpu_clock_ns(0), None, "not the caller's clock");
+        assert_eq!(process_cpu_clock_ns(u32::MAX >> 2), None, "beyond any pid");
     }
 
     #[test]
@@ -204,6 +270,7 @@ mod tests {
         assert_eq!(procfs.find_by_name("daemon"), vec![12]);
         assert_eq!(procfs.peak_rss_bytes(10), Some(2 * 1024 * 1024));
         assert_eq!(procfs.stat(11).unwrap().cpu.user_ns, 500_000_000);
+        assert_eq!(procfs.cpu_clock_ns(11), None, "no CPU clock for a fixture");
         // Without children files the scan finds the same children.
         std::fs::remove_file(dir.path().join("10/task/10/children")).unwrap();
         assert_eq!(procfs.children(10), vec![11, 12]);

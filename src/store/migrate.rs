@@ -22,6 +22,12 @@ pub const MIGRATIONS: &[Migration] = &[
         from: 1,
         sql: schema::IMPORT_TABLES,
     },
+    // 3: how each process row's CPU was measured (`processes.cpu_resolution_ns`,
+    // `cpu_source`, `note`).
+    Migration {
+        from: 2,
+        sql: schema::PROCESS_CPU_COLUMNS,
+    },
 ];
 
 /// Whether `version` can be brought to `SCHEMA_VERSION` by this build.
@@ -125,15 +131,61 @@ mod tests {
         )
         .unwrap();
         schema::stamp(&conn, 1).unwrap();
+        // ... and everything schema 3 added to `processes`.
+        conn.execute_batch(
+            "ALTER TABLE processes DROP COLUMN cpu_resolution_ns;
+             ALTER TABLE processes DROP COLUMN cpu_source;
+             ALTER TABLE processes DROP COLUMN note;",
+        )
+        .unwrap();
         assert!(can_migrate(1));
         migrate(&mut conn, 1).unwrap();
-        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 2 });
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 3 });
         conn.prepare(
             "SELECT run_id, format, files_json, skipped, first_skipped, notes_json FROM imports",
         )
         .unwrap();
         conn.prepare("SELECT run_id, hist_id, name, unit, buckets_json FROM histograms")
             .unwrap();
+    }
+
+    #[test]
+    fn a_schema_2_file_gets_the_cpu_columns_with_the_tick_resolution_it_was_read_at() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        schema::create(&conn).unwrap();
+        // What schema 2 was: `processes` without the columns schema 3 added.
+        conn.execute_batch(
+            "ALTER TABLE processes DROP COLUMN cpu_resolution_ns;
+             ALTER TABLE processes DROP COLUMN cpu_source;
+             ALTER TABLE processes DROP COLUMN note;
+             INSERT INTO runs (run_id, name, command_json, started_at, framelab_version,
+                 host_name, host_cpu_model, host_cores, host_kernel, host_clocksource, clock,
+                 origin_mono_ns, window_start_ns, window_end_ns, end_reason, dropped_events,
+                 invalid_records, names_refused)
+             VALUES (1, 'old', '[]', '', '', '', '', 1, '', '', 'mono', 0, 0, 1, 'exited', 0, 0, 0);
+             INSERT INTO processes VALUES (1, 0, 42, 1, 'old', 'command', 250000000, 10000000, 1000000000, 0);",
+        )
+        .unwrap();
+        conn.execute(
+            "UPDATE framelab SET value = '2' WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
+        schema::stamp(&conn, 2).unwrap();
+        assert!(can_migrate(2));
+        migrate(&mut conn, 2).unwrap();
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 3 });
+        let (resolution, source, note): (i64, String, String) = conn
+            .query_row(
+                "SELECT cpu_resolution_ns, cpu_source, note FROM processes WHERE pid = 42",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(
+            (resolution, source.as_str(), note.as_str()),
+            (10_000_000, "proc", "")
+        );
     }
 
     #[test]

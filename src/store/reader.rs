@@ -7,8 +7,8 @@ use rusqlite::Connection;
 use super::codec::{self, u64_from_sql, Cells, META_COLUMNS};
 use super::file::{self, one_line, sqlite_failure};
 use crate::model::{
-    CounterValue, EventRecord, Histogram, ImportInfo, ProcessStats, Run, RunMeta, Sample,
-    SampleSeries, SourceStatus, Span, Telemetry, ThreadInfo,
+    CounterValue, CpuSource, EventRecord, Histogram, ImportInfo, ProcessStats, Run, RunMeta,
+    Sample, SampleSeries, SourceStatus, Span, Telemetry, ThreadInfo,
 };
 
 /// Loads run `run_id` of `path`, or its only/latest run when `None`.
@@ -433,7 +433,8 @@ impl RunReader<'_> {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT pid, ppid, name, role, user_ns, sys_ns, wall_ns, peak_rss_bytes \
+                "SELECT pid, ppid, name, role, user_ns, sys_ns, wall_ns, peak_rss_bytes, \
+                 cpu_resolution_ns, cpu_source, note \
                  FROM processes WHERE run_id = ?1 ORDER BY process_index",
             )
             .map_err(&fail)?;
@@ -457,6 +458,14 @@ impl RunReader<'_> {
                     sys_ns: c.int(5)?,
                     wall_ns: c.int(6)?,
                     peak_rss_bytes: u64_from_sql(c.int(7)?),
+                    cpu_resolution_ns: c.int(8)?,
+                    cpu_source: {
+                        let text = c.text(9)?;
+                        CpuSource::from_name(&text).ok_or_else(|| {
+                            anyhow::anyhow!("processes.cpu_source {text:?} is unknown")
+                        })?
+                    },
+                    note: c.text(10)?,
                 })
             };
             processes.push(read().map_err(|e| inconsistent(self.path, e))?);

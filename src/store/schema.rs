@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// Bumped on any change an older framelab could misread; a file newer than this is refused.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// `PRAGMA application_id` of a run file: ASCII "FLAB", so `file(1)` and tools can tell.
 pub const APPLICATION_ID: i32 = 0x464C_4142;
@@ -188,6 +188,17 @@ CREATE TABLE histograms (
 ) WITHOUT ROWID;
 ";
 
+/// Added in schema 3 (CPU accounting, issue 10 items 2 and 7): for each process row, the
+/// resolution of its CPU figure, where the figure comes from and a note. Its own block, run
+/// as is both when a file is created and by the 2 → 3 migration, so it can be merged with
+/// other schema-3 additions into one step. Rows of older files were all read from /proc in
+/// clock ticks (USER_HZ, 100 on every Linux framelab runs on).
+pub const PROCESS_CPU_COLUMNS: &str = "
+ALTER TABLE processes ADD COLUMN cpu_resolution_ns INTEGER NOT NULL DEFAULT 10000000;
+ALTER TABLE processes ADD COLUMN cpu_source TEXT NOT NULL DEFAULT 'proc';
+ALTER TABLE processes ADD COLUMN note TEXT NOT NULL DEFAULT '';
+";
+
 /// Experiments (`framelab bench`): which runs belong to which variant and parameter
 /// values, and each run's environment fingerprint. `IF NOT EXISTS`: a file written by
 /// `framelab run` before these tables existed gets them when a bench first writes to it.
@@ -288,6 +299,7 @@ JOIN sample_series AS x ON x.run_id = s.run_id AND x.series_id = s.series_id;
 pub fn create(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(TABLES)?;
     conn.execute_batch(IMPORT_TABLES)?;
+    conn.execute_batch(PROCESS_CPU_COLUMNS)?;
     conn.execute_batch(EXPERIMENT_TABLES)?;
     conn.execute_batch(VIEWS)?;
     conn.execute(

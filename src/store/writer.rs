@@ -440,8 +440,9 @@ impl RunWriter {
             self.conn
                 .prepare_cached(
                     "INSERT OR REPLACE INTO processes (run_id, process_index, pid, ppid, name, \
-                     role, user_ns, sys_ns, wall_ns, peak_rss_bytes) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                     role, user_ns, sys_ns, wall_ns, peak_rss_bytes, cpu_resolution_ns, \
+                     cpu_source, note) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                 )
                 .and_then(|mut stmt| {
                     stmt.execute((
@@ -455,6 +456,9 @@ impl RunWriter {
                         p.sys_ns,
                         p.wall_ns,
                         u64_to_sql(p.peak_rss_bytes),
+                        p.cpu_resolution_ns,
+                        p.cpu_source.name(),
+                        &p.note,
                     ))
                 })
                 .map_err(|e| sqlite_failure(&self.path, "write", &e))?;

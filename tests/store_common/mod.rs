@@ -125,6 +125,7 @@ pub fn sample_run(name: &str, frames: u64) -> Run {
                 sys_ns: 900_000_000,
                 wall_ns: 25_000_000_000,
                 peak_rss_bytes: 48 << 20,
+                ..ProcessStats::default()
             },
             ProcessStats {
                 pid: 42,
@@ -135,6 +136,7 @@ pub fn sample_run(name: &str, frames: u64) -> Run {
                 sys_ns: 2,
                 wall_ns: 3,
                 peak_rss_bytes: 4,
+                ..ProcessStats::default()
             },
         ],
         ..Run::default()

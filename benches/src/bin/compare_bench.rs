@@ -102,6 +102,7 @@ fn write_run(path: &PathBuf, variant: &str, seed: u64) -> anyhow::Result<i64> {
         sys_ns: window_end / 50,
         wall_ns: window_end,
         peak_rss_bytes: 64 << 20,
+        ..ProcessStats::default()
     }])?;
     writer.update_meta(&meta)?;
     let id = writer.run_id();

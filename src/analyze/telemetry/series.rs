@@ -37,14 +37,14 @@ impl Points {
     }
 
     /// A counter's value at `t` (the last reading at or before it: counters are written
-    /// when they change, so the value holds until the next row); 0 before the first
-    /// reading (the thing counted did not exist yet).
+    /// when they change, so the value holds until the next row). Before the first reading
+    /// it is that reading's value: nothing is known of what it counted before (a thing born
+    /// during the run, a thread, has a 0 reading at its birth); 0 without readings.
     pub fn step_at(&self, t: i64) -> i64 {
         let i = self.0.partition_point(|&(at, _)| at <= t);
-        if i == 0 {
-            0
-        } else {
-            self.0[i - 1].1
+        match i {
+            0 => self.0.first().map_or(0, |&(_, v)| v),
+            _ => self.0[i - 1].1,
         }
     }
 
@@ -212,7 +212,11 @@ mod tests {
     #[test]
     fn step_and_interpolation() {
         let p = points(&[(10, 100), (20, 300)]);
-        assert_eq!(p.step_at(5), 0);
+        assert_eq!(
+            p.step_at(5),
+            100,
+            "before the first reading: unknown, taken as it"
+        );
         assert_eq!(p.step_at(10), 100);
         assert_eq!(p.step_at(19), 100);
         assert_eq!(p.step_at(25), 300);

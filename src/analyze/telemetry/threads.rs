@@ -10,8 +10,9 @@ use crate::model::SampleSeries;
 /// How many threads the report names.
 pub const BUSIEST: usize = 10;
 
-/// A thread's total over the window: its value at the end minus at the start (0 before
-/// its first reading: it did not exist yet).
+/// A thread's total over the window: its value at the end minus at the start. A thread born
+/// during the run has a 0 reading at its birth; one older than the run (a watched daemon's)
+/// counts from its first reading, never from its birth: its lifetime is not the window's.
 fn delta(points: &Points, start: i64, end: i64) -> i64 {
     (points.step_at(end) - points.step_at(start)).max(0)
 }
@@ -96,6 +97,8 @@ mod tests {
             counter("100/101", "encoder", "ctx_involuntary"),
             // Born inside the window: counted from 0.
             counter("100/102", "late", "cpu_time"),
+            // A watched daemon's thread, 5 s old when first read inside the window.
+            counter("200/200", "daemon", "cpu_time"),
         ];
         let points = vec![
             Points(vec![
@@ -105,12 +108,19 @@ mod tests {
             ]),
             Points(vec![(0, 0), (500 * MS, 300 * MS), (1_000 * MS, 700 * MS)]),
             Points(vec![(0, 5), (1_000 * MS, 45)]),
-            Points(vec![(600 * MS, 20 * MS), (1_000 * MS, 60 * MS)]),
+            Points(vec![
+                (580 * MS, 0),
+                (600 * MS, 20 * MS),
+                (1_000 * MS, 60 * MS),
+            ]),
+            Points(vec![(510 * MS, 5_000 * MS), (1_000 * MS, 5_030 * MS)]),
         ];
-        // Window 500 ms .. 1 s: encoder 400 ms (80%), host 50 ms, late 60 ms (born at ~600).
+        // Window 500 ms .. 1 s: encoder 400 ms (80%), host 50 ms, late 60 ms (born at 580),
+        // the daemon 30 ms (not its 5 s lifetime).
         let rows = busiest_threads(&series, &points, 500 * MS, 1_000 * MS);
         let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
-        assert_eq!(names, ["encoder", "late", "host"]);
+        assert_eq!(names, ["encoder", "late", "host", "daemon"]);
+        assert_eq!(rows[3].cpu_ns, 30 * MS);
         assert_eq!(rows[0].cpu_ns, 400 * MS);
         assert_eq!(rows[0].load_pct, 80.0);
         // The step value at 500 ms is still the first reading's 5: 40 switches.

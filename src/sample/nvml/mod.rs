@@ -434,6 +434,8 @@ mod tests {
             pids: &[10, 11],
             closing: false,
             window_closed: false,
+            opening: false,
+            origin_mono_ns: 0,
         }
     }
 

@@ -1,0 +1,243 @@
+//! CPU accounting end to end, with real process trees: a process killed between two readings
+//! keeps its CPU; a watched process's threads count only the window; CPU finer than a tick.
+//! Every comparison is with what the kernel itself said about the same process.
+
+mod common;
+
+use common::*;
+use framelab::model::{CpuSource, ProcessStats};
+use std::path::Path;
+
+/// The length of a clock tick, the unit of /proc's CPU times.
+const TICK_NS: i64 = 10_000_000;
+
+/// A process's user + sys from a `/proc/PID/stat` line, in ns.
+fn stat_cpu_ns(stat: &str) -> i64 {
+    let parsed = framelab::session::procfs::parse_stat(stat.trim(), TICK_NS).expect("a stat line");
+    parsed.cpu.user_ns + parsed.cpu.sys_ns
+}
+
+fn cpu(p: &ProcessStats) -> i64 {
+    p.user_ns + p.sys_ns
+}
+
+/// `run.sh DIR DEPTH`: starts a chain of DEPTH shells; the last one starts a CPU burner in
+/// the background, waits (in `read`, no other child) until told, reads the burner's
+/// /proc/PID/stat just before `kill $b; wait $b`, and keeps running until told again. The
+/// moment of the kill is the script's `sleep 1.2`, unrelated to framelab's readings.
+fn write_scripts(dir: &Path) {
+    let nest = r#"#!/bin/sh
+if [ "$1" -gt 1 ]; then
+    sh "$2/nest.sh" $(($1 - 1)) "$2"
+    exit
+fi
+sh -c 'while :; do :; done' &
+b=$!
+read x < "$2/go"
+read -r stat < /proc/$b/stat
+echo "$stat" > "$2/stat"
+kill $b
+wait $b
+read x < "$2/done"
+"#;
+    let run = r#"#!/bin/sh
+mkfifo "$1/go" "$1/done"
+sh "$1/nest.sh" "$2" "$1" &
+sleep 1.2
+echo go > "$1/go"
+sleep 0.3
+echo done > "$1/done"
+wait
+"#;
+    std::fs::write(dir.join("nest.sh"), nest).unwrap();
+    std::fs::write(dir.join("run.sh"), run).unwrap();
+}
+
+/// Runs the killing script with the killer DEPTH shells below it; returns the burner's row,
+/// the CPU the kernel said it had used just before the kill, and every row.
+fn killed_burner(depth: u32) -> (ProcessStats, i64, Vec<ProcessStats>) {
+    let dir = tempfile::tempdir().unwrap();
+    write_scripts(dir.path());
+    let path = temp_run(&dir, "killed");
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&path)
+        .args(["--", "sh"])
+        .arg(dir.path().join("run.sh"))
+        .arg(dir.path())
+        .arg(depth.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stat = std::fs::read_to_string(dir.path().join("stat")).expect("the killer wrote it");
+    let burner_pid: u32 = stat.split_whitespace().next().unwrap().parse().unwrap();
+    let run = load(&path);
+    let burner = run
+        .processes
+        .iter()
+        .find(|p| p.pid == burner_pid)
+        .unwrap_or_else(|| panic!("no row for the burner {burner_pid}: {:#?}", run.processes))
+        .clone();
+    (burner, stat_cpu_ns(&stat), run.processes)
+}
+
+fn assert_burner_kept_its_cpu(depth: u32) {
+    let (burner, before_kill, rows) = killed_burner(depth);
+    // The kernel's figure is truncated to a tick and the burner ran a little longer after it
+    // was read (the `kill`); the row's last part comes from its reaper's children time, also
+    // in ticks: a couple of ticks either way, never the hundreds of ms a reading interval is.
+    let ratio = cpu(&burner) as f64 / before_kill as f64;
+    eprintln!(
+        "depth {depth}: burner row {} ns, /proc just before the kill {} ns, ratio {ratio:.4}",
+        cpu(&burner),
+        before_kill
+    );
+    assert!(
+        (cpu(&burner) - before_kill).abs() <= 3 * TICK_NS,
+        "the burner's row holds {} ns, the kernel said {} ns just before the kill: {rows:#?}",
+        cpu(&burner),
+        before_kill
+    );
+    assert!(before_kill > 20 * TICK_NS, "it burnt for about a second");
+    assert_eq!(burner.cpu_source, CpuSource::Reaper, "{burner:?}");
+    let unattributed: i64 = rows
+        .iter()
+        .filter(|p| p.cpu_source == CpuSource::Unattributed)
+        .map(cpu)
+        .sum();
+    assert!(
+        unattributed <= 2 * TICK_NS,
+        "(exited children) holds {unattributed} ns: {rows:#?}"
+    );
+}
+
+#[test]
+fn a_process_killed_between_readings_keeps_its_cpu_up_to_the_kill() {
+    assert_burner_kept_its_cpu(1);
+}
+
+#[test]
+fn a_grandchild_of_a_grandchild_killed_by_its_parent_keeps_its_cpu() {
+    assert_burner_kept_its_cpu(3);
+}
+
+/// Context switches of `pid` so far, voluntary + involuntary, from its status file.
+fn context_switches(pid: u32) -> i64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    framelab::sample::threads::parse_context_switches(&status)
+        .map(|(v, i)| v + i)
+        .unwrap()
+}
+
+fn proc_cpu_ns(pid: u32) -> i64 {
+    stat_cpu_ns(&std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap())
+}
+
+#[test]
+fn a_watched_daemons_threads_count_the_window_not_their_lifetime() {
+    // A single-threaded daemon busy since before the run: its thread's lifetime CPU is its
+    // process's, and the run must count only the window's share of either.
+    let mut daemon = std::process::Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let pid = daemon.id();
+    // Waits for progress (a second of CPU burnt), not for a time.
+    while proc_cpu_ns(pid) < 100 * TICK_NS {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "watch");
+    let out = framelab()
+        .args(["run", "--watch-pid", &pid.to_string(), "-o"])
+        .arg(&path)
+        .args(["--", "sleep", "1"])
+        .output()
+        .unwrap();
+    let (lifetime_cpu, lifetime_switches) = (proc_cpu_ns(pid), context_switches(pid));
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&path);
+    let analysis = framelab::analyze::analyze(&run);
+    let process = analysis
+        .processes
+        .iter()
+        .find(|p| p.pid == pid)
+        .expect("the watched process's row");
+    let process_cpu = process.user_ns + process.sys_ns;
+    let telemetry = analysis.telemetry.as_ref().expect("threads were sampled");
+    let thread = telemetry
+        .busiest_threads
+        .iter()
+        .find(|t| t.tid == pid)
+        .unwrap_or_else(|| panic!("no row for thread {pid}: {:?}", telemetry.busiest_threads));
+    eprintln!(
+        "watched: process row {process_cpu} ns, thread row {} ns ({:.1}%), lifetime {lifetime_cpu} ns; ctx {} of {lifetime_switches}",
+        thread.cpu_ns,
+        thread.load_pct,
+        thread.ctx_voluntary + thread.ctx_involuntary
+    );
+    // The two rows are read by different samplers a few ms apart at each edge of the window.
+    let tolerance = (process_cpu / 4).max(5 * TICK_NS);
+    assert!(
+        (thread.cpu_ns - process_cpu).abs() <= tolerance,
+        "thread row {} ns, process row {process_cpu} ns",
+        thread.cpu_ns
+    );
+    assert!(
+        thread.cpu_ns <= lifetime_cpu - 80 * TICK_NS,
+        "thread row {} ns is about the daemon's lifetime {lifetime_cpu} ns",
+        thread.cpu_ns
+    );
+    assert!(
+        thread.load_pct <= 100.0 + 25.0,
+        "one thread: {}",
+        thread.load_pct
+    );
+    assert!(
+        thread.ctx_voluntary + thread.ctx_involuntary < lifetime_switches,
+        "context switches over the window, not the lifetime's {lifetime_switches}: {thread:?}"
+    );
+}
+
+#[test]
+fn a_short_busy_childs_cpu_is_recorded_finer_than_a_clock_tick() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("rusage");
+    let report_arg = report.to_string_lossy().into_owned();
+    let (_, path) = run_testprog(&dir, "fine", &[], &["cpu-report", "123", &report_arg]);
+    let run = load(&path);
+    let text = std::fs::read_to_string(&report).expect("testprog wrote its rusage");
+    let mut fields = text.split_whitespace().map(|f| f.parse::<i64>().unwrap());
+    let (rusage_us, clock_ns) = (fields.next().unwrap(), fields.next().unwrap());
+    let command = run
+        .processes
+        .iter()
+        .find(|p| p.role == framelab::model::ProcessRole::Command)
+        .expect("the command's row");
+    eprintln!(
+        "command row {} ns ({:?}, resolution {} ns), its rusage {} µs, its CPU clock {clock_ns} ns",
+        cpu(command),
+        command.cpu_source,
+        command.cpu_resolution_ns,
+        rusage_us
+    );
+    assert_eq!(command.cpu_resolution_ns, 1, "{command:?}");
+    assert_eq!(command.cpu_source, CpuSource::Clock, "{command:?}");
+    // What it used after writing the file is its exit: well under a millisecond.
+    assert!(
+        cpu(command) >= clock_ns && cpu(command) - rusage_us * 1000 < 1_000_000,
+        "row {} ns against rusage {rusage_us} µs and clock {clock_ns} ns",
+        cpu(command)
+    );
+    assert_ne!(cpu(command) % TICK_NS, 0, "not in whole clock ticks");
+    // The JSON report says how fine each CPU figure is.
+    let json = framelab()
+        .args(["report", "--format", "json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["processes"][0]["cpu_resolution_ns"], 1, "{json}");
+}
