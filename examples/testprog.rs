@@ -15,6 +15,8 @@
 //! - `work N US`: N frames of stage `work` burning US µs of CPU, then a short `send` stage
 //!   (bench and compare tests: one variant does more work per frame than another).
 //! - `fail N`: like `work N 100`, then exits with status 1.
+//! - `slow-middle`: frames until killed, each `grab` (0.2 ms), `encode` (15 ms), `send`
+//!   (0.2 ms), span guards all: a stop signal most likely lands inside `encode`.
 
 use framelab_probe::{Counter, Event, Laps, Stage};
 use std::time::{Duration, Instant};
@@ -30,6 +32,16 @@ fn main() {
             std::process::abort();
         }
         "forever" => frames(u64::MAX),
+        "slow-middle" => {
+            let (grab, encode, send) =
+                (Stage::new("grab"), Stage::new("encode"), Stage::new("send"));
+            for frame in 0.. {
+                for (stage, micros) in [(&grab, 200), (&encode, 15_000), (&send, 200)] {
+                    let _span = stage.span(frame);
+                    std::thread::sleep(Duration::from_micros(micros));
+                }
+            }
+        }
         "threads" => threads(n),
         "processes" => processes(n),
         "child" => child(n),

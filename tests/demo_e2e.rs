@@ -54,7 +54,10 @@ fn check(depth: u32) {
     let (first, last) = (*ids.first().unwrap(), *ids.last().unwrap());
     assert_eq!(ids.len() as u64, last - first + 1, "no frame id is missing");
     assert_eq!(
-        analysis.window.warmup_frames + analysis.frames + analysis.window.after_frames,
+        analysis.window.warmup_frames
+            + analysis.frames
+            + analysis.window.after_frames
+            + analysis.window.open_frames,
         ids.len() as u64
     );
     assert!(

@@ -456,3 +456,30 @@ fn frames_given_by_the_user_cover_the_whole_run_or_nothing() {
     assert!((fps - expected).abs() < 1e-9, "{fps} vs {expected}");
     assert!(stdout(&out).contains("40 given by --frames, over the whole run"));
 }
+
+/// Stopped by --duration inside a frame: that frame lacks the stages it never reached and
+/// must not be measured (it made `total min` a fraction of every real frame's).
+#[test]
+fn a_frame_cut_short_by_the_stop_is_not_measured() {
+    let (out, run) = record_testprog(&["--duration", "1s"], &["slow-middle"]);
+    let a = analyze(&run);
+    let count = |name: &str| {
+        let row = a.stages.iter().find(|r| r.name == name).unwrap();
+        row.dist.count
+    };
+    assert!(a.frames >= 10, "{} frames", a.frames);
+    for stage in ["grab", "encode", "send"] {
+        assert_eq!(count(stage), a.frames, "every measured frame has {stage}");
+    }
+    let total_min_ns = a.total.as_ref().unwrap().min_ns;
+    assert!(
+        total_min_ns >= 15e6,
+        "total min {total_min_ns} ns: a frame without its encode"
+    );
+    // The signal lands inside a frame (grab or encode or send) nearly always; when the frame
+    // had recorded a stage, it is counted as excluded and the report says which stages.
+    if a.window.open_frames > 0 {
+        assert!(!a.window.open_frames_lack.is_empty());
+        assert!(stdout(&out).contains("when the command stopped excluded (lacking"));
+    }
+}

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::model::{EndReason, RunMeta, Span};
+use crate::model::{EndReason, Run, RunMeta, Span};
 
 /// Marks a span that belongs to no frame (it was skipped).
 pub const NO_FRAME: u32 = u32::MAX;
@@ -235,6 +235,11 @@ pub struct Measured {
     pub warmup_frames: u64,
     /// Frames that ended after it closed.
     pub after_frames: u64,
+    /// Frames still open when the command stopped (see `open_at_stop`), left out of the
+    /// window though they ended inside it.
+    pub open_frames: u64,
+    /// The stages those frames lack, by stage id, ascending.
+    pub open_missing_stages: Vec<u16>,
 }
 
 impl Measured {
@@ -276,7 +281,105 @@ pub fn measure(frames: &Frames, window: &ResolvedWindow) -> Measured {
         in_window,
         warmup_frames,
         after_frames,
+        ..Measured::default()
     }
+}
+
+/// The window and the frames measured in it, as every report and comparison must see them:
+/// `measure`, less the frames still open when the command stopped.
+pub fn measure_run(run: &Run, frames: &Frames) -> (ResolvedWindow, Measured) {
+    let window = resolve_window(&run.meta, frames.last_end_ns);
+    let mut measured = measure(frames, &window);
+    let open = open_at_stop(&run.spans, frames, &run.meta);
+    let mut excluded = false;
+    for &i in &open.indices {
+        if std::mem::take(&mut measured.in_window[i as usize]) {
+            measured.open_frames += 1;
+            excluded = true;
+        }
+    }
+    if excluded {
+        let in_window = &measured.in_window;
+        measured.order.retain(|&i| in_window[i as usize]);
+        measured.open_missing_stages = open.missing_stages;
+    }
+    (window, measured)
+}
+
+/// Whether the command may have been stopped in the middle of a frame: framelab stopped it,
+/// it died, or the run was never finalised. A command that exited cleanly finished its frames.
+fn stopped_mid_frame(meta: &RunMeta) -> bool {
+    match meta.end_reason {
+        EndReason::Exited => meta
+            .exit
+            .as_ref()
+            .is_some_and(|e| e.crashed || e.signal.is_some() || e.code.is_some_and(|c| c != 0)),
+        EndReason::Duration | EndReason::Interrupted | EndReason::Unfinished => true,
+    }
+}
+
+/// Frames cut short by the command's stop, and the stages they lack.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpenFrames {
+    /// Indices into `Frames::all`.
+    pub indices: Vec<u32>,
+    pub missing_stages: Vec<u16>,
+}
+
+/// How many of the last frames (by start) can be open at once: a pipeline this deep.
+const MAX_OPEN_FRAMES: usize = 8;
+/// How many frames before those tell which stages a complete frame has.
+const REFERENCE_FRAMES: usize = 16;
+
+/// Frames still open when the command stopped: walking back from the last frame to start,
+/// each that lacks a stage every one of the reference frames before the tail had, until one
+/// that lacks none. A pipeline of depth d leaves up to d such frames; a frame in the middle
+/// of the run that skips a stage is never one of them.
+pub fn open_at_stop(spans: &[Span], frames: &Frames, meta: &RunMeta) -> OpenFrames {
+    let mut by_start: Vec<(i64, u32)> = (frames.all.iter().enumerate())
+        .map(|(i, f)| (f.start_ns, i as u32))
+        .collect();
+    if !stopped_mid_frame(meta) || by_start.len() < 2 {
+        return OpenFrames::default();
+    }
+    by_start.sort_unstable();
+    let tail = MAX_OPEN_FRAMES.min(by_start.len() / 2);
+    let reference_from = by_start.len() - tail - REFERENCE_FRAMES.min(by_start.len() - tail);
+    let looked_at = &by_start[reference_from..];
+    // Stage sets of the few frames looked at, from one pass over the spans.
+    let mut slot = vec![usize::MAX; frames.all.len()];
+    for (k, &(_, i)) in looked_at.iter().enumerate() {
+        slot[i as usize] = k;
+    }
+    let mut stages: Vec<Vec<u16>> = vec![Vec::new(); looked_at.len()];
+    for (span, &frame) in spans.iter().zip(&frames.span_frame) {
+        if let Some(&k) = slot.get(frame as usize).filter(|&&k| k != usize::MAX) {
+            if !stages[k].contains(&span.stage) {
+                stages[k].push(span.stage);
+            }
+        }
+    }
+    let reference = &stages[..looked_at.len() - tail];
+    let Some((first, rest)) = reference.split_first() else {
+        return OpenFrames::default();
+    };
+    let required: Vec<u16> = (first.iter().copied())
+        .filter(|stage| rest.iter().all(|other| other.contains(stage)))
+        .collect();
+    let mut open = OpenFrames::default();
+    for k in (looked_at.len() - tail..looked_at.len()).rev() {
+        let missing: Vec<u16> = (required.iter().copied())
+            .filter(|stage| !stages[k].contains(stage))
+            .collect();
+        if missing.is_empty() {
+            break;
+        }
+        open.indices.push(looked_at[k].1);
+        open.missing_stages.extend(missing);
+    }
+    open.missing_stages.sort_unstable();
+    open.missing_stages.dedup();
+    open
 }
 
 /// end_i − end_{i−1} over ends in ascending order: N ends give N − 1 intervals.
@@ -442,6 +545,78 @@ mod tests {
         let ids: Vec<u64> = m.order.iter().map(|&i| f.all[i as usize].id).collect();
         assert_eq!(ids, vec![2, 1, 3]);
         assert_eq!(intervals_ns(&m.ends_ns(&f)), vec![100, 60]);
+    }
+
+    /// Frames 0..n of stages 0, 1, 2 back to back, 100 ns each, frames 1000 ns apart.
+    fn pipeline(n: u64, skip: impl Fn(u64, u16) -> bool) -> Vec<Span> {
+        let mut spans = Vec::new();
+        for f in 0..n {
+            for stage in 0..3u16 {
+                if !skip(f, stage) {
+                    spans.push(span(f, stage, 0, f as i64 * 1000 + stage as i64 * 100, 100));
+                }
+            }
+        }
+        spans
+    }
+
+    fn stopped() -> RunMeta {
+        RunMeta {
+            end_reason: EndReason::Duration,
+            ..RunMeta::default()
+        }
+    }
+
+    #[test]
+    fn frames_cut_short_at_the_tail_are_open() {
+        // Depth 2: the last frame reached stage 0 only, the one before it stages 0 and 1.
+        let spans = pipeline(40, |f, s| (f == 39 && s > 0) || (f == 38 && s == 2));
+        let frames = Frames::from_spans(&spans);
+        let open = open_at_stop(&spans, &frames, &stopped());
+        let ids: Vec<u64> = (open.indices.iter())
+            .map(|&i| frames.all[i as usize].id)
+            .collect();
+        assert_eq!(ids, vec![39, 38]);
+        assert_eq!(open.missing_stages, vec![1, 2]);
+        // A command that exited by itself finished its frames.
+        let clean = RunMeta {
+            end_reason: EndReason::Exited,
+            ..RunMeta::default()
+        };
+        assert_eq!(open_at_stop(&spans, &frames, &clean), OpenFrames::default());
+    }
+
+    #[test]
+    fn frames_that_skip_a_stage_mid_run_are_not_open() {
+        // Every fifth frame skips stage 1 (a keyframe-only stage, say): the reference frames
+        // do not all have it, so no frame is open for lacking it.
+        let spans = pipeline(40, |f, s| f % 5 == 4 && s == 1);
+        let frames = Frames::from_spans(&spans);
+        assert!(open_at_stop(&spans, &frames, &stopped()).indices.is_empty());
+        // One mid-run frame lacking stage 2 is not at the tail: it stays.
+        let spans = pipeline(40, |f, s| f == 20 && s == 2);
+        let frames = Frames::from_spans(&spans);
+        assert!(open_at_stop(&spans, &frames, &stopped()).indices.is_empty());
+    }
+
+    #[test]
+    fn open_frames_leave_the_measured_window() {
+        let spans = pipeline(40, |f, s| f == 39 && s > 0);
+        let run = Run {
+            spans,
+            stages: vec!["a".into(), "b".into(), "c".into()],
+            meta: RunMeta {
+                window_start_ns: 0,
+                window_end_ns: 1_000_000,
+                ..stopped()
+            },
+            ..Run::default()
+        };
+        let frames = Frames::from_spans(&run.spans);
+        let (_, m) = measure_run(&run, &frames);
+        assert_eq!((m.order.len(), m.open_frames), (39, 1));
+        assert_eq!(m.open_missing_stages, vec![1, 2]);
+        assert!(!m.in_window[frames.index_of(39).unwrap() as usize]);
     }
 
     #[test]

@@ -155,6 +155,13 @@ pub struct WindowSummary {
     pub warmup_frames: u64,
     /// Frames that ended after the window closed (while the command was being stopped).
     pub after_frames: u64,
+    /// Frames that ended inside the window but were still open when the command stopped
+    /// (cut short: they lack stages the frames before them had), left out of statistics.
+    #[serde(default)]
+    pub open_frames: u64,
+    /// The stages those frames lack.
+    #[serde(default)]
+    pub open_frames_lack: Vec<String>,
 }
 
 /// Everything a report shows, computed once.

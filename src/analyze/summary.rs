@@ -3,7 +3,7 @@
 use super::counters::counter_summaries;
 use super::cpu::{cpu_summary, process_rows};
 use super::fps::fps_summary;
-use super::frames::{intervals_ns, measure, resolve_window, Frames};
+use super::frames::{intervals_ns, measure_run, Frames};
 use super::late::{late_summary, stutter};
 use super::notes::{notes, NoteFacts};
 use super::pacing::pacing_summary;
@@ -49,8 +49,7 @@ fn hint_unusable(meta: &RunMeta, window_start_ns: i64) -> Option<&'static str> {
 pub fn analyze(run: &Run) -> Analysis {
     let meta = &run.meta;
     let frames = Frames::from_spans(&run.spans);
-    let window = resolve_window(meta, frames.last_end_ns);
-    let measured = measure(&frames, &window);
+    let (window, measured) = measure_run(run, &frames);
     let measured_frames = measured.order.len() as u64;
     let seconds = window.seconds();
 
@@ -158,6 +157,10 @@ pub fn analyze(run: &Run) -> Analysis {
             length_ns: window.length_ns(),
             warmup_frames: measured.warmup_frames,
             after_frames: measured.after_frames,
+            open_frames: measured.open_frames,
+            open_frames_lack: (measured.open_missing_stages.iter())
+                .map(|&s| run.stages.get(usize::from(s)).cloned().unwrap_or_default())
+                .collect(),
         },
         end_reason: meta.end_reason,
         exit: meta.exit.clone(),

@@ -1,7 +1,7 @@
 //! From a loaded run to what comparisons need: the per-run numbers a report shows, and
 //! the sorted frame-level values that frame-based metrics resample.
 
-use crate::analyze::frames::{measure, resolve_window, Frames, NO_FRAME};
+use crate::analyze::frames::{measure_run, Frames, NO_FRAME};
 use crate::analyze::stats::sort_ns;
 use crate::analyze::{analyze, Analysis};
 use crate::model::Run;
@@ -77,8 +77,7 @@ fn frame_values(run: &Run, analysis: &Analysis) -> (Vec<(String, Vec<i64>)>, Vec
         return (Vec::new(), Vec::new());
     }
     let frames = Frames::from_spans(&run.spans);
-    let window = resolve_window(&run.meta, frames.last_end_ns);
-    let measured = measure(&frames, &window);
+    let (_, measured) = measure_run(run, &frames);
     let mut by_stage: Vec<Vec<i64>> = vec![Vec::new(); run.stages.len().max(1)];
     for (i, span) in run.spans.iter().enumerate() {
         let f = frames.span_frame[i];

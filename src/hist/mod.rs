@@ -7,7 +7,7 @@ pub mod live;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::analyze::frames::{intervals_ns, measure, resolve_window, Frames};
+use crate::analyze::frames::{intervals_ns, measure_run, Frames};
 use crate::analyze::pair::{pair_events, PairSpec};
 use crate::model::{Run, Span};
 pub use layout::LinearSpec;
@@ -105,8 +105,7 @@ pub struct Series {
 /// A run's spans of the measured window (frames ending inside it), as the report counts them.
 fn measured_spans(run: &Run) -> (Vec<&Span>, Vec<i64>, Vec<i64>) {
     let frames = Frames::from_spans(&run.spans);
-    let window = resolve_window(&run.meta, frames.last_end_ns);
-    let measured = measure(&frames, &window);
+    let (_, measured) = measure_run(run, &frames);
     let spans = run
         .spans
         .iter()

@@ -130,6 +130,13 @@ fn window(a: &Analysis) -> String {
             plural(w.after_frames, "frame that ended", "frames that ended")
         ));
     }
+    if w.open_frames > 0 {
+        s.push_str(&format!(
+            " · {} when the command stopped excluded (lacking {})",
+            plural(w.open_frames, "frame still open", "frames still open"),
+            w.open_frames_lack.join(", ")
+        ));
+    }
     s
 }
 
