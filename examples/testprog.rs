@@ -15,6 +15,8 @@
 //! - `work N US`: N frames of stage `work` burning US µs of CPU, then a short `send` stage
 //!   (bench and compare tests: one variant does more work per frame than another).
 //! - `fail N`: like `work N 100`, then exits with status 1.
+//! - `late-start MS N`: sleeps MS ms (a slow start-up), then N frames of stage `step`: the
+//!   first one cold (50 ms), the rest 2 ms each.
 //! - `slow-middle`: frames until killed, each `grab` (0.2 ms), `encode` (15 ms), `send`
 //!   (0.2 ms), span guards all: a stop signal most likely lands inside `encode`.
 
@@ -32,6 +34,15 @@ fn main() {
             std::process::abort();
         }
         "forever" => frames(u64::MAX),
+        "late-start" => {
+            std::thread::sleep(Duration::from_millis(n));
+            let frames: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(50);
+            let step = Stage::new("step");
+            for frame in 0..frames {
+                let _span = step.span(frame);
+                std::thread::sleep(Duration::from_millis(if frame == 0 { 50 } else { 2 }));
+            }
+        }
         "slow-middle" => {
             let (grab, encode, send) =
                 (Stage::new("grab"), Stage::new("encode"), Stage::new("send"));

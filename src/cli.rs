@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use framelab::demo::PacerKind;
+use framelab::model::WarmupFrom;
 use framelab::report::Format;
 use framelab::sample::{parse_every, SourceKind};
 use framelab::timers::{self, parse_positive_duration};
@@ -83,6 +84,19 @@ pub struct TargetArgs {
     pub budget: Option<Duration>,
 }
 
+/// Where the warmup counts from, or a number of frames instead of a time.
+#[derive(Args, Debug, Clone)]
+pub struct WarmupModeArgs {
+    /// What --warmup counts from: first-frame (start-up before the command's first span is
+    /// not warmup; a command that records no span counts from launch) or launch
+    #[arg(long, value_enum, default_value = "first-frame", value_name = "FROM")]
+    pub warmup_from: WarmupFrom,
+    /// Exclude the first N frames instead of a time: the window opens once frame N+1 has
+    /// begun (not with --warmup)
+    #[arg(long, value_parser = parse_count, value_name = "N")]
+    pub warmup_frames: Option<u64>,
+}
+
 #[derive(Args, Debug)]
 pub struct RunArgs {
     #[command(flatten)]
@@ -90,6 +104,8 @@ pub struct RunArgs {
     /// Time at the start excluded from statistics (kept in the run file, flagged)
     #[arg(long, value_parser = parse_duration, default_value = "0s")]
     pub warmup: Duration,
+    #[command(flatten)]
+    pub warmup_mode: WarmupModeArgs,
     /// Stop the command after this long (SIGINT, then SIGTERM, then SIGKILL); default: until it exits
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
@@ -280,6 +296,8 @@ pub struct DemoArgs {
     /// Time excluded from statistics at the start
     #[arg(long, value_parser = parse_duration, default_value = "3s")]
     pub warmup: Duration,
+    #[command(flatten)]
+    pub warmup_mode: WarmupModeArgs,
     /// Run file to write
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -364,6 +382,8 @@ pub struct BenchArgs {
     /// Time at the start of each run excluded from statistics
     #[arg(long, value_parser = parse_duration, default_value = "0s")]
     pub warmup: Duration,
+    #[command(flatten)]
+    pub warmup_mode: WarmupModeArgs,
     /// Stop each run after this long; default: until the command exits
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,

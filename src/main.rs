@@ -39,6 +39,8 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 fps: args.target.fps,
                 budget: args.target.budget,
                 warmup: args.warmup,
+                warmup_from: args.warmup_mode.warmup_from,
+                warmup_frames: args.warmup_mode.warmup_frames,
                 duration: args.duration,
                 name: args.name,
                 output: args.output,
@@ -81,7 +83,13 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                     args.pacer.name().into(),
                 ],
                 fps: Some(args.fps),
-                warmup: args.warmup,
+                warmup: if args.warmup_mode.warmup_frames.is_some() {
+                    std::time::Duration::ZERO
+                } else {
+                    args.warmup
+                },
+                warmup_from: args.warmup_mode.warmup_from,
+                warmup_frames: args.warmup_mode.warmup_frames,
                 duration: Some(args.duration),
                 name: Some(args.name.unwrap_or_else(|| {
                     format!("demo (depth {}, {} pacer)", args.depth, args.pacer.name())
@@ -487,6 +495,8 @@ fn bench_spec(args: &cli::BenchArgs) -> anyhow::Result<framelab::bench::Experime
             fps: args.target.fps,
             budget_ns: args.target.budget.map(ns),
             warmup_ns: ns(args.warmup),
+            warmup_from: args.warmup_mode.warmup_from,
+            warmup_frames: args.warmup_mode.warmup_frames,
             duration_ns: args.duration.map(ns),
             frames: args.frames,
             watch_pids: args.watch_pids.clone(),

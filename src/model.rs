@@ -211,6 +211,41 @@ impl CpuSource {
     }
 }
 
+/// What the warmup is counted from. The window opens `--warmup` after the launch or after
+/// the first span started, or once `--warmup-frames N` frames are done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum WarmupFrom {
+    /// The command's launch (every run before schema 4).
+    #[default]
+    Launch,
+    /// The first span the command recorded: start-up before it is not warmup.
+    FirstFrame,
+    /// A number of frames (`--warmup-frames`).
+    #[value(skip)]
+    Frames,
+}
+
+impl WarmupFrom {
+    pub fn name(self) -> &'static str {
+        match self {
+            WarmupFrom::Launch => "launch",
+            WarmupFrom::FirstFrame => "first_frame",
+            WarmupFrom::Frames => "frames",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<WarmupFrom> {
+        [
+            WarmupFrom::Launch,
+            WarmupFrom::FirstFrame,
+            WarmupFrom::Frames,
+        ]
+        .into_iter()
+        .find(|w| w.name() == name)
+    }
+}
+
 /// How the command ended.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExitInfo {
@@ -267,6 +302,15 @@ pub struct RunMeta {
     /// `--warmup` as asked (the window starts there unless the command ended first).
     #[serde(default)]
     pub warmup_ns: i64,
+    /// Where the warmup was counted from (`--warmup-from`, `--warmup-frames`).
+    #[serde(default)]
+    pub warmup_from: WarmupFrom,
+    /// `--warmup-frames N`, when the warmup was a number of frames.
+    #[serde(default)]
+    pub warmup_frames: Option<u64>,
+    /// When the first span started (ns after launch), as the collector saw it live.
+    #[serde(default)]
+    pub first_span_ns: Option<i64>,
     /// `--duration` as asked, when one was.
     #[serde(default)]
     pub duration_ns: Option<i64>,

@@ -483,3 +483,79 @@ fn a_frame_cut_short_by_the_stop_is_not_measured() {
         assert!(stdout(&out).contains("when the command stopped excluded (lacking"));
     }
 }
+
+/// A slow start-up (1 s before the first frame) is not warmup: by default the warmup counts
+/// from the first frame, so the cold first frame (50 ms) stays out of the statistics.
+#[test]
+fn warmup_counts_from_the_first_frame() {
+    let program = ["late-start", "1000", "150"];
+    let (out, run) = record_testprog(&["--warmup", "300ms"], &program);
+    let a = analyze(&run);
+    let first = run.meta.first_span_ns.expect("first span seen");
+    assert!(
+        first >= 900_000_000,
+        "the first frame came after the start-up: {first}"
+    );
+    assert_eq!(
+        run.meta.warmup_from,
+        framelab::model::WarmupFrom::FirstFrame
+    );
+    assert!(run.meta.window_start_ns >= first + 300_000_000);
+    let step = a.stages.iter().find(|r| r.name == "step").unwrap();
+    assert!(
+        step.dist.max_ns < 40e6,
+        "cold frame measured: max {}",
+        step.dist.max_ns
+    );
+    assert!(a.window.warmup_frames >= 1);
+    assert!(stdout(&out).contains("warmup from the first frame"));
+
+    // Counted from launch, as before: the window opens during the start-up.
+    let (_, run) = record_testprog(&["--warmup", "300ms", "--warmup-from", "launch"], &program);
+    let a = analyze(&run);
+    assert_eq!(run.meta.window_start_ns, 300_000_000);
+    let step = a.stages.iter().find(|r| r.name == "step").unwrap();
+    assert!(step.dist.max_ns >= 50e6, "from launch the cold frame is in");
+}
+
+#[test]
+fn warmup_by_frame_count() {
+    let (out, run) = record_testprog(&["--warmup-frames", "10"], &["late-start", "100", "60"]);
+    let a = analyze(&run);
+    assert!(a.window.warmup_frames >= 10, "{}", a.window.warmup_frames);
+    assert_eq!(a.window.warmup_frames + a.frames, 60);
+    let step = a.stages.iter().find(|r| r.name == "step").unwrap();
+    assert!(step.dist.max_ns < 40e6);
+    assert!(stdout(&out).contains("after the first 10 frames"));
+    // A time and a number of frames both say when the window opens.
+    let both = run_args_error(&["--warmup", "1s", "--warmup-frames", "3"]);
+    assert!(both.contains("give one"), "{both}");
+}
+
+/// A command that records no frame: the warmup falls back to launch, and the file says so.
+#[test]
+fn an_uninstrumented_command_warms_up_from_launch() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp_run(&dir, "sh");
+    let out = framelab()
+        .args(["run", "--warmup", "200ms", "-o"])
+        .arg(&file)
+        .args(["--", "sh", "-c", "sleep 0.6"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&file);
+    assert_eq!(run.meta.warmup_from, framelab::model::WarmupFrom::Launch);
+    assert_eq!(run.meta.window_start_ns, 200_000_000);
+}
+
+fn run_args_error(args: &[&str]) -> String {
+    let out = framelab()
+        .arg("run")
+        .args(args)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    error_line(&out)
+}

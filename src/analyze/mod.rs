@@ -153,6 +153,16 @@ pub struct WindowSummary {
     pub length_ns: i64,
     /// Frames that ended before the window (warmup): kept in the file, not in statistics.
     pub warmup_frames: u64,
+    /// What the warmup counted from, how long it was, and the frames asked for.
+    #[serde(default)]
+    pub warmup_from: crate::model::WarmupFrom,
+    #[serde(default)]
+    pub warmup_ns: i64,
+    #[serde(default)]
+    pub warmup_frames_asked: Option<u64>,
+    /// When the first span started (ns after launch), for a warmup from the first frame.
+    #[serde(default)]
+    pub first_span_ns: Option<i64>,
     /// Frames that ended after the window closed (while the command was being stopped).
     pub after_frames: u64,
     /// Frames that ended inside the window but were still open when the command stopped

@@ -156,6 +156,10 @@ pub fn analyze(run: &Run) -> Analysis {
             end_ns: window.end_ns,
             length_ns: window.length_ns(),
             warmup_frames: measured.warmup_frames,
+            warmup_from: meta.warmup_from,
+            warmup_ns: meta.warmup_ns,
+            warmup_frames_asked: meta.warmup_frames,
+            first_span_ns: meta.first_span_ns,
             after_frames: measured.after_frames,
             open_frames: measured.open_frames,
             open_frames_lack: (measured.open_missing_stages.iter())

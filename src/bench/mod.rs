@@ -265,6 +265,8 @@ fn run_options(
         fps: settings.fps,
         budget: settings.budget_ns.map(ns),
         warmup: ns(settings.warmup_ns),
+        warmup_from: settings.warmup_from,
+        warmup_frames: settings.warmup_frames,
         duration: settings.duration_ns.map(ns),
         name: Some(what.to_owned()),
         output: Some(path.to_owned()),

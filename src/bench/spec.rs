@@ -35,6 +35,10 @@ pub struct RunSettings {
     pub fps: Option<f64>,
     pub budget_ns: Option<i64>,
     pub warmup_ns: i64,
+    #[serde(default)]
+    pub warmup_from: crate::model::WarmupFrom,
+    #[serde(default)]
+    pub warmup_frames: Option<u64>,
     pub duration_ns: Option<i64>,
     pub frames: Option<u64>,
     pub watch_pids: Vec<u32>,
@@ -178,7 +182,9 @@ impl ExperimentSpec {
             bail!("nothing to run: give --variant NAME=COMMAND (twice or more to compare) or one command after --");
         }
         let warmup = std::time::Duration::from_nanos(self.run.warmup_ns.max(0) as u64);
-        if let Some(message) = crate::session::frames_with_warmup(self.run.frames, warmup) {
+        if let Some(message) =
+            crate::session::warmup_conflict(self.run.frames, warmup, self.run.warmup_frames)
+        {
             bail!(message);
         }
         let mut names = std::collections::HashSet::new();

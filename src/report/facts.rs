@@ -6,6 +6,7 @@ use super::format::{
 };
 use crate::analyze::counters::is_byte_counter;
 use crate::analyze::Analysis;
+use crate::model::WarmupFrom;
 
 /// How to decorate: ANSI colour for terminals, escaping for Markdown.
 #[derive(Clone, Copy, Debug, Default)]
@@ -110,6 +111,21 @@ fn window(a: &Analysis) -> String {
     let w = &a.window;
     let mut s = if w.start_ns <= 0 && w.warmup_frames == 0 {
         format!("{} s measured, no warmup", secs(w.length_ns))
+    } else if let (WarmupFrom::Frames, Some(n)) = (w.warmup_from, w.warmup_frames_asked) {
+        format!(
+            "{} s measured after the first {n} frames ({} warmup frames excluded, window from {} s)",
+            secs(w.length_ns),
+            w.warmup_frames,
+            secs(w.start_ns)
+        )
+    } else if let (WarmupFrom::FirstFrame, Some(first)) = (w.warmup_from, w.first_span_ns) {
+        format!(
+            "{} s measured after {} s warmup from the first frame at {} s ({} warmup frames excluded)",
+            secs(w.length_ns),
+            secs(w.warmup_ns),
+            secs(first),
+            w.warmup_frames
+        )
     } else if a.spans == 0 {
         format!(
             "{} s measured after {} s warmup",

@@ -165,6 +165,18 @@ impl Accounting {
         }
     }
 
+    /// A fresh accounting with the same settings: for a window that opens again later.
+    pub fn restarted(&self) -> Accounting {
+        Accounting::new(
+            self.procfs.clone(),
+            self.origin_mono_ns,
+            self.collector_pid,
+            self.interval_ns,
+            self.watched_pids.clone(),
+            self.watched_names.clone(),
+        )
+    }
+
     fn in_window(&self) -> bool {
         matches!(self.window, Some((_, None)))
     }

@@ -117,17 +117,35 @@ impl Collector {
         self.clock.refresh();
     }
 
-    pub fn open_window(&mut self, command_pid: u32) {
+    /// When the first span started (ns after launch), once one has been drained.
+    pub fn first_span_ns(&self) -> Option<i64> {
+        self.meta.first_span_ns
+    }
+
+    /// Opens the window at `start_ns`. The loop notices a due window a tick late; the window
+    /// starts on time (at launch without a warmup), never later than now.
+    pub fn open_window(&mut self, command_pid: u32, start_ns: i64) {
         let now = self.now_ns();
-        // The loop notices the warmup's end a tick late; the window starts on time (at launch
-        // without a warmup), or when the command exited if it did so during the warmup.
-        self.meta.window_start_ns = self.meta.window_start_ns.min(now);
+        self.meta.window_start_ns = start_ns.min(now);
         self.accounting
             .start_window(now, command_pid, self.meta.window_start_ns == 0);
         if let Some(sampler) = &self.sampler {
             sampler.open_window();
         }
         self.own_cpu_at_start_ns = own_cpu_ns();
+    }
+
+    /// No frame came before the run ended: the provisional window from launch was the window.
+    pub fn warmup_fell_back_to_launch(&mut self) {
+        self.meta.warmup_from = crate::model::WarmupFrom::Launch;
+    }
+
+    /// Opens the window again at `start_ns`, forgetting the baselines of a provisional one:
+    /// the accounting starts afresh from the processes alive now.
+    pub fn reopen_window(&mut self, command_pid: u32, start_ns: i64) {
+        self.accounting = self.accounting.restarted();
+        self.accounting.sample(self.now_ns(), command_pid);
+        self.open_window(command_pid, start_ns);
     }
 
     pub fn close_window(&mut self, command_pid: u32, reason: EndReason) {
@@ -305,6 +323,9 @@ impl Collector {
                         -start_ns as f64 / 1e9
                     ));
                     return Ok(());
+                }
+                if self.meta.first_span_ns.is_none_or(|first| start_ns < first) {
+                    self.meta.first_span_ns = Some(start_ns);
                 }
                 if self.first_stage.is_none() {
                     self.first_stage = Some(stage);

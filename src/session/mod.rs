@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::model::{EndReason, ExitInfo, RunMeta};
+use crate::model::{EndReason, ExitInfo, RunMeta, WarmupFrom};
 use crate::store::RunWriter;
 use framelab_probe::wire;
 
@@ -27,6 +27,10 @@ pub struct RunOptions {
     pub fps: Option<f64>,
     pub budget: Option<Duration>,
     pub warmup: Duration,
+    /// What `warmup` counts from.
+    pub warmup_from: WarmupFrom,
+    /// `--warmup-frames N`: the window opens once frame N+1 has begun, not after a time.
+    pub warmup_frames: Option<u64>,
     pub duration: Option<Duration>,
     pub name: Option<String>,
     pub output: Option<PathBuf>,
@@ -77,7 +81,7 @@ pub fn validate(opts: &RunOptions) -> Result<()> {
             );
         }
     }
-    if let Some(message) = frames_with_warmup(opts.frames, opts.warmup) {
+    if let Some(message) = warmup_conflict(opts.frames, opts.warmup, opts.warmup_frames) {
         bail!(message);
     }
     opts.sampling.validate().map_err(anyhow::Error::msg)?;
@@ -96,9 +100,26 @@ pub fn validate(opts: &RunOptions) -> Result<()> {
     Ok(())
 }
 
-/// `--frames N` says how much the whole command did; no part of it can be set aside as
-/// warmup, so dividing N by the window after a warmup would overstate the rate.
-pub fn frames_with_warmup(frames: Option<u64>, warmup: Duration) -> Option<String> {
+/// Warmup options that cannot go together. `--frames N` says how much the whole command
+/// did; no part of it can be set aside as warmup, so dividing N by the window after a
+/// warmup would overstate the rate. A warmup is a time or a number of frames, not both.
+pub fn warmup_conflict(
+    frames: Option<u64>,
+    warmup: Duration,
+    warmup_frames: Option<u64>,
+) -> Option<String> {
+    if let (Some(n), Some(w)) = (frames, warmup_frames) {
+        return Some(format!(
+            "--frames {n} counts the whole run, so it cannot be split by --warmup-frames {w}: \
+             drop --warmup-frames, or drop --frames and let the command record its frames"
+        ));
+    }
+    if let (Some(w), false) = (warmup_frames, warmup.is_zero()) {
+        return Some(format!(
+            "--warmup {} and --warmup-frames {w} both say when the window opens: give one",
+            humantime::format_duration(warmup)
+        ));
+    }
     let n = frames?;
     (!warmup.is_zero()).then(|| {
         format!(
@@ -142,6 +163,11 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         budget_ns,
         window_start_ns: warmup_ns,
         warmup_ns,
+        warmup_from: match opts.warmup_frames {
+            Some(_) => WarmupFrom::Frames,
+            None => opts.warmup_from,
+        },
+        warmup_frames: opts.warmup_frames,
         duration_ns: opts.duration.map(|d| d.as_nanos() as i64),
         frames_hint: opts.frames,
         ..RunMeta::default()
@@ -223,6 +249,7 @@ fn supervise(
     const PROGRESS_EVERY: Duration = Duration::from_millis(500);
     let mut progress = progress::Progress::new(opts.progress);
     let mut window_open = false;
+    let mut opening = Opening::Closed;
     let mut window_closed = false;
     let mut stop: Option<(i32, Instant)> = None;
     let mut handled_interrupts = 0;
@@ -251,9 +278,35 @@ fn supervise(
             }
         }
 
-        if !window_open && (now - started >= opts.warmup || command_exit.is_some()) {
-            collector.open_window(pid);
-            window_open = true;
+        if !window_closed {
+            let due = window_due(
+                opts,
+                collector.now_ns(),
+                collector.first_span_ns(),
+                collector.frames_seen(),
+            );
+            match (opening, due) {
+                (Opening::Closed, Some((start_ns, provisional))) => {
+                    collector.open_window(pid, start_ns);
+                    opening = if provisional {
+                        Opening::Provisional
+                    } else {
+                        Opening::Open
+                    };
+                }
+                // The first frame came after a provisional window opened at launch + warmup:
+                // the window starts again, warmup after that frame.
+                (Opening::Provisional, Some((start_ns, false))) => {
+                    collector.reopen_window(pid, start_ns);
+                    opening = Opening::Open;
+                }
+                _ => {}
+            }
+            if opening == Opening::Closed && command_exit.is_some() {
+                collector.open_window(pid, collector.now_ns());
+                opening = Opening::Open;
+            }
+            window_open = opening != Opening::Closed;
         }
         let interrupts = launch::interrupts();
         let mut end_reason = None;
@@ -324,6 +377,9 @@ fn supervise(
             std::thread::sleep(tick - spent);
         }
     }
+    if opening == Opening::Provisional {
+        collector.warmup_fell_back_to_launch();
+    }
     // Let the last processes of the group die so their rings are complete, then drain.
     let deadline = Instant::now() + Duration::from_millis(500);
     while Instant::now() < deadline && launch::reap_one(|_| {}).is_some() {}
@@ -340,6 +396,43 @@ pub fn accounting_every(sampling: &crate::sample::SamplingOptions) -> Duration {
 
 /// The shortest interval between two readings of the processes.
 pub const ACCOUNTING_MIN_EVERY: Duration = Duration::from_millis(10);
+
+/// Where the window stands while the run goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Opening {
+    Closed,
+    /// Opened at launch + warmup because no frame had started yet; opens again at the
+    /// first frame + warmup if one comes.
+    Provisional,
+    Open,
+}
+
+/// Whether the window is due to open now (`now_ns` after launch), and where it starts:
+/// `(start_ns, provisional)`. `--warmup-frames N`: once frame N+1 has begun (the first
+/// stage of N+1 frames was recorded). From the first frame: warmup after the first span's
+/// start, or, while no span has come, provisionally at launch + warmup. From launch, or
+/// without a warmup: launch + warmup.
+fn window_due(
+    opts: &RunOptions,
+    now_ns: i64,
+    first_span_ns: Option<i64>,
+    frames_seen: u64,
+) -> Option<(i64, bool)> {
+    let warmup_ns = opts.warmup.as_nanos() as i64;
+    if let Some(n) = opts.warmup_frames {
+        return (frames_seen > n).then_some((now_ns, false));
+    }
+    if opts.warmup_from == WarmupFrom::Launch || warmup_ns == 0 {
+        return (now_ns >= warmup_ns).then_some((warmup_ns, false));
+    }
+    match first_span_ns {
+        Some(first) => {
+            let start = first.max(0).saturating_add(warmup_ns);
+            (now_ns >= start).then_some((start, false))
+        }
+        None => (now_ns >= warmup_ns).then_some((warmup_ns, true)),
+    }
+}
 
 /// The next wait: long enough that an idle session costs little, short enough that the
 /// fullest ring would reach a quarter of its capacity (at the rate just seen) by the next drain.
@@ -426,6 +519,38 @@ mod tests {
             name.starts_with("ffmpeg-2") && name.ends_with(".framelab") && !name.contains(':'),
             "{name}"
         );
+    }
+
+    #[test]
+    fn the_window_opens_after_the_warmup_from_where_it_counts() {
+        const S: i64 = 1_000_000_000;
+        let opts = |from, warmup_s: u64, frames| RunOptions {
+            warmup: Duration::from_secs(warmup_s),
+            warmup_from: from,
+            warmup_frames: frames,
+            ..RunOptions::default()
+        };
+        let launch = opts(WarmupFrom::Launch, 3, None);
+        assert_eq!(window_due(&launch, 2 * S, Some(S), 9), None);
+        assert_eq!(window_due(&launch, 3 * S, None, 0), Some((3 * S, false)));
+        // From the first frame: provisional at launch + warmup while no frame has come ...
+        let first = opts(WarmupFrom::FirstFrame, 3, None);
+        assert_eq!(window_due(&first, 3 * S, None, 0), Some((3 * S, true)));
+        // ... and warmup after the first span's start once one has.
+        assert_eq!(window_due(&first, 8 * S, Some(6 * S), 1), None);
+        assert_eq!(
+            window_due(&first, 9 * S, Some(6 * S), 9),
+            Some((9 * S, false))
+        );
+        // No warmup: the window is the whole run, whatever it counts from.
+        assert_eq!(
+            window_due(&opts(WarmupFrom::FirstFrame, 0, None), 0, None, 0),
+            Some((0, false))
+        );
+        // Frames: once frame N+1 has begun, at that moment.
+        let frames = opts(WarmupFrom::FirstFrame, 0, Some(5));
+        assert_eq!(window_due(&frames, 7 * S, Some(S), 5), None);
+        assert_eq!(window_due(&frames, 7 * S, Some(S), 6), Some((7 * S, false)));
     }
 
     #[test]

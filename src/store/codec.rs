@@ -7,7 +7,9 @@
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::Row;
 
-use crate::model::{EndReason, ExitInfo, Host, ProcessRole, RunMeta, SeriesKind, SourceState};
+use crate::model::{
+    EndReason, ExitInfo, Host, ProcessRole, RunMeta, SeriesKind, SourceState, WarmupFrom,
+};
 
 pub fn u64_to_sql(v: u64) -> i64 {
     v as i64
@@ -90,7 +92,7 @@ pub fn series_kind_from_name(name: &str) -> Option<SeriesKind> {
 }
 
 /// The `runs` columns that hold `RunMeta`, in the order of `meta_values`.
-pub const META_COLUMNS: [&str; 26] = [
+pub const META_COLUMNS: [&str; 29] = [
     "name",
     "command_json",
     "started_at",
@@ -117,6 +119,9 @@ pub const META_COLUMNS: [&str; 26] = [
     "warmup_ns",
     "duration_ns",
     "collector_cpu_ns",
+    "warmup_from",
+    "warmup_frames",
+    "first_span_ns",
 ];
 
 /// `meta` as the values of `META_COLUMNS`. `exit_crashed` is NULL exactly when the
@@ -152,6 +157,9 @@ pub fn meta_values(meta: &RunMeta) -> Vec<Value> {
         Value::Integer(meta.warmup_ns),
         opt_int(meta.duration_ns),
         Value::Integer(meta.collector_cpu_ns),
+        Value::Text(meta.warmup_from.name().into()),
+        opt_int(meta.warmup_frames.map(u64_to_sql)),
+        opt_int(meta.first_span_ns),
     ]
 }
 
@@ -275,5 +283,13 @@ pub fn meta_from_row(row: &Row<'_>) -> anyhow::Result<RunMeta> {
         warmup_ns: c.int(24)?,
         duration_ns: c.opt_int(25)?,
         collector_cpu_ns: c.int(26)?,
+        warmup_from: {
+            let name = c.text(27)?;
+            WarmupFrom::from_name(&name).ok_or_else(|| {
+                anyhow::anyhow!("runs.warmup_from is '{name}', not launch, first_frame or frames")
+            })?
+        },
+        warmup_frames: c.opt_int(28)?.map(u64_from_sql),
+        first_span_ns: c.opt_int(29)?,
     })
 }

@@ -28,6 +28,12 @@ pub const MIGRATIONS: &[Migration] = &[
         from: 2,
         sql: schema::PROCESS_CPU_COLUMNS,
     },
+    // 4: where the warmup was counted from (`runs.warmup_from`, `warmup_frames`,
+    // `first_span_ns`); older runs keep 'launch', which is what they did.
+    Migration {
+        from: 3,
+        sql: schema::RUNS_WARMUP_COLUMNS,
+    },
 ];
 
 /// Whether `version` can be brought to `SCHEMA_VERSION` by this build.
@@ -138,9 +144,11 @@ mod tests {
              ALTER TABLE processes DROP COLUMN note;",
         )
         .unwrap();
+        // ... and what schema 4 added to `runs`.
+        conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
         assert!(can_migrate(1));
         migrate(&mut conn, 1).unwrap();
-        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 3 });
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 4 });
         conn.prepare(
             "SELECT run_id, format, files_json, skipped, first_skipped, notes_json FROM imports",
         )
@@ -154,6 +162,8 @@ mod tests {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
         // What schema 2 was: `processes` without the columns schema 3 added.
+        // ... and what schema 4 added to `runs`.
+        conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
         conn.execute_batch(
             "ALTER TABLE processes DROP COLUMN cpu_resolution_ns;
              ALTER TABLE processes DROP COLUMN cpu_source;
@@ -174,7 +184,7 @@ mod tests {
         schema::stamp(&conn, 2).unwrap();
         assert!(can_migrate(2));
         migrate(&mut conn, 2).unwrap();
-        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 3 });
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 4 });
         let (resolution, source, note): (i64, String, String) = conn
             .query_row(
                 "SELECT cpu_resolution_ns, cpu_source, note FROM processes WHERE pid = 42",
@@ -186,6 +196,43 @@ mod tests {
             (resolution, source.as_str(), note.as_str()),
             (10_000_000, "proc", "")
         );
+    }
+
+    /// What schema 4 added: the columns of `schema::RUNS_WARMUP_COLUMNS`.
+    const SCHEMA_4_DROPPED: &str = "ALTER TABLE runs DROP COLUMN warmup_from;
+         ALTER TABLE runs DROP COLUMN warmup_frames;
+         ALTER TABLE runs DROP COLUMN first_span_ns;";
+
+    #[test]
+    fn a_schema_3_file_says_its_runs_warmed_up_from_launch() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        schema::create(&conn).unwrap();
+        conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (run_id, name, command_json, started_at, framelab_version,
+                 host_name, host_cpu_model, host_cores, host_kernel, host_clocksource, clock,
+                 origin_mono_ns, window_start_ns, window_end_ns, end_reason, dropped_events,
+                 invalid_records, names_refused, warmup_ns)
+             VALUES (1, 'old', '[]', '', '', '', '', 1, '', '', 'mono', 0, 3000000000,
+                 9000000000, 'duration', 0, 0, 0, 3000000000);",
+        )
+        .unwrap();
+        conn.execute(
+            "UPDATE framelab SET value = '3' WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
+        schema::stamp(&conn, 3).unwrap();
+        migrate(&mut conn, 3).unwrap();
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 4 });
+        let (from, frames, first): (String, Option<i64>, Option<i64>) = conn
+            .query_row(
+                "SELECT warmup_from, warmup_frames, first_span_ns FROM runs",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!((from.as_str(), frames, first), ("launch", None, None));
     }
 
     #[test]

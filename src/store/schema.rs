@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// Bumped on any change an older framelab could misread; a file newer than this is refused.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// `PRAGMA application_id` of a run file: ASCII "FLAB", so `file(1)` and tools can tell.
 pub const APPLICATION_ID: i32 = 0x464C_4142;
@@ -199,6 +199,14 @@ ALTER TABLE processes ADD COLUMN cpu_source TEXT NOT NULL DEFAULT 'proc';
 ALTER TABLE processes ADD COLUMN note TEXT NOT NULL DEFAULT '';
 ";
 
+/// Schema 4: where the warmup was counted from, the frames it was, when the first span
+/// started. Runs from before were all warmed up from launch.
+pub const RUNS_WARMUP_COLUMNS: &str = "
+ALTER TABLE runs ADD COLUMN warmup_from TEXT NOT NULL DEFAULT 'launch';
+ALTER TABLE runs ADD COLUMN warmup_frames INTEGER;
+ALTER TABLE runs ADD COLUMN first_span_ns INTEGER;
+";
+
 /// Experiments (`framelab bench`): which runs belong to which variant and parameter
 /// values, and each run's environment fingerprint. `IF NOT EXISTS`: a file written by
 /// `framelab run` before these tables existed gets them when a bench first writes to it.
@@ -300,6 +308,7 @@ pub fn create(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(TABLES)?;
     conn.execute_batch(IMPORT_TABLES)?;
     conn.execute_batch(PROCESS_CPU_COLUMNS)?;
+    conn.execute_batch(RUNS_WARMUP_COLUMNS)?;
     conn.execute_batch(EXPERIMENT_TABLES)?;
     conn.execute_batch(VIEWS)?;
     conn.execute(
