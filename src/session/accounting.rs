@@ -28,6 +28,8 @@ use crate::model::{CpuSource, ProcessRole, ProcessStats};
 
 /// Name lookups (`--watch NAME`) scan all of /proc: not at every sweep.
 const NAMES_EVERY_NS: i64 = 2_000_000_000;
+/// How often a process's peak RSS is read (see `observe`).
+const RSS_EVERY_NS: i64 = 500_000_000;
 
 /// One reading of a process.
 #[derive(Clone, Copy, Debug, Default)]
@@ -87,6 +89,8 @@ struct Tracked {
     /// Already counted in a reaper's settlement.
     accounted: bool,
     peak_rss_bytes: u64,
+    /// When its peak RSS was last read.
+    rss_read_ns: i64,
 }
 
 impl Tracked {
@@ -422,7 +426,16 @@ impl Accounting {
             return false;
         };
         let clock_ns = self.procfs.cpu_clock_ns(pid);
-        let rss = self.procfs.peak_rss_bytes(pid).unwrap_or(0);
+        // The peak RSS is a high-water mark: read at first sight, then every RSS_EVERY_NS
+        // (the status file costs more than stat); framelab's own reaps give it exactly.
+        let rss_due = self.procs.get(&pid).is_none_or(|t| {
+            now_ns - t.rss_read_ns >= RSS_EVERY_NS || t.start_ticks_ns != stat.start_ns
+        });
+        let rss = if rss_due {
+            self.procfs.peak_rss_bytes(pid)
+        } else {
+            None
+        };
         let reading = Reading {
             cpu: stat.cpu,
             clock_ns,
@@ -462,6 +475,7 @@ impl Accounting {
             settled: Reading::zero(false),
             accounted: false,
             peak_rss_bytes: 0,
+            rss_read_ns: i64::MIN,
         });
         if tracked.gone.is_some() {
             return true;
@@ -471,7 +485,10 @@ impl Accounting {
         tracked.last = reading;
         tracked.last_seen_ns = now_ns;
         tracked.zombie = matches!(stat.state, 'Z' | 'X');
-        tracked.peak_rss_bytes = tracked.peak_rss_bytes.max(rss);
+        if let Some(rss) = rss {
+            tracked.peak_rss_bytes = tracked.peak_rss_bytes.max(rss);
+            tracked.rss_read_ns = now_ns;
+        }
         true
     }
 
