@@ -8,6 +8,7 @@ mod launch;
 pub mod procfs;
 mod progress;
 mod rings;
+pub mod taskstats;
 mod write;
 
 use std::path::PathBuf;
