@@ -142,6 +142,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         env.push((wire::RING_RECORDS_ENV.to_owned(), records.to_string()));
     }
     env.extend(opts.env.iter().cloned());
+    // Before the launch: the command's first exits are recorded too.
+    let exit_records = taskstats::Taskstats::open();
     launch::catch_interrupts();
     launch::become_subreaper();
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
@@ -161,6 +163,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         accounting_every(&opts.sampling).as_nanos() as i64,
         opts.watch_pids.clone(),
         opts.watch_names.clone(),
+        exit_records,
     );
     let live = opts
         .live

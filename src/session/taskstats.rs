@@ -14,6 +14,10 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+/// `FRAMELAB_EXIT_RECORDS=off` does without exit records (to compare, or where listening
+/// to every exit of a busy machine is not wanted).
+pub const OFF_ENV: &str = "FRAMELAB_EXIT_RECORDS";
+
 // linux/netlink.h, linux/genetlink.h, linux/taskstats.h: stable ABI.
 const NLMSG_ERROR: u16 = 2;
 const NLM_F_REQUEST: u16 = 1;
@@ -70,6 +74,9 @@ impl Taskstats {
     /// Registers for exit records of every CPU and checks they arrive, with pids as framelab
     /// sees them. `Err` says why not, in a few words.
     pub fn open() -> Result<Taskstats, String> {
+        if std::env::var(OFF_ENV).is_ok_and(|v| v == "off") {
+            return Err(format!("switched off with {OFF_ENV}=off"));
+        }
         // SAFETY: plain socket call; the fd is owned below.
         let fd = unsafe {
             libc::socket(
