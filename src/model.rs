@@ -179,6 +179,9 @@ pub enum CpuSource {
     /// It ended between two readings and was reaped by a process of the run: what it used
     /// after its last reading is what its reaper's reaped-children time grew by (ticks).
     Reaper,
+    /// It ended between two readings; the kernel's exit record (taskstats) gives its CPU up
+    /// to its exit (to within a scheduler tick).
+    Exit,
     /// It ended between two readings together with others reaped by the same process, so
     /// what each used after its last reading cannot be told apart: the row holds its last
     /// reading, the rest is in `(exited children)`.
@@ -193,6 +196,7 @@ impl CpuSource {
             CpuSource::Clock => "clock",
             CpuSource::Proc => "proc",
             CpuSource::Reaper => "reaper",
+            CpuSource::Exit => "exit",
             CpuSource::LastReading => "last_reading",
             CpuSource::Unattributed => "unattributed",
         }
@@ -203,6 +207,7 @@ impl CpuSource {
             CpuSource::Clock,
             CpuSource::Proc,
             CpuSource::Reaper,
+            CpuSource::Exit,
             CpuSource::LastReading,
             CpuSource::Unattributed,
         ]

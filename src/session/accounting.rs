@@ -24,10 +24,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::procfs::{CpuTimes, Procfs};
+use super::taskstats::{Exit, Taskstats};
 use crate::model::{CpuSource, ProcessRole, ProcessStats};
 
 /// Name lookups (`--watch NAME`) scan all of /proc: not at every sweep.
 const NAMES_EVERY_NS: i64 = 2_000_000_000;
+/// How often a process's peak RSS is read (see `observe`).
+const RSS_EVERY_NS: i64 = 500_000_000;
+/// Exit records of processes not (yet) known to be the run's are kept this long.
+const UNSEEN_KEEP_NS: i64 = 10_000_000_000;
 
 /// One reading of a process.
 #[derive(Clone, Copy, Debug, Default)]
@@ -87,6 +92,8 @@ struct Tracked {
     /// Already counted in a reaper's settlement.
     accounted: bool,
     peak_rss_bytes: u64,
+    /// When its peak RSS was last read.
+    rss_read_ns: i64,
 }
 
 impl Tracked {
@@ -106,6 +113,10 @@ struct Unattributed {
     /// Processes that ended in one interval whose shares cannot be told apart (empty: the
     /// CPU is of processes never seen).
     processes: BTreeSet<u32>,
+    /// Processes never seen, counted from their exit records (0 without them).
+    unseen: u64,
+    /// Of the CPU, what no exit record accounts for (all of it without them).
+    uncounted_ns: i64,
 }
 
 /// Whose the unattributed CPU is: the reaper's pid, and whether seen processes share it.
@@ -134,6 +145,12 @@ pub struct Accounting {
     /// pid → (user, sys) it used after its last reading, from its reaper's growth.
     extra: BTreeMap<u32, (i64, i64)>,
     unattributed: BTreeMap<UnattributedKey, Unattributed>,
+    /// The kernel's exit records, where framelab may have them (else why not).
+    taskstats: Result<Taskstats, String>,
+    /// Exit records of the run's processes, by pid.
+    exits: BTreeMap<u32, Exit>,
+    /// Exit records of processes not known when they came (when received, ns).
+    unseen: Vec<(Exit, i64)>,
 }
 
 impl Accounting {
@@ -144,6 +161,7 @@ impl Accounting {
         interval_ns: i64,
         watched_pids: Vec<u32>,
         watched_names: Vec<String>,
+        taskstats: Result<Taskstats, String>,
     ) -> Accounting {
         Accounting {
             procfs,
@@ -162,6 +180,9 @@ impl Accounting {
             unread_reaped_count: 0,
             extra: BTreeMap::new(),
             unattributed: BTreeMap::new(),
+            taskstats,
+            exits: BTreeMap::new(),
+            unseen: Vec::new(),
         }
     }
 
@@ -226,6 +247,7 @@ impl Accounting {
         if self.ended() {
             return;
         }
+        self.drain_exits(now_ns);
         let listed = self.list(now_ns, command_pid);
         let mut seen = BTreeSet::new();
         let mut missing = Vec::new();
@@ -258,6 +280,11 @@ impl Accounting {
     /// Marks `missing` gone and reads each one's reaper again, so that reading holds the
     /// reaping; children of a reaper that disappear meanwhile are settled the same way.
     fn settle(&mut self, missing: Vec<u32>, now_ns: i64) {
+        if missing.is_empty() {
+            return;
+        }
+        // Their exit records came before they could be reaped, so before they were missed.
+        self.drain_exits(now_ns);
         let mut queue = missing;
         let mut reread = BTreeSet::new();
         while !queue.is_empty() {
@@ -361,9 +388,9 @@ impl Accounting {
         if family.is_empty() && growth_user + growth_sys <= 0 {
             return;
         }
-        // What the family's readings account for: a final reading's total; else the last
-        // reading's own time and the children time it had at its last settlement (its
-        // unsettled children are in the family).
+        // What the family's readings account for: a final reading's total; else its own
+        // final time where an exit record gives it (else its last reading's) and the children
+        // time it had at its last settlement (its unsettled children are in the family).
         let (mut known, mut known_user, mut known_sys) = (0, 0, 0);
         let mut truncated = 0;
         for member in &family {
@@ -373,7 +400,8 @@ impl Accounting {
             } else {
                 m.settled.cpu
             };
-            known += m.last.own_ns() + children.children_user_ns + children.children_sys_ns;
+            let own = self.own_final_ns(*member).unwrap_or(m.last.own_ns());
+            known += own + children.children_user_ns + children.children_sys_ns;
             known_user += m.last.cpu.user_ns + children.children_user_ns;
             known_sys += m.last.cpu.sys_ns + children.children_sys_ns;
             if m.last.clock_ns.is_none() || children.children_user_ns + children.children_sys_ns > 0
@@ -381,38 +409,109 @@ impl Accounting {
                 truncated += 1;
             }
         }
-        let residual = growth_user + growth_sys - known;
+        // Children no sweep saw, from their exit records: of the reaper, of the family's
+        // processes that ended without a final reading, and theirs.
+        let mut parents: BTreeSet<u32> = family
+            .iter()
+            .copied()
+            .filter(|p| !self.procs[p].zombie)
+            .collect();
+        parents.insert(pid);
+        let (mut unseen_ns, mut unseen_user, mut unseen_sys, mut unseen) = (0, 0, 0, 0u64);
+        loop {
+            let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.unseen)
+                .into_iter()
+                .partition(|(e, _)| parents.contains(&e.ppid));
+            self.unseen = kept;
+            if taken.is_empty() {
+                break;
+            }
+            for (exit, _) in taken {
+                unseen_ns += exit.cpu_ns;
+                unseen_user += exit.user_us * 1000;
+                unseen_sys += exit.sys_us * 1000;
+                unseen += 1;
+                parents.insert(exit.pid);
+            }
+        }
+        let residual = growth_user + growth_sys - known - unseen_ns;
         let (user, sys) = split_like(
             residual.max(0),
-            growth_user - known_user,
-            growth_sys - known_sys,
+            growth_user - known_user - unseen_user,
+            growth_sys - known_sys - unseen_sys,
         );
+        // Those whose CPU after their last reading is unknown.
         let open: Vec<u32> = family
             .iter()
             .copied()
-            .filter(|p| !self.procs[p].closed())
+            .filter(|p| self.own_final_ns(*p).is_none())
             .collect();
         for member in &family {
             if let Some(m) = self.procs.get_mut(member) {
                 m.accounted = true;
             }
         }
+        // Every figure summed was truncated to a tick: a residual within that is rounding.
+        let rounding = self.procfs.ns_per_tick() * (2 + 2 * truncated);
+        let shown = residual > rounding;
         if open.len() == 1 {
             self.extra.insert(open[0], (user, sys));
-            return;
+        } else if shown && !open.is_empty() {
+            let entry = self.unattributed.entry((pid, true)).or_default();
+            entry.user_ns += user;
+            entry.sys_ns += sys;
+            entry.reaper = reaper_name.clone();
+            entry.processes.extend(open.iter().copied());
         }
-        // Every figure summed was truncated to a tick: a residual within that is rounding.
-        if residual <= self.procfs.ns_per_tick() * (2 + 2 * truncated) {
-            return;
+        let never_seen = if open.is_empty() && shown {
+            residual
+        } else {
+            0
+        };
+        if unseen > 0 || never_seen > 0 {
+            let entry = self.unattributed.entry((pid, false)).or_default();
+            let (u, s) = split_like(never_seen, user, sys);
+            let (uu, us) = split_like(unseen_ns, unseen_user, unseen_sys);
+            entry.user_ns += u + uu;
+            entry.sys_ns += s + us;
+            entry.reaper = reaper_name;
+            entry.unseen += unseen;
+            entry.uncounted_ns += never_seen;
         }
-        let entry = self
-            .unattributed
-            .entry((pid, !open.is_empty()))
-            .or_default();
-        entry.user_ns += user;
-        entry.sys_ns += sys;
-        entry.reaper = reaper_name;
-        entry.processes.extend(open);
+    }
+
+    /// Reads the exit records waiting: a record of a process the run knows is its final
+    /// CPU (checked against the parent framelab read; only whole processes); others are
+    /// kept a while, in case they are of the run's children that no sweep saw.
+    fn drain_exits(&mut self, now_ns: i64) {
+        let Ok(listener) = self.taskstats.as_mut() else {
+            return;
+        };
+        let mut exits = Vec::new();
+        listener.drain(&mut exits);
+        for exit in exits.into_iter().filter(|e| e.whole) {
+            match self.procs.get(&exit.pid) {
+                Some(t) if !t.gone.is_some_and(|g| g.by_framelab) => {
+                    if t.ppid == exit.ppid {
+                        self.exits.insert(exit.pid, exit);
+                    }
+                }
+                Some(_) => {}
+                None => self.unseen.push((exit, now_ns)),
+            }
+        }
+        self.unseen.retain(|(_, at)| now_ns - at < UNSEEN_KEEP_NS);
+    }
+
+    /// A process's own CPU when it ended, where known: read as a zombie, or from its exit
+    /// record (never below its last reading).
+    fn own_final_ns(&self, pid: u32) -> Option<i64> {
+        let t = self.procs.get(&pid)?;
+        if t.zombie {
+            return Some(t.last.own_ns());
+        }
+        let exit = self.exits.get(&pid)?;
+        Some(exit.cpu_ns.max(t.last.own_ns()))
     }
 
     /// A process that opened a ring: part of the tree unless it is a watched one.
@@ -434,7 +533,17 @@ impl Accounting {
             return false;
         };
         let clock_ns = self.procfs.cpu_clock_ns(pid);
-        let rss = self.procfs.peak_rss_bytes(pid).unwrap_or(0);
+        // The peak RSS is a high-water mark: read at first sight, then every RSS_EVERY_NS
+        // (the status file costs more than stat); framelab's own reaps give it exactly.
+        let rss_due = self.procs.get(&pid).is_none_or(|t| {
+            now_ns.saturating_sub(t.rss_read_ns) >= RSS_EVERY_NS
+                || t.start_ticks_ns != stat.start_ns
+        });
+        let rss = if rss_due {
+            self.procfs.peak_rss_bytes(pid)
+        } else {
+            None
+        };
         let reading = Reading {
             cpu: stat.cpu,
             clock_ns,
@@ -474,6 +583,7 @@ impl Accounting {
             settled: Reading::zero(false),
             accounted: false,
             peak_rss_bytes: 0,
+            rss_read_ns: i64::MIN,
         });
         if tracked.gone.is_some() {
             return true;
@@ -483,7 +593,10 @@ impl Accounting {
         tracked.last = reading;
         tracked.last_seen_ns = now_ns;
         tracked.zombie = matches!(stat.state, 'Z' | 'X');
-        tracked.peak_rss_bytes = tracked.peak_rss_bytes.max(rss);
+        if let Some(rss) = rss {
+            tracked.peak_rss_bytes = tracked.peak_rss_bytes.max(rss);
+            tracked.rss_read_ns = now_ns;
+        }
         true
     }
 
@@ -619,6 +732,19 @@ impl Accounting {
                 if !t.zombie {
                     source = CpuSource::LastReading;
                 }
+                let exit = current.then(|| self.exits.get(&pid)).flatten();
+                if let (false, Some(exit)) = (t.zombie, exit) {
+                    // The kernel's record of its exit: its own CPU up to then.
+                    let final_ns = exit.cpu_ns.max(t.last.own_ns());
+                    let since = final_ns - t.last.own_ns();
+                    let (user, sys) = split_like(since, exit.user_us, exit.sys_us);
+                    cpu_ns += since;
+                    user_ticks += user;
+                    sys_ticks += sys;
+                    resolution = tick;
+                    source = CpuSource::Exit;
+                    alive_to = (t.last_seen_ns + since).min(gone.at_ns).min(end);
+                }
                 if let Some(&(user, sys)) = current.then(|| self.extra.get(&pid)).flatten() {
                     cpu_ns += user + sys;
                     user_ticks += user;
@@ -647,23 +773,39 @@ impl Accounting {
         }
         let mut whys = Vec::new();
         let (mut user_ns, mut sys_ns) = (0, 0);
+        let interval = interval_text(self.interval_ns);
         for (&(reaper, seen), u) in &self.unattributed {
             user_ns += u.user_ns;
             sys_ns += u.sys_ns;
             let by = format!("reaped by {} ({reaper})", u.reaper);
             let secs = format!("{:.2} s", (u.user_ns + u.sys_ns) as f64 / 1e9);
-            let interval = interval_text(self.interval_ns);
             whys.push(if seen {
                 let pids: Vec<String> = u.processes.iter().map(u32::to_string).collect();
+                let without = match &self.taskstats {
+                    Ok(_) => String::new(),
+                    Err(why) => format!(" (the kernel's exit records would: {why})"),
+                };
                 format!(
-                    "{secs} {by}: what {} processes ({}) used after their last readings; each ended in the same {interval} as another, so the shares cannot be told apart",
+                    "{secs} {by}: what {} processes ({}) used after their last readings; each ended in the same {interval} as another, so the shares cannot be told apart{without}",
                     u.processes.len(),
                     pids.join(", "),
                 )
-            } else {
+            } else if u.unseen > 0 {
+                let more = if u.uncounted_ns > 0 {
+                    format!(
+                        ", and {:.2} s that no exit record accounts for",
+                        u.uncounted_ns as f64 / 1e9
+                    )
+                } else {
+                    String::new()
+                };
                 format!(
-                    "{secs} {by}: processes that lived less than one reading ({interval}), never seen"
+                    "{secs} {by}: {} {} that lived less than one reading ({interval}){more}",
+                    u.unseen,
+                    if u.unseen == 1 { "process" } else { "processes" }
                 )
+            } else {
+                format!("{secs} {by}: processes that lived less than one reading ({interval}), never seen")
             });
         }
         if self.unread_reaped_count > 0 {

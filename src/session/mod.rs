@@ -8,6 +8,7 @@ mod launch;
 pub mod procfs;
 mod progress;
 mod rings;
+pub mod taskstats;
 mod write;
 
 use std::path::PathBuf;
@@ -186,6 +187,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         env.push((wire::RING_RECORDS_ENV.to_owned(), records.to_string()));
     }
     env.extend(opts.env.iter().cloned());
+    // Before the launch: the command's first exits are recorded too.
+    let exit_records = taskstats::Taskstats::open();
     launch::catch_interrupts();
     launch::become_subreaper();
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
@@ -205,6 +208,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         accounting_every(&opts.sampling).as_nanos() as i64,
         opts.watch_pids.clone(),
         opts.watch_names.clone(),
+        exit_records,
     );
     let live = opts.live.map(|every| {
         crate::hist::live::Live::start(output.clone(), writer.run_id(), every, opts.live_linear)
