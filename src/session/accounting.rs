@@ -186,8 +186,10 @@ impl Accounting {
         }
     }
 
-    /// A fresh accounting with the same settings: for a window that opens again later.
-    pub fn restarted(&self) -> Accounting {
+    /// A fresh accounting with the same settings, taking over the exit-record listener: for
+    /// a window that opens again later.
+    pub fn restarted(&mut self) -> Accounting {
+        let taskstats = std::mem::replace(&mut self.taskstats, Err("handed over".into()));
         Accounting::new(
             self.procfs.clone(),
             self.origin_mono_ns,
@@ -195,6 +197,7 @@ impl Accounting {
             self.interval_ns,
             self.watched_pids.clone(),
             self.watched_names.clone(),
+            taskstats,
         )
     }
 
