@@ -217,8 +217,16 @@ fn cpu(a: &Analysis) -> Option<String> {
     let c = &a.cpu;
     let (resolution, wall) = (c.cpu_resolution_ns, a.window.length_ns);
     let split = crate::analyze::cpu::split_resolution_ns(resolution);
+    // The total can be finer than its user/sys split (the CPU clock against clock ticks):
+    // lead with the total, so a 2 ms process does not read as "0.00 s + 0.00 s".
+    let split_note = if split > resolution && resolution > 0 {
+        ", split in 10 ms ticks"
+    } else {
+        ""
+    };
     let mut s = format!(
-        "{} s user + {} s sys · load {}% ({} cores)",
+        "{} ({} s user + {} s sys{split_note}) · load {}% ({} cores)",
+        cpu_total(c.user_ns.saturating_add(c.sys_ns), resolution),
         cpu_secs(c.user_ns, split),
         cpu_secs(c.sys_ns, split),
         load_pct(c.load_pct, resolution, wall),
@@ -238,6 +246,22 @@ fn cpu(a: &Analysis) -> Option<String> {
         s.push_str(&format!(" · framelab itself {observer:.1}%"));
     }
     Some(s)
+}
+
+/// Total CPU time with no more precision than its source: ms below a second, else s.
+fn cpu_total(ns: i64, resolution_ns: i64) -> String {
+    let resolution = if resolution_ns > 0 {
+        resolution_ns as f64
+    } else {
+        1.0
+    };
+    if ns < 1_000_000_000 {
+        let text = crate::units::fixed_to_resolution(ns as f64 / 1e6, resolution / 1e6, 1);
+        format!("{text} ms")
+    } else {
+        let text = crate::units::fixed_to_resolution(ns as f64 / 1e9, resolution / 1e9, 3);
+        format!("{text} s")
+    }
 }
 
 /// How many decimals `text` (a formatted number) has.
