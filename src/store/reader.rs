@@ -756,6 +756,33 @@ fn check_references(run: &Run) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Stage names, (stage, duration) of the new spans, and the largest row id seen.
+pub type SpansAfter = (Vec<String>, Vec<(u16, i64)>, i64);
+
+/// A run's stage names, and the (stage, duration) of its spans with row id above
+/// `after_id` with the largest id seen: what a live view reads while the run is written.
+pub fn spans_after(path: &Path, run_id: i64, after_id: i64) -> anyhow::Result<SpansAfter> {
+    let conn = file::open_another_reader(path)?;
+    let fail = |e: rusqlite::Error| sqlite_failure(path, "read", &e);
+    let mut stmt = conn
+        .prepare("SELECT name FROM stages WHERE run_id = ?1 ORDER BY stage_id")
+        .map_err(fail)?;
+    let stages = stmt
+        .query_map([run_id], |r| r.get(0))
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
+        .map_err(fail)?;
+    let mut stmt = conn
+        .prepare("SELECT id, stage_id, dur_ns FROM spans WHERE id > ?1 AND run_id = ?2")
+        .map_err(fail)?;
+    let mut rows = stmt.query((after_id, run_id)).map_err(fail)?;
+    let (mut spans, mut newest) = (Vec::new(), after_id);
+    while let Some(row) = rows.next().map_err(fail)? {
+        newest = newest.max(row.get(0).map_err(fail)?);
+        spans.push((row.get(1).map_err(fail)?, row.get(2).map_err(fail)?));
+    }
+    Ok((stages, spans, newest))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -786,32 +813,4 @@ mod tests {
         assert!(!range(0, None, None).is_dense());
         assert!(!range(i64::MAX, Some(i64::MIN), Some(i64::MAX)).is_dense());
     }
-}
-
-/// A run's stage names, and the (stage, duration) of its spans with row id above
-/// `after_id` with the largest id seen: what a live view reads while the run is written.
-pub fn spans_after(
-    path: &Path,
-    run_id: i64,
-    after_id: i64,
-) -> anyhow::Result<(Vec<String>, Vec<(u16, i64)>, i64)> {
-    let conn = file::open_another_reader(path)?;
-    let fail = |e: rusqlite::Error| sqlite_failure(path, "read", &e);
-    let mut stmt = conn
-        .prepare("SELECT name FROM stages WHERE run_id = ?1 ORDER BY stage_id")
-        .map_err(fail)?;
-    let stages = stmt
-        .query_map([run_id], |r| r.get(0))
-        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
-        .map_err(fail)?;
-    let mut stmt = conn
-        .prepare("SELECT id, stage_id, dur_ns FROM spans WHERE id > ?1 AND run_id = ?2")
-        .map_err(fail)?;
-    let mut rows = stmt.query((after_id, run_id)).map_err(fail)?;
-    let (mut spans, mut newest) = (Vec::new(), after_id);
-    while let Some(row) = rows.next().map_err(fail)? {
-        newest = newest.max(row.get(0).map_err(fail)?);
-        spans.push((row.get(1).map_err(fail)?, row.get(2).map_err(fail)?));
-    }
-    Ok((stages, spans, newest))
 }
