@@ -1,7 +1,9 @@
 //! CPU and memory of the processes over the measured window.
 
+use serde::{Deserialize, Serialize};
+
 use super::{CpuSummary, ProcessRow};
-use crate::model::ProcessStats;
+use crate::model::{ProcessRole, ProcessStats};
 
 /// CPU time as a percentage of a wall time; 0 when the wall time is not positive.
 pub fn load_pct(cpu_ns: i64, wall_ns: i64) -> f64 {
@@ -63,6 +65,64 @@ pub fn cpu_summary(processes: &[ProcessStats], window_ns: i64, work_units: u64) 
     }
 }
 
+/// The name of the role a process row counts under in comparisons: `command` for the
+/// launched tree (the command and its descendants), a watched process's own name for the
+/// rest (two watched processes of one name are one role).
+pub fn role_of(row: &ProcessRow) -> String {
+    match row.role {
+        ProcessRole::Command | ProcessRole::Child => COMMAND_ROLE.into(),
+        // A watched process named like the command's role must not merge into it.
+        ProcessRole::Watched if row.name == COMMAND_ROLE => format!("{COMMAND_ROLE}-watched"),
+        ProcessRole::Watched => row.name.clone(),
+    }
+}
+
+pub const COMMAND_ROLE: &str = "command";
+
+/// CPU of one role over the measured window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RoleCpu {
+    pub role: String,
+    pub cpu_ns: i64,
+    /// CPU ÷ the window, as a % of one core (the role's processes may have lived less).
+    pub load_pct: f64,
+    /// The coarsest resolution of its processes' CPU figures (0 unknown).
+    pub cpu_resolution_ns: i64,
+}
+
+/// Each role's CPU, in order of first appearance (the command first when it has rows).
+pub fn role_cpu(rows: &[ProcessRow], window_ns: i64) -> Vec<RoleCpu> {
+    let mut roles: Vec<RoleCpu> = Vec::new();
+    for row in rows {
+        let role = role_of(row);
+        let at = match roles.iter().position(|r| r.role == role) {
+            Some(at) => at,
+            None => {
+                roles.push(RoleCpu {
+                    role,
+                    cpu_resolution_ns: row.cpu_resolution_ns,
+                    ..RoleCpu::default()
+                });
+                roles.len() - 1
+            }
+        };
+        let r = &mut roles[at];
+        r.cpu_ns = r
+            .cpu_ns
+            .saturating_add(row.user_ns.saturating_add(row.sys_ns));
+        r.cpu_resolution_ns = if r.cpu_resolution_ns <= 0 || row.cpu_resolution_ns <= 0 {
+            0
+        } else {
+            r.cpu_resolution_ns.max(row.cpu_resolution_ns)
+        };
+    }
+    for r in &mut roles {
+        r.load_pct = load_pct(r.cpu_ns, window_ns);
+    }
+    roles.sort_by_key(|r| r.role != COMMAND_ROLE);
+    roles
+}
+
 /// /proc's clock tick (USER_HZ, 100 on every Linux): the resolution of utime and stime, so
 /// of the user/sys split even where the total is finer.
 pub const CLOCK_TICK_NS: i64 = 10_000_000;
@@ -100,7 +160,6 @@ pub fn split_resolution_ns(resolution_ns: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ProcessRole;
 
     fn process(pid: u32, user_ns: i64, sys_ns: i64, wall_ns: i64, rss: u64) -> ProcessStats {
         ProcessStats {

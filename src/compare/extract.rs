@@ -1,6 +1,7 @@
 //! From a loaded run to what comparisons need: the per-run numbers a report shows, and
 //! the sorted frame-level values that frame-based metrics resample.
 
+use crate::analyze::cpu::{role_cpu, RoleCpu};
 use crate::analyze::frames::{measure_run, Frames, NO_FRAME};
 use crate::analyze::stats::sort_ns;
 use crate::analyze::{analyze, Analysis};
@@ -32,6 +33,8 @@ pub struct RunData {
     /// Resolution of `cpu_ns` (0 unknown), and what CPU per frame divides by.
     pub cpu_resolution_ns: i64,
     pub work_units: u64,
+    /// CPU of each role (the command's tree, each watched process) over the window.
+    pub roles: Vec<RoleCpu>,
 }
 
 pub fn extract(run: &Run) -> RunData {
@@ -53,6 +56,7 @@ fn from_analysis(a: &Analysis) -> RunData {
         cpu_per_frame_ns: a.cpu.cpu_per_frame_ns,
         cpu_resolution_ns: a.cpu.cpu_resolution_ns,
         work_units: a.cpu.work_units,
+        roles: role_cpu(&a.processes, a.window.length_ns),
         peak_rss_bytes: a.cpu.peak_rss_bytes,
         late: a
             .late

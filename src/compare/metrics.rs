@@ -15,6 +15,8 @@ pub enum Unit {
     Percent,
     Bytes,
     Joules,
+    /// CPU seconds per second: how many cores' worth of work.
+    Cores,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -23,6 +25,7 @@ pub enum Kind {
     Wall,
     Cpu,
     Load,
+    Cores,
     CpuPerFrame,
     PeakRss,
     Late,
@@ -30,11 +33,46 @@ pub enum Kind {
     EnergyPerFrame {
         device: String,
     },
+    /// One role's share of the CPU (`cpu.server`, `cores.decoderd`, ...): the command's
+    /// tree, a service or a watched process (`crate::analyze::cpu::role_of`).
+    Role {
+        role: String,
+        figure: RoleFigure,
+    },
     /// A percentile of a stage's span durations, or of frame totals (`stage` None).
     Percentile {
         stage: Option<String>,
         p: f64,
     },
+}
+
+/// What a role metric measures of the role's CPU time over the window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoleFigure {
+    Cpu,
+    Load,
+    Cores,
+    CpuPerFrame,
+}
+
+impl RoleFigure {
+    const ALL: [RoleFigure; 4] = [
+        RoleFigure::Cpu,
+        RoleFigure::CpuPerFrame,
+        RoleFigure::Load,
+        RoleFigure::Cores,
+    ];
+
+    /// The key's prefix and the label's start, as the whole-run metric of this figure.
+    fn names(self) -> (&'static str, &'static str, Unit) {
+        match self {
+            RoleFigure::Cpu => ("cpu", "CPU", Unit::Seconds),
+            RoleFigure::Load => ("load", "load", Unit::Percent),
+            RoleFigure::Cores => ("cores", "cores", Unit::Cores),
+            RoleFigure::CpuPerFrame => ("cpu_per_frame", "CPU per frame", Unit::Microseconds),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -83,6 +121,18 @@ impl Metric {
             Kind::Wall => whole(run.wall_ns as f64 / 1e9),
             Kind::Cpu => whole(run.cpu_ns as f64 / 1e9),
             Kind::Load => whole(run.load_pct),
+            Kind::Cores => whole(run.load_pct / 100.0),
+            Kind::Role { role, figure } => {
+                let r = run.roles.iter().find(|r| &r.role == role)?;
+                match figure {
+                    RoleFigure::Cpu => whole(r.cpu_ns as f64 / 1e9),
+                    RoleFigure::Load => whole(r.load_pct),
+                    RoleFigure::Cores => whole(r.load_pct / 100.0),
+                    RoleFigure::CpuPerFrame => (run.work_units > 0)
+                        .then(|| r.cpu_ns as f64 / run.work_units as f64 / 1e3)
+                        .and_then(whole),
+                }
+            }
             Kind::CpuPerFrame => run.cpu_per_frame_ns.map(|ns| ns / 1e3).and_then(whole),
             Kind::PeakRss => {
                 (run.peak_rss_bytes > 0).then_some(RunValue::Whole(run.peak_rss_bytes as f64))
@@ -107,19 +157,32 @@ impl Metric {
     /// per frame come from CPU times of a known resolution); `None` when unknown or not a
     /// CPU figure.
     pub fn resolution(&self, run: &RunData) -> Option<f64> {
-        let ns = run.cpu_resolution_ns;
+        let (ns, figure) = match &self.kind {
+            Kind::Cpu => (run.cpu_resolution_ns, RoleFigure::Cpu),
+            Kind::Load => (run.cpu_resolution_ns, RoleFigure::Load),
+            Kind::Cores => (run.cpu_resolution_ns, RoleFigure::Cores),
+            Kind::CpuPerFrame => (run.cpu_resolution_ns, RoleFigure::CpuPerFrame),
+            Kind::Role { role, figure } => (
+                run.roles
+                    .iter()
+                    .find(|r| &r.role == role)?
+                    .cpu_resolution_ns,
+                *figure,
+            ),
+            _ => return None,
+        };
         if ns <= 0 {
             return None;
         }
-        match self.kind {
-            Kind::Cpu => Some(ns as f64 / 1e9),
-            Kind::Load => {
-                (run.wall_ns > 0).then(|| crate::analyze::cpu::load_resolution_pct(ns, run.wall_ns))
-            }
-            Kind::CpuPerFrame => {
+        let load =
+            || (run.wall_ns > 0).then(|| crate::analyze::cpu::load_resolution_pct(ns, run.wall_ns));
+        match figure {
+            RoleFigure::Cpu => Some(ns as f64 / 1e9),
+            RoleFigure::Load => load(),
+            RoleFigure::Cores => load().map(|pct| pct / 100.0),
+            RoleFigure::CpuPerFrame => {
                 (run.work_units > 0).then(|| ns as f64 / run.work_units as f64 / 1e3)
             }
-            _ => None,
         }
     }
 
@@ -175,6 +238,7 @@ pub fn catalogue(runs: &[&RunData]) -> Vec<Metric> {
             Kind::CpuPerFrame,
         ),
         Metric::new("load", "load", Unit::Percent, LowerIsBetter, Kind::Load),
+        Metric::new("cores", "cores", Unit::Cores, LowerIsBetter, Kind::Cores),
         Metric::new(
             "peak_rss",
             "peak RSS",
@@ -204,19 +268,83 @@ pub fn catalogue(runs: &[&RunData]) -> Vec<Metric> {
             },
         ));
     }
+    all.extend(role_metrics(runs));
     let exists = |m: &Metric| match m.kind {
-        Kind::Wall | Kind::Cpu => runs.iter().any(|r| !r.fixed_duration),
+        Kind::Wall
+        | Kind::Cpu
+        | Kind::Role {
+            figure: RoleFigure::Cpu,
+            ..
+        } => runs.iter().any(|r| !r.fixed_duration),
         _ => runs.iter().any(|r| m.value(r).is_some()),
     };
     all.into_iter().filter(exists).collect()
 }
 
+/// Each role's CPU, CPU per frame, load and cores, where some run has more than one role
+/// (with one, they repeat the whole-run figures).
+fn role_metrics(runs: &[&RunData]) -> Vec<Metric> {
+    if runs.iter().all(|r| r.roles.len() < 2) {
+        return Vec::new();
+    }
+    let mut roles: Vec<&str> = Vec::new();
+    for run in runs {
+        for r in &run.roles {
+            if !roles.contains(&r.role.as_str()) {
+                roles.push(&r.role);
+            }
+        }
+    }
+    let mut metrics = Vec::new();
+    for role in roles {
+        for figure in RoleFigure::ALL {
+            let (key, label, unit) = figure.names();
+            metrics.push(Metric::new(
+                &format!("{key}.{}", role_key(role)),
+                &format!("{label}, {role}"),
+                unit,
+                Direction::LowerIsBetter,
+                Kind::Role {
+                    role: role.to_owned(),
+                    figure,
+                },
+            ));
+        }
+    }
+    metrics
+}
+
+/// A role's name as a metric key takes it: no spaces, no commas (`--metric` splits on them).
+fn role_key(role: &str) -> String {
+    role.chars()
+        .map(|c| {
+            if c.is_whitespace() || c == ',' {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
 /// Without `--metric`: fps, each stage's p50/p95/p99, total p50/p99, late frames, CPU per
-/// frame, load, peak RSS, and wall and CPU time for commands that end by themselves.
+/// frame, load, peak RSS, and wall and CPU time for commands that end by themselves; and
+/// each role's CPU, CPU per frame and load. Cores are load ÷ 100: judging both would count
+/// one change twice in the Holm family, so they are shown only when asked for.
 pub fn defaults(catalogue: &[Metric]) -> Vec<Metric> {
     catalogue
         .iter()
         .filter(|m| m.key != "total.p95")
+        .filter(|m| {
+            !matches!(
+                m.kind,
+                Kind::Cores
+                    | Kind::Role {
+                        figure: RoleFigure::Cores,
+                        ..
+                    }
+            )
+        })
         .cloned()
         .collect()
 }

@@ -306,6 +306,7 @@ pub fn unit_name(unit: Unit) -> &'static str {
         Unit::Percent => "%",
         Unit::Bytes => "MiB",
         Unit::Joules => "J",
+        Unit::Cores => "cores",
     }
 }
 
@@ -338,6 +339,7 @@ pub fn value(unit: Unit, v: f64) -> String {
         Unit::Seconds => format!("{v:.3}"),
         Unit::Percent => format!("{v:.2}"),
         Unit::Joules => format!("{v:.4}"),
+        Unit::Cores => format!("{v:.2}"),
         Unit::Fps | Unit::Microseconds => {
             let a = v.abs();
             if a >= 1000.0 {
