@@ -63,6 +63,8 @@ pub struct RunOutcome {
     pub run_id: i64,
     pub end_reason: EndReason,
     pub exit: Option<ExitInfo>,
+    /// The signal that interrupted framelab, when one did.
+    pub interrupt_signal: Option<i32>,
 }
 
 /// Validates options that do not depend on the command, with errors that say what to change.
@@ -233,6 +235,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         run_id,
         end_reason: meta.end_reason,
         exit: meta.exit,
+        interrupt_signal: meta.session.interrupt_signal,
     })
 }
 
@@ -318,6 +321,9 @@ fn supervise(
             end_reason = Some(EndReason::Exited);
         } else if interrupts > handled_interrupts {
             end_reason = Some(EndReason::Interrupted);
+            if !window_closed {
+                collector.meta.session.interrupt_signal = launch::last_interrupt_signal();
+            }
         } else if opts.duration.is_some_and(|d| now - started >= d) {
             end_reason = Some(EndReason::Duration);
         }
