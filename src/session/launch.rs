@@ -143,6 +143,23 @@ pub fn signal_group(pgid: u32, signal: i32) {
     unsafe { libc::kill(-(pgid as i32), signal) };
 }
 
+/// Stops the command's group after framelab failed: SIGTERM, then SIGKILL to whatever is
+/// left after `grace` (or at once when the leader is gone). Reaps the leader.
+pub fn stop_group(pgid: u32, grace: std::time::Duration) {
+    signal_group(pgid, libc::SIGTERM);
+    let deadline = std::time::Instant::now() + grace;
+    while std::time::Instant::now() < deadline {
+        let mut status = 0;
+        // SAFETY: plain waitpid on our own child.
+        let reaped = unsafe { libc::waitpid(pgid as i32, &mut status, libc::WNOHANG) };
+        if reaped != 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    signal_group(pgid, libc::SIGKILL);
+}
+
 /// A child framelab reaped.
 pub struct Reaped {
     pub pid: u32,

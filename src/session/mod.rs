@@ -223,13 +223,25 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         opts.watch_names.clone(),
     );
     collector.start_sampling(opts.sampling.clone(), tree);
+    let committed = collector.committed();
     let outcome = supervise(opts, pid, started, &mut collector);
+    if outcome.is_err() {
+        // Nothing more can be recorded: the command must not go on unobserved.
+        launch::stop_group(pid, opts.grace);
+    }
+    let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
     let last_interval = live.map(crate::hist::live::Live::stop);
-    let (run_id, meta) = collector.finish()?;
+    let finished = collector.finish();
     if let Some(last) = last_interval {
         last.print();
     }
-    outcome?;
+    // The first failure is the one to report: finishing after it fails too, for its sake.
+    let (run_id, meta) = match (outcome, finished) {
+        (Err(e), _) | (Ok(()), Err(e)) => {
+            return Err(explain_failure(e, &output, &committed, failed_at_mono_ns))
+        }
+        (Ok(()), Ok(done)) => done,
+    };
     Ok(RunOutcome {
         path: output,
         run_id,
@@ -396,6 +408,40 @@ fn supervise(
     collector.drain()?;
     progress.finish();
     Ok(())
+}
+
+/// A failure while recording, said with what it cost: for a full disk, how many spans the
+/// run file kept and how much of the end of the run was lost.
+fn explain_failure(
+    e: anyhow::Error,
+    output: &std::path::Path,
+    committed: &write::Committed,
+    failed_at_mono_ns: i64,
+) -> anyhow::Error {
+    use std::sync::atomic::Ordering::Relaxed;
+    if e.downcast_ref::<crate::store::DiskFull>().is_none() {
+        return e;
+    }
+    let dir = match output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let spans = committed.spans.load(Relaxed);
+    let at = committed.at_mono_ns.load(Relaxed);
+    let lost = if at == 0 {
+        "nothing was committed".to_owned()
+    } else {
+        format!(
+            "the last {:.1} s lost",
+            (failed_at_mono_ns - at).max(0) as f64 / 1e9
+        )
+    };
+    anyhow::anyhow!(
+        "the disk holding {} is full: {spans} spans kept in {}, {lost}; free space there or \
+         record to another disk with -o",
+        dir.display(),
+        output.display()
+    )
 }
 
 /// How often the processes are read: at `--sample-every`, but at most every 10 ms (a
