@@ -4,6 +4,7 @@ mod accounting;
 mod clock;
 mod collect;
 mod dir;
+pub mod guard;
 mod launch;
 pub mod procfs;
 mod progress;
@@ -144,6 +145,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     } else {
         "mono"
     };
+    // Before anything else is open: the guardian must hold nothing but its pipe.
+    guard::start(opts.grace)?;
     let session = dir::SessionDir::create()?;
     let tick_clock = clock::TickClock::new();
 
@@ -196,7 +199,11 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
     let started = Instant::now();
     let pid = match launch::spawn(&opts.command, &env, &opts.cpus) {
-        Ok(pid) => pid,
+        Ok(pid) => {
+            // If framelab is killed from here on, the guardian stops the command's group.
+            guard::register_group(pid);
+            pid
+        }
         Err(e) => {
             drop(writer);
             let _ = std::fs::remove_file(&output);
@@ -229,6 +236,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         // Nothing more can be recorded: the command must not go on unobserved.
         launch::stop_group(pid, opts.grace);
     }
+    // Stopped and reaped (or failed and stopped): its group id is no longer ours to kill.
+    guard::unregister_group(pid);
     let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
     let last_interval = live.map(crate::hist::live::Live::stop);
     let finished = collector.finish();
