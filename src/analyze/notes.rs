@@ -70,6 +70,16 @@ pub fn describe_signal(signal: i32) -> String {
     }
 }
 
+/// `Ctrl-C (SIGINT)`, `SIGTERM to framelab`; runs recorded before the signal was kept
+/// say only that it was one of the three.
+fn interrupted_by(signal: Option<i32>) -> String {
+    match signal {
+        Some(2) => "Ctrl-C (SIGINT)".into(),
+        Some(s) => format!("{} to framelab", signal_name(s).unwrap_or("a signal")),
+        None => "a signal to framelab (Ctrl-C, SIGTERM or SIGHUP)".into(),
+    }
+}
+
 fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
@@ -95,7 +105,8 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
     }
     match meta.end_reason {
         EndReason::Interrupted => notes.push(format!(
-            "Interrupted by Ctrl-C {} after launch; the window ends there.",
+            "Interrupted by {} {} after launch; the window ends there.",
+            interrupted_by(meta.session.interrupt_signal),
             seconds(window.end_ns)
         )),
         EndReason::Exited if window.end_ns <= window.start_ns && meta.warmup_ns > 0 => notes.push(format!(
@@ -113,6 +124,11 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
     if window.end_from_last_span {
         notes.push(format!(
             "The run was not finalised (framelab was stopped before the end?): the window is taken to end at the last span, {} after launch.",
+            seconds(window.end_ns)
+        ));
+    } else if meta.end_reason == EndReason::Unfinished {
+        notes.push(format!(
+            "The run is unfinished: framelab was killed before it finalised the run (or is still recording it); this is what it had committed, up to {} after launch.",
             seconds(window.end_ns)
         ));
     }
@@ -278,8 +294,23 @@ mod tests {
         let n = notes(&meta, &window(0, 3_000_000_000), &facts());
         assert_eq!(
             n,
-            vec!["Interrupted by Ctrl-C 3.00 s after launch; the window ends there."]
+            vec!["Interrupted by a signal to framelab (Ctrl-C, SIGTERM or SIGHUP) 3.00 s after launch; the window ends there."]
         );
+        for (signal, by) in [
+            (2, "Ctrl-C (SIGINT)"),
+            (15, "SIGTERM to framelab"),
+            (1, "SIGHUP to framelab"),
+        ] {
+            let mut meta = meta.clone();
+            meta.session.interrupt_signal = Some(signal);
+            let n = notes(&meta, &window(0, 3_000_000_000), &facts());
+            assert_eq!(
+                n,
+                vec![format!(
+                    "Interrupted by {by} 3.00 s after launch; the window ends there."
+                )]
+            );
+        }
 
         let unfinished = ResolvedWindow {
             start_ns: 5,
@@ -294,10 +325,19 @@ mod tests {
             measured_frames: 0,
             ..facts()
         };
-        let n = notes(&RunMeta::default(), &window(0, 10), &f);
+        let exited = RunMeta {
+            end_reason: EndReason::Exited,
+            ..RunMeta::default()
+        };
+        let n = notes(&exited, &window(0, 10), &f);
         assert_eq!(n, vec!["No frame ended inside the measured window."]);
 
-        let n = notes(&RunMeta::default(), &window(0, 10), &NoteFacts::default());
+        let n = notes(&exited, &window(0, 10), &NoteFacts::default());
         assert!(n[0].starts_with("No spans were recorded"));
+
+        // Killed after a commit: the window is as committed, and the run says it is unfinished.
+        let n = notes(&RunMeta::default(), &window(0, 2_500_000_000), &facts());
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(n[0].starts_with("The run is unfinished") && n[0].contains("2.50 s"));
     }
 }

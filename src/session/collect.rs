@@ -104,6 +104,11 @@ impl Collector {
         ));
     }
 
+    /// What the run file writer has committed so far.
+    pub fn committed(&self) -> std::sync::Arc<super::write::Committed> {
+        self.writer.committed()
+    }
+
     /// Nanoseconds since launch.
     pub fn now_ns(&self) -> i64 {
         framelab_probe::monotonic_ns() as i64 - self.meta.origin_mono_ns
