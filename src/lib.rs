@@ -12,6 +12,7 @@ pub mod import;
 pub mod model;
 pub mod report;
 pub mod sample;
+pub mod services;
 pub mod session;
 #[cfg(test)]
 mod snapshot;

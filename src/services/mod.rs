@@ -1,0 +1,8 @@
+//! Services started fresh for each run beside the measured command (`--service`): a
+//! server, a database, a load generator's target. Each runs in its own process group,
+//! is waited for until ready, is accounted under its own role, and is stopped after the
+//! command — also when framelab is killed (the guardian, `session::guard`).
+
+pub mod spec;
+
+pub use spec::{parse_services, split_pin, Ready, ServiceSpec, DEFAULT_READY_TIMEOUT};
