@@ -15,6 +15,9 @@ use framelab::{analyze, compare, demo, store, timers};
 const EXIT_COMMAND_FAILED: u8 = 3;
 const EXIT_INTERRUPTED: u8 = 130;
 
+/// Said when `-o` named the null device.
+const UNKEPT: &str = "framelab: -o is the null device: measured and reported, and no file was kept";
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match dispatch(cli.command) {
@@ -141,7 +144,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Import(args) => import(args),
         Command::Export(args) => {
             let run = store::load_run(&args.run, args.run_id)?;
-            framelab::export::export_to_path(&run, args.format, &args.output)?;
+            framelab::export::export_to_path(&run, args.format, &args.output, Some(&args.run))?;
             if args.output.as_os_str() != "-" {
                 eprintln!(
                     "framelab: wrote {} spans of run {} to {}",
@@ -200,11 +203,15 @@ fn run_and_report(opts: &RunOptions, format: Format) -> anyhow::Result<ExitCode>
         "{}",
         report::render(&analyze::analyze(&run), format, use_color())
     );
-    eprintln!(
-        "framelab: run file {} (framelab report {})",
-        outcome.path.display(),
-        outcome.path.display()
-    );
+    if outcome.file.kept() {
+        eprintln!(
+            "framelab: run file {} (framelab report {})",
+            outcome.path.display(),
+            outcome.path.display()
+        );
+    } else {
+        eprintln!("{UNKEPT}");
+    }
     if run.meta.names_refused > 0 {
         eprintln!(
             "framelab: {} names were refused: a process may intern {} names; create Stage/Counter/Event names once, outside the frame loop",
@@ -263,6 +270,17 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
         || first.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
+    let given_output = args.output.clone().unwrap_or_else(|| {
+        let stem = file_name.trim_end_matches(".gz");
+        let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+        std::path::PathBuf::from(format!("{stem}.framelab"))
+    });
+    // Before reading anything: a long import must not end in a refusal.
+    let run_file = framelab::output::RunFile::resolve(&given_output)?;
+    let target = framelab::output::Target::resolve(&given_output)?;
+    for input in &args.files {
+        target.refuse_overwriting(&given_output, input)?;
+    }
     let meta = framelab::model::RunMeta {
         name: args.name.clone().unwrap_or_else(|| file_name.clone()),
         started_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
@@ -284,15 +302,16 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
     if target_fps.is_some() || budget_ns.is_some() {
         (run.meta.target_fps, run.meta.budget_ns) = (target_fps, budget_ns);
     }
-    let output = args.output.clone().unwrap_or_else(|| {
-        let stem = file_name.trim_end_matches(".gz");
-        let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
-        std::path::PathBuf::from(format!("{stem}.framelab"))
-    });
     // Ctrl-C while the run is written waits for the write (seconds at most), so the file
     // never holds half an import; the exit status still says it was interrupted.
     session::catch_interrupts();
-    let run_id = store::write_run(&output, &run)?;
+    // `-o /dev/null` keeps nothing: the report comes from memory, so nothing is written.
+    let run_id = if run_file.kept() {
+        store::write_run(run_file.path(), &run)?
+    } else {
+        1
+    };
+    let output = given_output;
     if session::interrupts() > 0 {
         eprintln!(
             "framelab: interrupted; the import was written whole to {} (run {run_id})",
@@ -320,13 +339,18 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
             what.push(format!("{n} {label}"));
         }
     }
-    eprintln!(
-        "framelab: imported {} ({}) into {} run {run_id} (framelab report {})",
-        what.join(", "),
-        info.format,
-        output.display(),
-        output.display()
-    );
+    if run_file.kept() {
+        eprintln!(
+            "framelab: imported {} ({}) into {} run {run_id} (framelab report {})",
+            what.join(", "),
+            info.format,
+            output.display(),
+            output.display()
+        );
+    } else {
+        eprintln!("framelab: imported {} ({})", what.join(", "), info.format);
+        eprintln!("{UNKEPT}");
+    }
     if info.skipped > 0 {
         eprintln!(
             "framelab: skipped {} bad records; the first: {}",
@@ -431,6 +455,13 @@ fn bench(args: cli::BenchArgs) -> anyhow::Result<ExitCode> {
         progress: std::io::stderr().is_terminal(),
     })?;
     let path = outcome.path.display();
+    if outcome.stopped && !outcome.file.kept() {
+        eprintln!(
+            "framelab: stopped after {} of {} runs; -o /dev/null kept no experiment file to resume",
+            outcome.finished_runs, outcome.total_runs
+        );
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
     if outcome.stopped {
         eprintln!(
             "framelab: stopped after {} of {} runs; every finished run is in {path}: continue with framelab bench --resume -o {path}",
@@ -441,7 +472,11 @@ fn bench(args: cli::BenchArgs) -> anyhow::Result<ExitCode> {
     let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
     let comparison = compare::compare(&sources, &compare_options(&args.compare))?;
     print!("{}", compare::render(&comparison, args.compare.format));
-    eprintln!("framelab: experiment file {path} (framelab compare {path} --format markdown)");
+    if outcome.file.kept() {
+        eprintln!("framelab: experiment file {path} (framelab compare {path} --format markdown)");
+    } else {
+        eprintln!("{UNKEPT}");
+    }
     if outcome.failed_runs > 0 {
         eprintln!(
             "framelab: {} run{} failed (kept in the file, excluded from the statistics)",

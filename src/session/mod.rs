@@ -14,7 +14,7 @@ mod write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
 use crate::model::{EndReason, ExitInfo, RunMeta, WarmupFrom};
 use crate::store::RunWriter;
@@ -60,6 +60,8 @@ pub struct RunOptions {
 #[derive(Debug)]
 pub struct RunOutcome {
     pub path: PathBuf,
+    /// Where the run file is kept; with `-o /dev/null`, a temporary one removed on drop.
+    pub file: crate::output::RunFile,
     pub run_id: i64,
     pub end_reason: EndReason,
     pub exit: Option<ExitInfo>,
@@ -136,7 +138,10 @@ pub fn warmup_conflict(
 pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     validate(opts)?;
     launch::check_runnable(&opts.command[0])?;
-    let output = opts.output.clone().unwrap_or_else(|| default_output(opts));
+    let run_file = crate::output::RunFile::resolve(
+        &opts.output.clone().unwrap_or_else(|| default_output(opts)),
+    )?;
+    let output = run_file.path().to_owned();
     let clock = if crate::host::tsc_is_invariant() {
         "tsc"
     } else {
@@ -173,8 +178,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         frames_hint: opts.frames,
         ..RunMeta::default()
     };
-    let writer = RunWriter::create(&output, &meta)
-        .with_context(|| format!("cannot write the run file {}", output.display()))?;
+    // Its errors name the file already.
+    let writer = RunWriter::create(&output, &meta)?;
 
     let mut env = vec![
         (
@@ -196,8 +201,10 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let pid = match launch::spawn(&opts.command, &env, &opts.cpus) {
         Ok(pid) => pid,
         Err(e) => {
-            drop(writer);
-            let _ = std::fs::remove_file(&output);
+            // Nothing of a run that never started stays; a multi-run file keeps its others.
+            if writer.abandon() {
+                let _ = std::fs::remove_file(&output);
+            }
             return Err(e);
         }
     };
@@ -230,6 +237,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     outcome?;
     Ok(RunOutcome {
         path: output,
+        file: run_file,
         run_id,
         end_reason: meta.end_reason,
         exit: meta.exit,
