@@ -294,7 +294,11 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     let (target_fps, budget_ns) = (meta.target_fps, meta.budget_ns);
-    let mut run = import::import_files(&args.files, args.input_format, opts, meta)?;
+    let limits = import::InputLimits {
+        max_bytes: args.max_input,
+        max_ratio: args.max_ratio,
+    };
+    let mut run = import::import_files(&args.files, args.input_format, opts, meta, limits)?;
     // A framelab export gives back its run's name and target; those given here still win.
     if let Some(name) = &args.name {
         run.meta.name = name.clone();
@@ -416,7 +420,7 @@ fn compare_options(settings: &cli::CompareSettings) -> compare::CompareOptions {
         baseline: settings.baseline.clone(),
         metrics: settings.metrics.clone(),
         noise: settings.noise,
-        resamples: settings.resamples.max(1),
+        resamples: settings.resamples,
         ..compare::CompareOptions::default()
     }
 }

@@ -372,7 +372,7 @@ pub fn check_sidecars(given: &Path, path: &Path) -> Result<()> {
         if let Ok(meta) = fs::symlink_metadata(&sidecar) {
             if !meta.file_type().is_file() {
                 bail!(
-                    "refusing to write the run file {}: {} is not SQLite's journal but {}; \
+                    "refusing to use the run file {}: {} is not SQLite's journal but {}; \
                      remove it if you did not put it there",
                     given.display(),
                     sidecar.display(),

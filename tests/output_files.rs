@@ -387,3 +387,71 @@ fn a_replaced_export_keeps_its_mode_and_owner() {
     assert_eq!(after.mode() & 0o7777, 0o604);
     assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
 }
+
+/// A tmpfs of `kib` KiB mounted on a new directory in `dir`, or `None` (reason printed)
+/// where this process may not mount.
+fn small_tmpfs(dir: &Path, kib: u32) -> Option<PathBuf> {
+    let mount = dir.join("small");
+    fs::create_dir(&mount).unwrap();
+    let ok = is_root()
+        && Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(&mount)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN)");
+        return None;
+    }
+    Some(mount)
+}
+
+#[test]
+fn a_full_disk_leaves_no_half_import_and_says_so_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(small) = small_tmpfs(dir.path(), 100) else {
+        return;
+    };
+    let run = small.join("x.framelab");
+    let out = framelab()
+        .args(["import", FIXTURE, "-o"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let names: Vec<_> = fs::read_dir(&small)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let _ = Command::new("umount").arg(&small).status();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "one line, not the writer's too: {err}"
+    );
+    assert!(err.contains("the disk is full"), "{err}");
+    assert!(
+        names.is_empty(),
+        "a failed import leaves nothing: {names:?}"
+    );
+}
+
+#[test]
+fn the_run_file_error_names_the_file_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = dir.path().join("notes.txt");
+    fs::write(&notes, "not a run file\n").unwrap();
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&notes)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let line = error_line(&out);
+    assert!(line.starts_with("error: refusing to write into "), "{line}");
+    assert_eq!(line.matches("notes.txt").count(), 1, "{line}");
+    assert_eq!(fs::read_to_string(&notes).unwrap(), "not a run file\n");
+}

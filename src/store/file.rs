@@ -177,6 +177,8 @@ fn has_sidecar(path: &Path) -> bool {
 /// write-ahead log folded back in when the last connection closes. Never creates a file.
 pub fn open_for_reading(path: &Path) -> anyhow::Result<Connection> {
     let len = check_existing_file(path).map_err(|problem| problem.for_reading(path))?;
+    // Opened read-write, SQLite may roll back or write through a journal name.
+    crate::output::check_sidecars(path, path)?;
     let mut conn = open_another_reader(path)?;
     match schema::identify(&conn).map_err(|e| sqlite_failure(path, "reading its schema", &e))? {
         FileKind::Framelab { version } => {

@@ -688,6 +688,26 @@ impl RunWriter {
 /// Writes a whole run at once (an import, a converted run) and returns its id in the file.
 pub fn write_run(path: &Path, run: &Run) -> anyhow::Result<i64> {
     let mut w = RunWriter::create(path, &run.meta)?;
+    match write_all(&mut w, run) {
+        Ok(()) => {
+            let id = w.run_id();
+            w.finish()?;
+            Ok(id)
+        }
+        // All or nothing: a run written whole is never half in the file (a full disk).
+        Err(e) => {
+            if w.abandon() {
+                let _ = std::fs::remove_file(path);
+                let mut journal = path.as_os_str().to_owned();
+                journal.push("-journal");
+                let _ = std::fs::remove_file(PathBuf::from(journal));
+            }
+            Err(e)
+        }
+    }
+}
+
+fn write_all(w: &mut RunWriter, run: &Run) -> anyhow::Result<()> {
     for name in &run.stages {
         w.add_stage(name)?;
     }
@@ -714,9 +734,7 @@ pub fn write_run(path: &Path, run: &Run) -> anyhow::Result<i64> {
     }
     w.histograms(&run.histograms)?;
     w.update_meta(&run.meta)?;
-    let id = w.run_id();
-    w.finish()?;
-    Ok(id)
+    w.commit()
 }
 
 impl Drop for RunWriter {
