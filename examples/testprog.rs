@@ -19,6 +19,9 @@
 //!   first one cold (50 ms), the rest 2 ms each.
 //! - `slow-middle`: frames until killed, each `grab` (0.2 ms), `encode` (15 ms), `send`
 //!   (0.2 ms), span guards all: a stop signal most likely lands inside `encode`.
+//! - `hostile N`: N frames on a thread named with a terminal escape, of a stage named
+//!   `ESC]0;pwned BEL ESC[2J` (retitle the window, clear the screen) and a stage with a
+//!   10,000-character name.
 
 use framelab_probe::{Counter, Event, Laps, Stage};
 use std::time::{Duration, Instant};
@@ -95,6 +98,14 @@ fn main() {
             work(n, Duration::from_micros(100));
             std::process::exit(1);
         }
+        "hostile" => {
+            std::thread::Builder::new()
+                .name("\x1b[31mred\x07".into())
+                .spawn(move || hostile(n))
+                .unwrap()
+                .join()
+                .unwrap();
+        }
         "names" => {
             for i in 0..n {
                 let _ = Stage::new(&format!("stage{i}")).span(0);
@@ -104,6 +115,22 @@ fn main() {
             eprintln!("testprog: unknown mode {other}");
             std::process::exit(2);
         }
+    }
+}
+
+/// The names of issue 11 item 9: a window-title change and a screen clear, and 10 KB.
+pub const HOSTILE_STAGE: &str = "\x1b]0;pwned\x07\x1b[2J";
+
+fn hostile(n: u64) {
+    let escape = Stage::new(HOSTILE_STAGE);
+    let long = Stage::new(&"L".repeat(10_000));
+    for frame in 0..n {
+        {
+            let _span = escape.span(frame);
+            burn(Duration::from_micros(100));
+        }
+        let _span = long.span(frame);
+        burn(Duration::from_micros(100));
     }
 }
 

@@ -29,9 +29,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// The whole cause chain on one line.
+/// The whole cause chain on one line: names and text from a file or a program in it
+/// have their control characters escaped and a long message is cut (`display`).
 fn one_line(error: &anyhow::Error) -> String {
-    format!("{error:#}").replace('\n', " ")
+    let text = format!("{error:#}").replace('\n', " ");
+    framelab::display::text(&text).into_owned()
 }
 
 fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
@@ -196,8 +198,19 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Once the run file is final, Ctrl-C, SIGTERM and SIGHUP kill framelab again: the report
+/// or comparison that follows (seconds for a big run) must stay interruptible, and
+/// nothing is left to save.
+fn default_signals() {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: restores the default disposition; no handler runs.
+        unsafe { libc::signal(signal, libc::SIG_DFL) };
+    }
+}
+
 fn run_and_report(opts: &RunOptions, format: Format) -> anyhow::Result<ExitCode> {
     let outcome = session::run(opts)?;
+    default_signals();
     let run = store::load_run(&outcome.path, Some(outcome.run_id))?;
     print!(
         "{}",
@@ -315,6 +328,7 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
     } else {
         1
     };
+    default_signals();
     let output = given_output;
     if session::interrupts() > 0 {
         eprintln!(
@@ -359,7 +373,7 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "framelab: skipped {} bad records; the first: {}",
             info.skipped,
-            info.first_skipped.as_deref().unwrap_or("?")
+            framelab::display::text(info.first_skipped.as_deref().unwrap_or("?"))
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -368,9 +382,6 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
 /// `--live` and `--live-linear` set on `opts`; the progress line is left off with them
 /// (the live histograms and the progress line would overwrite each other).
 fn with_live(mut opts: RunOptions, args: &cli::LiveArgs) -> anyhow::Result<RunOptions> {
-    if args.live.is_some_and(|d| d.is_zero()) {
-        anyhow::bail!("--live needs an interval above zero, e.g. --live 5s");
-    }
     opts.live = args.live;
     opts.live_linear = framelab::hist::LinearArgs {
         step: args.live_linear,
@@ -458,6 +469,7 @@ fn bench(args: cli::BenchArgs) -> anyhow::Result<ExitCode> {
         resume: args.resume,
         progress: std::io::stderr().is_terminal(),
     })?;
+    default_signals();
     let path = outcome.path.display();
     if outcome.stopped && !outcome.file.kept() {
         eprintln!(

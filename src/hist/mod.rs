@@ -200,7 +200,11 @@ pub fn collect(run: &Run, opts: &HistOptions) -> anyhow::Result<(Vec<Series>, Ve
                     if run.stages.is_empty() {
                         "none".to_string()
                     } else {
-                        run.stages.join(", ")
+                        run.stages
+                            .iter()
+                            .map(|s| crate::display::name(s))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     }
                 );
             };
@@ -230,7 +234,7 @@ pub fn render_series(series: &Series, linear: Option<&LinearSpec>) -> String {
             let buckets = layout::log2_buckets(&us);
             format!(
                 "{} (µs):\n{}",
-                series.name,
+                crate::display::name(&series.name),
                 layout::bars(&buckets, &layout::label)
             )
         }
@@ -247,7 +251,7 @@ fn render_linear(series: &Series, spec: &LinearSpec) -> String {
     let show = |ns: i64| layout::show_ns(ns, unit, per_unit);
     let mut out = format!(
         "{} ({unit}, {} {unit} buckets):\n",
-        series.name,
+        crate::display::name(&series.name),
         b.step_ns as f64 / per_unit
     );
     out.push_str(&layout::summary_lines(values, unit, per_unit));
@@ -298,11 +302,13 @@ pub fn render_run(run: &Run, opts: &HistOptions) -> anyhow::Result<String> {
         .map(|s| render_series(s, opts.linear.as_ref()))
         .collect();
     if imported {
-        parts.extend(
-            run.histograms
-                .iter()
-                .map(|h| format!("{}:\n{}", h.name, layout::bars(&h.buckets, &layout::label))),
-        );
+        parts.extend(run.histograms.iter().map(|h| {
+            format!(
+                "{}:\n{}",
+                crate::display::name(&h.name),
+                layout::bars(&h.buckets, &layout::label)
+            )
+        }));
     }
     if parts.is_empty() {
         let what = match (&opts.pair, &opts.stage) {
@@ -318,7 +324,7 @@ pub fn render_run(run: &Run, opts: &HistOptions) -> anyhow::Result<String> {
     }
     let mut out = parts.join("\n");
     for note in notes {
-        out.push_str(&format!("note: {note}\n"));
+        out.push_str(&format!("note: {}\n", crate::display::text(&note)));
     }
     Ok(out)
 }
