@@ -137,17 +137,17 @@ fn open_experiment(
         let Some(given) = options.output.clone() else {
             bail!("--resume needs the experiment file: framelab bench --resume -o FILE");
         };
+        if !given.exists() {
+            bail!(
+                "nothing to resume: {} does not exist; drop --resume to start the experiment",
+                given.display()
+            );
+        }
         let file = crate::output::RunFile::resolve(&given)?;
         if !file.kept() {
             bail!("nothing to resume: {} keeps no experiment file; give the file the experiment was written to", given.display());
         }
         let path = file.path().to_owned();
-        if !path.exists() {
-            bail!(
-                "nothing to resume: {} does not exist; drop --resume to start the experiment",
-                path.display()
-            );
-        }
         let Some(experiment) = store::load_experiment(&path)? else {
             bail!("{} holds no experiment to resume (it was written by framelab run?); choose another -o", path.display());
         };

@@ -303,7 +303,7 @@ pub fn open_for_writing(path: &Path) -> anyhow::Result<(Connection, bool)> {
     crate::output::check_sidecars(path, path)?;
     let created = crate::output::create_exclusive(path).map_err(|e| {
         one_line(format!(
-            "cannot create the run file {p}: {e}; choose a writable output path"
+            "cannot write the run file {p}: {e}; choose a writable output path"
         ))
     })?;
     let opened = open_created(path);
