@@ -235,6 +235,29 @@ fn size(n: u64) -> String {
     }
 }
 
+/// At most `max + 1` bytes of `reader` (one more than allowed tells it went on), in a
+/// buffer that never grows past that: doubling would hold twice the limit.
+fn read_capped(reader: impl Read, max: u64, expected: u64) -> std::io::Result<Vec<u8>> {
+    let cap = usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX);
+    let mut out = Vec::with_capacity(usize::try_from(expected).unwrap_or(0).min(cap));
+    let mut reader = reader.take(cap as u64);
+    let mut chunk = vec![0u8; 256 << 10];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => return Ok(out),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if out.len() + n > out.capacity() {
+            // Doubling, but never past the cap.
+            let grow = out.capacity().max(n).min(cap - out.len());
+            out.reserve_exact(grow.max(n));
+        }
+        out.extend_from_slice(&chunk[..n]);
+    }
+}
+
 /// A file's bytes, gunzipped when it starts with the gzip magic: never more than
 /// `limits.max_bytes` in memory (a FIFO or `/dev/zero` is read only that far), and a gzip
 /// input stops growing past `limits.max_ratio` times its own size (a decompression bomb).
@@ -257,10 +280,7 @@ pub fn read_input_within(path: &Path, limits: InputLimits) -> anyhow::Result<Vec
     if regular_len.is_some_and(|len| len > limits.max_bytes) {
         return Err(too_big());
     }
-    let mut bytes = Vec::with_capacity(regular_len.map_or(0, |len| len as usize + 1));
-    file.take(limits.max_bytes + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
+    let bytes = read_capped(file, limits.max_bytes, regular_len.unwrap_or(0)).map_err(cannot)?;
     if bytes.len() as u64 > limits.max_bytes {
         return Err(too_big());
     }
@@ -271,11 +291,12 @@ pub fn read_input_within(path: &Path, limits: InputLimits) -> anyhow::Result<Vec
         .saturating_mul(limits.max_ratio)
         .max(RATIO_FREE_BYTES);
     let cap = by_ratio.min(limits.max_bytes);
-    let mut out = Vec::with_capacity((bytes.len() * 4).min(cap as usize));
-    flate2::read::MultiGzDecoder::new(&bytes[..])
-        .take(cap + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| {
+    let out = read_capped(
+        flate2::read::MultiGzDecoder::new(&bytes[..]),
+        cap,
+        bytes.len() as u64 * 4,
+    )
+    .map_err(|e| {
             anyhow::anyhow!(
                 "{shown} is gzip-compressed but cannot be decompressed ({e}): is it truncated? \
                  `gzip -t {shown}` checks it"
