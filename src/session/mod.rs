@@ -500,7 +500,8 @@ fn default_output(opts: &RunOptions) -> PathBuf {
     ))
 }
 
-/// `demo (depth 1)` → `demo-depth-1`: letters, digits, `_` and single dashes.
+/// `demo (depth 1)` → `demo-depth-1`: letters, digits, `_` and single dashes, at most 64
+/// characters (a file name holds 255 bytes; a 10 KB `--name` must still make one).
 fn slug(name: &str) -> String {
     let words: Vec<&str> = name
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -509,7 +510,9 @@ fn slug(name: &str) -> String {
     if words.is_empty() {
         "run".to_owned()
     } else {
-        words.join("-")
+        let mut slug = words.join("-");
+        slug.truncate(64);
+        slug.trim_end_matches('-').to_owned()
     }
 }
 
@@ -522,6 +525,7 @@ mod tests {
         assert_eq!(slug("demo (depth 1)"), "demo-depth-1");
         assert_eq!(slug("./my host"), "my-host");
         assert_eq!(slug("ü (ï)"), "run");
+        assert_eq!(slug(&"L".repeat(10_000)).len(), 64, "a 10 KB --name still makes a file name");
         let opts = RunOptions {
             command: vec!["/usr/bin/ffmpeg".into()],
             ..RunOptions::default()
