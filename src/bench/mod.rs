@@ -279,6 +279,7 @@ fn run_options(
         frames: settings.frames,
         grace: ns(settings.grace_ns),
         ring_records: settings.ring_records,
+        session_access: Default::default(),
         progress: false,
         env,
         cpus: cpus.to_vec(),

@@ -21,6 +21,7 @@ use crate::model::{EndReason, ExitInfo, RunMeta, WarmupFrom};
 use crate::store::RunWriter;
 use framelab_probe::wire;
 
+pub use dir::SessionAccess;
 pub use launch::{catch_interrupts, check_runnable, interrupts};
 /// Everything `framelab run` takes.
 #[derive(Clone, Debug, Default)]
@@ -43,6 +44,8 @@ pub struct RunOptions {
     pub grace: Duration,
     /// Records per ring (the SDK's default when `None`).
     pub ring_records: Option<u64>,
+    /// Who besides framelab's user may use the session (`--share-session`, `--session-user`).
+    pub session_access: SessionAccess,
     /// Show the live progress line (on a terminal).
     pub progress: bool,
     /// Environment variables added for the command (`framelab bench --seed`, the variant).
@@ -147,7 +150,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     };
     // Before anything else is open: the guardian must hold nothing but its pipe.
     guard::start(opts.grace)?;
-    let session = dir::SessionDir::create()?;
+    let session = dir::SessionDir::create(&opts.session_access)?;
     let tick_clock = clock::TickClock::new();
 
     let budget_ns = opts
@@ -384,6 +387,7 @@ fn supervise(
         }
         if now - last_sample >= sample_every {
             collector.accounting.sample(collector.now_ns(), pid);
+            collector.check_users();
             last_sample = now;
         }
         if now - last_progress >= PROGRESS_EVERY {
