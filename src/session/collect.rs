@@ -58,6 +58,9 @@ pub struct Collector {
     /// and pids already looked at.
     other_users: std::collections::BTreeMap<u32, HashSet<u32>>,
     users_checked: HashSet<u32>,
+    /// Who owns the session directory, and whether a group shares it.
+    session_owner: Option<u32>,
+    session_shared: bool,
     /// Telemetry, on its own thread; stopped first when finishing.
     sampler: Option<Sampler>,
 }
@@ -70,6 +73,7 @@ impl Collector {
         meta: RunMeta,
         accounting: Accounting,
     ) -> Collector {
+        let (session_owner, session_shared) = (session.owner_uid(), session.shared());
         Collector {
             writer: WriterThread::start(writer),
             session,
@@ -95,6 +99,8 @@ impl Collector {
             warnings: HashSet::new(),
             other_users: Default::default(),
             users_checked: HashSet::new(),
+            session_owner,
+            session_shared,
             sampler: None,
         }
     }
@@ -306,32 +312,38 @@ impl Collector {
 
     /// Notes processes of the run (not watched ones) that run as a user who cannot write the
     /// session directory: a command that changed user (`su`, `setpriv`, `runuser`) records
-    /// nothing, and the report must say why. Each pid is looked at on every call until it
-    /// is found foreign: it may change user after it was first seen.
+    /// nothing, and the report must say why. A pid is looked at on every call until it is
+    /// found foreign: it may change user after it was first seen.
     pub fn check_users(&mut self) {
-        let Some(owner) = self.session.owner_uid() else {
-            return;
-        };
-        let shared = self.session.shared();
         let pids: Vec<u32> = self
             .accounting
             .live_pids()
-            .filter(|&(pid, role)| {
-                role != ProcessRole::Watched && !self.users_checked.contains(&pid)
-            })
+            .filter(|&(_, role)| role != ProcessRole::Watched)
             .map(|(pid, _)| pid)
             .collect();
         for pid in pids {
-            use std::os::unix::fs::MetadataExt;
-            // /proc/PID belongs to the process's effective user.
-            let Ok(meta) = std::fs::metadata(format!("/proc/{pid}")) else {
-                continue;
-            };
-            let uid = meta.uid();
-            if uid != owner && uid != 0 && !shared {
-                self.other_users.entry(uid).or_default().insert(pid);
-                self.users_checked.insert(pid);
-            }
+            self.check_user(pid);
+        }
+    }
+
+    /// `check_users` for one process (also called on a zombie about to be reaped, which
+    /// may have lived too short for a reading).
+    pub fn check_user(&mut self, pid: u32) {
+        use std::os::unix::fs::MetadataExt;
+        if self.users_checked.contains(&pid) {
+            return;
+        }
+        let Some(owner) = self.session_owner else {
+            return;
+        };
+        // /proc/PID belongs to the process's effective user.
+        let Ok(meta) = std::fs::metadata(format!("/proc/{pid}")) else {
+            return;
+        };
+        let uid = meta.uid();
+        if uid != owner && uid != 0 && !self.session_shared {
+            self.other_users.entry(uid).or_default().insert(pid);
+            self.users_checked.insert(pid);
         }
     }
 

@@ -299,6 +299,7 @@ fn supervise(
         while let Some(reaped) = launch::reap_one(|zombie| {
             let now_ns = collector.now_ns();
             collector.accounting.final_reading(zombie, now_ns);
+            collector.check_user(zombie);
         }) {
             let now_ns = collector.now_ns();
             collector
