@@ -11,7 +11,7 @@ use framelab_probe::wire::{self, kind, name_kind, Record};
 use super::accounting::Accounting;
 use super::clock::TickClock;
 use super::dir::SessionDir;
-use super::rings::{ProcessNames, Ring};
+use super::rings::{OpenError, ProcessNames, Ring};
 use super::write::{Write, WriterThread};
 use crate::model::{
     CounterValue, EndReason, EventRecord, ExitInfo, ProcessRole, RunMeta, SourceState, Span,
@@ -301,9 +301,20 @@ impl Collector {
                 }
                 // Still being created by its thread: try again next scan.
                 Ok(None) => {}
-                Err(problem) => {
+                Err(OpenError::Foreign(problem)) => {
                     self.seen_paths.insert(path);
                     self.warn(problem);
+                }
+                // Damaged before it was first read: counted like any damaged ring.
+                Err(OpenError::Corrupt(problem)) => {
+                    self.seen_paths.insert(path.clone());
+                    let facts = &mut self.meta.session;
+                    facts.corrupt_rings += 1;
+                    if facts.corrupt_ring_details.len() < 10 {
+                        facts.corrupt_ring_details.push(problem.clone());
+                    }
+                    self.warn(problem);
+                    let _ = std::fs::remove_file(&path);
                 }
             }
         }

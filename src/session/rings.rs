@@ -84,9 +84,18 @@ fn read_header(file: &File) -> Option<([u8; wire::HEADER_BYTES], Header)> {
     Some((bytes, header))
 }
 
+/// Why a ring file cannot be read at all.
+#[derive(Debug)]
+pub enum OpenError {
+    /// Made by a framelab-probe of another wire version.
+    Foreign(String),
+    /// Its header is impossible: the program wrote over it.
+    Corrupt(String),
+}
+
 impl Ring {
     /// Opens `path` if it is a complete, valid ring; `Ok(None)` if it is still being created.
-    pub fn open(path: &Path) -> Result<Option<Ring>, String> {
+    pub fn open(path: &Path) -> Result<Option<Ring>, OpenError> {
         let file = match OpenOptions::new().read(true).write(true).open(path) {
             Ok(f) => f,
             Err(_) => return Ok(None),
@@ -104,19 +113,19 @@ impl Ring {
             || capacity > wire::MAX_RING_RECORDS
             || wire::ring_file_bytes(capacity) as u64 != len
         {
-            return Err(format!(
+            return Err(OpenError::Foreign(format!(
                 "ring {} is not one this framelab understands (version {}, capacity {capacity}, {len} bytes); is the program built with another framelab-probe?",
                 path.display(),
                 header.version
-            ));
+            )));
         }
         if header.head.wrapping_sub(header.tail) > capacity {
-            return Err(format!(
+            return Err(OpenError::Corrupt(format!(
                 "ring {} is corrupt: head {} and tail {} are more than its {capacity} records apart",
                 path.display(),
                 header.head,
                 header.tail
-            ));
+            )));
         }
         let name_at = offset_of!(RingHeader, thread_name);
         let name = &bytes[name_at..name_at + 32];
@@ -311,5 +320,99 @@ impl ProcessNames {
             start += end + 1;
         }
         self.pending.drain(..start);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CAPACITY: u64 = 8;
+
+    /// A ring file as the SDK makes it, with `head` records published.
+    fn ring_file(dir: &Path, head: u64) -> PathBuf {
+        let path = dir.join("r-1-2");
+        let file = File::create(&path).unwrap();
+        file.set_len(wire::ring_file_bytes(CAPACITY) as u64)
+            .unwrap();
+        let put = |at: usize, bytes: &[u8]| file.write_all_at(bytes, at as u64).unwrap();
+        put(
+            offset_of!(RingHeader, magic),
+            &wire::RING_MAGIC.to_ne_bytes(),
+        );
+        put(
+            offset_of!(RingHeader, version),
+            &wire::WIRE_VERSION.to_ne_bytes(),
+        );
+        put(offset_of!(RingHeader, pid), &1u32.to_ne_bytes());
+        put(offset_of!(RingHeader, tid), &2u32.to_ne_bytes());
+        put(offset_of!(RingHeader, capacity), &CAPACITY.to_ne_bytes());
+        put(offset_of!(RingHeader, head), &head.to_ne_bytes());
+        for i in 0..head.min(CAPACITY) {
+            let r = Record::new(1, 1, 0, i, 10, 20);
+            let bytes: [u8; 32] = unsafe { std::mem::transmute(r) };
+            put(wire::HEADER_BYTES + i as usize * 32, &bytes);
+        }
+        path
+    }
+
+    fn set(path: &Path, at: usize, value: u64) {
+        let file = OpenOptions::new().write(true).open(path).unwrap();
+        file.write_all_at(&value.to_ne_bytes(), at as u64).unwrap();
+    }
+
+    #[test]
+    fn records_are_read_and_the_tail_written_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = ring_file(dir.path(), 5);
+        let mut ring = Ring::open(&path).unwrap().unwrap();
+        let mut out = Vec::new();
+        ring.drain(&mut out, 1000).unwrap();
+        assert_eq!(
+            out.iter().map(|r| r.frame).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4]
+        );
+        let (_, header) = read_header(&File::open(&path).unwrap()).unwrap();
+        assert_eq!(header.tail, 5);
+        out.clear();
+        ring.drain(&mut out, 1000).unwrap();
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn impossible_headers_are_refused_not_believed() {
+        let dir = tempfile::tempdir().unwrap();
+        let head_at = offset_of!(RingHeader, head);
+        let dropped_at = offset_of!(RingHeader, dropped);
+        let cases: [(usize, u64, &str); 4] = [
+            (head_at, 3, "head went back"),
+            (head_at, 5 + CAPACITY + 1, "head jumped"),
+            (dropped_at, u64::MAX, "drop count"),
+            (offset_of!(RingHeader, capacity), 4, "identity"),
+        ];
+        for (at, value, what) in cases {
+            let path = ring_file(dir.path(), 5);
+            let mut ring = Ring::open(&path).unwrap().unwrap();
+            let mut out = Vec::new();
+            ring.drain(&mut out, 1000).unwrap();
+            set(&path, at, value);
+            out.clear();
+            let problem = ring.drain(&mut out, 1000).unwrap_err();
+            assert!(problem.contains(what), "{problem}");
+            assert!(out.is_empty());
+            assert_eq!(ring.dropped(), 0, "the last good drop count stays");
+            std::fs::remove_file(&path).unwrap();
+        }
+        // Cut short: no signal, an error.
+        let path = ring_file(dir.path(), 5);
+        let mut ring = Ring::open(&path).unwrap().unwrap();
+        File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(100)
+            .unwrap();
+        let problem = ring.drain(&mut Vec::new(), 1000).unwrap_err();
+        assert!(problem.contains("cut to 100"), "{problem}");
     }
 }
