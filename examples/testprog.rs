@@ -19,8 +19,9 @@
 //!   first one cold (50 ms), the rest 2 ms each.
 //! - `slow-middle`: frames until killed, each `grab` (0.2 ms), `encode` (15 ms), `send`
 //!   (0.2 ms), span guards all: a stop signal most likely lands inside `encode`.
-//! - `many-threads N`: N threads alive at once, each 20 frames of stage `t` (frame ids
-//!   thread × 1000 + i), joined at the end; prints how many threads recorded (`enabled()`).
+//! - `many-threads N [F]`: N threads alive at once, each F frames (default 20) of stage `t`
+//!   (frame ids thread × 100000 + i), joined at the end; prints how many threads recorded
+//!   (`enabled()`).
 //! - `truncate-ring N` / `scribble-ring N`: a `victim` thread records N frames of stage `v`,
 //!   then this program damages that thread's ring in the session directory (truncates the
 //!   file to 0 bytes, or writes a head that went back and a drop count of 2^64 − 1 over
@@ -103,7 +104,7 @@ fn main() {
             work(n, Duration::from_micros(100));
             std::process::exit(1);
         }
-        "many-threads" => many_threads(n),
+        "many-threads" => many_threads(n, args.get(3).and_then(|a| a.parse().ok()).unwrap_or(20)),
         "truncate-ring" => damage_ring(n, Damage::Truncate),
         "scribble-ring" => damage_ring(n, Damage::Scribble),
         "names" => {
@@ -252,7 +253,7 @@ fn burn_cpu(d: Duration) {
 }
 
 /// N threads that all exist at the same time (each makes its ring before any exits).
-fn many_threads(n: u64) {
+fn many_threads(n: u64, frames: u64) {
     let stage = Stage::new("t");
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(n as usize));
     let handles: Vec<_> = (0..n)
@@ -261,9 +262,9 @@ fn many_threads(n: u64) {
             std::thread::spawn(move || {
                 let recording = framelab_probe::enabled();
                 barrier.wait();
-                for i in 0..20 {
-                    let _span = stage.span(t * 1000 + i);
-                    burn(Duration::from_micros(50));
+                for i in 0..frames {
+                    let _span = stage.span(t * 100_000 + i);
+                    burn(Duration::from_micros(20));
                 }
                 barrier.wait();
                 recording
