@@ -261,3 +261,32 @@ fn a_command_that_changes_user_is_told_why_it_recorded_nothing_and_how_to_fix_it
         assert!(run.meta.session.foreign_users.is_empty(), "{option:?}");
     }
 }
+
+#[test]
+fn a_command_in_its_own_pid_namespace_is_recorded_to_its_last_frame() {
+    let test = "a_command_in_its_own_pid_namespace_is_recorded_to_its_last_frame";
+    if !is_root() {
+        return skip(test, "unshare --pid needs root");
+    }
+    // In the new namespace the program's pid is about 1002 after a thousand forks: a pid
+    // that names no process (or another one) where framelab is. Its ring must still be read
+    // until the program is done, not retired the first time it is empty.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ns.framelab");
+    let script = format!(
+        "i=0; while [ $i -lt 1000 ]; do /bin/true; i=$((i+1)); done; {} spans 300",
+        example("testprog")
+    );
+    let out = framelab()
+        .env("FRAMELAB_SHM_DIR", dir.path())
+        .args(["run", "-o"])
+        .arg(&path)
+        .args(["--", "unshare", "--pid", "--fork", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    if !out.status.success() && stderr(&out).contains("unshare") {
+        return skip(test, &format!("unshare failed here: {}", stderr(&out)));
+    }
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(load(&path).spans.len(), 900, "3 stages of 300 frames");
+}

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 
 use crate::sys;
@@ -331,6 +331,12 @@ unsafe extern "C" fn unlock_names() {
 
 unsafe extern "C" fn after_fork_child() {
     unlock_names();
+    // The parent's liveness lock is the parent's: this copy would keep it held after the
+    // parent died. The child takes its own with its first names.
+    let inherited = PROCESS_LOCK.swap(-1, Relaxed);
+    if inherited >= 0 {
+        sys::close(inherited);
+    }
     // The child inherits the parent's ring mapping; it must never write into it.
     let _ = RING.try_with(|r| r.set(std::ptr::null_mut()));
     let _ = OWNER.try_with(|o| {
@@ -399,7 +405,8 @@ fn append_names(names: &[(char, String)], first_id: u16) {
     let Some(cfg) = config() else { return };
     let pid = unsafe { sys::getpid() as u32 };
     let mut text = String::new();
-    if NAMES_PID.swap(pid, Relaxed) != pid {
+    let first_from_this_pid = NAMES_PID.swap(pid, Relaxed) != pid;
+    if first_from_this_pid {
         // First write from this pid: the file must hold every earlier name too.
         let list = unsafe { &*NAMES.list.get() };
         for (i, (k, n)) in list.iter().enumerate() {
@@ -425,6 +432,29 @@ fn append_names(names: &[(char, String)], first_id: u16) {
     {
         set_mode(&f, cfg.file_mode);
         let _ = f.write_all(text.as_bytes());
+        if first_from_this_pid {
+            hold_process_lock(f);
+        }
+    }
+}
+
+/// The descriptor holding this process's shared `flock` on its names file, or -1: the
+/// collector's sign that the process lives, valid across PID namespaces (a pid is not:
+/// the pid in a ring's header may name another process, or none, where the collector is).
+/// Kept open for the life of the process; close-on-exec, and closed in a forked child.
+static PROCESS_LOCK: AtomicI32 = AtomicI32::new(-1);
+
+fn hold_process_lock(names_file: std::fs::File) {
+    use std::os::fd::IntoRawFd;
+    // SAFETY: flock on a descriptor we own; it stays open until exit or exec.
+    unsafe {
+        if sys::flock(names_file.as_raw_fd(), sys::LOCK_SH) != 0 {
+            return;
+        }
+        let previous = PROCESS_LOCK.swap(names_file.into_raw_fd(), Relaxed);
+        if previous >= 0 {
+            sys::close(previous);
+        }
     }
 }
 

@@ -44,6 +44,7 @@ extern "C" {
     /// Returns the error number (not -1 and errno) on failure.
     pub fn posix_fallocate(fd: c_int, offset: i64, len: i64) -> c_int;
     pub fn flock(fd: c_int, operation: c_int) -> c_int;
+    pub fn close(fd: c_int) -> c_int;
     pub fn gettid() -> c_int;
     pub fn getpid() -> c_int;
     pub fn prctl(option: c_int, ...) -> c_int;

@@ -3,7 +3,8 @@
 //! A session is a directory (named by `FRAMELAB_SESSION`). Every recording thread owns one
 //! ring file `r-<pid>-<tid>` in it (`r-<pid>-<tid>-<n>` when the kernel reused the tid of an
 //! exited thread whose ring is still there: read pid and tid from the header); every
-//! process appends its interned names to `n-<pid>`; a thread that could not get a ring
+//! process appends its interned names to `n-<pid>` and holds a shared `flock` on it while it
+//! lives (how the collector knows it ended, whatever PID namespace it is in); a thread that could not get a ring
 //! leaves an empty `u-<errno>-<pid>-<tid>`; `lock` is the collector's liveness lock.
 //! Rings are single-producer single-consumer: the thread writes records and advances `head`,
 //! the collector copies them out and advances `tail`. Nothing here blocks.

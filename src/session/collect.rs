@@ -219,7 +219,8 @@ impl Collector {
             if ring.ending && got == 0 {
                 finished.push((index, None));
             } else {
-                ring.ending = ring.closed() || (scanning && !process_alive(ring.pid));
+                ring.ending =
+                    ring.closed() || (scanning && !process_alive(self.session.path(), ring.pid));
             }
         }
         for (index, problem) in finished.into_iter().rev() {
@@ -651,7 +652,19 @@ fn own_cpu_ns() -> i64 {
     super::launch::timeval_ns(usage.ru_utime) + super::launch::timeval_ns(usage.ru_stime)
 }
 
-fn process_alive(pid: u32) -> bool {
+/// Whether the process that made a ring may still write to it. The pid in a ring's header
+/// is the process's pid in its own PID namespace, which may name another process here, or
+/// none: alive when either the pid exists here or the process still holds the shared lock
+/// the SDK keeps on its names file (`n-<pid>`; SDKs before that lock hold none).
+fn process_alive(session: &std::path::Path, pid: u32) -> bool {
     // SAFETY: signal 0 only checks existence.
-    unsafe { libc::kill(pid as i32, 0) == 0 }
+    if unsafe { libc::kill(pid as i32, 0) } == 0 {
+        return true;
+    }
+    let Ok(names) = std::fs::File::open(session.join(format!("n-{pid}"))) else {
+        return false;
+    };
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor we own; released when `names` closes.
+    unsafe { libc::flock(names.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) != 0 }
 }
