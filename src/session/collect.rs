@@ -342,7 +342,8 @@ impl Collector {
     /// may have lived too short for a reading).
     pub fn check_user(&mut self, pid: u32) {
         use std::os::unix::fs::MetadataExt;
-        if self.users_checked.contains(&pid) {
+        // Found foreign already, or recording (then it can write the session).
+        if self.users_checked.contains(&pid) || self.names.contains_key(&pid) {
             return;
         }
         let Some(owner) = self.session_owner else {
