@@ -11,7 +11,8 @@ use framelab::session::{self, RunOptions};
 use framelab::{analyze, compare, demo, store, timers};
 
 /// framelab failed (bad input, unreadable file): 1. Usage errors: 2 (clap).
-/// The measured command crashed, failed, or broke the SDK's limits: 3. Interrupted by Ctrl-C: 130.
+/// The measured command crashed, failed, or broke the SDK's limits, or the recording is
+/// incomplete (its session was removed, the program damaged a ring): 3. Interrupted by Ctrl-C: 130.
 const EXIT_COMMAND_FAILED: u8 = 3;
 const EXIT_INTERRUPTED: u8 = 130;
 
@@ -54,6 +55,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 frames: args.frames,
                 grace: args.grace,
                 ring_records: args.ring_records,
+                session_access: session_access(&args.share_session, &args.session_user)?,
                 sampling: sampling_options(&args.sampling),
                 ..RunOptions::default()
             };
@@ -232,7 +234,11 @@ fn run_and_report(opts: &RunOptions, format: Format) -> anyhow::Result<ExitCode>
             framelab_probe::wire::MAX_NAMES
         );
     }
+    // A recording the program damaged, or whose session was removed, is incomplete.
+    let incomplete =
+        run.meta.session.session_lost_ns.is_some() || run.meta.session.corrupt_rings > 0;
     let failed = run.meta.names_refused > 0
+        || incomplete
         || outcome
             .exit
             .as_ref()
@@ -391,6 +397,18 @@ fn with_live(mut opts: RunOptions, args: &cli::LiveArgs) -> anyhow::Result<RunOp
     .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("--linear", "--live-linear")))?;
     opts.progress = std::io::stderr().is_terminal() && opts.live.is_none();
     Ok(opts)
+}
+
+/// Who may use the session: `--share-session GROUP`, `--session-user USER`, or only us.
+fn session_access(
+    group: &Option<String>,
+    user: &Option<String>,
+) -> anyhow::Result<session::SessionAccess> {
+    Ok(match (group, user) {
+        (Some(group), _) => session::SessionAccess::group(group)?,
+        (None, Some(user)) => session::SessionAccess::user(user)?,
+        (None, None) => session::SessionAccess::Private,
+    })
 }
 
 fn sampling_options(args: &cli::SamplingArgs) -> framelab::sample::SamplingOptions {

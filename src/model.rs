@@ -271,9 +271,78 @@ pub enum EndReason {
     Duration,
     /// The command exited by itself.
     Exited,
-    /// Ctrl-C (SIGINT or SIGTERM to framelab).
+    /// A signal to framelab: Ctrl-C (SIGINT), SIGTERM or SIGHUP; `SessionFacts::interrupt_signal`
+    /// says which.
     Interrupted,
 }
+
+/// How the recording itself went, beyond the command: which signal stopped framelab,
+/// threads that ran unrecorded, rings a program corrupted, a session directory removed
+/// under the live run, users the command switched to who could not join the session.
+/// Empty (the default) for a clean run. Stored in the run file's `framelab` table under
+/// the key `session_facts.<run_id>` as JSON (docs/run-file.md), not in a column of its own
+/// until the schema gives it one.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionFacts {
+    /// The signal that interrupted framelab (2 for Ctrl-C, 15 SIGTERM, 1 SIGHUP).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupt_signal: Option<i32>,
+    /// Threads that could not get a ring and ran unrecorded, by the error that stopped them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unrecorded_threads: Vec<UnrecordedThreads>,
+    /// Where the rings were (the session's base directory, e.g. `/dev/shm`), when a thread
+    /// ran unrecorded: the directory that was full.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub shm_dir: String,
+    /// Rings the program made unreadable (truncated, header overwritten): how many, and
+    /// what was wrong with the first few. Their records up to the damage are kept.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub corrupt_rings: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub corrupt_ring_details: Vec<String>,
+    /// When (ns after launch) the session directory was found removed while recording.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_lost_ns: Option<i64>,
+    /// Users processes of the run switched to who could not write the private session
+    /// directory (`uid 65534 (nobody)`), when no thread of theirs recorded.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub foreign_users: Vec<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Threads that ran unrecorded for one reason.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnrecordedThreads {
+    /// The `errno` that stopped the ring's creation (28 ENOSPC: no space left).
+    pub errno: i32,
+    pub threads: u64,
+}
+
+impl SessionFacts {
+    pub fn is_empty(&self) -> bool {
+        *self == SessionFacts::default()
+    }
+
+    /// Threads that ran unrecorded, whatever the reason.
+    pub fn unrecorded(&self) -> u64 {
+        self.unrecorded_threads.iter().map(|u| u.threads).sum()
+    }
+
+    /// Shared memory ran out: a ring could not be given its pages.
+    pub fn shm_full(&self) -> bool {
+        self.unrecorded_threads
+            .iter()
+            .any(|u| u.errno == ENOSPC || u.errno == ENOMEM)
+    }
+}
+
+/// The two `errno` values that mean the session's memory ran out.
+pub const ENOSPC: i32 = 28;
+pub const ENOMEM: i32 = 12;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Host {
@@ -330,6 +399,9 @@ pub struct RunMeta {
     pub invalid_records: u64,
     /// Names refused because a process interned more than the SDK supports.
     pub names_refused: u64,
+    /// How the recording went (signal, unrecorded threads, corrupt rings, lost session).
+    #[serde(default)]
+    pub session: SessionFacts,
 }
 
 /// What the samplers recorded: which sources ran and how it went, the series they

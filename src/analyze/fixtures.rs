@@ -88,6 +88,7 @@ pub fn reference_run() -> Run {
             dropped_events: 0,
             invalid_records: 0,
             names_refused: 0,
+            session: Default::default(),
         },
         stages: vec!["capture".into(), "encode".into(), "send".into()],
         counter_names: vec!["bytes".into(), "keyframe".into()],

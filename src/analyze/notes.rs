@@ -70,6 +70,65 @@ pub fn describe_signal(signal: i32) -> String {
     }
 }
 
+/// What went wrong with the recording itself: a session directory removed under the run,
+/// rings the program corrupted, threads that could not record, users who could not join.
+fn session_notes(meta: &RunMeta) -> Vec<String> {
+    let facts = &meta.session;
+    let mut notes = Vec::new();
+    if let Some(at) = facts.session_lost_ns {
+        notes.push(format!(
+            "The session directory was removed {} after launch, while the run was recording (by another framelab that took it for stale, or by hand): threads that started after that were not recorded, so this run is incomplete.",
+            seconds(at)
+        ));
+    }
+    if facts.corrupt_rings > 0 {
+        let first = facts
+            .corrupt_ring_details
+            .first()
+            .map(|d| format!(" (first: {d})"))
+            .unwrap_or_default();
+        notes.push(format!(
+            "{} damaged by the program while recording{first}: what was read before the damage is kept, the rest of those threads' records are lost.",
+            plural(facts.corrupt_rings, "ring was", "rings were"),
+        ));
+    }
+    for u in &facts.unrecorded_threads {
+        let threads = plural(u.threads, "thread", "threads");
+        notes.push(match u.errno {
+            crate::model::ENOSPC | crate::model::ENOMEM => format!(
+                "{threads} ran unrecorded: the shared memory holding the rings ({}) was full, so {} could not be given memory. Give it more room (docker run --shm-size=1g, or mount -o remount,size=1g {}), use smaller rings (--ring-records; the default {} records take {} MiB per thread), or record fewer threads.",
+                facts.shm_dir,
+                if u.threads == 1 { "its ring" } else { "their rings" },
+                facts.shm_dir,
+                framelab_probe::wire::DEFAULT_RING_RECORDS,
+                framelab_probe::wire::ring_file_bytes(framelab_probe::wire::DEFAULT_RING_RECORDS) >> 20
+            ),
+            errno => format!(
+                "{threads} ran unrecorded: {} ring could not be made ({}).",
+                if u.threads == 1 { "its" } else { "their" },
+                std::io::Error::from_raw_os_error(errno)
+            ),
+        });
+    }
+    for user in &facts.foreign_users {
+        let name = user.split(' ').next().unwrap_or("USER");
+        notes.push(format!(
+            "Processes of the run ran as {user} and recorded nothing: the session directory is private to framelab's user. If they are instrumented, rerun with --session-user {name} (or --share-session with a group they are in)."
+        ));
+    }
+    notes
+}
+
+/// `Ctrl-C (SIGINT)`, `SIGTERM to framelab`; runs recorded before the signal was kept
+/// say only that it was one of the three.
+fn interrupted_by(signal: Option<i32>) -> String {
+    match signal {
+        Some(2) => "Ctrl-C (SIGINT)".into(),
+        Some(s) => format!("{} to framelab", signal_name(s).unwrap_or("a signal")),
+        None => "a signal to framelab (Ctrl-C, SIGTERM or SIGHUP)".into(),
+    }
+}
+
 fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
@@ -95,7 +154,8 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
     }
     match meta.end_reason {
         EndReason::Interrupted => notes.push(format!(
-            "Interrupted by Ctrl-C {} after launch; the window ends there.",
+            "Interrupted by {} {} after launch; the window ends there.",
+            interrupted_by(meta.session.interrupt_signal),
             seconds(window.end_ns)
         )),
         EndReason::Exited if window.end_ns <= window.start_ns && meta.warmup_ns > 0 => notes.push(format!(
@@ -115,8 +175,21 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
             "The run was not finalised (framelab was stopped before the end?): the window is taken to end at the last span, {} after launch.",
             seconds(window.end_ns)
         ));
+    } else if meta.end_reason == EndReason::Unfinished {
+        notes.push(format!(
+            "The run is unfinished: framelab was killed before it finalised the run (or is still recording it); this is what it had committed, up to {} after launch.",
+            seconds(window.end_ns)
+        ));
     }
-    if meta.dropped_events > 0 {
+    notes.extend(session_notes(meta));
+    if meta.dropped_events > 0 && meta.session.shm_full() {
+        // A larger ring needs memory there is none of: advising one would make it worse.
+        notes.push(format!(
+            "{} dropped because a ring was full: the collector fell behind. Larger rings would not fit: the shared memory holding them ({}) is full; give it more room first.",
+            plural(meta.dropped_events, "event was", "events were"),
+            meta.session.shm_dir
+        ));
+    } else if meta.dropped_events > 0 {
         notes.push(format!(
             "{} dropped because a ring was full: the collector fell behind. Rerun with a larger ring (framelab run --ring-records, e.g. 4 times the default {}).",
             plural(meta.dropped_events, "event was", "events were"),
@@ -158,7 +231,7 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
             "--frames {n} gave no throughput: {why}. Let the command run to its end (no \
              --duration, no --warmup) for a rate over the whole run."
         ));
-    } else if facts.spans == 0 && !facts.frames_from_hint {
+    } else if facts.spans == 0 && !facts.frames_from_hint && meta.session.foreign_users.is_empty() {
         notes.push(
             "No spans were recorded: the command is not instrumented (or never reached a stage). Pass --frames N for a throughput.".into(),
         );
@@ -278,8 +351,23 @@ mod tests {
         let n = notes(&meta, &window(0, 3_000_000_000), &facts());
         assert_eq!(
             n,
-            vec!["Interrupted by Ctrl-C 3.00 s after launch; the window ends there."]
+            vec!["Interrupted by a signal to framelab (Ctrl-C, SIGTERM or SIGHUP) 3.00 s after launch; the window ends there."]
         );
+        for (signal, by) in [
+            (2, "Ctrl-C (SIGINT)"),
+            (15, "SIGTERM to framelab"),
+            (1, "SIGHUP to framelab"),
+        ] {
+            let mut meta = meta.clone();
+            meta.session.interrupt_signal = Some(signal);
+            let n = notes(&meta, &window(0, 3_000_000_000), &facts());
+            assert_eq!(
+                n,
+                vec![format!(
+                    "Interrupted by {by} 3.00 s after launch; the window ends there."
+                )]
+            );
+        }
 
         let unfinished = ResolvedWindow {
             start_ns: 5,
@@ -294,10 +382,19 @@ mod tests {
             measured_frames: 0,
             ..facts()
         };
-        let n = notes(&RunMeta::default(), &window(0, 10), &f);
+        let exited = RunMeta {
+            end_reason: EndReason::Exited,
+            ..RunMeta::default()
+        };
+        let n = notes(&exited, &window(0, 10), &f);
         assert_eq!(n, vec!["No frame ended inside the measured window."]);
 
-        let n = notes(&RunMeta::default(), &window(0, 10), &NoteFacts::default());
+        let n = notes(&exited, &window(0, 10), &NoteFacts::default());
         assert!(n[0].starts_with("No spans were recorded"));
+
+        // Killed after a commit: the window is as committed, and the run says it is unfinished.
+        let n = notes(&RunMeta::default(), &window(0, 2_500_000_000), &facts());
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(n[0].starts_with("The run is unfinished") && n[0].contains("2.50 s"));
     }
 }

@@ -93,7 +93,11 @@ pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
         let fingerprint = fingerprint::probe(&gpu, spec.pin.as_deref().unwrap_or(""));
         let opts = run_options(&spec, slot, combo, &path, &cpus, &what)?;
         let result = session::run(&opts).with_context(|| format!("{what} could not run"))?;
-        let (status, failure) = judge_run(result.end_reason, result.exit.as_ref());
+        let (status, failure) = judge_run(
+            result.end_reason,
+            result.exit.as_ref(),
+            result.interrupt_signal,
+        );
         store::record_experiment_run(
             &path,
             &ExperimentRun {
@@ -289,6 +293,7 @@ fn run_options(
         frames: settings.frames,
         grace: ns(settings.grace_ns),
         ring_records: settings.ring_records,
+        session_access: Default::default(),
         progress: false,
         env,
         cpus: cpus.to_vec(),
@@ -322,9 +327,18 @@ fn run_prepare(
 
 /// A run counts unless it was interrupted, crashed, or exited non-zero by itself
 /// (a command stopped at --duration may exit non-zero on SIGINT: that is ours).
-pub fn judge_run(end: EndReason, exit: Option<&ExitInfo>) -> (RunStatus, Option<String>) {
+pub fn judge_run(
+    end: EndReason,
+    exit: Option<&ExitInfo>,
+    signal: Option<i32>,
+) -> (RunStatus, Option<String>) {
     if end == EndReason::Interrupted {
-        return (RunStatus::Interrupted, Some("interrupted (Ctrl-C)".into()));
+        let by = match signal {
+            Some(libc::SIGINT) => "Ctrl-C".to_owned(),
+            Some(s) => crate::analyze::notes::describe_signal(s),
+            None => "a signal".to_owned(),
+        };
+        return (RunStatus::Interrupted, Some(format!("interrupted ({by})")));
     }
     match exit {
         Some(e) if e.crashed => {
@@ -355,24 +369,31 @@ mod tests {
             crashed,
         };
         assert_eq!(
-            judge_run(EndReason::Exited, Some(&exit(Some(0), None, false))).0,
+            judge_run(EndReason::Exited, Some(&exit(Some(0), None, false)), None).0,
             RunStatus::Ok
         );
         assert_eq!(
-            judge_run(EndReason::Exited, Some(&exit(Some(2), None, false))).0,
+            judge_run(EndReason::Exited, Some(&exit(Some(2), None, false)), None).0,
             RunStatus::Failed
         );
         // Stopped at --duration, exiting 130 on SIGINT: fine.
         assert_eq!(
-            judge_run(EndReason::Duration, Some(&exit(Some(130), None, false))).0,
+            judge_run(
+                EndReason::Duration,
+                Some(&exit(Some(130), None, false)),
+                None
+            )
+            .0,
             RunStatus::Ok
         );
-        let (status, why) = judge_run(EndReason::Exited, Some(&exit(None, Some(11), true)));
+        let (status, why) = judge_run(EndReason::Exited, Some(&exit(None, Some(11), true)), None);
         assert_eq!(status, RunStatus::Failed);
         assert!(why.unwrap().contains("SIGSEGV"));
         assert_eq!(
-            judge_run(EndReason::Interrupted, None).0,
+            judge_run(EndReason::Interrupted, None, None).0,
             RunStatus::Interrupted
         );
+        let (_, why) = judge_run(EndReason::Interrupted, None, Some(15));
+        assert_eq!(why.unwrap(), "interrupted (SIGTERM (signal 15))");
     }
 }

@@ -132,6 +132,12 @@ pub struct RunArgs {
     /// Records per thread ring (a power of two, 4 to 16777216; default 65536)
     #[arg(long, value_parser = limits::ring_records)]
     pub ring_records: Option<u64>,
+    /// Let members of GROUP record into the session and read it (default: private to your user)
+    #[arg(long, value_name = "GROUP", conflicts_with = "session_user")]
+    pub share_session: Option<String>,
+    /// Give the session to USER, for a command that changes user (su, setpriv, runuser); needs root
+    #[arg(long, value_name = "USER")]
+    pub session_user: Option<String>,
     #[command(flatten)]
     pub live: LiveArgs,
     #[command(flatten)]

@@ -282,7 +282,11 @@ fn plain_status(meta: &RunMeta) -> (RunStatus, Option<String>) {
             Some("not finalised (framelab was killed while recording)".into()),
         );
     }
-    let (status, failure) = crate::bench::judge_run(meta.end_reason, meta.exit.as_ref());
+    let (status, failure) = crate::bench::judge_run(
+        meta.end_reason,
+        meta.exit.as_ref(),
+        meta.session.interrupt_signal,
+    );
     (status, failure)
 }
 

@@ -58,10 +58,16 @@ pub fn title(a: &Analysis) -> String {
     } else {
         format!("run {}", a.run_id)
     };
-    if a.started_at.is_empty() {
-        format!("framelab · {name}")
+    // A run framelab never finalised says so first thing, not only in JSON.
+    let status = if a.end_reason == crate::model::EndReason::Unfinished {
+        " · unfinished"
     } else {
-        format!("framelab · {name} · run {}", a.started_at)
+        ""
+    };
+    if a.started_at.is_empty() {
+        format!("framelab · {name}{status}")
+    } else {
+        format!("framelab · {name} · run {}{status}", a.started_at)
     }
 }
 

@@ -3,7 +3,7 @@
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use anyhow::{bail, Result};
 
@@ -11,8 +11,11 @@ use super::procfs::CpuTimes;
 
 /// Ctrl-C (SIGINT), SIGTERM and SIGHUP received by framelab.
 static INTERRUPTS: AtomicUsize = AtomicUsize::new(0);
+/// Which of them came last, so the report can say which one stopped the run.
+static LAST_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_interrupt(_: libc::c_int) {
+extern "C" fn on_interrupt(signal: libc::c_int) {
+    LAST_SIGNAL.store(signal, Ordering::Relaxed);
     INTERRUPTS.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -31,6 +34,11 @@ pub fn catch_interrupts() {
 
 pub fn interrupts() -> usize {
     INTERRUPTS.load(Ordering::Relaxed)
+}
+
+/// The signal behind the latest interrupt (SIGINT, SIGTERM or SIGHUP); `None` before any.
+pub fn last_interrupt_signal() -> Option<i32> {
+    Some(LAST_SIGNAL.load(Ordering::Relaxed)).filter(|&s| s != 0)
 }
 
 /// Makes framelab the reaper of orphaned descendants, so their CPU time is not lost.
@@ -133,6 +141,23 @@ fn cpu_set(cpus: &[usize]) -> Result<Option<libc::cpu_set_t>> {
 pub fn signal_group(pgid: u32, signal: i32) {
     // SAFETY: kill with a negative pid signals the group; harmless if it is gone.
     unsafe { libc::kill(-(pgid as i32), signal) };
+}
+
+/// Stops the command's group after framelab failed: SIGTERM, then SIGKILL to whatever is
+/// left after `grace` (or at once when the leader is gone). Reaps the leader.
+pub fn stop_group(pgid: u32, grace: std::time::Duration) {
+    signal_group(pgid, libc::SIGTERM);
+    let deadline = std::time::Instant::now() + grace;
+    while std::time::Instant::now() < deadline {
+        let mut status = 0;
+        // SAFETY: plain waitpid on our own child.
+        let reaped = unsafe { libc::waitpid(pgid as i32, &mut status, libc::WNOHANG) };
+        if reaped != 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    signal_group(pgid, libc::SIGKILL);
 }
 
 /// A child framelab reaped.

@@ -4,6 +4,7 @@ mod accounting;
 mod clock;
 mod collect;
 mod dir;
+pub mod guard;
 mod launch;
 pub mod procfs;
 mod progress;
@@ -20,6 +21,7 @@ use crate::model::{EndReason, ExitInfo, RunMeta, WarmupFrom};
 use crate::store::RunWriter;
 use framelab_probe::wire;
 
+pub use dir::SessionAccess;
 pub use launch::{catch_interrupts, check_runnable, interrupts};
 /// Everything `framelab run` takes.
 #[derive(Clone, Debug, Default)]
@@ -42,6 +44,8 @@ pub struct RunOptions {
     pub grace: Duration,
     /// Records per ring (the SDK's default when `None`).
     pub ring_records: Option<u64>,
+    /// Who besides framelab's user may use the session (`--share-session`, `--session-user`).
+    pub session_access: SessionAccess,
     /// Show the live progress line (on a terminal).
     pub progress: bool,
     /// Environment variables added for the command (`framelab bench --seed`, the variant).
@@ -65,6 +69,8 @@ pub struct RunOutcome {
     pub run_id: i64,
     pub end_reason: EndReason,
     pub exit: Option<ExitInfo>,
+    /// The signal that interrupted framelab, when one did.
+    pub interrupt_signal: Option<i32>,
 }
 
 /// Validates options that do not depend on the command, with errors that say what to change.
@@ -147,7 +153,9 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     } else {
         "mono"
     };
-    let session = dir::SessionDir::create()?;
+    // Before anything else is open: the guardian must hold nothing but its pipe.
+    guard::start(opts.grace)?;
+    let session = dir::SessionDir::create(&opts.session_access)?;
     let tick_clock = clock::TickClock::new();
 
     let budget_ns = opts
@@ -199,7 +207,11 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
     let started = Instant::now();
     let pid = match launch::spawn(&opts.command, &env, &opts.cpus) {
-        Ok(pid) => pid,
+        Ok(pid) => {
+            // If framelab is killed from here on, the guardian stops the command's group.
+            guard::register_group(pid);
+            pid
+        }
         Err(e) => {
             // Nothing of a run that never started stays; a multi-run file keeps its others.
             if writer.abandon() {
@@ -228,19 +240,34 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         opts.watch_names.clone(),
     );
     collector.start_sampling(opts.sampling.clone(), tree);
+    let committed = collector.committed();
     let outcome = supervise(opts, pid, started, &mut collector);
+    if outcome.is_err() {
+        // Nothing more can be recorded: the command must not go on unobserved.
+        launch::stop_group(pid, opts.grace);
+    }
+    // Stopped and reaped (or failed and stopped): its group id is no longer ours to kill.
+    guard::unregister_group(pid);
+    let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
     let last_interval = live.map(crate::hist::live::Live::stop);
-    let (run_id, meta) = collector.finish()?;
+    let finished = collector.finish();
     if let Some(last) = last_interval {
         last.print();
     }
-    outcome?;
+    // The first failure is the one to report: finishing after it fails too, for its sake.
+    let (run_id, meta) = match (outcome, finished) {
+        (Err(e), _) | (Ok(()), Err(e)) => {
+            return Err(explain_failure(e, &output, &committed, failed_at_mono_ns))
+        }
+        (Ok(()), Ok(done)) => done,
+    };
     Ok(RunOutcome {
         path: output,
         file: run_file,
         run_id,
         end_reason: meta.end_reason,
         exit: meta.exit,
+        interrupt_signal: meta.session.interrupt_signal,
     })
 }
 
@@ -280,6 +307,7 @@ fn supervise(
         while let Some(reaped) = launch::reap_one(|zombie| {
             let now_ns = collector.now_ns();
             collector.accounting.final_reading(zombie, now_ns);
+            collector.check_user(zombie);
         }) {
             let now_ns = collector.now_ns();
             collector
@@ -326,6 +354,9 @@ fn supervise(
             end_reason = Some(EndReason::Exited);
         } else if interrupts > handled_interrupts {
             end_reason = Some(EndReason::Interrupted);
+            if !window_closed {
+                collector.meta.session.interrupt_signal = launch::last_interrupt_signal();
+            }
         } else if opts.duration.is_some_and(|d| now - started >= d) {
             end_reason = Some(EndReason::Duration);
         }
@@ -365,6 +396,7 @@ fn supervise(
         }
         if now - last_sample >= sample_every {
             collector.accounting.sample(collector.now_ns(), pid);
+            collector.check_users();
             last_sample = now;
         }
         if now - last_progress >= PROGRESS_EVERY {
@@ -398,6 +430,40 @@ fn supervise(
     collector.drain()?;
     progress.finish();
     Ok(())
+}
+
+/// A failure while recording, said with what it cost: for a full disk, how many spans the
+/// run file kept and how much of the end of the run was lost.
+fn explain_failure(
+    e: anyhow::Error,
+    output: &std::path::Path,
+    committed: &write::Committed,
+    failed_at_mono_ns: i64,
+) -> anyhow::Error {
+    use std::sync::atomic::Ordering::Relaxed;
+    if e.downcast_ref::<crate::store::DiskFull>().is_none() {
+        return e;
+    }
+    let dir = match output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let spans = committed.spans.load(Relaxed);
+    let at = committed.at_mono_ns.load(Relaxed);
+    let lost = if at == 0 {
+        "nothing was committed".to_owned()
+    } else {
+        format!(
+            "the last {:.1} s lost",
+            (failed_at_mono_ns - at).max(0) as f64 / 1e9
+        )
+    };
+    anyhow::anyhow!(
+        "the disk holding {} is full: {spans} spans kept in {}, {lost}; free space there or \
+         record to another disk with -o",
+        dir.display(),
+        output.display()
+    )
 }
 
 /// How often the processes are read: at `--sample-every`, but at most every 10 ms (a

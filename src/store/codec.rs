@@ -291,5 +291,11 @@ pub fn meta_from_row(row: &Row<'_>) -> anyhow::Result<RunMeta> {
         },
         warmup_frames: c.opt_int(28)?.map(u64_from_sql),
         first_span_ns: c.opt_int(29)?,
+        session: Default::default(),
     })
+}
+
+/// The `framelab` table key holding a run's `SessionFacts` as JSON.
+pub fn session_facts_key(run_id: i64) -> String {
+    format!("session_facts.{run_id}")
 }

@@ -23,8 +23,32 @@ pub fn one_line(message: String) -> anyhow::Error {
     anyhow!(message.replace(['\n', '\r'], " "))
 }
 
+/// A write failed because the file system holding the run file is full. Typed so the
+/// recorder can say what it kept and what it lost (`DiskFull::path` is the file).
+#[derive(Clone, Debug)]
+pub struct DiskFull {
+    pub path: PathBuf,
+}
+
+impl std::fmt::Display for DiskFull {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let p = self.path.display();
+        write!(
+            f,
+            "cannot write {p}: the disk is full; free some space or write elsewhere"
+        )
+    }
+}
+
+impl std::error::Error for DiskFull {}
+
 /// The message for a SQLite failure on `path` while `doing` something.
 pub fn sqlite_failure(path: &Path, doing: &str, err: &rusqlite::Error) -> anyhow::Error {
+    if err.sqlite_error_code() == Some(ErrorCode::DiskFull) {
+        return anyhow::Error::new(DiskFull {
+            path: path.to_owned(),
+        });
+    }
     let p = path.display();
     let message = match err.sqlite_error_code() {
         Some(ErrorCode::DatabaseCorrupt) => format!(
@@ -35,9 +59,6 @@ pub fn sqlite_failure(path: &Path, doing: &str, err: &rusqlite::Error) -> anyhow
             "{p} is not a framelab run file (not an SQLite database); pass a .framelab file \
              written by `framelab run`"
         ),
-        Some(ErrorCode::DiskFull) => {
-            format!("cannot write {p}: the disk is full; free some space or write elsewhere")
-        }
         Some(ErrorCode::ReadOnly | ErrorCode::PermissionDenied | ErrorCode::CannotOpen) => {
             format!("cannot {doing} {p}: {err}; check its permissions or choose another path")
         }

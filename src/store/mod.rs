@@ -19,6 +19,7 @@ pub use codec::end_reason_name;
 pub use experiment::{
     create_experiment, load_experiment, load_fingerprints, record_experiment_run,
 };
+pub use file::DiskFull;
 pub use reader::{list_runs, load_run, spans_after};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use writer::{write_run, RunWriter};

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 use super::codec::{self, u64_from_sql, Cells, META_COLUMNS};
 use super::file::{self, one_line, sqlite_failure};
@@ -39,7 +39,35 @@ pub fn list_runs(path: &Path) -> anyhow::Result<Vec<RunMeta>> {
     while let Some(row) = rows.next().map_err(fail)? {
         runs.push(codec::meta_from_row(row).map_err(|e| inconsistent(path, e))?);
     }
+    drop(rows);
+    for meta in &mut runs {
+        meta.session = session_facts(&conn, path, meta.id)?;
+    }
     Ok(runs)
+}
+
+/// A run's `SessionFacts` (the `framelab` table's `session_facts.<run_id>`), empty when absent.
+fn session_facts(
+    conn: &Connection,
+    path: &Path,
+    run_id: i64,
+) -> anyhow::Result<crate::model::SessionFacts> {
+    let key = codec::session_facts_key(run_id);
+    let json: Option<String> = conn
+        .query_row("SELECT value FROM framelab WHERE key = ?1", [&key], |r| {
+            r.get(0)
+        })
+        .optional()
+        .map_err(|e| sqlite_failure(path, "reading the run", &e))?;
+    match json {
+        None => Ok(Default::default()),
+        Some(json) => serde_json::from_str(&json).map_err(|e| {
+            inconsistent(
+                path,
+                anyhow::anyhow!("framelab.{key} is not the JSON of a run's session facts ({e})"),
+            )
+        }),
+    }
 }
 
 fn run_ids(conn: &Connection) -> rusqlite::Result<Vec<i64>> {
@@ -212,7 +240,8 @@ impl RunReader<'_> {
             .next()
             .map_err(&fail)?
             .ok_or_else(|| one_line(format!("run {} vanished while loading", self.run_id)))?;
-        let meta = codec::meta_from_row(row).map_err(|e| inconsistent(self.path, e))?;
+        let mut meta = codec::meta_from_row(row).map_err(|e| inconsistent(self.path, e))?;
+        meta.session = session_facts(self.conn, self.path, self.run_id)?;
         let c = Cells { row, table: "runs" };
         let at = META_COLUMNS.len() + 1;
         let range = |i: usize| -> anyhow::Result<IdRange> {

@@ -222,6 +222,8 @@ impl RunWriter {
         conn.set_prepared_statement_cache_capacity(32);
         let mut stored_meta = meta.clone();
         stored_meta.id = run_id;
+        // Not in the row: written by the first `update_meta` that has any.
+        stored_meta.session = Default::default();
         Ok(RunWriter {
             conn,
             path: path.to_owned(),
@@ -626,9 +628,28 @@ impl RunWriter {
             .prepare_cached(&sql)
             .and_then(|mut stmt| stmt.execute(rusqlite::params_from_iter(codec::meta_values(meta))))
             .map_err(|e| self.fail("write", e))?;
+        if meta.session != self.meta.session {
+            self.session_facts(&meta.session)?;
+        }
         self.meta = meta.clone();
         self.meta.id = self.run_id;
         Ok(())
+    }
+
+    /// The run's `SessionFacts` as JSON in the `framelab` table, or no row when empty.
+    fn session_facts(&mut self, facts: &crate::model::SessionFacts) -> anyhow::Result<()> {
+        let key = codec::session_facts_key(self.run_id);
+        let result = if facts.is_empty() {
+            self.conn
+                .execute("DELETE FROM framelab WHERE key = ?1", [&key])
+        } else {
+            let json = serde_json::to_string(facts)?;
+            self.conn.execute(
+                "INSERT OR REPLACE INTO framelab (key, value) VALUES (?1, ?2)",
+                [&key, &json],
+            )
+        };
+        result.map(drop).map_err(|e| self.fail("write", e))
     }
 
     /// Makes everything written so far durable against a kill of this process.

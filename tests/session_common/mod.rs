@@ -1,0 +1,135 @@
+//! Helpers for the session tests: waiting for progress, the processes below a pid, tmpfs
+//! mounts as root, skipping with a visible reason.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Waits until `ready` holds. Generous: this waits for progress, it does not time anything.
+pub fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
+    for _ in 0..1200 {
+        if ready() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("gave up after 60 s waiting for {what}");
+}
+
+/// Whether the test runs as root (tmpfs mounts, other users, namespaces need it).
+pub fn is_root() -> bool {
+    // SAFETY: plain getter.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Prints why a test does not run here; the caller returns.
+pub fn skip(test: &str, why: &str) {
+    eprintln!("SKIPPED {test}: {why}");
+}
+
+/// `pid`'s parent, from /proc; `None` once it is gone.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split(' ').nth(1)?.parse().ok()
+}
+
+/// Whether `pid` exists and is not a zombie (a zombie has run its last instruction).
+pub fn running(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 2..].chars().next())
+        .unwrap_or('X');
+    !matches!(state, 'Z' | 'X')
+}
+
+/// Every process below `root` (children, grandchildren, ...), from /proc.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut parents = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        {
+            if let Some(ppid) = parent_of(pid) {
+                parents.push((pid, ppid));
+            }
+        }
+    }
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// A tmpfs of `size` (e.g. `1m`) mounted on a fresh directory, unmounted on drop.
+pub struct Tmpfs {
+    pub dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// `None` (after saying why) when this process may not mount.
+    pub fn mount(test: &str, size: &str) -> Option<Tmpfs> {
+        if !is_root() {
+            skip(test, "mounting a small tmpfs needs root");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=1777"),
+                "tmpfs",
+            ])
+            .arg(dir.path())
+            .status();
+        match status {
+            Ok(s) if s.success() => Some(Tmpfs { dir }),
+            other => {
+                skip(test, &format!("mount -t tmpfs failed here ({other:?})"));
+                None
+            }
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// The session directories framelab made under `base`.
+pub fn session_dirs(base: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(base)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("framelab-session-"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
