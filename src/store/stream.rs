@@ -315,3 +315,55 @@ fn read_rows<T>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{RunMeta, ThreadInfo};
+
+    #[test]
+    fn chunks_read_by_several_connections_arrive_whole_and_in_order() {
+        // More rows than MIN_ROWS_FOR_THREADS under test: the threaded reader.
+        let spans: Vec<Span> = (0..40_000u64)
+            .map(|i| Span {
+                frame: i / 3,
+                stage: (i % 3) as u16,
+                thread: (i % 2) as u32,
+                start_ns: i as i64 * 7,
+                dur_ns: (i % 11) as i64,
+            })
+            .collect();
+        let run = Run {
+            meta: RunMeta::default(),
+            stages: vec!["a".into(), "b".into(), "c".into()],
+            threads: vec![ThreadInfo::default(), ThreadInfo::default()],
+            spans,
+            ..Run::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.framelab");
+        crate::store::write_run(&path, &run).unwrap();
+        let stored = open_run(&path, None).unwrap();
+        let mut streamed = Vec::new();
+        let mut chunks = 0;
+        stored
+            .for_each_spans(&mut |chunk| {
+                chunks += 1;
+                streamed.extend_from_slice(chunk);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(streamed, run.spans);
+        assert!(chunks >= 4, "{chunks} chunks");
+        // A sink that fails stops the readers and its error comes back.
+        let mut seen = 0;
+        let err = stored
+            .for_each_spans(&mut |_| {
+                seen += 1;
+                anyhow::ensure!(seen < 2, "enough");
+                Ok(())
+            })
+            .unwrap_err();
+        assert_eq!(err.to_string(), "enough");
+    }
+}

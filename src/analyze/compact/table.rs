@@ -427,3 +427,91 @@ impl FrameBuilder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Adds (id, start, dur) spans as the columns builder does; returns the table and the
+    /// frame index of each span.
+    fn build(spans: &[(u64, i64, i64)]) -> (FrameTable, Vec<u32>) {
+        let mut builder = FrameBuilder::default();
+        let mut codes = Vec::new();
+        for &(id, start, dur) in spans {
+            let code = builder.add(id, start, dur, &mut codes);
+            codes.push(code);
+        }
+        let table = builder.finish(&mut codes);
+        (table, codes)
+    }
+
+    fn frames_by_id(table: &FrameTable) -> Vec<(u64, i64, i64)> {
+        let mut all: Vec<_> = (table.frames())
+            .map(|i| (table.id(i), table.start_ns(i), table.end_ns(i)))
+            .collect();
+        all.sort_unstable();
+        all
+    }
+
+    #[test]
+    fn ids_around_the_first_are_offsets_with_holes_for_missing_ids() {
+        // 7 first, then below and above it; 9 never comes (a hole); a negative duration.
+        let (table, codes) = build(&[
+            (7, 70, 5),
+            (5, 50, 5),
+            (8, 80, 5),
+            (10, 100, 5),
+            (7, 60, 2),
+            (6, 0, -1),
+        ]);
+        assert!(table.indices_follow_ids());
+        assert_eq!(
+            frames_by_id(&table),
+            vec![(5, 50, 55), (7, 60, 75), (8, 80, 85), (10, 100, 105)]
+        );
+        assert_eq!((table.count(), table.slots()), (4, 6));
+        assert_eq!(codes[5], NO_FRAME);
+        assert_eq!(table.negative_spans, 1);
+        assert_eq!(table.last_end_ns, Some(105));
+        for (row, &(id, ..)) in [(7u64, 0, 0), (5, 0, 0), (8, 0, 0), (10, 0, 0), (7, 0, 0)]
+            .iter()
+            .enumerate()
+        {
+            assert_eq!(table.id(codes[row]), id);
+            assert_eq!(table.index_of(id), Some(codes[row]));
+        }
+        assert_eq!(table.index_of(9), None, "a hole is no frame");
+        assert_eq!(table.index_of(6), None, "only a negative span");
+        assert_eq!(table.index_of(4), None);
+        assert_eq!(table.index_of(u64::MAX), None);
+    }
+
+    #[test]
+    fn a_far_id_lists_the_ids_and_keeps_every_frame() {
+        let mut spans: Vec<(u64, i64, i64)> = (0..1000).map(|i| (i, i as i64 * 10, 3)).collect();
+        spans.push((1 << 60, 5, 1));
+        spans.extend((0..1000).map(|i| (i, i as i64 * 10 + 4, 3)));
+        spans.push((u64::MAX, 1, 1));
+        let (table, codes) = build(&spans);
+        assert!(!table.indices_follow_ids());
+        assert_eq!(table.count(), 1002);
+        for (&(id, ..), &code) in spans.iter().zip(&codes) {
+            assert_eq!(table.id(code), id);
+            assert_eq!(table.index_of(id), Some(code));
+        }
+        let frames = frames_by_id(&table);
+        assert_eq!(frames[3], (3, 30, 37));
+        assert_eq!(frames[1000], (1 << 60, 5, 6));
+        assert_eq!(table.index_of(1000), None);
+    }
+
+    #[test]
+    fn ids_spread_thinly_are_listed_rather_than_holes() {
+        // Every 1000th id: a slot table would be 99.9% holes.
+        let spans: Vec<(u64, i64, i64)> = (0..500).map(|i| (i * 1000, i as i64, 1)).collect();
+        let (table, codes) = build(&spans);
+        assert!(!table.indices_follow_ids());
+        assert_eq!(table.slots(), 500);
+        assert_eq!(table.id(codes[499]), 499_000);
+    }
+}

@@ -5,9 +5,9 @@
 //! byte for byte, in memory and through a run file.
 
 use super::analyze_from;
-use crate::analyze::analyze;
 use crate::analyze::fixtures::{crashed_run, degenerate_runs, reference_run, uninstrumented_run};
 use crate::analyze::telemetry::fixture::telemetry_run;
+use crate::analyze::{analyze, Analysis};
 use crate::hist::{render_from, render_run, GroupBy, HistOptions, LinearSpec};
 use crate::model::{
     CounterValue, EndReason, ExitInfo, ProcessRole, ProcessStats, Run, RunMeta, Span, ThreadInfo,
@@ -121,6 +121,8 @@ fn generated(shape: Shape) -> Run {
     let last_end = merged.iter().map(Span::end_ns).max().unwrap_or(0);
     let window_end = match shape.end_reason {
         EndReason::Unfinished => 0,
+        // Frames cut short end inside the window, or they would not count as open.
+        _ if shape.cut_short => last_end,
         _ => last_end - shape.period * 2,
     };
     Run {
@@ -203,9 +205,10 @@ fn text<E: std::fmt::Display>(r: Result<String, E>) -> String {
     r.unwrap_or_else(|e| format!("error: {e}"))
 }
 
-/// The same reports and histograms whichever way the run is read.
-fn same(label: &str, run: &Run) {
-    let old = reports(&analyze(run));
+/// The same reports and histograms whichever way the run is read; the analysis.
+fn same(label: &str, run: &Run) -> Analysis {
+    let analysis = analyze(run);
+    let old = reports(&analysis);
     let new = reports(&analyze_from(run, run).unwrap());
     assert!(
         old == new,
@@ -245,6 +248,7 @@ fn same(label: &str, run: &Run) {
             first_difference(&old, &new)
         );
     }
+    analysis
 }
 
 fn first_difference(a: &str, b: &str) -> String {
@@ -379,7 +383,21 @@ fn windows_stops_and_broken_spans_give_the_same_reports() {
         ),
     ];
     for (label, shape) in shapes {
-        same(label, &generated(shape));
+        let a = same(label, &generated(shape));
+        // What each shape is there for did happen.
+        assert!(a.frames > 0, "{label}");
+        if shape.cut_short {
+            assert!(a.window.open_frames > 0, "{label}");
+        }
+        if shape.negative_every > 0 {
+            assert!(a.negative_spans > 0, "{label}");
+        }
+        if shape.warmup_ns > 0 && shape.end_reason != EndReason::Unfinished {
+            assert!(a.window.warmup_frames > 0, "{label}");
+        }
+        if shape.max_dur > u32::MAX as i64 {
+            assert!(a.stages[0].dist.max_ns > u32::MAX as f64, "{label}");
+        }
     }
 }
 
@@ -396,4 +414,44 @@ fn a_damaged_span_is_refused_as_load_run_refuses_it() {
     let stored = store::open_run(&path, None).unwrap();
     let new = analyze_from(&stored.head, &stored).unwrap_err().to_string();
     assert_eq!(old, new);
+}
+
+#[test]
+fn frames_starting_together_at_the_tail_are_ordered_as_first_recorded() {
+    // 40 frames all starting at 0; the last two recorded lack stage 1 (cut short). Ids
+    // count down, so index order (by id) is the reverse of the order recorded: only the
+    // recorded order finds the two.
+    let mut spans = Vec::new();
+    for f in 0..40u64 {
+        spans.push(Span {
+            frame: 1000 - f,
+            stage: 0,
+            thread: 0,
+            start_ns: 0,
+            dur_ns: 100 + f as i64,
+        });
+        if f < 38 {
+            spans.push(Span {
+                frame: 1000 - f,
+                stage: 1,
+                thread: 0,
+                start_ns: 0,
+                dur_ns: 50,
+            });
+        }
+    }
+    let run = Run {
+        meta: RunMeta {
+            window_end_ns: 1_000_000,
+            end_reason: EndReason::Duration,
+            ..RunMeta::default()
+        },
+        stages: vec!["a".into(), "b".into()],
+        threads: vec![ThreadInfo::default()],
+        spans,
+        ..Run::default()
+    };
+    let a = same("ties at the tail", &run);
+    assert_eq!(a.window.open_frames, 2);
+    assert_eq!(a.window.open_frames_lack, vec!["b".to_string()]);
 }
