@@ -203,27 +203,23 @@ fn the_analysis_of_a_run_file_never_holds_its_spans() {
         let run = store::open_run(&path, None).unwrap();
         analyze_from(&run.head, &run).unwrap()
     });
+    println!("report: peak {peak} B, largest block {largest} B, {spans} spans");
     assert_eq!(analysis.frames, 200_000);
     // A Vec<Span> would be one block of 32 bytes a span; the biggest here is a column of
-    // frame starts or ends, 8 bytes a frame.
-    assert!(largest <= 8 * spans + 4096, "largest block {largest} B");
+    // frame starts or ends, 8 bytes a frame (12 while it grows by half).
+    assert!(largest <= 12 * spans, "largest block {largest} B");
     // Loading the run alone took 32 bytes a span, the analysis 70 more. Fixed costs (per
     // stage tables, a chunk of rows) are ~2.5 MB.
     let fixed = 4 << 20;
-    assert!(
-        peak <= 36 * spans + fixed,
-        "peak {peak} B for {spans} spans"
-    );
+    assert!(peak <= 36 * spans + fixed, "peak {peak} B for {spans} spans");
 
     let (peak, largest, text) = measured(|| {
         let run = store::open_run(&path, None).unwrap();
         render_from(&run.head, &run, &HistOptions::default()).unwrap()
     });
+    println!("hist: peak {peak} B, largest block {largest} B");
     assert!(text.starts_with("@rate (µs):"), "{text}");
-    assert!(
-        largest <= 8 * spans + 4096,
-        "hist: largest block {largest} B"
-    );
+    assert!(largest <= 12 * spans, "hist: largest block {largest} B");
     assert!(
         peak <= 36 * spans + fixed,
         "hist: peak {peak} B for {spans} spans"

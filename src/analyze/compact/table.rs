@@ -29,8 +29,14 @@ impl Bounds {
         self.start.len()
     }
 
+    /// Grows by half at a time, not double: a run of 12M frames need not reserve 16M.
     fn grow_to(&mut self, len: usize) {
         if len > self.start.len() {
+            if len > self.start.capacity() {
+                let more = (len - self.start.len()).max(self.start.capacity() / 2);
+                self.start.reserve_exact(more);
+                self.end.reserve_exact(more);
+            }
             self.start.resize(len, i64::MAX);
             self.end.resize(len, i64::MIN);
         }
