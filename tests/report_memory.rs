@@ -211,7 +211,10 @@ fn the_analysis_of_a_run_file_never_holds_its_spans() {
     // Loading the run alone took 32 bytes a span, the analysis 70 more. Fixed costs (per
     // stage tables, a chunk of rows) are ~2.5 MB.
     let fixed = 4 << 20;
-    assert!(peak <= 36 * spans + fixed, "peak {peak} B for {spans} spans");
+    assert!(
+        peak <= 36 * spans + fixed,
+        "peak {peak} B for {spans} spans"
+    );
 
     let (peak, largest, text) = measured(|| {
         let run = store::open_run(&path, None).unwrap();

@@ -53,7 +53,7 @@ impl ColumnsBuilder {
                 start: keep.start.then(|| PackedNs::with_capacity(capacity)),
                 thread: keep.thread.then(|| Vec::with_capacity(capacity)),
             },
-            frames: FrameBuilder::default(),
+            frames: FrameBuilder::expecting(capacity),
         }
     }
 

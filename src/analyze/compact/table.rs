@@ -29,11 +29,15 @@ impl Bounds {
         self.start.len()
     }
 
-    /// Grows by half at a time, not double: a run of 12M frames need not reserve 16M.
-    fn grow_to(&mut self, len: usize) {
+    /// Grows by half at a time, not double, and by no more than `room` (the spans still to
+    /// come, each of which adds a frame at most): 12M frames do not reserve 16M.
+    fn grow_to(&mut self, len: usize, room: usize) {
         if len > self.start.len() {
             if len > self.start.capacity() {
-                let more = (len - self.start.len()).max(self.start.capacity() / 2);
+                // Past the hint (a wrong count), by half again.
+                let half = self.start.capacity() / 2;
+                let step = if room > 0 { half.min(room) } else { half };
+                let more = (len - self.start.len()).max(step);
                 self.start.reserve_exact(more);
                 self.end.reserve_exact(more);
             }
@@ -225,6 +229,9 @@ pub struct FrameBuilder {
     mode: Mode,
     negative_spans: u64,
     last_end_ns: Option<i64>,
+    /// Spans added so far, and how many are expected (a hint that sizes growth).
+    spans: usize,
+    expected_spans: usize,
 }
 
 #[derive(Debug)]
@@ -249,7 +256,16 @@ enum Mode {
 
 impl Default for FrameBuilder {
     fn default() -> FrameBuilder {
+        FrameBuilder::expecting(0)
+    }
+}
+
+impl FrameBuilder {
+    /// A builder for about `spans` spans.
+    pub fn expecting(spans: usize) -> FrameBuilder {
         FrameBuilder {
+            spans: 0,
+            expected_spans: spans,
             mode: Mode::Offsets {
                 anchor: 0,
                 up: Bounds::default(),
@@ -267,6 +283,7 @@ impl FrameBuilder {
     /// counted and belongs to no frame). `codes` are the codes handed out so far: a switch
     /// to listed ids rewrites them.
     pub fn add(&mut self, id: u64, start_ns: i64, dur_ns: i64, codes: &mut [u32]) -> u32 {
+        self.spans += 1;
         if dur_ns < 0 {
             self.negative_spans += 1;
             return NO_FRAME;
@@ -319,6 +336,7 @@ impl FrameBuilder {
         if up.len() == 0 && down.len() == 0 {
             *anchor = id;
         }
+        let room = self.expected_spans.saturating_sub(self.spans);
         let off = id as i128 - *anchor as i128;
         if !(MIN_OFFSET..=MAX_OFFSET).contains(&off) {
             return None;
@@ -330,7 +348,7 @@ impl FrameBuilder {
             return None;
         }
         let side = if off >= 0 { up } else { down };
-        side.grow_to(k + 1);
+        side.grow_to(k + 1, room);
         if side.widen(k, start_ns, end_ns) {
             *frames += 1;
         }
@@ -398,7 +416,7 @@ impl FrameBuilder {
                 if below > 0 {
                     // The slots below the anchor go first, lowest id first.
                     let above = up.len();
-                    up.grow_to(above + below);
+                    up.grow_to(above + below, below);
                     up.start.copy_within(0..above, below);
                     up.end.copy_within(0..above, below);
                     for k in 0..below {
