@@ -5,6 +5,9 @@
 //! The small test runs by default; the two big ones are measurements (BENCHMARKS.md):
 //!
 //!     cargo test --release --test report_memory -- --ignored --nocapture
+//!
+//! With `REPORT_MEMORY_KEEP=DIR` the big run files are left in DIR (`rate.framelab`,
+//! `stages.framelab`), to measure `framelab report` and `hist` on them with `/usr/bin/time -v`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
@@ -164,6 +167,15 @@ fn written(path: &Path, run: Run) -> usize {
     spans
 }
 
+/// Copies a run file to `REPORT_MEMORY_KEEP`, when set.
+fn keep(path: &Path) {
+    if let Some(dir) = std::env::var_os("REPORT_MEMORY_KEEP") {
+        let to = Path::new(&dir).join(path.file_name().unwrap());
+        std::fs::copy(path, &to).unwrap();
+        println!("kept {}", to.display());
+    }
+}
+
 /// Peak bytes per span of the report's analysis and of `hist` on the file, printed.
 fn per_span(path: &Path, spans: usize) -> (f64, f64) {
     let started = Instant::now();
@@ -236,6 +248,7 @@ fn twelve_million_spans_one_per_frame() {
     let path = dir.path().join("rate.framelab");
     // testprog rate 200000 60: a frame every 5 µs for 60 s.
     let spans = written(&path, one_span_per_frame(12_000_000, 5_000));
+    keep(&path);
     let (report, hist) = per_span(&path, spans);
     assert!(report <= 40.0 && hist <= 40.0);
 }
@@ -246,6 +259,7 @@ fn ten_million_spans_five_stages() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("stages.framelab");
     let spans = written(&path, five_stages(2_000_000));
+    keep(&path);
     let (report, hist) = per_span(&path, spans);
     assert!(report <= 40.0 && hist <= 40.0);
 }

@@ -336,7 +336,8 @@ impl FrameBuilder {
         if up.len() == 0 && down.len() == 0 {
             *anchor = id;
         }
-        let room = self.expected_spans.saturating_sub(self.spans);
+        // This span and those still to come.
+        let room = (self.expected_spans + 1).saturating_sub(self.spans);
         let off = id as i128 - *anchor as i128;
         if !(MIN_OFFSET..=MAX_OFFSET).contains(&off) {
             return None;
