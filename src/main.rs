@@ -67,10 +67,13 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 print!("{}", report_runs(&args.run, args.format)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            let run = store::load_run(&args.run, args.run_id)?;
             print!(
                 "{}",
-                report::render(&analyze::analyze(&run), args.format, use_color())
+                report::render(
+                    &analyze_stored(&args.run, args.run_id)?.0,
+                    args.format,
+                    use_color()
+                )
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -160,14 +163,17 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Hist(args) => {
-            let run = store::load_run(&args.run, args.run_id)?;
+            let mut run = store::open_run(&args.run, args.run_id)?;
             let opts = framelab::hist::HistOptions::from_args(
                 args.stage,
                 args.pair.as_deref(),
                 args.linear.get(),
                 args.by,
             )?;
-            print!("{}", framelab::hist::render_run(&run, &opts)?);
+            if opts.pair.is_some() {
+                run.head.events = run.events()?;
+            }
+            print!("{}", framelab::hist::render_from(&run.head, &run, &opts)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Sources(args) => {
@@ -213,11 +219,8 @@ fn default_signals() {
 fn run_and_report(opts: &RunOptions, format: Format) -> anyhow::Result<ExitCode> {
     let outcome = session::run(opts)?;
     default_signals();
-    let run = store::load_run(&outcome.path, Some(outcome.run_id))?;
-    print!(
-        "{}",
-        report::render(&analyze::analyze(&run), format, use_color())
-    );
+    let (analysis, run) = analyze_stored(&outcome.path, Some(outcome.run_id))?;
+    print!("{}", report::render(&analysis, format, use_color()));
     if outcome.file.kept() {
         eprintln!(
             "framelab: run file {} (framelab report {})",
@@ -430,14 +433,22 @@ fn report_runs(path: &std::path::Path, format: Format) -> anyhow::Result<String>
     let lines = store::list_runs(path)?
         .iter()
         .map(|meta| {
-            let run = store::load_run(path, Some(meta.id))?;
-            Ok(report::runs::RunLine::new(
-                &analyze::analyze(&run),
-                experiment.as_ref(),
-            ))
+            let (analysis, _) = analyze_stored(path, Some(meta.id))?;
+            Ok(report::runs::RunLine::new(&analysis, experiment.as_ref()))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok(report::runs::render(path, &lines, format, use_color()))
+}
+
+/// The analysis of a run of a file, its spans streamed into columns rather than loaded
+/// (a third of the memory), and the run without its spans.
+fn analyze_stored(
+    path: &std::path::Path,
+    run_id: Option<i64>,
+) -> anyhow::Result<(analyze::Analysis, framelab::model::Run)> {
+    let run = store::open_run(path, run_id)?;
+    let analysis = analyze::compact::analyze_from(&run.head, &run)?;
+    Ok((analysis, run.head))
 }
 
 fn use_color() -> bool {
