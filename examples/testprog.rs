@@ -19,6 +19,18 @@
 //!   first one cold (50 ms), the rest 2 ms each.
 //! - `slow-middle`: frames until killed, each `grab` (0.2 ms), `encode` (15 ms), `send`
 //!   (0.2 ms), span guards all: a stop signal most likely lands inside `encode`.
+//! - `hostile N`: N frames on a thread named with a terminal escape, of a stage named
+//!   `ESC]0;pwned BEL ESC[2J` (retitle the window, clear the screen) and a stage with a
+//!   10,000-character name.
+//! - `many-threads N [F]`: N threads alive at once, each F frames (default 20) of stage `t`
+//!   (frame ids thread × 100000 + i), joined at the end; prints how many threads recorded
+//!   (`enabled()`).
+//! - `truncate-ring N` / `scribble-ring N`: a `victim` thread records N frames of stage `v`,
+//!   then this program damages that thread's ring in the session directory (truncates the
+//!   file to 0 bytes, or writes a head that went back and a drop count of 2^64 − 1 over
+//!   its header) while the main thread records N frames of stage `m`; the victim never
+//!   records again. Exits 0 without running the victim's exit code (which would touch the
+//!   damaged ring).
 
 use framelab_probe::{Counter, Event, Laps, Stage};
 use std::time::{Duration, Instant};
@@ -95,6 +107,17 @@ fn main() {
             work(n, Duration::from_micros(100));
             std::process::exit(1);
         }
+        "hostile" => {
+            std::thread::Builder::new()
+                .name("\x1b[31mred\x07".into())
+                .spawn(move || hostile(n))
+                .unwrap()
+                .join()
+                .unwrap();
+        }
+        "many-threads" => many_threads(n, args.get(3).and_then(|a| a.parse().ok()).unwrap_or(20)),
+        "truncate-ring" => damage_ring(n, Damage::Truncate),
+        "scribble-ring" => damage_ring(n, Damage::Scribble),
         "names" => {
             for i in 0..n {
                 let _ = Stage::new(&format!("stage{i}")).span(0);
@@ -104,6 +127,22 @@ fn main() {
             eprintln!("testprog: unknown mode {other}");
             std::process::exit(2);
         }
+    }
+}
+
+/// The names of issue 11 item 9: a window-title change and a screen clear, and 10 KB.
+pub const HOSTILE_STAGE: &str = "\x1b]0;pwned\x07\x1b[2J";
+
+fn hostile(n: u64) {
+    let escape = Stage::new(HOSTILE_STAGE);
+    let long = Stage::new(&"L".repeat(10_000));
+    for frame in 0..n {
+        {
+            let _span = escape.span(frame);
+            burn(Duration::from_micros(100));
+        }
+        let _span = long.span(frame);
+        burn(Duration::from_micros(100));
     }
 }
 
@@ -238,4 +277,97 @@ fn burn_cpu(d: Duration) {
             x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
         }
     }
+}
+
+/// N threads that all exist at the same time (each makes its ring before any exits).
+fn many_threads(n: u64, frames: u64) {
+    let stage = Stage::new("t");
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(n as usize));
+    let handles: Vec<_> = (0..n)
+        .map(|t| {
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let recording = framelab_probe::enabled();
+                barrier.wait();
+                for i in 0..frames {
+                    let _span = stage.span(t * 100_000 + i);
+                    burn(Duration::from_micros(20));
+                }
+                barrier.wait();
+                recording
+            })
+        })
+        .collect();
+    let recorded = handles
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .filter(|&r| r)
+        .count();
+    println!("{recorded}");
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Damage {
+    Truncate,
+    Scribble,
+}
+
+fn damage_ring(n: u64, damage: Damage) {
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<u32>();
+    std::thread::Builder::new()
+        .name("victim".into())
+        .spawn(move || {
+            let victim = Stage::new("v");
+            for frame in 0..n {
+                let _span = victim.span(frame);
+                burn(Duration::from_micros(200));
+            }
+            // SAFETY: plain getter.
+            done_tx.send(unsafe { libc::gettid() } as u32).unwrap();
+            // Never records or exits again: its ring is about to be damaged.
+            loop {
+                std::thread::park();
+            }
+        })
+        .unwrap();
+    let tid = done_rx.recv().unwrap();
+    // Let the collector drain what the victim recorded (not needed for correctness).
+    std::thread::sleep(Duration::from_millis(100));
+    let dir = std::env::var("FRAMELAB_SESSION").expect("run under framelab");
+    let path = format!("{dir}/r-{}-{tid}", std::process::id());
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .expect("the victim's ring");
+    match damage {
+        Damage::Truncate => file.set_len(0).unwrap(),
+        Damage::Scribble => {
+            use framelab_probe::wire::RingHeader;
+            use std::os::fd::AsRawFd;
+            use std::sync::atomic::Ordering::SeqCst;
+            // SAFETY: mapping the header page of a ring file of this process.
+            let header = unsafe {
+                let map = libc::mmap(
+                    std::ptr::null_mut(),
+                    4096,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    file.as_raw_fd(),
+                    0,
+                );
+                assert_ne!(map, libc::MAP_FAILED);
+                &*map.cast::<RingHeader>()
+            };
+            header.dropped.store(u64::MAX, SeqCst);
+            header.head.store(3, SeqCst);
+        }
+    }
+    let main = Stage::new("m");
+    for frame in 0..n {
+        let _span = main.span(frame);
+        burn(Duration::from_micros(200));
+        std::thread::sleep(Duration::from_micros(300));
+    }
+    std::process::exit(0);
 }

@@ -11,9 +11,13 @@ use framelab::session::{self, RunOptions};
 use framelab::{analyze, compare, demo, store, timers};
 
 /// framelab failed (bad input, unreadable file): 1. Usage errors: 2 (clap).
-/// The measured command crashed, failed, or broke the SDK's limits: 3. Interrupted by Ctrl-C: 130.
+/// The measured command crashed, failed, or broke the SDK's limits, or the recording is
+/// incomplete (its session was removed, the program damaged a ring): 3. Interrupted by Ctrl-C: 130.
 const EXIT_COMMAND_FAILED: u8 = 3;
 const EXIT_INTERRUPTED: u8 = 130;
+
+/// Said when `-o` named the null device.
+const UNKEPT: &str = "framelab: -o is the null device: measured and reported, and no file was kept";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -26,9 +30,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// The whole cause chain on one line.
+/// The whole cause chain on one line: names and text from a file or a program in it
+/// have their control characters escaped and a long message is cut (`display`).
 fn one_line(error: &anyhow::Error) -> String {
-    format!("{error:#}").replace('\n', " ")
+    let text = format!("{error:#}").replace('\n', " ");
+    framelab::display::text(&text).into_owned()
 }
 
 fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
@@ -49,6 +55,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 frames: args.frames,
                 grace: args.grace,
                 ring_records: args.ring_records,
+                session_access: session_access(&args.share_session, &args.session_user)?,
                 sampling: sampling_options(&args.sampling),
                 ..RunOptions::default()
             };
@@ -60,10 +67,13 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 print!("{}", report_runs(&args.run, args.format)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            let run = store::load_run(&args.run, args.run_id)?;
             print!(
                 "{}",
-                report::render(&analyze::analyze(&run), args.format, use_color())
+                report::render(
+                    &analyze_stored(&args.run, args.run_id)?.0,
+                    args.format,
+                    use_color()
+                )
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -141,7 +151,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Import(args) => import(args),
         Command::Export(args) => {
             let run = store::load_run(&args.run, args.run_id)?;
-            framelab::export::export_to_path(&run, args.format, &args.output)?;
+            framelab::export::export_to_path(&run, args.format, &args.output, Some(&args.run))?;
             if args.output.as_os_str() != "-" {
                 eprintln!(
                     "framelab: wrote {} spans of run {} to {}",
@@ -153,14 +163,17 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Hist(args) => {
-            let run = store::load_run(&args.run, args.run_id)?;
+            let mut run = store::open_run(&args.run, args.run_id)?;
             let opts = framelab::hist::HistOptions::from_args(
                 args.stage,
                 args.pair.as_deref(),
                 args.linear.get(),
                 args.by,
             )?;
-            print!("{}", framelab::hist::render_run(&run, &opts)?);
+            if opts.pair.is_some() {
+                run.head.events = run.events()?;
+            }
+            print!("{}", framelab::hist::render_from(&run.head, &run, &opts)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Sources(args) => {
@@ -193,18 +206,30 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Once the run file is final, Ctrl-C, SIGTERM and SIGHUP kill framelab again: the report
+/// or comparison that follows (seconds for a big run) must stay interruptible, and
+/// nothing is left to save.
+fn default_signals() {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: restores the default disposition; no handler runs.
+        unsafe { libc::signal(signal, libc::SIG_DFL) };
+    }
+}
+
 fn run_and_report(opts: &RunOptions, format: Format) -> anyhow::Result<ExitCode> {
     let outcome = session::run(opts)?;
-    let run = store::load_run(&outcome.path, Some(outcome.run_id))?;
-    print!(
-        "{}",
-        report::render(&analyze::analyze(&run), format, use_color())
-    );
-    eprintln!(
-        "framelab: run file {} (framelab report {})",
-        outcome.path.display(),
-        outcome.path.display()
-    );
+    default_signals();
+    let (analysis, run) = analyze_stored(&outcome.path, Some(outcome.run_id))?;
+    print!("{}", report::render(&analysis, format, use_color()));
+    if outcome.file.kept() {
+        eprintln!(
+            "framelab: run file {} (framelab report {})",
+            outcome.path.display(),
+            outcome.path.display()
+        );
+    } else {
+        eprintln!("{UNKEPT}");
+    }
     if run.meta.names_refused > 0 {
         eprintln!(
             "framelab: {} names were refused: a process may intern {} names; create Stage/Counter/Event names once, outside the frame loop",
@@ -212,7 +237,11 @@ fn run_and_report(opts: &RunOptions, format: Format) -> anyhow::Result<ExitCode>
             framelab_probe::wire::MAX_NAMES
         );
     }
+    // A recording the program damaged, or whose session was removed, is incomplete.
+    let incomplete =
+        run.meta.session.session_lost_ns.is_some() || run.meta.session.corrupt_rings > 0;
     let failed = run.meta.names_refused > 0
+        || incomplete
         || outcome
             .exit
             .as_ref()
@@ -263,6 +292,17 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
         || first.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
+    let given_output = args.output.clone().unwrap_or_else(|| {
+        let stem = file_name.trim_end_matches(".gz");
+        let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+        std::path::PathBuf::from(format!("{stem}.framelab"))
+    });
+    // Before reading anything: a long import must not end in a refusal.
+    let run_file = framelab::output::RunFile::resolve(&given_output)?;
+    let target = framelab::output::Target::resolve(&given_output)?;
+    for input in &args.files {
+        target.refuse_overwriting(&given_output, input)?;
+    }
     let meta = framelab::model::RunMeta {
         name: args.name.clone().unwrap_or_else(|| file_name.clone()),
         started_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
@@ -276,7 +316,11 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     let (target_fps, budget_ns) = (meta.target_fps, meta.budget_ns);
-    let mut run = import::import_files(&args.files, args.input_format, opts, meta)?;
+    let limits = import::InputLimits {
+        max_bytes: args.max_input,
+        max_ratio: args.max_ratio,
+    };
+    let mut run = import::import_files(&args.files, args.input_format, opts, meta, limits)?;
     // A framelab export gives back its run's name and target; those given here still win.
     if let Some(name) = &args.name {
         run.meta.name = name.clone();
@@ -284,15 +328,17 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
     if target_fps.is_some() || budget_ns.is_some() {
         (run.meta.target_fps, run.meta.budget_ns) = (target_fps, budget_ns);
     }
-    let output = args.output.clone().unwrap_or_else(|| {
-        let stem = file_name.trim_end_matches(".gz");
-        let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
-        std::path::PathBuf::from(format!("{stem}.framelab"))
-    });
     // Ctrl-C while the run is written waits for the write (seconds at most), so the file
     // never holds half an import; the exit status still says it was interrupted.
     session::catch_interrupts();
-    let run_id = store::write_run(&output, &run)?;
+    // `-o /dev/null` keeps nothing: the report comes from memory, so nothing is written.
+    let run_id = if run_file.kept() {
+        store::write_run(run_file.path(), &run)?
+    } else {
+        1
+    };
+    default_signals();
+    let output = given_output;
     if session::interrupts() > 0 {
         eprintln!(
             "framelab: interrupted; the import was written whole to {} (run {run_id})",
@@ -320,18 +366,23 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
             what.push(format!("{n} {label}"));
         }
     }
-    eprintln!(
-        "framelab: imported {} ({}) into {} run {run_id} (framelab report {})",
-        what.join(", "),
-        info.format,
-        output.display(),
-        output.display()
-    );
+    if run_file.kept() {
+        eprintln!(
+            "framelab: imported {} ({}) into {} run {run_id} (framelab report {})",
+            what.join(", "),
+            info.format,
+            output.display(),
+            output.display()
+        );
+    } else {
+        eprintln!("framelab: imported {} ({})", what.join(", "), info.format);
+        eprintln!("{UNKEPT}");
+    }
     if info.skipped > 0 {
         eprintln!(
             "framelab: skipped {} bad records; the first: {}",
             info.skipped,
-            info.first_skipped.as_deref().unwrap_or("?")
+            framelab::display::text(info.first_skipped.as_deref().unwrap_or("?"))
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -340,9 +391,6 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
 /// `--live` and `--live-linear` set on `opts`; the progress line is left off with them
 /// (the live histograms and the progress line would overwrite each other).
 fn with_live(mut opts: RunOptions, args: &cli::LiveArgs) -> anyhow::Result<RunOptions> {
-    if args.live.is_some_and(|d| d.is_zero()) {
-        anyhow::bail!("--live needs an interval above zero, e.g. --live 5s");
-    }
     opts.live = args.live;
     opts.live_linear = framelab::hist::LinearArgs {
         step: args.live_linear,
@@ -352,6 +400,18 @@ fn with_live(mut opts: RunOptions, args: &cli::LiveArgs) -> anyhow::Result<RunOp
     .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("--linear", "--live-linear")))?;
     opts.progress = std::io::stderr().is_terminal() && opts.live.is_none();
     Ok(opts)
+}
+
+/// Who may use the session: `--share-session GROUP`, `--session-user USER`, or only us.
+fn session_access(
+    group: &Option<String>,
+    user: &Option<String>,
+) -> anyhow::Result<session::SessionAccess> {
+    Ok(match (group, user) {
+        (Some(group), _) => session::SessionAccess::group(group)?,
+        (None, Some(user)) => session::SessionAccess::user(user)?,
+        (None, None) => session::SessionAccess::Private,
+    })
 }
 
 fn sampling_options(args: &cli::SamplingArgs) -> framelab::sample::SamplingOptions {
@@ -373,14 +433,22 @@ fn report_runs(path: &std::path::Path, format: Format) -> anyhow::Result<String>
     let lines = store::list_runs(path)?
         .iter()
         .map(|meta| {
-            let run = store::load_run(path, Some(meta.id))?;
-            Ok(report::runs::RunLine::new(
-                &analyze::analyze(&run),
-                experiment.as_ref(),
-            ))
+            let (analysis, _) = analyze_stored(path, Some(meta.id))?;
+            Ok(report::runs::RunLine::new(&analysis, experiment.as_ref()))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok(report::runs::render(path, &lines, format, use_color()))
+}
+
+/// The analysis of a run of a file, its spans streamed into columns rather than loaded
+/// (a third of the memory), and the run without its spans.
+fn analyze_stored(
+    path: &std::path::Path,
+    run_id: Option<i64>,
+) -> anyhow::Result<(analyze::Analysis, framelab::model::Run)> {
+    let run = store::open_run(path, run_id)?;
+    let analysis = analyze::compact::analyze_from(&run.head, &run)?;
+    Ok((analysis, run.head))
 }
 
 fn use_color() -> bool {
@@ -392,7 +460,7 @@ fn compare_options(settings: &cli::CompareSettings) -> compare::CompareOptions {
         baseline: settings.baseline.clone(),
         metrics: settings.metrics.clone(),
         noise: settings.noise,
-        resamples: settings.resamples.max(1),
+        resamples: settings.resamples,
         ..compare::CompareOptions::default()
     }
 }
@@ -430,7 +498,15 @@ fn bench(args: cli::BenchArgs) -> anyhow::Result<ExitCode> {
         resume: args.resume,
         progress: std::io::stderr().is_terminal(),
     })?;
+    default_signals();
     let path = outcome.path.display();
+    if outcome.stopped && !outcome.file.kept() {
+        eprintln!(
+            "framelab: stopped after {} of {} runs; -o /dev/null kept no experiment file to resume",
+            outcome.finished_runs, outcome.total_runs
+        );
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
     if outcome.stopped {
         eprintln!(
             "framelab: stopped after {} of {} runs; every finished run is in {path}: continue with framelab bench --resume -o {path}",
@@ -441,7 +517,11 @@ fn bench(args: cli::BenchArgs) -> anyhow::Result<ExitCode> {
     let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
     let comparison = compare::compare(&sources, &compare_options(&args.compare))?;
     print!("{}", compare::render(&comparison, args.compare.format));
-    eprintln!("framelab: experiment file {path} (framelab compare {path} --format markdown)");
+    if outcome.file.kept() {
+        eprintln!("framelab: experiment file {path} (framelab compare {path} --format markdown)");
+    } else {
+        eprintln!("{UNKEPT}");
+    }
     if outcome.failed_runs > 0 {
         eprintln!(
             "framelab: {} run{} failed (kept in the file, excluded from the statistics)",

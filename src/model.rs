@@ -58,6 +58,42 @@ impl Run {
     }
 }
 
+/// Where a run's spans and counter values come from, in the order they were recorded, a
+/// chunk at a time: the run file, streamed (`store::StoredRun`), or a run in memory. What
+/// an analysis of a big run reads instead of holding every span (`analyze::compact`).
+pub trait SpanSource {
+    /// Spans to expect, to size what holds them (a hint: more or fewer may come).
+    fn span_count_hint(&self) -> usize;
+    fn for_each_spans(
+        &self,
+        sink: &mut dyn FnMut(&[Span]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()>;
+    fn for_each_counters(
+        &self,
+        sink: &mut dyn FnMut(&[CounterValue]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()>;
+}
+
+impl SpanSource for Run {
+    fn span_count_hint(&self) -> usize {
+        self.spans.len()
+    }
+
+    fn for_each_spans(
+        &self,
+        sink: &mut dyn FnMut(&[Span]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        self.spans.chunks(8192).try_for_each(sink)
+    }
+
+    fn for_each_counters(
+        &self,
+        sink: &mut dyn FnMut(&[CounterValue]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        self.counters.chunks(8192).try_for_each(sink)
+    }
+}
+
 /// How an imported run was read: the format, the files, and what could not be used.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImportInfo {

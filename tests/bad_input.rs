@@ -89,10 +89,26 @@ fn an_unwritable_output_path() {
 
 #[test]
 fn a_watched_pid_that_does_not_exist() {
+    // Below pid_max (a larger one is a usage error), and not running.
+    let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let pid = (2..pid_max)
+        .rev()
+        .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+        .unwrap()
+        .to_string();
     assert_one_clear_line(
-        &["run", "--watch-pid", "999999999", "--", "true"],
+        &["run", "--watch-pid", &pid, "--", "true"],
         1,
         "no such process",
+    );
+    assert_one_clear_line(
+        &["run", "--watch-pid", "999999999", "--", "true"],
+        2,
+        "pid_max",
     );
 }
 

@@ -87,17 +87,20 @@ fn hist_errors_are_one_line() {
         .output()
         .unwrap();
     assert!(error_line(&out).contains("is not START:END"));
-    // `--live 0s` was silently no live output at all.
-    let out = framelab()
-        .args(["run", "--live", "0s", "--", "true"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        error_line(&out),
-        "error: --live needs an interval above zero, e.g. --live 5s"
-    );
+    // `--live 0s` was silently no live output at all; `1ns` spun the printer for ever.
+    for tiny in ["0s", "1ns"] {
+        let out = framelab()
+            .args(["run", "--live", tiny, "--", "true"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            error_line(&out).contains("shorter than the least allowed, 100ms"),
+            "{}",
+            common::stderr(&out)
+        );
+    }
 }
 
 /// The durations of stage `name` in the measured window, as `hist` counts them.

@@ -5,8 +5,9 @@ use std::cell::Cell;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 
 use crate::sys;
@@ -22,6 +23,9 @@ pub(crate) static MODE: AtomicU8 = AtomicU8::new(MODE_UNKNOWN);
 struct Config {
     dir: PathBuf,
     ring_records: u64,
+    /// Permissions of the files this process makes in the session: private (0600), or
+    /// 0660 in a directory shared with a group.
+    file_mode: u32,
 }
 
 static CONFIG: OnceLock<Option<Config>> = OnceLock::new();
@@ -68,9 +72,16 @@ fn config() -> Option<&'static Config> {
                 sys::pthread_atfork(Some(lock_names), Some(unlock_names), Some(after_fork_child))
             };
             let dir = PathBuf::from(std::env::var_os(SESSION_ENV)?);
-            if !dir.is_dir() {
+            let dir_mode = std::fs::metadata(&dir)
+                .ok()
+                .filter(|m| m.is_dir())?
+                .permissions()
+                .mode();
+            // A session left behind by a framelab that is gone: record nothing, leave no rings.
+            if !session_is_live(&dir) {
                 return None;
             }
+            let file_mode = if dir_mode & 0o070 != 0 { 0o660 } else { 0o600 };
             let clock = match std::env::var(CLOCK_ENV).as_deref() {
                 Ok("mono") => CLOCK_MONO,
                 _ => CLOCK_TSC,
@@ -82,7 +93,11 @@ fn config() -> Option<&'static Config> {
                 .unwrap_or(DEFAULT_RING_RECORDS)
                 .clamp(MIN_RING_RECORDS, MAX_RING_RECORDS)
                 .next_power_of_two();
-            Some(Config { dir, ring_records })
+            Some(Config {
+                dir,
+                ring_records,
+                file_mode,
+            })
         })
         .as_ref()
 }
@@ -135,14 +150,53 @@ pub(crate) fn attach_thread() -> *mut RingHeader {
     ring
 }
 
+/// Whether a collector holds the session's lock (`wire::LOCK_FILE`). A directory without
+/// one was made by a framelab from before the lock: taken as live.
+fn session_is_live(dir: &Path) -> bool {
+    let lock = match std::fs::File::open(dir.join(LOCK_FILE)) {
+        Ok(lock) => lock,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
+        Err(_) => return false,
+    };
+    // SAFETY: flock on a descriptor we own; a shared lock only conflicts with the collector's.
+    unsafe {
+        if sys::flock(lock.as_raw_fd(), sys::LOCK_SH | sys::LOCK_NB) == 0 {
+            sys::flock(lock.as_raw_fd(), sys::LOCK_UN);
+            return false;
+        }
+    }
+    std::io::Error::last_os_error().raw_os_error() == Some(sys::EWOULDBLOCK)
+}
+
 fn create_ring(cfg: &Config) -> Option<*mut RingHeader> {
     // SAFETY: plain libc calls.
     let (pid, tid) = unsafe { (sys::getpid() as u32, sys::gettid() as u32) };
     let bytes = ring_file_bytes(cfg.ring_records);
-    let (file, path) = create_ring_file(&cfg.dir, pid, tid)?;
-    if file.set_len(bytes as u64).is_err() {
-        // Leave no empty ring behind for the collector to trip over.
+    let (file, path) = match create_ring_file(cfg, pid, tid) {
+        Ok(created) => created,
+        Err(errno) => {
+            mark_unrecorded(cfg, errno, pid, tid);
+            return None;
+        }
+    };
+    let give_up = |errno: i32| {
+        // Leave no ring behind for the collector to trip over, but say why there is none.
         let _ = std::fs::remove_file(&path);
+        mark_unrecorded(cfg, errno, pid, tid);
+    };
+    // Every page is given memory now. A sparse file would fault on the first record written
+    // to a page shared memory has no room for, and SIGBUS would kill the program.
+    // SAFETY: plain call on our descriptor; it returns the error number itself.
+    let reserved = match unsafe { sys::posix_fallocate(file.as_raw_fd(), 0, bytes as i64) } {
+        0 => Ok(()),
+        // A file system without fallocate (not tmpfs): sized as before.
+        sys::EOPNOTSUPP => file
+            .set_len(bytes as u64)
+            .map_err(|e| e.raw_os_error().unwrap_or(0)),
+        errno => Err(errno),
+    };
+    if let Err(errno) = reserved {
+        give_up(errno);
         return None;
     }
     // SAFETY: mapping a file we just sized; checked for failure below.
@@ -157,7 +211,7 @@ fn create_ring(cfg: &Config) -> Option<*mut RingHeader> {
         )
     };
     if map == sys::MAP_FAILED {
-        let _ = std::fs::remove_file(&path);
+        give_up(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
         return None;
     }
     let ring = map.cast::<RingHeader>();
@@ -174,32 +228,64 @@ fn create_ring(cfg: &Config) -> Option<*mut RingHeader> {
     Some(ring)
 }
 
+/// Creates `r-<pid>-<tid>`, or `r-<pid>-<tid>-<n>` when an exited thread of this process
+/// had the same tid (the kernel reuses them) and its ring is still there. On failure, the
+/// error number.
+fn create_ring_file(cfg: &Config, pid: u32, tid: u32) -> Result<(std::fs::File, PathBuf), i32> {
+    create_unique(cfg, &format!("r-{pid}-{tid}"), true)
+}
+
+/// Creates `stem`, or `stem-<n>` when taken, with the session's file permissions.
+fn create_unique(cfg: &Config, stem: &str, read: bool) -> Result<(std::fs::File, PathBuf), i32> {
+    let mut last_errno = 0;
+    for n in 0..1000 {
+        let name = match n {
+            0 => stem.to_owned(),
+            _ => format!("{stem}-{n}"),
+        };
+        let path = cfg.dir.join(name);
+        match OpenOptions::new()
+            .read(read)
+            .write(true)
+            .create_new(true)
+            .mode(cfg.file_mode)
+            .open(&path)
+        {
+            Ok(file) => {
+                set_mode(&file, cfg.file_mode);
+                return Ok((file, path));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                last_errno = e.raw_os_error().unwrap_or(0);
+                continue;
+            }
+            Err(e) => return Err(e.raw_os_error().unwrap_or(0)),
+        }
+    }
+    Err(last_errno)
+}
+
+/// The permissions asked for, whatever the program's umask: in a shared session the
+/// collector (another user of the group) must be able to write the ring's tail.
+fn set_mode(file: &std::fs::File, mode: u32) {
+    if mode & 0o070 != 0 {
+        let _ = file.set_permissions(std::fs::Permissions::from_mode(mode));
+    }
+}
+
+/// Leaves `u-<errno>-<pid>-<tid>` (empty: it needs no space) so the collector can count a
+/// thread that runs unrecorded and say why.
+fn mark_unrecorded(cfg: &Config, errno: i32, pid: u32, tid: u32) {
+    let _ = create_unique(
+        cfg,
+        &format!("{UNRECORDED_PREFIX}{errno}-{pid}-{tid}"),
+        false,
+    );
+}
+
 /// The kernel's name of the calling thread ("main" for the main thread). Not
 /// `std::thread::current()`: it panics when called from a thread-local destructor, and a
 /// panic here would abort a C caller.
-/// Creates `r-<pid>-<tid>`, or `r-<pid>-<tid>-<n>` when an exited thread of this process
-/// had the same tid (the kernel reuses them) and its ring is still there.
-fn create_ring_file(dir: &Path, pid: u32, tid: u32) -> Option<(std::fs::File, PathBuf)> {
-    for n in 0..1000 {
-        let name = match n {
-            0 => format!("r-{pid}-{tid}"),
-            _ => format!("r-{pid}-{tid}-{n}"),
-        };
-        let path = dir.join(name);
-        match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(file) => return Some((file, path)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(_) => return None,
-        }
-    }
-    None
-}
-
 fn thread_name(pid: u32, tid: u32) -> [u8; 32] {
     let mut out = [0u8; 32];
     if pid == tid {
@@ -245,6 +331,12 @@ unsafe extern "C" fn unlock_names() {
 
 unsafe extern "C" fn after_fork_child() {
     unlock_names();
+    // The parent's liveness lock is the parent's: this copy would keep it held after the
+    // parent died. The child takes its own with its first names.
+    let inherited = PROCESS_LOCK.swap(-1, Relaxed);
+    if inherited >= 0 {
+        sys::close(inherited);
+    }
     // The child inherits the parent's ring mapping; it must never write into it.
     let _ = RING.try_with(|r| r.set(std::ptr::null_mut()));
     let _ = OWNER.try_with(|o| {
@@ -313,7 +405,8 @@ fn append_names(names: &[(char, String)], first_id: u16) {
     let Some(cfg) = config() else { return };
     let pid = unsafe { sys::getpid() as u32 };
     let mut text = String::new();
-    if NAMES_PID.swap(pid, Relaxed) != pid {
+    let first_from_this_pid = NAMES_PID.swap(pid, Relaxed) != pid;
+    if first_from_this_pid {
         // First write from this pid: the file must hold every earlier name too.
         let list = unsafe { &*NAMES.list.get() };
         for (i, (k, n)) in list.iter().enumerate() {
@@ -331,8 +424,37 @@ fn append_names(names: &[(char, String)], first_id: u16) {
         text.push_str(&format!("{id} {k} {}\n", sanitize(n)));
     }
     let path = cfg.dir.join(format!("n-{pid}"));
-    if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(path) {
+    if let Ok(mut f) = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(cfg.file_mode)
+        .open(path)
+    {
+        set_mode(&f, cfg.file_mode);
         let _ = f.write_all(text.as_bytes());
+        if first_from_this_pid {
+            hold_process_lock(f);
+        }
+    }
+}
+
+/// The descriptor holding this process's shared `flock` on its names file, or -1: the
+/// collector's sign that the process lives, valid across PID namespaces (a pid is not:
+/// the pid in a ring's header may name another process, or none, where the collector is).
+/// Kept open for the life of the process; close-on-exec, and closed in a forked child.
+static PROCESS_LOCK: AtomicI32 = AtomicI32::new(-1);
+
+fn hold_process_lock(names_file: std::fs::File) {
+    use std::os::fd::IntoRawFd;
+    // SAFETY: flock on a descriptor we own; it stays open until exit or exec.
+    unsafe {
+        if sys::flock(names_file.as_raw_fd(), sys::LOCK_SH) != 0 {
+            return;
+        }
+        let previous = PROCESS_LOCK.swap(names_file.into_raw_fd(), Relaxed);
+        if previous >= 0 {
+            sys::close(previous);
+        }
     }
 }
 

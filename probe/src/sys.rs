@@ -12,6 +12,11 @@ pub const MAP_FAILED: *mut c_void = !0usize as *mut c_void;
 pub const CLOCK_MONOTONIC: c_int = 1;
 pub const PR_GET_NAME: c_int = 16;
 pub const TIMER_ABSTIME: c_int = 1;
+pub const LOCK_SH: c_int = 1;
+pub const LOCK_NB: c_int = 4;
+pub const LOCK_UN: c_int = 8;
+pub const EWOULDBLOCK: c_int = 11;
+pub const EOPNOTSUPP: c_int = 95;
 
 #[repr(C)]
 pub struct Timespec {
@@ -36,6 +41,10 @@ extern "C" {
         request: *const Timespec,
         remain: *mut Timespec,
     ) -> c_int;
+    /// Returns the error number (not -1 and errno) on failure.
+    pub fn posix_fallocate(fd: c_int, offset: i64, len: i64) -> c_int;
+    pub fn flock(fd: c_int, operation: c_int) -> c_int;
+    pub fn close(fd: c_int) -> c_int;
     pub fn gettid() -> c_int;
     pub fn getpid() -> c_int;
     pub fn prctl(option: c_int, ...) -> c_int;

@@ -3,7 +3,9 @@
 //! A session is a directory (named by `FRAMELAB_SESSION`). Every recording thread owns one
 //! ring file `r-<pid>-<tid>` in it (`r-<pid>-<tid>-<n>` when the kernel reused the tid of an
 //! exited thread whose ring is still there: read pid and tid from the header); every
-//! process appends its interned names to `n-<pid>`.
+//! process appends its interned names to `n-<pid>` and holds a shared `flock` on it while it
+//! lives (how the collector knows it ended, whatever PID namespace it is in); a thread that could not get a ring
+//! leaves an empty `u-<errno>-<pid>-<tid>`; `lock` is the collector's liveness lock.
 //! Rings are single-producer single-consumer: the thread writes records and advances `head`,
 //! the collector copies them out and advances `tail`. Nothing here blocks.
 
@@ -14,6 +16,15 @@ pub const SESSION_ENV: &str = "FRAMELAB_SESSION";
 pub const RING_RECORDS_ENV: &str = "FRAMELAB_RING_RECORDS";
 /// `tsc` or `mono`: which clock the SDK stamps with. The collector decides and sets it.
 pub const CLOCK_ENV: &str = "FRAMELAB_CLOCK";
+/// Where framelab makes session directories (default /dev/shm), read by framelab only.
+pub const SHM_DIR_ENV: &str = "FRAMELAB_SHM_DIR";
+/// The session's liveness lock, in its directory: the collector holds an exclusive `flock`
+/// on it while it runs. The SDK makes no ring in a session whose lock it can take (no
+/// collector); a directory without one (an older framelab) is taken as live.
+pub const LOCK_FILE: &str = "lock";
+/// `u-<errno>-<pid>-<tid>[-<n>]`, empty: a thread that could not get a ring (no space left
+/// in shared memory: errno 28) runs unrecorded and leaves this so the collector counts it.
+pub const UNRECORDED_PREFIX: &str = "u-";
 
 pub const RING_MAGIC: u64 = u64::from_le_bytes(*b"FLRING01");
 pub const WIRE_VERSION: u32 = 1;

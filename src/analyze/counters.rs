@@ -18,58 +18,96 @@ pub fn counter_summaries(
     measured: &Measured,
     window_s: Option<f64>,
 ) -> (Vec<CounterSummary>, u64) {
-    let slots = values
-        .iter()
-        .map(|v| v.counter as usize + 1)
-        .max()
-        .unwrap_or(0)
-        .max(names.len());
-    let mut totals = vec![0i128; slots];
-    let mut values_seen = vec![0u64; slots];
-    // One bit per (counter, frame) so a counter recorded twice for a frame counts that frame once.
-    let mut seen: Vec<Vec<u64>> = vec![Vec::new(); slots];
-    let mut frames_with = vec![0u64; slots];
-    let mut orphans = 0u64;
+    let mut totals = CounterTotals::new(frames.all.len());
     for v in values {
-        let Some(idx) = frames.index_of(v.frame) else {
-            orphans += 1;
-            continue;
+        let frame = frames.index_of(v.frame);
+        totals.add(
+            v,
+            frame,
+            frame.is_some_and(|i| measured.in_window[i as usize]),
+        );
+    }
+    totals.finish(names, window_s)
+}
+
+/// The sums behind [`counter_summaries`], fed one value at a time (a run file's counters
+/// are streamed, not loaded).
+pub struct CounterTotals {
+    /// Frame indices range over `0..frames`.
+    frames: usize,
+    totals: Vec<i128>,
+    values_seen: Vec<u64>,
+    /// One bit per (counter, frame) so a counter recorded twice for a frame counts that
+    /// frame once.
+    seen: Vec<Vec<u64>>,
+    frames_with: Vec<u64>,
+    orphans: u64,
+}
+
+impl CounterTotals {
+    pub fn new(frames: usize) -> CounterTotals {
+        CounterTotals {
+            frames,
+            totals: Vec::new(),
+            values_seen: Vec::new(),
+            seen: Vec::new(),
+            frames_with: Vec::new(),
+            orphans: 0,
+        }
+    }
+
+    /// `frame`: the index of the value's frame, `None` when no frame with a span has its id;
+    /// `measured`: whether that frame is in the window.
+    pub fn add(&mut self, v: &CounterValue, frame: Option<u32>, measured: bool) {
+        let Some(idx) = frame else {
+            self.orphans += 1;
+            return;
         };
-        if !measured.in_window[idx as usize] {
-            continue;
+        if !measured {
+            return;
         }
         let c = v.counter as usize;
-        totals[c] += v.value as i128;
-        values_seen[c] += 1;
-        let bits = &mut seen[c];
+        if c >= self.totals.len() {
+            self.totals.resize(c + 1, 0);
+            self.values_seen.resize(c + 1, 0);
+            self.seen.resize(c + 1, Vec::new());
+            self.frames_with.resize(c + 1, 0);
+        }
+        self.totals[c] += v.value as i128;
+        self.values_seen[c] += 1;
+        let bits = &mut self.seen[c];
         if bits.is_empty() {
-            bits.resize(frames.all.len().div_ceil(64), 0);
+            bits.resize(self.frames.div_ceil(64), 0);
         }
         let (word, bit) = (idx as usize / 64, 1u64 << (idx % 64));
         if bits[word] & bit == 0 {
             bits[word] |= bit;
-            frames_with[c] += 1;
+            self.frames_with[c] += 1;
         }
     }
-    let rate = |x: f64| window_s.map_or(0.0, |s| x / s);
-    let summaries = (0..slots)
-        .filter(|&c| values_seen[c] > 0)
-        .map(|c| {
-            let name = names
-                .get(c)
-                .cloned()
-                .unwrap_or_else(|| format!("counter#{c}"));
-            let total = totals[c].clamp(i64::MIN as i128, i64::MAX as i128) as i64;
-            CounterSummary {
-                bits_per_second: is_byte_counter(&name).then(|| rate(total as f64 * 8.0)),
-                per_second: rate(total as f64),
-                name,
-                total,
-                frames: frames_with[c],
-            }
-        })
-        .collect();
-    (summaries, orphans)
+
+    /// The summaries, in counter id order, and the values that belong to no frame.
+    pub fn finish(self, names: &[String], window_s: Option<f64>) -> (Vec<CounterSummary>, u64) {
+        let rate = |x: f64| window_s.map_or(0.0, |s| x / s);
+        let summaries = (0..self.totals.len())
+            .filter(|&c| self.values_seen[c] > 0)
+            .map(|c| {
+                let name = names
+                    .get(c)
+                    .cloned()
+                    .unwrap_or_else(|| format!("counter#{c}"));
+                let total = self.totals[c].clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+                CounterSummary {
+                    bits_per_second: is_byte_counter(&name).then(|| rate(total as f64 * 8.0)),
+                    per_second: rate(total as f64),
+                    name,
+                    total,
+                    frames: self.frames_with[c],
+                }
+            })
+            .collect();
+        (summaries, self.orphans)
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! percentile is a low fps percentile. A percentile p is reported only when there are at
 //! least 1/p intervals; below that it would just be the slowest interval renamed.
 
-use super::stats::percentile_sorted;
+use super::stats::{mean_of, percentile_of, Ns};
 use super::FpsSummary;
 
 /// fps of an interval; `None` for a zero interval (two frames ending at the same instant).
@@ -13,35 +13,36 @@ fn fps_of(interval_ns: f64) -> Option<f64> {
 }
 
 /// fps at the `1/denominator` low percentile: 1e9 / Q(1 − 1/denominator).
-fn fps_percentile(sorted: &[i64], denominator: usize) -> Option<f64> {
+fn fps_percentile<T: Ns>(sorted: &[T], denominator: usize) -> Option<f64> {
     if sorted.len() < denominator {
         return None;
     }
-    fps_of(percentile_sorted(sorted, 1.0 - 1.0 / denominator as f64)?)
+    fps_of(percentile_of(sorted, 1.0 - 1.0 / denominator as f64)?)
 }
 
 /// `low_avg`: 1e9 / mean of the intervals ≥ Q(1 − 1/denominator).
-fn low_avg(sorted: &[i64], denominator: usize) -> Option<f64> {
+fn low_avg<T: Ns>(sorted: &[T], denominator: usize) -> Option<f64> {
     if sorted.len() < denominator {
         return None;
     }
-    let threshold = percentile_sorted(sorted, 1.0 - 1.0 / denominator as f64)?;
+    let threshold = percentile_of(sorted, 1.0 - 1.0 / denominator as f64)?;
     // Sorted ascending, so the intervals at or above the threshold are a suffix.
-    let from = sorted.partition_point(|&i| (i as f64) < threshold);
+    let from = sorted.partition_point(|&i| (i.into() as f64) < threshold);
     let tail = &sorted[from..];
-    let sum: i128 = tail.iter().map(|&i| i as i128).sum();
+    let sum: i128 = tail.iter().map(|&i| i.into() as i128).sum();
     fps_of(sum as f64 / tail.len() as f64)
 }
 
 /// `low_int`: 1e9 / t(k), intervals taken longest first, k the first at which their running
 /// sum reaches 1/denominator of the total time.
-fn low_int(sorted: &[i64], denominator: usize) -> Option<f64> {
+fn low_int<T: Ns>(sorted: &[T], denominator: usize) -> Option<f64> {
     if sorted.len() < denominator {
         return None;
     }
-    let total: i128 = sorted.iter().map(|&i| i as i128).sum();
+    let total: i128 = sorted.iter().map(|&i| i.into() as i128).sum();
     let mut running: i128 = 0;
     for &interval in sorted.iter().rev() {
+        let interval: i64 = interval.into();
         running += interval as i128;
         // running ≥ total / denominator, in integers.
         if running * denominator as i128 >= total {
@@ -54,8 +55,13 @@ fn low_int(sorted: &[i64], denominator: usize) -> Option<f64> {
 /// The fps summary of intervals sorted ascending; `None` without intervals or when their
 /// mean is zero.
 pub fn fps_summary(sorted_intervals_ns: &[i64]) -> Option<FpsSummary> {
+    fps_summary_of(sorted_intervals_ns)
+}
+
+/// [`fps_summary`] of either width.
+pub fn fps_summary_of<T: Ns>(sorted_intervals_ns: &[T]) -> Option<FpsSummary> {
     let s = sorted_intervals_ns;
-    let mean = fps_of(super::stats::mean(s)?)?;
+    let mean = fps_of(mean_of(s)?)?;
     Some(FpsSummary {
         mean,
         p50: fps_percentile(s, 2),

@@ -308,7 +308,7 @@ pub fn measure_run(run: &Run, frames: &Frames) -> (ResolvedWindow, Measured) {
 
 /// Whether the command may have been stopped in the middle of a frame: framelab stopped it,
 /// it died, or the run was never finalised. A command that exited cleanly finished its frames.
-fn stopped_mid_frame(meta: &RunMeta) -> bool {
+pub(crate) fn stopped_mid_frame(meta: &RunMeta) -> bool {
     match meta.end_reason {
         EndReason::Exited => meta
             .exit
@@ -327,9 +327,9 @@ pub struct OpenFrames {
 }
 
 /// How many of the last frames (by start) can be open at once: a pipeline this deep.
-const MAX_OPEN_FRAMES: usize = 8;
+pub(crate) const MAX_OPEN_FRAMES: usize = 8;
 /// How many frames before those tell which stages a complete frame has.
-const REFERENCE_FRAMES: usize = 16;
+pub(crate) const REFERENCE_FRAMES: usize = 16;
 
 /// Frames still open when the command stopped: walking back from the last frame to start,
 /// each that lacks a stage every one of the reference frames before the tail had, until one

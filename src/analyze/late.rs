@@ -1,5 +1,6 @@
 //! Frames against the budget: late frames, missed slots, streaks, stutter.
 
+use super::stats::Ns;
 use super::{LateSummary, StutterSummary};
 
 /// Slots an interval skipped: round(interval / budget) − 1 when interval > 1.5 × budget.
@@ -36,22 +37,37 @@ pub fn late_summary(
     if budget_ns <= 0 {
         return None;
     }
-    let late_frames = totals_ns.iter().filter(|&&t| t > budget_ns).count() as u64;
+    Some(LateSummary {
+        missed_slots: missed_slots_of(intervals_ns, budget_ns),
+        ..late_frames_of(totals_ns, budget_ns)
+    })
+}
+
+/// The part of [`late_summary`] the totals give (late frames, their share, the longest
+/// streak), `missed_slots` left 0: for an analysis that holds totals and intervals in turn.
+pub fn late_frames_of<T: Ns>(totals_ns: &[T], budget_ns: i64) -> LateSummary {
+    let late = |&t: &T| t.into() > budget_ns;
+    let late_frames = totals_ns.iter().filter(|t| late(t)).count() as u64;
     let late_pct = if totals_ns.is_empty() {
         0.0
     } else {
         late_frames as f64 * 100.0 / totals_ns.len() as f64
     };
-    Some(LateSummary {
+    LateSummary {
         budget_ns,
         late_frames,
         late_pct,
-        missed_slots: intervals_ns
-            .iter()
-            .map(|&i| missed_slots(i, budget_ns))
-            .sum(),
-        longest_streak: longest_streak(totals_ns.iter().map(|&t| t > budget_ns)),
-    })
+        missed_slots: 0,
+        longest_streak: longest_streak(totals_ns.iter().map(late)),
+    }
+}
+
+/// Σ missed slots over the intervals (the other part of [`late_summary`]).
+pub fn missed_slots_of<T: Ns>(intervals_ns: &[T], budget_ns: i64) -> u64 {
+    intervals_ns
+        .iter()
+        .map(|&i| missed_slots(i.into(), budget_ns))
+        .sum()
 }
 
 /// How many previous intervals the stutter test averages: round(10·√(mean interval in ms)),
@@ -65,14 +81,20 @@ pub fn stutter_window(mean_interval_ns: f64) -> usize {
 /// (fewer at the start of the window; the first interval has nothing to compare with).
 /// `None` without intervals.
 pub fn stutter(intervals_ns: &[i64]) -> Option<StutterSummary> {
+    stutter_of(intervals_ns)
+}
+
+/// [`stutter`] of either width.
+pub fn stutter_of<T: Ns>(intervals_ns: &[T]) -> Option<StutterSummary> {
     if intervals_ns.is_empty() {
         return None;
     }
-    let total: i128 = intervals_ns.iter().map(|&i| i as i128).sum();
+    let total: i128 = intervals_ns.iter().map(|&i| i.into() as i128).sum();
     let window = stutter_window(total as f64 / intervals_ns.len() as f64);
     let mut trailing_sum: i128 = 0;
     let (mut count, mut stutter_time) = (0u64, 0i128);
     for (i, &interval) in intervals_ns.iter().enumerate() {
+        let interval: i64 = interval.into();
         let previous = i.min(window);
         // interval > 2.5 × sum / previous  ⇔  2·interval·previous > 5·sum (exact, no float).
         if previous > 0 && 2 * interval as i128 * previous as i128 > 5 * trailing_sum {
@@ -81,7 +103,7 @@ pub fn stutter(intervals_ns: &[i64]) -> Option<StutterSummary> {
         }
         trailing_sum += interval as i128;
         if i >= window {
-            trailing_sum -= intervals_ns[i - window] as i128;
+            trailing_sum -= intervals_ns[i - window].into() as i128;
         }
     }
     let n = intervals_ns.len() as f64;

@@ -2,6 +2,7 @@
 //!
 //! Definitions are in docs/metrics.md; each function cites the one it implements.
 
+pub mod compact;
 pub mod counters;
 pub mod cpu;
 pub mod fps;

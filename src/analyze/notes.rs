@@ -70,6 +70,55 @@ pub fn describe_signal(signal: i32) -> String {
     }
 }
 
+/// What went wrong with the recording itself: a session directory removed under the run,
+/// rings the program corrupted, threads that could not record, users who could not join.
+fn session_notes(meta: &RunMeta) -> Vec<String> {
+    let facts = &meta.session;
+    let mut notes = Vec::new();
+    if let Some(at) = facts.session_lost_ns {
+        notes.push(format!(
+            "The session directory was removed {} after launch, while the run was recording (by another framelab that took it for stale, or by hand): threads that started after that were not recorded, so this run is incomplete.",
+            seconds(at)
+        ));
+    }
+    if facts.corrupt_rings > 0 {
+        let first = facts
+            .corrupt_ring_details
+            .first()
+            .map(|d| format!(" (first: {d})"))
+            .unwrap_or_default();
+        notes.push(format!(
+            "{} damaged by the program while recording{first}: what was read before the damage is kept, the rest of those threads' records are lost.",
+            plural(facts.corrupt_rings, "ring was", "rings were"),
+        ));
+    }
+    for u in &facts.unrecorded_threads {
+        let threads = plural(u.threads, "thread", "threads");
+        notes.push(match u.errno {
+            crate::model::ENOSPC | crate::model::ENOMEM => format!(
+                "{threads} ran unrecorded: the shared memory holding the rings ({}) was full, so {} could not be given memory. Give it more room (docker run --shm-size=1g, or mount -o remount,size=1g {}), use smaller rings (--ring-records; the default {} records take {} MiB per thread), or record fewer threads.",
+                facts.shm_dir,
+                if u.threads == 1 { "its ring" } else { "their rings" },
+                facts.shm_dir,
+                framelab_probe::wire::DEFAULT_RING_RECORDS,
+                framelab_probe::wire::ring_file_bytes(framelab_probe::wire::DEFAULT_RING_RECORDS) >> 20
+            ),
+            errno => format!(
+                "{threads} ran unrecorded: {} ring could not be made ({}).",
+                if u.threads == 1 { "its" } else { "their" },
+                std::io::Error::from_raw_os_error(errno)
+            ),
+        });
+    }
+    for user in &facts.foreign_users {
+        let name = user.split(' ').next().unwrap_or("USER");
+        notes.push(format!(
+            "Processes of the run ran as {user} and recorded nothing: the session directory is private to framelab's user. If they are instrumented, rerun with --session-user {name} (or --share-session with a group they are in)."
+        ));
+    }
+    notes
+}
+
 /// `Ctrl-C (SIGINT)`, `SIGTERM to framelab`; runs recorded before the signal was kept
 /// say only that it was one of the three.
 fn interrupted_by(signal: Option<i32>) -> String {
@@ -132,7 +181,15 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
             seconds(window.end_ns)
         ));
     }
-    if meta.dropped_events > 0 {
+    notes.extend(session_notes(meta));
+    if meta.dropped_events > 0 && meta.session.shm_full() {
+        // A larger ring needs memory there is none of: advising one would make it worse.
+        notes.push(format!(
+            "{} dropped because a ring was full: the collector fell behind. Larger rings would not fit: the shared memory holding them ({}) is full; give it more room first.",
+            plural(meta.dropped_events, "event was", "events were"),
+            meta.session.shm_dir
+        ));
+    } else if meta.dropped_events > 0 {
         notes.push(format!(
             "{} dropped because a ring was full: the collector fell behind. Rerun with a larger ring (framelab run --ring-records, e.g. 4 times the default {}).",
             plural(meta.dropped_events, "event was", "events were"),
@@ -174,7 +231,7 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
             "--frames {n} gave no throughput: {why}. Let the command run to its end (no \
              --duration, no --warmup) for a rate over the whole run."
         ));
-    } else if facts.spans == 0 && !facts.frames_from_hint {
+    } else if facts.spans == 0 && !facts.frames_from_hint && meta.session.foreign_users.is_empty() {
         notes.push(
             "No spans were recorded: the command is not instrumented (or never reached a stage). Pass --frames N for a throughput.".into(),
         );

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::stats::Ns;
+
 /// The trailing window of the adaptive standard deviation.
 pub const ADAPTIVE_WINDOW_NS: i64 = 500_000_000;
 
@@ -37,20 +39,28 @@ pub struct PacingSummary {
 
 /// The pacing summary of the measured intervals in end order; `None` without intervals.
 pub fn pacing_summary(intervals_ns: &[i64], budget_ns: Option<i64>) -> Option<PacingSummary> {
+    pacing_summary_of(intervals_ns, budget_ns)
+}
+
+/// [`pacing_summary`] of either width.
+pub fn pacing_summary_of<T: Ns>(
+    intervals_ns: &[T],
+    budget_ns: Option<i64>,
+) -> Option<PacingSummary> {
     if intervals_ns.is_empty() {
         return None;
     }
     let n = intervals_ns.len() as f64;
-    let mean = intervals_ns.iter().map(|&x| x as i128).sum::<i128>() as f64 / n;
+    let mean = intervals_ns.iter().map(|&x| x.into() as i128).sum::<i128>() as f64 / n;
     let variance = intervals_ns
         .iter()
-        .map(|&x| (x as f64 - mean).powi(2))
+        .map(|&x| (x.into() as f64 - mean).powi(2))
         .sum::<f64>()
         / n;
     let mean_abs_budget_error_ns = budget_ns.filter(|&b| b > 0).map(|b| {
         intervals_ns
             .iter()
-            .map(|&x| (x as i128 - b as i128).unsigned_abs() as f64)
+            .map(|&x| (x.into() as i128 - b as i128).unsigned_abs() as f64)
             .sum::<f64>()
             / n
     });
@@ -58,7 +68,7 @@ pub fn pacing_summary(intervals_ns: &[i64], budget_ns: Option<i64>) -> Option<Pa
     Some(PacingSummary {
         intervals: intervals_ns.len() as u64,
         interval_sd_ns: variance.sqrt(),
-        adaptive_sd_ns: adaptive_sd(intervals_ns, ADAPTIVE_WINDOW_NS),
+        adaptive_sd_ns: adaptive_sd_of(intervals_ns, ADAPTIVE_WINDOW_NS),
         adaptive_window_ns: ADAPTIVE_WINDOW_NS,
         mean_abs_budget_error_ns,
         deltas,
@@ -70,21 +80,26 @@ pub fn pacing_summary(intervals_ns: &[i64], budget_ns: Option<i64>) -> Option<Pa
 /// that ended less than `window_ns` before it (i itself included): their mean is the local
 /// cadence i is compared with, so a slow change of rate is not counted as jitter.
 pub fn adaptive_sd(intervals_ns: &[i64], window_ns: i64) -> f64 {
+    adaptive_sd_of(intervals_ns, window_ns)
+}
+
+fn adaptive_sd_of<T: Ns>(intervals_ns: &[T], window_ns: i64) -> f64 {
     if intervals_ns.is_empty() {
         return 0.0;
     }
     let (mut first, mut sum, mut since_first_end) = (0usize, 0i128, 0i128);
     let mut squares = 0.0;
     for (i, &x) in intervals_ns.iter().enumerate() {
+        let x: i64 = x.into();
         sum += x as i128;
         if i > 0 {
             // Time from the end of interval `first` to the end of interval i.
             since_first_end += x as i128;
         }
         while first < i && since_first_end >= window_ns as i128 {
-            sum -= intervals_ns[first] as i128;
+            sum -= intervals_ns[first].into() as i128;
             first += 1;
-            since_first_end -= intervals_ns[first] as i128;
+            since_first_end -= intervals_ns[first].into() as i128;
         }
         let local_mean = sum as f64 / (i - first + 1) as f64;
         squares += (x as f64 - local_mean).powi(2);
@@ -93,10 +108,10 @@ pub fn adaptive_sd(intervals_ns: &[i64], window_ns: i64) -> f64 {
 }
 
 /// Counts |interval_i − interval_(i−1)| into the buckets of `DELTA_BOUNDS_NS`.
-fn delta_buckets(intervals_ns: &[i64]) -> (u64, Vec<DeltaBucket>) {
+fn delta_buckets<T: Ns>(intervals_ns: &[T]) -> (u64, Vec<DeltaBucket>) {
     let mut counts = [0u64; DELTA_BOUNDS_NS.len() + 1];
     for pair in intervals_ns.windows(2) {
-        let delta = (pair[1] as i128 - pair[0] as i128).unsigned_abs();
+        let delta = (pair[1].into() as i128 - pair[0].into() as i128).unsigned_abs();
         let bucket = DELTA_BOUNDS_NS
             .iter()
             .position(|&bound| delta < bound as u128)

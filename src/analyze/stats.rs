@@ -6,9 +6,20 @@
 
 use super::Dist;
 
+/// Integer nanoseconds as analysis keeps them: `i64`, or `u32` where every value of a set
+/// is non-negative and fits (half the memory; the statistics are the same numbers).
+pub trait Ns: Copy + Ord + Send + Sync + Into<i64> + 'static {}
+impl Ns for i64 {}
+impl Ns for u32 {}
+
 /// Type-7 percentile of already sorted (ascending) values; `None` when empty.
 /// `p` is clamped to [0, 1] so a caller's rounding cannot index out of bounds.
 pub fn percentile_sorted(sorted: &[i64], p: f64) -> Option<f64> {
+    percentile_of(sorted, p)
+}
+
+/// [`percentile_sorted`] of either width.
+pub fn percentile_of<T: Ns>(sorted: &[T], p: f64) -> Option<f64> {
     let n = sorted.len();
     if n == 0 {
         return None;
@@ -19,17 +30,70 @@ pub fn percentile_sorted(sorted: &[i64], p: f64) -> Option<f64> {
     let lo = lo.min(n - 1);
     let hi = (lo + 1).min(n - 1);
     let frac = h - lo as f64;
-    let (a, b) = (sorted[lo] as f64, sorted[hi] as f64);
+    let (a, b) = (sorted[lo].into() as f64, sorted[hi].into() as f64);
     Some(a + frac * (b - a))
 }
 
 /// Arithmetic mean; `None` when empty. Sums in i128 so 10M values of hours cannot overflow.
 pub fn mean(values: &[i64]) -> Option<f64> {
+    mean_of(values)
+}
+
+/// [`mean`] of either width.
+pub fn mean_of<T: Ns>(values: &[T]) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
-    let sum: i128 = values.iter().map(|&v| v as i128).sum();
+    let sum: i128 = values.iter().map(|&v| v.into() as i128).sum();
     Some(sum as f64 / values.len() as f64)
+}
+
+/// Sorts u32 nanosecond values ascending: the radix sort of [`sort_ns`] at half the width
+/// (its buffer too).
+pub fn sort_u32(values: &mut [u32]) {
+    const RADIX_THRESHOLD: usize = 4096;
+    if values.len() < RADIX_THRESHOLD {
+        values.sort_unstable();
+        return;
+    }
+    let (mut and_all, mut or_all) = (u32::MAX, 0u32);
+    for &v in values.iter() {
+        and_all &= v;
+        or_all |= v;
+    }
+    let varying = and_all ^ or_all;
+    let mut buf = vec![0u32; values.len()];
+    let mut src_is_values = true;
+    for byte in 0..4 {
+        let shift = byte * 8;
+        if (varying >> shift) & 0xff == 0 {
+            continue;
+        }
+        let (src, dst): (&[u32], &mut [u32]) = if src_is_values {
+            (&*values, &mut buf[..])
+        } else {
+            (&buf[..], &mut *values)
+        };
+        let mut counts = [0usize; 256];
+        for &v in src {
+            counts[((v >> shift) & 0xff) as usize] += 1;
+        }
+        let mut offset = 0;
+        for c in counts.iter_mut() {
+            let here = *c;
+            *c = offset;
+            offset += here;
+        }
+        for &v in src {
+            let slot = &mut counts[((v >> shift) & 0xff) as usize];
+            dst[*slot] = v;
+            *slot += 1;
+        }
+        src_is_values = !src_is_values;
+    }
+    if !src_is_values {
+        values.copy_from_slice(&buf);
+    }
 }
 
 /// Sorts nanosecond values ascending. Large inputs of non-negative values (durations,
@@ -90,19 +154,24 @@ fn radix_sort_non_negative(values: &mut [i64]) {
 impl Dist {
     /// Summary of already sorted (ascending) values; `None` when empty.
     pub fn from_sorted(sorted: &[i64]) -> Option<Dist> {
+        Dist::of_sorted(sorted)
+    }
+
+    /// [`Dist::from_sorted`] of either width.
+    pub fn of_sorted<T: Ns>(sorted: &[T]) -> Option<Dist> {
         let n = sorted.len();
         if n == 0 {
             return None;
         }
-        let q = |p| percentile_sorted(sorted, p).unwrap_or(0.0);
+        let q = |p| percentile_of(sorted, p).unwrap_or(0.0);
         Some(Dist {
             count: n as u64,
-            min_ns: sorted[0] as f64,
+            min_ns: sorted[0].into() as f64,
             p50_ns: q(0.50),
             p95_ns: q(0.95),
             p99_ns: q(0.99),
-            max_ns: sorted[n - 1] as f64,
-            mean_ns: mean(sorted).unwrap_or(0.0),
+            max_ns: sorted[n - 1].into() as f64,
+            mean_ns: mean_of(sorted).unwrap_or(0.0),
         })
     }
 
@@ -212,6 +281,37 @@ mod tests {
         expected.sort_unstable();
         sort_ns(&mut v);
         assert_eq!(v, expected);
+    }
+
+    #[test]
+    fn u32_radix_sort_matches_comparison_sort() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut v: Vec<u32> = (0..20_000)
+            .map(|i| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                match i % 4 {
+                    0 => 7,
+                    1 => (state % 300) as u32,
+                    _ => (state >> 32) as u32,
+                }
+            })
+            .collect();
+        let mut expected = v.clone();
+        expected.sort_unstable();
+        sort_u32(&mut v);
+        assert_eq!(v, expected);
+    }
+
+    #[test]
+    fn both_widths_give_the_same_dist() {
+        let wide: Vec<i64> = (0..5000).map(|i| (i * 7919) % 100_003).collect();
+        let mut narrow: Vec<u32> = wide.iter().map(|&v| v as u32).collect();
+        let mut wide = wide;
+        sort_ns(&mut wide);
+        sort_u32(&mut narrow);
+        assert_eq!(Dist::of_sorted(&narrow), Dist::of_sorted(&wide));
     }
 
     #[test]

@@ -3,14 +3,17 @@
 use super::counters::counter_summaries;
 use super::cpu::{cpu_summary, process_rows};
 use super::fps::fps_summary;
-use super::frames::{intervals_ns, measure_run, Frames};
+use super::frames::{intervals_ns, measure_run, Frames, ResolvedWindow};
 use super::late::{late_summary, stutter};
 use super::notes::{notes, NoteFacts};
-use super::pacing::pacing_summary;
-use super::stages::{pick_worst, stage_table, WORST_FRAMES};
+use super::pacing::{pacing_summary, PacingSummary};
+use super::stages::{pick_worst, stage_table, StageTable, WORST_FRAMES};
 use super::stats::sort_ns;
 use super::telemetry::{summarize as summarize_telemetry, FrameSpan};
-use super::{Analysis, CpuSummary, Dist, StageRow, WindowSummary};
+use super::{
+    Analysis, CounterSummary, CpuSummary, Dist, FpsSummary, LateSummary, StageRow, StutterSummary,
+    WindowSummary,
+};
 use crate::model::{EndReason, Run, RunMeta};
 
 /// The frame budget: `--budget`, else 1/fps rounded to the nanosecond; `None` when neither
@@ -46,7 +49,39 @@ fn hint_unusable(meta: &RunMeta, window_start_ns: i64) -> Option<&'static str> {
     }
 }
 
+/// What a run's spans (and counter values) give, however they were read: from a run in
+/// memory by [`analyze`], from columns by `compact::analyze_from`.
+pub(crate) struct SpanFacts {
+    pub window: ResolvedWindow,
+    pub warmup_frames: u64,
+    pub after_frames: u64,
+    pub open_frames: u64,
+    pub open_missing_stages: Vec<u16>,
+    pub measured_frames: u64,
+    /// Spans in the run, warmup and negative ones included.
+    pub spans: u64,
+    pub negative_spans: u64,
+    pub late: Option<LateSummary>,
+    pub stutter: Option<StutterSummary>,
+    pub pacing: Option<PacingSummary>,
+    pub total: Option<Dist>,
+    pub interval: Option<Dist>,
+    pub fps: Option<FpsSummary>,
+    /// The stage rows (without `total` and `interval`), their names, the worst frames.
+    pub table: StageTable,
+    pub counters: Vec<CounterSummary>,
+    pub orphan_counter_values: u64,
+    pub worst_spans: Vec<FrameSpan>,
+    /// Measured frames over budget, for telemetry (empty without a budget or telemetry).
+    pub late_spans: Vec<FrameSpan>,
+}
+
 pub fn analyze(run: &Run) -> Analysis {
+    let facts = span_facts(run);
+    assemble(run, facts)
+}
+
+fn span_facts(run: &Run) -> SpanFacts {
     let meta = &run.meta;
     let frames = Frames::from_spans(&run.spans);
     let (window, measured) = measure_run(run, &frames);
@@ -71,15 +106,6 @@ pub fn analyze(run: &Run) -> Analysis {
 
     let worst = pick_worst(&frames, &measured, WORST_FRAMES);
     let table = stage_table(&run.spans, &run.stages, &frames, &measured, &worst);
-    let mut stages = table.rows;
-    stages.extend(total.clone().map(|dist| StageRow {
-        name: "total".into(),
-        dist,
-    }));
-    stages.extend(interval.clone().map(|dist| StageRow {
-        name: "interval".into(),
-        dist,
-    }));
 
     let (counters, orphan_counter_values) = counter_summaries(
         &run.counters,
@@ -88,32 +114,6 @@ pub fn analyze(run: &Run) -> Analysis {
         &measured,
         seconds,
     );
-
-    // An uninstrumented command: `--frames N` stands in for the frames it did.
-    let hint = meta.frames_hint.filter(|&n| n > 0);
-    let hint_unusable = hint
-        .filter(|_| run.spans.is_empty())
-        .and_then(|_| hint_unusable(meta, window.start_ns));
-    let frames_from_hint = run.spans.is_empty() && hint.is_some() && hint_unusable.is_none();
-    let frame_count = if frames_from_hint {
-        hint.unwrap_or(0)
-    } else {
-        measured_frames
-    };
-    let observed_fps = seconds
-        .filter(|_| frame_count > 0)
-        .map(|s| frame_count as f64 / s);
-
-    let facts = NoteFacts {
-        spans: run.spans.len() as u64,
-        measured_frames,
-        negative_spans: frames.negative_spans,
-        orphan_counter_values,
-        frames_from_hint,
-        hint_ignored: hint.is_some() && !run.spans.is_empty(),
-        hint,
-        hint_unusable,
-    };
 
     let span_of = |i: u32| {
         let f = &frames.all[i as usize];
@@ -133,13 +133,82 @@ pub fn analyze(run: &Run) -> Analysis {
         _ => Vec::new(),
     };
     let worst_spans: Vec<FrameSpan> = worst.iter().map(|&i| span_of(i)).collect();
+    SpanFacts {
+        window,
+        warmup_frames: measured.warmup_frames,
+        after_frames: measured.after_frames,
+        open_frames: measured.open_frames,
+        open_missing_stages: measured.open_missing_stages,
+        measured_frames,
+        spans: run.spans.len() as u64,
+        negative_spans: frames.negative_spans,
+        late,
+        stutter,
+        pacing,
+        total,
+        interval,
+        fps,
+        table,
+        counters,
+        orphan_counter_values,
+        worst_spans,
+        late_spans,
+    }
+}
+
+/// The analysis of `run` (its metadata, processes, telemetry, import record) with what its
+/// spans gave; `run.spans` and `run.counters` are not read (they may be left in the file).
+pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
+    let meta = &run.meta;
+    let window = facts.window;
+    let measured_frames = facts.measured_frames;
+    let budget = budget_ns(meta);
+    let no_spans = facts.spans == 0;
+
+    let mut stages = facts.table.rows;
+    stages.extend(facts.total.clone().map(|dist| StageRow {
+        name: "total".into(),
+        dist,
+    }));
+    stages.extend(facts.interval.clone().map(|dist| StageRow {
+        name: "interval".into(),
+        dist,
+    }));
+
+    // An uninstrumented command: `--frames N` stands in for the frames it did.
+    let hint = meta.frames_hint.filter(|&n| n > 0);
+    let hint_unusable = hint
+        .filter(|_| no_spans)
+        .and_then(|_| hint_unusable(meta, window.start_ns));
+    let frames_from_hint = no_spans && hint.is_some() && hint_unusable.is_none();
+    let frame_count = if frames_from_hint {
+        hint.unwrap_or(0)
+    } else {
+        measured_frames
+    };
+    let observed_fps = window
+        .seconds()
+        .filter(|_| frame_count > 0)
+        .map(|s| frame_count as f64 / s);
+
+    let note_facts = NoteFacts {
+        spans: facts.spans,
+        measured_frames,
+        negative_spans: facts.negative_spans,
+        orphan_counter_values: facts.orphan_counter_values,
+        frames_from_hint,
+        hint_ignored: hint.is_some() && !no_spans,
+        hint,
+        hint_unusable,
+    };
+
     let telemetry = summarize_telemetry(
         &run.telemetry,
         (window.start_ns, window.end_ns),
         window.end_ns,
         frame_count,
-        &worst_spans,
-        &late_spans,
+        &facts.worst_spans,
+        &facts.late_spans,
     );
 
     Analysis {
@@ -155,14 +224,14 @@ pub fn analyze(run: &Run) -> Analysis {
             start_ns: window.start_ns,
             end_ns: window.end_ns,
             length_ns: window.length_ns(),
-            warmup_frames: measured.warmup_frames,
+            warmup_frames: facts.warmup_frames,
             warmup_from: meta.warmup_from,
             warmup_ns: meta.warmup_ns,
             warmup_frames_asked: meta.warmup_frames,
             first_span_ns: meta.first_span_ns,
-            after_frames: measured.after_frames,
-            open_frames: measured.open_frames,
-            open_frames_lack: (measured.open_missing_stages.iter())
+            after_frames: facts.after_frames,
+            open_frames: facts.open_frames,
+            open_frames_lack: (facts.open_missing_stages.iter())
                 .map(|&s| run.stages.get(usize::from(s)).cloned().unwrap_or_default())
                 .collect(),
         },
@@ -171,28 +240,28 @@ pub fn analyze(run: &Run) -> Analysis {
         frames: frame_count,
         frames_from_hint,
         observed_fps,
-        spans: run.spans.len() as u64,
-        negative_spans: frames.negative_spans,
+        spans: facts.spans,
+        negative_spans: facts.negative_spans,
         dropped_events: meta.dropped_events,
         invalid_records: meta.invalid_records,
         names_refused: meta.names_refused,
-        counters,
-        late,
+        counters: facts.counters,
+        late: facts.late,
         stages,
-        stage_names: table.names,
-        total,
-        interval,
-        fps,
-        stutter,
-        pacing,
+        stage_names: facts.table.names,
+        total: facts.total,
+        interval: facts.interval,
+        fps: facts.fps,
+        stutter: facts.stutter,
+        pacing: facts.pacing,
         processes: process_rows(&run.processes),
         cpu: CpuSummary {
             collector_load_pct: (run.meta.collector_cpu_ns > 0 && window.length_ns() > 0)
                 .then(|| run.meta.collector_cpu_ns as f64 / window.length_ns() as f64 * 100.0),
             ..cpu_summary(&run.processes, window.length_ns(), frame_count)
         },
-        worst_frames: table.worst,
-        notes: notes(meta, &window, &facts)
+        worst_frames: facts.table.worst,
+        notes: notes(meta, &window, &note_facts)
             .into_iter()
             .chain(run.import.iter().flat_map(|i| i.notes.iter().cloned()))
             .chain(imported_histograms_note(run))

@@ -38,6 +38,9 @@ pub struct BenchOptions {
 #[derive(Debug)]
 pub struct BenchOutcome {
     pub path: PathBuf,
+    /// Where the experiment file is kept; with `-o /dev/null`, a temporary one removed on
+    /// drop.
+    pub file: crate::output::RunFile,
     pub total_runs: usize,
     pub finished_runs: usize,
     pub failed_runs: usize,
@@ -47,7 +50,8 @@ pub struct BenchOutcome {
 
 /// Runs (or continues) the experiment. The comparison is the caller's.
 pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
-    let (path, spec, experiment_id, done) = open_experiment(options)?;
+    let (file, spec, experiment_id, done) = open_experiment(options)?;
+    let path = file.path().to_owned();
     let slots = schedule(&spec);
     let combos = spec.combinations();
     let cpus = pinned_cpus(&spec)?;
@@ -60,6 +64,7 @@ pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
         progress::BenchProgress::new(total as u64, done.len() as u64, options.progress);
     let mut outcome = BenchOutcome {
         path: path.clone(),
+        file,
         total_runs: total,
         finished_runs: done.len(),
         failed_runs: 0,
@@ -128,18 +133,25 @@ pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
     Ok(outcome)
 }
 
-/// Creates the experiment file, or reopens it for `--resume`: (path, spec, id, slots done).
-fn open_experiment(options: &BenchOptions) -> Result<(PathBuf, ExperimentSpec, i64, HashSet<u32>)> {
+/// Creates the experiment file, or reopens it for `--resume`: (file, spec, id, slots done).
+fn open_experiment(
+    options: &BenchOptions,
+) -> Result<(crate::output::RunFile, ExperimentSpec, i64, HashSet<u32>)> {
     if options.resume {
-        let Some(path) = options.output.clone() else {
+        let Some(given) = options.output.clone() else {
             bail!("--resume needs the experiment file: framelab bench --resume -o FILE");
         };
-        if !path.exists() {
+        if !given.exists() {
             bail!(
                 "nothing to resume: {} does not exist; drop --resume to start the experiment",
-                path.display()
+                given.display()
             );
         }
+        let file = crate::output::RunFile::resolve(&given)?;
+        if !file.kept() {
+            bail!("nothing to resume: {} keeps no experiment file; give the file the experiment was written to", given.display());
+        }
+        let path = file.path().to_owned();
         let Some(experiment) = store::load_experiment(&path)? else {
             bail!("{} holds no experiment to resume (it was written by framelab run?); choose another -o", path.display());
         };
@@ -165,7 +177,7 @@ fn open_experiment(options: &BenchOptions) -> Result<(PathBuf, ExperimentSpec, i
             .filter(|r| r.status != RunStatus::Interrupted)
             .map(|r| r.slot)
             .collect();
-        return Ok((path, stored, experiment.id, done));
+        return Ok((file, stored, experiment.id, done));
     }
     let Some(spec) = options.spec.clone() else {
         bail!("nothing to run: give --variant NAME=COMMAND (twice or more to compare) or one command after --");
@@ -174,7 +186,9 @@ fn open_experiment(options: &BenchOptions) -> Result<(PathBuf, ExperimentSpec, i
     // Everything that can be refused is refused before the file is created.
     pinned_cpus(&spec)?;
     check_commands(&spec)?;
-    let path = options.output.clone().unwrap_or_else(default_output);
+    let file =
+        crate::output::RunFile::resolve(&options.output.clone().unwrap_or_else(default_output))?;
+    let path = file.path().to_owned();
     if path.exists() && std::fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
         let what = match store::load_experiment(&path) {
             Ok(Some(e)) => format!(
@@ -188,7 +202,7 @@ fn open_experiment(options: &BenchOptions) -> Result<(PathBuf, ExperimentSpec, i
     }
     let spec_json = serde_json::to_string(&spec)?;
     let id = store::create_experiment(&path, &spec_json)?;
-    Ok((path, spec, id, HashSet::new()))
+    Ok((file, spec, id, HashSet::new()))
 }
 
 fn pinned_cpus(spec: &ExperimentSpec) -> Result<Vec<usize>> {
@@ -279,6 +293,7 @@ fn run_options(
         frames: settings.frames,
         grace: ns(settings.grace_ns),
         ring_records: settings.ring_records,
+        session_access: Default::default(),
         progress: false,
         env,
         cpus: cpus.to_vec(),

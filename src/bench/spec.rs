@@ -65,6 +65,10 @@ pub struct ExperimentSpec {
 /// Fewer than this many runs per variant is refused: no spread across runs.
 pub const MIN_RUNS: u32 = 2;
 
+/// The most runs one experiment holds (variants × parameter combinations × runs): its
+/// schedule is built before the first run, and a mistyped -n must not fill the memory.
+pub const MAX_TOTAL_RUNS: u64 = 100_000;
+
 /// `NAME=CMD`: the command is split into words as a POSIX shell would (quotes, escapes),
 /// without running a shell.
 pub fn parse_variant(text: &str) -> Result<VariantSpec> {
@@ -180,6 +184,22 @@ impl ExperimentSpec {
         }
         if self.variants.is_empty() {
             bail!("nothing to run: give --variant NAME=COMMAND (twice or more to compare) or one command after --");
+        }
+        let combos = self
+            .params
+            .iter()
+            .fold(1u64, |n, p| n.saturating_mul(p.values.len() as u64));
+        let total = combos
+            .saturating_mul(self.variants.len() as u64)
+            .saturating_mul(u64::from(self.runs));
+        if total > MAX_TOTAL_RUNS {
+            bail!(
+                "this experiment would be {total} runs ({} variants × {combos} parameter \
+                 combinations × -n {}); the most is {MAX_TOTAL_RUNS}: give fewer runs, variants \
+                 or parameter values",
+                self.variants.len(),
+                self.runs
+            );
         }
         let warmup = std::time::Duration::from_nanos(self.run.warmup_ns.max(0) as u64);
         if let Some(message) =
@@ -350,6 +370,12 @@ mod tests {
         assert!(err(spec(&[("a", "x"), ("a", "y")], &[], 3)).contains("used twice"));
         assert!(err(spec(&[("a", "x {res}")], &[], 3)).contains("no --param res"));
         assert!(err(spec(&[("a", "x")], &["k=1", "k=2"], 3)).contains("twice"));
+        assert!(err(spec(
+            &[("a", "x {k}")],
+            &["k=1,2,3,4,5,6,7,8,9,10,11"],
+            10_000
+        ))
+        .contains("110000 runs"));
         assert!(spec(&[("a", "x {res}")], &["res=1,2"], 3)
             .validate()
             .is_ok());

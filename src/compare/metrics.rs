@@ -86,6 +86,10 @@ pub struct Metric {
     pub kind: Kind,
 }
 
+/// A stage's name in a metric's label is cut shorter than a table cell, so the
+/// percentile after it (`p99`) always shows.
+const LABEL_NAME_CHARS: usize = 60;
+
 const PERCENTILES: [(&str, f64); 3] = [("p50", 0.50), ("p95", 0.95), ("p99", 0.99)];
 
 impl Metric {
@@ -101,9 +105,10 @@ impl Metric {
 
     fn percentile(stage: Option<&str>, name: &str, p: f64) -> Metric {
         let who = stage.unwrap_or("total");
+        // The key keeps the stage's whole name (JSON, CSV); the label is for people.
         Metric::new(
             &format!("{who}.{name}"),
-            &format!("{who} {name}"),
+            &format!("{} {name}", crate::display::escaped(who, LABEL_NAME_CHARS)),
             Unit::Microseconds,
             Direction::LowerIsBetter,
             Kind::Percentile {
@@ -260,7 +265,7 @@ pub fn catalogue(runs: &[&RunData]) -> Vec<Metric> {
     for device in devices {
         all.push(Metric::new(
             &format!("energy_per_frame.{}", device.replace(' ', "_")),
-            &format!("energy per frame, {device}"),
+            &format!("energy per frame, {}", crate::display::name(device)),
             Unit::Joules,
             LowerIsBetter,
             Kind::EnergyPerFrame {

@@ -125,16 +125,26 @@ fn check_enough_runs(loaded: &load::Loaded) -> Result<()> {
 /// The comparison in `format`.
 pub fn render(comparison: &Comparison, format: CompareFormat) -> String {
     match format {
-        CompareFormat::Text => text::render(comparison, false),
-        CompareFormat::Markdown => text::render(comparison, true),
+        // Names cut and escaped where they are printed; any control character left (a
+        // variant named after a file) is escaped here: only `\n` ends a line.
+        CompareFormat::Text => escape_controls(&text::render(comparison, false)),
+        CompareFormat::Markdown => escape_controls(&text::render(comparison, true)),
         CompareFormat::Json => {
             let mut s = serde_json::to_string_pretty(comparison)
                 .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
             s.push('\n');
             s
         }
-        CompareFormat::Csv => csv::render(comparison),
+        CompareFormat::Csv => escape_controls(&csv::render(comparison)),
     }
+}
+
+/// Every line of `text` through `crate::display` (escaped, never cut).
+fn escape_controls(text: &str) -> String {
+    text.split('\n')
+        .map(|line| crate::display::escaped(line, usize::MAX))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Whether any metric of any comparison regressed (`--fail-on-regression`).

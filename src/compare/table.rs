@@ -26,15 +26,29 @@ impl Table {
         }
     }
 
+    /// Cells and headers as `crate::display` shows names: escaped, cut.
+    fn shown(&self) -> Table {
+        let shown = |s: &String| crate::display::name(s).into_owned();
+        Table {
+            headers: self.headers.iter().map(shown).collect(),
+            rows: self
+                .rows
+                .iter()
+                .map(|r| r.iter().map(shown).collect())
+                .collect(),
+        }
+    }
+
     fn text(&self) -> String {
+        let this = self.shown();
+        let (headers, rows) = (&this.headers, &this.rows);
         let width = |s: &str| s.chars().count();
-        let widths: Vec<usize> = (0..self.headers.len())
+        let widths: Vec<usize> = (0..headers.len())
             .map(|c| {
-                self.rows
-                    .iter()
+                rows.iter()
                     .filter_map(|r| r.get(c))
                     .map(|s| width(s))
-                    .chain([width(&self.headers[c])])
+                    .chain([width(&headers[c])])
                     .max()
                     .unwrap_or(0)
             })
@@ -54,18 +68,19 @@ impl Table {
             }
             out.trim_end().to_owned() + "\n"
         };
-        let mut out = line(&self.headers);
-        for row in &self.rows {
+        let mut out = line(headers);
+        for row in rows {
             out.push_str(&line(row));
         }
         out
     }
 
     fn markdown(&self) -> String {
+        let this = self.shown();
         let escape = |s: &str| s.replace('|', "\\|");
         let mut out = format!(
             "| {} |\n",
-            self.headers
+            this.headers
                 .iter()
                 .map(|h| escape(h))
                 .collect::<Vec<_>>()
@@ -73,11 +88,11 @@ impl Table {
         );
         out.push_str(&format!(
             "|{}\n",
-            (0..self.headers.len())
+            (0..this.headers.len())
                 .map(|c| if c == 0 { " --- |" } else { " ---: |" })
                 .collect::<String>()
         ));
-        for row in &self.rows {
+        for row in &this.rows {
             out.push_str(&format!(
                 "| {} |\n",
                 row.iter()

@@ -56,6 +56,7 @@ pub fn render(c: &Comparison, markdown: bool) -> String {
     }
     for v in &c.variants {
         let command = c.commands.get(v).map(String::as_str).unwrap_or("");
+        let (v, command) = (crate::display::name(v), crate::display::text(command));
         if markdown {
             out.push_str(&format!("- {v}: `{command}`\n"));
         } else {

@@ -34,32 +34,19 @@ pub fn export(run: &Run, format: ExportFormat, out: &mut dyn Write) -> anyhow::R
     }
 }
 
-/// Writes `run` as `format` to `path` (`-`: standard output). A file is written beside
-/// its final name and renamed into place, so a failed export leaves no partial file.
+/// Writes `run` as `format` to `path` (`-`: standard output) as `crate::output` writes
+/// every whole file: a device or FIFO as a stream, a regular file under a temporary name
+/// renamed into place, so a failed export leaves no partial file and never replaces
+/// anything but a regular file. `input`, the run file read, is never written over.
 pub fn export_to_path(
     run: &Run,
     format: ExportFormat,
     path: &std::path::Path,
+    input: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    if path.as_os_str() == "-" {
-        let stdout = std::io::stdout();
-        let mut out = std::io::BufWriter::new(stdout.lock());
-        export(run, format, &mut out)?;
-        return Ok(out.flush()?);
+    let target = crate::output::Target::resolve(path)?;
+    if let Some(input) = input {
+        target.refuse_overwriting(path, input)?;
     }
-    let shown = path.display();
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(".partial");
-    let partial = std::path::PathBuf::from(partial);
-    let file = std::fs::File::create(&partial)
-        .map_err(|e| anyhow::anyhow!("cannot write {shown}: {e}"))?;
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-    let written = export(run, format, &mut out)
-        .and_then(|()| out.flush().map_err(Into::into))
-        .and_then(|()| std::fs::rename(&partial, path).map_err(Into::into));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&partial);
-        anyhow::bail!("cannot write {shown}: {e}");
-    }
-    Ok(())
+    crate::output::write_whole(&target, path, |out| export(run, format, out))
 }

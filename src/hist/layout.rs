@@ -7,6 +7,7 @@
 //! - Linear: buckets `step` wide, and above them count, min, max, mean, standard
 //!   deviation and median, so the shape and the numbers come together.
 
+use crate::analyze::stats::Ns;
 use crate::model::Bucket;
 
 const BAR_WIDTH: u64 = 52;
@@ -14,10 +15,15 @@ const BAR_WIDTH: u64 = 52;
 /// Power-of-two buckets of non-negative integer values: `[0]`, `[1]`, `[2, 4)`, ...
 /// Negative values go to one `(..., 0)` bucket.
 pub fn log2_buckets(values: &[i64]) -> Vec<Bucket> {
+    log2_buckets_of(values.iter().copied())
+}
+
+/// [`log2_buckets`] of values as they come.
+pub fn log2_buckets_of(values: impl Iterator<Item = i64>) -> Vec<Bucket> {
     let mut negative = 0u64;
     // Index 0: the value 0; index k ≥ 1: [2^(k-1), 2^k).
     let mut counts = [0u64; 65];
-    for &v in values {
+    for v in values {
         if v < 0 {
             negative += 1;
         } else {
@@ -120,6 +126,11 @@ fn nice_step(at_least: i128) -> i128 {
 /// Without `--min` the buckets are aligned to multiples of the step and start at the one
 /// holding the smallest value; without `--max` they end with the one holding the largest.
 pub fn linear(values: &[i64], spec: &LinearSpec) -> LinearBuckets {
+    linear_of(values, spec)
+}
+
+/// [`linear`] of values of either width.
+pub fn linear_of<T: Ns>(values: &[T], spec: &LinearSpec) -> LinearBuckets {
     let (Some(&min), Some(&max)) = (values.iter().min(), values.iter().max()) else {
         return LinearBuckets {
             step_ns: spec.step_ns.unwrap_or(1).max(1),
@@ -131,6 +142,7 @@ pub fn linear(values: &[i64], spec: &LinearSpec) -> LinearBuckets {
             capped: None,
         };
     };
+    let (min, max): (i64, i64) = (min.into(), max.into());
     let lo = i128::from(spec.min_ns.unwrap_or(min));
     let end = spec.max_ns.map_or(i128::from(max) + 1, i128::from);
     // (origin, count) of buckets `step` wide covering [lo, end).
@@ -196,7 +208,7 @@ pub fn linear(values: &[i64], spec: &LinearSpec) -> LinearBuckets {
     let mut counts = vec![0u64; count as usize];
     let (mut below, mut above) = (0, 0);
     for &v in values {
-        let v = i128::from(v);
+        let v = i128::from(v.into());
         if v < lo {
             below += 1;
         } else if v >= end {
@@ -295,15 +307,20 @@ pub fn all_bars(shown: &[Bucket], label: &dyn Fn(&Bucket) -> String) -> String {
 /// standard deviation (both with n − 1) and median, of every value (those outside
 /// `--min`/`--max` included).
 pub fn summary_lines(values: &[i64], unit: &str, per_unit: f64) -> String {
+    summary_lines_of(values, unit, per_unit)
+}
+
+/// [`summary_lines`] of values of either width.
+pub fn summary_lines_of<T: Ns>(values: &[T], unit: &str, per_unit: f64) -> String {
     if values.is_empty() {
         return "# NumSamples = 0\n".into();
     }
     let n = values.len() as f64;
-    let mean = values.iter().map(|&v| v as f64).sum::<f64>() / n;
+    let mean = values.iter().map(|&v| v.into() as f64).sum::<f64>() / n;
     let var = if values.len() > 1 {
         values
             .iter()
-            .map(|&v| (v as f64 - mean).powi(2))
+            .map(|&v| (v.into() as f64 - mean).powi(2))
             .sum::<f64>()
             / (n - 1.0)
     } else {
@@ -312,18 +329,19 @@ pub fn summary_lines(values: &[i64], unit: &str, per_unit: f64) -> String {
     let mut sorted = values.to_vec();
     sorted.sort_unstable();
     let mid = sorted.len() / 2;
+    let at = |i: usize| -> f64 { sorted[i].into() as f64 };
     let median = if sorted.len() % 2 == 1 {
-        sorted[mid] as f64
+        at(mid)
     } else {
-        (sorted[mid - 1] as f64 + sorted[mid] as f64) / 2.0
+        (at(mid - 1) + at(mid)) / 2.0
     };
     let show = |ns: f64| format_value(ns / per_unit);
     format!(
         "# NumSamples = {}; Min = {} {unit}; Max = {} {unit}\n\
          # Mean = {} {unit}; Variance = {} {unit}²; SD = {} {unit}; Median = {} {unit}\n",
         values.len(),
-        show(sorted[0] as f64),
-        show(sorted[sorted.len() - 1] as f64),
+        show(at(0)),
+        show(at(sorted.len() - 1)),
         show(mean),
         format_value(var / (per_unit * per_unit)),
         show(var.sqrt()),

@@ -154,28 +154,43 @@ fn print_loop(
 ) -> anyhow::Result<Progress> {
     let started = Instant::now();
     let mut next = started + every;
+    // Where the interval not yet printed began.
+    let mut from_at = started;
     let mut last_id = 0i64;
     loop {
-        while Instant::now() < next {
+        // Sleeps in short steps: a stop is seen within 50 ms, whatever the interval.
+        loop {
             if stop.load(Ordering::Relaxed) {
                 return Ok(Progress {
                     last_id,
                     started,
-                    interval_start: next - every,
+                    interval_start: from_at,
                 });
             }
-            std::thread::sleep(Duration::from_millis(50).min(next - Instant::now()));
+            let now = Instant::now();
+            if now >= next {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50).min(next - now));
         }
-        let from = (next - every - started).as_secs_f64();
         last_id = print_since(
             path,
             run_id,
             last_id,
             linear,
-            from,
-            from + every.as_secs_f64(),
+            (from_at - started).as_secs_f64(),
+            (next - started).as_secs_f64(),
             "",
         )?;
+        from_at = next;
         next += every;
+        // A print slower than the interval: skip to the next interval still ahead, and
+        // let that print cover the ones missed (spans are read by id, none is lost).
+        let now = Instant::now();
+        if next <= now {
+            let behind = (now - next).as_nanos() / every.as_nanos().max(1) + 1;
+            let skip = Duration::from_nanos(u64::try_from(behind * every.as_nanos()).unwrap_or(0));
+            next = next.checked_add(skip).unwrap_or(now + every);
+        }
     }
 }

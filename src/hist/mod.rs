@@ -7,9 +7,14 @@ pub mod live;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::analyze::frames::{intervals_ns, measure_run, Frames};
+use crate::analyze::compact::columns::Keep;
+use crate::analyze::compact::values::{with_ns, NsValues};
+use crate::analyze::compact::window::{end_order, measure};
+use crate::analyze::compact::{intervals_in_order, load_columns, values_in_order};
+use crate::analyze::frames::{intervals_ns, measure_run, Frames, NO_FRAME};
 use crate::analyze::pair::{pair_events, PairSpec};
-use crate::model::{Run, Span};
+use crate::analyze::stats::Ns;
+use crate::model::{Run, Span, SpanSource};
 pub use layout::LinearSpec;
 
 /// `--by`: one histogram per thread or per process.
@@ -120,7 +125,12 @@ fn measured_spans(run: &Run) -> (Vec<&Span>, Vec<i64>, Vec<i64>) {
 
 /// The group a span belongs to under `--by`, as a bpftrace map key.
 fn group_key(run: &Run, span: &Span, by: Option<GroupBy>) -> Option<String> {
-    let t = run.threads.get(span.thread as usize)?;
+    thread_key(run, span.thread, by)
+}
+
+/// The group of thread `thread`'s spans under `--by`.
+fn thread_key(run: &Run, thread: u32, by: Option<GroupBy>) -> Option<String> {
+    let t = run.threads.get(thread as usize)?;
     let name = |n: &str, id: u32| {
         if n.is_empty() {
             id.to_string()
@@ -200,7 +210,11 @@ pub fn collect(run: &Run, opts: &HistOptions) -> anyhow::Result<(Vec<Series>, Ve
                     if run.stages.is_empty() {
                         "none".to_string()
                     } else {
-                        run.stages.join(", ")
+                        run.stages
+                            .iter()
+                            .map(|s| crate::display::name(s))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     }
                 );
             };
@@ -218,39 +232,173 @@ pub fn collect(run: &Run, opts: &HistOptions) -> anyhow::Result<(Vec<Series>, Ve
     }
 }
 
+/// A series as [`collect_from`] keeps it: u32 values where they fit.
+struct CompactSeries {
+    name: String,
+    values: NsValues,
+}
+
+/// What `--stage` asks for, checked against the run's stages.
+enum Wanted {
+    Total,
+    Interval,
+    /// Stage ids, in the order drawn.
+    Stages(Vec<usize>),
+}
+
+/// [`collect`] for any mode but `--pair`, from columns.
+fn collect_from(
+    head: &Run,
+    source: &dyn SpanSource,
+    opts: &HistOptions,
+) -> anyhow::Result<Vec<CompactSeries>> {
+    let no_by = |name: &str| -> anyhow::Result<()> {
+        if opts.by.is_some() {
+            anyhow::bail!("--by splits stages by thread or process; `{name}` spans threads, so it has no --by");
+        }
+        Ok(())
+    };
+    let wanted = match opts.stage.as_deref() {
+        Some("total") if !head.stages.iter().any(|s| s == "total") => {
+            no_by("total")?;
+            Wanted::Total
+        }
+        Some("interval") if !head.stages.iter().any(|s| s == "interval") => {
+            no_by("interval")?;
+            Wanted::Interval
+        }
+        Some(stage) => match head.stages.iter().position(|s| s == stage) {
+            Some(id) => Wanted::Stages(vec![id]),
+            None => anyhow::bail!(
+                "the run has no stage {stage:?}; it has {}, total and interval",
+                if head.stages.is_empty() {
+                    "none".to_string()
+                } else {
+                    head.stages.join(", ")
+                }
+            ),
+        },
+        None => Wanted::Stages((0..head.stages.len()).collect()),
+    };
+    let keep = Keep {
+        start: false,
+        thread: opts.by.is_some(),
+    };
+    let (columns, table) = load_columns(source, keep)?;
+    let (_, measured) = measure(&table, &columns, &head.meta);
+    let frame_series = |name: &str, values: NsValues| CompactSeries {
+        name: format!("@{name}"),
+        values,
+    };
+    let stages = match wanted {
+        Wanted::Total | Wanted::Interval => {
+            drop(columns);
+            let order = end_order(&table, &measured);
+            return Ok(vec![if matches!(wanted, Wanted::Total) {
+                frame_series("total", values_in_order(&order, |i| table.total_ns(i)))
+            } else {
+                frame_series("interval", intervals_in_order(&order, &table))
+            }]);
+        }
+        Wanted::Stages(stages) => stages,
+    };
+
+    // Series (stage, group) in the order drawn: stages as asked, groups by key.
+    let keys: Vec<Option<String>> = (0..head.threads.len() as u32)
+        .map(|t| thread_key(head, t, opts.by))
+        .collect();
+    let mut key_order: Vec<&Option<String>> = keys.iter().collect();
+    key_order.sort();
+    key_order.dedup();
+    let group_of_thread: Vec<usize> = (keys.iter())
+        .map(|k| key_order.binary_search(&k).unwrap_or(0))
+        .collect();
+    let groups = key_order.len().max(1);
+    let mut slot_of_stage = vec![usize::MAX; u16::MAX as usize + 1];
+    for (k, &stage) in stages.iter().enumerate() {
+        slot_of_stage[stage] = k * groups;
+    }
+    let series_of = |row: usize, stage: u16| -> Option<usize> {
+        let base = slot_of_stage[stage as usize];
+        let group = match &columns.thread {
+            Some(thread) => group_of_thread
+                .get(thread[row] as usize)
+                .copied()
+                .unwrap_or(0),
+            None => 0,
+        };
+        (base != usize::MAX).then_some(base + group)
+    };
+    let measured_rows = || {
+        (columns.frame.iter().zip(&columns.stage).enumerate())
+            .filter(|(_, (&f, _))| f != NO_FRAME && measured.in_window.get(f))
+            .filter_map(|(row, (_, &stage))| Some((row, series_of(row, stage)?)))
+    };
+    // Sized first, so each holds its values at the width they need.
+    let mut count = vec![0usize; stages.len() * groups];
+    let mut max = vec![0i64; stages.len() * groups];
+    for (row, k) in measured_rows() {
+        count[k] += 1;
+        max[k] = max[k].max(columns.dur.get(row));
+    }
+    let mut values: Vec<NsValues> = (count.iter().zip(&max))
+        .map(|(&n, &m)| NsValues::for_range(0, m, n))
+        .collect();
+    for (row, k) in measured_rows() {
+        values[k].push(columns.dur.get(row));
+    }
+    drop(columns);
+    let mut series = Vec::new();
+    for (k, values) in values.into_iter().enumerate() {
+        if values.is_empty() {
+            continue;
+        }
+        let stage = &head.stages[stages[k / groups]];
+        series.push(CompactSeries {
+            name: match key_order.get(k % groups) {
+                Some(Some(key)) => format!("@{stage}[{key}]"),
+                _ => format!("@{stage}"),
+            },
+            values,
+        });
+    }
+    Ok(series)
+}
+
 /// One series drawn in the chosen layout.
 pub fn render_series(series: &Series, linear: Option<&LinearSpec>) -> String {
+    render_values(&series.name, &series.values_ns, linear)
+}
+
+/// A series of either width drawn in the chosen layout.
+fn render_values<T: Ns>(name: &str, values: &[T], linear: Option<&LinearSpec>) -> String {
     match linear {
         None => {
-            let us: Vec<i64> = series
-                .values_ns
-                .iter()
-                .map(|v| v.div_euclid(1000))
-                .collect();
-            let buckets = layout::log2_buckets(&us);
+            let us = values.iter().map(|&v| v.into().div_euclid(1000));
+            let buckets = layout::log2_buckets_of(us);
             format!(
                 "{} (µs):\n{}",
-                series.name,
+                crate::display::name(name),
                 layout::bars(&buckets, &layout::label)
             )
         }
-        Some(spec) => render_linear(series, spec),
+        Some(spec) => render_linear(name, values, spec),
     }
 }
 
 /// The linear layout: the statistics, what lies outside `--min`/`--max`, a note when the
 /// step was widened to keep the bucket count sane, then the buckets.
-fn render_linear(series: &Series, spec: &LinearSpec) -> String {
-    let values = &series.values_ns;
-    let b = layout::linear(values, spec);
+fn render_linear<T: Ns>(name: &str, values: &[T], spec: &LinearSpec) -> String {
+    let b = layout::linear_of(values, spec);
     let (unit, per_unit) = layout::unit_for_step(b.step_ns);
     let show = |ns: i64| layout::show_ns(ns, unit, per_unit);
     let mut out = format!(
-        "{} ({unit}, {} {unit} buckets):\n",
-        series.name,
+        "{} ({unit}, {} {unit} buckets):
+",
+        crate::display::name(name),
         b.step_ns as f64 / per_unit
     );
-    out.push_str(&layout::summary_lines(values, unit, per_unit));
+    out.push_str(&layout::summary_lines_of(values, unit, per_unit));
     if spec.bounded() {
         let outside = b.below + b.above;
         let mut sides = Vec::new();
@@ -291,18 +439,49 @@ fn render_linear(series: &Series, spec: &LinearSpec) -> String {
 /// What `framelab hist` prints for `run`.
 pub fn render_run(run: &Run, opts: &HistOptions) -> anyhow::Result<String> {
     let (series, notes) = collect(run, opts)?;
-    let imported = opts.stage.is_none() && opts.pair.is_none();
-    let mut parts: Vec<String> = series
+    let parts: Vec<String> = series
         .iter()
         .filter(|s| !s.values_ns.is_empty())
         .map(|s| render_series(s, opts.linear.as_ref()))
         .collect();
+    finish(run, opts, parts, notes)
+}
+
+/// What `framelab hist` prints for `head` (a run without its spans) with its spans from
+/// `source`, holding them as columns: the same text as [`render_run`]. `--pair` reads
+/// events, not spans: `head` must hold them.
+pub fn render_from(
+    head: &Run,
+    source: &dyn SpanSource,
+    opts: &HistOptions,
+) -> anyhow::Result<String> {
+    if opts.pair.is_some() {
+        return render_run(head, opts);
+    }
+    let parts: Vec<String> = collect_from(head, source, opts)?
+        .iter()
+        .filter(|s| !s.values.is_empty())
+        .map(|s| with_ns!(&s.values, v => render_values(&s.name, v, opts.linear.as_ref())))
+        .collect();
+    finish(head, opts, parts, Vec::new())
+}
+
+/// The drawn series, then imported histograms, then notes; or why there is nothing to draw.
+fn finish(
+    run: &Run,
+    opts: &HistOptions,
+    mut parts: Vec<String>,
+    notes: Vec<String>,
+) -> anyhow::Result<String> {
+    let imported = opts.stage.is_none() && opts.pair.is_none();
     if imported {
-        parts.extend(
-            run.histograms
-                .iter()
-                .map(|h| format!("{}:\n{}", h.name, layout::bars(&h.buckets, &layout::label))),
-        );
+        parts.extend(run.histograms.iter().map(|h| {
+            format!(
+                "{}:\n{}",
+                crate::display::name(&h.name),
+                layout::bars(&h.buckets, &layout::label)
+            )
+        }));
     }
     if parts.is_empty() {
         let what = match (&opts.pair, &opts.stage) {
@@ -318,7 +497,7 @@ pub fn render_run(run: &Run, opts: &HistOptions) -> anyhow::Result<String> {
     }
     let mut out = parts.join("\n");
     for note in notes {
-        out.push_str(&format!("note: {note}\n"));
+        out.push_str(&format!("note: {}\n", crate::display::text(&note)));
     }
     Ok(out)
 }

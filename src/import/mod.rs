@@ -200,36 +200,139 @@ pub fn parse_bytes(format: Format, input: &[u8], opts: ImportOptions) -> Result<
     b.finish(RunMeta::default())
 }
 
-/// A file's bytes, gunzipped when it starts with the gzip magic.
+/// How much an import may read: the bytes of one input after decompression, and how many
+/// times its compressed size a gzip input may grow beyond `RATIO_FREE_BYTES`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InputLimits {
+    pub max_bytes: u64,
+    pub max_ratio: u64,
+}
+
+impl Default for InputLimits {
+    fn default() -> Self {
+        InputLimits {
+            max_bytes: 1 << 30,
+            max_ratio: 200,
+        }
+    }
+}
+
+/// A gzip input may decompress to this much whatever its ratio: small compressed files of
+/// very repetitive logs are genuine.
+pub const RATIO_FREE_BYTES: u64 = 64 << 20;
+
+/// A file's bytes, gunzipped when it starts with the gzip magic, within the default limits.
 pub fn read_input(path: &Path) -> anyhow::Result<Vec<u8>> {
+    read_input_within(path, InputLimits::default())
+}
+
+/// `n` bytes in MiB or GiB, for messages.
+fn size(n: u64) -> String {
+    if n >= 1 << 30 {
+        format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64)
+    } else {
+        format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
+    }
+}
+
+/// At most `max + 1` bytes of `reader` (one more than allowed tells it went on), in a
+/// buffer that never grows past that: doubling would hold twice the limit.
+fn read_capped(reader: impl Read, max: u64, expected: u64) -> std::io::Result<Vec<u8>> {
+    let cap = usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX);
+    let mut out = Vec::with_capacity(usize::try_from(expected).unwrap_or(0).min(cap));
+    let mut reader = reader.take(cap as u64);
+    let mut chunk = vec![0u8; 256 << 10];
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => return Ok(out),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if out.len() + n > out.capacity() {
+            // Doubling, but never past the cap.
+            let grow = out.capacity().max(n).min(cap - out.len());
+            out.reserve_exact(grow.max(n));
+        }
+        out.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// A file's bytes, gunzipped when it starts with the gzip magic: never more than
+/// `limits.max_bytes` in memory (a FIFO or `/dev/zero` is read only that far), and a gzip
+/// input stops growing past `limits.max_ratio` times its own size (a decompression bomb).
+pub fn read_input_within(path: &Path, limits: InputLimits) -> anyhow::Result<Vec<u8>> {
     let shown = path.display();
-    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read {shown}: {e}"))?;
+    let cannot = |e: std::io::Error| anyhow::anyhow!("cannot read {shown}: {e}");
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let too_big = || {
+        anyhow::anyhow!(
+            "{shown} holds more than {}, the most an import reads (--max-input); raise \
+             --max-input if the file is genuine",
+            size(limits.max_bytes)
+        )
+    };
+    let regular_len = file
+        .metadata()
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .map(|m| m.len());
+    if regular_len.is_some_and(|len| len > limits.max_bytes) {
+        return Err(too_big());
+    }
+    let bytes = read_capped(file, limits.max_bytes, regular_len.unwrap_or(0)).map_err(cannot)?;
+    if bytes.len() as u64 > limits.max_bytes {
+        return Err(too_big());
+    }
     if !bytes.starts_with(&[0x1f, 0x8b]) {
         return Ok(bytes);
     }
-    let mut out = Vec::with_capacity(bytes.len() * 4);
-    flate2::read::MultiGzDecoder::new(&bytes[..])
-        .read_to_end(&mut out)
-        .map_err(|e| {
+    let by_ratio = (bytes.len() as u64)
+        .saturating_mul(limits.max_ratio)
+        .max(RATIO_FREE_BYTES);
+    let cap = by_ratio.min(limits.max_bytes);
+    let out = read_capped(
+        flate2::read::MultiGzDecoder::new(&bytes[..]),
+        cap,
+        bytes.len() as u64 * 4,
+    )
+    .map_err(|e| {
             anyhow::anyhow!(
                 "{shown} is gzip-compressed but cannot be decompressed ({e}): is it truncated? \
                  `gzip -t {shown}` checks it"
             )
         })?;
+    if out.len() as u64 > cap {
+        if cap == limits.max_bytes {
+            return Err(anyhow::anyhow!(
+                "{shown} decompresses to more than {}, the most an import reads (--max-input); \
+                 raise --max-input if the file is genuine",
+                size(limits.max_bytes)
+            ));
+        }
+        return Err(anyhow::anyhow!(
+            "{shown} decompresses to more than {} times its {} bytes (over {}): it looks like a \
+             decompression bomb; if it is genuine, raise --max-ratio",
+            limits.max_ratio,
+            bytes.len(),
+            size(cap)
+        ));
+    }
     Ok(out)
 }
 
 /// Reads `paths` (one format for all; detected from the first when `format` is `None`)
-/// into one run described by `meta`.
+/// into one run described by `meta`, each input within `limits`.
 pub fn import_files(
     paths: &[PathBuf],
     format: Option<Format>,
     opts: ImportOptions,
     meta: RunMeta,
+    limits: InputLimits,
 ) -> anyhow::Result<Run> {
     let mut builder: Option<TraceBuilder> = None;
     for path in paths {
-        let input = read_input(path)?;
+        let input = read_input_within(path, limits)?;
         let shown = path.display().to_string();
         let this = match format {
             Some(f) => f,

@@ -32,19 +32,16 @@ impl Style {
     pub fn yellow(&self, s: &str) -> String {
         self.paint("33", s)
     }
-    /// Names come from the measured program: keep them from turning into Markdown.
+    /// Text holding names from the measured program or a trace: control characters
+    /// escaped, a long text cut (`crate::display`), and in Markdown kept from turning
+    /// into Markdown.
     pub fn name(&self, s: &str) -> String {
-        if !self.markdown {
-            return s.to_string();
+        let shown = crate::display::text(s);
+        if self.markdown {
+            crate::display::markdown(&shown)
+        } else {
+            shown.into_owned()
         }
-        let mut out = String::with_capacity(s.len());
-        for c in s.chars() {
-            if "\\`*_[]<>|#~".contains(c) {
-                out.push('\\');
-            }
-            out.push(c);
-        }
-        out
     }
 }
 
@@ -55,9 +52,9 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 /// `framelab · demo (depth 1) · run 2026-11-22T10:00:00Z`
 pub fn title(a: &Analysis) -> String {
     let name = if !a.name.is_empty() {
-        a.name.clone()
+        crate::display::name(&a.name).into_owned()
     } else if let Some(program) = a.command.first() {
-        program.rsplit('/').next().unwrap_or(program).to_string()
+        crate::display::name(program.rsplit('/').next().unwrap_or(program)).into_owned()
     } else {
         format!("run {}", a.run_id)
     };
@@ -75,7 +72,7 @@ pub fn title(a: &Analysis) -> String {
 }
 
 pub fn command(a: &Analysis) -> Option<String> {
-    (!a.command.is_empty()).then(|| shell_words(&a.command))
+    (!a.command.is_empty()).then(|| crate::display::text(&shell_words(&a.command)).into_owned())
 }
 
 fn host(a: &Analysis, st: &Style) -> Option<String> {
@@ -283,7 +280,7 @@ fn counters(a: &Analysis, st: &Style) -> Option<String> {
         .counters
         .iter()
         .map(|c| {
-            let name = st.name(&c.name);
+            let name = st.name(&crate::display::name(&c.name));
             match (is_byte_counter(&c.name), c.bits_per_second) {
                 (true, Some(bps)) => {
                     format!("{name} {} ({})", bytes(c.total as f64), bit_rate(bps))

@@ -24,7 +24,9 @@ fn row(cells: &[String]) -> String {
     format!("| {} |\n", cells.join(" | "))
 }
 
-/// A GitHub table: the first column left-aligned, the rest right-aligned.
+/// A GitHub table: the first column left-aligned, the rest right-aligned. Every cell is
+/// shown through `crate::display` (escaped, cut, Markdown escaped: a `|` in a name ends no
+/// cell); headers holding names are escaped by the caller.
 pub(crate) fn gfm_table(headers: &[String], rows: &[Vec<String>]) -> String {
     let mut out = row(headers);
     let align: Vec<String> = (0..headers.len())
@@ -32,7 +34,11 @@ pub(crate) fn gfm_table(headers: &[String], rows: &[Vec<String>]) -> String {
         .collect();
     out.push_str(&row(&align));
     for r in rows {
-        out.push_str(&row(r));
+        let cells: Vec<String> = r
+            .iter()
+            .map(|c| crate::display::markdown(&crate::display::name(c)))
+            .collect();
+        out.push_str(&row(&cells));
     }
     out
 }
@@ -97,7 +103,7 @@ pub fn render(a: &Analysis) -> String {
         let headers = strings(&["stage (µs)", "min", "p50", "p95", "p99", "max", "mean"]);
         let rows: Vec<Vec<String>> = stage_rows(a)
             .into_iter()
-            .map(|(name, cells)| std::iter::once(st.name(&name)).chain(cells).collect())
+            .map(|(name, cells)| std::iter::once(name).chain(cells).collect())
             .collect();
         blocks.push(gfm_table(&headers, &rows));
     }
@@ -106,18 +112,16 @@ pub fn render(a: &Analysis) -> String {
         let headers = strings(&[
             "process", "wall s", "user s", "sys s", "load %", "cores", "peak RSS",
         ]);
-        let rows: Vec<Vec<String>> = process_rows(a)
-            .into_iter()
-            .map(|mut r| {
-                r[0] = st.name(&r[0]);
-                Vec::from(r)
-            })
-            .collect();
+        let rows: Vec<Vec<String>> = process_rows(a).into_iter().map(Vec::from).collect();
         blocks.push(gfm_table(&headers, &rows));
     }
     if !a.worst_frames.is_empty() {
         let mut headers = strings(&["worst frame", "t s", "total µs"]);
-        headers.extend(a.stage_names.iter().map(|n| format!("{} µs", st.name(n))));
+        headers.extend(
+            a.stage_names
+                .iter()
+                .map(|n| format!("{} µs", st.name(&crate::display::name(n)))),
+        );
         blocks.push(gfm_table(&headers, &worst_rows(a)));
     }
     blocks.extend(super::telemetry::markdown_blocks(a, &st, gfm_table));

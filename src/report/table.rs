@@ -23,7 +23,18 @@ fn width_of(s: &str) -> usize {
 
 /// Renders `rows` under `columns`, each line indented by two spaces; `unit` follows the
 /// header (`µs`). The first column gets one space of gap, the others two.
+/// Every cell and header is shown through `crate::display::name`: names from a program or a
+/// trace can hold terminal escapes or run for kilobytes.
 pub fn render(columns: &[Column], rows: &[Vec<String>], unit: Option<&str>, st: &Style) -> String {
+    let shown = |s: &str| crate::display::name(s).into_owned();
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| shown(c)).collect())
+        .collect();
+    let columns: Vec<Column> = columns
+        .iter()
+        .map(|c| Column::new(shown(&c.header), c.min_width))
+        .collect();
     let widths: Vec<usize> = columns
         .iter()
         .enumerate()
@@ -63,7 +74,7 @@ pub fn render(columns: &[Column], rows: &[Vec<String>], unit: Option<&str>, st: 
     out.push_str("  ");
     out.push_str(&st.bold(&header[2..]));
     out.push('\n');
-    for row in rows {
+    for row in &rows {
         out.push_str(&line(row.iter().map(|s| s.as_str()).collect()));
         out.push('\n');
     }

@@ -267,7 +267,10 @@ pub fn text_blocks(a: &Analysis, st: &Style) -> Vec<String> {
         };
         // Pad by the visible width: colour codes take no columns.
         let pad = " ".repeat(9usize.saturating_sub(state_width(&state)));
-        lines.push_str(&format!("    {source:<9} {state}{pad}{line}\n"));
+        lines.push_str(&format!(
+            "    {source:<9} {state}{pad}{}\n",
+            crate::display::text(&line)
+        ));
     }
     blocks.push(lines);
     if !t.metrics.is_empty() {
@@ -284,7 +287,11 @@ pub fn text_blocks(a: &Analysis, st: &Style) -> Vec<String> {
         blocks.push(table(&columns(&headers, 7), &frame_rows(t), None, st));
     }
     if let Some(line) = throttle_line(t) {
-        blocks.push(format!("  {:<10}{line}\n", "throttle"));
+        blocks.push(format!(
+            "  {:<10}{}\n",
+            "throttle",
+            crate::display::text(&line)
+        ));
     }
     if !t.busiest_threads.is_empty() {
         let headers = strings(&THREAD_HEADERS);
@@ -331,26 +338,18 @@ pub fn markdown_blocks(
     }
     if !t.worst_frames.is_empty() {
         let mut headers = strings(&["worst frame", "t s", "total µs"]);
-        headers.extend(frame_headers(t).iter().map(|h| st.name(h)));
-        let rows: Vec<Vec<String>> = frame_rows(t)
-            .into_iter()
-            .map(|r| r.iter().map(|c| st.name(c)).collect())
-            .collect();
-        blocks.push(gfm(&headers, &rows));
+        headers.extend(
+            frame_headers(t)
+                .iter()
+                .map(|h| st.name(&crate::display::name(h))),
+        );
+        blocks.push(gfm(&headers, &frame_rows(t)));
     }
     if let Some(line) = throttle_line(t) {
         blocks.push(format!("**throttle** {}\n", st.name(&line)));
     }
     if !t.busiest_threads.is_empty() {
-        let rows: Vec<Vec<String>> = thread_rows(t)
-            .into_iter()
-            .map(|mut r| {
-                r[0] = st.name(&r[0]);
-                r[2] = st.name(&r[2]);
-                r
-            })
-            .collect();
-        blocks.push(gfm(&strings(&THREAD_HEADERS), &rows));
+        blocks.push(gfm(&strings(&THREAD_HEADERS), &thread_rows(t)));
     }
     blocks
 }

@@ -160,8 +160,9 @@ pub fn render(a: &Analysis, color: bool) -> String {
         out.push('\n');
         for note in &a.notes {
             out.push_str(&format!(
-                "  {}{note}\n",
-                st.yellow(&format!("{:<10}", "note"))
+                "  {}{}\n",
+                st.yellow(&format!("{:<10}", "note")),
+                crate::display::text(note)
             ));
         }
     }

@@ -245,6 +245,14 @@ impl Accounting {
         listed
     }
 
+    /// Processes of the run still alive at the last reading (tree and watched).
+    pub fn live_pids(&self) -> impl Iterator<Item = (u32, ProcessRole)> + '_ {
+        self.procs
+            .iter()
+            .filter(|(_, t)| t.gone.is_none())
+            .map(|(&pid, t)| (pid, t.role))
+    }
+
     /// Reads every process of the tree and every watched one, and settles those that ended.
     pub fn sample(&mut self, now_ns: i64, command_pid: u32) {
         if self.ended() {

@@ -11,10 +11,11 @@ use framelab_probe::wire::{self, kind, name_kind, Record};
 use super::accounting::Accounting;
 use super::clock::TickClock;
 use super::dir::SessionDir;
-use super::rings::{ProcessNames, Ring};
+use super::rings::{OpenError, ProcessNames, Ring};
 use super::write::{Write, WriterThread};
 use crate::model::{
-    CounterValue, EndReason, EventRecord, ExitInfo, RunMeta, SourceState, Span, ThreadInfo,
+    CounterValue, EndReason, EventRecord, ExitInfo, ProcessRole, RunMeta, SourceState, Span,
+    ThreadInfo,
 };
 use crate::sample::{ProcessTree, Sampler, SamplingOptions};
 use crate::store::RunWriter;
@@ -22,6 +23,8 @@ use crate::store::RunWriter;
 const SCAN_EVERY: Duration = Duration::from_millis(20);
 /// Clock reads around the launch are not perfectly ordered: allow this much before it.
 const LAUNCH_SLACK_NS: i64 = 1_000_000;
+/// Nor after now, beyond what converting ticks to nanoseconds may be off by.
+const FUTURE_SLACK_NS: i64 = 1_000_000_000;
 
 pub struct Collector {
     writer: WriterThread,
@@ -51,6 +54,13 @@ pub struct Collector {
     own_cpu_at_start_ns: i64,
     /// Ring problems worth a line on stderr, said once each.
     warnings: HashSet<String>,
+    /// Users other than the session's owner that processes of the run ran as (uid → pids),
+    /// and pids already looked at.
+    other_users: std::collections::BTreeMap<u32, HashSet<u32>>,
+    users_checked: HashSet<u32>,
+    /// Who owns the session directory, and whether a group shares it.
+    session_owner: Option<u32>,
+    session_shared: bool,
     /// Telemetry, on its own thread; stopped first when finishing.
     sampler: Option<Sampler>,
 }
@@ -63,6 +73,7 @@ impl Collector {
         meta: RunMeta,
         accounting: Accounting,
     ) -> Collector {
+        let (session_owner, session_shared) = (session.owner_uid(), session.shared());
         Collector {
             writer: WriterThread::start(writer),
             session,
@@ -86,6 +97,10 @@ impl Collector {
             window_closed: false,
             own_cpu_at_start_ns: 0,
             warnings: HashSet::new(),
+            other_users: Default::default(),
+            users_checked: HashSet::new(),
+            session_owner,
+            session_shared,
             sampler: None,
         }
     }
@@ -178,12 +193,18 @@ impl Collector {
             self.scan()?;
             self.last_scan = Some(Instant::now());
         }
+        // No thread drops more than one record per nanosecond: a larger count is a lie.
+        let max_dropped = (self.now_ns().max(0) as u64).saturating_add(1_000_000_000);
         let mut finished = Vec::new();
         for index in 0..self.rings.len() {
             self.scratch.clear();
             let ring = &mut self.rings[index];
-            self.meta.invalid_records += ring.drain(&mut self.scratch);
-            fullest = fullest.max(self.scratch.len() as f64 / ring.capacity() as f64);
+            if let Err(problem) = ring.drain(&mut self.scratch, max_dropped) {
+                finished.push((index, Some(problem)));
+                continue;
+            }
+            let got = self.scratch.len();
+            fullest = fullest.max(got as f64 / ring.capacity() as f64);
             let (pid, clock, thread) = (ring.pid, ring.clock, ring.thread_index.unwrap_or(0));
             let records = std::mem::take(&mut self.scratch);
             let mut ids = self.ids.remove(&pid).unwrap_or_default();
@@ -192,14 +213,21 @@ impl Collector {
             }
             self.ids.insert(pid, ids);
             self.scratch = records;
-            let ring = &self.rings[index];
+            let ring = &mut self.rings[index];
+            // Retired once a drain begun after it was found ending finds nothing new.
             // Whether a silent thread's process died is asked of the kernel only on scans.
-            if ring.is_empty() && (ring.closed() || (scanning && !process_alive(ring.pid))) {
-                finished.push(index);
+            if ring.ending && got == 0 {
+                finished.push((index, None));
+            } else {
+                ring.ending =
+                    ring.closed() || (scanning && !process_alive(self.session.path(), ring.pid));
             }
         }
-        for index in finished.into_iter().rev() {
+        for (index, problem) in finished.into_iter().rev() {
             let ring = self.rings.swap_remove(index);
+            if let Some(problem) = problem {
+                self.set_aside(&ring, problem);
+            }
             self.retire(&ring)?;
         }
         self.flush()?;
@@ -223,17 +251,31 @@ impl Collector {
         Ok(())
     }
 
-    /// Opens rings that appeared since the last scan.
+    /// Opens rings that appeared since the last scan, counts threads that could not make
+    /// one, and notices a session directory removed under the run.
     fn scan(&mut self) -> Result<()> {
+        if self.meta.session.session_lost_ns.is_none() && !self.session.still_there() {
+            let at = self.now_ns();
+            self.meta.session.session_lost_ns = Some(at);
+            eprintln!(
+                "framelab: warning: the session directory {} was removed {:.2} s after launch, while the run was recording (by another framelab that took it for stale, or by hand): threads that start from now on cannot record",
+                self.session.path().display(),
+                at as f64 / 1e9
+            );
+        }
         let Ok(entries) = std::fs::read_dir(self.session.path()) else {
             return Ok(());
         };
         for entry in entries.flatten() {
             let path = entry.path();
-            let is_ring = entry
-                .file_name()
-                .to_str()
-                .is_some_and(|n| n.starts_with("r-"));
+            let file_name = entry.file_name();
+            let name = file_name.to_str().unwrap_or("");
+            if let Some(marker) = name.strip_prefix(wire::UNRECORDED_PREFIX) {
+                self.count_unrecorded(marker);
+                let _ = std::fs::remove_file(&path);
+                continue;
+            }
+            let is_ring = name.starts_with("r-");
             if !is_ring || self.seen_paths.contains(&path) {
                 continue;
             }
@@ -260,19 +302,109 @@ impl Collector {
                 }
                 // Still being created by its thread: try again next scan.
                 Ok(None) => {}
-                Err(problem) => {
+                Err(OpenError::Foreign(problem)) => {
                     self.seen_paths.insert(path);
                     self.warn(problem);
+                }
+                // Damaged before it was first read: counted like any damaged ring.
+                Err(OpenError::Corrupt(problem)) => {
+                    self.seen_paths.insert(path.clone());
+                    let facts = &mut self.meta.session;
+                    facts.corrupt_rings += 1;
+                    if facts.corrupt_ring_details.len() < 10 {
+                        facts.corrupt_ring_details.push(problem.clone());
+                    }
+                    self.warn(problem);
+                    let _ = std::fs::remove_file(&path);
                 }
             }
         }
         Ok(())
     }
 
+    /// Notes processes of the run (not watched ones) that run as a user who cannot write the
+    /// session directory: a command that changed user (`su`, `setpriv`, `runuser`) records
+    /// nothing, and the report must say why. A pid is looked at on every call until it is
+    /// found foreign: it may change user after it was first seen.
+    pub fn check_users(&mut self) {
+        let pids: Vec<u32> = self
+            .accounting
+            .live_pids()
+            .filter(|&(_, role)| role != ProcessRole::Watched)
+            .map(|(pid, _)| pid)
+            .collect();
+        for pid in pids {
+            self.check_user(pid);
+        }
+    }
+
+    /// `check_users` for one process (also called on a zombie about to be reaped, which
+    /// may have lived too short for a reading).
+    pub fn check_user(&mut self, pid: u32) {
+        use std::os::unix::fs::MetadataExt;
+        // Found foreign already, or recording (then it can write the session).
+        if self.users_checked.contains(&pid) || self.names.contains_key(&pid) {
+            return;
+        }
+        let Some(owner) = self.session_owner else {
+            return;
+        };
+        // /proc/PID belongs to the process's effective user.
+        let Ok(meta) = std::fs::metadata(format!("/proc/{pid}")) else {
+            return;
+        };
+        let uid = meta.uid();
+        if uid != owner && uid != 0 && !self.session_shared {
+            self.other_users.entry(uid).or_default().insert(pid);
+            self.users_checked.insert(pid);
+        }
+    }
+
+    /// A thread that ran unrecorded: `<errno>-<pid>-<tid>[-<n>]` (`wire::UNRECORDED_PREFIX`).
+    fn count_unrecorded(&mut self, marker: &str) {
+        let errno = marker
+            .split('-')
+            .next()
+            .and_then(|e| e.parse::<i32>().ok())
+            .unwrap_or(0);
+        let facts = &mut self.meta.session;
+        match facts
+            .unrecorded_threads
+            .iter_mut()
+            .find(|u| u.errno == errno)
+        {
+            Some(u) => u.threads += 1,
+            None => facts
+                .unrecorded_threads
+                .push(crate::model::UnrecordedThreads { errno, threads: 1 }),
+        }
+        if facts.shm_dir.is_empty() {
+            facts.shm_dir = self.session.base().display().to_string();
+        }
+    }
+
     fn warn(&mut self, problem: String) {
         if self.warnings.insert(problem.clone()) {
             eprintln!("framelab: warning: {problem}");
         }
+    }
+
+    /// A ring the program damaged: counted, described in the run, said on stderr. What was
+    /// read from it before is kept.
+    fn set_aside(&mut self, ring: &Ring, problem: String) {
+        const DETAILS_KEPT: usize = 10;
+        let what = format!(
+            "thread {} ({}) of process {}: {problem}",
+            ring.tid, ring.thread_name, ring.pid
+        );
+        let facts = &mut self.meta.session;
+        facts.corrupt_rings += 1;
+        if facts.corrupt_ring_details.len() < DETAILS_KEPT {
+            facts.corrupt_ring_details.push(what.clone());
+        }
+        self.warn(format!(
+            "the ring of {what}; it is no longer read (the program damaged it), its earlier records are kept"
+        ));
     }
 
     /// A ring whose thread is done: record its drop count and remove the file.
@@ -295,11 +427,12 @@ impl Collector {
         record: &Record,
     ) -> Result<()> {
         let origin = self.meta.origin_mono_ns;
+        // Saturating: the values are the program's, and may be anything.
         let to_ns = |ticks: u64, clock_kind: u32, this: &Self| -> i64 {
             if clock_kind == wire::CLOCK_TSC {
-                this.clock.to_mono_ns(ticks) - origin
+                this.clock.to_mono_ns(ticks).saturating_sub(origin)
             } else {
-                ticks as i64 - origin
+                (ticks.min(i64::MAX as u64) as i64).saturating_sub(origin)
             }
         };
         match record.kind() {
@@ -315,7 +448,15 @@ impl Collector {
                 };
                 let start_ns = to_ns(record.a, clock_kind, self);
                 let end_ns = to_ns(record.b, clock_kind, self);
-                if end_ns < start_ns {
+                let Some(dur_ns) = end_ns.checked_sub(start_ns).filter(|&d| d >= 0) else {
+                    self.meta.invalid_records += 1;
+                    return Ok(());
+                };
+                // Stamped by the SDK after launch, and not later than now: anything else in
+                // a ring is garbage the program wrote over its records.
+                if record.kind() == kind::SPAN
+                    && (start_ns < -LAUNCH_SLACK_NS || end_ns > self.now_ns() + FUTURE_SLACK_NS)
+                {
                     self.meta.invalid_records += 1;
                     return Ok(());
                 }
@@ -343,7 +484,7 @@ impl Collector {
                     stage,
                     thread,
                     start_ns,
-                    dur_ns: end_ns - start_ns,
+                    dur_ns,
                 });
             }
             kind::COUNTER => match self.resolve(ids, pid, record.name(), name_kind::COUNTER)? {
@@ -451,6 +592,16 @@ impl Collector {
             names.refresh(self.session.path(), pid);
         }
         self.meta.names_refused = self.names.values().map(|n| n.refused).sum();
+        // Users whose processes recorded nothing: they could not write the session.
+        for (uid, pids) in std::mem::take(&mut self.other_users) {
+            if !pids.iter().any(|pid| self.names.contains_key(pid)) {
+                self.meta
+                    .session
+                    .foreign_users
+                    .push(super::dir::describe_uid(uid));
+            }
+        }
+        self.say_what_was_not_recorded();
         if !self.window_closed {
             let now = self.now_ns();
             self.meta.window_end_ns = now;
@@ -468,6 +619,32 @@ impl Collector {
     }
 }
 
+impl Collector {
+    /// One stderr line per kind of loss the report's notes explain: the end of a run is
+    /// where someone reading the terminal looks.
+    fn say_what_was_not_recorded(&self) {
+        let facts = &self.meta.session;
+        let unrecorded = facts.unrecorded();
+        if unrecorded > 0 {
+            let why = if facts.shm_full() {
+                format!("no memory left in {} for their rings", facts.shm_dir)
+            } else {
+                "their rings could not be made".to_owned()
+            };
+            eprintln!(
+                "framelab: warning: {unrecorded} thread{} ran unrecorded: {why} (see the report's notes)",
+                if unrecorded == 1 { "" } else { "s" }
+            );
+        }
+        for user in &facts.foreign_users {
+            eprintln!(
+                "framelab: warning: processes of the run ran as {user} and recorded nothing: the session directory is private to framelab's user; if they are instrumented, rerun with --session-user {}",
+                user.split(' ').next().unwrap_or("USER")
+            );
+        }
+    }
+}
+
 /// CPU framelab has used so far, all threads (the writer's too), user + sys.
 fn own_cpu_ns() -> i64 {
     // SAFETY: getrusage with a valid out-pointer.
@@ -476,7 +653,19 @@ fn own_cpu_ns() -> i64 {
     super::launch::timeval_ns(usage.ru_utime) + super::launch::timeval_ns(usage.ru_stime)
 }
 
-fn process_alive(pid: u32) -> bool {
+/// Whether the process that made a ring may still write to it. The pid in a ring's header
+/// is the process's pid in its own PID namespace, which may name another process here, or
+/// none: alive when either the pid exists here or the process still holds the shared lock
+/// the SDK keeps on its names file (`n-<pid>`; SDKs before that lock hold none).
+fn process_alive(session: &std::path::Path, pid: u32) -> bool {
     // SAFETY: signal 0 only checks existence.
-    unsafe { libc::kill(pid as i32, 0) == 0 }
+    if unsafe { libc::kill(pid as i32, 0) } == 0 {
+        return true;
+    }
+    let Ok(names) = std::fs::File::open(session.join(format!("n-{pid}"))) else {
+        return false;
+    };
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor we own; released when `names` closes.
+    unsafe { libc::flock(names.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) != 0 }
 }

@@ -15,12 +15,13 @@ mod write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
 use crate::model::{EndReason, ExitInfo, RunMeta, WarmupFrom};
 use crate::store::RunWriter;
 use framelab_probe::wire;
 
+pub use dir::SessionAccess;
 pub use launch::{catch_interrupts, check_runnable, interrupts};
 /// Everything `framelab run` takes.
 #[derive(Clone, Debug, Default)]
@@ -43,6 +44,8 @@ pub struct RunOptions {
     pub grace: Duration,
     /// Records per ring (the SDK's default when `None`).
     pub ring_records: Option<u64>,
+    /// Who besides framelab's user may use the session (`--share-session`, `--session-user`).
+    pub session_access: SessionAccess,
     /// Show the live progress line (on a terminal).
     pub progress: bool,
     /// Environment variables added for the command (`framelab bench --seed`, the variant).
@@ -61,6 +64,8 @@ pub struct RunOptions {
 #[derive(Debug)]
 pub struct RunOutcome {
     pub path: PathBuf,
+    /// Where the run file is kept; with `-o /dev/null`, a temporary one removed on drop.
+    pub file: crate::output::RunFile,
     pub run_id: i64,
     pub end_reason: EndReason,
     pub exit: Option<ExitInfo>,
@@ -139,7 +144,10 @@ pub fn warmup_conflict(
 pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     validate(opts)?;
     launch::check_runnable(&opts.command[0])?;
-    let output = opts.output.clone().unwrap_or_else(|| default_output(opts));
+    let run_file = crate::output::RunFile::resolve(
+        &opts.output.clone().unwrap_or_else(|| default_output(opts)),
+    )?;
+    let output = run_file.path().to_owned();
     let clock = if crate::host::tsc_is_invariant() {
         "tsc"
     } else {
@@ -147,7 +155,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     };
     // Before anything else is open: the guardian must hold nothing but its pipe.
     guard::start(opts.grace)?;
-    let session = dir::SessionDir::create()?;
+    let session = dir::SessionDir::create(&opts.session_access)?;
     let tick_clock = clock::TickClock::new();
 
     let budget_ns = opts
@@ -178,8 +186,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         frames_hint: opts.frames,
         ..RunMeta::default()
     };
-    let writer = RunWriter::create(&output, &meta)
-        .with_context(|| format!("cannot write the run file {}", output.display()))?;
+    // Its errors name the file already.
+    let writer = RunWriter::create(&output, &meta)?;
 
     let mut env = vec![
         (
@@ -205,8 +213,10 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             pid
         }
         Err(e) => {
-            drop(writer);
-            let _ = std::fs::remove_file(&output);
+            // Nothing of a run that never started stays; a multi-run file keeps its others.
+            if writer.abandon() {
+                let _ = std::fs::remove_file(&output);
+            }
             return Err(e);
         }
     };
@@ -253,6 +263,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     };
     Ok(RunOutcome {
         path: output,
+        file: run_file,
         run_id,
         end_reason: meta.end_reason,
         exit: meta.exit,
@@ -296,6 +307,7 @@ fn supervise(
         while let Some(reaped) = launch::reap_one(|zombie| {
             let now_ns = collector.now_ns();
             collector.accounting.final_reading(zombie, now_ns);
+            collector.check_user(zombie);
         }) {
             let now_ns = collector.now_ns();
             collector
@@ -384,6 +396,7 @@ fn supervise(
         }
         if now - last_sample >= sample_every {
             collector.accounting.sample(collector.now_ns(), pid);
+            collector.check_users();
             last_sample = now;
         }
         if now - last_progress >= PROGRESS_EVERY {
@@ -553,7 +566,8 @@ fn default_output(opts: &RunOptions) -> PathBuf {
     ))
 }
 
-/// `demo (depth 1)` → `demo-depth-1`: letters, digits, `_` and single dashes.
+/// `demo (depth 1)` → `demo-depth-1`: letters, digits, `_` and single dashes, at most 64
+/// characters (a file name holds 255 bytes; a 10 KB `--name` must still make one).
 fn slug(name: &str) -> String {
     let words: Vec<&str> = name
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -562,7 +576,9 @@ fn slug(name: &str) -> String {
     if words.is_empty() {
         "run".to_owned()
     } else {
-        words.join("-")
+        let mut slug = words.join("-");
+        slug.truncate(64);
+        slug.trim_end_matches('-').to_owned()
     }
 }
 
@@ -575,6 +591,7 @@ mod tests {
         assert_eq!(slug("demo (depth 1)"), "demo-depth-1");
         assert_eq!(slug("./my host"), "my-host");
         assert_eq!(slug("ü (ï)"), "run");
+        assert_eq!(slug(&"L".repeat(10_000)).len(), 64, "a 10 KB --name still makes a file name");
         let opts = RunOptions {
             command: vec!["/usr/bin/ffmpeg".into()],
             ..RunOptions::default()

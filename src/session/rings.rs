@@ -1,181 +1,418 @@
 //! Finding, validating and draining the per-thread rings of a session directory.
+//!
+//! A ring is the measured program's memory, so it is untrusted input: the program may
+//! truncate the file (a mapping of it would then fault, and SIGBUS would kill framelab) or
+//! write anything over its header. The collector therefore never maps a ring: it reads the
+//! header and the records with `pread` (a short read, never a signal) and writes only its
+//! own `tail` back with `pwrite`. Every header it reads is checked against what it read
+//! before; a ring that fails is set aside as corrupt, with what was read up to then kept.
+//! Reading this way costs about the same as reading a mapping (BENCHMARKS.md).
 
 use std::collections::HashMap;
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom};
-use std::os::fd::AsRawFd;
+use std::mem::offset_of;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering::{Acquire, Release};
+use std::sync::atomic::{fence, Ordering::Acquire};
 
 use framelab_probe::wire::{self, Record, RingHeader};
 
-/// One thread's ring, mapped read-write (the collector owns `tail`).
+/// One thread's ring, read through its file descriptor.
 pub struct Ring {
     pub path: PathBuf,
     pub pid: u32,
     pub tid: u32,
     pub thread_name: String,
     pub clock: u32,
-    map: *mut u8,
-    bytes: usize,
+    file: File,
     capacity: u64,
+    /// Where the collector has read up to: its own count, never taken back from the file.
+    tail: u64,
+    /// The drop count of the last header that passed the checks.
+    dropped: u64,
+    /// The last header said the thread exited.
+    closed: bool,
     /// Index into the run's thread table, once registered.
     pub thread_index: Option<u32>,
+    /// Found ending (closed, or its process gone) at an earlier drain: retired once a drain
+    /// started after that finds nothing new.
+    pub ending: bool,
+}
+
+/// The header fields the collector reads, from one `pread` of the header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Header {
+    magic: u64,
+    version: u32,
+    clock: u32,
+    pid: u32,
+    tid: u32,
+    capacity: u64,
+    head: u64,
+    dropped: u64,
+    closed: u32,
+    tail: u64,
+}
+
+impl Header {
+    fn parse(bytes: &[u8; wire::HEADER_BYTES]) -> Header {
+        let u64_at = |at: usize| u64::from_ne_bytes(bytes[at..at + 8].try_into().unwrap());
+        let u32_at = |at: usize| u32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap());
+        Header {
+            magic: u64_at(offset_of!(RingHeader, magic)),
+            version: u32_at(offset_of!(RingHeader, version)),
+            clock: u32_at(offset_of!(RingHeader, clock)),
+            pid: u32_at(offset_of!(RingHeader, pid)),
+            tid: u32_at(offset_of!(RingHeader, tid)),
+            capacity: u64_at(offset_of!(RingHeader, capacity)),
+            head: u64_at(offset_of!(RingHeader, head)),
+            dropped: u64_at(offset_of!(RingHeader, dropped)),
+            closed: u32_at(offset_of!(RingHeader, closed)),
+            tail: u64_at(offset_of!(RingHeader, tail)),
+        }
+    }
+}
+
+/// Reads the header; `None` when the file holds less than a header.
+fn read_header(file: &File) -> Option<([u8; wire::HEADER_BYTES], Header)> {
+    let mut bytes = [0u8; wire::HEADER_BYTES];
+    file.read_exact_at(&mut bytes, 0).ok()?;
+    // What the producer wrote before publishing `head` is read after it.
+    fence(Acquire);
+    let header = Header::parse(&bytes);
+    Some((bytes, header))
+}
+
+/// Why a ring file cannot be read at all.
+#[derive(Debug)]
+pub enum OpenError {
+    /// Made by a framelab-probe of another wire version.
+    Foreign(String),
+    /// Its header is impossible: the program wrote over it.
+    Corrupt(String),
 }
 
 impl Ring {
-    /// Maps `path` if it is a complete, valid ring; `Ok(None)` if it is still being created.
-    pub fn open(path: &Path) -> Result<Option<Ring>, String> {
+    /// Opens `path` if it is a complete, valid ring; `Ok(None)` if it is still being created.
+    pub fn open(path: &Path) -> Result<Option<Ring>, OpenError> {
         let file = match OpenOptions::new().read(true).write(true).open(path) {
             Ok(f) => f,
             Err(_) => return Ok(None),
         };
-        let len = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
-        if len < wire::HEADER_BYTES {
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let Some((bytes, header)) = read_header(&file) else {
             return Ok(None);
-        }
-        // SAFETY: mapping a file of `len` bytes; checked for failure.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
         };
-        if map == libc::MAP_FAILED {
-            return Err(format!("cannot map ring {}", path.display()));
-        }
-        let map = map.cast::<u8>();
-        let unmap = || unsafe { libc::munmap(map.cast(), len) };
-        // SAFETY: at least HEADER_BYTES are mapped.
-        let header = unsafe { &*map.cast::<RingHeader>() };
-        if header.magic.load(Acquire) != wire::RING_MAGIC {
-            unmap();
+        if header.magic != wire::RING_MAGIC {
             return Ok(None);
         }
         let capacity = header.capacity;
         if header.version != wire::WIRE_VERSION
             || !capacity.is_power_of_two()
             || capacity > wire::MAX_RING_RECORDS
-            || wire::ring_file_bytes(capacity) != len
+            || wire::ring_file_bytes(capacity) as u64 != len
         {
-            unmap();
-            return Err(format!(
-                "ring {} is not one this framelab understands (version {}, capacity {capacity}); is the program built with another framelab-probe?",
+            return Err(OpenError::Foreign(format!(
+                "ring {} is not one this framelab understands (version {}, capacity {capacity}, {len} bytes); is the program built with another framelab-probe?",
                 path.display(),
                 header.version
-            ));
+            )));
         }
-        let name_len = header
-            .thread_name
-            .iter()
-            .position(|&b| b == 0)
-            .unwrap_or(header.thread_name.len());
+        if header.head.wrapping_sub(header.tail) > capacity {
+            return Err(OpenError::Corrupt(format!(
+                "ring {} is corrupt: head {} and tail {} are more than its {capacity} records apart",
+                path.display(),
+                header.head,
+                header.tail
+            )));
+        }
+        let name_at = offset_of!(RingHeader, thread_name);
+        let name = &bytes[name_at..name_at + 32];
+        let name_len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
         Ok(Some(Ring {
             path: path.to_owned(),
             pid: header.pid,
             tid: header.tid,
-            thread_name: String::from_utf8_lossy(&header.thread_name[..name_len]).into_owned(),
+            thread_name: String::from_utf8_lossy(&name[..name_len]).into_owned(),
             clock: header.clock,
-            map,
-            bytes: len,
+            file,
             capacity,
+            tail: header.tail,
+            dropped: header.dropped,
+            closed: header.closed != 0,
             thread_index: None,
+            ending: false,
         }))
     }
 
-    fn header(&self) -> &RingHeader {
-        // SAFETY: mapped for the lifetime of self.
-        unsafe { &*self.map.cast::<RingHeader>() }
+    /// A header that is not what the producer could have written after the last one read.
+    /// `max_dropped` bounds the drop count: no thread drops more than one record per ns.
+    fn check(&self, h: &Header, max_dropped: u64) -> Result<(), String> {
+        if h.magic != wire::RING_MAGIC
+            || h.version != wire::WIRE_VERSION
+            || h.capacity != self.capacity
+            || h.pid != self.pid
+            || h.tid != self.tid
+        {
+            return Err(
+                "its header's identity (magic, version, capacity, pid or tid) was overwritten"
+                    .into(),
+            );
+        }
+        let ahead = h.head.wrapping_sub(self.tail);
+        if ahead > self.capacity {
+            return Err(if h.head < self.tail {
+                format!("its head went back from {} to {}", self.tail, h.head)
+            } else {
+                format!(
+                    "its head jumped to {}, more than its {} records past what was read ({})",
+                    h.head, self.capacity, self.tail
+                )
+            });
+        }
+        if h.dropped < self.dropped || h.dropped > max_dropped {
+            return Err(format!(
+                "its drop count went from {} to {}",
+                self.dropped, h.dropped
+            ));
+        }
+        if h.closed > 1 {
+            return Err(format!("its closed flag reads {}", h.closed));
+        }
+        Ok(())
     }
 
-    /// Copies every published record into `out`. Returns how many records were skipped because
-    /// the header was inconsistent (a program scribbling over its own ring).
-    pub fn drain(&mut self, out: &mut Vec<Record>) -> u64 {
-        let header = self.header();
-        let head = header.head.load(Acquire);
-        let tail = header.tail.load(Acquire);
-        let available = head.wrapping_sub(tail);
-        let (start, skipped) = if available > self.capacity {
-            (head.wrapping_sub(self.capacity), available - self.capacity)
-        } else {
-            (tail, 0)
-        };
-        let slots = unsafe { self.map.add(wire::HEADER_BYTES).cast::<Record>() };
-        let mut index = start;
-        while index != head {
-            // SAFETY: the slot index is masked into the mapped array.
-            out.push(unsafe {
-                std::ptr::read_volatile(slots.add((index & (self.capacity - 1)) as usize))
-            });
-            index = index.wrapping_add(1);
+    /// Appends every record published since the last drain to `out`. On a ring the program
+    /// damaged (truncated, header overwritten), appends nothing and says what is wrong; the
+    /// ring must not be read again.
+    pub fn drain(&mut self, out: &mut Vec<Record>, max_dropped: u64) -> Result<(), String> {
+        let expected = wire::ring_file_bytes(self.capacity) as u64;
+        let len = self.file.metadata().map(|m| m.len()).unwrap_or(0);
+        if len < expected {
+            return Err(format!("its file was cut to {len} of {expected} bytes"));
         }
-        header.tail.store(head, Release);
-        skipped
+        let Some((_, mut header)) = read_header(&self.file) else {
+            return Err(format!(
+                "its file was cut below {} bytes",
+                wire::HEADER_BYTES
+            ));
+        };
+        if header.closed == 1 {
+            // Read again now that it is known closed: this head is its last.
+            match read_header(&self.file) {
+                Some((_, again)) => header = again,
+                None => return Err("its file was cut while being read".into()),
+            }
+        }
+        self.check(&header, max_dropped)?;
+        let head = header.head;
+        let before = out.len();
+        let mut index = self.tail;
+        while index != head {
+            // One read per contiguous part: up to the end of the array, then from its start.
+            let slot = index & (self.capacity - 1);
+            let count = (head.wrapping_sub(index)).min(self.capacity - slot);
+            if let Err(e) = self.read_records(out, slot, count as usize) {
+                out.truncate(before);
+                return Err(e);
+            }
+            index = index.wrapping_add(count);
+        }
+        let tail_at = offset_of!(RingHeader, tail) as u64;
+        if self
+            .file
+            .write_all_at(&head.to_ne_bytes(), tail_at)
+            .is_err()
+        {
+            out.truncate(before);
+            return Err("its tail could not be written back".into());
+        }
+        self.tail = head;
+        self.dropped = header.dropped;
+        self.closed = header.closed == 1;
+        Ok(())
+    }
+
+    /// `count` records from slot `slot`, read straight into `out`'s spare room.
+    fn read_records(&self, out: &mut Vec<Record>, slot: u64, count: usize) -> Result<(), String> {
+        let size = std::mem::size_of::<Record>();
+        out.reserve(count);
+        let offset = wire::HEADER_BYTES as u64 + slot * size as u64;
+        // SAFETY: `reserve` made room for `count` records past `len`; a Record is four
+        // integers, valid for any bytes; `len` moves only over what was fully read.
+        let spare = unsafe {
+            std::slice::from_raw_parts_mut(
+                out.as_mut_ptr().add(out.len()).cast::<u8>(),
+                count * size,
+            )
+        };
+        self.file
+            .read_exact_at(spare, offset)
+            .map_err(|_| "its file was cut while its records were read".to_owned())?;
+        unsafe { out.set_len(out.len() + count) };
+        Ok(())
     }
 
     pub fn capacity(&self) -> u64 {
         self.capacity
     }
 
+    /// Records dropped because the ring was full, as of the last good header.
     pub fn dropped(&self) -> u64 {
-        self.header().dropped.load(Acquire)
+        self.dropped
     }
 
+    /// The thread exited, as of the last good header.
     pub fn closed(&self) -> bool {
-        self.header().closed.load(Acquire) != 0
-    }
-
-    pub fn is_empty(&self) -> bool {
-        let header = self.header();
-        header.head.load(Acquire) == header.tail.load(Acquire)
+        self.closed
     }
 }
 
-impl Drop for Ring {
-    fn drop(&mut self) {
-        // SAFETY: unmapping our own mapping once.
-        unsafe { libc::munmap(self.map.cast(), self.bytes) };
-    }
-}
-
-/// The names a process interned, read incrementally from its names file.
+/// The names a process interned, read incrementally from its names file. The file is the
+/// program's to write, so it is read as bytes, not trusted to be UTF-8 or to stay small.
 #[derive(Default)]
 pub struct ProcessNames {
     offset: u64,
-    pending: String,
+    pending: Vec<u8>,
     /// local id → (kind, name)
     pub names: HashMap<u16, (char, String)>,
     pub refused: u64,
+    /// The file grew past `MAX_NAMES_FILE_BYTES`: the rest was not read.
+    pub oversized: bool,
 }
+
+/// More than 4095 names of 16 KiB each: no honest names file is this large.
+const MAX_NAMES_FILE_BYTES: u64 = 64 << 20;
 
 impl ProcessNames {
     /// Reads lines appended since the last call.
     pub fn refresh(&mut self, dir: &Path, pid: u32) {
-        let Ok(mut file) = std::fs::File::open(dir.join(format!("n-{pid}"))) else {
+        if self.oversized {
+            return;
+        }
+        let Ok(mut file) = File::open(dir.join(format!("n-{pid}"))) else {
             return;
         };
         if file.seek(SeekFrom::Start(self.offset)).is_err() {
             return;
         }
-        let mut text = String::new();
-        let Ok(read) = file.read_to_string(&mut text) else {
+        let mut bytes = Vec::new();
+        let room = MAX_NAMES_FILE_BYTES.saturating_sub(self.offset);
+        let Ok(read) = file.by_ref().take(room).read_to_end(&mut bytes) else {
             return;
         };
         self.offset += read as u64;
-        self.pending.push_str(&text);
-        while let Some(end) = self.pending.find('\n') {
-            let line: String = self.pending.drain(..=end).collect();
-            match wire::parse_name_line(line.trim_end_matches('\n')) {
+        if self.offset >= MAX_NAMES_FILE_BYTES {
+            self.oversized = true;
+        }
+        self.pending.extend_from_slice(&bytes);
+        let mut start = 0;
+        while let Some(end) = memchr::memchr(b'\n', &self.pending[start..]) {
+            let line = String::from_utf8_lossy(&self.pending[start..start + end]);
+            match wire::parse_name_line(&line) {
                 Some((0, _, _)) => self.refused += 1,
-                Some((id, kind, name)) => {
+                Some((id, kind, name)) if u32::from(id) <= wire::MAX_NAMES => {
                     self.names.insert(id, (kind, name.to_owned()));
                 }
-                None => {}
+                _ => {}
             }
+            start += end + 1;
         }
+        self.pending.drain(..start);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CAPACITY: u64 = 8;
+
+    /// A ring file as the SDK makes it, with `head` records published.
+    fn ring_file(dir: &Path, head: u64) -> PathBuf {
+        let path = dir.join("r-1-2");
+        let file = File::create(&path).unwrap();
+        file.set_len(wire::ring_file_bytes(CAPACITY) as u64)
+            .unwrap();
+        let put = |at: usize, bytes: &[u8]| file.write_all_at(bytes, at as u64).unwrap();
+        put(
+            offset_of!(RingHeader, magic),
+            &wire::RING_MAGIC.to_ne_bytes(),
+        );
+        put(
+            offset_of!(RingHeader, version),
+            &wire::WIRE_VERSION.to_ne_bytes(),
+        );
+        put(offset_of!(RingHeader, pid), &1u32.to_ne_bytes());
+        put(offset_of!(RingHeader, tid), &2u32.to_ne_bytes());
+        put(offset_of!(RingHeader, capacity), &CAPACITY.to_ne_bytes());
+        put(offset_of!(RingHeader, head), &head.to_ne_bytes());
+        for i in 0..head.min(CAPACITY) {
+            let r = Record::new(1, 1, 0, i, 10, 20);
+            let bytes: [u8; 32] = unsafe { std::mem::transmute(r) };
+            put(wire::HEADER_BYTES + i as usize * 32, &bytes);
+        }
+        path
+    }
+
+    fn set(path: &Path, at: usize, value: u64) {
+        let file = OpenOptions::new().write(true).open(path).unwrap();
+        file.write_all_at(&value.to_ne_bytes(), at as u64).unwrap();
+    }
+
+    #[test]
+    fn records_are_read_and_the_tail_written_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = ring_file(dir.path(), 5);
+        let mut ring = Ring::open(&path).unwrap().unwrap();
+        let mut out = Vec::new();
+        ring.drain(&mut out, 1000).unwrap();
+        assert_eq!(
+            out.iter().map(|r| r.frame).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4]
+        );
+        let (_, header) = read_header(&File::open(&path).unwrap()).unwrap();
+        assert_eq!(header.tail, 5);
+        out.clear();
+        ring.drain(&mut out, 1000).unwrap();
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn impossible_headers_are_refused_not_believed() {
+        let dir = tempfile::tempdir().unwrap();
+        let head_at = offset_of!(RingHeader, head);
+        let dropped_at = offset_of!(RingHeader, dropped);
+        let cases: [(usize, u64, &str); 4] = [
+            (head_at, 3, "head went back"),
+            (head_at, 5 + CAPACITY + 1, "head jumped"),
+            (dropped_at, u64::MAX, "drop count"),
+            (offset_of!(RingHeader, capacity), 4, "identity"),
+        ];
+        for (at, value, what) in cases {
+            let path = ring_file(dir.path(), 5);
+            let mut ring = Ring::open(&path).unwrap().unwrap();
+            let mut out = Vec::new();
+            ring.drain(&mut out, 1000).unwrap();
+            set(&path, at, value);
+            out.clear();
+            let problem = ring.drain(&mut out, 1000).unwrap_err();
+            assert!(problem.contains(what), "{problem}");
+            assert!(out.is_empty());
+            assert_eq!(ring.dropped(), 0, "the last good drop count stays");
+            std::fs::remove_file(&path).unwrap();
+        }
+        // Cut short: no signal, an error.
+        let path = ring_file(dir.path(), 5);
+        let mut ring = Ring::open(&path).unwrap().unwrap();
+        File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(100)
+            .unwrap();
+        let problem = ring.drain(&mut Vec::new(), 1000).unwrap_err();
+        assert!(problem.contains("cut to 100"), "{problem}");
     }
 }

@@ -12,7 +12,7 @@ use crate::experiment::{Experiment, ExperimentRun, Fingerprint, RunStatus};
 
 /// Opens `path` for writing experiment rows, creating the file and tables as needed.
 fn open_writing(path: &Path) -> anyhow::Result<Connection> {
-    let conn = file::open_for_writing(path)?;
+    let (conn, _) = file::open_for_writing(path)?;
     conn.execute_batch(EXPERIMENT_TABLES)
         .map_err(|e| sqlite_failure(path, "write", &e))?;
     Ok(conn)

@@ -198,6 +198,8 @@ fn has_sidecar(path: &Path) -> bool {
 /// write-ahead log folded back in when the last connection closes. Never creates a file.
 pub fn open_for_reading(path: &Path) -> anyhow::Result<Connection> {
     let len = check_existing_file(path).map_err(|problem| problem.for_reading(path))?;
+    // Opened read-write, SQLite may roll back or write through a journal name.
+    crate::output::check_sidecars(path, path)?;
     let mut conn = open_another_reader(path)?;
     match schema::identify(&conn).map_err(|e| sqlite_failure(path, "reading its schema", &e))? {
         FileKind::Framelab { version } => {
@@ -267,11 +269,15 @@ fn check_version(path: &Path, version: i64) -> anyhow::Result<()> {
 /// directory, a directory in the way or someone else's file are refused up front.
 fn check_output_path(path: &Path) -> anyhow::Result<bool> {
     let p = path.display();
-    match fs::metadata(path) {
+    match fs::symlink_metadata(path) {
         Ok(meta) if meta.is_dir() => Err(one_line(format!(
             "cannot write the run file to {p}: it is a directory; pass a file path such as \
              {}",
             path.join("run.framelab").display()
+        ))),
+        Ok(meta) if !meta.is_file() => Err(one_line(format!(
+            "cannot write the run file to {p}: it is not a regular file (a link, a device or \
+             a FIFO); pass a file path"
         ))),
         Ok(meta) => Ok(meta.len() > 0),
         Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
@@ -301,7 +307,10 @@ fn check_output_path(path: &Path) -> anyhow::Result<bool> {
 /// Opens `path` to append a run: creates it with the schema when new (or an empty file),
 /// upgrades an older framelab file, refuses anything else without touching it.
 /// The connection is left in rollback-journal mode; the writer picks its own mode.
-pub fn open_for_writing(path: &Path) -> anyhow::Result<Connection> {
+/// `path` is a regular file or nothing (callers resolve `-o` with `output::RunFile`): a
+/// new file is created here with `O_EXCL` and SQLite never follows a link at `path`.
+/// The flag says whether this call created the file.
+pub fn open_for_writing(path: &Path) -> anyhow::Result<(Connection, bool)> {
     let p = path.display();
     if check_output_path(path)? {
         check_existing_file(path).map_err(|problem| match problem {
@@ -312,6 +321,21 @@ pub fn open_for_writing(path: &Path) -> anyhow::Result<Connection> {
             )),
         })?;
     }
+    crate::output::check_sidecars(path, path)?;
+    let created = crate::output::create_exclusive(path).map_err(|e| {
+        one_line(format!(
+            "cannot write the run file {p}: {e}; choose a writable output path"
+        ))
+    })?;
+    let opened = open_created(path);
+    if opened.is_err() && created {
+        let _ = fs::remove_file(path);
+    }
+    opened.map(|conn| (conn, created))
+}
+
+fn open_created(path: &Path) -> anyhow::Result<Connection> {
+    let p = path.display();
     let cannot = |e: rusqlite::Error| {
         let reason = match e.sqlite_error_code() {
             Some(ErrorCode::DiskFull) => "the disk is full".to_string(),
@@ -325,6 +349,7 @@ pub fn open_for_writing(path: &Path) -> anyhow::Result<Connection> {
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(cannot)?;

@@ -5,6 +5,7 @@
 //! - `file`: opening files for reading or writing, one-line errors for bad files;
 //! - `codec`: Rust values ↔ columns;
 //! - `writer` / `reader`: recording a run as it goes, loading it back;
+//! - `stream`: a run whose spans are read in chunks, for analyses that need not hold them;
 //! - `experiment`: which runs belong to which variant of a `framelab bench`, fingerprints;
 
 mod codec;
@@ -13,6 +14,7 @@ mod file;
 mod migrate;
 mod reader;
 mod schema;
+mod stream;
 mod writer;
 
 pub use codec::end_reason_name;
@@ -22,4 +24,5 @@ pub use experiment::{
 pub use file::DiskFull;
 pub use reader::{list_runs, load_run, spans_after};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
+pub use stream::{open_run, StoredRun};
 pub use writer::{write_run, RunWriter};

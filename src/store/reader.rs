@@ -14,15 +14,7 @@ use crate::model::{
 /// Loads run `run_id` of `path`, or its only/latest run when `None`.
 pub fn load_run(path: &Path, run_id: Option<i64>) -> anyhow::Result<Run> {
     let conn = file::open_for_reading(path)?;
-    let ids = run_ids(&conn).map_err(|e| sqlite_failure(path, "reading the runs", &e))?;
-    let run_id = choose_run(path, run_id, &ids)?;
-    let reader = RunReader {
-        conn: &conn,
-        path,
-        run_id,
-        row_limit: row_limit(path),
-    };
-    reader.load()
+    RunReader::choose(&conn, path, run_id)?.load()
 }
 
 /// The runs a file holds, oldest first.
@@ -125,7 +117,7 @@ fn row_limit(path: &Path) -> usize {
     usize::try_from(bytes / 8).unwrap_or(usize::MAX)
 }
 
-fn inconsistent(path: &Path, e: anyhow::Error) -> anyhow::Error {
+pub(super) fn inconsistent(path: &Path, e: anyhow::Error) -> anyhow::Error {
     one_line(format!(
         "{} is damaged or was edited by hand: {e}; restore an intact copy or record the run again",
         path.display()
@@ -133,10 +125,10 @@ fn inconsistent(path: &Path, e: anyhow::Error) -> anyhow::Error {
 }
 
 /// Where a run's rows of one big table are, as recorded by the writer.
-struct IdRange {
-    count: i64,
-    first: Option<i64>,
-    last: Option<i64>,
+pub(super) struct IdRange {
+    pub count: i64,
+    pub first: Option<i64>,
+    pub last: Option<i64>,
 }
 
 impl IdRange {
@@ -151,7 +143,7 @@ impl IdRange {
     }
 
     /// Rows to preallocate: the recorded count, bounded by what the range and file allow.
-    fn capacity(&self, row_limit: usize) -> usize {
+    pub fn capacity(&self, row_limit: usize) -> usize {
         let span = match (self.first, self.last) {
             (Some(first), Some(last)) if last >= first => last
                 .checked_sub(first)
@@ -182,14 +174,51 @@ fn split_range(first: i64, last: i64, rows: usize) -> Vec<(i64, i64)> {
         .collect()
 }
 
-struct RunReader<'a> {
+pub(super) struct RunReader<'a> {
     conn: &'a Connection,
     path: &'a Path,
-    run_id: i64,
-    row_limit: usize,
+    pub run_id: i64,
+    pub row_limit: usize,
+}
+
+impl<'a> RunReader<'a> {
+    /// A reader of run `run_id` of the file, or of its latest run when `None`.
+    pub fn choose(
+        conn: &'a Connection,
+        path: &'a Path,
+        run_id: Option<i64>,
+    ) -> anyhow::Result<RunReader<'a>> {
+        let ids = run_ids(conn).map_err(|e| sqlite_failure(path, "reading the runs", &e))?;
+        Ok(RunReader {
+            conn,
+            path,
+            run_id: choose_run(path, run_id, &ids)?,
+            row_limit: row_limit(path),
+        })
+    }
 }
 
 impl RunReader<'_> {
+    /// The run without its spans, counter values and events, and where those are: the
+    /// caller streams them (`stream::StoredRun`).
+    pub fn head(&self) -> anyhow::Result<(Run, [IdRange; 3])> {
+        let (meta, spans_at, counters_at, events_at) = self.meta()?;
+        let run = Run {
+            meta,
+            stages: self.names("stages", "stage_id")?,
+            counter_names: self.names("counter_names", "counter_id")?,
+            event_names: self.names("event_names", "event_id")?,
+            threads: self.threads()?,
+            processes: self.processes()?,
+            telemetry: self.telemetry()?,
+            import: self.import_info()?,
+            histograms: self.histograms()?,
+            ..Run::default()
+        };
+        check_references(&run).map_err(|e| inconsistent(self.path, e))?;
+        Ok((run, [spans_at, counters_at, events_at]))
+    }
+
     fn load(&self) -> anyhow::Result<Run> {
         let (meta, spans_at, counters_at, events_at) = self.meta()?;
         let stages = self.names("stages", "stage_id")?;

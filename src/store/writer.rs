@@ -152,6 +152,8 @@ pub struct RunWriter {
     counters: IdRange,
     events: IdRange,
     finished: bool,
+    /// This writer created the file (it held no run before).
+    created: bool,
 }
 
 /// Inserts `rows` as `width` integers each, `ROWS_PER_INSERT` rows per statement.
@@ -201,7 +203,7 @@ impl RunWriter {
     /// `meta.id` is ignored: the file assigns the run id (see `run_id`).
     /// Fails before anything is recorded when the path cannot hold a run file.
     pub fn create(path: &Path, meta: &RunMeta) -> anyhow::Result<RunWriter> {
-        let conn = file::open_for_writing(path)?;
+        let (conn, created) = file::open_for_writing(path)?;
         let fail = |e: rusqlite::Error| sqlite_failure(path, "write", &e);
         let columns = META_COLUMNS.join(", ");
         let placeholders = vec!["?"; META_COLUMNS.len()].join(", ");
@@ -237,12 +239,27 @@ impl RunWriter {
             counters: IdRange::default(),
             events: IdRange::default(),
             finished: false,
+            created,
         })
     }
 
     /// The id of this run in the file (`runs.run_id`).
     pub fn run_id(&self) -> i64 {
         self.run_id
+    }
+
+    /// Takes back a run that never started (its command could not be launched): its row
+    /// is deleted, so a multi-run file keeps only its other runs. True when this writer
+    /// created the file, which the caller then removes.
+    pub fn abandon(mut self) -> bool {
+        if self.in_transaction() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        let _ = self
+            .conn
+            .execute("DELETE FROM runs WHERE run_id = ?1", [self.run_id]);
+        self.finished = true;
+        self.created
     }
 
     /// Where the run file is.
@@ -692,6 +709,26 @@ impl RunWriter {
 /// Writes a whole run at once (an import, a converted run) and returns its id in the file.
 pub fn write_run(path: &Path, run: &Run) -> anyhow::Result<i64> {
     let mut w = RunWriter::create(path, &run.meta)?;
+    match write_all(&mut w, run) {
+        Ok(()) => {
+            let id = w.run_id();
+            w.finish()?;
+            Ok(id)
+        }
+        // All or nothing: a run written whole is never half in the file (a full disk).
+        Err(e) => {
+            if w.abandon() {
+                let _ = std::fs::remove_file(path);
+                let mut journal = path.as_os_str().to_owned();
+                journal.push("-journal");
+                let _ = std::fs::remove_file(PathBuf::from(journal));
+            }
+            Err(e)
+        }
+    }
+}
+
+fn write_all(w: &mut RunWriter, run: &Run) -> anyhow::Result<()> {
     for name in &run.stages {
         w.add_stage(name)?;
     }
@@ -718,9 +755,7 @@ pub fn write_run(path: &Path, run: &Run) -> anyhow::Result<i64> {
     }
     w.histograms(&run.histograms)?;
     w.update_meta(&run.meta)?;
-    let id = w.run_id();
-    w.finish()?;
-    Ok(id)
+    w.commit()
 }
 
 impl Drop for RunWriter {

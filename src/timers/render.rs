@@ -204,7 +204,7 @@ fn markdown(r: &TimersReport) -> String {
         let rows: Vec<Vec<String>> = result
             .rows
             .iter()
-            .map(|row| cells(row).into_iter().map(|c| st.name(&c)).collect())
+            .map(|row| cells(row).into_iter().collect())
             .collect();
         blocks.push(format!(
             "#### {}\n\n{}\n**{}**\n",

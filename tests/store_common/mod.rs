@@ -48,6 +48,18 @@ pub fn finished_meta(name: &str) -> RunMeta {
         dropped_events: 7,
         invalid_records: 3,
         names_refused: 1,
+        session: SessionFacts {
+            interrupt_signal: Some(15),
+            unrecorded_threads: vec![UnrecordedThreads {
+                errno: 28,
+                threads: 3,
+            }],
+            shm_dir: "/dev/shm".into(),
+            corrupt_rings: 1,
+            corrupt_ring_details: vec!["thread 2 (main) of process 1: its head went back".into()],
+            session_lost_ns: Some(2_000_000_000),
+            foreign_users: vec!["nobody (uid 65534)".into()],
+        },
     }
 }
 

@@ -4,7 +4,7 @@
 //! ```sh
 //! cargo build --release --bin framelab --example testprog -p framelab
 //! cargo build --release -p framelab-benches
-//! target/release/collector_overhead [SECONDS]
+//! target/release/collector_overhead [SECONDS] [--baseline OTHER_FRAMELAB]
 //! ```
 //!
 //! Each case runs `framelab run -- testprog rate R S` (R spans/s in 1 ms batches for S seconds,
@@ -17,10 +17,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 fn main() {
-    let seconds: u64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(10);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let seconds: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(10);
+    // `--baseline PATH`: another framelab (e.g. built from an earlier commit), run on the
+    // same cases interleaved with this one, for a ratio measured in the same run.
+    let baseline = args
+        .iter()
+        .position(|a| a == "--baseline")
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from);
     let release = std::env::current_exe()
         .unwrap()
         .parent()
@@ -36,32 +41,56 @@ fn main() {
     }
     let dir = std::env::temp_dir().join(format!("framelab-collector-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    println!("| spans/s | seconds | spans sent | recorded | dropped | framelab CPU, whole run | % of one core | framelab CPU, window only | % of one core | ns per span (window) |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| framelab | spans/s | seconds | spans sent | recorded | dropped | framelab CPU, whole run | % of one core | framelab CPU, window only | % of one core | ns per span (window) |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut binaries = vec![("this", framelab.clone())];
+    if let Some(b) = &baseline {
+        binaries.insert(0, ("baseline", b.clone()));
+    }
+    let mut window_pct: Vec<(&str, u64, f64)> = Vec::new();
     for rate in [100_000u64, 1_000_000] {
-        let path = dir.join(format!("rate-{rate}.framelab"));
-        let (cpu_total_ns, wall_ns) = run_framelab(&framelab, &testprog, &path, rate, seconds);
-        let run = framelab::store::load_run(&path, None).expect("run file");
-        let producer_ns: i64 = run.processes.iter().map(|p| p.user_ns + p.sys_ns).sum();
-        let collector_ns = cpu_total_ns - producer_ns;
-        let sent = rate / 1000 * 1000 * seconds;
-        let recorded = run.spans.len() as u64;
-        let window_ns = run.meta.window_end_ns - run.meta.window_start_ns;
-        let observer_ns = run.meta.collector_cpu_ns;
-        println!(
-            "| {rate} | {seconds} | {sent} | {recorded} | {} | {:.3} s | {:.2}% | {:.3} s | {:.2}% | {:.0} |",
+        for (label, exe) in &binaries {
+            let path = dir.join(format!("rate-{rate}-{label}.framelab"));
+            let (cpu_total_ns, wall_ns) = run_framelab(exe, &testprog, &path, rate, seconds);
+            let run = framelab::store::load_run(&path, None).expect("run file");
+            let producer_ns: i64 = run.processes.iter().map(|p| p.user_ns + p.sys_ns).sum();
+            let collector_ns = cpu_total_ns - producer_ns;
+            let sent = rate / 1000 * 1000 * seconds;
+            let recorded = run.spans.len() as u64;
+            let window_ns = run.meta.window_end_ns - run.meta.window_start_ns;
+            let observer_ns = run.meta.collector_cpu_ns;
+            let pct = observer_ns as f64 / window_ns as f64 * 100.0;
+            window_pct.push((label, rate, pct));
+            println!(
+            "| {label} | {rate} | {seconds} | {sent} | {recorded} | {} | {:.3} s | {:.2}% | {:.3} s | {pct:.2}% | {:.0} |",
             run.meta.dropped_events,
             collector_ns as f64 / 1e9,
             collector_ns as f64 / wall_ns as f64 * 100.0,
             observer_ns as f64 / 1e9,
-            observer_ns as f64 / window_ns as f64 * 100.0,
             observer_ns as f64 / recorded.max(1) as f64,
         );
-        if recorded + run.meta.dropped_events != sent {
-            eprintln!(
-                "warning: {sent} sent but {recorded} recorded + {} dropped",
-                run.meta.dropped_events
-            );
+            if recorded + run.meta.dropped_events != sent {
+                eprintln!(
+                    "warning: {sent} sent but {recorded} recorded + {} dropped",
+                    run.meta.dropped_events
+                );
+            }
+        }
+    }
+    if baseline.is_some() {
+        for rate in [100_000u64, 1_000_000] {
+            let of = |l: &str| {
+                window_pct
+                    .iter()
+                    .find(|(x, r, _)| *x == l && *r == rate)
+                    .map(|t| t.2)
+            };
+            if let (Some(b), Some(t)) = (of("baseline"), of("this")) {
+                println!(
+                    "{rate} spans/s: this framelab's window CPU is {:.2}× the baseline's",
+                    t / b
+                );
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

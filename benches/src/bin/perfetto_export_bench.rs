@@ -154,7 +154,7 @@ fn main() {
     let mut bytes = 0;
     for i in 0..options.repeat {
         let (t, cpu) = (Instant::now(), cpu_s());
-        export_to_path(&run, ExportFormat::Perfetto, &options.file).expect("export");
+        export_to_path(&run, ExportFormat::Perfetto, &options.file, None).expect("export");
         let (exported, exported_cpu) = (t.elapsed().as_secs_f64(), cpu_s() - cpu);
         bytes = std::fs::metadata(&options.file).expect("written").len();
 

@@ -1,4 +1,7 @@
 //! Command-line arguments. Parsing only: each subcommand calls one library function.
+//! Every number goes through a parser of `limits`, which holds its bounds.
+
+pub mod limits;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -7,9 +10,8 @@ use clap::{Args, Parser, Subcommand};
 use framelab::demo::PacerKind;
 use framelab::model::WarmupFrom;
 use framelab::report::Format;
-use framelab::sample::{parse_every, SourceKind};
-use framelab::timers::{self, parse_positive_duration};
-use framelab::units::{parse_count, parse_duration, parse_fps};
+use framelab::sample::SourceKind;
+use framelab::timers;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -51,8 +53,8 @@ pub enum Command {
 
 #[derive(Args, Debug)]
 pub struct SamplingArgs {
-    /// Time between telemetry readings (GPU clocks and power, CPU frequency, RAPL, threads); at least 1ms
-    #[arg(long, value_parser = parse_every, default_value = "50ms", value_name = "DUR")]
+    /// Time between telemetry readings (GPU clocks and power, CPU frequency, RAPL, threads); 1ms to 1h
+    #[arg(long, value_parser = limits::sample_every, default_value = "50ms", value_name = "DUR")]
     pub sample_every: Duration,
     /// Don't read this telemetry source: nvml, amdgpu, cpufreq, rapl or threads (repeat for more)
     #[arg(long = "no-sample", value_parser = SourceKind::parse, value_name = "SOURCE")]
@@ -66,21 +68,21 @@ pub struct SamplingArgs {
 pub struct SourcesArgs {
     #[command(flatten)]
     pub sampling: SamplingArgs,
-    /// Readings to take, --sample-every apart
-    #[arg(long, value_parser = parse_count, default_value = "3")]
+    /// Readings to take, --sample-every apart (at most 100000)
+    #[arg(long, value_parser = limits::readings, default_value = "3")]
     pub count: u64,
     /// Also read the threads of this process
-    #[arg(long = "pid", value_name = "PID")]
+    #[arg(long = "pid", value_name = "PID", value_parser = limits::pid)]
     pub pids: Vec<u32>,
 }
 
 #[derive(Args, Debug)]
 pub struct TargetArgs {
-    /// Target frame rate; the budget is 1/fps
-    #[arg(long, value_parser = parse_fps, conflicts_with = "budget", allow_hyphen_values = true)]
+    /// Target frame rate (0.001 to 1000000); the budget is 1/fps
+    #[arg(long, value_parser = limits::fps, conflicts_with = "budget", allow_hyphen_values = true)]
     pub fps: Option<f64>,
-    /// Time one frame may take (e.g. 8.333ms), when it is not 1/fps
-    #[arg(long, value_parser = parse_duration)]
+    /// Time one frame may take (e.g. 8.333ms; 1us to 1000s), when it is not 1/fps
+    #[arg(long, value_parser = limits::budget)]
     pub budget: Option<Duration>,
 }
 
@@ -92,8 +94,8 @@ pub struct WarmupModeArgs {
     #[arg(long, value_enum, default_value = "first-frame", value_name = "FROM")]
     pub warmup_from: WarmupFrom,
     /// Exclude the first N frames instead of a time: the window opens once frame N+1 has
-    /// begun (not with --warmup)
-    #[arg(long, value_parser = parse_count, value_name = "N")]
+    /// begun (not with --warmup; at most 10^9)
+    #[arg(long, value_parser = limits::warmup_frames, value_name = "N")]
     pub warmup_frames: Option<u64>,
 }
 
@@ -101,13 +103,13 @@ pub struct WarmupModeArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub target: TargetArgs,
-    /// Time at the start excluded from statistics (kept in the run file, flagged)
-    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    /// Time at the start excluded from statistics (kept in the run file, flagged; at most 168h)
+    #[arg(long, value_parser = limits::warmup, default_value = "0s")]
     pub warmup: Duration,
     #[command(flatten)]
     pub warmup_mode: WarmupModeArgs,
-    /// Stop the command after this long (SIGINT, then SIGTERM, then SIGKILL); default: until it exits
-    #[arg(long, value_parser = parse_duration)]
+    /// Stop the command after this long (SIGINT, then SIGTERM, then SIGKILL); default: until it exits (at most 168h)
+    #[arg(long, value_parser = limits::run_length)]
     pub duration: Option<Duration>,
     /// Name of the run, shown in reports
     #[arg(long)]
@@ -116,20 +118,26 @@ pub struct RunArgs {
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// Also account the CPU of this process (one framelab did not start, e.g. a daemon)
-    #[arg(long = "watch-pid", value_name = "PID")]
+    #[arg(long = "watch-pid", value_name = "PID", value_parser = limits::pid)]
     pub watch_pids: Vec<u32>,
     /// Also account processes with this name (comm, argv[0] or executable name)
     #[arg(long = "watch", value_name = "NAME")]
     pub watch_names: Vec<String>,
     /// Frames (or other work units) the command does, for a throughput when it is not instrumented
-    #[arg(long, value_parser = parse_count)]
+    #[arg(long, value_parser = limits::frames)]
     pub frames: Option<u64>,
     /// How long the command gets to exit after SIGINT, and again after SIGTERM
-    #[arg(long, value_parser = parse_duration, default_value = "2s")]
+    #[arg(long, value_parser = limits::grace, default_value = "2s")]
     pub grace: Duration,
-    /// Records per thread ring (power of two; default 65536)
-    #[arg(long, value_parser = parse_count)]
+    /// Records per thread ring (a power of two, 4 to 16777216; default 65536)
+    #[arg(long, value_parser = limits::ring_records)]
     pub ring_records: Option<u64>,
+    /// Let members of GROUP record into the session and read it (default: private to your user)
+    #[arg(long, value_name = "GROUP", conflicts_with = "session_user")]
+    pub share_session: Option<String>,
+    /// Give the session to USER, for a command that changes user (su, setpriv, runuser); needs root
+    #[arg(long, value_name = "USER")]
+    pub session_user: Option<String>,
     #[command(flatten)]
     pub live: LiveArgs,
     #[command(flatten)]
@@ -147,7 +155,7 @@ pub struct ReportArgs {
     /// The run file
     pub run: PathBuf,
     /// Which run of a file holding several (default: a list of them all, one line per run)
-    #[arg(long = "run-id")]
+    #[arg(long = "run-id", value_parser = limits::run_id)]
     pub run_id: Option<i64>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -193,6 +201,14 @@ pub struct ImportArgs {
     /// Keep only this process (PresentMon Application, a trace's process name)
     #[arg(long, value_name = "NAME")]
     pub process: Option<String>,
+    /// The most one input may hold once decompressed (1MiB to 1TiB, e.g. 4GiB): the import
+    /// stops with an error past it, so a FIFO or /dev/zero cannot fill the memory
+    #[arg(long, value_parser = limits::input_size, default_value = limits::DEFAULT_MAX_INPUT, value_name = "SIZE")]
+    pub max_input: u64,
+    /// A gzip input may decompress to at most N times its size, past 64MiB (1 to 100000): a
+    /// guard against decompression bombs
+    #[arg(long, value_parser = limits::ratio, default_value = "200", value_name = "N")]
+    pub max_ratio: u64,
     /// Report format printed after importing
     #[arg(
         long = "report",
@@ -208,7 +224,7 @@ pub struct ExportArgs {
     /// The run file
     pub run: PathBuf,
     /// Which run of a file holding several (default: the latest)
-    #[arg(long = "run-id")]
+    #[arg(long = "run-id", value_parser = limits::run_id)]
     pub run_id: Option<i64>,
     #[arg(long, value_enum)]
     pub format: framelab::export::ExportFormat,
@@ -222,7 +238,7 @@ pub struct HistArgs {
     /// The run file
     pub run: PathBuf,
     /// Which run of a file holding several (default: the latest)
-    #[arg(long = "run-id")]
+    #[arg(long = "run-id", value_parser = limits::run_id)]
     pub run_id: Option<i64>,
     /// Durations of this stage (`total` and `interval` work too); default: every stage
     #[arg(long, conflicts_with = "pair")]
@@ -245,10 +261,10 @@ pub struct HistArgs {
 pub struct LiveArgs {
     /// Every DUR, print each stage's histogram of the spans since the last print (on stderr);
     /// the interval the run ends in is printed at the end
-    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    #[arg(long, value_parser = limits::live, value_name = "DUR")]
     pub live: Option<Duration>,
     /// The live histograms in linear buckets STEP wide (at most 400) instead of powers of two
-    #[arg(long, value_parser = parse_duration, value_name = "STEP", requires = "live")]
+    #[arg(long, value_parser = limits::step, value_name = "STEP", requires = "live")]
     pub live_linear: Option<Duration>,
 }
 
@@ -257,17 +273,17 @@ pub struct LiveArgs {
 pub struct LinearArgs {
     /// Linear buckets STEP wide (e.g. 100us), under NumSamples, Min, Max, Mean, Variance, SD
     /// and Median; at most 400 buckets (a finer step is widened, and the output says so)
-    #[arg(long, value_parser = parse_duration, value_name = "STEP")]
+    #[arg(long, value_parser = limits::step, value_name = "STEP")]
     pub linear: Option<Duration>,
     /// Linear layout in N equal buckets from --min to --max (default: the smallest and
     /// largest value); at most 10000
-    #[arg(long, value_parser = parse_count, value_name = "N", conflicts_with = "linear")]
+    #[arg(long, value_parser = limits::buckets, value_name = "N", conflicts_with = "linear")]
     pub buckets: Option<u64>,
     /// Linear layout from DUR: smaller values are counted as outside, not drawn
-    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    #[arg(long, value_parser = limits::hist_bound, value_name = "DUR")]
     pub min: Option<Duration>,
     /// Linear layout up to DUR: values at or above it are counted as outside, not drawn
-    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    #[arg(long, value_parser = limits::hist_bound, value_name = "DUR")]
     pub max: Option<Duration>,
 }
 
@@ -285,16 +301,16 @@ impl LinearArgs {
 #[derive(Args, Debug)]
 pub struct DemoArgs {
     /// Target frame rate
-    #[arg(long, value_parser = parse_fps, default_value = "120")]
+    #[arg(long, value_parser = limits::fps, default_value = "120")]
     pub fps: f64,
     /// 1: stages run serially on one thread; 2: consecutive frames overlap on two threads
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, value_parser = limits::depth, default_value = "1")]
     pub depth: u32,
-    /// Whole run, warmup included
-    #[arg(long, value_parser = parse_duration, default_value = "15s")]
+    /// Whole run, warmup included (at most 168h)
+    #[arg(long, value_parser = limits::run_length, default_value = "15s")]
     pub duration: Duration,
     /// Time excluded from statistics at the start
-    #[arg(long, value_parser = parse_duration, default_value = "3s")]
+    #[arg(long, value_parser = limits::warmup, default_value = "3s")]
     pub warmup: Duration,
     #[command(flatten)]
     pub warmup_mode: WarmupModeArgs,
@@ -317,11 +333,11 @@ pub struct DemoArgs {
 
 #[derive(Args, Debug)]
 pub struct PipelineArgs {
-    #[arg(long, value_parser = parse_fps, default_value = "120")]
+    #[arg(long, value_parser = limits::fps, default_value = "120")]
     pub fps: f64,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, value_parser = limits::depth, default_value = "1")]
     pub depth: u32,
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = limits::run_length)]
     pub duration: Option<Duration>,
     #[arg(long, value_enum, default_value = "hybrid")]
     pub pacer: PacerKind,
@@ -330,19 +346,19 @@ pub struct PipelineArgs {
 #[derive(Args, Debug)]
 pub struct TimersArgs {
     /// Measuring time of each cell (one strategy, slack and scheduling class at one interval)
-    #[arg(long, value_parser = parse_positive_duration, default_value = timers::DEFAULT_DURATION)]
+    #[arg(long, value_parser = limits::timers_duration, default_value = timers::DEFAULT_DURATION)]
     pub duration: Duration,
     /// Intervals to wait, comma-separated (5714us is 175 fps)
     #[arg(
         long,
         value_delimiter = ',',
-        value_parser = parse_positive_duration,
+        value_parser = limits::timers_interval,
         default_value = timers::DEFAULT_INTERVALS,
         allow_hyphen_values = true
     )]
     pub interval: Vec<Duration>,
     /// Precision wanted: the table ends with the cheapest strategy whose p99 lateness is at most this
-    #[arg(long, value_parser = parse_positive_duration, default_value = timers::DEFAULT_NEED, allow_hyphen_values = true)]
+    #[arg(long, value_parser = limits::timers_interval, default_value = timers::DEFAULT_NEED, allow_hyphen_values = true)]
     pub need: Duration,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -350,8 +366,8 @@ pub struct TimersArgs {
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Runs of each variant at each combination of parameter values (at least 2; 6+ for verdicts you can trust)
-    #[arg(short = 'n', long = "runs", value_name = "RUNS")]
+    /// Runs of each variant at each combination of parameter values (2 to 10000; 6+ for verdicts you can trust)
+    #[arg(short = 'n', long = "runs", value_name = "RUNS", value_parser = limits::runs)]
     pub runs: Option<u32>,
     /// A variant: NAME=COMMAND (split like a shell would; {KEY} takes a --param value)
     #[arg(long = "variant", value_name = "NAME=CMD")]
@@ -379,28 +395,28 @@ pub struct BenchArgs {
     pub resume: bool,
     #[command(flatten)]
     pub target: TargetArgs,
-    /// Time at the start of each run excluded from statistics
-    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    /// Time at the start of each run excluded from statistics (at most 168h)
+    #[arg(long, value_parser = limits::warmup, default_value = "0s")]
     pub warmup: Duration,
     #[command(flatten)]
     pub warmup_mode: WarmupModeArgs,
-    /// Stop each run after this long; default: until the command exits
-    #[arg(long, value_parser = parse_duration)]
+    /// Stop each run after this long (at most 168h); default: until the command exits
+    #[arg(long, value_parser = limits::run_length)]
     pub duration: Option<Duration>,
     /// Frames an uninstrumented command does, for a throughput
-    #[arg(long, value_parser = parse_count)]
+    #[arg(long, value_parser = limits::frames)]
     pub frames: Option<u64>,
     /// Also account the CPU of this process
-    #[arg(long = "watch-pid", value_name = "PID")]
+    #[arg(long = "watch-pid", value_name = "PID", value_parser = limits::pid)]
     pub watch_pids: Vec<u32>,
     /// Also account processes with this name
     #[arg(long = "watch", value_name = "NAME")]
     pub watch_names: Vec<String>,
     /// How long a command gets to exit after SIGINT, and again after SIGTERM
-    #[arg(long, value_parser = parse_duration, default_value = "2s")]
+    #[arg(long, value_parser = limits::grace, default_value = "2s")]
     pub grace: Duration,
-    /// Records per thread ring (power of two; default 65536)
-    #[arg(long, value_parser = parse_count)]
+    /// Records per thread ring (a power of two, 4 to 16777216; default 65536)
+    #[arg(long, value_parser = limits::ring_records)]
     pub ring_records: Option<u64>,
     #[command(flatten)]
     pub compare: CompareSettings,
@@ -421,8 +437,8 @@ pub struct CompareSettings {
     /// Changes within ± this are noise (e.g. 2%, 0.5%)
     #[arg(long, value_parser = parse_percent, default_value = "2%")]
     pub noise: f64,
-    /// Bootstrap resamples for the intervals
-    #[arg(long, default_value_t = 10_000)]
+    /// Bootstrap resamples for the intervals (100 to 1000000)
+    #[arg(long, value_parser = limits::resamples, default_value = "10000")]
     pub resamples: usize,
     #[arg(long, value_enum, default_value = "text")]
     pub format: framelab::compare::CompareFormat,

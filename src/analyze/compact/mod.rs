@@ -1,0 +1,294 @@
+//! The analysis of a run whose spans are streamed rather than loaded: the same numbers as
+//! [`crate::analyze::analyze`] (tests/analysis_paths.rs compares them byte for byte), in
+//! about a third of the memory.
+//!
+//! A loaded run holds 32 bytes a span and the analysis about 70 more. Here the spans become
+//! columns as they arrive (frame index, stage, packed duration and start: 14 bytes), frames
+//! a start and an end (16 bytes, ids implicit while they count up), and each statistic's
+//! values are made, used and dropped in turn, u32 where they fit: at most about 30 bytes
+//! a span with one span per frame (the worst case), far less with several stages.
+
+pub mod columns;
+pub mod packed;
+pub mod table;
+pub mod values;
+pub mod window;
+
+#[cfg(test)]
+mod tests;
+
+use self::columns::{ColumnsBuilder, Keep, SpanColumns};
+use self::table::FrameTable;
+use self::values::{with_ns, NsValues};
+use self::window::{end_order, measure, Bits, MeasuredFrames};
+use super::counters::CounterTotals;
+use super::fps::fps_summary_of;
+use super::frames::NO_FRAME;
+use super::late::{late_frames_of, missed_slots_of, stutter_of};
+use super::pacing::pacing_summary_of;
+use super::stages::{StageTable, WORST_FRAMES};
+use super::summary::{assemble, budget_ns, SpanFacts};
+use super::telemetry::FrameSpan;
+use super::{Analysis, StageRow, WorstFrame};
+use crate::model::{Run, SpanSource};
+
+/// The analysis of `head` (a run's metadata, names, processes, telemetry: its `spans` and
+/// `counters` are not read) with its spans and counter values from `source`.
+pub fn analyze_from(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Analysis> {
+    let facts = span_facts(head, source)?;
+    Ok(assemble(head, facts))
+}
+
+/// Reads `source` into columns and frames.
+pub fn load_columns(
+    source: &dyn SpanSource,
+    keep: Keep,
+) -> anyhow::Result<(SpanColumns, FrameTable)> {
+    let mut builder = ColumnsBuilder::new(keep, source.span_count_hint());
+    source.for_each_spans(&mut |chunk| {
+        builder.push(chunk);
+        Ok(())
+    })?;
+    Ok(builder.finish())
+}
+
+fn span_facts(head: &Run, source: &dyn SpanSource) -> anyhow::Result<SpanFacts> {
+    let meta = &head.meta;
+    let keep = Keep {
+        start: true,
+        thread: false,
+    };
+    let (mut columns, table) = load_columns(source, keep)?;
+    let spans = columns.len() as u64;
+    let (window, measured) = measure(&table, &columns, meta);
+    let counts = count_stages(&columns, &measured);
+    // Starts only order the stages: gone before anything else is allocated.
+    columns.start = None;
+
+    let worst = pick_worst(&table, &measured, WORST_FRAMES);
+    let stage_table = stage_table(columns, &head.stages, &table, &measured, &counts, &worst);
+    let order = end_order(&table, &measured);
+
+    let budget = budget_ns(meta);
+    let mut late = None;
+    let (total, late_spans) = {
+        let mut totals = values_in_order(&order, |i| table.total_ns(i));
+        if let Some(b) = budget.filter(|_| measured.count > 0) {
+            late = Some(with_ns!(&totals, t => late_frames_of(t, b)));
+        }
+        // Telemetry looks at the late frames' readings.
+        let late_spans: Vec<FrameSpan> = match budget {
+            Some(b) if !head.telemetry.series.is_empty() => (order.iter())
+                .filter(|&&i| table.total_ns(i) > b)
+                .map(|&i| frame_span(&table, i))
+                .collect(),
+            _ => Vec::new(),
+        };
+        totals.sort();
+        (totals.dist_of_sorted(), late_spans)
+    };
+    let (interval, fps, stutter, pacing) = {
+        let mut intervals = intervals_in_order(&order, &table);
+        if let (Some(late), Some(b)) = (&mut late, budget) {
+            late.missed_slots = with_ns!(&intervals, v => missed_slots_of(v, b));
+        }
+        let stutter = with_ns!(&intervals, v => stutter_of(v));
+        let pacing = with_ns!(&intervals, v => pacing_summary_of(v, budget));
+        intervals.sort();
+        let fps = with_ns!(&intervals, v => fps_summary_of(v));
+        (intervals.dist_of_sorted(), fps, stutter, pacing)
+    };
+    drop(order);
+
+    let mut counters = CounterTotals::new(table.slots());
+    source.for_each_counters(&mut |chunk| {
+        for v in chunk {
+            let frame = table.index_of(v.frame);
+            counters.add(v, frame, frame.is_some_and(|i| measured.in_window.get(i)));
+        }
+        Ok(())
+    })?;
+    let (counters, orphan_counter_values) = counters.finish(&head.counter_names, window.seconds());
+
+    Ok(SpanFacts {
+        window,
+        warmup_frames: measured.warmup_frames,
+        after_frames: measured.after_frames,
+        open_frames: measured.open_frames,
+        open_missing_stages: measured.open_missing_stages,
+        measured_frames: measured.count,
+        spans,
+        negative_spans: table.negative_spans,
+        late,
+        stutter,
+        pacing,
+        total,
+        interval,
+        fps,
+        worst_spans: worst.iter().map(|&i| frame_span(&table, i)).collect(),
+        table: stage_table,
+        counters,
+        orphan_counter_values,
+        late_spans,
+    })
+}
+
+/// `stages::pick_worst` without the end order: its insertion over frames in (end, id)
+/// order keeps equal totals in that order, so this is largest total, then earliest end,
+/// then smallest id.
+fn pick_worst(table: &FrameTable, measured: &MeasuredFrames, k: usize) -> Vec<u32> {
+    let key = |i: u32| {
+        (
+            std::cmp::Reverse(table.total_ns(i)),
+            table.end_ns(i),
+            table.id(i),
+        )
+    };
+    let mut worst: Vec<u32> = Vec::with_capacity(k + 1);
+    for i in measured.in_window.ones() {
+        if k == 0 || (worst.len() == k && key(i) >= key(worst[k - 1])) {
+            continue;
+        }
+        let at = worst.partition_point(|&w| key(w) < key(i));
+        worst.insert(at, i);
+        worst.truncate(k);
+    }
+    worst
+}
+
+fn frame_span(table: &FrameTable, i: u32) -> FrameSpan {
+    FrameSpan {
+        frame: table.id(i),
+        start_ns: table.start_ns(i),
+        end_ns: table.end_ns(i),
+    }
+}
+
+/// `value(i)` for each frame of `order`, in that order, as narrow as they fit.
+pub fn values_in_order(order: &[u32], value: impl Fn(u32) -> i64) -> NsValues {
+    let (min, max) = (order.iter())
+        .map(|&i| value(i))
+        .fold((0, 0), |(lo, hi): (i64, i64), v| (lo.min(v), hi.max(v)));
+    let mut values = NsValues::for_range(min, max, order.len());
+    for &i in order {
+        values.push(value(i));
+    }
+    values
+}
+
+/// end_i − end_{i−1} over the frames of `order` (`frames::intervals_ns`).
+pub fn intervals_in_order(order: &[u32], table: &FrameTable) -> NsValues {
+    let between = |w: &[u32]| table.end_ns(w[1]).saturating_sub(table.end_ns(w[0]));
+    let (min, max) = (order.windows(2))
+        .map(between)
+        .fold((0, 0), |(lo, hi): (i64, i64), v| (lo.min(v), hi.max(v)));
+    let mut values = NsValues::for_range(min, max, order.len().saturating_sub(1));
+    for w in order.windows(2) {
+        values.push(between(w));
+    }
+    values
+}
+
+/// Per stage id, over the spans of measured frames: how many, the longest, and (with
+/// starts kept) the earliest start.
+pub struct StageCounts {
+    pub count: Vec<usize>,
+    pub max_dur: Vec<i64>,
+    pub first_start: Vec<i64>,
+}
+
+pub fn count_stages(columns: &SpanColumns, measured: &MeasuredFrames) -> StageCounts {
+    let stages = u16::MAX as usize + 1;
+    let mut c = StageCounts {
+        count: vec![0; stages],
+        max_dur: vec![0; stages],
+        first_start: vec![i64::MAX; stages],
+    };
+    for (row, (&frame, &stage)) in columns.frame.iter().zip(&columns.stage).enumerate() {
+        if frame == NO_FRAME || !measured.in_window.get(frame) {
+            continue;
+        }
+        let st = stage as usize;
+        c.count[st] += 1;
+        c.max_dur[st] = c.max_dur[st].max(columns.dur.get(row));
+        if let Some(start) = &columns.start {
+            c.first_start[st] = c.first_start[st].min(start.get(row));
+        }
+    }
+    c
+}
+
+/// `stages::stage_table` over columns, which it drops once the durations are out of them.
+fn stage_table(
+    columns: SpanColumns,
+    stage_names: &[String],
+    table: &FrameTable,
+    measured: &MeasuredFrames,
+    counts: &StageCounts,
+    worst: &[u32],
+) -> StageTable {
+    let mut order: Vec<usize> = (0..counts.count.len())
+        .filter(|&s| counts.count[s] > 0)
+        .collect();
+    order.sort_by_key(|&s| (counts.first_start[s], s));
+    let mut column = vec![usize::MAX; counts.count.len()];
+    for (c, &s) in order.iter().enumerate() {
+        column[s] = c;
+    }
+
+    let mut is_worst = Bits::new(table.slots());
+    for &f in worst {
+        is_worst.set(f);
+    }
+    let mut worst_sums: Vec<Vec<Option<i64>>> = vec![vec![None; order.len()]; worst.len()];
+    let mut durations: Vec<NsValues> = (order.iter())
+        .map(|&s| NsValues::for_range(0, counts.max_dur[s], counts.count[s]))
+        .collect();
+    for (row, (&frame, &stage)) in columns.frame.iter().zip(&columns.stage).enumerate() {
+        if frame == NO_FRAME || !measured.in_window.get(frame) {
+            continue;
+        }
+        let c = column[stage as usize];
+        let dur = columns.dur.get(row);
+        durations[c].push(dur);
+        if is_worst.get(frame) {
+            if let Some(pos) = worst.iter().position(|&w| w == frame) {
+                let cell = &mut worst_sums[pos][c];
+                *cell = Some(cell.unwrap_or(0).saturating_add(dur));
+            }
+        }
+    }
+    drop(columns);
+
+    let names: Vec<String> = order
+        .iter()
+        .map(|&s| {
+            stage_names
+                .get(s)
+                .cloned()
+                .unwrap_or_else(|| format!("stage#{s}"))
+        })
+        .collect();
+    let rows = names
+        .iter()
+        .zip(durations)
+        .filter_map(|(name, mut d)| {
+            d.sort();
+            Some(StageRow {
+                name: name.clone(),
+                dist: d.dist_of_sorted()?,
+            })
+        })
+        .collect();
+    let worst = worst
+        .iter()
+        .zip(worst_sums)
+        .map(|(&f, stage_ns)| WorstFrame {
+            frame: table.id(f),
+            t_s: table.end_ns(f) as f64 / 1e9,
+            total_ns: table.total_ns(f),
+            stage_ns,
+        })
+        .collect();
+    StageTable { names, rows, worst }
+}

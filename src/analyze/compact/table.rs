@@ -1,0 +1,542 @@
+//! Frames as columns: start and end by frame index, built while spans stream past.
+//!
+//! Ids recorded by the SDK count up, so a frame's index is normally its id's offset from the
+//! smallest id (`Ids::Offset`): no id is stored and no table maps them. Ids too spread out
+//! for that (hashes, timestamps) are listed with an open-addressing table over the list
+//! (`Ids::Listed`). Either way a frame is what `Frames` calls one (docs/metrics.md, "Frames");
+//! only the order of indices differs, and nothing computed depends on it.
+
+use crate::analyze::frames::NO_FRAME;
+
+/// Offsets kept in a span's u32 frame code while building: `offset + BIAS`, leaving
+/// `u32::MAX` for NO_FRAME.
+const BIAS: i128 = 1 << 31;
+const MIN_OFFSET: i128 = -BIAS;
+const MAX_OFFSET: i128 = BIAS - 2;
+/// Holes (ids with no frame) allowed on top of one per frame before ids count as sparse:
+/// a hole costs 16 bytes, a listed frame 12 more than an offset one.
+const HOLE_SLACK: usize = 1 << 16;
+
+/// Start and end by index; an index with no frame (a hole) has start > end.
+#[derive(Clone, Debug, Default)]
+struct Bounds {
+    start: Vec<i64>,
+    end: Vec<i64>,
+}
+
+impl Bounds {
+    fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    /// Grows by half at a time, not double, and by no more than `room` (the spans still to
+    /// come, each of which adds a frame at most): 12M frames do not reserve 16M.
+    fn grow_to(&mut self, len: usize, room: usize) {
+        if len > self.start.len() {
+            if len > self.start.capacity() {
+                // Past the hint (a wrong count), by half again.
+                let half = self.start.capacity() / 2;
+                let step = if room > 0 { half.min(room) } else { half };
+                let more = (len - self.start.len()).max(step);
+                self.start.reserve_exact(more);
+                self.end.reserve_exact(more);
+            }
+            self.start.resize(len, i64::MAX);
+            self.end.resize(len, i64::MIN);
+        }
+    }
+
+    fn is_frame(&self, i: usize) -> bool {
+        self.start[i] <= self.end[i]
+    }
+
+    /// Widens frame `i` to hold `[start, end]`; true when it was a hole.
+    fn widen(&mut self, i: usize, start: i64, end: i64) -> bool {
+        let new = !self.is_frame(i);
+        self.start[i] = self.start[i].min(start);
+        self.end[i] = self.end[i].max(end);
+        new
+    }
+
+    fn push(&mut self, start: i64, end: i64) {
+        self.start.push(start);
+        self.end.push(end);
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.start.shrink_to_fit();
+        self.end.shrink_to_fit();
+    }
+}
+
+/// splitmix64's finaliser: ids that differ in any bits spread over the table.
+fn mix(id: u64) -> u64 {
+    let mut z = id.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Open addressing (linear probing) of indices into an id list: 4 bytes a slot, at most
+/// three quarters full.
+#[derive(Clone, Debug)]
+struct IdTable {
+    slots: Vec<u32>,
+}
+
+impl IdTable {
+    fn for_ids(ids: &[u64]) -> IdTable {
+        let mut table = IdTable {
+            slots: vec![NO_FRAME; (ids.len() * 4 / 3 + 1).next_power_of_two().max(16)],
+        };
+        for (i, &id) in ids.iter().enumerate() {
+            table.place(id, i as u32);
+        }
+        table
+    }
+
+    fn place(&mut self, id: u64, index: u32) {
+        let mask = self.slots.len() - 1;
+        let mut at = mix(id) as usize & mask;
+        while self.slots[at] != NO_FRAME {
+            at = (at + 1) & mask;
+        }
+        self.slots[at] = index;
+    }
+
+    fn find(&self, id: u64, ids: &[u64]) -> Option<u32> {
+        let mask = self.slots.len() - 1;
+        let mut at = mix(id) as usize & mask;
+        loop {
+            match self.slots[at] {
+                NO_FRAME => return None,
+                i if ids[i as usize] == id => return Some(i),
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+
+    /// The index of `id`, appending it to `ids` when new (second: whether it was).
+    fn find_or_add(&mut self, id: u64, ids: &mut Vec<u64>) -> (u32, bool) {
+        if let Some(i) = self.find(id, ids) {
+            return (i, false);
+        }
+        let index = ids.len() as u32;
+        ids.push(id);
+        if ids.len() * 4 > self.slots.len() * 3 {
+            *self = IdTable::for_ids(ids);
+        } else {
+            self.place(id, index);
+        }
+        (index, true)
+    }
+}
+
+/// How a frame index relates to its id.
+#[derive(Clone, Debug)]
+enum Ids {
+    /// id = first + index.
+    Offset { first: u64 },
+    /// id = ids[index].
+    Listed { ids: Vec<u64>, table: IdTable },
+}
+
+/// Every frame of a run: start and end by index, and the id of each index.
+#[derive(Clone, Debug)]
+pub struct FrameTable {
+    bounds: Bounds,
+    ids: Ids,
+    count: usize,
+    /// Spans skipped because their duration is negative (a broken clock).
+    pub negative_spans: u64,
+    /// The latest end of any usable span.
+    pub last_end_ns: Option<i64>,
+}
+
+impl FrameTable {
+    /// Indices run over `0..slots()`; some may be holes (see [`FrameTable::is_frame`]).
+    pub fn slots(&self) -> usize {
+        self.bounds.len()
+    }
+
+    /// Frames (indices that are not holes).
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_frame(&self, i: u32) -> bool {
+        self.bounds.is_frame(i as usize)
+    }
+
+    /// The indices that are frames, ascending.
+    pub fn frames(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.slots() as u32).filter(|&i| self.is_frame(i))
+    }
+
+    pub fn start_ns(&self, i: u32) -> i64 {
+        self.bounds.start[i as usize]
+    }
+
+    pub fn end_ns(&self, i: u32) -> i64 {
+        self.bounds.end[i as usize]
+    }
+
+    /// End-to-end latency, as `Frame::total_ns`.
+    pub fn total_ns(&self, i: u32) -> i64 {
+        self.end_ns(i).saturating_sub(self.start_ns(i))
+    }
+
+    pub fn id(&self, i: u32) -> u64 {
+        match &self.ids {
+            Ids::Offset { first } => first.wrapping_add(u64::from(i)),
+            Ids::Listed { ids, .. } => ids[i as usize],
+        }
+    }
+
+    /// Whether ascending indices are ascending ids.
+    pub fn indices_follow_ids(&self) -> bool {
+        matches!(self.ids, Ids::Offset { .. })
+    }
+
+    /// Index of the frame with this id, if it has a usable span.
+    pub fn index_of(&self, id: u64) -> Option<u32> {
+        let i = match &self.ids {
+            Ids::Offset { first } => {
+                let off = id.checked_sub(*first)?;
+                u32::try_from(off)
+                    .ok()
+                    .filter(|&i| (i as usize) < self.slots())?
+            }
+            Ids::Listed { ids, table } => table.find(id, ids)?,
+        };
+        self.is_frame(i).then_some(i)
+    }
+}
+
+/// Slots above and below the anchor once slot `k` on the side of `off` exists.
+fn slots_after(up: usize, down: usize, off: i128, k: usize) -> usize {
+    if off >= 0 {
+        up.max(k + 1) + down
+    } else {
+        up + down.max(k + 1)
+    }
+}
+
+/// Builds a [`FrameTable`] span by span; each span gets a frame code, which
+/// [`FrameBuilder::finish`] turns into the frame's index.
+#[derive(Debug)]
+pub struct FrameBuilder {
+    mode: Mode,
+    negative_spans: u64,
+    last_end_ns: Option<i64>,
+    /// Spans added so far, and how many are expected (a hint that sizes growth).
+    spans: usize,
+    expected_spans: usize,
+}
+
+#[derive(Debug)]
+enum Mode {
+    /// A frame's slot is its id's offset from `anchor` (the first id seen): `up[k]` for
+    /// offset k ≥ 0, `down[k]` for offset −1 − k. Codes are `offset + BIAS`.
+    Offsets {
+        anchor: u64,
+        up: Bounds,
+        down: Bounds,
+        frames: usize,
+    },
+    /// Codes are indices into `ids`.
+    Listed {
+        bounds: Bounds,
+        ids: Vec<u64>,
+        table: IdTable,
+        /// The last id looked up and its index: a frame's spans often come together.
+        last: Option<(u64, u32)>,
+    },
+}
+
+impl Default for FrameBuilder {
+    fn default() -> FrameBuilder {
+        FrameBuilder::expecting(0)
+    }
+}
+
+impl FrameBuilder {
+    /// A builder for about `spans` spans.
+    pub fn expecting(spans: usize) -> FrameBuilder {
+        FrameBuilder {
+            spans: 0,
+            expected_spans: spans,
+            mode: Mode::Offsets {
+                anchor: 0,
+                up: Bounds::default(),
+                down: Bounds::default(),
+                frames: 0,
+            },
+            negative_spans: 0,
+            last_end_ns: None,
+        }
+    }
+}
+
+impl FrameBuilder {
+    /// The code of a span of frame `id` (NO_FRAME for a negative duration, which is
+    /// counted and belongs to no frame). `codes` are the codes handed out so far: a switch
+    /// to listed ids rewrites them.
+    pub fn add(&mut self, id: u64, start_ns: i64, dur_ns: i64, codes: &mut [u32]) -> u32 {
+        self.spans += 1;
+        if dur_ns < 0 {
+            self.negative_spans += 1;
+            return NO_FRAME;
+        }
+        // Saturating: a corrupt record must not overflow (and panic in debug builds).
+        let end_ns = start_ns.saturating_add(dur_ns);
+        self.last_end_ns = Some(self.last_end_ns.map_or(end_ns, |l| l.max(end_ns)));
+        if let Some(code) = self.add_by_offset(id, start_ns, end_ns) {
+            return code;
+        }
+        if matches!(self.mode, Mode::Offsets { .. }) {
+            self.list_ids(codes);
+        }
+        let Mode::Listed {
+            bounds,
+            ids,
+            table,
+            last,
+        } = &mut self.mode
+        else {
+            unreachable!("ids were just listed")
+        };
+        let index = match *last {
+            Some((last_id, index)) if last_id == id => index,
+            _ => {
+                let (index, new) = table.find_or_add(id, ids);
+                if new {
+                    bounds.push(i64::MAX, i64::MIN);
+                }
+                *last = Some((id, index));
+                index
+            }
+        };
+        bounds.widen(index as usize, start_ns, end_ns);
+        index
+    }
+
+    /// The span's code while ids stay dense around the first one; `None` when this id
+    /// would make them too sparse (or the ids are listed already).
+    fn add_by_offset(&mut self, id: u64, start_ns: i64, end_ns: i64) -> Option<u32> {
+        let Mode::Offsets {
+            anchor,
+            up,
+            down,
+            frames,
+        } = &mut self.mode
+        else {
+            return None;
+        };
+        if up.len() == 0 && down.len() == 0 {
+            *anchor = id;
+        }
+        // This span and those still to come.
+        let room = (self.expected_spans + 1).saturating_sub(self.spans);
+        let off = id as i128 - *anchor as i128;
+        if !(MIN_OFFSET..=MAX_OFFSET).contains(&off) {
+            return None;
+        }
+        let k = if off >= 0 { off } else { -1 - off } as usize;
+        let range = slots_after(up.len(), down.len(), off, k);
+        if range > up.len() + down.len() && range > 2 * (*frames + 1) + HOLE_SLACK {
+            // Growing would leave the slots mostly holes.
+            return None;
+        }
+        let side = if off >= 0 { up } else { down };
+        side.grow_to(k + 1, room);
+        if side.widen(k, start_ns, end_ns) {
+            *frames += 1;
+        }
+        Some((off + BIAS) as u32)
+    }
+
+    /// Switches to listed ids: the frames so far get indices in id order, and the codes
+    /// handed out so far are rewritten to them.
+    fn list_ids(&mut self, codes: &mut [u32]) {
+        let Mode::Offsets {
+            anchor,
+            up,
+            down,
+            frames,
+        } = std::mem::replace(
+            &mut self.mode,
+            Mode::Listed {
+                bounds: Bounds::default(),
+                ids: Vec::new(),
+                table: IdTable::for_ids(&[]),
+                last: None,
+            },
+        )
+        else {
+            return;
+        };
+        let below = down.len();
+        let mut bounds = Bounds::default();
+        let mut ids = Vec::with_capacity(frames);
+        // Code − (BIAS − below) → new index, for every slot.
+        let mut remap = vec![NO_FRAME; below + up.len()];
+        let slots = (0..below)
+            .rev()
+            .map(|k| (&down, k, -1 - k as i128))
+            .chain((0..up.len()).map(|k| (&up, k, k as i128)));
+        for (side, k, off) in slots {
+            if side.is_frame(k) {
+                remap[(off + below as i128) as usize] = ids.len() as u32;
+                ids.push((anchor as i128 + off) as u64);
+                bounds.push(side.start[k], side.end[k]);
+            }
+        }
+        for code in codes.iter_mut().filter(|c| **c != NO_FRAME) {
+            *code = remap[(*code as i128 - BIAS + below as i128) as usize];
+        }
+        let table = IdTable::for_ids(&ids);
+        self.mode = Mode::Listed {
+            bounds,
+            ids,
+            table,
+            last: None,
+        };
+    }
+
+    /// The table, and every code in `codes` turned into its frame's index.
+    pub fn finish(self, codes: &mut [u32]) -> FrameTable {
+        let (mut bounds, ids, count) = match self.mode {
+            Mode::Offsets {
+                anchor,
+                mut up,
+                down,
+                frames,
+            } => {
+                let below = down.len();
+                if below > 0 {
+                    // The slots below the anchor go first, lowest id first.
+                    let above = up.len();
+                    up.grow_to(above + below, below);
+                    up.start.copy_within(0..above, below);
+                    up.end.copy_within(0..above, below);
+                    for k in 0..below {
+                        up.start[below - 1 - k] = down.start[k];
+                        up.end[below - 1 - k] = down.end[k];
+                    }
+                }
+                for code in codes.iter_mut().filter(|c| **c != NO_FRAME) {
+                    *code = (*code as i128 - BIAS + below as i128) as u32;
+                }
+                let first = (anchor as i128 - below as i128) as u64;
+                (up, Ids::Offset { first }, frames)
+            }
+            Mode::Listed {
+                bounds,
+                mut ids,
+                table,
+                ..
+            } => {
+                ids.shrink_to_fit();
+                let count = ids.len();
+                (bounds, Ids::Listed { ids, table }, count)
+            }
+        };
+        bounds.shrink_to_fit();
+        FrameTable {
+            bounds,
+            ids,
+            count,
+            negative_spans: self.negative_spans,
+            last_end_ns: self.last_end_ns,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Adds (id, start, dur) spans as the columns builder does; returns the table and the
+    /// frame index of each span.
+    fn build(spans: &[(u64, i64, i64)]) -> (FrameTable, Vec<u32>) {
+        let mut builder = FrameBuilder::default();
+        let mut codes = Vec::new();
+        for &(id, start, dur) in spans {
+            let code = builder.add(id, start, dur, &mut codes);
+            codes.push(code);
+        }
+        let table = builder.finish(&mut codes);
+        (table, codes)
+    }
+
+    fn frames_by_id(table: &FrameTable) -> Vec<(u64, i64, i64)> {
+        let mut all: Vec<_> = (table.frames())
+            .map(|i| (table.id(i), table.start_ns(i), table.end_ns(i)))
+            .collect();
+        all.sort_unstable();
+        all
+    }
+
+    #[test]
+    fn ids_around_the_first_are_offsets_with_holes_for_missing_ids() {
+        // 7 first, then below and above it; 9 never comes (a hole); a negative duration.
+        let (table, codes) = build(&[
+            (7, 70, 5),
+            (5, 50, 5),
+            (8, 80, 5),
+            (10, 100, 5),
+            (7, 60, 2),
+            (6, 0, -1),
+        ]);
+        assert!(table.indices_follow_ids());
+        assert_eq!(
+            frames_by_id(&table),
+            vec![(5, 50, 55), (7, 60, 75), (8, 80, 85), (10, 100, 105)]
+        );
+        assert_eq!((table.count(), table.slots()), (4, 6));
+        assert_eq!(codes[5], NO_FRAME);
+        assert_eq!(table.negative_spans, 1);
+        assert_eq!(table.last_end_ns, Some(105));
+        for (row, &(id, ..)) in [(7u64, 0, 0), (5, 0, 0), (8, 0, 0), (10, 0, 0), (7, 0, 0)]
+            .iter()
+            .enumerate()
+        {
+            assert_eq!(table.id(codes[row]), id);
+            assert_eq!(table.index_of(id), Some(codes[row]));
+        }
+        assert_eq!(table.index_of(9), None, "a hole is no frame");
+        assert_eq!(table.index_of(6), None, "only a negative span");
+        assert_eq!(table.index_of(4), None);
+        assert_eq!(table.index_of(u64::MAX), None);
+    }
+
+    #[test]
+    fn a_far_id_lists_the_ids_and_keeps_every_frame() {
+        let mut spans: Vec<(u64, i64, i64)> = (0..1000).map(|i| (i, i as i64 * 10, 3)).collect();
+        spans.push((1 << 60, 5, 1));
+        spans.extend((0..1000).map(|i| (i, i as i64 * 10 + 4, 3)));
+        spans.push((u64::MAX, 1, 1));
+        let (table, codes) = build(&spans);
+        assert!(!table.indices_follow_ids());
+        assert_eq!(table.count(), 1002);
+        for (&(id, ..), &code) in spans.iter().zip(&codes) {
+            assert_eq!(table.id(code), id);
+            assert_eq!(table.index_of(id), Some(code));
+        }
+        let frames = frames_by_id(&table);
+        assert_eq!(frames[3], (3, 30, 37));
+        assert_eq!(frames[1000], (1 << 60, 5, 6));
+        assert_eq!(table.index_of(1000), None);
+    }
+
+    #[test]
+    fn ids_spread_thinly_are_listed_rather_than_holes() {
+        // Every 1000th id: a slot table would be 99.9% holes.
+        let spans: Vec<(u64, i64, i64)> = (0..500).map(|i| (i * 1000, i as i64, 1)).collect();
+        let (table, codes) = build(&spans);
+        assert!(!table.indices_follow_ids());
+        assert_eq!(table.slots(), 500);
+        assert_eq!(table.id(codes[499]), 499_000);
+    }
+}

@@ -1,0 +1,457 @@
+//! The analysis from columns against the analysis of a loaded run, on varied runs: sparse
+//! and dense ids, ids that switch from dense to sparse mid-run, negative durations, several
+//! threads and stages, warmup windows, frames cut short by the stop, durations and totals
+//! beyond u32, telemetry. Every report format and every histogram must be the same text,
+//! byte for byte, in memory and through a run file.
+
+use super::analyze_from;
+use crate::analyze::fixtures::{crashed_run, degenerate_runs, reference_run, uninstrumented_run};
+use crate::analyze::telemetry::fixture::telemetry_run;
+use crate::analyze::{analyze, Analysis};
+use crate::hist::{render_from, render_run, GroupBy, HistOptions, LinearSpec};
+use crate::model::{
+    CounterValue, EndReason, ExitInfo, ProcessRole, ProcessStats, Run, RunMeta, Span, ThreadInfo,
+};
+use crate::report::{render, Format};
+use crate::store;
+
+const MS: i64 = 1_000_000;
+
+/// xorshift64: the same runs on every machine.
+struct Noise(u64);
+impl Noise {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % below.max(1)
+    }
+}
+
+/// How a generated run looks.
+#[derive(Clone, Copy)]
+struct Shape {
+    frames: u64,
+    stages: u16,
+    threads: u32,
+    /// The id recorded for frame number `n`.
+    id: fn(u64) -> u64,
+    /// One span in this many gets a negative duration (0: none).
+    negative_every: u64,
+    /// Durations up to this many ns (above u32::MAX makes wide values).
+    max_dur: i64,
+    /// Frames this far apart start.
+    period: i64,
+    end_reason: EndReason,
+    warmup_ns: i64,
+    /// The last frames lack their later stages (cut short by the stop).
+    cut_short: bool,
+    seed: u64,
+}
+
+impl Default for Shape {
+    fn default() -> Shape {
+        Shape {
+            frames: 400,
+            stages: 3,
+            threads: 2,
+            id: |n| n,
+            negative_every: 0,
+            max_dur: 2 * MS,
+            period: 4 * MS,
+            end_reason: EndReason::Duration,
+            warmup_ns: 100 * MS,
+            cut_short: false,
+            seed: 0x2545_f491_4f6c_dd1d,
+        }
+    }
+}
+
+/// A pipelined run: stage s of a frame on thread s % threads, recorded thread by thread
+/// in batches (as the collector drains rings), with counters on most frames and some on
+/// frames that have no span.
+fn generated(shape: Shape) -> Run {
+    let mut noise = Noise(shape.seed);
+    let mut spans: Vec<Vec<Span>> = vec![Vec::new(); shape.threads as usize];
+    let mut counters = Vec::new();
+    for n in 0..shape.frames {
+        let id = (shape.id)(n);
+        let mut t = n as i64 * shape.period + noise.next(MS as u64) as i64;
+        for stage in 0..shape.stages {
+            let cut = shape.cut_short && n + 2 >= shape.frames && stage + 1 >= shape.stages;
+            let mut dur = noise.next(shape.max_dur as u64) as i64;
+            if shape.negative_every > 0 && noise.next(shape.negative_every) == 0 {
+                dur = -dur - 1;
+            }
+            let thread = u32::from(stage) % shape.threads;
+            if !cut {
+                spans[thread as usize].push(Span {
+                    frame: id,
+                    stage,
+                    thread,
+                    start_ns: t,
+                    dur_ns: dur,
+                });
+            }
+            t += dur.max(0) + noise.next(50_000) as i64;
+        }
+        if n % 7 != 3 {
+            counters.push(CounterValue {
+                frame: id,
+                counter: (n % 2) as u16,
+                value: noise.next(20_000) as i64,
+            });
+        }
+    }
+    counters.push(CounterValue {
+        frame: (shape.id)(shape.frames + 5),
+        counter: 0,
+        value: 9,
+    });
+    // Batches of 64 spans per thread in turn.
+    let mut merged = Vec::new();
+    let mut at = vec![0usize; spans.len()];
+    while at.iter().zip(&spans).any(|(&a, s)| a < s.len()) {
+        for (t, s) in spans.iter().enumerate() {
+            let end = (at[t] + 64).min(s.len());
+            merged.extend_from_slice(&s[at[t]..end]);
+            at[t] = end;
+        }
+    }
+    let last_end = merged.iter().map(Span::end_ns).max().unwrap_or(0);
+    let window_end = match shape.end_reason {
+        EndReason::Unfinished => 0,
+        // Frames cut short end inside the window, or they would not count as open.
+        _ if shape.cut_short => last_end,
+        _ => last_end - shape.period * 2,
+    };
+    Run {
+        meta: RunMeta {
+            name: "generated".into(),
+            target_fps: Some(1e9 / shape.period as f64 * 1.2),
+            window_start_ns: shape.warmup_ns,
+            window_end_ns: window_end,
+            warmup_ns: shape.warmup_ns,
+            end_reason: shape.end_reason,
+            exit: (shape.end_reason == EndReason::Exited).then(|| ExitInfo {
+                code: Some(1),
+                ..ExitInfo::default()
+            }),
+            ..RunMeta::default()
+        },
+        stages: (0..shape.stages).map(|s| format!("s{s}")).collect(),
+        counter_names: vec!["bytes".into(), "keyframe".into()],
+        threads: (0..shape.threads)
+            .map(|t| ThreadInfo {
+                pid: 100 + t / 2,
+                tid: 200 + t,
+                name: format!("worker{}", t % 2),
+                dropped: 0,
+            })
+            .collect(),
+        processes: vec![ProcessStats {
+            pid: 100,
+            name: "gen".into(),
+            role: ProcessRole::Command,
+            user_ns: 50 * MS,
+            wall_ns: 400 * MS,
+            ..ProcessStats::default()
+        }],
+        spans: merged,
+        counters,
+        ..Run::default()
+    }
+}
+
+fn reports(analysis: &crate::analyze::Analysis) -> String {
+    [Format::Json, Format::Text, Format::Markdown]
+        .iter()
+        .map(|&f| render(analysis, f, false))
+        .collect::<Vec<_>>()
+        .join("\n----\n")
+}
+
+fn hist_options(run: &Run) -> Vec<HistOptions> {
+    let mut all = vec![HistOptions::default()];
+    let stages = run
+        .stages
+        .iter()
+        .cloned()
+        .chain(["total", "interval", "nope"].map(String::from));
+    for stage in stages {
+        for linear in [None, Some(LinearSpec::step(MS / 4))] {
+            all.push(HistOptions {
+                stage: Some(stage.clone()),
+                linear,
+                ..HistOptions::default()
+            });
+        }
+    }
+    for by in [GroupBy::Thread, GroupBy::Process] {
+        all.push(HistOptions {
+            by: Some(by),
+            ..HistOptions::default()
+        });
+        all.push(HistOptions {
+            stage: Some("total".into()),
+            by: Some(by),
+            ..HistOptions::default()
+        });
+    }
+    all
+}
+
+fn text<E: std::fmt::Display>(r: Result<String, E>) -> String {
+    r.unwrap_or_else(|e| format!("error: {e}"))
+}
+
+/// The same reports and histograms whichever way the run is read; the analysis.
+fn same(label: &str, run: &Run) -> Analysis {
+    let analysis = analyze(run);
+    let old = reports(&analysis);
+    let new = reports(&analyze_from(run, run).unwrap());
+    assert!(
+        old == new,
+        "{label}: in memory\n{}",
+        first_difference(&old, &new)
+    );
+    for opts in hist_options(run) {
+        let (old, new) = (
+            text(render_run(run, &opts)),
+            text(render_from(run, run, &opts)),
+        );
+        assert!(
+            old == new,
+            "{label}: hist {opts:?}\n{}",
+            first_difference(&old, &new)
+        );
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.framelab");
+    store::write_run(&path, run).unwrap();
+    let loaded = store::load_run(&path, None).unwrap();
+    let stored = store::open_run(&path, None).unwrap();
+    let old = reports(&analyze(&loaded));
+    let new = reports(&analyze_from(&stored.head, &stored).unwrap());
+    assert!(
+        old == new,
+        "{label}: from the file\n{}",
+        first_difference(&old, &new)
+    );
+    for opts in hist_options(run) {
+        let old = text(render_run(&loaded, &opts));
+        let new = text(render_from(&stored.head, &stored, &opts));
+        assert!(
+            old == new,
+            "{label}: hist {opts:?} from the file\n{}",
+            first_difference(&old, &new)
+        );
+    }
+    analysis
+}
+
+fn first_difference(a: &str, b: &str) -> String {
+    let line = (a.lines().zip(b.lines())).position(|(x, y)| x != y);
+    match line {
+        Some(i) => format!(
+            "line {}:\n  old: {}\n  new: {}",
+            i + 1,
+            a.lines().nth(i).unwrap_or(""),
+            b.lines().nth(i).unwrap_or("")
+        ),
+        None => format!("lengths {} and {}", a.len(), b.len()),
+    }
+}
+
+#[test]
+fn fixtures_read_as_columns_give_the_same_reports() {
+    same("reference", &reference_run());
+    same("crashed", &crashed_run());
+    same("uninstrumented", &uninstrumented_run());
+    same("telemetry", &telemetry_run());
+    for (i, run) in degenerate_runs().iter().enumerate() {
+        same(&format!("degenerate {i}"), run);
+    }
+}
+
+#[test]
+fn dense_sparse_and_shuffled_ids_give_the_same_reports() {
+    let shapes: [(&str, fn(u64) -> u64); 7] = [
+        ("dense", |n| n),
+        ("dense from a large id", |n| 1 << 40 | n),
+        ("descending", |n| 1_000_000 - n),
+        ("every third id", |n| 3 * n + 1),
+        ("hashed", |n| n.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        ("near both ends of u64", |n| {
+            if n % 2 == 0 {
+                n
+            } else {
+                u64::MAX - n
+            }
+        }),
+        // Dense for 300 frames, then one far away: ids listed mid-run.
+        ("dense then far", |n| if n == 300 { 1 << 50 } else { n }),
+    ];
+    for (label, id) in shapes {
+        same(
+            label,
+            &generated(Shape {
+                id,
+                ..Shape::default()
+            }),
+        );
+    }
+}
+
+#[test]
+fn windows_stops_and_broken_spans_give_the_same_reports() {
+    let shapes = [
+        (
+            "cut short at the stop",
+            Shape {
+                cut_short: true,
+                ..Shape::default()
+            },
+        ),
+        (
+            "cut short, sparse ids",
+            Shape {
+                cut_short: true,
+                id: |n| n.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                ..Shape::default()
+            },
+        ),
+        (
+            "unfinished",
+            Shape {
+                end_reason: EndReason::Unfinished,
+                ..Shape::default()
+            },
+        ),
+        (
+            "failed exit, no warmup",
+            Shape {
+                end_reason: EndReason::Exited,
+                warmup_ns: 0,
+                ..Shape::default()
+            },
+        ),
+        (
+            "negative durations",
+            Shape {
+                negative_every: 9,
+                ..Shape::default()
+            },
+        ),
+        (
+            "durations over u32 (wide values)",
+            Shape {
+                max_dur: 6_000_000_000,
+                period: 7_000_000_000,
+                frames: 60,
+                warmup_ns: 20_000_000_000,
+                ..Shape::default()
+            },
+        ),
+        (
+            "one stage, one thread",
+            Shape {
+                stages: 1,
+                threads: 1,
+                ..Shape::default()
+            },
+        ),
+        (
+            "many stages and threads",
+            Shape {
+                stages: 9,
+                threads: 5,
+                ..Shape::default()
+            },
+        ),
+        (
+            "many frames: packed blocks and the threaded reader",
+            Shape {
+                frames: 6_000,
+                period: 100_000,
+                max_dur: 80_000,
+                warmup_ns: 50 * MS,
+                cut_short: true,
+                ..Shape::default()
+            },
+        ),
+    ];
+    for (label, shape) in shapes {
+        let a = same(label, &generated(shape));
+        // What each shape is there for did happen.
+        assert!(a.frames > 0, "{label}");
+        if shape.cut_short {
+            assert!(a.window.open_frames > 0, "{label}");
+        }
+        if shape.negative_every > 0 {
+            assert!(a.negative_spans > 0, "{label}");
+        }
+        if shape.warmup_ns > 0 && shape.end_reason != EndReason::Unfinished {
+            assert!(a.window.warmup_frames > 0, "{label}");
+        }
+        if shape.max_dur > u32::MAX as i64 {
+            assert!(a.stages[0].dist.max_ns > u32::MAX as f64, "{label}");
+        }
+    }
+}
+
+#[test]
+fn a_damaged_span_is_refused_as_load_run_refuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.framelab");
+    store::write_run(&path, &reference_run()).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("UPDATE spans SET stage_id = 40 WHERE id = 3", [])
+        .unwrap();
+    drop(conn);
+    let old = store::load_run(&path, None).unwrap_err().to_string();
+    let stored = store::open_run(&path, None).unwrap();
+    let new = analyze_from(&stored.head, &stored).unwrap_err().to_string();
+    assert_eq!(old, new);
+}
+
+#[test]
+fn frames_starting_together_at_the_tail_are_ordered_as_first_recorded() {
+    // 40 frames all starting at 0; the last two recorded lack stage 1 (cut short). Ids
+    // count down, so index order (by id) is the reverse of the order recorded: only the
+    // recorded order finds the two.
+    let mut spans = Vec::new();
+    for f in 0..40u64 {
+        spans.push(Span {
+            frame: 1000 - f,
+            stage: 0,
+            thread: 0,
+            start_ns: 0,
+            dur_ns: 100 + f as i64,
+        });
+        if f < 38 {
+            spans.push(Span {
+                frame: 1000 - f,
+                stage: 1,
+                thread: 0,
+                start_ns: 0,
+                dur_ns: 50,
+            });
+        }
+    }
+    let run = Run {
+        meta: RunMeta {
+            window_end_ns: 1_000_000,
+            end_reason: EndReason::Duration,
+            ..RunMeta::default()
+        },
+        stages: vec!["a".into(), "b".into()],
+        threads: vec![ThreadInfo::default()],
+        spans,
+        ..Run::default()
+    };
+    let a = same("ties at the tail", &run);
+    assert_eq!(a.window.open_frames, 2);
+    assert_eq!(a.window.open_frames_lack, vec!["b".to_string()]);
+}

@@ -1,0 +1,209 @@
+//! The measured window over a [`FrameTable`]: which frames count, those cut short by the
+//! stop, and the measured frames in end order. The same definitions as
+//! `frames::measure_run` and `frames::open_at_stop`, one bit a frame.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::columns::SpanColumns;
+use super::table::FrameTable;
+use crate::analyze::frames::{
+    resolve_window, stopped_mid_frame, OpenFrames, ResolvedWindow, MAX_OPEN_FRAMES, NO_FRAME,
+    REFERENCE_FRAMES,
+};
+use crate::model::RunMeta;
+
+/// One bit per index.
+#[derive(Clone, Debug, Default)]
+pub struct Bits(Vec<u64>);
+
+impl Bits {
+    pub fn new(len: usize) -> Bits {
+        Bits(vec![0; len.div_ceil(64)])
+    }
+
+    pub fn get(&self, i: u32) -> bool {
+        (self.0.get(i as usize / 64)).is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+
+    pub fn set(&mut self, i: u32) {
+        self.0[i as usize / 64] |= 1 << (i % 64);
+    }
+
+    /// Clears bit `i`; whether it was set.
+    pub fn take(&mut self, i: u32) -> bool {
+        let was = self.get(i);
+        self.0[i as usize / 64] &= !(1 << (i % 64));
+        was
+    }
+
+    /// The set bits, ascending.
+    pub fn ones(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().enumerate().flat_map(|(w, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                (rest != 0).then(|| {
+                    let bit = rest.trailing_zeros();
+                    rest &= rest - 1;
+                    w as u32 * 64 + bit
+                })
+            })
+        })
+    }
+}
+
+/// Frames split by the window, as `frames::Measured` has them.
+#[derive(Clone, Debug, Default)]
+pub struct MeasuredFrames {
+    /// Per frame index: measured or not.
+    pub in_window: Bits,
+    /// How many are.
+    pub count: u64,
+    pub warmup_frames: u64,
+    pub after_frames: u64,
+    pub open_frames: u64,
+    pub open_missing_stages: Vec<u16>,
+}
+
+/// `frames::measure_run` over columns.
+pub fn measure(
+    table: &FrameTable,
+    columns: &SpanColumns,
+    meta: &RunMeta,
+) -> (ResolvedWindow, MeasuredFrames) {
+    let window = resolve_window(meta, table.last_end_ns);
+    let mut m = MeasuredFrames {
+        in_window: Bits::new(table.slots()),
+        ..MeasuredFrames::default()
+    };
+    for i in table.frames() {
+        let end = table.end_ns(i);
+        if end < window.start_ns {
+            m.warmup_frames += 1;
+        } else if end > window.end_ns {
+            m.after_frames += 1;
+        } else {
+            m.in_window.set(i);
+            m.count += 1;
+        }
+    }
+    let open = open_at_stop(columns, table, meta);
+    for &i in &open.indices {
+        if m.in_window.take(i) {
+            m.open_frames += 1;
+            m.count -= 1;
+        }
+    }
+    if m.open_frames > 0 {
+        m.open_missing_stages = open.missing_stages;
+    }
+    (window, m)
+}
+
+/// `frames::open_at_stop` over columns. Frames there are ordered by start, then by which
+/// came first in the run (its first usable span); here that order is recovered for the
+/// few frames at the tail only.
+pub fn open_at_stop(columns: &SpanColumns, table: &FrameTable, meta: &RunMeta) -> OpenFrames {
+    let n = table.count();
+    if !stopped_mid_frame(meta) || n < 2 {
+        return OpenFrames::default();
+    }
+    let tail = MAX_OPEN_FRAMES.min(n / 2);
+    let look = tail + REFERENCE_FRAMES.min(n - tail);
+    // The `look`-th latest start: frames starting after it are looked at, and enough of
+    // those starting at it.
+    let mut latest: BinaryHeap<Reverse<i64>> = BinaryHeap::with_capacity(look + 1);
+    for i in table.frames() {
+        latest.push(Reverse(table.start_ns(i)));
+        if latest.len() > look {
+            latest.pop();
+        }
+    }
+    let threshold = latest.peek().map_or(i64::MIN, |r| r.0);
+    let candidates: Vec<u32> = table
+        .frames()
+        .filter(|&i| table.start_ns(i) >= threshold)
+        .collect();
+    let ranks = first_rows(columns, table, &candidates);
+    let mut keyed: Vec<(i64, usize, u32)> = (candidates.iter().zip(&ranks))
+        .map(|(&i, &rank)| (table.start_ns(i), rank, i))
+        .collect();
+    keyed.sort_unstable();
+    let looked_at: Vec<u32> = keyed[keyed.len() - look..].iter().map(|k| k.2).collect();
+
+    // Stage sets of the frames looked at, from one pass over the spans.
+    let mut position: Vec<(u32, usize)> = (looked_at.iter().enumerate())
+        .map(|(k, &i)| (i, k))
+        .collect();
+    position.sort_unstable();
+    let mut stages: Vec<Vec<u16>> = vec![Vec::new(); looked_at.len()];
+    for (&frame, &stage) in columns.frame.iter().zip(&columns.stage) {
+        if frame == NO_FRAME {
+            continue;
+        }
+        if let Ok(at) = position.binary_search_by_key(&frame, |p| p.0) {
+            let k = position[at].1;
+            if !stages[k].contains(&stage) {
+                stages[k].push(stage);
+            }
+        }
+    }
+    let reference = &stages[..looked_at.len() - tail];
+    let Some((first, rest)) = reference.split_first() else {
+        return OpenFrames::default();
+    };
+    let required: Vec<u16> = (first.iter().copied())
+        .filter(|stage| rest.iter().all(|other| other.contains(stage)))
+        .collect();
+    let mut open = OpenFrames::default();
+    for k in (looked_at.len() - tail..looked_at.len()).rev() {
+        let missing: Vec<u16> = (required.iter().copied())
+            .filter(|stage| !stages[k].contains(stage))
+            .collect();
+        if missing.is_empty() {
+            break;
+        }
+        open.indices.push(looked_at[k]);
+        open.missing_stages.extend(missing);
+    }
+    open.missing_stages.sort_unstable();
+    open.missing_stages.dedup();
+    open
+}
+
+/// For each of `frames` (ascending indices), the row of its first span.
+fn first_rows(columns: &SpanColumns, table: &FrameTable, frames: &[u32]) -> Vec<usize> {
+    let mut wanted = Bits::new(table.slots());
+    for &i in frames {
+        wanted.set(i);
+    }
+    let mut rows = vec![usize::MAX; frames.len()];
+    let mut left = frames.len();
+    for (row, &frame) in columns.frame.iter().enumerate() {
+        if left == 0 {
+            break;
+        }
+        if frame != NO_FRAME && wanted.take(frame) {
+            if let Ok(at) = frames.binary_search(&frame) {
+                rows[at] = row;
+                left -= 1;
+            }
+        }
+    }
+    rows
+}
+
+/// The measured frames ordered by end, then id (`frames::Measured::order`).
+pub fn end_order(table: &FrameTable, measured: &MeasuredFrames) -> Vec<u32> {
+    let mut order: Vec<u32> = measured.in_window.ones().collect();
+    let by_index_is_by_id = table.indices_follow_ids();
+    if by_index_is_by_id && (order.windows(2)).all(|w| table.end_ns(w[0]) <= table.end_ns(w[1])) {
+        return order;
+    }
+    if by_index_is_by_id {
+        order.sort_unstable_by_key(|&i| (table.end_ns(i), i));
+    } else {
+        order.sort_unstable_by_key(|&i| (table.end_ns(i), table.id(i)));
+    }
+    order
+}
