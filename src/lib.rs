@@ -10,6 +10,7 @@ pub mod hist;
 pub mod host;
 pub mod import;
 pub mod model;
+pub mod output;
 pub mod report;
 pub mod sample;
 pub mod session;
