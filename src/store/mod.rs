@@ -5,12 +5,14 @@
 //! - `file`: opening files for reading or writing, one-line errors for bad files;
 //! - `codec`: Rust values ↔ columns;
 //! - `writer` / `reader`: recording a run as it goes, loading it back;
+//! - `outputs`: metrics from the command's output and the output kept (schema 5);
 //! - `experiment`: which runs belong to which variant of a `framelab bench`, fingerprints;
 
 mod codec;
 mod experiment;
 mod file;
 mod migrate;
+mod outputs;
 mod reader;
 mod schema;
 mod writer;
@@ -19,6 +21,7 @@ pub use codec::end_reason_name;
 pub use experiment::{
     create_experiment, load_experiment, load_fingerprints, record_experiment_run,
 };
+pub use outputs::record_outputs;
 pub use reader::{list_runs, load_run, spans_after};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use writer::{write_run, RunWriter};
