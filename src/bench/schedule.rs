@@ -19,13 +19,23 @@ pub struct Slot {
 /// Round by round: each round holds every (combination, variant) once, in order
 /// (interleaved) or shuffled with a seed derived from `--seed` (0 without one).
 pub fn schedule(spec: &ExperimentSpec) -> Vec<Slot> {
+    rounds(spec, spec.runs, "order")
+}
+
+/// The `--warmup-runs` rounds, laid out like the measured ones (shuffled with a seed of
+/// their own, so the measured order does not depend on them).
+pub fn warmup_schedule(spec: &ExperimentSpec) -> Vec<Slot> {
+    rounds(spec, spec.warmup_runs, "warmup order")
+}
+
+fn rounds(spec: &ExperimentSpec, count: u32, seed_label: &str) -> Vec<Slot> {
     let combos = spec.combinations().len();
     let mut rng = ChaCha8Rng::seed_from_u64(crate::stats::seed::derive_seed(
         spec.seed.unwrap_or(0),
-        "order",
+        seed_label,
     ));
     let mut slots = Vec::new();
-    for repetition in 0..spec.runs {
+    for repetition in 0..count {
         let mut round: Vec<Slot> = (0..combos)
             .flat_map(|combo| {
                 (0..spec.variants.len()).map(move |variant| Slot {
@@ -58,6 +68,9 @@ mod tests {
             pin: None,
             prepare: None,
             run: RunSettings::default(),
+            warmup_runs: 0,
+            setup: None,
+            cleanup: None,
         }
     }
 

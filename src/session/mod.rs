@@ -5,6 +5,7 @@ mod clock;
 mod collect;
 mod dir;
 mod launch;
+mod output;
 pub mod procfs;
 mod progress;
 mod rings;
@@ -54,6 +55,10 @@ pub struct RunOptions {
     pub live: Option<Duration>,
     /// The live histograms' linear layout (`--live-linear STEP`); power-of-two without.
     pub live_linear: Option<crate::hist::LinearSpec>,
+    /// Numbers to take from the command's output or result files (`--metric`).
+    pub metrics: Vec<crate::output::MetricSpec>,
+    /// Capture (and keep) both streams even when no metric reads them (`--keep-output`).
+    pub keep_output: bool,
 }
 
 /// What a finished run left behind.
@@ -63,6 +68,8 @@ pub struct RunOutcome {
     pub run_id: i64,
     pub end_reason: EndReason,
     pub exit: Option<ExitInfo>,
+    /// Each `--metric`'s value, or why there is none.
+    pub metrics: Vec<crate::output::MetricValue>,
 }
 
 /// Validates options that do not depend on the command, with errors that say what to change.
@@ -173,6 +180,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         frames_hint: opts.frames,
         ..RunMeta::default()
     };
+    // Before the run file: nothing is recorded if the pipes cannot be made.
+    let mut capture = output::prepare(&opts.metrics, opts.keep_output)?;
     let writer = RunWriter::create(&output, &meta)
         .with_context(|| format!("cannot write the run file {}", output.display()))?;
 
@@ -193,7 +202,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     launch::become_subreaper();
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
     let started = Instant::now();
-    let pid = match launch::spawn(&opts.command, &env, &opts.cpus) {
+    let pid = match launch::spawn(&opts.command, &env, &opts.cpus, capture.child_stdio()) {
         Ok(pid) => pid,
         Err(e) => {
             drop(writer);
@@ -201,6 +210,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             return Err(e);
         }
     };
+    let capture = capture.start();
     let accounting = accounting::Accounting::new(
         procfs::Procfs::system(),
         meta.origin_mono_ns,
@@ -224,6 +234,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let outcome = supervise(opts, pid, started, &mut collector);
     let last_interval = live.map(crate::hist::live::Live::stop);
     let (run_id, meta) = collector.finish()?;
+    let (metrics, outputs) = capture.finish();
+    crate::store::record_outputs(&output, run_id, &metrics, &outputs)?;
     if let Some(last) = last_interval {
         last.print();
     }
@@ -233,6 +245,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         run_id,
         end_reason: meta.end_reason,
         exit: meta.exit,
+        metrics,
     })
 }
 
