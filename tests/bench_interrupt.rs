@@ -27,7 +27,7 @@ fn ctrl_c_stops_and_resume_finishes() {
             "2",
             "--duration",
             "500ms",
-            "--metric",
+            "--show",
             "a.p50",
         ])
         .arg("--variant")

@@ -233,7 +233,7 @@ pub fn compute(
 ) -> Comparison {
     let measured = |r: &&LoadedRun| r.status == RunStatus::Ok && r.data.is_some();
     let combos = combinations(loaded);
-    let headline = headline_metric(&metrics, !options.metrics.is_empty());
+    let headline = headline_metric(&metrics);
     let baseline_params = baseline_combo
         .as_ref()
         .map(describe_params)
@@ -502,18 +502,12 @@ fn compare_pair(
     }
 }
 
-/// Explicit `--show`: its first metric. Otherwise the command's own first metric from
-/// output (the honest throughput), else fps, else the first.
-fn headline_metric(metrics: &[Metric], explicit: bool) -> Option<String> {
-    let output = || {
-        metrics
-            .iter()
-            .find(|m| matches!(m.kind, super::metrics::Kind::Output { .. }))
-    };
-    if explicit {
-        return metrics.first().map(|m| m.key.clone());
-    }
-    output()
+/// The command's own first metric from output (the honest throughput), else fps, else
+/// the first metric, in the order shown.
+fn headline_metric(metrics: &[Metric]) -> Option<String> {
+    metrics
+        .iter()
+        .find(|m| matches!(m.kind, super::metrics::Kind::Output { .. }))
         .or_else(|| metrics.iter().find(|m| m.key == "fps"))
         .or_else(|| metrics.first())
         .map(|m| m.key.clone())
