@@ -569,8 +569,8 @@ fn check_export_paths(settings: &cli::CompareSettings) -> anyhow::Result<()> {
 /// The experiment the command line describes.
 fn bench_spec(args: &cli::BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpec> {
     use framelab::bench::{
-        parse_param, parse_shell_variant, parse_variant, shell_argv, ExperimentSpec,
-        RunSettings, VariantSpec,
+        parse_param, parse_shell_variant, parse_variant, shell_argv, ExperimentSpec, RunSettings,
+        VariantSpec,
     };
     let shell = args.from_output.shell;
     let Some(runs) = args.runs else {

@@ -167,9 +167,7 @@ fn a_failed_run_is_kept_marked_excluded_and_reported() {
         p = example("testprog")
     );
     let out = framelab()
-        .args([
-            "bench", "-n", "3", "--show", "work.p50", "--format", "json",
-        ])
+        .args(["bench", "-n", "3", "--show", "work.p50", "--format", "json"])
         .arg("--variant")
         .arg(format!("steady={}", testprog("work 50 100")))
         .arg("--variant")
@@ -253,7 +251,11 @@ fn whole_process_benchmarks_and_a_sweep_with_three_variants() {
         cpu["reason"].as_str().unwrap().contains("2 runs on a side"),
         "{cpu}"
     );
-    assert_eq!(c["sweeps"].as_array().unwrap().len(), 1, "the headline only");
+    assert_eq!(
+        c["sweeps"].as_array().unwrap().len(),
+        1,
+        "the headline only"
+    );
     let sweep = &c["sweeps"][0];
     assert_eq!(sweep["metric"], "fps");
     assert_eq!(sweep["rows"].as_array().unwrap().len(), 2);

@@ -18,9 +18,8 @@ use common::*;
 use serde_json::Value;
 
 fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|dir| dir.join(program).is_file())
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
 /// Says why the test did not run where a person sees it: the harness captures print!,
@@ -71,7 +70,14 @@ fn the_step_table_is_the_load_generators_own_numbers() {
         )
     };
     let out = framelab()
-        .args(["bench", "-n", "5", "--shell", "--frames", &REQUESTS.to_string()])
+        .args([
+            "bench",
+            "-n",
+            "5",
+            "--shell",
+            "--frames",
+            &REQUESTS.to_string(),
+        ])
         .args([
             "--metric",
             r"req_s[req/s]:higher:stdout=Requests per second:\s+([\d.]+)",
@@ -109,7 +115,10 @@ fn the_step_table_is_the_load_generators_own_numbers() {
     assert_eq!(steps.len(), 3);
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
     for (i, step) in steps.iter().enumerate() {
-        assert!(close(step["median"].as_f64().unwrap(), medians[i]), "{step}");
+        assert!(
+            close(step["median"].as_f64().unwrap(), medians[i]),
+            "{step}"
+        );
     }
     let ratio = |i: usize, key: &str| steps[i][key]["ratio"].as_f64().unwrap();
     assert!(close(ratio(1, "step"), medians[1] / medians[0]));

@@ -53,10 +53,16 @@ fn a_number_the_command_prints_is_a_metric_and_its_output_still_reaches_the_term
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // Tee'd: the command's lines are on framelab's own stdout and stderr.
-    assert!(stdout(&out).starts_with("Requests per second:    1234.56"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).starts_with("Requests per second:    1234.56"),
+        "{}",
+        stdout(&out)
+    );
     assert!(stderr(&out).contains("latency 9 ms"), "{}", stderr(&out));
     assert!(
-        stdout(&out).contains("metrics   req_s 1234.56 req/s (higher is better) · lat 7 ms (lower is better)"),
+        stdout(&out).contains(
+            "metrics   req_s 1234.56 req/s (higher is better) · lat 7 ms (lower is better)"
+        ),
         "{}",
         stdout(&out)
     );
@@ -104,7 +110,11 @@ fn a_metric_not_found_is_no_value_with_a_reason_and_exit_3() {
     assert_eq!(run.metrics[0].value, None, "never a silent zero");
     // A capture that is not a number is a failure too, quoting what it captured.
     let file = dir.path().join("word.framelab");
-    let out = run_shell(&file, &["--metric", r"mode=mode: (\w+)"], "echo 'mode: fast'");
+    let out = run_shell(
+        &file,
+        &["--metric", r"mode=mode: (\w+)"],
+        "echo 'mode: fast'",
+    );
     assert_eq!(out.status.code(), Some(3));
     assert!(
         stdout(&out).contains(r#"captured "fast" in "mode: fast", which is not a number"#),
@@ -151,7 +161,11 @@ fn a_number_from_a_json_file_the_command_writes() {
         "true",
     );
     assert_eq!(out.status.code(), Some(3));
-    assert!(stdout(&out).contains("was not written during this run"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("was not written during this run"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
@@ -171,7 +185,11 @@ fn output_is_kept_only_when_asked_and_capped_to_the_last_mib() {
         "head -c 3145728 /dev/zero | tr '\\0' 'a'; echo; echo LAST",
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(out.stdout.len() > 3 << 20, true, "everything reached framelab's stdout");
+    assert_eq!(
+        out.stdout.len() > 3 << 20,
+        true,
+        "everything reached framelab's stdout"
+    );
     let run = load(&kept);
     let o = run.outputs.iter().find(|o| o.stream == "stdout").unwrap();
     assert_eq!(o.bytes, (3 << 20) + 6);
@@ -181,7 +199,10 @@ fn output_is_kept_only_when_asked_and_capped_to_the_last_mib() {
     assert!(
         stdout(&out).contains("stdout 1.0 MiB kept of 3.0 MiB (the first 2.0 MiB dropped)"),
         "{}",
-        stdout(&out).lines().filter(|l| l.contains("output")).collect::<String>()
+        stdout(&out)
+            .lines()
+            .filter(|l| l.contains("output"))
+            .collect::<String>()
     );
 }
 
@@ -203,7 +224,10 @@ fn refused(args: &[&str], needle: &str) {
     let out = framelab().args(args).output().unwrap();
     assert_ne!(out.status.code(), Some(0), "{args:?}");
     let line = error_line(&out);
-    assert!(line.contains(needle), "{args:?}: expected '{needle}' in: {line}");
+    assert!(
+        line.contains(needle),
+        "{args:?}: expected '{needle}' in: {line}"
+    );
     assert!(!stderr(&out).contains("panicked"));
 }
 
@@ -213,22 +237,43 @@ fn bad_definitions_are_one_line_before_anything_runs() {
     let file = dir.path().join("bad.framelab");
     let f = file.to_str().unwrap();
     for (metric, needle) in [
-        (r"req_s:higher=rate ([\d.]+", "does not compile (unclosed group)"),
-        (r"req_s:higher=Requests per second:\s+[\d.]+", "no capture group"),
-        (r"fps:higher=fps=([\d.]+)", "'fps' is a built-in metric's name"),
+        (
+            r"req_s:higher=rate ([\d.]+",
+            "does not compile (unclosed group)",
+        ),
+        (
+            r"req_s:higher=Requests per second:\s+[\d.]+",
+            "no capture group",
+        ),
+        (
+            r"fps:higher=fps=([\d.]+)",
+            "'fps' is a built-in metric's name",
+        ),
         (r"cpu_per_frame:lower=x(\d)", "built-in"),
         (r"req_s:up=x(\d)", "unknown word 'up'"),
         ("p99:lower=json:r.json:latency.p99", "json:FILE:$.path"),
     ] {
         refused(&["run", "--metric", metric, "-o", f, "--", "true"], needle);
         refused(
-            &["bench", "-n", "2", "--metric", metric, "-o", f, "--", "true"],
+            &[
+                "bench", "-n", "2", "--metric", metric, "-o", f, "--", "true",
+            ],
             needle,
         );
     }
     // Bench judges a metric: it must say which way is better.
     refused(
-        &["bench", "-n", "2", "--metric", r"req_s=rps ([\d.]+)", "-o", f, "--", "true"],
+        &[
+            "bench",
+            "-n",
+            "2",
+            "--metric",
+            r"req_s=rps ([\d.]+)",
+            "-o",
+            f,
+            "--",
+            "true",
+        ],
         r"--metric 'req_s:higher=rps ([\d.]+)' (or :lower)",
     );
     // --metric on bench defines; choosing what to show is --show.
@@ -251,9 +296,7 @@ fn a_printed_rate_drives_the_step_table_and_the_exports() {
         dir.path().join("c.md"),
     );
     // $$ differs run to run: a little noise around each rate, +20% then +25%.
-    let variant = |name: &str, rate: u32| {
-        format!("{name}=echo \"rate: {rate}.$(( $$ % 7 ))\"")
-    };
+    let variant = |name: &str, rate: u32| format!("{name}=echo \"rate: {rate}.$(( $$ % 7 ))\"");
     let out = framelab()
         .args(["bench", "-n", "5", "--shell", "--seed", "1"])
         .args(["--metric", r"rate[req/s]:higher=rate: ([\d.]+)"])
@@ -287,7 +330,11 @@ fn a_printed_rate_drives_the_step_table_and_the_exports() {
     assert!((step(2, "step") - 1.25).abs() < 0.01, "{steps:?}");
     assert!((step(2, "cumulative") - 1.5).abs() < 0.01, "{steps:?}");
     let csv = std::fs::read_to_string(&cf).unwrap();
-    assert!(csv.lines().any(|l| l.starts_with(",v2,v1,rate,req/s,higher_is_better")), "{csv}");
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with(",v2,v1,rate,req/s,higher_is_better")),
+        "{csv}"
+    );
     let md = std::fs::read_to_string(&mf).unwrap();
     assert!(md.contains("#### step by step: rate (req/s)"), "{md}");
     assert!(md.contains("| rate | req/s |"), "{md}");
@@ -331,7 +378,11 @@ fn a_run_that_did_not_print_the_metric_is_excluded_from_it_alone() {
     assert_eq!(excluded[0]["metric"], "rate");
     assert!(excluded[0]["why"].as_str().unwrap().contains("no line"));
     let text = framelab().args(["compare"]).arg(&file).output().unwrap();
-    assert!(stdout(&text).contains("(b) from rate: rate: no line"), "{}", stdout(&text));
+    assert!(
+        stdout(&text).contains("(b) from rate: rate: no line"),
+        "{}",
+        stdout(&text)
+    );
 }
 
 /// Warmup runs happen first, in rounds, are recorded as warmup and never compared; a
@@ -354,7 +405,10 @@ fn warmup_runs_setup_and_cleanup_around_a_resumed_bench() {
             .args(["bench", "-n", "2", "--shell", "--warmup-runs", "1"])
             .args(["--prepare", &prepare])
             .args(["--setup", &format!("echo setup $FRAMELAB_VARIANT >> {l}")])
-            .args(["--cleanup", &format!("echo cleanup $FRAMELAB_VARIANT >> {l}")])
+            .args([
+                "--cleanup",
+                &format!("echo cleanup $FRAMELAB_VARIANT >> {l}"),
+            ])
             .args(["--metric", r"rate:higher=rate: ([\d.]+)"])
             .args(["--variant", &format!("a=echo run a >> {l}; echo 'rate: 1'")])
             .args(["--variant", &format!("b=echo run b >> {l}; echo 'rate: 2'")])
@@ -369,8 +423,7 @@ fn warmup_runs_setup_and_cleanup_around_a_resumed_bench() {
     assert!(error_line(&first).contains("--prepare failed"));
     let lines = std::fs::read_to_string(&log).unwrap();
     assert_eq!(
-        lines,
-        "setup a\nsetup b\nrun a\nrun b\nrun a\nrun b\ncleanup a\ncleanup b\n",
+        lines, "setup a\nsetup b\nrun a\nrun b\nrun a\nrun b\ncleanup a\ncleanup b\n",
         "warmups (a, b), two measured runs, the stop, and the cleanup all the same"
     );
     let e = framelab::store::load_experiment(&file).unwrap().unwrap();
@@ -418,14 +471,22 @@ fn a_sweep_of_one_variant_compares_each_value_with_the_first_or_the_one_named() 
     assert!(groups[0]["comparisons"].as_array().unwrap().is_empty());
     let cmp = &groups[2]["comparisons"][0];
     assert_eq!(cmp["baseline_params"], "res=480");
-    let rate = cmp["rows"].as_array().unwrap().iter().find(|r| r["metric"] == "rate").unwrap();
+    let rate = cmp["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == "rate")
+        .unwrap();
     assert_eq!(rate["verdict"], "regressed", "{rate}");
     // Two sweep tables, the changes with their intervals.
     let sweeps = c["sweeps"].as_array().unwrap();
     assert_eq!(sweeps.len(), 2);
     assert!(sweeps[0]["rows"][0]["changes"][0].is_null());
     let change = &sweeps[0]["rows"][2]["changes"][0];
-    assert!((change["ratio"].as_f64().unwrap() - 92.0 / 208.0).abs() < 0.01, "{change}");
+    assert!(
+        (change["ratio"].as_f64().unwrap() - 92.0 / 208.0).abs() < 0.01,
+        "{change}"
+    );
     assert!(change["low"].is_number() && change["high"].is_number());
     // Against 720 instead; the text says so.
     let text = framelab()
@@ -434,13 +495,20 @@ fn a_sweep_of_one_variant_compares_each_value_with_the_first_or_the_one_named() 
         .output()
         .unwrap();
     let t = stdout(&text);
-    assert!(t.contains("sweep: rate (f/s) per parameter value, against res=720"), "{t}");
+    assert!(
+        t.contains("sweep: rate (f/s) per parameter value, against res=720"),
+        "{t}"
+    );
     let baseline_row = t
         .lines()
         .find(|l| l.starts_with("  res=720 ") && l.contains("138.0"))
         .unwrap_or_else(|| panic!("{t}"));
     assert!(baseline_row.ends_with("baseline"), "{baseline_row}");
-    refusal_is_one_line(&["compare", "--baseline-value", "999"], &file, "its values are 480, 720, 1080");
+    refusal_is_one_line(
+        &["compare", "--baseline-value", "999"],
+        &file,
+        "its values are 480, 720, 1080",
+    );
 }
 
 fn refusal_is_one_line(args: &[&str], file: &Path, needle: &str) {

@@ -218,7 +218,10 @@ pub fn metrics_run() -> Run {
             unit: String::new(),
             direction: Some(crate::stats::Direction::HigherIsBetter),
             definition: r"speed:higher=speed=\s*([\d.]+)x".into(),
-            failure: Some(r"speed: no line of stdout or stderr matched /speed=\s*([\d.]+)x/ (41 lines read)".into()),
+            failure: Some(
+                r"speed: no line of stdout or stderr matched /speed=\s*([\d.]+)x/ (41 lines read)"
+                    .into(),
+            ),
         },
     ];
     run.outputs = vec![

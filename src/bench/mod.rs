@@ -200,13 +200,18 @@ impl Bench<'_> {
         let started = Instant::now();
         if let Some(prepare) = &spec.prepare {
             let command = spec::expand(prepare, combo)?;
-            run_shell("--prepare", &command, &spec.variants[slot.variant].name, self.path)
-                .with_context(|| {
-                    format!(
-                        "before {what} (continue later with framelab bench --resume -o {})",
-                        self.path.display()
-                    )
-                })?;
+            run_shell(
+                "--prepare",
+                &command,
+                &spec.variants[slot.variant].name,
+                self.path,
+            )
+            .with_context(|| {
+                format!(
+                    "before {what} (continue later with framelab bench --resume -o {})",
+                    self.path.display()
+                )
+            })?;
         }
         let fingerprint = fingerprint::probe(&self.gpu, spec.pin.as_deref().unwrap_or(""));
         let opts = run_options(spec, slot, combo, self.path, &self.cpus, &what)?;

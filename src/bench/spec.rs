@@ -445,9 +445,17 @@ mod tests {
         let mut s = spec(&[("a", "x")], &[], 3);
         s.run.metrics = vec![crate::output::MetricSpec::parse(r"req_s=rps: ([\d.]+)").unwrap()];
         let e = s.validate().unwrap_err().to_string();
-        assert!(e.contains(r"--metric 'req_s:higher=rps: ([\d.]+)' (or :lower)"), "{e}");
-        s.run.metrics = vec![crate::output::MetricSpec::parse("t:lower=json:{res}.json:$.t").unwrap()];
-        assert!(s.validate().unwrap_err().to_string().contains("no --param res"));
+        assert!(
+            e.contains(r"--metric 'req_s:higher=rps: ([\d.]+)' (or :lower)"),
+            "{e}"
+        );
+        s.run.metrics =
+            vec![crate::output::MetricSpec::parse("t:lower=json:{res}.json:$.t").unwrap()];
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("no --param res"));
     }
 
     #[test]
@@ -467,7 +475,11 @@ mod tests {
             ]
         );
         s.setup = Some("make {q}".into());
-        assert!(s.validate().unwrap_err().to_string().contains("--setup uses {q}"));
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--setup uses {q}"));
     }
 
     #[test]

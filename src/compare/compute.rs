@@ -775,7 +775,12 @@ fn sweep(
             let changes = if baseline_params.is_empty() {
                 others
                     .iter()
-                    .map(|v| g.comparisons.iter().find(|c| &c.variant == *v).and_then(change))
+                    .map(|v| {
+                        g.comparisons
+                            .iter()
+                            .find(|c| &c.variant == *v)
+                            .and_then(change)
+                    })
                     .collect()
             } else {
                 vec![g.comparisons.first().and_then(change)]

@@ -307,7 +307,9 @@ pub fn disagreements(runs: &[&RunData], chosen: &[Metric]) -> Vec<String> {
             .collect();
         let mut texts: Vec<&str> = definitions.iter().map(|m| m.definition.as_str()).collect();
         texts.dedup();
-        let units_differ = definitions.iter().any(|m| Unit::Custom(m.unit.clone()) != metric.unit);
+        let units_differ = definitions
+            .iter()
+            .any(|m| Unit::Custom(m.unit.clone()) != metric.unit);
         let directions_differ = definitions
             .iter()
             .any(|m| m.direction.unwrap_or(Direction::Unstated) != metric.direction);

@@ -120,12 +120,18 @@ fn baseline_combo(
     let values_of = |key: &str| {
         let mut values: Vec<&String> = combos.iter().filter_map(|c| c.get(key)).collect();
         values.dedup();
-        values.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ")
+        values
+            .iter()
+            .map(|v| v.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     };
     for given in &options.baseline_values {
         let (key, value) = match given.split_once('=') {
             Some((k, v)) => (k.trim().to_owned(), v.trim().to_owned()),
-            None if loaded.param_keys.len() == 1 => (loaded.param_keys[0].clone(), given.trim().to_owned()),
+            None if loaded.param_keys.len() == 1 => {
+                (loaded.param_keys[0].clone(), given.trim().to_owned())
+            }
             None => bail!(
                 "--baseline-value {given}: there are {} parameters ({}): say which, e.g. \
                  --baseline-value {}={given}",

@@ -149,7 +149,10 @@ fn sweep_table(
                 .map(|v| format!("{v} change [95% interval]")),
         );
     } else {
-        headers.push(format!("change vs {} [95% interval]", sweep.baseline_params));
+        headers.push(format!(
+            "change vs {} [95% interval]",
+            sweep.baseline_params
+        ));
     }
     let mut t = Table {
         headers,
@@ -157,9 +160,11 @@ fn sweep_table(
     };
     for row in &sweep.rows {
         let mut cells = vec![row.params.clone()];
-        cells.extend(row.medians.iter().map(|m| {
-            m.map_or("—".into(), |v| value_to(&sweep.unit, v, sweep.resolution))
-        }));
+        cells.extend(
+            row.medians
+                .iter()
+                .map(|m| m.map_or("—".into(), |v| value_to(&sweep.unit, v, sweep.resolution))),
+        );
         let is_baseline = !sweep.baseline_params.is_empty() && row.params == sweep.baseline_params;
         cells.extend(row.changes.iter().map(|ch| match ch {
             Some(ch) => format!(

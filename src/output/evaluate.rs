@@ -36,7 +36,11 @@ fn number(text: &str) -> Option<f64> {
 /// characters.
 fn quote(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
-    let mut out: String = text.chars().take(100).flat_map(char::escape_debug).collect();
+    let mut out: String = text
+        .chars()
+        .take(100)
+        .flat_map(char::escape_debug)
+        .collect();
     if text.chars().count() > 100 {
         out.push('…');
     }
@@ -59,10 +63,13 @@ pub fn evaluate_output(
     else {
         return value_of(spec, Err("not a regex metric".into()));
     };
-    let hits = [stdout, stderr].into_iter().flatten().filter_map(|seen| match pick {
-        Pick::First => seen.first.as_ref(),
-        Pick::Last => seen.last.as_ref(),
-    });
+    let hits = [stdout, stderr]
+        .into_iter()
+        .flatten()
+        .filter_map(|seen| match pick {
+            Pick::First => seen.first.as_ref(),
+            Pick::Last => seen.last.as_ref(),
+        });
     let hit: Option<&Hit> = match pick {
         Pick::First => hits.min_by_key(|h| h.order),
         Pick::Last => hits.max_by_key(|h| h.order),
@@ -229,7 +236,10 @@ mod tests {
         );
         let word = scan(&spec(r"x=rate: (\S+)"), b"rate: fast\n", b"");
         let why = word.failure.unwrap();
-        assert!(why.contains(r#"captured "fast" in "rate: fast", which is not a number"#), "{why}");
+        assert!(
+            why.contains(r#"captured "fast" in "rate: fast", which is not a number"#),
+            "{why}"
+        );
         let optional = scan(&spec(r"x=rate(:\d+)?"), b"rate\n", b"");
         assert!(optional.failure.unwrap().contains("captured nothing"));
         assert!(scan(&spec(r"x=v(\S+)"), b"vinf\n", b"").value.is_none());
@@ -250,13 +260,22 @@ mod tests {
         // The same file, untouched, for the next run: stale.
         let later = SystemTime::now() + std::time::Duration::from_secs(5);
         let stale = evaluate_json(&m, &FileBefore::of(&file), later);
-        assert!(stale.failure.unwrap().contains("not written during this run"));
+        assert!(stale
+            .failure
+            .unwrap()
+            .contains("not written during this run"));
         let absent = spec(&format!("t:higher=json:{name}:$.runs[1].p99"));
         let why = evaluate_json(&absent, &before, started).failure.unwrap();
-        assert!(why.contains("has no $.runs[1].p99: $.runs[1] has no key 'p99' (it has tput)"), "{why}");
+        assert!(
+            why.contains("has no $.runs[1].p99: $.runs[1] has no key 'p99' (it has tput)"),
+            "{why}"
+        );
         let object = spec(&format!("t:higher=json:{name}:$.runs[0]"));
         let why = evaluate_json(&object, &before, started).failure.unwrap();
-        assert!(why.contains("an object at $.runs[0], not a number"), "{why}");
+        assert!(
+            why.contains("an object at $.runs[0], not a number"),
+            "{why}"
+        );
         std::fs::write(&file, "{\"runs\": [").unwrap();
         let why = evaluate_json(&m, &before, started).failure.unwrap();
         assert!(why.contains("is not JSON"), "{why}");

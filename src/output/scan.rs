@@ -151,7 +151,10 @@ mod tests {
 
     #[test]
     fn lines_end_at_newlines_and_carriage_returns_across_chunks() {
-        let metrics = [spec(r"enc=fps=\s*([\d.]+)"), spec(r"a:first=fps=\s*([\d.]+)")];
+        let metrics = [
+            spec(r"enc=fps=\s*([\d.]+)"),
+            spec(r"a:first=fps=\s*([\d.]+)"),
+        ];
         let mut s = Scanner::new(&metrics, true);
         s.feed(b"frame= 10 fps= 5.0\rframe= 20 fp", 1);
         s.feed(b"s= 7.5\rdone\n", 2);
@@ -159,9 +162,15 @@ mod tests {
         assert_eq!(s.seen[0].last.as_ref().unwrap().line, b"frame= 20 fps= 7.5");
         s.finish(4);
         assert_eq!(s.lines, 4);
-        assert_eq!(s.seen[0].last.as_ref().unwrap().line, b"frame= 30 fps= 9.25");
+        assert_eq!(
+            s.seen[0].last.as_ref().unwrap().line,
+            b"frame= 30 fps= 9.25"
+        );
         assert_eq!(s.seen[0].last.as_ref().unwrap().order, (4, 4));
-        assert_eq!(s.seen[1].first.as_ref().unwrap().line, b"frame= 10 fps= 5.0");
+        assert_eq!(
+            s.seen[1].first.as_ref().unwrap().line,
+            b"frame= 10 fps= 5.0"
+        );
         assert_eq!(s.seen[1].first.as_ref().unwrap().order, (1, 1));
     }
 

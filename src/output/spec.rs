@@ -109,7 +109,10 @@ fn fail(text: &str, why: impl std::fmt::Display) -> String {
 fn name_and_unit<'a>(text: &str, head: &'a str) -> Result<(&'a str, &'a str), String> {
     let Some(open) = head.find('[') else {
         if head.contains(']') {
-            return Err(fail(text, "a ']' without '[': write the unit as NAME[UNIT], e.g. req_s[req/s]"));
+            return Err(fail(
+                text,
+                "a ']' without '[': write the unit as NAME[UNIT], e.g. req_s[req/s]",
+            ));
         }
         return Ok((head, ""));
     };
@@ -236,7 +239,10 @@ impl MetricSpec {
                 };
                 let (file, path) = (&json[..at], &json[at + 1..]);
                 if file.is_empty() {
-                    return Err(fail(text, "the JSON file's name is empty: json:FILE:$.path"));
+                    return Err(fail(
+                        text,
+                        "the JSON file's name is empty: json:FILE:$.path",
+                    ));
                 }
                 super::json_path::parse(path).map_err(|e| fail(text, e))?;
                 MetricSource::Json {
@@ -452,7 +458,10 @@ mod tests {
         assert!(!bad.contains('\n'));
         let none = err(r"x=Requests per second:\s+[\d.]+");
         assert!(none.contains("no capture group"), "{none}");
-        assert!(none.contains(r"'Requests per second:\s+([\d.]+)'"), "{none}");
+        assert!(
+            none.contains(r"'Requests per second:\s+([\d.]+)'"),
+            "{none}"
+        );
         assert!(err(r"x=done").contains(r"'done\s*([\d.]+)'"));
     }
 

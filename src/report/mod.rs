@@ -118,7 +118,10 @@ mod snapshots {
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v["metrics"][0]["value"], 312.5);
         assert_eq!(v["metrics"][1]["value"], serde_json::Value::Null);
-        assert!(v["metrics"][1]["failure"].as_str().unwrap().contains("no line"));
+        assert!(v["metrics"][1]["failure"]
+            .as_str()
+            .unwrap()
+            .contains("no line"));
         // Sizes only: the bytes stay in the run file.
         assert_eq!(v["outputs"][1]["dropped"], 2 << 20);
         assert!(v["outputs"][1].get("content").is_none());

@@ -40,10 +40,12 @@ pub struct Prepared {
 
 /// Which streams a run captures: those a `--metric` reads, or both with `--keep-output`.
 pub fn streams_needed(metrics: &[MetricSpec], keep_output: bool) -> (bool, bool) {
-    metrics.iter().fold((keep_output, keep_output), |(o, e), m| {
-        let (mo, me) = m.streams();
-        (o || mo, e || me)
-    })
+    metrics
+        .iter()
+        .fold((keep_output, keep_output), |(o, e), m| {
+            let (mo, me) = m.streams();
+            (o || mo, e || me)
+        })
 }
 
 /// Makes the pipes the command will write to (none when no stream is needed).
@@ -286,7 +288,9 @@ fn drain(fd: OwnedFd, forward_to: RawFd, mut scanner: Scanner, stop: &AtomicBool
         if forwarding {
             if let Err(e) = write_all(forward_to, chunk) {
                 // Still drained and kept: the command must never block on a full pipe.
-                notes.push(format!("forwarding it to framelab's own stream stopped: {e}"));
+                notes.push(format!(
+                    "forwarding it to framelab's own stream stopped: {e}"
+                ));
                 forwarding = false;
             }
         }
@@ -355,7 +359,10 @@ mod tests {
         let m = |t: &str| MetricSpec::parse(t).unwrap();
         assert_eq!(streams_needed(&[], false), (false, false));
         assert_eq!(streams_needed(&[], true), (true, true));
-        assert_eq!(streams_needed(&[m(r"a:stdout=a(\d)")], false), (true, false));
+        assert_eq!(
+            streams_needed(&[m(r"a:stdout=a(\d)")], false),
+            (true, false)
+        );
         assert_eq!(streams_needed(&[m(r"a=a(\d)")], false), (true, true));
         assert_eq!(
             streams_needed(&[m("a=json:x.json:$.a")], false),

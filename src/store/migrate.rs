@@ -273,7 +273,10 @@ mod tests {
             conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
                 .unwrap()
         };
-        assert_eq!((count("metrics"), count("outputs"), count("runs")), (0, 0, 1));
+        assert_eq!(
+            (count("metrics"), count("outputs"), count("runs")),
+            (0, 0, 1)
+        );
         conn.prepare(
             "SELECT run_id, role, name, position, value, unit, direction, definition, failure \
              FROM metrics",

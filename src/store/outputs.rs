@@ -161,9 +161,11 @@ mod tests {
         assert_eq!(back.outputs, run.outputs);
         let direction: String = rusqlite::Connection::open(&path)
             .unwrap()
-            .query_row("SELECT direction FROM metrics WHERE name = 'zeta'", [], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT direction FROM metrics WHERE name = 'zeta'",
+                [],
+                |r| r.get(0),
+            )
             .unwrap();
         assert_eq!(direction, "higher");
     }

@@ -32,7 +32,13 @@ enum Way {
 }
 
 impl Way {
-    const ALL: [Way; 5] = [Way::DevNull, Way::Pipe, Way::Framelab, Way::Keep, Way::Metric];
+    const ALL: [Way; 5] = [
+        Way::DevNull,
+        Way::Pipe,
+        Way::Framelab,
+        Way::Keep,
+        Way::Metric,
+    ];
 
     fn name(self) -> &'static str {
         match self {
