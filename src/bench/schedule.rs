@@ -102,4 +102,22 @@ mod tests {
         }
         assert_ne!(s, schedule(&spec(Order::Interleaved)));
     }
+
+    #[test]
+    fn warmup_rounds_hold_every_variant_at_every_value_and_leave_the_measured_order_alone() {
+        let mut s = spec(Order::Shuffled);
+        let measured = schedule(&s);
+        s.warmup_runs = 2;
+        let warmups = warmup_schedule(&s);
+        assert_eq!(warmups.len(), 2 * 4, "2 rounds × 2 values × 2 variants");
+        for round in warmups.chunks(4) {
+            let mut pairs: Vec<(usize, usize)> =
+                round.iter().map(|s| (s.combo, s.variant)).collect();
+            pairs.sort();
+            assert_eq!(pairs, [(0, 0), (0, 1), (1, 0), (1, 1)]);
+        }
+        assert_eq!(schedule(&s), measured, "warmups do not move the measured runs");
+        s.warmup_runs = 0;
+        assert!(warmup_schedule(&s).is_empty());
+    }
 }

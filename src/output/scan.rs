@@ -87,21 +87,63 @@ impl Scanner {
         if self.rules.is_empty() {
             return;
         }
-        let mut rest = chunk;
-        while let Some(end) = memchr::memchr2(b'\n', b'\r', rest) {
-            let piece = &rest[..end];
-            if self.partial.is_empty() {
-                self.line(piece, read_ns);
-            } else {
-                let mut line = std::mem::take(&mut self.partial);
-                line.extend_from_slice(piece);
-                self.line(&line, read_ns);
-                line.clear();
-                self.partial = line;
-            }
-            rest = &rest[end + 1..];
+        let (Some(first_end), Some(last_end)) = (
+            memchr::memchr2(b'\n', b'\r', chunk),
+            memchr::memrchr2(b'\n', b'\r', chunk),
+        ) else {
+            self.partial.extend_from_slice(chunk);
+            self.split_long_partial(read_ns);
+            return;
+        };
+        // The line the previous chunk left unfinished ends here.
+        let mut head = std::mem::take(&mut self.partial);
+        head.extend_from_slice(&chunk[..first_end]);
+        self.line(&head, read_ns);
+        head.clear();
+        self.partial = head;
+        // Every line between, each ending with its terminator.
+        self.whole_lines(&chunk[first_end + 1..=last_end], read_ns);
+        self.partial.extend_from_slice(&chunk[last_end + 1..]);
+        self.split_long_partial(read_ns);
+    }
+
+    /// Lines of `body` (which ends with a terminator): a `last` rule looks from the end and
+    /// stops at the first match (the only one that can matter), a `first` rule from the
+    /// start; so a stream of progress lines that all match costs one match per chunk.
+    fn whole_lines(&mut self, body: &[u8], read_ns: i64) {
+        if body.is_empty() {
+            return;
         }
-        self.partial.extend_from_slice(rest);
+        let count = memchr::memchr2_iter(b'\n', b'\r', body).count() as u64;
+        let first_number = self.lines + 1;
+        self.lines += count;
+        let (rules, seen) = (&self.rules, &mut self.seen);
+        for rule in rules {
+            let slot = &mut seen[rule.metric];
+            let found = match rule.pick {
+                Pick::First if slot.first.is_some() => continue,
+                Pick::First => lines_forward(body)
+                    .enumerate()
+                    .find(|(_, line)| rule.regex.is_match(line)),
+                Pick::Last => lines_backward(body, count)
+                    .find(|(_, line)| rule.regex.is_match(line)),
+            };
+            let Some((index, line)) = found else {
+                continue;
+            };
+            let hit = match rule.pick {
+                Pick::First => &mut slot.first,
+                Pick::Last => &mut slot.last,
+            }
+            .get_or_insert_with(Hit::default);
+            hit.order = (read_ns, first_number + index as u64);
+            hit.line.clear();
+            hit.line.extend_from_slice(line);
+        }
+    }
+
+    /// An unfinished line longer than `MAX_LINE` is matched in pieces of that size.
+    fn split_long_partial(&mut self, read_ns: i64) {
         while self.partial.len() >= MAX_LINE {
             let tail = self.partial.split_off(MAX_LINE);
             let head = std::mem::replace(&mut self.partial, tail);
@@ -139,6 +181,42 @@ impl Scanner {
             hit.line.extend_from_slice(line);
         }
     }
+}
+
+/// The lines of `body` (terminators dropped), first to last.
+fn lines_forward(body: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = body;
+    std::iter::from_fn(move || {
+        let end = memchr::memchr2(b'\n', b'\r', rest)?;
+        let line = &rest[..end];
+        rest = &rest[end + 1..];
+        Some(line)
+    })
+}
+
+/// The lines of `body` last to first, with their index from the first (`count` lines).
+fn lines_backward(body: &[u8], count: u64) -> impl Iterator<Item = (usize, &[u8])> {
+    // Without its final terminator, the body's lines are separated by terminators.
+    let mut rest = &body[..body.len() - 1];
+    let mut index = count as usize;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        index -= 1;
+        match memchr::memrchr2(b'\n', b'\r', rest) {
+            Some(at) => {
+                let line = &rest[at + 1..];
+                rest = &rest[..at];
+                Some((index, line))
+            }
+            None => {
+                done = true;
+                Some((index, rest))
+            }
+        }
+    })
 }
 
 #[cfg(test)]
@@ -183,6 +261,22 @@ mod tests {
         assert!(out.seen[1].last.is_some());
         let json = [spec("j=json:f.json:$.a")];
         assert!(!Scanner::new(&json, true).is_needed());
+    }
+
+    #[test]
+    fn lines_found_from_either_end_are_numbered_alike() {
+        let body = b"a1\nb2\r\nc3\n";
+        let forward: Vec<&[u8]> = lines_forward(body).collect();
+        assert_eq!(forward, [&b"a1"[..], b"b2", b"", b"c3"]);
+        let backward: Vec<(usize, &[u8])> = lines_backward(body, 4).collect();
+        assert_eq!(backward, [(3, &b"c3"[..]), (2, b""), (1, b"b2"), (0, b"a1")]);
+        // The numbers a scanner gives hits agree with one line at a time.
+        let metrics = [spec(r"v=v(\d)"), spec(r"w:first=v(\d)")];
+        let mut s = Scanner::new(&metrics, true);
+        s.feed(b"x\nv1\nv2\ny\n", 5);
+        assert_eq!(s.lines, 4);
+        assert_eq!(s.seen[0].last.as_ref().unwrap().order, (5, 3));
+        assert_eq!(s.seen[1].first.as_ref().unwrap().order, (5, 2));
     }
 
     #[test]

@@ -86,9 +86,17 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // A bigger pipe than the 64 KiB default: a command printing fast blocks (and wakes the
+    // drain) less often. Best effort: the limit is /proc/sys/fs/pipe-max-size.
+    // SAFETY: fcntl on a pipe fd we own.
+    unsafe { libc::fcntl(fds[0], libc::F_SETPIPE_SZ, PIPE_BYTES) };
     // SAFETY: both fds were just created and are owned by nobody else.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
+
+/// The pipe's capacity asked for, and what one read takes from it.
+const PIPE_BYTES: libc::c_int = 1 << 20;
+const READ_BYTES: usize = 256 * 1024;
 
 impl Prepared {
     /// The command's ends of the pipes, for the launch (taken once).
@@ -238,7 +246,7 @@ impl Tail {
 /// Reads `fd` to its end (or until told to stop and nothing is left to read), forwarding
 /// every chunk to framelab's `forward_to` first.
 fn drain(fd: OwnedFd, forward_to: RawFd, mut scanner: Scanner, stop: &AtomicBool) -> Drained {
-    const CHUNK: usize = 64 * 1024;
+    const CHUNK: usize = READ_BYTES;
     let mut buf = vec![0u8; CHUNK];
     let mut tail = Tail(Vec::new());
     let mut bytes = 0u64;
