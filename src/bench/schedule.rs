@@ -116,7 +116,11 @@ mod tests {
             pairs.sort();
             assert_eq!(pairs, [(0, 0), (0, 1), (1, 0), (1, 1)]);
         }
-        assert_eq!(schedule(&s), measured, "warmups do not move the measured runs");
+        assert_eq!(
+            schedule(&s),
+            measured,
+            "warmups do not move the measured runs"
+        );
         s.warmup_runs = 0;
         assert!(warmup_schedule(&s).is_empty());
     }

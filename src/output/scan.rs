@@ -125,8 +125,9 @@ impl Scanner {
                 Pick::First => lines_forward(body)
                     .enumerate()
                     .find(|(_, line)| rule.regex.is_match(line)),
-                Pick::Last => lines_backward(body, count)
-                    .find(|(_, line)| rule.regex.is_match(line)),
+                Pick::Last => {
+                    lines_backward(body, count).find(|(_, line)| rule.regex.is_match(line))
+                }
             };
             let Some((index, line)) = found else {
                 continue;
@@ -269,7 +270,10 @@ mod tests {
         let forward: Vec<&[u8]> = lines_forward(body).collect();
         assert_eq!(forward, [&b"a1"[..], b"b2", b"", b"c3"]);
         let backward: Vec<(usize, &[u8])> = lines_backward(body, 4).collect();
-        assert_eq!(backward, [(3, &b"c3"[..]), (2, b""), (1, b"b2"), (0, b"a1")]);
+        assert_eq!(
+            backward,
+            [(3, &b"c3"[..]), (2, b""), (1, b"b2"), (0, b"a1")]
+        );
         // The numbers a scanner gives hits agree with one line at a time.
         let metrics = [spec(r"v=v(\d)"), spec(r"w:first=v(\d)")];
         let mut s = Scanner::new(&metrics, true);
