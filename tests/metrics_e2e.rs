@@ -562,3 +562,29 @@ fn a_rate_from_frames_is_said_to_include_start_up() {
         stdout(&out)
     );
 }
+
+/// A process that left the command's group (a daemon) and keeps its stdout open does not
+/// hold the run: framelab waits a moment, then says the stream was still open.
+#[test]
+fn a_stream_held_open_by_a_daemon_is_let_go_and_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("daemon.framelab");
+    let ready = dir.path().join("ready");
+    // The command waits until the daemon is in a session of its own: before that, the
+    // group's SIGKILL at the command's end would take it too.
+    let script = format!(
+        "setsid sh -c 'touch {r}; exec sleep 4' & until [ -e {r} ]; do sleep 0.01; done; echo n=7",
+        r = ready.display()
+    );
+    let out = run_shell(&file, &["--metric", r"n:higher:stdout=n=(\d+)"], &script);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run = load(&file);
+    assert_eq!(run.metrics[0].value, Some(7.0));
+    let o = run.outputs.iter().find(|o| o.stream == "stdout").unwrap();
+    assert!(o.note.contains("still open when the run ended"), "{o:?}");
+    assert!(
+        stdout(&out).contains("note      stdout: still open"),
+        "{}",
+        stdout(&out)
+    );
+}
