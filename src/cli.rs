@@ -29,7 +29,7 @@ pub enum Command {
     /// Print the report of a run file
     Report(ReportArgs),
     /// Run variants × parameter values RUNS times each, interleaved, into one experiment file
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
     /// Compare the variants of an experiment, or runs from separate files: verdicts with intervals
     Compare(CompareArgs),
     /// Run the built-in instrumented pipeline (capture → convert → encode → packetize → send) and report it
@@ -414,12 +414,12 @@ pub struct BenchArgs {
     /// measured ones, in rounds like them; a --resume does them again
     #[arg(long, value_parser = parse_count, value_name = "N")]
     pub warmup_runs: Option<u64>,
-    /// Shell command run once per variant before its first run (per value of each {KEY}
-    /// it names), e.g. building it; a failure stops the bench
+    /// Shell command run once per variant (per value of each {KEY} it names) before the
+    /// bench's first run, e.g. building it; a failure stops the bench
     #[arg(long, value_name = "CMD")]
     pub setup: Option<String>,
-    /// Shell command run once per variant after its last run (as --setup), also when the
-    /// bench stops early
+    /// Shell command run once per variant (as --setup) after the bench's last run, also
+    /// when it stops early
     #[arg(long, value_name = "CMD")]
     pub cleanup: Option<String>,
     /// Passed to every run as FRAMELAB_SEED, and seeds --order shuffled
@@ -475,9 +475,10 @@ pub struct CompareSettings {
     /// (default: the first): V, or KEY=V (repeat for several parameters)
     #[arg(long = "baseline-value", value_name = "[KEY=]V")]
     pub baseline_values: Vec<String>,
-    /// Metrics to judge and show, in this order (repeat or comma-separate): fps,
-    /// total.p99, encode.p50, cpu_per_frame, a --metric's NAME...; an unknown name lists
-    /// those that exist. The first is the headline (steps, sweep); a sweep shows each
+    /// Metrics to judge and show, in this order (repeat or comma-separate): a --metric's
+    /// NAME, fps, total.p99, encode.p50, cpu_per_frame...; an unknown name lists those
+    /// that exist. Steps follow the first metric from output, else fps, else the first;
+    /// a sweep shows each named
     #[arg(long = "show", value_name = "METRIC")]
     pub show: Vec<String>,
     /// Changes within ± this are noise (e.g. 2%, 0.5%)

@@ -470,7 +470,7 @@ fn export_comparison(
     Ok(())
 }
 
-fn bench(args: cli::BenchArgs) -> anyhow::Result<ExitCode> {
+fn bench(args: Box<cli::BenchArgs>) -> anyhow::Result<ExitCode> {
     let spec_given =
         !args.variants.is_empty() || !args.command.is_empty() || !args.params.is_empty();
     let spec = if spec_given || !args.resume {

@@ -185,9 +185,8 @@ fn output_is_kept_only_when_asked_and_capped_to_the_last_mib() {
         "head -c 3145728 /dev/zero | tr '\\0' 'a'; echo; echo LAST",
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(
+    assert!(
         out.stdout.len() > 3 << 20,
-        true,
         "everything reached framelab's stdout"
     );
     let run = load(&kept);

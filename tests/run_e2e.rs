@@ -455,7 +455,10 @@ fn frames_given_by_the_user_cover_the_whole_run_or_nothing() {
     let expected = 40.0 / (a.window.length_ns as f64 / 1e9);
     assert!((fps - expected).abs() < 1e-9, "{fps} vs {expected}");
     let text = stdout(&out);
-    assert!(text.contains("40 given by --frames over the whole run"), "{text}");
+    assert!(
+        text.contains("40 given by --frames over the whole run"),
+        "{text}"
+    );
     assert!(
         text.contains("(fps from --frames: includes start-up and shutdown)"),
         "{text}"

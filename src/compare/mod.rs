@@ -112,7 +112,7 @@ fn baseline_combo(
         }
         return Ok(None);
     }
-    let combos = compute::combinations(&loaded);
+    let combos = compute::combinations(loaded);
     let Some(first) = combos.first() else {
         return Ok(None);
     };
