@@ -84,7 +84,7 @@ pub enum Kind {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Metric {
-    /// What `--metric` takes: `fps`, `total.p99`, `encode.p50`, `cpu_per_frame`, ...
+    /// What `--show` takes: `fps`, `total.p99`, `encode.p50`, `cpu_per_frame`, `req_s`, ...
     pub key: String,
     /// How tables name it: "fps", "total p99", "CPU per frame".
     pub label: String,
