@@ -15,6 +15,8 @@ pub enum RunStatus {
     Failed,
     /// Ctrl-C stopped it: kept, excluded, and run again by `--resume`.
     Interrupted,
+    /// A `--warmup-runs` run: done before the measured ones, never compared.
+    Warmup,
 }
 
 impl RunStatus {
@@ -23,6 +25,7 @@ impl RunStatus {
             RunStatus::Ok => "ok",
             RunStatus::Failed => "failed",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::Warmup => "warmup",
         }
     }
 
@@ -31,6 +34,7 @@ impl RunStatus {
             "ok" => Some(RunStatus::Ok),
             "failed" => Some(RunStatus::Failed),
             "interrupted" => Some(RunStatus::Interrupted),
+            "warmup" => Some(RunStatus::Warmup),
             _ => None,
         }
     }

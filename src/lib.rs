@@ -4,6 +4,7 @@ pub mod analyze;
 pub mod bench;
 pub mod compare;
 pub mod demo;
+pub mod destination;
 pub mod display;
 pub mod experiment;
 pub mod export;

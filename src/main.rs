@@ -11,8 +11,9 @@ use framelab::session::{self, RunOptions};
 use framelab::{analyze, compare, demo, store, timers};
 
 /// framelab failed (bad input, unreadable file): 1. Usage errors: 2 (clap).
-/// The measured command crashed, failed, or broke the SDK's limits, or the recording is
-/// incomplete (its session was removed, the program damaged a ring): 3. Interrupted by Ctrl-C: 130.
+/// The measured command crashed, failed, broke the SDK's limits, or did not print a
+/// `--metric` asked for, or the recording is incomplete (its session was removed, the
+/// program damaged a ring): 3. Interrupted by Ctrl-C: 130.
 const EXIT_COMMAND_FAILED: u8 = 3;
 const EXIT_INTERRUPTED: u8 = 130;
 
@@ -41,7 +42,9 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Run(args) => {
             let opts = RunOptions {
-                command: args.command,
+                command: shell_command(args.command, args.from_output.shell),
+                metrics: framelab::output::parse_metrics(&args.from_output.metrics)?,
+                keep_output: args.from_output.keep_output,
                 fps: args.target.fps,
                 budget: args.target.budget,
                 warmup: args.warmup,
@@ -237,11 +240,19 @@ fn run_and_report(opts: &RunOptions, format: Format) -> anyhow::Result<ExitCode>
             framelab_probe::wire::MAX_NAMES
         );
     }
+    let unread = outcome.metrics.iter().filter(|m| m.value.is_none()).count();
+    if unread > 0 {
+        eprintln!(
+            "framelab: {unread} metric{} could not be read (the report's notes say why)",
+            if unread == 1 { "" } else { "s" }
+        );
+    }
     // A recording the program damaged, or whose session was removed, is incomplete.
     let incomplete =
         run.meta.session.session_lost_ns.is_some() || run.meta.session.corrupt_rings > 0;
     let failed = run.meta.names_refused > 0
         || incomplete
+        || unread > 0
         || outcome
             .exit
             .as_ref()
@@ -298,8 +309,8 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
         std::path::PathBuf::from(format!("{stem}.framelab"))
     });
     // Before reading anything: a long import must not end in a refusal.
-    let run_file = framelab::output::RunFile::resolve(&given_output)?;
-    let target = framelab::output::Target::resolve(&given_output)?;
+    let run_file = framelab::destination::RunFile::resolve(&given_output)?;
+    let target = framelab::destination::Target::resolve(&given_output)?;
     for input in &args.files {
         target.refuse_overwriting(&given_output, input)?;
     }
@@ -388,6 +399,15 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The command as given, or `sh -c 'WORDS'` with `--shell` (the words joined by spaces).
+fn shell_command(words: Vec<String>, shell: bool) -> Vec<String> {
+    if shell {
+        vec!["sh".into(), "-c".into(), words.join(" ")]
+    } else {
+        words
+    }
+}
+
 /// `--live` and `--live-linear` set on `opts`; the progress line is left off with them
 /// (the live histograms and the progress line would overwrite each other).
 fn with_live(mut opts: RunOptions, args: &cli::LiveArgs) -> anyhow::Result<RunOptions> {
@@ -455,10 +475,11 @@ fn use_color() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-fn compare_options(settings: &cli::CompareSettings) -> compare::CompareOptions {
+fn compare_options(settings: &cli::CompareSettings, show: &[String]) -> compare::CompareOptions {
     compare::CompareOptions {
         baseline: settings.baseline.clone(),
-        metrics: settings.metrics.clone(),
+        baseline_values: settings.baseline_values.clone(),
+        metrics: show.to_vec(),
         noise: settings.noise,
         resamples: settings.resamples,
         ..compare::CompareOptions::default()
@@ -473,8 +494,18 @@ fn compare(args: cli::CompareArgs) -> anyhow::Result<ExitCode> {
     for named in &args.variants {
         sources.push(compare::parse_named_source(named)?);
     }
-    let comparison = compare::compare(&sources, &compare_options(&args.settings))?;
+    let mut show = args.settings.show.clone();
+    show.extend(args.metric_alias.iter().cloned());
+    if let Some(definition) = args.metric_alias.iter().find(|m| m.contains('=')) {
+        anyhow::bail!(
+            "--metric {definition}: compare reads the metrics the runs recorded; define one when \
+             running (framelab run/bench --metric NAME:higher=REGEX), and pick what to show with --show NAME"
+        );
+    }
+    check_export_paths(&args.settings)?;
+    let comparison = compare::compare(&sources, &compare_options(&args.settings, &show))?;
     print!("{}", compare::render(&comparison, args.settings.format));
+    export_comparison(&comparison, &args.settings)?;
     Ok(
         if args.fail_on_regression && compare::any_regression(&comparison) {
             ExitCode::FAILURE
@@ -484,7 +515,30 @@ fn compare(args: cli::CompareArgs) -> anyhow::Result<ExitCode> {
     )
 }
 
-fn bench(args: cli::BenchArgs) -> anyhow::Result<ExitCode> {
+/// `--export-json/-csv/-markdown FILE`: the comparison in each format asked, to files.
+fn export_comparison(
+    comparison: &compare::Comparison,
+    settings: &cli::CompareSettings,
+) -> anyhow::Result<()> {
+    use compare::CompareFormat;
+    for (file, format) in [
+        (&settings.export_json, CompareFormat::Json),
+        (&settings.export_csv, CompareFormat::Csv),
+        (&settings.export_markdown, CompareFormat::Markdown),
+    ] {
+        let Some(file) = file else { continue };
+        std::fs::write(file, compare::render(comparison, format)).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot write the comparison to {}: {e}; choose a writable path",
+                file.display()
+            )
+        })?;
+        eprintln!("framelab: wrote the comparison to {}", file.display());
+    }
+    Ok(())
+}
+
+fn bench(args: Box<cli::BenchArgs>) -> anyhow::Result<ExitCode> {
     let spec_given =
         !args.variants.is_empty() || !args.command.is_empty() || !args.params.is_empty();
     let spec = if spec_given || !args.resume {
@@ -492,6 +546,8 @@ fn bench(args: cli::BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    // Refused before the first run, not after the last.
+    check_export_paths(&args.compare)?;
     let outcome = framelab::bench::run(&framelab::bench::BenchOptions {
         spec,
         output: args.output.clone(),
@@ -500,6 +556,9 @@ fn bench(args: cli::BenchArgs) -> anyhow::Result<ExitCode> {
     })?;
     default_signals();
     let path = outcome.path.display();
+    for failure in &outcome.cleanup_failures {
+        eprintln!("error: {failure}");
+    }
     if outcome.stopped && !outcome.file.kept() {
         eprintln!(
             "framelab: stopped after {} of {} runs; -o /dev/null kept no experiment file to resume",
@@ -515,12 +574,30 @@ fn bench(args: cli::BenchArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
-    let comparison = compare::compare(&sources, &compare_options(&args.compare))?;
+    let comparison = compare::compare(
+        &sources,
+        &compare_options(&args.compare, &args.compare.show),
+    )?;
     print!("{}", compare::render(&comparison, args.compare.format));
+    export_comparison(&comparison, &args.compare)?;
     if outcome.file.kept() {
         eprintln!("framelab: experiment file {path} (framelab compare {path} --format markdown)");
     } else {
         eprintln!("{UNKEPT}");
+    }
+    if outcome.warmup_runs > 0 {
+        eprintln!(
+            "framelab: {} warmup run{} done first (kept in the file as warmup, never compared)",
+            outcome.warmup_runs,
+            if outcome.warmup_runs == 1 { "" } else { "s" }
+        );
+    }
+    if outcome.unread_metrics > 0 {
+        eprintln!(
+            "framelab: a --metric could not be read in {} run{} (kept; excluded from that metric; the comparison lists why)",
+            outcome.unread_metrics,
+            if outcome.unread_metrics == 1 { "" } else { "s" }
+        );
     }
     if outcome.failed_runs > 0 {
         eprintln!(
@@ -528,20 +605,64 @@ fn bench(args: cli::BenchArgs) -> anyhow::Result<ExitCode> {
             outcome.failed_runs,
             if outcome.failed_runs == 1 { "" } else { "s" }
         );
-        return Ok(ExitCode::from(EXIT_COMMAND_FAILED));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if outcome.failed_runs > 0 || outcome.unread_metrics > 0 {
+        ExitCode::from(EXIT_COMMAND_FAILED)
+    } else if !outcome.cleanup_failures.is_empty() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Export files must be writable where they are asked: their folder exists.
+fn check_export_paths(settings: &cli::CompareSettings) -> anyhow::Result<()> {
+    for file in [
+        &settings.export_json,
+        &settings.export_csv,
+        &settings.export_markdown,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let parent = match file.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => std::path::Path::new("."),
+        };
+        if !parent.is_dir() {
+            anyhow::bail!(
+                "cannot export to {}: {} is not a directory; create it or choose another path",
+                file.display(),
+                parent.display()
+            );
+        }
+        if file.is_dir() {
+            anyhow::bail!(
+                "cannot export to {}: it is a directory; name a file inside it",
+                file.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The experiment the command line describes.
 fn bench_spec(args: &cli::BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpec> {
-    use framelab::bench::{parse_param, parse_variant, ExperimentSpec, RunSettings, VariantSpec};
+    use framelab::bench::{
+        parse_param, parse_shell_variant, parse_variant, shell_argv, ExperimentSpec, RunSettings,
+        VariantSpec,
+    };
+    let shell = args.from_output.shell;
     let Some(runs) = args.runs else {
         anyhow::bail!("-n RUNS is required: how many runs of each variant (6 or more for verdicts you can trust)");
     };
     let mut variants = Vec::new();
     for v in &args.variants {
-        variants.push(parse_variant(v)?);
+        variants.push(if shell {
+            parse_shell_variant(v)?
+        } else {
+            parse_variant(v)?
+        });
     }
     if !args.command.is_empty() {
         if !variants.is_empty() {
@@ -553,9 +674,25 @@ fn bench_spec(args: &cli::BenchArgs) -> anyhow::Result<framelab::bench::Experime
                 || args.command[0].clone(),
                 |n| n.to_string_lossy().into_owned(),
             );
+        // With --shell the variant is named after the first program of the script.
+        let name = match shell {
+            true => shlex::split(&args.command.join(" "))
+                .and_then(|words| words.into_iter().next())
+                .and_then(|w| {
+                    std::path::Path::new(&w)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                })
+                .unwrap_or_else(|| "sh".to_owned()),
+            false => name,
+        };
         variants.push(VariantSpec {
             name,
-            command: args.command.clone(),
+            command: if shell {
+                shell_argv(&args.command.join(" "))
+            } else {
+                args.command.clone()
+            },
         });
     }
     let mut params = Vec::new();
@@ -571,6 +708,14 @@ fn bench_spec(args: &cli::BenchArgs) -> anyhow::Result<framelab::bench::Experime
         seed: args.seed,
         pin: args.pin.clone(),
         prepare: args.prepare.clone(),
+        warmup_runs: match args.warmup_runs {
+            None => 0,
+            Some(n) => u32::try_from(n).map_err(|_| {
+                anyhow::anyhow!("--warmup-runs {n} is too many; one or a few are enough")
+            })?,
+        },
+        setup: args.setup.clone(),
+        cleanup: args.cleanup.clone(),
         run: RunSettings {
             fps: args.target.fps,
             budget_ns: args.target.budget.map(ns),
@@ -583,6 +728,8 @@ fn bench_spec(args: &cli::BenchArgs) -> anyhow::Result<framelab::bench::Experime
             watch_names: args.watch_names.clone(),
             grace_ns: ns(args.grace),
             ring_records: args.ring_records,
+            metrics: framelab::output::parse_metrics(&args.from_output.metrics)?,
+            keep_output: args.from_output.keep_output,
         },
     })
 }

@@ -29,6 +29,12 @@ pub struct Run {
     /// Histograms imported as such (bpftrace `hist()`/`lhist()`), not derived from spans.
     #[serde(default)]
     pub histograms: Vec<Histogram>,
+    /// Metrics from the command's output or result file (`--metric`), schema 5.
+    #[serde(default)]
+    pub metrics: Vec<crate::output::MetricValue>,
+    /// What was kept of the command's streams when they were captured, schema 5.
+    #[serde(default)]
+    pub outputs: Vec<crate::output::CapturedOutput>,
 }
 
 /// A span with its names resolved: (frame, stage, pid, tid, thread name, start_ns, dur_ns).

@@ -30,7 +30,7 @@ fn three_times_the_work_per_frame_is_a_regression() {
     let file = dir.path().join("work.framelab");
     let out = framelab()
         .args(["bench", "-n", "6", "--seed", "7", "--format", "json"])
-        .args(["--metric", "work.p50,total.p50,fps"])
+        .args(["--show", "work.p50,total.p50,fps"])
         .arg("--variant")
         .arg(format!("light={}", testprog("work 150 200")))
         .arg("--variant")
@@ -67,7 +67,7 @@ fn three_times_the_work_per_frame_is_a_regression() {
             "compare",
             "--format",
             "json",
-            "--metric",
+            "--show",
             "work.p50,total.p50,fps",
         ])
         .arg(&file)
@@ -75,7 +75,7 @@ fn three_times_the_work_per_frame_is_a_regression() {
         .unwrap();
     assert_eq!(json(&again)["groups"], c["groups"]);
     let ci = framelab()
-        .args(["compare", "--fail-on-regression", "--metric", "work.p50"])
+        .args(["compare", "--fail-on-regression", "--show", "work.p50"])
         .arg(&file)
         .output()
         .unwrap();
@@ -111,7 +111,7 @@ fn a_stopped_experiment_resumes_where_it_stopped() {
                 "2",
                 "--prepare",
                 &prepare,
-                "--metric",
+                "--show",
                 "work.p50",
             ])
             .arg("--variant")
@@ -167,9 +167,7 @@ fn a_failed_run_is_kept_marked_excluded_and_reported() {
         p = example("testprog")
     );
     let out = framelab()
-        .args([
-            "bench", "-n", "3", "--metric", "work.p50", "--format", "json",
-        ])
+        .args(["bench", "-n", "3", "--show", "work.p50", "--format", "json"])
         .arg("--variant")
         .arg(format!("steady={}", testprog("work 50 100")))
         .arg("--variant")
@@ -253,7 +251,12 @@ fn whole_process_benchmarks_and_a_sweep_with_three_variants() {
         cpu["reason"].as_str().unwrap().contains("2 runs on a side"),
         "{cpu}"
     );
-    let sweep = &c["sweep"];
+    assert_eq!(
+        c["sweeps"].as_array().unwrap().len(),
+        1,
+        "the headline only"
+    );
+    let sweep = &c["sweeps"][0];
     assert_eq!(sweep["metric"], "fps");
     assert_eq!(sweep["rows"].as_array().unwrap().len(), 2);
     assert_eq!(sweep["variants"][0], "one");
@@ -286,7 +289,7 @@ fn the_runs_a_verdict_needs_follow_the_metrics_judged() {
     let file = dir.path().join("four.framelab");
     let out = framelab()
         .args(["bench", "-n", "4", "--seed", "3", "--format", "json"])
-        .args(["--metric", "work.p50,total.p50"])
+        .args(["--show", "work.p50,total.p50"])
         .arg("--variant")
         .arg(format!("light={}", testprog("work 60 200")))
         .arg("--variant")
@@ -310,7 +313,7 @@ fn the_runs_a_verdict_needs_follow_the_metrics_judged() {
 
     // The same runs judged on one metric: 4 a side suffice.
     let one = framelab()
-        .args(["compare", "--format", "json", "--metric", "work.p50"])
+        .args(["compare", "--format", "json", "--show", "work.p50"])
         .arg(&file)
         .output()
         .unwrap();

@@ -21,21 +21,13 @@ fn ctrl_c_stops_and_resume_finishes() {
     let forever = format!("{} forever", example("testprog"));
     let args = |resume: bool| {
         let mut cmd = framelab();
-        cmd.args([
-            "bench",
-            "-n",
-            "2",
-            "--duration",
-            "500ms",
-            "--metric",
-            "a.p50",
-        ])
-        .arg("--variant")
-        .arg(format!("x={forever}"))
-        .arg("--variant")
-        .arg(format!("y={forever}"))
-        .arg("-o")
-        .arg(&file);
+        cmd.args(["bench", "-n", "2", "--duration", "500ms", "--show", "a.p50"])
+            .arg("--variant")
+            .arg(format!("x={forever}"))
+            .arg("--variant")
+            .arg(format!("y={forever}"))
+            .arg("-o")
+            .arg(&file);
         if resume {
             cmd.arg("--resume");
         }

@@ -130,7 +130,7 @@ fn compare_refuses_ambiguous_or_thin_input() {
     let two = dir.path().join("two.framelab");
     record_testprog(&two, &["work", "30", "150"], 2);
     let t = two.to_str().unwrap();
-    let line = refused(&["compare", s, t, "--metric", "nope"], "no metric 'nope'");
+    let line = refused(&["compare", s, t, "--show", "nope"], "no metric 'nope'");
     assert!(line.contains("work.p99") && line.contains("fps"), "{line}");
     refused(&["compare", s, t, "--baseline", "zzz"], "no such variant");
     refused(&["compare", s, t, "--noise", "abc"], "not a percentage");

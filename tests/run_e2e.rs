@@ -454,7 +454,15 @@ fn frames_given_by_the_user_cover_the_whole_run_or_nothing() {
     let fps = a.observed_fps.unwrap();
     let expected = 40.0 / (a.window.length_ns as f64 / 1e9);
     assert!((fps - expected).abs() < 1e-9, "{fps} vs {expected}");
-    assert!(stdout(&out).contains("40 given by --frames, over the whole run"));
+    let text = stdout(&out);
+    assert!(
+        text.contains("40 given by --frames over the whole run"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(fps from --frames: includes start-up and shutdown)"),
+        "{text}"
+    );
 }
 
 /// Stopped by --duration inside a frame: that frame lacks the stages it never reached and

@@ -197,6 +197,55 @@ pub fn uninstrumented_run() -> Run {
     }
 }
 
+/// The uninstrumented run with metrics from its output: ffmpeg's own `fps=` read, a
+/// second metric that was not found, and the output kept (stderr cut to its last MiB).
+pub fn metrics_run() -> Run {
+    use crate::output::{CapturedOutput, MetricValue};
+    let mut run = uninstrumented_run();
+    run.metrics = vec![
+        MetricValue {
+            name: "enc_fps".into(),
+            role: "command".into(),
+            value: Some(312.5),
+            unit: "fps".into(),
+            direction: Some(crate::stats::Direction::HigherIsBetter),
+            definition: r"enc_fps[fps]:higher:stderr=fps=\s*([\d.]+)".into(),
+            failure: None,
+        },
+        MetricValue {
+            name: "speed".into(),
+            role: "command".into(),
+            value: None,
+            unit: String::new(),
+            direction: Some(crate::stats::Direction::HigherIsBetter),
+            definition: r"speed:higher=speed=\s*([\d.]+)x".into(),
+            failure: Some(
+                r"speed: no line of stdout or stderr matched /speed=\s*([\d.]+)x/ (41 lines read)"
+                    .into(),
+            ),
+        },
+    ];
+    run.outputs = vec![
+        CapturedOutput {
+            role: "command".into(),
+            stream: "stdout".into(),
+            bytes: 0,
+            dropped: 0,
+            content: Vec::new(),
+            note: String::new(),
+        },
+        CapturedOutput {
+            role: "command".into(),
+            stream: "stderr".into(),
+            bytes: 3 << 20,
+            dropped: 2 << 20,
+            content: vec![b'x'; 1 << 20],
+            note: String::new(),
+        },
+    ];
+    run
+}
+
 /// Runs that must not panic or produce a non-finite number: empty, one span with a
 /// zero-length window, every span broken, all frames ending together, i64 extremes.
 pub fn degenerate_runs() -> Vec<Run> {

@@ -228,4 +228,10 @@ pub struct Analysis {
     /// Where an imported run came from and what was skipped; `None` for recorded runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub import: Option<crate::model::ImportInfo>,
+    /// Metrics from the command's output (`--metric`): a value, or why there is none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<crate::output::MetricValue>,
+    /// What was captured of the command's streams (sizes; the bytes stay in the run file).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<crate::output::CapturedOutput>,
 }

@@ -266,10 +266,35 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
             .chain(run.import.iter().flat_map(|i| i.notes.iter().cloned()))
             .chain(imported_histograms_note(run))
             .chain(process_notes(run))
+            .chain(output_notes(run))
             .collect(),
         telemetry,
         import: run.import.clone(),
+        metrics: run.metrics.clone(),
+        outputs: run
+            .outputs
+            .iter()
+            .map(|o| crate::output::CapturedOutput {
+                content: Vec::new(),
+                ..o.clone()
+            })
+            .collect(),
     }
+}
+
+/// A metric that could not be read, and a stream that could not be read to its end: one
+/// line each, never a silent gap.
+fn output_notes(run: &Run) -> impl Iterator<Item = String> + '_ {
+    let failures = run
+        .metrics
+        .iter()
+        .filter_map(|m| m.failure.as_ref().map(|why| format!("metric {why}")));
+    let streams = run
+        .outputs
+        .iter()
+        .filter(|o| !o.note.is_empty())
+        .map(|o| format!("{}: {}", o.stream, o.note));
+    failures.chain(streams)
 }
 
 /// What a process row needs said: whose reaped children `(exited children)` holds, and why

@@ -20,8 +20,11 @@ use crate::model::{EndReason, ExitInfo};
 use crate::session::{self, RunOptions};
 use crate::store;
 pub use cpus::parse_cpu_list;
-use schedule::{schedule, Slot};
-pub use spec::{parse_param, parse_variant, ExperimentSpec, Order, RunSettings, VariantSpec};
+use schedule::{schedule, warmup_schedule, Slot};
+pub use spec::{
+    parse_param, parse_shell_variant, parse_variant, shell_argv, ExperimentSpec, Order,
+    RunSettings, VariantSpec,
+};
 
 /// What `framelab bench` was asked.
 #[derive(Clone, Debug)]
@@ -40,103 +43,232 @@ pub struct BenchOutcome {
     pub path: PathBuf,
     /// Where the experiment file is kept; with `-o /dev/null`, a temporary one removed on
     /// drop.
-    pub file: crate::output::RunFile,
+    pub file: crate::destination::RunFile,
     pub total_runs: usize,
     pub finished_runs: usize,
     pub failed_runs: usize,
+    /// Warmup runs done (and discarded) in this invocation.
+    pub warmup_runs: usize,
+    /// Measured runs where a `--metric` could not be read (kept; that metric excluded).
+    pub unread_metrics: usize,
+    /// `--cleanup` commands that failed, one line each.
+    pub cleanup_failures: Vec<String>,
     /// Ctrl-C stopped it before every run was done.
     pub stopped: bool,
 }
 
-/// Runs (or continues) the experiment. The comparison is the caller's.
+/// What every run of this invocation shares.
+struct Bench<'a> {
+    spec: &'a ExperimentSpec,
+    path: &'a Path,
+    experiment_id: i64,
+    combos: Vec<std::collections::BTreeMap<String, String>>,
+    cpus: Vec<usize>,
+    gpu: fingerprint::GpuInfo,
+}
+
+/// Runs (or continues) the experiment: `--setup`, the warmup rounds, the measured runs,
+/// `--cleanup` (also after a stop or an error). The comparison is the caller's.
 pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
     let (file, spec, experiment_id, done) = open_experiment(options)?;
     let path = file.path().to_owned();
     let slots = schedule(&spec);
-    let combos = spec.combinations();
-    let cpus = pinned_cpus(&spec)?;
-    let gpu = fingerprint::probe_gpu();
+    let bench = Bench {
+        spec: &spec,
+        path: &path,
+        experiment_id,
+        combos: spec.combinations(),
+        cpus: pinned_cpus(&spec)?,
+        gpu: fingerprint::probe_gpu(),
+    };
     session::catch_interrupts();
     let interrupts_before = session::interrupts();
 
     let total = slots.len();
-    let mut progress =
-        progress::BenchProgress::new(total as u64, done.len() as u64, options.progress);
+    let left = (0..total).filter(|i| !done.contains(&(*i as u32))).count();
+    // Nothing left to measure (a resume of a finished bench): no setup, no warmup.
+    let warmups = if left > 0 {
+        warmup_schedule(&spec)
+    } else {
+        Vec::new()
+    };
+    let setups = spec.per_variant(spec.setup.as_deref().filter(|_| left > 0))?;
+    let cleanups = spec.per_variant(spec.cleanup.as_deref().filter(|_| left > 0))?;
+    let mut progress = progress::BenchProgress::new(
+        (total + warmups.len()) as u64,
+        done.len() as u64,
+        options.progress,
+    );
     let mut outcome = BenchOutcome {
         path: path.clone(),
         file,
         total_runs: total,
         finished_runs: done.len(),
         failed_runs: 0,
+        warmup_runs: 0,
+        unread_metrics: 0,
+        cleanup_failures: Vec::new(),
         stopped: false,
     };
-    for (index, slot) in slots.iter().enumerate() {
-        if done.contains(&(index as u32)) {
-            continue;
-        }
-        if session::interrupts() > interrupts_before {
-            outcome.stopped = true;
-            break;
-        }
-        let combo = &combos[slot.combo];
-        let what = describe_slot(&spec, slot, combo);
-        progress.starting(&what);
-        let started = Instant::now();
-        if let Some(prepare) = &spec.prepare {
-            run_prepare(prepare, combo, &spec, slot, &path).with_context(|| {
+    // Variants whose --setup was started get their --cleanup; all do without a --setup.
+    let mut set_up = vec![spec.setup.is_none(); spec.variants.len()];
+    let result = (|| -> Result<()> {
+        for (variant, command) in &setups {
+            set_up[*variant] = true;
+            let name = &spec.variants[*variant].name;
+            progress.say(&format!("--setup of {name}: {command}"));
+            run_shell("--setup", command, name, &path).with_context(|| {
                 format!(
-                    "before {what} (continue later with framelab bench --resume -o {})",
+                    "the bench did not start (run it again once --setup works, or continue \
+                     with framelab bench --resume -o {})",
                     path.display()
                 )
             })?;
         }
-        let fingerprint = fingerprint::probe(&gpu, spec.pin.as_deref().unwrap_or(""));
-        let opts = run_options(&spec, slot, combo, &path, &cpus, &what)?;
+        for (index, slot) in warmups.iter().enumerate() {
+            if session::interrupts() > interrupts_before {
+                outcome.stopped = true;
+                return Ok(());
+            }
+            let status = bench.run_slot(slot, index as u32, true, &mut progress)?;
+            outcome.warmup_runs += 1;
+            if status.interrupted {
+                outcome.stopped = true;
+                return Ok(());
+            }
+        }
+        for (index, slot) in slots.iter().enumerate() {
+            if done.contains(&(index as u32)) {
+                continue;
+            }
+            if session::interrupts() > interrupts_before {
+                outcome.stopped = true;
+                break;
+            }
+            let ran = bench.run_slot(slot, index as u32, false, &mut progress)?;
+            outcome.unread_metrics += ran.unread_metrics;
+            match ran.status {
+                RunStatus::Ok => outcome.finished_runs += 1,
+                RunStatus::Failed => {
+                    outcome.finished_runs += 1;
+                    outcome.failed_runs += 1;
+                }
+                RunStatus::Interrupted | RunStatus::Warmup => {
+                    outcome.stopped = true;
+                    break;
+                }
+            }
+        }
+        Ok(())
+    })();
+    progress.finish();
+    for (variant, command) in &cleanups {
+        if !set_up[*variant] {
+            continue;
+        }
+        let name = &spec.variants[*variant].name;
+        eprintln!("framelab: --cleanup of {name}: {command}");
+        if let Err(e) = run_shell("--cleanup", command, name, &path) {
+            outcome
+                .cleanup_failures
+                .push(format!("{e:#} (variant {name})"));
+        }
+    }
+    result?;
+    Ok(outcome)
+}
+
+/// How one run went, for the outcome.
+struct Ran {
+    status: RunStatus,
+    interrupted: bool,
+    unread_metrics: usize,
+}
+
+impl Bench<'_> {
+    /// Runs one slot (a measured run, or a warmup run with `warmup`) and records it.
+    fn run_slot(
+        &self,
+        slot: &Slot,
+        index: u32,
+        warmup: bool,
+        progress: &mut progress::BenchProgress,
+    ) -> Result<Ran> {
+        let spec = self.spec;
+        let combo = &self.combos[slot.combo];
+        let what = if warmup {
+            format!("warmup {}", describe_slot(spec, slot, combo))
+        } else {
+            describe_slot(spec, slot, combo)
+        };
+        progress.starting(&what);
+        let started = Instant::now();
+        if let Some(prepare) = &spec.prepare {
+            let command = spec::expand(prepare, combo)?;
+            run_shell(
+                "--prepare",
+                &command,
+                &spec.variants[slot.variant].name,
+                self.path,
+            )
+            .with_context(|| {
+                format!(
+                    "before {what} (continue later with framelab bench --resume -o {})",
+                    self.path.display()
+                )
+            })?;
+        }
+        let fingerprint = fingerprint::probe(&self.gpu, spec.pin.as_deref().unwrap_or(""));
+        let opts = run_options(spec, slot, combo, self.path, &self.cpus, &what)?;
         let result = session::run(&opts).with_context(|| format!("{what} could not run"))?;
         let (status, failure) = judge_run(
             result.end_reason,
             result.exit.as_ref(),
             result.interrupt_signal,
         );
+        let interrupted = status == RunStatus::Interrupted;
+        let unread: Vec<&str> = result
+            .metrics
+            .iter()
+            .filter_map(|m| m.failure.as_deref())
+            .collect();
         store::record_experiment_run(
-            &path,
+            self.path,
             &ExperimentRun {
                 run_id: result.run_id,
-                experiment_id,
+                experiment_id: self.experiment_id,
                 variant: spec.variants[slot.variant].name.clone(),
                 params: combo.clone(),
                 repetition: slot.repetition,
-                slot: index as u32,
-                status,
+                slot: index,
+                // A warmup run is never compared, however it ended: the failure says how.
+                status: if warmup { RunStatus::Warmup } else { status },
                 failure: failure.clone(),
             },
             &fingerprint,
         )?;
-        progress.finished(
-            &what,
-            failure.as_deref().unwrap_or(status.name()),
-            started.elapsed(),
-        );
-        match status {
-            RunStatus::Ok => outcome.finished_runs += 1,
-            RunStatus::Failed => {
-                outcome.finished_runs += 1;
-                outcome.failed_runs += 1;
-            }
-            RunStatus::Interrupted => {
-                outcome.stopped = true;
-                break;
-            }
+        let mut said = failure.unwrap_or_else(|| status.name().to_owned());
+        if !warmup && !unread.is_empty() {
+            said.push_str(&format!("; metric not read: {}", unread.join("; ")));
         }
+        progress.finished(&what, &said, started.elapsed());
+        Ok(Ran {
+            status,
+            interrupted,
+            unread_metrics: if warmup { 0 } else { unread.len() },
+        })
     }
-    progress.finish();
-    Ok(outcome)
 }
 
 /// Creates the experiment file, or reopens it for `--resume`: (file, spec, id, slots done).
 fn open_experiment(
     options: &BenchOptions,
-) -> Result<(crate::output::RunFile, ExperimentSpec, i64, HashSet<u32>)> {
+) -> Result<(
+    crate::destination::RunFile,
+    ExperimentSpec,
+    i64,
+    HashSet<u32>,
+)> {
     if options.resume {
         let Some(given) = options.output.clone() else {
             bail!("--resume needs the experiment file: framelab bench --resume -o FILE");
@@ -147,7 +279,7 @@ fn open_experiment(
                 given.display()
             );
         }
-        let file = crate::output::RunFile::resolve(&given)?;
+        let file = crate::destination::RunFile::resolve(&given)?;
         if !file.kept() {
             bail!("nothing to resume: {} keeps no experiment file; give the file the experiment was written to", given.display());
         }
@@ -174,7 +306,7 @@ fn open_experiment(
         let done = experiment
             .runs
             .iter()
-            .filter(|r| r.status != RunStatus::Interrupted)
+            .filter(|r| matches!(r.status, RunStatus::Ok | RunStatus::Failed))
             .map(|r| r.slot)
             .collect();
         return Ok((file, stored, experiment.id, done));
@@ -186,8 +318,9 @@ fn open_experiment(
     // Everything that can be refused is refused before the file is created.
     pinned_cpus(&spec)?;
     check_commands(&spec)?;
-    let file =
-        crate::output::RunFile::resolve(&options.output.clone().unwrap_or_else(default_output))?;
+    let file = crate::destination::RunFile::resolve(
+        &options.output.clone().unwrap_or_else(default_output),
+    )?;
     let path = file.path().to_owned();
     if path.exists() && std::fs::metadata(&path).is_ok_and(|m| m.len() > 0) {
         let what = match store::load_experiment(&path) {
@@ -223,6 +356,12 @@ fn first_difference(a: &ExperimentSpec, b: &ExperimentSpec) -> &'static str {
         "--order or --seed"
     } else if a.pin != b.pin || a.prepare != b.prepare {
         "--pin or --prepare"
+    } else if a.warmup_runs != b.warmup_runs {
+        "--warmup-runs"
+    } else if a.setup != b.setup || a.cleanup != b.cleanup {
+        "--setup or --cleanup"
+    } else if a.run.metrics != b.run.metrics {
+        "--metric"
     } else {
         "run options"
     }
@@ -301,26 +440,26 @@ fn run_options(
         sampling: crate::sample::SamplingOptions::default(),
         live: None,
         live_linear: None,
+        metrics: settings
+            .metrics
+            .iter()
+            .map(|m| m.expanded(combo))
+            .collect::<Result<_>>()?,
+        keep_output: settings.keep_output,
     })
 }
 
-/// `--prepare` through `sh -c`, with `{KEY}` expanded; a failure stops the bench.
-fn run_prepare(
-    prepare: &str,
-    combo: &std::collections::BTreeMap<String, String>,
-    spec: &ExperimentSpec,
-    slot: &Slot,
-    path: &Path,
-) -> Result<()> {
-    let command = spec::expand(prepare, combo)?;
+/// `--prepare`, `--setup` or `--cleanup` (`option`) through `sh -c`, `{KEY}` already
+/// expanded; a failure is an error naming the option and the command.
+fn run_shell(option: &str, command: &str, variant: &str, path: &Path) -> Result<()> {
     let status = Command::new("sh")
-        .args(["-c", &command])
-        .env("FRAMELAB_VARIANT", &spec.variants[slot.variant].name)
+        .args(["-c", command])
+        .env("FRAMELAB_VARIANT", variant)
         .env("FRAMELAB_EXPERIMENT", path)
         .status()
-        .with_context(|| format!("--prepare could not start sh: {command}"))?;
+        .with_context(|| format!("{option} could not start sh: {command}"))?;
     if !status.success() {
-        bail!("--prepare failed ({status}): {command}");
+        bail!("{option} failed ({status}): {command}");
     }
     Ok(())
 }

@@ -77,6 +77,14 @@ impl BenchProgress {
         }
     }
 
+    /// A line of its own (above the bar on a terminal).
+    pub fn say(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(format!("framelab: {line}")),
+            None => eprintln!("framelab: {line}"),
+        }
+    }
+
     pub fn finish(&mut self) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();

@@ -19,13 +19,23 @@ pub struct Slot {
 /// Round by round: each round holds every (combination, variant) once, in order
 /// (interleaved) or shuffled with a seed derived from `--seed` (0 without one).
 pub fn schedule(spec: &ExperimentSpec) -> Vec<Slot> {
+    rounds(spec, spec.runs, "order")
+}
+
+/// The `--warmup-runs` rounds, laid out like the measured ones (shuffled with a seed of
+/// their own, so the measured order does not depend on them).
+pub fn warmup_schedule(spec: &ExperimentSpec) -> Vec<Slot> {
+    rounds(spec, spec.warmup_runs, "warmup order")
+}
+
+fn rounds(spec: &ExperimentSpec, count: u32, seed_label: &str) -> Vec<Slot> {
     let combos = spec.combinations().len();
     let mut rng = ChaCha8Rng::seed_from_u64(crate::stats::seed::derive_seed(
         spec.seed.unwrap_or(0),
-        "order",
+        seed_label,
     ));
     let mut slots = Vec::new();
-    for repetition in 0..spec.runs {
+    for repetition in 0..count {
         let mut round: Vec<Slot> = (0..combos)
             .flat_map(|combo| {
                 (0..spec.variants.len()).map(move |variant| Slot {
@@ -58,6 +68,9 @@ mod tests {
             pin: None,
             prepare: None,
             run: RunSettings::default(),
+            warmup_runs: 0,
+            setup: None,
+            cleanup: None,
         }
     }
 
@@ -88,5 +101,27 @@ mod tests {
             assert_eq!(pairs, [(0, 0), (0, 1), (1, 0), (1, 1)]);
         }
         assert_ne!(s, schedule(&spec(Order::Interleaved)));
+    }
+
+    #[test]
+    fn warmup_rounds_hold_every_variant_at_every_value_and_leave_the_measured_order_alone() {
+        let mut s = spec(Order::Shuffled);
+        let measured = schedule(&s);
+        s.warmup_runs = 2;
+        let warmups = warmup_schedule(&s);
+        assert_eq!(warmups.len(), 2 * 4, "2 rounds × 2 values × 2 variants");
+        for round in warmups.chunks(4) {
+            let mut pairs: Vec<(usize, usize)> =
+                round.iter().map(|s| (s.combo, s.variant)).collect();
+            pairs.sort();
+            assert_eq!(pairs, [(0, 0), (0, 1), (1, 0), (1, 1)]);
+        }
+        assert_eq!(
+            schedule(&s),
+            measured,
+            "warmups do not move the measured runs"
+        );
+        s.warmup_runs = 0;
+        assert!(warmup_schedule(&s).is_empty());
     }
 }

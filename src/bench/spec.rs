@@ -45,6 +45,12 @@ pub struct RunSettings {
     pub watch_names: Vec<String>,
     pub grace_ns: i64,
     pub ring_records: Option<u64>,
+    /// `--metric`: numbers each run's command prints or writes, judged like fps.
+    #[serde(default)]
+    pub metrics: Vec<crate::output::MetricSpec>,
+    /// `--keep-output`: keep both streams even when no metric reads them.
+    #[serde(default)]
+    pub keep_output: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -60,6 +66,17 @@ pub struct ExperimentSpec {
     /// `--prepare`, run with `sh -c` before each run (`{KEY}` expanded).
     pub prepare: Option<String>,
     pub run: RunSettings,
+    /// `--warmup-runs N`: rounds of whole runs done and discarded before the measured ones
+    /// (again after a `--resume`).
+    #[serde(default)]
+    pub warmup_runs: u32,
+    /// `--setup`: with `sh -c`, once per variant (and per value of each `{KEY}` it names)
+    /// before the first run.
+    #[serde(default)]
+    pub setup: Option<String>,
+    /// `--cleanup`: like `--setup`, after the last run, also when the bench stops early.
+    #[serde(default)]
+    pub cleanup: Option<String>,
 }
 
 /// Fewer than this many runs per variant is refused: no spread across runs.
@@ -89,6 +106,30 @@ pub fn parse_variant(text: &str) -> Result<VariantSpec> {
         name: name.to_owned(),
         command: words,
     })
+}
+
+/// `NAME=CMD` with `--shell`: the command is one string `sh -c` runs (pipes, `&&`,
+/// redirections, `$VARS`), `{KEY}` placeholders expanded in it.
+pub fn parse_shell_variant(text: &str) -> Result<VariantSpec> {
+    let Some((name, command)) = text.split_once('=') else {
+        bail!("--variant {text}: give it as NAME=COMMAND, e.g. --variant fast='./app --fast | tee log'");
+    };
+    let name = name.trim();
+    if name.is_empty() {
+        bail!("--variant {text}: the name before '=' is empty");
+    }
+    if command.trim().is_empty() {
+        bail!("--variant {name}: the command after '=' is empty");
+    }
+    Ok(VariantSpec {
+        name: name.to_owned(),
+        command: shell_argv(command),
+    })
+}
+
+/// `sh -c COMMAND`.
+pub fn shell_argv(command: &str) -> Vec<String> {
+    vec!["sh".into(), "-c".into(), command.to_owned()]
 }
 
 /// `KEY=V1,V2,...`.
@@ -238,12 +279,53 @@ impl ExperimentSpec {
                 }
             }
         }
-        if let Some(prepare) = &self.prepare {
-            if let Some(key) = placeholders(prepare).into_iter().find(|k| !known(k)) {
-                bail!("--prepare uses {{{key}}} but no --param {key}=... was given");
+        for (option, command) in [
+            ("--prepare", &self.prepare),
+            ("--setup", &self.setup),
+            ("--cleanup", &self.cleanup),
+        ] {
+            if let Some(command) = command {
+                if let Some(key) = placeholders(command).into_iter().find(|k| !known(k)) {
+                    bail!("{option} uses {{{key}}} but no --param {key}=... was given");
+                }
+            }
+        }
+        for metric in &self.run.metrics {
+            if metric.direction.is_none() {
+                let (head, body) = metric.text.split_once('=').unwrap_or((&metric.text, ""));
+                bail!(
+                    "--metric {}: say which way is better, since bench judges it: \
+                     --metric '{head}:higher={body}' (or :lower)",
+                    metric.text
+                );
+            }
+            if let Some(key) = metric.placeholders().into_iter().find(|k| !known(k)) {
+                bail!(
+                    "--metric {} uses {{{key}}} but no --param {key}=... was given",
+                    metric.text
+                );
             }
         }
         Ok(())
+    }
+
+    /// Each variant's `--setup` (or `--cleanup`) commands, `{KEY}` expanded: one per
+    /// variant, or one per distinct expansion when it names parameters. In order of
+    /// variants, then values.
+    pub fn per_variant(&self, command: Option<&str>) -> Result<Vec<(usize, String)>> {
+        let Some(command) = command else {
+            return Ok(Vec::new());
+        };
+        let mut out: Vec<(usize, String)> = Vec::new();
+        for variant in 0..self.variants.len() {
+            for combo in self.combinations() {
+                let expanded = expand(command, &combo)?;
+                if !out.contains(&(variant, expanded.clone())) {
+                    out.push((variant, expanded));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Every combination of parameter values, the first parameter varying slowest;
@@ -360,7 +442,64 @@ mod tests {
             pin: None,
             prepare: None,
             run: RunSettings::default(),
+            warmup_runs: 0,
+            setup: None,
+            cleanup: None,
         }
+    }
+
+    #[test]
+    fn shell_variants_are_one_string_for_sh() {
+        let v = parse_shell_variant("p=echo hi | cat").unwrap();
+        assert_eq!(v.command, ["sh", "-c", "echo hi | cat"]);
+        // Without --shell the same text is words: the pipe is an argument of echo.
+        assert_eq!(
+            parse_variant("p=echo hi | cat").unwrap().command,
+            ["echo", "hi", "|", "cat"]
+        );
+        assert!(parse_shell_variant("p= ").is_err());
+    }
+
+    #[test]
+    fn bench_metrics_must_say_which_way_is_better() {
+        let mut s = spec(&[("a", "x")], &[], 3);
+        s.run.metrics = vec![crate::output::MetricSpec::parse(r"req_s=rps: ([\d.]+)").unwrap()];
+        let e = s.validate().unwrap_err().to_string();
+        assert!(
+            e.contains(r"--metric 'req_s:higher=rps: ([\d.]+)' (or :lower)"),
+            "{e}"
+        );
+        s.run.metrics =
+            vec![crate::output::MetricSpec::parse("t:lower=json:{res}.json:$.t").unwrap()];
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("no --param res"));
+    }
+
+    #[test]
+    fn setup_once_per_variant_and_per_value_it_names() {
+        let mut s = spec(&[("a", "x {r}"), ("b", "y {r}")], &["r=1,2"], 3);
+        assert_eq!(
+            s.per_variant(Some("make")).unwrap(),
+            [(0, "make".to_owned()), (1, "make".to_owned())]
+        );
+        assert_eq!(
+            s.per_variant(Some("make R={r}")).unwrap(),
+            [
+                (0, "make R=1".to_owned()),
+                (0, "make R=2".to_owned()),
+                (1, "make R=1".to_owned()),
+                (1, "make R=2".to_owned())
+            ]
+        );
+        s.setup = Some("make {q}".into());
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--setup uses {q}"));
     }
 
     #[test]

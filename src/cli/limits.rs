@@ -166,6 +166,11 @@ pub fn runs(text: &str) -> Result<u32, String> {
     count_in(text, 1, MAX_RUNS).map(|n| n as u32)
 }
 
+/// `bench --warmup-runs`: 0 to 1000 rounds.
+pub fn warmup_runs(text: &str) -> Result<u64, String> {
+    count_in(text, 0, 1000)
+}
+
 /// `--resamples`: 100 (fewer make a 95% interval meaningless) to 1000000.
 pub fn resamples(text: &str) -> Result<usize, String> {
     count_in(text, 100, 1_000_000).map(|n| n as usize)

@@ -31,7 +31,7 @@ pub enum Command {
     /// Print the report of a run file
     Report(ReportArgs),
     /// Run variants × parameter values RUNS times each, interleaved, into one experiment file
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
     /// Compare the variants of an experiment, or runs from separate files: verdicts with intervals
     Compare(CompareArgs),
     /// Run the built-in instrumented pipeline (capture → convert → encode → packetize → send) and report it
@@ -142,12 +142,53 @@ pub struct RunArgs {
     pub live: LiveArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
+    #[command(flatten)]
+    pub from_output: OutputArgs,
     /// Report format printed at the end
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// The long help of `--metric` (run and bench).
+pub const METRIC_HELP: &str = "\
+A number the command prints, or writes to a JSON file, taken as a metric of each run and \
+judged by compare like fps (repeat for more):
+
+  NAME[UNIT]:WORD:WORD=REGEX               the first ( ) group of the last line matching REGEX
+  NAME[UNIT]:WORD=json:FILE:$.path.to.value  a number in a JSON file the command writes
+
+WORDs, in any order: higher or lower (which way is better; bench needs one), stdout or \
+stderr (default: both), first or last (which matching line; default: last). [UNIT] is \
+optional. Everything after the first = is the regex, matched against one line at a time \
+(a line ends at \\n or \\r). Examples:
+
+  --metric 'req_s[req/s]:higher=Requests per second:\\s+([\\d.]+)'    ab
+  --metric 'enc_fps[fps]:higher:stderr=fps=\\s*([\\d.]+)'            ffmpeg's progress line
+  --metric 'p99[ms]:lower=json:result.json:$.latency.p99'
+
+A stream a metric reads goes through a pipe framelab drains: everything still reaches the \
+terminal, but the command sees a pipe there, not a terminal. A metric that is not found is \
+no value for that run, with a note saying why (exit status 3), never a zero.";
+
+/// Metrics from the command's output, keeping its output, running it through a shell.
+#[derive(Args, Debug)]
+pub struct OutputArgs {
+    /// A number the command prints, as a metric: NAME:higher=REGEX (or :lower), the
+    /// regex's first group being the number; e.g. 'req_s:higher=Requests per second:\s+([\d.]+)'
+    #[arg(long = "metric", value_name = "NAME:higher=REGEX", long_help = METRIC_HELP)]
+    pub metrics: Vec<String>,
+    /// Capture stdout and stderr even when no --metric reads them: the last 1 MiB of each
+    /// goes into the run file (they still reach the terminal, but the command sees a pipe)
+    #[arg(long)]
+    pub keep_output: bool,
+    /// Run the command through sh -c, for pipes, &&, redirections and $VARS (the words
+    /// after -- are joined with spaces). Without it no shell runs: 'echo hi | cat' prints
+    /// "hi | cat"
+    #[arg(long)]
+    pub shell: bool,
 }
 
 #[derive(Args, Debug)]
@@ -369,7 +410,8 @@ pub struct BenchArgs {
     /// Runs of each variant at each combination of parameter values (2 to 10000; 6+ for verdicts you can trust)
     #[arg(short = 'n', long = "runs", value_name = "RUNS", value_parser = limits::runs)]
     pub runs: Option<u32>,
-    /// A variant: NAME=COMMAND (split like a shell would; {KEY} takes a --param value)
+    /// A variant: NAME=COMMAND, split into words like a shell would but not run by one
+    /// ('echo hi | cat' prints "hi | cat"; use --shell); {KEY} takes a --param value
     #[arg(long = "variant", value_name = "NAME=CMD")]
     pub variants: Vec<String>,
     /// A parameter swept over its values: KEY=V1,V2,... (used as {KEY} in commands)
@@ -384,6 +426,18 @@ pub struct BenchArgs {
     /// Shell command run before each run (e.g. dropping caches); {KEY} expanded
     #[arg(long, value_name = "CMD")]
     pub prepare: Option<String>,
+    /// Whole runs of each variant (at each parameter value) done and discarded before the
+    /// measured ones, in rounds like them; a --resume does them again
+    #[arg(long, value_parser = limits::warmup_runs, value_name = "N")]
+    pub warmup_runs: Option<u64>,
+    /// Shell command run once per variant (per value of each {KEY} it names) before the
+    /// bench's first run, e.g. building it; a failure stops the bench
+    #[arg(long, value_name = "CMD")]
+    pub setup: Option<String>,
+    /// Shell command run once per variant (as --setup) after the bench's last run, also
+    /// when it stops early
+    #[arg(long, value_name = "CMD")]
+    pub cleanup: Option<String>,
     /// Passed to every run as FRAMELAB_SEED, and seeds --order shuffled
     #[arg(long)]
     pub seed: Option<u64>,
@@ -419,6 +473,8 @@ pub struct BenchArgs {
     #[arg(long, value_parser = limits::ring_records)]
     pub ring_records: Option<u64>,
     #[command(flatten)]
+    pub from_output: OutputArgs,
+    #[command(flatten)]
     pub compare: CompareSettings,
     /// One command (a single variant, for a parameter sweep)
     #[arg(last = true, value_name = "CMD")]
@@ -431,9 +487,16 @@ pub struct CompareSettings {
     /// The variant the others are compared with (default: the first)
     #[arg(long)]
     pub baseline: Option<String>,
-    /// Metrics to judge (repeat or comma-separate); an unknown name lists those that exist
-    #[arg(long = "metric", value_name = "METRIC")]
-    pub metrics: Vec<String>,
+    /// In a sweep of one variant, the parameter value the others are compared with
+    /// (default: the first): V, or KEY=V (repeat for several parameters)
+    #[arg(long = "baseline-value", value_name = "[KEY=]V")]
+    pub baseline_values: Vec<String>,
+    /// Metrics to judge and show, in this order (repeat or comma-separate): a --metric's
+    /// NAME, fps, total.p99, encode.p50, cpu_per_frame...; an unknown name lists those
+    /// that exist. Steps follow the first metric from output, else fps, else the first;
+    /// a sweep shows each named
+    #[arg(long = "show", value_name = "METRIC")]
+    pub show: Vec<String>,
     /// Changes within ± this are noise (e.g. 2%, 0.5%)
     #[arg(long, value_parser = parse_percent, default_value = "2%")]
     pub noise: f64,
@@ -442,6 +505,15 @@ pub struct CompareSettings {
     pub resamples: usize,
     #[arg(long, value_enum, default_value = "text")]
     pub format: framelab::compare::CompareFormat,
+    /// Also write the comparison as JSON to FILE (every number; replaced if it exists)
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Also write the comparison as CSV to FILE (one row per values × variant × metric)
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Also write the comparison as Markdown to FILE (for a pull request)
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -454,6 +526,9 @@ pub struct CompareArgs {
     pub variants: Vec<String>,
     #[command(flatten)]
     pub settings: CompareSettings,
+    /// The name --show had before `bench --metric` came to define metrics; still read here
+    #[arg(long = "metric", value_name = "METRIC", hide = true)]
+    pub metric_alias: Vec<String>,
     /// Exit 1 when any metric regressed (for CI)
     #[arg(long)]
     pub fail_on_regression: bool,

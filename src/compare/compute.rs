@@ -23,7 +23,11 @@ use crate::stats::{
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CompareOptions {
     pub baseline: Option<String>,
-    /// `--metric` names; empty for the default set.
+    /// `--baseline-value`: in a sweep of one variant, the parameter values every other
+    /// value is compared with (`V`, or `KEY=V` per key); empty for the first values.
+    #[serde(default)]
+    pub baseline_values: Vec<String>,
+    /// `--show` names; empty for the default set.
     pub metrics: Vec<String>,
     /// Half-width of the noise band (0.02 = ±2%).
     pub noise: f64,
@@ -36,6 +40,7 @@ impl Default for CompareOptions {
     fn default() -> Self {
         CompareOptions {
             baseline: None,
+            baseline_values: Vec::new(),
             metrics: Vec::new(),
             noise: 0.02,
             alpha: 0.05,
@@ -86,6 +91,10 @@ pub struct Row {
 pub struct VariantComparison {
     pub variant: String,
     pub baseline: String,
+    /// In a sweep of one variant: the parameter values this group is compared with
+    /// (`res=720p`); empty when variants are compared at the same values.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub baseline_params: String,
     pub headline: String,
     pub rows: Vec<Row>,
 }
@@ -124,13 +133,23 @@ pub struct Worst {
     pub frame: u64,
 }
 
+/// A change in a sweep table: the ratio of medians with its 95% interval, and the verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepChange {
+    #[serde(flatten)]
+    pub ratio: RatioInterval,
+    pub verdict: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepRow {
     pub params: String,
     /// Per variant in order: the median of the sweep metric (None when absent).
     pub medians: Vec<Option<f64>>,
-    /// Per variant after the baseline: the change and its verdict.
-    pub changes: Vec<Option<(f64, String)>>,
+    /// Per variant after the baseline, its change against the baseline at these values;
+    /// in a sweep of one variant, one change: against the baseline values (`None` on the
+    /// baseline values' own row).
+    pub changes: Vec<Option<SweepChange>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -139,6 +158,9 @@ pub struct Sweep {
     pub label: String,
     pub unit: Unit,
     pub variants: Vec<String>,
+    /// In a sweep of one variant, the values the changes are against (`res=720p`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub baseline_params: String,
     pub rows: Vec<SweepRow>,
     /// The coarsest resolution of every run's value (see `Summary::resolution`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -151,6 +173,10 @@ pub struct Excluded {
     pub run_id: i64,
     pub variant: String,
     pub params: String,
+    /// Excluded from this metric only (a metric from output it could not read); `None`:
+    /// the whole run is excluded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<String>,
     pub why: String,
 }
 
@@ -167,17 +193,24 @@ pub struct Comparison {
     /// Measured runs per variant (all groups).
     pub runs: BTreeMap<String, usize>,
     pub param_keys: Vec<String>,
-    /// The metric of headlines, steps and the sweep.
+    /// In a sweep of one variant: the parameter values the others are compared with.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub baseline_params: String,
+    /// The metric of headlines and steps (and of the sweep, unless `--show` names more).
     pub headline_metric: String,
     pub metrics: Vec<Metric>,
     pub groups: Vec<Group>,
-    pub sweep: Option<Sweep>,
+    /// One per metric shown in the sweep table: the headline metric, or every `--show` one.
+    pub sweeps: Vec<Sweep>,
     pub excluded: Vec<Excluded>,
     /// Fingerprint differences and other things to know before trusting the numbers.
     pub notes: Vec<String>,
 }
 
-pub const SCHEMA: &str = "framelab.compare/1";
+/// 2: `sweep` became `sweeps` (one per metric), sweep changes carry their interval,
+/// `baseline_params` for sweeps of one variant, per-metric `excluded` entries, units of
+/// metrics from output as given.
+pub const SCHEMA: &str = "framelab.compare/2";
 
 pub fn describe_params(params: &BTreeMap<String, String>) -> String {
     params
@@ -187,79 +220,74 @@ pub fn describe_params(params: &BTreeMap<String, String>) -> String {
         .join(" ")
 }
 
-/// The comparison of loaded runs with `metrics` already chosen.
+/// The comparison of loaded runs with `metrics` already chosen. `baseline_combo`: in a
+/// sweep of one variant, the parameter values every other value is compared with.
 pub fn compute(
     loaded: &Loaded,
     metrics: Vec<Metric>,
     baseline: String,
+    baseline_combo: Option<BTreeMap<String, String>>,
     options: &CompareOptions,
     notes: Vec<String>,
     sources: Vec<String>,
 ) -> Comparison {
     let measured = |r: &&LoadedRun| r.status == RunStatus::Ok && r.data.is_some();
-    let mut combos: Vec<BTreeMap<String, String>> = Vec::new();
-    for r in loaded.runs.iter().filter(measured) {
-        if !combos.contains(&r.params) {
-            combos.push(r.params.clone());
-        }
-    }
-    // Parameter values in the order the experiment listed them.
-    let rank = |combo: &BTreeMap<String, String>| -> Vec<usize> {
-        loaded
-            .param_keys
-            .iter()
-            .map(|k| {
-                let v = combo.get(k);
-                loaded
-                    .param_values
-                    .get(k)
-                    .and_then(|vs| v.and_then(|v| vs.iter().position(|x| x == v)))
-                    .unwrap_or(usize::MAX)
-            })
-            .collect()
-    };
-    combos.sort_by_key(|c| rank(c));
+    let combos = combinations(loaded);
     let headline = headline_metric(&metrics);
+    let baseline_params = baseline_combo
+        .as_ref()
+        .map(describe_params)
+        .unwrap_or_default();
     let mut groups = Vec::new();
     let mut holm_notes: Vec<String> = Vec::new();
     for combo in &combos {
-        let runs_of = |variant: &str| runs_of(loaded, variant, combo);
+        let runs_here = |variant: &str| runs_of(loaded, variant, combo);
         let label = describe_params(combo);
-        let base_runs = runs_of(&baseline);
         let mut comparisons = Vec::new();
-        for variant in loaded.variants.iter().filter(|v| **v != baseline) {
-            let var_runs = runs_of(variant);
-            if var_runs.is_empty() || base_runs.is_empty() {
-                continue;
+        let pair = |variant: &str, base_runs, var_runs| Pair {
+            variant: variant.to_owned(),
+            baseline: baseline.clone(),
+            baseline_params: if baseline_combo.is_some() {
+                baseline_params.clone()
+            } else {
+                String::new()
+            },
+            seed_label: format!("{label}|{baseline_params}|{baseline}|{variant}"),
+            base_runs,
+            var_runs,
+        };
+        match &baseline_combo {
+            // A sweep of one variant: this value against the baseline value.
+            Some(base_combo) if base_combo != combo => {
+                let variant = &loaded.variants[0];
+                let (b, v) = (runs_of(loaded, variant, base_combo), runs_here(variant));
+                if !b.is_empty() && !v.is_empty() {
+                    comparisons.push(compare_pair(
+                        &pair(variant, b, v),
+                        &metrics,
+                        options,
+                        headline.as_deref(),
+                        &mut holm_notes,
+                    ));
+                }
             }
-            let seed_label = format!("{label}|{baseline}|{variant}");
-            let mut rows = compare_metrics(&metrics, &base_runs, &var_runs, options, &seed_label);
-            let adjusted = holm(
-                &rows
-                    .iter()
-                    .map(|r| r.p_value.unwrap_or(f64::NAN))
-                    .collect::<Vec<_>>(),
-            );
-            let family = rows.iter().filter(|r| r.p_value.is_some()).count();
-            for (row, p) in rows.iter_mut().zip(adjusted) {
-                row.p_holm = (!p.is_nan()).then_some(p);
-                row.verdict = verdict_of(row, p, family, options);
+            Some(_) => {}
+            None => {
+                let base_runs = runs_here(&baseline);
+                for variant in loaded.variants.iter().filter(|v| **v != baseline) {
+                    let var_runs = runs_here(variant);
+                    if var_runs.is_empty() || base_runs.is_empty() {
+                        continue;
+                    }
+                    comparisons.push(compare_pair(
+                        &pair(variant, base_runs.clone(), var_runs),
+                        &metrics,
+                        options,
+                        headline.as_deref(),
+                        &mut holm_notes,
+                    ));
+                }
             }
-            let headline_text = headline_line(variant, &rows, headline.as_deref());
-            holm_notes.extend(holm_note(
-                variant,
-                &baseline,
-                base_runs.len(),
-                var_runs.len(),
-                family,
-                options.alpha,
-            ));
-            comparisons.push(VariantComparison {
-                variant: variant.clone(),
-                baseline: baseline.clone(),
-                headline: headline_text,
-                rows,
-            });
         }
         let steps = match headline
             .as_deref()
@@ -273,7 +301,7 @@ pub fn compute(
         let worst = loaded
             .variants
             .iter()
-            .filter_map(|v| worst_of(v, &runs_of(v)))
+            .filter_map(|v| worst_of(v, &runs_here(v)))
             .collect();
         groups.push(Group {
             params: combo.clone(),
@@ -283,19 +311,29 @@ pub fn compute(
             worst,
         });
     }
-    let sweep = (!loaded.param_keys.is_empty())
-        .then(|| {
-            headline
-                .as_deref()
-                .and_then(|k| metrics.iter().find(|m| m.key == k))
-        })
-        .flatten()
-        .map(|m| sweep(m, &groups, loaded, &baseline));
+    // The sweep shows the headline metric, or every metric `--show` named.
+    let sweep_metrics: Vec<&Metric> = if options.metrics.is_empty() {
+        headline
+            .as_deref()
+            .and_then(|k| metrics.iter().find(|m| m.key == k))
+            .into_iter()
+            .collect()
+    } else {
+        metrics.iter().collect()
+    };
+    let sweeps = if loaded.param_keys.is_empty() {
+        Vec::new()
+    } else {
+        sweep_metrics
+            .into_iter()
+            .map(|m| sweep(m, &groups, loaded, &baseline, &baseline_params))
+            .collect()
+    };
     let mut runs = BTreeMap::new();
     for r in loaded.runs.iter().filter(measured) {
         *runs.entry(r.variant.clone()).or_insert(0) += 1;
     }
-    let excluded = loaded
+    let mut excluded: Vec<Excluded> = loaded
         .runs
         .iter()
         .filter(|r| r.status != RunStatus::Ok)
@@ -304,9 +342,11 @@ pub fn compute(
             run_id: r.run_id,
             variant: r.variant.clone(),
             params: describe_params(&r.params),
+            metric: None,
             why: r.failure.clone().unwrap_or_else(|| r.status.name().into()),
         })
         .collect();
+    excluded.extend(unread_metrics(loaded, &metrics));
     let mut notes = notes;
     for n in holm_notes {
         if !notes.contains(&n) {
@@ -329,20 +369,146 @@ pub fn compute(
         variants: loaded.variants.clone(),
         runs,
         param_keys: loaded.param_keys.clone(),
+        baseline_params,
         headline_metric: headline.unwrap_or_default(),
         metrics,
         groups,
-        sweep,
+        sweeps,
         excluded,
         notes,
     }
 }
 
-/// fps when compared, else the first metric.
+/// The combinations of parameter values the measured runs have, in the order the
+/// experiment listed the values.
+pub fn combinations(loaded: &Loaded) -> Vec<BTreeMap<String, String>> {
+    let mut combos: Vec<BTreeMap<String, String>> = Vec::new();
+    for r in loaded
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Ok && r.data.is_some())
+    {
+        if !combos.contains(&r.params) {
+            combos.push(r.params.clone());
+        }
+    }
+    let rank = |combo: &BTreeMap<String, String>| -> Vec<usize> {
+        loaded
+            .param_keys
+            .iter()
+            .map(|k| {
+                let v = combo.get(k);
+                loaded
+                    .param_values
+                    .get(k)
+                    .and_then(|vs| v.and_then(|v| vs.iter().position(|x| x == v)))
+                    .unwrap_or(usize::MAX)
+            })
+            .collect()
+    };
+    combos.sort_by_key(|c| rank(c));
+    combos
+}
+
+/// Measured runs whose metric from output could not be read: excluded from that metric
+/// only, and listed with the reason.
+fn unread_metrics(loaded: &Loaded, metrics: &[Metric]) -> Vec<Excluded> {
+    let mut out = Vec::new();
+    for r in loaded.runs.iter().filter(|r| r.status == RunStatus::Ok) {
+        let Some(data) = &r.data else {
+            continue;
+        };
+        for metric in metrics {
+            let super::metrics::Kind::Output { name } = &metric.kind else {
+                continue;
+            };
+            if let Some(failure) = data
+                .output_metrics
+                .iter()
+                .find(|m| &m.name == name)
+                .and_then(|m| m.failure.clone())
+            {
+                out.push(Excluded {
+                    path: r.path.display().to_string(),
+                    run_id: r.run_id,
+                    variant: r.variant.clone(),
+                    params: describe_params(&r.params),
+                    metric: Some(name.clone()),
+                    why: failure,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// One comparison to make: a variant's runs against the baseline's.
+struct Pair<'a> {
+    variant: String,
+    baseline: String,
+    baseline_params: String,
+    seed_label: String,
+    base_runs: Vec<&'a LoadedRun>,
+    var_runs: Vec<&'a LoadedRun>,
+}
+
+fn compare_pair(
+    pair: &Pair,
+    metrics: &[Metric],
+    options: &CompareOptions,
+    headline: Option<&str>,
+    holm_notes: &mut Vec<String>,
+) -> VariantComparison {
+    let mut rows = compare_metrics(
+        metrics,
+        &pair.base_runs,
+        &pair.var_runs,
+        options,
+        &pair.seed_label,
+    );
+    let adjusted = holm(
+        &rows
+            .iter()
+            .map(|r| r.p_value.unwrap_or(f64::NAN))
+            .collect::<Vec<_>>(),
+    );
+    let family = rows.iter().filter(|r| r.p_value.is_some()).count();
+    for (row, p) in rows.iter_mut().zip(adjusted) {
+        row.p_holm = (!p.is_nan()).then_some(p);
+        row.verdict = verdict_of(row, p, family, options);
+    }
+    let (name, against) = if pair.baseline_params.is_empty() {
+        (pair.variant.clone(), pair.baseline.clone())
+    } else {
+        (
+            format!("{} at each value", pair.variant),
+            pair.baseline_params.clone(),
+        )
+    };
+    holm_notes.extend(holm_note(
+        &name,
+        &against,
+        pair.base_runs.len(),
+        pair.var_runs.len(),
+        family,
+        options.alpha,
+    ));
+    VariantComparison {
+        variant: pair.variant.clone(),
+        baseline: pair.baseline.clone(),
+        baseline_params: pair.baseline_params.clone(),
+        headline: headline_line(&pair.variant, &rows, headline),
+        rows,
+    }
+}
+
+/// The command's own first metric from output (the honest throughput), else fps, else
+/// the first metric, in the order shown.
 fn headline_metric(metrics: &[Metric]) -> Option<String> {
     metrics
         .iter()
-        .find(|m| m.key == "fps")
+        .find(|m| matches!(m.kind, super::metrics::Kind::Output { .. }))
+        .or_else(|| metrics.iter().find(|m| m.key == "fps"))
         .or_else(|| metrics.first())
         .map(|m| m.key.clone())
 }
@@ -449,7 +615,7 @@ fn compare_metric(
     Row {
         metric: metric.key.clone(),
         label: metric.label.clone(),
-        unit: metric.unit,
+        unit: metric.unit.clone(),
         direction: metric.direction,
         baseline: summary(metric, &b).map(|s| Summary {
             resolution: resolution(metric, base_runs),
@@ -501,7 +667,7 @@ fn holm_note(
     let best = smallest_p(runs_base, runs_var) * family as f64;
     (family > 0 && !significance_reachable(runs_base, runs_var, family, alpha)).then(|| {
         format!(
-            "{variant} vs {baseline}: with {runs_base} vs {runs_var} runs and {family} metrics no p-value can pass Holm's correction (the smallest possible is {:.3}): improved or regressed needs at least {} runs a side (equivalent {MIN_RUNS_FOR_VERDICT}), or name fewer --metric",
+            "{variant} vs {baseline}: with {runs_base} vs {runs_var} runs and {family} metrics no p-value can pass Holm's correction (the smallest possible is {:.3}): improved or regressed needs at least {} runs a side (equivalent {MIN_RUNS_FOR_VERDICT}), or name fewer with --show",
             best.min(1.0),
             runs_for_significance(family, alpha)
         )
@@ -575,19 +741,29 @@ fn worst_of(variant: &str, runs: &[&LoadedRun]) -> Option<Worst> {
         .max_by(|a, b| a.total_us.total_cmp(&b.total_us))
 }
 
-fn sweep(metric: &Metric, groups: &[Group], loaded: &Loaded, baseline: &str) -> Sweep {
+/// The sweep table of one metric: a row per combination of parameter values, the median
+/// of each variant, and each change with its interval and verdict (against the baseline
+/// variant at those values, or, in a sweep of one variant, against `baseline_params`).
+fn sweep(
+    metric: &Metric,
+    groups: &[Group],
+    loaded: &Loaded,
+    baseline: &str,
+    baseline_params: &str,
+) -> Sweep {
     let others: Vec<&String> = loaded.variants.iter().filter(|v| *v != baseline).collect();
     let mut order = vec![baseline.to_owned()];
     order.extend(others.iter().map(|s| s.to_string()));
+    let change = |c: &VariantComparison| {
+        let r = c.rows.iter().find(|r| r.metric == metric.key)?;
+        Some(SweepChange {
+            ratio: r.ratio?,
+            verdict: r.verdict.word().to_owned(),
+        })
+    };
     let rows = groups
         .iter()
         .map(|g| {
-            let row_of = |variant: &str| {
-                g.comparisons
-                    .iter()
-                    .find(|c| c.variant == variant)
-                    .and_then(|c| c.rows.iter().find(|r| r.metric == metric.key))
-            };
             let median_of = |variant: &str| {
                 summary(
                     metric,
@@ -596,13 +772,19 @@ fn sweep(metric: &Metric, groups: &[Group], loaded: &Loaded, baseline: &str) -> 
                 .map(|s| s.median)
             };
             let medians = order.iter().map(|v| median_of(v)).collect();
-            let changes = others
-                .iter()
-                .map(|v| {
-                    let r = row_of(v)?;
-                    Some(((r.ratio?.ratio - 1.0) * 100.0, r.verdict.word().to_owned()))
-                })
-                .collect();
+            let changes = if baseline_params.is_empty() {
+                others
+                    .iter()
+                    .map(|v| {
+                        g.comparisons
+                            .iter()
+                            .find(|c| &c.variant == *v)
+                            .and_then(change)
+                    })
+                    .collect()
+            } else {
+                vec![g.comparisons.first().and_then(change)]
+            };
             SweepRow {
                 params: g.label.clone(),
                 medians,
@@ -618,8 +800,9 @@ fn sweep(metric: &Metric, groups: &[Group], loaded: &Loaded, baseline: &str) -> 
     Sweep {
         metric: metric.key.clone(),
         label: metric.label.clone(),
-        unit: metric.unit,
+        unit: metric.unit.clone(),
         variants: order,
+        baseline_params: baseline_params.to_owned(),
         rows,
         resolution: resolution(metric, &all_runs),
     }

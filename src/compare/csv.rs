@@ -1,9 +1,11 @@
 //! One row per (parameter values, variant, metric): for spreadsheets and scripts. Values
 //! are written unscaled, in the unit the `unit` column names (`bytes`, not the tables' MiB).
+//! In a sweep of one variant, `baseline` is the variant itself and `baseline_params` the
+//! parameter values it is compared with (empty otherwise).
 
 use super::compute::Comparison;
 
-const HEADER: &str = "params,variant,baseline,metric,unit,direction,baseline_runs,baseline_median,baseline_spread_pct,variant_runs,variant_median,variant_spread_pct,ratio,ratio_low,ratio_high,p_value,p_holm,p_method,verdict,more_runs,reason";
+const HEADER: &str = "params,variant,baseline,metric,unit,direction,baseline_runs,baseline_median,baseline_spread_pct,variant_runs,variant_median,variant_spread_pct,ratio,ratio_low,ratio_high,p_value,p_holm,p_method,verdict,more_runs,reason,baseline_params";
 
 pub fn render(c: &Comparison) -> String {
     let mut out = String::from(HEADER);
@@ -24,7 +26,7 @@ pub fn render(c: &Comparison) -> String {
                     cmp.variant.clone(),
                     cmp.baseline.clone(),
                     r.metric.clone(),
-                    super::text::value_unit_name(r.unit).into(),
+                    super::text::value_unit_name(&r.unit).into(),
                     serde_json::to_value(r.direction)
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_owned))
@@ -51,6 +53,7 @@ pub fn render(c: &Comparison) -> String {
                     r.verdict.word().into(),
                     more,
                     reason,
+                    cmp.baseline_params.clone(),
                 ];
                 let line: Vec<String> = fields.iter().map(|f| quote(f)).collect();
                 out.push_str(&line.join(","));

@@ -35,12 +35,18 @@ pub struct RunData {
     pub work_units: u64,
     /// CPU of each role (the command's tree, each watched process) over the window.
     pub roles: Vec<RoleCpu>,
+    /// Metrics from the command's output (`--metric`), with or without a value.
+    pub output_metrics: Vec<crate::output::MetricValue>,
+    /// fps is `--frames N` over the whole run (start-up and shutdown included).
+    pub fps_from_frames: bool,
 }
 
 pub fn extract(run: &Run) -> RunData {
     let analysis = analyze(run);
     let mut data = from_analysis(&analysis);
     data.fixed_duration = run.meta.end_reason == crate::model::EndReason::Duration;
+    data.output_metrics = run.metrics.clone();
+    data.fps_from_frames = analysis.frames_from_hint && analysis.observed_fps.is_some();
     let (stages, totals) = frame_values(run, &analysis);
     data.stages = stages;
     data.totals = totals;

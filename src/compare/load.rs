@@ -152,6 +152,7 @@ pub fn load(sources: &[Source]) -> Result<Loaded> {
                 }
             }
             let mut listed = std::collections::HashSet::new();
+            let mut warmups = 0;
             for r in &experiment.runs {
                 if let Some(ids) = &source.run_ids {
                     if !ids.contains(&r.run_id) {
@@ -162,6 +163,11 @@ pub fn load(sources: &[Source]) -> Result<Loaded> {
                     continue;
                 };
                 listed.insert(r.run_id);
+                // Warmup runs (`--warmup-runs`) are never compared, nor listed as excluded.
+                if r.status == RunStatus::Warmup {
+                    warmups += 1;
+                    continue;
+                }
                 let variant = rename(&r.variant);
                 if !names_here.contains(&variant) {
                     names_here.push(variant.clone());
@@ -182,6 +188,14 @@ pub fn load(sources: &[Source]) -> Result<Loaded> {
                     fingerprint: fingerprint_of(meta),
                     data: None,
                 });
+            }
+            if warmups > 0 {
+                notes.push(format!(
+                    "{warmups} warmup run{} in {} (--warmup-runs) done before the measured ones, \
+                     not compared",
+                    if warmups == 1 { "" } else { "s" },
+                    path.display()
+                ));
             }
             let orphans = metas.iter().filter(|m| !listed.contains(&m.id)).count();
             if orphans > 0 && source.run_ids.is_none() {

@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 use super::extract::RunData;
 use crate::stats::{Direction, RunValue};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// A metric's unit. Serialised as one string: the built-in units by name (`fps`,
+/// `microseconds`, ...), a metric from output by the unit its definition gave (`req/s`).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Unit {
     Fps,
     Microseconds,
@@ -17,6 +18,47 @@ pub enum Unit {
     Joules,
     /// CPU seconds per second: how many cores' worth of work.
     Cores,
+    /// `[UNIT]` of a `--metric` definition, as given (empty when none was).
+    Custom(String),
+}
+
+const BUILT_IN_UNITS: [(&str, Unit); 7] = [
+    ("fps", Unit::Fps),
+    ("microseconds", Unit::Microseconds),
+    ("seconds", Unit::Seconds),
+    ("percent", Unit::Percent),
+    ("bytes", Unit::Bytes),
+    ("joules", Unit::Joules),
+    ("cores", Unit::Cores),
+];
+
+impl Unit {
+    /// The name JSON carries.
+    pub fn key(&self) -> &str {
+        match self {
+            Unit::Custom(text) => text,
+            built_in => BUILT_IN_UNITS
+                .iter()
+                .find(|(_, u)| u == built_in)
+                .map_or("", |(name, _)| name),
+        }
+    }
+}
+
+impl Serialize for Unit {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.key())
+    }
+}
+
+impl<'de> Deserialize<'de> for Unit {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Unit, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Ok(BUILT_IN_UNITS
+            .iter()
+            .find(|(name, _)| *name == text)
+            .map_or(Unit::Custom(text), |(_, u)| u.clone()))
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -43,6 +85,10 @@ pub enum Kind {
     Percentile {
         stage: Option<String>,
         p: f64,
+    },
+    /// A number the command printed or wrote (`--metric NAME...`), one per run.
+    Output {
+        name: String,
     },
 }
 
@@ -77,7 +123,7 @@ impl RoleFigure {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Metric {
-    /// What `--metric` takes: `fps`, `total.p99`, `encode.p50`, `cpu_per_frame`, ...
+    /// What `--show` takes: `fps`, `total.p99`, `encode.p50`, `cpu_per_frame`, `req_s`, ...
     pub key: String,
     /// How tables name it: "fps", "total p99", "CPU per frame".
     pub label: String,
@@ -148,6 +194,12 @@ impl Metric {
                 .iter()
                 .find(|(d, _)| d == device)
                 .and_then(|(_, joules)| whole(*joules)),
+            Kind::Output { name } => run
+                .output_metrics
+                .iter()
+                .find(|m| &m.name == name)
+                .and_then(|m| m.value)
+                .and_then(whole),
             Kind::Percentile { stage, p } => {
                 let sorted = match stage {
                     None => &run.totals,
@@ -193,24 +245,28 @@ impl Metric {
 
     /// A value of this metric as a table prints it (its unit: µs for times).
     pub fn display_value(&self, value: f64) -> f64 {
-        match (&self.kind, self.unit) {
+        match (&self.kind, &self.unit) {
             (Kind::Percentile { .. }, _) => value / 1e3,
             _ => value,
         }
     }
 }
 
-/// Every metric the runs have, in table order. Whole-process metrics (wall, CPU) only
-/// where some run was not cut by --duration (otherwise wall is the duration asked).
+/// Every metric the runs have, in table order: the metrics from the command's output
+/// first (the program's own figures), then the built-in ones. Whole-process metrics (wall,
+/// CPU) only where some run was not cut by --duration (otherwise wall is the duration
+/// asked). A metric from output is listed even when no run could read it: its rows then
+/// say so, rather than the metric vanishing.
 pub fn catalogue(runs: &[&RunData]) -> Vec<Metric> {
     use Direction::*;
-    let mut all = vec![Metric::new(
+    let mut all = output_metrics(runs);
+    all.push(Metric::new(
         "fps",
         "fps",
         Unit::Fps,
         HigherIsBetter,
         Kind::Fps,
-    )];
+    ));
     let mut stage_names: Vec<&str> = Vec::new();
     for run in runs {
         for (name, _) in &run.stages {
@@ -281,6 +337,7 @@ pub fn catalogue(runs: &[&RunData]) -> Vec<Metric> {
             figure: RoleFigure::Cpu,
             ..
         } => runs.iter().any(|r| !r.fixed_duration),
+        Kind::Output { .. } => true,
         _ => runs.iter().any(|r| m.value(r).is_some()),
     };
     all.into_iter().filter(exists).collect()
@@ -332,10 +389,75 @@ fn role_key(role: &str) -> String {
         .collect()
 }
 
-/// Without `--metric`: fps, each stage's p50/p95/p99, total p50/p99, late frames, CPU per
-/// frame, load, peak RSS, and wall and CPU time for commands that end by themselves; and
-/// each role's CPU, CPU per frame and load. Cores are load ÷ 100: judging both would count
-/// one change twice in the Holm family, so they are shown only when asked for.
+/// The metrics from output the runs recorded, in the order first seen; unit and direction
+/// as the first run that has the metric defined them (`disagreements` tells of others).
+fn output_metrics(runs: &[&RunData]) -> Vec<Metric> {
+    let mut seen: Vec<&crate::output::MetricValue> = Vec::new();
+    for run in runs {
+        for m in &run.output_metrics {
+            if !seen.iter().any(|s| s.name == m.name) {
+                seen.push(m);
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|m| {
+            Metric::new(
+                &m.name,
+                &m.name,
+                Unit::Custom(m.unit.clone()),
+                m.direction.unwrap_or(Direction::Unstated),
+                Kind::Output {
+                    name: m.name.clone(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// Notes on metrics from output whose runs do not agree (a unit or direction changed
+/// between recordings), and on those whose direction was never said.
+pub fn disagreements(runs: &[&RunData], chosen: &[Metric]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for metric in chosen {
+        let Kind::Output { name } = &metric.kind else {
+            continue;
+        };
+        let definitions: Vec<&crate::output::MetricValue> = runs
+            .iter()
+            .flat_map(|r| r.output_metrics.iter().filter(|m| &m.name == name))
+            .collect();
+        let mut texts: Vec<&str> = definitions.iter().map(|m| m.definition.as_str()).collect();
+        texts.dedup();
+        let units_differ = definitions
+            .iter()
+            .any(|m| Unit::Custom(m.unit.clone()) != metric.unit);
+        let directions_differ = definitions
+            .iter()
+            .any(|m| m.direction.unwrap_or(Direction::Unstated) != metric.direction);
+        if units_differ || directions_differ {
+            notes.push(format!(
+                "{name} was defined differently across the runs ({}): the first definition's \
+                 unit and direction are used",
+                texts.join(" / ")
+            ));
+        }
+        if metric.direction == Direction::Unstated {
+            notes.push(format!(
+                "{name}: which way is better was not stated when it was recorded (--metric \
+                 {name}:higher=... or :lower=...), so a change in it is never called improved \
+                 or regressed"
+            ));
+        }
+    }
+    notes
+}
+
+/// Without `--show`: the metrics from output, fps, each stage's p50/p95/p99, total p50/p99,
+/// late frames, CPU per frame, load, peak RSS, and wall and CPU time for commands that end
+/// by themselves; and each role's CPU, CPU per frame and load. Cores are load ÷ 100:
+/// judging both would count one change twice in the Holm family, so they are shown only
+/// when asked for.
 pub fn defaults(catalogue: &[Metric]) -> Vec<Metric> {
     catalogue
         .iter()
@@ -354,7 +476,7 @@ pub fn defaults(catalogue: &[Metric]) -> Vec<Metric> {
         .collect()
 }
 
-/// The metrics named by `--metric` (each may list several, comma-separated), in the order
+/// The metrics named by `--show` (each may list several, comma-separated), in the order
 /// given; an unknown name is an error that lists the ones these runs have.
 pub fn select(catalogue: &[Metric], names: &[String]) -> anyhow::Result<Vec<Metric>> {
     let mut chosen: Vec<Metric> = Vec::new();

@@ -13,7 +13,7 @@ mod text;
 
 use anyhow::{bail, Result};
 
-pub use compute::{CompareOptions, Comparison, Row, SCHEMA};
+pub use compute::{CompareOptions, Comparison, Row, Sweep, SweepChange, SCHEMA};
 pub use extract::{extract, RunData};
 pub use load::{parse_named_source, parse_source, Source};
 
@@ -67,15 +67,100 @@ pub fn compare(sources: &[Source], options: &CompareOptions) -> Result<Compariso
     if chosen.is_empty() {
         bail!("these runs have no metric in common to compare");
     }
+    let baseline_combo = baseline_combo(&loaded, options)?;
     let mut notes = loaded.notes.clone();
     notes.extend(fingerprints::differences(&loaded.runs));
+    notes.extend(metrics::disagreements(&measured, &chosen));
+    if chosen.iter().any(|m| m.key == "fps") && measured.iter().any(|r| r.fps_from_frames) {
+        notes.push(format!(
+            "{}: it is N ÷ each run's whole wall time; a rate the command prints itself \
+             (--metric) leaves them out",
+            crate::report::facts::FPS_FROM_FRAMES
+        ));
+    }
     let sources = sources
         .iter()
         .map(|s| s.path.display().to_string())
         .collect();
     Ok(compute::compute(
-        &loaded, chosen, baseline, options, notes, sources,
+        &loaded,
+        chosen,
+        baseline,
+        baseline_combo,
+        options,
+        notes,
+        sources,
     ))
+}
+
+/// In a sweep of one variant, the parameter values the others are compared with: the
+/// first value of each parameter, or `--baseline-value` (`V` with one parameter, `KEY=V`
+/// for any). `None` when variants are compared with each other instead.
+fn baseline_combo(
+    loaded: &load::Loaded,
+    options: &CompareOptions,
+) -> Result<Option<std::collections::BTreeMap<String, String>>> {
+    let sweep_of_one = loaded.variants.len() == 1 && !loaded.param_keys.is_empty();
+    if !sweep_of_one {
+        if let Some(v) = options.baseline_values.first() {
+            bail!(
+                "--baseline-value {v}: it picks the parameter values a sweep of one variant is \
+                 compared with; these runs have {} variants, compared with each other at every \
+                 value (choose the reference one with --baseline NAME)",
+                loaded.variants.len()
+            );
+        }
+        return Ok(None);
+    }
+    let combos = compute::combinations(loaded);
+    let Some(first) = combos.first() else {
+        return Ok(None);
+    };
+    let mut wanted = first.clone();
+    let values_of = |key: &str| {
+        let mut values: Vec<&String> = combos.iter().filter_map(|c| c.get(key)).collect();
+        values.dedup();
+        values
+            .iter()
+            .map(|v| v.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for given in &options.baseline_values {
+        let (key, value) = match given.split_once('=') {
+            Some((k, v)) => (k.trim().to_owned(), v.trim().to_owned()),
+            None if loaded.param_keys.len() == 1 => {
+                (loaded.param_keys[0].clone(), given.trim().to_owned())
+            }
+            None => bail!(
+                "--baseline-value {given}: there are {} parameters ({}): say which, e.g. \
+                 --baseline-value {}={given}",
+                loaded.param_keys.len(),
+                loaded.param_keys.join(", "),
+                loaded.param_keys[0]
+            ),
+        };
+        if !loaded.param_keys.contains(&key) {
+            bail!(
+                "--baseline-value {given}: no parameter '{key}'; the parameters are {}",
+                loaded.param_keys.join(", ")
+            );
+        }
+        if !combos.iter().any(|c| c.get(&key) == Some(&value)) {
+            bail!(
+                "--baseline-value {given}: {key} has no measured runs at {value}; its values are {}",
+                values_of(&key)
+            );
+        }
+        wanted.insert(key, value);
+    }
+    if !combos.contains(&wanted) {
+        bail!(
+            "--baseline-value: no measured runs at {}; give a combination that was run",
+            compute::describe_params(&wanted)
+        );
+    }
+    Ok(Some(wanted))
 }
 
 /// Every variant needs two measured runs in every group of parameter values.

@@ -68,6 +68,8 @@ pub fn render(c: &Comparison, markdown: bool) -> String {
         for cmp in &g.comparisons {
             let prefix = if g.label.is_empty() {
                 String::new()
+            } else if !cmp.baseline_params.is_empty() {
+                format!("[{} vs {}] ", g.label, cmp.baseline_params)
             } else {
                 format!("[{}] ", g.label)
             };
@@ -81,40 +83,8 @@ pub fn render(c: &Comparison, markdown: bool) -> String {
     for g in &c.groups {
         group(&mut out, c, g, markdown, &heading);
     }
-    if let Some(sweep) = &c.sweep {
-        heading(
-            &mut out,
-            &format!(
-                "sweep: {} ({}) per parameter value",
-                sweep.label,
-                unit_name(sweep.unit)
-            ),
-        );
-        let mut headers: Vec<String> = vec![c.param_keys.join(" ")];
-        headers.extend(sweep.variants.iter().cloned());
-        headers.extend(sweep.variants.iter().skip(1).map(|v| format!("{v} change")));
-        let mut t = Table {
-            headers,
-            rows: Vec::new(),
-        };
-        for row in &sweep.rows {
-            let mut cells = vec![row.params.clone()];
-            cells.extend(
-                row.medians
-                    .iter()
-                    .map(|m| m.map_or("—".into(), |v| value_to(sweep.unit, v, sweep.resolution))),
-            );
-            cells.extend(row.changes.iter().map(|ch| match ch {
-                Some((pct, verdict)) => format!(
-                    "{}{:.1}% {verdict}",
-                    if *pct < 0.0 { "−" } else { "+" },
-                    pct.abs()
-                ),
-                None => "—".into(),
-            }));
-            t.push(cells);
-        }
-        out.push_str(&t.render(markdown));
+    for sweep in &c.sweeps {
+        sweep_table(&mut out, c, sweep, markdown, &heading);
     }
     if !c.excluded.is_empty() {
         heading(&mut out, "excluded from the statistics");
@@ -124,8 +94,12 @@ pub fn render(c: &Comparison, markdown: bool) -> String {
             } else {
                 format!(" [{}]", e.params)
             };
+            let from = match &e.metric {
+                Some(metric) => format!(" from {metric}"),
+                None => String::new(),
+            };
             out.push_str(&format!(
-                "{}run {} of {} ({}{at}): {}\n",
+                "{}run {} of {} ({}{at}){from}: {}\n",
                 bullet(markdown),
                 e.run_id,
                 e.path,
@@ -141,6 +115,70 @@ pub fn render(c: &Comparison, markdown: bool) -> String {
         }
     }
     out
+}
+
+/// One metric across the parameter values: the median of each variant, each change with
+/// its interval and verdict.
+fn sweep_table(
+    out: &mut String,
+    c: &Comparison,
+    sweep: &super::compute::Sweep,
+    markdown: bool,
+    heading: &dyn Fn(&mut String, &str),
+) {
+    let against = if sweep.baseline_params.is_empty() {
+        String::new()
+    } else {
+        format!(", against {}", sweep.baseline_params)
+    };
+    heading(
+        out,
+        &format!(
+            "sweep: {} ({}) per parameter value{against}",
+            sweep.label,
+            unit_name(&sweep.unit)
+        ),
+    );
+    let mut headers: Vec<String> = vec![c.param_keys.join(" ")];
+    headers.extend(sweep.variants.iter().cloned());
+    if sweep.baseline_params.is_empty() {
+        headers.extend(
+            sweep
+                .variants
+                .iter()
+                .skip(1)
+                .map(|v| format!("{v} change [95% interval]")),
+        );
+    } else {
+        headers.push(format!(
+            "change vs {} [95% interval]",
+            sweep.baseline_params
+        ));
+    }
+    let mut t = Table {
+        headers,
+        rows: Vec::new(),
+    };
+    for row in &sweep.rows {
+        let mut cells = vec![row.params.clone()];
+        cells.extend(
+            row.medians
+                .iter()
+                .map(|m| m.map_or("—".into(), |v| value_to(&sweep.unit, v, sweep.resolution))),
+        );
+        let is_baseline = !sweep.baseline_params.is_empty() && row.params == sweep.baseline_params;
+        cells.extend(row.changes.iter().map(|ch| match ch {
+            Some(ch) => format!(
+                "{} {}",
+                interval_text(ch.ratio.ratio, ch.ratio.low, ch.ratio.high),
+                ch.verdict
+            ),
+            None if is_baseline => "baseline".into(),
+            None => "—".into(),
+        }));
+        t.push(cells);
+    }
+    out.push_str(&t.render(markdown));
 }
 
 fn bullet(markdown: bool) -> &'static str {
@@ -164,12 +202,22 @@ fn group(
         format!(" [{}]", g.label)
     };
     for cmp in &g.comparisons {
-        heading(out, &format!("{} vs {}{at}", cmp.variant, cmp.baseline));
+        let title = if cmp.baseline_params.is_empty() {
+            format!("{} vs {}{at}", cmp.variant, cmp.baseline)
+        } else {
+            format!("{}{at} vs [{}]", cmp.variant, cmp.baseline_params)
+        };
+        heading(out, &title);
+        let (base_head, var_head) = if cmp.baseline_params.is_empty() {
+            (cmp.baseline.clone(), cmp.variant.clone())
+        } else {
+            (cmp.baseline_params.clone(), g.label.clone())
+        };
         let mut t = Table::new(&[
             "metric",
             "unit",
-            &cmp.baseline,
-            &cmp.variant,
+            &base_head,
+            &var_head,
             "change [95% interval]",
             "p (Holm)",
             "verdict",
@@ -177,9 +225,9 @@ fn group(
         for row in &cmp.rows {
             t.push(vec![
                 row.label.clone(),
-                unit_name(row.unit).into(),
-                summary_cell(row.unit, row.baseline.as_ref()),
-                summary_cell(row.unit, row.variant.as_ref()),
+                unit_name(&row.unit).into(),
+                summary_cell(&row.unit, row.baseline.as_ref()),
+                summary_cell(&row.unit, row.variant.as_ref()),
                 change_cell(row),
                 row.p_holm.map_or("—".into(), p_text),
                 row.verdict.word().into(),
@@ -217,10 +265,10 @@ fn group(
     }
     if !g.steps.is_empty() {
         let metric = c.metrics.iter().find(|m| m.key == c.headline_metric);
-        let (label, unit) = metric.map_or(("", Unit::Fps), |m| (m.label.as_str(), m.unit));
+        let (label, unit) = metric.map_or(("", Unit::Fps), |m| (m.label.as_str(), m.unit.clone()));
         heading(
             out,
-            &format!("step by step{at}: {label} ({})", unit_name(unit)),
+            &format!("step by step{at}: {label} ({})", unit_name(&unit)),
         );
         let mut t = Table::new(&[
             "variant",
@@ -235,7 +283,7 @@ fn group(
             };
             t.push(vec![
                 s.variant.clone(),
-                value_to(unit, s.median, s.resolution),
+                value_to(&unit, s.median, s.resolution),
                 cell(&s.step),
                 cell(&s.cumulative),
             ]);
@@ -288,7 +336,7 @@ fn change_cell(row: &Row) -> String {
     }
 }
 
-fn summary_cell(unit: Unit, s: Option<&super::compute::Summary>) -> String {
+fn summary_cell(unit: &Unit, s: Option<&super::compute::Summary>) -> String {
     match s {
         Some(s) => format!(
             "{} ±{:.1}%",
@@ -299,7 +347,7 @@ fn summary_cell(unit: Unit, s: Option<&super::compute::Summary>) -> String {
     }
 }
 
-pub fn unit_name(unit: Unit) -> &'static str {
+pub fn unit_name(unit: &Unit) -> &str {
     match unit {
         Unit::Fps => "fps",
         Unit::Microseconds => "µs",
@@ -308,12 +356,13 @@ pub fn unit_name(unit: Unit) -> &'static str {
         Unit::Bytes => "MiB",
         Unit::Joules => "J",
         Unit::Cores => "cores",
+        Unit::Custom(text) => text,
     }
 }
 
 /// The unit of a metric's values as the machine formats (CSV, JSON) write them, unscaled:
 /// bytes stay bytes there, while the tables print them as MiB ([`unit_name`]).
-pub fn value_unit_name(unit: Unit) -> &'static str {
+pub fn value_unit_name(unit: &Unit) -> &str {
     match unit {
         Unit::Bytes => "bytes",
         other => unit_name(other),
@@ -322,10 +371,10 @@ pub fn value_unit_name(unit: Unit) -> &'static str {
 
 /// A value in its unit's usual precision, but no finer than `resolution` (in the same
 /// unit) when it is known: CPU seconds from clock ticks print two decimals, not three.
-pub fn value_to(unit: Unit, v: f64, resolution: Option<f64>) -> String {
+pub fn value_to(unit: &Unit, v: f64, resolution: Option<f64>) -> String {
     let usual = value(unit, v);
     match resolution {
-        Some(r) if unit != Unit::Bytes => {
+        Some(r) if *unit != Unit::Bytes => {
             let decimals = usual.split_once('.').map_or(0, |(_, d)| d.len());
             crate::units::fixed_to_resolution(v, r, decimals)
         }
@@ -334,7 +383,7 @@ pub fn value_to(unit: Unit, v: f64, resolution: Option<f64>) -> String {
 }
 
 /// A value in its unit's usual precision (bytes as MiB).
-pub fn value(unit: Unit, v: f64) -> String {
+pub fn value(unit: &Unit, v: f64) -> String {
     match unit {
         Unit::Bytes => format!("{:.1}", v / (1024.0 * 1024.0)),
         Unit::Seconds => format!("{v:.3}"),
@@ -351,6 +400,20 @@ pub fn value(unit: Unit, v: f64) -> String {
                 format!("{v:.2}")
             }
         }
+        // A program's own number: at least three significant digits, whatever its scale.
+        Unit::Custom(_) => {
+            let a = v.abs();
+            let decimals = if a >= 1000.0 || a == 0.0 {
+                if v.fract() == 0.0 {
+                    0
+                } else {
+                    1
+                }
+            } else {
+                (2 - a.log10().floor() as i32).clamp(1, 9) as usize
+            };
+            format!("{v:.decimals$}")
+        }
     }
 }
 
@@ -361,12 +424,24 @@ mod tests {
     #[test]
     fn cpu_figures_print_no_finer_than_their_resolution() {
         // CPU seconds of runs read in clock ticks: `0.26`, never `0.260`.
-        assert_eq!(value_to(Unit::Seconds, 0.26, Some(0.01)), "0.26");
+        assert_eq!(value_to(&Unit::Seconds, 0.26, Some(0.01)), "0.26");
         // From the process CPU clock: the table's usual three decimals.
-        assert_eq!(value_to(Unit::Seconds, 0.261234, Some(1e-9)), "0.261");
+        assert_eq!(value_to(&Unit::Seconds, 0.261234, Some(1e-9)), "0.261");
         // A load over a 2 s window in ticks (0.5%): whole percent.
-        assert_eq!(value_to(Unit::Percent, 31.24, Some(0.5)), "31");
+        assert_eq!(value_to(&Unit::Percent, 31.24, Some(0.5)), "31");
         // Unknown resolution (older files): as before.
-        assert_eq!(value_to(Unit::Seconds, 0.26, None), "0.260");
+        assert_eq!(value_to(&Unit::Seconds, 0.26, None), "0.260");
+    }
+
+    #[test]
+    fn a_programs_own_numbers_keep_three_significant_digits() {
+        let custom = Unit::Custom("req/s".into());
+        assert_eq!(value(&custom, 14236.48), "14236.5");
+        assert_eq!(value(&custom, 2000.0), "2000");
+        assert_eq!(value(&custom, 123.456), "123.5");
+        assert_eq!(value(&custom, 1.23456), "1.23");
+        assert_eq!(value(&custom, 0.0123456), "0.0123");
+        assert_eq!(value(&custom, 0.0), "0");
+        assert_eq!(unit_name(&custom), "req/s");
     }
 }

@@ -44,9 +44,9 @@ pub fn export_to_path(
     path: &std::path::Path,
     input: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    let target = crate::output::Target::resolve(path)?;
+    let target = crate::destination::Target::resolve(path)?;
     if let Some(input) = input {
         target.refuse_overwriting(path, input)?;
     }
-    crate::output::write_whole(&target, path, |out| export(run, format, out))
+    crate::destination::write_whole(&target, path, |out| export(run, format, out))
 }

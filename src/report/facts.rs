@@ -165,7 +165,7 @@ fn frames(a: &Analysis, st: &Style) -> Option<String> {
     }
     let mut parts = vec![if a.frames_from_hint {
         format!(
-            "{} given by --frames, over the whole run ({} s: start-up and exit included)",
+            "{} given by --frames over the whole run, {} s",
             a.frames,
             secs(a.window.length_ns)
         )
@@ -174,7 +174,8 @@ fn frames(a: &Analysis, st: &Style) -> Option<String> {
     }];
     if let Some(fps) = a.observed_fps {
         parts.push(if a.frames_from_hint {
-            format!("{fps:.2} per s")
+            // docs/metrics.md: N ÷ the whole wall time, not the command's own rate.
+            format!("{fps:.2} per s ({FPS_FROM_FRAMES})")
         } else {
             format!("observed {fps:.2} fps")
         });
@@ -188,6 +189,75 @@ fn frames(a: &Analysis, st: &Style) -> Option<String> {
         });
     }
     Some(parts.join(" · "))
+}
+
+/// What a rate from `--frames N` is, said wherever it is shown (report, compare, bench).
+pub const FPS_FROM_FRAMES: &str = "fps from --frames: includes start-up and shutdown";
+
+/// `req_s 1234.56 req/s (higher is better) · p99 — (not read: see the notes)`
+fn metrics(a: &Analysis, st: &Style) -> Option<String> {
+    if a.metrics.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = a
+        .metrics
+        .iter()
+        .map(|m| {
+            let name = st.name(&m.name);
+            match m.value {
+                Some(v) => {
+                    let unit = if m.unit.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {}", st.name(&m.unit))
+                    };
+                    let direction = match m.direction {
+                        Some(crate::stats::Direction::HigherIsBetter) => " (higher is better)",
+                        Some(crate::stats::Direction::LowerIsBetter) => " (lower is better)",
+                        _ => "",
+                    };
+                    format!("{name} {v}{unit}{direction}")
+                }
+                None => st.red(&format!("{name} — (not read: see the notes)")),
+            }
+        })
+        .collect();
+    Some(parts.join(" · "))
+}
+
+/// `stdout 12.0 KiB kept · stderr 1.0 MiB kept of 5.2 MiB (the first 4.2 MiB dropped)`
+fn outputs(a: &Analysis) -> Option<String> {
+    if a.outputs.is_empty() {
+        return None;
+    }
+    let size = |b: u64| {
+        let b = b as f64;
+        if b < 1024.0 {
+            format!("{b:.0} B")
+        } else if b < 1024.0 * 1024.0 {
+            format!("{:.1} KiB", b / 1024.0)
+        } else {
+            format!("{:.1} MiB", b / (1024.0 * 1024.0))
+        }
+    };
+    let parts: Vec<String> = a
+        .outputs
+        .iter()
+        .map(|o| {
+            if o.dropped == 0 {
+                format!("{} {} kept", o.stream, size(o.bytes))
+            } else {
+                format!(
+                    "{} {} kept of {} (the first {} dropped)",
+                    o.stream,
+                    size(o.bytes - o.dropped),
+                    size(o.bytes),
+                    size(o.dropped)
+                )
+            }
+        })
+        .collect();
+    Some(format!("{} in the run file", parts.join(" · ")))
 }
 
 /// `mean 119.96 · p50 120.0 · p1 114.9 · low1_avg 112.3 · …`, leaving out what is not reported.
@@ -392,6 +462,7 @@ pub fn facts(a: &Analysis, st: &Style) -> Vec<(&'static str, String)> {
         ("host", host(a, st)),
         ("target", target(a)),
         ("window", Some(window(a))),
+        ("metrics", metrics(a, st)),
         ("frames", frames(a, st)),
         ("fps", fps(a)),
         ("cpu", cpu(a)),
@@ -400,6 +471,7 @@ pub fn facts(a: &Analysis, st: &Style) -> Vec<(&'static str, String)> {
         ("stutter", stutter(a, st)),
         ("jitter", jitter(a, st)),
         ("Δ interval", delta_buckets(a)),
+        ("output", outputs(a)),
     ];
     lines
         .into_iter()

@@ -40,7 +40,7 @@ mod snapshots {
     use super::*;
     use crate::analyze::analyze;
     use crate::analyze::fixtures::{
-        crashed_run, degenerate_runs, reference_run, uninstrumented_run,
+        crashed_run, degenerate_runs, metrics_run, reference_run, uninstrumented_run,
     };
     use crate::snapshot::check;
 
@@ -106,6 +106,25 @@ mod snapshots {
             "report_uninstrumented.json",
             &render(&analyze(&uninstrumented_run()), Format::Json, false),
         );
+    }
+
+    #[test]
+    fn metrics_from_output_in_every_format() {
+        let a = analyze(&metrics_run());
+        check("report_metrics.txt", &render(&a, Format::Text, false));
+        check("report_metrics.md", &render(&a, Format::Markdown, false));
+        let json = render(&a, Format::Json, false);
+        check("report_metrics.json", &json);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["metrics"][0]["value"], 312.5);
+        assert_eq!(v["metrics"][1]["value"], serde_json::Value::Null);
+        assert!(v["metrics"][1]["failure"]
+            .as_str()
+            .unwrap()
+            .contains("no line"));
+        // Sizes only: the bytes stay in the run file.
+        assert_eq!(v["outputs"][1]["dropped"], 2 << 20);
+        assert!(v["outputs"][1].get("content").is_none());
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub struct RunLine {
     /// The experiment's variant and parameter values, when the run belongs to one.
     pub variant: Option<String>,
     pub params: Vec<(String, String)>,
-    /// `ok`, `failed`, `interrupted` (experiment status), else how the run ended.
+    /// `ok`, `failed`, `interrupted`, `warmup` (experiment status), else how the run ended.
     pub status: String,
     pub frames: u64,
     pub observed_fps: Option<f64>,

@@ -79,11 +79,23 @@ fn is_executable(meta: &std::fs::Metadata) -> bool {
     meta.is_file() && meta.permissions().mode() & 0o111 != 0
 }
 
-/// Spawns `argv` in a new process group with `env` added, pinned to `cpus` unless empty.
-/// It dies with framelab if framelab is killed.
-pub fn spawn(argv: &[String], env: &[(String, String)], cpus: &[usize]) -> Result<u32> {
+/// Spawns `argv` in a new process group with `env` added, pinned to `cpus` unless empty,
+/// its stdout and stderr as `stdio` says (inherited unless captured). It dies with
+/// framelab if framelab is killed.
+pub fn spawn(
+    argv: &[String],
+    env: &[(String, String)],
+    cpus: &[usize],
+    stdio: super::output::ChildStdio,
+) -> Result<u32> {
     let mut command = Command::new(&argv[0]);
     command.args(&argv[1..]);
+    if let Some(out) = stdio.stdout {
+        command.stdout(out);
+    }
+    if let Some(err) = stdio.stderr {
+        command.stderr(err);
+    }
     for (key, value) in env {
         command.env(key, value);
     }

@@ -6,6 +6,7 @@ mod collect;
 mod dir;
 pub mod guard;
 mod launch;
+mod output;
 pub mod procfs;
 mod progress;
 mod rings;
@@ -58,6 +59,10 @@ pub struct RunOptions {
     pub live: Option<Duration>,
     /// The live histograms' linear layout (`--live-linear STEP`); power-of-two without.
     pub live_linear: Option<crate::hist::LinearSpec>,
+    /// Numbers to take from the command's output or result files (`--metric`).
+    pub metrics: Vec<crate::output::MetricSpec>,
+    /// Capture (and keep) both streams even when no metric reads them (`--keep-output`).
+    pub keep_output: bool,
 }
 
 /// What a finished run left behind.
@@ -65,12 +70,14 @@ pub struct RunOptions {
 pub struct RunOutcome {
     pub path: PathBuf,
     /// Where the run file is kept; with `-o /dev/null`, a temporary one removed on drop.
-    pub file: crate::output::RunFile,
+    pub file: crate::destination::RunFile,
     pub run_id: i64,
     pub end_reason: EndReason,
     pub exit: Option<ExitInfo>,
     /// The signal that interrupted framelab, when one did.
     pub interrupt_signal: Option<i32>,
+    /// Each `--metric`'s value, or why there is none.
+    pub metrics: Vec<crate::output::MetricValue>,
 }
 
 /// Validates options that do not depend on the command, with errors that say what to change.
@@ -144,7 +151,7 @@ pub fn warmup_conflict(
 pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     validate(opts)?;
     launch::check_runnable(&opts.command[0])?;
-    let run_file = crate::output::RunFile::resolve(
+    let run_file = crate::destination::RunFile::resolve(
         &opts.output.clone().unwrap_or_else(|| default_output(opts)),
     )?;
     let output = run_file.path().to_owned();
@@ -186,6 +193,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         frames_hint: opts.frames,
         ..RunMeta::default()
     };
+    // Before the run file: nothing is recorded if the pipes cannot be made.
+    let mut capture = output::prepare(&opts.metrics, opts.keep_output)?;
     // Its errors name the file already.
     let writer = RunWriter::create(&output, &meta)?;
 
@@ -206,7 +215,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     launch::become_subreaper();
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
     let started = Instant::now();
-    let pid = match launch::spawn(&opts.command, &env, &opts.cpus) {
+    let pid = match launch::spawn(&opts.command, &env, &opts.cpus, capture.child_stdio()) {
         Ok(pid) => {
             // If framelab is killed from here on, the guardian stops the command's group.
             guard::register_group(pid);
@@ -220,6 +229,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             return Err(e);
         }
     };
+    let capture = capture.start();
     let accounting = accounting::Accounting::new(
         procfs::Procfs::system(),
         meta.origin_mono_ns,
@@ -251,6 +261,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
     let last_interval = live.map(crate::hist::live::Live::stop);
     let finished = collector.finish();
+    let (metrics, outputs) = capture.finish();
     if let Some(last) = last_interval {
         last.print();
     }
@@ -261,6 +272,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         }
         (Ok(()), Ok(done)) => done,
     };
+    crate::store::record_outputs(&output, run_id, &metrics, &outputs)?;
     Ok(RunOutcome {
         path: output,
         file: run_file,
@@ -268,6 +280,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         end_reason: meta.end_reason,
         exit: meta.exit,
         interrupt_signal: meta.session.interrupt_signal,
+        metrics,
     })
 }
 
@@ -591,7 +604,11 @@ mod tests {
         assert_eq!(slug("demo (depth 1)"), "demo-depth-1");
         assert_eq!(slug("./my host"), "my-host");
         assert_eq!(slug("ü (ï)"), "run");
-        assert_eq!(slug(&"L".repeat(10_000)).len(), 64, "a 10 KB --name still makes a file name");
+        assert_eq!(
+            slug(&"L".repeat(10_000)).len(),
+            64,
+            "a 10 KB --name still makes a file name"
+        );
         let opts = RunOptions {
             command: vec!["/usr/bin/ffmpeg".into()],
             ..RunOptions::default()

@@ -40,6 +40,9 @@ pub enum Direction {
     HigherIsBetter,
     /// Times, CPU, memory, late frames: a ratio above 1 is worse.
     LowerIsBetter,
+    /// A metric from output recorded without `:higher` or `:lower`: a change beyond the
+    /// noise band is never called improved or regressed, since which it is was not said.
+    Unstated,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -116,6 +119,15 @@ pub fn decide(input: &VerdictInput) -> Verdict {
     let above = input.low > band.1;
     let below = input.high < band.0;
     let significant = input.p_adjusted < input.alpha;
+    if significant && (above || below) && input.direction == Direction::Unstated {
+        return Verdict::Inconclusive {
+            reason: "the change is beyond the noise band and significant, but which way is \
+                     better was not stated: record the metric as NAME:higher=... or \
+                     NAME:lower=..."
+                .into(),
+            more_runs: None,
+        };
+    }
     if significant && (above || below) {
         let better = above == (input.direction == Direction::HigherIsBetter);
         return if better {
@@ -137,7 +149,7 @@ pub fn decide(input: &VerdictInput) -> Verdict {
             reason: format!(
                 "the interval is outside the ±{}% noise band, but with {} vs {} runs and {} \
                  judged no p-value can pass Holm's correction: improved or regressed needs at \
-                 least {for_significance} runs a side (or fewer --metric)",
+                 least {for_significance} runs a side (or fewer --show)",
                 trim_float(input.noise * 100.0),
                 input.runs_baseline,
                 input.runs_variant,
@@ -235,6 +247,19 @@ mod tests {
             ..input(1.10, 1.05, 1.15, 0.01)
         };
         assert_eq!(decide(&fps), Verdict::Improved);
+        // Which way is better was not said: never improved or regressed, still equivalent.
+        let unstated = |i: VerdictInput| VerdictInput {
+            direction: Direction::Unstated,
+            ..i
+        };
+        match decide(&unstated(input(1.10, 1.05, 1.15, 0.01))) {
+            Verdict::Inconclusive { reason, .. } => assert!(reason.contains(":higher"), "{reason}"),
+            v => panic!("{v:?}"),
+        }
+        assert_eq!(
+            decide(&unstated(input(1.0, 0.99, 1.01, 0.8))),
+            Verdict::Equivalent
+        );
         assert_eq!(decide(&input(1.0, 0.99, 1.01, 0.8)), Verdict::Equivalent);
         // Equivalent does not need p: a tight interval inside the band says it.
         assert_eq!(

@@ -199,7 +199,7 @@ fn has_sidecar(path: &Path) -> bool {
 pub fn open_for_reading(path: &Path) -> anyhow::Result<Connection> {
     let len = check_existing_file(path).map_err(|problem| problem.for_reading(path))?;
     // Opened read-write, SQLite may roll back or write through a journal name.
-    crate::output::check_sidecars(path, path)?;
+    crate::destination::check_sidecars(path, path)?;
     let mut conn = open_another_reader(path)?;
     match schema::identify(&conn).map_err(|e| sqlite_failure(path, "reading its schema", &e))? {
         FileKind::Framelab { version } => {
@@ -307,7 +307,7 @@ fn check_output_path(path: &Path) -> anyhow::Result<bool> {
 /// Opens `path` to append a run: creates it with the schema when new (or an empty file),
 /// upgrades an older framelab file, refuses anything else without touching it.
 /// The connection is left in rollback-journal mode; the writer picks its own mode.
-/// `path` is a regular file or nothing (callers resolve `-o` with `output::RunFile`): a
+/// `path` is a regular file or nothing (callers resolve `-o` with `destination::RunFile`): a
 /// new file is created here with `O_EXCL` and SQLite never follows a link at `path`.
 /// The flag says whether this call created the file.
 pub fn open_for_writing(path: &Path) -> anyhow::Result<(Connection, bool)> {
@@ -321,8 +321,8 @@ pub fn open_for_writing(path: &Path) -> anyhow::Result<(Connection, bool)> {
             )),
         })?;
     }
-    crate::output::check_sidecars(path, path)?;
-    let created = crate::output::create_exclusive(path).map_err(|e| {
+    crate::destination::check_sidecars(path, path)?;
+    let created = crate::destination::create_exclusive(path).map_err(|e| {
         one_line(format!(
             "cannot write the run file {p}: {e}; choose a writable output path"
         ))

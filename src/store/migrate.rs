@@ -34,6 +34,12 @@ pub const MIGRATIONS: &[Migration] = &[
         from: 3,
         sql: schema::RUNS_WARMUP_COLUMNS,
     },
+    // 5: metrics from the command's output (`metrics`) and the output kept (`outputs`);
+    // `experiment_runs.status` may be `warmup`. Older runs have neither: nothing to fill.
+    Migration {
+        from: 4,
+        sql: schema::OUTPUT_TABLES,
+    },
 ];
 
 /// Whether `version` can be brought to `SCHEMA_VERSION` by this build.
@@ -146,9 +152,10 @@ mod tests {
         .unwrap();
         // ... and what schema 4 added to `runs`.
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
+        conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
         assert!(can_migrate(1));
         migrate(&mut conn, 1).unwrap();
-        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 4 });
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 5 });
         conn.prepare(
             "SELECT run_id, format, files_json, skipped, first_skipped, notes_json FROM imports",
         )
@@ -164,6 +171,7 @@ mod tests {
         // What schema 2 was: `processes` without the columns schema 3 added.
         // ... and what schema 4 added to `runs`.
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
+        conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
         conn.execute_batch(
             "ALTER TABLE processes DROP COLUMN cpu_resolution_ns;
              ALTER TABLE processes DROP COLUMN cpu_source;
@@ -184,7 +192,7 @@ mod tests {
         schema::stamp(&conn, 2).unwrap();
         assert!(can_migrate(2));
         migrate(&mut conn, 2).unwrap();
-        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 4 });
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 5 });
         let (resolution, source, note): (i64, String, String) = conn
             .query_row(
                 "SELECT cpu_resolution_ns, cpu_source, note FROM processes WHERE pid = 42",
@@ -208,6 +216,7 @@ mod tests {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
+        conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
         conn.execute_batch(
             "INSERT INTO runs (run_id, name, command_json, started_at, framelab_version,
                  host_name, host_cpu_model, host_cores, host_kernel, host_clocksource, clock,
@@ -224,7 +233,7 @@ mod tests {
         .unwrap();
         schema::stamp(&conn, 3).unwrap();
         migrate(&mut conn, 3).unwrap();
-        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 4 });
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 5 });
         let (from, frames, first): (String, Option<i64>, Option<i64>) = conn
             .query_row(
                 "SELECT warmup_from, warmup_frames, first_span_ns FROM runs",
@@ -233,6 +242,48 @@ mod tests {
             )
             .unwrap();
         assert_eq!((from.as_str(), frames, first), ("launch", None, None));
+    }
+
+    /// What schema 5 added: the tables of `schema::OUTPUT_TABLES`.
+    const SCHEMA_5_DROPPED: &str = "DROP TABLE metrics; DROP TABLE outputs;";
+
+    #[test]
+    fn a_schema_4_file_gets_empty_metric_and_output_tables() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        schema::create(&conn).unwrap();
+        conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (run_id, name, command_json, started_at, framelab_version,
+                 host_name, host_cpu_model, host_cores, host_kernel, host_clocksource, clock,
+                 origin_mono_ns, window_start_ns, window_end_ns, end_reason, dropped_events,
+                 invalid_records, names_refused)
+             VALUES (1, 'old', '[]', '', '', '', '', 1, '', '', 'mono', 0, 0, 1, 'exited', 0, 0, 0);",
+        )
+        .unwrap();
+        conn.execute(
+            "UPDATE framelab SET value = '4' WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
+        schema::stamp(&conn, 4).unwrap();
+        assert!(can_migrate(4));
+        migrate(&mut conn, 4).unwrap();
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 5 });
+        let count = |table: &str| -> i64 {
+            conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(
+            (count("metrics"), count("outputs"), count("runs")),
+            (0, 0, 1)
+        );
+        conn.prepare(
+            "SELECT run_id, role, name, position, value, unit, direction, definition, failure \
+             FROM metrics",
+        )
+        .unwrap();
+        conn.prepare("SELECT run_id, role, stream, bytes, dropped, content, note FROM outputs")
+            .unwrap();
     }
 
     #[test]

@@ -6,12 +6,14 @@
 //! - `codec`: Rust values ↔ columns;
 //! - `writer` / `reader`: recording a run as it goes, loading it back;
 //! - `stream`: a run whose spans are read in chunks, for analyses that need not hold them;
+//! - `outputs`: metrics from the command's output and the output kept (schema 5);
 //! - `experiment`: which runs belong to which variant of a `framelab bench`, fingerprints;
 
 mod codec;
 mod experiment;
 mod file;
 mod migrate;
+mod outputs;
 mod reader;
 mod schema;
 mod stream;
@@ -22,6 +24,7 @@ pub use experiment::{
     create_experiment, load_experiment, load_fingerprints, record_experiment_run,
 };
 pub use file::DiskFull;
+pub use outputs::record_outputs;
 pub use reader::{list_runs, load_run, spans_after};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use stream::{open_run, StoredRun};

@@ -232,6 +232,9 @@ impl RunReader<'_> {
         let telemetry = self.telemetry()?;
         let import = self.import_info()?;
         let histograms = self.histograms()?;
+        let fail = self.sql_error("reading metrics and output");
+        let metrics = super::outputs::load_metrics(self.conn, self.run_id).map_err(&fail)?;
+        let outputs = super::outputs::load_outputs(self.conn, self.run_id).map_err(&fail)?;
         let run = Run {
             meta,
             stages,
@@ -245,6 +248,8 @@ impl RunReader<'_> {
             telemetry,
             import,
             histograms,
+            metrics,
+            outputs,
         };
         check_references(&run).map_err(|e| inconsistent(self.path, e))?;
         Ok(run)

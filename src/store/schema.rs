@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// Bumped on any change an older framelab could misread; a file newer than this is refused.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// `PRAGMA application_id` of a run file: ASCII "FLAB", so `file(1)` and tools can tell.
 pub const APPLICATION_ID: i32 = 0x464C_4142;
@@ -207,6 +207,36 @@ ALTER TABLE runs ADD COLUMN warmup_frames INTEGER;
 ALTER TABLE runs ADD COLUMN first_span_ns INTEGER;
 ";
 
+/// Schema 5 (issue 12): metrics taken from the command's own output or result file
+/// (`--metric`), and what a run kept of its command's output (the last 1 MiB of each
+/// stream captured). `role` is `command` for now; services started for a run will add
+/// their own role names to both. Also new in 5: `experiment_runs.status` may be `warmup`.
+pub const OUTPUT_TABLES: &str = "
+CREATE TABLE metrics (
+    run_id      INTEGER NOT NULL REFERENCES runs(run_id),
+    role        TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    position    INTEGER NOT NULL,
+    value       REAL,
+    unit        TEXT NOT NULL,
+    direction   TEXT NOT NULL,
+    definition  TEXT NOT NULL,
+    failure     TEXT,
+    PRIMARY KEY (run_id, role, name)
+) WITHOUT ROWID;
+
+CREATE TABLE outputs (
+    run_id   INTEGER NOT NULL REFERENCES runs(run_id),
+    role     TEXT NOT NULL,
+    stream   TEXT NOT NULL,
+    bytes    INTEGER NOT NULL,
+    dropped  INTEGER NOT NULL,
+    content  BLOB NOT NULL,
+    note     TEXT NOT NULL,
+    PRIMARY KEY (run_id, role, stream)
+) WITHOUT ROWID;
+";
+
 /// Experiments (`framelab bench`): which runs belong to which variant and parameter
 /// values, and each run's environment fingerprint. `IF NOT EXISTS`: a file written by
 /// `framelab run` before these tables existed gets them when a bench first writes to it.
@@ -309,6 +339,7 @@ pub fn create(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(IMPORT_TABLES)?;
     conn.execute_batch(PROCESS_CPU_COLUMNS)?;
     conn.execute_batch(RUNS_WARMUP_COLUMNS)?;
+    conn.execute_batch(OUTPUT_TABLES)?;
     conn.execute_batch(EXPERIMENT_TABLES)?;
     conn.execute_batch(VIEWS)?;
     conn.execute(

@@ -609,6 +609,18 @@ impl RunWriter {
         Ok(())
     }
 
+    /// Adds metrics from the command's output and the output kept (schema 5).
+    pub fn outputs(
+        &mut self,
+        metrics: &[crate::output::MetricValue],
+        outputs: &[crate::output::CapturedOutput],
+    ) -> anyhow::Result<()> {
+        self.begin()?;
+        super::outputs::insert_metrics(&self.conn, self.run_id, metrics)
+            .and_then(|_| super::outputs::insert_outputs(&self.conn, self.run_id, outputs))
+            .map_err(|e| self.fail("write", e))
+    }
+
     /// Replaces the run's metadata (window, end reason, exit, drop counts...).
     /// `meta.id` is ignored. With an `end_reason` other than `Unfinished`, the next
     /// `commit` also makes the main file self-contained.
@@ -754,6 +766,7 @@ fn write_all(w: &mut RunWriter, run: &Run) -> anyhow::Result<()> {
         w.import_info(info)?;
     }
     w.histograms(&run.histograms)?;
+    w.outputs(&run.metrics, &run.outputs)?;
     w.update_meta(&run.meta)?;
     w.commit()
 }
