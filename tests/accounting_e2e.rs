@@ -22,8 +22,9 @@ fn cpu(p: &ProcessStats) -> i64 {
 }
 
 /// `run.sh DIR DEPTH`: starts a chain of DEPTH shells; the last one starts a CPU burner in
-/// the background, waits (in `read`, no other child) until told, reads the burner's
-/// /proc/PID/stat just before `kill $b; wait $b`, and keeps running until told again. The
+/// the background, waits (in `read`, no other child) until told, stops the burner (so it
+/// burns nothing between the reading and the kill, however slow a loaded machine is), reads
+/// its /proc/PID/stat, then `kill -KILL $b; wait $b`, and keeps running until told again. The
 /// moment of the kill is the script's `sleep 1.2`, unrelated to framelab's readings.
 fn write_scripts(dir: &Path) {
     let nest = r#"#!/bin/sh
@@ -34,9 +35,10 @@ fi
 sh -c 'while :; do :; done' &
 b=$!
 read x < "$2/go"
+kill -STOP $b
 read -r stat < /proc/$b/stat
 echo "$stat" > "$2/stat"
-kill $b
+kill -KILL $b
 wait $b
 read x < "$2/done"
 "#;
