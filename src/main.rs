@@ -45,6 +45,9 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 command: shell_command(args.command, args.from_output.shell),
                 metrics: framelab::output::parse_metrics(&args.from_output.metrics)?,
                 keep_output: args.from_output.keep_output,
+                services: service_specs(&args.services, args.from_output.shell)?,
+                ready_timeout: args.services.ready_timeout,
+                cpus: command_cpus(&args.services.pins)?,
                 fps: args.target.fps,
                 budget: args.target.budget,
                 warmup: args.warmup,
@@ -469,6 +472,37 @@ fn analyze_stored(
     let run = store::open_run(path, run_id)?;
     let analysis = analyze::compact::analyze_from(&run.head, &run)?;
     Ok((analysis, run.head))
+}
+
+/// The `--pin`s as (role, CPUs), each list checked.
+fn pins(texts: &[String]) -> anyhow::Result<Vec<(String, Vec<usize>)>> {
+    texts
+        .iter()
+        .map(|text| {
+            let (role, cpus) = framelab::services::split_pin(text);
+            Ok((role, framelab::bench::cpus::parse_cpu_list(cpus)?))
+        })
+        .collect()
+}
+
+/// The CPUs `--pin` gives the command (`--pin CPUS` or `--pin command=CPUS`).
+fn command_cpus(texts: &[String]) -> anyhow::Result<Vec<usize>> {
+    let pins = pins(texts)?;
+    let mut command = pins
+        .iter()
+        .filter(|(role, _)| role == framelab::services::spec::COMMAND_ROLE);
+    let cpus = command.next().map(|(_, c)| c.clone()).unwrap_or_default();
+    if command.next().is_some() {
+        anyhow::bail!("--pin: the command is pinned twice; give one --pin CPUS");
+    }
+    Ok(cpus)
+}
+
+fn service_specs(
+    args: &cli::ServiceArgs,
+    shell: bool,
+) -> anyhow::Result<Vec<framelab::services::ServiceSpec>> {
+    framelab::services::parse_services(&args.services, &args.ready, &pins(&args.pins)?, shell)
 }
 
 fn use_color() -> bool {

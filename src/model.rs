@@ -182,6 +182,8 @@ pub enum ProcessRole {
     Command,
     Child,
     Watched,
+    /// Started by `--service` (or a descendant of one); `ProcessStats::service` names it.
+    Service,
 }
 
 /// CPU and memory of one process over the measured window.
@@ -207,6 +209,9 @@ pub struct ProcessStats {
     /// says whose reaped children it holds and why they could not be told apart); else empty.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
+    /// The `--service` it belongs to (role `Service`); else empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub service: String,
 }
 
 /// Where a process row's CPU time comes from (docs/metrics.md, "CPU and memory").

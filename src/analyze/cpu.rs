@@ -30,6 +30,7 @@ pub fn process_rows(processes: &[ProcessStats]) -> Vec<ProcessRow> {
                 cores: load / 100.0,
                 peak_rss_bytes: p.peak_rss_bytes,
                 cpu_resolution_ns: p.cpu_resolution_ns,
+                service: p.service.clone(),
             }
         })
         .collect()
@@ -66,14 +67,15 @@ pub fn cpu_summary(processes: &[ProcessStats], window_ns: i64, work_units: u64) 
 }
 
 /// The name of the role a process row counts under in comparisons: `command` for the
-/// launched tree (the command and its descendants), a watched process's own name for the
-/// rest (two watched processes of one name are one role).
+/// launched tree (the command and its descendants), a service's name for its processes, a
+/// watched process's own name for the rest (two watched processes of one name are one role).
 pub fn role_of(row: &ProcessRow) -> String {
     match row.role {
         ProcessRole::Command | ProcessRole::Child => COMMAND_ROLE.into(),
         // A watched process named like the command's role must not merge into it.
         ProcessRole::Watched if row.name == COMMAND_ROLE => format!("{COMMAND_ROLE}-watched"),
         ProcessRole::Watched => row.name.clone(),
+        ProcessRole::Service => row.service.clone(),
     }
 }
 

@@ -108,6 +108,9 @@ pub struct ProcessRow {
     pub load_pct: f64,
     pub cores: f64,
     pub peak_rss_bytes: u64,
+    /// The `--service` it belongs to; else empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub service: String,
     /// The resolution of `user_ns + sys_ns` (the run file's `cpu_resolution_ns`; 0 unknown).
     #[serde(default)]
     pub cpu_resolution_ns: i64,

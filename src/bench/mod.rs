@@ -2,7 +2,7 @@
 //! `framelab run` (warmup, window, CPU accounting), interleaved, all in one experiment
 //! file written as it goes. `--resume` continues an experiment that was stopped.
 
-mod cpus;
+pub mod cpus;
 pub mod fingerprint;
 mod progress;
 pub mod schedule;
@@ -446,6 +446,7 @@ fn run_options(
             .map(|m| m.expanded(combo))
             .collect::<Result<_>>()?,
         keep_output: settings.keep_output,
+        ..RunOptions::default()
     })
 }
 

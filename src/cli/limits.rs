@@ -166,6 +166,11 @@ pub fn runs(text: &str) -> Result<u32, String> {
     count_in(text, 1, MAX_RUNS).map(|n| n as u32)
 }
 
+/// `--ready-timeout`: 10 ms to 1 h.
+pub fn ready_timeout(text: &str) -> Result<Duration, String> {
+    duration_in(text, Duration::from_millis(10), Duration::from_secs(3600))
+}
+
 /// `bench --warmup-runs`: 0 to 1000 rounds.
 pub fn warmup_runs(text: &str) -> Result<u64, String> {
     count_in(text, 0, 1000)

@@ -144,6 +144,8 @@ pub struct RunArgs {
     pub sampling: SamplingArgs,
     #[command(flatten)]
     pub from_output: OutputArgs,
+    #[command(flatten)]
+    pub services: ServiceArgs,
     /// Report format printed at the end
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -189,6 +191,27 @@ pub struct OutputArgs {
     /// "hi | cat"
     #[arg(long)]
     pub shell: bool,
+}
+
+/// Services started before the command and stopped after it, each in its own process group.
+#[derive(Args, Debug)]
+pub struct ServiceArgs {
+    /// Start NAME=CMD before the command (a server, a database...); stopped after it with
+    /// SIGINT, SIGTERM, SIGKILL, also if framelab is killed; its CPU counts under NAME
+    #[arg(long = "service", value_name = "NAME=CMD")]
+    pub services: Vec<String>,
+    /// When service NAME is ready for the command to start: NAME=tcp:PORT,
+    /// NAME=tcp:HOST:PORT, NAME=regex:PATTERN (a line of its output), NAME=delay:500ms;
+    /// without it, as soon as it started
+    #[arg(long = "ready", value_name = "NAME=HOW")]
+    pub ready: Vec<String>,
+    /// How long a service may take to get ready (at most 1h)
+    #[arg(long, value_parser = limits::ready_timeout, default_value = "30s", value_name = "DUR")]
+    pub ready_timeout: Duration,
+    /// Pin the command (CPUS, or command=CPUS) or a service (NAME=CPUS) to CPUs, e.g.
+    /// --pin server=2-3 --pin command=0-1
+    #[arg(long = "pin", value_name = "[ROLE=]CPUS")]
+    pub pins: Vec<String>,
 }
 
 #[derive(Args, Debug)]

@@ -151,6 +151,9 @@ pub struct Accounting {
     exits: BTreeMap<u32, Exit>,
     /// Exit records of processes not known when they came (when received, ns).
     unseen: Vec<(Exit, i64)>,
+    /// `--service` leaders (pid, name): they and their descendants count under that name.
+    services: Vec<(u32, String)>,
+    service_of: BTreeMap<u32, String>,
 }
 
 impl Accounting {
@@ -183,6 +186,8 @@ impl Accounting {
             taskstats,
             exits: BTreeMap::new(),
             unseen: Vec::new(),
+            services: Vec::new(),
+            service_of: BTreeMap::new(),
         }
     }
 
@@ -190,7 +195,7 @@ impl Accounting {
     /// a window that opens again later.
     pub fn restarted(&mut self) -> Accounting {
         let taskstats = std::mem::replace(&mut self.taskstats, Err("handed over".into()));
-        Accounting::new(
+        let mut fresh = Accounting::new(
             self.procfs.clone(),
             self.origin_mono_ns,
             self.collector_pid,
@@ -198,7 +203,14 @@ impl Accounting {
             self.watched_pids.clone(),
             self.watched_names.clone(),
             taskstats,
-        )
+        );
+        fresh.services = self.services.clone();
+        fresh
+    }
+
+    /// The services started for the run (leader pid, name), before the command.
+    pub fn set_services(&mut self, services: Vec<(u32, String)>) {
+        self.services = services;
     }
 
     fn in_window(&self) -> bool {
@@ -212,18 +224,29 @@ impl Accounting {
     /// The tree below framelab (parents before their children) and the watched processes.
     fn list(&mut self, now_ns: i64, command_pid: u32) -> Vec<(u32, ProcessRole)> {
         let mut listed = Vec::new();
-        let mut stack = self.procfs.children(self.collector_pid);
-        stack.reverse();
-        while let Some(pid) = stack.pop() {
+        let mut stack: Vec<(u32, Option<String>)> = self
+            .procfs
+            .children(self.collector_pid)
+            .into_iter()
+            .rev()
+            .map(|pid| (pid, None))
+            .collect();
+        while let Some((pid, inherited)) = stack.pop() {
+            let service = inherited.or_else(|| {
+                let root = self.services.iter().find(|(p, _)| *p == pid);
+                root.map(|(_, name)| name.clone())
+            });
             let role = if pid == command_pid {
                 ProcessRole::Command
+            } else if let Some(name) = &service {
+                self.service_of.insert(pid, name.clone());
+                ProcessRole::Service
             } else {
                 ProcessRole::Child
             };
             listed.push((pid, role));
-            let mut children = self.procfs.children(pid);
-            children.reverse();
-            stack.extend(children);
+            let children = self.procfs.children(pid);
+            stack.extend(children.into_iter().rev().map(|c| (c, service.clone())));
         }
         if !self.watched_names.is_empty() && now_ns >= self.names_due_ns {
             self.by_name.clear();
@@ -617,7 +640,9 @@ impl Accounting {
         self.sample(now_ns, command_pid);
         self.window = Some((now_ns, None));
         for tracked in self.procs.values_mut() {
-            if at_launch && tracked.role != ProcessRole::Watched {
+            // Services started before the command: only what they use from now on counts.
+            let before = matches!(tracked.role, ProcessRole::Watched | ProcessRole::Service);
+            if at_launch && !before {
                 tracked.baseline = Some(Reading::zero(tracked.last.clock_ns.is_some()));
             } else if tracked.gone.is_none() {
                 tracked.baseline = Some(tracked.last);
@@ -780,6 +805,7 @@ impl Accounting {
                 cpu_resolution_ns: resolution,
                 cpu_source: source,
                 note: String::new(),
+                service: self.service_of.get(&pid).cloned().unwrap_or_default(),
             });
         }
         let mut whys = Vec::new();
@@ -846,6 +872,7 @@ impl Accounting {
                 cpu_resolution_ns: tick,
                 cpu_source: CpuSource::Unattributed,
                 note: whys.join("; "),
+                service: String::new(),
             });
         }
         rows.sort_by_key(|r| {

@@ -10,6 +10,7 @@ mod output;
 pub mod procfs;
 mod progress;
 mod rings;
+mod services;
 pub mod taskstats;
 mod write;
 
@@ -63,6 +64,10 @@ pub struct RunOptions {
     pub metrics: Vec<crate::output::MetricSpec>,
     /// Capture (and keep) both streams even when no metric reads them (`--keep-output`).
     pub keep_output: bool,
+    /// Started before the command and stopped after it (`--service`).
+    pub services: Vec<crate::services::ServiceSpec>,
+    /// How long each service may take to get ready.
+    pub ready_timeout: Duration,
 }
 
 /// What a finished run left behind.
@@ -213,6 +218,16 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let exit_records = taskstats::Taskstats::open();
     launch::catch_interrupts();
     launch::become_subreaper();
+    let mut services =
+        match services::Services::start(&opts.services, &env, opts.ready_timeout, opts.grace) {
+            Ok(services) => services,
+            Err(e) => {
+                if writer.abandon() {
+                    let _ = std::fs::remove_file(&output);
+                }
+                return Err(e);
+            }
+        };
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
     let started = Instant::now();
     let pid = match launch::spawn(&opts.command, &env, &opts.cpus, capture.child_stdio()) {
@@ -222,6 +237,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             pid
         }
         Err(e) => {
+            services.stop(opts.grace);
             // Nothing of a run that never started stays; a multi-run file keeps its others.
             if writer.abandon() {
                 let _ = std::fs::remove_file(&output);
@@ -230,7 +246,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         }
     };
     let capture = capture.start();
-    let accounting = accounting::Accounting::new(
+    let mut accounting = accounting::Accounting::new(
         procfs::Procfs::system(),
         meta.origin_mono_ns,
         std::process::id(),
@@ -239,6 +255,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         opts.watch_names.clone(),
         exit_records,
     );
+    accounting.set_services(services.roots());
     let live = opts.live.map(|every| {
         crate::hist::live::Live::start(output.clone(), writer.run_id(), every, opts.live_linear)
     });
@@ -258,10 +275,12 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     }
     // Stopped and reaped (or failed and stopped): its group id is no longer ours to kill.
     guard::unregister_group(pid);
+    let service_outputs = services.finish(opts.grace);
     let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
     let last_interval = live.map(crate::hist::live::Live::stop);
     let finished = collector.finish();
-    let (metrics, outputs) = capture.finish();
+    let (metrics, mut outputs) = capture.finish();
+    outputs.extend(service_outputs);
     if let Some(last) = last_interval {
         last.print();
     }

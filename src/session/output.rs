@@ -80,7 +80,7 @@ pub fn prepare(metrics: &[MetricSpec], keep_output: bool) -> Result<Prepared> {
 }
 
 /// A pipe whose ends are closed on exec: the command gets its end as fd 1 or 2 only.
-fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+pub(super) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds: [RawFd; 2] = [-1, -1];
     // SAFETY: pipe2 writes two fds into the array on success.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {

@@ -43,6 +43,7 @@ pub fn role_name(role: ProcessRole) -> &'static str {
         ProcessRole::Command => "command",
         ProcessRole::Child => "child",
         ProcessRole::Watched => "watched",
+        ProcessRole::Service => "service",
     }
 }
 
@@ -51,6 +52,7 @@ pub fn role_from_name(name: &str) -> Option<ProcessRole> {
         "command" => ProcessRole::Command,
         "child" => ProcessRole::Child,
         "watched" => ProcessRole::Watched,
+        "service" => ProcessRole::Service,
         _ => return None,
     })
 }

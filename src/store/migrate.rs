@@ -245,7 +245,8 @@ mod tests {
     }
 
     /// What schema 5 added: the tables of `schema::OUTPUT_TABLES`.
-    const SCHEMA_5_DROPPED: &str = "DROP TABLE metrics; DROP TABLE outputs;";
+    const SCHEMA_5_DROPPED: &str =
+        "DROP TABLE metrics; DROP TABLE outputs; ALTER TABLE processes DROP COLUMN service;";
 
     #[test]
     fn a_schema_4_file_gets_empty_metric_and_output_tables() {

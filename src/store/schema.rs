@@ -210,7 +210,8 @@ ALTER TABLE runs ADD COLUMN first_span_ns INTEGER;
 /// Schema 5 (issue 12): metrics taken from the command's own output or result file
 /// (`--metric`), and what a run kept of its command's output (the last 1 MiB of each
 /// stream captured). `role` is `command` for now; services started for a run will add
-/// their own role names to both. Also new in 5: `experiment_runs.status` may be `warmup`.
+/// their own role names to both. Also new in 5: `experiment_runs.status` may be `warmup`;
+/// `processes.role` may be `service`, with the service's name in `processes.service`.
 pub const OUTPUT_TABLES: &str = "
 CREATE TABLE metrics (
     run_id      INTEGER NOT NULL REFERENCES runs(run_id),
@@ -235,6 +236,8 @@ CREATE TABLE outputs (
     note     TEXT NOT NULL,
     PRIMARY KEY (run_id, role, stream)
 ) WITHOUT ROWID;
+
+ALTER TABLE processes ADD COLUMN service TEXT NOT NULL DEFAULT '';
 ";
 
 /// Experiments (`framelab bench`): which runs belong to which variant and parameter
