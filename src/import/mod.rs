@@ -297,11 +297,11 @@ pub fn read_input_within(path: &Path, limits: InputLimits) -> anyhow::Result<Vec
         bytes.len() as u64 * 4,
     )
     .map_err(|e| {
-            anyhow::anyhow!(
-                "{shown} is gzip-compressed but cannot be decompressed ({e}): is it truncated? \
+        anyhow::anyhow!(
+            "{shown} is gzip-compressed but cannot be decompressed ({e}): is it truncated? \
                  `gzip -t {shown}` checks it"
-            )
-        })?;
+        )
+    })?;
     if out.len() as u64 > cap {
         if cap == limits.max_bytes {
             return Err(anyhow::anyhow!(

@@ -525,7 +525,11 @@ mod tests {
         assert_eq!(slug("demo (depth 1)"), "demo-depth-1");
         assert_eq!(slug("./my host"), "my-host");
         assert_eq!(slug("ü (ï)"), "run");
-        assert_eq!(slug(&"L".repeat(10_000)).len(), 64, "a 10 KB --name still makes a file name");
+        assert_eq!(
+            slug(&"L".repeat(10_000)).len(),
+            64,
+            "a 10 KB --name still makes a file name"
+        );
         let opts = RunOptions {
             command: vec!["/usr/bin/ffmpeg".into()],
             ..RunOptions::default()
