@@ -20,7 +20,7 @@ fn duration_in(text: &str, min: Duration, max: Duration) -> Result<Duration, Str
     let d = parse_duration(text)?;
     if d < min {
         return Err(if min == Duration::from_nanos(1) {
-            "must be longer than zero".into()
+            format!("'{text}' is zero: give a positive duration, e.g. 5ms")
         } else {
             format!("is shorter than the least allowed, {}", shown(min))
         });
