@@ -72,21 +72,29 @@ fn export_to_a_fifo_streams_and_keeps_the_fifo() {
     let fifo = dir.path().join("pipe");
     let status = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(status.success());
-    let reader = {
-        let fifo = fifo.clone();
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            fs::File::open(&fifo)
-                .unwrap()
-                .read_to_string(&mut text)
-                .unwrap();
-            text
-        })
-    };
+    // The reader is a process: a broken build that replaced the FIFO leaves it waiting, and
+    // the test kills it instead of hanging.
+    let mut reader = Command::new("cat")
+        .arg(&fifo)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let out = export(&run, &fifo);
+    let still_fifo = fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo();
+    if !still_fifo || !out.status.success() {
+        let _ = reader.kill();
+        let _ = reader.wait();
+    }
     assert!(out.status.success(), "{}", stderr(&out));
-    let text = reader.join().unwrap();
-    assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(still_fifo, "the FIFO was replaced");
+    let mut text = String::new();
+    reader
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    reader.wait().unwrap();
     assert_eq!(
         fs::read_dir(dir.path()).unwrap().count(),
         2,

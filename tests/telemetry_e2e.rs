@@ -153,7 +153,7 @@ fn bad_sampling_options_are_one_line_errors() {
     let out = run(&["run", "--sample-every", "500us", "--", "true"]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("too short: the shortest is 1ms"), "{err}");
+    assert!(err.contains("shorter than the least allowed, 1ms"), "{err}");
     let out = run(&["run", "--no-sample", "gpu", "--", "true"]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);

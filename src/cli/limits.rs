@@ -20,7 +20,7 @@ fn duration_in(text: &str, min: Duration, max: Duration) -> Result<Duration, Str
     let d = parse_duration(text)?;
     if d < min {
         return Err(if min == Duration::from_nanos(1) {
-            "must be longer than zero".into()
+            format!("'{text}' is zero: give a positive duration, e.g. 5ms")
         } else {
             format!("is shorter than the least allowed, {}", shown(min))
         });
@@ -41,10 +41,13 @@ fn shown(d: Duration) -> String {
         (1_000_000, "ms"),
         (1_000, "us"),
     ];
-    units.iter().find(|(unit, _)| ns % unit == 0).map_or_else(
-        || format!("{ns}ns"),
-        |(unit, name)| format!("{}{name}", ns / unit),
-    )
+    units
+        .iter()
+        .find(|(unit, _)| ns.is_multiple_of(*unit))
+        .map_or_else(
+            || format!("{ns}ns"),
+            |(unit, name)| format!("{}{name}", ns / unit),
+        )
 }
 
 /// `--duration` of `run`, `bench`, `demo`: above zero, at most a week.
