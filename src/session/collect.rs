@@ -61,6 +61,8 @@ pub struct Collector {
     /// Who owns the session directory, and whether a group shares it.
     session_owner: Option<u32>,
     session_shared: bool,
+    /// No span drained now can end after this (ns after launch; set at each drain).
+    latest_end_ns: i64,
     /// Telemetry, on its own thread; stopped first when finishing.
     sampler: Option<Sampler>,
 }
@@ -101,6 +103,7 @@ impl Collector {
             users_checked: HashSet::new(),
             session_owner,
             session_shared,
+            latest_end_ns: i64::MAX,
             sampler: None,
         }
     }
@@ -194,7 +197,10 @@ impl Collector {
             self.last_scan = Some(Instant::now());
         }
         // No thread drops more than one record per nanosecond: a larger count is a lie.
-        let max_dropped = (self.now_ns().max(0) as u64).saturating_add(1_000_000_000);
+        let now_ns = self.now_ns();
+        let max_dropped = (now_ns.max(0) as u64).saturating_add(1_000_000_000);
+        // Read once per drain, not per record: no span read now ends later than this.
+        self.latest_end_ns = now_ns.saturating_add(FUTURE_SLACK_NS);
         let mut finished = Vec::new();
         for index in 0..self.rings.len() {
             self.scratch.clear();
@@ -455,7 +461,7 @@ impl Collector {
                 // Stamped by the SDK after launch, and not later than now: anything else in
                 // a ring is garbage the program wrote over its records.
                 if record.kind() == kind::SPAN
-                    && (start_ns < -LAUNCH_SLACK_NS || end_ns > self.now_ns() + FUTURE_SLACK_NS)
+                    && (start_ns < -LAUNCH_SLACK_NS || end_ns > self.latest_end_ns)
                 {
                     self.meta.invalid_records += 1;
                     return Ok(());

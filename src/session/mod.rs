@@ -269,6 +269,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     collector.start_sampling(opts.sampling.clone(), tree);
     let committed = collector.committed();
     let outcome = supervise(opts, pid, started, &mut collector);
+    let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
     if outcome.is_err() {
         // Nothing more can be recorded: the command must not go on unobserved.
         launch::stop_group(pid, opts.grace);
@@ -276,7 +277,6 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     // Stopped and reaped (or failed and stopped): its group id is no longer ours to kill.
     guard::unregister_group(pid);
     let service_outputs = services.finish(opts.grace);
-    let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
     let last_interval = live.map(crate::hist::live::Live::stop);
     let finished = collector.finish();
     let (metrics, mut outputs) = capture.finish();

@@ -186,36 +186,36 @@ impl Ring {
     /// Appends every record published since the last drain to `out`. On a ring the program
     /// damaged (truncated, header overwritten), appends nothing and says what is wrong; the
     /// ring must not be read again.
+    ///
+    /// A truncated file shows as a read that ends early (no size check first: one system
+    /// call per idle ring and tick is the whole cost of an idle ring).
     pub fn drain(&mut self, out: &mut Vec<Record>, max_dropped: u64) -> Result<(), String> {
-        let expected = wire::ring_file_bytes(self.capacity) as u64;
-        let len = self.file.metadata().map(|m| m.len()).unwrap_or(0);
-        if len < expected {
-            return Err(format!("its file was cut to {len} of {expected} bytes"));
-        }
         let Some((_, mut header)) = read_header(&self.file) else {
-            return Err(format!(
-                "its file was cut below {} bytes",
-                wire::HEADER_BYTES
-            ));
+            return Err(self.cut());
         };
         if header.closed == 1 {
             // Read again now that it is known closed: this head is its last.
             match read_header(&self.file) {
                 Some((_, again)) => header = again,
-                None => return Err("its file was cut while being read".into()),
+                None => return Err(self.cut()),
             }
         }
         self.check(&header, max_dropped)?;
         let head = header.head;
+        if head == self.tail {
+            self.dropped = header.dropped;
+            self.closed = header.closed == 1;
+            return Ok(());
+        }
         let before = out.len();
         let mut index = self.tail;
         while index != head {
             // One read per contiguous part: up to the end of the array, then from its start.
             let slot = index & (self.capacity - 1);
             let count = (head.wrapping_sub(index)).min(self.capacity - slot);
-            if let Err(e) = self.read_records(out, slot, count as usize) {
+            if !self.read_records(out, slot, count as usize) {
                 out.truncate(before);
-                return Err(e);
+                return Err(self.cut());
             }
             index = index.wrapping_add(count);
         }
@@ -234,8 +234,18 @@ impl Ring {
         Ok(())
     }
 
-    /// `count` records from slot `slot`, read straight into `out`'s spare room.
-    fn read_records(&self, out: &mut Vec<Record>, slot: u64, count: usize) -> Result<(), String> {
+    /// What a read that ended early says: how far the file was cut.
+    fn cut(&self) -> String {
+        let expected = wire::ring_file_bytes(self.capacity);
+        match self.file.metadata() {
+            Ok(m) => format!("its file was cut to {} of {expected} bytes", m.len()),
+            Err(_) => format!("its file was cut short of {expected} bytes"),
+        }
+    }
+
+    /// `count` records from slot `slot`, read straight into `out`'s spare room; false when
+    /// the file ended first.
+    fn read_records(&self, out: &mut Vec<Record>, slot: u64, count: usize) -> bool {
         let size = std::mem::size_of::<Record>();
         out.reserve(count);
         let offset = wire::HEADER_BYTES as u64 + slot * size as u64;
@@ -247,11 +257,11 @@ impl Ring {
                 count * size,
             )
         };
-        self.file
-            .read_exact_at(spare, offset)
-            .map_err(|_| "its file was cut while its records were read".to_owned())?;
+        if self.file.read_exact_at(spare, offset).is_err() {
+            return false;
+        }
         unsafe { out.set_len(out.len() + count) };
-        Ok(())
+        true
     }
 
     pub fn capacity(&self) -> u64 {
