@@ -28,14 +28,16 @@ impl Noise {
     }
 }
 
+/// The id recorded for frame number `n`.
+type IdOf = fn(u64) -> u64;
+
 /// How a generated run looks.
 #[derive(Clone, Copy)]
 struct Shape {
     frames: u64,
     stages: u16,
     threads: u32,
-    /// The id recorded for frame number `n`.
-    id: fn(u64) -> u64,
+    id: IdOf,
     /// One span in this many gets a negative duration (0: none).
     negative_every: u64,
     /// Durations up to this many ns (above u32::MAX makes wide values).
@@ -277,7 +279,7 @@ fn fixtures_read_as_columns_give_the_same_reports() {
 
 #[test]
 fn dense_sparse_and_shuffled_ids_give_the_same_reports() {
-    let shapes: [(&str, fn(u64) -> u64); 7] = [
+    let shapes: [(&str, IdOf); 7] = [
         ("dense", |n| n),
         ("dense from a large id", |n| 1 << 40 | n),
         ("descending", |n| 1_000_000 - n),

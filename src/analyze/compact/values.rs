@@ -72,7 +72,10 @@ impl NsValues {
 
     /// The values as i64, for callers that want them so (small sets, tests).
     pub fn to_i64(&self) -> Vec<i64> {
-        with_ns!(self, v => v.iter().map(|&x| i64::from(x)).collect())
+        match self {
+            NsValues::Narrow(v) => v.iter().map(|&x| i64::from(x)).collect(),
+            NsValues::Wide(v) => v.clone(),
+        }
     }
 }
 

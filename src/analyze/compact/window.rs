@@ -136,9 +136,13 @@ pub fn open_at_stop(columns: &SpanColumns, table: &FrameTable, meta: &RunMeta) -
         .map(|(k, &i)| (i, k))
         .collect();
     position.sort_unstable();
+    let mut looked = Bits::new(table.slots());
+    for &i in &looked_at {
+        looked.set(i);
+    }
     let mut stages: Vec<Vec<u16>> = vec![Vec::new(); looked_at.len()];
     for (&frame, &stage) in columns.frame.iter().zip(&columns.stage) {
-        if frame == NO_FRAME {
+        if frame == NO_FRAME || !looked.get(frame) {
             continue;
         }
         if let Ok(at) = position.binary_search_by_key(&frame, |p| p.0) {
