@@ -391,7 +391,7 @@ impl Collector {
 
     fn warn(&mut self, problem: String) {
         if self.warnings.insert(problem.clone()) {
-            eprintln!("framelab: warning: {problem}");
+            eprintln!("framelab: warning: {}", crate::display::text(&problem));
         }
     }
 
