@@ -498,6 +498,16 @@ fn command_cpus(texts: &[String]) -> anyhow::Result<Vec<usize>> {
     Ok(cpus)
 }
 
+/// `--pin` of the command as given (`--pin CPUS` or `--pin command=CPUS`), for the bench.
+fn command_pin(texts: &[String]) -> anyhow::Result<Option<String>> {
+    command_cpus(texts)?;
+    Ok(texts
+        .iter()
+        .map(|t| framelab::services::split_pin(t))
+        .find(|(role, _)| role == framelab::services::spec::COMMAND_ROLE)
+        .map(|(_, cpus)| cpus.to_owned()))
+}
+
 fn service_specs(
     args: &cli::ServiceArgs,
     shell: bool,
@@ -684,8 +694,10 @@ fn check_export_paths(settings: &cli::CompareSettings) -> anyhow::Result<()> {
 fn bench_spec(args: &cli::BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpec> {
     use framelab::bench::{
         parse_param, parse_shell_variant, parse_variant, shell_argv, ExperimentSpec, RunSettings,
-        VariantSpec,
+        ServiceSettings, VariantSpec,
     };
+    // Checked before the first run: a mistyped service fails now, not at run 1.
+    service_specs(&args.services, args.from_output.shell)?;
     let shell = args.from_output.shell;
     let Some(runs) = args.runs else {
         anyhow::bail!("-n RUNS is required: how many runs of each variant (6 or more for verdicts you can trust)");
@@ -740,7 +752,7 @@ fn bench_spec(args: &cli::BenchArgs) -> anyhow::Result<framelab::bench::Experime
         runs,
         order: args.order,
         seed: args.seed,
-        pin: args.pin.clone(),
+        pin: command_pin(&args.services.pins)?,
         prepare: args.prepare.clone(),
         warmup_runs: match args.warmup_runs {
             None => 0,
@@ -764,6 +776,13 @@ fn bench_spec(args: &cli::BenchArgs) -> anyhow::Result<framelab::bench::Experime
             ring_records: args.ring_records,
             metrics: framelab::output::parse_metrics(&args.from_output.metrics)?,
             keep_output: args.from_output.keep_output,
+            services: ServiceSettings {
+                services: args.services.services.clone(),
+                ready: args.services.ready.clone(),
+                ready_timeout_ns: ns(args.services.ready_timeout),
+                pins: args.services.pins.clone(),
+                shell,
+            },
         },
     })
 }

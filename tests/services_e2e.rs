@@ -252,3 +252,49 @@ fn a_service_ready_on_a_tcp_port_serves_the_command() {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
     });
 }
+
+#[test]
+fn a_bench_starts_its_services_fresh_for_every_run_and_compares_their_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, pids) = (dir.path().join("svc.framelab"), dir.path().join("pids"));
+    let service = format!(
+        "burner=sh -c 'echo $$ >> {}; echo listening; while :; do :; done'",
+        pids.display()
+    );
+    let out = framelab()
+        .args([
+            "bench",
+            "-n",
+            "2",
+            "--format",
+            "json",
+            "--service",
+            &service,
+        ])
+        .args(["--ready", "burner=regex:listening"])
+        .args([
+            "--variant",
+            "short=sleep 0.2",
+            "--variant",
+            "long=sleep 0.4",
+            "-o",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // One fresh service per run, every one gone.
+    let started: Vec<u32> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(started.len(), 4, "{started:?}");
+    assert!(started.iter().all(|&pid| !alive(pid)), "{started:?}");
+    let c: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let keys = c["metrics"].to_string();
+    assert!(
+        keys.contains("\"cpu.burner\"") && keys.contains("\"cpu.command\""),
+        "{keys}"
+    );
+}

@@ -23,7 +23,7 @@ pub use cpus::parse_cpu_list;
 use schedule::{schedule, warmup_schedule, Slot};
 pub use spec::{
     parse_param, parse_shell_variant, parse_variant, shell_argv, ExperimentSpec, Order,
-    RunSettings, VariantSpec,
+    RunSettings, ServiceSettings, VariantSpec,
 };
 
 /// What `framelab bench` was asked.
@@ -446,6 +446,12 @@ fn run_options(
             .map(|m| m.expanded(combo))
             .collect::<Result<_>>()?,
         keep_output: settings.keep_output,
+        services: settings.services.specs(combo)?,
+        ready_timeout: if settings.services.ready_timeout_ns > 0 {
+            ns(settings.services.ready_timeout_ns)
+        } else {
+            crate::services::DEFAULT_READY_TIMEOUT
+        },
         ..RunOptions::default()
     })
 }

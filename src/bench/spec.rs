@@ -51,6 +51,40 @@ pub struct RunSettings {
     /// `--keep-output`: keep both streams even when no metric reads them.
     #[serde(default)]
     pub keep_output: bool,
+    /// `--service`, `--ready`, `--pin ROLE=` as given: started fresh for every run.
+    #[serde(default)]
+    pub services: ServiceSettings,
+}
+
+/// The service options of a bench as given, `{KEY}` unexpanded, kept for `--resume`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServiceSettings {
+    pub services: Vec<String>,
+    pub ready: Vec<String>,
+    pub ready_timeout_ns: i64,
+    pub pins: Vec<String>,
+    pub shell: bool,
+}
+
+impl ServiceSettings {
+    /// The services of one run: `{KEY}` in their commands replaced by this run's values.
+    pub fn specs(
+        &self,
+        combo: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Vec<crate::services::ServiceSpec>> {
+        let expand = |text: &String| {
+            combo
+                .iter()
+                .fold(text.clone(), |t, (k, v)| t.replace(&format!("{{{k}}}"), v))
+        };
+        let services: Vec<String> = self.services.iter().map(expand).collect();
+        let mut pins = Vec::new();
+        for text in &self.pins {
+            let (role, cpus) = crate::services::split_pin(text);
+            pins.push((role, super::cpus::parse_cpu_list(cpus)?));
+        }
+        crate::services::parse_services(&services, &self.ready, &pins, self.shell)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

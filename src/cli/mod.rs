@@ -443,9 +443,8 @@ pub struct BenchArgs {
     /// interleaved (A B A B ...) or shuffled (each round in a seeded random order)
     #[arg(long, value_enum, default_value = "interleaved")]
     pub order: framelab::bench::Order,
-    /// Pin every run to these CPUs (e.g. 2-3 or 0,2)
-    #[arg(long, value_name = "CPUS")]
-    pub pin: Option<String>,
+    #[command(flatten)]
+    pub services: ServiceArgs,
     /// Shell command run before each run (e.g. dropping caches); {KEY} expanded
     #[arg(long, value_name = "CMD")]
     pub prepare: Option<String>,

@@ -215,6 +215,12 @@ impl RunReader<'_> {
             histograms: self.histograms()?,
             ..Run::default()
         };
+        let fail = self.sql_error("reading metrics and output");
+        let run = Run {
+            metrics: super::outputs::load_metrics(self.conn, self.run_id).map_err(&fail)?,
+            outputs: super::outputs::load_outputs(self.conn, self.run_id).map_err(&fail)?,
+            ..run
+        };
         check_references(&run).map_err(|e| inconsistent(self.path, e))?;
         Ok((run, [spans_at, counters_at, events_at]))
     }
