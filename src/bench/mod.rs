@@ -452,7 +452,6 @@ fn run_options(
         } else {
             crate::services::DEFAULT_READY_TIMEOUT
         },
-        ..RunOptions::default()
     })
 }
 

@@ -25,6 +25,8 @@ pub struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+// Parsed once per invocation: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Run a command in a session, record every frame's stages, print the report
     Run(RunArgs),
