@@ -22,9 +22,9 @@ fn cpu(p: &ProcessStats) -> i64 {
 }
 
 /// `run.sh DIR DEPTH`: starts a chain of DEPTH shells; the last one starts a CPU burner in
-/// the background, waits (in `read`, no other child) until told, stops the burner (so it
-/// burns nothing between the reading and the kill, however slow a loaded machine is), reads
-/// its /proc/PID/stat, then `kill -KILL $b; wait $b`, and keeps running until told again. The
+/// the background, waits (in `read`, no other child) until told, reads the burner's
+/// /proc/PID/stat just before `kill $b; wait $b`, writes `times` (its children's CPU: the
+/// burner's final figure, from the kernel), and keeps running until told again. The
 /// moment of the kill is the script's `sleep 1.2`, unrelated to framelab's readings.
 fn write_scripts(dir: &Path) {
     let nest = r#"#!/bin/sh
@@ -35,11 +35,11 @@ fi
 sh -c 'while :; do :; done' &
 b=$!
 read x < "$2/go"
-kill -STOP $b
 read -r stat < /proc/$b/stat
 echo "$stat" > "$2/stat"
-kill -KILL $b
+kill $b
 wait $b
+times > "$2/times"
 read x < "$2/done"
 "#;
     let run = r#"#!/bin/sh
@@ -90,37 +90,57 @@ fn killed_burner(depth: u32, exit_records: bool) -> (ProcessStats, i64, Vec<Proc
         .find(|p| p.pid == burner_pid)
         .unwrap_or_else(|| panic!("no row for the burner {burner_pid}: {:#?}", run.processes))
         .clone();
-    (burner, stat_cpu_ns(&stat), run.processes)
+    let times = std::fs::read_to_string(dir.path().join("times")).expect("the killer wrote it");
+    (burner, children_cpu_ns(&times), run.processes)
+}
+
+/// The children's user + sys of a shell's `times` output ("0m1.050000s 0m0.010000s" on its
+/// second line), in ns.
+fn children_cpu_ns(times: &str) -> i64 {
+    let line = times.lines().nth(1).expect("two lines of times");
+    line.split_whitespace()
+        .map(|t| {
+            let (m, s) = t.trim_end_matches('s').split_once('m').expect("XmY.Ys");
+            let seconds = m.parse::<f64>().unwrap() * 60.0 + s.parse::<f64>().unwrap();
+            (seconds * 1e9).round() as i64
+        })
+        .sum()
 }
 
 fn assert_burner_kept_its_cpu(depth: u32, exit_records: bool) {
     let (burner, before_kill, rows) = killed_burner(depth, exit_records);
-    // The kernel's figure is truncated to a tick and the burner ran a little longer after it
-    // was read (the `kill`); the row's last part comes from its reaper's children time, also
-    // in ticks: a couple of ticks either way, never the hundreds of ms a reading interval is.
+    // `before_kill` is the kernel's final figure for the burner (its killer's children time,
+    // read after `wait`), in ticks; the row's last part comes from its reaper's children
+    // time, also in ticks: a couple of ticks either way, never the hundreds of ms a reading
+    // interval is, however loaded the machine.
     let ratio = cpu(&burner) as f64 / before_kill as f64;
     eprintln!(
-        "depth {depth}: burner row {} ns, /proc just before the kill {} ns, ratio {ratio:.4}",
+        "depth {depth}: burner row {} ns, the kernel's final figure {} ns, ratio {ratio:.4}",
         cpu(&burner),
         before_kill
     );
     assert!(
         (cpu(&burner) - before_kill).abs() <= 3 * TICK_NS,
-        "the burner's row holds {} ns, the kernel said {} ns just before the kill: {rows:#?}",
+        "the burner's row holds {} ns, the kernel said {} ns in all: {rows:#?}",
         cpu(&burner),
         before_kill
     );
     // However loaded the machine, the burner ran before it was killed.
     assert!(before_kill > 2 * TICK_NS, "it burnt before the kill");
     // From the kernel's exit record where framelab may read them (CAP_NET_ADMIN), else
-    // from its reaper's children time.
+    // from its reaper's children time, or a reading of it as a zombie.
     if exit_records {
         assert!(
             matches!(burner.cpu_source, CpuSource::Reaper | CpuSource::Exit),
             "{burner:?}"
         );
     } else {
-        assert_eq!(burner.cpu_source, CpuSource::Reaper, "{burner:?}");
+        // Clock when a reading caught it as a zombie before its killer reaped it (a loaded
+        // machine can leave it one that long); the figure must be right either way.
+        assert!(
+            matches!(burner.cpu_source, CpuSource::Reaper | CpuSource::Clock),
+            "{burner:?}"
+        );
     }
     let unattributed: i64 = rows
         .iter()

@@ -272,13 +272,9 @@ fn a_bench_starts_its_services_fresh_for_every_run_and_compares_their_cpu() {
             &service,
         ])
         .args(["--ready", "burner=regex:listening"])
-        .args([
-            "--variant",
-            "short=sleep 0.2",
-            "--variant",
-            "long=sleep 0.4",
-            "-o",
-        ])
+        .args(["--metric", r"jobs:higher=done (\d+)"])
+        .args(["--variant", "short=sh -c 'sleep 0.2; echo done 100'"])
+        .args(["--variant", "long=sh -c 'sleep 0.4; echo done 100'", "-o"])
         .arg(&file)
         .output()
         .unwrap();
@@ -291,10 +287,42 @@ fn a_bench_starts_its_services_fresh_for_every_run_and_compares_their_cpu() {
         .collect();
     assert_eq!(started.len(), 4, "{started:?}");
     assert!(started.iter().all(|&pid| !alive(pid)), "{started:?}");
-    let c: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    // The commands' own output shares bench's stdout: the comparison is read back instead.
+    let all = framelab()
+        .args(["compare", "--format", "json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let c: serde_json::Value = serde_json::from_str(&stdout(&all)).unwrap();
     let keys = c["metrics"].to_string();
     assert!(
         keys.contains("\"cpu.burner\"") && keys.contains("\"cpu.command\""),
         "{keys}"
+    );
+
+    // The service's CPU per unit of the command's own metric (100 jobs a run), when asked.
+    let per = framelab()
+        .args([
+            "compare",
+            "--format",
+            "json",
+            "--show",
+            "cpu.burner,cpu_per.jobs.burner",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(per.status.code(), Some(0), "{}", stderr(&per));
+    let c: serde_json::Value = serde_json::from_str(&stdout(&per)).unwrap();
+    let rows = c["groups"][0]["comparisons"][0]["rows"].as_array().unwrap();
+    let median = |metric: &str| {
+        let row = rows.iter().find(|r| r["metric"] == metric).unwrap();
+        row["variant"]["median"].as_f64().unwrap()
+    };
+    let (cpu_s, per_job_us) = (median("cpu.burner"), median("cpu_per.jobs.burner"));
+    assert!(cpu_s > 0.0);
+    assert!(
+        ((per_job_us * 100.0) / (cpu_s * 1e6) - 1.0).abs() < 1e-9,
+        "{per_job_us} µs a job, {cpu_s} s in all"
     );
 }

@@ -81,6 +81,13 @@ pub enum Kind {
         role: String,
         figure: RoleFigure,
     },
+    /// CPU per unit of a metric from output (`cpu_per.req_s.server`): the whole run's CPU, or
+    /// one role's, ÷ the work the metric says was done (a rate such as req/s × the window; a
+    /// count as it is).
+    CpuPerUnit {
+        metric: String,
+        role: Option<String>,
+    },
     /// A percentile of a stage's span durations, or of frame totals (`stage` None).
     Percentile {
         stage: Option<String>,
@@ -194,6 +201,22 @@ impl Metric {
                 .iter()
                 .find(|(d, _)| d == device)
                 .and_then(|(_, joules)| whole(*joules)),
+            Kind::CpuPerUnit { metric, role } => {
+                let m = run.output_metrics.iter().find(|m| &m.name == metric)?;
+                let seconds = run.wall_ns as f64 / 1e9;
+                let units = if m.unit.ends_with("/s") {
+                    m.value? * seconds
+                } else {
+                    m.value?
+                };
+                let cpu_ns = match role {
+                    None => run.cpu_ns,
+                    Some(role) => run.roles.iter().find(|r| &r.role == role)?.cpu_ns,
+                };
+                (units > 0.0)
+                    .then(|| cpu_ns as f64 / 1e3 / units)
+                    .and_then(whole)
+            }
             Kind::Output { name } => run
                 .output_metrics
                 .iter()
@@ -330,6 +353,7 @@ pub fn catalogue(runs: &[&RunData]) -> Vec<Metric> {
         ));
     }
     all.extend(role_metrics(runs));
+    all.extend(cpu_per_unit_metrics(runs));
     let exists = |m: &Metric| match m.kind {
         Kind::Wall
         | Kind::Cpu
@@ -387,6 +411,50 @@ fn role_key(role: &str) -> String {
             }
         })
         .collect()
+}
+
+/// CPU per unit of each metric from output, for the whole run and each role (when there are
+/// several): `cpu_per.NAME` and `cpu_per.NAME.ROLE`, in µs per unit. Shown when asked for.
+fn cpu_per_unit_metrics(runs: &[&RunData]) -> Vec<Metric> {
+    let mut roles: Vec<Option<&str>> = vec![None];
+    if runs.iter().any(|r| r.roles.len() > 1) {
+        for run in runs {
+            for r in &run.roles {
+                if !roles.contains(&Some(r.role.as_str())) {
+                    roles.push(Some(&r.role));
+                }
+            }
+        }
+    }
+    let mut metrics = Vec::new();
+    for output in output_metrics(runs) {
+        let name = &output.key;
+        let per = match &output.unit {
+            Unit::Custom(u) if u.ends_with("/s") => u.trim_end_matches("/s").to_owned(),
+            Unit::Custom(u) if !u.is_empty() => u.clone(),
+            _ => name.clone(),
+        };
+        for role in &roles {
+            let (key, label) = match role {
+                None => (format!("cpu_per.{name}"), format!("CPU per {per}")),
+                Some(r) => (
+                    format!("cpu_per.{name}.{}", role_key(r)),
+                    format!("CPU per {per}, {r}"),
+                ),
+            };
+            metrics.push(Metric::new(
+                &key,
+                &label,
+                Unit::Microseconds,
+                Direction::LowerIsBetter,
+                Kind::CpuPerUnit {
+                    metric: name.clone(),
+                    role: role.map(str::to_owned),
+                },
+            ));
+        }
+    }
+    metrics
 }
 
 /// The metrics from output the runs recorded, in the order first seen; unit and direction
@@ -466,6 +534,7 @@ pub fn defaults(catalogue: &[Metric]) -> Vec<Metric> {
             !matches!(
                 m.kind,
                 Kind::Cores
+                    | Kind::CpuPerUnit { .. }
                     | Kind::Role {
                         figure: RoleFigure::Cores,
                         ..
