@@ -131,8 +131,12 @@ fn duration_stops_the_command_and_warmup_frames_are_kept_but_excluded() {
     );
     let all_frames: std::collections::HashSet<u64> = run.spans.iter().map(|s| s.frame).collect();
     assert_eq!(
-        analysis.frames + analysis.window.warmup_frames + analysis.window.after_frames,
-        all_frames.len() as u64
+        analysis.frames
+            + analysis.window.warmup_frames
+            + analysis.window.after_frames
+            + analysis.window.open_frames,
+        all_frames.len() as u64,
+        "measured, warmup, after the window and still open at the stop: every frame once"
     );
 }
 
