@@ -266,7 +266,7 @@ fn the_null_device_keeps_no_run_file() {
         "the report is printed"
     );
     let bench = framelab()
-        .args(["bench", "-n", "2", "--metric", "work.p50", "-o"])
+        .args(["bench", "-n", "2", "--show", "work.p50", "-o"])
         .arg(&null)
         .arg("--variant")
         .arg(format!("a={} work 10 100", example("testprog")))

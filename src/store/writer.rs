@@ -721,24 +721,38 @@ impl RunWriter {
 
 /// Writes a whole run at once (an import, a converted run) and returns its id in the file.
 pub fn write_run(path: &Path, run: &Run) -> anyhow::Result<i64> {
-    let mut w = RunWriter::create(path, &run.meta)?;
-    match write_all(&mut w, run) {
-        Ok(()) => {
-            let id = w.run_id();
-            w.finish()?;
-            Ok(id)
+    // All or nothing: a run written whole is never half in the file (a full disk), and a
+    // file made for it is not left behind, whichever step failed.
+    let existed = path.exists();
+    let remove_new_file = || {
+        if !existed {
+            let _ = std::fs::remove_file(path);
+            let mut journal = path.as_os_str().to_owned();
+            journal.push("-journal");
+            let _ = std::fs::remove_file(PathBuf::from(journal));
         }
-        // All or nothing: a run written whole is never half in the file (a full disk).
+    };
+    let mut w = match RunWriter::create(path, &run.meta) {
+        Ok(w) => w,
+        Err(e) => {
+            remove_new_file();
+            return Err(e);
+        }
+    };
+    let written = write_all(&mut w, run).map(|()| w.run_id());
+    let done = match written {
+        Ok(id) => w.finish().map(|_| id),
         Err(e) => {
             if w.abandon() {
-                let _ = std::fs::remove_file(path);
-                let mut journal = path.as_os_str().to_owned();
-                journal.push("-journal");
-                let _ = std::fs::remove_file(PathBuf::from(journal));
+                remove_new_file();
             }
-            Err(e)
+            return Err(e);
         }
+    };
+    if done.is_err() {
+        remove_new_file();
     }
+    done
 }
 
 fn write_all(w: &mut RunWriter, run: &Run) -> anyhow::Result<()> {
