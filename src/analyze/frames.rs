@@ -359,7 +359,18 @@ pub fn open_at_stop(spans: &[Span], frames: &Frames, meta: &RunMeta) -> OpenFram
             }
         }
     }
-    let reference = &stages[..looked_at.len() - tail];
+    open_from_stages(&stages, tail, |k| looked_at[k].1)
+}
+
+/// The open frames among the last `tail` of `stages` (each frame's distinct stages, in start
+/// order): those, from the end back, lacking a stage every earlier frame had. `index_of(k)` is
+/// frame k's index into `Frames::all`. Shared by the loaded-run and the columnar analyses.
+pub(crate) fn open_from_stages(
+    stages: &[Vec<u16>],
+    tail: usize,
+    index_of: impl Fn(usize) -> u32,
+) -> OpenFrames {
+    let reference = &stages[..stages.len() - tail];
     let Some((first, rest)) = reference.split_first() else {
         return OpenFrames::default();
     };
@@ -367,14 +378,14 @@ pub fn open_at_stop(spans: &[Span], frames: &Frames, meta: &RunMeta) -> OpenFram
         .filter(|stage| rest.iter().all(|other| other.contains(stage)))
         .collect();
     let mut open = OpenFrames::default();
-    for k in (looked_at.len() - tail..looked_at.len()).rev() {
+    for k in (stages.len() - tail..stages.len()).rev() {
         let missing: Vec<u16> = (required.iter().copied())
             .filter(|stage| !stages[k].contains(stage))
             .collect();
         if missing.is_empty() {
             break;
         }
-        open.indices.push(looked_at[k].1);
+        open.indices.push(index_of(k));
         open.missing_stages.extend(missing);
     }
     open.missing_stages.sort_unstable();

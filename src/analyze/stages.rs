@@ -24,6 +24,14 @@ pub fn pick_worst(frames: &Frames, measured: &Measured, k: usize) -> Vec<u32> {
     worst.into_iter().map(|(_, i)| i).collect()
 }
 
+/// A stage's name by id; `stage#ID` for an id the run never named.
+pub fn stage_name(stage_names: &[String], id: usize) -> String {
+    stage_names
+        .get(id)
+        .cloned()
+        .unwrap_or_else(|| format!("stage#{id}"))
+}
+
 /// Stage rows, in order of each stage's earliest measured span start.
 pub struct StageTable {
     pub names: Vec<String>,
@@ -89,15 +97,7 @@ pub fn stage_table(
         }
     }
 
-    let names: Vec<String> = order
-        .iter()
-        .map(|&s| {
-            stage_names
-                .get(s)
-                .cloned()
-                .unwrap_or_else(|| format!("stage#{s}"))
-        })
-        .collect();
+    let names: Vec<String> = order.iter().map(|&s| stage_name(stage_names, s)).collect();
     let rows = names
         .iter()
         .zip(durations.iter_mut())

@@ -100,12 +100,7 @@ fn frame_values(run: &Run, analysis: &Analysis) -> (Vec<(String, Vec<i64>)>, Vec
         }
         by_stage[stage].push(span.dur_ns);
     }
-    let name_of = |id: usize| {
-        run.stages
-            .get(id)
-            .cloned()
-            .unwrap_or_else(|| format!("stage#{id}"))
-    };
+    let name_of = |id: usize| crate::analyze::stages::stage_name(&run.stages, id);
     // The report's order: analysis.stage_names.
     let mut stages = Vec::new();
     for name in &analysis.stage_names {

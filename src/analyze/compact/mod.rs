@@ -262,12 +262,7 @@ fn stage_table(
 
     let names: Vec<String> = order
         .iter()
-        .map(|&s| {
-            stage_names
-                .get(s)
-                .cloned()
-                .unwrap_or_else(|| format!("stage#{s}"))
-        })
+        .map(|&s| super::stages::stage_name(stage_names, s))
         .collect();
     let rows = names
         .iter()

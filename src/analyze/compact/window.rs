@@ -8,8 +8,8 @@ use std::collections::BinaryHeap;
 use super::columns::SpanColumns;
 use super::table::FrameTable;
 use crate::analyze::frames::{
-    resolve_window, stopped_mid_frame, OpenFrames, ResolvedWindow, MAX_OPEN_FRAMES, NO_FRAME,
-    REFERENCE_FRAMES,
+    open_from_stages, resolve_window, stopped_mid_frame, OpenFrames, ResolvedWindow,
+    MAX_OPEN_FRAMES, NO_FRAME, REFERENCE_FRAMES,
 };
 use crate::model::RunMeta;
 
@@ -152,27 +152,7 @@ pub fn open_at_stop(columns: &SpanColumns, table: &FrameTable, meta: &RunMeta) -
             }
         }
     }
-    let reference = &stages[..looked_at.len() - tail];
-    let Some((first, rest)) = reference.split_first() else {
-        return OpenFrames::default();
-    };
-    let required: Vec<u16> = (first.iter().copied())
-        .filter(|stage| rest.iter().all(|other| other.contains(stage)))
-        .collect();
-    let mut open = OpenFrames::default();
-    for k in (looked_at.len() - tail..looked_at.len()).rev() {
-        let missing: Vec<u16> = (required.iter().copied())
-            .filter(|stage| !stages[k].contains(stage))
-            .collect();
-        if missing.is_empty() {
-            break;
-        }
-        open.indices.push(looked_at[k]);
-        open.missing_stages.extend(missing);
-    }
-    open.missing_stages.sort_unstable();
-    open.missing_stages.dedup();
-    open
+    open_from_stages(&stages, tail, |k| looked_at[k])
 }
 
 /// For each of `frames` (ascending indices), the row of its first span.
