@@ -17,8 +17,9 @@ pub mod report;
 pub mod sample;
 pub mod services;
 pub mod session;
-#[cfg(test)]
-mod snapshot;
+/// Snapshot comparison for the crate's own tests and its integration tests.
+#[doc(hidden)]
+pub mod snapshot;
 pub mod stats;
 pub mod store;
 pub mod timers;

@@ -1,8 +1,8 @@
 //! Snapshot tests: whole outputs compared with files under `tests/snapshots/`. After an
-//! intended change, regenerate with `UPDATE_SNAPSHOTS=1 cargo test --lib` and review the diff.
+//! intended change, regenerate with `UPDATE_SNAPSHOTS=1 cargo test --lib` (or `--test NAME`) and review the diff.
 
 /// Compares `actual` with `tests/snapshots/NAME`, or writes it there with `UPDATE_SNAPSHOTS` set.
-pub(crate) fn check(name: &str, actual: &str) {
+pub fn check(name: &str, actual: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/snapshots")
         .join(name);

@@ -4,6 +4,7 @@
 mod common;
 
 use std::io::BufRead;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::*;
@@ -39,6 +40,29 @@ fn median(row: &Value, side: &str) -> f64 {
 
 struct Daemon(std::process::Child);
 
+/// The decoder daemon on two FIFOs in `dir`, once it has said it is ready.
+fn start_daemon(python: &str, dir: &Path) -> (Daemon, PathBuf, PathBuf) {
+    let (request, reply) = (dir.join("request"), dir.join("reply"));
+    for fifo in [&request, &reply] {
+        let status = Command::new("mkfifo").arg(fifo).status().unwrap();
+        assert!(status.success());
+    }
+    let mut daemon = Daemon(
+        Command::new(python)
+            .arg(data("decoderd.py"))
+            .args([&request, &reply])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufReader::new(daemon.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    (daemon, request, reply)
+}
+
 impl Drop for Daemon {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -53,26 +77,7 @@ fn a_watched_daemons_cpu_is_compared_apart_from_the_commands() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let (request, reply) = (dir.path().join("request"), dir.path().join("reply"));
-    for fifo in [&request, &reply] {
-        let status = Command::new("mkfifo").arg(fifo).status().unwrap();
-        assert!(status.success());
-    }
-    let mut daemon = Daemon(
-        Command::new(&python)
-            .arg(data("decoderd.py"))
-            .args([&request, &reply])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    // Ready once it has named itself and said so.
-    let mut line = String::new();
-    std::io::BufReader::new(daemon.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-
+    let (daemon, request, reply) = start_daemon(&python, dir.path());
     let client = |daemon_ms: u32| {
         format!(
             "{python} {} {} {} 30 {daemon_ms}",
@@ -157,4 +162,127 @@ fn a_watched_daemons_cpu_is_compared_apart_from_the_commands() {
         "{}",
         stdout(&csv)
     );
+}
+
+/// The seed's table — codec × path: wall, the command's CPU, the daemon's CPU, load, cores —
+/// from one `framelab compare --format markdown`, over a real bench of a real process tree.
+/// The structure (variants, parameter values, roles, tables) is the bench's own; the timings
+/// are then set to fixed values in the file so that the whole Markdown is a snapshot.
+#[test]
+fn the_codec_by_path_table_is_one_compare() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python3 to run the daemon");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (daemon, request, reply) = start_daemon(&python, dir.path());
+    let job = |path: &str| {
+        format!(
+            "{path}={python} {} {} {} {{codec}} {path}",
+            data("decode.py"),
+            request.display(),
+            reply.display()
+        )
+    };
+    let file = dir.path().join("codecs.framelab");
+    let out = framelab()
+        .args(["bench", "-n", "3", "--param", "codec=h264,hevc,av1"])
+        .args(["--watch-pid", &daemon.0.id().to_string()])
+        .args(["--variant", &job("cpu"), "--variant", &job("daemon")])
+        .args(["--format", "json", "--show", "cpu.decoderd", "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The daemon did the av1 decodes of the daemon path: 60 ms each, a clock tick either way.
+    let c: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let av1 = c["sweeps"][0]["rows"][2]["medians"][1].as_f64().unwrap();
+    assert!(
+        (0.05..0.075).contains(&av1),
+        "daemon CPU, av1 by the daemon: {av1} s"
+    );
+
+    let temp = format!("{}/", dir.path().display());
+    set_fixed_timings(&file, &[(&python, "python3"), (&data(""), ""), (&temp, "")]);
+    let md = framelab()
+        .args(["compare", "--format", "markdown", "--show"])
+        .arg("wall,cpu.command,cpu.decoderd,load,cores")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(md.status.code(), Some(0), "{}", stderr(&md));
+    let md = stdout(&md).replace(&file.display().to_string(), "codecs.framelab");
+    framelab::snapshot::check("compare_codec_by_path.md", &md);
+}
+
+/// Gives every run of the codec bench fixed timings — wall, the command's CPU and the
+/// daemon's, by codec, path and repetition (1% apart), and a quiet machine — and rewrites the
+/// paths in its commands.
+fn set_fixed_timings(file: &Path, paths: &[(&str, &str)]) {
+    let db = rusqlite::Connection::open(file).unwrap();
+    let runs: Vec<(i64, String, String, i64)> = db
+        .prepare("SELECT run_id, variant, params_json, repetition FROM experiment_runs")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(runs.len(), 18);
+    for (run, variant, params, repetition) in runs {
+        let cost_ms = match serde_json::from_str::<Value>(&params).unwrap()["codec"]
+            .as_str()
+            .unwrap()
+        {
+            "h264" => 20.0,
+            "hevc" => 40.0,
+            _ => 60.0,
+        };
+        let (own_ms, daemon_ms) = if variant == "cpu" {
+            (cost_ms, 0.2)
+        } else {
+            (5.0, cost_ms)
+        };
+        let spread = 1.0 + 0.01 * repetition as f64;
+        let ns = |ms: f64| (ms * spread * 1e6).round() as i64;
+        let interpreter_ms = 30.0;
+        let wall = ns(60.0 + own_ms + daemon_ms);
+        db.execute(
+            "UPDATE runs SET window_start_ns = 0, window_end_ns = ?2 WHERE run_id = ?1",
+            (run, wall),
+        )
+        .unwrap();
+        db.execute(
+            "UPDATE processes SET user_ns = 0, sys_ns = 0, wall_ns = ?2, cpu_resolution_ns = 1000 \
+             WHERE run_id = ?1",
+            (run, wall),
+        )
+        .unwrap();
+        db.execute(
+            "UPDATE processes SET user_ns = ?2 WHERE run_id = ?1 AND role = 'command'",
+            (run, ns(interpreter_ms + own_ms)),
+        )
+        .unwrap();
+        let watched = db
+            .execute(
+                "UPDATE processes SET user_ns = ?2 WHERE run_id = ?1 AND role = 'watched'",
+                (run, ns(daemon_ms)),
+            )
+            .unwrap();
+        assert_eq!(watched, 1, "run {run} has the daemon");
+    }
+    // The machine as it was: how busy it was is not part of the table.
+    db.execute(
+        "UPDATE fingerprints SET load_avg_1m = 0.1, cpu_mhz = 3000",
+        [],
+    )
+    .unwrap();
+    for (path, written) in paths {
+        for (table, column) in [("experiments", "spec_json"), ("runs", "command_json")] {
+            db.execute(
+                &format!("UPDATE {table} SET {column} = replace({column}, ?1, ?2)"),
+                [path, written],
+            )
+            .unwrap();
+        }
+    }
 }

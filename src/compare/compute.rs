@@ -593,6 +593,15 @@ fn compare_metrics(
     })
 }
 
+/// The label a metric's resampling is seeded by: its key, except that `cores` is `load` ÷ 100
+/// and must show the same interval, so it resamples as `load` does.
+fn resampling_key(metric: &Metric) -> String {
+    match metric.key.strip_prefix("cores") {
+        Some(role) if role.is_empty() || role.starts_with('.') => format!("load{role}"),
+        _ => metric.key.clone(),
+    }
+}
+
 fn compare_metric(
     metric: &Metric,
     base_runs: &[&LoadedRun],
@@ -609,7 +618,7 @@ fn compare_metric(
         bootstrap_ratio(
             &b,
             &v,
-            &bootstrap_options(options, &format!("{seed_label}|{}", metric.key)),
+            &bootstrap_options(options, &format!("{seed_label}|{}", resampling_key(metric))),
         )
     };
     Row {
@@ -903,6 +912,21 @@ mod tests {
         assert_eq!(signed_pct(1.032, 1), "+3.2%");
         assert_eq!(signed_pct(1.0001, 1), "±0.0%");
         assert_eq!(signed_pct(f64::INFINITY, 1), "+∞%");
+    }
+
+    #[test]
+    fn cores_resample_as_load_does() {
+        let metric = |key: &str| Metric {
+            key: key.into(),
+            label: key.into(),
+            unit: Unit::Cores,
+            direction: crate::stats::Direction::LowerIsBetter,
+            kind: crate::compare::metrics::Kind::Cores,
+        };
+        assert_eq!(resampling_key(&metric("cores")), "load");
+        assert_eq!(resampling_key(&metric("cores.decoderd")), "load.decoderd");
+        assert_eq!(resampling_key(&metric("coresmith")), "coresmith");
+        assert_eq!(resampling_key(&metric("fps")), "fps");
     }
 
     #[test]

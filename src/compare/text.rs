@@ -83,6 +83,9 @@ pub fn render(c: &Comparison, markdown: bool) -> String {
     for g in &c.groups {
         group(&mut out, c, g, markdown, &heading);
     }
+    if c.sweeps.len() > 1 {
+        medians_table(&mut out, c, markdown, &heading);
+    }
     for sweep in &c.sweeps {
         sweep_table(&mut out, c, sweep, markdown, &heading);
     }
@@ -115,6 +118,41 @@ pub fn render(c: &Comparison, markdown: bool) -> String {
         }
     }
     out
+}
+
+/// Every swept metric side by side: one row per parameter values and variant, one column
+/// per metric (the "codec × path: wall, CPU of each process, load, cores" table).
+fn medians_table(
+    out: &mut String,
+    c: &Comparison,
+    markdown: bool,
+    heading: &dyn Fn(&mut String, &str),
+) {
+    heading(out, "medians per parameter value and variant");
+    let mut headers = vec![c.param_keys.join(" "), "variant".to_owned()];
+    headers.extend(
+        c.sweeps
+            .iter()
+            .map(|s| format!("{} ({})", s.label, unit_name(&s.unit))),
+    );
+    let mut t = Table {
+        headers,
+        rows: Vec::new(),
+    };
+    let first = &c.sweeps[0];
+    for (r, row) in first.rows.iter().enumerate() {
+        for (v, variant) in first.variants.iter().enumerate() {
+            let mut cells = vec![row.params.clone(), variant.clone()];
+            cells.extend(c.sweeps.iter().map(|s| {
+                s.rows
+                    .get(r)
+                    .and_then(|row| row.medians.get(v).copied().flatten())
+                    .map_or("—".into(), |m| value_to(&s.unit, m, s.resolution))
+            }));
+            t.push(cells);
+        }
+    }
+    out.push_str(&t.render(markdown));
 }
 
 /// One metric across the parameter values: the median of each variant, each change with
@@ -386,6 +424,12 @@ pub fn value_to(unit: &Unit, v: f64, resolution: Option<f64>) -> String {
 pub fn value(unit: &Unit, v: f64) -> String {
     match unit {
         Unit::Bytes => format!("{:.1}", v / (1024.0 * 1024.0)),
+        // Milliseconds as usual; below one, three significant digits rather than a
+        // "0.000" beside a change of thousands of percent.
+        Unit::Seconds if v != 0.0 && v.abs() < 0.001 => {
+            let decimals = (2 - v.abs().log10().floor() as i32).clamp(3, 12) as usize;
+            format!("{v:.decimals$}")
+        }
         Unit::Seconds => format!("{v:.3}"),
         Unit::Percent => format!("{v:.2}"),
         Unit::Joules => format!("{v:.4}"),
@@ -420,6 +464,17 @@ pub fn value(unit: &Unit, v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sub_millisecond_seconds_keep_three_significant_digits() {
+        // A daemon that woke once in the baseline: not "0.000" beside "+6849%".
+        assert_eq!(value_to(&Unit::Seconds, 0.000296, Some(1e-9)), "0.000296");
+        assert_eq!(value(&Unit::Seconds, 0.0000412), "0.0000412");
+        assert_eq!(value(&Unit::Seconds, 0.098), "0.098");
+        assert_eq!(value(&Unit::Seconds, 0.0), "0.000");
+        // From clock ticks there is nothing below 10 ms to show.
+        assert_eq!(value_to(&Unit::Seconds, 0.0003, Some(0.01)), "0.00");
+    }
 
     #[test]
     fn cpu_figures_print_no_finer_than_their_resolution() {
