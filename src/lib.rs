@@ -8,6 +8,8 @@ pub mod destination;
 pub mod display;
 pub mod experiment;
 pub mod export;
+mod fast_map;
+pub mod formats;
 pub mod hist;
 pub mod host;
 pub mod import;

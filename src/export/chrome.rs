@@ -17,7 +17,7 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 
-use super::LAUNCH_MARKER;
+use crate::formats::LAUNCH_MARKER;
 use crate::model::Run;
 
 /// The pid the telemetry counters are shown under.
@@ -32,7 +32,7 @@ pub fn write(run: &Run, out: &mut dyn Write) -> anyhow::Result<()> {
     )?;
     json_string(out, &run.meta.name)?;
     write!(out, ",\"description\":")?;
-    serde_json::to_writer(&mut *out, &super::meta::Carried::of(run)?)?;
+    serde_json::to_writer(&mut *out, &crate::formats::carried::Carried::of(run)?)?;
     writeln!(out, "}}}},\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
     let mut events = Events { out, first: true };
     events.start()?;
@@ -164,7 +164,7 @@ fn write_events(run: &Run, events: &mut Events) -> std::io::Result<()> {
 
 fn write_samples(run: &Run, events: &mut Events) -> std::io::Result<()> {
     let names: Vec<String> = (run.telemetry.series.iter())
-        .map(super::meta::counter_name)
+        .map(crate::formats::series_name)
         .collect();
     for sample in &run.telemetry.samples {
         let name = names

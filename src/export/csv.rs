@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use super::LAUNCH_MARKER;
+use crate::formats::LAUNCH_MARKER;
 use crate::model::Run;
 
 pub const HEADER: [&str; 7] = [

@@ -3,7 +3,6 @@
 
 pub mod chrome;
 pub mod csv;
-pub mod meta;
 pub mod perfetto;
 
 use std::io::Write;
@@ -20,10 +19,6 @@ pub enum ExportFormat {
     /// One row per span: frame, stage, pid, tid, thread, start_ns, dur_ns
     Csv,
 }
-
-/// The instant marking the run's launch (its time origin) in exported traces: the
-/// importers take it as the origin, so times come back unchanged.
-pub const LAUNCH_MARKER: &str = "framelab:launch";
 
 /// Writes `run` as `format` to `out`.
 pub fn export(run: &Run, format: ExportFormat, out: &mut dyn Write) -> anyhow::Result<()> {

@@ -22,13 +22,14 @@ use std::io::Write;
 
 use anyhow::{bail, Context};
 
-use super::LAUNCH_MARKER;
-use crate::import::perfetto::proto::{
+use crate::fast_map::FastMap;
+use crate::formats::perfetto::proto::{
     CounterDescriptor, DebugAnnotation, InternedData, InternedName, ProcessDescriptor,
     ThreadDescriptor, TracePacket, TrackDescriptor, TrackEvent, SEQ_INCREMENTAL_STATE_CLEARED,
     SEQ_NEEDS_INCREMENTAL_STATE, TYPE_COUNTER, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END,
 };
-use crate::import::perfetto::{FastMap, FRAME_ANNOTATION, KEY_ANNOTATION};
+use crate::formats::perfetto::{FRAME_ANNOTATION, KEY_ANNOTATION};
+use crate::formats::LAUNCH_MARKER;
 use crate::model::{Run, Span};
 
 /// The one packet sequence of the trace.
@@ -146,7 +147,9 @@ impl Tracks {
         w.descriptor(TrackDescriptor {
             uuid: Some(tracks.framelab),
             name: Some("framelab".into()),
-            description: Some(serde_json::to_string(&super::meta::Carried::of(run)?)?),
+            description: Some(serde_json::to_string(
+                &crate::formats::carried::Carried::of(run)?,
+            )?),
             ..TrackDescriptor::default()
         })?;
         let mut processes = BTreeMap::new();
@@ -398,17 +401,12 @@ fn flow_id(frame: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// A counter track per series, named `source metric entity (unit)`, its readings in order.
+/// A counter track per series, named as in every export (`formats::series_name`), its
+/// readings in order.
 fn write_counters(run: &Run, w: &mut PacketWriter) -> anyhow::Result<()> {
     let first_uuid = 1u64 << 62;
     for (i, series) in run.telemetry.series.iter().enumerate() {
-        let mut name = format!("{} {}", series.source, series.metric);
-        if !series.entity.is_empty() {
-            name = format!("{name} {}", series.entity);
-        }
-        if !series.unit.is_empty() {
-            name = format!("{name} ({})", series.unit);
-        }
+        let name = crate::formats::series_name(series);
         w.descriptor(TrackDescriptor {
             uuid: Some(first_uuid + i as u64),
             name: Some(name),
@@ -756,7 +754,7 @@ mod tests {
     #[test]
     fn a_span_that_does_not_nest_goes_on_a_child_track_of_its_thread() {
         let bytes = export(&sample_run());
-        let trace = crate::import::perfetto::proto::Trace::decode(&bytes[..]).unwrap();
+        let trace = crate::formats::perfetto::proto::Trace::decode(&bytes[..]).unwrap();
         let overlap: Vec<&TrackDescriptor> = (trace.packet.iter())
             .filter_map(|p| p.track_descriptor.as_ref())
             .filter(|d| d.name.as_deref() == Some("overlap 1"))
@@ -782,10 +780,25 @@ mod tests {
     }
 
     #[test]
+    fn counter_tracks_are_named_as_the_chrome_export_names_its_counters() {
+        let trace =
+            crate::formats::perfetto::proto::Trace::decode(&export(&sample_run())[..]).unwrap();
+        let names: Vec<&str> = (trace.packet.iter())
+            .filter_map(|p| p.track_descriptor.as_ref())
+            .filter(|d| d.counter.is_some())
+            .filter_map(|d| d.name.as_deref())
+            .collect();
+        assert_eq!(
+            names,
+            ["nvml.sm_clock[0] (MHz)", "rapl.energy[package-0] (uJ)"]
+        );
+    }
+
+    #[test]
     fn times_are_the_runs_own_unless_some_are_negative() {
         let trace =
-            |run: &Run| crate::import::perfetto::proto::Trace::decode(&export(run)[..]).unwrap();
-        let marker_time = |t: &crate::import::perfetto::proto::Trace| {
+            |run: &Run| crate::formats::perfetto::proto::Trace::decode(&export(run)[..]).unwrap();
+        let marker_time = |t: &crate::formats::perfetto::proto::Trace| {
             (t.packet.iter())
                 .find(|p| {
                     p.track_event
@@ -803,7 +816,7 @@ mod tests {
     #[test]
     fn the_spans_of_a_frame_are_linked_by_one_flow_ending_on_the_last() {
         let trace =
-            crate::import::perfetto::proto::Trace::decode(&export(&sample_run())[..]).unwrap();
+            crate::formats::perfetto::proto::Trace::decode(&export(&sample_run())[..]).unwrap();
         let begins: Vec<&TrackEvent> = (trace.packet.iter())
             .filter_map(|p| p.track_event.as_ref())
             .filter(|e| e.r#type == Some(TYPE_SLICE_BEGIN))
@@ -878,7 +891,7 @@ mod tests {
         }
         let back = parse_bytes(Format::Perfetto, &export(&run), ImportOptions::default()).unwrap();
         assert_eq!(&back.named_spans(), &run.named_spans());
-        let trace = crate::import::perfetto::proto::Trace::decode(&export(&run)[..]).unwrap();
+        let trace = crate::formats::perfetto::proto::Trace::decode(&export(&run)[..]).unwrap();
         let ends = (trace.packet.iter())
             .filter_map(|p| p.track_event.as_ref())
             .filter(|e| !e.terminating_flow_ids.is_empty())

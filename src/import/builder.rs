@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::{ImportError, ImportOptions, Location};
 use crate::analyze::pair::pair_events;
-use crate::export::meta::Carried;
+use crate::formats::carried::Carried;
 use crate::model::{
     CounterValue, EndReason, EventRecord, Histogram, ImportInfo, Run, RunMeta, Sample,
     SampleSeries, SourceState, SourceStatus, Span, ThreadInfo,
@@ -58,7 +58,7 @@ pub struct TraceBuilder {
     first_skipped: Option<String>,
     notes: Vec<String>,
     next_frame: u64,
-    /// A framelab export's run description ([`crate::export::meta`]).
+    /// A framelab export's run description ([`crate::formats::carried`]).
     carried: Option<Carried>,
     /// The trace is a framelab export (its marker was seen).
     framelab_export: bool,
@@ -399,7 +399,7 @@ fn restore(run: &mut Run, carried: Carried, notes: &mut Vec<String>) {
     // Counters known by name only (Chrome JSON) get their series back: source, metric,
     // entity, label, unit and kind.
     let by_name: HashMap<String, &SampleSeries> = (carried.series.iter())
-        .map(|s| (crate::export::meta::counter_name(s), s))
+        .map(|s| (crate::formats::series_name(s), s))
         .collect();
     for s in &mut run.telemetry.series {
         if let Some(&exported) = by_name.get(&s.metric) {

@@ -9,7 +9,7 @@
 //!   left out and counted), else each slice is a frame of its own. A framelab export (marked
 //!   by `otherData.framelab`, see [`crate::export::chrome`]) takes frames from `args.frame`,
 //!   keys from `args.key`, may hold times before its launch (negative `ts`), and gives back
-//!   the rest of the run from `otherData.framelab.description` (`crate::export::meta`).
+//!   the rest of the run from `otherData.framelab.description` (`crate::formats::carried`).
 //! - `i`/`I`/`n` instants become events, keyed by the `--key` argument, else `id` (or
 //!   `id2`), else 0. The `framelab:launch` instant is the time origin, not an event.
 //! - `C` counters become sample series (source `chrome`, metric `NAME` for the usual
@@ -37,7 +37,7 @@ use serde_json::value::RawValue;
 
 use super::keys::{fnv1a, key_of};
 use super::{ImportError, Location, TraceBuilder};
-use crate::export::LAUNCH_MARKER;
+use crate::formats::LAUNCH_MARKER;
 use crate::model::{SampleSeries, SeriesKind};
 
 /// Times beyond ±2^61 ns (73 years) are refused: rebasing and adding a duration must not

@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 
 use super::keys::key_of;
 use super::{ImportError, Location, TimeUnit, TraceBuilder};
-use crate::export::LAUNCH_MARKER;
+use crate::formats::LAUNCH_MARKER;
 
 /// The things a record may carry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,17 +14,14 @@
 //!   instant) carries `frame` and `key` annotations that are used without being asked,
 //!   and its counter tracks describe their series exactly (their `description`); the
 //!   `description` of its `framelab` track gives back the rest of the run (name, target,
-//!   window, processes, counters: `crate::export::meta`).
+//!   window, processes, counters: `crate::formats::carried`).
 //! - Times are the packets' timestamps in ns. Sequence-scoped incremental clocks (the
 //!   SDK's default) are resolved through their sequence's clock snapshot; clocks are
 //!   otherwise not converted into each other (noted when a trace mixes them).
 //! - Memory: one packet is decoded at a time; what stays is the run being built, open
 //!   slices, and per-sequence interned names.
 
-mod fast_map;
-pub mod proto;
-
-pub(crate) use fast_map::FastMap;
+pub use crate::formats::perfetto::proto;
 
 use std::collections::HashSet;
 use std::io::Read;
@@ -34,17 +31,15 @@ use prost::Message;
 
 use super::keys::key_of;
 use super::{ImportError, Location, TraceBuilder};
-use crate::export::LAUNCH_MARKER;
+use crate::fast_map::FastMap;
+use crate::formats::perfetto::{FRAME_ANNOTATION, KEY_ANNOTATION};
+use crate::formats::LAUNCH_MARKER;
 use crate::model::{SampleSeries, SeriesKind};
 use proto::{
     ClockSnapshot, DebugAnnotation, InternedData, TracePacket, TrackDescriptor, TrackEvent,
     SEQ_INCREMENTAL_STATE_CLEARED, TYPE_COUNTER, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END,
     UNIT_COUNT, UNIT_SIZE_BYTES, UNIT_TIME_NS,
 };
-
-/// The debug annotations a framelab export writes on slices and instants.
-pub const FRAME_ANNOTATION: &str = "frame";
-pub const KEY_ANNOTATION: &str = "key";
 
 /// Parent chains longer than this are taken as cycles (a damaged trace).
 const MAX_TRACK_DEPTH: usize = 64;

@@ -236,7 +236,7 @@ fn instants_are_events_keyed_by_the_key_annotation_and_the_launch_marker_is_the_
         vec![
             thread_track(2, 5, 6, "net"),
             at(100, annotated(instant(2, "send"), "req", uint(7))),
-            at(500, instant(2, crate::export::LAUNCH_MARKER)),
+            at(500, instant(2, crate::formats::LAUNCH_MARKER)),
             at(700, annotated(instant(2, "recv"), "req", text("7"))),
             at(900, instant(2, "tick")),
         ],

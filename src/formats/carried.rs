@@ -41,21 +41,9 @@ pub struct Carried {
     #[serde(default)]
     pub import: Option<ImportInfo>,
     /// The telemetry series, for formats whose counters hold only a name (Chrome JSON):
-    /// a counter named [`counter_name`] of one of these is given back its series.
+    /// a counter named [`super::series_name`] of one of these is given back its series.
     #[serde(default)]
     pub series: Vec<SampleSeries>,
-}
-
-/// A series' counter name in a Chrome JSON export: `SOURCE.METRIC[ENTITY] (UNIT)`.
-pub fn counter_name(s: &SampleSeries) -> String {
-    let mut name = format!("{}.{}", s.source, s.metric);
-    if !s.entity.is_empty() {
-        name.push_str(&format!("[{}]", s.entity));
-    }
-    if !s.unit.is_empty() {
-        name.push_str(&format!(" ({})", s.unit));
-    }
-    name
 }
 
 impl Carried {
