@@ -35,6 +35,7 @@ use serde::de::{self, Deserializer as _, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::decimal::{scaled, DecimalError, Grammar};
 use super::keys::{fnv1a, key_of};
 use super::{ImportError, Location, TraceBuilder};
 use crate::formats::LAUNCH_MARKER;
@@ -676,104 +677,31 @@ fn id_key(event: &RawEvent) -> Option<u64> {
     key
 }
 
-/// `text` (a JSON number, or one quoted) × 10^`scale`, rounded half away from zero to an
-/// integer with exact decimal arithmetic; `None` when it is not a number or past 128 bits.
-fn scaled_decimal(text: &str, scale: i64) -> Option<i128> {
-    let text = text
-        .strip_prefix('"')
-        .and_then(|t| t.strip_suffix('"'))
-        .unwrap_or(text);
-    let (negative, text) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text),
-    };
-    let bytes = text.as_bytes();
-    let digits_from = |mut i: usize| {
-        while bytes.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
+/// A counter's value (a JSON number, not a string) in thousandths: exact to 10^-3 below
+/// 9.2·10^15, beyond that an integer (fractions there are below the value's precision).
+fn counter_milli(text: &str) -> Result<i128, DecimalError> {
+    if text.starts_with('"') {
+        return Err(DecimalError::NotANumber);
+    }
+    match scaled(text.as_bytes(), 1_000, Grammar::JSON) {
+        Err(DecimalError::OutOfRange) => {
+            scaled(text.as_bytes(), 1, Grammar::JSON).map(|v| i128::from(v) * 1_000)
         }
-        i
-    };
-    let int_end = digits_from(0);
-    let (frac_start, frac_end) = match bytes.get(int_end) {
-        Some(b'.') => (int_end + 1, digits_from(int_end + 1)),
-        _ => (int_end, int_end),
-    };
-    let exponent = match bytes.get(frac_end) {
-        None => 0,
-        Some(b'e' | b'E') => parse_exponent(text.get(frac_end + 1..)?)?,
-        Some(_) => return None,
-    };
-    if int_end == 0 {
-        return None;
+        milli => milli.map(i128::from),
     }
-    let int_digits = &bytes[..int_end];
-    let frac_digits = bytes.get(frac_start..frac_end)?;
-    if let Some(value) = short_decimal(int_digits, frac_digits, exponent, scale) {
-        return Some(if negative { -value } else { value });
-    }
-    // The scaled value's decimal point falls after this many of the digits.
-    let point = int_end as i64 + exponent + scale;
-    let mut value: u128 = 0;
-    let mut round_up = false;
-    for (i, &d) in int_digits.iter().chain(frac_digits).enumerate() {
-        if (i as i64) < point {
-            value = value.checked_mul(10)?.checked_add(u128::from(d - b'0'))?;
-        } else {
-            round_up = d >= b'5';
-            break;
-        }
-    }
-    let mut missing_zeros = point - (int_digits.len() + frac_digits.len()) as i64;
-    while missing_zeros > 0 && value != 0 {
-        value = value.checked_mul(10)?;
-        missing_zeros -= 1;
-    }
-    let value = i128::try_from(value.checked_add(u128::from(round_up))?).ok()?;
-    Some(if negative { -value } else { value })
-}
-
-/// The common case quickly: no exponent, at most `scale` decimals, 18 digits in all.
-fn short_decimal(int_digits: &[u8], frac_digits: &[u8], exponent: i64, scale: i64) -> Option<i128> {
-    let frac_len = frac_digits.len() as i64;
-    if exponent != 0 || frac_len > scale || int_digits.len() + frac_digits.len() > 18 {
-        return None;
-    }
-    let mut value: u64 = 0;
-    for &d in int_digits.iter().chain(frac_digits) {
-        value = value * 10 + u64::from(d - b'0');
-    }
-    let mut value = i128::from(value);
-    for _ in frac_len..scale {
-        value *= 10;
-    }
-    Some(value)
-}
-
-/// A decimal exponent, clamped to ±10^6 (far past any 128-bit value).
-fn parse_exponent(text: &str) -> Option<i64> {
-    let (negative, digits) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if digits.is_empty() || !digits.bytes().all(|d| d.is_ascii_digit()) {
-        return None;
-    }
-    let mut value: i64 = 0;
-    for d in digits.bytes() {
-        value = (value * 10 + i64::from(d - b'0')).min(1_000_000);
-    }
-    Some(if negative { -value } else { value })
 }
 
 /// Microseconds as written → nanoseconds, within ±`MAX_TIME_NS`.
 fn micros_to_ns(text: &str) -> Result<i64, &'static str> {
-    let ns = scaled_decimal(text, 3).ok_or("is not a number of microseconds")?;
-    if ns.abs() > MAX_TIME_NS {
-        return Err("is too large (more than 73 years in microseconds)");
+    const TOO_LARGE: &str = "is too large (more than 73 years in microseconds)";
+    let ns = scaled(text.as_bytes(), 1_000, Grammar::JSON).map_err(|e| match e {
+        DecimalError::NotANumber => "is not a number of microseconds",
+        DecimalError::OutOfRange => TOO_LARGE,
+    })?;
+    if i128::from(ns).abs() > MAX_TIME_NS {
+        return Err(TOO_LARGE);
     }
-    Ok(ns as i64)
+    Ok(ns)
 }
 
 /// Text for an error message, cut short.
@@ -1212,11 +1140,16 @@ impl<'a> Importer<'a> {
         let mut readings = Vec::new();
         for_each_arg(args, |key, value| readings.push((key.to_owned(), value)));
         for (key, value) in readings {
-            let Some(milli) =
-                scaled_decimal(value.get(), 3).filter(|_| !value.get().starts_with('"'))
-            else {
-                self.tally.non_numeric_counters += 1;
-                continue;
+            let milli = match counter_milli(value.get()) {
+                Ok(milli) => milli,
+                Err(DecimalError::NotANumber) => {
+                    self.tally.non_numeric_counters += 1;
+                    continue;
+                }
+                Err(DecimalError::OutOfRange) => {
+                    self.tally.counters_out_of_range += 1;
+                    continue;
+                }
             };
             let name_hash = fnv1a(name.as_bytes())
                 ^ id.as_deref()
@@ -1412,30 +1345,23 @@ mod tests {
     }
 
     #[test]
-    fn decimal_microseconds_become_exact_nanoseconds() {
-        let ns = |t: &str| scaled_decimal(t, 3);
-        assert_eq!(ns("1234.567"), Some(1_234_567));
-        assert_eq!(ns("1234567890.123"), Some(1_234_567_890_123));
-        assert_eq!(ns("1.5e3"), Some(1_500_000));
-        assert_eq!(ns("15E-1"), Some(1_500));
-        assert_eq!(ns("1e-3"), Some(1));
-        assert_eq!(ns("12"), Some(12_000));
-        assert_eq!(ns("0"), Some(0));
-        assert_eq!(ns("\"12.5\""), Some(12_500));
-        // Past the nanosecond: half away from zero.
-        assert_eq!(ns("1234.5675"), Some(1_234_568));
-        assert_eq!(ns("1234.56749999"), Some(1_234_567));
-        assert_eq!(ns("-0.0005"), Some(-1));
-        assert_eq!(ns("0.0004999"), Some(0));
-        assert_eq!(ns("0.00000000000000000000000000000000000000009"), Some(0));
-        assert_eq!(ns("0e999999999999"), Some(0));
-        for bad in [
-            "", "-", ".5", "1e", "1e+", "abc", "1.2.3", "0x10", "1e999999", "+1",
-        ] {
-            assert_eq!(ns(bad), None, "{bad:?}");
-        }
+    fn microseconds_become_exact_nanoseconds_within_the_time_range() {
+        assert_eq!(micros_to_ns("1234.5675"), Ok(1_234_568));
+        assert_eq!(micros_to_ns("\"12.5\""), Ok(12_500));
         assert_eq!(micros_to_ns("2305843009213693.952"), Ok(1 << 61));
-        assert!(micros_to_ns("2305843009213693.953").is_err());
+        assert!(micros_to_ns("2305843009213693.953")
+            .unwrap_err()
+            .contains("too large"));
+        assert!(micros_to_ns("1e999999").unwrap_err().contains("too large"));
+        assert!(micros_to_ns(".5").unwrap_err().contains("not a number"));
+    }
+
+    #[test]
+    fn counter_values_are_thousandths_and_huge_ones_integers() {
+        assert_eq!(counter_milli("12.3456"), Ok(12_346));
+        assert_eq!(counter_milli("1e17"), Ok(100_000_000_000_000_000_000));
+        assert_eq!(counter_milli("\"12\""), Err(DecimalError::NotANumber));
+        assert_eq!(counter_milli("1e19"), Err(DecimalError::OutOfRange));
     }
 
     #[test]

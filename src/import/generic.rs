@@ -28,6 +28,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::value::RawValue;
 
+use super::decimal::text_scaled;
 use super::keys::key_of;
 use super::{ImportError, Location, TimeUnit, TraceBuilder};
 use crate::formats::LAUNCH_MARKER;
@@ -271,7 +272,7 @@ fn read_record(
     let time = |field: Field| -> Result<Option<i64>, String> {
         match get(field)? {
             None => Ok(None),
-            Some(text) => (decimal_scaled(&text, scale(field)).and_then(in_range))
+            Some(text) => (text_scaled(&text, scale(field)).and_then(in_range))
                 .map(Some)
                 .ok_or_else(|| {
                     format!(
@@ -619,76 +620,6 @@ pub(crate) fn in_range(value: i64) -> Option<i64> {
     (-MAX_VALUE..=MAX_VALUE).contains(&value).then_some(value)
 }
 
-/// Significant digits kept: times a factor up to 2^30 the product stays far inside i128.
-const MAX_DIGITS: usize = 27;
-
-/// `text` (a decimal: `-12.5`, `1.5e-3`, `+7`) times `factor`, as the nearest integer:
-/// exact decimal arithmetic, digits finer than one result unit rounded half away from
-/// zero. `None` when it is not a finite decimal number or the result overflows i64.
-/// `decimal_scaled("16.6667", 1_000_000)` (ms to ns) is 16_666_700.
-pub(crate) fn decimal_scaled(text: &str, factor: i64) -> Option<i64> {
-    let text = text.trim();
-    let (negative, rest) = match text.as_bytes().first()? {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let (mantissa, exponent) = match rest.find(['e', 'E']) {
-        Some(i) => (&rest[..i], rest[i + 1..].parse::<i32>().ok()?),
-        None => (rest, 0),
-    };
-    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    if int_part.is_empty() && frac_part.is_empty() {
-        return None;
-    }
-    if !int_part
-        .bytes()
-        .chain(frac_part.bytes())
-        .all(|c| c.is_ascii_digit())
-    {
-        return None;
-    }
-    // All significant digits as one integer and the power of ten it is scaled by. Digits
-    // beyond MAX_DIGITS are dropped: for any result that fits in i64 they weigh less than
-    // 1e-7 of a result unit.
-    let (mut digits, mut kept, mut scale) = (0i128, 0usize, i64::from(exponent));
-    for (i, c) in int_part.bytes().chain(frac_part.bytes()).enumerate() {
-        let in_fraction = i >= int_part.len();
-        let digit = i128::from(c - b'0');
-        if kept == 0 && digit == 0 {
-            scale -= i64::from(in_fraction);
-        } else if kept < MAX_DIGITS {
-            digits = digits * 10 + digit;
-            kept += 1;
-            scale -= i64::from(in_fraction);
-        } else if !in_fraction {
-            scale += 1;
-        }
-    }
-    if digits == 0 {
-        return Some(0);
-    }
-    let value = digits.checked_mul(i128::from(factor))?;
-    let result = if scale >= 0 {
-        value.checked_mul(10i128.checked_pow(u32::try_from(scale).ok()?)?)?
-    } else if scale < -37 {
-        // value < 2·10^36 (27 digits times a factor up to 2^30): below half a unit.
-        0
-    } else {
-        let divisor = 10i128.pow((-scale) as u32);
-        let (quotient, remainder) = (value / divisor, value % divisor);
-        let twice = remainder * 2;
-        // Half away from zero (the sign is applied after).
-        if twice >= divisor {
-            quotient + 1
-        } else {
-            quotient
-        }
-    };
-    let result = if negative { -result } else { result };
-    i64::try_from(result).ok()
-}
-
 /// Readings of one per-row column (a PresentMon or MangoHud column), written only where
 /// the value changes: the first and last row of each run of equal values are kept, so
 /// the reading nearest any frame is still its own row's value, and a sensor column that
@@ -761,56 +692,6 @@ mod tests {
     use crate::analyze::pair::PairSpec;
     use crate::import::{parse_bytes, Format, ImportOptions};
     use crate::model::Run;
-
-    #[test]
-    fn decimals_are_exact() {
-        assert_eq!(decimal_scaled("16.6667", 1_000_000), Some(16_666_700));
-        assert_eq!(
-            decimal_scaled("17.59230000000000", 1_000_000),
-            Some(17_592_300)
-        );
-        assert_eq!(
-            decimal_scaled("10.907744", 1_000_000_000),
-            Some(10_907_744_000)
-        );
-        assert_eq!(decimal_scaled("0", 1), Some(0));
-        assert_eq!(decimal_scaled("-1.5", 1_000), Some(-1_500));
-        assert_eq!(decimal_scaled("1.5e-3", 1_000_000_000), Some(1_500_000));
-        assert_eq!(decimal_scaled("2E3", 1), Some(2_000));
-        assert_eq!(decimal_scaled(".5", 10), Some(5));
-        assert_eq!(decimal_scaled("5.", 10), Some(50));
-        // Finer than a nanosecond: half away from zero.
-        assert_eq!(decimal_scaled("1234.5675", 1_000), Some(1_234_568));
-        assert_eq!(decimal_scaled("1234.5674999", 1_000), Some(1_234_567));
-        assert_eq!(decimal_scaled("-0.0005", 1_000), Some(-1));
-        assert_eq!(decimal_scaled("0.00049", 1_000), Some(0));
-        assert_eq!(decimal_scaled("1.25", 1_073_741_824), Some(1_342_177_280));
-        assert_eq!(
-            decimal_scaled("9223372036854775807", 1),
-            Some(9_223_372_036_854_775_807)
-        );
-        assert_eq!(decimal_scaled("9223372036854775808", 1), None);
-        assert_eq!(decimal_scaled("1e400", 1), None);
-        assert_eq!(decimal_scaled("1e-400", 1), Some(0));
-        assert_eq!(decimal_scaled("0e50", 1), Some(0));
-        assert_eq!(decimal_scaled("-000.000", 1), Some(0));
-        assert_eq!(decimal_scaled("1e+3", 1), Some(1_000));
-        assert_eq!(decimal_scaled("1234567890123456789012345678901", 1), None);
-        assert_eq!(
-            decimal_scaled("12345678901234567890123456789e-20", 1),
-            Some(123_456_789)
-        );
-        for bad in [
-            "", "NA", "-", ".", "1.2.3", "1e", "0x10", "nan", "inf", "1,5", "--1",
-        ] {
-            assert_eq!(decimal_scaled(bad, 1), None, "{bad:?}");
-        }
-        // Many digits: the ones beyond what matters only round.
-        assert_eq!(
-            decimal_scaled("0.1234567890123456789012345678901234567", 1_000_000_000),
-            Some(123_456_789)
-        );
-    }
 
     fn import(format: Format, text: &str, opts: ImportOptions) -> Result<Run, ImportError> {
         parse_bytes(format, text.as_bytes(), opts)

@@ -16,7 +16,8 @@
 //! MHz (rounded to whole units), power W → mW, memory GiB → bytes (MangoHud logs GiB).
 //! Columns of unknown unit are left out and named in a note.
 
-use super::generic::{csv_rows, decimal_scaled, field_text, in_range, Gauge};
+use super::decimal::text_scaled;
+use super::generic::{csv_rows, field_text, in_range, Gauge};
 use super::{ImportError, Location, TraceBuilder};
 use crate::model::{SampleSeries, SeriesKind};
 
@@ -222,10 +223,10 @@ struct Row {
 fn read_row(header: &Header, unit: FrameUnit, record: &csv::ByteRecord) -> Result<Row, String> {
     let text = |i: usize| field_text(record, i);
     let elapsed = text(header.elapsed);
-    let end_ns = (decimal_scaled(&elapsed, 1).and_then(in_range))
+    let end_ns = (text_scaled(&elapsed, 1).and_then(in_range))
         .ok_or_else(|| format!("elapsed {elapsed:?} is not a number of ns"))?;
     let ft = text(header.frametime);
-    let dur_ns = (decimal_scaled(&ft, unit.ns_per_unit()).and_then(in_range))
+    let dur_ns = (text_scaled(&ft, unit.ns_per_unit()).and_then(in_range))
         .ok_or_else(|| format!("frametime {ft:?} is not a number"))?;
     let mut samples = Vec::with_capacity(header.samples.len());
     for &(column, k) in &header.samples {
@@ -234,7 +235,7 @@ fn read_row(header: &Header, unit: FrameUnit, record: &csv::ByteRecord) -> Resul
             continue;
         }
         let (name, _, factor) = SAMPLE_COLUMNS[k];
-        let value = (decimal_scaled(&t, factor).and_then(in_range))
+        let value = (text_scaled(&t, factor).and_then(in_range))
             .ok_or_else(|| format!("{name} {t:?} is not a number"))?;
         samples.push((k, value));
     }

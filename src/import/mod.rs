@@ -3,6 +3,7 @@
 //! exposes `parse(input, &mut TraceBuilder)` and never panics on any input (fuzzed).
 
 mod builder;
+mod decimal;
 pub mod detect;
 pub mod keys;
 

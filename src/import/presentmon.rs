@@ -23,7 +23,8 @@
 
 use std::collections::HashMap;
 
-use super::generic::{csv_rows, decimal_scaled, field_text, in_range, Gauge};
+use super::decimal::text_scaled;
+use super::generic::{csv_rows, field_text, in_range, Gauge};
 use super::{ImportError, Location, TraceBuilder};
 use crate::model::{SampleSeries, SeriesKind};
 
@@ -51,7 +52,7 @@ enum TimeScale {
 impl TimeScale {
     fn ns(self, text: &str) -> Option<i64> {
         match self {
-            TimeScale::Decimal(factor) => decimal_scaled(text, factor),
+            TimeScale::Decimal(factor) => text_scaled(text, factor),
             TimeScale::Ticks { per_second } => {
                 let ticks: i128 = text.trim().parse::<i64>().ok()?.into();
                 let per_second = i128::from(per_second.max(1));
@@ -377,7 +378,7 @@ fn clock_evidence(
             continue;
         }
         let t = time_scale.ns(&field_text(&record, time));
-        let iv = decimal_scaled(&field_text(&record, interval), 1_000_000);
+        let iv = text_scaled(&field_text(&record, interval), 1_000_000);
         if let (Some(t), Some((t0, iv0))) = (t, previous) {
             let expected = if interval_is_previous { iv0 } else { iv };
             if let Some(expected) = expected.filter(|&e| e > 0 && t > t0) {
@@ -548,7 +549,7 @@ fn read_row(cols: &Columns, anchor: Anchor, record: &csv::ByteRecord) -> Result<
         if t.is_empty() || t.eq_ignore_ascii_case("na") {
             return Ok(None);
         }
-        (decimal_scaled(&t, 1_000_000).and_then(in_range))
+        (text_scaled(&t, 1_000_000).and_then(in_range))
             .map(Some)
             .ok_or_else(|| format!("{} {t:?} is not a number of ms", cols.names[i]))
     };
@@ -736,8 +737,7 @@ fn date_time_ns(text: &str) -> Option<i64> {
     if !(0..24).contains(&h) || !(0..60).contains(&min) {
         return None;
     }
-    let sec_ns =
-        decimal_scaled(sec, 1_000_000_000).filter(|&s| (0..61_000_000_000).contains(&s))?;
+    let sec_ns = text_scaled(sec, 1_000_000_000).filter(|&s| (0..61_000_000_000).contains(&s))?;
     // Days from 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's method).
     let y = if m <= 2 { y - 1 } else { y };
     if !(0..=10_000).contains(&y) {

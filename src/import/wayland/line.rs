@@ -15,6 +15,7 @@
 //! since 1.23), `[unknown]` or `[zombie]` when libwayland cannot name them, and a message it
 //! cannot decode is named like `[event 0, 0 fds, 12 bytes]`.
 
+use crate::import::decimal::{scaled, DecimalError, Grammar};
 use memchr::memchr;
 
 /// One printed message, borrowing from the line.
@@ -104,43 +105,15 @@ fn split_stamp(line: &[u8]) -> Option<(Result<i64, ()>, &[u8])> {
     Some((ns, &line[close + 2..]))
 }
 
-/// Milliseconds with an optional `.` or `,` fraction, exactly, as ns. More than 6
-/// fractional digits (below a nanosecond) are rounded half away from zero. `None` when the
-/// text is not such a number.
+/// Milliseconds with an optional `.` or `,` fraction, exactly, as ns (finer than a
+/// nanosecond rounded half away from zero); `None` when the text is not such a number,
+/// `Some(Err)` when it is one past an i64 of nanoseconds.
 pub fn stamp_to_ns(text: &[u8]) -> Option<Result<i64, ()>> {
-    let sep = text.iter().position(|&c| c == b'.' || c == b',');
-    let (whole, frac) = match sep {
-        Some(i) => (&text[..i], &text[i + 1..]),
-        None => (text, &text[text.len()..]),
-    };
-    if whole.is_empty() || !whole.iter().all(u8::is_ascii_digit) {
-        return None;
+    match scaled(text, 1_000_000, Grammar::STAMP) {
+        Ok(ns) => Some(Ok(ns)),
+        Err(DecimalError::OutOfRange) => Some(Err(())),
+        Err(DecimalError::NotANumber) => None,
     }
-    if !frac.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let mut ms: i64 = 0;
-    for &d in whole {
-        let Some(next) = ms
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(i64::from(d - b'0')))
-        else {
-            return Some(Err(()));
-        };
-        ms = next;
-    }
-    let mut sub_ms: i64 = 0;
-    for i in 0..6 {
-        sub_ms = sub_ms * 10 + frac.get(i).map_or(0, |&d| i64::from(d - b'0'));
-    }
-    if frac.get(6).is_some_and(|&d| d >= b'5') {
-        sub_ms += 1;
-    }
-    Some(
-        ms.checked_mul(1_000_000)
-            .and_then(|ns| ns.checked_add(sub_ms))
-            .ok_or(()),
-    )
 }
 
 /// What came between the timestamp and the object.
