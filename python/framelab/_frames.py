@@ -81,6 +81,12 @@ def _dig(obj, path):
     return obj
 
 
+def _stage_rows(rep):
+    """The report's stage rows without its last two, `total` and `interval` (added above)."""
+    rows = rep.get("stages") or []
+    return rows[:-2] if [r["name"] for r in rows[-2:]] == ["total", "interval"] else rows
+
+
 def tidy_metrics(runs):
     """One row per (run, metric): the columns seaborn wants (`value` numeric, the rest labels)."""
     param_keys = []
@@ -118,7 +124,7 @@ def tidy_metrics(runs):
             for stat in _DIST:
                 value = _dig(rep, (key, f"{stat}_ns"))
                 add(r, f"{key}_{stat}_us", None, "us", None if value is None else value / 1e3)
-        for stage in rep.get("stages") or []:
+        for stage in _stage_rows(rep):
             for stat in _DIST:
                 value = _dig(stage, ("dist", f"{stat}_ns"))
                 add(r, f"stage_{stat}_us", stage["name"], "us",
