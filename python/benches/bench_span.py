@@ -50,6 +50,22 @@ def cases(n):
             clock()
             clock()
 
+    class Empty:
+        __slots__ = ()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    empty_cm = Empty()
+
+    def python_with():
+        for i in range(n):
+            with empty_cm:
+                pass
+
     def native_with():
         for i in range(n):
             with span(i):
@@ -68,6 +84,7 @@ def cases(n):
     found = [
         ("empty loop", empty_loop),
         ("bare `perf_counter_ns()` pair (baseline)", bare_pair),
+        ("`with` an empty pure-Python context manager (the protocol alone)", python_with),
         ("native `with stage.span(i):`", native_with),
         ("native `stage.span(i).end()`", native_end),
         ("native `laps.lap(stage)`", native_lap),
@@ -112,7 +129,8 @@ def main():
     median = {name: statistics.median(v) for name, v in times.items()}
     empty = median["empty loop"]
     base = median["bare `perf_counter_ns()` pair (baseline)"] - empty
-    print(f"python {sys.version.split()[0]} · recording: {framelab.enabled()} · "
+    native = "abi3" if framelab._native.__file__.endswith(".abi3.so") else "version-specific"
+    print(f"python {sys.version.split()[0]} · {native} extension · recording: {framelab.enabled()} · "
           f"{args.rounds} rounds × {args.batch} iterations")
     print()
     print("| case | ns/iteration | net of the loop | × bare pair |")
