@@ -8,7 +8,7 @@ both against a bare `time.perf_counter_ns()` pair, measured in the same process.
 
 Each round times one batch of every case, in a fresh random order; the figure is the median
 over rounds of ns per iteration, and "net" subtracts the empty loop's. The ctypes path is
-examples/gpu/framelab_probe.py over target/release/libframelab_probe.so (`cargo build -p
+ctypes_probe.py (what examples/gpu/ used before the package) over target/release/libframelab_probe.so (`cargo build -p
 framelab-probe --release`), or FRAMELAB_PROBE_LIB.
 """
 
@@ -22,17 +22,16 @@ import time
 import framelab
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 
 
 def ctypes_probe():
-    sys.path.insert(0, os.path.join(REPO, "examples", "gpu"))
+    sys.path.insert(0, HERE)
     try:
-        import framelab_probe
+        import ctypes_probe
     except OSError as e:
         print(f"ctypes path skipped: {e}", file=sys.stderr)
         return None
-    return framelab_probe
+    return ctypes_probe
 
 
 def cases(n):
@@ -107,7 +106,7 @@ def cases(n):
                 end(byref(s))
 
         found += [
-            ("ctypes `with fl.span(stage, i):` (framelab_probe.py)", ctypes_with),
+            ("ctypes `with fl.span(stage, i):` (ctypes_probe.py)", ctypes_with),
             ("ctypes `fl_begin` + `fl_end`, no wrapper", ctypes_calls),
         ]
     return found
