@@ -72,16 +72,12 @@ def main():
                 y = y @ weights
             last.record(gpu.stream)
         old_anchor, old_host_ns = gpu.clock.event, gpu.clock.host_ns
-        pending = len(gpu._pending)
-        pairs = list(gpu._pending)
         t0 = time.perf_counter_ns()
-        gpu.flush()
-        flush_cpu_ns.append((time.perf_counter_ns() - t0) / max(pending, 1))
+        n = gpu.flush()
+        flush_cpu_ns.append((time.perf_counter_ns() - t0) / max(n, 1))
         # The mapped stages against CUDA's own measure of the same stretch of the stream.
-        mapped = sum(gpu.clock.to_host_ns(e) - gpu.clock.to_host_ns(s) for _, _, s, e in pairs) \
-            if gpu.clock.event is old_anchor else None
-        if mapped is not None:
-            sum_errors_ns.append(mapped - round(first.elapsed_time(last) * 1e6))
+        mapped = sum(end_ns - start_ns for _, _, start_ns, end_ns in gpu.last_flushed)
+        sum_errors_ns.append(mapped - round(first.elapsed_time(last) * 1e6))
         if gpu.clock.event is not old_anchor:  # renewed: where did the old anchor put it?
             predicted = old_host_ns + round(old_anchor.elapsed_time(gpu.clock.event) * 1e6)
             between_ns = gpu.clock.host_ns - old_host_ns

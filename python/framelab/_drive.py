@@ -71,17 +71,11 @@ def report(path, run_id=None):
     """`framelab report --format json` of run `run_id` (default: the latest) as a dict: the
     same schema (`framelab.report/1`, docs/reading-the-report.md)."""
     if run_id is None:
-        from ._read import load
+        from ._read import latest_run_id
 
-        with load(path, backend=_any_backend()) as r:
-            run_id = r.run_id
+        run_id = latest_run_id(path)
     args = ["report", os.fspath(path), "--format", "json", "--run-id", str(run_id)]
     return _json_or_fail(_framelab(args), "framelab report")
-
-
-def _any_backend():
-    # Only the run ids are read: no DataFrame is built, so no library is needed.
-    return "pandas"
 
 
 @dataclass

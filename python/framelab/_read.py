@@ -31,6 +31,22 @@ def load(path, run_id=None, backend=None):
     return Run(path, run_id=run_id, backend=backend)
 
 
+def latest_run_id(path):
+    """The id of the latest run of a run file (checked as `load` checks it)."""
+    path = os.fspath(path)
+    _check_header(path)
+    db = _connect(path)
+    try:
+        (run_id,) = db.execute("SELECT max(run_id) FROM runs").fetchone()
+    except sqlite3.DatabaseError as e:
+        raise FileError(f"{path} is damaged: {e}") from None
+    finally:
+        db.close()
+    if run_id is None:
+        raise FileError(f"{path} holds no runs")
+    return run_id
+
+
 def _check_header(path):
     """Reads the SQLite header: refuses what is not a framelab file of this schema, whole."""
     try:

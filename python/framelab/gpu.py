@@ -90,6 +90,8 @@ class GpuStages:
         self.max_pending = max_pending
         self._pending = deque()
         self.recorded = 0
+        #: What the last `flush()` recorded: (stage, frame, start_ns, end_ns) on the host clock.
+        self.last_flushed = []
 
     def span(self, stage, frame):
         """A context manager recording `stage` of `frame` around the GPU work queued in it."""
@@ -109,16 +111,18 @@ class GpuStages:
 
     def flush(self, renew=True):
         """Waits for every pending pair, records them; returns how many were recorded."""
-        n = 0
+        flushed = []
         while self._pending:
             stage, frame, start, end = self._pending.popleft()
             end.synchronize()
-            stage.record_ns(frame, self.clock.to_host_ns(start), self.clock.to_host_ns(end))
-            n += 1
-        self.recorded += n
+            start_ns, end_ns = self.clock.to_host_ns(start), self.clock.to_host_ns(end)
+            stage.record_ns(frame, start_ns, end_ns)
+            flushed.append((stage, frame, start_ns, end_ns))
+        self.last_flushed = flushed
+        self.recorded += len(flushed)
         if renew:
             self.clock.maybe_renew()
-        return n
+        return len(flushed)
 
 
 class _GpuSpan:
