@@ -44,12 +44,19 @@ fn text(out: &Output) -> String {
 /// extension's Rust build are reused), or why there cannot be one.
 fn venv(work: &Path) -> Result<PathBuf, String> {
     let version = Command::new(python())
-        .args(["-c", "import sys; assert sys.version_info >= (3, 9), sys.version"])
+        .args([
+            "-c",
+            "import sys; assert sys.version_info >= (3, 9), sys.version",
+        ])
         .output();
     match version {
         Err(e) => return Err(format!("{} cannot be started: {e}", python())),
         Ok(out) if !out.status.success() => {
-            return Err(format!("{} is older than 3.9: {}", python(), text(&out).trim()))
+            return Err(format!(
+                "{} is older than 3.9: {}",
+                python(),
+                text(&out).trim()
+            ))
         }
         Ok(_) => {}
     }
@@ -59,7 +66,11 @@ fn venv(work: &Path) -> Result<PathBuf, String> {
         let out = run(Command::new(python()).args(["-m", "venv"]).arg(&dir));
         if !out.status.success() {
             let _ = std::fs::remove_dir_all(&dir);
-            return Err(format!("`{} -m venv` failed: {}", python(), text(&out).trim()));
+            return Err(format!(
+                "`{} -m venv` failed: {}",
+                python(),
+                text(&out).trim()
+            ));
         }
     }
     Ok(bin)
@@ -76,7 +87,13 @@ fn the_python_package_installs_and_passes_its_tests() {
     };
 
     let install = run(Command::new(&python)
-        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
         .arg(format!("{}[test]", root.join("python").display()))
         // The extension's Rust build is kept here between runs, not in python/target.
         .env("CARGO_TARGET_DIR", work.join("build")));
