@@ -189,10 +189,17 @@ class Run:
         """One row per frame: start_ns, end_ns, total_ns, spans, warmup (ended before the
         measured window), measured (ended inside it), late (measured and over budget)."""
         budget = self.info["budget_ns"]
+        first, last = self._id_range("span")
+        window = (self.info["window_start_ns"], self.info["window_end_ns"])
+        # The `frames` view's definition, over this run's span ids only.
         columns = self._columns(
-            """SELECT frame, start_ns, end_ns, total_ns, span_count, warmup, measured
-               FROM frames WHERE run_id = ? ORDER BY end_ns""",
-            (self.run_id,),
+            """SELECT frame, start_ns, end_ns, end_ns - start_ns, n, end_ns < ?,
+                      end_ns BETWEEN ? AND ?
+               FROM (SELECT frame, min(start_ns) AS start_ns,
+                            max(start_ns + dur_ns) AS end_ns, count(*) AS n
+                     FROM spans WHERE id BETWEEN ? AND ? AND run_id = ? GROUP BY frame)
+               ORDER BY end_ns""",
+            (window[0], *window, first, last, self.run_id),
             ["frame", "start_ns", "end_ns", "total_ns", "spans", "warmup", "measured"],
         )
         columns["frame"] = unsigned(columns["frame"])
@@ -206,22 +213,24 @@ class Run:
 
     @cached_property
     def stages(self):
-        """One row per stage: its spans (all, and of measured frames) and the distribution of
-        its spans in measured frames (µs: min, p50, p95, p99, max, mean; linear
-        interpolation as in the report). `framelab.report()` is the authority."""
+        """One row per stage: the distribution of its spans in measured frames (µs: min,
+        p50, p95, p99, max, mean; linear interpolation, as the report's stage table), in
+        order of each stage's first measured span. `framelab.report()` is the authority."""
         names = self._columns(
             "SELECT stage_id, name FROM stages WHERE run_id = ? ORDER BY stage_id",
             (self.run_id,),
             ["stage_id", "stage"],
         )
         first, last = self._id_range("span")
+        in_run = (first, last, self.run_id)
         rows = self._query(
             """SELECT s.stage_id, s.start_ns, s.dur_ns
                FROM spans AS s
-               JOIN (SELECT frame FROM frames WHERE run_id = ? AND measured) AS f
-                 ON f.frame = s.frame
+               JOIN (SELECT frame FROM spans WHERE id BETWEEN ? AND ? AND run_id = ?
+                     GROUP BY frame HAVING max(start_ns + dur_ns) BETWEEN ? AND ?) AS measured
+                 ON measured.frame = s.frame
                WHERE s.id BETWEEN ? AND ? AND s.run_id = ?""",
-            (self.run_id, first, last, self.run_id),
+            (*in_run, self.info["window_start_ns"], self.info["window_end_ns"], *in_run),
         )
         return make_frame(self.backend, stage_stats(names, rows))
 

@@ -85,11 +85,12 @@ impl Stage {
 
     /// Starts a span of this stage for `frame` now; it is recorded by `end()` or at the end
     /// of the `with` block.
-    fn span(&self, frame: u64) -> Span {
+    fn span(slf: Bound<'_, Self>, frame: u64) -> Span {
         Span {
-            inner: ffi::fl_begin(u32::from(self.stage.id()), frame),
+            inner: ffi::fl_begin(u32::from(slf.get().stage.id()), frame),
             generation: FORK_GENERATION.load(Relaxed),
             state: AtomicU8::new(OPEN),
+            stage: slf.unbind(),
         }
     }
 
@@ -113,6 +114,8 @@ struct Span {
     inner: FlSpan,
     generation: u32,
     state: AtomicU8,
+    /// For the error message of a second end (a reference count, no copy of the name).
+    stage: Py<Stage>,
 }
 
 impl Span {
@@ -123,8 +126,9 @@ impl Span {
             .is_err()
         {
             return Err(SpanError::new_err(format!(
-                "the span of stage {} for frame {} was already ended: end a span once",
-                self.inner.stage, self.inner.frame
+                "the span of stage {:?} for frame {} was already ended: end a span once",
+                self.stage.get().name,
+                self.inner.frame
             )));
         }
         if self.generation == FORK_GENERATION.load(Relaxed) {

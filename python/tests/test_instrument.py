@@ -47,7 +47,8 @@ def test_now_ns_is_clock_monotonic():
 def test_span_ended_twice_raises():
     span = framelab.Stage("encode").span(1)
     span.end()
-    with pytest.raises(framelab.SpanError, match="already ended: end a span once"):
+    with pytest.raises(framelab.SpanError,
+                       match='span of stage "encode" for frame 1 was already ended: end a span once'):
         span.end()
     with pytest.raises(framelab.SpanError):
         with framelab.Stage("encode").span(2) as s:
