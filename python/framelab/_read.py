@@ -39,12 +39,21 @@ def latest_run_id(path):
     try:
         (run_id,) = db.execute("SELECT max(run_id) FROM runs").fetchone()
     except sqlite3.DatabaseError as e:
-        raise FileError(f"{path} is damaged: {e}") from None
+        raise FileError(_damaged(path, e)) from None
     finally:
         db.close()
     if run_id is None:
         raise FileError(f"{path} holds no runs")
     return run_id
+
+
+def _damaged(path, error):
+    """The one line for an SQLite error on a file whose header looked right."""
+    if os.path.exists(f"{path}-journal"):
+        # A recording cut short leaves a journal that only a writer can roll back.
+        return (f"{path} was left mid-write by a framelab that was killed ({error}): run "
+                f"`framelab report {path}` once to roll it back, then load it again")
+    return f"{path} is damaged: {error}"
 
 
 def _check_header(path):
@@ -115,7 +124,7 @@ class Run:
         try:
             ids = [r[0] for r in self._db.execute("SELECT run_id FROM runs ORDER BY run_id")]
         except sqlite3.DatabaseError as e:
-            raise FileError(f"{self.path} is damaged: {e}") from None
+            raise FileError(_damaged(self.path, e)) from None
         if not ids:
             raise FileError(f"{self.path} holds no runs")
         if run_id is None:
@@ -148,7 +157,7 @@ class Run:
         try:
             return self._db.execute(sql, params).fetchall()
         except sqlite3.DatabaseError as e:
-            raise FileError(f"{self.path} is damaged: {e}") from None
+            raise FileError(_damaged(self.path, e)) from None
 
     def _columns(self, sql, params, names):
         """Runs `sql` and returns its rows as {name: column list}."""

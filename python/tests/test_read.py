@@ -141,3 +141,13 @@ def test_the_errors_are_one_line(tmp_path):
 def test_no_dataframe_library_named(run_file):
     with pytest.raises(ValueError, match="use 'pandas' or 'polars'"):
         framelab.load(run_file, backend="arrow")
+
+
+def test_a_damaged_file_is_refused(run_file, tmp_path):
+    data = bytearray(open(run_file, "rb").read())
+    data[100:4096] = b"\xff" * (4096 - 100)  # the schema's page, past the header
+    damaged = tmp_path / "damaged.framelab"
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(framelab.FileError, match="is damaged: ") as caught:
+        framelab.load(damaged).spans
+    assert "\n" not in str(caught.value)
