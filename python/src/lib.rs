@@ -371,7 +371,7 @@ impl Pacer {
     /// Waits for `frame`'s slot, the GIL released meanwhile. One thread at a time.
     fn wait(&mut self, py: Python<'_>, frame: u64) -> Wake {
         let pacer = &mut self.pacer;
-        let w = py.allow_threads(|| pacer.wait(frame));
+        let w = py.detach(|| pacer.wait(frame));
         Wake {
             deadline_ns: w.deadline_ns,
             woke_ns: w.woke_ns,
