@@ -22,6 +22,7 @@ At the end it prints, on stderr:
 """
 
 import argparse
+import signal
 import statistics
 import sys
 import time
@@ -51,11 +52,15 @@ def main():
     weights = torch.randn(args.size, args.size, device=device, dtype=torch.float16)
     x0 = torch.randn(args.size, args.size, device=device, dtype=torch.float16)
 
+    # framelab stops the program with SIGINT at the end of --duration: print the figures.
+    stop = []
+    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     drifts, span_cpu_ns, flush_cpu_ns, sum_errors_ns = [], [], [], []
     pacer = framelab.Pacer(args.fps, late="skip", stage=None)
     end = time.monotonic() + args.seconds
     frame = 0
-    while time.monotonic() < end:
+    while time.monotonic() < end and not stop:
         pacer.wait(frame)
         first = torch.cuda.Event(enable_timing=True)
         last = torch.cuda.Event(enable_timing=True)
@@ -76,6 +81,7 @@ def main():
         n = gpu.flush()
         flush_cpu_ns.append((time.perf_counter_ns() - t0) / max(n, 1))
         # The mapped stages against CUDA's own measure of the same stretch of the stream.
+        last.synchronize()
         mapped = sum(end_ns - start_ns for _, _, start_ns, end_ns in gpu.last_flushed)
         sum_errors_ns.append(mapped - round(first.elapsed_time(last) * 1e6))
         if gpu.clock.event is not old_anchor:  # renewed: where did the old anchor put it?
