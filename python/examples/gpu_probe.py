@@ -36,6 +36,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--fps", type=float, default=60.0)
     parser.add_argument("--size", type=int, default=4096, help="matrix side of infer")
+    parser.add_argument("--renew-s", type=float, default=1.0, help="anchor renewal period")
     args = parser.parse_args()
 
     import torch
@@ -45,7 +46,7 @@ def main():
     device = torch.device("cuda")
     submit = framelab.Stage("submit")
     upload, convert, infer = (framelab.Stage(n) for n in ("upload", "convert", "infer"))
-    gpu = GpuStages(renew_s=1.0)
+    gpu = GpuStages(renew_s=args.renew_s)
 
     host_in = torch.randint(0, 256, (2160, 3840, 4), dtype=torch.uint8).pin_memory()
     dev_in = torch.empty_like(host_in, device=device)
