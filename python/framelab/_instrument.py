@@ -21,6 +21,7 @@ class Stage(_native.Stage):
 
         The frame is the function's argument named `frame` (give another name with
         `frame="idx"`), or what `frame(*args, **kwargs)` returns when `frame` is callable.
+        An `async def` function's span covers its awaited body.
         """
 
         def decorate(fn):
@@ -37,6 +38,15 @@ def timed(name, *, frame="frame"):
 def _wrap(stage, fn, frame):
     frame_of = frame if callable(frame) else _argument_getter(fn, frame)
     span = stage.span
+
+    if inspect.iscoroutinefunction(fn):
+        # The span covers the awaited body, not just making the coroutine.
+        @functools.wraps(fn)
+        async def async_wrapper(*args, **kwargs):
+            with span(frame_of(*args, **kwargs)):
+                return await fn(*args, **kwargs)
+
+        return async_wrapper
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):

@@ -169,3 +169,25 @@ def test_a_name_too_long_under_a_session(run_python):
         """
     )
     assert list(run.stages.stage) == ["fine"]
+
+
+def test_the_decorator_on_an_async_function_covers_its_body(run_python):
+    _, run = run_python(
+        """
+        import asyncio, framelab
+        infer = framelab.Stage("infer")
+
+        @infer.timed()
+        async def handle(frame):
+            await asyncio.sleep(0.01)
+            return frame
+
+        async def main():
+            return await asyncio.gather(*(handle(f) for f in range(5)))
+
+        assert asyncio.run(main()) == list(range(5))
+        """
+    )
+    spans = run.spans
+    assert sorted(spans.frame) == list(range(5))
+    assert (spans.dur_ns >= 10_000_000).all()  # the awaited sleep is inside each span
