@@ -37,6 +37,11 @@ from ._drive import bench, compare, find_binary, report, run
 
 __version__ = "0.1.0"
 
+# Tracebacks name the exceptions as users import them.
+for _error in (SpanError, FramelabError, FileError, BinaryNotFound, RunFailed):
+    _error.__module__ = "framelab"
+del _error
+
 __all__ = [
     "MAX_NAME_BYTES",
     "BinaryNotFound",
