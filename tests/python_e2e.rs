@@ -62,7 +62,15 @@ fn venv(work: &Path) -> Result<PathBuf, String> {
     }
     let dir = work.join("venv");
     let bin = dir.join("bin/python");
-    if !bin.exists() {
+    // A venv left by an earlier run whose Python has gone (upgraded, removed) is made again.
+    let works = |bin: &Path| {
+        Command::new(bin)
+            .args(["-c", "pass"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !works(&bin) {
+        let _ = std::fs::remove_dir_all(&dir);
         let out = run(Command::new(python()).args(["-m", "venv"]).arg(&dir));
         if !out.status.success() {
             let _ = std::fs::remove_dir_all(&dir);
