@@ -92,3 +92,11 @@ def test_bench_compare_and_the_experiment_table(framelab_bin, tmp_path):
     assert {"run_id", "variant", "repetition", "status", "metric", "stage", "unit", "value"} <= set(
         table.columns
     )
+    # The same runs named by hand, one metric judged; an unknown metric is framelab's line.
+    ids = {v: sorted(set(table[table.variant == v].run_id)) for v in ("a", "b")}
+    by_hand = framelab.compare(
+        variants={v: f"{out}:{','.join(map(str, r))}" for v, r in ids.items()}, show=["fps"]
+    )
+    assert [r["metric"] for r in by_hand["groups"][0]["comparisons"][0]["rows"]] == ["fps"]
+    with pytest.raises(framelab.RunFailed, match="no metric 'nope' in these runs"):
+        framelab.compare(out, show=["nope"])
