@@ -4,13 +4,13 @@
 Each frame: `submit` (CPU: queueing the frame's GPU work), then on the GPU `upload` (a 4K
 RGBA frame, host → GPU), `convert` (RGBA8 → normalised fp16 planes), `infer` (matrix
 products) and `download` (a slice of the result, GPU → host). The GPU stages are timed
-with CUDA events and converted to the host's CLOCK_MONOTONIC (see GpuClock below and
-docs/gpu.md), then recorded with fl_span_ns. Every --heavy-every frames the infer stage
+with CUDA events and converted to the host's CLOCK_MONOTONIC by framelab.gpu.CudaClock
+(the method: docs/python.md, "GPU work as stages"), then recorded with Stage.record_ns. Every --heavy-every frames the infer stage
 does three times the work: late frames with a busy GPU, for the report's worst frames.
 
     framelab run --fps 60 --warmup 3s --duration 23s -- python3 examples/gpu/torch_stages.py
 
-Needs PyTorch with CUDA and libframelab_probe.so (see framelab_probe.py).
+Needs PyTorch with CUDA and the framelab package (`pip install ./python`).
 """
 
 import argparse
@@ -20,46 +20,8 @@ import time
 
 import torch
 
-import framelab_probe as fl
-
-
-class GpuClock:
-    """Maps CUDA event times onto CLOCK_MONOTONIC nanoseconds.
-
-    CUDA events only measure time between events. An anchor event is recorded on an idle
-    GPU between two host clock reads, so its GPU time lies between them: the midpoint is
-    its host time, give or take half the gap (reported as `uncertainty_ns`). Any later
-    event's host time is the anchor's plus the elapsed time between the two. The anchor is
-    renewed every `renew_s` seconds so the GPU's and host's clocks cannot drift apart.
-    """
-
-    def __init__(self, stream, renew_s=1.0):
-        self.stream = stream
-        self.renew_ns = int(renew_s * 1e9)
-        self.worst_uncertainty_ns = 0
-        self.anchor()
-
-    def anchor(self):
-        self.stream.synchronize()
-        event = torch.cuda.Event(enable_timing=True)
-        before = time.monotonic_ns()
-        event.record(self.stream)
-        event.synchronize()
-        after = time.monotonic_ns()
-        self.event = event
-        self.host_ns = (before + after) // 2
-        self.uncertainty_ns = (after - before) // 2
-        self.worst_uncertainty_ns = max(self.worst_uncertainty_ns, self.uncertainty_ns)
-        self.renewed_ns = after
-
-    def maybe_renew(self):
-        """Call between frames, with the GPU idle."""
-        if time.monotonic_ns() - self.renewed_ns >= self.renew_ns:
-            self.anchor()
-
-    def to_host_ns(self, event):
-        """Host time of a completed event recorded after the anchor."""
-        return self.host_ns + int(round(self.event.elapsed_time(event) * 1e6))
+import framelab
+from framelab.gpu import CudaClock
 
 
 def main():
@@ -77,8 +39,8 @@ def main():
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
 
-    stages = {name: fl.stage(name) for name in ("submit", "upload", "convert", "infer", "download")}
-    frame_bytes = fl.counter("bytes")
+    stages = {name: framelab.Stage(name) for name in ("submit", "upload", "convert", "infer", "download")}
+    frame_bytes = framelab.Counter("bytes")
     device = torch.device("cuda")
     stream = torch.cuda.current_stream()
 
@@ -89,14 +51,14 @@ def main():
     activations = torch.randn(args.size, args.size, device=device, dtype=torch.bfloat16)
     host_out = torch.empty(1024, 1024, dtype=torch.bfloat16).pin_memory()
     events = [torch.cuda.Event(enable_timing=True) for _ in range(5)]
-    clock = GpuClock(stream)
+    clock = CudaClock(stream)
 
     budget_ns = int(1e9 / args.fps)
     deadline = time.monotonic_ns()
     frame = 0
     while not stop and (args.frames == 0 or frame < args.frames):
         products = args.products * (3 if args.heavy_every and frame % args.heavy_every == args.heavy_every - 1 else 1)
-        with fl.span(stages["submit"], frame):
+        with stages["submit"].span(frame):
             events[0].record(stream)
             dev_in.copy_(host_in, non_blocking=True)
             events[1].record(stream)
@@ -111,8 +73,8 @@ def main():
         events[4].synchronize()
         t = [clock.to_host_ns(e) for e in events]
         for name, start, end in zip(("upload", "convert", "infer", "download"), t, t[1:]):
-            fl.span_ns(stages[name], frame, start, end)
-        fl.count(frame_bytes, frame, host_in.numel())  # bytes uploaded: uint8 elements
+            stages[name].record_ns(frame, start, end)
+        frame_bytes.add(frame, host_in.numel())  # bytes uploaded: uint8 elements
         frame += 1
         clock.maybe_renew()
         deadline += budget_ns

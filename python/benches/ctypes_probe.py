@@ -1,6 +1,8 @@
-"""The framelab SDK from Python, through ctypes and the C ABI (libframelab_probe.so).
+"""The framelab SDK from Python through ctypes and the C ABI (libframelab_probe.so): the
+path Python programs took before the `framelab` package, kept as the baseline of
+bench_span.py. Use the package instead (docs/python.md).
 
-    import framelab_probe as fl
+    import ctypes_probe as fl
     encode = fl.stage("encode")            # once
     with fl.span(encode, frame):           # CPU work of one frame
         ...

@@ -1,0 +1,428 @@
+//! `framelab._native`: the framelab SDK (`framelab-probe`, linked in directly) for Python.
+//!
+//! Every call goes straight to the crate's C ABI functions, which take ids and plain
+//! structs: a span ends on whichever thread calls `end` (the C rules, not the Rust guard's),
+//! because a Python object may be handed between threads. The Python layer (`framelab/`)
+//! adds the decorator and the rest; nothing here allocates on the hot path besides the
+//! span object Python asks for.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+
+use framelab_probe::ffi::{self, FlLaps, FlSpan};
+use framelab_probe::{Counter as ProbeCounter, Event as ProbeEvent, Stage as ProbeStage};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+create_exception!(
+    _native,
+    SpanError,
+    PyRuntimeError,
+    "A span or laps used wrongly: ended twice, or a lap after the laps were finished."
+);
+
+/// The longest name accepted, in UTF-8 bytes. The collector reads at most 64 MiB of a
+/// process's names (4095 names of 16 KiB): a longer name would crowd out the others.
+const MAX_NAME_BYTES: usize = 16 * 1024;
+
+/// Bumped in the child after every fork: a span or laps begun before the fork is dropped in
+/// the child, as the Rust SDK drops a guard carried across a fork, instead of being written
+/// into the child's ring with a start taken in the parent.
+static FORK_GENERATION: AtomicU32 = AtomicU32::new(0);
+
+extern "C" {
+    fn pthread_atfork(
+        prepare: Option<unsafe extern "C" fn()>,
+        parent: Option<unsafe extern "C" fn()>,
+        child: Option<unsafe extern "C" fn()>,
+    ) -> i32;
+}
+
+unsafe extern "C" fn after_fork_in_child() {
+    FORK_GENERATION.fetch_add(1, Relaxed);
+}
+
+fn checked_name(kind: &str, name: &str) -> PyResult<()> {
+    if name.len() > MAX_NAME_BYTES {
+        return Err(PyValueError::new_err(format!(
+            "{kind} name is {} bytes long, more than the {MAX_NAME_BYTES} a name may have: \
+             give it a shorter name",
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
+/// A named stage of a frame (`capture`, `encode`). Create once, outside the frame loop.
+#[pyclass(module = "framelab._native", subclass, frozen)]
+struct Stage {
+    stage: ProbeStage,
+    name: String,
+}
+
+#[pymethods]
+impl Stage {
+    #[new]
+    fn new(name: &str) -> PyResult<Self> {
+        checked_name("stage", name)?;
+        Ok(Stage {
+            stage: ProbeStage::new(name),
+            name: name.to_owned(),
+        })
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The interned id: 0 when the process's name table was full (records are then counted
+    /// as invalid by the collector).
+    #[getter]
+    fn id(&self) -> u16 {
+        self.stage.id()
+    }
+
+    /// Starts a span of this stage for `frame` now; it is recorded by `end()` or at the end
+    /// of the `with` block.
+    fn span(slf: Bound<'_, Self>, frame: u64) -> Span {
+        Span {
+            inner: ffi::fl_begin(u32::from(slf.get().stage.id()), frame),
+            generation: FORK_GENERATION.load(Relaxed),
+            state: AtomicU8::new(OPEN),
+            stage: slf.unbind(),
+        }
+    }
+
+    /// Records a span whose ends the program already has, CLOCK_MONOTONIC nanoseconds
+    /// (`time.monotonic_ns()`, `framelab.now_ns()`).
+    fn record_ns(&self, frame: u64, start_ns: u64, end_ns: u64) {
+        self.stage.record_ns(frame, start_ns, end_ns);
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Stage({:?}, id={})", self.name, self.stage.id())
+    }
+}
+
+const OPEN: u8 = 0;
+const ENDED: u8 = 1;
+
+/// A running span of one stage and one frame. Ends once: `end()`, or leaving `with`.
+#[pyclass(module = "framelab._native", frozen)]
+struct Span {
+    inner: FlSpan,
+    generation: u32,
+    state: AtomicU8,
+    /// For the error message of a second end (a reference count, no copy of the name).
+    stage: Py<Stage>,
+}
+
+impl Span {
+    fn finish(&self) -> PyResult<()> {
+        if self
+            .state
+            .compare_exchange(OPEN, ENDED, Relaxed, Relaxed)
+            .is_err()
+        {
+            return Err(SpanError::new_err(format!(
+                "the span of stage {:?} for frame {} was already ended: end a span once",
+                self.stage.get().name,
+                self.inner.frame
+            )));
+        }
+        if self.generation == FORK_GENERATION.load(Relaxed) {
+            // SAFETY: a span from fl_begin.
+            unsafe { ffi::fl_end(&self.inner) };
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl Span {
+    /// Records the span, from its start to now. A second call raises `SpanError`.
+    fn end(&self) -> PyResult<()> {
+        self.finish()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &self,
+        _type: &Bound<'_, PyAny>,
+        _value: &Bound<'_, PyAny>,
+        _traceback: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        self.finish()?;
+        Ok(false)
+    }
+
+    #[getter]
+    fn frame(&self) -> u64 {
+        self.inner.frame
+    }
+
+    #[getter]
+    fn ended(&self) -> bool {
+        self.state.load(Relaxed) == ENDED
+    }
+}
+
+/// Consecutive stages of one frame: `lap(stage)` records `stage` from the previous
+/// boundary to now, one clock read per boundary.
+#[pyclass(module = "framelab._native", frozen)]
+struct Laps {
+    frame: AtomicU64,
+    last: AtomicU64,
+    live: u32,
+    generation: u32,
+}
+
+#[pymethods]
+impl Laps {
+    #[new]
+    fn new(frame: u64) -> Self {
+        let laps = ffi::fl_laps_start(frame);
+        Laps {
+            frame: AtomicU64::new(frame),
+            last: AtomicU64::new(laps.last),
+            live: laps.live,
+            generation: FORK_GENERATION.load(Relaxed),
+        }
+    }
+
+    /// Ends `stage` now; the next stage starts at this same instant.
+    fn lap(&self, stage: &Stage) {
+        if self.live == 0 || self.generation != FORK_GENERATION.load(Relaxed) {
+            return;
+        }
+        let mut laps = FlLaps {
+            frame: self.frame.load(Relaxed),
+            last: self.last.load(Relaxed),
+            live: 1,
+        };
+        // SAFETY: a valid FlLaps on the stack.
+        unsafe { ffi::fl_lap(&mut laps, u32::from(stage.stage.id())) };
+        self.last.store(laps.last, Relaxed);
+    }
+
+    /// Moves the boundary to now without recording (time between stages that is no stage).
+    fn skip(&self) {
+        if self.live != 0 {
+            self.last.store(framelab_probe::ticks(), Relaxed);
+        }
+    }
+
+    /// Moves on to the next frame, starting from the last boundary.
+    fn next_frame(&self, frame: u64) {
+        self.frame.store(frame, Relaxed);
+    }
+
+    #[getter]
+    fn frame(&self) -> u64 {
+        self.frame.load(Relaxed)
+    }
+}
+
+/// A named per-frame number (`bytes`, `keyframe`); several values of a frame add up.
+#[pyclass(module = "framelab._native", frozen)]
+struct Counter {
+    counter: ProbeCounter,
+    name: String,
+}
+
+#[pymethods]
+impl Counter {
+    #[new]
+    fn new(name: &str) -> PyResult<Self> {
+        checked_name("counter", name)?;
+        Ok(Counter {
+            counter: ProbeCounter::new(name),
+            name: name.to_owned(),
+        })
+    }
+
+    fn add(&self, frame: u64, value: i64) {
+        self.counter.add(frame, value);
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    #[getter]
+    fn id(&self) -> u16 {
+        self.counter.id()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Counter({:?}, id={})", self.name, self.counter.id())
+    }
+}
+
+/// A named kind of instant (`commit`, `release`), marked with a key for pairing.
+#[pyclass(module = "framelab._native", frozen)]
+struct Event {
+    event: ProbeEvent,
+    name: String,
+}
+
+#[pymethods]
+impl Event {
+    #[new]
+    fn new(name: &str) -> PyResult<Self> {
+        checked_name("event", name)?;
+        Ok(Event {
+            event: ProbeEvent::new(name),
+            name: name.to_owned(),
+        })
+    }
+
+    /// Records an instant now with `key` (a buffer id, a request id).
+    fn mark(&self, key: u64) {
+        self.event.mark(key);
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    #[getter]
+    fn id(&self) -> u16 {
+        self.event.id()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Event({:?}, id={})", self.name, self.event.id())
+    }
+}
+
+/// What `Pacer.wait` did for one frame (the Rust SDK's `Wake`).
+#[pyclass(module = "framelab._native", frozen, get_all)]
+struct Wake {
+    deadline_ns: u64,
+    woke_ns: u64,
+    late_ns: u64,
+    was_late: bool,
+    slept: bool,
+    skipped_slots: u64,
+    reanchored: bool,
+}
+
+#[pymethods]
+impl Wake {
+    fn __repr__(&self) -> String {
+        format!(
+            "Wake(deadline_ns={}, woke_ns={}, late_ns={}, was_late={}, slept={}, skipped_slots={}, reanchored={})",
+            self.deadline_ns, self.woke_ns, self.late_ns, self.was_late, self.slept,
+            self.skipped_slots, self.reanchored
+        )
+    }
+}
+
+/// Paces a loop at `fps` on absolute deadlines (the Rust SDK's `Pacer`), recording its own
+/// error as a stage (`pace` unless told otherwise).
+#[pyclass(module = "framelab._native")]
+struct Pacer {
+    pacer: framelab_probe::Pacer,
+}
+
+#[pymethods]
+impl Pacer {
+    #[new]
+    #[pyo3(signature = (fps, late = "catch_up", method = "hybrid", stage = Some("pace")))]
+    fn new(fps: f64, late: &str, method: &str, stage: Option<&str>) -> PyResult<Self> {
+        use framelab_probe::pacer::WaitMethod;
+        use framelab_probe::LatePolicy;
+        let policy = match late {
+            "catch_up" => LatePolicy::CatchUp,
+            "skip" => LatePolicy::Skip,
+            "reanchor" => LatePolicy::Reanchor,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "late={other:?} is not a late policy: use 'catch_up', 'skip' or 'reanchor'"
+                )))
+            }
+        };
+        let method = match method {
+            "hybrid" => WaitMethod::Hybrid,
+            "sleep" => WaitMethod::Sleep,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "method={other:?} is not a wait method: use 'hybrid' or 'sleep'"
+                )))
+            }
+        };
+        if let Some(name) = stage {
+            checked_name("stage", name)?;
+        }
+        let pacer = framelab_probe::Pacer::new(fps, policy)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?
+            .with_method(method)
+            .record_as(stage.map(ProbeStage::new));
+        Ok(Pacer { pacer })
+    }
+
+    /// Waits for `frame`'s slot, the GIL released meanwhile. One thread at a time.
+    fn wait(&mut self, py: Python<'_>, frame: u64) -> Wake {
+        let pacer = &mut self.pacer;
+        let w = py.detach(|| pacer.wait(frame));
+        Wake {
+            deadline_ns: w.deadline_ns,
+            woke_ns: w.woke_ns,
+            late_ns: w.late_ns,
+            was_late: w.was_late,
+            slept: w.slept,
+            skipped_slots: w.skipped_slots,
+            reanchored: w.reanchored,
+        }
+    }
+
+    /// The period in ns (fractional: 175 fps is 5714285.714 ns).
+    #[getter]
+    fn period_ns(&self) -> f64 {
+        self.pacer.period_ns()
+    }
+}
+
+/// Whether this process records into a framelab session (`framelab run` around it).
+#[pyfunction]
+fn enabled() -> bool {
+    framelab_probe::enabled()
+}
+
+/// CLOCK_MONOTONIC in ns: the clock `record_ns` takes (the same as `time.monotonic_ns()`).
+#[pyfunction]
+fn now_ns() -> u64 {
+    framelab_probe::monotonic_ns()
+}
+
+/// Names refused because this process interned more than the SDK's 4095.
+#[pyfunction]
+fn names_refused() -> u32 {
+    framelab_probe::names_refused()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // SAFETY: the handler only bumps an atomic.
+    unsafe { pthread_atfork(None, None, Some(after_fork_in_child)) };
+    m.add_class::<Stage>()?;
+    m.add_class::<Span>()?;
+    m.add_class::<Laps>()?;
+    m.add_class::<Counter>()?;
+    m.add_class::<Event>()?;
+    m.add_class::<Pacer>()?;
+    m.add_class::<Wake>()?;
+    m.add_function(wrap_pyfunction!(enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(now_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(names_refused, m)?)?;
+    m.add("SpanError", m.py().get_type::<SpanError>())?;
+    m.add("MAX_NAME_BYTES", MAX_NAME_BYTES)?;
+    Ok(())
+}

@@ -1,0 +1,102 @@
+"""Driving the binary: run, report, compare, bench; its errors as exceptions with its line."""
+
+import sys
+
+import pytest
+
+import framelab
+
+LOOP = "import framelab, time\ns = framelab.Stage('step')\nf = 0\nwhile True:\n    with s.span(f):\n        time.sleep(0.002)\n    f += 1\n"
+
+
+@pytest.fixture
+def loop_script(tmp_path):
+    path = tmp_path / "loop.py"
+    path.write_text(LOOP)
+    return str(path)
+
+
+def test_run_with_fps_and_duration(framelab_bin, loop_script, tmp_path):
+    result = framelab.run([sys.executable, loop_script], fps=60, duration="3s",
+                          warmup=0.2, output=tmp_path / "loop.framelab", name="loop")
+    rep = result.report
+    assert result.exit_code == 0
+    assert rep["target_fps"] == 60.0 and rep["budget_ns"] == 16_666_667
+    assert rep["end_reason"] == "duration"
+    assert rep["name"] == "loop"
+    assert rep["frames"] >= 1
+    assert [s["name"] for s in rep["stages"]] == ["step", "total", "interval"]
+    assert result.load().frames.measured.sum() == rep["frames"]
+
+
+def test_a_failing_command_raises_with_the_report(framelab_bin, tmp_path):
+    out = tmp_path / "fail.framelab"
+    with pytest.raises(framelab.RunFailed, match="exit code 4") as caught:
+        framelab.run([sys.executable, "-c", "raise SystemExit(4)"], output=out)
+    assert caught.value.exit_code == 3
+    assert caught.value.report["exit"]["code"] == 4
+    assert caught.value.path == str(out)
+    result = framelab.run([sys.executable, "-c", "raise SystemExit(4)"], output=out,
+                          check=False)
+    assert result.exit_code == 3 and result.report["run_id"] == 2
+
+
+def test_a_usage_error_is_framelabs_line(framelab_bin, tmp_path):
+    with pytest.raises(framelab.RunFailed, match="not a usable frame rate") as caught:
+        framelab.run(["true"], fps=0, output=tmp_path / "x.framelab")
+    assert caught.value.exit_code == 2
+    assert "\n" not in str(caught.value)
+    with pytest.raises(framelab.RunFailed, match="command not found") as caught:
+        framelab.run(["/nonexistent/program"], output=tmp_path / "y.framelab")
+    assert caught.value.exit_code == 1
+
+
+def test_binary_not_found(monkeypatch, tmp_path):
+    monkeypatch.setenv("FRAMELAB_BIN", str(tmp_path / "nowhere" / "framelab"))
+    with pytest.raises(framelab.BinaryNotFound, match="is not an executable file"):
+        framelab.run(["true"])
+    monkeypatch.delenv("FRAMELAB_BIN")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(framelab.BinaryNotFound, match="not on PATH: install it"):
+        framelab.find_binary()
+    assert issubclass(framelab.BinaryNotFound, FileNotFoundError)
+
+
+def test_report_of_a_bad_file_is_a_file_error(framelab_bin, tmp_path):
+    bad = tmp_path / "bad.framelab"
+    bad.write_text("nope")
+    with pytest.raises(framelab.FileError):
+        framelab.report(bad)
+
+
+def test_bench_compare_and_the_experiment_table(framelab_bin, tmp_path):
+    # A fixed number of frames and no --duration: every run has frames, however slowly
+    # Python starts on a busy machine.
+    script = tmp_path / "finite.py"
+    script.write_text(LOOP.replace("while True:", "while f < 30:"))
+    out = tmp_path / "ab.framelab"
+    cmp = framelab.bench(
+        {"a": f"{sys.executable} {script}", "b": f"{sys.executable} {script}"},
+        runs=2, output=out,
+    )
+    assert isinstance(cmp, dict)
+    again = framelab.compare(out)
+    assert again == cmp
+    table = framelab.experiment(out)
+    assert set(table.variant) == {"a", "b"}
+    assert table.run_id.nunique() == 4
+    fps = table[table.metric == "observed_fps"]
+    assert len(fps) == 4 and fps.value.notna().all()
+    step = table[(table.metric == "stage_p50_us") & (table.stage == "step")]
+    assert len(step) == 4 and (step.value > 1000).all()  # time.sleep(0.002) in every span
+    assert {"run_id", "variant", "repetition", "status", "metric", "stage", "unit", "value"} <= set(
+        table.columns
+    )
+    # The same runs named by hand, one metric judged; an unknown metric is framelab's line.
+    ids = {v: sorted(set(table[table.variant == v].run_id)) for v in ("a", "b")}
+    by_hand = framelab.compare(
+        variants={v: f"{out}:{','.join(map(str, r))}" for v, r in ids.items()}, show=["fps"]
+    )
+    assert [r["metric"] for r in by_hand["groups"][0]["comparisons"][0]["rows"]] == ["fps"]
+    with pytest.raises(framelab.RunFailed, match="no metric 'nope' in these runs"):
+        framelab.compare(out, show=["nope"])

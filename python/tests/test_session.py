@@ -1,0 +1,193 @@
+"""Programs instrumented with the package, run under a real `framelab run`, then loaded."""
+
+import framelab
+
+PIPELINE = """
+    import framelab
+
+    decode, encode = framelab.Stage("decode"), framelab.Stage("encode")
+    scale, send = framelab.Stage("scale"), framelab.Stage("send")
+    gpu = framelab.Stage("gpu")
+    nbytes, commit = framelab.Counter("bytes"), framelab.Event("commit")
+    assert framelab.enabled()
+
+    @send.timed()
+    def transmit(packet, frame):
+        return len(packet)
+
+    for frame in range(200):
+        with decode.span(frame):
+            sum(range(300))
+        laps = framelab.Laps(frame)
+        sum(range(100))
+        laps.lap(scale)
+        sum(range(200))
+        laps.lap(encode)
+        transmit(b"x" * 100, frame)
+        nbytes.add(frame, 100)
+        nbytes.add(frame, 20)
+        commit.mark(frame * 2)
+        t0 = framelab.now_ns()
+        gpu.record_ns(frame, t0, t0 + 12_345)
+    pacer = framelab.Pacer(2000)
+    for frame in range(200, 210):
+        pacer.wait(frame)
+"""
+
+
+def test_a_real_run_of_an_instrumented_program(run_python):
+    result, run = run_python(PIPELINE)
+    assert result.exit_code == 0
+    spans = run.spans
+    counts = spans.groupby("stage").size().to_dict()
+    assert counts == {"decode": 200, "scale": 200, "encode": 200, "send": 200, "gpu": 200,
+                      "pace": 10}
+    assert set(spans.columns) >= {"frame", "stage", "thread", "pid", "tid", "start_ns",
+                                  "dur_ns", "end_ns"}
+    assert (spans.end_ns - spans.start_ns == spans.dur_ns).all()
+    # record_ns keeps the duration given, exactly.
+    assert (spans[spans.stage == "gpu"].dur_ns == 12_345).all()
+    # Laps: encode starts where scale ended, same frame.
+    scale = spans[spans.stage == "scale"].set_index("frame")
+    encode = spans[spans.stage == "encode"].set_index("frame")
+    assert (encode.start_ns == scale.end_ns).all()
+    # The decorator's spans carry the frame argument.
+    assert sorted(spans[spans.stage == "send"].frame) == list(range(200))
+    counters = run.counters
+    assert counters.groupby("frame").value.sum().eq(120).all()
+    assert len(counters) == 400
+    events = run.events
+    assert list(events.key) == [f * 2 for f in range(200)]
+    assert run.threads.dropped.sum() == 0
+    # The report agrees with what the DataFrames say.
+    rep = result.report
+    assert rep["schema"] == "framelab.report/1"
+    assert rep["frames"] == run.frames.measured.sum() == 210
+    assert rep["dropped_events"] == 0
+    # The report's stage table: every stage, then `total` and `interval`.
+    report_stages = rep["stages"][:-2]
+    assert list(run.stages.stage) == [s["name"] for s in report_stages]
+    for row, s in zip(run.stages.itertuples(), report_stages):
+        assert row.spans == s["dist"]["count"]
+        assert abs(row.p99_us - s["dist"]["p99_ns"] / 1e3) < 1e-6
+        assert abs(row.mean_us - s["dist"]["mean_ns"] / 1e3) < 1e-6
+
+
+def test_many_threads_at_once(run_python):
+    _, run = run_python(
+        """
+        import threading, framelab
+        stage = framelab.Stage("work")
+        barrier = threading.Barrier(16)
+        def worker(t):
+            barrier.wait()
+            for f in range(500):
+                with stage.span(t * 1000 + f):
+                    pass
+        threads = [threading.Thread(target=worker, args=(t,)) for t in range(16)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        """
+    )
+    spans = run.spans
+    assert len(spans) == 16 * 500
+    assert spans.tid.nunique() == 16
+    assert sorted(spans.frame) == sorted(t * 1000 + f for t in range(16) for f in range(500))
+    assert run.threads.dropped.sum() == 0
+
+
+def test_a_span_ended_twice_is_recorded_once(run_python):
+    _, run = run_python(
+        """
+        import framelab
+        span = framelab.Stage("once").span(7)
+        span.end()
+        try:
+            span.end()
+        except framelab.SpanError as e:
+            print("refused:", e)
+        else:
+            raise SystemExit("a second end was accepted")
+        """
+    )
+    assert list(run.spans.frame) == [7]
+
+
+def test_fork_and_multiprocessing_record_in_their_own_processes(run_python):
+    result, run = run_python(
+        """
+        import multiprocessing, os, framelab
+        stage = framelab.Stage("work")
+
+        def job(frame):
+            with stage.span(frame):
+                pass
+            return os.getpid()
+
+        if __name__ == "__main__":
+            open_across = stage.span(999)          # begun before the fork
+            pid = os.fork()
+            if pid == 0:
+                open_across.end()                  # dropped in the child
+                with stage.span(100):
+                    pass
+                os._exit(0)
+            os.waitpid(pid, 0)
+            open_across.end()                      # recorded by the parent
+            for method in ("fork", "spawn"):
+                ctx = multiprocessing.get_context(method)
+                with ctx.Pool(2) as pool:
+                    base = 200 if method == "fork" else 300
+                    pids = set(pool.map(job, range(base, base + 20)))
+                print(method, len(pids))
+        """
+    )
+    spans = run.spans
+    parent = result.report["processes"][0]["pid"]
+    by_frame = spans.set_index("frame")
+    assert by_frame.loc[999].pid == parent  # once, by the parent
+    assert list(spans.frame).count(999) == 1
+    assert by_frame.loc[100].pid != parent
+    pooled = spans[spans.frame.between(200, 399)]
+    assert sorted(pooled.frame) == list(range(200, 220)) + list(range(300, 320))
+    assert pooled.pid.nunique() >= 2
+    assert parent not in set(pooled.pid)
+
+
+def test_a_name_too_long_under_a_session(run_python):
+    _, run = run_python(
+        """
+        import framelab
+        try:
+            framelab.Stage("x" * (framelab.MAX_NAME_BYTES + 1))
+        except ValueError as e:
+            print(e)
+        else:
+            raise SystemExit("a name too long was accepted")
+        with framelab.Stage("fine").span(1):
+            pass
+        """
+    )
+    assert list(run.stages.stage) == ["fine"]
+
+
+def test_the_decorator_on_an_async_function_covers_its_body(run_python):
+    _, run = run_python(
+        """
+        import asyncio, framelab
+        infer = framelab.Stage("infer")
+
+        @infer.timed()
+        async def handle(frame):
+            await asyncio.sleep(0.01)
+            return frame
+
+        async def main():
+            return await asyncio.gather(*(handle(f) for f in range(5)))
+
+        assert asyncio.run(main()) == list(range(5))
+        """
+    )
+    spans = run.spans
+    assert sorted(spans.frame) == list(range(5))
+    assert (spans.dur_ns >= 10_000_000).all()  # the awaited sleep is inside each span

@@ -1,0 +1,128 @@
+//! The Python package (python/): installed with the one command docs/python.md gives
+//! (`pip install './python[test]'`) into a virtual environment under target/, then its
+//! pytest suite run against the framelab binary cargo just built. This is how the README's
+//! `cargo test --workspace` covers Python too.
+//!
+//! Needs python3 ≥ 3.9 with `venv` (tests/tools/install.sh, which .ci/run calls, installs
+//! it) and pip's registry (PyPI) for maturin, pytest, pandas and polars. Without a usable
+//! python3 the test says why on the terminal and passes without running, unless
+//! `FRAMELAB_REQUIRE_PYTHON=1` (set by .ci/run), where that is a failure.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn python() -> String {
+    std::env::var("FRAMELAB_TEST_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// Says why the test did not run where a person sees it (the harness captures print!).
+fn skip_or_fail(why: &str) {
+    if std::env::var_os("FRAMELAB_REQUIRE_PYTHON").is_some_and(|v| v == "1") {
+        panic!("python_e2e cannot run: {why} (FRAMELAB_REQUIRE_PYTHON=1)");
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED python_e2e: {why}; run tests/tools/install.sh (python3 and python3-venv)"
+    );
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"))
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A virtual environment under target/ (kept between runs: pip's downloads and the
+/// extension's Rust build are reused), or why there cannot be one.
+fn venv(work: &Path) -> Result<PathBuf, String> {
+    let version = Command::new(python())
+        .args([
+            "-c",
+            "import sys; assert sys.version_info >= (3, 9), sys.version",
+        ])
+        .output();
+    match version {
+        Err(e) => return Err(format!("{} cannot be started: {e}", python())),
+        Ok(out) if !out.status.success() => {
+            return Err(format!(
+                "{} is older than 3.9: {}",
+                python(),
+                text(&out).trim()
+            ))
+        }
+        Ok(_) => {}
+    }
+    let dir = work.join("venv");
+    let bin = dir.join("bin/python");
+    // A venv left by an earlier run whose Python has gone (upgraded, removed) is made again.
+    let works = |bin: &Path| {
+        Command::new(bin)
+            .args(["-c", "pass"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !works(&bin) {
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = run(Command::new(python()).args(["-m", "venv"]).arg(&dir));
+        if !out.status.success() {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(format!(
+                "`{} -m venv` failed: {}",
+                python(),
+                text(&out).trim()
+            ));
+        }
+    }
+    Ok(bin)
+}
+
+#[test]
+fn the_python_package_installs_and_passes_its_tests() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-e2e");
+    std::fs::create_dir_all(&work).unwrap();
+    let python = match venv(&work) {
+        Ok(python) => python,
+        Err(why) => return skip_or_fail(&why),
+    };
+
+    let install = run(Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .arg(format!("{}[test]", root.join("python").display()))
+        // The extension's Rust build is kept here between runs, not in python/target.
+        .env("CARGO_TARGET_DIR", work.join("build")));
+    assert!(
+        install.status.success(),
+        "pip install ./python[test] failed:\n{}",
+        text(&install)
+    );
+
+    let tests = run(Command::new(&python)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .arg(root.join("python/tests"))
+        .current_dir(&work)
+        .env("FRAMELAB_BIN", env!("CARGO_BIN_EXE_framelab"))
+        .env("FRAMELAB_REQUIRE_BIN", "1")
+        .env_remove("FRAMELAB_SESSION"));
+    let output = text(&tests);
+    println!("{output}");
+    assert!(tests.status.success(), "pytest failed:\n{output}");
+    assert!(
+        output.contains(" passed") && !output.contains(" skipped"),
+        "pytest skipped tests:\n{output}"
+    );
+}
