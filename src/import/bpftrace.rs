@@ -598,25 +598,9 @@ mod tests {
     use super::super::{parse_bytes, Format, ImportOptions};
     use crate::model::{Bucket, Histogram, Run};
 
-    use crate::import::fixture;
+    use crate::import::test_support::{fixture, Importer};
 
-    fn import(input: &[u8]) -> Run {
-        parse_bytes(Format::Bpftrace, input, ImportOptions::default()).unwrap()
-    }
-
-    fn import_skipping(input: &[u8]) -> Run {
-        let opts = ImportOptions {
-            skip_bad: true,
-            ..ImportOptions::default()
-        };
-        parse_bytes(Format::Bpftrace, input, opts).unwrap()
-    }
-
-    fn error(input: &[u8]) -> String {
-        parse_bytes(Format::Bpftrace, input, ImportOptions::default())
-            .unwrap_err()
-            .to_string()
-    }
+    const IMPORT: Importer = Importer(Format::Bpftrace);
 
     fn closed(lo: i64, hi: i64, count: u64) -> Bucket {
         Bucket {
@@ -652,7 +636,7 @@ mod tests {
 
     #[test]
     fn text_maps_bucket_by_bucket() {
-        let run = import(&fixture("bpftrace-0.17-maps.txt"));
+        let run = IMPORT.run(&fixture("bpftrace-0.17-maps.txt"));
         assert_eq!(
             names(&run),
             [
@@ -729,7 +713,7 @@ mod tests {
                 .filter(|l| l.starts_with('[') || l.starts_with('('))
                 .map(|l| l.matches('@').count())
                 .collect();
-            let run = import(text.as_bytes());
+            let run = IMPORT.run(text.as_bytes());
             let drawn: Vec<usize> = run
                 .histograms
                 .iter()
@@ -744,8 +728,8 @@ mod tests {
 
     #[test]
     fn json_output_gives_the_same_histograms_as_text() {
-        let text = import(&fixture("bpftrace-0.17-maps.txt"));
-        let json = import(&fixture("bpftrace-0.17-maps.json"));
+        let text = IMPORT.run(&fixture("bpftrace-0.17-maps.txt"));
+        let json = IMPORT.run(&fixture("bpftrace-0.17-maps.json"));
         // JSON joins a key's parts with "," where text writes ", ".
         let unspaced: Vec<Histogram> = text
             .histograms
@@ -768,7 +752,7 @@ mod tests {
 
     #[test]
     fn interval_prints_are_numbered_histograms() {
-        let run = import(&fixture("bpftrace-0.17-interval.txt"));
+        let run = IMPORT.run(&fixture("bpftrace-0.17-interval.txt"));
         let stack = "@stack_ms[_einittext+1015206556; __bpf_prog_test_run_raw_tp+106; \
                      bpf_prog_test_run_raw_tp+279; __sys_bpf+2593; __x64_sys_bpf+29; \
                      do_syscall_64+113; entry_SYSCALL_64_after_hwframe+118]";
@@ -817,7 +801,7 @@ mod tests {
             ]
         );
 
-        let json = import(&fixture("bpftrace-0.17-interval.json"));
+        let json = IMPORT.run(&fixture("bpftrace-0.17-interval.json"));
         assert_eq!(json.histograms.len(), 11);
         // Two runs of the script: the same buckets, the stack's addresses aside.
         for (t, j) in run.histograms.iter().zip(&json.histograms).take(10) {
@@ -848,7 +832,7 @@ mod tests {
             [1P, 2P)   7 |@|\n\
             [1E, 2E)   8 |@|\n\
             [4E, ...)  9 |@|\n";
-        let run = import(text);
+        let run = IMPORT.run(text);
         let h = &run.histograms[0];
         assert_eq!(h.unit, "bytes");
         let k: i64 = 1024;
@@ -908,10 +892,10 @@ mod tests {
             [8, 16)    1 |@|\n\
             @b[\n    frame+1\n";
         assert_eq!(
-            error(text),
+            IMPORT.error(text),
             "input:3: \"x\" is not a count; expected a bucket like `[2, 4)   12 |@@@   |`"
         );
-        let run = import_skipping(text);
+        let run = IMPORT.run_skipping_bad(text);
         assert_eq!(
             run.histograms,
             [Histogram {
@@ -940,10 +924,10 @@ mod tests {
             {\"type\": \"hist\", \"data\": {\"@f\": []}}\n\
             {\"type\": \"printf\", \"data\": \"hi\\n\"}\n";
         assert_eq!(
-            error(json),
+            IMPORT.error(json),
             "input:3: map @b: bucket [0, 4) does not come after [4, 8): buckets must go up"
         );
-        let run = import_skipping(json);
+        let run = IMPORT.run_skipping_bad(json);
         assert_eq!(names(&run), ["@a"]);
         let info = run.import.unwrap();
         assert_eq!(info.skipped, 6);
@@ -958,15 +942,19 @@ mod tests {
 
     #[test]
     fn files_without_histograms_are_errors() {
-        assert!(error(b"").contains("the file is empty"));
-        assert!(error(b"\n  \n").contains("the file is empty"));
-        assert!(error(b"\x00\xff\x13 garbage\n").contains("no bpftrace histogram"));
+        assert!(IMPORT.error(b"").contains("the file is empty"));
+        assert!(IMPORT.error(b"\n  \n").contains("the file is empty"));
+        assert!(IMPORT
+            .error(b"\x00\xff\x13 garbage\n")
+            .contains("no bpftrace histogram"));
         assert_eq!(
-            error(b"Attaching 1 probe...\n\n@count[x]: 5\n@b: \n\n"),
+            IMPORT.error(b"Attaching 1 probe...\n\n@count[x]: 5\n@b: \n\n"),
             "input: no hist() or lhist() map with buckets in this bpftrace output (1 other map \
              values, 1 empty maps); framelab imports histograms only"
         );
-        assert!(error(b"{\"type\": \"map\", \"data\": {\"@n\": 3}}\n").contains("no hist()"));
+        assert!(IMPORT
+            .error(b"{\"type\": \"map\", \"data\": {\"@n\": 3}}\n")
+            .contains("no hist()"));
     }
 
     #[test]

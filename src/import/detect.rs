@@ -125,7 +125,7 @@ fn is_wayland_line(line: &str) -> bool {
 mod tests {
     use super::*;
 
-    use crate::import::fixture;
+    use crate::import::test_support::fixture;
 
     #[test]
     fn the_shared_fixtures_are_recognised() {

@@ -462,25 +462,9 @@ mod tests {
     use super::super::{parse_bytes, Format, ImportOptions};
     use crate::model::{Run, Span};
 
-    use crate::import::fixture;
+    use crate::import::test_support::{fixture, Importer};
 
-    fn import(input: &[u8]) -> Run {
-        parse_bytes(Format::Ffmpeg, input, ImportOptions::default()).unwrap()
-    }
-
-    fn import_skipping(input: &[u8]) -> Run {
-        let opts = ImportOptions {
-            skip_bad: true,
-            ..ImportOptions::default()
-        };
-        parse_bytes(Format::Ffmpeg, input, opts).unwrap()
-    }
-
-    fn error(input: &[u8]) -> String {
-        parse_bytes(Format::Ffmpeg, input, ImportOptions::default())
-            .unwrap_err()
-            .to_string()
-    }
+    const IMPORT: Importer = Importer(Format::Ffmpeg);
 
     /// (spans, distinct frame ids, total ns, first frame, last frame).
     type StepSummary = (usize, usize, i64, u64, u64);
@@ -536,7 +520,7 @@ mod tests {
 
     #[test]
     fn x264_encode_log_number_by_number() {
-        let run = import(&fixture("ffmpeg-5.1-x264-encode.log"));
+        let run = IMPORT.run(&fixture("ffmpeg-5.1-x264-encode.log"));
         // 122 bench lines (one after a progress line's `\r`), no repeats.
         assert_eq!(run.spans.len(), 122);
         assert_end_to_end(&run);
@@ -612,7 +596,7 @@ mod tests {
 
     #[test]
     fn audio_and_video_streams_are_threads_and_frames_of_their_own() {
-        let run = import(&fixture("ffmpeg-5.1-transcode-av.log"));
+        let run = IMPORT.run(&fixture("ffmpeg-5.1-transcode-av.log"));
         assert_eq!(run.spans.len(), 273);
         assert_end_to_end(&run);
         let steps = by_step(&run);
@@ -678,7 +662,7 @@ mod tests {
             .map(|n| n.trim_end_matches(" times").parse::<usize>().unwrap())
             .sum();
         assert_eq!((bench_lines, repeats), (154, 10));
-        let run = import(&log);
+        let run = IMPORT.run(&log);
         assert_eq!(run.spans.len(), bench_lines + repeats);
         assert_end_to_end(&run);
         // Lines 37-38: `1 user 0 sys 1 real decode_audio 0.0` and `Last message
@@ -715,7 +699,7 @@ mod tests {
             \x20   Last message repeated 3 times\n\
             bench:        1 user        0 sys        2 real encode_video 0.0 \n\
             \x20   Last message repeated 1 times\r    Last message repeated 2 times\r    Last message repeated 2 times\n";
-        let run = import(log);
+        let run = IMPORT.run(log);
         let durs: Vec<_> = run.spans.iter().map(|s| (s.dur_ns, s.frame)).collect();
         assert_eq!(
             durs,
@@ -739,7 +723,7 @@ mod tests {
     fn log_level_prefixes_crlf_and_ffmpeg_7_stream_names() {
         let log = b"[info] bench:       10 user        2 sys       12 real decode_video 0:0 \r\n\
             bench:        3 user        1 sys        4 real encode_video 0.0 \r\n";
-        let run = import(log);
+        let run = IMPORT.run(log);
         assert_eq!(run.spans.len(), 2);
         let names: Vec<_> = run.threads.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["input #0:0", "output #0:0"]);
@@ -752,7 +736,7 @@ mod tests {
         let log = b"bench: 18446744073709551615 user 0 sys 3 real encode_video 0.0\n\
             bench: 1 user 0 sys 18446744073709551611 real encode_video 0.0\n\
             bench: 1 user 0 sys 2 real encode_video 0.0\n";
-        let run = import(log);
+        let run = IMPORT.run(log);
         let durs: Vec<_> = run.spans.iter().map(|s| (s.start_ns, s.dur_ns)).collect();
         assert_eq!(durs, [(0, 3_000), (3_000, 2_000)]);
         assert_eq!(
@@ -778,13 +762,13 @@ mod tests {
             bench:        1 user        1 sys 99999999999999999 real encode_video 0.0\n";
         let repeat = "input:2: `Last message repeated N times` with N not a whole number; is the \
                       log corrupt?";
-        assert_eq!(error(log), repeat);
+        assert_eq!(IMPORT.error(log), repeat);
         assert_eq!(
-            error(&log[memchr::memmem::find(log, b"bench:        x").unwrap()..]),
+            IMPORT.error(&log[memchr::memmem::find(log, b"bench:        x").unwrap()..]),
             "input:1: \"x\" is not a number of µs before `user`; expected `bench: USER user SYS \
              sys REAL real STEP STREAM` (µs)"
         );
-        let run = import_skipping(log);
+        let run = IMPORT.run_skipping_bad(log);
         let durs: Vec<_> = run.spans.iter().map(|s| s.dur_ns).collect();
         assert_eq!(durs, [7_000, 8_000]);
         let info = run.import.unwrap();
@@ -797,7 +781,7 @@ mod tests {
         let log = b"bench: 1 user 0 sys 1 real decode_video 0.0\n\
             \x20   Last message repeated 4000000000 times\n";
         assert_eq!(
-            error(log),
+            IMPORT.error(log),
             "input:2: `Last message repeated 4000000000 times` repeats a bench line more often \
              than a log of this size can hold; is the log corrupt?"
         );
@@ -805,16 +789,22 @@ mod tests {
 
     #[test]
     fn files_without_bench_lines_are_errors() {
-        assert!(error(b"").contains("the file is empty"));
-        assert!(error(b" \n\r\n").contains("the file is empty"));
-        assert!(error(b"\x00\x01\xff garbage\nmore\n").contains("no `bench: "));
-        assert!(error(b"Input #0, lavfi\nStream mapping:\n").contains("-benchmark_all"));
+        assert!(IMPORT.error(b"").contains("the file is empty"));
+        assert!(IMPORT.error(b" \n\r\n").contains("the file is empty"));
+        assert!(IMPORT
+            .error(b"\x00\x01\xff garbage\nmore\n")
+            .contains("no `bench: "));
+        assert!(IMPORT
+            .error(b"Input #0, lavfi\nStream mapping:\n")
+            .contains("-benchmark_all"));
         assert_eq!(
-            error(b"bench: utime=0.020s stime=0.003s rtime=0.039s\nbench: maxrss=62492kB\n"),
+            IMPORT.error(b"bench: utime=0.020s stime=0.003s rtime=0.039s\nbench: maxrss=62492kB\n"),
             "input: only ffmpeg's -benchmark totals, no per-call lines: run ffmpeg with \
              -benchmark_all for those"
         );
-        assert!(error(b"bench: \xff\xfe\n").starts_with("input:1: a bench: line that is not UTF-8"));
+        assert!(IMPORT
+            .error(b"bench: \xff\xfe\n")
+            .starts_with("input:1: a bench: line that is not UTF-8"));
     }
 
     #[test]

@@ -690,12 +690,9 @@ pub(crate) fn field_text(record: &csv::ByteRecord, index: usize) -> Cow<'_, str>
 mod tests {
     use super::*;
     use crate::analyze::pair::PairSpec;
+    use crate::import::test_support::Importer;
     use crate::import::{parse_bytes, Format, ImportOptions};
     use crate::model::Run;
-
-    fn import(format: Format, text: &str, opts: ImportOptions) -> Result<Run, ImportError> {
-        parse_bytes(format, text.as_bytes(), opts)
-    }
 
     fn spans(run: &Run) -> Vec<crate::model::NamedSpan> {
         run.named_spans()
@@ -719,7 +716,9 @@ mod tests {
                     0,decode,10,11,\"dec, main\",1000,500\r\n\
                     0,render,10,12,gpu,1600,250\r\n\
                     1,decode,10,11,\"dec, main\",2000,400\r\n";
-        let run = import(Format::Csv, text, ImportOptions::default()).unwrap();
+        let run = Importer(Format::Csv)
+            .result_with(text, ImportOptions::default())
+            .unwrap();
         assert_eq!(
             spans(&run),
             vec![
@@ -744,7 +743,7 @@ mod tests {
             time_unit: TimeUnit::Ms,
             ..Default::default()
         };
-        let run = import(Format::Csv, text, opts).unwrap();
+        let run = Importer(Format::Csv).result_with(text, opts).unwrap();
         assert_eq!(
             spans(&run),
             vec![
@@ -757,14 +756,16 @@ mod tests {
     #[test]
     fn the_column_suffix_names_the_unit() {
         let text = "ts_us,dur_us,name\n10.5,2.0005,x\n";
-        let run = import(Format::Csv, text, ImportOptions::default()).unwrap();
+        let run = Importer(Format::Csv)
+            .result_with(text, ImportOptions::default())
+            .unwrap();
         assert_eq!(run.spans[0].dur_ns, 2_001);
         let text = "t,name\n3,tick\n";
         let opts = ImportOptions {
             time_unit: TimeUnit::S,
             ..Default::default()
         };
-        let run = import(Format::Csv, text, opts).unwrap();
+        let run = Importer(Format::Csv).result_with(text, opts).unwrap();
         assert_eq!(run.events.len(), 1);
         assert_eq!(run.event_names, vec!["tick".to_string()]);
         assert_eq!(run.meta.origin_mono_ns, 3_000_000_000);
@@ -773,7 +774,9 @@ mod tests {
     #[test]
     fn thread_text_is_a_name_and_numbers_are_tids() {
         let text = "start,dur,name,thread\n0,1,a,render\n5,1,a,42\n9,1,a,audio\n10,1,b,render\n";
-        let run = import(Format::Csv, text, ImportOptions::default()).unwrap();
+        let run = Importer(Format::Csv)
+            .result_with(text, ImportOptions::default())
+            .unwrap();
         assert_eq!(
             spans(&run),
             vec![
@@ -787,7 +790,9 @@ mod tests {
 
     #[test]
     fn missing_columns_are_one_clear_error() {
-        let err = import(Format::Csv, "a,b,c\n1,2,3\n", ImportOptions::default()).unwrap_err();
+        let err = Importer(Format::Csv)
+            .result_with("a,b,c\n1,2,3\n", ImportOptions::default())
+            .unwrap_err();
         assert_eq!(err.at, Location::Line(1));
         assert!(err.message.contains("a, b, c"), "{}", err.message);
         assert!(err.message.contains("--map start="), "{}", err.message);
@@ -795,7 +800,9 @@ mod tests {
             map: vec![("start".into(), "nope".into())],
             ..Default::default()
         };
-        let err = import(Format::Csv, "a,b\n1,2\n", opts).unwrap_err();
+        let err = Importer(Format::Csv)
+            .result_with("a,b\n1,2\n", opts)
+            .unwrap_err();
         assert!(
             err.message.contains("no column \"nope\""),
             "{}",
@@ -805,27 +812,33 @@ mod tests {
             map: vec![("begin".into(), "a".into())],
             ..Default::default()
         };
-        let err = import(Format::Csv, "a,b\n1,2\n", opts).unwrap_err();
+        let err = Importer(Format::Csv)
+            .result_with("a,b\n1,2\n", opts)
+            .unwrap_err();
         assert!(
             err.message.contains("no field \"begin\""),
             "{}",
             err.message
         );
-        let err = import(Format::Csv, "", ImportOptions::default()).unwrap_err();
+        let err = Importer(Format::Csv)
+            .result_with("", ImportOptions::default())
+            .unwrap_err();
         assert!(err.message.contains("empty"), "{}", err.message);
     }
 
     #[test]
     fn bad_rows_stop_or_are_counted_with_skip_bad() {
         let text = "start,dur,name\n0,10,a\n20,-5,a\n30,x,a\n40,10\n50,10,a\n";
-        let err = import(Format::Csv, text, ImportOptions::default()).unwrap_err();
+        let err = Importer(Format::Csv)
+            .result_with(text, ImportOptions::default())
+            .unwrap_err();
         assert_eq!(err.at, Location::Line(3));
         assert!(err.message.contains("negative duration"), "{}", err.message);
         let opts = ImportOptions {
             skip_bad: true,
             ..Default::default()
         };
-        let run = import(Format::Csv, text, opts).unwrap();
+        let run = Importer(Format::Csv).result_with(text, opts).unwrap();
         assert_eq!(run.spans.len(), 2);
         let info = run.import.unwrap();
         assert_eq!(info.skipped, 3);
@@ -844,7 +857,7 @@ mod tests {
             time_unit: TimeUnit::Us,
             ..Default::default()
         };
-        let run = import(Format::Csv, text, opts).unwrap();
+        let run = Importer(Format::Csv).result_with(text, opts).unwrap();
         assert_eq!(run.events.len(), 5);
         let paired: Vec<(u64, i64, i64)> = run
             .spans
@@ -868,7 +881,7 @@ mod tests {
             pairs: vec![PairSpec::parse("req:resp").unwrap()],
             ..Default::default()
         };
-        let run = import(Format::Jsonl, text, opts).unwrap();
+        let run = Importer(Format::Jsonl).result_with(text, opts).unwrap();
         let got = spans(&run);
         assert_eq!(got[0], row(key_of("f1"), "decode", 0, 3, "worker", 0, 250));
         assert_eq!(run.events.len(), 2);
@@ -881,13 +894,15 @@ mod tests {
     fn jsonl_bad_lines_are_counted_with_skip_bad() {
         let text = "{\"start\": 0, \"dur\": 5, \"name\": \"a\"}\nnot json\n[1]\n\
                     {\"start\": true, \"dur\": 5}\n{\"start\": 10, \"dur\": 5, \"name\": \"a\"}\n";
-        let err = import(Format::Jsonl, text, ImportOptions::default()).unwrap_err();
+        let err = Importer(Format::Jsonl)
+            .result_with(text, ImportOptions::default())
+            .unwrap_err();
         assert_eq!(err.at, Location::Line(2));
         let opts = ImportOptions {
             skip_bad: true,
             ..Default::default()
         };
-        let run = import(Format::Jsonl, text, opts).unwrap();
+        let run = Importer(Format::Jsonl).result_with(text, opts).unwrap();
         assert_eq!(run.spans.len(), 2);
         let info = run.import.unwrap();
         assert_eq!(info.skipped, 3);
@@ -895,7 +910,9 @@ mod tests {
             .first_skipped
             .unwrap()
             .starts_with("input:2: not a JSON object"));
-        let err = import(Format::Jsonl, "{\"a\": 1}\n", ImportOptions::default()).unwrap_err();
+        let err = Importer(Format::Jsonl)
+            .result_with("{\"a\": 1}\n", ImportOptions::default())
+            .unwrap_err();
         assert!(err.message.contains("among a;"), "{}", err.message);
     }
 
@@ -903,7 +920,9 @@ mod tests {
     fn a_launch_marker_sets_the_origin() {
         let text = "frame,stage,pid,tid,thread,start_ns,dur_ns\n,framelab:launch,,,,0,\n\
                     3,draw,1,1,main,5000,10\n";
-        let run = import(Format::Csv, text, ImportOptions::default()).unwrap();
+        let run = Importer(Format::Csv)
+            .result_with(text, ImportOptions::default())
+            .unwrap();
         assert_eq!(spans(&run), vec![row(3, "draw", 1, 1, "main", 5000, 10)]);
         assert!(run.events.is_empty());
     }

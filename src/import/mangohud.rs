@@ -454,14 +454,12 @@ fn tally_notes(b: &mut TraceBuilder, tally: &Tally) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::import::{parse_bytes, Format, ImportOptions};
+    use crate::import::{Format, ImportOptions};
     use crate::model::Run;
 
-    use crate::import::fixture;
+    use crate::import::test_support::{fixture, Importer};
 
-    fn import(input: &[u8], opts: ImportOptions) -> Result<Run, ImportError> {
-        parse_bytes(Format::Mangohud, input, opts)
-    }
+    const IMPORT: Importer = Importer(Format::Mangohud);
 
     fn frames(run: &Run) -> Vec<(u64, i64, i64)> {
         let mut v: Vec<_> = run
@@ -490,11 +488,12 @@ mod tests {
 
     #[test]
     fn glxgears_frames_are_microsecond_frametimes_ending_at_elapsed() {
-        let run = import(
-            &fixture("mangohud-0.6.8-glxgears-llvmpipe.csv"),
-            ImportOptions::default(),
-        )
-        .unwrap();
+        let run = IMPORT
+            .result_with(
+                &fixture("mangohud-0.6.8-glxgears-llvmpipe.csv"),
+                ImportOptions::default(),
+            )
+            .unwrap();
         assert_eq!(run.spans.len(), 3384);
         assert_eq!(run.stages, vec!["frametime".to_string()]);
         // Rows 1 and 2: frametime 86059 µs, elapsed 284963802 ns; 4596 µs, 289560585 ns.
@@ -534,11 +533,12 @@ mod tests {
 
     #[test]
     fn vkcube_first_frame_is_the_slow_start() {
-        let run = import(
-            &fixture("mangohud-0.6.8-vkcube-lavapipe.csv"),
-            ImportOptions::default(),
-        )
-        .unwrap();
+        let run = IMPORT
+            .result_with(
+                &fixture("mangohud-0.6.8-vkcube-lavapipe.csv"),
+                ImportOptions::default(),
+            )
+            .unwrap();
         assert_eq!(run.spans.len(), 1197);
         let f = frames(&run);
         assert_eq!(f[0], (0, 0, 152_527_000));
@@ -570,7 +570,9 @@ mod tests {
              60.1,16.6667,40.5,35.25,90,45,70,2000,1000,1.5,100.125,12.25,0,2,4000,100000000\n\
              59.9,16.7,42,35.25,91,45,71,2000,1000,1.5,100.125,12.25,0,2,4000,116700000\n"
         );
-        let run = import(text.as_bytes(), ImportOptions::default()).unwrap();
+        let run = IMPORT
+            .result_with(text.as_bytes(), ImportOptions::default())
+            .unwrap();
         assert_eq!(
             frames(&run),
             vec![
@@ -609,7 +611,9 @@ mod tests {
              60,16.6,1,0,0\n\
              60,16.6,1,0,0,0,0,0,0,0,0,0,0,0,0,400000000\n"
         );
-        let err = import(text.as_bytes(), ImportOptions::default()).unwrap_err();
+        let err = IMPORT
+            .result_with(text.as_bytes(), ImportOptions::default())
+            .unwrap_err();
         assert_eq!(err.at, Location::Line(6));
         assert!(
             err.message.contains("frametime \"oops\" is not a number"),
@@ -620,7 +624,7 @@ mod tests {
             skip_bad: true,
             ..Default::default()
         };
-        let run = import(text.as_bytes(), opts).unwrap();
+        let run = IMPORT.result_with(text.as_bytes(), opts).unwrap();
         assert_eq!(run.spans.len(), 3);
         let info = run.import.unwrap();
         assert_eq!(info.skipped, 2);
@@ -634,15 +638,21 @@ mod tests {
 
     #[test]
     fn not_a_mangohud_log() {
-        let err = import(b"a,b\n1,2\n", ImportOptions::default()).unwrap_err();
+        let err = IMPORT
+            .result_with(b"a,b\n1,2\n", ImportOptions::default())
+            .unwrap_err();
         assert!(
             err.message.contains("no MangoHud frame header"),
             "{}",
             err.message
         );
-        let err = import(b"", ImportOptions::default()).unwrap_err();
+        let err = IMPORT
+            .result_with(b"", ImportOptions::default())
+            .unwrap_err();
         assert!(err.message.contains("empty"), "{}", err.message);
-        let err = import(b"fps,frametime\n1,2\n", ImportOptions::default()).unwrap_err();
+        let err = IMPORT
+            .result_with(b"fps,frametime\n1,2\n", ImportOptions::default())
+            .unwrap_err();
         assert!(err.message.contains("no elapsed"), "{}", err.message);
     }
 
@@ -662,7 +672,7 @@ mod tests {
                     skip_bad,
                     ..Default::default()
                 };
-                let _ = import(input, opts);
+                let _ = IMPORT.result_with(input, opts);
             }
         }
     }

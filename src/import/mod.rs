@@ -6,6 +6,8 @@ mod builder;
 mod decimal;
 pub mod detect;
 pub mod keys;
+#[cfg(test)]
+mod test_support;
 
 pub mod bpftrace;
 pub mod chrome;
@@ -359,11 +361,4 @@ pub fn import_files(
     }
     let b = builder.ok_or_else(|| anyhow::anyhow!("no input files; name at least one"))?;
     Ok(b.finish(meta)?)
-}
-
-/// A file of `tests/fixtures/import/`, gunzipped when it is compressed.
-#[cfg(test)]
-pub(crate) fn fixture(name: &str) -> Vec<u8> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/import");
-    read_input(Path::new(&format!("{dir}/{name}"))).unwrap()
 }

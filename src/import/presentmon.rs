@@ -757,14 +757,12 @@ fn date_time_ns(text: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::import::{parse_bytes, Format, ImportOptions};
+    use crate::import::{Format, ImportOptions};
     use crate::model::Run;
 
-    use crate::import::fixture;
+    use crate::import::test_support::{fixture, Importer};
 
-    fn import(input: &[u8], opts: ImportOptions) -> Result<Run, ImportError> {
-        parse_bytes(Format::Presentmon, input, opts)
-    }
+    const IMPORT: Importer = Importer(Format::Presentmon);
 
     /// (frame, start, dur) of the first `n` spans in frame order.
     fn first_spans(run: &Run, n: usize) -> Vec<(u64, i64, i64)> {
@@ -790,11 +788,12 @@ mod tests {
 
     #[test]
     fn v1_frames_end_at_each_present() {
-        let run = import(
-            &fixture("presentmon-v1-farcrynewdawn.csv"),
-            ImportOptions::default(),
-        )
-        .unwrap();
+        let run = IMPORT
+            .result_with(
+                &fixture("presentmon-v1-farcrynewdawn.csv"),
+                ImportOptions::default(),
+            )
+            .unwrap();
         assert_eq!(run.spans.len(), 1171);
         assert_eq!(run.stages, vec!["between presents".to_string()]);
         // TimeInSeconds 10.907744, 10.924241, 10.940913; MsBetweenPresents 16.811, 16.497,
@@ -849,11 +848,12 @@ mod tests {
 
     #[test]
     fn v2_keeps_the_busiest_swap_chain_and_says_what_it_left_out() {
-        let run = import(
-            &fixture("presentmon-v2-presentbench-multiprocess.csv"),
-            ImportOptions::default(),
-        )
-        .unwrap();
+        let run = IMPORT
+            .result_with(
+                &fixture("presentmon-v2-presentbench-multiprocess.csv"),
+                ImportOptions::default(),
+            )
+            .unwrap();
         assert_eq!(run.spans.len(), 258);
         assert_eq!(run.stages, vec!["between app start".to_string()]);
         let t = &run.threads[0];
@@ -925,7 +925,7 @@ mod tests {
                 process: Some(wanted.into()),
                 ..Default::default()
             };
-            let run = import(&input, opts).unwrap();
+            let run = IMPORT.result_with(&input, opts).unwrap();
             // dwm has two swap chains of 174 presents: the first seen is kept.
             assert_eq!(run.spans.len(), 174, "{wanted}");
             assert_eq!(run.threads[0].name, "dwm.exe");
@@ -943,7 +943,7 @@ mod tests {
             process: Some("game.exe".into()),
             ..Default::default()
         };
-        let err = import(&input, opts).unwrap_err();
+        let err = IMPORT.result_with(&input, opts).unwrap_err();
         assert!(err
             .message
             .contains("--process game.exe: no such application or pid"));
@@ -969,7 +969,9 @@ mod tests {
              game.exe,42,0x1,DXGI,1,0,0,1.066667,0.1,NA,0,Hardware: Legacy Flip,1,2,33.3\n\
              game.exe,42,0x1,DXGI,1,0,0,1.083333,0.1,16.6660,0,Hardware: Legacy Flip,1,2,16.7\n"
         );
-        let err = import(text.as_bytes(), ImportOptions::default()).unwrap_err();
+        let err = IMPORT
+            .result_with(text.as_bytes(), ImportOptions::default())
+            .unwrap_err();
         assert_eq!(err.at, Location::Line(4));
         assert!(
             err.message
@@ -981,7 +983,7 @@ mod tests {
             skip_bad: true,
             ..Default::default()
         };
-        let run = import(text.as_bytes(), opts).unwrap();
+        let run = IMPORT.result_with(text.as_bytes(), opts).unwrap();
         assert_eq!(
             first_spans(&run, 3),
             vec![
@@ -1024,7 +1026,9 @@ mod tests {
                  a.exe,1,0x1,{},16.7,10\na.exe,1,0x1,{},16.6,10\na.exe,1,0x1,{},16.7,10\n",
                 times[0], times[1], times[2]
             );
-            let run = import(text.as_bytes(), ImportOptions::default()).unwrap();
+            let run = IMPORT
+                .result_with(text.as_bytes(), ImportOptions::default())
+                .unwrap();
             assert_eq!(
                 first_spans(&run, 3),
                 vec![
@@ -1073,8 +1077,8 @@ mod tests {
                     process: Some("x".into()),
                     ..Default::default()
                 };
-                let _ = import(input, opts.clone());
-                let _ = import(
+                let _ = IMPORT.result_with(input, opts.clone());
+                let _ = IMPORT.result_with(
                     input,
                     ImportOptions {
                         process: None,

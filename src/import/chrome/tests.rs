@@ -1,16 +1,11 @@
 use super::*;
 use crate::import::decimal::DecimalError;
 use crate::import::keys::key_of;
-use crate::import::{parse_bytes, Format, ImportOptions};
+use crate::import::test_support::Importer;
+use crate::import::{Format, ImportOptions};
 use crate::model::Run;
 
-fn import(json: &str) -> Result<Run, ImportError> {
-    parse_bytes(Format::Chrome, json.as_bytes(), ImportOptions::default())
-}
-
-fn import_with(json: &str, opts: ImportOptions) -> Result<Run, ImportError> {
-    parse_bytes(Format::Chrome, json.as_bytes(), opts)
-}
+const IMPORT: Importer = Importer(Format::Chrome);
 
 fn skip_bad() -> ImportOptions {
     ImportOptions {
@@ -57,14 +52,15 @@ fn counter_values_are_thousandths_and_huge_ones_integers() {
 
 #[test]
 fn complete_slices_in_array_form() {
-    let run = import(
-        r#"[
+    let run = IMPORT
+        .result(
+            r#"[
         {"ph":"X","name":"capture","cat":"a","pid":1,"tid":2,"ts":1000.5,"dur":250.25},
         {"ph":"X","name":"encode","pid":1,"tid":3,"ts":1.0005e3,"dur":0.001},
         {"ph":"X","name":"capture","pid":1,"tid":2,"ts":"1300","dur":1}
         ]"#,
-    )
-    .unwrap();
+        )
+        .unwrap();
     // The earliest ts (1000.5 µs) is the origin.
     assert_eq!(
         spans(&run),
@@ -80,8 +76,9 @@ fn complete_slices_in_array_form() {
 
 #[test]
 fn object_form_with_events_anywhere_and_names() {
-    let run = import(
-        r#"{"displayTimeUnit":"ns","metadata":{"x":[1,{"traceEvents":2}]},
+    let run = IMPORT
+        .result(
+            r#"{"displayTimeUnit":"ns","metadata":{"x":[1,{"traceEvents":2}]},
         "traceEvents":[
           {"ph":"M","name":"process_name","pid":7,"args":{"name":"game"}},
           {"ph":"M","name":"thread_name","pid":7,"tid":8,"args":{"name":"render"}},
@@ -90,8 +87,8 @@ fn object_form_with_events_anywhere_and_names() {
           {"ph":"X","name":"sim","pid":7,"tid":9,"ts":11,"dur":3}
         ],
         "otherData":{"version":"x"}}"#,
-    )
-    .unwrap();
+        )
+        .unwrap();
     assert_eq!(
         spans(&run),
         [(0, "draw", 7, 8, 0, 2_000), (1, "sim", 7, 9, 1_000, 3_000)]
@@ -106,8 +103,9 @@ fn object_form_with_events_anywhere_and_names() {
 
 #[test]
 fn begin_end_pairs_per_thread_and_what_does_not_pair() {
-    let run = import(
-        r#"[
+    let run = IMPORT
+        .result(
+            r#"[
         {"ph":"B","name":"outer","pid":1,"tid":1,"ts":0},
         {"ph":"B","name":"inner","pid":1,"tid":1,"ts":1},
         {"ph":"B","name":"other thread","pid":1,"tid":2,"ts":1.5},
@@ -117,8 +115,8 @@ fn begin_end_pairs_per_thread_and_what_does_not_pair() {
         {"ph":"E","pid":2,"tid":1,"ts":6},
         {"ph":"B","name":"never ends","pid":1,"tid":1,"ts":7}
         ]"#,
-    )
-    .unwrap();
+        )
+        .unwrap();
     assert_eq!(
         spans(&run),
         [
@@ -138,8 +136,9 @@ fn begin_end_pairs_per_thread_and_what_does_not_pair() {
 
 #[test]
 fn async_slices_match_on_category_id_and_name() {
-    let run = import(
-        r#"[
+    let run = IMPORT
+        .result(
+            r#"[
         {"ph":"b","name":"load","cat":"net","id":"0x1","pid":1,"tid":1,"ts":0},
         {"ph":"b","name":"load","cat":"net","id":"0x2","pid":1,"tid":1,"ts":1},
         {"ph":"b","name":"load","cat":"net","id2":{"local":"0x1"},"pid":1,"tid":4,"ts":2},
@@ -149,8 +148,8 @@ fn async_slices_match_on_category_id_and_name() {
         {"ph":"S","name":"legacy","cat":"x","id":7,"pid":1,"tid":1,"ts":3},
         {"ph":"F","name":"legacy","cat":"x","id":7,"pid":1,"tid":1,"ts":8.25}
         ]"#,
-    )
-    .unwrap();
+        )
+        .unwrap();
     // Ends match by value (`"0x1"` and `1` are the same id); the span is on the begin's
     // thread. The never-ended begin at 0 is not a span: the origin is the first span's.
     assert_eq!(
@@ -176,8 +175,9 @@ fn instants_keyed_and_the_launch_marker_is_the_origin() {
         key: Some("req".into()),
         ..ImportOptions::default()
     };
-    let run = import_with(
-        r#"[
+    let run = IMPORT
+        .result_with(
+            r#"[
         {"ph":"i","name":"send","pid":1,"tid":1,"ts":100,"args":{"req":"0x10"}},
         {"ph":"X","name":"work","pid":1,"tid":1,"ts":101,"dur":1},
         {"ph":"I","name":"recv","pid":1,"tid":1,"ts":103,"id":5},
@@ -185,9 +185,9 @@ fn instants_keyed_and_the_launch_marker_is_the_origin() {
         {"ph":"i","name":"bare","pid":1,"tid":2,"ts":105},
         {"ph":"i","name":"framelab:launch","pid":0,"tid":0,"ts":99.999}
         ]"#,
-        opts,
-    )
-    .unwrap();
+            opts,
+        )
+        .unwrap();
     let events: Vec<(&str, u64, i64)> = run
         .events
         .iter()
@@ -214,15 +214,16 @@ fn instants_keyed_and_the_launch_marker_is_the_origin() {
 
 #[test]
 fn counters_become_series_and_fractions_milli_units() {
-    let run = import(
-        r#"[
+    let run = IMPORT
+        .result(
+            r#"[
         {"ph":"C","name":"queue","pid":3,"tid":1,"ts":0,"args":{"value":2}},
         {"ph":"C","name":"queue","pid":3,"tid":1,"ts":1,"args":{"value":5}},
         {"ph":"C","name":"mem","pid":3,"ts":0,"args":{"heap":1.5,"stack":"big"}},
         {"ph":"C","name":"mem","pid":3,"ts":2,"args":{"heap":2}}
         ]"#,
-    )
-    .unwrap();
+        )
+        .unwrap();
     let series = &run.telemetry.series;
     let described: Vec<(&str, &str, &str, &str)> = series
         .iter()
@@ -260,12 +261,13 @@ fn counters_become_series_and_fractions_milli_units() {
 
 #[test]
 fn flows_and_other_phases_are_counted_in_one_note() {
-    let run = import(
-        r#"[{"ph":"s","id":1,"ts":0},{"ph":"f","id":1,"ts":1},{"ph":"t","ts":1},
+    let run = IMPORT
+        .result(
+            r#"[{"ph":"s","id":1,"ts":0},{"ph":"f","id":1,"ts":1},{"ph":"t","ts":1},
         {"ph":"P","ts":1},{"ph":"O","ts":1},{"ph":"N","ts":1},{"ph":"D","ts":1},
         {"ph":"R","name":"navigationStart","ts":1},{"ph":"c","ts":1},{"ph":"s","id":2,"ts":3}]"#,
-    )
-    .unwrap();
+        )
+        .unwrap();
     assert!(run.spans.is_empty());
     assert_eq!(
         notes(&run),
@@ -284,7 +286,7 @@ fn a_missing_closing_bracket_is_accepted_and_noted() {
             "[{{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":1}},\n\
              {{\"ph\":\"X\",\"name\":\"b\",\"ts\":2,\"dur\":1}}{tail}"
         );
-        let run = import(&json).unwrap();
+        let run = IMPORT.result(&json).unwrap();
         assert_eq!(run.spans.len(), 2, "{tail:?}");
         assert_eq!(
             notes(&run),
@@ -296,7 +298,8 @@ fn a_missing_closing_bracket_is_accepted_and_noted() {
     }
     // A trailing comma before the bracket is forgiven too.
     assert_eq!(
-        import(r#"[{"ph":"X","ts":1,"dur":1},]"#)
+        IMPORT
+            .result(r#"[{"ph":"X","ts":1,"dur":1},]"#)
             .unwrap()
             .spans
             .len(),
@@ -308,16 +311,18 @@ fn a_missing_closing_bracket_is_accepted_and_noted() {
 fn a_file_cut_inside_an_event_is_an_error_at_its_byte() {
     let json = r#"[{"ph":"X","name":"a","ts":1,"dur":1},
 {"ph":"X","name":"b","ts":2,"du"#;
-    let err = import(json).unwrap_err();
+    let err = IMPORT.result(json).unwrap_err();
     assert_eq!(err.at, Location::Byte(39));
     assert!(err.message.contains("ends inside this event"), "{err}");
-    let run = import_with(json, skip_bad()).unwrap();
+    let run = IMPORT.result_with(json, skip_bad()).unwrap();
     assert_eq!(run.spans.len(), 1);
     assert_eq!(run.import.unwrap().skipped, 1);
     // The object form cut short, inside and after the events.
-    let err = import(r#"{"traceEvents":[{"ph":"X","ts":1,"dur":1}"#).unwrap();
+    let err = IMPORT
+        .result(r#"{"traceEvents":[{"ph":"X","ts":1,"dur":1}"#)
+        .unwrap();
     assert_eq!(err.spans.len(), 1);
-    let err = import(r#"{"traceEvents":[],"#).unwrap_err();
+    let err = IMPORT.result(r#"{"traceEvents":[],"#).unwrap_err();
     assert_eq!(err.at, Location::Byte(18));
 }
 
@@ -351,10 +356,14 @@ fn bad_events_name_their_byte_and_skip_bad_counts_them() {
         ),
     ];
     for (json, at, wanted) in cases {
-        let err = import(json).unwrap_err();
+        let err = IMPORT.result(json).unwrap_err();
         assert_eq!(err.at, Location::Byte(at), "{json}: {err}");
         assert!(err.message.contains(wanted), "{json}: {err}");
-        let info = import_with(json, skip_bad()).unwrap().import.unwrap();
+        let info = IMPORT
+            .result_with(json, skip_bad())
+            .unwrap()
+            .import
+            .unwrap();
         assert_eq!(info.skipped, 1, "{json}");
     }
 }
@@ -373,11 +382,11 @@ fn garbage_and_empty_files_are_errors() {
         ("[{\"ph\":\"X\",\"name\":\"\u{1}\"}]", Location::Byte(20)),
         ("{\"traceEvents\":[]]", Location::Byte(17)),
     ] {
-        let err = import(input).unwrap_err();
+        let err = IMPORT.result(input).unwrap_err();
         assert_eq!(err.at, at, "{input:?}: {err}");
     }
-    assert!(import("\u{feff}[]").unwrap().spans.is_empty());
-    let run = import("[] trailing").unwrap();
+    assert!(IMPORT.result("\u{feff}[]").unwrap().spans.is_empty());
+    let run = IMPORT.result("[] trailing").unwrap();
     assert_eq!(
         notes(&run),
         ["8 bytes after the end of the trace (byte 3) were ignored"]
@@ -393,14 +402,15 @@ fn frame_ids_from_an_argument_or_the_name() {
         {"ph":"E","pid":1,"tid":1,"ts":3,"args":{"f":13}},
         {"ph":"X","name":"idle","pid":1,"tid":1,"ts":4,"dur":1}
     ]"#;
-    let by_arg = import_with(
-        json,
-        ImportOptions {
-            frame_arg: Some("f".into()),
-            ..ImportOptions::default()
-        },
-    )
-    .unwrap();
+    let by_arg = IMPORT
+        .result_with(
+            json,
+            ImportOptions {
+                frame_arg: Some("f".into()),
+                ..ImportOptions::default()
+            },
+        )
+        .unwrap();
     assert_eq!(
         spans(&by_arg),
         [
@@ -413,14 +423,15 @@ fn frame_ids_from_an_argument_or_the_name() {
         notes(&by_arg),
         ["1 slices had no args.f frame id: left out"]
     );
-    let by_name = import_with(
-        json,
-        ImportOptions {
-            frame_regex: Some(regex::Regex::new(r"#(\d+)").unwrap()),
-            ..ImportOptions::default()
-        },
-    )
-    .unwrap();
+    let by_name = IMPORT
+        .result_with(
+            json,
+            ImportOptions {
+                frame_regex: Some(regex::Regex::new(r"#(\d+)").unwrap()),
+                ..ImportOptions::default()
+            },
+        )
+        .unwrap();
     assert_eq!(
         spans(&by_name),
         [
@@ -442,11 +453,13 @@ fn a_framelab_marker_after_the_events_still_counts() {
         {"ph":"i","name":"commit","pid":1,"tid":1,"ts":6,"args":{"key":9}},
         {"ph":"i","name":"framelab:launch","ts":0}
     ],"otherData":{"framelab":{"version":"0"}}}"#;
-    let run = import(json).unwrap();
+    let run = IMPORT.result(json).unwrap();
     assert_eq!(spans(&run), [(40, "a", 1, 1, 5_000, 1_000)]);
     assert_eq!(run.events[0].key, 9);
     // Without the marker, the same file is anyone's trace.
-    let plain = import(&json.replace("framelab\":{", "other\":{")).unwrap();
+    let plain = IMPORT
+        .result(&json.replace("framelab\":{", "other\":{"))
+        .unwrap();
     assert_eq!(spans(&plain), [(0, "a", 1, 1, 5_000, 1_000)]);
     assert_eq!(plain.events[0].key, 0);
 }
@@ -465,14 +478,14 @@ fn process_filter_keeps_one_process_named_at_the_end() {
         process: Some(name.into()),
         ..ImportOptions::default()
     };
-    let run = import_with(json, opts("game")).unwrap();
+    let run = IMPORT.result_with(json, opts("game")).unwrap();
     let kept: Vec<&str> = spans(&run).iter().map(|s| s.1).collect();
     assert_eq!(kept, ["a", "c"]);
     assert_eq!(
         notes(&run),
         ["1 events of other processes than --process left out"]
     );
-    let err = import_with(json, opts("editor")).unwrap_err();
+    let err = IMPORT.result_with(json, opts("editor")).unwrap_err();
     assert_eq!(
         err.message,
         "no process named \"editor\" in this trace (--process); its processes: compositor, game"
@@ -481,11 +494,12 @@ fn process_filter_keeps_one_process_named_at_the_end() {
 
 #[test]
 fn string_and_huge_ids_fold_to_32_bits() {
-    let run = import(
-        r#"[{"ph":"X","name":"a","pid":"renderer","tid":-1,"ts":0,"dur":1},
+    let run = IMPORT
+        .result(
+            r#"[{"ph":"X","name":"a","pid":"renderer","tid":-1,"ts":0,"dur":1},
         {"ph":"X","name":"a","pid":4294967296,"tid":7,"ts":0,"dur":1}]"#,
-    )
-    .unwrap();
+        )
+        .unwrap();
     let t = &run.threads;
     assert_eq!(t[0].pid, {
         let k = key_of("renderer");
@@ -497,6 +511,8 @@ fn string_and_huge_ids_fold_to_32_bits() {
 
 #[test]
 fn escaped_names_are_unescaped() {
-    let run = import(r#"[{"ph":"X","name":"a\"b\u00e9","ts":0,"dur":1}]"#).unwrap();
+    let run = IMPORT
+        .result(r#"[{"ph":"X","name":"a\"b\u00e9","ts":0,"dur":1}]"#)
+        .unwrap();
     assert_eq!(run.stages, ["a\"bé"]);
 }

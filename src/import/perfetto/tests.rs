@@ -3,23 +3,22 @@
 use prost::Message;
 
 use super::proto::*;
-use crate::import::{parse_bytes, Format, ImportError, ImportOptions, Location};
+use crate::import::test_support::Importer;
+use crate::import::{Format, ImportOptions, Location};
 use crate::model::{Run, SeriesKind};
 
 fn encode(packets: Vec<TracePacket>) -> Vec<u8> {
     Trace { packet: packets }.encode_to_vec()
 }
 
+const IMPORT: Importer = Importer(Format::Perfetto);
+
 fn import(packets: Vec<TracePacket>) -> Run {
-    import_with(packets, ImportOptions::default())
+    IMPORT.run(encode(packets))
 }
 
 fn import_with(packets: Vec<TracePacket>, opts: ImportOptions) -> Run {
-    parse_bytes(Format::Perfetto, &encode(packets), opts).unwrap()
-}
-
-fn import_bytes(bytes: &[u8], opts: ImportOptions) -> Result<Run, ImportError> {
-    parse_bytes(Format::Perfetto, bytes, opts)
+    IMPORT.run_with(encode(packets), opts)
 }
 
 fn descriptor(d: TrackDescriptor) -> TracePacket {
@@ -526,7 +525,7 @@ fn process_keeps_only_that_process() {
         process: Some("nope".into()),
         ..ImportOptions::default()
     };
-    let err = import_bytes(&encode(packets), opts).unwrap_err();
+    let err = IMPORT.result_with(&encode(packets), opts).unwrap_err();
     assert!(err.message.contains("compositor, game"), "{err}");
 }
 
@@ -562,7 +561,9 @@ fn a_truncated_trace_is_an_error_at_the_cut_packet_or_with_skip_bad_a_note() {
     let bytes = small_trace();
     let cut = &bytes[..bytes.len() - 3];
     let last_packet = bytes.len() - encode(vec![at(30, end(2))]).len();
-    let err = import_bytes(cut, ImportOptions::default()).unwrap_err();
+    let err = IMPORT
+        .result_with(cut, ImportOptions::default())
+        .unwrap_err();
     assert_eq!(err.at, Location::Byte(last_packet as u64));
     assert!(err.message.contains("only"), "{err}");
     assert!(
@@ -575,7 +576,7 @@ fn a_truncated_trace_is_an_error_at_the_cut_packet_or_with_skip_bad_a_note() {
         skip_bad: true,
         ..ImportOptions::default()
     };
-    let run = import_bytes(cut, opts).unwrap();
+    let run = IMPORT.result_with(cut, opts).unwrap();
     assert_eq!(spans(&run).len(), 1);
     let info = run.import.unwrap();
     assert_eq!(info.skipped, 1);
@@ -590,7 +591,9 @@ fn a_packet_that_does_not_decode_is_an_error_or_skipped() {
     let bad_at = bytes.len();
     bytes.extend_from_slice(&[0x0A, 0x02, 0x58, 0x01]);
     bytes.extend(encode(vec![at(10, end(2))]));
-    let err = import_bytes(&bytes, ImportOptions::default()).unwrap_err();
+    let err = IMPORT
+        .result_with(&bytes, ImportOptions::default())
+        .unwrap_err();
     assert_eq!(err.at, Location::Byte(bad_at as u64));
     assert!(
         err.message.contains("not a valid Perfetto TracePacket"),
@@ -600,33 +603,41 @@ fn a_packet_that_does_not_decode_is_an_error_or_skipped() {
         skip_bad: true,
         ..ImportOptions::default()
     };
-    let run = import_bytes(&bytes, opts).unwrap();
+    let run = IMPORT.result_with(&bytes, opts).unwrap();
     assert_eq!(spans(&run), vec![(0, "a", 1, 1, "t", 0, 10)]);
     assert_eq!(run.import.unwrap().skipped, 1);
 }
 
 #[test]
 fn garbage_empty_and_packetless_files_are_clear_errors() {
-    let err = import_bytes(b"", ImportOptions::default()).unwrap_err();
+    let err = IMPORT
+        .result_with(b"", ImportOptions::default())
+        .unwrap_err();
     assert!(err.message.contains("empty"), "{err}");
-    let err = import_bytes(b"hello, world\n", ImportOptions::default()).unwrap_err();
+    let err = IMPORT
+        .result_with(b"hello, world\n", ImportOptions::default())
+        .unwrap_err();
     assert!(
         err.message.contains("not a Perfetto protobuf trace"),
         "{err}"
     );
-    let err = import_bytes(&[0x0A, 0xFF, 0xFF], ImportOptions::default()).unwrap_err();
+    let err = IMPORT
+        .result_with(&[0x0A, 0xFF, 0xFF], ImportOptions::default())
+        .unwrap_err();
     assert!(err.message.contains("varint"), "{err}");
     // Even --skip-bad finds no packet before the framing breaks.
     let opts = ImportOptions {
         skip_bad: true,
         ..ImportOptions::default()
     };
-    let err = import_bytes(&[0x0A, 0x05, 0x10], opts).unwrap_err();
+    let err = IMPORT.result_with(&[0x0A, 0x05, 0x10], opts).unwrap_err();
     assert!(err.message.contains("no trace packets"), "{err}");
     // Field 1 as a varint: a packet with the wrong wire type.
     let mut bytes = small_trace();
     bytes.extend_from_slice(&[0x08, 0x01]);
-    let err = import_bytes(&bytes, ImportOptions::default()).unwrap_err();
+    let err = IMPORT
+        .result_with(&bytes, ImportOptions::default())
+        .unwrap_err();
     assert!(err.message.contains("wire type 0"), "{err}");
 }
 
@@ -638,14 +649,14 @@ fn no_cut_or_flipped_byte_makes_it_panic() {
         ..ImportOptions::default()
     };
     for len in 0..bytes.len() {
-        let _ = import_bytes(&bytes[..len], ImportOptions::default());
-        let _ = import_bytes(&bytes[..len], opts.clone());
+        let _ = IMPORT.result_with(&bytes[..len], ImportOptions::default());
+        let _ = IMPORT.result_with(&bytes[..len], opts.clone());
     }
     for i in 0..bytes.len() {
         for flip in [0x01, 0x80, 0xFF] {
             let mut damaged = bytes.clone();
             damaged[i] ^= flip;
-            let _ = import_bytes(&damaged, opts.clone());
+            let _ = IMPORT.result_with(&damaged, opts.clone());
         }
     }
 }
@@ -773,14 +784,21 @@ fn a_clock_that_overflows_is_a_bad_record_not_a_panic() {
         on_clock_64(u64::MAX),
         on_clock_64(u64::MAX),
     ]);
-    let err = import_bytes(&bytes, ImportOptions::default()).unwrap_err();
+    let err = IMPORT
+        .result_with(&bytes, ImportOptions::default())
+        .unwrap_err();
     assert!(err.message.contains("past"), "{err}");
     let opts = ImportOptions {
         skip_bad: true,
         ..ImportOptions::default()
     };
     assert_eq!(
-        import_bytes(&bytes, opts).unwrap().import.unwrap().skipped,
+        IMPORT
+            .result_with(&bytes, opts)
+            .unwrap()
+            .import
+            .unwrap()
+            .skipped,
         2
     );
 }

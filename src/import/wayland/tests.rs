@@ -4,19 +4,9 @@ use crate::model::{Run, Span};
 
 const MS: i64 = 1_000_000;
 
-use crate::import::fixture;
+use crate::import::test_support::{fixture, Importer};
 
-fn import(input: &[u8]) -> Run {
-    parse_bytes(Format::Wayland, input, ImportOptions::default()).unwrap()
-}
-
-fn import_skipping_bad(input: &[u8]) -> Run {
-    let opts = ImportOptions {
-        skip_bad: true,
-        ..ImportOptions::default()
-    };
-    parse_bytes(Format::Wayland, input, opts).unwrap()
-}
+const IMPORT: Importer = Importer(Format::Wayland);
 
 /// (frame, start, duration) of the spans of one stage, in file order.
 fn spans(run: &Run, stage: &str) -> Vec<(u64, i64, i64)> {
@@ -55,7 +45,7 @@ fn events_named(run: &Run, name: &str) -> usize {
 fn first_frames_of_a_real_client_log_number_by_number() {
     // weston-simple-shm on libwayland 1.21. Commit 0 has no buffer (it comes before the
     // first configure); the origin is the first frame callback's request, 871084.668.
-    let run = import(&fixture("wayland-1.21-simple-shm-client.log.gz"));
+    let run = IMPORT.run(&fixture("wayland-1.21-simple-shm-client.log.gz"));
     let commits = spans(&run, "commit→release");
     // [ 871084.670] commit → [ 871094.662] wl_buffer@10.release()
     assert_eq!(commits[0], (1, 2_000, 9_992_000));
@@ -74,7 +64,7 @@ fn first_frames_of_a_real_client_log_number_by_number() {
 #[test]
 fn presentation_feedback_belongs_to_its_commit() {
     // weston-presentation-shm on libwayland 1.23 (`{Default Queue}`, `#` ids).
-    let run = import(&fixture("wayland-1.23-presentation-shm-client.log.gz"));
+    let run = IMPORT.run(&fixture("wayland-1.23-presentation-shm-client.log.gz"));
     let commits = spans(&run, "commit→release");
     let presented = spans(&run, "presentation");
     assert!(!presented.is_empty());
@@ -121,7 +111,7 @@ fn spans_and_notes_account_for_every_message_of_the_real_logs() {
             .count() as u64;
         assert!(commits > 50 && releases > 50, "{name}");
 
-        let run = import(&input);
+        let run = IMPORT.run(&input);
         let n = |stage| spans(&run, stage).len() as u64;
         assert_eq!(
             commits,
@@ -177,7 +167,7 @@ fn spans_and_notes_account_for_every_message_of_the_real_logs() {
 fn server_logs_mix_clients_and_say_so() {
     // weston launches weston-keyboard and weston-desktop-shell, then a test client: all of
     // them start with wl_display@1.get_registry(new id wl_registry@2).
-    let run = import(&fixture("wayland-1.23-weston-server.log.gz"));
+    let run = IMPORT.run(&fixture("wayland-1.23-weston-server.log.gz"));
     assert!(noted(&run, "id still in use") > 0);
     // weston's own log lines (`[04:49:24.903] weston 10.0.1`) are not messages.
     assert_eq!(noted(&run, "not WAYLAND_DEBUG messages"), 32);
@@ -185,7 +175,7 @@ fn server_logs_mix_clients_and_say_so() {
 
 #[test]
 fn the_32_bit_microsecond_counter_is_unwrapped() {
-    let run = import(&fixture("wayland-wraparound.log"));
+    let run = IMPORT.run(&fixture("wayland-wraparound.log"));
     // 4294960.000 (the origin) → 12.000 is 7.296 ms to the wrap at 4294967.296 and 12 ms
     // past it.
     assert_eq!(
@@ -198,7 +188,7 @@ fn the_32_bit_microsecond_counter_is_unwrapped() {
 
 #[test]
 fn a_comma_decimal_separator_is_read_exactly() {
-    let run = import(&fixture("wayland-comma-decimal.log"));
+    let run = IMPORT.run(&fixture("wayland-comma-decimal.log"));
     // Origin 12346,001: the frame callback's request.
     assert_eq!(spans(&run, "commit→release"), [(0, 1_000, 16_668_000)]);
     assert_eq!(spans(&run, "frame callback"), [(0, 0, 16_674_000)]);
@@ -206,7 +196,7 @@ fn a_comma_decimal_separator_is_read_exactly() {
 
 #[test]
 fn a_reused_id_never_pairs_with_its_previous_object() {
-    let run = import(&fixture("wayland-id-reuse.log"));
+    let run = IMPORT.run(&fixture("wayland-id-reuse.log"));
     // Buffer 10 committed at 1001.000 (the origin), destroyed, its id reused at 1004.000:
     // the release at 1010.000 is the new buffer's, committed at 1004.300.
     assert_eq!(spans(&run, "commit→release"), [(1, 3_300_000, 5_700_000)]);
@@ -225,7 +215,7 @@ fn a_reused_id_never_pairs_with_its_previous_object() {
 
 #[test]
 fn releases_without_commit_and_recommits_are_counted_not_invented() {
-    let run = import(&fixture("wayland-release-without-commit.log"));
+    let run = IMPORT.run(&fixture("wayland-release-without-commit.log"));
     // Buffer 21 committed at 502 and again at 503 before its release at 510; the origin
     // is the first release, at 501.
     assert_eq!(spans(&run, "commit→release"), [(1, 2 * MS, 7 * MS)]);
@@ -251,7 +241,7 @@ fn a_malformed_message_is_an_error_with_its_line_unless_skipped() {
          \"[12.3] wl_surface@.commit(\"; expected `[1234567.890] interface@id.message(arguments)`, \
          or pass --skip-bad to skip such lines"
     );
-    let run = import_skipping_bad(&input);
+    let run = IMPORT.run_skipping_bad(&input);
     let info = run.import.as_ref().unwrap();
     assert_eq!(info.skipped, 2);
     assert!(info
@@ -284,7 +274,7 @@ fn garbage_bytes_are_skipped_in_other_lines_and_bad_in_messages() {
         ),
         "{err}"
     );
-    let run = import_skipping_bad(&input);
+    let run = IMPORT.run_skipping_bad(&input);
     assert_eq!(spans(&run, "commit→release"), [(0, 0, 3_750_000)]);
     assert_eq!(noted(&run, "not WAYLAND_DEBUG messages"), 1);
     assert_eq!(run.import.as_ref().unwrap().skipped, 1);
@@ -301,7 +291,7 @@ fn newer_prefixes_and_a_server_side_log() {
 [  16.000]  -> wl_buffer#7.release()
 [  17.000] {Default Queue} discarded[dead proxy on dispatch]  -> wl_buffer#7.release()
 ";
-    let run = import(input);
+    let run = IMPORT.run(input);
     assert_eq!(run.threads[0].name, "server");
     assert_eq!(run.threads[0].tid, 1);
     assert_eq!(spans(&run, "commit→release"), [(0, 0, 6 * MS)]);
@@ -315,7 +305,7 @@ fn newer_prefixes_and_a_server_side_log() {
 #[test]
 fn a_cut_off_last_line_is_noted_not_an_error() {
     let input = b"[1.000]  -> wl_surface@3.attach(wl_buffer@4, 0, 0)\n[1.000]  -> wl_surface@3.com";
-    let run = import(input);
+    let run = IMPORT.run(input);
     assert!(notes(&run)
         .iter()
         .any(|n| n.starts_with("the last line was cut off")));
@@ -356,5 +346,5 @@ fn never_panics_on_mangled_real_input() {
         let i = x as usize % mangled.len();
         mangled[i] = (x >> 8) as u8;
     }
-    let _ = import_skipping_bad(&mangled);
+    let _ = IMPORT.run_skipping_bad(&mangled);
 }
