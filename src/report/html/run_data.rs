@@ -549,3 +549,159 @@ fn tables(a: &Analysis) -> Vec<Table> {
     }
     out
 }
+
+/// The page's data of hand-built runs: snapshots of the JSON (not the HTML, so a change of
+/// layout or style does not break them), and the decimation seen through a whole page.
+/// Regenerate with `UPDATE_SNAPSHOTS=1 cargo test --lib report::html` and review the diff.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::analyze;
+    use crate::analyze::fixtures::{reference_run, MS};
+    use crate::model::{Bucket, Sample, SampleSeries};
+
+    fn page_of(run: &Run) -> RunPage {
+        run_page(run, run, &analyze(run)).unwrap()
+    }
+
+    /// The reference run with a GPU clock (a gauge), an energy counter, a bit mask and
+    /// an imported histogram.
+    fn with_telemetry() -> Run {
+        let mut run = reference_run();
+        let series = |metric: &str, unit: &str, kind| SampleSeries {
+            source: "nvml".into(),
+            metric: metric.into(),
+            entity: "0".into(),
+            label: "Test GPU".into(),
+            unit: unit.into(),
+            kind,
+        };
+        run.telemetry.series = vec![
+            series("sm_clock", "MHz", SeriesKind::Gauge),
+            series("energy", "mJ", SeriesKind::Counter),
+            series("throttle", "flags", SeriesKind::Bitmask),
+        ];
+        for k in 0..=10i64 {
+            let t_ns = k * 10 * MS;
+            let clock = if k == 6 { 900 } else { 1800 };
+            for (series, value) in [(0, clock), (1, k * 2_000), (2, 0)] {
+                run.telemetry.samples.push(Sample {
+                    series,
+                    t_ns,
+                    value,
+                });
+            }
+        }
+        run.histograms = vec![crate::model::Histogram {
+            name: "@usecs".into(),
+            unit: "us".into(),
+            buckets: vec![
+                Bucket {
+                    lo: None,
+                    hi: Some(0),
+                    count: 1,
+                },
+                Bucket {
+                    lo: Some(0),
+                    hi: Some(8),
+                    count: 30,
+                },
+            ],
+        }];
+        run
+    }
+
+    #[test]
+    fn reference_page_data() {
+        let page = page_of(&with_telemetry());
+        let json = serde_json::to_string_pretty(&page).unwrap() + "\n";
+        crate::snapshot::check("html_reference.json", &json);
+        // What the snapshot must hold, by hand: 11 frames, the two late ones marked.
+        assert_eq!(page.frames.total.x.len(), 11);
+        assert_eq!(page.frames.late.x, vec![0.078, 0.083]);
+        assert_eq!(page.frames.late.y, vec![18_000.0, 13_000.0]);
+        assert_eq!(page.budget_us, Some(10_000.0));
+        assert_eq!(page.gantt[0].frame, 6);
+        assert_eq!(page.gantt[0].threads, ["main (100)", "encoder (201)"]);
+        // Frame 6: capture 0–1 ms on main, encode 2–17 ms on the encoder, send at 17.5.
+        assert_eq!(
+            page.gantt[0].spans,
+            vec![
+                (0, 0, 0.0, 1000.0),
+                (1, 1, 2000.0, 15_000.0),
+                (2, 0, 17_500.0, 500.0)
+            ]
+        );
+        // The clock as read, the energy as mJ per second, the bit mask left out.
+        assert_eq!(page.telemetry.len(), 2);
+        assert_eq!(page.telemetry[0].y[6], 900.0);
+        assert_eq!(page.telemetry[1].unit, "mJ/s");
+        assert_eq!(page.telemetry[1].y[0], 200_000.0);
+        assert_eq!(page.telemetry_left_out, 1);
+        assert_eq!(page.histograms[0].buckets[1], (Some(0), Some(8), 30));
+    }
+
+    #[test]
+    fn the_worst_frame_of_a_long_run_is_on_the_plot() {
+        let mut run = reference_run();
+        run.spans.clear();
+        run.meta.window_start_ns = 0;
+        let frames = 300_000u64;
+        run.meta.window_end_ns = frames as i64 * 10 * MS;
+        let worst = 123_457u64;
+        for i in 0..frames {
+            let dur = if i == worst {
+                95 * MS
+            } else {
+                4 * MS + (i % 13) as i64 * 1000
+            };
+            run.spans.push(crate::model::Span {
+                frame: i,
+                stage: 0,
+                thread: 0,
+                start_ns: i as i64 * 10 * MS,
+                dur_ns: dur,
+            });
+        }
+        let page = page_of(&run);
+        let total = &page.frames.total;
+        assert_eq!(total.points, frames as usize);
+        assert!(total.x.len() <= 2 * FRAME_BUCKETS, "{}", total.x.len());
+        let at = total
+            .y
+            .iter()
+            .position(|&y| y == 95_000.0)
+            .expect("the worst frame is drawn");
+        assert_eq!(total.x[at], secs(worst as i64 * 10 * MS + 95 * MS));
+        // Its late marker too, and the intervals around it keep their extremes.
+        assert_eq!(page.frames.late.y, vec![95_000.0]);
+        let mut ends: Vec<i64> = run.spans.iter().map(|s| s.end_ns()).collect();
+        ends.sort_unstable();
+        let longest = ends.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+        let plotted = page.frames.interval.y.iter().cloned().fold(0.0, f64::max);
+        assert_eq!(plotted, longest as f64 / 1e3);
+    }
+
+    #[test]
+    fn hostile_names_stay_whole_in_the_data_and_harmless_in_the_page() {
+        let mut run = reference_run();
+        run.stages[0] = "</script><script>alert(1)</script>".into();
+        run.meta.command = vec!["<img src=x onerror=alert(1)>".into()];
+        run.meta.name = "\u{2028}<!--".into();
+        let a = analyze(&run);
+        let html = crate::report::html::run_html(&run, &run, &a).unwrap();
+        assert!(!html.contains("<script>alert(1)"));
+        assert!(!html.contains("<img src=x"));
+        // Exactly the page's three script elements close.
+        assert_eq!(html.matches("</script>").count(), 3, "{html}");
+        let start = html.find("id=\"framelab-data\">").unwrap() + "id=\"framelab-data\">".len();
+        let end = start + html[start..].find("</script>").unwrap();
+        assert!(!html[start..end].contains(['<', '>', '&', '\u{2028}']));
+        let data: serde_json::Value = serde_json::from_str(&html[start..end]).unwrap();
+        assert_eq!(
+            data["stages"]["series"][0]["name"],
+            "</script><script>alert(1)</script>"
+        );
+        assert_eq!(data["facts"][0][1], "'<img src=x onerror=alert(1)>'");
+    }
+}
