@@ -349,3 +349,80 @@ fn a_comparison_draws_a_forest_per_metric_and_the_stage_overlays() {
     );
     assert!(!opened.dom.contains("class=\"verdict-improved\""));
 }
+
+#[test]
+fn run_html_is_written_beside_the_report_which_says_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("run.html");
+    let (out, _) = common::run_testprog(
+        &dir,
+        "spans",
+        &["--fps", "100", "--html", page.to_str().unwrap(), "--open"],
+        &["spans", "300"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = common::stdout(&out);
+    assert!(
+        text.contains(&format!("  html      {}", page.display())),
+        "{text}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("\"schema\":\"framelab.html-run/1\""));
+    // No desktop in a test: --open says it could not, and the run still succeeds.
+    if std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none() {
+        assert!(
+            stderr(&out).contains("could not open it: no desktop"),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn html_needs_one_run_and_a_writable_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("two.framelab");
+    framelab::store::write_run(&file, &run(50, 1.0, 1)).unwrap();
+    framelab::store::write_run(&file, &run(50, 1.0, 2)).unwrap();
+    let out = framelab()
+        .arg("report")
+        .arg(&file)
+        .args(["--format", "html"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        common::error_line(&out).contains("--run-id"),
+        "{}",
+        stderr(&out)
+    );
+    let out = framelab()
+        .arg("report")
+        .arg(&file)
+        .args([
+            "--run-id",
+            "1",
+            "--format",
+            "html",
+            "-o",
+            "/nonexistent/dir/r.html",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    common::error_line(&out);
+    // Never over the run file it reads.
+    let out = framelab()
+        .arg("report")
+        .arg(&file)
+        .args(["--run-id", "1", "--format", "html", "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        common::error_line(&out).contains("refusing to write"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(common::load(&file).spans.len(), 150);
+}
