@@ -215,12 +215,15 @@ fn run_and_report(
 ) -> anyhow::Result<ExitCode> {
     let outcome = session::run(opts)?;
     default_signals();
-    let (analysis, run) = analyze_stored(&outcome.path, Some(outcome.run_id))?;
-    if let Some(file) = &html.html {
-        let stored = store::open_run(&outcome.path, Some(outcome.run_id))?;
-        let page = report::html::run_html(&stored.head, &stored, &analysis)?;
-        report::html::write(file, &page, Some(&outcome.path))?;
-    }
+    let (analysis, run) = match &html.html {
+        Some(file) => {
+            let stored = store::open_run(&outcome.path, Some(outcome.run_id))?;
+            let (page, analysis) = report::html::run_html(&stored.head, &stored)?;
+            report::html::write(file, &page, Some(&outcome.path))?;
+            (analysis, stored.head)
+        }
+        None => analyze_stored(&outcome.path, Some(outcome.run_id))?,
+    };
     print!("{}", report::render(&analysis, format, use_color()));
     if let Some(file) = &html.html {
         print!("{}", html_line(file, format));
@@ -473,8 +476,7 @@ fn report_command(args: cli::ReportArgs) -> anyhow::Result<ExitCode> {
         ),
         None => {
             let stored = store::open_run(&args.run, args.run_id)?;
-            let analysis = analyze::compact::analyze_from(&stored.head, &stored)?;
-            report::html::run_html(&stored.head, &stored, &analysis)?
+            report::html::run_html(&stored.head, &stored)?.0
         }
     };
     match &args.output {

@@ -1,8 +1,10 @@
 // framelab's HTML report: draws the data embedded in #framelab-data (written by
 // src/report/html and src/compare/html.rs) with uPlot. Every text from a run goes into
 // the page with textContent or setAttribute, never as markup. After drawing, each plot's
-// box carries data-series and data-points, and <body> data-rendered, data-errors and
-// data-render-ms: the browser tests (tests/html_browser.rs) read them from the DOM.
+// box carries data-series and data-points, and <body> data-rendered, data-errors,
+// data-render-ms (the page built, ms after navigation started), data-painted-ms (a frame
+// after that) and the browser's paint timings: tests/html_browser.rs and
+// tests/html_scale.rs read them from the DOM.
 (function () {
   "use strict";
   var body = document.body;
@@ -455,6 +457,12 @@
   body.setAttribute("data-plots", String(plotCount));
   body.setAttribute("data-render-ms", performance.now().toFixed(1));
   body.setAttribute("data-rendered", "1");
+  // The frame after the one that drew the plots: by then they are on screen.
+  requestAnimationFrame(function () {
+    requestAnimationFrame(function () {
+      body.setAttribute("data-painted-ms", performance.now().toFixed(1));
+    });
+  });
   try {
     new PerformanceObserver(function (list) {
       list.getEntries().forEach(function (e) {

@@ -4,6 +4,7 @@
 
 pub mod decimate;
 mod page;
+mod replay;
 pub mod run_data;
 
 use std::path::Path;
@@ -17,14 +18,21 @@ pub fn render(title: &str, data: &impl Serialize) -> anyhow::Result<String> {
     Ok(page::page(title, &json_for_script(data)?))
 }
 
-/// The HTML report of run `head`, its spans from `source`, analysed as `analysis`.
+/// The HTML report of run `head` with its spans from `source`, and its analysis: the
+/// spans are read once, for both.
 pub fn run_html(
     head: &crate::model::Run,
     source: &dyn crate::model::SpanSource,
-    analysis: &crate::analyze::Analysis,
-) -> anyhow::Result<String> {
-    let data = run_data::run_page(head, source, analysis)?;
-    render(&data.title, &data)
+) -> anyhow::Result<(String, crate::analyze::Analysis)> {
+    let data = run_data::RunData::read(head, source)?;
+    let replay = replay::Replay {
+        columns: &data.columns,
+        table: &data.table,
+        counters: source,
+    };
+    let analysis = crate::analyze::compact::analyze_from(head, &replay)?;
+    let page = data.page(&analysis);
+    Ok((render(&page.title, &page)?, analysis))
 }
 
 /// Writes `html` to `given` (through `crate::destination`: never over `input`, the file

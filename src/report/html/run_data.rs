@@ -139,54 +139,68 @@ pub struct Histogram {
     pub buckets: Vec<(Option<i64>, Option<i64>, u64)>,
 }
 
-/// The page's data for the run `head` with spans from `source`, analysed as `analysis`.
-pub fn run_page(
-    head: &Run,
-    source: &dyn SpanSource,
-    analysis: &Analysis,
-) -> anyhow::Result<RunPage> {
-    let keep = Keep {
-        start: true,
-        thread: true,
-    };
-    let (columns, table) = load_columns(source, keep)?;
-    let (window, measured) = measure(&table, &columns, &head.meta);
-    let budget_ns = analysis.budget_ns.filter(|&b| b > 0);
-    let stage_order = stage_order(head, analysis);
-    let (telemetry, telemetry_left_out) = telemetry(head);
-    Ok(RunPage {
-        schema: SCHEMA,
-        kind: "run",
-        title: title(analysis),
-        facts: facts(analysis, &Style::default())
-            .into_iter()
-            .map(|(label, line)| (label.to_owned(), line))
-            .collect(),
-        notes: analysis
-            .notes
-            .iter()
-            .map(|n| crate::display::text(n).into_owned())
-            .collect(),
-        budget_us: budget_ns.map(|b| us(b as f64)),
-        window_start_s: secs(window.start_ns),
-        window_end_s: secs(window.end_ns),
-        frames: frame_series(&table, &measured, budget_ns),
-        stages: stage_curves(&columns, &measured, &stage_order),
-        fps: fps_curve(&table, &measured, analysis.fps.as_ref()),
-        gantt: gantt(&columns, &table, head, analysis, &stage_order),
-        telemetry,
-        telemetry_left_out,
-        tables: tables(analysis),
-        histograms: head
-            .histograms
-            .iter()
-            .map(|h| Histogram {
-                name: h.name.clone(),
-                unit: h.unit.clone(),
-                buckets: h.buckets.iter().map(|b| (b.lo, b.hi, b.count)).collect(),
-            })
-            .collect(),
-    })
+/// A run's spans read for the page: columns with starts and threads, and the frames.
+pub struct RunData<'a> {
+    pub head: &'a Run,
+    pub columns: SpanColumns,
+    pub table: FrameTable,
+}
+
+impl<'a> RunData<'a> {
+    pub fn read(head: &'a Run, source: &dyn SpanSource) -> anyhow::Result<RunData<'a>> {
+        let keep = Keep {
+            start: true,
+            thread: true,
+        };
+        let (columns, table) = load_columns(source, keep)?;
+        Ok(RunData {
+            head,
+            columns,
+            table,
+        })
+    }
+
+    /// The page's data, the run analysed as `analysis`.
+    pub fn page(&self, analysis: &Analysis) -> RunPage {
+        let (head, columns, table) = (self.head, &self.columns, &self.table);
+        let (window, measured) = measure(table, columns, &head.meta);
+        let budget_ns = analysis.budget_ns.filter(|&b| b > 0);
+        let stage_order = stage_order(head, analysis);
+        let (telemetry, telemetry_left_out) = telemetry(head);
+        RunPage {
+            schema: SCHEMA,
+            kind: "run",
+            title: title(analysis),
+            facts: facts(analysis, &Style::default())
+                .into_iter()
+                .map(|(label, line)| (label.to_owned(), line))
+                .collect(),
+            notes: analysis
+                .notes
+                .iter()
+                .map(|n| crate::display::text(n).into_owned())
+                .collect(),
+            budget_us: budget_ns.map(|b| us(b as f64)),
+            window_start_s: secs(window.start_ns),
+            window_end_s: secs(window.end_ns),
+            frames: frame_series(table, &measured, budget_ns),
+            stages: stage_curves(columns, &measured, &stage_order),
+            fps: fps_curve(table, &measured, analysis.fps.as_ref()),
+            gantt: gantt(columns, table, head, analysis, &stage_order),
+            telemetry,
+            telemetry_left_out,
+            tables: tables(analysis),
+            histograms: head
+                .histograms
+                .iter()
+                .map(|h| Histogram {
+                    name: h.name.clone(),
+                    unit: h.unit.clone(),
+                    buckets: h.buckets.iter().map(|b| (b.lo, b.hi, b.count)).collect(),
+                })
+                .collect(),
+        }
+    }
 }
 
 fn secs(ns: i64) -> f64 {
@@ -561,7 +575,7 @@ mod tests {
     use crate::model::{Bucket, Sample, SampleSeries};
 
     fn page_of(run: &Run) -> RunPage {
-        run_page(run, run, &analyze(run)).unwrap()
+        RunData::read(run, run).unwrap().page(&analyze(run))
     }
 
     /// The reference run with a GPU clock (a gauge), an energy counter, a bit mask and
@@ -688,8 +702,7 @@ mod tests {
         run.stages[0] = "</script><script>alert(1)</script>".into();
         run.meta.command = vec!["<img src=x onerror=alert(1)>".into()];
         run.meta.name = "\u{2028}<!--".into();
-        let a = analyze(&run);
-        let html = crate::report::html::run_html(&run, &run, &a).unwrap();
+        let (html, _) = crate::report::html::run_html(&run, &run).unwrap();
         assert!(!html.contains("<script>alert(1)"));
         assert!(!html.contains("<img src=x"));
         // Exactly the page's three script elements close.
