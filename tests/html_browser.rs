@@ -426,3 +426,35 @@ fn html_needs_one_run_and_a_writable_place() {
     );
     assert_eq!(common::load(&file).spans.len(), 150);
 }
+
+#[test]
+fn a_sweep_is_drawn_as_lines_over_the_parameter() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sweep.framelab");
+    let prog = common::example("testprog");
+    let out = framelab()
+        .args(["bench", "-n", "2", "--param", "n=100,200,300", "-o"])
+        .arg(&file)
+        .args(["--", &prog, "spans", "{n}"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = dir.path().join("sweep.html");
+    let out = framelab()
+        .arg("compare")
+        .arg(&file)
+        .args(["--resamples", "200", "--format", "html", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let Some(browser) = chromium() else { return };
+    let opened = open(browser, &page, &artifacts().join("sweep.png"));
+    assert_clean(&opened);
+    let p = plots(&opened.dom);
+    // One variant, one point per value of n.
+    assert_eq!(p["sweep-0"], (1, 3), "{p:?}");
+    // Each value of n a row of the forest, the baseline's (n=100) first: two runs each.
+    assert_eq!(p["forest-fps"], (3, 6), "{p:?}");
+    assert!(opened.dom.contains(">testprog [n=100]<"));
+}

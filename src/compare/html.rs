@@ -148,6 +148,24 @@ fn run_values(
 
 fn forest(metric: &Metric, c: &Comparison, loaded: &Loaded) -> Forest {
     let mut rows = Vec::new();
+    // In a sweep of one variant, every value is compared with the baseline's values: its
+    // row comes first, once.
+    let baseline_group = (!c.baseline_params.is_empty())
+        .then(|| c.groups.iter().find(|g| g.label == c.baseline_params))
+        .flatten();
+    if let Some(g) = baseline_group {
+        let base = (c.groups.iter())
+            .flat_map(|g| &g.comparisons)
+            .flat_map(|cmp| &cmp.rows)
+            .find(|r| r.metric == metric.key)
+            .and_then(|r| r.baseline.as_ref())
+            .map(|s| s.median);
+        rows.push(baseline_row(
+            format!("{} [{}]", crate::display::name(&c.baseline), g.label),
+            base,
+            run_values(metric, loaded, &c.baseline, &g.params),
+        ));
+    }
     for g in &c.groups {
         let at = |v: &str| {
             if g.label.is_empty() {
@@ -161,28 +179,10 @@ fn forest(metric: &Metric, c: &Comparison, loaded: &Loaded) -> Forest {
                 continue;
             };
             let base = row.baseline.as_ref().map(|s| s.median);
-            let per_base = |v: f64| match base {
-                Some(b) if b != 0.0 => round(v / b, 5),
-                _ => f64::NAN,
-            };
             // The baseline's own row once per group, when it is measured at these values.
             if k == 0 && cmp.baseline_params.is_empty() {
                 let runs = run_values(metric, loaded, &cmp.baseline, &g.params);
-                rows.push(ForestRow {
-                    label: at(&cmp.baseline),
-                    baseline: true,
-                    median: base,
-                    baseline_median: base,
-                    ratio: base.map(|_| 1.0),
-                    low: None,
-                    high: None,
-                    verdict: "baseline".into(),
-                    runs: runs
-                        .into_iter()
-                        .map(per_base)
-                        .filter(|v| v.is_finite())
-                        .collect(),
-                });
+                rows.push(baseline_row(at(&cmp.baseline), base, runs));
             }
             let runs = run_values(metric, loaded, &cmp.variant, &g.params);
             rows.push(ForestRow {
@@ -194,11 +194,7 @@ fn forest(metric: &Metric, c: &Comparison, loaded: &Loaded) -> Forest {
                 low: row.ratio.map(|r| round(r.low, 5)),
                 high: row.ratio.map(|r| round(r.high, 5)),
                 verdict: row.verdict.word().into(),
-                runs: runs
-                    .into_iter()
-                    .map(per_base)
-                    .filter(|v| v.is_finite())
-                    .collect(),
+                runs: per_median(runs, base),
             });
         }
     }
@@ -209,6 +205,29 @@ fn forest(metric: &Metric, c: &Comparison, loaded: &Loaded) -> Forest {
         higher_is_better: metric.direction == crate::stats::Direction::HigherIsBetter,
         rows,
     }
+}
+
+/// The baseline's own row: its runs against its median.
+fn baseline_row(label: String, median: Option<f64>, runs: Vec<f64>) -> ForestRow {
+    ForestRow {
+        label,
+        baseline: true,
+        median,
+        baseline_median: median,
+        ratio: median.map(|_| 1.0),
+        low: None,
+        high: None,
+        verdict: "baseline".into(),
+        runs: per_median(runs, median),
+    }
+}
+
+/// Each value ÷ `median` (none without a median, or of 0).
+fn per_median(values: Vec<f64>, median: Option<f64>) -> Vec<f64> {
+    let Some(m) = median.filter(|&m| m != 0.0) else {
+        return Vec::new();
+    };
+    values.into_iter().map(|v| round(v / m, 5)).collect()
 }
 
 fn verdicts(c: &Comparison) -> Vec<VerdictRow> {
