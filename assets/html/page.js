@@ -167,6 +167,19 @@
     return c;
   }
 
+  // All plots over time start on the same span: the frames' and the readings' together.
+  function alignTime() {
+    var lo = Infinity, hi = -Infinity;
+    timeCharts.forEach(function (u) {
+      var x = u.data[0];
+      if (x.length) { lo = Math.min(lo, x[0]); hi = Math.max(hi, x[x.length - 1]); }
+    });
+    if (!(lo < hi)) return;
+    syncing = true;
+    timeCharts.forEach(function (u) { u.setScale("x", { min: lo, max: hi }); });
+    syncing = false;
+  }
+
   function decimationHint(s) {
     return s.bucket > 1
       ? s.points + " values; each plotted pair is the smallest and largest of " + s.bucket +
@@ -285,6 +298,8 @@
           { shade: shade, color: COLORS[(i + 3) % COLORS.length] }, 150);
       });
     }
+
+    alignTime();
 
     if (d.stages.series.length) {
       var st = section("Stage distributions",

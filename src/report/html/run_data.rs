@@ -67,7 +67,8 @@ pub struct Series {
     pub y: Vec<f64>,
 }
 
-/// Points marked on a plot (late frames, stutters): the worst `shown` of `of`.
+/// Points marked on a plot (late frames, stutters): all `of` of them, or the worst
+/// [`MAX_MARKERS`] when there are more.
 #[derive(Serialize, Default)]
 pub struct Markers {
     pub of: usize,
