@@ -7,7 +7,8 @@
 //!
 //!     cargo test --release --test html_scale -- --ignored --nocapture
 //!
-//! `HTML_SCALE_DIR=DIR` keeps the run file and the page there (and reuses the run file).
+//! `HTML_SCALE_DIR=DIR` keeps the run file and the page there (and reuses the run file);
+//! `FRAMELAB_BIN=PATH` times another framelab binary (the test binary copied elsewhere).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -83,7 +84,11 @@ fn seconds_of(mut command: Command) -> f64 {
 }
 
 fn report(file: &Path, html: Option<&Path>) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_framelab"));
+    let bin = std::env::var_os("FRAMELAB_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_framelab")),
+        PathBuf::from,
+    );
+    let mut c = Command::new(bin);
     c.arg("report").arg(file);
     if let Some(out) = html {
         c.args(["--format", "html", "-o"]).arg(out);
