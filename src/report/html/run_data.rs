@@ -165,6 +165,10 @@ impl<'a> RunData<'a> {
     pub fn page(&self, analysis: &Analysis) -> RunPage {
         let (head, columns, table) = (self.head, &self.columns, &self.table);
         let (window, measured) = measure(table, columns, &head.meta);
+        let in_window = end_order(table, &measured);
+        let intervals: Vec<i64> = (in_window.windows(2))
+            .map(|w| table.end_ns(w[1]).saturating_sub(table.end_ns(w[0])))
+            .collect();
         let budget_ns = analysis.budget_ns.filter(|&b| b > 0);
         let stage_order = stage_order(head, analysis);
         let (telemetry, telemetry_left_out) = telemetry(head);
@@ -184,9 +188,9 @@ impl<'a> RunData<'a> {
             budget_us: budget_ns.map(|b| us(b as f64)),
             window_start_s: secs(window.start_ns),
             window_end_s: secs(window.end_ns),
-            frames: frame_series(table, &measured, budget_ns),
+            frames: frame_series(table, &in_window, &intervals, budget_ns),
             stages: stage_curves(columns, &measured, &stage_order),
-            fps: fps_curve(table, &measured, analysis.fps.as_ref()),
+            fps: fps_curve(intervals, analysis.fps.as_ref()),
             gantt: gantt(columns, table, head, analysis, &stage_order),
             telemetry,
             telemetry_left_out,
@@ -235,9 +239,12 @@ fn all_by_end(table: &FrameTable) -> Vec<u32> {
     order
 }
 
+/// The frame-time plots: every frame, and the measured frames' late ones and stutters
+/// (`in_window`: the measured frames by end; `intervals` between them).
 fn frame_series(
     table: &FrameTable,
-    measured: &MeasuredFrames,
+    in_window: &[u32],
+    intervals: &[i64],
     budget_ns: Option<i64>,
 ) -> FrameSeries {
     let order = all_by_end(table);
@@ -255,7 +262,6 @@ fn frame_series(
         }),
         FRAME_BUCKETS,
     );
-    let in_window = end_order(table, measured);
     let late = match budget_ns {
         Some(b) => markers(
             in_window
@@ -265,11 +271,7 @@ fn frame_series(
         ),
         None => Markers::default(),
     };
-    let intervals: Vec<i64> = in_window
-        .windows(2)
-        .map(|w| table.end_ns(w[1]).saturating_sub(table.end_ns(w[0])))
-        .collect();
-    let flags = stutter_flags(&intervals);
+    let flags = stutter_flags(intervals);
     let stutters = markers(
         flags
             .iter()
@@ -350,17 +352,8 @@ fn stage_curves(
     QuantileCurves { p, series }
 }
 
-fn fps_curve(
-    table: &FrameTable,
-    measured: &MeasuredFrames,
-    fps: Option<&FpsSummary>,
-) -> Option<FpsCurve> {
-    let order = end_order(table, measured);
-    let mut intervals: Vec<i64> = order
-        .windows(2)
-        .map(|w| table.end_ns(w[1]).saturating_sub(table.end_ns(w[0])))
-        .filter(|&i| i > 0)
-        .collect();
+/// `intervals`: the measured frames' (taken, sorted here).
+fn fps_curve(mut intervals: Vec<i64>, fps: Option<&FpsSummary>) -> Option<FpsCurve> {
     if intervals.is_empty() {
         return None;
     }
