@@ -213,6 +213,10 @@ fn run_and_report(
     format: Format,
     html: &cli::HtmlArgs,
 ) -> anyhow::Result<ExitCode> {
+    // A page that cannot be written is refused now, not after the run.
+    if let Some(file) = &html.html {
+        framelab::destination::Target::resolve(file)?;
+    }
     let outcome = session::run(opts)?;
     default_signals();
     let (analysis, run) = match &html.html {
@@ -451,7 +455,6 @@ fn sampling_options(args: &cli::SamplingArgs) -> framelab::sample::SamplingOptio
     options
 }
 
-/// Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).
 /// `framelab report`: the run's report in a format, printed or written to `-o`.
 fn report_command(args: cli::ReportArgs) -> anyhow::Result<ExitCode> {
     use cli::ReportFormat;
@@ -582,6 +585,7 @@ fn service_specs(
     framelab::services::parse_services(&args.services, &args.ready, &pins(&args.pins)?, shell)
 }
 
+/// Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).
 fn use_color() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

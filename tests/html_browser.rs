@@ -425,6 +425,16 @@ fn html_needs_one_run_and_a_writable_place() {
         stderr(&out)
     );
     assert_eq!(common::load(&file).spans.len(), 150);
+    // A page that cannot be written is refused before anything runs.
+    let (out, path) = common::run_testprog(
+        &dir,
+        "never",
+        &["--html", "/nonexistent/dir/run.html"],
+        &["spans", "10"],
+    );
+    assert!(!out.status.success());
+    common::error_line(&out);
+    assert!(!path.exists(), "the command ran anyway");
 }
 
 #[test]

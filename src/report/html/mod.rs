@@ -35,14 +35,14 @@ pub fn run_html(
     Ok((render(&page.title, &page)?, analysis))
 }
 
-/// Writes `html` to `given` (through `crate::destination`: never over `input`, the file
-/// read, and whole or not at all).
-pub fn write(given: &Path, html: &str, input: Option<&Path>) -> anyhow::Result<()> {
+/// Writes a whole report or page to `given` (through `crate::destination`: never over
+/// `input`, the file read, and whole or not at all).
+pub fn write(given: &Path, text: &str, input: Option<&Path>) -> anyhow::Result<()> {
     let target = crate::destination::Target::resolve(given)?;
     if let Some(input) = input {
         target.refuse_overwriting(given, input)?;
     }
-    crate::destination::write_whole(&target, given, |out| Ok(out.write_all(html.as_bytes())?))
+    crate::destination::write_whole(&target, given, |out| Ok(out.write_all(text.as_bytes())?))
 }
 
 /// Opens `path` in the desktop's browser (`xdg-open`), or says why it cannot.

@@ -32,8 +32,7 @@ impl SpanSource for Replay<'_> {
             anyhow::bail!("internal: replayed columns need their starts and threads");
         };
         let mut chunk = Vec::with_capacity(CHUNK.min(c.len()));
-        for row in 0..c.len() {
-            let frame = c.frame[row];
+        for (row, (&frame, &thread)) in c.frame.iter().zip(threads).enumerate() {
             chunk.push(Span {
                 // A span of no frame has a negative duration: its id is never read.
                 frame: if frame == NO_FRAME {
@@ -42,7 +41,7 @@ impl SpanSource for Replay<'_> {
                     self.table.id(frame)
                 },
                 stage: c.stage[row],
-                thread: threads[row],
+                thread,
                 start_ns: starts.get(row),
                 dur_ns: c.dur.get(row),
             });
