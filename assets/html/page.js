@@ -431,6 +431,7 @@
         return [r.group, r.variant, r.against, r.metric, r.change,
           r.p_holm === null ? "–" : r.p_holm.toPrecision(2), r.verdict, r.reason];
       }));
+    vt.setAttribute("class", "data verdicts");
     Array.prototype.forEach.call(vt.querySelectorAll("tbody tr"), function (tr, i) {
       tr.children[6].setAttribute("class", "verdict-" + d.verdicts[i].verdict);
     });
