@@ -4,7 +4,6 @@
 
 pub mod decimate;
 mod page;
-mod replay;
 pub mod run_data;
 
 use std::path::Path;
@@ -25,12 +24,12 @@ pub fn run_html(
     source: &dyn crate::model::SpanSource,
 ) -> anyhow::Result<(String, crate::analyze::Analysis)> {
     let data = run_data::RunData::read(head, source)?;
-    let replay = replay::Replay {
-        columns: &data.columns,
-        table: &data.table,
-        counters: source,
-    };
-    let analysis = crate::analyze::compact::analyze_from(head, &replay)?;
+    let analysis = crate::analyze::compact::analyze_columns(
+        head,
+        data.columns_for_analysis(),
+        data.table.clone(),
+        source,
+    )?;
     let page = data.page(&analysis);
     Ok((render(&page.title, &page)?, analysis))
 }
@@ -92,4 +91,28 @@ pub(crate) fn percentile_grid() -> Vec<f64> {
     let mut p: Vec<f64> = (0..=99).map(f64::from).collect();
     p.extend([99.2, 99.4, 99.5, 99.6, 99.8, 99.9, 99.95, 99.99, 100.0]);
     p
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::analyze::compact::analyze_from;
+    use crate::analyze::fixtures::{crashed_run, degenerate_runs, reference_run};
+
+    /// The page's run is analysed from the columns it read: the same analysis, number for
+    /// number, as the text report's (crashes, open frames, negative spans, empty runs).
+    #[test]
+    fn the_page_analyses_the_run_as_the_report_does() {
+        let mut runs = vec![reference_run(), crashed_run()];
+        runs.extend(degenerate_runs());
+        for run in runs {
+            let (_, analysis) = super::run_html(&run, &run).unwrap();
+            let direct = analyze_from(&run, &run).unwrap();
+            assert_eq!(
+                serde_json::to_string(&analysis).unwrap(),
+                serde_json::to_string(&direct).unwrap(),
+                "{}",
+                run.meta.name
+            );
+        }
+    }
 }

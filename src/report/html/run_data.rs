@@ -161,6 +161,18 @@ impl<'a> RunData<'a> {
         })
     }
 
+    /// A copy of the columns as the analysis takes them (it needs no threads).
+    pub fn columns_for_analysis(&self) -> SpanColumns {
+        let c = &self.columns;
+        SpanColumns {
+            frame: c.frame.clone(),
+            stage: c.stage.clone(),
+            dur: c.dur.clone(),
+            start: c.start.clone(),
+            thread: None,
+        }
+    }
+
     /// The page's data, the run analysed as `analysis`.
     pub fn page(&self, analysis: &Analysis) -> RunPage {
         let (head, columns, table) = (self.head, &self.columns, &self.table);
@@ -441,7 +453,12 @@ fn gantt(
                     .iter()
                     .filter_map(|&(stage, thread, s, d)| {
                         let row = thread_ids.binary_search(&thread).ok()?;
-                        Some((column_of(stage)?, row, us((s - start) as f64), us(d as f64)))
+                        Some((
+                            column_of(stage)?,
+                            row,
+                            us(s.saturating_sub(start) as f64),
+                            us(d as f64),
+                        ))
                     })
                     .collect(),
                 stage_names: stage_names.clone(),
@@ -490,8 +507,12 @@ fn telemetry(head: &Run) -> (Vec<Series>, usize) {
                     .windows(2)
                     .filter(|w| w[1].t_ns > w[0].t_ns)
                     .map(|w| {
-                        let dt = (w[1].t_ns - w[0].t_ns) as f64 / 1e9;
-                        (secs(w[1].t_ns), (w[1].value - w[0].value) as f64 / dt)
+                        // In floating point: readings from a file can be anything.
+                        let dt = (w[1].t_ns as f64 - w[0].t_ns as f64) / 1e9;
+                        (
+                            secs(w[1].t_ns),
+                            (w[1].value as f64 - w[0].value as f64) / dt,
+                        )
                     })
                     .collect(),
                 format!("{}/s", s.unit),
