@@ -492,6 +492,8 @@ fn report_command(args: cli::ReportArgs) -> anyhow::Result<ExitCode> {
             };
             written(file, what, args.open);
         }
+        // A page through `destination`: a closed pipe is an error line, not a panic.
+        None if format.is_none() => report::html::write(std::path::Path::new("-"), &text, None)?,
         None => print!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
@@ -655,6 +657,9 @@ fn show_comparison(
         Some(file) => {
             report::html::write(file, &text, None)?;
             written(file, "the comparison", open);
+        }
+        None if format == compare::CompareFormat::Html => {
+            report::html::write(std::path::Path::new("-"), &text, None)?
         }
         None => print!("{text}"),
     }
