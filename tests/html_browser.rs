@@ -376,6 +376,19 @@ fn run_html_is_written_beside_the_report_which_says_where() {
             stderr(&out)
         );
     }
+    // In Markdown too.
+    let (md, _) = common::run_testprog(
+        &dir,
+        "markdown",
+        &["--format", "markdown", "--html", page.to_str().unwrap()],
+        &["spans", "50"],
+    );
+    assert!(md.status.success(), "{}", stderr(&md));
+    assert!(
+        common::stdout(&md).contains("\n- **html** "),
+        "{}",
+        common::stdout(&md)
+    );
 }
 
 #[test]
