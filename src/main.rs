@@ -66,23 +66,9 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 ..RunOptions::default()
             };
             let opts = with_live(opts, &args.live)?;
-            run_and_report(&opts, args.format)
+            run_and_report(&opts, args.format, &args.html)
         }
-        Command::Report(args) => {
-            if args.run_id.is_none() && store::list_runs(&args.run)?.len() > 1 {
-                print!("{}", report_runs(&args.run, args.format)?);
-                return Ok(ExitCode::SUCCESS);
-            }
-            print!(
-                "{}",
-                report::render(
-                    &analyze_stored(&args.run, args.run_id)?.0,
-                    args.format,
-                    use_color()
-                )
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Report(args) => report_command(args),
         Command::Bench(args) => bench(args),
         Command::Compare(args) => compare(args),
         Command::Demo(args) => {
@@ -123,7 +109,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 ..Default::default()
             }
             .validate()?;
-            run_and_report(&opts, args.format)
+            run_and_report(&opts, args.format, &args.html)
         }
         Command::Timers(args) => {
             let opts = timers::TimersOptions {
@@ -222,11 +208,31 @@ fn default_signals() {
     }
 }
 
-fn run_and_report(opts: &RunOptions, format: Format) -> anyhow::Result<ExitCode> {
+fn run_and_report(
+    opts: &RunOptions,
+    format: Format,
+    html: &cli::HtmlArgs,
+) -> anyhow::Result<ExitCode> {
+    // A page that cannot be written is refused now, not after the run.
+    if let Some(file) = &html.html {
+        framelab::destination::Target::resolve(file)?;
+    }
     let outcome = session::run(opts)?;
     default_signals();
-    let (analysis, run) = analyze_stored(&outcome.path, Some(outcome.run_id))?;
+    let (analysis, run) = match &html.html {
+        Some(file) => {
+            let stored = store::open_run(&outcome.path, Some(outcome.run_id))?;
+            let (page, analysis) = report::html::run_html(&stored.head, &stored)?;
+            report::html::write(file, &page, Some(&outcome.path))?;
+            (analysis, stored.head)
+        }
+        None => analyze_stored(&outcome.path, Some(outcome.run_id))?,
+    };
     print!("{}", report::render(&analysis, format, use_color()));
+    if let Some(file) = &html.html {
+        print!("{}", html_line(file, format));
+        written(file, "the HTML report", html.open);
+    }
     if outcome.file.kept() {
         eprintln!(
             "framelab: run file {} (framelab report {})",
@@ -449,7 +455,73 @@ fn sampling_options(args: &cli::SamplingArgs) -> framelab::sample::SamplingOptio
     options
 }
 
-/// Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).
+/// `framelab report`: the run's report in a format, printed or written to `-o`.
+fn report_command(args: cli::ReportArgs) -> anyhow::Result<ExitCode> {
+    use cli::ReportFormat;
+    let format = match args.format {
+        ReportFormat::Text => Some(Format::Text),
+        ReportFormat::Markdown => Some(Format::Markdown),
+        ReportFormat::Json => Some(Format::Json),
+        ReportFormat::Html => None,
+    };
+    let several = args.run_id.is_none() && store::list_runs(&args.run)?.len() > 1;
+    let text = match format {
+        Some(format) if several => report_runs(&args.run, format)?,
+        Some(format) => {
+            let color = use_color() && args.output.is_none();
+            report::render(&analyze_stored(&args.run, args.run_id)?.0, format, color)
+        }
+        None if several => anyhow::bail!(
+            "{} holds {} runs: give --run-id N for the HTML report of one (framelab report {} lists them)",
+            args.run.display(),
+            store::list_runs(&args.run)?.len(),
+            args.run.display()
+        ),
+        None => {
+            let stored = store::open_run(&args.run, args.run_id)?;
+            report::html::run_html(&stored.head, &stored)?.0
+        }
+    };
+    match &args.output {
+        Some(file) => {
+            report::html::write(file, &text, Some(&args.run))?;
+            let what = if format.is_none() {
+                "the HTML report"
+            } else {
+                "the report"
+            };
+            written(file, what, args.open);
+        }
+        // A page through `destination`: a closed pipe is an error line, not a panic.
+        None if format.is_none() => report::html::write(std::path::Path::new("-"), &text, None)?,
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The report's line saying where the HTML page is.
+fn html_line(file: &std::path::Path, format: Format) -> String {
+    let shown = framelab::display::text(&file.display().to_string()).into_owned();
+    match format {
+        Format::Text => format!("\n  html      {shown}\n"),
+        Format::Markdown => format!("\n- **html** {}\n", framelab::display::markdown(&shown)),
+        // JSON stays one document; standard error says where the page is.
+        Format::Json => String::new(),
+    }
+}
+
+/// Says on standard error that `what` was written to `file`, and opens it if asked.
+fn written(file: &std::path::Path, what: &str, open: bool) {
+    let shown = framelab::display::text(&file.display().to_string()).into_owned();
+    eprintln!("framelab: wrote {what} to {shown}");
+    if open {
+        match report::html::open(file) {
+            Ok(()) => eprintln!("framelab: opened {shown} in the browser"),
+            Err(why) => eprintln!("framelab: could not open it: {why}"),
+        }
+    }
+}
+
 /// One line per run of a file that holds several: which runs there are and how to see one.
 fn report_runs(path: &std::path::Path, format: Format) -> anyhow::Result<String> {
     let experiment = store::load_experiment(path)?;
@@ -515,6 +587,7 @@ fn service_specs(
     framelab::services::parse_services(&args.services, &args.ready, &pins(&args.pins)?, shell)
 }
 
+/// Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).
 fn use_color() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
@@ -547,8 +620,14 @@ fn compare(args: cli::CompareArgs) -> anyhow::Result<ExitCode> {
         );
     }
     check_export_paths(&args.settings)?;
-    let comparison = compare::compare(&sources, &compare_options(&args.settings, &show))?;
-    print!("{}", compare::render(&comparison, args.settings.format));
+    let options = compare_options(&args.settings, &show);
+    let comparison = show_comparison(
+        &sources,
+        &options,
+        args.settings.format,
+        args.output.as_deref(),
+        args.open,
+    )?;
     export_comparison(&comparison, &args.settings)?;
     Ok(
         if args.fail_on_regression && compare::any_regression(&comparison) {
@@ -557,6 +636,34 @@ fn compare(args: cli::CompareArgs) -> anyhow::Result<ExitCode> {
             ExitCode::SUCCESS
         },
     )
+}
+
+/// Compares and shows the comparison in `format`: printed, or written to `output`.
+fn show_comparison(
+    sources: &[compare::Source],
+    options: &compare::CompareOptions,
+    format: compare::CompareFormat,
+    output: Option<&std::path::Path>,
+    open: bool,
+) -> anyhow::Result<compare::Comparison> {
+    let (comparison, text) = if format == compare::CompareFormat::Html {
+        compare::compare_html(sources, options)?
+    } else {
+        let comparison = compare::compare(sources, options)?;
+        let text = compare::render(&comparison, format);
+        (comparison, text)
+    };
+    match output {
+        Some(file) => {
+            report::html::write(file, &text, None)?;
+            written(file, "the comparison", open);
+        }
+        None if format == compare::CompareFormat::Html => {
+            report::html::write(std::path::Path::new("-"), &text, None)?
+        }
+        None => print!("{text}"),
+    }
+    Ok(comparison)
 }
 
 /// `--export-json/-csv/-markdown FILE`: the comparison in each format asked, to files.
@@ -618,11 +725,8 @@ fn bench(args: Box<cli::BenchArgs>) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
-    let comparison = compare::compare(
-        &sources,
-        &compare_options(&args.compare, &args.compare.show),
-    )?;
-    print!("{}", compare::render(&comparison, args.compare.format));
+    let options = compare_options(&args.compare, &args.compare.show);
+    let comparison = show_comparison(&sources, &options, args.compare.format, None, false)?;
     export_comparison(&comparison, &args.compare)?;
     if outcome.file.kept() {
         eprintln!("framelab: experiment file {path} (framelab compare {path} --format markdown)");

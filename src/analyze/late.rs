@@ -90,22 +90,11 @@ pub fn stutter_of<T: Ns>(intervals_ns: &[T]) -> Option<StutterSummary> {
         return None;
     }
     let total: i128 = intervals_ns.iter().map(|&i| i.into() as i128).sum();
-    let window = stutter_window(total as f64 / intervals_ns.len() as f64);
-    let mut trailing_sum: i128 = 0;
     let (mut count, mut stutter_time) = (0u64, 0i128);
-    for (i, &interval) in intervals_ns.iter().enumerate() {
-        let interval: i64 = interval.into();
-        let previous = i.min(window);
-        // interval > 2.5 × sum / previous  ⇔  2·interval·previous > 5·sum (exact, no float).
-        if previous > 0 && 2 * interval as i128 * previous as i128 > 5 * trailing_sum {
-            count += 1;
-            stutter_time += interval as i128;
-        }
-        trailing_sum += interval as i128;
-        if i >= window {
-            trailing_sum -= intervals_ns[i - window].into() as i128;
-        }
-    }
+    for_each_stutter_at(intervals_ns, |_, interval| {
+        count += 1;
+        stutter_time += interval as i128;
+    });
     let n = intervals_ns.len() as f64;
     Some(StutterSummary {
         count,
@@ -116,6 +105,35 @@ pub fn stutter_of<T: Ns>(intervals_ns: &[T]) -> Option<StutterSummary> {
             0.0
         },
     })
+}
+
+/// Per interval: whether it is a stutter (the HTML report marks them).
+pub fn stutter_flags(intervals_ns: &[i64]) -> Vec<bool> {
+    let mut flags = vec![false; intervals_ns.len()];
+    for_each_stutter_at(intervals_ns, |i, _| flags[i] = true);
+    flags
+}
+
+/// Calls `f(index, interval)` for each stutter, in order.
+fn for_each_stutter_at<T: Ns>(intervals_ns: &[T], mut f: impl FnMut(usize, i64)) {
+    if intervals_ns.is_empty() {
+        return;
+    }
+    let total: i128 = intervals_ns.iter().map(|&i| i.into() as i128).sum();
+    let window = stutter_window(total as f64 / intervals_ns.len() as f64);
+    let mut trailing_sum: i128 = 0;
+    for (i, &interval) in intervals_ns.iter().enumerate() {
+        let interval: i64 = interval.into();
+        let previous = i.min(window);
+        // interval > 2.5 × sum / previous  ⇔  2·interval·previous > 5·sum (exact, no float).
+        if previous > 0 && 2 * interval as i128 * previous as i128 > 5 * trailing_sum {
+            f(i, interval);
+        }
+        trailing_sum += interval as i128;
+        if i >= window {
+            trailing_sum -= intervals_ns[i - window].into() as i128;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -197,6 +215,11 @@ mod tests {
         let s = stutter(&v).unwrap();
         assert_eq!(s.count, 2);
         assert!((s.time_pct - 89.0 * 100.0 / 144.0).abs() < 1e-9);
+        assert_eq!(
+            stutter_flags(&v),
+            [false, false, true, false, false, true],
+            "the same two, where they are"
+        );
     }
 
     #[test]

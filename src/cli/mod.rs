@@ -151,6 +151,8 @@ pub struct RunArgs {
     /// Report format printed at the end
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    #[command(flatten)]
+    pub html: HtmlArgs,
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -223,8 +225,35 @@ pub struct ReportArgs {
     /// Which run of a file holding several (default: a list of them all, one line per run)
     #[arg(long = "run-id", value_parser = limits::run_id)]
     pub run_id: Option<i64>,
+    /// html: one self-contained page with plots (best with -o FILE)
     #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
+    pub format: ReportFormat,
+    /// Write the report to FILE instead of standard output (replaced if it exists)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Open the written file in the desktop's browser (with -o)
+    #[arg(long, requires = "output")]
+    pub open: bool,
+}
+
+/// `report`'s formats: the run report's, and the HTML page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Markdown,
+    Json,
+    Html,
+}
+
+/// `--html FILE` of run and demo: the HTML report as well as the one printed.
+#[derive(Args, Debug)]
+pub struct HtmlArgs {
+    /// Also write the report as one self-contained HTML page with plots to FILE
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Open the HTML page in the desktop's browser
+    #[arg(long, requires = "html")]
+    pub open: bool,
 }
 
 #[derive(Args, Debug)]
@@ -385,6 +414,8 @@ pub struct DemoArgs {
     pub output: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    #[command(flatten)]
+    pub html: HtmlArgs,
     /// How frames wait for their slot: one absolute sleep, or sleep then spin (stage `pace` shows the error)
     #[arg(long, value_enum, default_value = "hybrid")]
     pub pacer: PacerKind,
@@ -550,6 +581,12 @@ pub struct CompareArgs {
     pub variants: Vec<String>,
     #[command(flatten)]
     pub settings: CompareSettings,
+    /// Write the comparison to FILE instead of standard output (replaced if it exists)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Open the written file in the desktop's browser (with -o)
+    #[arg(long, requires = "output")]
+    pub open: bool,
     /// The name --show had before `bench --metric` came to define metrics; still read here
     #[arg(long = "metric", value_name = "METRIC", hide = true)]
     pub metric_alias: Vec<String>,

@@ -6,6 +6,7 @@ mod compute;
 mod csv;
 mod extract;
 mod fingerprints;
+mod html;
 mod load;
 pub mod metrics;
 mod table;
@@ -25,10 +26,29 @@ pub enum CompareFormat {
     Markdown,
     Json,
     Csv,
+    /// One self-contained page with plots (written with -o FILE).
+    Html,
 }
 
 /// Loads the sources, checks there is something to compare, and compares.
 pub fn compare(sources: &[Source], options: &CompareOptions) -> Result<Comparison> {
+    Ok(compare_loaded(sources, options)?.0)
+}
+
+/// The comparison as a self-contained HTML page (plots of every metric, the verdicts,
+/// the sweeps, the stage distributions), with the comparison itself.
+pub fn compare_html(sources: &[Source], options: &CompareOptions) -> Result<(Comparison, String)> {
+    let (comparison, loaded) = compare_loaded(sources, options)?;
+    let page = html::page(&comparison, &loaded);
+    let text = crate::report::html::render(&page.title, &page)?;
+    Ok((comparison, text))
+}
+
+/// [`compare`], and the runs it loaded.
+fn compare_loaded(
+    sources: &[Source],
+    options: &CompareOptions,
+) -> Result<(Comparison, load::Loaded)> {
     if !(options.noise >= 0.0 && options.noise < 1.0) {
         bail!("--noise must be between 0% and 100%, e.g. --noise 2%");
     }
@@ -82,7 +102,7 @@ pub fn compare(sources: &[Source], options: &CompareOptions) -> Result<Compariso
         .iter()
         .map(|s| s.path.display().to_string())
         .collect();
-    Ok(compute::compute(
+    let comparison = compute::compute(
         &loaded,
         chosen,
         baseline,
@@ -90,7 +110,8 @@ pub fn compare(sources: &[Source], options: &CompareOptions) -> Result<Compariso
         options,
         notes,
         sources,
-    ))
+    );
+    Ok((comparison, loaded))
 }
 
 /// In a sweep of one variant, the parameter values the others are compared with: the
@@ -221,6 +242,9 @@ pub fn render(comparison: &Comparison, format: CompareFormat) -> String {
             s
         }
         CompareFormat::Csv => escape_controls(&csv::render(comparison)),
+        // The page needs the runs themselves (`compare_html`); from the comparison alone,
+        // its text form.
+        CompareFormat::Html => render(comparison, CompareFormat::Text),
     }
 }
 

@@ -3,13 +3,14 @@
 // Shared with the `framelab timers` tables (src/timers/render.rs).
 pub(crate) mod facts;
 pub(crate) mod format;
+pub mod html;
 mod json;
 pub(crate) mod markdown;
 pub mod runs;
 mod sources;
 pub(crate) mod table;
 pub(crate) mod telemetry;
-mod text;
+pub(crate) mod text;
 
 pub use json::SCHEMA as JSON_SCHEMA;
 pub use sources::render as sources;

@@ -1,22 +1,32 @@
 #!/bin/sh
-# The programs the end-to-end tests drive besides framelab: ab (Debian's apache2-utils),
-# python3 for tests/http_ab_e2e.rs, and python3's venv (with pip) for tests/python_e2e.rs,
-# which installs the Python package into a virtual environment. Installs what is missing
-# with apt-get (as root, or through sudo); tests that need a program still absent say so
-# and skip (.ci/run makes the Python one fail instead).
+# The programs the end-to-end tests drive besides framelab: ab (Debian's apache2-utils) and
+# python3 for tests/http_ab_e2e.rs, python3's venv (with pip) for tests/python_e2e.rs, which
+# installs the Python package into a virtual environment, and chromium for
+# tests/html_browser.rs (the HTML reports opened in a real browser). Installs what is missing
+# with apt-get (as root, or through sudo); tests that need a program still absent say so and
+# skip (.ci/run makes the Python one fail instead).
 set -eu
 missing=""
 command -v ab >/dev/null 2>&1 || missing="$missing apache2-utils"
 command -v python3 >/dev/null 2>&1 || missing="$missing python3"
 # Debian splits venv and ensurepip out of python3; a python3 of its own (pyenv) has them.
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing="$missing python3-venv"
-if [ -z "$missing" ]; then
+browser=""
+command -v chromium >/dev/null 2>&1 || browser="chromium"
+if [ -z "$missing" ] && [ -z "$browser" ]; then
     echo "test tools: all present"
     exit 0
 fi
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
-echo "test tools: installing$missing"
+echo "test tools: installing$missing $browser"
 $sudo apt-get update -q
-# shellcheck disable=SC2086
-$sudo apt-get install -y -q $missing
+if [ -n "$missing" ]; then
+    # shellcheck disable=SC2086
+    $sudo apt-get install -y -q $missing
+fi
+# A browser is large and not everywhere installable: without it the browser tests skip,
+# saying so, and the rest still runs.
+if [ -n "$browser" ] && ! $sudo apt-get install -y -q --no-install-recommends chromium; then
+    echo "test tools: chromium could not be installed; tests/html_browser.rs will skip"
+fi

@@ -16,7 +16,7 @@ pub struct Keep {
 }
 
 /// Span `i` of the run is row `i` of every column.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct SpanColumns {
     /// Index of the span's frame in the [`FrameTable`]; NO_FRAME for a negative duration.
     pub frame: Vec<u32>,

@@ -35,7 +35,24 @@ use crate::model::{Run, SpanSource};
 /// The analysis of `head` (a run's metadata, names, processes, telemetry: its `spans` and
 /// `counters` are not read) with its spans and counter values from `source`.
 pub fn analyze_from(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Analysis> {
-    let facts = span_facts(head, source)?;
+    let keep = Keep {
+        start: true,
+        thread: false,
+    };
+    let (columns, table) = load_columns(source, keep)?;
+    analyze_columns(head, columns, table, source)
+}
+
+/// [`analyze_from`] with the spans already read into `columns` (their starts kept) and
+/// `table`; only the counter values are read from `source`. The HTML report reads the spans
+/// once for its plots and this.
+pub fn analyze_columns(
+    head: &Run,
+    columns: SpanColumns,
+    table: FrameTable,
+    source: &dyn SpanSource,
+) -> anyhow::Result<Analysis> {
+    let facts = span_facts(head, columns, table, source)?;
     Ok(assemble(head, facts))
 }
 
@@ -52,13 +69,13 @@ pub fn load_columns(
     Ok(builder.finish())
 }
 
-fn span_facts(head: &Run, source: &dyn SpanSource) -> anyhow::Result<SpanFacts> {
+fn span_facts(
+    head: &Run,
+    mut columns: SpanColumns,
+    table: FrameTable,
+    source: &dyn SpanSource,
+) -> anyhow::Result<SpanFacts> {
     let meta = &head.meta;
-    let keep = Keep {
-        start: true,
-        thread: false,
-    };
-    let (mut columns, table) = load_columns(source, keep)?;
     let spans = columns.len() as u64;
     let (window, measured) = measure(&table, &columns, meta);
     let counts = count_stages(&columns, &measured);

@@ -1,0 +1,489 @@
+// framelab's HTML report: draws the data embedded in #framelab-data (written by
+// src/report/html and src/compare/html.rs) with uPlot. Every text from a run goes into
+// the page with textContent or setAttribute, never as markup. After drawing, each plot's
+// box carries data-series and data-points, and <body> data-rendered, data-errors,
+// data-render-ms (the page built, ms after navigation started), data-painted-ms (a frame
+// after that) and the browser's paint timings: tests/html_browser.rs and
+// tests/html_scale.rs read them from the DOM.
+(function () {
+  "use strict";
+  var body = document.body;
+  var errors = [];
+  function markErrors() {
+    body.setAttribute("data-errors", String(errors.length));
+    if (errors.length) body.setAttribute("data-error-messages", errors.join(" | "));
+  }
+  window.addEventListener("error", function (e) {
+    errors.push(String(e.message));
+    markErrors();
+  });
+  markErrors();
+
+  var COLORS = ["#2f6fde", "#e8710a", "#188038", "#c5221f", "#8e44ad", "#00838f",
+    "#b06000", "#5f6368", "#d01884", "#1e8e3e", "#7b61ff", "#9e7700"];
+  var SVGNS = "http://www.w3.org/2000/svg";
+  var root = document.getElementById("page");
+  var data = JSON.parse(document.getElementById("framelab-data").textContent);
+  var plotCount = 0;
+
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function add(parent, tag, attrs, text) {
+    var e = el(tag, attrs, text);
+    parent.appendChild(e);
+    return e;
+  }
+  function svg(parent, tag, attrs, text) {
+    var e = document.createElementNS(SVGNS, tag);
+    for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    parent.appendChild(e);
+    return e;
+  }
+  function section(title, hint) {
+    var s = add(root, "section");
+    add(s, "h2", null, title);
+    if (hint) add(s, "p", { "class": "hint" }, hint);
+    return s;
+  }
+  function table(parent, headers, rows) {
+    var t = add(parent, "table", { "class": "data" });
+    var tr = add(add(t, "thead"), "tr");
+    headers.forEach(function (h) { add(tr, "th", null, h); });
+    var tb = add(t, "tbody");
+    rows.forEach(function (r) {
+      var row = add(tb, "tr");
+      r.forEach(function (c) { add(row, "td", null, c); });
+    });
+    return t;
+  }
+  function width() {
+    return Math.max(480, Math.min(1150, root.clientWidth - 20));
+  }
+  function fmt(v, unit) {
+    if (v === null || v === undefined || isNaN(v)) return "–";
+    var a = Math.abs(v);
+    var s = a >= 1000 ? v.toFixed(0) : a >= 10 ? v.toFixed(1) : v.toFixed(3);
+    return unit ? s + " " + unit : s;
+  }
+  function setCounts(box, series, points) {
+    box.setAttribute("data-series", String(series));
+    box.setAttribute("data-points", String(points));
+    plotCount++;
+  }
+
+  // A uPlot chart in its own box; data-series / data-points say what it holds.
+  function chart(parent, name, opts, aligned) {
+    var box = add(parent, "div", { "class": "plot", "data-plot": name });
+    opts.width = width();
+    opts.height = opts.height || 240;
+    var u = new uPlot(opts, aligned, box);
+    setCounts(box, aligned.length - 1, aligned[0].length);
+    return { box: box, u: u };
+  }
+
+  // Charts over time share their x axis: the cursor moves in all, a zoom applies to all.
+  var timeCharts = [];
+  var syncing = false;
+  function timeHooks(extra) {
+    var hooks = {
+      setScale: [function (u, key) {
+        if (key !== "x" || syncing) return;
+        syncing = true;
+        var min = u.scales.x.min, max = u.scales.x.max;
+        timeCharts.forEach(function (o) {
+          if (o !== u && (o.scales.x.min !== min || o.scales.x.max !== max)) {
+            o.setScale("x", { min: min, max: max });
+          }
+        });
+        syncing = false;
+      }]
+    };
+    if (extra) hooks.draw = [extra];
+    return hooks;
+  }
+  var timeCursor = { sync: { key: "framelab-time" }, drag: { x: true, y: false } };
+
+  // Shading, a horizontal line and markers drawn over a chart.
+  function overlay(spec) {
+    return function (u) {
+      var ctx = u.ctx, b = u.bbox, r = window.devicePixelRatio || 1;
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(b.left, b.top, b.width, b.height);
+      ctx.clip();
+      (spec.shade || []).forEach(function (s) {
+        var x0 = u.valToPos(s[0], "x", true), x1 = u.valToPos(s[1], "x", true);
+        ctx.fillStyle = "rgba(110,110,110,0.13)";
+        ctx.fillRect(x0, b.top, x1 - x0, b.height);
+      });
+      (spec.lines || []).forEach(function (l) {
+        var y = u.valToPos(l.y, "y", true);
+        ctx.strokeStyle = l.color;
+        ctx.lineWidth = r;
+        ctx.setLineDash([6 * r, 4 * r]);
+        ctx.beginPath();
+        ctx.moveTo(b.left, y);
+        ctx.lineTo(b.left + b.width, y);
+        ctx.stroke();
+        ctx.setLineDash([]);
+        ctx.fillStyle = l.color;
+        ctx.font = (11 * r) + "px sans-serif";
+        ctx.fillText(l.label, b.left + (l.at || 4) * r, y - 3 * r);
+      });
+      (spec.markers || []).forEach(function (m) {
+        ctx.fillStyle = m.color;
+        for (var i = 0; i < m.x.length; i++) {
+          var px = u.valToPos(m.x[i], "x", true), py = u.valToPos(m.y[i], "y", true);
+          ctx.beginPath();
+          ctx.arc(px, py, 3 * r, 0, 2 * Math.PI);
+          ctx.fill();
+        }
+      });
+      ctx.restore();
+    };
+  }
+
+  function timeChart(parent, name, series, unit, extra, height) {
+    var opts = {
+      height: height || 220,
+      cursor: timeCursor,
+      scales: { x: { time: false }, y: extra && extra.yMin !== undefined ? {
+        range: function (u, min, max) { return [extra.yMin, Math.max(max, extra.yMax || 0) * 1.05]; }
+      } : {} },
+      axes: [{ label: "s after launch" }, { label: unit, size: 70 }],
+      series: [{ label: "t s", value: function (u, v) { return v === null ? "–" : v.toFixed(3); } },
+        { label: series.label, stroke: (extra && extra.color) || COLORS[0], width: 1,
+          points: { show: series.x.length < 3000 },
+          value: function (u, v) { return fmt(v, unit); } }],
+      hooks: timeHooks(extra ? overlay(extra) : null)
+    };
+    var c = chart(parent, name, opts, [series.x, series.y]);
+    timeCharts.push(c.u);
+    return c;
+  }
+
+  // All plots over time start on the same span: the frames' and the readings' together.
+  function alignTime() {
+    var lo = Infinity, hi = -Infinity;
+    timeCharts.forEach(function (u) {
+      var x = u.data[0];
+      if (x.length) { lo = Math.min(lo, x[0]); hi = Math.max(hi, x[x.length - 1]); }
+    });
+    if (!(lo < hi)) return;
+    syncing = true;
+    timeCharts.forEach(function (u) { u.setScale("x", { min: lo, max: hi }); });
+    syncing = false;
+  }
+
+  function decimationHint(s) {
+    return s.bucket > 1
+      ? s.points + " values; each plotted pair is the smallest and largest of " + s.bucket +
+        " consecutive ones, so every extreme stays visible"
+      : s.points + " values, all plotted";
+  }
+
+  // A quantile-function chart: x percentile, one line per named series, log y on demand.
+  function quantileChart(parent, name, p, series, unit) {
+    var holder = add(parent, "div");
+    var controls = add(holder, "div", { "class": "controls" });
+    var label = add(controls, "label");
+    var log = add(label, "input", { type: "checkbox" });
+    label.appendChild(document.createTextNode(" log axis"));
+    var current = null;
+    function draw() {
+      if (current) {
+        current.u.destroy();
+        holder.removeChild(current.box);
+        plotCount--;
+      }
+      var logOn = log.checked;
+      var aligned = [p].concat(series.map(function (s) {
+        return s.values.map(function (v) { return logOn && v <= 0 ? null : v; });
+      }));
+      current = chart(holder, name, {
+        height: 260,
+        scales: { x: { time: false }, y: logOn ? { distr: 3 } : {} },
+        axes: [{ label: "percentile of spans" }, { label: unit, size: 70 }],
+        series: [{ label: "p", value: function (u, v) { return v === null ? "–" : "p" + v; } }]
+          .concat(series.map(function (s, i) {
+            return { label: s.name, stroke: COLORS[i % COLORS.length], width: 1.5,
+              value: function (u, v) { return fmt(v, unit); } };
+          })),
+      }, aligned);
+      current.box.setAttribute("data-log", logOn ? "1" : "0");
+    }
+    log.addEventListener("change", draw);
+    draw();
+  }
+
+  function factsList(parent, facts) {
+    var dl = add(parent, "dl", { "class": "facts" });
+    facts.forEach(function (f) {
+      add(dl, "dt", null, f[0]);
+      add(dl, "dd", null, f[1]);
+    });
+  }
+
+  function notes(parent, list) {
+    list.forEach(function (n) { add(parent, "div", { "class": "note" }, n); });
+  }
+
+  // ---- one run ----
+
+  function gantt(parent, g) {
+    var W = width(), left = 170, rowH = 20, top = 18;
+    var H = top + g.threads.length * rowH + 24;
+    var end = g.total_us;
+    g.spans.forEach(function (s) { end = Math.max(end, s[2] + s[3]); });
+    end = end > 0 ? end : 1;
+    var box = add(parent, "div", { "class": "plot", "data-plot": "gantt-" + g.frame });
+    var s = svg(box, "svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H });
+    var x = function (us) { return left + (W - left - 10) * us / end; };
+    svg(s, "text", { x: 4, y: 12 }, "frame " + g.frame + " at " + g.t_s.toFixed(3) +
+      " s: total " + fmt(g.total_us, "µs"));
+    g.threads.forEach(function (t, i) {
+      svg(s, "text", { x: 4, y: top + i * rowH + 14 }, t);
+      svg(s, "line", { x1: left, x2: W - 10, y1: top + i * rowH + rowH - 1,
+        y2: top + i * rowH + rowH - 1, stroke: "#e3e7ee" });
+    });
+    g.spans.forEach(function (sp) {
+      var r = svg(s, "rect", { x: x(sp[2]), y: top + sp[1] * rowH + 3,
+        width: Math.max(1, x(sp[2] + sp[3]) - x(sp[2])), height: rowH - 6,
+        fill: COLORS[sp[0] % COLORS.length], "data-stage": g.stage_names[sp[0]] });
+      svg(r, "title", null, g.stage_names[sp[0]] + ": " + fmt(sp[3], "µs") + " from " +
+        fmt(sp[2], "µs"));
+    });
+    for (var k = 0; k <= 4; k++) {
+      var us = end * k / 4;
+      svg(s, "text", { x: x(us) - (k === 4 ? 40 : 0), y: H - 6 }, fmt(us, "µs"));
+    }
+    setCounts(box, g.threads.length, g.spans.length);
+  }
+
+  function renderRun(d) {
+    add(root, "h1", null, d.title);
+    factsList(root, d.facts);
+    notes(root, d.notes);
+    var f = d.frames;
+    var xmin = f.total.x.length ? f.total.x[0] : 0;
+    var xmax = f.total.x.length ? f.total.x[f.total.x.length - 1] : 0;
+    var shade = [[Math.min(xmin, d.window_start_s), d.window_start_s],
+      [d.window_end_s, Math.max(xmax, d.window_end_s)]];
+
+    var s = section("Frame time over the run",
+      "Drag to zoom on the time axis (all time plots follow), double-click to reset. Grey: " +
+      "warmup and after the window (not in statistics). " + decimationHint(f.total) + ".");
+    var lines = d.budget_us ? [{ y: d.budget_us, color: "#c5221f", label: "budget " + fmt(d.budget_us, "µs") }] : [];
+    add(s, "h3", null, "total (end-to-end latency), late frames in red" +
+      (f.late.of > f.late.x.length ? " (the worst " + f.late.x.length + " of " + f.late.of + ")" : " (" + f.late.of + ")"));
+    timeChart(s, "frame-total", f.total, "µs", { shade: shade, lines: lines,
+      markers: [{ x: f.late.x, y: f.late.y, color: "#c5221f" }], yMin: 0, yMax: d.budget_us || 0 });
+    add(s, "h3", null, "interval (output cadence), stutters in orange" +
+      (f.stutters.of > f.stutters.x.length ? " (the worst " + f.stutters.x.length + " of " + f.stutters.of + ")" : " (" + f.stutters.of + ")"));
+    timeChart(s, "frame-interval", f.interval, "µs", { shade: shade, lines: lines, color: COLORS[2],
+      markers: [{ x: f.stutters.x, y: f.stutters.y, color: "#e8710a" }], yMin: 0, yMax: d.budget_us || 0 });
+
+    if (d.telemetry.length) {
+      var t = section("Telemetry", "On the same time axis as the frame times: hover one plot, " +
+        "the cursor shows in all." + (d.telemetry_left_out ? " " + d.telemetry_left_out +
+        " more series not plotted (bit masks, or over the limit)." : ""));
+      d.telemetry.forEach(function (series, i) {
+        add(t, "h3", null, series.label + " (" + series.unit + ")");
+        timeChart(t, "telemetry-" + i, series, series.unit,
+          { shade: shade, color: COLORS[(i + 3) % COLORS.length] }, 150);
+      });
+    }
+
+    alignTime();
+
+    if (d.stages.series.length) {
+      var st = section("Stage distributions",
+        "Each stage's span durations in measured frames: the value at each percentile (a CDF with its axes swapped).");
+      quantileChart(st, "stages", d.stages.p, d.stages.series.map(function (x) {
+        return { name: x.name + " (" + x.count + ")", values: x.us };
+      }), "µs");
+    }
+
+    if (d.fps) {
+      var fp = section("FPS percentiles",
+        "The frame rate at each percentile of frames (fps_p = 1e6 / Q(1 − p) of the interval); the dashed lines are the named 1% and 0.1% lows.");
+      var named = d.fps.named;
+      chart(fp, "fps", {
+        height: 240,
+        scales: { x: { time: false } },
+        axes: [{ label: "percentile of frames" }, { label: "fps", size: 60 }],
+        series: [{ label: "p", value: function (u, v) { return v === null ? "–" : "p" + v; } },
+          { label: "fps", stroke: COLORS[0], width: 1.5, value: function (u, v) { return fmt(v, "fps"); } }],
+        hooks: { draw: [overlay({ lines: named.map(function (n, i) {
+          return { y: n[1], color: COLORS[(i + 1) % COLORS.length], label: n[0] + " " + n[1].toFixed(1), at: 10 + i * 110 };
+        }) })] }
+      }, [d.fps.p, d.fps.fps]);
+      if (named.length) table(fp, ["1% low", "fps"], named.map(function (n) { return [n[0], n[1].toFixed(1)]; }));
+    }
+
+    if (d.gantt.length) {
+      var g = section("Worst frames, stage by stage",
+        "Each span of the frame on the row of its thread, from the frame's first start; gaps are waits between stages.");
+      var legend = add(g, "div", { "class": "controls" });
+      d.gantt[0].stage_names.forEach(function (n, i) {
+        var l = add(legend, "label");
+        add(l, "span", { "class": "bar", style: "width:12px;background:" + COLORS[i % COLORS.length] });
+        l.appendChild(document.createTextNode(" " + n));
+      });
+      d.gantt.forEach(function (fr) { gantt(g, fr); });
+    }
+
+    d.tables.forEach(function (tb) {
+      var ts = section(tb.title);
+      table(ts, tb.headers, tb.rows);
+    });
+
+    if (d.histograms.length) {
+      var hs = section("Imported histograms", "As the tool that made them counted them.");
+      d.histograms.forEach(function (h, i) {
+        add(hs, "h3", null, h.name + (h.unit ? " (" + h.unit + ")" : ""));
+        var max = 1;
+        h.buckets.forEach(function (b) { max = Math.max(max, b[2]); });
+        var t = table(hs, ["bucket", "count", ""], []);
+        t.setAttribute("data-plot", "histogram-" + i);
+        var tb = t.querySelector("tbody");
+        h.buckets.forEach(function (b) {
+          var row = add(tb, "tr");
+          add(row, "td", null, "[" + (b[0] === null ? "…" : b[0]) + ", " + (b[1] === null ? "…" : b[1]) + ")");
+          add(row, "td", null, b[2]);
+          var cell = add(row, "td");
+          add(cell, "span", { "class": "bar", style: "width:" + Math.round(300 * b[2] / max) + "px" });
+        });
+        setCounts(t, 1, h.buckets.length);
+      });
+    }
+  }
+
+  // ---- a comparison ----
+
+  function forest(parent, fo, noisePct) {
+    var rows = fo.rows;
+    var W = width(), left = 230, right = 110, rowH = 26, top = 24;
+    var H = top + rows.length * rowH + 28;
+    var lo = 1 - noisePct / 100, hi = 1 + noisePct / 100;
+    rows.forEach(function (r) {
+      [r.low, r.high, r.ratio].concat(r.runs).forEach(function (v) {
+        if (v !== null && v !== undefined && isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+      });
+    });
+    var pad = (hi - lo) * 0.08 || 0.01;
+    lo -= pad; hi += pad;
+    var x = function (v) { return left + (W - left - right) * (v - lo) / (hi - lo); };
+    var box = add(parent, "div", { "class": "plot", "data-plot": "forest-" + fo.metric });
+    var s = svg(box, "svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H });
+    var better = fo.higher_is_better ? "right is better" : "left is better";
+    svg(s, "text", { x: 4, y: 14 }, fo.label + " — ratio to the baseline's median (" + better + ")");
+    svg(s, "rect", { x: x(1 - noisePct / 100), y: top, width: x(1 + noisePct / 100) - x(1 - noisePct / 100),
+      height: rows.length * rowH, fill: "rgba(110,110,110,0.13)" });
+    svg(s, "line", { x1: x(1), x2: x(1), y1: top, y2: top + rows.length * rowH, stroke: "#5f6368" });
+    var dots = 0;
+    rows.forEach(function (r, i) {
+      var y = top + i * rowH + rowH / 2;
+      var color = r.baseline ? "#5f6368" : COLORS[(i % (COLORS.length - 1)) + 1];
+      svg(s, "text", { x: 4, y: y + 4 }, r.label);
+      r.runs.forEach(function (v) {
+        var c = svg(s, "circle", { cx: x(v), cy: y - 6, r: 2.5, fill: color, "fill-opacity": 0.55, "class": "run" });
+        svg(c, "title", null, r.label + ": run at " + fmt(v * (r.baseline_median || 0), fo.unit) + " (×" + v.toFixed(3) + ")");
+        dots++;
+      });
+      if (r.low !== null && r.high !== null) {
+        svg(s, "line", { x1: x(r.low), x2: x(r.high), y1: y + 2, y2: y + 2, stroke: color, "stroke-width": 2 });
+      }
+      if (r.ratio !== null) {
+        var m = svg(s, "rect", { x: x(r.ratio) - 4, y: y - 2, width: 8, height: 8, fill: color,
+          transform: "rotate(45 " + x(r.ratio) + " " + (y + 2) + ")" });
+        svg(m, "title", null, r.label + ": median " + fmt(r.median, fo.unit) + ", ×" + r.ratio.toFixed(3) +
+          (r.low !== null ? " [" + r.low.toFixed(3) + ", " + r.high.toFixed(3) + "]" : ""));
+      }
+      svg(s, "text", { x: W - right + 8, y: y + 4, "class": "verdict-" + r.verdict }, r.verdict);
+    });
+    for (var k = 0; k <= 4; k++) {
+      var v = lo + (hi - lo) * k / 4;
+      svg(s, "text", { x: x(v) - 14, y: H - 8 }, "×" + v.toFixed(3));
+    }
+    setCounts(box, rows.length, dots);
+  }
+
+  function renderCompare(d) {
+    add(root, "h1", null, d.title);
+    add(root, "p", { "class": "hint" }, d.method);
+    table(root, ["variant", "command"], d.commands);
+    notes(root, d.notes);
+
+    var f = section("Every metric, every variant",
+      "Diamond: the variant's median across runs ÷ the baseline's, with its 95% interval; dots: each run; " +
+      "grey band: the noise band (±" + d.noise_pct + "%). Hover for values.");
+    d.forests.forEach(function (fo) { forest(f, fo, d.noise_pct); });
+
+    var v = section("Verdicts");
+    var vt = table(v, ["values", "variant", "against", "metric", "change [95% interval]", "p (Holm)", "verdict", "why"],
+      d.verdicts.map(function (r) {
+        return [r.group, r.variant, r.against, r.metric, r.change,
+          r.p_holm === null ? "–" : r.p_holm.toPrecision(2), r.verdict, r.reason];
+      }));
+    vt.setAttribute("class", "data verdicts");
+    Array.prototype.forEach.call(vt.querySelectorAll("tbody tr"), function (tr, i) {
+      tr.children[6].setAttribute("class", "verdict-" + d.verdicts[i].verdict);
+    });
+
+    d.sweeps.forEach(function (sw, i) {
+      var s = section("Sweep: " + sw.label, "The median across runs at each parameter value, one line per variant.");
+      var xs = sw.params.map(function (_, k) { return k; });
+      chart(s, "sweep-" + i, {
+        height: 260,
+        scales: { x: { time: false } },
+        axes: [{ values: function (u, ticks) { return ticks.map(function (t) { return Number.isInteger(t) ? (sw.params[t] || "") : ""; }); } },
+          { label: sw.unit, size: 70 }],
+        series: [{ label: "values", value: function (u, t) { return t === null ? "–" : (sw.params[t] || ""); } }]
+          .concat(sw.lines.map(function (l, k) {
+            return { label: l[0], stroke: COLORS[k % COLORS.length], width: 2, points: { size: 7 },
+              value: function (u, y) { return fmt(y, sw.unit); } };
+          }))
+      }, [xs].concat(sw.lines.map(function (l) { return l[1]; })));
+    });
+
+    if (d.stages.length) {
+      var st = section("Stage distributions by variant",
+        "Spans of every measured run pooled per variant" + (d.stages[0].group ? " (at " + d.stages[0].group + ")" : "") +
+        ": the value at each percentile.");
+      d.stages.forEach(function (o, i) {
+        add(st, "h3", null, o.stage);
+        quantileChart(st, "stage-" + i, o.p, o.variants.map(function (v) { return { name: v[0], values: v[1] }; }), "µs");
+      });
+    }
+  }
+
+  try {
+    if (data.kind === "compare") renderCompare(data); else renderRun(data);
+  } catch (e) {
+    errors.push(String(e && e.stack || e));
+    markErrors();
+    add(root, "pre", null, "framelab: the page could not be drawn: " + e);
+  }
+  body.setAttribute("data-plots", String(plotCount));
+  body.setAttribute("data-render-ms", performance.now().toFixed(1));
+  body.setAttribute("data-rendered", "1");
+  // The frame after the one that drew the plots: by then they are on screen.
+  requestAnimationFrame(function () {
+    requestAnimationFrame(function () {
+      body.setAttribute("data-painted-ms", performance.now().toFixed(1));
+    });
+  });
+  try {
+    new PerformanceObserver(function (list) {
+      list.getEntries().forEach(function (e) {
+        body.setAttribute("data-" + e.name + "-ms", e.startTime.toFixed(1));
+      });
+    }).observe({ type: "paint", buffered: true });
+  } catch (e) { /* no paint timing in this browser */ }
+})();

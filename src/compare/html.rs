@@ -1,0 +1,309 @@
+//! The data of `framelab compare --format html`: per metric a forest plot (each variant's
+//! change of the median against the baseline with its 95% interval, and every run as a
+//! dot), the verdicts, the sweep tables as lines, and the variants' stage distributions
+//! overlaid. The page itself is `crate::report::html`'s.
+
+use serde::Serialize;
+
+use super::compute::{effect_text, Comparison};
+use super::load::Loaded;
+use super::metrics::Metric;
+use crate::analyze::stats::percentile_of;
+use crate::experiment::RunStatus;
+use crate::report::html::{percentile_grid, round};
+
+pub const SCHEMA: &str = "framelab.html-compare/1";
+
+#[derive(Serialize)]
+pub struct ComparePage {
+    pub schema: &'static str,
+    pub kind: &'static str,
+    pub title: String,
+    pub method: String,
+    pub baseline: String,
+    pub variants: Vec<String>,
+    /// (variant, command).
+    pub commands: Vec<(String, String)>,
+    pub noise_pct: f64,
+    pub forests: Vec<Forest>,
+    pub verdicts: Vec<VerdictRow>,
+    pub sweeps: Vec<SweepLines>,
+    pub stages: Vec<StageOverlay>,
+    pub notes: Vec<String>,
+}
+
+/// One metric: a row per variant (and group of parameter values) on a ratio axis.
+#[derive(Serialize)]
+pub struct Forest {
+    pub metric: String,
+    pub label: String,
+    pub unit: String,
+    /// Whether a higher value is better.
+    pub higher_is_better: bool,
+    pub rows: Vec<ForestRow>,
+}
+
+#[derive(Serialize)]
+pub struct ForestRow {
+    /// `variant` or `variant [params]`.
+    pub label: String,
+    pub baseline: bool,
+    /// Median across runs in the metric's unit, and the baseline's it is divided by.
+    pub median: Option<f64>,
+    pub baseline_median: Option<f64>,
+    /// median ÷ baseline median with its 95% interval (1 for the baseline itself).
+    pub ratio: Option<f64>,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    pub verdict: String,
+    /// Every measured run's value ÷ the baseline median.
+    pub runs: Vec<f64>,
+}
+
+#[derive(Serialize)]
+pub struct VerdictRow {
+    pub group: String,
+    pub variant: String,
+    pub against: String,
+    pub metric: String,
+    pub change: String,
+    pub p_holm: Option<f64>,
+    pub verdict: String,
+    pub reason: String,
+}
+
+/// A sweep table as lines: x the parameter values in order, one line per variant.
+#[derive(Serialize)]
+pub struct SweepLines {
+    pub label: String,
+    pub unit: String,
+    pub params: Vec<String>,
+    pub lines: Vec<(String, Vec<Option<f64>>)>,
+}
+
+/// One stage's durations per variant (spans of all measured runs of the first group of
+/// parameter values pooled), as quantile functions on one percentile grid.
+#[derive(Serialize)]
+pub struct StageOverlay {
+    pub stage: String,
+    pub group: String,
+    pub p: Vec<f64>,
+    /// (variant, µs at each percentile).
+    pub variants: Vec<(String, Vec<f64>)>,
+}
+
+pub fn page(c: &Comparison, loaded: &Loaded) -> ComparePage {
+    let name = |s: &str| crate::display::name(s).into_owned();
+    ComparePage {
+        schema: SCHEMA,
+        kind: "compare",
+        title: format!("framelab compare · {} · baseline {}", c.sources.join(", "), c.baseline),
+        method: format!(
+            "change of the median across runs with its 95% interval (two-level bootstrap, {} resamples); \
+             Mann–Whitney p, Holm-corrected; noise band ±{}%, α = {}",
+            c.options.resamples,
+            round(c.options.noise * 100.0, 2),
+            c.options.alpha
+        ),
+        baseline: name(&c.baseline),
+        variants: c.variants.iter().map(|v| name(v)).collect(),
+        commands: (c.commands.iter())
+            .map(|(v, cmd)| (name(v), crate::display::text(cmd).into_owned()))
+            .collect(),
+        noise_pct: c.options.noise * 100.0,
+        forests: c.metrics.iter().map(|m| forest(m, c, loaded)).collect(),
+        verdicts: verdicts(c),
+        sweeps: (c.sweeps.iter())
+            .map(|s| SweepLines {
+                label: s.label.clone(),
+                unit: s.unit.key().to_owned(),
+                params: s.rows.iter().map(|r| r.params.clone()).collect(),
+                lines: (s.variants.iter().enumerate())
+                    .map(|(k, v)| {
+                        let ys = s.rows.iter().map(|r| r.medians.get(k).copied().flatten());
+                        (name(v), ys.collect())
+                    })
+                    .collect(),
+            })
+            .collect(),
+        stages: stage_overlays(loaded),
+        notes: c.notes.iter().map(|n| crate::display::text(n).into_owned()).collect(),
+    }
+}
+
+/// The measured runs' values of `metric` for `variant` at `params`, in its display unit.
+fn run_values(
+    metric: &Metric,
+    loaded: &Loaded,
+    variant: &str,
+    params: &std::collections::BTreeMap<String, String>,
+) -> Vec<f64> {
+    (loaded.runs.iter())
+        .filter(|r| r.variant == variant && &r.params == params && r.status == RunStatus::Ok)
+        .filter_map(|r| metric.value(r.data.as_ref()?))
+        .map(|v| metric.display_value(v.value()))
+        .filter(|v| v.is_finite())
+        .collect()
+}
+
+fn forest(metric: &Metric, c: &Comparison, loaded: &Loaded) -> Forest {
+    let mut rows = Vec::new();
+    // In a sweep of one variant, every value is compared with the baseline's values: its
+    // row comes first, once.
+    let baseline_group = (!c.baseline_params.is_empty())
+        .then(|| c.groups.iter().find(|g| g.label == c.baseline_params))
+        .flatten();
+    if let Some(g) = baseline_group {
+        let base = (c.groups.iter())
+            .flat_map(|g| &g.comparisons)
+            .flat_map(|cmp| &cmp.rows)
+            .find(|r| r.metric == metric.key)
+            .and_then(|r| r.baseline.as_ref())
+            .map(|s| s.median);
+        rows.push(baseline_row(
+            format!("{} [{}]", crate::display::name(&c.baseline), g.label),
+            base,
+            run_values(metric, loaded, &c.baseline, &g.params),
+        ));
+    }
+    for g in &c.groups {
+        let at = |v: &str| {
+            if g.label.is_empty() {
+                crate::display::name(v).into_owned()
+            } else {
+                format!("{} [{}]", crate::display::name(v), g.label)
+            }
+        };
+        for (k, cmp) in g.comparisons.iter().enumerate() {
+            let Some(row) = cmp.rows.iter().find(|r| r.metric == metric.key) else {
+                continue;
+            };
+            let base = row.baseline.as_ref().map(|s| s.median);
+            // The baseline's own row once per group, when it is measured at these values.
+            if k == 0 && cmp.baseline_params.is_empty() {
+                let runs = run_values(metric, loaded, &cmp.baseline, &g.params);
+                rows.push(baseline_row(at(&cmp.baseline), base, runs));
+            }
+            let runs = run_values(metric, loaded, &cmp.variant, &g.params);
+            rows.push(ForestRow {
+                label: at(&cmp.variant),
+                baseline: false,
+                median: row.variant.as_ref().map(|s| s.median),
+                baseline_median: base,
+                ratio: row.ratio.map(|r| round(r.ratio, 5)),
+                low: row.ratio.map(|r| round(r.low, 5)),
+                high: row.ratio.map(|r| round(r.high, 5)),
+                verdict: row.verdict.word().into(),
+                runs: per_median(runs, base),
+            });
+        }
+    }
+    Forest {
+        metric: metric.key.clone(),
+        label: crate::display::name(&metric.label).into_owned(),
+        unit: metric.unit.key().to_owned(),
+        higher_is_better: metric.direction == crate::stats::Direction::HigherIsBetter,
+        rows,
+    }
+}
+
+/// The baseline's own row: its runs against its median.
+fn baseline_row(label: String, median: Option<f64>, runs: Vec<f64>) -> ForestRow {
+    ForestRow {
+        label,
+        baseline: true,
+        median,
+        baseline_median: median,
+        ratio: median.map(|_| 1.0),
+        low: None,
+        high: None,
+        verdict: "baseline".into(),
+        runs: per_median(runs, median),
+    }
+}
+
+/// Each value ÷ `median` (none without a median, or of 0).
+fn per_median(values: Vec<f64>, median: Option<f64>) -> Vec<f64> {
+    let Some(m) = median.filter(|&m| m != 0.0) else {
+        return Vec::new();
+    };
+    values.into_iter().map(|v| round(v / m, 5)).collect()
+}
+
+fn verdicts(c: &Comparison) -> Vec<VerdictRow> {
+    let mut out = Vec::new();
+    for g in &c.groups {
+        for cmp in &g.comparisons {
+            for row in &cmp.rows {
+                let reason = match &row.verdict {
+                    crate::stats::Verdict::Inconclusive { reason, .. } => reason.clone(),
+                    _ => String::new(),
+                };
+                out.push(VerdictRow {
+                    group: g.label.clone(),
+                    variant: crate::display::name(&cmp.variant).into_owned(),
+                    against: if cmp.baseline_params.is_empty() {
+                        crate::display::name(&cmp.baseline).into_owned()
+                    } else {
+                        cmp.baseline_params.clone()
+                    },
+                    metric: crate::display::name(&row.label).into_owned(),
+                    change: effect_text(row).unwrap_or_else(|| "-".into()),
+                    p_holm: row.p_holm,
+                    verdict: row.verdict.word().into(),
+                    reason,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn stage_overlays(loaded: &Loaded) -> Vec<StageOverlay> {
+    let measured = || {
+        (loaded.runs.iter())
+            .filter(|r| r.status == RunStatus::Ok)
+            .filter_map(|r| Some((r, r.data.as_ref()?)))
+    };
+    let Some(params) = measured().next().map(|(r, _)| r.params.clone()) else {
+        return Vec::new();
+    };
+    let mut stages: Vec<String> = Vec::new();
+    for (_, d) in measured() {
+        for (name, _) in &d.stages {
+            if !stages.contains(name) {
+                stages.push(name.clone());
+            }
+        }
+    }
+    let p = percentile_grid();
+    stages
+        .iter()
+        .map(|stage| {
+            let variants = (loaded.variants.iter())
+                .filter_map(|v| {
+                    let mut pooled: Vec<i64> = measured()
+                        .filter(|(r, _)| &r.variant == v && r.params == params)
+                        .flat_map(|(_, d)| d.stages.iter().filter(|(n, _)| n == stage))
+                        .flat_map(|(_, values)| values.iter().copied())
+                        .collect();
+                    if pooled.is_empty() {
+                        return None;
+                    }
+                    crate::analyze::stats::sort_ns(&mut pooled);
+                    let us = (p.iter())
+                        .filter_map(|&q| percentile_of(&pooled, q / 100.0))
+                        .map(|ns| round(ns / 1e3, 2))
+                        .collect();
+                    Some((crate::display::name(v).into_owned(), us))
+                })
+                .collect();
+            StageOverlay {
+                stage: crate::display::name(stage).into_owned(),
+                group: super::compute::describe_params(&params),
+                p: p.clone(),
+                variants,
+            }
+        })
+        .collect()
+}

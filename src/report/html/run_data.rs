@@ -1,0 +1,735 @@
+//! What the HTML report of one run plots, computed from the run's spans (streamed into
+//! columns, as the report's own analysis reads them) and its analysis. Every number here
+//! is embedded in the page as JSON; the page's script only draws it.
+
+use serde::Serialize;
+
+use super::decimate::{min_max, Decimated};
+use super::{percentile_grid, round};
+use crate::analyze::compact::columns::{Keep, SpanColumns};
+use crate::analyze::compact::load_columns;
+use crate::analyze::compact::table::FrameTable;
+use crate::analyze::compact::window::{end_order, measure, MeasuredFrames};
+use crate::analyze::frames::NO_FRAME;
+use crate::analyze::late::stutter_flags;
+use crate::analyze::stats::{percentile_of, sort_ns};
+use crate::analyze::{Analysis, FpsSummary};
+use crate::model::{Run, SeriesKind, SpanSource};
+use crate::report::facts::{facts, title, Style};
+
+/// Bump when a key is renamed, removed or changes meaning.
+pub const SCHEMA: &str = "framelab.html-run/1";
+
+/// Buckets of a frame-time plot: at most twice as many points are drawn.
+const FRAME_BUCKETS: usize = 4000;
+/// Buckets of each telemetry plot.
+const TELEMETRY_BUCKETS: usize = 2000;
+/// Late frames and stutters marked at most (the worst ones when there are more).
+const MAX_MARKERS: usize = 2000;
+/// Telemetry series plotted at most (the others are counted on the page).
+const MAX_TELEMETRY_SERIES: usize = 16;
+/// Worst frames drawn as a stage timeline.
+const GANTT_FRAMES: usize = 5;
+
+#[derive(Serialize)]
+pub struct RunPage {
+    pub schema: &'static str,
+    pub kind: &'static str,
+    pub title: String,
+    /// The text report's header lines, as (label, sentence).
+    pub facts: Vec<(String, String)>,
+    pub notes: Vec<String>,
+    pub budget_us: Option<f64>,
+    /// Seconds after launch: where the measured window begins and ends.
+    pub window_start_s: f64,
+    pub window_end_s: f64,
+    pub frames: FrameSeries,
+    pub stages: QuantileCurves,
+    pub fps: Option<FpsCurve>,
+    pub gantt: Vec<GanttFrame>,
+    pub telemetry: Vec<Series>,
+    /// Telemetry series not plotted (over [`MAX_TELEMETRY_SERIES`], or bit masks).
+    pub telemetry_left_out: usize,
+    pub tables: Vec<Table>,
+    pub histograms: Vec<Histogram>,
+}
+
+/// A series as plotted: x in seconds after launch, y in `unit`.
+#[derive(Serialize)]
+pub struct Series {
+    pub label: String,
+    pub unit: String,
+    /// How many points the series had, and how many consecutive points each plotted
+    /// minimum/maximum pair stands for (1: all are drawn).
+    pub points: usize,
+    pub bucket: usize,
+    pub x: Vec<f64>,
+    pub y: Vec<f64>,
+}
+
+/// Points marked on a plot (late frames, stutters): all `of` of them, or the worst
+/// [`MAX_MARKERS`] when there are more.
+#[derive(Serialize, Default)]
+pub struct Markers {
+    pub of: usize,
+    pub x: Vec<f64>,
+    pub y: Vec<f64>,
+}
+
+#[derive(Serialize)]
+pub struct FrameSeries {
+    /// Every frame, measured or not, ordered by end: end-to-end total, µs.
+    pub total: Series,
+    /// Between consecutive frame ends, µs.
+    pub interval: Series,
+    /// Measured frames over the budget.
+    pub late: Markers,
+    /// Measured intervals that are stutters (docs/metrics.md).
+    pub stutters: Markers,
+}
+
+/// Durations per stage as quantile functions on one grid of percentiles (a CDF with its
+/// axes swapped, so every stage shares the x values).
+#[derive(Serialize, Default)]
+pub struct QuantileCurves {
+    /// Percentiles, 0 to 100.
+    pub p: Vec<f64>,
+    pub series: Vec<NamedValues>,
+}
+
+#[derive(Serialize)]
+pub struct NamedValues {
+    pub name: String,
+    pub count: usize,
+    pub us: Vec<f64>,
+}
+
+/// FPS at each percentile of frames (fps_p = 1e6 / Q(1 − p) of the interval, µs), and
+/// the named 1% and 0.1% lows of the report.
+#[derive(Serialize)]
+pub struct FpsCurve {
+    pub p: Vec<f64>,
+    pub fps: Vec<f64>,
+    pub named: Vec<(String, f64)>,
+}
+
+/// One worst frame's spans, each on the row of its thread, µs from the frame's start.
+#[derive(Serialize)]
+pub struct GanttFrame {
+    pub frame: u64,
+    pub t_s: f64,
+    pub total_us: f64,
+    pub threads: Vec<String>,
+    /// (stage index into `stage_names` order of the page, thread row, start µs, µs).
+    pub spans: Vec<(usize, usize, f64, f64)>,
+    pub stage_names: Vec<String>,
+}
+
+#[derive(Serialize)]
+pub struct Table {
+    pub title: String,
+    pub headers: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+#[derive(Serialize)]
+pub struct Histogram {
+    pub name: String,
+    pub unit: String,
+    /// (lo, hi, count); `None` is unbounded on that side.
+    pub buckets: Vec<(Option<i64>, Option<i64>, u64)>,
+}
+
+/// A run's spans read for the page: columns with starts and threads, and the frames.
+pub struct RunData<'a> {
+    pub head: &'a Run,
+    pub columns: SpanColumns,
+    pub table: FrameTable,
+}
+
+impl<'a> RunData<'a> {
+    pub fn read(head: &'a Run, source: &dyn SpanSource) -> anyhow::Result<RunData<'a>> {
+        let keep = Keep {
+            start: true,
+            thread: true,
+        };
+        let (columns, table) = load_columns(source, keep)?;
+        Ok(RunData {
+            head,
+            columns,
+            table,
+        })
+    }
+
+    /// A copy of the columns as the analysis takes them (it needs no threads).
+    pub fn columns_for_analysis(&self) -> SpanColumns {
+        let c = &self.columns;
+        SpanColumns {
+            frame: c.frame.clone(),
+            stage: c.stage.clone(),
+            dur: c.dur.clone(),
+            start: c.start.clone(),
+            thread: None,
+        }
+    }
+
+    /// The page's data, the run analysed as `analysis`.
+    pub fn page(&self, analysis: &Analysis) -> RunPage {
+        let (head, columns, table) = (self.head, &self.columns, &self.table);
+        let (window, measured) = measure(table, columns, &head.meta);
+        let in_window = end_order(table, &measured);
+        let intervals: Vec<i64> = (in_window.windows(2))
+            .map(|w| table.end_ns(w[1]).saturating_sub(table.end_ns(w[0])))
+            .collect();
+        let budget_ns = analysis.budget_ns.filter(|&b| b > 0);
+        let stage_order = stage_order(head, analysis);
+        let (telemetry, telemetry_left_out) = telemetry(head);
+        RunPage {
+            schema: SCHEMA,
+            kind: "run",
+            title: title(analysis),
+            facts: facts(analysis, &Style::default())
+                .into_iter()
+                .map(|(label, line)| (label.to_owned(), line))
+                .collect(),
+            notes: analysis
+                .notes
+                .iter()
+                .map(|n| crate::display::text(n).into_owned())
+                .collect(),
+            budget_us: budget_ns.map(|b| us(b as f64)),
+            window_start_s: secs(window.start_ns),
+            window_end_s: secs(window.end_ns),
+            frames: frame_series(table, &in_window, &intervals, budget_ns),
+            stages: stage_curves(columns, &measured, &stage_order),
+            fps: fps_curve(intervals, analysis.fps.as_ref()),
+            gantt: gantt(columns, table, head, analysis, &stage_order),
+            telemetry,
+            telemetry_left_out,
+            tables: tables(analysis),
+            histograms: head
+                .histograms
+                .iter()
+                .map(|h| Histogram {
+                    name: h.name.clone(),
+                    unit: h.unit.clone(),
+                    buckets: h.buckets.iter().map(|b| (b.lo, b.hi, b.count)).collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+fn secs(ns: i64) -> f64 {
+    round(ns as f64 / 1e9, 6)
+}
+
+fn us(ns: f64) -> f64 {
+    round(ns / 1e3, 2)
+}
+
+fn series(label: &str, unit: &str, points: usize, d: Decimated, y_round: i32) -> Series {
+    Series {
+        label: label.to_owned(),
+        unit: unit.to_owned(),
+        points,
+        bucket: d.bucket,
+        x: d.x,
+        y: d.y.into_iter().map(|v| round(v, y_round)).collect(),
+    }
+}
+
+/// Every frame in end order (then id), the window's frames and the others alike.
+fn all_by_end(table: &FrameTable) -> Vec<u32> {
+    let mut order: Vec<u32> = table.frames().collect();
+    if !order
+        .windows(2)
+        .all(|w| table.end_ns(w[0]) <= table.end_ns(w[1]))
+    {
+        order.sort_unstable_by_key(|&i| (table.end_ns(i), table.id(i)));
+    }
+    order
+}
+
+/// The frame-time plots: every frame, and the measured frames' late ones and stutters
+/// (`in_window`: the measured frames by end; `intervals` between them).
+fn frame_series(
+    table: &FrameTable,
+    in_window: &[u32],
+    intervals: &[i64],
+    budget_ns: Option<i64>,
+) -> FrameSeries {
+    let order = all_by_end(table);
+    let end_s = |i: u32| secs(table.end_ns(i));
+    let total = min_max(
+        order
+            .iter()
+            .map(|&i| (end_s(i), table.total_ns(i) as f64 / 1e3)),
+        FRAME_BUCKETS,
+    );
+    let interval = min_max(
+        order.windows(2).map(|w| {
+            let between = table.end_ns(w[1]).saturating_sub(table.end_ns(w[0]));
+            (end_s(w[1]), between as f64 / 1e3)
+        }),
+        FRAME_BUCKETS,
+    );
+    let late = match budget_ns {
+        Some(b) => markers(
+            in_window
+                .iter()
+                .filter(|&&i| table.total_ns(i) > b)
+                .map(|&i| (end_s(i), us(table.total_ns(i) as f64))),
+        ),
+        None => Markers::default(),
+    };
+    let flags = stutter_flags(intervals);
+    let stutters = markers(
+        flags
+            .iter()
+            .enumerate()
+            .filter(|(_, &f)| f)
+            .map(|(k, _)| (end_s(in_window[k + 1]), us(intervals[k] as f64))),
+    );
+    FrameSeries {
+        total: series("total", "µs", order.len(), total, 2),
+        interval: series("interval", "µs", order.len().saturating_sub(1), interval, 2),
+        late,
+        stutters,
+    }
+}
+
+/// The worst [`MAX_MARKERS`] of `points` (largest y), in x order.
+fn markers(points: impl Iterator<Item = (f64, f64)>) -> Markers {
+    let mut all: Vec<(f64, f64)> = points.collect();
+    let of = all.len();
+    if all.len() > MAX_MARKERS {
+        all.sort_unstable_by(|a, b| b.1.total_cmp(&a.1));
+        all.truncate(MAX_MARKERS);
+        all.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    Markers {
+        of,
+        x: all.iter().map(|p| p.0).collect(),
+        y: all.iter().map(|p| p.1).collect(),
+    }
+}
+
+/// Stage ids in the report's order (`Analysis::stage_names`), with their names as shown.
+fn stage_order(head: &Run, analysis: &Analysis) -> Vec<(usize, String)> {
+    let id_of = |name: &str| {
+        (head.stages.iter().position(|s| s == name))
+            .or_else(|| name.strip_prefix("stage#")?.parse().ok())
+    };
+    (analysis.stage_names.iter())
+        .filter_map(|name| Some((id_of(name)?, crate::display::name(name).into_owned())))
+        .filter(|(id, _)| *id <= u16::MAX as usize)
+        .collect()
+}
+
+fn stage_curves(
+    columns: &SpanColumns,
+    measured: &MeasuredFrames,
+    order: &[(usize, String)],
+) -> QuantileCurves {
+    let mut position = vec![usize::MAX; u16::MAX as usize + 1];
+    for (k, (id, _)) in order.iter().enumerate() {
+        position[*id] = k;
+    }
+    let mut durations: Vec<Vec<i64>> = vec![Vec::new(); order.len()];
+    for (row, (&frame, &stage)) in columns.frame.iter().zip(&columns.stage).enumerate() {
+        let k = position[stage as usize];
+        if frame == NO_FRAME || k == usize::MAX || !measured.in_window.get(frame) {
+            continue;
+        }
+        durations[k].push(columns.dur.get(row));
+    }
+    let p = percentile_grid();
+    let series = order
+        .iter()
+        .zip(durations)
+        .map(|((_, name), mut values)| {
+            sort_ns(&mut values);
+            NamedValues {
+                name: name.clone(),
+                count: values.len(),
+                us: p
+                    .iter()
+                    .filter_map(|&q| percentile_of(&values, q / 100.0))
+                    .map(us)
+                    .collect(),
+            }
+        })
+        .collect();
+    QuantileCurves { p, series }
+}
+
+/// `intervals`: the measured frames' (taken, sorted here).
+fn fps_curve(mut intervals: Vec<i64>, fps: Option<&FpsSummary>) -> Option<FpsCurve> {
+    if intervals.is_empty() {
+        return None;
+    }
+    sort_ns(&mut intervals);
+    // Percentile p of frames runs at fps_p = 1e9 / Q(1 − p) ns: p0 is the slowest.
+    let p: Vec<f64> = percentile_grid()
+        .into_iter()
+        .filter(|&q| q > 0.0 && q < 100.0)
+        .collect();
+    let fps_at: Vec<f64> = p
+        .iter()
+        .filter_map(|&q| percentile_of(&intervals, 1.0 - q / 100.0))
+        .map(|ns| round(1e9 / ns, 2))
+        .collect();
+    let named = fps
+        .map(|f| {
+            [
+                ("p1", f.p1),
+                ("low1_avg", f.low1_avg),
+                ("low1_int", f.low1_int),
+                ("p0.1", f.p0_1),
+                ("low0_1_avg", f.low0_1_avg),
+                ("low0_1_int", f.low0_1_int),
+            ]
+            .into_iter()
+            .filter_map(|(name, v)| Some((name.to_owned(), round(v?, 2))))
+            .collect()
+        })
+        .unwrap_or_default();
+    Some(FpsCurve {
+        p,
+        fps: fps_at,
+        named,
+    })
+}
+
+fn gantt(
+    columns: &SpanColumns,
+    table: &FrameTable,
+    head: &Run,
+    analysis: &Analysis,
+    order: &[(usize, String)],
+) -> Vec<GanttFrame> {
+    let (Some(starts), Some(threads)) = (&columns.start, &columns.thread) else {
+        return Vec::new();
+    };
+    let worst: Vec<(u32, &crate::analyze::WorstFrame)> = analysis
+        .worst_frames
+        .iter()
+        .take(GANTT_FRAMES)
+        .filter_map(|w| Some((table.index_of(w.frame)?, w)))
+        .collect();
+    // (frame, stage id, thread, start, dur) of the worst frames' spans.
+    let mut spans: Vec<Vec<(u16, u32, i64, i64)>> = vec![Vec::new(); worst.len()];
+    for (row, &frame) in columns.frame.iter().enumerate() {
+        if frame == NO_FRAME {
+            continue;
+        }
+        if let Some(k) = worst.iter().position(|(i, _)| *i == frame) {
+            spans[k].push((
+                columns.stage[row],
+                threads[row],
+                starts.get(row),
+                columns.dur.get(row),
+            ));
+        }
+    }
+    let stage_names: Vec<String> = order.iter().map(|(_, n)| n.clone()).collect();
+    let column_of = |stage: u16| order.iter().position(|(id, _)| *id == stage as usize);
+    worst
+        .iter()
+        .zip(spans)
+        .map(|(&(i, w), mut spans)| {
+            spans.sort_unstable_by_key(|s| (s.2, s.1));
+            let mut thread_ids: Vec<u32> = spans.iter().map(|s| s.1).collect();
+            thread_ids.sort_unstable();
+            thread_ids.dedup();
+            let start = table.start_ns(i);
+            GanttFrame {
+                frame: w.frame,
+                t_s: round(w.t_s, 6),
+                total_us: us(w.total_ns as f64),
+                threads: thread_ids.iter().map(|&t| thread_label(head, t)).collect(),
+                spans: spans
+                    .iter()
+                    .filter_map(|&(stage, thread, s, d)| {
+                        let row = thread_ids.binary_search(&thread).ok()?;
+                        Some((
+                            column_of(stage)?,
+                            row,
+                            us(s.saturating_sub(start) as f64),
+                            us(d as f64),
+                        ))
+                    })
+                    .collect(),
+                stage_names: stage_names.clone(),
+            }
+        })
+        .collect()
+}
+
+fn thread_label(head: &Run, thread: u32) -> String {
+    match head.threads.get(thread as usize) {
+        Some(t) if !t.name.is_empty() => format!("{} ({})", crate::display::name(&t.name), t.tid),
+        Some(t) => format!("tid {}", t.tid),
+        None => format!("thread {thread}"),
+    }
+}
+
+/// Gauges as read, running totals as their rate per second; bit masks are left out, and
+/// per-thread readings, which the thread table shows.
+fn telemetry(head: &Run) -> (Vec<Series>, usize) {
+    let t = &head.telemetry;
+    let mut out = Vec::new();
+    let mut left_out = 0;
+    let mut by_series: Vec<Vec<&crate::model::Sample>> = vec![Vec::new(); t.series.len()];
+    for sample in &t.samples {
+        if let Some(readings) = by_series.get_mut(sample.series as usize) {
+            readings.push(sample);
+        }
+    }
+    for (s, readings) in t.series.iter().zip(&by_series) {
+        if s.source == "threads" || readings.is_empty() {
+            continue;
+        }
+        if s.kind == SeriesKind::Bitmask || out.len() >= MAX_TELEMETRY_SERIES {
+            left_out += 1;
+            continue;
+        }
+        let label = if s.label.is_empty() || s.label == s.entity {
+            format!("{} {} {}", s.source, s.metric, s.entity)
+        } else {
+            format!("{} {} {} ({})", s.source, s.metric, s.entity, s.label)
+        };
+        let label = crate::display::name(&label).into_owned();
+        let (points, unit): (Vec<(f64, f64)>, String) = match s.kind {
+            SeriesKind::Counter => (
+                readings
+                    .windows(2)
+                    .filter(|w| w[1].t_ns > w[0].t_ns)
+                    .map(|w| {
+                        // In floating point: readings from a file can be anything.
+                        let dt = (w[1].t_ns as f64 - w[0].t_ns as f64) / 1e9;
+                        (
+                            secs(w[1].t_ns),
+                            (w[1].value as f64 - w[0].value as f64) / dt,
+                        )
+                    })
+                    .collect(),
+                format!("{}/s", s.unit),
+            ),
+            _ => (
+                readings
+                    .iter()
+                    .map(|r| (secs(r.t_ns), r.value as f64))
+                    .collect(),
+                s.unit.clone(),
+            ),
+        };
+        let n = points.len();
+        out.push(series(
+            &label,
+            &unit,
+            n,
+            min_max(points.into_iter(), TELEMETRY_BUCKETS),
+            3,
+        ));
+    }
+    (out, left_out)
+}
+
+fn tables(a: &Analysis) -> Vec<Table> {
+    use crate::report::telemetry::{
+        energy_rows, metric_rows, thread_rows, ENERGY_HEADERS, METRIC_HEADERS, THREAD_HEADERS,
+    };
+    use crate::report::text::{process_rows, stage_rows, worst_rows};
+    let strings = |h: &[&str]| h.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut out = Vec::new();
+    let mut push = |title: &str, headers: Vec<String>, rows: Vec<Vec<String>>| {
+        if !rows.is_empty() {
+            out.push(Table {
+                title: title.to_owned(),
+                headers,
+                rows,
+            });
+        }
+    };
+    push(
+        "Stages (µs)",
+        strings(&["stage", "min", "p50", "p95", "p99", "max", "mean"]),
+        stage_rows(a)
+            .into_iter()
+            .map(|(name, cells)| std::iter::once(name).chain(cells).collect())
+            .collect(),
+    );
+    push(
+        "Processes",
+        strings(&[
+            "process", "wall s", "user s", "sys s", "load %", "cores", "peak RSS",
+        ]),
+        process_rows(a).into_iter().map(Vec::from).collect(),
+    );
+    let mut worst_headers = strings(&["worst frame", "t s", "total µs"]);
+    worst_headers.extend(a.stage_names.iter().map(|n| format!("{n} µs")));
+    push("Worst frames", worst_headers, worst_rows(a));
+    if let Some(t) = &a.telemetry {
+        push("Telemetry", strings(&METRIC_HEADERS), metric_rows(t));
+        push("Energy", strings(&ENERGY_HEADERS), energy_rows(t));
+        push("Threads", strings(&THREAD_HEADERS), thread_rows(t));
+    }
+    out
+}
+
+/// The page's data of hand-built runs: snapshots of the JSON (not the HTML, so a change of
+/// layout or style does not break them), and the decimation seen through a whole page.
+/// Regenerate with `UPDATE_SNAPSHOTS=1 cargo test --lib report::html` and review the diff.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::analyze;
+    use crate::analyze::fixtures::{reference_run, MS};
+    use crate::model::{Bucket, Sample, SampleSeries};
+
+    fn page_of(run: &Run) -> RunPage {
+        RunData::read(run, run).unwrap().page(&analyze(run))
+    }
+
+    /// The reference run with a GPU clock (a gauge), an energy counter, a bit mask and
+    /// an imported histogram.
+    fn with_telemetry() -> Run {
+        let mut run = reference_run();
+        let series = |metric: &str, unit: &str, kind| SampleSeries {
+            source: "nvml".into(),
+            metric: metric.into(),
+            entity: "0".into(),
+            label: "Test GPU".into(),
+            unit: unit.into(),
+            kind,
+        };
+        run.telemetry.series = vec![
+            series("sm_clock", "MHz", SeriesKind::Gauge),
+            series("energy", "mJ", SeriesKind::Counter),
+            series("throttle", "flags", SeriesKind::Bitmask),
+        ];
+        for k in 0..=10i64 {
+            let t_ns = k * 10 * MS;
+            let clock = if k == 6 { 900 } else { 1800 };
+            for (series, value) in [(0, clock), (1, k * 2_000), (2, 0)] {
+                run.telemetry.samples.push(Sample {
+                    series,
+                    t_ns,
+                    value,
+                });
+            }
+        }
+        run.histograms = vec![crate::model::Histogram {
+            name: "@usecs".into(),
+            unit: "us".into(),
+            buckets: vec![
+                Bucket {
+                    lo: None,
+                    hi: Some(0),
+                    count: 1,
+                },
+                Bucket {
+                    lo: Some(0),
+                    hi: Some(8),
+                    count: 30,
+                },
+            ],
+        }];
+        run
+    }
+
+    #[test]
+    fn reference_page_data() {
+        let page = page_of(&with_telemetry());
+        let json = serde_json::to_string_pretty(&page).unwrap() + "\n";
+        crate::snapshot::check("html_reference.json", &json);
+        // What the snapshot must hold, by hand: 11 frames, the two late ones marked.
+        assert_eq!(page.frames.total.x.len(), 11);
+        assert_eq!(page.frames.late.x, vec![0.078, 0.083]);
+        assert_eq!(page.frames.late.y, vec![18_000.0, 13_000.0]);
+        assert_eq!(page.budget_us, Some(10_000.0));
+        assert_eq!(page.gantt[0].frame, 6);
+        assert_eq!(page.gantt[0].threads, ["main (100)", "encoder (201)"]);
+        // Frame 6: capture 0–1 ms on main, encode 2–17 ms on the encoder, send at 17.5.
+        assert_eq!(
+            page.gantt[0].spans,
+            vec![
+                (0, 0, 0.0, 1000.0),
+                (1, 1, 2000.0, 15_000.0),
+                (2, 0, 17_500.0, 500.0)
+            ]
+        );
+        // The clock as read, the energy as mJ per second, the bit mask left out.
+        assert_eq!(page.telemetry.len(), 2);
+        assert_eq!(page.telemetry[0].y[6], 900.0);
+        assert_eq!(page.telemetry[1].unit, "mJ/s");
+        assert_eq!(page.telemetry[1].y[0], 200_000.0);
+        assert_eq!(page.telemetry_left_out, 1);
+        assert_eq!(page.histograms[0].buckets[1], (Some(0), Some(8), 30));
+    }
+
+    #[test]
+    fn the_worst_frame_of_a_long_run_is_on_the_plot() {
+        let mut run = reference_run();
+        run.spans.clear();
+        run.meta.window_start_ns = 0;
+        let frames = 300_000u64;
+        run.meta.window_end_ns = frames as i64 * 10 * MS;
+        let worst = 123_457u64;
+        for i in 0..frames {
+            let dur = if i == worst {
+                95 * MS
+            } else {
+                4 * MS + (i % 13) as i64 * 1000
+            };
+            run.spans.push(crate::model::Span {
+                frame: i,
+                stage: 0,
+                thread: 0,
+                start_ns: i as i64 * 10 * MS,
+                dur_ns: dur,
+            });
+        }
+        let page = page_of(&run);
+        let total = &page.frames.total;
+        assert_eq!(total.points, frames as usize);
+        assert!(total.x.len() <= 2 * FRAME_BUCKETS, "{}", total.x.len());
+        let at = total
+            .y
+            .iter()
+            .position(|&y| y == 95_000.0)
+            .expect("the worst frame is drawn");
+        assert_eq!(total.x[at], secs(worst as i64 * 10 * MS + 95 * MS));
+        // Its late marker too, and the intervals around it keep their extremes.
+        assert_eq!(page.frames.late.y, vec![95_000.0]);
+        let mut ends: Vec<i64> = run.spans.iter().map(|s| s.end_ns()).collect();
+        ends.sort_unstable();
+        let longest = ends.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+        let plotted = page.frames.interval.y.iter().cloned().fold(0.0, f64::max);
+        assert_eq!(plotted, longest as f64 / 1e3);
+    }
+
+    #[test]
+    fn hostile_names_stay_whole_in_the_data_and_harmless_in_the_page() {
+        let mut run = reference_run();
+        run.stages[0] = "</script><script>alert(1)</script>".into();
+        run.meta.command = vec!["<img src=x onerror=alert(1)>".into()];
+        run.meta.name = "\u{2028}<!--".into();
+        let (html, _) = crate::report::html::run_html(&run, &run).unwrap();
+        assert!(!html.contains("<script>alert(1)"));
+        assert!(!html.contains("<img src=x"));
+        // Exactly the page's three script elements close.
+        assert_eq!(html.matches("</script>").count(), 3, "{html}");
+        let start = html.find("id=\"framelab-data\">").unwrap() + "id=\"framelab-data\">".len();
+        let end = start + html[start..].find("</script>").unwrap();
+        assert!(!html[start..end].contains(['<', '>', '&', '\u{2028}']));
+        let data: serde_json::Value = serde_json::from_str(&html[start..end]).unwrap();
+        assert_eq!(
+            data["stages"]["series"][0]["name"],
+            "</script><script>alert(1)</script>"
+        );
+        assert_eq!(data["facts"][0][1], "'<img src=x onerror=alert(1)>'");
+    }
+}

@@ -1,0 +1,483 @@
+//! The HTML reports opened in a real headless Chromium: the page draws without a console
+//! message or an exception, every plot holds the series and points the data says, a
+//! hostile run file's names render as text, and a screenshot of each page is kept in
+//! target/html-artifacts/. Skipped, saying so, where no Chromium is installed
+//! (tests/tools/install.sh installs Debian's `chromium`).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{framelab, stderr};
+use framelab::model::*;
+
+const MS: i64 = 1_000_000;
+const HOSTILE_STAGE: &str = "</script><script>alert(1)</script>";
+const HOSTILE_COMMAND: &str = "<img src=x onerror=alert(1)>";
+
+fn chromium() -> Option<&'static str> {
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        let ok = Command::new(name)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(name);
+        }
+    }
+    println!(
+        "SKIPPED: no chromium on this machine (tests/tools/install.sh installs it); \
+         the HTML pages were not opened in a browser"
+    );
+    None
+}
+
+/// target/html-artifacts: kept after the test for people to look at.
+fn artifacts() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.ancestors().nth(3).unwrap().to_owned();
+    let dir = target.join("html-artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// What the browser made of a page: the DOM after its scripts ran, and the browser's log.
+struct Opened {
+    dom: String,
+    log: String,
+}
+
+fn open(browser: &str, page: &Path, screenshot: &Path) -> Opened {
+    let profile = tempfile::tempdir().unwrap();
+    let run = |extra: &[String]| {
+        Command::new(browser)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+            ])
+            .args(["--enable-logging=stderr", "--v=0", "--hide-scrollbars"])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(extra)
+            .arg(format!("file://{}", page.display()))
+            .output()
+            .expect("chromium runs")
+    };
+    let dumped = run(&["--dump-dom".into()]);
+    assert!(dumped.status.success(), "{}", stderr(&dumped));
+    let shot = run(&[
+        "--window-size=1280,2600".into(),
+        format!("--screenshot={}", screenshot.display()),
+    ]);
+    assert!(shot.status.success(), "{}", stderr(&shot));
+    assert!(
+        screenshot.exists(),
+        "no screenshot at {}",
+        screenshot.display()
+    );
+    println!("screenshot: {}", screenshot.display());
+    Opened {
+        dom: String::from_utf8_lossy(&dumped.stdout).into_owned(),
+        log: format!("{}{}", stderr(&dumped), stderr(&shot)),
+    }
+}
+
+/// Every plot's (series, points), by its name.
+fn plots(dom: &str) -> BTreeMap<String, (usize, usize)> {
+    let tag = regex::Regex::new(r#"<[a-z]+ [^>]*data-plot="([^"]+)"[^>]*>"#).unwrap();
+    let attr = |t: &str, name: &str| -> usize {
+        let re = regex::Regex::new(&format!(r#"{name}="(\d+)""#)).unwrap();
+        re.captures(t).unwrap_or_else(|| panic!("no {name} in {t}"))[1]
+            .parse()
+            .unwrap()
+    };
+    tag.captures_iter(dom)
+        .map(|c| {
+            let t = c.get(0).unwrap().as_str();
+            (
+                c[1].to_owned(),
+                (attr(t, "data-series"), attr(t, "data-points")),
+            )
+        })
+        .collect()
+}
+
+fn body_attr(dom: &str, name: &str) -> Option<String> {
+    let body = regex::Regex::new(r"<body[^>]*>").unwrap();
+    let tag = body.find(dom)?.as_str();
+    let re = regex::Regex::new(&format!(r#"{name}="([^"]*)""#)).unwrap();
+    re.captures(tag).map(|c| c[1].to_owned())
+}
+
+/// Drew, with no exception and nothing written to the console (a blocked load, an error).
+fn assert_clean(opened: &Opened) {
+    assert_eq!(
+        body_attr(&opened.dom, "data-rendered").as_deref(),
+        Some("1"),
+        "the page's script did not finish"
+    );
+    assert_eq!(
+        body_attr(&opened.dom, "data-errors").as_deref(),
+        Some("0"),
+        "{:?}",
+        body_attr(&opened.dom, "data-error-messages")
+    );
+    let console: Vec<&str> = opened
+        .log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .collect();
+    assert!(console.is_empty(), "console: {console:#?}");
+}
+
+/// A run of `frames` frames at 100 fps: capture and send on the main thread, encode on
+/// another; every 50th frame's encode stalls past the budget. `slower` stretches encode.
+fn run(frames: u64, slower: f64, seed: u64) -> Run {
+    let mut spans = Vec::new();
+    for i in 0..frames {
+        let t = i as i64 * 10 * MS;
+        let jitter = ((i * 7919 + seed * 104_729) % 1000) as i64 * 1000;
+        let encode =
+            ((4 * MS + jitter) as f64 * slower) as i64 + if i % 50 == 7 { 9 * MS } else { 0 };
+        spans.push(Span {
+            frame: i,
+            stage: 0,
+            thread: 0,
+            start_ns: t,
+            dur_ns: MS,
+        });
+        spans.push(Span {
+            frame: i,
+            stage: 1,
+            thread: 1,
+            start_ns: t + 2 * MS,
+            dur_ns: encode,
+        });
+        let send_at = t + 2 * MS + encode + 200_000;
+        spans.push(Span {
+            frame: i,
+            stage: 2,
+            thread: 0,
+            start_ns: send_at,
+            dur_ns: 300_000,
+        });
+    }
+    let end = frames as i64 * 10 * MS;
+    let samples = (0..20)
+        .map(|k| Sample {
+            series: 0,
+            t_ns: k * end / 20,
+            value: if k == 10 { 900 } else { 1800 },
+        })
+        .collect();
+    Run {
+        meta: RunMeta {
+            name: "browser test".into(),
+            command: vec!["./host".into(), HOSTILE_COMMAND.into()],
+            started_at: "2026-11-25T12:00:00Z".into(),
+            host: Host {
+                hostname: "h".into(),
+                cpu_model: "Test CPU".into(),
+                cores: 2,
+                kernel: "6.18".into(),
+                clocksource: "tsc".into(),
+            },
+            target_fps: Some(100.0),
+            budget_ns: Some(10 * MS),
+            window_start_ns: 100 * MS,
+            window_end_ns: end,
+            warmup_ns: 100 * MS,
+            duration_ns: Some(end),
+            end_reason: EndReason::Duration,
+            ..RunMeta::default()
+        },
+        stages: vec!["capture".into(), "encode".into(), HOSTILE_STAGE.into()],
+        threads: vec![
+            ThreadInfo {
+                pid: 10,
+                tid: 10,
+                name: "main".into(),
+                dropped: 0,
+            },
+            ThreadInfo {
+                pid: 10,
+                tid: 11,
+                name: "encoder".into(),
+                dropped: 0,
+            },
+        ],
+        spans,
+        processes: vec![ProcessStats {
+            pid: 10,
+            name: "host".into(),
+            role: ProcessRole::Command,
+            user_ns: end / 2,
+            wall_ns: end,
+            ..ProcessStats::default()
+        }],
+        telemetry: Telemetry {
+            series: vec![SampleSeries {
+                source: "nvml".into(),
+                metric: "sm_clock".into(),
+                entity: "0".into(),
+                label: "Test GPU".into(),
+                unit: "MHz".into(),
+                kind: SeriesKind::Gauge,
+            }],
+            samples,
+            ..Telemetry::default()
+        },
+        histograms: vec![Histogram {
+            name: "@usecs".into(),
+            unit: "us".into(),
+            buckets: vec![
+                Bucket {
+                    lo: Some(0),
+                    hi: Some(8),
+                    count: 30,
+                },
+                Bucket {
+                    lo: Some(8),
+                    hi: Some(16),
+                    count: 12,
+                },
+                Bucket {
+                    lo: Some(16),
+                    hi: None,
+                    count: 1,
+                },
+            ],
+        }],
+        ..Run::default()
+    }
+}
+
+#[test]
+fn a_run_report_draws_every_plot_and_keeps_hostile_names_as_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hostile.framelab");
+    framelab::store::write_run(&file, &run(2000, 1.0, 1)).unwrap();
+    let page = dir.path().join("report.html");
+    let out = framelab()
+        .arg("report")
+        .arg(&file)
+        .args(["--format", "html", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("wrote the HTML report to"),
+        "{}",
+        stderr(&out)
+    );
+    let Some(browser) = chromium() else { return };
+    let opened = open(browser, &page, &artifacts().join("run.png"));
+    assert_clean(&opened);
+    let p = plots(&opened.dom);
+    assert_eq!(p["frame-total"], (1, 2000), "{p:?}");
+    assert_eq!(p["frame-interval"], (1, 1999));
+    // Three stages on the percentile grid (0–99 and nine tail points).
+    assert_eq!(p["stages"], (3, 109));
+    assert_eq!(p["fps"].0, 1);
+    assert_eq!(p["telemetry-0"], (1, 20));
+    assert_eq!(p["histogram-0"], (1, 3));
+    let gantts: Vec<_> = p.iter().filter(|(k, _)| k.starts_with("gantt-")).collect();
+    assert_eq!(gantts.len(), 5);
+    // Each worst frame: two threads, three spans.
+    assert!(gantts.iter().all(|(_, v)| **v == (2, 3)), "{gantts:?}");
+
+    // The hostile names are text of the page, never elements.
+    let dom = &opened.dom;
+    assert!(dom.contains("&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(dom.contains("&lt;img src=x onerror=alert(1)&gt;"));
+    let img = regex::Regex::new(r"<img[\s>]").unwrap();
+    assert!(!img.is_match(dom), "an <img> element was made");
+    let scripts = dom.matches("<script").count();
+    assert_eq!(scripts, 3, "only the page's own three script elements");
+}
+
+#[test]
+fn a_comparison_draws_a_forest_per_metric_and_the_stage_overlays() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.framelab"), dir.path().join("b.framelab"));
+    // Six runs a side: enough for a verdict past Holm's correction over two metrics.
+    for k in 0..6 {
+        framelab::store::write_run(&a, &run(300, 1.0, k)).unwrap();
+        framelab::store::write_run(&b, &run(300, 1.25, k + 10)).unwrap();
+    }
+    let page = dir.path().join("compare.html");
+    let out = framelab()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--show", "encode.p50,fps", "--resamples", "200"])
+        .args(["--format", "html", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let Some(browser) = chromium() else { return };
+    let opened = open(browser, &page, &artifacts().join("compare.png"));
+    assert_clean(&opened);
+    let p = plots(&opened.dom);
+    let forests: Vec<_> = p.iter().filter(|(k, _)| k.starts_with("forest-")).collect();
+    let names: Vec<&str> = forests.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names, ["forest-encode.p50", "forest-fps"], "{p:?}");
+    // Each: the baseline's row and b's, with every run as a dot.
+    for (name, (rows, dots)) in &forests {
+        assert_eq!(*rows, 2, "{name}");
+        assert_eq!(*dots, 12, "{name}");
+    }
+    assert!(
+        p.contains_key("forest-encode.p99") || p.keys().any(|k| k.contains("encode")),
+        "{p:?}"
+    );
+    // One overlay per stage, both variants on each.
+    for stage in 0..3 {
+        assert_eq!(p[&format!("stage-{stage}")], (2, 109), "{p:?}");
+    }
+    // b's encode is 25% slower: the verdicts say so, and nothing improved.
+    assert!(
+        opened
+            .dom
+            .contains("class=\"verdict-regressed\">regressed<"),
+        "no regression shown"
+    );
+    assert!(!opened.dom.contains("class=\"verdict-improved\""));
+}
+
+#[test]
+fn run_html_is_written_beside_the_report_which_says_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("run.html");
+    let (out, _) = common::run_testprog(
+        &dir,
+        "spans",
+        &["--fps", "100", "--html", page.to_str().unwrap(), "--open"],
+        &["spans", "300"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = common::stdout(&out);
+    assert!(
+        text.contains(&format!("  html      {}", page.display())),
+        "{text}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("\"schema\":\"framelab.html-run/1\""));
+    // No desktop in a test: --open says it could not, and the run still succeeds.
+    if std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none() {
+        assert!(
+            stderr(&out).contains("could not open it: no desktop"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // In Markdown too.
+    let (md, _) = common::run_testprog(
+        &dir,
+        "markdown",
+        &["--format", "markdown", "--html", page.to_str().unwrap()],
+        &["spans", "50"],
+    );
+    assert!(md.status.success(), "{}", stderr(&md));
+    assert!(
+        common::stdout(&md).contains("\n- **html** "),
+        "{}",
+        common::stdout(&md)
+    );
+}
+
+#[test]
+fn html_needs_one_run_and_a_writable_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("two.framelab");
+    framelab::store::write_run(&file, &run(50, 1.0, 1)).unwrap();
+    framelab::store::write_run(&file, &run(50, 1.0, 2)).unwrap();
+    let out = framelab()
+        .arg("report")
+        .arg(&file)
+        .args(["--format", "html"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        common::error_line(&out).contains("--run-id"),
+        "{}",
+        stderr(&out)
+    );
+    let out = framelab()
+        .arg("report")
+        .arg(&file)
+        .args([
+            "--run-id",
+            "1",
+            "--format",
+            "html",
+            "-o",
+            "/nonexistent/dir/r.html",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    common::error_line(&out);
+    // Never over the run file it reads.
+    let out = framelab()
+        .arg("report")
+        .arg(&file)
+        .args(["--run-id", "1", "--format", "html", "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        common::error_line(&out).contains("refusing to write"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(common::load(&file).spans.len(), 150);
+    // A page that cannot be written is refused before anything runs.
+    let (out, path) = common::run_testprog(
+        &dir,
+        "never",
+        &["--html", "/nonexistent/dir/run.html"],
+        &["spans", "10"],
+    );
+    assert!(!out.status.success());
+    common::error_line(&out);
+    assert!(!path.exists(), "the command ran anyway");
+}
+
+#[test]
+fn a_sweep_is_drawn_as_lines_over_the_parameter() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sweep.framelab");
+    let prog = common::example("testprog");
+    let out = framelab()
+        .args(["bench", "-n", "2", "--param", "n=100,200,300", "-o"])
+        .arg(&file)
+        .args(["--", &prog, "spans", "{n}"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = dir.path().join("sweep.html");
+    let out = framelab()
+        .arg("compare")
+        .arg(&file)
+        .args(["--resamples", "200", "--format", "html", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let Some(browser) = chromium() else { return };
+    let opened = open(browser, &page, &artifacts().join("sweep.png"));
+    assert_clean(&opened);
+    let p = plots(&opened.dom);
+    // One variant, one point per value of n.
+    assert_eq!(p["sweep-0"], (1, 3), "{p:?}");
+    // Each value of n a row of the forest, the baseline's (n=100) first: two runs each.
+    assert_eq!(p["forest-fps"], (3, 6), "{p:?}");
+    assert!(opened.dom.contains(">testprog [n=100]<"));
+}
