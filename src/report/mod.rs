@@ -5,6 +5,7 @@ pub(crate) mod facts;
 pub(crate) mod format;
 mod json;
 pub(crate) mod markdown;
+mod pipeline;
 pub mod runs;
 mod sources;
 pub(crate) mod table;

@@ -26,6 +26,7 @@ use super::fps::fps_summary_of;
 use super::frames::NO_FRAME;
 use super::late::{late_frames_of, missed_slots_of, stutter_of};
 use super::pacing::pacing_summary_of;
+use super::pipeline::{multi_span, summarize, Names, PipelineBuilder};
 use super::stages::{StageTable, WORST_FRAMES};
 use super::summary::{assemble, budget_ns, SpanFacts};
 use super::telemetry::FrameSpan;
@@ -66,7 +67,7 @@ fn span_facts(head: &Run, source: &dyn SpanSource) -> anyhow::Result<SpanFacts> 
     columns.start = None;
 
     let worst = pick_worst(&table, &measured, WORST_FRAMES);
-    let stage_table = stage_table(columns, &head.stages, &table, &measured, &counts, &worst);
+    let mut stage_table = stage_table(columns, &head.stages, &table, &measured, &counts, &worst);
     let order = end_order(&table, &measured);
 
     let budget = budget_ns(meta);
@@ -110,6 +111,31 @@ fn span_facts(head: &Run, source: &dyn SpanSource) -> anyhow::Result<SpanFacts> 
     })?;
     let (counters, orphan_counter_values) = counters.finish(&head.counter_names, window.seconds());
 
+    // Waits and threads: the spans once more, after everything above is dropped.
+    let mut builder = PipelineBuilder::new(
+        (window.start_ns, window.end_ns),
+        table.slots(),
+        multi_span(&stage_table.rows, measured.count),
+    );
+    source.for_each_spans(&mut |chunk| {
+        for span in chunk {
+            let frame = table.index_of(span.frame);
+            builder.push(span, frame.filter(|&i| measured.in_window.get(i)));
+        }
+        Ok(())
+    })?;
+    let names = Names {
+        stages: &head.stages,
+        threads: &head.threads,
+    };
+    let pipeline = summarize(
+        builder,
+        &names,
+        measured.count,
+        &worst,
+        &mut stage_table.worst,
+    );
+
     Ok(SpanFacts {
         window,
         warmup_frames: measured.warmup_frames,
@@ -127,6 +153,7 @@ fn span_facts(head: &Run, source: &dyn SpanSource) -> anyhow::Result<SpanFacts> 
         fps,
         worst_spans: worst.iter().map(|&i| frame_span(&table, i)).collect(),
         table: stage_table,
+        pipeline,
         counters,
         orphan_counter_values,
         late_spans,
@@ -283,6 +310,7 @@ fn stage_table(
             t_s: table.end_ns(f) as f64 / 1e9,
             total_ns: table.total_ns(f),
             stage_ns,
+            ..WorstFrame::default()
         })
         .collect();
     StageTable { names, rows, worst }

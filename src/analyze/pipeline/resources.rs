@@ -1,0 +1,137 @@
+//! Threads as resources: how much of the measured window each was busy, with which stages,
+//! and which one bounds the rate (docs/metrics.md, "Resources and the bottleneck").
+//!
+//! A thread's busy time is the union of its spans clipped to the window: nested or
+//! overlapping spans count once. Spans of one stage overlapping on one thread (recursion,
+//! or a begin without its end) are counted and reported.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+/// Spans of one (thread, stage), clipped to the window.
+#[derive(Clone, Debug, Default)]
+pub struct Intervals {
+    pub spans: Vec<(i64, i64)>,
+}
+
+/// The busy time of sorted, possibly overlapping intervals, and how many of them start
+/// before an earlier one ended.
+fn union_of_sorted(spans: &[(i64, i64)]) -> (i64, u64) {
+    let (mut busy, mut overlapping, mut covered) = (0i64, 0u64, i64::MIN);
+    for &(start, end) in spans {
+        if start < covered {
+            overlapping += 1;
+        }
+        let from = start.max(covered);
+        if end > from {
+            busy = busy.saturating_add(end.saturating_sub(from));
+        }
+        covered = covered.max(end);
+    }
+    (busy, overlapping)
+}
+
+/// The union of several sorted lists, merged as they are walked (no copy).
+fn union_of_lists(lists: &[&[(i64, i64)]]) -> i64 {
+    let mut heap: BinaryHeap<Reverse<((i64, i64), usize, usize)>> = lists
+        .iter()
+        .enumerate()
+        .filter_map(|(l, list)| list.first().map(|&first| Reverse((first, l, 0))))
+        .collect();
+    let (mut busy, mut covered) = (0i64, i64::MIN);
+    while let Some(Reverse(((start, end), l, at))) = heap.pop() {
+        let from = start.max(covered);
+        if end > from {
+            busy = busy.saturating_add(end.saturating_sub(from));
+        }
+        covered = covered.max(end);
+        if let Some(&next) = lists[l].get(at + 1) {
+            heap.push(Reverse((next, l, at + 1)));
+        }
+    }
+    busy
+}
+
+/// One thread's busy time, and each stage's on it (ids), largest first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadBusy {
+    pub thread: u32,
+    pub busy_ns: i64,
+    /// (stage, busy ns), largest first, then by stage id.
+    pub stages: Vec<(u16, i64)>,
+    /// (stage, spans) overlapping an earlier span of the same stage on this thread.
+    pub overlapping: Vec<(u16, u64)>,
+}
+
+/// Busy time by thread from the spans grouped by (thread, stage); threads in id order.
+pub fn thread_busy(mut groups: BTreeMap<(u32, u16), Intervals>) -> Vec<ThreadBusy> {
+    for g in groups.values_mut() {
+        g.spans.sort_unstable();
+    }
+    let mut out: Vec<ThreadBusy> = Vec::new();
+    let mut keys = groups.keys().copied().peekable();
+    while let Some(&(thread, _)) = keys.peek() {
+        let stages: Vec<u16> = std::iter::from_fn(|| keys.next_if(|k| k.0 == thread))
+            .map(|k| k.1)
+            .collect();
+        let lists: Vec<&[(i64, i64)]> = (stages.iter())
+            .map(|&s| groups[&(thread, s)].spans.as_slice())
+            .collect();
+        let mut row = ThreadBusy {
+            thread,
+            busy_ns: union_of_lists(&lists),
+            stages: Vec::new(),
+            overlapping: Vec::new(),
+        };
+        for (&stage, list) in stages.iter().zip(&lists) {
+            let (busy, overlapping) = union_of_sorted(list);
+            row.stages.push((stage, busy));
+            if overlapping > 0 {
+                row.overlapping.push((stage, overlapping));
+            }
+        }
+        row.stages
+            .sort_by_key(|&(stage, busy)| (Reverse(busy), stage));
+        out.push(row);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn groups(spans: &[(u32, u16, i64, i64)]) -> BTreeMap<(u32, u16), Intervals> {
+        let mut g: BTreeMap<(u32, u16), Intervals> = BTreeMap::new();
+        for &(thread, stage, start, end) in spans {
+            g.entry((thread, stage))
+                .or_default()
+                .spans
+                .push((start, end));
+        }
+        g
+    }
+
+    #[test]
+    fn nested_stages_count_once_and_repeated_ones_are_reported() {
+        // Thread 0: frame [0,100] wrapping encode [10,60] (nested: union 100); encode again
+        // [50,70] overlapping the first encode (misuse: reported), and [200,210].
+        // Thread 1: send [0,5], [10,15].
+        let busy = thread_busy(groups(&[
+            (0, 0, 0, 100),
+            (0, 1, 10, 60),
+            (0, 1, 50, 70),
+            (0, 1, 200, 210),
+            (1, 2, 10, 15),
+            (1, 2, 0, 5),
+        ]));
+        assert_eq!(busy.len(), 2);
+        assert_eq!(busy[0].thread, 0);
+        assert_eq!(busy[0].busy_ns, 110);
+        // encode: [10,70] ∪ [200,210] = 70; frame 100.
+        assert_eq!(busy[0].stages, vec![(0, 100), (1, 70)]);
+        assert_eq!(busy[0].overlapping, vec![(1, 1)]);
+        assert_eq!(busy[1].busy_ns, 10);
+        assert!(busy[1].overlapping.is_empty());
+    }
+}
