@@ -39,6 +39,8 @@ pub struct RunData {
     pub output_metrics: Vec<crate::output::MetricValue>,
     /// fps is `--frames N` over the whole run (start-up and shutdown included).
     pub fps_from_frames: bool,
+    /// Waits, threads and the bottleneck, to explain a change (`explain`).
+    pub pipeline: Option<crate::analyze::pipeline::PipelineSummary>,
 }
 
 pub fn extract(run: &Run) -> RunData {
@@ -70,6 +72,7 @@ fn from_analysis(a: &Analysis) -> RunData {
             .filter(|_| a.frames > 0 && !a.frames_from_hint)
             .map(|l| (l.late_frames, a.frames)),
         worst_frame: a.worst_frames.first().map(|w| (w.frame, w.total_ns)),
+        pipeline: a.pipeline.clone(),
         energy_per_frame: a
             .telemetry
             .iter()

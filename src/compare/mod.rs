@@ -4,6 +4,7 @@
 
 mod compute;
 mod csv;
+mod explain;
 mod extract;
 mod fingerprints;
 mod load;
@@ -82,7 +83,8 @@ pub fn compare(sources: &[Source], options: &CompareOptions) -> Result<Compariso
         .iter()
         .map(|s| s.path.display().to_string())
         .collect();
-    Ok(compute::compute(
+    let pipeline = explain::explain(&loaded, &baseline);
+    let mut comparison = compute::compute(
         &loaded,
         chosen,
         baseline,
@@ -90,7 +92,9 @@ pub fn compare(sources: &[Source], options: &CompareOptions) -> Result<Compariso
         options,
         notes,
         sources,
-    ))
+    );
+    comparison.pipeline = pipeline;
+    Ok(comparison)
 }
 
 /// In a sweep of one variant, the parameter values the others are compared with: the
