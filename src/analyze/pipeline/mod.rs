@@ -179,12 +179,21 @@ pub fn thread_labels(threads: &[ThreadInfo]) -> Vec<String> {
         .collect()
 }
 
+/// A measured frame's span as kept for its waits: 24 bytes (no thread: waits don't need it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct FrameRow {
+    frame: u32,
+    start_ns: i64,
+    end_ns: i64,
+    stage: u16,
+}
+
 /// Collects spans; [`PipelineBuilder::finish`] computes the summary.
 pub struct PipelineBuilder {
     window: (i64, i64),
     /// Keep measured frames' spans for their waits (not when each has one span).
     keep_frames: bool,
-    rows: Vec<(u32, StageSpan)>,
+    rows: Vec<FrameRow>,
     /// Per frame index: the last (thread, start) pushed, to see spans out of order.
     last: Vec<(u32, i64)>,
     reordered: Vec<bool>,
@@ -215,9 +224,7 @@ impl PipelineBuilder {
         let end = span.end_ns();
         let (from, to) = (span.start_ns.max(self.window.0), end.min(self.window.1));
         if from < to {
-            (self.groups.entry((span.thread, span.stage)).or_default())
-                .spans
-                .push((from, to));
+            (self.groups.entry((span.thread, span.stage)).or_default()).push((from, to));
         }
         if let (true, Some(frame)) = (self.keep_frames, measured_frame) {
             let slot = frame as usize;
@@ -227,15 +234,12 @@ impl PipelineBuilder {
                 }
                 *last = (span.thread, span.start_ns);
             }
-            self.rows.push((
+            self.rows.push(FrameRow {
                 frame,
-                StageSpan {
-                    start_ns: span.start_ns,
-                    end_ns: end,
-                    stage: span.stage,
-                    thread: span.thread,
-                },
-            ));
+                start_ns: span.start_ns,
+                end_ns: end,
+                stage: span.stage,
+            });
         }
     }
 
@@ -312,7 +316,7 @@ fn tally(pairs: &mut BTreeMap<(u16, u16), PairTally>, pair: (u16, u16), at: i64)
 impl PipelineSummary {
     fn waits_from(
         &mut self,
-        rows: &[(u32, StageSpan)],
+        rows: &[FrameRow],
         names: &Names,
         worst: &[u32],
         breakdowns: &mut [Option<FrameBreakdown>],
@@ -320,9 +324,14 @@ impl PipelineSummary {
         let mut pairs: BTreeMap<(u16, u16), PairTally> = BTreeMap::new();
         let (mut work, mut waited) = (Vec::new(), Vec::new());
         let mut spans: Vec<StageSpan> = Vec::new();
-        for frame_rows in rows.chunk_by(|a, b| a.0 == b.0) {
+        for frame_rows in rows.chunk_by(|a, b| a.frame == b.frame) {
             spans.clear();
-            spans.extend(frame_rows.iter().map(|r| r.1));
+            spans.extend(frame_rows.iter().map(|r| StageSpan {
+                start_ns: r.start_ns,
+                end_ns: r.end_ns,
+                stage: r.stage,
+                thread: 0,
+            }));
             let w = frame_waits(&mut spans);
             let frame_start = spans[0].start_ns;
             for &(from, to, ns) in &w.waits {
@@ -331,7 +340,7 @@ impl PipelineSummary {
             for &(from, to) in &w.overlaps {
                 tally(&mut pairs, (from, to), frame_start).overlaps += 1;
             }
-            if let Some(pos) = worst.iter().position(|&f| f == frame_rows[0].0) {
+            if let Some(pos) = worst.iter().position(|&f| f == frame_rows[0].frame) {
                 breakdowns[pos] = Some(FrameBreakdown {
                     work_ns: w.work_ns,
                     wait_ns: w.wait_ns,

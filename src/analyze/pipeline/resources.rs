@@ -8,17 +8,58 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
-/// Spans of one (thread, stage), clipped to the window.
+/// Intervals a chunk holds: a long run's spans never need one large block.
+const CHUNK: usize = 8192;
+
+/// Spans of one (thread, stage), clipped to the window, in chunks.
 #[derive(Clone, Debug, Default)]
 pub struct Intervals {
-    pub spans: Vec<(i64, i64)>,
+    chunks: Vec<Vec<(i64, i64)>>,
+    /// Whether they came in start order (spans of one thread usually do).
+    unsorted: bool,
+}
+
+impl Intervals {
+    pub fn push(&mut self, span: (i64, i64)) {
+        if let Some(&last) = self.chunks.last().and_then(|c| c.last()) {
+            self.unsorted |= span < last;
+        }
+        match self.chunks.last_mut().filter(|c| c.len() < CHUNK) {
+            Some(chunk) => chunk.push(span),
+            None => {
+                let mut chunk = Vec::with_capacity(CHUNK);
+                chunk.push(span);
+                self.chunks.push(chunk);
+            }
+        }
+    }
+
+    /// Sorts them by start (a copy of them all only when they came out of order).
+    fn sort(&mut self) {
+        if std::mem::take(&mut self.unsorted) {
+            let mut all: Vec<(i64, i64)> = self.chunks.drain(..).flatten().collect();
+            all.sort_unstable();
+            self.chunks = all.chunks(CHUNK).map(<[_]>::to_vec).collect();
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<(i64, i64)> {
+        self.chunks
+            .get(i / CHUNK)
+            .and_then(|c| c.get(i % CHUNK))
+            .copied()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+        self.chunks.iter().flatten().copied()
+    }
 }
 
 /// The busy time of sorted, possibly overlapping intervals, and how many of them start
 /// before an earlier one ended.
-fn union_of_sorted(spans: &[(i64, i64)]) -> (i64, u64) {
+fn union_of_sorted(spans: impl Iterator<Item = (i64, i64)>) -> (i64, u64) {
     let (mut busy, mut overlapping, mut covered) = (0i64, 0u64, i64::MIN);
-    for &(start, end) in spans {
+    for (start, end) in spans {
         if start < covered {
             overlapping += 1;
         }
@@ -32,11 +73,11 @@ fn union_of_sorted(spans: &[(i64, i64)]) -> (i64, u64) {
 }
 
 /// The union of several sorted lists, merged as they are walked (no copy).
-fn union_of_lists(lists: &[&[(i64, i64)]]) -> i64 {
+fn union_of_lists(lists: &[&Intervals]) -> i64 {
     let mut heap: BinaryHeap<Reverse<((i64, i64), usize, usize)>> = lists
         .iter()
         .enumerate()
-        .filter_map(|(l, list)| list.first().map(|&first| Reverse((first, l, 0))))
+        .filter_map(|(l, list)| list.get(0).map(|first| Reverse((first, l, 0))))
         .collect();
     let (mut busy, mut covered) = (0i64, i64::MIN);
     while let Some(Reverse(((start, end), l, at))) = heap.pop() {
@@ -45,7 +86,7 @@ fn union_of_lists(lists: &[&[(i64, i64)]]) -> i64 {
             busy = busy.saturating_add(end.saturating_sub(from));
         }
         covered = covered.max(end);
-        if let Some(&next) = lists[l].get(at + 1) {
+        if let Some(next) = lists[l].get(at + 1) {
             heap.push(Reverse((next, l, at + 1)));
         }
     }
@@ -66,7 +107,7 @@ pub struct ThreadBusy {
 /// Busy time by thread from the spans grouped by (thread, stage); threads in id order.
 pub fn thread_busy(mut groups: BTreeMap<(u32, u16), Intervals>) -> Vec<ThreadBusy> {
     for g in groups.values_mut() {
-        g.spans.sort_unstable();
+        g.sort();
     }
     let mut out: Vec<ThreadBusy> = Vec::new();
     let mut keys = groups.keys().copied().peekable();
@@ -74,9 +115,7 @@ pub fn thread_busy(mut groups: BTreeMap<(u32, u16), Intervals>) -> Vec<ThreadBus
         let stages: Vec<u16> = std::iter::from_fn(|| keys.next_if(|k| k.0 == thread))
             .map(|k| k.1)
             .collect();
-        let lists: Vec<&[(i64, i64)]> = (stages.iter())
-            .map(|&s| groups[&(thread, s)].spans.as_slice())
-            .collect();
+        let lists: Vec<&Intervals> = (stages.iter()).map(|&s| &groups[&(thread, s)]).collect();
         let mut row = ThreadBusy {
             thread,
             busy_ns: union_of_lists(&lists),
@@ -84,7 +123,7 @@ pub fn thread_busy(mut groups: BTreeMap<(u32, u16), Intervals>) -> Vec<ThreadBus
             overlapping: Vec::new(),
         };
         for (&stage, list) in stages.iter().zip(&lists) {
-            let (busy, overlapping) = union_of_sorted(list);
+            let (busy, overlapping) = union_of_sorted(list.iter());
             row.stages.push((stage, busy));
             if overlapping > 0 {
                 row.overlapping.push((stage, overlapping));
@@ -104,10 +143,7 @@ mod tests {
     fn groups(spans: &[(u32, u16, i64, i64)]) -> BTreeMap<(u32, u16), Intervals> {
         let mut g: BTreeMap<(u32, u16), Intervals> = BTreeMap::new();
         for &(thread, stage, start, end) in spans {
-            g.entry((thread, stage))
-                .or_default()
-                .spans
-                .push((start, end));
+            g.entry((thread, stage)).or_default().push((start, end));
         }
         g
     }
