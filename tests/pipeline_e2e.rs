@@ -99,12 +99,14 @@ fn the_demo_at_depth_two_waits_between_its_threads_and_names_its_bottleneck() {
     let markdown = run_ok(&["report", "--format", "markdown"], &path);
     assert!(markdown.contains("| wait (µs) |") && markdown.contains("**bound**"));
 
-    // What-if at depth 1: every stage on one thread.
+    // What-if at depth 1: the same two threads, one frame in flight. (The run's own depth is
+    // the most frames seen in flight: 1 or 2, as fast as the machine was.)
     let w = json(&["whatif", "--depth", "1", "--format", "json"], &path);
     let resources = w["schedule"]["resources"].as_array().unwrap();
-    assert_eq!(resources.len(), 1);
-    assert_eq!(resources[0][1].as_array().unwrap().len(), DEMO_STAGES.len());
-    assert_eq!(w["recorded_schedule"]["depth"], 2);
+    assert_eq!(resources.len(), 2);
+    assert_eq!(w["schedule"]["depth"], 1);
+    let recorded_depth = w["recorded_schedule"]["depth"].as_u64().unwrap();
+    assert!((1..=2).contains(&recorded_depth), "{recorded_depth}");
     assert!(w["predicted"]["fps"].as_f64().unwrap() > 0.0);
 }
 

@@ -131,13 +131,13 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
         );
     }
     let labels = thread_labels(&run.threads);
-    let recorded = plan::recorded(&frames, &labels);
+    let pace_stage = (run.stages.iter()).position(|s| s == PACE_STAGE);
+    let recorded = plan::recorded(&frames, &labels, pace_stage.map(|s| s as u16));
     let changed = plan::apply(&recorded, changes, &run.stages)?;
     // The pacer runs at the target rate (a budget alone paces nothing).
     let period_ns = (run.meta.target_fps)
         .filter(|f| f.is_finite() && *f > 0.0)
         .map(|f| 1e9 / f);
-    let pace_stage = (run.stages.iter()).position(|s| s == PACE_STAGE);
     let outcome = |p: &plan::Plan| {
         let tasks: Vec<Vec<Task>> = (frames.iter()).map(|f| p.tasks(&f.spans)).collect();
         let config = Config {
@@ -184,6 +184,11 @@ mod tests {
     /// Stages a (2 ms) and b (3 ms) in series on one thread, paced at `fps` as the SDK
     /// pacer does it: frame n at its slot, or when frame n − 1 ended if that is later.
     fn serial_run(fps: f64, frames: u64) -> Run {
+        serial_run_on(fps, frames, 0)
+    }
+
+    /// `serial_run` with stage b on thread `b_thread` (still one frame in flight).
+    fn serial_run_on(fps: f64, frames: u64, b_thread: u32) -> Run {
         let period = 1e9 / fps;
         let (mut spans, mut free, mut slot) = (Vec::new(), 0i64, 0u64);
         for frame in 0..frames {
@@ -205,7 +210,7 @@ mod tests {
             spans.push(Span {
                 frame,
                 stage: 1,
-                thread: 0,
+                thread: b_thread,
                 start_ns: start + 2 * MS,
                 dur_ns: 3 * MS,
             });
@@ -220,12 +225,20 @@ mod tests {
                 ..RunMeta::default()
             },
             stages: vec!["a".into(), "b".into()],
-            threads: vec![ThreadInfo {
-                pid: 1,
-                tid: 1,
-                name: "main".into(),
-                dropped: 0,
-            }],
+            threads: vec![
+                ThreadInfo {
+                    pid: 1,
+                    tid: 1,
+                    name: "main".into(),
+                    dropped: 0,
+                },
+                ThreadInfo {
+                    pid: 1,
+                    tid: 2,
+                    name: "device".into(),
+                    dropped: 0,
+                },
+            ],
             spans,
             ..Run::default()
         }
@@ -290,6 +303,22 @@ mod tests {
     }
 
     #[test]
+    fn a_run_on_two_threads_at_depth_one_keeps_its_threads_at_depth_two() {
+        // b already on its own thread, one frame in flight: the run's depth is 1; depth 2
+        // lets a of the next frame run during b: the same 333 fps as the split.
+        let run = serial_run_on(400.0, 50, 1);
+        let w = predict(&run, depth(2)).unwrap();
+        assert_eq!(w.recorded_schedule.depth, 1);
+        assert_eq!(w.schedule.resources[0].0, "main");
+        assert_eq!(
+            w.schedule.resources[1],
+            ("device".to_string(), vec!["b".to_string()])
+        );
+        assert!((w.predicted.fps.unwrap() - 1e9 / 3e6).abs() < 1e-6);
+        assert!((w.as_recorded.fps.unwrap() - 200.0).abs() < 1e-6);
+    }
+
+    #[test]
     fn bad_input_is_one_line() {
         let run = serial_run(120.0, 10);
         let unknown = Changes {
@@ -302,7 +331,7 @@ mod tests {
             "unknown stage `encode`: the run's measured stages are a, b"
         );
         let mut anonymous = run.clone();
-        anonymous.threads = vec![ThreadInfo::default()];
+        anonymous.threads = vec![ThreadInfo::default(), ThreadInfo::default()];
         let e = predict(&anonymous, depth(2)).unwrap_err().to_string();
         assert!(e.contains("no thread information"), "{e}");
         let one = serial_run(120.0, 1);

@@ -108,9 +108,30 @@ impl Plan {
     }
 }
 
-/// The schedule the run was recorded with: each thread a resource, frames in flight as many
-/// as the threads its frames use.
-pub fn recorded(frames: &[RecordedFrame], labels: &[String]) -> Plan {
+/// The most frames whose work (from their first stage after `pace`, the pacer's own stage,
+/// to their end) overlapped at one instant: the depth the program ran at.
+fn frames_in_flight(frames: &[RecordedFrame], pace: Option<u16>) -> usize {
+    let mut events: Vec<(i64, i32)> = Vec::with_capacity(frames.len() * 2);
+    for f in frames {
+        let work = (f.spans.iter()).find(|s| Some(s.stage) != pace);
+        let start = work.map_or(f.spans[0].start_ns, |s| s.start_ns);
+        let end = f.spans.iter().map(|s| s.end_ns).max().unwrap_or(start);
+        // An end sorts before a start at the same instant: back to back is not overlap.
+        events.push((start, 1));
+        events.push((end, -1));
+    }
+    events.sort_unstable();
+    let (mut now, mut most) = (0i32, 1i32);
+    for (_, step) in events {
+        now += step;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+/// The schedule the run was recorded with: each thread a resource, the frames in flight as
+/// the run had them.
+pub fn recorded(frames: &[RecordedFrame], labels: &[String], pace: Option<u16>) -> Plan {
     let mut offsets: BTreeMap<u16, (f64, f64, u64)> = BTreeMap::new();
     let mut placements = BTreeSet::new();
     let mut threads: Vec<u32> = Vec::new();
@@ -133,7 +154,7 @@ pub fn recorded(frames: &[RecordedFrame], labels: &[String]) -> Plan {
     order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let name = |t: u32| (labels.get(t as usize).cloned()).unwrap_or_else(|| format!("thread #{t}"));
     Plan {
-        depth: threads.len(),
+        depth: frames_in_flight(frames, pace),
         resource_names: threads.iter().map(|&t| name(t)).collect(),
         thread_resource: threads.iter().enumerate().map(|(r, &t)| (t, r)).collect(),
         stage_resource: BTreeMap::new(),
@@ -183,8 +204,12 @@ pub fn apply(recorded: &Plan, changes: &Changes, stages: &[String]) -> Result<Pl
         let stage = plan.stage_id(stages, name)?;
         plan.scales.insert(stage, *factor);
     }
-    if let Some(depth) = changes.depth.filter(|&d| d != recorded.depth) {
-        // Re-split the stages, in order, over `depth` threads, balanced by mean time.
+    if let Some(depth) = changes.depth {
+        plan.depth = depth;
+    }
+    if let Some(depth) = changes.depth.filter(|&d| d > recorded.resource_names.len()) {
+        // Too few threads for that depth: split the stages, in order, over `depth`
+        // threads, balanced by mean time.
         let cuts = balanced_split(&plan.stage_mean_ns, depth);
         plan.resource_names.clear();
         plan.stage_resource.clear();
@@ -195,7 +220,6 @@ pub fn apply(recorded: &Plan, changes: &Changes, stages: &[String]) -> Result<Pl
                 plan.stage_resource.insert(stage, g);
             }
         }
-        plan.depth = depth;
     }
     for (name, thread) in &changes.moves {
         let stage = plan.stage_id(stages, name)?;
@@ -223,8 +247,9 @@ pub fn assumptions(period_ns: Option<f64>, has_pace: bool, unpaced: bool) -> Vec
         "at most DEPTH frames in flight: a frame starts its work once the frame DEPTH before \
          it has ended (the program's buffers)"
             .to_string(),
-        "--depth N splits the stages, in order, over N threads so the busiest does the least \
-         work (unless the run already used N threads); a moved stage runs on the named thread"
+        "--depth N keeps the run's threads when it used N or more (only the frames in flight \
+         change); with fewer it splits the stages, in order, over N threads so the busiest \
+         does the least work; a moved stage runs on the named thread"
             .to_string(),
     ];
     out.push(match (period_ns, unpaced) {

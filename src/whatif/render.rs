@@ -70,7 +70,7 @@ fn text(w: &WhatIf) -> String {
         ));
     }
     out.push_str(&format!(
-        "\n  as run    {}\n  what-if   {} ({})\n",
+        "\n  as run    {}\n  what-if   {} (asked: {})\n",
         schedule(&w.recorded_schedule),
         schedule(&w.schedule),
         crate::display::name(&what)
