@@ -83,9 +83,10 @@ pub struct WhatIf {
     pub assumptions: Vec<String>,
 }
 
-/// A measured frame's stages in start order.
+/// A measured frame's stages in start order, and each one's hand-over delay.
 struct RecordedFrame {
     spans: Vec<StageSpan>,
+    delays_ns: Vec<i64>,
 }
 
 /// The measured frames, in start order, each with its spans sorted by start.
@@ -108,11 +109,58 @@ fn recorded_frames(run: &Run) -> Vec<RecordedFrame> {
         .filter(|spans| !spans.is_empty())
         .map(|mut spans| {
             spans.sort_unstable();
-            RecordedFrame { spans }
+            RecordedFrame {
+                delays_ns: vec![0; spans.len()],
+                spans,
+            }
         })
         .collect();
     out.sort_by_key(|f| f.spans[0].start_ns);
     out
+}
+
+/// Each span's hand-over delay as recorded: how long after it could have started (the
+/// frame's previous stage ended, its thread's previous span ended and, for the stage the
+/// depth gates, the frame `depth` before ended) it started. A frame's first span has none
+/// (the pacer's release is modelled instead).
+fn set_handover_delays(frames: &mut [RecordedFrame], depth: usize, pace: Option<u16>) {
+    // The end of the span before each one on its thread, by start.
+    let mut by_thread: Vec<(u32, i64, usize, usize)> = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        for (k, s) in f.spans.iter().enumerate() {
+            by_thread.push((s.thread, s.start_ns, i, k));
+        }
+    }
+    by_thread.sort_unstable();
+    let mut thread_free: Vec<Vec<i64>> = (frames.iter())
+        .map(|f| vec![i64::MIN; f.spans.len()])
+        .collect();
+    for w in by_thread.windows(2) {
+        let ((t0, _, i0, k0), (t1, _, i1, k1)) = (w[0], w[1]);
+        if t0 == t1 {
+            thread_free[i1][k1] = frames[i0].spans[k0].end_ns;
+        }
+    }
+    let ends: Vec<i64> = (frames.iter())
+        .map(|f| f.spans.iter().map(|s| s.end_ns).max().unwrap_or(0))
+        .collect();
+    for i in 0..frames.len() {
+        let f = &frames[i];
+        let gated = usize::from(pace == Some(f.spans[0].stage) && f.spans.len() > 1);
+        let delays: Vec<i64> = (0..f.spans.len())
+            .map(|k| {
+                if k == 0 {
+                    return 0;
+                }
+                let mut ready = f.spans[k - 1].end_ns.max(thread_free[i][k]);
+                if k == gated && i >= depth {
+                    ready = ready.max(ends[i - depth]);
+                }
+                f.spans[k].start_ns.saturating_sub(ready).max(0)
+            })
+            .collect();
+        frames[i].delays_ns = delays;
+    }
 }
 
 /// Predicts `changes` on `run` (analysed as `analysis`).
@@ -123,7 +171,7 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
              know which thread ran each stage; import it with a tid column"
         );
     }
-    let frames = recorded_frames(run);
+    let mut frames = recorded_frames(run);
     if frames.len() < 2 {
         bail!(
             "the run has {} measured frames: whatif needs two or more to predict a rate",
@@ -134,12 +182,15 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
     let pace_stage = (run.stages.iter()).position(|s| s == PACE_STAGE);
     let recorded = plan::recorded(&frames, &labels, pace_stage.map(|s| s as u16));
     let changed = plan::apply(&recorded, changes, &run.stages)?;
+    set_handover_delays(&mut frames, recorded.depth, pace_stage.map(|s| s as u16));
     // The pacer runs at the target rate (a budget alone paces nothing).
     let period_ns = (run.meta.target_fps)
         .filter(|f| f.is_finite() && *f > 0.0)
         .map(|f| 1e9 / f);
     let outcome = |p: &plan::Plan| {
-        let tasks: Vec<Vec<Task>> = (frames.iter()).map(|f| p.tasks(&f.spans)).collect();
+        let tasks: Vec<Vec<Task>> = (frames.iter())
+            .map(|f| p.tasks(&f.spans, &f.delays_ns))
+            .collect();
         let config = Config {
             period_ns: period_ns.filter(|_| !changes.unpaced),
             depth: p.depth,
@@ -150,7 +201,9 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
     };
     let as_recorded = {
         // The run as it was recorded: how close the model comes to the measurement.
-        let tasks: Vec<Vec<Task>> = (frames.iter()).map(|f| recorded.tasks(&f.spans)).collect();
+        let tasks: Vec<Vec<Task>> = (frames.iter())
+            .map(|f| recorded.tasks(&f.spans, &f.delays_ns))
+            .collect();
         let config = Config {
             period_ns,
             depth: recorded.depth,

@@ -9,6 +9,8 @@ pub struct Task {
     pub stage: u16,
     pub resource: usize,
     pub dur_ns: i64,
+    /// How long after it could start it starts (a thread waking, a hand-over), as recorded.
+    pub delay_ns: i64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -81,7 +83,9 @@ pub fn simulate(frames: &[Vec<Task>], config: &Config) -> Simulated {
             if k == gated_task {
                 ready = ready.max(gate.unwrap_or(i64::MIN));
             }
-            let begin = ready.max(free[task.resource]);
+            let begin = ready
+                .max(free[task.resource])
+                .saturating_add(task.delay_ns.max(0));
             let end = begin.saturating_add(task.dur_ns.max(0));
             free[task.resource] = end;
             start.get_or_insert(begin);
@@ -108,11 +112,13 @@ mod tests {
                         stage: 0,
                         resource: 0,
                         dur_ns: 2 * MS,
+                        delay_ns: 0,
                     },
                     Task {
                         stage: 1,
                         resource: b_on,
                         dur_ns: 3 * MS,
+                        delay_ns: 0,
                     },
                 ]
             })
@@ -182,16 +188,19 @@ mod tests {
                 stage: 9,
                 resource: 0,
                 dur_ns: MS / 10,
+                delay_ns: 0,
             },
             Task {
                 stage: 0,
                 resource: 0,
                 dur_ns: 4 * MS,
+                delay_ns: 0,
             },
             Task {
                 stage: 1,
                 resource: 1,
                 dur_ns: 4 * MS,
+                delay_ns: 0,
             },
         ];
         let c = Config {

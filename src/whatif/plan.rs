@@ -53,16 +53,16 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn tasks(&self, spans: &[StageSpan]) -> Vec<Task> {
-        spans
-            .iter()
-            .map(|s| {
+    pub fn tasks(&self, spans: &[StageSpan], delays_ns: &[i64]) -> Vec<Task> {
+        (spans.iter().zip(delays_ns))
+            .map(|(s, &delay_ns)| {
                 let dur = s.end_ns.saturating_sub(s.start_ns);
                 let scale = self.scales.get(&s.stage).copied().unwrap_or(1.0);
                 Task {
                     stage: s.stage,
                     resource: self.resource_of(s.stage, s.thread),
                     dur_ns: (dur as f64 * scale).round() as i64,
+                    delay_ns,
                 }
             })
             .collect()
@@ -242,7 +242,8 @@ pub fn assumptions(period_ns: Option<f64>, has_pace: bool, unpaced: bool) -> Vec
          its recorded duration (scaled where asked): stages that overlapped run in series"
             .to_string(),
         "a thread runs one stage at a time, frames in order (in-order queues); the recorded \
-         waits are not replayed, the model makes its own"
+         waits are not replayed, the model makes its own, except each stage's hand-over delay \
+         (how long after it could start it did: a thread waking up), replayed as recorded"
             .to_string(),
         "at most DEPTH frames in flight: a frame starts its work once the frame DEPTH before \
          it has ended (the program's buffers)"

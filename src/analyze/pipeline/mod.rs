@@ -72,7 +72,7 @@ pub struct RepeatedOverlap {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PipelineSummary {
-    /// By the first time each pair waited (or overlapped).
+    /// In the order they first occur (the frame, then the place in it).
     pub waits: Vec<WaitRow>,
     /// Per measured frame: the time at least one of its stages ran (its critical path's busy
     /// time) and the sum of its waits; work + waits = total.
@@ -300,16 +300,21 @@ pub(crate) fn multi_span(rows: &[super::StageRow], measured_frames: u64) -> bool
 struct PairTally {
     waits: Vec<i64>,
     overlaps: u64,
-    first_ns: i64,
+    /// The first frame it occurred in (its start) and where in that frame.
+    first: (i64, usize),
 }
 
 /// The tally of a pair, first seen at `at` unless seen earlier.
-fn tally(pairs: &mut BTreeMap<(u16, u16), PairTally>, pair: (u16, u16), at: i64) -> &mut PairTally {
+fn tally(
+    pairs: &mut BTreeMap<(u16, u16), PairTally>,
+    pair: (u16, u16),
+    at: (i64, usize),
+) -> &mut PairTally {
     let t = pairs.entry(pair).or_insert_with(|| PairTally {
-        first_ns: at,
+        first: at,
         ..PairTally::default()
     });
-    t.first_ns = t.first_ns.min(at);
+    t.first = t.first.min(at);
     t
 }
 
@@ -334,11 +339,14 @@ impl PipelineSummary {
             }));
             let w = frame_waits(&mut spans);
             let frame_start = spans[0].start_ns;
-            for &(from, to, ns) in &w.waits {
-                tally(&mut pairs, (from, to), frame_start).waits.push(ns);
+            for (k, &(from, to, ns)) in w.waits.iter().enumerate() {
+                tally(&mut pairs, (from, to), (frame_start, k))
+                    .waits
+                    .push(ns);
             }
-            for &(from, to) in &w.overlaps {
-                tally(&mut pairs, (from, to), frame_start).overlaps += 1;
+            for (k, &(from, to)) in w.overlaps.iter().enumerate() {
+                let at = (frame_start, w.waits.len() + k);
+                tally(&mut pairs, (from, to), at).overlaps += 1;
             }
             if let Some(pos) = worst.iter().position(|&f| f == frame_rows[0].frame) {
                 breakdowns[pos] = Some(FrameBreakdown {
@@ -353,7 +361,7 @@ impl PipelineSummary {
             waited.push(w.wait_ns);
         }
         let mut ordered: Vec<((u16, u16), PairTally)> = pairs.into_iter().collect();
-        ordered.sort_by_key(|(pair, t)| (t.first_ns, *pair));
+        ordered.sort_by_key(|(pair, t)| (t.first, *pair));
         self.waits = ordered
             .into_iter()
             .map(|((from, to), mut t)| WaitRow {
