@@ -72,9 +72,12 @@ fn union_of_sorted(spans: impl Iterator<Item = (i64, i64)>) -> (i64, u64) {
     (busy, overlapping)
 }
 
+/// A list's next interval in a merge: the interval, the list, its index there.
+type Cursor = Reverse<((i64, i64), usize, usize)>;
+
 /// The union of several sorted lists, merged as they are walked (no copy).
 fn union_of_lists(lists: &[&Intervals]) -> i64 {
-    let mut heap: BinaryHeap<Reverse<((i64, i64), usize, usize)>> = lists
+    let mut heap: BinaryHeap<Cursor> = lists
         .iter()
         .enumerate()
         .filter_map(|(l, list)| list.get(0).map(|first| Reverse((first, l, 0))))
