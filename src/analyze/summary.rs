@@ -8,7 +8,9 @@ use super::frames::{intervals_ns, measure_run, Frames, ResolvedWindow};
 use super::late::{late_summary, stutter};
 use super::notes::{notes, NoteFacts};
 use super::pacing::{pacing_summary, PacingSummary};
-use super::pipeline::{multi_span, summarize, Names, PipelineBuilder, PipelineSummary};
+use super::pipeline::{
+    measured_spans, multi_span, summarize, Names, PipelineBuilder, PipelineSummary,
+};
 use super::stages::{pick_worst, stage_table, StageTable, WORST_FRAMES};
 use super::stats::sort_ns;
 use super::telemetry::{summarize as summarize_telemetry, FrameSpan};
@@ -112,20 +114,22 @@ fn span_facts(run: &Run) -> SpanFacts {
 
     let mut builder = PipelineBuilder::new(
         (window.start_ns, window.end_ns),
-        frames.all.len(),
+        measured_spans(&table.rows),
         multi_span(&table.rows, measured_frames),
     );
     for (span, &f) in run.spans.iter().zip(&frames.span_frame) {
-        builder.push(
-            span,
-            (f != NO_FRAME && measured.in_window[f as usize]).then_some(f),
-        );
+        let measured_frame = (f != NO_FRAME && measured.in_window[f as usize]).then_some(f);
+        builder.push_frame_span(span, measured_frame);
     }
     let names = Names {
         stages: &run.stages,
         threads: &run.threads,
     };
-    let pipeline = summarize(builder, &names, measured_frames, &worst, &mut table.worst);
+    builder.end_waits(&names, measured_frames, &worst);
+    for span in &run.spans {
+        builder.push_busy(span);
+    }
+    let pipeline = summarize(builder, &names, measured_frames, &mut table.worst);
 
     let (counters, orphan_counter_values) = counter_summaries(
         &run.counters,

@@ -26,7 +26,7 @@ use super::fps::fps_summary_of;
 use super::frames::NO_FRAME;
 use super::late::{late_frames_of, missed_slots_of, stutter_of};
 use super::pacing::pacing_summary_of;
-use super::pipeline::{multi_span, summarize, Names, PipelineBuilder};
+use super::pipeline::{measured_spans, multi_span, summarize, Names, PipelineBuilder};
 use super::stages::{StageTable, WORST_FRAMES};
 use super::summary::{assemble, budget_ns, SpanFacts};
 use super::telemetry::FrameSpan;
@@ -111,16 +111,17 @@ fn span_facts(head: &Run, source: &dyn SpanSource) -> anyhow::Result<SpanFacts> 
     })?;
     let (counters, orphan_counter_values) = counters.finish(&head.counter_names, window.seconds());
 
-    // Waits and threads: the spans once more, after everything above is dropped.
+    // Waits, then threads: the spans twice more, after everything above is dropped, so
+    // what each pass keeps is never held with the rest.
     let mut builder = PipelineBuilder::new(
         (window.start_ns, window.end_ns),
-        table.slots(),
+        measured_spans(&stage_table.rows),
         multi_span(&stage_table.rows, measured.count),
     );
     source.for_each_spans(&mut |chunk| {
         for span in chunk {
             let frame = table.index_of(span.frame);
-            builder.push(span, frame.filter(|&i| measured.in_window.get(i)));
+            builder.push_frame_span(span, frame.filter(|&i| measured.in_window.get(i)));
         }
         Ok(())
     })?;
@@ -128,13 +129,12 @@ fn span_facts(head: &Run, source: &dyn SpanSource) -> anyhow::Result<SpanFacts> 
         stages: &head.stages,
         threads: &head.threads,
     };
-    let pipeline = summarize(
-        builder,
-        &names,
-        measured.count,
-        &worst,
-        &mut stage_table.worst,
-    );
+    builder.end_waits(&names, measured.count, &worst);
+    source.for_each_spans(&mut |chunk| {
+        chunk.iter().for_each(|span| builder.push_busy(span));
+        Ok(())
+    })?;
+    let pipeline = summarize(builder, &names, measured.count, &mut stage_table.worst);
 
     Ok(SpanFacts {
         window,

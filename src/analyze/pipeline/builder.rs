@@ -9,8 +9,9 @@ use super::{
     has_thread_info, thread_labels, Bottleneck, FrameBreakdown, Names, PipelineSummary,
     RepeatedOverlap, ResourceRow, StageBusy, WaitRow,
 };
+use crate::analyze::compact::values::NsValues;
 use crate::analyze::stages::stage_name;
-use crate::analyze::{Dist, StageRow, WorstFrame};
+use crate::analyze::{StageRow, WorstFrame};
 use crate::model::Span;
 
 /// A measured frame's span as kept for its waits: 24 bytes (no thread: waits don't need it).
@@ -22,101 +23,112 @@ struct FrameRow {
     stage: u16,
 }
 
-/// Collects spans; [`PipelineBuilder::finish`] computes the summary.
+/// Collects spans in two passes over them, so what each keeps is never held together:
+/// measured frames' spans for their waits ([`PipelineBuilder::push_frame_span`], then
+/// [`PipelineBuilder::end_waits`]), then every span's busy interval
+/// ([`PipelineBuilder::push_busy`]); [`summarize`] computes the rest.
 pub struct PipelineBuilder {
     window: (i64, i64),
     /// Keep measured frames' spans for their waits (not when each has one span).
     keep_frames: bool,
     rows: Vec<FrameRow>,
-    /// Per frame index: the last (thread, start) pushed, to see spans out of order.
-    last: Vec<(u32, i64)>,
-    reordered: Vec<bool>,
+    /// Per thread: the (frame, start) of its last span, to see a frame's spans recorded
+    /// out of start order on one thread.
+    last_on_thread: BTreeMap<u32, (u32, i64)>,
+    reordered: Vec<u32>,
     groups: BTreeMap<(u32, u16), Intervals>,
+    summary: PipelineSummary,
+    breakdowns: Vec<Option<FrameBreakdown>>,
 }
 
 impl PipelineBuilder {
-    /// `frame_slots`: frame indices run below it; `multi_span`: some measured frame has two
-    /// spans or more.
-    pub fn new(window: (i64, i64), frame_slots: usize, multi_span: bool) -> PipelineBuilder {
-        let slots = if multi_span { frame_slots } else { 0 };
+    /// `measured_spans`: the measured frames' spans (sizes what is kept of them);
+    /// `multi_span`: some measured frame has two spans or more.
+    pub fn new(window: (i64, i64), measured_spans: u64, multi_span: bool) -> PipelineBuilder {
+        let capacity = if multi_span {
+            measured_spans as usize
+        } else {
+            0
+        };
         PipelineBuilder {
             window,
             keep_frames: multi_span,
-            rows: Vec::new(),
-            last: vec![(u32::MAX, i64::MIN); slots],
-            reordered: vec![false; slots],
+            rows: Vec::with_capacity(capacity),
+            last_on_thread: BTreeMap::new(),
+            reordered: Vec::new(),
             groups: BTreeMap::new(),
+            summary: PipelineSummary::default(),
+            breakdowns: Vec::new(),
         }
     }
 
-    /// A span of the run, in the order recorded; `measured_frame` is its frame's index when
-    /// that frame is measured. Negative durations (counted elsewhere) are skipped.
-    pub fn push(&mut self, span: &Span, measured_frame: Option<u32>) {
+    /// Pass 1: a span of the run, in the order recorded; `measured_frame` is its frame's
+    /// index when that frame is measured. Negative durations (counted elsewhere) are skipped.
+    pub fn push_frame_span(&mut self, span: &Span, measured_frame: Option<u32>) {
+        let (true, Some(frame), true) = (self.keep_frames, measured_frame, span.dur_ns >= 0) else {
+            return;
+        };
+        let last = self
+            .last_on_thread
+            .insert(span.thread, (frame, span.start_ns));
+        if last.is_some_and(|(f, start)| f == frame && span.start_ns < start) {
+            self.reordered.push(frame);
+        }
+        self.rows.push(FrameRow {
+            frame,
+            start_ns: span.start_ns,
+            end_ns: span.end_ns(),
+            stage: span.stage,
+        });
+    }
+
+    /// The end of pass 1: each frame's waits, and the breakdown of each of `worst` (frame
+    /// indices); what pass 1 kept is dropped.
+    pub fn end_waits(&mut self, names: &Names, measured_frames: u64, worst: &[u32]) {
+        self.summary.single_stage = !self.keep_frames && measured_frames > 0;
+        self.reordered.sort_unstable();
+        self.reordered.dedup();
+        self.summary.reordered_frames = self.reordered.len() as u64;
+        self.breakdowns = vec![None; worst.len()];
+        let mut rows = std::mem::take(&mut self.rows);
+        if self.keep_frames {
+            rows.sort_unstable();
+            (self.summary).waits_from(&rows, names, measured_frames, worst, &mut self.breakdowns);
+        }
+    }
+
+    /// Pass 2: a span of the run, its time in the window counted to its thread.
+    pub fn push_busy(&mut self, span: &Span) {
         if span.dur_ns < 0 {
             return;
         }
-        let end = span.end_ns();
-        let (from, to) = (span.start_ns.max(self.window.0), end.min(self.window.1));
+        let (from, to) = (
+            span.start_ns.max(self.window.0),
+            span.end_ns().min(self.window.1),
+        );
         if from < to {
             (self.groups.entry((span.thread, span.stage)).or_default()).push((from, to));
         }
-        if let (true, Some(frame)) = (self.keep_frames, measured_frame) {
-            let slot = frame as usize;
-            if let Some(last) = self.last.get_mut(slot) {
-                if last.0 == span.thread && span.start_ns < last.1 {
-                    self.reordered[slot] = true;
-                }
-                *last = (span.thread, span.start_ns);
-            }
-            self.rows.push(FrameRow {
-                frame,
-                start_ns: span.start_ns,
-                end_ns: end,
-                stage: span.stage,
-            });
-        }
-    }
-
-    /// The summary, and the breakdown of each of `worst` (frame indices, same order).
-    pub fn finish(
-        mut self,
-        names: &Names,
-        measured_frames: u64,
-        worst: &[u32],
-    ) -> (PipelineSummary, Vec<Option<FrameBreakdown>>) {
-        let mut summary = PipelineSummary {
-            single_stage: !self.keep_frames && measured_frames > 0,
-            reordered_frames: self.reordered.iter().filter(|&&r| r).count() as u64,
-            ..PipelineSummary::default()
-        };
-        let mut breakdowns = vec![None; worst.len()];
-        if self.keep_frames {
-            self.rows.sort_unstable();
-            summary.waits_from(&self.rows, names, worst, &mut breakdowns);
-        }
-        drop(self.rows);
-        summary.no_threads = !has_thread_info(names.threads);
-        if !summary.no_threads {
-            summary.resources_from(self.groups, names, self.window, measured_frames);
-        }
-        (summary, breakdowns)
     }
 }
 
-/// Finishes `builder` for a run with these names: the summary (`None` without measured
-/// frames), each worst frame's breakdown put into its row.
+/// The summary of a builder both passes went through (`None` without measured frames),
+/// each worst frame's breakdown put into its row.
 pub(crate) fn summarize(
     builder: PipelineBuilder,
     names: &Names,
     measured_frames: u64,
-    worst: &[u32],
     rows: &mut [WorstFrame],
 ) -> Option<PipelineSummary> {
     if measured_frames == 0 {
         return None;
     }
-    let (summary, breakdowns) = builder.finish(names, measured_frames, worst);
-    for (row, b) in rows.iter_mut().zip(breakdowns) {
+    let mut summary = builder.summary;
+    summary.no_threads = !has_thread_info(names.threads);
+    if !summary.no_threads {
+        summary.resources_from(builder.groups, names, builder.window, measured_frames);
+    }
+    for (row, b) in rows.iter_mut().zip(builder.breakdowns) {
         if let Some(b) = b {
             b.fill(row);
         }
@@ -124,15 +136,19 @@ pub(crate) fn summarize(
     Some(summary)
 }
 
-/// Whether some measured frame has two spans or more, from the stage table's counts.
+/// The measured frames' spans, from the stage table's counts.
+pub(crate) fn measured_spans(rows: &[StageRow]) -> u64 {
+    rows.iter().map(|r| r.dist.count).sum()
+}
+
+/// Whether some measured frame has two spans or more.
 pub(crate) fn multi_span(rows: &[StageRow], measured_frames: u64) -> bool {
-    rows.iter().map(|r| r.dist.count).sum::<u64>() > measured_frames
+    measured_spans(rows) > measured_frames
 }
 
 /// Pair of stage ids → the waits between them, overlaps, and when they first happened.
-#[derive(Default)]
 struct PairTally {
-    waits: Vec<i64>,
+    waits: NsValues,
     overlaps: u64,
     /// The first frame it occurred in (its start) and where in that frame.
     first: (i64, usize),
@@ -145,8 +161,9 @@ fn tally(
     at: (i64, usize),
 ) -> &mut PairTally {
     let t = pairs.entry(pair).or_insert_with(|| PairTally {
+        waits: NsValues::for_range(0, 0, 0),
+        overlaps: 0,
         first: at,
-        ..PairTally::default()
     });
     t.first = t.first.min(at);
     t
@@ -157,11 +174,16 @@ impl PipelineSummary {
         &mut self,
         rows: &[FrameRow],
         names: &Names,
+        measured_frames: u64,
         worst: &[u32],
         breakdowns: &mut [Option<FrameBreakdown>],
     ) {
         let mut pairs: BTreeMap<(u16, u16), PairTally> = BTreeMap::new();
-        let (mut work, mut waited) = (Vec::new(), Vec::new());
+        let frames = measured_frames as usize;
+        let (mut work, mut waited) = (
+            NsValues::for_range(0, 0, frames),
+            NsValues::for_range(0, 0, frames),
+        );
         let mut spans: Vec<StageSpan> = Vec::new();
         for frame_rows in rows.chunk_by(|a, b| a.frame == b.frame) {
             spans.clear();
@@ -202,12 +224,17 @@ impl PipelineSummary {
                 name: pair_name(names.stages, from, to),
                 from: stage_name(names.stages, from.into()),
                 to: stage_name(names.stages, to.into()),
-                dist: Dist::from_unsorted(&mut t.waits),
+                dist: {
+                    t.waits.sort();
+                    t.waits.dist_of_sorted()
+                },
                 overlaps: t.overlaps,
             })
             .collect();
-        self.work = Dist::from_unsorted(&mut work);
-        self.waited = Dist::from_unsorted(&mut waited);
+        work.sort();
+        waited.sort();
+        self.work = work.dist_of_sorted();
+        self.waited = waited.dist_of_sorted();
     }
 
     fn resources_from(

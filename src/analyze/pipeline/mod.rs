@@ -12,7 +12,7 @@ pub mod waits;
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use self::builder::{multi_span, summarize};
+pub(crate) use self::builder::{measured_spans, multi_span, summarize};
 pub use self::builder::{pair_name, PipelineBuilder};
 use super::{Dist, WorstFrame};
 use crate::model::ThreadInfo;
