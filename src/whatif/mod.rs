@@ -179,36 +179,25 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
         );
     }
     let labels = thread_labels(&run.threads);
-    let pace_stage = (run.stages.iter()).position(|s| s == PACE_STAGE);
-    let recorded = plan::recorded(&frames, &labels, pace_stage.map(|s| s as u16));
+    let pace = (run.stages.iter())
+        .position(|s| s == PACE_STAGE)
+        .map(|s| s as u16);
+    let recorded = plan::recorded(&frames, &labels, pace);
     let changed = plan::apply(&recorded, changes, &run.stages)?;
-    set_handover_delays(&mut frames, recorded.depth, pace_stage.map(|s| s as u16));
+    set_handover_delays(&mut frames, recorded.depth, pace);
     // The pacer runs at the target rate (a budget alone paces nothing).
     let period_ns = (run.meta.target_fps)
         .filter(|f| f.is_finite() && *f > 0.0)
         .map(|f| 1e9 / f);
-    let outcome = |p: &plan::Plan| {
+    let outcome = |p: &plan::Plan, paced: bool| {
         let tasks: Vec<Vec<Task>> = (frames.iter())
             .map(|f| p.tasks(&f.spans, &f.delays_ns))
             .collect();
         let config = Config {
-            period_ns: period_ns.filter(|_| !changes.unpaced),
+            period_ns: period_ns.filter(|_| paced),
             depth: p.depth,
-            pace_stage: pace_stage.map(|s| s as u16),
+            pace_stage: pace,
             resources: p.resource_names.len(),
-        };
-        Outcome::of(&simulate(&tasks, &config))
-    };
-    let as_recorded = {
-        // The run as it was recorded: how close the model comes to the measurement.
-        let tasks: Vec<Vec<Task>> = (frames.iter())
-            .map(|f| recorded.tasks(&f.spans, &f.delays_ns))
-            .collect();
-        let config = Config {
-            period_ns,
-            depth: recorded.depth,
-            pace_stage: pace_stage.map(|s| s as u16),
-            resources: recorded.resource_names.len(),
         };
         Outcome::of(&simulate(&tasks, &config))
     };
@@ -217,12 +206,13 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
         frames: frames.len(),
         target_fps: run.meta.target_fps,
         measured: Outcome::measured(analysis),
-        as_recorded,
+        // The run as it was recorded: how close the model comes to the measurement.
+        as_recorded: outcome(&recorded, true),
         recorded_schedule: recorded.schedule(&run.stages),
-        predicted: outcome(&changed),
+        predicted: outcome(&changed, !changes.unpaced),
         schedule: changed.schedule(&run.stages),
         changes: changes.describe(),
-        assumptions: plan::assumptions(period_ns, pace_stage.is_some(), changes.unpaced),
+        assumptions: plan::assumptions(period_ns, pace.is_some(), changes.unpaced),
     })
 }
 
