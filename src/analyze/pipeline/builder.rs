@@ -10,9 +10,10 @@ use super::{
     RepeatedOverlap, ResourceRow, StageBusy, WaitRow,
 };
 use crate::analyze::compact::values::NsValues;
+use crate::analyze::frames::{Frames, Measured, NO_FRAME};
 use crate::analyze::stages::stage_name;
 use crate::analyze::{StageRow, WorstFrame};
-use crate::model::Span;
+use crate::model::{Run, Span};
 
 /// A measured frame's span as kept for its waits: 24 bytes (no thread: waits don't need it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -39,6 +40,8 @@ pub struct PipelineBuilder {
     groups: BTreeMap<(u32, u16), Intervals>,
     summary: PipelineSummary,
     breakdowns: Vec<Option<FrameBreakdown>>,
+    /// Each wait pair's values, sorted, when asked for (`compare` resamples them).
+    wait_values: Option<Vec<(String, Vec<i64>)>>,
 }
 
 impl PipelineBuilder {
@@ -59,6 +62,7 @@ impl PipelineBuilder {
             groups: BTreeMap::new(),
             summary: PipelineSummary::default(),
             breakdowns: Vec::new(),
+            wait_values: None,
         }
     }
 
@@ -93,7 +97,9 @@ impl PipelineBuilder {
         let mut rows = std::mem::take(&mut self.rows);
         if self.keep_frames {
             rows.sort_unstable();
-            (self.summary).waits_from(&rows, names, measured_frames, worst, &mut self.breakdowns);
+            let values = self.wait_values.as_mut();
+            let out = (self.breakdowns.as_mut_slice(), values);
+            (self.summary).waits_from(&rows, names, measured_frames, worst, out);
         }
     }
 
@@ -110,6 +116,24 @@ impl PipelineBuilder {
             (self.groups.entry((span.thread, span.stage)).or_default()).push((from, to));
         }
     }
+}
+
+/// Each wait pair's waits over the measured frames of a loaded run, sorted ascending, in
+/// the wait table's order (what `compare` resamples for `--show 'convert→encode.p99'`).
+pub fn wait_values(run: &Run, frames: &Frames, measured: &Measured) -> Vec<(String, Vec<i64>)> {
+    let window = (i64::MIN, i64::MAX);
+    let mut builder = PipelineBuilder::new(window, run.spans.len() as u64, true);
+    builder.wait_values = Some(Vec::new());
+    for (span, &f) in run.spans.iter().zip(&frames.span_frame) {
+        let measured_frame = (f != NO_FRAME && measured.in_window[f as usize]).then_some(f);
+        builder.push_frame_span(span, measured_frame);
+    }
+    let names = Names {
+        stages: &run.stages,
+        threads: &run.threads,
+    };
+    builder.end_waits(&names, measured.order.len() as u64, &[]);
+    builder.wait_values.unwrap_or_default()
 }
 
 /// The summary of a builder both passes went through (`None` without measured frames),
@@ -176,7 +200,10 @@ impl PipelineSummary {
         names: &Names,
         measured_frames: u64,
         worst: &[u32],
-        breakdowns: &mut [Option<FrameBreakdown>],
+        (breakdowns, mut values): (
+            &mut [Option<FrameBreakdown>],
+            Option<&mut Vec<(String, Vec<i64>)>>,
+        ),
     ) {
         let mut pairs: BTreeMap<(u16, u16), PairTally> = BTreeMap::new();
         let frames = measured_frames as usize;
@@ -218,19 +245,20 @@ impl PipelineSummary {
         }
         let mut ordered: Vec<((u16, u16), PairTally)> = pairs.into_iter().collect();
         ordered.sort_by_key(|(pair, t)| (t.first, *pair));
-        self.waits = ordered
-            .into_iter()
-            .map(|((from, to), mut t)| WaitRow {
-                name: pair_name(names.stages, from, to),
+        for ((from, to), mut t) in ordered {
+            t.waits.sort();
+            let name = pair_name(names.stages, from, to);
+            if let Some(values) = values.as_mut() {
+                values.push((name.clone(), t.waits.to_i64()));
+            }
+            self.waits.push(WaitRow {
+                name,
                 from: stage_name(names.stages, from.into()),
                 to: stage_name(names.stages, to.into()),
-                dist: {
-                    t.waits.sort();
-                    t.waits.dist_of_sorted()
-                },
+                dist: t.waits.dist_of_sorted(),
                 overlaps: t.overlaps,
-            })
-            .collect();
+            });
+        }
         work.sort();
         waited.sort();
         self.work = work.dist_of_sorted();

@@ -13,7 +13,7 @@ pub mod waits;
 use serde::{Deserialize, Serialize};
 
 pub(crate) use self::builder::{measured_spans, multi_span, summarize};
-pub use self::builder::{pair_name, PipelineBuilder};
+pub use self::builder::{pair_name, wait_values, PipelineBuilder};
 use super::{Dist, WorstFrame};
 use crate::model::ThreadInfo;
 
