@@ -41,8 +41,11 @@ pub struct PipelineBuilder {
     summary: PipelineSummary,
     breakdowns: Vec<Option<FrameBreakdown>>,
     /// Each wait pair's values, sorted, when asked for (`compare` resamples them).
-    wait_values: Option<Vec<(String, Vec<i64>)>>,
+    wait_values: Option<WaitValues>,
 }
+
+/// Each wait pair's name and its waits, sorted.
+pub type WaitValues = Vec<(String, Vec<i64>)>;
 
 impl PipelineBuilder {
     /// `measured_spans`: the measured frames' spans (sizes what is kept of them);
@@ -120,7 +123,7 @@ impl PipelineBuilder {
 
 /// Each wait pair's waits over the measured frames of a loaded run, sorted ascending, in
 /// the wait table's order (what `compare` resamples for `--show 'convert→encode.p99'`).
-pub fn wait_values(run: &Run, frames: &Frames, measured: &Measured) -> Vec<(String, Vec<i64>)> {
+pub fn wait_values(run: &Run, frames: &Frames, measured: &Measured) -> WaitValues {
     let window = (i64::MIN, i64::MAX);
     let mut builder = PipelineBuilder::new(window, run.spans.len() as u64, true);
     builder.wait_values = Some(Vec::new());
@@ -200,10 +203,7 @@ impl PipelineSummary {
         names: &Names,
         measured_frames: u64,
         worst: &[u32],
-        (breakdowns, mut values): (
-            &mut [Option<FrameBreakdown>],
-            Option<&mut Vec<(String, Vec<i64>)>>,
-        ),
+        (breakdowns, mut values): (&mut [Option<FrameBreakdown>], Option<&mut WaitValues>),
     ) {
         let mut pairs: BTreeMap<(u16, u16), PairTally> = BTreeMap::new();
         let frames = measured_frames as usize;
