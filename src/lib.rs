@@ -26,3 +26,4 @@ pub mod stats;
 pub mod store;
 pub mod timers;
 pub mod units;
+pub mod whatif;

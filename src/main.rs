@@ -168,6 +168,19 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             print!("{}", framelab::hist::render_from(&run.head, &run, &opts)?);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Whatif(args) => {
+            let run = store::load_run(&args.run, args.run_id)?;
+            let analysis = analyze::analyze(&run);
+            let changes = framelab::whatif::Changes {
+                depth: args.depth,
+                scales: args.stage_scale,
+                moves: args.moves,
+                unpaced: args.unpaced,
+            };
+            let prediction = framelab::whatif::whatif(&run, &analysis, &changes)?;
+            print!("{}", framelab::whatif::render(&prediction, args.format));
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Sources(args) => {
             let opts = sampling_options(&args.sampling);
             let mut pids = args.pids.clone();

@@ -291,3 +291,54 @@ pub fn degenerate_runs() -> Vec<Run> {
         },
     ]
 }
+
+/// Runs the pipeline analysis must say something about, by name: frames of one span;
+/// an import without thread ids; a stage recursing on its thread; spans of a frame recorded
+/// out of start order on one thread. 20 frames each, 1 ms apart, window [0, 30 ms].
+pub fn pipeline_edge_runs() -> Vec<(&'static str, Run)> {
+    let run = |spans: Vec<Span>, threads: Vec<ThreadInfo>| Run {
+        meta: RunMeta {
+            window_end_ns: 30 * MS,
+            end_reason: EndReason::Exited,
+            ..RunMeta::default()
+        },
+        stages: vec!["a".into(), "b".into()],
+        threads,
+        spans,
+        ..Run::default()
+    };
+    let named = vec![ThreadInfo {
+        pid: 1,
+        tid: 1,
+        name: "main".into(),
+        dropped: 0,
+    }];
+    let frames = 0..20u64;
+    let at = |f: u64| f as i64 * MS;
+    let one_span = frames
+        .clone()
+        .map(|f| span(f, 0, 0, at(f), 200 * US))
+        .collect();
+    let two = |f: u64| {
+        [
+            span(f, 0, 0, at(f), 200 * US),
+            span(f, 1, 0, at(f) + 300 * US, 100 * US),
+        ]
+    };
+    let no_threads = frames.clone().flat_map(two).collect();
+    // Stage b of frame 5 recurses: a second b inside the first.
+    let mut recursion: Vec<Span> = frames.clone().flat_map(two).collect();
+    recursion.push(span(5, 1, 0, at(5) + 320 * US, 50 * US));
+    // Frame 7's b is recorded before its a.
+    let mut reordered: Vec<Span> = frames.flat_map(two).collect();
+    reordered.swap(14, 15);
+    vec![
+        ("one span per frame", run(one_span, named.clone())),
+        (
+            "no thread ids",
+            run(no_threads, vec![ThreadInfo::default()]),
+        ),
+        ("recursion", run(recursion, named.clone())),
+        ("reordered", run(reordered, named)),
+    ]
+}

@@ -11,6 +11,7 @@ pub mod late;
 pub mod notes;
 pub mod pacing;
 pub mod pair;
+pub mod pipeline;
 pub mod stages;
 pub mod stats;
 mod summary;
@@ -139,7 +140,7 @@ pub struct CpuSummary {
     pub work_units: u64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorstFrame {
     pub frame: u64,
     /// Frame end, seconds since launch.
@@ -148,6 +149,17 @@ pub struct WorstFrame {
     /// Time in each stage of `Analysis::stage_names` (same order; summed when a stage
     /// repeats in the frame; `None` when the frame has no span of that stage).
     pub stage_ns: Vec<Option<i64>>,
+    /// The time at least one of its stages ran, and the sum of its waits (total = both);
+    /// `None` when the run's frames have one span each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_ns: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ns: Option<i64>,
+    /// Its longest wait (`from→to`) and how long it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub longest_wait: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub longest_wait_ns: Option<i64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -222,6 +234,10 @@ pub struct Analysis {
     pub cpu: CpuSummary,
     /// Up to ten, worst total first.
     pub worst_frames: Vec<WorstFrame>,
+    /// Waits between stages, threads as resources, the bottleneck; `None` without measured
+    /// frames.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<pipeline::PipelineSummary>,
     /// Plain-language notes the report must show (a crash, drops, an empty window, ...).
     pub notes: Vec<String>,
     /// What the machine did (GPU, CPU frequency, power, threads); `None` for a run

@@ -118,6 +118,7 @@ pub fn stage_table(
                 t_s: frame.end_ns as f64 / 1e9,
                 total_ns: frame.total_ns(),
                 stage_ns,
+                ..WorstFrame::default()
             }
         })
         .collect();

@@ -3,10 +3,14 @@
 use super::counters::counter_summaries;
 use super::cpu::{cpu_summary, process_rows};
 use super::fps::fps_summary;
+use super::frames::NO_FRAME;
 use super::frames::{intervals_ns, measure_run, Frames, ResolvedWindow};
 use super::late::{late_summary, stutter};
 use super::notes::{notes, NoteFacts};
 use super::pacing::{pacing_summary, PacingSummary};
+use super::pipeline::{
+    measured_spans, multi_span, summarize, Names, PipelineBuilder, PipelineSummary,
+};
 use super::stages::{pick_worst, stage_table, StageTable, WORST_FRAMES};
 use super::stats::sort_ns;
 use super::telemetry::{summarize as summarize_telemetry, FrameSpan};
@@ -69,6 +73,7 @@ pub(crate) struct SpanFacts {
     pub fps: Option<FpsSummary>,
     /// The stage rows (without `total` and `interval`), their names, the worst frames.
     pub table: StageTable,
+    pub pipeline: Option<PipelineSummary>,
     pub counters: Vec<CounterSummary>,
     pub orphan_counter_values: u64,
     pub worst_spans: Vec<FrameSpan>,
@@ -105,7 +110,26 @@ fn span_facts(run: &Run) -> SpanFacts {
     let fps = fps_summary(&intervals);
 
     let worst = pick_worst(&frames, &measured, WORST_FRAMES);
-    let table = stage_table(&run.spans, &run.stages, &frames, &measured, &worst);
+    let mut table = stage_table(&run.spans, &run.stages, &frames, &measured, &worst);
+
+    let mut builder = PipelineBuilder::new(
+        (window.start_ns, window.end_ns),
+        measured_spans(&table.rows),
+        multi_span(&table.rows, measured_frames),
+    );
+    for (span, &f) in run.spans.iter().zip(&frames.span_frame) {
+        let measured_frame = (f != NO_FRAME && measured.in_window[f as usize]).then_some(f);
+        builder.push_frame_span(span, measured_frame);
+    }
+    let names = Names {
+        stages: &run.stages,
+        threads: &run.threads,
+    };
+    builder.end_waits(&names, measured_frames, &worst);
+    for span in &run.spans {
+        builder.push_busy(span);
+    }
+    let pipeline = summarize(builder, &names, measured_frames, &mut table.worst);
 
     let (counters, orphan_counter_values) = counter_summaries(
         &run.counters,
@@ -149,6 +173,7 @@ fn span_facts(run: &Run) -> SpanFacts {
         interval,
         fps,
         table,
+        pipeline,
         counters,
         orphan_counter_values,
         worst_spans,
@@ -211,6 +236,11 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
         &facts.late_spans,
     );
 
+    let pipeline_notes = facts
+        .pipeline
+        .iter()
+        .flat_map(|p| p.notes())
+        .collect::<Vec<_>>();
     Analysis {
         run_id: meta.id,
         name: meta.name.clone(),
@@ -261,12 +291,14 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
             ..cpu_summary(&run.processes, window.length_ns(), frame_count)
         },
         worst_frames: facts.table.worst,
+        pipeline: facts.pipeline,
         notes: notes(meta, &window, &note_facts)
             .into_iter()
             .chain(run.import.iter().flat_map(|i| i.notes.iter().cloned()))
             .chain(imported_histograms_note(run))
             .chain(process_notes(run))
             .chain(output_notes(run))
+            .chain(pipeline_notes)
             .collect(),
         telemetry,
         import: run.import.clone(),

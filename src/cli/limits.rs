@@ -245,6 +245,38 @@ pub fn ratio(text: &str) -> Result<u64, String> {
     count_in(text, 1, 100_000)
 }
 
+/// `whatif --depth`: frames in flight, 1 to 64.
+pub fn whatif_depth(text: &str) -> Result<usize, String> {
+    count_in(text, 1, 64).map(|n| n as usize)
+}
+
+/// `whatif --stage-scale STAGE=FACTOR`: a factor from 0.001 to 1000.
+pub fn stage_scale(text: &str) -> Result<(String, f64), String> {
+    let (stage, factor) = stage_and(text, "FACTOR")?;
+    let f: f64 = (factor.trim().parse())
+        .map_err(|_| format!("`{factor}` is not a number: give STAGE=FACTOR, e.g. encode=0.5"))?;
+    if !(0.001..=1000.0).contains(&f) {
+        return Err(format!("the factor {f} is outside 0.001 to 1000"));
+    }
+    Ok((stage, f))
+}
+
+/// `whatif --move STAGE=THREAD`.
+pub fn stage_move(text: &str) -> Result<(String, String), String> {
+    let (stage, thread) = stage_and(text, "THREAD")?;
+    if thread.trim().is_empty() {
+        return Err("the thread is empty: give STAGE=THREAD, e.g. encode=encoder".into());
+    }
+    Ok((stage, thread.to_string()))
+}
+
+fn stage_and<'a>(text: &'a str, what: &str) -> Result<(String, &'a str), String> {
+    match text.split_once('=') {
+        Some((stage, rest)) if !stage.trim().is_empty() => Ok((stage.trim().to_string(), rest)),
+        _ => Err(format!("give STAGE={what}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -49,6 +49,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Print histograms of a stage's or a pair's durations, or a run's imported histograms
     Hist(HistArgs),
+    /// Predict fps and latency if a run's stages were scheduled another way (depth, a faster stage, another thread)
+    Whatif(WhatifArgs),
     /// Show what each telemetry source reads on this machine (GPU, CPU frequency, power, threads)
     Sources(SourcesArgs),
 }
@@ -326,6 +328,29 @@ pub struct ExportArgs {
     /// File to write (`-` for standard output)
     #[arg(short, long)]
     pub output: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct WhatifArgs {
+    /// The run file
+    pub run: PathBuf,
+    /// Which run of a file holding several (default: the only one)
+    #[arg(long = "run-id", value_parser = limits::run_id)]
+    pub run_id: Option<i64>,
+    /// Frames in flight, the stages split over this many threads (1 to 64)
+    #[arg(long, value_parser = limits::whatif_depth)]
+    pub depth: Option<usize>,
+    /// Multiply a stage's recorded durations: encode=0.5 (repeat for more)
+    #[arg(long = "stage-scale", value_parser = limits::stage_scale, value_name = "STAGE=FACTOR")]
+    pub stage_scale: Vec<(String, f64)>,
+    /// Run a stage on another thread (one of the run's, or a new one by that name)
+    #[arg(long = "move", value_parser = limits::stage_move, value_name = "STAGE=THREAD")]
+    pub moves: Vec<(String, String)>,
+    /// Leave the pacer out: frames start as soon as they can (the throughput ceiling)
+    #[arg(long)]
+    pub unpaced: bool,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
 }
 
 #[derive(Args, Debug)]

@@ -205,6 +205,9 @@ pub struct Comparison {
     pub excluded: Vec<Excluded>,
     /// Fingerprint differences and other things to know before trusting the numbers.
     pub notes: Vec<String>,
+    /// Why each variant differs from the baseline in stages, waits and bottleneck.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pipeline: Vec<String>,
 }
 
 /// 2: `sweep` became `sweeps` (one per metric), sweep changes carry their interval,
@@ -376,6 +379,7 @@ pub fn compute(
         sweeps,
         excluded,
         notes,
+        pipeline: Vec::new(),
     }
 }
 

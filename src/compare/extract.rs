@@ -39,6 +39,10 @@ pub struct RunData {
     pub output_metrics: Vec<crate::output::MetricValue>,
     /// fps is `--frames N` over the whole run (start-up and shutdown included).
     pub fps_from_frames: bool,
+    /// Each wait pair's waits over measured frames (`convert→encode`), sorted ascending.
+    pub waits: Vec<(String, Vec<i64>)>,
+    /// Waits, threads and the bottleneck, to explain a change (`explain`).
+    pub pipeline: Option<crate::analyze::pipeline::PipelineSummary>,
 }
 
 pub fn extract(run: &Run) -> RunData {
@@ -47,9 +51,10 @@ pub fn extract(run: &Run) -> RunData {
     data.fixed_duration = run.meta.end_reason == crate::model::EndReason::Duration;
     data.output_metrics = run.metrics.clone();
     data.fps_from_frames = analysis.frames_from_hint && analysis.observed_fps.is_some();
-    let (stages, totals) = frame_values(run, &analysis);
+    let (stages, totals, waits) = frame_values(run, &analysis);
     data.stages = stages;
     data.totals = totals;
+    data.waits = waits;
     data
 }
 
@@ -70,6 +75,7 @@ fn from_analysis(a: &Analysis) -> RunData {
             .filter(|_| a.frames > 0 && !a.frames_from_hint)
             .map(|l| (l.late_frames, a.frames)),
         worst_frame: a.worst_frames.first().map(|w| (w.frame, w.total_ns)),
+        pipeline: a.pipeline.clone(),
         energy_per_frame: a
             .telemetry
             .iter()
@@ -80,11 +86,14 @@ fn from_analysis(a: &Analysis) -> RunData {
     }
 }
 
-/// Sorted durations per stage (spans of measured frames, as the stage table counts them)
-/// and sorted frame totals.
-fn frame_values(run: &Run, analysis: &Analysis) -> (Vec<(String, Vec<i64>)>, Vec<i64>) {
+/// Named sorted values, one set per stage or wait.
+type ValuesByName = Vec<(String, Vec<i64>)>;
+
+/// Sorted durations per stage (spans of measured frames, as the stage table counts them),
+/// sorted frame totals, and each wait pair's sorted waits.
+fn frame_values(run: &Run, analysis: &Analysis) -> (ValuesByName, Vec<i64>, ValuesByName) {
     if run.spans.is_empty() {
-        return (Vec::new(), Vec::new());
+        return (Vec::new(), Vec::new(), Vec::new());
     }
     let frames = Frames::from_spans(&run.spans);
     let (_, measured) = measure_run(run, &frames);
@@ -112,5 +121,6 @@ fn frame_values(run: &Run, analysis: &Analysis) -> (Vec<(String, Vec<i64>)>, Vec
     }
     let mut totals = measured.totals_ns(&frames);
     sort_ns(&mut totals);
-    (stages, totals)
+    let waits = crate::analyze::pipeline::wait_values(run, &frames, &measured);
+    (stages, totals, waits)
 }

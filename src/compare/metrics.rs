@@ -93,6 +93,12 @@ pub enum Kind {
         stage: Option<String>,
         p: f64,
     },
+    /// A percentile of a wait between two stages (`convert→encode`) over measured frames:
+    /// shown when `--show` asks for it, never by default.
+    Wait {
+        pair: String,
+        p: f64,
+    },
     /// A number the command printed or wrote (`--metric NAME...`), one per run.
     Output {
         name: String,
@@ -171,6 +177,23 @@ impl Metric {
         )
     }
 
+    /// `convert->encode.p99` (an ASCII arrow, to type) for the wait `convert→encode`.
+    fn wait(pair: &str, name: &str, p: f64) -> Metric {
+        Metric::new(
+            &format!("{}.{name}", pair.replace('→', "->")),
+            &format!(
+                "{} wait {name}",
+                crate::display::escaped(pair, LABEL_NAME_CHARS)
+            ),
+            Unit::Microseconds,
+            Direction::LowerIsBetter,
+            Kind::Wait {
+                pair: pair.to_owned(),
+                p,
+            },
+        )
+    }
+
     /// This run's value, and how it is resampled; `None` when the run lacks it.
     pub fn value<'a>(&self, run: &'a RunData) -> Option<RunValue<'a>> {
         let whole = |v: f64| v.is_finite().then_some(RunValue::Whole(v));
@@ -230,6 +253,10 @@ impl Metric {
                 };
                 (!sorted.is_empty()).then_some(RunValue::Percentile { sorted, p: *p })
             }
+            Kind::Wait { pair, p } => {
+                let sorted = &run.waits.iter().find(|(n, _)| n == pair)?.1;
+                (!sorted.is_empty()).then_some(RunValue::Percentile { sorted, p: *p })
+            }
         }
     }
 
@@ -269,7 +296,7 @@ impl Metric {
     /// A value of this metric as a table prints it (its unit: µs for times).
     pub fn display_value(&self, value: f64) -> f64 {
         match (&self.kind, &self.unit) {
-            (Kind::Percentile { .. }, _) => value / 1e3,
+            (Kind::Percentile { .. } | Kind::Wait { .. }, _) => value / 1e3,
             _ => value,
         }
     }
@@ -301,6 +328,19 @@ pub fn catalogue(runs: &[&RunData]) -> Vec<Metric> {
     for name in stage_names {
         for (label, p) in PERCENTILES {
             all.push(Metric::percentile(Some(name), label, p));
+        }
+    }
+    let mut wait_pairs: Vec<&str> = Vec::new();
+    for run in runs {
+        for (pair, _) in &run.waits {
+            if !wait_pairs.contains(&pair.as_str()) {
+                wait_pairs.push(pair);
+            }
+        }
+    }
+    for pair in wait_pairs {
+        for (label, p) in PERCENTILES {
+            all.push(Metric::wait(pair, label, p));
         }
     }
     for (label, p) in PERCENTILES {
@@ -535,6 +575,7 @@ pub fn defaults(catalogue: &[Metric]) -> Vec<Metric> {
                 m.kind,
                 Kind::Cores
                     | Kind::CpuPerUnit { .. }
+                    | Kind::Wait { .. }
                     | Kind::Role {
                         figure: RoleFigure::Cores,
                         ..
@@ -592,5 +633,28 @@ mod tests {
         assert!(catalogue(&[&without])
             .iter()
             .all(|m| !m.key.starts_with("energy")));
+    }
+
+    #[test]
+    fn waits_are_metrics_to_show_never_judged_by_default() {
+        let run = RunData {
+            waits: vec![("convert→encode".into(), vec![1_000, 2_000, 3_000])],
+            ..RunData::default()
+        };
+        let all = catalogue(&[&run]);
+        let p50 = (all.iter())
+            .find(|m| m.key == "convert->encode.p50")
+            .expect("a wait metric");
+        assert_eq!(p50.label, "convert→encode wait p50");
+        assert!(matches!(
+            p50.value(&run),
+            Some(RunValue::Percentile { sorted, p }) if sorted.len() == 3 && p == 0.5
+        ));
+        assert_eq!(p50.display_value(2_000.0), 2.0);
+        assert!(defaults(&all).iter().all(|m| !m.key.contains("->")));
+        assert_eq!(
+            select(&all, &["convert->encode.p99".into()]).unwrap().len(),
+            1
+        );
     }
 }

@@ -4,6 +4,7 @@
 
 mod compute;
 mod csv;
+mod explain;
 mod extract;
 mod fingerprints;
 mod html;
@@ -102,7 +103,8 @@ fn compare_loaded(
         .iter()
         .map(|s| s.path.display().to_string())
         .collect();
-    let comparison = compute::compute(
+    let pipeline = explain::explain(&loaded, &baseline);
+    let mut comparison = compute::compute(
         &loaded,
         chosen,
         baseline,
@@ -111,6 +113,7 @@ fn compare_loaded(
         notes,
         sources,
     );
+    comparison.pipeline = pipeline;
     Ok((comparison, loaded))
 }
 

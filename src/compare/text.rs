@@ -111,6 +111,18 @@ pub fn render(c: &Comparison, markdown: bool) -> String {
             ));
         }
     }
+    if !c.pipeline.is_empty() {
+        heading(&mut out, "pipeline (medians; shown, not judged)");
+        for line in &c.pipeline {
+            let shown = crate::display::text(line);
+            let shown = if markdown {
+                crate::display::markdown(&shown).to_string()
+            } else {
+                shown.into_owned()
+            };
+            out.push_str(&format!("{}{shown}\n", bullet(markdown)));
+        }
+    }
     if !c.notes.is_empty() {
         heading(&mut out, "notes");
         for n in &c.notes {

@@ -464,6 +464,7 @@ pub fn facts(a: &Analysis, st: &Style) -> Vec<(&'static str, String)> {
         ("window", Some(window(a))),
         ("metrics", metrics(a, st)),
         ("frames", frames(a, st)),
+        ("bound", super::pipeline::bound_line(a, st)),
         ("fps", fps(a)),
         ("cpu", cpu(a)),
         ("counters", counters(a, st)),

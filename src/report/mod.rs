@@ -6,6 +6,7 @@ pub(crate) mod format;
 pub mod html;
 mod json;
 pub(crate) mod markdown;
+mod pipeline;
 pub mod runs;
 mod sources;
 pub(crate) mod table;

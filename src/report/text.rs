@@ -99,8 +99,16 @@ fn process_table(a: &Analysis, st: &Style) -> Option<String> {
     Some(table(&columns, &rows, None, st))
 }
 
-/// One row per worst frame: id, end time, total, then each stage (`-` where absent).
+/// Whether the worst frames have work and waits to show (frames of two stages or more).
+pub(crate) fn worst_have_waits(a: &Analysis) -> bool {
+    a.worst_frames.iter().any(|w| w.work_ns.is_some())
+}
+
+/// One row per worst frame: id, end time, total, then each stage (`-` where absent), then
+/// its work, its waits and its longest wait where frames have waits.
 pub(crate) fn worst_rows(a: &Analysis) -> Vec<Vec<String>> {
+    let cell = |ns: Option<i64>| ns.map_or_else(|| "-".into(), |ns| us(ns as f64));
+    let waits = worst_have_waits(a);
     a.worst_frames
         .iter()
         .map(|w| {
@@ -109,15 +117,22 @@ pub(crate) fn worst_rows(a: &Analysis) -> Vec<Vec<String>> {
                 format!("{:.2}", w.t_s),
                 us(w.total_ns as f64),
             ];
-            row.extend(
-                w.stage_ns
-                    .iter()
-                    .map(|ns| ns.map_or_else(|| "-".into(), |ns| us(ns as f64))),
-            );
+            row.extend(w.stage_ns.iter().map(|&ns| cell(ns)));
+            if waits {
+                row.push(cell(w.work_ns));
+                row.push(cell(w.wait_ns));
+                row.push(match (&w.longest_wait, w.longest_wait_ns) {
+                    (Some(name), Some(ns)) => format!("{name} {}", us(ns as f64)),
+                    _ => "-".into(),
+                });
+            }
             row
         })
         .collect()
 }
+
+/// The worst frames' headers after the stages: work, waits, longest wait.
+pub(crate) const WORST_WAIT_HEADERS: [&str; 3] = ["work", "waits", "longest wait"];
 
 fn worst_table(a: &Analysis, st: &Style) -> Option<String> {
     if a.worst_frames.is_empty() {
@@ -129,7 +144,24 @@ fn worst_table(a: &Analysis, st: &Style) -> Option<String> {
         Column::new("total", 9),
     ];
     columns.extend(a.stage_names.iter().map(|n| Column::new(n.clone(), 9)));
+    if worst_have_waits(a) {
+        columns.extend(WORST_WAIT_HEADERS.map(|h| Column::new(h, 9)));
+    }
     Some(table(&columns, &worst_rows(a), Some("µs"), st))
+}
+
+fn wait_table(a: &Analysis, st: &Style) -> Option<String> {
+    let rows = super::pipeline::wait_rows(a.pipeline.as_ref()?)?;
+    let mut columns = vec![Column::new("wait", 9)];
+    columns.extend(super::pipeline::WAIT_HEADERS.map(|h| Column::new(h, 9)));
+    Some(table(&columns, &rows, Some("µs"), st))
+}
+
+fn resource_table(a: &Analysis, st: &Style) -> Option<String> {
+    let rows = super::pipeline::resource_rows(a)?;
+    let mut columns = vec![Column::new("thread", 10)];
+    columns.extend(super::pipeline::RESOURCE_HEADERS.map(|h| Column::new(h, 9)));
+    Some(table(&columns, &rows, None, st))
 }
 
 pub fn render(a: &Analysis, color: bool) -> String {
@@ -146,7 +178,9 @@ pub fn render(a: &Analysis, color: bool) -> String {
     }
     for block in [
         stage_table(a, &st),
+        wait_table(a, &st),
         process_table(a, &st),
+        resource_table(a, &st),
         worst_table(a, &st),
     ]
     .into_iter()

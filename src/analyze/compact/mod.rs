@@ -26,6 +26,7 @@ use super::fps::fps_summary_of;
 use super::frames::NO_FRAME;
 use super::late::{late_frames_of, missed_slots_of, stutter_of};
 use super::pacing::pacing_summary_of;
+use super::pipeline::{measured_spans, multi_span, summarize, Names, PipelineBuilder};
 use super::stages::{StageTable, WORST_FRAMES};
 use super::summary::{assemble, budget_ns, SpanFacts};
 use super::telemetry::FrameSpan;
@@ -83,7 +84,7 @@ fn span_facts(
     columns.start = None;
 
     let worst = pick_worst(&table, &measured, WORST_FRAMES);
-    let stage_table = stage_table(columns, &head.stages, &table, &measured, &counts, &worst);
+    let mut stage_table = stage_table(columns, &head.stages, &table, &measured, &counts, &worst);
     let order = end_order(&table, &measured);
 
     let budget = budget_ns(meta);
@@ -127,6 +128,31 @@ fn span_facts(
     })?;
     let (counters, orphan_counter_values) = counters.finish(&head.counter_names, window.seconds());
 
+    // Waits, then threads: the spans twice more, after everything above is dropped, so
+    // what each pass keeps is never held with the rest.
+    let mut builder = PipelineBuilder::new(
+        (window.start_ns, window.end_ns),
+        measured_spans(&stage_table.rows),
+        multi_span(&stage_table.rows, measured.count),
+    );
+    source.for_each_spans(&mut |chunk| {
+        for span in chunk {
+            let frame = table.index_of(span.frame);
+            builder.push_frame_span(span, frame.filter(|&i| measured.in_window.get(i)));
+        }
+        Ok(())
+    })?;
+    let names = Names {
+        stages: &head.stages,
+        threads: &head.threads,
+    };
+    builder.end_waits(&names, measured.count, &worst);
+    source.for_each_spans(&mut |chunk| {
+        chunk.iter().for_each(|span| builder.push_busy(span));
+        Ok(())
+    })?;
+    let pipeline = summarize(builder, &names, measured.count, &mut stage_table.worst);
+
     Ok(SpanFacts {
         window,
         warmup_frames: measured.warmup_frames,
@@ -144,6 +170,7 @@ fn span_facts(
         fps,
         worst_spans: worst.iter().map(|&i| frame_span(&table, i)).collect(),
         table: stage_table,
+        pipeline,
         counters,
         orphan_counter_values,
         late_spans,
@@ -300,6 +327,7 @@ fn stage_table(
             t_s: table.end_ns(f) as f64 / 1e9,
             total_ns: table.total_ns(f),
             stage_ns,
+            ..WorstFrame::default()
         })
         .collect();
     StageTable { names, rows, worst }

@@ -272,6 +272,9 @@ fn fixtures_read_as_columns_give_the_same_reports() {
     same("crashed", &crashed_run());
     same("uninstrumented", &uninstrumented_run());
     same("telemetry", &telemetry_run());
+    for (label, run) in crate::analyze::fixtures::pipeline_edge_runs() {
+        same(label, &run);
+    }
     for (i, run) in degenerate_runs().iter().enumerate() {
         same(&format!("degenerate {i}"), run);
     }

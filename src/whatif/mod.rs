@@ -1,0 +1,384 @@
+//! `framelab whatif`: what a run's recorded stage durations would give scheduled another
+//! way (another depth, a stage made faster, a stage on another thread), from the event model
+//! of [`model`], printed beside the measurement and beside the model's replay of the run as
+//! it was recorded (how far to trust it), with the model's assumptions.
+
+pub mod model;
+mod plan;
+mod render;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use self::model::{simulate, Config, Simulated, Task};
+pub use self::plan::Changes;
+use crate::analyze::frames::{measure_run, Frames, NO_FRAME};
+use crate::analyze::pipeline::waits::StageSpan;
+use crate::analyze::pipeline::{has_thread_info, thread_labels};
+use crate::analyze::stats::sort_ns;
+use crate::analyze::{Analysis, Dist};
+use crate::model::Run;
+pub use render::render;
+
+/// The stage the SDK's pacer records its own wait as.
+pub const PACE_STAGE: &str = "pace";
+
+/// What one schedule gives.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Outcome {
+    /// 1e9 / mean interval.
+    pub fps: Option<f64>,
+    pub interval: Option<Dist>,
+    pub total: Option<Dist>,
+}
+
+impl Outcome {
+    fn of(sim: &Simulated) -> Outcome {
+        let mut ends = sim.ends_ns.clone();
+        sort_ns(&mut ends);
+        let mut intervals: Vec<i64> = ends.windows(2).map(|w| w[1] - w[0]).collect();
+        let mut totals: Vec<i64> = (sim.ends_ns.iter().zip(&sim.starts_ns))
+            .map(|(e, s)| e - s)
+            .collect();
+        let interval = Dist::from_unsorted(&mut intervals);
+        Outcome {
+            fps: interval
+                .as_ref()
+                .filter(|d| d.mean_ns > 0.0)
+                .map(|d| 1e9 / d.mean_ns),
+            interval,
+            total: Dist::from_unsorted(&mut totals),
+        }
+    }
+
+    /// The analysis's figures, defined as the model's are.
+    fn measured(a: &Analysis) -> Outcome {
+        Outcome {
+            fps: a.fps.as_ref().map(|f| f.mean),
+            interval: a.interval.clone(),
+            total: a.total.clone(),
+        }
+    }
+}
+
+/// A schedule: which resource each stage runs on, their names, the depth.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Schedule {
+    pub depth: usize,
+    /// Each resource's name and the stages on it, in stage order.
+    pub resources: Vec<(String, Vec<String>)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WhatIf {
+    pub run: String,
+    pub frames: usize,
+    pub target_fps: Option<f64>,
+    pub measured: Outcome,
+    pub as_recorded: Outcome,
+    pub recorded_schedule: Schedule,
+    pub predicted: Outcome,
+    pub schedule: Schedule,
+    pub changes: Vec<String>,
+    pub assumptions: Vec<String>,
+}
+
+/// A measured frame's stages in start order, and each one's hand-over delay.
+struct RecordedFrame {
+    spans: Vec<StageSpan>,
+    delays_ns: Vec<i64>,
+}
+
+/// The measured frames, in start order, each with its spans sorted by start.
+fn recorded_frames(run: &Run) -> Vec<RecordedFrame> {
+    let frames = Frames::from_spans(&run.spans);
+    let (_, measured) = measure_run(run, &frames);
+    let mut by_frame: Vec<Vec<StageSpan>> = vec![Vec::new(); frames.all.len()];
+    for (s, &f) in run.spans.iter().zip(&frames.span_frame) {
+        if f != NO_FRAME && measured.in_window[f as usize] {
+            by_frame[f as usize].push(StageSpan {
+                start_ns: s.start_ns,
+                end_ns: s.end_ns(),
+                stage: s.stage,
+                thread: s.thread,
+            });
+        }
+    }
+    let mut out: Vec<RecordedFrame> = by_frame
+        .into_iter()
+        .filter(|spans| !spans.is_empty())
+        .map(|mut spans| {
+            spans.sort_unstable();
+            RecordedFrame {
+                delays_ns: vec![0; spans.len()],
+                spans,
+            }
+        })
+        .collect();
+    out.sort_by_key(|f| f.spans[0].start_ns);
+    out
+}
+
+/// Each span's hand-over delay as recorded: how long after it could have started (the
+/// frame's previous stage ended, its thread's previous span ended and, for the stage the
+/// depth gates, the frame `depth` before ended) it started. A frame's first span has none
+/// (the pacer's release is modelled instead).
+fn set_handover_delays(frames: &mut [RecordedFrame], depth: usize, pace: Option<u16>) {
+    // The end of the span before each one on its thread, by start.
+    let mut by_thread: Vec<(u32, i64, usize, usize)> = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        for (k, s) in f.spans.iter().enumerate() {
+            by_thread.push((s.thread, s.start_ns, i, k));
+        }
+    }
+    by_thread.sort_unstable();
+    let mut thread_free: Vec<Vec<i64>> = (frames.iter())
+        .map(|f| vec![i64::MIN; f.spans.len()])
+        .collect();
+    for w in by_thread.windows(2) {
+        let ((t0, _, i0, k0), (t1, _, i1, k1)) = (w[0], w[1]);
+        if t0 == t1 {
+            thread_free[i1][k1] = frames[i0].spans[k0].end_ns;
+        }
+    }
+    let ends: Vec<i64> = (frames.iter())
+        .map(|f| f.spans.iter().map(|s| s.end_ns).max().unwrap_or(0))
+        .collect();
+    for i in 0..frames.len() {
+        let f = &frames[i];
+        let gated = usize::from(pace == Some(f.spans[0].stage) && f.spans.len() > 1);
+        let delays: Vec<i64> = (0..f.spans.len())
+            .map(|k| {
+                if k == 0 {
+                    return 0;
+                }
+                let mut ready = f.spans[k - 1].end_ns.max(thread_free[i][k]);
+                if k == gated && i >= depth {
+                    ready = ready.max(ends[i - depth]);
+                }
+                f.spans[k].start_ns.saturating_sub(ready).max(0)
+            })
+            .collect();
+        frames[i].delays_ns = delays;
+    }
+}
+
+/// Predicts `changes` on `run` (analysed as `analysis`).
+pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatIf> {
+    if !has_thread_info(&run.threads) {
+        bail!(
+            "the run has no thread information (imported without thread ids): whatif needs to \
+             know which thread ran each stage; import it with a tid column"
+        );
+    }
+    let mut frames = recorded_frames(run);
+    if frames.len() < 2 {
+        bail!(
+            "the run has {} measured frames: whatif needs two or more to predict a rate",
+            frames.len()
+        );
+    }
+    let labels = thread_labels(&run.threads);
+    let pace = (run.stages.iter())
+        .position(|s| s == PACE_STAGE)
+        .map(|s| s as u16);
+    let recorded = plan::recorded(&frames, &labels, pace);
+    let changed = plan::apply(&recorded, changes, &run.stages)?;
+    set_handover_delays(&mut frames, recorded.depth, pace);
+    // The pacer runs at the target rate (a budget alone paces nothing).
+    let period_ns = (run.meta.target_fps)
+        .filter(|f| f.is_finite() && *f > 0.0)
+        .map(|f| 1e9 / f);
+    let outcome = |p: &plan::Plan, paced: bool| {
+        let tasks: Vec<Vec<Task>> = (frames.iter())
+            .map(|f| p.tasks(&f.spans, &f.delays_ns))
+            .collect();
+        let config = Config {
+            period_ns: period_ns.filter(|_| paced),
+            depth: p.depth,
+            pace_stage: pace,
+            resources: p.resource_names.len(),
+        };
+        Outcome::of(&simulate(&tasks, &config))
+    };
+    Ok(WhatIf {
+        run: analysis.name.clone(),
+        frames: frames.len(),
+        target_fps: run.meta.target_fps,
+        measured: Outcome::measured(analysis),
+        // The run as it was recorded: how close the model comes to the measurement.
+        as_recorded: outcome(&recorded, true),
+        recorded_schedule: recorded.schedule(&run.stages),
+        predicted: outcome(&changed, !changes.unpaced),
+        schedule: changed.schedule(&run.stages),
+        changes: changes.describe(),
+        assumptions: plan::assumptions(period_ns, pace.is_some(), changes.unpaced),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::analyze;
+    use crate::model::{EndReason, RunMeta, Span, ThreadInfo};
+
+    const MS: i64 = 1_000_000;
+
+    /// Stages a (2 ms) and b (3 ms) in series on one thread, paced at `fps` as the SDK
+    /// pacer does it: frame n at its slot, or when frame n − 1 ended if that is later.
+    fn serial_run(fps: f64, frames: u64) -> Run {
+        serial_run_on(fps, frames, 0)
+    }
+
+    /// `serial_run` with stage b on thread `b_thread` (still one frame in flight).
+    fn serial_run_on(fps: f64, frames: u64, b_thread: u32) -> Run {
+        let period = 1e9 / fps;
+        let (mut spans, mut free, mut slot) = (Vec::new(), 0i64, 0u64);
+        for frame in 0..frames {
+            let deadline = (slot as f64 * period).round() as i64;
+            let start = if free <= deadline {
+                slot += 1;
+                deadline
+            } else {
+                slot = (free as f64 / period).floor() as u64 + 1;
+                free
+            };
+            spans.push(Span {
+                frame,
+                stage: 0,
+                thread: 0,
+                start_ns: start,
+                dur_ns: 2 * MS,
+            });
+            spans.push(Span {
+                frame,
+                stage: 1,
+                thread: b_thread,
+                start_ns: start + 2 * MS,
+                dur_ns: 3 * MS,
+            });
+            free = start + 5 * MS;
+        }
+        Run {
+            meta: RunMeta {
+                name: "serial".into(),
+                target_fps: Some(fps),
+                window_end_ns: free,
+                end_reason: EndReason::Exited,
+                ..RunMeta::default()
+            },
+            stages: vec!["a".into(), "b".into()],
+            threads: vec![
+                ThreadInfo {
+                    pid: 1,
+                    tid: 1,
+                    name: "main".into(),
+                    dropped: 0,
+                },
+                ThreadInfo {
+                    pid: 1,
+                    tid: 2,
+                    name: "device".into(),
+                    dropped: 0,
+                },
+            ],
+            spans,
+            ..Run::default()
+        }
+    }
+
+    fn predict(run: &Run, changes: Changes) -> Result<WhatIf> {
+        whatif(run, &analyze(run), &changes)
+    }
+
+    fn depth(n: usize) -> Changes {
+        Changes {
+            depth: Some(n),
+            ..Changes::default()
+        }
+    }
+
+    #[test]
+    fn depth_two_of_two_and_three_ms_at_120_fps_keeps_the_rate_and_the_latency() {
+        let w = predict(&serial_run(120.0, 50), depth(2)).unwrap();
+        // As recorded, the model gives back the measurement.
+        assert_eq!(w.as_recorded.total, w.measured.total);
+        assert!((w.as_recorded.fps.unwrap() - w.measured.fps.unwrap()).abs() < 1e-9);
+        let fps = w.predicted.fps.unwrap();
+        assert!((fps - 120.0).abs() < 1e-6, "{fps}");
+        let total = w.predicted.total.as_ref().unwrap();
+        assert_eq!((total.min_ns, total.max_ns), (5e6, 5e6));
+        assert_eq!(
+            w.schedule.resources[0],
+            ("thread 1".to_string(), vec!["a".to_string()])
+        );
+        assert_eq!(w.schedule.resources[1].1, vec!["b".to_string()]);
+    }
+
+    #[test]
+    fn depth_two_of_two_and_three_ms_at_400_fps_by_hand() {
+        // Measured at depth 1: 5 ms a frame, 200 fps. At depth 2 (model.rs works it out):
+        // one frame every 3 ms (333.3 fps), 6 ms each after the first three.
+        let run = serial_run(400.0, 50);
+        let w = predict(&run, depth(2)).unwrap();
+        assert!((w.measured.fps.unwrap() - 200.0).abs() < 1e-9);
+        assert!((w.predicted.fps.unwrap() - 1e9 / 3e6).abs() < 1e-6);
+        let total = w.predicted.total.as_ref().unwrap();
+        assert_eq!((total.p50_ns, total.max_ns), (6e6, 6e6));
+        // b twice as fast instead: 2 + 1.5 ms in series, 285.7 fps.
+        let faster = Changes {
+            scales: vec![("b".into(), 0.5)],
+            ..Changes::default()
+        };
+        let w = predict(&run, faster).unwrap();
+        assert!((w.predicted.fps.unwrap() - 1e9 / 3.5e6).abs() < 1e-6);
+        // b moved to its own thread is depth 1 still: frames start when the one before ends.
+        let moved = Changes {
+            moves: vec![("b".into(), "encoder".into())],
+            ..Changes::default()
+        };
+        let w = predict(&run, moved).unwrap();
+        assert_eq!(
+            w.schedule.resources[1],
+            ("encoder".to_string(), vec!["b".to_string()])
+        );
+        assert!((w.predicted.fps.unwrap() - 200.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_run_on_two_threads_at_depth_one_keeps_its_threads_at_depth_two() {
+        // b already on its own thread, one frame in flight: the run's depth is 1; depth 2
+        // lets a of the next frame run during b: the same 333 fps as the split.
+        let run = serial_run_on(400.0, 50, 1);
+        let w = predict(&run, depth(2)).unwrap();
+        assert_eq!(w.recorded_schedule.depth, 1);
+        assert_eq!(w.schedule.resources[0].0, "main");
+        assert_eq!(
+            w.schedule.resources[1],
+            ("device".to_string(), vec!["b".to_string()])
+        );
+        assert!((w.predicted.fps.unwrap() - 1e9 / 3e6).abs() < 1e-6);
+        assert!((w.as_recorded.fps.unwrap() - 200.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn bad_input_is_one_line() {
+        let run = serial_run(120.0, 10);
+        let unknown = Changes {
+            scales: vec![("encode".into(), 0.5)],
+            ..Changes::default()
+        };
+        let e = predict(&run, unknown).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "unknown stage `encode`: the run's measured stages are a, b"
+        );
+        let mut anonymous = run.clone();
+        anonymous.threads = vec![ThreadInfo::default(), ThreadInfo::default()];
+        let e = predict(&anonymous, depth(2)).unwrap_err().to_string();
+        assert!(e.contains("no thread information"), "{e}");
+        let one = serial_run(120.0, 1);
+        let e = predict(&one, depth(2)).unwrap_err().to_string();
+        assert!(e.contains("1 measured frames"), "{e}");
+    }
+}

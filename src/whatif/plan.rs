@@ -1,0 +1,288 @@
+//! Which resource runs each stage: as recorded (by thread), or changed by `--depth`,
+//! `--move` and `--stage-scale`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::{bail, Result};
+
+use super::model::Task;
+use super::{RecordedFrame, Schedule};
+use crate::analyze::pipeline::waits::StageSpan;
+use crate::analyze::stages::stage_name;
+
+/// What to change, as asked on the command line.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Changes {
+    /// Frames in flight, the stages split over this many threads.
+    pub depth: Option<usize>,
+    /// `(stage, factor)`: its durations multiplied.
+    pub scales: Vec<(String, f64)>,
+    /// `(stage, thread)`: the stage runs on that thread (a new one when no thread has that
+    /// name).
+    pub moves: Vec<(String, String)>,
+    /// Frames start as soon as they can, the pacer left out.
+    pub unpaced: bool,
+}
+
+impl Changes {
+    pub fn describe(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.depth.iter().map(|d| format!("depth {d}")).collect();
+        out.extend(self.scales.iter().map(|(s, f)| format!("{s} × {f}")));
+        out.extend(self.moves.iter().map(|(s, t)| format!("{s} on {t}")));
+        if self.unpaced {
+            out.push("no pacer".into());
+        }
+        out
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub depth: usize,
+    pub resource_names: Vec<String>,
+    thread_resource: BTreeMap<u32, usize>,
+    /// Stages placed by a change, whatever thread recorded them.
+    stage_resource: BTreeMap<u16, usize>,
+    scales: BTreeMap<u16, f64>,
+    /// Stages in the order they run in a frame (mean start offset).
+    stage_order: Vec<u16>,
+    /// Mean time per frame of each stage of `stage_order`.
+    stage_mean_ns: Vec<f64>,
+    /// (stage, thread) pairs recorded.
+    placements: BTreeSet<(u16, u32)>,
+}
+
+impl Plan {
+    pub fn tasks(&self, spans: &[StageSpan], delays_ns: &[i64]) -> Vec<Task> {
+        (spans.iter().zip(delays_ns))
+            .map(|(s, &delay_ns)| {
+                let dur = s.end_ns.saturating_sub(s.start_ns);
+                let scale = self.scales.get(&s.stage).copied().unwrap_or(1.0);
+                Task {
+                    stage: s.stage,
+                    resource: self.resource_of(s.stage, s.thread),
+                    dur_ns: (dur as f64 * scale).round() as i64,
+                    delay_ns,
+                }
+            })
+            .collect()
+    }
+
+    fn resource_of(&self, stage: u16, thread: u32) -> usize {
+        (self.stage_resource.get(&stage))
+            .or_else(|| self.thread_resource.get(&thread))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn schedule(&self, stages: &[String]) -> Schedule {
+        let mut on: Vec<Vec<String>> = vec![Vec::new(); self.resource_names.len()];
+        for &stage in &self.stage_order {
+            for &(s, thread) in self.placements.range((stage, 0)..=(stage, u32::MAX)) {
+                let name = stage_name(stages, s.into());
+                let list = &mut on[self.resource_of(s, thread)];
+                if !list.contains(&name) {
+                    list.push(name);
+                }
+            }
+        }
+        Schedule {
+            depth: self.depth,
+            resources: self.resource_names.iter().cloned().zip(on).collect(),
+        }
+    }
+
+    fn stage_id(&self, stages: &[String], name: &str) -> Result<u16> {
+        match (self.stage_order.iter()).find(|&&s| stage_name(stages, s.into()) == name) {
+            Some(&s) => Ok(s),
+            None => {
+                let known: Vec<String> = (self.stage_order.iter())
+                    .map(|&s| stage_name(stages, s.into()))
+                    .collect();
+                bail!(
+                    "unknown stage `{name}`: the run's measured stages are {}",
+                    known.join(", ")
+                )
+            }
+        }
+    }
+}
+
+/// The most frames whose work (from their first stage after `pace`, the pacer's own stage,
+/// to their end) overlapped at one instant: the depth the program ran at.
+fn frames_in_flight(frames: &[RecordedFrame], pace: Option<u16>) -> usize {
+    let mut events: Vec<(i64, i32)> = Vec::with_capacity(frames.len() * 2);
+    for f in frames {
+        let work = (f.spans.iter()).find(|s| Some(s.stage) != pace);
+        let start = work.map_or(f.spans[0].start_ns, |s| s.start_ns);
+        let end = f.spans.iter().map(|s| s.end_ns).max().unwrap_or(start);
+        // An end sorts before a start at the same instant: back to back is not overlap.
+        events.push((start, 1));
+        events.push((end, -1));
+    }
+    events.sort_unstable();
+    let (mut now, mut most) = (0i32, 1i32);
+    for (_, step) in events {
+        now += step;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+/// The schedule the run was recorded with: each thread a resource, the frames in flight as
+/// the run had them.
+pub fn recorded(frames: &[RecordedFrame], labels: &[String], pace: Option<u16>) -> Plan {
+    let mut offsets: BTreeMap<u16, (f64, f64, u64)> = BTreeMap::new();
+    let mut placements = BTreeSet::new();
+    let mut threads: Vec<u32> = Vec::new();
+    for f in frames {
+        let start = f.spans[0].start_ns;
+        for s in &f.spans {
+            let e = offsets.entry(s.stage).or_default();
+            e.0 += (s.start_ns - start) as f64;
+            e.1 += (s.end_ns - s.start_ns) as f64;
+            e.2 += 1;
+            placements.insert((s.stage, s.thread));
+            if !threads.contains(&s.thread) {
+                threads.push(s.thread);
+            }
+        }
+    }
+    let mut order: Vec<(f64, u16, f64)> = (offsets.iter())
+        .map(|(&stage, &(offset, dur, n))| (offset / n as f64, stage, dur / frames.len() as f64))
+        .collect();
+    order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let name = |t: u32| (labels.get(t as usize).cloned()).unwrap_or_else(|| format!("thread #{t}"));
+    Plan {
+        depth: frames_in_flight(frames, pace),
+        resource_names: threads.iter().map(|&t| name(t)).collect(),
+        thread_resource: threads.iter().enumerate().map(|(r, &t)| (t, r)).collect(),
+        stage_resource: BTreeMap::new(),
+        scales: BTreeMap::new(),
+        stage_order: order.iter().map(|o| o.1).collect(),
+        stage_mean_ns: order.iter().map(|o| o.2).collect(),
+        placements,
+    }
+}
+
+/// The split of `means` (in order) into `parts` contiguous groups whose largest sum is the
+/// least: each group's first index.
+fn balanced_split(means: &[f64], parts: usize) -> Vec<usize> {
+    let n = means.len();
+    let parts = parts.clamp(1, n.max(1));
+    let sum = |a: usize, b: usize| means[a..b].iter().sum::<f64>();
+    // best[k][i]: the least largest group over means[..i] in k groups; from[k][i] its last cut.
+    let mut best = vec![vec![f64::INFINITY; n + 1]; parts + 1];
+    let mut from = vec![vec![0usize; n + 1]; parts + 1];
+    best[0][0] = 0.0;
+    for k in 1..=parts {
+        for i in k..=n {
+            for j in (k - 1)..i {
+                let cost = best[k - 1][j].max(sum(j, i));
+                if cost < best[k][i] {
+                    best[k][i] = cost;
+                    from[k][i] = j;
+                }
+            }
+        }
+    }
+    let mut cuts = Vec::with_capacity(parts);
+    let mut i = n;
+    for k in (1..=parts).rev() {
+        let j = from[k][i];
+        cuts.push(j);
+        i = j;
+    }
+    cuts.reverse();
+    cuts
+}
+
+/// `recorded` with `changes` applied.
+pub fn apply(recorded: &Plan, changes: &Changes, stages: &[String]) -> Result<Plan> {
+    let mut plan = recorded.clone();
+    for (name, factor) in &changes.scales {
+        let stage = plan.stage_id(stages, name)?;
+        plan.scales.insert(stage, *factor);
+    }
+    if let Some(depth) = changes.depth {
+        plan.depth = depth;
+    }
+    if let Some(depth) = changes.depth.filter(|&d| d > recorded.resource_names.len()) {
+        // Too few threads for that depth: split the stages, in order, over `depth`
+        // threads, balanced by mean time.
+        let cuts = balanced_split(&plan.stage_mean_ns, depth);
+        plan.resource_names.clear();
+        plan.stage_resource.clear();
+        for (g, &first) in cuts.iter().enumerate() {
+            let last = cuts.get(g + 1).copied().unwrap_or(plan.stage_order.len());
+            plan.resource_names.push(format!("thread {}", g + 1));
+            for &stage in &plan.stage_order[first..last] {
+                plan.stage_resource.insert(stage, g);
+            }
+        }
+    }
+    for (name, thread) in &changes.moves {
+        let stage = plan.stage_id(stages, name)?;
+        let resource = match plan.resource_names.iter().position(|n| n == thread) {
+            Some(r) => r,
+            None => {
+                plan.resource_names.push(thread.clone());
+                plan.resource_names.len() - 1
+            }
+        };
+        plan.stage_resource.insert(stage, resource);
+    }
+    Ok(plan)
+}
+
+/// What the model takes for granted, said with every prediction.
+pub fn assumptions(period_ns: Option<f64>, has_pace: bool, unpaced: bool) -> Vec<String> {
+    let mut out = vec![
+        "each frame's stages run one after another in their recorded start order, each for \
+         its recorded duration (scaled where asked): stages that overlapped run in series"
+            .to_string(),
+        "a thread runs one stage at a time, frames in order (in-order queues); the recorded \
+         waits are not replayed, the model makes its own, except each stage's hand-over delay \
+         (how long after it could start it did: a thread waking up), replayed as recorded"
+            .to_string(),
+        "at most DEPTH frames in flight: a frame starts its work once the frame DEPTH before \
+         it has ended (the program's buffers)"
+            .to_string(),
+        "--depth N keeps the run's threads when it used N or more (only the frames in flight \
+         change); with fewer it splits the stages, in order, over N threads so the busiest \
+         does the least work; a moved stage runs on the named thread"
+            .to_string(),
+    ];
+    out.push(match (period_ns, unpaced) {
+        (Some(p), false) => format!(
+            "frames are released by a pacer every {:.1} µs ({:.2} fps), and a late frame skips \
+             the slots it missed (the SDK pacer's Skip policy){}",
+            p / 1e3,
+            1e9 / p,
+            if has_pace {
+                "; `pace` is the pacer's own error, replayed as recorded"
+            } else {
+                ""
+            }
+        ),
+        _ => "no pacer: each frame starts as soon as its first thread is free".to_string(),
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_split_minimises_the_busiest_group() {
+        // pace 0.01, capture 0.1, convert 0.4, encode 2.4, packetize 0.05, send 0.02 (ms):
+        // in two, encode and what follows it; in three, encode alone in the middle.
+        let means = [0.01, 0.1, 0.4, 2.4, 0.05, 0.02];
+        assert_eq!(balanced_split(&means, 1), vec![0]);
+        assert_eq!(balanced_split(&means, 2), vec![0, 3]);
+        assert_eq!(balanced_split(&means, 3), vec![0, 3, 4]);
+        // More groups than stages: one stage each.
+        assert_eq!(balanced_split(&[1.0, 2.0], 5), vec![0, 1]);
+    }
+}
