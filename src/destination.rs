@@ -220,8 +220,7 @@ fn check_parent(given: &Path, path: &Path) -> Result<()> {
 
 /// Why a write failed, in words, from the first I/O error in `error`'s causes.
 pub fn io_reason(error: &anyhow::Error) -> String {
-    let io = error.chain().find_map(|e| e.downcast_ref::<io::Error>());
-    match io.and_then(io::Error::raw_os_error) {
+    match io_of(error).and_then(io::Error::raw_os_error) {
         Some(libc::ENOSPC) => {
             "no space left on the device (ENOSPC); free some space or write elsewhere".into()
         }
@@ -261,7 +260,21 @@ pub fn write_whole(
         }
         Target::File { path, existing } => replace_file(path, existing.as_ref(), write),
     };
-    written.map_err(|e| anyhow!("cannot write {shown}: {}", io_reason(&e)))
+    written.map_err(|e| {
+        // Standard output's reader went away (`| head`): kept as the I/O error it is, which
+        // ends framelab quietly, as any other output to a closed pipe does.
+        let closed_stdout = matches!(target, Target::Stdout)
+            && io_of(&e).is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe);
+        if closed_stdout {
+            e
+        } else {
+            anyhow!("cannot write {shown}: {}", io_reason(&e))
+        }
+    })
+}
+
+fn io_of(error: &anyhow::Error) -> Option<&io::Error> {
+    error.chain().find_map(|e| e.downcast_ref::<io::Error>())
 }
 
 /// Writes `path` whole under a temporary name beside it and renames it into place. A

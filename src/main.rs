@@ -24,11 +24,31 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match dispatch(cli.command) {
         Ok(code) => code,
+        // The reader of the output went away (`| head`): what it wanted it has.
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {}", one_line(&error));
             ExitCode::FAILURE
         }
     }
+}
+
+/// Writes what a command prints to standard output; an error (a closed pipe) is returned,
+/// never a panic as `print!` would.
+fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// The whole cause chain on one line: names and text from a file or a program in it
@@ -134,10 +154,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             if live {
                 eprint!("\r\x1b[K");
             }
-            print!(
-                "{}",
-                timers::render::render(&report, args.format, use_color())
-            );
+            emit(&timers::render::render(&report, args.format, use_color()))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Import(args) => import(args),
@@ -165,7 +182,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             if opts.pair.is_some() {
                 run.head.events = run.events()?;
             }
-            print!("{}", framelab::hist::render_from(&run.head, &run, &opts)?);
+            emit(&framelab::hist::render_from(&run.head, &run, &opts)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Whatif(args) => {
@@ -178,7 +195,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 unpaced: args.unpaced,
             };
             let prediction = framelab::whatif::whatif(&run, &analysis, &changes)?;
-            print!("{}", framelab::whatif::render(&prediction, args.format));
+            emit(&framelab::whatif::render(&prediction, args.format))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Sources(args) => {
@@ -191,10 +208,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             );
             let count = u32::try_from(args.count).unwrap_or(u32::MAX);
             let (sources, series, samples) = framelab::sample::read_once(&opts, tree, count);
-            print!(
-                "{}",
-                report::sources(&sources, &series, &samples, opts.every)
-            );
+            emit(&report::sources(&sources, &series, &samples, opts.every))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::DemoPipeline(args) => {
@@ -241,9 +255,9 @@ fn run_and_report(
         }
         None => analyze_stored(&outcome.path, Some(outcome.run_id))?,
     };
-    print!("{}", report::render(&analysis, format, use_color()));
+    emit(&report::render(&analysis, format, use_color()))?;
     if let Some(file) = &html.html {
-        print!("{}", html_line(file, format));
+        emit(&html_line(file, format))?;
         written(file, "the HTML report", html.open);
     }
     if outcome.file.kept() {
@@ -381,10 +395,11 @@ fn import(args: cli::ImportArgs) -> anyhow::Result<ExitCode> {
     }
     // The run in memory is what was written: report it without reading it back.
     run.meta.id = run_id;
-    print!(
-        "{}",
-        report::render(&analyze::analyze(&run), args.report_format, use_color())
-    );
+    emit(&report::render(
+        &analyze::analyze(&run),
+        args.report_format,
+        use_color(),
+    ))?;
     let info = run
         .import
         .as_ref()
@@ -507,7 +522,7 @@ fn report_command(args: cli::ReportArgs) -> anyhow::Result<ExitCode> {
         }
         // A page through `destination`: a closed pipe is an error line, not a panic.
         None if format.is_none() => report::html::write(std::path::Path::new("-"), &text, None)?,
-        None => print!("{text}"),
+        None => emit(&text)?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -674,7 +689,7 @@ fn show_comparison(
         None if format == compare::CompareFormat::Html => {
             report::html::write(std::path::Path::new("-"), &text, None)?
         }
-        None => print!("{text}"),
+        None => emit(&text)?,
     }
     Ok(comparison)
 }

@@ -145,3 +145,35 @@ fn a_truncated_run_file() {
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     error_line(&out);
 }
+
+/// `framelab report RUN | head`: the reader goes away and framelab ends quietly, with no
+/// panic (`print!` panicked on the closed pipe).
+#[test]
+fn a_reader_that_goes_away_is_not_a_panic() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp_run(&dir, "run");
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&file)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // The read end closed before framelab writes: every write meets a closed pipe.
+    drop(unsafe { OwnedFd::from_raw_fd(fds[0]) });
+    let write_end = unsafe { OwnedFd::from_raw_fd(fds[1]) };
+    for format in ["text", "json", "html"] {
+        let out = framelab()
+            .args(["report", "--format", format])
+            .arg(&file)
+            .stdout(write_end.try_clone().unwrap())
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert!(!err.contains("panicked"), "{format}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{format}: {err}");
+    }
+}
