@@ -13,6 +13,7 @@ pub mod host;
 pub mod import;
 pub mod model;
 pub mod output;
+pub mod profile;
 pub mod report;
 pub mod sample;
 pub mod services;

@@ -452,6 +452,9 @@ fn run_options(
         } else {
             crate::services::DEFAULT_READY_TIMEOUT
         },
+        profile: settings
+            .profile_hz
+            .map(|hz| crate::profile::ProfileOptions { hz }),
     })
 }
 

@@ -68,6 +68,8 @@ pub struct RunOptions {
     pub services: Vec<crate::services::ServiceSpec>,
     /// How long each service may take to get ready.
     pub ready_timeout: Duration,
+    /// Sample call stacks of every process of the run (`--profile[=HZ]`).
+    pub profile: Option<crate::profile::ProfileOptions>,
 }
 
 /// What a finished run left behind.
@@ -246,6 +248,10 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         }
     };
     let capture = capture.start();
+    let service_pids: Vec<u32> = services.roots().iter().map(|(pid, _)| *pid).collect();
+    let profiler = opts
+        .profile
+        .and_then(|p| start_profiler(p, pid, &service_pids, opts));
     let mut accounting = accounting::Accounting::new(
         procfs::Procfs::system(),
         meta.origin_mono_ns,
@@ -268,7 +274,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     );
     collector.start_sampling(opts.sampling.clone(), tree);
     let committed = collector.committed();
-    let outcome = supervise(opts, pid, started, &mut collector);
+    let outcome = supervise(opts, pid, started, &mut collector, profiler.as_ref());
+    let recording = profiler.map(crate::profile::Profiler::finish);
     let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
     if outcome.is_err() {
         // Nothing more can be recorded: the command must not go on unobserved.
@@ -292,6 +299,10 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         (Ok(()), Ok(done)) => done,
     };
     crate::store::record_outputs(&output, run_id, &metrics, &outputs)?;
+    if let Some(recording) = recording {
+        let profile = crate::profile::symbolize(recording, meta.origin_mono_ns);
+        crate::store::record_profile(&output, run_id, &profile)?;
+    }
     Ok(RunOutcome {
         path: output,
         file: run_file,
@@ -303,12 +314,38 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     })
 }
 
+/// Starts sampling the command, the services and the watched pids; `None`, said on
+/// stderr in one line with what to change, when the kernel refuses: the run goes on.
+fn start_profiler(
+    options: crate::profile::ProfileOptions,
+    pid: u32,
+    services: &[u32],
+    opts: &RunOptions,
+) -> Option<crate::profile::Profiler> {
+    match crate::profile::Profiler::start(options, pid) {
+        Ok(profiler) => {
+            for &other in services.iter().chain(&opts.watch_pids) {
+                profiler.attach(other);
+            }
+            for note in profiler.notes() {
+                eprintln!("framelab: profiling: {note}");
+            }
+            Some(profiler)
+        }
+        Err(why) => {
+            eprintln!("framelab: warning: this run is not profiled: {why}");
+            None
+        }
+    }
+}
+
 /// The loop: drain every few ms, read the processes at the sampling interval, open and close the window, stop the command.
 fn supervise(
     opts: &RunOptions,
     pid: u32,
     started: Instant,
     collector: &mut collect::Collector,
+    profiler: Option<&crate::profile::Profiler>,
 ) -> Result<()> {
     // Draining wakes up between these, sooner the fuller the rings were at the last drain.
     const MIN_TICK: Duration = Duration::from_millis(1);
@@ -429,6 +466,16 @@ fn supervise(
         if now - last_sample >= sample_every {
             collector.accounting.sample(collector.now_ns(), pid);
             collector.check_users();
+            if let Some(profiler) = profiler {
+                // Processes found by --watch NAME since the last reading.
+                for (watched, _) in collector
+                    .accounting
+                    .live_pids()
+                    .filter(|&(_, role)| role == crate::model::ProcessRole::Watched)
+                {
+                    profiler.attach(watched);
+                }
+            }
             last_sample = now;
         }
         if now - last_progress >= PROGRESS_EVERY {

@@ -1,0 +1,210 @@
+//! Naming the addresses of a recording, once the run has ended: ELF symbol tables and
+//! DWARF (with inlined functions) through `blazesym`, kernel addresses from
+//! /proc/kallsyms, JIT code from `/tmp/perf-PID.map`. `blazesym` (from the libbpf
+//! project) reads all of those, caches each binary once, and takes file offsets, which
+//! is what the recording kept. What cannot be named is shown as `module+0xoffset` and
+//! counted as unknown.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use blazesym::symbolize::source::{Elf, Kernel, Source};
+use blazesym::symbolize::{Input, Symbolized, Symbolizer};
+
+use super::maps::Location;
+use super::model::{Frame, Profile, ProfileSample, StackTree};
+use super::recorder::Recording;
+
+/// Names for each location: one location may be several frames (inlined calls), outermost
+/// first.
+type Names = HashMap<Location, Vec<Frame>>;
+
+/// Turns a recording into a profile; times become nanoseconds after `origin_mono_ns`.
+pub fn symbolize(recording: Recording, origin_mono_ns: i64) -> Profile {
+    let symbolizer = Symbolizer::builder()
+        .enable_inlined_fns(true)
+        .enable_code_info(false)
+        .build();
+    let mut names = Names::new();
+    name_files(&symbolizer, &recording, &mut names);
+    name_kernel(&symbolizer, &recording, &mut names);
+    name_anonymous(&recording, &mut names);
+
+    let mut tree = StackTree::default();
+    let mut frame_ids = Vec::new();
+    let leaves: Vec<Option<u32>> = recording
+        .stacks
+        .iter()
+        .map(|stack| {
+            frame_ids.clear();
+            for location in stack {
+                for frame in names.get(location).into_iter().flatten() {
+                    frame_ids.push(tree.frame(frame.clone()));
+                }
+            }
+            tree.stack(&frame_ids)
+        })
+        .collect();
+    let samples = recording
+        .samples
+        .iter()
+        .map(|s| ProfileSample {
+            t_ns: (s.mono_ns as i64).saturating_sub(origin_mono_ns),
+            pid: s.pid,
+            tid: s.tid,
+            cpu: s.cpu,
+            stack: leaves[s.stack as usize],
+        })
+        .collect();
+    Profile {
+        event: recording.spec.event.name().to_owned(),
+        frequency_hz: recording.spec.hz,
+        unwinding: if recording.spec.stack_bytes > 0 {
+            "dwarf".to_owned()
+        } else {
+            "frame pointers".to_owned()
+        },
+        kernel_stacks: recording.spec.kernel,
+        lost: recording.lost,
+        throttled: recording.throttled,
+        truncated: recording.truncated,
+        notes: recording.notes,
+        frames: tree.frames,
+        nodes: tree.nodes,
+        samples,
+    }
+}
+
+fn file_name(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .map_or_else(|| path.to_owned(), |n| n.to_string_lossy().into_owned())
+}
+
+fn unknown(module: &str, offset: u64) -> Vec<Frame> {
+    vec![Frame {
+        function: format!("{module}+{offset:#x}"),
+        module: module.to_owned(),
+        known: false,
+    }]
+}
+
+/// The frames of one symbolized address: the function, then the calls inlined into it.
+fn frames_of(result: &Symbolized, module: &str, offset: u64) -> Vec<Frame> {
+    match result {
+        Symbolized::Sym(sym) => {
+            let mut frames = vec![Frame {
+                function: sym.name.to_string(),
+                module: module.to_owned(),
+                known: true,
+            }];
+            frames.extend(sym.inlined.iter().map(|f| Frame {
+                function: f.name.to_string(),
+                module: module.to_owned(),
+                known: true,
+            }));
+            frames
+        }
+        Symbolized::Unknown(_) => unknown(module, offset),
+    }
+}
+
+fn name_files(symbolizer: &Symbolizer, recording: &Recording, names: &mut Names) {
+    let mut by_module: HashMap<u32, Vec<u64>> = HashMap::new();
+    for location in recording.stacks.iter().flatten() {
+        if let Location::File { module, offset } = *location {
+            by_module.entry(module).or_default().push(offset);
+        }
+    }
+    for (module, mut offsets) in by_module {
+        offsets.sort_unstable();
+        offsets.dedup();
+        let path = &recording.maps.modules[module as usize].path;
+        let shown = file_name(path);
+        let source = Source::Elf(Elf::new(path));
+        // A binary deleted since, or never a file (`[vdso]`): every address unknown.
+        let results = if Path::new(path).is_file() {
+            symbolizer
+                .symbolize(&source, Input::FileOffset(&offsets))
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        for (i, &offset) in offsets.iter().enumerate() {
+            let frames = match results.get(i) {
+                Some(result) => frames_of(result, &shown, offset),
+                None => unknown(&shown, offset),
+            };
+            names.insert(Location::File { module, offset }, frames);
+        }
+    }
+}
+
+fn name_kernel(symbolizer: &Symbolizer, recording: &Recording, names: &mut Names) {
+    let mut addrs: Vec<u64> = recording
+        .stacks
+        .iter()
+        .flatten()
+        .filter_map(|l| match l {
+            Location::Kernel(a) => Some(*a),
+            _ => None,
+        })
+        .collect();
+    if addrs.is_empty() {
+        return;
+    }
+    addrs.sort_unstable();
+    addrs.dedup();
+    let mut kernel = Kernel::default();
+    // Symbols only: a vmlinux with DWARF is rarely there, and slow to look for.
+    kernel.vmlinux = blazesym::MaybeDefault::None;
+    let results = symbolizer
+        .symbolize(&Source::Kernel(kernel), Input::AbsAddr(&addrs))
+        .unwrap_or_default();
+    for (i, &addr) in addrs.iter().enumerate() {
+        let frames = match results.get(i) {
+            Some(r) => frames_of(r, "[kernel]", addr),
+            None => unknown("[kernel]", addr),
+        };
+        names.insert(Location::Kernel(addr), frames);
+    }
+}
+
+/// JIT code named by the runtime in `/tmp/perf-PID.map` (`START SIZE name`, hex), and
+/// addresses in no mapping at all.
+fn name_anonymous(recording: &Recording, names: &mut Names) {
+    let mut perf_maps: HashMap<u32, Vec<(u64, u64, String)>> = HashMap::new();
+    for location in recording.stacks.iter().flatten() {
+        let frames = match *location {
+            Location::Anon { pid, addr } => {
+                let map = perf_maps.entry(pid).or_insert_with(|| read_perf_map(pid));
+                match map
+                    .iter()
+                    .find(|(start, size, _)| *start <= addr && addr < start + size)
+                {
+                    Some((_, _, name)) => vec![Frame {
+                        function: name.clone(),
+                        module: "[jit]".to_owned(),
+                        known: true,
+                    }],
+                    None => unknown("[anon]", addr),
+                }
+            }
+            Location::Unmapped(addr) => unknown("[unknown]", addr),
+            _ => continue,
+        };
+        names.insert(*location, frames);
+    }
+}
+
+fn read_perf_map(pid: u32) -> Vec<(u64, u64, String)> {
+    let text = std::fs::read_to_string(format!("/tmp/perf-{pid}.map")).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let mut parts = line.splitn(3, ' ');
+            let start = u64::from_str_radix(parts.next()?.trim_start_matches("0x"), 16).ok()?;
+            let size = u64::from_str_radix(parts.next()?.trim_start_matches("0x"), 16).ok()?;
+            Some((start, size, parts.next()?.trim().to_owned()))
+        })
+        .collect()
+}
