@@ -194,13 +194,20 @@ impl Profiler {
     /// Samples `pid` too (a service, a watched process), with its threads and the children
     /// it already has; nothing if it is sampled already (directly or as a descendant).
     pub fn attach(&self, pid: u32) {
+        if !self.state.lock().unwrap().covers(pid) {
+            self.attach_tree(pid);
+        }
+    }
+
+    /// `pid` and the children it has now: those forked before its events were opened
+    /// did not inherit them.
+    fn attach_tree(&self, pid: u32) {
         {
             let mut s = self.state.lock().unwrap();
-            if s.covers(pid) {
+            if !s.attached.insert(pid) {
                 return;
             }
             s.attach_threads(&tasks(pid));
-            s.attached.insert(pid);
             s.maps.read_proc(pid);
             s.enable_all();
         }
@@ -209,7 +216,7 @@ impl Profiler {
 
     fn attach_children(&self, pid: u32) {
         for child in children(pid) {
-            self.attach(child);
+            self.attach_tree(child);
         }
     }
 

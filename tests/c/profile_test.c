@@ -2,7 +2,7 @@
  * heavy_seven and 3 in light_three, stage "solo" 4 units in solo_work, all inside the
  * outer stage "frame"; then 2 units in idle_work outside every stage. A unit is the same
  * loop everywhere, so CPU time splits as the units do.
- * Usage: profile_test FRAMES ITERATIONS_PER_UNIT */
+ * Usage: profile_test FRAMES ITERATIONS_PER_UNIT [LIGHT_UNITS (default 3)] */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -22,13 +22,15 @@ static volatile uint64_t sink;
     } while (0)
 
 __attribute__((noinline)) void heavy_seven(uint64_t unit) { UNITS(7 * unit); }
-__attribute__((noinline)) void light_three(uint64_t unit) { UNITS(3 * unit); }
+static uint64_t light_units = 3;
+__attribute__((noinline)) void light_three(uint64_t unit) { UNITS(light_units * unit); }
 __attribute__((noinline)) void solo_work(uint64_t unit) { UNITS(4 * unit); }
 __attribute__((noinline)) void idle_work(uint64_t unit) { UNITS(2 * unit); }
 
 int main(int argc, char **argv) {
     uint64_t frames = argc > 1 ? strtoull(argv[1], NULL, 10) : 100;
     uint64_t unit = argc > 2 ? strtoull(argv[2], NULL, 10) : 100000;
+    light_units = argc > 3 ? strtoull(argv[3], NULL, 10) : 3;
     uint32_t frame_stage = fl_stage("frame");
     uint32_t mix = fl_stage("mix");
     uint32_t solo = fl_stage("solo");
