@@ -300,8 +300,18 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     };
     crate::store::record_outputs(&output, run_id, &metrics, &outputs)?;
     if let Some(recording) = recording {
+        let started = Instant::now();
         let profile = crate::profile::symbolize(recording, meta.origin_mono_ns);
         crate::store::record_profile(&output, run_id, &profile)?;
+        eprintln!(
+            "framelab: profile: {} samples ({} lost, {} unknown leaves), {} functions, symbolized and stored in {:.2} s; see framelab profile {}",
+            profile.samples.len(),
+            profile.lost,
+            profile.unknown_leaves(),
+            profile.frames.len(),
+            started.elapsed().as_secs_f64(),
+            output.display()
+        );
     }
     Ok(RunOutcome {
         path: output,
