@@ -801,12 +801,14 @@ fn bench_spec(args: &cli::BenchArgs) -> anyhow::Result<framelab::bench::Experime
                 pins: args.services.pins.clone(),
                 shell,
             },
-            profile_hz: args.profile.profile,
+            profile: profile_options(&args.profile),
         },
     })
 }
 
 fn profile_options(flag: &cli::ProfileFlag) -> Option<framelab::profile::ProfileOptions> {
-    flag.profile
-        .map(|hz| framelab::profile::ProfileOptions { hz })
+    flag.profile.map(|hz| framelab::profile::ProfileOptions {
+        hz,
+        call_graph: flag.call_graph,
+    })
 }

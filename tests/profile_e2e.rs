@@ -81,10 +81,14 @@ const WITHOUT_FRAME_POINTERS: &[&str] = &["-O2", "-fomit-frame-pointer"];
 
 /// Records `program` with `--profile=HZ`; returns the run file.
 fn record(dir: &Path, name: &str, hz: u32, program: &Path, args: &[&str]) -> PathBuf {
+    record_with(dir, name, &[&format!("--profile={hz}")], program, args)
+}
+
+fn record_with(dir: &Path, name: &str, flags: &[&str], program: &Path, args: &[&str]) -> PathBuf {
     let path = dir.join(format!("{name}.framelab"));
     let out = framelab()
         .arg("run")
-        .arg(format!("--profile={hz}"))
+        .args(flags)
         .args(["--fps", "1000", "-o"])
         .arg(&path)
         .arg("--")
@@ -185,8 +189,15 @@ fn per_stage_shares_match_the_work_with_frame_pointers() {
     skip_without_perf!();
     let dir = tempfile::tempdir().unwrap();
     let program = compile(dir.path(), "fp", WITH_FRAME_POINTERS);
-    let path = record(dir.path(), "fp", 999, &program, &["300", "100000"]);
+    let path = record_with(
+        dir.path(),
+        "fp",
+        &["--profile=999", "--call-graph", "fp"],
+        &program,
+        &["300", "100000"],
+    );
     let summary = profile_json(&[path.to_str().unwrap()]);
+    assert_eq!(summary["unwinding"], "frame pointers");
     check_stage_shares(&summary);
     // Whole stacks: main is under nearly every sample.
     assert!(
@@ -220,17 +231,24 @@ fn per_stage_shares_match_the_work_with_frame_pointers() {
 }
 
 #[test]
-fn without_frame_pointers_the_leaves_and_stages_are_still_right() {
+fn without_frame_pointers_dwarf_unwinding_finds_whole_stacks() {
     skip_without_perf!();
     let dir = tempfile::tempdir().unwrap();
     let program = compile(dir.path(), "nofp", WITHOUT_FRAME_POINTERS);
     let path = record(dir.path(), "nofp", 999, &program, &["600", "100000"]);
     let summary = profile_json(&[path.to_str().unwrap()]);
+    assert_eq!(summary["unwinding"], "dwarf");
     check_stage_shares(&summary);
-    // Callers need DWARF unwinding, which is not done yet: say what was found.
-    eprintln!(
-        "without frame pointers, main is in {:.1}% of the stacks",
-        share(&summary["overall"], "main").1
+    assert!(
+        share(&summary["overall"], "main").1 >= 95.0,
+        "{:#}",
+        summary["overall"]
+    );
+    near(
+        share(&summary["overall"], "heavy_seven").1,
+        43.75,
+        6.0,
+        "heavy_seven inclusive",
     );
 }
 

@@ -452,9 +452,7 @@ fn run_options(
         } else {
             crate::services::DEFAULT_READY_TIMEOUT
         },
-        profile: settings
-            .profile_hz
-            .map(|hz| crate::profile::ProfileOptions { hz }),
+        profile: settings.profile,
     })
 }
 

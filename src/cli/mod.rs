@@ -65,6 +65,16 @@ pub struct ProfileFlag {
     #[arg(long, value_name = "HZ", num_args = 0..=1, require_equals = true,
           default_missing_value = "99", value_parser = limits::profile_hz)]
     pub profile: Option<u64>,
+    /// How --profile walks user stacks: dwarf (a copy of the stack unwound with the
+    /// binaries' unwind tables; whole stacks without frame pointers) or fp (frame pointers)
+    #[arg(
+        long,
+        value_enum,
+        default_value = "dwarf",
+        value_name = "HOW",
+        requires = "profile"
+    )]
+    pub call_graph: framelab::profile::CallGraph,
 }
 
 #[derive(Args, Debug)]

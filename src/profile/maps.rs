@@ -44,6 +44,10 @@ pub struct Maps {
     module_ids: HashMap<Module, u32>,
     /// Per process, its executable mappings, latest last (a later one wins on overlap).
     processes: HashMap<u32, Vec<Mapping>>,
+    /// Per process, a number that changes whenever its mappings do (for unwinders built
+    /// from them).
+    generations: HashMap<u32, u64>,
+    next_generation: u64,
 }
 
 impl Maps {
@@ -68,17 +72,46 @@ impl Maps {
             pgoff,
             module,
         });
+        self.changed(pid);
+    }
+
+    fn changed(&mut self, pid: u32) {
+        self.next_generation += 1;
+        self.generations.insert(pid, self.next_generation);
+    }
+
+    pub fn generation(&self, pid: u32) -> u64 {
+        self.generations.get(&pid).copied().unwrap_or(0)
+    }
+
+    /// The file-backed executable mappings of `pid`, for its unwinder.
+    pub fn exec_mappings(&self, pid: u32) -> Vec<super::unwind::ExecMapping> {
+        self.processes
+            .get(&pid)
+            .into_iter()
+            .flatten()
+            .filter_map(|m| {
+                Some(super::unwind::ExecMapping {
+                    start: m.start,
+                    end: m.end,
+                    pgoff: m.pgoff,
+                    path: self.modules[m.module? as usize].path.clone(),
+                })
+            })
+            .collect()
     }
 
     /// A new process starts with its parent's mappings.
     pub fn fork(&mut self, pid: u32, ppid: u32) {
         if let Some(parent) = self.processes.get(&ppid).cloned() {
             self.processes.insert(pid, parent);
+            self.changed(pid);
         }
     }
 
     pub fn exec(&mut self, pid: u32) {
         self.processes.remove(&pid);
+        self.changed(pid);
     }
 
     /// Reads the executable mappings of a process that was running before it was attached.

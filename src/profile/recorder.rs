@@ -15,12 +15,42 @@ use std::time::Duration;
 use super::maps::{Location, Maps};
 use super::perf::{self, Event, EventSpec, Ring};
 use super::records::{self, Record};
+use super::unwind::Unwinding;
 
 /// What `--profile` asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProfileOptions {
     pub hz: u64,
+    pub call_graph: CallGraph,
 }
+
+/// How user stacks are walked.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum CallGraph {
+    /// The top of the user stack is copied with each sample and unwound with the binaries'
+    /// DWARF unwind tables (works without frame pointers); the frame-pointer chain is kept
+    /// where it is longer
+    #[default]
+    Dwarf,
+    /// The kernel follows frame pointers (cheapest; stacks of code built without them
+    /// miss callers)
+    Fp,
+}
+
+/// Bytes of user stack copied per sample with `--call-graph dwarf` (as `perf record
+/// --call-graph dwarf`'s default); deeper stacks lose their outermost frames.
+const STACK_COPY_BYTES: u32 = 8192;
 
 /// One sample before symbols: its raw stack is an index into `Recording::stacks`.
 #[derive(Clone, Copy, Debug)]
@@ -64,6 +94,8 @@ struct State {
     truncated: u64,
     max_stack: usize,
     scratch: Vec<Vec<u8>>,
+    /// With `--call-graph dwarf`.
+    unwinding: Option<Unwinding>,
 }
 
 pub struct Profiler {
@@ -98,11 +130,12 @@ impl Profiler {
     pub fn start(options: ProfileOptions, pid: u32) -> Result<Profiler, String> {
         let cpus = perf::cpus();
         let mut notes = Vec::new();
+        let dwarf = options.call_graph == CallGraph::Dwarf && perf::REGS_USER_MASK != 0;
         let mut spec = EventSpec {
             event: Event::Cycles,
             hz: options.hz,
             kernel: true,
-            stack_bytes: 0,
+            stack_bytes: if dwarf { STACK_COPY_BYTES } else { 0 },
         };
         // Probe on the first CPU: the event the machine has, kernel stacks if allowed.
         let probe = loop {
@@ -150,6 +183,7 @@ impl Profiler {
             truncated: 0,
             max_stack: perf::max_stack() as usize,
             scratch: Vec::new(),
+            unwinding: dwarf.then(Unwinding::default),
         };
         let state = Arc::new(Mutex::new(state));
         {
@@ -261,8 +295,14 @@ fn drain_loop(state: &Mutex<State>, stop: &AtomicBool) {
 }
 
 /// Pages of each CPU's ring: 1 MiB, 10 ms of samples at 4 kHz with deep stacks many
-/// times over.
-const RING_PAGES: usize = 256;
+/// times over; with stack copies, 8 MiB (100 ms at 10 kHz).
+fn ring_pages(stack_bytes: u32) -> usize {
+    if stack_bytes > 0 {
+        2048
+    } else {
+        256
+    }
+}
 
 impl State {
     fn adopt(&mut self, fd: OwnedFd, cpu: i32) -> io::Result<()> {
@@ -272,7 +312,7 @@ impl State {
                 self.others.push(fd);
             }
             None => {
-                let ring = Ring::map(fd, RING_PAGES)?;
+                let ring = Ring::map(fd, ring_pages(self.spec.stack_bytes))?;
                 self.rings.insert(cpu, ring);
             }
         }
@@ -362,39 +402,32 @@ impl State {
     }
 
     fn sample(&mut self, s: records::Sample) {
-        let chain = if s.callchain.is_empty() {
-            vec![s.ip]
-        } else {
-            s.callchain
-        };
-        let mut locations = Vec::with_capacity(chain.len());
-        let mut kernel = false;
-        let mut first_in_context = true;
-        let mut addresses = 0;
-        for &entry in &chain {
-            if entry >= records::CONTEXT_MAX {
-                kernel = entry == records::CONTEXT_KERNEL;
-                first_in_context = true;
-                continue;
-            }
-            addresses += 1;
-            // Callers' entries are return addresses: the call is the instruction before.
-            let addr = if first_in_context {
-                entry
-            } else {
-                entry.saturating_sub(1)
-            };
-            first_in_context = false;
-            locations.push(if kernel {
-                Location::Kernel(addr)
-            } else {
-                self.maps.locate(s.pid, addr)
-            });
-        }
+        let (kernel, user_fp, addresses) = split_chain(&s);
         if addresses >= self.max_stack {
             self.truncated += 1;
         }
-        // Root first, as stacks are stored.
+        let user = match &mut self.unwinding {
+            Some(unwinding) if !s.stack.is_empty() => {
+                let maps = &self.maps;
+                let dwarf = unwinding.unwind(
+                    s.pid,
+                    maps.generation(s.pid),
+                    || maps.exec_mappings(s.pid),
+                    &s.regs,
+                    &s.stack,
+                );
+                // The frame-pointer chain where DWARF found less (code without unwind tables).
+                if dwarf.len() >= user_fp.len() {
+                    dwarf
+                } else {
+                    user_fp
+                }
+            }
+            _ => user_fp,
+        };
+        // Leaf first, then reversed: root first, as stacks are stored.
+        let mut locations: Vec<Location> = kernel.into_iter().map(Location::Kernel).collect();
+        locations.extend(user.iter().map(|&a| self.maps.locate(s.pid, a)));
         locations.reverse();
         let next = self.stacks.len() as u32;
         let stack = match self.stack_ids.get(&locations) {
@@ -413,6 +446,42 @@ impl State {
             stack,
         });
     }
+}
+
+/// A sample's call chain as kernel and user lookup addresses, leaf first (a caller's
+/// return address less one: the call is the instruction before), and how many addresses
+/// the chain held.
+fn split_chain(s: &records::Sample) -> (Vec<u64>, Vec<u64>, usize) {
+    let single = [s.ip];
+    let chain: &[u64] = if s.callchain.is_empty() {
+        &single
+    } else {
+        &s.callchain
+    };
+    let (mut kernel, mut user) = (Vec::new(), Vec::new());
+    let mut in_kernel = false;
+    let mut first_in_context = true;
+    let mut addresses = 0;
+    for &entry in chain {
+        if entry >= records::CONTEXT_MAX {
+            in_kernel = entry == records::CONTEXT_KERNEL;
+            first_in_context = true;
+            continue;
+        }
+        addresses += 1;
+        let addr = if first_in_context {
+            entry
+        } else {
+            entry.saturating_sub(1)
+        };
+        first_in_context = false;
+        if in_kernel {
+            kernel.push(addr);
+        } else {
+            user.push(addr);
+        }
+    }
+    (kernel, user, addresses)
 }
 
 fn time_of(record: &Record) -> u64 {
