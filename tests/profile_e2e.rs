@@ -425,3 +425,47 @@ fn a_filter_that_matches_nothing_says_what_there_is() {
     assert!(!out.status.success());
     assert!(error_line(&out).contains("--thread nope"));
 }
+
+#[test]
+fn bench_profile_compares_the_variants_over_all_their_runs() {
+    skip_without_perf!();
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), "bench", WITH_FRAME_POINTERS);
+    let exp = dir.path().join("exp.framelab");
+    let variant =
+        |name: &str, light: &str| format!("{name}={} 150 100000 {light}", program.display());
+    let out = framelab()
+        .args(["bench", "-n", "2", "--profile=499", "--variant"])
+        .arg(variant("three", "3"))
+        .arg("--variant")
+        .arg(variant("nine", "9"))
+        .arg("-o")
+        .arg(&exp)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let d = profile_json(&[exp.to_str().unwrap()]);
+    assert_eq!(
+        (d["a"].as_str(), d["b"].as_str()),
+        (Some("three"), Some("nine"))
+    );
+    assert_eq!(
+        (d["a_runs"].as_u64(), d["b_runs"].as_u64()),
+        (Some(2), Some(2))
+    );
+    let light = d["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["function"] == "light_three")
+        .unwrap();
+    near(
+        light["change_pct"].as_f64().unwrap(),
+        100.0 * 9.0 / 22.0 - 100.0 * 3.0 / 16.0,
+        8.0,
+        "light_three's change across the variants",
+    );
+    // One run of it, picked by id, is an ordinary profile.
+    let one = profile_json(&[exp.to_str().unwrap(), "--run-id", "1"]);
+    assert!(one["taken"].as_u64().unwrap() > 0);
+}

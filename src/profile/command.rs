@@ -55,8 +55,25 @@ pub fn run(cmd: &ProfileCommand) -> Result<()> {
         target.refuse_overwriting(&cmd.output, input)?;
     }
     let bytes = match cmd.runs.as_slice() {
-        [one] => one_run(cmd, one)?,
-        [a, b] => two_sides(cmd, a, b)?,
+        [one] => match experiment_groups(cmd, one)? {
+            Some(groups) => compare_groups(cmd, groups)?,
+            None => one_run(cmd, one)?,
+        },
+        [a, b] => {
+            let name = |p: &Path| {
+                p.file_stem().map_or_else(
+                    || p.display().to_string(),
+                    |s| s.to_string_lossy().into_owned(),
+                )
+            };
+            compare_groups(
+                cmd,
+                vec![
+                    (name(a), load(a, cmd.run_id)?),
+                    (name(b), load(b, cmd.run_id)?),
+                ],
+            )?
+        }
         _ => bail!(
             "give one run file (its profile) or two (the change from the first to the second)"
         ),
@@ -104,47 +121,96 @@ fn one_run(cmd: &ProfileCommand, path: &Path) -> Result<Vec<u8>> {
     })
 }
 
+/// The profiled runs of an experiment (`framelab bench --profile`) by variant (and
+/// parameter values), in the order they first ran; `None` for a file of one group, or
+/// when a run was picked with `--run-id`.
+fn experiment_groups(cmd: &ProfileCommand, path: &Path) -> Result<Option<Vec<Group>>> {
+    if cmd.run_id.is_some() {
+        return Ok(None);
+    }
+    let Some(experiment) = crate::store::load_experiment(path)? else {
+        return Ok(None);
+    };
+    let mut groups: Vec<Group> = Vec::new();
+    for run in &experiment.runs {
+        if run.status != crate::experiment::RunStatus::Ok {
+            continue;
+        }
+        let Some(profile) = crate::store::load_profile(path, run.run_id)? else {
+            continue;
+        };
+        let mut label = run.variant.clone();
+        for (k, v) in &run.params {
+            label.push_str(&format!(" {k}={v}"));
+        }
+        let loaded = (crate::store::load_run(path, Some(run.run_id))?, profile);
+        match groups.iter_mut().find(|(name, _)| *name == label) {
+            Some((_, runs)) => runs.push(loaded),
+            None => groups.push((label, vec![loaded])),
+        }
+    }
+    Ok((groups.len() >= 2).then_some(groups))
+}
+
+/// A name and its profiled runs.
+type Group = (String, Vec<(Run, Profile)>);
+
 /// One side of a diff: its runs' samples pooled, by function and as folded stacks.
-fn side(cmd: &ProfileCommand, path: &Path) -> Result<(Side, String)> {
-    let name = path.file_stem().map_or_else(
-        || path.display().to_string(),
-        |s| s.to_string_lossy().into_owned(),
-    );
-    let mut side = Side::new(&name);
+fn side(cmd: &ProfileCommand, (name, runs): &Group) -> Result<(Side, String)> {
+    let mut side = Side::new(name);
     let mut folded = String::new();
-    for (run, profile) in load(path, cmd.run_id)? {
-        let sel = summary::select(&run, &profile, &cmd.filters)
-            .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    for (run, profile) in runs {
+        let sel =
+            summary::select(run, profile, &cmd.filters).map_err(|e| anyhow!("{name}: {e}"))?;
         side.add(&summary::table(
-            &profile,
-            &name,
+            profile,
+            name,
             &sel.samples,
             sel.samples.len() as u64,
         ));
-        let stage_of = |i: usize| sel.stage(&run, i).to_owned();
-        folded.push_str(&render::folded(&profile, &sel.samples, &stage_of));
+        let stage_of = |i: usize| sel.stage(run, i).to_owned();
+        folded.push_str(&render::folded(profile, &sel.samples, &stage_of));
     }
     Ok((side, folded))
 }
 
-fn two_sides(cmd: &ProfileCommand, a: &Path, b: &Path) -> Result<Vec<u8>> {
-    let (side_a, folded_a) = side(cmd, a)?;
-    let (side_b, folded_b) = side(cmd, b)?;
-    let d = diff::diff(&side_a, &side_b);
-    Ok(match cmd.format {
-        ProfileFormat::Text => diff::render(&d, cmd.top, false).into_bytes(),
-        ProfileFormat::Markdown => diff::render(&d, cmd.top, true).into_bytes(),
-        ProfileFormat::Json => (serde_json::to_string_pretty(&d)? + "\n").into_bytes(),
-        ProfileFormat::Svg => diff::flame_graph(
-            &folded_a,
-            &folded_b,
-            &format!(
-                "{} → {} (red: grew, blue: shrank)",
-                side_a.name, side_b.name
+/// The first group against each other one, one diff after another.
+fn compare_groups(cmd: &ProfileCommand, groups: Vec<Group>) -> Result<Vec<u8>> {
+    let (base, folded_base) = side(cmd, &groups[0])?;
+    let mut out = Vec::new();
+    let mut diffs = Vec::new();
+    for group in &groups[1..] {
+        let (other, folded_other) = side(cmd, group)?;
+        let d = diff::diff(&base, &other);
+        match cmd.format {
+            ProfileFormat::Text => out.extend(diff::render(&d, cmd.top, false).into_bytes()),
+            ProfileFormat::Markdown => out.extend(diff::render(&d, cmd.top, true).into_bytes()),
+            ProfileFormat::Json => diffs.push(d),
+            ProfileFormat::Svg if groups.len() == 2 => {
+                out = diff::flame_graph(
+                    &folded_base,
+                    &folded_other,
+                    &format!("{} → {} (red: grew, blue: shrank)", base.name, other.name),
+                )?
+            }
+            ProfileFormat::Svg => bail!(
+                "a differential flame graph shows two sides, and there are {}: give two run files",
+                groups.len()
             ),
-        )?,
-        ProfileFormat::Folded | ProfileFormat::Speedscope => bail!(
-            "--format folded and speedscope show one profile: run framelab profile on each file"
-        ),
-    })
+            ProfileFormat::Folded | ProfileFormat::Speedscope => {
+                bail!("--format folded and speedscope show one profile: pick a run with --run-id")
+            }
+        }
+        if cmd.format != ProfileFormat::Json {
+            out.push(b'\n');
+        }
+    }
+    if cmd.format == ProfileFormat::Json {
+        let value = match diffs.len() {
+            1 => serde_json::to_value(&diffs[0])?,
+            _ => serde_json::to_value(&diffs)?,
+        };
+        out = (serde_json::to_string_pretty(&value)? + "\n").into_bytes();
+    }
+    Ok(out)
 }

@@ -403,13 +403,11 @@ impl State {
 
     fn sample(&mut self, s: records::Sample) {
         let (kernel, user_fp, addresses) = split_chain(&s);
-        if addresses >= self.max_stack {
-            self.truncated += 1;
-        }
+        let mut truncated = addresses >= self.max_stack;
         let user = match &mut self.unwinding {
             Some(unwinding) if !s.stack.is_empty() => {
                 let maps = &self.maps;
-                let dwarf = unwinding.unwind(
+                let (dwarf, past_copy) = unwinding.unwind(
                     s.pid,
                     maps.generation(s.pid),
                     || maps.exec_mappings(s.pid),
@@ -418,6 +416,7 @@ impl State {
                 );
                 // The frame-pointer chain where DWARF found less (code without unwind tables).
                 if dwarf.len() >= user_fp.len() {
+                    truncated = past_copy;
                     dwarf
                 } else {
                     user_fp
@@ -425,6 +424,9 @@ impl State {
             }
             _ => user_fp,
         };
+        if truncated {
+            self.truncated += 1;
+        }
         // Leaf first, then reversed: root first, as stacks are stored.
         let mut locations: Vec<Location> = kernel.into_iter().map(Location::Kernel).collect();
         locations.extend(user.iter().map(|&a| self.maps.locate(s.pid, a)));

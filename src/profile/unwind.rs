@@ -121,7 +121,8 @@ impl Unwinding {
     }
 
     /// The user frames of one sample, leaf first, as lookup addresses (a return address
-    /// less one); empty when nothing could be unwound. `regs` are bp, sp, ip. The
+    /// less one), and whether the walk stopped at the end of the copied stack (the stack
+    /// was deeper: its outermost frames are missing); empty when nothing could be unwound. `regs` are bp, sp, ip. The
     /// process's unwinder is rebuilt from `mappings()` when its `generation` changed.
     pub fn unwind(
         &mut self,
@@ -130,9 +131,9 @@ impl Unwinding {
         mappings: impl FnOnce() -> Vec<ExecMapping>,
         regs: &[u64],
         stack: &[u8],
-    ) -> Vec<u64> {
+    ) -> (Vec<u64>, bool) {
         let [bp, sp, ip] = regs else {
-            return Vec::new();
+            return (Vec::new(), false);
         };
         let stale = self
             .processes
@@ -149,12 +150,16 @@ impl Unwinding {
         }
         let cache = self.cache.get_or_insert_with(CacheX86_64::new);
         let Some((_, unwinder)) = self.processes.get(&pid) else {
-            return Vec::new();
+            return (Vec::new(), false);
         };
         let sp = *sp;
+        let mut past_copy = false;
         let mut read_stack = |addr: u64| -> Result<u64, ()> {
             let offset = addr.checked_sub(sp).ok_or(())? as usize;
-            let bytes = stack.get(offset..offset + 8).ok_or(())?;
+            let Some(bytes) = stack.get(offset..offset.saturating_add(8)) else {
+                past_copy = true;
+                return Err(());
+            };
             Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| ())?))
         };
         let mut frames = Vec::new();
@@ -173,6 +178,7 @@ impl Unwinding {
                 break;
             }
         }
-        frames
+        drop(iter);
+        (frames, past_copy)
     }
 }
