@@ -197,14 +197,14 @@ fn sample(c: &mut Cursor, sample_type: u64, regs_count: usize) -> Sample {
 }
 
 /// Call chain entries at or above this are context markers, not addresses.
-pub const CONTEXT_MAX: u64 = b::PERF_CONTEXT_MAX as u64;
-pub const CONTEXT_KERNEL: u64 = b::PERF_CONTEXT_KERNEL as u64;
+pub const CONTEXT_MAX: u64 = b::PERF_CONTEXT_MAX;
+pub const CONTEXT_KERNEL: u64 = b::PERF_CONTEXT_KERNEL;
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::profile::perf::SAMPLE_TYPE;
-    const CONTEXT_USER: u64 = b::PERF_CONTEXT_USER as u64;
+    const CONTEXT_USER: u64 = b::PERF_CONTEXT_USER;
 
     fn header(kind: u32, misc: u16, body: &[u8]) -> Vec<u8> {
         let mut r = Vec::new();

@@ -74,7 +74,7 @@ fn shown_function(f: &FunctionRow, md: bool) -> String {
     }
 }
 
-fn top<'a>(table: &'a Table, by_self: bool, n: usize) -> Vec<&'a FunctionRow> {
+fn top(table: &Table, by_self: bool, n: usize) -> Vec<&FunctionRow> {
     let mut rows: Vec<&FunctionRow> = table.functions.iter().collect();
     if by_self {
         rows.retain(|r| r.self_samples > 0);
@@ -236,7 +236,7 @@ pub fn speedscope(
         .collect();
     let mut stage_frames: HashMap<String, usize> = HashMap::new();
     let mut threads: Vec<(u32, u32)> = Vec::new();
-    let mut per_thread: HashMap<(u32, u32), (Vec<Vec<usize>>, i64, i64)> = HashMap::new();
+    let mut per_thread: HashMap<(u32, u32), Vec<Vec<usize>>> = HashMap::new();
     for &i in selected {
         let s = &profile.samples[i];
         let stage = stage_of(i);
@@ -248,19 +248,19 @@ pub fn speedscope(
         let mut stack: Vec<usize> = profile.stack_frames(s.stack).map(|f| f as usize).collect();
         stack.push(stage_frame);
         stack.reverse();
-        let entry = per_thread.entry((s.pid, s.tid)).or_insert_with(|| {
-            threads.push((s.pid, s.tid));
-            (Vec::new(), s.t_ns, s.t_ns)
-        });
-        entry.0.push(stack);
-        entry.1 = entry.1.min(s.t_ns);
-        entry.2 = entry.2.max(s.t_ns);
+        per_thread
+            .entry((s.pid, s.tid))
+            .or_insert_with(|| {
+                threads.push((s.pid, s.tid));
+                Vec::new()
+            })
+            .push(stack);
     }
     let period_ns = 1e9 / profile.frequency_hz.max(1) as f64;
     let profiles: Vec<serde_json::Value> = threads
         .iter()
         .map(|key| {
-            let (samples, _, _) = &per_thread[key];
+            let samples = &per_thread[key];
             let weights = vec![period_ns.round() as i64; samples.len()];
             let total: i64 = weights.iter().sum();
             json!({

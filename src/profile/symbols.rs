@@ -155,9 +155,11 @@ fn name_kernel(symbolizer: &Symbolizer, recording: &Recording, names: &mut Names
     }
     addrs.sort_unstable();
     addrs.dedup();
-    let mut kernel = Kernel::default();
     // Symbols only: a vmlinux with DWARF is rarely there, and slow to look for.
-    kernel.vmlinux = blazesym::MaybeDefault::None;
+    let kernel = Kernel {
+        vmlinux: blazesym::MaybeDefault::None,
+        ..Kernel::default()
+    };
     let results = symbolizer
         .symbolize(&Source::Kernel(kernel), Input::AbsAddr(&addrs))
         .unwrap_or_default();

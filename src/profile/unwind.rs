@@ -178,7 +178,6 @@ impl Unwinding {
                 break;
             }
         }
-        drop(iter);
         (frames, past_copy)
     }
 }
