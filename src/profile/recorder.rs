@@ -137,6 +137,9 @@ impl Profiler {
             kernel: true,
             stack_bytes: if dwarf { STACK_COPY_BYTES } else { 0 },
         };
+        // Children forked from here on inherit the events; those forked before are
+        // attached on their own (listed first: a child is missed rather than sampled twice).
+        let earlier_children = children(pid);
         // Probe on the first CPU: the event the machine has, kernel stacks if allowed.
         let probe = loop {
             match perf::open(&spec, pid as i32, cpus[0]) {
@@ -206,6 +209,9 @@ impl Profiler {
         };
         // The rest of the first thread's CPUs, then its other threads and children.
         profiler.attach_first(pid, &cpus[1..]);
+        for child in earlier_children {
+            profiler.attach_tree(child);
+        }
         Ok(profiler)
     }
 
@@ -221,8 +227,6 @@ impl Profiler {
         s.attached.insert(pid);
         s.maps.read_proc(pid);
         s.enable_all();
-        drop(s);
-        self.attach_children(pid);
     }
 
     /// Samples `pid` too (a service, a watched process), with its threads and the children
@@ -236,6 +240,8 @@ impl Profiler {
     /// `pid` and the children it has now: those forked before its events were opened
     /// did not inherit them.
     fn attach_tree(&self, pid: u32) {
+        // Listed before the events open, as in `start`.
+        let earlier_children = children(pid);
         {
             let mut s = self.state.lock().unwrap();
             if !s.attached.insert(pid) {
@@ -245,11 +251,7 @@ impl Profiler {
             s.maps.read_proc(pid);
             s.enable_all();
         }
-        self.attach_children(pid);
-    }
-
-    fn attach_children(&self, pid: u32) {
-        for child in children(pid) {
+        for child in earlier_children {
             self.attach_tree(child);
         }
     }
