@@ -289,6 +289,16 @@ impl Profiler {
     }
 }
 
+impl Drop for Profiler {
+    /// A profiler dropped unfinished (the command could not start) stops its thread.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.drainer.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 fn drain_loop(state: &Mutex<State>, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(10));

@@ -5,6 +5,7 @@ mod clock;
 mod collect;
 mod dir;
 pub mod guard;
+mod hold;
 mod launch;
 mod output;
 pub mod procfs;
@@ -232,7 +233,19 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         };
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
     let started = Instant::now();
-    let pid = match launch::spawn(&opts.command, &env, &opts.cpus, capture.child_stdio()) {
+    // With --profile, the command's events are opened between its fork and its exec.
+    let hold = opts.profile.and_then(|options| {
+        hold::Hold::new(move |pid| crate::profile::Profiler::start(options, pid)).ok()
+    });
+    let spawned = launch::spawn(
+        &opts.command,
+        &env,
+        &opts.cpus,
+        capture.child_stdio(),
+        hold.as_ref().map(hold::Hold::child_ends),
+    );
+    let started_profiler = hold.and_then(hold::Hold::finish);
+    let pid = match spawned {
         Ok(pid) => {
             // If framelab is killed from here on, the guardian stops the command's group.
             guard::register_group(pid);
@@ -249,9 +262,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     };
     let capture = capture.start();
     let service_pids: Vec<u32> = services.roots().iter().map(|(pid, _)| *pid).collect();
-    let profiler = opts
-        .profile
-        .and_then(|p| start_profiler(p, pid, &service_pids, opts));
+    let profiler =
+        started_profiler.and_then(|started| start_profiler(started, &service_pids, opts));
     let mut accounting = accounting::Accounting::new(
         procfs::Procfs::system(),
         meta.origin_mono_ns,
@@ -324,15 +336,14 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     })
 }
 
-/// Starts sampling the command, the services and the watched pids; `None`, said on
-/// stderr in one line with what to change, when the kernel refuses: the run goes on.
+/// Adds the services and the watched pids to the command's sampling; `None`, said on
+/// stderr in one line with what to change, when the kernel refused: the run goes on.
 fn start_profiler(
-    options: crate::profile::ProfileOptions,
-    pid: u32,
+    started: Result<crate::profile::Profiler, String>,
     services: &[u32],
     opts: &RunOptions,
 ) -> Option<crate::profile::Profiler> {
-    match crate::profile::Profiler::start(options, pid) {
+    match started {
         Ok(profiler) => {
             for &other in services.iter().chain(&opts.watch_pids) {
                 profiler.attach(other);
