@@ -21,6 +21,7 @@ fn profiling_refused() -> Option<String> {
         hz: 99,
         kernel: false,
         stack_bytes: 0,
+        build_id: false,
     };
     match perf::open(&spec, 0, 0) {
         Ok(_) => None,
@@ -468,4 +469,31 @@ fn bench_profile_compares_the_variants_over_all_their_runs() {
     // One run of it, picked by id, is an ordinary profile.
     let one = profile_json(&[exp.to_str().unwrap(), "--run-id", "1"]);
     assert!(one["taken"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_binary_replaced_during_the_run_is_not_misnamed() {
+    skip_without_perf!();
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), "replaced", WITH_FRAME_POINTERS);
+    // Another build of it (other flags: another build id) to put in its place.
+    let other = compile(dir.path(), "other", &["-O2"]);
+    let path = dir.path().join("replaced.framelab");
+    let script = format!(
+        "{p} 300 100000 & sleep 0.3; mv {o} {p}; wait",
+        p = program.display(),
+        o = other.display()
+    );
+    let out = framelab()
+        .args(["run", "--profile=499", "-o"])
+        .arg(&path)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary = profile_json(&[path.to_str().unwrap()]);
+    let notes = summary["notes"].to_string();
+    assert!(notes.contains("was replaced during the run"), "{notes}");
+    assert_eq!(share(&summary["overall"], "heavy_seven"), (0.0, 0.0));
+    assert!(summary["unknown_pct"].as_f64().unwrap() > 80.0);
 }

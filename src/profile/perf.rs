@@ -55,6 +55,9 @@ pub struct EventSpec {
     pub kernel: bool,
     /// Bytes of user stack copied per sample (0: frame pointers only).
     pub stack_bytes: u32,
+    /// Ask for each mapped file's build id (Linux 5.12 and later), to tell a binary
+    /// replaced during the run.
+    pub build_id: bool,
 }
 
 impl EventSpec {
@@ -85,6 +88,7 @@ impl EventSpec {
         attr.set_comm_exec(1);
         attr.set_task(1);
         attr.set_sample_id_all(1);
+        attr.set_build_id(u64::from(self.build_id));
         attr.set_exclude_hv(1);
         attr.set_exclude_kernel(u64::from(!self.kernel));
         attr.set_exclude_callchain_kernel(u64::from(!self.kernel));
@@ -171,7 +175,7 @@ pub struct Ring {
     len: usize,
     data_size: u64,
     // Owned so the mapping's event outlives it.
-    _fd: OwnedFd,
+    fd: OwnedFd,
 }
 
 // SAFETY: the mapping is only read and its tail written through &mut self.
@@ -199,12 +203,12 @@ impl Ring {
             base: base as *mut u8,
             len,
             data_size: (page * data_pages) as u64,
-            _fd: fd,
+            fd,
         })
     }
 
     pub fn fd(&self) -> &OwnedFd {
-        &self._fd
+        &self.fd
     }
 
     fn head(&self) -> &AtomicU64 {

@@ -136,6 +136,7 @@ impl Profiler {
             hz: options.hz,
             kernel: true,
             stack_bytes: if dwarf { STACK_COPY_BYTES } else { 0 },
+            build_id: true,
         };
         // Children forked from here on inherit the events; those forked before are
         // attached on their own (listed first: a child is missed rather than sampled twice).
@@ -144,6 +145,10 @@ impl Profiler {
         let probe = loop {
             match perf::open(&spec, pid as i32, cpus[0]) {
                 Ok(fd) => break fd,
+                // A kernel before 5.12 knows no build ids in mapping records.
+                Err(e) if spec.build_id && e.raw_os_error() == Some(libc::EINVAL) => {
+                    spec.build_id = false;
+                }
                 Err(e)
                     if spec.event == Event::Cycles
                         && matches!(

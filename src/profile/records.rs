@@ -113,8 +113,7 @@ pub fn decode(bytes: &[u8], sample_type: u64, regs_count: usize) -> Option<Recor
             let build_id = if misc & b::PERF_RECORD_MISC_MMAP_BUILD_ID != 0 {
                 let size = (c.take(1).first().copied().unwrap_or(0) as usize).min(20);
                 c.take(3);
-                let id = c.take(20)[..size].to_vec();
-                id
+                c.take(20)[..size].to_vec()
             } else {
                 c.take(24);
                 Vec::new()

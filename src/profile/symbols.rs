@@ -11,7 +11,7 @@ use std::path::Path;
 use blazesym::symbolize::source::{Elf, Kernel, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 
-use super::maps::Location;
+use super::maps::{Location, Module};
 use super::model::{Frame, Profile, ProfileSample, StackTree};
 use super::recorder::Recording;
 
@@ -26,7 +26,8 @@ pub fn symbolize(recording: Recording, origin_mono_ns: i64) -> Profile {
         .enable_code_info(false)
         .build();
     let mut names = Names::new();
-    name_files(&symbolizer, &recording, &mut names);
+    let mut notes = recording.notes.clone();
+    name_files(&symbolizer, &recording, &mut names, &mut notes);
     name_kernel(&symbolizer, &recording, &mut names);
     name_anonymous(&recording, &mut names);
 
@@ -68,7 +69,7 @@ pub fn symbolize(recording: Recording, origin_mono_ns: i64) -> Profile {
         lost: recording.lost,
         throttled: recording.throttled,
         truncated: recording.truncated,
-        notes: recording.notes,
+        notes,
         frames: tree.frames,
         nodes: tree.nodes,
         samples,
@@ -109,7 +110,12 @@ fn frames_of(result: &Symbolized, module: &str, offset: u64) -> Vec<Frame> {
     }
 }
 
-fn name_files(symbolizer: &Symbolizer, recording: &Recording, names: &mut Names) {
+fn name_files(
+    symbolizer: &Symbolizer,
+    recording: &Recording,
+    names: &mut Names,
+    notes: &mut Vec<String>,
+) {
     let mut by_module: HashMap<u32, Vec<u64>> = HashMap::new();
     for location in recording.stacks.iter().flatten() {
         if let Location::File { module, offset } = *location {
@@ -119,11 +125,22 @@ fn name_files(symbolizer: &Symbolizer, recording: &Recording, names: &mut Names)
     for (module, mut offsets) in by_module {
         offsets.sort_unstable();
         offsets.dedup();
-        let path = &recording.maps.modules[module as usize].path;
+        let Module { path, build_id } = &recording.maps.modules[module as usize];
         let shown = file_name(path);
         let source = Source::Elf(Elf::new(path));
         // A binary deleted since, or never a file (`[vdso]`): every address unknown.
-        let results = if Path::new(path).is_file() {
+        let mut readable = Path::new(path).is_file();
+        if readable && !build_id.is_empty() {
+            let now = blazesym::helper::read_elf_build_id(path).ok().flatten();
+            if now.is_some_and(|now| now.as_ref() != build_id.as_slice()) {
+                notes.push(format!(
+                    "{path} was replaced during the run (its build id changed): its addresses \
+                     are shown as {shown}+0xoffset"
+                ));
+                readable = false;
+            }
+        }
+        let results = if readable {
             symbolizer
                 .symbolize(&source, Input::FileOffset(&offsets))
                 .unwrap_or_default()
