@@ -133,6 +133,10 @@ fn section(out: &mut String, title: &str, table: &Table, by_self: bool, n: usize
 pub fn summary_text(s: &Summary, n: usize, md: bool) -> String {
     let mut out = String::new();
     header(s, &mut out, md);
+    if s.taken == 0 {
+        out.push_str("\n  no sample was taken: the processes of the run used (almost) no CPU while they were sampled\n");
+        return out;
+    }
     if s.selected == 0 {
         out.push_str("\n  no sample matches the filters\n");
         return out;
