@@ -447,6 +447,11 @@ impl State {
         // Leaf first, then reversed: root first, as stacks are stored.
         let mut locations: Vec<Location> = kernel.into_iter().map(Location::Kernel).collect();
         locations.extend(user.iter().map(|&a| self.maps.locate(s.pid, a)));
+        // An outermost "caller" in no mapping is a word of the stack read as a return
+        // address where the walk went past the real frames (a value, not code).
+        while locations.len() > 1 && matches!(locations.last(), Some(Location::Unmapped(_))) {
+            locations.pop();
+        }
         locations.reverse();
         let next = self.stacks.len() as u32;
         let stack = match self.stack_ids.get(&locations) {

@@ -127,6 +127,11 @@ fn name_files(
         offsets.dedup();
         let Module { path, build_id } = &recording.maps.modules[module as usize];
         let shown = file_name(path);
+        // The kernel's vDSO (clock_gettime...) is no file: framelab's own copy is the same.
+        let vdso_file = (path == "[vdso]").then(own_vdso).flatten();
+        let path = vdso_file
+            .as_ref()
+            .map_or(path.as_str(), |f| f.path().to_str().unwrap_or(""));
         let source = Source::Elf(Elf::new(path));
         // A binary deleted since, or never a file (`[vdso]`): every address unknown.
         let mut readable = Path::new(path).is_file();
@@ -155,6 +160,28 @@ fn name_files(
             names.insert(Location::File { module, offset }, frames);
         }
     }
+}
+
+/// framelab's own vDSO image, written to a temporary file for the symbolizer.
+fn own_vdso() -> Option<tempfile::NamedTempFile> {
+    use std::io::Write;
+    // SAFETY: getauxval has no preconditions.
+    let base = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) };
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
+    let (start, end) = line.split_whitespace().next()?.split_once('-')?;
+    let (start, end) = (
+        u64::from_str_radix(start, 16).ok()?,
+        u64::from_str_radix(end, 16).ok()?,
+    );
+    if base != start || end <= start {
+        return None;
+    }
+    // SAFETY: the vDSO mapping [start, end) of this process is readable and never unmapped.
+    let image = unsafe { std::slice::from_raw_parts(start as *const u8, (end - start) as usize) };
+    let mut file = tempfile::NamedTempFile::new().ok()?;
+    file.write_all(image).ok()?;
+    Some(file)
 }
 
 fn name_kernel(symbolizer: &Symbolizer, recording: &Recording, names: &mut Names) {
