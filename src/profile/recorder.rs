@@ -48,9 +48,17 @@ pub enum CallGraph {
     Fp,
 }
 
-/// Bytes of user stack copied per sample with `--call-graph dwarf` (as `perf record
-/// --call-graph dwarf`'s default); deeper stacks lose their outermost frames.
-const STACK_COPY_BYTES: u32 = 8192;
+/// Bytes of user stack copied per sample with `--call-graph dwarf`; deeper stacks lose
+/// their outermost frames (counted as truncated). 32 KiB up to 1 kHz (video encoders keep
+/// big buffers on the stack: 8 KiB, perf's default, cut 5% of the demo's stacks), 8 KiB
+/// above, where copying 32 KiB per sample would cost too much.
+fn stack_copy_bytes(hz: u64) -> u32 {
+    if hz <= 1000 {
+        32 * 1024
+    } else {
+        8 * 1024
+    }
+}
 
 /// One sample before symbols: its raw stack is an index into `Recording::stacks`.
 #[derive(Clone, Copy, Debug)]
@@ -135,7 +143,11 @@ impl Profiler {
             event: Event::Cycles,
             hz: options.hz,
             kernel: true,
-            stack_bytes: if dwarf { STACK_COPY_BYTES } else { 0 },
+            stack_bytes: if dwarf {
+                stack_copy_bytes(options.hz)
+            } else {
+                0
+            },
             build_id: true,
         };
         // Children forked from here on inherit the events; those forked before are
@@ -312,7 +324,7 @@ fn drain_loop(state: &Mutex<State>, stop: &AtomicBool) {
 }
 
 /// Pages of each CPU's ring: 1 MiB, 10 ms of samples at 4 kHz with deep stacks many
-/// times over; with stack copies, 8 MiB (100 ms at 10 kHz).
+/// times over; with stack copies, 8 MiB (100 ms at 10 kHz, or 250 samples of 32 KiB).
 fn ring_pages(stack_bytes: u32) -> usize {
     if stack_bytes > 0 {
         2048
