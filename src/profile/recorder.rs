@@ -445,7 +445,8 @@ impl State {
                 );
                 // The frame-pointer chain where DWARF found less (code without unwind tables).
                 if dwarf.len() >= user_fp.len() {
-                    truncated = past_copy;
+                    // Cut only if the copy was full: a shorter one held the whole stack.
+                    truncated = past_copy && s.stack.len() >= self.spec.stack_bytes as usize;
                     dwarf
                 } else {
                     user_fp
