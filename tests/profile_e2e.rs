@@ -497,3 +497,27 @@ fn a_binary_replaced_during_the_run_is_not_misnamed() {
     assert_eq!(share(&summary["overall"], "heavy_seven"), (0.0, 0.0));
     assert!(summary["unknown_pct"].as_f64().unwrap() > 80.0);
 }
+
+#[test]
+fn a_service_is_sampled_and_filtered_by_process_name() {
+    skip_without_perf!();
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), "svc", WITH_FRAME_POINTERS);
+    let path = dir.path().join("svc.framelab");
+    let out = framelab()
+        .args(["run", "--profile=499", "-o"])
+        .arg(&path)
+        .arg("--service")
+        .arg(format!("burn={} 200 100000", program.display()))
+        .args(["--", "sleep", "1.5"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary = profile_json(&[path.to_str().unwrap(), "--process", "svc"]);
+    assert!(
+        summary["selected"].as_u64().unwrap() > 50,
+        "{}",
+        summary["selected"]
+    );
+    assert!(share(&summary["overall"], "heavy_seven").0 > 20.0);
+}
