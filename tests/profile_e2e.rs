@@ -521,3 +521,31 @@ fn a_service_is_sampled_and_filtered_by_process_name() {
     );
     assert!(share(&summary["overall"], "heavy_seven").0 > 20.0);
 }
+
+#[test]
+fn stacks_deeper_than_the_limit_are_counted_as_truncated() {
+    skip_without_perf!();
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), "deep", WITH_FRAME_POINTERS);
+    // 3000 calls deep: past the kernel's 127 frames, and past 32 KiB of stack.
+    for (name, call_graph) in [("deep-fp", "fp"), ("deep-dwarf", "dwarf")] {
+        let path = record_with(
+            dir.path(),
+            name,
+            &["--profile=499", "--call-graph", call_graph],
+            &program,
+            &["100", "100000", "3", "3000"],
+        );
+        let summary = profile_json(&[path.to_str().unwrap()]);
+        let (taken, truncated) = (
+            summary["taken"].as_u64().unwrap(),
+            summary["truncated"].as_u64().unwrap(),
+        );
+        assert!(
+            taken > 50 && truncated * 10 >= taken * 9,
+            "{call_graph}: {truncated} of {taken} samples counted as truncated"
+        );
+        // Still attributed to its stage, with its leaf.
+        assert!(share(stage(&summary, "deep"), "deep").0 >= 90.0);
+    }
+}
