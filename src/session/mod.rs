@@ -235,7 +235,14 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let started = Instant::now();
     // With --profile, the command's events are opened between its fork and its exec.
     let hold = opts.profile.and_then(|options| {
-        hold::Hold::new(move |pid| crate::profile::Profiler::start(options, pid)).ok()
+        hold::Hold::new(move |pid| crate::profile::Profiler::start(options, pid))
+            .map_err(|e| {
+                eprintln!(
+                    "framelab: warning: this run is not profiled: cannot hold the command while \
+                     its events open ({e})"
+                )
+            })
+            .ok()
     });
     let spawned = launch::spawn(
         &opts.command,
