@@ -15,6 +15,7 @@ pub mod host;
 pub mod import;
 pub mod model;
 pub mod output;
+pub mod profile;
 pub mod report;
 pub mod sample;
 pub mod services;

@@ -83,10 +83,27 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 ring_records: args.ring_records,
                 session_access: session_access(&args.share_session, &args.session_user)?,
                 sampling: sampling_options(&args.sampling),
+                profile: profile_options(&args.profile),
                 ..RunOptions::default()
             };
             let opts = with_live(opts, &args.live)?;
             run_and_report(&opts, args.format, &args.html)
+        }
+        Command::Profile(args) => {
+            framelab::profile::command::run(&framelab::profile::command::ProfileCommand {
+                runs: args.runs,
+                run_id: args.run_id,
+                filters: framelab::profile::summary::Filters {
+                    stage: args.stage,
+                    thread: args.thread,
+                    process: args.process,
+                    late_only: args.frame_set == cli::FrameSet::Late,
+                },
+                format: args.format,
+                top: args.top,
+                output: args.output,
+            })?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Report(args) => report_command(args),
         Command::Bench(args) => bench(args),
@@ -119,6 +136,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 output: args.output,
                 grace: std::time::Duration::from_secs(2),
                 sampling: sampling_options(&args.sampling),
+                profile: profile_options(&args.profile),
                 ..RunOptions::default()
             };
             let opts = with_live(opts, &args.live)?;
@@ -915,6 +933,14 @@ fn bench_spec(args: &cli::BenchArgs) -> anyhow::Result<framelab::bench::Experime
                 pins: args.services.pins.clone(),
                 shell,
             },
+            profile: profile_options(&args.profile),
         },
+    })
+}
+
+fn profile_options(flag: &cli::ProfileFlag) -> Option<framelab::profile::ProfileOptions> {
+    flag.profile.map(|hz| framelab::profile::ProfileOptions {
+        hz,
+        call_graph: flag.call_graph,
     })
 }

@@ -452,6 +452,7 @@ fn run_options(
         } else {
             crate::services::DEFAULT_READY_TIMEOUT
         },
+        profile: settings.profile,
     })
 }
 

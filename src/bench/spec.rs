@@ -54,6 +54,9 @@ pub struct RunSettings {
     /// `--service`, `--ready`, `--pin ROLE=` as given: started fresh for every run.
     #[serde(default)]
     pub services: ServiceSettings,
+    /// `--profile=HZ`, `--call-graph`: every run sampled.
+    #[serde(default)]
+    pub profile: Option<crate::profile::ProfileOptions>,
 }
 
 /// The service options of a bench as given, `{KEY}` unexpanded, kept for `--resume`.

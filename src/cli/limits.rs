@@ -169,6 +169,20 @@ pub fn runs(text: &str) -> Result<u32, String> {
     count_in(text, 1, MAX_RUNS).map(|n| n as u32)
 }
 
+/// `--profile=HZ`: 1 to the kernel's `perf_event_max_sample_rate` (the kernel refuses
+/// more, and lowers it by itself when sampling takes too long).
+pub fn profile_hz(text: &str) -> Result<u64, String> {
+    let max = framelab::profile::perf::max_sample_rate().unwrap_or(100_000);
+    count_in(text, 1, max.max(1)).map_err(|e| {
+        format!("{e} samples per second (the kernel allows at most {max}: kernel.perf_event_max_sample_rate)")
+    })
+}
+
+/// `profile --top`: 1 to 10000 functions per table.
+pub fn top(text: &str) -> Result<usize, String> {
+    count_in(text, 1, 10_000).map(|n| n as usize)
+}
+
 /// `--ready-timeout`: 10 ms to 1 h.
 pub fn ready_timeout(text: &str) -> Result<Duration, String> {
     duration_in(text, Duration::from_millis(10), Duration::from_secs(3600))

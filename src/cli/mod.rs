@@ -53,6 +53,67 @@ pub enum Command {
     Whatif(WhatifArgs),
     /// Show what each telemetry source reads on this machine (GPU, CPU frequency, power, threads)
     Sources(SourcesArgs),
+    /// Where the CPU time went in a run recorded with --profile: by function, per stage, for
+    /// the late frames; or how it changed from run file A to B
+    Profile(ProfileArgs),
+}
+
+/// `--profile[=HZ]` of run, bench and demo.
+#[derive(Args, Debug)]
+pub struct ProfileFlag {
+    /// Sample the call stacks of every process of the run (user and kernel) HZ times a
+    /// second per CPU busy (default 99; at most the kernel's perf_event_max_sample_rate);
+    /// see them with `framelab profile RUN`
+    #[arg(long, value_name = "HZ", num_args = 0..=1, require_equals = true,
+          default_missing_value = "99", value_parser = limits::profile_hz)]
+    pub profile: Option<u64>,
+    /// How --profile walks user stacks: dwarf (a copy of the stack unwound with the
+    /// binaries' unwind tables; whole stacks without frame pointers) or fp (frame pointers)
+    #[arg(
+        long,
+        value_enum,
+        default_value = "dwarf",
+        value_name = "HOW",
+        requires = "profile"
+    )]
+    pub call_graph: framelab::profile::CallGraph,
+}
+
+#[derive(Args, Debug)]
+pub struct ProfileArgs {
+    /// The run file; with a second one, the change from the first to the second (each
+    /// side's profiled runs pooled)
+    #[arg(required = true, num_args = 1..=2, value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
+    /// Which run of a file holding several
+    #[arg(long = "run-id", value_parser = limits::run_id)]
+    pub run_id: Option<i64>,
+    /// Only samples taken in this stage ("(no stage)": outside every stage span)
+    #[arg(long)]
+    pub stage: Option<String>,
+    /// Only samples of this thread: a tid, or a thread name as recorded
+    #[arg(long)]
+    pub thread: Option<String>,
+    /// Only samples of this process: a pid, or a process name
+    #[arg(long)]
+    pub process: Option<String>,
+    /// Only samples in these frames: all, or late (total over the budget)
+    #[arg(long, value_enum, default_value = "all", value_name = "SET")]
+    pub frame_set: FrameSet,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: framelab::profile::render::ProfileFormat,
+    /// Functions shown per table (1 to 10000)
+    #[arg(long, value_parser = limits::top, default_value = "15", value_name = "N")]
+    pub top: usize,
+    /// Write here instead of standard output (an SVG or speedscope file, say)
+    #[arg(short, long, default_value = "-")]
+    pub output: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FrameSet {
+    All,
+    Late,
 }
 
 #[derive(Args, Debug)]
@@ -150,6 +211,8 @@ pub struct RunArgs {
     pub from_output: OutputArgs,
     #[command(flatten)]
     pub services: ServiceArgs,
+    #[command(flatten)]
+    pub profile: ProfileFlag,
     /// Report format printed at the end
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -451,6 +514,8 @@ pub struct DemoArgs {
     pub live: LiveArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
+    #[command(flatten)]
+    pub profile: ProfileFlag,
 }
 
 #[derive(Args, Debug)]
@@ -556,6 +621,8 @@ pub struct BenchArgs {
     pub from_output: OutputArgs,
     #[command(flatten)]
     pub compare: CompareSettings,
+    #[command(flatten)]
+    pub profile: ProfileFlag,
     /// One command (a single variant, for a parameter sweep)
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,

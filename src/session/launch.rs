@@ -87,6 +87,7 @@ pub fn spawn(
     env: &[(String, String)],
     cpus: &[usize],
     stdio: super::output::ChildStdio,
+    hold: Option<super::hold::ChildEnds>,
 ) -> Result<u32> {
     let mut command = Command::new(&argv[0]);
     command.args(&argv[1..]);
@@ -110,6 +111,9 @@ pub fn spawn(
                 if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
+            }
+            if let Some(hold) = &hold {
+                hold.wait_in_child();
             }
             Ok(())
         });

@@ -5,6 +5,7 @@ mod clock;
 mod collect;
 mod dir;
 pub mod guard;
+mod hold;
 mod launch;
 mod output;
 pub mod procfs;
@@ -68,6 +69,8 @@ pub struct RunOptions {
     pub services: Vec<crate::services::ServiceSpec>,
     /// How long each service may take to get ready.
     pub ready_timeout: Duration,
+    /// Sample call stacks of every process of the run (`--profile[=HZ]`).
+    pub profile: Option<crate::profile::ProfileOptions>,
 }
 
 /// What a finished run left behind.
@@ -230,7 +233,26 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         };
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
     let started = Instant::now();
-    let pid = match launch::spawn(&opts.command, &env, &opts.cpus, capture.child_stdio()) {
+    // With --profile, the command's events are opened between its fork and its exec.
+    let hold = opts.profile.and_then(|options| {
+        hold::Hold::new(move |pid| crate::profile::Profiler::start(options, pid))
+            .map_err(|e| {
+                eprintln!(
+                    "framelab: warning: this run is not profiled: cannot hold the command while \
+                     its events open ({e})"
+                )
+            })
+            .ok()
+    });
+    let spawned = launch::spawn(
+        &opts.command,
+        &env,
+        &opts.cpus,
+        capture.child_stdio(),
+        hold.as_ref().map(hold::Hold::child_ends),
+    );
+    let started_profiler = hold.and_then(hold::Hold::finish);
+    let pid = match spawned {
         Ok(pid) => {
             // If framelab is killed from here on, the guardian stops the command's group.
             guard::register_group(pid);
@@ -246,6 +268,9 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         }
     };
     let capture = capture.start();
+    let service_pids: Vec<u32> = services.roots().iter().map(|(pid, _)| *pid).collect();
+    let profiler =
+        started_profiler.and_then(|started| start_profiler(started, &service_pids, opts));
     let mut accounting = accounting::Accounting::new(
         procfs::Procfs::system(),
         meta.origin_mono_ns,
@@ -268,7 +293,8 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     );
     collector.start_sampling(opts.sampling.clone(), tree);
     let committed = collector.committed();
-    let outcome = supervise(opts, pid, started, &mut collector);
+    let outcome = supervise(opts, pid, started, &mut collector, profiler.as_ref());
+    let recording = profiler.map(crate::profile::Profiler::finish);
     let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
     if outcome.is_err() {
         // Nothing more can be recorded: the command must not go on unobserved.
@@ -292,6 +318,20 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         (Ok(()), Ok(done)) => done,
     };
     crate::store::record_outputs(&output, run_id, &metrics, &outputs)?;
+    if let Some(recording) = recording {
+        let started = Instant::now();
+        let profile = crate::profile::symbolize(recording, meta.origin_mono_ns);
+        crate::store::record_profile(&output, run_id, &profile)?;
+        eprintln!(
+            "framelab: profile: {} samples ({} lost, {} unknown leaves), {} functions, symbolized and stored in {:.2} s; see framelab profile {}",
+            profile.samples.len(),
+            profile.lost,
+            profile.unknown_leaves(),
+            profile.frames.len(),
+            started.elapsed().as_secs_f64(),
+            output.display()
+        );
+    }
     Ok(RunOutcome {
         path: output,
         file: run_file,
@@ -303,12 +343,37 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     })
 }
 
+/// Adds the services and the watched pids to the command's sampling; `None`, said on
+/// stderr in one line with what to change, when the kernel refused: the run goes on.
+fn start_profiler(
+    started: Result<crate::profile::Profiler, String>,
+    services: &[u32],
+    opts: &RunOptions,
+) -> Option<crate::profile::Profiler> {
+    match started {
+        Ok(profiler) => {
+            for &other in services.iter().chain(&opts.watch_pids) {
+                profiler.attach(other);
+            }
+            for note in profiler.notes() {
+                eprintln!("framelab: profiling: {note}");
+            }
+            Some(profiler)
+        }
+        Err(why) => {
+            eprintln!("framelab: warning: this run is not profiled: {why}");
+            None
+        }
+    }
+}
+
 /// The loop: drain every few ms, read the processes at the sampling interval, open and close the window, stop the command.
 fn supervise(
     opts: &RunOptions,
     pid: u32,
     started: Instant,
     collector: &mut collect::Collector,
+    profiler: Option<&crate::profile::Profiler>,
 ) -> Result<()> {
     // Draining wakes up between these, sooner the fuller the rings were at the last drain.
     const MIN_TICK: Duration = Duration::from_millis(1);
@@ -429,6 +494,16 @@ fn supervise(
         if now - last_sample >= sample_every {
             collector.accounting.sample(collector.now_ns(), pid);
             collector.check_users();
+            if let Some(profiler) = profiler {
+                // Processes found by --watch NAME since the last reading.
+                for (watched, _) in collector
+                    .accounting
+                    .live_pids()
+                    .filter(|&(_, role)| role == crate::model::ProcessRole::Watched)
+                {
+                    profiler.attach(watched);
+                }
+            }
             last_sample = now;
         }
         if now - last_progress >= PROGRESS_EVERY {

@@ -181,7 +181,7 @@ impl Services {
             stdout: Some(Stdio::from(out_write)),
             stderr: Some(Stdio::from(err_write)),
         };
-        let pid = launch::spawn(&spec.argv, env, &spec.cpus, stdio)
+        let pid = launch::spawn(&spec.argv, env, &spec.cpus, stdio, None)
             .map_err(|e| anyhow::anyhow!("--service {name}: {e}"))?;
         guard::register_group(pid);
         let (tell, told) = mpsc::channel();

@@ -40,6 +40,12 @@ pub const MIGRATIONS: &[Migration] = &[
         from: 4,
         sql: schema::OUTPUT_TABLES,
     },
+    // 6: sampled profiles (`profiles`, `profile_frames`, `profile_stacks`,
+    // `profile_samples`, view `profile_leaves`). Older runs were not profiled.
+    Migration {
+        from: 5,
+        sql: schema::PROFILE_TABLES,
+    },
 ];
 
 /// Whether `version` can be brought to `SCHEMA_VERSION` by this build.
@@ -152,10 +158,16 @@ mod tests {
         .unwrap();
         // ... and what schema 4 added to `runs`.
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
+        conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
         assert!(can_migrate(1));
         migrate(&mut conn, 1).unwrap();
-        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 5 });
+        assert_eq!(
+            identify(&conn).unwrap(),
+            FileKind::Framelab {
+                version: SCHEMA_VERSION
+            }
+        );
         conn.prepare(
             "SELECT run_id, format, files_json, skipped, first_skipped, notes_json FROM imports",
         )
@@ -171,6 +183,7 @@ mod tests {
         // What schema 2 was: `processes` without the columns schema 3 added.
         // ... and what schema 4 added to `runs`.
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
+        conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
         conn.execute_batch(
             "ALTER TABLE processes DROP COLUMN cpu_resolution_ns;
@@ -192,7 +205,12 @@ mod tests {
         schema::stamp(&conn, 2).unwrap();
         assert!(can_migrate(2));
         migrate(&mut conn, 2).unwrap();
-        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 5 });
+        assert_eq!(
+            identify(&conn).unwrap(),
+            FileKind::Framelab {
+                version: SCHEMA_VERSION
+            }
+        );
         let (resolution, source, note): (i64, String, String) = conn
             .query_row(
                 "SELECT cpu_resolution_ns, cpu_source, note FROM processes WHERE pid = 42",
@@ -216,6 +234,7 @@ mod tests {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
+        conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
         conn.execute_batch(
             "INSERT INTO runs (run_id, name, command_json, started_at, framelab_version,
@@ -233,7 +252,12 @@ mod tests {
         .unwrap();
         schema::stamp(&conn, 3).unwrap();
         migrate(&mut conn, 3).unwrap();
-        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 5 });
+        assert_eq!(
+            identify(&conn).unwrap(),
+            FileKind::Framelab {
+                version: SCHEMA_VERSION
+            }
+        );
         let (from, frames, first): (String, Option<i64>, Option<i64>) = conn
             .query_row(
                 "SELECT warmup_from, warmup_frames, first_span_ns FROM runs",
@@ -252,6 +276,7 @@ mod tests {
     fn a_schema_4_file_gets_empty_metric_and_output_tables() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
         conn.execute_batch(
             "INSERT INTO runs (run_id, name, command_json, started_at, framelab_version,
@@ -269,7 +294,12 @@ mod tests {
         schema::stamp(&conn, 4).unwrap();
         assert!(can_migrate(4));
         migrate(&mut conn, 4).unwrap();
-        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 5 });
+        assert_eq!(
+            identify(&conn).unwrap(),
+            FileKind::Framelab {
+                version: SCHEMA_VERSION
+            }
+        );
         let count = |table: &str| -> i64 {
             conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
                 .unwrap()
@@ -285,6 +315,47 @@ mod tests {
         .unwrap();
         conn.prepare("SELECT run_id, role, stream, bytes, dropped, content, note FROM outputs")
             .unwrap();
+    }
+
+    /// What schema 6 added: the tables of `schema::PROFILE_TABLES`.
+    const SCHEMA_6_DROPPED: &str = "DROP VIEW profile_leaves; DROP TABLE profile_samples;
+         DROP TABLE profile_stacks; DROP TABLE profile_frames; DROP TABLE profiles;";
+
+    #[test]
+    fn a_schema_5_file_is_upgraded_with_empty_profile_tables() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        schema::create(&conn).unwrap();
+        conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (run_id, name, command_json, started_at, framelab_version,
+                 host_name, host_cpu_model, host_cores, host_kernel, host_clocksource, clock,
+                 origin_mono_ns, window_start_ns, window_end_ns, end_reason, dropped_events,
+                 invalid_records, names_refused)
+             VALUES (1, 'old', '[]', '', '', '', '', 1, '', '', 'mono', 0, 0, 1, 'exited', 0, 0, 0);",
+        )
+        .unwrap();
+        conn.execute(
+            "UPDATE framelab SET value = '5' WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
+        schema::stamp(&conn, 5).unwrap();
+        assert!(can_migrate(5));
+        migrate(&mut conn, 5).unwrap();
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 6 });
+        let profiles: i64 = conn
+            .query_row("SELECT count(*) FROM profiles", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(profiles, 0);
+        assert_eq!(
+            crate::store::profile::read_profile(&conn, 1).unwrap(),
+            None,
+            "an upgraded run has no profile"
+        );
+        conn.prepare(
+            "SELECT run_id, t_ns, pid, tid, cpu, function, module, known FROM profile_leaves",
+        )
+        .unwrap();
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! - `writer` / `reader`: recording a run as it goes, loading it back;
 //! - `stream`: a run whose spans are read in chunks, for analyses that need not hold them;
 //! - `outputs`: metrics from the command's output and the output kept (schema 5);
+//! - `profile`: sampled profiles (schema 6);
 //! - `experiment`: which runs belong to which variant of a `framelab bench`, fingerprints;
 
 mod codec;
@@ -14,6 +15,7 @@ mod experiment;
 mod file;
 mod migrate;
 mod outputs;
+mod profile;
 mod reader;
 mod schema;
 mod stream;
@@ -25,6 +27,7 @@ pub use experiment::{
 };
 pub use file::DiskFull;
 pub use outputs::record_outputs;
+pub use profile::{load_profile, record_profile};
 pub use reader::{list_runs, load_run, spans_after};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use stream::{open_run, StoredRun};

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// Bumped on any change an older framelab could misread; a file newer than this is refused.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// `PRAGMA application_id` of a run file: ASCII "FLAB", so `file(1)` and tools can tell.
 pub const APPLICATION_ID: i32 = 0x464C_4142;
@@ -240,6 +240,59 @@ CREATE TABLE outputs (
 ALTER TABLE processes ADD COLUMN service TEXT NOT NULL DEFAULT '';
 ";
 
+/// Schema 6 (issue 13): sampled profiles (`--profile`). One `profiles` row per profiled
+/// run; frames (functions) and stacks deduplicated, a stack being a node of a prefix tree
+/// (`parent_id` towards the root, NULL at the outermost frame), each sample pointing at
+/// its leaf node. Runs from before have no profile: nothing to fill.
+pub const PROFILE_TABLES: &str = "
+CREATE TABLE profiles (
+    run_id         INTEGER PRIMARY KEY REFERENCES runs(run_id),
+    event          TEXT NOT NULL,
+    frequency_hz   INTEGER NOT NULL,
+    unwinding      TEXT NOT NULL,
+    kernel_stacks  INTEGER NOT NULL,
+    samples        INTEGER NOT NULL,
+    lost           INTEGER NOT NULL,
+    throttled      INTEGER NOT NULL,
+    truncated      INTEGER NOT NULL,
+    notes_json     TEXT NOT NULL
+);
+
+CREATE TABLE profile_frames (
+    run_id    INTEGER NOT NULL REFERENCES runs(run_id),
+    frame_id  INTEGER NOT NULL,
+    function  TEXT NOT NULL,
+    module    TEXT NOT NULL,
+    known     INTEGER NOT NULL,
+    PRIMARY KEY (run_id, frame_id)
+) WITHOUT ROWID;
+
+CREATE TABLE profile_stacks (
+    run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+    stack_id   INTEGER NOT NULL,
+    parent_id  INTEGER,
+    frame_id   INTEGER NOT NULL,
+    PRIMARY KEY (run_id, stack_id)
+) WITHOUT ROWID;
+
+CREATE TABLE profile_samples (
+    run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+    sample_id  INTEGER NOT NULL,
+    t_ns       INTEGER NOT NULL,
+    pid        INTEGER NOT NULL,
+    tid        INTEGER NOT NULL,
+    cpu        INTEGER NOT NULL,
+    stack_id   INTEGER,
+    PRIMARY KEY (run_id, sample_id)
+) WITHOUT ROWID;
+
+CREATE VIEW profile_leaves AS
+SELECT s.run_id, s.t_ns, s.pid, s.tid, s.cpu, f.function, f.module, f.known
+FROM profile_samples AS s
+LEFT JOIN profile_stacks AS k ON k.run_id = s.run_id AND k.stack_id = s.stack_id
+LEFT JOIN profile_frames AS f ON f.run_id = s.run_id AND f.frame_id = k.frame_id;
+";
+
 /// Experiments (`framelab bench`): which runs belong to which variant and parameter
 /// values, and each run's environment fingerprint. `IF NOT EXISTS`: a file written by
 /// `framelab run` before these tables existed gets them when a bench first writes to it.
@@ -343,6 +396,7 @@ pub fn create(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(PROCESS_CPU_COLUMNS)?;
     conn.execute_batch(RUNS_WARMUP_COLUMNS)?;
     conn.execute_batch(OUTPUT_TABLES)?;
+    conn.execute_batch(PROFILE_TABLES)?;
     conn.execute_batch(EXPERIMENT_TABLES)?;
     conn.execute_batch(VIEWS)?;
     conn.execute(

@@ -1,0 +1,290 @@
+//! `framelab profile` output: text, Markdown and JSON of the summary; folded stacks (for
+//! flame graph tools), a flame graph SVG (`inferno`, the Rust port of FlameGraph) and
+//! speedscope's JSON file format, which https://www.speedscope.app opens as it is.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use serde_json::json;
+
+use super::model::Profile;
+use super::summary::{FunctionRow, Summary, Table};
+use crate::display;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileFormat {
+    Text,
+    Markdown,
+    Json,
+    /// `stage;outer;...;leaf count` lines, one per distinct stack
+    Folded,
+    /// A flame graph (SVG), stage names as the outermost frames
+    Svg,
+    /// speedscope's file format (one profile per thread, samples in time order)
+    Speedscope,
+}
+
+fn header(s: &Summary, out: &mut String, md: bool) {
+    let kernel = if s.kernel_stacks {
+        "user + kernel stacks"
+    } else {
+        "user stacks only"
+    };
+    let name = if md {
+        display::markdown(&s.run)
+    } else {
+        display::text(&s.run).into_owned()
+    };
+    let bullet = if md { "- " } else { "  " };
+    let _ = writeln!(
+        out,
+        "{}profile · {name} · {} at {} Hz · {} · {kernel}",
+        if md { "### " } else { "" },
+        s.event,
+        s.frequency_hz,
+        s.unwinding
+    );
+    if md {
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "{bullet}samples {} taken · {} lost ({:.2}%) · {} unknown leaves ({:.2}%) · {} truncated · {} throttled",
+        s.taken, s.lost, s.lost_pct, s.unknown_leaves, s.unknown_pct, s.truncated, s.throttled
+    );
+    if !s.filters.is_empty() {
+        let _ = writeln!(
+            out,
+            "{bullet}filters {} · {} samples kept",
+            s.filters.join(" "),
+            s.selected
+        );
+    }
+    for note in &s.notes {
+        let _ = writeln!(out, "{bullet}note    {}", display::text(note));
+    }
+}
+
+fn shown_function(f: &FunctionRow, md: bool) -> String {
+    let text = format!("{} [{}]", f.function, f.module);
+    if md {
+        display::markdown(&text)
+    } else {
+        display::escaped(&text, 100).into_owned()
+    }
+}
+
+fn top(table: &Table, by_self: bool, n: usize) -> Vec<&FunctionRow> {
+    let mut rows: Vec<&FunctionRow> = table.functions.iter().collect();
+    if by_self {
+        rows.retain(|r| r.self_samples > 0);
+        rows.sort_by(|a, b| {
+            b.self_samples
+                .cmp(&a.self_samples)
+                .then_with(|| a.function.cmp(&b.function))
+        });
+    }
+    rows.truncate(n);
+    rows
+}
+
+fn section(out: &mut String, title: &str, table: &Table, by_self: bool, n: usize, md: bool) {
+    if md {
+        let _ = writeln!(
+            out,
+            "\n#### {} · {} samples ({:.1}%)\n\n| self % | incl % | function |\n| ---: | ---: | --- |",
+            display::markdown(title),
+            table.samples,
+            table.share_pct
+        );
+        for r in top(table, by_self, n) {
+            let _ = writeln!(
+                out,
+                "| {:.2} | {:.2} | {} |",
+                r.self_pct,
+                r.inclusive_pct,
+                shown_function(r, true)
+            );
+        }
+    } else {
+        let _ = writeln!(
+            out,
+            "\n  {} · {} samples ({:.1}%)\n  {:>7} {:>7}  function [module]",
+            display::text(title),
+            table.samples,
+            table.share_pct,
+            "self %",
+            "incl %"
+        );
+        for r in top(table, by_self, n) {
+            let _ = writeln!(
+                out,
+                "  {:>7.2} {:>7.2}  {}",
+                r.self_pct,
+                r.inclusive_pct,
+                shown_function(r, false)
+            );
+        }
+    }
+}
+
+/// Text (`md` false) or Markdown: the overall tables, then each stage, the late frames
+/// and the worst frames, `n` functions each.
+pub fn summary_text(s: &Summary, n: usize, md: bool) -> String {
+    let mut out = String::new();
+    header(s, &mut out, md);
+    if s.taken == 0 {
+        out.push_str("\n  no sample was taken: the processes of the run used (almost) no CPU while they were sampled\n");
+        return out;
+    }
+    if s.selected == 0 {
+        out.push_str("\n  no sample matches the filters\n");
+        return out;
+    }
+    section(&mut out, "top functions by self", &s.overall, true, n, md);
+    section(
+        &mut out,
+        "top functions by inclusive",
+        &s.overall,
+        false,
+        n,
+        md,
+    );
+    for stage in &s.stages {
+        section(
+            &mut out,
+            &format!("stage {}", stage.name),
+            stage,
+            true,
+            n,
+            md,
+        );
+    }
+    if let Some(late) = &s.late_frames {
+        if late.samples > 0 {
+            section(&mut out, "late frames (over budget)", late, true, n, md);
+        }
+    }
+    for frame in &s.worst_frames {
+        section(
+            &mut out,
+            &format!("worst {}", frame.name),
+            frame,
+            true,
+            n.min(5),
+            md,
+        );
+    }
+    out
+}
+
+pub fn summary_json(s: &Summary) -> String {
+    let mut v = serde_json::to_value(s).unwrap_or_default();
+    v["schema"] = json!("framelab.profile/1");
+    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+}
+
+/// Folded-stack lines of the selected samples (`stage;root;...;leaf count`), sorted.
+/// Frame names lose `;` (the separator) and line breaks.
+pub fn folded(profile: &Profile, selected: &[usize], stage_of: &dyn Fn(usize) -> String) -> String {
+    let mut counts: HashMap<(String, Option<u32>), u64> = HashMap::new();
+    for &i in selected {
+        *counts
+            .entry((stage_of(i), profile.samples[i].stack))
+            .or_default() += 1;
+    }
+    let clean = |s: &str| s.replace([';', '\n', '\r'], " ");
+    let mut lines: Vec<String> = counts
+        .into_iter()
+        .map(|((stage, leaf), count)| {
+            let mut frames: Vec<String> = profile
+                .stack_frames(leaf)
+                .map(|f| clean(&profile.frames[f as usize].function))
+                .collect();
+            frames.push(clean(&stage));
+            frames.reverse();
+            format!("{} {count}", frames.join(";"))
+        })
+        .collect();
+    lines.sort();
+    let mut out = lines.join("\n");
+    out.push('\n');
+    out
+}
+
+/// A flame graph of folded lines.
+pub fn svg(folded: &str, title: &str) -> anyhow::Result<Vec<u8>> {
+    let mut options = inferno::flamegraph::Options::default();
+    options.title = title.to_owned();
+    options.count_name = "samples".to_owned();
+    let mut out = Vec::new();
+    if folded.trim().is_empty() {
+        anyhow::bail!("no sample to draw: the filters kept none");
+    }
+    inferno::flamegraph::from_lines(&mut options, folded.lines(), &mut out)?;
+    Ok(out)
+}
+
+/// speedscope's format: frames shared, one sampled profile per thread, stage names as the
+/// outermost frame of each sample.
+pub fn speedscope(
+    profile: &Profile,
+    selected: &[usize],
+    stage_of: &dyn Fn(usize) -> String,
+    name: &str,
+) -> String {
+    let mut frames: Vec<serde_json::Value> = profile
+        .frames
+        .iter()
+        .map(|f| json!({"name": f.function, "file": f.module}))
+        .collect();
+    let mut stage_frames: HashMap<String, usize> = HashMap::new();
+    let mut threads: Vec<(u32, u32)> = Vec::new();
+    let mut per_thread: HashMap<(u32, u32), Vec<Vec<usize>>> = HashMap::new();
+    for &i in selected {
+        let s = &profile.samples[i];
+        let stage = stage_of(i);
+        let next = frames.len();
+        let stage_frame = *stage_frames.entry(stage.clone()).or_insert_with(|| {
+            frames.push(json!({"name": stage, "file": "[stage]"}));
+            next
+        });
+        let mut stack: Vec<usize> = profile.stack_frames(s.stack).map(|f| f as usize).collect();
+        stack.push(stage_frame);
+        stack.reverse();
+        per_thread
+            .entry((s.pid, s.tid))
+            .or_insert_with(|| {
+                threads.push((s.pid, s.tid));
+                Vec::new()
+            })
+            .push(stack);
+    }
+    let period_ns = 1e9 / profile.frequency_hz.max(1) as f64;
+    let profiles: Vec<serde_json::Value> = threads
+        .iter()
+        .map(|key| {
+            let samples = &per_thread[key];
+            let weights = vec![period_ns.round() as i64; samples.len()];
+            let total: i64 = weights.iter().sum();
+            json!({
+                "type": "sampled",
+                "name": format!("pid {} tid {}", key.0, key.1),
+                "unit": "nanoseconds",
+                "startValue": 0,
+                "endValue": total,
+                "samples": samples,
+                "weights": weights,
+            })
+        })
+        .collect();
+    let doc = json!({
+        "$schema": "https://www.speedscope.app/file-format-schema.json",
+        "name": name,
+        "exporter": format!("framelab {}", env!("CARGO_PKG_VERSION")),
+        "activeProfileIndex": 0,
+        "shared": {"frames": frames},
+        "profiles": profiles,
+    });
+    serde_json::to_string(&doc).unwrap_or_default() + "\n"
+}
