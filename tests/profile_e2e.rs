@@ -549,3 +549,63 @@ fn stacks_deeper_than_the_limit_are_counted_as_truncated() {
         assert!(share(stage(&summary, "deep"), "deep").0 >= 90.0);
     }
 }
+
+/// A Python ≥ 3.12 on this machine, which writes /tmp/perf-PID.map with `-X perf`.
+fn python_with_perf_maps() -> Option<String> {
+    let candidates = ["python3", "python3.12", "python3.13", "python3.14"];
+    candidates.iter().find_map(|name| {
+        let out = Command::new(name)
+            .args([
+                "-c",
+                "import sys; print(sys.version_info >= (3, 12), sys.executable)",
+            ])
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (new_enough, exe) = text.trim().split_once(' ')?;
+        (new_enough == "True").then(|| exe.to_owned())
+    })
+}
+
+#[test]
+fn jit_code_is_named_from_its_perf_map() {
+    skip_without_perf!();
+    let Some(python) = python_with_perf_maps() else {
+        eprintln!("SKIPPED: no Python 3.12 or later to write a perf map (-X perf)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hot.py");
+    std::fs::write(
+        &script,
+        "import time\n\
+         def python_hot_function(n):\n    s = 0\n    for i in range(n):\n        s += i * i\n    return s\n\
+         deadline = time.process_time() + 1.5\n\
+         while time.process_time() < deadline:\n    python_hot_function(10000)\n",
+    )
+    .unwrap();
+    let script = script.to_string_lossy().into_owned();
+    let run = record(
+        dir.path(),
+        "jit",
+        199,
+        Path::new(&python),
+        &["-X", "perf", &script],
+    );
+    let summary = profile_json(&[&run.to_string_lossy()]);
+    let hot = (summary["overall"]["functions"].as_array().unwrap().iter())
+        .find(|f| {
+            f["function"]
+                .as_str()
+                .unwrap()
+                .contains("python_hot_function")
+        })
+        .unwrap_or_else(|| panic!("no python_hot_function in {:#}", summary["overall"]));
+    // Nearly all of the script's CPU is under the function: the interpreter's frames below
+    // it, named from the perf map, not as module+0xoffset.
+    let inclusive = hot["inclusive_pct"].as_f64().unwrap();
+    assert!(
+        inclusive > 50.0,
+        "python_hot_function {inclusive}% inclusive"
+    );
+}

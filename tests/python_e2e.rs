@@ -126,3 +126,22 @@ fn the_python_package_installs_and_passes_its_tests() {
         "pytest skipped tests:\n{output}"
     );
 }
+
+/// The package reads run files of the schema this framelab writes: a schema bump (docs/run-file.md)
+/// must bump `SCHEMA_VERSION` in python/framelab/_read.py too. Needs no Python.
+#[test]
+fn the_package_reads_the_schema_framelab_writes() {
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("python/framelab/_read.py"),
+    )
+    .unwrap();
+    let declared = source
+        .lines()
+        .find_map(|l| l.strip_prefix("SCHEMA_VERSION = "))
+        .expect("_read.py declares SCHEMA_VERSION");
+    assert_eq!(
+        declared.trim().parse::<i64>().unwrap(),
+        framelab::store::SCHEMA_VERSION,
+        "python/framelab/_read.py reads another schema than framelab writes"
+    );
+}

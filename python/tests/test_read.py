@@ -6,6 +6,7 @@ import sqlite3
 import pytest
 
 import framelab
+from framelab._read import SCHEMA_VERSION
 
 SOURCE = """
     import framelab
@@ -101,11 +102,15 @@ def test_a_newer_schema_is_refused(run_file, tmp_path):
     newer = tmp_path / "newer.framelab"
     shutil.copy(run_file, newer)
     db = sqlite3.connect(newer)
-    db.execute("PRAGMA user_version = 6")
-    db.execute("UPDATE framelab SET value = '6' WHERE key = 'schema_version'")
+    newer_version = SCHEMA_VERSION + 1
+    db.execute(f"PRAGMA user_version = {newer_version}")
+    db.execute(f"UPDATE framelab SET value = '{newer_version}' WHERE key = 'schema_version'")
     db.commit()
     db.close()
-    with pytest.raises(framelab.FileError, match=r"newer framelab \(schema 6, this package reads ≤ 5\)"):
+    with pytest.raises(
+        framelab.FileError,
+        match=rf"newer framelab \(schema {newer_version}, this package reads ≤ {SCHEMA_VERSION}\)",
+    ):
         framelab.load(newer)
 
 
@@ -113,10 +118,12 @@ def test_an_older_schema_says_how_to_upgrade(run_file, tmp_path):
     older = tmp_path / "older.framelab"
     shutil.copy(run_file, older)
     db = sqlite3.connect(older)
-    db.execute("PRAGMA user_version = 4")
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
     db.commit()
     db.close()
-    with pytest.raises(framelab.FileError, match="older schema 4: run `framelab report"):
+    with pytest.raises(
+        framelab.FileError, match=f"older schema {SCHEMA_VERSION - 1}: run `framelab report"
+    ):
         framelab.load(older)
 
 
