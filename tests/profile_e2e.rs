@@ -552,7 +552,22 @@ fn stacks_deeper_than_the_limit_are_counted_as_truncated() {
 
 /// A Python ≥ 3.12 on this machine, which writes /tmp/perf-PID.map with `-X perf`.
 fn python_with_perf_maps() -> Option<String> {
-    let candidates = ["python3", "python3.12", "python3.13", "python3.14"];
+    let mut candidates: Vec<String> = ["python3", "python3.12", "python3.13", "python3.14"]
+        .map(String::from)
+        .to_vec();
+    // Interpreters pyenv keeps beside the one it puts on PATH.
+    if let Some(home) = std::env::var_os("HOME") {
+        let versions = Path::new(&home).join(".pyenv/versions");
+        for entry in std::fs::read_dir(versions).into_iter().flatten().flatten() {
+            candidates.push(
+                entry
+                    .path()
+                    .join("bin/python3")
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
+    }
     candidates.iter().find_map(|name| {
         let out = Command::new(name)
             .args([
