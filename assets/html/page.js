@@ -377,7 +377,9 @@
       });
     });
     var pad = (hi - lo) * 0.08 || 0.01;
-    lo -= pad; hi += pad;
+    // Ratios of non-negative figures: the axis never shows a negative ratio.
+    lo = lo >= 0 ? Math.max(lo - pad, 0) : lo - pad;
+    hi += pad;
     var x = function (v) { return left + (W - left - right) * (v - lo) / (hi - lo); };
     var box = add(parent, "div", { "class": "plot", "data-plot": "forest-" + fo.metric });
     var s = svg(box, "svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H });
