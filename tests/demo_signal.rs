@@ -16,6 +16,10 @@ fn sigint_handler_is_ours() -> bool {
 
 #[test]
 fn sigint_stops_the_pipeline_and_restores_the_handler() {
+    // A test started in the background by a shell inherits SIGINT ignored: start from the
+    // default action, which is what the pipeline must restore.
+    // SAFETY: this test binary runs this one test; nothing else handles SIGINT here.
+    unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
     assert!(!sigint_handler_is_ours());
     for depth in [1, 2] {
         let opts = DemoOptions {
