@@ -10,6 +10,10 @@
 //! `HTML_SCALE_DIR=DIR` keeps the run file and the page there (and reuses the run file);
 //! `FRAMELAB_BIN=PATH` times another framelab binary (the test binary copied elsewhere).
 
+mod common;
+
+use common::Jitter;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -20,17 +24,6 @@ const FRAMES: u64 = 2_000_000;
 const STAGES: u16 = 5;
 const BUDGET_NS: i64 = 8_333_333;
 const ROUNDS: usize = 3;
-
-/// xorshift64: deterministic jitter without a dependency.
-struct Jitter(u64);
-impl Jitter {
-    fn next(&mut self, below: i64) -> i64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % below as u64) as i64
-    }
-}
 
 /// Stages 0–2 on thread 0, 3–4 on thread 1, 200–1600 µs each, 10 µs apart; one frame in
 /// 10 000 stalls its third stage by 20 ms (the worst frames the page must show).

@@ -9,6 +9,10 @@
 //! With `REPORT_MEMORY_KEEP=DIR` the big run files are left in DIR (`rate.framelab`,
 //! `stages.framelab`), to measure `framelab report` and `hist` on them with `/usr/bin/time -v`.
 
+mod common;
+
+use common::Jitter;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -82,17 +86,6 @@ fn measured<T>(f: impl FnOnce() -> T) -> (usize, usize, T) {
         LARGEST.load(Ordering::Relaxed),
         out,
     )
-}
-
-/// xorshift64: deterministic jitter.
-struct Jitter(u64);
-impl Jitter {
-    fn next(&mut self, below: u64) -> i64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % below) as i64
-    }
 }
 
 /// `testprog rate`'s shape, the worst case: one span per frame, one stage, one thread,

@@ -5,6 +5,10 @@
 //!
 //! The printed times are for reading, never asserted.
 
+mod common;
+
+use common::Jitter;
+
 use std::time::Instant;
 
 use framelab::analyze::analyze;
@@ -14,17 +18,6 @@ use framelab::report::{render, Format};
 const FRAMES: u64 = 2_000_000;
 const STAGES: u16 = 5;
 const BUDGET_NS: i64 = 8_333_333;
-
-/// xorshift64: deterministic jitter without a dependency.
-struct Jitter(u64);
-impl Jitter {
-    fn next(&mut self, below: i64) -> i64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % below as u64) as i64
-    }
-}
 
 /// `frame_id` maps the frame number to the id recorded (sparse ids take another path).
 fn synthetic_run(frame_id: fn(u64) -> u64) -> Run {

@@ -95,3 +95,16 @@ pub fn record_testprog(
     let run = load(&path);
     (out, run)
 }
+
+/// xorshift64: deterministic jitter for generated runs, without a dependency.
+pub struct Jitter(pub u64);
+
+impl Jitter {
+    /// The next value in `0..below`.
+    pub fn next(&mut self, below: i64) -> i64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % below as u64) as i64
+    }
+}
