@@ -404,16 +404,7 @@ pub fn intervals_ns(ends_ns: &[i64]) -> Vec<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn span(frame: u64, stage: u16, thread: u32, start_ns: i64, dur_ns: i64) -> Span {
-        Span {
-            frame,
-            stage,
-            thread,
-            start_ns,
-            dur_ns,
-        }
-    }
+    use crate::analyze::fixtures::span;
 
     #[test]
     fn frame_spans_threads_and_processes() {

@@ -603,6 +603,7 @@ fn uint_annotation(name_iid: u64, value: u64) -> DebugAnnotation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::fixtures::span;
     use crate::import::{parse_bytes, Format, ImportOptions};
     use crate::model::{EventRecord, Sample, SampleSeries, SeriesKind, ThreadInfo};
     use prost::Message;
@@ -613,16 +614,6 @@ mod tests {
             tid,
             name: name.into(),
             dropped: 0,
-        }
-    }
-
-    fn span(frame: u64, stage: u16, thread: u32, start_ns: i64, dur_ns: i64) -> Span {
-        Span {
-            frame,
-            stage,
-            thread,
-            start_ns,
-            dur_ns,
         }
     }
 

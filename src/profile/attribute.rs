@@ -84,17 +84,8 @@ pub fn attribute(run: &Run, samples: &[ProfileSample]) -> Vec<Option<InSpan>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::fixtures::span;
     use crate::model::ThreadInfo;
-
-    fn span(frame: u64, stage: u16, thread: u32, start_ns: i64, dur_ns: i64) -> Span {
-        Span {
-            frame,
-            stage,
-            thread,
-            start_ns,
-            dur_ns,
-        }
-    }
 
     fn sample(tid: u32, t_ns: i64) -> ProfileSample {
         ProfileSample {
