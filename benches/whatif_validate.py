@@ -11,7 +11,8 @@ then the same for the medians over the pairs. Results: BENCHMARKS.md, "What-if".
     python3 benches/whatif_validate.py target/release/framelab /tmp/whatif demo:1000 5
     python3 benches/whatif_validate.py target/release/framelab /tmp/whatif async:400 5
 
-Shapes: demo:FPS is `framelab demo --fps FPS --depth D` (8 s, 2 s warmup); async:FPS is
+Shapes: demo:FPS is `framelab demo --fps FPS --depth D` (8 s, or WHATIF_DEMO_SECONDS, after a
+2 s warmup); async:FPS is
 examples/async_stage (a CPU stage, a GPU-like device thread, DEPTH frames in flight) under
 `framelab run --fps FPS` (ASYNC_STAGE names the binary). FRAMELAB_RECORD names another
 framelab to record with. Add `--analyse-only` to evaluate runs already in the directory.
@@ -23,6 +24,10 @@ import statistics
 import subprocess
 import sys
 
+# The demo's run length: its p99 is set by IDR frames (one every 2 s) and the frames queued
+# behind them, so a short run holds only a few such events and its p99 scatters by ±25%.
+DEMO_SECONDS = int(os.environ.get("WHATIF_DEMO_SECONDS", "8"))
+
 
 def record(framelab, out, shape, depth, run):
     # The runs may be recorded by another build (FRAMELAB_RECORD): the demo must be a release one.
@@ -31,7 +36,7 @@ def record(framelab, out, shape, depth, run):
     path = os.path.join(out, f"{kind}{fps}-d{depth}-r{run}.framelab")
     if kind == "demo":
         cmd = [framelab, "demo", "--depth", str(depth), "--fps", fps,
-               "--duration", "8s", "--warmup", "2s", "-o", path]
+               "--duration", f"{DEMO_SECONDS}s", "--warmup", "2s", "-o", path]
     else:
         example = os.environ.get("ASYNC_STAGE", "target/debug/examples/async_stage")
         cmd = [framelab, "run", "--fps", fps, "--warmup", "1s", "-o", path, "--",
