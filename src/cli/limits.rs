@@ -9,6 +9,22 @@ use std::time::Duration;
 use framelab::units::parse_duration;
 
 const SECOND: Duration = Duration::from_secs(1);
+/// "2%", "0.5%" or a fraction "0.02".
+pub fn noise_band(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let value = match t.strip_suffix('%') {
+        Some(pct) => pct.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("'{text}' is not a percentage; write e.g. 2% or 0.5%"))?;
+    if !(0.0..1.0).contains(&value) {
+        return Err(format!(
+            "'{text}' is out of range; the noise band is between 0% and 100%"
+        ));
+    }
+    Ok(value)
+}
+
 #[cfg(test)]
 const MINUTE: Duration = Duration::from_secs(60);
 const HOUR: Duration = Duration::from_secs(3600);

@@ -1,0 +1,264 @@
+//! `framelab bench`: the experiment the command line describes, run and compared.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use framelab::compare;
+
+use super::compare::CompareSettings;
+use super::compare::{check_export_paths, compare_options, export_comparison, show_comparison};
+use super::options::{command_pin, profile_options, service_specs};
+use super::output::UNKEPT;
+use super::{default_signals, Outcome};
+use crate::cli::{limits, OutputArgs, ProfileFlag, ServiceArgs, TargetArgs, WarmupModeArgs};
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Runs of each variant at each combination of parameter values (2 to 10000; 6+ for verdicts you can trust)
+    #[arg(short = 'n', long = "runs", value_name = "RUNS", value_parser = limits::runs)]
+    pub runs: Option<u32>,
+    /// A variant: NAME=COMMAND, split into words like a shell would but not run by one
+    /// ('echo hi | cat' prints "hi | cat"; use --shell); {KEY} takes a --param value
+    #[arg(long = "variant", value_name = "NAME=CMD")]
+    pub variants: Vec<String>,
+    /// A parameter swept over its values: KEY=V1,V2,... (used as {KEY} in commands)
+    #[arg(long = "param", value_name = "KEY=V1,V2")]
+    pub params: Vec<String>,
+    /// interleaved (A B A B ...) or shuffled (each round in a seeded random order)
+    #[arg(long, value_enum, default_value = "interleaved")]
+    pub order: framelab::bench::Order,
+    #[command(flatten)]
+    pub services: ServiceArgs,
+    /// Shell command run before each run (e.g. dropping caches); {KEY} expanded
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// Whole runs of each variant (at each parameter value) done and discarded before the
+    /// measured ones, in rounds like them; a --resume does them again
+    #[arg(long, value_parser = limits::warmup_runs, value_name = "N")]
+    pub warmup_runs: Option<u64>,
+    /// Shell command run once per variant (per value of each {KEY} it names) before the
+    /// bench's first run, e.g. building it; a failure stops the bench
+    #[arg(long, value_name = "CMD")]
+    pub setup: Option<String>,
+    /// Shell command run once per variant (as --setup) after the bench's last run, also
+    /// when it stops early
+    #[arg(long, value_name = "CMD")]
+    pub cleanup: Option<String>,
+    /// Passed to every run as FRAMELAB_SEED, and seeds --order shuffled
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// The experiment file (default bench-TIMESTAMP.framelab here)
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Continue the experiment in -o FILE where it stopped
+    #[arg(long)]
+    pub resume: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Time at the start of each run excluded from statistics (at most 168h)
+    #[arg(long, value_parser = limits::warmup, default_value = "0s")]
+    pub warmup: Duration,
+    #[command(flatten)]
+    pub warmup_mode: WarmupModeArgs,
+    /// Stop each run after this long (at most 168h); default: until the command exits
+    #[arg(long, value_parser = limits::run_length)]
+    pub duration: Option<Duration>,
+    /// Frames an uninstrumented command does, for a throughput
+    #[arg(long, value_parser = limits::frames)]
+    pub frames: Option<u64>,
+    /// Also account the CPU of this process
+    #[arg(long = "watch-pid", value_name = "PID", value_parser = limits::pid)]
+    pub watch_pids: Vec<u32>,
+    /// Also account processes with this name
+    #[arg(long = "watch", value_name = "NAME")]
+    pub watch_names: Vec<String>,
+    /// How long a command gets to exit after SIGINT, and again after SIGTERM
+    #[arg(long, value_parser = limits::grace, default_value = "2s")]
+    pub grace: Duration,
+    /// Records per thread ring (a power of two, 4 to 16777216; default 65536)
+    #[arg(long, value_parser = limits::ring_records)]
+    pub ring_records: Option<u64>,
+    #[command(flatten)]
+    pub from_output: OutputArgs,
+    #[command(flatten)]
+    pub compare: CompareSettings,
+    #[command(flatten)]
+    pub profile: ProfileFlag,
+    /// One command (a single variant, for a parameter sweep)
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
+    let spec_given =
+        !args.variants.is_empty() || !args.command.is_empty() || !args.params.is_empty();
+    let spec = if spec_given || !args.resume {
+        Some(bench_spec(&args)?)
+    } else {
+        None
+    };
+    // Refused before the first run, not after the last.
+    check_export_paths(&args.compare)?;
+    let outcome = framelab::bench::run(&framelab::bench::BenchOptions {
+        spec,
+        output: args.output.clone(),
+        resume: args.resume,
+        progress: std::io::stderr().is_terminal(),
+    })?;
+    default_signals();
+    let path = outcome.path.display();
+    for failure in &outcome.cleanup_failures {
+        eprintln!("error: {failure}");
+    }
+    if outcome.stopped && !outcome.file.kept() {
+        eprintln!(
+            "framelab: stopped after {} of {} runs; -o /dev/null kept no experiment file to resume",
+            outcome.finished_runs, outcome.total_runs
+        );
+        return Ok(Outcome::Interrupted);
+    }
+    if outcome.stopped {
+        eprintln!(
+            "framelab: stopped after {} of {} runs; every finished run is in {path}: continue with framelab bench --resume -o {path}",
+            outcome.finished_runs, outcome.total_runs
+        );
+        return Ok(Outcome::Interrupted);
+    }
+    let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
+    let options = compare_options(&args.compare, &args.compare.show);
+    let comparison = show_comparison(&sources, &options, args.compare.format, None, false)?;
+    export_comparison(&comparison, &args.compare)?;
+    if outcome.file.kept() {
+        eprintln!("framelab: experiment file {path} (framelab compare {path} --format markdown)");
+    } else {
+        eprintln!("{UNKEPT}");
+    }
+    if outcome.warmup_runs > 0 {
+        eprintln!(
+            "framelab: {} warmup run{} done first (kept in the file as warmup, never compared)",
+            outcome.warmup_runs,
+            if outcome.warmup_runs == 1 { "" } else { "s" }
+        );
+    }
+    if outcome.unread_metrics > 0 {
+        eprintln!(
+            "framelab: a --metric could not be read in {} run{} (kept; excluded from that metric; the comparison lists why)",
+            outcome.unread_metrics,
+            if outcome.unread_metrics == 1 { "" } else { "s" }
+        );
+    }
+    if outcome.failed_runs > 0 {
+        eprintln!(
+            "framelab: {} run{} failed (kept in the file, excluded from the statistics)",
+            outcome.failed_runs,
+            if outcome.failed_runs == 1 { "" } else { "s" }
+        );
+    }
+    Ok(if outcome.failed_runs > 0 || outcome.unread_metrics > 0 {
+        Outcome::CommandFailed
+    } else if !outcome.cleanup_failures.is_empty() {
+        Outcome::Failed
+    } else {
+        Outcome::Done
+    })
+}
+
+/// The experiment the command line describes.
+fn bench_spec(args: &BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpec> {
+    use framelab::bench::{
+        parse_param, parse_shell_variant, parse_variant, shell_argv, ExperimentSpec, RunSettings,
+        ServiceSettings, VariantSpec,
+    };
+    // Checked before the first run: a mistyped service fails now, not at run 1.
+    service_specs(&args.services, args.from_output.shell)?;
+    let shell = args.from_output.shell;
+    let Some(runs) = args.runs else {
+        anyhow::bail!("-n RUNS is required: how many runs of each variant (6 or more for verdicts you can trust)");
+    };
+    let mut variants = Vec::new();
+    for v in &args.variants {
+        variants.push(if shell {
+            parse_shell_variant(v)?
+        } else {
+            parse_variant(v)?
+        });
+    }
+    if !args.command.is_empty() {
+        if !variants.is_empty() {
+            anyhow::bail!("give each variant its full command with --variant NAME=CMD, or one command after --, not both");
+        }
+        let name = std::path::Path::new(&args.command[0])
+            .file_name()
+            .map_or_else(
+                || args.command[0].clone(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+        // With --shell the variant is named after the first program of the script.
+        let name = match shell {
+            true => shlex::split(&args.command.join(" "))
+                .and_then(|words| words.into_iter().next())
+                .and_then(|w| {
+                    std::path::Path::new(&w)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                })
+                .unwrap_or_else(|| "sh".to_owned()),
+            false => name,
+        };
+        variants.push(VariantSpec {
+            name,
+            command: if shell {
+                shell_argv(&args.command.join(" "))
+            } else {
+                args.command.clone()
+            },
+        });
+    }
+    let mut params = Vec::new();
+    for p in &args.params {
+        params.push(parse_param(p)?);
+    }
+    let ns = |d: std::time::Duration| d.as_nanos() as i64;
+    Ok(ExperimentSpec {
+        variants,
+        params,
+        runs,
+        order: args.order,
+        seed: args.seed,
+        pin: command_pin(&args.services.pins)?,
+        prepare: args.prepare.clone(),
+        warmup_runs: match args.warmup_runs {
+            None => 0,
+            Some(n) => u32::try_from(n).map_err(|_| {
+                anyhow::anyhow!("--warmup-runs {n} is too many; one or a few are enough")
+            })?,
+        },
+        setup: args.setup.clone(),
+        cleanup: args.cleanup.clone(),
+        run: RunSettings {
+            fps: args.target.fps,
+            budget_ns: args.target.budget.map(ns),
+            warmup_ns: ns(args.warmup),
+            warmup_from: args.warmup_mode.warmup_from,
+            warmup_frames: args.warmup_mode.warmup_frames,
+            duration_ns: args.duration.map(ns),
+            frames: args.frames,
+            watch_pids: args.watch_pids.clone(),
+            watch_names: args.watch_names.clone(),
+            grace_ns: ns(args.grace),
+            ring_records: args.ring_records,
+            metrics: framelab::output::parse_metrics(&args.from_output.metrics)?,
+            keep_output: args.from_output.keep_output,
+            services: ServiceSettings {
+                services: args.services.services.clone(),
+                ready: args.services.ready.clone(),
+                ready_timeout_ns: ns(args.services.ready_timeout),
+                pins: args.services.pins.clone(),
+                shell,
+            },
+            profile: profile_options(&args.profile),
+        },
+    })
+}

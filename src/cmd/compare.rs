@@ -1,0 +1,200 @@
+//! `framelab compare`: runs and experiments compared, shown and exported.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use framelab::{compare, report};
+
+use super::output::{emit, written};
+use super::Outcome;
+use crate::cli::limits;
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// An experiment file (framelab bench -o), or run files, each FILE[:RUN,RUN] one variant
+    #[arg(value_name = "EXPERIMENT|RUN")]
+    pub files: Vec<String>,
+    /// Name a variant: NAME=FILE[:RUN,RUN] (runs of a file that holds several commands)
+    #[arg(long = "variant", value_name = "NAME=FILE")]
+    pub variants: Vec<String>,
+    #[command(flatten)]
+    pub settings: CompareSettings,
+    /// Write the comparison to FILE instead of standard output (replaced if it exists)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Open the written file in the desktop's browser (with -o)
+    #[arg(long, requires = "output")]
+    pub open: bool,
+    /// The name --show had before `bench --metric` came to define metrics; still read here
+    #[arg(long = "metric", value_name = "METRIC", hide = true)]
+    pub metric_alias: Vec<String>,
+    /// Exit 1 when any metric regressed (for CI)
+    #[arg(long)]
+    pub fail_on_regression: bool,
+}
+
+/// How the comparison is judged and printed (compare, and bench at its end).
+#[derive(Args, Debug)]
+pub struct CompareSettings {
+    /// The variant the others are compared with (default: the first)
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// In a sweep of one variant, the parameter value the others are compared with
+    /// (default: the first): V, or KEY=V (repeat for several parameters)
+    #[arg(long = "baseline-value", value_name = "[KEY=]V")]
+    pub baseline_values: Vec<String>,
+    /// Metrics to judge and show, in this order (repeat or comma-separate): a --metric's
+    /// NAME, fps, total.p99, encode.p50, cpu_per_frame...; an unknown name lists those
+    /// that exist. Steps follow the first metric from output, else fps, else the first;
+    /// a sweep shows each named
+    #[arg(long = "show", value_name = "METRIC")]
+    pub show: Vec<String>,
+    /// Changes within ± this are noise (e.g. 2%, 0.5%)
+    #[arg(long, value_parser = limits::noise_band, default_value = "2%")]
+    pub noise: f64,
+    /// Bootstrap resamples for the intervals (100 to 1000000)
+    #[arg(long, value_parser = limits::resamples, default_value = "10000")]
+    pub resamples: usize,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: framelab::compare::CompareFormat,
+    /// Also write the comparison as JSON to FILE (every number; replaced if it exists)
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Also write the comparison as CSV to FILE (one row per values × variant × metric)
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Also write the comparison as Markdown to FILE (for a pull request)
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+}
+
+pub(super) fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
+    let mut sources = Vec::new();
+    for file in &args.files {
+        sources.push(compare::parse_source(file)?);
+    }
+    for named in &args.variants {
+        sources.push(compare::parse_named_source(named)?);
+    }
+    let mut show = args.settings.show.clone();
+    show.extend(args.metric_alias.iter().cloned());
+    if let Some(definition) = args.metric_alias.iter().find(|m| m.contains('=')) {
+        anyhow::bail!(
+            "--metric {definition}: compare reads the metrics the runs recorded; define one when \
+             running (framelab run/bench --metric NAME:higher=REGEX), and pick what to show with --show NAME"
+        );
+    }
+    check_export_paths(&args.settings)?;
+    let options = compare_options(&args.settings, &show);
+    let comparison = show_comparison(
+        &sources,
+        &options,
+        args.settings.format,
+        args.output.as_deref(),
+        args.open,
+    )?;
+    export_comparison(&comparison, &args.settings)?;
+    Ok(
+        if args.fail_on_regression && compare::any_regression(&comparison) {
+            Outcome::Failed
+        } else {
+            Outcome::Done
+        },
+    )
+}
+
+pub(super) fn compare_options(
+    settings: &CompareSettings,
+    show: &[String],
+) -> compare::CompareOptions {
+    compare::CompareOptions {
+        baseline: settings.baseline.clone(),
+        baseline_values: settings.baseline_values.clone(),
+        metrics: show.to_vec(),
+        noise: settings.noise,
+        resamples: settings.resamples,
+        ..compare::CompareOptions::default()
+    }
+}
+
+/// Compares and shows the comparison in `format`: printed, or written to `output`.
+pub(super) fn show_comparison(
+    sources: &[compare::Source],
+    options: &compare::CompareOptions,
+    format: compare::CompareFormat,
+    output: Option<&std::path::Path>,
+    open: bool,
+) -> anyhow::Result<compare::Comparison> {
+    let (comparison, text) = if format == compare::CompareFormat::Html {
+        compare::compare_html(sources, options)?
+    } else {
+        let comparison = compare::compare(sources, options)?;
+        let text = compare::render(&comparison, format);
+        (comparison, text)
+    };
+    match output {
+        Some(file) => {
+            report::html::write(file, &text, None)?;
+            written(file, "the comparison", open);
+        }
+        None if format == compare::CompareFormat::Html => {
+            report::html::write(std::path::Path::new("-"), &text, None)?
+        }
+        None => emit(&text)?,
+    }
+    Ok(comparison)
+}
+
+/// `--export-json/-csv/-markdown FILE`: the comparison in each format asked, to files.
+pub(super) fn export_comparison(
+    comparison: &compare::Comparison,
+    settings: &CompareSettings,
+) -> anyhow::Result<()> {
+    use compare::CompareFormat;
+    for (file, format) in [
+        (&settings.export_json, CompareFormat::Json),
+        (&settings.export_csv, CompareFormat::Csv),
+        (&settings.export_markdown, CompareFormat::Markdown),
+    ] {
+        let Some(file) = file else { continue };
+        std::fs::write(file, compare::render(comparison, format)).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot write the comparison to {}: {e}; choose a writable path",
+                file.display()
+            )
+        })?;
+        eprintln!("framelab: wrote the comparison to {}", file.display());
+    }
+    Ok(())
+}
+
+/// Export files must be writable where they are asked: their folder exists.
+pub(super) fn check_export_paths(settings: &CompareSettings) -> anyhow::Result<()> {
+    for file in [
+        &settings.export_json,
+        &settings.export_csv,
+        &settings.export_markdown,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let parent = match file.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => std::path::Path::new("."),
+        };
+        if !parent.is_dir() {
+            anyhow::bail!(
+                "cannot export to {}: {} is not a directory; create it or choose another path",
+                file.display(),
+                parent.display()
+            );
+        }
+        if file.is_dir() {
+            anyhow::bail!(
+                "cannot export to {}: it is a directory; name a file inside it",
+                file.display()
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,118 @@
+//! `framelab demo`: the built-in pipeline run under a session and reported;
+//! `framelab demo-pipeline` is that pipeline itself, the command the session starts.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use framelab::demo::{self, PacerKind};
+use framelab::report::Format;
+use framelab::session::RunOptions;
+
+use super::options::{profile_options, sampling_options, with_live};
+use super::run::run_and_report;
+use super::Outcome;
+use crate::cli::{limits, HtmlArgs, LiveArgs, ProfileFlag, SamplingArgs, WarmupModeArgs};
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Target frame rate
+    #[arg(long, value_parser = limits::fps, default_value = "120")]
+    pub fps: f64,
+    /// 1: stages run serially on one thread; 2: consecutive frames overlap on two threads
+    #[arg(long, value_parser = limits::depth, default_value = "1")]
+    pub depth: u32,
+    /// Whole run, warmup included (at most 168h)
+    #[arg(long, value_parser = limits::run_length, default_value = "15s")]
+    pub duration: Duration,
+    /// Time excluded from statistics at the start
+    #[arg(long, value_parser = limits::warmup, default_value = "3s")]
+    pub warmup: Duration,
+    #[command(flatten)]
+    pub warmup_mode: WarmupModeArgs,
+    /// Run file to write
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    #[command(flatten)]
+    pub html: HtmlArgs,
+    /// How frames wait for their slot: one absolute sleep, or sleep then spin (stage `pace` shows the error)
+    #[arg(long, value_enum, default_value = "hybrid")]
+    pub pacer: PacerKind,
+    /// Name of the run, shown in reports (default: demo (depth D, PACER pacer))
+    #[arg(long)]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub live: LiveArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    #[command(flatten)]
+    pub profile: ProfileFlag,
+}
+
+#[derive(Args, Debug)]
+pub struct PipelineArgs {
+    #[arg(long, value_parser = limits::fps, default_value = "120")]
+    pub fps: f64,
+    #[arg(long, value_parser = limits::depth, default_value = "1")]
+    pub depth: u32,
+    #[arg(long, value_parser = limits::run_length)]
+    pub duration: Option<Duration>,
+    #[arg(long, value_enum, default_value = "hybrid")]
+    pub pacer: PacerKind,
+}
+
+pub(super) fn run(args: DemoArgs) -> anyhow::Result<Outcome> {
+    // Checked before the session starts: a bad --fps fails now, not in the child.
+    demo::DemoOptions {
+        fps: args.fps,
+        depth: args.depth,
+        pacer: args.pacer,
+        ..Default::default()
+    }
+    .validate()?;
+    let exe = std::env::current_exe()?.to_string_lossy().into_owned();
+    let opts = RunOptions {
+        command: vec![
+            exe,
+            "demo-pipeline".into(),
+            "--fps".into(),
+            args.fps.to_string(),
+            "--depth".into(),
+            args.depth.to_string(),
+            "--pacer".into(),
+            args.pacer.name().into(),
+        ],
+        fps: Some(args.fps),
+        warmup: if args.warmup_mode.warmup_frames.is_some() {
+            std::time::Duration::ZERO
+        } else {
+            args.warmup
+        },
+        warmup_from: args.warmup_mode.warmup_from,
+        warmup_frames: args.warmup_mode.warmup_frames,
+        duration: Some(args.duration),
+        name: Some(args.name.unwrap_or_else(|| {
+            format!("demo (depth {}, {} pacer)", args.depth, args.pacer.name())
+        })),
+        output: args.output,
+        grace: std::time::Duration::from_secs(2),
+        sampling: sampling_options(&args.sampling),
+        profile: profile_options(&args.profile),
+        ..RunOptions::default()
+    };
+    let opts = with_live(opts, &args.live)?;
+    run_and_report(&opts, args.format, &args.html)
+}
+
+pub(super) fn pipeline(args: PipelineArgs) -> anyhow::Result<Outcome> {
+    demo::run_pipeline(&demo::DemoOptions {
+        fps: args.fps,
+        depth: args.depth,
+        duration: args.duration,
+        pacer: args.pacer,
+        ..Default::default()
+    })?;
+    Ok(Outcome::Done)
+}

@@ -1,0 +1,37 @@
+//! `framelab export`: a run's spans in another tool's format.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use framelab::store;
+
+use super::Outcome;
+use crate::cli::limits;
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// The run file
+    pub run: PathBuf,
+    /// Which run of a file holding several (default: the latest)
+    #[arg(long = "run-id", value_parser = limits::run_id)]
+    pub run_id: Option<i64>,
+    #[arg(long, value_enum)]
+    pub format: framelab::export::ExportFormat,
+    /// File to write (`-` for standard output)
+    #[arg(short, long)]
+    pub output: PathBuf,
+}
+
+pub(super) fn run(args: ExportArgs) -> anyhow::Result<Outcome> {
+    let run = store::load_run(&args.run, args.run_id)?;
+    framelab::export::export_to_path(&run, args.format, &args.output, Some(&args.run))?;
+    if args.output.as_os_str() != "-" {
+        eprintln!(
+            "framelab: wrote {} spans of run {} to {}",
+            run.spans.len(),
+            run.meta.id,
+            args.output.display()
+        );
+    }
+    Ok(Outcome::Done)
+}

@@ -1,0 +1,76 @@
+//! `framelab hist`: a stage's (or a pair's) distribution as a histogram.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use framelab::hist::{self, HistOptions};
+use framelab::store;
+
+use super::output::emit;
+use super::Outcome;
+use crate::cli::limits;
+
+#[derive(Args, Debug)]
+pub struct HistArgs {
+    /// The run file
+    pub run: PathBuf,
+    /// Which run of a file holding several (default: the latest)
+    #[arg(long = "run-id", value_parser = limits::run_id)]
+    pub run_id: Option<i64>,
+    /// Durations of this stage (`total` and `interval` work too); default: every stage
+    #[arg(long, conflicts_with = "pair")]
+    pub stage: Option<String>,
+    /// Durations from event START to event END of the same key
+    #[arg(long, value_name = "START:END")]
+    pub pair: Option<String>,
+    /// Power-of-two buckets, bpftrace's layout (the default)
+    #[arg(long, conflicts_with_all = ["linear", "buckets", "min", "max"])]
+    pub log2: bool,
+    #[command(flatten)]
+    pub linear: LinearArgs,
+    /// One histogram per thread or per process
+    #[arg(long, value_enum)]
+    pub by: Option<framelab::hist::GroupBy>,
+}
+
+/// The linear histogram layout (`hist`, and `run --live` with `--live-linear`).
+#[derive(Args, Debug)]
+pub struct LinearArgs {
+    /// Linear buckets STEP wide (e.g. 100us), under NumSamples, Min, Max, Mean, Variance, SD
+    /// and Median; at most 400 buckets (a finer step is widened, and the output says so)
+    #[arg(long, value_parser = limits::step, value_name = "STEP")]
+    pub linear: Option<Duration>,
+    /// Linear layout in N equal buckets from --min to --max (default: the smallest and
+    /// largest value); at most 10000
+    #[arg(long, value_parser = limits::buckets, value_name = "N", conflicts_with = "linear")]
+    pub buckets: Option<u64>,
+    /// Linear layout from DUR: smaller values are counted as outside, not drawn
+    #[arg(long, value_parser = limits::hist_bound, value_name = "DUR")]
+    pub min: Option<Duration>,
+    /// Linear layout up to DUR: values at or above it are counted as outside, not drawn
+    #[arg(long, value_parser = limits::hist_bound, value_name = "DUR")]
+    pub max: Option<Duration>,
+}
+
+impl LinearArgs {
+    pub fn get(&self) -> framelab::hist::LinearArgs {
+        framelab::hist::LinearArgs {
+            step: self.linear,
+            buckets: self.buckets,
+            min: self.min,
+            max: self.max,
+        }
+    }
+}
+
+pub(super) fn run(args: HistArgs) -> anyhow::Result<Outcome> {
+    let mut run = store::open_run(&args.run, args.run_id)?;
+    let opts =
+        HistOptions::from_args(args.stage, args.pair.as_deref(), args.linear.get(), args.by)?;
+    if opts.pair.is_some() {
+        run.head.events = run.events()?;
+    }
+    emit(&hist::render_from(&run.head, &run, &opts)?)?;
+    Ok(Outcome::Done)
+}

@@ -1,0 +1,203 @@
+//! `framelab import`: another tool's trace or log into a run file, then its report.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use framelab::report::Format;
+use framelab::{analyze, report, session, store};
+
+use super::output::{emit, use_color, UNKEPT};
+use super::{default_signals, Outcome};
+use crate::cli::{limits, TargetArgs};
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// Files to read (gzip-compressed is fine); several make one run
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The files' format (default: told from the content)
+    #[arg(long = "format", value_enum, value_name = "FORMAT")]
+    pub input_format: Option<framelab::import::Format>,
+    /// Run file to write (default: the first file's name with .framelab)
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Name of the run, shown in reports (default: the first file's name)
+    #[arg(long)]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// The argument holding each slice's frame id (Chrome args, Perfetto debug annotations)
+    #[arg(long, value_name = "ARG")]
+    pub frame_arg: Option<String>,
+    /// Regular expression on slice names: its first group is the frame id (a group named `stage` the stage)
+    #[arg(long, value_name = "REGEX")]
+    pub frame_regex: Option<String>,
+    /// Pair instant events START and END with the same key into spans (stage START:END); repeatable
+    #[arg(long = "pair", value_name = "START:END")]
+    pub pairs: Vec<String>,
+    /// The argument or column holding an event's key, for --pair
+    #[arg(long, value_name = "FIELD")]
+    pub key: Option<String>,
+    /// Count malformed lines or records and go on, instead of stopping at the first
+    #[arg(long)]
+    pub skip_bad: bool,
+    /// Generic CSV/JSONL columns: FIELD=COLUMN, FIELD one of start, end, dur, time, name, frame, thread, pid, key (repeatable)
+    #[arg(long = "map", value_name = "FIELD=COLUMN")]
+    pub map: Vec<String>,
+    /// Unit of bare time numbers in generic CSV/JSONL
+    #[arg(long, value_enum, default_value = "ns")]
+    pub time_unit: framelab::import::TimeUnit,
+    /// Keep only this process (PresentMon Application, a trace's process name)
+    #[arg(long, value_name = "NAME")]
+    pub process: Option<String>,
+    /// The most one input may hold once decompressed (1MiB to 1TiB, e.g. 4GiB): the import
+    /// stops with an error past it, so a FIFO or /dev/zero cannot fill the memory
+    #[arg(long, value_parser = limits::input_size, default_value = limits::DEFAULT_MAX_INPUT, value_name = "SIZE")]
+    pub max_input: u64,
+    /// A gzip input may decompress to at most N times its size, past 64MiB (1 to 100000): a
+    /// guard against decompression bombs
+    #[arg(long, value_parser = limits::ratio, default_value = "200", value_name = "N")]
+    pub max_ratio: u64,
+    /// Report format printed after importing
+    #[arg(
+        long = "report",
+        value_enum,
+        default_value = "text",
+        value_name = "FORMAT"
+    )]
+    pub report_format: Format,
+}
+
+pub(super) fn run(args: ImportArgs) -> anyhow::Result<Outcome> {
+    use framelab::analyze::pair::PairSpec;
+    use framelab::import::{self, ImportOptions};
+    let frame_regex = match &args.frame_regex {
+        Some(re) => Some(regex::Regex::new(re).map_err(|e| {
+            anyhow::anyhow!("--frame-regex {re:?} is not a regular expression: {e}")
+        })?),
+        None => None,
+    };
+    let mut pairs = Vec::new();
+    for p in &args.pairs {
+        pairs.push(PairSpec::parse(p).map_err(anyhow::Error::msg)?);
+    }
+    let mut map = Vec::new();
+    for m in &args.map {
+        let Some((field, column)) = m.split_once('=') else {
+            anyhow::bail!(
+                "--map {m:?} is not FIELD=COLUMN; e.g. --map start=ts_us --map name=stage"
+            );
+        };
+        map.push((field.trim().to_owned(), column.trim().to_owned()));
+    }
+    let opts = ImportOptions {
+        frame_arg: args.frame_arg.clone(),
+        frame_regex,
+        pairs,
+        key: args.key.clone(),
+        skip_bad: args.skip_bad,
+        map,
+        time_unit: args.time_unit,
+        process: args.process.clone(),
+    };
+    let first = &args.files[0];
+    let file_name = first.file_name().map_or_else(
+        || first.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let given_output = args.output.clone().unwrap_or_else(|| {
+        let stem = file_name.trim_end_matches(".gz");
+        let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+        std::path::PathBuf::from(format!("{stem}.framelab"))
+    });
+    // Before reading anything: a long import must not end in a refusal.
+    let run_file = framelab::destination::RunFile::resolve(&given_output)?;
+    let target = framelab::destination::Target::resolve(&given_output)?;
+    for input in &args.files {
+        target.refuse_overwriting(&given_output, input)?;
+    }
+    let meta = framelab::model::RunMeta {
+        name: args.name.clone().unwrap_or_else(|| file_name.clone()),
+        started_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        framelab_version: env!("CARGO_PKG_VERSION").into(),
+        target_fps: args.target.fps,
+        budget_ns: args
+            .target
+            .budget
+            .map(|b| b.as_nanos() as i64)
+            .or_else(|| args.target.fps.map(|f| (1e9 / f).round() as i64)),
+        ..Default::default()
+    };
+    let (target_fps, budget_ns) = (meta.target_fps, meta.budget_ns);
+    let limits = import::InputLimits {
+        max_bytes: args.max_input,
+        max_ratio: args.max_ratio,
+    };
+    let mut run = import::import_files(&args.files, args.input_format, opts, meta, limits)?;
+    // A framelab export gives back its run's name and target; those given here still win.
+    if let Some(name) = &args.name {
+        run.meta.name = name.clone();
+    }
+    if target_fps.is_some() || budget_ns.is_some() {
+        (run.meta.target_fps, run.meta.budget_ns) = (target_fps, budget_ns);
+    }
+    // Ctrl-C while the run is written waits for the write (seconds at most), so the file
+    // never holds half an import; the exit status still says it was interrupted.
+    session::catch_interrupts();
+    // `-o /dev/null` keeps nothing: the report comes from memory, so nothing is written.
+    let run_id = if run_file.kept() {
+        store::write_run(run_file.path(), &run)?
+    } else {
+        1
+    };
+    default_signals();
+    let output = given_output;
+    if session::interrupts() > 0 {
+        eprintln!(
+            "framelab: interrupted; the import was written whole to {} (run {run_id})",
+            output.display()
+        );
+        return Ok(Outcome::Interrupted);
+    }
+    // The run in memory is what was written: report it without reading it back.
+    run.meta.id = run_id;
+    emit(&report::render(
+        &analyze::analyze(&run),
+        args.report_format,
+        use_color(),
+    ))?;
+    let info = run
+        .import
+        .as_ref()
+        .expect("an imported run has its import record");
+    let mut what = vec![format!("{} spans", run.spans.len())];
+    for (n, label) in [
+        (run.events.len(), "events"),
+        (run.telemetry.samples.len(), "samples"),
+        (run.histograms.len(), "histograms"),
+    ] {
+        if n > 0 {
+            what.push(format!("{n} {label}"));
+        }
+    }
+    if run_file.kept() {
+        eprintln!(
+            "framelab: imported {} ({}) into {} run {run_id} (framelab report {})",
+            what.join(", "),
+            info.format,
+            output.display(),
+            output.display()
+        );
+    } else {
+        eprintln!("framelab: imported {} ({})", what.join(", "), info.format);
+        eprintln!("{UNKEPT}");
+    }
+    if info.skipped > 0 {
+        eprintln!(
+            "framelab: skipped {} bad records; the first: {}",
+            info.skipped,
+            framelab::display::text(info.first_skipped.as_deref().unwrap_or("?"))
+        );
+    }
+    Ok(Outcome::Done)
+}

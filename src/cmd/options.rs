@@ -1,0 +1,102 @@
+//! Arguments several subcommands share, turned into the library's options.
+
+use std::io::IsTerminal;
+
+use framelab::session::{self, RunOptions};
+
+use crate::cli::{LiveArgs, ProfileFlag, SamplingArgs, ServiceArgs};
+
+/// The command as given, or `sh -c 'WORDS'` with `--shell` (the words joined by spaces).
+pub(super) fn shell_command(words: Vec<String>, shell: bool) -> Vec<String> {
+    if shell {
+        vec!["sh".into(), "-c".into(), words.join(" ")]
+    } else {
+        words
+    }
+}
+
+/// `--live` and `--live-linear` set on `opts`; the progress line is left off with them
+/// (the live histograms and the progress line would overwrite each other).
+pub(super) fn with_live(mut opts: RunOptions, args: &LiveArgs) -> anyhow::Result<RunOptions> {
+    opts.live = args.live;
+    opts.live_linear = framelab::hist::LinearArgs {
+        step: args.live_linear,
+        ..Default::default()
+    }
+    .spec()
+    .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("--linear", "--live-linear")))?;
+    opts.progress = std::io::stderr().is_terminal() && opts.live.is_none();
+    Ok(opts)
+}
+
+/// Who may use the session: `--share-session GROUP`, `--session-user USER`, or only us.
+pub(super) fn session_access(
+    group: &Option<String>,
+    user: &Option<String>,
+) -> anyhow::Result<session::SessionAccess> {
+    Ok(match (group, user) {
+        (Some(group), _) => session::SessionAccess::group(group)?,
+        (None, Some(user)) => session::SessionAccess::user(user)?,
+        (None, None) => session::SessionAccess::Private,
+    })
+}
+
+pub(super) fn sampling_options(args: &SamplingArgs) -> framelab::sample::SamplingOptions {
+    let mut options = framelab::sample::SamplingOptions {
+        every: args.sample_every,
+        disabled: args.no_sample.clone(),
+        ..Default::default()
+    };
+    if let Some(root) = &args.sysfs_root {
+        options.roots.sys = root.clone();
+    }
+    options
+}
+
+/// The `--pin`s as (role, CPUs), each list checked.
+pub(super) fn pins(texts: &[String]) -> anyhow::Result<Vec<(String, Vec<usize>)>> {
+    texts
+        .iter()
+        .map(|text| {
+            let (role, cpus) = framelab::services::split_pin(text);
+            Ok((role, framelab::bench::cpus::parse_cpu_list(cpus)?))
+        })
+        .collect()
+}
+
+/// The CPUs `--pin` gives the command (`--pin CPUS` or `--pin command=CPUS`).
+pub(super) fn command_cpus(texts: &[String]) -> anyhow::Result<Vec<usize>> {
+    let pins = pins(texts)?;
+    let mut command = pins
+        .iter()
+        .filter(|(role, _)| role == framelab::services::spec::COMMAND_ROLE);
+    let cpus = command.next().map(|(_, c)| c.clone()).unwrap_or_default();
+    if command.next().is_some() {
+        anyhow::bail!("--pin: the command is pinned twice; give one --pin CPUS");
+    }
+    Ok(cpus)
+}
+
+/// `--pin` of the command as given (`--pin CPUS` or `--pin command=CPUS`), for the bench.
+pub(super) fn command_pin(texts: &[String]) -> anyhow::Result<Option<String>> {
+    command_cpus(texts)?;
+    Ok(texts
+        .iter()
+        .map(|t| framelab::services::split_pin(t))
+        .find(|(role, _)| role == framelab::services::spec::COMMAND_ROLE)
+        .map(|(_, cpus)| cpus.to_owned()))
+}
+
+pub(super) fn service_specs(
+    args: &ServiceArgs,
+    shell: bool,
+) -> anyhow::Result<Vec<framelab::services::ServiceSpec>> {
+    framelab::services::parse_services(&args.services, &args.ready, &pins(&args.pins)?, shell)
+}
+
+pub(super) fn profile_options(flag: &ProfileFlag) -> Option<framelab::profile::ProfileOptions> {
+    flag.profile.map(|hz| framelab::profile::ProfileOptions {
+        hz,
+        call_graph: flag.call_graph,
+    })
+}

@@ -1,0 +1,64 @@
+//! `framelab profile`: a run's sampled stacks by stage, thread, process or late frames.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use framelab::profile::command::{self, ProfileCommand};
+use framelab::profile::summary::Filters;
+
+use super::Outcome;
+use crate::cli::limits;
+
+#[derive(Args, Debug)]
+pub struct ProfileArgs {
+    /// The run file; with a second one, the change from the first to the second (each
+    /// side's profiled runs pooled)
+    #[arg(required = true, num_args = 1..=2, value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
+    /// Which run of a file holding several
+    #[arg(long = "run-id", value_parser = limits::run_id)]
+    pub run_id: Option<i64>,
+    /// Only samples taken in this stage ("(no stage)": outside every stage span)
+    #[arg(long)]
+    pub stage: Option<String>,
+    /// Only samples of this thread: a tid, or a thread name as recorded
+    #[arg(long)]
+    pub thread: Option<String>,
+    /// Only samples of this process: a pid, or a process name
+    #[arg(long)]
+    pub process: Option<String>,
+    /// Only samples in these frames: all, or late (total over the budget)
+    #[arg(long, value_enum, default_value = "all", value_name = "SET")]
+    pub frame_set: FrameSet,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: framelab::profile::render::ProfileFormat,
+    /// Functions shown per table (1 to 10000)
+    #[arg(long, value_parser = limits::top, default_value = "15", value_name = "N")]
+    pub top: usize,
+    /// Write here instead of standard output (an SVG or speedscope file, say)
+    #[arg(short, long, default_value = "-")]
+    pub output: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FrameSet {
+    All,
+    Late,
+}
+
+pub(super) fn run(args: ProfileArgs) -> anyhow::Result<Outcome> {
+    command::run(&ProfileCommand {
+        runs: args.runs,
+        run_id: args.run_id,
+        filters: Filters {
+            stage: args.stage,
+            thread: args.thread,
+            process: args.process,
+            late_only: args.frame_set == FrameSet::Late,
+        },
+        format: args.format,
+        top: args.top,
+        output: args.output,
+    })?;
+    Ok(Outcome::Done)
+}

@@ -1,0 +1,106 @@
+//! `framelab report`: a run's report, or one line per run of a file that holds several.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use framelab::report::{self, Format};
+use framelab::{analyze, store};
+
+use super::output::{emit, use_color, written};
+use super::Outcome;
+use crate::cli::limits;
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// The run file
+    pub run: PathBuf,
+    /// Which run of a file holding several (default: a list of them all, one line per run)
+    #[arg(long = "run-id", value_parser = limits::run_id)]
+    pub run_id: Option<i64>,
+    /// html: one self-contained page with plots (best with -o FILE)
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: ReportFormat,
+    /// Write the report to FILE instead of standard output (replaced if it exists)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Open the written file in the desktop's browser (with -o)
+    #[arg(long, requires = "output")]
+    pub open: bool,
+}
+
+/// `report`'s formats: the run report's, and the HTML page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Markdown,
+    Json,
+    Html,
+}
+
+/// `framelab report`: the run's report in a format, printed or written to `-o`.
+pub(super) fn run(args: ReportArgs) -> anyhow::Result<Outcome> {
+    use ReportFormat;
+    let format = match args.format {
+        ReportFormat::Text => Some(Format::Text),
+        ReportFormat::Markdown => Some(Format::Markdown),
+        ReportFormat::Json => Some(Format::Json),
+        ReportFormat::Html => None,
+    };
+    let several = args.run_id.is_none() && store::list_runs(&args.run)?.len() > 1;
+    let text = match format {
+        Some(format) if several => report_runs(&args.run, format)?,
+        Some(format) => {
+            let color = use_color() && args.output.is_none();
+            report::render(&analyze_stored(&args.run, args.run_id)?.0, format, color)
+        }
+        None if several => anyhow::bail!(
+            "{} holds {} runs: give --run-id N for the HTML report of one (framelab report {} lists them)",
+            args.run.display(),
+            store::list_runs(&args.run)?.len(),
+            args.run.display()
+        ),
+        None => {
+            let stored = store::open_run(&args.run, args.run_id)?;
+            report::html::run_html(&stored.head, &stored)?.0
+        }
+    };
+    match &args.output {
+        Some(file) => {
+            report::html::write(file, &text, Some(&args.run))?;
+            let what = if format.is_none() {
+                "the HTML report"
+            } else {
+                "the report"
+            };
+            written(file, what, args.open);
+        }
+        // A page through `destination`: a closed pipe is an error line, not a panic.
+        None if format.is_none() => report::html::write(std::path::Path::new("-"), &text, None)?,
+        None => emit(&text)?,
+    }
+    Ok(Outcome::Done)
+}
+
+/// One line per run of a file that holds several: which runs there are and how to see one.
+fn report_runs(path: &std::path::Path, format: Format) -> anyhow::Result<String> {
+    let experiment = store::load_experiment(path)?;
+    let lines = store::list_runs(path)?
+        .iter()
+        .map(|meta| {
+            let (analysis, _) = analyze_stored(path, Some(meta.id))?;
+            Ok(report::runs::RunLine::new(&analysis, experiment.as_ref()))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(report::runs::render(path, &lines, format, use_color()))
+}
+
+/// The analysis of a run of a file, its spans streamed into columns rather than loaded
+/// (a third of the memory), and the run without its spans.
+pub(super) fn analyze_stored(
+    path: &std::path::Path,
+    run_id: Option<i64>,
+) -> anyhow::Result<(analyze::Analysis, framelab::model::Run)> {
+    let run = store::open_run(path, run_id)?;
+    let analysis = analyze::compact::analyze_from(&run.head, &run)?;
+    Ok((analysis, run.head))
+}

@@ -1,0 +1,178 @@
+//! `framelab run`: runs a command in a session, then reports the run.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use framelab::model::EndReason;
+use framelab::report::{self, Format};
+use framelab::session::{self, RunOptions};
+use framelab::store;
+
+use super::options::{
+    command_cpus, profile_options, sampling_options, service_specs, session_access, shell_command,
+    with_live,
+};
+use super::output::{emit, html_line, use_color, written, UNKEPT};
+use super::report::analyze_stored;
+use super::{default_signals, Outcome};
+use crate::cli::{
+    limits, HtmlArgs, LiveArgs, OutputArgs, ProfileFlag, SamplingArgs, ServiceArgs, TargetArgs,
+    WarmupModeArgs,
+};
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Time at the start excluded from statistics (kept in the run file, flagged; at most 168h)
+    #[arg(long, value_parser = limits::warmup, default_value = "0s")]
+    pub warmup: Duration,
+    #[command(flatten)]
+    pub warmup_mode: WarmupModeArgs,
+    /// Stop the command after this long (SIGINT, then SIGTERM, then SIGKILL); default: until it exits (at most 168h)
+    #[arg(long, value_parser = limits::run_length)]
+    pub duration: Option<Duration>,
+    /// Name of the run, shown in reports
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Run file to write (default: NAME-TIMESTAMP.framelab in the current directory)
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Also account the CPU of this process (one framelab did not start, e.g. a daemon)
+    #[arg(long = "watch-pid", value_name = "PID", value_parser = limits::pid)]
+    pub watch_pids: Vec<u32>,
+    /// Also account processes with this name (comm, argv[0] or executable name)
+    #[arg(long = "watch", value_name = "NAME")]
+    pub watch_names: Vec<String>,
+    /// Frames (or other work units) the command does, for a throughput when it is not instrumented
+    #[arg(long, value_parser = limits::frames)]
+    pub frames: Option<u64>,
+    /// How long the command gets to exit after SIGINT, and again after SIGTERM
+    #[arg(long, value_parser = limits::grace, default_value = "2s")]
+    pub grace: Duration,
+    /// Records per thread ring (a power of two, 4 to 16777216; default 65536)
+    #[arg(long, value_parser = limits::ring_records)]
+    pub ring_records: Option<u64>,
+    /// Let members of GROUP record into the session and read it (default: private to your user)
+    #[arg(long, value_name = "GROUP", conflicts_with = "session_user")]
+    pub share_session: Option<String>,
+    /// Give the session to USER, for a command that changes user (su, setpriv, runuser); needs root
+    #[arg(long, value_name = "USER")]
+    pub session_user: Option<String>,
+    #[command(flatten)]
+    pub live: LiveArgs,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    #[command(flatten)]
+    pub from_output: OutputArgs,
+    #[command(flatten)]
+    pub services: ServiceArgs,
+    #[command(flatten)]
+    pub profile: ProfileFlag,
+    /// Report format printed at the end
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    #[command(flatten)]
+    pub html: HtmlArgs,
+    /// The command and its arguments
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
+    let opts = RunOptions {
+        command: shell_command(args.command, args.from_output.shell),
+        metrics: framelab::output::parse_metrics(&args.from_output.metrics)?,
+        keep_output: args.from_output.keep_output,
+        services: service_specs(&args.services, args.from_output.shell)?,
+        ready_timeout: args.services.ready_timeout,
+        cpus: command_cpus(&args.services.pins)?,
+        fps: args.target.fps,
+        budget: args.target.budget,
+        warmup: args.warmup,
+        warmup_from: args.warmup_mode.warmup_from,
+        warmup_frames: args.warmup_mode.warmup_frames,
+        duration: args.duration,
+        name: args.name,
+        output: args.output,
+        watch_pids: args.watch_pids,
+        watch_names: args.watch_names,
+        frames: args.frames,
+        grace: args.grace,
+        ring_records: args.ring_records,
+        session_access: session_access(&args.share_session, &args.session_user)?,
+        sampling: sampling_options(&args.sampling),
+        profile: profile_options(&args.profile),
+        ..RunOptions::default()
+    };
+    let opts = with_live(opts, &args.live)?;
+    run_and_report(&opts, args.format, &args.html)
+}
+
+pub(super) fn run_and_report(
+    opts: &RunOptions,
+    format: Format,
+    html: &HtmlArgs,
+) -> anyhow::Result<Outcome> {
+    // A page that cannot be written is refused now, not after the run.
+    if let Some(file) = &html.html {
+        framelab::destination::Target::resolve(file)?;
+    }
+    let outcome = session::run(opts)?;
+    default_signals();
+    let (analysis, run) = match &html.html {
+        Some(file) => {
+            let stored = store::open_run(&outcome.path, Some(outcome.run_id))?;
+            let (page, analysis) = report::html::run_html(&stored.head, &stored)?;
+            report::html::write(file, &page, Some(&outcome.path))?;
+            (analysis, stored.head)
+        }
+        None => analyze_stored(&outcome.path, Some(outcome.run_id))?,
+    };
+    emit(&report::render(&analysis, format, use_color()))?;
+    if let Some(file) = &html.html {
+        emit(&html_line(file, format))?;
+        written(file, "the HTML report", html.open);
+    }
+    if outcome.file.kept() {
+        eprintln!(
+            "framelab: run file {} (framelab report {})",
+            outcome.path.display(),
+            outcome.path.display()
+        );
+    } else {
+        eprintln!("{UNKEPT}");
+    }
+    if run.meta.names_refused > 0 {
+        eprintln!(
+            "framelab: {} names were refused: a process may intern {} names; create Stage/Counter/Event names once, outside the frame loop",
+            run.meta.names_refused,
+            framelab_probe::wire::MAX_NAMES
+        );
+    }
+    let unread = outcome.metrics.iter().filter(|m| m.value.is_none()).count();
+    if unread > 0 {
+        eprintln!(
+            "framelab: {unread} metric{} could not be read (the report's notes say why)",
+            if unread == 1 { "" } else { "s" }
+        );
+    }
+    // A recording the program damaged, or whose session was removed, is incomplete.
+    let incomplete =
+        run.meta.session.session_lost_ns.is_some() || run.meta.session.corrupt_rings > 0;
+    let failed = run.meta.names_refused > 0
+        || incomplete
+        || unread > 0
+        || outcome
+            .exit
+            .as_ref()
+            .is_some_and(|e| e.crashed || e.code.is_some_and(|c| c != 0));
+    Ok(if outcome.end_reason == EndReason::Interrupted {
+        Outcome::Interrupted
+    } else if failed {
+        Outcome::CommandFailed
+    } else {
+        Outcome::Done
+    })
+}
