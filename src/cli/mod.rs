@@ -149,3 +149,33 @@ pub struct LiveArgs {
     #[arg(long, value_parser = limits::step, value_name = "STEP", requires = "live")]
     pub live_linear: Option<Duration>,
 }
+
+/// How each run of the command is measured and ended: `run`'s and `bench`'s common flags.
+#[derive(Args, Debug)]
+pub struct RunControlArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Time at the start of a run excluded from statistics (kept in the run file, flagged; at most 168h)
+    #[arg(long, value_parser = limits::warmup, default_value = "0s")]
+    pub warmup: Duration,
+    #[command(flatten)]
+    pub warmup_mode: WarmupModeArgs,
+    /// Stop the command after this long (SIGINT, then SIGTERM, then SIGKILL); default: until it exits (at most 168h)
+    #[arg(long, value_parser = limits::run_length)]
+    pub duration: Option<Duration>,
+    /// Frames (or other work units) the command does, for a throughput when it is not instrumented
+    #[arg(long, value_parser = limits::frames)]
+    pub frames: Option<u64>,
+    /// Also account the CPU of this process (one framelab did not start, e.g. a daemon)
+    #[arg(long = "watch-pid", value_name = "PID", value_parser = limits::pid)]
+    pub watch_pids: Vec<u32>,
+    /// Also account processes with this name (comm, argv[0] or executable name)
+    #[arg(long = "watch", value_name = "NAME")]
+    pub watch_names: Vec<String>,
+    /// How long the command gets to exit after SIGINT, and again after SIGTERM
+    #[arg(long, value_parser = limits::grace, default_value = "2s")]
+    pub grace: Duration,
+    /// Records per thread ring (a power of two, 4 to 16777216; default 65536)
+    #[arg(long, value_parser = limits::ring_records)]
+    pub ring_records: Option<u64>,
+}

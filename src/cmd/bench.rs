@@ -2,7 +2,6 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::Args;
 use framelab::compare;
@@ -12,7 +11,7 @@ use super::compare::{check_export_paths, compare_options, export_comparison, sho
 use super::options::{command_pin, profile_options, service_specs};
 use super::output::UNKEPT;
 use super::{default_signals, Outcome};
-use crate::cli::{limits, OutputArgs, ProfileFlag, ServiceArgs, TargetArgs, WarmupModeArgs};
+use crate::cli::{limits, OutputArgs, ProfileFlag, RunControlArgs, ServiceArgs};
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -56,30 +55,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub resume: bool,
     #[command(flatten)]
-    pub target: TargetArgs,
-    /// Time at the start of each run excluded from statistics (at most 168h)
-    #[arg(long, value_parser = limits::warmup, default_value = "0s")]
-    pub warmup: Duration,
-    #[command(flatten)]
-    pub warmup_mode: WarmupModeArgs,
-    /// Stop each run after this long (at most 168h); default: until the command exits
-    #[arg(long, value_parser = limits::run_length)]
-    pub duration: Option<Duration>,
-    /// Frames an uninstrumented command does, for a throughput
-    #[arg(long, value_parser = limits::frames)]
-    pub frames: Option<u64>,
-    /// Also account the CPU of this process
-    #[arg(long = "watch-pid", value_name = "PID", value_parser = limits::pid)]
-    pub watch_pids: Vec<u32>,
-    /// Also account processes with this name
-    #[arg(long = "watch", value_name = "NAME")]
-    pub watch_names: Vec<String>,
-    /// How long a command gets to exit after SIGINT, and again after SIGTERM
-    #[arg(long, value_parser = limits::grace, default_value = "2s")]
-    pub grace: Duration,
-    /// Records per thread ring (a power of two, 4 to 16777216; default 65536)
-    #[arg(long, value_parser = limits::ring_records)]
-    pub ring_records: Option<u64>,
+    pub control: RunControlArgs,
     #[command(flatten)]
     pub from_output: OutputArgs,
     #[command(flatten)]
@@ -238,17 +214,17 @@ fn bench_spec(args: &BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpe
         setup: args.setup.clone(),
         cleanup: args.cleanup.clone(),
         run: RunSettings {
-            fps: args.target.fps,
-            budget_ns: args.target.budget.map(ns),
-            warmup_ns: ns(args.warmup),
-            warmup_from: args.warmup_mode.warmup_from,
-            warmup_frames: args.warmup_mode.warmup_frames,
-            duration_ns: args.duration.map(ns),
-            frames: args.frames,
-            watch_pids: args.watch_pids.clone(),
-            watch_names: args.watch_names.clone(),
-            grace_ns: ns(args.grace),
-            ring_records: args.ring_records,
+            fps: args.control.target.fps,
+            budget_ns: args.control.target.budget.map(ns),
+            warmup_ns: ns(args.control.warmup),
+            warmup_from: args.control.warmup_mode.warmup_from,
+            warmup_frames: args.control.warmup_mode.warmup_frames,
+            duration_ns: args.control.duration.map(ns),
+            frames: args.control.frames,
+            watch_pids: args.control.watch_pids.clone(),
+            watch_names: args.control.watch_names.clone(),
+            grace_ns: ns(args.control.grace),
+            ring_records: args.control.ring_records,
             metrics: framelab::output::parse_metrics(&args.from_output.metrics)?,
             keep_output: args.from_output.keep_output,
             services: ServiceSettings {

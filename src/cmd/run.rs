@@ -1,7 +1,6 @@
 //! `framelab run`: runs a command in a session, then reports the run.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::Args;
 use framelab::model::EndReason;
@@ -17,43 +16,19 @@ use super::output::{emit, html_line, use_color, written, UNKEPT};
 use super::report::analyze_stored;
 use super::{default_signals, Outcome};
 use crate::cli::{
-    limits, HtmlArgs, LiveArgs, OutputArgs, ProfileFlag, SamplingArgs, ServiceArgs, TargetArgs,
-    WarmupModeArgs,
+    HtmlArgs, LiveArgs, OutputArgs, ProfileFlag, RunControlArgs, SamplingArgs, ServiceArgs,
 };
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
     #[command(flatten)]
-    pub target: TargetArgs,
-    /// Time at the start excluded from statistics (kept in the run file, flagged; at most 168h)
-    #[arg(long, value_parser = limits::warmup, default_value = "0s")]
-    pub warmup: Duration,
-    #[command(flatten)]
-    pub warmup_mode: WarmupModeArgs,
-    /// Stop the command after this long (SIGINT, then SIGTERM, then SIGKILL); default: until it exits (at most 168h)
-    #[arg(long, value_parser = limits::run_length)]
-    pub duration: Option<Duration>,
+    pub control: RunControlArgs,
     /// Name of the run, shown in reports
     #[arg(long)]
     pub name: Option<String>,
     /// Run file to write (default: NAME-TIMESTAMP.framelab in the current directory)
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Also account the CPU of this process (one framelab did not start, e.g. a daemon)
-    #[arg(long = "watch-pid", value_name = "PID", value_parser = limits::pid)]
-    pub watch_pids: Vec<u32>,
-    /// Also account processes with this name (comm, argv[0] or executable name)
-    #[arg(long = "watch", value_name = "NAME")]
-    pub watch_names: Vec<String>,
-    /// Frames (or other work units) the command does, for a throughput when it is not instrumented
-    #[arg(long, value_parser = limits::frames)]
-    pub frames: Option<u64>,
-    /// How long the command gets to exit after SIGINT, and again after SIGTERM
-    #[arg(long, value_parser = limits::grace, default_value = "2s")]
-    pub grace: Duration,
-    /// Records per thread ring (a power of two, 4 to 16777216; default 65536)
-    #[arg(long, value_parser = limits::ring_records)]
-    pub ring_records: Option<u64>,
     /// Let members of GROUP record into the session and read it (default: private to your user)
     #[arg(long, value_name = "GROUP", conflicts_with = "session_user")]
     pub share_session: Option<String>,
@@ -88,19 +63,19 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         services: service_specs(&args.services, args.from_output.shell)?,
         ready_timeout: args.services.ready_timeout,
         cpus: command_cpus(&args.services.pins)?,
-        fps: args.target.fps,
-        budget: args.target.budget,
-        warmup: args.warmup,
-        warmup_from: args.warmup_mode.warmup_from,
-        warmup_frames: args.warmup_mode.warmup_frames,
-        duration: args.duration,
+        fps: args.control.target.fps,
+        budget: args.control.target.budget,
+        warmup: args.control.warmup,
+        warmup_from: args.control.warmup_mode.warmup_from,
+        warmup_frames: args.control.warmup_mode.warmup_frames,
+        duration: args.control.duration,
         name: args.name,
         output: args.output,
-        watch_pids: args.watch_pids,
-        watch_names: args.watch_names,
-        frames: args.frames,
-        grace: args.grace,
-        ring_records: args.ring_records,
+        watch_pids: args.control.watch_pids,
+        watch_names: args.control.watch_names,
+        frames: args.control.frames,
+        grace: args.control.grace,
+        ring_records: args.control.ring_records,
         session_access: session_access(&args.share_session, &args.session_user)?,
         sampling: sampling_options(&args.sampling),
         profile: profile_options(&args.profile),

@@ -535,60 +535,50 @@ impl<'a> Importer<'a> {
         let unclosed: usize = self.open.values().map(Vec::len).sum();
         let unclosed_async: usize = self.open_async.values().map(Vec::len).sum();
         let t = &self.tally;
-        let mut notes = Vec::new();
-        if unclosed > 0 {
-            notes.push(format!(
-                "{unclosed} slices begun (B) were never ended (E): left out"
-            ));
-        }
-        if t.unmatched_ends > 0 {
-            notes.push(format!(
-                "{} slice ends (E) had no open begin (B) on their thread: left out",
-                t.unmatched_ends
-            ));
-        }
-        if t.mismatched_ends > 0 {
-            notes.push(format!(
-                "{} slice ends (E) named another slice than the one they closed (closed anyway)",
-                t.mismatched_ends
-            ));
-        }
-        if unclosed_async > 0 {
-            notes.push(format!(
-                "{unclosed_async} async slices begun (b/S) were never ended (e/F): left out"
-            ));
-        }
-        if t.unmatched_async_ends > 0 {
-            notes.push(format!(
-                "{} async slice ends (e/F) matched no begin (same pid, cat, id and name): left out",
-                t.unmatched_async_ends
-            ));
-        }
-        if t.no_frame > 0 {
-            let why = match &self.frames {
-                FrameRule::Arg(name) => format!("had no args.{name} frame id"),
-                _ => "had names --frame-regex does not match".to_owned(),
-            };
-            notes.push(format!("{} slices {why}: left out", t.no_frame));
-        }
-        if t.other_process > 0 {
-            notes.push(format!(
-                "{} events of other processes than --process left out",
-                t.other_process
-            ));
-        }
-        if t.non_numeric_counters > 0 {
-            notes.push(format!(
-                "{} counter values (C) were not numbers: left out",
-                t.non_numeric_counters
-            ));
-        }
-        if t.counters_out_of_range > 0 {
-            notes.push(format!(
-                "{} counter values did not fit 64 bits: left out",
-                t.counters_out_of_range
-            ));
-        }
+        let no_frame_why = match &self.frames {
+            FrameRule::Arg(name) => format!("slices had no args.{name} frame id: left out"),
+            _ => "slices had names --frame-regex does not match: left out".to_owned(),
+        };
+        // Each count of something left out or repaired, and what it counts.
+        let counted: [(u64, &str); 9] = [
+            (
+                unclosed as u64,
+                "slices begun (B) were never ended (E): left out",
+            ),
+            (
+                t.unmatched_ends,
+                "slice ends (E) had no open begin (B) on their thread: left out",
+            ),
+            (
+                t.mismatched_ends,
+                "slice ends (E) named another slice than the one they closed (closed anyway)",
+            ),
+            (
+                unclosed_async as u64,
+                "async slices begun (b/S) were never ended (e/F): left out",
+            ),
+            (
+                t.unmatched_async_ends,
+                "async slice ends (e/F) matched no begin (same pid, cat, id and name): left out",
+            ),
+            (t.no_frame, &no_frame_why),
+            (
+                t.other_process,
+                "events of other processes than --process left out",
+            ),
+            (
+                t.non_numeric_counters,
+                "counter values (C) were not numbers: left out",
+            ),
+            (
+                t.counters_out_of_range,
+                "counter values did not fit 64 bits: left out",
+            ),
+        ];
+        let mut notes: Vec<String> = (counted.iter())
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{n} {what}"))
+            .collect();
         if !t.ignored.is_empty() {
             let total: u64 = t.ignored.values().sum();
             let kinds: Vec<String> = t
