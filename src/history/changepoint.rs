@@ -171,6 +171,9 @@ fn bisect(values: &[f64], opts: &Options) -> Vec<(usize, f64)> {
     let mut segments: Vec<(usize, usize, Option<Split>)> =
         vec![(0, values.len(), splitter.best(values, opts.min_segment))];
     let mut found = Vec::new();
+    // More permuted statistics at or above the observed one than this, and the p-value is
+    // above the significance level: counting can stop there.
+    let allowed = ((opts.permutations + 1) as f64 * opts.significance).floor() as usize;
     loop {
         let Some((s, best)) = segments
             .iter()
@@ -183,14 +186,11 @@ fn bisect(values: &[f64], opts: &Options) -> Vec<(usize, f64)> {
         if best.q <= 0.0 {
             break;
         }
-        // As many permuted statistics at or above the observed one as this, and the
-        // p-value is above the significance level: stop counting there.
-        let allowed = ((opts.permutations + 1) as f64 * opts.significance).floor() as usize;
         let mut at_least = 1; // the observed arrangement itself
         for _ in 0..opts.permutations {
             // Under no change, any order within each segment is as likely as the one seen.
             let mut most = f64::NEG_INFINITY;
-            for &(start, end, _) in &segments {
+            for &(start, end, _) in segments.iter().filter(|seg| seg.2.is_some()) {
                 shuffled.clear();
                 shuffled.extend_from_slice(&values[start..end]);
                 shuffled.shuffle(&mut rng);

@@ -106,6 +106,13 @@ impl CheckReport {
             .any(|(_, c)| c.kind == ChangeKind::Regression)
     }
 
+    /// Whether a metric regressed at one of its series' newest `newest` points: in CI, an
+    /// old regression that was accepted then need not fail every later check.
+    pub fn has_regression_in_newest(&self, newest: usize) -> bool {
+        self.changes()
+            .any(|(s, c)| c.kind == ChangeKind::Regression && c.index + newest >= s.points)
+    }
+
     /// Every change with its series, in the series' order.
     pub fn changes(&self) -> impl Iterator<Item = (&SeriesCheck, &Change)> {
         self.series.iter().flat_map(|s| match &s.outcome {
@@ -325,6 +332,9 @@ mod tests {
         assert!((change.relative_change.unwrap() + 0.0667).abs() < 0.002);
         assert!(change.confidence >= 0.99);
         assert!(report.has_regression());
+        // 15 points since: among the newest 15, not the newest 14.
+        assert!(report.has_regression_in_newest(15));
+        assert!(!report.has_regression_in_newest(14));
     }
 
     #[test]
