@@ -18,9 +18,8 @@ use crate::stats::quantile::median;
 /// How sure a change must be, and how large, to be reported.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
-    /// A change is kept when its permutation p-value is at most this. Default 0.01: on a
-    /// series with no change, about 1 in 100 reports one before the effect filter (see
-    /// BENCHMARKS.md, "history check").
+    /// A change is kept when its permutation p-value is at most this. Default 0.01: of
+    /// series with no change, 0.4–1.5% report one (BENCHMARKS.md, "`history check`").
     pub significance: f64,
     /// Permutations per test. Default 199: p-values in steps of 0.005, enough to tell 0.01.
     pub permutations: usize,
