@@ -173,18 +173,13 @@ fn bisect(values: &[f64], opts: &Options) -> Vec<(usize, f64)> {
     // More permuted statistics at or above the observed one than this, and the p-value is
     // above the significance level: counting can stop there.
     let allowed = ((opts.permutations + 1) as f64 * opts.significance).floor() as usize;
-    loop {
-        let Some((s, best)) = segments
-            .iter()
-            .enumerate()
-            .filter_map(|(s, seg)| seg.2.map(|split| (s, split)))
-            .max_by(|a, b| a.1.q.total_cmp(&b.1.q))
-        else {
-            break;
-        };
-        if best.q <= 0.0 {
-            break;
-        }
+    while let Some((s, best)) = segments
+        .iter()
+        .enumerate()
+        .filter_map(|(s, seg)| seg.2.map(|split| (s, split)))
+        .filter(|(_, split)| split.q > 0.0)
+        .max_by(|a, b| a.1.q.total_cmp(&b.1.q))
+    {
         let mut at_least = 1; // the observed arrangement itself
         for _ in 0..opts.permutations {
             // Under no change, any order within each segment is as likely as the one seen.
@@ -315,9 +310,9 @@ impl Splitter {
         self.prefix_pairs.clear();
         self.prefix_pairs.push(0.0);
         let mut within = 0.0;
-        for t in 0..n {
-            within += self.tree.distance_sum(y[t], self.rank[t]);
-            self.tree.insert(y[t], self.rank[t]);
+        for (&value, &rank) in y.iter().zip(&self.rank) {
+            within += self.tree.distance_sum(value, rank);
+            self.tree.insert(value, rank);
             self.prefix_pairs.push(within);
         }
         let total = within;
