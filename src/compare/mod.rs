@@ -18,6 +18,9 @@ use anyhow::{bail, Result};
 pub use compute::{CompareOptions, Comparison, Row, Sweep, SweepChange, SCHEMA};
 pub use extract::{extract, RunData};
 pub use load::{parse_named_source, parse_source, Source};
+// For `history check`'s tables.
+pub(crate) use compute::signed_pct;
+pub(crate) use table::Table;
 
 use crate::experiment::RunStatus;
 

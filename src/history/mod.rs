@@ -1,0 +1,3 @@
+pub mod changepoint;
+pub mod check;
+pub mod series;
