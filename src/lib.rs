@@ -11,6 +11,7 @@ pub mod export;
 mod fast_map;
 pub mod formats;
 pub mod hist;
+pub mod history;
 pub mod host;
 pub mod import;
 pub mod model;

@@ -189,6 +189,10 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::History(args) => {
+            framelab::history::cli::run(args)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Hist(args) => {
             let mut run = store::open_run(&args.run, args.run_id)?;
             let opts = framelab::hist::HistOptions::from_args(

@@ -56,6 +56,9 @@ pub enum Command {
     /// Where the CPU time went in a run recorded with --profile: by function, per stage, for
     /// the late frames; or how it changed from run file A to B
     Profile(ProfileArgs),
+    /// Keep every run's metrics by commit and machine (SQLite or PostgreSQL), show their
+    /// trends, export them
+    History(framelab::history::cli::HistoryArgs),
 }
 
 /// `--profile[=HZ]` of run, bench and demo.

@@ -1,0 +1,272 @@
+//! `framelab history add|show|export`: the arguments and what each subcommand does.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::store::{location, Filter, Store};
+
+#[derive(Args, Debug)]
+pub struct HistoryArgs {
+    #[command(subcommand)]
+    pub command: HistoryCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum HistoryCommand {
+    /// Add the measured runs of run files or experiments to the history store, keyed by
+    /// commit and machine (runs already there are skipped)
+    Add(AddArgs),
+    /// Each metric over commits, one table (or plot, --html) per machine
+    Show(ShowArgs),
+    /// Every value in long format (run, commit, branch, machine, time, metric, value, tags)
+    /// for DuckDB, pandas or Spark
+    Export(ExportArgs),
+}
+
+/// `--store` of every history command.
+#[derive(Args, Debug, Clone)]
+pub struct StoreArg {
+    /// A SQLite file, or a PostgreSQL database as postgres://USER@HOST:PORT/DB (default:
+    /// $FRAMELAB_HISTORY, else .framelab/history.sqlite)
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<String>,
+}
+
+/// `--metric`, `--branch`, `--machine` of show and export.
+#[derive(Args, Debug, Clone)]
+pub struct FilterArgs {
+    /// Only this metric (a key as compare prints it: fps, total.p99, encode.p50, ...)
+    #[arg(long, value_name = "M")]
+    pub metric: Option<String>,
+    /// Only runs of this branch
+    #[arg(long, value_name = "B")]
+    pub branch: Option<String>,
+    /// Only this machine: its id (history show lists them) or its host name
+    #[arg(long, value_name = "FP")]
+    pub machine: Option<String>,
+}
+
+impl FilterArgs {
+    fn filter(&self) -> Filter {
+        Filter {
+            metric: self.metric.clone(),
+            branch: self.branch.clone(),
+            machine: self.machine.clone(),
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct AddArgs {
+    /// Run files or experiment files
+    #[arg(required = true, value_name = "RUN|EXPERIMENT")]
+    pub files: Vec<PathBuf>,
+    /// The commit measured (default: git rev-parse HEAD in the current directory)
+    #[arg(long, value_name = "SHA")]
+    pub commit: Option<String>,
+    /// The branch (default: the current git branch)
+    #[arg(long, value_name = "B")]
+    pub branch: Option<String>,
+    /// A label kept with each run (repeatable): --tag ci=nightly --tag compiler=gcc14
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ShowFormat {
+    Text,
+    Markdown,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: ShowFormat,
+    /// Also write a self-contained page with one trend plot per metric (a line per machine)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    Csv,
+    Parquet,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// File to write (`-` for standard output; parquet needs a file)
+    #[arg(short, long, value_name = "FILE", default_value = "-")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+/// Runs a history subcommand; what it prints goes to standard output, notes to stderr.
+pub fn run(args: HistoryArgs) -> Result<()> {
+    match args.command {
+        HistoryCommand::Add(args) => {
+            let tags = parse_tags(&args.tags)?;
+            let revision = super::add::revision(args.commit.as_deref(), args.branch.as_deref())?;
+            add_files(&args.files, &revision, &tags, args.store.store.as_deref())
+        }
+        HistoryCommand::Show(args) => {
+            let mut store = Store::open(&location(args.store.store.as_deref()), false)?;
+            let shown = super::show::load(&mut store, &args.filter.filter())?;
+            let text = match args.format {
+                ShowFormat::Text => super::show::text(&shown, false),
+                ShowFormat::Markdown => super::show::text(&shown, true),
+                ShowFormat::Json => serde_json::to_string_pretty(&shown)? + "\n",
+            };
+            print!("{text}");
+            if let Some(page) = &args.html {
+                write_file(page, |out| {
+                    let html = crate::report::html::render(
+                        "framelab history",
+                        &super::show::page(&shown),
+                    )?;
+                    Ok(out.write_all(html.as_bytes())?)
+                })?;
+                eprintln!("framelab: trend page {}", page.display());
+            }
+            Ok(())
+        }
+        HistoryCommand::Export(args) => {
+            let mut store = Store::open(&location(args.store.store.as_deref()), false)?;
+            let rows = super::export::rows(&mut store, &args.filter.filter())?;
+            let stdout = args.output.as_os_str() == "-";
+            match args.format {
+                ExportFormat::Csv => {
+                    write_file(&args.output, |out| super::export::csv(&rows, out))?
+                }
+                ExportFormat::Parquet if stdout => {
+                    bail!("parquet is written to a file: give -o FILE (e.g. -o history.parquet)")
+                }
+                ExportFormat::Parquet => {
+                    let bytes = super::export::parquet(&rows)?;
+                    write_file(&args.output, |out| Ok(out.write_all(&bytes)?))?
+                }
+            }
+            if !stdout {
+                eprintln!(
+                    "framelab: {} values to {}",
+                    rows.len(),
+                    args.output.display()
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `history add`, and `run`/`bench --history` as they finish: one transaction for all the
+/// files' runs, then one line on what was added and what was skipped.
+pub fn add_files(
+    files: &[PathBuf],
+    revision: &super::add::Revision,
+    tags: &[(String, String)],
+    store: Option<&str>,
+) -> Result<()> {
+    let mut records = Vec::new();
+    let mut not_measured = 0;
+    for file in files {
+        let found = super::add::records(file, revision, tags)?;
+        not_measured += found.not_measured;
+        records.extend(found.records);
+    }
+    let location = location(store);
+    let mut store = Store::open(&location, true)?;
+    let outcome = store.add(&records)?;
+    let short: String = revision.commit.chars().take(12).collect();
+    let dirty = if revision.dirty {
+        " (with changes not committed)"
+    } else {
+        ""
+    };
+    eprintln!(
+        "framelab: {} run{} added to {} at commit {short}{dirty}",
+        outcome.added,
+        plural(outcome.added),
+        store.location
+    );
+    if outcome.skipped > 0 {
+        eprintln!(
+            "framelab: already in history: {} run{} skipped",
+            outcome.skipped,
+            plural(outcome.skipped)
+        );
+    }
+    if not_measured > 0 {
+        eprintln!(
+            "framelab: {not_measured} run{} not added (failed, unfinished or warmup runs)",
+            plural(not_measured)
+        );
+    }
+    Ok(())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// `KEY=VALUE` each, keys unique.
+pub fn parse_tags(given: &[String]) -> Result<Vec<(String, String)>> {
+    let mut tags: Vec<(String, String)> = Vec::new();
+    for text in given {
+        let Some((key, value)) = text.split_once('=') else {
+            bail!("--tag {text}: give it as KEY=VALUE, e.g. --tag ci=nightly");
+        };
+        let key = key.trim();
+        if key.is_empty() {
+            bail!("--tag {text}: the key before '=' is empty");
+        }
+        if tags.iter().any(|(k, _)| k == key) {
+            bail!("--tag {key} is given twice: give each key once");
+        }
+        tags.push((key.to_owned(), value.to_owned()));
+    }
+    tags.sort();
+    Ok(tags)
+}
+
+/// Writes a whole file through `crate::destination` (a temporary name, then a rename).
+fn write_file(
+    given: &Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> Result<()>,
+) -> Result<()> {
+    let target = crate::destination::Target::resolve(given)?;
+    crate::destination::write_whole(&target, given, write)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags() {
+        assert_eq!(
+            parse_tags(&["b=2".into(), "a=x=y".into()]).unwrap(),
+            vec![("a".into(), "x=y".into()), ("b".into(), "2".into())]
+        );
+        assert!(parse_tags(&["novalue".into()]).is_err());
+        assert!(parse_tags(&["a=1".into(), "a=2".into()]).is_err());
+        assert!(parse_tags(&["=1".into()]).is_err());
+    }
+}

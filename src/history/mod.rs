@@ -1,0 +1,10 @@
+//! `framelab history`: every run's metrics kept by commit and machine, in a SQLite file or
+//! a PostgreSQL database (docs/history.md), shown as tables and trend plots, exported.
+
+pub mod add;
+pub mod cli;
+pub mod export;
+pub mod series;
+pub mod show;
+mod sql;
+pub mod store;
