@@ -87,7 +87,8 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 ..RunOptions::default()
             };
             let opts = with_live(opts, &args.live)?;
-            run_and_report(&opts, args.format, &args.html)
+            let history = framelab::history::cli::HistoryTarget::check(&args.history)?;
+            run_and_report(&opts, args.format, &args.html, history.as_ref())
         }
         Command::Profile(args) => {
             framelab::profile::command::run(&framelab::profile::command::ProfileCommand {
@@ -147,7 +148,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
                 ..Default::default()
             }
             .validate()?;
-            run_and_report(&opts, args.format, &args.html)
+            run_and_report(&opts, args.format, &args.html, None)
         }
         Command::Timers(args) => {
             let opts = timers::TimersOptions {
@@ -261,6 +262,7 @@ fn run_and_report(
     opts: &RunOptions,
     format: Format,
     html: &cli::HtmlArgs,
+    history: Option<&framelab::history::cli::HistoryTarget>,
 ) -> anyhow::Result<ExitCode> {
     // A page that cannot be written is refused now, not after the run.
     if let Some(file) = &html.html {
@@ -290,6 +292,9 @@ fn run_and_report(
         );
     } else {
         eprintln!("{UNKEPT}");
+    }
+    if let (Some(history), true) = (history, outcome.file.kept()) {
+        history.add(&outcome.path)?;
     }
     if run.meta.names_refused > 0 {
         eprintln!(
@@ -749,6 +754,7 @@ fn bench(args: Box<cli::BenchArgs>) -> anyhow::Result<ExitCode> {
     };
     // Refused before the first run, not after the last.
     check_export_paths(&args.compare)?;
+    let history = framelab::history::cli::HistoryTarget::check(&args.history)?;
     let outcome = framelab::bench::run(&framelab::bench::BenchOptions {
         spec,
         output: args.output.clone(),
@@ -778,6 +784,9 @@ fn bench(args: Box<cli::BenchArgs>) -> anyhow::Result<ExitCode> {
     let options = compare_options(&args.compare, &args.compare.show);
     let comparison = show_comparison(&sources, &options, args.compare.format, None, false)?;
     export_comparison(&comparison, &args.compare)?;
+    if let (Some(history), true) = (&history, outcome.file.kept()) {
+        history.add(&outcome.path)?;
+    }
     if outcome.file.kept() {
         eprintln!("framelab: experiment file {path} (framelab compare {path} --format markdown)");
     } else {

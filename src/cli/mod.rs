@@ -185,6 +185,8 @@ pub struct RunArgs {
     /// Run file to write (default: NAME-TIMESTAMP.framelab in the current directory)
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub history: framelab::history::cli::HistoryFlag,
     /// Also account the CPU of this process (one framelab did not start, e.g. a daemon)
     #[arg(long = "watch-pid", value_name = "PID", value_parser = limits::pid)]
     pub watch_pids: Vec<u32>,
@@ -595,6 +597,8 @@ pub struct BenchArgs {
     /// Continue the experiment in -o FILE where it stopped
     #[arg(long)]
     pub resume: bool,
+    #[command(flatten)]
+    pub history: framelab::history::cli::HistoryFlag,
     #[command(flatten)]
     pub target: TargetArgs,
     /// Time at the start of each run excluded from statistics (at most 168h)

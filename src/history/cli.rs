@@ -172,6 +172,48 @@ pub fn run(args: HistoryArgs) -> Result<()> {
     }
 }
 
+/// `--history STORE` of run and bench.
+#[derive(Args, Debug, Clone, Default)]
+pub struct HistoryFlag {
+    /// When the run (or every run of the bench) is done, add it to this history store (a
+    /// SQLite file or a postgres:// URL), at the commit and branch git says
+    #[arg(long, value_name = "STORE")]
+    pub history: Option<String>,
+}
+
+/// Where `run`/`bench --history` add their runs, checked before the first run: the
+/// commit is known and the store opens.
+pub struct HistoryTarget {
+    store: String,
+    revision: super::add::Revision,
+}
+
+impl HistoryTarget {
+    pub fn check(flag: &HistoryFlag) -> Result<Option<HistoryTarget>> {
+        let Some(store) = &flag.history else {
+            return Ok(None);
+        };
+        let revision =
+            super::add::revision(None, None).map_err(|e| anyhow::anyhow!("--history: {e:#}"))?;
+        Store::open(store, true)?;
+        Ok(Some(HistoryTarget {
+            store: store.clone(),
+            revision,
+        }))
+    }
+
+    /// Adds the finished file's runs; on failure, says how to add them later.
+    pub fn add(&self, file: &Path) -> Result<()> {
+        add_files(&[file.to_owned()], &self.revision, &[], Some(&self.store)).map_err(|e| {
+            anyhow::anyhow!(
+                "{e:#}; the runs are kept in {}: add them later with framelab history add {} --store STORE",
+                file.display(),
+                file.display()
+            )
+        })
+    }
+}
+
 /// `history add`, and `run`/`bench --history` as they finish: one transaction for all the
 /// files' runs, then one line on what was added and what was skipped.
 pub fn add_files(
