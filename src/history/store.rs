@@ -182,7 +182,12 @@ impl Store {
                     })();
                     match result {
                         Err(e) if tries < POSTGRES_RETRIES && lost_a_race(&e) => continue,
-                        other => return other.with_context(|| format!("history store {location}")),
+                        // Flattened to text: a connection's io error (a broken pipe) in the
+                        // chain would read as `| head` closing framelab's output.
+                        other => {
+                            return other
+                                .map_err(|e| anyhow::anyhow!("history store {location}: {e:#}"))
+                        }
                     }
                 }
             }
@@ -202,7 +207,7 @@ impl Store {
         let version = self.transaction(|tx| {
             if postgres && create {
                 // Two first writers must not both create the tables.
-                tx.query("SELECT pg_advisory_xact_lock(7170017)", &[])?;
+                tx.execute("SELECT pg_advisory_xact_lock(7170017)", &[])?;
             }
             let exists = tx.query(exists_sql, &[])?[0][0].int() > 0;
             if !exists {
