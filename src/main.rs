@@ -780,13 +780,14 @@ fn bench(args: Box<cli::BenchArgs>) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
+    // Before the comparison, which may refuse (one variant) yet the runs are good.
+    if let (Some(history), true) = (&history, outcome.file.kept()) {
+        history.add(&outcome.path)?;
+    }
     let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
     let options = compare_options(&args.compare, &args.compare.show);
     let comparison = show_comparison(&sources, &options, args.compare.format, None, false)?;
     export_comparison(&comparison, &args.compare)?;
-    if let (Some(history), true) = (&history, outcome.file.kept()) {
-        history.add(&outcome.path)?;
-    }
     if outcome.file.kept() {
         eprintln!("framelab: experiment file {path} (framelab compare {path} --format markdown)");
     } else {

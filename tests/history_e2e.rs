@@ -254,6 +254,35 @@ fn a_newer_schema_and_a_missing_store_are_one_line() {
     );
     assert!(!Path::new(&store).exists(), "a reader created the store");
 
+    // Outside a git repository, the commit must be given; a tag must be KEY=VALUE.
+    for (args, says) in [
+        (
+            vec!["add", "--store", &store, a.to_str().unwrap()],
+            "--commit SHA",
+        ),
+        (
+            vec![
+                "add",
+                "--store",
+                &store,
+                "--commit",
+                "c1",
+                "--tag",
+                "oops",
+                a.to_str().unwrap(),
+            ],
+            "KEY=VALUE",
+        ),
+    ] {
+        let out = framelab()
+            .current_dir(dir.path())
+            .arg("history")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(error_line(&out).contains(says), "{}", stderr(&out));
+    }
     ok(add(&store, "c1", &[&a]));
     rusqlite::Connection::open(&store)
         .unwrap()
