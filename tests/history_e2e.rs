@@ -509,3 +509,58 @@ fn postgres_killed_mid_write_leaves_no_partial_run() {
         "{line}"
     );
 }
+
+/// An independent reader: DuckDB reads both exports alike. Optional: only where python3
+/// has the duckdb module (pip install duckdb); skipped, saying so, elsewhere.
+#[test]
+fn duckdb_reads_the_parquet_and_csv_exports_alike() {
+    let has_duckdb = std::process::Command::new("python3")
+        .args(["-c", "import duckdb"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_duckdb {
+        println!("SKIPPED: python3 has no duckdb module: the exports were not read by DuckDB");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let a = record(&dir, "a", 20);
+    let b = on_other_machine(&a, &dir.path().join("b.framelab"), "fleet-02");
+    let store = dir.path().join("h.sqlite").display().to_string();
+    ok(add(&store, "c1", &[&a, &b]));
+    let parquet = dir.path().join("h.parquet");
+    let csv = dir.path().join("h.csv");
+    for (format, file) in [("parquet", &parquet), ("csv", &csv)] {
+        ok(history(&[
+            "export",
+            "--format",
+            format,
+            "--store",
+            &store,
+            "-o",
+            file.to_str().unwrap(),
+        ]));
+    }
+    let script = format!(
+        "import duckdb\n\
+         q = \"SELECT run_id, commit, coalesce(branch, ''), machine, epoch(recorded_at)::BIGINT, metric, value, unit, coalesce(tags, '') FROM {{}} ORDER BY ALL\"\n\
+         p = duckdb.sql(q.format(\"'{}'\")).fetchall()\n\
+         c = duckdb.sql(q.format(\"read_csv('{}')\")).fetchall()\n\
+         m = duckdb.sql(\"SELECT count(DISTINCT machine) FROM '{}' WHERE metric = 'fps'\").fetchone()[0]\n\
+         print('same' if p == c else 'differ', len(p), m)\n",
+        parquet.display(),
+        csv.display(),
+        parquet.display()
+    );
+    let out = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    let out = ok(out);
+    let rows = export_csv(&store).len();
+    assert_eq!(
+        stdout(&out).trim(),
+        format!("same {rows} 2"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -65,7 +65,7 @@ impl Server {
                 return Err("cannot give the cluster's directory to nobody".into());
             }
         }
-        let mut server = Server {
+        let server = Server {
             dir,
             bin,
             port: free_port(),
