@@ -545,7 +545,7 @@ fn duckdb_reads_the_parquet_and_csv_exports_alike() {
          q = \"SELECT run_id, commit, coalesce(branch, ''), machine, epoch(recorded_at)::BIGINT, metric, value, unit, coalesce(tags, '') FROM {{}} ORDER BY ALL\"\n\
          p = duckdb.sql(q.format(\"'{}'\")).fetchall()\n\
          c = duckdb.sql(q.format(\"read_csv('{}')\")).fetchall()\n\
-         m = duckdb.sql(\"SELECT count(DISTINCT machine) FROM '{}' WHERE metric = 'fps'\").fetchone()[0]\n\
+         m = duckdb.sql(\"SELECT count(DISTINCT machine) FROM '{}' WHERE metric = 'fps'\").fetchall()[0][0]\n\
          print('same' if p == c else 'differ', len(p), m)\n",
         parquet.display(),
         csv.display(),

@@ -70,7 +70,8 @@ pub fn rows(store: &mut Store, filter: &Filter) -> Result<Vec<ExportRow>> {
     Ok(rows)
 }
 
-fn rfc3339(unix_s: i64) -> String {
+/// Seconds since 1970 as RFC 3339 UTC (`2026-11-25T14:49:34Z`).
+pub(super) fn rfc3339(unix_s: i64) -> String {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix_s.max(0) as u64);
     humantime::format_rfc3339_seconds(t).to_string()
 }

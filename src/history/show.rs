@@ -167,11 +167,6 @@ fn number(v: f64) -> String {
     }
 }
 
-fn utc(unix_s: i64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix_s.max(0) as u64);
-    humantime::format_rfc3339_seconds(t).to_string()
-}
-
 /// Text (aligned columns) or Markdown (pipe tables): one table per metric and machine.
 pub fn text(shown: &Shown, markdown: bool) -> String {
     let clean = |s: &str| {
@@ -215,7 +210,7 @@ pub fn text(shown: &Shown, markdown: bool) -> String {
                 [
                     c.commit.chars().take(12).collect(),
                     clean(c.branch.as_deref().unwrap_or("-")),
-                    utc(c.first_recorded_at_unix_s),
+                    super::export::rfc3339(c.first_recorded_at_unix_s),
                     c.runs.to_string(),
                     number(c.median),
                     number(c.min),
