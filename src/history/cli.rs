@@ -145,15 +145,15 @@ pub fn run(args: HistoryArgs) -> Result<()> {
             Ok(())
         }
         HistoryCommand::Export(args) => {
+            let stdout = args.output.as_os_str() == "-";
+            if stdout && args.format == ExportFormat::Parquet {
+                bail!("parquet is written to a file: give -o FILE (e.g. -o history.parquet)");
+            }
             let mut store = Store::open(&location(args.store.store.as_deref()), false)?;
             let rows = super::export::rows(&mut store, &args.filter.filter())?;
-            let stdout = args.output.as_os_str() == "-";
             match args.format {
                 ExportFormat::Csv => {
                     write_file(&args.output, |out| super::export::csv(&rows, out))?
-                }
-                ExportFormat::Parquet if stdout => {
-                    bail!("parquet is written to a file: give -o FILE (e.g. -o history.parquet)")
                 }
                 ExportFormat::Parquet => {
                     let bytes = super::export::parquet(&rows)?;
