@@ -481,3 +481,57 @@ fn a_sweep_is_drawn_as_lines_over_the_parameter() {
     assert_eq!(p["forest-fps"], (3, 6), "{p:?}");
     assert!(opened.dom.contains(">testprog [n=100]<"));
 }
+
+#[test]
+fn history_draws_a_plot_per_metric_with_a_line_per_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("h.sqlite");
+    let prog = common::example("testprog");
+    for (i, commit) in ["c1", "c2", "c3"].iter().enumerate() {
+        let file = dir.path().join(format!("{commit}.framelab"));
+        let frames = (20 * (i + 1)).to_string();
+        let out = framelab()
+            .args(["run", "-o"])
+            .arg(&file)
+            .args(["--", &prog, "spans", &frames])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        // The same run again as recorded on a second machine.
+        let copy = dir.path().join(format!("{commit}-other.framelab"));
+        std::fs::copy(&file, &copy).unwrap();
+        rusqlite::Connection::open(&copy)
+            .unwrap()
+            .execute("UPDATE runs SET host_name = '<b>fleet-02</b>'", [])
+            .unwrap();
+        let out = framelab()
+            .args([
+                "history", "add", "--commit", commit, "--branch", "main", "--store",
+            ])
+            .arg(&store)
+            .arg(&file)
+            .arg(&copy)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let page = dir.path().join("history.html");
+    let out = framelab()
+        .args(["history", "show", "--metric", "fps", "--store"])
+        .arg(&store)
+        .arg("--html")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let Some(browser) = chromium() else { return };
+    let opened = open(browser, &page, &artifacts().join("history.png"));
+    assert_clean(&opened);
+    let p = plots(&opened.dom);
+    // Two machines (two lines, never one averaged), three commits.
+    assert_eq!(p["history-0"], (2, 3), "{p:?}");
+    assert!(
+        opened.dom.contains("&lt;b&gt;fleet-02&lt;/b&gt;"),
+        "a host name stays text"
+    );
+}

@@ -178,4 +178,6 @@ pub struct RunControlArgs {
     /// Records per thread ring (a power of two, 4 to 16777216; default 65536)
     #[arg(long, value_parser = limits::ring_records)]
     pub ring_records: Option<u64>,
+    #[command(flatten)]
+    pub history: framelab::history::cli::HistoryFlag,
 }

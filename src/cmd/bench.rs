@@ -77,6 +77,7 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
     };
     // Refused before the first run, not after the last.
     check_export_paths(&args.compare)?;
+    let history = framelab::history::cli::HistoryTarget::check(&args.control.history)?;
     let outcome = framelab::bench::run(&framelab::bench::BenchOptions {
         spec,
         output: args.output.clone(),
@@ -101,6 +102,10 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
             outcome.finished_runs, outcome.total_runs
         );
         return Ok(Outcome::Interrupted);
+    }
+    // Before the comparison, which may refuse (one variant) yet the runs are good.
+    if let (Some(history), true) = (&history, outcome.file.kept()) {
+        history.add(&outcome.path)?;
     }
     let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
     let options = compare_options(&args.compare, &args.compare.show);

@@ -103,7 +103,7 @@ pub(super) fn run(args: DemoArgs) -> anyhow::Result<Outcome> {
         ..RunOptions::default()
     };
     let opts = with_live(opts, &args.live)?;
-    run_and_report(&opts, args.format, &args.html)
+    run_and_report(&opts, args.format, &args.html, None)
 }
 
 pub(super) fn pipeline(args: PipelineArgs) -> anyhow::Result<Outcome> {

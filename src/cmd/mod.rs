@@ -75,6 +75,9 @@ pub enum Command {
     /// Where the CPU time went in a run recorded with --profile: by function, per stage, for
     /// the late frames; or how it changed from run file A to B
     Profile(ProfileArgs),
+    /// Keep every run's metrics by commit and machine (SQLite or PostgreSQL), show their
+    /// trends, find the commits where they moved, export them
+    History(framelab::history::cli::HistoryArgs),
 }
 
 /// How a command that did its job ended.
@@ -106,6 +109,10 @@ pub fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         Command::Whatif(args) => whatif::run(args),
         Command::Sources(args) => sources::run(args),
         Command::DemoPipeline(args) => demo::pipeline(args),
+        Command::History(args) => Ok(match framelab::history::cli::run(args)? {
+            true => Outcome::Failed,
+            false => Outcome::Done,
+        }),
     }
 }
 

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use framelab::history::cli::HistoryTarget;
 use framelab::model::EndReason;
 use framelab::report::{self, Format};
 use framelab::session::{self, RunOptions};
@@ -82,13 +83,15 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         ..RunOptions::default()
     };
     let opts = with_live(opts, &args.live)?;
-    run_and_report(&opts, args.format, &args.html)
+    let history = HistoryTarget::check(&args.control.history)?;
+    run_and_report(&opts, args.format, &args.html, history.as_ref())
 }
 
 pub(super) fn run_and_report(
     opts: &RunOptions,
     format: Format,
     html: &HtmlArgs,
+    history: Option<&HistoryTarget>,
 ) -> anyhow::Result<Outcome> {
     // A page that cannot be written is refused now, not after the run.
     if let Some(file) = &html.html {
@@ -118,6 +121,9 @@ pub(super) fn run_and_report(
         );
     } else {
         eprintln!("{UNKEPT}");
+    }
+    if let (Some(history), true) = (history, outcome.file.kept()) {
+        history.add(&outcome.path)?;
     }
     if run.meta.names_refused > 0 {
         eprintln!(

@@ -17,7 +17,7 @@ use anyhow::{bail, Result};
 
 pub use compute::{CompareOptions, Comparison, Row, Sweep, SweepChange, SCHEMA};
 pub use extract::{extract, RunData};
-pub use load::{parse_named_source, parse_source, Source};
+pub use load::{load, parse_named_source, parse_source, Loaded, LoadedRun, Source};
 // For `history check`'s tables.
 pub(crate) use compute::signed_pct;
 pub(crate) use table::Table;

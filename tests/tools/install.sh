@@ -2,15 +2,19 @@
 # The programs the end-to-end tests drive besides framelab: ab (Debian's apache2-utils) and
 # python3 for tests/http_ab_e2e.rs, python3's venv (with pip) for tests/python_e2e.rs, which
 # installs the Python package into a virtual environment, and chromium for
-# tests/html_browser.rs (the HTML reports opened in a real browser). Installs what is missing
+# tests/html_browser.rs (the HTML reports opened in a real browser), and postgresql for
+# tests/history_e2e.rs (a real server started in a temporary directory). Installs what is missing
 # with apt-get (as root, or through sudo); tests that need a program still absent say so and
-# skip (.ci/run makes the Python one fail instead).
+# skip (.ci/run makes the Python and PostgreSQL ones fail instead).
 set -eu
 missing=""
 command -v ab >/dev/null 2>&1 || missing="$missing apache2-utils"
 command -v python3 >/dev/null 2>&1 || missing="$missing python3"
 # Debian splits venv and ensurepip out of python3; a python3 of its own (pyenv) has them.
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing="$missing python3-venv"
+# Debian keeps initdb and pg_ctl under /usr/lib/postgresql/VERSION/bin, off PATH.
+command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+    || missing="$missing postgresql"
 browser=""
 command -v chromium >/dev/null 2>&1 || browser="chromium"
 if [ -z "$missing" ] && [ -z "$browser" ]; then

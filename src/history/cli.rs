@@ -1,0 +1,403 @@
+//! `framelab history add|show|check|export`: the arguments and what each subcommand does.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::check::{CheckFormat, CheckOptions};
+use super::series::{series_from_rows, Series};
+use super::store::{location, Filter, Store};
+
+#[derive(Args, Debug)]
+pub struct HistoryArgs {
+    #[command(subcommand)]
+    pub command: HistoryCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum HistoryCommand {
+    /// Add the measured runs of run files or experiments to the history store, keyed by
+    /// commit and machine (runs already there are skipped)
+    Add(AddArgs),
+    /// Each metric over commits, one table (or plot, --html) per machine
+    Show(ShowArgs),
+    /// The commits where each metric moved (E-divisive means change points, per metric ×
+    /// machine × branch): by how much, how sure, regression or improvement
+    Check(CheckArgs),
+    /// Every value in long format (run, commit, branch, machine, time, metric, value, tags)
+    /// for DuckDB, pandas or Spark
+    Export(ExportArgs),
+}
+
+/// `--store` of every history command.
+#[derive(Args, Debug, Clone)]
+pub struct StoreArg {
+    /// A SQLite file, or a PostgreSQL database as postgres://USER@HOST:PORT/DB (default:
+    /// $FRAMELAB_HISTORY, else .framelab/history.sqlite)
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<String>,
+}
+
+/// `--metric`, `--branch`, `--machine` of show and export.
+#[derive(Args, Debug, Clone)]
+pub struct FilterArgs {
+    /// Only this metric (a key as compare prints it: fps, total.p99, encode.p50, ...)
+    #[arg(long, value_name = "M")]
+    pub metric: Option<String>,
+    /// Only runs of this branch
+    #[arg(long, value_name = "B")]
+    pub branch: Option<String>,
+    /// Only this machine: its id (history show lists them) or its host name
+    #[arg(long, value_name = "FP")]
+    pub machine: Option<String>,
+}
+
+impl FilterArgs {
+    fn filter(&self) -> Filter {
+        Filter {
+            metric: self.metric.clone(),
+            branch: self.branch.clone(),
+            machine: self.machine.clone(),
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct AddArgs {
+    /// Run files or experiment files
+    #[arg(required = true, value_name = "RUN|EXPERIMENT")]
+    pub files: Vec<PathBuf>,
+    /// The commit measured (default: git rev-parse HEAD in the current directory)
+    #[arg(long, value_name = "SHA")]
+    pub commit: Option<String>,
+    /// The branch (default: the current git branch)
+    #[arg(long, value_name = "B")]
+    pub branch: Option<String>,
+    /// A label kept with each run (repeatable): --tag ci=nightly --tag compiler=gcc14
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ShowFormat {
+    Text,
+    Markdown,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: ShowFormat,
+    /// Also write a self-contained page with one trend plot per metric (a line per machine)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: CheckFormat,
+    /// Exit with status 1 when a metric regressed (for CI)
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// With --fail-on-regression: only a regression at one of a series' newest N results
+    /// fails (one accepted long ago then does not fail every later check)
+    #[arg(long, value_name = "N", requires = "fail_on_regression",
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub newest: Option<u64>,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    Csv,
+    Parquet,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// File to write (`-` for standard output; parquet needs a file)
+    #[arg(short, long, value_name = "FILE", default_value = "-")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+/// Runs a history subcommand; what it prints goes to standard output, notes to stderr.
+/// True when `check --fail-on-regression` found a regression.
+pub fn run(args: HistoryArgs) -> Result<bool> {
+    match args.command {
+        HistoryCommand::Add(args) => add(args).map(|()| false),
+        HistoryCommand::Show(args) => show(args).map(|()| false),
+        HistoryCommand::Check(args) => check(&args),
+        HistoryCommand::Export(args) => export(args).map(|()| false),
+    }
+}
+
+/// `history check`: each metric × machine × branch on its own (branches are never one
+/// series: their commits are not one line).
+fn check(args: &CheckArgs) -> Result<bool> {
+    let mut store = Store::open(&location(args.store.store.as_deref()), false)?;
+    let filter = args.filter.filter();
+    let rows = store.values(&filter)?;
+    // The direction each metric was recorded with (a metric from output says its own).
+    let mut options = CheckOptions::default();
+    for row in &rows {
+        if let Ok(direction) =
+            serde_json::from_value(serde_json::Value::String(row.direction.clone()))
+        {
+            options.directions.insert(row.metric.clone(), direction);
+        }
+    }
+    let series: Vec<Series> = series_from_rows(rows, filter.branch.as_deref())
+        .into_iter()
+        .flat_map(split_by_branch)
+        .collect();
+    let report = super::check::check(&series, &options);
+    print_out(&super::check::render(&report, args.format))?;
+    Ok(args.fail_on_regression
+        && match args.newest {
+            Some(n) => report.has_regression_in_newest(n as usize),
+            None => report.has_regression(),
+        })
+}
+
+/// A series of one machine cut into one series per branch (runs without a branch are one).
+fn split_by_branch(series: Series) -> Vec<Series> {
+    if series.branch.is_some() {
+        return vec![series];
+    }
+    let mut by_branch: std::collections::BTreeMap<Option<String>, Vec<super::series::Point>> =
+        Default::default();
+    for point in series.points {
+        by_branch
+            .entry(point.branch.clone())
+            .or_default()
+            .push(point);
+    }
+    (by_branch.into_iter())
+        .map(|(branch, points)| Series {
+            metric: series.metric.clone(),
+            machine: series.machine.clone(),
+            branch,
+            points,
+        })
+        .collect()
+}
+
+/// `history add`.
+fn add(args: AddArgs) -> Result<()> {
+    let tags = parse_tags(&args.tags)?;
+    let revision = super::add::revision(args.commit.as_deref(), args.branch.as_deref())?;
+    add_files(&args.files, &revision, &tags, args.store.store.as_deref())
+}
+
+/// `history show`: tables, and a trend page with `--html`.
+fn show(args: ShowArgs) -> Result<()> {
+    let mut store = Store::open(&location(args.store.store.as_deref()), false)?;
+    let shown = super::show::load(&mut store, &args.filter.filter())?;
+    let text = match args.format {
+        ShowFormat::Text => super::show::text(&shown, false),
+        ShowFormat::Markdown => super::show::text(&shown, true),
+        ShowFormat::Json => serde_json::to_string_pretty(&shown)? + "\n",
+    };
+    print_out(&text)?;
+    if let Some(page) = &args.html {
+        write_file(page, |out| {
+            let html = crate::report::html::render("framelab history", &super::show::page(&shown))?;
+            Ok(out.write_all(html.as_bytes())?)
+        })?;
+        eprintln!("framelab: trend page {}", page.display());
+    }
+    Ok(())
+}
+
+/// `history export`: every value in long format.
+fn export(args: ExportArgs) -> Result<()> {
+    let stdout = args.output.as_os_str() == "-";
+    if stdout && args.format == ExportFormat::Parquet {
+        bail!("parquet is written to a file: give -o FILE (e.g. -o history.parquet)");
+    }
+    let mut store = Store::open(&location(args.store.store.as_deref()), false)?;
+    let rows = super::export::rows(&mut store, &args.filter.filter())?;
+    match args.format {
+        ExportFormat::Csv => write_file(&args.output, |out| super::export::csv(&rows, out))?,
+        ExportFormat::Parquet => {
+            let bytes = super::export::parquet(&rows)?;
+            write_file(&args.output, |out| Ok(out.write_all(&bytes)?))?
+        }
+    }
+    if !stdout {
+        eprintln!(
+            "framelab: {} values to {}",
+            rows.len(),
+            args.output.display()
+        );
+    }
+    Ok(())
+}
+
+/// `--history STORE` of run and bench.
+#[derive(Args, Debug, Clone, Default)]
+pub struct HistoryFlag {
+    /// When the run (or every run of the bench) is done, add it to this history store (a
+    /// SQLite file or a postgres:// URL), at the commit and branch git says
+    #[arg(long, value_name = "STORE")]
+    pub history: Option<String>,
+}
+
+/// Where `run`/`bench --history` add their runs, checked before the first run: the
+/// commit is known and the store opens.
+pub struct HistoryTarget {
+    store: String,
+    revision: super::add::Revision,
+}
+
+impl HistoryTarget {
+    pub fn check(flag: &HistoryFlag) -> Result<Option<HistoryTarget>> {
+        let Some(store) = &flag.history else {
+            return Ok(None);
+        };
+        let revision =
+            super::add::revision(None, None).map_err(|e| anyhow::anyhow!("--history: {e:#}"))?;
+        Store::open(store, true)?;
+        Ok(Some(HistoryTarget {
+            store: store.clone(),
+            revision,
+        }))
+    }
+
+    /// Adds the finished file's runs; on failure, says how to add them later.
+    pub fn add(&self, file: &Path) -> Result<()> {
+        add_files(&[file.to_owned()], &self.revision, &[], Some(&self.store)).map_err(|e| {
+            anyhow::anyhow!(
+                "{e:#}; the runs are kept in {}: add them later with framelab history add {} --store STORE",
+                file.display(),
+                file.display()
+            )
+        })
+    }
+}
+
+/// `history add`, and `run`/`bench --history` as they finish: one transaction for all the
+/// files' runs, then one line on what was added and what was skipped.
+pub fn add_files(
+    files: &[PathBuf],
+    revision: &super::add::Revision,
+    tags: &[(String, String)],
+    store: Option<&str>,
+) -> Result<()> {
+    let mut records = Vec::new();
+    let mut not_measured = 0;
+    for file in files {
+        let found = super::add::records(file, revision, tags)?;
+        not_measured += found.not_measured;
+        records.extend(found.records);
+    }
+    let location = location(store);
+    let mut store = Store::open(&location, true)?;
+    let outcome = store.add(&records)?;
+    let short: String = revision.commit.chars().take(12).collect();
+    let dirty = if revision.dirty {
+        " (with changes not committed)"
+    } else {
+        ""
+    };
+    eprintln!(
+        "framelab: {} run{} added to {} at commit {short}{dirty}",
+        outcome.added,
+        plural(outcome.added),
+        store.location
+    );
+    if outcome.skipped > 0 {
+        eprintln!(
+            "framelab: already in history: {} run{} skipped",
+            outcome.skipped,
+            plural(outcome.skipped)
+        );
+    }
+    if not_measured > 0 {
+        eprintln!(
+            "framelab: {not_measured} run{} not added (failed, unfinished or warmup runs)",
+            plural(not_measured)
+        );
+    }
+    Ok(())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// To standard output: a closed pipe (`| head`) is an error main.rs ends quietly on, never
+/// the panic of `print!`.
+fn print_out(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    Ok(out.flush()?)
+}
+
+/// `KEY=VALUE` each, keys unique.
+pub fn parse_tags(given: &[String]) -> Result<Vec<(String, String)>> {
+    let mut tags: Vec<(String, String)> = Vec::new();
+    for text in given {
+        let Some((key, value)) = text.split_once('=') else {
+            bail!("--tag {text}: give it as KEY=VALUE, e.g. --tag ci=nightly");
+        };
+        let key = key.trim();
+        if key.is_empty() {
+            bail!("--tag {text}: the key before '=' is empty");
+        }
+        if tags.iter().any(|(k, _)| k == key) {
+            bail!("--tag {key} is given twice: give each key once");
+        }
+        tags.push((key.to_owned(), value.to_owned()));
+    }
+    tags.sort();
+    Ok(tags)
+}
+
+/// Writes a whole file through `crate::destination` (a temporary name, then a rename).
+fn write_file(
+    given: &Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> Result<()>,
+) -> Result<()> {
+    let target = crate::destination::Target::resolve(given)?;
+    crate::destination::write_whole(&target, given, write)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags() {
+        assert_eq!(
+            parse_tags(&["b=2".into(), "a=x=y".into()]).unwrap(),
+            vec![("a".into(), "x=y".into()), ("b".into(), "2".into())]
+        );
+        assert!(parse_tags(&["novalue".into()]).is_err());
+        assert!(parse_tags(&["a=1".into(), "a=2".into()]).is_err());
+        assert!(parse_tags(&["=1".into()]).is_err());
+    }
+}

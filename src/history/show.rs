@@ -1,0 +1,270 @@
+//! `framelab history show`: each metric over commits, one table per machine (machines are
+//! never averaged together), as text, Markdown, JSON or a trend page.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use super::series::{series_from_rows, Series};
+use super::store::{Filter, Store};
+
+/// What `show` prints, and its JSON (`framelab.history.show/1`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Shown {
+    pub schema: &'static str,
+    /// The machines of the series below, by id.
+    pub machines: Vec<MachineInfo>,
+    pub series: Vec<ShownSeries>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct MachineInfo {
+    pub id: String,
+    pub hostname: String,
+    pub cpu_model: String,
+    pub cores: u32,
+    pub kernel: String,
+    pub gpu: String,
+}
+
+/// One metric on one machine.
+#[derive(Clone, Debug, Serialize)]
+pub struct ShownSeries {
+    pub metric: String,
+    pub unit: String,
+    pub direction: String,
+    pub machine: String,
+    /// Each commit's runs, in the order the commits were first recorded.
+    pub commits: Vec<CommitRow>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CommitRow {
+    pub commit: String,
+    pub branch: Option<String>,
+    /// When its first run was recorded (seconds since 1970, UTC).
+    pub first_recorded_at_unix_s: i64,
+    pub runs: usize,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// Reads what the filter lets through, grouped into series.
+pub fn load(store: &mut Store, filter: &Filter) -> Result<Shown> {
+    let rows = store.values(filter)?;
+    if rows.is_empty() {
+        bail!(
+            "{} has no values{}: add runs with framelab history add RUN",
+            store.location,
+            describe_filter(filter)
+        );
+    }
+    // Unit and direction of each metric: the last recorded wins if they ever changed.
+    let mut about: BTreeMap<String, (i64, String, String)> = BTreeMap::new();
+    for r in &rows {
+        let entry =
+            about
+                .entry(r.metric.clone())
+                .or_insert((i64::MIN, String::new(), String::new()));
+        if r.recorded_at_unix_s >= entry.0 {
+            *entry = (r.recorded_at_unix_s, r.unit.clone(), r.direction.clone());
+        }
+    }
+    let series = series_from_rows(rows, filter.branch.as_deref());
+    let used: Vec<&str> = series.iter().map(|s| s.machine.as_str()).collect();
+    let machines = store
+        .machines()?
+        .into_iter()
+        .filter(|m| used.contains(&m.id.as_str()))
+        .map(|m| MachineInfo {
+            id: m.id,
+            hostname: m.fingerprint.hostname,
+            cpu_model: m.fingerprint.cpu_model,
+            cores: m.fingerprint.cores,
+            kernel: m.fingerprint.kernel,
+            gpu: m.fingerprint.gpu,
+        })
+        .collect();
+    let series = series
+        .into_iter()
+        .map(|s| {
+            let (_, unit, direction) = about.get(&s.metric).cloned().unwrap_or_default();
+            ShownSeries {
+                commits: by_commit(&s),
+                metric: s.metric,
+                unit,
+                direction,
+                machine: s.machine,
+            }
+        })
+        .collect();
+    Ok(Shown {
+        schema: "framelab.history.show/1",
+        machines,
+        series,
+    })
+}
+
+fn describe_filter(filter: &Filter) -> String {
+    let mut parts = Vec::new();
+    if let Some(m) = &filter.metric {
+        parts.push(format!("metric {m}"));
+    }
+    if let Some(b) = &filter.branch {
+        parts.push(format!("branch {b}"));
+    }
+    if let Some(m) = &filter.machine {
+        parts.push(format!("machine {m}"));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" for {}", parts.join(", "))
+    }
+}
+
+/// The series' points grouped by commit, commits in the order first recorded.
+fn by_commit(series: &Series) -> Vec<CommitRow> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut values: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for p in &series.points {
+        if !order.contains(&p.commit.as_str()) {
+            order.push(&p.commit);
+        }
+        values.entry(&p.commit).or_default().push(p.value);
+    }
+    order
+        .into_iter()
+        .map(|commit| {
+            let first = series.points.iter().find(|p| p.commit == commit);
+            let v = &values[commit];
+            CommitRow {
+                commit: commit.to_owned(),
+                branch: first.and_then(|p| p.branch.clone()),
+                first_recorded_at_unix_s: first.map_or(0, |p| p.recorded_at_unix_s),
+                runs: v.len(),
+                median: crate::stats::quantile::median(v).unwrap_or(f64::NAN),
+                min: v.iter().copied().fold(f64::INFINITY, f64::min),
+                max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            }
+        })
+        .collect()
+}
+
+/// A number with four significant digits or so, as tables print it.
+fn number(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// Text (aligned columns) or Markdown (pipe tables): one table per metric and machine.
+pub fn text(shown: &Shown, markdown: bool) -> String {
+    let clean = |s: &str| {
+        if markdown {
+            crate::display::markdown(s)
+        } else {
+            crate::display::text(s).into_owned()
+        }
+    };
+    let mut out = String::new();
+    for s in &shown.series {
+        let machine = shown.machines.iter().find(|m| m.id == s.machine);
+        let about = machine.map_or(String::new(), |m| {
+            format!(" ({}, {}, {} cores)", m.hostname, m.cpu_model, m.cores)
+        });
+        let unit = if s.unit.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", s.unit)
+        };
+        let title = format!(
+            "{}{} on machine {}{}",
+            clean(&s.metric),
+            clean(&unit),
+            s.machine,
+            clean(&about)
+        );
+        let header = [
+            "commit",
+            "branch",
+            "recorded (UTC)",
+            "runs",
+            "median",
+            "min",
+            "max",
+        ];
+        let rows: Vec<[String; 7]> = s
+            .commits
+            .iter()
+            .map(|c| {
+                [
+                    c.commit.chars().take(12).collect(),
+                    clean(c.branch.as_deref().unwrap_or("-")),
+                    super::export::rfc3339(c.first_recorded_at_unix_s),
+                    c.runs.to_string(),
+                    number(c.median),
+                    number(c.min),
+                    number(c.max),
+                ]
+            })
+            .collect();
+        if markdown {
+            out += &format!("### {title}\n\n| {} |\n|", header.join(" | "));
+            out += &"---|".repeat(header.len());
+            out += "\n";
+            for row in &rows {
+                out += &format!("| {} |\n", row.join(" | "));
+            }
+        } else {
+            out += &format!("{title}\n");
+            let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+            for row in &rows {
+                for (w, cell) in widths.iter_mut().zip(row) {
+                    *w = (*w).max(cell.chars().count());
+                }
+            }
+            let line = |cells: Vec<&str>| {
+                let padded: Vec<String> = cells
+                    .iter()
+                    .zip(&widths)
+                    .enumerate()
+                    .map(|(i, (c, w))| {
+                        // Numbers right-aligned, words left.
+                        if i >= 3 {
+                            format!("{c:>w$}")
+                        } else {
+                            format!("{c:<w$}")
+                        }
+                    })
+                    .collect();
+                padded.join("  ").trim_end().to_owned() + "\n"
+            };
+            out += &line(header.to_vec());
+            for row in &rows {
+                out += &line(row.iter().map(String::as_str).collect());
+            }
+        }
+        out += "\n";
+    }
+    out
+}
+
+/// The trend page's data (`assets/html/page.js`, `renderHistory`).
+pub fn page(shown: &Shown) -> serde_json::Value {
+    serde_json::json!({
+        "kind": "history",
+        "title": "framelab history",
+        "machines": shown.machines,
+        "series": shown.series,
+    })
+}

@@ -1,0 +1,550 @@
+//! The history store: a SQLite file (the default) or a PostgreSQL database (a
+//! `postgres://` URL), with one schema on both (docs/history.md). Every add is one
+//! transaction; a run already there is skipped (its id is the primary key), so adds are
+//! idempotent and many writers can add at once.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use super::sql::{Param, Tx};
+use crate::experiment::Fingerprint;
+
+/// The schema this framelab writes and reads. A store of a newer one is refused.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Where history goes without `--store`: `$FRAMELAB_HISTORY`, else this (relative to the
+/// current directory).
+pub const DEFAULT_PATH: &str = ".framelab/history.sqlite";
+
+/// How long a SQLite writer waits for another one to finish.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A PostgreSQL transaction that lost a deadlock is tried again this often.
+const POSTGRES_RETRIES: usize = 5;
+
+/// Application name of framelab's PostgreSQL connections (seen in pg_stat_activity).
+pub const APPLICATION_NAME: &str = "framelab-history";
+
+/// The tables, created in this order (PostgreSQL and SQLite read the same text).
+const SCHEMA: [&str; 6] = [
+    "CREATE TABLE framelab_history (schema_version BIGINT NOT NULL)",
+    "CREATE TABLE machines (machine TEXT PRIMARY KEY, hostname TEXT NOT NULL, \
+     cpu_model TEXT NOT NULL, cores BIGINT NOT NULL, kernel TEXT NOT NULL, \
+     governor TEXT NOT NULL, boost TEXT NOT NULL, gpu TEXT NOT NULL, \
+     gpu_driver TEXT NOT NULL, pinned_cpus TEXT NOT NULL)",
+    "CREATE TABLE runs (run_id TEXT PRIMARY KEY, commit_sha TEXT NOT NULL, branch TEXT, \
+     dirty BIGINT NOT NULL, machine TEXT NOT NULL REFERENCES machines (machine), \
+     recorded_at BIGINT NOT NULL, added_at BIGINT NOT NULL, variant TEXT NOT NULL, \
+     command TEXT NOT NULL, source TEXT NOT NULL)",
+    "CREATE TABLE run_tags (run_id TEXT NOT NULL REFERENCES runs (run_id), \
+     tag TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (run_id, tag))",
+    "CREATE TABLE metric_values (run_id TEXT NOT NULL REFERENCES runs (run_id), \
+     metric TEXT NOT NULL, value DOUBLE PRECISION NOT NULL, unit TEXT NOT NULL, \
+     direction TEXT NOT NULL, PRIMARY KEY (run_id, metric))",
+    "CREATE INDEX metric_values_by_metric ON metric_values (metric)",
+];
+
+/// One run as the store keeps it.
+#[derive(Clone, Debug)]
+pub struct RunRecord {
+    /// Stable across copies of the run file (`super::add::run_id`).
+    pub run_id: String,
+    pub commit: String,
+    pub branch: Option<String>,
+    /// The work tree had changes not committed when the run was added.
+    pub dirty: bool,
+    pub machine: Machine,
+    pub recorded_at_unix_s: i64,
+    /// The experiment's variant (with its parameter values); empty for a plain run.
+    pub variant: String,
+    pub command: String,
+    /// The file the run came from, as given.
+    pub source: String,
+    pub tags: Vec<(String, String)>,
+    pub values: Vec<MetricValue>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Machine {
+    /// A hash of the fingerprint's identity (`super::add::machine_id`).
+    pub id: String,
+    pub fingerprint: Fingerprint,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricValue {
+    pub metric: String,
+    /// In the unit a report prints (µs for times).
+    pub value: f64,
+    pub unit: String,
+    pub direction: String,
+}
+
+/// What `show`, `export` and `load_series` narrow to; `None` is everything.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    pub metric: Option<String>,
+    pub branch: Option<String>,
+    /// A machine's id or its host name.
+    pub machine: Option<String>,
+}
+
+/// One value of one run, with where it was measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValueRow {
+    pub run_id: String,
+    pub commit: String,
+    pub branch: Option<String>,
+    pub machine: String,
+    pub recorded_at_unix_s: i64,
+    pub metric: String,
+    pub value: f64,
+    pub unit: String,
+    pub direction: String,
+}
+
+/// Runs added and runs that were there already.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AddOutcome {
+    pub added: usize,
+    pub skipped: usize,
+}
+
+enum Backend {
+    Sqlite(rusqlite::Connection),
+    Postgres(postgres::Client),
+}
+
+pub struct Store {
+    backend: Backend,
+    /// For messages: the file, or `postgres://host:port/db` without the password.
+    pub location: String,
+}
+
+/// `--store` as given, else `$FRAMELAB_HISTORY`, else [`DEFAULT_PATH`].
+pub fn location(given: Option<&str>) -> String {
+    given
+        .map(str::to_owned)
+        .or_else(|| {
+            std::env::var("FRAMELAB_HISTORY")
+                .ok()
+                .filter(|v| !v.is_empty())
+        })
+        .unwrap_or_else(|| DEFAULT_PATH.to_owned())
+}
+
+fn is_postgres(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
+impl Store {
+    /// Opens the store, creating its tables when `create` (an add); a store that does not
+    /// exist yet is an error for readers.
+    pub fn open(location: &str, create: bool) -> Result<Store> {
+        let backend = if is_postgres(location) {
+            Backend::Postgres(connect_postgres(location)?)
+        } else {
+            Backend::Sqlite(open_sqlite(Path::new(location), create)?)
+        };
+        let mut store = Store {
+            backend,
+            location: describe(location),
+        };
+        store.check_schema(create)?;
+        Ok(store)
+    }
+
+    /// Runs `work` in one transaction, committed when it returns Ok. A PostgreSQL deadlock
+    /// between two writers is tried again (the loser's transaction was rolled back whole).
+    fn transaction<T>(&mut self, mut work: impl FnMut(&mut dyn Tx) -> Result<T>) -> Result<T> {
+        let location = self.location.clone();
+        match &mut self.backend {
+            Backend::Sqlite(connection) => {
+                let mut tx = connection
+                    .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                    .with_context(|| format!("history store {location}"))?;
+                let value = work(&mut tx).with_context(|| format!("history store {location}"))?;
+                tx.commit()
+                    .with_context(|| format!("history store {location}"))?;
+                Ok(value)
+            }
+            Backend::Postgres(client) => {
+                let mut tries = 0;
+                loop {
+                    tries += 1;
+                    let result = (|| {
+                        let mut tx = client.transaction()?;
+                        let value = work(&mut tx)?;
+                        tx.commit()?;
+                        Ok(value)
+                    })();
+                    match result {
+                        Err(e) if tries < POSTGRES_RETRIES && lost_a_race(&e) => continue,
+                        // Flattened to text: a connection's io error (a broken pipe) in the
+                        // chain would read as `| head` closing framelab's output.
+                        other => {
+                            return other
+                                .map_err(|e| anyhow::anyhow!("history store {location}: {e:#}"))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Creates the tables of an empty store; refuses a store of a newer schema.
+    fn check_schema(&mut self, create: bool) -> Result<()> {
+        let postgres = matches!(self.backend, Backend::Postgres(_));
+        let location = self.location.clone();
+        let exists_sql = if postgres {
+            "SELECT count(*) FROM information_schema.tables \
+             WHERE table_schema = current_schema() AND table_name = 'framelab_history'"
+        } else {
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'framelab_history'"
+        };
+        let version = self.transaction(|tx| {
+            if postgres && create {
+                // Two first writers must not both create the tables.
+                tx.execute("SELECT pg_advisory_xact_lock(7170017)", &[])?;
+            }
+            let exists = tx.query(exists_sql, &[])?[0][0].int() > 0;
+            if !exists {
+                if !create {
+                    return Ok(None);
+                }
+                for statement in SCHEMA {
+                    tx.execute(statement, &[])?;
+                }
+                tx.execute(
+                    "INSERT INTO framelab_history (schema_version) VALUES ($1)",
+                    &[Param::Int(SCHEMA_VERSION)],
+                )?;
+                return Ok(Some(SCHEMA_VERSION));
+            }
+            let rows = tx.query("SELECT max(schema_version) FROM framelab_history", &[])?;
+            Ok(Some(rows.first().map_or(0, |r| r[0].int())))
+        })?;
+        match version {
+            None => bail!(
+                "{location} holds no history yet: add runs with framelab history add RUN --store {location}"
+            ),
+            Some(v) if v > SCHEMA_VERSION => bail!(
+                "history store {location} has schema version {v}, newer than this framelab's \
+                 {SCHEMA_VERSION}: use a newer framelab to read or add to it"
+            ),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Adds the runs in one transaction; runs already in the store are skipped.
+    pub fn add(&mut self, runs: &[RunRecord]) -> Result<AddOutcome> {
+        let pause = test_pause();
+        self.transaction(|tx| {
+            let mut outcome = AddOutcome::default();
+            for run in runs {
+                if insert_run(tx, run)? {
+                    outcome.added += 1;
+                    if let Some(flag) = &pause {
+                        wait_while_flag(flag);
+                    }
+                } else {
+                    outcome.skipped += 1;
+                }
+            }
+            Ok(outcome)
+        })
+    }
+
+    /// Every value the filter lets through, in no particular order.
+    pub fn values(&mut self, filter: &Filter) -> Result<Vec<ValueRow>> {
+        let mut sql = String::from(
+            "SELECT v.run_id, r.commit_sha, r.branch, r.machine, r.recorded_at, v.metric, \
+             v.value, v.unit, v.direction FROM metric_values v \
+             JOIN runs r ON r.run_id = v.run_id JOIN machines m ON m.machine = r.machine \
+             WHERE 1 = 1",
+        );
+        let mut params = Vec::new();
+        if let Some(metric) = &filter.metric {
+            params.push(Param::Text(metric));
+            sql += &format!(" AND v.metric = ${}", params.len());
+        }
+        if let Some(branch) = &filter.branch {
+            params.push(Param::Text(branch));
+            sql += &format!(" AND r.branch = ${}", params.len());
+        }
+        if let Some(machine) = &filter.machine {
+            params.push(Param::Text(machine));
+            let n = params.len();
+            sql += &format!(" AND (r.machine = ${n} OR m.hostname = ${n})");
+        }
+        let rows = self.transaction(|tx| tx.query(&sql, &params))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| ValueRow {
+                run_id: r[0].text(),
+                commit: r[1].text(),
+                branch: r[2].opt_text(),
+                machine: r[3].text(),
+                recorded_at_unix_s: r[4].int(),
+                metric: r[5].text(),
+                value: r[6].real(),
+                unit: r[7].text(),
+                direction: r[8].text(),
+            })
+            .collect())
+    }
+
+    /// Every machine: its id and fingerprint.
+    pub fn machines(&mut self) -> Result<Vec<Machine>> {
+        let rows = self.transaction(|tx| {
+            tx.query(
+                "SELECT machine, hostname, cpu_model, cores, kernel, governor, boost, gpu, \
+                 gpu_driver, pinned_cpus FROM machines",
+                &[],
+            )
+        })?;
+        let mut machines: Vec<Machine> = rows
+            .into_iter()
+            .map(|r| Machine {
+                id: r[0].text(),
+                fingerprint: Fingerprint {
+                    hostname: r[1].text(),
+                    cpu_model: r[2].text(),
+                    cores: u32::try_from(r[3].int()).unwrap_or(0),
+                    kernel: r[4].text(),
+                    governor: r[5].text(),
+                    boost: r[6].text(),
+                    gpu: r[7].text(),
+                    gpu_driver: r[8].text(),
+                    pinned_cpus: r[9].text(),
+                    cpu_mhz: None,
+                    load_avg_1m: None,
+                },
+            })
+            .collect();
+        machines.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(machines)
+    }
+
+    /// Every run's tags, `key=value` sorted by key, by run id.
+    pub fn tags(&mut self) -> Result<std::collections::BTreeMap<String, Vec<(String, String)>>> {
+        let rows =
+            self.transaction(|tx| tx.query("SELECT run_id, tag, value FROM run_tags", &[]))?;
+        let mut tags: std::collections::BTreeMap<String, Vec<(String, String)>> =
+            Default::default();
+        for r in rows {
+            tags.entry(r[0].text())
+                .or_default()
+                .push((r[1].text(), r[2].text()));
+        }
+        for list in tags.values_mut() {
+            list.sort();
+        }
+        Ok(tags)
+    }
+}
+
+/// Inserts one run; false when its id was there already (nothing is written then).
+fn insert_run(tx: &mut dyn Tx, run: &RunRecord) -> Result<bool> {
+    let f = &run.machine.fingerprint;
+    tx.execute(
+        "INSERT INTO machines (machine, hostname, cpu_model, cores, kernel, governor, boost, \
+         gpu, gpu_driver, pinned_cpus) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+         ON CONFLICT (machine) DO NOTHING",
+        &[
+            Param::Text(&run.machine.id),
+            Param::Text(&f.hostname),
+            Param::Text(&f.cpu_model),
+            Param::Int(f.cores.into()),
+            Param::Text(&f.kernel),
+            Param::Text(&f.governor),
+            Param::Text(&f.boost),
+            Param::Text(&f.gpu),
+            Param::Text(&f.gpu_driver),
+            Param::Text(&f.pinned_cpus),
+        ],
+    )?;
+    let added_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let inserted = tx.execute(
+        "INSERT INTO runs (run_id, commit_sha, branch, dirty, machine, recorded_at, added_at, \
+         variant, command, source) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+         ON CONFLICT (run_id) DO NOTHING",
+        &[
+            Param::Text(&run.run_id),
+            Param::Text(&run.commit),
+            Param::OptText(run.branch.as_deref()),
+            Param::Int(run.dirty.into()),
+            Param::Text(&run.machine.id),
+            Param::Int(run.recorded_at_unix_s),
+            Param::Int(added_at),
+            Param::Text(&run.variant),
+            Param::Text(&run.command),
+            Param::Text(&run.source),
+        ],
+    )?;
+    if inserted == 0 {
+        return Ok(false);
+    }
+    for (tag, value) in &run.tags {
+        tx.execute(
+            "INSERT INTO run_tags (run_id, tag, value) VALUES ($1, $2, $3)",
+            &[
+                Param::Text(&run.run_id),
+                Param::Text(tag),
+                Param::Text(value),
+            ],
+        )?;
+    }
+    for v in &run.values {
+        tx.execute(
+            "INSERT INTO metric_values (run_id, metric, value, unit, direction) \
+             VALUES ($1, $2, $3, $4, $5)",
+            &[
+                Param::Text(&run.run_id),
+                Param::Text(&v.metric),
+                Param::Real(v.value),
+                Param::Text(&v.unit),
+                Param::Text(&v.direction),
+            ],
+        )?;
+    }
+    Ok(true)
+}
+
+/// A deadlock or serialization failure: another writer won, this one may try again.
+fn lost_a_race(error: &anyhow::Error) -> bool {
+    use postgres::error::SqlState;
+    error
+        .downcast_ref::<postgres::Error>()
+        .and_then(|e| e.code())
+        .is_some_and(|c| {
+            *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE
+        })
+}
+
+fn open_sqlite(path: &Path, create: bool) -> Result<rusqlite::Connection> {
+    use rusqlite::OpenFlags;
+    let exists = path.exists();
+    if !exists && !create {
+        bail!(
+            "no history at {}: add runs with framelab history add RUN (or give --store)",
+            path.display()
+        );
+    }
+    if !exists {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+    }
+    let flags = if create {
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+    } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let connection = rusqlite::Connection::open_with_flags(path, flags)
+        .with_context(|| format!("cannot open the history store {}", path.display()))?;
+    connection.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
+    Ok(connection)
+}
+
+/// Connects, or says in one line which server could not be reached and why.
+fn connect_postgres(url: &str) -> Result<postgres::Client> {
+    let mut config: postgres::Config = url
+        .parse()
+        .map_err(|e| anyhow::anyhow!("{}: not a PostgreSQL URL ({e})", describe(url)))?;
+    config.application_name(APPLICATION_NAME);
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_secs(10));
+    }
+    config.connect(postgres::NoTls).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot connect to PostgreSQL at {}: {}",
+            server_of(&config),
+            reason(&e)
+        )
+    })
+}
+
+/// The innermost cause, which names what went wrong ("Connection refused").
+fn reason(error: &postgres::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(s) = source {
+        text = s.to_string();
+        source = s.source();
+    }
+    text.replace('\n', " ")
+}
+
+/// `host:port` of the first host (a Unix socket's directory, if that is what it is).
+fn server_of(config: &postgres::Config) -> String {
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    match config.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(host)) => format!("{host}:{port}"),
+        Some(postgres::config::Host::Unix(dir)) => format!("{}:{port}", dir.display()),
+        None => format!("localhost:{port}"),
+    }
+}
+
+/// The location for messages: a URL without its password.
+fn describe(location: &str) -> String {
+    if !is_postgres(location) {
+        return location.to_owned();
+    }
+    match location.parse::<postgres::Config>() {
+        Ok(config) => format!(
+            "postgres://{}/{}",
+            server_of(&config),
+            config.get_dbname().unwrap_or("")
+        ),
+        Err(_) => "the PostgreSQL URL given".to_owned(),
+    }
+}
+
+/// For the tests of a write cut short: `FRAMELAB_HISTORY_TEST_PAUSE=FILE` makes an add
+/// create FILE after its first run's rows and wait (inside the transaction) until FILE is
+/// gone, so a test can kill the server or the connection mid-write.
+fn test_pause() -> Option<PathBuf> {
+    std::env::var_os("FRAMELAB_HISTORY_TEST_PAUSE").map(PathBuf::from)
+}
+
+fn wait_while_flag(flag: &Path) {
+    if std::fs::write(flag, b"mid-write\n").is_err() {
+        return;
+    }
+    // Bounded: a test that never removes the flag does not hang the add for ever.
+    for _ in 0..6000 {
+        if !flag.exists() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_described_without_passwords() {
+        assert_eq!(
+            describe("postgres://me:secret@db.example:6543/bench"),
+            "postgres://db.example:6543/bench"
+        );
+        assert_eq!(describe("runs/history.sqlite"), "runs/history.sqlite");
+    }
+
+    #[test]
+    fn a_missing_sqlite_store_is_not_created_by_a_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        let error = Store::open(path.to_str().unwrap(), false).err().unwrap();
+        assert!(format!("{error:#}").contains("no history at"), "{error:#}");
+        assert!(!path.exists());
+    }
+}
