@@ -191,3 +191,34 @@ def test_the_decorator_on_an_async_function_covers_its_body(run_python):
     spans = run.spans
     assert sorted(spans.frame) == list(range(5))
     assert (spans.dur_ns >= 10_000_000).all()  # the awaited sleep is inside each span
+
+
+def test_with_blocks_nested_and_failing_are_all_recorded(run_python):
+    _, run = run_python(
+        """
+        import framelab
+        outer, inner = framelab.Stage("outer"), framelab.Stage("inner")
+        for frame in range(300):
+            with outer.span(frame):
+                with inner.span(frame):
+                    pass
+                with outer.span(frame + 1000):
+                    pass
+        for frame in range(2000, 2010):
+            try:
+                with outer.span(frame):
+                    raise ValueError(frame)
+            except ValueError:
+                pass
+        """
+    )
+    spans = run.spans
+    frames = spans.groupby("stage").frame.apply(sorted).to_dict()
+    assert frames["inner"] == list(range(300))
+    assert frames["outer"] == sorted(
+        list(range(300)) + list(range(1000, 1300)) + list(range(2000, 2010)))
+    # Each nested span lies inside its frame's outer span.
+    by_frame = spans.set_index(["stage", "frame"])
+    for frame in range(300):
+        o, i = by_frame.loc[("outer", frame)], by_frame.loc[("inner", frame)]
+        assert o.start_ns <= i.start_ns and i.end_ns <= o.end_ns
