@@ -67,5 +67,7 @@ fn the_named_gpu_queue_is_the_bottleneck_of_the_async_example() {
     let whatif = run(&["whatif", path.to_str().unwrap(), "--depth", "3"]);
     assert!(whatif.status.success(), "{}", stderr(&whatif));
     let whatif = stdout(&whatif);
-    assert!(whatif.contains("gpu0.compute (queue)"), "{whatif}");
+    assert!(whatif.contains("gpu0.compute (queue): render"), "{whatif}");
+    // Split over more threads, the pacer stays with the thread that starts each frame.
+    assert!(whatif.contains("thread 1: pace, prepare"), "{whatif}");
 }

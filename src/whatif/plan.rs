@@ -53,6 +53,8 @@ pub struct Plan {
     stage_mean_ns: Vec<f64>,
     /// (stage, thread) pairs recorded.
     placements: BTreeSet<(u16, u32)>,
+    /// The pacer's own stage: it runs on the thread that starts each frame.
+    pace: Option<u16>,
 }
 
 impl Plan {
@@ -181,6 +183,7 @@ pub fn recorded(
         stage_order: order.iter().map(|o| o.1).collect(),
         stage_mean_ns: order.iter().map(|o| o.2).collect(),
         placements,
+        pace,
     }
 }
 
@@ -218,7 +221,8 @@ fn balanced_split(means: &[f64], parts: usize) -> Vec<usize> {
 
 /// Too few threads for `depth`: the stages threads ran are split, in order, over `depth`
 /// threads, balanced by mean time; a queue's stages stay on their queue (the program cannot
-/// move GPU work onto a CPU thread by pipelining deeper).
+/// move GPU work onto a CPU thread by pipelining deeper), and `pace` stays with the first
+/// thread (alone on a thread it would release frames faster than the pipeline takes them).
 fn split_over_threads(plan: &mut Plan, depth: usize) {
     let queue_of = |plan: &Plan, stage: u16| {
         (plan.placements.range((stage, 0)..=(stage, u32::MAX)))
@@ -229,6 +233,7 @@ fn split_over_threads(plan: &mut Plan, depth: usize) {
     for (&stage, &mean) in plan.stage_order.iter().zip(&plan.stage_mean_ns) {
         match queue_of(plan, stage) {
             Some(queue) => on_queues.push((stage, plan.resource_names[queue].clone())),
+            None if Some(stage) == plan.pace => {}
             None => {
                 on_threads.push(stage);
                 means.push(mean);
@@ -245,6 +250,9 @@ fn split_over_threads(plan: &mut Plan, depth: usize) {
         for &stage in &on_threads[first..last] {
             plan.stage_resource.insert(stage, g);
         }
+    }
+    if let Some(pace) = plan.pace.filter(|p| plan.stage_order.contains(p)) {
+        plan.stage_resource.insert(pace, 0);
     }
     for (stage, queue) in on_queues {
         let r = match plan.resource_names.iter().position(|n| *n == queue) {
