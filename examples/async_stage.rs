@@ -1,6 +1,8 @@
 //! A pipeline with a GPU-like asynchronous stage: the CPU prepares a frame (1 ms busy), a
 //! "device" (a thread that sleeps 3 ms, as a GPU runs without the CPU) renders it and records
-//! the span from its own timestamps with `record_ns`, then presents it (0.2 ms busy). At
+//! the span from its own timestamps on the GPU queue it names (`gpu0.compute`, with
+//! `record_ns_on`: the queue, not the device thread, is the resource render occupies), then
+//! presents it (0.2 ms busy). At
 //! most DEPTH frames are in flight: at depth 1 the CPU waits for the device, at depth 2 it
 //! prepares the next frame meanwhile. Paced by the SDK pacer (stage `pace`).
 //!
@@ -10,7 +12,7 @@ use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
 use framelab_probe::pacer::{LatePolicy, Pacer};
-use framelab_probe::{monotonic_ns, Laps, Stage};
+use framelab_probe::{monotonic_ns, Laps, Queue, Stage};
 
 fn main() {
     let arg = |i: usize, default: f64| -> f64 {
@@ -24,6 +26,7 @@ fn main() {
         Stage::new("render"),
         Stage::new("present"),
     );
+    let gpu = Queue::new("gpu0.compute");
     // A token per frame in flight, returned once the frame is presented.
     let (free, slots) = sync_channel::<()>(depth.max(1));
     for _ in 0..depth.max(1) {
@@ -36,7 +39,7 @@ fn main() {
             for frame in submitted {
                 let start = monotonic_ns();
                 std::thread::sleep(Duration::from_millis(3));
-                render.record_ns(frame, start, monotonic_ns());
+                render.record_ns_on(&gpu, frame, start, monotonic_ns());
                 let mut laps = Laps::start(frame);
                 work(Duration::from_micros(200));
                 laps.lap(present);

@@ -111,6 +111,20 @@ void fl_end(const fl_span *span) FL_NOEXCEPT;
  * stage timed elsewhere, GPU timestamps converted to the host clock). No clock read. */
 void fl_span_ns(uint32_t stage, uint64_t frame, uint64_t start_ns, uint64_t end_ns) FL_NOEXCEPT;
 
+/* ---- queues: resources that are not threads (a GPU stream, a DMA engine) ------------------ */
+
+/* A span recorded on a queue counts to that queue, not to the calling thread: the report shows
+ * the queue as a resource (utilisation, stages, the rate it bounds). Any thread may record on
+ * a queue (under a lock: for spans recorded after the fact, not the hottest loop). */
+typedef struct fl_queue fl_queue;
+/* A queue named `name` (cut to 31 bytes); NULL for a NULL name. Create once, like a stage. */
+fl_queue *fl_queue_new(const char *name) FL_NOEXCEPT;
+/* fl_span_ns for a span that ran on `queue`. A NULL `queue` does nothing. */
+void fl_span_ns_on(const fl_queue *queue, uint32_t stage, uint64_t frame, uint64_t start_ns,
+                   uint64_t end_ns) FL_NOEXCEPT;
+/* Frees the queue; NULL does nothing. No thread may record on it meanwhile. */
+void fl_queue_free(fl_queue *queue) FL_NOEXCEPT;
+
 /* ---- laps: consecutive stages on one thread, one clock read per boundary ------------------ */
 
 /* Starts laps for `frame` at now. */

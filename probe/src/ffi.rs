@@ -194,6 +194,53 @@ pub extern "C" fn fl_span_ns(stage: u32, frame: u64, start_ns: u64, end_ns: u64)
     Stage(clamp_id(stage)).record_ns(frame, start_ns, end_ns);
 }
 
+/// A named queue for C (`fl_queue` in the header): a GPU stream, a DMA engine.
+pub struct FlQueue(crate::Queue);
+
+/// A queue named `name` (cut to 31 bytes); null for a null name. Free it with fl_queue_free.
+///
+/// # Safety
+/// `name` is null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn fl_queue_new(name: *const c_char) -> *mut FlQueue {
+    if name.is_null() {
+        return std::ptr::null_mut();
+    }
+    let name = CStr::from_ptr(name).to_string_lossy();
+    Box::into_raw(Box::new(FlQueue(crate::Queue::new(&name))))
+}
+
+/// `fl_span_ns` for a span that ran on `queue`; a null queue does nothing.
+///
+/// # Safety
+/// `queue` is null or from `fl_queue_new` and not freed.
+#[no_mangle]
+pub unsafe extern "C" fn fl_span_ns_on(
+    queue: *const FlQueue,
+    stage: u32,
+    frame: u64,
+    start_ns: u64,
+    end_ns: u64,
+) {
+    if off() {
+        return;
+    }
+    if let Some(q) = queue.as_ref() {
+        Stage(clamp_id(stage)).record_ns_on(&q.0, frame, start_ns, end_ns);
+    }
+}
+
+/// Frees a queue (its ring is closed); null does nothing.
+///
+/// # Safety
+/// `queue` is null or from `fl_queue_new`, not freed, and no thread records on it meanwhile.
+#[no_mangle]
+pub unsafe extern "C" fn fl_queue_free(queue: *mut FlQueue) {
+    if !queue.is_null() {
+        drop(Box::from_raw(queue));
+    }
+}
+
 #[no_mangle]
 pub extern "C" fn fl_count(counter: u32, frame: u64, value: i64) {
     if off() {

@@ -25,6 +25,7 @@
 mod clock;
 pub mod ffi;
 pub mod pacer;
+mod queue;
 mod session;
 mod sys;
 pub mod wire;
@@ -37,6 +38,7 @@ use wire::{kind, name_kind, Record, RingHeader, FLAG_LAP};
 
 pub use clock::ticks;
 pub use pacer::{LatePolicy, Pacer};
+pub use queue::Queue;
 pub use session::names_refused;
 pub use sys::monotonic_ns;
 

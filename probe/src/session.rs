@@ -171,6 +171,26 @@ fn session_is_live(dir: &Path) -> bool {
 fn create_ring(cfg: &Config) -> Option<*mut RingHeader> {
     // SAFETY: plain libc calls.
     let (pid, tid) = unsafe { (sys::getpid() as u32, sys::gettid() as u32) };
+    create_ring_as(cfg, pid, tid, thread_name(pid, tid))
+}
+
+/// A ring of its own for a named queue (`crate::Queue`): the header carries `tid` (a pseudo
+/// tid, `wire::QUEUE_TID_BASE` and up) and the queue's name. With its size in bytes; `None`
+/// when there is no live session or the ring cannot be made (then said as for a thread).
+#[cold]
+pub(crate) fn create_queue_ring(tid: u32, name: [u8; 32]) -> Option<(*mut RingHeader, usize)> {
+    if MODE.load(Relaxed) == MODE_UNKNOWN && !resolve_mode() {
+        return None;
+    }
+    let cfg = config()?;
+    publish_names_after_fork();
+    // SAFETY: a plain libc call.
+    let pid = unsafe { sys::getpid() as u32 };
+    let ring = create_ring_as(cfg, pid, tid, name)?;
+    Some((ring, ring_file_bytes(cfg.ring_records)))
+}
+
+fn create_ring_as(cfg: &Config, pid: u32, tid: u32, name: [u8; 32]) -> Option<*mut RingHeader> {
     let bytes = ring_file_bytes(cfg.ring_records);
     let (file, path) = match create_ring_file(cfg, pid, tid) {
         Ok(created) => created,
@@ -222,7 +242,7 @@ fn create_ring(cfg: &Config) -> Option<*mut RingHeader> {
         (*ring).pid = pid;
         (*ring).tid = tid;
         (*ring).capacity = cfg.ring_records;
-        (*ring).thread_name = thread_name(pid, tid);
+        (*ring).thread_name = name;
         (*ring).magic.store(RING_MAGIC, Release);
     }
     Some(ring)
@@ -329,8 +349,13 @@ unsafe extern "C" fn unlock_names() {
     NAMES_LOCK.store(false, Release);
 }
 
+/// Bumped in every forked child: a queue made before the fork makes its own ring in the
+/// child instead of writing into the parent's.
+pub(crate) static FORK_GENERATION: AtomicU32 = AtomicU32::new(0);
+
 unsafe extern "C" fn after_fork_child() {
     unlock_names();
+    FORK_GENERATION.fetch_add(1, Relaxed);
     // The parent's liveness lock is the parent's: this copy would keep it held after the
     // parent died. The child takes its own with its first names.
     let inherited = PROCESS_LOCK.swap(-1, Relaxed);

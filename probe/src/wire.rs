@@ -35,6 +35,17 @@ pub const HEADER_BYTES: usize = 256;
 /// Names a process may intern. Ids are 1..=MAX_NAMES; 0 means "no name" (overflow or null).
 pub const MAX_NAMES: u32 = 4095;
 
+/// The first pseudo tid of a named queue (`crate::Queue`: a GPU stream, a DMA engine). A
+/// queue's ring carries one of these in its header and the queue's name as its thread name,
+/// so it is stored as one more thread of its process (no schema of its own). Linux tids stay
+/// below 2^22 (PID_MAX_LIMIT), so no real thread has one.
+pub const QUEUE_TID_BASE: u32 = 1 << 30;
+
+/// Whether a thread id is a queue's pseudo tid (see [`QUEUE_TID_BASE`]).
+pub fn is_queue_tid(tid: u32) -> bool {
+    tid >= QUEUE_TID_BASE
+}
+
 pub const CLOCK_TSC: u32 = 0;
 pub const CLOCK_MONO: u32 = 1;
 

@@ -174,3 +174,35 @@ fn c_laps_are_contiguous_and_a_span_may_end_on_another_thread() {
     );
     assert!(r.a <= r.b);
 }
+
+#[test]
+fn a_c_queue_records_on_its_own_ring_and_nulls_do_nothing() {
+    const TEST: &str = "a_c_queue_records_on_its_own_ring_and_nulls_do_nothing";
+    if is_child(TEST) {
+        let render = stage("render");
+        // SAFETY: null, or a NUL-terminated string; the queue is used before it is freed.
+        unsafe {
+            assert!(fl_queue_new(null()).is_null());
+            let gpu = fl_queue_new(c("gpu0.compute").as_ptr());
+            assert!(!gpu.is_null());
+            fl_span_ns_on(gpu, render, 7, 100, 400);
+            fl_span_ns_on(std::ptr::null(), render, 8, 1, 2);
+            fl_queue_free(gpu);
+            fl_queue_free(std::ptr::null_mut());
+        }
+        return;
+    }
+    let session = Session::new("ffi-queue");
+    session.run(TEST, &[]);
+    let rings = session.rings();
+    assert_eq!(rings.len(), 1, "the queue's ring only");
+    let q = &rings[0];
+    assert_eq!(q.thread_name, "gpu0.compute");
+    assert!(framelab_probe::wire::is_queue_tid(q.tid));
+    assert_eq!(q.closed, 1, "freed: closed");
+    let render = session.id(q.pid, name_kind::STAGE, "render");
+    let got: Vec<(u8, u16, u64, u64, u64)> = (q.records.iter())
+        .map(|r| (r.kind(), r.name(), r.frame, r.a, r.b))
+        .collect();
+    assert_eq!(got, [(kind::SPAN_NS, render, 7, 100, 400)]);
+}

@@ -8,7 +8,7 @@ use common::{
     Session,
 };
 use framelab_probe::wire::{kind, name_kind, CLOCK_MONO, CLOCK_TSC, MAX_NAMES};
-use framelab_probe::{enabled, monotonic_ns, names_refused, Counter, Event, Laps, Stage};
+use framelab_probe::{enabled, monotonic_ns, names_refused, Counter, Event, Laps, Queue, Stage};
 
 #[test]
 fn no_session_records_nothing_and_creates_nothing() {
@@ -469,5 +469,67 @@ fn a_reused_thread_id_gets_a_ring_file_of_its_own() {
     assert_eq!(
         ring.records.iter().map(|r| r.frame).collect::<Vec<_>>(),
         [7]
+    );
+}
+
+#[test]
+fn a_queue_records_in_a_ring_of_its_own_from_any_thread_and_in_a_forked_child() {
+    const TEST: &str = "a_queue_records_in_a_ring_of_its_own_from_any_thread_and_in_a_forked_child";
+    if is_child(TEST) {
+        let gpu = Queue::new("gpu0.compute");
+        let copy = Queue::new("a name longer than thirty-one bytes, cut");
+        let render = Stage::new("render");
+        std::thread::scope(|s| {
+            for t in 0..2u64 {
+                let gpu = &gpu;
+                s.spawn(move || {
+                    for frame in 0..50 {
+                        render.record_ns_on(gpu, t * 100 + frame, 1_000, 4_000);
+                    }
+                });
+            }
+        });
+        render.record_ns_on(&copy, 7, 10, 20);
+        let (child, status) = fork_and_wait(|| {
+            render.record_ns_on(&gpu, 999, 5, 6);
+        });
+        assert_eq!(status, 0, "the forked child failed");
+        drop(copy);
+        println!("child={child}");
+        return;
+    }
+    let session = Session::new("queue");
+    let out = session.run(TEST, &[]);
+    let child = reported(&out, "child") as u32;
+    let rings = session.rings();
+    // The queues' rings only: the threads recorded nothing of their own.
+    assert_eq!(rings.len(), 3, "{:?}", session.file_names());
+    let find = |name: &str, pid_is_child: bool| {
+        (rings.iter())
+            .find(|r| r.thread_name.starts_with(name) && (r.pid == child) == pid_is_child)
+            .unwrap_or_else(|| panic!("no ring for queue {name}"))
+    };
+    let gpu = find("gpu0.compute", false);
+    assert_well_formed(gpu);
+    assert!(framelab_probe::wire::is_queue_tid(gpu.tid), "{}", gpu.tid);
+    let render = session.id(gpu.pid, 's', "render");
+    assert_eq!(gpu.records.len(), 100, "both threads' spans, none lost");
+    assert!(gpu
+        .records
+        .iter()
+        .all(|r| r.kind() == kind::SPAN_NS && r.name() == render && (r.a, r.b) == (1_000, 4_000)));
+    let mut frames: Vec<u64> = gpu.records.iter().map(|r| r.frame).collect();
+    frames.sort_unstable();
+    assert_eq!(frames, (0..50).chain(100..150).collect::<Vec<_>>());
+    let cut = find("a name longer than thirty-one", false);
+    assert_eq!(cut.thread_name, "a name longer than thirty-one b");
+    assert_eq!((cut.records.len(), cut.closed), (1, 1), "dropped: closed");
+    assert_ne!(cut.tid, gpu.tid);
+    // The child's record went into a ring of the child's, with the queue's name and tid.
+    let forked = find("gpu0.compute", true);
+    assert_eq!(forked.tid, gpu.tid);
+    assert_eq!(
+        forked.records.iter().map(|r| r.frame).collect::<Vec<_>>(),
+        [999]
     );
 }

@@ -10,9 +10,15 @@ Each round times one batch of every case, in a fresh random order; the figure is
 over rounds of ns per iteration, and "net" subtracts the empty loop's. The ctypes path is
 ctypes_probe.py (what examples/gpu/ used before the package) over target/release/libframelab_probe.so (`cargo build -p
 framelab-probe --release`), or FRAMELAB_PROBE_LIB.
+
+`--other DIR` loads a second build of the package (DIR/framelab, e.g. an older wheel unzipped)
+into the same process and times its spans too, interleaved with this one's: a before/after
+comparison free of the machine's drift. Without a session only (two copies of the SDK in one
+process would share its names file).
 """
 
 import argparse
+import importlib.util
 import os
 import random
 import statistics
@@ -34,10 +40,46 @@ def ctypes_probe():
     return ctypes_probe
 
 
-def cases(n):
-    stage = framelab.Stage("bench")
+def load_other(path):
+    """The package under DIR/framelab, imported as `framelab_other`."""
+    package = os.path.join(path, "framelab")
+    spec = importlib.util.spec_from_file_location(
+        "framelab_other", os.path.join(package, "__init__.py"),
+        submodule_search_locations=[package])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["framelab_other"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def native_cases(fl, n, label):
+    stage = fl.Stage("bench")
     span = stage.span
-    laps_stage = framelab.Stage("bench_lap")
+    laps_stage = fl.Stage("bench_lap")
+
+    def native_with():
+        for i in range(n):
+            with span(i):
+                pass
+
+    def native_end():
+        for i in range(n):
+            span(i).end()
+
+    def native_lap():
+        laps = fl.Laps(0)
+        lap = laps.lap
+        for i in range(n):
+            lap(laps_stage)
+
+    return [
+        (f"{label} `with stage.span(i):`", native_with),
+        (f"{label} `stage.span(i).end()`", native_end),
+        (f"{label} `laps.lap(stage)`", native_lap),
+    ]
+
+
+def cases(n, other=None):
     clock = time.perf_counter_ns
 
     def empty_loop():
@@ -65,29 +107,14 @@ def cases(n):
             with empty_cm:
                 pass
 
-    def native_with():
-        for i in range(n):
-            with span(i):
-                pass
-
-    def native_end():
-        for i in range(n):
-            span(i).end()
-
-    def native_lap():
-        laps = framelab.Laps(0)
-        lap = laps.lap
-        for i in range(n):
-            lap(laps_stage)
-
     found = [
         ("empty loop", empty_loop),
         ("bare `perf_counter_ns()` pair (baseline)", bare_pair),
         ("`with` an empty pure-Python context manager (the protocol alone)", python_with),
-        ("native `with stage.span(i):`", native_with),
-        ("native `stage.span(i).end()`", native_end),
-        ("native `laps.lap(stage)`", native_lap),
     ]
+    found += native_cases(framelab, n, "native")
+    if other is not None:
+        found += native_cases(other, n, "other build's")
     fl = ctypes_probe()
     if fl is not None:
         stage_id = fl.stage("bench_ctypes")
@@ -116,8 +143,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=20000, help="iterations per batch")
     parser.add_argument("--rounds", type=int, default=41)
+    parser.add_argument("--other", metavar="DIR", help="a second build of the package to time")
     args = parser.parse_args()
-    todo = cases(args.batch)
+    other = load_other(args.other) if args.other else None
+    if other is not None and framelab.enabled():
+        sys.exit("bench_span.py: --other works without a session only (run it outside framelab run)")
+    todo = cases(args.batch, other)
     times = {name: [] for name, _ in todo}
     for _ in range(args.rounds):
         random.shuffle(todo)
@@ -134,7 +165,9 @@ def main():
     print()
     print("| case | ns/iteration | net of the loop | × bare pair |")
     print("|---|--:|--:|--:|")
-    for name, _ in cases(0):
+    if other is not None:
+        print(f"other build: {other._native.__file__}")
+    for name, _ in cases(0, other):
         if name in median:
             net = median[name] - empty
             ratio = "" if name == "empty loop" else f"{net / base:.2f}"

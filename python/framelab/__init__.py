@@ -23,6 +23,7 @@ from ._native import (
     Event,
     Laps,
     Pacer,
+    Queue,
     Span,
     SpanError,
     Wake,

@@ -21,6 +21,7 @@ import time
 from collections import deque
 
 from ._instrument import Stage
+from ._native import Queue
 
 
 def _torch():
@@ -81,13 +82,18 @@ class GpuStages:
     Pairs wait in a queue until `flush()` (or `span` when more than `max_pending` wait),
     which waits for their end events and records them. The anchor is renewed in `flush()`
     when the stream is idle and the anchor is old: call `flush()` between frames.
+
+    `queue` (a name such as "gpu0.compute", or a `framelab.Queue`) records the spans on that
+    queue, a resource of its own in the report (utilisation, bottleneck); without it they
+    count to the thread that calls `flush()`.
     """
 
-    def __init__(self, stream=None, renew_s=1.0, max_pending=256):
+    def __init__(self, stream=None, renew_s=1.0, max_pending=256, queue=None):
         self.clock = CudaClock(stream, renew_s)
         self._torch = self.clock._torch
         self.stream = self.clock.stream
         self.max_pending = max_pending
+        self.queue = Queue(queue) if isinstance(queue, str) else queue
         self._pending = deque()
         self.recorded = 0
         #: What the last `flush()` recorded: (stage, frame, start_ns, end_ns) on the host clock.
@@ -116,7 +122,10 @@ class GpuStages:
             stage, frame, start, end = self._pending.popleft()
             end.synchronize()
             start_ns, end_ns = self.clock.to_host_ns(start), self.clock.to_host_ns(end)
-            stage.record_ns(frame, start_ns, end_ns)
+            if self.queue is None:
+                stage.record_ns(frame, start_ns, end_ns)
+            else:
+                stage.record_ns_on(self.queue, frame, start_ns, end_ns)
             flushed.append((stage, frame, start_ns, end_ns))
         self.last_flushed = flushed
         self.recorded += len(flushed)

@@ -3,15 +3,18 @@
 //! Every call goes straight to the crate's C ABI functions, which take ids and plain
 //! structs: a span ends on whichever thread calls `end` (the C rules, not the Rust guard's),
 //! because a Python object may be handed between threads. The Python layer (`framelab/`)
-//! adds the decorator and the rest; nothing here allocates on the hot path besides the
-//! span object Python asks for.
+//! adds the decorator and the rest; nothing here allocates on the hot path (a stage reuses
+//! its span object while nobody else holds it).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+use std::sync::Arc;
 
 use framelab_probe::ffi::{self, FlLaps, FlSpan};
-use framelab_probe::{Counter as ProbeCounter, Event as ProbeEvent, Stage as ProbeStage};
+use framelab_probe::{
+    Counter as ProbeCounter, Event as ProbeEvent, Queue as ProbeQueue, Stage as ProbeStage,
+};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 create_exception!(
@@ -57,17 +60,23 @@ fn checked_name(kind: &str, name: &str) -> PyResult<()> {
 #[pyclass(module = "framelab._native", subclass, frozen)]
 struct Stage {
     stage: ProbeStage,
-    name: String,
+    name: Arc<str>,
+    /// The span `span()` hands out again while nobody else holds it (see `span`).
+    spare: Py<Span>,
 }
 
 #[pymethods]
 impl Stage {
     #[new]
-    fn new(name: &str) -> PyResult<Self> {
+    fn new(py: Python<'_>, name: &str) -> PyResult<Self> {
         checked_name("stage", name)?;
+        let stage = ProbeStage::new(name);
+        let name: Arc<str> = name.into();
+        let spare = Span::idle(stage, name.clone());
         Ok(Stage {
-            stage: ProbeStage::new(name),
-            name: name.to_owned(),
+            stage,
+            name,
+            spare: Py::new(py, spare)?,
         })
     }
 
@@ -85,19 +94,32 @@ impl Stage {
 
     /// Starts a span of this stage for `frame` now; it is recorded by `end()` or at the end
     /// of the `with` block.
-    fn span(slf: Bound<'_, Self>, frame: u64) -> Span {
-        Span {
-            inner: ffi::fl_begin(u32::from(slf.get().stage.id()), frame),
-            generation: FORK_GENERATION.load(Relaxed),
-            state: AtomicU8::new(OPEN),
-            stage: slf.unbind(),
+    fn span(&self, py: Python<'_>, frame: u64) -> PyResult<Py<Span>> {
+        // In a `with` loop the previous span is gone by the next call: when the spare is
+        // referenced by this stage alone, it is restarted instead of allocating a new one.
+        // Exact under the GIL (the module does not declare itself free-threading safe, so
+        // the GIL is always on while this runs). Nested or kept spans get fresh objects.
+        // SAFETY: a live object's reference count.
+        if unsafe { pyo3::ffi::Py_REFCNT(self.spare.as_ptr()) } == 1 {
+            self.spare.get().restart(frame);
+            return Ok(self.spare.clone_ref(py));
         }
+        let span = Span::idle(self.stage, self.name.clone());
+        span.restart(frame);
+        Py::new(py, span)
     }
 
     /// Records a span whose ends the program already has, CLOCK_MONOTONIC nanoseconds
     /// (`time.monotonic_ns()`, `framelab.now_ns()`).
     fn record_ns(&self, frame: u64, start_ns: u64, end_ns: u64) {
         self.stage.record_ns(frame, start_ns, end_ns);
+    }
+
+    /// Records a span that ran on `queue` (a GPU stream), not on the calling thread: the
+    /// queue is a resource of its own in the report.
+    fn record_ns_on(&self, queue: &Queue, frame: u64, start_ns: u64, end_ns: u64) {
+        self.stage
+            .record_ns_on(&queue.queue, frame, start_ns, end_ns);
     }
 
     fn __repr__(&self) -> String {
@@ -109,16 +131,45 @@ const OPEN: u8 = 0;
 const ENDED: u8 = 1;
 
 /// A running span of one stage and one frame. Ends once: `end()`, or leaving `with`.
+///
+/// Fields are atomics because a stage restarts its spare span in place (`Stage::span`).
 #[pyclass(module = "framelab._native", frozen)]
 struct Span {
-    inner: FlSpan,
-    generation: u32,
+    stage: ProbeStage,
+    frame: AtomicU64,
+    /// The start in the SDK's clock; `live` 0 when the process does not record.
+    start: AtomicU64,
+    live: AtomicU32,
+    generation: AtomicU32,
     state: AtomicU8,
-    /// For the error message of a second end (a reference count, no copy of the name).
-    stage: Py<Stage>,
+    /// For the error message of a second end (shared with the stage, no copy).
+    name: Arc<str>,
 }
 
 impl Span {
+    fn idle(stage: ProbeStage, name: Arc<str>) -> Span {
+        Span {
+            stage,
+            frame: AtomicU64::new(0),
+            start: AtomicU64::new(0),
+            live: AtomicU32::new(0),
+            generation: AtomicU32::new(0),
+            state: AtomicU8::new(ENDED),
+            name,
+        }
+    }
+
+    /// Begins it again, for `frame`, now.
+    fn restart(&self, frame: u64) {
+        let begun = ffi::fl_begin(u32::from(self.stage.id()), frame);
+        self.frame.store(frame, Relaxed);
+        self.start.store(begun.start, Relaxed);
+        self.live.store(begun.live, Relaxed);
+        self.generation
+            .store(FORK_GENERATION.load(Relaxed), Relaxed);
+        self.state.store(OPEN, Relaxed);
+    }
+
     fn finish(&self) -> PyResult<()> {
         if self
             .state
@@ -127,13 +178,19 @@ impl Span {
         {
             return Err(SpanError::new_err(format!(
                 "the span of stage {:?} for frame {} was already ended: end a span once",
-                self.stage.get().name,
-                self.inner.frame
+                self.name,
+                self.frame.load(Relaxed)
             )));
         }
-        if self.generation == FORK_GENERATION.load(Relaxed) {
-            // SAFETY: a span from fl_begin.
-            unsafe { ffi::fl_end(&self.inner) };
+        if self.generation.load(Relaxed) == FORK_GENERATION.load(Relaxed) {
+            let span = FlSpan {
+                frame: self.frame.load(Relaxed),
+                start: self.start.load(Relaxed),
+                stage: u32::from(self.stage.id()),
+                live: self.live.load(Relaxed),
+            };
+            // SAFETY: the fields of a span from fl_begin.
+            unsafe { ffi::fl_end(&span) };
         }
         Ok(())
     }
@@ -146,23 +203,9 @@ impl Span {
         self.finish()
     }
 
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        _type: &Bound<'_, PyAny>,
-        _value: &Bound<'_, PyAny>,
-        _traceback: &Bound<'_, PyAny>,
-    ) -> PyResult<bool> {
-        self.finish()?;
-        Ok(false)
-    }
-
     #[getter]
     fn frame(&self) -> u64 {
-        self.inner.frame
+        self.frame.load(Relaxed)
     }
 
     #[getter]
@@ -170,6 +213,110 @@ impl Span {
         self.state.load(Relaxed) == ENDED
     }
 }
+
+/// The `with` protocol at the cost of two C calls. CPython's `with` looks `__enter__` and
+/// `__exit__` up on every block, and a method would make a bound method object each time,
+/// then go through PyO3's argument parsing: together as dear as the span itself. Instead
+/// both names hold a `WithProtocol` whose `tp_descr_get` gives the span itself, and the
+/// span's `tp_call` does the rest: no argument is `__enter__` (returns the span), the three
+/// exception values are `__exit__` (ends it, returns False so exceptions propagate).
+#[pyclass(module = "framelab._native", frozen)]
+struct WithProtocol;
+
+/// `tp_descr_get` of `WithProtocol`: the instance it is looked up on (itself on the class).
+unsafe extern "C" fn the_instance(
+    descr: *mut pyo3::ffi::PyObject,
+    instance: *mut pyo3::ffi::PyObject,
+    _owner: *mut pyo3::ffi::PyObject,
+) -> *mut pyo3::ffi::PyObject {
+    let found = if instance.is_null() { descr } else { instance };
+    pyo3::ffi::Py_NewRef(found)
+}
+
+/// `tp_call` of `Span`: `__enter__` or `__exit__`, told apart by the number of arguments.
+unsafe extern "C" fn span_call(
+    span: *mut pyo3::ffi::PyObject,
+    args: *mut pyo3::ffi::PyObject,
+    kwargs: *mut pyo3::ffi::PyObject,
+) -> *mut pyo3::ffi::PyObject {
+    let py = Python::assume_attached();
+    let given = pyo3::ffi::PyTuple_GET_SIZE(args);
+    let result = match (given, kwargs.is_null()) {
+        (0, true) => return pyo3::ffi::Py_NewRef(span),
+        (3, true) => {
+            let span = Bound::<PyAny>::from_borrowed_ptr(py, span).cast_into_unchecked::<Span>();
+            span.get().finish()
+        }
+        _ => Err(PyTypeError::new_err(
+            "a span is called by `with` only, as __enter__() or __exit__(type, value, \
+             traceback): use `with stage.span(frame):` or `.end()`",
+        )),
+    };
+    match result {
+        Ok(()) => pyo3::ffi::Py_NewRef(pyo3::ffi::Py_False()),
+        Err(e) => {
+            e.restore(py);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Installs the `with` protocol of `Span` described at [`WithProtocol`].
+fn install_with_protocol(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    let protocol = py.get_type::<WithProtocol>();
+    let span = py.get_type::<Span>();
+    // SAFETY: both are heap types this module just made, not used yet; a slot set before
+    // first use and announced with PyType_Modified is what CPython's own types do.
+    unsafe {
+        let protocol = protocol.as_ptr().cast::<pyo3::ffi::PyTypeObject>();
+        (*protocol).tp_descr_get = Some(the_instance);
+        pyo3::ffi::PyType_Modified(protocol);
+        let span = span.as_ptr().cast::<pyo3::ffi::PyTypeObject>();
+        (*span).tp_call = Some(span_call);
+        pyo3::ffi::PyType_Modified(span);
+    }
+    let instance = Py::new(py, WithProtocol)?;
+    span.setattr("__enter__", &instance)?;
+    span.setattr("__exit__", &instance)?;
+    Ok(())
+}
+
+/// A named queue (`gpu0.compute`): a resource that is not a thread of the program. Spans
+/// recorded on it with `Stage.record_ns_on` make it a resource of its own in the report.
+#[pyclass(module = "framelab._native", frozen)]
+struct Queue {
+    queue: ProbeQueue,
+}
+
+#[pymethods]
+impl Queue {
+    #[new]
+    fn new(name: &str) -> PyResult<Self> {
+        if name.is_empty() || name.len() > MAX_QUEUE_NAME_BYTES {
+            return Err(PyValueError::new_err(format!(
+                "queue name {name:?} is {} bytes long: give it 1 to {MAX_QUEUE_NAME_BYTES} \
+                 bytes (the run file keeps a queue's name as a thread name)",
+                name.len()
+            )));
+        }
+        Ok(Queue {
+            queue: ProbeQueue::new(name),
+        })
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        self.queue.name()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Queue({:?})", self.queue.name())
+    }
+}
+
+/// A queue's name is stored as a thread name: at most 31 bytes.
+const MAX_QUEUE_NAME_BYTES: usize = 31;
 
 /// Consecutive stages of one frame: `lap(stage)` records `stage` from the previous
 /// boundary to now, one clock read per boundary.
@@ -414,6 +561,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     unsafe { pthread_atfork(None, None, Some(after_fork_in_child)) };
     m.add_class::<Stage>()?;
     m.add_class::<Span>()?;
+    install_with_protocol(m)?;
+    m.add_class::<Queue>()?;
     m.add_class::<Laps>()?;
     m.add_class::<Counter>()?;
     m.add_class::<Event>()?;

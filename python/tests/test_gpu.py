@@ -127,3 +127,25 @@ def test_the_gpu_example_runs_and_prints_its_figures(tmp_path, framelab_bin, fak
         assert figure in result.stderr, result.stderr
     assert result.report["end_reason"] == "duration"
     assert {"submit", "upload", "convert", "infer"} <= set(result.load().spans.stage)
+
+
+def test_gpu_stages_on_a_named_queue_make_it_a_resource(run_python, fake_torch_env):
+    result, run = run_python(
+        """
+        import framelab
+        from framelab.gpu import GpuStages
+        from torch import stream
+
+        gpu = GpuStages(queue="gpu0.compute")
+        infer = framelab.Stage("infer")
+        for frame in range(40):
+            with gpu.span(infer, frame):
+                stream.queue(2_000_000)
+            gpu.flush()
+        """,
+        env=fake_torch_env,
+    )
+    spans = run.spans
+    assert len(spans) == 40 and set(spans.thread) == {"gpu0.compute"}
+    queue = next(r for r in result.report["pipeline"]["resources"] if r["name"] == "gpu0.compute")
+    assert queue["queue"] is True and queue["stages"][0]["stage"] == "infer"

@@ -189,3 +189,34 @@ def test_one_span_ended_by_two_threads_records_once():
     for t in threads:
         t.join()
     assert sorted(outcomes) == ["ended"] + ["refused"] * 7
+
+
+def test_with_blocks_nest_keep_their_spans_and_let_exceptions_through():
+    # A stage hands its span object out again once nobody holds it: nested, kept and
+    # failed spans must each stay their own.
+    stage = framelab.Stage("with_protocol")
+    with stage.span(1) as outer:
+        with stage.span(2) as inner:
+            assert inner is not outer and (outer.frame, inner.frame) == (1, 2)
+        assert inner.ended and not outer.ended
+    assert outer.ended
+    kept = stage.span(3)
+    later = stage.span(4)
+    assert later is not kept and kept.frame == 3 and not kept.ended
+    kept.end()
+    later.end()
+    with pytest.raises(KeyError):
+        with stage.span(5) as failed:
+            raise KeyError("inside")
+    assert failed.ended and failed.frame == 5
+    with pytest.raises(framelab.SpanError, match="frame 6 was already ended"):
+        with stage.span(6) as twice:
+            twice.end()
+
+
+def test_a_span_is_called_only_by_with():
+    span = framelab.Stage("called").span(1)
+    assert span.__enter__() is span
+    with pytest.raises(TypeError, match="called by `with` only"):
+        span(1)
+    assert span.__exit__(None, None, None) is False and span.ended

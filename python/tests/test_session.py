@@ -1,5 +1,7 @@
 """Programs instrumented with the package, run under a real `framelab run`, then loaded."""
 
+import pytest
+
 import framelab
 
 PIPELINE = """
@@ -191,3 +193,71 @@ def test_the_decorator_on_an_async_function_covers_its_body(run_python):
     spans = run.spans
     assert sorted(spans.frame) == list(range(5))
     assert (spans.dur_ns >= 10_000_000).all()  # the awaited sleep is inside each span
+
+
+def test_with_blocks_nested_and_failing_are_all_recorded(run_python):
+    _, run = run_python(
+        """
+        import framelab
+        outer, inner = framelab.Stage("outer"), framelab.Stage("inner")
+        for frame in range(300):
+            with outer.span(frame):
+                with inner.span(frame):
+                    pass
+                with outer.span(frame + 1000):
+                    pass
+        for frame in range(2000, 2010):
+            try:
+                with outer.span(frame):
+                    raise ValueError(frame)
+            except ValueError:
+                pass
+        """
+    )
+    spans = run.spans
+    frames = spans.groupby("stage").frame.apply(sorted).to_dict()
+    assert frames["inner"] == list(range(300))
+    assert frames["outer"] == sorted(
+        list(range(300)) + list(range(1000, 1300)) + list(range(2000, 2010)))
+    # Each nested span lies inside its frame's outer span.
+    by_frame = spans.set_index(["stage", "frame"])
+    for frame in range(300):
+        o, i = by_frame.loc[("outer", frame)], by_frame.loc[("inner", frame)]
+        assert o.start_ns <= i.start_ns and i.end_ns <= o.end_ns
+
+
+def test_spans_on_a_named_queue_make_it_a_resource_and_the_bottleneck(run_python):
+    result, run = run_python(
+        """
+        import time
+        import framelab
+        gpu = framelab.Queue("gpu0.compute")
+        prepare, render = framelab.Stage("prepare"), framelab.Stage("render")
+        for frame in range(150):
+            t = framelab.now_ns()
+            prepare.record_ns(frame, t, t + 1_000_000)                   # 1 ms on this thread
+            render.record_ns_on(gpu, frame, t + 1_000_000, t + 4_000_000)  # 3 ms on the GPU
+            while framelab.now_ns() < t + 4_000_000:
+                time.sleep(0.0005)
+        """,
+        warmup="0s",
+    )
+    threads = run.threads.set_index("name")
+    assert threads.loc["gpu0.compute"].tid >= 1 << 30  # a queue's pseudo tid
+    spans = run.spans
+    assert set(spans[spans.thread == "gpu0.compute"].stage) == {"render"}
+    pipeline = result.report["pipeline"]
+    queue = next(r for r in pipeline["resources"] if r["name"] == "gpu0.compute")
+    assert queue["queue"] is True and queue["stages"][0]["stage"] == "render"
+    bound = pipeline["bottleneck"]
+    assert (bound["resource"], bound["queue"], bound["stage"]) == ("gpu0.compute", True, "render")
+    # 3 ms of the queue per frame: at most 333.3 fps (less only where the window cuts a span).
+    assert 300 < bound["fps_bound"] <= 1e9 / 3e6 + 1e-6, bound
+
+
+def test_a_queue_name_must_fit_a_thread_name():
+    with pytest.raises(ValueError, match="1 to 31 bytes"):
+        framelab.Queue("x" * 32)
+    with pytest.raises(ValueError, match="1 to 31 bytes"):
+        framelab.Queue("")
+    assert framelab.Queue("gpu0.compute").name == "gpu0.compute"

@@ -211,6 +211,7 @@ mod tests {
                 waited: Some(dist(wait_us)),
                 bottleneck: Some(Bottleneck {
                     resource: resource.into(),
+                    queue: false,
                     stage: stage.into(),
                     busy_pct: busy,
                     fps_bound: 100.0 / busy * 100.0,

@@ -75,12 +75,11 @@ pub fn resource_rows(a: &Analysis) -> Option<Vec<Vec<String>>> {
             if more > 0 {
                 stages.push_str(&format!(", {more} more"));
             }
-            vec![
-                r.name.clone(),
-                format!("{:.1}", r.busy_pct),
-                per_frame,
-                stages,
-            ]
+            let name = match r.queue {
+                true => format!("{} (queue)", r.name),
+                false => r.name.clone(),
+            };
+            vec![name, format!("{:.1}", r.busy_pct), per_frame, stages]
         })
         .collect();
     Some(rows)
@@ -90,7 +89,8 @@ pub fn resource_rows(a: &Analysis) -> Option<Vec<Vec<String>>> {
 pub fn bound_line(a: &Analysis, st: &Style) -> Option<String> {
     let b: &Bottleneck = a.pipeline.as_ref()?.bottleneck.as_ref()?;
     let mut line = format!(
-        "thread {} {:.1}% busy (most: {}) allows {:.1} fps",
+        "{} {} {:.1}% busy (most: {}) allows {:.1} fps",
+        if b.queue { "queue" } else { "thread" },
         st.name(&b.resource),
         b.busy_pct,
         st.name(&b.stage),

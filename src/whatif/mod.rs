@@ -14,7 +14,7 @@ use self::model::{simulate, Config, Simulated, Task};
 pub use self::plan::Changes;
 use crate::analyze::frames::{measure_run, Frames, NO_FRAME};
 use crate::analyze::pipeline::waits::StageSpan;
-use crate::analyze::pipeline::{has_thread_info, thread_labels};
+use crate::analyze::pipeline::{has_thread_info, is_queue, thread_labels};
 use crate::analyze::stats::sort_ns;
 use crate::analyze::{Analysis, Dist};
 use crate::model::Run;
@@ -182,7 +182,8 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
     let pace = (run.stages.iter())
         .position(|s| s == PACE_STAGE)
         .map(|s| s as u16);
-    let recorded = plan::recorded(&frames, &labels, pace);
+    let queues: Vec<bool> = run.threads.iter().map(is_queue).collect();
+    let recorded = plan::recorded(&frames, &labels, &queues, pace);
     let changed = plan::apply(&recorded, changes, &run.stages)?;
     set_handover_delays(&mut frames, recorded.depth, pace);
     // The pacer runs at the target rate (a budget alone paces nothing).
@@ -359,6 +360,62 @@ mod tests {
         );
         assert!((w.predicted.fps.unwrap() - 1e9 / 3e6).abs() < 1e-6);
         assert!((w.as_recorded.fps.unwrap() - 200.0).abs() < 1e-6);
+    }
+
+    /// `serial_run_on` with b recorded on a queue the program named (`Queue` in the SDK:
+    /// a thread of the run with a pseudo tid).
+    fn queue_run(fps: f64, frames: u64) -> Run {
+        let mut run = serial_run_on(fps, frames, 1);
+        run.threads[1] = ThreadInfo {
+            pid: 1,
+            tid: framelab_probe::wire::QUEUE_TID_BASE,
+            name: "gpu0.compute".into(),
+            dropped: 0,
+        };
+        run
+    }
+
+    #[test]
+    fn a_gpu_queue_is_a_resource_the_bottleneck_and_an_in_order_queue() {
+        // a 2 ms on main, then b 3 ms on the GPU queue, one frame in flight at 400 fps: one
+        // frame every 5 ms, the queue busy 3 ms of them (60%): it allows 1 / 3 ms = 333.3 fps.
+        let run = queue_run(400.0, 50);
+        let a = analyze(&run);
+        let p = a.pipeline.as_ref().unwrap();
+        let b = p.bottleneck.as_ref().unwrap();
+        assert_eq!((b.resource.as_str(), b.queue), ("gpu0.compute", true));
+        assert_eq!(b.stage, "b");
+        assert!((b.busy_pct - 60.0).abs() < 1e-9, "{}", b.busy_pct);
+        assert!((b.fps_bound - 1e9 / 3e6).abs() < 1e-6, "{}", b.fps_bound);
+        assert_eq!(
+            (p.resources[1].name.as_str(), p.resources[1].queue),
+            ("main", false)
+        );
+        // Depth 2: a on a thread, b on the queue, in order: the queue's 333.3 fps.
+        let w = predict(&run, depth(2)).unwrap();
+        let names: Vec<&str> = (w.schedule.resources.iter())
+            .map(|r| r.0.as_str())
+            .collect();
+        assert_eq!(names, ["thread 1", "gpu0.compute (queue)"]);
+        assert_eq!(w.schedule.resources[1].1, vec!["b".to_string()]);
+        assert!((w.predicted.fps.unwrap() - 1e9 / 3e6).abs() < 1e-6);
+        // Deeper pipelining cannot split the queue's stage off it: still 333.3 fps.
+        let w = predict(&run, depth(4)).unwrap();
+        assert_eq!(
+            w.schedule.resources.last().unwrap().0,
+            "gpu0.compute (queue)"
+        );
+        assert!((w.predicted.fps.unwrap() - 1e9 / 3e6).abs() < 1e-6);
+        // A stage moved onto the queue by the name the program gave it joins it.
+        let moved = Changes {
+            moves: vec![("a".into(), "gpu0.compute".into())],
+            ..Changes::default()
+        };
+        let w = predict(&run, moved).unwrap();
+        assert_eq!(
+            w.schedule.resources[1].1,
+            vec!["a".to_string(), "b".to_string()]
+        );
     }
 
     #[test]

@@ -40,6 +40,9 @@ impl Changes {
 pub struct Plan {
     pub depth: usize,
     pub resource_names: Vec<String>,
+    /// Resources that are queues the program named (a GPU stream): `--depth` leaves their
+    /// stages on them.
+    queues: BTreeSet<usize>,
     thread_resource: BTreeMap<u32, usize>,
     /// Stages placed by a change, whatever thread recorded them.
     stage_resource: BTreeMap<u16, usize>,
@@ -50,6 +53,8 @@ pub struct Plan {
     stage_mean_ns: Vec<f64>,
     /// (stage, thread) pairs recorded.
     placements: BTreeSet<(u16, u32)>,
+    /// The pacer's own stage: it runs on the thread that starts each frame.
+    pace: Option<u16>,
 }
 
 impl Plan {
@@ -129,9 +134,14 @@ fn frames_in_flight(frames: &[RecordedFrame], pace: Option<u16>) -> usize {
     most as usize
 }
 
-/// The schedule the run was recorded with: each thread a resource, the frames in flight as
-/// the run had them.
-pub fn recorded(frames: &[RecordedFrame], labels: &[String], pace: Option<u16>) -> Plan {
+/// The schedule the run was recorded with: each thread (and queue) a resource, the frames in
+/// flight as the run had them. `queues[t]`: thread `t` is a queue.
+pub fn recorded(
+    frames: &[RecordedFrame],
+    labels: &[String],
+    queues: &[bool],
+    pace: Option<u16>,
+) -> Plan {
     let mut offsets: BTreeMap<u16, (f64, f64, u64)> = BTreeMap::new();
     let mut placements = BTreeSet::new();
     let mut threads: Vec<u32> = Vec::new();
@@ -152,16 +162,28 @@ pub fn recorded(frames: &[RecordedFrame], labels: &[String], pace: Option<u16>) 
         .map(|(&stage, &(offset, dur, n))| (offset / n as f64, stage, dur / frames.len() as f64))
         .collect();
     order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let name = |t: u32| (labels.get(t as usize).cloned()).unwrap_or_else(|| format!("thread #{t}"));
+    let is_queue = |t: u32| queues.get(t as usize).copied().unwrap_or(false);
+    let name = |t: u32| {
+        let label = (labels.get(t as usize).cloned()).unwrap_or_else(|| format!("thread #{t}"));
+        match is_queue(t) {
+            true => format!("{label} (queue)"),
+            false => label,
+        }
+    };
     Plan {
         depth: frames_in_flight(frames, pace),
         resource_names: threads.iter().map(|&t| name(t)).collect(),
+        queues: (threads.iter().enumerate())
+            .filter(|&(_, &t)| is_queue(t))
+            .map(|(r, _)| r)
+            .collect(),
         thread_resource: threads.iter().enumerate().map(|(r, &t)| (t, r)).collect(),
         stage_resource: BTreeMap::new(),
         scales: BTreeMap::new(),
         stage_order: order.iter().map(|o| o.1).collect(),
         stage_mean_ns: order.iter().map(|o| o.2).collect(),
         placements,
+        pace,
     }
 }
 
@@ -197,6 +219,54 @@ fn balanced_split(means: &[f64], parts: usize) -> Vec<usize> {
     cuts
 }
 
+/// Too few threads for `depth`: the stages threads ran are split, in order, over `depth`
+/// threads, balanced by mean time; a queue's stages stay on their queue (the program cannot
+/// move GPU work onto a CPU thread by pipelining deeper), and `pace` stays with the first
+/// thread (alone on a thread it would release frames faster than the pipeline takes them).
+fn split_over_threads(plan: &mut Plan, depth: usize) {
+    let queue_of = |plan: &Plan, stage: u16| {
+        (plan.placements.range((stage, 0)..=(stage, u32::MAX)))
+            .map(|&(_, t)| plan.resource_of(stage, t))
+            .find(|r| plan.queues.contains(r))
+    };
+    let (mut on_threads, mut means, mut on_queues) = (Vec::new(), Vec::new(), Vec::new());
+    for (&stage, &mean) in plan.stage_order.iter().zip(&plan.stage_mean_ns) {
+        match queue_of(plan, stage) {
+            Some(queue) => on_queues.push((stage, plan.resource_names[queue].clone())),
+            None if Some(stage) == plan.pace => {}
+            None => {
+                on_threads.push(stage);
+                means.push(mean);
+            }
+        }
+    }
+    let cuts = balanced_split(&means, depth);
+    plan.resource_names.clear();
+    plan.stage_resource.clear();
+    plan.queues.clear();
+    for (g, &first) in cuts.iter().enumerate() {
+        let last = cuts.get(g + 1).copied().unwrap_or(on_threads.len());
+        plan.resource_names.push(format!("thread {}", g + 1));
+        for &stage in &on_threads[first..last] {
+            plan.stage_resource.insert(stage, g);
+        }
+    }
+    if let Some(pace) = plan.pace.filter(|p| plan.stage_order.contains(p)) {
+        plan.stage_resource.insert(pace, 0);
+    }
+    for (stage, queue) in on_queues {
+        let r = match plan.resource_names.iter().position(|n| *n == queue) {
+            Some(r) => r,
+            None => {
+                plan.resource_names.push(queue);
+                plan.resource_names.len() - 1
+            }
+        };
+        plan.queues.insert(r);
+        plan.stage_resource.insert(stage, r);
+    }
+}
+
 /// `recorded` with `changes` applied.
 pub fn apply(recorded: &Plan, changes: &Changes, stages: &[String]) -> Result<Plan> {
     let mut plan = recorded.clone();
@@ -207,23 +277,16 @@ pub fn apply(recorded: &Plan, changes: &Changes, stages: &[String]) -> Result<Pl
     if let Some(depth) = changes.depth {
         plan.depth = depth;
     }
-    if let Some(depth) = changes.depth.filter(|&d| d > recorded.resource_names.len()) {
-        // Too few threads for that depth: split the stages, in order, over `depth`
-        // threads, balanced by mean time.
-        let cuts = balanced_split(&plan.stage_mean_ns, depth);
-        plan.resource_names.clear();
-        plan.stage_resource.clear();
-        for (g, &first) in cuts.iter().enumerate() {
-            let last = cuts.get(g + 1).copied().unwrap_or(plan.stage_order.len());
-            plan.resource_names.push(format!("thread {}", g + 1));
-            for &stage in &plan.stage_order[first..last] {
-                plan.stage_resource.insert(stage, g);
-            }
-        }
+    let threads = recorded.resource_names.len() - recorded.queues.len();
+    if let Some(depth) = changes.depth.filter(|&d| d > threads) {
+        split_over_threads(&mut plan, depth);
     }
     for (name, thread) in &changes.moves {
         let stage = plan.stage_id(stages, name)?;
-        let resource = match plan.resource_names.iter().position(|n| n == thread) {
+        // A queue is named as the program named it, without the `(queue)` of its label.
+        let queue_label = format!("{thread} (queue)");
+        let named = |n: &String| *n == *thread || *n == queue_label;
+        let resource = match plan.resource_names.iter().position(named) {
             Some(r) => r,
             None => {
                 plan.resource_names.push(thread.clone());
@@ -250,7 +313,8 @@ pub fn assumptions(period_ns: Option<f64>, has_pace: bool, unpaced: bool) -> Vec
             .to_string(),
         "--depth N keeps the run's threads when it used N or more (only the frames in flight \
          change); with fewer it splits the stages, in order, over N threads so the busiest \
-         does the least work; a moved stage runs on the named thread"
+         does the least work (a queue's stages stay on their queue, one stage at a time, in \
+         order); a moved stage runs on the named thread"
             .to_string(),
     ];
     out.push(match (period_ns, unpaced) {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::resources::{thread_busy, Intervals};
 use super::waits::{frame_waits, StageSpan};
 use super::{
-    has_thread_info, thread_labels, Bottleneck, FrameBreakdown, Names, PipelineSummary,
+    has_thread_info, is_queue, thread_labels, Bottleneck, FrameBreakdown, Names, PipelineSummary,
     RepeatedOverlap, ResourceRow, StageBusy, WaitRow,
 };
 use crate::analyze::compact::values::NsValues;
@@ -292,6 +292,7 @@ impl PipelineSummary {
             .map(|t| {
                 let row = ResourceRow {
                     name: label(t.thread),
+                    queue: (names.threads.get(t.thread as usize)).is_some_and(is_queue),
                     busy_ns: t.busy_ns,
                     busy_pct: if window_ns > 0 {
                         t.busy_ns as f64 / window_ns as f64 * 100.0
@@ -314,6 +315,7 @@ impl PipelineSummary {
             .filter(|r| r.busy_ns > 0 && measured_frames > 0 && window_ns > 0)
             .map(|r| Bottleneck {
                 resource: r.name.clone(),
+                queue: r.queue,
                 stage: r
                     .stages
                     .first()

@@ -37,11 +37,14 @@ pub struct StageBusy {
     pub busy_ns: i64,
 }
 
-/// A thread as a resource over the measured window.
+/// A thread, or a queue the program named (a GPU stream), as a resource over the window.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ResourceRow {
-    /// The thread's name, with its tid where names repeat (`tid N` when it has none).
+    /// The thread's or queue's name, with its tid where names repeat (`tid N` when it has none).
     pub name: String,
+    /// A queue (`Queue` in the SDK), not a thread of the program.
+    #[serde(default)]
+    pub queue: bool,
     pub busy_ns: i64,
     /// busy ÷ window × 100.
     pub busy_pct: f64,
@@ -53,6 +56,9 @@ pub struct ResourceRow {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bottleneck {
     pub resource: String,
+    /// The resource is a queue the program named, not a thread.
+    #[serde(default)]
+    pub queue: bool,
     /// The stage that occupies it most.
     pub stage: String,
     pub busy_pct: f64,
@@ -80,7 +86,7 @@ pub struct PipelineSummary {
     pub single_stage: bool,
     /// Frames with a span recorded after a later-starting span of the same thread.
     pub reordered_frames: u64,
-    /// Threads by busy time, largest first; empty without thread information.
+    /// Threads and queues by busy time, largest first; empty without thread information.
     pub resources: Vec<ResourceRow>,
     pub bottleneck: Option<Bottleneck>,
     /// The run says nothing of threads (an import without thread ids).
@@ -160,6 +166,12 @@ pub struct Names<'a> {
 /// pid 0, tid 0 (or none).
 pub fn has_thread_info(threads: &[ThreadInfo]) -> bool {
     threads.iter().any(|t| t.pid != 0 || t.tid != 0)
+}
+
+/// Whether a thread of the run is a queue the program named (`Queue` in the SDK): the SDK
+/// stores a queue as a thread with a pseudo tid, so the run file has no column for it.
+pub fn is_queue(thread: &ThreadInfo) -> bool {
+    framelab_probe::wire::is_queue_tid(thread.tid)
 }
 
 /// Each thread's label: its name, with the tid where two threads share a name.
