@@ -26,8 +26,8 @@ pub fn run_html(
     let data = run_data::RunData::read(head, source)?;
     let analysis = crate::analyze::compact::analyze_columns(
         head,
-        data.columns_for_analysis(),
-        data.table.clone(),
+        crate::analyze::compact::Columns::Shared(&data.columns),
+        &data.table,
         source,
     )?;
     let page = data.page(&analysis);
