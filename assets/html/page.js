@@ -1,7 +1,9 @@
 // framelab's HTML report: draws the data embedded in #framelab-data (written by
 // src/report/html and src/compare/html.rs) with uPlot. Every text from a run goes into
 // the page with textContent or setAttribute, never as markup. After drawing, each plot's
-// box carries data-series and data-points, and <body> data-rendered, data-errors,
+// box carries data-series and data-points (a time plot also data-visible, the points drawn
+// in its x range, and data-bucket, of the level of detail drawn: zooming picks a finer
+// one), and <body> data-rendered, data-errors,
 // data-render-ms (the page built, ms after navigation started), data-painted-ms (a frame
 // after that) and the browser's paint timings: tests/html_browser.rs and
 // tests/html_scale.rs read them from the DOM.
@@ -92,7 +94,9 @@
   function timeHooks(extra) {
     var hooks = {
       setScale: [function (u, key) {
-        if (key !== "x" || syncing) return;
+        if (key !== "x") return;
+        showLevel(u);
+        if (syncing) return;
         syncing = true;
         var min = u.scales.x.min, max = u.scales.x.max;
         timeCharts.forEach(function (o) {
@@ -105,6 +109,48 @@
     };
     if (extra) hooks.draw = [extra];
     return hooks;
+  }
+  // Levels of detail of a frame plot: the whole run's min/max pairs, then finer ones.
+  // How many of the sorted values `x` lie in [min, max] (two binary searches).
+  function countIn(x, min, max) {
+    function firstAtLeast(v, strict) {
+      var lo = 0, hi = x.length;
+      while (lo < hi) {
+        var mid = (lo + hi) >> 1;
+        if (x[mid] < v || (strict && x[mid] === v)) lo = mid + 1; else hi = mid;
+      }
+      return lo;
+    }
+    return Math.max(0, firstAtLeast(max, true) - firstAtLeast(min, false));
+  }
+  // The level to draw for the range [min, max]: the finest one with no more points in
+  // it than the whole run's view (level 0) has, so a zoom brings detail back and never
+  // draws more than the first view did. Levels are coarsest first.
+  function pickLevel(levels, min, max) {
+    var budget = levels[0].x.length, pick = 0;
+    for (var i = 1; i < levels.length; i++) {
+      if (countIn(levels[i].x, min, max) > budget) break;
+      pick = i;
+    }
+    return pick;
+  }
+  window.framelabPickLevel = pickLevel;
+  // Draws the level the chart's x range calls for; the box says what is drawn.
+  function showLevel(u) {
+    var min = u.scales.x.min, max = u.scales.x.max, levels = u.framelabLevels;
+    if (levels && min != null && max != null) {
+      var k = pickLevel(levels, min, max);
+      if (k !== u.framelabLevel) {
+        u.framelabLevel = k;
+        u.setData([levels[k].x, levels[k].y], false);
+        u.redraw();
+      }
+    }
+    var box = u.framelabBox;
+    if (box && min != null && max != null) {
+      box.setAttribute("data-visible", String(countIn(u.data[0], min, max)));
+      box.setAttribute("data-bucket", String(levels ? levels[u.framelabLevel].bucket : 1));
+    }
   }
   var timeCursor = { sync: { key: "framelab-time" }, drag: { x: true, y: false } };
 
@@ -163,6 +209,11 @@
       hooks: timeHooks(extra ? overlay(extra) : null)
     };
     var c = chart(parent, name, opts, [series.x, series.y]);
+    c.u.framelabBox = c.box;
+    if (series.detail && series.detail.length) {
+      c.u.framelabLevels = [{ bucket: series.bucket, x: series.x, y: series.y }].concat(series.detail);
+      c.u.framelabLevel = 0;
+    }
     timeCharts.push(c.u);
     return c;
   }
@@ -178,6 +229,12 @@
     syncing = true;
     timeCharts.forEach(function (u) { u.setScale("x", { min: lo, max: hi }); });
     syncing = false;
+  }
+  // A link can open the time plots zoomed: #t=FROM,TO (seconds after launch).
+  function zoomFromLink() {
+    var m = /^#t=([-0-9.e+]+),([-0-9.e+]+)$/.exec(window.location.hash);
+    var lo = m && parseFloat(m[1]), hi = m && parseFloat(m[2]);
+    if (m && timeCharts.length && lo < hi) timeCharts[0].setScale("x", { min: lo, max: hi });
   }
 
   function decimationHint(s) {
@@ -300,6 +357,7 @@
     }
 
     alignTime();
+    zoomFromLink();
 
     if (d.stages.series.length) {
       var st = section("Stage distributions",

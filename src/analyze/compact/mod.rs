@@ -38,7 +38,16 @@ use crate::model::{Run, SpanSource};
 /// `counters` are not read) with its spans and counter values from `source`.
 pub fn analyze_from(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Analysis> {
     let (columns, table) = load_columns(source, ANALYSIS_KEEPS)?;
-    analyze_columns(head, Columns::Owned(columns), &table, source)
+    analyze_columns(head, Columns::Owned(columns), &table, source, &mut |_| {})
+}
+
+/// Values the analysis has sorted, shown to the caller before they are dropped: the HTML
+/// report draws its curves from them rather than collecting and sorting them again.
+pub enum Sorted<'a> {
+    /// A stage's span durations in measured frames, by stage id.
+    Stage(usize, &'a NsValues),
+    /// The intervals between the measured frames' ends.
+    Intervals(&'a NsValues),
 }
 
 /// The optional columns the analysis needs: starts (stage order, waits, busy time) and
@@ -74,14 +83,16 @@ impl Columns<'_> {
 
 /// [`analyze_from`] with the spans already read into `columns` (kept as
 /// [`ANALYSIS_KEEPS`] says) and `table`; only the counter values are read from `source`.
-/// The HTML report reads the spans once for its plots and this.
+/// The HTML report reads the spans once for its plots and this; `sorted` is shown the
+/// values the analysis sorts.
 pub fn analyze_columns(
     head: &Run,
     columns: Columns,
     table: &FrameTable,
     source: &dyn SpanSource,
+    sorted: &mut dyn FnMut(Sorted),
 ) -> anyhow::Result<Analysis> {
-    let facts = span_facts(head, columns, table, source)?;
+    let facts = span_facts(head, columns, table, source, sorted)?;
     Ok(assemble(head, facts))
 }
 
@@ -103,6 +114,7 @@ fn span_facts(
     mut columns: Columns,
     table: &FrameTable,
     source: &dyn SpanSource,
+    sorted: &mut dyn FnMut(Sorted),
 ) -> anyhow::Result<SpanFacts> {
     let meta = &head.meta;
     let spans = columns.get().len() as u64;
@@ -123,7 +135,8 @@ fn span_facts(
     // Starts and threads are done with: gone before anything else is allocated.
     columns.drop_starts_and_threads();
 
-    let mut stage_table = stage_table(columns, &head.stages, table, &measured, &counts, &worst);
+    let frames = (table, &measured);
+    let mut stage_table = stage_table(columns, &head.stages, frames, &counts, &worst, sorted);
     let pipeline = pipeline.map(|p| p.into_summary(&mut stage_table.worst));
     let order = end_order(table, &measured);
 
@@ -153,6 +166,7 @@ fn span_facts(
         let stutter = with_ns!(&intervals, v => stutter_of(v));
         let pacing = with_ns!(&intervals, v => pacing_summary_of(v, budget));
         intervals.sort();
+        sorted(Sorted::Intervals(&intervals));
         let fps = with_ns!(&intervals, v => fps_summary_of(v));
         (intervals.dist_of_sorted(), fps, stutter, pacing)
     };
@@ -314,10 +328,10 @@ pub fn count_stages(columns: &SpanColumns, measured: &MeasuredFrames) -> StageCo
 fn stage_table(
     columns: Columns,
     stage_names: &[String],
-    table: &FrameTable,
-    measured: &MeasuredFrames,
+    (table, measured): (&FrameTable, &MeasuredFrames),
     counts: &StageCounts,
     worst: &[u32],
+    sorted: &mut dyn FnMut(Sorted),
 ) -> StageTable {
     let mut order: Vec<usize> = (0..counts.count.len())
         .filter(|&s| counts.count[s] > 0)
@@ -357,11 +371,11 @@ fn stage_table(
         .iter()
         .map(|&s| super::stages::stage_name(stage_names, s))
         .collect();
-    let rows = names
-        .iter()
+    let rows = (order.iter().zip(&names))
         .zip(durations)
-        .filter_map(|(name, mut d)| {
+        .filter_map(|((&stage, name), mut d)| {
             d.sort();
+            sorted(Sorted::Stage(stage, &d));
             Some(StageRow {
                 name: name.clone(),
                 dist: d.dist_of_sorted()?,

@@ -24,13 +24,8 @@ pub fn run_html(
     source: &dyn crate::model::SpanSource,
 ) -> anyhow::Result<(String, crate::analyze::Analysis)> {
     let data = run_data::RunData::read(head, source)?;
-    let analysis = crate::analyze::compact::analyze_columns(
-        head,
-        crate::analyze::compact::Columns::Shared(&data.columns),
-        &data.table,
-        source,
-    )?;
-    let page = data.page(&analysis);
+    let (analysis, curves) = data.analyze(source)?;
+    let page = data.page(&analysis, curves);
     Ok((render(&page.title, &page)?, analysis))
 }
 
