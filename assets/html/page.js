@@ -138,18 +138,24 @@
   // Draws the level the chart's x range calls for; the box says what is drawn.
   function showLevel(u) {
     var min = u.scales.x.min, max = u.scales.x.max, levels = u.framelabLevels;
-    if (levels && min != null && max != null) {
+    if (min == null || max == null) return;
+    var x = u.data[0], bucket = 1;
+    if (levels) {
       var k = pickLevel(levels, min, max);
       if (k !== u.framelabLevel) {
         u.framelabLevel = k;
-        u.setData([levels[k].x, levels[k].y], false);
-        u.redraw();
+        // After the redraw in progress: data set inside it would not be drawn.
+        Promise.resolve().then(function () {
+          u.setData([levels[k].x, levels[k].y], false);
+          u.redraw();
+        });
       }
+      x = levels[k].x;
+      bucket = levels[k].bucket;
     }
-    var box = u.framelabBox;
-    if (box && min != null && max != null) {
-      box.setAttribute("data-visible", String(countIn(u.data[0], min, max)));
-      box.setAttribute("data-bucket", String(levels ? levels[u.framelabLevel].bucket : 1));
+    if (u.framelabBox) {
+      u.framelabBox.setAttribute("data-visible", String(countIn(x, min, max)));
+      u.framelabBox.setAttribute("data-bucket", String(bucket));
     }
   }
   var timeCursor = { sync: { key: "framelab-time" }, drag: { x: true, y: false } };
@@ -238,9 +244,11 @@
   }
 
   function decimationHint(s) {
+    var finest = s.detail && s.detail.length ? s.detail[s.detail.length - 1].bucket : 0;
     return s.bucket > 1
       ? s.points + " values; each plotted pair is the smallest and largest of " + s.bucket +
-        " consecutive ones, so every extreme stays visible"
+        " consecutive ones, so every extreme stays visible" + (finest ? "; zooming in draws " +
+        (finest > 1 ? "pairs of as few as " + finest : "every value") : "")
       : s.points + " values, all plotted";
   }
 

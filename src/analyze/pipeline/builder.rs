@@ -163,15 +163,19 @@ fn by_frame(spans: usize, row: &impl Fn(usize) -> SpanRow, slots: usize) -> (ByF
         r.measured_frame.filter(|_| r.dur_ns >= 0).map(|f| (f, r))
     };
     let mut ends = vec![0u32; slots];
-    // Per thread: the (frame, start) of its last span.
-    let mut last_on_thread: BTreeMap<u32, (u32, i64)> = BTreeMap::new();
+    // By thread index (the run's thread table: small): the (frame, start) of its last span.
+    let mut last_on_thread: Vec<Option<(u32, i64)>> = Vec::new();
     let mut reordered: Vec<u32> = Vec::new();
     for i in 0..spans {
         let Some((f, r)) = measured(i) else {
             continue;
         };
         ends[f as usize] += 1;
-        let last = last_on_thread.insert(r.thread, (f, r.start_ns));
+        let t = r.thread as usize;
+        if t >= last_on_thread.len() {
+            last_on_thread.resize(t + 1, None);
+        }
+        let last = last_on_thread[t].replace((f, r.start_ns));
         if last.is_some_and(|(lf, start)| lf == f && r.start_ns < start) {
             reordered.push(f);
         }
