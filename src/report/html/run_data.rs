@@ -629,7 +629,6 @@ fn tables(a: &Analysis) -> Vec<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::analyze;
     use crate::analyze::fixtures::{reference_run, MS};
     use crate::model::{Bucket, Sample, SampleSeries};
 
