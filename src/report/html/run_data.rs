@@ -284,7 +284,8 @@ fn all_by_end(table: &FrameTable) -> Vec<u32> {
         .windows(2)
         .all(|w| table.end_ns(w[0]) <= table.end_ns(w[1]))
     {
-        order.sort_unstable_by_key(|&i| (table.end_ns(i), table.id(i)));
+        // Stable: runs already in end order are taken as they are (see `end_order`).
+        order.sort_by_key(|&i| (table.end_ns(i), table.id(i)));
     }
     order
 }
