@@ -136,12 +136,26 @@
   }
   window.framelabPickLevel = pickLevel;
   // Draws the level the chart's x range calls for; the box says what is drawn.
+  // The levels of detail, parsed on the first zoom (not before the first paint).
+  var detail = null;
+  function levelsOf(u) {
+    if (!u.framelabLevels) {
+      var el = document.getElementById("framelab-detail");
+      detail = detail || (el ? JSON.parse(el.textContent) : {});
+      var s = u.framelabSeries;
+      u.framelabLevels = [{ bucket: s.bucket, x: s.x, y: s.y }].concat(detail[u.framelabDetail] || []);
+      u.framelabLevel = 0;
+    }
+    return u.framelabLevels;
+  }
   function showLevel(u) {
-    var min = u.scales.x.min, max = u.scales.x.max, levels = u.framelabLevels;
+    var min = u.scales.x.min, max = u.scales.x.max;
     if (min == null || max == null) return;
-    var x = u.data[0], bucket = 1;
-    if (levels) {
-      var k = pickLevel(levels, min, max);
+    var x = u.data[0], bucket = u.framelabSeries ? u.framelabSeries.bucket : 1;
+    // The whole run in view: the first level, whatever the others.
+    var whole = !x.length || (min <= x[0] && max >= x[x.length - 1] && !u.framelabLevel);
+    if (u.framelabDetail && !whole) {
+      var levels = levelsOf(u), k = pickLevel(levels, min, max);
       if (k !== u.framelabLevel) {
         u.framelabLevel = k;
         // After the redraw in progress: data set inside it would not be drawn.
@@ -216,10 +230,8 @@
     };
     var c = chart(parent, name, opts, [series.x, series.y]);
     c.u.framelabBox = c.box;
-    if (series.detail && series.detail.length) {
-      c.u.framelabLevels = [{ bucket: series.bucket, x: series.x, y: series.y }].concat(series.detail);
-      c.u.framelabLevel = 0;
-    }
+    c.u.framelabSeries = series;
+    if (extra && extra.detail && series.finest_bucket) c.u.framelabDetail = extra.detail;
     timeCharts.push(c.u);
     return c;
   }
@@ -244,7 +256,7 @@
   }
 
   function decimationHint(s) {
-    var finest = s.detail && s.detail.length ? s.detail[s.detail.length - 1].bucket : 0;
+    var finest = s.finest_bucket || 0;
     return s.bucket > 1
       ? s.points + " values; each plotted pair is the smallest and largest of " + s.bucket +
         " consecutive ones, so every extreme stays visible" + (finest ? "; zooming in draws " +
@@ -346,11 +358,11 @@
     var lines = d.budget_us ? [{ y: d.budget_us, color: "#c5221f", label: "budget " + fmt(d.budget_us, "µs") }] : [];
     add(s, "h3", null, "total (end-to-end latency), late frames in red" +
       (f.late.of > f.late.x.length ? " (the worst " + f.late.x.length + " of " + f.late.of + ")" : " (" + f.late.of + ")"));
-    timeChart(s, "frame-total", f.total, "µs", { shade: shade, lines: lines,
+    timeChart(s, "frame-total", f.total, "µs", { shade: shade, lines: lines, detail: "total",
       markers: [{ x: f.late.x, y: f.late.y, color: "#c5221f" }], yMin: 0, yMax: d.budget_us || 0 });
     add(s, "h3", null, "interval (output cadence), stutters in orange" +
       (f.stutters.of > f.stutters.x.length ? " (the worst " + f.stutters.x.length + " of " + f.stutters.of + ")" : " (" + f.stutters.of + ")"));
-    timeChart(s, "frame-interval", f.interval, "µs", { shade: shade, lines: lines, color: COLORS[2],
+    timeChart(s, "frame-interval", f.interval, "µs", { shade: shade, lines: lines, color: COLORS[2], detail: "interval",
       markers: [{ x: f.stutters.x, y: f.stutters.y, color: "#e8710a" }], yMin: 0, yMax: d.budget_us || 0 });
 
     if (d.telemetry.length) {

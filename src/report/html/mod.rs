@@ -14,7 +14,7 @@ pub use page::{escape_html, json_for_script};
 
 /// The page for `data` (a [`run_data::RunPage`] or a comparison's page data).
 pub fn render(title: &str, data: &impl Serialize) -> anyhow::Result<String> {
-    Ok(page::page(title, &json_for_script(data)?))
+    Ok(page::page(title, &json_for_script(data)?, None))
 }
 
 /// The HTML report of run `head` with its spans from `source`, and its analysis: the
@@ -26,7 +26,12 @@ pub fn run_html(
     let data = run_data::RunData::read(head, source)?;
     let (analysis, curves) = data.analyze(source)?;
     let page = data.page(&analysis, curves);
-    Ok((render(&page.title, &page)?, analysis))
+    let frames = &page.frames;
+    let detail = (!frames.total.detail.is_empty() || !frames.interval.detail.is_empty())
+        .then(|| json_for_script(&page.detail()))
+        .transpose()?;
+    let html = page::page(&page.title, &json_for_script(&page)?, detail.as_deref());
+    Ok((html, analysis))
 }
 
 /// Writes a whole report or page to `given` (through `crate::destination`: never over

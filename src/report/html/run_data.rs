@@ -61,6 +61,16 @@ pub struct RunPage {
     pub histograms: Vec<Histogram>,
 }
 
+impl RunPage {
+    /// The frame plots' levels of detail, by series (`total`, `interval`).
+    pub fn detail(&self) -> serde_json::Value {
+        serde_json::json!({
+            "total": self.frames.total.detail,
+            "interval": self.frames.interval.detail,
+        })
+    }
+}
+
 /// A series as plotted: x in seconds after launch, y in `unit`.
 #[derive(Serialize)]
 pub struct Series {
@@ -72,9 +82,13 @@ pub struct Series {
     pub bucket: usize,
     pub x: Vec<f64>,
     pub y: Vec<f64>,
+    /// The bucket of the finest of `detail`, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finest_bucket: Option<usize>,
     /// Finer levels of the same points, coarsest first, for a zoomed view (frame plots
-    /// only; none when every point is drawn).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// only; none when every point is drawn). In the page apart from the rest
+    /// ([`RunPage::detail`]): it is read on the first zoom, not before the first paint.
+    #[serde(skip)]
     pub detail: Vec<Level>,
 }
 
@@ -255,6 +269,7 @@ fn series(label: &str, unit: &str, points: usize, d: Decimated, y_round: i32) ->
         bucket: d.bucket,
         x: d.x,
         y: d.y.into_iter().map(|v| round(v, y_round)).collect(),
+        finest_bucket: None,
         detail: Vec::new(),
     }
 }
@@ -267,6 +282,7 @@ where
     let coarse = min_max(points(), FRAME_BUCKETS);
     let detail = finer_levels(&points, &coarse, MAX_DETAIL_POINTS);
     let mut s = series(label, "µs", points().len(), coarse, 2);
+    s.finest_bucket = detail.last().map(|d| d.bucket);
     s.detail = (detail.into_iter())
         .map(|d| Level {
             bucket: d.bucket,
