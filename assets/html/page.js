@@ -136,12 +136,14 @@
   }
   window.framelabPickLevel = pickLevel;
   // Draws the level the chart's x range calls for; the box says what is drawn.
-  // The levels of detail, parsed on the first zoom (not before the first paint).
+  // The levels of detail, parsed on the first zoom: they follow this script in the page,
+  // so the plots are drawn before the browser has even read them.
   var detail = null;
   function levelsOf(u) {
     if (!u.framelabLevels) {
       var el = document.getElementById("framelab-detail");
-      detail = detail || (el ? JSON.parse(el.textContent) : {});
+      if (!el) return [{ bucket: u.framelabSeries.bucket, x: u.framelabSeries.x, y: u.framelabSeries.y }];
+      detail = detail || JSON.parse(el.textContent);
       var s = u.framelabSeries;
       u.framelabLevels = [{ bucket: s.bucket, x: s.x, y: s.y }].concat(detail[u.framelabDetail] || []);
       u.framelabLevel = 0;
@@ -377,7 +379,12 @@
     }
 
     alignTime();
-    zoomFromLink();
+    // Once the whole page is read (the levels of detail come after this script).
+    if (document.readyState === "loading") {
+      document.addEventListener("DOMContentLoaded", zoomFromLink);
+    } else {
+      zoomFromLink();
+    }
 
     if (d.stages.series.length) {
       var st = section("Stage distributions",

@@ -154,6 +154,7 @@ impl FrameBreakdown {
 }
 
 /// What the names in a summary come from.
+#[derive(Clone, Copy)]
 pub struct Names<'a> {
     pub stages: &'a [String],
     pub threads: &'a [ThreadInfo],

@@ -53,7 +53,7 @@ pub fn escape_html(s: &str) -> String {
 }
 
 /// The whole page: `title` (escaped here) and the data (from [`json_for_script`]), with
-/// the frame plots' levels of detail apart (read by the script on the first zoom only).
+/// the frame plots' levels of detail apart, last (read by the script on the first zoom).
 pub fn page(title: &str, data_json: &str, detail_json: Option<&str>) -> String {
     let title = escape_html(&crate::display::text(title));
     let detail_len = detail_json.map_or(0, str::len);
@@ -70,17 +70,20 @@ pub fn page(title: &str, data_json: &str, detail_json: Option<&str>) -> String {
     html.push_str("</head>\n<body>\n<main id=\"page\"></main>\n");
     html.push_str("<script type=\"application/json\" id=\"framelab-data\">");
     html.push_str(data_json);
-    if let Some(detail) = detail_json {
-        html.push_str("</script>\n<script type=\"application/json\" id=\"framelab-detail\">");
-        html.push_str(detail);
-    }
     html.push_str("</script>\n<script>\n/*\nuPlot\n");
     html.push_str(UPLOT_LICENSE);
     html.push_str("*/\n");
     html.push_str(UPLOT_JS);
     html.push_str("\n</script>\n<script>\n");
     html.push_str(PAGE_JS);
-    html.push_str("\n</script>\n</body>\n</html>\n");
+    html.push_str("\n</script>\n");
+    // After the script: the browser draws the page before it has parsed these megabytes.
+    if let Some(detail) = detail_json {
+        html.push_str("<script type=\"application/json\" id=\"framelab-detail\">");
+        html.push_str(detail);
+        html.push_str("</script>\n");
+    }
+    html.push_str("</body>\n</html>\n");
     html
 }
 
