@@ -39,7 +39,13 @@ use crate::model::{Run, SpanSource};
 /// `counters` are not read) with its spans and counter values from `source`.
 pub fn analyze_from(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Analysis> {
     let (columns, table) = load_columns(source, ANALYSIS_KEEPS)?;
-    analyze_columns(head, Columns::Owned(columns), &table, source, &mut |_| {})
+    analyze_columns(
+        head,
+        Columns::Owned(Box::new(columns)),
+        &table,
+        source,
+        &mut |_| {},
+    )
 }
 
 /// Values the analysis has sorted, shown to the caller before they are dropped: the HTML
@@ -61,7 +67,7 @@ pub const ANALYSIS_KEEPS: Keep = Keep {
 /// Columns the analysis owns, and drops as soon as it is done with each, or borrows (the
 /// HTML report keeps them for its plots).
 pub enum Columns<'a> {
-    Owned(SpanColumns),
+    Owned(Box<SpanColumns>),
     Shared(&'a SpanColumns),
 }
 
