@@ -50,6 +50,11 @@ struct Opened {
 }
 
 fn open(browser: &str, page: &Path, screenshot: &Path) -> Opened {
+    open_at(browser, page, "", screenshot)
+}
+
+/// [`open`] with `fragment` (`#…`) on the page's URL.
+fn open_at(browser: &str, page: &Path, fragment: &str, screenshot: &Path) -> Opened {
     let profile = tempfile::tempdir().unwrap();
     let run = |extra: &[String]| {
         Command::new(browser)
@@ -62,7 +67,7 @@ fn open(browser: &str, page: &Path, screenshot: &Path) -> Opened {
             .args(["--enable-logging=stderr", "--v=0", "--hide-scrollbars"])
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .args(extra)
-            .arg(format!("file://{}", page.display()))
+            .arg(format!("file://{}{fragment}", page.display()))
             .output()
             .expect("chromium runs")
     };
@@ -83,6 +88,14 @@ fn open(browser: &str, page: &Path, screenshot: &Path) -> Opened {
         dom: String::from_utf8_lossy(&dumped.stdout).into_owned(),
         log: format!("{}{}", stderr(&dumped), stderr(&shot)),
     }
+}
+
+/// The value of attribute `name` on the element of plot `plot`.
+fn plot_attr(dom: &str, plot: &str, name: &str) -> Option<String> {
+    let tag = regex::Regex::new(&format!(r#"<[a-z]+ [^>]*data-plot="{plot}"[^>]*>"#)).unwrap();
+    let t = tag.find(dom)?.as_str();
+    let re = regex::Regex::new(&format!(r#"{name}="([^"]*)""#)).unwrap();
+    re.captures(t).map(|c| c[1].to_owned())
 }
 
 /// Every plot's (series, points), by its name.
@@ -298,6 +311,54 @@ fn a_run_report_draws_every_plot_and_keeps_hostile_names_as_text() {
     assert!(!img.is_match(dom), "an <img> element was made");
     let scripts = dom.matches("<script").count();
     assert_eq!(scripts, 3, "only the page's own three script elements");
+}
+
+#[test]
+fn zooming_on_a_long_run_draws_every_frame_of_the_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("long.framelab");
+    // 40 000 frames, 10 ms apart: the whole run is drawn as min/max pairs of 10 frames.
+    framelab::store::write_run(&file, &run(40_000, 1.0, 2)).unwrap();
+    let page = dir.path().join("long.html");
+    let out = framelab()
+        .arg("report")
+        .arg(&file)
+        .args(["--format", "html", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let Some(browser) = chromium() else { return };
+    let attrs = |opened: &Opened, plot: &str| {
+        let get = |name| plot_attr(&opened.dom, plot, name).and_then(|v| v.parse().ok());
+        (get("data-bucket"), get("data-visible"))
+    };
+
+    let whole = open(browser, &page, &artifacts().join("long.png"));
+    assert_clean(&whole);
+    let p = plots(&whole.dom);
+    let (_, points) = p["frame-total"];
+    assert!(points <= 8000, "{points}");
+    assert_eq!(attrs(&whole, "frame-total"), (Some(10), Some(points)));
+
+    // Opened zoomed on 100–120 s (a link to a zoomed view, as a drag would set it): the
+    // level of every frame is drawn there, frames 10 000–11 999 (their ends), where the
+    // whole run's level has a pair for each 10 frames (about 400 points).
+    let zoomed = open_at(
+        browser,
+        &page,
+        "#t=100,120",
+        &artifacts().join("long-zoomed.png"),
+    );
+    assert_clean(&zoomed);
+    assert_eq!(
+        plots(&zoomed.dom)["frame-total"],
+        (1, points),
+        "the data is the same"
+    );
+    for plot in ["frame-total", "frame-interval"] {
+        assert_eq!(attrs(&zoomed, plot), (Some(1), Some(2000)), "{plot}");
+    }
 }
 
 #[test]

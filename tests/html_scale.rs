@@ -1,6 +1,7 @@
 //! The HTML report of a 10M-span run (2M frames × 5 stages on two threads, 120 fps): how
-//! long `framelab report --format html` takes beside the text report of the same file (the
-//! baseline, timed in turn with it), how big the page is, and how soon headless Chromium
+//! long `framelab report --format html` and the text report take beside `framelab hist` of
+//! the same file (the baseline: one read of the spans), timed in turn, the order rotated
+//! each round, with the load average; how big the page is; and how soon headless Chromium
 //! has drawn it, by the page's own clock (performance.now(), paint timing) and by the
 //! browser's wall time beside an empty page's. A measurement, ignored by default; times
 //! are printed, never asserted (BENCHMARKS.md has the figures):
@@ -76,17 +77,35 @@ fn seconds_of(mut command: Command) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-fn report(file: &Path, html: Option<&Path>) -> Command {
+fn framelab() -> Command {
     let bin = std::env::var_os("FRAMELAB_BIN").map_or_else(
         || PathBuf::from(env!("CARGO_BIN_EXE_framelab")),
         PathBuf::from,
     );
-    let mut c = Command::new(bin);
+    Command::new(bin)
+}
+
+fn report(file: &Path, html: Option<&Path>) -> Command {
+    let mut c = framelab();
     c.arg("report").arg(file);
     if let Some(out) = html {
         c.args(["--format", "html", "-o"]).arg(out);
     }
     c
+}
+
+fn hist(file: &Path) -> Command {
+    let mut c = framelab();
+    c.arg("hist").arg(file);
+    c
+}
+
+fn load_average() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The `<body>` attributes the page sets, and the browser's wall time.
@@ -128,23 +147,33 @@ fn html_of_ten_million_spans() {
     }
     let page = dir.join("html_scale.html");
 
-    // Warm the page cache once, then text and HTML in turn, the order swapped each round.
-    seconds_of(report(&file, None));
-    let (mut text, mut html) = (Vec::new(), Vec::new());
+    // Warm the page cache once, then hist, text and HTML in turn, the order rotated.
+    seconds_of(hist(&file));
+    println!("load average before: {}", load_average());
+    let (mut times, names) = (
+        [vec![], vec![], vec![]],
+        ["hist", "text report", "html report"],
+    );
     for round in 0..ROUNDS {
-        if round % 2 == 0 {
-            text.push(seconds_of(report(&file, None)));
-            html.push(seconds_of(report(&file, Some(&page))));
-        } else {
-            html.push(seconds_of(report(&file, Some(&page))));
-            text.push(seconds_of(report(&file, None)));
+        for k in 0..3 {
+            let which = (round + k) % 3;
+            let command = match which {
+                0 => hist(&file),
+                1 => report(&file, None),
+                _ => report(&file, Some(&page)),
+            };
+            times[which].push(seconds_of(command));
         }
     }
+    println!("load average after: {}", load_average());
     let size = std::fs::metadata(&page).unwrap().len();
-    println!("text report s: {text:.2?}");
-    println!("html report s: {html:.2?}");
-    let ratios: Vec<f64> = html.iter().zip(&text).map(|(h, t)| h / t).collect();
-    println!("html ÷ text:   {ratios:.2?}");
+    for (name, t) in names.iter().zip(&times) {
+        println!("{name:<12} s: {t:.2?}");
+    }
+    for (name, t) in names.iter().zip(&times).skip(1) {
+        let ratios: Vec<f64> = t.iter().zip(&times[0]).map(|(a, h)| a / h).collect();
+        println!("{name} ÷ hist: {ratios:.2?}");
+    }
     println!("page: {:.2} MB", size as f64 / 1e6);
 
     let empty = dir.join("empty.html");

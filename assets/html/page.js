@@ -1,7 +1,9 @@
 // framelab's HTML report: draws the data embedded in #framelab-data (written by
 // src/report/html and src/compare/html.rs) with uPlot. Every text from a run goes into
 // the page with textContent or setAttribute, never as markup. After drawing, each plot's
-// box carries data-series and data-points, and <body> data-rendered, data-errors,
+// box carries data-series and data-points (a time plot also data-visible, the points drawn
+// in its x range, and data-bucket, of the level of detail drawn: zooming picks a finer
+// one), and <body> data-rendered, data-errors,
 // data-render-ms (the page built, ms after navigation started), data-painted-ms (a frame
 // after that) and the browser's paint timings: tests/html_browser.rs and
 // tests/html_scale.rs read them from the DOM.
@@ -92,7 +94,9 @@
   function timeHooks(extra) {
     var hooks = {
       setScale: [function (u, key) {
-        if (key !== "x" || syncing) return;
+        if (key !== "x") return;
+        showLevel(u);
+        if (syncing) return;
         syncing = true;
         var min = u.scales.x.min, max = u.scales.x.max;
         timeCharts.forEach(function (o) {
@@ -105,6 +109,70 @@
     };
     if (extra) hooks.draw = [extra];
     return hooks;
+  }
+  // Levels of detail of a frame plot: the whole run's min/max pairs, then finer ones.
+  // How many of the sorted values `x` lie in [min, max] (two binary searches).
+  function countIn(x, min, max) {
+    function firstAtLeast(v, strict) {
+      var lo = 0, hi = x.length;
+      while (lo < hi) {
+        var mid = (lo + hi) >> 1;
+        if (x[mid] < v || (strict && x[mid] === v)) lo = mid + 1; else hi = mid;
+      }
+      return lo;
+    }
+    return Math.max(0, firstAtLeast(max, true) - firstAtLeast(min, false));
+  }
+  // The level to draw for the range [min, max]: the finest one with no more points in
+  // it than the whole run's view (level 0) has, so a zoom brings detail back and never
+  // draws more than the first view did. Levels are coarsest first.
+  function pickLevel(levels, min, max) {
+    var budget = levels[0].x.length, pick = 0;
+    for (var i = 1; i < levels.length; i++) {
+      if (countIn(levels[i].x, min, max) > budget) break;
+      pick = i;
+    }
+    return pick;
+  }
+  window.framelabPickLevel = pickLevel;
+  // Draws the level the chart's x range calls for; the box says what is drawn.
+  // The levels of detail, parsed on the first zoom: they follow this script in the page,
+  // so the plots are drawn before the browser has even read them.
+  var detail = null;
+  function levelsOf(u) {
+    if (!u.framelabLevels) {
+      var el = document.getElementById("framelab-detail");
+      if (!el) return [{ bucket: u.framelabSeries.bucket, x: u.framelabSeries.x, y: u.framelabSeries.y }];
+      detail = detail || JSON.parse(el.textContent);
+      var s = u.framelabSeries;
+      u.framelabLevels = [{ bucket: s.bucket, x: s.x, y: s.y }].concat(detail[u.framelabDetail] || []);
+      u.framelabLevel = 0;
+    }
+    return u.framelabLevels;
+  }
+  function showLevel(u) {
+    var min = u.scales.x.min, max = u.scales.x.max;
+    if (min == null || max == null) return;
+    var x = u.data[0], bucket = u.framelabSeries ? u.framelabSeries.bucket : 1;
+    // The whole run in view: the first level, whatever the others.
+    var whole = !x.length || (min <= x[0] && max >= x[x.length - 1] && !u.framelabLevel);
+    if (u.framelabDetail && !whole) {
+      var levels = levelsOf(u), k = pickLevel(levels, min, max);
+      if (k !== u.framelabLevel) {
+        u.framelabLevel = k;
+        // After the redraw in progress: data set inside it would not be drawn.
+        Promise.resolve().then(function () {
+          u.setData([levels[k].x, levels[k].y], false);
+          u.redraw();
+        });
+      }
+      x = levels[k].x;
+      bucket = levels[k].bucket;
+    }
+    if (u.framelabBox) {
+      u.framelabBox.setAttribute("data-visible", String(countIn(x, min, max)));
+      u.framelabBox.setAttribute("data-bucket", String(bucket));
+    }
   }
   var timeCursor = { sync: { key: "framelab-time" }, drag: { x: true, y: false } };
 
@@ -163,6 +231,9 @@
       hooks: timeHooks(extra ? overlay(extra) : null)
     };
     var c = chart(parent, name, opts, [series.x, series.y]);
+    c.u.framelabBox = c.box;
+    c.u.framelabSeries = series;
+    if (extra && extra.detail && series.finest_bucket) c.u.framelabDetail = extra.detail;
     timeCharts.push(c.u);
     return c;
   }
@@ -179,11 +250,19 @@
     timeCharts.forEach(function (u) { u.setScale("x", { min: lo, max: hi }); });
     syncing = false;
   }
+  // A link can open the time plots zoomed: #t=FROM,TO (seconds after launch).
+  function zoomFromLink() {
+    var m = /^#t=([-0-9.e+]+),([-0-9.e+]+)$/.exec(window.location.hash);
+    var lo = m && parseFloat(m[1]), hi = m && parseFloat(m[2]);
+    if (m && timeCharts.length && lo < hi) timeCharts[0].setScale("x", { min: lo, max: hi });
+  }
 
   function decimationHint(s) {
+    var finest = s.finest_bucket || 0;
     return s.bucket > 1
       ? s.points + " values; each plotted pair is the smallest and largest of " + s.bucket +
-        " consecutive ones, so every extreme stays visible"
+        " consecutive ones, so every extreme stays visible" + (finest ? "; zooming in draws " +
+        (finest > 1 ? "pairs of as few as " + finest : "every value") : "")
       : s.points + " values, all plotted";
   }
 
@@ -281,11 +360,11 @@
     var lines = d.budget_us ? [{ y: d.budget_us, color: "#c5221f", label: "budget " + fmt(d.budget_us, "µs") }] : [];
     add(s, "h3", null, "total (end-to-end latency), late frames in red" +
       (f.late.of > f.late.x.length ? " (the worst " + f.late.x.length + " of " + f.late.of + ")" : " (" + f.late.of + ")"));
-    timeChart(s, "frame-total", f.total, "µs", { shade: shade, lines: lines,
+    timeChart(s, "frame-total", f.total, "µs", { shade: shade, lines: lines, detail: "total",
       markers: [{ x: f.late.x, y: f.late.y, color: "#c5221f" }], yMin: 0, yMax: d.budget_us || 0 });
     add(s, "h3", null, "interval (output cadence), stutters in orange" +
       (f.stutters.of > f.stutters.x.length ? " (the worst " + f.stutters.x.length + " of " + f.stutters.of + ")" : " (" + f.stutters.of + ")"));
-    timeChart(s, "frame-interval", f.interval, "µs", { shade: shade, lines: lines, color: COLORS[2],
+    timeChart(s, "frame-interval", f.interval, "µs", { shade: shade, lines: lines, color: COLORS[2], detail: "interval",
       markers: [{ x: f.stutters.x, y: f.stutters.y, color: "#e8710a" }], yMin: 0, yMax: d.budget_us || 0 });
 
     if (d.telemetry.length) {
@@ -300,6 +379,12 @@
     }
 
     alignTime();
+    // Once the whole page is read (the levels of detail come after this script).
+    if (document.readyState === "loading") {
+      document.addEventListener("DOMContentLoaded", zoomFromLink);
+    } else {
+      zoomFromLink();
+    }
 
     if (d.stages.series.length) {
       var st = section("Stage distributions",

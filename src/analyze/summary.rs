@@ -3,14 +3,11 @@
 use super::counters::counter_summaries;
 use super::cpu::{cpu_summary, process_rows};
 use super::fps::fps_summary;
-use super::frames::NO_FRAME;
 use super::frames::{intervals_ns, measure_run, Frames, ResolvedWindow};
 use super::late::{late_summary, stutter};
 use super::notes::{notes, NoteFacts};
 use super::pacing::{pacing_summary, PacingSummary};
-use super::pipeline::{
-    measured_spans, multi_span, summarize, Names, PipelineBuilder, PipelineSummary,
-};
+use super::pipeline::{loaded_row, multi_span, summarize, Names, PipelineInput, PipelineSummary};
 use super::stages::{pick_worst, stage_table, StageTable, WORST_FRAMES};
 use super::stats::sort_ns;
 use super::telemetry::{summarize as summarize_telemetry, FrameSpan};
@@ -112,24 +109,20 @@ fn span_facts(run: &Run) -> SpanFacts {
     let worst = pick_worst(&frames, &measured, WORST_FRAMES);
     let mut table = stage_table(&run.spans, &run.stages, &frames, &measured, &worst);
 
-    let mut builder = PipelineBuilder::new(
-        (window.start_ns, window.end_ns),
-        measured_spans(&table.rows),
-        multi_span(&table.rows, measured_frames),
-    );
-    for (span, &f) in run.spans.iter().zip(&frames.span_frame) {
-        let measured_frame = (f != NO_FRAME && measured.in_window[f as usize]).then_some(f);
-        builder.push_frame_span(span, measured_frame);
-    }
-    let names = Names {
-        stages: &run.stages,
-        threads: &run.threads,
+    let input = PipelineInput {
+        names: Names {
+            stages: &run.stages,
+            threads: &run.threads,
+        },
+        window: (window.start_ns, window.end_ns),
+        frame_slots: frames.all.len(),
+        measured_frames,
+        multi_span: multi_span(&table.rows, measured_frames),
+        worst: &worst,
     };
-    builder.end_waits(&names, measured_frames, &worst);
-    for span in &run.spans {
-        builder.push_busy(span);
-    }
-    let pipeline = summarize(builder, &names, measured_frames, &mut table.worst);
+    let row = |i| loaded_row(run, &frames, &measured, i);
+    let pipeline =
+        summarize(&input, run.spans.len(), row).map(|p| p.into_summary(&mut table.worst));
 
     let (counters, orphan_counter_values) = counter_summaries(
         &run.counters,

@@ -3,10 +3,11 @@
 //! about a third of the memory.
 //!
 //! A loaded run holds 32 bytes a span and the analysis about 70 more. Here the spans become
-//! columns as they arrive (frame index, stage, packed duration and start: 14 bytes), frames
+//! columns as they arrive (frame index, stage, packed duration and start, thread: 18 bytes;
+//! start and thread dropped once the waits and busy time are taken from them), frames
 //! a start and an end (16 bytes, ids implicit while they count up), and each statistic's
-//! values are made, used and dropped in turn, u32 where they fit: at most about 30 bytes
-//! a span with one span per frame (the worst case), far less with several stages.
+//! values are made, used and dropped in turn, u32 where they fit: at most about 35 bytes
+//! a span with one span per frame (the worst case), about 31 with five stages a frame.
 
 pub mod columns;
 pub mod packed;
@@ -23,10 +24,11 @@ use self::values::{with_ns, NsValues};
 use self::window::{end_order, measure, Bits, MeasuredFrames};
 use super::counters::CounterTotals;
 use super::fps::fps_summary_of;
+use super::frames::ResolvedWindow;
 use super::frames::NO_FRAME;
 use super::late::{late_frames_of, missed_slots_of, stutter_of};
 use super::pacing::pacing_summary_of;
-use super::pipeline::{measured_spans, multi_span, summarize, Names, PipelineBuilder};
+use super::pipeline::{summarize, Names, Pipeline, PipelineInput, SpanRow};
 use super::stages::{StageTable, WORST_FRAMES};
 use super::summary::{assemble, budget_ns, SpanFacts};
 use super::telemetry::FrameSpan;
@@ -36,24 +38,68 @@ use crate::model::{Run, SpanSource};
 /// The analysis of `head` (a run's metadata, names, processes, telemetry: its `spans` and
 /// `counters` are not read) with its spans and counter values from `source`.
 pub fn analyze_from(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Analysis> {
-    let keep = Keep {
-        start: true,
-        thread: false,
-    };
-    let (columns, table) = load_columns(source, keep)?;
-    analyze_columns(head, columns, table, source)
+    let (columns, table) = load_columns(source, ANALYSIS_KEEPS)?;
+    analyze_columns(
+        head,
+        Columns::Owned(Box::new(columns)),
+        &table,
+        source,
+        &mut |_| {},
+    )
 }
 
-/// [`analyze_from`] with the spans already read into `columns` (their starts kept) and
-/// `table`; only the counter values are read from `source`. The HTML report reads the spans
-/// once for its plots and this.
+/// Values the analysis has sorted, shown to the caller before they are dropped: the HTML
+/// report draws its curves from them rather than collecting and sorting them again.
+pub enum Sorted<'a> {
+    /// A stage's span durations in measured frames, by stage id.
+    Stage(usize, &'a NsValues),
+    /// The intervals between the measured frames' ends.
+    Intervals(&'a NsValues),
+}
+
+/// The optional columns the analysis needs: starts (stage order, waits, busy time) and
+/// threads (busy time).
+pub const ANALYSIS_KEEPS: Keep = Keep {
+    start: true,
+    thread: true,
+};
+
+/// Columns the analysis owns, and drops as soon as it is done with each, or borrows (the
+/// HTML report keeps them for its plots).
+pub enum Columns<'a> {
+    Owned(Box<SpanColumns>),
+    Shared(&'a SpanColumns),
+}
+
+impl Columns<'_> {
+    fn get(&self) -> &SpanColumns {
+        match self {
+            Columns::Owned(c) => c,
+            Columns::Shared(c) => c,
+        }
+    }
+
+    /// Drops the starts and threads, when owned.
+    fn drop_starts_and_threads(&mut self) {
+        if let Columns::Owned(c) = self {
+            c.start = None;
+            c.thread = None;
+        }
+    }
+}
+
+/// [`analyze_from`] with the spans already read into `columns` (kept as
+/// [`ANALYSIS_KEEPS`] says) and `table`; only the counter values are read from `source`.
+/// The HTML report reads the spans once for its plots and this; `sorted` is shown the
+/// values the analysis sorts.
 pub fn analyze_columns(
     head: &Run,
-    columns: SpanColumns,
-    table: FrameTable,
+    columns: Columns,
+    table: &FrameTable,
     source: &dyn SpanSource,
+    sorted: &mut dyn FnMut(Sorted),
 ) -> anyhow::Result<Analysis> {
-    let facts = span_facts(head, columns, table, source)?;
+    let facts = span_facts(head, columns, table, source, sorted)?;
     Ok(assemble(head, facts))
 }
 
@@ -72,20 +118,34 @@ pub fn load_columns(
 
 fn span_facts(
     head: &Run,
-    mut columns: SpanColumns,
-    table: FrameTable,
+    mut columns: Columns,
+    table: &FrameTable,
     source: &dyn SpanSource,
+    sorted: &mut dyn FnMut(Sorted),
 ) -> anyhow::Result<SpanFacts> {
     let meta = &head.meta;
-    let spans = columns.len() as u64;
-    let (window, measured) = measure(&table, &columns, meta);
-    let counts = count_stages(&columns, &measured);
-    // Starts only order the stages: gone before anything else is allocated.
-    columns.start = None;
+    let spans = columns.get().len() as u64;
+    let (window, measured) = measure(table, columns.get(), meta);
+    let counts = count_stages(columns.get(), &measured);
+    let worst = pick_worst(table, &measured, WORST_FRAMES);
+    let names = Names {
+        stages: &head.stages,
+        threads: &head.threads,
+    };
+    let pipeline = pipeline(
+        columns.get(),
+        table,
+        &measured,
+        &counts,
+        (&window, &names, &worst),
+    )?;
+    // Starts and threads are done with: gone before anything else is allocated.
+    columns.drop_starts_and_threads();
 
-    let worst = pick_worst(&table, &measured, WORST_FRAMES);
-    let mut stage_table = stage_table(columns, &head.stages, &table, &measured, &counts, &worst);
-    let order = end_order(&table, &measured);
+    let frames = (table, &measured);
+    let mut stage_table = stage_table(columns, &head.stages, frames, &counts, &worst, sorted);
+    let pipeline = pipeline.map(|p| p.into_summary(&mut stage_table.worst));
+    let order = end_order(table, &measured);
 
     let budget = budget_ns(meta);
     let mut late = None;
@@ -98,7 +158,7 @@ fn span_facts(
         let late_spans: Vec<FrameSpan> = match budget {
             Some(b) if !head.telemetry.series.is_empty() => (order.iter())
                 .filter(|&&i| table.total_ns(i) > b)
-                .map(|&i| frame_span(&table, i))
+                .map(|&i| frame_span(table, i))
                 .collect(),
             _ => Vec::new(),
         };
@@ -106,13 +166,14 @@ fn span_facts(
         (totals.dist_of_sorted(), late_spans)
     };
     let (interval, fps, stutter, pacing) = {
-        let mut intervals = intervals_in_order(&order, &table);
+        let mut intervals = intervals_in_order(&order, table);
         if let (Some(late), Some(b)) = (&mut late, budget) {
             late.missed_slots = with_ns!(&intervals, v => missed_slots_of(v, b));
         }
         let stutter = with_ns!(&intervals, v => stutter_of(v));
         let pacing = with_ns!(&intervals, v => pacing_summary_of(v, budget));
         intervals.sort();
+        sorted(Sorted::Intervals(&intervals));
         let fps = with_ns!(&intervals, v => fps_summary_of(v));
         (intervals.dist_of_sorted(), fps, stutter, pacing)
     };
@@ -127,31 +188,6 @@ fn span_facts(
         Ok(())
     })?;
     let (counters, orphan_counter_values) = counters.finish(&head.counter_names, window.seconds());
-
-    // Waits, then threads: the spans twice more, after everything above is dropped, so
-    // what each pass keeps is never held with the rest.
-    let mut builder = PipelineBuilder::new(
-        (window.start_ns, window.end_ns),
-        measured_spans(&stage_table.rows),
-        multi_span(&stage_table.rows, measured.count),
-    );
-    source.for_each_spans(&mut |chunk| {
-        for span in chunk {
-            let frame = table.index_of(span.frame);
-            builder.push_frame_span(span, frame.filter(|&i| measured.in_window.get(i)));
-        }
-        Ok(())
-    })?;
-    let names = Names {
-        stages: &head.stages,
-        threads: &head.threads,
-    };
-    builder.end_waits(&names, measured.count, &worst);
-    source.for_each_spans(&mut |chunk| {
-        chunk.iter().for_each(|span| builder.push_busy(span));
-        Ok(())
-    })?;
-    let pipeline = summarize(builder, &names, measured.count, &mut stage_table.worst);
 
     Ok(SpanFacts {
         window,
@@ -168,13 +204,46 @@ fn span_facts(
         total,
         interval,
         fps,
-        worst_spans: worst.iter().map(|&i| frame_span(&table, i)).collect(),
+        worst_spans: worst.iter().map(|&i| frame_span(table, i)).collect(),
         table: stage_table,
         pipeline,
         counters,
         orphan_counter_values,
         late_spans,
     })
+}
+
+/// The waits and busy time from the columns (their starts and threads kept), in memory.
+fn pipeline(
+    columns: &SpanColumns,
+    table: &FrameTable,
+    measured: &MeasuredFrames,
+    counts: &StageCounts,
+    (window, names, worst): (&ResolvedWindow, &Names, &[u32]),
+) -> anyhow::Result<Option<Pipeline>> {
+    let (Some(start), Some(thread)) = (&columns.start, &columns.thread) else {
+        anyhow::bail!("the analysis needs the spans' starts and threads (columns read without)");
+    };
+    let measured_spans: usize = counts.count.iter().sum();
+    let input = PipelineInput {
+        names: *names,
+        window: (window.start_ns, window.end_ns),
+        frame_slots: table.slots(),
+        measured_frames: measured.count,
+        multi_span: measured_spans as u64 > measured.count,
+        worst,
+    };
+    let row = |i: usize| {
+        let frame = columns.frame[i];
+        SpanRow {
+            measured_frame: (frame != NO_FRAME && measured.in_window.get(frame)).then_some(frame),
+            thread: thread[i],
+            stage: columns.stage[i],
+            start_ns: start.get(i),
+            dur_ns: columns.dur.get(i),
+        }
+    };
+    Ok(summarize(&input, columns.len(), row))
 }
 
 /// `stages::pick_worst` without the end order: its insertion over frames in (end, id)
@@ -264,12 +333,12 @@ pub fn count_stages(columns: &SpanColumns, measured: &MeasuredFrames) -> StageCo
 
 /// `stages::stage_table` over columns, which it drops once the durations are out of them.
 fn stage_table(
-    columns: SpanColumns,
+    columns: Columns,
     stage_names: &[String],
-    table: &FrameTable,
-    measured: &MeasuredFrames,
+    (table, measured): (&FrameTable, &MeasuredFrames),
     counts: &StageCounts,
     worst: &[u32],
+    sorted: &mut dyn FnMut(Sorted),
 ) -> StageTable {
     let mut order: Vec<usize> = (0..counts.count.len())
         .filter(|&s| counts.count[s] > 0)
@@ -288,12 +357,13 @@ fn stage_table(
     let mut durations: Vec<NsValues> = (order.iter())
         .map(|&s| NsValues::for_range(0, counts.max_dur[s], counts.count[s]))
         .collect();
-    for (row, (&frame, &stage)) in columns.frame.iter().zip(&columns.stage).enumerate() {
+    let cols = columns.get();
+    for (row, (&frame, &stage)) in cols.frame.iter().zip(&cols.stage).enumerate() {
         if frame == NO_FRAME || !measured.in_window.get(frame) {
             continue;
         }
         let c = column[stage as usize];
-        let dur = columns.dur.get(row);
+        let dur = cols.dur.get(row);
         durations[c].push(dur);
         if is_worst.get(frame) {
             if let Some(pos) = worst.iter().position(|&w| w == frame) {
@@ -308,11 +378,11 @@ fn stage_table(
         .iter()
         .map(|&s| super::stages::stage_name(stage_names, s))
         .collect();
-    let rows = names
-        .iter()
+    let rows = (order.iter().zip(&names))
         .zip(durations)
-        .filter_map(|(name, mut d)| {
+        .filter_map(|((&stage, name), mut d)| {
             d.sort();
+            sorted(Sorted::Stage(stage, &d));
             Some(StageRow {
                 name: name.clone(),
                 dist: d.dist_of_sorted()?,

@@ -169,7 +169,7 @@ impl FrameTable {
     }
 
     /// The indices that are frames, ascending.
-    pub fn frames(&self) -> impl Iterator<Item = u32> + '_ {
+    pub fn frames(&self) -> impl DoubleEndedIterator<Item = u32> + '_ {
         (0..self.slots() as u32).filter(|&i| self.is_frame(i))
     }
 

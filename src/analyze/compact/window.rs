@@ -112,9 +112,15 @@ pub fn open_at_stop(columns: &SpanColumns, table: &FrameTable, meta: &RunMeta) -
     let look = tail + REFERENCE_FRAMES.min(n - tail);
     // The `look`-th latest start: frames starting after it are looked at, and enough of
     // those starting at it.
+    // From the last index down: with ids counting up, starts mostly fall, and a start no
+    // later than the `look`-th latest so far is passed over without touching the heap.
     let mut latest: BinaryHeap<Reverse<i64>> = BinaryHeap::with_capacity(look + 1);
-    for i in table.frames() {
-        latest.push(Reverse(table.start_ns(i)));
+    for i in table.frames().rev() {
+        let start = table.start_ns(i);
+        if latest.len() == look && latest.peek().is_some_and(|r| start <= r.0) {
+            continue;
+        }
+        latest.push(Reverse(start));
         if latest.len() > look {
             latest.pop();
         }
@@ -184,10 +190,12 @@ pub fn end_order(table: &FrameTable, measured: &MeasuredFrames) -> Vec<u32> {
     if by_index_is_by_id && (order.windows(2)).all(|w| table.end_ns(w[0]) <= table.end_ns(w[1])) {
         return order;
     }
+    // Stable sorts (keys are unique either way): they take the runs already in end order
+    // as they are, and frames nearly always end in order, but for a few late ones.
     if by_index_is_by_id {
-        order.sort_unstable_by_key(|&i| (table.end_ns(i), i));
+        order.sort_by_key(|&i| (table.end_ns(i), i));
     } else {
-        order.sort_unstable_by_key(|&i| (table.end_ns(i), table.id(i)));
+        order.sort_by_key(|&i| (table.end_ns(i), table.id(i)));
     }
     order
 }

@@ -1,9 +1,10 @@
-//! Collecting a run's spans and computing the summary: each measured frame's waits, each
-//! thread's busy time, the bottleneck.
+//! The summary from a run's spans, however they are held (a loaded run's `Vec<Span>`, the
+//! columns of `compact`): each measured frame's waits, each thread's busy time, the
+//! bottleneck. The spans are read by index, in memory: no second read of the run file.
 
 use std::collections::BTreeMap;
 
-use super::resources::{thread_busy, Intervals};
+use super::resources::{thread_busy, Clipped, ThreadBusy};
 use super::waits::{frame_waits, StageSpan};
 use super::{
     has_thread_info, is_queue, thread_labels, Bottleneck, FrameBreakdown, Names, PipelineSummary,
@@ -13,164 +14,188 @@ use crate::analyze::compact::values::NsValues;
 use crate::analyze::frames::{Frames, Measured, NO_FRAME};
 use crate::analyze::stages::stage_name;
 use crate::analyze::{StageRow, WorstFrame};
-use crate::model::{Run, Span};
+use crate::model::Run;
 
-/// A measured frame's span as kept for its waits: 24 bytes (no thread: waits don't need it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct FrameRow {
-    frame: u32,
-    start_ns: i64,
-    end_ns: i64,
-    stage: u16,
+/// A span as the summary reads it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SpanRow {
+    /// The index of its frame when that frame is measured.
+    pub measured_frame: Option<u32>,
+    pub thread: u32,
+    pub stage: u16,
+    pub start_ns: i64,
+    pub dur_ns: i64,
 }
 
-/// Collects spans in two passes over them, so what each keeps is never held together:
-/// measured frames' spans for their waits ([`PipelineBuilder::push_frame_span`], then
-/// [`PipelineBuilder::end_waits`]), then every span's busy interval
-/// ([`PipelineBuilder::push_busy`]); [`summarize`] computes the rest.
-pub struct PipelineBuilder {
-    window: (i64, i64),
-    /// Keep measured frames' spans for their waits (not when each has one span).
-    keep_frames: bool,
-    rows: Vec<FrameRow>,
-    /// Per thread: the (frame, start) of its last span, to see a frame's spans recorded
-    /// out of start order on one thread.
-    last_on_thread: BTreeMap<u32, (u32, i64)>,
-    reordered: Vec<u32>,
-    groups: BTreeMap<(u32, u16), Intervals>,
-    summary: PipelineSummary,
-    breakdowns: Vec<Option<FrameBreakdown>>,
-    /// Each wait pair's values, sorted, when asked for (`compare` resamples them).
-    wait_values: Option<WaitValues>,
+/// What the summary needs besides the spans.
+pub(crate) struct PipelineInput<'a> {
+    pub names: Names<'a>,
+    /// The measured window: busy time is counted inside it.
+    pub window: (i64, i64),
+    /// Frame indices are below this.
+    pub frame_slots: usize,
+    pub measured_frames: u64,
+    /// Some measured frame has two spans or more (else there are no waits to look for).
+    pub multi_span: bool,
+    /// Frame indices of the worst frames, whose breakdown goes into their rows.
+    pub worst: &'a [u32],
 }
 
 /// Each wait pair's name and its waits, sorted.
 pub type WaitValues = Vec<(String, Vec<i64>)>;
 
-impl PipelineBuilder {
-    /// `measured_spans`: the measured frames' spans (sizes what is kept of them);
-    /// `multi_span`: some measured frame has two spans or more.
-    pub fn new(window: (i64, i64), measured_spans: u64, multi_span: bool) -> PipelineBuilder {
-        let capacity = if multi_span {
-            measured_spans as usize
-        } else {
-            0
-        };
-        PipelineBuilder {
-            window,
-            keep_frames: multi_span,
-            rows: Vec::with_capacity(capacity),
-            last_on_thread: BTreeMap::new(),
-            reordered: Vec::new(),
-            groups: BTreeMap::new(),
-            summary: PipelineSummary::default(),
-            breakdowns: Vec::new(),
-            wait_values: None,
-        }
-    }
+/// The summary, and each worst frame's breakdown to put into its row.
+pub(crate) struct Pipeline {
+    summary: PipelineSummary,
+    /// In the order of [`PipelineInput::worst`].
+    breakdowns: Vec<Option<FrameBreakdown>>,
+}
 
-    /// Pass 1: a span of the run, in the order recorded; `measured_frame` is its frame's
-    /// index when that frame is measured. Negative durations (counted elsewhere) are skipped.
-    pub fn push_frame_span(&mut self, span: &Span, measured_frame: Option<u32>) {
-        let (true, Some(frame), true) = (self.keep_frames, measured_frame, span.dur_ns >= 0) else {
-            return;
-        };
-        let last = self
-            .last_on_thread
-            .insert(span.thread, (frame, span.start_ns));
-        if last.is_some_and(|(f, start)| f == frame && span.start_ns < start) {
-            self.reordered.push(frame);
+impl Pipeline {
+    /// The summary, each worst frame's breakdown put into its row of `rows`.
+    pub fn into_summary(self, rows: &mut [WorstFrame]) -> PipelineSummary {
+        for (row, b) in rows.iter_mut().zip(self.breakdowns) {
+            if let Some(b) = b {
+                b.fill(row);
+            }
         }
-        self.rows.push(FrameRow {
-            frame,
-            start_ns: span.start_ns,
-            end_ns: span.end_ns(),
-            stage: span.stage,
+        self.summary
+    }
+}
+
+/// The summary of spans `0..spans`, read by `row`; `None` without measured frames.
+pub(crate) fn summarize(
+    input: &PipelineInput,
+    spans: usize,
+    row: impl Fn(usize) -> SpanRow,
+) -> Option<Pipeline> {
+    if input.measured_frames == 0 {
+        return None;
+    }
+    let mut summary = PipelineSummary {
+        single_stage: !input.multi_span,
+        no_threads: !has_thread_info(input.names.threads),
+        ..PipelineSummary::default()
+    };
+    let breakdowns = if input.multi_span {
+        summary.waits_from(input, spans, &row, None)
+    } else {
+        Vec::new()
+    };
+    if !summary.no_threads {
+        let (from, to) = input.window;
+        let busy = thread_busy(spans, |i| {
+            let r = row(i);
+            let clipped = Clipped {
+                thread: r.thread,
+                stage: r.stage,
+                from: r.start_ns.max(from),
+                to: r.start_ns.saturating_add(r.dur_ns).min(to),
+            };
+            (r.dur_ns >= 0 && clipped.from < clipped.to).then_some(clipped)
         });
+        summary.resources_from(busy, &input.names, input.window, input.measured_frames);
     }
+    Some(Pipeline {
+        summary,
+        breakdowns,
+    })
+}
 
-    /// The end of pass 1: each frame's waits, and the breakdown of each of `worst` (frame
-    /// indices); what pass 1 kept is dropped.
-    pub fn end_waits(&mut self, names: &Names, measured_frames: u64, worst: &[u32]) {
-        self.summary.single_stage = !self.keep_frames && measured_frames > 0;
-        self.reordered.sort_unstable();
-        self.reordered.dedup();
-        self.summary.reordered_frames = self.reordered.len() as u64;
-        self.breakdowns = vec![None; worst.len()];
-        let mut rows = std::mem::take(&mut self.rows);
-        if self.keep_frames {
-            rows.sort_unstable();
-            let values = self.wait_values.as_mut();
-            let out = (self.breakdowns.as_mut_slice(), values);
-            (self.summary).waits_from(&rows, names, measured_frames, worst, out);
-        }
-    }
-
-    /// Pass 2: a span of the run, its time in the window counted to its thread.
-    pub fn push_busy(&mut self, span: &Span) {
-        if span.dur_ns < 0 {
-            return;
-        }
-        let (from, to) = (
-            span.start_ns.max(self.window.0),
-            span.end_ns().min(self.window.1),
-        );
-        if from < to {
-            (self.groups.entry((span.thread, span.stage)).or_default()).push((from, to));
-        }
+/// A loaded run's span `i` for [`summarize`].
+pub(crate) fn loaded_row(run: &Run, frames: &Frames, measured: &Measured, i: usize) -> SpanRow {
+    let (span, f) = (&run.spans[i], frames.span_frame[i]);
+    SpanRow {
+        measured_frame: (f != NO_FRAME && measured.in_window[f as usize]).then_some(f),
+        thread: span.thread,
+        stage: span.stage,
+        start_ns: span.start_ns,
+        dur_ns: span.dur_ns,
     }
 }
 
 /// Each wait pair's waits over the measured frames of a loaded run, sorted ascending, in
 /// the wait table's order (what `compare` resamples for `--show 'convert→encode.p99'`).
 pub fn wait_values(run: &Run, frames: &Frames, measured: &Measured) -> WaitValues {
-    let window = (i64::MIN, i64::MAX);
-    let mut builder = PipelineBuilder::new(window, run.spans.len() as u64, true);
-    builder.wait_values = Some(Vec::new());
-    for (span, &f) in run.spans.iter().zip(&frames.span_frame) {
-        let measured_frame = (f != NO_FRAME && measured.in_window[f as usize]).then_some(f);
-        builder.push_frame_span(span, measured_frame);
-    }
-    let names = Names {
-        stages: &run.stages,
-        threads: &run.threads,
+    let input = PipelineInput {
+        names: Names {
+            stages: &run.stages,
+            threads: &run.threads,
+        },
+        window: (i64::MIN, i64::MAX),
+        frame_slots: frames.all.len(),
+        measured_frames: measured.order.len() as u64,
+        multi_span: true,
+        worst: &[],
     };
-    builder.end_waits(&names, measured.order.len() as u64, &[]);
-    builder.wait_values.unwrap_or_default()
+    let mut values = WaitValues::new();
+    let row = |i| loaded_row(run, frames, measured, i);
+    let mut summary = PipelineSummary::default();
+    summary.waits_from(&input, run.spans.len(), &row, Some(&mut values));
+    values
 }
 
-/// The summary of a builder both passes went through (`None` without measured frames),
-/// each worst frame's breakdown put into its row.
-pub(crate) fn summarize(
-    builder: PipelineBuilder,
-    names: &Names,
-    measured_frames: u64,
-    rows: &mut [WorstFrame],
-) -> Option<PipelineSummary> {
-    if measured_frames == 0 {
-        return None;
+/// Whether some measured frame has two spans or more, from the stage table's counts.
+pub(crate) fn multi_span(rows: &[StageRow], measured_frames: u64) -> bool {
+    rows.iter().map(|r| r.dist.count).sum::<u64>() > measured_frames
+}
+
+/// The measured spans (non-negative ones of measured frames) grouped by frame, by a
+/// counting sort: `rows[ends[f - 1]..ends[f]]` are frame `f`'s, in the order recorded.
+/// 4 bytes a span and 4 a frame, where a copy of the spans would take 24 a span.
+struct ByFrame {
+    rows: Vec<u32>,
+    ends: Vec<u32>,
+}
+
+impl ByFrame {
+    fn frame(&self, f: usize) -> &[u32] {
+        let from = if f == 0 { 0 } else { self.ends[f - 1] };
+        &self.rows[from as usize..self.ends[f] as usize]
     }
-    let mut summary = builder.summary;
-    summary.no_threads = !has_thread_info(names.threads);
-    if !summary.no_threads {
-        summary.resources_from(builder.groups, names, builder.window, measured_frames);
-    }
-    for (row, b) in rows.iter_mut().zip(builder.breakdowns) {
-        if let Some(b) = b {
-            b.fill(row);
+}
+
+/// Groups the measured spans by frame; also counts the frames whose spans were recorded
+/// on one thread out of start order.
+fn by_frame(spans: usize, row: &impl Fn(usize) -> SpanRow, slots: usize) -> (ByFrame, u64) {
+    let measured = |i: usize| {
+        let r = row(i);
+        r.measured_frame.filter(|_| r.dur_ns >= 0).map(|f| (f, r))
+    };
+    let mut ends = vec![0u32; slots];
+    // By thread index (the run's thread table: small): the (frame, start) of its last span.
+    let mut last_on_thread: Vec<Option<(u32, i64)>> = Vec::new();
+    let mut reordered: Vec<u32> = Vec::new();
+    for i in 0..spans {
+        let Some((f, r)) = measured(i) else {
+            continue;
+        };
+        ends[f as usize] += 1;
+        let t = r.thread as usize;
+        if t >= last_on_thread.len() {
+            last_on_thread.resize(t + 1, None);
+        }
+        let last = last_on_thread[t].replace((f, r.start_ns));
+        if last.is_some_and(|(lf, start)| lf == f && r.start_ns < start) {
+            reordered.push(f);
         }
     }
-    Some(summary)
-}
-
-/// The measured frames' spans, from the stage table's counts.
-pub(crate) fn measured_spans(rows: &[StageRow]) -> u64 {
-    rows.iter().map(|r| r.dist.count).sum()
-}
-
-/// Whether some measured frame has two spans or more.
-pub(crate) fn multi_span(rows: &[StageRow], measured_frames: u64) -> bool {
-    measured_spans(rows) > measured_frames
+    reordered.sort_unstable();
+    reordered.dedup();
+    // Counts → starts; placing a frame's rows moves its start to its end.
+    let mut sum = 0u32;
+    for e in &mut ends {
+        (*e, sum) = (sum, sum + *e);
+    }
+    let mut rows = vec![0u32; sum as usize];
+    for i in 0..spans {
+        if let Some((f, _)) = measured(i) {
+            let at = &mut ends[f as usize];
+            rows[*at as usize] = i as u32;
+            *at += 1;
+        }
+    }
+    (ByFrame { rows, ends }, reordered.len() as u64)
 }
 
 /// Pair of stage ids → the waits between them, overlaps, and when they first happened.
@@ -197,28 +222,40 @@ fn tally(
 }
 
 impl PipelineSummary {
+    /// The waits of every measured frame, the wait table, and the worst frames'
+    /// breakdowns (in `input.worst`'s order); with `values`, each pair's waits too.
     fn waits_from(
         &mut self,
-        rows: &[FrameRow],
-        names: &Names,
-        measured_frames: u64,
-        worst: &[u32],
-        (breakdowns, mut values): (&mut [Option<FrameBreakdown>], Option<&mut WaitValues>),
-    ) {
+        input: &PipelineInput,
+        spans: usize,
+        row: &impl Fn(usize) -> SpanRow,
+        mut values: Option<&mut WaitValues>,
+    ) -> Vec<Option<FrameBreakdown>> {
+        let (names, worst) = (&input.names, input.worst);
+        let (grouped, reordered) = by_frame(spans, row, input.frame_slots);
+        self.reordered_frames = reordered;
+        let mut breakdowns = vec![None; worst.len()];
         let mut pairs: BTreeMap<(u16, u16), PairTally> = BTreeMap::new();
-        let frames = measured_frames as usize;
+        let frames = input.measured_frames as usize;
         let (mut work, mut waited) = (
             NsValues::for_range(0, 0, frames),
             NsValues::for_range(0, 0, frames),
         );
         let mut spans: Vec<StageSpan> = Vec::new();
-        for frame_rows in rows.chunk_by(|a, b| a.frame == b.frame) {
+        for frame in 0..input.frame_slots {
+            let rows = grouped.frame(frame);
+            if rows.is_empty() {
+                continue;
+            }
             spans.clear();
-            spans.extend(frame_rows.iter().map(|r| StageSpan {
-                start_ns: r.start_ns,
-                end_ns: r.end_ns,
-                stage: r.stage,
-                thread: 0,
+            spans.extend(rows.iter().map(|&i| {
+                let r = row(i as usize);
+                StageSpan {
+                    start_ns: r.start_ns,
+                    end_ns: r.start_ns.saturating_add(r.dur_ns),
+                    stage: r.stage,
+                    thread: 0,
+                }
             }));
             let w = frame_waits(&mut spans);
             let frame_start = spans[0].start_ns;
@@ -231,7 +268,7 @@ impl PipelineSummary {
                 let at = (frame_start, w.waits.len() + k);
                 tally(&mut pairs, (from, to), at).overlaps += 1;
             }
-            if let Some(pos) = worst.iter().position(|&f| f == frame_rows[0].frame) {
+            if let Some(pos) = worst.iter().position(|&f| f as usize == frame) {
                 breakdowns[pos] = Some(FrameBreakdown {
                     work_ns: w.work_ns,
                     wait_ns: w.wait_ns,
@@ -243,6 +280,7 @@ impl PipelineSummary {
             work.push(w.work_ns);
             waited.push(w.wait_ns);
         }
+        drop(grouped);
         let mut ordered: Vec<((u16, u16), PairTally)> = pairs.into_iter().collect();
         ordered.sort_by_key(|(pair, t)| (t.first, *pair));
         for ((from, to), mut t) in ordered {
@@ -263,11 +301,12 @@ impl PipelineSummary {
         waited.sort();
         self.work = work.dist_of_sorted();
         self.waited = waited.dist_of_sorted();
+        breakdowns
     }
 
     fn resources_from(
         &mut self,
-        groups: BTreeMap<(u32, u16), Intervals>,
+        busy: Vec<ThreadBusy>,
         names: &Names,
         window: (i64, i64),
         measured_frames: u64,
@@ -276,7 +315,6 @@ impl PipelineSummary {
         let label =
             |t: u32| (labels.get(t as usize).cloned()).unwrap_or_else(|| format!("thread #{t}"));
         let window_ns = window.1.saturating_sub(window.0);
-        let busy = thread_busy(groups);
         for t in &busy {
             for &(stage, spans) in &t.overlapping {
                 self.repeated_overlaps.push(RepeatedOverlap {

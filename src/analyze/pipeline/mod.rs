@@ -1,10 +1,11 @@
 //! Pipelining insight: where each frame waited between its stages, what each thread was
 //! busy with, and which one bounds the rate (docs/metrics.md, "Waits" and "Resources").
 //!
-//! One builder serves both analyses: the loaded run ([`crate::analyze::analyze`]) and the
-//! columnar one (`compact`, which streams the spans past it once more). Each hands it every
-//! span with the index of its frame when that frame is measured; nothing it computes depends
-//! on the indices or on the order spans come in, so both give the same numbers.
+//! One computation serves both analyses: the loaded run ([`crate::analyze::analyze`]) and
+//! the columnar one (`compact`, from the columns it read the spans into). Each lets it read
+//! every span by index, with the index of its frame when that frame is measured; nothing it
+//! computes depends on the indices or on the order spans come in, so both give the same
+//! numbers.
 
 mod builder;
 pub mod resources;
@@ -12,8 +13,10 @@ pub mod waits;
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use self::builder::{measured_spans, multi_span, summarize};
-pub use self::builder::{pair_name, wait_values, PipelineBuilder};
+pub(crate) use self::builder::{
+    loaded_row, multi_span, summarize, Pipeline, PipelineInput, SpanRow,
+};
+pub use self::builder::{pair_name, wait_values, WaitValues};
 use super::{Dist, WorstFrame};
 use crate::model::ThreadInfo;
 
@@ -157,6 +160,7 @@ impl FrameBreakdown {
 }
 
 /// What the names in a summary come from.
+#[derive(Clone, Copy)]
 pub struct Names<'a> {
     pub stages: &'a [String],
     pub threads: &'a [ThreadInfo],

@@ -6,94 +6,97 @@
 //! or a begin without its end) are counted and reported.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
 
-/// Intervals a chunk holds: a long run's spans never need one large block.
-const CHUNK: usize = 8192;
-
-/// Spans of one (thread, stage), clipped to the window, in chunks.
-#[derive(Clone, Debug, Default)]
-pub struct Intervals {
-    chunks: Vec<Vec<(i64, i64)>>,
-    /// Whether they came in start order (spans of one thread usually do).
-    unsorted: bool,
+/// A span's time on its thread, clipped to the window (`from < to`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Clipped {
+    pub thread: u32,
+    pub stage: u16,
+    pub from: i64,
+    pub to: i64,
 }
 
-impl Intervals {
-    pub fn push(&mut self, span: (i64, i64)) {
-        if let Some(&last) = self.chunks.last().and_then(|c| c.last()) {
-            self.unsorted |= span < last;
+/// The union of intervals given in start order, and how many of them start before an
+/// earlier one ended.
+#[derive(Clone, Copy, Debug)]
+struct Union {
+    busy: i64,
+    overlapping: u64,
+    covered: i64,
+}
+
+impl Union {
+    const EMPTY: Union = Union {
+        busy: 0,
+        overlapping: 0,
+        covered: i64::MIN,
+    };
+
+    fn add(&mut self, (start, end): (i64, i64)) {
+        if start < self.covered {
+            self.overlapping += 1;
         }
-        match self.chunks.last_mut().filter(|c| c.len() < CHUNK) {
-            Some(chunk) => chunk.push(span),
-            None => {
-                let mut chunk = Vec::with_capacity(CHUNK);
-                chunk.push(span);
-                self.chunks.push(chunk);
+        let from = start.max(self.covered);
+        if end > from {
+            self.busy = self.busy.saturating_add(end.saturating_sub(from));
+        }
+        self.covered = self.covered.max(end);
+    }
+}
+
+/// One thread's unions as its spans come: the thread's and each stage's on it, valid
+/// while they come in (start, end) order (spans of one thread usually do).
+#[derive(Clone, Debug)]
+struct ThreadSweep {
+    last: (i64, i64),
+    in_order: bool,
+    all: Union,
+    /// By stage id; `None` for a stage with no span on the thread.
+    stages: Vec<Option<Union>>,
+}
+
+impl ThreadSweep {
+    fn new() -> ThreadSweep {
+        ThreadSweep {
+            last: (i64::MIN, i64::MIN),
+            in_order: true,
+            all: Union::EMPTY,
+            stages: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, stage: u16, span: (i64, i64)) {
+        self.in_order &= span >= self.last;
+        self.last = span;
+        if !self.in_order {
+            return;
+        }
+        self.all.add(span);
+        let s = stage as usize;
+        if s >= self.stages.len() {
+            self.stages.resize(s + 1, None);
+        }
+        self.stages[s].get_or_insert(Union::EMPTY).add(span);
+    }
+
+    fn row(&self, thread: u32) -> ThreadBusy {
+        let mut row = ThreadBusy {
+            thread,
+            busy_ns: self.all.busy,
+            stages: Vec::new(),
+            overlapping: Vec::new(),
+        };
+        for (stage, u) in self.stages.iter().enumerate() {
+            let Some(u) = u else { continue };
+            row.stages.push((stage as u16, u.busy));
+            if u.overlapping > 0 {
+                row.overlapping.push((stage as u16, u.overlapping));
             }
         }
+        row.stages
+            .sort_by_key(|&(stage, busy)| (Reverse(busy), stage));
+        row
     }
-
-    /// Sorts them by start (a copy of them all only when they came out of order).
-    fn sort(&mut self) {
-        if std::mem::take(&mut self.unsorted) {
-            let mut all: Vec<(i64, i64)> = self.chunks.drain(..).flatten().collect();
-            all.sort_unstable();
-            self.chunks = all.chunks(CHUNK).map(<[_]>::to_vec).collect();
-        }
-    }
-
-    fn get(&self, i: usize) -> Option<(i64, i64)> {
-        self.chunks
-            .get(i / CHUNK)
-            .and_then(|c| c.get(i % CHUNK))
-            .copied()
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
-        self.chunks.iter().flatten().copied()
-    }
-}
-
-/// The busy time of sorted, possibly overlapping intervals, and how many of them start
-/// before an earlier one ended.
-fn union_of_sorted(spans: impl Iterator<Item = (i64, i64)>) -> (i64, u64) {
-    let (mut busy, mut overlapping, mut covered) = (0i64, 0u64, i64::MIN);
-    for (start, end) in spans {
-        if start < covered {
-            overlapping += 1;
-        }
-        let from = start.max(covered);
-        if end > from {
-            busy = busy.saturating_add(end.saturating_sub(from));
-        }
-        covered = covered.max(end);
-    }
-    (busy, overlapping)
-}
-
-/// A list's next interval in a merge: the interval, the list, its index there.
-type Cursor = Reverse<((i64, i64), usize, usize)>;
-
-/// The union of several sorted lists, merged as they are walked (no copy).
-fn union_of_lists(lists: &[&Intervals]) -> i64 {
-    let mut heap: BinaryHeap<Cursor> = lists
-        .iter()
-        .enumerate()
-        .filter_map(|(l, list)| list.get(0).map(|first| Reverse((first, l, 0))))
-        .collect();
-    let (mut busy, mut covered) = (0i64, i64::MIN);
-    while let Some(Reverse(((start, end), l, at))) = heap.pop() {
-        let from = start.max(covered);
-        if end > from {
-            busy = busy.saturating_add(end.saturating_sub(from));
-        }
-        covered = covered.max(end);
-        if let Some(next) = lists[l].get(at + 1) {
-            heap.push(Reverse((next, l, at + 1)));
-        }
-    }
-    busy
 }
 
 /// One thread's busy time, and each stage's on it (ids), largest first.
@@ -107,48 +110,66 @@ pub struct ThreadBusy {
     pub overlapping: Vec<(u16, u64)>,
 }
 
-/// Busy time by thread from the spans grouped by (thread, stage); threads in id order.
-pub fn thread_busy(mut groups: BTreeMap<(u32, u16), Intervals>) -> Vec<ThreadBusy> {
-    for g in groups.values_mut() {
-        g.sort();
-    }
-    let mut out: Vec<ThreadBusy> = Vec::new();
-    let mut keys = groups.keys().copied().peekable();
-    while let Some(&(thread, _)) = keys.peek() {
-        let stages: Vec<u16> = std::iter::from_fn(|| keys.next_if(|k| k.0 == thread))
-            .map(|k| k.1)
-            .collect();
-        let lists: Vec<&Intervals> = (stages.iter()).map(|&s| &groups[&(thread, s)]).collect();
-        let mut row = ThreadBusy {
-            thread,
-            busy_ns: union_of_lists(&lists),
-            stages: Vec::new(),
-            overlapping: Vec::new(),
-        };
-        for (&stage, list) in stages.iter().zip(&lists) {
-            let (busy, overlapping) = union_of_sorted(list.iter());
-            row.stages.push((stage, busy));
-            if overlapping > 0 {
-                row.overlapping.push((stage, overlapping));
-            }
+/// Busy time by thread of spans `0..spans` (`clipped` gives each one's time in the
+/// window, `None` for none); threads in id order. One pass over the spans, and for a
+/// thread whose spans did not come in start order, a sort of that thread's (4 bytes a
+/// span) and a pass over them.
+pub fn thread_busy(spans: usize, clipped: impl Fn(usize) -> Option<Clipped>) -> Vec<ThreadBusy> {
+    // By thread index (the run's thread table: small).
+    let mut threads: Vec<Option<ThreadSweep>> = Vec::new();
+    for c in (0..spans).filter_map(&clipped) {
+        let t = c.thread as usize;
+        if t >= threads.len() {
+            threads.resize(t + 1, None);
         }
-        row.stages
-            .sort_by_key(|&(stage, busy)| (Reverse(busy), stage));
-        out.push(row);
+        (threads[t].get_or_insert_with(ThreadSweep::new)).add(c.stage, (c.from, c.to));
+    }
+    let mut out = Vec::new();
+    for (t, sweep) in threads.iter_mut().enumerate() {
+        let Some(sweep) = sweep else { continue };
+        if !sweep.in_order {
+            *sweep = sorted_sweep(spans, &clipped, t as u32);
+        }
+        out.push(sweep.row(t as u32));
     }
     out
+}
+
+/// The sweep of `thread`'s spans taken in (start, end) order.
+fn sorted_sweep(
+    spans: usize,
+    clipped: &impl Fn(usize) -> Option<Clipped>,
+    thread: u32,
+) -> ThreadSweep {
+    let on_thread = |i: usize| clipped(i).filter(|c| c.thread == thread);
+    let mut rows: Vec<u32> = (0..spans)
+        .filter(|&i| on_thread(i).is_some())
+        .map(|i| i as u32)
+        .collect();
+    let key = |i: u32| on_thread(i as usize).map(|c| (c.from, c.to));
+    rows.sort_by_key(|&i| key(i));
+    let mut sweep = ThreadSweep::new();
+    for c in rows.into_iter().filter_map(|i| on_thread(i as usize)) {
+        sweep.add(c.stage, (c.from, c.to));
+    }
+    sweep
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn groups(spans: &[(u32, u16, i64, i64)]) -> BTreeMap<(u32, u16), Intervals> {
-        let mut g: BTreeMap<(u32, u16), Intervals> = BTreeMap::new();
-        for &(thread, stage, start, end) in spans {
-            g.entry((thread, stage)).or_default().push((start, end));
-        }
-        g
+    /// Busy time of `(thread, stage, start, end)` spans.
+    fn busy_of(spans: &[(u32, u16, i64, i64)]) -> Vec<ThreadBusy> {
+        thread_busy(spans.len(), |i| {
+            let (thread, stage, from, to) = spans[i];
+            Some(Clipped {
+                thread,
+                stage,
+                from,
+                to,
+            })
+        })
     }
 
     #[test]
@@ -156,14 +177,14 @@ mod tests {
         // Thread 0: frame [0,100] wrapping encode [10,60] (nested: union 100); encode again
         // [50,70] overlapping the first encode (misuse: reported), and [200,210].
         // Thread 1: send [0,5], [10,15].
-        let busy = thread_busy(groups(&[
+        let busy = busy_of(&[
             (0, 0, 0, 100),
             (0, 1, 10, 60),
             (0, 1, 50, 70),
             (0, 1, 200, 210),
             (1, 2, 10, 15),
             (1, 2, 0, 5),
-        ]));
+        ]);
         assert_eq!(busy.len(), 2);
         assert_eq!(busy[0].thread, 0);
         assert_eq!(busy[0].busy_ns, 110);
@@ -172,5 +193,15 @@ mod tests {
         assert_eq!(busy[0].overlapping, vec![(1, 1)]);
         assert_eq!(busy[1].busy_ns, 10);
         assert!(busy[1].overlapping.is_empty());
+        // Given in any order (the wrapping span recorded after what it wraps), the same.
+        let reversed = busy_of(&[
+            (1, 2, 0, 5),
+            (1, 2, 10, 15),
+            (0, 1, 200, 210),
+            (0, 1, 50, 70),
+            (0, 1, 10, 60),
+            (0, 0, 0, 100),
+        ]);
+        assert_eq!(reversed, busy);
     }
 }

@@ -23,6 +23,44 @@ pub fn min_max(points: impl ExactSizeIterator<Item = (f64, f64)>, buckets: usize
     } else {
         n.div_ceil(buckets)
     };
+    by_bucket(points, size)
+}
+
+/// How many times finer each level of detail is than the one above it.
+const FINER: usize = 16;
+
+/// The levels of detail under `coarse` (a [`min_max`] of the same points), coarsest first,
+/// each [`FINER`] times finer than the one above, while a level has at most `max_points`;
+/// the last is every point when they are that few. Every level keeps every bucket's
+/// extremes, so the worst point is drawn at each.
+pub fn finer_levels<I>(
+    points: impl Fn() -> I,
+    coarse: &Decimated,
+    max_points: usize,
+) -> Vec<Decimated>
+where
+    I: ExactSizeIterator<Item = (f64, f64)>,
+{
+    let n = points().len();
+    let mut levels = Vec::new();
+    let mut size = coarse.bucket;
+    while size > 1 {
+        if n <= max_points {
+            levels.push(by_bucket(points(), 1));
+            break;
+        }
+        size = size.div_ceil(FINER);
+        if 2 * n.div_ceil(size) > max_points {
+            break;
+        }
+        levels.push(by_bucket(points(), size));
+    }
+    levels
+}
+
+/// Each bucket of `size` consecutive points as its minimum and maximum (1: every point).
+fn by_bucket(points: impl ExactSizeIterator<Item = (f64, f64)>, size: usize) -> Decimated {
+    let n = points.len();
     let capacity = if size == 1 { n } else { 2 * n.div_ceil(size) };
     let mut out = Decimated {
         x: Vec::with_capacity(capacity),
@@ -124,6 +162,33 @@ mod tests {
         assert_eq!(d.bucket, 5);
         assert_eq!(d.x, vec![1.0, 3.0, 6.0, 8.0]);
         assert_eq!(d.y, vec![1.0, 9.0, 1.0, 9.0]);
+    }
+
+    #[test]
+    fn finer_levels_go_down_to_every_point_and_keep_the_worst() {
+        let n = 1_000_003;
+        let s = series(n, 765_432, 1e6);
+        let points = || s.iter().copied();
+        let coarse = min_max(points(), 1000);
+        // Each level 16 times finer while it holds at most 200k points: 1001, 63, then 4
+        // (500k points) is too many.
+        let levels = finer_levels(points, &coarse, 200_000);
+        let buckets: Vec<usize> = levels.iter().map(|l| l.bucket).collect();
+        assert_eq!((coarse.bucket, buckets), (1001, vec![63]));
+        assert_eq!(levels[0].x.len(), 2 * n.div_ceil(63));
+        for level in &levels {
+            let at = level.y.iter().position(|&y| y == 1e6).expect("the spike");
+            assert_eq!(level.x[at], 765_432.0);
+        }
+        // Few enough points for all of them: every point is the finest level.
+        let short = series(50_000, 3, 9.0);
+        let coarse = min_max(short.iter().copied(), 1000);
+        let levels = finer_levels(|| short.iter().copied(), &coarse, 200_000);
+        assert_eq!(levels.len(), 1);
+        assert_eq!((levels[0].bucket, levels[0].x.len()), (1, 50_000));
+        // Nothing left out: no finer level.
+        let whole = min_max(short.iter().take(100).copied(), 1000);
+        assert!(finer_levels(|| short.iter().take(100).copied(), &whole, 10).is_empty());
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub use page::{escape_html, json_for_script};
 
 /// The page for `data` (a [`run_data::RunPage`] or a comparison's page data).
 pub fn render(title: &str, data: &impl Serialize) -> anyhow::Result<String> {
-    Ok(page::page(title, &json_for_script(data)?))
+    Ok(page::page(title, &json_for_script(data)?, None))
 }
 
 /// The HTML report of run `head` with its spans from `source`, and its analysis: the
@@ -24,14 +24,14 @@ pub fn run_html(
     source: &dyn crate::model::SpanSource,
 ) -> anyhow::Result<(String, crate::analyze::Analysis)> {
     let data = run_data::RunData::read(head, source)?;
-    let analysis = crate::analyze::compact::analyze_columns(
-        head,
-        data.columns_for_analysis(),
-        data.table.clone(),
-        source,
-    )?;
-    let page = data.page(&analysis);
-    Ok((render(&page.title, &page)?, analysis))
+    let (analysis, curves) = data.analyze(source)?;
+    let page = data.page(&analysis, curves);
+    let frames = &page.frames;
+    let detail = (!frames.total.detail.is_empty() || !frames.interval.detail.is_empty())
+        .then(|| json_for_script(&page.detail()))
+        .transpose()?;
+    let html = page::page(&page.title, &json_for_script(&page)?, detail.as_deref());
+    Ok((html, analysis))
 }
 
 /// Writes a whole report or page to `given` (through `crate::destination`: never over

@@ -52,10 +52,12 @@ pub fn escape_html(s: &str) -> String {
     out
 }
 
-/// The whole page: `title` (escaped here) and the data (from [`json_for_script`]).
-pub fn page(title: &str, data_json: &str) -> String {
+/// The whole page: `title` (escaped here) and the data (from [`json_for_script`]), with
+/// the frame plots' levels of detail apart, last (read by the script on the first zoom).
+pub fn page(title: &str, data_json: &str, detail_json: Option<&str>) -> String {
     let title = escape_html(&crate::display::text(title));
-    let mut html = String::with_capacity(data_json.len() + UPLOT_JS.len() + 16 * 1024);
+    let detail_len = detail_json.map_or(0, str::len);
+    let mut html = String::with_capacity(data_json.len() + detail_len + UPLOT_JS.len() + 16 * 1024);
     html.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     // Nothing may be loaded from anywhere: the policy says so to the browser as well.
     html.push_str(
@@ -74,7 +76,14 @@ pub fn page(title: &str, data_json: &str) -> String {
     html.push_str(UPLOT_JS);
     html.push_str("\n</script>\n<script>\n");
     html.push_str(PAGE_JS);
-    html.push_str("\n</script>\n</body>\n</html>\n");
+    html.push_str("\n</script>\n");
+    // After the script: the browser draws the page before it has parsed these megabytes.
+    if let Some(detail) = detail_json {
+        html.push_str("<script type=\"application/json\" id=\"framelab-detail\">");
+        html.push_str(detail);
+        html.push_str("</script>\n");
+    }
+    html.push_str("</body>\n</html>\n");
     html
 }
 
@@ -111,13 +120,13 @@ mod tests {
 
     #[test]
     fn the_title_is_text() {
-        let html = page("<img src=x onerror=alert(1)>", "{}");
+        let html = page("<img src=x onerror=alert(1)>", "{}", None);
         assert!(html.contains("<title>&lt;img src=x onerror=alert(1)&gt;</title>"));
     }
 
     #[test]
     fn nothing_is_loaded_from_elsewhere() {
-        let html = page("t", "{}");
+        let html = page("t", "{}", None);
         let lower = html.to_ascii_lowercase();
         for tag in [
             "<script src",

@@ -2,17 +2,20 @@
 //! columns, as the report's own analysis reads them) and its analysis. Every number here
 //! is embedded in the page as JSON; the page's script only draws it.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
-use super::decimate::{min_max, Decimated};
+use super::decimate::{finer_levels, min_max, Decimated};
 use super::{percentile_grid, round};
-use crate::analyze::compact::columns::{Keep, SpanColumns};
-use crate::analyze::compact::load_columns;
+use crate::analyze::compact::columns::SpanColumns;
 use crate::analyze::compact::table::FrameTable;
-use crate::analyze::compact::window::{end_order, measure, MeasuredFrames};
+use crate::analyze::compact::values::with_ns;
+use crate::analyze::compact::window::{end_order, measure};
+use crate::analyze::compact::{analyze_columns, load_columns, Columns, Sorted, ANALYSIS_KEEPS};
 use crate::analyze::frames::NO_FRAME;
 use crate::analyze::late::stutter_flags;
-use crate::analyze::stats::{percentile_of, sort_ns};
+use crate::analyze::stats::percentile_of;
 use crate::analyze::{Analysis, FpsSummary};
 use crate::model::{Run, SeriesKind, SpanSource};
 use crate::report::facts::{facts, title, Style};
@@ -22,6 +25,10 @@ pub const SCHEMA: &str = "framelab.html-run/1";
 
 /// Buckets of a frame-time plot: at most twice as many points are drawn.
 const FRAME_BUCKETS: usize = 4000;
+/// Points of a frame plot's finest level of detail at most: 16 times the whole run's view
+/// (16 × 2 × [`FRAME_BUCKETS`] = 128k) fits, so 2M frames keep a level 16 times finer, and
+/// up to 131k frames every point. About 20 bytes a point in the page.
+const MAX_DETAIL_POINTS: usize = 1 << 17;
 /// Buckets of each telemetry plot.
 const TELEMETRY_BUCKETS: usize = 2000;
 /// Late frames and stutters marked at most (the worst ones when there are more).
@@ -54,6 +61,16 @@ pub struct RunPage {
     pub histograms: Vec<Histogram>,
 }
 
+impl RunPage {
+    /// The frame plots' levels of detail, by series (`total`, `interval`).
+    pub fn detail(&self) -> serde_json::Value {
+        serde_json::json!({
+            "total": self.frames.total.detail,
+            "interval": self.frames.interval.detail,
+        })
+    }
+}
+
 /// A series as plotted: x in seconds after launch, y in `unit`.
 #[derive(Serialize)]
 pub struct Series {
@@ -62,6 +79,24 @@ pub struct Series {
     /// How many points the series had, and how many consecutive points each plotted
     /// minimum/maximum pair stands for (1: all are drawn).
     pub points: usize,
+    pub bucket: usize,
+    pub x: Vec<f64>,
+    pub y: Vec<f64>,
+    /// The bucket of the finest of `detail`, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finest_bucket: Option<usize>,
+    /// Finer levels of the same points, coarsest first, for a zoomed view (frame plots
+    /// only; none when every point is drawn). In the page apart from the rest
+    /// ([`RunPage::detail`]): it is read on the first zoom, not before the first paint.
+    #[serde(skip)]
+    pub detail: Vec<Level>,
+}
+
+/// A level of detail: each bucket of `bucket` consecutive points as its smallest and
+/// largest (every point when 1). The page draws the finest level that has no more points
+/// in the visible range than the whole run's view has.
+#[derive(Serialize)]
+pub struct Level {
     pub bucket: usize,
     pub x: Vec<f64>,
     pub y: Vec<f64>,
@@ -149,11 +184,7 @@ pub struct RunData<'a> {
 
 impl<'a> RunData<'a> {
     pub fn read(head: &'a Run, source: &dyn SpanSource) -> anyhow::Result<RunData<'a>> {
-        let keep = Keep {
-            start: true,
-            thread: true,
-        };
-        let (columns, table) = load_columns(source, keep)?;
+        let (columns, table) = load_columns(source, ANALYSIS_KEEPS)?;
         Ok(RunData {
             head,
             columns,
@@ -161,20 +192,22 @@ impl<'a> RunData<'a> {
         })
     }
 
-    /// A copy of the columns as the analysis takes them (it needs no threads).
-    pub fn columns_for_analysis(&self) -> SpanColumns {
-        let c = &self.columns;
-        SpanColumns {
-            frame: c.frame.clone(),
-            stage: c.stage.clone(),
-            dur: c.dur.clone(),
-            start: c.start.clone(),
-            thread: None,
-        }
+    /// The run's analysis from these columns (lent, not copied), and the page's curves
+    /// taken from the values it sorts; counter values are read from `source`.
+    pub fn analyze(&self, source: &dyn SpanSource) -> anyhow::Result<(Analysis, Curves)> {
+        let mut curves = Curves::default();
+        let analysis = analyze_columns(
+            self.head,
+            Columns::Shared(&self.columns),
+            &self.table,
+            source,
+            &mut |sorted| curves.take(sorted),
+        )?;
+        Ok((analysis, curves))
     }
 
-    /// The page's data, the run analysed as `analysis`.
-    pub fn page(&self, analysis: &Analysis) -> RunPage {
+    /// The page's data, the run analysed as `analysis` with `curves`.
+    pub fn page(&self, analysis: &Analysis, curves: Curves) -> RunPage {
         let (head, columns, table) = (self.head, &self.columns, &self.table);
         let (window, measured) = measure(table, columns, &head.meta);
         let in_window = end_order(table, &measured);
@@ -201,8 +234,8 @@ impl<'a> RunData<'a> {
             window_start_s: secs(window.start_ns),
             window_end_s: secs(window.end_ns),
             frames: frame_series(table, &in_window, &intervals, budget_ns),
-            stages: stage_curves(columns, &measured, &stage_order),
-            fps: fps_curve(intervals, analysis.fps.as_ref()),
+            stages: stage_curves(curves.stages, &stage_order),
+            fps: fps_curve(curves.fps, analysis.fps.as_ref()),
             gantt: gantt(columns, table, head, analysis, &stage_order),
             telemetry,
             telemetry_left_out,
@@ -236,7 +269,28 @@ fn series(label: &str, unit: &str, points: usize, d: Decimated, y_round: i32) ->
         bucket: d.bucket,
         x: d.x,
         y: d.y.into_iter().map(|v| round(v, y_round)).collect(),
+        finest_bucket: None,
+        detail: Vec::new(),
     }
+}
+
+/// A frame plot's series: its points decimated, with finer levels for zooming.
+fn frame_plot<I>(label: &str, points: impl Fn() -> I) -> Series
+where
+    I: ExactSizeIterator<Item = (f64, f64)>,
+{
+    let coarse = min_max(points(), FRAME_BUCKETS);
+    let detail = finer_levels(&points, &coarse, MAX_DETAIL_POINTS);
+    let mut s = series(label, "µs", points().len(), coarse, 2);
+    s.finest_bucket = detail.last().map(|d| d.bucket);
+    s.detail = (detail.into_iter())
+        .map(|d| Level {
+            bucket: d.bucket,
+            x: d.x,
+            y: d.y.into_iter().map(|v| round(v, 2)).collect(),
+        })
+        .collect();
+    s
 }
 
 /// Every frame in end order (then id), the window's frames and the others alike.
@@ -246,7 +300,8 @@ fn all_by_end(table: &FrameTable) -> Vec<u32> {
         .windows(2)
         .all(|w| table.end_ns(w[0]) <= table.end_ns(w[1]))
     {
-        order.sort_unstable_by_key(|&i| (table.end_ns(i), table.id(i)));
+        // Stable: runs already in end order are taken as they are (see `end_order`).
+        order.sort_by_key(|&i| (table.end_ns(i), table.id(i)));
     }
     order
 }
@@ -261,19 +316,15 @@ fn frame_series(
 ) -> FrameSeries {
     let order = all_by_end(table);
     let end_s = |i: u32| secs(table.end_ns(i));
-    let total = min_max(
-        order
-            .iter()
-            .map(|&i| (end_s(i), table.total_ns(i) as f64 / 1e3)),
-        FRAME_BUCKETS,
-    );
-    let interval = min_max(
+    let total = frame_plot("total", || {
+        (order.iter()).map(|&i| (end_s(i), table.total_ns(i) as f64 / 1e3))
+    });
+    let interval = frame_plot("interval", || {
         order.windows(2).map(|w| {
             let between = table.end_ns(w[1]).saturating_sub(table.end_ns(w[0]));
             (end_s(w[1]), between as f64 / 1e3)
-        }),
-        FRAME_BUCKETS,
-    );
+        })
+    });
     let late = match budget_ns {
         Some(b) => markers(
             in_window
@@ -292,8 +343,8 @@ fn frame_series(
             .map(|(k, _)| (end_s(in_window[k + 1]), us(intervals[k] as f64))),
     );
     FrameSeries {
-        total: series("total", "µs", order.len(), total, 2),
-        interval: series("interval", "µs", order.len().saturating_sub(1), interval, 2),
+        total,
+        interval,
         late,
         stutters,
     }
@@ -327,59 +378,69 @@ fn stage_order(head: &Run, analysis: &Analysis) -> Vec<(usize, String)> {
         .collect()
 }
 
+/// The distribution curves, from the analysis's sorted values: each stage's durations at
+/// the percentile grid, and the fps at each percentile of frames.
+#[derive(Default)]
+pub struct Curves {
+    /// By stage id: (spans, µs at each percentile of the grid).
+    stages: BTreeMap<usize, (usize, Vec<f64>)>,
+    /// fps at each of [`fps_grid`]'s percentiles.
+    fps: Vec<f64>,
+}
+
+impl Curves {
+    fn take(&mut self, sorted: Sorted) {
+        match sorted {
+            Sorted::Stage(id, values) => {
+                let us_at = with_ns!(values, v => (percentile_grid().iter())
+                    .filter_map(|&q| percentile_of(v, q / 100.0))
+                    .map(us)
+                    .collect());
+                self.stages.insert(id, (values.len(), us_at));
+            }
+            // Percentile p of frames runs at fps_p = 1e9 / Q(1 − p) ns: p0 is the slowest.
+            Sorted::Intervals(values) => {
+                self.fps = with_ns!(values, v => (fps_grid().iter())
+                    .filter_map(|&q| percentile_of(v, 1.0 - q / 100.0))
+                    .map(|ns| round(1e9 / ns, 2))
+                    .collect());
+            }
+        }
+    }
+}
+
 fn stage_curves(
-    columns: &SpanColumns,
-    measured: &MeasuredFrames,
+    mut by_stage: BTreeMap<usize, (usize, Vec<f64>)>,
     order: &[(usize, String)],
 ) -> QuantileCurves {
-    let mut position = vec![usize::MAX; u16::MAX as usize + 1];
-    for (k, (id, _)) in order.iter().enumerate() {
-        position[*id] = k;
-    }
-    let mut durations: Vec<Vec<i64>> = vec![Vec::new(); order.len()];
-    for (row, (&frame, &stage)) in columns.frame.iter().zip(&columns.stage).enumerate() {
-        let k = position[stage as usize];
-        if frame == NO_FRAME || k == usize::MAX || !measured.in_window.get(frame) {
-            continue;
-        }
-        durations[k].push(columns.dur.get(row));
-    }
-    let p = percentile_grid();
-    let series = order
-        .iter()
-        .zip(durations)
-        .map(|((_, name), mut values)| {
-            sort_ns(&mut values);
+    let series = (order.iter())
+        .map(|(id, name)| {
+            let (count, us) = by_stage.remove(id).unwrap_or_default();
             NamedValues {
                 name: name.clone(),
-                count: values.len(),
-                us: p
-                    .iter()
-                    .filter_map(|&q| percentile_of(&values, q / 100.0))
-                    .map(us)
-                    .collect(),
+                count,
+                us,
             }
         })
         .collect();
-    QuantileCurves { p, series }
+    QuantileCurves {
+        p: percentile_grid(),
+        series,
+    }
 }
 
-/// `intervals`: the measured frames' (taken, sorted here).
-fn fps_curve(mut intervals: Vec<i64>, fps: Option<&FpsSummary>) -> Option<FpsCurve> {
-    if intervals.is_empty() {
+/// The percentiles of frames the fps curve is drawn at (the grid without its ends).
+fn fps_grid() -> Vec<f64> {
+    (percentile_grid().into_iter())
+        .filter(|&q| q > 0.0 && q < 100.0)
+        .collect()
+}
+
+/// `fps_at`: at [`fps_grid`]'s percentiles (empty without intervals).
+fn fps_curve(fps_at: Vec<f64>, fps: Option<&FpsSummary>) -> Option<FpsCurve> {
+    if fps_at.is_empty() {
         return None;
     }
-    sort_ns(&mut intervals);
-    // Percentile p of frames runs at fps_p = 1e9 / Q(1 − p) ns: p0 is the slowest.
-    let p: Vec<f64> = percentile_grid()
-        .into_iter()
-        .filter(|&q| q > 0.0 && q < 100.0)
-        .collect();
-    let fps_at: Vec<f64> = p
-        .iter()
-        .filter_map(|&q| percentile_of(&intervals, 1.0 - q / 100.0))
-        .map(|ns| round(1e9 / ns, 2))
-        .collect();
     let named = fps
         .map(|f| {
             [
@@ -396,7 +457,7 @@ fn fps_curve(mut intervals: Vec<i64>, fps: Option<&FpsSummary>) -> Option<FpsCur
         })
         .unwrap_or_default();
     Some(FpsCurve {
-        p,
+        p: fps_grid(),
         fps: fps_at,
         named,
     })
@@ -585,12 +646,13 @@ fn tables(a: &Analysis) -> Vec<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::analyze;
     use crate::analyze::fixtures::{reference_run, MS};
     use crate::model::{Bucket, Sample, SampleSeries};
 
     fn page_of(run: &Run) -> RunPage {
-        RunData::read(run, run).unwrap().page(&analyze(run))
+        let data = RunData::read(run, run).unwrap();
+        let (analysis, curves) = data.analyze(run).unwrap();
+        data.page(&analysis, curves)
     }
 
     /// The reference run with a GPU clock (a gauge), an energy counter, a bit mask and
@@ -702,6 +764,20 @@ mod tests {
             .position(|&y| y == 95_000.0)
             .expect("the worst frame is drawn");
         assert_eq!(total.x[at], secs(worst as i64 * 10 * MS + 95 * MS));
+        // 300k frames: 75 a bucket for the whole run, a level of 5 a bucket (120k points)
+        // for a zoom, and the worst frame at its own time on it as well.
+        assert_eq!(total.bucket, 75);
+        let buckets: Vec<(usize, usize)> = (total.detail.iter())
+            .map(|l| (l.bucket, l.x.len()))
+            .collect();
+        assert_eq!(buckets, [(5, 120_000)]);
+        let fine = &total.detail[0];
+        let at = fine.y.iter().position(|&y| y == 95_000.0).expect("drawn");
+        assert_eq!(
+            fine.x[at],
+            total.x[total.y.iter().position(|&y| y == 95_000.0).unwrap()]
+        );
+        assert!(fine.x.windows(2).all(|w| w[0] <= w[1]), "in time order");
         // Its late marker too, and the intervals around it keep their extremes.
         assert_eq!(page.frames.late.y, vec![95_000.0]);
         let mut ends: Vec<i64> = run.spans.iter().map(|s| s.end_ns()).collect();
