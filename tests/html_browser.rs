@@ -409,6 +409,21 @@ fn a_comparison_draws_a_forest_per_metric_and_the_stage_overlays() {
         "no regression shown"
     );
     assert!(!opened.dom.contains("class=\"verdict-improved\""));
+
+    // An interval unbounded above (a ratio over a zero baseline: +∞, which JSON writes as
+    // null) is drawn to the plot's edge, not a TypeError that stops the page.
+    let html = std::fs::read_to_string(&page).unwrap();
+    let unbounded = regex::Regex::new(r#""high":[-0-9.e+]+"#)
+        .unwrap()
+        .replace_all(&html, r#""high":null"#);
+    assert_ne!(unbounded, html, "no interval in the page's data");
+    let open_ended = dir.path().join("open-ended.html");
+    std::fs::write(&open_ended, unbounded.as_bytes()).unwrap();
+    assert_clean(&open(
+        browser,
+        &open_ended,
+        &artifacts().join("compare-open-ended.png"),
+    ));
 }
 
 #[test]

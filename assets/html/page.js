@@ -479,18 +479,22 @@
       var color = r.baseline ? "#5f6368" : COLORS[(i % (COLORS.length - 1)) + 1];
       svg(s, "text", { x: 4, y: y + 4 }, r.label);
       r.runs.forEach(function (v) {
+        if (v === null || !isFinite(v)) return;
         var c = svg(s, "circle", { cx: x(v), cy: y - 6, r: 2.5, fill: color, "fill-opacity": 0.55, "class": "run" });
         svg(c, "title", null, r.label + ": run at " + fmt(v * (r.baseline_median || 0), fo.unit) + " (×" + v.toFixed(3) + ")");
         dots++;
       });
-      if (r.low !== null && r.high !== null) {
-        svg(s, "line", { x1: x(r.low), x2: x(r.high), y1: y + 2, y2: y + 2, stroke: color, "stroke-width": 2 });
+      // An interval unbounded on one side (JSON has no infinity: null) runs to the plot's edge.
+      if (r.low !== null || r.high !== null) {
+        svg(s, "line", { x1: x(r.low === null ? lo : r.low), x2: x(r.high === null ? hi : r.high),
+          y1: y + 2, y2: y + 2, stroke: color, "stroke-width": 2 });
       }
       if (r.ratio !== null) {
         var m = svg(s, "rect", { x: x(r.ratio) - 4, y: y - 2, width: 8, height: 8, fill: color,
           transform: "rotate(45 " + x(r.ratio) + " " + (y + 2) + ")" });
         svg(m, "title", null, r.label + ": median " + fmt(r.median, fo.unit) + ", ×" + r.ratio.toFixed(3) +
-          (r.low !== null ? " [" + r.low.toFixed(3) + ", " + r.high.toFixed(3) + "]" : ""));
+          (r.low !== null || r.high !== null ? " [" + (r.low === null ? "−∞" : r.low.toFixed(3)) +
+            ", " + (r.high === null ? "+∞" : r.high.toFixed(3)) + "]" : ""));
       }
       svg(s, "text", { x: W - right + 8, y: y + 4, "class": "verdict-" + r.verdict }, r.verdict);
     });
