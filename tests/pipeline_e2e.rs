@@ -192,3 +192,32 @@ fn imported_runs_without_threads_or_with_one_stage_say_so() {
     assert!(report.contains("Waits need two stages or more"), "{report}");
     assert!(!report.contains("frame waits"), "{report}");
 }
+
+/// A program faster than its target is not paced by it: the bound line must not say the
+/// target sets the rate (it did for the README's example, 325 fps against --fps 300); a
+/// program that keeps to its target well below its bound is.
+#[test]
+fn the_target_sets_the_rate_only_for_a_run_that_kept_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // About 2 ms of work a frame: hundreds of fps, unpaced, against a 50 fps target.
+    let (out, _) = run_testprog(&dir, "unpaced", &["--fps", "50"], &["work", "300", "2000"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = stdout(&out);
+    let bound = report
+        .lines()
+        .find(|l| l.contains("bound"))
+        .expect("a bound line");
+    assert!(!bound.contains("sets the rate"), "{bound}");
+    // 1000 spans a second on 1 ms deadlines, each span a moment's work: paced at 1000.
+    let (out, _) = run_testprog(&dir, "paced", &["--fps", "1000"], &["rate", "1000", "3"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = stdout(&out);
+    let bound = report
+        .lines()
+        .find(|l| l.contains("bound"))
+        .expect("a bound line");
+    assert!(
+        bound.contains("(the target 1000 fps sets the rate)"),
+        "{bound}"
+    );
+}
