@@ -378,3 +378,42 @@ fn report_of_an_experiment_lists_its_runs() {
         .unwrap();
     assert_eq!(json(&one)["run_id"], 2);
 }
+
+/// One command, no parameter: the runs are listed (with their figures) instead of a
+/// comparison that refuses one variant, and the bench succeeds.
+#[test]
+fn a_bench_of_one_command_lists_its_runs_and_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("one.framelab");
+    let out = framelab()
+        .args(["bench", "-n", "3", "-o"])
+        .arg(&file)
+        .arg("--")
+        .args(shlex::split(&testprog("work 40 200")).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listing = stdout(&out);
+    assert_eq!(
+        listing.lines().filter(|l| l.contains(" ok ")).count(),
+        3,
+        "{listing}"
+    );
+    assert!(!listing.contains("verdicts"), "{listing}");
+    assert!(
+        stderr(&out).contains("nothing to compare"),
+        "{}",
+        stderr(&out)
+    );
+    // As JSON too: the run listing's document.
+    let out = framelab()
+        .args(["bench", "-n", "2", "--format", "json", "-o"])
+        .arg(dir.path().join("one-json.framelab"))
+        .arg("--")
+        .args(shlex::split(&testprog("work 40 200")).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json(&out);
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 2, "{doc}");
+}

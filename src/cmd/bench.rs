@@ -1,15 +1,19 @@
 //! `framelab bench`: the experiment the command line describes, run and compared.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
+use framelab::bench::ExperimentSpec;
 use framelab::compare;
+use framelab::report::Format;
+use framelab::store;
 
 use super::compare::CompareSettings;
 use super::compare::{check_export_paths, compare_options, export_comparison, show_comparison};
 use super::options::{command_pin, profile_options, service_specs};
-use super::output::UNKEPT;
+use super::output::{emit, UNKEPT};
+use super::report::report_runs;
 use super::{default_signals, Outcome};
 use crate::cli::{limits, OutputArgs, ProfileFlag, RunControlArgs, ServiceArgs};
 
@@ -107,12 +111,29 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
     if let (Some(history), true) = (&history, outcome.file.kept()) {
         history.add(&outcome.path)?;
     }
-    let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
-    let options = compare_options(&args.compare, &args.compare.show);
-    let comparison = show_comparison(&sources, &options, args.compare.format, None, false)?;
-    export_comparison(&comparison, &args.compare)?;
+    let one_variant = one_variant(&outcome.path)?;
+    if one_variant {
+        // Nothing to compare: each run's figures, as `framelab report` lists an experiment's.
+        emit(&report_runs(
+            &outcome.path,
+            listing_format(args.compare.format),
+        )?)?;
+        eprintln!(
+            "framelab: one variant and no --param: nothing to compare (and nothing exported); \
+             add a --variant NAME=CMD or a --param to compare"
+        );
+    } else {
+        let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
+        let options = compare_options(&args.compare, &args.compare.show);
+        let comparison = show_comparison(&sources, &options, args.compare.format, None, false)?;
+        export_comparison(&comparison, &args.compare)?;
+    }
     if outcome.file.kept() {
-        eprintln!("framelab: experiment file {path} (framelab compare {path} --format markdown)");
+        let see = match one_variant {
+            true => format!("framelab report {path}"),
+            false => format!("framelab compare {path} --format markdown"),
+        };
+        eprintln!("framelab: experiment file {path} ({see})");
     } else {
         eprintln!("{UNKEPT}");
     }
@@ -242,4 +263,23 @@ fn bench_spec(args: &BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpe
             profile: profile_options(&args.profile),
         },
     })
+}
+
+/// Whether the experiment is one variant at one set of parameter values: its runs can be
+/// listed, not compared.
+fn one_variant(path: &Path) -> anyhow::Result<bool> {
+    let Some(experiment) = store::load_experiment(path)? else {
+        return Ok(false);
+    };
+    let spec: ExperimentSpec = serde_json::from_str(&experiment.spec_json)?;
+    Ok(spec.variants.len() == 1 && spec.params.is_empty())
+}
+
+/// The run listing's format for a bench's `--format` (CSV and HTML are comparisons' only).
+fn listing_format(format: compare::CompareFormat) -> Format {
+    match format {
+        compare::CompareFormat::Markdown => Format::Markdown,
+        compare::CompareFormat::Json => Format::Json,
+        _ => Format::Text,
+    }
 }

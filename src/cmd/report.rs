@@ -82,7 +82,7 @@ pub(super) fn run(args: ReportArgs) -> anyhow::Result<Outcome> {
 }
 
 /// One line per run of a file that holds several: which runs there are and how to see one.
-fn report_runs(path: &std::path::Path, format: Format) -> anyhow::Result<String> {
+pub(super) fn report_runs(path: &std::path::Path, format: Format) -> anyhow::Result<String> {
     let experiment = store::load_experiment(path)?;
     let lines = store::list_runs(path)?
         .iter()

@@ -108,9 +108,15 @@ pub fn render(file: &Path, lines: &[RunLine], format: Format, color: bool) -> St
                 .collect();
             let first = lines.first().map_or(1, |l| l.run_id);
             let heading = format!("{} · {} runs", file.display(), lines.len());
-            let hint = format!(
-                "one run in full: framelab report {shown} --run-id {first} · verdicts: framelab compare {shown}"
-            );
+            // Verdicts need two variants (or parameter values) to compare.
+            let mut groups: Vec<_> = lines.iter().map(|l| (&l.variant, &l.params)).collect();
+            groups.dedup();
+            let verdicts = match !with_variants || groups.len() > 1 {
+                true => format!(" · verdicts: framelab compare {shown}"),
+                false => String::new(),
+            };
+            let hint =
+                format!("one run in full: framelab report {shown} --run-id {first}{verdicts}");
             if markdown {
                 let headers: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
                 format!(
