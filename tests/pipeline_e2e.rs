@@ -199,23 +199,18 @@ fn imported_runs_without_threads_or_with_one_stage_say_so() {
 #[test]
 fn the_target_sets_the_rate_only_for_a_run_that_kept_to_it() {
     let dir = tempfile::tempdir().unwrap();
+    let bound_line = |name: &str, fps: &str, program: &[&str]| {
+        let (out, _) = run_testprog(&dir, name, &["--fps", fps], program);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let report = stdout(&out);
+        let bound = report.lines().find(|l| l.contains("bound"));
+        bound.expect("a bound line").to_owned()
+    };
     // About 2 ms of work a frame: hundreds of fps, unpaced, against a 50 fps target.
-    let (out, _) = run_testprog(&dir, "unpaced", &["--fps", "50"], &["work", "300", "2000"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let report = stdout(&out);
-    let bound = report
-        .lines()
-        .find(|l| l.contains("bound"))
-        .expect("a bound line");
+    let bound = bound_line("unpaced", "50", &["work", "300", "2000"]);
     assert!(!bound.contains("sets the rate"), "{bound}");
     // 1000 spans a second on 1 ms deadlines, each span a moment's work: paced at 1000.
-    let (out, _) = run_testprog(&dir, "paced", &["--fps", "1000"], &["rate", "1000", "3"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let report = stdout(&out);
-    let bound = report
-        .lines()
-        .find(|l| l.contains("bound"))
-        .expect("a bound line");
+    let bound = bound_line("paced", "1000", &["rate", "1000", "3"]);
     assert!(
         bound.contains("(the target 1000 fps sets the rate)"),
         "{bound}"
