@@ -290,3 +290,35 @@ fn a_command_in_its_own_pid_namespace_is_recorded_to_its_last_frame() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(load(&path).spans.len(), 900, "3 stages of 300 frames");
 }
+
+/// A session directory being made (its staging name, its lock file there but not locked
+/// yet) belongs to a framelab starting beside this one: its cleanup must leave it alone, or
+/// that framelab fails "locking it" (seen when bench_e2e's tests ran at once). One left by a
+/// framelab that died while making it is removed once old.
+#[test]
+fn a_session_being_made_is_not_cleaned_up_but_an_old_dead_one_is() {
+    let shm = tempfile::tempdir().unwrap();
+    let making = shm.path().join(".framelab-session-4242-abc.new");
+    let dead = shm.path().join(".framelab-session-4243-def.new");
+    for dir in [&making, &dead] {
+        std::fs::create_dir(dir).unwrap();
+        std::fs::write(dir.join("lock"), b"").unwrap();
+    }
+    let two_minutes_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
+    std::fs::File::open(&dead)
+        .unwrap()
+        .set_modified(two_minutes_ago)
+        .unwrap();
+    let out = framelab()
+        .env("FRAMELAB_SHM_DIR", shm.path())
+        .args(["run", "-o"])
+        .arg(shm.path().join("r.framelab"))
+        .arg("--")
+        .arg(example("testprog"))
+        .args(["spans", "5"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(making.is_dir(), "a session being made was removed");
+    assert!(!dead.exists(), "a dead staging directory was left");
+}

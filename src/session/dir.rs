@@ -261,25 +261,28 @@ fn remove_stale(base: &Path) {
         if !meta.is_dir() {
             continue;
         }
+        let old = || {
+            (meta.modified().ok())
+                .and_then(|m| m.elapsed().ok())
+                .is_some_and(|age| age > STAGING_STALE_AFTER)
+        };
+        // A staging directory is being made: its lock file exists a moment before it is
+        // locked, so taking that lock would take a live one (and its maker would fail).
+        // Only age tells a dead one.
+        if staging {
+            if old() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+            continue;
+        }
         match stale(&entry.path()) {
             // Holding its lock while removing it: no SDK takes it for live meanwhile.
             Some((true, _lock)) => {
                 let _ = std::fs::remove_dir_all(entry.path());
             }
-            Some((false, _)) => {}
-            // Without a lock: a staging directory whose framelab died before locking it, once
-            // old enough; a session of an older framelab is left alone (its liveness cannot
-            // be told safely).
-            None => {
-                let old = meta
-                    .modified()
-                    .ok()
-                    .and_then(|m| m.elapsed().ok())
-                    .is_some_and(|age| age > STAGING_STALE_AFTER);
-                if staging && old {
-                    let _ = std::fs::remove_dir_all(entry.path());
-                }
-            }
+            // Live; or without a lock, a session of an older framelab: left alone (its
+            // liveness cannot be told safely).
+            Some((false, _)) | None => {}
         }
     }
 }
