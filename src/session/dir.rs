@@ -275,14 +275,11 @@ fn remove_stale(base: &Path) {
             }
             continue;
         }
-        match stale(&entry.path()) {
-            // Holding its lock while removing it: no SDK takes it for live meanwhile.
-            Some((true, _lock)) => {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-            // Live; or without a lock, a session of an older framelab: left alone (its
-            // liveness cannot be told safely).
-            Some((false, _)) | None => {}
+        // Holding its lock while removing it: no SDK takes it for live meanwhile. A live one,
+        // or one without a lock (an older framelab's: its liveness cannot be told safely),
+        // is left alone.
+        if let Some((true, _lock)) = stale(&entry.path()) {
+            let _ = std::fs::remove_dir_all(entry.path());
         }
     }
 }
