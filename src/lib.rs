@@ -16,6 +16,7 @@ pub mod host;
 pub mod import;
 pub mod model;
 pub mod output;
+pub mod parallel;
 pub mod profile;
 pub mod report;
 pub mod sample;

@@ -2,6 +2,11 @@
 
 use std::time::Duration;
 
+/// `1 frame`, `2 frames`: a count and its noun, singular or plural.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Parses `250ms`, `5s`, `1.5s`, `16.667ms`, `100us`, `2m`, `1h`. A unit is required:
 /// `5` is ambiguous (seconds? frames?) and refused with a hint.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {

@@ -166,7 +166,10 @@ fn values_outside_min_and_max_are_counted() {
     assert!(out.status.success(), "{}", stderr(&out));
     let mut durations = stage_durations(&path, "a");
     durations.sort_unstable();
-    let (min, max) = (durations[20], durations[60]);
+    // A range of whole 8 ns steps: 8 buckets of one width (a range of 19 ns would give
+    // 7 of 3 ns, the last cut at --max).
+    let min = durations[20];
+    let max = min + ((durations[60] - min).max(1) + 7) / 8 * 8;
     let below = durations.iter().filter(|&&d| d < min).count();
     let above = durations.iter().filter(|&&d| d >= max).count();
     let out = framelab()

@@ -3,6 +3,7 @@
 
 use super::frames::ResolvedWindow;
 use crate::model::{EndReason, RunMeta};
+use crate::units::plural;
 
 /// What the notes are written from, besides the run's metadata.
 #[derive(Clone, Copy, Debug, Default)]
@@ -127,10 +128,6 @@ fn interrupted_by(signal: Option<i32>) -> String {
         Some(s) => format!("{} to framelab", signal_name(s).unwrap_or("a signal")),
         None => "a signal to framelab (Ctrl-C, SIGTERM or SIGHUP)".into(),
     }
-}
-
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn seconds(ns: i64) -> String {

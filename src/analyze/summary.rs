@@ -7,7 +7,7 @@ use super::frames::{intervals_ns, measure_run, Frames, ResolvedWindow};
 use super::late::{late_summary, stutter};
 use super::notes::{notes, NoteFacts};
 use super::pacing::{pacing_summary, PacingSummary};
-use super::pipeline::{loaded_row, multi_span, summarize, Names, PipelineInput, PipelineSummary};
+use super::pipeline::{multi_span, summarize, LoadedRows, Names, PipelineInput, PipelineSummary};
 use super::stages::{pick_worst, stage_table, StageTable, WORST_FRAMES};
 use super::stats::sort_ns;
 use super::telemetry::{summarize as summarize_telemetry, FrameSpan};
@@ -120,9 +120,12 @@ fn span_facts(run: &Run) -> SpanFacts {
         multi_span: multi_span(&table.rows, measured_frames),
         worst: &worst,
     };
-    let row = |i| loaded_row(run, &frames, &measured, i);
-    let pipeline =
-        summarize(&input, run.spans.len(), row).map(|p| p.into_summary(&mut table.worst));
+    let rows = LoadedRows {
+        run,
+        frames: &frames,
+        measured: &measured,
+    };
+    let pipeline = summarize(&input, &rows).map(|p| p.into_summary(&mut table.worst));
 
     let (counters, orphan_counter_values) = counter_summaries(
         &run.counters,

@@ -636,7 +636,7 @@ mod tests {
 
     #[test]
     fn text_maps_bucket_by_bucket() {
-        let run = IMPORT.run(&fixture("bpftrace-0.17-maps.txt"));
+        let run = IMPORT.run(fixture("bpftrace-0.17-maps.txt"));
         assert_eq!(
             names(&run),
             [
@@ -728,8 +728,8 @@ mod tests {
 
     #[test]
     fn json_output_gives_the_same_histograms_as_text() {
-        let text = IMPORT.run(&fixture("bpftrace-0.17-maps.txt"));
-        let json = IMPORT.run(&fixture("bpftrace-0.17-maps.json"));
+        let text = IMPORT.run(fixture("bpftrace-0.17-maps.txt"));
+        let json = IMPORT.run(fixture("bpftrace-0.17-maps.json"));
         // JSON joins a key's parts with "," where text writes ", ".
         let unspaced: Vec<Histogram> = text
             .histograms
@@ -752,7 +752,7 @@ mod tests {
 
     #[test]
     fn interval_prints_are_numbered_histograms() {
-        let run = IMPORT.run(&fixture("bpftrace-0.17-interval.txt"));
+        let run = IMPORT.run(fixture("bpftrace-0.17-interval.txt"));
         let stack = "@stack_ms[_einittext+1015206556; __bpf_prog_test_run_raw_tp+106; \
                      bpf_prog_test_run_raw_tp+279; __sys_bpf+2593; __x64_sys_bpf+29; \
                      do_syscall_64+113; entry_SYSCALL_64_after_hwframe+118]";
@@ -801,7 +801,7 @@ mod tests {
             ]
         );
 
-        let json = IMPORT.run(&fixture("bpftrace-0.17-interval.json"));
+        let json = IMPORT.run(fixture("bpftrace-0.17-interval.json"));
         assert_eq!(json.histograms.len(), 11);
         // Two runs of the script: the same buckets, the stack's addresses aside.
         for (t, j) in run.histograms.iter().zip(&json.histograms).take(10) {

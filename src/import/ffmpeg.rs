@@ -520,7 +520,7 @@ mod tests {
 
     #[test]
     fn x264_encode_log_number_by_number() {
-        let run = IMPORT.run(&fixture("ffmpeg-5.1-x264-encode.log"));
+        let run = IMPORT.run(fixture("ffmpeg-5.1-x264-encode.log"));
         // 122 bench lines (one after a progress line's `\r`), no repeats.
         assert_eq!(run.spans.len(), 122);
         assert_end_to_end(&run);
@@ -596,7 +596,7 @@ mod tests {
 
     #[test]
     fn audio_and_video_streams_are_threads_and_frames_of_their_own() {
-        let run = IMPORT.run(&fixture("ffmpeg-5.1-transcode-av.log"));
+        let run = IMPORT.run(fixture("ffmpeg-5.1-transcode-av.log"));
         assert_eq!(run.spans.len(), 273);
         assert_end_to_end(&run);
         let steps = by_step(&run);

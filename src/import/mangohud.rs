@@ -490,7 +490,7 @@ mod tests {
     fn glxgears_frames_are_microsecond_frametimes_ending_at_elapsed() {
         let run = IMPORT
             .result_with(
-                &fixture("mangohud-0.6.8-glxgears-llvmpipe.csv"),
+                fixture("mangohud-0.6.8-glxgears-llvmpipe.csv"),
                 ImportOptions::default(),
             )
             .unwrap();
@@ -535,7 +535,7 @@ mod tests {
     fn vkcube_first_frame_is_the_slow_start() {
         let run = IMPORT
             .result_with(
-                &fixture("mangohud-0.6.8-vkcube-lavapipe.csv"),
+                fixture("mangohud-0.6.8-vkcube-lavapipe.csv"),
                 ImportOptions::default(),
             )
             .unwrap();

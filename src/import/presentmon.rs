@@ -790,7 +790,7 @@ mod tests {
     fn v1_frames_end_at_each_present() {
         let run = IMPORT
             .result_with(
-                &fixture("presentmon-v1-farcrynewdawn.csv"),
+                fixture("presentmon-v1-farcrynewdawn.csv"),
                 ImportOptions::default(),
             )
             .unwrap();
@@ -850,7 +850,7 @@ mod tests {
     fn v2_keeps_the_busiest_swap_chain_and_says_what_it_left_out() {
         let run = IMPORT
             .result_with(
-                &fixture("presentmon-v2-presentbench-multiprocess.csv"),
+                fixture("presentmon-v2-presentbench-multiprocess.csv"),
                 ImportOptions::default(),
             )
             .unwrap();

@@ -7,6 +7,7 @@ use super::format::{
 use crate::analyze::counters::is_byte_counter;
 use crate::analyze::Analysis;
 use crate::model::WarmupFrom;
+use crate::units::plural;
 
 /// How to decorate: ANSI colour for terminals, escaping for Markdown.
 #[derive(Clone, Copy, Debug, Default)]
@@ -43,10 +44,6 @@ impl Style {
             shown.into_owned()
         }
     }
-}
-
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// `framelab · demo (depth 1) · run 2026-11-22T10:00:00Z`

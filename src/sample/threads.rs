@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use super::files::{numbered_entries, Reread};
 use super::{Readings, Tick};
 use crate::model::SeriesKind;
+use crate::units::plural;
 
 /// The shortest interval between readings of this source (see above).
 pub const MIN_EVERY: Duration = Duration::from_millis(10);
@@ -293,10 +294,6 @@ impl Threads {
         }
         Ok(())
     }
-}
-
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 #[cfg(test)]

@@ -24,8 +24,9 @@ const MIN_ROWS_FOR_THREADS: usize = 500_000;
 /// Small enough that the tests' runs go through the threaded reader too.
 #[cfg(test)]
 const MIN_ROWS_FOR_THREADS: usize = 10_000;
-/// Connections reading one table at once.
-const MAX_READERS: usize = 4;
+/// Connections reading one table at once: 10M spans read in 1.2 s with 4, 0.5-0.85 s
+/// with 8 on a 16-core host (BENCHMARKS.md).
+const MAX_READERS: usize = 8;
 /// Chunks a reader may have decoded ahead of the one being used.
 const AHEAD: usize = 2;
 

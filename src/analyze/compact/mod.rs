@@ -10,6 +10,7 @@
 //! a span with one span per frame (the worst case), about 31 with five stages a frame.
 
 pub mod columns;
+pub mod nearly_sorted;
 pub mod packed;
 pub mod table;
 pub mod values;
@@ -18,9 +19,12 @@ pub mod window;
 #[cfg(test)]
 mod tests;
 
+use std::sync::{Mutex, PoisonError};
+
 use self::columns::{ColumnsBuilder, Keep, SpanColumns};
+use self::packed::PackedNs;
 use self::table::FrameTable;
-use self::values::{with_ns, NsValues};
+use self::values::{with_ns, NsValues, SORTS_AT_ONCE};
 use self::window::{end_order, measure, Bits, MeasuredFrames};
 use super::counters::CounterTotals;
 use super::fps::fps_summary_of;
@@ -28,7 +32,7 @@ use super::frames::ResolvedWindow;
 use super::frames::NO_FRAME;
 use super::late::{late_frames_of, missed_slots_of, stutter_of};
 use super::pacing::pacing_summary_of;
-use super::pipeline::{summarize, Names, Pipeline, PipelineInput, SpanRow};
+use super::pipeline::{summarize, Names, Pipeline, PipelineInput, SpanRow, SpanRows};
 use super::stages::{StageTable, WORST_FRAMES};
 use super::summary::{assemble, budget_ns, SpanFacts};
 use super::telemetry::FrameSpan;
@@ -233,17 +237,47 @@ fn pipeline(
         multi_span: measured_spans as u64 > measured.count,
         worst,
     };
-    let row = |i: usize| {
-        let frame = columns.frame[i];
-        SpanRow {
-            measured_frame: (frame != NO_FRAME && measured.in_window.get(frame)).then_some(frame),
-            thread: thread[i],
-            stage: columns.stage[i],
-            start_ns: start.get(i),
-            dur_ns: columns.dur.get(i),
-        }
+    let rows = ColumnRows {
+        columns,
+        measured,
+        start,
+        thread,
     };
-    Ok(summarize(&input, columns.len(), row))
+    Ok(summarize(&input, &rows))
+}
+
+/// The columns' spans for the pipeline's summary.
+struct ColumnRows<'a> {
+    columns: &'a SpanColumns,
+    measured: &'a MeasuredFrames,
+    start: &'a PackedNs,
+    thread: &'a [u32],
+}
+
+impl SpanRows for ColumnRows<'_> {
+    fn len(&self) -> usize {
+        self.columns.len()
+    }
+
+    fn frame(&self, i: usize) -> u32 {
+        self.columns.frame[i]
+    }
+
+    fn thread(&self, i: usize) -> u32 {
+        self.thread[i]
+    }
+
+    fn row(&self, i: usize) -> SpanRow {
+        let frame = self.columns.frame[i];
+        SpanRow {
+            measured_frame: (frame != NO_FRAME && self.measured.in_window.get(frame))
+                .then_some(frame),
+            thread: self.thread[i],
+            stage: self.columns.stage[i],
+            start_ns: self.start.get(i),
+            dur_ns: self.columns.dur.get(i),
+        }
+    }
 }
 
 /// `stages::pick_worst` without the end order: its insertion over frames in (end, id)
@@ -353,26 +387,46 @@ fn stage_table(
     for &f in worst {
         is_worst.set(f);
     }
-    let mut worst_sums: Vec<Vec<Option<i64>>> = vec![vec![None; order.len()]; worst.len()];
-    let mut durations: Vec<NsValues> = (order.iter())
-        .map(|&s| NsValues::for_range(0, counts.max_dur[s], counts.count[s]))
-        .collect();
+    // Each stage's durations and its share of the worst frames, a few stages at once:
+    // each sort borrows a buffer the size of its stage's durations.
     let cols = columns.get();
-    for (row, (&frame, &stage)) in cols.frame.iter().zip(&cols.stage).enumerate() {
-        if frame == NO_FRAME || !measured.in_window.get(frame) {
-            continue;
-        }
-        let c = column[stage as usize];
-        let dur = cols.dur.get(row);
-        durations[c].push(dur);
-        if is_worst.get(frame) {
-            if let Some(pos) = worst.iter().position(|&w| w == frame) {
-                let cell = &mut worst_sums[pos][c];
-                *cell = Some(cell.unwrap_or(0).saturating_add(dur));
+    let stage_of = |c: usize| {
+        let s = order[c];
+        let mut durations = NsValues::for_range(0, counts.max_dur[s], counts.count[s]);
+        let mut worst_ns: Vec<Option<i64>> = vec![None; worst.len()];
+        for (row, (&frame, &stage)) in cols.frame.iter().zip(&cols.stage).enumerate() {
+            if usize::from(stage) != s || frame == NO_FRAME || !measured.in_window.get(frame) {
+                continue;
+            }
+            let dur = cols.dur.get(row);
+            durations.push(dur);
+            if is_worst.get(frame) {
+                if let Some(pos) = worst.iter().position(|&w| w == frame) {
+                    worst_ns[pos] = Some(worst_ns[pos].unwrap_or(0).saturating_add(dur));
+                }
             }
         }
-    }
+        durations.sort();
+        (durations, worst_ns)
+    };
+    let done = Mutex::new(Vec::with_capacity(order.len()));
+    crate::parallel::for_each((0..order.len()).collect(), SORTS_AT_ONCE, |c| {
+        let stage = stage_of(c);
+        done.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((c, stage));
+    });
     drop(columns);
+    let mut done = done.into_inner().unwrap_or_else(PoisonError::into_inner);
+    done.sort_by_key(|&(c, _)| c);
+    let mut worst_sums: Vec<Vec<Option<i64>>> = vec![Vec::with_capacity(order.len()); worst.len()];
+    let mut durations = Vec::with_capacity(order.len());
+    for (_, (d, worst_ns)) in done {
+        durations.push(d);
+        for (sums, ns) in worst_sums.iter_mut().zip(worst_ns) {
+            sums.push(ns);
+        }
+    }
 
     let names: Vec<String> = order
         .iter()
@@ -380,8 +434,7 @@ fn stage_table(
         .collect();
     let rows = (order.iter().zip(&names))
         .zip(durations)
-        .filter_map(|((&stage, name), mut d)| {
-            d.sort();
+        .filter_map(|((&stage, name), d)| {
             sorted(Sorted::Stage(stage, &d));
             Some(StageRow {
                 name: name.clone(),

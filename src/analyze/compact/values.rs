@@ -5,6 +5,9 @@
 use crate::analyze::stats::{sort_ns, sort_u32};
 use crate::analyze::Dist;
 
+/// Sets sorted at once, at most (each sort borrows a buffer the size of its set).
+pub const SORTS_AT_ONCE: usize = 4;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NsValues {
     Narrow(Vec<u32>),
@@ -49,6 +52,25 @@ impl NsValues {
         }
     }
 
+    /// Appends all of `other`, widening where it must.
+    pub fn append(&mut self, other: NsValues) {
+        match (self, other) {
+            (NsValues::Narrow(a), NsValues::Narrow(b)) => a.extend(b),
+            (NsValues::Wide(a), NsValues::Wide(b)) => a.extend(b),
+            (NsValues::Wide(a), NsValues::Narrow(b)) => a.extend(b.into_iter().map(i64::from)),
+            (this @ NsValues::Narrow(_), NsValues::Wide(b)) => {
+                let NsValues::Narrow(a) = std::mem::replace(this, NsValues::Wide(Vec::new()))
+                else {
+                    unreachable!("matched narrow");
+                };
+                let mut wide: Vec<i64> = Vec::with_capacity(a.len() + b.len());
+                wide.extend(a.into_iter().map(i64::from));
+                wide.extend(b);
+                *this = NsValues::Wide(wide);
+            }
+        }
+    }
+
     pub fn len(&self) -> usize {
         with_ns!(self, v => v.len())
     }
@@ -82,6 +104,19 @@ impl NsValues {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn appending_keeps_every_value_at_the_width_needed() {
+        let narrow = |v: &[u32]| NsValues::Narrow(v.to_vec());
+        let wide = |v: &[i64]| NsValues::Wide(v.to_vec());
+        let mut a = narrow(&[1, 2]);
+        a.append(narrow(&[3]));
+        assert_eq!(a, narrow(&[1, 2, 3]));
+        a.append(wide(&[u32::MAX as i64 + 1]));
+        assert_eq!(a, wide(&[1, 2, 3, u32::MAX as i64 + 1]));
+        a.append(narrow(&[4]));
+        assert_eq!(a.to_i64(), vec![1, 2, 3, u32::MAX as i64 + 1, 4]);
+    }
 
     #[test]
     fn a_value_over_u32_widens_and_keeps_the_rest() {

@@ -6,6 +6,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::columns::SpanColumns;
+use super::nearly_sorted::sort_nearly_sorted;
 use super::table::FrameTable;
 use crate::analyze::frames::{
     open_from_stages, resolve_window, stopped_mid_frame, OpenFrames, ResolvedWindow,
@@ -186,16 +187,11 @@ fn first_rows(columns: &SpanColumns, table: &FrameTable, frames: &[u32]) -> Vec<
 /// The measured frames ordered by end, then id (`frames::Measured::order`).
 pub fn end_order(table: &FrameTable, measured: &MeasuredFrames) -> Vec<u32> {
     let mut order: Vec<u32> = measured.in_window.ones().collect();
-    let by_index_is_by_id = table.indices_follow_ids();
-    if by_index_is_by_id && (order.windows(2)).all(|w| table.end_ns(w[0]) <= table.end_ns(w[1])) {
-        return order;
-    }
-    // Stable sorts (keys are unique either way): they take the runs already in end order
-    // as they are, and frames nearly always end in order, but for a few late ones.
-    if by_index_is_by_id {
-        order.sort_by_key(|&i| (table.end_ns(i), i));
+    // Frames nearly always end in order, but for a few late ones.
+    if table.indices_follow_ids() {
+        sort_nearly_sorted(&mut order, |i| (table.end_ns(i), i));
     } else {
-        order.sort_by_key(|&i| (table.end_ns(i), table.id(i)));
+        sort_nearly_sorted(&mut order, |i| (table.end_ns(i), table.id(i)));
     }
     order
 }

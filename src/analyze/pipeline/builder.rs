@@ -2,15 +2,12 @@
 //! columns of `compact`): each measured frame's waits, each thread's busy time, the
 //! bottleneck. The spans are read by index, in memory: no second read of the run file.
 
-use std::collections::BTreeMap;
-
+use super::by_frame::sweep;
 use super::resources::{thread_busy, Clipped, ThreadBusy};
-use super::waits::{frame_waits, StageSpan};
 use super::{
     has_thread_info, is_queue, thread_labels, Bottleneck, FrameBreakdown, Names, PipelineSummary,
     RepeatedOverlap, ResourceRow, StageBusy, WaitRow,
 };
-use crate::analyze::compact::values::NsValues;
 use crate::analyze::frames::{Frames, Measured, NO_FRAME};
 use crate::analyze::stages::stage_name;
 use crate::analyze::{StageRow, WorstFrame};
@@ -63,12 +60,19 @@ impl Pipeline {
     }
 }
 
-/// The summary of spans `0..spans`, read by `row`; `None` without measured frames.
-pub(crate) fn summarize(
-    input: &PipelineInput,
-    spans: usize,
-    row: impl Fn(usize) -> SpanRow,
-) -> Option<Pipeline> {
+/// The spans as the summary reads them, by index.
+pub(crate) trait SpanRows: Sync {
+    fn len(&self) -> usize;
+    /// The index of span `i`'s frame, measured or not (`NO_FRAME` for none): cheaper
+    /// than its row.
+    fn frame(&self, i: usize) -> u32;
+    /// The index of span `i`'s thread: cheaper than its row.
+    fn thread(&self, i: usize) -> u32;
+    fn row(&self, i: usize) -> SpanRow;
+}
+
+/// The summary of `spans`; `None` without measured frames.
+pub(crate) fn summarize(input: &PipelineInput, spans: &impl SpanRows) -> Option<Pipeline> {
     if input.measured_frames == 0 {
         return None;
     }
@@ -77,15 +81,10 @@ pub(crate) fn summarize(
         no_threads: !has_thread_info(input.names.threads),
         ..PipelineSummary::default()
     };
-    let breakdowns = if input.multi_span {
-        summary.waits_from(input, spans, &row, None)
-    } else {
-        Vec::new()
-    };
-    if !summary.no_threads {
+    let busy = || {
         let (from, to) = input.window;
-        let busy = thread_busy(spans, |i| {
-            let r = row(i);
+        thread_busy(spans.len(), &|i| spans.thread(i), &|i| {
+            let r = spans.row(i);
             let clipped = Clipped {
                 thread: r.thread,
                 stage: r.stage,
@@ -93,7 +92,25 @@ pub(crate) fn summarize(
                 to: r.start_ns.saturating_add(r.dur_ns).min(to),
             };
             (r.dur_ns >= 0 && clipped.from < clipped.to).then_some(clipped)
+        })
+    };
+    // The waits and the busy time read the same spans, on cores of their own.
+    let (breakdowns, busy) = std::thread::scope(|scope| {
+        let beside =
+            (!summary.no_threads).then(|| std::thread::Builder::new().spawn_scoped(scope, busy));
+        let breakdowns = if input.multi_span {
+            summary.waits_from(input, spans, None)
+        } else {
+            Vec::new()
+        };
+        // Where no thread could be started, here after the waits.
+        let busy = beside.map(|b| match b {
+            Ok(b) => b.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
+            Err(_) => busy(),
         });
+        (breakdowns, busy)
+    });
+    if let Some(busy) = busy {
         summary.resources_from(busy, &input.names, input.window, input.measured_frames);
     }
     Some(Pipeline {
@@ -102,15 +119,35 @@ pub(crate) fn summarize(
     })
 }
 
-/// A loaded run's span `i` for [`summarize`].
-pub(crate) fn loaded_row(run: &Run, frames: &Frames, measured: &Measured, i: usize) -> SpanRow {
-    let (span, f) = (&run.spans[i], frames.span_frame[i]);
-    SpanRow {
-        measured_frame: (f != NO_FRAME && measured.in_window[f as usize]).then_some(f),
-        thread: span.thread,
-        stage: span.stage,
-        start_ns: span.start_ns,
-        dur_ns: span.dur_ns,
+/// A loaded run's spans for [`summarize`].
+pub(crate) struct LoadedRows<'a> {
+    pub run: &'a Run,
+    pub frames: &'a Frames,
+    pub measured: &'a Measured,
+}
+
+impl SpanRows for LoadedRows<'_> {
+    fn len(&self) -> usize {
+        self.run.spans.len()
+    }
+
+    fn frame(&self, i: usize) -> u32 {
+        self.frames.span_frame[i]
+    }
+
+    fn thread(&self, i: usize) -> u32 {
+        self.run.spans[i].thread
+    }
+
+    fn row(&self, i: usize) -> SpanRow {
+        let (span, f) = (&self.run.spans[i], self.frames.span_frame[i]);
+        SpanRow {
+            measured_frame: (f != NO_FRAME && self.measured.in_window[f as usize]).then_some(f),
+            thread: span.thread,
+            stage: span.stage,
+            start_ns: span.start_ns,
+            dur_ns: span.dur_ns,
+        }
     }
 }
 
@@ -129,9 +166,13 @@ pub fn wait_values(run: &Run, frames: &Frames, measured: &Measured) -> WaitValue
         worst: &[],
     };
     let mut values = WaitValues::new();
-    let row = |i| loaded_row(run, frames, measured, i);
+    let rows = LoadedRows {
+        run,
+        frames,
+        measured,
+    };
     let mut summary = PipelineSummary::default();
-    summary.waits_from(&input, run.spans.len(), &row, Some(&mut values));
+    summary.waits_from(&input, &rows, Some(&mut values));
     values
 }
 
@@ -140,167 +181,48 @@ pub(crate) fn multi_span(rows: &[StageRow], measured_frames: u64) -> bool {
     rows.iter().map(|r| r.dist.count).sum::<u64>() > measured_frames
 }
 
-/// The measured spans (non-negative ones of measured frames) grouped by frame, by a
-/// counting sort: `rows[ends[f - 1]..ends[f]]` are frame `f`'s, in the order recorded.
-/// 4 bytes a span and 4 a frame, where a copy of the spans would take 24 a span.
-struct ByFrame {
-    rows: Vec<u32>,
-    ends: Vec<u32>,
-}
-
-impl ByFrame {
-    fn frame(&self, f: usize) -> &[u32] {
-        let from = if f == 0 { 0 } else { self.ends[f - 1] };
-        &self.rows[from as usize..self.ends[f] as usize]
-    }
-}
-
-/// Groups the measured spans by frame; also counts the frames whose spans were recorded
-/// on one thread out of start order.
-fn by_frame(spans: usize, row: &impl Fn(usize) -> SpanRow, slots: usize) -> (ByFrame, u64) {
-    let measured = |i: usize| {
-        let r = row(i);
-        r.measured_frame.filter(|_| r.dur_ns >= 0).map(|f| (f, r))
-    };
-    let mut ends = vec![0u32; slots];
-    // By thread index (the run's thread table: small): the (frame, start) of its last span.
-    let mut last_on_thread: Vec<Option<(u32, i64)>> = Vec::new();
-    let mut reordered: Vec<u32> = Vec::new();
-    for i in 0..spans {
-        let Some((f, r)) = measured(i) else {
-            continue;
-        };
-        ends[f as usize] += 1;
-        let t = r.thread as usize;
-        if t >= last_on_thread.len() {
-            last_on_thread.resize(t + 1, None);
-        }
-        let last = last_on_thread[t].replace((f, r.start_ns));
-        if last.is_some_and(|(lf, start)| lf == f && r.start_ns < start) {
-            reordered.push(f);
-        }
-    }
-    reordered.sort_unstable();
-    reordered.dedup();
-    // Counts → starts; placing a frame's rows moves its start to its end.
-    let mut sum = 0u32;
-    for e in &mut ends {
-        (*e, sum) = (sum, sum + *e);
-    }
-    let mut rows = vec![0u32; sum as usize];
-    for i in 0..spans {
-        if let Some((f, _)) = measured(i) {
-            let at = &mut ends[f as usize];
-            rows[*at as usize] = i as u32;
-            *at += 1;
-        }
-    }
-    (ByFrame { rows, ends }, reordered.len() as u64)
-}
-
-/// Pair of stage ids → the waits between them, overlaps, and when they first happened.
-struct PairTally {
-    waits: NsValues,
-    overlaps: u64,
-    /// The first frame it occurred in (its start) and where in that frame.
-    first: (i64, usize),
-}
-
-/// The tally of a pair, first seen at `at` unless seen earlier.
-fn tally(
-    pairs: &mut BTreeMap<(u16, u16), PairTally>,
-    pair: (u16, u16),
-    at: (i64, usize),
-) -> &mut PairTally {
-    let t = pairs.entry(pair).or_insert_with(|| PairTally {
-        waits: NsValues::for_range(0, 0, 0),
-        overlaps: 0,
-        first: at,
-    });
-    t.first = t.first.min(at);
-    t
-}
-
 impl PipelineSummary {
     /// The waits of every measured frame, the wait table, and the worst frames'
     /// breakdowns (in `input.worst`'s order); with `values`, each pair's waits too.
     fn waits_from(
         &mut self,
         input: &PipelineInput,
-        spans: usize,
-        row: &impl Fn(usize) -> SpanRow,
+        spans: &impl SpanRows,
         mut values: Option<&mut WaitValues>,
     ) -> Vec<Option<FrameBreakdown>> {
-        let (names, worst) = (&input.names, input.worst);
-        let (grouped, reordered) = by_frame(spans, row, input.frame_slots);
-        self.reordered_frames = reordered;
-        let mut breakdowns = vec![None; worst.len()];
-        let mut pairs: BTreeMap<(u16, u16), PairTally> = BTreeMap::new();
-        let frames = input.measured_frames as usize;
-        let (mut work, mut waited) = (
-            NsValues::for_range(0, 0, frames),
-            NsValues::for_range(0, 0, frames),
-        );
-        let mut spans: Vec<StageSpan> = Vec::new();
-        for frame in 0..input.frame_slots {
-            let rows = grouped.frame(frame);
-            if rows.is_empty() {
-                continue;
-            }
-            spans.clear();
-            spans.extend(rows.iter().map(|&i| {
-                let r = row(i as usize);
-                StageSpan {
-                    start_ns: r.start_ns,
-                    end_ns: r.start_ns.saturating_add(r.dur_ns),
-                    stage: r.stage,
-                    thread: 0,
-                }
-            }));
-            let w = frame_waits(&mut spans);
-            let frame_start = spans[0].start_ns;
-            for (k, &(from, to, ns)) in w.waits.iter().enumerate() {
-                tally(&mut pairs, (from, to), (frame_start, k))
-                    .waits
-                    .push(ns);
-            }
-            for (k, &(from, to)) in w.overlaps.iter().enumerate() {
-                let at = (frame_start, w.waits.len() + k);
-                tally(&mut pairs, (from, to), at).overlaps += 1;
-            }
-            if let Some(pos) = worst.iter().position(|&f| f as usize == frame) {
-                breakdowns[pos] = Some(FrameBreakdown {
+        let stages = input.names.stages;
+        let mut swept = sweep(input, spans);
+        self.reordered_frames = swept.reordered;
+        let breakdowns = (swept.worst.into_iter())
+            .map(|w| {
+                w.map(|w| FrameBreakdown {
                     work_ns: w.work_ns,
                     wait_ns: w.wait_ns,
                     longest: (w.waits.iter())
                         .max_by_key(|&&(from, to, ns)| (ns, std::cmp::Reverse((from, to))))
-                        .map(|&(from, to, ns)| (pair_name(names.stages, from, to), ns)),
-                });
-            }
-            work.push(w.work_ns);
-            waited.push(w.wait_ns);
-        }
-        drop(grouped);
-        let mut ordered: Vec<((u16, u16), PairTally)> = pairs.into_iter().collect();
-        ordered.sort_by_key(|(pair, t)| (t.first, *pair));
-        for ((from, to), mut t) in ordered {
+                        .map(|&(from, to, ns)| (pair_name(stages, from, to), ns)),
+                })
+            })
+            .collect();
+        swept.pairs.sort_by_key(|(pair, t)| (t.first, *pair));
+        for ((from, to), mut t) in swept.pairs {
             t.waits.sort();
-            let name = pair_name(names.stages, from, to);
+            let name = pair_name(stages, from, to);
             if let Some(values) = values.as_mut() {
                 values.push((name.clone(), t.waits.to_i64()));
             }
             self.waits.push(WaitRow {
                 name,
-                from: stage_name(names.stages, from.into()),
-                to: stage_name(names.stages, to.into()),
+                from: stage_name(stages, from.into()),
+                to: stage_name(stages, to.into()),
                 dist: t.waits.dist_of_sorted(),
                 overlaps: t.overlaps,
             });
         }
-        work.sort();
-        waited.sort();
-        self.work = work.dist_of_sorted();
-        self.waited = waited.dist_of_sorted();
+        swept.work.sort();
+        swept.waited.sort();
+        self.work = swept.work.dist_of_sorted();
+        self.waited = swept.waited.dist_of_sorted();
         breakdowns
     }
 

@@ -8,17 +8,19 @@
 //! numbers.
 
 mod builder;
+mod by_frame;
 pub mod resources;
 pub mod waits;
 
 use serde::{Deserialize, Serialize};
 
 pub(crate) use self::builder::{
-    loaded_row, multi_span, summarize, Pipeline, PipelineInput, SpanRow,
+    multi_span, summarize, LoadedRows, Pipeline, PipelineInput, SpanRow, SpanRows,
 };
 pub use self::builder::{pair_name, wait_values, WaitValues};
 use super::{Dist, WorstFrame};
 use crate::model::ThreadInfo;
+use crate::units::plural;
 
 /// A row of the wait table: the gaps from the end of `from` to the start of `to`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -87,7 +89,7 @@ pub struct PipelineSummary {
     pub waited: Option<Dist>,
     /// Every measured frame has a single span: there is nothing to wait between.
     pub single_stage: bool,
-    /// Frames with a span recorded after a later-starting span of the same thread.
+    /// Frames with a span recorded after a later-starting span of theirs on the same thread.
     pub reordered_frames: u64,
     /// Threads and queues by busy time, largest first; empty without thread information.
     pub resources: Vec<ResourceRow>,
@@ -117,25 +119,20 @@ impl PipelineSummary {
         }
         for r in &self.repeated_overlaps {
             notes.push(format!(
-                "{} {} of stage {} overlap an earlier span of {} on thread {} (recursion, or \
-                 a begin without its end): the thread's busy time counts that time once.",
-                r.spans,
-                if r.spans == 1 { "span" } else { "spans" },
+                "{} of stage {} {} an earlier span of {} on thread {} (recursion, or a begin \
+                 without its end): the thread's busy time counts that time once.",
+                plural(r.spans, "span", "spans"),
                 r.stage,
+                if r.spans == 1 { "overlaps" } else { "overlap" },
                 r.stage,
                 r.thread
             ));
         }
         if self.reordered_frames > 0 {
             notes.push(format!(
-                "{} {} recorded on one thread out of start order (nested or late-recorded \
+                "{} recorded on one thread out of start order (nested or late-recorded \
                  spans): waits are taken in start order.",
-                self.reordered_frames,
-                if self.reordered_frames == 1 {
-                    "frame had spans"
-                } else {
-                    "frames had spans"
-                }
+                plural(self.reordered_frames, "frame had spans", "frames had spans"),
             ));
         }
         notes
@@ -254,7 +251,7 @@ mod tests {
             ("no thread ids", "no thread information"),
             (
                 "recursion",
-                "1 span of stage b overlap an earlier span of b on thread main",
+                "1 span of stage b overlaps an earlier span of b on thread main",
             ),
             (
                 "reordered",
@@ -283,5 +280,22 @@ mod tests {
         let p = analyze(&runs[3].1).pipeline.unwrap();
         assert_eq!(p.waits.len(), 1);
         assert_eq!(p.waits[0].dist.as_ref().unwrap().count, 20);
+    }
+
+    /// A frame is out of start order by its own spans on a thread, whatever spans of other
+    /// frames the thread recorded between them.
+    #[test]
+    fn a_frame_is_reordered_by_its_own_spans() {
+        let (label, mut run) = pipeline_edge_runs().remove(3);
+        assert_eq!(label, "reordered");
+        // In order again, then frame 7's a recorded after frame 8's a: frame 7 is b, a.
+        run.spans.sort_by_key(|s| (s.frame, s.start_ns));
+        let a7 = run.spans.remove(14);
+        assert_eq!((a7.frame, a7.stage), (7, 0));
+        run.spans.insert(15, a7);
+        let p = analyze(&run).pipeline.unwrap();
+        assert_eq!(p.reordered_frames, 1);
+        assert_eq!(p.waits[0].dist.as_ref().unwrap().count, 20);
+        assert_eq!(p.resources[0].busy_ns, 20 * 300 * US);
     }
 }

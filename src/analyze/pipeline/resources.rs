@@ -110,14 +110,40 @@ pub struct ThreadBusy {
     pub overlapping: Vec<(u16, u64)>,
 }
 
-/// Busy time by thread of spans `0..spans` (`clipped` gives each one's time in the
-/// window, `None` for none); threads in id order. One pass over the spans, and for a
-/// thread whose spans did not come in start order, a sort of that thread's (4 bytes a
-/// span) and a pass over them.
-pub fn thread_busy(spans: usize, clipped: impl Fn(usize) -> Option<Clipped>) -> Vec<ThreadBusy> {
+/// Threads swept at once, at most: each takes the threads whose index it is, modulo this.
+const SWEEPS_AT_ONCE: usize = 4;
+
+/// Busy time by thread of spans `0..spans` (`thread_of` gives each one's thread index,
+/// cheaply; `clipped` its time in the window, `None` for none); threads in index order.
+/// One pass over the spans, and for a thread whose spans did not come in start order,
+/// two more over that thread's (`sorted_sweep`); threads apart, a few at once.
+pub fn thread_busy(
+    spans: usize,
+    thread_of: &(impl Fn(usize) -> u32 + Sync),
+    clipped: &(impl Fn(usize) -> Option<Clipped> + Sync),
+) -> Vec<ThreadBusy> {
+    let rows = std::sync::Mutex::new(Vec::new());
+    let sweeps: Vec<usize> = (0..SWEEPS_AT_ONCE).collect();
+    crate::parallel::for_each(sweeps, SWEEPS_AT_ONCE, |bucket| {
+        let ours = |i: usize| thread_of(i) as usize % SWEEPS_AT_ONCE == bucket;
+        let busy = threads_busy(spans, &|i| ours(i).then(|| clipped(i)).flatten());
+        (rows
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner))
+        .extend(busy);
+    });
+    let mut rows = rows
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    rows.sort_by_key(|r| r.thread);
+    rows
+}
+
+/// [`thread_busy`] of the spans `clipped` gives, on this thread.
+fn threads_busy(spans: usize, clipped: &impl Fn(usize) -> Option<Clipped>) -> Vec<ThreadBusy> {
     // By thread index (the run's thread table: small).
     let mut threads: Vec<Option<ThreadSweep>> = Vec::new();
-    for c in (0..spans).filter_map(&clipped) {
+    for c in (0..spans).filter_map(clipped) {
         let t = c.thread as usize;
         if t >= threads.len() {
             threads.resize(t + 1, None);
@@ -128,7 +154,7 @@ pub fn thread_busy(spans: usize, clipped: impl Fn(usize) -> Option<Clipped>) -> 
     for (t, sweep) in threads.iter_mut().enumerate() {
         let Some(sweep) = sweep else { continue };
         if !sweep.in_order {
-            *sweep = sorted_sweep(spans, &clipped, t as u32);
+            *sweep = sorted_sweep(spans, clipped, t as u32);
         }
         out.push(sweep.row(t as u32));
     }
@@ -136,18 +162,63 @@ pub fn thread_busy(spans: usize, clipped: impl Fn(usize) -> Option<Clipped>) -> 
 }
 
 /// The sweep of `thread`'s spans taken in (start, end) order.
+///
+/// A thread's spans come nearly in that order (a span is recorded when it ends: one that
+/// wraps others, or one overlapping the next frame's, comes late), so the spans that keep
+/// the order are swept where they are and the few that break it are sorted and merged in:
+/// two passes and no copy of the thread's spans. When many break it, all are sorted.
 fn sorted_sweep(
     spans: usize,
     clipped: &impl Fn(usize) -> Option<Clipped>,
     thread: u32,
 ) -> ThreadSweep {
     let on_thread = |i: usize| clipped(i).filter(|c| c.thread == thread);
+    let key = |c: &Clipped| (c.from, c.to);
+    // Whether each span keeps the order, decided the same way in both passes.
+    let keeps_order = |last: &mut (i64, i64), c: &Clipped| {
+        let keeps = key(c) >= *last;
+        if keeps {
+            *last = key(c);
+        }
+        keeps
+    };
+    let most_late = (spans / 16).max(1024);
+    let mut late: Vec<Clipped> = Vec::new();
+    let mut last = (i64::MIN, i64::MIN);
+    for c in (0..spans).filter_map(on_thread) {
+        if !keeps_order(&mut last, &c) {
+            late.push(c);
+            if late.len() > most_late {
+                return fully_sorted_sweep(spans, &on_thread);
+            }
+        }
+    }
+    late.sort_unstable_by_key(key);
+    let mut sweep = ThreadSweep::new();
+    let mut late = late.into_iter().peekable();
+    let mut last = (i64::MIN, i64::MIN);
+    for c in (0..spans).filter_map(on_thread) {
+        if !keeps_order(&mut last, &c) {
+            continue;
+        }
+        while let Some(l) = late.next_if(|l| key(l) < key(&c)) {
+            sweep.add(l.stage, key(&l));
+        }
+        sweep.add(c.stage, key(&c));
+    }
+    for l in late {
+        sweep.add(l.stage, key(&l));
+    }
+    sweep
+}
+
+/// [`sorted_sweep`] by sorting the indices of all the thread's spans (4 bytes a span).
+fn fully_sorted_sweep(spans: usize, on_thread: &impl Fn(usize) -> Option<Clipped>) -> ThreadSweep {
     let mut rows: Vec<u32> = (0..spans)
         .filter(|&i| on_thread(i).is_some())
         .map(|i| i as u32)
         .collect();
-    let key = |i: u32| on_thread(i as usize).map(|c| (c.from, c.to));
-    rows.sort_by_key(|&i| key(i));
+    rows.sort_unstable_by_key(|&i| on_thread(i as usize).map(|c| (c.from, c.to)));
     let mut sweep = ThreadSweep::new();
     for c in rows.into_iter().filter_map(|i| on_thread(i as usize)) {
         sweep.add(c.stage, (c.from, c.to));
@@ -161,7 +232,7 @@ mod tests {
 
     /// Busy time of `(thread, stage, start, end)` spans.
     fn busy_of(spans: &[(u32, u16, i64, i64)]) -> Vec<ThreadBusy> {
-        thread_busy(spans.len(), |i| {
+        thread_busy(spans.len(), &|i| spans[i].0, &|i| {
             let (thread, stage, from, to) = spans[i];
             Some(Clipped {
                 thread,

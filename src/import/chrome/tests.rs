@@ -458,7 +458,7 @@ fn a_framelab_marker_after_the_events_still_counts() {
     assert_eq!(run.events[0].key, 9);
     // Without the marker, the same file is anyone's trace.
     let plain = IMPORT
-        .result(&json.replace("framelab\":{", "other\":{"))
+        .result(json.replace("framelab\":{", "other\":{"))
         .unwrap();
     assert_eq!(spans(&plain), [(0, "a", 1, 1, 5_000, 1_000)]);
     assert_eq!(plain.events[0].key, 0);

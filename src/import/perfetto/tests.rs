@@ -525,7 +525,7 @@ fn process_keeps_only_that_process() {
         process: Some("nope".into()),
         ..ImportOptions::default()
     };
-    let err = IMPORT.result_with(&encode(packets), opts).unwrap_err();
+    let err = IMPORT.result_with(encode(packets), opts).unwrap_err();
     assert!(err.message.contains("compositor, game"), "{err}");
 }
 
@@ -622,7 +622,7 @@ fn garbage_empty_and_packetless_files_are_clear_errors() {
         "{err}"
     );
     let err = IMPORT
-        .result_with(&[0x0A, 0xFF, 0xFF], ImportOptions::default())
+        .result_with([0x0A, 0xFF, 0xFF], ImportOptions::default())
         .unwrap_err();
     assert!(err.message.contains("varint"), "{err}");
     // Even --skip-bad finds no packet before the framing breaks.
@@ -630,7 +630,7 @@ fn garbage_empty_and_packetless_files_are_clear_errors() {
         skip_bad: true,
         ..ImportOptions::default()
     };
-    let err = IMPORT.result_with(&[0x0A, 0x05, 0x10], opts).unwrap_err();
+    let err = IMPORT.result_with([0x0A, 0x05, 0x10], opts).unwrap_err();
     assert!(err.message.contains("no trace packets"), "{err}");
     // Field 1 as a varint: a packet with the wrong wire type.
     let mut bytes = small_trace();

@@ -45,7 +45,7 @@ fn events_named(run: &Run, name: &str) -> usize {
 fn first_frames_of_a_real_client_log_number_by_number() {
     // weston-simple-shm on libwayland 1.21. Commit 0 has no buffer (it comes before the
     // first configure); the origin is the first frame callback's request, 871084.668.
-    let run = IMPORT.run(&fixture("wayland-1.21-simple-shm-client.log.gz"));
+    let run = IMPORT.run(fixture("wayland-1.21-simple-shm-client.log.gz"));
     let commits = spans(&run, "commit→release");
     // [ 871084.670] commit → [ 871094.662] wl_buffer@10.release()
     assert_eq!(commits[0], (1, 2_000, 9_992_000));
@@ -64,7 +64,7 @@ fn first_frames_of_a_real_client_log_number_by_number() {
 #[test]
 fn presentation_feedback_belongs_to_its_commit() {
     // weston-presentation-shm on libwayland 1.23 (`{Default Queue}`, `#` ids).
-    let run = IMPORT.run(&fixture("wayland-1.23-presentation-shm-client.log.gz"));
+    let run = IMPORT.run(fixture("wayland-1.23-presentation-shm-client.log.gz"));
     let commits = spans(&run, "commit→release");
     let presented = spans(&run, "presentation");
     assert!(!presented.is_empty());
@@ -167,7 +167,7 @@ fn spans_and_notes_account_for_every_message_of_the_real_logs() {
 fn server_logs_mix_clients_and_say_so() {
     // weston launches weston-keyboard and weston-desktop-shell, then a test client: all of
     // them start with wl_display@1.get_registry(new id wl_registry@2).
-    let run = IMPORT.run(&fixture("wayland-1.23-weston-server.log.gz"));
+    let run = IMPORT.run(fixture("wayland-1.23-weston-server.log.gz"));
     assert!(noted(&run, "id still in use") > 0);
     // weston's own log lines (`[04:49:24.903] weston 10.0.1`) are not messages.
     assert_eq!(noted(&run, "not WAYLAND_DEBUG messages"), 32);
@@ -175,7 +175,7 @@ fn server_logs_mix_clients_and_say_so() {
 
 #[test]
 fn the_32_bit_microsecond_counter_is_unwrapped() {
-    let run = IMPORT.run(&fixture("wayland-wraparound.log"));
+    let run = IMPORT.run(fixture("wayland-wraparound.log"));
     // 4294960.000 (the origin) → 12.000 is 7.296 ms to the wrap at 4294967.296 and 12 ms
     // past it.
     assert_eq!(
@@ -188,7 +188,7 @@ fn the_32_bit_microsecond_counter_is_unwrapped() {
 
 #[test]
 fn a_comma_decimal_separator_is_read_exactly() {
-    let run = IMPORT.run(&fixture("wayland-comma-decimal.log"));
+    let run = IMPORT.run(fixture("wayland-comma-decimal.log"));
     // Origin 12346,001: the frame callback's request.
     assert_eq!(spans(&run, "commit→release"), [(0, 1_000, 16_668_000)]);
     assert_eq!(spans(&run, "frame callback"), [(0, 0, 16_674_000)]);
@@ -196,7 +196,7 @@ fn a_comma_decimal_separator_is_read_exactly() {
 
 #[test]
 fn a_reused_id_never_pairs_with_its_previous_object() {
-    let run = IMPORT.run(&fixture("wayland-id-reuse.log"));
+    let run = IMPORT.run(fixture("wayland-id-reuse.log"));
     // Buffer 10 committed at 1001.000 (the origin), destroyed, its id reused at 1004.000:
     // the release at 1010.000 is the new buffer's, committed at 1004.300.
     assert_eq!(spans(&run, "commit→release"), [(1, 3_300_000, 5_700_000)]);
@@ -215,7 +215,7 @@ fn a_reused_id_never_pairs_with_its_previous_object() {
 
 #[test]
 fn releases_without_commit_and_recommits_are_counted_not_invented() {
-    let run = IMPORT.run(&fixture("wayland-release-without-commit.log"));
+    let run = IMPORT.run(fixture("wayland-release-without-commit.log"));
     // Buffer 21 committed at 502 and again at 503 before its release at 510; the origin
     // is the first release, at 501.
     assert_eq!(spans(&run, "commit→release"), [(1, 2 * MS, 7 * MS)]);

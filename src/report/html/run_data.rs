@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::decimate::{finer_levels, min_max, Decimated};
 use super::{percentile_grid, round};
 use crate::analyze::compact::columns::SpanColumns;
+use crate::analyze::compact::nearly_sorted::sort_nearly_sorted;
 use crate::analyze::compact::table::FrameTable;
 use crate::analyze::compact::values::with_ns;
 use crate::analyze::compact::window::{end_order, measure};
@@ -296,13 +297,7 @@ where
 /// Every frame in end order (then id), the window's frames and the others alike.
 fn all_by_end(table: &FrameTable) -> Vec<u32> {
     let mut order: Vec<u32> = table.frames().collect();
-    if !order
-        .windows(2)
-        .all(|w| table.end_ns(w[0]) <= table.end_ns(w[1]))
-    {
-        // Stable: runs already in end order are taken as they are (see `end_order`).
-        order.sort_by_key(|&i| (table.end_ns(i), table.id(i)));
-    }
+    sort_nearly_sorted(&mut order, |i| (table.end_ns(i), table.id(i)));
     order
 }
 

@@ -1,0 +1,53 @@
+//! Work spread over a few threads, the caller's among them. Where no thread can be started
+//! (a container's limit), the caller does all of it: the work is done either way.
+
+use std::sync::{Mutex, PoisonError};
+
+/// Runs `work` on each of `items`, on up to `most_threads` threads (the cores permitting),
+/// the caller's included; returns when all are done. A panic in `work` is the caller's.
+pub fn for_each<T: Send>(items: Vec<T>, most_threads: usize, work: impl Fn(T) + Sync) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = most_threads.min(cores).min(items.len());
+    if threads < 2 {
+        items.into_iter().for_each(work);
+        return;
+    }
+    let queue = Mutex::new(items.into_iter());
+    let next = || queue.lock().unwrap_or_else(PoisonError::into_inner).next();
+    let run = || {
+        while let Some(item) = next() {
+            work(item);
+        }
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..threads {
+            if std::thread::Builder::new()
+                .spawn_scoped(scope, run)
+                .is_err()
+            {
+                break;
+            }
+        }
+        run();
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// Every item once, whatever the number of threads.
+    #[test]
+    fn each_item_is_worked_on_once() {
+        for threads in [0, 1, 2, 8] {
+            let sum = AtomicU64::new(0);
+            let count = AtomicU64::new(0);
+            super::for_each((1..=1000u64).collect(), threads, |v| {
+                sum.fetch_add(v, Ordering::Relaxed);
+                count.fetch_add(1, Ordering::Relaxed);
+            });
+            assert_eq!(sum.into_inner(), 500_500);
+            assert_eq!(count.into_inner(), 1000);
+        }
+    }
+}
