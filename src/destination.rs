@@ -261,16 +261,39 @@ pub fn write_whole(
         Target::File { path, existing } => replace_file(path, existing.as_ref(), write),
     };
     written.map_err(|e| {
-        // Standard output's reader went away (`| head`): kept as the I/O error it is, which
-        // ends framelab quietly, as any other output to a closed pipe does.
-        let closed_stdout = matches!(target, Target::Stdout)
-            && io_of(&e).is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe);
-        if closed_stdout {
-            e
+        let broken_pipe = io_of(&e).is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe);
+        if matches!(target, Target::Stdout) && broken_pipe {
+            anyhow::Error::new(StdoutClosed)
         } else {
             anyhow!("cannot write {shown}: {}", io_reason(&e))
         }
     })
+}
+
+/// Standard output's reader went away (`| head`): what it wanted it has, and framelab ends
+/// quietly (exit 0). A broken pipe anywhere else (a database connection, a program's pipe)
+/// is an error like any other.
+#[derive(Debug)]
+pub struct StdoutClosed;
+
+impl std::fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("standard output was closed")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+/// Writes `text` to standard output: a closed pipe is [`StdoutClosed`], never the panic of
+/// `print!`.
+pub fn print(text: &str) -> Result<()> {
+    let mut out = io::stdout().lock();
+    (out.write_all(text.as_bytes()))
+        .and_then(|()| out.flush())
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::BrokenPipe => anyhow::Error::new(StdoutClosed),
+            _ => anyhow!("cannot write to standard output: {e}"),
+        })
 }
 
 fn io_of(error: &anyhow::Error) -> Option<&io::Error> {

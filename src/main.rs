@@ -30,12 +30,9 @@ fn main() -> ExitCode {
     }
 }
 
+/// Standard output's reader went away; a broken pipe elsewhere is an error.
 fn is_broken_pipe(error: &anyhow::Error) -> bool {
-    error.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-    })
+    (error.chain()).any(|cause| cause.is::<framelab::destination::StdoutClosed>())
 }
 
 /// The whole cause chain on one line: names and text from a file or a program in it
@@ -43,4 +40,21 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 fn one_line(error: &anyhow::Error) -> String {
     let text = format!("{error:#}").replace('\n', " ");
     framelab::display::text(&text).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_broken_pipe;
+    use framelab::destination::StdoutClosed;
+
+    /// Only standard output's closed pipe ends framelab quietly; a dropped database
+    /// connection's broken pipe is an error with its message.
+    #[test]
+    fn only_a_closed_stdout_is_quiet() {
+        let closed = anyhow::Error::new(StdoutClosed).context("printing the report");
+        assert!(is_broken_pipe(&closed));
+        let elsewhere = anyhow::Error::new(std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+            .context("adding to postgres://db:5432");
+        assert!(!is_broken_pipe(&elsewhere));
+    }
 }

@@ -613,6 +613,13 @@ fn check_names_the_commit_where_work_doubled_and_fails_ci_on_it() {
     ]);
     assert_eq!(failed.status.code(), Some(1), "{}", stdout(&failed));
     assert!(stdout(&failed).contains("c6"), "{}", stdout(&failed));
+    assert_eq!(series[0]["unit"], "microseconds", "{report:#}");
+    // Before and after with their unit: about 200 µs, then about 400 µs.
+    let row = (stdout(&failed).lines())
+        .find(|l| l.contains("c6"))
+        .map(str::to_owned)
+        .unwrap();
+    assert_eq!(row.matches(" µs").count(), 2, "{row}");
     let recent = history(&[
         "check",
         "--store",

@@ -63,6 +63,12 @@ fn the_named_gpu_queue_is_the_bottleneck_of_the_async_example() {
     let text = stdout(&text);
     assert!(text.contains("gpu0.compute (queue)"), "{text}");
     assert!(text.contains("queue gpu0.compute "), "{text}");
+    // The resource table lists the queue beside the threads, and its heading says so.
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("thread/queue ") && l.contains("busy %")),
+        "{text}"
+    );
 
     let whatif = run(&["whatif", path.to_str().unwrap(), "--depth", "3"]);
     assert!(whatif.status.success(), "{}", stderr(&whatif));

@@ -8,14 +8,9 @@ use framelab::report::{self, Format};
 pub(super) const UNKEPT: &str =
     "framelab: -o is the null device: measured and reported, and no file was kept";
 
-/// Writes what a command prints to standard output; an error (a closed pipe) is returned,
-/// never a panic as `print!` would.
+/// Writes what a command prints to standard output (`destination::print`).
 pub(super) fn emit(text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    Ok(())
+    framelab::destination::print(text)
 }
 
 /// Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).

@@ -33,6 +33,13 @@ const BUILT_IN_UNITS: [(&str, Unit); 7] = [
 ];
 
 impl Unit {
+    /// The unit named `key` (as JSON and the history store carry it).
+    pub fn from_key(key: &str) -> Unit {
+        (BUILT_IN_UNITS.iter())
+            .find(|(name, _)| *name == key)
+            .map_or_else(|| Unit::Custom(key.to_owned()), |(_, u)| u.clone())
+    }
+
     /// The name JSON carries.
     pub fn key(&self) -> &str {
         match self {
@@ -53,11 +60,7 @@ impl Serialize for Unit {
 
 impl<'de> Deserialize<'de> for Unit {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Unit, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Ok(BUILT_IN_UNITS
-            .iter()
-            .find(|(name, _)| *name == text)
-            .map_or(Unit::Custom(text), |(_, u)| u.clone()))
+        Ok(Unit::from_key(&String::deserialize(deserializer)?))
     }
 }
 

@@ -45,6 +45,8 @@ pub struct Method {
 #[derive(Clone, Debug, Serialize)]
 pub struct SeriesCheck {
     pub metric: String,
+    /// Of `before` and `after` (µs for times).
+    pub unit: String,
     pub machine: String,
     pub branch: Option<String>,
     pub points: usize,
@@ -136,6 +138,7 @@ pub fn check(series: &[Series], opts: &CheckOptions) -> CheckReport {
             let first = seen.insert((&s.metric, &s.machine, &s.branch));
             SeriesCheck {
                 metric: s.metric.clone(),
+                unit: s.unit.clone(),
                 machine: s.machine.clone(),
                 branch: s.branch.clone(),
                 points: s.points.len(),
@@ -288,6 +291,8 @@ mod tests {
     fn series(metric: &str, machine: &str, n: usize, at: usize, before: f64, after: f64) -> Series {
         Series {
             metric: metric.into(),
+            unit: "µs".into(),
+            direction: String::new(),
             machine: machine.into(),
             branch: Some("main".into()),
             points: (0..n)

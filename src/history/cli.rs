@@ -166,38 +166,15 @@ fn check(args: &CheckArgs) -> Result<bool> {
     }
     let series: Vec<Series> = series_from_rows(rows, filter.branch.as_deref())
         .into_iter()
-        .flat_map(split_by_branch)
+        .flat_map(Series::by_branch)
         .collect();
     let report = super::check::check(&series, &options);
-    print_out(&super::check::render(&report, args.format))?;
+    crate::destination::print(&super::check::render(&report, args.format))?;
     Ok(args.fail_on_regression
         && match args.newest {
             Some(n) => report.has_regression_in_newest(n as usize),
             None => report.has_regression(),
         })
-}
-
-/// A series of one machine cut into one series per branch (runs without a branch are one).
-fn split_by_branch(series: Series) -> Vec<Series> {
-    if series.branch.is_some() {
-        return vec![series];
-    }
-    let mut by_branch: std::collections::BTreeMap<Option<String>, Vec<super::series::Point>> =
-        Default::default();
-    for point in series.points {
-        by_branch
-            .entry(point.branch.clone())
-            .or_default()
-            .push(point);
-    }
-    (by_branch.into_iter())
-        .map(|(branch, points)| Series {
-            metric: series.metric.clone(),
-            machine: series.machine.clone(),
-            branch,
-            points,
-        })
-        .collect()
 }
 
 /// `history add`.
@@ -216,7 +193,7 @@ fn show(args: ShowArgs) -> Result<()> {
         ShowFormat::Markdown => super::show::text(&shown, true),
         ShowFormat::Json => serde_json::to_string_pretty(&shown)? + "\n",
     };
-    print_out(&text)?;
+    crate::destination::print(&text)?;
     if let Some(page) = &args.html {
         write_file(page, |out| {
             let html = crate::report::html::render("framelab history", &super::show::page(&shown))?;
@@ -346,15 +323,6 @@ fn plural(n: usize) -> &'static str {
     } else {
         "s"
     }
-}
-
-/// To standard output: a closed pipe (`| head`) is an error main.rs ends quietly on, never
-/// the panic of `print!`.
-fn print_out(text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    Ok(out.flush()?)
 }
 
 /// `KEY=VALUE` each, keys unique.

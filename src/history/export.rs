@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::store::{Filter, Store};
+use super::store::{Filter, Store, ValueRow};
 
 /// The columns, in order (docs/history.md, "Export").
 pub const COLUMNS: [&str; 9] = [
@@ -21,17 +21,10 @@ pub const COLUMNS: [&str; 9] = [
     "tags",
 ];
 
-/// One row of the long format.
+/// One row of the long format: a stored value and its run's tags.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExportRow {
-    pub run_id: String,
-    pub commit: String,
-    pub branch: Option<String>,
-    pub machine: String,
-    pub recorded_at_unix_s: i64,
-    pub metric: String,
-    pub value: f64,
-    pub unit: String,
+    pub value: ValueRow,
     /// `key=value` pairs joined by `;`, sorted by key; empty without tags.
     pub tags: String,
 }
@@ -42,30 +35,25 @@ pub fn rows(store: &mut Store, filter: &Filter) -> Result<Vec<ExportRow>> {
     let tags = store.tags()?;
     let mut rows: Vec<ExportRow> = values
         .into_iter()
-        .map(|v| ExportRow {
-            tags: tags
-                .get(&v.run_id)
+        .map(|value| ExportRow {
+            tags: (tags.get(&value.run_id))
                 .map(|list| {
                     let pairs: Vec<String> = list.iter().map(|(k, v)| format!("{k}={v}")).collect();
                     pairs.join(";")
                 })
                 .unwrap_or_default(),
-            run_id: v.run_id,
-            commit: v.commit,
-            branch: v.branch,
-            machine: v.machine,
-            recorded_at_unix_s: v.recorded_at_unix_s,
-            metric: v.metric,
-            value: v.value,
-            unit: v.unit,
+            value,
         })
         .collect();
     rows.sort_by(|a, b| {
-        (a.recorded_at_unix_s, &a.run_id, &a.metric).cmp(&(
-            b.recorded_at_unix_s,
-            &b.run_id,
-            &b.metric,
-        ))
+        let key = |r: &ExportRow| {
+            (
+                r.value.recorded_at_unix_s,
+                r.value.run_id.clone(),
+                r.value.metric.clone(),
+            )
+        };
+        key(a).cmp(&key(b))
     });
     Ok(rows)
 }
@@ -80,17 +68,17 @@ pub(super) fn rfc3339(unix_s: i64) -> String {
 pub fn csv(rows: &[ExportRow], out: &mut dyn Write) -> Result<()> {
     let mut writer = ::csv::Writer::from_writer(out);
     writer.write_record(COLUMNS)?;
-    for r in rows {
+    for ExportRow { value: v, tags } in rows {
         writer.write_record([
-            r.run_id.as_str(),
-            &r.commit,
-            r.branch.as_deref().unwrap_or(""),
-            &r.machine,
-            &rfc3339(r.recorded_at_unix_s),
-            &r.metric,
-            &r.value.to_string(),
-            &r.unit,
-            &r.tags,
+            v.run_id.as_str(),
+            &v.commit,
+            v.branch.as_deref().unwrap_or(""),
+            &v.machine,
+            &rfc3339(v.recorded_at_unix_s),
+            &v.metric,
+            &v.value.to_string(),
+            &v.unit,
+            tags,
         ])?;
     }
     writer.flush()?;
@@ -129,9 +117,11 @@ pub fn parquet(rows: &[ExportRow]) -> Result<Vec<u8>> {
             "branch" => {
                 let present: Vec<ByteArray> = rows
                     .iter()
-                    .filter_map(|r| r.branch.as_deref().map(ByteArray::from))
+                    .filter_map(|r| r.value.branch.as_deref().map(ByteArray::from))
                     .collect();
-                let levels: Vec<i16> = rows.iter().map(|r| i16::from(r.branch.is_some())).collect();
+                let levels: Vec<i16> = (rows.iter())
+                    .map(|r| i16::from(r.value.branch.is_some()))
+                    .collect();
                 column
                     .typed::<ByteArrayType>()
                     .write_batch(&present, Some(&levels), None)?;
@@ -139,25 +129,25 @@ pub fn parquet(rows: &[ExportRow]) -> Result<Vec<u8>> {
             "recorded_at" => {
                 let micros: Vec<i64> = rows
                     .iter()
-                    .map(|r| r.recorded_at_unix_s.saturating_mul(1_000_000))
+                    .map(|r| r.value.recorded_at_unix_s.saturating_mul(1_000_000))
                     .collect();
                 column
                     .typed::<Int64Type>()
                     .write_batch(&micros, None, None)?;
             }
             "value" => {
-                let values: Vec<f64> = rows.iter().map(|r| r.value).collect();
+                let values: Vec<f64> = rows.iter().map(|r| r.value.value).collect();
                 column
                     .typed::<DoubleType>()
                     .write_batch(&values, None, None)?;
             }
             name => {
                 let values = match name {
-                    "run_id" => strings(|r| &r.run_id),
-                    "commit" => strings(|r| &r.commit),
-                    "machine" => strings(|r| &r.machine),
-                    "metric" => strings(|r| &r.metric),
-                    "unit" => strings(|r| &r.unit),
+                    "run_id" => strings(|r| &r.value.run_id),
+                    "commit" => strings(|r| &r.value.commit),
+                    "machine" => strings(|r| &r.value.machine),
+                    "metric" => strings(|r| &r.value.metric),
+                    "unit" => strings(|r| &r.value.unit),
                     _ => strings(|r| &r.tags),
                 };
                 column
@@ -179,27 +169,30 @@ mod tests {
     use parquet::record::RowAccessor;
 
     fn sample() -> Vec<ExportRow> {
+        let row = |run_id: &str, commit: &str, branch: Option<&str>, at: i64| ValueRow {
+            run_id: run_id.into(),
+            commit: commit.into(),
+            branch: branch.map(Into::into),
+            machine: "m1".into(),
+            recorded_at_unix_s: at,
+            metric: "fps".into(),
+            value: 119.5,
+            unit: "fps".into(),
+            direction: "higher".into(),
+        };
         vec![
             ExportRow {
-                run_id: "00aa".into(),
-                commit: "c1".into(),
-                branch: Some("main".into()),
-                machine: "m1".into(),
-                recorded_at_unix_s: 1_700_000_000,
-                metric: "fps".into(),
-                value: 119.5,
-                unit: "fps".into(),
+                value: row("00aa", "c1", Some("main"), 1_700_000_000),
                 tags: "ci=nightly".into(),
             },
             ExportRow {
-                run_id: "00bb".into(),
-                commit: "c2, \"quoted\"".into(),
-                branch: None,
-                machine: "m2".into(),
-                recorded_at_unix_s: 1_700_000_100,
-                metric: "total.p99".into(),
-                value: 8123.25,
-                unit: "microseconds".into(),
+                value: ValueRow {
+                    machine: "m2".into(),
+                    metric: "total.p99".into(),
+                    value: 8123.25,
+                    unit: "microseconds".into(),
+                    ..row("00bb", "c2, \"quoted\"", None, 1_700_000_100)
+                },
                 tags: String::new(),
             },
         ]

@@ -61,17 +61,6 @@ pub fn load(store: &mut Store, filter: &Filter) -> Result<Shown> {
             describe_filter(filter)
         );
     }
-    // Unit and direction of each metric: the last recorded wins if they ever changed.
-    let mut about: BTreeMap<String, (i64, String, String)> = BTreeMap::new();
-    for r in &rows {
-        let entry =
-            about
-                .entry(r.metric.clone())
-                .or_insert((i64::MIN, String::new(), String::new()));
-        if r.recorded_at_unix_s >= entry.0 {
-            *entry = (r.recorded_at_unix_s, r.unit.clone(), r.direction.clone());
-        }
-    }
     let series = series_from_rows(rows, filter.branch.as_deref());
     let used: Vec<&str> = series.iter().map(|s| s.machine.as_str()).collect();
     let machines = store
@@ -89,15 +78,12 @@ pub fn load(store: &mut Store, filter: &Filter) -> Result<Shown> {
         .collect();
     let series = series
         .into_iter()
-        .map(|s| {
-            let (_, unit, direction) = about.get(&s.metric).cloned().unwrap_or_default();
-            ShownSeries {
-                commits: by_commit(&s),
-                metric: s.metric,
-                unit,
-                direction,
-                machine: s.machine,
-            }
+        .map(|s| ShownSeries {
+            commits: by_commit(&s),
+            metric: s.metric,
+            unit: s.unit,
+            direction: s.direction,
+            machine: s.machine,
         })
         .collect();
     Ok(Shown {
@@ -182,10 +168,10 @@ pub fn text(shown: &Shown, markdown: bool) -> String {
         let about = machine.map_or(String::new(), |m| {
             format!(" ({}, {}, {} cores)", m.hostname, m.cpu_model, m.cores)
         });
-        let unit = if s.unit.is_empty() {
-            String::new()
-        } else {
-            format!(" [{}]", s.unit)
+        let unit = crate::compare::metrics::Unit::from_key(&s.unit);
+        let unit = match crate::compare::value_unit_name(&unit) {
+            "" => String::new(),
+            shown => format!(" [{shown}]"),
         };
         let title = format!(
             "{}{} on machine {}{}",

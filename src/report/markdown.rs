@@ -1,7 +1,7 @@
 //! The Markdown report: pastes into a pull request or an issue as GitHub tables.
 
 use super::facts::{facts, title, Style};
-use super::pipeline::{resource_rows, wait_rows, RESOURCE_HEADERS, WAIT_HEADERS};
+use super::pipeline::{resource_header, resource_rows, wait_rows, RESOURCE_HEADERS, WAIT_HEADERS};
 use super::text::{process_rows, stage_rows, worst_have_waits, worst_rows, WORST_WAIT_HEADERS};
 use crate::analyze::Analysis;
 
@@ -122,7 +122,7 @@ pub fn render(a: &Analysis) -> String {
         blocks.push(gfm_table(&headers, &rows));
     }
     if let Some(rows) = resource_rows(a) {
-        let mut headers = strings(&["thread"]);
+        let mut headers = strings(&[resource_header(a)]);
         headers.extend(strings(&RESOURCE_HEADERS));
         blocks.push(gfm_table(&headers, &rows));
     }

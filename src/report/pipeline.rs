@@ -47,6 +47,17 @@ pub fn wait_rows(p: &PipelineSummary) -> Option<Vec<Vec<String>>> {
     Some(rows)
 }
 
+/// The first column of the resource table: `thread`, or `thread/queue` when the program
+/// named queues (`Queue::new`) and they are listed too.
+pub fn resource_header(a: &Analysis) -> &'static str {
+    let queues = (a.pipeline.iter()).any(|p| p.resources.iter().any(|r| r.queue));
+    if queues {
+        "thread/queue"
+    } else {
+        "thread"
+    }
+}
+
 /// Headers after the first column of the resource table.
 pub const RESOURCE_HEADERS: [&str; 3] = ["busy %", "µs/frame", "stages (share of its busy time)"];
 

@@ -159,7 +159,7 @@ fn wait_table(a: &Analysis, st: &Style) -> Option<String> {
 
 fn resource_table(a: &Analysis, st: &Style) -> Option<String> {
     let rows = super::pipeline::resource_rows(a)?;
-    let mut columns = vec![Column::new("thread", 10)];
+    let mut columns = vec![Column::new(super::pipeline::resource_header(a), 10)];
     columns.extend(super::pipeline::RESOURCE_HEADERS.map(|h| Column::new(h, 9)));
     Some(table(&columns, &rows, None, st))
 }

@@ -87,8 +87,8 @@ fn human(report: &CheckReport, markdown: bool) -> String {
                 s.machine.clone(),
                 s.branch.clone().unwrap_or_else(|| "—".into()),
                 short_commit(&c.commit).to_owned(),
-                significant(c.before),
-                significant(c.after),
+                with_unit(c.before, &s.unit),
+                with_unit(c.after, &s.unit),
                 c.relative_change
                     .map_or_else(|| "from 0".into(), |r| signed_pct(1.0 + r, 1)),
                 format!("{:.1}%", c.confidence * 100.0),
@@ -144,6 +144,16 @@ fn human(report: &CheckReport, markdown: bool) -> String {
         }
     }
     out
+}
+
+/// `12.3 µs`, the unit as compare prints it unscaled (`microseconds` is `µs`); a value
+/// without a unit alone.
+fn with_unit(value: f64, unit: &str) -> String {
+    let unit = crate::compare::metrics::Unit::from_key(unit);
+    match crate::compare::value_unit_name(&unit) {
+        "" => significant(value),
+        shown => format!("{} {shown}", significant(value)),
+    }
 }
 
 fn plural(n: usize) -> &'static str {

@@ -594,10 +594,15 @@ fn telemetry(head: &Run) -> (Vec<Series>, usize) {
 }
 
 fn tables(a: &Analysis) -> Vec<Table> {
+    use crate::report::pipeline::{
+        resource_header, resource_rows, wait_rows, RESOURCE_HEADERS, WAIT_HEADERS,
+    };
     use crate::report::telemetry::{
         energy_rows, metric_rows, thread_rows, ENERGY_HEADERS, METRIC_HEADERS, THREAD_HEADERS,
     };
-    use crate::report::text::{process_rows, stage_rows, worst_rows};
+    use crate::report::text::{
+        process_rows, stage_rows, worst_have_waits, worst_rows, WORST_WAIT_HEADERS,
+    };
     let strings = |h: &[&str]| h.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut out = Vec::new();
     let mut push = |title: &str, headers: Vec<String>, rows: Vec<Vec<String>>| {
@@ -624,8 +629,21 @@ fn tables(a: &Analysis) -> Vec<Table> {
         ]),
         process_rows(a).into_iter().map(Vec::from).collect(),
     );
+    if let Some(rows) = a.pipeline.as_ref().and_then(wait_rows) {
+        let mut headers = strings(&["wait (µs)"]);
+        headers.extend(strings(&WAIT_HEADERS));
+        push("Waits between stages", headers, rows);
+    }
+    if let Some(rows) = resource_rows(a) {
+        let mut headers = strings(&[resource_header(a)]);
+        headers.extend(strings(&RESOURCE_HEADERS));
+        push("Busy time (what bounds the rate)", headers, rows);
+    }
     let mut worst_headers = strings(&["worst frame", "t s", "total µs"]);
     worst_headers.extend(a.stage_names.iter().map(|n| format!("{n} µs")));
+    if worst_have_waits(a) {
+        worst_headers.extend(WORST_WAIT_HEADERS.map(|h| format!("{h} µs")));
+    }
     push("Worst frames", worst_headers, worst_rows(a));
     if let Some(t) = &a.telemetry {
         push("Telemetry", strings(&METRIC_HEADERS), metric_rows(t));
@@ -725,6 +743,33 @@ mod tests {
         assert_eq!(page.telemetry[1].y[0], 200_000.0);
         assert_eq!(page.telemetry_left_out, 1);
         assert_eq!(page.histograms[0].buckets[1], (Some(0), Some(8), 30));
+    }
+
+    /// Every table of the page has a header for each cell: the worst frames' work, waits
+    /// and longest wait had none. The text report's tables are all there, waits and busy
+    /// time included.
+    #[test]
+    fn each_table_has_a_header_per_cell() {
+        let page = page_of(&with_telemetry());
+        for t in &page.tables {
+            for row in &t.rows {
+                assert_eq!(row.len(), t.headers.len(), "{}: {row:?}", t.title);
+            }
+        }
+        let titles: Vec<&str> = page.tables.iter().map(|t| t.title.as_str()).collect();
+        for title in [
+            "Waits between stages",
+            "Busy time (what bounds the rate)",
+            "Worst frames",
+        ] {
+            assert!(titles.contains(&title), "{titles:?}");
+        }
+        let worst = page
+            .tables
+            .iter()
+            .find(|t| t.title == "Worst frames")
+            .unwrap();
+        assert_eq!(worst.headers.last().unwrap(), "longest wait µs");
     }
 
     #[test]
