@@ -7,7 +7,7 @@
 //! start and thread dropped once the waits and busy time are taken from them), frames
 //! a start and an end (16 bytes, ids implicit while they count up), and each statistic's
 //! values are made, used and dropped in turn, u32 where they fit: at most about 35 bytes
-//! a span with one span per frame (the worst case), about 31 with five stages a frame.
+//! a span with one span per frame (the worst case), about 28 with five stages a frame.
 
 pub mod columns;
 pub mod nearly_sorted;
