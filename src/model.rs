@@ -264,7 +264,7 @@ impl CpuSource {
 }
 
 /// What the warmup is counted from. The window opens `--warmup` after the launch or after
-/// the first span started, or once `--warmup-frames N` frames are done.
+/// the first span started, or where frame N+1 began (`--warmup-frames N`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum WarmupFrom {

@@ -194,3 +194,39 @@ fn demo_takes_the_run_options_that_make_sense_for_it() {
     assert!(err.contains("@encode (ms, 1 ms buckets):"), "{err}");
     assert!(err.contains("(end of the run) ---"), "{err}");
 }
+
+/// A demo shorter than its 3 s warmup warms up for a fifth of itself instead of failing;
+/// a warmup given both as a time and as frames is refused, as `run` refuses it.
+#[test]
+fn the_demo_warmup_fits_a_short_run_and_is_given_one_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "short");
+    let out = framelab()
+        .args([
+            "demo",
+            "--fps",
+            "10",
+            "--duration",
+            "1s",
+            "--no-sample",
+            "threads",
+        ])
+        .arg("-o")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&path);
+    assert_eq!(run.meta.warmup_ns, 200_000_000);
+    let both = framelab()
+        .args(["demo", "--warmup", "1s", "--warmup-frames", "3", "-o"])
+        .arg(dir.path().join("both.framelab"))
+        .output()
+        .unwrap();
+    assert_eq!(both.status.code(), Some(2), "{}", stderr(&both));
+    assert!(
+        stderr(&both).contains("cannot be used with"),
+        "{}",
+        stderr(&both)
+    );
+}

@@ -61,8 +61,8 @@ pub struct WarmupModeArgs {
     /// not warmup; a command that records no span counts from launch) or launch
     #[arg(long, value_enum, default_value = "first-frame", value_name = "FROM")]
     pub warmup_from: WarmupFrom,
-    /// Exclude the first N frames instead of a time: the window opens once frame N+1 has
-    /// begun (not with --warmup; at most 10^9)
+    /// Exclude the first N frames instead of a time: the window opens where frame N+1
+    /// began (not with --warmup; at most 10^9)
     #[arg(long, value_parser = limits::warmup_frames, value_name = "N")]
     pub warmup_frames: Option<u64>,
 }

@@ -14,6 +14,9 @@ use super::run::run_and_report;
 use super::Outcome;
 use crate::cli::{limits, HtmlArgs, LiveArgs, ProfileFlag, SamplingArgs, WarmupModeArgs};
 
+/// The demo's warmup unless --warmup says otherwise (a shorter run takes a fifth of itself).
+const DEFAULT_WARMUP: Duration = Duration::from_secs(3);
+
 #[derive(Args, Debug)]
 pub struct DemoArgs {
     /// Target frame rate
@@ -25,9 +28,10 @@ pub struct DemoArgs {
     /// Whole run, warmup included (at most 168h)
     #[arg(long, value_parser = limits::run_length, default_value = "15s")]
     pub duration: Duration,
-    /// Time excluded from statistics at the start
-    #[arg(long, value_parser = limits::warmup, default_value = "3s")]
-    pub warmup: Duration,
+    /// Time excluded from statistics at the start [default: 3s, or a fifth of a --duration
+    /// shorter than 15s] (not with --warmup-frames)
+    #[arg(long, value_parser = limits::warmup, conflicts_with = "warmup_frames")]
+    pub warmup: Option<Duration>,
     #[command(flatten)]
     pub warmup_mode: WarmupModeArgs,
     /// Run file to write
@@ -85,10 +89,10 @@ pub(super) fn run(args: DemoArgs) -> anyhow::Result<Outcome> {
             args.pacer.name().into(),
         ],
         fps: Some(args.fps),
-        warmup: if args.warmup_mode.warmup_frames.is_some() {
-            std::time::Duration::ZERO
-        } else {
-            args.warmup
+        warmup: match (args.warmup, args.warmup_mode.warmup_frames) {
+            (_, Some(_)) => Duration::ZERO,
+            (Some(given), None) => given,
+            (None, None) => DEFAULT_WARMUP.min(args.duration / 5),
         },
         warmup_from: args.warmup_mode.warmup_from,
         warmup_frames: args.warmup_mode.warmup_frames,

@@ -48,6 +48,9 @@ pub struct Collector {
     events: Vec<EventRecord>,
     first_stage: Option<u16>,
     frames_seen: u64,
+    /// With `--warmup-frames N`: N + 1, and the start of that frame once seen (the window
+    /// opens there).
+    opening_frame: Option<(u64, Option<i64>)>,
     last_scan: Option<Instant>,
     window_closed: bool,
     /// framelab's own CPU when the window opened.
@@ -95,6 +98,7 @@ impl Collector {
             events: Vec::new(),
             first_stage: None,
             frames_seen: 0,
+            opening_frame: None,
             last_scan: None,
             window_closed: false,
             own_cpu_at_start_ns: 0,
@@ -134,6 +138,16 @@ impl Collector {
 
     pub fn frames_seen(&self) -> u64 {
         self.frames_seen
+    }
+
+    /// Keeps the start of frame `n + 1` (`--warmup-frames n`) when it comes.
+    pub fn watch_for_frame_after(&mut self, n: u64) {
+        self.opening_frame = Some((n.saturating_add(1), None));
+    }
+
+    /// The start of the frame [`Collector::watch_for_frame_after`] waits for, once seen.
+    pub fn opening_frame_start_ns(&self) -> Option<i64> {
+        self.opening_frame.and_then(|(_, start)| start)
     }
 
     pub fn refresh_clock(&mut self) {
@@ -484,6 +498,11 @@ impl Collector {
                 }
                 if self.first_stage == Some(stage) {
                     self.frames_seen += 1;
+                    if let Some((n, start @ None)) = &mut self.opening_frame {
+                        if *n == self.frames_seen {
+                            *start = Some(start_ns);
+                        }
+                    }
                 }
                 self.spans.push(Span {
                     frame: record.frame,

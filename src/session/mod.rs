@@ -292,6 +292,9 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         opts.watch_names.clone(),
     );
     collector.start_sampling(opts.sampling.clone(), tree);
+    if let Some(n) = opts.warmup_frames {
+        collector.watch_for_frame_after(n);
+    }
     let committed = collector.committed();
     let outcome = supervise(opts, pid, started, &mut collector, profiler.as_ref());
     let recording = profiler.map(crate::profile::Profiler::finish);
@@ -420,7 +423,7 @@ fn supervise(
                 opts,
                 collector.now_ns(),
                 collector.first_span_ns(),
-                collector.frames_seen(),
+                collector.opening_frame_start_ns(),
             );
             match (opening, due) {
                 (Opening::Closed, Some((start_ns, provisional))) => {
@@ -601,11 +604,13 @@ fn window_due(
     opts: &RunOptions,
     now_ns: i64,
     first_span_ns: Option<i64>,
-    frames_seen: u64,
+    opening_frame_start_ns: Option<i64>,
 ) -> Option<(i64, bool)> {
     let warmup_ns = opts.warmup.as_nanos() as i64;
-    if let Some(n) = opts.warmup_frames {
-        return (frames_seen > n).then_some((now_ns, false));
+    // Where frame N+1 began, not when framelab next looked: the N frames that ended before
+    // it are the warmup, however late the look.
+    if opts.warmup_frames.is_some() {
+        return opening_frame_start_ns.map(|start| (start.min(now_ns), false));
     }
     if opts.warmup_from == WarmupFrom::Launch || warmup_ns == 0 {
         return (now_ns >= warmup_ns).then_some((warmup_ns, false));
@@ -724,26 +729,29 @@ mod tests {
             ..RunOptions::default()
         };
         let launch = opts(WarmupFrom::Launch, 3, None);
-        assert_eq!(window_due(&launch, 2 * S, Some(S), 9), None);
-        assert_eq!(window_due(&launch, 3 * S, None, 0), Some((3 * S, false)));
+        assert_eq!(window_due(&launch, 2 * S, Some(S), None), None);
+        assert_eq!(window_due(&launch, 3 * S, None, None), Some((3 * S, false)));
         // From the first frame: provisional at launch + warmup while no frame has come ...
         let first = opts(WarmupFrom::FirstFrame, 3, None);
-        assert_eq!(window_due(&first, 3 * S, None, 0), Some((3 * S, true)));
+        assert_eq!(window_due(&first, 3 * S, None, None), Some((3 * S, true)));
         // ... and warmup after the first span's start once one has.
-        assert_eq!(window_due(&first, 8 * S, Some(6 * S), 1), None);
+        assert_eq!(window_due(&first, 8 * S, Some(6 * S), None), None);
         assert_eq!(
-            window_due(&first, 9 * S, Some(6 * S), 9),
+            window_due(&first, 9 * S, Some(6 * S), None),
             Some((9 * S, false))
         );
         // No warmup: the window is the whole run, whatever it counts from.
         assert_eq!(
-            window_due(&opts(WarmupFrom::FirstFrame, 0, None), 0, None, 0),
+            window_due(&opts(WarmupFrom::FirstFrame, 0, None), 0, None, None),
             Some((0, false))
         );
-        // Frames: once frame N+1 has begun, at that moment.
+        // Frames: once frame N+1 has begun, where it began (seen later).
         let frames = opts(WarmupFrom::FirstFrame, 0, Some(5));
-        assert_eq!(window_due(&frames, 7 * S, Some(S), 5), None);
-        assert_eq!(window_due(&frames, 7 * S, Some(S), 6), Some((7 * S, false)));
+        assert_eq!(window_due(&frames, 7 * S, Some(S), None), None);
+        assert_eq!(
+            window_due(&frames, 7 * S, Some(S), Some(6 * S)),
+            Some((6 * S, false))
+        );
     }
 
     #[test]
