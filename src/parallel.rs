@@ -32,6 +32,25 @@ pub fn for_each<T: Send>(items: Vec<T>, most_threads: usize, work: impl Fn(T) + 
     });
 }
 
+/// `work` of each of `items` as [`for_each`] runs it, the results in the items' order.
+pub fn map<T: Send, R: Send>(
+    items: Vec<T>,
+    most_threads: usize,
+    work: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    let done = Mutex::new(Vec::with_capacity(items.len()));
+    let numbered: Vec<(usize, T)> = items.into_iter().enumerate().collect();
+    for_each(numbered, most_threads, |(k, item)| {
+        let result = work(item);
+        done.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((k, result));
+    });
+    let mut done = done.into_inner().unwrap_or_else(PoisonError::into_inner);
+    done.sort_unstable_by_key(|&(k, _)| k);
+    done.into_iter().map(|(_, result)| result).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,6 +67,14 @@ mod tests {
             });
             assert_eq!(sum.into_inner(), 500_500);
             assert_eq!(count.into_inner(), 1000);
+        }
+    }
+
+    #[test]
+    fn map_keeps_the_order_of_the_items() {
+        for threads in [1, 3] {
+            let squares = super::map((0..500u64).collect(), threads, |v| v * v);
+            assert_eq!(squares, (0..500u64).map(|v| v * v).collect::<Vec<_>>());
         }
     }
 }

@@ -19,8 +19,6 @@ pub mod window;
 #[cfg(test)]
 mod tests;
 
-use std::sync::{Mutex, PoisonError};
-
 use self::columns::{ColumnsBuilder, Keep, SpanColumns};
 use self::packed::PackedNs;
 use self::table::FrameTable;
@@ -409,19 +407,11 @@ fn stage_table(
         durations.sort();
         (durations, worst_ns)
     };
-    let done = Mutex::new(Vec::with_capacity(order.len()));
-    crate::parallel::for_each((0..order.len()).collect(), SORTS_AT_ONCE, |c| {
-        let stage = stage_of(c);
-        done.lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((c, stage));
-    });
+    let done = crate::parallel::map((0..order.len()).collect(), SORTS_AT_ONCE, stage_of);
     drop(columns);
-    let mut done = done.into_inner().unwrap_or_else(PoisonError::into_inner);
-    done.sort_by_key(|&(c, _)| c);
     let mut worst_sums: Vec<Vec<Option<i64>>> = vec![Vec::with_capacity(order.len()); worst.len()];
     let mut durations = Vec::with_capacity(order.len());
-    for (_, (d, worst_ns)) in done {
+    for (d, worst_ns) in done {
         durations.push(d);
         for (sums, ns) in worst_sums.iter_mut().zip(worst_ns) {
             sums.push(ns);

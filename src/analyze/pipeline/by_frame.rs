@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{Mutex, PoisonError};
 
 use super::builder::{PipelineInput, SpanRows};
 use super::waits::{frame_waits, FrameWaits, StageSpan};
@@ -41,22 +40,12 @@ pub struct FramesWaits {
 pub fn sweep(input: &PipelineInput, spans: &impl SpanRows) -> FramesWaits {
     let slots = input.frame_slots;
     let per_range = slots.div_ceil(RANGES).max(1);
-    let ranges: Vec<(usize, Range<usize>)> = (0..slots)
+    let ranges: Vec<Range<usize>> = (0..slots)
         .step_by(per_range)
         .map(|from| from..(from + per_range).min(slots))
-        .enumerate()
         .collect();
-    let parts = Mutex::new(Vec::with_capacity(ranges.len()));
-    crate::parallel::for_each(ranges, RANGES, |(k, range)| {
-        let part = sweep_range(input, spans, range);
-        parts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push((k, part));
-    });
-    let mut parts = parts.into_inner().unwrap_or_else(PoisonError::into_inner);
-    parts.sort_by_key(|&(k, _)| k);
-    merge(parts.into_iter().map(|(_, p)| p), input)
+    let parts = crate::parallel::map(ranges, RANGES, |range| sweep_range(input, spans, range));
+    merge(parts.into_iter(), input)
 }
 
 /// The parts of ranges in frame order, as one.

@@ -122,19 +122,12 @@ pub fn thread_busy(
     thread_of: &(impl Fn(usize) -> u32 + Sync),
     clipped: &(impl Fn(usize) -> Option<Clipped> + Sync),
 ) -> Vec<ThreadBusy> {
-    let rows = std::sync::Mutex::new(Vec::new());
-    let sweeps: Vec<usize> = (0..SWEEPS_AT_ONCE).collect();
-    crate::parallel::for_each(sweeps, SWEEPS_AT_ONCE, |bucket| {
+    let buckets: Vec<usize> = (0..SWEEPS_AT_ONCE).collect();
+    let swept = crate::parallel::map(buckets, SWEEPS_AT_ONCE, |bucket| {
         let ours = |i: usize| thread_of(i) as usize % SWEEPS_AT_ONCE == bucket;
-        let busy = threads_busy(spans, &|i| ours(i).then(|| clipped(i)).flatten());
-        (rows
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner))
-        .extend(busy);
+        threads_busy(spans, &|i| ours(i).then(|| clipped(i)).flatten())
     });
-    let mut rows = rows
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut rows: Vec<ThreadBusy> = swept.into_iter().flatten().collect();
     rows.sort_by_key(|r| r.thread);
     rows
 }
@@ -274,5 +267,48 @@ mod tests {
             (0, 0, 0, 100),
         ]);
         assert_eq!(reversed, busy);
+    }
+
+    /// The same busy time whatever order a thread's spans come in: in order, a few late
+    /// (swept in place, the late ones merged in), most late (all sorted), on four threads.
+    #[test]
+    fn any_recording_order_gives_the_same_busy_time() {
+        // Per thread: 3000 frames of two stages, the second nested in the first every 7th
+        // frame, with gaps; a span overlapping the next frame's every 100th.
+        let mut spans = Vec::new();
+        for thread in 0..4u32 {
+            for f in 0..3000i64 {
+                let at = f * 100;
+                let long = if f % 100 == 0 { 150 } else { 60 };
+                spans.push((thread, 0u16, at, at + long));
+                let inner = if f % 7 == 0 {
+                    (at + 10, at + 30)
+                } else {
+                    (at + 70, at + 90)
+                };
+                spans.push((thread, 1, inner.0, inner.1));
+            }
+        }
+        let in_order = busy_of(&spans);
+        // Recorded when they end: nested and overlapping spans come late.
+        let mut by_end = spans.clone();
+        by_end.sort_by_key(|&(t, s, from, to)| (to, from, t, s));
+        assert_eq!(busy_of(&by_end), in_order);
+        // Reversed: more late than the merge takes; every span sorted.
+        let mut reversed = spans.clone();
+        reversed.reverse();
+        assert_eq!(busy_of(&reversed), in_order);
+        // Thread 0's busy time against a plain union of its intervals.
+        let mut intervals: Vec<(i64, i64)> = (spans.iter())
+            .filter(|s| s.0 == 0)
+            .map(|s| (s.2, s.3))
+            .collect();
+        intervals.sort_unstable();
+        let (mut union, mut covered) = (0, i64::MIN);
+        for (from, to) in intervals {
+            union += (to - from.max(covered)).max(0);
+            covered = covered.max(to);
+        }
+        assert_eq!((in_order[0].thread, in_order[0].busy_ns), (0, union));
     }
 }
