@@ -80,6 +80,58 @@ fn presentmon_fixtures_are_detected_and_reported() {
     assert!(report.contains("kept dwm.exe (pid 2656)"), "{report}");
 }
 
+/// Every present is a reading of each per-present column (`MsInPresentAPI`, …): the
+/// telemetry table's count and percentiles are over all 1171 rows of the real capture.
+/// Folding runs of equal values (as for a sensor a log repeats) dropped the 4 rows that
+/// sat between two equal neighbours, giving 1167 samples, p99 1879.66 µs and mean
+/// 298.69 µs. The expected figures were computed from the CSV with numpy (type 7) and
+/// checked with exact fractions: p99 = 1869.7 µs, mean = 297.9317 µs.
+#[test]
+fn presentmon_columns_keep_every_present_as_a_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let v1 = fixture("presentmon-v1-farcrynewdawn.csv");
+    let path = temp_run(&dir, "v1");
+    let out = framelab()
+        .args(["import", v1.to_str().unwrap(), "--report", "json", "-o"])
+        .arg(&path)
+        .output()
+        .expect("framelab runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON report");
+    let metric = report["telemetry"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "MsInPresentAPI")
+        .expect("MsInPresentAPI in the telemetry table")
+        .clone();
+    assert_eq!(metric["samples"], 1171, "{metric}");
+    let close = |key: &str, want: f64| {
+        let got = metric[key].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-6, "{key}: {got} (want {want})");
+    };
+    close("p99", 1869.7);
+    close("p50", 79.0);
+    close("max", 70562.0);
+    let mean = metric["mean"].as_f64().unwrap();
+    assert!((mean - 297.931_682_322_8).abs() < 1e-6, "mean {mean}");
+    // In the run file too: one reading per present.
+    let run = load(&path);
+    let series = run
+        .telemetry
+        .series
+        .iter()
+        .position(|s| s.metric == "MsInPresentAPI")
+        .unwrap() as u32;
+    let readings = run
+        .telemetry
+        .samples
+        .iter()
+        .filter(|s| s.series == series)
+        .count();
+    assert_eq!(readings, 1171);
+}
+
 #[test]
 fn mangohud_fixtures_are_detected_and_reported() {
     let dir = tempfile::tempdir().unwrap();

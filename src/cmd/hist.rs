@@ -41,8 +41,9 @@ pub struct LinearArgs {
     /// and Median; at most 400 buckets (a finer step is widened, and the output says so)
     #[arg(long, value_parser = limits::step, value_name = "STEP")]
     pub linear: Option<Duration>,
-    /// Linear layout in N equal buckets from --min to --max (default: the smallest and
-    /// largest value); at most 10000
+    /// Linear layout in about N buckets from --min to --max (default: the smallest and
+    /// largest value), each ⌈range/N⌉ wide rounded up to a whole µs or ms once 10 of them
+    /// or more (so fewer than N may be drawn; the last ends at --max); at most 10000
     #[arg(long, value_parser = limits::buckets, value_name = "N", conflicts_with = "linear")]
     pub buckets: Option<u64>,
     /// Linear layout from DUR: smaller values are counted as outside, not drawn

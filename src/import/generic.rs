@@ -620,10 +620,12 @@ pub(crate) fn in_range(value: i64) -> Option<i64> {
     (-MAX_VALUE..=MAX_VALUE).contains(&value).then_some(value)
 }
 
-/// Readings of one per-row column (a PresentMon or MangoHud column), written only where
-/// the value changes: the first and last row of each run of equal values are kept, so
-/// the reading nearest any frame is still its own row's value, and a sensor column that
-/// repeats for hundreds of frames costs two samples instead of hundreds.
+/// Readings of one per-row sensor column (MangoHud's), written only where the value
+/// changes: the first and last row of each run of equal values are kept, so the reading
+/// nearest any frame is still its own row's value, and a sensor column that repeats for
+/// hundreds of frames costs two samples instead of hundreds. Not for a column measured per
+/// frame (PresentMon's `Ms*`): there every row is a reading, and folding equal rows would
+/// drop frames from the telemetry table's statistics.
 pub(crate) struct Gauge {
     series: u32,
     last: Option<(i64, i64)>,

@@ -9,9 +9,11 @@
 //!   one interval long, stage `between presents`.
 //!
 //! So a frame's total is the tool's frame time, and the intervals between frame ends are
-//! the same series. The other per-frame `Ms*` columns (`MsCPUBusy`, `MsGPUBusy`,
-//! `MsUntilDisplayed`, ...) become sample series (source `presentmon`, metric = column,
-//! entity = pid, label = application, unit ns), each reading at the middle of its frame.
+//! the same series from the second row on (to within 1 µs for PresentMon 1, whose two
+//! columns are each rounded to the µs). The other per-frame `Ms*` columns (`MsCPUBusy`,
+//! `MsGPUBusy`, `MsUntilDisplayed`, ...) become sample series (source `presentmon`, metric
+//! = column, entity = pid, label = application, unit ns): one reading per row that has a
+//! value, equal values included, at the middle of its frame.
 //! `NA` is a missing value. A present not displayed (`Dropped` = 1, or in 2.x an `NA`
 //! `MsUntilDisplayed`) is a `dropped` event at its present time, counted in a note.
 //!
@@ -24,7 +26,7 @@
 use std::collections::HashMap;
 
 use super::decimal::text_scaled;
-use super::generic::{csv_rows, field_text, in_range, Gauge};
+use super::generic::{csv_rows, field_text, in_range};
 use super::{ImportError, Location, TraceBuilder};
 use crate::model::{SampleSeries, SeriesKind};
 
@@ -629,7 +631,11 @@ pub fn parse(input: &[u8], b: &mut TraceBuilder) -> Result<(), ImportError> {
     b.name_thread(pid, 0, app);
     b.name_process(pid, app);
     let stage = b.stage(&cols.stage_name(), Location::Line(1))?;
-    let mut gauges: Vec<Option<Gauge>> = (0..cols.samples.len()).map(|_| None).collect();
+    // Each per-present column's series, made at its first value. Every row's value is a
+    // reading: each is a measurement of its own present, so equal values in a row are
+    // kept (run-length folding, right for a sensor a log repeats, would drop presents from
+    // the telemetry table's count and percentiles).
+    let mut series: Vec<Option<u32>> = vec![None; cols.samples.len()];
     let mut tally = Tally::default();
     for (line, record) in csv_rows(input).skip(1) {
         let at = Location::Line(line);
@@ -671,21 +677,23 @@ pub fn parse(input: &[u8], b: &mut TraceBuilder) -> Result<(), ImportError> {
         }
         let middle = present.start_ns + present.dur_ns / 2;
         for (k, value) in present.samples {
-            let gauge = gauges[k].get_or_insert_with(|| {
-                Gauge::new(b.series(SampleSeries {
-                    source: "presentmon".into(),
-                    metric: cols.names[cols.samples[k]].clone(),
-                    entity: chain.pid.clone(),
-                    label: app.to_owned(),
-                    unit: "ns".into(),
-                    kind: SeriesKind::Gauge,
-                }))
-            });
-            gauge.push(b, middle, value);
+            let id = match series[k] {
+                Some(id) => id,
+                None => {
+                    let id = b.series(SampleSeries {
+                        source: "presentmon".into(),
+                        metric: cols.names[cols.samples[k]].clone(),
+                        entity: chain.pid.clone(),
+                        label: app.to_owned(),
+                        unit: "ns".into(),
+                        kind: SeriesKind::Gauge,
+                    });
+                    series[k] = Some(id);
+                    id
+                }
+            };
+            b.sample(id, middle, value);
         }
-    }
-    for gauge in gauges.iter_mut().flatten() {
-        gauge.finish(b);
     }
     tally_notes(b, &cols, &tally);
     Ok(())
