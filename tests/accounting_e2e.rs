@@ -394,7 +394,11 @@ fn peak_rss_of_a_wrapper_and_its_child(exit_records: bool) {
     let dir = tempfile::tempdir().unwrap();
     let path = temp_run(&dir, "rss");
     let report = dir.path().join("vmhwm");
-    let script = format!("'{}' rss 64 '{}'; true", example("testprog"), report.display());
+    let script = format!(
+        "'{}' rss 64 '{}'; true",
+        example("testprog"),
+        report.display()
+    );
     let mut command = framelab();
     if !exit_records {
         command.env("FRAMELAB_EXIT_RECORDS", "off");
@@ -439,7 +443,10 @@ fn peak_rss_of_a_wrapper_and_its_child(exit_records: bool) {
         );
     } else {
         // Without exit records, the readings of its memory: never more than its peak.
-        assert!(child.peak_rss_bytes <= vmhwm, "{child:?} against VmHWM {vmhwm}");
+        assert!(
+            child.peak_rss_bytes <= vmhwm,
+            "{child:?} against VmHWM {vmhwm}"
+        );
     }
 }
 
@@ -475,11 +482,50 @@ fn a_process_that_execs_is_named_in_the_busiest_threads_as_it_ended() {
     let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let command_pid = json["processes"][0]["pid"].as_u64().unwrap();
     assert_eq!(json["processes"][0]["name"], "testprog", "{json}");
-    let threads = json["telemetry"]["busiest_threads"].as_array().expect("threads read");
+    let threads = json["telemetry"]["busiest_threads"]
+        .as_array()
+        .expect("threads read");
     let main = threads
         .iter()
         .find(|t| t["tid"].as_u64() == Some(command_pid))
         .unwrap_or_else(|| panic!("no row for the main thread: {threads:?}"));
     assert_eq!(main["process"], "testprog", "{main}");
     assert_eq!(main["name"], "testprog", "{main}");
+}
+
+/// `sleep 0.1; sleep 0.33; sleep 0.27; sleep 0.31; sleep 0.25`, each reaped by the shell: a
+/// sweep (every 100 ms) finds each gone up to 100 ms after its exit, and its last reading was
+/// up to 100 ms before (at a different phase for each, their lengths being no multiples of
+/// the interval). With exit records, a row's wall is how long the kernel says it lived: at
+/// least the time it slept (the first began before the window opened, a few ms after launch).
+#[test]
+fn a_process_reaped_by_its_shell_is_alive_until_its_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "sleeps");
+    let slept_ms = [330, 270, 310, 250];
+    let script: Vec<String> = std::iter::once(100)
+        .chain(slept_ms)
+        .map(|ms| format!("sleep {}", ms as f64 / 1000.0))
+        .collect();
+    let script = format!("{}; true", script.join("; "));
+    let out = framelab()
+        .args(["run", "--sample-every", "100ms", "-o"])
+        .arg(&path)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&path);
+    let mut sleeps: Vec<&ProcessStats> =
+        run.processes.iter().filter(|p| p.name == "sleep").collect();
+    assert_eq!(sleeps.len(), 5, "{:#?}", run.processes);
+    if sleeps.iter().any(|p| p.cpu_source != CpuSource::Exit) {
+        eprintln!("no exit records here: {sleeps:#?}");
+        return;
+    }
+    // In the order they ran (pids wrap around only after a long while).
+    sleeps.sort_by_key(|p| p.pid);
+    for (sleep, ms) in sleeps[1..].iter().zip(slept_ms) {
+        assert!(sleep.wall_ns >= ms * 1_000_000, "slept {ms} ms: {sleep:?}");
+    }
 }

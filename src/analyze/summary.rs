@@ -359,6 +359,25 @@ fn imported_histograms_note(run: &Run) -> Option<String> {
     })
 }
 
+/// A thread's series keeps the name it had when first read: a process that exec'd later (a
+/// `pyenv` shim's bash becoming python3) would be named as it began. Its process row holds
+/// its last name: the busiest threads take it for their process and for its main thread.
+fn name_processes_as_they_ended(
+    threads: &mut [super::telemetry::ThreadRow],
+    processes: &[crate::model::ProcessStats],
+) {
+    for row in threads {
+        let mut rows = processes.iter().filter(|p| p.pid == row.pid);
+        // A pid that named two processes during the run: which one is not known.
+        if let (Some(process), None) = (rows.next(), rows.next()) {
+            row.process = process.name.clone();
+            if row.tid == row.pid {
+                row.name = process.name.clone();
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -575,24 +594,5 @@ mod tests {
         let a = analyze(&runs[3]);
         assert_eq!(a.frames, 11);
         assert!(a.fps.is_none());
-    }
-}
-
-/// A thread's series keeps the name it had when first read: a process that exec'd later (a
-/// `pyenv` shim's bash becoming python3) would be named as it began. Its process row holds
-/// its last name: the busiest threads take it for their process and for its main thread.
-fn name_processes_as_they_ended(
-    threads: &mut [super::telemetry::ThreadRow],
-    processes: &[crate::model::ProcessStats],
-) {
-    for row in threads {
-        let mut rows = processes.iter().filter(|p| p.pid == row.pid);
-        // A pid that named two processes during the run: which one is not known.
-        if let (Some(process), None) = (rows.next(), rows.next()) {
-            row.process = process.name.clone();
-            if row.tid == row.pid {
-                row.name = process.name.clone();
-            }
-        }
     }
 }

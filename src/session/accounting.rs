@@ -793,7 +793,15 @@ impl Accounting {
                     sys_ticks += sys;
                     resolution = tick;
                     source = CpuSource::Exit;
-                    alive_to = (t.last_seen_ns + since).min(gone.at_ns).min(end);
+                    alive_to = match exit.lifetime_ns {
+                        // Its start and how long it lived: its exit to a tick, where a sweep
+                        // only brackets it (and may take its time before reading it gone).
+                        // /proc's start, truncated to a tick like `first_seen_ns`, so a
+                        // process born in the window has its lifetime for its wall.
+                        Some(lifetime) => t.start_ticks_ns - self.origin_mono_ns + lifetime,
+                        None => (t.last_seen_ns + since).min(gone.at_ns),
+                    }
+                    .min(end);
                 }
                 if let Some(&(user, sys)) = current.then(|| self.extra.get(&pid)).flatten() {
                     cpu_ns += user + sys;

@@ -40,6 +40,8 @@ const OFF_COMM: usize = 80;
 const COMM_LEN: usize = 32;
 const OFF_PID: usize = 128;
 const OFF_PPID: usize = 132;
+/// `ac_etime`: from the task's start to its exit, µs.
+const OFF_ETIME_US: usize = 144;
 const OFF_UTIME_US: usize = 152;
 const OFF_STIME_US: usize = 160;
 /// `hiwater_rss`: the peak resident set of the task's memory (KiB), since its last exec.
@@ -65,6 +67,9 @@ pub struct Exit {
     /// exit (the last thread's record: its memory is the process's); 0 where the kernel
     /// does not say (without CONFIG_TASK_XACCT).
     pub hiwater_rss_bytes: u64,
+    /// How long it lived, start to exit (ns, in µs steps): where the record's thread is the
+    /// process's main one (its start is the process's).
+    pub lifetime_ns: Option<i64>,
 }
 
 pub struct Taskstats {
@@ -437,6 +442,9 @@ fn parse_exit(payload: &[u8]) -> Option<Exit> {
     let hiwater_rss_bytes = u64_at(task, OFF_HIWATER_RSS_KIB)
         .unwrap_or(0)
         .saturating_mul(1024);
+    let lifetime_ns = u64_at(task, OFF_ETIME_US)
+        .and_then(|us| i64::try_from(us).ok())
+        .map(|us| us.saturating_mul(1000));
     let record = |pid: u32, stats: &[u8], whole: bool| -> Option<Exit> {
         Some(Exit {
             pid,
@@ -447,6 +455,7 @@ fn parse_exit(payload: &[u8]) -> Option<Exit> {
             sys_us: i64::try_from(u64_at(stats, OFF_STIME_US)?).ok()?,
             whole,
             hiwater_rss_bytes,
+            lifetime_ns: lifetime_ns.filter(|_| tid == pid),
         })
     };
     match group {
@@ -479,6 +488,7 @@ mod tests {
             // The task's memory: 3 MiB plus a KiB per thread id.
             s[OFF_HIWATER_RSS_KIB..OFF_HIWATER_RSS_KIB + 8]
                 .copy_from_slice(&(3072 + pid as u64).to_ne_bytes());
+            s[OFF_ETIME_US..OFF_ETIME_US + 8].copy_from_slice(&(1_000 * pid as u64).to_ne_bytes());
             s
         };
         let attr = |kind: u16, value: &[u8]| {
@@ -548,6 +558,9 @@ mod tests {
         // The peak RSS comes from the thread's record (the group's has none), in bytes.
         assert_eq!(exits[0].hiwater_rss_bytes, (3072 + 500) * 1024);
         assert_eq!(exits[1].hiwater_rss_bytes, (3072 + 601) * 1024);
+        // The lifetime is the thread's: the process's only from its main thread.
+        assert_eq!(exits[0].lifetime_ns, Some(500_000_000));
+        assert_eq!(exits[1].lifetime_ns, None);
     }
 
     #[test]
