@@ -10,6 +10,9 @@
 //! - `cpu MS`: burns MS milliseconds of CPU time (not wall time), uninstrumented.
 //! - `cpu-report MS FILE`: the same, then writes to FILE what the kernel says it used, just
 //!   before exiting: `RUSAGE_US CLOCK_NS` (getrusage user + sys in µs, its CPU clock in ns).
+//! - `rss MIB FILE`: sleeps 200 ms, then fills MIB MiB of fresh memory and writes to FILE
+//!   its peak resident set as the kernel gives it (`VmHWM` of /proc/self/status, bytes),
+//!   and exits at once: a peak reached in the last moments of a short life.
 //! - `names N`: interns N distinct stage names.
 //! - `rate R S`: R spans per second for S seconds, in 1 ms batches (collector benchmarks).
 //! - `work N US`: N frames of stage `work` burning US µs of CPU, then a short `send` stage
@@ -94,6 +97,20 @@ fn main() {
                 )
             };
             std::fs::write(path, format!("{rusage_us} {clock_ns}\n")).expect("writable");
+        }
+        "rss" => {
+            let path = args.get(3).expect("rss MIB FILE");
+            std::thread::sleep(Duration::from_millis(200));
+            let memory = vec![1u8; n as usize * 1024 * 1024];
+            std::hint::black_box(&memory);
+            let status = std::fs::read_to_string("/proc/self/status").expect("procfs");
+            let kib: u64 = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .expect("VmHWM");
+            std::fs::write(path, format!("{}\n", kib * 1024)).expect("writable");
+            std::hint::black_box(&memory);
         }
         "rate" => {
             let seconds: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(10);

@@ -223,7 +223,7 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
         hint_unusable,
     };
 
-    let telemetry = summarize_telemetry(
+    let mut telemetry = summarize_telemetry(
         &run.telemetry,
         (window.start_ns, window.end_ns),
         window.end_ns,
@@ -231,6 +231,9 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
         &facts.worst_spans,
         &facts.late_spans,
     );
+    if let Some(t) = telemetry.as_mut() {
+        name_processes_as_they_ended(&mut t.busiest_threads, &run.processes);
+    }
 
     let pipeline_notes = facts
         .pipeline
@@ -354,6 +357,25 @@ fn imported_histograms_note(run: &Run) -> Option<String> {
             names.join(", ")
         )
     })
+}
+
+/// A thread's series keeps the name it had when first read: a process that exec'd later (a
+/// `pyenv` shim's bash becoming python3) would be named as it began. Its process row holds
+/// its last name: the busiest threads take it for their process and for its main thread.
+fn name_processes_as_they_ended(
+    threads: &mut [super::telemetry::ThreadRow],
+    processes: &[crate::model::ProcessStats],
+) {
+    for row in threads {
+        let mut rows = processes.iter().filter(|p| p.pid == row.pid);
+        // A pid that named two processes during the run: which one is not known.
+        if let (Some(process), None) = (rows.next(), rows.next()) {
+            row.process = process.name.clone();
+            if row.tid == row.pid {
+                row.name = process.name.clone();
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -91,9 +91,15 @@ struct Tracked {
     settled: Reading,
     /// Already counted in a reaper's settlement.
     accounted: bool,
+    /// The highest VmHWM read (since its last exec at each reading).
     peak_rss_bytes: u64,
     /// When its peak RSS was last read.
     rss_read_ns: i64,
+    /// Its peak RSS in its exit record: exact up to the exit (0: none).
+    exit_rss_bytes: u64,
+    /// ru_maxrss of its reaping by framelab: the larger of its own peak and that of every
+    /// child it reaped (the kernel folds those in), so its own only if it reaped none.
+    reaped_max_rss_bytes: Option<u64>,
 }
 
 impl Tracked {
@@ -524,6 +530,12 @@ impl Accounting {
         let mut exits = Vec::new();
         listener.drain(&mut exits);
         for exit in exits.into_iter().filter(|e| e.whole) {
+            // Its peak RSS, whoever reaped it (framelab's reaping tells only with its children's).
+            if let Some(t) = self.procs.get_mut(&exit.pid) {
+                if t.ppid == exit.ppid {
+                    t.exit_rss_bytes = t.exit_rss_bytes.max(exit.hiwater_rss_bytes);
+                }
+            }
             match self.procs.get(&exit.pid) {
                 Some(t) if !t.gone.is_some_and(|g| g.by_framelab) => {
                     if t.ppid == exit.ppid {
@@ -618,6 +630,8 @@ impl Accounting {
             accounted: false,
             peak_rss_bytes: 0,
             rss_read_ns: i64::MIN,
+            exit_rss_bytes: 0,
+            reaped_max_rss_bytes: None,
         });
         if tracked.gone.is_some() {
             return true;
@@ -674,7 +688,7 @@ impl Accounting {
         let in_window = self.in_window();
         match self.procs.get_mut(&pid) {
             Some(tracked) if tracked.gone.is_none() => {
-                tracked.peak_rss_bytes = tracked.peak_rss_bytes.max(max_rss_bytes);
+                tracked.reaped_max_rss_bytes = Some(max_rss_bytes);
                 tracked.gone = Some(Gone {
                     at_ns: now_ns,
                     by_framelab: true,
@@ -779,7 +793,15 @@ impl Accounting {
                     sys_ticks += sys;
                     resolution = tick;
                     source = CpuSource::Exit;
-                    alive_to = (t.last_seen_ns + since).min(gone.at_ns).min(end);
+                    alive_to = match exit.lifetime_ns {
+                        // Its start and how long it lived: its exit to a tick, where a sweep
+                        // only brackets it (and may take its time before reading it gone).
+                        // /proc's start, truncated to a tick like `first_seen_ns`, so a
+                        // process born in the window has its lifetime for its wall.
+                        Some(lifetime) => t.start_ticks_ns - self.origin_mono_ns + lifetime,
+                        None => (t.last_seen_ns + since).min(gone.at_ns),
+                    }
+                    .min(end);
                 }
                 if let Some(&(user, sys)) = current.then(|| self.extra.get(&pid)).flatten() {
                     cpu_ns += user + sys;
@@ -801,7 +823,7 @@ impl Accounting {
                 user_ns,
                 sys_ns,
                 wall_ns: (alive_to - alive_from).max(0),
-                peak_rss_bytes: t.peak_rss_bytes,
+                peak_rss_bytes: self.peak_rss_bytes(pid, t),
                 cpu_resolution_ns: resolution,
                 cpu_source: source,
                 note: String::new(),
@@ -883,6 +905,31 @@ impl Accounting {
             )
         });
         rows
+    }
+
+    /// A process's peak RSS: the highest of its VmHWM readings and its exit record's, and its
+    /// ru_maxrss where framelab reaped it and it reaped no child (ru_maxrss holds the largest
+    /// of its reaped children's peaks: a wrapper's, `sh -c`'s, would be its child's).
+    fn peak_rss_bytes(&self, pid: u32, t: &Tracked) -> u64 {
+        let peak = t.peak_rss_bytes.max(t.exit_rss_bytes);
+        match t.reaped_max_rss_bytes {
+            Some(maxrss) if !self.had_children(pid, t) => peak.max(maxrss),
+            _ => peak,
+        }
+    }
+
+    /// Whether a process may have reaped a child: its children's CPU time grew, a process
+    /// seen was its child, or an exit record names it as a parent.
+    fn had_children(&self, pid: u32, t: &Tracked) -> bool {
+        t.last.cpu.children_user_ns + t.last.cpu.children_sys_ns > 0
+            || self
+                .procs
+                .iter()
+                .map(|(&p, c)| (p, c))
+                .chain(self.retired.iter().map(|(p, c)| (*p, c)))
+                .any(|(p, c)| p != pid && c.ppid == pid && c.start_ticks_ns >= t.start_ticks_ns)
+            || self.unseen.iter().any(|(e, _)| e.ppid == pid)
+            || self.exits.values().any(|e| e.ppid == pid)
     }
 
     /// Names given with `--watch` that matched no process during the run.

@@ -40,8 +40,12 @@ const OFF_COMM: usize = 80;
 const COMM_LEN: usize = 32;
 const OFF_PID: usize = 128;
 const OFF_PPID: usize = 132;
+/// `ac_etime`: from the task's start to its exit, µs.
+const OFF_ETIME_US: usize = 144;
 const OFF_UTIME_US: usize = 152;
 const OFF_STIME_US: usize = 160;
+/// `hiwater_rss`: the peak resident set of the task's memory (KiB), since its last exec.
+const OFF_HIWATER_RSS_KIB: usize = 200;
 const OFF_TGID: usize = 368;
 
 /// A process that ended, as the kernel accounted it at its exit.
@@ -59,6 +63,13 @@ pub struct Exit {
     pub sys_us: i64,
     /// The record is of the whole process: of its thread group, or of its only thread.
     pub whole: bool,
+    /// Its peak resident set since its last exec, bytes, as the kernel kept it up to the
+    /// exit (the last thread's record: its memory is the process's); 0 where the kernel
+    /// does not say (without CONFIG_TASK_XACCT).
+    pub hiwater_rss_bytes: u64,
+    /// How long it lived, start to exit (ns, in µs steps): where the record's thread is the
+    /// process's main one (its start is the process's).
+    pub lifetime_ns: Option<i64>,
 }
 
 pub struct Taskstats {
@@ -427,6 +438,13 @@ fn parse_exit(payload: &[u8]) -> Option<Exit> {
     let comm = String::from_utf8_lossy(&comm_bytes[..end]).into_owned();
     let ppid = u32_at(task, OFF_PPID)?;
     let tid = u32_at(task, OFF_PID)?;
+    // Memory is the process's, whichever thread's record holds it; the group record has none.
+    let hiwater_rss_bytes = u64_at(task, OFF_HIWATER_RSS_KIB)
+        .unwrap_or(0)
+        .saturating_mul(1024);
+    let lifetime_ns = u64_at(task, OFF_ETIME_US)
+        .and_then(|us| i64::try_from(us).ok())
+        .map(|us| us.saturating_mul(1000));
     let record = |pid: u32, stats: &[u8], whole: bool| -> Option<Exit> {
         Some(Exit {
             pid,
@@ -436,6 +454,8 @@ fn parse_exit(payload: &[u8]) -> Option<Exit> {
             user_us: i64::try_from(u64_at(stats, OFF_UTIME_US)?).ok()?,
             sys_us: i64::try_from(u64_at(stats, OFF_STIME_US)?).ok()?,
             whole,
+            hiwater_rss_bytes,
+            lifetime_ns: lifetime_ns.filter(|_| tid == pid),
         })
     };
     match group {
@@ -465,6 +485,10 @@ mod tests {
             s[OFF_PPID..OFF_PPID + 4].copy_from_slice(&ppid.to_ne_bytes());
             s[OFF_UTIME_US..OFF_UTIME_US + 8].copy_from_slice(&(cpu / 1000).to_ne_bytes());
             s[OFF_TGID..OFF_TGID + 4].copy_from_slice(&tgid.to_ne_bytes());
+            // The task's memory: 3 MiB plus a KiB per thread id.
+            s[OFF_HIWATER_RSS_KIB..OFF_HIWATER_RSS_KIB + 8]
+                .copy_from_slice(&(3072 + pid as u64).to_ne_bytes());
+            s[OFF_ETIME_US..OFF_ETIME_US + 8].copy_from_slice(&(1_000 * pid as u64).to_ne_bytes());
             s
         };
         let attr = |kind: u16, value: &[u8]| {
@@ -531,6 +555,12 @@ mod tests {
         );
         // A thread that is not its group's last: not the process's total.
         assert_eq!((exits[2].pid, exits[2].whole), (600, false));
+        // The peak RSS comes from the thread's record (the group's has none), in bytes.
+        assert_eq!(exits[0].hiwater_rss_bytes, (3072 + 500) * 1024);
+        assert_eq!(exits[1].hiwater_rss_bytes, (3072 + 601) * 1024);
+        // The lifetime is the thread's: the process's only from its main thread.
+        assert_eq!(exits[0].lifetime_ns, Some(500_000_000));
+        assert_eq!(exits[1].lifetime_ns, None);
     }
 
     #[test]
