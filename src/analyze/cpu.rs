@@ -37,7 +37,8 @@ pub fn process_rows(processes: &[ProcessStats]) -> Vec<ProcessRow> {
 }
 
 /// Everything started or watched, over the window. `work_units` are the frames measured
-/// (or `--frames N` for an uninstrumented command); no CPU per frame without them.
+/// (or `--frames N` for an uninstrumented command); no CPU per frame without them, nor
+/// without processes (an imported run).
 pub fn cpu_summary(processes: &[ProcessStats], window_ns: i64, work_units: u64) -> CpuSummary {
     let user_ns: i64 = processes
         .iter()
@@ -54,7 +55,9 @@ pub fn cpu_summary(processes: &[ProcessStats], window_ns: i64, work_units: u64) 
         sys_ns,
         load_pct: load,
         cores: load / 100.0,
-        cpu_per_frame_ns: (work_units > 0).then(|| cpu_ns as f64 / work_units as f64),
+        // An imported run measured no CPU: none a frame, rather than a zero.
+        cpu_per_frame_ns: (work_units > 0 && !processes.is_empty())
+            .then(|| cpu_ns as f64 / work_units as f64),
         // Each process's own peak, added: an upper bound of the tree's peak.
         peak_rss_bytes: processes
             .iter()
@@ -215,7 +218,8 @@ mod tests {
         let c = cpu_summary(&ps, 0, 0);
         assert_eq!(c.load_pct, 0.0);
         assert_eq!(c.cpu_per_frame_ns, None);
+        // No process measured (an imported trace): no CPU per frame, not zero.
         let c = cpu_summary(&[], 1_000, 10);
-        assert_eq!(c.cpu_per_frame_ns, Some(0.0));
+        assert_eq!(c.cpu_per_frame_ns, None);
     }
 }

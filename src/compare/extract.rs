@@ -15,6 +15,9 @@ pub struct RunData {
     pub wall_ns: i64,
     /// User + system CPU of every process over the window.
     pub cpu_ns: i64,
+    /// Processes were measured (an imported trace has none: no CPU, load or cores to
+    /// compare, rather than zeros).
+    pub cpu_measured: bool,
     pub load_pct: f64,
     pub cpu_per_frame_ns: Option<f64>,
     pub peak_rss_bytes: u64,
@@ -63,6 +66,7 @@ fn from_analysis(a: &Analysis) -> RunData {
         observed_fps: a.observed_fps,
         wall_ns: a.window.length_ns,
         cpu_ns: a.cpu.user_ns.saturating_add(a.cpu.sys_ns),
+        cpu_measured: !a.processes.is_empty(),
         load_pct: a.cpu.load_pct,
         cpu_per_frame_ns: a.cpu.cpu_per_frame_ns,
         cpu_resolution_ns: a.cpu.cpu_resolution_ns,

@@ -203,6 +203,7 @@ impl Metric {
         match &self.kind {
             Kind::Fps => run.observed_fps.and_then(whole),
             Kind::Wall => whole(run.wall_ns as f64 / 1e9),
+            Kind::Cpu | Kind::Load | Kind::Cores if !run.cpu_measured => None,
             Kind::Cpu => whole(run.cpu_ns as f64 / 1e9),
             Kind::Load => whole(run.load_pct),
             Kind::Cores => whole(run.load_pct / 100.0),
@@ -403,7 +404,9 @@ pub fn catalogue(runs: &[&RunData]) -> Vec<Metric> {
         | Kind::Role {
             figure: RoleFigure::Cpu,
             ..
-        } => runs.iter().any(|r| !r.fixed_duration),
+        } => runs
+            .iter()
+            .any(|r| !r.fixed_duration && m.value(r).is_some()),
         Kind::Output { .. } => true,
         _ => runs.iter().any(|r| m.value(r).is_some()),
     };

@@ -379,6 +379,7 @@ mod tests {
             observed_fps: Some(60.0),
             wall_ns: 1_000_000_000,
             cpu_ns: 5_000_000,
+            cpu_measured: true,
             load_pct: 50.0,
             cpu_per_frame_ns: Some(1000.0),
             peak_rss_bytes: 1 << 20,
