@@ -49,7 +49,10 @@ fn three_times_the_work_per_frame_is_a_regression() {
     let ratio = work["ratio"]["ratio"].as_f64().unwrap();
     assert!((2.5..3.5).contains(&ratio), "{ratio}");
     assert!(work["ratio"]["low"].as_f64().unwrap() > 1.02);
-    assert_eq!(work["p_method"], "exact");
+    // Exact without ties; two runs' p50 can tie (busy-waited spans end on the same clock
+    // steps), and then the normal approximation is the right one (a CI run met one).
+    let method = work["p_method"].as_str().unwrap();
+    assert!(method == "exact" || method == "normal", "{work}");
     // fps is higher-is-better: fewer frames per second is a regression too.
     assert_eq!(row(&c, "fps")["verdict"], "regressed");
     let headline = c["groups"][0]["comparisons"][0]["headline"]
