@@ -402,10 +402,11 @@ fn render_linear<T: Ns>(name: &str, values: &[T], spec: &LinearSpec) -> String {
     if spec.bounded() {
         let outside = b.below + b.above;
         let mut sides = Vec::new();
-        if let Some(min) = spec.min_ns {
+        // A side with none outside is said only when neither has any.
+        if let Some(min) = spec.min_ns.filter(|_| b.below > 0 || outside == 0) {
             sides.push(format!("{} below {}", b.below, show(min)));
         }
-        if let Some(max) = spec.max_ns {
+        if let Some(max) = spec.max_ns.filter(|_| b.above > 0 || outside == 0) {
             sides.push(format!("{} at or above {}", b.above, show(max)));
         }
         out.push_str(&format!(

@@ -150,3 +150,40 @@ fn unknown_stage_lists_those_that_exist() {
         "the run has no stage \"decode\"; it has capture, encode, send, total and interval"
     );
 }
+
+/// The line of values outside --min/--max names only the sides that have some, or both when
+/// neither has.
+#[test]
+fn the_outside_line_names_the_sides_with_values() {
+    let values: Vec<i64> = vec![5_000, 6_000, 7_000];
+    let spec = |min, max| LinearSpec {
+        buckets: Some(2),
+        min_ns: Some(min),
+        max_ns: Some(max),
+        ..LinearSpec::default()
+    };
+    let line = |spec: LinearSpec| {
+        let text = super::render_linear("x", &values, &spec);
+        text.lines()
+            .find(|l| l.contains("outside of min/max"))
+            .unwrap()
+            .to_owned()
+    };
+    let only_above = line(spec(0, 6_000));
+    assert!(
+        only_above.starts_with("# 2 values outside of min/max: 2 at or above 6"),
+        "{only_above}"
+    );
+    assert!(!only_above.contains("below"), "{only_above}");
+    let only_below = line(spec(6_000, 8_000));
+    assert!(
+        only_below.starts_with("# 1 value outside of min/max: 1 below 6"),
+        "{only_below}"
+    );
+    assert!(!only_below.contains("above"), "{only_below}");
+    let none = line(spec(0, 8_000));
+    assert!(
+        none.contains("0 below") && none.contains("0 at or above"),
+        "{none}"
+    );
+}
