@@ -576,3 +576,21 @@ fn run_args_error(args: &[&str]) -> String {
     assert!(!out.status.success());
     error_line(&out)
 }
+
+/// Runs recorded into one file without variants are listed without offering `compare`,
+/// which refuses such a file ("only one variant"); a run in full is offered.
+#[test]
+fn a_file_of_plain_runs_does_not_offer_a_comparison_that_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp_run(&dir, "again");
+    for _ in 0..2 {
+        let (out, _) = run_testprog(&dir, "again", &[], &["spans", "20"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let listing = framelab().arg("report").arg(&file).output().unwrap();
+    let text = stdout(&listing);
+    assert!(text.contains("--run-id 1"), "{text}");
+    assert!(!text.contains("verdicts"), "{text}");
+    let compare = framelab().arg("compare").arg(&file).output().unwrap();
+    assert_eq!(compare.status.code(), Some(1), "{}", stdout(&compare));
+}

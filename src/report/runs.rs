@@ -108,10 +108,18 @@ pub fn render(file: &Path, lines: &[RunLine], format: Format, color: bool) -> St
                 .collect();
             let first = lines.first().map_or(1, |l| l.run_id);
             let heading = format!("{} · {} runs", file.display(), lines.len());
-            // Verdicts need two variants (or parameter values) to compare.
-            let mut groups: Vec<_> = lines.iter().map(|l| (&l.variant, &l.params)).collect();
-            groups.dedup();
-            let verdicts = match !with_variants || groups.len() > 1 {
+            // Verdicts need two variants (or parameter values) of two runs or more each: a
+            // file of runs without variants (`run -o` again and again) is not offered, as
+            // compare would refuse it.
+            let mut groups: Vec<(_, usize)> = Vec::new();
+            for key in lines.iter().map(|l| (&l.variant, &l.params)) {
+                match groups.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, runs)) => *runs += 1,
+                    None => groups.push((key, 1)),
+                }
+            }
+            let comparable = groups.iter().filter(|(_, runs)| *runs >= 2).count();
+            let verdicts = match with_variants && comparable >= 2 {
                 true => format!(" · verdicts: framelab compare {shown}"),
                 false => String::new(),
             };
