@@ -54,7 +54,11 @@ fn short_stages_are_drawn_to_the_nanosecond() {
     let curve = &d["stages"]["series"][0]["us"];
     assert_eq!(d["stages"]["series"][0]["name"], "work");
     assert!(
-        curve.as_array().unwrap().iter().all(|v| v.as_f64() == Some(1.234)),
+        curve
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v.as_f64() == Some(1.234)),
         "{curve}"
     );
     assert_eq!(d["gantt"][0]["spans"][0][3].as_f64(), Some(1.234));
@@ -73,6 +77,9 @@ fn short_stages_are_drawn_to_the_nanosecond() {
     assert_eq!(overlay["stage"], "work");
     for variant in overlay["variants"].as_array().unwrap() {
         let values = variant[1].as_array().unwrap();
-        assert!(values.iter().all(|v| v.as_f64() == Some(1.234)), "{variant}");
+        assert!(
+            values.iter().all(|v| v.as_f64() == Some(1.234)),
+            "{variant}"
+        );
     }
 }
