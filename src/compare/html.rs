@@ -293,7 +293,7 @@ fn stage_overlays(loaded: &Loaded) -> Vec<StageOverlay> {
                     crate::analyze::stats::sort_ns(&mut pooled);
                     let us = (p.iter())
                         .filter_map(|&q| percentile_of(&pooled, q / 100.0))
-                        .map(|ns| round(ns / 1e3, 2))
+                        .map(|ns| round(ns / 1e3, 3))
                         .collect();
                     Some((crate::display::name(v).into_owned(), us))
                 })
