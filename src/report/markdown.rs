@@ -1,8 +1,8 @@
 //! The Markdown report: pastes into a pull request or an issue as GitHub tables.
 
 use super::facts::{facts, title, Style};
-use super::pipeline::{resource_header, resource_rows, wait_rows, RESOURCE_HEADERS, WAIT_HEADERS};
-use super::text::{process_rows, stage_rows, worst_have_waits, worst_rows, WORST_WAIT_HEADERS};
+use super::pipeline::{resource_headers, resource_rows, wait_headers, wait_rows};
+use super::text::{process_rows, stage_rows, worst_headers, worst_rows, PROCESS_HEADERS};
 use crate::analyze::Analysis;
 
 /// An inline code span that survives backticks in its content.
@@ -109,33 +109,19 @@ pub fn render(a: &Analysis) -> String {
         blocks.push(gfm_table(&headers, &rows));
     }
     if let Some(rows) = a.pipeline.as_ref().and_then(wait_rows) {
-        let mut headers = strings(&["wait (µs)"]);
-        headers.extend(strings(&WAIT_HEADERS));
-        blocks.push(gfm_table(&headers, &rows));
+        blocks.push(gfm_table(&wait_headers(), &rows));
     }
     blocks.extend(fps_table(a));
     if !a.processes.is_empty() {
-        let headers = strings(&[
-            "process", "wall s", "user s", "sys s", "load %", "cores", "peak RSS",
-        ]);
+        let headers = strings(&PROCESS_HEADERS);
         let rows: Vec<Vec<String>> = process_rows(a).into_iter().map(Vec::from).collect();
         blocks.push(gfm_table(&headers, &rows));
     }
     if let Some(rows) = resource_rows(a) {
-        let mut headers = strings(&[resource_header(a)]);
-        headers.extend(strings(&RESOURCE_HEADERS));
-        blocks.push(gfm_table(&headers, &rows));
+        blocks.push(gfm_table(&resource_headers(a), &rows));
     }
     if !a.worst_frames.is_empty() {
-        let mut headers = strings(&["worst frame", "t s", "total µs"]);
-        headers.extend(
-            a.stage_names
-                .iter()
-                .map(|n| format!("{} µs", st.name(&crate::display::name(n)))),
-        );
-        if worst_have_waits(a) {
-            headers.extend(WORST_WAIT_HEADERS.map(|h| format!("{h} µs")));
-        }
+        let headers = worst_headers(a, |n| st.name(&crate::display::name(n)));
         blocks.push(gfm_table(&headers, &worst_rows(a)));
     }
     blocks.extend(super::telemetry::markdown_blocks(a, &st, gfm_table));

@@ -134,6 +134,22 @@ pub(crate) fn worst_rows(a: &Analysis) -> Vec<Vec<String>> {
 /// The worst frames' headers after the stages: work, waits, longest wait.
 pub(crate) const WORST_WAIT_HEADERS: [&str; 3] = ["work", "waits", "longest wait"];
 
+/// The worst frames' headers with their unit, for Markdown and the HTML page; `stage`
+/// shows a stage's name as the format needs it.
+pub(crate) fn worst_headers(a: &Analysis, stage: impl Fn(&str) -> String) -> Vec<String> {
+    let mut headers: Vec<String> = ["worst frame", "t s", "total µs"].map(String::from).into();
+    headers.extend(a.stage_names.iter().map(|n| format!("{} µs", stage(n))));
+    if worst_have_waits(a) {
+        headers.extend(WORST_WAIT_HEADERS.map(|h| format!("{h} µs")));
+    }
+    headers
+}
+
+/// The process table's headers, for Markdown and the HTML page.
+pub(crate) const PROCESS_HEADERS: [&str; 7] = [
+    "process", "wall s", "user s", "sys s", "load %", "cores", "peak RSS",
+];
+
 fn worst_table(a: &Analysis, st: &Style) -> Option<String> {
     if a.worst_frames.is_empty() {
         return None;

@@ -600,14 +600,12 @@ fn telemetry(head: &Run) -> (Vec<Series>, usize) {
 }
 
 fn tables(a: &Analysis) -> Vec<Table> {
-    use crate::report::pipeline::{
-        resource_header, resource_rows, wait_rows, RESOURCE_HEADERS, WAIT_HEADERS,
-    };
+    use crate::report::pipeline::{resource_headers, resource_rows, wait_headers, wait_rows};
     use crate::report::telemetry::{
         energy_rows, metric_rows, thread_rows, ENERGY_HEADERS, METRIC_HEADERS, THREAD_HEADERS,
     };
     use crate::report::text::{
-        process_rows, stage_rows, worst_have_waits, worst_rows, WORST_WAIT_HEADERS,
+        process_rows, stage_rows, worst_headers, worst_rows, PROCESS_HEADERS,
     };
     let strings = |h: &[&str]| h.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut out = Vec::new();
@@ -630,27 +628,24 @@ fn tables(a: &Analysis) -> Vec<Table> {
     );
     push(
         "Processes",
-        strings(&[
-            "process", "wall s", "user s", "sys s", "load %", "cores", "peak RSS",
-        ]),
+        strings(&PROCESS_HEADERS),
         process_rows(a).into_iter().map(Vec::from).collect(),
     );
     if let Some(rows) = a.pipeline.as_ref().and_then(wait_rows) {
-        let mut headers = strings(&["wait (µs)"]);
-        headers.extend(strings(&WAIT_HEADERS));
-        push("Waits between stages", headers, rows);
+        push("Waits between stages", wait_headers(), rows);
     }
     if let Some(rows) = resource_rows(a) {
-        let mut headers = strings(&[resource_header(a)]);
-        headers.extend(strings(&RESOURCE_HEADERS));
-        push("Busy time (what bounds the rate)", headers, rows);
+        push(
+            "Busy time (what bounds the rate)",
+            resource_headers(a),
+            rows,
+        );
     }
-    let mut worst_headers = strings(&["worst frame", "t s", "total µs"]);
-    worst_headers.extend(a.stage_names.iter().map(|n| format!("{n} µs")));
-    if worst_have_waits(a) {
-        worst_headers.extend(WORST_WAIT_HEADERS.map(|h| format!("{h} µs")));
-    }
-    push("Worst frames", worst_headers, worst_rows(a));
+    push(
+        "Worst frames",
+        worst_headers(a, str::to_owned),
+        worst_rows(a),
+    );
     if let Some(t) = &a.telemetry {
         push("Telemetry", strings(&METRIC_HEADERS), metric_rows(t));
         push("Energy", strings(&ENERGY_HEADERS), energy_rows(t));
