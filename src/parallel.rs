@@ -32,6 +32,38 @@ pub fn for_each<T: Send>(items: Vec<T>, most_threads: usize, work: impl Fn(T) + 
     });
 }
 
+/// `here()` on this thread and `beside()` on another at once, where a second core and a
+/// thread are to be had (else one after the other); both results.
+pub fn join<A, B: Send>(here: impl FnOnce() -> A, beside: impl FnOnce() -> B + Send) -> (A, B) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 {
+        return (here(), beside());
+    }
+    // The closure is kept until a thread has taken it: where none can be started, it runs here.
+    let pending = Mutex::new(Some(beside));
+    let take = || {
+        pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    };
+    std::thread::scope(|scope| {
+        let started = std::thread::Builder::new().spawn_scoped(scope, || take().map(|f| f()));
+        let a = here();
+        let b = match started {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e)),
+            Err(_) => None,
+        };
+        (
+            a,
+            b.or_else(|| take().map(|f| f()))
+                .expect("run on one thread or the other"),
+        )
+    })
+}
+
 /// `work` of each of `items` as [`for_each`] runs it, the results in the items' order.
 pub fn map<T: Send, R: Send>(
     items: Vec<T>,
@@ -68,6 +100,12 @@ mod tests {
             assert_eq!(sum.into_inner(), 500_500);
             assert_eq!(count.into_inner(), 1000);
         }
+    }
+
+    #[test]
+    fn join_gives_both_results() {
+        let (a, b) = super::join(|| 6 * 7, || "beside".to_string());
+        assert_eq!((a, b.as_str()), (42, "beside"));
     }
 
     #[test]

@@ -576,24 +576,8 @@ fn compare_metrics(
     options: &CompareOptions,
     seed_label: &str,
 ) -> Vec<Row> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let per_thread = metrics.len().div_ceil(threads.max(1)).max(1);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = metrics
-            .chunks(per_thread)
-            .map(|chunk| {
-                scope.spawn(move || {
-                    chunk
-                        .iter()
-                        .map(|m| compare_metric(m, base_runs, var_runs, options, seed_label))
-                        .collect::<Vec<Row>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("a comparison thread panicked"))
-            .collect()
+    crate::parallel::map(metrics.iter().collect(), usize::MAX, |m| {
+        compare_metric(m, base_runs, var_runs, options, seed_label)
     })
 }
 

@@ -94,22 +94,15 @@ pub(crate) fn summarize(input: &PipelineInput, spans: &impl SpanRows) -> Option<
             (r.dur_ns >= 0 && clipped.from < clipped.to).then_some(clipped)
         })
     };
+    let no_threads = summary.no_threads;
     // The waits and the busy time read the same spans, on cores of their own.
-    let (breakdowns, busy) = std::thread::scope(|scope| {
-        let beside =
-            (!summary.no_threads).then(|| std::thread::Builder::new().spawn_scoped(scope, busy));
-        let breakdowns = if input.multi_span {
-            summary.waits_from(input, spans, None)
-        } else {
-            Vec::new()
-        };
-        // Where no thread could be started, here after the waits.
-        let busy = beside.map(|b| match b {
-            Ok(b) => b.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
-            Err(_) => busy(),
-        });
-        (breakdowns, busy)
-    });
+    let (breakdowns, busy) = crate::parallel::join(
+        || match input.multi_span {
+            true => summary.waits_from(input, spans, None),
+            false => Vec::new(),
+        },
+        || (!no_threads).then(busy),
+    );
     if let Some(busy) = busy {
         summary.resources_from(busy, &input.names, input.window, input.measured_frames);
     }
