@@ -46,14 +46,12 @@ pub fn rows(store: &mut Store, filter: &Filter) -> Result<Vec<ExportRow>> {
         })
         .collect();
     rows.sort_by(|a, b| {
-        let key = |r: &ExportRow| {
-            (
-                r.value.recorded_at_unix_s,
-                r.value.run_id.clone(),
-                r.value.metric.clone(),
-            )
-        };
-        key(a).cmp(&key(b))
+        let (a, b) = (&a.value, &b.value);
+        (a.recorded_at_unix_s, &a.run_id, &a.metric).cmp(&(
+            b.recorded_at_unix_s,
+            &b.run_id,
+            &b.metric,
+        ))
     });
     Ok(rows)
 }
