@@ -21,7 +21,7 @@ pub use load::{load, parse_named_source, parse_source, Loaded, LoadedRun, Source
 // For `history check`'s tables.
 pub(crate) use compute::signed_pct;
 pub(crate) use table::Table;
-pub(crate) use text::value_unit_name;
+pub(crate) use text::shown_unit;
 
 use crate::experiment::RunStatus;
 

@@ -419,6 +419,12 @@ pub fn value_unit_name(unit: &Unit) -> &str {
     }
 }
 
+/// The unit named `key` (as the history store keeps it) as the machine formats write values
+/// in it: `microseconds` is `µs`, `bytes` stays bytes; empty for none.
+pub fn shown_unit(key: &str) -> String {
+    value_unit_name(&Unit::from_key(key)).to_owned()
+}
+
 /// A value in its unit's usual precision, but no finer than `resolution` (in the same
 /// unit) when it is known: CPU seconds from clock ticks print two decimals, not three.
 pub fn value_to(unit: &Unit, v: f64, resolution: Option<f64>) -> String {

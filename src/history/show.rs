@@ -168,8 +168,7 @@ pub fn text(shown: &Shown, markdown: bool) -> String {
         let about = machine.map_or(String::new(), |m| {
             format!(" ({}, {}, {} cores)", m.hostname, m.cpu_model, m.cores)
         });
-        let unit = crate::compare::metrics::Unit::from_key(&s.unit);
-        let unit = match crate::compare::value_unit_name(&unit) {
+        let unit = match crate::compare::shown_unit(&s.unit).as_str() {
             "" => String::new(),
             shown => format!(" [{shown}]"),
         };

@@ -149,8 +149,7 @@ fn human(report: &CheckReport, markdown: bool) -> String {
 /// `12.3 µs`, the unit as compare prints it unscaled (`microseconds` is `µs`); a value
 /// without a unit alone.
 fn with_unit(value: f64, unit: &str) -> String {
-    let unit = crate::compare::metrics::Unit::from_key(unit);
-    match crate::compare::value_unit_name(&unit) {
+    match crate::compare::shown_unit(unit).as_str() {
         "" => significant(value),
         shown => format!("{} {shown}", significant(value)),
     }
