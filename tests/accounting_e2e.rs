@@ -55,23 +55,28 @@ wait
     std::fs::write(dir.join("run.sh"), run).unwrap();
 }
 
+/// `framelab run -o PATH --`, ready for the command's words; the kernel's exit records
+/// switched off unless `exit_records`.
+fn framelab_run(path: &std::path::Path, exit_records: bool) -> std::process::Command {
+    let mut command = framelab();
+    if !exit_records {
+        command.env("FRAMELAB_EXIT_RECORDS", "off");
+    }
+    command.args(["run", "-o"]).arg(path).arg("--");
+    command
+}
+
 /// Runs the killing script with the killer DEPTH shells below it; returns the burner's row,
 /// the CPU the kernel said it had used just before the kill, and every row.
 fn killed_burner(depth: u32, exit_records: bool) -> (ProcessStats, i64, Vec<ProcessStats>) {
     let dir = tempfile::tempdir().unwrap();
     write_scripts(dir.path());
     let path = temp_run(&dir, "killed");
-    let mut command = framelab();
-    if !exit_records {
-        command.env("FRAMELAB_EXIT_RECORDS", "off");
-    }
     // Output to a file, not a pipe: should framelab fail, the shells left waiting on their
     // fifo must not keep the test waiting for the pipe's end.
     let log = dir.path().join("framelab.log");
-    let status = command
-        .args(["run", "-o"])
-        .arg(&path)
-        .args(["--", "sh"])
+    let status = framelab_run(&path, exit_records)
+        .arg("sh")
         .arg(dir.path().join("run.sh"))
         .arg(dir.path())
         .arg(depth.to_string())
@@ -185,14 +190,8 @@ sleep 0.2
 "#;
     std::fs::write(dir.path().join("load.sh"), script).unwrap();
     let path = temp_run(&dir, "load");
-    let mut command = framelab();
-    if !exit_records {
-        command.env("FRAMELAB_EXIT_RECORDS", "off");
-    }
-    let out = command
-        .args(["run", "-o"])
-        .arg(&path)
-        .args(["--", "sh"])
+    let out = framelab_run(&path, exit_records)
+        .arg("sh")
         .arg(dir.path().join("load.sh"))
         .arg(dir.path())
         .output()
@@ -399,14 +398,8 @@ fn peak_rss_of_a_wrapper_and_its_child(exit_records: bool) {
         example("testprog"),
         report.display()
     );
-    let mut command = framelab();
-    if !exit_records {
-        command.env("FRAMELAB_EXIT_RECORDS", "off");
-    }
-    let out = command
-        .args(["run", "-o"])
-        .arg(&path)
-        .args(["--", "sh", "-c", &script])
+    let out = framelab_run(&path, exit_records)
+        .args(["sh", "-c", &script])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
