@@ -285,15 +285,23 @@ fn export_csv_then_import_gives_the_same_spans() {
     assert_eq!(spans(&after), spans(&before));
 }
 
-/// An imported trace measured no process: its report has no CPU per frame (it said 0) and
-/// compare and history have no CPU, load or cores to judge for it (they took zeros).
+/// An imported trace measured no process: its report has no CPU (the JSON report said 0 s
+/// user, 0% load, 0 bytes peak) and compare and history have no CPU, load or cores to judge
+/// for it (they took zeros).
 #[test]
 fn an_imported_trace_has_no_cpu_figures_rather_than_zeros() {
     let dir = tempfile::tempdir().unwrap();
     let log = fixture("mangohud-0.6.8-glxgears-llvmpipe.csv");
     let (_, run) = import_ok(&dir, "mangohud", &[log.to_str().unwrap(), "--fps", "60"]);
     let report = framelab::analyze::analyze(&run);
-    assert_eq!(report.cpu.cpu_per_frame_ns, None);
+    assert_eq!(report.cpu, None);
+    let out = framelab()
+        .args(["report", "--format", "json"])
+        .arg(dir.path().join("mangohud.framelab"))
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(json["cpu"].is_null(), "{}", json["cpu"]);
     let data = framelab::compare::extract(&run);
     let keys: Vec<String> = (framelab::compare::metrics::catalogue(&[&data]).into_iter())
         .map(|m| m.key)

@@ -231,7 +231,9 @@ pub struct Analysis {
     #[serde(default)]
     pub pacing: Option<PacingSummary>,
     pub processes: Vec<ProcessRow>,
-    pub cpu: CpuSummary,
+    /// `None` where no process was measured (an imported trace): no CPU, rather than zeros.
+    #[serde(default)]
+    pub cpu: Option<CpuSummary>,
     /// Up to ten, worst total first.
     pub worst_frames: Vec<WorstFrame>,
     /// Waits between stages, threads as resources, the bottleneck; `None` without measured

@@ -284,11 +284,11 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
         stutter: facts.stutter,
         pacing: facts.pacing,
         processes: process_rows(&run.processes),
-        cpu: CpuSummary {
+        cpu: (!run.processes.is_empty()).then(|| CpuSummary {
             collector_load_pct: (run.meta.collector_cpu_ns > 0 && window.length_ns() > 0)
                 .then(|| run.meta.collector_cpu_ns as f64 / window.length_ns() as f64 * 100.0),
             ..cpu_summary(&run.processes, window.length_ns(), frame_count)
-        },
+        }),
         worst_frames: facts.table.worst,
         pipeline: facts.pipeline,
         notes: notes(meta, &window, &note_facts)
@@ -511,10 +511,11 @@ mod tests {
         assert_eq!(a.processes[1].load_pct, 50.0);
         assert_eq!(a.processes[1].cores, 0.5);
         // All: 120 ms over the 80 ms window = 150%; 120 ms / 8 frames = 15 ms per frame.
-        assert!(close(a.cpu.load_pct, 150.0));
-        assert!(close(a.cpu.cores, 1.5));
-        assert!(close(a.cpu.cpu_per_frame_ns.unwrap(), 15e6));
-        assert_eq!(a.cpu.peak_rss_bytes, 64 << 20);
+        let cpu = a.cpu.unwrap();
+        assert!(close(cpu.load_pct, 150.0));
+        assert!(close(cpu.cores, 1.5));
+        assert!(close(cpu.cpu_per_frame_ns.unwrap(), 15e6));
+        assert_eq!(cpu.peak_rss_bytes, 64 << 20);
     }
 
     #[test]
@@ -554,7 +555,7 @@ mod tests {
         let mut stopped = uninstrumented_run();
         stopped.meta.end_reason = EndReason::Duration;
         let a = analyze(&stopped);
-        assert!(a.observed_fps.is_none() && a.cpu.cpu_per_frame_ns.is_none());
+        assert!(a.observed_fps.is_none() && a.cpu.unwrap().cpu_per_frame_ns.is_none());
         assert!(
             a.notes.iter().any(|n| n.contains("--duration")),
             "{:?}",
@@ -569,8 +570,9 @@ mod tests {
         assert_eq!(a.frames, 500);
         // 500 over 2 s; 3.5 s of CPU over 2 s = 175%; 3.5 s / 500 = 7 ms per frame.
         assert!(close(a.observed_fps.unwrap(), 250.0));
-        assert!(close(a.cpu.load_pct, 175.0));
-        assert!(close(a.cpu.cpu_per_frame_ns.unwrap(), 7e6));
+        let cpu = a.cpu.as_ref().unwrap();
+        assert!(close(cpu.load_pct, 175.0));
+        assert!(close(cpu.cpu_per_frame_ns.unwrap(), 7e6));
         assert!(a.stages.is_empty() && a.fps.is_none() && a.late.is_none());
         assert!(a.total.is_none() && a.worst_frames.is_empty());
         // It ran to completion with no --duration asked: nothing to say.

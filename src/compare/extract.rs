@@ -4,7 +4,7 @@
 use crate::analyze::cpu::{role_cpu, RoleCpu};
 use crate::analyze::frames::{measure_run, Frames, NO_FRAME};
 use crate::analyze::stats::sort_ns;
-use crate::analyze::{analyze, Analysis};
+use crate::analyze::{analyze, Analysis, CpuSummary};
 use crate::model::Run;
 
 /// One run, reduced. Frame values are nanoseconds, sorted ascending.
@@ -62,17 +62,19 @@ pub fn extract(run: &Run) -> RunData {
 }
 
 fn from_analysis(a: &Analysis) -> RunData {
+    let unmeasured = CpuSummary::default();
+    let cpu = a.cpu.as_ref().unwrap_or(&unmeasured);
     RunData {
         observed_fps: a.observed_fps,
         wall_ns: a.window.length_ns,
-        cpu_ns: a.cpu.user_ns.saturating_add(a.cpu.sys_ns),
-        cpu_measured: !a.processes.is_empty(),
-        load_pct: a.cpu.load_pct,
-        cpu_per_frame_ns: a.cpu.cpu_per_frame_ns,
-        cpu_resolution_ns: a.cpu.cpu_resolution_ns,
-        work_units: a.cpu.work_units,
+        cpu_ns: cpu.user_ns.saturating_add(cpu.sys_ns),
+        cpu_measured: a.cpu.is_some(),
+        load_pct: cpu.load_pct,
+        cpu_per_frame_ns: cpu.cpu_per_frame_ns,
+        cpu_resolution_ns: cpu.cpu_resolution_ns,
+        work_units: cpu.work_units,
         roles: role_cpu(&a.processes, a.window.length_ns),
-        peak_rss_bytes: a.cpu.peak_rss_bytes,
+        peak_rss_bytes: cpu.peak_rss_bytes,
         late: a
             .late
             .as_ref()

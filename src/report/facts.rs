@@ -281,10 +281,7 @@ fn fps(a: &Analysis) -> Option<String> {
 }
 
 fn cpu(a: &Analysis) -> Option<String> {
-    if a.processes.is_empty() {
-        return None;
-    }
-    let c = &a.cpu;
+    let c = a.cpu.as_ref()?;
     let (resolution, wall) = (c.cpu_resolution_ns, a.window.length_ns);
     let split = crate::analyze::cpu::split_resolution_ns(resolution);
     // The total can be finer than its user/sys split (the CPU clock against clock ticks):

@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::analyze::Analysis;
 
 /// Bump when a key is renamed, removed or changes meaning; adding keys keeps the version.
-pub const SCHEMA: &str = "framelab.report/1";
+pub const SCHEMA: &str = "framelab.report/2";
 
 #[derive(Serialize)]
 struct Report<'a> {
@@ -46,7 +46,9 @@ fn round_cpu(a: &mut Analysis) {
         round(&mut p.cores, load / 100.0);
     }
     let window = a.window.length_ns;
-    let c = &mut a.cpu;
+    let Some(c) = &mut a.cpu else {
+        return;
+    };
     let load = load_resolution_pct(c.cpu_resolution_ns, window);
     round(&mut c.load_pct, load);
     round(&mut c.cores, load / 100.0);

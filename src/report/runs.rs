@@ -54,7 +54,7 @@ impl RunLine {
             observed_fps: analysis.observed_fps,
             total_p50_ns: analysis.total.as_ref().map(|d| d.p50_ns),
             total_p99_ns: analysis.total.as_ref().map(|d| d.p99_ns),
-            cpu_per_frame_ns: analysis.cpu.cpu_per_frame_ns,
+            cpu_per_frame_ns: analysis.cpu.as_ref().and_then(|c| c.cpu_per_frame_ns),
         }
     }
 }

@@ -62,8 +62,7 @@ pub(crate) fn process_rows(a: &Analysis) -> Vec<[String; 7]> {
             ]
         })
         .collect();
-    if a.processes.len() > 1 {
-        let c = &a.cpu;
+    if let (true, Some(c)) = (a.processes.len() > 1, &a.cpu) {
         let (resolution, split) = (
             c.cpu_resolution_ns,
             split_resolution_ns(c.cpu_resolution_ns),
