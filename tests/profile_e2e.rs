@@ -372,6 +372,11 @@ fn a_diff_of_two_runs_puts_the_largest_change_first() {
         7.0,
         "light_three's change",
     );
+    // ~2400 samples a side: the change's 95% interval is about ±2.6 points, and the
+    // change of 20 points is outside it.
+    let half = light["change_ci95_pct"].as_f64().unwrap();
+    assert!((1.0..5.0).contains(&half), "{light}");
+    assert_eq!(light["within_noise"], false);
     let first = rows[0]["change_pct"].as_f64().unwrap().abs();
     assert!(rows
         .iter()

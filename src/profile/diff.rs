@@ -1,6 +1,7 @@
 //! `framelab profile A B`: each function's inclusive and self share of the samples in A
 //! and in B (the samples of all the runs given for a side pooled), side by side with the
-//! change in percentage points, largest change first; and a differential flame graph.
+//! change in percentage points, largest change first, with the change's 95% interval; and a
+//! differential flame graph.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -18,6 +19,11 @@ pub struct DiffRow {
     pub b_inclusive_pct: f64,
     /// B − A, percentage points.
     pub change_pct: f64,
+    /// Half the 95% interval of the change, points: from each side's sampling spread
+    /// (binomial), or the spread of the share between its runs where that is larger.
+    pub change_ci95_pct: f64,
+    /// The interval covers no change: sampling alone could give this difference.
+    pub within_noise: bool,
     pub a_self_pct: f64,
     pub b_self_pct: f64,
 }
@@ -33,13 +39,15 @@ pub struct Diff {
     pub rows: Vec<DiffRow>,
 }
 
-/// Pools the tables of one side's runs: samples per function summed over runs.
+/// Pools the tables of one side's runs: samples per function summed over runs, and each
+/// run's inclusive counts for the spread between runs.
 #[derive(Default)]
 pub struct Side {
     pub name: String,
     pub runs: usize,
     pub samples: u64,
     counts: HashMap<(String, String), (u64, u64)>,
+    per_run: Vec<(u64, HashMap<(String, String), u64>)>,
 }
 
 impl Side {
@@ -53,14 +61,15 @@ impl Side {
     pub fn add(&mut self, table: &Table) {
         self.runs += 1;
         self.samples += table.samples;
+        let mut run = HashMap::new();
         for f in &table.functions {
-            let c = self
-                .counts
-                .entry((f.function.clone(), f.module.clone()))
-                .or_default();
+            let key = (f.function.clone(), f.module.clone());
+            run.insert(key.clone(), f.inclusive_samples);
+            let c = self.counts.entry(key).or_default();
             c.0 += f.inclusive_samples;
             c.1 += f.self_samples;
         }
+        self.per_run.push((table.samples, run));
     }
 
     fn pct(&self, key: &(String, String)) -> (f64, f64) {
@@ -68,7 +77,32 @@ impl Side {
         let whole = self.samples.max(1) as f64;
         (incl as f64 * 100.0 / whole, selfs as f64 * 100.0 / whole)
     }
+
+    /// The variance of the inclusive share of `key` (a fraction): binomial over the pooled
+    /// samples, or the variance of the mean of the runs' shares where that is larger (runs
+    /// differ by more than sampling: other inputs, other scheduling).
+    fn share_variance(&self, key: &(String, String)) -> f64 {
+        if self.samples == 0 {
+            return 0.0;
+        }
+        let p = self.counts.get(key).map_or(0, |c| c.0) as f64 / self.samples as f64;
+        let binomial = p * (1.0 - p) / self.samples as f64;
+        let shares: Vec<f64> = (self.per_run.iter())
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, run)| run.get(key).copied().unwrap_or(0) as f64 / *n as f64)
+            .collect();
+        if shares.len() < 2 {
+            return binomial;
+        }
+        let k = shares.len() as f64;
+        let mean = shares.iter().sum::<f64>() / k;
+        let between = shares.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1.0) / k;
+        binomial.max(between)
+    }
 }
+
+/// z of a two-sided 95% interval.
+const Z95: f64 = 1.959_963_984_540_054;
 
 pub fn diff(a: &Side, b: &Side) -> Diff {
     let mut keys: Vec<&(String, String)> = a.counts.keys().chain(b.counts.keys()).collect();
@@ -79,12 +113,15 @@ pub fn diff(a: &Side, b: &Side) -> Diff {
         .map(|key| {
             let (ai, aself) = a.pct(key);
             let (bi, bself) = b.pct(key);
+            let half = 100.0 * Z95 * (a.share_variance(key) + b.share_variance(key)).sqrt();
             DiffRow {
                 function: key.0.clone(),
                 module: key.1.clone(),
                 a_inclusive_pct: ai,
                 b_inclusive_pct: bi,
                 change_pct: bi - ai,
+                change_ci95_pct: half,
+                within_noise: (bi - ai).abs() <= half,
                 a_self_pct: aself,
                 b_self_pct: bself,
             }
@@ -115,8 +152,9 @@ pub fn render(d: &Diff, n: usize, md: bool) -> String {
         let _ = writeln!(
             out,
             "### profile diff · {} ({} runs, {} samples) → {} ({} runs, {} samples)\n\n\
-             | function | {} incl % | {} incl % | change (points) | {} self % | {} self % |\n\
-             | --- | ---: | ---: | ---: | ---: | ---: |",
+             {NOISE_LEGEND}.\n\n\
+             | function | {} incl % | {} incl % | change (points) | ±95% | {} self % | {} self % |\n\
+             | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
             display::markdown(&d.a),
             d.a_runs,
             d.a_samples,
@@ -132,8 +170,8 @@ pub fn render(d: &Diff, n: usize, md: bool) -> String {
         let _ = writeln!(
             out,
             "profile diff · {a} ({} runs, {} samples) → {b} ({} runs, {} samples)\n\
-             inclusive % of each side's samples, largest change first\n\n  {:>9} {:>9} {:>8}  {:>8} {:>8}  function [module]",
-            d.a_runs, d.a_samples, d.b_runs, d.b_samples, "A incl%", "B incl%", "change", "A self%", "B self%"
+             inclusive % of each side's samples, largest change first; {NOISE_LEGEND}\n\n  {:>9} {:>9} {:>8} {:>7}  {:>8} {:>8}  function [module]",
+            d.a_runs, d.a_samples, d.b_runs, d.b_samples, "A incl%", "B incl%", "change", "±95%", "A self%", "B self%"
         );
     }
     for r in d.rows.iter().take(n) {
@@ -141,21 +179,25 @@ pub fn render(d: &Diff, n: usize, md: bool) -> String {
         if md {
             let _ = writeln!(
                 out,
-                "| {} | {:.2} | {:.2} | {:+.2} | {:.2} | {:.2} |",
+                "| {} | {:.2} | {:.2} | {:+.2} | {}{} | {:.2} | {:.2} |",
                 display::markdown(&name),
                 r.a_inclusive_pct,
                 r.b_inclusive_pct,
                 r.change_pct,
+                plus_minus(r),
+                if r.within_noise { " ~" } else { "" },
                 r.a_self_pct,
                 r.b_self_pct
             );
         } else {
             let _ = writeln!(
                 out,
-                "  {:>8.2}% {:>8.2}% {:>+8.2}  {:>7.2}% {:>7.2}%  {}",
+                "  {:>8.2}% {:>8.2}% {:>+8.2} {:>7}{} {:>7.2}% {:>7.2}%  {}",
                 r.a_inclusive_pct,
                 r.b_inclusive_pct,
                 r.change_pct,
+                plus_minus(r),
+                if r.within_noise { "~" } else { " " },
                 r.a_self_pct,
                 r.b_self_pct,
                 display::escaped(&name, 100)
@@ -163,6 +205,13 @@ pub fn render(d: &Diff, n: usize, md: bool) -> String {
         }
     }
     out
+}
+
+const NOISE_LEGEND: &str = "±95%: the change's interval from sampling and from the spread \
+     between runs; ~ marks a change inside it (noise)";
+
+fn plus_minus(r: &DiffRow) -> String {
+    format!("±{:.2}", r.change_ci95_pct)
 }
 
 /// A differential flame graph: B's stacks, coloured by how each frame's share changed
@@ -181,4 +230,70 @@ pub fn flame_graph(a_folded: &str, b_folded: &str, title: &str) -> anyhow::Resul
     )?;
     let diffed = String::from_utf8_lossy(&diffed).into_owned();
     super::render::svg(&diffed, title)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::summary::FunctionRow;
+
+    /// One run's table: `samples` in all, `inclusive` of them in function `f`.
+    fn table(samples: u64, inclusive: u64) -> Table {
+        Table {
+            name: "all".into(),
+            samples,
+            share_pct: 100.0,
+            functions: vec![FunctionRow {
+                function: "f".into(),
+                module: "m".into(),
+                self_samples: inclusive,
+                inclusive_samples: inclusive,
+                self_pct: 0.0,
+                inclusive_pct: 0.0,
+            }],
+        }
+    }
+
+    fn side(runs: &[(u64, u64)]) -> Side {
+        let mut s = Side::new("x");
+        for &(samples, inclusive) in runs {
+            s.add(&table(samples, inclusive));
+        }
+        s
+    }
+
+    #[test]
+    fn one_run_a_side_is_judged_by_its_sampling_spread() {
+        // 30 of 100 → 50 of 100: ±1.96·√(.3·.7/100 + .5·.5/100) = ±13.29 points.
+        let d = diff(&side(&[(100, 30)]), &side(&[(100, 50)]));
+        let r = &d.rows[0];
+        assert!((r.change_pct - 20.0).abs() < 1e-9);
+        assert!(
+            (r.change_ci95_pct - 13.293).abs() < 1e-3,
+            "{}",
+            r.change_ci95_pct
+        );
+        assert!(!r.within_noise);
+        // 30 of 100 → 35 of 100 is inside it.
+        let d = diff(&side(&[(100, 30)]), &side(&[(100, 35)]));
+        assert!(d.rows[0].within_noise);
+    }
+
+    #[test]
+    fn runs_that_disagree_widen_the_interval() {
+        // Runs of 20% and 40% (1000 samples each): the mean's variance 0.02 / 2 = 0.01 is
+        // far above the binomial 0.3·0.7/2000; against a steady 30%: ±1.96·√(0.01 +
+        // 0.3·0.7/2000) = ±19.70 points, so a change of 0 and even of 15 points is noise.
+        let steady = side(&[(1000, 300), (1000, 300)]);
+        let d = diff(&steady, &side(&[(1000, 200), (1000, 400)]));
+        let r = &d.rows[0];
+        assert!(
+            (r.change_ci95_pct - 19.70).abs() < 0.01,
+            "{}",
+            r.change_ci95_pct
+        );
+        assert!(r.within_noise);
+        let d = diff(&steady, &side(&[(1000, 350), (1000, 550)]));
+        assert!(d.rows[0].within_noise, "{:?}", d.rows[0]);
+    }
 }
