@@ -39,6 +39,9 @@ pub struct Diff {
     pub rows: Vec<DiffRow>,
 }
 
+/// A function: its name and module.
+type Key = (String, String);
+
 /// Pools the tables of one side's runs: samples per function summed over runs, and each
 /// run's inclusive counts for the spread between runs.
 #[derive(Default)]
@@ -46,8 +49,9 @@ pub struct Side {
     pub name: String,
     pub runs: usize,
     pub samples: u64,
-    counts: HashMap<(String, String), (u64, u64)>,
-    per_run: Vec<(u64, HashMap<(String, String), u64>)>,
+    counts: HashMap<Key, (u64, u64)>,
+    /// Each run's samples and inclusive samples per function.
+    per_run: Vec<(u64, HashMap<Key, u64>)>,
 }
 
 impl Side {
@@ -72,7 +76,7 @@ impl Side {
         self.per_run.push((table.samples, run));
     }
 
-    fn pct(&self, key: &(String, String)) -> (f64, f64) {
+    fn pct(&self, key: &Key) -> (f64, f64) {
         let (incl, selfs) = self.counts.get(key).copied().unwrap_or_default();
         let whole = self.samples.max(1) as f64;
         (incl as f64 * 100.0 / whole, selfs as f64 * 100.0 / whole)
@@ -81,7 +85,7 @@ impl Side {
     /// The variance of the inclusive share of `key` (a fraction): binomial over the pooled
     /// samples, or the variance of the mean of the runs' shares where that is larger (runs
     /// differ by more than sampling: other inputs, other scheduling).
-    fn share_variance(&self, key: &(String, String)) -> f64 {
+    fn share_variance(&self, key: &Key) -> f64 {
         if self.samples == 0 {
             return 0.0;
         }
@@ -105,7 +109,7 @@ impl Side {
 const Z95: f64 = 1.959_963_984_540_054;
 
 pub fn diff(a: &Side, b: &Side) -> Diff {
-    let mut keys: Vec<&(String, String)> = a.counts.keys().chain(b.counts.keys()).collect();
+    let mut keys: Vec<&Key> = a.counts.keys().chain(b.counts.keys()).collect();
     keys.sort();
     keys.dedup();
     let mut rows: Vec<DiffRow> = keys
