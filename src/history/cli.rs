@@ -296,33 +296,27 @@ pub fn add_files(
         ""
     };
     eprintln!(
-        "framelab: {} run{} added to {} at commit {short}{dirty}",
-        outcome.added,
-        plural(outcome.added),
+        "framelab: {} added to {} at commit {short}{dirty}",
+        runs(outcome.added),
         store.location
     );
     if outcome.skipped > 0 {
         eprintln!(
-            "framelab: already in history: {} run{} skipped",
-            outcome.skipped,
-            plural(outcome.skipped)
+            "framelab: already in history: {} skipped",
+            runs(outcome.skipped)
         );
     }
     if not_measured > 0 {
         eprintln!(
-            "framelab: {not_measured} run{} not added (failed, unfinished or warmup runs)",
-            plural(not_measured)
+            "framelab: {} not added (failed, unfinished or warmup runs)",
+            runs(not_measured)
         );
     }
     Ok(())
 }
 
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
+fn runs(n: usize) -> String {
+    crate::units::plural(n as u64, "run", "runs")
 }
 
 /// `KEY=VALUE` each, keys unique.

@@ -4,6 +4,7 @@
 
 use super::{ChangeKind, CheckReport, Outcome, SeriesCheck};
 use crate::compare::{signed_pct, Table};
+use crate::units::plural;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum CheckFormat {
@@ -34,20 +35,24 @@ fn human(report: &CheckReport, markdown: bool) -> String {
         report.series.iter().map(|s| s.machine.as_str()).collect();
     let m = &report.method;
     let mut out = format!(
-        "{}{} series on {} machine{}: {} regression{}, {} improvement{}, {} moved (direction \
-         unknown), {} skipped\n",
+        "{}{} series on {}: {}, {}, {} moved (direction unknown), {} skipped\n",
         if markdown {
             "**history check**: "
         } else {
             "history check: "
         },
         report.series.len(),
-        machines.len(),
-        plural(machines.len()),
-        count(ChangeKind::Regression),
-        plural(count(ChangeKind::Regression)),
-        count(ChangeKind::Improvement),
-        plural(count(ChangeKind::Improvement)),
+        plural(machines.len() as u64, "machine", "machines"),
+        plural(
+            count(ChangeKind::Regression) as u64,
+            "regression",
+            "regressions"
+        ),
+        plural(
+            count(ChangeKind::Improvement) as u64,
+            "improvement",
+            "improvements"
+        ),
         count(ChangeKind::Moved),
         skipped.len(),
     );
@@ -112,9 +117,9 @@ fn human(report: &CheckReport, markdown: bool) -> String {
         .sum();
     if left_out > 0 {
         out.push_str(&format!(
-            "\n{left_out} point{} with a value that is not a finite number left out (listed in \
-             the JSON form)\n",
-            plural(left_out)
+            "\n{} with a value that is not a finite number left out (listed in the JSON \
+             form)\n",
+            plural(left_out as u64, "point", "points")
         ));
     }
     if !skipped.is_empty() {
@@ -152,14 +157,6 @@ fn with_unit(value: f64, unit: &str) -> String {
     match crate::compare::shown_unit(unit).as_str() {
         "" => significant(value),
         shown => format!("{} {shown}", significant(value)),
-    }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }
 
