@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::summary::Table;
+use super::summary::{Table, Z95};
 use crate::display;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -104,9 +104,6 @@ impl Side {
         binomial.max(between)
     }
 }
-
-/// z of a two-sided 95% interval.
-const Z95: f64 = 1.959_963_984_540_054;
 
 pub fn diff(a: &Side, b: &Side) -> Diff {
     let mut keys: Vec<&Key> = a.counts.keys().chain(b.counts.keys()).collect();
@@ -281,6 +278,14 @@ mod tests {
         // 30 of 100 → 35 of 100 is inside it.
         let d = diff(&side(&[(100, 30)]), &side(&[(100, 35)]));
         assert!(d.rows[0].within_noise);
+    }
+
+    #[test]
+    fn a_tables_shares_are_given_their_widest_sampling_spread() {
+        // 100 samples: a 50% share is ±1.96·√(0.25/100) = ±9.8 points; 2500: ±1.96.
+        assert!((crate::profile::summary::share_ci95_pct(100) - 9.80).abs() < 0.01);
+        assert!((crate::profile::summary::share_ci95_pct(2500) - 1.96).abs() < 0.01);
+        assert_eq!(crate::profile::summary::share_ci95_pct(0), 0.0);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use serde_json::json;
 
 use super::model::Profile;
-use super::summary::{FunctionRow, Summary, Table};
+use super::summary::{share_ci95_pct, FunctionRow, Summary, Table};
 use crate::display;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -52,6 +52,11 @@ fn header(s: &Summary, out: &mut String, md: bool) {
         "{bullet}samples {} taken · {} lost ({:.2}%) · {} unknown leaves ({:.2}%) · {} truncated · {} throttled",
         s.taken, s.lost, s.lost_pct, s.unknown_leaves, s.unknown_pct, s.truncated, s.throttled
     );
+    let _ = writeln!(
+        out,
+        "{bullet}spread  ±N points after a table's samples: how far sampling alone moves its \
+         shares (95%, at a 50% share)"
+    );
     if !s.filters.is_empty() {
         let _ = writeln!(
             out,
@@ -92,10 +97,11 @@ fn section(out: &mut String, title: &str, table: &Table, by_self: bool, n: usize
     if md {
         let _ = writeln!(
             out,
-            "\n#### {} · {} samples ({:.1}%)\n\n| self % | incl % | function |\n| ---: | ---: | --- |",
+            "\n#### {} · {} samples ({:.1}%) · shares ±{:.1} points\n\n| self % | incl % | function |\n| ---: | ---: | --- |",
             display::markdown(title),
             table.samples,
-            table.share_pct
+            table.share_pct,
+            share_ci95_pct(table.samples)
         );
         for r in top(table, by_self, n) {
             let _ = writeln!(
@@ -109,10 +115,11 @@ fn section(out: &mut String, title: &str, table: &Table, by_self: bool, n: usize
     } else {
         let _ = writeln!(
             out,
-            "\n  {} · {} samples ({:.1}%)\n  {:>7} {:>7}  function [module]",
+            "\n  {} · {} samples ({:.1}%) · shares ±{:.1} points\n  {:>7} {:>7}  function [module]",
             display::text(title),
             table.samples,
             table.share_pct,
+            share_ci95_pct(table.samples),
             "self %",
             "incl %"
         );

@@ -36,6 +36,18 @@ pub struct FunctionRow {
     pub inclusive_pct: f64,
 }
 
+/// z of a two-sided 95% interval.
+pub const Z95: f64 = 1.959_963_984_540_054;
+
+/// Half the 95% interval of a share of `samples` samples, in points, at its widest (a 50%
+/// share): how far sampling alone can move the shares of a table.
+pub fn share_ci95_pct(samples: u64) -> f64 {
+    if samples == 0 {
+        return 0.0;
+    }
+    100.0 * Z95 * (0.25 / samples as f64).sqrt()
+}
+
 /// Samples of one group (the whole selection, one stage, one frame) by function.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Table {
