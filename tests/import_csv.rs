@@ -47,6 +47,11 @@ fn presentmon_fixtures_are_detected_and_reported() {
     assert_eq!(run.spans.len(), 1171);
     assert!(report.contains("imported  presentmon"), "{report}");
     assert!(report.contains("between presents"), "{report}");
+    // A present's interval is not work: no thread 100% busy, no bottleneck (both were
+    // shown for the process PresentMon names, its spans on tid 0).
+    assert!(!report.contains("bound "), "{report}");
+    assert!(!report.contains("busy %"), "{report}");
+    assert!(report.contains("Frame times only"), "{report}");
     let first = spans(&run)[0].clone();
     assert_eq!(
         first,

@@ -178,9 +178,9 @@ fn imported_runs_without_threads_or_with_one_stage_say_so() {
     let path = import(&dir, "nothreads", &csv);
     let report = run_ok(&["report"], &path);
     assert!(report.contains("decode→show"), "{report}");
-    assert!(report.contains("no thread information"), "{report}");
+    assert!(report.contains("The run has no thread ids"), "{report}");
     let e = one_line_error(&["whatif", "--depth", "2"], &path);
-    assert!(e.contains("no thread information"), "{e}");
+    assert!(e.contains("no thread ids"), "{e}");
 
     // One stage a frame: no waits to show, said once.
     let mut csv = String::from("start_us,dur_us,name,frame,tid\n");

@@ -167,8 +167,8 @@ fn set_handover_delays(frames: &mut [RecordedFrame], depth: usize, pace: Option<
 pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatIf> {
     if !has_thread_info(&run.threads) {
         bail!(
-            "the run has no thread information (imported without thread ids): whatif needs to \
-             know which thread ran each stage; import it with a tid column"
+            "the run has no thread ids (PresentMon and MangoHud logs have none): whatif needs \
+             to know which thread ran each stage (a CSV or JSONL import takes a tid column)"
         );
     }
     let mut frames = recorded_frames(run);
@@ -433,7 +433,7 @@ mod tests {
         let mut anonymous = run.clone();
         anonymous.threads = vec![ThreadInfo::default(), ThreadInfo::default()];
         let e = predict(&anonymous, depth(2)).unwrap_err().to_string();
-        assert!(e.contains("no thread information"), "{e}");
+        assert!(e.contains("no thread ids"), "{e}");
         let one = serial_run(120.0, 1);
         let e = predict(&one, depth(2)).unwrap_err().to_string();
         assert!(e.contains("1 measured frames"), "{e}");

@@ -103,19 +103,29 @@ impl PipelineSummary {
     /// One line for each thing a reader must know before trusting the tables.
     pub fn notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
-        if self.single_stage {
-            notes.push(
-                "Waits need two stages or more per frame: every measured frame has one span, \
-                 so there are none to show (record each step of a frame as its own stage)."
+        match (self.single_stage, self.no_threads) {
+            (true, true) => notes.push(
+                "Frame times only (one span a frame, no thread ids, as in PresentMon and \
+                 MangoHud logs): no waits, thread utilisation or bottleneck to compute."
                     .into(),
-            );
-        }
-        if self.no_threads {
-            notes.push(
-                "The run has no thread information (imported without thread ids): thread \
-                 utilisation and the bottleneck are not computed; import with a tid column."
-                    .into(),
-            );
+            ),
+            (single_stage, no_threads) => {
+                if single_stage {
+                    notes.push(
+                        "Waits need two stages or more per frame: every measured frame has one \
+                         span, so there are none to show (record each step of a frame as its \
+                         own stage)."
+                            .into(),
+                    );
+                }
+                if no_threads {
+                    notes.push(
+                        "The run has no thread ids: thread utilisation and the bottleneck are \
+                         not computed (a CSV or JSONL import takes a tid column)."
+                            .into(),
+                    );
+                }
+            }
         }
         for r in &self.repeated_overlaps {
             notes.push(format!(
@@ -163,10 +173,10 @@ pub struct Names<'a> {
     pub threads: &'a [ThreadInfo],
 }
 
-/// Whether `threads` tell threads apart: an importer without thread ids leaves one of
-/// pid 0, tid 0 (or none).
+/// Whether `threads` tell threads apart: an importer without thread ids leaves tid 0 (no
+/// thread of a process has it), with the process's pid where it knows it (PresentMon) or 0.
 pub fn has_thread_info(threads: &[ThreadInfo]) -> bool {
-    threads.iter().any(|t| t.pid != 0 || t.tid != 0)
+    threads.iter().any(|t| t.tid != 0)
 }
 
 /// Whether a thread of the run is a queue the program named (`Queue` in the SDK): the SDK
@@ -248,7 +258,7 @@ mod tests {
                 "one span per frame",
                 "Waits need two stages or more per frame",
             ),
-            ("no thread ids", "no thread information"),
+            ("no thread ids", "The run has no thread ids"),
             (
                 "recursion",
                 "1 span of stage b overlaps an earlier span of b on thread main",
