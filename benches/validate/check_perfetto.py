@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """Check every value of framelab's Perfetto export with Perfetto's own schema.
 
-usage: check_perfetto.py PERFETTO_TRACE_PROTO FRAMELAB RUN.framelab [RUN.framelab ...]
-       check_perfetto.py PERFETTO_TRACE_PROTO FRAMELAB --edge-cases   (builds its own run too)
+usage: check_perfetto.py SCHEMA FRAMELAB RUN.framelab [RUN.framelab ...] [--edge-cases]
 
-PERFETTO_TRACE_PROTO is protos/perfetto/trace/perfetto_trace.proto of google/perfetto (the
-merged schema of the whole Trace; not in this repository: fetch it from GitHub). It is
-compiled with grpcio-tools (`pip install grpcio-tools protobuf`) into a temporary folder and
-the export is decoded with the generated Python classes, which share nothing with
-framelab's prost declarations.
+SCHEMA is either
+- a path to protos/perfetto/trace/perfetto_trace.proto of google/perfetto (the merged schema
+  of the whole Trace; not in this repository), compiled with grpcio-tools (`pip install
+  grpcio-tools protobuf`) into a temporary folder; or
+- `pypi`: the Python classes Google generates from that file and ships in the `perfetto`
+  package (`pip install perfetto protobuf`).
+Either way the export is decoded with Perfetto's own schema, sharing nothing with
+framelab's prost declarations. `--edge-cases` adds a run the script builds itself (via
+`framelab import` of JSON Lines): times before launch, instants with keys, spans that overlap
+without nesting, zero-length and duplicate spans, two processes, a nameless thread, a tid
+past 2^31.
 
 For each run (its latest run id): `framelab export --format perfetto` and `--format csv`,
 then, independently of framelab's code:
@@ -34,12 +39,14 @@ A pid past 2^31-1 cannot be written (Perfetto's pid is an int32): it is compared
 int32 of its bits, which is what the export writes and framelab's importer reads back, and
 listed as a note. Prints a table, exits 1 on any mismatch.
 
+    pip install perfetto protobuf
+    python3 benches/validate/check_perfetto.py pypi target/release/framelab demo.framelab --edge-cases
+    # or, with the schema from a google/perfetto checkout:
     pip install grpcio-tools protobuf
     git -C PERFETTO_CHECKOUT show HEAD:protos/perfetto/trace/perfetto_trace.proto > /tmp/perfetto_trace.proto
-    python3 benches/validate/check_perfetto.py /tmp/perfetto_trace.proto target/release/framelab \
-        demo.framelab pm.framelab --edge-cases
+    python3 benches/validate/check_perfetto.py /tmp/perfetto_trace.proto target/release/framelab demo.framelab
 """
-import csv, importlib, json, os, sqlite3, subprocess, sys, tempfile
+import csv, importlib, json, os, shutil, sqlite3, subprocess, sys, tempfile
 from collections import Counter, defaultdict
 
 SEQ_CLEARED, SEQ_NEEDS = 1, 2
@@ -57,6 +64,15 @@ def wire_types():
 
 
 WIRE = wire_types()
+
+
+def load_schema(proto, tmp):
+    """`pypi`: the classes Google generated from the same schema and ships in the `perfetto`
+    package on PyPI (perfetto.protos.perfetto.trace.perfetto_trace_pb2); else a .proto file."""
+    if proto == 'pypi':
+        from perfetto.protos.perfetto.trace import perfetto_trace_pb2
+        return perfetto_trace_pb2
+    return compile_schema(proto, tmp)
 
 
 def compile_schema(proto, tmp):
@@ -133,7 +149,7 @@ def wire_type_errors(buf, desc, path, out, limit=5):
 
 class Checks:
     def __init__(self, label):
-        self.label, self.rows, self.bad = label, [], 0
+        self.label, self.rows, self.bad, self.figures = label, [], 0, []
 
     def eq(self, what, got, want, n=None):
         ok = got == want
@@ -411,6 +427,19 @@ def check(pb, framelab, path, tmp):
     c.eq('carried per-frame counters (frame, counter, value)', sorted(map(tuple, desc.get('counters', []))),
          run['counters'])
     c.eq('carried counter names', desc.get('counter_names', []), run['counter_names'])
+    # ---- figures for docs/validation.md: (figure, run file, decoded trace)
+    decoded_samples = [v for s in got_series for v in s[3]]
+    want_samples = [v for s in want_series for v in s[3]]
+    c.figures = [
+        ('slices', len(run['spans']), len(got)),
+        ('sum of slice durations (ns)', sum(s[6] for s in run['spans']), sum(s[6] for s in got)),
+        ('latest slice end (ns after launch)', max((s[5] + s[6] for s in run['spans']), default=0),
+         max((s[5] + s[6] for s in got), default=0)),
+        ('instants', len(run['events']), len(got_ev)),
+        ('counter readings', len(want_samples), len(decoded_samples)),
+        ('sum of counter values', sum(v for _, v in want_samples), sum(v for _, v in decoded_samples)),
+        ('threads', len(run['threads']), len(threads)),
+    ]
     return c, len(packets), shift
 
 
@@ -451,18 +480,24 @@ def main():
         sys.exit(__doc__)
     proto, framelab, runs = sys.argv[1], sys.argv[2], sys.argv[3:]
     tmp = tempfile.mkdtemp(prefix='check_perfetto.')
-    pb = compile_schema(proto, tmp)
+    pb = load_schema(proto, tmp)
     if '--edge-cases' in runs:
         runs = [r for r in runs if r != '--edge-cases'] + [edge_case_run(framelab, tmp)]
-    bad = 0
+    bad, figures = 0, []
     print('| run | check | values | result |\n| --- | --- | --- | --- |')
     for path in runs:
         c, n, shift = check(pb, framelab, path, tmp)
+        figures += [(c.label, *f) for f in c.figures]
         for what, count, ok, detail in c.rows:
             result = 'ok' if ok else 'note: ' + detail if ok is None else 'MISMATCH: ' + detail
             print(f'| {c.label} | {what} | {count} | {result} |')
         print(f'| {c.label} | ({n} packets, shift {shift} ns) | | {"ok" if not c.bad else f"{c.bad} mismatches"} |')
         bad += c.bad
+    shutil.rmtree(tmp, ignore_errors=True)
+    print('\n| run | figure | run file | decoded trace | ratio |\n| --- | --- | --- | --- | --- |')
+    for label, what, want, got in figures:
+        ratio = f'{got / want:.6f}' if want else ('1.000000' if got == want else 'inf')
+        print(f'| {label} | {what} | {want} | {got} | {ratio} |')
     print(f'\n{"all values match" if not bad else f"{bad} mismatches"}')
     sys.exit(1 if bad else 0)
 
