@@ -470,8 +470,10 @@ def edge_case_run(framelab, tmp):
     src = os.path.join(tmp, 'edge.jsonl')
     open(src, 'w').write(''.join(json.dumps(l) + '\n' for l in lines))
     out = os.path.join(tmp, 'edge.framelab')
-    subprocess.run([framelab, 'import', src, '--format', 'jsonl', '-o', out], check=True,
-                   stdout=subprocess.DEVNULL)
+    done = subprocess.run([framelab, 'import', src, '--format', 'jsonl', '-o', out], capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        sys.exit(f'framelab import of the edge cases failed: {done.stderr}')
     return out
 
 
