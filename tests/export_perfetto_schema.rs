@@ -108,10 +108,12 @@ fn every_value_of_the_perfetto_export_decodes_with_perfettos_schema() {
         Err(why) => return skip_or_fail(&why),
     };
     let dir = tempfile::tempdir().unwrap();
-    // Real captures: PresentMon (tid 0, telemetry series), Chrome (instants, 7 threads of
-    // 3 processes, counters) and Chromium's own Perfetto trace.
+    // Real captures: PresentMon (tid 0, telemetry series), MangoHud (pid 0: no process
+    // known), Chrome (instants, 7 threads of 3 processes, counters) and Chromium's own
+    // Perfetto trace.
     let runs: Vec<PathBuf> = [
         "presentmon-v1-farcrynewdawn.csv",
+        "mangohud-0.6.8-glxgears-llvmpipe.csv",
         "chrome-156-headless-startup.json.gz",
         "chromium-156-startup.pftrace.gz",
     ]

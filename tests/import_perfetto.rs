@@ -273,3 +273,50 @@ fn a_real_chromium_trace_imports_and_every_slice_is_accounted_for() {
     assert_eq!(of_type(TYPE_SLICE_END), spans + unmatched_ends);
     assert!(run.spans.iter().all(|s| s.dur_ns >= 0));
 }
+
+/// framelab's pid 0 is "no process known" (MangoHud, WAYLAND_DEBUG); Perfetto's is the
+/// kernel's idle process, whose threads it shows as `swapper`. The export writes such
+/// threads under pid 2^31-1 (no Linux or Windows pid) and the import reads them back as 0.
+#[test]
+fn threads_of_no_known_process_are_not_written_as_the_idle_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/import/mangohud-0.6.8-glxgears-llvmpipe.csv");
+    let original = dir.path().join("mangohud.framelab");
+    let out = import(&fixture, &original, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        (
+            load(&original).threads[0].pid,
+            load(&original).threads[0].tid
+        ),
+        (0, 0)
+    );
+    let trace = dir.path().join("mangohud.pftrace");
+    let out = framelab()
+        .arg("export")
+        .arg(&original)
+        .args(["--format", "perfetto", "-o"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let decoded = Trace::decode(std::fs::read(&trace).unwrap().as_slice()).unwrap();
+    let pids: Vec<i32> = (decoded.packet.iter())
+        .filter_map(|p| p.track_descriptor.as_ref())
+        .flat_map(|d| {
+            (d.process.as_ref().and_then(|p| p.pid))
+                .into_iter()
+                .chain(d.thread.as_ref().and_then(|t| t.pid))
+        })
+        .collect();
+    assert_eq!(pids, [i32::MAX, i32::MAX], "process and thread descriptors");
+    let back = dir.path().join("back.framelab");
+    let out = import(&trace, &back, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let thread = &load(&back).threads[0];
+    assert_eq!(
+        (thread.pid, thread.tid, thread.name.as_str()),
+        (0, 0, "MangoHud")
+    );
+}

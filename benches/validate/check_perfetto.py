@@ -37,7 +37,8 @@ then, independently of framelab's code:
   sample_series and samples; the `framelab` track's description against counters.
 A pid past 2^31-1 cannot be written (Perfetto's pid is an int32): it is compared as the
 int32 of its bits, which is what the export writes and framelab's importer reads back, and
-listed as a note. Prints a table, exits 1 on any mismatch.
+listed as a note. pid 0 (framelab's "no process known") is written as 2^31-1, since Perfetto
+takes pid 0 for the kernel's idle process. Prints a table, exits 1 on any mismatch.
 
     pip install perfetto protobuf
     python3 benches/validate/check_perfetto.py pypi target/release/framelab demo.framelab --edge-cases
@@ -187,6 +188,17 @@ def json_or_text(text):
         return text
 
 
+NO_PROCESS_PID = 2**31 - 1
+
+
+def written_pid(pid):
+    """The pid the export writes for a run's: pid 0 (no process known) as NO_PROCESS_PID,
+    since Perfetto takes pid 0 for the idle process; past 2^31-1 the int32 of its bits."""
+    if pid == 0:
+        return NO_PROCESS_PID
+    return pid - 2**32 if pid >= 2**31 else pid
+
+
 def run_file(path):
     db = sqlite3.connect(path)
     q = lambda sql, *a: db.execute(sql, a).fetchall()
@@ -195,7 +207,7 @@ def run_file(path):
     # Perfetto's pid is an int32: a u32 pid past 2^31-1 can only be written as its bit
     # pattern (what framelab's importer reads back); compared as such, and counted.
     r['big_pids'] = q('select count(distinct pid) from threads where run_id=? and pid >= 2147483648', rid)[0][0]
-    r['threads'] = {tid: (pid - 2**32 if pid >= 2**31 else pid, t, name) for tid, pid, t, name in
+    r['threads'] = {tid: (written_pid(pid), t, name) for tid, pid, t, name in
                     q('select thread_id, pid, tid, name from threads where run_id=?', rid)}
     stages = dict(q('select stage_id, name from stages where run_id=?', rid))
     # frame ids and keys are u64 stored in SQLite's signed INTEGER
@@ -219,11 +231,12 @@ def run_file(path):
 
 def expected_process_name(run, pid):
     for p, name in run['processes']:
-        if (p - 2**32 if p >= 2**31 else p) == pid and name:
+        if written_pid(p) == pid and name:
             return name
     named = [(t, n) for p, t, n in run['threads'].values() if p == pid and n]
+    main_tid = 0 if pid == NO_PROCESS_PID else pid
     for t, n in named:
-        if t == pid:
+        if t == main_tid:
             return n
     return named[0][1] if named else None
 
@@ -362,8 +375,7 @@ def check(pb, framelab, path, tmp):
     c.true('every slice on a thread track (or a child of one)', all(s[0] is not None for s in slices), '', len(slices))
     c.eq('slices (pid, tid, thread, stage, frame, start ns, dur ns) vs run file', got, sorted(run['spans']))
     rows = list(csv.DictReader(open(csv_path)))
-    i32 = lambda v: v - 2**32 if v >= 2**31 else v
-    want_csv = sorted((i32(int(r['pid'])), int(r['tid']), r['thread'], r['stage'], int(r['frame']),
+    want_csv = sorted((written_pid(int(r['pid'])), int(r['tid']), r['thread'], r['stage'], int(r['frame']),
                        int(r['start_ns']), int(r['dur_ns'])) for r in rows if r['stage'] != LAUNCH)
     c.eq('slices vs CSV export', got, want_csv)
     # overlap tracks are children of a thread track, named "overlap N"

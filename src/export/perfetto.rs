@@ -28,7 +28,7 @@ use crate::formats::perfetto::proto::{
     ThreadDescriptor, TracePacket, TrackDescriptor, TrackEvent, SEQ_INCREMENTAL_STATE_CLEARED,
     SEQ_NEEDS_INCREMENTAL_STATE, TYPE_COUNTER, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END,
 };
-use crate::formats::perfetto::{FRAME_ANNOTATION, KEY_ANNOTATION};
+use crate::formats::perfetto::{written_pid, FRAME_ANNOTATION, KEY_ANNOTATION};
 use crate::formats::LAUNCH_MARKER;
 use crate::model::{Run, Span};
 
@@ -161,7 +161,7 @@ impl Tracks {
             w.descriptor(TrackDescriptor {
                 uuid: Some(*uuid),
                 process: Some(ProcessDescriptor {
-                    pid: Some(pid as i32),
+                    pid: Some(written_pid(pid)),
                     process_name: process_name(run, pid),
                     ..ProcessDescriptor::default()
                 }),
@@ -175,7 +175,7 @@ impl Tracks {
                 uuid: Some(uuid),
                 parent_uuid: processes.get(&thread.pid).copied(),
                 thread: Some(ThreadDescriptor {
-                    pid: Some(thread.pid as i32),
+                    pid: Some(written_pid(thread.pid)),
                     tid: Some(i64::from(thread.tid)),
                     thread_name: Some(thread.name.clone()).filter(|n| !n.is_empty()),
                 }),

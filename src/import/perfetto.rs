@@ -32,7 +32,7 @@ use prost::Message;
 use super::keys::key_of;
 use super::{ImportError, Location, TraceBuilder};
 use crate::fast_map::FastMap;
-use crate::formats::perfetto::{FRAME_ANNOTATION, KEY_ANNOTATION};
+use crate::formats::perfetto::{read_pid, FRAME_ANNOTATION, KEY_ANNOTATION};
 use crate::formats::LAUNCH_MARKER;
 use crate::model::{SampleSeries, SeriesKind};
 use proto::{
@@ -613,7 +613,7 @@ impl<'b> Importer<'b> {
                 self.counts.bad_ids += 1;
                 return;
             };
-            let pid = pid as u32;
+            let pid = read_pid(pid);
             info.process = Some(pid);
             let name = (process.process_name.clone())
                 .or_else(|| process.cmdline.first().cloned())
@@ -1242,7 +1242,7 @@ fn extra_counters(seq: &Sequence, event: &TrackEvent) -> Vec<(u64, CounterReadin
 
 /// (pid, tid) of a thread descriptor; pids and tids of 32 bits, signed or not.
 fn thread_ids(thread: &proto::ThreadDescriptor) -> Option<(u32, u32)> {
-    let pid = thread.pid? as u32;
+    let pid = read_pid(thread.pid?);
     let tid = thread.tid?;
     let tid = u32::try_from(tid)
         .ok()
