@@ -199,6 +199,17 @@ def written_pid(pid):
     return pid - 2**32 if pid >= 2**31 else pid
 
 
+# Perfetto's built-in counter units, written for framelab's `ns`, `count` and `B`.
+BUILTIN_UNITS = {1: 'ns', 2: 'count', 3: 'B'}
+
+
+def counter_unit(counter):
+    """The unit a counter descriptor gives: its unit_name, else its built-in unit's."""
+    if counter.HasField('unit_name'):
+        return counter.unit_name
+    return BUILTIN_UNITS.get(counter.unit) if counter.HasField('unit') else None
+
+
 def run_file(path):
     db = sqlite3.connect(path)
     q = lambda sql, *a: db.execute(sql, a).fetchall()
@@ -425,7 +436,7 @@ def check(pb, framelab, path, tmp):
                             run['samples'][sid]))
     for u in sorted(ctracks):
         d = ctracks[u]
-        got_series.append((d.name, d.counter.unit_name if d.counter.HasField('unit_name') else None,
+        got_series.append((d.name, counter_unit(d.counter),
                            json_or_text(d.description), counters[u]))
     c.eq('counter tracks (name, unit, series)', [s[:3] for s in got_series], [s[:3] for s in want_series])
     c.eq('counter values (t ns, value) per track', [s[3] for s in got_series], [s[3] for s in want_series],

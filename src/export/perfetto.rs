@@ -27,6 +27,7 @@ use crate::formats::perfetto::proto::{
     CounterDescriptor, DebugAnnotation, InternedData, InternedName, ProcessDescriptor,
     ThreadDescriptor, TracePacket, TrackDescriptor, TrackEvent, SEQ_INCREMENTAL_STATE_CLEARED,
     SEQ_NEEDS_INCREMENTAL_STATE, TYPE_COUNTER, TYPE_INSTANT, TYPE_SLICE_BEGIN, TYPE_SLICE_END,
+    UNIT_COUNT, UNIT_SIZE_BYTES, UNIT_TIME_NS,
 };
 use crate::formats::perfetto::{written_pid, FRAME_ANNOTATION, KEY_ANNOTATION};
 use crate::formats::LAUNCH_MARKER;
@@ -401,6 +402,22 @@ fn flow_id(frame: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Perfetto's own unit where it has one (the UI then shows `cpu_time` as a duration, bytes
+/// as sizes), else the unit's name; `framelab import` reads either back as the same unit.
+fn counter_descriptor(unit: &str) -> CounterDescriptor {
+    let builtin = match unit {
+        "ns" => Some(UNIT_TIME_NS),
+        "count" => Some(UNIT_COUNT),
+        "B" => Some(UNIT_SIZE_BYTES),
+        _ => None,
+    };
+    CounterDescriptor {
+        unit: builtin,
+        unit_name: Some(unit.to_owned()).filter(|u| builtin.is_none() && !u.is_empty()),
+        ..CounterDescriptor::default()
+    }
+}
+
 /// A counter track per series, named as in every export (`formats::series_name`), its
 /// readings in order.
 fn write_counters(run: &Run, w: &mut PacketWriter) -> anyhow::Result<()> {
@@ -411,10 +428,7 @@ fn write_counters(run: &Run, w: &mut PacketWriter) -> anyhow::Result<()> {
             uuid: Some(first_uuid + i as u64),
             name: Some(name),
             description: Some(serde_json::to_string(series)?),
-            counter: Some(CounterDescriptor {
-                unit_name: Some(series.unit.clone()).filter(|u| !u.is_empty()),
-                ..CounterDescriptor::default()
-            }),
+            counter: Some(counter_descriptor(&series.unit)),
             ..TrackDescriptor::default()
         })?;
     }
@@ -740,6 +754,22 @@ mod tests {
         let info = back.import.unwrap();
         assert!(info.notes.is_empty(), "{:?}", info.notes);
         assert_eq!(info.skipped, 0);
+    }
+
+    /// Perfetto's UI formats a counter by its built-in unit only (a time, a size);
+    /// framelab's import reads built-in units and names back as the same unit.
+    #[test]
+    fn counter_units_are_perfettos_own_where_it_has_them() {
+        for (unit, builtin, name) in [
+            ("ns", Some(UNIT_TIME_NS), None),
+            ("count", Some(UNIT_COUNT), None),
+            ("B", Some(UNIT_SIZE_BYTES), None),
+            ("MHz", None, Some("MHz")),
+            ("", None, None),
+        ] {
+            let d = super::counter_descriptor(unit);
+            assert_eq!((d.unit, d.unit_name.as_deref()), (builtin, name), "{unit}");
+        }
     }
 
     #[test]
