@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check every figure of framelab's comparison page (and its JSON) against numpy/scipy.
 
-usage: check_compare_html.py EXPERIMENT.framelab PAGE.html [COMPARE.json] [--batches K]
+usage: check_compare_html.py EXPERIMENT.framelab PAGE.html [COMPARE.json] [--batches K] [--browser]
 
 PAGE.html from `framelab compare EXPERIMENT --format html -o PAGE.html`, COMPARE.json from
 `framelab compare EXPERIMENT --format json` (same options). Builds and runs nothing, and
@@ -15,7 +15,9 @@ pulled toward the median of the runs by sqrt(1 - within/across) and redrawn from
 drawn with replacement, naively: n frames, sort, type 7; late % as a binomial), run in K
 independent batches of the page's resample count: framelab's endpoints must lie within
 4 standard errors (from the batches' spread) of the batches' mean. Prints one line per
-figure and exits 1 on any mismatch.
+figure and exits 1 on any mismatch. --browser also opens the page in headless Chromium
+(`chromium --dump-dom`): it must finish drawing with no error or console message, and each
+plot must hold the rows, dots, lines and points of the checked data.
 """
 import json, math, re, sqlite3, sys
 from collections import defaultdict
@@ -519,6 +521,40 @@ if J:
                 check(f'json sweep {sw["metric"]} {vname} {row["params"]}', med, float(np.median(xs)) if xs else None,
                       1e-9, show=False)
     print(f'ok   json: every row of {sum(len(c["rows"]) for gg in J["groups"] for c in gg["comparisons"])} compared' if not bad else '')
+
+# ---------------------------------------------------------------- the page in a browser
+if '--browser' in sys.argv:
+    import os, subprocess, tempfile
+    print('== headless Chromium')
+    with tempfile.TemporaryDirectory() as prof:
+        out = subprocess.run(['chromium', '--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
+                              '--enable-logging=stderr', '--v=0', f'--user-data-dir={prof}', '--dump-dom',
+                              'file://' + os.path.abspath(page_path)], capture_output=True, text=True, timeout=120)
+    dom, log = out.stdout, out.stderr
+    body = re.search(r'<body[^>]*>', dom).group(0)
+    same('browser: page drawn (data-rendered)', re.search(r'data-rendered="([^"]*)"', body) and
+         re.search(r'data-rendered="([^"]*)"', body).group(1), '1')
+    same('browser: errors (data-errors)', re.search(r'data-errors="([^"]*)"', body).group(1), '0')
+    same('browser: console messages', [l for l in log.splitlines() if 'CONSOLE' in l or 'Uncaught' in l], [])
+    plots = {m.group(1): (int(re.search(r'data-series="(\d+)"', m.group(0)).group(1)),
+                          int(re.search(r'data-points="(\d+)"', m.group(0)).group(1)))
+             for m in re.finditer(r'<[a-z]+ [^>]*data-plot="([^"]+)"[^>]*>', dom)}
+    for key, f in forests.items():
+        same(f'browser: forest {key} rows, dots', plots.get(f'forest-{key}'),
+             (len(f['rows']), sum(len(r['runs']) for r in f['rows'])))
+    for i, sw in enumerate(d['sweeps']):
+        same(f'browser: sweep {sw["label"]} lines, points', plots.get(f'sweep-{i}'), (len(sw['lines']), len(sw['params'])))
+    for i, st in enumerate(d['stages']):
+        same(f'browser: stage {st["stage"]} variants, points', plots.get(f'stage-{i}'), (len(st['variants']), len(st['p'])))
+    # what a person reads on hovering a dot: each run's value and its ratio
+    for key, f in forests.items():
+        svg_ = re.search(r'data-plot="forest-' + re.escape(key) + r'".*?</svg>', dom, re.S)
+        titles = re.findall(r'<circle[^>]*><title>(.*?): run at .*?\(×([0-9.]+)\)</title>', svg_.group(0)) if svg_ else []
+        got = sorted((lab, float(x)) for lab, x in titles)
+        exp = sorted((r['label'], round(v, 3)) for r in f['rows'] for v in r['runs'])
+        same(f'browser: forest {key} dots hovered (×ratio to 3 decimals)', [(a, round(b, 3)) for a, b in got],
+             [(a, b) for a, b in exp]) if len(got) == len(exp) else same(f'browser: forest {key} dot titles', len(got), len(exp))
+    print(f'ok   browser: {len(plots)} plots drawn' if not bad else '')
 
 # ---------------------------------------------------------------- summary
 print()
