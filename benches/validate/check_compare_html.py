@@ -124,11 +124,11 @@ for run_id, variant, params_json, status in db.execute(
         (run_id,)).fetchone()
     if end_reason != 'exited':
         print(f'note: run {run_id} ended {end_reason}: frames still open at the stop are not trimmed here')
-    rows = np.array(db.execute(
-        'select s.frame, st.name, s.start_ns, s.dur_ns from spans s join stages st on '
-        'st.run_id=s.run_id and st.stage_id=s.stage_id where s.run_id=? and s.dur_ns >= 0', (run_id,)).fetchall(),
-        dtype=object).reshape(-1, 4)
-    r.stages = {}; r.totals = np.array([], np.int64); r.measured = 0
+    raw = db.execute(
+        'select s.frame, st.name, s.start_ns, s.dur_ns, s.thread_id from spans s join stages st on '
+        'st.run_id=s.run_id and st.stage_id=s.stage_id where s.run_id=? and s.dur_ns >= 0', (run_id,)).fetchall()
+    rows = np.array([x[:4] for x in raw], dtype=object).reshape(-1, 4)
+    r.stages = {}; r.totals = np.array([], np.int64); r.measured = 0; r.waits = {}
     if len(rows):
         fr = rows[:, 0].astype(np.int64); st = rows[:, 2].astype(np.int64); du = rows[:, 3].astype(np.int64)
         start, end = {}, {}
@@ -140,6 +140,22 @@ for run_id, variant, params_json, status in db.execute(
         keep = np.array([f in mids for f in fr])
         for name in dict.fromkeys(rows[keep, 1]):
             r.stages[name] = np.sort(du[keep & (rows[:, 1] == name)])
+        # waits (docs/metrics.md): a measured frame's spans by start (then end, stage,
+        # thread); covered = the latest end so far; a span starting at or after it ends
+        # the wait from->to of start - covered, from the stage whose end is covered
+        per = defaultdict(list)
+        for f, name, st_, du_, th in raw:
+            if f in mids:
+                per[f].append((st_, st_ + du_, name, th))
+        waits = defaultdict(list)
+        for f, sp in per.items():
+            sp.sort(); covered = None; frm = None
+            for st_, en_, name, th in sp:
+                if covered is not None and st_ >= covered:
+                    waits[f'{frm}->{name}'].append(st_ - covered)
+                if covered is None or en_ > covered:
+                    covered, frm = en_, name
+        r.waits = {k: np.sort(np.array(v, np.int64)) for k, v in waits.items()}
     win = we - ws
     procs = db.execute('select name, role, user_ns, sys_ns, peak_rss_bytes, service from processes where run_id=?',
                        (run_id,)).fetchall()
@@ -157,6 +173,9 @@ for run_id, variant, params_json, status in db.execute(
     if r.totals.size:
         for p in (50, 95, 99):
             v[f'total.p{p}'] = ('pct', r.totals, p)
+    for pair, ws_ in getattr(r, 'waits', {}).items():
+        for p in (50, 95, 99):
+            v[f'{pair}.p{p}'] = ('pct', ws_, p)
     if budget is not None and r.measured:
         late = int((r.totals > budget).sum())
         v['late'] = ('share', late, r.measured)
@@ -339,7 +358,7 @@ label_to_key = {f['label']: f['metric'] for f in d['forests']}
 known = lambda key: any(key in r.v for r in runs)
 for key in forests:
     if not known(key):
-        unchecked.append(f'metric {key}: not recomputed by this script (waits, cpu_per.*, energy, --frames)')
+        unchecked.append(f'metric {key}: not recomputed by this script (cpu_per.*, energy, --frames, roles other than the command)')
 noise = d['noise_pct'] / 100
 alpha = float(re.search(r'α = ([0-9.]+)', d['method']).group(1))
 B = int(re.search(r'\(two-level bootstrap, (\d+) resamples', d['method']).group(1))
@@ -543,7 +562,8 @@ if '--browser' in sys.argv:
          re.search(r'data-rendered="([^"]*)"', body).group(1), '1')
     same('browser: errors (data-errors)', re.search(r'data-errors="([^"]*)"', body).group(1), '0')
     same('browser: console messages', [l for l in log.splitlines() if 'CONSOLE' in l or 'Uncaught' in l], [])
-    plots = {m.group(1): (int(re.search(r'data-series="(\d+)"', m.group(0)).group(1)),
+    import html as html_
+    plots = {html_.unescape(m.group(1)): (int(re.search(r'data-series="(\d+)"', m.group(0)).group(1)),
                           int(re.search(r'data-points="(\d+)"', m.group(0)).group(1)))
              for m in re.finditer(r'<[a-z]+ [^>]*data-plot="([^"]+)"[^>]*>', dom)}
     for key, f in forests.items():
@@ -555,9 +575,9 @@ if '--browser' in sys.argv:
         same(f'browser: stage {st["stage"]} variants, points', plots.get(f'stage-{i}'), (len(st['variants']), len(st['p'])))
     # what a person reads on hovering a dot: each run's value and its ratio
     for key, f in forests.items():
-        svg_ = re.search(r'data-plot="forest-' + re.escape(key) + r'".*?</svg>', dom, re.S)
+        svg_ = re.search(r'data-plot="forest-' + re.escape(html_.escape(key, quote=True)) + r'".*?</svg>', dom, re.S)
         titles = re.findall(r'<circle[^>]*><title>(.*?): run at .*?\(×([0-9.]+)\)</title>', svg_.group(0)) if svg_ else []
-        got = sorted((lab, float(x)) for lab, x in titles)
+        got = sorted((html_.unescape(lab), float(x)) for lab, x in titles)
         exp = sorted((r['label'], round(v, 3)) for r in f['rows'] for v in r['runs'])
         same(f'browser: forest {key} dots hovered (×ratio to 3 decimals)', [(a, round(b, 3)) for a, b in got],
              [(a, b) for a, b in exp]) if len(got) == len(exp) else same(f'browser: forest {key} dot titles', len(got), len(exp))
