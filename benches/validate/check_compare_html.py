@@ -581,6 +581,45 @@ if '--browser' in sys.argv:
         exp = sorted((r['label'], round(v, 3)) for r in f['rows'] for v in r['runs'])
         same(f'browser: forest {key} dots hovered (×ratio to 3 decimals)', [(a, round(b, 3)) for a, b in got],
              [(a, b) for a, b in exp]) if len(got) == len(exp) else same(f'browser: forest {key} dot titles', len(got), len(exp))
+    # where each mark is drawn: the noise band's rectangle spans x(1 - noise) to
+    # x(1 + noise), which fixes the axis; every dot, diamond and interval end read back
+    # through it must be the checked value (to 1e-6 of the axis), and what hovering a dot
+    # says ("run at X") the run's value to its printed digits
+    num = r'(-?[0-9.]+(?:e[-+]?[0-9]+)?)'
+    for key, f in forests.items():
+        svg_ = re.search(r'data-plot="forest-' + re.escape(html_.escape(key, quote=True)) + r'".*?</svg>', dom, re.S)
+        if not svg_:
+            continue
+        svg_ = svg_.group(0)
+        band = re.search(r'<rect x="' + num + r'" y="[^"]*" width="' + num + r'" height="[^"]*" fill="rgba', svg_)
+        x0, wd = float(band.group(1)), float(band.group(2))
+        back = lambda x: (1 - noise) + (x - x0) / wd * 2 * noise
+        # rows in order: split at each row label's <text x="4" ...>
+        parts = re.split(r'<text x="4" y="[^"]*">', svg_)[2:]
+        ok_pos = len(parts) == len(f['rows'])
+        worst = 0.0
+        for part, r in zip(parts, f['rows']):
+            cx = [back(float(x)) for x in re.findall(r'<circle cx="' + num + '"', part)]
+            why = []
+            if len(cx) != len(r['runs']) or any(abs(a - b) > 1e-6 for a, b in zip(sorted(cx), sorted(r['runs']))):
+                why.append(f'dots at {sorted(cx)} for {sorted(r["runs"])}')
+            dia = re.search(r'transform="rotate\(45 ' + num, part)
+            if r['ratio'] is not None and (dia is None or abs(back(float(dia.group(1))) - r['ratio']) > 1e-6):
+                why.append(f'diamond at {dia and back(float(dia.group(1)))} for {r["ratio"]}')
+            ln = re.search(r'<line x1="' + num + r'" x2="' + num + r'" y1="[^"]*" y2="[^"]*" stroke="#', part)
+            if r['low'] is not None and r['high'] is not None:
+                if ln is None or abs(back(float(ln.group(1))) - r['low']) > 1e-6 or abs(back(float(ln.group(2))) - r['high']) > 1e-6:
+                    why.append(f'interval at {ln and (back(float(ln.group(1))), back(float(ln.group(2))))} for {r["low"], r["high"]}')
+            base = r['baseline_median'] or 0
+            for said in re.findall(r'run at ' + num + r' [^(]*\(×', part):
+                dec = len(said.split('.')[1]) if '.' in said else 0
+                if not any(abs(float(said) - round(v * base, 12)) <= 0.5 * 10 ** -dec + 1e-9 + abs(v * base) * 1e-5
+                           for v in r['runs']):
+                    why.append(f'hover says {said}, runs are {[v * base for v in r["runs"]]}')
+            if why:
+                ok_pos = False
+                print(f'     {key} [{r["label"]}]: ' + '; '.join(why))
+        same(f'browser: forest {key} dots, diamonds, intervals drawn at their values; hover values', ok_pos, True)
     print(f'ok   browser: {len(plots)} plots drawn' if not bad else '')
 
 # ---------------------------------------------------------------- summary
