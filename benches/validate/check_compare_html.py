@@ -226,6 +226,17 @@ if param_keys:
 variants = variant_order or list(dict.fromkeys(r.variant for r in runs))
 first_group = glabel(first_values)
 one_variant_sweep = len(variants) == 1 and len(groups) > 1
+# In a sweep of one variant every value is compared with one value's runs: the first, or
+# --baseline-value's (the one JSON names; without it, the first).
+base_group = first_group
+if one_variant_sweep and J and J.get('options', {}).get('baseline_values'):
+    bv_ = {}
+    for x in J['options']['baseline_values']:
+        k_, v_ = x.split('=', 1) if '=' in x else (param_keys[0], x)
+        bv_[k_] = v_
+    base_group = glabel({**first_values, **bv_})
+elif one_variant_sweep:
+    print('note: without the JSON, the baseline value of the sweep is taken to be the first')
 baseline = d['baseline']
 same('baseline variant (the first unless --baseline)', baseline, variants[0] if variants[0] == baseline else baseline)
 
@@ -369,8 +380,8 @@ comparisons = []
 for g in groups:
     for v in variants:
         if one_variant_sweep:
-            if g != first_group:
-                comparisons.append((g, v, v, first_group))
+            if g != base_group:
+                comparisons.append((g, v, v, base_group))
         elif v != baseline:
             comparisons.append((g, v, baseline, g))
 
@@ -401,9 +412,9 @@ for key, f in forests.items():
     rows = {r['label']: r for r in f['rows']}
     exp_labels = []
     if one_variant_sweep:
-        exp_labels.append((f'{variants[0]} [{first_group}]', variants[0], first_group, True))
+        exp_labels.append((f'{variants[0]} [{base_group}]', variants[0], base_group, True))
         for g in groups:
-            if g != first_group:
+            if g != base_group:
                 exp_labels.append((f'{variants[0]} [{g}]', variants[0], g, False))
     else:
         for g in groups:
@@ -417,7 +428,7 @@ for key, f in forests.items():
         if r is None:
             continue
         x = values_of(key, v, g)
-        bg = first_group if one_variant_sweep else g
+        bg = base_group if one_variant_sweep else g
         y = values_of(key, baseline if not one_variant_sweep else v, bg)
         med, bmed = float(np.median(x)), float(np.median(y))
         check(f'{key} [{lab}] median', r['median'], med, 1e-9, show=False)
