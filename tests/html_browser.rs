@@ -558,6 +558,56 @@ fn a_sweep_is_drawn_as_lines_over_the_parameter() {
     assert!(opened.dom.contains(">testprog [n=100]<"));
 }
 
+/// The stage distributions are drawn at the first group of parameter values, whichever run
+/// came first: here each variant's first run (at us=300) fails, so the first measured run
+/// is at us=600, whose spans the page drew under the label "us=600" before.
+#[test]
+fn stage_overlays_are_at_the_first_parameter_values_when_the_first_run_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sweep.framelab");
+    let prog = common::example("testprog");
+    let script = format!(
+        "[ -e \"$FRAMELAB_VARIANT.failed\" ] || {{ touch \"$FRAMELAB_VARIANT.failed\"; exit 1; }}; {prog} work 50 {{us}}"
+    );
+    let out = framelab()
+        .current_dir(dir.path())
+        .args(["bench", "-n", "3", "--shell", "--param", "us=300,600"])
+        .arg("--variant")
+        .arg(format!("a={script}"))
+        .arg("--variant")
+        .arg(format!("b={script}"))
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "two runs fail: {}", stderr(&out));
+    let page = dir.path().join("sweep.html");
+    let out = framelab()
+        .arg("compare")
+        .arg(&file)
+        .args(["--resamples", "200", "--format", "html", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let data = regex::Regex::new(r#"(?s)<script type="application/json" id="framelab-data">(.*?)</script>"#)
+        .unwrap()
+        .captures(&html)
+        .unwrap()[1]
+        .to_owned();
+    let data: serde_json::Value = serde_json::from_str(&data).unwrap();
+    let work = (data["stages"].as_array().unwrap().iter())
+        .find(|s| s["stage"] == "work")
+        .expect("a work stage overlay");
+    assert_eq!(work["group"], "us=300", "{work}");
+    for (variant, us) in work["variants"].as_array().unwrap().iter().map(|v| (&v[0], &v[1])) {
+        // 300 µs of CPU a frame: the fastest span is nowhere near us=600's 600 µs.
+        let min = us[0].as_f64().unwrap();
+        assert!((300.0..450.0).contains(&min), "{variant}: min {min} µs");
+    }
+}
+
 #[test]
 fn history_draws_a_plot_per_metric_with_a_line_per_machine() {
     let dir = tempfile::tempdir().unwrap();

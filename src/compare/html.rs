@@ -126,7 +126,7 @@ pub fn page(c: &Comparison, loaded: &Loaded) -> ComparePage {
                     .collect(),
             })
             .collect(),
-        stages: stage_overlays(loaded),
+        stages: stage_overlays(loaded, c.groups.first().map(|g| &g.params)),
         notes: c.notes.iter().map(|n| crate::display::text(n).into_owned()).collect(),
     }
 }
@@ -259,13 +259,22 @@ fn verdicts(c: &Comparison) -> Vec<VerdictRow> {
     out
 }
 
-fn stage_overlays(loaded: &Loaded) -> Vec<StageOverlay> {
+/// At `first`, the comparison's first group of parameter values (as docs/html.md says), not
+/// the parameters of the first measured run: where a bench's first run failed or was
+/// shuffled to another value, those were another group's.
+fn stage_overlays(
+    loaded: &Loaded,
+    first: Option<&std::collections::BTreeMap<String, String>>,
+) -> Vec<StageOverlay> {
     let measured = || {
         (loaded.runs.iter())
             .filter(|r| r.status == RunStatus::Ok)
             .filter_map(|r| Some((r, r.data.as_ref()?)))
     };
-    let Some(params) = measured().next().map(|(r, _)| r.params.clone()) else {
+    let Some(params) = (first.cloned())
+        .filter(|p| measured().any(|(r, _)| &r.params == p))
+        .or_else(|| measured().next().map(|(r, _)| r.params.clone()))
+    else {
         return Vec::new();
     };
     let mut stages: Vec<String> = Vec::new();
