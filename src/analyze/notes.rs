@@ -20,6 +20,9 @@ pub struct NoteFacts {
     pub hint: Option<u64>,
     /// Why `--frames N` gave no throughput though nothing else counted frames.
     pub hint_unusable: Option<&'static str>,
+    /// Frames that ended before the window (warmup), and after it.
+    pub warmup_frames: u64,
+    pub after_frames: u64,
 }
 
 /// Linux signal names, for "killed by SIGSEGV (signal 11)".
@@ -232,6 +235,21 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
         notes.push(
             "No spans were recorded: the command is not instrumented (or never reached a stage). Pass --frames N for a throughput.".into(),
         );
+    } else if facts.spans > 0
+        && facts.measured_frames == 0
+        && facts.warmup_frames > 0
+        && facts.after_frames == 0
+    {
+        // The run ended inside its warmup (`--warmup-frames` more than the run made, or a
+        // `--warmup` from a first frame that came late): the window is empty at the end.
+        notes.push(format!(
+            "No frame ended inside the measured window: the run ended before its warmup did \
+             ({}). Let it run longer, or give a shorter --warmup or --warmup-frames.",
+            match facts.warmup_frames {
+                1 => "its one frame was warmup".to_owned(),
+                n => format!("all {n} frames were warmup"),
+            }
+        ));
     } else if facts.spans > 0 && facts.measured_frames == 0 {
         notes.push("No frame ended inside the measured window.".into());
     }

@@ -58,13 +58,44 @@ pub struct TargetArgs {
 #[derive(Args, Debug, Clone)]
 pub struct WarmupModeArgs {
     /// What --warmup counts from: first-frame (start-up before the command's first span is
-    /// not warmup; a command that records no span counts from launch) or launch
-    #[arg(long, value_enum, default_value = "first-frame", value_name = "FROM")]
-    pub warmup_from: WarmupFrom,
+    /// not warmup; a command that records no span counts from launch) or launch [default:
+    /// first-frame] (only with a --warmup; not with --warmup-frames)
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FROM",
+        conflicts_with = "warmup_frames"
+    )]
+    pub warmup_from: Option<WarmupFrom>,
     /// Exclude the first N frames instead of a time: the window opens where frame N+1
     /// began (not with --warmup; at most 10^9)
     #[arg(long, value_parser = limits::warmup_frames, value_name = "N")]
     pub warmup_frames: Option<u64>,
+}
+
+impl WarmupModeArgs {
+    /// What the warmup counts from: `--warmup-from`, else the first frame.
+    pub fn from(&self) -> WarmupFrom {
+        self.warmup_from.unwrap_or(WarmupFrom::FirstFrame)
+    }
+}
+
+impl RunControlArgs {
+    /// `--warmup-from` says where a `--warmup` counts from: without one (run and bench have
+    /// none by default) it would change nothing, so it is refused rather than ignored.
+    pub fn warmup_from(&self) -> anyhow::Result<WarmupFrom> {
+        if let (Some(from), true) = (self.warmup_mode.warmup_from, self.warmup.is_zero()) {
+            let name = match from {
+                WarmupFrom::Launch => "launch",
+                _ => "first-frame",
+            };
+            anyhow::bail!(
+                "--warmup-from {name} says where --warmup counts from, and there is no --warmup: \
+                 add --warmup DUR, or drop --warmup-from"
+            );
+        }
+        Ok(self.warmup_mode.from())
+    }
 }
 
 /// The long help of `--metric` (run and bench).

@@ -11,7 +11,7 @@ use framelab::store;
 
 use super::compare::CompareSettings;
 use super::compare::{check_export_paths, compare_options, export_comparison, show_comparison};
-use super::options::{command_pin, profile_options, service_specs};
+use super::options::{command_pin, profile_options, refuse_history_without_file, service_specs};
 use super::output::{emit, UNKEPT};
 use super::report::report_runs;
 use super::{default_signals, Outcome};
@@ -81,6 +81,21 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
     };
     // Refused before the first run, not after the last.
     check_export_paths(&args.compare)?;
+    let single = match &spec {
+        Some(spec) => spec.variants.len() == 1 && spec.params.is_empty(),
+        None => match &args.output {
+            Some(file) if file.is_file() => one_variant(file).unwrap_or(false),
+            _ => false,
+        },
+    };
+    if let (true, Some(option)) = (single, comparison_option(&args.compare)) {
+        anyhow::bail!(
+            "{option} is for comparing variants, and this bench has one variant and no --param \
+             (its runs are listed, not compared): add a --variant NAME=CMD or a --param \
+             KEY=V1,V2, or drop {option}"
+        );
+    }
+    refuse_history_without_file(&args.control.history, args.output.as_deref())?;
     let history = framelab::history::cli::HistoryTarget::check(&args.control.history)?;
     let outcome = framelab::bench::run(&framelab::bench::BenchOptions {
         spec,
@@ -243,7 +258,7 @@ fn bench_spec(args: &BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpe
             fps: args.control.target.fps,
             budget_ns: args.control.target.budget.map(ns),
             warmup_ns: ns(args.control.warmup),
-            warmup_from: args.control.warmup_mode.warmup_from,
+            warmup_from: args.control.warmup_from()?,
             warmup_frames: args.control.warmup_mode.warmup_frames,
             duration_ns: args.control.duration.map(ns),
             frames: args.control.frames,
@@ -273,6 +288,43 @@ fn one_variant(path: &Path) -> anyhow::Result<bool> {
     };
     let spec: ExperimentSpec = serde_json::from_str(&experiment.spec_json)?;
     Ok(spec.variants.len() == 1 && spec.params.is_empty())
+}
+
+/// The first option given that only a comparison uses (a bench of one variant and no
+/// `--param` lists its runs instead), as the user wrote it.
+fn comparison_option(settings: &CompareSettings) -> Option<String> {
+    use compare::CompareFormat;
+    let defaults = CompareSettings::defaults();
+    let given = [
+        (settings.baseline.is_some(), "--baseline".to_owned()),
+        (
+            !settings.baseline_values.is_empty(),
+            "--baseline-value".to_owned(),
+        ),
+        (!settings.show.is_empty(), "--show".to_owned()),
+        (settings.noise != defaults.0, "--noise".to_owned()),
+        (settings.resamples != defaults.1, "--resamples".to_owned()),
+        (
+            matches!(settings.format, CompareFormat::Csv | CompareFormat::Html),
+            format!(
+                "--format {}",
+                match settings.format {
+                    CompareFormat::Csv => "csv",
+                    _ => "html",
+                }
+            ),
+        ),
+        (settings.export_json.is_some(), "--export-json".to_owned()),
+        (settings.export_csv.is_some(), "--export-csv".to_owned()),
+        (
+            settings.export_markdown.is_some(),
+            "--export-markdown".to_owned(),
+        ),
+    ];
+    given
+        .into_iter()
+        .find(|(given, _)| *given)
+        .map(|(_, option)| option)
 }
 
 /// The run listing's format for a bench's `--format` (CSV and HTML are comparisons' only).

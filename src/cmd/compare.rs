@@ -68,6 +68,13 @@ pub struct CompareSettings {
     pub export_markdown: Option<PathBuf>,
 }
 
+impl CompareSettings {
+    /// `--noise` and `--resamples` when not given (their `default_value`s above).
+    pub(super) fn defaults() -> (f64, usize) {
+        (0.02, 10_000)
+    }
+}
+
 pub(super) fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
     let mut sources = Vec::new();
     for file in &args.files {

@@ -94,7 +94,7 @@ pub(super) fn run(args: DemoArgs) -> anyhow::Result<Outcome> {
             (Some(given), None) => given,
             (None, None) => DEFAULT_WARMUP.min(args.duration / 5),
         },
-        warmup_from: args.warmup_mode.warmup_from,
+        warmup_from: args.warmup_mode.from(),
         warmup_frames: args.warmup_mode.warmup_frames,
         duration: Some(args.duration),
         name: Some(args.name.unwrap_or_else(|| {

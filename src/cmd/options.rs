@@ -100,3 +100,24 @@ pub(super) fn profile_options(flag: &ProfileFlag) -> Option<framelab::profile::P
         call_graph: flag.call_graph,
     })
 }
+
+/// `--history STORE` adds the finished run file's runs to the store: with `-o /dev/null`
+/// no file is kept, so the run would be measured and silently left out of the history.
+pub(super) fn refuse_history_without_file(
+    history: &framelab::history::cli::HistoryFlag,
+    output: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    if let (Some(store), Some(file)) = (&history.history, output) {
+        if let Ok(framelab::destination::Target::Null(_)) =
+            framelab::destination::Target::resolve(file)
+        {
+            anyhow::bail!(
+                "--history {} adds the run file's runs to the store, and -o {} keeps no file: \
+                 give -o FILE, or drop --history",
+                framelab::display::text(store),
+                file.display()
+            );
+        }
+    }
+    Ok(())
+}

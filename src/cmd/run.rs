@@ -10,8 +10,8 @@ use framelab::session::{self, RunOptions};
 use framelab::store;
 
 use super::options::{
-    command_cpus, profile_options, sampling_options, service_specs, session_access, shell_command,
-    with_live,
+    command_cpus, profile_options, refuse_history_without_file, sampling_options, service_specs,
+    session_access, shell_command, with_live,
 };
 use super::output::{emit, html_line, use_color, written, UNKEPT};
 use super::report::analyze_stored;
@@ -67,7 +67,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         fps: args.control.target.fps,
         budget: args.control.target.budget,
         warmup: args.control.warmup,
-        warmup_from: args.control.warmup_mode.warmup_from,
+        warmup_from: args.control.warmup_from()?,
         warmup_frames: args.control.warmup_mode.warmup_frames,
         duration: args.control.duration,
         name: args.name,
@@ -83,6 +83,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         ..RunOptions::default()
     };
     let opts = with_live(opts, &args.live)?;
+    refuse_history_without_file(&args.control.history, opts.output.as_deref())?;
     let history = HistoryTarget::check(&args.control.history)?;
     run_and_report(&opts, args.format, &args.html, history.as_ref())
 }

@@ -1,0 +1,164 @@
+//! Options given together: each combination does what the docs say, or is refused with one
+//! line and a non-zero exit before anything runs, never silently ignored.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+/// One error line containing `needle`, a non-zero exit, no panic.
+fn refused(out: &std::process::Output, needle: &str) -> String {
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(out));
+    assert!(!stderr(out).contains("panicked"), "{}", stderr(out));
+    let line = error_line(out);
+    assert!(line.contains(needle), "expected '{needle}' in: {line}");
+    line
+}
+
+fn bench(dir: &Path, args: &[&str], marker: &Path) -> std::process::Output {
+    framelab()
+        .current_dir(dir)
+        .arg("bench")
+        .args(args)
+        .arg("--")
+        .arg("touch")
+        .arg(marker)
+        .output()
+        .unwrap()
+}
+
+/// A bench of one command and no --param lists its runs instead of comparing them: the
+/// options only a comparison uses were ignored after every run had been done (exit 0, no
+/// export written). Now refused before the first run.
+#[test]
+fn a_bench_of_one_variant_refuses_comparison_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let export = dir.path().join("c.json");
+    let export = export.to_str().unwrap();
+    for (option, value) in [
+        ("--export-json", export),
+        ("--export-csv", export),
+        ("--export-markdown", export),
+        ("--format", "csv"),
+        ("--format", "html"),
+        ("--baseline", "touch"),
+        ("--baseline-value", "1"),
+        ("--show", "wall"),
+        ("--noise", "5%"),
+        ("--resamples", "500"),
+    ] {
+        let out = bench(
+            dir.path(),
+            &["-n", "2", "-o", "one.framelab", option, value],
+            &marker,
+        );
+        let line = refused(&out, "one variant and no --param");
+        assert!(line.contains(option), "{line}");
+        assert!(!marker.exists(), "{option}: the bench ran before refusing");
+        assert!(!Path::new(export).exists(), "{option}");
+        assert!(!dir.path().join("one.framelab").exists(), "{option}");
+    }
+    // What a listing does use is fine: --format markdown, json.
+    let out = bench(
+        dir.path(),
+        &["-n", "2", "-o", "/dev/null", "--format", "json"],
+        &marker,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(marker.exists());
+}
+
+/// A --warmup as long as --duration was refused only when the first run started, after
+/// every --setup (a build, say) had run.
+#[test]
+fn a_bench_whose_warmup_outlasts_its_runs_is_refused_before_setup() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let setup = dir.path().join("setup");
+    let out = bench(
+        dir.path(),
+        &[
+            "-n",
+            "2",
+            "--warmup",
+            "2s",
+            "--duration",
+            "1s",
+            "-o",
+            "/dev/null",
+            "--setup",
+            &format!("touch {}", setup.display()),
+        ],
+        &marker,
+    );
+    refused(&out, "must be shorter than --duration");
+    assert!(!setup.exists(), "--setup ran before the refusal");
+    assert!(!marker.exists());
+}
+
+/// --history adds the kept run file's runs: with -o /dev/null the run was measured and
+/// silently left out of the history (exit 0, an empty store).
+#[test]
+fn history_with_no_run_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("h.sqlite");
+    let store = store.to_str().unwrap();
+    let marker = dir.path().join("ran");
+    let out = framelab()
+        .args(["run", "--history", store, "-o", "/dev/null", "--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let line = refused(&out, "keeps no file");
+    assert!(line.contains("-o FILE"), "{line}");
+    assert!(!marker.exists(), "the command ran before the refusal");
+    let out = bench(
+        dir.path(),
+        &["-n", "2", "--history", store, "-o", "/dev/null"],
+        &marker,
+    );
+    refused(&out, "keeps no file");
+    assert!(!marker.exists(), "the bench ran before the refusal");
+}
+
+/// Outside a git repository run --history cannot know the commit; the line said to give
+/// --commit SHA, an option run and bench do not have.
+#[test]
+fn history_outside_git_says_how_to_add_the_run_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = framelab()
+        .current_dir(dir.path())
+        .env("GIT_CEILING_DIRECTORIES", dir.path().parent().unwrap())
+        .args([
+            "run",
+            "--history",
+            "h.sqlite",
+            "-o",
+            "r.framelab",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let line = refused(&out, "not inside a git repository");
+    assert!(
+        line.contains("framelab history add FILE --commit SHA"),
+        "{line}"
+    );
+}
+
+/// --top sets the rows of the text tables; svg, folded, speedscope and JSON hold every
+/// function, and --top was silently ignored there.
+#[test]
+fn profile_top_is_refused_where_every_function_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = run_testprog(&dir, "p", &["--profile=99"], &["spans", "50"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let path = path.to_str().unwrap();
+    for format in ["svg", "folded", "speedscope", "json"] {
+        let out = run(&["profile", path, "--top", "3", "--format", format]);
+        let line = refused(&out, "--top 3");
+        assert!(line.contains(&format!("--format {format}")), "{line}");
+    }
+}
