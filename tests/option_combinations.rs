@@ -162,3 +162,49 @@ fn profile_top_is_refused_where_every_function_is_written() {
         assert!(line.contains(&format!("--format {format}")), "{line}");
     }
 }
+
+/// --baseline and --baseline-value name what the comparison at the end starts from: a
+/// variant or value the bench does not have was refused after every run had been done.
+/// A --param that no command names ran the same command at every value, its sweep table
+/// of "changes" all noise. Both refused before the first run now.
+#[test]
+fn a_bench_refuses_a_baseline_or_parameter_it_cannot_use_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    let two = |extra: &[&str]| {
+        let mut args = vec!["bench", "-n", "2", "-o", "/dev/null"];
+        args.extend_from_slice(&["--variant", "a=true", "--variant"]);
+        let b = format!("b={touch}");
+        let mut cmd = framelab();
+        cmd.current_dir(dir.path()).args(&args).arg(b).args(extra);
+        cmd.output().unwrap()
+    };
+    let line = refused(&two(&["--baseline", "zz"]), "--baseline zz: no such variant");
+    assert!(line.contains("a, b"), "{line}");
+    refused(&two(&["--baseline-value", "3"]), "this bench has 2 variants");
+    assert!(!marker.exists(), "the bench ran before refusing");
+
+    let sweep = |extra: &[&str], word: &str| {
+        framelab()
+            .current_dir(dir.path())
+            .args(["bench", "-n", "2", "-o", "/dev/null", "--param", "n=1,2"])
+            .args(extra)
+            .args(["--", "touch"])
+            .arg(format!("{}{word}", marker.display()))
+            .output()
+            .unwrap()
+    };
+    refused(&sweep(&["--baseline-value", "3"], "{n}"), "n takes the values 1, 2");
+    refused(&sweep(&["--baseline-value", "k=1"], "{n}"), "no parameter 'k'");
+    let line = refused(&sweep(&[], ""), "--param n: no command names {n}");
+    assert!(line.contains("put {n} where the value goes"), "{line}");
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "the bench ran before refusing"
+    );
+    // Named, the sweep runs, and --baseline-value picks one of its values.
+    let out = sweep(&["--baseline-value", "2"], "{n}");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(dir.path().join("ran1").exists() && dir.path().join("ran2").exists());
+}

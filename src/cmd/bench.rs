@@ -80,20 +80,30 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
         None
     };
     // Refused before the first run, not after the last.
+    if let Some(spec) = &spec {
+        spec.validate()?;
+    }
     check_export_paths(&args.compare)?;
-    let single = match &spec {
-        Some(spec) => spec.variants.len() == 1 && spec.params.is_empty(),
+    // The experiment as it will run: given here, or the one --resume continues.
+    let planned = match &spec {
+        Some(spec) => Some(spec.clone()),
         None => match &args.output {
-            Some(file) if file.is_file() => one_variant(file).unwrap_or(false),
-            _ => false,
+            Some(file) if file.is_file() => stored_spec(file),
+            _ => None,
         },
     };
+    let single = planned
+        .as_ref()
+        .is_some_and(|spec| spec.variants.len() == 1 && spec.params.is_empty());
     if let (true, Some(option)) = (single, comparison_option(&args.compare)) {
         anyhow::bail!(
             "{option} is for comparing variants, and this bench has one variant and no --param \
              (its runs are listed, not compared): add a --variant NAME=CMD or a --param \
              KEY=V1,V2, or drop {option}"
         );
+    }
+    if let Some(planned) = &planned {
+        check_comparison_choices(planned, &args.compare)?;
     }
     refuse_history_without_file(&args.control.history, args.output.as_deref())?;
     let history = framelab::history::cli::HistoryTarget::check(&args.control.history)?;
@@ -237,6 +247,27 @@ fn bench_spec(args: &BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpe
     for p in &args.params {
         params.push(parse_param(p)?);
     }
+    // A parameter no command names would run the same thing at every value: the sweep's
+    // "changes" would be noise.
+    for p in params.iter().filter(|_| !variants.is_empty()) {
+        let mark = format!("{{{}}}", p.key);
+        let named = |text: &str| framelab::bench::spec::placeholders(text).contains(&p.key);
+        let used = variants.iter().any(|v| v.command.iter().any(|w| named(w)))
+            || [&args.prepare, &args.setup, &args.cleanup]
+                .into_iter()
+                .flatten()
+                .any(|c| named(c))
+            || args.services.services.iter().any(|s| s.contains(&mark))
+            || args.from_output.metrics.iter().any(|m| m.contains(&mark));
+        if !used {
+            anyhow::bail!(
+                "--param {}: no command names {mark}, so every value would run the same thing: \
+                 put {mark} where the value goes (in a --variant, the command after --, \
+                 --prepare, --setup, a --service or a --metric's JSON file)",
+                p.key
+            );
+        }
+    }
     let ns = |d: std::time::Duration| d.as_nanos() as i64;
     Ok(ExperimentSpec {
         variants,
@@ -278,6 +309,64 @@ fn bench_spec(args: &BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpe
             profile: profile_options(&args.profile),
         },
     })
+}
+
+/// The experiment an existing file holds (what `--resume` continues).
+fn stored_spec(path: &Path) -> Option<ExperimentSpec> {
+    let experiment = store::load_experiment(path).ok()??;
+    serde_json::from_str(&experiment.spec_json).ok()
+}
+
+/// `--baseline` and `--baseline-value` checked against the experiment before it runs (they
+/// were refused by the comparison, after the last run).
+fn check_comparison_choices(spec: &ExperimentSpec, settings: &CompareSettings) -> anyhow::Result<()> {
+    let names: Vec<&str> = spec.variants.iter().map(|v| v.name.as_str()).collect();
+    if let Some(baseline) = &settings.baseline {
+        if !names.contains(&baseline.as_str()) {
+            anyhow::bail!(
+                "--baseline {baseline}: no such variant; the variants are {}",
+                names.join(", ")
+            );
+        }
+    }
+    let Some(first) = settings.baseline_values.first() else {
+        return Ok(());
+    };
+    if spec.variants.len() > 1 {
+        anyhow::bail!(
+            "--baseline-value {first}: it picks the parameter values a sweep of one variant is \
+             compared with; this bench has {} variants, compared with each other at every value \
+             (choose the reference one with --baseline NAME)",
+            spec.variants.len()
+        );
+    }
+    let keys: Vec<&str> = spec.params.iter().map(|p| p.key.as_str()).collect();
+    for given in &settings.baseline_values {
+        let (key, value) = match given.split_once('=') {
+            Some((k, v)) => (k.trim(), v.trim()),
+            None if keys.len() == 1 => (keys[0], given.trim()),
+            None => anyhow::bail!(
+                "--baseline-value {given}: there are {} parameters ({}): say which, e.g. \
+                 --baseline-value {}={given}",
+                keys.len(),
+                keys.join(", "),
+                keys.first().unwrap_or(&"KEY")
+            ),
+        };
+        let Some(param) = spec.params.iter().find(|p| p.key == key) else {
+            anyhow::bail!(
+                "--baseline-value {given}: no parameter '{key}'; the parameters are {}",
+                keys.join(", ")
+            );
+        };
+        if !param.values.iter().any(|v| v == value) {
+            anyhow::bail!(
+                "--baseline-value {given}: {key} takes the values {}",
+                param.values.join(", ")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Whether the experiment is one variant at one set of parameter values: its runs can be
