@@ -180,9 +180,15 @@ fn a_bench_refuses_a_baseline_or_parameter_it_cannot_use_before_running() {
         cmd.current_dir(dir.path()).args(&args).arg(b).args(extra);
         cmd.output().unwrap()
     };
-    let line = refused(&two(&["--baseline", "zz"]), "--baseline zz: no such variant");
+    let line = refused(
+        &two(&["--baseline", "zz"]),
+        "--baseline zz: no such variant",
+    );
     assert!(line.contains("a, b"), "{line}");
-    refused(&two(&["--baseline-value", "3"]), "this bench has 2 variants");
+    refused(
+        &two(&["--baseline-value", "3"]),
+        "this bench has 2 variants",
+    );
     assert!(!marker.exists(), "the bench ran before refusing");
 
     let sweep = |extra: &[&str], word: &str| {
@@ -195,8 +201,14 @@ fn a_bench_refuses_a_baseline_or_parameter_it_cannot_use_before_running() {
             .output()
             .unwrap()
     };
-    refused(&sweep(&["--baseline-value", "3"], "{n}"), "n takes the values 1, 2");
-    refused(&sweep(&["--baseline-value", "k=1"], "{n}"), "no parameter 'k'");
+    refused(
+        &sweep(&["--baseline-value", "3"], "{n}"),
+        "n takes the values 1, 2",
+    );
+    refused(
+        &sweep(&["--baseline-value", "k=1"], "{n}"),
+        "no parameter 'k'",
+    );
     let line = refused(&sweep(&[], ""), "--param n: no command names {n}");
     assert!(line.contains("put {n} where the value goes"), "{line}");
     assert!(
@@ -207,4 +219,32 @@ fn a_bench_refuses_a_baseline_or_parameter_it_cannot_use_before_running() {
     let out = sweep(&["--baseline-value", "2"], "{n}");
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(dir.path().join("ran1").exists() && dir.path().join("ran2").exists());
+}
+
+/// --ready-timeout bounds the wait for a --ready condition: without one (a service is
+/// ready as soon as it started, or there is no service) it was silently ignored.
+#[test]
+fn ready_timeout_needs_a_ready_condition() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let out = framelab()
+        .args([
+            "run",
+            "--ready-timeout",
+            "5s",
+            "-o",
+            "/dev/null",
+            "--",
+            "touch",
+        ])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--ready <NAME=HOW>"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!marker.exists());
 }

@@ -73,6 +73,14 @@ pub struct WarmupModeArgs {
     pub warmup_frames: Option<u64>,
 }
 
+impl ServiceArgs {
+    /// `--ready-timeout`, or 30 s.
+    pub fn ready_timeout(&self) -> Duration {
+        self.ready_timeout
+            .unwrap_or(framelab::services::DEFAULT_READY_TIMEOUT)
+    }
+}
+
 impl WarmupModeArgs {
     /// What the warmup counts from: `--warmup-from`, else the first frame.
     pub fn from(&self) -> WarmupFrom {
@@ -149,9 +157,10 @@ pub struct ServiceArgs {
     /// without it, as soon as it started
     #[arg(long = "ready", value_name = "NAME=HOW")]
     pub ready: Vec<String>,
-    /// How long a service may take to get ready (at most 1h)
-    #[arg(long, value_parser = limits::ready_timeout, default_value = "30s", value_name = "DUR")]
-    pub ready_timeout: Duration,
+    /// How long a service may take to get ready (at most 1h) [default: 30s] (with --ready:
+    /// without one a service is ready as soon as it started)
+    #[arg(long, value_parser = limits::ready_timeout, value_name = "DUR", requires = "ready")]
+    pub ready_timeout: Option<Duration>,
     /// Pin the command (CPUS, or command=CPUS) or a service (NAME=CPUS) to CPUs, e.g.
     /// --pin server=2-3 --pin command=0-1
     #[arg(long = "pin", value_name = "[ROLE=]CPUS")]

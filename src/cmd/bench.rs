@@ -302,7 +302,7 @@ fn bench_spec(args: &BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpe
             services: ServiceSettings {
                 services: args.services.services.clone(),
                 ready: args.services.ready.clone(),
-                ready_timeout_ns: ns(args.services.ready_timeout),
+                ready_timeout_ns: ns(args.services.ready_timeout()),
                 pins: args.services.pins.clone(),
                 shell,
             },
@@ -319,7 +319,10 @@ fn stored_spec(path: &Path) -> Option<ExperimentSpec> {
 
 /// `--baseline` and `--baseline-value` checked against the experiment before it runs (they
 /// were refused by the comparison, after the last run).
-fn check_comparison_choices(spec: &ExperimentSpec, settings: &CompareSettings) -> anyhow::Result<()> {
+fn check_comparison_choices(
+    spec: &ExperimentSpec,
+    settings: &CompareSettings,
+) -> anyhow::Result<()> {
     let names: Vec<&str> = spec.variants.iter().map(|v| v.name.as_str()).collect();
     if let Some(baseline) = &settings.baseline {
         if !names.contains(&baseline.as_str()) {

@@ -62,7 +62,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         metrics: framelab::output::parse_metrics(&args.from_output.metrics)?,
         keep_output: args.from_output.keep_output,
         services: service_specs(&args.services, args.from_output.shell)?,
-        ready_timeout: args.services.ready_timeout,
+        ready_timeout: args.services.ready_timeout(),
         cpus: command_cpus(&args.services.pins)?,
         fps: args.control.target.fps,
         budget: args.control.target.budget,
