@@ -248,3 +248,57 @@ fn ready_timeout_needs_a_ready_condition() {
     );
     assert!(!marker.exists());
 }
+
+/// An experiment named as one variant (`--variant NAME=FILE`) pooled every run of the file:
+/// its warmup runs (never compared otherwise) and the runs of all its variants and
+/// parameter values, under one name. Now warmup runs stay out, and pooling variants needs
+/// the runs picked by id.
+#[test]
+fn a_named_experiment_keeps_its_warmup_runs_out_and_is_not_pooled_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("exp.framelab");
+    let out = framelab()
+        .args(["bench", "-n", "2", "--warmup-runs", "1", "--format", "json"])
+        .args(["--variant", "a=true", "--variant", "b=sleep 0.01", "-o"])
+        .arg(&exp)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let plain = dir.path().join("plain.framelab");
+    for _ in 0..2 {
+        let out = framelab()
+            .args(["run", "-o"])
+            .arg(&plain)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let (e, p) = (exp.to_str().unwrap(), plain.to_str().unwrap());
+    let out = run(&[
+        "compare",
+        "--variant",
+        &format!("x={e}"),
+        "--variant",
+        &format!("y={p}"),
+    ]);
+    let line = refused(&out, "which one name would pool");
+    assert!(line.contains("(a, b)") && line.contains(":3,5"), "{line}");
+    // Runs 1 and 2 are the warmup round, 3 and 5 a's measured runs.
+    let out = run(&[
+        "compare",
+        "--format",
+        "json",
+        "--variant",
+        &format!("x={e}:1,3,5"),
+        "--variant",
+        &format!("y={p}"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        c["runs"]["x"], 2,
+        "the warmup run was compared: {}",
+        c["runs"]
+    );
+}
