@@ -301,4 +301,16 @@ fn a_named_experiment_keeps_its_warmup_runs_out_and_is_not_pooled_silently() {
         "the warmup run was compared: {}",
         c["runs"]
     );
+    // Runs of an experiment picked by id: only the variants they are of are listed (the
+    // others were listed with 0 runs, and the second file's b renamed exp:b).
+    let out = run(&[
+        "compare",
+        "--format",
+        "json",
+        &format!("{e}:3,5"),
+        &format!("{e}:4,6"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(c["runs"], serde_json::json!({"a": 2, "b": 2}));
 }

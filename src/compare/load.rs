@@ -207,6 +207,11 @@ pub fn load(sources: &[Source]) -> Result<Loaded> {
                     if orphans == 1 { "s" } else { "" }
                 ));
             }
+            // Runs picked by id: only the variants they are of (not the others, 0 runs each).
+            if source.run_ids.is_some() {
+                names_here
+                    .retain(|name| runs.iter().any(|r| &r.path == path && &r.variant == name));
+            }
             variants.extend(
                 names_here
                     .into_iter()
