@@ -314,3 +314,29 @@ fn a_named_experiment_keeps_its_warmup_runs_out_and_is_not_pooled_silently() {
     let c: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(c["runs"], serde_json::json!({"a": 2, "b": 2}));
 }
+
+/// bench -o /dev/null of one variant listed its runs under the temporary file's name and
+/// offered `framelab report /tmp/framelab-unkept-…/run.framelab --run-id 1`, a file
+/// already removed.
+#[test]
+fn an_unkept_bench_listing_offers_no_file_to_read() {
+    let out = run(&["bench", "-n", "2", "-o", "/dev/null", "--", "true"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(!text.contains("framelab-unkept"), "{text}");
+    assert!(!text.contains("framelab report"), "{text}");
+    assert!(text.contains("not kept"), "{text}");
+    let out = run(&[
+        "bench",
+        "-n",
+        "2",
+        "-o",
+        "/dev/null",
+        "--format",
+        "json",
+        "--",
+        "true",
+    ]);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["file"], "/dev/null");
+}

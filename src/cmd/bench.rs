@@ -141,11 +141,12 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
         // Nothing to compare: each run's figures, as `framelab report` lists an experiment's.
         emit(&report_runs(
             &outcome.path,
+            outcome.file.kept(),
             listing_format(args.compare.format),
         )?)?;
         eprintln!(
-            "framelab: one variant and no --param: nothing to compare (and nothing exported); \
-             add a --variant NAME=CMD or a --param to compare"
+            "framelab: one variant and no --param: nothing to compare; add a --variant \
+             NAME=CMD or a --param to compare"
         );
     } else {
         let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
