@@ -340,3 +340,21 @@ fn an_unkept_bench_listing_offers_no_file_to_read() {
     let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(doc["file"], "/dev/null");
 }
+
+/// demo's --warmup-from with --warmup 0s changed nothing (run and bench refuse it without a
+/// --warmup; demo's default warmup is what it counts from when none is given).
+#[test]
+fn demo_warmup_from_with_no_warmup_is_refused() {
+    let out = run(&[
+        "demo",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "0s",
+        "--warmup-from",
+        "launch",
+        "-o",
+        "/dev/null",
+    ]);
+    refused(&out, "--warmup is 0s");
+}

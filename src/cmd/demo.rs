@@ -76,6 +76,12 @@ pub(super) fn run(args: DemoArgs) -> anyhow::Result<Outcome> {
         ..Default::default()
     }
     .validate()?;
+    if let (Some(_), Some(Duration::ZERO)) = (args.warmup_mode.warmup_from, args.warmup) {
+        anyhow::bail!(
+            "--warmup-from says where --warmup counts from, and --warmup is 0s: give a warmup, \
+             or drop --warmup-from"
+        );
+    }
     let exe = std::env::current_exe()?.to_string_lossy().into_owned();
     let opts = RunOptions {
         command: vec![
