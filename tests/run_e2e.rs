@@ -567,6 +567,8 @@ fn a_run_that_ends_inside_its_warmup_frames_measures_no_frame() {
         "window from {} ns: it covered the warmup",
         run.meta.window_start_ns
     );
+    // Empty, not the microseconds between opening and closing (CPU and load over them).
+    assert_eq!(run.meta.window_start_ns, run.meta.window_end_ns);
     let text = stdout(&out);
     assert!(text.contains("after the first 100000 frames"), "{text}");
     assert!(
@@ -592,6 +594,8 @@ fn a_run_that_ends_inside_its_warmup_from_the_first_frame_measures_no_frame() {
     );
     assert!(a.window.warmup_frames >= 1, "{text}", text = stdout(&out));
     assert_eq!(a.frames, 0, "{}", stdout(&out));
+    assert_eq!(run.meta.window_start_ns, run.meta.window_end_ns);
+    assert!(stdout(&out).contains("the run ended before its warmup did"));
     // The same when the command exits before its first frame + warmup.
     let (_, run) = record_testprog(&["--warmup", "300ms"], &["late-start", "400", "10"]);
     let a = analyze(&run);

@@ -222,7 +222,6 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
         hint,
         hint_unusable,
         warmup_frames: facts.warmup_frames,
-        after_frames: facts.after_frames,
     };
 
     let mut telemetry = summarize_telemetry(

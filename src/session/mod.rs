@@ -469,18 +469,26 @@ fn supervise(
             // before the first frame + --warmup): every frame was warmup, and the window is
             // empty at the end, never the whole run. Only a command that recorded no span
             // keeps the provisional window from launch + warmup.
-            match opening {
+            let empty = match opening {
                 Opening::Closed => {
                     collector.open_window(pid, collector.now_ns());
-                    opening = Opening::Open;
+                    true
                 }
                 Opening::Provisional if collector.first_span_ns().is_some() => {
                     collector.reopen_window(pid, collector.now_ns());
-                    opening = Opening::Open;
+                    true
                 }
-                _ => {}
+                _ => false,
+            };
+            if empty {
+                opening = Opening::Open;
             }
             collector.close_window(pid, reason);
+            if empty {
+                // Opened and closed at the end: not the microseconds between the two reads
+                // of the clock, over which CPU and load would be computed.
+                collector.meta.window_start_ns = collector.meta.window_end_ns;
+            }
             window_closed = true;
             progress.phase("stopping");
         }
