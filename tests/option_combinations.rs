@@ -358,3 +358,44 @@ fn demo_warmup_from_with_no_warmup_is_refused() {
     ]);
     refused(&out, "--warmup is 0s");
 }
+
+/// --profile stores the stacks in the run file; with -o /dev/null they were sampled,
+/// symbolized and thrown away, the line saying "see framelab profile /tmp/…" of a removed
+/// file.
+#[test]
+fn profile_with_no_run_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let m = marker.to_str().unwrap();
+    for args in [
+        vec!["run", "--profile", "-o", "/dev/null", "--", "touch", m],
+        vec![
+            "bench",
+            "-n",
+            "2",
+            "--profile",
+            "-o",
+            "/dev/null",
+            "--",
+            "touch",
+            m,
+        ],
+        vec![
+            "demo",
+            "--duration",
+            "300ms",
+            "--profile",
+            "-o",
+            "/dev/null",
+        ],
+    ] {
+        let out = run(&args);
+        refused(&out, "--profile stores the sampled stacks in the run file");
+        assert!(
+            !stderr(&out).contains("framelab-unkept"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert!(!marker.exists(), "a command ran before the refusal");
+}

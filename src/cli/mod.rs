@@ -15,7 +15,7 @@ use framelab::sample::SourceKind;
 pub struct ProfileFlag {
     /// Sample the call stacks of every process of the run (user and kernel) HZ times a
     /// second per CPU busy (default 99; at most the kernel's perf_event_max_sample_rate);
-    /// see them with `framelab profile RUN`
+    /// see them with `framelab profile RUN` (not with -o /dev/null: they are kept in the run file)
     #[arg(long, value_name = "HZ", num_args = 0..=1, require_equals = true,
           default_missing_value = "99", value_parser = limits::profile_hz)]
     pub profile: Option<u64>,

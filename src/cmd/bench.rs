@@ -11,7 +11,10 @@ use framelab::store;
 
 use super::compare::CompareSettings;
 use super::compare::{check_export_paths, compare_options, export_comparison, show_comparison};
-use super::options::{command_pin, profile_options, refuse_history_without_file, service_specs};
+use super::options::{
+    command_pin, profile_options, refuse_history_without_file, refuse_profile_without_file,
+    service_specs,
+};
 use super::output::{emit, UNKEPT};
 use super::report::report_runs;
 use super::{default_signals, Outcome};
@@ -106,6 +109,7 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
         check_comparison_choices(planned, &args.compare)?;
     }
     refuse_history_without_file(&args.control.history, args.output.as_deref())?;
+    refuse_profile_without_file(&args.profile, args.output.as_deref())?;
     let history = framelab::history::cli::HistoryTarget::check(&args.control.history)?;
     let outcome = framelab::bench::run(&framelab::bench::BenchOptions {
         spec,

@@ -121,3 +121,23 @@ pub(super) fn refuse_history_without_file(
     }
     Ok(())
 }
+
+/// `--profile` stores the sampled stacks in the run file, where `framelab profile` reads
+/// them: with `-o /dev/null` they would be taken, symbolized and thrown away.
+pub(super) fn refuse_profile_without_file(
+    flag: &ProfileFlag,
+    output: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    if let (Some(_), Some(file)) = (flag.profile, output) {
+        if let Ok(framelab::destination::Target::Null(_)) =
+            framelab::destination::Target::resolve(file)
+        {
+            anyhow::bail!(
+                "--profile stores the sampled stacks in the run file (framelab profile reads \
+                 them there), and -o {} keeps no file: give -o FILE, or drop --profile",
+                file.display()
+            );
+        }
+    }
+    Ok(())
+}
