@@ -361,9 +361,9 @@ fn demo_warmup_from_with_no_warmup_is_refused() {
 
 /// --profile stores the stacks in the run file; with -o /dev/null they were sampled,
 /// symbolized and thrown away, the line saying "see framelab profile /tmp/…" of a removed
-/// file.
+/// file. --keep-output's output likewise.
 #[test]
-fn profile_with_no_run_file_is_refused() {
+fn profile_or_keep_output_with_no_run_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
     let m = marker.to_str().unwrap();
@@ -395,6 +395,19 @@ fn profile_with_no_run_file_is_refused() {
             !stderr(&out).contains("framelab-unkept"),
             "{}",
             stderr(&out)
+        );
+    }
+    // --keep-output keeps the output in the run file only: captured and thrown away.
+    for command in ["run", "bench"] {
+        let mut args = vec![command];
+        if command == "bench" {
+            args.extend(["-n", "2"]);
+        }
+        args.extend(["--keep-output", "-o", "/dev/null", "--", "touch", m]);
+        let out = run(&args);
+        refused(
+            &out,
+            "--keep-output keeps the command's output in the run file",
         );
     }
     assert!(!marker.exists(), "a command ran before the refusal");

@@ -135,7 +135,8 @@ pub struct OutputArgs {
     #[arg(long = "metric", value_name = "NAME:higher=REGEX", long_help = METRIC_HELP)]
     pub metrics: Vec<String>,
     /// Capture stdout and stderr even when no --metric reads them: the last 1 MiB of each
-    /// goes into the run file (they still reach the terminal, but the command sees a pipe)
+    /// goes into the run file (they still reach the terminal, but the command sees a pipe;
+    /// not with -o /dev/null)
     #[arg(long)]
     pub keep_output: bool,
     /// Run the command through sh -c, for pipes, &&, redirections and $VARS (the words

@@ -12,8 +12,8 @@ use framelab::store;
 use super::compare::CompareSettings;
 use super::compare::{check_export_paths, compare_options, export_comparison, show_comparison};
 use super::options::{
-    command_pin, profile_options, refuse_history_without_file, refuse_profile_without_file,
-    service_specs,
+    command_pin, profile_options, refuse_history_without_file, refuse_keep_output_without_file,
+    refuse_profile_without_file, service_specs,
 };
 use super::output::{emit, UNKEPT};
 use super::report::report_runs;
@@ -110,6 +110,7 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
     }
     refuse_history_without_file(&args.control.history, args.output.as_deref())?;
     refuse_profile_without_file(&args.profile, args.output.as_deref())?;
+    refuse_keep_output_without_file(args.from_output.keep_output, args.output.as_deref())?;
     let history = framelab::history::cli::HistoryTarget::check(&args.control.history)?;
     let outcome = framelab::bench::run(&framelab::bench::BenchOptions {
         spec,

@@ -141,3 +141,23 @@ pub(super) fn refuse_profile_without_file(
     }
     Ok(())
 }
+
+/// `--keep-output` keeps the command's output in the run file, and nowhere else: with
+/// `-o /dev/null` it would be captured and thrown away.
+pub(super) fn refuse_keep_output_without_file(
+    keep_output: bool,
+    output: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    if let (true, Some(file)) = (keep_output, output) {
+        if let Ok(framelab::destination::Target::Null(_)) =
+            framelab::destination::Target::resolve(file)
+        {
+            anyhow::bail!(
+                "--keep-output keeps the command's output in the run file, and -o {} keeps no \
+                 file: give -o FILE, or drop --keep-output",
+                file.display()
+            );
+        }
+    }
+    Ok(())
+}
