@@ -412,3 +412,21 @@ fn profile_or_keep_output_with_no_run_file_is_refused() {
     }
     assert!(!marker.exists(), "a command ran before the refusal");
 }
+
+/// `run -o` into a bench's experiment file added a run of no variant, never compared,
+/// which compare then called "a bench stopped mid-run".
+#[test]
+fn a_run_into_an_experiment_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("exp.framelab");
+    let e = exp.to_str().unwrap();
+    let out = run(&["bench", "-n", "2", "-o", e, "--", "true"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let marker = dir.path().join("ran");
+    let out = run(&["run", "-o", e, "--", "touch", marker.to_str().unwrap()]);
+    refused(&out, "holds a bench's experiment");
+    assert!(!marker.exists());
+    let out = run(&["demo", "--duration", "300ms", "-o", e]);
+    refused(&out, "holds a bench's experiment");
+    assert_eq!(framelab::store::list_runs(&exp).unwrap().len(), 2);
+}

@@ -9,7 +9,10 @@ use framelab::demo::{self, PacerKind};
 use framelab::report::Format;
 use framelab::session::RunOptions;
 
-use super::options::{profile_options, refuse_profile_without_file, sampling_options, with_live};
+use super::options::{
+    profile_options, refuse_experiment_file, refuse_profile_without_file, sampling_options,
+    with_live,
+};
 use super::run::run_and_report;
 use super::Outcome;
 use crate::cli::{limits, HtmlArgs, LiveArgs, ProfileFlag, SamplingArgs, WarmupModeArgs};
@@ -83,6 +86,7 @@ pub(super) fn run(args: DemoArgs) -> anyhow::Result<Outcome> {
         );
     }
     refuse_profile_without_file(&args.profile, args.output.as_deref())?;
+    refuse_experiment_file(args.output.as_deref())?;
     let exe = std::env::current_exe()?.to_string_lossy().into_owned();
     let opts = RunOptions {
         command: vec![

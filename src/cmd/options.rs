@@ -161,3 +161,19 @@ pub(super) fn refuse_keep_output_without_file(
     }
     Ok(())
 }
+
+/// `run`/`demo -o FILE` where FILE is a bench's experiment: the run would join no variant
+/// and never be compared (compare called it "a bench stopped mid-run").
+pub(super) fn refuse_experiment_file(output: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let Some(file) = output.filter(|f| f.is_file()) else {
+        return Ok(());
+    };
+    if let Ok(Some(_)) = framelab::store::load_experiment(file) {
+        anyhow::bail!(
+            "{} holds a bench's experiment: a run added to it would belong to no variant and \
+             never be compared; choose another -o (or add runs with framelab bench --resume)",
+            file.display()
+        );
+    }
+    Ok(())
+}

@@ -10,9 +10,9 @@ use framelab::session::{self, RunOptions};
 use framelab::store;
 
 use super::options::{
-    command_cpus, profile_options, refuse_history_without_file, refuse_keep_output_without_file,
-    refuse_profile_without_file, sampling_options, service_specs, session_access, shell_command,
-    with_live,
+    command_cpus, profile_options, refuse_experiment_file, refuse_history_without_file,
+    refuse_keep_output_without_file, refuse_profile_without_file, sampling_options, service_specs,
+    session_access, shell_command, with_live,
 };
 use super::output::{emit, html_line, use_color, written, UNKEPT};
 use super::report::analyze_stored;
@@ -86,6 +86,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let opts = with_live(opts, &args.live)?;
     refuse_history_without_file(&args.control.history, opts.output.as_deref())?;
     refuse_profile_without_file(&args.profile, opts.output.as_deref())?;
+    refuse_experiment_file(opts.output.as_deref())?;
     refuse_keep_output_without_file(opts.keep_output, opts.output.as_deref())?;
     let history = HistoryTarget::check(&args.control.history)?;
     run_and_report(&opts, args.format, &args.html, history.as_ref())
