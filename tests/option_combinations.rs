@@ -430,3 +430,32 @@ fn a_run_into_an_experiment_file_is_refused() {
     refused(&out, "holds a bench's experiment");
     assert_eq!(framelab::store::list_runs(&exp).unwrap().len(), 2);
 }
+
+/// `bench --resume -o FILE` with run options but no variants went on with the stored
+/// options, the ones given silently ignored (with variants given, a difference is refused).
+#[test]
+fn resume_refuses_options_that_differ_even_without_variants() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("exp.framelab");
+    let e = exp.to_str().unwrap();
+    let out = run(&["bench", "-n", "2", "--variant", "a=true", "--variant", "b=true", "-o", e]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for extra in [
+        vec!["--warmup", "5s"],
+        vec!["--fps", "30"],
+        vec!["-n", "3"],
+        vec!["--duration", "1s"],
+    ] {
+        let mut args = vec!["bench", "--resume", "-o", e];
+        args.extend(extra.iter().copied());
+        refused(&run(&args), "the options given differ from the experiment");
+    }
+    // The same values as stored, or none: it resumes (nothing left to run).
+    for extra in [vec![], vec!["-n", "2"]] {
+        let mut args = vec!["bench", "--resume", "-o", e];
+        args.extend(extra.iter().copied());
+        let out = run(&args);
+        assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
+    }
+    assert_eq!(framelab::store::list_runs(&exp).unwrap().len(), 4);
+}

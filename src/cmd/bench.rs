@@ -80,7 +80,7 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
     let spec = if spec_given || !args.resume {
         Some(bench_spec(&args)?)
     } else {
-        None
+        resumed_with_options(&args)?
     };
     // Refused before the first run, not after the last.
     if let Some(spec) = &spec {
@@ -200,6 +200,15 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
 
 /// The experiment the command line describes.
 fn bench_spec(args: &BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpec> {
+    bench_spec_on(args, None)
+}
+
+/// The experiment the command line describes; on `base` (the experiment a `--resume`
+/// continues), its variants, parameters and, without `-n`, its runs.
+fn bench_spec_on(
+    args: &BenchArgs,
+    base: Option<&ExperimentSpec>,
+) -> anyhow::Result<framelab::bench::ExperimentSpec> {
     use framelab::bench::{
         parse_param, parse_shell_variant, parse_variant, shell_argv, ExperimentSpec, RunSettings,
         ServiceSettings, VariantSpec,
@@ -207,7 +216,7 @@ fn bench_spec(args: &BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpe
     // Checked before the first run: a mistyped service fails now, not at run 1.
     service_specs(&args.services, args.from_output.shell)?;
     let shell = args.from_output.shell;
-    let Some(runs) = args.runs else {
+    let Some(runs) = args.runs.or(base.map(|b| b.runs)) else {
         anyhow::bail!("-n RUNS is required: how many runs of each variant (6 or more for verdicts you can trust)");
     };
     let mut variants = Vec::new();
@@ -253,9 +262,16 @@ fn bench_spec(args: &BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpe
     for p in &args.params {
         params.push(parse_param(p)?);
     }
+    if let Some(base) = base {
+        variants = base.variants.clone();
+        params = base.params.clone();
+    }
     // A parameter no command names would run the same thing at every value: the sweep's
     // "changes" would be noise.
-    for p in params.iter().filter(|_| !variants.is_empty()) {
+    for p in params
+        .iter()
+        .filter(|_| !variants.is_empty() && base.is_none())
+    {
         let mark = format!("{{{}}}", p.key);
         let named = |text: &str| framelab::bench::spec::placeholders(text).contains(&p.key);
         let used = variants.iter().any(|v| v.command.iter().any(|w| named(w)))
@@ -315,6 +331,64 @@ fn bench_spec(args: &BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpe
             profile: profile_options(&args.profile),
         },
     })
+}
+
+/// `--resume -o FILE` with options but no variants: the stored experiment with the options
+/// given in place of its own, for the resume to refuse where they differ (they were
+/// silently ignored); `None` when only `--resume -o FILE` was given.
+fn resumed_with_options(args: &BenchArgs) -> anyhow::Result<Option<ExperimentSpec>> {
+    use clap::Parser;
+    let Some(file) = args.output.as_ref().filter(|f| f.is_file()) else {
+        return Ok(None);
+    };
+    let Some(stored) = stored_spec(file) else {
+        return Ok(None);
+    };
+    let words = ["framelab", "bench", "--resume", "-o"];
+    let plain = super::Cli::try_parse_from(
+        words
+            .iter()
+            .map(std::ffi::OsStr::new)
+            .chain([file.as_os_str()]),
+    )?;
+    let super::Command::Bench(plain) = plain.command else {
+        return Ok(None);
+    };
+    let given = serde_json::to_value(bench_spec_on(args, Some(&stored))?)?;
+    let unchanged = serde_json::to_value(bench_spec_on(&plain, Some(&stored))?)?;
+    let mut merged = serde_json::to_value(&stored)?;
+    override_given(&mut merged, &unchanged, &given);
+    let merged: ExperimentSpec = serde_json::from_value(merged)?;
+    Ok((merged != stored).then_some(merged))
+}
+
+/// Puts into `stored` each value of `given` that differs from `unchanged` (what the
+/// command line gives without options), field by field.
+fn override_given(
+    stored: &mut serde_json::Value,
+    unchanged: &serde_json::Value,
+    given: &serde_json::Value,
+) {
+    use serde_json::Value;
+    let (Value::Object(stored), Value::Object(unchanged), Value::Object(given)) =
+        (stored, unchanged, given)
+    else {
+        return;
+    };
+    for (key, value) in given {
+        let before = unchanged.get(key);
+        if before == Some(value) {
+            continue;
+        }
+        match (stored.get_mut(key), before) {
+            (Some(inner), Some(before)) if inner.is_object() && value.is_object() => {
+                override_given(inner, before, value)
+            }
+            _ => {
+                stored.insert(key.clone(), value.clone());
+            }
+        }
+    }
 }
 
 /// The experiment an existing file holds (what `--resume` continues).
