@@ -438,7 +438,17 @@ fn resume_refuses_options_that_differ_even_without_variants() {
     let dir = tempfile::tempdir().unwrap();
     let exp = dir.path().join("exp.framelab");
     let e = exp.to_str().unwrap();
-    let out = run(&["bench", "-n", "2", "--variant", "a=true", "--variant", "b=true", "-o", e]);
+    let out = run(&[
+        "bench",
+        "-n",
+        "2",
+        "--variant",
+        "a=true",
+        "--variant",
+        "b=true",
+        "-o",
+        e,
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     for extra in [
         vec!["--warmup", "5s"],
