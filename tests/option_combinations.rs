@@ -339,6 +339,33 @@ fn an_unkept_bench_listing_offers_no_file_to_read() {
     ]);
     let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(doc["file"], "/dev/null");
+    // A comparison (a sweep) names no temporary file either, nor do its exports.
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("c.json");
+    let out = run(&[
+        "bench",
+        "-n",
+        "2",
+        "-o",
+        "/dev/null",
+        "--param",
+        "n=1,2",
+        "--export-json",
+        export.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "true {n}",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !stdout(&out).contains("framelab-unkept"),
+        "{}",
+        stdout(&out)
+    );
+    let exported = std::fs::read_to_string(&export).unwrap();
+    assert!(!exported.contains("framelab-unkept"), "{exported}");
+    assert!(exported.contains("/dev/null (not kept)"), "{exported}");
 }
 
 /// demo's --warmup-from with --warmup 0s changed nothing (run and bench refuse it without a

@@ -10,7 +10,9 @@ use framelab::report::Format;
 use framelab::store;
 
 use super::compare::CompareSettings;
-use super::compare::{check_export_paths, compare_options, export_comparison, show_comparison};
+use super::compare::{
+    check_export_paths, compare_options, export_comparison, show_comparison, Shown,
+};
 use super::options::{
     command_pin, profile_options, refuse_history_without_file, refuse_keep_output_without_file,
     refuse_profile_without_file, service_specs,
@@ -156,8 +158,13 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
     } else {
         let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
         let options = compare_options(&args.compare, &args.compare.show);
-        let comparison = show_comparison(&sources, &options, args.compare.format, None, false)?;
-        export_comparison(&comparison, &args.compare)?;
+        // Not kept: its temporary path is named nowhere (it is removed at the end).
+        let shown = Shown {
+            unkept: (!outcome.file.kept()).then_some(outcome.path.as_path()),
+        };
+        let comparison =
+            show_comparison(&sources, &options, args.compare.format, None, false, shown)?;
+        export_comparison(&comparison, &args.compare, shown)?;
     }
     if outcome.file.kept() {
         let see = match one_variant {

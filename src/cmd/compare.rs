@@ -99,8 +99,9 @@ pub(super) fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
         args.settings.format,
         args.output.as_deref(),
         args.open,
+        Shown::default(),
     )?;
-    export_comparison(&comparison, &args.settings)?;
+    export_comparison(&comparison, &args.settings, Shown::default())?;
     Ok(
         if args.fail_on_regression && compare::any_regression(&comparison) {
             Outcome::Failed
@@ -124,6 +125,22 @@ pub(super) fn compare_options(
     }
 }
 
+/// A file's name as shown: the path of a run file not kept (`bench -o /dev/null`, a
+/// temporary file removed at the end) is shown as `/dev/null`.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Shown<'a> {
+    pub unkept: Option<&'a std::path::Path>,
+}
+
+impl Shown<'_> {
+    fn apply(&self, text: String) -> String {
+        match self.unkept {
+            Some(path) => text.replace(&path.display().to_string(), "/dev/null (not kept)"),
+            None => text,
+        }
+    }
+}
+
 /// Compares and shows the comparison in `format`: printed, or written to `output`.
 pub(super) fn show_comparison(
     sources: &[compare::Source],
@@ -131,6 +148,7 @@ pub(super) fn show_comparison(
     format: compare::CompareFormat,
     output: Option<&std::path::Path>,
     open: bool,
+    shown: Shown,
 ) -> anyhow::Result<compare::Comparison> {
     let (comparison, text) = if format == compare::CompareFormat::Html {
         compare::compare_html(sources, options)?
@@ -139,6 +157,7 @@ pub(super) fn show_comparison(
         let text = compare::render(&comparison, format);
         (comparison, text)
     };
+    let text = shown.apply(text);
     match output {
         Some(file) => {
             report::html::write(file, &text, None)?;
@@ -156,6 +175,7 @@ pub(super) fn show_comparison(
 pub(super) fn export_comparison(
     comparison: &compare::Comparison,
     settings: &CompareSettings,
+    shown: Shown,
 ) -> anyhow::Result<()> {
     use compare::CompareFormat;
     for (file, format) in [
@@ -164,7 +184,7 @@ pub(super) fn export_comparison(
         (&settings.export_markdown, CompareFormat::Markdown),
     ] {
         let Some(file) = file else { continue };
-        std::fs::write(file, compare::render(comparison, format)).map_err(|e| {
+        std::fs::write(file, shown.apply(compare::render(comparison, format))).map_err(|e| {
             anyhow::anyhow!(
                 "cannot write the comparison to {}: {e}; choose a writable path",
                 file.display()
