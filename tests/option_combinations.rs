@@ -149,7 +149,7 @@ fn history_outside_git_says_how_to_add_the_run_later() {
 }
 
 /// --top sets the rows of the text tables; svg, folded, speedscope and JSON hold every
-/// function, and --top was silently ignored there.
+/// function, and --top was silently ignored there. folded and speedscope of two files.
 #[test]
 fn profile_top_is_refused_where_every_function_is_written() {
     let dir = tempfile::tempdir().unwrap();
@@ -160,6 +160,11 @@ fn profile_top_is_refused_where_every_function_is_written() {
         let out = run(&["profile", path, "--top", "3", "--format", format]);
         let line = refused(&out, "--top 3");
         assert!(line.contains(&format!("--format {format}")), "{line}");
+    }
+    // Two files with --run-id are still a diff: the line said to pick a run with --run-id.
+    for format in ["folded", "speedscope"] {
+        let out = run(&["profile", path, path, "--run-id", "1", "--format", format]);
+        refused(&out, "two files are a diff: give one run file");
     }
 }
 
