@@ -404,12 +404,35 @@ fn stored_spec(path: &Path) -> Option<ExperimentSpec> {
     serde_json::from_str(&experiment.spec_json).ok()
 }
 
-/// `--baseline` and `--baseline-value` checked against the experiment before it runs (they
-/// were refused by the comparison, after the last run).
+/// `--show`, `--baseline` and `--baseline-value` checked against the experiment before it
+/// runs (they were refused by the comparison, after the last run).
 fn check_comparison_choices(
     spec: &ExperimentSpec,
     settings: &CompareSettings,
 ) -> anyhow::Result<()> {
+    // A --show name without a dot is a built-in metric or a --metric's: any other is known
+    // to be missing before the runs (one with a dot may name a stage or a role they record).
+    for name in settings
+        .show
+        .iter()
+        .flat_map(|n| n.split(','))
+        .map(str::trim)
+        .filter(|n| !n.is_empty() && !n.contains('.'))
+    {
+        let defined = spec.run.metrics.iter().any(|m| m.name == name);
+        if !defined && !framelab::output::spec::RESERVED_NAMES.contains(&name) {
+            let mut known: Vec<&str> = ["fps", "late", "cpu_per_frame", "load", "cores"]
+                .into_iter()
+                .chain(["peak_rss", "wall", "cpu"])
+                .collect();
+            known.extend(spec.run.metrics.iter().map(|m| m.name.as_str()));
+            anyhow::bail!(
+                "--show {name}: no such metric; a bench has {}, STAGE.p50/p95/p99, total.p50 \
+                 ... and cpu.ROLE (docs/bench.md)",
+                known.join(", ")
+            );
+        }
+    }
     let names: Vec<&str> = spec.variants.iter().map(|v| v.name.as_str()).collect();
     if let Some(baseline) = &settings.baseline {
         if !names.contains(&baseline.as_str()) {
