@@ -501,3 +501,65 @@ fn resume_refuses_options_that_differ_even_without_variants() {
     }
     assert_eq!(framelab::store::list_runs(&exp).unwrap().len(), 4);
 }
+
+/// compare -o FILE or --export-* FILE where FILE is the experiment compared wrote the
+/// comparison over it (the experiment destroyed); report refuses that already. Two outputs
+/// naming one file wrote one over the other.
+#[test]
+fn a_comparison_is_never_written_over_what_it_compares() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("exp.framelab");
+    let e = exp.to_str().unwrap();
+    let out = run(&[
+        "bench",
+        "-n",
+        "2",
+        "--variant",
+        "a=true",
+        "--variant",
+        "b=true",
+        "-o",
+        e,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let other_name = dir.path().join(".").join("exp.framelab");
+    let other = other_name.to_str().unwrap();
+    for (option, target) in [
+        ("-o", e),
+        ("--export-json", e),
+        ("--export-csv", other),
+        ("--export-markdown", e),
+    ] {
+        let out = run(&["compare", e, option, target]);
+        refused(&out, "a file being compared");
+        assert_eq!(
+            framelab::store::list_runs(&exp).unwrap().len(),
+            4,
+            "{option}"
+        );
+    }
+    let c = dir.path().join("c.json");
+    let c = c.to_str().unwrap();
+    refused(
+        &run(&["compare", e, "-o", c, "--export-json", c]),
+        "-o and --export-json both name",
+    );
+    // bench: an export over its own experiment file (-o).
+    let new = dir.path().join("new.framelab");
+    let n = new.to_str().unwrap();
+    let out = run(&[
+        "bench",
+        "-n",
+        "2",
+        "--variant",
+        "a=true",
+        "--variant",
+        "b=true",
+        "-o",
+        n,
+        "--export-json",
+        n,
+    ]);
+    refused(&out, "a file being compared");
+    assert!(!new.exists());
+}

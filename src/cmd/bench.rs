@@ -11,7 +11,8 @@ use framelab::store;
 
 use super::compare::CompareSettings;
 use super::compare::{
-    check_export_paths, compare_options, export_comparison, show_comparison, Shown,
+    check_export_paths, check_outputs, compare_options, export_comparison, output_files,
+    show_comparison, Shown,
 };
 use super::options::{
     command_pin, profile_options, refuse_history_without_file, refuse_keep_output_without_file,
@@ -89,6 +90,9 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
         spec.validate()?;
     }
     check_export_paths(&args.compare)?;
+    // The exports never replace the experiment file (bench's -o).
+    let experiment: Vec<&Path> = args.output.as_deref().into_iter().collect();
+    check_outputs(&output_files(&args.compare, None), &experiment)?;
     // The experiment as it will run: given here, or the one --resume continues.
     let planned = match &spec {
         Some(spec) => Some(spec.clone()),

@@ -92,6 +92,11 @@ pub(super) fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
         );
     }
     check_export_paths(&args.settings)?;
+    let inputs: Vec<&std::path::Path> = sources.iter().map(|s| s.path.as_path()).collect();
+    check_outputs(
+        &output_files(&args.settings, args.output.as_deref()),
+        &inputs,
+    )?;
     let options = compare_options(&args.settings, &show);
     let comparison = show_comparison(
         &sources,
@@ -193,6 +198,61 @@ pub(super) fn export_comparison(
         eprintln!("framelab: wrote the comparison to {}", file.display());
     }
     Ok(())
+}
+
+/// The files a comparison is written to (`-o`, `--export-*`) must be none of the files it
+/// reads (it was written over the experiment being compared), nor one another. Standard
+/// output and devices are not files here.
+pub(super) fn check_outputs(
+    outputs: &[(&str, Option<&std::path::Path>)],
+    inputs: &[&std::path::Path],
+) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Path;
+    let same = |a: &Path, b: &Path| match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        (Err(_), Err(_)) => std::path::absolute(a).ok() == std::path::absolute(b).ok(),
+        _ => false,
+    };
+    let files: Vec<(&str, &Path)> = outputs
+        .iter()
+        .filter_map(|(option, path)| Some((*option, (*path)?)))
+        .filter(|(_, path)| {
+            *path != Path::new("-") && std::fs::metadata(path).map_or(true, |m| m.is_file())
+        })
+        .collect();
+    for (option, file) in &files {
+        if let Some(input) = inputs.iter().find(|input| same(file, input)) {
+            anyhow::bail!(
+                "{option} {} is {}, a file being compared: writing the comparison there would \
+                 destroy it; give another path",
+                file.display(),
+                input.display()
+            );
+        }
+    }
+    for (i, (a, file)) in files.iter().enumerate() {
+        if let Some((b, _)) = files[i + 1..].iter().find(|(_, other)| same(file, other)) {
+            anyhow::bail!(
+                "{a} and {b} both name {}: give each its own file",
+                file.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The comparison's files (`--export-*`, and `-o` where it is one), for `check_outputs`.
+pub(super) fn output_files<'a>(
+    settings: &'a CompareSettings,
+    output: Option<&'a std::path::Path>,
+) -> Vec<(&'static str, Option<&'a std::path::Path>)> {
+    vec![
+        ("-o", output),
+        ("--export-json", settings.export_json.as_deref()),
+        ("--export-csv", settings.export_csv.as_deref()),
+        ("--export-markdown", settings.export_markdown.as_deref()),
+    ]
 }
 
 /// Export files must be writable where they are asked: their folder exists.
