@@ -563,3 +563,29 @@ fn a_comparison_is_never_written_over_what_it_compares() {
     refused(&out, "a file being compared");
     assert!(!new.exists());
 }
+
+/// run/demo --html naming the run file (-o): refused after the run (the command ran and the
+/// run was kept, the line saying "give another -o"); now before, naming --html.
+#[test]
+fn an_html_page_over_the_run_file_is_refused_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.framelab");
+    let f = file.to_str().unwrap();
+    let marker = dir.path().join("ran");
+    let out = run(&[
+        "run",
+        "-o",
+        f,
+        "--html",
+        f,
+        "--",
+        "touch",
+        marker.to_str().unwrap(),
+    ]);
+    refused(&out, "--html");
+    assert!(error_line(&out).contains("is the run file"));
+    assert!(!marker.exists() && !file.exists());
+    let out = run(&["demo", "--duration", "300ms", "-o", f, "--html", f]);
+    refused(&out, "is the run file");
+    assert!(!file.exists());
+}

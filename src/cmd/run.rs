@@ -101,6 +101,24 @@ pub(super) fn run_and_report(
     // A page that cannot be written is refused now, not after the run.
     if let Some(file) = &html.html {
         framelab::destination::Target::resolve(file)?;
+        // Nor one that is the run file: it was refused after the run, which was kept.
+        if let Some(run_file) = &opts.output {
+            use std::os::unix::fs::MetadataExt;
+            let same = match (std::fs::metadata(file), std::fs::metadata(run_file)) {
+                (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino() && a.is_file(),
+                (Err(_), Err(_)) => {
+                    std::path::absolute(file).ok() == std::path::absolute(run_file).ok()
+                }
+                _ => false,
+            };
+            if same {
+                anyhow::bail!(
+                    "--html {} is the run file (-o {}): give the page a file of its own",
+                    file.display(),
+                    run_file.display()
+                );
+            }
+        }
     }
     let outcome = session::run(opts)?;
     default_signals();
