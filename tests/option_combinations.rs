@@ -120,6 +120,16 @@ fn history_with_no_run_file_is_refused() {
     );
     refused(&out, "keeps no file");
     assert!(!marker.exists(), "the bench ran before the refusal");
+    // A store named as the run file was created there (history tables in the -o path),
+    // then the run refused it as "not a framelab run file".
+    let file = dir.path().join("r.framelab");
+    let f = file.to_str().unwrap();
+    let out = run(&["run", "-o", f, "--history", f, "--", "true"]);
+    refused(&out, "is the run file (-o)");
+    assert!(
+        !file.exists(),
+        "a history store was created at the run file's path"
+    );
 }
 
 /// Outside a git repository run --history cannot know the commit; the line said to give

@@ -108,6 +108,14 @@ pub(super) fn refuse_history_without_file(
     output: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
     if let (Some(store), Some(file)) = (&history.history, output) {
+        // A store named as the run file was created there, and the run then refused.
+        let store_path = std::path::Path::new(store);
+        if std::path::absolute(store_path).ok() == std::path::absolute(file).ok() {
+            anyhow::bail!(
+                "--history {} is the run file (-o): a history store is a file of its own",
+                framelab::display::text(store)
+            );
+        }
         if let Ok(framelab::destination::Target::Null(_)) =
             framelab::destination::Target::resolve(file)
         {
