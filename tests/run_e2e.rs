@@ -546,6 +546,89 @@ fn warmup_by_frame_count() {
     assert!(both.contains("give one"), "{both}");
 }
 
+/// A run stopped (--duration) before frame N+1 of --warmup-frames N began: every frame was
+/// warmup, and the window is empty at the end. It was the whole run, reported as "no
+/// warmup", with every warmup frame measured.
+#[test]
+fn a_run_that_ends_inside_its_warmup_frames_measures_no_frame() {
+    let (out, run) = record_testprog(
+        &["--duration", "600ms", "--warmup-frames", "100000"],
+        &["slow-middle"],
+    );
+    let a = analyze(&run);
+    assert!(
+        a.window.warmup_frames >= 5,
+        "{} warmup frames",
+        a.window.warmup_frames
+    );
+    assert_eq!(a.frames, 0, "frames measured though the warmup never ended");
+    assert!(
+        run.meta.window_start_ns >= 500_000_000,
+        "window from {} ns: it covered the warmup",
+        run.meta.window_start_ns
+    );
+    // Empty, not the microseconds between opening and closing (CPU and load over them).
+    assert_eq!(run.meta.window_start_ns, run.meta.window_end_ns);
+    let text = stdout(&out);
+    assert!(text.contains("after the first 100000 frames"), "{text}");
+    assert!(
+        text.contains("the run ended before its warmup did"),
+        "{text}"
+    );
+}
+
+/// --warmup counts from the first frame; a run that ends before first frame + warmup (a
+/// late first frame, a short --duration) measures no frame. It measured from launch +
+/// warmup, the first frames included, and said the warmup counted from launch.
+#[test]
+fn a_run_that_ends_inside_its_warmup_from_the_first_frame_measures_no_frame() {
+    // First frame at ~400 ms; 400 + 500 ms is after the 800 ms the run lasts.
+    let (out, run) = record_testprog(
+        &["--warmup", "500ms", "--duration", "800ms"],
+        &["late-start", "400", "1000"],
+    );
+    let a = analyze(&run);
+    assert_eq!(
+        run.meta.warmup_from,
+        framelab::model::WarmupFrom::FirstFrame
+    );
+    assert!(a.window.warmup_frames >= 1, "{text}", text = stdout(&out));
+    assert_eq!(a.frames, 0, "{}", stdout(&out));
+    assert_eq!(run.meta.window_start_ns, run.meta.window_end_ns);
+    assert!(stdout(&out).contains("the run ended before its warmup did"));
+    // The same when the command exits before its first frame + warmup.
+    let (_, run) = record_testprog(&["--warmup", "300ms"], &["late-start", "400", "10"]);
+    let a = analyze(&run);
+    assert_eq!(a.frames, 0, "frames within the warmup were measured");
+    assert!(a.window.warmup_frames >= 1);
+}
+
+/// --warmup-from says where --warmup counts from: alone (no --warmup) or with
+/// --warmup-frames it changed nothing and was silently ignored; now refused.
+#[test]
+fn warmup_from_without_a_warmup_is_refused() {
+    let line = run_args_error(&["--warmup-from", "launch"]);
+    assert!(line.contains("there is no --warmup"), "{line}");
+    let out = framelab()
+        .args([
+            "run",
+            "--warmup-from",
+            "launch",
+            "--warmup-frames",
+            "3",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot be used with"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// A command that records no frame: the warmup falls back to launch, and the file says so.
 #[test]
 fn an_uninstrumented_command_warms_up_from_launch() {

@@ -198,6 +198,11 @@ fn services_that_never_get_ready_are_errors_naming_them() {
             "the measured command's role",
         ),
         (vec!["--ready", "x=tcp:1"], "no service named x"),
+        // Without any service the line listed them as "()".
+        (
+            vec!["--pin", "db=0"],
+            "no service named db (start one with --service NAME=CMD)",
+        ),
         (
             vec!["--service", "a=sleep 1", "--pin", "a=99999"],
             "CPU 99999 is not available",

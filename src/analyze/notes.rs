@@ -20,6 +20,8 @@ pub struct NoteFacts {
     pub hint: Option<u64>,
     /// Why `--frames N` gave no throughput though nothing else counted frames.
     pub hint_unusable: Option<&'static str>,
+    /// Frames that ended before the window (warmup).
+    pub warmup_frames: u64,
 }
 
 /// Linux signal names, for "killed by SIGSEGV (signal 11)".
@@ -221,7 +223,25 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
             )
         ));
     }
-    if window.length_ns() == 0 {
+    // (A command that exited during a --warmup has its own note above.)
+    let exited_in_warmup = meta.end_reason == EndReason::Exited
+        && window.end_ns <= window.start_ns
+        && meta.warmup_ns > 0;
+    let ended_in_warmup = facts.spans > 0
+        && facts.measured_frames == 0
+        && facts.warmup_frames > 0
+        && window.length_ns() == 0
+        && !exited_in_warmup;
+    if ended_in_warmup {
+        // The run ended inside its warmup (`--warmup-frames` more than the run made, or a
+        // `--warmup` from a first frame that came late): the window is empty at the end.
+        notes.push(format!(
+            "No frame ended inside the measured window: the run ended before its warmup did \
+             ({}), so no rates, load or fps can be computed. Let it run longer, or give a \
+             shorter --warmup or --warmup-frames.",
+            plural(facts.warmup_frames, "frame", "frames") + " excluded as warmup"
+        ));
+    } else if window.length_ns() == 0 {
         notes.push("The measured window is empty: no rates, load or fps can be computed.".into());
     } else if let (Some(n), Some(why)) = (facts.hint, facts.hint_unusable) {
         notes.push(format!(

@@ -221,6 +221,7 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
         hint_ignored: hint.is_some() && !no_spans,
         hint,
         hint_unusable,
+        warmup_frames: facts.warmup_frames,
     };
 
     let mut telemetry = summarize_telemetry(

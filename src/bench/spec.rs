@@ -285,6 +285,12 @@ impl ExperimentSpec {
         {
             bail!(message);
         }
+        if let Some(duration) = self.run.duration_ns {
+            let duration = std::time::Duration::from_nanos(duration.max(0) as u64);
+            if let Some(message) = crate::session::window_conflict(warmup, duration) {
+                bail!(message);
+            }
+        }
         let mut names = std::collections::HashSet::new();
         for v in &self.variants {
             if !names.insert(v.name.as_str()) {

@@ -15,7 +15,7 @@ use framelab::sample::SourceKind;
 pub struct ProfileFlag {
     /// Sample the call stacks of every process of the run (user and kernel) HZ times a
     /// second per CPU busy (default 99; at most the kernel's perf_event_max_sample_rate);
-    /// see them with `framelab profile RUN`
+    /// see them with `framelab profile RUN` (not with -o /dev/null: they are kept in the run file)
     #[arg(long, value_name = "HZ", num_args = 0..=1, require_equals = true,
           default_missing_value = "99", value_parser = limits::profile_hz)]
     pub profile: Option<u64>,
@@ -58,13 +58,52 @@ pub struct TargetArgs {
 #[derive(Args, Debug, Clone)]
 pub struct WarmupModeArgs {
     /// What --warmup counts from: first-frame (start-up before the command's first span is
-    /// not warmup; a command that records no span counts from launch) or launch
-    #[arg(long, value_enum, default_value = "first-frame", value_name = "FROM")]
-    pub warmup_from: WarmupFrom,
+    /// not warmup; a command that records no span counts from launch) or launch [default:
+    /// first-frame] (only with a --warmup; not with --warmup-frames)
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FROM",
+        conflicts_with = "warmup_frames"
+    )]
+    pub warmup_from: Option<WarmupFrom>,
     /// Exclude the first N frames instead of a time: the window opens where frame N+1
     /// began (not with --warmup; at most 10^9)
     #[arg(long, value_parser = limits::warmup_frames, value_name = "N")]
     pub warmup_frames: Option<u64>,
+}
+
+impl ServiceArgs {
+    /// `--ready-timeout`, or 30 s.
+    pub fn ready_timeout(&self) -> Duration {
+        self.ready_timeout
+            .unwrap_or(framelab::services::DEFAULT_READY_TIMEOUT)
+    }
+}
+
+impl WarmupModeArgs {
+    /// What the warmup counts from: `--warmup-from`, else the first frame.
+    pub fn from(&self) -> WarmupFrom {
+        self.warmup_from.unwrap_or(WarmupFrom::FirstFrame)
+    }
+}
+
+impl RunControlArgs {
+    /// `--warmup-from` says where a `--warmup` counts from: without one (run and bench have
+    /// none by default) it would change nothing, so it is refused rather than ignored.
+    pub fn warmup_from(&self) -> anyhow::Result<WarmupFrom> {
+        if let (Some(from), true) = (self.warmup_mode.warmup_from, self.warmup.is_zero()) {
+            let name = match from {
+                WarmupFrom::Launch => "launch",
+                _ => "first-frame",
+            };
+            anyhow::bail!(
+                "--warmup-from {name} says where --warmup counts from, and there is no --warmup: \
+                 add --warmup DUR, or drop --warmup-from"
+            );
+        }
+        Ok(self.warmup_mode.from())
+    }
 }
 
 /// The long help of `--metric` (run and bench).
@@ -96,7 +135,8 @@ pub struct OutputArgs {
     #[arg(long = "metric", value_name = "NAME:higher=REGEX", long_help = METRIC_HELP)]
     pub metrics: Vec<String>,
     /// Capture stdout and stderr even when no --metric reads them: the last 1 MiB of each
-    /// goes into the run file (they still reach the terminal, but the command sees a pipe)
+    /// goes into the run file (they still reach the terminal, but the command sees a pipe;
+    /// not with -o /dev/null)
     #[arg(long)]
     pub keep_output: bool,
     /// Run the command through sh -c, for pipes, &&, redirections and $VARS (the words
@@ -118,9 +158,10 @@ pub struct ServiceArgs {
     /// without it, as soon as it started
     #[arg(long = "ready", value_name = "NAME=HOW")]
     pub ready: Vec<String>,
-    /// How long a service may take to get ready (at most 1h)
-    #[arg(long, value_parser = limits::ready_timeout, default_value = "30s", value_name = "DUR")]
-    pub ready_timeout: Duration,
+    /// How long a service may take to get ready (at most 1h) [default: 30s] (with --ready:
+    /// without one a service is ready as soon as it started)
+    #[arg(long, value_parser = limits::ready_timeout, value_name = "DUR", requires = "ready")]
+    pub ready_timeout: Option<Duration>,
     /// Pin the command (CPUS, or command=CPUS) or a service (NAME=CPUS) to CPUs, e.g.
     /// --pin server=2-3 --pin command=0-1
     #[arg(long = "pin", value_name = "[ROLE=]CPUS")]

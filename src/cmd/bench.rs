@@ -10,8 +10,14 @@ use framelab::report::Format;
 use framelab::store;
 
 use super::compare::CompareSettings;
-use super::compare::{check_export_paths, compare_options, export_comparison, show_comparison};
-use super::options::{command_pin, profile_options, service_specs};
+use super::compare::{
+    check_export_paths, check_outputs, compare_options, export_comparison, output_files,
+    show_comparison, Shown,
+};
+use super::options::{
+    command_pin, profile_options, refuse_history_without_file, refuse_keep_output_without_file,
+    refuse_profile_without_file, service_specs,
+};
 use super::output::{emit, UNKEPT};
 use super::report::report_runs;
 use super::{default_signals, Outcome};
@@ -77,10 +83,40 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
     let spec = if spec_given || !args.resume {
         Some(bench_spec(&args)?)
     } else {
-        None
+        resumed_with_options(&args)?
     };
     // Refused before the first run, not after the last.
+    if let Some(spec) = &spec {
+        spec.validate()?;
+    }
     check_export_paths(&args.compare)?;
+    // The exports never replace the experiment file (bench's -o).
+    let experiment: Vec<&Path> = args.output.as_deref().into_iter().collect();
+    check_outputs(&output_files(&args.compare, None), &experiment)?;
+    // The experiment as it will run: given here, or the one --resume continues.
+    let planned = match &spec {
+        Some(spec) => Some(spec.clone()),
+        None => match &args.output {
+            Some(file) if file.is_file() => stored_spec(file),
+            _ => None,
+        },
+    };
+    let single = planned
+        .as_ref()
+        .is_some_and(|spec| spec.variants.len() == 1 && spec.params.is_empty());
+    if let (true, Some(option)) = (single, comparison_option(&args.compare)) {
+        anyhow::bail!(
+            "{option} is for comparing variants, and this bench has one variant and no --param \
+             (its runs are listed, not compared): add a --variant NAME=CMD or a --param \
+             KEY=V1,V2, or drop {option}"
+        );
+    }
+    if let Some(planned) = &planned {
+        check_comparison_choices(planned, &args.compare)?;
+    }
+    refuse_history_without_file(&args.control.history, args.output.as_deref())?;
+    refuse_profile_without_file(&args.profile, args.output.as_deref())?;
+    refuse_keep_output_without_file(args.from_output.keep_output, args.output.as_deref())?;
     let history = framelab::history::cli::HistoryTarget::check(&args.control.history)?;
     let outcome = framelab::bench::run(&framelab::bench::BenchOptions {
         spec,
@@ -116,17 +152,23 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
         // Nothing to compare: each run's figures, as `framelab report` lists an experiment's.
         emit(&report_runs(
             &outcome.path,
+            outcome.file.kept(),
             listing_format(args.compare.format),
         )?)?;
         eprintln!(
-            "framelab: one variant and no --param: nothing to compare (and nothing exported); \
-             add a --variant NAME=CMD or a --param to compare"
+            "framelab: one variant and no --param: nothing to compare; add a --variant \
+             NAME=CMD or a --param to compare"
         );
     } else {
         let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
         let options = compare_options(&args.compare, &args.compare.show);
-        let comparison = show_comparison(&sources, &options, args.compare.format, None, false)?;
-        export_comparison(&comparison, &args.compare)?;
+        // Not kept: its temporary path is named nowhere (it is removed at the end).
+        let shown = Shown {
+            unkept: (!outcome.file.kept()).then_some(outcome.path.as_path()),
+        };
+        let comparison =
+            show_comparison(&sources, &options, args.compare.format, None, false, shown)?;
+        export_comparison(&comparison, &args.compare, shown)?;
     }
     if outcome.file.kept() {
         let see = match one_variant {
@@ -169,6 +211,15 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
 
 /// The experiment the command line describes.
 fn bench_spec(args: &BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpec> {
+    bench_spec_on(args, None)
+}
+
+/// The experiment the command line describes; on `base` (the experiment a `--resume`
+/// continues), its variants, parameters and, without `-n`, its runs.
+fn bench_spec_on(
+    args: &BenchArgs,
+    base: Option<&ExperimentSpec>,
+) -> anyhow::Result<framelab::bench::ExperimentSpec> {
     use framelab::bench::{
         parse_param, parse_shell_variant, parse_variant, shell_argv, ExperimentSpec, RunSettings,
         ServiceSettings, VariantSpec,
@@ -176,7 +227,7 @@ fn bench_spec(args: &BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpe
     // Checked before the first run: a mistyped service fails now, not at run 1.
     service_specs(&args.services, args.from_output.shell)?;
     let shell = args.from_output.shell;
-    let Some(runs) = args.runs else {
+    let Some(runs) = args.runs.or(base.map(|b| b.runs)) else {
         anyhow::bail!("-n RUNS is required: how many runs of each variant (6 or more for verdicts you can trust)");
     };
     let mut variants = Vec::new();
@@ -222,6 +273,34 @@ fn bench_spec(args: &BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpe
     for p in &args.params {
         params.push(parse_param(p)?);
     }
+    if let Some(base) = base {
+        variants = base.variants.clone();
+        params = base.params.clone();
+    }
+    // A parameter no command names would run the same thing at every value: the sweep's
+    // "changes" would be noise.
+    for p in params
+        .iter()
+        .filter(|_| !variants.is_empty() && base.is_none())
+    {
+        let mark = format!("{{{}}}", p.key);
+        let named = |text: &str| framelab::bench::spec::placeholders(text).contains(&p.key);
+        let used = variants.iter().any(|v| v.command.iter().any(|w| named(w)))
+            || [&args.prepare, &args.setup, &args.cleanup]
+                .into_iter()
+                .flatten()
+                .any(|c| named(c))
+            || args.services.services.iter().any(|s| s.contains(&mark))
+            || args.from_output.metrics.iter().any(|m| m.contains(&mark));
+        if !used {
+            anyhow::bail!(
+                "--param {}: no command names {mark}, so every value would run the same thing: \
+                 put {mark} where the value goes (in a --variant, the command after --, \
+                 --prepare, --setup, a --service or a --metric's JSON file)",
+                p.key
+            );
+        }
+    }
     let ns = |d: std::time::Duration| d.as_nanos() as i64;
     Ok(ExperimentSpec {
         variants,
@@ -243,7 +322,7 @@ fn bench_spec(args: &BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpe
             fps: args.control.target.fps,
             budget_ns: args.control.target.budget.map(ns),
             warmup_ns: ns(args.control.warmup),
-            warmup_from: args.control.warmup_mode.warmup_from,
+            warmup_from: args.control.warmup_from()?,
             warmup_frames: args.control.warmup_mode.warmup_frames,
             duration_ns: args.control.duration.map(ns),
             frames: args.control.frames,
@@ -256,13 +335,155 @@ fn bench_spec(args: &BenchArgs) -> anyhow::Result<framelab::bench::ExperimentSpe
             services: ServiceSettings {
                 services: args.services.services.clone(),
                 ready: args.services.ready.clone(),
-                ready_timeout_ns: ns(args.services.ready_timeout),
+                ready_timeout_ns: ns(args.services.ready_timeout()),
                 pins: args.services.pins.clone(),
                 shell,
             },
             profile: profile_options(&args.profile),
         },
     })
+}
+
+/// `--resume -o FILE` with options but no variants: the stored experiment with the options
+/// given in place of its own, for the resume to refuse where they differ (they were
+/// silently ignored); `None` when only `--resume -o FILE` was given.
+fn resumed_with_options(args: &BenchArgs) -> anyhow::Result<Option<ExperimentSpec>> {
+    use clap::Parser;
+    let Some(file) = args.output.as_ref().filter(|f| f.is_file()) else {
+        return Ok(None);
+    };
+    let Some(stored) = stored_spec(file) else {
+        return Ok(None);
+    };
+    let words = ["framelab", "bench", "--resume", "-o"];
+    let plain = super::Cli::try_parse_from(
+        words
+            .iter()
+            .map(std::ffi::OsStr::new)
+            .chain([file.as_os_str()]),
+    )?;
+    let super::Command::Bench(plain) = plain.command else {
+        return Ok(None);
+    };
+    let given = serde_json::to_value(bench_spec_on(args, Some(&stored))?)?;
+    let unchanged = serde_json::to_value(bench_spec_on(&plain, Some(&stored))?)?;
+    let mut merged = serde_json::to_value(&stored)?;
+    override_given(&mut merged, &unchanged, &given);
+    let merged: ExperimentSpec = serde_json::from_value(merged)?;
+    Ok((merged != stored).then_some(merged))
+}
+
+/// Puts into `stored` each value of `given` that differs from `unchanged` (what the
+/// command line gives without options), field by field.
+fn override_given(
+    stored: &mut serde_json::Value,
+    unchanged: &serde_json::Value,
+    given: &serde_json::Value,
+) {
+    use serde_json::Value;
+    let (Value::Object(stored), Value::Object(unchanged), Value::Object(given)) =
+        (stored, unchanged, given)
+    else {
+        return;
+    };
+    for (key, value) in given {
+        let before = unchanged.get(key);
+        if before == Some(value) {
+            continue;
+        }
+        match (stored.get_mut(key), before) {
+            (Some(inner), Some(before)) if inner.is_object() && value.is_object() => {
+                override_given(inner, before, value)
+            }
+            _ => {
+                stored.insert(key.clone(), value.clone());
+            }
+        }
+    }
+}
+
+/// The experiment an existing file holds (what `--resume` continues).
+fn stored_spec(path: &Path) -> Option<ExperimentSpec> {
+    let experiment = store::load_experiment(path).ok()??;
+    serde_json::from_str(&experiment.spec_json).ok()
+}
+
+/// `--show`, `--baseline` and `--baseline-value` checked against the experiment before it
+/// runs (they were refused by the comparison, after the last run).
+fn check_comparison_choices(
+    spec: &ExperimentSpec,
+    settings: &CompareSettings,
+) -> anyhow::Result<()> {
+    // A --show name without a dot is a built-in metric or a --metric's: any other is known
+    // to be missing before the runs (one with a dot may name a stage or a role they record).
+    for name in settings
+        .show
+        .iter()
+        .flat_map(|n| n.split(','))
+        .map(str::trim)
+        .filter(|n| !n.is_empty() && !n.contains('.'))
+    {
+        let defined = spec.run.metrics.iter().any(|m| m.name == name);
+        if !defined && !framelab::output::spec::RESERVED_NAMES.contains(&name) {
+            let mut known: Vec<&str> = ["fps", "late", "cpu_per_frame", "load", "cores"]
+                .into_iter()
+                .chain(["peak_rss", "wall", "cpu"])
+                .collect();
+            known.extend(spec.run.metrics.iter().map(|m| m.name.as_str()));
+            anyhow::bail!(
+                "--show {name}: no such metric; a bench has {}, STAGE.p50/p95/p99, total.p50 \
+                 ... and cpu.ROLE (docs/bench.md)",
+                known.join(", ")
+            );
+        }
+    }
+    let names: Vec<&str> = spec.variants.iter().map(|v| v.name.as_str()).collect();
+    if let Some(baseline) = &settings.baseline {
+        if !names.contains(&baseline.as_str()) {
+            anyhow::bail!(
+                "--baseline {baseline}: no such variant; the variants are {}",
+                names.join(", ")
+            );
+        }
+    }
+    let Some(first) = settings.baseline_values.first() else {
+        return Ok(());
+    };
+    if spec.variants.len() > 1 {
+        anyhow::bail!(
+            "--baseline-value {first}: it picks the parameter values a sweep of one variant is \
+             compared with; this bench has {} variants, compared with each other at every value \
+             (choose the reference one with --baseline NAME)",
+            spec.variants.len()
+        );
+    }
+    let keys: Vec<&str> = spec.params.iter().map(|p| p.key.as_str()).collect();
+    for given in &settings.baseline_values {
+        let (key, value) = match given.split_once('=') {
+            Some((k, v)) => (k.trim(), v.trim()),
+            None if keys.len() == 1 => (keys[0], given.trim()),
+            None => anyhow::bail!(
+                "--baseline-value {given}: there are {} parameters ({}): say which, e.g. \
+                 --baseline-value {}={given}",
+                keys.len(),
+                keys.join(", "),
+                keys.first().unwrap_or(&"KEY")
+            ),
+        };
+        let Some(param) = spec.params.iter().find(|p| p.key == key) else {
+            anyhow::bail!(
+                "--baseline-value {given}: no parameter '{key}'; the parameters are {}",
+                keys.join(", ")
+            );
+        };
+        if !param.values.iter().any(|v| v == value) {
+            anyhow::bail!(
+                "--baseline-value {given}: {key} takes the values {}",
+                param.values.join(", ")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Whether the experiment is one variant at one set of parameter values: its runs can be
@@ -273,6 +494,43 @@ fn one_variant(path: &Path) -> anyhow::Result<bool> {
     };
     let spec: ExperimentSpec = serde_json::from_str(&experiment.spec_json)?;
     Ok(spec.variants.len() == 1 && spec.params.is_empty())
+}
+
+/// The first option given that only a comparison uses (a bench of one variant and no
+/// `--param` lists its runs instead), as the user wrote it.
+fn comparison_option(settings: &CompareSettings) -> Option<String> {
+    use compare::CompareFormat;
+    let defaults = CompareSettings::defaults();
+    let given = [
+        (settings.baseline.is_some(), "--baseline".to_owned()),
+        (
+            !settings.baseline_values.is_empty(),
+            "--baseline-value".to_owned(),
+        ),
+        (!settings.show.is_empty(), "--show".to_owned()),
+        (settings.noise != defaults.0, "--noise".to_owned()),
+        (settings.resamples != defaults.1, "--resamples".to_owned()),
+        (
+            matches!(settings.format, CompareFormat::Csv | CompareFormat::Html),
+            format!(
+                "--format {}",
+                match settings.format {
+                    CompareFormat::Csv => "csv",
+                    _ => "html",
+                }
+            ),
+        ),
+        (settings.export_json.is_some(), "--export-json".to_owned()),
+        (settings.export_csv.is_some(), "--export-csv".to_owned()),
+        (
+            settings.export_markdown.is_some(),
+            "--export-markdown".to_owned(),
+        ),
+    ];
+    given
+        .into_iter()
+        .find(|(given, _)| *given)
+        .map(|(_, option)| option)
 }
 
 /// The run listing's format for a bench's `--format` (CSV and HTML are comparisons' only).

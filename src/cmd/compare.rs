@@ -68,6 +68,13 @@ pub struct CompareSettings {
     pub export_markdown: Option<PathBuf>,
 }
 
+impl CompareSettings {
+    /// `--noise` and `--resamples` when not given (their `default_value`s above).
+    pub(super) fn defaults() -> (f64, usize) {
+        (0.02, 10_000)
+    }
+}
+
 pub(super) fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
     let mut sources = Vec::new();
     for file in &args.files {
@@ -85,6 +92,11 @@ pub(super) fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
         );
     }
     check_export_paths(&args.settings)?;
+    let inputs: Vec<&std::path::Path> = sources.iter().map(|s| s.path.as_path()).collect();
+    check_outputs(
+        &output_files(&args.settings, args.output.as_deref()),
+        &inputs,
+    )?;
     let options = compare_options(&args.settings, &show);
     let comparison = show_comparison(
         &sources,
@@ -92,8 +104,9 @@ pub(super) fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
         args.settings.format,
         args.output.as_deref(),
         args.open,
+        Shown::default(),
     )?;
-    export_comparison(&comparison, &args.settings)?;
+    export_comparison(&comparison, &args.settings, Shown::default())?;
     Ok(
         if args.fail_on_regression && compare::any_regression(&comparison) {
             Outcome::Failed
@@ -117,6 +130,22 @@ pub(super) fn compare_options(
     }
 }
 
+/// A file's name as shown: the path of a run file not kept (`bench -o /dev/null`, a
+/// temporary file removed at the end) is shown as `/dev/null`.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Shown<'a> {
+    pub unkept: Option<&'a std::path::Path>,
+}
+
+impl Shown<'_> {
+    fn apply(&self, text: String) -> String {
+        match self.unkept {
+            Some(path) => text.replace(&path.display().to_string(), "/dev/null (not kept)"),
+            None => text,
+        }
+    }
+}
+
 /// Compares and shows the comparison in `format`: printed, or written to `output`.
 pub(super) fn show_comparison(
     sources: &[compare::Source],
@@ -124,6 +153,7 @@ pub(super) fn show_comparison(
     format: compare::CompareFormat,
     output: Option<&std::path::Path>,
     open: bool,
+    shown: Shown,
 ) -> anyhow::Result<compare::Comparison> {
     let (comparison, text) = if format == compare::CompareFormat::Html {
         compare::compare_html(sources, options)?
@@ -132,6 +162,7 @@ pub(super) fn show_comparison(
         let text = compare::render(&comparison, format);
         (comparison, text)
     };
+    let text = shown.apply(text);
     match output {
         Some(file) => {
             report::html::write(file, &text, None)?;
@@ -149,6 +180,7 @@ pub(super) fn show_comparison(
 pub(super) fn export_comparison(
     comparison: &compare::Comparison,
     settings: &CompareSettings,
+    shown: Shown,
 ) -> anyhow::Result<()> {
     use compare::CompareFormat;
     for (file, format) in [
@@ -157,7 +189,7 @@ pub(super) fn export_comparison(
         (&settings.export_markdown, CompareFormat::Markdown),
     ] {
         let Some(file) = file else { continue };
-        std::fs::write(file, compare::render(comparison, format)).map_err(|e| {
+        std::fs::write(file, shown.apply(compare::render(comparison, format))).map_err(|e| {
             anyhow::anyhow!(
                 "cannot write the comparison to {}: {e}; choose a writable path",
                 file.display()
@@ -166,6 +198,61 @@ pub(super) fn export_comparison(
         eprintln!("framelab: wrote the comparison to {}", file.display());
     }
     Ok(())
+}
+
+/// The files a comparison is written to (`-o`, `--export-*`) must be none of the files it
+/// reads (it was written over the experiment being compared), nor one another. Standard
+/// output and devices are not files here.
+pub(super) fn check_outputs(
+    outputs: &[(&str, Option<&std::path::Path>)],
+    inputs: &[&std::path::Path],
+) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Path;
+    let same = |a: &Path, b: &Path| match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        (Err(_), Err(_)) => std::path::absolute(a).ok() == std::path::absolute(b).ok(),
+        _ => false,
+    };
+    let files: Vec<(&str, &Path)> = outputs
+        .iter()
+        .filter_map(|(option, path)| Some((*option, (*path)?)))
+        .filter(|(_, path)| {
+            *path != Path::new("-") && std::fs::metadata(path).map_or(true, |m| m.is_file())
+        })
+        .collect();
+    for (option, file) in &files {
+        if let Some(input) = inputs.iter().find(|input| same(file, input)) {
+            anyhow::bail!(
+                "{option} {} is {}, a file being compared: writing the comparison there would \
+                 destroy it; give another path",
+                file.display(),
+                input.display()
+            );
+        }
+    }
+    for (i, (a, file)) in files.iter().enumerate() {
+        if let Some((b, _)) = files[i + 1..].iter().find(|(_, other)| same(file, other)) {
+            anyhow::bail!(
+                "{a} and {b} both name {}: give each its own file",
+                file.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The comparison's files (`--export-*`, and `-o` where it is one), for `check_outputs`.
+pub(super) fn output_files<'a>(
+    settings: &'a CompareSettings,
+    output: Option<&'a std::path::Path>,
+) -> Vec<(&'static str, Option<&'a std::path::Path>)> {
+    vec![
+        ("-o", output),
+        ("--export-json", settings.export_json.as_deref()),
+        ("--export-csv", settings.export_csv.as_deref()),
+        ("--export-markdown", settings.export_markdown.as_deref()),
+    ]
 }
 
 /// Export files must be writable where they are asked: their folder exists.

@@ -9,7 +9,10 @@ use framelab::demo::{self, PacerKind};
 use framelab::report::Format;
 use framelab::session::RunOptions;
 
-use super::options::{profile_options, sampling_options, with_live};
+use super::options::{
+    profile_options, refuse_experiment_file, refuse_profile_without_file, sampling_options,
+    with_live,
+};
 use super::run::run_and_report;
 use super::Outcome;
 use crate::cli::{limits, HtmlArgs, LiveArgs, ProfileFlag, SamplingArgs, WarmupModeArgs};
@@ -76,6 +79,14 @@ pub(super) fn run(args: DemoArgs) -> anyhow::Result<Outcome> {
         ..Default::default()
     }
     .validate()?;
+    if let (Some(_), Some(Duration::ZERO)) = (args.warmup_mode.warmup_from, args.warmup) {
+        anyhow::bail!(
+            "--warmup-from says where --warmup counts from, and --warmup is 0s: give a warmup, \
+             or drop --warmup-from"
+        );
+    }
+    refuse_profile_without_file(&args.profile, args.output.as_deref())?;
+    refuse_experiment_file(args.output.as_deref())?;
     let exe = std::env::current_exe()?.to_string_lossy().into_owned();
     let opts = RunOptions {
         command: vec![
@@ -94,7 +105,7 @@ pub(super) fn run(args: DemoArgs) -> anyhow::Result<Outcome> {
             (Some(given), None) => given,
             (None, None) => DEFAULT_WARMUP.min(args.duration / 5),
         },
-        warmup_from: args.warmup_mode.warmup_from,
+        warmup_from: args.warmup_mode.from(),
         warmup_frames: args.warmup_mode.warmup_frames,
         duration: Some(args.duration),
         name: Some(args.name.unwrap_or_else(|| {

@@ -100,3 +100,88 @@ pub(super) fn profile_options(flag: &ProfileFlag) -> Option<framelab::profile::P
         call_graph: flag.call_graph,
     })
 }
+
+/// `--history STORE` adds the finished run file's runs to the store: with `-o /dev/null`
+/// no file is kept, so the run would be measured and silently left out of the history.
+pub(super) fn refuse_history_without_file(
+    history: &framelab::history::cli::HistoryFlag,
+    output: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    if let (Some(store), Some(file)) = (&history.history, output) {
+        // A store named as the run file was created there, and the run then refused.
+        let store_path = std::path::Path::new(store);
+        if std::path::absolute(store_path).ok() == std::path::absolute(file).ok() {
+            anyhow::bail!(
+                "--history {} is the run file (-o): a history store is a file of its own",
+                framelab::display::text(store)
+            );
+        }
+        if let Ok(framelab::destination::Target::Null(_)) =
+            framelab::destination::Target::resolve(file)
+        {
+            anyhow::bail!(
+                "--history {} adds the run file's runs to the store, and -o {} keeps no file: \
+                 give -o FILE, or drop --history",
+                framelab::display::text(store),
+                file.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `--profile` stores the sampled stacks in the run file, where `framelab profile` reads
+/// them: with `-o /dev/null` they would be taken, symbolized and thrown away.
+pub(super) fn refuse_profile_without_file(
+    flag: &ProfileFlag,
+    output: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    if let (Some(_), Some(file)) = (flag.profile, output) {
+        if let Ok(framelab::destination::Target::Null(_)) =
+            framelab::destination::Target::resolve(file)
+        {
+            anyhow::bail!(
+                "--profile stores the sampled stacks in the run file (framelab profile reads \
+                 them there), and -o {} keeps no file: give -o FILE, or drop --profile",
+                file.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `--keep-output` keeps the command's output in the run file, and nowhere else: with
+/// `-o /dev/null` it would be captured and thrown away.
+pub(super) fn refuse_keep_output_without_file(
+    keep_output: bool,
+    output: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    if let (true, Some(file)) = (keep_output, output) {
+        if let Ok(framelab::destination::Target::Null(_)) =
+            framelab::destination::Target::resolve(file)
+        {
+            anyhow::bail!(
+                "--keep-output keeps the command's output in the run file, and -o {} keeps no \
+                 file: give -o FILE, or drop --keep-output",
+                file.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `run`/`demo -o FILE` where FILE is a bench's experiment: the run would join no variant
+/// and never be compared (compare called it "a bench stopped mid-run").
+pub(super) fn refuse_experiment_file(output: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let Some(file) = output.filter(|f| f.is_file()) else {
+        return Ok(());
+    };
+    if let Ok(Some(_)) = framelab::store::load_experiment(file) {
+        anyhow::bail!(
+            "{} holds a bench's experiment: a run added to it would belong to no variant and \
+             never be compared; choose another -o (or add runs with framelab bench --resume)",
+            file.display()
+        );
+    }
+    Ok(())
+}

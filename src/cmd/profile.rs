@@ -15,7 +15,7 @@ pub struct ProfileArgs {
     /// side's profiled runs pooled)
     #[arg(required = true, num_args = 1..=2, value_name = "RUN")]
     pub runs: Vec<PathBuf>,
-    /// Which run of a file holding several
+    /// Which run of a file holding several (with two files: run N of each)
     #[arg(long = "run-id", value_parser = limits::run_id)]
     pub run_id: Option<i64>,
     /// Only samples taken in this stage ("(no stage)": outside every stage span)
@@ -32,9 +32,10 @@ pub struct ProfileArgs {
     pub frame_set: FrameSet,
     #[arg(long, value_enum, default_value = "text")]
     pub format: framelab::profile::render::ProfileFormat,
-    /// Functions shown per table (1 to 10000)
-    #[arg(long, value_parser = limits::top, default_value = "15", value_name = "N")]
-    pub top: usize,
+    /// Functions shown per table (1 to 10000) [default: 15] (text and markdown; json,
+    /// folded, svg and speedscope hold every function)
+    #[arg(long, value_parser = limits::top, value_name = "N")]
+    pub top: Option<usize>,
     /// Write here instead of standard output (an SVG or speedscope file, say)
     #[arg(short, long, default_value = "-")]
     pub output: PathBuf,
@@ -47,6 +48,16 @@ pub enum FrameSet {
 }
 
 pub(super) fn run(args: ProfileArgs) -> anyhow::Result<Outcome> {
+    use framelab::profile::render::ProfileFormat;
+    let top = match args.top {
+        None => 15,
+        Some(n) if matches!(args.format, ProfileFormat::Text | ProfileFormat::Markdown) => n,
+        Some(n) => anyhow::bail!(
+            "--top {n} sets the rows of the text and markdown tables, and --format {} holds \
+             every function: drop --top, or use --format text or markdown",
+            format_name(args.format)
+        ),
+    };
     command::run(&ProfileCommand {
         runs: args.runs,
         run_id: args.run_id,
@@ -57,8 +68,17 @@ pub(super) fn run(args: ProfileArgs) -> anyhow::Result<Outcome> {
             late_only: args.frame_set == FrameSet::Late,
         },
         format: args.format,
-        top: args.top,
+        top,
         output: args.output,
     })?;
     Ok(Outcome::Done)
+}
+
+/// `--format`'s word for a profile format.
+fn format_name(format: framelab::profile::render::ProfileFormat) -> String {
+    use clap::ValueEnum;
+    format
+        .to_possible_value()
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default()
 }

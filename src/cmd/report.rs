@@ -48,7 +48,7 @@ pub(super) fn run(args: ReportArgs) -> anyhow::Result<Outcome> {
     };
     let several = args.run_id.is_none() && store::list_runs(&args.run)?.len() > 1;
     let text = match format {
-        Some(format) if several => report_runs(&args.run, format)?,
+        Some(format) if several => report_runs(&args.run, true, format)?,
         Some(format) => {
             let color = use_color() && args.output.is_none();
             report::render(&analyze_stored(&args.run, args.run_id)?.0, format, color)
@@ -82,7 +82,11 @@ pub(super) fn run(args: ReportArgs) -> anyhow::Result<Outcome> {
 }
 
 /// One line per run of a file that holds several: which runs there are and how to see one.
-pub(super) fn report_runs(path: &std::path::Path, format: Format) -> anyhow::Result<String> {
+pub(super) fn report_runs(
+    path: &std::path::Path,
+    kept: bool,
+    format: Format,
+) -> anyhow::Result<String> {
     let experiment = store::load_experiment(path)?;
     let lines = store::list_runs(path)?
         .iter()
@@ -91,7 +95,8 @@ pub(super) fn report_runs(path: &std::path::Path, format: Format) -> anyhow::Res
             Ok(report::runs::RunLine::new(&analysis, experiment.as_ref()))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(report::runs::render(path, &lines, format, use_color()))
+    let shown = kept.then_some(path);
+    Ok(report::runs::render(shown, &lines, format, use_color()))
 }
 
 /// The analysis of a run of a file, its spans streamed into columns rather than loaded

@@ -10,8 +10,9 @@ use framelab::session::{self, RunOptions};
 use framelab::store;
 
 use super::options::{
-    command_cpus, profile_options, sampling_options, service_specs, session_access, shell_command,
-    with_live,
+    command_cpus, profile_options, refuse_experiment_file, refuse_history_without_file,
+    refuse_keep_output_without_file, refuse_profile_without_file, sampling_options, service_specs,
+    session_access, shell_command, with_live,
 };
 use super::output::{emit, html_line, use_color, written, UNKEPT};
 use super::report::analyze_stored;
@@ -62,12 +63,12 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         metrics: framelab::output::parse_metrics(&args.from_output.metrics)?,
         keep_output: args.from_output.keep_output,
         services: service_specs(&args.services, args.from_output.shell)?,
-        ready_timeout: args.services.ready_timeout,
+        ready_timeout: args.services.ready_timeout(),
         cpus: command_cpus(&args.services.pins)?,
         fps: args.control.target.fps,
         budget: args.control.target.budget,
         warmup: args.control.warmup,
-        warmup_from: args.control.warmup_mode.warmup_from,
+        warmup_from: args.control.warmup_from()?,
         warmup_frames: args.control.warmup_mode.warmup_frames,
         duration: args.control.duration,
         name: args.name,
@@ -83,6 +84,10 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         ..RunOptions::default()
     };
     let opts = with_live(opts, &args.live)?;
+    refuse_history_without_file(&args.control.history, opts.output.as_deref())?;
+    refuse_profile_without_file(&args.profile, opts.output.as_deref())?;
+    refuse_experiment_file(opts.output.as_deref())?;
+    refuse_keep_output_without_file(opts.keep_output, opts.output.as_deref())?;
     let history = HistoryTarget::check(&args.control.history)?;
     run_and_report(&opts, args.format, &args.html, history.as_ref())
 }
@@ -96,6 +101,24 @@ pub(super) fn run_and_report(
     // A page that cannot be written is refused now, not after the run.
     if let Some(file) = &html.html {
         framelab::destination::Target::resolve(file)?;
+        // Nor one that is the run file: it was refused after the run, which was kept.
+        if let Some(run_file) = &opts.output {
+            use std::os::unix::fs::MetadataExt;
+            let same = match (std::fs::metadata(file), std::fs::metadata(run_file)) {
+                (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino() && a.is_file(),
+                (Err(_), Err(_)) => {
+                    std::path::absolute(file).ok() == std::path::absolute(run_file).ok()
+                }
+                _ => false,
+            };
+            if same {
+                anyhow::bail!(
+                    "--html {} is the run file (-o {}): give the page a file of its own",
+                    file.display(),
+                    run_file.display()
+                );
+            }
+        }
     }
     let outcome = session::run(opts)?;
     default_signals();

@@ -207,6 +207,11 @@ pub fn load(sources: &[Source]) -> Result<Loaded> {
                     if orphans == 1 { "s" } else { "" }
                 ));
             }
+            // Runs picked by id: only the variants they are of (not the others, 0 runs each).
+            if source.run_ids.is_some() {
+                names_here
+                    .retain(|name| runs.iter().any(|r| &r.path == path && &r.variant == name));
+            }
             variants.extend(
                 names_here
                     .into_iter()
@@ -240,6 +245,80 @@ pub fn load(sources: &[Source]) -> Result<Loaded> {
                 path.display()
             );
         }
+        // An experiment named as one variant (`--variant NAME=FILE`): its warmup runs and
+        // the runs of no finished slot are never compared, its failed runs stay failed, and
+        // its variants or parameter values are pooled only when runs are picked by id.
+        let slots: Option<HashMap<i64, &crate::experiment::ExperimentRun>> = experiment
+            .as_ref()
+            .map(|e| e.runs.iter().map(|r| (r.run_id, r)).collect());
+        let chosen: Vec<&RunMeta> = match &slots {
+            None => chosen,
+            Some(slots) => {
+                let (measured, left): (Vec<&RunMeta>, Vec<&RunMeta>) =
+                    chosen.into_iter().partition(|m| {
+                        slots
+                            .get(&m.id)
+                            .is_some_and(|r| r.status != RunStatus::Warmup)
+                    });
+                if !left.is_empty() {
+                    notes.push(format!(
+                        "{} in {} not compared: warmup runs (--warmup-runs) or of no finished \
+                         slot of the experiment",
+                        if left.len() == 1 {
+                            "1 run".to_owned()
+                        } else {
+                            format!("{} runs", left.len())
+                        },
+                        path.display()
+                    ));
+                }
+                if source.run_ids.is_none() {
+                    let mut groups: Vec<String> = Vec::new();
+                    for meta in &measured {
+                        let r = slots[&meta.id];
+                        let mut label = r.variant.clone();
+                        for (k, v) in &r.params {
+                            label.push_str(&format!(" {k}={v}"));
+                        }
+                        if !groups.contains(&label) {
+                            groups.push(label);
+                        }
+                    }
+                    if groups.len() > 1 {
+                        bail!(
+                            "--variant {variant}={}: the file is an experiment of {} variants or \
+                             parameter values ({}), which \
+                             one name would pool: compare it without a name (framelab compare {}), \
+                             or name the runs of one, e.g. --variant {variant}={}:{}",
+                            path.display(),
+                            groups.len(),
+                            groups.join(", "),
+                            path.display(),
+                            path.display(),
+                            measured
+                                .iter()
+                                .filter(|m| {
+                                    let r = slots[&m.id];
+                                    r.variant == slots[&measured[0].id].variant
+                                        && r.params == slots[&measured[0].id].params
+                                })
+                                .map(|m| m.id.to_string())
+                                .collect::<Vec<_>>()
+                                .join(",")
+                        );
+                    }
+                }
+                if measured.is_empty() {
+                    bail!(
+                        "--variant {variant}={}: none of the runs named is a measured run of the \
+                         experiment (framelab report {} lists them)",
+                        path.display(),
+                        path.display()
+                    );
+                }
+                measured
+            }
+        };
         if source.variant.is_none() {
             let first = &chosen[0].command;
             if let Some(other) = chosen.iter().find(|m| &m.command != first) {
@@ -263,7 +342,10 @@ pub fn load(sources: &[Source]) -> Result<Loaded> {
             variants.push(variant.clone());
         }
         for meta in chosen {
-            let (status, failure) = plain_status(meta);
+            let (status, failure) = match slots.as_ref().and_then(|s| s.get(&meta.id)) {
+                Some(slot) => (slot.status, slot.failure.clone()),
+                None => plain_status(meta),
+            };
             runs.push(LoadedRun {
                 path: path.clone(),
                 run_id: meta.id,

@@ -31,7 +31,8 @@ pub enum CompareFormat {
     Markdown,
     Json,
     Csv,
-    /// One self-contained page with plots (written with -o FILE).
+    /// One self-contained page with plots (to standard output, or compare -o FILE; bench -o is
+    /// the experiment file).
     Html,
 }
 

@@ -250,8 +250,14 @@ impl HistoryTarget {
         let Some(store) = &flag.history else {
             return Ok(None);
         };
-        let revision =
-            super::add::revision(None, None).map_err(|e| anyhow::anyhow!("--history: {e:#}"))?;
+        // run and bench have no --commit: the commit is git's, or the run is added later.
+        let revision = super::add::revision(None, None).map_err(|_| {
+            anyhow::anyhow!(
+                "--history: not inside a git repository with a commit, and run and bench take the \
+                 commit from git: run framelab in the repository of the code measured, or keep \
+                 the run file (-o FILE) and add it with framelab history add FILE --commit SHA"
+            )
+        })?;
         Store::open(store, true)?;
         Ok(Some(HistoryTarget {
             store: store.clone(),

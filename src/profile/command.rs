@@ -197,9 +197,16 @@ fn compare_groups(cmd: &ProfileCommand, groups: Vec<Group>) -> Result<Vec<u8>> {
                 "a differential flame graph shows two sides, and there are {}: give two run files",
                 groups.len()
             ),
-            ProfileFormat::Folded | ProfileFormat::Speedscope => {
-                bail!("--format folded and speedscope show one profile: pick a run with --run-id")
-            }
+            // With two files --run-id picks a run of each: still two sides.
+            ProfileFormat::Folded | ProfileFormat::Speedscope if cmd.runs.len() == 2 => bail!(
+                "--format folded and speedscope show one profile, and two files are a diff: give \
+                 one run file (with --run-id N if it holds several), or --format svg for a \
+                 differential flame graph"
+            ),
+            ProfileFormat::Folded | ProfileFormat::Speedscope => bail!(
+                "--format folded and speedscope show one profile: pick a run with --run-id, or \
+                 --format svg for a differential flame graph of two variants"
+            ),
         }
         if cmd.format != ProfileFormat::Json {
             out.push(b'\n');

@@ -66,14 +66,16 @@ struct RunList<'a> {
     runs: &'a [RunLine],
 }
 
-/// The list in `format`; `file` is how the user named the file (for the commands it suggests).
-pub fn render(file: &Path, lines: &[RunLine], format: Format, color: bool) -> String {
-    let shown = shell_words(&[file.display().to_string()]);
+/// The list in `format`; `file` is how the user named the file (for the commands it
+/// suggests), `None` for runs not kept (`-o /dev/null`): no command can read them again.
+pub fn render(file: Option<&Path>, lines: &[RunLine], format: Format, color: bool) -> String {
+    let name = file.map_or_else(|| "/dev/null".to_owned(), |f| f.display().to_string());
+    let shown = shell_words(std::slice::from_ref(&name));
     match format {
         Format::Json => {
             let list = RunList {
                 schema: SCHEMA,
-                file: file.display().to_string(),
+                file: name.clone(),
                 runs: lines,
             };
             let mut out = serde_json::to_string_pretty(&list)
@@ -107,7 +109,10 @@ pub fn render(file: &Path, lines: &[RunLine], format: Format, color: bool) -> St
                 .map(|l| cells(l, with_variants, with_params))
                 .collect();
             let first = lines.first().map_or(1, |l| l.run_id);
-            let heading = format!("{} · {} runs", file.display(), lines.len());
+            let heading = match file {
+                Some(_) => format!("{name} · {} runs", lines.len()),
+                None => format!("{} runs (-o /dev/null: not kept)", lines.len()),
+            };
             // Verdicts need two variants (or parameter values) of two runs or more each: a
             // file of runs without variants (`run -o` again and again) is not offered, as
             // compare would refuse it.
@@ -123,8 +128,12 @@ pub fn render(file: &Path, lines: &[RunLine], format: Format, color: bool) -> St
                 true => format!(" · verdicts: framelab compare {shown}"),
                 false => String::new(),
             };
-            let hint =
-                format!("one run in full: framelab report {shown} --run-id {first}{verdicts}");
+            let hint = match file {
+                Some(_) => {
+                    format!("one run in full: framelab report {shown} --run-id {first}{verdicts}")
+                }
+                None => "keep the runs with -o FILE to see one in full".to_owned(),
+            };
             if markdown {
                 let headers: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
                 format!(

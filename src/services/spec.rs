@@ -174,7 +174,11 @@ pub fn parse_services(
         }
         let known = names(&specs);
         let Some(spec) = specs.iter_mut().find(|s| &s.name == role) else {
-            bail!("--pin {role}=…: no service named {role}; pin the command with --pin CPUS or --pin command=CPUS, a service by its name ({known})");
+            let services = match known.is_empty() {
+                true => "start one with --service NAME=CMD".to_owned(),
+                false => format!("the services are {known}"),
+            };
+            bail!("--pin {role}=…: no service named {role} ({services}); pin the command with --pin CPUS or --pin command=CPUS");
         };
         spec.cpus = cpus.clone();
     }

@@ -97,12 +97,8 @@ pub fn validate(opts: &RunOptions) -> Result<()> {
         if duration.is_zero() {
             bail!("--duration must be longer than zero");
         }
-        if opts.warmup >= duration {
-            bail!(
-                "--warmup ({}) must be shorter than --duration ({}): the window measured is what comes after the warmup",
-                humantime::format_duration(opts.warmup),
-                humantime::format_duration(duration)
-            );
+        if let Some(message) = window_conflict(opts.warmup, duration) {
+            bail!(message);
         }
     }
     if let Some(message) = warmup_conflict(opts.frames, opts.warmup, opts.warmup_frames) {
@@ -122,6 +118,18 @@ pub fn validate(opts: &RunOptions) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A warmup as long as the run leaves nothing to measure (`bench` checks it before its
+/// `--setup`, `run` before launching).
+pub fn window_conflict(warmup: Duration, duration: Duration) -> Option<String> {
+    (warmup >= duration).then(|| {
+        format!(
+            "--warmup ({}) must be shorter than --duration ({}): the window measured is what comes after the warmup",
+            humantime::format_duration(warmup),
+            humantime::format_duration(duration)
+        )
+    })
 }
 
 /// Warmup options that cannot go together. `--frames N` says how much the whole command
@@ -442,10 +450,6 @@ fn supervise(
                 }
                 _ => {}
             }
-            if opening == Opening::Closed && command_exit.is_some() {
-                collector.open_window(pid, collector.now_ns());
-                opening = Opening::Open;
-            }
             window_open = opening != Opening::Closed;
         }
         let interrupts = launch::interrupts();
@@ -461,7 +465,30 @@ fn supervise(
             end_reason = Some(EndReason::Duration);
         }
         if let (false, Some(reason)) = (window_closed, end_reason) {
+            // The run ended inside the warmup (before frame N+1 of --warmup-frames N, or
+            // before the first frame + --warmup): every frame was warmup, and the window is
+            // empty at the end, never the whole run. Only a command that recorded no span
+            // keeps the provisional window from launch + warmup.
+            let empty = match opening {
+                Opening::Closed => {
+                    collector.open_window(pid, collector.now_ns());
+                    true
+                }
+                Opening::Provisional if collector.first_span_ns().is_some() => {
+                    collector.reopen_window(pid, collector.now_ns());
+                    true
+                }
+                _ => false,
+            };
+            if empty {
+                opening = Opening::Open;
+            }
             collector.close_window(pid, reason);
+            if empty {
+                // Opened and closed at the end: not the microseconds between the two reads
+                // of the clock, over which CPU and load would be computed.
+                collector.meta.window_start_ns = collector.meta.window_end_ns;
+            }
             window_closed = true;
             progress.phase("stopping");
         }
