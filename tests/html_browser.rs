@@ -580,7 +580,12 @@ fn stage_overlays_are_at_the_first_parameter_values_when_the_first_run_failed() 
         .arg(&file)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(3), "two runs fail: {}", stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "two runs fail: {}",
+        stderr(&out)
+    );
     let page = dir.path().join("sweep.html");
     let out = framelab()
         .arg("compare")
@@ -591,17 +596,24 @@ fn stage_overlays_are_at_the_first_parameter_values_when_the_first_run_failed() 
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let html = std::fs::read_to_string(&page).unwrap();
-    let data = regex::Regex::new(r#"(?s)<script type="application/json" id="framelab-data">(.*?)</script>"#)
-        .unwrap()
-        .captures(&html)
-        .unwrap()[1]
+    let data = regex::Regex::new(
+        r#"(?s)<script type="application/json" id="framelab-data">(.*?)</script>"#,
+    )
+    .unwrap()
+    .captures(&html)
+    .unwrap()[1]
         .to_owned();
     let data: serde_json::Value = serde_json::from_str(&data).unwrap();
     let work = (data["stages"].as_array().unwrap().iter())
         .find(|s| s["stage"] == "work")
         .expect("a work stage overlay");
     assert_eq!(work["group"], "us=300", "{work}");
-    for (variant, us) in work["variants"].as_array().unwrap().iter().map(|v| (&v[0], &v[1])) {
+    for (variant, us) in work["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (&v[0], &v[1]))
+    {
         // 300 µs of CPU a frame: the fastest span is nowhere near us=600's 600 µs.
         let min = us[0].as_f64().unwrap();
         assert!((300.0..450.0).contains(&min), "{variant}: min {min} µs");

@@ -575,6 +575,14 @@ fn a_run_that_ends_inside_its_warmup_frames_measures_no_frame() {
         text.contains("the run ended before its warmup did"),
         "{text}"
     );
+    // No load over an empty window: the note says none can be computed (it showed 0.0%).
+    let cpu = a.cpu.expect("the command was measured");
+    assert_eq!((cpu.load_pct, cpu.cores), (None, None));
+    let cpu_line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("cpu "))
+        .unwrap();
+    assert!(!cpu_line.contains("load"), "{cpu_line}");
 }
 
 /// --warmup counts from the first frame; a run that ends before first frame + warmup (a

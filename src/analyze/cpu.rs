@@ -5,6 +5,12 @@ use serde::{Deserialize, Serialize};
 use super::{CpuSummary, ProcessRow};
 use crate::model::{ProcessRole, ProcessStats};
 
+/// CPU time as a percentage of a window; none for a window of no length (one that closed
+/// where it opened: no load, rather than 0%).
+pub fn window_load_pct(cpu_ns: i64, window_ns: i64) -> Option<f64> {
+    (window_ns > 0).then(|| load_pct(cpu_ns, window_ns))
+}
+
 /// CPU time as a percentage of a wall time; 0 when the wall time is not positive.
 pub fn load_pct(cpu_ns: i64, wall_ns: i64) -> f64 {
     if wall_ns <= 0 {
@@ -49,12 +55,12 @@ pub fn cpu_summary(processes: &[ProcessStats], window_ns: i64, work_units: u64) 
         .map(|p| p.sys_ns)
         .fold(0, i64::saturating_add);
     let cpu_ns = user_ns.saturating_add(sys_ns);
-    let load = load_pct(cpu_ns, window_ns);
+    let load = window_load_pct(cpu_ns, window_ns);
     CpuSummary {
         user_ns,
         sys_ns,
         load_pct: load,
-        cores: load / 100.0,
+        cores: load.map(|l| l / 100.0),
         // An imported run measured no CPU: none a frame, rather than a zero.
         cpu_per_frame_ns: (work_units > 0 && !processes.is_empty())
             .then(|| cpu_ns as f64 / work_units as f64),
@@ -89,8 +95,9 @@ pub const COMMAND_ROLE: &str = "command";
 pub struct RoleCpu {
     pub role: String,
     pub cpu_ns: i64,
-    /// CPU ÷ the window, as a % of one core (the role's processes may have lived less).
-    pub load_pct: f64,
+    /// CPU ÷ the window, as a % of one core (the role's processes may have lived less);
+    /// none for an empty window.
+    pub load_pct: Option<f64>,
     /// The coarsest resolution of its processes' CPU figures (0 unknown).
     pub cpu_resolution_ns: i64,
 }
@@ -122,7 +129,7 @@ pub fn role_cpu(rows: &[ProcessRow], window_ns: i64) -> Vec<RoleCpu> {
         };
     }
     for r in &mut roles {
-        r.load_pct = load_pct(r.cpu_ns, window_ns);
+        r.load_pct = window_load_pct(r.cpu_ns, window_ns);
     }
     roles.sort_by_key(|r| r.role != COMMAND_ROLE);
     roles
@@ -205,8 +212,8 @@ mod tests {
         let c = cpu_summary(&ps, 2_000_000_000, 900);
         assert_eq!(c.user_ns, 1_700_000_000);
         assert_eq!(c.sys_ns, 550_000_000);
-        assert_eq!(c.load_pct, 112.5);
-        assert_eq!(c.cores, 1.125);
+        assert_eq!(c.load_pct, Some(112.5));
+        assert_eq!(c.cores, Some(1.125));
         assert_eq!(c.cpu_per_frame_ns, Some(2_500_000.0));
         assert_eq!(c.peak_rss_bytes, 4 << 20);
     }
@@ -215,8 +222,9 @@ mod tests {
     fn zero_window_and_no_frames_give_no_nan() {
         let ps = [process(10, 5, 5, 0, 0)];
         assert_eq!(process_rows(&ps)[0].load_pct, 0.0);
+        // An empty window has no load at all (it said 0%).
         let c = cpu_summary(&ps, 0, 0);
-        assert_eq!(c.load_pct, 0.0);
+        assert_eq!((c.load_pct, c.cores), (None, None));
         assert_eq!(c.cpu_per_frame_ns, None);
         // No process measured (an imported trace): no CPU per frame, not zero.
         let c = cpu_summary(&[], 1_000, 10);

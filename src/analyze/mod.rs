@@ -122,8 +122,9 @@ pub struct ProcessRow {
 pub struct CpuSummary {
     pub user_ns: i64,
     pub sys_ns: i64,
-    pub load_pct: f64,
-    pub cores: f64,
+    /// CPU ÷ the window; none for an empty window.
+    pub load_pct: Option<f64>,
+    pub cores: Option<f64>,
     /// (user + sys) ÷ measured frames, when there are frames.
     pub cpu_per_frame_ns: Option<f64>,
     /// framelab's own CPU over the window as a % of one core: what observing cost.

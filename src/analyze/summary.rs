@@ -513,8 +513,8 @@ mod tests {
         assert_eq!(a.processes[1].cores, 0.5);
         // All: 120 ms over the 80 ms window = 150%; 120 ms / 8 frames = 15 ms per frame.
         let cpu = a.cpu.unwrap();
-        assert!(close(cpu.load_pct, 150.0));
-        assert!(close(cpu.cores, 1.5));
+        assert!(close(cpu.load_pct.unwrap(), 150.0));
+        assert!(close(cpu.cores.unwrap(), 1.5));
         assert!(close(cpu.cpu_per_frame_ns.unwrap(), 15e6));
         assert_eq!(cpu.peak_rss_bytes, 64 << 20);
     }
@@ -572,7 +572,7 @@ mod tests {
         // 500 over 2 s; 3.5 s of CPU over 2 s = 175%; 3.5 s / 500 = 7 ms per frame.
         assert!(close(a.observed_fps.unwrap(), 250.0));
         let cpu = a.cpu.as_ref().unwrap();
-        assert!(close(cpu.load_pct, 175.0));
+        assert!(close(cpu.load_pct.unwrap(), 175.0));
         assert!(close(cpu.cpu_per_frame_ns.unwrap(), 7e6));
         assert!(a.stages.is_empty() && a.fps.is_none() && a.late.is_none());
         assert!(a.total.is_none() && a.worst_frames.is_empty());

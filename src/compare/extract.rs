@@ -18,7 +18,7 @@ pub struct RunData {
     /// Processes were measured (an imported trace has none: no CPU, load or cores to
     /// compare, rather than zeros).
     pub cpu_measured: bool,
-    pub load_pct: f64,
+    pub load_pct: Option<f64>,
     pub cpu_per_frame_ns: Option<f64>,
     pub peak_rss_bytes: u64,
     /// (late frames, measured frames), when the run has a budget and frames.

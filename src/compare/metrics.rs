@@ -205,14 +205,14 @@ impl Metric {
             Kind::Wall => whole(run.wall_ns as f64 / 1e9),
             Kind::Cpu | Kind::Load | Kind::Cores if !run.cpu_measured => None,
             Kind::Cpu => whole(run.cpu_ns as f64 / 1e9),
-            Kind::Load => whole(run.load_pct),
-            Kind::Cores => whole(run.load_pct / 100.0),
+            Kind::Load => run.load_pct.and_then(whole),
+            Kind::Cores => run.load_pct.map(|l| l / 100.0).and_then(whole),
             Kind::Role { role, figure } => {
                 let r = run.roles.iter().find(|r| &r.role == role)?;
                 match figure {
                     RoleFigure::Cpu => whole(r.cpu_ns as f64 / 1e9),
-                    RoleFigure::Load => whole(r.load_pct),
-                    RoleFigure::Cores => whole(r.load_pct / 100.0),
+                    RoleFigure::Load => r.load_pct.and_then(whole),
+                    RoleFigure::Cores => r.load_pct.map(|l| l / 100.0).and_then(whole),
                     RoleFigure::CpuPerFrame => (run.work_units > 0)
                         .then(|| r.cpu_ns as f64 / run.work_units as f64 / 1e3)
                         .and_then(whole),

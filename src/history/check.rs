@@ -372,7 +372,7 @@ mod tests {
         let role = |name: &str| RoleCpu {
             role: name.into(),
             cpu_ns: 1_000_000,
-            load_pct: 10.0,
+            load_pct: Some(10.0),
             cpu_resolution_ns: 1,
         };
         let run = RunData {
@@ -380,7 +380,7 @@ mod tests {
             wall_ns: 1_000_000_000,
             cpu_ns: 5_000_000,
             cpu_measured: true,
-            load_pct: 50.0,
+            load_pct: Some(50.0),
             cpu_per_frame_ns: Some(1000.0),
             peak_rss_bytes: 1 << 20,
             late: Some((1, 60)),

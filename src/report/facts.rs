@@ -292,13 +292,19 @@ fn cpu(a: &Analysis) -> Option<String> {
         ""
     };
     let mut s = format!(
-        "{} ({} s user + {} s sys{split_note}) · load {}% ({} cores)",
+        "{} ({} s user + {} s sys{split_note})",
         cpu_total(c.user_ns.saturating_add(c.sys_ns), resolution),
         cpu_secs(c.user_ns, split),
         cpu_secs(c.sys_ns, split),
-        load_pct(c.load_pct, resolution, wall),
-        cores(c.cores, resolution, wall)
     );
+    // An empty window has no load (its note says why).
+    if let (Some(load), Some(n)) = (c.load_pct, c.cores) {
+        s.push_str(&format!(
+            " · load {}% ({} cores)",
+            load_pct(load, resolution, wall),
+            cores(n, resolution, wall)
+        ));
+    }
     if let Some(per_frame) = c.cpu_per_frame_ns {
         let per_frame = if resolution > 0 && c.work_units > 0 {
             // CPU per frame is only as fine as the CPU ÷ the frames.

@@ -50,8 +50,10 @@ fn round_cpu(a: &mut Analysis) {
         return;
     };
     let load = load_resolution_pct(c.cpu_resolution_ns, window);
-    round(&mut c.load_pct, load);
-    round(&mut c.cores, load / 100.0);
+    if let (Some(l), Some(cores)) = (c.load_pct.as_mut(), c.cores.as_mut()) {
+        round(l, load);
+        round(cores, load / 100.0);
+    }
     if let (Some(per_frame), true) = (
         c.cpu_per_frame_ns.as_mut(),
         c.cpu_resolution_ns > 0 && c.work_units > 0,

@@ -73,8 +73,9 @@ pub(crate) fn process_rows(a: &Analysis) -> Vec<[String; 7]> {
             secs(wall),
             cpu_secs(c.user_ns, split),
             cpu_secs(c.sys_ns, split),
-            load_pct(c.load_pct, resolution, wall),
-            cores(c.cores, resolution, wall),
+            c.load_pct
+                .map_or("–".into(), |l| load_pct(l, resolution, wall)),
+            c.cores.map_or("–".into(), |n| cores(n, resolution, wall)),
             mem(c.peak_rss_bytes),
         ]);
     }

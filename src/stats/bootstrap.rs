@@ -352,7 +352,8 @@ mod tests {
             .map(|k| {
                 let mut v: Vec<i64> = (0..400u64)
                     .map(|i| {
-                        let u = ((i.wrapping_mul(2_654_435_761).wrapping_add(k * 40_503 + 7)) % (1 << 32)) as f64;
+                        let u = ((i.wrapping_mul(2_654_435_761).wrapping_add(k * 40_503 + 7))
+                            % (1 << 32)) as f64;
                         let u = (u + 0.5) / (1u64 << 32) as f64;
                         1_000_000 + k as i64 * 100_000 + (200_000.0 * -u.ln()) as i64
                     })
@@ -384,7 +385,10 @@ mod tests {
         let (mean, sd) = mean_and_sd(&shrinks);
         println!("shrink over 40 seeds: mean {mean:.3}, sd {sd:.3}");
         // 256 draws: an SD of 0.19 over seeds here; 4096: 0.04.
-        assert!(sd < 0.08, "the pull toward the median varies with the seed: mean {mean:.3}, sd {sd:.3}");
+        assert!(
+            sd < 0.08,
+            "the pull toward the median varies with the seed: mean {mean:.3}, sd {sd:.3}"
+        );
     }
 
     #[test]
