@@ -66,10 +66,13 @@
   function width() {
     return Math.max(480, Math.min(1150, root.clientWidth - 20));
   }
+  // The comparison data names units by their JSON keys; hover texts show symbols.
+  var UNIT_SYMBOLS = { microseconds: "µs", seconds: "s", percent: "%", joules: "J" };
   function fmt(v, unit) {
     if (v === null || v === undefined || isNaN(v)) return "–";
     var a = Math.abs(v);
     var s = a >= 1000 ? v.toFixed(0) : a >= 10 ? v.toFixed(1) : v.toFixed(3);
+    unit = UNIT_SYMBOLS[unit] || unit;
     return unit ? s + " " + unit : s;
   }
   function setCounts(box, series, points) {
