@@ -155,6 +155,9 @@ fn check(args: &CheckArgs) -> Result<bool> {
     let mut store = Store::open(&location(args.store.store.as_deref()), false)?;
     let filter = args.filter.filter();
     let rows = store.values(&filter)?;
+    if rows.is_empty() {
+        return Err(super::show::no_values(&mut store, &filter));
+    }
     // The direction each metric was recorded with (a metric from output says its own).
     let mut options = CheckOptions::default();
     for row in &rows {
@@ -186,7 +189,11 @@ fn add(args: AddArgs) -> Result<()> {
 
 /// `history show`: tables, and a trend page with `--html`.
 fn show(args: ShowArgs) -> Result<()> {
-    let mut store = Store::open(&location(args.store.store.as_deref()), false)?;
+    let location = location(args.store.store.as_deref());
+    if let Some(page) = &args.html {
+        refuse_writing_over_store(page, &location, "--html")?;
+    }
+    let mut store = Store::open(&location, false)?;
     let shown = super::show::load(&mut store, &args.filter.filter())?;
     let text = match args.format {
         ShowFormat::Text => super::show::text(&shown, false),
@@ -210,8 +217,15 @@ fn export(args: ExportArgs) -> Result<()> {
     if stdout && args.format == ExportFormat::Parquet {
         bail!("parquet is written to a file: give -o FILE (e.g. -o history.parquet)");
     }
-    let mut store = Store::open(&location(args.store.store.as_deref()), false)?;
+    let location = location(args.store.store.as_deref());
+    if !stdout {
+        refuse_writing_over_store(&args.output, &location, "-o")?;
+    }
+    let mut store = Store::open(&location, false)?;
     let rows = super::export::rows(&mut store, &args.filter.filter())?;
+    if rows.is_empty() {
+        return Err(super::show::no_values(&mut store, &args.filter.filter()));
+    }
     match args.format {
         ExportFormat::Csv => write_file(&args.output, |out| super::export::csv(&rows, out))?,
         ExportFormat::Parquet => {
@@ -343,6 +357,22 @@ pub fn parse_tags(given: &[String]) -> Result<Vec<(String, String)>> {
     }
     tags.sort();
     Ok(tags)
+}
+
+/// A page or export named like the store it is read from would replace the store.
+fn refuse_writing_over_store(given: &Path, location: &str, option: &str) -> Result<()> {
+    if location.starts_with("postgres://") || location.starts_with("postgresql://") {
+        return Ok(());
+    }
+    let target = crate::destination::Target::resolve(given)?;
+    target
+        .refuse_overwriting(given, Path::new(location))
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "refusing to write {} over the history store {location}: give another {option}",
+                given.display()
+            )
+        })
 }
 
 /// Writes a whole file through `crate::destination` (a temporary name, then a rename).

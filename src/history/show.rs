@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use super::series::{series_from_rows, Series};
@@ -55,11 +55,7 @@ pub struct CommitRow {
 pub fn load(store: &mut Store, filter: &Filter) -> Result<Shown> {
     let rows = store.values(filter)?;
     if rows.is_empty() {
-        bail!(
-            "{} has no values{}: add runs with framelab history add RUN",
-            store.location,
-            describe_filter(filter)
-        );
+        return Err(no_values(store, filter));
     }
     let series = series_from_rows(rows, filter.branch.as_deref());
     let used: Vec<&str> = series.iter().map(|s| s.machine.as_str()).collect();
@@ -91,6 +87,59 @@ pub fn load(store: &mut Store, filter: &Filter) -> Result<Shown> {
         machines,
         series,
     })
+}
+
+/// Why a show, check or export has nothing: an empty store, or a filter that matches
+/// nothing (a misspelt metric must not pass `check --fail-on-regression` on no series).
+pub fn no_values(store: &mut Store, filter: &Filter) -> anyhow::Error {
+    let filtered = filter.metric.is_some() || filter.branch.is_some() || filter.machine.is_some();
+    let all = if filtered {
+        store.values(&Filter::default()).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    if all.is_empty() {
+        return anyhow::anyhow!(
+            "{} has no values{}: add runs with framelab history add RUN",
+            store.location,
+            describe_filter(filter)
+        );
+    }
+    let mut known = Vec::new();
+    let mut list = |what: &str, values: Vec<String>| {
+        let mut values = values;
+        // The run-wide metrics (fps, wall) before a stage's (encode.p50) or a wait's.
+        values.sort_by(|a, b| {
+            let staged = |m: &str| m.contains('.') || m.contains("->");
+            (staged(a), a).cmp(&(staged(b), b))
+        });
+        values.dedup();
+        let shown: Vec<String> = values.iter().take(10).cloned().collect();
+        let more = if values.len() > 10 {
+            format!(", ... ({} in all)", values.len())
+        } else {
+            String::new()
+        };
+        known.push(format!("{what}: {}{more}", shown.join(", ")));
+    };
+    if filter.metric.is_some() {
+        list("metrics", all.iter().map(|r| r.metric.clone()).collect());
+    }
+    if filter.branch.is_some() {
+        list(
+            "branches",
+            all.iter().filter_map(|r| r.branch.clone()).collect(),
+        );
+    }
+    if filter.machine.is_some() {
+        list("machines", all.iter().map(|r| r.machine.clone()).collect());
+    }
+    anyhow::anyhow!(
+        "{} has no values{} (it has {}): check --metric, --branch and --machine",
+        store.location,
+        describe_filter(filter),
+        known.join("; ")
+    )
 }
 
 fn describe_filter(filter: &Filter) -> String {

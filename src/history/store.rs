@@ -13,6 +13,9 @@ use crate::experiment::Fingerprint;
 
 /// The schema this framelab writes and reads. A store of a newer one is refused.
 pub const SCHEMA_VERSION: i64 = 1;
+/// What `check_schema` finds in a SQLite file that holds other tables than a store's.
+const FOREIGN_RUN_FILE: i64 = -1;
+const FOREIGN_DATABASE: i64 = -2;
 
 /// Where history goes without `--store`: `$FRAMELAB_HISTORY`, else this (relative to the
 /// current directory).
@@ -194,7 +197,8 @@ impl Store {
         }
     }
 
-    /// Creates the tables of an empty store; refuses a store of a newer schema.
+    /// Creates the tables of an empty store; refuses a store of a newer schema, and a SQLite
+    /// file that holds other tables (a run file, another program's database).
     fn check_schema(&mut self, create: bool) -> Result<()> {
         let postgres = matches!(self.backend, Backend::Postgres(_));
         let location = self.location.clone();
@@ -210,6 +214,22 @@ impl Store {
                 tx.execute("SELECT pg_advisory_xact_lock(7170017)", &[])?;
             }
             let exists = tx.query(exists_sql, &[])?[0][0].int() > 0;
+            if !exists && !postgres {
+                // A SQLite file with other tables is some other database (a run file given
+                // as the store, say): never add the history's tables beside them.
+                let tables = tx.query(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+                    &[],
+                )?;
+                if !tables.is_empty() {
+                    let names: Vec<String> = tables.iter().map(|r| r[0].text()).collect();
+                    return Ok(Some(if names.iter().any(|n| n == "framelab") {
+                        FOREIGN_RUN_FILE
+                    } else {
+                        FOREIGN_DATABASE
+                    }));
+                }
+            }
             if !exists {
                 if !create {
                     return Ok(None);
@@ -229,6 +249,14 @@ impl Store {
         match version {
             None => bail!(
                 "{location} holds no history yet: add runs with framelab history add RUN --store {location}"
+            ),
+            Some(FOREIGN_RUN_FILE) => bail!(
+                "{location} is a framelab run file, not a history store: give --store a file of \
+                 its own (e.g. .framelab/history.sqlite)"
+            ),
+            Some(FOREIGN_DATABASE) => bail!(
+                "{location} is an SQLite database of something else, not a history store: give \
+                 --store a file of its own (e.g. .framelab/history.sqlite)"
             ),
             Some(v) if v > SCHEMA_VERSION => bail!(
                 "history store {location} has schema version {v}, newer than this framelab's \
