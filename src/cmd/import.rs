@@ -27,7 +27,7 @@ pub struct ImportArgs {
     #[command(flatten)]
     pub target: TargetArgs,
     /// The argument holding each slice's frame id (Chrome args, Perfetto debug annotations)
-    #[arg(long, value_name = "ARG")]
+    #[arg(long, value_name = "ARG", conflicts_with = "frame_regex")]
     pub frame_arg: Option<String>,
     /// Regular expression on slice names: its first group is the frame id (a group named `stage` the stage)
     #[arg(long, value_name = "REGEX")]
@@ -44,9 +44,9 @@ pub struct ImportArgs {
     /// Generic CSV/JSONL columns: FIELD=COLUMN, FIELD one of start, end, dur, time, name, frame, thread, pid, key (repeatable)
     #[arg(long = "map", value_name = "FIELD=COLUMN")]
     pub map: Vec<String>,
-    /// Unit of bare time numbers in generic CSV/JSONL
-    #[arg(long, value_enum, default_value = "ns")]
-    pub time_unit: framelab::import::TimeUnit,
+    /// Unit of bare time numbers in generic CSV/JSONL (default: ns)
+    #[arg(long, value_enum)]
+    pub time_unit: Option<framelab::import::TimeUnit>,
     /// Keep only this process (PresentMon Application, a trace's process name)
     #[arg(long, value_name = "NAME")]
     pub process: Option<String>,
@@ -97,8 +97,9 @@ pub(super) fn run(args: ImportArgs) -> anyhow::Result<Outcome> {
         key: args.key.clone(),
         skip_bad: args.skip_bad,
         map,
-        time_unit: args.time_unit,
+        time_unit: args.time_unit.unwrap_or_default(),
         process: args.process.clone(),
+        time_unit_given: args.time_unit.is_some(),
     };
     let first = &args.files[0];
     let file_name = first.file_name().map_or_else(

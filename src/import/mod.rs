@@ -134,9 +134,49 @@ pub struct ImportOptions {
     pub time_unit: TimeUnit,
     /// Keep only this process (PresentMon's Application, a Chrome/Perfetto process name).
     pub process: Option<String>,
+    /// `--time-unit` was given (not only its default), so it must apply to the format.
+    pub time_unit_given: bool,
 }
 
 impl ImportOptions {
+    /// Refuses an option the format never reads (`--process` on a MangoHud log, `--map` on
+    /// a Chrome trace): it would be ignored, and the run not what was asked for.
+    pub fn refuse_unused(&self, format: Format) -> anyhow::Result<()> {
+        use Format::*;
+        let given: [(&str, bool, &[Format]); 7] = [
+            ("--frame-arg", self.frame_arg.is_some(), &[Chrome, Perfetto]),
+            (
+                "--frame-regex",
+                self.frame_regex.is_some(),
+                &[Chrome, Perfetto],
+            ),
+            (
+                "--pair",
+                !self.pairs.is_empty(),
+                &[Chrome, Perfetto, Wayland, Presentmon, Csv, Jsonl],
+            ),
+            ("--key", self.key.is_some(), &[Chrome, Perfetto, Csv, Jsonl]),
+            ("--map", !self.map.is_empty(), &[Csv, Jsonl]),
+            ("--time-unit", self.time_unit_given, &[Csv, Jsonl]),
+            (
+                "--process",
+                self.process.is_some(),
+                &[Chrome, Perfetto, Presentmon],
+            ),
+        ];
+        for (option, is_given, formats) in given {
+            if is_given && !formats.contains(&format) {
+                let names: Vec<&str> = formats.iter().map(|f| f.name()).collect();
+                anyhow::bail!(
+                    "{option} does not apply to {} input (it is read for {} only): leave it out",
+                    format.name(),
+                    names.join(", ")
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// The frame id and stage name carried by a slice's name, per `--frame-regex`.
     pub fn frame_in_name(&self, name: &str) -> Option<(u64, String)> {
         let re = self.frame_regex.as_ref()?;
@@ -347,6 +387,9 @@ pub fn import_files(
                 )
             })?,
         };
+        if builder.is_none() {
+            opts.refuse_unused(this)?;
+        }
         let b = builder.get_or_insert_with(|| TraceBuilder::new(this.name(), opts.clone()));
         if b.format() != this.name() {
             anyhow::bail!(
