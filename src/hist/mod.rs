@@ -475,6 +475,27 @@ fn finish(
     notes: Vec<String>,
 ) -> anyhow::Result<String> {
     let imported = opts.stage.is_none() && opts.pair.is_none();
+    let mut notes = notes;
+    let relayout = match (opts.linear.is_some(), opts.by) {
+        (true, Some(_)) => Some("--linear, --buckets, --min, --max and --by"),
+        (true, None) => Some("--linear, --buckets, --min and --max"),
+        (false, Some(_)) => Some("--by"),
+        (false, None) => None,
+    };
+    if let Some(options) = relayout.filter(|_| imported && !run.histograms.is_empty()) {
+        // Imported histograms are only their buckets: no values to lay out again.
+        if parts.is_empty() {
+            anyhow::bail!(
+                "the run holds only imported histograms ({}), drawn with their own buckets: \
+                 {options} lay out spans and pairs only; leave them out",
+                run.histograms.len()
+            );
+        }
+        notes.push(format!(
+            "the imported histograms are drawn with their own buckets: {options} lay out spans \
+             and pairs only"
+        ));
+    }
     if imported {
         parts.extend(run.histograms.iter().map(|h| {
             format!(
