@@ -24,6 +24,20 @@ pub struct ExportArgs {
 
 pub(super) fn run(args: ExportArgs) -> anyhow::Result<Outcome> {
     let run = store::load_run(&args.run, args.run_id)?;
+    if run.spans.is_empty() && args.format == framelab::export::ExportFormat::Csv {
+        // A CSV of spans holds nothing else: a header alone is no export.
+        anyhow::bail!(
+            "run {} of {} has no spans{}: a CSV of its spans would be empty (--format perfetto \
+             or chrome keep the run's description; framelab hist shows its histograms)",
+            run.meta.id,
+            args.run.display(),
+            if run.histograms.is_empty() {
+                String::new()
+            } else {
+                format!(", only {} imported histograms", run.histograms.len())
+            }
+        );
+    }
     framelab::export::export_to_path(&run, args.format, &args.output, Some(&args.run))?;
     if args.output.as_os_str() != "-" {
         eprintln!(
