@@ -165,6 +165,32 @@ fn set_handover_delays(frames: &mut [RecordedFrame], depth: usize, pace: Option<
 
 /// Predicts `changes` on `run` (analysed as `analysis`).
 pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatIf> {
+    // A stage named twice would be scaled by the product, or moved to the last thread named.
+    for (option, stages) in [
+        (
+            "--stage-scale",
+            changes.scales.iter().map(|(s, _)| s).collect::<Vec<_>>(),
+        ),
+        ("--move", changes.moves.iter().map(|(s, _)| s).collect()),
+    ] {
+        if let Some(twice) =
+            (stages.iter().enumerate()).find_map(|(i, s)| stages[..i].contains(s).then_some(s))
+        {
+            bail!("{option} names the stage {twice} twice: give each stage once");
+        }
+    }
+    if changes.unpaced && !(run.meta.target_fps).is_some_and(|f| f.is_finite() && f > 0.0) {
+        bail!(
+            "--unpaced changes nothing here: the run has no target fps, so frames already start \
+             as soon as they can; leave --unpaced out"
+        );
+    }
+    if run.spans.is_empty() {
+        bail!(
+            "the run has no spans (an import of histograms or samples only): whatif replays each \
+             stage's recorded spans"
+        );
+    }
     if !has_thread_info(&run.threads) {
         bail!(
             "the run has no thread ids (PresentMon and MangoHud logs have none): whatif needs \
