@@ -16,12 +16,20 @@ pub struct SourcesArgs {
     /// Readings to take, --sample-every apart (at most 100000)
     #[arg(long, value_parser = limits::readings, default_value = "3")]
     pub count: u64,
-    /// Also read the threads of this process
+    /// Also read the threads of this process (not with --no-sample threads)
     #[arg(long = "pid", value_name = "PID", value_parser = limits::pid)]
     pub pids: Vec<u32>,
 }
 
 pub(super) fn run(args: SourcesArgs) -> anyhow::Result<Outcome> {
+    if !args.pids.is_empty()
+        && (args.sampling.no_sample).contains(&framelab::sample::SourceKind::Threads)
+    {
+        anyhow::bail!(
+            "--pid reads a process's threads, which --no-sample threads switches off: leave one \
+             of them out"
+        );
+    }
     let opts = sampling_options(&args.sampling);
     let mut pids = args.pids.clone();
     pids.sort_unstable();
