@@ -599,3 +599,348 @@ fn an_html_page_over_the_run_file_is_refused_before_running() {
     refused(&out, "is the run file");
     assert!(!file.exists());
 }
+
+/// A real capture of tests/fixtures/import.
+fn capture(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/import/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// `framelab import FILE -o DIR/NAME.framelab ARGS`, which must succeed; the run file.
+fn imported(dir: &Path, file: &str, name: &str, args: &[&str]) -> String {
+    let out_path = dir.join(format!("{name}.framelab"));
+    let out = framelab()
+        .args(["import", &capture(file), "-o", out_path.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    out_path.to_string_lossy().into_owned()
+}
+
+/// An import option the detected format never reads (`--process` on a MangoHud log,
+/// `--pair` on ffmpeg's log, `--map` on a Chrome trace) was ignored: exit 0, a run of
+/// something else than what was asked. Now refused before anything is parsed or written.
+#[test]
+fn import_options_the_format_never_reads_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("x.framelab");
+    let o = out_path.to_str().unwrap();
+    for (file, option, value, format) in [
+        (
+            "mangohud-0.6.8-glxgears-llvmpipe.csv",
+            "--process",
+            "glxgears",
+            "mangohud",
+        ),
+        ("ffmpeg-5.1-x264-encode.log", "--pair", "a:b", "ffmpeg"),
+        ("ffmpeg-5.1-x264-encode.log", "--time-unit", "ns", "ffmpeg"),
+        (
+            "chrome-156-headless-startup.json.gz",
+            "--map",
+            "start=ts",
+            "chrome",
+        ),
+        (
+            "chrome-156-headless-startup.json.gz",
+            "--time-unit",
+            "us",
+            "chrome",
+        ),
+        (
+            "wayland-1.23-simple-shm-client.log.gz",
+            "--key",
+            "id",
+            "wayland",
+        ),
+        (
+            "wayland-1.23-simple-shm-client.log.gz",
+            "--process",
+            "weston",
+            "wayland",
+        ),
+        ("bpftrace-0.17-maps.txt", "--frame-arg", "frame", "bpftrace"),
+        (
+            "presentmon-v1-farcrynewdawn.csv",
+            "--frame-regex",
+            "#(\\d+)",
+            "presentmon",
+        ),
+    ] {
+        let out = framelab()
+            .args(["import", &capture(file), "-o", o, option, value])
+            .output()
+            .unwrap();
+        let line = refused(&out, "does not apply");
+        assert!(line.contains(option) && line.contains(format), "{line}");
+        assert!(!out_path.exists(), "{file} {option}: a run was written");
+    }
+    // Where they apply they still work.
+    let run = imported(
+        dir.path(),
+        "wayland-1.23-simple-shm-client.log.gz",
+        "w",
+        &["--pair", "commit:release"],
+    );
+    assert!(load(Path::new(&run))
+        .stages
+        .iter()
+        .any(|s| s == "commit:release"));
+    // --frame-arg and --frame-regex: Chrome used the argument and ignored the regex.
+    let out = framelab()
+        .args([
+            "import",
+            &capture("chrome-156-headless-startup.json.gz"),
+            "-o",
+            o,
+        ])
+        .args(["--frame-arg", "frame", "--frame-regex", "#(\\d+)"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot be used with"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `hist --min/--max/--linear/--buckets/--by` on a run holding only imported histograms
+/// (bpftrace) printed them unchanged with their own buckets, exit 0: the options ignored.
+#[test]
+fn hist_layout_options_on_imported_histograms_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = imported(dir.path(), "bpftrace-0.17-maps.txt", "b", &[]);
+    for args in [
+        &["--min", "1ms"][..],
+        &["--max", "1ms"],
+        &["--linear", "1ms"],
+        &["--buckets", "5"],
+        &["--by", "thread"],
+    ] {
+        let out = framelab().args(["hist", &run]).args(args).output().unwrap();
+        let line = refused(&out, "only imported histograms");
+        assert!(line.contains(args[0]), "{line}");
+        assert!(stdout(&out).is_empty());
+    }
+    let out = framelab().args(["hist", &run]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("@"), "{}", stdout(&out));
+}
+
+/// `export --format csv` of a run with no spans (an import of bpftrace histograms) wrote a
+/// header alone, exit 0.
+#[test]
+fn a_csv_export_of_a_run_without_spans_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = imported(dir.path(), "bpftrace-0.17-maps.txt", "b", &[]);
+    let csv = dir.path().join("b.csv");
+    let out = framelab()
+        .args([
+            "export",
+            &run,
+            "--format",
+            "csv",
+            "-o",
+            csv.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    refused(&out, "has no spans");
+    assert!(!csv.exists());
+    // A trace keeps the run's description (its histograms): still written.
+    let json = dir.path().join("b.json");
+    let out = framelab()
+        .args([
+            "export",
+            &run,
+            "--format",
+            "chrome",
+            "-o",
+            json.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// whatif: a stage given twice to --stage-scale was scaled by the product, to --move put on
+/// the last thread named; --unpaced on a run with no target changed nothing (the what-if
+/// column equal to the model of the run, exit 0); a run with no spans was said to lack
+/// thread ids "as PresentMon and MangoHud logs".
+#[test]
+fn whatif_options_that_repeat_or_change_nothing_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = imported(dir.path(), "ffmpeg-5.1-transcode-av.log", "ff", &[]);
+    let whatif = |args: &[&str]| {
+        framelab()
+            .args(["whatif", &run])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let line = refused(
+        &whatif(&[
+            "--stage-scale",
+            "flush_video=0.5",
+            "--stage-scale",
+            "flush_video=2",
+        ]),
+        "twice",
+    );
+    assert!(
+        line.contains("--stage-scale") && line.contains("flush_video"),
+        "{line}"
+    );
+    let line = refused(
+        &whatif(&["--move", "flush_video=a", "--move", "flush_video=b"]),
+        "twice",
+    );
+    assert!(line.contains("--move"), "{line}");
+    refused(&whatif(&["--unpaced"]), "no target fps");
+    let ok = whatif(&[
+        "--stage-scale",
+        "flush_video=0.5",
+        "--stage-scale",
+        "encode_video=2",
+    ]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    // With a target, --unpaced leaves the pacer out.
+    let paced = imported(
+        dir.path(),
+        "ffmpeg-5.1-transcode-av.log",
+        "paced",
+        &["--fps", "60"],
+    );
+    let out = framelab()
+        .args(["whatif", &paced, "--unpaced"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let hist = imported(dir.path(), "bpftrace-0.17-maps.txt", "b", &[]);
+    let out = framelab().args(["whatif", &hist]).output().unwrap();
+    let line = refused(&out, "no spans");
+    assert!(!line.contains("PresentMon"), "{line}");
+}
+
+/// `history add/show --store RUNFILE`: an SQL error ("table runs already exists"), and show
+/// advised `history add RUN --store RUNFILE`, which fails the same way.
+#[test]
+fn a_history_store_that_is_a_run_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = imported(dir.path(), "ffmpeg-5.1-x264-encode.log", "ff", &[]);
+    let before = std::fs::read(&run).unwrap();
+    let out = framelab()
+        .args([
+            "history", "add", &run, "--store", &run, "--commit", "abc123",
+        ])
+        .output()
+        .unwrap();
+    refused(&out, "is a framelab run file, not a history store");
+    for sub in ["show", "check"] {
+        let out = framelab()
+            .args(["history", sub, "--store", &run])
+            .output()
+            .unwrap();
+        refused(&out, "is a framelab run file, not a history store");
+    }
+    assert_eq!(std::fs::read(&run).unwrap(), before);
+}
+
+/// `history show --html STORE` wrote the trend page over the history store, and `history
+/// export -o STORE` the export (csv or parquet): exit 0, every value lost. Both refused now.
+#[test]
+fn history_pages_and_exports_are_never_written_over_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = imported(dir.path(), "ffmpeg-5.1-x264-encode.log", "ff", &[]);
+    let store = dir.path().join("h.sqlite");
+    let s = store.to_str().unwrap();
+    let out = framelab()
+        .args(["history", "add", &run, "--store", s, "--commit", "abc123"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let before = std::fs::read(&store).unwrap();
+    let out = framelab()
+        .args(["history", "show", "--store", s, "--html", s])
+        .output()
+        .unwrap();
+    refused(&out, "over the history store");
+    assert!(stdout(&out).is_empty());
+    for format in ["csv", "parquet"] {
+        let out = framelab()
+            .args([
+                "history", "export", "--store", s, "--format", format, "-o", s,
+            ])
+            .output()
+            .unwrap();
+        refused(&out, "over the history store");
+    }
+    assert_eq!(std::fs::read(&store).unwrap(), before);
+}
+
+/// `history check --metric TYPO --fail-on-regression` checked no series and passed (exit
+/// 0); `history export --metric TYPO` wrote a header alone. show already refused.
+#[test]
+fn history_filters_that_match_nothing_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = imported(dir.path(), "ffmpeg-5.1-x264-encode.log", "ff", &[]);
+    let store = dir.path().join("h.sqlite");
+    let s = store.to_str().unwrap();
+    let out = framelab()
+        .args(["history", "add", &run, "--store", s, "--commit", "abc123"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = framelab()
+        .args([
+            "history",
+            "check",
+            "--store",
+            s,
+            "--metric",
+            "nosuch",
+            "--fail-on-regression",
+        ])
+        .output()
+        .unwrap();
+    let line = refused(&out, "has no values for metric nosuch");
+    assert!(line.contains("fps"), "the metrics it has: {line}");
+    let out = framelab()
+        .args(["history", "check", "--store", s, "--machine", "nosuch"])
+        .output()
+        .unwrap();
+    refused(&out, "has no values for machine nosuch");
+    let csv = dir.path().join("h.csv");
+    let out = framelab()
+        .args([
+            "history", "export", "--store", s, "--format", "csv", "--branch", "nosuch",
+        ])
+        .args(["-o", csv.to_str().unwrap()])
+        .output()
+        .unwrap();
+    refused(&out, "has no values for branch nosuch");
+    assert!(!csv.exists());
+}
+
+/// `sources --pid P --no-sample threads` read no thread of P (the source off), exit 0.
+#[test]
+fn sources_pid_with_threads_off_is_refused() {
+    let me = std::process::id().to_string();
+    let out = framelab()
+        .args([
+            "sources",
+            "--pid",
+            &me,
+            "--no-sample",
+            "threads",
+            "--count",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    refused(&out, "--no-sample threads");
+    assert!(stdout(&out).is_empty());
+}
