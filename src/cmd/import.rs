@@ -112,6 +112,8 @@ pub(super) fn run(args: ImportArgs) -> anyhow::Result<Outcome> {
         std::path::PathBuf::from(format!("{stem}.framelab"))
     });
     // Before reading anything: a long import must not end in a refusal.
+    super::options::refuse_experiment_file(Some(&given_output))?;
+    refuse_repeated_inputs(&args.files)?;
     let run_file = framelab::destination::RunFile::resolve(&given_output)?;
     let target = framelab::destination::Target::resolve(&given_output)?;
     for input in &args.files {
@@ -201,4 +203,32 @@ pub(super) fn run(args: ImportArgs) -> anyhow::Result<Outcome> {
         );
     }
     Ok(Outcome::Done)
+}
+
+/// One file named twice (or by two names) would be read twice into the run: every frame
+/// counted twice.
+fn refuse_repeated_inputs(files: &[PathBuf]) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen: Vec<((u64, u64), &PathBuf)> = Vec::new();
+    for file in files {
+        let Ok(meta) = std::fs::metadata(file) else {
+            continue;
+        };
+        // A FIFO or /dev/stdin is read once whatever its name; only regular files repeat.
+        if !meta.is_file() {
+            continue;
+        }
+        let id = (meta.dev(), meta.ino());
+        if let Some((_, first)) = seen.iter().find(|(s, _)| *s == id) {
+            anyhow::bail!(
+                "{} is given twice ({} and {}): its frames would be imported twice; name each \
+                 file once",
+                first.display(),
+                first.display(),
+                file.display()
+            );
+        }
+        seen.push((id, file));
+    }
+    Ok(())
 }
