@@ -85,6 +85,12 @@ pub fn records(path: &Path, revision: &Revision, tags: &[(String, String)]) -> R
             not_measured += 1;
             continue;
         };
+        // An empty window (a run that ended inside its warmup, an import of histograms only)
+        // has no rates: its only value would be a wall time of 0.
+        if meta.window_end_ns <= meta.window_start_ns {
+            not_measured += 1;
+            continue;
+        }
         let variant = if experiment {
             variant_label(&run.variant, &run.params)
         } else {

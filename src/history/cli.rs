@@ -184,7 +184,13 @@ fn check(args: &CheckArgs) -> Result<bool> {
 fn add(args: AddArgs) -> Result<()> {
     let tags = parse_tags(&args.tags)?;
     let revision = super::add::revision(args.commit.as_deref(), args.branch.as_deref())?;
-    add_files(&args.files, &revision, &tags, args.store.store.as_deref())
+    add_files(
+        &args.files,
+        &revision,
+        &tags,
+        args.store.store.as_deref(),
+        true,
+    )
 }
 
 /// `history show`: tables, and a trend page with `--html`.
@@ -281,7 +287,7 @@ impl HistoryTarget {
 
     /// Adds the finished file's runs; on failure, says how to add them later.
     pub fn add(&self, file: &Path) -> Result<()> {
-        add_files(&[file.to_owned()], &self.revision, &[], Some(&self.store)).map_err(|e| {
+        add_files(&[file.to_owned()], &self.revision, &[], Some(&self.store), false).map_err(|e| {
             anyhow::anyhow!(
                 "{e:#}; the runs are kept in {}: add them later with framelab history add {} --store STORE",
                 file.display(),
@@ -298,6 +304,7 @@ pub fn add_files(
     revision: &super::add::Revision,
     tags: &[(String, String)],
     store: Option<&str>,
+    refuse_nothing: bool,
 ) -> Result<()> {
     let mut records = Vec::new();
     let mut not_measured = 0;
@@ -305,6 +312,24 @@ pub fn add_files(
         let found = super::add::records(file, revision, tags)?;
         not_measured += found.not_measured;
         records.extend(found.records);
+    }
+    // `history add` of files with nothing to add: said before the store is opened (or
+    // created). run/bench --history only tell, their run's own status says what went wrong.
+    if refuse_nothing && records.is_empty() {
+        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        bail!(
+            "{} {} no measured run to add ({}): nothing was added",
+            names.join(", "),
+            if files.len() == 1 { "holds" } else { "hold" },
+            if not_measured == 0 {
+                "no runs".to_string()
+            } else {
+                format!(
+                    "{} failed, unfinished, warmup or with an empty measured window",
+                    runs(not_measured)
+                )
+            }
+        );
     }
     let location = location(store);
     let mut store = Store::open(&location, true)?;
@@ -328,7 +353,7 @@ pub fn add_files(
     }
     if not_measured > 0 {
         eprintln!(
-            "framelab: {} not added (failed, unfinished or warmup runs)",
+            "framelab: {} not added (failed, unfinished or warmup runs, or an empty measured window)",
             runs(not_measured)
         );
     }
