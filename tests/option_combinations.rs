@@ -944,3 +944,85 @@ fn sources_pid_with_threads_off_is_refused() {
     refused(&out, "--no-sample threads");
     assert!(stdout(&out).is_empty());
 }
+
+/// `import -o EXPERIMENT` appended a run of no variant to a bench's experiment (run and demo
+/// refuse it); `import A A` read the capture twice into one run, every frame counted twice.
+#[test]
+fn an_import_into_an_experiment_or_of_one_file_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("exp.framelab");
+    let e = exp.to_str().unwrap();
+    let out = framelab()
+        .args([
+            "bench",
+            "-n",
+            "2",
+            "-o",
+            e,
+            "--variant",
+            "a=true",
+            "--variant",
+            "b=true",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let before = std::fs::read(&exp).unwrap();
+    let capture = capture("presentmon-v1-farcrynewdawn.csv");
+    let out = framelab()
+        .args(["import", &capture, "-o", e])
+        .output()
+        .unwrap();
+    refused(&out, "holds a bench's experiment");
+    assert_eq!(std::fs::read(&exp).unwrap(), before);
+
+    let other_name = format!(
+        "{}/tests/../tests/fixtures/import/presentmon-v1-farcrynewdawn.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let twice = dir.path().join("twice.framelab");
+    for second in [capture.as_str(), other_name.as_str()] {
+        let out = framelab()
+            .args(["import", &capture, second, "-o", twice.to_str().unwrap()])
+            .output()
+            .unwrap();
+        refused(&out, "is given twice");
+        assert!(!twice.exists());
+    }
+}
+
+/// `history add` of a file with no measured run (a failed run; an import of histograms
+/// only, whose empty window gave a "wall 0 s" value) said "0 runs added", exit 0, and
+/// created the store; the histograms-only run was added with that one value.
+#[test]
+fn history_add_of_nothing_measured_is_refused_before_the_store_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let failed = dir.path().join("failed.framelab");
+    let out = framelab()
+        .args(["run", "-o", failed.to_str().unwrap(), "--", "false"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let hists = imported(dir.path(), "bpftrace-0.17-maps.txt", "b", &[]);
+    let store = dir.path().join("h.sqlite");
+    let s = store.to_str().unwrap();
+    for file in [failed.to_str().unwrap(), hists.as_str()] {
+        let out = framelab()
+            .args(["history", "add", file, "--store", s, "--commit", "abc123"])
+            .output()
+            .unwrap();
+        refused(&out, "no measured run to add");
+        assert!(!store.exists(), "{file}: the store was created");
+    }
+    // Beside a measured run: that one is added, the others counted.
+    let good = imported(dir.path(), "ffmpeg-5.1-x264-encode.log", "ff", &[]);
+    let out = framelab()
+        .args([
+            "history", "add", &hists, &good, "--store", s, "--commit", "abc123",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("1 run added"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("1 run not added"), "{}", stderr(&out));
+}
