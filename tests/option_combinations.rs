@@ -846,6 +846,18 @@ fn a_history_store_that_is_a_run_file_is_refused() {
             .unwrap();
         refused(&out, "is a framelab run file, not a history store");
     }
+    // run --history RUNFILE: refused before the command runs (inside git, as the test is).
+    let marker = dir.path().join("ran");
+    let kept = dir.path().join("new.framelab");
+    let out = framelab()
+        .args(["run", "--history", &run, "-o", kept.to_str().unwrap(), "--"])
+        .args(["touch", marker.to_str().unwrap()])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let line = refused(&out, "is a framelab run file, not a history store");
+    assert!(!line.contains("--store"), "run has no --store: {line}");
+    assert!(!marker.exists() && !kept.exists());
     assert_eq!(std::fs::read(&run).unwrap(), before);
 }
 

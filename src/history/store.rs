@@ -251,12 +251,12 @@ impl Store {
                 "{location} holds no history yet: add runs with framelab history add RUN --store {location}"
             ),
             Some(FOREIGN_RUN_FILE) => bail!(
-                "{location} is a framelab run file, not a history store: give --store a file of \
+                "{location} is a framelab run file, not a history store: name a store file of \
                  its own (e.g. .framelab/history.sqlite)"
             ),
             Some(FOREIGN_DATABASE) => bail!(
-                "{location} is an SQLite database of something else, not a history store: give \
-                 --store a file of its own (e.g. .framelab/history.sqlite)"
+                "{location} is an SQLite database of something else, not a history store: name a \
+                 store file of its own (e.g. .framelab/history.sqlite)"
             ),
             Some(v) if v > SCHEMA_VERSION => bail!(
                 "history store {location} has schema version {v}, newer than this framelab's \
