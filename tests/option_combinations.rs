@@ -1038,3 +1038,46 @@ fn history_add_of_nothing_measured_is_refused_before_the_store_is_made() {
     assert!(stderr(&out).contains("1 run added"), "{}", stderr(&out));
     assert!(stderr(&out).contains("1 run not added"), "{}", stderr(&out));
 }
+
+/// `timers --interval 1ns` measured 20 cells in which every deadline had passed before the
+/// wait began (every strategy "0.05 µs late", "cheapest: spin"); `--interval 1ms,1000us`
+/// measured the same interval twice. Both refused before measuring.
+#[test]
+fn timers_intervals_below_a_microsecond_or_repeated_are_refused() {
+    for (interval, code, needle) in [
+        ("1ns", 2, "least allowed, 1us"),
+        ("999ns", 2, "least allowed, 1us"),
+        ("1ms,1000us", 1, "given twice"),
+        ("0ms", 2, "is zero"),
+    ] {
+        let out = framelab()
+            .args(["timers", "--interval", interval, "--duration", "10ms"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{interval}: {}",
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains(needle),
+            "{interval}: {}",
+            stderr(&out)
+        );
+        assert!(stdout(&out).is_empty(), "{interval}: measured anyway");
+    }
+    let out = framelab()
+        .args([
+            "timers",
+            "--interval",
+            "1us",
+            "--duration",
+            "1ms",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}

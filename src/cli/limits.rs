@@ -126,9 +126,23 @@ pub fn timers_duration(text: &str) -> Result<Duration, String> {
     duration_in(text, Duration::from_nanos(1), HOUR)
 }
 
-/// `timers --interval` and `--need`: above zero, at most 10 s.
-pub fn timers_interval(text: &str) -> Result<Duration, String> {
+/// `timers --need`: above zero, at most 10 s.
+pub fn timers_need(text: &str) -> Result<Duration, String> {
     duration_in(text, Duration::from_nanos(1), 10 * SECOND)
+}
+
+/// `timers --interval`: 1 µs to 10 s. A shorter wait is shorter than the loop that measures
+/// it: every deadline has passed before the wait starts, and every strategy reads the same.
+pub fn timers_interval(text: &str) -> Result<Duration, String> {
+    let d = duration_in(text, Duration::from_nanos(1), 10 * SECOND)?;
+    if d < Duration::from_micros(1) {
+        return Err(
+            "is shorter than the least allowed, 1us: a shorter wait ends before the \
+                    loop measuring it can start it, so every way to wait would read the same"
+                .into(),
+        );
+    }
+    Ok(d)
 }
 
 /// A whole number from `min` to `max`.

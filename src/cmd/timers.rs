@@ -16,7 +16,7 @@ pub struct TimersArgs {
     /// Measuring time of each cell (one strategy, slack and scheduling class at one interval)
     #[arg(long, value_parser = limits::timers_duration, default_value = timers::DEFAULT_DURATION)]
     pub duration: Duration,
-    /// Intervals to wait, comma-separated (5714us is 175 fps)
+    /// Intervals to wait, comma-separated, each once, 1us to 10s (5714us is 175 fps)
     #[arg(
         long,
         value_delimiter = ',',
@@ -26,7 +26,7 @@ pub struct TimersArgs {
     )]
     pub interval: Vec<Duration>,
     /// Precision wanted: the table ends with the cheapest strategy whose p99 lateness is at most this
-    #[arg(long, value_parser = limits::timers_interval, default_value = timers::DEFAULT_NEED, allow_hyphen_values = true)]
+    #[arg(long, value_parser = limits::timers_need, default_value = timers::DEFAULT_NEED, allow_hyphen_values = true)]
     pub need: Duration,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,

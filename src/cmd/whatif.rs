@@ -14,7 +14,7 @@ use crate::cli::limits;
 pub struct WhatifArgs {
     /// The run file
     pub run: PathBuf,
-    /// Which run of a file holding several (default: the only one)
+    /// Which run of a file holding several (default: the latest)
     #[arg(long = "run-id", value_parser = limits::run_id)]
     pub run_id: Option<i64>,
     /// Frames in flight, the stages split over this many threads (1 to 64)

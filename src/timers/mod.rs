@@ -57,6 +57,11 @@ impl TimersOptions {
         if self.intervals.iter().any(|i| i.is_zero()) || self.need.is_zero() {
             bail!("intervals and --need must be longer than zero");
         }
+        for (i, interval) in self.intervals.iter().enumerate() {
+            if self.intervals[..i].contains(interval) {
+                bail!("--interval {interval:?} is given twice: list each interval once");
+            }
+        }
         let needed = *longest * MIN_WAITS as u32;
         if self.duration < needed {
             bail!(
