@@ -955,6 +955,15 @@ fn sources_pid_with_threads_off_is_refused() {
         .unwrap();
     refused(&out, "--no-sample threads");
     assert!(stdout(&out).is_empty());
+    // Every source switched off: "0 readings", exit 0.
+    let mut all = framelab();
+    all.args(["sources", "--count", "1"]);
+    for source in ["nvml", "amdgpu", "cpufreq", "rapl", "threads"] {
+        all.args(["--no-sample", source]);
+    }
+    let out = all.output().unwrap();
+    refused(&out, "every source off");
+    assert!(stdout(&out).is_empty());
 }
 
 /// `import -o EXPERIMENT` appended a run of no variant to a bench's experiment (run and demo

@@ -30,6 +30,15 @@ pub(super) fn run(args: SourcesArgs) -> anyhow::Result<Outcome> {
              of them out"
         );
     }
+    if framelab::sample::SourceKind::ALL
+        .iter()
+        .all(|k| args.sampling.no_sample.contains(k))
+    {
+        anyhow::bail!(
+            "--no-sample switches every source off: sources would read nothing; leave out the \
+             ones to see"
+        );
+    }
     let opts = sampling_options(&args.sampling);
     let mut pids = args.pids.clone();
     pids.sort_unstable();
