@@ -258,7 +258,10 @@ pub fn write_whole(
             let mut out = BufWriter::with_capacity(1 << 20, file);
             write(&mut out).and_then(|()| Ok(out.flush()?))
         }
-        Target::File { path, existing } => replace_file(path, existing.as_ref(), write),
+        Target::File { path, existing } => {
+            refuse_database(given, path)?;
+            replace_file(path, existing.as_ref(), write)
+        }
     };
     written.map_err(|e| {
         let broken_pipe = io_of(&e).is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe);
@@ -268,6 +271,25 @@ pub fn write_whole(
             anyhow!("cannot write {shown}: {}", io_reason(&e))
         }
     })
+}
+
+/// An export, page or report is never written over an SQLite database (a run file, an
+/// experiment, a history store): named by mistake, its recorded data would be gone.
+pub fn refuse_database(given: &Path, path: &Path) -> Result<()> {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    let is_sqlite = fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && &head == b"SQLite format 3\0";
+    if is_sqlite {
+        bail!(
+            "refusing to write over {}: it is an SQLite database (a run file, an experiment or a \
+             history store); choose another output path, or remove it first",
+            given.display()
+        );
+    }
+    Ok(())
 }
 
 /// Standard output's reader went away (`| head`): what it wanted it has, and framelab ends

@@ -1090,3 +1090,43 @@ fn timers_intervals_below_a_microsecond_or_repeated_are_refused() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// `export -o OTHER.framelab`, `history export -o RUN.framelab`, `history show --html
+/// RUN.framelab`, `report -o RUN.framelab`: a text or CSV written over another run file (or
+/// an experiment, or a history store), exit 0, its runs gone.
+#[test]
+fn no_export_or_page_is_written_over_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = imported(dir.path(), "ffmpeg-5.1-x264-encode.log", "src", &[]);
+    let victim = imported(dir.path(), "ffmpeg-5.1-transcode-av.log", "victim", &[]);
+    let store = dir.path().join("h.sqlite");
+    let s = store.to_str().unwrap();
+    let out = framelab()
+        .args([
+            "history", "add", &source, "--store", s, "--commit", "abc123",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let before = std::fs::read(&victim).unwrap();
+    let store_before = std::fs::read(&store).unwrap();
+    let attempts: [&[&str]; 6] = [
+        &["export", &source, "--format", "csv", "-o", &victim],
+        &["export", &source, "--format", "chrome", "-o", s],
+        &["report", &source, "-o", &victim],
+        &[
+            "history", "export", "--store", s, "--format", "csv", "-o", &victim,
+        ],
+        &[
+            "history", "export", "--store", s, "--format", "parquet", "-o", &victim,
+        ],
+        &["history", "show", "--store", s, "--html", &victim],
+    ];
+    for args in attempts {
+        let out = framelab().args(args).output().unwrap();
+        refused(&out, "it is an SQLite database");
+        assert!(stdout(&out).is_empty(), "{args:?}: worked before refusing");
+    }
+    assert_eq!(std::fs::read(&victim).unwrap(), before);
+    assert_eq!(std::fs::read(&store).unwrap(), store_before);
+}

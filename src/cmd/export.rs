@@ -23,6 +23,12 @@ pub struct ExportArgs {
 }
 
 pub(super) fn run(args: ExportArgs) -> anyhow::Result<Outcome> {
+    // Before the run is read: never over the run file itself, nor over another database.
+    let target = framelab::destination::Target::resolve(&args.output)?;
+    target.refuse_overwriting(&args.output, &args.run)?;
+    if let framelab::destination::Target::File { path, .. } = &target {
+        framelab::destination::refuse_database(&args.output, path)?;
+    }
     let run = store::load_run(&args.run, args.run_id)?;
     if run.spans.is_empty() && args.format == framelab::export::ExportFormat::Csv {
         // A CSV of spans holds nothing else: a header alone is no export.

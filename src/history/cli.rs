@@ -397,7 +397,14 @@ fn refuse_writing_over_store(given: &Path, location: &str, option: &str) -> Resu
                 "refusing to write {} over the history store {location}: give another {option}",
                 given.display()
             )
-        })
+        })?;
+    // Another store or a run file: refused before the store is read, not after.
+    match target.path() {
+        Some(path) if matches!(target, crate::destination::Target::File { .. }) => {
+            crate::destination::refuse_database(given, path)
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Writes a whole file through `crate::destination` (a temporary name, then a rename).
