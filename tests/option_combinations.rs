@@ -1099,6 +1099,23 @@ fn no_export_or_page_is_written_over_a_database() {
     let dir = tempfile::tempdir().unwrap();
     let source = imported(dir.path(), "ffmpeg-5.1-x264-encode.log", "src", &[]);
     let victim = imported(dir.path(), "ffmpeg-5.1-transcode-av.log", "victim", &[]);
+    let exp = dir.path().join("exp.framelab");
+    let e = exp.to_str().unwrap();
+    let out = framelab()
+        .args([
+            "bench",
+            "-n",
+            "2",
+            "-o",
+            e,
+            "--variant",
+            "a=true",
+            "--variant",
+            "b=true",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
     let store = dir.path().join("h.sqlite");
     let s = store.to_str().unwrap();
     let out = framelab()
@@ -1110,7 +1127,9 @@ fn no_export_or_page_is_written_over_a_database() {
     assert!(out.status.success(), "{}", stderr(&out));
     let before = std::fs::read(&victim).unwrap();
     let store_before = std::fs::read(&store).unwrap();
-    let attempts: [&[&str]; 6] = [
+    let attempts: [&[&str]; 8] = [
+        &["compare", e, "--export-json", &victim],
+        &["compare", e, "--format", "csv", "-o", &victim],
         &["export", &source, "--format", "csv", "-o", &victim],
         &["export", &source, "--format", "chrome", "-o", s],
         &["report", &source, "-o", &victim],

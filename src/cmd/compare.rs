@@ -231,6 +231,10 @@ pub(super) fn check_outputs(
             );
         }
     }
+    // Another run file, experiment or history store named by mistake: never replaced.
+    for (_, file) in &files {
+        framelab::destination::refuse_database(file, file)?;
+    }
     for (i, (a, file)) in files.iter().enumerate() {
         if let Some((b, _)) = files[i + 1..].iter().find(|(_, other)| same(file, other)) {
             anyhow::bail!(
