@@ -857,6 +857,14 @@ fn a_history_store_that_is_a_run_file_is_refused() {
         .unwrap();
     let line = refused(&out, "is a framelab run file, not a history store");
     assert!(!line.contains("--store"), "run has no --store: {line}");
+    // --store "" was SQLite's private temporary database: "1 run added to  at commit",
+    // exit 0, nothing kept.
+    let out = framelab()
+        .args(["history", "add", &run, "--store", "", "--commit", "abc123"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is empty"), "{}", stderr(&out));
     assert!(!marker.exists() && !kept.exists());
     assert_eq!(std::fs::read(&run).unwrap(), before);
 }

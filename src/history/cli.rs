@@ -35,8 +35,20 @@ pub enum HistoryCommand {
 pub struct StoreArg {
     /// A SQLite file, or a PostgreSQL database as postgres://USER@HOST:PORT/DB (default:
     /// $FRAMELAB_HISTORY, else .framelab/history.sqlite)
-    #[arg(long, value_name = "STORE")]
+    #[arg(long, value_name = "STORE", value_parser = store_location)]
     pub store: Option<String>,
+}
+
+/// A store given as "" would be SQLite's private temporary database: every run added to
+/// it gone when framelab exits, the add reported as done.
+fn store_location(text: &str) -> std::result::Result<String, String> {
+    if text.trim().is_empty() {
+        return Err(
+            "is empty: give a SQLite file (e.g. .framelab/history.sqlite) or a postgres:// URL"
+                .into(),
+        );
+    }
+    Ok(text.to_owned())
 }
 
 /// `--metric`, `--branch`, `--machine` of show and export.
@@ -254,7 +266,7 @@ fn export(args: ExportArgs) -> Result<()> {
 pub struct HistoryFlag {
     /// When the run (or every run of the bench) is done, add it to this history store (a
     /// SQLite file or a postgres:// URL), at the commit and branch git says
-    #[arg(long, value_name = "STORE")]
+    #[arg(long, value_name = "STORE", value_parser = store_location)]
     pub history: Option<String>,
 }
 
