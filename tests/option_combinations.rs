@@ -677,6 +677,15 @@ fn import_options_the_format_never_reads_are_refused() {
         assert!(line.contains(option) && line.contains(format), "{line}");
         assert!(!out_path.exists(), "{file} {option}: a run was written");
     }
+    // --pair of an event the trace lacks: a note and exit 0, the run without the stage.
+    let out = framelab()
+        .args(["import", &capture("chrome-156-headless-startup.json.gz"), "-o", o])
+        .args(["--pair", "a:b"])
+        .output()
+        .unwrap();
+    let line = refused(&out, "no event named \"a\"");
+    assert!(line.contains("its events: "), "{line}");
+    assert!(!out_path.exists());
     // Where they apply they still work.
     let run = imported(
         dir.path(),

@@ -334,6 +334,28 @@ impl TraceBuilder {
         run.telemetry.samples = self.samples;
         for spec in &self.opts.pairs {
             let paired = pair_events(&run, spec);
+            // A pair whose events the input lacks (a misspelt name, a trace of another
+            // kind): the run would lack the stage asked for, said only in a note.
+            if !paired.start_seen || !paired.end_seen {
+                let missing = if paired.start_seen { &spec.end } else { &spec.start };
+                let mut names: Vec<&str> = run.event_names.iter().map(|n| &**n).collect();
+                names.sort_unstable();
+                let more = names.len().saturating_sub(10);
+                names.truncate(10);
+                let has = match (names.is_empty(), more) {
+                    (true, _) => "it has no events".to_string(),
+                    (false, 0) => format!("its events: {}", names.join(", ")),
+                    (false, n) => format!("its events: {}, and {n} more", names.join(", ")),
+                };
+                return Err(ImportError {
+                    file: self.file.clone(),
+                    at: Location::Whole,
+                    message: format!(
+                        "--pair {}: no event named {missing:?} ({has}); check the names",
+                        spec.name()
+                    ),
+                });
+            }
             let stage = u16::try_from(run.stages.len()).map_err(|_| ImportError {
                 file: self.file.clone(),
                 at: Location::Whole,
