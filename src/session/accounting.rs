@@ -160,7 +160,15 @@ pub struct Accounting {
     /// `--service` leaders (pid, name): they and their descendants count under that name.
     services: Vec<(u32, String)>,
     service_of: BTreeMap<u32, String>,
+    /// Processes below framelab that started before the launch and are no service: leftovers
+    /// of an earlier run of this framelab (`bench` runs one after another in one process),
+    /// adopted as orphans or still to be reaped. Never this run's.
+    foreign: BTreeSet<u32>,
 }
+
+/// How much earlier than the launch a process's start time may read and still be the run's:
+/// /proc gives start times in clock ticks (10 ms), rounded down.
+const START_TICK_SLACK_NS: i64 = 20_000_000;
 
 impl Accounting {
     pub fn new(
@@ -194,6 +202,7 @@ impl Accounting {
             unseen: Vec::new(),
             services: Vec::new(),
             service_of: BTreeMap::new(),
+            foreign: BTreeSet::new(),
         }
     }
 
@@ -211,6 +220,7 @@ impl Accounting {
             taskstats,
         );
         fresh.services = self.services.clone();
+        fresh.foreign = self.foreign.clone();
         fresh
     }
 
@@ -578,6 +588,16 @@ impl Accounting {
         let Some(stat) = self.procfs.stat(pid) else {
             return false;
         };
+        if role == ProcessRole::Child
+            && !self.procs.contains_key(&pid)
+            && stat.start_ns < self.origin_mono_ns - START_TICK_SLACK_NS
+            && !self.service_of.contains_key(&pid)
+            && !self.services.iter().any(|(p, _)| *p == pid)
+        {
+            // Older than the command, and not started for it: not the run's (read, not kept).
+            self.foreign.insert(pid);
+            return true;
+        }
         let clock_ns = self.procfs.cpu_clock_ns(pid);
         // The peak RSS is a high-water mark: read at first sight, then every RSS_EVERY_NS
         // (the status file costs more than stat); framelab's own reaps give it exactly.
@@ -722,6 +742,8 @@ impl Accounting {
                 }
             }
             Some(_) => {}
+            // A leftover of an earlier run, reaped now: its CPU is that run's.
+            None if self.foreign.remove(&pid) => {}
             None if in_window => {
                 self.unread_reaped.user_ns += rusage.user_ns;
                 self.unread_reaped.sys_ns += rusage.sys_ns;
