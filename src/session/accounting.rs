@@ -167,8 +167,9 @@ pub struct Accounting {
 }
 
 /// How much earlier than the launch a process's start time may read and still be the run's:
-/// /proc gives start times in clock ticks (10 ms), rounded down.
-const START_TICK_SLACK_NS: i64 = 20_000_000;
+/// /proc gives start times in whole clock ticks (10 ms), rounded down, so a process started
+/// at or after the launch reads less than one tick before it.
+const START_TICK_SLACK_NS: i64 = 10_000_000;
 
 impl Accounting {
     pub fn new(
@@ -583,6 +584,30 @@ impl Accounting {
         self.observe(pid, role, now_ns);
     }
 
+    /// Whether `pid` or one of its ancestors below framelab is a leftover of an earlier run
+    /// (see `foreign`): a process it started is not this run's either, even one started just
+    /// after the launch. Sweeps read children before their parents, so the parent may not
+    /// have been classified yet: it is read here.
+    fn foreign_ancestor(&mut self, mut pid: u32) -> bool {
+        for _ in 0..64 {
+            if self.foreign.contains(&pid) {
+                return true;
+            }
+            if pid <= 1 || pid == self.collector_pid || self.procs.contains_key(&pid) {
+                return false;
+            }
+            let Some(stat) = self.procfs.stat(pid) else {
+                return false;
+            };
+            if stat.start_ns <= self.origin_mono_ns - START_TICK_SLACK_NS {
+                self.foreign.insert(pid);
+                return true;
+            }
+            pid = stat.ppid;
+        }
+        false
+    }
+
     /// Reads one process; false when it cannot be read (gone).
     fn observe(&mut self, pid: u32, role: ProcessRole, now_ns: i64) -> bool {
         let Some(stat) = self.procfs.stat(pid) else {
@@ -590,11 +615,13 @@ impl Accounting {
         };
         if role == ProcessRole::Child
             && !self.procs.contains_key(&pid)
-            && stat.start_ns < self.origin_mono_ns - START_TICK_SLACK_NS
             && !self.service_of.contains_key(&pid)
             && !self.services.iter().any(|(p, _)| *p == pid)
+            && (stat.start_ns <= self.origin_mono_ns - START_TICK_SLACK_NS
+                || self.foreign_ancestor(stat.ppid))
         {
-            // Older than the command, and not started for it: not the run's (read, not kept).
+            // Older than the command, or a child of such a leftover, and not started for it:
+            // not the run's (read, not kept).
             self.foreign.insert(pid);
             return true;
         }
