@@ -522,3 +522,60 @@ fn a_process_reaped_by_its_shell_is_alive_until_its_exit() {
         assert!(sleep.wall_ns >= ms * 1_000_000, "slept {ms} ms: {sleep:?}");
     }
 }
+
+/// `bench` runs its runs one after another in one framelab process, the subreaper of every
+/// orphan. A process a run leaves behind outside the command's process group (so not stopped
+/// with it) was adopted by the next run's tree as if born in its window: that run counted
+/// all the CPU the leftover ever used. A server left by `ab`'s runs made every run of the
+/// next variant pay for the previous variant's server.
+#[test]
+fn a_process_left_by_one_bench_run_is_not_the_next_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let leave = dir.path().join("leave.sh");
+    std::fs::write(
+        &leave,
+        "#!/bin/sh\n\
+         setsid python3 -c 'import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: pass' \
+         </dev/null >/dev/null 2>&1 &\n",
+    )
+    .unwrap();
+    let exp = dir.path().join("b.framelab");
+    let out = framelab()
+        .current_dir(dir.path())
+        .args(["bench", "-n", "2", "--variant"])
+        .arg(format!("leave=sh {}", leave.display()))
+        .args(["--variant", "sleep=sleep 1.2", "-o"])
+        .arg(&exp)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Runs 2 and 4 are `sleep 1.2`, each after a run that left a burner of 0.6 s of CPU.
+    for run_id in ["2", "4"] {
+        let out = framelab()
+            .args(["report"])
+            .arg(&exp)
+            .args(["--run-id", run_id, "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            report["name"],
+            "sleep #".to_owned() + if run_id == "2" { "1" } else { "2" }
+        );
+        let cpu = &report["cpu"];
+        let ns = cpu["user_ns"].as_i64().unwrap() + cpu["sys_ns"].as_i64().unwrap();
+        let names: Vec<String> = report["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap_or("").to_owned())
+            .collect();
+        // Only `sleep`: not the burner, nor what started it (a `python3` that is a shell
+        // script, as pyenv's shims are, runs shells that outlive the run that started them).
+        assert!(
+            ns < 100_000_000 && names == ["sleep"],
+            "run {run_id} (sleep) counted {ns} ns of CPU, processes {names:?}"
+        );
+    }
+}

@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use std::path::Path;
 
 fn assert_one_clear_line(args: &[&str], code: i32, needle: &str) {
     let out = run(args);
@@ -176,4 +177,49 @@ fn a_reader_that_goes_away_is_not_a_panic() {
         assert!(!err.contains("panicked"), "{format}: {err}");
         assert_eq!(out.status.code(), Some(0), "{format}: {err}");
     }
+}
+
+/// README, "Limits": a value outside a flag's bounds is a usage error (exit 2) whose line
+/// names the limit. These four were checked after parsing (exit 1), and `bench -n 10001`
+/// named a least of 1 that `-n 1` then refused.
+#[test]
+fn out_of_range_numbers_are_usage_errors_naming_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = dir.path().join("none.framelab");
+    let none = none.to_str().unwrap();
+    let b = dir.path().join("b.framelab");
+    let b = b.to_str().unwrap();
+    for (args, needle) in [
+        (
+            vec!["demo", "--fps", "0.01", "-o", "/dev/null"],
+            "at least one frame a minute (0.0167 fps)",
+        ),
+        (
+            vec!["demo", "--depth", "3", "-o", "/dev/null"],
+            "outside 1 to 2",
+        ),
+        (
+            vec!["demo", "--depth", "0", "-o", "/dev/null"],
+            "outside 1 to 2",
+        ),
+        (
+            vec!["bench", "-n", "1", "-o", b, "--", "true"],
+            "outside 2 to 10000",
+        ),
+        (
+            vec!["bench", "-n", "10001", "-o", b, "--", "true"],
+            "outside 2 to 10000",
+        ),
+        (
+            vec!["hist", none, "--buckets", "0"],
+            "give 1 to 10000 buckets",
+        ),
+        (
+            vec!["hist", none, "--buckets", "10001"],
+            "give 1 to 10000 buckets",
+        ),
+    ] {
+        assert_one_clear_line(&args, 2, needle);
+    }
+    assert!(!Path::new(b).exists());
 }

@@ -145,17 +145,17 @@ fn a_bucket_width_far_too_fine_is_widened_and_said() {
         "{capped}"
     );
 
-    // Asking for more buckets than the most allowed is refused in one line.
+    // Asking for more buckets than the most allowed is refused in one line, a usage error.
     let out = framelab()
         .args(["hist"])
         .arg(&path)
         .args(["--stage", "a", "--buckets", "20000"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         error_line(&out),
-        "error: --buckets 20000: give 1 to 10000 buckets, e.g. --buckets 50"
+        "error: invalid value '20000' for '--buckets <N>': give 1 to 10000 buckets, e.g. --buckets 50"
     );
 }
 

@@ -185,18 +185,20 @@ pub fn readings(text: &str) -> Result<u64, String> {
     count_in(text, 1, 100_000)
 }
 
-/// `hist --buckets`: checked by `hist` itself (1 to 10000, with its own hint); here only
-/// a whole number.
+/// `hist --buckets`: 1 to 10000 (`hist` checks it again for callers of the library).
 pub fn buckets(text: &str) -> Result<u64, String> {
-    count_in(text, 1, u64::from(u32::MAX))
+    let max = framelab::hist::layout::MAX_BUCKETS;
+    count_in(text, 1, max).map_err(|_| format!("give 1 to {max} buckets, e.g. --buckets 50"))
 }
 
 /// The most runs `bench -n` takes per variant and combination.
 pub const MAX_RUNS: u64 = 10_000;
 
-/// `bench -n`: 1 to 10000 (`bench` itself asks for at least 2, saying why).
+/// `bench -n`: 2 to 10000 (one run shows no spread across runs).
 pub fn runs(text: &str) -> Result<u32, String> {
-    count_in(text, 1, MAX_RUNS).map(|n| n as u32)
+    count_in(text, 2, MAX_RUNS).map(|n| n as u32).map_err(|e| {
+        format!("{e} (at least 2 runs per variant are needed to see the spread across runs, and 4 a side for a verdict; 6 or more is better)")
+    })
 }
 
 /// `--profile=HZ`: 1 to the kernel's `perf_event_max_sample_rate` (the kernel refuses
@@ -245,9 +247,20 @@ pub fn pid(text: &str) -> Result<u32, String> {
     Ok(pid as u32)
 }
 
-/// `demo --depth`: checked by the demo itself (1 or 2); here only a small number.
+/// `demo --depth`: 1 or 2 (the demo checks it again for callers of the library).
 pub fn depth(text: &str) -> Result<u32, String> {
-    count_in(text, 0, 1000).map(|n| n as u32)
+    count_in(text, 1, 2).map(|n| n as u32).map_err(|e| {
+        format!("{e}: use 1 (stages in series) or 2 (capture+convert overlapping encode+send)")
+    })
+}
+
+/// `demo --fps`: one frame a minute to what the pacer keeps (1/60 to 1000000).
+pub fn demo_fps(text: &str) -> Result<f64, String> {
+    let fps = fps(text)?;
+    if fps < 1.0 / 60.0 {
+        return Err("is too low: the demo needs at least one frame a minute (0.0167 fps)".into());
+    }
+    Ok(fps)
 }
 
 /// The most bytes an import reads by default: the file after decompression.

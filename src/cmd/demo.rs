@@ -22,8 +22,8 @@ const DEFAULT_WARMUP: Duration = Duration::from_secs(3);
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
-    /// Target frame rate
-    #[arg(long, value_parser = limits::fps, default_value = "120")]
+    /// Target frame rate (1/60 to 1000000)
+    #[arg(long, value_parser = limits::demo_fps, default_value = "120")]
     pub fps: f64,
     /// 1: stages run serially on one thread; 2: consecutive frames overlap on two threads
     #[arg(long, value_parser = limits::depth, default_value = "1")]
@@ -60,7 +60,7 @@ pub struct DemoArgs {
 
 #[derive(Args, Debug)]
 pub struct PipelineArgs {
-    #[arg(long, value_parser = limits::fps, default_value = "120")]
+    #[arg(long, value_parser = limits::demo_fps, default_value = "120")]
     pub fps: f64,
     #[arg(long, value_parser = limits::depth, default_value = "1")]
     pub depth: u32,

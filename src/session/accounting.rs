@@ -160,7 +160,16 @@ pub struct Accounting {
     /// `--service` leaders (pid, name): they and their descendants count under that name.
     services: Vec<(u32, String)>,
     service_of: BTreeMap<u32, String>,
+    /// Processes below framelab that started before the launch and are no service: leftovers
+    /// of an earlier run of this framelab (`bench` runs one after another in one process),
+    /// adopted as orphans or still to be reaped. Never this run's.
+    foreign: BTreeSet<u32>,
 }
+
+/// How much earlier than the launch a process's start time may read and still be the run's:
+/// /proc gives start times in whole clock ticks (10 ms), rounded down, so a process started
+/// at or after the launch reads less than one tick before it.
+const START_TICK_SLACK_NS: i64 = 10_000_000;
 
 impl Accounting {
     pub fn new(
@@ -194,6 +203,7 @@ impl Accounting {
             unseen: Vec::new(),
             services: Vec::new(),
             service_of: BTreeMap::new(),
+            foreign: BTreeSet::new(),
         }
     }
 
@@ -211,6 +221,7 @@ impl Accounting {
             taskstats,
         );
         fresh.services = self.services.clone();
+        fresh.foreign = self.foreign.clone();
         fresh
     }
 
@@ -573,11 +584,47 @@ impl Accounting {
         self.observe(pid, role, now_ns);
     }
 
+    /// Whether `pid` or one of its ancestors below framelab is a leftover of an earlier run
+    /// (see `foreign`): a process it started is not this run's either, even one started just
+    /// after the launch. Sweeps read children before their parents, so the parent may not
+    /// have been classified yet: it is read here.
+    fn foreign_ancestor(&mut self, mut pid: u32) -> bool {
+        for _ in 0..64 {
+            if self.foreign.contains(&pid) {
+                return true;
+            }
+            if pid <= 1 || pid == self.collector_pid || self.procs.contains_key(&pid) {
+                return false;
+            }
+            let Some(stat) = self.procfs.stat(pid) else {
+                return false;
+            };
+            if stat.start_ns <= self.origin_mono_ns - START_TICK_SLACK_NS {
+                self.foreign.insert(pid);
+                return true;
+            }
+            pid = stat.ppid;
+        }
+        false
+    }
+
     /// Reads one process; false when it cannot be read (gone).
     fn observe(&mut self, pid: u32, role: ProcessRole, now_ns: i64) -> bool {
         let Some(stat) = self.procfs.stat(pid) else {
             return false;
         };
+        if role == ProcessRole::Child
+            && !self.procs.contains_key(&pid)
+            && !self.service_of.contains_key(&pid)
+            && !self.services.iter().any(|(p, _)| *p == pid)
+            && (stat.start_ns <= self.origin_mono_ns - START_TICK_SLACK_NS
+                || self.foreign_ancestor(stat.ppid))
+        {
+            // Older than the command, or a child of such a leftover, and not started for it:
+            // not the run's (read, not kept).
+            self.foreign.insert(pid);
+            return true;
+        }
         let clock_ns = self.procfs.cpu_clock_ns(pid);
         // The peak RSS is a high-water mark: read at first sight, then every RSS_EVERY_NS
         // (the status file costs more than stat); framelab's own reaps give it exactly.
@@ -722,6 +769,8 @@ impl Accounting {
                 }
             }
             Some(_) => {}
+            // A leftover of an earlier run, reaped now: its CPU is that run's.
+            None if self.foreign.remove(&pid) => {}
             None if in_window => {
                 self.unread_reaped.user_ns += rusage.user_ns;
                 self.unread_reaped.sys_ns += rusage.sys_ns;
