@@ -679,7 +679,12 @@ fn import_options_the_format_never_reads_are_refused() {
     }
     // --pair of an event the trace lacks: a note and exit 0, the run without the stage.
     let out = framelab()
-        .args(["import", &capture("chrome-156-headless-startup.json.gz"), "-o", o])
+        .args([
+            "import",
+            &capture("chrome-156-headless-startup.json.gz"),
+            "-o",
+            o,
+        ])
         .args(["--pair", "a:b"])
         .output()
         .unwrap();
@@ -954,23 +959,18 @@ fn history_filters_that_match_nothing_are_refused() {
     assert!(!csv.exists());
 }
 
-/// `sources --pid P --no-sample threads` read no thread of P (the source off), exit 0.
+/// `sources --pid P` with both sources that read P off (threads, and NVML's per-process
+/// utilisation) read nothing of P, exit 0. With nvml on, --pid still asks the GPU about it
+/// (telemetry_nvml checks that with the threads source off).
 #[test]
-fn sources_pid_with_threads_off_is_refused() {
+fn sources_pid_with_threads_and_nvml_off_is_refused() {
     let me = std::process::id().to_string();
     let out = framelab()
-        .args([
-            "sources",
-            "--pid",
-            &me,
-            "--no-sample",
-            "threads",
-            "--count",
-            "1",
-        ])
+        .args(["sources", "--pid", &me, "--no-sample", "threads"])
+        .args(["--no-sample", "nvml", "--count", "1"])
         .output()
         .unwrap();
-    refused(&out, "--no-sample threads");
+    refused(&out, "--pid is read by the threads and nvml sources");
     assert!(stdout(&out).is_empty());
     // Every source switched off: "0 readings", exit 0.
     let mut all = framelab();

@@ -16,18 +16,22 @@ pub struct SourcesArgs {
     /// Readings to take, --sample-every apart (at most 100000)
     #[arg(long, value_parser = limits::readings, default_value = "3")]
     pub count: u64,
-    /// Also read the threads of this process (not with --no-sample threads)
+    /// Also read the threads of this process, and its GPU use where NVML reports it (not
+    /// with both --no-sample threads and nvml)
     #[arg(long = "pid", value_name = "PID", value_parser = limits::pid)]
     pub pids: Vec<u32>,
 }
 
 pub(super) fn run(args: SourcesArgs) -> anyhow::Result<Outcome> {
+    // --pid is read by two sources: the threads one and NVML's per-process utilisation.
+    let off = |kind| args.sampling.no_sample.contains(&kind);
     if !args.pids.is_empty()
-        && (args.sampling.no_sample).contains(&framelab::sample::SourceKind::Threads)
+        && off(framelab::sample::SourceKind::Threads)
+        && off(framelab::sample::SourceKind::Nvml)
     {
         anyhow::bail!(
-            "--pid reads a process's threads, which --no-sample threads switches off: leave one \
-             of them out"
+            "--pid is read by the threads and nvml sources, which --no-sample switches off: \
+             leave one of them on, or leave out --pid"
         );
     }
     if framelab::sample::SourceKind::ALL

@@ -337,7 +337,11 @@ impl TraceBuilder {
             // A pair whose events the input lacks (a misspelt name, a trace of another
             // kind): the run would lack the stage asked for, said only in a note.
             if !paired.start_seen || !paired.end_seen {
-                let missing = if paired.start_seen { &spec.end } else { &spec.start };
+                let missing = if paired.start_seen {
+                    &spec.end
+                } else {
+                    &spec.start
+                };
                 let mut names: Vec<&str> = run.event_names.iter().map(|n| &**n).collect();
                 names.sort_unstable();
                 let more = names.len().saturating_sub(10);
