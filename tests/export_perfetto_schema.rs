@@ -12,24 +12,17 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{framelab, stderr};
-
-fn python() -> String {
-    std::env::var("FRAMELAB_TEST_PYTHON").unwrap_or_else(|_| "python3".into())
-}
+use common::{framelab, python, python_skip_or_fail, stderr};
 
 fn skip_or_fail(why: &str) {
-    if std::env::var_os("FRAMELAB_REQUIRE_PYTHON").is_some_and(|v| v == "1") {
-        panic!("export_perfetto_schema cannot run: {why} (FRAMELAB_REQUIRE_PYTHON=1)");
-    }
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED export_perfetto_schema: {why}; the Perfetto export was not decoded with \
-         Perfetto's schema (needs python3, python3-venv and PyPI)"
+    python_skip_or_fail(
+        "export_perfetto_schema",
+        why,
+        "the Perfetto export was not decoded with Perfetto's schema (needs python3, \
+         python3-venv and PyPI)",
     );
 }
 

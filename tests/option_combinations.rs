@@ -473,6 +473,13 @@ fn a_run_into_an_experiment_file_is_refused() {
     assert_eq!(framelab::store::list_runs(&exp).unwrap().len(), 2);
 }
 
+/// A bench experiment at `path`: variants `a` and `b` (both `true`), two runs each.
+fn a_b_experiment(path: &str) {
+    let variants = ["--variant", "a=true", "--variant", "b=true"];
+    let out = run(&[&["bench", "-n", "2", "-o", path][..], &variants].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 /// `bench --resume -o FILE` with run options but no variants went on with the stored
 /// options, the ones given silently ignored (with variants given, a difference is refused).
 #[test]
@@ -480,18 +487,7 @@ fn resume_refuses_options_that_differ_even_without_variants() {
     let dir = tempfile::tempdir().unwrap();
     let exp = dir.path().join("exp.framelab");
     let e = exp.to_str().unwrap();
-    let out = run(&[
-        "bench",
-        "-n",
-        "2",
-        "--variant",
-        "a=true",
-        "--variant",
-        "b=true",
-        "-o",
-        e,
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    a_b_experiment(e);
     for extra in [
         vec!["--warmup", "5s"],
         vec!["--fps", "30"],
@@ -520,18 +516,7 @@ fn a_comparison_is_never_written_over_what_it_compares() {
     let dir = tempfile::tempdir().unwrap();
     let exp = dir.path().join("exp.framelab");
     let e = exp.to_str().unwrap();
-    let out = run(&[
-        "bench",
-        "-n",
-        "2",
-        "--variant",
-        "a=true",
-        "--variant",
-        "b=true",
-        "-o",
-        e,
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    a_b_experiment(e);
     let other_name = dir.path().join(".").join("exp.framelab");
     let other = other_name.to_str().unwrap();
     for (option, target) in [

@@ -8,22 +8,18 @@
 //! python3 the test says why on the terminal and passes without running, unless
 //! `FRAMELAB_REQUIRE_PYTHON=1` (set by .ci/run), where that is a failure.
 
-use std::io::Write;
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn python() -> String {
-    std::env::var("FRAMELAB_TEST_PYTHON").unwrap_or_else(|_| "python3".into())
-}
+use common::{python, python_skip_or_fail};
 
-/// Says why the test did not run where a person sees it (the harness captures print!).
 fn skip_or_fail(why: &str) {
-    if std::env::var_os("FRAMELAB_REQUIRE_PYTHON").is_some_and(|v| v == "1") {
-        panic!("python_e2e cannot run: {why} (FRAMELAB_REQUIRE_PYTHON=1)");
-    }
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED python_e2e: {why}; run tests/tools/install.sh (python3 and python3-venv)"
+    python_skip_or_fail(
+        "python_e2e",
+        why,
+        "run tests/tools/install.sh (python3 and python3-venv)",
     );
 }
 

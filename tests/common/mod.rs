@@ -108,3 +108,22 @@ impl Jitter {
         (self.0 % below as u64) as i64
     }
 }
+
+/// The Python the Python-driven tests use: `$FRAMELAB_TEST_PYTHON`, else `python3`.
+pub fn python() -> String {
+    std::env::var("FRAMELAB_TEST_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// A Python-driven test that cannot run: a failure where CI requires Python
+/// (`FRAMELAB_REQUIRE_PYTHON=1`), else `SKIPPED test: why; what would run it` on stderr,
+/// where a person sees it (the harness captures print!).
+pub fn python_skip_or_fail(test: &str, why: &str, what_would_run_it: &str) {
+    if std::env::var_os("FRAMELAB_REQUIRE_PYTHON").is_some_and(|v| v == "1") {
+        panic!("{test} cannot run: {why} (FRAMELAB_REQUIRE_PYTHON=1)");
+    }
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED {test}: {why}; {what_would_run_it}"
+    );
+}
