@@ -375,12 +375,7 @@ fn a_short_busy_childs_cpu_is_recorded_finer_than_a_clock_tick() {
     );
     assert_ne!(cpu(command) % TICK_NS, 0, "not in whole clock ticks");
     // The JSON report says how fine each CPU figure is.
-    let json = framelab()
-        .args(["report", "--format", "json"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let json = report_json(&path);
     assert_eq!(json["processes"][0]["cpu_resolution_ns"], 1, "{json}");
 }
 
@@ -467,12 +462,7 @@ fn a_process_that_execs_is_named_in_the_busiest_threads_as_it_ended() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let json = framelab()
-        .args(["report", "--format", "json"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let json = report_json(&path);
     let command_pid = json["processes"][0]["pid"].as_u64().unwrap();
     assert_eq!(json["processes"][0]["name"], "testprog", "{json}");
     let threads = json["telemetry"]["busiest_threads"]

@@ -223,10 +223,5 @@ fn the_demo_warmup_fits_a_short_run_and_is_given_one_way() {
         .arg(dir.path().join("both.framelab"))
         .output()
         .unwrap();
-    assert_eq!(both.status.code(), Some(2), "{}", stderr(&both));
-    assert!(
-        stderr(&both).contains("cannot be used with"),
-        "{}",
-        stderr(&both)
-    );
+    assert_conflict(&both);
 }

@@ -13,9 +13,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-use common::{framelab, python, python_skip_or_fail, stderr};
+use common::{framelab, output_text, python_skip_or_fail, python_venv, stderr};
 
 fn skip_or_fail(why: &str) {
     python_skip_or_fail(
@@ -26,18 +26,9 @@ fn skip_or_fail(why: &str) {
     );
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// A virtual environment under target/ with `perfetto` and `protobuf`, or why not.
+/// The work folder's virtual environment with `perfetto` and `protobuf`, or why not.
 fn venv_with_perfetto(work: &Path) -> Result<PathBuf, String> {
-    let dir = work.join("venv");
-    let bin = dir.join("bin/python");
+    let bin = python_venv(work)?;
     let has_schema = |bin: &Path| {
         Command::new(bin)
             .args([
@@ -49,15 +40,6 @@ fn venv_with_perfetto(work: &Path) -> Result<PathBuf, String> {
     };
     if has_schema(&bin) {
         return Ok(bin);
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    let made = Command::new(python())
-        .args(["-m", "venv"])
-        .arg(&dir)
-        .output()
-        .map_err(|e| format!("{} cannot be started: {e}", python()))?;
-    if !made.status.success() {
-        return Err(format!("`{} -m venv` failed: {}", python(), text(&made)));
     }
     let install = Command::new(&bin)
         .args([
@@ -74,7 +56,7 @@ fn venv_with_perfetto(work: &Path) -> Result<PathBuf, String> {
     if !install.status.success() || !has_schema(&bin) {
         return Err(format!(
             "pip install perfetto protobuf failed: {}",
-            text(&install)
+            output_text(&install)
         ));
     }
     Ok(bin)
@@ -126,7 +108,7 @@ fn every_value_of_the_perfetto_export_decodes_with_perfettos_schema() {
         .arg("--edge-cases")
         .output()
         .unwrap();
-    let output = text(&check);
+    let output = output_text(&check);
     println!("{output}");
     assert!(check.status.success(), "mismatches:\n{output}");
     assert!(output.contains("all values match"), "{output}");

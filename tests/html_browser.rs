@@ -526,6 +526,20 @@ fn html_needs_one_run_and_a_writable_place() {
     assert!(!path.exists(), "the command ran anyway");
 }
 
+/// `compare EXPERIMENT --format html` beside it (`.html`), 200 resamples.
+fn compare_page(experiment: &Path) -> PathBuf {
+    let page = experiment.with_extension("html");
+    let out = framelab()
+        .arg("compare")
+        .arg(experiment)
+        .args(["--resamples", "200", "--format", "html", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    page
+}
+
 #[test]
 fn a_sweep_is_drawn_as_lines_over_the_parameter() {
     let dir = tempfile::tempdir().unwrap();
@@ -538,15 +552,7 @@ fn a_sweep_is_drawn_as_lines_over_the_parameter() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let page = dir.path().join("sweep.html");
-    let out = framelab()
-        .arg("compare")
-        .arg(&file)
-        .args(["--resamples", "200", "--format", "html", "-o"])
-        .arg(&page)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let page = compare_page(&file);
     let Some(browser) = chromium() else { return };
     let opened = open(browser, &page, &artifacts().join("sweep.png"));
     assert_clean(&opened);
@@ -586,24 +592,7 @@ fn stage_overlays_are_at_the_first_parameter_values_when_the_first_run_failed() 
         "two runs fail: {}",
         stderr(&out)
     );
-    let page = dir.path().join("sweep.html");
-    let out = framelab()
-        .arg("compare")
-        .arg(&file)
-        .args(["--resamples", "200", "--format", "html", "-o"])
-        .arg(&page)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let html = std::fs::read_to_string(&page).unwrap();
-    let data = regex::Regex::new(
-        r#"(?s)<script type="application/json" id="framelab-data">(.*?)</script>"#,
-    )
-    .unwrap()
-    .captures(&html)
-    .unwrap()[1]
-        .to_owned();
-    let data: serde_json::Value = serde_json::from_str(&data).unwrap();
+    let data = common::page_data(&compare_page(&file));
     let work = (data["stages"].as_array().unwrap().iter())
         .find(|s| s["stage"] == "work")
         .expect("a work stage overlay");

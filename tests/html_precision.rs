@@ -5,16 +5,8 @@
 
 mod common;
 
-use common::{framelab, stderr};
+use common::{framelab, page_data, stderr};
 use std::path::Path;
-
-fn page_data(path: &Path) -> serde_json::Value {
-    let html = std::fs::read_to_string(path).unwrap();
-    let open = r#"<script type="application/json" id="framelab-data">"#;
-    let start = html.find(open).expect("the page has its data block") + open.len();
-    let len = html[start..].find("</script>").unwrap();
-    serde_json::from_str(&html[start..start + len]).unwrap()
-}
 
 fn import_twice(dir: &Path, csv: &Path, name: &str) -> std::path::PathBuf {
     let out = dir.join(format!("{name}.framelab"));

@@ -300,12 +300,7 @@ fn an_imported_trace_has_no_cpu_figures_rather_than_zeros() {
     let (_, run) = import_ok(&dir, "mangohud", &[log.to_str().unwrap(), "--fps", "60"]);
     let report = framelab::analyze::analyze(&run);
     assert_eq!(report.cpu, None);
-    let out = framelab()
-        .args(["report", "--format", "json"])
-        .arg(dir.path().join("mangohud.framelab"))
-        .output()
-        .unwrap();
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = report_json(&dir.path().join("mangohud.framelab"));
     assert!(json["cpu"].is_null(), "{}", json["cpu"]);
     let data = framelab::compare::extract(&run);
     let keys: Vec<String> = (framelab::compare::metrics::catalogue(&[&data]).into_iter())

@@ -80,12 +80,7 @@ fn a_number_the_command_prints_is_a_metric_and_its_output_still_reaches_the_term
     );
     assert_eq!(stdout_kept.dropped, 0);
     // The report of the file says the same, and its JSON carries the numbers.
-    let report = framelab()
-        .args(["report", "--format", "json"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let r = json(&report);
+    let r = report_json(&file);
     assert_eq!(r["metrics"][0]["value"], 1234.56);
     assert_eq!(r["metrics"][0]["unit"], "req/s");
 }

@@ -698,12 +698,7 @@ fn import_options_the_format_never_reads_are_refused() {
         .args(["--frame-arg", "frame", "--frame-regex", "#(\\d+)"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("cannot be used with"),
-        "{}",
-        stderr(&out)
-    );
+    assert_conflict(&out);
 }
 
 /// `hist --min/--max/--linear/--buckets/--by` on a run holding only imported histograms
@@ -975,21 +970,7 @@ fn an_import_into_an_experiment_or_of_one_file_twice_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let exp = dir.path().join("exp.framelab");
     let e = exp.to_str().unwrap();
-    let out = framelab()
-        .args([
-            "bench",
-            "-n",
-            "2",
-            "-o",
-            e,
-            "--variant",
-            "a=true",
-            "--variant",
-            "b=true",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    a_b_experiment(e);
     let before = std::fs::read(&exp).unwrap();
     let capture = capture("presentmon-v1-farcrynewdawn.csv");
     let out = framelab()
@@ -1103,21 +1084,7 @@ fn no_export_or_page_is_written_over_a_database() {
     let victim = imported(dir.path(), "ffmpeg-5.1-transcode-av.log", "victim", &[]);
     let exp = dir.path().join("exp.framelab");
     let e = exp.to_str().unwrap();
-    let out = framelab()
-        .args([
-            "bench",
-            "-n",
-            "2",
-            "-o",
-            e,
-            "--variant",
-            "a=true",
-            "--variant",
-            "b=true",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    a_b_experiment(e);
     let store = dir.path().join("h.sqlite");
     let s = store.to_str().unwrap();
     let out = framelab()

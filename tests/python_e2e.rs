@@ -10,10 +10,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{python, python_skip_or_fail};
+use common::{output_text, python_skip_or_fail, python_venv};
 
 fn skip_or_fail(why: &str) {
     python_skip_or_fail(
@@ -28,64 +28,12 @@ fn run(cmd: &mut Command) -> Output {
         .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"))
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// A virtual environment under target/ (kept between runs: pip's downloads and the
-/// extension's Rust build are reused), or why there cannot be one.
-fn venv(work: &Path) -> Result<PathBuf, String> {
-    let version = Command::new(python())
-        .args([
-            "-c",
-            "import sys; assert sys.version_info >= (3, 9), sys.version",
-        ])
-        .output();
-    match version {
-        Err(e) => return Err(format!("{} cannot be started: {e}", python())),
-        Ok(out) if !out.status.success() => {
-            return Err(format!(
-                "{} is older than 3.9: {}",
-                python(),
-                text(&out).trim()
-            ))
-        }
-        Ok(_) => {}
-    }
-    let dir = work.join("venv");
-    let bin = dir.join("bin/python");
-    // A venv left by an earlier run whose Python has gone (upgraded, removed) is made again.
-    let works = |bin: &Path| {
-        Command::new(bin)
-            .args(["-c", "pass"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if !works(&bin) {
-        let _ = std::fs::remove_dir_all(&dir);
-        let out = run(Command::new(python()).args(["-m", "venv"]).arg(&dir));
-        if !out.status.success() {
-            let _ = std::fs::remove_dir_all(&dir);
-            return Err(format!(
-                "`{} -m venv` failed: {}",
-                python(),
-                text(&out).trim()
-            ));
-        }
-    }
-    Ok(bin)
-}
-
 #[test]
 fn the_python_package_installs_and_passes_its_tests() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-e2e");
     std::fs::create_dir_all(&work).unwrap();
-    let python = match venv(&work) {
+    let python = match python_venv(&work) {
         Ok(python) => python,
         Err(why) => return skip_or_fail(&why),
     };
@@ -104,7 +52,7 @@ fn the_python_package_installs_and_passes_its_tests() {
     assert!(
         install.status.success(),
         "pip install ./python[test] failed:\n{}",
-        text(&install)
+        output_text(&install)
     );
 
     let tests = run(Command::new(&python)
@@ -114,7 +62,7 @@ fn the_python_package_installs_and_passes_its_tests() {
         .env("FRAMELAB_BIN", env!("CARGO_BIN_EXE_framelab"))
         .env("FRAMELAB_REQUIRE_BIN", "1")
         .env_remove("FRAMELAB_SESSION"));
-    let output = text(&tests);
+    let output = output_text(&tests);
     println!("{output}");
     assert!(tests.status.success(), "pytest failed:\n{output}");
     assert!(

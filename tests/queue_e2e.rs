@@ -9,16 +9,6 @@ mod common;
 
 use common::*;
 
-fn report_json(path: &std::path::Path) -> serde_json::Value {
-    let out = framelab()
-        .args(["report", "--format", "json"])
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    serde_json::from_str(&stdout(&out)).unwrap()
-}
-
 #[test]
 fn the_named_gpu_queue_is_the_bottleneck_of_the_async_example() {
     let dir = tempfile::tempdir().unwrap();

@@ -629,12 +629,7 @@ fn warmup_from_without_a_warmup_is_refused() {
         ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("cannot be used with"),
-        "{}",
-        stderr(&out)
-    );
+    assert_conflict(&out);
 }
 
 /// A command that records no frame: the warmup falls back to launch, and the file says so.

@@ -111,12 +111,7 @@ fn a_run_samples_every_source_and_reports_it() {
     assert!(md.contains("**sampling** every 10 ms"), "{md}");
     assert!(md.contains("| telemetry | device |"), "{md}");
 
-    let json = framelab()
-        .args(["report", "--format", "json"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let v = report_json(&path);
     let energy = &v["telemetry"]["energy"];
     let amd = energy
         .as_array()

@@ -127,3 +127,91 @@ pub fn python_skip_or_fail(test: &str, why: &str, what_would_run_it: &str) {
         "SKIPPED {test}: {why}; {what_would_run_it}"
     );
 }
+
+/// The data an HTML page embeds (its `framelab-data` block), parsed.
+pub fn page_data(path: &Path) -> serde_json::Value {
+    let html = std::fs::read_to_string(path).unwrap();
+    let open = r#"<script type="application/json" id="framelab-data">"#;
+    let start = html.find(open).expect("the page has its data block") + open.len();
+    let len = html[start..].find("</script>").unwrap();
+    serde_json::from_str(&html[start..start + len]).unwrap()
+}
+
+/// `framelab report PATH --format json`, which must succeed, parsed.
+pub fn report_json(path: &Path) -> serde_json::Value {
+    let out = framelab()
+        .args(["report", "--format", "json"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+/// Two options that cannot go together: clap's usage error (exit 2) says so.
+pub fn assert_conflict(out: &Output) {
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(out));
+    assert!(
+        stderr(out).contains("cannot be used with"),
+        "{}",
+        stderr(out)
+    );
+}
+
+/// A command's standard output and error, one after the other.
+pub fn output_text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A Python virtual environment at `work/venv` (kept between runs: pip's downloads are
+/// reused) and its interpreter, or why there cannot be one (no Python 3.9 or later, no
+/// `venv` module).
+pub fn python_venv(work: &Path) -> Result<PathBuf, String> {
+    let version = Command::new(python())
+        .args([
+            "-c",
+            "import sys; assert sys.version_info >= (3, 9), sys.version",
+        ])
+        .output();
+    match version {
+        Err(e) => return Err(format!("{} cannot be started: {e}", python())),
+        Ok(out) if !out.status.success() => {
+            return Err(format!(
+                "{} is older than 3.9: {}",
+                python(),
+                output_text(&out).trim()
+            ))
+        }
+        Ok(_) => {}
+    }
+    let dir = work.join("venv");
+    let bin = dir.join("bin/python");
+    // A venv left by an earlier run whose Python has gone (upgraded, removed) is made again.
+    let works = |bin: &Path| {
+        Command::new(bin)
+            .args(["-c", "pass"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !works(&bin) {
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = Command::new(python())
+            .args(["-m", "venv"])
+            .arg(&dir)
+            .output()
+            .map_err(|e| format!("{} cannot be started: {e}", python()))?;
+        if !out.status.success() {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(format!(
+                "`{} -m venv` failed: {}",
+                python(),
+                output_text(&out).trim()
+            ));
+        }
+    }
+    Ok(bin)
+}
