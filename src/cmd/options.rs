@@ -116,16 +116,11 @@ pub(super) fn refuse_history_without_file(
                 framelab::display::text(store)
             );
         }
-        if let Ok(framelab::destination::Target::Null(_)) =
-            framelab::destination::Target::resolve(file)
-        {
-            anyhow::bail!(
-                "--history {} adds the run file's runs to the store, and -o {} keeps no file: \
-                 give -o FILE, or drop --history",
-                framelab::display::text(store),
-                file.display()
-            );
-        }
+        let what = format!(
+            "--history {} adds the run file's runs to the store",
+            framelab::display::text(store)
+        );
+        refuse_with_no_file(file, &what, "--history")?;
     }
     Ok(())
 }
@@ -136,18 +131,15 @@ pub(super) fn refuse_profile_without_file(
     flag: &ProfileFlag,
     output: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    if let (Some(_), Some(file)) = (flag.profile, output) {
-        if let Ok(framelab::destination::Target::Null(_)) =
-            framelab::destination::Target::resolve(file)
-        {
-            anyhow::bail!(
-                "--profile stores the sampled stacks in the run file (framelab profile reads \
-                 them there), and -o {} keeps no file: give -o FILE, or drop --profile",
-                file.display()
-            );
-        }
+    match (flag.profile, output) {
+        (Some(_), Some(file)) => refuse_with_no_file(
+            file,
+            "--profile stores the sampled stacks in the run file (framelab profile reads them \
+             there)",
+            "--profile",
+        ),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// `--keep-output` keeps the command's output in the run file, and nowhere else: with
@@ -156,16 +148,25 @@ pub(super) fn refuse_keep_output_without_file(
     keep_output: bool,
     output: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    if let (true, Some(file)) = (keep_output, output) {
-        if let Ok(framelab::destination::Target::Null(_)) =
-            framelab::destination::Target::resolve(file)
-        {
-            anyhow::bail!(
-                "--keep-output keeps the command's output in the run file, and -o {} keeps no \
-                 file: give -o FILE, or drop --keep-output",
-                file.display()
-            );
-        }
+    match (keep_output, output) {
+        (true, Some(file)) => refuse_with_no_file(
+            file,
+            "--keep-output keeps the command's output in the run file",
+            "--keep-output",
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses `flag`, which needs the run file (`what` it keeps there), where `-o FILE` keeps
+/// no file (/dev/null).
+fn refuse_with_no_file(file: &std::path::Path, what: &str, flag: &str) -> anyhow::Result<()> {
+    if let Ok(framelab::destination::Target::Null(_)) = framelab::destination::Target::resolve(file)
+    {
+        anyhow::bail!(
+            "{what}, and -o {} keeps no file: give -o FILE, or drop {flag}",
+            file.display()
+        );
     }
     Ok(())
 }
