@@ -276,13 +276,7 @@ pub fn write_whole(
 /// An export, page or report is never written over an SQLite database (a run file, an
 /// experiment, a history store): named by mistake, its recorded data would be gone.
 pub fn refuse_database(given: &Path, path: &Path) -> Result<()> {
-    use std::io::Read;
-    let mut head = [0u8; 16];
-    let is_sqlite = fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok()
-        && &head == b"SQLite format 3\0";
-    if is_sqlite {
+    if crate::store::is_sqlite(path) {
         bail!(
             "refusing to write over {}: it is an SQLite database (a run file, an experiment or a \
              history store); choose another output path, or remove it first",

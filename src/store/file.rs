@@ -126,6 +126,14 @@ impl FileProblem {
     }
 }
 
+/// Whether `path` is an SQLite database (its header says so), framelab's or another's.
+pub fn is_sqlite(path: &Path) -> bool {
+    let mut head = [0u8; SQLITE_MAGIC.len()];
+    fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == SQLITE_MAGIC)
+}
+
 /// The length of an existing file that may be a run file.
 fn check_existing_file(path: &Path) -> Result<u64, FileProblem> {
     let meta = fs::metadata(path).map_err(|e| match e.kind() {

@@ -25,7 +25,7 @@ pub use codec::end_reason_name;
 pub use experiment::{
     create_experiment, load_experiment, load_fingerprints, record_experiment_run,
 };
-pub use file::DiskFull;
+pub use file::{is_sqlite, DiskFull};
 pub use outputs::record_outputs;
 pub use profile::{load_profile, record_profile};
 pub use reader::{list_runs, load_run, spans_after};
