@@ -4,7 +4,7 @@
 //! `record_ns_on`: the queue, not the device thread, is the resource render occupies), then
 //! presents it (0.2 ms busy). At
 //! most DEPTH frames are in flight: at depth 1 the CPU waits for the device, at depth 2 it
-//! prepares the next frame meanwhile. Paced by the SDK pacer (stage `pace`).
+//! prepares the next frame meanwhile. Paced by the SDK pacer (its lateness is a line of its own, not a stage).
 //!
 //! `framelab run --fps 400 -- target/debug/examples/async_stage DEPTH FRAMES FPS`
 

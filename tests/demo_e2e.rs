@@ -32,7 +32,7 @@ fn demo(depth: u32) -> (framelab::model::Run, String) {
 fn check(depth: u32) {
     let (run, report) = demo(depth);
     let analysis = analyze(&run);
-    for stage in ["pace", "capture", "convert", "encode", "packetize", "send"] {
+    for stage in ["capture", "convert", "encode", "packetize", "send"] {
         assert!(
             analysis.stage_names.iter().any(|s| s == stage),
             "stage {stage} in {:?}",
@@ -97,7 +97,7 @@ fn demo_at_depth_2_overlaps_frames_on_two_threads() {
 }
 
 #[test]
-fn demo_with_the_sleep_pacer_names_it_and_records_pace() {
+fn demo_with_the_sleep_pacer_names_it_and_records_how_late_it_woke() {
     let dir = tempfile::tempdir().unwrap();
     let path = temp_run(&dir, "sleep");
     let out = framelab()
@@ -122,23 +122,105 @@ fn demo_with_the_sleep_pacer_names_it_and_records_pace() {
     assert!(report.contains("--pacer sleep"), "{report}");
     let run = load(&path);
     let analysis = analyze(&run);
-    // One `pace` span per frame, each from its deadline to the wake-up: never negative.
-    let pace = run
-        .stages
-        .iter()
-        .position(|s| s == "pace")
-        .expect("stage pace") as u16;
-    let spans: Vec<_> = run.spans.iter().filter(|s| s.stage == pace).collect();
+    // One lateness value per frame the pacer let through: never negative.
+    let late = pacer_values(&run);
     assert!(
-        spans.len() as u64 >= analysis.frames,
-        "{} pace spans",
-        spans.len()
+        late.len() as u64 >= analysis.frames,
+        "{} pacer values",
+        late.len()
     );
-    assert!(spans.iter().all(|s| s.dur_ns >= 0));
+    assert!(late.iter().all(|&(_, ns)| ns >= 0));
     assert!(analysis.pacing.is_some());
     assert!(
         report.contains("jitter") && report.contains("Δ interval"),
         "{report}"
+    );
+}
+
+/// The pacer's `pacer_late_ns` values of a run: (frame, ns).
+fn pacer_values(run: &framelab::model::Run) -> Vec<(u64, i64)> {
+    let id = (run.counter_names.iter())
+        .position(|n| n == "pacer_late_ns")
+        .expect("counter pacer_late_ns") as u16;
+    (run.counters.iter())
+        .filter(|c| c.counter == id)
+        .map(|c| (c.frame, c.value))
+        .collect()
+}
+
+/// Issue 25 point 5: the pacer's oversleep is a wait before the frame, not its work. The
+/// frame starts at its first real stage (capture), so no total, frame work, thread or bound
+/// contains it, and the report says how late the pacer woke in a line of its own.
+#[test]
+fn the_demo_totals_exclude_the_pacers_lateness_and_the_report_says_how_late_it_woke() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "paced");
+    let out = framelab()
+        .args(["demo", "--fps", "30", "--pacer", "sleep"])
+        .args(["--duration", "2s", "--warmup", "500ms", "-o"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let run = load(&path);
+    assert!(
+        !run.stages.iter().any(|s| s == "pace"),
+        "the pacer records no stage: {:?}",
+        run.stages
+    );
+    // Every frame starts where its capture starts: nothing of the pacer's comes before it.
+    let capture = run.stages.iter().position(|s| s == "capture").unwrap() as u16;
+    let mut first_start = std::collections::BTreeMap::<u64, (i64, u16)>::new();
+    for s in &run.spans {
+        let e = first_start.entry(s.frame).or_insert((s.start_ns, s.stage));
+        if s.start_ns < e.0 {
+            *e = (s.start_ns, s.stage);
+        }
+    }
+    assert!(
+        first_start.values().all(|&(_, stage)| stage == capture),
+        "a frame started with another stage than capture"
+    );
+
+    // The report's pacer summary is the measured frames' values, and nothing else has them.
+    let a = analyze(&run);
+    let json = report_json(&path);
+    let late = pacer_values(&run);
+    let measured = &json["pacer"]["late"];
+    // The pacer waits once before every frame: one value for each measured frame.
+    assert_eq!(measured["count"].as_u64(), Some(a.frames), "{measured}");
+    let max = late.iter().map(|&(_, ns)| ns).max().unwrap() as f64;
+    assert!(measured["max_ns"].as_f64().unwrap() <= max);
+    assert!(!(a.counters.iter()).any(|c| c.name == "pacer_late_ns"));
+    let line = (text.lines())
+        .find(|l| l.trim_start().starts_with("pacer "))
+        .unwrap_or_else(|| panic!("no pacer line in\n{text}"));
+    for shown in [
+        "woke late p50",
+        "p99",
+        "max",
+        "waits",
+        "not in its stages, total or frame work",
+    ] {
+        assert!(line.contains(shown), "{shown} in {line}");
+    }
+    // Work and waits add up to the total with nothing of the pacer in either, and the
+    // thread's stages are the pipeline's only.
+    let p = a.pipeline.as_ref().unwrap();
+    assert!(!p.waits.iter().any(|w| w.from == "pace" || w.to == "pace"));
+    for r in &p.resources {
+        assert!(!r.stages.iter().any(|s| s.stage == "pace"), "{r:?}");
+    }
+    let (work, waits, total) = (
+        p.work.as_ref().unwrap(),
+        p.waited.as_ref().unwrap(),
+        a.total.as_ref().unwrap(),
+    );
+    assert!((work.mean_ns + waits.mean_ns - total.mean_ns).abs() < 1.0);
+    assert!(
+        !text.contains("pace→capture") && !text.contains(" pace "),
+        "{text}"
     );
 }
 

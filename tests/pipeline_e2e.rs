@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 
-const DEMO_STAGES: [&str; 6] = ["pace", "capture", "convert", "encode", "packetize", "send"];
+const DEMO_STAGES: [&str; 5] = ["capture", "convert", "encode", "packetize", "send"];
 
 /// `framelab demo --depth D` for a short while at 30 fps: the run file's path.
 fn demo(dir: &tempfile::TempDir, depth: u32) -> std::path::PathBuf {
@@ -56,12 +56,7 @@ fn the_demo_at_depth_two_waits_between_its_threads_and_names_its_bottleneck() {
         .collect();
     // The frame crosses from the capture thread to the encoding one between convert and
     // encode; every wait joins two of the demo's stages.
-    for expected in [
-        "pace→capture",
-        "capture→convert",
-        "convert→encode",
-        "encode→packetize",
-    ] {
+    for expected in ["capture→convert", "convert→encode", "encode→packetize"] {
         assert!(waits.contains(&expected), "{expected} in {waits:?}");
     }
     for w in &waits {
@@ -118,8 +113,8 @@ fn whatif_splits_a_depth_one_demo_and_refuses_bad_input_in_one_line() {
     assert_eq!(w["recorded_schedule"]["depth"], 1);
     let resources = w["schedule"]["resources"].as_array().unwrap();
     assert_eq!(resources.len(), 2);
-    // The pacer's stage stays first, on the first thread; every stage is placed once.
-    assert_eq!(resources[0][1][0], "pace");
+    // The first stage stays first, on the first thread; every stage is placed once.
+    assert_eq!(resources[0][1][0], "capture");
     let placed: usize = (resources.iter())
         .map(|r| r[1].as_array().unwrap().len())
         .sum();

@@ -64,6 +64,13 @@ fn the_named_gpu_queue_is_the_bottleneck_of_the_async_example() {
     assert!(whatif.status.success(), "{}", stderr(&whatif));
     let whatif = stdout(&whatif);
     assert!(whatif.contains("gpu0.compute (queue): render"), "{whatif}");
-    // Split over more threads, the pacer stays with the thread that starts each frame.
-    assert!(whatif.contains("thread 1: pace, prepare"), "{whatif}");
+    // Split over more threads, the frame's first stage stays on the first thread (the
+    // pacer's wait is no stage: nothing of it is placed).
+    assert!(whatif.contains("thread 1: prepare"), "{whatif}");
+    let schedules = (whatif.lines()).filter(|l| l.contains("depth ") && l.contains(" · "));
+    assert!(schedules.clone().count() == 2, "{whatif}");
+    assert!(
+        schedules.into_iter().all(|l| !l.contains("pace")),
+        "{whatif}"
+    );
 }

@@ -154,9 +154,11 @@ uint64_t fl_now_ns(void) FL_NOEXCEPT;
  * errors never add up to drift. It sleeps with an absolute clock_nanosleep until a spin window
  * before the deadline, then spins to it; the window follows the sleep overshoot this thread
  * sees. A frame that reaches fl_pacer_wait after its deadline returns at once, with no sleep
- * call, and the policy decides the next deadlines. Each wait records stage `pace` (from the
- * deadline, or from the call when late, to the return: the error the pacer added). One thread
- * at a time per pacer. docs/timers.md has the details. */
+ * call, and the policy decides the next deadlines. Each wait records how late the pacer woke
+ * (from the deadline, or from the call when late, to the return: the error the pacer added)
+ * as the frame's counter `pacer_late_ns`: a wait, not a stage, so it is not in the frame's
+ * work or total; the report gives it a line of its own. One thread at a time per pacer.
+ * docs/timers.md has the details. */
 typedef struct fl_pacer fl_pacer;
 
 /* When a frame is late: */
@@ -167,8 +169,8 @@ typedef struct fl_pacer fl_pacer;
 /* A pacer at `fps` (1/3600 to 1e6) with a late policy; NULL for a rate outside that range or
  * an unknown policy. Free it with fl_pacer_free. */
 fl_pacer *fl_pacer_new(double fps, int policy) FL_NOEXCEPT;
-/* Waits for the next slot and records stage `pace` for `frame`. Returns how late the frame
- * starts against its slot, in ns (0 when on time), or -1 for a NULL pacer. */
+/* Waits for the next slot and records how late the pacer woke for `frame`. Returns how late
+ * the frame starts against its slot, in ns (0 when on time), or -1 for a NULL pacer. */
 int64_t fl_pacer_wait(fl_pacer *pacer, uint64_t frame) FL_NOEXCEPT;
 /* Frees the pacer; NULL does nothing. */
 void fl_pacer_free(fl_pacer *pacer) FL_NOEXCEPT;

@@ -6,7 +6,7 @@
 //!
 //! let mut pacer = Pacer::new(175.0, LatePolicy::Skip).expect("a valid frame rate");
 //! for frame in 0..1000u64 {
-//!     pacer.wait(frame); // returns at frame's slot; records stage `pace` = its own error
+//!     pacer.wait(frame); // returns at frame's slot; records how late it woke (not a stage)
 //!     // ... capture, encode, send ...
 //! }
 //! ```
@@ -21,10 +21,15 @@
 //! A frame that reaches `wait` after its deadline is late; the [`LatePolicy`] says what
 //! happens to the grid. All the logic runs against a [`PaceClock`], so tests drive it with a
 //! fake clock.
+//!
+//! What it records: how late it woke for each frame, as the counter
+//! [`PACER_LATE_COUNTER`](crate::wire::PACER_LATE_COUNTER) of that frame. Waiting for a
+//! slot is not work of the frame, so it is no stage: the frame starts at its first real
+//! stage, and the report gives the pacer's lateness a line of its own.
 
 use std::fmt;
 
-use crate::{sys, Stage};
+use crate::{sys, Counter};
 
 /// The clock and the sleep the pacer uses. [`MonotonicClock`] is the real one; tests
 /// implement it with a fake time that moves only when told.
@@ -238,6 +243,9 @@ pub struct Wake {
     pub woke_ns: u64,
     /// `woke_ns − deadline_ns`: how late this frame starts against the grid.
     pub late_ns: u64,
+    /// How late the pacer itself woke: `woke_ns` − the deadline, or − the call when the
+    /// frame came late (then about 0: it passes straight through). What it records.
+    pub overshoot_ns: u64,
     /// The frame reached `wait` after its deadline (the policy applied; no sleep was made).
     pub was_late: bool,
     /// A sleep call was made.
@@ -264,12 +272,14 @@ pub struct Pacer<C: PaceClock = MonotonicClock> {
     anchor_ns: Option<u64>,
     /// Index of the next slot due on the grid.
     slot: u64,
-    stage: Option<Stage>,
+    /// Where the pacer records its lateness; `None`: not recorded.
+    lateness: Option<Counter>,
 }
 
 impl Pacer<MonotonicClock> {
-    /// A pacer at `fps` on CLOCK_MONOTONIC, waiting with the hybrid method and recording its
-    /// error as stage `pace`. The first `wait` returns at once and anchors the grid.
+    /// A pacer at `fps` on CLOCK_MONOTONIC, waiting with the hybrid method and recording how
+    /// late it woke (counter `pacer_late_ns`). The first `wait` returns at once and anchors
+    /// the grid.
     pub fn new(fps: f64, policy: LatePolicy) -> Result<Pacer, InvalidRate> {
         Pacer::with_clock(MonotonicClock, fps, policy)
     }
@@ -290,7 +300,7 @@ impl<C: PaceClock> Pacer<C> {
             spin: SpinWindow::for_period(period_fp >> PERIOD_FRAC_BITS),
             anchor_ns: None,
             slot: 0,
-            stage: Some(Stage::new("pace")),
+            lateness: Some(Counter::new(crate::wire::PACER_LATE_COUNTER)),
         })
     }
 
@@ -300,9 +310,9 @@ impl<C: PaceClock> Pacer<C> {
         self
     }
 
-    /// Records the pacer's error as `stage` instead of `pace`, or not at all with `None`.
-    pub fn record_as(mut self, stage: Option<Stage>) -> Self {
-        self.stage = stage;
+    /// Whether to record how late the pacer woke (the default) or nothing.
+    pub fn recording(mut self, record: bool) -> Self {
+        self.lateness = record.then(|| Counter::new(crate::wire::PACER_LATE_COUNTER));
         self
     }
 
@@ -350,9 +360,9 @@ impl<C: PaceClock> Pacer<C> {
     }
 
     /// Returns at the deadline of the next slot, or at once when that deadline has passed
-    /// (then the late policy decides the following deadlines). Records stage `pace` for
-    /// `frame`: from the deadline (or from the call, when the frame was late) to the return,
-    /// the error the pacer itself added.
+    /// (then the late policy decides the following deadlines). Records for `frame` how late
+    /// the pacer woke ([`Wake::overshoot_ns`]): the error the pacer itself added, a wait
+    /// before the frame rather than a stage of it.
     pub fn wait(&mut self, frame: u64) -> Wake {
         let entry = self.clock.now_ns();
         let anchor = *self.anchor_ns.get_or_insert(entry);
@@ -389,8 +399,9 @@ impl<C: PaceClock> Pacer<C> {
             self.slot += 1;
         }
         wake.late_ns = wake.woke_ns.saturating_sub(deadline);
-        if let Some(stage) = self.stage {
-            stage.record_ns(frame, entry.max(deadline), wake.woke_ns);
+        wake.overshoot_ns = wake.woke_ns.saturating_sub(entry.max(deadline));
+        if let Some(lateness) = self.lateness {
+            lateness.add(frame, wake.overshoot_ns.min(i64::MAX as u64) as i64);
         }
         wake
     }

@@ -46,6 +46,11 @@ pub fn is_queue_tid(tid: u32) -> bool {
     tid >= QUEUE_TID_BASE
 }
 
+/// The counter the SDK's pacer records per frame: how late it woke for that frame's slot,
+/// in ns. The collector reads it as the pacer's lateness (its own report line), not as a
+/// counter of the frame and not as a stage: waiting for a slot is not the frame's work.
+pub const PACER_LATE_COUNTER: &str = "pacer_late_ns";
+
 pub const CLOCK_TSC: u32 = 0;
 pub const CLOCK_MONO: u32 = 1;
 

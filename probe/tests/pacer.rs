@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 
 use common::{is_child, Session};
 use framelab_probe::ffi::{fl_pacer_free, fl_pacer_new, fl_pacer_wait};
-use framelab_probe::wire::{kind, name_kind};
+use framelab_probe::wire::{kind, name_kind, PACER_LATE_COUNTER};
 
 use framelab_probe::pacer::{
     wait_until, InvalidRate, LatePolicy, PaceClock, Pacer, SpinWindow, WaitMethod,
@@ -76,7 +76,7 @@ impl PaceClock for FakeClock {
 fn pacer(fps: f64, policy: LatePolicy, overshoot: u64) -> Pacer<FakeClock> {
     Pacer::with_clock(FakeClock::new(overshoot), fps, policy)
         .unwrap()
-        .record_as(None)
+        .recording(false)
 }
 
 #[test]
@@ -341,40 +341,52 @@ fn the_c_policy_numbers() {
 }
 
 #[test]
-fn the_pacer_records_its_own_error_as_stage_pace() {
-    const TEST: &str = "the_pacer_records_its_own_error_as_stage_pace";
+fn the_pacer_records_how_late_it_woke_as_a_counter_not_a_stage() {
+    const TEST: &str = "the_pacer_records_how_late_it_woke_as_a_counter_not_a_stage";
     if is_child(TEST) {
         // Sleep only, 70 µs overshoot: frame 1 waits and wakes 70 µs late; frame 2 reaches
         // the pacer 5 ms late and passes straight through.
         let mut p = Pacer::with_clock(FakeClock::new(70 * US), 100.0, LatePolicy::CatchUp)
             .unwrap()
             .with_method(WaitMethod::Sleep);
-        p.wait(0);
-        p.clock_mut().work(MS);
-        p.wait(1);
-        p.clock_mut().work(15 * MS);
-        p.wait(2);
+        let wakes = [
+            p.wait(0),
+            {
+                p.clock_mut().work(MS);
+                p.wait(1)
+            },
+            {
+                p.clock_mut().work(15 * MS);
+                p.wait(2)
+            },
+        ];
+        let overshoots: Vec<u64> = wakes.iter().map(|w| w.overshoot_ns).collect();
+        assert_eq!(overshoots, [0, 70 * US, 0]);
+        // Against the grid frame 2 is 5.07 ms late: the pipeline's lateness, not the pacer's.
+        assert_eq!(wakes[2].late_ns, 5 * MS + 70 * US);
         return;
     }
     let session = Session::new("pace");
     session.run(TEST, &[]);
     let ring = &session.rings()[0];
-    let pace = session.id(ring.pid, name_kind::STAGE, "pace");
-    let spans: Vec<(u64, u64, u64)> = ring
-        .records
-        .iter()
-        .filter(|r| r.kind() == kind::SPAN_NS && r.name() == pace)
-        .map(|r| (r.frame, r.a, r.b))
+    let late = session.id(ring.pid, name_kind::COUNTER, PACER_LATE_COUNTER);
+    let values: Vec<(u64, u64)> = (ring.records.iter())
+        .filter(|r| r.kind() == kind::COUNTER && r.name() == late)
+        .map(|r| (r.frame, r.a))
         .collect();
-    let d1 = T0 + 10 * MS;
-    let entry2 = d1 + 70 * US + 15 * MS;
     assert_eq!(
-        spans,
+        values,
         vec![
-            (0, T0, T0),           // the anchor: on time
-            (1, d1, d1 + 70 * US), // deadline → wake: the pacer's error
-            (2, entry2, entry2),   // late: from the call, nothing added
+            (0, 0),       // the anchor: on time
+            (1, 70 * US), // deadline → wake: the pacer's error
+            (2, 0),       // late: from the call, nothing added
         ]
+    );
+    // Waiting for a slot is no stage of the frame: no span at all.
+    assert!(
+        (ring.records.iter()).all(|r| r.kind() != kind::SPAN && r.kind() != kind::SPAN_NS),
+        "{:?}",
+        ring.records
     );
 }
 

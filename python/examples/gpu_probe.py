@@ -58,7 +58,7 @@ def main():
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     drifts, span_cpu_ns, flush_cpu_ns, sum_errors_ns = [], [], [], []
-    pacer = framelab.Pacer(args.fps, late="skip", stage=None)
+    pacer = framelab.Pacer(args.fps, late="skip", record=False)
     end = time.monotonic() + args.seconds
     frame = 0
     while time.monotonic() < end and not stop:

@@ -455,6 +455,7 @@ struct Wake {
     deadline_ns: u64,
     woke_ns: u64,
     late_ns: u64,
+    overshoot_ns: u64,
     was_late: bool,
     slept: bool,
     skipped_slots: u64,
@@ -465,15 +466,15 @@ struct Wake {
 impl Wake {
     fn __repr__(&self) -> String {
         format!(
-            "Wake(deadline_ns={}, woke_ns={}, late_ns={}, was_late={}, slept={}, skipped_slots={}, reanchored={})",
-            self.deadline_ns, self.woke_ns, self.late_ns, self.was_late, self.slept,
+            "Wake(deadline_ns={}, woke_ns={}, late_ns={}, overshoot_ns={}, was_late={}, slept={}, skipped_slots={}, reanchored={})",
+            self.deadline_ns, self.woke_ns, self.late_ns, self.overshoot_ns, self.was_late, self.slept,
             self.skipped_slots, self.reanchored
         )
     }
 }
 
-/// Paces a loop at `fps` on absolute deadlines (the Rust SDK's `Pacer`), recording its own
-/// error as a stage (`pace` unless told otherwise).
+/// Paces a loop at `fps` on absolute deadlines (the Rust SDK's `Pacer`), recording how late
+/// it woke for each frame (counter `pacer_late_ns`: a wait, not a stage; `record=False`: not).
 #[pyclass(module = "framelab._native")]
 struct Pacer {
     pacer: framelab_probe::Pacer,
@@ -482,8 +483,8 @@ struct Pacer {
 #[pymethods]
 impl Pacer {
     #[new]
-    #[pyo3(signature = (fps, late = "catch_up", method = "hybrid", stage = Some("pace")))]
-    fn new(fps: f64, late: &str, method: &str, stage: Option<&str>) -> PyResult<Self> {
+    #[pyo3(signature = (fps, late = "catch_up", method = "hybrid", record = true))]
+    fn new(fps: f64, late: &str, method: &str, record: bool) -> PyResult<Self> {
         use framelab_probe::pacer::WaitMethod;
         use framelab_probe::LatePolicy;
         let policy = match late {
@@ -505,13 +506,10 @@ impl Pacer {
                 )))
             }
         };
-        if let Some(name) = stage {
-            checked_name("stage", name)?;
-        }
         let pacer = framelab_probe::Pacer::new(fps, policy)
             .map_err(|e| PyValueError::new_err(e.to_string()))?
             .with_method(method)
-            .record_as(stage.map(ProbeStage::new));
+            .recording(record);
         Ok(Pacer { pacer })
     }
 
@@ -523,6 +521,7 @@ impl Pacer {
             deadline_ns: w.deadline_ns,
             woke_ns: w.woke_ns,
             late_ns: w.late_ns,
+            overshoot_ns: w.overshoot_ns,
             was_late: w.was_late,
             slept: w.slept,
             skipped_slots: w.skipped_slots,

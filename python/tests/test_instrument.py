@@ -68,8 +68,6 @@ def test_a_name_too_long_is_refused_with_the_limit():
     # UTF-8 bytes count, not characters.
     with pytest.raises(ValueError):
         framelab.Stage("é" * (limit // 2 + 1))
-    with pytest.raises(ValueError):
-        framelab.Pacer(60, stage="x" * (limit + 1))
 
 
 def test_frame_ids_are_u64():
@@ -135,12 +133,16 @@ def test_decorated_function_exceptions_pass_through():
 
 
 def test_pacer_paces_and_refuses_bad_settings():
-    pacer = framelab.Pacer(1000, late="skip", method="sleep", stage=None)
+    pacer = framelab.Pacer(1000, late="skip", method="sleep", record=False)
     assert pacer.period_ns == pytest.approx(1e6)
     first = pacer.wait(0)
     second = pacer.wait(1)
     assert second.deadline_ns == first.deadline_ns + 1_000_000
     assert second.woke_ns >= second.deadline_ns
+    # On time, the pacer's own lateness is all of the frame's lateness against its slot
+    # (a frame that came late passes straight through: the pacer adds about nothing).
+    if not second.was_late:
+        assert second.overshoot_ns == second.woke_ns - second.deadline_ns == second.late_ns
     with pytest.raises(ValueError, match="cannot pace at 0 fps"):
         framelab.Pacer(0)
     with pytest.raises(ValueError, match="not a late policy"):

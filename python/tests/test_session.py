@@ -34,6 +34,8 @@ PIPELINE = """
     pacer = framelab.Pacer(2000)
     for frame in range(200, 210):
         pacer.wait(frame)
+        with decode.span(frame):
+            pass
 """
 
 
@@ -42,8 +44,8 @@ def test_a_real_run_of_an_instrumented_program(run_python):
     assert result.exit_code == 0
     spans = run.spans
     counts = spans.groupby("stage").size().to_dict()
-    assert counts == {"decode": 200, "scale": 200, "encode": 200, "send": 200, "gpu": 200,
-                      "pace": 10}
+    # The pacer's wait is no stage: its lateness is a counter of its own (below).
+    assert counts == {"decode": 210, "scale": 200, "encode": 200, "send": 200, "gpu": 200}
     assert set(spans.columns) >= {"frame", "stage", "thread", "pid", "tid", "start_ns",
                                   "dur_ns", "end_ns"}
     assert (spans.end_ns - spans.start_ns == spans.dur_ns).all()
@@ -56,6 +58,9 @@ def test_a_real_run_of_an_instrumented_program(run_python):
     # The decorator's spans carry the frame argument.
     assert sorted(spans[spans.stage == "send"].frame) == list(range(200))
     counters = run.counters
+    paced = counters[counters.counter == "pacer_late_ns"]
+    assert sorted(paced.frame) == list(range(200, 210)) and (paced.value >= 0).all()
+    counters = counters[counters.counter != "pacer_late_ns"]
     assert counters.groupby("frame").value.sum().eq(120).all()
     assert len(counters) == 400
     events = run.events
@@ -66,6 +71,10 @@ def test_a_real_run_of_an_instrumented_program(run_python):
     assert rep["schema"] == "framelab.report/2"
     assert rep["frames"] == run.frames.measured.sum() == 210
     assert rep["dropped_events"] == 0
+    # The pacer's lateness: its own summary, not a counter of the frames.
+    assert rep["pacer"]["late"]["count"] == 10 and rep["pacer"]["unmatched"] == 0
+    assert rep["pacer"]["late"]["max_ns"] == paced.value.max()
+    assert "pacer_late_ns" not in [c["name"] for c in rep["counters"]]
     # The report's stage table: every stage, then `total` and `interval`.
     report_stages = rep["stages"][:-2]
     assert list(run.stages.stage) == [s["name"] for s in report_stages]

@@ -1,6 +1,8 @@
 //! Per-frame counters summed over the measured frames, and their rates over the window.
+//! The pacer's lateness travels as a counter too; it is taken apart here (`pacer.rs`).
 
 use super::frames::{Frames, Measured};
+use super::pacer::{PacerLateness, PacerSummary};
 use super::CounterSummary;
 use crate::model::CounterValue;
 
@@ -9,16 +11,26 @@ pub fn is_byte_counter(name: &str) -> bool {
     name == "bytes" || name.ends_with("_bytes")
 }
 
-/// Counters summed over measured frames, in name order; counters with no measured value are
-/// left out. Also returns how many values belong to no frame with a span (not counted).
+/// What a run's counter values give.
+#[derive(Debug, Default)]
+pub struct CounterFacts {
+    /// In counter id order; counters with no measured value are left out.
+    pub summaries: Vec<CounterSummary>,
+    /// Values that belong to no frame with a span (not counted).
+    pub orphans: u64,
+    /// The pacer's lateness, when a pacer recorded it.
+    pub pacer: Option<PacerSummary>,
+}
+
+/// Counters summed over measured frames, and the pacer's lateness apart from them.
 pub fn counter_summaries(
     values: &[CounterValue],
     names: &[String],
     frames: &Frames,
     measured: &Measured,
     window_s: Option<f64>,
-) -> (Vec<CounterSummary>, u64) {
-    let mut totals = CounterTotals::new(frames.all.len());
+) -> CounterFacts {
+    let mut totals = CounterTotals::new(frames.all.len(), names);
     for v in values {
         let frame = frames.index_of(v.frame);
         totals.add(
@@ -42,11 +54,14 @@ pub struct CounterTotals {
     seen: Vec<Vec<u64>>,
     frames_with: Vec<u64>,
     orphans: u64,
+    pacer: PacerLateness,
 }
 
 impl CounterTotals {
-    pub fn new(frames: usize) -> CounterTotals {
+    /// `names`: the run's counter names (to know the pacer's).
+    pub fn new(frames: usize, names: &[String]) -> CounterTotals {
         CounterTotals {
+            pacer: PacerLateness::new(names),
             frames,
             totals: Vec::new(),
             values_seen: Vec::new(),
@@ -59,6 +74,9 @@ impl CounterTotals {
     /// `frame`: the index of the value's frame, `None` when no frame with a span has its id;
     /// `measured`: whether that frame is in the window.
     pub fn add(&mut self, v: &CounterValue, frame: Option<u32>, measured: bool) {
+        if self.pacer.take(v, frame, measured) {
+            return;
+        }
         let Some(idx) = frame else {
             self.orphans += 1;
             return;
@@ -86,8 +104,8 @@ impl CounterTotals {
         }
     }
 
-    /// The summaries, in counter id order, and the values that belong to no frame.
-    pub fn finish(self, names: &[String], window_s: Option<f64>) -> (Vec<CounterSummary>, u64) {
+    /// The summaries, in counter id order, the values that belong to no frame, the pacer's.
+    pub fn finish(self, names: &[String], window_s: Option<f64>) -> CounterFacts {
         let rate = |x: f64| window_s.map_or(0.0, |s| x / s);
         let summaries = (0..self.totals.len())
             .filter(|&c| self.values_seen[c] > 0)
@@ -106,7 +124,11 @@ impl CounterTotals {
                 }
             })
             .collect();
-        (summaries, self.orphans)
+        CounterFacts {
+            summaries,
+            orphans: self.orphans,
+            pacer: self.pacer.finish(),
+        }
     }
 }
 
@@ -155,7 +177,9 @@ mod tests {
             cv(9, 1, 1), // frame 9 has no span
             cv(1, 3, 7), // a counter id with no name
         ];
-        let (s, orphans) = counter_summaries(&values, &names, &frames, &measured, window.seconds());
+        let facts = counter_summaries(&values, &names, &frames, &measured, window.seconds());
+        let (s, orphans) = (facts.summaries, facts.orphans);
+        assert!(facts.pacer.is_none());
         assert_eq!(orphans, 1);
         assert_eq!(s.len(), 3);
         assert_eq!(

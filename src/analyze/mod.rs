@@ -9,6 +9,7 @@ pub mod fps;
 pub mod frames;
 pub mod late;
 pub mod notes;
+pub mod pacer;
 pub mod pacing;
 pub mod pair;
 pub mod pipeline;
@@ -219,6 +220,9 @@ pub struct Analysis {
     pub invalid_records: u64,
     pub names_refused: u64,
     pub counters: Vec<CounterSummary>,
+    /// How late the SDK's pacer woke (not in any stage, total or thread); `None` without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacer: Option<pacer::PacerSummary>,
     pub late: Option<LateSummary>,
     /// Every stage (first-seen order), then `total` and `interval`.
     pub stages: Vec<StageRow>,

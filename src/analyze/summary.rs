@@ -1,6 +1,6 @@
 //! The whole analysis of one run: every number a report shows, computed once.
 
-use super::counters::counter_summaries;
+use super::counters::{counter_summaries, CounterFacts};
 use super::cpu::{cpu_summary, process_rows};
 use super::fps::fps_summary;
 use super::frames::{intervals_ns, measure_run, Frames, ResolvedWindow};
@@ -12,8 +12,7 @@ use super::stages::{pick_worst, stage_table, StageTable, WORST_FRAMES};
 use super::stats::sort_ns;
 use super::telemetry::{summarize as summarize_telemetry, FrameSpan};
 use super::{
-    Analysis, CounterSummary, CpuSummary, Dist, FpsSummary, LateSummary, StageRow, StutterSummary,
-    WindowSummary,
+    Analysis, CpuSummary, Dist, FpsSummary, LateSummary, StageRow, StutterSummary, WindowSummary,
 };
 use crate::model::{EndReason, Run, RunMeta};
 
@@ -71,8 +70,8 @@ pub(crate) struct SpanFacts {
     /// The stage rows (without `total` and `interval`), their names, the worst frames.
     pub table: StageTable,
     pub pipeline: Option<PipelineSummary>,
-    pub counters: Vec<CounterSummary>,
-    pub orphan_counter_values: u64,
+    /// The counters, the values no frame took, the pacer's lateness.
+    pub counters: CounterFacts,
     pub worst_spans: Vec<FrameSpan>,
     /// Measured frames over budget, for telemetry (empty without a budget or telemetry).
     pub late_spans: Vec<FrameSpan>,
@@ -127,7 +126,7 @@ fn span_facts(run: &Run) -> SpanFacts {
     };
     let pipeline = summarize(&input, &rows).map(|p| p.into_summary(&mut table.worst));
 
-    let (counters, orphan_counter_values) = counter_summaries(
+    let counters = counter_summaries(
         &run.counters,
         &run.counter_names,
         &frames,
@@ -171,7 +170,6 @@ fn span_facts(run: &Run) -> SpanFacts {
         table,
         pipeline,
         counters,
-        orphan_counter_values,
         worst_spans,
         late_spans,
     }
@@ -216,7 +214,7 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
         spans: facts.spans,
         measured_frames,
         negative_spans: facts.negative_spans,
-        orphan_counter_values: facts.orphan_counter_values,
+        orphan_counter_values: facts.counters.orphans,
         frames_from_hint,
         hint_ignored: hint.is_some() && !no_spans,
         hint,
@@ -275,7 +273,8 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
         dropped_events: meta.dropped_events,
         invalid_records: meta.invalid_records,
         names_refused: meta.names_refused,
-        counters: facts.counters,
+        counters: facts.counters.summaries,
+        pacer: facts.counters.pacer,
         late: facts.late,
         stages,
         stage_names: facts.table.names,

@@ -44,7 +44,7 @@ pub struct DemoArgs {
     pub format: Format,
     #[command(flatten)]
     pub html: HtmlArgs,
-    /// How frames wait for their slot: one absolute sleep, or sleep then spin (stage `pace` shows the error)
+    /// How frames wait for their slot: one absolute sleep, or sleep then spin (the report's `pacer` line shows how late it woke)
     #[arg(long, value_enum, default_value = "hybrid")]
     pub pacer: PacerKind,
     /// Name of the run, shown in reports (default: demo (depth D, PACER pacer))

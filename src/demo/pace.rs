@@ -1,8 +1,8 @@
 //! Pacing: the SDK's pacer (`framelab_probe::pacer`) starts frame n at `anchor + n × period`,
-//! records its own wake-up error as stage `pace`, and skips the slots a late pipeline missed
-//! (no burst of frames after a stall). `--pacer sleep` waits with one absolute sleep per
-//! frame; `--pacer hybrid` sleeps, then spins the last few tens of µs: compare the two
-//! reports' `pace` row.
+//! records how late it woke (a wait before the frame, not one of its stages), and skips the
+//! slots a late pipeline missed (no burst of frames after a stall). `--pacer sleep` waits
+//! with one absolute sleep per frame; `--pacer hybrid` sleeps, then spins the last few tens
+//! of µs: compare the two reports' `pacer` line.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;

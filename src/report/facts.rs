@@ -1,5 +1,5 @@
 //! The header facts both the text and the Markdown report print, one sentence each:
-//! command, host, target, window, frames, fps, cpu, counters, late, stutter.
+//! command, host, target, window, frames, fps, cpu, counters, late, stutter, pacer.
 
 use super::format::{
     bit_rate, bytes, cores, cpu_secs, fps_target, load_pct, number, secs, shell_words, us,
@@ -440,6 +440,28 @@ fn delta_buckets(a: &Analysis) -> Option<String> {
     Some(parts.join(" · "))
 }
 
+/// `woke late p50 0.02 µs · p99 4.9 µs · max 3341 µs in 1440 waits (not frame work: …)`:
+/// how late the SDK's pacer woke, which no stage, total or thread includes.
+fn pacer(a: &Analysis) -> Option<String> {
+    let p = a.pacer.as_ref()?;
+    let d = &p.late;
+    let mut s = format!(
+        "woke late p50 {} µs · p99 {} µs · max {} µs in {} (a wait before the frame: not in \
+         its stages, total or frame work)",
+        us(d.p50_ns),
+        us(d.p99_ns),
+        us(d.max_ns),
+        plural(d.count, "wait", "waits")
+    );
+    if p.unmatched > 0 {
+        s.push_str(&format!(
+            " · {} for a frame with no span not counted",
+            plural(p.unmatched, "wait", "waits")
+        ));
+    }
+    Some(s)
+}
+
 /// `chrome · trace.json.gz · 2 bad lines skipped (first: trace.json.gz:12: no "ph")`
 fn imported(a: &Analysis, st: &Style) -> Option<String> {
     let i = a.import.as_ref()?;
@@ -472,6 +494,7 @@ pub fn facts(a: &Analysis, st: &Style) -> Vec<(&'static str, String)> {
         ("stutter", stutter(a, st)),
         ("jitter", jitter(a, st)),
         ("Δ interval", delta_buckets(a)),
+        ("pacer", pacer(a)),
         ("output", outputs(a)),
     ];
     lines

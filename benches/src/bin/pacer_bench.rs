@@ -92,7 +92,7 @@ fn run_block(variant: Variant, fps: f64, frames: u64, fifo: bool) -> Block {
                 let mut pacer = Pacer::new(fps, LatePolicy::Skip)
                     .expect("valid fps")
                     .with_method(method)
-                    .record_as(None);
+                    .recording(false);
                 pacer.wait(0); // anchors the grid
                 for frame in 1..=frames {
                     lateness_ns.push(pacer.wait(frame).late_ns as i64);

@@ -181,7 +181,7 @@ fn span_facts(
     };
     drop(order);
 
-    let mut counters = CounterTotals::new(table.slots());
+    let mut counters = CounterTotals::new(table.slots(), &head.counter_names);
     source.for_each_counters(&mut |chunk| {
         for v in chunk {
             let frame = table.index_of(v.frame);
@@ -189,7 +189,7 @@ fn span_facts(
         }
         Ok(())
     })?;
-    let (counters, orphan_counter_values) = counters.finish(&head.counter_names, window.seconds());
+    let counters = counters.finish(&head.counter_names, window.seconds());
 
     Ok(SpanFacts {
         window,
@@ -210,7 +210,6 @@ fn span_facts(
         table: stage_table,
         pipeline,
         counters,
-        orphan_counter_values,
         late_spans,
     })
 }

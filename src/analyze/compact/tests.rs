@@ -104,12 +104,22 @@ fn generated(shape: Shape) -> Run {
                 value: noise.next(20_000) as i64,
             });
         }
+        // The pacer's lateness, taken apart from the counters by both analyses.
+        if n % 3 == 0 {
+            counters.push(CounterValue {
+                frame: id,
+                counter: 2,
+                value: (n * 37 % 5_000) as i64, // not from `noise`: the spans stay as they were
+            });
+        }
     }
-    counters.push(CounterValue {
-        frame: (shape.id)(shape.frames + 5),
-        counter: 0,
-        value: 9,
-    });
+    for counter in [0, 2] {
+        counters.push(CounterValue {
+            frame: (shape.id)(shape.frames + 5),
+            counter,
+            value: 9,
+        });
+    }
     // Batches of 64 spans per thread in turn.
     let mut merged = Vec::new();
     let mut at = vec![0usize; spans.len()];
@@ -142,7 +152,7 @@ fn generated(shape: Shape) -> Run {
             ..RunMeta::default()
         },
         stages: (0..shape.stages).map(|s| format!("s{s}")).collect(),
-        counter_names: vec!["bytes".into(), "keyframe".into()],
+        counter_names: vec!["bytes".into(), "keyframe".into(), "pacer_late_ns".into()],
         threads: (0..shape.threads)
             .map(|t| ThreadInfo {
                 pid: 100 + t / 2,
@@ -299,12 +309,23 @@ fn dense_sparse_and_shuffled_ids_give_the_same_reports() {
         ("dense then far", |n| if n == 300 { 1 << 50 } else { n }),
     ];
     for (label, id) in shapes {
-        same(
+        let a = same(
             label,
             &generated(Shape {
                 id,
                 ..Shape::default()
             }),
+        );
+        // The pacer's values are its own summary (the frameless one counted apart), never a
+        // counter of the frames.
+        let pacer = a.pacer.as_ref().expect("the pacer's summary");
+        assert!(
+            pacer.late.count > 0 && pacer.unmatched == 1,
+            "{label}: {pacer:?}"
+        );
+        assert!(
+            !a.counters.iter().any(|c| c.name == "pacer_late_ns"),
+            "{label}"
         );
     }
 }
