@@ -5,8 +5,10 @@ Each frame: `submit` (CPU: queueing the frame's GPU work), then on the GPU `uplo
 RGBA frame, host → GPU), `convert` (RGBA8 → normalised fp16 planes), `infer` (matrix
 products) and `download` (a slice of the result, GPU → host). The GPU stages are timed
 with CUDA events and converted to the host's CLOCK_MONOTONIC by framelab.gpu.CudaClock
-(the method: docs/python.md, "GPU work as stages"), then recorded with Stage.record_ns. Every --heavy-every frames the infer stage
-does three times the work: late frames with a busy GPU, for the report's worst frames.
+(the method: docs/python.md, "GPU work as stages"), then recorded with Stage.record_ns_on
+on the stream's queue (`gpu0.stream0`, framelab.gpu.stream_queue): a resource of its own,
+so the GPU's time never counts as the CPU thread's. Every --heavy-every frames the infer
+stage does three times the work: late frames with a busy GPU, for the report's worst frames.
 
     framelab run --fps 60 --warmup 3s --duration 23s -- python3 examples/gpu/torch_stages.py
 
@@ -21,7 +23,7 @@ import time
 import torch
 
 import framelab
-from framelab.gpu import CudaClock
+from framelab.gpu import CudaClock, stream_queue
 
 
 def main():
@@ -52,6 +54,7 @@ def main():
     host_out = torch.empty(1024, 1024, dtype=torch.bfloat16).pin_memory()
     events = [torch.cuda.Event(enable_timing=True) for _ in range(5)]
     clock = CudaClock(stream)
+    gpu = stream_queue(stream)  # the GPU stages' resource: gpu<device>.stream<id>
 
     budget_ns = int(1e9 / args.fps)
     deadline = time.monotonic_ns()
@@ -73,7 +76,7 @@ def main():
         events[4].synchronize()
         t = [clock.to_host_ns(e) for e in events]
         for name, start, end in zip(("upload", "convert", "infer", "download"), t, t[1:]):
-            stages[name].record_ns(frame, start, end)
+            stages[name].record_ns_on(gpu, frame, start, end)
         frame_bytes.add(frame, host_in.numel())  # bytes uploaded: uint8 elements
         frame += 1
         clock.maybe_renew()

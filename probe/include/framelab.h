@@ -119,6 +119,11 @@ void fl_span_ns(uint32_t stage, uint64_t frame, uint64_t start_ns, uint64_t end_
 typedef struct fl_queue fl_queue;
 /* A queue named `name` (cut to 31 bytes); NULL for a NULL name. Create once, like a stage. */
 fl_queue *fl_queue_new(const char *name) FL_NOEXCEPT;
+/* The queue of GPU `device`'s stream `stream`, named "gpu<device>.stream<stream>" (gpu0.stream0),
+ * the name the Rust (Queue::gpu) and Python (framelab.gpu) helpers give it: record GPU work
+ * there, so it counts to the GPU and never to the CPU thread that recorded it. `stream` tells
+ * the device's streams apart (cudaStreamGetId, or an index of your own; 0 for the default). */
+fl_queue *fl_queue_new_gpu(uint32_t device, uint64_t stream) FL_NOEXCEPT;
 /* fl_span_ns for a span that ran on `queue`. A NULL `queue` does nothing. */
 void fl_span_ns_on(const fl_queue *queue, uint32_t stage, uint64_t frame, uint64_t start_ns,
                    uint64_t end_ns) FL_NOEXCEPT;

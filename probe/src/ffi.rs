@@ -197,6 +197,13 @@ pub extern "C" fn fl_span_ns(stage: u32, frame: u64, start_ns: u64, end_ns: u64)
 /// A named queue for C (`fl_queue` in the header): a GPU stream, a DMA engine.
 pub struct FlQueue(crate::Queue);
 
+impl FlQueue {
+    /// The queue's name as recorded.
+    pub fn name(&self) -> &str {
+        self.0.name()
+    }
+}
+
 /// A queue named `name` (cut to 31 bytes); null for a null name. Free it with fl_queue_free.
 ///
 /// # Safety
@@ -208,6 +215,13 @@ pub unsafe extern "C" fn fl_queue_new(name: *const c_char) -> *mut FlQueue {
     }
     let name = CStr::from_ptr(name).to_string_lossy();
     Box::into_raw(Box::new(FlQueue(crate::Queue::new(&name))))
+}
+
+/// The queue of GPU `device`'s stream `stream`, named `gpu<device>.stream<stream>`
+/// (`crate::gpu_queue_name`). Free it with fl_queue_free.
+#[no_mangle]
+pub extern "C" fn fl_queue_new_gpu(device: u32, stream: u64) -> *mut FlQueue {
+    Box::into_raw(Box::new(FlQueue(crate::Queue::gpu(device, stream))))
 }
 
 /// `fl_span_ns` for a span that ran on `queue`; a null queue does nothing.

@@ -38,7 +38,7 @@ use wire::{kind, name_kind, Record, RingHeader, FLAG_LAP};
 
 pub use clock::ticks;
 pub use pacer::{LatePolicy, Pacer};
-pub use queue::Queue;
+pub use queue::{gpu_queue_name, Queue};
 pub use session::names_refused;
 pub use sys::monotonic_ns;
 

@@ -58,6 +58,13 @@ impl Queue {
         }
     }
 
+    /// The queue of a GPU stream, named after the device and the stream:
+    /// [`gpu_queue_name`]. Where GPU work is recorded unless told otherwise, so that it
+    /// counts to the GPU, never to the CPU thread that recorded it.
+    pub fn gpu(device: u32, stream: u64) -> Queue {
+        Queue::new(&gpu_queue_name(device, stream))
+    }
+
     /// The name as recorded (cut to 31 bytes).
     pub fn name(&self) -> &str {
         let len = self.name.iter().position(|&b| b == 0).unwrap_or(32);
@@ -92,6 +99,16 @@ impl Queue {
             unsafe { push(q.ring, record) }
         }
     }
+}
+
+/// `gpu<device>.stream<stream>` (`gpu0.stream0`): the name of a GPU stream's queue, the same
+/// from Rust, C (`fl_queue_new_gpu`) and Python (`framelab.gpu`). `device` is the GPU's index
+/// (as NVML and CUDA number them, the `GPU0` of the telemetry); `stream` tells its streams
+/// apart (PyTorch's `stream_id`, CUDA 12's `cudaStreamGetId`, or an index of your own; 0 for
+/// the default stream). Cut to 31 bytes like any queue name: with a device under 10 every
+/// stream number stays whole.
+pub fn gpu_queue_name(device: u32, stream: u64) -> String {
+    format!("gpu{device}.stream{stream}")
 }
 
 impl Drop for Queue {
@@ -132,5 +149,26 @@ impl std::fmt::Debug for Queue {
             .field("name", &self.name())
             .field("tid", &self.tid)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gpu_queue_is_named_after_its_device_and_stream() {
+        assert_eq!(Queue::gpu(0, 0).name(), "gpu0.stream0");
+        assert_eq!(Queue::gpu(3, 35).name(), "gpu3.stream35");
+        let widest = Queue::gpu(9, u64::MAX);
+        assert_eq!(widest.name(), format!("gpu9.stream{}", u64::MAX));
+        assert_eq!(widest.name().len(), 31);
+        // The C ABI names it the same way.
+        let q = crate::ffi::fl_queue_new_gpu(1, 7);
+        // SAFETY: a live queue from fl_queue_new_gpu, freed once.
+        unsafe {
+            assert_eq!((*q).name(), "gpu1.stream7");
+            crate::ffi::fl_queue_free(q);
+        }
     }
 }

@@ -206,3 +206,34 @@ fn a_c_queue_records_on_its_own_ring_and_nulls_do_nothing() {
         .collect();
     assert_eq!(got, [(kind::SPAN_NS, render, 7, 100, 400)]);
 }
+
+#[test]
+fn a_c_gpu_queue_is_named_after_its_device_and_stream() {
+    const TEST: &str = "a_c_gpu_queue_is_named_after_its_device_and_stream";
+    if is_child(TEST) {
+        let infer = stage("infer");
+        let gpu = fl_queue_new_gpu(1, 0);
+        // SAFETY: a live queue from fl_queue_new_gpu, used before it is freed, freed once.
+        unsafe {
+            fl_span_ns_on(gpu, infer, 3, 100, 900);
+            fl_queue_free(gpu);
+        }
+        return;
+    }
+    let session = Session::new("ffi-gpu-queue");
+    session.run(TEST, &[]);
+    let rings = session.rings();
+    assert_eq!(
+        rings.len(),
+        1,
+        "the queue's ring only: nothing on the calling thread"
+    );
+    let q = &rings[0];
+    assert_eq!(q.thread_name, "gpu1.stream0");
+    assert!(framelab_probe::wire::is_queue_tid(q.tid));
+    let infer = session.id(q.pid, name_kind::STAGE, "infer");
+    let got: Vec<(u16, u64, u64, u64)> = (q.records.iter())
+        .map(|r| (r.name(), r.frame, r.a, r.b))
+        .collect();
+    assert_eq!(got, [(infer, 3, 100, 900)]);
+}

@@ -13,8 +13,9 @@ CUDA events measure only the time between events, on the GPU's own clock. The me
 
 `GpuStages` wraps it: `with gpu.span(stage, frame):` records a start and an end event around
 the GPU work queued in the block (it does not wait for the GPU); `gpu.flush()` waits for the
-oldest pending pairs and records them with `Stage.record_ns`. PyTorch is imported only when
-a `CudaClock` is made: importing this module never needs it.
+oldest pending pairs and records them on the stream's queue (`stream_queue`: a resource of
+its own, so GPU time never counts as the calling thread's). PyTorch is imported only when a
+`CudaClock` is made: importing this module never needs it.
 """
 
 import time
@@ -35,6 +36,17 @@ def _torch():
     if not torch.cuda.is_available():
         raise RuntimeError("framelab.gpu: torch.cuda.is_available() is False: no CUDA device")
     return torch
+
+
+def stream_queue(stream):
+    """The queue of a CUDA `stream` (a `torch.cuda.Stream`), named after its device and
+    stream: `gpu0.stream0` for device 0's default stream (`framelab.Queue.gpu`, the name the
+    Rust and C helpers give it too). Where `GpuStages` records unless told otherwise."""
+    device = getattr(stream, "device_index", None)
+    if device is None:
+        device = stream.device.index
+    # A stream id is a signed 64-bit number in PyTorch: keep its bits.
+    return Queue.gpu(int(device), int(stream.stream_id) % 2**64)
 
 
 class CudaClock:
@@ -83,9 +95,11 @@ class GpuStages:
     which waits for their end events and records them. The anchor is renewed in `flush()`
     when the stream is idle and the anchor is old: call `flush()` between frames.
 
-    `queue` (a name such as "gpu0.compute", or a `framelab.Queue`) records the spans on that
-    queue, a resource of its own in the report (utilisation, bottleneck); without it they
-    count to the thread that calls `flush()`.
+    The spans are recorded on a queue, a resource of its own in the report (utilisation,
+    bottleneck), never on the CPU thread that calls `flush()`: by default the stream's own,
+    named after its device and stream (`stream_queue`: `gpu0.stream0`); `queue` names
+    another (a name such as "gpu0.compute", or a `framelab.Queue`). `queue=False` records
+    them on the calling thread instead, where their time counts as that thread's busy time.
     """
 
     def __init__(self, stream=None, renew_s=1.0, max_pending=256, queue=None):
@@ -93,7 +107,12 @@ class GpuStages:
         self._torch = self.clock._torch
         self.stream = self.clock.stream
         self.max_pending = max_pending
-        self.queue = Queue(queue) if isinstance(queue, str) else queue
+        if queue is None:
+            queue = stream_queue(self.stream)
+        elif isinstance(queue, str):
+            queue = Queue(queue)
+        #: The queue the spans are recorded on; None: the thread that calls `flush()`.
+        self.queue = None if queue is False else queue
         self._pending = deque()
         self.recorded = 0
         #: What the last `flush()` recorded: (stage, frame, start_ns, end_ns) on the host clock.

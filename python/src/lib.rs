@@ -305,6 +305,15 @@ impl Queue {
         })
     }
 
+    /// The queue of GPU `device`'s stream `stream`, named `gpu<device>.stream<stream>` as
+    /// from Rust (`Queue::gpu`) and C (`fl_queue_new_gpu`).
+    #[staticmethod]
+    fn gpu(device: u32, stream: u64) -> Queue {
+        Queue {
+            queue: ProbeQueue::gpu(device, stream),
+        }
+    }
+
     #[getter]
     fn name(&self) -> &str {
         self.queue.name()
