@@ -293,3 +293,65 @@ fn a_trace_cut_off_without_its_bracket_imports_with_a_note() {
     assert_eq!((run.spans[0].start_ns, run.spans[0].dur_ns), (0, 1_250));
     assert!(stdout(&out).contains("no closing ']'"), "{}", stdout(&out));
 }
+
+/// The README's `--frame-arg frame` on the repo's real Chrome trace matched no slice and
+/// imported nothing, exit 0. A rule that matches nothing is now one error line naming the
+/// rule and the arg names the trace's slices do carry; no file is written.
+#[test]
+fn a_frame_rule_that_matches_no_slice_names_what_the_slices_carry() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, run) = import(&dir, &fixture(REAL), &["--frame-arg", "frame"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = common::error_line(&out);
+    assert!(
+        line.contains("--frame-arg frame: none of the") && line.contains("slices has args.frame"),
+        "{line}"
+    );
+    // The most common args of the trace's slices, with their counts.
+    assert!(
+        line.contains("url_info (26)") && line.contains("site_instance (24)"),
+        "{line}"
+    );
+    assert!(
+        !run.exists(),
+        "an import of no frame wrote {}",
+        run.display()
+    );
+
+    let (out, _) = import(&dir, &fixture(REAL), &["--frame-regex", r"^frame (\d+)$"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = common::error_line(&out);
+    assert!(line.contains("--frame-regex matched none of the"), "{line}");
+    assert!(
+        line.contains("SequenceManagerImpl::SelectNextTask (930)"),
+        "{line}"
+    );
+    // A rule some slices match still imports them, the others counted in a note.
+    let (out, _) = import(&dir, &fixture(REAL), &["--frame-arg", "url_info"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("slices had no args.url_info frame id: left out"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// Importing again into the same file adds a run beside the first: said, with its number.
+#[test]
+fn an_import_into_a_file_with_runs_says_it_appends_run_n() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, run) = import(&dir, &fixture(REAL), &[]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(!stderr(&first).contains("appended"), "{}", stderr(&first));
+    let (again, _) = import(&dir, &fixture(REAL), &[]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains(&format!(
+            "{} already held 1 run: this import was appended as run 2",
+            run.display()
+        )),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(framelab::store::list_runs(&run).unwrap().len(), 2);
+}

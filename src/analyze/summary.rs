@@ -222,6 +222,7 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
         hint,
         hint_unusable,
         warmup_frames: facts.warmup_frames,
+        imported: run.import.is_some(),
     };
 
     let mut telemetry = summarize_telemetry(
