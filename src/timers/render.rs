@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::pick::Pick;
+use super::pick::{duration_for_firm_pick, provisional, Pick, P99_9_WAITS, P99_WAITS};
 use super::{IntervalResult, Row, TimersReport};
 use crate::report::facts::Style;
 use crate::report::format::us;
@@ -13,10 +13,6 @@ use crate::report::Format;
 
 /// Bump when a key is renamed, removed or changes meaning.
 pub const SCHEMA: &str = "framelab.timers/1";
-
-/// Waits a percentile needs before it is more than the largest few values renamed.
-const P99_WAITS: u64 = 100;
-const P99_9_WAITS: u64 = 1000;
 
 pub fn render(report: &TimersReport, format: Format, color: bool) -> String {
     match format {
@@ -101,10 +97,21 @@ pub fn pick_sentence(result: &IntervalResult, need_ns: u64) -> String {
         us(r.cpu_per_wait_ns),
         pct(r.cpu_pct)
     );
-    if meets {
+    let pick = if meets {
         format!("cheapest with p99 ≤ {need} µs: {what}")
     } else {
         format!("none reaches p99 ≤ {need} µs here; the most precise: {what}")
+    };
+    match provisional(&result.rows) {
+        None => pick,
+        Some(p) => format!(
+            "provisional: {pick}; {} of the {} p99s compared rest on fewer than {P99_WAITS} \
+             waits (*; {} the fewest): give --duration {:?} or more for a firm pick",
+            p.starred,
+            p.compared,
+            p.fewest_waits,
+            duration_for_firm_pick(result.interval_ns)
+        ),
     }
 }
 
@@ -393,8 +400,27 @@ mod tests {
                 meets: false
             })
         );
-        assert!(pick_sentence(&r.intervals[1], r.need_ns)
-            .starts_with("none reaches p99 ≤ 20 µs here; the most precise: condvar · 1 ns slack"));
+        // 60 fps had 24 waits a cell: its pick says it rests on estimates, and how long a
+        // duration would make it firm; 175 fps's 1750 waits make a firm pick.
+        let second = pick_sentence(&r.intervals[1], r.need_ns);
+        assert!(
+            second.starts_with(
+                "provisional: none reaches p99 ≤ 20 µs here; the most precise: condvar · 1 ns slack"
+            ),
+            "{second}"
+        );
+        assert!(
+            second.ends_with(
+                "2 of the 2 p99s compared rest on fewer than 100 waits (*; 24 the fewest): \
+                 give --duration 1.8s or more for a firm pick"
+            ),
+            "{second}"
+        );
+        let first = pick_sentence(&r.intervals[0], r.need_ns);
+        assert!(
+            first.starts_with("cheapest with p99 ≤ 20 µs: timerfd"),
+            "{first}"
+        );
     }
 
     #[test]
