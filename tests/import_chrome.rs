@@ -355,3 +355,93 @@ fn an_import_into_a_file_with_runs_says_it_appends_run_n() {
     );
     assert_eq!(framelab::store::list_runs(&run).unwrap().len(), 2);
 }
+
+/// A 3.2 ms trace read `window 0.00 s`: its window is shown in a unit that shows it.
+#[test]
+fn a_short_trace_shows_its_window_in_ms() {
+    let dir = tempfile::tempdir().unwrap();
+    // Four 0.8 ms slices back to back: 3.2 ms from the first start to the last end.
+    let events: Vec<String> = (0..4)
+        .map(|i| {
+            format!(
+                r#"{{"ph":"X","name":"draw","ts":{},"dur":800,"pid":1,"tid":1}}"#,
+                1000 + i * 800
+            )
+        })
+        .collect();
+    let input = write(&dir, "short.json", &format!("[{}]", events.join(",")));
+    let (out, _) = import(&dir, &input, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = stdout(&out);
+    let window = report
+        .lines()
+        .find(|l| l.trim_start().starts_with("window"))
+        .unwrap();
+    assert!(window.contains("3.2 ms measured, no warmup"), "{report}");
+    assert!(!report.contains("0.00 s measured"), "{report}");
+}
+
+/// The text report's fps line keeps p1 and the 1% and 0.1% lows and says where the others
+/// are; `framelab report --verbose` names every one, as JSON always does.
+#[test]
+fn the_fps_line_keeps_three_lows_and_verbose_names_all() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2000 frames 10 ms apart, every 100th 25 ms: enough intervals for the 0.1% lows.
+    let mut t = 0;
+    let events: Vec<String> = (0..2000)
+        .map(|i| {
+            t += if i % 100 == 99 { 25_000 } else { 10_000 };
+            format!(r#"{{"ph":"X","name":"draw","ts":{t},"dur":2000,"pid":1,"tid":1}}"#)
+        })
+        .collect();
+    let input = write(&dir, "long.json", &format!("[{}]", events.join(",")));
+    let (out, run) = import(&dir, &input, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let fps_line = |text: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with("fps "))
+            .unwrap_or_else(|| panic!("no fps line: {text}"))
+            .to_owned()
+    };
+    let brief = fps_line(&stdout(&out));
+    for kept in [
+        "mean ",
+        "(1 ÷ mean interval; observed = frames ÷ window)",
+        " p50 ",
+        " p1 ",
+        " low1_avg ",
+        " low0_1_avg ",
+    ] {
+        assert!(brief.contains(kept), "{kept}: {brief}");
+    }
+    for left_out in ["p10", "p5 ", "p0.1", "low1_int", "low0_1_int"] {
+        assert!(!brief.contains(left_out), "{left_out}: {brief}");
+    }
+    assert!(
+        brief.ends_with("(every low: framelab report --verbose, or --format json)"),
+        "{brief}"
+    );
+    let verbose = framelab()
+        .arg("report")
+        .arg(&run)
+        .arg("--verbose")
+        .output()
+        .unwrap();
+    assert!(verbose.status.success(), "{}", stderr(&verbose));
+    let all = fps_line(&stdout(&verbose));
+    for name in [
+        "p10",
+        "p5",
+        "p1",
+        "low1_avg",
+        "low1_int",
+        "p0.1",
+        "low0_1_avg",
+        "low0_1_int",
+    ] {
+        assert!(all.contains(&format!(" {name} ")), "{name}: {all}");
+    }
+    assert!(!all.contains("every low"), "{all}");
+    let json = common::report_json(&run);
+    assert!(json["fps"]["low1_int"].is_number(), "{}", json["fps"]);
+}

@@ -34,6 +34,15 @@ pub fn render(analysis: &Analysis, format: Format, color: bool) -> String {
     }
 }
 
+/// [`render`] with every FPS low in the text report (`--verbose`); Markdown and JSON are as
+/// [`render`] makes them (JSON always has every number).
+pub fn render_verbose(analysis: &Analysis, format: Format, color: bool) -> String {
+    match format {
+        Format::Text => text::render_in(analysis, color, true),
+        _ => render(analysis, format, color),
+    }
+}
+
 /// Whole reports of hand-built runs against files under `tests/snapshots/`.
 /// After an intended change, regenerate with `UPDATE_SNAPSHOTS=1 cargo test --lib report`
 /// and review the diff.
