@@ -83,23 +83,112 @@ const PRINTED_BY: &[(&str, Printed)] = &[
 ];
 
 /// Options a report or comparison names as the way its run was recorded (or is to be
-/// recorded again): they are the recording command's, checked against it. Each one is a
-/// decision; a new such mention fails until it is made here or the text names the command.
-const RECORDED_WITH: &[(&str, &str, &[&str])] = &[
-    ("src/analyze/notes.rs", "--session-user", &["run"]),
-    ("src/analyze/notes.rs", "--share-session", &["run"]),
-    ("src/analyze/notes.rs", "--ring-records", &["run"]),
-    ("src/analyze/notes.rs", "--warmup", RECORDERS),
-    ("src/analyze/notes.rs", "--warmup-frames", RECORDERS),
-    ("src/analyze/notes.rs", "--duration", RECORDERS),
-    ("src/analyze/notes.rs", "--frames", &["run", "bench"]),
-    ("src/analyze/summary.rs", "--duration", RECORDERS),
-    ("src/report/facts.rs", "--frames", &["run", "bench"]),
-    ("src/compare/load.rs", "--warmup-runs", &["bench"]),
-    ("src/compare/metrics.rs", "--metric", &["run", "bench"]),
-    ("src/compare/mod.rs", "--metric", &["run", "bench"]),
-    ("src/profile/summary.rs", "--fps", &["run", "bench"]),
-    ("src/profile/summary.rs", "--budget", &["run", "bench"]),
+/// recorded again): they are the recording command's, and checked against it. Each is one
+/// message (a fragment of it) and one option: a decision made here, so a new mention of an
+/// option another command owns fails until it is made, or until the text names the command.
+const RECORDED_WITH: &[(&str, &str, &str, &[&str])] = &[
+    (
+        "src/analyze/notes.rs",
+        "rerun with --session-user",
+        "--session-user",
+        &["run"],
+    ),
+    (
+        "src/analyze/notes.rs",
+        "rerun with --session-user",
+        "--share-session",
+        &["run"],
+    ),
+    (
+        "src/analyze/notes.rs",
+        "use smaller rings (--ring-records",
+        "--ring-records",
+        &["run"],
+    ),
+    (
+        "src/analyze/notes.rs",
+        "Use a shorter --warmup.",
+        "--warmup",
+        RECORDERS,
+    ),
+    (
+        "src/analyze/notes.rs",
+        "before the --duration of",
+        "--duration",
+        RECORDERS,
+    ),
+    (
+        "src/analyze/notes.rs",
+        "give a shorter --warmup or",
+        "--warmup",
+        RECORDERS,
+    ),
+    (
+        "src/analyze/notes.rs",
+        "give a shorter --warmup or",
+        "--warmup-frames",
+        RECORDERS,
+    ),
+    (
+        "src/analyze/notes.rs",
+        "(no --duration, no --warmup)",
+        "--duration",
+        RECORDERS,
+    ),
+    (
+        "src/analyze/notes.rs",
+        "(no --duration, no --warmup)",
+        "--warmup",
+        RECORDERS,
+    ),
+    (
+        "src/analyze/summary.rs",
+        "at the end of --duration",
+        "--duration",
+        RECORDERS,
+    ),
+    (
+        "src/report/facts.rs",
+        "given by --frames over",
+        "--frames",
+        &["run", "bench"],
+    ),
+    (
+        "src/report/facts.rs",
+        "fps from --frames:",
+        "--frames",
+        &["run", "bench"],
+    ),
+    (
+        "src/compare/load.rs",
+        "(--warmup-runs)",
+        "--warmup-runs",
+        &["bench"],
+    ),
+    (
+        "src/compare/metrics.rs",
+        "when it was recorded (--metric",
+        "--metric",
+        &["run", "bench"],
+    ),
+    (
+        "src/compare/mod.rs",
+        "prints itself (--metric)",
+        "--metric",
+        &["run", "bench"],
+    ),
+    (
+        "src/profile/summary.rs",
+        "record it with --fps or --budget",
+        "--fps",
+        &["run", "bench"],
+    ),
+    (
+        "src/profile/summary.rs",
+        "record it with --fps or --budget",
+        "--budget",
+        &["run", "bench"],
+    ),
 ];
 
 /// Options named in text that are not framelab's: another program's arguments, or an
@@ -416,8 +505,10 @@ fn every_option_a_message_names_is_an_option_of_the_command_printing_it() {
             let owned = |commands: &[&str]| commands.iter().map(|c| c.to_string()).collect();
             let recorded = RECORDED_WITH
                 .iter()
-                .find(|(file, o, _)| *file == lit.file && *o == option)
-                .map(|(_, _, commands)| (false, owned(commands)));
+                .find(|(file, fragment, o, _)| {
+                    *file == lit.file && *o == option && lit.text.contains(fragment)
+                })
+                .map(|(_, _, _, commands)| (false, owned(commands)));
             // (whether every command must take it, the commands)
             let (every, commands): (bool, Vec<String>) = match (named, recorded) {
                 (Some(named), _) => (true, named),
