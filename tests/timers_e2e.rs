@@ -65,6 +65,8 @@ fn a_short_run_measures_every_strategy_and_picks_one() {
     }
     let pick = v["intervals"][0]["pick"]["row"].as_u64().unwrap() as usize;
     assert!(pick < rows.len());
+    // Ten waits a cell at most: every p99 is an estimate, and the pick says so.
+    assert_eq!(v["intervals"][0]["pick"]["provisional"], true);
 }
 
 /// A cell of 20 ms at 2 ms holds ten waits at most: far fewer than the 100 a p99 needs, so

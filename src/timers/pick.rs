@@ -10,6 +10,9 @@ pub struct Pick {
     pub row: usize,
     /// Whether that row meets the need; when false it is the one with the lowest p99.
     pub meets: bool,
+    /// Some p99 compared rests on fewer than [`P99_WAITS`] waits: the pick is an estimate.
+    #[serde(default)]
+    pub provisional: bool,
 }
 
 /// Among rows with p99 ≤ `need_ns`, the least CPU per wait (then the lower p99). When none
@@ -26,13 +29,22 @@ pub fn cheapest(rows: &[Row], need_ns: f64) -> Option<Pick> {
         .enumerate()
         .filter(|(_, r)| r.p99_ns <= need_ns)
         .min_by(by(|r| (r.cpu_per_wait_ns, r.p99_ns)));
+    let provisional = provisional(rows).is_some();
     if let Some((row, _)) = meeting {
-        return Some(Pick { row, meets: true });
+        return Some(Pick {
+            row,
+            meets: true,
+            provisional,
+        });
     }
     rows.iter()
         .enumerate()
         .min_by(by(|r| (r.p99_ns, r.cpu_per_wait_ns)))
-        .map(|(row, _)| Pick { row, meets: false })
+        .map(|(row, _)| Pick {
+            row,
+            meets: false,
+            provisional,
+        })
 }
 
 /// Waits a percentile needs before it is more than the largest few values renamed.
@@ -109,7 +121,8 @@ mod tests {
             cheapest(&rows, 20e3),
             Some(Pick {
                 row: 3,
-                meets: true
+                meets: true,
+                provisional: false
             })
         );
         // Tighter: only spin and hybrid; hybrid costs less.
@@ -117,7 +130,8 @@ mod tests {
             cheapest(&rows, 10e3),
             Some(Pick {
                 row: 2,
-                meets: true
+                meets: true,
+                provisional: false
             })
         );
     }
@@ -177,7 +191,8 @@ mod tests {
             cheapest(&rows, 1e3),
             Some(Pick {
                 row: 2,
-                meets: false
+                meets: false,
+                provisional: false
             })
         );
         assert_eq!(cheapest(&[], 1e3), None);

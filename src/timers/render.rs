@@ -82,7 +82,7 @@ const HEADERS: [&str; 10] = [
 /// `cheapest with p99 ≤ 20 µs: timerfd · 1 ns slack · other (p99 12 µs, 4.1 µs CPU a wait, 0.1% of a core)`
 pub fn pick_sentence(result: &IntervalResult, need_ns: u64) -> String {
     let need = us(need_ns as f64);
-    let Some(Pick { row, meets }) = result.pick else {
+    let Some(Pick { row, meets, .. }) = result.pick else {
         return format!("nothing measured to compare with p99 ≤ {need} µs");
     };
     let r = &result.rows[row];
@@ -389,7 +389,8 @@ mod tests {
             r.intervals[0].pick,
             Some(Pick {
                 row: 2,
-                meets: true
+                meets: true,
+                provisional: false
             })
         );
         // 60 fps: neither meets it; condvar has the lower p99.
@@ -397,7 +398,8 @@ mod tests {
             r.intervals[1].pick,
             Some(Pick {
                 row: 1,
-                meets: false
+                meets: false,
+                provisional: true
             })
         );
         // 60 fps had 24 waits a cell: its pick says it rests on estimates, and how long a
@@ -452,6 +454,8 @@ mod tests {
             serde_json::Value::Null
         );
         assert_eq!(v["intervals"][0]["pick"]["row"], 2);
+        assert_eq!(v["intervals"][0]["pick"]["provisional"], false);
+        assert_eq!(v["intervals"][1]["pick"]["provisional"], true);
         let back: TimersReport = serde_json::from_str(&json).unwrap();
         assert_eq!(back, reference());
     }
