@@ -442,6 +442,18 @@ fn the_fps_line_keeps_three_lows_and_verbose_names_all() {
         assert!(all.contains(&format!(" {name} ")), "{name}: {all}");
     }
     assert!(!all.contains("every low"), "{all}");
+    // Markdown too: the pointer it prints leads somewhere.
+    let markdown = framelab()
+        .arg("report")
+        .arg(&run)
+        .args(["--verbose", "--format", "markdown"])
+        .output()
+        .unwrap();
+    let markdown = stdout(&markdown);
+    assert!(
+        markdown.contains(" low0_1_int ") && !markdown.contains("every low"),
+        "{markdown}"
+    );
     let json = common::report_json(&run);
     assert!(json["fps"]["low1_int"].is_number(), "{}", json["fps"]);
 }

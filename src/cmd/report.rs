@@ -26,8 +26,8 @@ pub struct ReportArgs {
     /// Open the written file in the desktop's browser (with -o)
     #[arg(long, requires = "output")]
     pub open: bool,
-    /// Name every FPS low in the text report (p10, p5, p0.1 and the `_int` lows too; JSON
-    /// always has them)
+    /// Name every FPS low in the text and Markdown reports (p10, p5, p0.1 and the `_int`
+    /// lows too; JSON always has them)
     #[arg(short, long)]
     pub verbose: bool,
 }

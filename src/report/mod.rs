@@ -34,12 +34,13 @@ pub fn render(analysis: &Analysis, format: Format, color: bool) -> String {
     }
 }
 
-/// [`render`] with every FPS low in the text report (`--verbose`); Markdown and JSON are as
-/// [`render`] makes them (JSON always has every number).
+/// [`render`] with every FPS low in the text and Markdown reports (`--verbose`); JSON always
+/// has every number.
 pub fn render_verbose(analysis: &Analysis, format: Format, color: bool) -> String {
     match format {
         Format::Text => text::render_in(analysis, color, true),
-        _ => render(analysis, format, color),
+        Format::Markdown => markdown::render_in(analysis, true),
+        Format::Json => json::render(analysis),
     }
 }
 
