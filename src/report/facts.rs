@@ -267,8 +267,8 @@ fn outputs(a: &Analysis) -> Option<String> {
     Some(format!("{} in the run file", parts.join(" · ")))
 }
 
-/// What the fps line's `mean` is, beside the frames line's `observed` (they differ by the
-/// interval before the window's first frame end).
+/// What the fps line's `mean` is, beside the frames line's `observed` (they differ by where
+/// the window's edges fall between frame ends).
 pub const FPS_MEAN_IS: &str = "1 ÷ mean interval; observed = frames ÷ window";
 
 /// The lows the brief fps line keeps: the percentile, and the 1% and 0.1% lows.
