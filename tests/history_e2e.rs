@@ -641,3 +641,42 @@ fn check_names_the_commit_where_work_doubled_and_fails_ci_on_it() {
     ]));
     assert!(stdout(&out).contains("need 10"), "{}", stdout(&out));
 }
+
+/// One name for the store: `history` commands take `--history STORE`, as `run` and `bench`
+/// do; `--store`, the name they had first, still works but is no longer shown.
+#[test]
+fn the_store_is_named_history_everywhere_and_store_is_a_hidden_alias() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = record(&dir, "a", 10);
+    let store = dir.path().join("h.sqlite").display().to_string();
+    let a = a.to_str().unwrap();
+    ok(history(&[
+        "add",
+        a,
+        "--history",
+        &store,
+        "--commit",
+        "c1",
+        "--branch",
+        "main",
+    ]));
+    let shown = show_json(&store, &[]);
+    let again = serde_json::from_str::<serde_json::Value>(&stdout(&ok(history(&[
+        "show",
+        "--format",
+        "json",
+        "--history",
+        &store,
+    ]))))
+    .unwrap();
+    assert_eq!(shown, again, "--store and --history name one store");
+    for sub in ["add", "show", "check", "export"] {
+        let help = stdout(&ok(history(&[sub, "--help"])));
+        assert!(help.contains("--history <STORE>"), "history {sub}: {help}");
+        assert!(!help.contains("--store"), "history {sub}: {help}");
+    }
+    for sub in ["run", "bench"] {
+        let out = framelab().args([sub, "--help"]).output().unwrap();
+        assert!(stdout(&out).contains("--history <STORE>"), "{sub}");
+    }
+}

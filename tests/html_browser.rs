@@ -313,6 +313,97 @@ fn a_run_report_draws_every_plot_and_keeps_hostile_names_as_text() {
     assert_eq!(scripts, 3, "only the page's own three script elements");
 }
 
+/// The label boxes (x, y, width, height in CSS px) the page drew on plot `plot`, and the
+/// plot area's box.
+fn label_boxes(dom: &str, plot: &str) -> (Vec<[f64; 4]>, [f64; 4]) {
+    let attr = |name: &str| {
+        let raw = plot_attr(dom, plot, name)
+            .unwrap_or_else(|| panic!("plot {plot} has no {name}: its labels are not placed"));
+        serde_json::from_str::<serde_json::Value>(&raw.replace("&quot;", "\""))
+            .unwrap_or_else(|e| panic!("{name}={raw}: {e}"))
+    };
+    let four = |v: &serde_json::Value| -> [f64; 4] {
+        let a: Vec<f64> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        [a[0], a[1], a[2], a[3]]
+    };
+    let labels = attr("data-labels")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(four)
+        .collect();
+    (labels, four(&attr("data-plot-box")))
+}
+
+/// Six FPS lows a few fps apart (here all equal: every interval is 10 ms) drew their labels
+/// on top of each other. Each is now readable: no two label boxes overlap, and each is
+/// inside the plot area (a label past its right edge is cut off).
+#[test]
+fn the_fps_low_labels_do_not_overlap() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("steady.framelab");
+    let mut steady = run(2000, 1.0, 3);
+    for span in &mut steady.spans {
+        let t = span.frame as i64 * 10 * MS;
+        match span.stage {
+            1 => span.dur_ns = 4 * MS,
+            2 => span.start_ns = t + 2 * MS + 4 * MS + 200_000,
+            _ => {}
+        }
+    }
+    framelab::store::write_run(&file, &steady).unwrap();
+    let page = dir.path().join("steady.html");
+    let out = framelab()
+        .arg("report")
+        .arg(&file)
+        .args(["--format", "html", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let named = common::page_data(&page)["fps"]["named"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(named, 6, "p1, p0.1 and the four lows: all equal here");
+    let Some(browser) = chromium() else { return };
+    let opened = open(browser, &page, &artifacts().join("fps-lows.png"));
+    assert_clean(&opened);
+    // The budget's label, on a line at the top of the frame-time plot, is inside it too.
+    for plot in ["frame-total", "frame-interval"] {
+        let (labels, area) = label_boxes(&opened.dom, plot);
+        assert_eq!(labels.len(), 1, "{plot}: {labels:?}");
+        let a = labels[0];
+        assert!(
+            a[1] >= area[1] - 0.5 && a[0] + a[2] <= area[0] + area[2] + 0.5,
+            "{plot}: the budget label {a:?} is cut off by the plot area {area:?}"
+        );
+    }
+    let (labels, area) = label_boxes(&opened.dom, "fps");
+    assert_eq!(labels.len(), named, "one label per named low: {labels:?}");
+    let overlap = |a: &[f64; 4], b: &[f64; 4]| {
+        a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3]
+    };
+    for (i, a) in labels.iter().enumerate() {
+        assert!(a[2] > 20.0 && a[3] > 8.0, "label {i} has no size: {a:?}");
+        assert!(
+            a[0] >= area[0] - 0.5
+                && a[1] >= area[1] - 0.5
+                && a[0] + a[2] <= area[0] + area[2] + 0.5
+                && a[1] + a[3] <= area[1] + area[3] + 0.5,
+            "label {i} {a:?} is cut off by the plot area {area:?}"
+        );
+        for (j, b) in labels.iter().enumerate().skip(i + 1) {
+            assert!(!overlap(a, b), "labels {i} {a:?} and {j} {b:?} overlap");
+        }
+    }
+}
+
 #[test]
 fn zooming_on_a_long_run_draws_every_frame_of_the_range() {
     let dir = tempfile::tempdir().unwrap();

@@ -293,3 +293,167 @@ fn a_trace_cut_off_without_its_bracket_imports_with_a_note() {
     assert_eq!((run.spans[0].start_ns, run.spans[0].dur_ns), (0, 1_250));
     assert!(stdout(&out).contains("no closing ']'"), "{}", stdout(&out));
 }
+
+/// The README's `--frame-arg frame` on the repo's real Chrome trace matched no slice and
+/// imported nothing, exit 0. A rule that matches nothing is now one error line naming the
+/// rule and the arg names the trace's slices do carry; no file is written.
+#[test]
+fn a_frame_rule_that_matches_no_slice_names_what_the_slices_carry() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, run) = import(&dir, &fixture(REAL), &["--frame-arg", "frame"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = common::error_line(&out);
+    assert!(
+        line.contains("--frame-arg frame: none of the") && line.contains("slices has args.frame"),
+        "{line}"
+    );
+    // The most common args of the trace's slices, with their counts.
+    assert!(
+        line.contains("url_info (26)") && line.contains("site_instance (24)"),
+        "{line}"
+    );
+    assert!(
+        !run.exists(),
+        "an import of no frame wrote {}",
+        run.display()
+    );
+
+    let (out, _) = import(&dir, &fixture(REAL), &["--frame-regex", r"^frame (\d+)$"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = common::error_line(&out);
+    assert!(line.contains("--frame-regex matched none of the"), "{line}");
+    assert!(
+        line.contains("SequenceManagerImpl::SelectNextTask (930)"),
+        "{line}"
+    );
+    // A rule some slices match still imports them, the others counted in a note.
+    let (out, _) = import(&dir, &fixture(REAL), &["--frame-arg", "url_info"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("slices had no args.url_info frame id: left out"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// Importing again into the same file adds a run beside the first: said, with its number.
+#[test]
+fn an_import_into_a_file_with_runs_says_it_appends_run_n() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, run) = import(&dir, &fixture(REAL), &[]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(!stderr(&first).contains("appended"), "{}", stderr(&first));
+    let (again, _) = import(&dir, &fixture(REAL), &[]);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains(&format!(
+            "{} already held 1 run: this import was appended as run 2",
+            run.display()
+        )),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(framelab::store::list_runs(&run).unwrap().len(), 2);
+}
+
+/// A 3.2 ms trace read `window 0.00 s`: its window is shown in a unit that shows it.
+#[test]
+fn a_short_trace_shows_its_window_in_ms() {
+    let dir = tempfile::tempdir().unwrap();
+    // Four 0.8 ms slices back to back: 3.2 ms from the first start to the last end.
+    let events: Vec<String> = (0..4)
+        .map(|i| {
+            format!(
+                r#"{{"ph":"X","name":"draw","ts":{},"dur":800,"pid":1,"tid":1}}"#,
+                1000 + i * 800
+            )
+        })
+        .collect();
+    let input = write(&dir, "short.json", &format!("[{}]", events.join(",")));
+    let (out, _) = import(&dir, &input, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = stdout(&out);
+    let window = report
+        .lines()
+        .find(|l| l.trim_start().starts_with("window"))
+        .unwrap();
+    assert!(window.contains("3.2 ms measured, no warmup"), "{report}");
+    assert!(!report.contains("0.00 s measured"), "{report}");
+}
+
+/// The text report's fps line keeps p1 and the 1% and 0.1% lows and says where the others
+/// are; `framelab report --verbose` names every one, as JSON always does.
+#[test]
+fn the_fps_line_keeps_three_lows_and_verbose_names_all() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2000 frames 10 ms apart, every 100th 25 ms: enough intervals for the 0.1% lows.
+    let mut t = 0;
+    let events: Vec<String> = (0..2000)
+        .map(|i| {
+            t += if i % 100 == 99 { 25_000 } else { 10_000 };
+            format!(r#"{{"ph":"X","name":"draw","ts":{t},"dur":2000,"pid":1,"tid":1}}"#)
+        })
+        .collect();
+    let input = write(&dir, "long.json", &format!("[{}]", events.join(",")));
+    let (out, run) = import(&dir, &input, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let fps_line = |text: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with("fps "))
+            .unwrap_or_else(|| panic!("no fps line: {text}"))
+            .to_owned()
+    };
+    let brief = fps_line(&stdout(&out));
+    for kept in [
+        "mean ",
+        "(1 ÷ mean interval; observed = frames ÷ window)",
+        " p50 ",
+        " p1 ",
+        " low1_avg ",
+        " low0_1_avg ",
+    ] {
+        assert!(brief.contains(kept), "{kept}: {brief}");
+    }
+    for left_out in ["p10", "p5 ", "p0.1", "low1_int", "low0_1_int"] {
+        assert!(!brief.contains(left_out), "{left_out}: {brief}");
+    }
+    assert!(
+        brief.ends_with("(every low: framelab report --verbose, or --format json)"),
+        "{brief}"
+    );
+    let verbose = framelab()
+        .arg("report")
+        .arg(&run)
+        .arg("--verbose")
+        .output()
+        .unwrap();
+    assert!(verbose.status.success(), "{}", stderr(&verbose));
+    let all = fps_line(&stdout(&verbose));
+    for name in [
+        "p10",
+        "p5",
+        "p1",
+        "low1_avg",
+        "low1_int",
+        "p0.1",
+        "low0_1_avg",
+        "low0_1_int",
+    ] {
+        assert!(all.contains(&format!(" {name} ")), "{name}: {all}");
+    }
+    assert!(!all.contains("every low"), "{all}");
+    // Markdown too: the pointer it prints leads somewhere.
+    let markdown = framelab()
+        .arg("report")
+        .arg(&run)
+        .args(["--verbose", "--format", "markdown"])
+        .output()
+        .unwrap();
+    let markdown = stdout(&markdown);
+    assert!(
+        markdown.contains(" low0_1_int ") && !markdown.contains("every low"),
+        "{markdown}"
+    );
+    let json = common::report_json(&run);
+    assert!(json["fps"]["low1_int"].is_number(), "{}", json["fps"]);
+}

@@ -65,6 +65,26 @@ fn a_short_run_measures_every_strategy_and_picks_one() {
     }
     let pick = v["intervals"][0]["pick"]["row"].as_u64().unwrap() as usize;
     assert!(pick < rows.len());
+    // Ten waits a cell at most: every p99 is an estimate, and the pick says so.
+    assert_eq!(v["intervals"][0]["pick"]["provisional"], true);
+}
+
+/// A cell of 20 ms at 2 ms holds ten waits at most: far fewer than the 100 a p99 needs, so
+/// every p99 is starred and the pick says it is provisional, and what duration makes it firm
+/// (whatever this machine's lateness: only the wait count decides it).
+#[test]
+fn a_pick_on_starred_p99s_says_it_is_provisional() {
+    let out = run(&["timers", "--interval", "2ms", "--duration", "20ms"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let picks: Vec<&str> = text.lines().filter(|l| l.contains("→ ")).collect();
+    assert_eq!(picks.len(), 1, "{text}");
+    assert!(picks[0].contains("→ provisional: "), "{text}");
+    assert!(
+        picks[0].contains("rest on fewer than 100 waits")
+            && picks[0].ends_with("give --duration 300ms or more for a firm pick"),
+        "{text}"
+    );
 }
 
 #[test]

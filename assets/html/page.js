@@ -192,7 +192,8 @@
         ctx.fillStyle = "rgba(110,110,110,0.13)";
         ctx.fillRect(x0, b.top, x1 - x0, b.height);
       });
-      (spec.lines || []).forEach(function (l) {
+      var lines = spec.lines || [];
+      lines.forEach(function (l) {
         var y = u.valToPos(l.y, "y", true);
         ctx.strokeStyle = l.color;
         ctx.lineWidth = r;
@@ -202,10 +203,13 @@
         ctx.lineTo(b.left + b.width, y);
         ctx.stroke();
         ctx.setLineDash([]);
-        ctx.fillStyle = l.color;
-        ctx.font = (11 * r) + "px sans-serif";
-        ctx.fillText(l.label, b.left + (l.at || 4) * r, y - 3 * r);
       });
+      lineLabels(u, lines);
+      ctx.restore();
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(b.left, b.top, b.width, b.height);
+      ctx.clip();
       (spec.markers || []).forEach(function (m) {
         ctx.fillStyle = m.color;
         for (var i = 0; i < m.x.length; i++) {
@@ -217,6 +221,63 @@
       });
       ctx.restore();
     };
+  }
+
+  // The labels of the dashed lines, at the right of the plot, each just above its line
+  // unless that would cover another: lines a few fps apart (the FPS lows) get a column of
+  // labels, each joined to its line by a tick. Their boxes go in the plot's data-labels
+  // (CSS px: x, y, width, height), so a test can check that none overlaps another.
+  function lineLabels(u, lines) {
+    var ctx = u.ctx, b = u.bbox, r = window.devicePixelRatio || 1;
+    var h = 13 * r, pad = 4 * r;
+    ctx.font = (11 * r) + "px sans-serif";
+    var labels = lines.filter(function (l) { return l.label; }).map(function (l) {
+      var lineY = u.valToPos(l.y, "y", true);
+      return { l: l, lineY: lineY, w: ctx.measureText(l.label).width, base: lineY - 3 * r };
+    });
+    labels.sort(function (a, c) { return a.base - c.base; });
+    // A line at the top of the plot (a budget that is the y axis' maximum) has its label
+    // under it, inside the plot, rather than cut off above it.
+    if (labels.length) labels[0].base = Math.max(labels[0].base, b.top + 11 * r);
+    // Top to bottom: a label sits at least a line of text below the one above it.
+    for (var i = 1; i < labels.length; i++) {
+      labels[i].base = Math.max(labels[i].base, labels[i - 1].base + h);
+    }
+    // Pushed out at the bottom: the column moves up, but not out at the top.
+    var over = labels.length ? labels[labels.length - 1].base - (b.top + b.height - 3 * r) : 0;
+    if (over > 0) {
+      var room = labels.length ? labels[0].base - (b.top + 11 * r) : 0;
+      var up = Math.min(over, Math.max(room, 0));
+      labels.forEach(function (a) { a.base -= up; });
+      for (var k = labels.length - 2; k >= 0; k--) {
+        labels[k].base = Math.min(labels[k].base, labels[k + 1].base - h);
+      }
+    }
+    var boxes = [];
+    labels.forEach(function (a) {
+      var x = b.left + b.width - a.w - pad;
+      ctx.fillStyle = "rgba(255,255,255,0.85)";
+      ctx.fillRect(x - 2 * r, a.base - 10 * r, a.w + 4 * r, h - r);
+      ctx.fillStyle = a.l.color;
+      ctx.fillText(a.l.label, x, a.base);
+      if (Math.abs(a.base - 3 * r - a.lineY) > r) {
+        // Moved off its line: a tick from the label's end down (or up) to it.
+        ctx.strokeStyle = a.l.color;
+        ctx.lineWidth = r;
+        ctx.beginPath();
+        ctx.moveTo(x + a.w + 2 * r, a.base - 4 * r);
+        ctx.lineTo(x + a.w + 2 * r, a.lineY);
+        ctx.stroke();
+      }
+      boxes.push([x / r, (a.base - 10 * r) / r, a.w / r, (h - r) / r].map(function (v) {
+        return Math.round(v * 10) / 10;
+      }));
+    });
+    var plot = u.root.parentNode;
+    if (plot && plot.setAttribute) {
+      plot.setAttribute("data-labels", JSON.stringify(boxes));
+      plot.setAttribute("data-plot-box", JSON.stringify([b.left / r, b.top / r, b.width / r, b.height / r]));
+    }
   }
 
   function timeChart(parent, name, series, unit, extra, height) {
@@ -408,7 +469,7 @@
         series: [{ label: "p", value: function (u, v) { return v === null ? "–" : "p" + v; } },
           { label: "fps", stroke: COLORS[0], width: 1.5, value: function (u, v) { return fmt(v, "fps"); } }],
         hooks: { draw: [overlay({ lines: named.map(function (n, i) {
-          return { y: n[1], color: COLORS[(i + 1) % COLORS.length], label: n[0] + " " + n[1].toFixed(1), at: 10 + i * 110 };
+          return { y: n[1], color: COLORS[(i + 1) % COLORS.length], label: n[0] + " " + n[1].toFixed(1) };
         }) })] }
       }, [d.fps.p, d.fps.fps]);
       if (named.length) table(fp, ["1% low", "fps"], named.map(function (n) { return [n[0], n[1].toFixed(1)]; }));

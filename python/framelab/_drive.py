@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass, field
 
 from ._errors import BinaryNotFound, RunFailed
@@ -123,7 +124,9 @@ def run(
     """`framelab run` of `command` (a list of strings, or one string with `shell=True`).
 
     Durations are framelab's text (`"10s"`, `"250ms"`) or seconds as a number. `output` is
-    the run file (default: `NAME-TIMESTAMP.framelab` here, as the CLI names it); `args` are
+    the run file (default: `NAME-TIMESTAMP.framelab` here, as the CLI names it; a Python
+    script run by an interpreter, `[sys.executable, "pipeline.py"]`, names the run and the
+    file after the script: `pipeline`, `pipeline-….framelab`); `args` are
     more `framelab run` options (`["--metric", "..."]`). Returns a `RunResult` with the
     report as a dict. Raises `RunFailed` with framelab's one-line message when framelab
     could not run it (exit 1 or 2) and, with `check=True`, when the command failed (exit 3;
@@ -134,6 +137,8 @@ def run(
     command = [os.fspath(c) for c in command]
     if not command:
         raise ValueError("framelab.run needs a command: a list of its words")
+    if name is None:
+        name = _script_name(command)
     if output is None:
         stem = name or os.path.basename(command[0]) or "run"
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
@@ -163,6 +168,27 @@ def run(
             path=output,
         )
     return result
+
+
+def _script_name(command):
+    """`pipeline` for `[python3, "-u", "pipeline.py", ...]` (and `-m pkg.tool` gives `tool`):
+    a Python program's run is named after the program, not after the interpreter that runs
+    every one of them. `None` for any other command (framelab names it after its program)."""
+    program = os.path.basename(command[0])
+    if not (program.startswith("python") or os.path.realpath(command[0]) == os.path.realpath(sys.executable)):
+        return None
+    words = iter(command[1:])
+    for word in words:
+        if word == "-m":
+            module = next(words, "")
+            return module.rsplit(".", 1)[-1] or None
+        if word in ("-c", "-"):
+            return None
+        if word.startswith("-"):
+            continue
+        stem = os.path.splitext(os.path.basename(word))[0]
+        return stem or None
+    return None
 
 
 def _exit_words(rep):

@@ -1,5 +1,6 @@
 """Driving the binary: run, report, compare, bench; its errors as exceptions with its line."""
 
+import os
 import sys
 
 import pytest
@@ -27,6 +28,21 @@ def test_run_with_fps_and_duration(framelab_bin, loop_script, tmp_path):
     assert rep["frames"] >= 1
     assert [s["name"] for s in rep["stages"]] == ["step", "total", "interval"]
     assert result.load().frames.measured.sum() == rep["frames"]
+
+
+def test_a_script_names_its_run_not_the_interpreter(framelab_bin, tmp_path, monkeypatch):
+    script = tmp_path / "pipeline.py"
+    script.write_text(LOOP)
+    monkeypatch.chdir(tmp_path)
+    result = framelab.run([sys.executable, "-u", "pipeline.py"], duration="1s")
+    assert os.path.basename(result.path).startswith("pipeline-"), result.path
+    assert result.path.endswith(".framelab") and os.path.exists(result.path)
+    assert result.report["name"] == "pipeline"
+    # Not a script: the program's own name, as the CLI gives it.
+    other = framelab.run([sys.executable, "-c", "pass"], check=False)
+    assert not os.path.basename(other.path).startswith("pipeline"), other.path
+    assert framelab._drive._script_name(["/usr/bin/python3.12", "-m", "pkg.tool"]) == "tool"
+    assert framelab._drive._script_name(["./app", "pipeline.py"]) is None
 
 
 def test_a_failing_command_raises_with_the_report(framelab_bin, tmp_path):

@@ -22,6 +22,8 @@ pub struct NoteFacts {
     pub hint_unusable: Option<&'static str>,
     /// Frames that ended before the window (warmup).
     pub warmup_frames: u64,
+    /// The run was imported from another tool's trace: no command was recorded.
+    pub imported: bool,
 }
 
 /// Linux signal names, for "killed by SIGSEGV (signal 11)".
@@ -248,9 +250,12 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
             "--frames {n} gave no throughput: {why}. Let the command run to its end (no \
              --duration, no --warmup) for a rate over the whole run."
         ));
+    } else if facts.spans == 0 && facts.imported {
+        notes.push("The import holds no spans: nothing in it became a frame.".into());
     } else if facts.spans == 0 && !facts.frames_from_hint && meta.session.foreign_users.is_empty() {
+        // Said by `report` and `import` too, which have no --frames: the command is named.
         notes.push(
-            "No spans were recorded: the command is not instrumented (or never reached a stage). Pass --frames N for a throughput.".into(),
+            "No spans were recorded: the command is not instrumented (or never reached a stage). For a throughput without spans, record it with framelab run --frames N.".into(),
         );
     } else if facts.spans > 0 && facts.measured_frames == 0 {
         notes.push("No frame ended inside the measured window.".into());

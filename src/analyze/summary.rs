@@ -220,6 +220,7 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
         hint,
         hint_unusable,
         warmup_frames: facts.warmup_frames,
+        imported: run.import.is_some(),
     };
 
     let mut telemetry = summarize_telemetry(
@@ -232,6 +233,7 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
     );
     if let Some(t) = telemetry.as_mut() {
         name_processes_as_they_ended(&mut t.busiest_threads, &run.processes);
+        name_threads_as_recorded(&mut t.busiest_threads, &run.threads);
     }
 
     let pipeline_notes = facts
@@ -374,6 +376,24 @@ fn name_processes_as_they_ended(
             if row.tid == row.pid {
                 row.name = process.name.clone();
             }
+        }
+    }
+}
+
+/// A thread that recorded spans keeps the name it recorded under (the SDK's, `main` for a
+/// main thread the kernel calls after its program): the busiest threads then name it as the
+/// thread and worst-frame tables do.
+fn name_threads_as_recorded(
+    rows: &mut [super::telemetry::ThreadRow],
+    recorded: &[crate::model::ThreadInfo],
+) {
+    for row in rows {
+        let mut named = recorded
+            .iter()
+            .filter(|t| t.pid == row.pid && t.tid == row.tid && !t.name.is_empty());
+        // A tid that recorded under two names (reused by a second thread): which one is not known.
+        if let (Some(thread), None) = (named.next(), named.next()) {
+            row.name = thread.name.clone();
         }
     }
 }

@@ -148,6 +148,12 @@ pub(super) fn run(args: ImportArgs) -> anyhow::Result<Outcome> {
     // never holds half an import; the exit status still says it was interrupted.
     session::catch_interrupts();
     // `-o /dev/null` keeps nothing: the report comes from memory, so nothing is written.
+    // An import into a file that already holds runs adds one: said, so a second import of
+    // the same trace is not taken for a replacement.
+    let runs_before = match run_file.kept() && run_file.path().exists() {
+        true => store::list_runs(run_file.path()).map_or(0, |runs| runs.len()),
+        false => 0,
+    };
     let run_id = if run_file.kept() {
         store::write_run(run_file.path(), &run)?
     } else {
@@ -191,6 +197,14 @@ pub(super) fn run(args: ImportArgs) -> anyhow::Result<Outcome> {
             output.display(),
             output.display()
         );
+        if runs_before > 0 {
+            eprintln!(
+                "framelab: {} already held {}: this import was appended as run {run_id}, \
+                 beside them (give -o another file to keep an import apart)",
+                output.display(),
+                framelab::units::plural(runs_before as u64, "run", "runs")
+            );
+        }
     } else {
         eprintln!("framelab: imported {} ({})", what.join(", "), info.format);
         eprintln!("{UNKEPT}");

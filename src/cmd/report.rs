@@ -26,6 +26,10 @@ pub struct ReportArgs {
     /// Open the written file in the desktop's browser (with -o)
     #[arg(long, requires = "output")]
     pub open: bool,
+    /// Name every FPS low in the text and Markdown reports (p10, p5, p0.1 and the `_int`
+    /// lows too; JSON always has them)
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 /// `report`'s formats: the run report's, and the HTML page.
@@ -51,7 +55,11 @@ pub(super) fn run(args: ReportArgs) -> anyhow::Result<Outcome> {
         Some(format) if several => report_runs(&args.run, true, format)?,
         Some(format) => {
             let color = use_color() && args.output.is_none();
-            report::render(&analyze_stored(&args.run, args.run_id)?.0, format, color)
+            let analysis = analyze_stored(&args.run, args.run_id)?.0;
+            match args.verbose {
+                true => report::render_verbose(&analysis, format, color),
+                false => report::render(&analysis, format, color),
+            }
         }
         None if several => anyhow::bail!(
             "{} holds {} runs: give --run-id N for the HTML report of one (framelab report {} lists them)",

@@ -30,12 +30,13 @@ pub enum HistoryCommand {
     Export(ExportArgs),
 }
 
-/// `--store` of every history command.
+/// `--history` of every history command: the name run and bench give the same store.
+/// `--store`, its first name, is kept as a hidden alias so scripts written with it still work.
 #[derive(Args, Debug, Clone)]
 pub struct StoreArg {
     /// A SQLite file, or a PostgreSQL database as postgres://USER@HOST:PORT/DB (default:
     /// $FRAMELAB_HISTORY, else .framelab/history.sqlite)
-    #[arg(long, value_name = "STORE", value_parser = store_location)]
+    #[arg(long = "history", alias = "store", value_name = "STORE", value_parser = store_location)]
     pub store: Option<String>,
 }
 
@@ -301,7 +302,7 @@ impl HistoryTarget {
     pub fn add(&self, file: &Path) -> Result<()> {
         add_files(&[file.to_owned()], &self.revision, &[], Some(&self.store), false).map_err(|e| {
             anyhow::anyhow!(
-                "{e:#}; the runs are kept in {}: add them later with framelab history add {} --store STORE",
+                "{e:#}; the runs are kept in {}: add them later with framelab history add {} --history STORE",
                 file.display(),
                 file.display()
             )

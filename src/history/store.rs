@@ -17,7 +17,7 @@ pub const SCHEMA_VERSION: i64 = 1;
 const FOREIGN_RUN_FILE: i64 = -1;
 const FOREIGN_DATABASE: i64 = -2;
 
-/// Where history goes without `--store`: `$FRAMELAB_HISTORY`, else this (relative to the
+/// Where history goes without `--history`: `$FRAMELAB_HISTORY`, else this (relative to the
 /// current directory).
 pub const DEFAULT_PATH: &str = ".framelab/history.sqlite";
 
@@ -126,7 +126,7 @@ pub struct Store {
     pub location: String,
 }
 
-/// `--store` as given, else `$FRAMELAB_HISTORY`, else [`DEFAULT_PATH`].
+/// `--history` as given, else `$FRAMELAB_HISTORY`, else [`DEFAULT_PATH`].
 pub fn location(given: Option<&str>) -> String {
     given
         .map(str::to_owned)
@@ -248,7 +248,7 @@ impl Store {
         })?;
         match version {
             None => bail!(
-                "{location} holds no history yet: add runs with framelab history add RUN --store {location}"
+                "{location} holds no history yet: add runs with framelab history add RUN --history {location}"
             ),
             Some(FOREIGN_RUN_FILE) => bail!(
                 "{location} is a framelab run file, not a history store: name a store file of \
@@ -459,7 +459,7 @@ fn open_sqlite(path: &Path, create: bool) -> Result<rusqlite::Connection> {
     let exists = path.exists();
     if !exists && !create {
         bail!(
-            "no history at {}: add runs with framelab history add RUN (or give --store)",
+            "no history at {}: add runs with framelab history add RUN (or give --history)",
             path.display()
         );
     }

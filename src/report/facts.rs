@@ -107,36 +107,46 @@ fn target(a: &Analysis) -> Option<String> {
     }
 }
 
+/// A time of the window line in a unit that shows it: seconds from 1 s, else ms, else µs
+/// (a 3.2 ms imported trace is `3.2 ms`, not `0.00 s`).
+pub fn window_time(ns: i64) -> String {
+    let abs = ns.unsigned_abs();
+    if abs == 0 || abs >= 1_000_000_000 {
+        format!("{} s", secs(ns))
+    } else if abs >= 1_000_000 {
+        format!("{:.1} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.1} µs", ns as f64 / 1e3)
+    }
+}
+
 fn window(a: &Analysis) -> String {
     let w = &a.window;
+    let t = window_time;
     let mut s = if w.start_ns <= 0 && w.warmup_frames == 0 {
-        format!("{} s measured, no warmup", secs(w.length_ns))
+        format!("{} measured, no warmup", t(w.length_ns))
     } else if let (WarmupFrom::Frames, Some(n)) = (w.warmup_from, w.warmup_frames_asked) {
         format!(
-            "{} s measured after the first {n} frames ({} warmup frames excluded, window from {} s)",
-            secs(w.length_ns),
+            "{} measured after the first {n} frames ({} warmup frames excluded, window from {})",
+            t(w.length_ns),
             w.warmup_frames,
-            secs(w.start_ns)
+            t(w.start_ns)
         )
     } else if let (WarmupFrom::FirstFrame, Some(first)) = (w.warmup_from, w.first_span_ns) {
         format!(
-            "{} s measured after {} s warmup from the first frame at {} s ({} warmup frames excluded)",
-            secs(w.length_ns),
-            secs(w.warmup_ns),
-            secs(first),
+            "{} measured after {} warmup from the first frame at {} ({} warmup frames excluded)",
+            t(w.length_ns),
+            t(w.warmup_ns),
+            t(first),
             w.warmup_frames
         )
     } else if a.spans == 0 {
-        format!(
-            "{} s measured after {} s warmup",
-            secs(w.length_ns),
-            secs(w.start_ns)
-        )
+        format!("{} measured after {} warmup", t(w.length_ns), t(w.start_ns))
     } else {
         format!(
-            "{} s measured after {} s warmup ({} warmup frames excluded)",
-            secs(w.length_ns),
-            secs(w.start_ns),
+            "{} measured after {} warmup ({} warmup frames excluded)",
+            t(w.length_ns),
+            t(w.start_ns),
             w.warmup_frames
         )
     };
@@ -257,10 +267,21 @@ fn outputs(a: &Analysis) -> Option<String> {
     Some(format!("{} in the run file", parts.join(" · ")))
 }
 
-/// `mean 119.96 · p50 120.0 · p1 114.9 · low1_avg 112.3 · …`, leaving out what is not reported.
-fn fps(a: &Analysis) -> Option<String> {
+/// What the fps line's `mean` is, beside the frames line's `observed` (they differ by where
+/// the window's edges fall between frame ends).
+pub const FPS_MEAN_IS: &str = "1 ÷ mean interval; observed = frames ÷ window";
+
+/// The lows the brief fps line keeps: the percentile, and the 1% and 0.1% lows.
+const BRIEF_LOWS: [&str; 3] = ["p1", "low1_avg", "low0_1_avg"];
+
+/// Where the lows the brief line leaves out are.
+pub const MORE_LOWS: &str = "every low: framelab report --verbose, or --format json";
+
+/// `mean 119.96 (…) · p50 120.0 · p1 114.9 · low1_avg 112.3 · low0_1_avg 99.5 (…)`, leaving
+/// out what is not reported; `verbose` names all ten (p10, p5, p0.1 and the `_int` lows).
+fn fps(a: &Analysis, verbose: bool) -> Option<String> {
     let f = a.fps.as_ref()?;
-    let mut parts = vec![format!("mean {:.2}", f.mean)];
+    let mut parts = vec![format!("mean {:.2} ({FPS_MEAN_IS})", f.mean)];
     let named = [
         ("p50", f.p50),
         ("p10", f.p10),
@@ -272,12 +293,20 @@ fn fps(a: &Analysis) -> Option<String> {
         ("low0_1_avg", f.low0_1_avg),
         ("low0_1_int", f.low0_1_int),
     ];
+    let mut left_out = false;
     for (name, value) in named {
-        if let Some(v) = value {
+        let Some(v) = value else { continue };
+        if verbose || name == "p50" || BRIEF_LOWS.contains(&name) {
             parts.push(format!("{name} {v:.1}"));
+        } else {
+            left_out = true;
         }
     }
-    Some(parts.join(" · "))
+    let mut line = parts.join(" · ");
+    if left_out {
+        line.push_str(&format!(" ({MORE_LOWS})"));
+    }
+    Some(line)
 }
 
 fn cpu(a: &Analysis) -> Option<String> {
@@ -384,13 +413,25 @@ fn late(a: &Analysis, st: &Style) -> Option<String> {
     ))
 }
 
+/// The stutter rule in the words of the report, with this run's trailing window
+/// (DESIGN.md, `analyze::late::stutter`).
+fn stutter_rule(a: &Analysis) -> String {
+    let mean = a.interval.as_ref().map_or(0.0, |d| d.mean_ns);
+    let n = crate::analyze::late::stutter_window(mean);
+    format!(
+        "a stutter is an interval over 2.5 × the mean of up to {} before it",
+        plural(n as u64, "interval", "intervals")
+    )
+}
+
 fn stutter(a: &Analysis, st: &Style) -> Option<String> {
     let s = a.stutter.as_ref()?;
     if s.count == 0 {
         let intervals = a.interval.as_ref().map_or(0, |d| d.count);
         return Some(format!(
-            "none in {}",
-            plural(intervals, "interval", "intervals")
+            "none in {} ({})",
+            plural(intervals, "interval", "intervals"),
+            stutter_rule(a)
         ));
     }
     let count = format!(
@@ -403,7 +444,11 @@ fn stutter(a: &Analysis, st: &Style) -> Option<String> {
     } else {
         count
     };
-    Some(format!("{count} · {:.2}% of the time", s.time_pct))
+    Some(format!(
+        "{count} · {:.2}% of the time ({})",
+        s.time_pct,
+        stutter_rule(a)
+    ))
 }
 
 /// `interval SD 4400 µs · adaptive SD 3888 µs (500 ms) · mean |interval − budget| 2714 µs`
@@ -478,6 +523,11 @@ fn imported(a: &Analysis, st: &Style) -> Option<String> {
 
 /// The header lines as (label, sentence), in report order; lines that do not apply are left out.
 pub fn facts(a: &Analysis, st: &Style) -> Vec<(&'static str, String)> {
+    facts_in(a, st, false)
+}
+
+/// [`facts`], with every FPS low named when `verbose`.
+pub fn facts_in(a: &Analysis, st: &Style, verbose: bool) -> Vec<(&'static str, String)> {
     let lines = [
         ("command", command(a)),
         ("imported", imported(a, st)),
@@ -487,7 +537,7 @@ pub fn facts(a: &Analysis, st: &Style) -> Vec<(&'static str, String)> {
         ("metrics", metrics(a, st)),
         ("frames", frames(a, st)),
         ("bound", super::pipeline::bound_line(a, st)),
-        ("fps", fps(a)),
+        ("fps", fps(a, verbose)),
         ("cpu", cpu(a)),
         ("counters", counters(a, st)),
         ("late", late(a, st)),
@@ -525,11 +575,77 @@ mod tests {
             }),
             ..Analysis::default()
         };
+        // --verbose (and JSON) keep all ten.
         assert_eq!(
-            fps(&a).unwrap(),
-            "mean 119.96 · p50 120.0 · p10 119.1 · p5 118.6 · p1 114.9 · low1_avg 112.3 · \
-             low1_int 113.0 · p0.1 101.0 · low0_1_avg 99.5 · low0_1_int 100.2"
+            fps(&a, true).unwrap(),
+            "mean 119.96 (1 ÷ mean interval; observed = frames ÷ window) · p50 120.0 · \
+             p10 119.1 · p5 118.6 · p1 114.9 · low1_avg 112.3 · low1_int 113.0 · p0.1 101.0 · \
+             low0_1_avg 99.5 · low0_1_int 100.2"
         );
+        // The brief line: p1, the 1% and the 0.1% low, and where the rest are.
+        assert_eq!(
+            fps(&a, false).unwrap(),
+            "mean 119.96 (1 ÷ mean interval; observed = frames ÷ window) · p50 120.0 · \
+             p1 114.9 · low1_avg 112.3 · low0_1_avg 99.5 (every low: framelab report \
+             --verbose, or --format json)"
+        );
+        // Nothing left out (too few intervals for the others): no pointer.
+        let few = Analysis {
+            fps: Some(FpsSummary {
+                mean: 30.0,
+                p50: Some(30.0),
+                ..FpsSummary::default()
+            }),
+            ..Analysis::default()
+        };
+        assert_eq!(
+            fps(&few, false).unwrap(),
+            "mean 30.00 (1 ÷ mean interval; observed = frames ÷ window) · p50 30.0"
+        );
+    }
+
+    /// `stutter none` beside an 18 ms interval reads as a bug unless the rule is said.
+    #[test]
+    fn the_stutter_line_says_the_rule() {
+        use crate::analyze::{Dist, StutterSummary};
+        let a = Analysis {
+            stutter: Some(StutterSummary {
+                count: 0,
+                count_pct: 0.0,
+                time_pct: 0.0,
+            }),
+            // 8.33 ms mean: round(10 × √8.33) = 29 intervals before it.
+            interval: Some(Dist {
+                count: 1439,
+                mean_ns: 8_333_333.0,
+                ..Dist::default()
+            }),
+            ..Analysis::default()
+        };
+        let st = Style::default();
+        assert_eq!(
+            stutter(&a, &st).unwrap(),
+            "none in 1439 intervals (a stutter is an interval over 2.5 × the mean of up to 29 \
+             intervals before it)"
+        );
+    }
+
+    /// A 3.2 ms imported trace is not a `0.00 s` window.
+    #[test]
+    fn window_times_have_a_unit_that_shows_them() {
+        assert_eq!(window_time(3_200_000), "3.2 ms");
+        assert_eq!(window_time(640_000), "640.0 µs");
+        assert_eq!(window_time(12_000_000_000), "12.00 s");
+        assert_eq!(window_time(1_000_000_000), "1.00 s");
+        assert_eq!(window_time(0), "0.00 s");
+        let a = Analysis {
+            window: crate::analyze::WindowSummary {
+                length_ns: 3_200_000,
+                ..Default::default()
+            },
+            ..Analysis::default()
+        };
+        assert_eq!(window(&a), "3.2 ms measured, no warmup");
     }
 
     #[test]

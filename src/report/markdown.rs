@@ -1,6 +1,6 @@
 //! The Markdown report: pastes into a pull request or an issue as GitHub tables.
 
-use super::facts::{facts, title, Style};
+use super::facts::{facts_in, title, Style};
 use super::pipeline::{resource_headers, resource_rows, wait_headers, wait_rows};
 use super::text::{process_rows, stage_rows, worst_headers, worst_rows, PROCESS_HEADERS};
 use crate::analyze::Analysis;
@@ -81,6 +81,11 @@ fn fps_table(a: &Analysis) -> Option<String> {
 }
 
 pub fn render(a: &Analysis) -> String {
+    render_in(a, false)
+}
+
+/// [`render`], naming every FPS low when `verbose` (`framelab report --verbose`).
+pub fn render_in(a: &Analysis, verbose: bool) -> String {
     let st = Style {
         color: false,
         markdown: true,
@@ -89,7 +94,7 @@ pub fn render(a: &Analysis) -> String {
     blocks.push(format!("### {}\n", st.name(&title(a))));
 
     let mut bullets = String::new();
-    for (label, line) in facts(a, &st) {
+    for (label, line) in facts_in(a, &st, verbose) {
         // The command is code; fps has its own table below.
         let line = match label {
             "command" => code_span(&line),

@@ -34,6 +34,16 @@ pub fn render(analysis: &Analysis, format: Format, color: bool) -> String {
     }
 }
 
+/// [`render`] with every FPS low in the text and Markdown reports (`--verbose`); JSON always
+/// has every number.
+pub fn render_verbose(analysis: &Analysis, format: Format, color: bool) -> String {
+    match format {
+        Format::Text => text::render_in(analysis, color, true),
+        Format::Markdown => markdown::render_in(analysis, true),
+        Format::Json => json::render(analysis),
+    }
+}
+
 /// Whole reports of hand-built runs against files under `tests/snapshots/`.
 /// After an intended change, regenerate with `UPDATE_SNAPSHOTS=1 cargo test --lib report`
 /// and review the diff.

@@ -1,6 +1,6 @@
 //! The terminal report: the reference layout of DESIGN.md.
 
-use super::facts::{facts, title, Style};
+use super::facts::{facts_in, title, Style};
 use super::format::{cores, cpu_secs, load_pct, mem, secs, us, us_mean};
 use super::table::{render as table, Column};
 use crate::analyze::cpu::split_resolution_ns;
@@ -181,6 +181,11 @@ fn resource_table(a: &Analysis, st: &Style) -> Option<String> {
 }
 
 pub fn render(a: &Analysis, color: bool) -> String {
+    render_in(a, color, false)
+}
+
+/// [`render`], naming every FPS low when `verbose` (`framelab report --verbose`).
+pub fn render_in(a: &Analysis, color: bool, verbose: bool) -> String {
     let st = Style {
         color,
         markdown: false,
@@ -188,7 +193,7 @@ pub fn render(a: &Analysis, color: bool) -> String {
     let mut out = String::new();
     out.push_str(&st.bold(&title(a)));
     out.push('\n');
-    for (label, line) in facts(a, &st) {
+    for (label, line) in facts_in(a, &st, verbose) {
         // At least one space after the label, however long it is.
         out.push_str(&format!("  {label:<9} {line}\n"));
     }

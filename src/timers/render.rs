@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::pick::Pick;
+use super::pick::{duration_for_firm_pick, provisional, Pick, P99_9_WAITS, P99_WAITS};
 use super::{IntervalResult, Row, TimersReport};
 use crate::report::facts::Style;
 use crate::report::format::us;
@@ -13,10 +13,6 @@ use crate::report::Format;
 
 /// Bump when a key is renamed, removed or changes meaning.
 pub const SCHEMA: &str = "framelab.timers/1";
-
-/// Waits a percentile needs before it is more than the largest few values renamed.
-const P99_WAITS: u64 = 100;
-const P99_9_WAITS: u64 = 1000;
 
 pub fn render(report: &TimersReport, format: Format, color: bool) -> String {
     match format {
@@ -86,7 +82,7 @@ const HEADERS: [&str; 10] = [
 /// `cheapest with p99 ≤ 20 µs: timerfd · 1 ns slack · other (p99 12 µs, 4.1 µs CPU a wait, 0.1% of a core)`
 pub fn pick_sentence(result: &IntervalResult, need_ns: u64) -> String {
     let need = us(need_ns as f64);
-    let Some(Pick { row, meets }) = result.pick else {
+    let Some(Pick { row, meets, .. }) = result.pick else {
         return format!("nothing measured to compare with p99 ≤ {need} µs");
     };
     let r = &result.rows[row];
@@ -101,10 +97,21 @@ pub fn pick_sentence(result: &IntervalResult, need_ns: u64) -> String {
         us(r.cpu_per_wait_ns),
         pct(r.cpu_pct)
     );
-    if meets {
+    let pick = if meets {
         format!("cheapest with p99 ≤ {need} µs: {what}")
     } else {
         format!("none reaches p99 ≤ {need} µs here; the most precise: {what}")
+    };
+    match provisional(&result.rows) {
+        None => pick,
+        Some(p) => format!(
+            "provisional: {pick}; {} of the {} p99s compared rest on fewer than {P99_WAITS} \
+             waits (*; {} the fewest): give --duration {:?} or more for a firm pick",
+            p.starred,
+            p.compared,
+            p.fewest_waits,
+            duration_for_firm_pick(result.interval_ns)
+        ),
     }
 }
 
@@ -382,7 +389,8 @@ mod tests {
             r.intervals[0].pick,
             Some(Pick {
                 row: 2,
-                meets: true
+                meets: true,
+                provisional: false
             })
         );
         // 60 fps: neither meets it; condvar has the lower p99.
@@ -390,11 +398,31 @@ mod tests {
             r.intervals[1].pick,
             Some(Pick {
                 row: 1,
-                meets: false
+                meets: false,
+                provisional: true
             })
         );
-        assert!(pick_sentence(&r.intervals[1], r.need_ns)
-            .starts_with("none reaches p99 ≤ 20 µs here; the most precise: condvar · 1 ns slack"));
+        // 60 fps had 24 waits a cell: its pick says it rests on estimates, and how long a
+        // duration would make it firm; 175 fps's 1750 waits make a firm pick.
+        let second = pick_sentence(&r.intervals[1], r.need_ns);
+        assert!(
+            second.starts_with(
+                "provisional: none reaches p99 ≤ 20 µs here; the most precise: condvar · 1 ns slack"
+            ),
+            "{second}"
+        );
+        assert!(
+            second.ends_with(
+                "2 of the 2 p99s compared rest on fewer than 100 waits (*; 24 the fewest): \
+                 give --duration 1.8s or more for a firm pick"
+            ),
+            "{second}"
+        );
+        let first = pick_sentence(&r.intervals[0], r.need_ns);
+        assert!(
+            first.starts_with("cheapest with p99 ≤ 20 µs: timerfd"),
+            "{first}"
+        );
     }
 
     #[test]
@@ -426,6 +454,8 @@ mod tests {
             serde_json::Value::Null
         );
         assert_eq!(v["intervals"][0]["pick"]["row"], 2);
+        assert_eq!(v["intervals"][0]["pick"]["provisional"], false);
+        assert_eq!(v["intervals"][1]["pick"]["provisional"], true);
         let back: TimersReport = serde_json::from_str(&json).unwrap();
         assert_eq!(back, reference());
     }

@@ -51,6 +51,11 @@ pub(super) struct Tally {
     pub(super) mismatched_ends: u64,
     pub(super) unmatched_async_ends: u64,
     pub(super) no_frame: u64,
+    /// Slices the frame rule found a frame in.
+    pub(super) framed: u64,
+    /// The arg names (or, for `--frame-regex`, the names) of slices without a frame, with
+    /// their counts: what the trace carries instead, for the error when nothing matched.
+    pub(super) seen_instead: BTreeMap<String, u64>,
     pub(super) other_process: u64,
     pub(super) non_numeric_counters: u64,
     pub(super) counters_out_of_range: u64,
@@ -77,6 +82,11 @@ pub(super) struct Importer<'a> {
     pub(super) recent_stages: Vec<(String, u16)>,
     pub(super) next_recent: usize,
 }
+
+/// At most this many distinct arg (or slice) names are counted for the unmatched-rule
+/// error, and this many are listed in it.
+pub(super) const MAX_SEEN_INSTEAD: usize = 256;
+pub(super) const SEEN_LISTED: usize = 12;
 
 /// How many stage names `Importer::stage` keeps at hand.
 pub(super) const RECENT_STAGES: usize = 16;
@@ -252,10 +262,87 @@ impl<'a> Importer<'a> {
         };
         let Some((frame, stage_name)) = frame else {
             self.tally.no_frame += 1;
+            self.remember_instead(name, args);
             return Ok(None);
         };
+        self.tally.framed += 1;
         let stage = self.stage(b, stage_name.as_deref().unwrap_or(name), at)?;
         Ok(Some((frame, stage)))
+    }
+
+    /// What a slice without a frame carries (its arg names, or its name under
+    /// `--frame-regex`), kept while nothing has matched and for a bounded number of names.
+    fn remember_instead(&mut self, name: &str, args: [Option<&RawValue>; 2]) {
+        if self.tally.framed > 0 {
+            return;
+        }
+        let seen = &mut self.tally.seen_instead;
+        let mut count = |key: &str| {
+            if let Some(n) = seen.get_mut(key) {
+                *n += 1;
+            } else if seen.len() < MAX_SEEN_INSTEAD {
+                seen.insert(key.to_owned(), 1);
+            }
+        };
+        match self.frames {
+            FrameRule::Regex => count(name),
+            _ => {
+                for a in args.into_iter().flatten() {
+                    for_each_arg(a, |key, _| count(key));
+                }
+            }
+        }
+    }
+
+    /// A frame rule that matched no slice of a trace that has slices: the import would hold
+    /// no frame, so it is an error naming the rule and what the slices carry instead.
+    pub(super) fn refuse_unmatched_rule(&self, b: &TraceBuilder) -> Result<(), ImportError> {
+        let t = &self.tally;
+        if self.framelab || t.framed > 0 || t.no_frame == 0 {
+            return Ok(());
+        }
+        let mut seen: Vec<(&String, &u64)> = t.seen_instead.iter().collect();
+        seen.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        // Slice names are long: fewer of them.
+        let room = match self.frames {
+            FrameRule::Regex => SEEN_LISTED / 2,
+            _ => SEEN_LISTED,
+        };
+        let listed: Vec<String> = seen
+            .iter()
+            .take(room)
+            .map(|(k, n)| format!("{} ({n})", shown(k)))
+            .collect();
+        let more = match seen.len().saturating_sub(room) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        let message = match &self.frames {
+            FrameRule::Arg(wanted) if listed.is_empty() => format!(
+                "--frame-arg {}: none of the {} slices has args.{}, and they carry no args at \
+                 all: take frame ids from the slice names with --frame-regex, or leave both \
+                 out for a frame per slice",
+                shown(wanted),
+                t.no_frame,
+                shown(wanted)
+            ),
+            FrameRule::Arg(wanted) => format!(
+                "--frame-arg {}: none of the {} slices has args.{}; the args its slices carry \
+                 (slices with each): {}{more}: give one of them to --frame-arg, or leave it out \
+                 for a frame per slice",
+                shown(wanted),
+                t.no_frame,
+                shown(wanted),
+                listed.join(", ")
+            ),
+            _ => format!(
+                "--frame-regex matched none of the {} slice names; its slices are named (slices \
+                 with each): {}{more}: fix the pattern, or leave it out for a frame per slice",
+                t.no_frame,
+                listed.join(", ")
+            ),
+        };
+        Err(b.error(Location::Whole, message))
     }
 
     pub(super) fn complete(

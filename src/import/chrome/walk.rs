@@ -31,6 +31,7 @@ pub(super) fn read_events(
     let walked = walk(input, open, b, false, &mut |b, event, at| {
         importer.handle(b, event, at)
     })?;
+    importer.refuse_unmatched_rule(b)?;
     importer.finish(b);
     Ok(walked)
 }
