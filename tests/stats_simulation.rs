@@ -13,7 +13,8 @@
 
 use framelab::stats::mann_whitney::mann_whitney;
 use framelab::stats::{
-    bootstrap_ratio, decide, BootstrapOptions, Direction, RunValue, Verdict, VerdictInput,
+    bootstrap_ratio, decide, gatekeep, BootstrapOptions, Direction, Gate, RunValue, Verdict,
+    VerdictInput,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -87,6 +88,7 @@ fn experiment_with(
         runs_baseline: model.runs,
         runs_variant: model.runs,
         family: 1,
+        gate: Gate::Primary,
         direction: Direction::LowerIsBetter,
         alpha: 0.05,
         noise: 0.02,
@@ -145,6 +147,121 @@ fn the_95_percent_interval_covers_the_true_ratio_about_95_percent_of_the_time() 
     let coverage = share(&runs, |o| o.low <= true_ratio && true_ratio <= o.high);
     println!("coverage of 1000: {:.1}%", coverage * 100.0);
     assert!((0.93..=0.97).contains(&coverage), "{coverage}");
+}
+
+/// One comparison as `framelab compare` judges it: several metrics per run, the first
+/// primary, through `gatekeep` and `decide`. The metrics: a per-run throughput (the primary,
+/// fps-like: its own run-level noise of 2%, moved by `primary_ratio`), then the p50, p95 and
+/// p99 of the frames (the model above, no change) and a CPU figure (independent run-level
+/// noise of 2%, no change). Returns whether any metric whose truth is "no change" was
+/// called improved or regressed, and whether the primary was.
+fn gated_experiment(runs: usize, primary_ratio: f64, seed: u64) -> (bool, bool) {
+    let model = Model { runs, ..MODEL };
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let side = |ratio: f64, rng: &mut ChaCha8Rng| {
+        let frames: Vec<Vec<i64>> = (0..runs).map(|_| simulate_run(&model, 1.0, rng)).collect();
+        let noise = Normal::new(0.0, 0.02).unwrap();
+        let throughput: Vec<f64> = (0..runs)
+            .map(|_| 500.0 * ratio * f64::exp(noise.sample(rng)))
+            .collect();
+        let cpu: Vec<f64> = (0..runs)
+            .map(|_| 2.0 * f64::exp(noise.sample(rng)))
+            .collect();
+        (frames, throughput, cpu)
+    };
+    let (bf, bt, bc) = side(1.0, &mut rng);
+    let (vf, vt, vc) = side(primary_ratio, &mut rng);
+    let whole =
+        |v: &[f64]| -> Vec<RunValue<'static>> { v.iter().map(|&x| RunValue::Whole(x)).collect() };
+    let pct = |runs: &[Vec<i64>], p: f64| -> Vec<RunValue<'_>> {
+        runs.iter()
+            .map(|s| RunValue::Percentile { sorted: s, p })
+            .collect()
+    };
+    let metrics: Vec<(Vec<RunValue>, Vec<RunValue>, Direction)> = vec![
+        (whole(&bt), whole(&vt), Direction::HigherIsBetter),
+        (pct(&bf, 0.5), pct(&vf, 0.5), Direction::LowerIsBetter),
+        (pct(&bf, 0.95), pct(&vf, 0.95), Direction::LowerIsBetter),
+        (pct(&bf, 0.99), pct(&vf, 0.99), Direction::LowerIsBetter),
+        (whole(&bc), whole(&vc), Direction::LowerIsBetter),
+    ];
+    let numbers = |runs: &[RunValue]| -> Vec<f64> { runs.iter().map(RunValue::value).collect() };
+    let p_values: Vec<f64> = (metrics.iter())
+        .map(|(b, v, _)| mann_whitney(&numbers(v), &numbers(b)).unwrap().p_value)
+        .collect();
+    let hypotheses: Vec<usize> = (0..metrics.len()).collect();
+    let gated = gatekeep(&p_values, &hypotheses, 0);
+    let verdicts: Vec<Verdict> = (metrics.iter().enumerate())
+        .map(|(i, (b, v, direction))| {
+            let options = BootstrapOptions {
+                resamples: 2_000,
+                seed: seed ^ (0xb007 + i as u64),
+                ..Default::default()
+            };
+            let interval = bootstrap_ratio(b, v, &options).unwrap();
+            let (gate, family) = if i == 0 {
+                (Gate::Primary, 1)
+            } else {
+                let gate = Gate::After {
+                    primary: "throughput",
+                    primary_p: gated.primary_p,
+                };
+                (gate, gated.later)
+            };
+            decide(&VerdictInput {
+                ratio: interval.ratio,
+                low: interval.low,
+                high: interval.high,
+                p_adjusted: gated.adjusted[i],
+                runs_baseline: runs,
+                runs_variant: runs,
+                family,
+                gate,
+                direction: *direction,
+                alpha: 0.05,
+                noise: 0.02,
+            })
+        })
+        .collect();
+    let called = |v: &Verdict| matches!(v, Verdict::Improved | Verdict::Regressed);
+    let first_null = if primary_ratio == 1.0 { 0 } else { 1 };
+    (
+        verdicts[first_null..].iter().any(called),
+        called(&verdicts[0]),
+    )
+}
+
+/// The chance of any false improved or regressed across a comparison's metrics stays at
+/// most α with gatekeeping: in A/A experiments (nothing changed), and where the primary
+/// truly changed by 20% (the gate opens) while the other metrics did not. 4 and 6 runs a
+/// side, 200 experiments each.
+#[test]
+fn gatekeeping_keeps_false_verdicts_across_metrics_at_most_five_percent() {
+    for runs in [4, 6] {
+        for (primary_ratio, first_seed) in [(1.0, 40_000u64), (1.2, 50_000)] {
+            let outcomes: Vec<(bool, bool)> = (0..200)
+                .map(|i| gated_experiment(runs, primary_ratio, first_seed + i))
+                .collect();
+            let false_verdicts =
+                outcomes.iter().filter(|o| o.0).count() as f64 / outcomes.len() as f64;
+            let primary_found =
+                outcomes.iter().filter(|o| o.1).count() as f64 / outcomes.len() as f64;
+            println!(
+                "{runs} runs a side, primary ×{primary_ratio}: a false verdict in {:.1}% of \
+                 200, the primary called in {:.1}%",
+                false_verdicts * 100.0,
+                primary_found * 100.0
+            );
+            assert!(
+                false_verdicts <= 0.05,
+                "{runs} runs, ×{primary_ratio}: {false_verdicts}"
+            );
+            if primary_ratio > 1.0 {
+                // The point of testing it first: 4 a side find a 20% change.
+                assert!(primary_found >= 0.9, "{runs} runs: {primary_found}");
+            }
+        }
+    }
 }
 
 #[test]
