@@ -383,7 +383,7 @@ fn reads_as_a_verdict(colour: &str) -> bool {
 fn a_comparison_draws_a_forest_per_metric_and_the_stage_overlays() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a.framelab"), dir.path().join("b.framelab"));
-    // Six runs a side: enough for a verdict past Holm's correction over two metrics.
+    // Six runs a side; encode p50 first, the primary metric, fps tested after it.
     for k in 0..6 {
         framelab::store::write_run(&a, &run(300, 1.0, k)).unwrap();
         framelab::store::write_run(&b, &run(300, 1.25, k + 10)).unwrap();

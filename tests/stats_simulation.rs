@@ -173,11 +173,11 @@ fn gated_experiment(runs: usize, primary_ratio: f64, seed: u64) -> (bool, bool) 
     let (vf, vt, vc) = side(primary_ratio, &mut rng);
     let whole =
         |v: &[f64]| -> Vec<RunValue<'static>> { v.iter().map(|&x| RunValue::Whole(x)).collect() };
-    let pct = |runs: &[Vec<i64>], p: f64| -> Vec<RunValue<'_>> {
+    fn pct(runs: &[Vec<i64>], p: f64) -> Vec<RunValue<'_>> {
         runs.iter()
             .map(|s| RunValue::Percentile { sorted: s, p })
             .collect()
-    };
+    }
     let metrics: Vec<(Vec<RunValue>, Vec<RunValue>, Direction)> = vec![
         (whole(&bt), whole(&vt), Direction::HigherIsBetter),
         (pct(&bf, 0.5), pct(&vf, 0.5), Direction::LowerIsBetter),
