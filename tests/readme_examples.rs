@@ -139,10 +139,11 @@ fn the_readme_comparison_example_prints_what_the_readme_shows() {
             .iter()
             .position(|l| *l == "d2 vs d1")
             .expect("d2 vs d1");
+        let header = cells(lines[at + 1]);
         lines[at + 1..]
             .iter()
-            .take_while(|l| l.starts_with("  ") && !l.trim_start().starts_with("inconclusive"))
             .map(|l| cells(l))
+            .take_while(|row| row.len() == header.len())
             .collect()
     };
     let (shown_table, actual_table) = (table(&shown), table(&actual));
