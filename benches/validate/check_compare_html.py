@@ -526,8 +526,8 @@ for row in d['verdicts']:
     if m is None:
         unchecked.append(f'verdict row {row["group"]} {row["variant"]} {row["metric"]}'); continue
     lab = f'{row["variant"]} {row["group"]} {row["metric"]}'.replace('  ', ' ')
-    check(f'verdict {lab}: p (Holm)', row['p_holm'], m['p_holm'], 1e-9, show=False)
-    table.append((f'p (Holm), {lab}', row['p_holm'], m['p_holm']))
+    check(f'verdict {lab}: p (adj.)', row['p_holm'], m['p_holm'], 1e-9, show=False)
+    table.append((f'p (adj.), {lab}', row['p_holm'], m['p_holm']))
     same(f'verdict {lab}: against', row['against'], m['bv'] if not one_variant_sweep else m['bg'])
     fr = forests[key]['rows']
     frow = next(r for r in fr if r['label'] == (row['variant'] if row['group'] == '' else f'{row["variant"]} [{row["group"]}]'))
@@ -598,7 +598,7 @@ if J:
                 check(f'{lab} ratio', row['ratio']['ratio'], m['ratio'], 1e-12, show=False)
                 check(f'{lab} p', row['p_value'], m['p'], 1e-9, show=False)
                 same(f'{lab} p method', row['p_method'], m['how'])
-                check(f'{lab} p (Holm)', row['p_holm'], m['p_holm'], 1e-9, show=False)
+                check(f'{lab} p (adj.)', row['p_holm'], m['p_holm'], 1e-9, show=False)
                 if m.get('low') is not None:
                     f = forests[key]
                     frow = next(r for r in f['rows'] if r['label'] == (cmp['variant'] if g == '' else f'{cmp["variant"]} [{g}]'))
