@@ -58,7 +58,8 @@ fn three_times_the_work_per_frame_is_a_regression() {
     let headline = c["groups"][0]["comparisons"][0]["headline"]
         .as_str()
         .unwrap();
-    assert!(headline.starts_with("heavy: 0."), "{headline}");
+    // The headline leads with the primary metric, the first --show.
+    assert!(headline.starts_with("heavy: work p50 +"), "{headline}");
     for metric in ["fps", "work p50", "total p50"] {
         assert!(headline.contains(metric), "{headline}");
     }
@@ -284,15 +285,16 @@ fn whole_process_benchmarks_and_a_sweep_with_three_variants() {
     assert_eq!(csv.lines().count(), 1 + 2 * 2 * 6, "{csv}");
 }
 
-/// 4 vs 4 runs reach p = 2/70 ≈ 0.029: enough for one metric, not for two after Holm's
-/// correction. The verdict, its reason and the note must agree on how many runs it takes.
+/// 4 vs 4 runs reach p = 2/70 ≈ 0.029: enough for the primary metric (the first `--show`,
+/// tested alone at α), not for two metrics after it under Holm's correction (2 × 0.029).
+/// The verdict, its reason and the note must agree on how many runs it takes.
 #[test]
 fn the_runs_a_verdict_needs_follow_the_metrics_judged() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("four.framelab");
     let out = framelab()
         .args(["bench", "-n", "4", "--seed", "3", "--format", "json"])
-        .args(["--show", "work.p50,total.p50"])
+        .args(["--show", "work.p50,total.p50,fps"])
         .arg("--variant")
         .arg(format!("light={}", testprog("work 60 200")))
         .arg("--variant")
@@ -303,25 +305,34 @@ fn the_runs_a_verdict_needs_follow_the_metrics_judged() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let c = json(&out);
+    assert_eq!(c["primary_metric"], "work.p50");
     let work = row(&c, "work.p50");
-    assert_eq!(work["verdict"], "inconclusive", "{work}");
-    let reason = work["reason"].as_str().unwrap();
+    assert_eq!(work["verdict"], "regressed", "{work}");
+    let total = row(&c, "total.p50");
+    assert_eq!(total["verdict"], "inconclusive", "{total}");
+    let reason = total["reason"].as_str().unwrap();
     assert!(
-        reason.contains("2 metrics") && reason.contains("at least 5 runs a side"),
+        reason.contains("2 metrics tested after") && reason.contains("at least 5 runs a side"),
         "{reason}"
     );
-    assert_eq!(work["more_runs"], 1, "{work}");
+    assert_eq!(total["more_runs"], 1, "{total}");
     let notes = c["notes"].to_string();
     assert!(notes.contains("at least 5 runs a side"), "{notes}");
 
-    // The same runs judged on one metric: 4 a side suffice.
+    // The same runs with total p50 first: tested alone, 4 a side suffice.
     let one = framelab()
-        .args(["compare", "--format", "json", "--show", "work.p50"])
+        .args([
+            "compare",
+            "--format",
+            "json",
+            "--show",
+            "total.p50,work.p50",
+        ])
         .arg(&file)
         .output()
         .unwrap();
     assert_eq!(one.status.code(), Some(0), "{}", stderr(&one));
-    assert_eq!(row(&json(&one), "work.p50")["verdict"], "regressed");
+    assert_eq!(row(&json(&one), "total.p50")["verdict"], "regressed");
 }
 
 /// `report` on an experiment lists every run instead of silently showing the last one.

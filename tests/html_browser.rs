@@ -452,11 +452,29 @@ fn zooming_on_a_long_run_draws_every_frame_of_the_range() {
     }
 }
 
+/// Whether `#rrggbb` is a green or a red: a hue within 40° of 120° or of 0°, saturated.
+fn reads_as_a_verdict(colour: &str) -> bool {
+    let channel = |i: usize| u8::from_str_radix(&colour[i..i + 2], 16).unwrap() as f64 / 255.0;
+    let (r, g, b) = (channel(1), channel(3), channel(5));
+    let (max, min) = (r.max(g).max(b), r.min(g).min(b));
+    if max - min < 0.25 {
+        return false; // a grey
+    }
+    let hue = if max == r {
+        60.0 * ((g - b) / (max - min)).rem_euclid(6.0)
+    } else if max == g {
+        60.0 * ((b - r) / (max - min) + 2.0)
+    } else {
+        60.0 * ((r - g) / (max - min) + 4.0)
+    };
+    (hue - 120.0).abs() < 40.0 || !(20.0..=340.0).contains(&hue)
+}
+
 #[test]
 fn a_comparison_draws_a_forest_per_metric_and_the_stage_overlays() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a.framelab"), dir.path().join("b.framelab"));
-    // Six runs a side: enough for a verdict past Holm's correction over two metrics.
+    // Six runs a side; encode p50 first, the primary metric, fps tested after it.
     for k in 0..6 {
         framelab::store::write_run(&a, &run(300, 1.0, k)).unwrap();
         framelab::store::write_run(&b, &run(300, 1.25, k + 10)).unwrap();
@@ -500,6 +518,21 @@ fn a_comparison_draws_a_forest_per_metric_and_the_stage_overlays() {
         "no regression shown"
     );
     assert!(!opened.dom.contains("class=\"verdict-improved\""));
+    // A variant's colour says nothing about better or worse: its diamonds, intervals and
+    // dots are neither green nor red, the colours of improved and regressed (b was drawn
+    // green, as if it had improved, while its verdict said regressed).
+    let drawn = regex::Regex::new(
+        r#"(?:fill|stroke)="(#[0-9a-f]{6})"[^>]*(?:transform="rotate|class="run")"#,
+    )
+    .unwrap();
+    let colours: Vec<&str> = drawn
+        .captures_iter(&opened.dom)
+        .map(|c| c.get(1).unwrap().as_str())
+        .collect();
+    assert!(!colours.is_empty(), "no diamond or dot found");
+    for colour in colours {
+        assert!(!reads_as_a_verdict(colour), "a variant drawn in {colour}");
+    }
 
     // An interval unbounded above (a ratio over a zero baseline: +∞, which JSON writes as
     // null) is drawn to the plot's edge, not a TypeError that stops the page.

@@ -312,7 +312,7 @@ fn a_printed_rate_drives_the_step_table_and_the_exports() {
     let text = stdout(&out);
     assert!(text.contains("step by step: rate (req/s)"), "{text}");
     let c: Value = serde_json::from_str(&std::fs::read_to_string(&jf).unwrap()).unwrap();
-    assert_eq!(c["schema"], "framelab.compare/2");
+    assert_eq!(c["schema"], "framelab.compare/3");
     assert_eq!(c["headline_metric"], "rate");
     let rate = row(&c, 0, "rate");
     assert_eq!(rate["unit"], "req/s");

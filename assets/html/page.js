@@ -23,6 +23,15 @@
 
   var COLORS = ["#2f6fde", "#e8710a", "#188038", "#c5221f", "#8e44ad", "#00838f",
     "#b06000", "#5f6368", "#d01884", "#1e8e3e", "#7b61ff", "#9e7700"];
+  // A comparison's variants: the baseline grey, the others in hues that say nothing about
+  // better or worse (no green, no red, which the verdicts use): only a verdict says that.
+  var VARIANT_COLORS = ["#2f6fde", "#e8710a", "#8e44ad", "#00838f", "#b06000", "#7b61ff", "#9e7700"];
+  var BASELINE_COLOR = "#5f6368";
+  function variantColor(d, name) {
+    if (name === d.baseline && d.variants.length > 1) return BASELINE_COLOR;
+    var k = d.variants.filter(function (v) { return v !== d.baseline; }).indexOf(name);
+    return VARIANT_COLORS[Math.max(k, 0) % VARIANT_COLORS.length];
+  }
   var SVGNS = "http://www.w3.org/2000/svg";
   var root = document.getElementById("page");
   var data = JSON.parse(document.getElementById("framelab-data").textContent);
@@ -331,7 +340,7 @@
   }
 
   // A quantile-function chart: x percentile, one line per named series, log y on demand.
-  function quantileChart(parent, name, p, series, unit) {
+  function quantileChart(parent, name, p, series, unit, colorOf) {
     var holder = add(parent, "div");
     var controls = add(holder, "div", { "class": "controls" });
     var label = add(controls, "label");
@@ -354,7 +363,7 @@
         axes: [{ label: "percentile of spans" }, { label: unit, size: 70 }],
         series: [{ label: "p", value: function (u, v) { return v === null ? "–" : "p" + v; } }]
           .concat(series.map(function (s, i) {
-            return { label: s.name, stroke: COLORS[i % COLORS.length], width: 1.5,
+            return { label: s.name, stroke: colorOf ? colorOf(s.name) : COLORS[i % COLORS.length], width: 1.5,
               value: function (u, v) { return fmt(v, unit); } };
           })),
       }, aligned);
@@ -515,7 +524,8 @@
 
   // ---- a comparison ----
 
-  function forest(parent, fo, noisePct) {
+  function forest(parent, fo, d) {
+    var noisePct = d.noise_pct;
     var rows = fo.rows;
     var W = width(), left = 230, right = 110, rowH = 26, top = 24;
     var H = top + rows.length * rowH + 28;
@@ -540,7 +550,7 @@
     var dots = 0;
     rows.forEach(function (r, i) {
       var y = top + i * rowH + rowH / 2;
-      var color = r.baseline ? "#5f6368" : COLORS[(i % (COLORS.length - 1)) + 1];
+      var color = r.baseline ? BASELINE_COLOR : variantColor(d, r.variant);
       svg(s, "text", { x: 4, y: y + 4 }, r.label);
       r.runs.forEach(function (v) {
         if (v === null || !isFinite(v)) return;
@@ -578,10 +588,10 @@
     var f = section("Every metric, every variant",
       "Diamond: the variant's median across runs ÷ the baseline's, with its 95% interval; dots: each run; " +
       "grey band: the noise band (±" + d.noise_pct + "%). Hover for values.");
-    d.forests.forEach(function (fo) { forest(f, fo, d.noise_pct); });
+    d.forests.forEach(function (fo) { forest(f, fo, d); });
 
     var v = section("Verdicts");
-    var vt = table(v, ["values", "variant", "against", "metric", "change [95% interval]", "p (Holm)", "verdict", "why"],
+    var vt = table(v, ["values", "variant", "against", "metric", "change [95% interval]", "p (adj.)", "verdict", "why"],
       d.verdicts.map(function (r) {
         return [r.group, r.variant, r.against, r.metric, r.change,
           r.p_holm === null ? "–" : r.p_holm.toPrecision(2), r.verdict, r.reason];
@@ -601,7 +611,7 @@
           { label: sw.unit, size: 70 }],
         series: [{ label: "values", value: function (u, t) { return t === null ? "–" : (sw.params[t] || ""); } }]
           .concat(sw.lines.map(function (l, k) {
-            return { label: l[0], stroke: COLORS[k % COLORS.length], width: 2, points: { size: 7 },
+            return { label: l[0], stroke: variantColor(d, l[0]), width: 2, points: { size: 7 },
               value: function (u, y) { return fmt(y, sw.unit); } };
           }))
       }, [xs].concat(sw.lines.map(function (l) { return l[1]; })));
@@ -613,7 +623,8 @@
         ": the value at each percentile.");
       d.stages.forEach(function (o, i) {
         add(st, "h3", null, o.stage);
-        quantileChart(st, "stage-" + i, o.p, o.variants.map(function (v) { return { name: v[0], values: v[1] }; }), "µs");
+        quantileChart(st, "stage-" + i, o.p, o.variants.map(function (v) { return { name: v[0], values: v[1] }; }), "µs",
+          function (name) { return variantColor(d, name); });
       });
     }
   }

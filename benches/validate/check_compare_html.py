@@ -8,7 +8,9 @@ PAGE.html from `framelab compare EXPERIMENT --format html -o PAGE.html`, COMPARE
 shares no code with framelab: every per-run metric is computed here from the spans and
 process rows of the experiment file (SQLite) as docs/metrics.md defines it (percentiles
 Hyndman-Fan type 7 = numpy 'linear'); the median across runs, the per-run dots, the sweep
-lines, the pooled stage distributions; Mann-Whitney U with scipy, Holm by hand, the
+lines, the pooled stage distributions; Mann-Whitney U with scipy, the fixed-sequence
+gatekeeping of docs/metrics.md by hand (the primary metric's own p; the others Holm-corrected
+among themselves and never below it; metrics identical by construction one test), the
 verdict rule of docs/metrics.md. The 95% interval is a two-level bootstrap written here
 from docs/metrics.md (runs with replacement; for a percentile each drawn run's value is
 pulled toward the median of the runs by sqrt(1 - within/across) and redrawn from frames
@@ -251,6 +253,58 @@ def holm(ps):
     return out
 
 
+def same_test(a, b, g, v, bv, bg):
+    """Whether metrics a and b are one measurement by construction in these runs
+    (docs/metrics.md): a stage's percentile and the total's when each run's spans of that
+    stage are its frame totals, fps and wall when every run did the same frames, CPU and
+    CPU per frame likewise, load and cores (of one role)."""
+    rs = [r for r in runs if (r.variant, r.group) in ((v, g), (bv, bg)) and hasattr(r, 'v')]
+    if not rs:
+        return False
+    pair = {a, b}
+    def same_number(f):
+        try:
+            xs = [f(r) for r in rs]
+        except (KeyError, TypeError, ZeroDivisionError):
+            return False
+        return xs[0] != 0 and math.isfinite(xs[0]) and all(abs(x / xs[0] - 1) < 1e-9 for x in xs)
+    m = re.fullmatch(r'(.+)\.(p\d+)', a), re.fullmatch(r'(.+)\.(p\d+)', b)
+    if m[0] and m[1] and m[0].group(2) == m[1].group(2) and 'total' in (m[0].group(1), m[1].group(1)):
+        stage = m[1].group(1) if m[0].group(1) == 'total' else m[0].group(1)
+        key = f'{stage}.{m[0].group(2)}'
+        total = f'total.{m[0].group(2)}'
+        return all(key in r.v and total in r.v and isinstance(r.v[key], tuple)
+                   and sorted(r.v[key][1]) == sorted(r.v[total][1]) for r in rs)
+    if pair == {'fps', 'wall'}:
+        return same_number(lambda r: r.v['fps'] * r.v['wall'])
+    if pair == {'cpu', 'cpu_per_frame'}:
+        return same_number(lambda r: r.v['cpu'] / r.v['cpu_per_frame'])
+    for x, y in ((a, b), (b, a)):
+        if x.startswith('load') and y == 'cores' + x[len('load'):]:
+            return True
+    return False
+
+
+def gatekeeping(keys, ps, primary, g, v, bv, bg):
+    """Adjusted p per metric: the primary's own; the others Holm-corrected among
+    themselves at α after it, never below the primary's p; one measurement, one test."""
+    lead = []
+    for i, k in enumerate(keys):
+        lead.append(next((j for j in range(i) if lead[j] == j and same_test(keys[j], k, g, v, bv, bg)), i))
+    hp = {}
+    for i, p in enumerate(ps):
+        if p is not None and math.isfinite(p):
+            hp[lead[i]] = max(hp.get(lead[i], p), p)
+    first = lead[keys.index(primary)] if primary in keys else None
+    pp = hp.get(first)
+    later = [h for h in sorted(set(lead)) if h != first]
+    adj_later = holm([hp.get(h) for h in later])
+    adj = {first: pp}
+    for h, a in zip(later, adj_later):
+        adj[h] = None if (a is None or pp is None) else max(a, pp)
+    return [adj.get(lead[i]) for i in range(len(keys))]
+
+
 def mann_whitney(x, y):
     if len(x) < 1 or len(y) < 1:
         return None, None
@@ -396,7 +450,7 @@ for (g, v, bv, bg) in comparisons:
             continue
         p, how = mann_whitney(np.array(x), np.array(y))
         fam.append((key, x, y, p, how))
-    ph = holm([t[3] for t in fam])
+    ph = gatekeeping([t[0] for t in fam], [t[3] for t in fam], d['primary_metric'], g, v, bv, bg)
     for (key, x, y, p, how), pa in zip(fam, ph):
         mine[(g, v, key)] = dict(x=x, y=y, p=p, how=how, p_holm=pa, bv=bv, bg=bg,
                                  ratio=(np.median(x) / np.median(y)) if np.median(y) != 0 else
@@ -472,8 +526,8 @@ for row in d['verdicts']:
     if m is None:
         unchecked.append(f'verdict row {row["group"]} {row["variant"]} {row["metric"]}'); continue
     lab = f'{row["variant"]} {row["group"]} {row["metric"]}'.replace('  ', ' ')
-    check(f'verdict {lab}: p (Holm)', row['p_holm'], m['p_holm'], 1e-9, show=False)
-    table.append((f'p (Holm), {lab}', row['p_holm'], m['p_holm']))
+    check(f'verdict {lab}: p (adj.)', row['p_holm'], m['p_holm'], 1e-9, show=False)
+    table.append((f'p (adj.), {lab}', row['p_holm'], m['p_holm']))
     same(f'verdict {lab}: against', row['against'], m['bv'] if not one_variant_sweep else m['bg'])
     fr = forests[key]['rows']
     frow = next(r for r in fr if r['label'] == (row['variant'] if row['group'] == '' else f'{row["variant"]} [{row["group"]}]'))
@@ -544,7 +598,7 @@ if J:
                 check(f'{lab} ratio', row['ratio']['ratio'], m['ratio'], 1e-12, show=False)
                 check(f'{lab} p', row['p_value'], m['p'], 1e-9, show=False)
                 same(f'{lab} p method', row['p_method'], m['how'])
-                check(f'{lab} p (Holm)', row['p_holm'], m['p_holm'], 1e-9, show=False)
+                check(f'{lab} p (adj.)', row['p_holm'], m['p_holm'], 1e-9, show=False)
                 if m.get('low') is not None:
                     f = forests[key]
                     frow = next(r for r in f['rows'] if r['label'] == (cmp['variant'] if g == '' else f'{cmp["variant"]} [{g}]'))

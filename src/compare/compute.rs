@@ -1,6 +1,6 @@
 //! The comparison itself: per group of parameter values, each variant against the
-//! baseline on every metric (medians, spread, ratio and interval, Holm-corrected p,
-//! verdict), the step-by-step table for more than two variants, the sweep table, the
+//! baseline on every metric (medians, spread, ratio and interval, p adjusted by
+//! fixed-sequence gatekeeping (`crate::stats::gatekeeping`, docs/metrics.md), verdict), the step-by-step table for more than two variants, the sweep table, the
 //! headlines. Pure: everything here works on runs already loaded.
 
 use std::collections::BTreeMap;
@@ -15,8 +15,8 @@ use crate::stats::quantile::median;
 use crate::stats::seed::derive_seed;
 use crate::stats::verdict::MIN_RUNS_FOR_VERDICT;
 use crate::stats::{
-    bootstrap_ratio, decide, holm, runs_for_significance, significance_reachable, BootstrapOptions,
-    RatioInterval, RunValue, Verdict, VerdictInput,
+    bootstrap_ratio, decide, gatekeep, runs_for_significance, significance_reachable,
+    BootstrapOptions, Gate, RatioInterval, RunValue, Verdict, VerdictInput,
 };
 
 /// `framelab compare`'s settings.
@@ -81,8 +81,14 @@ pub struct Row {
     pub u: Option<f64>,
     pub p_value: Option<f64>,
     pub p_method: Option<PMethod>,
-    /// After Holm's correction across this comparison's metrics.
+    /// Adjusted by fixed-sequence gatekeeping (docs/metrics.md): for the primary metric its
+    /// own p; for the others max(the primary's p, Holm's correction among them). The name
+    /// is kept from schema 2, when it was Holm's correction across every metric.
     pub p_holm: Option<f64>,
+    /// The metric this one is one measurement with by construction (a single stage's
+    /// percentile and the total's; fps and wall at a fixed frame count): tested once, as it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tested_as: Option<String>,
     #[serde(flatten)]
     pub verdict: Verdict,
 }
@@ -196,8 +202,14 @@ pub struct Comparison {
     /// In a sweep of one variant: the parameter values the others are compared with.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub baseline_params: String,
-    /// The metric of headlines and steps (and of the sweep, unless `--show` names more).
+    /// The metric of headlines and steps (and of the sweep, unless `--show` names more):
+    /// the primary metric.
     pub headline_metric: String,
+    /// The metric tested first, at the full α: the first `--show`, else the first metric
+    /// from output (`--metric`), else fps, else the first shown. The others are tested
+    /// only once it changed (fixed-sequence gatekeeping, docs/metrics.md).
+    #[serde(default)]
+    pub primary_metric: String,
     pub metrics: Vec<Metric>,
     pub groups: Vec<Group>,
     /// One per metric shown in the sweep table: the headline metric, or every `--show` one.
@@ -213,7 +225,9 @@ pub struct Comparison {
 /// 2: `sweep` became `sweeps` (one per metric), sweep changes carry their interval,
 /// `baseline_params` for sweeps of one variant, per-metric `excluded` entries, units of
 /// metrics from output as given.
-pub const SCHEMA: &str = "framelab.compare/2";
+/// 3: `p_holm` is the p adjusted by fixed-sequence gatekeeping, `primary_metric`, rows'
+/// `tested_as`.
+pub const SCHEMA: &str = "framelab.compare/3";
 
 pub fn describe_params(params: &BTreeMap<String, String>) -> String {
     params
@@ -236,7 +250,7 @@ pub fn compute(
 ) -> Comparison {
     let measured = |r: &&LoadedRun| r.status == RunStatus::Ok && r.data.is_some();
     let combos = combinations(loaded);
-    let headline = headline_metric(&metrics);
+    let headline = primary_metric(&metrics, options);
     let baseline_params = baseline_combo
         .as_ref()
         .map(describe_params)
@@ -373,7 +387,8 @@ pub fn compute(
         runs,
         param_keys: loaded.param_keys.clone(),
         baseline_params,
-        headline_metric: headline.unwrap_or_default(),
+        headline_metric: headline.clone().unwrap_or_default(),
+        primary_metric: headline.unwrap_or_default(),
         metrics,
         groups,
         sweeps,
@@ -470,16 +485,39 @@ fn compare_pair(
         options,
         &pair.seed_label,
     );
-    let adjusted = holm(
-        &rows
-            .iter()
-            .map(|r| r.p_value.unwrap_or(f64::NAN))
-            .collect::<Vec<_>>(),
-    );
-    let family = rows.iter().filter(|r| r.p_value.is_some()).count();
-    for (row, p) in rows.iter_mut().zip(adjusted) {
+    let measured: Vec<&super::extract::RunData> = (pair.base_runs.iter())
+        .chain(&pair.var_runs)
+        .filter_map(|r| r.data.as_ref())
+        .collect();
+    let (hypothesis, merged) = super::identical::hypotheses(metrics, &measured);
+    let primary = headline
+        .and_then(|k| metrics.iter().position(|m| m.key == k))
+        .unwrap_or(0);
+    let p_values: Vec<f64> = (rows.iter())
+        .map(|r| r.p_value.unwrap_or(f64::NAN))
+        .collect();
+    let gated = gatekeep(&p_values, &hypothesis, primary);
+    let primary_label = metrics.get(primary).map_or("", |m| m.label.as_str());
+    for (i, row) in rows.iter_mut().enumerate() {
+        let p = gated.adjusted[i];
         row.p_holm = (!p.is_nan()).then_some(p);
-        row.verdict = verdict_of(row, p, family, options);
+        row.tested_as = (hypothesis[i] != i).then(|| metrics[hypothesis[i]].key.clone());
+        let (gate, family) = if hypothesis[i] == hypothesis[primary] {
+            (Gate::Primary, 1)
+        } else {
+            let after = Gate::After {
+                primary: primary_label,
+                primary_p: gated.primary_p,
+            };
+            (after, gated.later)
+        };
+        row.verdict = verdict_of(row, p, family, gate, options);
+    }
+    for m in &merged {
+        holm_notes.push(format!(
+            "{} is tested as {}, counted once: {}",
+            metrics[m.metric].label, metrics[m.with].label, m.why
+        ));
     }
     let (name, against) = if pair.baseline_params.is_empty() {
         (pair.variant.clone(), pair.baseline.clone())
@@ -489,12 +527,13 @@ fn compare_pair(
             pair.baseline_params.clone(),
         )
     };
-    holm_notes.extend(holm_note(
+    holm_notes.extend(gate_note(
         &name,
         &against,
+        primary_label,
         pair.base_runs.len(),
         pair.var_runs.len(),
-        family,
+        gated.later,
         options.alpha,
     ));
     VariantComparison {
@@ -506,12 +545,17 @@ fn compare_pair(
     }
 }
 
-/// The command's own first metric from output (the honest throughput), else fps, else
-/// the first metric, in the order shown.
-fn headline_metric(metrics: &[Metric]) -> Option<String> {
-    metrics
-        .iter()
-        .find(|m| matches!(m.kind, super::metrics::Kind::Output { .. }))
+/// The primary metric, the question asked first: the first `--show` (`metrics` are in its
+/// order), else the command's own first metric from output (the honest throughput), else
+/// fps, else the first metric shown.
+fn primary_metric(metrics: &[Metric], options: &CompareOptions) -> Option<String> {
+    let first_shown = (!options.metrics.is_empty())
+        .then(|| metrics.first())
+        .flatten();
+    first_shown
+        .or_else(|| {
+            (metrics.iter()).find(|m| matches!(m.kind, super::metrics::Kind::Output { .. }))
+        })
         .or_else(|| metrics.iter().find(|m| m.key == "fps"))
         .or_else(|| metrics.first())
         .map(|m| m.key.clone())
@@ -627,11 +671,18 @@ fn compare_metric(
         p_value: test.map(|t| t.p_value),
         p_method: test.map(|t| t.method),
         p_holm: None,
+        tested_as: None,
         verdict: Verdict::Equivalent,
     }
 }
 
-fn verdict_of(row: &Row, p_holm: f64, family: usize, options: &CompareOptions) -> Verdict {
+fn verdict_of(
+    row: &Row,
+    p_adjusted: f64,
+    family: usize,
+    gate: Gate,
+    options: &CompareOptions,
+) -> Verdict {
     let (Some(ratio), Some(b), Some(v)) = (row.ratio, &row.baseline, &row.variant) else {
         return Verdict::Inconclusive {
             reason: "a side has no value of this metric".into(),
@@ -642,31 +693,34 @@ fn verdict_of(row: &Row, p_holm: f64, family: usize, options: &CompareOptions) -
         ratio: ratio.ratio,
         low: ratio.low,
         high: ratio.high,
-        p_adjusted: p_holm,
+        p_adjusted,
         runs_baseline: b.runs,
         runs_variant: v.runs,
         family,
+        gate,
         direction: row.direction,
         alpha: options.alpha,
         noise: options.noise,
     })
 }
 
-/// A note when this comparison cannot reach significance on any metric.
-fn holm_note(
+/// A note when the runs are too few for improved or regressed on the metrics tested after
+/// the primary one (`later` hypotheses, Holm-corrected among themselves).
+fn gate_note(
     variant: &str,
     baseline: &str,
+    primary: &str,
     runs_base: usize,
     runs_var: usize,
-    family: usize,
+    later: usize,
     alpha: f64,
 ) -> Option<String> {
-    let best = smallest_p(runs_base, runs_var) * family as f64;
-    (family > 0 && !significance_reachable(runs_base, runs_var, family, alpha)).then(|| {
+    let best = smallest_p(runs_base, runs_var) * later as f64;
+    (later > 0 && !significance_reachable(runs_base, runs_var, later, alpha)).then(|| {
         format!(
-            "{variant} vs {baseline}: with {runs_base} vs {runs_var} runs and {family} metrics no p-value can pass Holm's correction (the smallest possible is {:.3}): improved or regressed needs at least {} runs a side (equivalent {MIN_RUNS_FOR_VERDICT}), or name fewer with --show",
+            "{variant} vs {baseline}: {primary}, the primary metric, is tested alone at α = {alpha} (improved or regressed from {MIN_RUNS_FOR_VERDICT} runs a side); with {runs_base} vs {runs_var} runs no p-value of the {later} metrics tested after it can pass Holm's correction among them (the smallest possible is {:.3}): they need at least {} runs a side for improved or regressed (equivalent {MIN_RUNS_FOR_VERDICT}), or name fewer with --show",
             best.min(1.0),
-            runs_for_significance(family, alpha)
+            runs_for_significance(later, alpha)
         )
     })
 }
@@ -929,9 +983,9 @@ mod tests {
         assert_eq!(runs_for_significance(14, 0.05), 6);
         assert_eq!(runs_for_significance(23, 0.05), 6);
         assert_eq!(runs_for_significance(24, 0.05), 7);
-        assert!(holm_note("b", "a", 4, 4, 14, 0.05)
-            .unwrap()
-            .contains("at least 6 runs"));
-        assert!(holm_note("b", "a", 6, 6, 14, 0.05).is_none());
+        let note = gate_note("b", "a", "fps", 4, 4, 14, 0.05).unwrap();
+        assert!(note.contains("at least 6 runs"), "{note}");
+        assert!(note.contains("fps, the primary metric"), "{note}");
+        assert!(gate_note("b", "a", "fps", 6, 6, 14, 0.05).is_none());
     }
 }

@@ -20,6 +20,8 @@ pub struct ComparePage {
     pub kind: &'static str,
     pub title: String,
     pub method: String,
+    /// The key of the metric tested first (its forest is drawn first).
+    pub primary_metric: String,
     pub baseline: String,
     pub variants: Vec<String>,
     /// (variant, command).
@@ -47,6 +49,8 @@ pub struct Forest {
 pub struct ForestRow {
     /// `variant` or `variant [params]`.
     pub label: String,
+    /// The variant's name alone: its colour on the page, the same in every plot.
+    pub variant: String,
     pub baseline: bool,
     /// Median across runs in the metric's unit, and the baseline's it is divided by.
     pub median: Option<f64>,
@@ -99,12 +103,16 @@ pub fn page(c: &Comparison, loaded: &Loaded) -> ComparePage {
         kind: "compare",
         title: format!("framelab compare · {} · baseline {}", c.sources.join(", "), c.baseline),
         method: format!(
-            "change of the median across runs with its 95% interval (two-level bootstrap, {} resamples); \
-             Mann–Whitney p, Holm-corrected; noise band ±{}%, α = {}",
+            "{}. Change of the median across runs with its 95% interval (two-level bootstrap, {} \
+             resamples); Mann–Whitney p, adjusted: the primary metric's own, the others' \
+             Holm-corrected among themselves (fixed-sequence gatekeeping); noise band ±{}%, α = {}. \
+             Colours tell the variants apart; only a verdict says better or worse.",
+            super::text::primary_line(c),
             c.options.resamples,
             round(c.options.noise * 100.0, 2),
             c.options.alpha
         ),
+        primary_metric: c.primary_metric.clone(),
         baseline: name(&c.baseline),
         variants: c.variants.iter().map(|v| name(v)).collect(),
         commands: (c.commands.iter())
@@ -162,6 +170,7 @@ fn forest(metric: &Metric, c: &Comparison, loaded: &Loaded) -> Forest {
             .map(|s| s.median);
         rows.push(baseline_row(
             format!("{} [{}]", crate::display::name(&c.baseline), g.label),
+            crate::display::name(&c.baseline).into_owned(),
             base,
             run_values(metric, loaded, &c.baseline, &g.params),
         ));
@@ -182,11 +191,13 @@ fn forest(metric: &Metric, c: &Comparison, loaded: &Loaded) -> Forest {
             // The baseline's own row once per group, when it is measured at these values.
             if k == 0 && cmp.baseline_params.is_empty() {
                 let runs = run_values(metric, loaded, &cmp.baseline, &g.params);
-                rows.push(baseline_row(at(&cmp.baseline), base, runs));
+                let name = crate::display::name(&cmp.baseline).into_owned();
+                rows.push(baseline_row(at(&cmp.baseline), name, base, runs));
             }
             let runs = run_values(metric, loaded, &cmp.variant, &g.params);
             rows.push(ForestRow {
                 label: at(&cmp.variant),
+                variant: crate::display::name(&cmp.variant).into_owned(),
                 baseline: false,
                 median: row.variant.as_ref().map(|s| s.median),
                 baseline_median: base,
@@ -208,9 +219,10 @@ fn forest(metric: &Metric, c: &Comparison, loaded: &Loaded) -> Forest {
 }
 
 /// The baseline's own row: its runs against its median.
-fn baseline_row(label: String, median: Option<f64>, runs: Vec<f64>) -> ForestRow {
+fn baseline_row(label: String, variant: String, median: Option<f64>, runs: Vec<f64>) -> ForestRow {
     ForestRow {
         label,
+        variant,
         baseline: true,
         median,
         baseline_median: median,

@@ -569,9 +569,9 @@ pub fn disagreements(runs: &[&RunData], chosen: &[Metric]) -> Vec<String> {
 
 /// Without `--show`: the metrics from output, fps, each stage's p50/p95/p99, total p50/p99,
 /// late frames, CPU per frame, load, peak RSS, and wall and CPU time for commands that end
-/// by themselves; and each role's CPU, CPU per frame and load. Cores are load ÷ 100:
-/// judging both would count one change twice in the Holm family, so they are shown only
-/// when asked for.
+/// by themselves; and each role's CPU, CPU per frame and load. Cores are load ÷ 100: one
+/// test with it (`identical`), a second row saying the same, so they are shown only when
+/// asked for.
 pub fn defaults(catalogue: &[Metric]) -> Vec<Metric> {
     catalogue
         .iter()

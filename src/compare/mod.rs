@@ -8,6 +8,7 @@ mod explain;
 mod extract;
 mod fingerprints;
 mod html;
+mod identical;
 mod load;
 pub mod metrics;
 mod table;
@@ -217,7 +218,7 @@ fn check_enough_runs(loaded: &load::Loaded) -> Result<()> {
                 let at = compute::describe_params(params);
                 bail!(
                     "variant '{variant}'{} has {measured} measured run{}{}: at least 2 a side are \
-                     needed to compare, 4 for any verdict and more for improved or regressed when several metrics are judged (docs/metrics.md); record more runs",
+                     needed to compare, 4 for any verdict (improved or regressed on the primary metric included) and more for improved or regressed on the metrics tested after it (docs/metrics.md); record more runs",
                     if at.is_empty() {
                         String::new()
                     } else {

@@ -32,13 +32,19 @@ pub fn render(c: &Comparison, markdown: bool) -> String {
         out.push_str(&title);
         out.push('\n');
     }
+    let primary = primary_line(c);
+    if markdown {
+        out.push_str(&format!("**{primary}**\n\n"));
+    } else {
+        out.push_str(&format!("  {primary}\n"));
+    }
     let method = format!(
         "median across runs ± robust spread; change of the median with its 95% interval \
-         (two-level bootstrap, {} resamples, seed {}); Mann–Whitney p, Holm-corrected across \
-         each comparison's {} metrics; noise band ±{}%, α = {}",
+         (two-level bootstrap, {} resamples, seed {}); Mann–Whitney p, adjusted (p (adj.)): the \
+         primary metric's own, the others' Holm-corrected among themselves, tested only once \
+         the primary changed (fixed-sequence gatekeeping); noise band ±{}%, α = {}",
         c.options.resamples,
         c.options.seed,
-        c.metrics.len(),
         fixed(
             c.options.noise * 100.0,
             if (c.options.noise * 100.0).fract() == 0.0 {
@@ -231,6 +237,20 @@ fn sweep_table(
     out.push_str(&t.render(markdown));
 }
 
+/// "primary metric: fps, tested first at the full α = 0.05; the other metrics only once it
+/// changed (--show NAME,... puts another first)".
+pub fn primary_line(c: &Comparison) -> String {
+    let label = (c.metrics.iter())
+        .find(|m| m.key == c.primary_metric)
+        .map_or(c.primary_metric.as_str(), |m| m.label.as_str());
+    format!(
+        "primary metric: {}, tested first at the full α = {}; the other metrics only once it \
+         changed (--show NAME,... puts another first)",
+        crate::display::name(label),
+        c.options.alpha
+    )
+}
+
 fn bullet(markdown: bool) -> &'static str {
     if markdown {
         "- "
@@ -269,7 +289,7 @@ fn group(
             &base_head,
             &var_head,
             "change [95% interval]",
-            "p (Holm)",
+            "p (adj.)",
             "verdict",
         ]);
         for row in &cmp.rows {

@@ -1,6 +1,6 @@
 //! Holm's step-down correction: controls the chance of any false "changed" across the
-//! metrics of one comparison, without assuming they are independent (they are not:
-//! a stage's p95 and p99 move together).
+//! metrics tested after the primary one (`gatekeeping`), without assuming they are
+//! independent (they are not: a stage's p95 and p99 move together).
 
 /// Adjusted p-values, in the order given: sort ascending, multiply the k-th smallest
 /// (from 0) by m − k, carry the running maximum so order is kept, cap at 1.

@@ -1,8 +1,10 @@
 //! The verdict on one metric of one comparison, and how many more runs would likely
 //! settle an inconclusive one.
 //!
-//! - improved / regressed: p (Holm-corrected) < α and the whole interval beyond the
-//!   noise band, on the better / worse side for this metric's direction;
+//! - improved / regressed: p < α after `gatekeeping` (the primary metric's own p; the
+//!   others' Holm-corrected among themselves, and only once the primary changed) and the
+//!   whole interval beyond the noise band, on the better / worse side for this metric's
+//!   direction;
 //! - equivalent: the whole interval inside the band;
 //! - inconclusive: anything else, and always below `MIN_RUNS_FOR_VERDICT` runs a side.
 
@@ -15,10 +17,11 @@ use super::mann_whitney::smallest_p;
 /// interval from three runs is too rough to call two builds the same.
 pub const MIN_RUNS_FOR_VERDICT: usize = 4;
 
-/// The fewest runs a side at which improved or regressed is reachable when `family`
-/// metrics are judged together: the smallest possible p (all runs of one side beyond all of
-/// the other), times `family` for Holm's first step, must be below `alpha`. At least
-/// `MIN_RUNS_FOR_VERDICT`. At α = 0.05: 1 metric → 4, 2–6 → 5, 7–23 → 6, 24–85 → 7.
+/// The fewest runs a side at which improved or regressed is reachable for a metric judged in
+/// a Holm family of `family` hypotheses (1 for the primary metric, tested alone): the
+/// smallest possible p (all runs of one side beyond all of the other), times `family` for
+/// Holm's first step, must be below `alpha`. At least `MIN_RUNS_FOR_VERDICT`. At α = 0.05:
+/// 1 metric → 4, 2–6 → 5, 7–23 → 6, 24–85 → 7.
 pub fn runs_for_significance(family: usize, alpha: f64) -> usize {
     (MIN_RUNS_FOR_VERDICT..=50)
         .find(|&n| smallest_p(n, n) * (family.max(1) as f64) < alpha)
@@ -70,18 +73,30 @@ impl Verdict {
     }
 }
 
+/// Where a metric stands in the order of testing (`gatekeeping`).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct VerdictInput {
+pub enum Gate<'a> {
+    /// The primary metric (or one identical to it by construction): tested alone at α.
+    Primary,
+    /// Tested only once the primary metric changed: `primary` is its label, `primary_p` its
+    /// own p (NaN when it had no test).
+    After { primary: &'a str, primary_p: f64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VerdictInput<'a> {
     /// variant ÷ baseline of the medians, and the bootstrap interval.
     pub ratio: f64,
     pub low: f64,
     pub high: f64,
-    /// The Mann–Whitney p-value after Holm's correction (NaN when no test was possible).
+    /// The Mann–Whitney p-value adjusted by `gatekeeping` (NaN when no test was possible).
     pub p_adjusted: f64,
     pub runs_baseline: usize,
     pub runs_variant: usize,
-    /// Metrics judged together (Holm's family): more need more runs for a p to pass.
+    /// Hypotheses in this metric's Holm family: 1 for the primary metric; for the others,
+    /// those tested after it. More need more runs for a p to pass.
     pub family: usize,
+    pub gate: Gate<'a>,
     pub direction: Direction,
     /// Significance level (0.05).
     pub alpha: f64,
@@ -97,8 +112,8 @@ pub fn decide(input: &VerdictInput) -> Verdict {
         return Verdict::Inconclusive {
             reason: format!(
                 "{fewest} runs on a side: equivalent needs at least {MIN_RUNS_FOR_VERDICT} a side, \
-                 improved or regressed at least {for_significance} with {} judged",
-                metrics_judged(input.family)
+                 improved or regressed at least {for_significance} {}",
+                judged_as(input)
             ),
             more_runs: Some(
                 more_runs(input, fewest)
@@ -138,6 +153,24 @@ pub fn decide(input: &VerdictInput) -> Verdict {
     }
     // A true minus sign, as the tables print.
     let pct = |v: f64| format!("{:+.1}%", (v - 1.0) * 100.0).replace('-', "−");
+    let band_text = format!("±{}%", trim_float(input.noise * 100.0));
+    if let Gate::After { primary, primary_p } = input.gate {
+        if (above || below) && !(primary_p < input.alpha) {
+            let why = if primary_p.is_nan() {
+                "which could not be tested".to_owned()
+            } else {
+                format!("which did not change significantly (p = {primary_p:.3})")
+            };
+            return Verdict::Inconclusive {
+                reason: format!(
+                    "the interval is outside the {band_text} noise band, but the other metrics \
+                     are tested only once the primary metric, {primary}, changed, {why}: to \
+                     test this one at the full α, name it first with --show"
+                ),
+                more_runs: None,
+            };
+        }
+    }
     let reachable = significance_reachable(
         input.runs_baseline,
         input.runs_variant,
@@ -147,31 +180,37 @@ pub fn decide(input: &VerdictInput) -> Verdict {
     if (above || below) && !reachable {
         return Verdict::Inconclusive {
             reason: format!(
-                "the interval is outside the ±{}% noise band, but with {} vs {} runs and {} \
-                 judged no p-value can pass Holm's correction: improved or regressed needs at \
-                 least {for_significance} runs a side (or fewer --show)",
-                trim_float(input.noise * 100.0),
+                "the interval is outside the {band_text} noise band, but with {} vs {} runs no \
+                 p-value {} can pass: improved or regressed needs at least {for_significance} \
+                 runs a side (or fewer --show)",
                 input.runs_baseline,
                 input.runs_variant,
-                metrics_judged(input.family)
+                match input.gate {
+                    Gate::Primary => format!("of the primary metric can reach α = {}", input.alpha),
+                    Gate::After { .. } => format!(
+                        "among the {} tested after the primary metric, Holm-corrected,",
+                        metrics(input.family)
+                    ),
+                }
             ),
             more_runs: Some(for_significance.saturating_sub(fewest).max(1) as u32),
         };
     }
     let reason = if above || below {
         format!(
-            "the interval is outside the ±{:.0}% noise band but p = {:.3} (Holm-corrected) is not \
-             below {}",
-            input.noise * 100.0,
+            "the interval is outside the {band_text} noise band but p = {:.3}{} is not below {}",
             input.p_adjusted,
+            match input.gate {
+                Gate::Primary => "",
+                Gate::After { .. } => " (Holm-corrected after the primary metric)",
+            },
             input.alpha
         )
     } else {
         format!(
-            "the 95% interval [{}, {}] reaches across the ±{}% noise band",
+            "the 95% interval [{}, {}] reaches across the {band_text} noise band",
             pct(input.low),
             pct(input.high),
-            trim_float(input.noise * 100.0)
         )
     };
     // An effect estimated outside the band also needs enough runs for its p to pass.
@@ -207,7 +246,19 @@ pub fn more_runs(input: &VerdictInput, runs: usize) -> Option<u32> {
     (more <= MAX_MORE_RUNS).then_some(more as u32)
 }
 
-fn metrics_judged(family: usize) -> String {
+/// How the metric is judged, for reasons: "as the primary metric, tested alone", "with 13
+/// metrics tested after the primary metric, fps".
+fn judged_as(input: &VerdictInput) -> String {
+    match input.gate {
+        Gate::Primary => "as the primary metric, tested alone".to_owned(),
+        Gate::After { primary, .. } => format!(
+            "with {} tested after the primary metric, {primary}",
+            metrics(input.family)
+        ),
+    }
+}
+
+fn metrics(family: usize) -> String {
     match family.max(1) {
         1 => "1 metric".to_owned(),
         n => format!("{n} metrics"),
@@ -223,7 +274,7 @@ fn trim_float(v: f64) -> String {
 mod tests {
     use super::*;
 
-    fn input(ratio: f64, low: f64, high: f64, p: f64) -> VerdictInput {
+    fn input(ratio: f64, low: f64, high: f64, p: f64) -> VerdictInput<'static> {
         VerdictInput {
             ratio,
             low,
@@ -232,6 +283,7 @@ mod tests {
             runs_baseline: 6,
             runs_variant: 6,
             family: 1,
+            gate: Gate::Primary,
             direction: Direction::LowerIsBetter,
             alpha: 0.05,
             noise: 0.02,
@@ -248,7 +300,7 @@ mod tests {
         };
         assert_eq!(decide(&fps), Verdict::Improved);
         // Which way is better was not said: never improved or regressed, still equivalent.
-        let unstated = |i: VerdictInput| VerdictInput {
+        let unstated = |i: VerdictInput<'static>| VerdictInput {
             direction: Direction::Unstated,
             ..i
         };
@@ -312,23 +364,30 @@ mod tests {
 
     #[test]
     fn the_runs_needed_follow_the_metrics_judged() {
-        // 4 vs 4 and a clear 10% change: one metric can pass (2/70 < 0.05), two cannot.
-        // Holm-adjusted p: 2/70 for one metric, 2 × 2/70 for two.
-        let clear = |family, p| VerdictInput {
+        // 4 vs 4 and a clear 10% change: the primary metric, tested alone, can pass (2/70 <
+        // 0.05); a metric in a Holm family of two after it cannot (2 × 2/70).
+        let clear = |family, gate, p| VerdictInput {
             runs_baseline: 4,
             runs_variant: 4,
             family,
+            gate,
             ..input(1.10, 1.05, 1.15, p)
         };
-        assert_eq!(decide(&clear(1, 0.029)), Verdict::Regressed);
-        match decide(&clear(2, 0.057)) {
+        assert_eq!(decide(&clear(1, Gate::Primary, 0.029)), Verdict::Regressed);
+        let after = Gate::After {
+            primary: "fps",
+            primary_p: 0.029,
+        };
+        match decide(&clear(2, after, 0.057)) {
             Verdict::Inconclusive { reason, more_runs } => {
-                assert!(reason.contains("2 metrics"), "{reason}");
+                assert!(reason.contains("2 metrics tested after"), "{reason}");
                 assert!(reason.contains("at least 5 runs a side"), "{reason}");
                 assert_eq!(more_runs, Some(1));
             }
             v => panic!("{v:?}"),
         }
+        // One metric after an open gate: Holm over one is its own p.
+        assert_eq!(decide(&clear(1, after, 0.029)), Verdict::Regressed);
         // Equivalent needs no p-value: 4 a side are enough whatever the family.
         let same = VerdictInput {
             runs_baseline: 4,
@@ -338,6 +397,37 @@ mod tests {
         };
         assert_eq!(decide(&same), Verdict::Equivalent);
         assert_eq!(runs_for_significance(30, 0.05), 7);
+    }
+
+    #[test]
+    fn a_shut_gate_says_the_primary_did_not_change_and_how_to_test_this_one() {
+        // CPU 20% higher with p 0.002 on its own, but fps (the primary) did not move: the
+        // adjusted p is the primary's, and the reason says what to do.
+        let cpu = VerdictInput {
+            gate: Gate::After {
+                primary: "fps",
+                primary_p: 0.394,
+            },
+            family: 3,
+            ..input(1.20, 1.15, 1.25, 0.394)
+        };
+        match decide(&cpu) {
+            Verdict::Inconclusive { reason, more_runs } => {
+                assert!(reason.contains("primary metric, fps"), "{reason}");
+                assert!(reason.contains("p = 0.394"), "{reason}");
+                assert!(reason.contains("first with --show"), "{reason}");
+                assert_eq!(more_runs, None);
+            }
+            v => panic!("{v:?}"),
+        }
+        // Equivalent is still said: it needs no p-value.
+        let flat = VerdictInput {
+            ratio: 1.0,
+            low: 0.99,
+            high: 1.01,
+            ..cpu
+        };
+        assert_eq!(decide(&flat), Verdict::Equivalent);
     }
 
     #[test]
