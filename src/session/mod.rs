@@ -8,11 +8,13 @@ pub mod guard;
 mod hold;
 mod launch;
 mod output;
+mod procevents;
 pub mod procfs;
 mod progress;
 mod rings;
 mod services;
 pub mod taskstats;
+pub mod watch;
 mod write;
 
 use std::path::PathBuf;
@@ -42,6 +44,8 @@ pub struct RunOptions {
     pub output: Option<PathBuf>,
     pub watch_pids: Vec<u32>,
     pub watch_names: Vec<String>,
+    /// Roles given with `--watch-pid ROLE=PID` and `--watch ROLE=NAME`.
+    pub watch_roles: watch::WatchRoles,
     pub frames: Option<u64>,
     /// How long the command gets to exit after each of SIGINT and SIGTERM.
     pub grace: Duration,
@@ -284,10 +288,16 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         meta.origin_mono_ns,
         std::process::id(),
         accounting_every(&opts.sampling).as_nanos() as i64,
-        opts.watch_pids.clone(),
-        opts.watch_names.clone(),
+        watch::WatchList {
+            pids: opts.watch_pids.clone(),
+            names: opts.watch_names.clone(),
+            roles: opts.watch_roles.clone(),
+        },
         exit_records,
     );
+    if let Some(missing) = accounting.listen_for_names() {
+        eprintln!("framelab: warning: {missing}");
+    }
     accounting.set_services(services.roots());
     let live = opts.live.map(|every| {
         crate::hist::live::Live::start(output.clone(), writer.run_id(), every, opts.live_linear)

@@ -46,6 +46,12 @@ pub const MIGRATIONS: &[Migration] = &[
         from: 5,
         sql: schema::PROFILE_TABLES,
     },
+    // 7: the role of a watched process (`processes.watch_role`). Older runs' watched
+    // processes count under their own name, which an empty role means.
+    Migration {
+        from: 6,
+        sql: schema::PROCESS_WATCH_ROLE_COLUMN,
+    },
 ];
 
 /// Whether `version` can be brought to `SCHEMA_VERSION` by this build.
