@@ -92,7 +92,7 @@ fn process_table(a: &Analysis, st: &Style) -> Option<String> {
     }
     let columns = [
         Column::new("process", 10),
-        Column::new("role", 9),
+        Column::words("role", 9),
         Column::new("wall s", 9),
         Column::new("user s", 9),
         Column::new("sys s", 9),
