@@ -960,8 +960,9 @@ impl Accounting {
         };
         let tick = self.procfs.ns_per_tick();
         let mut rows = Vec::new();
-        // For each watched row: whether it ended, and what its reaped children added.
-        let mut watched_ends: Vec<(usize, bool, i64)> = Vec::new();
+        // For each watched row: its whole life's CPU if it ended (what its parent's reaped
+        // children time grew by when it was reaped), and what its reaped children added.
+        let mut watched_ends: Vec<(usize, Option<i64>, i64)> = Vec::new();
         let all = self
             .procs
             .iter()
@@ -1028,7 +1029,8 @@ impl Accounting {
                     sys_ticks += sys;
                     resolution = resolution.max(tick);
                 }
-                if let Some(gone) = t.gone {
+                let by_pid = self.watch.pids.contains(&pid);
+                if let (Some(gone), true) = (t.gone, by_pid) {
                     let reused = if self.reused.contains(&pid) {
                         ", and its pid was then taken by another process (not counted)"
                     } else {
@@ -1039,7 +1041,11 @@ impl Accounting {
                         (gone.at_ns.min(end) - start).max(0) as f64 / 1e9
                     ));
                 }
-                watched_ends.push((rows.len(), t.gone.is_some(), reaped_ns));
+                let whole_life = t.gone.map(|_| {
+                    let own = self.own_final_ns(pid).unwrap_or(t.last.own_ns());
+                    own + t.last.cpu.children_user_ns + t.last.cpu.children_sys_ns
+                });
+                watched_ends.push((rows.len(), whole_life, reaped_ns));
             }
             let (user_ns, sys_ns) = split_like(cpu_ns, user_ticks, sys_ticks);
             rows.push(ProcessStats {
@@ -1061,7 +1067,7 @@ impl Accounting {
         for (exit, role) in &self.watched_exits {
             let (user_ns, sys_ns) = split_like(exit.cpu_ns, exit.user_us, exit.sys_us);
             let lived = exit.lifetime_ns.unwrap_or(0).clamp(0, end - start);
-            watched_ends.push((rows.len(), true, 0));
+            watched_ends.push((rows.len(), Some(exit.cpu_ns), 0));
             rows.push(ProcessStats {
                 pid: exit.pid,
                 ppid: exit.ppid,
@@ -1081,8 +1087,8 @@ impl Accounting {
                 watch_role: role.clone(),
             });
         }
-        // A watched process that reaped another watched one holds its CPU twice: in its
-        // reaped children's time and in the other's own row.
+        // A watched process that reaped another watched one would hold its CPU twice: in its
+        // reaped children's time (the whole of the other's life) and in the other's row.
         for &(at, _, reaped_ns) in &watched_ends {
             if reaped_ns <= 0 {
                 continue;
@@ -1090,8 +1096,8 @@ impl Accounting {
             let parent = rows[at].pid;
             let twice: i64 = watched_ends
                 .iter()
-                .filter(|&&(other, ended, _)| ended && other != at && rows[other].ppid == parent)
-                .map(|&(other, _, _)| rows[other].user_ns + rows[other].sys_ns)
+                .filter(|&&(other, _, _)| other != at && rows[other].ppid == parent)
+                .filter_map(|&(_, whole_life, _)| whole_life)
                 .sum();
             let taken = twice.min(reaped_ns);
             if taken > 0 {
