@@ -265,3 +265,41 @@ fn watch_name_counts_processes_that_live_a_tenth_of_a_second() {
         "framelab counted {counted} ns for the burners, wait4 says {truth} ns"
     );
 }
+
+#[test]
+fn a_watched_daemon_that_exits_mid_run_counts_up_to_its_exit_and_says_so() {
+    // It burns until told to stop (a file), then ends; the run goes on without it.
+    let dir = tempfile::tempdir().unwrap();
+    let stop = dir.path().join("stop");
+    let mut daemon = Started(
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("while [ ! -e '{}' ]; do :; done", stop.display()))
+            .spawn()
+            .unwrap(),
+    );
+    let pid = daemon.0.id();
+    let path = temp_run(&dir, "exits");
+    let command = format!(
+        "sleep 1; touch '{}'; while kill -0 {pid} 2>/dev/null && ! grep -q '^State:.*Z' /proc/{pid}/status; do sleep 0.05; done; sleep 1",
+        stop.display()
+    );
+    let out = framelab()
+        .args(["run", "--watch-pid", &format!("busy={pid}"), "-o"])
+        .arg(&path)
+        .args(["--", "sh", "-c", &command])
+        .output()
+        .unwrap();
+    let _ = daemon.0.wait();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&path);
+    let row = run
+        .processes
+        .iter()
+        .find(|p| p.pid == pid)
+        .expect("the watched daemon's row");
+    assert_eq!(row.watch_role, "busy");
+    assert!(row.user_ns + row.sys_ns > 0, "{row:?}");
+    assert!(row.note.contains("ended"), "{row:?}");
+    assert!(row.wall_ns < run.meta.window_end_ns - run.meta.window_start_ns);
+}

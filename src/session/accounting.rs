@@ -86,6 +86,8 @@ struct Tracked {
     last_seen_ns: i64,
     /// The last reading was of a zombie: its times are final.
     zombie: bool,
+    /// When it was first read as a zombie: it ended by then.
+    zombie_since_ns: Option<i64>,
     gone: Option<Gone>,
     /// CPU at the window start (zero for processes born inside it).
     baseline: Option<Reading>,
@@ -255,14 +257,22 @@ impl Accounting {
             return None;
         }
         let events = ProcEvents::open();
-        let how = "run framelab as root, or give it CAP_NET_ADMIN (sudo setcap cap_net_admin+ep \"$(command -v framelab)\")";
+        let how = |why: &str| {
+            if why.contains(super::taskstats::OFF_ENV) {
+                format!("unset {} to have them", super::taskstats::OFF_ENV)
+            } else {
+                "run framelab as root, or give it CAP_NET_ADMIN (sudo setcap cap_net_admin+ep \"$(command -v framelab)\")".to_owned()
+            }
+        };
         let line = match (&events, &self.taskstats) {
             (Err(why), _) => Some(format!(
-                "--watch NAME looks for new processes every 2 s, so one that lives less may be missed: the kernel's process events are not available ({why}); {how}"
+                "--watch NAME looks for new processes every 2 s, so one that lives less may be missed: the kernel's process events are not available ({why}); {}",
+                how(why)
             )),
             (Ok(_), Err(why)) => Some(format!(
-                "--watch NAME: a process that ends between two readings ({}) is not counted: the kernel's exit records are not available ({why}); {how}",
-                interval_text(self.interval_ns)
+                "--watch NAME: a process that ends between two readings ({}) is not counted: the kernel's exit records are not available ({why}); {}",
+                interval_text(self.interval_ns),
+                how(why)
             )),
             (Ok(_), Ok(_)) => None,
         };
@@ -813,6 +823,7 @@ impl Accounting {
             first_seen_ns: started_ns,
             last_seen_ns: now_ns,
             zombie: false,
+            zombie_since_ns: None,
             gone: None,
             // Born inside the window: everything it used counts.
             baseline: in_window.then(|| {
@@ -839,6 +850,9 @@ impl Accounting {
         tracked.last = reading;
         tracked.last_seen_ns = now_ns;
         tracked.zombie = matches!(stat.state, 'Z' | 'X');
+        if tracked.zombie && tracked.zombie_since_ns.is_none() {
+            tracked.zombie_since_ns = Some(now_ns);
+        }
         if let Some(rss) = rss {
             tracked.peak_rss_bytes = tracked.peak_rss_bytes.max(rss);
             tracked.rss_read_ns = now_ns;
@@ -1030,7 +1044,12 @@ impl Accounting {
                     resolution = resolution.max(tick);
                 }
                 let by_pid = self.watch.pids.contains(&pid);
-                if let (Some(gone), true) = (t.gone, by_pid) {
+                // A zombie its parent has not reaped yet ended too.
+                let ended_ns = t.gone.map(|g| g.at_ns).or(t.zombie_since_ns);
+                if let Some(at) = ended_ns {
+                    alive_to = alive_to.min(at);
+                }
+                if let (Some(ended_ns), true) = (ended_ns, by_pid) {
                     let reused = if self.reused.contains(&pid) {
                         ", and its pid was then taken by another process (not counted)"
                     } else {
@@ -1038,7 +1057,7 @@ impl Accounting {
                     };
                     notes.push(format!(
                         "ended {:.2} s into the window: counted up to then{reused}",
-                        (gone.at_ns.min(end) - start).max(0) as f64 / 1e9
+                        (ended_ns.min(end) - start).max(0) as f64 / 1e9
                     ));
                 }
                 let whole_life = t.gone.map(|_| {
@@ -1105,6 +1124,9 @@ impl Accounting {
                 let (user, sys) = split_like(taken, row.user_ns, row.sys_ns);
                 row.user_ns -= user;
                 row.sys_ns -= sys;
+            }
+            if reaped_ns - taken <= 0 {
+                continue;
             }
             let row = &mut rows[at];
             let own = row.user_ns + row.sys_ns - (reaped_ns - taken);
