@@ -1283,3 +1283,7 @@ fn interval_text(ns: i64) -> String {
         format!("{} ms", (ns as f64 / 1e6).round())
     }
 }
+
+#[cfg(test)]
+#[path = "accounting_tests.rs"]
+mod tests;
