@@ -33,6 +33,9 @@ use crate::model::{CpuSource, ProcessRole, ProcessStats};
 const NAMES_EVERY_NS: i64 = 2_000_000_000;
 /// How often a process's peak RSS is read (see `observe`).
 const RSS_EVERY_NS: i64 = 500_000_000;
+/// Rows of processes of one watched role known only by their exit records; past this, the
+/// rest add up in one row.
+const MAX_EXIT_ROWS: usize = 20;
 /// Exit records of processes not (yet) known to be the run's are kept this long.
 const UNSEEN_KEEP_NS: i64 = 10_000_000_000;
 
@@ -1083,9 +1086,29 @@ impl Accounting {
                 watch_role: t.watch_role.clone(),
             });
         }
+        // Processes of a watched name that lived between two readings: a row each, from
+        // their exit records (`cpu_source` exit); past MAX_EXIT_ROWS of a role, the rest add
+        // up in one row that says how many.
+        let mut per_role: BTreeMap<&str, usize> = BTreeMap::new();
+        // Per role: the folded row, and its entry in `watched_ends`.
+        let mut folded: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
         for (exit, role) in &self.watched_exits {
             let (user_ns, sys_ns) = split_like(exit.cpu_ns, exit.user_us, exit.sys_us);
             let lived = exit.lifetime_ns.unwrap_or(0).clamp(0, end - start);
+            let seen = per_role.entry(role.as_str()).or_default();
+            *seen += 1;
+            if *seen > MAX_EXIT_ROWS {
+                if let Some(&(at, end_at)) = folded.get(role.as_str()) {
+                    let row = &mut rows[at];
+                    row.user_ns += user_ns;
+                    row.sys_ns += sys_ns;
+                    row.peak_rss_bytes = row.peak_rss_bytes.max(exit.hiwater_rss_bytes);
+                    let whole = &mut watched_ends[end_at].1;
+                    *whole = Some(whole.unwrap_or(0) + exit.cpu_ns);
+                    continue;
+                }
+                folded.insert(role.as_str(), (rows.len(), watched_ends.len()));
+            }
             watched_ends.push((rows.len(), Some(exit.cpu_ns), 0));
             rows.push(ProcessStats {
                 pid: exit.pid,
@@ -1098,13 +1121,18 @@ impl Accounting {
                 peak_rss_bytes: exit.hiwater_rss_bytes,
                 cpu_resolution_ns: tick,
                 cpu_source: CpuSource::Exit,
-                note: format!(
-                    "lived {:.0} ms, between two readings: its CPU is the kernel's exit record's",
-                    lived as f64 / 1e6
-                ),
+                note: String::new(),
                 service: String::new(),
                 watch_role: role.clone(),
             });
+        }
+        for (role, &(at, _)) in &folded {
+            let more = per_role[role] - MAX_EXIT_ROWS;
+            let row = &mut rows[at];
+            row.wall_ns = end - start;
+            row.note = format!(
+                "{more} processes of role {role} that lived between two readings, added up (their exit records)"
+            );
         }
         // A watched process that reaped another watched one would hold its CPU twice: in its
         // reaped children's time (the whole of the other's life) and in the other's row.
