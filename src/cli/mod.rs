@@ -217,7 +217,7 @@ pub struct RunControlArgs {
     /// Also account the CPU of this process (one framelab did not start, e.g. a daemon) and of the children it reaps, under ROLE (default: its name)
     #[arg(long = "watch-pid", value_name = "[ROLE=]PID", value_parser = limits::watch_pid)]
     pub watch_pids: Vec<WatchArg<u32>>,
-    /// Also account processes with this name (comm, argv[0] or executable name), however short they live, under ROLE (default: NAME)
+    /// Also account processes with this name (comm, argv[0] or executable name), under ROLE (default: NAME); as root or with CAP_NET_ADMIN, also those that live milliseconds
     #[arg(long = "watch", value_name = "[ROLE=]NAME", value_parser = framelab::session::watch::parse_watch_name)]
     pub watch_names: Vec<WatchArg<String>>,
     /// How long the command gets to exit after SIGINT, and again after SIGTERM

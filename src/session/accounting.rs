@@ -20,6 +20,12 @@
 //!   have used it, it goes to that process's row; otherwise it goes to the
 //!   `(exited children)` row, whose note says whose reaped children it holds and why they
 //!   cannot be told apart.
+//!
+//! A watched process (`--watch-pid`, `--watch`) counts with the children it reaps: what its
+//! reaped-children time grew by over the window is added to its row. `--watch NAME` matches
+//! new processes at their exec (the kernel's process events, `procevents`) and counts one
+//! that ended before a sweep read it from its exit record; without either, one line says
+//! what is missing and framelab rescans /proc every 2 s.
 
 use std::collections::{BTreeMap, BTreeSet};
 
