@@ -8,7 +8,7 @@ pub mod guard;
 mod hold;
 mod launch;
 mod output;
-mod procevents;
+pub(crate) mod procevents;
 pub mod procfs;
 mod progress;
 mod rings;
@@ -303,12 +303,18 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         crate::hist::live::Live::start(output.clone(), writer.run_id(), every, opts.live_linear)
     });
     let mut collector = collect::Collector::new(writer, session, tick_clock, meta, accounting);
-    let tree = crate::sample::ProcessTree::below(
+    let mut tree = crate::sample::ProcessTree::below(
         procfs::Procfs::system(),
         std::process::id(),
         opts.watch_pids.clone(),
         opts.watch_names.clone(),
     );
+    if !opts.watch_names.is_empty() {
+        // Their threads too are sampled from their exec (without events: said above).
+        if let Ok(events) = procevents::ProcEvents::open() {
+            tree = tree.with_events(events);
+        }
+    }
     collector.start_sampling(opts.sampling.clone(), tree);
     if let Some(n) = opts.warmup_frames {
         collector.watch_for_frame_after(n);
