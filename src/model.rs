@@ -212,6 +212,10 @@ pub struct ProcessStats {
     /// The `--service` it belongs to (role `Service`); else empty.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub service: String,
+    /// The role a watched process counts under (`--watch-pid ROLE=PID`, `--watch
+    /// ROLE=NAME`, else its name); empty for other roles and for runs before schema 7.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub watch_role: String,
 }
 
 /// Where a process row's CPU time comes from (docs/metrics.md, "CPU and memory").

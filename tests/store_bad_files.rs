@@ -162,16 +162,23 @@ fn a_newer_schema_is_told_by_the_header_before_sqlite_parses_it() {
     let path = recorded(dir.path());
     rusqlite::Connection::open(&path)
         .unwrap()
-        .execute_batch("PRAGMA user_version = 7")
+        .execute_batch(&format!("PRAGMA user_version = {}", SCHEMA_VERSION + 1))
         .unwrap();
     assert_mentions(
         &load_error(&path),
         &[&format!(
-            "newer framelab (schema 7, this build reads ≤ {SCHEMA_VERSION}): upgrade framelab"
+            "newer framelab (schema {}, this build reads ≤ {SCHEMA_VERSION}): upgrade framelab",
+            SCHEMA_VERSION + 1
         )],
     );
     let err = RunWriter::create(&path, &RunMeta::default()).err().unwrap();
-    assert_mentions(&one_line(err), &["schema 7", "upgrade framelab"]);
+    assert_mentions(
+        &one_line(err),
+        &[
+            &format!("schema {}", SCHEMA_VERSION + 1),
+            "upgrade framelab",
+        ],
+    );
 }
 
 #[test]

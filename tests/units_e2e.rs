@@ -208,28 +208,29 @@ fn report_hist_and_export_units_agree_with_the_json_report() {
     let header = table.iter().find(|r| r[0] == "process").unwrap();
     assert_eq!(
         header[1..],
-        ["wall s", "user s", "sys s", "load %", "cores", "peak RSS"]
+        ["role", "wall s", "user s", "sys s", "load %", "cores", "peak RSS"]
     );
     let process = &json["processes"][0];
     let row = table
         .iter()
         .find(|r| r[0] == process["name"].as_str().unwrap())
         .unwrap();
+    assert_eq!(row[1], "command", "the launched command's role");
     same(
         "wall",
-        &row[1],
+        &row[2],
         "s",
         process["wall_ns"].as_f64().unwrap(),
         "ns",
     );
     same(
         "user",
-        &row[2],
+        &row[3],
         "s",
         process["user_ns"].as_f64().unwrap(),
         "ns",
     );
-    let (rss, rss_unit) = row[6].split_once(' ').unwrap();
+    let (rss, rss_unit) = row[7].split_once(' ').unwrap();
     same(
         "peak RSS",
         rss,

@@ -16,7 +16,7 @@ from ._errors import FileError
 from ._frames import make_frame, stage_stats, unsigned
 
 #: The run-file schema this package reads (docs/run-file.md).
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 APPLICATION_ID = 0x464C4142  # "FLAB"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -301,11 +301,11 @@ class Run:
         """CPU and memory of each process over the measured window."""
         columns = self._columns(
             """SELECT pid, ppid, name, role, user_ns, sys_ns, wall_ns, peak_rss_bytes,
-                      cpu_resolution_ns, cpu_source
+                      cpu_resolution_ns, cpu_source, watch_role
                FROM processes WHERE run_id = ? ORDER BY process_index""",
             (self.run_id,),
             ["pid", "ppid", "name", "role", "user_ns", "sys_ns", "wall_ns",
-             "peak_rss_bytes", "cpu_resolution_ns", "cpu_source"],
+             "peak_rss_bytes", "cpu_resolution_ns", "cpu_source", "watch_role"],
         )
         columns["cpu_ns"] = [u + s for u, s in zip(columns["user_ns"], columns["sys_ns"])]
         columns["load_pct"] = [

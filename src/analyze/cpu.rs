@@ -37,6 +37,7 @@ pub fn process_rows(processes: &[ProcessStats]) -> Vec<ProcessRow> {
                 peak_rss_bytes: p.peak_rss_bytes,
                 cpu_resolution_ns: p.cpu_resolution_ns,
                 service: p.service.clone(),
+                watch_role: p.watch_role.clone(),
             }
         })
         .collect()
@@ -77,14 +78,36 @@ pub fn cpu_summary(processes: &[ProcessStats], window_ns: i64, work_units: u64) 
 
 /// The name of the role a process row counts under in comparisons: `command` for the
 /// launched tree (the command and its descendants), a service's name for its processes, a
-/// watched process's own name for the rest (two watched processes of one name are one role).
+/// watched process's role for the rest (`--watch-pid ROLE=PID`; its own name in runs before
+/// schema 7; two watched processes of one role are one role).
 pub fn role_of(row: &ProcessRow) -> String {
     match row.role {
         ProcessRole::Command | ProcessRole::Child => COMMAND_ROLE.into(),
-        // A watched process named like the command's role must not merge into it.
-        ProcessRole::Watched if row.name == COMMAND_ROLE => format!("{COMMAND_ROLE}-watched"),
-        ProcessRole::Watched => row.name.clone(),
+        ProcessRole::Watched => {
+            let role = if row.watch_role.is_empty() {
+                &row.name
+            } else {
+                &row.watch_role
+            };
+            // A watched process named like the command's role must not merge into it.
+            if role == COMMAND_ROLE {
+                format!("{COMMAND_ROLE}-watched")
+            } else {
+                role.clone()
+            }
+        }
         ProcessRole::Service => row.service.clone(),
+    }
+}
+
+/// What a process row is, for the process table's role column: `command`, `child`,
+/// `service NAME`, `watched ROLE`; the collector's own line is not a row.
+pub fn role_label(row: &ProcessRow) -> String {
+    match row.role {
+        ProcessRole::Command => COMMAND_ROLE.into(),
+        ProcessRole::Child => "child".into(),
+        ProcessRole::Service => format!("service {}", row.service),
+        ProcessRole::Watched => format!("watched {}", role_of(row)),
     }
 }
 

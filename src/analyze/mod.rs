@@ -113,6 +113,9 @@ pub struct ProcessRow {
     /// The `--service` it belongs to; else empty.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub service: String,
+    /// The role of a watched process (`--watch-pid ROLE=PID`); else empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub watch_role: String,
     /// The resolution of `user_ns + sys_ns` (the run file's `cpu_resolution_ns`; 0 unknown).
     #[serde(default)]
     pub cpu_resolution_ns: i64,

@@ -429,6 +429,7 @@ fn run_options(
         output: Some(path.to_owned()),
         watch_pids: settings.watch_pids.clone(),
         watch_names: settings.watch_names.clone(),
+        watch_roles: settings.watch_roles.clone(),
         frames: settings.frames,
         grace: ns(settings.grace_ns),
         ring_records: settings.ring_records,

@@ -43,6 +43,12 @@ pub struct RunSettings {
     pub frames: Option<u64>,
     pub watch_pids: Vec<u32>,
     pub watch_names: Vec<String>,
+    /// Roles given with `--watch-pid ROLE=PID` and `--watch ROLE=NAME`.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::session::watch::WatchRoles::is_empty"
+    )]
+    pub watch_roles: crate::session::watch::WatchRoles,
     pub grace_ns: i64,
     pub ring_records: Option<u64>,
     /// `--metric`: numbers each run's command prints or writes, judged like fps.

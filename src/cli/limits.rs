@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use framelab::session::watch::WatchArg;
 use framelab::units::parse_duration;
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -245,6 +246,13 @@ pub fn pid(text: &str) -> Result<u32, String> {
     let pid = count_in(text, 1, max.saturating_sub(1).clamp(1, i32::MAX as u64))
         .map_err(|e| format!("{e} (pids on this machine are below pid_max, {max})"))?;
     Ok(pid as u32)
+}
+
+/// `--watch-pid [ROLE=]PID`.
+pub fn watch_pid(text: &str) -> Result<WatchArg<u32>, String> {
+    let (role, pid_text) = framelab::session::watch::split_role(text)?;
+    let target = pid(pid_text)?;
+    Ok(WatchArg { role, target })
 }
 
 /// `demo --depth`: 1 or 2 (the demo checks it again for callers of the library).

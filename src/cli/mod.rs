@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::Args;
 use framelab::model::WarmupFrom;
 use framelab::sample::SourceKind;
+use framelab::session::watch::WatchArg;
 
 /// `--profile[=HZ]` of run, bench and demo.
 #[derive(Args, Debug)]
@@ -89,6 +90,12 @@ impl WarmupModeArgs {
 }
 
 impl RunControlArgs {
+    /// `--watch-pid` and `--watch` with their roles.
+    pub fn watch_list(&self) -> anyhow::Result<framelab::session::watch::WatchList> {
+        framelab::session::watch::watch_list(&self.watch_pids, &self.watch_names)
+            .map_err(anyhow::Error::msg)
+    }
+
     /// `--warmup-from` says where a `--warmup` counts from: without one (run and bench have
     /// none by default) it would change nothing, so it is refused rather than ignored.
     pub fn warmup_from(&self) -> anyhow::Result<WarmupFrom> {
@@ -207,12 +214,12 @@ pub struct RunControlArgs {
     /// Frames (or other work units) the command does, for a throughput when it is not instrumented
     #[arg(long, value_parser = limits::frames)]
     pub frames: Option<u64>,
-    /// Also account the CPU of this process (one framelab did not start, e.g. a daemon)
-    #[arg(long = "watch-pid", value_name = "PID", value_parser = limits::pid)]
-    pub watch_pids: Vec<u32>,
-    /// Also account processes with this name (comm, argv[0] or executable name)
-    #[arg(long = "watch", value_name = "NAME")]
-    pub watch_names: Vec<String>,
+    /// Also account the CPU of this process (one framelab did not start, e.g. a daemon) and of the children it reaps, under ROLE (default: its name)
+    #[arg(long = "watch-pid", value_name = "[ROLE=]PID", value_parser = limits::watch_pid)]
+    pub watch_pids: Vec<WatchArg<u32>>,
+    /// Also account processes with this name (comm, argv[0] or executable name), under ROLE (default: NAME); as root or with CAP_NET_ADMIN, also those that live milliseconds
+    #[arg(long = "watch", value_name = "[ROLE=]NAME", value_parser = framelab::session::watch::parse_watch_name)]
+    pub watch_names: Vec<WatchArg<String>>,
     /// How long the command gets to exit after SIGINT, and again after SIGTERM
     #[arg(long, value_parser = limits::grace, default_value = "2s")]
     pub grace: Duration,

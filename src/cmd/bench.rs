@@ -302,6 +302,7 @@ fn bench_spec_on(
         }
     }
     let ns = |d: std::time::Duration| d.as_nanos() as i64;
+    let watch = args.control.watch_list()?;
     Ok(ExperimentSpec {
         variants,
         params,
@@ -326,8 +327,9 @@ fn bench_spec_on(
             warmup_frames: args.control.warmup_mode.warmup_frames,
             duration_ns: args.control.duration.map(ns),
             frames: args.control.frames,
-            watch_pids: args.control.watch_pids.clone(),
-            watch_names: args.control.watch_names.clone(),
+            watch_pids: watch.pids,
+            watch_names: watch.names,
+            watch_roles: watch.roles,
             grace_ns: ns(args.control.grace),
             ring_records: args.control.ring_records,
             metrics: framelab::output::parse_metrics(&args.from_output.metrics)?,

@@ -58,6 +58,7 @@ pub struct RunArgs {
 }
 
 pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
+    let watch = args.control.watch_list()?;
     let opts = RunOptions {
         command: shell_command(args.command, args.from_output.shell),
         metrics: framelab::output::parse_metrics(&args.from_output.metrics)?,
@@ -73,8 +74,9 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         duration: args.control.duration,
         name: args.name,
         output: args.output,
-        watch_pids: args.control.watch_pids,
-        watch_names: args.control.watch_names,
+        watch_pids: watch.pids,
+        watch_names: watch.names,
+        watch_roles: watch.roles,
         frames: args.control.frames,
         grace: args.control.grace,
         ring_records: args.control.ring_records,

@@ -592,6 +592,14 @@ pub fn defaults(catalogue: &[Metric]) -> Vec<Metric> {
         .collect()
 }
 
+/// `cpu_per_req_s.server` for `cpu_per.req_s.server` (CPU per unit of a metric from
+/// output, per role), the way `cpu_per_frame.ROLE` is spelt; `None` for other names.
+fn cpu_per_spelling(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("cpu_per_")?;
+    let per_frame = rest == "frame" || rest.starts_with("frame.");
+    (!per_frame && !rest.is_empty()).then(|| format!("cpu_per.{rest}"))
+}
+
 /// The metrics named by `--show` (each may list several, comma-separated), in the order
 /// given; an unknown name is an error that lists the ones these runs have.
 pub fn select(catalogue: &[Metric], names: &[String]) -> anyhow::Result<Vec<Metric>> {
@@ -602,7 +610,10 @@ pub fn select(catalogue: &[Metric], names: &[String]) -> anyhow::Result<Vec<Metr
         .map(str::trim)
         .filter(|n| !n.is_empty())
     {
-        let Some(metric) = catalogue.iter().find(|m| m.key == name) else {
+        let Some(metric) = catalogue.iter().find(|m| m.key == name).or_else(|| {
+            let spelled = cpu_per_spelling(name)?;
+            catalogue.iter().find(|m| m.key == spelled)
+        }) else {
             let known: Vec<&str> = catalogue.iter().map(|m| m.key.as_str()).collect();
             anyhow::bail!(
                 "no metric '{name}' in these runs; they have: {}",
@@ -619,6 +630,16 @@ pub fn select(catalogue: &[Metric], names: &[String]) -> anyhow::Result<Vec<Metr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_per_a_metric_may_be_spelt_like_cpu_per_frame() {
+        assert_eq!(
+            cpu_per_spelling("cpu_per_req_s.server").as_deref(),
+            Some("cpu_per.req_s.server")
+        );
+        assert_eq!(cpu_per_spelling("cpu_per_frame.decoderd"), None);
+        assert_eq!(cpu_per_spelling("cpu.server"), None);
+    }
 
     #[test]
     fn energy_per_frame_is_a_metric_where_a_run_measured_energy() {

@@ -345,7 +345,7 @@ fn cpu(a: &Analysis) -> Option<String> {
         s.push_str(&format!(" · {per_frame} µs per frame"));
     }
     if let Some(observer) = c.collector_load_pct {
-        s.push_str(&format!(" · framelab itself {observer:.1}%"));
+        s.push_str(&format!(" · collector (framelab) {observer:.1}%"));
     }
     Some(s)
 }

@@ -1,4 +1,5 @@
-//! Aligned plain-text tables: the first column left-aligned, numbers right-aligned.
+//! Aligned plain-text tables: the first column (and words, `Column::words`) left-aligned,
+//! numbers right-aligned.
 
 use super::facts::Style;
 
@@ -6,6 +7,8 @@ pub struct Column {
     pub header: String,
     /// The narrowest the column may be, so tables line up with the reference layout.
     pub min_width: usize,
+    /// Left-aligned: the column holds words, not numbers.
+    pub left: bool,
 }
 
 impl Column {
@@ -13,6 +16,15 @@ impl Column {
         Column {
             header: header.into(),
             min_width,
+            left: false,
+        }
+    }
+
+    /// A column of words (a role), left-aligned after its gap.
+    pub fn words(header: impl Into<String>, min_width: usize) -> Column {
+        Column {
+            left: true,
+            ..Column::new(header, min_width)
         }
     }
 }
@@ -33,7 +45,11 @@ pub fn render(columns: &[Column], rows: &[Vec<String>], unit: Option<&str>, st: 
         .collect();
     let columns: Vec<Column> = columns
         .iter()
-        .map(|c| Column::new(shown(&c.header), c.min_width))
+        .map(|c| Column {
+            header: shown(&c.header),
+            min_width: c.min_width,
+            left: c.left,
+        })
         .collect();
     let widths: Vec<usize> = columns
         .iter()
@@ -57,6 +73,10 @@ pub fn render(columns: &[Column], rows: &[Vec<String>], unit: Option<&str>, st: 
             if c == 0 {
                 out.push_str(cell);
                 out.push_str(&" ".repeat(pad));
+            } else if columns[c].left {
+                out.push_str("  ");
+                out.push_str(cell);
+                out.push_str(&" ".repeat(pad.saturating_sub(2)));
             } else {
                 out.push_str(&" ".repeat(pad));
                 out.push_str(cell);

@@ -3,7 +3,7 @@
 use super::facts::{facts_in, title, Style};
 use super::format::{cores, cpu_secs, load_pct, mem, secs, us, us_mean};
 use super::table::{render as table, Column};
-use crate::analyze::cpu::split_resolution_ns;
+use crate::analyze::cpu::{role_label, split_resolution_ns};
 use crate::analyze::{Analysis, Dist};
 
 fn dist_cells(d: &Dist) -> [String; 6] {
@@ -40,9 +40,11 @@ fn stage_table(a: &Analysis, st: &Style) -> Option<String> {
     Some(table(&columns, &rows, Some("µs"), st))
 }
 
-/// Process rows, plus an `all` row when there is more than one process.
-pub(crate) fn process_rows(a: &Analysis) -> Vec<[String; 7]> {
-    let mut rows: Vec<[String; 7]> = a
+/// Process rows, plus an `all` row when there is more than one process. The role column
+/// says what each is (`command`, `child`, `service NAME`, `watched ROLE`): two rows of
+/// one name (the command and a watched daemon, both `python3`) are told apart by it.
+pub(crate) fn process_rows(a: &Analysis) -> Vec<[String; 8]> {
+    let mut rows: Vec<[String; 8]> = a
         .processes
         .iter()
         .map(|p| {
@@ -53,6 +55,7 @@ pub(crate) fn process_rows(a: &Analysis) -> Vec<[String; 7]> {
             );
             [
                 p.name.clone(),
+                role_label(p),
                 secs(p.wall_ns),
                 cpu_secs(p.user_ns, split),
                 cpu_secs(p.sys_ns, split),
@@ -70,6 +73,7 @@ pub(crate) fn process_rows(a: &Analysis) -> Vec<[String; 7]> {
         let wall = a.window.length_ns;
         rows.push([
             "all".into(),
+            String::new(),
             secs(wall),
             cpu_secs(c.user_ns, split),
             cpu_secs(c.sys_ns, split),
@@ -88,6 +92,7 @@ fn process_table(a: &Analysis, st: &Style) -> Option<String> {
     }
     let columns = [
         Column::new("process", 10),
+        Column::words("role", 9),
         Column::new("wall s", 9),
         Column::new("user s", 9),
         Column::new("sys s", 9),
@@ -146,8 +151,8 @@ pub(crate) fn worst_headers(a: &Analysis, stage: impl Fn(&str) -> String) -> Vec
 }
 
 /// The process table's headers, for Markdown and the HTML page.
-pub(crate) const PROCESS_HEADERS: [&str; 7] = [
-    "process", "wall s", "user s", "sys s", "load %", "cores", "peak RSS",
+pub(crate) const PROCESS_HEADERS: [&str; 8] = [
+    "process", "role", "wall s", "user s", "sys s", "load %", "cores", "peak RSS",
 ];
 
 fn worst_table(a: &Analysis, st: &Style) -> Option<String> {

@@ -1,10 +1,13 @@
 //! Which processes the per-process sources look at: everything below framelab (the command
 //! and its descendants, orphans included since framelab is their subreaper) plus the
 //! watched ones. Walking the tree costs a directory read per process, so it is done a few
-//! times a second, not at every tick.
+//! times a second, not at every tick. Processes of a watched name are learnt at their exec
+//! from the kernel's process events where framelab has them; else /proc is scanned for
+//! them every 2 s.
 
 use std::time::{Duration, Instant};
 
+use crate::session::procevents::{ProcEvent, ProcEvents};
 use crate::session::procfs::Procfs;
 
 const REFRESH_EVERY: Duration = Duration::from_millis(200);
@@ -21,6 +24,9 @@ pub struct ProcessTree {
     pids: Vec<u32>,
     refreshed: Option<Instant>,
     names_refreshed: Option<Instant>,
+    /// Exec events, for `watched_names` (see `with_events`).
+    events: Option<ProcEvents>,
+    events_lost: u64,
 }
 
 impl ProcessTree {
@@ -40,6 +46,8 @@ impl ProcessTree {
             pids: Vec::new(),
             refreshed: None,
             names_refreshed: None,
+            events: None,
+            events_lost: 0,
         }
     }
 
@@ -54,7 +62,16 @@ impl ProcessTree {
             pids: Vec::new(),
             refreshed: None,
             names_refreshed: None,
+            events: None,
+            events_lost: 0,
         }
+    }
+
+    /// Learns of processes of the watched names at their exec, from the kernel's events:
+    /// /proc is scanned for them once, and again only if events were lost.
+    pub fn with_events(mut self, events: ProcEvents) -> ProcessTree {
+        self.events = Some(events);
+        self
     }
 
     /// The processes as last found, refreshing first when due.
@@ -89,11 +106,32 @@ impl ProcessTree {
                 .copied()
                 .filter(|&p| self.procfs.exists(p)),
         );
-        if !self.watched_names.is_empty()
-            && self
-                .names_refreshed
-                .is_none_or(|t| now.duration_since(t) >= NAMES_EVERY)
-        {
+        if !self.watched_names.is_empty() {
+            self.refresh_names(now);
+        }
+        pids.extend(self.by_name.iter().copied());
+        pids.sort_unstable();
+        pids.dedup();
+        self.pids = pids;
+        self.refreshed = Some(now);
+    }
+
+    fn refresh_names(&mut self, now: Instant) {
+        let mut scan = self
+            .names_refreshed
+            .is_none_or(|t| now.duration_since(t) >= NAMES_EVERY);
+        let mut execs = Vec::new();
+        if let Some(events) = self.events.as_mut() {
+            let mut got = Vec::new();
+            events.drain(&mut got);
+            execs.extend(got.into_iter().filter_map(|e| match e {
+                ProcEvent::Exec { pid } => Some(pid),
+                ProcEvent::Exit { .. } => None,
+            }));
+            scan = self.names_refreshed.is_none() || events.lost != self.events_lost;
+            self.events_lost = events.lost;
+        }
+        if scan {
             self.by_name = self
                 .watched_names
                 .iter()
@@ -101,11 +139,16 @@ impl ProcessTree {
                 .filter(|&p| Some(p) != self.root)
                 .collect();
             self.names_refreshed = Some(now);
+        } else {
+            let procfs = &self.procfs;
+            self.by_name.retain(|&p| procfs.exists(p));
         }
-        pids.extend(self.by_name.iter().copied());
-        pids.sort_unstable();
-        pids.dedup();
-        self.pids = pids;
-        self.refreshed = Some(now);
+        for pid in execs {
+            let names = self.procfs.names_of(pid);
+            let watched = self.watched_names.iter().any(|n| names.contains(n));
+            if watched && Some(pid) != self.root && !self.by_name.contains(&pid) {
+                self.by_name.push(pid);
+            }
+        }
     }
 }

@@ -20,17 +20,28 @@
 //!   have used it, it goes to that process's row; otherwise it goes to the
 //!   `(exited children)` row, whose note says whose reaped children it holds and why they
 //!   cannot be told apart.
+//!
+//! A watched process (`--watch-pid`, `--watch`) counts with the children it reaps: what its
+//! reaped-children time grew by over the window is added to its row. `--watch NAME` matches
+//! new processes at their exec (the kernel's process events, `procevents`) and counts one
+//! that ended before a sweep read it from its exit record; without either, one line says
+//! what is missing and framelab rescans /proc every 2 s.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::procevents::{ProcEvent, ProcEvents};
 use super::procfs::{CpuTimes, Procfs};
 use super::taskstats::{Exit, Taskstats};
+use super::watch::WatchList;
 use crate::model::{CpuSource, ProcessRole, ProcessStats};
 
 /// Name lookups (`--watch NAME`) scan all of /proc: not at every sweep.
 const NAMES_EVERY_NS: i64 = 2_000_000_000;
 /// How often a process's peak RSS is read (see `observe`).
 const RSS_EVERY_NS: i64 = 500_000_000;
+/// Rows of processes of one watched role known only by their exit records; past this, the
+/// rest add up in one row.
+const MAX_EXIT_ROWS: usize = 20;
 /// Exit records of processes not (yet) known to be the run's are kept this long.
 const UNSEEN_KEEP_NS: i64 = 10_000_000_000;
 
@@ -74,6 +85,8 @@ struct Gone {
 #[derive(Clone, Debug)]
 struct Tracked {
     role: ProcessRole,
+    /// The role a watched process counts under (see `session::watch`); else empty.
+    watch_role: String,
     ppid: u32,
     name: String,
     /// Its start time as /proc gives it: a pid reused by another process starts elsewhen.
@@ -82,6 +95,8 @@ struct Tracked {
     last_seen_ns: i64,
     /// The last reading was of a zombie: its times are final.
     zombie: bool,
+    /// When it was first read as a zombie: it ended by then.
+    zombie_since_ns: Option<i64>,
     gone: Option<Gone>,
     /// CPU at the window start (zero for processes born inside it).
     baseline: Option<Reading>,
@@ -136,11 +151,25 @@ pub struct Accounting {
     collector_pid: u32,
     /// How often `sample` is called: what "between readings" means in the notes.
     interval_ns: i64,
-    watched_pids: Vec<u32>,
-    watched_names: Vec<String>,
+    watch: WatchList,
     matched_names: BTreeSet<String>,
-    by_name: Vec<u32>,
+    /// Processes found by a watched name, with their role.
+    by_name: BTreeMap<u32, String>,
     names_due_ns: i64,
+    /// The kernel's process events, where framelab may have them (else why not): new
+    /// processes are matched to watched names at their exec, not by rescanning /proc.
+    events: Option<Result<ProcEvents, String>>,
+    /// /proc was scanned for watched names since events were last lost.
+    names_scanned: bool,
+    events_lost: u64,
+    /// Start time of each `--watch-pid` process at first sight: a later process given the
+    /// same pid is not the one watched.
+    watched_starts: BTreeMap<u32, i64>,
+    /// `--watch-pid` pids taken by another process after the watched one ended.
+    reused: BTreeSet<u32>,
+    /// Processes of a watched name that lived between two readings, from their exit
+    /// records, with their role.
+    watched_exits: Vec<(Exit, String)>,
     procs: BTreeMap<u32, Tracked>,
     /// Processes whose pid was taken by a new one during the run.
     retired: Vec<(u32, Tracked)>,
@@ -177,8 +206,7 @@ impl Accounting {
         origin_mono_ns: i64,
         collector_pid: u32,
         interval_ns: i64,
-        watched_pids: Vec<u32>,
-        watched_names: Vec<String>,
+        watch: WatchList,
         taskstats: Result<Taskstats, String>,
     ) -> Accounting {
         Accounting {
@@ -186,11 +214,16 @@ impl Accounting {
             origin_mono_ns,
             collector_pid,
             interval_ns,
-            watched_pids,
-            watched_names,
+            watch,
             matched_names: BTreeSet::new(),
-            by_name: Vec::new(),
+            by_name: BTreeMap::new(),
             names_due_ns: i64::MIN,
+            events: None,
+            names_scanned: false,
+            events_lost: 0,
+            watched_starts: BTreeMap::new(),
+            reused: BTreeSet::new(),
+            watched_exits: Vec::new(),
             procs: BTreeMap::new(),
             retired: Vec::new(),
             window: None,
@@ -216,13 +249,44 @@ impl Accounting {
             self.origin_mono_ns,
             self.collector_pid,
             self.interval_ns,
-            self.watched_pids.clone(),
-            self.watched_names.clone(),
+            self.watch.clone(),
             taskstats,
         );
+        fresh.events = self.events.take();
+        fresh.watched_starts = self.watched_starts.clone();
         fresh.services = self.services.clone();
         fresh.foreign = self.foreign.clone();
         fresh
+    }
+
+    /// For `--watch NAME`: listens to the kernel's process events. `Some` is the line to
+    /// print when framelab must do with less: what is missing, what it costs, how to get it.
+    pub fn listen_for_names(&mut self) -> Option<String> {
+        if self.watch.names.is_empty() {
+            return None;
+        }
+        let events = ProcEvents::open();
+        let how = |why: &str| {
+            if why.contains(super::taskstats::OFF_ENV) {
+                format!("unset {} to have them", super::taskstats::OFF_ENV)
+            } else {
+                "run framelab as root, or give it CAP_NET_ADMIN (sudo setcap cap_net_admin+ep \"$(command -v framelab)\")".to_owned()
+            }
+        };
+        let line = match (&events, &self.taskstats) {
+            (Err(why), _) => Some(format!(
+                "--watch NAME looks for new processes every 2 s, so one that lives less may be missed: the kernel's process events are not available ({why}); {}",
+                how(why)
+            )),
+            (Ok(_), Err(why)) => Some(format!(
+                "--watch NAME: a process that ends between two readings ({}) is not counted: the kernel's exit records are not available ({why}); {}",
+                interval_text(self.interval_ns),
+                how(why)
+            )),
+            (Ok(_), Ok(_)) => None,
+        };
+        self.events = Some(events);
+        line
     }
 
     /// The services started for the run (leader pid, name), before the command.
@@ -265,24 +329,88 @@ impl Accounting {
             let children = self.procfs.children(pid);
             stack.extend(children.into_iter().rev().map(|c| (c, service.clone())));
         }
-        if !self.watched_names.is_empty() && now_ns >= self.names_due_ns {
-            self.by_name.clear();
-            for name in &self.watched_names {
-                for pid in self.procfs.find_by_name(name) {
-                    self.matched_names.insert(name.clone());
-                    if pid != self.collector_pid {
-                        self.by_name.push(pid);
-                    }
-                }
-            }
-            self.names_due_ns = now_ns + NAMES_EVERY_NS;
+        if !self.watch.names.is_empty() {
+            self.find_watched_names(now_ns);
         }
-        for &pid in self.watched_pids.iter().chain(&self.by_name) {
+        for &pid in self.watch.pids.iter().chain(self.by_name.keys()) {
             if !listed.iter().any(|&(p, _)| p == pid) {
                 listed.push((pid, ProcessRole::Watched));
             }
         }
         listed
+    }
+
+    /// Processes of the watched names: every process that exec'd since the last call, from
+    /// the kernel's events; the whole of /proc at first, after events were lost, and every
+    /// 2 s without events.
+    fn find_watched_names(&mut self, now_ns: i64) {
+        let mut execs = Vec::new();
+        let mut scan = now_ns >= self.names_due_ns;
+        if let Some(Ok(events)) = self.events.as_mut() {
+            let mut got = Vec::new();
+            events.drain(&mut got);
+            execs.extend(got.into_iter().filter_map(|e| match e {
+                ProcEvent::Exec { pid } => Some(pid),
+                ProcEvent::Exit { .. } => None,
+            }));
+            scan = !self.names_scanned || events.lost != self.events_lost;
+            self.events_lost = events.lost;
+        }
+        // Ended ones are settled; those never read are gone for good.
+        let procs = &self.procs;
+        let procfs = &self.procfs;
+        self.by_name.retain(|pid, _| match procs.get(pid) {
+            Some(t) => t.gone.is_none(),
+            None => procfs.exists(*pid),
+        });
+        if scan {
+            if !matches!(self.events, Some(Ok(_))) {
+                // Without events a rescan finds everything there is: the list is rebuilt.
+                let procs = &self.procs;
+                self.by_name.retain(|pid, _| procs.contains_key(pid));
+            }
+            let names = self.watch.names.clone();
+            for name in &names {
+                for pid in self.procfs.find_by_name(name) {
+                    self.match_name(pid, name);
+                }
+            }
+            self.names_scanned = true;
+            self.names_due_ns = now_ns + NAMES_EVERY_NS;
+        }
+        for pid in execs {
+            let names = self.procfs.names_of(pid);
+            if let Some(name) = self.watch.names.iter().find(|n| names.contains(n)).cloned() {
+                self.match_name(pid, &name);
+            }
+        }
+    }
+
+    fn match_name(&mut self, pid: u32, name: &str) {
+        self.matched_names.insert(name.to_owned());
+        if pid != self.collector_pid {
+            let role = self.watch.role_of_name(name);
+            self.by_name.entry(pid).or_insert(role);
+        }
+    }
+
+    /// The role of an ended process never read, when its exit record names it as one of
+    /// a watched name (a process's name in its record is its comm, cut at 15 bytes); not
+    /// one the command's tree started, which counts with the tree.
+    fn watched_exit_role(&self, exit: &Exit) -> Option<String> {
+        if let Some(role) = self.by_name.get(&exit.pid) {
+            return Some(role.clone());
+        }
+        let parent_in_tree = exit.ppid == self.collector_pid
+            || self
+                .procs
+                .get(&exit.ppid)
+                .is_some_and(|p| p.role != ProcessRole::Watched);
+        if parent_in_tree {
+            return None;
+        }
+        let name = self.watch.names.iter().find(|n| comm_of(n) == exit.comm)?;
+        Some(self.watch.role_of_name(name))
     }
 
     /// Processes of the run still alive at the last reading (tree and watched).
@@ -554,7 +682,20 @@ impl Accounting {
                     }
                 }
                 Some(_) => {}
-                None => self.unseen.push((exit, now_ns)),
+                None => match self.watched_exit_role(&exit) {
+                    Some(role) => {
+                        if let Some(name) =
+                            self.watch.names.iter().find(|n| comm_of(n) == exit.comm)
+                        {
+                            self.matched_names.insert(name.clone());
+                        }
+                        // Ended before the window opened: not the window's.
+                        if self.in_window() {
+                            self.watched_exits.push((exit, role));
+                        }
+                    }
+                    None => self.unseen.push((exit, now_ns)),
+                },
             }
         }
         self.unseen.retain(|(_, at)| now_ns - at < UNSEEN_KEEP_NS);
@@ -576,7 +717,7 @@ impl Accounting {
         if self.procs.contains_key(&pid) || self.ended() {
             return;
         }
-        let role = if self.watched_pids.contains(&pid) {
+        let role = if self.watch.pids.contains(&pid) {
             ProcessRole::Watched
         } else {
             ProcessRole::Child
@@ -625,6 +766,14 @@ impl Accounting {
             self.foreign.insert(pid);
             return true;
         }
+        if role == ProcessRole::Watched && self.watch.pids.contains(&pid) {
+            let first = *self.watched_starts.entry(pid).or_insert(stat.start_ns);
+            if first != stat.start_ns {
+                // The watched process ended and its pid now names another: not watched.
+                self.reused.insert(pid);
+                return false;
+            }
+        }
         let clock_ns = self.procfs.cpu_clock_ns(pid);
         // The peak RSS is a high-water mark: read at first sight, then every RSS_EVERY_NS
         // (the status file costs more than stat); framelab's own reaps give it exactly.
@@ -660,17 +809,39 @@ impl Accounting {
         // Alive since its start (boot-based, same as CLOCK_MONOTONIC without suspend), or since
         // launch for processes older than the run.
         let started_ns = (stat.start_ns - self.origin_mono_ns).clamp(0, now_ns);
+        let watch_role = match role {
+            ProcessRole::Watched => self
+                .by_name
+                .get(&pid)
+                .cloned()
+                .unwrap_or_else(|| self.watch.role_of_pid(pid, &stat.comm)),
+            _ => String::new(),
+        };
+        // A watched process first read inside the window counts from its birth if it was
+        // born inside it, else from now (what it used before is not the window's).
+        let born_in_window = match (role, self.window) {
+            (ProcessRole::Watched, Some((start, _))) => started_ns >= start - START_TICK_SLACK_NS,
+            _ => true,
+        };
         let tracked = self.procs.entry(pid).or_insert_with(|| Tracked {
             role,
+            watch_role,
             ppid: stat.ppid,
             name: stat.comm.clone(),
             start_ticks_ns: stat.start_ns,
             first_seen_ns: started_ns,
             last_seen_ns: now_ns,
             zombie: false,
+            zombie_since_ns: None,
             gone: None,
             // Born inside the window: everything it used counts.
-            baseline: in_window.then(|| Reading::zero(clock_ns.is_some())),
+            baseline: in_window.then(|| {
+                if born_in_window {
+                    Reading::zero(clock_ns.is_some())
+                } else {
+                    reading
+                }
+            }),
             last: reading,
             // Everything below framelab started after the launch, with nothing reaped yet.
             settled: Reading::zero(false),
@@ -688,6 +859,9 @@ impl Accounting {
         tracked.last = reading;
         tracked.last_seen_ns = now_ns;
         tracked.zombie = matches!(stat.state, 'Z' | 'X');
+        if tracked.zombie && tracked.zombie_since_ns.is_none() {
+            tracked.zombie_since_ns = Some(now_ns);
+        }
         if let Some(rss) = rss {
             tracked.peak_rss_bytes = tracked.peak_rss_bytes.max(rss);
             tracked.rss_read_ns = now_ns;
@@ -809,6 +983,9 @@ impl Accounting {
         };
         let tick = self.procfs.ns_per_tick();
         let mut rows = Vec::new();
+        // For each watched row: its whole life's CPU if it ended (what its parent's reaped
+        // children time grew by when it was reaped), and what its reaped children added.
+        let mut watched_ends: Vec<(usize, Option<i64>, i64)> = Vec::new();
         let all = self
             .procs
             .iter()
@@ -863,6 +1040,41 @@ impl Accounting {
                     alive_to = (t.last_seen_ns + user + sys).min(gone.at_ns).min(end);
                 }
             }
+            let mut notes = Vec::new();
+            if t.role == ProcessRole::Watched {
+                // What the children it reaped used: its cutime + cstime grew by their totals.
+                let user = (t.last.cpu.children_user_ns - baseline.cpu.children_user_ns).max(0);
+                let sys = (t.last.cpu.children_sys_ns - baseline.cpu.children_sys_ns).max(0);
+                let reaped_ns = user + sys;
+                if reaped_ns > 0 {
+                    cpu_ns += reaped_ns;
+                    user_ticks += user;
+                    sys_ticks += sys;
+                    resolution = resolution.max(tick);
+                }
+                let by_pid = self.watch.pids.contains(&pid);
+                // A zombie its parent has not reaped yet ended too.
+                let ended_ns = t.gone.map(|g| g.at_ns).or(t.zombie_since_ns);
+                if let Some(at) = ended_ns {
+                    alive_to = alive_to.min(at);
+                }
+                if let (Some(ended_ns), true) = (ended_ns, by_pid) {
+                    let reused = if self.reused.contains(&pid) {
+                        ", and its pid was then taken by another process (not counted)"
+                    } else {
+                        ""
+                    };
+                    notes.push(format!(
+                        "ended {:.2} s into the window: counted up to then{reused}",
+                        (ended_ns.min(end) - start).max(0) as f64 / 1e9
+                    ));
+                }
+                let whole_life = t.gone.map(|_| {
+                    let own = self.own_final_ns(pid).unwrap_or(t.last.own_ns());
+                    own + t.last.cpu.children_user_ns + t.last.cpu.children_sys_ns
+                });
+                watched_ends.push((rows.len(), whole_life, reaped_ns));
+            }
             let (user_ns, sys_ns) = split_like(cpu_ns, user_ticks, sys_ticks);
             rows.push(ProcessStats {
                 pid,
@@ -875,9 +1087,93 @@ impl Accounting {
                 peak_rss_bytes: self.peak_rss_bytes(pid, t),
                 cpu_resolution_ns: resolution,
                 cpu_source: source,
-                note: String::new(),
+                note: notes.join("; "),
                 service: self.service_of.get(&pid).cloned().unwrap_or_default(),
+                watch_role: t.watch_role.clone(),
             });
+        }
+        // Processes of a watched name that lived between two readings: a row each, from
+        // their exit records (`cpu_source` exit); past MAX_EXIT_ROWS of a role, the rest add
+        // up in one row that says how many.
+        let mut per_role: BTreeMap<&str, usize> = BTreeMap::new();
+        // Per role: the folded row, and its entry in `watched_ends`.
+        let mut folded: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        for (exit, role) in &self.watched_exits {
+            let (user_ns, sys_ns) = split_like(exit.cpu_ns, exit.user_us, exit.sys_us);
+            let lived = exit.lifetime_ns.unwrap_or(0).clamp(0, end - start);
+            let seen = per_role.entry(role.as_str()).or_default();
+            *seen += 1;
+            if *seen > MAX_EXIT_ROWS {
+                if let Some(&(at, end_at)) = folded.get(role.as_str()) {
+                    let row = &mut rows[at];
+                    row.user_ns += user_ns;
+                    row.sys_ns += sys_ns;
+                    row.peak_rss_bytes = row.peak_rss_bytes.max(exit.hiwater_rss_bytes);
+                    let whole = &mut watched_ends[end_at].1;
+                    *whole = Some(whole.unwrap_or(0) + exit.cpu_ns);
+                    continue;
+                }
+                folded.insert(role.as_str(), (rows.len(), watched_ends.len()));
+            }
+            watched_ends.push((rows.len(), Some(exit.cpu_ns), 0));
+            rows.push(ProcessStats {
+                pid: exit.pid,
+                ppid: exit.ppid,
+                name: exit.comm.clone(),
+                role: ProcessRole::Watched,
+                user_ns,
+                sys_ns,
+                wall_ns: lived,
+                peak_rss_bytes: exit.hiwater_rss_bytes,
+                cpu_resolution_ns: tick,
+                cpu_source: CpuSource::Exit,
+                note: String::new(),
+                service: String::new(),
+                watch_role: role.clone(),
+            });
+        }
+        for (role, &(at, _)) in &folded {
+            let more = per_role[role] - MAX_EXIT_ROWS;
+            let row = &mut rows[at];
+            row.wall_ns = end - start;
+            row.note = format!(
+                "{more} processes of role {role} that lived between two readings, added up (their exit records)"
+            );
+        }
+        // A watched process that reaped another watched one would hold its CPU twice: in its
+        // reaped children's time (the whole of the other's life) and in the other's row.
+        for &(at, _, reaped_ns) in &watched_ends {
+            if reaped_ns <= 0 {
+                continue;
+            }
+            let parent = rows[at].pid;
+            let twice: i64 = watched_ends
+                .iter()
+                .filter(|&&(other, _, _)| other != at && rows[other].ppid == parent)
+                .filter_map(|&(_, whole_life, _)| whole_life)
+                .sum();
+            let taken = twice.min(reaped_ns);
+            if taken > 0 {
+                let row = &mut rows[at];
+                let (user, sys) = split_like(taken, row.user_ns, row.sys_ns);
+                row.user_ns -= user;
+                row.sys_ns -= sys;
+            }
+            if reaped_ns - taken <= 0 {
+                continue;
+            }
+            let row = &mut rows[at];
+            let own = row.user_ns + row.sys_ns - (reaped_ns - taken);
+            let with = format!(
+                "{:.2} s of its own and {:.2} s of the children it reaped",
+                own as f64 / 1e9,
+                (reaped_ns - taken) as f64 / 1e9
+            );
+            row.note = if row.note.is_empty() {
+                with
+            } else {
+                format!("{with}; {}", row.note)
+            };
         }
         let mut whys = Vec::new();
         let (mut user_ns, mut sys_ns) = (0, 0);
@@ -944,6 +1240,7 @@ impl Accounting {
                 cpu_source: CpuSource::Unattributed,
                 note: whys.join("; "),
                 service: String::new(),
+                watch_role: String::new(),
             });
         }
         rows.sort_by_key(|r| {
@@ -983,7 +1280,8 @@ impl Accounting {
 
     /// Names given with `--watch` that matched no process during the run.
     pub fn unmatched_names(&self) -> Vec<String> {
-        self.watched_names
+        self.watch
+            .names
             .iter()
             .filter(|name| !self.matched_names.contains(*name))
             .cloned()
@@ -1002,6 +1300,15 @@ fn split_like(total_ns: i64, user_ticks_ns: i64, sys_ticks_ns: i64) -> (i64, i64
     (total_ns - sys_ns, sys_ns)
 }
 
+/// A process name as the kernel keeps it (comm): at most 15 bytes.
+fn comm_of(name: &str) -> &str {
+    let mut end = name.len().min(15);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
 /// `50 ms`, `1 s`.
 fn interval_text(ns: i64) -> String {
     if ns % 1_000_000_000 == 0 {
@@ -1010,3 +1317,7 @@ fn interval_text(ns: i64) -> String {
         format!("{} ms", (ns as f64 / 1e6).round())
     }
 }
+
+#[cfg(test)]
+#[path = "accounting_tests.rs"]
+mod tests;

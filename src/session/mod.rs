@@ -8,11 +8,13 @@ pub mod guard;
 mod hold;
 mod launch;
 mod output;
+pub(crate) mod procevents;
 pub mod procfs;
 mod progress;
 mod rings;
 mod services;
 pub mod taskstats;
+pub mod watch;
 mod write;
 
 use std::path::PathBuf;
@@ -42,6 +44,8 @@ pub struct RunOptions {
     pub output: Option<PathBuf>,
     pub watch_pids: Vec<u32>,
     pub watch_names: Vec<String>,
+    /// Roles given with `--watch-pid ROLE=PID` and `--watch ROLE=NAME`.
+    pub watch_roles: watch::WatchRoles,
     pub frames: Option<u64>,
     /// How long the command gets to exit after each of SIGINT and SIGTERM.
     pub grace: Duration,
@@ -284,21 +288,33 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         meta.origin_mono_ns,
         std::process::id(),
         accounting_every(&opts.sampling).as_nanos() as i64,
-        opts.watch_pids.clone(),
-        opts.watch_names.clone(),
+        watch::WatchList {
+            pids: opts.watch_pids.clone(),
+            names: opts.watch_names.clone(),
+            roles: opts.watch_roles.clone(),
+        },
         exit_records,
     );
+    if let Some(missing) = accounting.listen_for_names() {
+        eprintln!("framelab: warning: {missing}");
+    }
     accounting.set_services(services.roots());
     let live = opts.live.map(|every| {
         crate::hist::live::Live::start(output.clone(), writer.run_id(), every, opts.live_linear)
     });
     let mut collector = collect::Collector::new(writer, session, tick_clock, meta, accounting);
-    let tree = crate::sample::ProcessTree::below(
+    let mut tree = crate::sample::ProcessTree::below(
         procfs::Procfs::system(),
         std::process::id(),
         opts.watch_pids.clone(),
         opts.watch_names.clone(),
     );
+    if !opts.watch_names.is_empty() {
+        // Their threads too are sampled from their exec (without events: said above).
+        if let Ok(events) = procevents::ProcEvents::open() {
+            tree = tree.with_events(events);
+        }
+    }
     collector.start_sampling(opts.sampling.clone(), tree);
     if let Some(n) = opts.warmup_frames {
         collector.watch_for_frame_after(n);

@@ -130,7 +130,9 @@ impl Procfs {
             .collect()
     }
 
-    fn names_of(&self, pid: u32) -> Vec<String> {
+    /// The names `--watch` matches a process by: comm, and the base names of argv[0] and of
+    /// the executable (empty once it is gone).
+    pub fn names_of(&self, pid: u32) -> Vec<String> {
         let mut names = Vec::new();
         if let Some(stat) = self.stat(pid) {
             names.push(stat.comm);

@@ -46,6 +46,12 @@ pub const MIGRATIONS: &[Migration] = &[
         from: 5,
         sql: schema::PROFILE_TABLES,
     },
+    // 7: the role of a watched process (`processes.watch_role`). Older runs' watched
+    // processes count under their own name, which an empty role means.
+    Migration {
+        from: 6,
+        sql: schema::PROCESS_WATCH_ROLE_COLUMN,
+    },
 ];
 
 /// Whether `version` can be brought to `SCHEMA_VERSION` by this build.
@@ -158,6 +164,7 @@ mod tests {
         .unwrap();
         // ... and what schema 4 added to `runs`.
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
+        conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
         assert!(can_migrate(1));
@@ -183,6 +190,7 @@ mod tests {
         // What schema 2 was: `processes` without the columns schema 3 added.
         // ... and what schema 4 added to `runs`.
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
+        conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
         conn.execute_batch(
@@ -234,6 +242,7 @@ mod tests {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
+        conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
         conn.execute_batch(
@@ -276,6 +285,7 @@ mod tests {
     fn a_schema_4_file_gets_empty_metric_and_output_tables() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
         conn.execute_batch(
@@ -321,10 +331,46 @@ mod tests {
     const SCHEMA_6_DROPPED: &str = "DROP VIEW profile_leaves; DROP TABLE profile_samples;
          DROP TABLE profile_stacks; DROP TABLE profile_frames; DROP TABLE profiles;";
 
+    const SCHEMA_7_DROPPED: &str = "ALTER TABLE processes DROP COLUMN watch_role;";
+
+    #[test]
+    fn a_schema_6_files_watched_processes_get_an_empty_role() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        schema::create(&conn).unwrap();
+        conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (run_id, name, command_json, started_at, framelab_version,
+                 host_name, host_cpu_model, host_cores, host_kernel, host_clocksource, clock,
+                 origin_mono_ns, window_start_ns, window_end_ns, end_reason, dropped_events,
+                 invalid_records, names_refused)
+             VALUES (1, 'old', '[]', '', '', '', '', 1, '', '', 'mono', 0, 0, 1, 'exited', 0, 0, 0);
+             INSERT INTO processes (run_id, process_index, pid, ppid, name, role, user_ns,
+                 sys_ns, wall_ns, peak_rss_bytes)
+             VALUES (1, 0, 42, 1, 'decoderd', 'watched', 250000000, 0, 1000000000, 0);",
+        )
+        .unwrap();
+        conn.execute(
+            "UPDATE framelab SET value = '6' WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
+        schema::stamp(&conn, 6).unwrap();
+        assert!(can_migrate(6));
+        migrate(&mut conn, 6).unwrap();
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 7 });
+        let role: String = conn
+            .query_row("SELECT watch_role FROM processes WHERE pid = 42", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(role, "", "an older watched row counts under its own name");
+    }
+
     #[test]
     fn a_schema_5_file_is_upgraded_with_empty_profile_tables() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(
             "INSERT INTO runs (run_id, name, command_json, started_at, framelab_version,
@@ -342,7 +388,12 @@ mod tests {
         schema::stamp(&conn, 5).unwrap();
         assert!(can_migrate(5));
         migrate(&mut conn, 5).unwrap();
-        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 6 });
+        assert_eq!(
+            identify(&conn).unwrap(),
+            FileKind::Framelab {
+                version: SCHEMA_VERSION
+            }
+        );
         let profiles: i64 = conn
             .query_row("SELECT count(*) FROM profiles", [], |r| r.get(0))
             .unwrap();

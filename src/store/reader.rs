@@ -503,7 +503,7 @@ impl RunReader<'_> {
             .conn
             .prepare(
                 "SELECT pid, ppid, name, role, user_ns, sys_ns, wall_ns, peak_rss_bytes, \
-                 cpu_resolution_ns, cpu_source, note, service \
+                 cpu_resolution_ns, cpu_source, note, service, watch_role \
                  FROM processes WHERE run_id = ?1 ORDER BY process_index",
             )
             .map_err(&fail)?;
@@ -536,6 +536,7 @@ impl RunReader<'_> {
                     },
                     note: c.text(10)?,
                     service: c.text(11)?,
+                    watch_role: c.text(12)?,
                 })
             };
             processes.push(read().map_err(|e| inconsistent(self.path, e))?);

@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// Bumped on any change an older framelab could misread; a file newer than this is refused.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// `PRAGMA application_id` of a run file: ASCII "FLAB", so `file(1)` and tools can tell.
 pub const APPLICATION_ID: i32 = 0x464C_4142;
@@ -293,6 +293,13 @@ LEFT JOIN profile_stacks AS k ON k.run_id = s.run_id AND k.stack_id = s.stack_id
 LEFT JOIN profile_frames AS f ON f.run_id = s.run_id AND f.frame_id = k.frame_id;
 ";
 
+/// Schema 7 (issue 26): the role a watched process was given (`--watch-pid ROLE=PID`,
+/// `--watch ROLE=NAME`, else its name), for rows of role `watched`; empty for the others
+/// and for older runs, whose watched processes count under their own name.
+pub const PROCESS_WATCH_ROLE_COLUMN: &str = "
+ALTER TABLE processes ADD COLUMN watch_role TEXT NOT NULL DEFAULT '';
+";
+
 /// Experiments (`framelab bench`): which runs belong to which variant and parameter
 /// values, and each run's environment fingerprint. `IF NOT EXISTS`: a file written by
 /// `framelab run` before these tables existed gets them when a bench first writes to it.
@@ -397,6 +404,7 @@ pub fn create(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(RUNS_WARMUP_COLUMNS)?;
     conn.execute_batch(OUTPUT_TABLES)?;
     conn.execute_batch(PROFILE_TABLES)?;
+    conn.execute_batch(PROCESS_WATCH_ROLE_COLUMN)?;
     conn.execute_batch(EXPERIMENT_TABLES)?;
     conn.execute_batch(VIEWS)?;
     conn.execute(

@@ -460,8 +460,8 @@ impl RunWriter {
                 .prepare_cached(
                     "INSERT OR REPLACE INTO processes (run_id, process_index, pid, ppid, name, \
                      role, user_ns, sys_ns, wall_ns, peak_rss_bytes, cpu_resolution_ns, \
-                     cpu_source, note, service) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                     cpu_source, note, service, watch_role) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                 )
                 .and_then(|mut stmt| {
                     stmt.execute((
@@ -479,6 +479,7 @@ impl RunWriter {
                         p.cpu_source.name(),
                         &p.note,
                         &p.service,
+                        &p.watch_role,
                     ))
                 })
                 .map_err(|e| sqlite_failure(&self.path, "write", &e))?;
