@@ -11,6 +11,7 @@ mod output;
 pub mod procfs;
 mod progress;
 mod rings;
+mod rungroup;
 mod services;
 pub mod taskstats;
 mod write;
@@ -178,6 +179,11 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     };
     // Before anything else is open: the guardian must hold nothing but its pipe.
     guard::start(opts.grace)?;
+    // Before anything of the run starts: every process of it is born in the group.
+    let mut run_group = rungroup::RunGroup::create()?;
+    if let Some(line) = run_group.fallback_line() {
+        eprintln!("framelab: {line}");
+    }
     let session = dir::SessionDir::create(&opts.session_access)?;
     let tick_clock = clock::TickClock::new();
 
@@ -229,16 +235,21 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let exit_records = taskstats::Taskstats::open();
     launch::catch_interrupts();
     launch::become_subreaper();
-    let mut services =
-        match services::Services::start(&opts.services, &env, opts.ready_timeout, opts.grace) {
-            Ok(services) => services,
-            Err(e) => {
-                if writer.abandon() {
-                    let _ = std::fs::remove_file(&output);
-                }
-                return Err(e);
+    let mut services = match services::Services::start(
+        &opts.services,
+        &env,
+        opts.ready_timeout,
+        opts.grace,
+        run_group.placement(),
+    ) {
+        Ok(services) => services,
+        Err(e) => {
+            if writer.abandon() {
+                let _ = std::fs::remove_file(&output);
             }
-        };
+            return Err(e);
+        }
+    };
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
     let started = Instant::now();
     // With --profile, the command's events are opened between its fork and its exec.
@@ -252,12 +263,14 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             })
             .ok()
     });
+    let group_at_launch = run_group.meter().and_then(|m| m.read());
     let spawned = launch::spawn(
         &opts.command,
         &env,
         &opts.cpus,
         capture.child_stdio(),
         hold.as_ref().map(hold::Hold::child_ends),
+        run_group.placement(),
     );
     let started_profiler = hold.and_then(hold::Hold::finish);
     let pid = match spawned {
@@ -293,6 +306,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         crate::hist::live::Live::start(output.clone(), writer.run_id(), every, opts.live_linear)
     });
     let mut collector = collect::Collector::new(writer, session, tick_clock, meta, accounting);
+    collector.set_run_group(run_group.facts(), run_group.meter(), group_at_launch);
     let tree = crate::sample::ProcessTree::below(
         procfs::Procfs::system(),
         std::process::id(),
@@ -314,6 +328,12 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     // Stopped and reaped (or failed and stopped): its group id is no longer ours to kill.
     guard::unregister_group(pid);
     let service_outputs = services.finish(opts.grace);
+    // Whatever of the run is left (daemons that left their process group too) ends here.
+    let escaped = run_group.end();
+    for note in &escaped {
+        eprintln!("framelab: warning: {note}");
+    }
+    collector.run_group_escaped(escaped);
     let last_interval = live.map(crate::hist::live::Live::stop);
     let finished = collector.finish();
     let (metrics, mut outputs) = capture.finish();
