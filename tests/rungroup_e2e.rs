@@ -237,6 +237,21 @@ fn a_bench_whose_service_daemonizes_and_binds_a_port_completes_both_runs() {
 
 #[test]
 fn the_groups_cpu_of_forked_burners_matches_their_rusage() {
+    groups_cpu_matches_rusage(
+        "the_groups_cpu_of_forked_burners_matches_their_rusage",
+        "auto",
+    );
+}
+
+#[test]
+fn a_cgroup_v1_groups_cpu_of_forked_burners_matches_their_rusage() {
+    groups_cpu_matches_rusage(
+        "a_cgroup_v1_groups_cpu_of_forked_burners_matches_their_rusage",
+        "cgroup1",
+    );
+}
+
+fn groups_cpu_matches_rusage(test: &str, mechanism: &str) {
     let python = python();
     if std::process::Command::new(&python)
         .arg("-c")
@@ -244,11 +259,7 @@ fn the_groups_cpu_of_forked_burners_matches_their_rusage() {
         .status()
         .map_or(true, |s| !s.success())
     {
-        python_skip_or_fail(
-            "the_groups_cpu_of_forked_burners_matches_their_rusage",
-            "no Python",
-            "install python3",
-        );
+        python_skip_or_fail(test, "no Python", "install python3");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -275,16 +286,14 @@ fn the_groups_cpu_of_forked_burners_matches_their_rusage() {
         usage.display()
     );
     let out = framelab()
+        .env("FRAMELAB_RUN_GROUP", mechanism)
         .args(["run", "--sample-every", "200ms", "-o"])
         .arg(&file)
         .args(["--", &python, "-c", &script])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let Some(group) = cgroup_of(
-        "the_groups_cpu_of_forked_burners_matches_their_rusage",
-        &file,
-    ) else {
+    let Some(group) = cgroup_of(test, &file) else {
         return;
     };
     let rusage_s: f64 = std::fs::read_to_string(&usage)
@@ -294,7 +303,10 @@ fn the_groups_cpu_of_forked_burners_matches_their_rusage() {
         .unwrap();
     let group_s = group["cpu_ns"].as_i64().unwrap() as f64 / 1e9;
     let ratio = group_s / rusage_s;
-    eprintln!("group {group_s:.4} s, rusage {rusage_s:.4} s, ratio {ratio:.4}");
+    eprintln!(
+        "{} group {group_s:.4} s, rusage {rusage_s:.4} s, ratio {ratio:.4}",
+        group["mechanism"]
+    );
     assert!(
         (0.95..=1.05).contains(&ratio),
         "the group counted {group_s:.3} s, the command's rusage says {rusage_s:.3} s"
@@ -343,10 +355,16 @@ fn without_a_cgroup_the_run_goes_on_and_says_so() {
         .collect();
     assert_eq!(lines.len(), 1, "{}", stderr(&out));
     assert!(lines[0].contains("FRAMELAB_RUN_GROUP=tree"), "{}", lines[0]);
-    // The tree walk still ends the daemon: framelab was its subreaper.
+    // The tree walk still ends the daemon (framelab was its subreaper), and names it.
     assert!(dead, "the setsid'd sleep {daemon} outlived the run");
     let group = report_json(&file)["run_group"].clone();
     assert_eq!(group["mechanism"], "tree", "{group}");
+    assert!(
+        group["escaped"]
+            .to_string()
+            .contains(&format!("process {daemon} (sleep) was still running")),
+        "{group}"
+    );
 
     // A cgroup directory that cannot be had: the same fallback, saying what was wrong.
     let missing = dir.path().join("no-such-cgroup");
@@ -427,5 +445,43 @@ fn a_process_that_moves_out_of_the_group_is_still_ended_and_named() {
             "process {escaped} (sleep) had left the run's cgroup"
         )),
         "{group}"
+    );
+}
+
+#[test]
+fn ctrl_c_ends_a_daemonized_grandchild() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, pid_file) = (temp_run(&dir, "interrupted"), dir.path().join("pid"));
+    let mut child = framelab()
+        .args([
+            "run",
+            "--grace",
+            "1s",
+            "--service",
+            &daemonizing_service(&pid_file),
+        ])
+        .args(["--ready", "daemon=regex:ready", "-o"])
+        .arg(&file)
+        .args(["--", "sleep", "300"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let daemon = pid_in(&pid_file);
+    wait_for("the command to start", || {
+        session_common::descendants(child.id()).iter().any(|&p| {
+            std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c == "sleep\0300\0")
+        })
+    });
+    // SAFETY: SIGINT to the framelab this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    let dead = gone_soon(daemon);
+    kill(daemon);
+    // 130: interrupted by SIGINT, as a shell says.
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(
+        dead,
+        "the setsid'd sleep {daemon} outlived Ctrl-C of framelab"
     );
 }

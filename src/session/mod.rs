@@ -318,7 +318,14 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         collector.watch_for_frame_after(n);
     }
     let committed = collector.committed();
-    let outcome = supervise(opts, pid, started, &mut collector, profiler.as_ref());
+    let outcome = supervise(
+        opts,
+        pid,
+        started,
+        &mut collector,
+        profiler.as_ref(),
+        &mut run_group,
+    );
     let recording = profiler.map(crate::profile::Profiler::finish);
     let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
     if outcome.is_err() {
@@ -405,6 +412,7 @@ fn supervise(
     started: Instant,
     collector: &mut collect::Collector,
     profiler: Option<&crate::profile::Profiler>,
+    run_group: &mut rungroup::RunGroup,
 ) -> Result<()> {
     // Draining wakes up between these, sooner the fuller the rings were at the last drain.
     const MIN_TICK: Duration = Duration::from_millis(1);
@@ -543,6 +551,14 @@ fn supervise(
         }
         if now - last_sample >= sample_every {
             collector.accounting.sample(collector.now_ns(), pid);
+            // Without a cgroup, the guardian learns the process groups the run made.
+            run_group.follow_process_groups(
+                collector
+                    .accounting
+                    .live_pids()
+                    .filter(|&(_, role)| role != crate::model::ProcessRole::Watched)
+                    .map(|(p, _)| p),
+            );
             collector.check_users();
             if let Some(profiler) = profiler {
                 // Processes found by --watch NAME since the last reading.

@@ -117,6 +117,9 @@ pub struct RunGroup {
     /// Why no cgroup, and how to get one (tree only).
     unavailable: String,
     guard_ids: Vec<u32>,
+    /// Without a cgroup: process groups of the run's processes registered with the
+    /// guardian (beyond the command's and the services', which are registered anyway).
+    followed_groups: std::collections::BTreeSet<u32>,
     /// CLOCK_BOOTTIME when it was made: processes below framelab that started earlier are
     /// not the run's.
     made_boot_ns: i64,
@@ -167,6 +170,7 @@ impl RunGroup {
             procs: Vec::new(),
             unavailable: why.join("; "),
             guard_ids: Vec::new(),
+            followed_groups: Default::default(),
             made_boot_ns,
             ended: false,
         })
@@ -193,6 +197,30 @@ impl RunGroup {
             placement.count += 1;
         }
         placement
+    }
+
+    /// Without a cgroup, registers with the guardian the process group of each of `pids`
+    /// (the run's live processes), so that a daemon that made its own (`setsid`) is stopped
+    /// after a kill -9 of framelab too; forgets groups none of them is in any more (their
+    /// ids could be reused). With a cgroup, the guardian has the cgroup: nothing to do.
+    pub fn follow_process_groups(&mut self, pids: impl Iterator<Item = u32>) {
+        if self.mechanism != Mechanism::Tree {
+            return;
+        }
+        // SAFETY: plain getters.
+        let own = unsafe { libc::getpgid(0) };
+        let now: std::collections::BTreeSet<u32> = pids
+            .map(|pid| unsafe { libc::getpgid(pid as i32) })
+            .filter(|&g| g > 1 && g != own)
+            .map(|g| g as u32)
+            .collect();
+        for &gone in self.followed_groups.difference(&now) {
+            guard::unregister_group(gone);
+        }
+        for &new in now.difference(&self.followed_groups) {
+            guard::register_group(new);
+        }
+        self.followed_groups = now;
     }
 
     /// The group's CPU meter; `None` for the tree.
@@ -258,7 +286,12 @@ impl RunGroup {
         for &(pid, ref name) in &leftovers {
             // SAFETY: plain kill of a process of the run.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            if self.mechanism != Mechanism::Tree {
+            if self.mechanism == Mechanism::Tree {
+                notes.push(format!(
+                    "process {pid} ({}) was still running once the command and the services were stopped (it had left their process groups): killed",
+                    crate::display::name(name)
+                ));
+            } else {
                 let now_in = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
                     .ok()
                     .and_then(|c| match self.mechanism {
@@ -274,6 +307,10 @@ impl RunGroup {
         }
         let pids: Vec<u32> = leftovers.iter().map(|(p, _)| *p).collect();
         reap_when_gone(&pids, Duration::from_secs(2));
+        // Their process groups are empty now: the guardian must not kill the ids later.
+        for group in std::mem::take(&mut self.followed_groups) {
+            guard::unregister_group(group);
+        }
         for (pid, name) in killed
             .iter()
             .map(|&p| (p, None))
@@ -400,6 +437,7 @@ fn make_v2(name: &str) -> Result<RunGroup, String> {
         dirs: vec![dir],
         unavailable: String::new(),
         guard_ids: Vec::new(),
+        followed_groups: Default::default(),
         made_boot_ns: 0,
         ended: false,
     };
@@ -417,7 +455,7 @@ fn make_v1(name: &str) -> Result<RunGroup, String> {
     for controller in ["cpuacct", "freezer"] {
         let mount = mounts
             .iter()
-            .find(|m| m.controllers.iter().any(|c| c == controller))
+            .find(|m| m.options.iter().any(|c| c == controller))
             .ok_or_else(|| format!("no {controller} hierarchy is mounted"))?;
         let path = mounts::own_v1_path(&own, controller)
             .ok_or_else(|| format!("this process is in no {controller} group"))?;
@@ -452,6 +490,7 @@ fn make_v1(name: &str) -> Result<RunGroup, String> {
         dirs,
         unavailable: String::new(),
         guard_ids: Vec::new(),
+        followed_groups: Default::default(),
         made_boot_ns: 0,
         ended: false,
     };

@@ -13,8 +13,9 @@ pub struct Mount {
     pub root: String,
     /// `cgroup2`, or `cgroup` (v1).
     pub fstype: String,
-    /// The v1 controllers (`cpu`, `cpuacct`, `freezer`, …); empty for cgroup2.
-    pub controllers: Vec<String>,
+    /// The v1 super options: its controllers (`cpu`, `cpuacct`, `freezer`, …) and flags
+    /// such as `xattr`; empty for cgroup2.
+    pub options: Vec<String>,
 }
 
 /// The cgroup mounts listed in a mountinfo text.
@@ -34,7 +35,7 @@ fn parse_mount(line: &str) -> Option<Mount> {
     }
     let _source = after.next();
     let options = after.next().unwrap_or("");
-    let controllers = if fstype == "cgroup" {
+    let options = if fstype == "cgroup" {
         options
             .split(',')
             .filter(|o| !matches!(*o, "rw" | "ro") && !o.contains('='))
@@ -47,7 +48,7 @@ fn parse_mount(line: &str) -> Option<Mount> {
         point: PathBuf::from(unescape(point)),
         root: unescape(root),
         fstype: fstype.to_owned(),
-        controllers,
+        options,
     })
 }
 
@@ -131,14 +132,14 @@ mod tests {
         assert_eq!(v2.point, PathBuf::from("/sys/fs/cgroup/unified"));
         let cpuacct = mounts
             .iter()
-            .find(|m| m.controllers.contains(&"cpuacct".to_owned()))
+            .find(|m| m.options.contains(&"cpuacct".to_owned()))
             .unwrap();
         assert_eq!(cpuacct.point, PathBuf::from("/sys/fs/cgroup/cpuacct"));
         let systemd = mounts
             .iter()
             .find(|m| m.point.ends_with("systemd"))
             .unwrap();
-        assert!(systemd.controllers.is_empty(), "{systemd:?}");
+        assert_eq!(systemd.options, ["xattr"], "{systemd:?}");
     }
 
     #[test]
