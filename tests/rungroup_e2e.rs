@@ -485,3 +485,69 @@ fn ctrl_c_ends_a_daemonized_grandchild() {
         "the setsid'd sleep {daemon} outlived Ctrl-C of framelab"
     );
 }
+
+/// A read-only cgroup2 mount (root mounts the hierarchy once more), unmounted on drop: what
+/// a container's /sys/fs/cgroup is.
+struct ReadOnlyCgroup2 {
+    dir: tempfile::TempDir,
+}
+
+impl Drop for ReadOnlyCgroup2 {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+#[test]
+fn a_read_only_cgroup_filesystem_means_the_fallback_and_a_line_saying_so() {
+    let test = "a_read_only_cgroup_filesystem_means_the_fallback_and_a_line_saying_so";
+    if !session_common::is_root() {
+        skip(test, "mounting cgroup2 needs root");
+        return;
+    }
+    let ro = ReadOnlyCgroup2 {
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "cgroup2", "-o", "ro", "none"])
+        .arg(ro.dir.path())
+        .status();
+    if !mounted.as_ref().is_ok_and(|s| s.success()) {
+        skip(
+            test,
+            &format!("mount -t cgroup2 -o ro failed here ({mounted:?})"),
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp_run(&dir, "ro");
+    let out = framelab()
+        .env("FRAMELAB_RUN_GROUP", "cgroup2")
+        .env("FRAMELAB_CGROUP_ROOT", ro.dir.path())
+        .args(["run", "-o"])
+        .arg(&file)
+        .args(["--", "sh", "-c", "exit 0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said: Vec<String> = stderr(&out)
+        .lines()
+        .filter(|l| l.contains("run group:"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(said.len(), 1, "{}", stderr(&out));
+    assert!(
+        said[0].contains("read-only") && said[0].contains("FRAMELAB_CGROUP_ROOT"),
+        "{}",
+        said[0]
+    );
+    let group = report_json(&file)["run_group"].clone();
+    assert_eq!(group["mechanism"], "tree", "{group}");
+    assert!(
+        group["unavailable"].to_string().contains("read-only"),
+        "{group}"
+    );
+}

@@ -81,7 +81,7 @@ fn session_notes(meta: &RunMeta) -> Vec<String> {
     if let Some(group) = &facts.run_group {
         if !group.unavailable.is_empty() {
             notes.push(format!(
-                "No cgroup held this run ({}): its processes were followed as framelab's descendants, so CPU of processes that lived between two readings may be missing and a process that left framelab's tree would have survived a kill -9 of framelab.",
+                "No cgroup held this run ({}): its processes were followed as framelab's descendants: CPU of processes that lived between two readings may be missing, and a kill -9 of framelab would have stopped only the process groups it had seen.",
                 group.unavailable
             ));
         }

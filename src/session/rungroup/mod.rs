@@ -237,7 +237,7 @@ impl RunGroup {
     pub fn fallback_line(&self) -> Option<String> {
         (self.mechanism == Mechanism::Tree).then(|| {
             format!(
-                "run group: no cgroup for this run ({}); its processes are followed as framelab's descendants instead, so CPU of processes that lived between two readings may be missed and a process that leaves framelab's tree survives a kill -9 of framelab",
+                "run group: no cgroup for this run ({}); its processes are followed as framelab's descendants instead: CPU of processes that lived between two readings may be missed, and after a kill -9 of framelab only the process groups it had seen are stopped",
                 self.unavailable
             )
         })
