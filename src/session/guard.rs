@@ -362,8 +362,19 @@ unsafe fn empty_cgroups(cgroups: &[Cgroup; MAX_CGROUPS]) {
     for c in cgroups.iter().filter(live) {
         let mut buf = [0u8; MAX_CGROUP_PATH + 64];
         for _ in 0..400 {
-            let mut first = [0u8; 1];
-            if read_from(c.file(b"cgroup.procs", &mut buf), &mut first) <= 0 {
+            let empty = if c.kind == 0 {
+                // v2: `populated 0` once no process is left in it or below it.
+                let mut events = [0u8; 128];
+                let n = read_from(c.file(b"cgroup.events", &mut buf), &mut events);
+                n <= 0
+                    || events[..n as usize]
+                        .windows(11)
+                        .any(|w| w == b"populated 0")
+            } else {
+                let mut first = [0u8; 1];
+                read_from(c.file(b"cgroup.procs", &mut buf), &mut first) <= 0
+            };
+            if empty {
                 break;
             }
             if c.kind != 2 {
@@ -371,15 +382,65 @@ unsafe fn empty_cgroups(cgroups: &[Cgroup; MAX_CGROUPS]) {
             }
             pause_ms(5);
         }
-        let mut dir = [0u8; MAX_CGROUP_PATH + 1];
+        let mut dir = [0u8; TREE_PATH];
         dir[..c.len].copy_from_slice(&c.path[..c.len]);
         for _ in 0..100 {
-            if libc::rmdir(dir.as_ptr().cast()) == 0 || *libc::__errno_location() != libc::EBUSY {
+            if remove_tree(&mut dir, c.len, 0) {
                 break;
             }
             pause_ms(5);
         }
     }
+}
+
+/// Room for the path of a cgroup a process of the run made below the run's.
+const TREE_PATH: usize = 4096;
+
+/// Removes the cgroup at `path[..len]` and the ones a process of the run made below it
+/// (deepest first, at most 8 levels): whether it is gone. Only system calls.
+unsafe fn remove_tree(path: &mut [u8; TREE_PATH], len: usize, depth: u32) -> bool {
+    path[len] = 0;
+    let fd = libc::open(
+        path.as_ptr().cast(),
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+    );
+    if fd >= 0 && depth < 8 {
+        let mut entries = [0u8; 2048];
+        loop {
+            let n = libc::syscall(
+                libc::SYS_getdents64,
+                fd,
+                entries.as_mut_ptr(),
+                entries.len(),
+            );
+            if n <= 0 {
+                break;
+            }
+            // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name.
+            let mut at = 0usize;
+            while at + 19 < n as usize {
+                let reclen = u16::from_ne_bytes([entries[at + 16], entries[at + 17]]) as usize;
+                if reclen == 0 {
+                    break;
+                }
+                let name = &entries[at + 19..(at + reclen).min(n as usize)];
+                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+                let is_dir = entries[at + 18] == libc::DT_DIR;
+                if is_dir && name != b"." && name != b".." && len + 1 + name.len() < TREE_PATH {
+                    path[len] = b'/';
+                    path[len + 1..len + 1 + name.len()].copy_from_slice(name);
+                    remove_tree(path, len + 1 + name.len(), depth + 1);
+                    path[len] = 0;
+                }
+                at += reclen;
+            }
+        }
+    }
+    if fd >= 0 {
+        libc::close(fd);
+    }
+    path[len] = 0;
+    libc::rmdir(path.as_ptr().cast()) == 0 || *libc::__errno_location() == libc::ENOENT
 }
 
 /// SIGKILLs each pid listed in the cgroup's `cgroup.procs`.

@@ -552,13 +552,7 @@ fn supervise(
         if now - last_sample >= sample_every {
             collector.accounting.sample(collector.now_ns(), pid);
             // Without a cgroup, the guardian learns the process groups the run made.
-            run_group.follow_process_groups(
-                collector
-                    .accounting
-                    .live_pids()
-                    .filter(|&(_, role)| role != crate::model::ProcessRole::Watched)
-                    .map(|(p, _)| p),
-            );
+            run_group.follow_process_groups();
             collector.check_users();
             if let Some(profiler) = profiler {
                 // Processes found by --watch NAME since the last reading.

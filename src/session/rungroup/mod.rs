@@ -199,18 +199,20 @@ impl RunGroup {
         placement
     }
 
-    /// Without a cgroup, registers with the guardian the process group of each of `pids`
-    /// (the run's live processes), so that a daemon that made its own (`setsid`) is stopped
-    /// after a kill -9 of framelab too; forgets groups none of them is in any more (their
-    /// ids could be reused). With a cgroup, the guardian has the cgroup: nothing to do.
-    pub fn follow_process_groups(&mut self, pids: impl Iterator<Item = u32>) {
+    /// Without a cgroup, registers with the guardian the process group of each process of
+    /// the run below framelab, so that a daemon that made its own (`setsid`) is stopped after
+    /// a kill -9 of framelab too; forgets groups none of them is in any more (their ids could
+    /// be reused). With a cgroup, the guardian has the cgroup: nothing to do.
+    pub fn follow_process_groups(&mut self) {
         if self.mechanism != Mechanism::Tree {
             return;
         }
         // SAFETY: plain getters.
         let own = unsafe { libc::getpgid(0) };
-        let now: std::collections::BTreeSet<u32> = pids
-            .map(|pid| unsafe { libc::getpgid(pid as i32) })
+        let now: std::collections::BTreeSet<u32> = self
+            .run_descendants(&Procfs::system())
+            .into_iter()
+            .map(|(pid, _)| unsafe { libc::getpgid(pid as i32) })
             .filter(|&g| g > 1 && g != own)
             .map(|g| g as u32)
             .collect();
