@@ -284,10 +284,30 @@ impl RunGroup {
         reap_when_gone(&killed, Duration::from_secs(2));
         // Whatever of the run is still below framelab was not in the group.
         let procfs = Procfs::system();
-        let leftovers = self.run_descendants(&procfs);
+        let mut leftovers = self.run_descendants(&procfs);
+        if self.mechanism == Mechanism::Tree {
+            // Processes of the groups just sent SIGKILL may take a moment to die: those that
+            // outlast this are the ones no signal reached.
+            let deadline = std::time::Instant::now() + Duration::from_millis(500);
+            while !leftovers.is_empty() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+                let pids: Vec<u32> = leftovers.iter().map(|(p, _)| *p).collect();
+                reap_when_gone(&pids, Duration::ZERO);
+                leftovers = self.run_descendants(&procfs);
+            }
+        }
+        // Killed but not dead yet (forked just before the kill): not escaped.
+        let still_in = match self.mechanism {
+            Mechanism::Cgroup2 => cgroup::members(&self.dirs[0]),
+            Mechanism::Cgroup1 => cgroup::members(&self.dirs[1]),
+            Mechanism::Tree => Vec::new(),
+        };
         for &(pid, ref name) in &leftovers {
             // SAFETY: plain kill of a process of the run.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            if still_in.contains(&pid) {
+                continue;
+            }
             if self.mechanism == Mechanism::Tree {
                 notes.push(format!(
                     "process {pid} ({}) was still running once the command and the services were stopped (it had left their process groups): killed",
@@ -309,6 +329,7 @@ impl RunGroup {
         }
         let pids: Vec<u32> = leftovers.iter().map(|(p, _)| *p).collect();
         reap_when_gone(&pids, Duration::from_secs(2));
+        self.reap_run_zombies(&procfs, Duration::from_secs(1));
         // Their process groups are empty now: the guardian must not kill the ids later.
         for group in std::mem::take(&mut self.followed_groups) {
             guard::unregister_group(group);
@@ -342,6 +363,35 @@ impl RunGroup {
             Err(e) => notes.push(format!("the run's cgroup is left behind: {e}")),
         }
         notes
+    }
+
+    /// Reaps the run's processes that died as framelab's children (orphans it adopted,
+    /// some only as their parents died in the kill), until none of the run is left below
+    /// framelab or `wait` is over: none may be reaped in a later run's window (`bench`),
+    /// where its CPU would be taken for that run's.
+    fn reap_run_zombies(&self, procfs: &Procfs, wait: Duration) {
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            let mut left = false;
+            for pid in procfs.children(std::process::id()) {
+                let Some(stat) = procfs.stat(pid) else {
+                    continue;
+                };
+                if stat.start_ns + procfs.ns_per_tick() < self.made_boot_ns {
+                    continue;
+                }
+                left = true;
+                if stat.state == 'Z' {
+                    let mut status = 0;
+                    // SAFETY: reaping our own child, a zombie.
+                    unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) };
+                }
+            }
+            if !left || std::time::Instant::now() >= deadline {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// Processes below framelab, started since the group was made, still running: the run's.
@@ -387,7 +437,7 @@ fn boot_ns() -> i64 {
 fn reap_when_gone(pids: &[u32], wait: Duration) {
     let deadline = std::time::Instant::now() + wait;
     let mut left: Vec<u32> = pids.to_vec();
-    while !left.is_empty() && std::time::Instant::now() < deadline {
+    loop {
         left.retain(|&pid| {
             let mut status = 0;
             // SAFETY: waitpid on one pid; ECHILD when it is not ours.
@@ -397,9 +447,10 @@ fn reap_when_gone(pids: &[u32], wait: Duration) {
             let zombie = r < 0 && Procfs::system().stat(pid).is_some_and(|s| s.state == 'Z');
             !(gone || zombie)
         });
-        if !left.is_empty() {
-            std::thread::sleep(Duration::from_millis(5));
+        if left.is_empty() || std::time::Instant::now() >= deadline {
+            return;
         }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
