@@ -480,7 +480,8 @@ fn ctrl_c_ends_a_daemonized_grandchild() {
     // 301: the service's own `sleep 300` must not be taken for the command.
     wait_for("the command to start", || {
         session_common::descendants(child.id()).iter().any(|&p| {
-            std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c == "sleep\0301\0")
+            std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.split('\0').eq(["sleep", "301", ""]))
         })
     });
     // SAFETY: SIGINT to the framelab this test started.

@@ -335,11 +335,7 @@ unsafe fn empty_cgroups(cgroups: &[Cgroup; MAX_CGROUPS]) {
     for c in cgroups.iter().filter(live) {
         let mut buf = [0u8; MAX_CGROUP_PATH + 64];
         match c.kind {
-            0 => {
-                if !write_to(c.file(b"cgroup.kill", &mut buf), b"1") {
-                    kill_members(c);
-                }
-            }
+            0 if !write_to(c.file(b"cgroup.kill", &mut buf), b"1") => kill_members(c),
             1 => {
                 let frozen = write_to(c.file(b"freezer.state", &mut buf), b"FROZEN");
                 if frozen {
