@@ -233,11 +233,10 @@ pub enum CpuSource {
     /// what each used after its last reading cannot be told apart: the row holds its last
     /// reading, the rest is in `(exited children)`.
     LastReading,
-    /// The `(exited children)` row: CPU of processes of the run no row accounts for.
-    Unattributed,
-    /// The `(not seen by name)` row: what the run's cgroup counted beyond every row of the
+    /// The `(exited children)` row: CPU of processes of the run no row accounts for; and the
+    /// `(not seen by name)` row: what the run's cgroup counted beyond every row of the
     /// processes it holds (docs/reading-the-report.md, "The run group").
-    Group,
+    Unattributed,
 }
 
 impl CpuSource {
@@ -249,7 +248,6 @@ impl CpuSource {
             CpuSource::Exit => "exit",
             CpuSource::LastReading => "last_reading",
             CpuSource::Unattributed => "unattributed",
-            CpuSource::Group => "group",
         }
     }
 
@@ -261,7 +259,6 @@ impl CpuSource {
             CpuSource::Exit,
             CpuSource::LastReading,
             CpuSource::Unattributed,
-            CpuSource::Group,
         ]
         .into_iter()
         .find(|s| s.name() == name)

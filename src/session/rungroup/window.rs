@@ -45,7 +45,7 @@ pub fn not_seen_row(
         wall_ns: window_ns,
         peak_rss_bytes: 0,
         cpu_resolution_ns: resolution_ns,
-        cpu_source: CpuSource::Group,
+        cpu_source: CpuSource::Unattributed,
         note: format!(
             "the run's cgroup counted {:.3} s of CPU over the window, the rows of its processes {:.3} s: the rest was used by processes no reading saw by name (they lived between two readings), or is what rows read in clock ticks rounded off",
             cpu.usage_ns as f64 / 1e9,
@@ -98,7 +98,7 @@ mod tests {
         let extra = not_seen_row(&rows, cpu, 2_000_000_000, 1000, &mut facts).unwrap();
         assert_eq!(extra.name, NOT_SEEN);
         assert_eq!(extra.user_ns + extra.sys_ns, 380_000_000);
-        assert_eq!(extra.cpu_source, CpuSource::Group);
+        assert_eq!(extra.cpu_source, CpuSource::Unattributed);
         assert_eq!(facts.rows_cpu_ns, Some(620_000_000));
         assert_eq!(facts.cpu_ns, Some(1_000_000_000));
     }
