@@ -102,9 +102,50 @@ fn a_daemonized_grandchild_of_a_service_ends_with_the_run() {
 
 #[test]
 fn kill_9_of_framelab_ends_a_daemonized_grandchild() {
+    kill_9_ends_a_daemon(
+        "kill_9_of_framelab_ends_a_daemonized_grandchild",
+        "cgroup2",
+        own_cgroup2_dir(),
+    );
+}
+
+#[test]
+fn with_cgroup_v1_kill_9_of_framelab_ends_a_daemonized_grandchild() {
+    kill_9_ends_a_daemon(
+        "with_cgroup_v1_kill_9_of_framelab_ends_a_daemonized_grandchild",
+        "cgroup1",
+        own_v1_dir("freezer"),
+    );
+}
+
+/// This process's directory in the v1 hierarchy holding `controller`.
+fn own_v1_dir(controller: &str) -> Option<PathBuf> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = own.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == controller)
+            .then_some(path)
+    })?;
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mountinfo.lines().find(|l| {
+        l.contains(" - cgroup ")
+            && l.rsplit(' ')
+                .next()
+                .is_some_and(|o| o.split(',').any(|o| o == controller))
+    })?;
+    let point = mount.split(' ').nth(4)?;
+    Some(PathBuf::from(point).join(path.trim_start_matches('/')))
+}
+
+/// kill -9 of framelab with `mechanism`, whose group framelab makes in `parent`.
+fn kill_9_ends_a_daemon(test: &str, mechanism: &str, parent: Option<PathBuf>) {
     let dir = tempfile::tempdir().unwrap();
     let (file, pid_file) = (temp_run(&dir, "killed"), dir.path().join("pid"));
     let mut child = framelab()
+        .env("FRAMELAB_RUN_GROUP", mechanism)
         .args([
             "run",
             "--grace",
@@ -124,7 +165,7 @@ fn kill_9_of_framelab_ends_a_daemonized_grandchild() {
         std::fs::read_to_string(format!("/proc/{daemon}/comm")).is_ok_and(|c| c.trim() == "sleep")
     });
     // framelab's first run group, made in its cgroup (the test's own) before the service.
-    let group = own_cgroup2_dir().map(|d| d.join(format!("framelab-{}-1", child.id())));
+    let group = parent.map(|d| d.join(format!("framelab-{}-1", child.id())));
     let in_a_cgroup = group.as_ref().is_some_and(|g| g.exists());
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
@@ -140,10 +181,7 @@ fn kill_9_of_framelab_ends_a_daemonized_grandchild() {
     kill(daemon);
     if !in_a_cgroup {
         // Without a cgroup nothing can find a daemon that left framelab's tree.
-        skip(
-            "kill_9_of_framelab_ends_a_daemonized_grandchild",
-            "framelab made no cgroup v2 group here",
-        );
+        skip(test, &format!("framelab made no {mechanism} group here"));
         return;
     }
     assert!(
