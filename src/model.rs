@@ -237,7 +237,9 @@ pub enum CpuSource {
     /// what each used after its last reading cannot be told apart: the row holds its last
     /// reading, the rest is in `(exited children)`.
     LastReading,
-    /// The `(exited children)` row: CPU of processes of the run no row accounts for.
+    /// The `(exited children)` row: CPU of processes of the run no row accounts for; and the
+    /// `(not seen by name)` row: what the run's cgroup counted beyond every row of the
+    /// processes it holds (docs/reading-the-report.md, "The run group").
     Unattributed,
 }
 
@@ -359,6 +361,42 @@ pub struct SessionFacts {
     /// directory (`uid 65534 (nobody)`), when no thread of theirs recorded.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub foreign_users: Vec<String>,
+    /// What held every process of the run (a cgroup, or framelab's process tree), and the
+    /// CPU it counted over the window; `None` for runs recorded before it was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_group: Option<RunGroupFacts>,
+}
+
+/// The run group: the container every process framelab started for a run was placed in
+/// (docs/reading-the-report.md, "The run group").
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunGroupFacts {
+    /// `cgroup2`, `cgroup1` (cpuacct + freezer) or `tree` (framelab's descendants, as
+    /// their subreaper: no cgroup).
+    pub mechanism: String,
+    /// The cgroup's directory (the cpuacct one for `cgroup1`); empty for `tree`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub path: String,
+    /// Why no cgroup was used, and how to get one; empty when one was.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub unavailable: String,
+    /// CPU the cgroup counted over the window: every process in it, those that lived
+    /// between two readings too; `None` without a cgroup.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_ns: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_ns: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sys_ns: Option<i64>,
+    /// The sum of the process rows of the run's processes (every role but watched), the
+    /// `(not seen by name)` row left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows_cpu_ns: Option<i64>,
+    /// Processes still alive at the end that were not in the cgroup (they moved out) or
+    /// survived SIGKILL: named, with what was done.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub escaped: Vec<String>,
 }
 
 fn is_zero(n: &u64) -> bool {

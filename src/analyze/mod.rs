@@ -263,4 +263,8 @@ pub struct Analysis {
     /// What was captured of the command's streams (sizes; the bytes stay in the run file).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<crate::output::CapturedOutput>,
+    /// What held the run's processes (a cgroup, or framelab's process tree) and the CPU it
+    /// counted over the window; `None` for runs recorded before it was kept and imports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_group: Option<crate::model::RunGroupFacts>,
 }

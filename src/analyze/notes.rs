@@ -80,6 +80,15 @@ pub fn describe_signal(signal: i32) -> String {
 fn session_notes(meta: &RunMeta) -> Vec<String> {
     let facts = &meta.session;
     let mut notes = Vec::new();
+    if let Some(group) = &facts.run_group {
+        if !group.unavailable.is_empty() {
+            notes.push(format!(
+                "No cgroup held this run ({}): its processes were followed as framelab's descendants: CPU of processes that lived between two readings may be missing, and a kill -9 of framelab would have stopped only the process groups it had seen.",
+                group.unavailable
+            ));
+        }
+        notes.extend(group.escaped.iter().map(|e| format!("Run group: {e}.")));
+    }
     if let Some(at) = facts.session_lost_ns {
         notes.push(format!(
             "The session directory was removed {} after launch, while the run was recording (by another framelab that took it for stale, or by hand): threads that started after that were not recorded, so this run is incomplete.",

@@ -312,6 +312,7 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
                 ..o.clone()
             })
             .collect(),
+        run_group: meta.session.run_group.clone(),
     }
 }
 

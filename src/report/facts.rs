@@ -350,6 +350,33 @@ fn cpu(a: &Analysis) -> Option<String> {
     Some(s)
 }
 
+/// `cgroup v2 /sys/fs/cgroup/framelab-4242-1 · 2.431 s CPU of everything the run started
+/// (the rows hold 2.402 s)`: what held the run's processes, and what it counted.
+fn run_group(a: &Analysis, st: &Style) -> Option<String> {
+    let g = a.run_group.as_ref()?;
+    let what = match g.mechanism.as_str() {
+        "cgroup2" => format!("cgroup v2 {}", st.name(&g.path)),
+        "cgroup1" => format!("cgroup v1 cpuacct + freezer {}", st.name(&g.path)),
+        _ => "process tree, no cgroup (see the notes)".to_owned(),
+    };
+    let mut parts = vec![what];
+    if let (Some(cpu), Some(rows)) = (g.cpu_ns, g.rows_cpu_ns) {
+        // cpu.stat counts µs: no finer than that.
+        parts.push(format!(
+            "{} CPU of everything the run started (the rows hold {})",
+            cpu_total(cpu, 1000),
+            cpu_total(rows, 1000)
+        ));
+    }
+    if !g.escaped.is_empty() {
+        parts.push(st.yellow(&format!(
+            "{} left it or outlived the kill (see the notes)",
+            plural(g.escaped.len() as u64, "process", "processes")
+        )));
+    }
+    Some(parts.join(" · "))
+}
+
 /// Total CPU time with no more precision than its source: ms below a second, else s.
 fn cpu_total(ns: i64, resolution_ns: i64) -> String {
     let resolution = if resolution_ns > 0 {
@@ -539,6 +566,7 @@ pub fn facts_in(a: &Analysis, st: &Style, verbose: bool) -> Vec<(&'static str, S
         ("bound", super::pipeline::bound_line(a, st)),
         ("fps", fps(a, verbose)),
         ("cpu", cpu(a)),
+        ("run group", run_group(a, st)),
         ("counters", counters(a, st)),
         ("late", late(a, st)),
         ("stutter", stutter(a, st)),

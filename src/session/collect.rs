@@ -68,6 +68,17 @@ pub struct Collector {
     latest_end_ns: i64,
     /// Telemetry, on its own thread; stopped first when finishing.
     sampler: Option<Sampler>,
+    /// The run group's CPU: read at launch, at the window's start and end.
+    group: GroupWindow,
+}
+
+/// The run group's readings over the window.
+#[derive(Default)]
+struct GroupWindow {
+    meter: Option<super::rungroup::Meter>,
+    at_launch: Option<super::rungroup::GroupCpu>,
+    at_start: Option<super::rungroup::GroupCpu>,
+    over_window: Option<super::rungroup::GroupCpu>,
 }
 
 impl Collector {
@@ -109,6 +120,30 @@ impl Collector {
             session_shared,
             latest_end_ns: i64::MAX,
             sampler: None,
+            group: GroupWindow::default(),
+        }
+    }
+
+    /// The run's group: what the run file says of it, and its CPU at the command's launch
+    /// (what a window from launch counts from).
+    pub fn set_run_group(
+        &mut self,
+        facts: crate::model::RunGroupFacts,
+        meter: Option<super::rungroup::Meter>,
+        at_launch: Option<super::rungroup::GroupCpu>,
+    ) {
+        self.meta.session.run_group = Some(facts);
+        self.group = GroupWindow {
+            meter,
+            at_launch,
+            ..GroupWindow::default()
+        };
+    }
+
+    /// Processes that had left the run's group or survived its end, said in the run file.
+    pub fn run_group_escaped(&mut self, notes: Vec<String>) {
+        if let Some(facts) = self.meta.session.run_group.as_mut() {
+            facts.escaped.extend(notes);
         }
     }
 
@@ -164,8 +199,14 @@ impl Collector {
     pub fn open_window(&mut self, command_pid: u32, start_ns: i64) {
         let now = self.now_ns();
         self.meta.window_start_ns = start_ns.min(now);
-        self.accounting
-            .start_window(now, command_pid, self.meta.window_start_ns == 0);
+        let at_launch = self.meta.window_start_ns == 0;
+        self.accounting.start_window(now, command_pid, at_launch);
+        if let Some(meter) = &self.group.meter {
+            self.group.at_start = match self.group.at_launch {
+                Some(launch) if at_launch => Some(launch),
+                _ => meter.read(),
+            };
+        }
         if let Some(sampler) = &self.sampler {
             sampler.open_window();
         }
@@ -191,6 +232,9 @@ impl Collector {
         self.meta.end_reason = reason;
         self.window_closed = true;
         self.accounting.end_window(now, command_pid);
+        if let (Some(meter), Some(start)) = (&self.group.meter, self.group.at_start) {
+            self.group.over_window = meter.read().map(|end| end.since(&start));
+        }
         if let Some(sampler) = &self.sampler {
             sampler.close_window();
         }
@@ -631,8 +675,23 @@ impl Collector {
             let now = self.now_ns();
             self.meta.window_end_ns = now;
         }
-        self.writer
-            .send(Write::Processes(self.accounting.results()))?;
+        let mut processes = self.accounting.results();
+        if let (Some(facts), Some(cpu), Some(meter)) = (
+            self.meta.session.run_group.as_mut(),
+            self.group.over_window,
+            &self.group.meter,
+        ) {
+            // cpu.stat counts µs, cpuacct.usage ns.
+            let resolution = match meter.mechanism() {
+                super::rungroup::Mechanism::Cgroup2 => 1000,
+                _ => 1,
+            };
+            let window = self.meta.window_end_ns - self.meta.window_start_ns;
+            processes.extend(super::rungroup::not_seen_row(
+                &processes, cpu, window, resolution, facts,
+            ));
+        }
+        self.writer.send(Write::Processes(processes))?;
         for name in self.accounting.unmatched_names() {
             eprintln!("framelab: warning: no process named '{name}' was found during the run (--watch {name})");
         }

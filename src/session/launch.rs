@@ -80,14 +80,16 @@ fn is_executable(meta: &std::fs::Metadata) -> bool {
 }
 
 /// Spawns `argv` in a new process group with `env` added, pinned to `cpus` unless empty,
-/// its stdout and stderr as `stdio` says (inherited unless captured). It dies with
-/// framelab if framelab is killed.
+/// its stdout and stderr as `stdio` says (inherited unless captured), in the run's group
+/// (`join`: before exec, so all it starts is born there). It dies with framelab if framelab
+/// is killed.
 pub fn spawn(
     argv: &[String],
     env: &[(String, String)],
     cpus: &[usize],
     stdio: super::output::ChildStdio,
     hold: Option<super::hold::ChildEnds>,
+    join: super::rungroup::Placement,
 ) -> Result<u32> {
     let mut command = Command::new(&argv[0]);
     command.args(&argv[1..]);
@@ -105,6 +107,8 @@ pub fn spawn(
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         command.pre_exec(move || {
+            // First: nothing of the child runs outside the run's group.
+            join.join_in_child()?;
             libc::setpgid(0, 0);
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0);
             if let Some(set) = &affinity {

@@ -12,6 +12,7 @@ pub(crate) mod procevents;
 pub mod procfs;
 mod progress;
 mod rings;
+mod rungroup;
 mod services;
 pub mod taskstats;
 pub mod watch;
@@ -182,6 +183,11 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     };
     // Before anything else is open: the guardian must hold nothing but its pipe.
     guard::start(opts.grace)?;
+    // Before anything of the run starts: every process of it is born in the group.
+    let mut run_group = rungroup::RunGroup::create()?;
+    if let Some(line) = run_group.fallback_line() {
+        eprintln!("framelab: {line}");
+    }
     let session = dir::SessionDir::create(&opts.session_access)?;
     let tick_clock = clock::TickClock::new();
 
@@ -233,16 +239,21 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     let exit_records = taskstats::Taskstats::open();
     launch::catch_interrupts();
     launch::become_subreaper();
-    let mut services =
-        match services::Services::start(&opts.services, &env, opts.ready_timeout, opts.grace) {
-            Ok(services) => services,
-            Err(e) => {
-                if writer.abandon() {
-                    let _ = std::fs::remove_file(&output);
-                }
-                return Err(e);
+    let mut services = match services::Services::start(
+        &opts.services,
+        &env,
+        opts.ready_timeout,
+        opts.grace,
+        run_group.placement(),
+    ) {
+        Ok(services) => services,
+        Err(e) => {
+            if writer.abandon() {
+                let _ = std::fs::remove_file(&output);
             }
-        };
+            return Err(e);
+        }
+    };
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
     let started = Instant::now();
     // With --profile, the command's events are opened between its fork and its exec.
@@ -256,12 +267,14 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             })
             .ok()
     });
+    let group_at_launch = run_group.meter().and_then(|m| m.read());
     let spawned = launch::spawn(
         &opts.command,
         &env,
         &opts.cpus,
         capture.child_stdio(),
         hold.as_ref().map(hold::Hold::child_ends),
+        run_group.placement(),
     );
     let started_profiler = hold.and_then(hold::Hold::finish);
     let pid = match spawned {
@@ -303,6 +316,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         crate::hist::live::Live::start(output.clone(), writer.run_id(), every, opts.live_linear)
     });
     let mut collector = collect::Collector::new(writer, session, tick_clock, meta, accounting);
+    collector.set_run_group(run_group.facts(), run_group.meter(), group_at_launch);
     let mut tree = crate::sample::ProcessTree::below(
         procfs::Procfs::system(),
         std::process::id(),
@@ -320,7 +334,14 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         collector.watch_for_frame_after(n);
     }
     let committed = collector.committed();
-    let outcome = supervise(opts, pid, started, &mut collector, profiler.as_ref());
+    let outcome = supervise(
+        opts,
+        pid,
+        started,
+        &mut collector,
+        profiler.as_ref(),
+        &mut run_group,
+    );
     let recording = profiler.map(crate::profile::Profiler::finish);
     let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
     if outcome.is_err() {
@@ -330,6 +351,12 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     // Stopped and reaped (or failed and stopped): its group id is no longer ours to kill.
     guard::unregister_group(pid);
     let service_outputs = services.finish(opts.grace);
+    // Whatever of the run is left (daemons that left their process group too) ends here.
+    let escaped = run_group.end();
+    for note in &escaped {
+        eprintln!("framelab: warning: {note}");
+    }
+    collector.run_group_escaped(escaped);
     let last_interval = live.map(crate::hist::live::Live::stop);
     let finished = collector.finish();
     let (metrics, mut outputs) = capture.finish();
@@ -401,6 +428,7 @@ fn supervise(
     started: Instant,
     collector: &mut collect::Collector,
     profiler: Option<&crate::profile::Profiler>,
+    run_group: &mut rungroup::RunGroup,
 ) -> Result<()> {
     // Draining wakes up between these, sooner the fuller the rings were at the last drain.
     const MIN_TICK: Duration = Duration::from_millis(1);
@@ -539,6 +567,8 @@ fn supervise(
         }
         if now - last_sample >= sample_every {
             collector.accounting.sample(collector.now_ns(), pid);
+            // Without a cgroup, the guardian learns the process groups the run made.
+            run_group.follow_process_groups();
             collector.check_users();
             if let Some(profiler) = profiler {
                 // Processes found by --watch NAME since the last reading.

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 
 use super::output::{pipe, ChildStdio};
+use super::rungroup::Placement;
 use super::{guard, launch};
 use crate::output::{CapturedOutput, KEEP_BYTES};
 use crate::services::{Ready, ServiceSpec};
@@ -148,10 +149,11 @@ impl Services {
         env: &[(String, String)],
         timeout: Duration,
         grace: Duration,
+        join: Placement,
     ) -> Result<Services> {
         let mut services = Services::default();
         for spec in specs {
-            if let Err(e) = services.start_one(spec, env, timeout) {
+            if let Err(e) = services.start_one(spec, env, timeout, join) {
                 services.stop(grace);
                 return Err(e);
             }
@@ -164,6 +166,7 @@ impl Services {
         spec: &ServiceSpec,
         env: &[(String, String)],
         timeout: Duration,
+        join: Placement,
     ) -> Result<()> {
         let name = &spec.name;
         if let Ready::Tcp { host, port } = &spec.ready {
@@ -181,7 +184,7 @@ impl Services {
             stdout: Some(Stdio::from(out_write)),
             stderr: Some(Stdio::from(err_write)),
         };
-        let pid = launch::spawn(&spec.argv, env, &spec.cpus, stdio, None)
+        let pid = launch::spawn(&spec.argv, env, &spec.cpus, stdio, None, join)
             .map_err(|e| anyhow::anyhow!("--service {name}: {e}"))?;
         guard::register_group(pid);
         let (tell, told) = mpsc::channel();

@@ -146,8 +146,9 @@ pub struct RunWriter {
     counter_name_count: usize,
     event_name_count: usize,
     thread_count: usize,
-    /// pid → position in the run's process list.
-    process_index: HashMap<u32, i64>,
+    /// Position in the run's process list by pid, and by name for the rows of no process (pid 0: `(exited children)`,
+    /// `(not seen by name)`), which must not replace each other.
+    process_index: HashMap<(u32, String), i64>,
     spans: IdRange,
     counters: IdRange,
     events: IdRange,
@@ -455,7 +456,15 @@ impl RunWriter {
         self.begin()?;
         for p in processes {
             let next = self.process_index.len() as i64;
-            let index = *self.process_index.entry(p.pid).or_insert(next);
+            let key = (
+                p.pid,
+                if p.pid == 0 {
+                    p.name.clone()
+                } else {
+                    String::new()
+                },
+            );
+            let index = *self.process_index.entry(key).or_insert(next);
             self.conn
                 .prepare_cached(
                     "INSERT OR REPLACE INTO processes (run_id, process_index, pid, ppid, name, \

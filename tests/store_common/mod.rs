@@ -59,6 +59,16 @@ pub fn finished_meta(name: &str) -> RunMeta {
             corrupt_ring_details: vec!["thread 2 (main) of process 1: its head went back".into()],
             session_lost_ns: Some(2_000_000_000),
             foreign_users: vec!["nobody (uid 65534)".into()],
+            run_group: Some(framelab::model::RunGroupFacts {
+                mechanism: "cgroup2".into(),
+                path: "/sys/fs/cgroup/framelab-4242-1".into(),
+                cpu_ns: Some(2_431_000_000),
+                user_ns: Some(2_400_000_000),
+                sys_ns: Some(31_000_000),
+                rows_cpu_ns: Some(2_402_000_000),
+                escaped: vec!["process 77 (sleep) had left the run's cgroup".into()],
+                ..Default::default()
+            }),
         },
     }
 }
