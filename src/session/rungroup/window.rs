@@ -52,6 +52,7 @@ pub fn not_seen_row(
             seen_ns as f64 / 1e9
         ),
         service: String::new(),
+        watch_role: String::new(),
     })
 }
 
