@@ -7,6 +7,7 @@ pub mod changepoint;
 pub mod check;
 pub mod cli;
 pub mod export;
+mod pg_client;
 pub mod series;
 pub mod show;
 mod sql;
