@@ -641,3 +641,107 @@ fn check_names_the_commit_where_work_doubled_and_fails_ci_on_it() {
     ]));
     assert!(stdout(&out).contains("need 10"), "{}", stdout(&out));
 }
+
+/// `history add` of `run` to `url`, with the environment given (and no PGPASSWORD or
+/// PGPASSFILE but those).
+fn add_with_env(url: &str, run: &Path, env: &[(&str, &str)]) -> Output {
+    let mut command = framelab();
+    command
+        .args(["history", "add", "--store", url, "--commit", "c1"])
+        .arg(run)
+        .env_remove("PGPASSWORD")
+        .env_remove("PGPASSFILE")
+        .env_remove("PGSSLMODE")
+        .env_remove("PGSSLROOTCERT");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn postgres_over_tls_verifies_the_server_and_takes_the_password_from_the_environment() {
+    let Some(server) = history_pg::server_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run = record(&dir, "a", 10);
+    let certs = tempfile::tempdir().unwrap();
+    let ca = history_pg::make_ca(certs.path(), "ca").unwrap();
+    let other_ca = history_pg::make_ca(certs.path(), "other").unwrap();
+    server.create_database("tls");
+    server.local_sql("CREATE ROLE alice LOGIN PASSWORD 'wonder:land'; GRANT ALL ON DATABASE tls TO alice; ALTER DATABASE tls OWNER TO alice");
+    server.require_tls(certs.path(), "ca", "alice").unwrap();
+    let port = server.port;
+    let url = |mode: &str, root: &Path| {
+        format!(
+            "postgres://alice@127.0.0.1:{port}/tls?sslmode={mode}&sslrootcert={}",
+            root.display()
+        )
+    };
+
+    // verify-full with the CA that signed the server's certificate, the password from
+    // PGPASSWORD: added.
+    let out = add_with_env(
+        &url("verify-full", &ca),
+        &run,
+        &[("PGPASSWORD", "wonder:land")],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // Another CA: refused, one line naming the server and the certificate.
+    let out = add_with_env(
+        &url("verify-full", &other_ca),
+        &run,
+        &[("PGPASSWORD", "wonder:land")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(
+        line.contains(&format!("127.0.0.1:{port}")) && line.contains("certificate"),
+        "{line}"
+    );
+    println!("another CA: {line}");
+
+    // Without TLS, a server that takes TLS only refuses, and the line says TLS may help.
+    let out = add_with_env(
+        &format!("postgres://alice@127.0.0.1:{port}/tls?sslmode=disable"),
+        &run,
+        &[("PGPASSWORD", "wonder:land")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(line.contains("sslmode=disable"), "{line}");
+    println!("disable: {line}");
+
+    // The password from a password file (libpq's format, a colon escaped) readable by its
+    // owner alone; the whole store URL from $FRAMELAB_HISTORY.
+    let pgpass = dir.path().join("pgpass");
+    std::fs::write(
+        &pgpass,
+        format!("127.0.0.1:{port}:tls:alice:wonder\\:land\n"),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let store = url("verify-full", &ca);
+    let shown = framelab()
+        .args(["history", "show", "--format", "json"])
+        .env("FRAMELAB_HISTORY", &store)
+        .env("PGPASSFILE", &pgpass)
+        .env_remove("PGPASSWORD")
+        .output()
+        .unwrap();
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert!(
+        stdout(&shown).contains("\"commit\": \"c1\""),
+        "{}",
+        stdout(&shown)
+    );
+    // Readable by others: ignored with a warning, as libpq does, and the login fails.
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = add_with_env(&store, &run, &[("PGPASSFILE", pgpass.to_str().unwrap())]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("0600"), "{}", stderr(&out));
+    println!("readable password file: {}", stderr(&out));
+}

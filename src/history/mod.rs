@@ -8,6 +8,7 @@ pub mod check;
 pub mod cli;
 pub mod export;
 mod pg_client;
+mod pg_connect;
 pub mod series;
 pub mod show;
 mod sql;

@@ -515,19 +515,48 @@ fn check_intact(connection: &rusqlite::Connection, path: &Path) -> Result<()> {
 /// handshake and every statement after it have the URL's `connect_timeout`, else
 /// [`DEFAULT_DEADLINE`].
 fn connect_postgres(url: &str) -> Result<PgClient> {
-    let mut config: tokio_postgres::Config = url
-        .parse()
-        .map_err(|e| anyhow::anyhow!("{}: not a PostgreSQL URL ({e})", describe(url)))?;
+    let target = super::pg_connect::target(url)
+        .map_err(|e| anyhow::anyhow!("{}: not a PostgreSQL URL ({e:#})", describe(url)))?;
+    let mut config = target.config.clone();
     config.application_name(APPLICATION_NAME);
     let deadline = *config.get_connect_timeout().unwrap_or(&DEFAULT_DEADLINE);
     config.connect_timeout(deadline);
     let server = server_of(&config);
-    PgClient::connect(&config, tokio_postgres::NoTls, deadline, server.clone()).map_err(|e| {
+    let mode = target.ssl_mode;
+    let connected = match super::pg_connect::connector(&target)
+        .map_err(|e| anyhow::anyhow!("{}: {e:#}", describe(url)))?
+    {
+        Some(tls) => PgClient::connect(&config, tls, deadline, server.clone()),
+        None => PgClient::connect(&config, tokio_postgres::NoTls, deadline, server.clone()),
+    };
+    connected.map_err(|e| {
         // A deadline passed says what it is itself (and names the server).
-        match e.downcast_ref::<tokio_postgres::Error>() {
-            Some(pg) => anyhow::anyhow!("cannot connect to PostgreSQL at {server}: {}", reason(pg)),
-            None => e,
-        }
+        let Some(pg) = e.downcast_ref::<tokio_postgres::Error>() else {
+            return e;
+        };
+        let mut why = reason(pg);
+        let hint = if pg.to_string().contains("TLS") {
+            // OpenSSL's text names its source file and line; what failed is enough.
+            if why.contains("certificate verify failed") {
+                why = "the server's certificate failed verification".into();
+            }
+            format!(
+                " (sslmode={}): check that sslrootcert names the CA that signed the server's \
+                 certificate",
+                mode.name()
+            )
+        } else if mode == super::pg_connect::SslMode::Disable && why.contains("no encryption") {
+            " (sslmode=disable: this server takes TLS connections only; use sslmode=verify-full \
+             with sslrootcert=CA.pem)"
+                .to_owned()
+        } else if why == "password missing" {
+            ": give it in $PGPASSWORD or in a password file (~/.pgpass or $PGPASSFILE, mode \
+             0600)"
+                .to_owned()
+        } else {
+            String::new()
+        };
+        anyhow::anyhow!("cannot connect to PostgreSQL at {server}: {why}{hint}")
     })
 }
 
@@ -557,7 +586,7 @@ fn describe(location: &str) -> String {
     if !is_postgres(location) {
         return location.to_owned();
     }
-    match location.parse::<tokio_postgres::Config>() {
+    match super::pg_connect::parse_url(location) {
         Ok(config) => format!(
             "postgres://{}/{}",
             server_of(&config),
