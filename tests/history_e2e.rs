@@ -701,7 +701,6 @@ fn postgres_over_tls_verifies_the_server_and_takes_the_password_from_the_environ
         line.contains(&format!("127.0.0.1:{port}")) && line.contains("certificate"),
         "{line}"
     );
-    println!("another CA: {line}");
 
     // Without TLS, a server that takes TLS only refuses, and the line says TLS may help.
     let out = add_with_env(
@@ -712,7 +711,6 @@ fn postgres_over_tls_verifies_the_server_and_takes_the_password_from_the_environ
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let line = error_line(&out);
     assert!(line.contains("sslmode=disable"), "{line}");
-    println!("disable: {line}");
 
     // The password from a password file (libpq's format, a colon escaped) readable by its
     // owner alone; the whole store URL from $FRAMELAB_HISTORY.
@@ -743,5 +741,56 @@ fn postgres_over_tls_verifies_the_server_and_takes_the_password_from_the_environ
     let out = add_with_env(&store, &run, &[("PGPASSFILE", pgpass.to_str().unwrap())]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("0600"), "{}", stderr(&out));
-    println!("readable password file: {}", stderr(&out));
+}
+
+#[test]
+fn a_postgres_server_that_stops_answering_mid_write_ends_the_add_at_its_deadline() {
+    let Some(server) = history_pg::server_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let a = record(&dir, "a", 10);
+    let b = record(&dir, "b", 10);
+    let c = record(&dir, "c", 10);
+    let url = format!("{}?connect_timeout=2", server.create_database("hang"));
+    ok(add(&url, "c1", &[&a]));
+    let before = export_csv(&url);
+
+    // Mid-write (b's rows written, c's next), the writer's server process is stopped: its
+    // next statement is never answered (the connection stays open).
+    let flag = dir.path().join("mid-write");
+    let mut writer = paused_add(&url, &flag, &[&b, &c]);
+    wait_for(&flag, &mut writer);
+    let backend: i32 = server
+        .client("postgres")
+        .query_one(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'framelab-history'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    // SAFETY: signals the server process serving this test's writer.
+    unsafe { libc::kill(backend, libc::SIGSTOP) };
+    std::fs::remove_file(&flag).unwrap();
+    // A guard far above the deadline, not a measure: a hang fails instead of hanging.
+    let guard = Instant::now() + Duration::from_secs(120);
+    while writer.try_wait().unwrap().is_none() && Instant::now() < guard {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let hung = writer.try_wait().unwrap().is_none();
+    if hung {
+        writer.kill().unwrap();
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(backend, libc::SIGCONT) };
+    let out = writer.wait_with_output().unwrap();
+    assert!(!hung, "still running at the guard: {}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(
+        line.contains(&format!("127.0.0.1:{}", server.port))
+            && line.contains("did not answer within 2 s"),
+        "{line}"
+    );
+    assert_eq!(export_csv(&url), before, "nothing of b or c");
 }

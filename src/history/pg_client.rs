@@ -102,8 +102,21 @@ pub struct PgTx<'a> {
 }
 
 impl PgTx<'_> {
+    /// Commits. A commit whose answer never came may have been done or not: the error
+    /// says so (adding again is safe: runs already there are skipped).
     pub fn commit(self) -> Result<()> {
-        within(self.runtime, self.deadline, self.server, self.tx.commit())
+        let (deadline, server) = (self.deadline, self.server);
+        within(self.runtime, deadline, server, self.tx.commit()).map_err(|e| {
+            if e.downcast_ref::<tokio_postgres::Error>().is_some() {
+                e
+            } else {
+                anyhow::anyhow!(
+                    "{e:#}; the commit was sent, so whether it was done is unknown: run the \
+                     command again once the server answers (an add skips the runs already \
+                     there)"
+                )
+            }
+        })
     }
 }
 
