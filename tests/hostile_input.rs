@@ -582,6 +582,18 @@ fn hostile_names_reach_no_terminal_from_whatif_history_or_bench() {
             stderr(&out)
         );
         assert_no_controls(&format!("history show {format}"), &out, format == "json");
+        let out = output_of(
+            &[
+                "history", "check", "--store", "h.sqlite", "--format", format,
+            ],
+            dir.path(),
+        );
+        assert!(
+            out.status.success(),
+            "history check {format}: {}",
+            stderr(&out)
+        );
+        assert_no_controls(&format!("history check {format}"), &out, format == "json");
     }
 
     // Bench: a variant of that name, its progress lines on stderr.
