@@ -59,7 +59,8 @@ pub fn parse_url(url: &str) -> Result<tokio_postgres::Config, tokio_postgres::Er
 }
 
 /// Parses `url`: `sslmode` (else `$PGSSLMODE`, else `prefer`) and `sslrootcert` (else
-/// `$PGSSLROOTCERT`) taken out, the password filled in when the URL has none.
+/// `$PGSSLROOTCERT`, else `~/.postgresql/root.crt` if it exists) taken out, the password
+/// filled in when the URL has none.
 pub fn target(url: &str) -> Result<Target> {
     let (rest, options) = split_options(url);
     let mut config: tokio_postgres::Config = rest.parse()?;
@@ -75,7 +76,13 @@ pub fn target(url: &str) -> Result<Target> {
         Some(mode) => SslMode::parse(&mode)?,
         None => SslMode::Prefer,
     };
+    // libpq's default: ~/.postgresql/root.crt, when there is one.
+    let default_root = || {
+        let file = Path::new(&std::env::var_os("HOME")?).join(".postgresql/root.crt");
+        file.is_file().then(|| file.display().to_string())
+    };
     let root_cert = option("sslrootcert", "PGSSLROOTCERT")
+        .or_else(default_root)
         .filter(|v| v != "system")
         .map(PathBuf::from);
     config.ssl_mode(match ssl_mode {
