@@ -157,7 +157,7 @@ fn read_certificates(file: &Path) -> Result<Vec<native_tls::Certificate>> {
     const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
     let certificates = text
         .match_indices(BEGIN)
-        .map(|(at, _)| native_tls::Certificate::from_pem(text[at..].as_bytes()))
+        .map(|(at, _)| native_tls::Certificate::from_pem(&text.as_bytes()[at..]))
         .collect::<Result<Vec<_>, _>>()
         .with_context(|| format!("sslrootcert={}: not a PEM certificate", file.display()))?;
     if certificates.is_empty() {
