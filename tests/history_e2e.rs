@@ -702,6 +702,58 @@ fn postgres_over_tls_verifies_the_server_and_takes_the_password_from_the_environ
         "{line}"
     );
 
+    // verify-ca checks the chain only: a URL naming a host the certificate does not (the
+    // server reached at 127.0.0.1 through hostaddr) passes verify-ca, not verify-full.
+    let elsewhere = |mode: &str| {
+        format!(
+            "postgres://alice@wrong.example:{port}/tls?hostaddr=127.0.0.1&sslmode={mode}&sslrootcert={}",
+            ca.display()
+        )
+    };
+    let password = [("PGPASSWORD", "wonder:land")];
+    let out = add_with_env(&elsewhere("verify-ca"), &run, &password);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = add_with_env(&elsewhere("verify-full"), &run, &password);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(
+        line.contains("wrong.example") && line.contains("certificate failed verification"),
+        "{line}"
+    );
+    let out = add_with_env(&url("verify-ca", &other_ca), &run, &password);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(error_line(&out).contains("certificate"), "{}", stderr(&out));
+
+    // No root file anywhere (a HOME without ~/.postgresql/root.crt): require encrypts
+    // without checking the certificate; verify-full is refused before connecting, as libpq.
+    let home = tempfile::tempdir().unwrap();
+    let bare = |mode: &str| format!("postgres://alice@127.0.0.1:{port}/tls?sslmode={mode}");
+    let home_password = [
+        ("PGPASSWORD", "wonder:land"),
+        ("HOME", home.path().to_str().unwrap()),
+    ];
+    let out = add_with_env(&bare("require"), &run, &home_password);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = add_with_env(&bare("verify-full"), &run, &home_password);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(
+        line.contains("root certificate file") && line.contains("does not exist"),
+        "{line}"
+    );
+    // The system's CAs go with verify-full only, as libpq.
+    let out = add_with_env(
+        &format!("{}&sslrootcert=system", bare("require")),
+        &run,
+        &home_password,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        error_line(&out).contains("sslrootcert=system"),
+        "{}",
+        stderr(&out)
+    );
+
     // Without TLS, a server that takes TLS only refuses, and the line says TLS may help.
     let out = add_with_env(
         &format!("postgres://alice@127.0.0.1:{port}/tls?sslmode=disable"),

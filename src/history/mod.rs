@@ -9,6 +9,7 @@ pub mod cli;
 pub mod export;
 mod pg_client;
 mod pg_connect;
+mod pg_tls;
 pub mod series;
 pub mod show;
 mod sql;

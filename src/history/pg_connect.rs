@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
 /// libpq's `sslmode`s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,12 +44,22 @@ impl SslMode {
     }
 }
 
+/// Where the CA certificates that vouch for the server come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Roots {
+    /// `sslrootcert=FILE` (or `$PGSSLROOTCERT`, or `~/.postgresql/root.crt`): PEM.
+    File(PathBuf),
+    /// `sslrootcert=system`: the system's CAs.
+    System,
+    /// None given and no `~/.postgresql/root.crt` (the path, for messages).
+    Missing(PathBuf),
+}
+
 /// A store URL taken apart: what tokio-postgres connects with, and how TLS is made.
 pub struct Target {
     pub config: tokio_postgres::Config,
     pub ssl_mode: SslMode,
-    /// The CA certificates (PEM) the server's must be signed by; `None`: the system's.
-    pub root_cert: Option<PathBuf>,
+    pub roots: Roots,
 }
 
 /// The URL's connection settings, without the TLS options and without a password from
@@ -58,9 +68,10 @@ pub fn parse_url(url: &str) -> Result<tokio_postgres::Config, tokio_postgres::Er
     split_options(url).0.parse()
 }
 
-/// Parses `url`: `sslmode` (else `$PGSSLMODE`, else `prefer`) and `sslrootcert` (else
-/// `$PGSSLROOTCERT`, else `~/.postgresql/root.crt` if it exists) taken out, the password
-/// filled in when the URL has none.
+/// Parses `url`: `sslmode` (else `$PGSSLMODE`, else `prefer`, or `verify-full` with
+/// `sslrootcert=system`) and `sslrootcert` (else `$PGSSLROOTCERT`, else
+/// `~/.postgresql/root.crt` if it exists) taken out, the password filled in when the URL
+/// has none.
 pub fn target(url: &str) -> Result<Target> {
     let (rest, options) = split_options(url);
     let mut config: tokio_postgres::Config = rest.parse()?;
@@ -72,19 +83,23 @@ pub fn target(url: &str) -> Result<Target> {
             .map(|(_, v)| v.clone())
             .or_else(|| std::env::var(env).ok().filter(|v| !v.is_empty()))
     };
+    // libpq's default: ~/.postgresql/root.crt, when there is one.
+    let default_root = match std::env::var_os("HOME") {
+        Some(home) => Path::new(&home).join(".postgresql/root.crt"),
+        None => PathBuf::from("~/.postgresql/root.crt"),
+    };
+    let roots = match option("sslrootcert", "PGSSLROOTCERT") {
+        Some(value) if value == "system" => Roots::System,
+        Some(file) => Roots::File(PathBuf::from(file)),
+        None if default_root.is_file() => Roots::File(default_root),
+        None => Roots::Missing(default_root),
+    };
+    // As libpq: the system's CAs make verify-full the default.
     let ssl_mode = match option("sslmode", "PGSSLMODE") {
         Some(mode) => SslMode::parse(&mode)?,
+        None if roots == Roots::System => SslMode::VerifyFull,
         None => SslMode::Prefer,
     };
-    // libpq's default: ~/.postgresql/root.crt, when there is one.
-    let default_root = || {
-        let file = Path::new(&std::env::var_os("HOME")?).join(".postgresql/root.crt");
-        file.is_file().then(|| file.display().to_string())
-    };
-    let root_cert = option("sslrootcert", "PGSSLROOTCERT")
-        .or_else(default_root)
-        .filter(|v| v != "system")
-        .map(PathBuf::from);
     config.ssl_mode(match ssl_mode {
         SslMode::Disable => tokio_postgres::config::SslMode::Disable,
         SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
@@ -98,7 +113,7 @@ pub fn target(url: &str) -> Result<Target> {
     Ok(Target {
         config,
         ssl_mode,
-        root_cert,
+        roots,
     })
 }
 
@@ -123,50 +138,6 @@ fn split_options(url: &str) -> (String, Vec<(String, String)>) {
         format!("{base}?{}", kept.join("&"))
     };
     (rest, taken)
-}
-
-/// The connector for `sslmode`: none for `disable`; for `prefer` and `require`, TLS that
-/// checks nothing unless `sslrootcert` is given (then, as libpq, the chain); for
-/// `verify-ca` the chain; for `verify-full` the chain and the host name.
-pub fn connector(target: &Target) -> Result<Option<postgres_native_tls::MakeTlsConnector>> {
-    if target.ssl_mode == SslMode::Disable {
-        return Ok(None);
-    }
-    let mut builder = native_tls::TlsConnector::builder();
-    let verify = matches!(target.ssl_mode, SslMode::VerifyCa | SslMode::VerifyFull)
-        || target.root_cert.is_some();
-    if let Some(file) = &target.root_cert {
-        // Only the CAs named: a public CA must not vouch for a private server.
-        builder.disable_built_in_roots(true);
-        for certificate in read_certificates(file)? {
-            builder.add_root_certificate(certificate);
-        }
-    }
-    builder.danger_accept_invalid_certs(!verify);
-    builder.danger_accept_invalid_hostnames(target.ssl_mode != SslMode::VerifyFull);
-    let connector = builder
-        .build()
-        .context("cannot set up TLS for the PostgreSQL store")?;
-    Ok(Some(postgres_native_tls::MakeTlsConnector::new(connector)))
-}
-
-/// Every certificate of a PEM file (a bundle may hold several).
-fn read_certificates(file: &Path) -> Result<Vec<native_tls::Certificate>> {
-    let text = std::fs::read_to_string(file)
-        .with_context(|| format!("sslrootcert={}: cannot read it", file.display()))?;
-    const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
-    let certificates = text
-        .match_indices(BEGIN)
-        .map(|(at, _)| native_tls::Certificate::from_pem(&text.as_bytes()[at..]))
-        .collect::<Result<Vec<_>, _>>()
-        .with_context(|| format!("sslrootcert={}: not a PEM certificate", file.display()))?;
-    if certificates.is_empty() {
-        bail!(
-            "sslrootcert={}: no certificate in it (expected PEM, {BEGIN})",
-            file.display()
-        );
-    }
-    Ok(certificates)
 }
 
 /// `PGPASSWORD`, else the password file's line for this server, database and user.
@@ -263,6 +234,19 @@ mod tests {
             ]
         );
         assert!(SslMode::parse("allow-ish").is_err());
+    }
+
+    #[test]
+    fn sslrootcert_system_makes_verify_full_the_default() {
+        let system = target("postgres://u@db/bench?sslrootcert=system").unwrap();
+        assert_eq!(
+            (system.roots, system.ssl_mode),
+            (Roots::System, SslMode::VerifyFull)
+        );
+        let file = target("postgres://u@db/bench?sslrootcert=/etc/ca.pem&sslmode=verify-ca");
+        let file = file.unwrap();
+        assert_eq!(file.roots, Roots::File("/etc/ca.pem".into()));
+        assert_eq!(file.ssl_mode, SslMode::VerifyCa);
     }
 
     #[test]

@@ -523,7 +523,7 @@ fn connect_postgres(url: &str) -> Result<PgClient> {
     config.connect_timeout(deadline);
     let server = server_of(&config);
     let mode = target.ssl_mode;
-    let connected = match super::pg_connect::connector(&target)
+    let connected = match super::pg_tls::connector(&target)
         .map_err(|e| anyhow::anyhow!("{}: {e:#}", describe(url)))?
     {
         Some(tls) => PgClient::connect(&config, tls, deadline, server.clone()),
@@ -536,8 +536,8 @@ fn connect_postgres(url: &str) -> Result<PgClient> {
         };
         let mut why = reason(pg);
         let hint = if pg.to_string().contains("TLS") {
-            // OpenSSL's text names its source file and line; what failed is enough.
-            if why.contains("certificate verify failed") {
+            // rustls names the check that failed in its own terms; what failed is enough.
+            if super::pg_tls::certificate_refused(pg) {
                 why = "the server's certificate failed verification".into();
             }
             format!(
