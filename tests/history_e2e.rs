@@ -671,8 +671,20 @@ fn postgres_over_tls_verifies_the_server_and_takes_the_password_from_the_environ
     let other_ca = history_pg::make_ca(certs.path(), "other").unwrap();
     server.create_database("tls");
     server.local_sql("CREATE ROLE alice LOGIN PASSWORD 'wonder:land'; GRANT ALL ON DATABASE tls TO alice; ALTER DATABASE tls OWNER TO alice");
-    server.require_tls(certs.path(), "ca", "alice").unwrap();
     let port = server.port;
+    // Before TLS is on: require is refused, saying the server takes no TLS.
+    let out = add_with_env(
+        &format!("postgres://alice@127.0.0.1:{port}/tls?sslmode=require"),
+        &run,
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(
+        line.contains("server does not support TLS (sslmode=require)"),
+        "{line}"
+    );
+    server.require_tls(certs.path(), "ca", "alice").unwrap();
     let url = |mode: &str, root: &Path| {
         format!(
             "postgres://alice@127.0.0.1:{port}/tls?sslmode={mode}&sslrootcert={}",
@@ -717,7 +729,8 @@ fn postgres_over_tls_verifies_the_server_and_takes_the_password_from_the_environ
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let line = error_line(&out);
     assert!(
-        line.contains("wrong.example") && line.contains("certificate failed verification"),
+        line.contains("certificate failed verification: it does not name wrong.example")
+            && line.contains("sslmode=verify-ca"),
         "{line}"
     );
     let out = add_with_env(&url("verify-ca", &other_ca), &run, &password);

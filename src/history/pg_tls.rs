@@ -74,8 +74,17 @@ pub fn connector(target: &Target) -> Result<Option<MakeRustlsConnect>> {
     Ok(Some(MakeRustlsConnect::new(config)))
 }
 
-/// Whether `error` (or an error under it) is rustls refusing the server's certificate.
-pub fn certificate_refused(error: &(dyn std::error::Error + 'static)) -> bool {
+/// Why rustls refused the server's certificate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Signed by a trusted CA, but for another host (verify-full only).
+    WrongName,
+    /// Not signed by a CA of the root file, expired, or otherwise invalid.
+    Untrusted,
+}
+
+/// The refusal, when `error` (or an error under it) is rustls refusing the certificate.
+pub fn certificate_refusal(error: &(dyn std::error::Error + 'static)) -> Option<Refusal> {
     let mut next = Some(error);
     while let Some(e) = next {
         // tokio-rustls wraps rustls's error in an io::Error, whose source skips it.
@@ -83,12 +92,16 @@ pub fn certificate_refused(error: &(dyn std::error::Error + 'static)) -> bool {
             .and_then(|io| io.get_ref())
             .and_then(|inner| inner.downcast_ref::<rustls::Error>())
             .or_else(|| e.downcast_ref::<rustls::Error>());
-        if let Some(rustls::Error::InvalidCertificate(_)) = tls {
-            return true;
+        if let Some(rustls::Error::InvalidCertificate(why)) = tls {
+            return Some(match why {
+                CertificateError::NotValidForName
+                | CertificateError::NotValidForNameContext { .. } => Refusal::WrongName,
+                _ => Refusal::Untrusted,
+            });
         }
         next = e.source();
     }
-    false
+    None
 }
 
 /// The CA certificates of a PEM file (a bundle may hold several); only these are trusted.

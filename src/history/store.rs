@@ -535,9 +535,24 @@ fn connect_postgres(url: &str) -> Result<PgClient> {
             return e;
         };
         let mut why = reason(pg);
-        let hint = if pg.to_string().contains("TLS") {
+        let refusal = super::pg_tls::certificate_refusal(pg);
+        let hint = if refusal == Some(super::pg_tls::Refusal::WrongName) {
+            why = format!(
+                "the server's certificate failed verification: it does not name {}",
+                host_of(&config)
+            );
+            " (sslmode=verify-full): reach the server by a name its certificate holds, or \
+             check the CA alone with sslmode=verify-ca"
+                .to_owned()
+        } else if why == "server does not support TLS" {
+            format!(
+                " (sslmode={}): turn TLS on in the server's postgresql.conf (ssl = on), or use \
+                 sslmode=prefer to connect without it",
+                mode.name()
+            )
+        } else if pg.to_string().contains("TLS") {
             // rustls names the check that failed in its own terms; what failed is enough.
-            if super::pg_tls::certificate_refused(pg) {
+            if refusal.is_some() {
                 why = "the server's certificate failed verification".into();
             }
             format!(
@@ -574,10 +589,15 @@ fn reason(error: &tokio_postgres::Error) -> String {
 /// `host:port` of the first host (a Unix socket's directory, if that is what it is).
 fn server_of(config: &tokio_postgres::Config) -> String {
     let port = config.get_ports().first().copied().unwrap_or(5432);
+    format!("{}:{port}", host_of(config))
+}
+
+/// The first host, as the URL names it (what a certificate must name for verify-full).
+fn host_of(config: &tokio_postgres::Config) -> String {
     match config.get_hosts().first() {
-        Some(tokio_postgres::config::Host::Tcp(host)) => format!("{host}:{port}"),
-        Some(tokio_postgres::config::Host::Unix(dir)) => format!("{}:{port}", dir.display()),
-        None => format!("localhost:{port}"),
+        Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
+        Some(tokio_postgres::config::Host::Unix(dir)) => dir.display().to_string(),
+        None => "localhost".to_owned(),
     }
 }
 
