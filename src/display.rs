@@ -58,6 +58,15 @@ pub fn text(s: &str) -> Cow<'_, str> {
     escaped(s, TEXT_CHARS)
 }
 
+/// Every line of a whole rendered text through [`escaped`], never cut: for outputs built
+/// from many names, a last guard that no name reached the terminal raw.
+pub fn lines(text: &str) -> String {
+    text.split('\n')
+        .map(|line| escaped(line, usize::MAX))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Markdown's own characters escaped, so a name stays text (a `|` does not end a table
 /// cell, a `*` starts no emphasis). Apply after [`name`] or [`text`].
 pub fn markdown(s: &str) -> String {

@@ -680,3 +680,221 @@ fn the_store_is_named_history_everywhere_and_store_is_a_hidden_alias() {
         assert!(stdout(&out).contains("--history <STORE>"), "{sub}");
     }
 }
+
+/// `history add` of `run` to `url`, with the environment given (and no PGPASSWORD or
+/// PGPASSFILE but those).
+fn add_with_env(url: &str, run: &Path, env: &[(&str, &str)]) -> Output {
+    let mut command = framelab();
+    command
+        .args(["history", "add", "--store", url, "--commit", "c1"])
+        .arg(run)
+        .env_remove("PGPASSWORD")
+        .env_remove("PGPASSFILE")
+        .env_remove("PGSSLMODE")
+        .env_remove("PGSSLROOTCERT");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn postgres_over_tls_verifies_the_server_and_takes_the_password_from_the_environment() {
+    let Some(server) = history_pg::server_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let run = record(&dir, "a", 10);
+    let certs = tempfile::tempdir().unwrap();
+    let ca = history_pg::make_ca(certs.path(), "ca").unwrap();
+    let other_ca = history_pg::make_ca(certs.path(), "other").unwrap();
+    server.create_database("tls");
+    server.local_sql("CREATE ROLE alice LOGIN PASSWORD 'wonder:land'; GRANT ALL ON DATABASE tls TO alice; ALTER DATABASE tls OWNER TO alice");
+    let port = server.port;
+    // Before TLS is on: require is refused, saying the server takes no TLS.
+    let out = add_with_env(
+        &format!("postgres://alice@127.0.0.1:{port}/tls?sslmode=require"),
+        &run,
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(
+        line.contains("server does not support TLS (sslmode=require)"),
+        "{line}"
+    );
+    server.require_tls(certs.path(), "ca", "alice").unwrap();
+    let url = |mode: &str, root: &Path| {
+        format!(
+            "postgres://alice@127.0.0.1:{port}/tls?sslmode={mode}&sslrootcert={}",
+            root.display()
+        )
+    };
+
+    // verify-full with the CA that signed the server's certificate, the password from
+    // PGPASSWORD: added.
+    let out = add_with_env(
+        &url("verify-full", &ca),
+        &run,
+        &[("PGPASSWORD", "wonder:land")],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // Another CA: refused, one line naming the server and the certificate.
+    let out = add_with_env(
+        &url("verify-full", &other_ca),
+        &run,
+        &[("PGPASSWORD", "wonder:land")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(
+        line.contains(&format!("127.0.0.1:{port}")) && line.contains("certificate"),
+        "{line}"
+    );
+
+    // verify-ca checks the chain only: a URL naming a host the certificate does not (the
+    // server reached at 127.0.0.1 through hostaddr) passes verify-ca, not verify-full.
+    let elsewhere = |mode: &str| {
+        format!(
+            "postgres://alice@wrong.example:{port}/tls?hostaddr=127.0.0.1&sslmode={mode}&sslrootcert={}",
+            ca.display()
+        )
+    };
+    let password = [("PGPASSWORD", "wonder:land")];
+    let out = add_with_env(&elsewhere("verify-ca"), &run, &password);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = add_with_env(&elsewhere("verify-full"), &run, &password);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(
+        line.contains("certificate failed verification: it does not name wrong.example")
+            && line.contains("sslmode=verify-ca"),
+        "{line}"
+    );
+    let out = add_with_env(&url("verify-ca", &other_ca), &run, &password);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(error_line(&out).contains("certificate"), "{}", stderr(&out));
+
+    // No root file anywhere (a HOME without ~/.postgresql/root.crt): require encrypts
+    // without checking the certificate; verify-full is refused before connecting, as libpq.
+    let home = tempfile::tempdir().unwrap();
+    let bare = |mode: &str| format!("postgres://alice@127.0.0.1:{port}/tls?sslmode={mode}");
+    let home_password = [
+        ("PGPASSWORD", "wonder:land"),
+        ("HOME", home.path().to_str().unwrap()),
+    ];
+    let out = add_with_env(&bare("require"), &run, &home_password);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = add_with_env(&bare("verify-full"), &run, &home_password);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(
+        line.contains("root certificate file") && line.contains("does not exist"),
+        "{line}"
+    );
+    // The system's CAs go with verify-full only, as libpq.
+    let out = add_with_env(
+        &format!("{}&sslrootcert=system", bare("require")),
+        &run,
+        &home_password,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        error_line(&out).contains("sslrootcert=system"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Without TLS, a server that takes TLS only refuses, and the line says TLS may help.
+    let out = add_with_env(
+        &format!("postgres://alice@127.0.0.1:{port}/tls?sslmode=disable"),
+        &run,
+        &[("PGPASSWORD", "wonder:land")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(line.contains("sslmode=disable"), "{line}");
+
+    // The password from a password file (libpq's format, a colon escaped) readable by its
+    // owner alone; the whole store URL from $FRAMELAB_HISTORY.
+    let pgpass = dir.path().join("pgpass");
+    std::fs::write(
+        &pgpass,
+        format!("127.0.0.1:{port}:tls:alice:wonder\\:land\n"),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let store = url("verify-full", &ca);
+    let shown = framelab()
+        .args(["history", "show", "--format", "json"])
+        .env("FRAMELAB_HISTORY", &store)
+        .env("PGPASSFILE", &pgpass)
+        .env_remove("PGPASSWORD")
+        .output()
+        .unwrap();
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert!(
+        stdout(&shown).contains("\"commit\": \"c1\""),
+        "{}",
+        stdout(&shown)
+    );
+    // Readable by others: ignored with a warning, as libpq does, and the login fails.
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = add_with_env(&store, &run, &[("PGPASSFILE", pgpass.to_str().unwrap())]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("0600"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_postgres_server_that_stops_answering_mid_write_ends_the_add_at_its_deadline() {
+    let Some(server) = history_pg::server_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let a = record(&dir, "a", 10);
+    let b = record(&dir, "b", 10);
+    let c = record(&dir, "c", 10);
+    let url = format!("{}?connect_timeout=2", server.create_database("hang"));
+    ok(add(&url, "c1", &[&a]));
+    let before = export_csv(&url);
+
+    // Mid-write (b's rows written, c's next), the writer's server process is stopped: its
+    // next statement is never answered (the connection stays open).
+    let flag = dir.path().join("mid-write");
+    let mut writer = paused_add(&url, &flag, &[&b, &c]);
+    wait_for(&flag, &mut writer);
+    let backend: i32 = server
+        .client("postgres")
+        .query_one(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'framelab-history'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    // SAFETY: signals the server process serving this test's writer.
+    unsafe { libc::kill(backend, libc::SIGSTOP) };
+    std::fs::remove_file(&flag).unwrap();
+    // A guard far above the deadline, not a measure: a hang fails instead of hanging.
+    let guard = Instant::now() + Duration::from_secs(120);
+    while writer.try_wait().unwrap().is_none() && Instant::now() < guard {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let hung = writer.try_wait().unwrap().is_none();
+    if hung {
+        writer.kill().unwrap();
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(backend, libc::SIGCONT) };
+    let out = writer.wait_with_output().unwrap();
+    assert!(!hung, "still running at the guard: {}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(
+        line.contains(&format!("127.0.0.1:{}", server.port))
+            && line.contains("did not answer within 2 s"),
+        "{line}"
+    );
+    assert_eq!(export_csv(&url), before, "nothing of b or c");
+}

@@ -342,3 +342,401 @@ fn trailing_garbage_after_a_chrome_trace_is_counted_in_a_note() {
         stdout(&out)
     );
 }
+
+/// Waits for `child` at most `limit`, killing it past that: a hang fails the test instead
+/// of hanging it. The limit is a guard far above the deadline under test, never a measure.
+fn wait_bounded(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+) -> std::process::Output {
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!("still running after {limit:?}: {}", stderr(&out));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_postgres_server_that_never_answers_ends_history_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, run) = common::run_testprog(&dir, "a", &[], &["spans", "10"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Accepts every connection and holds it open without a byte in answer.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for connection in listener.incoming() {
+            held.push(connection);
+        }
+    });
+    let store = format!("postgres://u@127.0.0.1:{port}/db?connect_timeout=2");
+    let run = run.to_str().unwrap();
+    for args in [
+        &["history", "show", "--store", &store][..],
+        &["history", "check", "--store", &store],
+        &["history", "add", run, "--commit", "c1", "--store", &store],
+    ] {
+        let child = framelab()
+            .args(args)
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = wait_bounded(child, std::time::Duration::from_secs(120));
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        let line = error_line(&out);
+        assert!(
+            line.contains(&format!("127.0.0.1:{port}"))
+                && line.contains("did not answer within 2 s"),
+            "{args:?}: {line}"
+        );
+    }
+}
+
+#[test]
+fn a_huge_json_metric_file_is_read_in_little_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    // 64 MB of JSON: 32 million zeros, then the value. Held as values it takes over 1 GB.
+    let mut text = Vec::with_capacity(66 << 20);
+    text.extend_from_slice(b"{\"pad\": [0");
+    text.extend_from_slice(&b",0".repeat(32 << 20));
+    text.extend_from_slice(b"], \"v\": 42.5}");
+    std::fs::write(dir.path().join("result.src"), &text).unwrap();
+    drop(text);
+    let mut command = framelab();
+    command
+        .args(["run", "--shell", "--metric", "v:lower=json:result.json:$.v"])
+        .args(["-o", "m.framelab", "--", "cp result.src result.json"])
+        .current_dir(dir.path());
+    // Far less than the document as values; plenty for framelab streaming through it.
+    // SAFETY: setrlimit only, between fork and exec.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        command.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 512 << 20,
+                rlim_max: 512 << 20,
+            };
+            if libc::setrlimit(libc::RLIMIT_DATA, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = common::load(&dir.path().join("m.framelab"));
+    assert_eq!(run.metrics[0].value, Some(42.5), "{:?}", run.metrics[0]);
+}
+
+#[test]
+fn a_wayland_stamp_gone_back_is_a_bad_line_not_a_wrap() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open("tests/fixtures/import/wayland-1.23-simple-shm-client.log.gz").unwrap(),
+    )
+    .read_to_string(&mut log)
+    .unwrap();
+    std::fs::write(dir.path().join("clean.log"), &log).unwrap();
+    // Line 300's stamp set to 0: 18 minutes back, far from where the counter wraps.
+    let mut lines: Vec<String> = log.lines().map(str::to_owned).collect();
+    let close = lines[299].find(']').unwrap();
+    lines[299] = format!("[      0.000{}", &lines[299][close..]);
+    std::fs::write(dir.path().join("edited.log"), lines.join("\n") + "\n").unwrap();
+
+    let import = |file: &str, extra: &[&str]| {
+        let mut args = vec!["import", file, "-o"];
+        let out_name = format!("{file}.framelab");
+        args.push(&out_name);
+        args.extend_from_slice(extra);
+        (output_of(&args, dir.path()), dir.path().join(&out_name))
+    };
+    let (out, _) = import("edited.log", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(
+        line.contains("edited.log:300:") && line.contains("no wrap") && line.contains("--skip-bad"),
+        "{line}"
+    );
+
+    let window = |path: &Path| {
+        let run = common::load(path);
+        run.meta.window_end_ns - run.meta.window_start_ns
+    };
+    let (out, clean) = import("clean.log", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (out, skipped) = import("edited.log", &["--skip-bad"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(printed.contains("skipped 1 bad record"), "{printed}");
+    assert_eq!(common::load(&skipped).import.unwrap().skipped, 1);
+    // The window stays the log's own, not 71 minutes longer.
+    assert!(
+        window(&skipped) <= window(&clean),
+        "{} > {}",
+        window(&skipped),
+        window(&clean)
+    );
+}
+
+/// Names that drive a terminal: OSC retitle ended by BEL, CSI clear, an 8-bit CSI (C1),
+/// a backspace and a DEL.
+const HOSTILE: &str = "\x1b]0;pwned\x07\x1b[2J\u{9b}31m\x08\x7fx";
+
+/// No byte a terminal acts on: C0 controls but newline and tab, DEL, C1 controls. JSON
+/// (`json`) escapes C0 as JSON does and keeps DEL and C1 as text, as JSON may.
+fn assert_no_controls(what: &str, out: &std::process::Output, json: bool) {
+    for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        let c0 = bytes
+            .iter()
+            .any(|&b| (b < 0x20 && b != b'\n' && b != b'\t') || (b == 0x7f && !json));
+        let c1 = String::from_utf8_lossy(bytes)
+            .chars()
+            .any(|c| ('\u{80}'..='\u{9f}').contains(&c));
+        assert!(
+            !c0 && (json || !c1),
+            "{what}: a control reached {stream}: {:?}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+}
+
+#[test]
+fn hostile_names_reach_no_terminal_from_whatif_history_or_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = serde_json::to_string(HOSTILE).unwrap();
+    let name = name.trim_matches('"');
+    let mut events = Vec::new();
+    for frame in 1..=20 {
+        let t = frame * 100;
+        events.push(format!(
+            r#"{{"ph":"X","name":"{name} #{frame}","pid":1,"tid":2,"ts":{t},"dur":30}}"#
+        ));
+        events.push(format!(
+            r#"{{"ph":"X","name":"b #{frame}","pid":1,"tid":3,"ts":{},"dur":40}}"#,
+            t + 30
+        ));
+    }
+    events.push(format!(
+        r#"{{"ph":"M","name":"thread_name","pid":1,"tid":2,"args":{{"name":"{name}"}}}}"#
+    ));
+    std::fs::write(
+        dir.path().join("t.json"),
+        format!("[{}]", events.join(",\n")),
+    )
+    .unwrap();
+    let out = output_of(
+        &[
+            "import",
+            "t.json",
+            "--frame-regex",
+            r"#(\d+)",
+            "-o",
+            "t.framelab",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    for format in ["text", "markdown", "json"] {
+        let out = output_of(
+            &["whatif", "t.framelab", "--depth", "2", "--format", format],
+            dir.path(),
+        );
+        assert!(out.status.success(), "whatif {format}: {}", stderr(&out));
+        assert_no_controls(&format!("whatif {format}"), &out, format == "json");
+    }
+
+    // History: the commit and branch as given.
+    let out = output_of(
+        &[
+            "history",
+            "add",
+            "t.framelab",
+            "--commit",
+            HOSTILE,
+            "--branch",
+            HOSTILE,
+            "--store",
+            "h.sqlite",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "history add: {}", stderr(&out));
+    assert_no_controls("history add", &out, false);
+    for format in ["text", "markdown", "json"] {
+        let out = output_of(
+            &["history", "show", "--store", "h.sqlite", "--format", format],
+            dir.path(),
+        );
+        assert!(
+            out.status.success(),
+            "history show {format}: {}",
+            stderr(&out)
+        );
+        assert_no_controls(&format!("history show {format}"), &out, format == "json");
+        let out = output_of(
+            &[
+                "history", "check", "--store", "h.sqlite", "--format", format,
+            ],
+            dir.path(),
+        );
+        assert!(
+            out.status.success(),
+            "history check {format}: {}",
+            stderr(&out)
+        );
+        assert_no_controls(&format!("history check {format}"), &out, format == "json");
+    }
+
+    // Bench: a variant of that name, its progress lines on stderr.
+    let out = output_of(
+        &[
+            "bench",
+            "-n",
+            "2",
+            "--variant",
+            &format!("{HOSTILE}=true"),
+            "--variant",
+            "plain=true",
+            "-o",
+            "b.framelab",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "bench: {}", stderr(&out));
+    assert_no_controls("bench", &out, false);
+}
+
+#[test]
+fn spans_of_out_of_range_durations_are_counted_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = common::run_testprog(&dir, "s", &[], &["spans", "200"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let before = common::report_json(&path)["frames"].as_u64().unwrap();
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    let span = |offset: i64| -> (i64, i64) {
+        connection
+            .query_row(
+                "SELECT id, frame FROM spans ORDER BY id LIMIT 1 OFFSET ?1",
+                [offset],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap()
+    };
+    // The longest duration there is; an end past the clock's range.
+    let (longest, frame) = span(100);
+    connection
+        .execute(
+            "UPDATE spans SET dur_ns = ?1 WHERE id = ?2",
+            (i64::MAX, longest),
+        )
+        .unwrap();
+    let (overflowing, _) = span(120);
+    connection
+        .execute(
+            "UPDATE spans SET start_ns = ?1, dur_ns = 1000 WHERE id = ?2",
+            (i64::MAX - 10, overflowing),
+        )
+        .unwrap();
+    drop(connection);
+    let out = output_of(&["report", path.to_str().unwrap()], dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("2 spans with a duration out of range skipped as invalid")
+            && text.contains(&format!("the first: frame {frame}, ")),
+        "{text}"
+    );
+    let json = common::report_json(&path);
+    assert_eq!(json["negative_spans"], 2, "{json}");
+    assert!(json["frames"].as_u64().unwrap() <= before);
+}
+
+#[test]
+fn a_device_is_not_a_run_file_and_a_service_note_has_no_stray_label() {
+    let out = framelab().args(["report", "/dev/zero"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(line.contains("/dev/zero is not a regular file"), "{line}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let service = "stubborn=sh -c 'trap \"\" INT TERM; echo up; while :; do sleep 0.05; done'";
+    let out = output_of(
+        &[
+            "run",
+            "--grace",
+            "200ms",
+            "--service",
+            service,
+            "--ready",
+            "stubborn=regex:up",
+            "-o",
+            "s.framelab",
+            "--",
+            "true",
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = output_of(&["report", "s.framelab"], dir.path());
+    let text = stdout(&out);
+    assert!(text.contains("service stubborn ignored SIGINT"), "{text}");
+    assert!(!text.contains("stdout: service"), "{text}");
+}
+
+#[test]
+fn history_add_refuses_a_damaged_sqlite_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, a) = common::run_testprog(&dir, "a", &[], &["spans", "10"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (out, b) = common::run_testprog(&dir, "b", &[], &["spans", "10"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let add = |run: &Path| {
+        output_of(
+            &[
+                "history",
+                "add",
+                run.to_str().unwrap(),
+                "--commit",
+                "c1",
+                "--store",
+                "h.sqlite",
+            ],
+            dir.path(),
+        )
+    };
+    let out = add(&a);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // A page no table owns, counted in the header: every read and write still works,
+    // `PRAGMA quick_check` says "Page N: never used".
+    let store = dir.path().join("h.sqlite");
+    let mut bytes = std::fs::read(&store).unwrap();
+    let pages = (bytes.len() / 4096) as u32;
+    bytes.extend_from_slice(&[0u8; 4096]);
+    bytes[28..32].copy_from_slice(&(pages + 1).to_be_bytes());
+    std::fs::write(&store, &bytes).unwrap();
+
+    let out = add(&b);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(
+        line.contains("h.sqlite is damaged")
+            && line.contains("never used")
+            && line.contains("nothing was added")
+            && line.contains(".dump"),
+        "{line}"
+    );
+    assert_eq!(
+        std::fs::read(&store).unwrap(),
+        bytes,
+        "the store is untouched"
+    );
+}

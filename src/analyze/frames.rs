@@ -12,6 +12,24 @@ use crate::model::{EndReason, Run, RunMeta, Span};
 /// Marks a span that belongs to no frame (it was skipped).
 pub const NO_FRAME: u32 = u32::MAX;
 
+/// The longest span taken as measured: 2^53 ns (104 days). No stage lasts that long, and
+/// past it the f64 arithmetic of every statistic no longer holds a nanosecond exactly.
+pub const MAX_SPAN_NS: i64 = 1 << 53;
+
+/// A span no frame can use: a negative duration (a clock that went backwards), one over
+/// [`MAX_SPAN_NS`], or one that ends past the clock's range (a corrupt record).
+pub fn out_of_range(start_ns: i64, dur_ns: i64) -> bool {
+    !(0..=MAX_SPAN_NS).contains(&dur_ns) || start_ns.checked_add(dur_ns).is_none()
+}
+
+/// The first span skipped as out of range, named in the report's note.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BadSpan {
+    pub frame: u64,
+    pub start_ns: i64,
+    pub dur_ns: i64,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Frame {
     pub id: u64,
@@ -67,8 +85,10 @@ pub struct Frames {
     pub all: Vec<Frame>,
     /// For each span of the run, the index of its frame in `all`, or `NO_FRAME`.
     pub span_frame: Vec<u32>,
-    /// Spans skipped because their duration is negative (a broken clock).
+    /// Spans skipped because their duration is out of range ([`out_of_range`]).
     pub negative_spans: u64,
+    /// The first of them.
+    pub first_bad_span: Option<BadSpan>,
     /// The latest end of any usable span.
     pub last_end_ns: Option<i64>,
     lookup: Lookup,
@@ -77,8 +97,9 @@ pub struct Frames {
 impl Frames {
     /// Groups spans by frame id in two passes, without per-span allocation.
     pub fn from_spans(spans: &[Span]) -> Frames {
-        let usable = |s: &Span| s.dur_ns >= 0;
+        let usable = |s: &Span| !out_of_range(s.start_ns, s.dur_ns);
         let mut negative_spans = 0u64;
+        let mut first_bad_span = None;
         let (mut min_id, mut max_id) = (u64::MAX, 0u64);
         // Runs of adjacent spans with one id: an upper bound of the distinct ids, to size a map.
         let (mut id_runs, mut previous) = (0usize, None);
@@ -92,6 +113,11 @@ impl Frames {
                 }
             } else {
                 negative_spans += 1;
+                first_bad_span.get_or_insert(BadSpan {
+                    frame: s.frame,
+                    start_ns: s.start_ns,
+                    dur_ns: s.dur_ns,
+                });
             }
         }
         let usable_count = spans.len() as u64 - negative_spans;
@@ -103,6 +129,7 @@ impl Frames {
                 all,
                 span_frame,
                 negative_spans,
+                first_bad_span,
                 last_end_ns,
                 lookup: Lookup::Hashed {
                     map: IdMap::default(),
@@ -165,6 +192,7 @@ impl Frames {
             all,
             span_frame,
             negative_spans,
+            first_bad_span,
             last_end_ns,
             lookup,
         }

@@ -10,7 +10,9 @@ use crate::units::plural;
 pub struct NoteFacts {
     pub spans: u64,
     pub measured_frames: u64,
+    /// Spans skipped as out of range (`frames::out_of_range`), and the first of them.
     pub negative_spans: u64,
+    pub first_bad_span: Option<super::frames::BadSpan>,
     pub orphan_counter_values: u64,
     /// `--frames N` stood in for frames (no spans).
     pub frames_from_hint: bool,
@@ -219,8 +221,16 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
         ));
     }
     if facts.negative_spans > 0 {
+        let first = facts.first_bad_span.map_or(String::new(), |s| {
+            format!(
+                "; the first: frame {}, start {} ns, duration {} ns",
+                s.frame, s.start_ns, s.dur_ns
+            )
+        });
         notes.push(format!(
-            "{} with a negative duration skipped (a clock that went backwards?).",
+            "{} with a duration out of range skipped as invalid (negative: a clock \
+             that went backwards; over 2^53 ns or ending past the clock's range: a corrupt \
+             record){first}.",
             plural(facts.negative_spans, "span", "spans")
         ));
     }
@@ -369,7 +379,7 @@ mod tests {
         assert!(n[2].starts_with("1234 events were dropped") && n[2].contains("--ring-records"));
         assert!(n[3].starts_with("1 invalid record was skipped"));
         assert!(n[4].starts_with("2 names were refused"));
-        assert!(n[5].starts_with("4 spans with a negative duration"));
+        assert!(n[5].starts_with("4 spans with a duration out of range"));
         assert_eq!(n.len(), 6);
     }
 

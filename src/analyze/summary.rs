@@ -61,6 +61,7 @@ pub(crate) struct SpanFacts {
     /// Spans in the run, warmup and negative ones included.
     pub spans: u64,
     pub negative_spans: u64,
+    pub first_bad_span: Option<super::frames::BadSpan>,
     pub late: Option<LateSummary>,
     pub stutter: Option<StutterSummary>,
     pub pacing: Option<PacingSummary>,
@@ -161,6 +162,7 @@ fn span_facts(run: &Run) -> SpanFacts {
         measured_frames,
         spans: run.spans.len() as u64,
         negative_spans: frames.negative_spans,
+        first_bad_span: frames.first_bad_span,
         late,
         stutter,
         pacing,
@@ -214,6 +216,7 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
         spans: facts.spans,
         measured_frames,
         negative_spans: facts.negative_spans,
+        first_bad_span: facts.first_bad_span,
         orphan_counter_values: facts.counters.orphans,
         frames_from_hint,
         hint_ignored: hint.is_some() && !no_spans,
@@ -323,11 +326,14 @@ fn output_notes(run: &Run) -> impl Iterator<Item = String> + '_ {
         .metrics
         .iter()
         .filter_map(|m| m.failure.as_ref().map(|why| format!("metric {why}")));
-    let streams = run
-        .outputs
-        .iter()
-        .filter(|o| !o.note.is_empty())
-        .map(|o| format!("{}: {}", o.stream, o.note));
+    let streams = run.outputs.iter().filter(|o| !o.note.is_empty()).map(|o| {
+        // A service's notes name the service themselves ("service db exited …").
+        if o.role == crate::output::COMMAND_ROLE {
+            format!("{}: {}", o.stream, o.note)
+        } else {
+            o.note.clone()
+        }
+    });
     failures.chain(streams)
 }
 
@@ -558,7 +564,7 @@ mod tests {
         assert!(joined.contains("--ring-records"), "{joined}");
         assert!(joined.contains("1 invalid record was skipped"), "{joined}");
         assert!(
-            joined.contains("1 span with a negative duration"),
+            joined.contains("1 span with a duration out of range"),
             "{joined}"
         );
         // Counter values of frames 6–10, whose spans were never recorded.

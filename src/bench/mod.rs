@@ -167,7 +167,10 @@ pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
             continue;
         }
         let name = &spec.variants[*variant].name;
-        eprintln!("framelab: --cleanup of {name}: {command}");
+        eprintln!(
+            "framelab: {}",
+            crate::display::text(&format!("--cleanup of {name}: {command}"))
+        );
         if let Err(e) = run_shell("--cleanup", command, name, &path) {
             outcome
                 .cleanup_failures

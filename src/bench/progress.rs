@@ -48,6 +48,7 @@ impl BenchProgress {
     }
 
     pub fn starting(&mut self, what: &str) {
+        let what = crate::display::text(what);
         if let Some(bar) = &self.bar {
             bar.set_message(format!(
                 "running {what} · {} runs to go · {}",
@@ -58,6 +59,7 @@ impl BenchProgress {
     }
 
     pub fn finished(&mut self, what: &str, status: &str, took: Duration) {
+        let (what, status) = (crate::display::text(what), crate::display::text(status));
         self.done += 1;
         self.seconds.push(took.as_secs_f64());
         match &self.bar {
@@ -79,6 +81,7 @@ impl BenchProgress {
 
     /// A line of its own (above the bar on a terminal).
     pub fn say(&self, line: &str) {
+        let line = crate::display::text(line);
         match &self.bar {
             Some(bar) => bar.println(format!("framelab: {line}")),
             None => eprintln!("framelab: {line}"),

@@ -242,27 +242,19 @@ pub fn render(comparison: &Comparison, format: CompareFormat) -> String {
     match format {
         // Names cut and escaped where they are printed; any control character left (a
         // variant named after a file) is escaped here: only `\n` ends a line.
-        CompareFormat::Text => escape_controls(&text::render(comparison, false)),
-        CompareFormat::Markdown => escape_controls(&text::render(comparison, true)),
+        CompareFormat::Text => crate::display::lines(&text::render(comparison, false)),
+        CompareFormat::Markdown => crate::display::lines(&text::render(comparison, true)),
         CompareFormat::Json => {
             let mut s = serde_json::to_string_pretty(comparison)
                 .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
             s.push('\n');
             s
         }
-        CompareFormat::Csv => escape_controls(&csv::render(comparison)),
+        CompareFormat::Csv => crate::display::lines(&csv::render(comparison)),
         // The page needs the runs themselves (`compare_html`); from the comparison alone,
         // its text form.
         CompareFormat::Html => render(comparison, CompareFormat::Text),
     }
-}
-
-/// Every line of `text` through `crate::display` (escaped, never cut).
-fn escape_controls(text: &str) -> String {
-    text.split('\n')
-        .map(|line| crate::display::escaped(line, usize::MAX))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Whether any metric of any comparison regressed (`--fail-on-regression`).

@@ -348,6 +348,7 @@ pub fn add_files(
     let mut store = Store::open(&location, true)?;
     let outcome = store.add(&records)?;
     let short: String = revision.commit.chars().take(12).collect();
+    let short = crate::display::name(&short);
     let dirty = if revision.dirty {
         " (with changes not committed)"
     } else {

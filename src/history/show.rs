@@ -206,7 +206,7 @@ fn number(v: f64) -> String {
 pub fn text(shown: &Shown, markdown: bool) -> String {
     let clean = |s: &str| {
         if markdown {
-            crate::display::markdown(s)
+            crate::display::markdown(&crate::display::text(s))
         } else {
             crate::display::text(s).into_owned()
         }
@@ -242,7 +242,7 @@ pub fn text(shown: &Shown, markdown: bool) -> String {
             .iter()
             .map(|c| {
                 [
-                    c.commit.chars().take(12).collect(),
+                    clean(&c.commit.chars().take(12).collect::<String>()),
                     clean(c.branch.as_deref().unwrap_or("-")),
                     super::export::rfc3339(c.first_recorded_at_unix_s),
                     c.runs.to_string(),

@@ -2,7 +2,7 @@
 //! rewritten to `?1` for SQLite), typed parameters and cells, and a transaction over either.
 
 use anyhow::{Context, Result};
-use postgres::types::{ToSql, Type};
+use tokio_postgres::types::{ToSql, Type};
 
 /// A parameter of a statement.
 #[derive(Clone, Debug)]
@@ -117,7 +117,7 @@ impl Tx for rusqlite::Transaction<'_> {
     }
 }
 
-fn postgres_params<'a>(params: &'a [Param<'a>]) -> Vec<Box<dyn ToSql + Sync + 'a>> {
+pub fn postgres_params<'a>(params: &'a [Param<'a>]) -> Vec<Box<dyn ToSql + Sync + 'a>> {
     params
         .iter()
         .map(|p| -> Box<dyn ToSql + Sync + 'a> {
@@ -131,38 +131,28 @@ fn postgres_params<'a>(params: &'a [Param<'a>]) -> Vec<Box<dyn ToSql + Sync + 'a
         .collect()
 }
 
-impl Tx for postgres::Transaction<'_> {
-    fn execute(&mut self, sql: &str, params: &[Param]) -> Result<u64> {
-        let boxed = postgres_params(params);
-        let refs: Vec<&(dyn ToSql + Sync)> = boxed.iter().map(|b| b.as_ref()).collect();
-        Ok(postgres::Transaction::execute(self, sql, &refs)?)
-    }
-
-    fn query(&mut self, sql: &str, params: &[Param]) -> Result<Vec<Vec<Cell>>> {
-        let boxed = postgres_params(params);
-        let refs: Vec<&(dyn ToSql + Sync)> = boxed.iter().map(|b| b.as_ref()).collect();
-        let rows = postgres::Transaction::query(self, sql, &refs)?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            let mut cells = Vec::with_capacity(row.len());
-            for (i, column) in row.columns().iter().enumerate() {
-                let ty = column.type_();
-                let cell = if *ty == Type::INT8 {
-                    row.try_get::<_, Option<i64>>(i)?.map(Cell::Int)
-                } else if *ty == Type::INT4 {
-                    row.try_get::<_, Option<i32>>(i)?
-                        .map(|v| Cell::Int(v.into()))
-                } else if *ty == Type::FLOAT8 {
-                    row.try_get::<_, Option<f64>>(i)?.map(Cell::Real)
-                } else {
-                    row.try_get::<_, Option<String>>(i)
-                        .with_context(|| format!("column {} of type {ty}", column.name()))?
-                        .map(Cell::Text)
-                };
-                cells.push(cell.unwrap_or(Cell::Null));
-            }
-            out.push(cells);
+/// PostgreSQL's rows as cells.
+pub fn postgres_rows(rows: Vec<tokio_postgres::Row>) -> Result<Vec<Vec<Cell>>> {
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let mut cells = Vec::with_capacity(row.len());
+        for (i, column) in row.columns().iter().enumerate() {
+            let ty = column.type_();
+            let cell = if *ty == Type::INT8 {
+                row.try_get::<_, Option<i64>>(i)?.map(Cell::Int)
+            } else if *ty == Type::INT4 {
+                row.try_get::<_, Option<i32>>(i)?
+                    .map(|v| Cell::Int(v.into()))
+            } else if *ty == Type::FLOAT8 {
+                row.try_get::<_, Option<f64>>(i)?.map(Cell::Real)
+            } else {
+                row.try_get::<_, Option<String>>(i)
+                    .with_context(|| format!("column {} of type {ty}", column.name()))?
+                    .map(Cell::Text)
+            };
+            cells.push(cell.unwrap_or(Cell::Null));
         }
-        Ok(out)
+        out.push(cells);
     }
+    Ok(out)
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+use super::pg_client::{PgClient, DEFAULT_DEADLINE};
 use super::sql::{Param, Tx};
 use crate::experiment::Fingerprint;
 
@@ -117,7 +118,7 @@ pub struct AddOutcome {
 
 enum Backend {
     Sqlite(rusqlite::Connection),
-    Postgres(postgres::Client),
+    Postgres(PgClient),
 }
 
 pub struct Store {
@@ -445,9 +446,9 @@ fn insert_run(tx: &mut dyn Tx, run: &RunRecord) -> Result<bool> {
 
 /// A deadlock or serialization failure: another writer won, this one may try again.
 fn lost_a_race(error: &anyhow::Error) -> bool {
-    use postgres::error::SqlState;
+    use tokio_postgres::error::SqlState;
     error
-        .downcast_ref::<postgres::Error>()
+        .downcast_ref::<tokio_postgres::Error>()
         .and_then(|e| e.code())
         .is_some_and(|c| {
             *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE
@@ -477,29 +478,105 @@ fn open_sqlite(path: &Path, create: bool) -> Result<rusqlite::Connection> {
     let connection = rusqlite::Connection::open_with_flags(path, flags)
         .with_context(|| format!("cannot open the history store {}", path.display()))?;
     connection.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
+    // A file that is not SQLite at all is told apart by `check_schema`.
+    if create && exists && crate::store::is_sqlite(path) {
+        check_intact(&connection, path)?;
+    }
     Ok(connection)
 }
 
-/// Connects, or says in one line which server could not be reached and why.
-fn connect_postgres(url: &str) -> Result<postgres::Client> {
-    let mut config: postgres::Config = url
-        .parse()
-        .map_err(|e| anyhow::anyhow!("{}: not a PostgreSQL URL ({e})", describe(url)))?;
+/// Refuses a damaged store before anything is written into it: a write into a broken
+/// b-tree can spread the damage, and the runs added would be lost with the file.
+fn check_intact(connection: &rusqlite::Connection, path: &Path) -> Result<()> {
+    let found: rusqlite::Result<Vec<String>> = connection
+        .prepare("PRAGMA quick_check(3)")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect());
+    let problem = match found {
+        Ok(lines) if lines == ["ok"] => return Ok(()),
+        // SQLite heads its findings with the database's name.
+        Ok(lines) => (lines.iter())
+            .flat_map(|l| l.lines())
+            .filter(|l| !l.starts_with("***"))
+            .collect::<Vec<_>>()
+            .join("; "),
+        Err(e) => e.to_string(),
+    };
+    let p = path.display();
+    bail!(
+        "history store {p} is damaged (PRAGMA quick_check: {}), so nothing was added: restore \
+         it from a backup, or copy what is readable with `sqlite3 {p} .dump | sqlite3 \
+         recovered.sqlite` (`.recover` where .dump fails) and add to that (--store \
+         recovered.sqlite)",
+        crate::display::text(&problem.replace('\n', " "))
+    )
+}
+
+/// Connects, or says in one line which server could not be reached and why. The whole
+/// handshake and every statement after it have the URL's `connect_timeout`, else
+/// [`DEFAULT_DEADLINE`].
+fn connect_postgres(url: &str) -> Result<PgClient> {
+    let target = super::pg_connect::target(url)
+        .map_err(|e| anyhow::anyhow!("{}: not a PostgreSQL URL ({e:#})", describe(url)))?;
+    let mut config = target.config.clone();
     config.application_name(APPLICATION_NAME);
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(Duration::from_secs(10));
-    }
-    config.connect(postgres::NoTls).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot connect to PostgreSQL at {}: {}",
-            server_of(&config),
-            reason(&e)
-        )
+    let deadline = *config.get_connect_timeout().unwrap_or(&DEFAULT_DEADLINE);
+    config.connect_timeout(deadline);
+    let server = server_of(&config);
+    let mode = target.ssl_mode;
+    let connected = match super::pg_tls::connector(&target)
+        .map_err(|e| anyhow::anyhow!("{}: {e:#}", describe(url)))?
+    {
+        Some(tls) => PgClient::connect(&config, tls, deadline, server.clone()),
+        None => PgClient::connect(&config, tokio_postgres::NoTls, deadline, server.clone()),
+    };
+    connected.map_err(|e| {
+        // A deadline passed says what it is itself (and names the server).
+        let Some(pg) = e.downcast_ref::<tokio_postgres::Error>() else {
+            return e;
+        };
+        let mut why = reason(pg);
+        let refusal = super::pg_tls::certificate_refusal(pg);
+        let hint = if refusal == Some(super::pg_tls::Refusal::WrongName) {
+            why = format!(
+                "the server's certificate failed verification: it does not name {}",
+                host_of(&config)
+            );
+            " (sslmode=verify-full): reach the server by a name its certificate holds, or \
+             check the CA alone with sslmode=verify-ca"
+                .to_owned()
+        } else if why == "server does not support TLS" {
+            format!(
+                " (sslmode={}): turn TLS on in the server's postgresql.conf (ssl = on), or use \
+                 sslmode=prefer to connect without it",
+                mode.name()
+            )
+        } else if pg.to_string().contains("TLS") {
+            // rustls names the check that failed in its own terms; what failed is enough.
+            if refusal.is_some() {
+                why = "the server's certificate failed verification".into();
+            }
+            format!(
+                " (sslmode={}): check that sslrootcert names the CA that signed the server's \
+                 certificate",
+                mode.name()
+            )
+        } else if mode == super::pg_connect::SslMode::Disable && why.contains("no encryption") {
+            " (sslmode=disable: this server takes TLS connections only; use sslmode=verify-full \
+             with sslrootcert=CA.pem)"
+                .to_owned()
+        } else if why == "password missing" {
+            ": give it in $PGPASSWORD or in a password file (~/.pgpass or $PGPASSFILE, mode \
+             0600)"
+                .to_owned()
+        } else {
+            String::new()
+        };
+        anyhow::anyhow!("cannot connect to PostgreSQL at {server}: {why}{hint}")
     })
 }
 
 /// The innermost cause, which names what went wrong ("Connection refused").
-fn reason(error: &postgres::Error) -> String {
+fn reason(error: &tokio_postgres::Error) -> String {
     let mut text = error.to_string();
     let mut source = std::error::Error::source(error);
     while let Some(s) = source {
@@ -510,12 +587,17 @@ fn reason(error: &postgres::Error) -> String {
 }
 
 /// `host:port` of the first host (a Unix socket's directory, if that is what it is).
-fn server_of(config: &postgres::Config) -> String {
+fn server_of(config: &tokio_postgres::Config) -> String {
     let port = config.get_ports().first().copied().unwrap_or(5432);
+    format!("{}:{port}", host_of(config))
+}
+
+/// The first host, as the URL names it (what a certificate must name for verify-full).
+fn host_of(config: &tokio_postgres::Config) -> String {
     match config.get_hosts().first() {
-        Some(postgres::config::Host::Tcp(host)) => format!("{host}:{port}"),
-        Some(postgres::config::Host::Unix(dir)) => format!("{}:{port}", dir.display()),
-        None => format!("localhost:{port}"),
+        Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
+        Some(tokio_postgres::config::Host::Unix(dir)) => dir.display().to_string(),
+        None => "localhost".to_owned(),
     }
 }
 
@@ -524,7 +606,7 @@ fn describe(location: &str) -> String {
     if !is_postgres(location) {
         return location.to_owned();
     }
-    match location.parse::<postgres::Config>() {
+    match super::pg_connect::parse_url(location) {
         Ok(config) => format!(
             "postgres://{}/{}",
             server_of(&config),

@@ -22,7 +22,8 @@
 //! `server` for a compositor's log (told apart by the ` -> ` on known requests and events);
 //! a span is on the thread of its start.
 //!
-//! Times: the printed counter wraps every 71.6 minutes and is unwrapped (`clock.rs`).
+//! Times: the printed counter wraps every 71.6 minutes and is unwrapped near the wrap only
+//! (`clock.rs`); a stamp gone back anywhere else is a bad line.
 //! Lines that are not messages (the program's own output) are counted, not errors.
 //! Limits: a server log holds every client's messages without saying which client sent
 //! which, so objects of two clients sharing an id can be mixed up (counted when seen);
@@ -271,7 +272,22 @@ impl Log {
         at: Location,
         b: &mut TraceBuilder,
     ) -> Result<(), ImportError> {
-        let t = self.clock.unwrap(m.stamp_ns);
+        let t = match self.clock.unwrap(m.stamp_ns) {
+            clock::Stamp::At(t) => t,
+            clock::Stamp::Backwards(back_ns) => {
+                return b.bad(
+                    at,
+                    format!(
+                        "stamped {:.3} s before the line before it, which is no wrap of \
+                         libwayland's 32-bit microsecond counter (a wrap goes from within {} \
+                         minutes of 4294967.296 ms to just past 0): a clock stepped back or an \
+                         edited line; pass --skip-bad to skip such lines",
+                        back_ns as f64 / 1e9,
+                        clock::WRAP_MARGIN_NS / 60_000_000_000
+                    ),
+                );
+            }
+        };
         self.messages += 1;
         self.counts.discarded_messages += u64::from(m.discarded);
         if self.new_id.find(m.args).is_some() {

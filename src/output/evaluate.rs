@@ -158,24 +158,31 @@ fn json_value(
              started): the command did not write its result there"
         ));
     }
-    let text = std::fs::read(at).map_err(|e| format!("{file} cannot be read: {e}"))?;
-    let document: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
-        format!("{file} is not JSON ({e}); the command may have been stopped while writing it")
-    })?;
     let steps = json_path::parse(path)?;
-    let value = json_path::find(&document, path, &steps).map_err(|e| format!("{file} {e}"))?;
-    let number = match value {
-        serde_json::Value::Number(n) => n.as_f64().filter(|v| v.is_finite()),
-        serde_json::Value::String(s) => number(s),
-        _ => None,
-    };
-    number.ok_or_else(|| {
-        format!(
-            "{file} has {} at {path}, not a number: {}",
-            json_path::kind(value),
-            truncate(&value.to_string())
-        )
-    })
+    let reader = std::fs::File::open(at).map_err(|e| format!("{file} cannot be read: {e}"))?;
+    let found = json_path::find_in(reader, path, &steps).map_err(|e| {
+        if e.is_io() {
+            format!("{file} cannot be read: {e}")
+        } else {
+            format!("{file} is not JSON ({e}); the command may have been stopped while writing it")
+        }
+    })?;
+    match found.map_err(|e| format!("{file} {e}"))? {
+        json_path::Leaf::Number(v) if v.is_finite() => Ok(v),
+        json_path::Leaf::Text(text) => number(&text).ok_or_else(|| {
+            format!(
+                "{file} has a string at {path}, not a number: {}",
+                truncate(&serde_json::Value::String(text).to_string())
+            )
+        }),
+        json_path::Leaf::Number(v) => Err(format!(
+            "{file} has a number at {path} that is not finite: {v}"
+        )),
+        json_path::Leaf::Other { kind, shown } => Err(format!(
+            "{file} has {kind} at {path}, not a number: {}",
+            truncate(&shown)
+        )),
+    }
 }
 
 fn truncate(text: &str) -> String {

@@ -51,7 +51,7 @@ fn drain(
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    note = format!("reading it failed: {e}");
+                    note = format!("reading service {role}'s {stream} failed: {e}");
                     break;
                 }
             };

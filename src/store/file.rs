@@ -78,6 +78,8 @@ enum FileProblem {
     Missing,
     Unreadable(std::io::Error),
     Directory,
+    /// A device, pipe or socket (`/dev/zero`): its length says nothing.
+    NotRegular,
     Empty,
     NotSqlite,
     Truncated {
@@ -97,6 +99,7 @@ impl FileProblem {
             FileProblem::Missing => "does not exist".into(),
             FileProblem::Unreadable(e) => format!("cannot be read ({e})"),
             FileProblem::Directory => "is a directory".into(),
+            FileProblem::NotRegular => "is not a regular file (a device, pipe or socket)".into(),
             FileProblem::Empty => "is empty (0 bytes)".into(),
             FileProblem::NotSqlite => "is not a framelab run file (not an SQLite database)".into(),
             FileProblem::Truncated { len, expected } => {
@@ -115,6 +118,7 @@ impl FileProblem {
             FileProblem::Missing => "check the path (`framelab run -o FILE` writes one)",
             FileProblem::Unreadable(_) => "check its permissions",
             FileProblem::Directory => "pass the .framelab file inside it",
+            FileProblem::NotRegular => "pass a .framelab file written by `framelab run`",
             FileProblem::Empty => "it was created but never written; record the run again",
             FileProblem::NotSqlite => "pass a .framelab file written by `framelab run`",
             FileProblem::Truncated { .. } => {
@@ -142,6 +146,9 @@ fn check_existing_file(path: &Path) -> Result<u64, FileProblem> {
     })?;
     if meta.is_dir() {
         return Err(FileProblem::Directory);
+    }
+    if !meta.is_file() {
+        return Err(FileProblem::NotRegular);
     }
     let len = meta.len();
     if len == 0 {

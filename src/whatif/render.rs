@@ -17,7 +17,10 @@ fn at(d: &Option<Dist>, pick: fn(&Dist) -> f64) -> String {
 fn schedule(s: &Schedule) -> String {
     let threads: Vec<String> = (s.resources.iter())
         .filter(|(_, stages)| !stages.is_empty())
-        .map(|(name, stages)| format!("{}: {}", crate::display::name(name), stages.join(", ")))
+        .map(|(name, stages)| {
+            let stages: Vec<_> = stages.iter().map(|s| crate::display::name(s)).collect();
+            format!("{}: {}", crate::display::name(name), stages.join(", "))
+        })
         .collect();
     format!("depth {} · {}", s.depth, threads.join(" · "))
 }
@@ -90,8 +93,9 @@ pub fn render(w: &WhatIf, format: Format) -> String {
             out.push('\n');
             out
         }
-        Format::Text => text(w),
+        // Stage names reach the assumptions too: every line is escaped.
+        Format::Text => crate::display::lines(&text(w)),
         // Aligned text pastes into a pull request as a code block.
-        Format::Markdown => format!("```\n{}```\n", text(w)),
+        Format::Markdown => format!("```\n{}```\n", crate::display::lines(&text(w))),
     }
 }

@@ -171,6 +171,138 @@ impl Server {
     }
 }
 
+/// Runs openssl, or says why it failed.
+fn openssl(dir: &Path, args: &[&str]) -> Result<(), String> {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("openssl: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// A self-signed CA in `dir` (`NAME.crt`, `NAME.key`).
+pub fn make_ca(dir: &Path, name: &str) -> Result<PathBuf, String> {
+    let (crt, key) = (format!("{name}.crt"), format!("{name}.key"));
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-keyout",
+            &key,
+            "-out",
+            &crt,
+            "-subj",
+            &format!("/CN=framelab test {name}"),
+        ],
+    )?;
+    Ok(dir.join(crt))
+}
+
+impl Server {
+    /// Turns TLS on with a certificate for 127.0.0.1 and localhost signed by `ca` (made
+    /// by [`make_ca`] in `ca_dir`), and from then on takes TCP connections over TLS only
+    /// (`hostssl`); `password_user` must also give its password (scram-sha-256). Restarts.
+    pub fn require_tls(&self, ca_dir: &Path, ca: &str, password_user: &str) -> Result<(), String> {
+        let data = PathBuf::from(self.data());
+        openssl(
+            ca_dir,
+            &[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+                "-subj",
+                "/CN=localhost",
+            ],
+        )?;
+        std::fs::write(
+            ca_dir.join("san.ext"),
+            "subjectAltName=DNS:localhost,IP:127.0.0.1\n",
+        )
+        .map_err(|e| e.to_string())?;
+        openssl(
+            ca_dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                "server.csr",
+                "-CA",
+                &format!("{ca}.crt"),
+                "-CAkey",
+                &format!("{ca}.key"),
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-out",
+                "server.crt",
+                "-extfile",
+                "san.ext",
+            ],
+        )?;
+        for file in ["server.crt", "server.key"] {
+            std::fs::copy(ca_dir.join(file), data.join(file)).map_err(|e| e.to_string())?;
+        }
+        let mut conf = std::fs::read_to_string(data.join("postgresql.conf")).unwrap_or_default();
+        conf.push_str("\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n");
+        std::fs::write(data.join("postgresql.conf"), conf).map_err(|e| e.to_string())?;
+        std::fs::write(
+            data.join("pg_hba.conf"),
+            format!(
+                "local all all trust\nhostssl all {password_user} 127.0.0.1/32 scram-sha-256\n\
+                 hostssl all all 127.0.0.1/32 trust\n"
+            ),
+        )
+        .map_err(|e| e.to_string())?;
+        if self.as_nobody {
+            Command::new("chown")
+                .args(["-R", "nobody"])
+                .arg(&data)
+                .status()
+                .map_err(|e| format!("chown: {e}"))?;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            data.join("server.key"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .map_err(|e| e.to_string())?;
+        self.pg("pg_ctl", &["-D", &self.data(), "-m", "fast", "-w", "stop"])?;
+        self.start_again()
+    }
+
+    /// Runs SQL as postgres over the Unix socket (TCP may demand TLS).
+    pub fn local_sql(&self, sql: &str) {
+        let url = format!(
+            "host={} port={} user=postgres dbname=postgres",
+            self.dir.path().display(),
+            self.port
+        );
+        postgres::Client::connect(&url, postgres::NoTls)
+            .expect("connects over the socket")
+            .batch_execute(sql)
+            .expect("runs");
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.pg("pg_ctl", &["-D", &self.data(), "-m", "fast", "stop"]);

@@ -15,6 +15,9 @@ python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing="$missing python3
 # Debian keeps initdb and pg_ctl under /usr/lib/postgresql/VERSION/bin, off PATH.
 command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
     || missing="$missing postgresql"
+# The PostgreSQL TLS test makes its CA and server certificates with the openssl program (a
+# test tool only: framelab itself builds and runs without OpenSSL).
+command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
 browser=""
 command -v chromium >/dev/null 2>&1 || browser="chromium"
 if [ -z "$missing" ] && [ -z "$browser" ]; then

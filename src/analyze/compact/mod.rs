@@ -200,6 +200,7 @@ fn span_facts(
         measured_frames: measured.count,
         spans,
         negative_spans: table.negative_spans,
+        first_bad_span: table.first_bad_span,
         late,
         stutter,
         pacing,

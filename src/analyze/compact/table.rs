@@ -6,7 +6,7 @@
 //! (`Ids::Listed`). Either way a frame is what `Frames` calls one (docs/metrics.md, "Frames");
 //! only the order of indices differs, and nothing computed depends on it.
 
-use crate::analyze::frames::NO_FRAME;
+use crate::analyze::frames::{out_of_range, BadSpan, NO_FRAME};
 
 /// Offsets kept in a span's u32 frame code while building: `offset + BIAS`, leaving
 /// `u32::MAX` for NO_FRAME.
@@ -147,8 +147,10 @@ pub struct FrameTable {
     bounds: Bounds,
     ids: Ids,
     count: usize,
-    /// Spans skipped because their duration is negative (a broken clock).
+    /// Spans skipped because their duration is out of range (`frames::out_of_range`).
     pub negative_spans: u64,
+    /// The first of them.
+    pub first_bad_span: Option<BadSpan>,
     /// The latest end of any usable span.
     pub last_end_ns: Option<i64>,
 }
@@ -228,6 +230,7 @@ fn slots_after(up: usize, down: usize, off: i128, k: usize) -> usize {
 pub struct FrameBuilder {
     mode: Mode,
     negative_spans: u64,
+    first_bad_span: Option<BadSpan>,
     last_end_ns: Option<i64>,
     /// Spans added so far, and how many are expected (a hint that sizes growth).
     spans: usize,
@@ -273,19 +276,25 @@ impl FrameBuilder {
                 frames: 0,
             },
             negative_spans: 0,
+            first_bad_span: None,
             last_end_ns: None,
         }
     }
 }
 
 impl FrameBuilder {
-    /// The code of a span of frame `id` (NO_FRAME for a negative duration, which is
+    /// The code of a span of frame `id` (NO_FRAME for a duration out of range, which is
     /// counted and belongs to no frame). `codes` are the codes handed out so far: a switch
     /// to listed ids rewrites them.
     pub fn add(&mut self, id: u64, start_ns: i64, dur_ns: i64, codes: &mut [u32]) -> u32 {
         self.spans += 1;
-        if dur_ns < 0 {
+        if out_of_range(start_ns, dur_ns) {
             self.negative_spans += 1;
+            self.first_bad_span.get_or_insert(BadSpan {
+                frame: id,
+                start_ns,
+                dur_ns,
+            });
             return NO_FRAME;
         }
         // Saturating: a corrupt record must not overflow (and panic in debug builds).
@@ -448,6 +457,7 @@ impl FrameBuilder {
             ids,
             count,
             negative_spans: self.negative_spans,
+            first_bad_span: self.first_bad_span,
             last_end_ns: self.last_end_ns,
         }
     }
