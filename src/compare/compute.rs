@@ -387,8 +387,9 @@ pub fn compute(
         let imported = (r.data.as_ref()).and_then(|d| d.imported_from.clone());
         let command = match imported {
             Some(source) if argv.is_empty() => source,
-            _ => shlex::try_join(argv.iter().map(String::as_str))
-                .unwrap_or_else(|_| argv.join(" ")),
+            _ => {
+                shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
+            }
         };
         commands.entry(r.variant.clone()).or_insert(command);
     }

@@ -195,7 +195,10 @@ fn forest(metric: &Metric, c: &Comparison, loaded: &Loaded) -> Forest {
                 ratio: row.ratio.map(|r| round(r.ratio, 5)),
                 // One run a side: no interval.
                 low: row.ratio.map(|r| round(r.low, 5)).filter(|x| x.is_finite()),
-                high: row.ratio.map(|r| round(r.high, 5)).filter(|x| x.is_finite()),
+                high: row
+                    .ratio
+                    .map(|r| round(r.high, 5))
+                    .filter(|x| x.is_finite()),
                 verdict: row.verdict.word().into(),
                 runs: per_median(runs, base),
             });

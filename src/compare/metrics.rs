@@ -675,7 +675,12 @@ fn same_key(key: &str, name: &str) -> bool {
 /// A statistic of a stage, wait or frame totals the catalogue lists by its p50: `.mean`,
 /// `.count`, `.sum` or any `.pNN` (`encode.p90`, `commit->release.p99.9`).
 fn statistic_of(catalogue: &[Metric], name: &str) -> Option<Metric> {
-    let (subject, stat) = name.rsplit_once('.')?;
+    // `.p99.9` holds a dot of its own.
+    let decimal = |n: &str| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '.');
+    let (subject, stat) = match name.rfind(".p") {
+        Some(i) if decimal(&name[i + 2..]) => (&name[..i], &name[i + 1..]),
+        _ => name.rsplit_once('.')?,
+    };
     let listed = (catalogue.iter()).find(|m| same_key(&m.key, &format!("{subject}.p50")))?;
     let percentile = stat
         .strip_prefix('p')
@@ -705,10 +710,7 @@ fn statistic_of(catalogue: &[Metric], name: &str) -> Option<Metric> {
     let who = match &spans {
         Spans::Total => "total".to_owned(),
         Spans::Stage(stage) => crate::display::escaped(stage, LABEL_NAME_CHARS).into_owned(),
-        Spans::Wait(pair) => format!(
-            "{} wait",
-            crate::display::escaped(pair, LABEL_NAME_CHARS)
-        ),
+        Spans::Wait(pair) => format!("{} wait", crate::display::escaped(pair, LABEL_NAME_CHARS)),
     };
     let key_subject = match &spans {
         Spans::Total => "total".to_owned(),

@@ -9,8 +9,8 @@ mod extract;
 mod fingerprints;
 mod html;
 mod load;
-mod side_by_side;
 pub mod metrics;
+mod side_by_side;
 mod table;
 mod text;
 

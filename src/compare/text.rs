@@ -586,4 +586,3 @@ mod tests {
         assert_eq!(unit_name(&custom), "req/s");
     }
 }
-
