@@ -87,13 +87,17 @@ pub fn analyze(run: &Run) -> Analysis {
 /// lateness, stutter, pacing, intervals, totals, worst frames and bound would describe
 /// slices, not frames. The stages, threads and notes stay.
 fn without_frame_statistics(a: &mut Analysis) {
+    // The stage table's last rows are `total` and `interval` where there are such.
+    for row in [a.interval.take(), a.total.take()] {
+        if row.is_some() {
+            a.stages.pop();
+        }
+    }
     a.observed_fps = None;
     a.fps = None;
     a.late = None;
     a.stutter = None;
     a.pacing = None;
-    a.interval = None;
-    a.total = None;
     a.worst_frames.clear();
     if let Some(p) = a.pipeline.as_mut() {
         p.bottleneck = None;
