@@ -216,20 +216,24 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
 }
 
 /// A WAYLAND_DEBUG frame's spans overlap by nature (commit→release runs past the frame
-/// callback and into the presentation): between them there are no waits to tell, only
-/// overlaps, and spans out of start order are the protocol, not a recording problem.
+/// callback and into the presentation, a server's presentations overlap the next frame's):
+/// between them there are no waits to tell, only overlaps, and spans out of start order or
+/// over an earlier one are the protocol, not a recording problem.
 fn without_protocol_waits(a: &mut Analysis) {
     if let Some(p) = a.pipeline.as_mut() {
         p.waits.clear();
         p.work = None;
         p.waited = None;
         p.reordered_frames = 0;
+        p.repeated_overlaps.clear();
     }
     for w in &mut a.worst_frames {
         (w.work_ns, w.wait_ns) = (None, None);
         (w.longest_wait, w.longest_wait_ns) = (None, None);
     }
-    a.notes.retain(|n| !n.contains("out of start order"));
+    // The notes `PipelineSummary::notes` made of them.
+    a.notes
+        .retain(|n| !n.contains("out of start order") && !n.contains("an earlier span of"));
 }
 
 fn assemble_all(run: &Run, facts: SpanFacts) -> Analysis {

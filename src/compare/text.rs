@@ -510,6 +510,8 @@ pub fn value(unit: &Unit, v: f64) -> String {
             }
         }
         // A program's own number: at least three significant digits, whatever its scale.
+        // A whole number (a count) as it is.
+        Unit::Custom(_) if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
         Unit::Custom(_) => {
             let a = v.abs();
             let decimals = if a >= 1000.0 || a == 0.0 {
@@ -583,6 +585,8 @@ mod tests {
         assert_eq!(value(&custom, 1.23456), "1.23");
         assert_eq!(value(&custom, 0.0123456), "0.0123");
         assert_eq!(value(&custom, 0.0), "0");
+        assert_eq!(value(&custom, 118.0), "118");
+        assert_eq!(value(&custom, -39.0), "-39");
         assert_eq!(unit_name(&custom), "req/s");
     }
 }
