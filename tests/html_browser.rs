@@ -595,7 +595,8 @@ fn a_sweep_is_drawn_as_lines_over_the_parameter() {
     assert_eq!(p["sweep-0"], (1, 3), "{p:?}");
     // Each value of n a row of the forest, the baseline's (n=100) first: two runs each.
     assert_eq!(p["forest-fps"], (3, 6), "{p:?}");
-    assert!(opened.dom.contains(">testprog [n=100]<"));
+    // A sweep of one command is named by its parameter.
+    assert!(opened.dom.contains(">n [n=100]<"));
 }
 
 /// The stage distributions are drawn at the first group of parameter values, whichever run
