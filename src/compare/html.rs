@@ -70,6 +70,8 @@ pub struct VerdictRow {
     pub variant: String,
     pub against: String,
     pub metric: String,
+    /// variant − baseline median, in the metric's unit as the tables print it.
+    pub difference: String,
     pub change: String,
     pub p_holm: Option<f64>,
     pub verdict: String,
@@ -202,8 +204,12 @@ fn forest(metric: &Metric, c: &Comparison, loaded: &Loaded) -> Forest {
                 median: row.variant.as_ref().map(|s| s.median),
                 baseline_median: base,
                 ratio: row.ratio.map(|r| round(r.ratio, 5)),
-                low: row.ratio.map(|r| round(r.low, 5)),
-                high: row.ratio.map(|r| round(r.high, 5)),
+                // One run a side: no interval.
+                low: row.ratio.map(|r| round(r.low, 5)).filter(|x| x.is_finite()),
+                high: row
+                    .ratio
+                    .map(|r| round(r.high, 5))
+                    .filter(|x| x.is_finite()),
                 verdict: row.verdict.word().into(),
                 runs: per_median(runs, base),
             });
@@ -260,6 +266,7 @@ fn verdicts(c: &Comparison) -> Vec<VerdictRow> {
                         cmp.baseline_params.clone()
                     },
                     metric: crate::display::name(&row.label).into_owned(),
+                    difference: super::text::difference_text(row),
                     change: effect_text(row).unwrap_or_else(|| "-".into()),
                     p_holm: row.p_holm,
                     verdict: row.verdict.word().into(),

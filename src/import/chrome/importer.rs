@@ -679,6 +679,9 @@ impl<'a> Importer<'a> {
                 kinds.join(", ")
             ));
         }
+        if matches!(self.frames, FrameRule::EachSlice) {
+            notes.push(crate::model::ImportInfo::NO_FRAMES.to_owned());
+        }
         for note in notes {
             b.note(note);
         }
