@@ -120,8 +120,8 @@ impl ImportInfo {
     /// frame): the report then leaves out every frame statistic.
     pub const NO_FRAMES: &'static str = "frames: none defined (each slice is counted alone), so \
         no fps, lows, late, stutter, jitter, intervals or bound are shown; define them with \
-        --frame-arg ARG (the argument holding a slice's frame id) or --frame-regex REGEX (its \
-        first group, on slice names, is the frame id)";
+        framelab import --frame-arg ARG or --frame-regex REGEX (ARG: the argument holding a \
+        slice's frame id; REGEX: its first group, on slice names, is the frame id)";
 
     /// Whether the importer found no frame definition (see [`ImportInfo::NO_FRAMES`]).
     pub fn frames_undefined(&self) -> bool {
