@@ -391,11 +391,14 @@ fn the_fps_line_keeps_three_lows_and_verbose_names_all() {
     let events: Vec<String> = (0..2000)
         .map(|i| {
             t += if i % 100 == 99 { 25_000 } else { 10_000 };
-            format!(r#"{{"ph":"X","name":"draw","ts":{t},"dur":2000,"pid":1,"tid":1}}"#)
+            format!(
+                r#"{{"ph":"X","name":"draw","ts":{t},"dur":2000,"pid":1,"tid":1,"args":{{"f":{i}}}}}"#
+            )
         })
         .collect();
     let input = write(&dir, "long.json", &format!("[{}]", events.join(",")));
-    let (out, run) = import(&dir, &input, &[]);
+    // Each slice a frame by its id: without a frame rule a trace has no frames.
+    let (out, run) = import(&dir, &input, &["--frame-arg", "f"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let fps_line = |text: &str| {
         text.lines()
