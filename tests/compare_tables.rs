@@ -102,9 +102,11 @@ fn two_single_demo_runs_compare_side_by_side() {
         assert_eq!(columns[0], "metric", "{text}");
         assert_eq!(&columns[4..], ["difference", "change"], "{text}");
         assert!(
-            !text.contains("p (Holm)") && !text.contains("verdict  "),
+            !text.contains("p (adj.)") && !text.contains("verdict  "),
             "{text}"
         );
+        // Nothing is judged, so no metric is tested first (gatekeeping has nothing to do).
+        assert!(!text.contains("primary metric"), "{text}");
         // Said once.
         assert_eq!(text.matches("a single measured run").count(), 1, "{text}");
         assert!(text.contains("no interval, p-value or verdict"), "{text}");

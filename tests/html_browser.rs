@@ -578,6 +578,12 @@ fn a_comparison_of_one_run_a_side_draws_without_intervals() {
         .as_str()
         .unwrap()
         .ends_with(" µs"));
+    // Not judged: the method names no primary metric tested first.
+    let method = data["method"].as_str().unwrap();
+    assert!(
+        method.starts_with("one run a side") && !method.contains("primary"),
+        "{method}"
+    );
     let Some(browser) = chromium() else { return };
     let opened = open(browser, &page, &artifacts().join("compare-one-run.png"));
     assert_clean(&opened);

@@ -32,7 +32,7 @@ pub fn render(c: &Comparison, markdown: bool) -> String {
         out.push_str(&title);
         out.push('\n');
     }
-    let all_single = (c.groups.iter().flat_map(|g| &g.comparisons)).all(|cmp| cmp.one_run_a_side);
+    let all_single = only_one_run_a_side(c);
     // One run a side has no verdict, so nothing is tested first: no primary line.
     if !all_single {
         let primary = primary_line(c);
@@ -43,9 +43,7 @@ pub fn render(c: &Comparison, markdown: bool) -> String {
         }
     }
     let method = if all_single {
-        "one run a side: each value is that run's; difference = variant − baseline, change = \
-         variant ÷ baseline − 1; no interval, p-value or verdict"
-            .to_owned()
+        ONE_RUN_METHOD.to_owned()
     } else {
         method_line(c)
     };
@@ -240,6 +238,15 @@ fn sweep_table(
 
 /// "primary metric: fps, tested first at the full α = 0.05; the other metrics only once it
 /// changed (--show NAME,... puts another first)".
+/// How a comparison of one run a side is made (its method line).
+pub const ONE_RUN_METHOD: &str = "one run a side: each value is that run's; difference = \
+    variant − baseline, change = variant ÷ baseline − 1; no interval, p-value or verdict";
+
+/// Whether every comparison has a single run on a side: then nothing is judged.
+pub fn only_one_run_a_side(c: &Comparison) -> bool {
+    (c.groups.iter().flat_map(|g| &g.comparisons)).all(|cmp| cmp.one_run_a_side)
+}
+
 pub fn primary_line(c: &Comparison) -> String {
     let label = (c.metrics.iter())
         .find(|m| m.key == c.primary_metric)
