@@ -115,6 +115,20 @@ pub struct ImportInfo {
     pub notes: Vec<String>,
 }
 
+impl ImportInfo {
+    /// The note of a trace imported with no frame definition (each slice became its own
+    /// frame): the report then leaves out every frame statistic.
+    pub const NO_FRAMES: &'static str = "frames: none defined (each slice is counted alone), so \
+        no fps, lows, late, stutter, jitter, intervals or bound are shown; define them with \
+        framelab import --frame-arg ARG or --frame-regex REGEX (ARG: the argument holding a \
+        slice's frame id; REGEX: its first group, on slice names, is the frame id)";
+
+    /// Whether the importer found no frame definition (see [`ImportInfo::NO_FRAMES`]).
+    pub fn frames_undefined(&self) -> bool {
+        self.notes.iter().any(|n| n == Self::NO_FRAMES)
+    }
+}
+
 /// A histogram as another tool computed it: buckets with counts.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Histogram {

@@ -125,7 +125,14 @@ fn compare_refuses_ambiguous_or_thin_input() {
     let single = dir.path().join("single.framelab");
     record_testprog(&single, &["work", "30", "100"], 2);
     let s = single.to_str().unwrap();
-    refused(&["compare", o, s], "has 1 measured run");
+    // One run against two: side by side, no interval or verdict (exit 0).
+    let thin = run(&["compare", o, s]);
+    assert!(thin.status.success(), "{}", stderr(&thin));
+    assert!(
+        stdout(&thin).contains("one has a single measured run"),
+        "{}",
+        stdout(&thin)
+    );
     refused(&["compare", s, m, "--metric", "nope"], "different commands");
     let two = dir.path().join("two.framelab");
     record_testprog(&two, &["work", "30", "150"], 2);

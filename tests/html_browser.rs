@@ -550,6 +550,46 @@ fn a_comparison_draws_a_forest_per_metric_and_the_stage_overlays() {
     ));
 }
 
+/// One run a side: no interval (`low` and `high` null), no verdict; the page draws, and
+/// its verdict table has the difference beside the change.
+#[test]
+fn a_comparison_of_one_run_a_side_draws_without_intervals() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.framelab"), dir.path().join("b.framelab"));
+    framelab::store::write_run(&a, &run(300, 1.0, 1)).unwrap();
+    framelab::store::write_run(&b, &run(300, 1.25, 11)).unwrap();
+    let page = dir.path().join("one.html");
+    let out = framelab()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--show", "encode.p50,fps", "--format", "html", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let data = common::page_data(&page);
+    let forest = &data["forests"][0]["rows"][1];
+    assert!(
+        forest["low"].is_null() && forest["ratio"].is_number(),
+        "{forest}"
+    );
+    assert!(data["verdicts"][0]["difference"]
+        .as_str()
+        .unwrap()
+        .ends_with(" µs"));
+    // Not judged: the method names no primary metric tested first.
+    let method = data["method"].as_str().unwrap();
+    assert!(
+        method.starts_with("one run a side") && !method.contains("primary"),
+        "{method}"
+    );
+    let Some(browser) = chromium() else { return };
+    let opened = open(browser, &page, &artifacts().join("compare-one-run.png"));
+    assert_clean(&opened);
+    assert!(opened.dom.contains(">difference<"), "no difference column");
+}
+
 #[test]
 fn run_html_is_written_beside_the_report_which_says_where() {
     let dir = tempfile::tempdir().unwrap();
@@ -685,7 +725,8 @@ fn a_sweep_is_drawn_as_lines_over_the_parameter() {
     assert_eq!(p["sweep-0"], (1, 3), "{p:?}");
     // Each value of n a row of the forest, the baseline's (n=100) first: two runs each.
     assert_eq!(p["forest-fps"], (3, 6), "{p:?}");
-    assert!(opened.dom.contains(">testprog [n=100]<"));
+    // A sweep of one command is named by its parameter.
+    assert!(opened.dom.contains(">n [n=100]<"));
 }
 
 /// The stage distributions are drawn at the first group of parameter values, whichever run

@@ -133,3 +133,72 @@ fn the_step_table_is_the_load_generators_own_numbers() {
         "{text}"
     );
 }
+
+/// A load generator's warmup phase left out: ab runs 2 s to warm the server, the script
+/// prints `warmup done`, then ab runs the measured load. `:after=` takes the rate ab
+/// printed for the second phase; without it, `:first` takes the warmup's.
+#[test]
+fn after_leaves_out_the_load_generators_warmup_phase() {
+    for program in ["ab", "python3"] {
+        if !on_path(program) {
+            return skip(&format!("{program} is not installed"));
+        }
+    }
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/http_cost_server.py");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("warm.framelab");
+    let port = dir.path().join("port");
+    let script = format!(
+        "python3 {} --cost-us 300 --port-file {port} & \
+         until [ -s {port} ]; do sleep 0.01; done; url=http://127.0.0.1:$(cat {port})/; \
+         ab -q -t 2 -c 2 $url; echo 'warmup done'; ab -q -n 300 -c 2 $url; kill $!",
+        server.display(),
+        port = port.display()
+    );
+    let rate = r"Requests per second:\s+([\d.]+)";
+    let out = framelab()
+        .args(["run", "--shell", "-o"])
+        .arg(&file)
+        .args([
+            "--metric",
+            &format!("warm[req/s]:higher:stdout:first={rate}"),
+        ])
+        .args([
+            "--metric",
+            &format!("req_s[req/s]:higher:stdout:first:after=^warmup done$={rate}"),
+        ])
+        .args([
+            "--metric",
+            &format!("never:stdout:after=^no such line$={rate}"),
+        ])
+        .arg("--")
+        .arg(&script)
+        .output()
+        .unwrap();
+    // The metric whose warmup end never came has no value: exit 3, said.
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let run = load(&file);
+    let kept = run.outputs.iter().find(|o| o.stream == "stdout").unwrap();
+    let text = String::from_utf8_lossy(&kept.content).into_owned();
+    let (warmup, measured) = text.split_once("warmup done\n").expect("the marker");
+    let (warm_rate, measured_rate) = (ab_rate(warmup.as_bytes()), ab_rate(measured.as_bytes()));
+    // ab's own figures for each phase: the warmup ran 2 s, the measured phase 300 requests.
+    assert!(
+        measured.contains("Complete requests:      300"),
+        "{measured}"
+    );
+    assert!(warmup.contains("Time taken for tests:   2."), "{warmup}");
+    let value = |name: &str| run.metrics.iter().find(|m| m.name == name).unwrap();
+    assert_eq!(value("req_s").value, Some(measured_rate));
+    assert_eq!(value("warm").value, Some(warm_rate));
+    let never = value("never");
+    assert_eq!(never.value, None);
+    assert!(
+        never
+            .failure
+            .as_ref()
+            .unwrap()
+            .contains("matched the after= regex /^no such line$/"),
+        "{never:?}"
+    );
+}

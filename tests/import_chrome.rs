@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use common::{framelab, load, stderr, stdout};
+use common::{framelab, load, report_json, stderr, stdout};
 use serde_json::Value;
 
 const REAL: &str = "tests/fixtures/import/chrome-156-headless-startup.json.gz";
@@ -391,11 +391,14 @@ fn the_fps_line_keeps_three_lows_and_verbose_names_all() {
     let events: Vec<String> = (0..2000)
         .map(|i| {
             t += if i % 100 == 99 { 25_000 } else { 10_000 };
-            format!(r#"{{"ph":"X","name":"draw","ts":{t},"dur":2000,"pid":1,"tid":1}}"#)
+            format!(
+                r#"{{"ph":"X","name":"draw","ts":{t},"dur":2000,"pid":1,"tid":1,"args":{{"f":{i}}}}}"#
+            )
         })
         .collect();
     let input = write(&dir, "long.json", &format!("[{}]", events.join(",")));
-    let (out, run) = import(&dir, &input, &[]);
+    // Each slice a frame by its id: without a frame rule a trace has no frames.
+    let (out, run) = import(&dir, &input, &["--frame-arg", "f"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let fps_line = |text: &str| {
         text.lines()
@@ -456,4 +459,73 @@ fn the_fps_line_keeps_three_lows_and_verbose_names_all() {
     );
     let json = common::report_json(&run);
     assert!(json["fps"]["low1_int"].is_number(), "{}", json["fps"]);
+}
+
+/// Without --frame-arg or --frame-regex each slice would be a frame of its own: the real
+/// start-up trace printed thousands of fps, stutter and a bound. Now the stages, threads and
+/// notes stay, every frame statistic goes, and one line says how to define frames.
+#[test]
+fn a_trace_without_frames_reports_no_frame_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = import(&dir, &fixture(REAL), &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for text in [stdout(&out), {
+        let report = framelab().arg("report").arg(&path).output().unwrap();
+        stdout(&report)
+    }] {
+        let labels: Vec<&str> = (text.lines())
+            .filter_map(|l| l.strip_prefix("  "))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        for gone in [
+            "fps", "late", "stutter", "jitter", "Δ", "bound", "interval", "total", "worst",
+        ] {
+            assert!(!labels.contains(&gone), "{gone}: {text}");
+        }
+        assert!(!text.contains("observed"), "{text}");
+        let how: Vec<&str> = (text.lines())
+            .filter(|l| l.contains("--frame-arg") && l.contains("--frame-regex"))
+            .collect();
+        assert_eq!(how.len(), 1, "{text}");
+        assert!(
+            how[0].trim_start().starts_with("frames    none defined"),
+            "{how:?}"
+        );
+        // The stage table, the threads and the notes stay.
+        assert!(text.contains("\n  ThreadControllerImpl::DoWork "), "{text}");
+        assert!(text.contains("\n  CrBrowserMain "), "{text}");
+        assert!(
+            text.contains("13 slices begun (B) were never ended"),
+            "{text}"
+        );
+    }
+    let json = report_json(&path);
+    for key in [
+        "observed_fps",
+        "fps",
+        "stutter",
+        "late",
+        "pacing",
+        "interval",
+        "total",
+    ] {
+        assert!(json[key].is_null(), "{key}: {}", json[key]);
+    }
+    assert!(json["stages"].as_array().unwrap().len() > 100);
+    assert!(json["worst_frames"].as_array().unwrap().is_empty());
+    // With a frame definition the frame statistics are there.
+    let frames: Vec<String> = (0..4)
+        .map(|f| {
+            format!(
+                r#"{{"ph":"X","name":"draw","ts":{},"dur":2000,"pid":1,"tid":1,"args":{{"f":{f}}}}}"#,
+                f * 16_000
+            )
+        })
+        .collect();
+    let other = tempfile::tempdir().unwrap();
+    let input = write(&other, "frames.json", &format!("[{}]", frames.join(",")));
+    let (out, path) = import(&other, &input, &["--frame-arg", "f"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("observed"), "{}", stdout(&out));
+    assert!(!report_json(&path)["observed_fps"].is_null());
 }

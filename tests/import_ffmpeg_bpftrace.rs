@@ -203,3 +203,118 @@ fn a_bad_bpftrace_file_is_one_error_line() {
     std::fs::write(&noise, b"\x00\x01\x02 not a trace").unwrap();
     assert!(import_fails(&noise, &["--format", "ffmpeg"]).contains("no `bench: "));
 }
+
+/// The map's lines of a bpftrace text print: the bucket lines after `NAME:` up to a blank.
+fn printed_counts(text: &str, name: &str) -> Vec<u64> {
+    let start = text.find(&format!("\n{name}: \n")).expect(name) + name.len() + 4;
+    (text[start..].lines())
+        .take_while(|l| l.starts_with('['))
+        .map(bucket_count)
+        .collect()
+}
+
+/// The count of a bucket line, `[2, 4)   278 |@@@|`: the last word before the bar.
+fn bucket_count(line: &str) -> u64 {
+    let head = line.split('|').next().unwrap();
+    head.split_whitespace().last().unwrap().parse().unwrap()
+}
+
+/// `hist RUN --stage NAME` picks one imported histogram by the name the report prints, or a
+/// map of one key by its map name; a map of several keys is refused with their names.
+#[test]
+fn hist_picks_an_imported_histogram_by_its_printed_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "maps");
+    let fixture_path = fixture("bpftrace-0.17-maps.txt");
+    let out = framelab()
+        .arg("import")
+        .arg(&fixture_path)
+        .arg("-o")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The report names it so.
+    assert!(
+        stdout(&out).contains("@bytes[bpftrace, 7]"),
+        "{}",
+        stdout(&out)
+    );
+    let hist = |stage: &str, extra: &[&str]| {
+        framelab()
+            .arg("hist")
+            .arg(&path)
+            .args(["--stage", stage])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let text = std::fs::read_to_string(&fixture_path).unwrap();
+    for (stage, printed) in [
+        ("@bytes[bpftrace, 7]", "@bytes[bpftrace, 7]"),
+        ("@lat_ns", "@lat_ns[bpftrace]"),
+    ] {
+        let out = hist(stage, &[]);
+        assert!(out.status.success(), "{stage}: {}", stderr(&out));
+        let shown = stdout(&out);
+        assert!(shown.starts_with(&format!("{printed}:\n")), "{shown}");
+        assert_eq!(shown.matches(":\n").count(), 1, "one histogram: {shown}");
+        // Its bucket counts are the text's (the empty ones at the ends left out).
+        let drawn: Vec<u64> = (shown.lines().skip(1))
+            .filter(|l| l.starts_with('['))
+            .map(bucket_count)
+            .collect();
+        let expected = printed_counts(&text, printed);
+        assert!(expected.iter().sum::<u64>() > 0);
+        assert_eq!(drawn, expected, "{shown}");
+    }
+    let out = hist("@lat_ns[bpftrace]", &["--linear", "1ms"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        error_line(&out).contains("its own buckets"),
+        "{}",
+        stderr(&out)
+    );
+    let out = hist("nope", &[]);
+    assert!(
+        error_line(&out).contains("'@bytes[bpftrace, 7]'"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A map of two keys: each by its name, the map alone refused with both.
+    let two = dir.path().join("two.txt");
+    std::fs::write(
+        &two,
+        "@q[1]: \n[1]  2 |@@@@|\n[2, 4)  1 |@@|\n\n@q[2]: \n[4, 8)  5 |@@@@@@@@@@|\n\n",
+    )
+    .unwrap();
+    let path2 = temp_run(&dir, "two");
+    let out = framelab()
+        .arg("import")
+        .arg(&two)
+        .arg("-o")
+        .arg(&path2)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = framelab()
+        .arg("hist")
+        .arg(&path2)
+        .args(["--stage", "@q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        error_line(&out),
+        "error: --stage @q: the map has 2 keys; give one as the report prints it: '@q[1]', '@q[2]'"
+    );
+    let out = framelab()
+        .arg("hist")
+        .arg(&path2)
+        .args(["--stage", "@q[2]"])
+        .output()
+        .unwrap();
+    assert!(stdout(&out).starts_with("@q[2]:\n"), "{}", stdout(&out));
+    assert!(stdout(&out).contains(" 5 "), "{}", stdout(&out));
+}

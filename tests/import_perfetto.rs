@@ -254,6 +254,16 @@ fn a_real_chromium_trace_imports_and_every_slice_is_accounted_for() {
         "{}",
         stdout(&out)
     );
+    // No frame definition: no frame statistics, and one line says how to define frames.
+    let text = stdout(&out);
+    assert!(
+        text.contains("\n  frames    none defined") && !text.contains("observed"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("\n  fps ") && !text.contains("\n  stutter "),
+        "{text}"
+    );
     let run = load(&run_path);
     assert!(run.threads.iter().any(|t| t.name == "CrBrowserMain"));
 

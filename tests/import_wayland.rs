@@ -161,3 +161,56 @@ fn a_file_with_no_message_is_one_clear_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(error_line(&out).contains("no WAYLAND_DEBUG message in the file"));
 }
+
+/// A frame's protocol spans overlap by nature (commit→release runs into the presentation):
+/// the report shows no wait table of overlaps and no "out of start order" note for them.
+/// Two logs compared name their source files where a command line would be, and the
+/// stage means and counts are metrics (`commit->release.mean`).
+#[test]
+fn protocol_spans_print_no_overlaps_and_compare_names_the_logs() {
+    let (_, printed) = import_ok(&["wayland-1.23-presentation-shm-client.log.gz"], &[]);
+    assert!(!printed.contains("overlaps"), "{printed}");
+    assert!(!printed.contains("out of start order"), "{printed}");
+    assert!(!printed.contains("frame waits"), "{printed}");
+    let (_, printed) = import_ok(&["wayland-1.23-weston-server.log.gz"], &[]);
+    assert!(!printed.contains("overlaps"), "{printed}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (name, log) in [
+        ("before", "wayland-1.21-simple-shm-client.log.gz"),
+        ("after", "wayland-1.23-simple-shm-client.log.gz"),
+    ] {
+        let path = dir.path().join(format!("{name}.framelab"));
+        let out = framelab()
+            .arg("import")
+            .arg(fixture(log))
+            .arg("-o")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        files.push((path, log));
+    }
+    let out = framelab()
+        .arg("compare")
+        .args(files.iter().map(|(p, _)| p))
+        .args(["--show", "fps,commit->release.mean,commit→release.count"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for (name, log) in [("before", files[0].1), ("after", files[1].1)] {
+        let line = format!(
+            "  {name}: imported from {} (wayland)",
+            fixture(log).display()
+        );
+        assert!(text.contains(&line), "{line}: {text}");
+    }
+    let count = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("commit→release count"))
+        .unwrap_or_else(|| panic!("{text}"));
+    // 118 commit→release spans in the 1.21 log (as counted above); all in the window.
+    assert!(count.contains(" 118 "), "{count}");
+}

@@ -85,6 +85,40 @@ fn a_number_the_command_prints_is_a_metric_and_its_output_still_reaches_the_term
     assert_eq!(r["metrics"][0]["unit"], "req/s");
 }
 
+/// `framelab run --format json -- cmd | jq`: the report alone is on stdout; the command's
+/// stdout goes to stderr, captured for a metric or not.
+#[test]
+fn with_a_json_report_the_commands_stdout_goes_to_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "echo 'Requests per second:    1234.56 [#/sec] (mean)'; echo 'to stderr' >&2";
+    for metric in [
+        &[][..],
+        &[
+            "--metric",
+            r"req_s[req/s]:higher:stdout=Requests per second:\s+([\d.]+)",
+        ][..],
+    ] {
+        let file = dir.path().join(format!("j{}.framelab", metric.len()));
+        let out = run_shell(&file, &[&["--format", "json"], metric].concat(), script);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let report = json(&out);
+        assert_eq!(report["schema"], "framelab.report/2");
+        let err = stderr(&out);
+        assert!(err.contains("Requests per second:    1234.56"), "{err}");
+        assert!(err.contains("to stderr"), "{err}");
+        if !metric.is_empty() {
+            assert_eq!(report["metrics"][0]["value"], 1234.56);
+        }
+    }
+    // The text report keeps the command's stdout on stdout, as before.
+    let out = run_shell(&dir.path().join("t.framelab"), &[], script);
+    assert!(
+        stdout(&out).starts_with("Requests per second"),
+        "{}",
+        stdout(&out)
+    );
+}
+
 #[test]
 fn a_metric_not_found_is_no_value_with_a_reason_and_exit_3() {
     let dir = tempfile::tempdir().unwrap();
@@ -495,7 +529,7 @@ fn a_sweep_of_one_variant_compares_each_value_with_the_first_or_the_one_named() 
     );
     let baseline_row = t
         .lines()
-        .find(|l| l.starts_with("  res=720 ") && l.contains("138.0"))
+        .find(|l| l.starts_with("  res=720 ") && l.contains(" 138 "))
         .unwrap_or_else(|| panic!("{t}"));
     assert!(baseline_row.ends_with("baseline"), "{baseline_row}");
     refusal_is_one_line(

@@ -591,14 +591,14 @@
     d.forests.forEach(function (fo) { forest(f, fo, d); });
 
     var v = section("Verdicts");
-    var vt = table(v, ["values", "variant", "against", "metric", "change [95% interval]", "p (adj.)", "verdict", "why"],
+    var vt = table(v, ["values", "variant", "against", "metric", "difference", "change [95% interval]", "p (adj.)", "verdict", "why"],
       d.verdicts.map(function (r) {
-        return [r.group, r.variant, r.against, r.metric, r.change,
+        return [r.group, r.variant, r.against, r.metric, r.difference, r.change,
           r.p_holm === null ? "–" : r.p_holm.toPrecision(2), r.verdict, r.reason];
       }));
     vt.setAttribute("class", "data verdicts");
     Array.prototype.forEach.call(vt.querySelectorAll("tbody tr"), function (tr, i) {
-      tr.children[6].setAttribute("class", "verdict-" + d.verdicts[i].verdict);
+      tr.children[7].setAttribute("class", "verdict-" + d.verdicts[i].verdict);
     });
 
     d.sweeps.forEach(function (sw, i) {

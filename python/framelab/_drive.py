@@ -144,7 +144,10 @@ def run(
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
         output = f"{stem}-{stamp}.framelab"
     output = os.fspath(output)
-    argv = ["run", "-o", output, "--format", "json"]
+    # The text report: with `--format json` framelab sends the command's stdout to its
+    # stderr, and `stdout` is to hold what the command printed (the report is read from
+    # the file below).
+    argv = ["run", "-o", output]
     if fps is not None:
         argv += ["--fps", str(fps)]
     argv += _duration(duration, "--duration") + _duration(warmup, "--warmup")

@@ -83,6 +83,31 @@ pub fn analyze(run: &Run) -> Analysis {
     assemble(run, facts)
 }
 
+/// A trace imported with no frame definition made each slice a frame: its rate, lows,
+/// lateness, stutter, pacing, intervals, totals, worst frames and bound would describe
+/// slices, not frames. The stages, threads and notes stay.
+fn without_frame_statistics(a: &mut Analysis) {
+    // The stage table's last rows are `total` and `interval` where there are such.
+    for row in [a.interval.take(), a.total.take()] {
+        if row.is_some() {
+            a.stages.pop();
+        }
+    }
+    a.observed_fps = None;
+    a.fps = None;
+    a.late = None;
+    a.stutter = None;
+    a.pacing = None;
+    a.worst_frames.clear();
+    if let Some(p) = a.pipeline.as_mut() {
+        p.bottleneck = None;
+    }
+    // The frames line says how to define frames; waits need frames too.
+    a.notes.retain(|n| {
+        n != crate::model::ImportInfo::NO_FRAMES && !n.starts_with("Waits need two stages")
+    });
+}
+
 fn span_facts(run: &Run) -> SpanFacts {
     let meta = &run.meta;
     let frames = Frames::from_spans(&run.spans);
@@ -180,6 +205,38 @@ fn span_facts(run: &Run) -> SpanFacts {
 /// The analysis of `run` (its metadata, processes, telemetry, import record) with what its
 /// spans gave; `run.spans` and `run.counters` are not read (they may be left in the file).
 pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
+    let mut analysis = assemble_all(run, facts);
+    if run.import.as_ref().is_some_and(|i| i.frames_undefined()) {
+        without_frame_statistics(&mut analysis);
+    }
+    if run.import.as_ref().is_some_and(|i| i.format == "wayland") {
+        without_protocol_waits(&mut analysis);
+    }
+    analysis
+}
+
+/// A WAYLAND_DEBUG frame's spans overlap by nature (commit→release runs past the frame
+/// callback and into the presentation, a server's presentations overlap the next frame's):
+/// between them there are no waits to tell, only overlaps, and spans out of start order or
+/// over an earlier one are the protocol, not a recording problem.
+fn without_protocol_waits(a: &mut Analysis) {
+    if let Some(p) = a.pipeline.as_mut() {
+        p.waits.clear();
+        p.work = None;
+        p.waited = None;
+        p.reordered_frames = 0;
+        p.repeated_overlaps.clear();
+    }
+    for w in &mut a.worst_frames {
+        (w.work_ns, w.wait_ns) = (None, None);
+        (w.longest_wait, w.longest_wait_ns) = (None, None);
+    }
+    // The notes `PipelineSummary::notes` made of them.
+    a.notes
+        .retain(|n| !n.contains("out of start order") && !n.contains("an earlier span of"));
+}
+
+fn assemble_all(run: &Run, facts: SpanFacts) -> Analysis {
     let meta = &run.meta;
     let window = facts.window;
     let measured_frames = facts.measured_frames;

@@ -450,6 +450,7 @@ fn run_options(
             .map(|m| m.expanded(combo))
             .collect::<Result<_>>()?,
         keep_output: settings.keep_output,
+        stdout_to_stderr: false,
         services: settings.services.specs(combo)?,
         ready_timeout: if settings.services.ready_timeout_ns > 0 {
             ns(settings.services.ready_timeout_ns)

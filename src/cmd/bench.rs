@@ -238,6 +238,10 @@ fn bench_spec_on(
             parse_variant(v)?
         });
     }
+    let mut params = Vec::new();
+    for p in &args.params {
+        params.push(parse_param(p)?);
+    }
     if !args.command.is_empty() {
         if !variants.is_empty() {
             anyhow::bail!("give each variant its full command with --variant NAME=CMD, or one command after --, not both");
@@ -260,6 +264,13 @@ fn bench_spec_on(
                 .unwrap_or_else(|| "sh".to_owned()),
             false => name,
         };
+        // A sweep of one command is told apart by its parameters, not by its program.
+        let name = match params.is_empty() {
+            true => name,
+            false => (params.iter().map(|p| p.key.as_str()))
+                .collect::<Vec<_>>()
+                .join("+"),
+        };
         variants.push(VariantSpec {
             name,
             command: if shell {
@@ -268,10 +279,6 @@ fn bench_spec_on(
                 args.command.clone()
             },
         });
-    }
-    let mut params = Vec::new();
-    for p in &args.params {
-        params.push(parse_param(p)?);
     }
     if let Some(base) = base {
         variants = base.variants.clone();

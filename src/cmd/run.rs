@@ -63,6 +63,8 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         command: shell_command(args.command, args.from_output.shell),
         metrics: framelab::output::parse_metrics(&args.from_output.metrics)?,
         keep_output: args.from_output.keep_output,
+        // `framelab run --format json -- cmd | jq`: stdout holds the report alone.
+        stdout_to_stderr: args.format == Format::Json,
         services: service_specs(&args.services, args.from_output.shell)?,
         ready_timeout: args.services.ready_timeout(),
         cpus: command_cpus(&args.services.pins)?,

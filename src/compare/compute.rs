@@ -76,8 +76,12 @@ pub struct Row {
     pub direction: crate::stats::Direction,
     pub baseline: Option<Summary>,
     pub variant: Option<Summary>,
-    /// variant ÷ baseline of the medians, with the 95% interval.
+    /// variant ÷ baseline of the medians, with the 95% interval (with one run a side, no
+    /// interval: `low` and `high` are NaN, null in JSON).
     pub ratio: Option<RatioInterval>,
+    /// variant median − baseline median, in the medians' unit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difference: Option<f64>,
     pub u: Option<f64>,
     pub p_value: Option<f64>,
     pub p_method: Option<PMethod>,
@@ -102,6 +106,10 @@ pub struct VariantComparison {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub baseline_params: String,
     pub headline: String,
+    /// A side has a single measured run: the rows hold both values and the change, with
+    /// no interval, p-value or verdict.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub one_run_a_side: bool,
     pub rows: Vec<Row>,
 }
 
@@ -116,6 +124,12 @@ pub struct StepRow {
     pub step: Option<RatioInterval>,
     /// Against the baseline; `None` for the baseline.
     pub cumulative: Option<RatioInterval>,
+    /// The median − the previous variant's (`None` for the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_difference: Option<f64>,
+    /// The median − the baseline's (`None` for the baseline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cumulative_difference: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -144,6 +158,9 @@ pub struct Worst {
 pub struct SweepChange {
     #[serde(flatten)]
     pub ratio: RatioInterval,
+    /// The median − the one it is compared with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difference: Option<f64>,
     pub verdict: String,
 }
 
@@ -279,7 +296,7 @@ pub fn compute(
                 let variant = &loaded.variants[0];
                 let (b, v) = (runs_of(loaded, variant, base_combo), runs_here(variant));
                 if !b.is_empty() && !v.is_empty() {
-                    comparisons.push(compare_pair(
+                    comparisons.push(compare_or_list(
                         &pair(variant, b, v),
                         &metrics,
                         options,
@@ -296,7 +313,7 @@ pub fn compute(
                     if var_runs.is_empty() || base_runs.is_empty() {
                         continue;
                     }
-                    comparisons.push(compare_pair(
+                    comparisons.push(compare_or_list(
                         &pair(variant, base_runs.clone(), var_runs),
                         &metrics,
                         options,
@@ -365,6 +382,13 @@ pub fn compute(
         .collect();
     excluded.extend(unread_metrics(loaded, &metrics));
     let mut notes = notes;
+    if (groups.iter().flat_map(|g| &g.comparisons)).any(|c| c.one_run_a_side) {
+        let single: Vec<&str> = (loaded.variants.iter())
+            .filter(|v| combos.iter().any(|c| runs_of(loaded, v, c).len() == 1))
+            .map(String::as_str)
+            .collect();
+        notes.push(super::side_by_side::note(&single));
+    }
     for n in holm_notes {
         if !notes.contains(&n) {
             notes.push(n);
@@ -373,9 +397,15 @@ pub fn compute(
     let mut commands = BTreeMap::new();
     for r in &loaded.runs {
         let argv = loaded.templates.get(&r.variant).unwrap_or(&r.command);
-        commands.entry(r.variant.clone()).or_insert_with(|| {
-            shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
-        });
+        // An imported run has no command: its source file is said instead.
+        let imported = (r.data.as_ref()).and_then(|d| d.imported_from.clone());
+        let command = match imported {
+            Some(source) if argv.is_empty() => source,
+            _ => {
+                shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
+            }
+        };
+        commands.entry(r.variant.clone()).or_insert(command);
     }
     Comparison {
         commands,
@@ -461,14 +491,39 @@ fn unread_metrics(loaded: &Loaded, metrics: &[Metric]) -> Vec<Excluded> {
     out
 }
 
+/// The comparison of a pair, or, where a side has a single measured run, the two side by
+/// side (one run allows no interval or verdict), each row with its difference.
+fn compare_or_list(
+    pair: &Pair,
+    metrics: &[Metric],
+    options: &CompareOptions,
+    headline: Option<&str>,
+    holm_notes: &mut Vec<String>,
+) -> VariantComparison {
+    let mut comparison = if pair.base_runs.len() < 2 || pair.var_runs.len() < 2 {
+        super::side_by_side::side_by_side(pair, metrics, headline)
+    } else {
+        compare_pair(pair, metrics, options, headline, holm_notes)
+    };
+    for row in &mut comparison.rows {
+        row.difference = difference(row.variant.as_ref(), row.baseline.as_ref());
+    }
+    comparison
+}
+
+/// variant median − baseline median.
+fn difference(variant: Option<&Summary>, baseline: Option<&Summary>) -> Option<f64> {
+    Some(variant?.median - baseline?.median)
+}
+
 /// One comparison to make: a variant's runs against the baseline's.
-struct Pair<'a> {
-    variant: String,
-    baseline: String,
-    baseline_params: String,
+pub(super) struct Pair<'a> {
+    pub variant: String,
+    pub baseline: String,
+    pub baseline_params: String,
     seed_label: String,
-    base_runs: Vec<&'a LoadedRun>,
-    var_runs: Vec<&'a LoadedRun>,
+    pub base_runs: Vec<&'a LoadedRun>,
+    pub var_runs: Vec<&'a LoadedRun>,
 }
 
 fn compare_pair(
@@ -541,6 +596,7 @@ fn compare_pair(
         baseline: pair.baseline.clone(),
         baseline_params: pair.baseline_params.clone(),
         headline: headline_line(&pair.variant, &rows, headline),
+        one_run_a_side: false,
         rows,
     }
 }
@@ -561,7 +617,7 @@ fn primary_metric(metrics: &[Metric], options: &CompareOptions) -> Option<String
         .map(|m| m.key.clone())
 }
 
-fn values<'a>(metric: &Metric, runs: &[&'a LoadedRun]) -> Vec<RunValue<'a>> {
+pub(super) fn values<'a>(metric: &Metric, runs: &[&'a LoadedRun]) -> Vec<RunValue<'a>> {
     runs.iter()
         .filter_map(|r| metric.value(r.data.as_ref()?))
         .filter(|v| !v.value().is_nan())
@@ -569,7 +625,7 @@ fn values<'a>(metric: &Metric, runs: &[&'a LoadedRun]) -> Vec<RunValue<'a>> {
 }
 
 /// The coarsest resolution of `runs`' values of `metric`; `None` if any is unknown.
-fn resolution(metric: &Metric, runs: &[&LoadedRun]) -> Option<f64> {
+pub(super) fn resolution(metric: &Metric, runs: &[&LoadedRun]) -> Option<f64> {
     runs.iter()
         .filter_map(|r| r.data.as_ref())
         .filter(|d| metric.value(d).is_some())
@@ -581,7 +637,7 @@ fn resolution(metric: &Metric, runs: &[&LoadedRun]) -> Option<f64> {
         .flatten()
 }
 
-fn summary(metric: &Metric, values: &[RunValue]) -> Option<Summary> {
+pub(super) fn summary(metric: &Metric, values: &[RunValue]) -> Option<Summary> {
     let shown: Vec<f64> = values
         .iter()
         .map(|v| metric.display_value(v.value()))
@@ -667,6 +723,7 @@ fn compare_metric(
             ..s
         }),
         ratio,
+        difference: None,
         u: test.map(|t| t.u),
         p_value: test.map(|t| t.p_value),
         p_method: test.map(|t| t.method),
@@ -757,6 +814,9 @@ fn steps(
         };
         let against = |other: &str| {
             let o = values(metric, &runs_of(loaded, other, combo));
+            if o.len() < 2 || v.len() < 2 {
+                return point_ratio(&o, &v);
+            }
             bootstrap_ratio(
                 &o,
                 &v,
@@ -766,12 +826,20 @@ fn steps(
                 ),
             )
         };
+        let difference_from = |other: &str| {
+            let o = summary(metric, &values(metric, &runs_of(loaded, other, combo)))?;
+            Some(s.median - o.median)
+        };
         rows.push(StepRow {
             variant: variant.clone(),
             median: s.median,
             resolution: resolution(metric, &runs),
             step: previous.and_then(against),
             cumulative: (variant != baseline).then(|| against(baseline)).flatten(),
+            step_difference: previous.and_then(difference_from),
+            cumulative_difference: (variant != baseline)
+                .then(|| difference_from(baseline))
+                .flatten(),
         });
         previous = Some(variant);
     }
@@ -809,7 +877,12 @@ fn sweep(
         let r = c.rows.iter().find(|r| r.metric == metric.key)?;
         Some(SweepChange {
             ratio: r.ratio?,
-            verdict: r.verdict.word().to_owned(),
+            difference: difference(r.variant.as_ref(), r.baseline.as_ref()),
+            verdict: if c.one_run_a_side {
+                String::new()
+            } else {
+                r.verdict.word().to_owned()
+            },
         })
     };
     let rows = groups
@@ -859,9 +932,28 @@ fn sweep(
     }
 }
 
-/// "1.32× fps [1.27, 1.36]" for a rate, "−27% [−31, −22]" for the rest.
+/// The ratio of the medians of one run a side: no interval (`low` and `high` NaN).
+pub(super) fn point_ratio(baseline: &[RunValue], variant: &[RunValue]) -> Option<RatioInterval> {
+    let middle = |runs: &[RunValue]| median(&runs.iter().map(RunValue::value).collect::<Vec<_>>());
+    let ratio = crate::stats::bootstrap::ratio_of(middle(variant)?, middle(baseline)?);
+    Some(RatioInterval {
+        ratio,
+        low: f64::NAN,
+        high: f64::NAN,
+    })
+}
+
+/// "1.32× fps [1.27, 1.36]" for a rate, "−27% [−31, −22]" for the rest; without an
+/// interval (one run a side), "1.32× fps" and "total p99 −27%".
 pub fn effect_text(row: &Row) -> Option<String> {
     let r = row.ratio?;
+    if r.low.is_nan() {
+        return Some(if row.unit == Unit::Fps {
+            format!("{}× {}", fixed(r.ratio, 2), row.label)
+        } else {
+            format!("{} {}", row.label, signed_pct(r.ratio, 0))
+        });
+    }
     Some(if row.unit == Unit::Fps {
         format!(
             "{}× {} [{}, {}]",
@@ -883,21 +975,7 @@ pub fn effect_text(row: &Row) -> Option<String> {
 
 /// "v2: 1.32× fps [1.27, 1.36], total p99 −27% [−31, −22], regressed: none".
 fn headline_line(variant: &str, rows: &[Row], headline: Option<&str>) -> String {
-    let mut parts = Vec::new();
-    let mut wanted: Vec<&str> = Vec::new();
-    if let Some(h) = headline {
-        wanted.push(h);
-    }
-    for key in ["total.p99", "cpu_per_frame", "wall", "cpu"] {
-        if wanted.len() < 2 && rows.iter().any(|r| r.metric == key) && !wanted.contains(&key) {
-            wanted.push(key);
-        }
-    }
-    for key in wanted {
-        if let Some(text) = rows.iter().find(|r| r.metric == key).and_then(effect_text) {
-            parts.push(text);
-        }
-    }
+    let mut parts = headline_effects(rows, headline);
     let regressed: Vec<&str> = rows
         .iter()
         .filter(|r| r.verdict == Verdict::Regressed)
@@ -917,6 +995,23 @@ fn headline_line(variant: &str, rows: &[Row], headline: Option<&str>) -> String 
         }
     ));
     format!("{variant}: {}", parts.join(", "))
+}
+
+/// The headline metric's change and one more (total p99, CPU per frame, wall or CPU).
+pub(super) fn headline_effects(rows: &[Row], headline: Option<&str>) -> Vec<String> {
+    let mut wanted: Vec<&str> = Vec::new();
+    if let Some(h) = headline {
+        wanted.push(h);
+    }
+    for key in ["total.p99", "cpu_per_frame", "wall", "cpu"] {
+        if wanted.len() < 2 && rows.iter().any(|r| r.metric == key) && !wanted.contains(&key) {
+            wanted.push(key);
+        }
+    }
+    wanted
+        .into_iter()
+        .filter_map(|key| rows.iter().find(|r| r.metric == key).and_then(effect_text))
+        .collect()
 }
 
 /// A ratio as a signed percentage change with a true minus sign: "+3.2%", "−27%".

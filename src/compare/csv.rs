@@ -1,11 +1,12 @@
 //! One row per (parameter values, variant, metric): for spreadsheets and scripts. Values
 //! are written unscaled, in the unit the `unit` column names (`bytes`, not the tables' MiB).
 //! In a sweep of one variant, `baseline` is the variant itself and `baseline_params` the
-//! parameter values it is compared with (empty otherwise).
+//! parameter values it is compared with (empty otherwise). `difference` is variant median −
+//! baseline median; with one run a side `ratio_low`, `ratio_high` and the p-values are empty.
 
 use super::compute::Comparison;
 
-const HEADER: &str = "params,variant,baseline,metric,unit,direction,baseline_runs,baseline_median,baseline_spread_pct,variant_runs,variant_median,variant_spread_pct,ratio,ratio_low,ratio_high,p_value,p_holm,p_method,verdict,more_runs,reason,baseline_params";
+const HEADER: &str = "params,variant,baseline,metric,unit,direction,baseline_runs,baseline_median,baseline_spread_pct,variant_runs,variant_median,variant_spread_pct,ratio,ratio_low,ratio_high,p_value,p_holm,p_method,verdict,more_runs,reason,baseline_params,difference";
 
 pub fn render(c: &Comparison) -> String {
     let mut out = String::from(HEADER);
@@ -13,7 +14,11 @@ pub fn render(c: &Comparison) -> String {
     for g in &c.groups {
         for cmp in &g.comparisons {
             for r in &cmp.rows {
-                let num = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+                // NaN: no value (the interval of one run a side).
+                let num = |v: Option<f64>| {
+                    v.filter(|v| !v.is_nan())
+                        .map_or(String::new(), |v| v.to_string())
+                };
                 let (more, reason) = match &r.verdict {
                     crate::stats::Verdict::Inconclusive { reason, more_runs } => (
                         more_runs.map_or(String::new(), |m| m.to_string()),
@@ -54,6 +59,7 @@ pub fn render(c: &Comparison) -> String {
                     more,
                     reason,
                     cmp.baseline_params.clone(),
+                    num(r.difference),
                 ];
                 let line: Vec<String> = fields.iter().map(|f| quote(f)).collect();
                 out.push_str(&line.join(","));

@@ -46,6 +46,9 @@ pub struct RunData {
     pub waits: Vec<(String, Vec<i64>)>,
     /// Waits, threads and the bottleneck, to explain a change (`explain`).
     pub pipeline: Option<crate::analyze::pipeline::PipelineSummary>,
+    /// An imported run's source, said where a recorded run's command would be:
+    /// "imported from trace.json (chrome)".
+    pub imported_from: Option<String>,
 }
 
 pub fn extract(run: &Run) -> RunData {
@@ -58,6 +61,10 @@ pub fn extract(run: &Run) -> RunData {
     data.stages = stages;
     data.totals = totals;
     data.waits = waits;
+    data.imported_from = run
+        .import
+        .as_ref()
+        .map(|i| format!("imported from {} ({})", i.files.join(", "), i.format));
     data
 }
 

@@ -70,6 +70,8 @@ pub struct VerdictRow {
     pub variant: String,
     pub against: String,
     pub metric: String,
+    /// variant − baseline median, in the metric's unit as the tables print it.
+    pub difference: String,
     pub change: String,
     pub p_holm: Option<f64>,
     pub verdict: String,
@@ -96,22 +98,37 @@ pub struct StageOverlay {
     pub variants: Vec<(String, Vec<f64>)>,
 }
 
+/// The page's method line; one run a side is not judged, so it names no primary metric.
+fn method(c: &Comparison) -> String {
+    if super::text::only_one_run_a_side(c) {
+        return format!(
+            "{}. Colours tell the variants apart; nothing here says better or worse.",
+            super::text::ONE_RUN_METHOD
+        );
+    }
+    format!(
+        "{}. Change of the median across runs with its 95% interval (two-level bootstrap, {} \
+         resamples); Mann–Whitney p, adjusted: the primary metric's own, the others' \
+         Holm-corrected among themselves (fixed-sequence gatekeeping); noise band ±{}%, α = {}. \
+         Colours tell the variants apart; only a verdict says better or worse.",
+        super::text::primary_line(c),
+        c.options.resamples,
+        round(c.options.noise * 100.0, 2),
+        c.options.alpha
+    )
+}
+
 pub fn page(c: &Comparison, loaded: &Loaded) -> ComparePage {
     let name = |s: &str| crate::display::name(s).into_owned();
     ComparePage {
         schema: SCHEMA,
         kind: "compare",
-        title: format!("framelab compare · {} · baseline {}", c.sources.join(", "), c.baseline),
-        method: format!(
-            "{}. Change of the median across runs with its 95% interval (two-level bootstrap, {} \
-             resamples); Mann–Whitney p, adjusted: the primary metric's own, the others' \
-             Holm-corrected among themselves (fixed-sequence gatekeeping); noise band ±{}%, α = {}. \
-             Colours tell the variants apart; only a verdict says better or worse.",
-            super::text::primary_line(c),
-            c.options.resamples,
-            round(c.options.noise * 100.0, 2),
-            c.options.alpha
+        title: format!(
+            "framelab compare · {} · baseline {}",
+            c.sources.join(", "),
+            c.baseline
         ),
+        method: method(c),
         primary_metric: c.primary_metric.clone(),
         baseline: name(&c.baseline),
         variants: c.variants.iter().map(|v| name(v)).collect(),
@@ -135,7 +152,11 @@ pub fn page(c: &Comparison, loaded: &Loaded) -> ComparePage {
             })
             .collect(),
         stages: stage_overlays(loaded, c.groups.first().map(|g| &g.params)),
-        notes: c.notes.iter().map(|n| crate::display::text(n).into_owned()).collect(),
+        notes: c
+            .notes
+            .iter()
+            .map(|n| crate::display::text(n).into_owned())
+            .collect(),
     }
 }
 
@@ -202,8 +223,12 @@ fn forest(metric: &Metric, c: &Comparison, loaded: &Loaded) -> Forest {
                 median: row.variant.as_ref().map(|s| s.median),
                 baseline_median: base,
                 ratio: row.ratio.map(|r| round(r.ratio, 5)),
-                low: row.ratio.map(|r| round(r.low, 5)),
-                high: row.ratio.map(|r| round(r.high, 5)),
+                // One run a side: no interval.
+                low: row.ratio.map(|r| round(r.low, 5)).filter(|x| x.is_finite()),
+                high: row
+                    .ratio
+                    .map(|r| round(r.high, 5))
+                    .filter(|x| x.is_finite()),
                 verdict: row.verdict.word().into(),
                 runs: per_median(runs, base),
             });
@@ -260,6 +285,7 @@ fn verdicts(c: &Comparison) -> Vec<VerdictRow> {
                         cmp.baseline_params.clone()
                     },
                     metric: crate::display::name(&row.label).into_owned(),
+                    difference: super::text::difference_text(row),
                     change: effect_text(row).unwrap_or_else(|| "-".into()),
                     p_holm: row.p_holm,
                     verdict: row.verdict.word().into(),

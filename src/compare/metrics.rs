@@ -106,6 +106,29 @@ pub enum Kind {
     Output {
         name: String,
     },
+    /// The mean, count or sum of a stage's span durations, of frame totals or of a wait's
+    /// (`encode.mean`, `commit→release.count`): shown when `--show` asks for it.
+    Aggregate {
+        spans: Spans,
+        stat: SpanStat,
+    },
+}
+
+/// Whose durations an aggregate is of.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Spans {
+    Total,
+    Stage(String),
+    Wait(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpanStat {
+    Mean,
+    Count,
+    Sum,
 }
 
 /// What a role metric measures of the role's CPU time over the window.
@@ -261,6 +284,20 @@ impl Metric {
                 let sorted = &run.waits.iter().find(|(n, _)| n == pair)?.1;
                 (!sorted.is_empty()).then_some(RunValue::Percentile { sorted, p: *p })
             }
+            Kind::Aggregate { spans, stat } => {
+                let durations = match spans {
+                    Spans::Total => &run.totals,
+                    Spans::Stage(name) => &run.stages.iter().find(|(n, _)| n == name)?.1,
+                    Spans::Wait(pair) => &run.waits.iter().find(|(n, _)| n == pair)?.1,
+                };
+                let sum: f64 = durations.iter().map(|&d| d as f64).sum();
+                match stat {
+                    SpanStat::Count => Some(RunValue::Whole(durations.len() as f64)),
+                    SpanStat::Sum => whole(sum),
+                    SpanStat::Mean if durations.is_empty() => None,
+                    SpanStat::Mean => whole(sum / durations.len() as f64),
+                }
+            }
         }
     }
 
@@ -301,6 +338,11 @@ impl Metric {
     pub fn display_value(&self, value: f64) -> f64 {
         match (&self.kind, &self.unit) {
             (Kind::Percentile { .. } | Kind::Wait { .. }, _) => value / 1e3,
+            (Kind::Aggregate { stat, .. }, _) => match stat {
+                SpanStat::Mean => value / 1e3,
+                SpanStat::Sum => value / 1e9,
+                SpanStat::Count => value,
+            },
             _ => value,
         }
     }
@@ -610,21 +652,96 @@ pub fn select(catalogue: &[Metric], names: &[String]) -> anyhow::Result<Vec<Metr
         .map(str::trim)
         .filter(|n| !n.is_empty())
     {
-        let Some(metric) = catalogue.iter().find(|m| m.key == name).or_else(|| {
-            let spelled = cpu_per_spelling(name)?;
-            catalogue.iter().find(|m| m.key == spelled)
-        }) else {
+        let found = (catalogue.iter())
+            .find(|m| same_key(&m.key, name))
+            .or_else(|| {
+                let spelled = cpu_per_spelling(name)?;
+                catalogue.iter().find(|m| m.key == spelled)
+            })
+            .cloned()
+            .or_else(|| statistic_of(catalogue, name));
+        let Some(metric) = found else {
             let known: Vec<&str> = catalogue.iter().map(|m| m.key.as_str()).collect();
             anyhow::bail!(
-                "no metric '{name}' in these runs; they have: {}",
-                known.join(", ")
+                "no metric '{name}' in these runs; they have: {}{}",
+                known.join(", "),
+                if catalogue.iter().any(|m| m.key.ends_with(".p50")) {
+                    " (and, for each name with .p50, .mean, .count, .sum and any .pNN)"
+                } else {
+                    ""
+                }
             );
         };
         if !chosen.iter().any(|m| m.key == metric.key) {
-            chosen.push(metric.clone());
+            chosen.push(metric);
         }
     }
     Ok(chosen)
+}
+
+/// Whether `--show`'s `name` is `key`, with `->` and `→` the same arrow.
+fn same_key(key: &str, name: &str) -> bool {
+    key.replace('→', "->") == name.replace('→', "->")
+}
+
+/// A statistic of a stage, wait or frame totals the catalogue lists by its p50: `.mean`,
+/// `.count`, `.sum` or any `.pNN` (`encode.p90`, `commit->release.p99.9`).
+fn statistic_of(catalogue: &[Metric], name: &str) -> Option<Metric> {
+    // `.p99.9` holds a dot of its own.
+    let decimal = |n: &str| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '.');
+    let (subject, stat) = match name.rfind(".p") {
+        Some(i) if decimal(&name[i + 2..]) => (&name[..i], &name[i + 1..]),
+        _ => name.rsplit_once('.')?,
+    };
+    let listed = (catalogue.iter()).find(|m| same_key(&m.key, &format!("{subject}.p50")))?;
+    let percentile = stat
+        .strip_prefix('p')
+        .and_then(|n| n.parse::<f64>().ok())
+        .filter(|p| *p > 0.0 && *p < 100.0 && p.is_finite());
+    let spans = match &listed.kind {
+        Kind::Percentile { stage: None, .. } => Spans::Total,
+        Kind::Percentile {
+            stage: Some(stage), ..
+        } => Spans::Stage(stage.clone()),
+        Kind::Wait { pair, .. } => Spans::Wait(pair.clone()),
+        _ => return None,
+    };
+    if let Some(p) = percentile {
+        return Some(match spans {
+            Spans::Total => Metric::percentile(None, stat, p / 100.0),
+            Spans::Stage(stage) => Metric::percentile(Some(&stage), stat, p / 100.0),
+            Spans::Wait(pair) => Metric::wait(&pair, stat, p / 100.0),
+        });
+    }
+    let stat = match stat {
+        "mean" => SpanStat::Mean,
+        "count" => SpanStat::Count,
+        "sum" => SpanStat::Sum,
+        _ => return None,
+    };
+    let who = match &spans {
+        Spans::Total => "total".to_owned(),
+        Spans::Stage(stage) => crate::display::escaped(stage, LABEL_NAME_CHARS).into_owned(),
+        Spans::Wait(pair) => format!("{} wait", crate::display::escaped(pair, LABEL_NAME_CHARS)),
+    };
+    let key_subject = match &spans {
+        Spans::Total => "total".to_owned(),
+        Spans::Stage(stage) => stage.clone(),
+        Spans::Wait(pair) => pair.replace('→', "->"),
+    };
+    let (word, unit, direction) = match stat {
+        SpanStat::Mean => ("mean", Unit::Microseconds, Direction::LowerIsBetter),
+        SpanStat::Sum => ("sum", Unit::Seconds, Direction::LowerIsBetter),
+        // More spans is neither better nor worse in itself.
+        SpanStat::Count => ("count", Unit::Custom("spans".into()), Direction::Unstated),
+    };
+    Some(Metric::new(
+        &format!("{key_subject}.{word}"),
+        &format!("{who} {word}"),
+        unit,
+        direction,
+        Kind::Aggregate { spans, stat },
+    ))
 }
 
 #[cfg(test)]
@@ -683,5 +800,28 @@ mod tests {
             select(&all, &["convert->encode.p99".into()]).unwrap().len(),
             1
         );
+        // Either arrow, and any statistic of the waits.
+        let picked = select(
+            &all,
+            &["convert→encode.p99,convert->encode.mean,convert->encode.count,convert->encode.sum,convert→encode.p90".into()],
+        )
+        .unwrap();
+        let keys: Vec<&str> = picked.iter().map(|m| m.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "convert->encode.p99",
+                "convert->encode.mean",
+                "convert->encode.count",
+                "convert->encode.sum",
+                "convert->encode.p90"
+            ]
+        );
+        let value = |m: &Metric| m.display_value(m.value(&run).unwrap().value());
+        assert_eq!(value(&picked[1]), 2.0); // µs
+        assert_eq!(value(&picked[2]), 3.0);
+        assert_eq!(value(&picked[3]), 6e-6); // s
+        assert!(select(&all, &["convert->encode.p100".into()]).is_err());
+        assert!(select(&all, &["convert->encode.median".into()]).is_err());
     }
 }

@@ -11,6 +11,7 @@ mod html;
 mod identical;
 mod load;
 pub mod metrics;
+mod side_by_side;
 mod table;
 mod text;
 
@@ -193,7 +194,7 @@ fn baseline_combo(
     Ok(Some(wanted))
 }
 
-/// Every variant needs two measured runs in every group of parameter values.
+/// Every variant needs a measured run in every group of parameter values it was run at.
 fn check_enough_runs(loaded: &load::Loaded) -> Result<()> {
     let mut groups: Vec<&std::collections::BTreeMap<String, String>> = Vec::new();
     for r in &loaded.runs {
@@ -213,18 +214,20 @@ fn check_enough_runs(loaded: &load::Loaded) -> Result<()> {
                 continue;
             }
             let measured = of_this().filter(|r| r.status == RunStatus::Ok).count();
-            if measured < 2 {
+            // One run a side is compared side by side, without an interval or verdict.
+            if measured < 1 {
                 let failed = of_this().count() - measured;
                 let at = compute::describe_params(params);
                 bail!(
-                    "variant '{variant}'{} has {measured} measured run{}{}: at least 2 a side are \
-                     needed to compare, 4 for any verdict (improved or regressed on the primary metric included) and more for improved or regressed on the metrics tested after it (docs/metrics.md); record more runs",
+                    "variant '{variant}'{} has no measured run{}: at least 1 a side is needed \
+                     to compare (2 for an interval, 4 for any verdict, improved or regressed on \
+                     the primary metric included, and more for improved or regressed on the \
+                     metrics tested after it, docs/metrics.md); record more runs",
                     if at.is_empty() {
                         String::new()
                     } else {
                         format!(" [{at}]")
                     },
-                    if measured == 1 { "" } else { "s" },
                     if failed > 0 {
                         format!(" ({failed} failed, excluded)")
                     } else {

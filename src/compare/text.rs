@@ -32,29 +32,21 @@ pub fn render(c: &Comparison, markdown: bool) -> String {
         out.push_str(&title);
         out.push('\n');
     }
-    let primary = primary_line(c);
-    if markdown {
-        out.push_str(&format!("**{primary}**\n\n"));
-    } else {
-        out.push_str(&format!("  {primary}\n"));
+    let all_single = only_one_run_a_side(c);
+    // One run a side has no verdict, so nothing is tested first: no primary line.
+    if !all_single {
+        let primary = primary_line(c);
+        if markdown {
+            out.push_str(&format!("**{primary}**\n\n"));
+        } else {
+            out.push_str(&format!("  {primary}\n"));
+        }
     }
-    let method = format!(
-        "median across runs ± robust spread; change of the median with its 95% interval \
-         (two-level bootstrap, {} resamples, seed {}); Mann–Whitney p, adjusted (p (adj.)): the \
-         primary metric's own, the others' Holm-corrected among themselves, tested only once \
-         the primary changed (fixed-sequence gatekeeping); noise band ±{}%, α = {}",
-        c.options.resamples,
-        c.options.seed,
-        fixed(
-            c.options.noise * 100.0,
-            if (c.options.noise * 100.0).fract() == 0.0 {
-                0
-            } else {
-                1
-            }
-        ),
-        c.options.alpha
-    );
+    let method = if all_single {
+        ONE_RUN_METHOD.to_owned()
+    } else {
+        method_line(c)
+    };
     if markdown {
         out.push_str(&format!("_{method}_\n\n"));
     } else {
@@ -198,14 +190,12 @@ fn sweep_table(
     let mut headers: Vec<String> = vec![c.param_keys.join(" ")];
     headers.extend(sweep.variants.iter().cloned());
     if sweep.baseline_params.is_empty() {
-        headers.extend(
-            sweep
-                .variants
-                .iter()
-                .skip(1)
-                .map(|v| format!("{v} change [95% interval]")),
-        );
+        for v in sweep.variants.iter().skip(1) {
+            headers.push(format!("{v} difference"));
+            headers.push(format!("{v} change [95% interval]"));
+        }
     } else {
+        headers.push(format!("difference vs {}", sweep.baseline_params));
         headers.push(format!(
             "change vs {} [95% interval]",
             sweep.baseline_params
@@ -223,15 +213,24 @@ fn sweep_table(
                 .map(|m| m.map_or("—".into(), |v| value_to(&sweep.unit, v, sweep.resolution))),
         );
         let is_baseline = !sweep.baseline_params.is_empty() && row.params == sweep.baseline_params;
-        cells.extend(row.changes.iter().map(|ch| match ch {
-            Some(ch) => format!(
-                "{} {}",
-                interval_text(ch.ratio.ratio, ch.ratio.low, ch.ratio.high),
-                ch.verdict
-            ),
-            None if is_baseline => "baseline".into(),
-            None => "—".into(),
-        }));
+        for ch in &row.changes {
+            let (difference, change) = match ch {
+                Some(ch) => (
+                    difference_cell(&sweep.unit, ch.difference, sweep.resolution),
+                    format!(
+                        "{} {}",
+                        interval_text(ch.ratio.ratio, ch.ratio.low, ch.ratio.high),
+                        ch.verdict
+                    )
+                    .trim_end()
+                    .to_owned(),
+                ),
+                None if is_baseline => ("baseline".into(), "baseline".into()),
+                None => ("—".into(), "—".into()),
+            };
+            cells.push(difference);
+            cells.push(change);
+        }
         t.push(cells);
     }
     out.push_str(&t.render(markdown));
@@ -239,6 +238,15 @@ fn sweep_table(
 
 /// "primary metric: fps, tested first at the full α = 0.05; the other metrics only once it
 /// changed (--show NAME,... puts another first)".
+/// How a comparison of one run a side is made (its method line).
+pub const ONE_RUN_METHOD: &str = "one run a side: each value is that run's; difference = \
+    variant − baseline, change = variant ÷ baseline − 1; no interval, p-value or verdict";
+
+/// Whether every comparison has a single run on a side: then nothing is judged.
+pub fn only_one_run_a_side(c: &Comparison) -> bool {
+    (c.groups.iter().flat_map(|g| &g.comparisons)).all(|cmp| cmp.one_run_a_side)
+}
+
 pub fn primary_line(c: &Comparison) -> String {
     let label = (c.metrics.iter())
         .find(|m| m.key == c.primary_metric)
@@ -283,27 +291,33 @@ fn group(
         } else {
             (cmp.baseline_params.clone(), g.label.clone())
         };
-        let mut t = Table::new(&[
-            "metric",
-            "unit",
-            &base_head,
-            &var_head,
-            "change [95% interval]",
-            "p (adj.)",
-            "verdict",
-        ]);
+        let judged = !cmp.one_run_a_side;
+        let mut headers = vec!["metric", "unit", &base_head, &var_head, "difference"];
+        if judged {
+            headers.extend(["change [95% interval]", "p (adj.)", "verdict"]);
+        } else {
+            headers.push("change");
+        }
+        let mut t = Table::new(&headers);
         for row in &cmp.rows {
-            t.push(vec![
+            let mut cells = vec![
                 row.label.clone(),
                 unit_name(&row.unit).into(),
                 summary_cell(&row.unit, row.baseline.as_ref()),
                 summary_cell(&row.unit, row.variant.as_ref()),
+                difference_cell(&row.unit, row.difference, row_resolution(row)),
                 change_cell(row),
-                row.p_holm.map_or("—".into(), p_text),
-                row.verdict.word().into(),
-            ]);
+            ];
+            if judged {
+                cells.push(row.p_holm.map_or("—".into(), p_text));
+                cells.push(row.verdict.word().into());
+            }
+            t.push(cells);
         }
         out.push_str(&t.render(markdown));
+        if !judged {
+            continue;
+        }
         let open: Vec<&Row> = cmp
             .rows
             .iter()
@@ -343,7 +357,9 @@ fn group(
         let mut t = Table::new(&[
             "variant",
             "median",
+            "step difference",
             "step [95% interval]",
+            "difference from the baseline",
             "from the baseline [95% interval]",
         ]);
         for s in &g.steps {
@@ -354,7 +370,9 @@ fn group(
             t.push(vec![
                 s.variant.clone(),
                 value_to(&unit, s.median, s.resolution),
+                difference_cell(&unit, s.step_difference, s.resolution),
                 cell(&s.step),
+                difference_cell(&unit, s.cumulative_difference, s.resolution),
                 cell(&s.cumulative),
             ]);
         }
@@ -390,7 +408,11 @@ fn p_text(p: f64) -> String {
     }
 }
 
+/// A change in percent with its interval; without one (one run a side), the percentage alone.
 fn interval_text(ratio: f64, low: f64, high: f64) -> String {
+    if low.is_nan() || high.is_nan() {
+        return signed_pct(ratio, 1);
+    }
     format!(
         "{} [{}, {}]",
         signed_pct(ratio, 1),
@@ -406,8 +428,43 @@ fn change_cell(row: &Row) -> String {
     }
 }
 
+/// An absolute change in the metric's unit, signed with a true minus: "+192.0", "−0.42".
+fn difference_cell(unit: &Unit, difference: Option<f64>, resolution: Option<f64>) -> String {
+    let Some(d) = difference.filter(|d| !d.is_nan()) else {
+        return "—".into();
+    };
+    let shown = value_to(unit, d.abs(), resolution);
+    let zero = shown.chars().all(|c| c == '0' || c == '.');
+    let sign = if zero {
+        "±"
+    } else if d < 0.0 {
+        "−"
+    } else {
+        "+"
+    };
+    format!("{sign}{shown}")
+}
+
+/// A row's difference with its unit as the tables print it: "+192.0 fps".
+pub fn difference_text(row: &Row) -> String {
+    let cell = difference_cell(&row.unit, row.difference, row_resolution(row));
+    match unit_name(&row.unit) {
+        "" => cell,
+        _ if cell == "—" => cell,
+        unit => format!("{cell} {unit}"),
+    }
+}
+
+/// The coarser resolution of a row's two sides, for its difference.
+fn row_resolution(row: &Row) -> Option<f64> {
+    let b = row.baseline.as_ref()?.resolution?;
+    let v = row.variant.as_ref()?.resolution?;
+    Some(b.max(v))
+}
+
 fn summary_cell(unit: &Unit, s: Option<&super::compute::Summary>) -> String {
     match s {
+        Some(s) if s.runs == 1 => value_to(unit, s.median, s.resolution),
         Some(s) => format!(
             "{} ±{:.1}%",
             value_to(unit, s.median, s.resolution),
@@ -483,6 +540,8 @@ pub fn value(unit: &Unit, v: f64) -> String {
             }
         }
         // A program's own number: at least three significant digits, whatever its scale.
+        // A whole number (a count) as it is.
+        Unit::Custom(_) if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
         Unit::Custom(_) => {
             let a = v.abs();
             let decimals = if a >= 1000.0 || a == 0.0 {
@@ -497,6 +556,27 @@ pub fn value(unit: &Unit, v: f64) -> String {
             format!("{v:.decimals$}")
         }
     }
+}
+
+/// How the numbers were got: medians, intervals, p-values and the noise band.
+fn method_line(c: &Comparison) -> String {
+    format!(
+        "median across runs ± robust spread; change of the median with its 95% interval \
+         (two-level bootstrap, {} resamples, seed {}); Mann–Whitney p, adjusted (p (adj.)): the \
+         primary metric's own, the others' Holm-corrected among themselves, tested only once \
+         the primary changed (fixed-sequence gatekeeping); noise band ±{}%, α = {}",
+        c.options.resamples,
+        c.options.seed,
+        fixed(
+            c.options.noise * 100.0,
+            if (c.options.noise * 100.0).fract() == 0.0 {
+                0
+            } else {
+                1
+            }
+        ),
+        c.options.alpha
+    )
 }
 
 #[cfg(test)]
@@ -535,6 +615,8 @@ mod tests {
         assert_eq!(value(&custom, 1.23456), "1.23");
         assert_eq!(value(&custom, 0.0123456), "0.0123");
         assert_eq!(value(&custom, 0.0), "0");
+        assert_eq!(value(&custom, 118.0), "118");
+        assert_eq!(value(&custom, -39.0), "-39");
         assert_eq!(unit_name(&custom), "req/s");
     }
 }

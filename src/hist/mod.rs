@@ -206,7 +206,7 @@ pub fn collect(run: &Run, opts: &HistOptions) -> anyhow::Result<(Vec<Series>, Ve
         Some(stage) => {
             let Some(id) = run.stages.iter().position(|s| s == stage) else {
                 anyhow::bail!(
-                    "the run has no stage {stage:?}; it has {}, total and interval",
+                    "the run has no stage {stage:?}; it has {}, total and interval{}",
                     if run.stages.is_empty() {
                         "none".to_string()
                     } else {
@@ -215,7 +215,8 @@ pub fn collect(run: &Run, opts: &HistOptions) -> anyhow::Result<(Vec<Series>, Ve
                             .map(|s| crate::display::name(s))
                             .collect::<Vec<_>>()
                             .join(", ")
-                    }
+                    },
+                    imported_names(run)
                 );
             };
             let of_stage = spans.iter().copied().filter(|s| usize::from(s.stage) == id);
@@ -230,6 +231,17 @@ pub fn collect(run: &Run, opts: &HistOptions) -> anyhow::Result<(Vec<Series>, Ve
             Ok((all, Vec::new()))
         }
     }
+}
+
+/// ", and the imported histograms '@a[x]', '@b'" for the error of an unknown `--stage`.
+fn imported_names(run: &Run) -> String {
+    if run.histograms.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = (run.histograms.iter())
+        .map(|h| format!("'{}'", crate::display::name(&h.name)))
+        .collect();
+    format!(", and the imported histograms {}", names.join(", "))
 }
 
 /// A series as [`collect_from`] keeps it: u32 values where they fit.
@@ -270,12 +282,13 @@ fn collect_from(
         Some(stage) => match head.stages.iter().position(|s| s == stage) {
             Some(id) => Wanted::Stages(vec![id]),
             None => anyhow::bail!(
-                "the run has no stage {stage:?}; it has {}, total and interval",
+                "the run has no stage {stage:?}; it has {}, total and interval{}",
                 if head.stages.is_empty() {
                     "none".to_string()
                 } else {
                     head.stages.join(", ")
-                }
+                },
+                imported_names(head)
             ),
         },
         None => Wanted::Stages((0..head.stages.len()).collect()),
@@ -439,6 +452,9 @@ fn render_linear<T: Ns>(name: &str, values: &[T], spec: &LinearSpec) -> String {
 
 /// What `framelab hist` prints for `run`.
 pub fn render_run(run: &Run, opts: &HistOptions) -> anyhow::Result<String> {
+    if let Some(text) = imported_by_name(run, opts)? {
+        return Ok(text);
+    }
     let (series, notes) = collect(run, opts)?;
     let parts: Vec<String> = series
         .iter()
@@ -459,12 +475,64 @@ pub fn render_from(
     if opts.pair.is_some() {
         return render_run(head, opts);
     }
+    if let Some(text) = imported_by_name(head, opts)? {
+        return Ok(text);
+    }
     let parts: Vec<String> = collect_from(head, source, opts)?
         .iter()
         .filter(|s| !s.values.is_empty())
         .map(|s| with_ns!(&s.values, v => render_values(&s.name, v, opts.linear.as_ref())))
         .collect();
     finish(head, opts, parts, Vec::new())
+}
+
+/// `--stage NAME` naming an imported histogram as the report prints it (`@lat_ns[bpftrace]`),
+/// or a map that has one key (`@lat_ns`): that histogram alone, with its own buckets. `None`
+/// when NAME is a stage of the run or no imported histogram's; a map of several keys is
+/// refused with their names.
+fn imported_by_name(run: &Run, opts: &HistOptions) -> anyhow::Result<Option<String>> {
+    let Some(name) = opts.stage.as_deref() else {
+        return Ok(None);
+    };
+    if run.stages.iter().any(|s| s == name) {
+        return Ok(None);
+    }
+    let in_map = |h: &&crate::model::Histogram| {
+        h.name.split_once('[').map_or(h.name.as_str(), |m| m.0) == name
+    };
+    let exact: Vec<&crate::model::Histogram> =
+        run.histograms.iter().filter(|h| h.name == name).collect();
+    let picked = match exact.as_slice() {
+        [one] => *one,
+        _ => {
+            let of_map: Vec<&crate::model::Histogram> =
+                run.histograms.iter().filter(in_map).collect();
+            match of_map.as_slice() {
+                [] => return Ok(None),
+                [one] => *one,
+                several => anyhow::bail!(
+                    "--stage {name}: the map has {} keys; give one as the report prints it: {}",
+                    several.len(),
+                    several
+                        .iter()
+                        .map(|h| format!("'{}'", crate::display::name(&h.name)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
+        }
+    };
+    if opts.linear.is_some() || opts.by.is_some() {
+        anyhow::bail!(
+            "--stage {name} is a histogram imported with its own buckets: --linear, --buckets, \
+             --min, --max and --by lay out spans and pairs only; leave them out"
+        );
+    }
+    Ok(Some(format!(
+        "{}:\n{}",
+        crate::display::name(&picked.name),
+        layout::bars(&picked.buckets, &layout::label)
+    )))
 }
 
 /// The drawn series, then imported histograms, then notes; or why there is nothing to draw.

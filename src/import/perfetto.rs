@@ -1172,6 +1172,11 @@ impl<'b> Importer<'b> {
                 self.b.note(note);
             }
         }
+        let frames_defined =
+            self.framelab || self.b.opts.frame_arg.is_some() || self.b.opts.frame_regex.is_some();
+        if !frames_defined {
+            self.b.note(crate::model::ImportInfo::NO_FRAMES);
+        }
     }
 }
 

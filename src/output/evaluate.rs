@@ -59,10 +59,23 @@ pub fn evaluate_output(
         stream,
         pick,
         regex,
+        after,
     } = &spec.source
     else {
         return value_of(spec, Err("not a regex metric".into()));
     };
+    let after_seen = [stdout, stderr].into_iter().flatten().any(|s| s.after_seen);
+    if let Some(after) = after.as_ref().filter(|_| !after_seen) {
+        return value_of(
+            spec,
+            Err(format!(
+                "no line of {} matched the after= regex /{after}/ ({lines} line{} read): no \
+                 line after it to read",
+                stream.name(),
+                if lines == 1 { "" } else { "s" }
+            )),
+        );
+    }
     let hits = [stdout, stderr]
         .into_iter()
         .flatten()
@@ -211,6 +224,40 @@ mod tests {
         o.finish(3);
         e.finish(3);
         evaluate_output(spec, Some(&o.seen[0]), Some(&e.seen[0]), o.lines + e.lines)
+    }
+
+    #[test]
+    fn after_leaves_out_the_lines_up_to_the_warmups_end() {
+        let out = b"Requests per second: 10\nwarmup done\nRequests per second: 20\n\
+                    Requests per second: 30\n";
+        let value = |def: &str| scan(&spec(def), out, b"").value;
+        let rule = r"Requests per second: (\d+)";
+        assert_eq!(value(&format!("r:first={rule}")), Some(10.0));
+        assert_eq!(
+            value(&format!("r:first:after=warmup done={rule}")),
+            Some(20.0)
+        );
+        assert_eq!(value(&format!("r:after=warmup done={rule}")), Some(30.0));
+        // Fed in pieces, the warmup's end in the middle of a chunk.
+        let m = spec(&format!("r:first:after=warmup done={rule}"));
+        let metrics = [m.clone()];
+        let mut o = Scanner::new(&metrics, true);
+        for piece in out.chunks(7) {
+            o.feed(piece, 1);
+        }
+        o.finish(2);
+        assert_eq!(
+            evaluate_output(&m, Some(&o.seen[0]), None, o.lines).value,
+            Some(20.0)
+        );
+        // Never matched: no value, and why; never a zero.
+        let none = scan(&spec(&format!("r:after=never={rule}")), out, b"");
+        assert_eq!(none.value, None);
+        assert_eq!(
+            none.failure.unwrap(),
+            "r: no line of stdout or stderr matched the after= regex /never/ (4 lines read): \
+             no line after it to read"
+        );
     }
 
     #[test]

@@ -23,12 +23,16 @@ pub struct Hit {
 pub struct Seen {
     pub first: Option<Hit>,
     pub last: Option<Hit>,
+    /// A line matched the metric's `after=` regex: the lines after it count.
+    pub after_seen: bool,
 }
 
 struct Rule {
     metric: usize,
     regex: regex::bytes::Regex,
     pick: Pick,
+    /// `after=`: no line counts until one matches this.
+    after: Option<regex::bytes::Regex>,
 }
 
 /// Scans one stream for the metrics that read it.
@@ -65,6 +69,7 @@ impl Scanner {
                     metric,
                     regex: m.regex()?,
                     pick,
+                    after: m.after(),
                 })
             })
             .collect();
@@ -112,6 +117,14 @@ impl Scanner {
     /// start; so a stream of progress lines that all match costs one match per chunk.
     fn whole_lines(&mut self, body: &[u8], read_ns: i64) {
         if body.is_empty() {
+            return;
+        }
+        // Until each `after=` line has gone by, line by line: which lines count depends on
+        // where it is.
+        if (self.rules.iter()).any(|r| r.after.is_some() && !self.seen[r.metric].after_seen) {
+            for line in lines_forward(body) {
+                self.line(line, read_ns);
+            }
             return;
         }
         let count = memchr::memchr2_iter(b'\n', b'\r', body).count() as u64;
@@ -166,6 +179,10 @@ impl Scanner {
         let order = (read_ns, self.lines);
         for rule in &self.rules {
             let seen = &mut self.seen[rule.metric];
+            if let Some(after) = rule.after.as_ref().filter(|_| !seen.after_seen) {
+                seen.after_seen = after.is_match(line);
+                continue;
+            }
             if rule.pick == Pick::First && seen.first.is_some() {
                 continue;
             }

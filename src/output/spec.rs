@@ -8,7 +8,9 @@
 //! `[UNIT]` is optional (`req_s[req/s]`); the words, in any order, are `higher` or `lower`
 //! (which way is better), `stdout` or `stderr` (default: both), `first` or `last` (which
 //! match; default last). Everything after the first `=` is the regex (or the JSON source),
-//! so a regex may hold `=` and `:` freely. Every error says what was wrong and shows the
+//! so a regex may hold `=` and `:` freely. The last word may be `after`: then the text up to
+//! the next `=` is a regex too, and only lines after the first line matching it count
+//! (`req_s:higher:after=warmup done=Requests per second:\s+([\d.]+)`). Every error says what was wrong and shows the
 //! definition the user wrote with the fix applied where one is obvious.
 
 use std::collections::BTreeMap;
@@ -82,6 +84,10 @@ pub enum MetricSource {
         stream: Stream,
         pick: Pick,
         regex: String,
+        /// `after=REGEX`: only lines after the first line of the stream matching it count
+        /// (a load generator's warmup phase left out).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after: Option<String>,
     },
     /// The number at `path` (`$.a.b[0]`) in the JSON file `file`, read after the command
     /// ended; `{KEY}` in `file` takes a bench parameter's value.
@@ -175,9 +181,35 @@ impl MetricSpec {
                 ),
             ));
         };
-        let mut words = head.split(':');
-        let (name, unit) = name_and_unit(text, words.next().unwrap_or("").trim())?;
+        let mut words: Vec<&str> = head.split(':').collect();
+        let (name, unit) = name_and_unit(text, words.remove(0).trim())?;
         check_name(text, name)?;
+        // `after` ends the words: its regex runs to the next '='.
+        let (after, body) = match words.last().map(|w| w.trim()) {
+            Some("after") => {
+                words.pop();
+                let Some((after, rest)) = body.split_once('=') else {
+                    return Err(fail(
+                        text,
+                        "after= needs two regexes: NAME:WORDS:after=WARMUP END=REGEX, e.g. \
+                         req_s:higher:after=warmup done=Requests per second:\\s+([\\d.]+)",
+                    ));
+                };
+                if after.is_empty() {
+                    return Err(fail(text, "the regex after 'after=' is empty"));
+                }
+                regex::bytes::Regex::new(after).map_err(|_| {
+                    fail(
+                        text,
+                        format!(
+                            "the after= regex /{after}/ does not compile (it may not hold '=')"
+                        ),
+                    )
+                })?;
+                (Some(after.to_owned()), rest)
+            }
+            _ => (None, body),
+        };
         let (mut direction, mut stream, mut pick) = (None, None, None);
         for word in words {
             let word = word.trim();
@@ -204,6 +236,12 @@ impl MetricSpec {
                     })
                     .is_some(),
                 "" => return Err(fail(text, "an empty word between ':' (two ':' in a row?)")),
+                "after" => {
+                    return Err(fail(
+                        text,
+                        "after must be the last word: NAME:higher:after=WARMUP END=REGEX",
+                    ))
+                }
                 other => {
                     return Err(fail(
                         text,
@@ -224,10 +262,11 @@ impl MetricSpec {
         }
         let source = match body.strip_prefix("json:") {
             Some(json) => {
-                if stream.is_some() || pick.is_some() {
+                if stream.is_some() || pick.is_some() || after.is_some() {
                     return Err(fail(
                         text,
-                        "stdout, stderr, both, first and last apply to a regex, not to a JSON file",
+                        "stdout, stderr, both, first, last and after apply to a regex, not to a \
+                         JSON file",
                     ));
                 }
                 let Some(at) = json.rfind(":$") else {
@@ -256,6 +295,7 @@ impl MetricSpec {
                     stream: stream.unwrap_or_default(),
                     pick: pick.unwrap_or_default(),
                     regex: body.to_owned(),
+                    after,
                 }
             }
         };
@@ -273,6 +313,16 @@ impl MetricSpec {
         match &self.source {
             MetricSource::Output { regex, .. } => compile(regex).ok(),
             MetricSource::Json { .. } => None,
+        }
+    }
+
+    /// The `after=` regex, compiled; `None` without one.
+    pub fn after(&self) -> Option<regex::bytes::Regex> {
+        match &self.source {
+            MetricSource::Output {
+                after: Some(after), ..
+            } => regex::bytes::Regex::new(after).ok(),
+            _ => None,
         }
     }
 
@@ -398,9 +448,36 @@ mod tests {
             MetricSource::Output {
                 stream: Stream::Both,
                 pick: Pick::Last,
-                regex: r"Requests per second:\s+([\d.]+)".into()
+                regex: r"Requests per second:\s+([\d.]+)".into(),
+                after: None,
             }
         );
+    }
+
+    #[test]
+    fn after_takes_the_text_to_the_next_equals_sign() {
+        let m = MetricSpec::parse(
+            r"req_s:higher:first:after=warmup done=Requests per second:\s+([\d.]+)",
+        )
+        .unwrap();
+        assert_eq!(
+            m.source,
+            MetricSource::Output {
+                stream: Stream::Both,
+                pick: Pick::First,
+                regex: r"Requests per second:\s+([\d.]+)".into(),
+                after: Some("warmup done".into()),
+            }
+        );
+        for bad in [
+            r"x:after=no second regex",
+            r"x:after==v(\d+)",
+            r"x:after:higher=a=v(\d+)",
+            r"x:after=a(=v(\d+)",
+            r"x:after=a=json:f.json:$.v",
+        ] {
+            assert!(MetricSpec::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -414,7 +491,8 @@ mod tests {
                 stream: Stream::Stderr,
                 pick: Pick::First,
                 // Everything after the first '=' is the regex, '=' included.
-                regex: r"fps=\s*([\d.]+)".into()
+                regex: r"fps=\s*([\d.]+)".into(),
+                after: None,
             }
         );
         assert_eq!(m.streams(), (false, true));

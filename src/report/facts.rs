@@ -170,6 +170,10 @@ fn frames(a: &Analysis, st: &Style) -> Option<String> {
     if a.spans == 0 && !a.frames_from_hint {
         return None;
     }
+    if a.import.as_ref().is_some_and(|i| i.frames_undefined()) {
+        let how = crate::model::ImportInfo::NO_FRAMES;
+        return Some(st.yellow(how.strip_prefix("frames: ").unwrap_or(how)));
+    }
     let mut parts = vec![if a.frames_from_hint {
         format!(
             "{} given by --frames over the whole run, {} s",

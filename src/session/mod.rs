@@ -70,6 +70,8 @@ pub struct RunOptions {
     pub metrics: Vec<crate::output::MetricSpec>,
     /// Capture (and keep) both streams even when no metric reads them (`--keep-output`).
     pub keep_output: bool,
+    /// The command's stdout goes to framelab's stderr: the report is on stdout as JSON.
+    pub stdout_to_stderr: bool,
     /// Started before the command and stopped after it (`--service`).
     pub services: Vec<crate::services::ServiceSpec>,
     /// How long each service may take to get ready.
@@ -220,7 +222,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         ..RunMeta::default()
     };
     // Before the run file: nothing is recorded if the pipes cannot be made.
-    let mut capture = output::prepare(&opts.metrics, opts.keep_output)?;
+    let mut capture = output::prepare(&opts.metrics, opts.keep_output, opts.stdout_to_stderr)?;
     // Its errors name the file already.
     let writer = RunWriter::create(&output, &meta)?;
 

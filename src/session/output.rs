@@ -6,7 +6,7 @@
 //! terminal, and programs that colour their output or buffer it by line behave
 //! differently on one).
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +32,8 @@ pub struct ChildStdio {
 /// Pipes made before the launch, and what JSON result files looked like then.
 pub struct Prepared {
     metrics: Vec<MetricSpec>,
+    /// Where the command's captured stdout is forwarded: framelab's stdout (1) or stderr (2).
+    stdout_forward: RawFd,
     stdio: Option<ChildStdio>,
     readers: [Option<OwnedFd>; 2],
     json_before: Vec<FileBefore>,
@@ -48,10 +50,23 @@ pub fn streams_needed(metrics: &[MetricSpec], keep_output: bool) -> (bool, bool)
         })
 }
 
-/// Makes the pipes the command will write to (none when no stream is needed).
-pub fn prepare(metrics: &[MetricSpec], keep_output: bool) -> Result<Prepared> {
+/// Makes the pipes the command will write to (none when no stream is needed). With
+/// `stdout_to_stderr` (the report is framelab's stdout, as JSON) the command's stdout goes
+/// to framelab's stderr, captured or not, so that stdout holds the report alone.
+pub fn prepare(
+    metrics: &[MetricSpec],
+    keep_output: bool,
+    stdout_to_stderr: bool,
+) -> Result<Prepared> {
     let (out, err) = streams_needed(metrics, keep_output);
     let mut stdio = ChildStdio::default();
+    if stdout_to_stderr && !out {
+        let stderr = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .context("cannot give the command framelab's stderr as its stdout")?;
+        stdio.stdout = Some(Stdio::from(stderr));
+    }
     let mut readers = [None, None];
     if out {
         let (read, write) = pipe().context("cannot make a pipe for the command's stdout")?;
@@ -72,6 +87,7 @@ pub fn prepare(metrics: &[MetricSpec], keep_output: bool) -> Result<Prepared> {
         .collect();
     Ok(Prepared {
         metrics: metrics.to_vec(),
+        stdout_forward: if stdout_to_stderr { 2 } else { 1 },
         stdio: Some(stdio),
         readers,
         json_before,
@@ -115,12 +131,13 @@ impl Prepared {
                 continue;
             };
             let stdout = i == 0;
+            let forward = if stdout { self.stdout_forward } else { 2 };
             let scanner = Scanner::new(&self.metrics, stdout);
             let stop = Arc::clone(&stop);
             let name = if stdout { "stdout" } else { "stderr" };
             let spawned = std::thread::Builder::new()
                 .name(format!("framelab-{name}"))
-                .spawn(move || drain(fd, if stdout { 1 } else { 2 }, scanner, &stop));
+                .spawn(move || drain(fd, forward, scanner, &stop));
             match spawned {
                 Ok(handle) => threads.push((stdout, handle)),
                 Err(e) => eprintln!("framelab: warning: cannot read the command's {name}: {e}"),

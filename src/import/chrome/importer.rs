@@ -321,7 +321,7 @@ impl<'a> Importer<'a> {
             FrameRule::Arg(wanted) if listed.is_empty() => format!(
                 "--frame-arg {}: none of the {} slices has args.{}, and they carry no args at \
                  all: take frame ids from the slice names with --frame-regex, or leave both \
-                 out for a frame per slice",
+                 out to import the slices without frames",
                 shown(wanted),
                 t.no_frame,
                 shown(wanted)
@@ -329,7 +329,7 @@ impl<'a> Importer<'a> {
             FrameRule::Arg(wanted) => format!(
                 "--frame-arg {}: none of the {} slices has args.{}; the args its slices carry \
                  (slices with each): {}{more}: give one of them to --frame-arg, or leave it out \
-                 for a frame per slice",
+                 to import the slices without frames",
                 shown(wanted),
                 t.no_frame,
                 shown(wanted),
@@ -337,7 +337,8 @@ impl<'a> Importer<'a> {
             ),
             _ => format!(
                 "--frame-regex matched none of the {} slice names; its slices are named (slices \
-                 with each): {}{more}: fix the pattern, or leave it out for a frame per slice",
+                 with each): {}{more}: fix the pattern, or leave it out to import the \
+                 slices without frames",
                 t.no_frame,
                 listed.join(", ")
             ),
@@ -678,6 +679,9 @@ impl<'a> Importer<'a> {
                  marks...) ignored: {}",
                 kinds.join(", ")
             ));
+        }
+        if matches!(self.frames, FrameRule::EachSlice) {
+            notes.push(crate::model::ImportInfo::NO_FRAMES.to_owned());
         }
         for note in notes {
             b.note(note);

@@ -26,8 +26,23 @@ fn spans(run: &Run) -> Vec<(u64, &str, u32, u32, i64, i64)> {
         .collect()
 }
 
+/// The notes but the marker of a trace without frames (`frames_are_undefined_...` tests it).
 fn notes(run: &Run) -> Vec<String> {
-    run.import.as_ref().unwrap().notes.clone()
+    let mut notes = run.import.as_ref().unwrap().notes.clone();
+    notes.retain(|n| n != crate::model::ImportInfo::NO_FRAMES);
+    notes
+}
+
+#[test]
+fn frames_are_undefined_without_a_frame_rule() {
+    let json = r#"[{"ph":"X","name":"a","ts":1,"dur":1,"args":{"f":1}}]"#;
+    let info = |run: Run| run.import.unwrap();
+    assert!(info(IMPORT.result(json).unwrap()).frames_undefined());
+    let with_arg = ImportOptions {
+        frame_arg: Some("f".into()),
+        ..ImportOptions::default()
+    };
+    assert!(!info(IMPORT.run_with(json, with_arg)).frames_undefined());
 }
 
 #[test]

@@ -144,8 +144,14 @@ fn spans(run: &Run) -> Vec<(u64, &str, u32, u32, &str, i64, i64)> {
         .collect()
 }
 
+/// The notes but the marker of a trace without frames (see `ImportInfo::NO_FRAMES`).
 fn notes(run: &Run) -> String {
-    run.import.as_ref().unwrap().notes.join("\n")
+    let notes = &run.import.as_ref().unwrap().notes;
+    (notes.iter())
+        .filter(|n| *n != crate::model::ImportInfo::NO_FRAMES)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn frame_arg(arg: &str) -> ImportOptions {
