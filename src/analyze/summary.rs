@@ -80,7 +80,10 @@ pub(crate) struct SpanFacts {
 
 pub fn analyze(run: &Run) -> Analysis {
     let facts = span_facts(run);
-    assemble(run, facts)
+    let mut analysis = assemble(run, facts);
+    // Reading spans from memory cannot fail.
+    let _ = super::sched::apply(&mut analysis, run, run);
+    analysis
 }
 
 fn span_facts(run: &Run) -> SpanFacts {
@@ -311,6 +314,8 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
                 ..o.clone()
             })
             .collect(),
+        // Filled by `sched::apply`, which needs the spans again.
+        sched: None,
     }
 }
 

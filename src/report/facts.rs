@@ -465,6 +465,7 @@ pub fn facts(a: &Analysis, st: &Style) -> Vec<(&'static str, String)> {
         ("metrics", metrics(a, st)),
         ("frames", frames(a, st)),
         ("bound", super::pipeline::bound_line(a, st)),
+        ("scheduler", super::pipeline::sched_line(a, st)),
         ("fps", fps(a)),
         ("cpu", cpu(a)),
         ("counters", counters(a, st)),

@@ -46,6 +46,12 @@ pub const MIGRATIONS: &[Migration] = &[
         from: 5,
         sql: schema::PROFILE_TABLES,
     },
+    // 7: the scheduler's view of the run's threads (`sched_status`, `sched_slices`).
+    // Older runs have none: their busy time stays the union of their spans.
+    Migration {
+        from: 6,
+        sql: schema::SCHED_TABLES,
+    },
 ];
 
 /// Whether `version` can be brought to `SCHEMA_VERSION` by this build.
@@ -158,6 +164,7 @@ mod tests {
         .unwrap();
         // ... and what schema 4 added to `runs`.
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
+        conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
         assert!(can_migrate(1));
@@ -183,6 +190,7 @@ mod tests {
         // What schema 2 was: `processes` without the columns schema 3 added.
         // ... and what schema 4 added to `runs`.
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
+        conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
         conn.execute_batch(
@@ -234,6 +242,7 @@ mod tests {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
+        conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
         conn.execute_batch(
@@ -276,6 +285,7 @@ mod tests {
     fn a_schema_4_file_gets_empty_metric_and_output_tables() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
         conn.execute_batch(
@@ -325,6 +335,7 @@ mod tests {
     fn a_schema_5_file_is_upgraded_with_empty_profile_tables() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(
             "INSERT INTO runs (run_id, name, command_json, started_at, framelab_version,
@@ -342,7 +353,12 @@ mod tests {
         schema::stamp(&conn, 5).unwrap();
         assert!(can_migrate(5));
         migrate(&mut conn, 5).unwrap();
-        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 6 });
+        assert_eq!(
+            identify(&conn).unwrap(),
+            FileKind::Framelab {
+                version: SCHEMA_VERSION
+            }
+        );
         let profiles: i64 = conn
             .query_row("SELECT count(*) FROM profiles", [], |r| r.get(0))
             .unwrap();
@@ -356,6 +372,26 @@ mod tests {
             "SELECT run_id, t_ns, pid, tid, cpu, function, module, known FROM profile_leaves",
         )
         .unwrap();
+    }
+
+    /// What schema 7 added: the tables of `schema::SCHED_TABLES`.
+    const SCHEMA_7_DROPPED: &str = "DROP TABLE sched_slices; DROP TABLE sched_status;";
+
+    #[test]
+    fn a_schema_6_file_is_upgraded_with_empty_sched_tables() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        schema::create(&conn).unwrap();
+        conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
+        conn.execute(
+            "UPDATE framelab SET value = '6' WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
+        schema::stamp(&conn, 6).unwrap();
+        assert!(can_migrate(6));
+        migrate(&mut conn, 6).unwrap();
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 7 });
+        assert_eq!(crate::store::sched::read_sched(&conn, 1).unwrap(), None);
     }
 
     #[test]

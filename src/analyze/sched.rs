@@ -1,0 +1,338 @@
+//! Spans split by what the scheduler did (docs/metrics.md, "On-CPU, runnable and
+//! blocked"): each span's time on a CPU, runnable (preempted, or woken and waiting for a
+//! CPU) and blocked, from the run's [`SchedTimeline`]. Where a run has one, a thread's
+//! busy time is its time on a CPU inside its spans, not the union of the spans' wall time:
+//! a preempted thread is not busy. Queues (GPU streams) keep their wall time: no CPU runs
+//! them.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::pipeline::{is_queue, Bottleneck, StageBusy};
+use super::{Analysis, Dist};
+use crate::model::{Run, Span, SpanSource};
+use crate::sched::{SchedSlice, SchedSource, SchedTimeline};
+
+/// A stage's spans inside the window, split.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageSched {
+    pub stage: String,
+    /// Each span's time on a CPU.
+    pub on_cpu: Option<Dist>,
+    /// Over all its spans.
+    pub on_cpu_ns: i64,
+    pub runnable_ns: i64,
+    pub blocked_ns: i64,
+}
+
+/// What the report shows of the scheduler.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SchedSummary {
+    pub source: SchedSource,
+    /// What was not available and how to get it (empty with tracepoints).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    pub resolution_ns: i64,
+    /// Switch records the kernel could not write.
+    pub lost: u64,
+    /// In the order of `Analysis::stage_names`.
+    pub stages: Vec<StageSched>,
+    /// The tasks that held the CPU while a span waited for it, most time first
+    /// (tracepoints only).
+    pub preempted_by: Vec<PreemptedBy>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PreemptedBy {
+    pub comm: String,
+    pub ns: i64,
+}
+
+/// One span's (or interval's) split.
+#[derive(Clone, Debug, Default)]
+struct Split {
+    on_cpu: f64,
+    runnable: f64,
+    by: Vec<(usize, f64)>,
+}
+
+/// A thread's slices, by start, and the longest (to find those overlapping a time).
+struct ThreadSlices<'a> {
+    slices: &'a [SchedSlice],
+    longest: i64,
+}
+
+impl ThreadSlices<'_> {
+    /// The split of `[from, to)`: each slice counted by the share of it inside.
+    fn split(&self, from: i64, to: i64, comms: &mut Comms, out: &mut Split) {
+        let first = self
+            .slices
+            .partition_point(|s| s.start_ns < from.saturating_sub(self.longest));
+        for s in &self.slices[first..] {
+            if s.start_ns >= to {
+                break;
+            }
+            let end = s.start_ns + s.dur_ns;
+            let inside = end.min(to) - s.start_ns.max(from);
+            if inside <= 0 || s.dur_ns <= 0 {
+                continue;
+            }
+            let share = inside as f64 / s.dur_ns as f64;
+            out.on_cpu += s.on_cpu_ns as f64 * share;
+            let runnable = s.runnable_ns as f64 * share;
+            out.runnable += runnable;
+            if runnable > 0.0 && !s.by.is_empty() {
+                let id = comms.id(&s.by);
+                match out.by.iter_mut().find(|(c, _)| *c == id) {
+                    Some((_, ns)) => *ns += runnable,
+                    None => out.by.push((id, runnable)),
+                }
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct Comms {
+    ids: HashMap<String, usize>,
+    names: Vec<String>,
+}
+
+impl Comms {
+    fn id(&mut self, name: &str) -> usize {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        self.names.push(name.to_owned());
+        self.ids.insert(name.to_owned(), self.names.len() - 1);
+        self.names.len() - 1
+    }
+}
+
+/// Splits the spans of `source` and rewrites the analysis' busy times with time on CPU.
+/// Nothing changes for a run without a timeline.
+pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> anyhow::Result<()> {
+    let Some(timeline) = &head.sched else {
+        return Ok(());
+    };
+    let mut summary = SchedSummary {
+        source: timeline.source,
+        detail: timeline.detail.clone(),
+        resolution_ns: timeline.resolution_ns,
+        lost: timeline.lost,
+        ..SchedSummary::default()
+    };
+    if timeline.source == SchedSource::None || timeline.slices.is_empty() {
+        analysis.sched = Some(summary);
+        return Ok(());
+    }
+    let by_tid = index(timeline);
+    // Each thread of the run's slices, by thread index; none for queues.
+    let slices_of: Vec<Option<&ThreadSlices>> = head
+        .threads
+        .iter()
+        .map(|t| (!is_queue(t)).then(|| by_tid.get(&t.tid)).flatten())
+        .collect();
+    let (start, end) = (analysis.window.start_ns, analysis.window.end_ns);
+    let stage_count = analysis.stage_names.len().max(head.stages.len());
+    let worst: HashMap<u64, usize> = (analysis.worst_frames.iter().enumerate())
+        .map(|(i, w)| (w.frame, i))
+        .collect();
+    let mut comms = Comms::default();
+    let mut on_cpu_values: Vec<Vec<i64>> = vec![Vec::new(); stage_count];
+    let mut stage_totals = vec![(0f64, 0f64, 0i64); stage_count];
+    let mut worst_split: Vec<Split> = vec![Split::default(); worst.len()];
+    // By thread index: (from, to, stage) of its spans clipped to the window.
+    let mut clipped: Vec<Vec<(i64, i64, u16)>> = vec![Vec::new(); head.threads.len()];
+    let mut visit = |spans: &[Span]| -> anyhow::Result<()> {
+        for s in spans {
+            let Some(Some(slices)) = slices_of.get(s.thread as usize) else {
+                continue;
+            };
+            let (from, to) = (s.start_ns.max(start), s.end_ns().min(end));
+            if from >= to {
+                continue;
+            }
+            clipped[s.thread as usize].push((from, to, s.stage));
+            let mut split = Split::default();
+            slices.split(s.start_ns, s.end_ns(), &mut comms, &mut split);
+            if let Some(&i) = worst.get(&s.frame) {
+                let w = &mut worst_split[i];
+                w.runnable += split.runnable;
+                for &(c, ns) in &split.by {
+                    match w.by.iter_mut().find(|(id, _)| *id == c) {
+                        Some((_, total)) => *total += ns,
+                        None => w.by.push((c, ns)),
+                    }
+                }
+            }
+            if s.start_ns >= start && s.end_ns() <= end {
+                let stage = s.stage as usize;
+                if let Some(values) = on_cpu_values.get_mut(stage) {
+                    values.push(split.on_cpu.round() as i64);
+                    let t = &mut stage_totals[stage];
+                    t.0 += split.on_cpu;
+                    t.1 += split.runnable;
+                    t.2 += s.dur_ns;
+                }
+            }
+        }
+        Ok(())
+    };
+    source.for_each_spans(&mut visit)?;
+
+    for (stage, mut values) in on_cpu_values.into_iter().enumerate() {
+        let Some(name) = head.stages.get(stage) else {
+            continue;
+        };
+        values.sort_unstable();
+        let (on, runnable, wall) = stage_totals[stage];
+        summary.stages.push(StageSched {
+            stage: name.clone(),
+            on_cpu: Dist::from_sorted(&values),
+            on_cpu_ns: on.round() as i64,
+            runnable_ns: runnable.round() as i64,
+            blocked_ns: (wall as f64 - on - runnable).max(0.0).round() as i64,
+        });
+    }
+    // The stage table's order.
+    summary.stages.sort_by_key(|s| {
+        (analysis.stage_names.iter())
+            .position(|n| *n == s.stage)
+            .unwrap_or(usize::MAX)
+    });
+
+    let mut preempted: HashMap<usize, f64> = HashMap::new();
+    for (w, split) in analysis.worst_frames.iter_mut().zip(&worst_split) {
+        if split.runnable >= 1.0 {
+            w.preempted_ns = Some(split.runnable.round() as i64);
+            w.preempted_by = (split.by.iter())
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|&(c, _)| comms.names[c].clone());
+        }
+    }
+
+    let mut busy: Vec<Option<(i64, Vec<StageBusy>)>> = vec![None; head.threads.len()];
+    for (t, spans) in clipped.iter_mut().enumerate() {
+        let Some(Some(slices)) = slices_of.get(t) else {
+            continue;
+        };
+        if spans.is_empty() {
+            continue;
+        }
+        spans.sort_unstable();
+        let on_cpu_of = |intervals: &mut dyn Iterator<Item = (i64, i64)>, comms: &mut Comms| {
+            let mut split = Split::default();
+            for (from, to) in union(intervals) {
+                slices.split(from, to, comms, &mut split);
+            }
+            split
+        };
+        let all = on_cpu_of(&mut spans.iter().map(|&(a, b, _)| (a, b)), &mut comms);
+        for &(c, ns) in &all.by {
+            *preempted.entry(c).or_default() += ns;
+        }
+        let mut stages: Vec<u16> = spans.iter().map(|s| s.2).collect();
+        stages.sort_unstable();
+        stages.dedup();
+        let mut per_stage: Vec<StageBusy> = stages
+            .into_iter()
+            .map(|stage| {
+                let split = on_cpu_of(
+                    &mut spans
+                        .iter()
+                        .filter(|s| s.2 == stage)
+                        .map(|&(a, b, _)| (a, b)),
+                    &mut comms,
+                );
+                StageBusy {
+                    stage: head.stages.get(stage as usize).cloned().unwrap_or_default(),
+                    busy_ns: split.on_cpu.round() as i64,
+                }
+            })
+            .collect();
+        per_stage.sort_by_key(|s| std::cmp::Reverse(s.busy_ns));
+        busy[t] = Some((all.on_cpu.round() as i64, per_stage));
+    }
+    let mut by: Vec<PreemptedBy> = preempted
+        .into_iter()
+        .map(|(c, ns)| PreemptedBy {
+            comm: comms.names[c].clone(),
+            ns: ns.round() as i64,
+        })
+        .filter(|p| p.ns > 0)
+        .collect();
+    by.sort_by_key(|p| (std::cmp::Reverse(p.ns), p.comm.clone()));
+    summary.preempted_by = by;
+
+    if let Some(pipeline) = &mut analysis.pipeline {
+        let window_ns = (end - start).max(0);
+        for row in &mut pipeline.resources {
+            let Some((on_cpu, stages)) = row.thread.and_then(|t| busy.get(t as usize)?.clone())
+            else {
+                continue;
+            };
+            row.wall_busy_ns = Some(row.busy_ns);
+            row.busy_ns = on_cpu;
+            row.busy_pct = if window_ns > 0 {
+                on_cpu as f64 / window_ns as f64 * 100.0
+            } else {
+                0.0
+            };
+            row.stages = stages;
+        }
+        pipeline.busy_on_cpu = true;
+        pipeline
+            .resources
+            .sort_by_key(|r| std::cmp::Reverse(r.busy_ns));
+        let frames = analysis.frames;
+        pipeline.bottleneck = (pipeline.resources.first())
+            .filter(|r| r.busy_ns > 0 && frames > 0 && window_ns > 0)
+            .map(|r| Bottleneck {
+                resource: r.name.clone(),
+                queue: r.queue,
+                stage: r
+                    .stages
+                    .first()
+                    .map(|s| s.stage.clone())
+                    .unwrap_or_default(),
+                busy_pct: r.busy_pct,
+                fps_bound: frames as f64 / (r.busy_ns as f64 / 1e9),
+            });
+    }
+    analysis.sched = Some(summary);
+    Ok(())
+}
+
+fn index(timeline: &SchedTimeline) -> HashMap<u32, ThreadSlices<'_>> {
+    let mut out = HashMap::new();
+    let slices = &timeline.slices;
+    let mut at = 0;
+    while at < slices.len() {
+        let tid = slices[at].tid;
+        let len = slices[at..].iter().take_while(|s| s.tid == tid).count();
+        let mine = &slices[at..at + len];
+        out.insert(
+            tid,
+            ThreadSlices {
+                slices: mine,
+                longest: mine.iter().map(|s| s.dur_ns).max().unwrap_or(0),
+            },
+        );
+        at += len;
+    }
+    out
+}
+
+/// The union of intervals given in start order.
+fn union(intervals: &mut dyn Iterator<Item = (i64, i64)>) -> Vec<(i64, i64)> {
+    let mut out: Vec<(i64, i64)> = Vec::new();
+    for (a, b) in intervals {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
