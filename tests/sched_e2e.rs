@@ -18,6 +18,10 @@ use std::process::{Child, Command};
 /// The CPU both share.
 const CPU: &str = "0";
 
+/// One pinned pipeline and hog at a time: two tests' hogs and pipelines on one CPU would
+/// each be the other's preemption.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// `testprog hog` pinned to `CPU`, killed when dropped.
 struct Hog(Child);
 
@@ -55,6 +59,7 @@ fn tracepoints_refused() -> Option<String> {
 /// Records `testprog work` (2 ms of CPU a frame) pinned beside the hog for 3 s, with
 /// `env` set; returns the JSON report of the saved run and its text report.
 fn record_beside_hog(env: &[(&str, &str)]) -> (Value, String, String) {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let _hog = Hog::start();
     let dir = tempfile::tempdir().unwrap();
     let path = temp_run(&dir, "pinned");
