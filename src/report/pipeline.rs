@@ -201,7 +201,13 @@ pub fn bound_line(a: &Analysis, st: &Style) -> Option<String> {
     );
     if let Some(observed) = a.observed_fps {
         line.push_str(&format!(" · observed {observed:.1} fps"));
-        if let Some(target) = a.target_fps.filter(|&t| paced_at(observed, t, b.fps_bound)) {
+        // A thread whose spans filled the window was never idle, so never held back by the
+        // pacer, however little of that time it ran (starved of CPU): its spans' wall time
+        // must allow the rate too.
+        let wall_bound = wall_fps_bound(a, b).unwrap_or(b.fps_bound);
+        if let Some(target) = (a.target_fps)
+            .filter(|&t| paced_at(observed, t, b.fps_bound) && paced_at(observed, t, wall_bound))
+        {
             line.push_str(&format!(
                 " (the target {} fps sets the rate)",
                 super::format::fps_target(target)
@@ -209,6 +215,13 @@ pub fn bound_line(a: &Analysis, st: &Style) -> Option<String> {
         }
     }
     Some(line)
+}
+
+/// The rate the bottleneck's spans' wall time allows, where busy is its time on CPU.
+fn wall_fps_bound(a: &Analysis, b: &Bottleneck) -> Option<f64> {
+    let row = (a.pipeline.as_ref()?.resources.iter()).find(|r| r.name == b.resource)?;
+    let wall_s = row.wall_busy_ns? as f64 / 1e9;
+    (wall_s > 0.0).then(|| a.frames as f64 / wall_s)
 }
 
 #[cfg(test)]
