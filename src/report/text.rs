@@ -33,11 +33,17 @@ fn stage_table(a: &Analysis, st: &Style) -> Option<String> {
     for h in ["min", "p50", "p95", "p99", "max", "mean"] {
         columns.push(Column::new(h, 9));
     }
-    let on_cpu = on_cpu_cells(a);
-    if on_cpu.is_some() {
+    if on_cpu_cells(a).is_some() {
         columns.extend(ON_CPU_HEADERS.map(|h| Column::new(h, 10)));
     }
-    let rows: Vec<Vec<String>> = stage_rows(a)
+    Some(table(&columns, &stage_table_rows(a), Some("µs"), st))
+}
+
+/// The stage table's rows: name, the wall-time distribution, then each stage's on-CPU p50
+/// and p99 where the run has a scheduler timeline (`-` for `total` and `interval`).
+pub(crate) fn stage_table_rows(a: &Analysis) -> Vec<Vec<String>> {
+    let on_cpu = on_cpu_cells(a);
+    stage_rows(a)
         .into_iter()
         .map(|(name, cells)| {
             let extra = on_cpu.as_ref().map(|by_stage| {
@@ -49,8 +55,7 @@ fn stage_table(a: &Analysis, st: &Style) -> Option<String> {
                 .chain(extra.into_iter().flatten())
                 .collect()
         })
-        .collect();
-    Some(table(&columns, &rows, Some("µs"), st))
+        .collect()
 }
 
 /// The stage table's columns of time on CPU, where the run has a scheduler timeline.

@@ -66,7 +66,7 @@ pub fn start(wanted: SchedSource, watched: &[u32], sampling: &SamplingOptions) -
         SchedSource::None => SchedRecording {
             tracer: None,
             fallback: SchedTimeline {
-                detail: "scheduler not traced (FRAMELAB_SCHED=none): busy time is the spans' \
+                detail: "not traced (FRAMELAB_SCHED=none): busy time is the spans' \
                          wall time"
                     .to_owned(),
                 ..SchedTimeline::default()
