@@ -22,14 +22,14 @@ cd "$work"
 # traced (slices stored).
 one() {
   rm -f one.framelab
-  "$@" -o one.framelab > /dev/null 2> one.err
+  "$@" > /dev/null 2> one.err
   sqlite3 one.framelab "SELECT printf('%.1f', collector_cpu_ns / 1e6) FROM runs" | tr '\n' ' '
   sqlite3 one.framelab "SELECT printf('%.1f', coalesce(sum(user_ns + sys_ns), 0) * 1.0 /
       max(1, (SELECT count(*) FROM spans))) FROM processes WHERE role = 'command'" | tr '\n' ' '
   sqlite3 one.framelab "SELECT count(*) FROM sched_slices"
 }
-demo() { one "$framelab" demo --fps 1000 --duration 5s "$@"; }
-rate() { one "$framelab" run --duration 5s "$@" -- "$testprog" rate 100000 5; }
+demo() { one "$framelab" demo --fps 1000 --duration 5s -o one.framelab; }
+rate() { one "$framelab" run --duration 5s -o one.framelab -- "$testprog" rate 100000 5; }
 : > demo_on; : > demo_off; : > rate_on; : > rate_off
 for round in 1 2 3 4 5; do
   demo >> demo_on

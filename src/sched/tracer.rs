@@ -83,52 +83,68 @@ enum State {
     Blocked,
 }
 
-/// Which tasks belong to the run, each looked up once.
+/// Which tasks belong to the run: each task looked up once (its `status`: thread group and
+/// parent), each process once (its parent chain, memoized), so a busy machine's many new
+/// tasks cost one small read each.
 struct Membership {
     framelab: u32,
     watched: Vec<u32>,
-    known: HashMap<u32, bool>,
+    tasks: HashMap<u32, bool>,
+    processes: HashMap<u32, bool>,
 }
 
 impl Membership {
+    fn new(framelab: u32, watched: Vec<u32>) -> Membership {
+        Membership {
+            framelab,
+            watched,
+            tasks: HashMap::new(),
+            processes: HashMap::new(),
+        }
+    }
+
     fn contains(&mut self, tid: u32) -> bool {
         if tid == 0 {
             return false;
         }
-        if let Some(&known) = self.known.get(&tid) {
+        if let Some(&known) = self.tasks.get(&tid) {
             return known;
         }
-        let member = self.look_up(tid);
-        self.known.insert(tid, member);
+        let member = match status_numbers(tid) {
+            Some((tgid, ppid)) => self.process(tgid, Some(ppid), 0),
+            None => false,
+        };
+        self.tasks.insert(tid, member);
         member
     }
 
-    /// A task of a process below framelab (not framelab's own) or of a watched one.
-    fn look_up(&self, tid: u32) -> bool {
-        let Some(tgid) = status_number(tid, "Tgid:") else {
-            return false;
-        };
-        if tgid == self.framelab {
+    /// A process below framelab (not framelab itself) or a watched one, or below one.
+    fn process(&mut self, pid: u32, parent: Option<u32>, depth: u32) -> bool {
+        if pid == self.framelab || pid <= 1 {
             return false;
         }
-        let mut at = tgid;
-        for _ in 0..64 {
-            if at == self.framelab || self.watched.contains(&at) {
-                return true;
-            }
-            match status_number(at, "PPid:") {
-                Some(p) if p > 1 => at = p,
-                _ => return false,
-            }
+        if let Some(&known) = self.processes.get(&pid) {
+            return known;
         }
-        false
+        let member = self.watched.contains(&pid)
+            || match parent.or_else(|| status_numbers(pid).map(|(_, ppid)| ppid)) {
+                Some(p) if p == self.framelab => true,
+                Some(p) if depth < 64 => self.process(p, None, depth + 1),
+                _ => false,
+            };
+        self.processes.insert(pid, member);
+        member
     }
 }
 
-fn status_number(pid: u32, key: &str) -> Option<u32> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = text.lines().find(|l| l.starts_with(key))?;
-    line[key.len()..].trim().parse().ok()
+/// A task's thread group and its process's parent, from `/proc/TID/status`.
+fn status_numbers(tid: u32) -> Option<(u32, u32)> {
+    let text = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    let number = |key: &str| -> Option<u32> {
+        let line = text.lines().find(|l| l.starts_with(key))?;
+        line[key.len()..].trim().parse().ok()
+    };
+    Some((number("Tgid:")?, number("PPid:")?))
 }
 
 struct Trace {
@@ -137,8 +153,8 @@ struct Trace {
     /// The wakeup events, writing into the switch event's ring of their CPU.
     others: Vec<OwnedFd>,
     members: Membership,
-    /// What each CPU runs now (from every switch, the run's or not).
-    on_cpu: HashMap<u32, [u8; 16]>,
+    /// What each CPU runs now, by CPU number (from every switch, the run's or not).
+    on_cpu: Vec<[u8; 16]>,
     threads: HashMap<u32, (State, u64)>,
     comms: HashMap<[u8; 16], Arc<str>>,
     slices: Vec<SchedSlice>,
@@ -180,12 +196,8 @@ impl Tracer {
             layout,
             rings,
             others,
-            members: Membership {
-                framelab,
-                watched,
-                known: HashMap::new(),
-            },
-            on_cpu: HashMap::new(),
+            members: Membership::new(framelab, watched),
+            on_cpu: Vec::new(),
             threads: HashMap::new(),
             comms: HashMap::new(),
             slices: Vec::new(),
@@ -307,7 +319,11 @@ impl Trace {
                 next,
                 next_comm,
             } => {
-                self.on_cpu.insert(cpu, next_comm);
+                let cpu = cpu as usize;
+                if cpu >= self.on_cpu.len() {
+                    self.on_cpu.resize(cpu + 1, [0; 16]);
+                }
+                self.on_cpu[cpu] = next_comm;
                 if self.members.contains(prev) {
                     let state = if prev_runnable {
                         State::Runnable(self.comm(next_comm))
@@ -330,7 +346,8 @@ impl Trace {
                     .is_none_or(|(s, _)| matches!(s, State::Blocked));
                 if blocked {
                     // Woken: it waits for whatever holds its CPU now.
-                    let holder = self.on_cpu.get(&target_cpu).copied().unwrap_or_default();
+                    let holder =
+                        (self.on_cpu.get(target_cpu as usize).copied()).unwrap_or_default();
                     let by = self.comm(holder);
                     self.enter(tid, State::Runnable(by), time);
                 }
@@ -444,11 +461,10 @@ mod tests {
             rings: Vec::new(),
             others: Vec::new(),
             members: Membership {
-                framelab: 1,
-                watched: Vec::new(),
-                known: members.iter().map(|&t| (t, true)).collect(),
+                tasks: members.iter().map(|&t| (t, true)).collect(),
+                ..Membership::new(1, Vec::new())
             },
-            on_cpu: HashMap::new(),
+            on_cpu: Vec::new(),
             threads: HashMap::new(),
             comms: HashMap::new(),
             slices: Vec::new(),
@@ -508,9 +524,9 @@ mod tests {
     #[test]
     fn tasks_outside_the_run_leave_no_slices() {
         let mut t = trace_of(&[]);
-        t.members.known.insert(5, false);
+        t.members.tasks.insert(5, false);
         t.apply(100, switch(5, true, 6, "x"));
-        t.members.known.insert(6, false);
+        t.members.tasks.insert(6, false);
         t.apply(200, switch(6, false, 5, "y"));
         assert!(t.slices.is_empty());
     }
