@@ -336,3 +336,106 @@ fn union(intervals: &mut dyn Iterator<Item = (i64, i64)>) -> Vec<(i64, i64)> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::analyze::analyze;
+    use crate::analyze::fixtures::reference_run;
+    use crate::sched::{SchedSlice, SchedSource, SchedTimeline};
+
+    const MS: i64 = 1_000_000;
+
+    /// The reference run's encode thread (tid 201) runs the first 2 ms of each of its spans
+    /// and waits for a CPU held by `hog` for the rest.
+    fn preempted_run() -> crate::model::Run {
+        let mut run = reference_run();
+        let mut slices = Vec::new();
+        for s in run.spans.iter().filter(|s| s.thread == 1) {
+            slices.push(SchedSlice {
+                tid: 201,
+                start_ns: s.start_ns,
+                dur_ns: 2 * MS,
+                on_cpu_ns: 2 * MS,
+                runnable_ns: 0,
+                by: String::new(),
+            });
+            slices.push(SchedSlice {
+                tid: 201,
+                start_ns: s.start_ns + 2 * MS,
+                dur_ns: s.dur_ns - 2 * MS,
+                on_cpu_ns: 0,
+                runnable_ns: s.dur_ns - 2 * MS,
+                by: "hog".into(),
+            });
+        }
+        run.sched = Some(SchedTimeline {
+            source: SchedSource::Tracepoints,
+            resolution_ns: 1,
+            slices,
+            ..SchedTimeline::default()
+        });
+        run
+    }
+
+    #[test]
+    fn a_preempted_thread_is_busy_only_for_its_time_on_cpu() {
+        let wall = analyze(&reference_run());
+        let a = analyze(&preempted_run());
+        let p = a.pipeline.as_ref().unwrap();
+        assert!(p.busy_on_cpu);
+        let encode = p.resources.iter().find(|r| r.thread == Some(1)).unwrap();
+        // Frames 2 to 9 have their encode span inside the 20-100 ms window: 2 ms each.
+        assert_eq!(encode.busy_ns, 8 * 2 * MS);
+        let wall_encode = (wall.pipeline.as_ref().unwrap().resources.iter())
+            .find(|r| r.thread == Some(1))
+            .unwrap();
+        assert_eq!(encode.wall_busy_ns, Some(wall_encode.busy_ns));
+        assert!((encode.busy_pct - 20.0).abs() < 1e-9, "{}", encode.busy_pct);
+        // The bound is the encoder's time on CPU, not its spans' wall time.
+        let b = p.bottleneck.as_ref().unwrap();
+        assert_eq!(b.stage, "encode");
+        assert!((b.busy_pct - 20.0).abs() < 1e-9);
+        assert!((b.fps_bound - a.frames as f64 / 0.016).abs() < 1e-6);
+        let s = a.sched.as_ref().unwrap();
+        let e = s.stages.iter().find(|s| s.stage == "encode").unwrap();
+        assert_eq!(e.on_cpu.as_ref().unwrap().p50_ns, 2.0 * MS as f64);
+        assert_eq!(s.preempted_by[0].comm, "hog");
+        let frame6 = a.worst_frames.iter().find(|w| w.frame == 6).unwrap();
+        assert_eq!(frame6.preempted_ns, Some(13 * MS));
+        assert_eq!(frame6.preempted_by.as_deref(), Some("hog"));
+    }
+
+    #[test]
+    fn a_run_without_a_timeline_keeps_the_union_of_its_spans() {
+        let a = analyze(&reference_run());
+        assert!(a.sched.is_none());
+        assert!(!a.pipeline.unwrap().busy_on_cpu);
+    }
+
+    /// The schedstat fallback's slices are totals over an interval: a span gets its share.
+    #[test]
+    fn a_coarse_slice_is_shared_by_the_spans_it_covers() {
+        let mut run = reference_run();
+        // One 100 ms reading interval for the encode thread: 40 ms on CPU, 10 ms waiting.
+        run.sched = Some(SchedTimeline {
+            source: SchedSource::Schedstat,
+            resolution_ns: 100 * MS,
+            slices: vec![SchedSlice {
+                tid: 201,
+                start_ns: 0,
+                dur_ns: 100 * MS,
+                on_cpu_ns: 40 * MS,
+                runnable_ns: 10 * MS,
+                by: String::new(),
+            }],
+            ..SchedTimeline::default()
+        });
+        let a = analyze(&run);
+        let encode = (a.pipeline.as_ref().unwrap().resources.iter())
+            .find(|r| r.thread == Some(1))
+            .unwrap();
+        // Its spans in the window cover 45 ms of the interval: 45% of 40 ms.
+        let wall = encode.wall_busy_ns.unwrap();
+        assert_eq!(encode.busy_ns, (wall as f64 * 0.4).round() as i64);
+    }
+}
