@@ -143,8 +143,10 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
     let mut on_cpu_values: Vec<Vec<i64>> = vec![Vec::new(); stage_count];
     let mut stage_totals = vec![(0f64, 0f64, 0i64); stage_count];
     let mut worst_split: Vec<Split> = vec![Split::default(); worst.len()];
-    // By thread index: (from, to, stage) of its spans clipped to the window.
-    let mut clipped: Vec<Vec<(i64, i64, u16)>> = vec![Vec::new(); head.threads.len()];
+    // By thread index: the union of its spans clipped to the window, and each stage's time
+    // on CPU in them (a stage's spans on one thread rarely overlap: counted in a note).
+    let mut unions: Vec<Vec<(i64, i64)>> = vec![Vec::new(); head.threads.len()];
+    let mut stage_on_cpu: HashMap<(u32, u16), f64> = HashMap::new();
     let mut visit = |spans: &[Span]| -> anyhow::Result<()> {
         for s in spans {
             let Some(Some(slices)) = slices_of.get(s.thread as usize) else {
@@ -154,9 +156,17 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
             if from >= to {
                 continue;
             }
-            clipped[s.thread as usize].push((from, to, s.stage));
+            add_to_union(&mut unions[s.thread as usize], (from, to));
             let mut split = Split::default();
             slices.split(s.start_ns, s.end_ns(), &mut comms, &mut split);
+            let inside = if (from, to) == (s.start_ns, s.end_ns()) {
+                split.on_cpu
+            } else {
+                let mut part = Split::default();
+                slices.split(from, to, &mut comms, &mut part);
+                part.on_cpu
+            };
+            *stage_on_cpu.entry((s.thread, s.stage)).or_default() += inside;
             if let Some(&i) = worst.get(&s.frame) {
                 let w = &mut worst_split[i];
                 w.runnable += split.runnable;
@@ -213,46 +223,33 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
         }
     }
 
+    let mut per_thread_stages: HashMap<u32, Vec<StageBusy>> = HashMap::new();
+    for ((thread, stage), on_cpu) in stage_on_cpu {
+        per_thread_stages
+            .entry(thread)
+            .or_default()
+            .push(StageBusy {
+                stage: head.stages.get(stage as usize).cloned().unwrap_or_default(),
+                busy_ns: on_cpu.round() as i64,
+            });
+    }
     let mut busy: Vec<Option<(i64, Vec<StageBusy>)>> = vec![None; head.threads.len()];
-    for (t, spans) in clipped.iter_mut().enumerate() {
+    for (t, union) in unions.iter().enumerate() {
         let Some(Some(slices)) = slices_of.get(t) else {
             continue;
         };
-        if spans.is_empty() {
+        if union.is_empty() {
             continue;
         }
-        spans.sort_unstable();
-        let on_cpu_of = |intervals: &mut dyn Iterator<Item = (i64, i64)>, comms: &mut Comms| {
-            let mut split = Split::default();
-            for (from, to) in union(intervals) {
-                slices.split(from, to, comms, &mut split);
-            }
-            split
-        };
-        let all = on_cpu_of(&mut spans.iter().map(|&(a, b, _)| (a, b)), &mut comms);
+        let mut all = Split::default();
+        for &(from, to) in union {
+            slices.split(from, to, &mut comms, &mut all);
+        }
         for &(c, ns) in &all.by {
             *preempted.entry(c).or_default() += ns;
         }
-        let mut stages: Vec<u16> = spans.iter().map(|s| s.2).collect();
-        stages.sort_unstable();
-        stages.dedup();
-        let mut per_stage: Vec<StageBusy> = stages
-            .into_iter()
-            .map(|stage| {
-                let split = on_cpu_of(
-                    &mut spans
-                        .iter()
-                        .filter(|s| s.2 == stage)
-                        .map(|&(a, b, _)| (a, b)),
-                    &mut comms,
-                );
-                StageBusy {
-                    stage: head.stages.get(stage as usize).cloned().unwrap_or_default(),
-                    busy_ns: split.on_cpu.round() as i64,
-                }
-            })
-            .collect();
-        per_stage.sort_by_key(|s| std::cmp::Reverse(s.busy_ns));
+        let mut per_stage = per_thread_stages.remove(&(t as u32)).unwrap_or_default();
+        per_stage.sort_by(|a, b| b.busy_ns.cmp(&a.busy_ns).then(a.stage.cmp(&b.stage)));
         busy[t] = Some((all.on_cpu.round() as i64, per_stage));
     }
     let mut by: Vec<PreemptedBy> = preempted
@@ -325,18 +322,54 @@ fn index(timeline: &SchedTimeline) -> HashMap<u32, ThreadSlices<'_>> {
     out
 }
 
-/// The union of intervals given in start order.
-fn union(intervals: &mut dyn Iterator<Item = (i64, i64)>) -> Vec<(i64, i64)> {
-    let mut out: Vec<(i64, i64)> = Vec::new();
-    for (a, b) in intervals {
-        match out.last_mut() {
-            Some(last) if a <= last.1 => last.1 = last.1.max(b),
-            _ => out.push((a, b)),
+/// Adds `[from, to)` to a union kept sorted and disjoint. Spans of a thread come nearly in
+/// start order, so this is almost always an append or an extension of the last interval;
+/// only the union's intervals are held, not the spans (back-to-back stages make one).
+fn add_to_union(union: &mut Vec<(i64, i64)>, (from, to): (i64, i64)) {
+    match union.last_mut() {
+        Some(last) if from >= last.0 => {
+            if from <= last.1 {
+                last.1 = last.1.max(to);
+            } else {
+                union.push((from, to));
+            }
+        }
+        None => union.push((from, to)),
+        Some(_) => {
+            // Out of order: merge in every interval it touches.
+            let first = union.partition_point(|&(_, end)| end < from);
+            let last = union.partition_point(|&(start, _)| start <= to);
+            if first >= last {
+                union.insert(first, (from, to));
+            } else {
+                let merged = (from.min(union[first].0), to.max(union[last - 1].1));
+                union.splice(first..last, [merged]);
+            }
         }
     }
-    out
 }
 
+#[cfg(test)]
+mod union_tests {
+    use super::add_to_union;
+
+    #[test]
+    fn spans_in_any_order_make_one_sorted_disjoint_union() {
+        let mut u = Vec::new();
+        for span in [
+            (10, 20),
+            (20, 25),
+            (30, 40),
+            (5, 8),
+            (7, 12),
+            (50, 60),
+            (35, 55),
+        ] {
+            add_to_union(&mut u, span);
+        }
+        assert_eq!(u, vec![(5, 25), (30, 60)]);
+    }
+}
 #[cfg(test)]
 mod tests {
     use crate::analyze::analyze;
