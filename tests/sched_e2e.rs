@@ -57,8 +57,9 @@ fn tracepoints_refused() -> Option<String> {
 }
 
 /// Records `testprog work` (2 ms of CPU a frame) pinned beside the hog for 3 s, with
-/// `env` set; returns the JSON report of the saved run and its text report.
-fn record_beside_hog(env: &[(&str, &str)]) -> (Value, String, String) {
+/// `env` set; returns the JSON report of the saved run and its text report, after checking
+/// that the report printed at the end of the run says the same.
+fn record_beside_hog(env: &[(&str, &str)]) -> (Value, String) {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let _hog = Hog::start();
     let dir = tempfile::tempdir().unwrap();
@@ -75,7 +76,23 @@ fn record_beside_hog(env: &[(&str, &str)]) -> (Value, String, String) {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = framelab().arg("report").arg(&path).output().unwrap();
     assert!(text.status.success(), "{}", stderr(&text));
-    (report_json(&path), stdout(&text), stderr(&out))
+    let saved = stdout(&text);
+    let lines = |t: &str| -> Vec<String> {
+        (t.lines())
+            .filter(|l| {
+                ["bound", "scheduler", "thread", "main"]
+                    .iter()
+                    .any(|k| l.trim_start().starts_with(k))
+            })
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        lines(&stdout(&out)),
+        lines(&saved),
+        "the saved run reports the same"
+    );
+    (report_json(&path), saved)
 }
 
 /// The command's CPU time (/proc utime + stime over the window) as a % of the window.
@@ -132,7 +149,7 @@ fn a_pipeline_preempted_by_a_hog_is_busy_only_for_its_time_on_cpu() {
         eprintln!("SKIPPED a_pipeline_preempted_by_a_hog_is_busy_only_for_its_time_on_cpu: {why}");
         return;
     }
-    let (report, text, _) = record_beside_hog(&[]);
+    let (report, text) = record_beside_hog(&[]);
     assert_eq!(report["sched"]["source"], "tracepoints", "{report:#}");
     assert_busy_is_on_cpu(&report, &text);
     // The time the spans waited for the CPU is named after the tasks that held it: the hog
@@ -160,7 +177,7 @@ fn a_pipeline_preempted_by_a_hog_is_busy_only_for_its_time_on_cpu() {
 
 #[test]
 fn without_tracepoints_schedstat_splits_the_spans_more_coarsely() {
-    let (report, text, _) = record_beside_hog(&[("FRAMELAB_SCHED", "schedstat")]);
+    let (report, text) = record_beside_hog(&[("FRAMELAB_SCHED", "schedstat")]);
     assert_eq!(report["sched"]["source"], "schedstat", "{report:#}");
     assert_eq!(report["sched"]["resolution_ns"], 50_000_000);
     assert_busy_is_on_cpu(&report, &text);

@@ -4,7 +4,7 @@
 //! System-wide per CPU rather than per thread with `inherit`: a thread's switch *in* and its
 //! wakeup are recorded in the context of another task (the one leaving the CPU, the waker),
 //! which an event attached to the thread never sees. So one event of each per CPU, both
-//! writing to one ring per CPU, drained every 10 ms on a thread of its own; each record is
+//! writing to one ring per CPU, drained every 50 ms on a thread of its own; each record is
 //! decoded in place (no allocation) and dropped unless one of its tasks belongs to the run
 //! (a descendant of framelab, or a watched process; looked up once per task in /proc).
 
@@ -24,9 +24,10 @@ use crate::perf_event::{self, Ring};
 
 const SAMPLE_TYPE: u64 =
     (b::PERF_SAMPLE_TID | b::PERF_SAMPLE_TIME | b::PERF_SAMPLE_CPU | b::PERF_SAMPLE_RAW) as u64;
-/// 512 KiB a CPU: about 5,000 switch records, 10 ms of a very busy CPU many times over.
-const RING_PAGES: usize = 128;
-const DRAIN_EVERY: Duration = Duration::from_millis(10);
+/// 1 MiB a CPU: about 10,000 records, 50 ms of 200,000 switches and wakeups a second.
+const RING_PAGES: usize = 256;
+/// Each drain is a wakeup of framelab: few of them (BENCHMARKS.md, "Scheduler tracing").
+const DRAIN_EVERY: Duration = Duration::from_millis(50);
 /// `prev_state` bits that mean the task left the CPU to sleep or stop; none set (or only
 /// the kernel's "preempted" marker above them) means it was still runnable.
 const SLEEP_STATE_BITS: i64 = 0xff;
