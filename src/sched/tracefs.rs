@@ -103,8 +103,15 @@ fn mount(at: &Path) -> std::io::Result<()> {
 pub fn tracepoint(root: &Path, group: &str, name: &str) -> Result<Tracepoint, String> {
     let dir = root.join("events").join(group).join(name);
     let read = |file: &str| {
-        std::fs::read_to_string(dir.join(file))
-            .map_err(|e| format!("cannot read {}: {e}", dir.join(file).display()))
+        std::fs::read_to_string(dir.join(file)).map_err(|e| {
+            let hint = match e.kind() {
+                std::io::ErrorKind::PermissionDenied => {
+                    " (tracefs is root's: run as root, or mount it readable with mode=755)"
+                }
+                _ => "",
+            };
+            format!("cannot read {}: {e}{hint}", dir.join(file).display())
+        })
     };
     let id = read("id")?
         .trim()

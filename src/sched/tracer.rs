@@ -180,10 +180,10 @@ impl Tracer {
         let mut rings = Vec::new();
         let mut others = Vec::new();
         for cpu in perf_event::cpus() {
-            let fd = open(switch.id, cpu).map_err(|e| perf_event::refusal(&e))?;
+            let fd = open(switch.id, cpu).map_err(|e| refusal(&e))?;
             let ring = Ring::map(fd, RING_PAGES).map_err(|e| format!("cannot map: {e}"))?;
-            let wake = open(wakeup.id, cpu).map_err(|e| perf_event::refusal(&e))?;
-            perf_event::redirect(&wake, ring.fd()).map_err(|e| perf_event::refusal(&e))?;
+            let wake = open(wakeup.id, cpu).map_err(|e| refusal(&e))?;
+            perf_event::redirect(&wake, ring.fd()).map_err(|e| refusal(&e))?;
             rings.push(ring);
             others.push(wake);
         }
@@ -262,6 +262,22 @@ impl Drop for Tracer {
         if let Some(t) = self.drainer.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// Why the tracepoints could not be opened, with what gives them: system-wide raw
+/// tracepoints need more than a profile of one's own processes (`perf_event_paranoid`
+/// -1, not 1).
+fn refusal(error: &io::Error) -> String {
+    match error.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => format!(
+            "perf_event_open refused the sched tracepoints ({error}; kernel.perf_event_paranoid \
+             is {}): run as root, give framelab CAP_PERFMON (sudo setcap cap_perfmon+ep \
+             \"$(command -v framelab)\"), or allow them to every user (sudo sysctl \
+             kernel.perf_event_paranoid=-1)",
+            perf_event::paranoid().map_or_else(|| "unknown".to_owned(), |p| p.to_string())
+        ),
+        _ => perf_event::refusal(error),
     }
 }
 
