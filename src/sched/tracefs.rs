@@ -124,7 +124,7 @@ pub fn tracepoint(root: &Path, group: &str, name: &str) -> Result<Tracepoint, St
 }
 
 /// The fields of a `format` file: lines like
-/// `field:pid_t prev_pid;	offset:24;	size:4;	signed:1;`. Array fields (`char comm[16]`)
+/// `field:pid_t prev_pid; offset:24; size:4; signed:1;`. Array fields (`char comm[16]`)
 /// are named without their brackets.
 pub fn parse_format(text: &str) -> HashMap<String, Field> {
     let mut fields = HashMap::new();
