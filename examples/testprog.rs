@@ -14,6 +14,8 @@
 //!   its peak resident set as the kernel gives it (`VmHWM` of /proc/self/status, bytes),
 //!   and exits at once: a peak reached in the last moments of a short life.
 //! - `names N`: interns N distinct stage names.
+//! - `hog S`: names itself `cpuhog` and spins for S seconds, uninstrumented (a CPU hog the
+//!   scheduler tests pin beside a pipeline).
 //! - `rate R S`: R spans per second for S seconds, in 1 ms batches (collector benchmarks).
 //! - `work N US`: N frames of stage `work` burning US µs of CPU, then a short `send` stage
 //!   (bench and compare tests: one variant does more work per frame than another).
@@ -111,6 +113,15 @@ fn main() {
                 .expect("VmHWM");
             std::fs::write(path, format!("{}\n", kib * 1024)).expect("writable");
             std::hint::black_box(&memory);
+        }
+        "hog" => {
+            // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+            unsafe { libc::prctl(libc::PR_SET_NAME, c"cpuhog".as_ptr()) };
+            let until = Instant::now() + Duration::from_secs(n);
+            let mut x = 1u64;
+            while Instant::now() < until {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
         }
         "rate" => {
             let seconds: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(10);

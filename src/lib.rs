@@ -17,9 +17,11 @@ pub mod import;
 pub mod model;
 pub mod output;
 pub mod parallel;
+pub mod perf_event;
 pub mod profile;
 pub mod report;
 pub mod sample;
+pub mod sched;
 pub mod services;
 pub mod session;
 /// Snapshot comparison for the crate's own tests and its integration tests.

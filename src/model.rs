@@ -35,6 +35,10 @@ pub struct Run {
     /// What was kept of the command's streams when they were captured, schema 5.
     #[serde(default)]
     pub outputs: Vec<crate::output::CapturedOutput>,
+    /// When each thread was on a CPU, runnable or blocked, schema 7; `None` for runs
+    /// recorded without (imports, older files, `FRAMELAB_SCHED=none`).
+    #[serde(default)]
+    pub sched: Option<crate::sched::SchedTimeline>,
 }
 
 /// A span with its names resolved: (frame, stage, pid, tid, thread name, start_ns, dur_ns).

@@ -70,7 +70,7 @@ def _json_or_fail(done, what):
 
 def report(path, run_id=None):
     """`framelab report --format json` of run `run_id` (default: the latest) as a dict: the
-    same schema (`framelab.report/2`, docs/reading-the-report.md)."""
+    same schema (`framelab.report/3`, docs/reading-the-report.md)."""
     if run_id is None:
         from ._read import latest_run_id
 

@@ -69,7 +69,7 @@ def test_polars(run_file):
 
 def test_report_is_the_json_report(run_file):
     rep = framelab.report(run_file)
-    assert rep["schema"] == "framelab.report/2"
+    assert rep["schema"] == "framelab.report/3"
     assert rep["run_id"] == 1
     assert rep["spans"] == 4
 

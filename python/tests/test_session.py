@@ -68,7 +68,7 @@ def test_a_real_run_of_an_instrumented_program(run_python):
     assert run.threads.dropped.sum() == 0
     # The report agrees with what the DataFrames say.
     rep = result.report
-    assert rep["schema"] == "framelab.report/2"
+    assert rep["schema"] == "framelab.report/3"
     assert rep["frames"] == run.frames.measured.sum() == 210
     assert rep["dropped_events"] == 0
     # The pacer's lateness: its own summary, not a counter of the frames.

@@ -13,6 +13,7 @@ pub mod pacer;
 pub mod pacing;
 pub mod pair;
 pub mod pipeline;
+pub mod sched;
 pub mod stages;
 pub mod stats;
 mod summary;
@@ -165,6 +166,12 @@ pub struct WorstFrame {
     pub longest_wait: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub longest_wait_ns: Option<i64>,
+    /// Time its spans were runnable but not running (preempted, or woken and waiting for a
+    /// CPU), and the task that held the CPU longest meanwhile; with a scheduler timeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempted_ns: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempted_by: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -267,4 +274,8 @@ pub struct Analysis {
     /// counted over the window; `None` for runs recorded before it was kept and imports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_group: Option<crate::model::RunGroupFacts>,
+    /// On-CPU, runnable and blocked time of the spans; `None` for a run recorded without a
+    /// scheduler timeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched: Option<sched::SchedSummary>,
 }

@@ -80,7 +80,10 @@ pub(crate) struct SpanFacts {
 
 pub fn analyze(run: &Run) -> Analysis {
     let facts = span_facts(run);
-    assemble(run, facts)
+    let mut analysis = assemble(run, facts);
+    // Reading spans from memory cannot fail.
+    let _ = super::sched::apply(&mut analysis, run, run);
+    analysis
 }
 
 /// A trace imported with no frame definition made each slice a frame: its rate, lows,
@@ -373,6 +376,8 @@ fn assemble_all(run: &Run, facts: SpanFacts) -> Analysis {
             })
             .collect(),
         run_group: meta.session.run_group.clone(),
+        // Filled by `sched::apply`, which needs the spans again.
+        sched: None,
     }
 }
 

@@ -16,6 +16,7 @@ use super::maps::{Location, Maps};
 use super::perf::{self, Event, EventSpec, Ring};
 use super::records::{self, Record};
 use super::unwind::Unwinding;
+use crate::perf_event::refusal;
 
 /// What `--profile` asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -111,25 +112,6 @@ pub struct Profiler {
     stop: Arc<AtomicBool>,
     drainer: Option<JoinHandle<()>>,
     notes: Vec<String>,
-}
-
-/// Why profiling could not start, said in one line with what to change.
-pub fn refusal(error: &io::Error) -> String {
-    let paranoid = perf::paranoid()
-        .map(|p| format!("kernel.perf_event_paranoid is {p}"))
-        .unwrap_or_else(|| "kernel.perf_event_paranoid is unknown".to_owned());
-    match error.raw_os_error() {
-        Some(libc::EACCES) | Some(libc::EPERM) => format!(
-            "perf_event_open was refused ({error}; {paranoid}): run as root, give framelab \
-             CAP_PERFMON (sudo setcap cap_perfmon+ep \"$(command -v framelab)\"), or lower \
-             the setting (sudo sysctl kernel.perf_event_paranoid=1)"
-        ),
-        Some(libc::ENOSYS) => "perf_event_open is not available (this container or kernel \
-             forbids it): allow it in the container's seccomp profile, or profile outside the \
-             container"
-            .to_owned(),
-        _ => format!("perf_event_open failed ({error}); {paranoid}"),
-    }
 }
 
 impl Profiler {

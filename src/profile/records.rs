@@ -1,7 +1,8 @@
 //! Decoding the ring buffer's records (the layouts of `perf_event_open(2)`), for the
 //! sample type `perf::SAMPLE_TYPE` (plus the user registers and stack with DWARF).
 
-use perf_event_open_sys::bindings as b;
+use crate::perf_event::bindings as b;
+use crate::perf_event::cursor::{self, Cursor};
 
 /// One record, as far as profiling needs it.
 #[derive(Debug, PartialEq)]
@@ -51,59 +52,10 @@ pub struct Sample {
     pub stack: Vec<u8>,
 }
 
-/// Little cursor over a record's bytes; reads past the end give zeros (a short record is
-/// the kernel's, but a zero is safer than a panic).
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Cursor<'_> {
-    fn u64(&mut self) -> u64 {
-        let v = self
-            .bytes
-            .get(self.at..self.at + 8)
-            .map_or(0, |s| u64::from_ne_bytes(s.try_into().unwrap()));
-        self.at += 8;
-        v
-    }
-    fn u32(&mut self) -> u32 {
-        let v = self
-            .bytes
-            .get(self.at..self.at + 4)
-            .map_or(0, |s| u32::from_ne_bytes(s.try_into().unwrap()));
-        self.at += 4;
-        v
-    }
-    fn take(&mut self, n: usize) -> &[u8] {
-        let start = self.at.min(self.bytes.len());
-        let end = (self.at + n).min(self.bytes.len());
-        self.at += n;
-        &self.bytes[start..end]
-    }
-    /// The `sample_id_all` trailer of a non-sample record: TID, TIME, CPU.
-    fn trailer_time(&self, sample_type: u64) -> u64 {
-        let mut fields = 0;
-        if sample_type & b::PERF_SAMPLE_CPU as u64 != 0 {
-            fields += 1;
-        }
-        if sample_type & b::PERF_SAMPLE_TIME as u64 != 0 {
-            fields += 1;
-        }
-        let at = self.bytes.len().saturating_sub(fields * 8);
-        Cursor {
-            bytes: self.bytes,
-            at,
-        }
-        .u64()
-    }
-}
-
 /// Decodes one record (header included); `None` for kinds profiling does not use.
 pub fn decode(bytes: &[u8], sample_type: u64, regs_count: usize) -> Option<Record> {
-    let kind = u32::from_ne_bytes(bytes.get(0..4)?.try_into().ok()?);
-    let misc = u16::from_ne_bytes(bytes.get(4..6)?.try_into().ok()?) as u32;
-    let mut c = Cursor { bytes, at: 8 };
+    let (kind, misc) = cursor::header(bytes)?;
+    let mut c = Cursor::after_header(bytes);
     match kind {
         b::PERF_RECORD_SAMPLE => Some(Record::Sample(sample(&mut c, sample_type, regs_count))),
         b::PERF_RECORD_MMAP2 => {

@@ -568,6 +568,7 @@ pub fn facts_in(a: &Analysis, st: &Style, verbose: bool) -> Vec<(&'static str, S
         ("metrics", metrics(a, st)),
         ("frames", frames(a, st)),
         ("bound", super::pipeline::bound_line(a, st)),
+        ("scheduler", super::pipeline::sched_line(a, st)),
         ("fps", fps(a, verbose)),
         ("cpu", cpu(a)),
         ("run group", run_group(a, st)),

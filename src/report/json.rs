@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::analyze::Analysis;
 
 /// Bump when a key is renamed, removed or changes meaning; adding keys keeps the version.
-pub const SCHEMA: &str = "framelab.report/2";
+pub const SCHEMA: &str = "framelab.report/3";
 
 #[derive(Serialize)]
 struct Report<'a> {

@@ -2,7 +2,10 @@
 
 use super::facts::{facts_in, title, Style};
 use super::pipeline::{resource_headers, resource_rows, wait_headers, wait_rows};
-use super::text::{process_rows, stage_rows, worst_headers, worst_rows, PROCESS_HEADERS};
+use super::text::{
+    on_cpu_cells, process_rows, stage_table_rows, worst_headers, worst_rows, ON_CPU_HEADERS,
+    PROCESS_HEADERS,
+};
 use crate::analyze::Analysis;
 
 /// An inline code span that survives backticks in its content.
@@ -106,12 +109,11 @@ pub fn render_in(a: &Analysis, verbose: bool) -> String {
     blocks.push(bullets);
 
     if !a.stages.is_empty() {
-        let headers = strings(&["stage (µs)", "min", "p50", "p95", "p99", "max", "mean"]);
-        let rows: Vec<Vec<String>> = stage_rows(a)
-            .into_iter()
-            .map(|(name, cells)| std::iter::once(name).chain(cells).collect())
-            .collect();
-        blocks.push(gfm_table(&headers, &rows));
+        let mut headers = strings(&["stage (µs)", "min", "p50", "p95", "p99", "max", "mean"]);
+        if on_cpu_cells(a).is_some() {
+            headers.extend(strings(&ON_CPU_HEADERS));
+        }
+        blocks.push(gfm_table(&headers, &stage_table_rows(a)));
     }
     if let Some(rows) = a.pipeline.as_ref().and_then(wait_rows) {
         blocks.push(gfm_table(&wait_headers(), &rows));

@@ -6,6 +6,8 @@ use super::facts::Style;
 use super::format::{us, us_mean};
 use crate::analyze::pipeline::{Bottleneck, PipelineSummary};
 use crate::analyze::{Analysis, Dist};
+use crate::sched::SchedSource;
+use crate::units::plural;
 
 fn dist_cells(d: Option<&Dist>) -> Vec<String> {
     match d {
@@ -69,13 +71,74 @@ pub fn wait_headers() -> Vec<String> {
 /// The resource table's headers, for Markdown and the HTML page.
 pub fn resource_headers(a: &Analysis) -> Vec<String> {
     std::iter::once(resource_header(a))
-        .chain(RESOURCE_HEADERS)
+        .chain(resource_busy_headers(a))
         .map(str::to_owned)
         .collect()
 }
 
 /// Headers after the first column of the resource table.
 pub const RESOURCE_HEADERS: [&str; 3] = ["busy %", "µs/frame", "stages (share of its busy time)"];
+
+/// The resource table's headers after the first column, saying what busy means in this run.
+pub fn resource_busy_headers(a: &Analysis) -> [&'static str; 3] {
+    if busy_on_cpu(a) {
+        [
+            "busy % (on CPU)",
+            "CPU µs/frame",
+            "stages (share of its time on CPU)",
+        ]
+    } else {
+        RESOURCE_HEADERS
+    }
+}
+
+fn busy_on_cpu(a: &Analysis) -> bool {
+    a.pipeline.as_ref().is_some_and(|p| p.busy_on_cpu)
+}
+
+/// Where the split of spans into on-CPU, runnable and blocked time comes from, and who
+/// preempted the spans most; `None` for a run without a scheduler timeline.
+pub fn sched_line(a: &Analysis, st: &Style) -> Option<String> {
+    let s = a.sched.as_ref()?;
+    let mut line = match s.source {
+        SchedSource::Tracepoints => {
+            let mut l = "sched_switch tracepoints: busy = time on CPU".to_owned();
+            if s.lost > 0 {
+                l.push_str(&format!(
+                    " · {} lost (ring full: times around them are uncertain)",
+                    plural(s.lost, "switch record", "switch records")
+                ));
+            }
+            l
+        }
+        SchedSource::Schedstat => format!(
+            "schedstat every {}: busy = time on CPU, spread over each reading's interval",
+            humantime::format_duration(std::time::Duration::from_nanos(
+                s.resolution_ns.max(0) as u64
+            ))
+        ),
+        SchedSource::None => String::new(),
+    };
+    if !s.preempted_by.is_empty() {
+        let top: Vec<String> = (s.preempted_by.iter())
+            .take(3)
+            .map(|p| format!("{} {}", st.name(&p.comm), ms(p.ns)))
+            .collect();
+        line.push_str(&format!(" · spans preempted by {}", top.join(", ")));
+    }
+    if !s.detail.is_empty() {
+        if !line.is_empty() {
+            line.push_str(" · ");
+        }
+        line.push_str(&s.detail);
+    }
+    Some(line)
+}
+
+/// `2.1 ms`.
+pub fn ms(ns: i64) -> String {
+    format!("{:.1} ms", ns as f64 / 1e6)
+}
 
 /// One row per thread: busy %, busy µs per measured frame, its stages by share.
 pub fn resource_rows(a: &Analysis) -> Option<Vec<Vec<String>>> {
@@ -119,20 +182,32 @@ fn paced_at(observed: f64, target: f64, bound: f64) -> bool {
     (observed - target).abs() <= target * 0.05 && observed < bound * 0.95
 }
 
-/// `thread main 78.1% busy (most: encode): allows 153.6 fps · observed 120.0 fps (…)`
+/// `thread main 78.1% busy (most: encode): allows 153.6 fps · observed 120.0 fps (…)`;
+/// `busy (on CPU)` where busy is time on a CPU (a scheduler timeline).
 pub fn bound_line(a: &Analysis, st: &Style) -> Option<String> {
     let b: &Bottleneck = a.pipeline.as_ref()?.bottleneck.as_ref()?;
     let mut line = format!(
-        "{} {} {:.1}% busy (most: {}) allows {:.1} fps",
+        "{} {} {:.1}% busy{} (most: {}) allows {:.1} fps",
         if b.queue { "queue" } else { "thread" },
         st.name(&b.resource),
         b.busy_pct,
+        if busy_on_cpu(a) && !b.queue {
+            " (on CPU)"
+        } else {
+            ""
+        },
         st.name(&b.stage),
         b.fps_bound
     );
     if let Some(observed) = a.observed_fps {
         line.push_str(&format!(" · observed {observed:.1} fps"));
-        if let Some(target) = a.target_fps.filter(|&t| paced_at(observed, t, b.fps_bound)) {
+        // A thread whose spans filled the window was never idle, so never held back by the
+        // pacer, however little of that time it ran (starved of CPU): its spans' wall time
+        // must allow the rate too.
+        let wall_bound = wall_fps_bound(a, b).unwrap_or(b.fps_bound);
+        if let Some(target) = (a.target_fps)
+            .filter(|&t| paced_at(observed, t, b.fps_bound) && paced_at(observed, t, wall_bound))
+        {
             line.push_str(&format!(
                 " (the target {} fps sets the rate)",
                 super::format::fps_target(target)
@@ -140,6 +215,13 @@ pub fn bound_line(a: &Analysis, st: &Style) -> Option<String> {
         }
     }
     Some(line)
+}
+
+/// The rate the bottleneck's spans' wall time allows, where busy is its time on CPU.
+fn wall_fps_bound(a: &Analysis, b: &Bottleneck) -> Option<f64> {
+    let row = (a.pipeline.as_ref()?.resources.iter()).find(|r| r.name == b.resource)?;
+    let wall_s = row.wall_busy_ns? as f64 / 1e9;
+    (wall_s > 0.0).then(|| a.frames as f64 / wall_s)
 }
 
 #[cfg(test)]

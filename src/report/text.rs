@@ -33,11 +33,44 @@ fn stage_table(a: &Analysis, st: &Style) -> Option<String> {
     for h in ["min", "p50", "p95", "p99", "max", "mean"] {
         columns.push(Column::new(h, 9));
     }
-    let rows: Vec<Vec<String>> = stage_rows(a)
+    if on_cpu_cells(a).is_some() {
+        columns.extend(ON_CPU_HEADERS.map(|h| Column::new(h, 10)));
+    }
+    Some(table(&columns, &stage_table_rows(a), Some("µs"), st))
+}
+
+/// The stage table's rows: name, the wall-time distribution, then each stage's on-CPU p50
+/// and p99 where the run has a scheduler timeline (`-` for `total` and `interval`).
+pub(crate) fn stage_table_rows(a: &Analysis) -> Vec<Vec<String>> {
+    let on_cpu = on_cpu_cells(a);
+    stage_rows(a)
         .into_iter()
-        .map(|(name, cells)| std::iter::once(name).chain(cells).collect())
+        .map(|(name, cells)| {
+            let extra = on_cpu.as_ref().map(|by_stage| {
+                (by_stage.iter().find(|(stage, _)| *stage == name))
+                    .map_or_else(|| ["-".to_owned(), "-".to_owned()], |(_, c)| c.clone())
+            });
+            std::iter::once(name)
+                .chain(cells)
+                .chain(extra.into_iter().flatten())
+                .collect()
+        })
+        .collect()
+}
+
+/// The stage table's columns of time on CPU, where the run has a scheduler timeline.
+pub(crate) const ON_CPU_HEADERS: [&str; 2] = ["on-CPU p50", "on-CPU p99"];
+
+/// Each stage's on-CPU p50 and p99 (µs), `None` without a scheduler timeline.
+pub(crate) fn on_cpu_cells(a: &Analysis) -> Option<Vec<(String, [String; 2])>> {
+    let s = a.sched.as_ref()?;
+    let cells: Vec<(String, [String; 2])> = (s.stages.iter())
+        .filter_map(|st| {
+            let d = st.on_cpu.as_ref()?;
+            Some((st.stage.clone(), [us(d.p50_ns), us(d.p99_ns)]))
+        })
         .collect();
-    Some(table(&columns, &rows, Some("µs"), st))
+    (!cells.is_empty()).then_some(cells)
 }
 
 /// Process rows, plus an `all` row when there is more than one process. The role column
@@ -104,6 +137,11 @@ fn process_table(a: &Analysis, st: &Style) -> Option<String> {
     Some(table(&columns, &rows, None, st))
 }
 
+/// Whether a worst frame was preempted (a scheduler timeline says so).
+pub(crate) fn worst_preempted(a: &Analysis) -> bool {
+    a.worst_frames.iter().any(|w| w.preempted_ns.is_some())
+}
+
 /// Whether the worst frames have work and waits to show (frames of two stages or more).
 pub(crate) fn worst_have_waits(a: &Analysis) -> bool {
     a.worst_frames.iter().any(|w| w.work_ns.is_some())
@@ -114,6 +152,7 @@ pub(crate) fn worst_have_waits(a: &Analysis) -> bool {
 pub(crate) fn worst_rows(a: &Analysis) -> Vec<Vec<String>> {
     let cell = |ns: Option<i64>| ns.map_or_else(|| "-".into(), |ns| us(ns as f64));
     let waits = worst_have_waits(a);
+    let preempted = worst_preempted(a);
     a.worst_frames
         .iter()
         .map(|w| {
@@ -128,6 +167,13 @@ pub(crate) fn worst_rows(a: &Analysis) -> Vec<Vec<String>> {
                 row.push(cell(w.wait_ns));
                 row.push(match (&w.longest_wait, w.longest_wait_ns) {
                     (Some(name), Some(ns)) => format!("{name} {}", us(ns as f64)),
+                    _ => "-".into(),
+                });
+            }
+            if preempted {
+                row.push(match (w.preempted_ns, &w.preempted_by) {
+                    (Some(ns), Some(by)) => format!("{} by {by}", super::pipeline::ms(ns)),
+                    (Some(ns), None) => super::pipeline::ms(ns),
                     _ => "-".into(),
                 });
             }
@@ -146,6 +192,9 @@ pub(crate) fn worst_headers(a: &Analysis, stage: impl Fn(&str) -> String) -> Vec
     headers.extend(a.stage_names.iter().map(|n| format!("{} µs", stage(n))));
     if worst_have_waits(a) {
         headers.extend(WORST_WAIT_HEADERS.map(|h| format!("{h} µs")));
+    }
+    if worst_preempted(a) {
+        headers.push("preempted".into());
     }
     headers
 }
@@ -168,6 +217,9 @@ fn worst_table(a: &Analysis, st: &Style) -> Option<String> {
     if worst_have_waits(a) {
         columns.extend(WORST_WAIT_HEADERS.map(|h| Column::new(h, 9)));
     }
+    if worst_preempted(a) {
+        columns.push(Column::new("preempted", 9));
+    }
     Some(table(&columns, &worst_rows(a), Some("µs"), st))
 }
 
@@ -181,7 +233,7 @@ fn wait_table(a: &Analysis, st: &Style) -> Option<String> {
 fn resource_table(a: &Analysis, st: &Style) -> Option<String> {
     let rows = super::pipeline::resource_rows(a)?;
     let mut columns = vec![Column::new(super::pipeline::resource_header(a), 10)];
-    columns.extend(super::pipeline::RESOURCE_HEADERS.map(|h| Column::new(h, 9)));
+    columns.extend(super::pipeline::resource_busy_headers(a).map(|h| Column::new(h, 9)));
     Some(table(&columns, &rows, None, st))
 }
 

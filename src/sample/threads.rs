@@ -2,7 +2,9 @@
 //! exact nanoseconds; where the kernel lacks it, utime + stime of `stat` in clock ticks),
 //! page faults (minflt, majflt of `stat`) and voluntary and involuntary context switches
 //! (`status`; a process's own `status` counts its main thread only, so threads are read
-//! one by one). Values are running totals, written when they change.
+//! one by one), and the time it waited runnable for a CPU (`schedstat`'s second field:
+//! what the scheduler fallback, `crate::sched::schedstat`, splits spans with). Values are
+//! running totals, written when they change.
 //!
 //! Cost: `schedstat` is read first (about 1 µs); a thread whose time on CPU has not moved
 //! since the last reading has not run, so nothing else it counts can have changed, and its
@@ -56,6 +58,13 @@ pub fn parse_thread_stat(text: &str, ns_per_tick: i64) -> Option<ThreadStat> {
     })
 }
 
+/// `schedstat`: time on CPU and time waiting on a run queue, ns (the third field, the
+/// number of times it ran, is not used).
+pub fn parse_schedstat(text: &str) -> Option<(i64, i64)> {
+    let mut fields = text.split_whitespace().map(|f| f.parse::<i64>().ok());
+    Some((fields.next()??, fields.next()??))
+}
+
 /// Voluntary and involuntary context switches from a `status` file.
 pub fn parse_context_switches(text: &str) -> Option<(i64, i64)> {
     let value = |key: &str| -> Option<i64> {
@@ -76,6 +85,7 @@ struct ThreadSeries {
     majflt: u32,
     voluntary: u32,
     involuntary: u32,
+    run_wait: u32,
 }
 
 /// One thread's running totals as last read.
@@ -85,6 +95,7 @@ struct Totals {
     minflt: i64,
     majflt: i64,
     switches: Option<(i64, i64)>,
+    run_wait_ns: Option<i64>,
 }
 
 struct Thread {
@@ -201,7 +212,8 @@ impl Threads {
         }
         let mut gone = Vec::new();
         for thread in self.threads.values_mut() {
-            let ran_ns = thread.schedstat.read_i64().ok();
+            let schedstat = thread.schedstat.read().ok().and_then(parse_schedstat);
+            let ran_ns = schedstat.map(|(ran, _)| ran);
             let totals = match (thread.last, ran_ns) {
                 // Not run since the last reading: nothing it counts has moved.
                 (Some(last), Some(ran)) if thread.ran_ns == Some(ran) => last,
@@ -241,6 +253,7 @@ impl Threads {
                             majflt: counter("majflt", "count"),
                             voluntary: counter("ctx_voluntary", "count"),
                             involuntary: counter("ctx_involuntary", "count"),
+                            run_wait: counter("run_wait", "ns"),
                         };
                         // Born after the launch (its start is in ticks, rounded down): its
                         // totals were 0 at its birth. A thread older than the run (a watched
@@ -255,6 +268,7 @@ impl Threads {
                                 series.majflt,
                                 series.voluntary,
                                 series.involuntary,
+                                series.run_wait,
                             ] {
                                 out.born(id, at);
                             }
@@ -266,6 +280,7 @@ impl Threads {
                         minflt: stat.minflt,
                         majflt: stat.majflt,
                         switches,
+                        run_wait_ns: schedstat.map(|(_, wait)| wait),
                     };
                     thread.ran_ns = ran_ns;
                     thread.last = Some(totals);
@@ -278,6 +293,9 @@ impl Threads {
             out.push(series.cpu, totals.cpu_ns);
             out.push(series.minflt, totals.minflt);
             out.push(series.majflt, totals.majflt);
+            if let Some(wait) = totals.run_wait_ns {
+                out.push(series.run_wait, wait);
+            }
             if let Some((voluntary, involuntary)) = totals.switches {
                 out.push(series.voluntary, voluntary);
                 out.push(series.involuntary, involuntary);
@@ -337,6 +355,15 @@ mod tests {
         let huge =
             "1 (x) R 1 1 1 0 -1 0 0 0 0 0 9223372036854775807 9223372036854775807 0 0 0 0 0 0 0 0";
         assert_eq!(parse_thread_stat(huge, 10).unwrap().cpu_ns, i64::MAX);
+    }
+
+    #[test]
+    fn parses_schedstat() {
+        assert_eq!(
+            parse_schedstat("2500000 130000 42\n"),
+            Some((2_500_000, 130_000))
+        );
+        assert_eq!(parse_schedstat("2500000"), None);
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod procfs;
 mod progress;
 mod rings;
 mod rungroup;
+mod sched;
 mod services;
 pub mod taskstats;
 pub mod watch;
@@ -173,6 +174,7 @@ pub fn warmup_conflict(
 /// Runs the command in a session and writes the run file. The report is the caller's.
 pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     validate(opts)?;
+    let wanted_sched = crate::sched::wanted().map_err(anyhow::Error::msg)?;
     launch::check_runnable(&opts.command[0])?;
     let run_file = crate::destination::RunFile::resolve(
         &opts.output.clone().unwrap_or_else(|| default_output(opts)),
@@ -257,6 +259,9 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         }
     };
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
+    // Before the launch: the command's first switches are seen too.
+    let sched = sched::start(wanted_sched, &opts.watch_pids, &opts.sampling);
+    let origin_mono_ns = meta.origin_mono_ns;
     let started = Instant::now();
     // With --profile, the command's events are opened between its fork and its exec.
     let hold = opts.profile.and_then(|options| {
@@ -345,6 +350,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         &mut run_group,
     );
     let recording = profiler.map(crate::profile::Profiler::finish);
+    let sched_timeline = sched.finish(origin_mono_ns);
     let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
     if outcome.is_err() {
         // Nothing more can be recorded: the command must not go on unobserved.
@@ -374,6 +380,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         (Ok(()), Ok(done)) => done,
     };
     crate::store::record_outputs(&output, run_id, &metrics, &outputs)?;
+    crate::store::record_sched(&output, run_id, &sched_timeline)?;
     if let Some(recording) = recording {
         let started = Instant::now();
         let profile = crate::profile::symbolize(recording, meta.origin_mono_ns);

@@ -46,11 +46,13 @@ pub const MIGRATIONS: &[Migration] = &[
         from: 5,
         sql: schema::PROFILE_TABLES,
     },
-    // 7: the role of a watched process (`processes.watch_role`). Older runs' watched
-    // processes count under their own name, which an empty role means.
+    // 7: the role of a watched process (`processes.watch_role`; older runs' watched
+    // processes count under their own name, which an empty role means) and the scheduler's
+    // view of the run's threads (`sched_status`, `sched_slices`; older runs have none: their
+    // busy time stays the union of their spans).
     Migration {
         from: 6,
-        sql: schema::PROCESS_WATCH_ROLE_COLUMN,
+        sql: schema::SCHEMA_7_ADDITIONS,
     },
 ];
 
@@ -331,7 +333,9 @@ mod tests {
     const SCHEMA_6_DROPPED: &str = "DROP VIEW profile_leaves; DROP TABLE profile_samples;
          DROP TABLE profile_stacks; DROP TABLE profile_frames; DROP TABLE profiles;";
 
-    const SCHEMA_7_DROPPED: &str = "ALTER TABLE processes DROP COLUMN watch_role;";
+    /// What schema 7 added: the column and tables of `schema::SCHEMA_7_ADDITIONS`.
+    const SCHEMA_7_DROPPED: &str = "ALTER TABLE processes DROP COLUMN watch_role;
+         DROP TABLE sched_slices; DROP TABLE sched_status;";
 
     #[test]
     fn a_schema_6_files_watched_processes_get_an_empty_role() {
@@ -407,6 +411,23 @@ mod tests {
             "SELECT run_id, t_ns, pid, tid, cpu, function, module, known FROM profile_leaves",
         )
         .unwrap();
+    }
+
+    #[test]
+    fn a_schema_6_file_is_upgraded_with_empty_sched_tables() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        schema::create(&conn).unwrap();
+        conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
+        conn.execute(
+            "UPDATE framelab SET value = '6' WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
+        schema::stamp(&conn, 6).unwrap();
+        assert!(can_migrate(6));
+        migrate(&mut conn, 6).unwrap();
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 7 });
+        assert_eq!(crate::store::sched::read_sched(&conn, 1).unwrap(), None);
     }
 
     #[test]

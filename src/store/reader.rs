@@ -221,6 +221,10 @@ impl RunReader<'_> {
             outputs: super::outputs::load_outputs(self.conn, self.run_id).map_err(&fail)?,
             ..run
         };
+        let run = Run {
+            sched: self.sched(&run.telemetry)?,
+            ..run
+        };
         check_references(&run).map_err(|e| inconsistent(self.path, e))?;
         Ok((run, [spans_at, counters_at, events_at]))
     }
@@ -241,6 +245,7 @@ impl RunReader<'_> {
         let fail = self.sql_error("reading metrics and output");
         let metrics = super::outputs::load_metrics(self.conn, self.run_id).map_err(&fail)?;
         let outputs = super::outputs::load_outputs(self.conn, self.run_id).map_err(&fail)?;
+        let sched = self.sched(&telemetry)?;
         let run = Run {
             meta,
             stages,
@@ -256,6 +261,7 @@ impl RunReader<'_> {
             histograms,
             metrics,
             outputs,
+            sched,
         };
         check_references(&run).map_err(|e| inconsistent(self.path, e))?;
         Ok(run)
@@ -603,6 +609,13 @@ impl RunReader<'_> {
             histograms.push(read().map_err(|e| inconsistent(self.path, e))?);
         }
         Ok(histograms)
+    }
+
+    /// The scheduler's view, with the schedstat fallback's slices rebuilt from `telemetry`.
+    fn sched(&self, telemetry: &Telemetry) -> anyhow::Result<Option<crate::sched::SchedTimeline>> {
+        let stored = super::sched::read_sched(self.conn, self.run_id)
+            .map_err(self.sql_error("reading the scheduler timeline"))?;
+        Ok(stored.map(|t| crate::sched::complete(t, telemetry)))
     }
 
     /// The samplers' sources, series and readings. Files recorded before telemetry

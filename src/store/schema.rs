@@ -293,11 +293,40 @@ LEFT JOIN profile_stacks AS k ON k.run_id = s.run_id AND k.stack_id = s.stack_id
 LEFT JOIN profile_frames AS f ON f.run_id = s.run_id AND f.frame_id = k.frame_id;
 ";
 
-/// Schema 7 (issue 26): the role a watched process was given (`--watch-pid ROLE=PID`,
+/// Schema 7, two additions in one step (issue 26).
+///
+/// `processes.watch_role`: the role a watched process was given (`--watch-pid ROLE=PID`,
 /// `--watch ROLE=NAME`, else its name), for rows of role `watched`; empty for the others
 /// and for older runs, whose watched processes count under their own name.
-pub const PROCESS_WATCH_ROLE_COLUMN: &str = "
+///
+/// `sched_status`, `sched_slices`: what the scheduler did with the run's threads
+/// (`crate::sched`). `sched_status`
+/// says where the times come from (`tracepoints`, `schedstat`, `none`), what was not
+/// available and how to get it, and the resolution; `sched_slices` holds, from tracepoints,
+/// each stretch a thread of the run was on a CPU (`on_cpu_ns` = `dur_ns`) or runnable and
+/// waiting for one (`runnable_ns` = `dur_ns`, `by_comm` the task that held the CPU); the
+/// rest of its time it was blocked. With `schedstat` the slices are the `threads` source's
+/// `cpu_time` and `run_wait` series: none are stored twice. Runs from before have neither:
+/// their busy time is the union of their spans, as it was.
+pub const SCHEMA_7_ADDITIONS: &str = "
 ALTER TABLE processes ADD COLUMN watch_role TEXT NOT NULL DEFAULT '';
+CREATE TABLE sched_status (
+    run_id         INTEGER PRIMARY KEY REFERENCES runs(run_id),
+    source         TEXT NOT NULL,
+    detail         TEXT NOT NULL,
+    resolution_ns  INTEGER NOT NULL,
+    lost           INTEGER NOT NULL
+);
+CREATE TABLE sched_slices (
+    run_id         INTEGER NOT NULL REFERENCES runs(run_id),
+    tid            INTEGER NOT NULL,
+    start_ns       INTEGER NOT NULL,
+    dur_ns         INTEGER NOT NULL,
+    on_cpu_ns      INTEGER NOT NULL,
+    runnable_ns    INTEGER NOT NULL,
+    by_comm        TEXT
+);
+CREATE INDEX sched_slices_by_thread ON sched_slices (run_id, tid, start_ns);
 ";
 
 /// Experiments (`framelab bench`): which runs belong to which variant and parameter
@@ -404,7 +433,7 @@ pub fn create(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(RUNS_WARMUP_COLUMNS)?;
     conn.execute_batch(OUTPUT_TABLES)?;
     conn.execute_batch(PROFILE_TABLES)?;
-    conn.execute_batch(PROCESS_WATCH_ROLE_COLUMN)?;
+    conn.execute_batch(SCHEMA_7_ADDITIONS)?;
     conn.execute_batch(EXPERIMENT_TABLES)?;
     conn.execute_batch(VIEWS)?;
     conn.execute(

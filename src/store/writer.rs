@@ -632,6 +632,13 @@ impl RunWriter {
             .map_err(|e| self.fail("write", e))
     }
 
+    /// The scheduler's view of the run (schema 7).
+    pub fn sched(&mut self, timeline: &crate::sched::SchedTimeline) -> anyhow::Result<()> {
+        self.begin()?;
+        super::sched::insert_sched(&self.conn, self.run_id, timeline)
+            .map_err(|e| self.fail("write", e))
+    }
+
     /// Replaces the run's metadata (window, end reason, exit, drop counts...).
     /// `meta.id` is ignored. With an `end_reason` other than `Unfinished`, the next
     /// `commit` also makes the main file self-contained.
@@ -792,6 +799,9 @@ fn write_all(w: &mut RunWriter, run: &Run) -> anyhow::Result<()> {
     }
     w.histograms(&run.histograms)?;
     w.outputs(&run.metrics, &run.outputs)?;
+    if let Some(timeline) = &run.sched {
+        w.sched(timeline)?;
+    }
     w.update_meta(&run.meta)?;
     w.commit()
 }

@@ -102,7 +102,9 @@ pub fn analyze_columns(
     sorted: &mut dyn FnMut(Sorted),
 ) -> anyhow::Result<Analysis> {
     let facts = span_facts(head, columns, table, source, sorted)?;
-    Ok(assemble(head, facts))
+    let mut analysis = assemble(head, facts);
+    super::sched::apply(&mut analysis, head, source)?;
+    Ok(analysis)
 }
 
 /// Reads `source` into columns and frames.

@@ -246,7 +246,9 @@ impl PipelineSummary {
                 let row = ResourceRow {
                     name: label(t.thread),
                     queue: (names.threads.get(t.thread as usize)).is_some_and(is_queue),
+                    thread: Some(t.thread),
                     busy_ns: t.busy_ns,
+                    wall_busy_ns: None,
                     busy_pct: if window_ns > 0 {
                         t.busy_ns as f64 / window_ns as f64 * 100.0
                     } else {

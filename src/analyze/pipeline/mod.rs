@@ -50,7 +50,15 @@ pub struct ResourceRow {
     /// A queue (`Queue` in the SDK), not a thread of the program.
     #[serde(default)]
     pub queue: bool,
+    /// Its index in the run's threads.
+    #[serde(skip)]
+    pub thread: Option<u32>,
+    /// Busy time: time on a CPU inside its spans where the run has a scheduler timeline
+    /// (`PipelineSummary::busy_on_cpu`), else the union of its spans.
     pub busy_ns: i64,
+    /// The union of its spans' wall time, when `busy_ns` is time on a CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_busy_ns: Option<i64>,
     /// busy ÷ window × 100.
     pub busy_pct: f64,
     /// Largest first.
@@ -94,6 +102,10 @@ pub struct PipelineSummary {
     /// Threads and queues by busy time, largest first; empty without thread information.
     pub resources: Vec<ResourceRow>,
     pub bottleneck: Option<Bottleneck>,
+    /// Threads' busy time is their time on a CPU (from the scheduler), not their spans'
+    /// wall time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub busy_on_cpu: bool,
     /// The run says nothing of threads (an import without thread ids).
     pub no_threads: bool,
     pub repeated_overlaps: Vec<RepeatedOverlap>,

@@ -605,7 +605,8 @@ fn tables(a: &Analysis) -> Vec<Table> {
         energy_rows, metric_rows, thread_rows, ENERGY_HEADERS, METRIC_HEADERS, THREAD_HEADERS,
     };
     use crate::report::text::{
-        process_rows, stage_rows, worst_headers, worst_rows, PROCESS_HEADERS,
+        on_cpu_cells, process_rows, stage_table_rows, worst_headers, worst_rows, ON_CPU_HEADERS,
+        PROCESS_HEADERS,
     };
     let strings = |h: &[&str]| h.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut out = Vec::new();
@@ -618,14 +619,11 @@ fn tables(a: &Analysis) -> Vec<Table> {
             });
         }
     };
-    push(
-        "Stages (µs)",
-        strings(&["stage", "min", "p50", "p95", "p99", "max", "mean"]),
-        stage_rows(a)
-            .into_iter()
-            .map(|(name, cells)| std::iter::once(name).chain(cells).collect())
-            .collect(),
-    );
+    let mut stage_headers = strings(&["stage", "min", "p50", "p95", "p99", "max", "mean"]);
+    if on_cpu_cells(a).is_some() {
+        stage_headers.extend(strings(&ON_CPU_HEADERS));
+    }
+    push("Stages (µs)", stage_headers, stage_table_rows(a));
     push(
         "Processes",
         strings(&PROCESS_HEADERS),

@@ -1,0 +1,474 @@
+//! Spans split by what the scheduler did (docs/metrics.md, "On-CPU, runnable and
+//! blocked"): each span's time on a CPU, runnable (preempted, or woken and waiting for a
+//! CPU) and blocked, from the run's [`SchedTimeline`]. Where a run has one, a thread's
+//! busy time is its time on a CPU inside its spans, not the union of the spans' wall time:
+//! a preempted thread is not busy. Queues (GPU streams) keep their wall time: no CPU runs
+//! them.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::pipeline::{is_queue, Bottleneck, StageBusy};
+use super::{Analysis, Dist};
+use crate::model::{Run, Span, SpanSource};
+use crate::sched::{SchedSlice, SchedSource, SchedTimeline};
+
+/// A stage's spans inside the window, split.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageSched {
+    pub stage: String,
+    /// Each span's time on a CPU.
+    pub on_cpu: Option<Dist>,
+    /// Over all its spans.
+    pub on_cpu_ns: i64,
+    pub runnable_ns: i64,
+    pub blocked_ns: i64,
+}
+
+/// What the report shows of the scheduler.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SchedSummary {
+    pub source: SchedSource,
+    /// What was not available and how to get it (empty with tracepoints).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    pub resolution_ns: i64,
+    /// Switch records the kernel could not write.
+    pub lost: u64,
+    /// In the order of `Analysis::stage_names`.
+    pub stages: Vec<StageSched>,
+    /// The tasks that held the CPU while a span waited for it, most time first
+    /// (tracepoints only).
+    pub preempted_by: Vec<PreemptedBy>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PreemptedBy {
+    pub comm: String,
+    pub ns: i64,
+}
+
+/// One span's (or interval's) split.
+#[derive(Clone, Debug, Default)]
+struct Split {
+    on_cpu: f64,
+    runnable: f64,
+    by: Vec<(usize, f64)>,
+}
+
+/// A thread's slices, by start, and the longest (to find those overlapping a time).
+struct ThreadSlices<'a> {
+    slices: &'a [SchedSlice],
+    longest: i64,
+}
+
+impl ThreadSlices<'_> {
+    /// The split of `[from, to)`: each slice counted by the share of it inside.
+    fn split(&self, from: i64, to: i64, comms: &mut Comms, out: &mut Split) {
+        let first = self
+            .slices
+            .partition_point(|s| s.start_ns < from.saturating_sub(self.longest));
+        for s in &self.slices[first..] {
+            if s.start_ns >= to {
+                break;
+            }
+            let end = s.start_ns + s.dur_ns;
+            let inside = end.min(to) - s.start_ns.max(from);
+            if inside <= 0 || s.dur_ns <= 0 {
+                continue;
+            }
+            let share = inside as f64 / s.dur_ns as f64;
+            out.on_cpu += s.on_cpu_ns as f64 * share;
+            let runnable = s.runnable_ns as f64 * share;
+            out.runnable += runnable;
+            if runnable > 0.0 && !s.by.is_empty() {
+                let id = comms.id(&s.by);
+                match out.by.iter_mut().find(|(c, _)| *c == id) {
+                    Some((_, ns)) => *ns += runnable,
+                    None => out.by.push((id, runnable)),
+                }
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct Comms {
+    ids: HashMap<String, usize>,
+    names: Vec<String>,
+}
+
+impl Comms {
+    fn id(&mut self, name: &str) -> usize {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        self.names.push(name.to_owned());
+        self.ids.insert(name.to_owned(), self.names.len() - 1);
+        self.names.len() - 1
+    }
+}
+
+/// Splits the spans of `source` and rewrites the analysis' busy times with time on CPU.
+/// Nothing changes for a run without a timeline.
+pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> anyhow::Result<()> {
+    let Some(timeline) = &head.sched else {
+        return Ok(());
+    };
+    let mut summary = SchedSummary {
+        source: timeline.source,
+        detail: timeline.detail.clone(),
+        resolution_ns: timeline.resolution_ns,
+        lost: timeline.lost,
+        ..SchedSummary::default()
+    };
+    if timeline.source == SchedSource::None || timeline.slices.is_empty() {
+        analysis.sched = Some(summary);
+        return Ok(());
+    }
+    let by_tid = index(timeline);
+    // Each thread of the run's slices, by thread index; none for queues.
+    let slices_of: Vec<Option<&ThreadSlices>> = head
+        .threads
+        .iter()
+        .map(|t| (!is_queue(t)).then(|| by_tid.get(&t.tid)).flatten())
+        .collect();
+    let (start, end) = (analysis.window.start_ns, analysis.window.end_ns);
+    let stage_count = analysis.stage_names.len().max(head.stages.len());
+    let worst: HashMap<u64, usize> = (analysis.worst_frames.iter().enumerate())
+        .map(|(i, w)| (w.frame, i))
+        .collect();
+    let mut comms = Comms::default();
+    let mut on_cpu_values: Vec<Vec<i64>> = vec![Vec::new(); stage_count];
+    let mut stage_totals = vec![(0f64, 0f64, 0i64); stage_count];
+    let mut worst_split: Vec<Split> = vec![Split::default(); worst.len()];
+    // By thread index: the union of its spans clipped to the window, and each stage's time
+    // on CPU in them (a stage's spans on one thread rarely overlap: counted in a note).
+    let mut unions: Vec<Vec<(i64, i64)>> = vec![Vec::new(); head.threads.len()];
+    let mut stage_on_cpu: HashMap<(u32, u16), f64> = HashMap::new();
+    let mut visit = |spans: &[Span]| -> anyhow::Result<()> {
+        for s in spans {
+            let Some(Some(slices)) = slices_of.get(s.thread as usize) else {
+                continue;
+            };
+            let (from, to) = (s.start_ns.max(start), s.end_ns().min(end));
+            if from >= to {
+                continue;
+            }
+            add_to_union(&mut unions[s.thread as usize], (from, to));
+            let mut split = Split::default();
+            slices.split(s.start_ns, s.end_ns(), &mut comms, &mut split);
+            let inside = if (from, to) == (s.start_ns, s.end_ns()) {
+                split.on_cpu
+            } else {
+                let mut part = Split::default();
+                slices.split(from, to, &mut comms, &mut part);
+                part.on_cpu
+            };
+            *stage_on_cpu.entry((s.thread, s.stage)).or_default() += inside;
+            if let Some(&i) = worst.get(&s.frame) {
+                let w = &mut worst_split[i];
+                w.runnable += split.runnable;
+                for &(c, ns) in &split.by {
+                    match w.by.iter_mut().find(|(id, _)| *id == c) {
+                        Some((_, total)) => *total += ns,
+                        None => w.by.push((c, ns)),
+                    }
+                }
+            }
+            if s.start_ns >= start && s.end_ns() <= end {
+                let stage = s.stage as usize;
+                if let Some(values) = on_cpu_values.get_mut(stage) {
+                    values.push(split.on_cpu.round() as i64);
+                    let t = &mut stage_totals[stage];
+                    t.0 += split.on_cpu;
+                    t.1 += split.runnable;
+                    t.2 += s.dur_ns;
+                }
+            }
+        }
+        Ok(())
+    };
+    source.for_each_spans(&mut visit)?;
+
+    for (stage, mut values) in on_cpu_values.into_iter().enumerate() {
+        let Some(name) = head.stages.get(stage) else {
+            continue;
+        };
+        values.sort_unstable();
+        let (on, runnable, wall) = stage_totals[stage];
+        summary.stages.push(StageSched {
+            stage: name.clone(),
+            on_cpu: Dist::from_sorted(&values),
+            on_cpu_ns: on.round() as i64,
+            runnable_ns: runnable.round() as i64,
+            blocked_ns: (wall as f64 - on - runnable).max(0.0).round() as i64,
+        });
+    }
+    // The stage table's order.
+    summary.stages.sort_by_key(|s| {
+        (analysis.stage_names.iter())
+            .position(|n| *n == s.stage)
+            .unwrap_or(usize::MAX)
+    });
+
+    let mut preempted: HashMap<usize, f64> = HashMap::new();
+    for (w, split) in analysis.worst_frames.iter_mut().zip(&worst_split) {
+        if split.runnable >= 1.0 {
+            w.preempted_ns = Some(split.runnable.round() as i64);
+            w.preempted_by = (split.by.iter())
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|&(c, _)| comms.names[c].clone());
+        }
+    }
+
+    let mut per_thread_stages: HashMap<u32, Vec<StageBusy>> = HashMap::new();
+    for ((thread, stage), on_cpu) in stage_on_cpu {
+        per_thread_stages
+            .entry(thread)
+            .or_default()
+            .push(StageBusy {
+                stage: head.stages.get(stage as usize).cloned().unwrap_or_default(),
+                busy_ns: on_cpu.round() as i64,
+            });
+    }
+    let mut busy: Vec<Option<(i64, Vec<StageBusy>)>> = vec![None; head.threads.len()];
+    for (t, union) in unions.iter().enumerate() {
+        let Some(Some(slices)) = slices_of.get(t) else {
+            continue;
+        };
+        if union.is_empty() {
+            continue;
+        }
+        let mut all = Split::default();
+        for &(from, to) in union {
+            slices.split(from, to, &mut comms, &mut all);
+        }
+        for &(c, ns) in &all.by {
+            *preempted.entry(c).or_default() += ns;
+        }
+        let mut per_stage = per_thread_stages.remove(&(t as u32)).unwrap_or_default();
+        per_stage.sort_by(|a, b| b.busy_ns.cmp(&a.busy_ns).then(a.stage.cmp(&b.stage)));
+        busy[t] = Some((all.on_cpu.round() as i64, per_stage));
+    }
+    let mut by: Vec<PreemptedBy> = preempted
+        .into_iter()
+        .map(|(c, ns)| PreemptedBy {
+            comm: comms.names[c].clone(),
+            ns: ns.round() as i64,
+        })
+        .filter(|p| p.ns > 0)
+        .collect();
+    by.sort_by_key(|p| (std::cmp::Reverse(p.ns), p.comm.clone()));
+    summary.preempted_by = by;
+
+    if let Some(pipeline) = &mut analysis.pipeline {
+        let window_ns = (end - start).max(0);
+        for row in &mut pipeline.resources {
+            let Some((on_cpu, stages)) = row.thread.and_then(|t| busy.get(t as usize)?.clone())
+            else {
+                continue;
+            };
+            row.wall_busy_ns = Some(row.busy_ns);
+            row.busy_ns = on_cpu;
+            row.busy_pct = if window_ns > 0 {
+                on_cpu as f64 / window_ns as f64 * 100.0
+            } else {
+                0.0
+            };
+            row.stages = stages;
+        }
+        pipeline.busy_on_cpu = true;
+        pipeline
+            .resources
+            .sort_by_key(|r| std::cmp::Reverse(r.busy_ns));
+        let frames = analysis.frames;
+        pipeline.bottleneck = (pipeline.resources.first())
+            .filter(|r| r.busy_ns > 0 && frames > 0 && window_ns > 0)
+            .map(|r| Bottleneck {
+                resource: r.name.clone(),
+                queue: r.queue,
+                stage: r
+                    .stages
+                    .first()
+                    .map(|s| s.stage.clone())
+                    .unwrap_or_default(),
+                busy_pct: r.busy_pct,
+                fps_bound: frames as f64 / (r.busy_ns as f64 / 1e9),
+            });
+    }
+    analysis.sched = Some(summary);
+    Ok(())
+}
+
+fn index(timeline: &SchedTimeline) -> HashMap<u32, ThreadSlices<'_>> {
+    let mut out = HashMap::new();
+    let slices = &timeline.slices;
+    let mut at = 0;
+    while at < slices.len() {
+        let tid = slices[at].tid;
+        let len = slices[at..].iter().take_while(|s| s.tid == tid).count();
+        let mine = &slices[at..at + len];
+        out.insert(
+            tid,
+            ThreadSlices {
+                slices: mine,
+                longest: mine.iter().map(|s| s.dur_ns).max().unwrap_or(0),
+            },
+        );
+        at += len;
+    }
+    out
+}
+
+/// Adds `[from, to)` to a union kept sorted and disjoint. Spans of a thread come nearly in
+/// start order, so this is almost always an append or an extension of the last interval;
+/// only the union's intervals are held, not the spans (back-to-back stages make one).
+fn add_to_union(union: &mut Vec<(i64, i64)>, (from, to): (i64, i64)) {
+    match union.last_mut() {
+        Some(last) if from >= last.0 => {
+            if from <= last.1 {
+                last.1 = last.1.max(to);
+            } else {
+                union.push((from, to));
+            }
+        }
+        None => union.push((from, to)),
+        Some(_) => {
+            // Out of order: merge in every interval it touches.
+            let first = union.partition_point(|&(_, end)| end < from);
+            let last = union.partition_point(|&(start, _)| start <= to);
+            if first >= last {
+                union.insert(first, (from, to));
+            } else {
+                let merged = (from.min(union[first].0), to.max(union[last - 1].1));
+                union.splice(first..last, [merged]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod union_tests {
+    use super::add_to_union;
+
+    #[test]
+    fn spans_in_any_order_make_one_sorted_disjoint_union() {
+        let mut u = Vec::new();
+        for span in [
+            (10, 20),
+            (20, 25),
+            (30, 40),
+            (5, 8),
+            (7, 12),
+            (50, 60),
+            (35, 55),
+        ] {
+            add_to_union(&mut u, span);
+        }
+        assert_eq!(u, vec![(5, 25), (30, 60)]);
+    }
+}
+#[cfg(test)]
+mod tests {
+    use crate::analyze::analyze;
+    use crate::analyze::fixtures::reference_run;
+    use crate::sched::{SchedSlice, SchedSource, SchedTimeline};
+
+    const MS: i64 = 1_000_000;
+
+    /// The reference run's encode thread (tid 201) runs the first 2 ms of each of its spans
+    /// and waits for a CPU held by `hog` for the rest.
+    fn preempted_run() -> crate::model::Run {
+        let mut run = reference_run();
+        let mut slices = Vec::new();
+        for s in run.spans.iter().filter(|s| s.thread == 1) {
+            slices.push(SchedSlice {
+                tid: 201,
+                start_ns: s.start_ns,
+                dur_ns: 2 * MS,
+                on_cpu_ns: 2 * MS,
+                runnable_ns: 0,
+                by: String::new(),
+            });
+            slices.push(SchedSlice {
+                tid: 201,
+                start_ns: s.start_ns + 2 * MS,
+                dur_ns: s.dur_ns - 2 * MS,
+                on_cpu_ns: 0,
+                runnable_ns: s.dur_ns - 2 * MS,
+                by: "hog".into(),
+            });
+        }
+        run.sched = Some(SchedTimeline {
+            source: SchedSource::Tracepoints,
+            resolution_ns: 1,
+            slices,
+            ..SchedTimeline::default()
+        });
+        run
+    }
+
+    #[test]
+    fn a_preempted_thread_is_busy_only_for_its_time_on_cpu() {
+        let wall = analyze(&reference_run());
+        let a = analyze(&preempted_run());
+        let p = a.pipeline.as_ref().unwrap();
+        assert!(p.busy_on_cpu);
+        let encode = p.resources.iter().find(|r| r.thread == Some(1)).unwrap();
+        // Frames 2 to 9 have their encode span inside the 20-100 ms window: 2 ms each.
+        assert_eq!(encode.busy_ns, 8 * 2 * MS);
+        let wall_encode = (wall.pipeline.as_ref().unwrap().resources.iter())
+            .find(|r| r.thread == Some(1))
+            .unwrap();
+        assert_eq!(encode.wall_busy_ns, Some(wall_encode.busy_ns));
+        assert!((encode.busy_pct - 20.0).abs() < 1e-9, "{}", encode.busy_pct);
+        // The bound is the encoder's time on CPU, not its spans' wall time.
+        let b = p.bottleneck.as_ref().unwrap();
+        assert_eq!(b.stage, "encode");
+        assert!((b.busy_pct - 20.0).abs() < 1e-9);
+        assert!((b.fps_bound - a.frames as f64 / 0.016).abs() < 1e-6);
+        let s = a.sched.as_ref().unwrap();
+        let e = s.stages.iter().find(|s| s.stage == "encode").unwrap();
+        assert_eq!(e.on_cpu.as_ref().unwrap().p50_ns, 2.0 * MS as f64);
+        assert_eq!(s.preempted_by[0].comm, "hog");
+        let frame6 = a.worst_frames.iter().find(|w| w.frame == 6).unwrap();
+        assert_eq!(frame6.preempted_ns, Some(13 * MS));
+        assert_eq!(frame6.preempted_by.as_deref(), Some("hog"));
+    }
+
+    #[test]
+    fn a_run_without_a_timeline_keeps_the_union_of_its_spans() {
+        let a = analyze(&reference_run());
+        assert!(a.sched.is_none());
+        assert!(!a.pipeline.unwrap().busy_on_cpu);
+    }
+
+    /// The schedstat fallback's slices are totals over an interval: a span gets its share.
+    #[test]
+    fn a_coarse_slice_is_shared_by_the_spans_it_covers() {
+        let mut run = reference_run();
+        // One 100 ms reading interval for the encode thread: 40 ms on CPU, 10 ms waiting.
+        run.sched = Some(SchedTimeline {
+            source: SchedSource::Schedstat,
+            resolution_ns: 100 * MS,
+            slices: vec![SchedSlice {
+                tid: 201,
+                start_ns: 0,
+                dur_ns: 100 * MS,
+                on_cpu_ns: 40 * MS,
+                runnable_ns: 10 * MS,
+                by: String::new(),
+            }],
+            ..SchedTimeline::default()
+        });
+        let a = analyze(&run);
+        let encode = (a.pipeline.as_ref().unwrap().resources.iter())
+            .find(|r| r.thread == Some(1))
+            .unwrap();
+        // Its spans in the window cover 45 ms of the interval: 45% of 40 ms.
+        let wall = encode.wall_busy_ns.unwrap();
+        assert_eq!(encode.busy_ns, (wall as f64 * 0.4).round() as i64);
+    }
+}

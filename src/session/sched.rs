@@ -1,0 +1,86 @@
+//! Scheduler tracing for a run (`crate::sched`): the tracepoints where the kernel allows
+//! them, else the thread sampler's `schedstat` readings, said in one line with what to
+//! change to get the tracepoints.
+
+use std::time::Duration;
+
+use crate::sample::{SamplingOptions, SourceKind};
+use crate::sched::tracer::Tracer;
+use crate::sched::{SchedSource, SchedTimeline};
+
+pub struct SchedRecording {
+    tracer: Option<Tracer>,
+    fallback: SchedTimeline,
+}
+
+/// How often the thread sampler reads `schedstat`: the fallback's resolution.
+fn schedstat_every(sampling: &SamplingOptions) -> Option<Duration> {
+    (!sampling.disabled.contains(&SourceKind::Threads))
+        .then(|| sampling.every.max(crate::sample::threads::MIN_EVERY))
+}
+
+/// Starts tracing what `wanted` asks for (`FRAMELAB_SCHED`); prints one line when the
+/// tracepoints were wanted and refused.
+pub fn start(wanted: SchedSource, watched: &[u32], sampling: &SamplingOptions) -> SchedRecording {
+    let every = schedstat_every(sampling);
+    let fallback = |detail: String| SchedTimeline {
+        source: if every.is_some() {
+            SchedSource::Schedstat
+        } else {
+            SchedSource::None
+        },
+        detail,
+        resolution_ns: every.map_or(0, |e| e.as_nanos() as i64),
+        ..SchedTimeline::default()
+    };
+    let instead = match every {
+        Some(e) => format!(
+            "on-CPU time comes from per-thread schedstat read every {} instead (coarser)",
+            humantime::format_duration(e)
+        ),
+        None => "and the threads are not sampled (--no-sample threads): busy time is the \
+                 spans' wall time"
+            .to_owned(),
+    };
+    match wanted {
+        SchedSource::Tracepoints => match Tracer::start(std::process::id(), watched.to_vec()) {
+            Ok(tracer) => SchedRecording {
+                tracer: Some(tracer),
+                fallback: SchedTimeline::default(),
+            },
+            Err(why) => {
+                let detail = format!("scheduler tracepoints unavailable: {why}; {instead}");
+                eprintln!("framelab: warning: {detail}");
+                SchedRecording {
+                    tracer: None,
+                    fallback: fallback(detail),
+                }
+            }
+        },
+        SchedSource::Schedstat => SchedRecording {
+            tracer: None,
+            fallback: fallback(format!(
+                "scheduler tracepoints not used (FRAMELAB_SCHED=schedstat); {instead}"
+            )),
+        },
+        SchedSource::None => SchedRecording {
+            tracer: None,
+            fallback: SchedTimeline {
+                detail: "not traced (FRAMELAB_SCHED=none): busy time is the spans' \
+                         wall time"
+                    .to_owned(),
+                ..SchedTimeline::default()
+            },
+        },
+    }
+}
+
+impl SchedRecording {
+    /// Stops tracing: what to store with the run.
+    pub fn finish(self, origin_mono_ns: i64) -> SchedTimeline {
+        match self.tracer {
+            Some(tracer) => tracer.finish(origin_mono_ns),
+            None => self.fallback,
+        }
+    }
+}
