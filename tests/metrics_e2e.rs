@@ -102,7 +102,7 @@ fn with_a_json_report_the_commands_stdout_goes_to_stderr() {
         let out = run_shell(&file, &[&["--format", "json"], metric].concat(), script);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let report = json(&out);
-        assert_eq!(report["schema"], "framelab.report/2");
+        assert_eq!(report["schema"], "framelab.report/3");
         let err = stderr(&out);
         assert!(err.contains("Requests per second:    1234.56"), "{err}");
         assert!(err.contains("to stderr"), "{err}");
@@ -591,28 +591,48 @@ fn a_rate_from_frames_is_said_to_include_start_up() {
     );
 }
 
-/// A process that left the command's group (a daemon) and keeps its stdout open does not
-/// hold the run: framelab waits a moment, then says the stream was still open.
+/// A daemon that left the command's process group and keeps its stdout open does not hold
+/// the run: the run group stops it with the rest of the run (nothing outlives a run), so the
+/// stream closes and the metric is read. Without a cgroup (the process-tree fallback) the
+/// daemon is still stopped, and a note names it as having left the command's groups.
 #[test]
-fn a_stream_held_open_by_a_daemon_is_let_go_and_said() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("daemon.framelab");
-    let ready = dir.path().join("ready");
-    // The command waits until the daemon is in a session of its own: before that, the
-    // group's SIGKILL at the command's end would take it too.
-    let script = format!(
-        "setsid sh -c 'touch {r}; exec sleep 4' & until [ -e {r} ]; do sleep 0.01; done; echo n=7",
-        r = ready.display()
-    );
-    let out = run_shell(&file, &["--metric", r"n:higher:stdout=n=(\d+)"], &script);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let run = load(&file);
-    assert_eq!(run.metrics[0].value, Some(7.0));
-    let o = run.outputs.iter().find(|o| o.stream == "stdout").unwrap();
-    assert!(o.note.contains("still open when the run ended"), "{o:?}");
-    assert!(
-        stdout(&out).contains("note      stdout: still open"),
-        "{}",
-        stdout(&out)
-    );
+fn a_stream_held_open_by_a_daemon_ends_with_the_run() {
+    for mechanism in ["auto", "tree"] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("daemon.framelab");
+        let ready = dir.path().join("ready");
+        let pid_file = dir.path().join("daemon.pid");
+        // The command waits until the daemon is in a session of its own.
+        let script = format!(
+            "setsid sh -c 'echo $$ > {p}; touch {r}; exec sleep 30' & until [ -e {r} ]; do sleep 0.01; done; echo n=7",
+            p = pid_file.display(),
+            r = ready.display()
+        );
+        let out = framelab()
+            .args(["run", "--shell", "--metric", r"n:higher:stdout=n=(\d+)", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(&script)
+            .env("FRAMELAB_RUN_GROUP", mechanism)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{mechanism}: {}", stderr(&out));
+        let run = load(&file);
+        assert_eq!(run.metrics[0].value, Some(7.0), "{mechanism}");
+        let daemon: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // SAFETY: signal 0 only asks whether the pid exists.
+        let alive = unsafe { libc::kill(daemon, 0) } == 0;
+        assert!(!alive, "{mechanism}: the daemon {daemon} outlived the run");
+        if mechanism == "tree" {
+            assert!(
+                stdout(&out).contains("(sleep) was still running once the command"),
+                "{}",
+                stdout(&out)
+            );
+        }
+    }
 }
