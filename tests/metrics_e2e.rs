@@ -609,7 +609,13 @@ fn a_stream_held_open_by_a_daemon_ends_with_the_run() {
             r = ready.display()
         );
         let out = framelab()
-            .args(["run", "--shell", "--metric", r"n:higher:stdout=n=(\d+)", "-o"])
+            .args([
+                "run",
+                "--shell",
+                "--metric",
+                r"n:higher:stdout=n=(\d+)",
+                "-o",
+            ])
             .arg(&file)
             .arg("--")
             .arg(&script)

@@ -202,6 +202,8 @@ const NOT_FRAMELABS: &[(&str, &str, &str)] = &[
     ("src/analyze/notes.rs", "--shm-size", "docker run's"),
     ("src/services/spec.rs", "--port", "the example server's"),
     ("src/bench/spec.rs", "--fast", "the example variant's"),
+    ("src/session/rungroup/mod.rs", "--user", "systemd-run's"),
+    ("src/session/rungroup/mod.rs", "--scope", "systemd-run's"),
 ];
 
 /// Names of framelab's commands, as a message writes them after `framelab `.

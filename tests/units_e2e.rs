@@ -188,10 +188,23 @@ fn report_hist_and_export_units_agree_with_the_json_report() {
         .find(|r| r[0] == "stage (µs)")
         .expect("a stage table");
     assert_eq!(
-        stage_header[1..],
+        stage_header[1..7],
         ["min", "p50", "p95", "p99", "max", "mean"]
     );
-    assert!(text.contains("stage ") && text.lines().any(|l| l.trim_end().ends_with("mean   µs")));
+    // With a scheduler timeline (root here), the on-CPU columns follow.
+    let on_cpu = json["sched"].is_object();
+    let expected: &[&str] = if on_cpu {
+        &["on-CPU p50", "on-CPU p99"]
+    } else {
+        &[]
+    };
+    assert_eq!(stage_header[7..], *expected);
+    let last = if on_cpu {
+        "on-CPU p99   µs"
+    } else {
+        "mean   µs"
+    };
+    assert!(text.contains("stage ") && text.lines().any(|l| l.trim_end().ends_with(last)));
     for stage in json["stages"].as_array().unwrap() {
         let name = stage["name"].as_str().unwrap();
         let row = table.iter().find(|r| r[0] == name).unwrap();

@@ -48,7 +48,8 @@ def test_tables_and_units(run_file):
     assert len(run.telemetry) > 0
     assert list(run.metrics.columns) == ["role", "name", "value", "unit", "direction",
                                          "failure"]
-    assert run.session_facts == {}
+    # What held the run's processes (docs/reading-the-report.md, "The run group").
+    assert run.session_facts["run_group"]["mechanism"] in ("cgroup2", "cgroup1", "tree")
 
 
 def test_u64_ids_come_back_unsigned(run_file):

@@ -505,7 +505,7 @@ fn check_intact(connection: &rusqlite::Connection, path: &Path) -> Result<()> {
     bail!(
         "history store {p} is damaged (PRAGMA quick_check: {}), so nothing was added: restore \
          it from a backup, or copy what is readable with `sqlite3 {p} .dump | sqlite3 \
-         recovered.sqlite` (`.recover` where .dump fails) and add to that (--store \
+         recovered.sqlite` (`.recover` where .dump fails) and add to that (--history \
          recovered.sqlite)",
         crate::display::text(&problem.replace('\n', " "))
     )
