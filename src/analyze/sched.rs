@@ -61,6 +61,9 @@ struct Split {
 struct ThreadSlices<'a> {
     slices: &'a [SchedSlice],
     longest: i64,
+    /// Per slice, how much denser than its average the thread's time is inside its spans
+    /// (`spans_first`): 1 for tracepoint slices, which are wholly one state.
+    density: Vec<f64>,
 }
 
 impl ThreadSlices<'_> {
@@ -69,7 +72,7 @@ impl ThreadSlices<'_> {
         let first = self
             .slices
             .partition_point(|s| s.start_ns < from.saturating_sub(self.longest));
-        for s in &self.slices[first..] {
+        for (s, density) in self.slices[first..].iter().zip(&self.density[first..]) {
             if s.start_ns >= to {
                 break;
             }
@@ -78,7 +81,7 @@ impl ThreadSlices<'_> {
             if inside <= 0 || s.dur_ns <= 0 {
                 continue;
             }
-            let share = inside as f64 / s.dur_ns as f64;
+            let share = inside as f64 / s.dur_ns as f64 * density;
             out.on_cpu += s.on_cpu_ns as f64 * share;
             let runnable = s.runnable_ns as f64 * share;
             out.runnable += runnable;
@@ -127,7 +130,10 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
         analysis.sched = Some(summary);
         return Ok(());
     }
-    let by_tid = index(timeline);
+    let mut by_tid = index(timeline);
+    if timeline.resolution_ns > 1 {
+        spans_first(&mut by_tid, head, source)?;
+    }
     // Each thread of the run's slices, by thread index; none for queues.
     let slices_of: Vec<Option<&ThreadSlices>> = head
         .threads
@@ -315,11 +321,62 @@ fn index(timeline: &SchedTimeline) -> HashMap<u32, ThreadSlices<'_>> {
             ThreadSlices {
                 slices: mine,
                 longest: mine.iter().map(|s| s.dur_ns).max().unwrap_or(0),
+                density: vec![1.0; mine.len()],
             },
         );
         at += len;
     }
     out
+}
+
+/// A coarse slice (schedstat: totals between two readings) says how long the thread was on
+/// a CPU or runnable, not when. Spread evenly, a thread that works in its spans and sleeps
+/// between them would get only its average share inside them (31% busy for a thread whose
+/// process used 57%). Its spans are where it works: the thread's active time (on CPU and
+/// runnable) goes to the part of the slice its spans cover first, up to that part's length,
+/// and the rest to the part they do not.
+fn spans_first(
+    by_tid: &mut HashMap<u32, ThreadSlices<'_>>,
+    head: &Run,
+    source: &dyn SpanSource,
+) -> anyhow::Result<()> {
+    let mut unions: HashMap<u32, Vec<(i64, i64)>> = HashMap::new();
+    source.for_each_spans(&mut |spans: &[Span]| {
+        for s in spans {
+            let Some(thread) = head.threads.get(s.thread as usize) else {
+                continue;
+            };
+            if by_tid.contains_key(&thread.tid) {
+                add_to_union(
+                    unions.entry(thread.tid).or_default(),
+                    (s.start_ns, s.end_ns()),
+                );
+            }
+        }
+        Ok(())
+    })?;
+    for (tid, union) in unions {
+        let Some(thread) = by_tid.get_mut(&tid) else {
+            continue;
+        };
+        for (slice, density) in thread.slices.iter().zip(&mut thread.density) {
+            let (from, to) = (slice.start_ns, slice.start_ns + slice.dur_ns);
+            let first = union.partition_point(|&(_, end)| end <= from);
+            let covered: i64 = (union[first..].iter())
+                .take_while(|&&(start, _)| start < to)
+                .map(|&(start, end)| end.min(to) - start.max(from))
+                .filter(|&d| d > 0)
+                .sum();
+            let active = (slice.on_cpu_ns + slice.runnable_ns) as f64;
+            if covered > 0 && active > 0.0 {
+                // Inside the spans: min(active, covered) over `covered`, against the
+                // slice's average of active over its length.
+                let inside = active.min(covered as f64) / covered as f64;
+                *density = inside / (active / slice.dur_ns as f64);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Adds `[from, to)` to a union kept sorted and disjoint. Spans of a thread come nearly in
@@ -445,7 +502,8 @@ mod tests {
         assert!(!a.pipeline.unwrap().busy_on_cpu);
     }
 
-    /// The schedstat fallback's slices are totals over an interval: a span gets its share.
+    /// The schedstat fallback's slices are totals over an interval: the thread's active
+    /// time goes to its spans first (`spans_first`), split as the interval's totals are.
     #[test]
     fn a_coarse_slice_is_shared_by_the_spans_it_covers() {
         let mut run = reference_run();
@@ -467,8 +525,13 @@ mod tests {
         let encode = (a.pipeline.as_ref().unwrap().resources.iter())
             .find(|r| r.thread == Some(1))
             .unwrap();
-        // Its spans in the window cover 45 ms of the interval: 45% of 40 ms.
+        // Its spans cover 60 ms of the interval (50 ms of them in the window), more than its
+        // 50 ms of activity: 50/60 of their time was active, on CPU for 40 of every 50 ms.
         let wall = encode.wall_busy_ns.unwrap();
-        assert_eq!(encode.busy_ns, (wall as f64 * 0.4).round() as i64);
+        assert_eq!(wall, 50 * MS);
+        assert_eq!(
+            encode.busy_ns,
+            (wall as f64 * 50.0 / 60.0 * 0.8).round() as i64
+        );
     }
 }

@@ -112,7 +112,7 @@ pub fn sched_line(a: &Analysis, st: &Style) -> Option<String> {
             l
         }
         SchedSource::Schedstat => format!(
-            "schedstat every {}: busy = time on CPU, spread over each reading's interval",
+            "schedstat every {}: busy = time on CPU, each reading's put in the spans first",
             humantime::format_duration(std::time::Duration::from_nanos(
                 s.resolution_ns.max(0) as u64
             ))

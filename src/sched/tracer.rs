@@ -160,7 +160,29 @@ struct Trace {
     comms: HashMap<[u8; 16], Arc<str>>,
     slices: Vec<SchedSlice>,
     lost: u64,
+    /// Switches of the run's threads off a CPU, and those of them whose switch onto it was
+    /// never seen (`Unseen`).
+    switch_outs: u64,
+    unseen_returns: u64,
     batch: Vec<(u64, Event)>,
+}
+
+/// How complete a traced timeline is: some kernels (the 2-core development VM's, and the
+/// GPU host's) never report a switch out of the idle task on CPUs other than 0, so a thread
+/// that slept and woke there seems to stay blocked until it next leaves the CPU. Each such
+/// leaving is an unseen return; the caller falls back to schedstat when they are many.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Unseen {
+    pub switch_outs: u64,
+    pub unseen_returns: u64,
+}
+
+impl Unseen {
+    /// Over 1% of the switches (and more than a start-up's few): the timeline's on-CPU
+    /// time would be missing whole runs of the threads.
+    pub fn too_many(self) -> bool {
+        self.unseen_returns > 2 && self.unseen_returns * 100 > self.switch_outs
+    }
 }
 
 pub struct Tracer {
@@ -203,6 +225,8 @@ impl Tracer {
             comms: HashMap::new(),
             slices: Vec::new(),
             lost: 0,
+            switch_outs: 0,
+            unseen_returns: 0,
             batch: Vec::new(),
         }));
         let stop = Arc::new(AtomicBool::new(false));
@@ -226,7 +250,7 @@ impl Tracer {
     }
 
     /// Stops tracing; slices in ns after `origin_mono_ns`, by thread then time.
-    pub fn finish(mut self, origin_mono_ns: i64) -> SchedTimeline {
+    pub fn finish(mut self, origin_mono_ns: i64) -> (SchedTimeline, Unseen) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.drainer.take() {
             let _ = t.join();
@@ -246,13 +270,18 @@ impl Tracer {
             s.start_ns -= origin_mono_ns;
         }
         slices.sort_by_key(|s| (s.tid, s.start_ns));
-        SchedTimeline {
+        let unseen = Unseen {
+            switch_outs: trace.switch_outs,
+            unseen_returns: trace.unseen_returns,
+        };
+        let timeline = SchedTimeline {
             source: SchedSource::Tracepoints,
             detail: String::new(),
             resolution_ns: 1,
             lost: trace.lost,
             slices,
-        }
+        };
+        (timeline, unseen)
     }
 }
 
@@ -342,6 +371,14 @@ impl Trace {
                 }
                 self.on_cpu[cpu] = next_comm;
                 if self.members.contains(prev) {
+                    self.switch_outs += 1;
+                    // Leaving a CPU it was never seen to get: its return went unreported.
+                    if matches!(
+                        self.threads.get(&prev),
+                        Some((State::Blocked | State::Runnable(_), _))
+                    ) {
+                        self.unseen_returns += 1;
+                    }
                     let state = if prev_runnable {
                         State::Runnable(self.comm(next_comm))
                     } else {
@@ -486,6 +523,8 @@ mod tests {
             comms: HashMap::new(),
             slices: Vec::new(),
             lost: 0,
+            switch_outs: 0,
+            unseen_returns: 0,
             batch: Vec::new(),
         }
     }
@@ -504,6 +543,30 @@ mod tests {
             next,
             next_comm: comm(next_comm),
         }
+    }
+
+    /// A kernel that drops switches out of the idle task: the thread's returns to the CPU
+    /// are never seen, only its leaving; each leaving from "blocked" is counted, and a
+    /// complete trace counts none.
+    #[test]
+    fn returns_to_a_cpu_that_were_never_seen_are_counted() {
+        let mut complete = trace_of(&[7]);
+        let mut missing = trace_of(&[7]);
+        for round in 0..10u64 {
+            let t = 1000 * round;
+            complete.apply(t + 100, switch(0, true, 7, "app"));
+            complete.apply(t + 300, switch(7, false, 0, "swapper/1"));
+            // The same, without the switch from the idle task.
+            missing.apply(t + 300, switch(7, false, 0, "swapper/1"));
+        }
+        assert_eq!((complete.switch_outs, complete.unseen_returns), (10, 0));
+        assert_eq!((missing.switch_outs, missing.unseen_returns), (10, 9));
+        let unseen = |t: &Trace| Unseen {
+            switch_outs: t.switch_outs,
+            unseen_returns: t.unseen_returns,
+        };
+        assert!(!unseen(&complete).too_many());
+        assert!(unseen(&missing).too_many());
     }
 
     #[test]

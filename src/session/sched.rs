@@ -11,6 +11,8 @@ use crate::sched::{SchedSource, SchedTimeline};
 pub struct SchedRecording {
     tracer: Option<Tracer>,
     fallback: SchedTimeline,
+    /// What the fallback is, said after why it was taken.
+    instead: String,
 }
 
 /// How often the thread sampler reads `schedstat`: the fallback's resolution.
@@ -23,7 +25,7 @@ fn schedstat_every(sampling: &SamplingOptions) -> Option<Duration> {
 /// tracepoints were wanted and refused.
 pub fn start(wanted: SchedSource, watched: &[u32], sampling: &SamplingOptions) -> SchedRecording {
     let every = schedstat_every(sampling);
-    let fallback = |detail: String| SchedTimeline {
+    let fallback = move |detail: String| SchedTimeline {
         source: if every.is_some() {
             SchedSource::Schedstat
         } else {
@@ -46,7 +48,8 @@ pub fn start(wanted: SchedSource, watched: &[u32], sampling: &SamplingOptions) -
         SchedSource::Tracepoints => match Tracer::start(std::process::id(), watched.to_vec()) {
             Ok(tracer) => SchedRecording {
                 tracer: Some(tracer),
-                fallback: SchedTimeline::default(),
+                fallback: fallback(String::new()),
+                instead,
             },
             Err(why) => {
                 let detail = format!("scheduler tracepoints unavailable: {why}; {instead}");
@@ -54,6 +57,7 @@ pub fn start(wanted: SchedSource, watched: &[u32], sampling: &SamplingOptions) -
                 SchedRecording {
                     tracer: None,
                     fallback: fallback(detail),
+                    instead,
                 }
             }
         },
@@ -62,6 +66,7 @@ pub fn start(wanted: SchedSource, watched: &[u32], sampling: &SamplingOptions) -
             fallback: fallback(format!(
                 "scheduler tracepoints not used (FRAMELAB_SCHED=schedstat); {instead}"
             )),
+            instead,
         },
         SchedSource::None => SchedRecording {
             tracer: None,
@@ -71,16 +76,33 @@ pub fn start(wanted: SchedSource, watched: &[u32], sampling: &SamplingOptions) -
                     .to_owned(),
                 ..SchedTimeline::default()
             },
+            instead,
         },
     }
 }
 
 impl SchedRecording {
     /// Stops tracing: what to store with the run.
+    /// A traced timeline that missed many of the threads' returns to a CPU (`Unseen`) is
+    /// not used: its on-CPU time would be short by whole runs of them.
     pub fn finish(self, origin_mono_ns: i64) -> SchedTimeline {
-        match self.tracer {
-            Some(tracer) => tracer.finish(origin_mono_ns),
-            None => self.fallback,
+        let Some(tracer) = self.tracer else {
+            return self.fallback;
+        };
+        let (timeline, unseen) = tracer.finish(origin_mono_ns);
+        if !unseen.too_many() {
+            return timeline;
+        }
+        let detail = format!(
+            "the sched_switch tracepoints missed {} of {} returns of the run's threads to a \
+             CPU (this kernel does not report switches out of the idle task on some CPUs); {}",
+            unseen.unseen_returns, unseen.switch_outs, self.instead
+        );
+        eprintln!("framelab: warning: {detail}");
+        SchedTimeline {
+            detail,
+            lost: timeline.lost,
+            ..self.fallback
         }
     }
 }
