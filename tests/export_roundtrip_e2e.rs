@@ -60,18 +60,13 @@ fn check_round_trips(framelab_args: &[&str], program_args: &[&str]) {
     // Recorded without the scheduler timeline: an export carries spans, counters, events,
     // processes and samples, not the scheduler's slices (docs/importing.md), so a run with
     // them would come back with wall-clock busy time instead of time on a CPU.
-    let path = temp_run(&dir, "original");
-    let out = framelab()
-        .arg("run")
-        .args(framelab_args)
-        .arg("-o")
-        .arg(&path)
-        .arg("--")
-        .arg(example("testprog"))
-        .args(program_args)
-        .env("FRAMELAB_SCHED", "none")
-        .output()
-        .unwrap();
+    let (out, path) = run_testprog_with_env(
+        &dir,
+        "original",
+        &[("FRAMELAB_SCHED", "none")],
+        framelab_args,
+        program_args,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let original = report(&path, "text");
     let original_json: serde_json::Value = serde_json::from_str(&report(&path, "json")).unwrap();

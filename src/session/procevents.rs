@@ -130,23 +130,13 @@ impl ProcEvents {
     /// saw it. The kernel ignores the request silently without the capability or from
     /// inside a pid namespace: no event is how that shows.
     fn check(&mut self) -> Result<(), String> {
-        // SAFETY: the child only calls _exit, which is async-signal-safe.
-        let child = unsafe { libc::fork() };
-        if child < 0 {
-            return Err("cannot fork to check process events".into());
-        }
-        if child == 0 {
-            unsafe { libc::_exit(0) };
-        }
-        let mut status = 0;
-        // SAFETY: waiting for our own child.
-        unsafe { libc::waitpid(child, &mut status, 0) };
+        let child = super::taskstats::fork_and_reap_a_child("process events")?;
         let mut seen = Vec::new();
         for _ in 0..50 {
             self.drain(&mut seen);
             if seen
                 .iter()
-                .any(|e| matches!(e, ProcEvent::Exit { pid, .. } if *pid == child as u32))
+                .any(|e| matches!(e, ProcEvent::Exit { pid, .. } if *pid == child))
             {
                 return Ok(());
             }

@@ -176,22 +176,12 @@ impl Taskstats {
     /// Forks a child that exits at once: its record must come, with its pid as framelab saw
     /// it (not so in a pid namespace of a container).
     fn check(&mut self) -> Result<(), String> {
-        // SAFETY: the child only calls _exit, which is async-signal-safe.
-        let child = unsafe { libc::fork() };
-        if child < 0 {
-            return Err("cannot fork to check exit records".into());
-        }
-        if child == 0 {
-            unsafe { libc::_exit(0) };
-        }
-        let mut status = 0;
-        // SAFETY: waiting for our own child.
-        unsafe { libc::waitpid(child, &mut status, 0) };
+        let child = fork_and_reap_a_child("exit records")?;
         // The kernel sends the record before the parent can reap; a few tries for safety.
         let mut seen = Vec::new();
         for _ in 0..50 {
             self.drain(&mut seen);
-            if seen.iter().any(|e| e.pid == child as u32) {
+            if seen.iter().any(|e| e.pid == child) {
                 return Ok(());
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
@@ -467,6 +457,23 @@ fn parse_exit(payload: &[u8]) -> Option<Exit> {
             record(tgid, task, tgid == tid)
         }
     }
+}
+
+/// Forks a child that exits at once and reaps it: a kernel source of process records
+/// (`what`) is checked by waiting for this child's record. Returns its pid.
+pub(crate) fn fork_and_reap_a_child(what: &str) -> Result<u32, String> {
+    // SAFETY: the child only calls _exit, which is async-signal-safe.
+    let child = unsafe { libc::fork() };
+    if child < 0 {
+        return Err(format!("cannot fork to check {what}"));
+    }
+    if child == 0 {
+        unsafe { libc::_exit(0) };
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    unsafe { libc::waitpid(child, &mut status, 0) };
+    Ok(child as u32)
 }
 
 #[cfg(test)]

@@ -70,8 +70,20 @@ pub fn run_testprog(
     framelab_args: &[&str],
     program_args: &[&str],
 ) -> (Output, PathBuf) {
+    run_testprog_with_env(dir, name, &[], framelab_args, program_args)
+}
+
+/// `run_testprog` with environment variables set for framelab (`FRAMELAB_SCHED`, …).
+pub fn run_testprog_with_env(
+    dir: &tempfile::TempDir,
+    name: &str,
+    env: &[(&str, &str)],
+    framelab_args: &[&str],
+    program_args: &[&str],
+) -> (Output, PathBuf) {
     let path = temp_run(dir, name);
     let out = framelab()
+        .envs(env.iter().copied())
         .arg("run")
         .args(framelab_args)
         .arg("-o")
