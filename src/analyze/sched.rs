@@ -289,20 +289,7 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
         pipeline
             .resources
             .sort_by_key(|r| std::cmp::Reverse(r.busy_ns));
-        let frames = analysis.frames;
-        pipeline.bottleneck = (pipeline.resources.first())
-            .filter(|r| r.busy_ns > 0 && frames > 0 && window_ns > 0)
-            .map(|r| Bottleneck {
-                resource: r.name.clone(),
-                queue: r.queue,
-                stage: r
-                    .stages
-                    .first()
-                    .map(|s| s.stage.clone())
-                    .unwrap_or_default(),
-                busy_pct: r.busy_pct,
-                fps_bound: frames as f64 / (r.busy_ns as f64 / 1e9),
-            });
+        pipeline.bottleneck = Bottleneck::of(&pipeline.resources, analysis.frames, window_ns);
     }
     analysis.sched = Some(summary);
     Ok(())

@@ -215,20 +215,8 @@ impl Tracer {
         for fd in &others {
             perf_event::enable(fd).map_err(|e| perf_event::refusal(&e))?;
         }
-        let trace = Arc::new(Mutex::new(Trace {
-            layout,
-            rings,
-            others,
-            members: Membership::new(framelab, watched),
-            on_cpu: Vec::new(),
-            threads: HashMap::new(),
-            comms: HashMap::new(),
-            slices: Vec::new(),
-            lost: 0,
-            switch_outs: 0,
-            unseen_returns: 0,
-            batch: Vec::new(),
-        }));
+        let members = Membership::new(framelab, watched);
+        let trace = Arc::new(Mutex::new(Trace::new(layout, rings, others, members)));
         let stop = Arc::new(AtomicBool::new(false));
         let drainer = {
             let (trace, stop) = (trace.clone(), stop.clone());
@@ -326,6 +314,23 @@ fn open(id: u64, cpu: i32) -> io::Result<OwnedFd> {
 }
 
 impl Trace {
+    fn new(layout: Layout, rings: Vec<Ring>, others: Vec<OwnedFd>, members: Membership) -> Trace {
+        Trace {
+            layout,
+            rings,
+            others,
+            members,
+            on_cpu: Vec::new(),
+            threads: HashMap::new(),
+            comms: HashMap::new(),
+            slices: Vec::new(),
+            lost: 0,
+            switch_outs: 0,
+            unseen_returns: 0,
+            batch: Vec::new(),
+        }
+    }
+
     fn drain(&mut self) {
         let mut batch = std::mem::take(&mut self.batch);
         let layout = self.layout;
@@ -501,8 +506,8 @@ mod tests {
 
     fn trace_of(members: &[u32]) -> Trace {
         let f = |offset, size| Field { offset, size };
-        Trace {
-            layout: Layout {
+        Trace::new(
+            Layout {
                 common_type: f(0, 2),
                 switch_id: 1,
                 prev_pid: f(24, 4),
@@ -512,21 +517,13 @@ mod tests {
                 wakeup_pid: f(24, 4),
                 target_cpu: f(32, 4),
             },
-            rings: Vec::new(),
-            others: Vec::new(),
-            members: Membership {
+            Vec::new(),
+            Vec::new(),
+            Membership {
                 tasks: members.iter().map(|&t| (t, true)).collect(),
                 ..Membership::new(1, Vec::new())
             },
-            on_cpu: Vec::new(),
-            threads: HashMap::new(),
-            comms: HashMap::new(),
-            slices: Vec::new(),
-            lost: 0,
-            switch_outs: 0,
-            unseen_returns: 0,
-            batch: Vec::new(),
-        }
+        )
     }
 
     fn comm(name: &str) -> [u8; 16] {

@@ -266,19 +266,7 @@ impl PipelineSummary {
             .collect();
         rows.sort_by_key(|(busy, thread, _)| (std::cmp::Reverse(*busy), *thread));
         self.resources = rows.into_iter().map(|r| r.2).collect();
-        self.bottleneck = (self.resources.first())
-            .filter(|r| r.busy_ns > 0 && measured_frames > 0 && window_ns > 0)
-            .map(|r| Bottleneck {
-                resource: r.name.clone(),
-                queue: r.queue,
-                stage: r
-                    .stages
-                    .first()
-                    .map(|s| s.stage.clone())
-                    .unwrap_or_default(),
-                busy_pct: r.busy_pct,
-                fps_bound: measured_frames as f64 / (r.busy_ns as f64 / 1e9),
-            });
+        self.bottleneck = Bottleneck::of(&self.resources, measured_frames, window_ns);
     }
 }
 

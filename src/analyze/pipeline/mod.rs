@@ -79,6 +79,24 @@ pub struct Bottleneck {
     pub fps_bound: f64,
 }
 
+impl Bottleneck {
+    /// The first of `resources` (sorted busiest first), when it was busy and frames were
+    /// measured in a window.
+    pub fn of(resources: &[ResourceRow], frames: u64, window_ns: i64) -> Option<Bottleneck> {
+        (resources.first())
+            .filter(|r| r.busy_ns > 0 && frames > 0 && window_ns > 0)
+            .map(|r| Bottleneck {
+                resource: r.name.clone(),
+                queue: r.queue,
+                stage: (r.stages.first())
+                    .map(|s| s.stage.clone())
+                    .unwrap_or_default(),
+                busy_pct: r.busy_pct,
+                fps_bound: frames as f64 / (r.busy_ns as f64 / 1e9),
+            })
+    }
+}
+
 /// Spans of one stage overlapping an earlier one of the same stage on one thread.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RepeatedOverlap {
