@@ -53,8 +53,15 @@ fn three_times_the_work_per_frame_is_a_regression() {
     // steps), and then the normal approximation is the right one (a CI run met one).
     let method = work["p_method"].as_str().unwrap();
     assert!(method == "exact" || method == "normal", "{work}");
-    // fps is higher-is-better: fewer frames per second is a regression too.
-    assert_eq!(row(&c, "fps")["verdict"], "regressed");
+    // fps is higher-is-better: fewer frames per second is a regression too. It is tested
+    // after the primary metric, Holm-corrected among the others: on a loaded machine one
+    // overlapping run can leave it inconclusive, but never improved.
+    let fps = row(&c, "fps");
+    assert!(fps["ratio"]["ratio"].as_f64().unwrap() < 1.0, "{fps}");
+    assert!(
+        fps["verdict"] == "regressed" || fps["verdict"] == "inconclusive",
+        "{fps}"
+    );
     let headline = c["groups"][0]["comparisons"][0]["headline"]
         .as_str()
         .unwrap();
