@@ -179,6 +179,18 @@ fn a_program_given_a_stale_session_records_nothing_and_leaves_no_rings() {
     killed.kill().unwrap();
     killed.wait().unwrap();
     let stale = session_dirs(&shm).pop().unwrap();
+    // Stale once nothing holds its lock: a child framelab forked just before the kill keeps
+    // the lock's descriptor until its exec (joining the run's cgroup can take milliseconds).
+    let lock = std::fs::File::open(stale.join("lock")).unwrap();
+    wait_for("the session's lock to be free", || {
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a descriptor we own; released at once.
+        let free = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+        if free {
+            unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_UN) };
+        }
+        free
+    });
 
     let program = std::process::Command::new(example("testprog"))
         .args(["spans", "20"])
