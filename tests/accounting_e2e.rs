@@ -430,9 +430,12 @@ fn peak_rss_of_a_wrapper_and_its_child(exit_records: bool) {
             "{child:?} against VmHWM {vmhwm}"
         );
     } else {
-        // Without exit records, the readings of its memory: never more than its peak.
+        // Its CPU from the readings; its peak the highest of its readings and, where its exit
+        // record came too, the record's (the kernel's per-CPU page counters: a batch of pages
+        // per CPU either side of VmHWM's exact sum; 56 KiB over was seen on a loaded 2-core
+        // machine).
         assert!(
-            child.peak_rss_bytes <= vmhwm,
+            child.peak_rss_bytes <= vmhwm + (1 << 20),
             "{child:?} against VmHWM {vmhwm}"
         );
     }
