@@ -147,29 +147,12 @@ impl ProcEvents {
 
     /// Reads every event waiting, without blocking, into `out`.
     pub fn drain(&mut self, out: &mut Vec<ProcEvent>) {
-        loop {
-            // SAFETY: receiving into our own buffer, never blocking.
-            let n = unsafe {
-                libc::recv(
-                    self.socket.as_raw_fd(),
-                    self.buffer.as_mut_ptr() as *mut libc::c_void,
-                    self.buffer.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if n < 0 {
-                if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOBUFS) {
-                    // The kernel dropped events for want of room; reading goes on.
-                    self.lost += 1;
-                    continue;
-                }
-                return;
-            }
-            if n == 0 {
-                return;
-            }
-            out.extend(parse_events(&self.buffer[..n as usize]));
-        }
+        super::taskstats::receive_waiting(
+            &self.socket,
+            &mut self.buffer,
+            &mut self.lost,
+            |datagram| out.extend(parse_events(datagram)),
+        );
     }
 }
 

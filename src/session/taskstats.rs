@@ -291,33 +291,14 @@ impl Taskstats {
 
     /// Reads every record waiting, without blocking, into `out`.
     pub fn drain(&mut self, out: &mut Vec<Exit>) {
-        loop {
-            // SAFETY: receiving into our own buffer, never blocking.
-            let n = unsafe {
-                libc::recv(
-                    self.socket.as_raw_fd(),
-                    self.buffer.as_mut_ptr() as *mut libc::c_void,
-                    self.buffer.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if n < 0 {
-                if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOBUFS) {
-                    // The kernel dropped records for want of room; reading goes on.
-                    self.lost += 1;
-                    continue;
-                }
-                return;
-            }
-            if n == 0 {
-                return;
-            }
-            for (kind, payload) in messages(&self.buffer[..n as usize]) {
-                if kind == self.family {
+        let family = self.family;
+        receive_waiting(&self.socket, &mut self.buffer, &mut self.lost, |datagram| {
+            for (kind, payload) in messages(datagram) {
+                if kind == family {
                     out.extend(parse_exit(payload));
                 }
             }
-        }
+        });
     }
 }
 
@@ -456,6 +437,38 @@ fn parse_exit(payload: &[u8]) -> Option<Exit> {
             let tgid = u32_at(task, OFF_TGID).filter(|&t| t != 0).unwrap_or(tid);
             record(tgid, task, tgid == tid)
         }
+    }
+}
+
+/// Hands every datagram waiting on a netlink `socket` to `visit`, without blocking; counts
+/// in `lost` each time the kernel dropped some for want of room (reading goes on).
+pub(crate) fn receive_waiting(
+    socket: &OwnedFd,
+    buffer: &mut [u8],
+    lost: &mut u64,
+    mut visit: impl FnMut(&[u8]),
+) {
+    loop {
+        // SAFETY: receiving into our own buffer, never blocking.
+        let n = unsafe {
+            libc::recv(
+                socket.as_raw_fd(),
+                buffer.as_mut_ptr() as *mut libc::c_void,
+                buffer.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if n < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOBUFS) {
+                *lost += 1;
+                continue;
+            }
+            return;
+        }
+        if n == 0 {
+            return;
+        }
+        visit(&buffer[..n as usize]);
     }
 }
 
