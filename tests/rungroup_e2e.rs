@@ -66,17 +66,7 @@ fn cgroup_of(test: &str, run_file: &Path) -> Option<serde_json::Value> {
 fn a_daemonized_grandchild_of_a_service_ends_with_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let (file, pid_file) = (temp_run(&dir, "daemon"), dir.path().join("pid"));
-    let out = framelab()
-        .args([
-            "run",
-            "--grace",
-            "1s",
-            "--service",
-            &daemonizing_service(&pid_file),
-        ])
-        .args(["--ready", "daemon=regex:ready", "-o"])
-        .arg(&file)
-        .args(["--", "sh", "-c", "sleep 0.3"])
+    let out = with_daemonizing_service(&file, &pid_file, "auto", &["sh", "-c", "sleep 0.3"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -140,22 +130,36 @@ fn own_v1_dir(controller: &str) -> Option<PathBuf> {
     Some(PathBuf::from(point).join(path.trim_start_matches('/')))
 }
 
-/// kill -9 of framelab with `mechanism`, whose group framelab makes in `parent`.
-fn kill_9_ends_a_daemon(test: &str, mechanism: &str, parent: Option<PathBuf>) {
-    let dir = tempfile::tempdir().unwrap();
-    let (file, pid_file) = (temp_run(&dir, "killed"), dir.path().join("pid"));
-    let mut child = framelab()
+/// `framelab run` with `mechanism` (FRAMELAB_RUN_GROUP), a service that daemonizes a
+/// grandchild writing its pid to `pid_file`, recording to `file`, then `command`.
+fn with_daemonizing_service(
+    file: &Path,
+    pid_file: &Path,
+    mechanism: &str,
+    command: &[&str],
+) -> std::process::Command {
+    let mut framelab = framelab();
+    framelab
         .env("FRAMELAB_RUN_GROUP", mechanism)
         .args([
             "run",
             "--grace",
             "1s",
             "--service",
-            &daemonizing_service(&pid_file),
+            &daemonizing_service(pid_file),
         ])
         .args(["--ready", "daemon=regex:ready", "-o"])
-        .arg(&file)
-        .args(["--", "sleep", "300"])
+        .arg(file)
+        .arg("--")
+        .args(command);
+    framelab
+}
+
+/// kill -9 of framelab with `mechanism`, whose group framelab makes in `parent`.
+fn kill_9_ends_a_daemon(test: &str, mechanism: &str, parent: Option<PathBuf>) {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, pid_file) = (temp_run(&dir, "killed"), dir.path().join("pid"));
+    let mut child = with_daemonizing_service(&file, &pid_file, mechanism, &["sleep", "300"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -377,18 +381,7 @@ fn groups_cpu_matches_rusage(test: &str, mechanism: &str) {
 fn without_a_cgroup_the_run_goes_on_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let (file, pid_file) = (temp_run(&dir, "tree"), dir.path().join("pid"));
-    let out = framelab()
-        .env("FRAMELAB_RUN_GROUP", "tree")
-        .args([
-            "run",
-            "--grace",
-            "1s",
-            "--service",
-            &daemonizing_service(&pid_file),
-        ])
-        .args(["--ready", "daemon=regex:ready", "-o"])
-        .arg(&file)
-        .args(["--", "sh", "-c", "sleep 0.3"])
+    let out = with_daemonizing_service(&file, &pid_file, "tree", &["sh", "-c", "sleep 0.3"])
         .output()
         .unwrap();
     let daemon = pid_in(&pid_file);
@@ -499,17 +492,7 @@ fn a_process_that_moves_out_of_the_group_is_still_ended_and_named() {
 fn ctrl_c_ends_a_daemonized_grandchild() {
     let dir = tempfile::tempdir().unwrap();
     let (file, pid_file) = (temp_run(&dir, "interrupted"), dir.path().join("pid"));
-    let mut child = framelab()
-        .args([
-            "run",
-            "--grace",
-            "1s",
-            "--service",
-            &daemonizing_service(&pid_file),
-        ])
-        .args(["--ready", "daemon=regex:ready", "-o"])
-        .arg(&file)
-        .args(["--", "sleep", "301"])
+    let mut child = with_daemonizing_service(&file, &pid_file, "auto", &["sleep", "301"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
