@@ -67,9 +67,15 @@ fn three_times_the_work_per_frame_is_a_regression() {
         .unwrap();
     // The headline leads with the primary metric, the first --show.
     assert!(headline.starts_with("heavy: work p50 +"), "{headline}");
-    for metric in ["fps", "work p50", "total p50"] {
+    for metric in ["work p50", "total p50"] {
         assert!(headline.contains(metric), "{headline}");
     }
+    // The headline names the regressed metrics: fps among them when it was judged so.
+    assert_eq!(
+        headline.contains("fps"),
+        fps["verdict"] == "regressed",
+        "{headline}"
+    );
     assert!(!headline.contains("regressed: none"), "{headline}");
 
     // The same file through compare: the same numbers (seeded), and CI's exit code.
