@@ -32,3 +32,6 @@ pub mod store;
 pub mod timers;
 pub mod units;
 pub mod whatif;
+
+#[cfg(test)]
+mod import_graph;

@@ -2,6 +2,11 @@
 //! Times are integer nanoseconds of CLOCK_MONOTONIC relative to `RunMeta::origin_mono_ns`
 //! (the moment the command was launched) unless a name says otherwise.
 
+pub mod captured;
+pub mod sched;
+pub mod template;
+pub mod window;
+
 use serde::{Deserialize, Serialize};
 
 /// One measured execution.
@@ -31,14 +36,14 @@ pub struct Run {
     pub histograms: Vec<Histogram>,
     /// Metrics from the command's output or result file (`--metric`), schema 5.
     #[serde(default)]
-    pub metrics: Vec<crate::output::MetricValue>,
+    pub metrics: Vec<captured::MetricValue>,
     /// What was kept of the command's streams when they were captured, schema 5.
     #[serde(default)]
-    pub outputs: Vec<crate::output::CapturedOutput>,
+    pub outputs: Vec<captured::CapturedOutput>,
     /// When each thread was on a CPU, runnable or blocked, schema 7; `None` for runs
     /// recorded without (imports, older files, `FRAMELAB_SCHED=none`).
     #[serde(default)]
-    pub sched: Option<crate::sched::SchedTimeline>,
+    pub sched: Option<sched::SchedTimeline>,
 }
 
 /// A span with its names resolved: (frame, stage, pid, tid, thread name, start_ns, dur_ns).

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
+
+pub use crate::model::template::{expand, placeholders};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -201,61 +203,6 @@ pub fn parse_param(text: &str) -> Result<ParamSpec> {
     })
 }
 
-/// The `{KEY}` names a text refers to; `{{` and `}}` are literal braces.
-pub fn placeholders(text: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let _ = expand_with(text, |key| {
-        found.push(key.to_owned());
-        Some(String::new())
-    });
-    found
-}
-
-/// Replaces each `{KEY}` with its value from `values`; `{{` → `{`, `}}` → `}`.
-pub fn expand(text: &str, values: &BTreeMap<String, String>) -> Result<String> {
-    expand_with(text, |key| values.get(key).cloned())
-}
-
-fn expand_with(text: &str, mut value: impl FnMut(&str) -> Option<String>) -> Result<String> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(['{', '}']) {
-        out.push_str(&rest[..at]);
-        let tail = &rest[at..];
-        if tail.starts_with("{{") || tail.starts_with("}}") {
-            out.push_str(&tail[..1]);
-            rest = &tail[2..];
-            continue;
-        }
-        if let Some(after) = tail.strip_prefix('}') {
-            out.push('}');
-            rest = after;
-            continue;
-        }
-        let close = tail.find('}');
-        let key = close.map(|c| &tail[1..c]);
-        match key {
-            Some(key)
-                if !key.is_empty()
-                    && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
-            {
-                match value(key) {
-                    Some(v) => out.push_str(&v),
-                    None => bail!("{{{key}}} has no value"),
-                }
-                rest = &tail[key.len() + 2..];
-            }
-            // Not a placeholder (`{ x }`, `awk '{print}'` has one though): keep the brace.
-            _ => {
-                out.push('{');
-                rest = &tail[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
 impl ExperimentSpec {
     /// Checks what can be checked before anything runs, with messages that say the fix.
     pub fn validate(&self) -> Result<()> {
@@ -287,13 +234,13 @@ impl ExperimentSpec {
         }
         let warmup = std::time::Duration::from_nanos(self.run.warmup_ns.max(0) as u64);
         if let Some(message) =
-            crate::session::warmup_conflict(self.run.frames, warmup, self.run.warmup_frames)
+            crate::model::window::warmup_conflict(self.run.frames, warmup, self.run.warmup_frames)
         {
             bail!(message);
         }
         if let Some(duration) = self.run.duration_ns {
             let duration = std::time::Duration::from_nanos(duration.max(0) as u64);
-            if let Some(message) = crate::session::window_conflict(warmup, duration) {
+            if let Some(message) = crate::model::window::window_conflict(warmup, duration) {
                 bail!(message);
             }
         }
@@ -419,12 +366,6 @@ pub fn describe_combo(combo: &BTreeMap<String, String>) -> String {
 mod tests {
     use super::*;
 
-    fn combo(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
 
     #[test]
     fn variants_split_like_a_shell() {
@@ -466,16 +407,6 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("twice"));
-    }
-
-    #[test]
-    fn placeholders_expand_and_braces_escape() {
-        let c = combo(&[("res", "720p")]);
-        assert_eq!(expand("--size={res}", &c).unwrap(), "--size=720p");
-        assert_eq!(expand("{{res}}", &c).unwrap(), "{res}");
-        assert_eq!(expand("awk '{ print }'", &c).unwrap(), "awk '{ print }'");
-        assert!(expand("{codec}", &c).is_err());
-        assert_eq!(placeholders("{a}-{b}{{c}}"), ["a", "b"]);
     }
 
     fn spec(variants: &[(&str, &str)], params: &[&str], runs: u32) -> ExperimentSpec {

@@ -291,7 +291,7 @@ fn bench_spec_on(
         .filter(|_| !variants.is_empty() && base.is_none())
     {
         let mark = format!("{{{}}}", p.key);
-        let named = |text: &str| framelab::bench::spec::placeholders(text).contains(&p.key);
+        let named = |text: &str| framelab::model::template::placeholders(text).contains(&p.key);
         let used = variants.iter().any(|v| v.command.iter().any(|w| named(w)))
             || [&args.prepare, &args.setup, &args.cleanup]
                 .into_iter()

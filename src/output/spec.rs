@@ -339,7 +339,7 @@ impl MetricSpec {
     pub fn expanded(&self, values: &BTreeMap<String, String>) -> anyhow::Result<MetricSpec> {
         let mut spec = self.clone();
         if let MetricSource::Json { file, .. } = &mut spec.source {
-            *file = crate::bench::spec::expand(file, values)
+            *file = crate::model::template::expand(file, values)
                 .map_err(|e| anyhow::anyhow!("--metric {}: {e}", self.text))?;
         }
         Ok(spec)
@@ -348,7 +348,7 @@ impl MetricSpec {
     /// `{KEY}` names a JSON file's name refers to.
     pub fn placeholders(&self) -> Vec<String> {
         match &self.source {
-            MetricSource::Json { file, .. } => crate::bench::spec::placeholders(file),
+            MetricSource::Json { file, .. } => crate::model::template::placeholders(file),
             MetricSource::Output { .. } => Vec::new(),
         }
     }

@@ -3,6 +3,7 @@
 // Shared with the `framelab timers` tables (src/timers/render.rs).
 pub(crate) mod facts;
 pub(crate) mod format;
+pub(crate) mod style;
 pub mod html;
 mod json;
 pub(crate) mod markdown;

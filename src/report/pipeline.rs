@@ -2,7 +2,7 @@
 //! the threads as resources, and the bottleneck line. Rows here, laid out by text and
 //! Markdown alike.
 
-use super::facts::Style;
+use super::style::Style;
 use super::format::{us, us_mean};
 use crate::analyze::pipeline::{Bottleneck, PipelineSummary};
 use crate::analyze::{Analysis, Dist};

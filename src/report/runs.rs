@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::facts::Style;
+use super::style::Style;
 use super::format::{shell_words, us};
 use super::markdown::gfm_table;
 use super::table::{render as table, Column};

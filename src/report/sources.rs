@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::facts::Style;
+use super::style::Style;
 use super::table::{render as table, Column};
 use crate::model::{Sample, SampleSeries, SourceStatus};
 

@@ -1,7 +1,7 @@
 //! Aligned plain-text tables: the first column (and words, `Column::words`) left-aligned,
 //! numbers right-aligned.
 
-use super::facts::Style;
+use super::style::Style;
 
 pub struct Column {
     pub header: String,

@@ -237,7 +237,7 @@ pub fn of(a: &Analysis) -> Option<&TelemetrySummary> {
     a.telemetry.as_ref()
 }
 
-use super::facts::Style;
+use super::style::Style;
 use super::table::{render as table, Column};
 
 fn columns(headers: &[String], min_width: usize) -> Vec<Column> {

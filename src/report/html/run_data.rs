@@ -19,7 +19,8 @@ use crate::analyze::late::stutter_flags;
 use crate::analyze::stats::percentile_of;
 use crate::analyze::{Analysis, FpsSummary};
 use crate::model::{Run, SeriesKind, SpanSource};
-use crate::report::facts::{facts, title, Style};
+use crate::report::facts::{facts, title};
+use crate::report::style::Style;
 
 /// Bump when a key is renamed, removed or changes meaning.
 pub const SCHEMA: &str = "framelab.html-run/1";
