@@ -1,6 +1,8 @@
 //! The import graph between the files of src/ has no circle (docs/architecture.md): a test
 //! reads every file's `use` lines and `crate::`/`super::`/`framelab::` paths, resolves each
 //! to the file that defines it, and fails on any strongly connected group of two or more.
+//! A folder's `mod.rs` and the files inside it are one room: arrows between them are not
+//! counted, arrows between siblings and across folders are.
 //! Test-only code (`#[cfg(test)]` modules) is left out: tests may look up and around.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -163,9 +165,22 @@ fn resolve(
         "framelab" => (false, Vec::new()),
         // A file `a/b.rs` (or `a/b/mod.rs`) is module a::b: `self` is it, `super` is a.
         "self" | "super" => (from.binary, from.path.clone()),
-        _ => return None,
+        // `use plan::Changes` in whatif/mod.rs: a path from one of the module's children.
+        child => {
+            let mut base = from.path.clone();
+            base.push(child.to_owned());
+            let local = Module {
+                binary: from.binary,
+                path: base,
+            };
+            files.contains_key(&local).then_some(())?;
+            (from.binary, from.path.clone())
+        }
     };
     let first = segments.remove(0);
+    if !matches!(first, "crate" | "framelab" | "self" | "super") {
+        absolute.push(first.to_owned());
+    }
     let mut rest = segments.into_iter().peekable();
     if first == "super" {
         absolute.pop();
@@ -183,6 +198,13 @@ fn resolve(
             })
             .copied()
     })
+}
+
+/// Whether `inner` is `outer` or lies inside it: a folder's `mod.rs` declares and re-exports
+/// its files and they take what it shares through `super::`, which is containment, not an
+/// arrow between rooms.
+fn contains(outer: &Module, inner: &Module) -> bool {
+    outer.binary == inner.binary && inner.path.starts_with(&outer.path)
 }
 
 /// The strongly connected groups of two or more files (Tarjan's algorithm).
@@ -299,7 +321,8 @@ fn no_file_imports_itself_back() {
             named_paths(&file.text)
                 .iter()
                 .filter_map(|p| resolve(p, &file.module, &files))
-                .filter(|&target| target != i)
+                .filter(|&target| !contains(&sources[target].1.module, &file.module))
+                .filter(|&target| !contains(&file.module, &sources[target].1.module))
                 .collect()
         })
         .collect();
@@ -381,4 +404,7 @@ fn use_trees_expand_and_paths_resolve() {
     let cmd = m(true, &["cmd"]);
     assert_eq!(resolve("framelab::report::style::Style", &cmd, &files), Some(3));
     assert_eq!(resolve("self::x", &cmd, &files), Some(4));
+    let report = m(false, &["report"]);
+    assert_eq!(resolve("style::Style", &report, &files), Some(3));
+    assert_eq!(resolve("serde::Serialize", &report, &files), None);
 }
