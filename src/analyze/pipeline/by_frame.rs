@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use super::builder::{PipelineInput, SpanRows};
+use super::input::{PipelineInput, SpanRows};
 use super::waits::{frame_waits, FrameWaits, StageSpan};
 use crate::analyze::compact::values::NsValues;
 

@@ -9,14 +9,14 @@
 
 mod builder;
 mod by_frame;
+mod input;
 pub mod resources;
 pub mod waits;
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use self::builder::{
-    multi_span, summarize, LoadedRows, Pipeline, PipelineInput, SpanRow, SpanRows,
-};
+pub(crate) use self::builder::{multi_span, summarize, LoadedRows, Pipeline};
+pub(crate) use self::input::{PipelineInput, SpanRow, SpanRows};
 pub use self::builder::{pair_name, wait_values, WaitValues};
 use super::{Dist, WorstFrame};
 use crate::model::ThreadInfo;
