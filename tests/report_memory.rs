@@ -9,6 +9,7 @@
 //! With `REPORT_MEMORY_KEEP=DIR` the big run files are left in DIR (`rate.framelab`,
 //! `stages.framelab`), to measure `framelab report` and `hist` on them with `/usr/bin/time -v`.
 
+#[path = "e2e/common/mod.rs"]
 mod common;
 
 use common::Jitter;

@@ -1,0 +1,446 @@
+//! `framelab bench` end to end with the test program: a real difference found, a stopped
+//! experiment resumed, a failed run kept and excluded, whole-process benchmarks, sweeps.
+
+use crate::common;
+
+use common::*;
+use serde_json::Value;
+
+fn testprog(args: &str) -> String {
+    format!("{} {args}", example("testprog"))
+}
+
+fn json(output: &std::process::Output) -> Value {
+    serde_json::from_str(&stdout(output)).unwrap_or_else(|e| panic!("{e}: {}", stdout(output)))
+}
+
+/// The row of `metric` in the first comparison of the first group.
+fn row<'a>(c: &'a Value, metric: &str) -> &'a Value {
+    c["groups"][0]["comparisons"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == metric)
+        .unwrap_or_else(|| panic!("no row {metric} in {c}"))
+}
+
+#[test]
+fn three_times_the_work_per_frame_is_a_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("work.framelab");
+    let out = framelab()
+        .args(["bench", "-n", "6", "--seed", "7", "--format", "json"])
+        .args(["--show", "work.p50,total.p50,fps"])
+        .arg("--variant")
+        .arg(format!("light={}", testprog("work 150 200")))
+        .arg("--variant")
+        .arg(format!("heavy={}", testprog("work 150 600")))
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let c = json(&out);
+    assert_eq!(c["baseline"], "light");
+    assert_eq!(c["runs"]["light"], 6);
+    assert_eq!(c["runs"]["heavy"], 6);
+    let work = row(&c, "work.p50");
+    assert_eq!(work["verdict"], "regressed", "{work}");
+    let ratio = work["ratio"]["ratio"].as_f64().unwrap();
+    assert!((2.5..3.5).contains(&ratio), "{ratio}");
+    assert!(work["ratio"]["low"].as_f64().unwrap() > 1.02);
+    // Exact without ties; two runs' p50 can tie (busy-waited spans end on the same clock
+    // steps), and then the normal approximation is the right one (a CI run met one).
+    let method = work["p_method"].as_str().unwrap();
+    assert!(method == "exact" || method == "normal", "{work}");
+    // fps is higher-is-better: fewer frames per second is a regression too. It is tested
+    // after the primary metric, Holm-corrected among the others: on a loaded machine one
+    // overlapping run can leave it inconclusive, but never improved.
+    let fps = row(&c, "fps");
+    assert!(fps["ratio"]["ratio"].as_f64().unwrap() < 1.0, "{fps}");
+    assert!(
+        fps["verdict"] == "regressed" || fps["verdict"] == "inconclusive",
+        "{fps}"
+    );
+    let headline = c["groups"][0]["comparisons"][0]["headline"]
+        .as_str()
+        .unwrap();
+    // The headline leads with the primary metric, the first --show.
+    assert!(headline.starts_with("heavy: work p50 +"), "{headline}");
+    for metric in ["work p50", "total p50"] {
+        assert!(headline.contains(metric), "{headline}");
+    }
+    // The headline names the regressed metrics: fps among them when it was judged so.
+    assert_eq!(
+        headline.contains("fps"),
+        fps["verdict"] == "regressed",
+        "{headline}"
+    );
+    assert!(!headline.contains("regressed: none"), "{headline}");
+
+    // The same file through compare: the same numbers (seeded), and CI's exit code.
+    let again = framelab()
+        .args([
+            "compare",
+            "--format",
+            "json",
+            "--show",
+            "work.p50,total.p50,fps",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(json(&again)["groups"], c["groups"]);
+    let ci = framelab()
+        .args(["compare", "--fail-on-regression", "--show", "work.p50"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(ci.status.code(), Some(1), "{}", stdout(&ci));
+    assert!(stdout(&ci).contains("regressed"));
+    // Each run carries a fingerprint and its place in the experiment.
+    let experiment = framelab::store::load_experiment(&file).unwrap().unwrap();
+    assert_eq!(experiment.runs.len(), 12);
+    let variants: Vec<&str> = experiment.runs.iter().map(|r| r.variant.as_str()).collect();
+    assert_eq!(&variants[..4], ["light", "heavy", "light", "heavy"]);
+    let prints = framelab::store::load_fingerprints(&file).unwrap();
+    assert_eq!(prints.len(), 12);
+    assert!(prints
+        .values()
+        .all(|f| !f.kernel.is_empty() && f.load_avg_1m.is_some()));
+}
+
+#[test]
+fn a_stopped_experiment_resumes_where_it_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("resume.framelab");
+    let count = dir.path().join("count");
+    // The prepare step fails on its third call: the bench stops after two runs.
+    let prepare = format!(
+        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; [ $n -ne 3 ]",
+        c = count.display()
+    );
+    let bench = |extra: &[&str]| {
+        framelab()
+            .args([
+                "bench",
+                "-n",
+                "2",
+                "--prepare",
+                &prepare,
+                "--show",
+                "work.p50",
+            ])
+            .arg("--variant")
+            .arg(format!("a={}", testprog("work 50 100")))
+            .arg("--variant")
+            .arg(format!("b={}", testprog("work 50 150")))
+            .args(extra)
+            .arg("-o")
+            .arg(&file)
+            .output()
+            .unwrap()
+    };
+    let first = bench(&[]);
+    assert_eq!(first.status.code(), Some(1));
+    let line = error_line(&first);
+    assert!(
+        line.contains("--prepare failed") && line.contains("--resume"),
+        "{line}"
+    );
+    let done = framelab::store::load_experiment(&file).unwrap().unwrap();
+    assert_eq!(done.runs.len(), 2, "the finished runs are kept");
+
+    // Without --resume the file is not overwritten.
+    let refused = bench(&[]);
+    assert!(error_line(&refused).contains("--resume"));
+    let resumed = bench(&["--resume"]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    let all = framelab::store::load_experiment(&file).unwrap().unwrap();
+    let slots: Vec<u32> = all.runs.iter().map(|r| r.slot).collect();
+    assert_eq!(slots, [0, 1, 2, 3]);
+    assert!(stdout(&resumed).contains("b vs a"));
+    // Resuming with other options is refused, naming what differs.
+    let other = framelab()
+        .args(["bench", "-n", "3", "--resume"])
+        .arg("--variant")
+        .arg(format!("a={}", testprog("work 50 100")))
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(error_line(&other).contains("differ"), "{}", stderr(&other));
+}
+
+#[test]
+fn a_failed_run_is_kept_marked_excluded_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("flaky.framelab");
+    let count = dir.path().join("count");
+    // Fails on its second run only.
+    let flaky = format!(
+        "sh -c 'n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; [ $n -eq 1 ] && exit 1; exec {p} work 50 100'",
+        c = count.display(),
+        p = example("testprog")
+    );
+    let out = framelab()
+        .args(["bench", "-n", "3", "--show", "work.p50", "--format", "json"])
+        .arg("--variant")
+        .arg(format!("steady={}", testprog("work 50 100")))
+        .arg("--variant")
+        .arg(format!("flaky={flaky}"))
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("1 run failed"), "{}", stderr(&out));
+    let c = json(&out);
+    assert_eq!(c["runs"]["flaky"], 2);
+    assert_eq!(c["runs"]["steady"], 3);
+    let excluded = c["excluded"].as_array().unwrap();
+    assert_eq!(excluded.len(), 1);
+    assert_eq!(excluded[0]["variant"], "flaky");
+    assert!(excluded[0]["why"]
+        .as_str()
+        .unwrap()
+        .contains("exited with status 1"));
+    let text = framelab().args(["compare"]).arg(&file).output().unwrap();
+    assert!(
+        stdout(&text).contains("excluded from the statistics"),
+        "{}",
+        stdout(&text)
+    );
+    let experiment = framelab::store::load_experiment(&file).unwrap().unwrap();
+    let failed: Vec<_> = experiment
+        .runs
+        .iter()
+        .filter(|r| r.status == framelab::experiment::RunStatus::Failed)
+        .collect();
+    assert_eq!(failed.len(), 1);
+}
+
+#[test]
+fn whole_process_benchmarks_and_a_sweep_with_three_variants() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cpu.framelab");
+    let out = framelab()
+        .args([
+            "bench", "-n", "2", "--frames", "100", "--order", "shuffled", "--seed", "3",
+        ])
+        .args(["--param", "ms=40,80", "--format", "json"])
+        .arg("--variant")
+        .arg(format!("one={}", testprog("cpu {ms}")))
+        .arg("--variant")
+        .arg(format!("two={}", testprog("cpu 60")))
+        .arg("--variant")
+        .arg(format!("three={}", testprog("cpu 100")))
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let c = json(&out);
+    let keys: Vec<&str> = c["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["key"].as_str().unwrap())
+        .collect();
+    for key in ["fps", "cpu_per_frame", "load", "peak_rss", "wall", "cpu"] {
+        assert!(keys.contains(&key), "{key} in {keys:?}");
+    }
+    assert!(!keys.iter().any(|k| k.ends_with(".p50")), "{keys:?}");
+    // Two groups, ms=20 and ms=60 in the order given; steps for three variants.
+    let groups = c["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2);
+    assert_eq!(groups[0]["label"], "ms=40");
+    assert_eq!(groups[1]["label"], "ms=80");
+    let steps = groups[0]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3);
+    assert!(steps[0]["step"].is_null() && !steps[2]["cumulative"].is_null());
+    // 40 ms of CPU in the first group's baseline (the window may miss a clock tick of it).
+    let cpu = row(&c, "cpu");
+    let base_cpu = cpu["baseline"]["median"].as_f64().unwrap();
+    assert!((0.025..0.06).contains(&base_cpu), "{base_cpu}");
+    // Two runs a side: never a verdict, and it says why.
+    assert!(
+        cpu["reason"].as_str().unwrap().contains("2 runs on a side"),
+        "{cpu}"
+    );
+    assert_eq!(
+        c["sweeps"].as_array().unwrap().len(),
+        1,
+        "the headline only"
+    );
+    let sweep = &c["sweeps"][0];
+    assert_eq!(sweep["metric"], "fps");
+    assert_eq!(sweep["rows"].as_array().unwrap().len(), 2);
+    assert_eq!(sweep["variants"][0], "one");
+    let text = framelab().args(["compare"]).arg(&file).output().unwrap();
+    let t = stdout(&text);
+    assert!(t.contains("sweep: fps"), "{t}");
+    assert!(t.contains("step by step [ms=40]"), "{t}");
+    let md = framelab()
+        .args(["compare", "--format", "markdown"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(stdout(&md).contains("| metric | unit |"), "{}", stdout(&md));
+    let csv = framelab()
+        .args(["compare", "--format", "csv"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let csv = stdout(&csv);
+    assert!(csv.starts_with("params,variant,baseline,metric"));
+    // 2 groups × 2 comparisons × 6 metrics, plus the header.
+    assert_eq!(csv.lines().count(), 1 + 2 * 2 * 6, "{csv}");
+}
+
+/// 4 vs 4 runs reach p = 2/70 ≈ 0.029: enough for the primary metric (the first `--show`,
+/// tested alone at α), not for two metrics after it under Holm's correction (2 × 0.029).
+/// The verdict, its reason and the note must agree on how many runs it takes.
+#[test]
+fn the_runs_a_verdict_needs_follow_the_metrics_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("four.framelab");
+    let out = framelab()
+        .args(["bench", "-n", "4", "--seed", "3", "--format", "json"])
+        .args(["--show", "work.p50,total.p50,fps"])
+        .arg("--variant")
+        .arg(format!("light={}", testprog("work 60 200")))
+        .arg("--variant")
+        .arg(format!("heavy={}", testprog("work 60 600")))
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let c = json(&out);
+    assert_eq!(c["primary_metric"], "work.p50");
+    let work = row(&c, "work.p50");
+    assert_eq!(work["verdict"], "regressed", "{work}");
+    let total = row(&c, "total.p50");
+    assert_eq!(total["verdict"], "inconclusive", "{total}");
+    let reason = total["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("2 metrics tested after") && reason.contains("at least 5 runs a side"),
+        "{reason}"
+    );
+    assert_eq!(total["more_runs"], 1, "{total}");
+    let notes = c["notes"].to_string();
+    assert!(notes.contains("at least 5 runs a side"), "{notes}");
+
+    // The same runs with total p50 first: tested alone, 4 a side suffice.
+    let one = framelab()
+        .args([
+            "compare",
+            "--format",
+            "json",
+            "--show",
+            "total.p50,work.p50",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(one.status.code(), Some(0), "{}", stderr(&one));
+    assert_eq!(row(&json(&one), "total.p50")["verdict"], "regressed");
+}
+
+/// `report` on an experiment lists every run instead of silently showing the last one.
+#[test]
+fn report_of_an_experiment_lists_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ab.framelab");
+    let out = framelab()
+        .args(["bench", "-n", "2", "--seed", "5"])
+        .arg("--variant")
+        .arg(format!("a={}", testprog("work 20 100")))
+        .arg("--variant")
+        .arg(format!("b={}", testprog("work 20 300")))
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let text = framelab().arg("report").arg(&file).output().unwrap();
+    assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
+    let text = stdout(&text);
+    assert!(text.contains("4 runs"), "{text}");
+    assert!(
+        text.contains("--run-id 1") && text.contains("framelab compare"),
+        "{text}"
+    );
+    for variant in [" a ", " b "] {
+        assert_eq!(text.matches(variant).count(), 2, "{text}");
+    }
+
+    let listed = framelab()
+        .args(["report", "--format", "json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let listed = json(&listed);
+    assert_eq!(listed["schema"], "framelab.runs/1");
+    let runs = listed["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    assert!(
+        runs.iter()
+            .all(|r| r["status"] == "ok" && r["frames"] == 20),
+        "{listed}"
+    );
+    let variants: Vec<&str> = runs
+        .iter()
+        .map(|r| r["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(variants, ["a", "b", "a", "b"]);
+
+    // One run in full, as the hint says.
+    let one = framelab()
+        .args(["report", "--format", "json", "--run-id", "2"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(json(&one)["run_id"], 2);
+}
+
+/// One command, no parameter: the runs are listed (with their figures) instead of a
+/// comparison that refuses one variant, and the bench succeeds.
+#[test]
+fn a_bench_of_one_command_lists_its_runs_and_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("one.framelab");
+    let out = framelab()
+        .args(["bench", "-n", "3", "-o"])
+        .arg(&file)
+        .arg("--")
+        .args(shlex::split(&testprog("work 40 200")).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listing = stdout(&out);
+    assert_eq!(
+        listing.lines().filter(|l| l.contains(" ok ")).count(),
+        3,
+        "{listing}"
+    );
+    assert!(!listing.contains("verdicts"), "{listing}");
+    assert!(
+        stderr(&out).contains("nothing to compare"),
+        "{}",
+        stderr(&out)
+    );
+    // As JSON too: the run listing's document.
+    let out = framelab()
+        .args(["bench", "-n", "2", "--format", "json", "-o"])
+        .arg(dir.path().join("one-json.framelab"))
+        .arg("--")
+        .args(shlex::split(&testprog("work 40 200")).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json(&out);
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 2, "{doc}");
+}

@@ -1,0 +1,7 @@
+//! `framelab compare`: tables, the gate, bad input and the statistics against references.
+
+mod bad_input;
+mod gate;
+mod stats_reference;
+mod stats_simulation;
+mod tables;

@@ -1,0 +1,4 @@
+//! `framelab demo`: the built-in pipeline end to end.
+
+mod basics;
+mod pipeline;

@@ -1,0 +1,262 @@
+//! `framelab hist` and `framelab run --live` through the binary, on recorded runs.
+
+use crate::common;
+
+use common::{error_line, framelab, run_testprog, stderr, stdout};
+
+/// Sum of the counts of bpftrace-style bucket lines (`[lo, hi)   N |@@@|`).
+fn bucket_total(text: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.starts_with('[') || l.starts_with('('))
+        .filter_map(|l| {
+            l.split('|')
+                .next()?
+                .split_whitespace()
+                .last()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+#[test]
+fn hist_of_a_stage_counts_every_measured_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = run_testprog(&dir, "run", &[], &["spans", "120"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let log2 = framelab()
+        .args(["hist"])
+        .arg(&path)
+        .args(["--stage", "a"])
+        .output()
+        .unwrap();
+    assert!(log2.status.success(), "{}", stderr(&log2));
+    let text = stdout(&log2);
+    assert!(text.starts_with("@a (µs):\n"), "{text}");
+    assert_eq!(bucket_total(&text), 120, "{text}");
+
+    let linear = framelab()
+        .args(["hist"])
+        .arg(&path)
+        .args(["--stage", "a", "--linear", "50us"])
+        .output()
+        .unwrap();
+    let text = stdout(&linear);
+    assert!(
+        text.starts_with("@a (µs, 50 µs buckets):\n# NumSamples = 120; Min = "),
+        "{text}"
+    );
+    assert_eq!(bucket_total(&text), 120, "{text}");
+
+    let every = framelab().args(["hist"]).arg(&path).output().unwrap();
+    let text = stdout(&every);
+    for stage in ["@a (µs):", "@b (µs):", "@c (µs):"] {
+        assert!(text.contains(stage), "{text}");
+    }
+    assert_eq!(bucket_total(&text), 360, "{text}");
+
+    let by = framelab()
+        .args(["hist"])
+        .arg(&path)
+        .args(["--stage", "b", "--by", "thread"])
+        .output()
+        .unwrap();
+    assert!(stdout(&by).starts_with("@b["), "{}", stdout(&by));
+}
+
+#[test]
+fn hist_errors_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, path) = run_testprog(&dir, "run", &[], &["spans", "5"]);
+    let out = framelab()
+        .args(["hist"])
+        .arg(&path)
+        .args(["--stage", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        error_line(&out),
+        "error: the run has no stage \"nope\"; it has a, b, c, total and interval"
+    );
+    let out = framelab()
+        .args(["hist"])
+        .arg(&path)
+        .args(["--pair", "tick"])
+        .output()
+        .unwrap();
+    assert!(error_line(&out).contains("is not START:END"));
+    // `--live 0s` was silently no live output at all; `1ns` spun the printer for ever.
+    for tiny in ["0s", "1ns"] {
+        let out = framelab()
+            .args(["run", "--live", tiny, "--", "true"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            error_line(&out).contains("shorter than the least allowed, 100ms"),
+            "{}",
+            common::stderr(&out)
+        );
+    }
+}
+
+/// The durations of stage `name` in the measured window, as `hist` counts them.
+fn stage_durations(path: &std::path::Path, name: &str) -> Vec<i64> {
+    let run = common::load(path);
+    let (series, _) = framelab::hist::collect(
+        &run,
+        &framelab::hist::HistOptions {
+            stage: Some(name.into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    series[0].values_ns.clone()
+}
+
+#[test]
+fn a_bucket_width_far_too_fine_is_widened_and_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = run_testprog(&dir, "fine", &[], &["spans", "118"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = framelab()
+        .args(["hist"])
+        .arg(&path)
+        .args(["--stage", "a", "--linear", "1ns"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    // Before the cap, one line per nanosecond between the shortest and the longest span.
+    let lines = text.lines().count();
+    assert!(lines <= 400 + 5, "{lines} lines");
+    assert_eq!(bucket_total(&text), 118, "{text}");
+    let capped = text
+        .lines()
+        .find(|l| l.starts_with("# capped: 1 ns buckets would be "))
+        .unwrap_or_else(|| panic!("the cap is not said: {text}"));
+    assert!(
+        capped.contains("more than 400")
+            && capped.contains("--min/--max")
+            && capped.contains("--buckets N"),
+        "{capped}"
+    );
+
+    // Asking for more buckets than the most allowed is refused in one line, a usage error.
+    let out = framelab()
+        .args(["hist"])
+        .arg(&path)
+        .args(["--stage", "a", "--buckets", "20000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        error_line(&out),
+        "error: invalid value '20000' for '--buckets <N>': give 1 to 10000 buckets, e.g. --buckets 50"
+    );
+}
+
+#[test]
+fn values_outside_min_and_max_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = run_testprog(&dir, "range", &[], &["spans", "80"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut durations = stage_durations(&path, "a");
+    durations.sort_unstable();
+    // A range of whole 8 ns steps: 8 buckets of one width (a range of 19 ns would give
+    // 7 of 3 ns, the last cut at --max).
+    let min = durations[20];
+    let max = min + ((durations[60] - min).max(1) + 7) / 8 * 8;
+    let below = durations.iter().filter(|&&d| d < min).count();
+    let above = durations.iter().filter(|&&d| d >= max).count();
+    let out = framelab()
+        .args(["hist"])
+        .arg(&path)
+        .args(["--stage", "a", "--buckets", "8"])
+        .arg(format!("--min={min}ns"))
+        .arg(format!("--max={max}ns"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("# NumSamples = 80; Min = "), "{text}");
+    for word in ["Mean = ", "Variance = ", "SD = ", "Median = "] {
+        assert!(text.contains(word), "{word}: {text}");
+    }
+    let outside = text
+        .lines()
+        .find(|l| l.contains("outside of min/max"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        outside.starts_with(&format!(
+            "# {} values outside of min/max: {below} below ",
+            below + above
+        )),
+        "{outside}"
+    );
+    assert!(
+        outside.contains(&format!(", {above} at or above ")),
+        "{outside}"
+    );
+    assert_eq!(bucket_total(&text), (80 - below - above) as u64, "{text}");
+    // The range asked is drawn whole: 8 buckets, empty ones too.
+    let buckets = text.lines().filter(|l| l.starts_with('[')).count();
+    assert_eq!(buckets, 8, "{text}");
+}
+
+#[test]
+fn live_prints_the_interval_the_run_ends_in_and_can_be_linear() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = run_testprog(
+        &dir,
+        "live-end",
+        &[
+            "--live",
+            "1s",
+            "--live-linear",
+            "100us",
+            "--duration",
+            "1600ms",
+        ],
+        &["forever"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--- 0.0–1.0 s ---\n@a (µs, 100 µs buckets):\n# NumSamples = "),
+        "{err}"
+    );
+    let last = err
+        .find(" s (end of the run) ---\n")
+        .unwrap_or_else(|| panic!("the last interval is not printed: {err}"));
+    assert!(err[last..].contains("@a (µs, 100 µs buckets):"), "{err}");
+    // Every span recorded is printed once: none is lost at the end.
+    let run = common::load(&path);
+    assert_eq!(bucket_total(&err), run.spans.len() as u64, "{err}");
+}
+
+#[test]
+fn live_prints_each_interval_while_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = run_testprog(
+        &dir,
+        "live",
+        &["--live", "1s", "--duration", "3500ms"],
+        &["forever"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("--- 0.0–1.0 s ---\n@a (µs):\n"), "{err}");
+    assert!(err.contains("--- 2.0–3.0 s ---\n"), "{err}");
+    // Each print holds only its interval's spans: together no more than the run has.
+    let printed = bucket_total(&err);
+    let run = common::load(&path);
+    assert!(
+        printed > 0 && printed <= run.spans.len() as u64,
+        "{printed} of {}",
+        run.spans.len()
+    );
+}

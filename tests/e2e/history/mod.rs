@@ -1,0 +1,4 @@
+//! `framelab history`: SQLite and PostgreSQL stores, change points.
+
+mod basics;
+mod changepoint;

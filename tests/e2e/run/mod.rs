@@ -1,0 +1,19 @@
+//! `framelab run`: sessions, services, watched processes, telemetry, the scheduler, signals and the run file.
+
+mod accounting;
+mod basics;
+mod disk_full;
+mod guard;
+mod metrics;
+mod queue;
+mod rings;
+mod roles;
+mod rungroup;
+mod sched;
+mod services;
+mod session_dirs;
+mod signals;
+mod telemetry;
+mod telemetry_nvml;
+mod telemetry_sources;
+mod watch;

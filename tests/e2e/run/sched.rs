@@ -1,0 +1,287 @@
+//! On-CPU, runnable and blocked time per span (docs/metrics.md, "On-CPU, runnable and
+//! blocked"), with real processes: a pipeline pinned to one CPU beside a CPU hog pinned to
+//! the same CPU gets about half of it. Its thread's busy share must be its time on CPU
+//! (within 10 points of the CPU time /proc gave its process over the window), not the
+//! union of its spans' wall time (about 100%), and the time it waited must be named after
+//! the hog. Nothing here depends on how fast the machine is: both sides of each comparison
+//! are measured in the same run.
+//!
+//! The tracepoint test skips, saying why on stderr, where the kernel refuses
+//! `sched_switch`; the schedstat fallback runs everywhere.
+
+use crate::common;
+
+use common::*;
+use serde_json::Value;
+use std::process::{Child, Command};
+
+/// The CPU both share.
+const CPU: &str = "0";
+
+/// One pinned pipeline and hog at a time: two tests' hogs and pipelines on one CPU would
+/// each be the other's preemption.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// `testprog hog` pinned to `CPU`, killed when dropped.
+struct Hog(Child);
+
+impl Hog {
+    fn start() -> Hog {
+        let child = Command::new("taskset")
+            .args(["-c", CPU])
+            .arg(example("testprog"))
+            .args(["hog", "120"])
+            .spawn()
+            .expect("taskset runs");
+        // Let it be running (and named) before the pipeline starts.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        Hog(child)
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn tracepoints_refused() -> Option<String> {
+    match framelab::sched::tracer::Tracer::start(std::process::id(), Vec::new()) {
+        Ok(tracer) => {
+            tracer.finish(0);
+            None
+        }
+        Err(why) => Some(why),
+    }
+}
+
+/// Records `testprog work` (2 ms of CPU a frame) pinned beside the hog for 3 s, with
+/// `env` set; returns the JSON report of the saved run and its text report, after checking
+/// that the report printed at the end of the run says the same.
+fn record_beside_hog(env: &[(&str, &str)]) -> (Value, String) {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _hog = Hog::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "pinned");
+    let out = framelab()
+        .envs(env.iter().copied())
+        .args(["run", "--pin", CPU, "--duration", "3s", "-o"])
+        .arg(&path)
+        .arg("--")
+        .arg(example("testprog"))
+        .args(["work", "100000", "2000"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = framelab().arg("report").arg(&path).output().unwrap();
+    assert!(text.status.success(), "{}", stderr(&text));
+    let saved = stdout(&text);
+    let lines = |t: &str| -> Vec<String> {
+        (t.lines())
+            .filter(|l| {
+                ["bound", "scheduler", "thread", "main"]
+                    .iter()
+                    .any(|k| l.trim_start().starts_with(k))
+            })
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        lines(&stdout(&out)),
+        lines(&saved),
+        "the saved run reports the same"
+    );
+    (report_json(&path), saved)
+}
+
+/// The command's CPU time (/proc utime + stime over the window) as a % of the window.
+fn cpu_share(report: &Value) -> f64 {
+    let command = report["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["role"] == "command")
+        .expect("a command row");
+    let cpu_ns = command["user_ns"].as_f64().unwrap() + command["sys_ns"].as_f64().unwrap();
+    cpu_ns / report["window"]["length_ns"].as_f64().unwrap() * 100.0
+}
+
+fn main_thread(report: &Value) -> &Value {
+    &report["pipeline"]["resources"][0]
+}
+
+/// The thread's busy share and the bound line are its time on CPU, within 10 points of
+/// what /proc says the process used, and well below the union of its spans.
+fn assert_busy_is_on_cpu(report: &Value, text: &str) {
+    let thread = main_thread(report);
+    let busy = thread["busy_pct"].as_f64().unwrap();
+    let cpu = cpu_share(report);
+    assert!(
+        (busy - cpu).abs() <= 10.0,
+        "busy (on CPU) {busy:.1}% vs /proc CPU {cpu:.1}%: {report:#}"
+    );
+    let window_ns = report["window"]["length_ns"].as_f64().unwrap();
+    let wall_pct = thread["wall_busy_ns"].as_f64().unwrap() / window_ns * 100.0;
+    assert!(
+        wall_pct > busy + 15.0,
+        "the hog took no time from the spans? wall {wall_pct:.1}% vs on CPU {busy:.1}%"
+    );
+    assert_eq!(report["pipeline"]["busy_on_cpu"], true);
+    let bottleneck = &report["pipeline"]["bottleneck"];
+    assert_eq!(bottleneck["busy_pct"].as_f64().unwrap(), busy);
+    let bound = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("bound"))
+        .expect("a bound line");
+    assert!(bound.contains("busy (on CPU)"), "{bound}");
+    assert!(
+        bound.contains(&format!("{busy:.1}% busy")),
+        "{bound} (busy {busy:.1}%)"
+    );
+    assert!(text.contains("busy % (on CPU)"), "{text}");
+    assert!(text.contains("on-CPU p50"), "{text}");
+}
+
+#[test]
+fn a_pipeline_preempted_by_a_hog_is_busy_only_for_its_time_on_cpu() {
+    if let Some(why) = tracepoints_refused() {
+        eprintln!("SKIPPED a_pipeline_preempted_by_a_hog_is_busy_only_for_its_time_on_cpu: {why}");
+        return;
+    }
+    let (report, text) = record_beside_hog(&[]);
+    assert_eq!(report["sched"]["source"], "tracepoints", "{report:#}");
+    assert_busy_is_on_cpu(&report, &text);
+    // The time the spans waited for the CPU is named after the tasks that held it: the hog
+    // among them (on a shared machine, others too), for a real share of the wait.
+    let by = report["sched"]["preempted_by"].as_array().unwrap();
+    let waited: f64 = by.iter().map(|b| b["ns"].as_f64().unwrap()).sum();
+    let hog = (by.iter())
+        .find(|b| b["comm"] == "cpuhog")
+        .unwrap_or_else(|| panic!("the hog is not named: {by:#?}"));
+    assert!(hog["ns"].as_f64().unwrap() > waited * 0.05, "{by:#?}");
+    let worst = report["worst_frames"].as_array().unwrap();
+    assert!(
+        worst.iter().all(|w| w["preempted_by"].is_string()),
+        "{worst:#?}"
+    );
+    assert!(text.contains(" ms by "), "{text}");
+    let work = (report["sched"]["stages"].as_array().unwrap().iter())
+        .find(|s| s["stage"] == "work")
+        .unwrap();
+    assert!(work["runnable_ns"].as_f64().unwrap() > 0.0);
+    // 2 ms of CPU a frame: the on-CPU median is about that, whatever the wall time was.
+    let p50_ms = work["on_cpu"]["p50_ns"].as_f64().unwrap() / 1e6;
+    assert!((1.5..3.0).contains(&p50_ms), "on-CPU p50 {p50_ms} ms");
+}
+
+#[test]
+fn without_tracepoints_schedstat_splits_the_spans_more_coarsely() {
+    let (report, text) = record_beside_hog(&[("FRAMELAB_SCHED", "schedstat")]);
+    assert_eq!(report["sched"]["source"], "schedstat", "{report:#}");
+    assert_eq!(report["sched"]["resolution_ns"], 50_000_000);
+    assert_busy_is_on_cpu(&report, &text);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("scheduler"))
+        .expect("a scheduler line");
+    assert!(line.contains("schedstat every 50ms"), "{line}");
+    assert!(line.contains("FRAMELAB_SCHED=schedstat"), "{line}");
+}
+
+#[test]
+fn a_refused_tracepoint_says_how_to_get_it_and_the_run_goes_on() {
+    // Behave as an unprivileged user: EACCES from perf_event_open.
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "refused");
+    let out = framelab()
+        .env("FRAMELAB_TEST_PERF_ERRNO", "13")
+        .args(["run", "-o"])
+        .arg(&path)
+        .arg("--")
+        .arg(example("testprog"))
+        .args(["work", "200", "500"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let warnings: Vec<String> = stderr(&out)
+        .lines()
+        .filter(|l| l.contains("scheduler tracepoints unavailable"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", stderr(&out));
+    let tracefs_missing = warnings[0].contains("tracefs");
+    if !tracefs_missing {
+        assert!(
+            warnings[0].contains("kernel.perf_event_paranoid")
+                && warnings[0].contains("CAP_PERFMON"),
+            "{}",
+            warnings[0]
+        );
+    }
+    let report = report_json(&path);
+    assert_eq!(report["sched"]["source"], "schedstat");
+    assert!(report["sched"]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("scheduler tracepoints unavailable"));
+}
+
+#[test]
+fn an_unknown_sched_setting_is_one_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "bad");
+    let out = framelab()
+        .env("FRAMELAB_SCHED", "ebpf")
+        .args(["run", "-o"])
+        .arg(&path)
+        .arg("--")
+        .arg(example("testprog"))
+        .args(["spans", "5"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let line = error_line(&out);
+    assert!(line.contains("FRAMELAB_SCHED=ebpf"), "{line}");
+    assert!(!path.exists(), "no run file for a refused run");
+}
+
+/// A thread that sleeps between frames on a CPU other than 0: some kernels (this project's
+/// VMs') never report its switches out of the idle task there, so a traced timeline would
+/// show it blocked while it worked (on-CPU 3% for a thread whose process used 28%). Such a
+/// timeline is not used: busy (on CPU) still matches what /proc says the process used.
+#[test]
+fn a_thread_that_sleeps_on_another_cpu_is_busy_for_its_cpu_time() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        eprintln!("SKIPPED a_thread_that_sleeps_on_another_cpu_is_busy_for_its_cpu_time: one CPU");
+        return;
+    }
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "elsewhere");
+    let last = (cpus - 1).to_string();
+    // 600 µs of CPU and a 400 µs sleep a frame, for about 3 s.
+    let out = framelab()
+        .args(["run", "--pin", &last, "-o"])
+        .arg(&path)
+        .arg("--")
+        .arg(example("testprog"))
+        .args(["spans", "3000"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = report_json(&path);
+    let busy = main_thread(&report)["busy_pct"].as_f64().unwrap();
+    let cpu = cpu_share(&report);
+    assert!(
+        (busy - cpu).abs() <= 10.0,
+        "busy (on CPU) {busy:.1}% vs /proc CPU {cpu:.1}% ({}): {}",
+        report["sched"]["source"],
+        report["sched"]["detail"]
+    );
+    if report["sched"]["source"] == "schedstat" {
+        let detail = report["sched"]["detail"].as_str().unwrap();
+        assert!(detail.contains("returns of the run's threads"), "{detail}");
+    }
+}

@@ -1,0 +1,189 @@
+//! `framelab run` with telemetry, end to end: sysfs from a fixture tree (this machine has
+//! no GPU, cpufreq or RAPL), the command's threads from the real /proc, the run file's
+//! tables and view, the three report formats, and bad options.
+
+use crate::common;
+
+use common::*;
+use framelab::model::SourceState;
+use std::path::{Path, PathBuf};
+
+fn workstation() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/workstation")
+}
+
+fn run_with(args: &[&str], path: &Path) -> std::process::Output {
+    framelab()
+        .env("FRAMELAB_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+        .args(["run", "--fps", "500", "--sysfs-root"])
+        .arg(workstation())
+        .args(args)
+        .arg("-o")
+        .arg(path)
+        .args(["--", &example("testprog"), "spans", "300"])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_run_samples_every_source_and_reports_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "telemetry");
+    let out = run_with(&["--sample-every", "10ms"], &path);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let run = load(&path);
+    let t = &run.telemetry;
+    let states: Vec<(&str, SourceState)> = t
+        .sources
+        .iter()
+        .map(|s| (s.source.as_str(), s.state))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("nvml", SourceState::Off),
+            ("amdgpu", SourceState::On),
+            ("cpufreq", SourceState::On),
+            ("rapl", SourceState::On),
+            ("threads", SourceState::On),
+        ]
+    );
+    assert!(t.sources.iter().all(|s| s.every_ns >= 10_000_000));
+    let reads = t.sources[2].reads;
+    assert!(reads >= 2, "cpufreq read {reads} times");
+    // Both fixture cores, every reading, at the fixture's value.
+    let cores: Vec<usize> = t
+        .series
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.source == "cpufreq")
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(cores.len(), 2);
+    let core0: Vec<i64> = t
+        .samples
+        .iter()
+        .filter(|s| s.series as usize == cores[0])
+        .map(|s| s.value)
+        .collect();
+    assert_eq!(core0.len() as u64, reads);
+    assert!(core0.iter().all(|&v| v == 2_400_000));
+    // The command's own thread, named after it.
+    assert!(t
+        .series
+        .iter()
+        .any(|s| s.source == "threads" && s.metric == "cpu_time" && s.label == "testprog"));
+
+    // The view gives plain rows to anyone with sqlite.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let (source, unit, value): (String, String, i64) = conn
+        .query_row(
+            "SELECT source, unit, value FROM named_samples WHERE metric = 'sclk' LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (source.as_str(), unit.as_str(), value),
+        ("amdgpu", "MHz", 1800)
+    );
+
+    let text = stdout(&out);
+    assert!(text.contains("sampling  every 10 ms"), "{text}");
+    assert!(
+        text.contains("nvml      off      cannot load /nonexistent/libnvidia-ml.so.1 ("),
+        "{text}"
+    );
+    assert!(text.contains("cpufreq freq"), "{text}");
+    assert!(text.contains("amdgpu sclk"), "{text}");
+    assert!(text.contains("busiest threads"), "{text}");
+    // amdgpu power integrated over the window: a constant 152 W.
+    assert!(text.contains("power readings"), "{text}");
+    assert!(text.contains("152.0"), "{text}");
+
+    let md = framelab()
+        .args(["report", "--format", "markdown"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let md = stdout(&md);
+    assert!(md.contains("**sampling** every 10 ms"), "{md}");
+    assert!(md.contains("| telemetry | device |"), "{md}");
+
+    let v = report_json(&path);
+    let energy = &v["telemetry"]["energy"];
+    let amd = energy
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["source"] == "amdgpu")
+        .unwrap();
+    assert!((amd["avg_power_w"].as_f64().unwrap() - 152.0).abs() < 1e-6);
+    assert_eq!(v["telemetry"]["sources"][0]["state"], "off");
+}
+
+#[test]
+fn sources_switched_off_say_so_and_record_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "no-sample");
+    let out = run_with(&["--no-sample", "cpufreq", "--no-sample", "threads"], &path);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&path);
+    assert!(!run
+        .telemetry
+        .series
+        .iter()
+        .any(|s| s.source == "cpufreq" || s.source == "threads"));
+    let text = stdout(&out);
+    assert!(
+        text.contains("cpufreq   disabled switched off with --no-sample cpufreq"),
+        "{text}"
+    );
+    assert!(!text.contains("busiest threads"), "{text}");
+}
+
+#[test]
+fn bad_sampling_options_are_one_line_errors() {
+    let out = run(&["run", "--sample-every", "500us", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("shorter than the least allowed, 1ms"), "{err}");
+    let out = run(&["run", "--no-sample", "gpu", "--", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "'gpu' is not a telemetry source: use one of nvml, amdgpu, cpufreq, rapl, threads"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn sources_shows_what_each_source_reads() {
+    let out = framelab()
+        .env("FRAMELAB_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+        .args([
+            "sources",
+            "--count",
+            "2",
+            "--sample-every",
+            "5ms",
+            "--sysfs-root",
+        ])
+        .arg(workstation())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("framelab sources · 2 readings 5ms apart"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rapl      on       package-0, core"),
+        "{text}"
+    );
+    assert!(text.contains("2400000 2400000"), "{text}");
+}
