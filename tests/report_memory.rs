@@ -116,7 +116,7 @@ fn one_span_per_frame(frames: u64, period_ns: i64) -> Run {
     }
 }
 
-/// tests/report_scale.rs's shape: 5 stages on two threads, 120 fps, a 5 s warmup.
+/// tests/e2e/report/scale.rs's shape: 5 stages on two threads, 120 fps, a 5 s warmup.
 fn five_stages(frames: u64) -> Run {
     const BUDGET_NS: i64 = 8_333_333;
     let mut jitter = Jitter(0x9e37_79b9_7f4a_7c15);

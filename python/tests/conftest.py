@@ -11,7 +11,7 @@ import framelab
 
 @pytest.fixture(scope="session")
 def framelab_bin():
-    """The framelab binary the tests drive: $FRAMELAB_BIN (tests/python_e2e.rs sets it to
+    """The framelab binary the tests drive: $FRAMELAB_BIN (tests/e2e/sdk/python.rs sets it to
     the one cargo built), else PATH."""
     try:
         return framelab.find_binary()

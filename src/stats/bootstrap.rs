@@ -9,7 +9,7 @@
 //! distributed; the next order statistic is U₍ₖ₎ + (1 − U₍ₖ₎)·(1 − V^(1/(n−k))), V
 //! uniform. So a resampled type-7 percentile costs one or two random draws and has
 //! exactly the distribution the naive resampling gives (checked against it in the tests
-//! and against an independent implementation in tests/stats_reference.rs).
+//! and against an independent implementation in tests/e2e/compare/stats_reference.rs).
 //! A share of frames (late frames %) resamples as Binomial(n, share).
 
 use rand::{RngExt, SeedableRng};

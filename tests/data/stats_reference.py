@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference values for tests/stats_reference.rs, computed independently of framelab.
+"""Reference values for tests/e2e/compare/stats_reference.rs, computed independently of framelab.
 
     pip install scipy   # 1.17.1 made the committed values
     python3 tests/data/stats_reference.py > tests/data/stats_reference.json

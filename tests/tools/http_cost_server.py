@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A small HTTP server with a tunable cost per request, for benchmarks of a server and a
-load generator (tests/http_ab_e2e.rs, docs/bench.md). Standard library only.
+load generator (tests/e2e/bench/http_ab.rs, docs/bench.md). Standard library only.
 
     http_cost_server.py --cost-us 1500 --port-file PORTFILE
 

@@ -1,9 +1,9 @@
 #!/bin/sh
 # The programs the end-to-end tests drive besides framelab: ab (Debian's apache2-utils) and
-# python3 for tests/http_ab_e2e.rs, python3's venv (with pip) for tests/python_e2e.rs, which
+# python3 for tests/e2e/bench/http_ab.rs, python3's venv (with pip) for tests/e2e/sdk/python.rs, which
 # installs the Python package into a virtual environment, and chromium for
-# tests/html_browser.rs (the HTML reports opened in a real browser), and postgresql for
-# tests/history_e2e.rs (a real server started in a temporary directory). Installs what is missing
+# tests/e2e/report/html_browser.rs (the HTML reports opened in a real browser), and postgresql for
+# tests/e2e/history/basics.rs (a real server started in a temporary directory). Installs what is missing
 # with apt-get (as root, or through sudo); tests that need a program still absent say so and
 # skip (.ci/run makes the Python and PostgreSQL ones fail instead).
 set -eu
@@ -35,5 +35,5 @@ fi
 # A browser is large and not everywhere installable: without it the browser tests skip,
 # saying so, and the rest still runs.
 if [ -n "$browser" ] && ! $sudo apt-get install -y -q --no-install-recommends chromium; then
-    echo "test tools: chromium could not be installed; tests/html_browser.rs will skip"
+    echo "test tools: chromium could not be installed; tests/e2e/report/html_browser.rs will skip"
 fi

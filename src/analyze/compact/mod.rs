@@ -1,5 +1,5 @@
 //! The analysis of a run whose spans are streamed rather than loaded: the same numbers as
-//! [`crate::analyze::analyze`] (tests/analysis_paths.rs compares them byte for byte), in
+//! [`crate::analyze::analyze`] (its tests compare the two on the same runs), in
 //! about a third of the memory.
 //!
 //! A loaded run holds 32 bytes a span and the analysis about 70 more. Here the spans become
