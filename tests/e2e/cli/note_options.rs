@@ -71,6 +71,7 @@ const PRINTED_BY: &[(&str, Printed)] = &[
         ByOneOf(&["history add", "history show", "run", "bench"]),
     ),
     ("src/import/", ByEvery(&["import"])),
+    ("src/model/window.rs", ByOneOf(&["run", "bench"])),
     ("src/output/", ByOneOf(&["run", "bench"])),
     ("src/profile/", ByOneOf(&["profile"])),
     ("src/report/", ByEvery(REPORTERS)),
