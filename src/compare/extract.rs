@@ -31,8 +31,9 @@ pub struct RunData {
     pub worst_frame: Option<(u64, i64)>,
     /// The window was closed by --duration (so wall time is fixed, not measured).
     pub fixed_duration: bool,
-    /// Joules per frame of each device with an energy reading (telemetry), by its label.
-    pub energy_per_frame: Vec<(String, f64)>,
+    /// Energy, mean power and energy per frame over the window of each device with an
+    /// energy counter or power readings (telemetry), named as the report names it.
+    pub energy: Vec<crate::analyze::telemetry::EnergyRow>,
     /// Resolution of `cpu_ns` (0 unknown), and what CPU per frame divides by.
     pub cpu_resolution_ns: i64,
     pub work_units: u64,
@@ -89,11 +90,8 @@ fn from_analysis(a: &Analysis) -> RunData {
             .map(|l| (l.late_frames, a.frames)),
         worst_frame: a.worst_frames.first().map(|w| (w.frame, w.total_ns)),
         pipeline: a.pipeline.clone(),
-        energy_per_frame: a
-            .telemetry
-            .iter()
-            .flat_map(|t| &t.energy)
-            .filter_map(|e| Some((e.label.clone(), e.joules_per_frame?)))
+        energy: (a.telemetry.iter())
+            .flat_map(|t| t.energy.iter().cloned())
             .collect(),
         ..RunData::default()
     }

@@ -4,6 +4,7 @@
 
 mod compute;
 mod csv;
+mod energy;
 mod explain;
 mod extract;
 mod fingerprints;
@@ -90,8 +91,16 @@ fn compare_loaded(
     let chosen = if options.metrics.is_empty() {
         metrics::defaults(&catalogue)
     } else {
+        let names = options.metrics.iter().flat_map(|n| n.split(','));
+        if let Some(why) = names
+            .filter_map(|n| energy::refusal(n.trim(), &measured))
+            .next()
+        {
+            bail!(why);
+        }
         metrics::select(&catalogue, &options.metrics)?
     };
+    let (chosen, energy_notes) = energy::left_out(&loaded, chosen, !options.metrics.is_empty());
     if chosen.is_empty() {
         bail!("these runs have no metric in common to compare");
     }
@@ -99,6 +108,7 @@ fn compare_loaded(
     let mut notes = loaded.notes.clone();
     notes.extend(fingerprints::differences(&loaded.runs));
     notes.extend(metrics::disagreements(&measured, &chosen));
+    notes.extend(energy_notes);
     if chosen.iter().any(|m| m.key == "fps") && measured.iter().any(|r| r.fps_from_frames) {
         notes.push(format!(
             "{}: it is N ÷ each run's whole wall time; a rate the command prints itself \

@@ -482,6 +482,7 @@ pub fn unit_name(unit: &Unit) -> &str {
         Unit::Percent => "%",
         Unit::Bytes => "MiB",
         Unit::Joules => "J",
+        Unit::Watts => "W",
         Unit::Cores => "cores",
         Unit::Custom(text) => text,
     }
@@ -527,9 +528,19 @@ pub fn value(unit: &Unit, v: f64) -> String {
         }
         Unit::Seconds => format!("{v:.3}"),
         Unit::Percent => format!("{v:.2}"),
-        Unit::Joules => format!("{v:.4}"),
+        // Four decimals (a frame's joules), or three significant digits below 0.001 J
+        // (a request's).
+        Unit::Joules => {
+            let small = v != 0.0 && v.abs() < 0.001;
+            let decimals = if small {
+                (2 - v.abs().log10().floor() as i32).clamp(4, 12) as usize
+            } else {
+                4
+            };
+            format!("{v:.decimals$}")
+        }
         Unit::Cores => format!("{v:.2}"),
-        Unit::Fps | Unit::Microseconds => {
+        Unit::Fps | Unit::Microseconds | Unit::Watts => {
             let a = v.abs();
             if a >= 1000.0 {
                 format!("{v:.0}")
