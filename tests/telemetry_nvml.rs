@@ -130,10 +130,10 @@ fn a_gpu_lost_mid_run_stops_the_source_not_the_run() {
 /// How the fake GPU draws power in a run.
 #[derive(Clone, Copy)]
 enum Gpu {
-    /// Steady `mW`, energy integrated from the power readings: exact.
-    Readings(u32),
-    /// Steady `mW`, energy from the fake's counter (whole mJ, read when the sampler reads).
-    Counter(u32),
+    /// A steady draw in mW, with no energy counter: framelab integrates the power readings,
+    /// so mean power and energy are exact whenever the sampler read (an energy counter's
+    /// reading would be as late as the sampler was, on a busy machine).
+    Steady(u32),
     /// No NVML library: no GPU readings at all.
     Absent,
 }
@@ -142,11 +142,7 @@ enum Gpu {
 fn run_at_power(library: &Path, gpu: Gpu, path: &Path, extra: &[&str]) {
     let mut command = framelab();
     match gpu {
-        Gpu::Readings(mw) => command
-            .env("FRAMELAB_NVML_LIBRARY", library)
-            .env("FAKE_NVML_POWER_MW", mw.to_string())
-            .env("FAKE_NVML_NO_ENERGY", "1"),
-        Gpu::Counter(mw) => command
+        Gpu::Steady(mw) => command
             .env("FRAMELAB_NVML_LIBRARY", library)
             .env("FAKE_NVML_POWER_MW", mw.to_string()),
         Gpu::Absent => command.env("FRAMELAB_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1"),
@@ -241,8 +237,8 @@ fn power_and_energy_per_frame_are_compared_at_two_known_powers() {
     let command = spans(300);
     let command: Vec<&str> = command.iter().map(String::as_str).collect();
     for _ in 0..2 {
-        run_at_power(&library, Gpu::Readings(100_000), &low, &command);
-        run_at_power(&library, Gpu::Readings(250_000), &high, &command);
+        run_at_power(&library, Gpu::Steady(100_000), &low, &command);
+        run_at_power(&library, Gpu::Steady(250_000), &high, &command);
     }
     let (low_s, high_s) = (low.to_str().unwrap(), high.to_str().unwrap());
     let c = compare_json(&[low_s, high_s]);
@@ -252,7 +248,8 @@ fn power_and_energy_per_frame_are_compared_at_two_known_powers() {
     let power = row(&c, "power.GPU0");
     assert_eq!(power["label"], "mean power, GPU0");
     assert_eq!(power["unit"], "watts");
-    let exact = |got: &serde_json::Value, want: f64| assert_within(got.as_f64().unwrap(), want, 1e-9);
+    let exact =
+        |got: &serde_json::Value, want: f64| assert_within(got.as_f64().unwrap(), want, 1e-9);
     exact(&power["baseline"]["median"], 100.0);
     exact(&power["variant"]["median"], 250.0);
     exact(&power["difference"], 150.0);
@@ -314,7 +311,7 @@ fn a_side_without_gpu_readings_has_no_power_rows_and_one_note() {
     let (with, without) = (temp_run(&dir, "gpu"), temp_run(&dir, "nogpu"));
     let command = spans(100);
     let command: Vec<&str> = command.iter().map(String::as_str).collect();
-    run_at_power(&library, Gpu::Readings(100_000), &with, &command);
+    run_at_power(&library, Gpu::Steady(100_000), &with, &command);
     run_at_power(&library, Gpu::Absent, &without, &command);
     let files = [with.to_str().unwrap(), without.to_str().unwrap()];
 
@@ -332,8 +329,10 @@ fn a_side_without_gpu_readings_has_no_power_rows_and_one_note() {
         .collect();
     assert_eq!(
         notes,
-        ["GPU0: nogpu has no nvml readings of it (telemetry off or absent there), so \
-          power.GPU0, energy_per_frame.GPU0 are left out, not shown as zero"]
+        [
+            "GPU0: nogpu has no nvml readings of it (telemetry off or absent there), so \
+          power.GPU0, energy_per_frame.GPU0 are left out, not shown as zero"
+        ]
     );
 
     // Asked for by name, the row stays, with no value on that side (never 0).
@@ -343,7 +342,10 @@ fn a_side_without_gpu_readings_has_no_power_rows_and_one_note() {
     assert!(power["variant"].is_null(), "{power}");
     assert!(power["difference"].is_null() && power["ratio"].is_null());
     let note = c["notes"].to_string();
-    assert!(note.contains("so power.GPU0 show no value there, not zero"), "{note}");
+    assert!(
+        note.contains("so power.GPU0 show no value there, not zero"),
+        "{note}"
+    );
 }
 
 #[test]
@@ -366,22 +368,29 @@ fn energy_per_request_divides_the_windows_energy_by_the_count() {
         "-c",
         &script,
     ];
-    run_at_power(&library, Gpu::Counter(100_000), &low, &command);
-    run_at_power(&library, Gpu::Counter(250_000), &high, &command);
+    run_at_power(&library, Gpu::Steady(100_000), &low, &command);
+    run_at_power(&library, Gpu::Steady(250_000), &high, &command);
     let files = [low.to_str().unwrap(), high.to_str().unwrap()];
 
-    let c = compare_json(&[&files[..], &["--show", "energy_per.requests.GPU0,power.GPU0"]].concat());
+    let c = compare_json(
+        &[
+            &files[..],
+            &["--show", "energy_per.requests.GPU0,power.GPU0"],
+        ]
+        .concat(),
+    );
     let per_request = row(&c, "energy_per.requests.GPU0");
     assert_eq!(per_request["label"], "energy per requests, GPU0");
     assert_eq!(per_request["unit"], "joules");
-    // One run a side: the values and the change, no interval. Energy from the fake's
-    // counter, read when the sampler reads (within 0.2%): power × the window ÷ 600.
+    // One run a side: the values and the change, no interval. Power × the window ÷ 600.
     for (path, watts, side) in [(&low, 100.0, "baseline"), (&high, 250.0, "variant")] {
         let (seconds, _) = windows(path, 1)[0];
         let got = per_request[side]["median"].as_f64().unwrap();
-        assert_within(got, watts * seconds / 600.0, 2e-3);
-        assert_within(row(&c, "power.GPU0")[side]["median"].as_f64().unwrap(), watts, 2e-3);
+        assert_within(got, watts * seconds / 600.0, 1e-9);
+        let power = row(&c, "power.GPU0")[side]["median"].as_f64().unwrap();
+        assert_within(power, watts, 1e-9);
     }
+    assert!(per_request["ratio"]["low"].is_null(), "{per_request}");
 
     // A rate counts no work: refused in one line that says what qualifies.
     let out = framelab()
@@ -407,10 +416,16 @@ fn bench_step_and_sweep_tables_carry_power() {
     let out = framelab()
         .env("FRAMELAB_NVML_LIBRARY", &library)
         .env("FAKE_NVML_POWER_MW", "120000")
-        .env("FAKE_NVML_NO_ENERGY", "1")
-        .args(["bench", "-n", "2", "--fps", "500", "--sample-every", "5ms"])
-        .args(ONLY_THE_GPU)
-        .args(["--param", "n=50,100", "--show", "power.GPU0,fps", "--format", "json"])
+        // bench samples as `run` does by default: every 50 ms, every source.
+        .args(["bench", "-n", "2", "--fps", "500"])
+        .args([
+            "--param",
+            "n=100,200",
+            "--show",
+            "power.GPU0,fps",
+            "--format",
+            "json",
+        ])
         .arg("--variant")
         .arg(format!("a={testprog} spans {{n}}"))
         .arg("--variant")
@@ -433,7 +448,10 @@ fn bench_step_and_sweep_tables_carry_power() {
         assert_within(steps[2]["step"]["ratio"].as_f64().unwrap(), 1.0, 1e-9);
     }
     let sweep = &c["sweeps"][0];
-    assert_eq!((&sweep["metric"], &sweep["unit"]), (&"power.GPU0".into(), &"watts".into()));
+    assert_eq!(
+        (&sweep["metric"], &sweep["unit"]),
+        (&"power.GPU0".into(), &"watts".into())
+    );
     for r in sweep["rows"].as_array().unwrap() {
         for median in r["medians"].as_array().unwrap() {
             assert_within(median.as_f64().unwrap(), 120.0, 1e-9);

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use super::extract::RunData;
 use super::load::Loaded;
-use super::metrics::{Kind, Metric, Unit};
+use super::metrics::{key_part, Kind, Metric, Unit};
 use crate::analyze::telemetry::EnergyRow;
 use crate::experiment::RunStatus;
 use crate::stats::Direction;
@@ -47,20 +47,6 @@ pub fn device_of(kind: &Kind) -> Option<&str> {
     }
 }
 
-/// A device's name as a metric key takes it: no spaces, no commas (`--show` splits on them).
-fn key_of(device: &str) -> String {
-    device
-        .chars()
-        .map(|c| {
-            if c.is_whitespace() || c == ',' {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect()
-}
-
 /// For each device some run measured, in the order first seen: its mean power and energy
 /// per frame, and its energy per unit of each metric from output in `outputs` that counts
 /// work (shown when asked for, as CPU per unit is).
@@ -75,7 +61,7 @@ pub fn metrics(runs: &[&RunData], outputs: &[Metric]) -> Vec<Metric> {
     }
     let mut all = Vec::new();
     for device in devices {
-        let (key, name) = (key_of(device), crate::display::name(device));
+        let (key, name) = (key_part(device), crate::display::name(device));
         all.push(Metric::new(
             &format!("power.{key}"),
             &format!("mean power, {name}"),

@@ -477,7 +477,7 @@ fn role_metrics(runs: &[&RunData]) -> Vec<Metric> {
         for figure in RoleFigure::ALL {
             let (key, label, unit) = figure.names();
             metrics.push(Metric::new(
-                &format!("{key}.{}", role_key(role)),
+                &format!("{key}.{}", key_part(role)),
                 &format!("{label}, {role}"),
                 unit,
                 Direction::LowerIsBetter,
@@ -491,8 +491,9 @@ fn role_metrics(runs: &[&RunData]) -> Vec<Metric> {
     metrics
 }
 
-/// A role's name as a metric key takes it: no spaces, no commas (`--metric` splits on them).
-fn role_key(role: &str) -> String {
+/// A role's or device's name as a metric key takes it: no spaces, no commas (`--show`
+/// splits on them).
+pub(super) fn key_part(role: &str) -> String {
     role.chars()
         .map(|c| {
             if c.is_whitespace() || c == ',' {
@@ -529,7 +530,7 @@ fn cpu_per_unit_metrics(runs: &[&RunData]) -> Vec<Metric> {
             let (key, label) = match role {
                 None => (format!("cpu_per.{name}"), format!("CPU per {per}")),
                 Some(r) => (
-                    format!("cpu_per.{name}.{}", role_key(r)),
+                    format!("cpu_per.{name}.{}", key_part(r)),
                     format!("CPU per {per}, {r}"),
                 ),
             };
