@@ -80,18 +80,19 @@ echo "== bench: light ($light_products product a frame) vs heavy ($heavy_product
     --show "power.GPU0,energy_per.frames.GPU0,frames" \
     --variant "light=$(load $light_products)" --variant "heavy=$(load $heavy_products)" \
     -o power.framelab >bench.txt 2>bench.err || { cat bench.txt bench.err; exit 1; }
-grep -E '^  (metric|mean power|energy per|frames) ' bench.txt || true
+grep -E '^  (metric|mean power|energy per|frames)[ ,]' bench.txt || true
 echo "== the same as JSON rows (median W / J a frame, change with its 95% interval)"
 "$framelab" compare power.framelab --show "power.GPU0,energy_per.frames.GPU0" --format csv |
     cut -d, -f4,5,8,11,13,14,15
 
-# nvidia-smi beside framelab: its power readings every 100 ms, those of the measured window
-# (after the warmup, until framelab ends) averaged, against framelab's mean power of the run.
+# nvidia-smi beside framelab: its power readings (asked every 100 ms, each with its time),
+# those of the measured window (from the warmup's end until framelab ends) averaged, against
+# framelab's mean power of the run.
 echo "== nvidia-smi power.draw beside framelab, one run per level"
 for level in light heavy; do
     products=$light_products
     [ "$level" = heavy ] && products=$heavy_products
-    nvidia-smi --query-gpu=power.draw --format=csv,noheader,nounits -lms 100 >"smi-$level.log" &
+    nvidia-smi --query-gpu=timestamp,power.draw --format=csv,noheader,nounits -lms 100 >"smi-$level.log" &
     smi=$!
     launched=$(date +%s.%N)
     "$framelab" run --warmup "${warmup}s" --duration "${seconds}s" -o "$level.framelab" \
@@ -104,12 +105,20 @@ import json, sys
 rows = json.load(sys.stdin)["telemetry"]["energy"]
 print(next(r["avg_power_w"] for r in rows if r["device"] == "GPU0"))')
     python3 - "$level" "smi-$level.log" "$launched" "$ended" "$warmup" "$framelab_w" <<'EOF'
-import sys
+import sys, time
 level, log, launched, ended, warmup, framelab_w = sys.argv[1:]
-readings = [float(l) for l in open(log) if l.strip() and l.strip()[0].isdigit()]
-# Readings are 100 ms apart from the launch: drop the warmup's, keep those up to the end.
-span = float(ended) - float(launched)
-keep = readings[int(float(warmup) * 10): int(span * 10)]
+opens, closes = float(launched) + float(warmup), float(ended)
+keep = []
+for line in open(log):
+    stamp, _, watts = line.partition(",")
+    try:
+        day, clock = stamp.strip().split(" ")
+        seconds = time.mktime(time.strptime(f"{day} {clock.split('.')[0]}", "%Y/%m/%d %H:%M:%S"))
+        t = seconds + float("0." + clock.split(".")[1])
+        if opens <= t <= closes:
+            keep.append(float(watts))
+    except (ValueError, IndexError):
+        continue
 smi = sum(keep) / len(keep)
 fl = float(framelab_w)
 print(f"{level}: framelab {fl:.1f} W, nvidia-smi {smi:.1f} W over {len(keep)} readings, ratio {fl / smi:.3f}")
