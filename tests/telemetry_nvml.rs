@@ -346,6 +346,23 @@ fn a_side_without_gpu_readings_has_no_power_rows_and_one_note() {
         note.contains("so power.GPU0 show no value there, not zero"),
         "{note}"
     );
+
+    // A variant with the GPU in one run of two: compared on that run, and the other counted.
+    let mixed = temp_run(&dir, "mixed");
+    run_at_power(&library, Gpu::Steady(250_000), &mixed, &command);
+    run_at_power(&library, Gpu::Absent, &mixed, &command);
+    let c = compare_json(&[files[0], mixed.to_str().unwrap()]);
+    let power = row(&c, "power.GPU0");
+    assert_eq!(power["variant"]["runs"], 1);
+    assert_within(power["variant"]["median"].as_f64().unwrap(), 250.0, 1e-9);
+    let note = c["notes"].to_string();
+    assert!(
+        note.contains(
+            "GPU0: 1 of 2 runs of mixed had no nvml readings of it; its power and energy \
+             there are of the other runs"
+        ),
+        "{note}"
+    );
 }
 
 #[test]
