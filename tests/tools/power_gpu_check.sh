@@ -5,7 +5,8 @@
 #
 #   tests/tools/power_gpu_check.sh FRAMELAB [RUNS] [SECONDS]
 #
-# FRAMELAB: the framelab binary. RUNS: measured runs per level (default 3). SECONDS: each
+# FRAMELAB: the framelab binary. RUNS: measured runs per level (default 4, the fewest that
+# allow a verdict). SECONDS: each
 # run's length (default 20; the first 5 are warmup, outside the measured window).
 # Needs only the binary, an NVIDIA driver (nvidia-smi, libnvidia-ml.so.1) and python3 with a
 # CUDA build of torch. With POWER_GPU_CHECK_OUT=DIR the run files and outputs are kept there.
@@ -14,7 +15,7 @@
 set -euo pipefail
 
 framelab=$(realpath "${1:?usage: power_gpu_check.sh FRAMELAB [RUNS] [SECONDS]}")
-runs=${2:-3}
+runs=${2:-4}
 seconds=${3:-20}
 warmup=5
 light_products=1
