@@ -1,8 +1,10 @@
 //! The NVML source through `dlopen`, against a stand-in for the driver's library
 //! (tests/fixtures/nvml/fake_nvml.c, built here with the C compiler CI has): the binding's
 //! symbols and struct layouts, an unsupported call named once, and a GPU lost mid-run that
-//! stops the source while the run goes on. The real driver was checked on an H100:
-//! docs/gpu-h100-report.md.
+//! stops the source while the run goes on; and power as a compare metric: runs at steady
+//! known draws (`FAKE_NVML_POWER_MW`) compared on W, J/frame and J/request, exactly. The
+//! real driver was checked on an H100 (docs/gpu-h100-report.md), power on an H200 with
+//! tests/tools/power_gpu_check.sh (docs/bench.md, "Power and energy").
 
 mod common;
 
