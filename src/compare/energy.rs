@@ -3,7 +3,7 @@
 //! (`energy_per_frame.DEVICE`, J) and energy per unit of a metric from output that counts
 //! work (`energy_per.NAME.DEVICE`, J: J/request). Where a variant has no readings of a
 //! device, its metrics are left out with one note rather than shown as zero
-//! (docs/metrics.md, "Power and energy").
+//! (docs/metrics.md, "Power and energy in comparisons").
 
 use std::collections::BTreeMap;
 
