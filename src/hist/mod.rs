@@ -547,6 +547,13 @@ fn all_drawn(
         }
     };
     if opts.stage.is_none() && opts.pair.is_none() {
+        if opts.by.is_some() && !run.histograms.is_empty() {
+            anyhow::bail!(
+                "the run holds imported histograms ({}), drawn with their own buckets: --by \
+                 splits spans and pairs only; leave it out, or name a stage with --stage",
+                run.histograms.len()
+            );
+        }
         drawn.extend(run.histograms.iter().map(|h| drawn_imported(h, opts)));
     }
     if drawn.is_empty() {
