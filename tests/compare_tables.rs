@@ -537,7 +537,9 @@ fn two_bpftrace_prints_compare_histogram_by_histogram() {
     // Markdown and CSV carry the same tables.
     let md = stdout(&compare(&[b, a, "--format", "markdown"]));
     assert!(
-        md.contains("**@read_ns[4096] (ns): after vs before**"),
+        md.contains(
+            "**@read\\_ns\\[4096\\] (ns): after vs before**\n\n| figure | before | after |"
+        ),
         "{md}"
     );
     let csv = stdout(&compare(&[b, a, "--format", "csv"]));

@@ -293,11 +293,14 @@ fn group(
             for h in of_this {
                 let name = super::histograms::title(h);
                 if markdown {
-                    out.push_str(&format!("\n**{}**\n\n", crate::display::markdown(&name)));
+                    out.push_str(&format!("**{}**\n\n", crate::display::markdown(&name)));
                 } else {
                     out.push_str(&format!("\n  {name}\n"));
                 }
                 out.push_str(&super::histograms::table(h, markdown));
+                if markdown {
+                    out.push('\n');
+                }
             }
             continue;
         }
