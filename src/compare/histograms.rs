@@ -44,6 +44,14 @@ impl Bounds {
     /// `after ÷ before − 1` at its smallest and largest, for values that are not negative;
     /// unbounded above when `before` may be 0.
     fn change(after: Bounds, before: Bounds) -> Bounds {
+        // 0 before and 0 after is no change; from an exact 0 to more, +∞ (null in JSON).
+        if before.is_exact() && before.lo == Some(0.0) {
+            let zero_or_more = |zero: bool| Some(if zero { 0.0 } else { f64::INFINITY });
+            return Bounds {
+                lo: zero_or_more(after.lo == Some(0.0)),
+                hi: zero_or_more(after.is_exact() && after.lo == Some(0.0)),
+            };
+        }
         let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
             (Some(a), Some(b)) if b > 0.0 && a >= 0.0 => Some(a / b - 1.0),
             _ => None,
@@ -332,5 +340,38 @@ pub fn thresholds_of(below: &[Threshold], above: &[Threshold]) -> Thresholds {
     Thresholds {
         below: below.to_vec(),
         above: above.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Bounds;
+
+    fn b(lo: f64, hi: f64) -> Bounds {
+        Bounds {
+            lo: Some(lo),
+            hi: Some(hi),
+        }
+    }
+
+    #[test]
+    fn changes_span_every_value_the_bounds_allow() {
+        // [8, 16) before, [16, 32) after: after − before from 0 to 24, ÷ from 0% to +300%.
+        let (before, after) = (b(8.0, 16.0), b(16.0, 32.0));
+        assert_eq!(Bounds::minus(after, before), b(0.0, 24.0));
+        assert_eq!(Bounds::change(after, before), b(0.0, 3.0));
+        // Exact values: an exact change.
+        assert_eq!(Bounds::change(b(3.0, 3.0), b(2.0, 2.0)), b(0.5, 0.5));
+        // From 0: none stays none, anything more is +∞.
+        assert_eq!(Bounds::change(b(0.0, 0.0), b(0.0, 0.0)), b(0.0, 0.0));
+        let up = Bounds::change(b(0.0, 0.5), b(0.0, 0.0));
+        assert_eq!((up.lo, up.hi), (Some(0.0), Some(f64::INFINITY)));
+        // Unbounded above before: the change may be down to −100%.
+        let open = Bounds {
+            lo: Some(100.0),
+            hi: None,
+        };
+        let c = Bounds::change(open, open);
+        assert_eq!((c.lo, c.hi), (Some(-1.0), None));
     }
 }
