@@ -566,6 +566,11 @@ fn two_bpftrace_prints_compare_histogram_by_histogram() {
     );
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
 
+    // --show has no metric to pick here: refused, not ignored.
+    let out = run(&["compare", b, a, "--show", "fps"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(error_line(&out).contains("--show fps"), "{}", stderr(&out));
+
     // --below without a unit: a usage error naming the units.
     let out = run(&["compare", b, a, "--below", "10"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));

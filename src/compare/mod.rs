@@ -149,15 +149,23 @@ fn compare_histograms(
     let (only, spans): (Vec<&LoadedRun>, Vec<&LoadedRun>) =
         measured.iter().partition(|r| histograms::histogram_only(r));
     let Some(h) = only.first() else {
-        if let Some(t) = options.below.first().or(options.above.first()) {
+        let asked = (options.below.first().or(options.above.first()))
+            .map(|t| format!("--below/--above {}", t.text))
+            .or(options.unit.as_ref().map(|u| format!("--unit {u}")));
+        if let Some(asked) = asked {
             bail!(
-                "--below/--above {}: they read imported histograms, and these runs have none \
-                 alone; for spans compare a percentile (--show STAGE.p99)",
-                t.text
+                "{asked}: it reads imported histograms, and these runs are not histograms \
+                 alone; for spans compare a percentile (--show STAGE.p99)"
             );
         }
         return Ok(None);
     };
+    if let Some(name) = options.metrics.first() {
+        bail!(
+            "--show {name}: runs of imported histograms have no metrics to pick; every \
+             histogram both hold is compared (framelab hist RUN lists them)"
+        );
+    }
     let rest = spans.first();
     if let Some(s) = rest {
         bail!(
