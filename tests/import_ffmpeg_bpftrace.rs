@@ -558,3 +558,61 @@ fn histogram_figures_refuse_bad_input_in_one_line() {
     assert_eq!(f["below"][0]["count_at_least"], 50, "{f}");
     assert_eq!(f["below"][0]["count_at_most"], 75, "{f}");
 }
+
+/// A real bpftrace print that holds, beside its hist(), every value it counted (a `printf`
+/// per read): framelab's count is the number of values, and each percentile's bounds and
+/// each share's range hold the exact figure of those values.
+#[test]
+fn bucket_bounds_hold_the_exact_figures_of_the_values_bpftrace_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "raw");
+    let out = framelab()
+        .arg("import")
+        .arg(fixture("bpftrace-0.17-raw.txt"))
+        .args(["--format", "bpftrace", "-o"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(fixture("bpftrace-0.17-raw.txt")).unwrap();
+    let mut values: Vec<i64> = (text.lines())
+        .filter_map(|l| l.strip_prefix("raw "))
+        .map(|v| v.parse().unwrap())
+        .collect();
+    values.sort_unstable();
+    // bpftrace's own count() of the same reads.
+    let counted: usize = (text.lines())
+        .find_map(|l| l.strip_prefix("@n: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(values.len(), counted);
+    let f = hist_json(
+        &path,
+        "@lat_ns",
+        &["--below", "10us", "--below", "600us", "--above", "1ms"],
+    );
+    assert_eq!(f["count"], values.len() as u64, "{f}");
+    for p in f["percentiles"].as_array().unwrap() {
+        let exact = common::bpftrace_text::type7(&values, p["p"].as_f64().unwrap());
+        let (lo, hi) = (p["lo"].as_f64().unwrap(), p["hi"].as_f64().unwrap());
+        assert!(lo <= exact && exact < hi, "{exact}: {p}");
+    }
+    for (side, ns, s) in [
+        ("below", 10_000, &f["below"][0]),
+        ("below", 600_000, &f["below"][1]),
+        ("above", 1_000_000, &f["at_or_above"][0]),
+    ] {
+        let below = values.iter().filter(|&&v| v < ns).count() as u64;
+        let exact = if side == "below" {
+            below
+        } else {
+            values.len() as u64 - below
+        };
+        assert!(
+            s["count_at_least"].as_u64().unwrap() <= exact
+                && exact <= s["count_at_most"].as_u64().unwrap(),
+            "{side} {ns}: exact {exact}, {s}"
+        );
+    }
+}
