@@ -160,14 +160,7 @@ fn compare_histograms(
         }
         return Ok(None);
     };
-    if let Some(name) = options.metrics.first() {
-        bail!(
-            "--show {name}: runs of imported histograms have no metrics to pick; every \
-             histogram both hold is compared (framelab hist RUN lists them)"
-        );
-    }
-    let rest = spans.first();
-    if let Some(s) = rest {
+    if let Some(s) = spans.first() {
         bail!(
             "{} (run {}) holds only imported histograms and {} (run {}) spans: compare \
              histogram imports with histogram imports (framelab hist shows one run's)",
@@ -175,6 +168,12 @@ fn compare_histograms(
             h.run_id,
             s.path.display(),
             s.run_id
+        );
+    }
+    if let Some(name) = options.metrics.first() {
+        bail!(
+            "--show {name}: runs of imported histograms have no metrics to pick; every \
+             histogram both hold is compared (framelab hist RUN lists them)"
         );
     }
     let thresholds = histograms::thresholds_of(&options.below, &options.above);

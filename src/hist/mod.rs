@@ -414,7 +414,7 @@ fn span_drawn<T: Ns>(name: &str, values: &[T]) -> figures::Drawn {
 
 /// A series of either width drawn in the chosen layout.
 /// `thresholds`: `--below`/`--above` given, so the figures read from the buckets go above
-/// them (power-of-two layout only: `HistOptions::check` refuses them with the linear one).
+/// them (power-of-two layout only: `check_figures` refuses them with the linear one).
 fn render_values<T: Ns>(
     name: &str,
     values: &[T],
