@@ -566,6 +566,22 @@ fn two_bpftrace_prints_compare_histogram_by_histogram() {
     );
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
 
+    // Two prints in one file are two runs of one side: one must be named.
+    let two = dir.path().join("two.framelab");
+    import("bpftrace-0.17-read-before.txt", &two);
+    import("bpftrace-0.17-read-after.txt", &two);
+    let out = run(&["compare", two.to_str().unwrap(), a]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        error_line(&out).contains(&format!("--variant two={}:2", two.display())),
+        "{}",
+        stderr(&out)
+    );
+    let named = format!("before={}:1", two.display());
+    let out = compare(&["--variant", &named, a, "--format", "json"]);
+    let c: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(c["histograms"].as_array().unwrap().len(), 3, "{c}");
+
     // --show has no metric to pick here: refused, not ignored.
     let out = run(&["compare", b, a, "--show", "fps"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));

@@ -120,8 +120,10 @@ pub fn compare(
             [one] => Ok(*one),
             several => anyhow::bail!(
                 "variant '{variant}' has {} imported runs: imported histograms are compared one \
-                 run a side; name one with --variant {variant}=FILE:RUN",
-                several.len()
+                 run a side; name one, e.g. --variant {variant}={}:{}",
+                several.len(),
+                several[0].path.display(),
+                several[several.len() - 1].run_id
             ),
         }
     };
