@@ -31,4 +31,5 @@ pub mod stats;
 pub mod store;
 pub mod timers;
 pub mod units;
+pub mod usage;
 pub mod whatif;

@@ -50,6 +50,10 @@ pub struct RunData {
     /// An imported run's source, said where a recorded run's command would be:
     /// "imported from trace.json (chrome)".
     pub imported_from: Option<String>,
+    /// Imported histograms (bpftrace prints), as the run holds them.
+    pub histograms: Vec<crate::model::Histogram>,
+    /// The run holds imported histograms and no spans: compared histogram by histogram.
+    pub histogram_only: bool,
 }
 
 pub fn extract(run: &Run) -> RunData {
@@ -66,6 +70,8 @@ pub fn extract(run: &Run) -> RunData {
         .import
         .as_ref()
         .map(|i| format!("imported from {} ({})", i.files.join(", "), i.format));
+    data.histograms = run.histograms.clone();
+    data.histogram_only = run.spans.is_empty() && !run.histograms.is_empty();
     data
 }
 

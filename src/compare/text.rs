@@ -286,6 +286,24 @@ fn group(
             format!("{}{at} vs [{}]", cmp.variant, cmp.baseline_params)
         };
         heading(out, &title);
+        if !c.histograms.is_empty() {
+            // Runs of imported histograms: a table per histogram instead of metric rows.
+            let of_this = (c.histograms.iter())
+                .filter(|h| h.variant == cmp.variant && h.baseline == cmp.baseline);
+            for h in of_this {
+                let name = super::histograms::title(h);
+                if markdown {
+                    out.push_str(&format!("**{}**\n\n", crate::display::markdown(&name)));
+                } else {
+                    out.push_str(&format!("\n  {name}\n"));
+                }
+                out.push_str(&super::histograms::table(h, markdown));
+                if markdown {
+                    out.push('\n');
+                }
+            }
+            continue;
+        }
         let (base_head, var_head) = if cmp.baseline_params.is_empty() {
             (cmp.baseline.clone(), cmp.variant.clone())
         } else {

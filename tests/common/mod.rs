@@ -1,6 +1,8 @@
 //! Helpers for end-to-end tests: the framelab binary, the example programs, run files.
 #![allow(dead_code)]
 
+pub mod bpftrace_text;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
