@@ -31,6 +31,7 @@ pub mod stats;
 pub mod store;
 pub mod timers;
 pub mod units;
+pub mod usage;
 pub mod whatif;
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use cmd::{Cli, Outcome};
 /// recording is incomplete (its session was removed, the program damaged a ring): 3.
 /// Interrupted by Ctrl-C: 130.
 const EXIT_COMMAND_FAILED: u8 = 3;
+const EXIT_USAGE: u8 = 2;
 const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
@@ -25,7 +26,11 @@ fn main() -> ExitCode {
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {}", one_line(&error));
-            ExitCode::FAILURE
+            if framelab::usage::is_usage(&error) {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

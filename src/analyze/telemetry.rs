@@ -59,6 +59,10 @@ pub struct EnergyRow {
     pub source: String,
     pub entity: String,
     pub label: String,
+    /// As the report names it (`GPU0`, `card0`, `package-0`), unique within the run: a name
+    /// two devices share (RAPL's `core` of each package) gets its entity after an `@`.
+    #[serde(default)]
+    pub device: String,
     /// `energy counter` or `power readings` (integrated).
     pub method: String,
     /// Over the whole window: mean power over the covered part × window length.

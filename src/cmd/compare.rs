@@ -31,6 +31,16 @@ pub struct CompareArgs {
     /// Exit 1 when any metric regressed (for CI)
     #[arg(long)]
     pub fail_on_regression: bool,
+    /// Runs of imported histograms: the share of values below VALUE (1ms, 4KiB), read from
+    /// the buckets (repeatable)
+    #[arg(long, value_parser = framelab::hist::bounds::parse_threshold, value_name = "VALUE")]
+    pub below: Vec<framelab::hist::bounds::Threshold>,
+    /// Runs of imported histograms: the share at or above VALUE (repeatable)
+    #[arg(long, value_parser = framelab::hist::bounds::parse_threshold, value_name = "VALUE")]
+    pub above: Vec<framelab::hist::bounds::Threshold>,
+    /// The unit of imported histograms whose map name does not say it (ns, us, ms, s, bytes)
+    #[arg(long, value_parser = framelab::hist::bounds::parse_unit, value_name = "UNIT")]
+    pub unit: Option<String>,
 }
 
 /// How the comparison is judged and printed (compare, and bench at its end).
@@ -97,7 +107,12 @@ pub(super) fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
         &output_files(&args.settings, args.output.as_deref()),
         &inputs,
     )?;
-    let options = compare_options(&args.settings, &show);
+    let options = compare::CompareOptions {
+        below: args.below.clone(),
+        above: args.above.clone(),
+        unit: args.unit.clone(),
+        ..compare_options(&args.settings, &show)
+    };
     let comparison = show_comparison(
         &sources,
         &options,

@@ -32,6 +32,20 @@ pub struct HistArgs {
     /// One histogram per thread or per process
     #[arg(long, value_enum)]
     pub by: Option<framelab::hist::GroupBy>,
+    /// Share of values below VALUE (a time such as 1ms, or a size such as 4KiB), read from
+    /// the buckets: a range when VALUE splits a bucket (repeatable)
+    #[arg(long, value_parser = hist::bounds::parse_threshold, value_name = "VALUE")]
+    pub below: Vec<hist::bounds::Threshold>,
+    /// Share of values at or above VALUE, as --below (repeatable)
+    #[arg(long, value_parser = hist::bounds::parse_threshold, value_name = "VALUE")]
+    pub above: Vec<hist::bounds::Threshold>,
+    /// The unit of imported histograms whose map name does not say it (ns, us, ms, s, bytes)
+    #[arg(long, value_parser = hist::bounds::parse_unit, value_name = "UNIT")]
+    pub unit: Option<String>,
+    /// text, markdown or json (the last two: power-of-two buckets and imported histograms,
+    /// each with its figures)
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: hist::HistFormat,
 }
 
 /// The linear histogram layout (`hist`, and `run --live` with `--live-linear`).
@@ -67,8 +81,15 @@ impl LinearArgs {
 
 pub(super) fn run(args: HistArgs) -> anyhow::Result<Outcome> {
     let mut run = store::open_run(&args.run, args.run_id)?;
-    let opts =
-        HistOptions::from_args(args.stage, args.pair.as_deref(), args.linear.get(), args.by)?;
+    let opts = HistOptions {
+        thresholds: hist::figures::Thresholds {
+            below: args.below,
+            above: args.above,
+        },
+        unit: args.unit,
+        format: args.format,
+        ..HistOptions::from_args(args.stage, args.pair.as_deref(), args.linear.get(), args.by)?
+    };
     if opts.pair.is_some() {
         run.head.events = run.events()?;
     }

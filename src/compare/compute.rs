@@ -34,6 +34,15 @@ pub struct CompareOptions {
     pub alpha: f64,
     pub resamples: usize,
     pub seed: u64,
+    /// `--below`: shares of imported histograms' values below these (histogram-only runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub below: Vec<crate::hist::bounds::Threshold>,
+    /// `--above`: shares at or above these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub above: Vec<crate::hist::bounds::Threshold>,
+    /// `--unit`: the unit of imported histograms whose name does not say it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
 }
 
 impl Default for CompareOptions {
@@ -46,6 +55,9 @@ impl Default for CompareOptions {
             alpha: 0.05,
             resamples: 10_000,
             seed: 0x5eed,
+            below: Vec::new(),
+            above: Vec::new(),
+            unit: None,
         }
     }
 }
@@ -237,6 +249,9 @@ pub struct Comparison {
     /// Why each variant differs from the baseline in stages, waits and bottleneck.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pipeline: Vec<String>,
+    /// Runs of imported histograms only: each histogram both sides hold, compared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub histograms: Vec<super::histograms::HistogramComparison>,
 }
 
 /// 2: `sweep` became `sweeps` (one per metric), sweep changes carry their interval,
@@ -425,6 +440,7 @@ pub fn compute(
         excluded,
         notes,
         pipeline: Vec::new(),
+        histograms: Vec::new(),
     }
 }
 

@@ -8,7 +8,48 @@ use super::compute::Comparison;
 
 const HEADER: &str = "params,variant,baseline,metric,unit,direction,baseline_runs,baseline_median,baseline_spread_pct,variant_runs,variant_median,variant_spread_pct,ratio,ratio_low,ratio_high,p_value,p_holm,p_method,verdict,more_runs,reason,baseline_params,difference";
 
+/// Runs of imported histograms: one row per (variant, histogram, figure), each value as
+/// its bounds (equal when exact; empty when unbounded).
+const HISTOGRAM_HEADER: &str = "variant,baseline,histogram,unit,figure,kind,baseline_low,baseline_high,variant_low,variant_high,difference_low,difference_high,change_low,change_high";
+
+fn histograms(c: &Comparison) -> String {
+    let mut out = String::from(HISTOGRAM_HEADER);
+    out.push('\n');
+    let num = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+    for h in &c.histograms {
+        for r in &h.rows {
+            let kind = serde_json::to_value(r.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let fields = [
+                h.variant.clone(),
+                h.baseline.clone(),
+                h.name.clone(),
+                h.unit.clone(),
+                r.figure.clone(),
+                kind,
+                num(r.baseline.lo),
+                num(r.baseline.hi),
+                num(r.variant.lo),
+                num(r.variant.hi),
+                num(r.difference.lo),
+                num(r.difference.hi),
+                num(r.change.lo),
+                num(r.change.hi),
+            ];
+            let cells: Vec<String> = fields.iter().map(|f| quote(f)).collect();
+            out.push_str(&cells.join(","));
+            out.push('\n');
+        }
+    }
+    out
+}
+
 pub fn render(c: &Comparison) -> String {
+    if !c.histograms.is_empty() {
+        return histograms(c);
+    }
     let mut out = String::from(HEADER);
     out.push('\n');
     for g in &c.groups {

@@ -31,8 +31,9 @@ pub struct RunData {
     pub worst_frame: Option<(u64, i64)>,
     /// The window was closed by --duration (so wall time is fixed, not measured).
     pub fixed_duration: bool,
-    /// Joules per frame of each device with an energy reading (telemetry), by its label.
-    pub energy_per_frame: Vec<(String, f64)>,
+    /// Energy, mean power and energy per frame over the window of each device with an
+    /// energy counter or power readings (telemetry), named as the report names it.
+    pub energy: Vec<crate::analyze::telemetry::EnergyRow>,
     /// Resolution of `cpu_ns` (0 unknown), and what CPU per frame divides by.
     pub cpu_resolution_ns: i64,
     pub work_units: u64,
@@ -49,6 +50,10 @@ pub struct RunData {
     /// An imported run's source, said where a recorded run's command would be:
     /// "imported from trace.json (chrome)".
     pub imported_from: Option<String>,
+    /// Imported histograms (bpftrace prints), as the run holds them.
+    pub histograms: Vec<crate::model::Histogram>,
+    /// The run holds imported histograms and no spans: compared histogram by histogram.
+    pub histogram_only: bool,
 }
 
 pub fn extract(run: &Run) -> RunData {
@@ -65,6 +70,8 @@ pub fn extract(run: &Run) -> RunData {
         .import
         .as_ref()
         .map(|i| format!("imported from {} ({})", i.files.join(", "), i.format));
+    data.histograms = run.histograms.clone();
+    data.histogram_only = run.spans.is_empty() && !run.histograms.is_empty();
     data
 }
 
@@ -89,11 +96,8 @@ fn from_analysis(a: &Analysis) -> RunData {
             .map(|l| (l.late_frames, a.frames)),
         worst_frame: a.worst_frames.first().map(|w| (w.frame, w.total_ns)),
         pipeline: a.pipeline.clone(),
-        energy_per_frame: a
-            .telemetry
-            .iter()
-            .flat_map(|t| &t.energy)
-            .filter_map(|e| Some((e.label.clone(), e.joules_per_frame?)))
+        energy: (a.telemetry.iter())
+            .flat_map(|t| t.energy.iter().cloned())
             .collect(),
         ..RunData::default()
     }

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::energy;
 use super::extract::RunData;
 use crate::stats::{Direction, RunValue};
 
@@ -16,19 +17,21 @@ pub enum Unit {
     Percent,
     Bytes,
     Joules,
+    Watts,
     /// CPU seconds per second: how many cores' worth of work.
     Cores,
     /// `[UNIT]` of a `--metric` definition, as given (empty when none was).
     Custom(String),
 }
 
-const BUILT_IN_UNITS: [(&str, Unit); 7] = [
+const BUILT_IN_UNITS: [(&str, Unit); 8] = [
     ("fps", Unit::Fps),
     ("microseconds", Unit::Microseconds),
     ("seconds", Unit::Seconds),
     ("percent", Unit::Percent),
     ("bytes", Unit::Bytes),
     ("joules", Unit::Joules),
+    ("watts", Unit::Watts),
     ("cores", Unit::Cores),
 ];
 
@@ -74,8 +77,18 @@ pub enum Kind {
     CpuPerFrame,
     PeakRss,
     Late,
-    /// Energy per frame of one device (`EnergyRow::label`), from telemetry.
+    /// Mean power of one device over the window (`EnergyRow::device`), from telemetry.
+    Power {
+        device: String,
+    },
+    /// Energy per frame of one device (`EnergyRow::device`), from telemetry.
     EnergyPerFrame {
+        device: String,
+    },
+    /// A device's energy over the window ÷ a metric from output that counts work
+    /// (`energy_per.requests.GPU0`: J per request; `super::energy::counts_work`).
+    EnergyPerUnit {
+        metric: String,
         device: String,
     },
     /// One role's share of the CPU (`cpu.server`, `cores.decoderd`, ...): the command's
@@ -178,7 +191,13 @@ const LABEL_NAME_CHARS: usize = 60;
 const PERCENTILES: [(&str, f64); 3] = [("p50", 0.50), ("p95", 0.95), ("p99", 0.99)];
 
 impl Metric {
-    fn new(key: &str, label: &str, unit: Unit, direction: Direction, kind: Kind) -> Metric {
+    pub(super) fn new(
+        key: &str,
+        label: &str,
+        unit: Unit,
+        direction: Direction,
+        kind: Kind,
+    ) -> Metric {
         Metric {
             key: key.into(),
             label: label.into(),
@@ -246,11 +265,13 @@ impl Metric {
                 (run.peak_rss_bytes > 0).then_some(RunValue::Whole(run.peak_rss_bytes as f64))
             }
             Kind::Late => run.late.map(|(hits, of)| RunValue::Share { hits, of }),
-            Kind::EnergyPerFrame { device } => run
-                .energy_per_frame
-                .iter()
-                .find(|(d, _)| d == device)
-                .and_then(|(_, joules)| whole(*joules)),
+            Kind::Power { device } => whole(energy::of(run, device)?.avg_power_w),
+            Kind::EnergyPerFrame { device } => {
+                energy::of(run, device)?.joules_per_frame.and_then(whole)
+            }
+            Kind::EnergyPerUnit { metric, device } => {
+                energy::per_unit(run, metric, device).and_then(whole)
+            }
             Kind::CpuPerUnit { metric, role } => {
                 let m = run.output_metrics.iter().find(|m| &m.name == metric)?;
                 let seconds = run.wall_ns as f64 / 1e9;
@@ -419,25 +440,7 @@ pub fn catalogue(runs: &[&RunData]) -> Vec<Metric> {
         Metric::new("wall", "wall", Unit::Seconds, LowerIsBetter, Kind::Wall),
         Metric::new("cpu", "CPU", Unit::Seconds, LowerIsBetter, Kind::Cpu),
     ]);
-    let mut devices: Vec<&str> = Vec::new();
-    for run in runs {
-        for (device, _) in &run.energy_per_frame {
-            if !devices.contains(&device.as_str()) {
-                devices.push(device);
-            }
-        }
-    }
-    for device in devices {
-        all.push(Metric::new(
-            &format!("energy_per_frame.{}", device.replace(' ', "_")),
-            &format!("energy per frame, {}", crate::display::name(device)),
-            Unit::Joules,
-            LowerIsBetter,
-            Kind::EnergyPerFrame {
-                device: device.to_owned(),
-            },
-        ));
-    }
+    all.extend(energy::metrics(runs, &output_metrics(runs)));
     all.extend(role_metrics(runs));
     all.extend(cpu_per_unit_metrics(runs));
     let exists = |m: &Metric| match m.kind {
@@ -474,7 +477,7 @@ fn role_metrics(runs: &[&RunData]) -> Vec<Metric> {
         for figure in RoleFigure::ALL {
             let (key, label, unit) = figure.names();
             metrics.push(Metric::new(
-                &format!("{key}.{}", role_key(role)),
+                &format!("{key}.{}", key_part(role)),
                 &format!("{label}, {role}"),
                 unit,
                 Direction::LowerIsBetter,
@@ -488,8 +491,9 @@ fn role_metrics(runs: &[&RunData]) -> Vec<Metric> {
     metrics
 }
 
-/// A role's name as a metric key takes it: no spaces, no commas (`--metric` splits on them).
-fn role_key(role: &str) -> String {
+/// A role's or device's name as a metric key takes it: no spaces, no commas (`--show`
+/// splits on them).
+pub(super) fn key_part(role: &str) -> String {
     role.chars()
         .map(|c| {
             if c.is_whitespace() || c == ',' {
@@ -526,7 +530,7 @@ fn cpu_per_unit_metrics(runs: &[&RunData]) -> Vec<Metric> {
             let (key, label) = match role {
                 None => (format!("cpu_per.{name}"), format!("CPU per {per}")),
                 Some(r) => (
-                    format!("cpu_per.{name}.{}", role_key(r)),
+                    format!("cpu_per.{name}.{}", key_part(r)),
                     format!("CPU per {per}, {r}"),
                 ),
             };
@@ -611,9 +615,10 @@ pub fn disagreements(runs: &[&RunData], chosen: &[Metric]) -> Vec<String> {
 
 /// Without `--show`: the metrics from output, fps, each stage's p50/p95/p99, total p50/p99,
 /// late frames, CPU per frame, load, peak RSS, and wall and CPU time for commands that end
-/// by themselves; and each role's CPU, CPU per frame and load. Cores are load ÷ 100: one
-/// test with it (`identical`), a second row saying the same, so they are shown only when
-/// asked for.
+/// by themselves; each role's CPU, CPU per frame and load; each measured device's mean
+/// power and energy per frame. Cores are load ÷ 100: one test with it (`identical`), a
+/// second row saying the same, so they are shown only when asked for; so are CPU and
+/// energy per unit of a metric from output.
 pub fn defaults(catalogue: &[Metric]) -> Vec<Metric> {
     catalogue
         .iter()
@@ -623,6 +628,7 @@ pub fn defaults(catalogue: &[Metric]) -> Vec<Metric> {
                 m.kind,
                 Kind::Cores
                     | Kind::CpuPerUnit { .. }
+                    | Kind::EnergyPerUnit { .. }
                     | Kind::Wait { .. }
                     | Kind::Role {
                         figure: RoleFigure::Cores,
@@ -761,14 +767,18 @@ mod tests {
     #[test]
     fn energy_per_frame_is_a_metric_where_a_run_measured_energy() {
         let with = RunData {
-            energy_per_frame: vec![("GPU 0".into(), 6.99)],
+            energy: vec![crate::analyze::telemetry::EnergyRow {
+                device: "GPU0".into(),
+                joules_per_frame: Some(6.99),
+                ..Default::default()
+            }],
             ..RunData::default()
         };
         let without = RunData::default();
         let metrics = catalogue(&[&with, &without]);
         let energy = metrics
             .iter()
-            .find(|m| m.key == "energy_per_frame.GPU_0")
+            .find(|m| m.key == "energy_per_frame.GPU0")
             .expect("an energy metric");
         assert_eq!(energy.direction, Direction::LowerIsBetter);
         assert_eq!(energy.unit, Unit::Joules);

@@ -4,9 +4,11 @@
 
 mod compute;
 mod csv;
+mod energy;
 mod explain;
 mod extract;
 mod fingerprints;
+mod histograms;
 mod html;
 mod identical;
 mod load;
@@ -47,6 +49,12 @@ pub fn compare(sources: &[Source], options: &CompareOptions) -> Result<Compariso
 /// the sweeps, the stage distributions), with the comparison itself.
 pub fn compare_html(sources: &[Source], options: &CompareOptions) -> Result<(Comparison, String)> {
     let (comparison, loaded) = compare_loaded(sources, options)?;
+    if !comparison.histograms.is_empty() {
+        bail!(
+            "--format html: runs of imported histograms are compared as tables only; give \
+             --format text, markdown, json or csv"
+        );
+    }
     let page = html::page(&comparison, &loaded);
     let text = crate::report::html::render(&page.title, &page)?;
     Ok((comparison, text))
@@ -80,6 +88,9 @@ fn compare_loaded(
         None => loaded.variants[0].clone(),
     };
     check_enough_runs(&loaded)?;
+    if let Some(comparison) = compare_histograms(&loaded, &baseline, options, sources)? {
+        return Ok((comparison, loaded));
+    }
     let measured: Vec<&RunData> = loaded
         .runs
         .iter()
@@ -90,8 +101,16 @@ fn compare_loaded(
     let chosen = if options.metrics.is_empty() {
         metrics::defaults(&catalogue)
     } else {
+        let names = options.metrics.iter().flat_map(|n| n.split(','));
+        if let Some(why) = names
+            .filter_map(|n| energy::refusal(n.trim(), &measured))
+            .next()
+        {
+            bail!(why);
+        }
         metrics::select(&catalogue, &options.metrics)?
     };
+    let (chosen, energy_notes) = energy::left_out(&loaded, chosen, !options.metrics.is_empty());
     if chosen.is_empty() {
         bail!("these runs have no metric in common to compare");
     }
@@ -99,6 +118,7 @@ fn compare_loaded(
     let mut notes = loaded.notes.clone();
     notes.extend(fingerprints::differences(&loaded.runs));
     notes.extend(metrics::disagreements(&measured, &chosen));
+    notes.extend(energy_notes);
     if chosen.iter().any(|m| m.key == "fps") && measured.iter().any(|r| r.fps_from_frames) {
         notes.push(format!(
             "{}: it is N ÷ each run's whole wall time; a rate the command prints itself \
@@ -122,6 +142,71 @@ fn compare_loaded(
     );
     comparison.pipeline = pipeline;
     Ok((comparison, loaded))
+}
+
+/// Runs of imported histograms only, compared histogram by histogram, one run a side (the
+/// side-by-side comparison, its metric rows replaced by the histograms' figures). `None`
+/// when no run is histograms only; a mix of such runs and runs with spans is refused.
+fn compare_histograms(
+    loaded: &load::Loaded,
+    baseline: &str,
+    options: &CompareOptions,
+    sources: &[Source],
+) -> Result<Option<Comparison>> {
+    let measured: Vec<&LoadedRun> = (loaded.runs.iter())
+        .filter(|r| r.status == RunStatus::Ok && r.data.is_some())
+        .collect();
+    let (only, spans): (Vec<&LoadedRun>, Vec<&LoadedRun>) =
+        measured.iter().partition(|r| histograms::histogram_only(r));
+    let Some(h) = only.first() else {
+        let asked = (options.below.first().or(options.above.first()))
+            .map(|t| format!("--below/--above {}", t.text))
+            .or(options.unit.as_ref().map(|u| format!("--unit {u}")));
+        if let Some(asked) = asked {
+            bail!(
+                "{asked}: it reads imported histograms, and these runs are not histograms \
+                 alone; for spans compare a percentile (--show STAGE.p99)"
+            );
+        }
+        return Ok(None);
+    };
+    if let Some(s) = spans.first() {
+        bail!(
+            "{} (run {}) holds only imported histograms and {} (run {}) spans: compare \
+             histogram imports with histogram imports (framelab hist shows one run's)",
+            h.path.display(),
+            h.run_id,
+            s.path.display(),
+            s.run_id
+        );
+    }
+    if let Some(name) = options.metrics.first() {
+        bail!(
+            "--show {name}: runs of imported histograms have no metrics to pick; every \
+             histogram both hold is compared (framelab hist RUN lists them)"
+        );
+    }
+    let thresholds = histograms::thresholds_of(&options.below, &options.above);
+    let (tables, hist_notes) =
+        histograms::compare(loaded, baseline, &thresholds, options.unit.as_deref())?;
+    let mut notes = loaded.notes.clone();
+    notes.extend(hist_notes);
+    let sources = sources
+        .iter()
+        .map(|s| s.path.display().to_string())
+        .collect();
+    let mut comparison = compute::compute(
+        loaded,
+        Vec::new(),
+        baseline.to_owned(),
+        None,
+        options,
+        notes,
+        sources,
+    );
+    comparison.notes.push(histograms::HOW_TO_READ.into());
+    comparison.histograms = tables;
+    Ok(Some(comparison))
 }
 
 /// In a sweep of one variant, the parameter values the others are compared with: the

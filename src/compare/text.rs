@@ -286,6 +286,24 @@ fn group(
             format!("{}{at} vs [{}]", cmp.variant, cmp.baseline_params)
         };
         heading(out, &title);
+        if !c.histograms.is_empty() {
+            // Runs of imported histograms: a table per histogram instead of metric rows.
+            let of_this = (c.histograms.iter())
+                .filter(|h| h.variant == cmp.variant && h.baseline == cmp.baseline);
+            for h in of_this {
+                let name = super::histograms::title(h);
+                if markdown {
+                    out.push_str(&format!("**{}**\n\n", crate::display::markdown(&name)));
+                } else {
+                    out.push_str(&format!("\n  {name}\n"));
+                }
+                out.push_str(&super::histograms::table(h, markdown));
+                if markdown {
+                    out.push('\n');
+                }
+            }
+            continue;
+        }
         let (base_head, var_head) = if cmp.baseline_params.is_empty() {
             (cmp.baseline.clone(), cmp.variant.clone())
         } else {
@@ -482,6 +500,7 @@ pub fn unit_name(unit: &Unit) -> &str {
         Unit::Percent => "%",
         Unit::Bytes => "MiB",
         Unit::Joules => "J",
+        Unit::Watts => "W",
         Unit::Cores => "cores",
         Unit::Custom(text) => text,
     }
@@ -527,9 +546,19 @@ pub fn value(unit: &Unit, v: f64) -> String {
         }
         Unit::Seconds => format!("{v:.3}"),
         Unit::Percent => format!("{v:.2}"),
-        Unit::Joules => format!("{v:.4}"),
+        // Four decimals (a frame's joules), or three significant digits below 0.001 J
+        // (a request's).
+        Unit::Joules => {
+            let small = v != 0.0 && v.abs() < 0.001;
+            let decimals = if small {
+                (2 - v.abs().log10().floor() as i32).clamp(4, 12) as usize
+            } else {
+                4
+            };
+            format!("{v:.decimals$}")
+        }
         Unit::Cores => format!("{v:.2}"),
-        Unit::Fps | Unit::Microseconds => {
+        Unit::Fps | Unit::Microseconds | Unit::Watts => {
             let a = v.abs();
             if a >= 1000.0 {
                 format!("{v:.0}")

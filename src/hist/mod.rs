@@ -1,6 +1,8 @@
 //! Histograms of durations: bpftrace's power-of-two layout and a linear layout with
 //! summary statistics, from a stage, a pair of events, or histograms imported as such.
 
+pub mod bounds;
+pub mod figures;
 pub mod layout;
 pub mod live;
 
@@ -14,7 +16,7 @@ use crate::analyze::compact::{intervals_in_order, load_columns, values_in_order}
 use crate::analyze::frames::{intervals_ns, measure_run, Frames, NO_FRAME};
 use crate::analyze::pair::{pair_events, PairSpec};
 use crate::analyze::stats::Ns;
-use crate::model::{Run, Span, SpanSource};
+use crate::model::{Histogram, Run, Span, SpanSource};
 pub use layout::LinearSpec;
 
 /// `--by`: one histogram per thread or per process.
@@ -24,6 +26,15 @@ pub enum GroupBy {
     Process,
 }
 
+/// `hist --format`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum HistFormat {
+    #[default]
+    Text,
+    Markdown,
+    Json,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct HistOptions {
     pub stage: Option<String>,
@@ -31,6 +42,11 @@ pub struct HistOptions {
     /// The linear layout asked for; `None`: power-of-two buckets.
     pub linear: Option<LinearSpec>,
     pub by: Option<GroupBy>,
+    /// `--below` and `--above`: shares read from the buckets.
+    pub thresholds: figures::Thresholds,
+    /// `--unit`: the unit of imported histograms whose name does not say it.
+    pub unit: Option<String>,
+    pub format: HistFormat,
 }
 
 /// `--linear`, `--buckets`, `--min` and `--max` as given (any of them asks for the linear
@@ -96,6 +112,7 @@ impl HistOptions {
             pair,
             linear: linear.spec()?,
             by,
+            ..HistOptions::default()
         })
     }
 }
@@ -380,19 +397,42 @@ fn collect_from(
 
 /// One series drawn in the chosen layout.
 pub fn render_series(series: &Series, linear: Option<&LinearSpec>) -> String {
-    render_values(&series.name, &series.values_ns, linear)
+    render_values(&series.name, &series.values_ns, linear, None)
+}
+
+/// A series' power-of-two buckets of whole µs, as drawn.
+fn span_drawn<T: Ns>(name: &str, values: &[T]) -> figures::Drawn {
+    let us = values.iter().map(|&v| v.into().div_euclid(1000));
+    figures::Drawn {
+        name: name.to_owned(),
+        unit: "us".into(),
+        unit_from: "",
+        buckets: layout::log2_buckets_of(us),
+        imported: false,
+    }
 }
 
 /// A series of either width drawn in the chosen layout.
-fn render_values<T: Ns>(name: &str, values: &[T], linear: Option<&LinearSpec>) -> String {
+/// `thresholds`: `--below`/`--above` given, so the figures read from the buckets go above
+/// them (power-of-two layout only: `check_figures` refuses them with the linear one).
+fn render_values<T: Ns>(
+    name: &str,
+    values: &[T],
+    linear: Option<&LinearSpec>,
+    thresholds: Option<&figures::Thresholds>,
+) -> String {
     match linear {
         None => {
-            let us = values.iter().map(|&v| v.into().div_euclid(1000));
-            let buckets = layout::log2_buckets_of(us);
+            let drawn = span_drawn(name, values);
+            let lines = thresholds
+                .filter(|t| !t.is_empty())
+                .map_or(String::new(), |t| {
+                    figures::text_lines(&figures::figures(&drawn, t))
+                });
             format!(
-                "{} (µs):\n{}",
+                "{} (µs):\n{lines}{}",
                 crate::display::name(name),
-                layout::bars(&buckets, &layout::label)
+                layout::bars(&drawn.buckets, &layout::label)
             )
         }
         Some(spec) => render_linear(name, values, spec),
@@ -450,8 +490,120 @@ fn render_linear<T: Ns>(name: &str, values: &[T], spec: &LinearSpec) -> String {
     out
 }
 
+/// `--below`, `--above` and `--format json|markdown` read power-of-two buckets (and imported
+/// ones): not the linear layout, whose buckets leave out what lies outside `--min`/`--max`.
+fn check_figures(opts: &HistOptions) -> anyhow::Result<()> {
+    if opts.linear.is_none() {
+        return Ok(());
+    }
+    let asked = if !opts.thresholds.is_empty() {
+        "--below and --above read"
+    } else if opts.format != HistFormat::Text {
+        "--format json and markdown show"
+    } else {
+        return Ok(());
+    };
+    anyhow::bail!(
+        "{asked} power-of-two buckets and imported histograms: leave out --linear, --buckets, \
+         --min and --max (the linear layout's summary lines give exact figures of spans)"
+    )
+}
+
+/// The histograms `--format json|markdown` shows: spans' and pairs' as power-of-two buckets
+/// of µs, then imported ones (or the one `--stage` names). `source`: the spans as columns
+/// (`None`: `run` holds them).
+fn all_drawn(
+    run: &Run,
+    source: Option<&dyn SpanSource>,
+    opts: &HistOptions,
+) -> anyhow::Result<(Vec<figures::Drawn>, Vec<String>)> {
+    if let Some(name) = opts.stage.as_deref() {
+        if let Some(picked) = pick_imported(run, name)? {
+            if opts.by.is_some() {
+                anyhow::bail!("--stage {name} is a histogram imported with its own buckets: --by splits spans and pairs only; leave it out");
+            }
+            return Ok((vec![drawn_imported(picked, opts)], Vec::new()));
+        }
+    }
+    let (mut drawn, notes): (Vec<figures::Drawn>, Vec<String>) = match source {
+        Some(source) if opts.pair.is_none() => (
+            collect_from(run, source, opts)?
+                .iter()
+                .filter(|s| !s.values.is_empty())
+                .map(|s| with_ns!(&s.values, v => span_drawn(&s.name, v)))
+                .collect(),
+            Vec::new(),
+        ),
+        _ => {
+            let (series, notes) = collect(run, opts)?;
+            (
+                series
+                    .iter()
+                    .filter(|s| !s.values_ns.is_empty())
+                    .map(|s| span_drawn(&s.name, &s.values_ns))
+                    .collect(),
+                notes,
+            )
+        }
+    };
+    if opts.stage.is_none() && opts.pair.is_none() {
+        if opts.by.is_some() && !run.histograms.is_empty() {
+            anyhow::bail!(
+                "the run holds imported histograms ({}), drawn with their own buckets: --by \
+                 splits spans and pairs only; leave it out, or name a stage with --stage",
+                run.histograms.len()
+            );
+        }
+        drawn.extend(run.histograms.iter().map(|h| drawn_imported(h, opts)));
+    }
+    if drawn.is_empty() {
+        anyhow::bail!("the run has nothing to draw: no spans in the measured window and no imported histograms{}", notes.first().map_or(String::new(), |n| format!(" ({n})")));
+    }
+    Ok((drawn, notes))
+}
+
+/// `--format json|markdown`.
+fn render_structured(
+    run: &Run,
+    source: Option<&dyn SpanSource>,
+    opts: &HistOptions,
+) -> anyhow::Result<String> {
+    let (drawn, notes) = all_drawn(run, source, opts)?;
+    let all: Vec<figures::Figures> = (drawn.iter())
+        .map(|d| figures::figures(d, &opts.thresholds))
+        .collect();
+    Ok(match opts.format {
+        HistFormat::Json => {
+            let doc = figures::HistJson {
+                schema: figures::JSON_SCHEMA,
+                how_bounds: figures::HOW_BOUNDS,
+                histograms: &all,
+                notes: &notes,
+            };
+            let mut text = serde_json::to_string_pretty(&doc)?;
+            text.push('\n');
+            text
+        }
+        _ => {
+            let mut text: String = all.iter().map(figures::markdown).collect();
+            for note in notes
+                .iter()
+                .map(String::as_str)
+                .chain([figures::HOW_BOUNDS])
+            {
+                text.push_str(&format!("_{}_\n\n", crate::display::markdown(note)));
+            }
+            text
+        }
+    })
+}
+
 /// What `framelab hist` prints for `run`.
 pub fn render_run(run: &Run, opts: &HistOptions) -> anyhow::Result<String> {
+    check_figures(opts)?;
+    if opts.format != HistFormat::Text {
+        return render_structured(run, None, opts);
+    }
     if let Some(text) = imported_by_name(run, opts)? {
         return Ok(text);
     }
@@ -459,7 +611,14 @@ pub fn render_run(run: &Run, opts: &HistOptions) -> anyhow::Result<String> {
     let parts: Vec<String> = series
         .iter()
         .filter(|s| !s.values_ns.is_empty())
-        .map(|s| render_series(s, opts.linear.as_ref()))
+        .map(|s| {
+            render_values(
+                &s.name,
+                &s.values_ns,
+                opts.linear.as_ref(),
+                Some(&opts.thresholds),
+            )
+        })
         .collect();
     finish(run, opts, parts, notes)
 }
@@ -475,52 +634,111 @@ pub fn render_from(
     if opts.pair.is_some() {
         return render_run(head, opts);
     }
+    check_figures(opts)?;
+    if opts.format != HistFormat::Text {
+        return render_structured(head, Some(source), opts);
+    }
     if let Some(text) = imported_by_name(head, opts)? {
         return Ok(text);
     }
     let parts: Vec<String> = collect_from(head, source, opts)?
         .iter()
         .filter(|s| !s.values.is_empty())
-        .map(|s| with_ns!(&s.values, v => render_values(&s.name, v, opts.linear.as_ref())))
+        .map(|s| {
+            with_ns!(&s.values, v => render_values(&s.name, v, opts.linear.as_ref(), Some(&opts.thresholds)))
+        })
         .collect();
     finish(head, opts, parts, Vec::new())
 }
 
 /// `--stage NAME` naming an imported histogram as the report prints it (`@lat_ns[bpftrace]`),
-/// or a map that has one key (`@lat_ns`): that histogram alone, with its own buckets. `None`
-/// when NAME is a stage of the run or no imported histogram's; a map of several keys is
-/// refused with their names.
+/// or a map that has one key (`@lat_ns`): that histogram. `None` when NAME is a stage of
+/// the run or begins no imported histogram's name. A map of several keys, or a name that
+/// only begins some histograms' names, is a usage error listing them.
+fn pick_imported<'a>(run: &'a Run, name: &str) -> anyhow::Result<Option<&'a Histogram>> {
+    if run.stages.iter().any(|s| s == name) {
+        return Ok(None);
+    }
+    let listed = |several: &[&Histogram]| {
+        several
+            .iter()
+            .map(|h| format!("'{}'", crate::display::name(&h.name)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(one) = run.histograms.iter().find(|h| h.name == name) {
+        return Ok(Some(one));
+    }
+    let of_map: Vec<&Histogram> = (run.histograms.iter())
+        .filter(|h| h.name.split_once('[').map_or(h.name.as_str(), |m| m.0) == name)
+        .collect();
+    match of_map.as_slice() {
+        [one] => return Ok(Some(*one)),
+        [] => {}
+        several => {
+            return Err(crate::usage::UsageError(format!(
+                "--stage {name}: the map has {} keys; give one as the report prints it: {}",
+                several.len(),
+                listed(several)
+            ))
+            .into())
+        }
+    }
+    let begun: Vec<&Histogram> = (run.histograms.iter())
+        .filter(|h| !name.is_empty() && h.name.starts_with(name))
+        .collect();
+    if begun.is_empty() {
+        return Ok(None);
+    }
+    Err(crate::usage::UsageError(format!(
+        "--stage {name}: no histogram has that name; {} begin{} with it: give one as the report \
+         prints it: {}",
+        begun.len(),
+        if begun.len() == 1 { "s" } else { "" },
+        listed(&begun)
+    ))
+    .into())
+}
+
+/// An imported histogram with its unit: from its map's name, else `--unit`.
+fn drawn_imported(h: &Histogram, opts: &HistOptions) -> figures::Drawn {
+    let (unit, unit_from) = match (h.unit.as_str(), &opts.unit) {
+        ("", Some(given)) => (given.clone(), "--unit"),
+        ("", None) => (String::new(), ""),
+        (unit, _) => (unit.to_owned(), "name"),
+    };
+    figures::Drawn {
+        name: h.name.clone(),
+        unit,
+        unit_from,
+        buckets: h.buckets.clone(),
+        imported: true,
+    }
+}
+
+/// An imported histogram as text: its name, its figures, its buckets.
+fn imported_text(h: &Histogram, opts: &HistOptions) -> String {
+    let f = figures::figures(&drawn_imported(h, opts), &opts.thresholds);
+    format!(
+        "{}:\n{}{}",
+        crate::display::name(&h.name),
+        figures::text_lines(&f),
+        layout::bars(&h.buckets, &layout::label)
+    )
+}
+
+/// The note under text that showed figures read from buckets.
+fn bounds_note() -> String {
+    format!("note: {}\n", figures::HOW_BOUNDS)
+}
+
+/// `hist --stage NAME` of one imported histogram: it alone, with its own buckets.
 fn imported_by_name(run: &Run, opts: &HistOptions) -> anyhow::Result<Option<String>> {
     let Some(name) = opts.stage.as_deref() else {
         return Ok(None);
     };
-    if run.stages.iter().any(|s| s == name) {
+    let Some(picked) = pick_imported(run, name)? else {
         return Ok(None);
-    }
-    let in_map = |h: &&crate::model::Histogram| {
-        h.name.split_once('[').map_or(h.name.as_str(), |m| m.0) == name
-    };
-    let exact: Vec<&crate::model::Histogram> =
-        run.histograms.iter().filter(|h| h.name == name).collect();
-    let picked = match exact.as_slice() {
-        [one] => *one,
-        _ => {
-            let of_map: Vec<&crate::model::Histogram> =
-                run.histograms.iter().filter(in_map).collect();
-            match of_map.as_slice() {
-                [] => return Ok(None),
-                [one] => *one,
-                several => anyhow::bail!(
-                    "--stage {name}: the map has {} keys; give one as the report prints it: {}",
-                    several.len(),
-                    several
-                        .iter()
-                        .map(|h| format!("'{}'", crate::display::name(&h.name)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            }
-        }
     };
     if opts.linear.is_some() || opts.by.is_some() {
         anyhow::bail!(
@@ -528,11 +746,7 @@ fn imported_by_name(run: &Run, opts: &HistOptions) -> anyhow::Result<Option<Stri
              --min, --max and --by lay out spans and pairs only; leave them out"
         );
     }
-    Ok(Some(format!(
-        "{}:\n{}",
-        crate::display::name(&picked.name),
-        layout::bars(&picked.buckets, &layout::label)
-    )))
+    Ok(Some(imported_text(picked, opts) + &bounds_note()))
 }
 
 /// The drawn series, then imported histograms, then notes; or why there is nothing to draw.
@@ -564,14 +778,9 @@ fn finish(
              and pairs only"
         ));
     }
+    let shows_bounds = imported && !run.histograms.is_empty();
     if imported {
-        parts.extend(run.histograms.iter().map(|h| {
-            format!(
-                "{}:\n{}",
-                crate::display::name(&h.name),
-                layout::bars(&h.buckets, &layout::label)
-            )
-        }));
+        parts.extend(run.histograms.iter().map(|h| imported_text(h, opts)));
     }
     if parts.is_empty() {
         let what = match (&opts.pair, &opts.stage) {
@@ -588,6 +797,9 @@ fn finish(
     let mut out = parts.join("\n");
     for note in notes {
         out.push_str(&format!("note: {}\n", crate::display::text(&note)));
+    }
+    if shows_bounds || !opts.thresholds.is_empty() {
+        out.push_str(&bounds_note());
     }
     Ok(out)
 }

@@ -247,8 +247,8 @@ fn kind_of(change: &ChangePoint, direction: Direction) -> ChangeKind {
 }
 
 /// Which way is better for the metrics `compare` defines, by key
-/// (`crate::compare::metrics::catalogue`): fps higher, every time, CPU, memory, energy and
-/// late share lower. Any other key is a metric from output whose direction was not
+/// (`crate::compare::metrics::catalogue`): fps higher, every time, CPU, memory, power,
+/// energy and late share lower. Any other key is a metric from output whose direction was not
 /// stated: never called a regression.
 pub fn builtin_direction(key: &str) -> Direction {
     const LOWER: [&str; 7] = [
@@ -260,8 +260,10 @@ pub fn builtin_direction(key: &str) -> Direction {
         "wall",
         "cpu",
     ];
-    const LOWER_PREFIXES: [&str; 6] = [
+    const LOWER_PREFIXES: [&str; 8] = [
         "energy_per_frame.",
+        "energy_per.",
+        "power.",
         "cpu.",
         "load.",
         "cores.",
@@ -386,7 +388,13 @@ mod tests {
             late: Some((1, 60)),
             stages: vec![("decode".into(), vec![1, 2, 3])],
             totals: vec![3, 4, 5],
-            energy_per_frame: vec![("GPU 0".into(), 0.5)],
+            energy: vec![crate::analyze::telemetry::EnergyRow {
+                device: "GPU0".into(),
+                avg_power_w: 250.0,
+                joules: 30.0,
+                joules_per_frame: Some(0.5),
+                ..Default::default()
+            }],
             cpu_resolution_ns: 1,
             work_units: 60,
             roles: vec![role("command"), role("server")],

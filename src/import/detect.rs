@@ -18,7 +18,8 @@ pub fn detect(input: &[u8]) -> Option<Format> {
     if lines.clone().take(200).any(is_wayland_line) {
         return Some(Format::Wayland);
     }
-    if lines.clone().take(200).any(is_bpftrace_bucket) {
+    // Anywhere in the head: a script's printf lines often come before its maps.
+    if lines.clone().any(is_bpftrace_bucket) {
         return Some(Format::Bpftrace);
     }
     let trimmed = text.trim_start();

@@ -108,14 +108,9 @@ pub fn energy_rows(t: &TelemetrySummary) -> Vec<Vec<String>> {
     t.energy
         .iter()
         .map(|e| {
-            let device = match e.source.as_str() {
-                "nvml" => format!("GPU{}", e.entity),
-                "amdgpu" => format!("card{}", e.entity),
-                _ => e.label.clone(),
-            };
             vec![
                 e.source.clone(),
-                device,
+                e.device.clone(),
                 e.method.clone(),
                 format!("{:.1}", e.avg_power_w),
                 format!("{:.1}", e.joules),

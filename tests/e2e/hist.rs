@@ -260,3 +260,73 @@ fn live_prints_each_interval_while_the_run_goes_on() {
         run.spans.len()
     );
 }
+
+/// `--below` and `--format json` on a stage's spans read the drawn power-of-two µs buckets:
+/// the share's bounds hold the exact share of the run's durations, each percentile's bounds
+/// the exact percentile; the linear layout (its summary lines exact) refuses them in one line.
+#[test]
+fn span_histograms_give_bounded_figures_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = run_testprog(&dir, "figures", &[], &["spans", "120"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut values = stage_durations(&path, "a");
+    values.sort_unstable();
+    let threshold_ns = values[values.len() / 2];
+    let threshold = format!("{threshold_ns}ns");
+    let out = framelab()
+        .args(["hist"])
+        .arg(&path)
+        .args(["--stage", "a", "--below", &threshold, "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let f = &doc["histograms"][0];
+    assert_eq!(f["count"], 120, "{f}");
+    assert_eq!(f["unit"], "us", "{f}");
+    let exact_below = values.iter().filter(|&&v| v < threshold_ns).count() as u64;
+    let share = &f["below"][0];
+    assert!(
+        share["count_at_least"].as_u64().unwrap() <= exact_below
+            && exact_below <= share["count_at_most"].as_u64().unwrap(),
+        "{exact_below}: {share}"
+    );
+    for p in f["percentiles"].as_array().unwrap() {
+        let q = p["p"].as_f64().unwrap();
+        let h = q * (values.len() - 1) as f64;
+        let (k, frac) = (h.floor() as usize, h - h.floor());
+        let next = values.get(k + 1).copied().unwrap_or(values[k]);
+        let exact_ns = values[k] as f64 + frac * (next - values[k]) as f64;
+        let (lo, hi) = (p["lo"].as_f64().unwrap(), p["hi"].as_f64().unwrap());
+        assert!(
+            lo * 1000.0 <= exact_ns && exact_ns < hi * 1000.0,
+            "{exact_ns} ns: {p}"
+        );
+    }
+    let text = framelab()
+        .args(["hist"])
+        .arg(&path)
+        .args(["--stage", "a", "--below", &threshold])
+        .output()
+        .unwrap();
+    let shown = stdout(&text);
+    assert!(
+        shown.starts_with("@a (µs):\n# count 120 · values in us\n"),
+        "{shown}"
+    );
+    assert!(shown.contains(&format!("# below {threshold}: ")), "{shown}");
+    assert_eq!(bucket_total(&shown), 120, "{shown}");
+
+    let linear = framelab()
+        .args(["hist"])
+        .arg(&path)
+        .args(["--stage", "a", "--linear", "50us", "--below", "1ms"])
+        .output()
+        .unwrap();
+    assert_eq!(linear.status.code(), Some(1));
+    assert!(
+        error_line(&linear).contains("leave out --linear"),
+        "{}",
+        stderr(&linear)
+    );
+}

@@ -83,6 +83,7 @@ pub fn energy_rows(
             source: s.source.clone(),
             entity: s.entity.clone(),
             label: s.label.clone(),
+            device: super::frames::device_name(s),
             method: method.into(),
             joules: window_joules,
             avg_power_w,
@@ -90,7 +91,19 @@ pub fn energy_rows(
             covered_pct: covered_ns as f64 * 100.0 / window_ns.max(1) as f64,
         });
     }
+    name_devices_apart(&mut rows);
     rows
+}
+
+/// `core@intel-rapl:1:0` for a device name that several rows share, so each metric a
+/// comparison makes of them (`power.DEVICE`) names one device.
+fn name_devices_apart(rows: &mut [EnergyRow]) {
+    let names: Vec<String> = rows.iter().map(|r| r.device.clone()).collect();
+    for row in rows.iter_mut() {
+        if names.iter().filter(|n| **n == row.device).count() > 1 {
+            row.device = format!("{}@{}", row.device, row.entity);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -165,6 +178,27 @@ mod tests {
         assert!((r.avg_power_w - 145.0).abs() < 1e-9);
         assert_eq!(r.joules_per_frame, None);
         assert_eq!(r.method, "power readings");
+    }
+
+    #[test]
+    fn devices_are_named_as_the_report_names_them_and_apart() {
+        let mut s = vec![
+            series("nvml", "energy", "mJ", SeriesKind::Counter),
+            series("rapl", "energy", "uJ", SeriesKind::Counter),
+            series("rapl", "energy", "uJ", SeriesKind::Counter),
+        ];
+        s[0].label = "NVIDIA H200".into();
+        (s[1].entity, s[1].label) = ("intel-rapl:0:0".into(), "core".into());
+        (s[2].entity, s[2].label) = ("intel-rapl:1:0".into(), "core".into());
+        let p = vec![Points(vec![(0, 0), (MS, 100)]); 3];
+        let names: Vec<String> = energy_rows(&s, &p, 0, MS, 1)
+            .into_iter()
+            .map(|r| r.device)
+            .collect();
+        assert_eq!(
+            names,
+            ["GPU0", "core@intel-rapl:0:0", "core@intel-rapl:1:0"]
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Helpers for end-to-end tests: the framelab binary, the example programs, run files.
 #![allow(dead_code)]
 
+pub mod bpftrace_text;
 pub mod postgres;
 pub mod session;
 pub mod store;

@@ -364,3 +364,231 @@ fn means_counts_sums_and_any_percentile_are_metrics() {
         stderr(&out)
     );
 }
+
+fn bpftrace_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/import")
+        .join(name)
+}
+
+/// `framelab import FIXTURE -o FILE`.
+fn import(fixture: &str, file: &Path) {
+    let out = framelab()
+        .arg("import")
+        .arg(bpftrace_fixture(fixture))
+        .arg("-o")
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// Two real bpftrace prints (read(2) latency of dd before and after a change of block size),
+/// each imported as one run: compared histogram by histogram, one run a side, exit 0, no
+/// verdict. Counts are the texts' (read again here), shares and percentiles bounds that
+/// hold both extreme data sets' values, changes the bounds' differences; maps only one side
+/// holds are named in a note. A histogram import against a run of spans: one line, exit 1.
+#[test]
+fn two_bpftrace_prints_compare_histogram_by_histogram() {
+    use common::bpftrace_text::{buckets_of, extreme_values, type7};
+    let dir = tempfile::tempdir().unwrap();
+    let (before, after) = (
+        dir.path().join("before.framelab"),
+        dir.path().join("after.framelab"),
+    );
+    import("bpftrace-0.17-read-before.txt", &before);
+    import("bpftrace-0.17-read-after.txt", &after);
+    let texts = [
+        std::fs::read_to_string(bpftrace_fixture("bpftrace-0.17-read-before.txt")).unwrap(),
+        std::fs::read_to_string(bpftrace_fixture("bpftrace-0.17-read-after.txt")).unwrap(),
+    ];
+    let (b, a) = (before.to_str().unwrap(), after.to_str().unwrap());
+    let c = compare_json(&[b, a, "--below", "10us", "--above", "16384ns"]);
+    let tables = c["histograms"].as_array().unwrap();
+    let names: Vec<&str> = tables.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["@read_ns[832]", "@read_ns[4096]", "@read_us"],
+        "{c}"
+    );
+    let notes = c["notes"].to_string();
+    assert!(
+        notes.contains("only before holds 1 histogram (not compared): '@read_ns[65536]'"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("only after holds 1 histogram (not compared): '@read_ns[1048576]'"),
+        "{notes}"
+    );
+    assert!(notes.contains("a single measured run"), "{notes}");
+    for t in tables {
+        let name = t["name"].as_str().unwrap();
+        let rows = t["rows"].as_array().unwrap();
+        let row = |figure: &str| {
+            rows.iter()
+                .find(|r| r["figure"] == figure)
+                .unwrap_or_else(|| panic!("{name}: no {figure}"))
+        };
+        let per_value = if name == "@read_us" { 1000.0 } else { 1.0 };
+        let mut sides = Vec::new();
+        for (text, side) in texts.iter().zip(["baseline", "variant"]) {
+            let mut buckets = buckets_of(text, name);
+            let total: u64 = buckets.iter().map(|b| b.count).sum();
+            assert_eq!(
+                row("count")[side]["lo"].as_f64(),
+                Some(total as f64),
+                "{name} {side}"
+            );
+            if buckets.last().unwrap().hi.is_none() {
+                buckets.pop();
+            }
+            let (low, high) = (
+                extreme_values(&buckets, true),
+                extreme_values(&buckets, false),
+            );
+            let x = 10_000.0 / per_value;
+            let below =
+                |v: &[i64]| v.iter().filter(|&&v| (v as f64) < x).count() as f64 / total as f64;
+            let share = &row("below 10us")[side];
+            assert!(
+                close(share["lo"].as_f64().unwrap(), below(&high)),
+                "{name} {side}: {share}"
+            );
+            assert!(
+                close(share["hi"].as_f64().unwrap(), below(&low)),
+                "{name} {side}: {share}"
+            );
+            let p50 = &row("p50")[side];
+            let q = (type7(&low, 0.5), type7(&high, 0.5));
+            assert!(
+                p50["lo"].as_f64().unwrap() <= q.0 && q.1 < p50["hi"].as_f64().unwrap(),
+                "{name} {side}: {p50} {q:?}"
+            );
+            sides.push((
+                total as f64,
+                share["lo"].as_f64().unwrap(),
+                share["hi"].as_f64().unwrap(),
+            ));
+        }
+        // The changes: exact for the count, bounds for the share (after − before at its ends).
+        let count = row("count");
+        assert_eq!(
+            count["difference"]["lo"].as_f64(),
+            Some(sides[1].0 - sides[0].0),
+            "{name}"
+        );
+        assert!(
+            close(
+                count["change"]["lo"].as_f64().unwrap(),
+                sides[1].0 / sides[0].0 - 1.0
+            ),
+            "{name}"
+        );
+        let share = row("below 10us");
+        assert!(
+            close(
+                share["difference"]["lo"].as_f64().unwrap(),
+                sides[1].1 - sides[0].2
+            ),
+            "{name}"
+        );
+        assert!(
+            close(
+                share["difference"]["hi"].as_f64().unwrap(),
+                sides[1].2 - sides[0].1
+            ),
+            "{name}"
+        );
+        assert!(
+            rows.iter().any(|r| r["figure"] == "at or above 16384ns"),
+            "{name}"
+        );
+        assert!(rows.iter().any(|r| r["figure"] == "p99.9"), "{name}");
+    }
+    // No verdict anywhere: one run a side.
+    assert!(
+        c["groups"][0]["comparisons"][0]["one_run_a_side"] == true,
+        "{c}"
+    );
+
+    // The text: a table per histogram, with bounds and changes.
+    let out = compare(&[b, a, "--below", "10us"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("one run a side: each value is that run's"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n  @read_ns[4096] (ns): after vs before\n"),
+        "{text}"
+    );
+    let header = header_after(&text, "@read_ns[4096] (ns): after vs before");
+    for column in ["figure", "before", "after", "difference", "change"] {
+        assert!(header.contains(column), "{header}");
+    }
+    assert!(text.contains("count "), "{text}");
+    assert!(text.contains("17371"), "{text}");
+    assert!(text.contains("[8.192 µs, 16.38 µs)"), "{text}");
+    assert!(
+        !text.contains("regressed") && !text.contains("improved"),
+        "{text}"
+    );
+
+    // Markdown and CSV carry the same tables.
+    let md = stdout(&compare(&[b, a, "--format", "markdown"]));
+    assert!(
+        md.contains(
+            "**@read\\_ns\\[4096\\] (ns): after vs before**\n\n| figure | before | after |"
+        ),
+        "{md}"
+    );
+    let csv = stdout(&compare(&[b, a, "--format", "csv"]));
+    assert!(
+        csv.starts_with("variant,baseline,histogram,unit,figure,kind,"),
+        "{csv}"
+    );
+    assert!(
+        csv.contains(
+            "after,before,@read_ns[4096],ns,count,count,17371,17371,20004,20004,2633,2633,"
+        ),
+        "{csv}"
+    );
+
+    // A histogram import against a run of spans (an ffmpeg import): one line, exit 1.
+    let spans = dir.path().join("spans.framelab");
+    import("ffmpeg-5.1-x264-encode.log", &spans);
+    let out = run(&["compare", b, spans.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(
+        line.contains("holds only imported histograms") && line.contains("spans"),
+        "{line}"
+    );
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+
+    // Two prints in one file are two runs of one side: one must be named.
+    let two = dir.path().join("two.framelab");
+    import("bpftrace-0.17-read-before.txt", &two);
+    import("bpftrace-0.17-read-after.txt", &two);
+    let out = run(&["compare", two.to_str().unwrap(), a]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        error_line(&out).contains(&format!("--variant two={}:2", two.display())),
+        "{}",
+        stderr(&out)
+    );
+    let named = format!("before={}:1", two.display());
+    let out = compare(&["--variant", &named, a, "--format", "json"]);
+    let c: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(c["histograms"].as_array().unwrap().len(), 3, "{c}");
+
+    // --show has no metric to pick here: refused, not ignored.
+    let out = run(&["compare", b, a, "--show", "fps"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(error_line(&out).contains("--show fps"), "{}", stderr(&out));
+
+    // --below without a unit: a usage error naming the units.
+    let out = run(&["compare", b, a, "--below", "10"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("ns, us, ms or s"), "{}", stderr(&out));
+}

@@ -187,3 +187,83 @@ fn sources_shows_what_each_source_reads() {
     );
     assert!(text.contains("2400000 2400000"), "{text}");
 }
+
+/// A copy of the workstation tree whose AMD card draws a steady `microwatts`.
+fn workstation_at(dir: &Path, microwatts: u64) -> PathBuf {
+    let root = dir.join(format!("sys-{microwatts}"));
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(workstation())
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let power = root.join("class/drm/card0/device/hwmon/hwmon4/power1_average");
+    std::fs::write(power, format!("{microwatts}\n")).unwrap();
+    root
+}
+
+#[test]
+fn amdgpu_power_at_two_levels_is_compared_exactly_and_rapl_by_its_counter() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (name, microwatts) in [("at152W", 152_000_000), ("at60W", 60_000_000)] {
+        let root = workstation_at(dir.path(), microwatts);
+        let path = temp_run(&dir, name);
+        for _ in 0..2 {
+            let out = framelab()
+                .env("FRAMELAB_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+                .args([
+                    "run",
+                    "--fps",
+                    "500",
+                    "--sample-every",
+                    "10ms",
+                    "--sysfs-root",
+                ])
+                .arg(&root)
+                .args(["--no-sample", "threads", "-o"])
+                .arg(&path)
+                .args(["--", &example("testprog"), "spans", "200"])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+        }
+        files.push(path.to_str().unwrap().to_owned());
+    }
+    let out = framelab()
+        .args(["compare", "--format", "json"])
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let row = |metric: &str| {
+        c["groups"][0]["comparisons"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["metric"] == metric)
+            .unwrap_or_else(|| panic!("no {metric} in {c}"))
+            .clone()
+    };
+    let median = |r: &serde_json::Value, side: &str| r[side]["median"].as_f64().unwrap();
+    // The card's power readings integrated: the level written, whatever the timing.
+    let card = row("power.card0");
+    assert!((median(&card, "baseline") - 152.0).abs() < 1e-9, "{card}");
+    assert!((median(&card, "variant") - 60.0).abs() < 1e-9, "{card}");
+    assert_eq!(card["label"], "mean power, card0");
+    // RAPL by its energy counter, named as the report names the domains; the fixture's
+    // counters stand still: a measured 0 W, not a missing value.
+    for device in ["package-0", "core"] {
+        let rapl = row(&format!("power.{device}"));
+        assert_eq!(median(&rapl, "baseline"), 0.0, "{rapl}");
+        assert_eq!(median(&rapl, "variant"), 0.0, "{rapl}");
+    }
+    assert!(
+        row("energy_per_frame.card0")["variant"]["median"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+}
