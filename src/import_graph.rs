@@ -28,7 +28,10 @@ fn module_of(src: &Path, file: &Path) -> Module {
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
-    if matches!(path.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+    if matches!(
+        path.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
         path.pop();
     }
     let binary = relative.starts_with("main.rs")
@@ -154,11 +157,7 @@ fn find_use(code: &str) -> Option<usize> {
 
 /// The file a path names from `from`: the longest prefix of its absolute module path that
 /// is a file. `None` for paths into other crates.
-fn resolve(
-    path: &str,
-    from: &Module,
-    files: &BTreeMap<Module, usize>,
-) -> Option<usize> {
+fn resolve(path: &str, from: &Module, files: &BTreeMap<Module, usize>) -> Option<usize> {
     let mut segments: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
     let (binary, mut absolute) = match segments.first().copied()? {
         "crate" => (from.binary, Vec::new()),
@@ -316,8 +315,8 @@ fn no_file_imports_itself_back() {
     let files: BTreeMap<Module, usize> = (sources.iter().enumerate())
         .map(|(i, (_, f))| (f.module.clone(), i))
         .collect();
-    let edges: Vec<BTreeSet<usize>> = (sources.iter().enumerate())
-        .map(|(i, (_, file))| {
+    let edges: Vec<BTreeSet<usize>> = (sources.iter())
+        .map(|(_, file)| {
             named_paths(&file.text)
                 .iter()
                 .filter_map(|p| resolve(p, &file.module, &files))
@@ -332,7 +331,14 @@ fn no_file_imports_itself_back() {
         .map(|group| {
             let mut names: Vec<String> = group
                 .iter()
-                .map(|&i| sources[i].0.strip_prefix(&src).unwrap().display().to_string())
+                .map(|&i| {
+                    sources[i]
+                        .0
+                        .strip_prefix(&src)
+                        .unwrap()
+                        .display()
+                        .to_string()
+                })
                 .collect();
             names.sort();
             names.join(", ")
@@ -376,7 +382,10 @@ fn no_python_module_imports_itself_back() {
     let found: Vec<Vec<&str>> = (circles(&edges).into_iter())
         .map(|group| group.into_iter().map(|i| names[i].as_str()).collect())
         .collect();
-    assert!(found.is_empty(), "import circles in python/framelab: {found:?}");
+    assert!(
+        found.is_empty(),
+        "import circles in python/framelab: {found:?}"
+    );
 }
 
 #[test]
@@ -398,11 +407,17 @@ fn use_trees_expand_and_paths_resolve() {
     ]);
     let facts = m(false, &["report", "facts"]);
     assert_eq!(resolve("super::style::Style", &facts, &files), Some(3));
-    assert_eq!(resolve("crate::report::facts::title", &facts, &files), Some(2));
+    assert_eq!(
+        resolve("crate::report::facts::title", &facts, &files),
+        Some(2)
+    );
     assert_eq!(resolve("crate::report::Format", &facts, &files), Some(1));
     assert_eq!(resolve("std::fs::read", &facts, &files), None);
     let cmd = m(true, &["cmd"]);
-    assert_eq!(resolve("framelab::report::style::Style", &cmd, &files), Some(3));
+    assert_eq!(
+        resolve("framelab::report::style::Style", &cmd, &files),
+        Some(3)
+    );
     assert_eq!(resolve("self::x", &cmd, &files), Some(4));
     let report = m(false, &["report"]);
     assert_eq!(resolve("style::Style", &report, &files), Some(3));

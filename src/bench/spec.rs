@@ -366,7 +366,6 @@ pub fn describe_combo(combo: &BTreeMap<String, String>) -> String {
 mod tests {
     use super::*;
 
-
     #[test]
     fn variants_split_like_a_shell() {
         let v = parse_variant("fast=./app --mode 'very fast' -x").unwrap();

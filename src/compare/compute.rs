@@ -5,269 +5,20 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
+pub use super::comparison::*;
+use super::effect::headline_effects;
+pub use super::effect::{effect_text, fixed, signed_pct};
 use super::load::{Loaded, LoadedRun};
-use super::metrics::{Metric, Unit};
+use super::metrics::Metric;
+use super::pair::{point_ratio, resolution, summary, values, Pair};
 use crate::experiment::RunStatus;
-use crate::stats::mann_whitney::{mann_whitney, smallest_p, PMethod};
-use crate::stats::quantile::median;
+use crate::stats::mann_whitney::{mann_whitney, smallest_p};
 use crate::stats::seed::derive_seed;
 use crate::stats::verdict::MIN_RUNS_FOR_VERDICT;
 use crate::stats::{
     bootstrap_ratio, decide, gatekeep, runs_for_significance, significance_reachable,
-    BootstrapOptions, Gate, RatioInterval, RunValue, Verdict, VerdictInput,
+    BootstrapOptions, Gate, RunValue, Verdict, VerdictInput,
 };
-
-/// `framelab compare`'s settings.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CompareOptions {
-    pub baseline: Option<String>,
-    /// `--baseline-value`: in a sweep of one variant, the parameter values every other
-    /// value is compared with (`V`, or `KEY=V` per key); empty for the first values.
-    #[serde(default)]
-    pub baseline_values: Vec<String>,
-    /// `--show` names; empty for the default set.
-    pub metrics: Vec<String>,
-    /// Half-width of the noise band (0.02 = ±2%).
-    pub noise: f64,
-    pub alpha: f64,
-    pub resamples: usize,
-    pub seed: u64,
-    /// `--below`: shares of imported histograms' values below these (histogram-only runs).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub below: Vec<crate::hist::bounds::Threshold>,
-    /// `--above`: shares at or above these.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub above: Vec<crate::hist::bounds::Threshold>,
-    /// `--unit`: the unit of imported histograms whose name does not say it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unit: Option<String>,
-}
-
-impl Default for CompareOptions {
-    fn default() -> Self {
-        CompareOptions {
-            baseline: None,
-            baseline_values: Vec::new(),
-            metrics: Vec::new(),
-            noise: 0.02,
-            alpha: 0.05,
-            resamples: 10_000,
-            seed: 0x5eed,
-            below: Vec::new(),
-            above: Vec::new(),
-            unit: None,
-        }
-    }
-}
-
-/// A variant's runs of one group, summarised for one metric.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    pub runs: usize,
-    /// Median across runs, in the metric's display unit (µs for times).
-    pub median: f64,
-    /// 1.4826 × median absolute deviation, as % of the median: a robust coefficient of
-    /// variation across runs.
-    pub spread_pct: f64,
-    pub min: f64,
-    pub max: f64,
-    /// The coarsest resolution of the runs' values (CPU figures), in the display unit:
-    /// tables print no finer. `None` when unknown or not a CPU figure.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resolution: Option<f64>,
-}
-
-/// One metric, one variant against the baseline.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Row {
-    pub metric: String,
-    pub label: String,
-    pub unit: Unit,
-    pub direction: crate::stats::Direction,
-    pub baseline: Option<Summary>,
-    pub variant: Option<Summary>,
-    /// variant ÷ baseline of the medians, with the 95% interval (with one run a side, no
-    /// interval: `low` and `high` are NaN, null in JSON).
-    pub ratio: Option<RatioInterval>,
-    /// variant median − baseline median, in the medians' unit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub difference: Option<f64>,
-    pub u: Option<f64>,
-    pub p_value: Option<f64>,
-    pub p_method: Option<PMethod>,
-    /// Adjusted by fixed-sequence gatekeeping (docs/metrics.md): for the primary metric its
-    /// own p; for the others max(the primary's p, Holm's correction among them). The name
-    /// is kept from schema 2, when it was Holm's correction across every metric.
-    pub p_holm: Option<f64>,
-    /// The metric this one is one measurement with by construction (a single stage's
-    /// percentile and the total's; fps and wall at a fixed frame count): tested once, as it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tested_as: Option<String>,
-    #[serde(flatten)]
-    pub verdict: Verdict,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct VariantComparison {
-    pub variant: String,
-    pub baseline: String,
-    /// In a sweep of one variant: the parameter values this group is compared with
-    /// (`res=720p`); empty when variants are compared at the same values.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub baseline_params: String,
-    pub headline: String,
-    /// A side has a single measured run: the rows hold both values and the change, with
-    /// no interval, p-value or verdict.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub one_run_a_side: bool,
-    pub rows: Vec<Row>,
-}
-
-/// Step-by-step benefit of variants in order (more than two variants).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct StepRow {
-    pub variant: String,
-    pub median: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resolution: Option<f64>,
-    /// Against the variant before it; `None` for the first.
-    pub step: Option<RatioInterval>,
-    /// Against the baseline; `None` for the baseline.
-    pub cumulative: Option<RatioInterval>,
-    /// The median − the previous variant's (`None` for the first).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub step_difference: Option<f64>,
-    /// The median − the baseline's (`None` for the baseline).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cumulative_difference: Option<f64>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Group {
-    /// Parameter values of this group (empty without parameters).
-    pub params: BTreeMap<String, String>,
-    pub label: String,
-    pub comparisons: Vec<VariantComparison>,
-    /// For the headline metric, when more than two variants.
-    pub steps: Vec<StepRow>,
-    /// Per variant: (name, runs measured, worst frame total µs with run and frame id).
-    pub worst: Vec<Worst>,
-}
-
-/// The worst frame of a variant: shown, never used for a verdict.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Worst {
-    pub variant: String,
-    pub total_us: f64,
-    pub run_id: i64,
-    pub frame: u64,
-}
-
-/// A change in a sweep table: the ratio of medians with its 95% interval, and the verdict.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SweepChange {
-    #[serde(flatten)]
-    pub ratio: RatioInterval,
-    /// The median − the one it is compared with.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub difference: Option<f64>,
-    pub verdict: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SweepRow {
-    pub params: String,
-    /// Per variant in order: the median of the sweep metric (None when absent).
-    pub medians: Vec<Option<f64>>,
-    /// Per variant after the baseline, its change against the baseline at these values;
-    /// in a sweep of one variant, one change: against the baseline values (`None` on the
-    /// baseline values' own row).
-    pub changes: Vec<Option<SweepChange>>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Sweep {
-    pub metric: String,
-    pub label: String,
-    pub unit: Unit,
-    pub variants: Vec<String>,
-    /// In a sweep of one variant, the values the changes are against (`res=720p`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub baseline_params: String,
-    pub rows: Vec<SweepRow>,
-    /// The coarsest resolution of every run's value (see `Summary::resolution`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resolution: Option<f64>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Excluded {
-    pub path: String,
-    pub run_id: i64,
-    pub variant: String,
-    pub params: String,
-    /// Excluded from this metric only (a metric from output it could not read); `None`:
-    /// the whole run is excluded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metric: Option<String>,
-    pub why: String,
-}
-
-/// Everything a comparison shows, in every format.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
-    pub schema: String,
-    pub sources: Vec<String>,
-    pub options: CompareOptions,
-    pub baseline: String,
-    pub variants: Vec<String>,
-    /// Each variant's command (of its first run; parameter values differ across groups).
-    pub commands: BTreeMap<String, String>,
-    /// Measured runs per variant (all groups).
-    pub runs: BTreeMap<String, usize>,
-    pub param_keys: Vec<String>,
-    /// In a sweep of one variant: the parameter values the others are compared with.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub baseline_params: String,
-    /// The metric of headlines and steps (and of the sweep, unless `--show` names more):
-    /// the primary metric.
-    pub headline_metric: String,
-    /// The metric tested first, at the full α: the first `--show`, else the first metric
-    /// from output (`--metric`), else fps, else the first shown. The others are tested
-    /// only once it changed (fixed-sequence gatekeeping, docs/metrics.md).
-    #[serde(default)]
-    pub primary_metric: String,
-    pub metrics: Vec<Metric>,
-    pub groups: Vec<Group>,
-    /// One per metric shown in the sweep table: the headline metric, or every `--show` one.
-    pub sweeps: Vec<Sweep>,
-    pub excluded: Vec<Excluded>,
-    /// Fingerprint differences and other things to know before trusting the numbers.
-    pub notes: Vec<String>,
-    /// Why each variant differs from the baseline in stages, waits and bottleneck.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pipeline: Vec<String>,
-    /// Runs of imported histograms only: each histogram both sides hold, compared.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub histograms: Vec<super::histograms::HistogramComparison>,
-}
-
-/// 2: `sweep` became `sweeps` (one per metric), sweep changes carry their interval,
-/// `baseline_params` for sweeps of one variant, per-metric `excluded` entries, units of
-/// metrics from output as given.
-/// 3: `p_holm` is the p adjusted by fixed-sequence gatekeeping, `primary_metric`, rows'
-/// `tested_as`.
-pub const SCHEMA: &str = "framelab.compare/3";
-
-pub fn describe_params(params: &BTreeMap<String, String>) -> String {
-    params
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
 
 /// The comparison of loaded runs with `metrics` already chosen. `baseline_combo`: in a
 /// sweep of one variant, the parameter values every other value is compared with.
@@ -532,16 +283,6 @@ fn difference(variant: Option<&Summary>, baseline: Option<&Summary>) -> Option<f
     Some(variant?.median - baseline?.median)
 }
 
-/// One comparison to make: a variant's runs against the baseline's.
-pub(super) struct Pair<'a> {
-    pub variant: String,
-    pub baseline: String,
-    pub baseline_params: String,
-    seed_label: String,
-    pub base_runs: Vec<&'a LoadedRun>,
-    pub var_runs: Vec<&'a LoadedRun>,
-}
-
 fn compare_pair(
     pair: &Pair,
     metrics: &[Metric],
@@ -631,48 +372,6 @@ fn primary_metric(metrics: &[Metric], options: &CompareOptions) -> Option<String
         .or_else(|| metrics.iter().find(|m| m.key == "fps"))
         .or_else(|| metrics.first())
         .map(|m| m.key.clone())
-}
-
-pub(super) fn values<'a>(metric: &Metric, runs: &[&'a LoadedRun]) -> Vec<RunValue<'a>> {
-    runs.iter()
-        .filter_map(|r| metric.value(r.data.as_ref()?))
-        .filter(|v| !v.value().is_nan())
-        .collect()
-}
-
-/// The coarsest resolution of `runs`' values of `metric`; `None` if any is unknown.
-pub(super) fn resolution(metric: &Metric, runs: &[&LoadedRun]) -> Option<f64> {
-    runs.iter()
-        .filter_map(|r| r.data.as_ref())
-        .filter(|d| metric.value(d).is_some())
-        .map(|d| metric.resolution(d))
-        .try_fold(None, |coarsest: Option<f64>, r| {
-            let r = r?;
-            Some(Some(coarsest.map_or(r, |c| c.max(r))))
-        })
-        .flatten()
-}
-
-pub(super) fn summary(metric: &Metric, values: &[RunValue]) -> Option<Summary> {
-    let shown: Vec<f64> = values
-        .iter()
-        .map(|v| metric.display_value(v.value()))
-        .collect();
-    let mid = median(&shown)?;
-    let deviations: Vec<f64> = shown.iter().map(|v| (v - mid).abs()).collect();
-    let mad = median(&deviations).unwrap_or(0.0);
-    Some(Summary {
-        runs: shown.len(),
-        median: mid,
-        spread_pct: if mid != 0.0 {
-            1.4826 * mad / mid.abs() * 100.0
-        } else {
-            0.0
-        },
-        min: shown.iter().copied().fold(f64::INFINITY, f64::min),
-        max: shown.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        resolution: None,
-    })
 }
 
 fn bootstrap_options(options: &CompareOptions, label: &str) -> BootstrapOptions {
@@ -948,47 +647,6 @@ fn sweep(
     }
 }
 
-/// The ratio of the medians of one run a side: no interval (`low` and `high` NaN).
-pub(super) fn point_ratio(baseline: &[RunValue], variant: &[RunValue]) -> Option<RatioInterval> {
-    let middle = |runs: &[RunValue]| median(&runs.iter().map(RunValue::value).collect::<Vec<_>>());
-    let ratio = crate::stats::bootstrap::ratio_of(middle(variant)?, middle(baseline)?);
-    Some(RatioInterval {
-        ratio,
-        low: f64::NAN,
-        high: f64::NAN,
-    })
-}
-
-/// "1.32× fps [1.27, 1.36]" for a rate, "−27% [−31, −22]" for the rest; without an
-/// interval (one run a side), "1.32× fps" and "total p99 −27%".
-pub fn effect_text(row: &Row) -> Option<String> {
-    let r = row.ratio?;
-    if r.low.is_nan() {
-        return Some(if row.unit == Unit::Fps {
-            format!("{}× {}", fixed(r.ratio, 2), row.label)
-        } else {
-            format!("{} {}", row.label, signed_pct(r.ratio, 0))
-        });
-    }
-    Some(if row.unit == Unit::Fps {
-        format!(
-            "{}× {} [{}, {}]",
-            fixed(r.ratio, 2),
-            row.label,
-            fixed(r.low, 2),
-            fixed(r.high, 2)
-        )
-    } else {
-        format!(
-            "{} {} [{}, {}]",
-            row.label,
-            signed_pct(r.ratio, 0),
-            signed_pct(r.low, 0).trim_end_matches('%'),
-            signed_pct(r.high, 0).trim_end_matches('%')
-        )
-    })
-}
-
 /// "v2: 1.32× fps [1.27, 1.36], total p99 −27% [−31, −22], regressed: none".
 fn headline_line(variant: &str, rows: &[Row], headline: Option<&str>) -> String {
     let mut parts = headline_effects(rows, headline);
@@ -1013,51 +671,10 @@ fn headline_line(variant: &str, rows: &[Row], headline: Option<&str>) -> String 
     format!("{variant}: {}", parts.join(", "))
 }
 
-/// The headline metric's change and one more (total p99, CPU per frame, wall or CPU).
-pub(super) fn headline_effects(rows: &[Row], headline: Option<&str>) -> Vec<String> {
-    let mut wanted: Vec<&str> = Vec::new();
-    if let Some(h) = headline {
-        wanted.push(h);
-    }
-    for key in ["total.p99", "cpu_per_frame", "wall", "cpu"] {
-        if wanted.len() < 2 && rows.iter().any(|r| r.metric == key) && !wanted.contains(&key) {
-            wanted.push(key);
-        }
-    }
-    wanted
-        .into_iter()
-        .filter_map(|key| rows.iter().find(|r| r.metric == key).and_then(effect_text))
-        .collect()
-}
-
-/// A ratio as a signed percentage change with a true minus sign: "+3.2%", "−27%".
-pub fn signed_pct(ratio: f64, decimals: usize) -> String {
-    if !ratio.is_finite() {
-        return "+∞%".into();
-    }
-    let pct = (ratio - 1.0) * 100.0;
-    let text = format!("{:.*}", decimals, pct.abs());
-    let zero = text.chars().all(|c| c == '0' || c == '.');
-    let sign = if zero {
-        "±"
-    } else if pct < 0.0 {
-        "−"
-    } else {
-        "+"
-    };
-    format!("{sign}{text}%")
-}
-
-pub fn fixed(v: f64, decimals: usize) -> String {
-    if v.is_infinite() {
-        return "∞".into();
-    }
-    format!("{v:.decimals$}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::metrics::Unit;
 
     #[test]
     fn signed_percentages_use_a_true_minus() {

@@ -7,35 +7,10 @@
 
 use std::collections::BTreeMap;
 
-use super::extract::RunData;
+use super::extract::{counts_work, energy_of, RunData};
 use super::load::Loaded;
-use super::metrics::{key_part, Kind, Metric, Unit};
-use crate::analyze::telemetry::EnergyRow;
+use super::metrics::{Kind, Metric};
 use crate::experiment::RunStatus;
-use crate::stats::Direction;
-
-/// This run's energy row of `device`.
-pub fn of<'a>(run: &'a RunData, device: &str) -> Option<&'a EnergyRow> {
-    run.energy.iter().find(|e| e.device == device)
-}
-
-/// Whether a metric from output in `unit` counts work done in the window (requests,
-/// frames, bytes written), so energy ÷ its value is energy per unit of work. A rate
-/// (`req/s`) does not: its time base is the program's own (a load generator's phase), not
-/// the window the energy was measured over.
-pub fn counts_work(unit: &str) -> bool {
-    !unit.trim_end().ends_with("/s")
-}
-
-/// The window's energy of `device` ÷ the value of the metric from output `metric`.
-pub fn per_unit(run: &RunData, metric: &str, device: &str) -> Option<f64> {
-    let m = run.output_metrics.iter().find(|m| m.name == metric)?;
-    if !counts_work(&m.unit) {
-        return None;
-    }
-    let units = m.value.filter(|v| *v > 0.0)?;
-    Some(of(run, device)?.joules / units)
-}
 
 /// The device a metric is of, for the power and energy metrics.
 pub fn device_of(kind: &Kind) -> Option<&str> {
@@ -45,62 +20,6 @@ pub fn device_of(kind: &Kind) -> Option<&str> {
         | Kind::EnergyPerUnit { device, .. } => Some(device),
         _ => None,
     }
-}
-
-/// For each device some run measured, in the order first seen: its mean power and energy
-/// per frame, and its energy per unit of each metric from output in `outputs` that counts
-/// work (shown when asked for, as CPU per unit is).
-pub fn metrics(runs: &[&RunData], outputs: &[Metric]) -> Vec<Metric> {
-    let mut devices: Vec<&str> = Vec::new();
-    for run in runs {
-        for e in &run.energy {
-            if !devices.contains(&e.device.as_str()) {
-                devices.push(&e.device);
-            }
-        }
-    }
-    let mut all = Vec::new();
-    for device in devices {
-        let (key, name) = (key_part(device), crate::display::name(device));
-        all.push(Metric::new(
-            &format!("power.{key}"),
-            &format!("mean power, {name}"),
-            Unit::Watts,
-            Direction::LowerIsBetter,
-            Kind::Power {
-                device: device.to_owned(),
-            },
-        ));
-        all.push(Metric::new(
-            &format!("energy_per_frame.{key}"),
-            &format!("energy per frame, {name}"),
-            Unit::Joules,
-            Direction::LowerIsBetter,
-            Kind::EnergyPerFrame {
-                device: device.to_owned(),
-            },
-        ));
-        for output in outputs {
-            let Unit::Custom(unit) = &output.unit else {
-                continue;
-            };
-            if !counts_work(unit) {
-                continue;
-            }
-            let per = if unit.is_empty() { &output.key } else { unit };
-            all.push(Metric::new(
-                &format!("energy_per.{}.{key}", output.key),
-                &format!("energy per {per}, {name}"),
-                Unit::Joules,
-                Direction::LowerIsBetter,
-                Kind::EnergyPerUnit {
-                    metric: output.key.clone(),
-                    device: device.to_owned(),
-                },
-            ));
-        }
-    }
-    all
 }
 
 /// Why `--show NAME` found no energy metric, when NAME asks for energy per unit of a rate.
@@ -142,7 +61,7 @@ pub fn left_out(loaded: &Loaded, chosen: Vec<Metric>, asked: bool) -> (Vec<Metri
             devices.push(d);
         }
     }
-    let name_of = |(variant, params): GroupKey| match super::compute::describe_params(params) {
+    let name_of = |(variant, params): GroupKey| match super::comparison::describe_params(params) {
         p if p.is_empty() => variant.to_owned(),
         p => format!("{variant} at {p}"),
     };
@@ -152,7 +71,10 @@ pub fn left_out(loaded: &Loaded, chosen: Vec<Metric>, asked: bool) -> (Vec<Metri
         let mut lacking = Vec::new();
         let mut partly = Vec::new();
         for (key, runs) in &groups {
-            let with = runs.iter().filter(|r| of(r, device).is_some()).count();
+            let with = runs
+                .iter()
+                .filter(|r| energy_of(r, device).is_some())
+                .count();
             if with == 0 {
                 lacking.push(name_of(*key));
             } else if with < runs.len() {
@@ -165,7 +87,7 @@ pub fn left_out(loaded: &Loaded, chosen: Vec<Metric>, asked: bool) -> (Vec<Metri
             }
         }
         let source = (groups.iter())
-            .flat_map(|(_, runs)| runs.iter().filter_map(|r| of(r, device)))
+            .flat_map(|(_, runs)| runs.iter().filter_map(|r| energy_of(r, device)))
             .map(|e| e.source.clone())
             .next()
             .unwrap_or_default();
@@ -211,7 +133,10 @@ pub fn left_out(loaded: &Loaded, chosen: Vec<Metric>, asked: bool) -> (Vec<Metri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::telemetry::EnergyRow;
+    use crate::compare::metrics::Unit;
     use crate::output::MetricValue;
+    use crate::stats::Direction;
 
     fn gpu(watts: f64, joules: f64, frames: u64) -> EnergyRow {
         EnergyRow {

@@ -4,6 +4,7 @@
 use crate::analyze::cpu::{role_cpu, RoleCpu};
 use crate::analyze::frames::{measure_run, Frames, NO_FRAME};
 use crate::analyze::stats::sort_ns;
+use crate::analyze::telemetry::EnergyRow;
 use crate::analyze::{analyze, Analysis, CpuSummary};
 use crate::model::Run;
 
@@ -140,4 +141,27 @@ fn frame_values(run: &Run, analysis: &Analysis) -> (ValuesByName, Vec<i64>, Valu
     sort_ns(&mut totals);
     let waits = crate::analyze::pipeline::wait_values(run, &frames, &measured);
     (stages, totals, waits)
+}
+
+/// This run's energy row of `device`.
+pub fn energy_of<'a>(run: &'a RunData, device: &str) -> Option<&'a EnergyRow> {
+    run.energy.iter().find(|e| e.device == device)
+}
+
+/// Whether a metric from output in `unit` counts work done in the window (requests,
+/// frames, bytes written), so energy ÷ its value is energy per unit of work. A rate
+/// (`req/s`) does not: its time base is the program's own (a load generator's phase), not
+/// the window the energy was measured over.
+pub fn counts_work(unit: &str) -> bool {
+    !unit.trim_end().ends_with("/s")
+}
+
+/// The window's energy of `device` ÷ the value of the metric from output `metric`.
+pub fn per_unit(run: &RunData, metric: &str, device: &str) -> Option<f64> {
+    let m = run.output_metrics.iter().find(|m| m.name == metric)?;
+    if !counts_work(&m.unit) {
+        return None;
+    }
+    let units = m.value.filter(|v| *v > 0.0)?;
+    Some(energy_of(run, device)?.joules / units)
 }

@@ -3,8 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::energy;
-use super::extract::RunData;
+use super::extract::{counts_work, energy_of, per_unit, RunData};
 use crate::stats::{Direction, RunValue};
 
 /// A metric's unit. Serialised as one string: the built-in units by name (`fps`,
@@ -86,7 +85,7 @@ pub enum Kind {
         device: String,
     },
     /// A device's energy over the window ÷ a metric from output that counts work
-    /// (`energy_per.requests.GPU0`: J per request; `super::energy::counts_work`).
+    /// (`energy_per.requests.GPU0`: J per request; `super::extract::counts_work`).
     EnergyPerUnit {
         metric: String,
         device: String,
@@ -265,13 +264,11 @@ impl Metric {
                 (run.peak_rss_bytes > 0).then_some(RunValue::Whole(run.peak_rss_bytes as f64))
             }
             Kind::Late => run.late.map(|(hits, of)| RunValue::Share { hits, of }),
-            Kind::Power { device } => whole(energy::of(run, device)?.avg_power_w),
+            Kind::Power { device } => whole(energy_of(run, device)?.avg_power_w),
             Kind::EnergyPerFrame { device } => {
-                energy::of(run, device)?.joules_per_frame.and_then(whole)
+                energy_of(run, device)?.joules_per_frame.and_then(whole)
             }
-            Kind::EnergyPerUnit { metric, device } => {
-                energy::per_unit(run, metric, device).and_then(whole)
-            }
+            Kind::EnergyPerUnit { metric, device } => per_unit(run, metric, device).and_then(whole),
             Kind::CpuPerUnit { metric, role } => {
                 let m = run.output_metrics.iter().find(|m| &m.name == metric)?;
                 let seconds = run.wall_ns as f64 / 1e9;
@@ -440,7 +437,7 @@ pub fn catalogue(runs: &[&RunData]) -> Vec<Metric> {
         Metric::new("wall", "wall", Unit::Seconds, LowerIsBetter, Kind::Wall),
         Metric::new("cpu", "CPU", Unit::Seconds, LowerIsBetter, Kind::Cpu),
     ]);
-    all.extend(energy::metrics(runs, &output_metrics(runs)));
+    all.extend(energy_metrics(runs, &output_metrics(runs)));
     all.extend(role_metrics(runs));
     all.extend(cpu_per_unit_metrics(runs));
     let exists = |m: &Metric| match m.kind {
@@ -573,6 +570,62 @@ fn output_metrics(runs: &[&RunData]) -> Vec<Metric> {
             )
         })
         .collect()
+}
+
+/// For each device some run measured, in the order first seen: its mean power and energy
+/// per frame, and its energy per unit of each metric from output in `outputs` that counts
+/// work (shown when asked for, as CPU per unit is).
+fn energy_metrics(runs: &[&RunData], outputs: &[Metric]) -> Vec<Metric> {
+    let mut devices: Vec<&str> = Vec::new();
+    for run in runs {
+        for e in &run.energy {
+            if !devices.contains(&e.device.as_str()) {
+                devices.push(&e.device);
+            }
+        }
+    }
+    let mut all = Vec::new();
+    for device in devices {
+        let (key, name) = (key_part(device), crate::display::name(device));
+        all.push(Metric::new(
+            &format!("power.{key}"),
+            &format!("mean power, {name}"),
+            Unit::Watts,
+            Direction::LowerIsBetter,
+            Kind::Power {
+                device: device.to_owned(),
+            },
+        ));
+        all.push(Metric::new(
+            &format!("energy_per_frame.{key}"),
+            &format!("energy per frame, {name}"),
+            Unit::Joules,
+            Direction::LowerIsBetter,
+            Kind::EnergyPerFrame {
+                device: device.to_owned(),
+            },
+        ));
+        for output in outputs {
+            let Unit::Custom(unit) = &output.unit else {
+                continue;
+            };
+            if !counts_work(unit) {
+                continue;
+            }
+            let per = if unit.is_empty() { &output.key } else { unit };
+            all.push(Metric::new(
+                &format!("energy_per.{}.{key}", output.key),
+                &format!("energy per {per}, {name}"),
+                Unit::Joules,
+                Direction::LowerIsBetter,
+                Kind::EnergyPerUnit {
+                    metric: output.key.clone(),
+                    device: device.to_owned(),
+                },
+            ));
+        }
+    }
+    all
 }
 
 /// Notes on metrics from output whose runs do not agree (a unit or direction changed

@@ -2,8 +2,10 @@
 //! different, on which metrics, by how much, and how sure is that? Statistics in
 //! `crate::stats`; definitions for users in docs/metrics.md ("Comparing runs").
 
+mod comparison;
 mod compute;
 mod csv;
+mod effect;
 mod energy;
 mod explain;
 mod extract;
@@ -13,6 +15,7 @@ mod html;
 mod identical;
 mod load;
 pub mod metrics;
+mod pair;
 mod side_by_side;
 mod table;
 mod text;

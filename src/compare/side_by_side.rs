@@ -2,9 +2,10 @@
 //! each): both values of every metric and the change, with no interval, p-value or
 //! verdict, since one run says nothing of how much a run varies.
 
-use super::compute::{headline_effects, point_ratio, resolution, summary, values, Pair, Row};
-use super::compute::{Summary, VariantComparison};
+use super::comparison::{Row, Summary, VariantComparison};
+use super::effect::headline_effects;
 use super::metrics::Metric;
+use super::pair::{point_ratio, resolution, summary, values, Pair};
 use crate::stats::Verdict;
 
 /// Why a row of one run a side has no verdict (the CSV's and JSON's `reason`).

@@ -4,12 +4,11 @@
 use super::format::{
     bit_rate, bytes, cores, cpu_secs, fps_target, load_pct, number, secs, shell_words, us,
 };
+use super::style::Style;
 use crate::analyze::counters::is_byte_counter;
 use crate::analyze::Analysis;
 use crate::model::WarmupFrom;
-use super::style::Style;
 use crate::units::plural;
-
 
 /// `framelab · demo (depth 1) · run 2026-11-22T10:00:00Z`
 pub fn title(a: &Analysis) -> String {

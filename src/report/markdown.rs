@@ -1,8 +1,8 @@
 //! The Markdown report: pastes into a pull request or an issue as GitHub tables.
 
 use super::facts::{facts_in, title};
-use super::style::Style;
 use super::pipeline::{resource_headers, resource_rows, wait_headers, wait_rows};
+use super::style::Style;
 use super::text::{
     on_cpu_cells, process_rows, stage_table_rows, worst_headers, worst_rows, ON_CPU_HEADERS,
     PROCESS_HEADERS,

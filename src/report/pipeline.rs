@@ -2,8 +2,8 @@
 //! the threads as resources, and the bottleneck line. Rows here, laid out by text and
 //! Markdown alike.
 
-use super::style::Style;
 use super::format::{us, us_mean};
+use super::style::Style;
 use crate::analyze::pipeline::{Bottleneck, PipelineSummary};
 use crate::analyze::{Analysis, Dist};
 use crate::sched::SchedSource;

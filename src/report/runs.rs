@@ -5,9 +5,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::style::Style;
 use super::format::{shell_words, us};
 use super::markdown::gfm_table;
+use super::style::Style;
 use super::table::{render as table, Column};
 use super::Format;
 use crate::analyze::Analysis;

@@ -5,9 +5,9 @@ use serde::Serialize;
 
 use super::pick::{duration_for_firm_pick, provisional, Pick, P99_9_WAITS, P99_WAITS};
 use super::{IntervalResult, Row, TimersReport};
-use crate::report::style::Style;
 use crate::report::format::us;
 use crate::report::markdown::gfm_table;
+use crate::report::style::Style;
 use crate::report::table::{render as table, Column};
 use crate::report::Format;
 

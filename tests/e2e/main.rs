@@ -5,9 +5,9 @@
 //! (its global allocator counts every allocation in the process) and `demo_signal` (it
 //! sends SIGINT to its own process).
 
-mod common;
 mod bench;
 mod cli;
+mod common;
 mod compare;
 mod demo;
 mod export;

@@ -16,8 +16,8 @@ pub mod waits;
 use serde::{Deserialize, Serialize};
 
 pub(crate) use self::builder::{multi_span, summarize, LoadedRows, Pipeline};
-pub(crate) use self::input::{PipelineInput, SpanRow, SpanRows};
 pub use self::builder::{pair_name, wait_values, WaitValues};
+pub(crate) use self::input::{PipelineInput, SpanRow, SpanRows};
 use super::{Dist, WorstFrame};
 use crate::model::ThreadInfo;
 use crate::units::plural;

@@ -1,7 +1,6 @@
 //! `kill -9` of a recording process loses at most what it had not committed, and leaves
 //! a file that loads. The child is this test binary, re-run in a child-only mode.
 
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
