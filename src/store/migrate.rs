@@ -54,6 +54,11 @@ pub const MIGRATIONS: &[Migration] = &[
         from: 6,
         sql: schema::SCHEMA_7_ADDITIONS,
     },
+    // 8: a run's tags (`run_tags`); older runs have none.
+    Migration {
+        from: 7,
+        sql: schema::SCHEMA_8_ADDITIONS,
+    },
 ];
 
 /// Whether `version` can be brought to `SCHEMA_VERSION` by this build.

@@ -214,6 +214,7 @@ impl RunWriter {
         )
         .map_err(fail)?;
         let run_id = conn.last_insert_rowid();
+        super::tags::insert_tags(&conn, run_id, &meta.tags).map_err(fail)?;
         // temp_store: the statement journal of multi-row inserts stays in memory.
         conn.execute_batch(
             "PRAGMA journal_mode = TRUNCATE; PRAGMA synchronous = NORMAL; \
