@@ -66,6 +66,8 @@ struct Bench<'a> {
     /// Each variant's pinned CPUs (empty: not pinned).
     cpus: Vec<Vec<usize>>,
     gpu: fingerprint::GpuInfo,
+    /// Interrupts counted before the bench began: one more is a Ctrl-C to it.
+    interrupts_before: usize,
 }
 
 /// Runs (or continues) the experiment: `--setup`, the warmup rounds, the measured runs,
@@ -81,9 +83,10 @@ pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
         combos: spec.combinations(),
         cpus: pinned_cpus(&spec)?,
         gpu: fingerprint::probe_gpu(),
+        interrupts_before: session::interrupts(),
     };
     session::catch_interrupts();
-    let interrupts_before = session::interrupts();
+    let interrupts_before = bench.interrupts_before;
 
     let total = slots.len();
     let left = (0..total).filter(|i| !done.contains(&(*i as u32))).count();
@@ -217,7 +220,19 @@ impl Bench<'_> {
             &self.cpus[slot.variant],
             &what,
         )?;
-        let result = session::run(&opts).with_context(|| format!("{what} could not run"))?;
+        let result = match session::run(&opts) {
+            Ok(result) => result,
+            // Ctrl-C while a --prepare ran: the run never started, the bench stops there.
+            Err(_) if session::interrupts() > self.interrupts_before => {
+                progress.finished(&what, "interrupted", started.elapsed());
+                return Ok(Ran {
+                    status: RunStatus::Interrupted,
+                    interrupted: true,
+                    unread_metrics: 0,
+                });
+            }
+            Err(e) => return Err(e.context(format!("{what} could not run"))),
+        };
         // A failing --prepare fails its run, as a failing command does; the bench goes on.
         let (status, failure) = match &result.prepare_failure {
             Some(why) => (RunStatus::Failed, Some(why.clone())),
