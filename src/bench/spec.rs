@@ -121,7 +121,8 @@ impl ServiceSettings {
                 if !variants.iter().any(|v| v.name == variant) {
                     let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
                     bail!(
-                        "{option} {variant}:{rest}: no variant is named {variant}; the variants                          are {}",
+                        "{option} {variant}:{rest}: no variant is named {variant}; the variants \
+                         are {}",
                         names.join(", ")
                     );
                 }

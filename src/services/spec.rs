@@ -243,7 +243,8 @@ pub fn for_variant(texts: &[String], variant: &str, pin: bool) -> Vec<String> {
 pub fn refuse_variant_prefix(option: &str, texts: &[String]) -> Result<()> {
     if let Some((variant, rest)) = texts.iter().find_map(|t| split_variant(t)) {
         bail!(
-            "{option} {variant}:{rest}: '{variant}:' gives it to one variant of a framelab              bench; this command has no variants: give it as {option} {rest}"
+            "{option} {variant}:{rest}: '{variant}:' gives it to one variant of a framelab \
+             bench; this command has no variants: give it as {option} {rest}"
         );
     }
     Ok(())
