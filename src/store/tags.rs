@@ -20,6 +20,12 @@ pub(super) fn insert_tags(conn: &Connection, run_id: i64, tags: &[Tag]) -> rusql
     Ok(())
 }
 
+/// The run's tags become `tags` (a later `update_meta` with other tags).
+pub(super) fn replace_tags(conn: &Connection, run_id: i64, tags: &[Tag]) -> rusqlite::Result<()> {
+    conn.execute("DELETE FROM run_tags WHERE run_id = ?1", [run_id])?;
+    insert_tags(conn, run_id, tags)
+}
+
 /// The run's tags; none for a file from before schema 8 (opened read-only, not migrated).
 pub(super) fn load_tags(conn: &Connection, run_id: i64) -> rusqlite::Result<Vec<Tag>> {
     let has_table: bool = conn.query_row(

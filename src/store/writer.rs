@@ -662,6 +662,10 @@ impl RunWriter {
         if meta.session != self.meta.session {
             self.session_facts(&meta.session)?;
         }
+        if meta.tags != self.meta.tags {
+            super::tags::replace_tags(&self.conn, self.run_id, &meta.tags)
+                .map_err(|e| self.fail("write", e))?;
+        }
         self.meta = meta.clone();
         self.meta.id = self.run_id;
         Ok(())
