@@ -641,6 +641,36 @@ mod tests {
     }
 
     #[test]
+    fn a_variant_gets_its_own_pin_and_each_run_its_parameter_tags() {
+        let mut s = spec(&[("v1", "x {r}"), ("v2", "y {r}")], &["r=1,2"], 3);
+        s.pin = Some("0".into());
+        s.run.services.pins = vec!["0".into(), "v2:command=1".into()];
+        assert_eq!(s.pin_of(0).as_deref(), Some("0"));
+        assert_eq!(s.pin_of(1).as_deref(), Some("1"));
+        s.run.tags = vec![crate::model::Tag {
+            key: "build".into(),
+            value: "release".into(),
+        }];
+        let tags: Vec<String> = (s.tags_of(&s.combinations()[1]).iter())
+            .map(|t| format!("{}={}", t.key, t.value))
+            .collect();
+        assert_eq!(tags, ["r=2", "build=release"]);
+        assert!(s.validate().is_ok());
+        s.run.services.pins.push("v3:server=1".into());
+        assert_eq!(
+            s.validate().unwrap_err().to_string(),
+            "--pin v3:server=1: no variant is named v3; the variants are v1, v2"
+        );
+        s.run.services.pins.pop();
+        s.run.tags[0].key = "r".into();
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--tag r=release: r is a --param of this bench"));
+    }
+
+    #[test]
     fn combinations_first_parameter_slowest() {
         let s = spec(&[("a", "x {r} {c}")], &["r=1,2", "c=h264,av1"], 2);
         let all: Vec<String> = s.combinations().iter().map(describe_combo).collect();
