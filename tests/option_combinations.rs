@@ -1157,6 +1157,17 @@ fn tags_and_per_variant_options_are_checked_before_anything_runs() {
         .unwrap();
     refused(&import, "--tag a is given twice");
     assert!(!dir.path().join("frames.framelab").exists());
+    // Given once, it is kept with the imported run.
+    let tagged = framelab()
+        .current_dir(dir.path())
+        .args(["import", "--tag", "source=trace 1"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert_eq!(tagged.status.code(), Some(0), "{}", stderr(&tagged));
+    assert!(stdout(&tagged).contains("tags      source=trace 1"));
+    let run = load(&dir.path().join("frames.framelab"));
+    assert_eq!(run.meta.tags[0].value, "trace 1");
 
     let pin = framelab()
         .current_dir(dir.path())
