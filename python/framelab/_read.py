@@ -16,7 +16,7 @@ from ._errors import FileError
 from ._frames import make_frame, stage_stats, unsigned
 
 #: The run-file schema this package reads (docs/run-file.md).
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 APPLICATION_ID = 0x464C4142  # "FLAB"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 

@@ -2,6 +2,7 @@
 //! different, on which metrics, by how much, and how sure is that? Statistics in
 //! `crate::stats`; definitions for users in docs/metrics.md ("Comparing runs").
 
+mod by_tag;
 mod compute;
 mod csv;
 mod energy;
@@ -19,6 +20,7 @@ mod text;
 
 use anyhow::{bail, Result};
 
+pub use by_tag::{group_by_tag, ByTag};
 pub use compute::{CompareOptions, Comparison, Row, Sweep, SweepChange, SCHEMA};
 pub use extract::{extract, RunData};
 pub use load::{load, parse_named_source, parse_source, Loaded, LoadedRun, Source};
