@@ -29,6 +29,7 @@ pub mod session;
 pub mod snapshot;
 pub mod stats;
 pub mod store;
+pub mod tags;
 pub mod timers;
 pub mod units;
 pub mod usage;

@@ -514,6 +514,16 @@ pub struct RunMeta {
     /// How the recording went (signal, unrecorded threads, corrupt rings, lost session).
     #[serde(default)]
     pub session: SessionFacts,
+    /// `--tag KEY=VALUE`s (and a bench's parameter values), in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<Tag>,
+}
+
+/// `--tag KEY=VALUE`: a piece of the run's configuration, stored and shown with it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tag {
+    pub key: String,
+    pub value: String,
 }
 
 /// What the samplers recorded: which sources ran and how it went, the series they

@@ -33,7 +33,8 @@ from ._native import (
 )
 from ._instrument import Stage, timed
 from ._errors import BinaryNotFound, FileError, FramelabError, RunFailed
-from ._read import Run, experiment, load
+from ._experiment import experiment
+from ._read import Run, load
 from ._drive import bench, compare, find_binary, report, run
 
 __version__ = "0.1.0"

@@ -56,18 +56,14 @@ def stage_stats(names, rows):
     return table
 
 
-# Report figures of each run in an experiment's tidy table: (metric, unit, path in the JSON).
+# Report figures of each run in an experiment's tidy table that `compare` has no metric
+# for: (metric, unit, path in the JSON).
 _RUN_METRICS = [
     ("frames", "frames", ("frames",)),
-    ("observed_fps", "fps", ("observed_fps",)),
     ("fps_mean", "fps", ("fps", "mean")),
     ("fps_p1", "fps", ("fps", "p1")),
     ("fps_low1_avg", "fps", ("fps", "low1_avg")),
-    ("late_pct", "%", ("late", "late_pct")),
     ("missed_slots", "slots", ("late", "missed_slots")),
-    ("cpu_load_pct", "%", ("cpu", "load_pct")),
-    ("cpu_per_frame_us", "us", ("cpu", "cpu_per_frame_ns")),
-    ("peak_rss_bytes", "bytes", ("cpu", "peak_rss_bytes")),
     ("dropped_events", "records", ("dropped_events",)),
 ]
 _DIST = ("min", "p50", "p95", "p99", "max", "mean")
@@ -79,6 +75,70 @@ def _dig(obj, path):
             return None
         obj = obj[key]
     return obj
+
+
+def _role_of(process):
+    """The role a process row's CPU counts under in `compare` (analyze::cpu::role_of)."""
+    role = process.get("role")
+    if role in ("command", "child"):
+        return "command"
+    if role == "service":
+        return process.get("service") or ""
+    role = process.get("watch_role") or process.get("name") or ""
+    return "command-watched" if role == "command" else role
+
+
+def _role_key(role):
+    return "".join("_" if c.isspace() or c == "," else c for c in role)
+
+
+def _role_cpu(rep):
+    """{role: CPU ns} over the run's processes, in the order first seen."""
+    roles = {}
+    for p in rep.get("processes") or []:
+        role = _role_of(p)
+        roles[role] = roles.get(role, 0) + (p.get("user_ns") or 0) + (p.get("sys_ns") or 0)
+    return roles
+
+
+def compare_figures(rep, with_roles):
+    """The run's value of each run-level metric of `framelab compare --format json`, under
+    its key and in its unit there (extract.rs and metrics.rs): (metric, unit, value)."""
+    window_ns = _dig(rep, ("window", "length_ns")) or 0
+    cpu = rep.get("cpu")
+    fixed = rep.get("end_reason") == "duration"  # --duration: wall and CPU are not compared
+    rows = [("fps", "fps", rep.get("observed_fps"))]
+    late = rep.get("late")
+    frames = rep.get("frames") or 0
+    late_pct = None
+    if late is not None and frames > 0 and not rep.get("frames_from_hint"):
+        late_pct = late["late_frames"] / frames * 100.0
+    rows.append(("late", "percent", late_pct))
+    cpu_ns = None if cpu is None else (cpu.get("user_ns") or 0) + (cpu.get("sys_ns") or 0)
+    units = (cpu or {}).get("work_units") or 0
+    has_processes = bool(rep.get("processes"))
+    load = None if cpu_ns is None or window_ns <= 0 else cpu_ns * 100.0 / window_ns
+    rows += [
+        ("cpu_per_frame", "microseconds",
+         cpu_ns / units / 1e3 if cpu_ns is not None and units > 0 and has_processes else None),
+        ("load", "percent", load),
+        ("cores", "cores", None if load is None else load / 100.0),
+        ("peak_rss", "bytes", (cpu or {}).get("peak_rss_bytes") or None),
+        ("wall", "seconds", None if fixed else window_ns / 1e9),
+        ("cpu", "seconds", None if fixed or cpu_ns is None else cpu_ns / 1e9),
+    ]
+    if with_roles:
+        for role, role_ns in _role_cpu(rep).items():
+            key = _role_key(role)
+            role_load = role_ns * 100.0 / window_ns if window_ns > 0 else None
+            rows += [
+                (f"cpu.{key}", "seconds", None if fixed else role_ns / 1e9),
+                (f"cpu_per_frame.{key}", "microseconds",
+                 role_ns / units / 1e3 if units > 0 else None),
+                (f"load.{key}", "percent", role_load),
+                (f"cores.{key}", "cores", None if role_load is None else role_load / 100.0),
+            ]
+    return rows
 
 
 def _stage_rows(rep):
@@ -113,13 +173,14 @@ def tidy_metrics(runs):
         columns["unit"].append(unit)
         columns["value"].append(None if value is None else float(value))
 
+    # As compare: each role's figures once some run has more than one role.
+    with_roles = any(len(_role_cpu(r["report"])) > 1 for r in runs)
     for r in runs:
         rep = r["report"]
-        for metric, unit, path in _RUN_METRICS:
-            value = _dig(rep, path)
-            if metric == "cpu_per_frame_us" and value is not None:
-                value = value / 1e3
+        for metric, unit, value in compare_figures(rep, with_roles):
             add(r, metric, None, unit, value)
+        for metric, unit, path in _RUN_METRICS:
+            add(r, metric, None, unit, _dig(rep, path))
         for key in ("total", "interval"):
             for stat in _DIST:
                 value = _dig(rep, (key, f"{stat}_ns"))

@@ -16,7 +16,7 @@ from ._errors import FileError
 from ._frames import make_frame, stage_stats, unsigned
 
 #: The run-file schema this package reads (docs/run-file.md).
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 APPLICATION_ID = 0x464C4142  # "FLAB"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -332,52 +332,6 @@ class Run:
             "SELECT value FROM framelab WHERE key = ?", (f"session_facts.{self.run_id}",)
         )
         return json.loads(rows[0][0]) if rows else {}
-
-
-def experiment(path, backend=None):
-    """An experiment file's runs (`framelab bench -o`) as one tidy DataFrame: a row per run
-    and metric, with the run's variant, parameters (`param.KEY` columns), repetition and
-    status. The metrics are the report's (`framelab report --format json` of each run, so
-    the `framelab` binary is needed) plus the run's `--metric` values."""
-    from ._drive import report
-    from ._frames import tidy_metrics
-
-    backend = _backend(backend)
-    _check_header(os.fspath(path))
-    db = _connect(path)
-    try:
-        rows = db.execute(
-            """SELECT run_id, experiment_id, variant, params_json, repetition, slot, status
-               FROM experiment_runs ORDER BY experiment_id, slot"""
-        ).fetchall()
-        metric_rows = db.execute(
-            "SELECT run_id, name, value, unit FROM metrics ORDER BY run_id, position"
-        ).fetchall()
-    except sqlite3.DatabaseError as e:
-        raise FileError(f"{path} is damaged or holds no experiment: {e}") from None
-    finally:
-        db.close()
-    if not rows:
-        raise FileError(f"{path} holds no experiment runs: give a file written by framelab bench -o")
-    output_metrics = {}
-    for run_id, name, value, unit in metric_rows:
-        output_metrics.setdefault(run_id, []).append((name, value, unit))
-    runs = []
-    for run_id, experiment_id, variant, params_json, repetition, slot, status in rows:
-        runs.append(
-            {
-                "run_id": run_id,
-                "experiment_id": experiment_id,
-                "variant": variant,
-                "params": json.loads(params_json or "{}"),
-                "repetition": repetition,
-                "slot": slot,
-                "status": status,
-                "report": report(path, run_id=run_id),
-                "output_metrics": output_metrics.get(run_id, []),
-            }
-        )
-    return make_frame(backend, tidy_metrics(runs))
 
 
 def _backend(backend):

@@ -85,6 +85,37 @@ def test_report_of_a_bad_file_is_a_file_error(framelab_bin, tmp_path):
         framelab.report(bad)
 
 
+def test_the_experiment_table_holds_compares_figures_under_its_names(framelab_bin, tmp_path):
+    # Two roles (the command and a service that burns some CPU), frames, three runs a
+    # side: the median of each variant's runs in the table is compare's median, metric by
+    # metric, under compare's key and unit.
+    script = tmp_path / "finite.py"
+    script.write_text(LOOP.replace("while True:", "while f < 30:"))
+    out = tmp_path / "svc.framelab"
+    burn = "helper=sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exec sleep 60'"
+    cmp = framelab.bench(
+        {"a": f"{sys.executable} {script}", "b": f"{sys.executable} {script}"},
+        runs=3, output=out, args=["--service", burn],
+    )
+    table = framelab.experiment(out)
+    ok = table[table.status == "ok"]
+    rows = cmp["groups"][0]["comparisons"][0]["rows"]
+    checked = set()
+    for row in rows:
+        metric = row["metric"]
+        if "." in metric and metric.split(".")[0] not in ("cpu", "load", "cores", "cpu_per_frame"):
+            continue  # percentiles of stages: their own rows (stage_p50_us, ...)
+        mine = ok[ok.metric == metric]
+        assert len(mine) == 6, (metric, mine)
+        assert set(mine.unit) == {row["unit"]}, (metric, set(mine.unit), row["unit"])
+        for side, variant in (("baseline", "a"), ("variant", "b")):
+            median = mine[mine.variant == variant].value.median()
+            assert median == pytest.approx(row[side]["median"], rel=1e-9), (metric, side)
+        checked.add(metric)
+    assert {"wall", "cpu", "cpu.command", "cpu.helper", "cpu_per_frame", "load", "fps"} <= checked
+    assert "cpu_per_frame_us" not in set(table.metric)
+
+
 def test_bench_compare_and_the_experiment_table(framelab_bin, tmp_path):
     # A fixed number of frames and no --duration: every run has frames, however slowly
     # Python starts on a busy machine.
@@ -101,7 +132,7 @@ def test_bench_compare_and_the_experiment_table(framelab_bin, tmp_path):
     table = framelab.experiment(out)
     assert set(table.variant) == {"a", "b"}
     assert table.run_id.nunique() == 4
-    fps = table[table.metric == "observed_fps"]
+    fps = table[table.metric == "fps"]
     assert len(fps) == 4 and fps.value.notna().all()
     step = table[(table.metric == "stage_p50_us") & (table.stage == "step")]
     assert len(step) == 4 and (step.value > 1000).all()  # time.sleep(0.002) in every span

@@ -90,6 +90,7 @@ pub fn reference_run() -> Run {
             invalid_records: 0,
             names_refused: 0,
             session: Default::default(),
+            tags: Vec::new(),
         },
         stages: vec!["capture".into(), "encode".into(), "send".into()],
         counter_names: vec!["bytes".into(), "keyframe".into()],

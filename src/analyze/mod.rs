@@ -209,6 +209,9 @@ pub struct Analysis {
     pub name: String,
     pub command: Vec<String>,
     pub started_at: String,
+    /// The run's `--tag KEY=VALUE`s, in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<crate::model::Tag>,
     pub host: Host,
     pub clock: String,
     pub target_fps: Option<f64>,

@@ -309,6 +309,7 @@ fn assemble_all(run: &Run, facts: SpanFacts) -> Analysis {
         name: meta.name.clone(),
         command: meta.command.clone(),
         started_at: meta.started_at.clone(),
+        tags: meta.tags.clone(),
         host: meta.host.clone(),
         clock: meta.clock.clone(),
         target_fps: meta.target_fps,

@@ -63,8 +63,11 @@ struct Bench<'a> {
     path: &'a Path,
     experiment_id: i64,
     combos: Vec<std::collections::BTreeMap<String, String>>,
-    cpus: Vec<usize>,
+    /// Each variant's pinned CPUs (empty: not pinned).
+    cpus: Vec<Vec<usize>>,
     gpu: fingerprint::GpuInfo,
+    /// Interrupts counted before the bench began: one more is a Ctrl-C to it.
+    interrupts_before: usize,
 }
 
 /// Runs (or continues) the experiment: `--setup`, the warmup rounds, the measured runs,
@@ -80,9 +83,10 @@ pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
         combos: spec.combinations(),
         cpus: pinned_cpus(&spec)?,
         gpu: fingerprint::probe_gpu(),
+        interrupts_before: session::interrupts(),
     };
     session::catch_interrupts();
-    let interrupts_before = session::interrupts();
+    let interrupts_before = bench.interrupts_before;
 
     let total = slots.len();
     let left = (0..total).filter(|i| !done.contains(&(*i as u32))).count();
@@ -206,29 +210,38 @@ impl Bench<'_> {
         };
         progress.starting(&what);
         let started = Instant::now();
-        if let Some(prepare) = &spec.prepare {
-            let command = spec::expand(prepare, combo)?;
-            run_shell(
-                "--prepare",
-                &command,
-                &spec.variants[slot.variant].name,
-                self.path,
-            )
-            .with_context(|| {
-                format!(
-                    "before {what} (continue later with framelab bench --resume -o {})",
-                    self.path.display()
-                )
-            })?;
-        }
-        let fingerprint = fingerprint::probe(&self.gpu, spec.pin.as_deref().unwrap_or(""));
-        let opts = run_options(spec, slot, combo, self.path, &self.cpus, &what)?;
-        let result = session::run(&opts).with_context(|| format!("{what} could not run"))?;
-        let (status, failure) = judge_run(
-            result.end_reason,
-            result.exit.as_ref(),
-            result.interrupt_signal,
-        );
+        let pin = spec.pin_of(slot.variant);
+        let fingerprint = fingerprint::probe(&self.gpu, pin.as_deref().unwrap_or(""));
+        let opts = run_options(
+            spec,
+            slot,
+            combo,
+            self.path,
+            &self.cpus[slot.variant],
+            &what,
+        )?;
+        let result = match session::run(&opts) {
+            Ok(result) => result,
+            // Ctrl-C while a --prepare ran: the run never started, the bench stops there.
+            Err(_) if session::interrupts() > self.interrupts_before => {
+                progress.finished(&what, "interrupted", started.elapsed());
+                return Ok(Ran {
+                    status: RunStatus::Interrupted,
+                    interrupted: true,
+                    unread_metrics: 0,
+                });
+            }
+            Err(e) => return Err(e.context(format!("{what} could not run"))),
+        };
+        // A failing --prepare fails its run, as a failing command does; the bench goes on.
+        let (status, failure) = match &result.prepare_failure {
+            Some(why) => (RunStatus::Failed, Some(why.clone())),
+            None => judge_run(
+                result.end_reason,
+                result.exit.as_ref(),
+                result.interrupt_signal,
+            ),
+        };
         let interrupted = status == RunStatus::Interrupted;
         let unread: Vec<&str> = result
             .metrics
@@ -341,11 +354,14 @@ fn open_experiment(
     Ok((file, spec, id, HashSet::new()))
 }
 
-fn pinned_cpus(spec: &ExperimentSpec) -> Result<Vec<usize>> {
-    match &spec.pin {
-        Some(pin) => parse_cpu_list(pin),
-        None => Ok(Vec::new()),
-    }
+/// Each variant's pinned CPUs, every list checked.
+fn pinned_cpus(spec: &ExperimentSpec) -> Result<Vec<Vec<usize>>> {
+    (0..spec.variants.len())
+        .map(|variant| match spec.pin_of(variant) {
+            Some(pin) => parse_cpu_list(&pin),
+            None => Ok(Vec::new()),
+        })
+        .collect()
 }
 
 fn first_difference(a: &ExperimentSpec, b: &ExperimentSpec) -> &'static str {
@@ -422,6 +438,7 @@ fn run_options(
     }
     Ok(RunOptions {
         command: spec.command(slot.variant, combo)?,
+        tags: spec.tags_of(combo),
         fps: settings.fps,
         budget: settings.budget_ns.map(ns),
         warmup: ns(settings.warmup_ns),
@@ -451,17 +468,33 @@ fn run_options(
             .collect::<Result<_>>()?,
         keep_output: settings.keep_output,
         stdout_to_stderr: false,
-        services: settings.services.specs(combo)?,
+        services: (settings.services).specs(&spec.variants[slot.variant].name, combo)?,
         ready_timeout: if settings.services.ready_timeout_ns > 0 {
             ns(settings.services.ready_timeout_ns)
         } else {
             crate::services::DEFAULT_READY_TIMEOUT
         },
         profile: settings.profile,
+        prepare: match &spec.prepare {
+            Some(prepare) => Some(session::prepare::Prepare {
+                command: spec::expand(prepare, combo)?,
+                env: vec![
+                    (
+                        "FRAMELAB_VARIANT".to_owned(),
+                        spec.variants[slot.variant].name.clone(),
+                    ),
+                    (
+                        "FRAMELAB_EXPERIMENT".to_owned(),
+                        path.to_string_lossy().into_owned(),
+                    ),
+                ],
+            }),
+            None => None,
+        },
     })
 }
 
-/// `--prepare`, `--setup` or `--cleanup` (`option`) through `sh -c`, `{KEY}` already
+/// `--setup` or `--cleanup` (`option`) through `sh -c`, `{KEY}` already
 /// expanded; a failure is an error naming the option and the command.
 fn run_shell(option: &str, command: &str, variant: &str, path: &Path) -> Result<()> {
     let status = Command::new("sh")

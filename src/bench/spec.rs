@@ -65,6 +65,9 @@ pub struct RunSettings {
     /// `--profile=HZ`, `--call-graph`: every run sampled.
     #[serde(default)]
     pub profile: Option<crate::profile::ProfileOptions>,
+    /// `--tag KEY=VALUE`: every run's; each also gets its parameter values as tags.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<crate::model::Tag>,
 }
 
 /// The service options of a bench as given, `{KEY}` unexpanded, kept for `--resume`.
@@ -78,23 +81,56 @@ pub struct ServiceSettings {
 }
 
 impl ServiceSettings {
-    /// The services of one run: `{KEY}` in their commands replaced by this run's values.
+    /// The services of one run of `variant`: those for all with the variant's own
+    /// (`VARIANT:NAME=…`) in their place, `{KEY}` in their commands replaced by this run's
+    /// values.
     pub fn specs(
         &self,
+        variant: &str,
         combo: &std::collections::BTreeMap<String, String>,
     ) -> Result<Vec<crate::services::ServiceSpec>> {
+        use crate::services::for_variant;
         let expand = |text: &String| {
             combo
                 .iter()
                 .fold(text.clone(), |t, (k, v)| t.replace(&format!("{{{k}}}"), v))
         };
-        let services: Vec<String> = self.services.iter().map(expand).collect();
+        let services: Vec<String> = for_variant(&self.services, variant, false)
+            .iter()
+            .map(expand)
+            .collect();
+        let ready = for_variant(&self.ready, variant, false);
         let mut pins = Vec::new();
-        for text in &self.pins {
+        for text in &for_variant(&self.pins, variant, true) {
             let (role, cpus) = crate::services::split_pin(text);
             pins.push((role, super::cpus::parse_cpu_list(cpus)?));
         }
-        crate::services::parse_services(&services, &self.ready, &pins, self.shell)
+        crate::services::parse_services(&services, &ready, &pins, self.shell)
+    }
+
+    /// Each `VARIANT:` prefix names a variant (a mistyped one would silently apply to none).
+    fn check_variants(&self, variants: &[VariantSpec]) -> Result<()> {
+        let texts = [
+            ("--service", &self.services),
+            ("--ready", &self.ready),
+            ("--pin", &self.pins),
+        ];
+        for (option, texts) in texts {
+            for (variant, rest) in texts
+                .iter()
+                .filter_map(|t| crate::services::split_variant(t))
+            {
+                if !variants.iter().any(|v| v.name == variant) {
+                    let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+                    bail!(
+                        "{option} {variant}:{rest}: no variant is named {variant}; the variants \
+                         are {}",
+                        names.join(", ")
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -263,6 +299,17 @@ impl ExperimentSpec {
                 );
             }
         }
+        self.run.services.check_variants(&self.variants)?;
+        if let Some(tag) =
+            (self.run.tags.iter()).find(|t| self.params.iter().any(|p| p.key == t.key))
+        {
+            bail!(
+                "--tag {}: {} is a --param of this bench, and each run is tagged with its value \
+                 already; give the tag another key",
+                crate::display::name(&format!("{}={}", tag.key, tag.value)),
+                tag.key
+            );
+        }
         let known = |key: &str| self.params.iter().any(|p| p.key == key);
         for v in &self.variants {
             for word in &v.command {
@@ -341,6 +388,30 @@ impl ExperimentSpec {
                 .collect();
         }
         combos
+    }
+
+    /// The CPUs a variant's command is pinned to, as given: its own `--pin VARIANT:CPUS`
+    /// (or `VARIANT:command=CPUS`), else the `--pin` for all.
+    pub fn pin_of(&self, variant: usize) -> Option<String> {
+        let name = &self.variants[variant].name;
+        crate::services::for_variant(&self.run.services.pins, name, true)
+            .iter()
+            .map(|t| crate::services::split_pin(t))
+            .find(|(role, _)| role == crate::services::spec::COMMAND_ROLE)
+            .map(|(_, cpus)| cpus.to_owned())
+            .or_else(|| self.pin.clone())
+    }
+
+    /// The tags of a run at `combo`: its parameter values (in the order of the
+    /// parameters), then the `--tag`s.
+    pub fn tags_of(&self, combo: &BTreeMap<String, String>) -> Vec<crate::model::Tag> {
+        let params = (self.params.iter()).filter_map(|p| {
+            combo.get(&p.key).map(|value| crate::model::Tag {
+                key: p.key.clone(),
+                value: value.clone(),
+            })
+        });
+        params.chain(self.run.tags.iter().cloned()).collect()
     }
 
     /// A variant's argv for one combination of parameter values.
@@ -497,6 +568,36 @@ mod tests {
         assert!(spec(&[("a", "x {res}")], &["res=1,2"], 3)
             .validate()
             .is_ok());
+    }
+
+    #[test]
+    fn a_variant_gets_its_own_pin_and_each_run_its_parameter_tags() {
+        let mut s = spec(&[("v1", "x {r}"), ("v2", "y {r}")], &["r=1,2"], 3);
+        s.pin = Some("0".into());
+        s.run.services.pins = vec!["0".into(), "v2:command=1".into()];
+        assert_eq!(s.pin_of(0).as_deref(), Some("0"));
+        assert_eq!(s.pin_of(1).as_deref(), Some("1"));
+        s.run.tags = vec![crate::model::Tag {
+            key: "build".into(),
+            value: "release".into(),
+        }];
+        let tags: Vec<String> = (s.tags_of(&s.combinations()[1]).iter())
+            .map(|t| format!("{}={}", t.key, t.value))
+            .collect();
+        assert_eq!(tags, ["r=2", "build=release"]);
+        assert!(s.validate().is_ok());
+        s.run.services.pins.push("v3:server=1".into());
+        assert_eq!(
+            s.validate().unwrap_err().to_string(),
+            "--pin v3:server=1: no variant is named v3; the variants are v1, v2"
+        );
+        s.run.services.pins.pop();
+        s.run.tags[0].key = "r".into();
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--tag r=release: r is a --param of this bench"));
     }
 
     #[test]

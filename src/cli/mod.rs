@@ -157,12 +157,13 @@ pub struct OutputArgs {
 #[derive(Args, Debug)]
 pub struct ServiceArgs {
     /// Start NAME=CMD before the command (a server, a database...); stopped after it with
-    /// SIGINT, SIGTERM, SIGKILL, also if framelab is killed; its CPU counts under NAME
+    /// SIGINT, SIGTERM, SIGKILL, also if framelab is killed; its CPU counts under NAME.
+    /// bench: VARIANT:NAME=CMD for one variant's runs, in place of NAME's for all
     #[arg(long = "service", value_name = "NAME=CMD")]
     pub services: Vec<String>,
     /// When service NAME is ready for the command to start: NAME=tcp:PORT,
     /// NAME=tcp:HOST:PORT, NAME=regex:PATTERN (a line of its output), NAME=delay:500ms;
-    /// without it, as soon as it started
+    /// without it, as soon as it started; bench: VARIANT:NAME=HOW for one variant
     #[arg(long = "ready", value_name = "NAME=HOW")]
     pub ready: Vec<String>,
     /// How long a service may take to get ready (at most 1h) [default: 30s] (with --ready:
@@ -170,7 +171,7 @@ pub struct ServiceArgs {
     #[arg(long, value_parser = limits::ready_timeout, value_name = "DUR", requires = "ready")]
     pub ready_timeout: Option<Duration>,
     /// Pin the command (CPUS, or command=CPUS) or a service (NAME=CPUS) to CPUs, e.g.
-    /// --pin server=2-3 --pin command=0-1
+    /// --pin server=2-3 --pin command=0-1; bench: VARIANT:ROLE=CPUS for one variant
     #[arg(long = "pin", value_name = "[ROLE=]CPUS")]
     pub pins: Vec<String>,
 }

@@ -16,7 +16,7 @@ use super::compare::{
 };
 use super::options::{
     command_pin, profile_options, refuse_history_without_file, refuse_keep_output_without_file,
-    refuse_profile_without_file, service_specs,
+    refuse_profile_without_file, variant_service_specs,
 };
 use super::output::{emit, UNKEPT};
 use super::report::report_runs;
@@ -40,7 +40,9 @@ pub struct BenchArgs {
     pub order: framelab::bench::Order,
     #[command(flatten)]
     pub services: ServiceArgs,
-    /// Shell command run before each run (e.g. dropping caches); {KEY} expanded
+    /// Shell command run before each run once its services are ready, unmeasured (e.g.
+    /// dropping caches, a load generator's warmup); {KEY} expanded; a failure fails that
+    /// run (its stderr's last lines said) and the bench goes on
     #[arg(long, value_name = "CMD")]
     pub prepare: Option<String>,
     /// Whole runs of each variant (at each parameter value) done and discarded before the
@@ -55,6 +57,11 @@ pub struct BenchArgs {
     /// when it stops early
     #[arg(long, value_name = "CMD")]
     pub cleanup: Option<String>,
+    /// A piece of every run's configuration, KEY=VALUE (repeatable): kept in the file, shown
+    /// in each run's report, carried into history; each run is tagged with its --param
+    /// values too
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
     /// Passed to every run as FRAMELAB_SEED, and seeds --order shuffled
     #[arg(long)]
     pub seed: Option<u64>,
@@ -224,8 +231,6 @@ fn bench_spec_on(
         parse_param, parse_shell_variant, parse_variant, shell_argv, ExperimentSpec, RunSettings,
         ServiceSettings, VariantSpec,
     };
-    // Checked before the first run: a mistyped service fails now, not at run 1.
-    service_specs(&args.services, args.from_output.shell)?;
     let shell = args.from_output.shell;
     let Some(runs) = args.runs.or(base.map(|b| b.runs)) else {
         anyhow::bail!("-n RUNS is required: how many runs of each variant (6 or more for verdicts you can trust)");
@@ -308,6 +313,10 @@ fn bench_spec_on(
             );
         }
     }
+    // Checked before the first run: a mistyped service fails now, not at run 1.
+    for variant in &variants {
+        variant_service_specs(&args.services, &variant.name, shell)?;
+    }
     let ns = |d: std::time::Duration| d.as_nanos() as i64;
     let watch = args.control.watch_list()?;
     Ok(ExperimentSpec {
@@ -349,6 +358,7 @@ fn bench_spec_on(
                 shell,
             },
             profile: profile_options(&args.profile),
+            tags: framelab::tags::parse_tags(&args.tags)?,
         },
     })
 }

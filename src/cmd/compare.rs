@@ -28,6 +28,10 @@ pub struct CompareArgs {
     /// The name --show had before `bench --metric` came to define metrics; still read here
     #[arg(long = "metric", value_name = "METRIC", hide = true)]
     pub metric_alias: Vec<String>,
+    /// One variant per value of the runs' tag KEY (framelab run --tag KEY=VALUE), over
+    /// every run of the files given
+    #[arg(long = "by", value_name = "KEY")]
+    pub by: Option<String>,
     /// Exit 1 when any metric regressed (for CI)
     #[arg(long)]
     pub fail_on_regression: bool,
@@ -92,6 +96,17 @@ pub(super) fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
     }
     for named in &args.variants {
         sources.push(compare::parse_named_source(named)?);
+    }
+    if let Some(key) = &args.by {
+        let grouped = compare::group_by_tag(&sources, key)?;
+        if grouped.untagged > 0 {
+            eprintln!(
+                "framelab: --by {key}: {} run{} without a tag {key} left out",
+                grouped.untagged,
+                if grouped.untagged == 1 { "" } else { "s" }
+            );
+        }
+        sources = grouped.sources;
     }
     let mut show = args.settings.show.clone();
     show.extend(args.metric_alias.iter().cloned());

@@ -24,6 +24,10 @@ pub struct ImportArgs {
     /// Name of the run, shown in reports (default: the first file's name)
     #[arg(long)]
     pub name: Option<String>,
+    /// A piece of the run's configuration, KEY=VALUE (repeatable): kept in the run file,
+    /// shown in the report's header, carried into history
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
     #[command(flatten)]
     pub target: TargetArgs,
     /// The argument holding each slice's frame id (Chrome args, Perfetto debug annotations)
@@ -121,6 +125,7 @@ pub(super) fn run(args: ImportArgs) -> anyhow::Result<Outcome> {
     }
     let meta = framelab::model::RunMeta {
         name: args.name.clone().unwrap_or_else(|| file_name.clone()),
+        tags: framelab::tags::parse_tags(&args.tags)?,
         started_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
         framelab_version: env!("CARGO_PKG_VERSION").into(),
         target_fps: args.target.fps,

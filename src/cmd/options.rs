@@ -79,7 +79,12 @@ pub(super) fn command_cpus(texts: &[String]) -> anyhow::Result<Vec<usize>> {
 
 /// `--pin` of the command as given (`--pin CPUS` or `--pin command=CPUS`), for the bench.
 pub(super) fn command_pin(texts: &[String]) -> anyhow::Result<Option<String>> {
-    command_cpus(texts)?;
+    // A variant's own (`--pin v2:CPUS`) is the bench's to pick, run by run.
+    let texts: Vec<String> = (texts.iter())
+        .filter(|t| framelab::services::split_variant(t).is_none())
+        .cloned()
+        .collect();
+    command_cpus(&texts)?;
     Ok(texts
         .iter()
         .map(|t| framelab::services::split_pin(t))
@@ -87,11 +92,34 @@ pub(super) fn command_pin(texts: &[String]) -> anyhow::Result<Option<String>> {
         .map(|(_, cpus)| cpus.to_owned()))
 }
 
+/// The services of `run` and `demo` (one command: no `VARIANT:` prefixes).
 pub(super) fn service_specs(
     args: &ServiceArgs,
     shell: bool,
 ) -> anyhow::Result<Vec<framelab::services::ServiceSpec>> {
+    use framelab::services::refuse_variant_prefix;
+    refuse_variant_prefix("--service", &args.services)?;
+    refuse_variant_prefix("--ready", &args.ready)?;
+    refuse_variant_prefix("--pin", &args.pins)?;
     framelab::services::parse_services(&args.services, &args.ready, &pins(&args.pins)?, shell)
+}
+
+/// The services of one variant of a bench: those for all, with its own
+/// (`--service VARIANT:NAME=CMD`, `--ready`, `--pin` likewise) in their place.
+pub(super) fn variant_service_specs(
+    args: &ServiceArgs,
+    variant: &str,
+    shell: bool,
+) -> anyhow::Result<Vec<framelab::services::ServiceSpec>> {
+    use framelab::services::for_variant;
+    let pin_texts = for_variant(&args.pins, variant, true);
+    framelab::services::parse_services(
+        &for_variant(&args.services, variant, false),
+        &for_variant(&args.ready, variant, false),
+        &pins(&pin_texts)?,
+        shell,
+    )
+    .map_err(|e| anyhow::anyhow!("variant {variant}: {e:#}"))
 }
 
 pub(super) fn profile_options(flag: &ProfileFlag) -> Option<framelab::profile::ProfileOptions> {

@@ -28,6 +28,10 @@ pub struct RunArgs {
     /// Name of the run, shown in reports
     #[arg(long)]
     pub name: Option<String>,
+    /// A piece of the run's configuration, KEY=VALUE (repeatable): kept in the run file,
+    /// shown in the report's header, carried into history
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
     /// Run file to write (default: NAME-TIMESTAMP.framelab in the current directory)
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -75,6 +79,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         warmup_frames: args.control.warmup_mode.warmup_frames,
         duration: args.control.duration,
         name: args.name,
+        tags: framelab::tags::parse_tags(&args.tags)?,
         output: args.output,
         watch_pids: watch.pids,
         watch_names: watch.names,

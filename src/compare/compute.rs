@@ -5,9 +5,8 @@
 
 use std::collections::BTreeMap;
 
-pub use super::comparison::*;
+use super::comparison::*;
 use super::effect::headline_effects;
-pub use super::effect::{effect_text, fixed, signed_pct};
 use super::load::{Loaded, LoadedRun};
 use super::metrics::Metric;
 use super::pair::{point_ratio, resolution, summary, values, Pair};
@@ -675,14 +674,6 @@ fn headline_line(variant: &str, rows: &[Row], headline: Option<&str>) -> String 
 mod tests {
     use super::*;
     use crate::compare::metrics::Unit;
-
-    #[test]
-    fn signed_percentages_use_a_true_minus() {
-        assert_eq!(signed_pct(0.73, 0), "−27%");
-        assert_eq!(signed_pct(1.032, 1), "+3.2%");
-        assert_eq!(signed_pct(1.0001, 1), "±0.0%");
-        assert_eq!(signed_pct(f64::INFINITY, 1), "+∞%");
-    }
 
     #[test]
     fn cores_resample_as_load_does() {

@@ -4,7 +4,7 @@
 //! parameter values it is compared with (empty otherwise). `difference` is variant median −
 //! baseline median; with one run a side `ratio_low`, `ratio_high` and the p-values are empty.
 
-use super::compute::Comparison;
+use super::comparison::Comparison;
 
 const HEADER: &str = "params,variant,baseline,metric,unit,direction,baseline_runs,baseline_median,baseline_spread_pct,variant_runs,variant_median,variant_spread_pct,ratio,ratio_low,ratio_high,p_value,p_holm,p_method,verdict,more_runs,reason,baseline_params,difference";
 

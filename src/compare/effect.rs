@@ -75,3 +75,16 @@ pub fn fixed(v: f64, decimals: usize) -> String {
     }
     format!("{v:.decimals$}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signed_percentages_use_a_true_minus() {
+        assert_eq!(signed_pct(0.73, 0), "−27%");
+        assert_eq!(signed_pct(1.032, 1), "+3.2%");
+        assert_eq!(signed_pct(1.0001, 1), "±0.0%");
+        assert_eq!(signed_pct(f64::INFINITY, 1), "+∞%");
+    }
+}

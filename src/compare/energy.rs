@@ -31,7 +31,7 @@ pub fn refusal(name: &str, runs: &[&RunData]) -> Option<String> {
         .find(|m| m.name == metric && !counts_work(&m.unit))?;
     Some(format!(
         "no metric '{name}': {metric} is a rate ({}), and energy per unit needs a count of the \
-         work done in the run (a --metric without /s in its unit, e.g. ab's 'Complete \
+         work done in the run (a `framelab bench --metric` without /s in its unit, e.g. ab's 'Complete \
          requests:\\s+(\\d+)'); its energy is power × the window: --show power.DEVICE",
         m.unit
     ))

@@ -5,7 +5,8 @@
 
 use serde::Serialize;
 
-use super::compute::{effect_text, Comparison};
+use super::comparison::Comparison;
+use super::effect::effect_text;
 use super::load::Loaded;
 use super::metrics::Metric;
 use crate::analyze::stats::percentile_of;
@@ -347,7 +348,7 @@ fn stage_overlays(
                 .collect();
             StageOverlay {
                 stage: crate::display::name(stage).into_owned(),
-                group: super::compute::describe_params(&params),
+                group: super::comparison::describe_params(&params),
                 p: p.clone(),
                 variants,
             }

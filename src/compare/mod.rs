@@ -2,6 +2,7 @@
 //! different, on which metrics, by how much, and how sure is that? Statistics in
 //! `crate::stats`; definitions for users in docs/metrics.md ("Comparing runs").
 
+mod by_tag;
 mod comparison;
 mod compute;
 mod csv;
@@ -22,11 +23,12 @@ mod text;
 
 use anyhow::{bail, Result};
 
-pub use compute::{CompareOptions, Comparison, Row, Sweep, SweepChange, SCHEMA};
+pub use by_tag::{group_by_tag, ByTag};
+pub use comparison::{CompareOptions, Comparison, Row, Sweep, SweepChange, SCHEMA};
 pub use extract::{extract, RunData};
 pub use load::{load, parse_named_source, parse_source, Loaded, LoadedRun, Source};
 // For `history check`'s tables.
-pub(crate) use compute::signed_pct;
+pub(crate) use effect::signed_pct;
 pub(crate) use table::Table;
 pub(crate) use text::shown_unit;
 
@@ -276,7 +278,7 @@ fn baseline_combo(
     if !combos.contains(&wanted) {
         bail!(
             "--baseline-value: no measured runs at {}; give a combination that was run",
-            compute::describe_params(&wanted)
+            comparison::describe_params(&wanted)
         );
     }
     Ok(Some(wanted))
@@ -305,7 +307,7 @@ fn check_enough_runs(loaded: &load::Loaded) -> Result<()> {
             // One run a side is compared side by side, without an interval or verdict.
             if measured < 1 {
                 let failed = of_this().count() - measured;
-                let at = compute::describe_params(params);
+                let at = comparison::describe_params(params);
                 bail!(
                     "variant '{variant}'{} has no measured run{}: at least 1 a side is needed \
                      to compare (2 for an interval, 4 for any verdict, improved or regressed on \

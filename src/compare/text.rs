@@ -1,7 +1,8 @@
 //! The comparison for people: plain text for a terminal, or Markdown for a pull request
 //! (same content, `markdown` switches the layout).
 
-use super::compute::{fixed, signed_pct, Comparison, Group, Row};
+use super::comparison::{Comparison, Group, Row};
+use super::effect::{fixed, signed_pct};
 use super::metrics::Unit;
 use super::table::Table;
 use crate::stats::Verdict;
@@ -170,7 +171,7 @@ fn medians_table(
 fn sweep_table(
     out: &mut String,
     c: &Comparison,
-    sweep: &super::compute::Sweep,
+    sweep: &super::comparison::Sweep,
     markdown: bool,
     heading: &dyn Fn(&mut String, &str),
 ) {
@@ -480,7 +481,7 @@ fn row_resolution(row: &Row) -> Option<f64> {
     Some(b.max(v))
 }
 
-fn summary_cell(unit: &Unit, s: Option<&super::compute::Summary>) -> String {
+fn summary_cell(unit: &Unit, s: Option<&super::comparison::Summary>) -> String {
     match s {
         Some(s) if s.runs == 1 => value_to(unit, s.median, s.resolution),
         Some(s) => format!(

@@ -108,7 +108,7 @@ pub fn records(path: &Path, revision: &Revision, tags: &[(String, String)]) -> R
             recorded_at_unix_s: unix_seconds(&meta.started_at),
             command: meta.command.join(" "),
             source: path.display().to_string(),
-            tags: tags.to_vec(),
+            tags: run_tags(meta, tags),
             values: values(data, &variant),
             variant,
         });
@@ -117,6 +117,18 @@ pub fn records(path: &Path, revision: &Revision, tags: &[(String, String)]) -> R
         records,
         not_measured,
     })
+}
+
+/// The run's own tags (`run --tag`, a bench's parameter values) with `history add --tag`'s
+/// in place of any of the same key, sorted as the store keeps them.
+fn run_tags(meta: &RunMeta, given: &[(String, String)]) -> Vec<(String, String)> {
+    let mut tags: Vec<(String, String)> = (meta.tags.iter())
+        .filter(|t| !given.iter().any(|(key, _)| *key == t.key))
+        .map(|t| (t.key.clone(), t.value.clone()))
+        .collect();
+    tags.extend(given.iter().cloned());
+    tags.sort();
+    tags
 }
 
 /// `fast` or `fast[threads=4]`: what keeps an experiment's variants apart in history.

@@ -36,6 +36,14 @@ pub fn command(a: &Analysis) -> Option<String> {
     (!a.command.is_empty()).then(|| crate::display::text(&shell_words(&a.command)).into_owned())
 }
 
+/// `arch=x86_64 · build=release`: each key and value escaped like any name from outside.
+fn tags(a: &Analysis, st: &Style) -> Option<String> {
+    let shown: Vec<String> = (a.tags.iter())
+        .map(|t| format!("{}={}", st.name(&t.key), st.name(&t.value)))
+        .collect();
+    (!shown.is_empty()).then(|| shown.join(" · "))
+}
+
 fn host(a: &Analysis, st: &Style) -> Option<String> {
     let h = &a.host;
     let mut parts = Vec::new();
@@ -525,6 +533,7 @@ pub fn facts(a: &Analysis, st: &Style) -> Vec<(&'static str, String)> {
 pub fn facts_in(a: &Analysis, st: &Style, verbose: bool) -> Vec<(&'static str, String)> {
     let lines = [
         ("command", command(a)),
+        ("tags", tags(a, st)),
         ("imported", imported(a, st)),
         ("host", host(a, st)),
         ("target", target(a)),

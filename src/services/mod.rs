@@ -5,4 +5,7 @@
 
 pub mod spec;
 
-pub use spec::{parse_services, split_pin, Ready, ServiceSpec, DEFAULT_READY_TIMEOUT};
+pub use spec::{
+    for_variant, parse_services, refuse_variant_prefix, split_pin, split_variant, Ready,
+    ServiceSpec, DEFAULT_READY_TIMEOUT,
+};

@@ -193,6 +193,63 @@ pub fn split_pin(text: &str) -> (String, &str) {
     }
 }
 
+/// `VARIANT:NAME=…` of bench's `--service`, `--ready` and `--pin`: (the variant, `NAME=…`),
+/// an option for that variant's runs only; `None` for one given for all. Only a colon
+/// before the first `=` counts (a service name has none; a command or a `tcp:PORT` may).
+pub fn split_variant(text: &str) -> Option<(&str, &str)> {
+    let head = text.split_once('=').map_or(text, |(head, _)| head);
+    let (variant, _) = head.split_once(':')?;
+    Some((variant.trim(), &text[variant.len() + 1..]))
+}
+
+/// The name an option sets (`NAME` of `NAME=…`; the role of a `--pin`, `command` for
+/// `--pin CPUS`), which a variant's own option of that name replaces.
+fn option_name(text: &str, pin: bool) -> String {
+    match pin {
+        true => split_pin(text).0,
+        false => text
+            .split_once('=')
+            .map_or(text, |(n, _)| n)
+            .trim()
+            .to_owned(),
+    }
+}
+
+/// The options one variant's runs get: those given for all, each replaced by this
+/// variant's own of the same name (`--service v2:server=…` in place of `--service
+/// server=…`), then the variant's others. `pin`: the texts are `--pin`s.
+pub fn for_variant(texts: &[String], variant: &str, pin: bool) -> Vec<String> {
+    let own: Vec<&str> = texts
+        .iter()
+        .filter_map(|t| split_variant(t))
+        .filter(|(v, _)| *v == variant)
+        .map(|(_, rest)| rest)
+        .collect();
+    let mut chosen: Vec<String> = Vec::new();
+    for text in texts.iter().filter(|t| split_variant(t).is_none()) {
+        let name = option_name(text, pin);
+        let replaced = own.iter().find(|o| option_name(o, pin) == name);
+        chosen.push(replaced.map_or(text.as_str(), |o| o).to_owned());
+    }
+    for text in own {
+        if !chosen.iter().any(|c| c == text) {
+            chosen.push(text.to_owned());
+        }
+    }
+    chosen
+}
+
+/// `framelab run` has one command: a `VARIANT:` prefix, bench's, is refused by name.
+pub fn refuse_variant_prefix(option: &str, texts: &[String]) -> Result<()> {
+    if let Some((variant, rest)) = texts.iter().find_map(|t| split_variant(t)) {
+        bail!(
+            "{option} {variant}:{rest}: '{variant}:' gives it to one variant of a framelab \
+             bench; this command has no variants: give it as {option} {rest}"
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,5 +298,41 @@ mod tests {
             .contains("not a regular expression"));
         assert!(err(&["server=sleep 1"], &["server=port:80"]).contains("unknown kind 'port'"));
         assert!(err(&["server=no-such-program-here"], &[]).contains("command not found"));
+    }
+
+    #[test]
+    fn a_variant_gets_the_options_for_all_with_its_own_in_their_place() {
+        let texts = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let services = texts(&[
+            "server=./server --port 8080",
+            "v2:server=./server-v2 --port 8080",
+            "db=./db",
+            "v3:cache=./cache --url=tcp:x",
+        ]);
+        assert_eq!(
+            for_variant(&services, "v2", false),
+            ["server=./server-v2 --port 8080", "db=./db"]
+        );
+        assert_eq!(
+            for_variant(&services, "v3", false),
+            [
+                "server=./server --port 8080",
+                "db=./db",
+                "cache=./cache --url=tcp:x"
+            ]
+        );
+        // A --ready's tcp:PORT and a command's colons are no variant prefix.
+        assert_eq!(split_variant("server=tcp:8080"), None);
+        assert_eq!(
+            split_variant("v2:server=tcp:8080"),
+            Some(("v2", "server=tcp:8080"))
+        );
+        let pins = texts(&["0-1", "server=2", "v2:command=3", "v2:server=1"]);
+        assert_eq!(for_variant(&pins, "v2", true), ["command=3", "server=1"]);
+        assert_eq!(for_variant(&pins, "v1", true), ["0-1", "server=2"]);
+        assert!(refuse_variant_prefix("--pin", &pins)
+            .unwrap_err()
+            .to_string()
+            .contains("give it as --pin command=3"));
     }
 }

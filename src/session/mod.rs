@@ -8,6 +8,7 @@ pub mod guard;
 mod hold;
 mod launch;
 mod output;
+pub mod prepare;
 pub(crate) mod procevents;
 pub mod procfs;
 mod progress;
@@ -78,6 +79,10 @@ pub struct RunOptions {
     pub services: Vec<crate::services::ServiceSpec>,
     /// How long each service may take to get ready.
     pub ready_timeout: Duration,
+    /// `--tag KEY=VALUE`s, stored with the run.
+    pub tags: Vec<crate::model::Tag>,
+    /// Run once the services are ready, before the command (`bench --prepare`).
+    pub prepare: Option<prepare::Prepare>,
     /// Sample call stacks of every process of the run (`--profile[=HZ]`).
     pub profile: Option<crate::profile::ProfileOptions>,
 }
@@ -95,6 +100,8 @@ pub struct RunOutcome {
     pub interrupt_signal: Option<i32>,
     /// Each `--metric`'s value, or why there is none.
     pub metrics: Vec<crate::output::MetricValue>,
+    /// Why `--prepare` failed, when it did: the command never started.
+    pub prepare_failure: Option<String>,
 }
 
 /// Validates options that do not depend on the command, with errors that say what to change.
@@ -179,6 +186,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         warmup_frames: opts.warmup_frames,
         duration_ns: opts.duration.map(|d| d.as_nanos() as i64),
         frames_hint: opts.frames,
+        tags: opts.tags.clone(),
         ..RunMeta::default()
     };
     // Before the run file: nothing is recorded if the pipes cannot be made.
@@ -216,6 +224,17 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
             return Err(e);
         }
     };
+    // After the services are ready, before the run's clock starts: unmeasured.
+    if let Some(failure) = opts.prepare.as_ref().and_then(|p| prepare::run(p).err()) {
+        services.stop(opts.grace);
+        if launch::interrupts() > 0 {
+            if writer.abandon() {
+                let _ = std::fs::remove_file(&output);
+            }
+            bail!("interrupted during --prepare");
+        }
+        return unlaunched(writer, meta, run_file, failure);
+    }
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
     // Before the launch: the command's first switches are seen too.
     let sched = sched::start(wanted_sched, &opts.watch_pids, &opts.sampling);
@@ -361,6 +380,32 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
         exit: meta.exit,
         interrupt_signal: meta.session.interrupt_signal,
         metrics,
+        prepare_failure: None,
+    })
+}
+
+/// A run whose `--prepare` failed: kept in the file (its experiment marks it failed),
+/// with nothing measured, since its command never started.
+fn unlaunched(
+    mut writer: RunWriter,
+    mut meta: RunMeta,
+    file: crate::destination::RunFile,
+    failure: String,
+) -> Result<RunOutcome> {
+    meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
+    meta.end_reason = EndReason::Exited;
+    writer.update_meta(&meta)?;
+    let run_id = writer.run_id();
+    writer.finish()?;
+    Ok(RunOutcome {
+        path: file.path().to_owned(),
+        file,
+        run_id,
+        end_reason: EndReason::Exited,
+        exit: None,
+        interrupt_signal: None,
+        metrics: Vec::new(),
+        prepare_failure: Some(failure),
     })
 }
 

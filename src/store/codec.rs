@@ -294,6 +294,7 @@ pub fn meta_from_row(row: &Row<'_>) -> anyhow::Result<RunMeta> {
         warmup_frames: c.opt_int(28)?.map(u64_from_sql),
         first_span_ns: c.opt_int(29)?,
         session: Default::default(),
+        tags: Vec::new(),
     })
 }
 

@@ -54,6 +54,11 @@ pub const MIGRATIONS: &[Migration] = &[
         from: 6,
         sql: schema::SCHEMA_7_ADDITIONS,
     },
+    // 8: a run's tags (`run_tags`); older runs have none.
+    Migration {
+        from: 7,
+        sql: schema::SCHEMA_8_ADDITIONS,
+    },
 ];
 
 /// Whether `version` can be brought to `SCHEMA_VERSION` by this build.
@@ -166,6 +171,7 @@ mod tests {
         .unwrap();
         // ... and what schema 4 added to `runs`.
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
+        conn.execute_batch(SCHEMA_8_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
@@ -192,6 +198,7 @@ mod tests {
         // What schema 2 was: `processes` without the columns schema 3 added.
         // ... and what schema 4 added to `runs`.
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
+        conn.execute_batch(SCHEMA_8_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
@@ -244,6 +251,7 @@ mod tests {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
+        conn.execute_batch(SCHEMA_8_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
@@ -287,6 +295,7 @@ mod tests {
     fn a_schema_4_file_gets_empty_metric_and_output_tables() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        conn.execute_batch(SCHEMA_8_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
@@ -333,6 +342,41 @@ mod tests {
     const SCHEMA_6_DROPPED: &str = "DROP VIEW profile_leaves; DROP TABLE profile_samples;
          DROP TABLE profile_stacks; DROP TABLE profile_frames; DROP TABLE profiles;";
 
+    /// What schema 8 added: the table of `schema::SCHEMA_8_ADDITIONS`.
+    const SCHEMA_8_DROPPED: &str = "DROP TABLE run_tags;";
+
+    #[test]
+    fn a_schema_7_file_gets_an_empty_tags_table_its_runs_read_with_no_tags() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        schema::create(&conn).unwrap();
+        conn.execute_batch(SCHEMA_8_DROPPED).unwrap();
+        conn.execute(
+            "UPDATE framelab SET value = '7' WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
+        schema::stamp(&conn, 7).unwrap();
+        // Read before the upgrade (a read-only look): no table, no tags.
+        assert!(crate::store::tags::load_tags(&conn, 1).unwrap().is_empty());
+        assert!(can_migrate(7));
+        migrate(&mut conn, 7).unwrap();
+        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 8 });
+        conn.execute_batch(
+            "INSERT INTO runs (run_id, name, command_json, started_at, framelab_version,
+                 host_name, host_cpu_model, host_cores, host_kernel, host_clocksource, clock,
+                 origin_mono_ns, window_start_ns, window_end_ns, end_reason, dropped_events,
+                 invalid_records, names_refused)
+             VALUES (1, 'new', '[]', '', '', '', '', 1, '', '', 'mono', 0, 0, 1, 'exited', 0, 0, 0);",
+        )
+        .unwrap();
+        let tags = [crate::model::Tag {
+            key: "build".into(),
+            value: "release".into(),
+        }];
+        crate::store::tags::insert_tags(&conn, 1, &tags).unwrap();
+        assert_eq!(crate::store::tags::load_tags(&conn, 1).unwrap(), tags);
+    }
+
     /// What schema 7 added: the column and tables of `schema::SCHEMA_7_ADDITIONS`.
     const SCHEMA_7_DROPPED: &str = "ALTER TABLE processes DROP COLUMN watch_role;
          DROP TABLE sched_slices; DROP TABLE sched_status;";
@@ -341,6 +385,7 @@ mod tests {
     fn a_schema_6_files_watched_processes_get_an_empty_role() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        conn.execute_batch(SCHEMA_8_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(
             "INSERT INTO runs (run_id, name, command_json, started_at, framelab_version,
@@ -361,7 +406,12 @@ mod tests {
         schema::stamp(&conn, 6).unwrap();
         assert!(can_migrate(6));
         migrate(&mut conn, 6).unwrap();
-        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 7 });
+        assert_eq!(
+            identify(&conn).unwrap(),
+            FileKind::Framelab {
+                version: SCHEMA_VERSION
+            }
+        );
         let role: String = conn
             .query_row("SELECT watch_role FROM processes WHERE pid = 42", [], |r| {
                 r.get(0)
@@ -374,6 +424,7 @@ mod tests {
     fn a_schema_5_file_is_upgraded_with_empty_profile_tables() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        conn.execute_batch(SCHEMA_8_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(
@@ -417,6 +468,7 @@ mod tests {
     fn a_schema_6_file_is_upgraded_with_empty_sched_tables() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        conn.execute_batch(SCHEMA_8_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute(
             "UPDATE framelab SET value = '6' WHERE key = 'schema_version'",
@@ -426,7 +478,12 @@ mod tests {
         schema::stamp(&conn, 6).unwrap();
         assert!(can_migrate(6));
         migrate(&mut conn, 6).unwrap();
-        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 7 });
+        assert_eq!(
+            identify(&conn).unwrap(),
+            FileKind::Framelab {
+                version: SCHEMA_VERSION
+            }
+        );
         assert_eq!(crate::store::sched::read_sched(&conn, 1).unwrap(), None);
     }
 

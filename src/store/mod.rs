@@ -8,6 +8,7 @@
 //! - `stream`: a run whose spans are read in chunks, for analyses that need not hold them;
 //! - `outputs`: metrics from the command's output and the output kept (schema 5);
 //! - `profile`: sampled profiles (schema 6);
+//! - `tags`: a run's `--tag KEY=VALUE`s (schema 8);
 //! - `experiment`: which runs belong to which variant of a `framelab bench`, fingerprints;
 
 mod codec;
@@ -20,6 +21,7 @@ mod reader;
 mod sched;
 mod schema;
 mod stream;
+mod tags;
 mod writer;
 
 pub use codec::end_reason_name;

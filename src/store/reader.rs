@@ -34,6 +34,8 @@ pub fn list_runs(path: &Path) -> anyhow::Result<Vec<RunMeta>> {
     drop(rows);
     for meta in &mut runs {
         meta.session = session_facts(&conn, path, meta.id)?;
+        meta.tags = super::tags::load_tags(&conn, meta.id)
+            .map_err(|e| sqlite_failure(path, "reading the run's tags", &e))?;
     }
     Ok(runs)
 }
@@ -288,6 +290,8 @@ impl RunReader<'_> {
             .ok_or_else(|| one_line(format!("run {} vanished while loading", self.run_id)))?;
         let mut meta = codec::meta_from_row(row).map_err(|e| inconsistent(self.path, e))?;
         meta.session = session_facts(self.conn, self.path, self.run_id)?;
+        meta.tags = super::tags::load_tags(self.conn, self.run_id)
+            .map_err(|e| sqlite_failure(self.path, "reading the run's tags", &e))?;
         let c = Cells { row, table: "runs" };
         let at = META_COLUMNS.len() + 1;
         let range = |i: usize| -> anyhow::Result<IdRange> {

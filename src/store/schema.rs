@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// Bumped on any change an older framelab could misread; a file newer than this is refused.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// `PRAGMA application_id` of a run file: ASCII "FLAB", so `file(1)` and tools can tell.
 pub const APPLICATION_ID: i32 = 0x464C_4142;
@@ -329,6 +329,19 @@ CREATE TABLE sched_slices (
 CREATE INDEX sched_slices_by_thread ON sched_slices (run_id, tid, start_ns);
 ";
 
+/// Schema 8: `run_tags`, a run's `--tag KEY=VALUE`s (run, bench, import) in the order
+/// given, a key at most once per run. A bench over `--param` tags each run with its
+/// parameter values too. Older runs have none.
+pub const SCHEMA_8_ADDITIONS: &str = "
+CREATE TABLE run_tags (
+    run_id    INTEGER NOT NULL REFERENCES runs(run_id),
+    position  INTEGER NOT NULL,
+    key       TEXT NOT NULL,
+    value     TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+);
+";
+
 /// Experiments (`framelab bench`): which runs belong to which variant and parameter
 /// values, and each run's environment fingerprint. `IF NOT EXISTS`: a file written by
 /// `framelab run` before these tables existed gets them when a bench first writes to it.
@@ -434,6 +447,7 @@ pub fn create(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(OUTPUT_TABLES)?;
     conn.execute_batch(PROFILE_TABLES)?;
     conn.execute_batch(SCHEMA_7_ADDITIONS)?;
+    conn.execute_batch(SCHEMA_8_ADDITIONS)?;
     conn.execute_batch(EXPERIMENT_TABLES)?;
     conn.execute_batch(VIEWS)?;
     conn.execute(

@@ -214,6 +214,7 @@ impl RunWriter {
         )
         .map_err(fail)?;
         let run_id = conn.last_insert_rowid();
+        super::tags::insert_tags(&conn, run_id, &meta.tags).map_err(fail)?;
         // temp_store: the statement journal of multi-row inserts stays in memory.
         conn.execute_batch(
             "PRAGMA journal_mode = TRUNCATE; PRAGMA synchronous = NORMAL; \
@@ -660,6 +661,10 @@ impl RunWriter {
             .map_err(|e| self.fail("write", e))?;
         if meta.session != self.meta.session {
             self.session_facts(&meta.session)?;
+        }
+        if meta.tags != self.meta.tags {
+            super::tags::replace_tags(&self.conn, self.run_id, &meta.tags)
+                .map_err(|e| self.fail("write", e))?;
         }
         self.meta = meta.clone();
         self.meta.id = self.run_id;

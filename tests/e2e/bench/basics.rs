@@ -115,9 +115,11 @@ fn a_stopped_experiment_resumes_where_it_stopped() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("resume.framelab");
     let count = dir.path().join("count");
-    // The prepare step fails on its third call: the bench stops after two runs.
+    // The prepare step interrupts framelab (its parent) on its third call, as Ctrl-C
+    // would: the bench stops after two runs.
     let prepare = format!(
-        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; [ $n -ne 3 ]",
+        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; \
+         [ $n -ne 3 ] || {{ kill -INT $PPID; exit 1; }}",
         c = count.display()
     );
     let bench = |extra: &[&str]| {
@@ -142,11 +144,12 @@ fn a_stopped_experiment_resumes_where_it_stopped() {
             .unwrap()
     };
     let first = bench(&[]);
-    assert_eq!(first.status.code(), Some(1));
-    let line = error_line(&first);
+    assert_eq!(first.status.code(), Some(130), "{}", stderr(&first));
     assert!(
-        line.contains("--prepare failed") && line.contains("--resume"),
-        "{line}"
+        stderr(&first).contains("stopped after 2 of 4 runs")
+            && stderr(&first).contains("framelab bench --resume -o"),
+        "{}",
+        stderr(&first)
     );
     let done = framelab::store::load_experiment(&file).unwrap().unwrap();
     assert_eq!(done.runs.len(), 2, "the finished runs are kept");
@@ -443,4 +446,117 @@ fn a_bench_of_one_command_lists_its_runs_and_succeeds() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let doc = json(&out);
     assert_eq!(doc["runs"].as_array().unwrap().len(), 2, "{doc}");
+}
+
+/// A `--prepare` that fails fails its run, with the last lines it wrote on stderr, and the
+/// bench goes on: the other runs are measured and compared (it used to stop the bench).
+#[test]
+fn a_failing_prepare_fails_its_run_and_the_bench_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("prepare.framelab");
+    let count = dir.path().join("count");
+    // Fails on its second call only.
+    let prepare = format!(
+        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; \
+         [ $n -ne 2 ] || {{ echo 'checking the device' >&2; echo 'device not ready' >&2; exit 3; }}",
+        c = count.display()
+    );
+    let out = framelab()
+        .args(["bench", "-n", "3", "--format", "json", "--show", "work.p50"])
+        .args(["--prepare", &prepare])
+        .arg("--variant")
+        .arg(format!("a={}", testprog("work 20 100")))
+        .arg("--variant")
+        .arg(format!("b={}", testprog("work 20 100")))
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    // Exit 3, as for a run whose command failed; the comparison is still printed.
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "b #1: --prepare failed (exit status: 3): checking the device / device not ready"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("1 run failed"), "{err}");
+    let c = json(&out);
+    assert_eq!(c["runs"]["a"], 3);
+    assert_eq!(c["runs"]["b"], 2);
+    let e = framelab::store::load_experiment(&file).unwrap().unwrap();
+    assert_eq!(e.runs.len(), 6, "every slot was run, the failed one kept");
+    let failed: Vec<_> = e
+        .runs
+        .iter()
+        .filter(|r| r.status.name() == "failed")
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].variant, "b");
+    assert_eq!(
+        failed[0].failure.as_deref(),
+        Some("--prepare failed (exit status: 3): checking the device / device not ready")
+    );
+}
+
+/// `--tag` is kept with every run of a bench, after the run's own `--param` values; a tag
+/// with a parameter's key is refused before the first run.
+#[test]
+fn a_sweep_tags_each_run_with_its_parameter_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tags.framelab");
+    let sweep = |extra: &[&str]| {
+        framelab()
+            .args([
+                "bench",
+                "-n",
+                "2",
+                "--param",
+                "us=50,100",
+                "--tag",
+                "build=release",
+            ])
+            .args(extra)
+            .arg("-o")
+            .arg(&file)
+            .arg("--")
+            .args(testprog("work 10 {us}").split(' '))
+            .output()
+            .unwrap()
+    };
+    let clash = sweep(&["--tag", "us=7"]);
+    assert_eq!(clash.status.code(), Some(1));
+    assert!(
+        error_line(&clash).contains("--tag us=7: us is a --param of this bench"),
+        "{}",
+        stderr(&clash)
+    );
+    assert!(!file.exists(), "refused before the file was made");
+    let out = sweep(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let e = framelab::store::load_experiment(&file).unwrap().unwrap();
+    assert_eq!(e.runs.len(), 4);
+    for r in &e.runs {
+        let run = framelab::store::load_run(&file, Some(r.run_id)).unwrap();
+        let tags: Vec<(&str, &str)> = (run.meta.tags.iter())
+            .map(|t| (t.key.as_str(), t.value.as_str()))
+            .collect();
+        assert_eq!(
+            tags,
+            [("us", r.params["us"].as_str()), ("build", "release")]
+        );
+    }
+    // The report of a run shows them in its header.
+    let report = framelab()
+        .args(["report", "--run-id", &e.runs[1].run_id.to_string()])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&report).contains("tags      us=50 · build=release")
+            || stdout(&report).contains("tags      us=100 · build=release"),
+        "{}",
+        stdout(&report)
+    );
 }

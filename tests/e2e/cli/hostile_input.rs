@@ -211,8 +211,8 @@ fn absurd_numbers_are_refused_naming_their_limit() {
 #[test]
 fn a_bench_of_too_many_runs_is_refused_before_it_starts() {
     let dir = tempfile::tempdir().unwrap();
-    // `--prepare false` stops a build that would start the runs at the first.
-    let mut args = vec!["bench", "-n", "10000", "--prepare", "false"]
+    // `--setup false` stops a build that would start the runs before the first.
+    let mut args = vec!["bench", "-n", "10000", "--setup", "false"]
         .into_iter()
         .map(String::from)
         .collect::<Vec<_>>();

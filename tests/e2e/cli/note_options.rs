@@ -79,6 +79,7 @@ const PRINTED_BY: &[(&str, Printed)] = &[
     ("src/services/", ByOneOf(&["run", "bench"])),
     ("src/session/", ByOneOf(RECORDERS)),
     ("src/stats/", ByOneOf(&["compare"])),
+    ("src/tags.rs", ByOneOf(&["run", "bench", "import"])),
     ("src/timers/", ByEvery(&["timers"])),
     ("src/whatif/", ByOneOf(&["whatif"])),
 ];

@@ -1118,3 +1118,88 @@ fn no_export_or_page_is_written_over_a_database() {
     assert_eq!(std::fs::read(&victim).unwrap(), before);
     assert_eq!(std::fs::read(&store).unwrap(), store_before);
 }
+
+/// `--tag` is checked the same on run, bench and import, before anything runs or is read;
+/// a bench's `VARIANT:` service or pin naming no variant, and `compare --by` on a bench's
+/// experiment, are refused in one line.
+#[test]
+fn tags_and_per_variant_options_are_checked_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    for args in [
+        &["--tag", "novalue"][..],
+        &["--tag", "k=1", "--tag", "k=2"][..],
+    ] {
+        let mut all = vec!["-n", "2", "--param", "x=1,2"];
+        all.extend_from_slice(args);
+        let out = framelab()
+            .current_dir(dir.path())
+            .arg("bench")
+            .args(&all)
+            .args([
+                "--",
+                "sh",
+                "-c",
+                &format!("touch {} {{x}}", marker.display()),
+            ])
+            .output()
+            .unwrap();
+        refused(&out, "--tag");
+        assert!(!marker.exists());
+    }
+    let csv = dir.path().join("frames.csv");
+    std::fs::write(&csv, "frame,stage,start_ns,dur_ns\n0,a,0,10\n").unwrap();
+    let import = framelab()
+        .current_dir(dir.path())
+        .args(["import", "--tag", "a=1", "--tag", "a=2"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    refused(&import, "--tag a is given twice");
+    assert!(!dir.path().join("frames.framelab").exists());
+    // Given once, it is kept with the imported run.
+    let tagged = framelab()
+        .current_dir(dir.path())
+        .args(["import", "--tag", "source=trace 1"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert_eq!(tagged.status.code(), Some(0), "{}", stderr(&tagged));
+    assert!(stdout(&tagged).contains("tags      source=trace 1"));
+    let run = load(&dir.path().join("frames.framelab"));
+    assert_eq!(run.meta.tags[0].value, "trace 1");
+
+    let pin = framelab()
+        .current_dir(dir.path())
+        .args(["bench", "-n", "2", "--pin", "v9:0"])
+        .args(["--variant", "v1=true", "--variant", "v2=true"])
+        .output()
+        .unwrap();
+    refused(
+        &pin,
+        "--pin v9:0: no variant is named v9; the variants are v1, v2",
+    );
+
+    let experiment = dir.path().join("e.framelab");
+    let bench = framelab()
+        .args([
+            "bench",
+            "-n",
+            "2",
+            "--variant",
+            "a=true",
+            "--variant",
+            "b=true",
+            "-o",
+        ])
+        .arg(&experiment)
+        .output()
+        .unwrap();
+    assert_eq!(bench.status.code(), Some(0), "{}", stderr(&bench));
+    let by = framelab()
+        .args(["compare", "--by", "build"])
+        .arg(&experiment)
+        .output()
+        .unwrap();
+    refused(&by, "is a bench's experiment, compared by its variants");
+}

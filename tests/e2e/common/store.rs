@@ -70,6 +70,17 @@ pub fn finished_meta(name: &str) -> RunMeta {
                 ..Default::default()
             }),
         },
+        // In the order given, a value kept whole (control characters too).
+        tags: vec![
+            framelab::model::Tag {
+                key: "build".into(),
+                value: "release".into(),
+            },
+            framelab::model::Tag {
+                key: "note".into(),
+                value: "two\nlines\x1b".into(),
+            },
+        ],
     }
 }
 

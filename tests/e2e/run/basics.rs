@@ -677,3 +677,132 @@ fn a_file_of_plain_runs_does_not_offer_a_comparison_that_fails() {
     let compare = framelab().arg("compare").arg(&file).output().unwrap();
     assert_eq!(compare.status.code(), Some(1), "{}", stdout(&compare));
 }
+
+/// `run --tag KEY=VALUE`: kept in the run file, shown in every report header (control
+/// characters escaped, kept whole in JSON), carried into history, and `compare --by KEY`
+/// makes a variant of each value. Bad tags are one line each.
+#[test]
+fn tags_are_kept_shown_carried_into_history_and_group_a_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tagged.framelab");
+    let record = |tags: &[&str], us: &str| {
+        let mut cmd = framelab();
+        cmd.arg("run");
+        for tag in tags {
+            cmd.args(["--tag", tag]);
+        }
+        let out = cmd
+            .arg("-o")
+            .arg(&file)
+            .arg("--")
+            .arg(example("testprog"))
+            .args(["work", "10", us])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        out
+    };
+    let first = record(&["build=debug", "note=two\x1b[2Jlines"], "300");
+    let header = stdout(&first);
+    assert!(
+        header.contains("tags      build=debug · note=two\\x1b[2Jlines"),
+        "{header}"
+    );
+    assert!(!header.contains('\x1b'), "{header}");
+    record(&["build=release"], "100");
+    record(&["build=debug"], "300");
+    record(&["build=release"], "100");
+    record(&[], "100");
+
+    let json = framelab()
+        .args(["report", "--format", "json", "--run-id", "1"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(report["tags"][0]["key"], "build");
+    assert_eq!(
+        report["tags"][1]["value"], "two\x1b[2Jlines",
+        "JSON keeps it whole"
+    );
+    let markdown = framelab()
+        .args(["report", "--format", "markdown", "--run-id", "2"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(stdout(&markdown).contains("- **tags** build=release"));
+
+    // compare --by build: debug and release, two runs each; the untagged run is counted.
+    let by = framelab()
+        .args([
+            "compare", "--by", "build", "--format", "json", "--show", "work.p50",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(by.status.code(), Some(0), "{}", stderr(&by));
+    assert!(
+        stderr(&by).contains("--by build: 1 run without a tag build left out"),
+        "{}",
+        stderr(&by)
+    );
+    let c: serde_json::Value = serde_json::from_str(&stdout(&by)).unwrap();
+    assert_eq!(c["baseline"], "debug");
+    assert_eq!(c["runs"]["debug"], 2);
+    assert_eq!(c["runs"]["release"], 2);
+    let none = framelab()
+        .args(["compare", "--by", "cc"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        error_line(&none).contains("--by cc: no run tagged cc among the runs given"),
+        "{}",
+        stderr(&none)
+    );
+
+    // History keeps each run's tags with history add's own.
+    let store = dir.path().join("h.sqlite");
+    let add = framelab()
+        .args([
+            "history",
+            "add",
+            "--commit",
+            "c1",
+            "--tag",
+            "ci=nightly",
+            "--store",
+        ])
+        .arg(&store)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(add.status.code(), Some(0), "{}", stderr(&add));
+    let export = framelab()
+        .args(["history", "export", "--format", "csv", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let csv = stdout(&export);
+    assert!(csv.contains("build=debug;ci=nightly;note=two"), "{csv}");
+    assert!(csv.contains("build=release;ci=nightly"), "{csv}");
+
+    // Bad tags: one line each, nothing recorded.
+    for (tags, said) in [
+        (&["nokey"][..], "--tag nokey: give it as KEY=VALUE"),
+        (&["a=1", "a=2"][..], "--tag a is given twice (a=1 and a=2)"),
+        (&["a b=1"][..], "the key before '=' must be letters"),
+    ] {
+        let mut cmd = framelab();
+        cmd.arg("run");
+        for tag in tags {
+            cmd.args(["--tag", tag]);
+        }
+        let out = cmd
+            .args(["-o", "/dev/null", "--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(error_line(&out).contains(said), "{}", stderr(&out));
+    }
+}

@@ -423,9 +423,11 @@ fn warmup_runs_setup_and_cleanup_around_a_resumed_bench() {
     let log = dir.path().join("log");
     let count = dir.path().join("count");
     let l = log.display();
-    // --prepare fails on its 5th call: 2 warmups + 2 measured runs, then the stop.
+    // --prepare interrupts framelab (its parent) on its 5th call: 2 warmups + 2 measured
+    // runs, then the stop.
     let prepare = format!(
-        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; [ $n -ne 5 ]",
+        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; \
+         [ $n -ne 5 ] || {{ kill -INT $PPID; exit 1; }}",
         c = count.display()
     );
     let bench = |extra: &[&str]| {
@@ -447,8 +449,12 @@ fn warmup_runs_setup_and_cleanup_around_a_resumed_bench() {
             .unwrap()
     };
     let first = bench(&[]);
-    assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
-    assert!(error_line(&first).contains("--prepare failed"));
+    assert_eq!(first.status.code(), Some(130), "{}", stderr(&first));
+    assert!(
+        stderr(&first).contains("stopped after"),
+        "{}",
+        stderr(&first)
+    );
     let lines = std::fs::read_to_string(&log).unwrap();
     assert_eq!(
         lines, "setup a\nsetup b\nrun a\nrun b\nrun a\nrun b\ncleanup a\ncleanup b\n",

@@ -339,3 +339,80 @@ fn a_bench_starts_its_services_fresh_for_every_run_and_compares_their_cpu() {
         "{per_job_us} µs a job, {cpu_s} s in all"
     );
 }
+
+/// `--prepare` runs once the run's services are ready (it used to run before they were
+/// started), and `--service`/`--pin VARIANT:…` give one variant its own server build and
+/// CPUs in place of those given for all.
+#[test]
+fn prepare_runs_after_the_services_and_a_variant_gets_its_own_server_and_pin() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, log, served) = (
+        dir.path().join("v.framelab"),
+        dir.path().join("log"),
+        dir.path().join("served"),
+    );
+    let (l, s) = (log.display(), served.display());
+    // The "server" says which build it is in a file, then that it is ready.
+    let server = |variant: &str, build: &str| {
+        format!("{variant}server=sh -c 'echo {build} > {s}; echo ready; exec sleep 60'")
+    };
+    let out = framelab()
+        .args(["bench", "-n", "2", "--shell"])
+        .args(["--service", &server("", "base")])
+        .args(["--service", &server("v2:", "v2-build")])
+        .args(["--ready", "server=regex:ready"])
+        .args(["--pin", "v2:command=0"])
+        .args([
+            "--prepare",
+            &format!("echo prepare $FRAMELAB_VARIANT $(cat {s}) >> {l}"),
+        ])
+        .args(["--variant", &format!("v1=echo run v1 $(cat {s}) >> {l}")])
+        .args(["--variant", &format!("v2=echo run v2 $(cat {s}) >> {l}")])
+        .arg("-o")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        lines,
+        "prepare v1 base\nrun v1 base\nprepare v2 v2-build\nrun v2 v2-build\n\
+         prepare v1 base\nrun v1 base\nprepare v2 v2-build\nrun v2 v2-build\n"
+    );
+    // v2's command ran on CPU 0, and its fingerprint says so; v1's was not pinned.
+    let e = framelab::store::load_experiment(&file).unwrap().unwrap();
+    let prints = framelab::store::load_fingerprints(&file).unwrap();
+    for r in &e.runs {
+        let pinned = &prints[&r.run_id].pinned_cpus;
+        match r.variant.as_str() {
+            "v2" => assert_eq!(pinned, "0"),
+            _ => assert_eq!(pinned, ""),
+        }
+    }
+
+    // A prefix naming no variant is refused before anything runs, as is one in `run`.
+    let typo = framelab()
+        .args(["bench", "-n", "2", "--shell"])
+        .args(["--service", &server("v3:", "x")])
+        .args(["--variant", "v1=true", "--variant", "v2=true"])
+        .arg("-o")
+        .arg(dir.path().join("typo.framelab"))
+        .output()
+        .unwrap();
+    assert_eq!(typo.status.code(), Some(1));
+    assert!(
+        error_line(&typo).contains("no variant is named v3; the variants are v1, v2"),
+        "{}",
+        stderr(&typo)
+    );
+    let run = framelab()
+        .args(["run", "--service", &server("v2:", "x"), "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    assert!(
+        error_line(&run).contains("'v2:' gives it to one variant of a framelab bench"),
+        "{}",
+        stderr(&run)
+    );
+}
