@@ -458,6 +458,8 @@ fn run_options(
             crate::services::DEFAULT_READY_TIMEOUT
         },
         profile: settings.profile,
+        // `--probe` is an option of `framelab run` only, so far.
+        probes: Default::default(),
     })
 }
 

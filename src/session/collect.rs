@@ -70,6 +70,17 @@ pub struct Collector {
     sampler: Option<Sampler>,
     /// The run group's CPU: read at launch, at the window's start and end.
     group: GroupWindow,
+    /// `--probe` stages: drained with the rings, their spans kept like the SDK's.
+    probes: Option<ProbeSpans>,
+}
+
+/// The probes' recorder, and the run's ids of what their spans name.
+struct ProbeSpans {
+    recorder: crate::probes::recorder::Recorder,
+    stages: Vec<String>,
+    stage_ids: Vec<Option<u16>>,
+    /// (pid, tid) → the run's thread index.
+    threads: HashMap<(u32, u32), u32>,
 }
 
 /// The run group's readings over the window.
@@ -121,6 +132,7 @@ impl Collector {
             latest_end_ns: i64::MAX,
             sampler: None,
             group: GroupWindow::default(),
+            probes: None,
         }
     }
 
@@ -138,6 +150,17 @@ impl Collector {
             at_launch,
             ..GroupWindow::default()
         };
+    }
+
+    /// Drains `recorder`'s probes with the rings: their spans become the run's.
+    pub fn set_probes(&mut self, recorder: crate::probes::recorder::Recorder) {
+        let stages = recorder.stages();
+        self.probes = Some(ProbeSpans {
+            stage_ids: vec![None; stages.len()],
+            stages,
+            recorder,
+            threads: HashMap::new(),
+        });
     }
 
     /// Processes that had left the run's group or survived its end, said in the run file.
@@ -294,8 +317,65 @@ impl Collector {
             }
             self.retire(&ring)?;
         }
+        if let Some(mut probes) = self.probes.take() {
+            let spans = probes.recorder.drain();
+            let kept = self.keep_probe_spans(&mut probes, spans);
+            self.probes = Some(probes);
+            kept?;
+        }
         self.flush()?;
         Ok(fullest)
+    }
+
+    /// Probe spans enter the run as the SDK's do: the stage named by the option, the
+    /// probed thread, times after launch.
+    fn keep_probe_spans(
+        &mut self,
+        probes: &mut ProbeSpans,
+        spans: Vec<crate::probes::recorder::ProbeSpan>,
+    ) -> Result<()> {
+        let origin = self.meta.origin_mono_ns;
+        for span in spans {
+            let stage = match probes.stage_ids[span.probe] {
+                Some(id) => id,
+                None => {
+                    let id = self.run_id(name_kind::STAGE, &probes.stages[span.probe])?;
+                    probes.stage_ids[span.probe] = Some(id);
+                    id
+                }
+            };
+            let thread = match probes.threads.get(&(span.pid, span.tid)) {
+                Some(&index) => index,
+                None => {
+                    let name = std::fs::read_to_string(format!(
+                        "/proc/{}/task/{}/comm",
+                        span.pid, span.tid
+                    ))
+                    .map(|n| n.trim_end().to_owned())
+                    .unwrap_or_default();
+                    self.writer.send(Write::Thread(ThreadInfo {
+                        pid: span.pid,
+                        tid: span.tid,
+                        name,
+                        dropped: 0,
+                    }))?;
+                    let index = self.threads_added;
+                    self.threads_added += 1;
+                    self.accounting
+                        .observe_instrumented(span.pid, span.start_mono_ns - origin);
+                    probes.threads.insert((span.pid, span.tid), index);
+                    index
+                }
+            };
+            self.keep_span(Span {
+                frame: span.frame,
+                stage,
+                thread,
+                start_ns: span.start_mono_ns - origin,
+                dur_ns: span.end_mono_ns - span.start_mono_ns,
+            });
+        }
+        Ok(())
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -534,21 +614,7 @@ impl Collector {
                     ));
                     return Ok(());
                 }
-                if self.meta.first_span_ns.is_none_or(|first| start_ns < first) {
-                    self.meta.first_span_ns = Some(start_ns);
-                }
-                if self.first_stage.is_none() {
-                    self.first_stage = Some(stage);
-                }
-                if self.first_stage == Some(stage) {
-                    self.frames_seen += 1;
-                    if let Some((n, start @ None)) = &mut self.opening_frame {
-                        if *n == self.frames_seen {
-                            *start = Some(start_ns);
-                        }
-                    }
-                }
-                self.spans.push(Span {
+                self.keep_span(Span {
                     frame: record.frame,
                     stage,
                     thread,
@@ -581,6 +647,27 @@ impl Collector {
         Ok(())
     }
 
+    /// Keeps a span, counting frames by the first stage seen (what `--warmup-frames`
+    /// waits for).
+    fn keep_span(&mut self, span: Span) {
+        let (stage, start_ns) = (span.stage, span.start_ns);
+        if self.meta.first_span_ns.is_none_or(|first| start_ns < first) {
+            self.meta.first_span_ns = Some(start_ns);
+        }
+        if self.first_stage.is_none() {
+            self.first_stage = Some(stage);
+        }
+        if self.first_stage == Some(stage) {
+            self.frames_seen += 1;
+            if let Some((n, start @ None)) = &mut self.opening_frame {
+                if *n == self.frames_seen {
+                    *start = Some(start_ns);
+                }
+            }
+        }
+        self.spans.push(span);
+    }
+
     /// The run-level id of a process's local name id, reading its names file again on a miss.
     #[inline]
     fn resolve(
@@ -604,26 +691,29 @@ impl Collector {
             // Not interned (yet): not cached, a later refresh may find it.
             return Ok(None);
         };
-        let id = match self.run_ids.get(&(name_kind, name.clone())) {
-            Some(&id) => id,
-            None => {
-                let next = self.names_added.entry(name_kind).or_insert(0);
-                let id = *next;
-                *next += 1;
-                self.writer.send(match name_kind {
-                    name_kind::STAGE => Write::Stage(name.clone()),
-                    name_kind::COUNTER => Write::CounterName(name.clone()),
-                    _ => Write::EventName(name.clone()),
-                })?;
-                self.run_ids.insert((name_kind, name), id);
-                id
-            }
-        };
+        let id = self.run_id(name_kind, &name)?;
         if ids.len() <= local as usize {
             ids.resize(local as usize + 1, None);
         }
         ids[local as usize] = Some((name_kind, id));
         Ok((name_kind == kind).then_some(id))
+    }
+
+    /// The run's id of a name of `kind`, given to the store the first time.
+    fn run_id(&mut self, name_kind: char, name: &str) -> Result<u16> {
+        if let Some(&id) = self.run_ids.get(&(name_kind, name.to_owned())) {
+            return Ok(id);
+        }
+        let next = self.names_added.entry(name_kind).or_insert(0);
+        let id = *next;
+        *next += 1;
+        self.writer.send(match name_kind {
+            name_kind::STAGE => Write::Stage(name.to_owned()),
+            name_kind::COUNTER => Write::CounterName(name.to_owned()),
+            _ => Write::EventName(name.to_owned()),
+        })?;
+        self.run_ids.insert((name_kind, name.to_owned()), id);
+        Ok(id)
     }
 
     /// Commits what was recorded so far; a killed framelab loses at most what came after.
@@ -656,6 +746,16 @@ impl Collector {
         self.drain()?;
         for ring in std::mem::take(&mut self.rings) {
             self.retire(&ring)?;
+        }
+        if let Some(mut probes) = self.probes.take() {
+            let finished = probes.recorder.finish();
+            self.keep_probe_spans(&mut probes, finished.spans)?;
+            self.flush()?;
+            crate::probes::say_what_was_missed(&finished.facts, finished.lost);
+            let facts = &mut self.meta.session;
+            facts.probes = finished.facts;
+            facts.probe_records_lost = finished.lost;
+            facts.probe_busiest_thread = finished.busiest_thread;
         }
         for (&pid, names) in self.names.iter_mut() {
             names.refresh(self.session.path(), pid);

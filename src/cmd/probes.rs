@@ -1,0 +1,82 @@
+//! The probe options of `framelab run` (`--probe`, `--frame-arg`, `--frame-probe`), and
+//! `framelab probes BINARY [PATTERN]`: the functions of a binary that can be probed.
+
+use clap::Args;
+use framelab::probes::{self, cost::InstructionClass, elf::Binary, ProbeOptions};
+
+use super::Outcome;
+
+/// Stages from an unmodified program, through uprobes (docs/probes.md).
+#[derive(Args, Debug, Default)]
+pub struct ProbeArgs {
+    /// Record a span of stage STAGE for each call of FUNCTION in BINARY (a path, a program
+    /// on PATH or a library's soname), from entry to return; FUNCTION may be 0xOFFSET.
+    /// Needs root or CAP_PERFMON (repeat for more)
+    #[arg(long = "probe", value_name = "STAGE=BINARY:FUNCTION")]
+    pub probes: Vec<String>,
+    /// Take a probe stage's frame id from an integer argument of the probed call
+    /// (arg1 = rdi … arg6 = r9)
+    #[arg(long = "frame-arg", value_name = "STAGE=argN")]
+    pub frame_args: Vec<String>,
+    /// Start frame N+1 at each call of this function: probe stages without --frame-arg take
+    /// the frame started last
+    #[arg(long, value_name = "BINARY:FUNCTION")]
+    pub frame_probe: Option<String>,
+}
+
+impl ProbeArgs {
+    pub fn options(&self) -> anyhow::Result<ProbeOptions> {
+        ProbeOptions::parse(&self.probes, &self.frame_args, self.frame_probe.as_deref())
+            .map_err(anyhow::Error::msg)
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ProbesArgs {
+    /// The executable or library (a path, a program on PATH, or a soname)
+    pub binary: String,
+    /// Only functions whose name contains this
+    pub pattern: Option<String>,
+}
+
+pub(super) fn run(args: ProbesArgs) -> anyhow::Result<Outcome> {
+    let path = probes::find_binary(&args.binary).map_err(anyhow::Error::msg)?;
+    let binary = Binary::read(&path).map_err(anyhow::Error::msg)?;
+    let pattern = args.pattern.as_deref().unwrap_or("");
+    let matching: Vec<_> = binary
+        .functions
+        .iter()
+        .filter(|f| f.name.contains(pattern))
+        .collect();
+    let mut out = format!(
+        "{} · {} functions{}\n",
+        path.display(),
+        matching.len(),
+        if pattern.is_empty() {
+            String::new()
+        } else {
+            format!(" matching {pattern:?} (of {})", binary.functions.len())
+        }
+    );
+    if !matching.is_empty() {
+        out.push_str("  offset      size  first instruction        function\n");
+    }
+    for f in &matching {
+        let class = InstructionClass::of(binary.bytes_at(f.file_offset));
+        out.push_str(&format!(
+            "  {:#08x} {:>7}  {:<23}  {}\n",
+            f.file_offset,
+            f.size,
+            class.describe(),
+            f.name
+        ));
+    }
+    if matching.is_empty() && !pattern.is_empty() {
+        let near = binary.near(pattern, 5);
+        if !near.is_empty() {
+            out.push_str(&format!("  near matches: {}\n", near.join(", ")));
+        }
+    }
+    print!("{out}");
+    Ok(Outcome::Done)
+}

@@ -1,0 +1,402 @@
+//! Stages from programs that were not built with the SDK (docs/probes.md): a function's
+//! entry and return, seen by the kernel through the uprobe PMU of `perf_event_open`, become
+//! ordinary spans of the run, so report, hist, `--live`, compare and export need nothing new.
+//!
+//! - `mod` (here): what the options ask for (`--probe`, `--frame-arg`, `--frame-probe`),
+//!   checked once, and resolved to files and offsets before the command starts;
+//! - `elf`: a binary's functions and where they lie in the file;
+//! - `uprobe`: opening uprobes through the shared perf-event layer (`crate::perf_event`);
+//! - `recorder`: their per-CPU rings drained into spans of the run's threads;
+//! - `cost`: what one hit costs on this machine, measured, by first instruction.
+
+pub mod cost;
+pub mod elf;
+pub mod recorder;
+pub mod uprobe;
+
+use std::path::{Path, PathBuf};
+
+/// Where in a binary to probe: a function by name, or a file offset (`0x1a2b`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    Function(String),
+    Offset(u64),
+}
+
+/// `BINARY:FUNCTION` or `BINARY:0xOFFSET` as given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub binary: String,
+    pub place: Place,
+}
+
+impl Target {
+    /// Splits at the last `:` (a path may hold one; a function name never does).
+    pub fn parse(text: &str) -> Result<Target, String> {
+        let (binary, place) = text
+            .rsplit_once(':')
+            .filter(|(b, p)| !b.is_empty() && !p.is_empty())
+            .ok_or_else(|| {
+                format!(
+                    "{text:?} is not BINARY:FUNCTION: give a binary (a path, a program on PATH \
+                     or a library's soname) and a function, e.g. /usr/bin/prog:encode_frame"
+                )
+            })?;
+        let place = match place.strip_prefix("0x") {
+            Some(hex) => Place::Offset(
+                u64::from_str_radix(hex, 16)
+                    .map_err(|_| format!("{place:?} in {text:?} is not a hexadecimal offset"))?,
+            ),
+            None => Place::Function(place.to_owned()),
+        };
+        Ok(Target {
+            binary: binary.to_owned(),
+            place,
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        match &self.place {
+            Place::Function(name) => format!("{}:{name}", self.binary),
+            Place::Offset(offset) => format!("{}:{offset:#x}", self.binary),
+        }
+    }
+}
+
+/// `--probe STAGE=BINARY:FUNCTION`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeRequest {
+    pub stage: String,
+    pub target: Target,
+}
+
+impl ProbeRequest {
+    pub fn parse(text: &str) -> Result<ProbeRequest, String> {
+        let (stage, target) = text
+            .split_once('=')
+            .filter(|(s, _)| !s.trim().is_empty())
+            .ok_or_else(|| {
+                format!(
+                    "--probe {text:?} is not STAGE=BINARY:FUNCTION, e.g. --probe \
+                     encode=/usr/lib/x86_64-linux-gnu/libx264.so.164:x264_encoder_encode"
+                )
+            })?;
+        Ok(ProbeRequest {
+            stage: stage.trim().to_owned(),
+            target: Target::parse(target).map_err(|e| format!("--probe {text:?}: {e}"))?,
+        })
+    }
+}
+
+/// Where a probe stage's frame ids come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameSource {
+    /// The Nth call of the stage is frame N (from 1).
+    CallCount,
+    /// An integer argument of the probed call (1: rdi, 2: rsi, …, x86-64 SysV).
+    Argument(u8),
+    /// The frame `--frame-probe` started last (its Nth call starts frame N).
+    FrameProbe,
+}
+
+/// What `--probe`, `--frame-arg` and `--frame-probe` ask for, checked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProbeOptions {
+    pub probes: Vec<ProbeRequest>,
+    /// `--frame-arg STAGE=argN`.
+    pub frame_args: Vec<(String, u8)>,
+    pub frame_probe: Option<Target>,
+}
+
+impl ProbeOptions {
+    /// From the options' text; every refusal is one line saying what to change.
+    pub fn parse(
+        probes: &[String],
+        frame_args: &[String],
+        frame_probe: Option<&str>,
+    ) -> Result<ProbeOptions, String> {
+        let probes = probes
+            .iter()
+            .map(|p| ProbeRequest::parse(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (i, p) in probes.iter().enumerate() {
+            if let Some(q) = probes[..i].iter().find(|q| q.stage == p.stage) {
+                return Err(format!(
+                    "--probe {}= is given twice ({} and {}): give each probe stage its own name",
+                    p.stage,
+                    q.target.describe(),
+                    p.target.describe()
+                ));
+            }
+            if let Some(q) = probes[..i].iter().find(|q| q.target == p.target) {
+                return Err(format!(
+                    "{} is probed twice (stages {} and {}): probe it once",
+                    p.target.describe(),
+                    q.stage,
+                    p.stage
+                ));
+            }
+        }
+        let mut parsed_args = Vec::new();
+        for text in frame_args {
+            let (stage, arg) = text.split_once('=').ok_or_else(|| {
+                format!("--frame-arg {text:?} is not STAGE=argN, e.g. --frame-arg encode=arg1")
+            })?;
+            let n = arg
+                .strip_prefix("arg")
+                .and_then(|n| n.parse::<u8>().ok())
+                .filter(|n| (1..=6).contains(n))
+                .ok_or_else(|| {
+                    format!(
+                        "--frame-arg {text:?}: {arg:?} is not arg1 … arg6 (the integer argument \
+                         registers of x86-64: rdi, rsi, rdx, rcx, r8, r9)"
+                    )
+                })?;
+            if !probes.iter().any(|p| p.stage == stage) {
+                return Err(format!(
+                    "--frame-arg {text:?}: no --probe {stage}=…: name a probe stage ({})",
+                    stage_list(&probes)
+                ));
+            }
+            if parsed_args.iter().any(|(s, _)| s == stage) {
+                return Err(format!("--frame-arg {stage}= is given twice: give it once"));
+            }
+            parsed_args.push((stage.to_owned(), n));
+        }
+        let frame_probe = frame_probe
+            .map(|t| Target::parse(t).map_err(|e| format!("--frame-probe: {e}")))
+            .transpose()?;
+        if frame_probe.is_some() && probes.is_empty() {
+            return Err("--frame-probe numbers the frames of --probe stages: give at least one \
+                        --probe STAGE=BINARY:FUNCTION"
+                .to_owned());
+        }
+        Ok(ProbeOptions {
+            probes,
+            frame_args: parsed_args,
+            frame_probe,
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.probes.is_empty()
+    }
+
+    /// Where stage `stage`'s frame ids come from.
+    pub fn frame_source(&self, stage: &str) -> FrameSource {
+        match self.frame_args.iter().find(|(s, _)| s == stage) {
+            Some((_, n)) => FrameSource::Argument(*n),
+            None if self.frame_probe.is_some() => FrameSource::FrameProbe,
+            None => FrameSource::CallCount,
+        }
+    }
+}
+
+fn stage_list(probes: &[ProbeRequest]) -> String {
+    if probes.is_empty() {
+        return "none given".to_owned();
+    }
+    probes
+        .iter()
+        .map(|p| p.stage.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A probe point found in its file: what the kernel is given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbePoint {
+    /// The file, as found (absolute).
+    pub path: PathBuf,
+    pub file_offset: u64,
+    /// The function it lies in, when known.
+    pub function: String,
+    /// What its first instruction makes a hit cost.
+    pub class: cost::InstructionClass,
+}
+
+/// Finds `target`'s file and offset. `Err` is the line to print (no such file, not ELF, no
+/// such function with the near matches, an offset outside every function).
+pub fn locate(target: &Target) -> Result<ProbePoint, String> {
+    let path = find_binary(&target.binary)?;
+    let binary = elf::Binary::read(&path)?;
+    let (file_offset, function) = match &target.place {
+        Place::Function(name) => {
+            let Some(f) = binary.function(name) else {
+                let near = binary.near(name, 5);
+                let hint = if near.is_empty() {
+                    format!(
+                        "none of its {} functions is close; list them with framelab probes {}",
+                        binary.functions.len(),
+                        path.display()
+                    )
+                } else {
+                    format!("near matches: {}", near.join(", "))
+                };
+                return Err(format!(
+                    "{} has no function {name} ({} functions in .symtab and .dynsym); {hint}",
+                    path.display(),
+                    binary.functions.len()
+                ));
+            };
+            (f.file_offset, f.name.clone())
+        }
+        Place::Offset(offset) => {
+            let Some(f) = binary.function_at(*offset) else {
+                return Err(format!(
+                    "{}:{offset:#x} is not inside any function of the file: give a function's \
+                     name, or an offset from framelab probes {}",
+                    path.display(),
+                    path.display()
+                ));
+            };
+            (*offset, format!("{}+{:#x}", f.name, offset - f.file_offset))
+        }
+    };
+    Ok(ProbePoint {
+        class: cost::InstructionClass::of(binary.bytes_at(file_offset)),
+        path,
+        file_offset,
+        function,
+    })
+}
+
+/// A binary named by path, as a program on PATH, or as a library's soname (`libx264.so.164`,
+/// or `libx264.so` for whichever version the loader's cache holds).
+pub fn find_binary(name: &str) -> Result<PathBuf, String> {
+    if name.contains('/') {
+        let path = Path::new(name);
+        return match path.metadata() {
+            Ok(m) if m.is_file() => Ok(std::path::absolute(path).unwrap_or(path.to_owned())),
+            Ok(_) => Err(format!("{name} is not a file: give an executable or a library")),
+            Err(e) => Err(format!("cannot read {name}: {e}")),
+        };
+    }
+    if let Some(found) = on_path(name) {
+        return Ok(found);
+    }
+    if let Some(found) = in_loader_cache(name) {
+        return Ok(found);
+    }
+    Err(format!(
+        "no binary {name}: not on PATH and not a library the loader's cache knows (ldconfig -p); \
+         give its path"
+    ))
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|dir| Path::new(dir).join(name))
+        .find(|p| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}
+
+/// `ldconfig -p` lines: `\tlibx264.so.164 (libc6,x86-64) => /lib/x86_64-linux-gnu/libx264.so.164`.
+fn in_loader_cache(name: &str) -> Option<PathBuf> {
+    let output = std::process::Command::new("ldconfig")
+        .arg("-p")
+        .output()
+        .or_else(|_| std::process::Command::new("/sbin/ldconfig").arg("-p").output())
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let entries: Vec<(&str, &str)> = text
+        .lines()
+        .filter(|l| l.contains("x86-64") || !l.contains("libc6,"))
+        .filter_map(|l| {
+            let (left, path) = l.split_once("=>")?;
+            Some((left.split_whitespace().next()?, path.trim()))
+        })
+        .collect();
+    let exact = entries.iter().find(|(soname, _)| *soname == name);
+    let versioned = || {
+        entries
+            .iter()
+            .find(|(soname, _)| soname.strip_prefix(name).is_some_and(|r| r.starts_with('.')))
+    };
+    exact.or_else(versioned).map(|(_, p)| PathBuf::from(p))
+}
+
+/// One stderr line per probe that saw nothing or lost something: the end of a run is where
+/// someone reading the terminal looks (the report's header says the same).
+pub fn say_what_was_missed(facts: &[crate::model::ProbeFacts], lost: u64) {
+    for p in facts {
+        let option = if p.frame_probe {
+            format!("--frame-probe {}", p.target)
+        } else {
+            format!("--probe {}={}", p.stage, p.target)
+        };
+        if p.hits == 0 {
+            eprintln!(
+                "framelab: warning: {option}: 0 hits: no process of the run called {} in {} \
+                 (check that the command loads that very file: ldd, or /proc/PID/maps while \
+                 it runs)",
+                p.function, p.path
+            );
+        }
+        if p.unmatched_returns + p.unfinished > 0 {
+            eprintln!(
+                "framelab: warning: {option}: {} returns from calls entered before the probe \
+                 was placed and {} calls still running at the end were not made spans",
+                p.unmatched_returns, p.unfinished
+            );
+        }
+    }
+    if lost > 0 {
+        eprintln!(
+            "framelab: warning: {lost} probe samples were lost (the kernel's ring was full): \
+             their spans are missing"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_probe_is_stage_binary_and_function_or_offset() {
+        let p = ProbeRequest::parse("encode=/usr/lib/libx.so.1:x_encode").unwrap();
+        assert_eq!(p.stage, "encode");
+        assert_eq!(p.target.binary, "/usr/lib/libx.so.1");
+        assert_eq!(p.target.place, Place::Function("x_encode".into()));
+        let p = ProbeRequest::parse("e=prog:0x1a2b").unwrap();
+        assert_eq!(p.target.place, Place::Offset(0x1a2b));
+        for bad in ["encode", "=prog:f", "encode=prog", "encode=prog:", "e=prog:0xzz"] {
+            assert!(ProbeRequest::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_probe_given_twice_is_refused() {
+        let twice = ProbeOptions::parse(&strings(&["a=p:f", "b=p:f"]), &[], None);
+        assert!(twice.unwrap_err().contains("probed twice"));
+        let same_stage = ProbeOptions::parse(&strings(&["a=p:f", "a=p:g"]), &[], None);
+        assert!(same_stage.unwrap_err().contains("given twice"));
+    }
+
+    #[test]
+    fn frame_args_name_a_probe_stage_and_an_argument_register() {
+        let ok = ProbeOptions::parse(&strings(&["encode=p:f"]), &strings(&["encode=arg1"]), None)
+            .unwrap();
+        assert_eq!(ok.frame_source("encode"), FrameSource::Argument(1));
+        let unknown = ProbeOptions::parse(&strings(&["encode=p:f"]), &strings(&["x=arg1"]), None);
+        assert!(unknown.unwrap_err().contains("no --probe x="));
+        let bad = ProbeOptions::parse(&strings(&["encode=p:f"]), &strings(&["encode=arg7"]), None);
+        assert!(bad.unwrap_err().contains("arg1 … arg6"));
+        let probe = ProbeOptions::parse(&strings(&["encode=p:f"]), &[], Some("p:frame")).unwrap();
+        assert_eq!(probe.frame_source("encode"), FrameSource::FrameProbe);
+    }
+
+    #[test]
+    fn a_missing_binary_says_where_it_was_looked_for() {
+        let e = find_binary("no-such-binary-framelab").unwrap_err();
+        assert!(e.contains("not on PATH"), "{e}");
+        assert!(find_binary("/no/such/file").unwrap_err().contains("cannot read"));
+    }
+}
