@@ -34,15 +34,41 @@ impl ProbeArgs {
 #[derive(Args, Debug)]
 pub struct ProbesArgs {
     /// The executable or library (a path, a program on PATH, or a soname)
-    pub binary: String,
+    #[arg(required_unless_present = "cost")]
+    pub binary: Option<String>,
     /// Only functions whose name contains this
     pub pattern: Option<String>,
+    /// Measure what a probed call (entry + return) costs on this machine, by the probed
+    /// function's first instruction; needs root or CAP_PERFMON
+    #[arg(long)]
+    pub cost: bool,
 }
 
 pub(super) fn run(args: ProbesArgs) -> anyhow::Result<Outcome> {
-    let path = probes::find_binary(&args.binary).map_err(anyhow::Error::msg)?;
+    if args.cost {
+        print_costs()?;
+    }
+    let Some(binary) = &args.binary else {
+        return Ok(Outcome::Done);
+    };
+    list(binary, args.pattern.as_deref().unwrap_or(""))
+}
+
+/// `--cost`: each class measured here and now.
+fn print_costs() -> anyhow::Result<()> {
+    let pmu = probes::uprobe::Pmu::find().map_err(anyhow::Error::msg)?;
+    println!("cost of one probed call (entry + return), by the function's first instruction:");
+    for class in InstructionClass::ALL {
+        let ns = probes::cost::measure(&pmu, class).map_err(anyhow::Error::msg)?;
+        println!("  {:<23} {:>6.1} µs", class.describe(), ns as f64 / 1e3);
+    }
+    Ok(())
+}
+
+fn list(binary: &str, pattern: &str) -> anyhow::Result<Outcome> {
+    let args_binary = binary;
+    let path = probes::find_binary(args_binary).map_err(anyhow::Error::msg)?;
     let binary = Binary::read(&path).map_err(anyhow::Error::msg)?;
-    let pattern = args.pattern.as_deref().unwrap_or("");
     let matching: Vec<_> = binary
         .functions
         .iter()

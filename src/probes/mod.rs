@@ -318,6 +318,39 @@ fn in_loader_cache(name: &str) -> Option<PathBuf> {
     exact.or_else(versioned).map(|(_, p)| PathBuf::from(p))
 }
 
+/// Above this share of a thread's time, the probes themselves are what is measured.
+pub const DOMINATING_SHARE_PCT: f64 = 5.0;
+
+/// What a report says of a run's probes.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ProbeSummary {
+    pub probes: Vec<crate::model::ProbeFacts>,
+    pub lost: u64,
+    /// The thread the probes cost most: its id, the cost in ns, and that as a share of the
+    /// run's length.
+    pub busiest_tid: Option<u32>,
+    pub busiest_cost_ns: i64,
+    pub busiest_share_pct: f64,
+}
+
+/// The probes of a recorded run, if it had any.
+pub fn summary(meta: &crate::model::RunMeta) -> Option<ProbeSummary> {
+    let facts = &meta.session;
+    if facts.probes.is_empty() {
+        return None;
+    }
+    let length_ns = meta.window_end_ns.max(1);
+    let (tid, cost) = facts.probe_busiest_thread.unzip();
+    let cost = cost.unwrap_or(0);
+    Some(ProbeSummary {
+        probes: facts.probes.clone(),
+        lost: facts.probe_records_lost,
+        busiest_tid: tid,
+        busiest_cost_ns: cost,
+        busiest_share_pct: cost as f64 * 100.0 / length_ns as f64,
+    })
+}
+
 /// One stderr line per probe that saw nothing or lost something: the end of a run is where
 /// someone reading the terminal looks (the report's header says the same).
 pub fn say_what_was_missed(facts: &[crate::model::ProbeFacts], lost: u64) {

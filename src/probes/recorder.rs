@@ -103,7 +103,6 @@ impl Recorder {
     /// Finds every probe point, measures what a hit costs, and opens and enables the
     /// events on every CPU. `Err` is the one line to print; the run must not start.
     pub fn start(options: &ProbeOptions, watched: Vec<u32>) -> Result<Recorder, String> {
-        let pmu = Pmu::find()?;
         let mut probes = Vec::new();
         for request in &options.probes {
             let point = locate(&request.target).map_err(|e| {
@@ -132,6 +131,8 @@ impl Recorder {
             )),
             None => None,
         };
+        // After the points: a mistake in the options is said before what the machine lacks.
+        let pmu = Pmu::find()?;
         // Measured once per kind of first instruction in use.
         let mut costs: HashMap<InstructionClass, Option<i64>> = HashMap::new();
         for probe in &mut probes {
