@@ -72,4 +72,3 @@ fn status_numbers(tid: u32) -> Option<(u32, u32)> {
     };
     Some((number("Tgid:")?, number("PPid:")?))
 }
-

@@ -175,14 +175,20 @@ mod tests {
 
     #[test]
     fn first_instructions_are_classed_by_their_bytes() {
-        assert_eq!(InstructionClass::of(&[0x0f, 0x1f, 0x44, 0, 0, 0xc3]), InstructionClass::Nop5);
+        assert_eq!(
+            InstructionClass::of(&[0x0f, 0x1f, 0x44, 0, 0, 0xc3]),
+            InstructionClass::Nop5
+        );
         assert_eq!(InstructionClass::of(&[0x55, 0x48]), InstructionClass::Push);
         assert_eq!(InstructionClass::of(&[0x41, 0x57]), InstructionClass::Push);
         assert_eq!(
             InstructionClass::of(&[0xf3, 0x0f, 0x1e, 0xfa]),
             InstructionClass::Endbr64
         );
-        assert_eq!(InstructionClass::of(&[0x48, 0x8d, 0x05]), InstructionClass::SingleStep);
+        assert_eq!(
+            InstructionClass::of(&[0x48, 0x8d, 0x05]),
+            InstructionClass::SingleStep
+        );
         assert_eq!(InstructionClass::of(&[]), InstructionClass::SingleStep);
     }
 

@@ -27,7 +27,8 @@ pub struct Binary {
 impl Binary {
     /// Reads `path`. `Err` is the line to print: unreadable, or not ELF.
     pub fn read(path: &Path) -> Result<Binary, String> {
-        let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let data =
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         if !data.starts_with(b"\x7fELF") {
             return Err(format!(
                 "{} is not an ELF binary (a script or a data file?): give the executable or \
@@ -129,7 +130,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
         row[0] = i + 1;
         for (j, &cb) in b.iter().enumerate() {
             let above = row[j + 1];
-            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != cb));
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != cb));
             diagonal = above;
         }
     }

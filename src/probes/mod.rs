@@ -167,9 +167,11 @@ impl ProbeOptions {
             .map(|t| Target::parse(t).map_err(|e| format!("--frame-probe: {e}")))
             .transpose()?;
         if frame_probe.is_some() && probes.is_empty() {
-            return Err("--frame-probe numbers the frames of --probe stages: give at least one \
+            return Err(
+                "--frame-probe numbers the frames of --probe stages: give at least one \
                         --probe STAGE=BINARY:FUNCTION"
-                .to_owned());
+                    .to_owned(),
+            );
         }
         Ok(ProbeOptions {
             probes,
@@ -268,7 +270,9 @@ pub fn find_binary(name: &str) -> Result<PathBuf, String> {
         let path = Path::new(name);
         return match path.metadata() {
             Ok(m) if m.is_file() => Ok(std::path::absolute(path).unwrap_or(path.to_owned())),
-            Ok(_) => Err(format!("{name} is not a file: give an executable or a library")),
+            Ok(_) => Err(format!(
+                "{name} is not a file: give an executable or a library"
+            )),
             Err(e) => Err(format!("cannot read {name}: {e}")),
         };
     }
@@ -290,7 +294,10 @@ fn on_path(name: &str) -> Option<PathBuf> {
         .to_str()?
         .split(':')
         .map(|dir| Path::new(dir).join(name))
-        .find(|p| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// `ldconfig -p` lines: `\tlibx264.so.164 (libc6,x86-64) => /lib/x86_64-linux-gnu/libx264.so.164`.
@@ -298,7 +305,11 @@ fn in_loader_cache(name: &str) -> Option<PathBuf> {
     let output = std::process::Command::new("ldconfig")
         .arg("-p")
         .output()
-        .or_else(|_| std::process::Command::new("/sbin/ldconfig").arg("-p").output())
+        .or_else(|_| {
+            std::process::Command::new("/sbin/ldconfig")
+                .arg("-p")
+                .output()
+        })
         .ok()?;
     let text = String::from_utf8_lossy(&output.stdout);
     let entries: Vec<(&str, &str)> = text
@@ -311,9 +322,11 @@ fn in_loader_cache(name: &str) -> Option<PathBuf> {
         .collect();
     let exact = entries.iter().find(|(soname, _)| *soname == name);
     let versioned = || {
-        entries
-            .iter()
-            .find(|(soname, _)| soname.strip_prefix(name).is_some_and(|r| r.starts_with('.')))
+        entries.iter().find(|(soname, _)| {
+            soname
+                .strip_prefix(name)
+                .is_some_and(|r| r.starts_with('.'))
+        })
     };
     exact.or_else(versioned).map(|(_, p)| PathBuf::from(p))
 }
@@ -400,7 +413,13 @@ mod tests {
         assert_eq!(p.target.place, Place::Function("x_encode".into()));
         let p = ProbeRequest::parse("e=prog:0x1a2b").unwrap();
         assert_eq!(p.target.place, Place::Offset(0x1a2b));
-        for bad in ["encode", "=prog:f", "encode=prog", "encode=prog:", "e=prog:0xzz"] {
+        for bad in [
+            "encode",
+            "=prog:f",
+            "encode=prog",
+            "encode=prog:",
+            "e=prog:0xzz",
+        ] {
             assert!(ProbeRequest::parse(bad).is_err(), "{bad}");
         }
     }
@@ -430,6 +449,8 @@ mod tests {
     fn a_missing_binary_says_where_it_was_looked_for() {
         let e = find_binary("no-such-binary-framelab").unwrap_err();
         assert!(e.contains("not on PATH"), "{e}");
-        assert!(find_binary("/no/such/file").unwrap_err().contains("cannot read"));
+        assert!(find_binary("/no/such/file")
+            .unwrap_err()
+            .contains("cannot read"));
     }
 }

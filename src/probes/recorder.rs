@@ -232,11 +232,13 @@ impl Recorder {
         let mut batch = std::mem::take(&mut self.batch);
         let mut lost = 0;
         for ring in &mut self.rings {
-            ring.for_each(|record| match decode(record, &self.roles, &self.with_argument) {
-                Some(Decoded::Hit(hit)) => batch.push(hit),
-                Some(Decoded::Lost(n)) => lost += n,
-                None => {}
-            });
+            ring.for_each(
+                |record| match decode(record, &self.roles, &self.with_argument) {
+                    Some(Decoded::Hit(hit)) => batch.push(hit),
+                    Some(Decoded::Lost(n)) => lost += n,
+                    None => {}
+                },
+            );
         }
         self.lost += lost;
         // Across CPUs in time order: a thread may return on another CPU than it entered.
@@ -369,7 +371,11 @@ enum Decoded {
     Lost(u64),
 }
 
-fn decode(record: &[u8], roles: &HashMap<u64, (Role, usize)>, with_argument: &[bool]) -> Option<Decoded> {
+fn decode(
+    record: &[u8],
+    roles: &HashMap<u64, (Role, usize)>,
+    with_argument: &[bool],
+) -> Option<Decoded> {
     let (kind, _) = cursor::header(record)?;
     let mut c = Cursor::after_header(record);
     match kind {
@@ -432,7 +438,10 @@ mod tests {
         else {
             panic!("not a hit");
         };
-        assert_eq!((hit.role, hit.pid, hit.tid, hit.time, hit.argument), (Role::Entry, 10, 11, 500, 42));
+        assert_eq!(
+            (hit.role, hit.pid, hit.tid, hit.time, hit.argument),
+            (Role::Entry, 10, 11, 500, 42)
+        );
         let Some(Decoded::Hit(ret)) = decode(&sample(8, 10, 11, 900, None), &roles, &[true]) else {
             panic!("not a hit");
         };

@@ -584,11 +584,15 @@ fn probes(a: &Analysis, st: &Style) -> Option<String> {
             "they cost thread {tid} {:.1}% of the run",
             p.busiest_share_pct
         );
-        parts.push(if p.busiest_share_pct > crate::probes::DOMINATING_SHARE_PCT {
-            st.yellow(&format!("{line}: the probes dominate it (see docs/probes.md)"))
-        } else {
-            line
-        });
+        parts.push(
+            if p.busiest_share_pct > crate::probes::DOMINATING_SHARE_PCT {
+                st.yellow(&format!(
+                    "{line}: the probes dominate it (see docs/probes.md)"
+                ))
+            } else {
+                line
+            },
+        );
     }
     if p.lost > 0 {
         parts.push(st.yellow(&format!("{} samples lost", p.lost)));
