@@ -325,3 +325,200 @@ fn probes_lists_a_binarys_functions_and_their_first_instruction() {
         stdout(&out)
     );
 }
+
+/// Whether `program` is installed; otherwise says why (and fails under
+/// `FRAMELAB_REQUIRE_UPROBES=1`: tests/tools/install.sh installs it).
+fn installed_or_skip(test: &str, program: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if found {
+        return true;
+    }
+    if std::env::var_os("FRAMELAB_REQUIRE_UPROBES").is_some_and(|v| v == "1") {
+        panic!(
+            "{test} cannot run: {program} is not installed (tests/tools/install.sh installs it)"
+        );
+    }
+    eprintln!("SKIPPED {test}: {program} is not installed; run tests/tools/install.sh");
+    false
+}
+
+#[test]
+fn ffmpeg_probed_in_libx264_gives_one_span_per_encoder_call() {
+    let test = "ffmpeg_probed_in_libx264_gives_one_span_per_encoder_call";
+    if !uprobes_or_skip(test) || !installed_or_skip(test, "ffmpeg") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp_run(&dir, "ffmpeg");
+    // By soname: the loader's cache finds the file ffmpeg loads.
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&file)
+        .args([
+            "--probe",
+            "encode=libx264.so.164:x264_encoder_encode",
+            "--",
+            "ffmpeg",
+            "-hide_banner",
+            "-nostdin",
+            "-stats",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=size=320x240:rate=25",
+            "-frames:v",
+            "60",
+            "-c:v",
+            "libx264",
+            "-tune",
+            "zerolatency",
+            "-f",
+            "null",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // ffmpeg's own count, from its last progress line (`frame=   60 fps=…`).
+    let err = stderr(&out);
+    let frames: u64 = err
+        .rsplit("frame=")
+        .next()
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no frame count from ffmpeg: {err}"));
+    assert_eq!(frames, 60, "{err}");
+    let run = load(&file);
+    // One call per frame, and the one call with no picture that flushes the encoder at
+    // the end (libavcodec's libx264.c calls x264_encoder_encode once with NULL even when
+    // nothing is delayed, as with -tune zerolatency).
+    assert_eq!(spans_of(&run, "encode").len() as u64, frames + 1, "{err}");
+}
+
+/// The bucket bpftrace's `hist()` puts `ns` in: its lower bound, a power of two.
+fn log2_bucket(ns: i64) -> i64 {
+    if ns <= 0 {
+        return 0;
+    }
+    1i64 << (63 - (ns as u64).leading_zeros())
+}
+
+/// `[128K, 256K)   89 |@@@|` lines of a bpftrace histogram: lower bound → count.
+fn bpftrace_histogram(text: &str) -> std::collections::BTreeMap<i64, u64> {
+    let value = |t: &str| -> i64 {
+        let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+        let n: i64 = digits.parse().unwrap_or(0);
+        n * match unit {
+            "K" => 1 << 10,
+            "M" => 1 << 20,
+            "G" => 1 << 30,
+            _ => 1,
+        }
+    };
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.trim().strip_prefix('[')?;
+            let (low, rest) = rest.split_once(',')?;
+            let count = rest
+                .split_once(')')?
+                .1
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()?;
+            Some((value(low.trim()), count))
+        })
+        .collect()
+}
+
+#[test]
+fn framelab_and_bpftrace_on_the_same_function_agree_on_count_and_log2_buckets() {
+    let test = "framelab_and_bpftrace_on_the_same_function_agree_on_count_and_log2_buckets";
+    if !uprobes_or_skip(test) || !installed_or_skip(test, "bpftrace") {
+        return;
+    }
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    // About 180 µs a call: the middle of bpftrace's [128K, 256K) bucket.
+    let prog = build(dir.path(), 120_000);
+    let p = prog.display();
+    let script = format!(
+        "BEGIN {{ printf(\"ready\\n\"); }} \
+         uprobe:{p}:encode_frame {{ @start[tid] = nsecs; }} \
+         uretprobe:{p}:encode_frame /@start[tid]/ {{ @ns = hist(nsecs - @start[tid]); \
+         @calls = count(); delete(@start[tid]); }}"
+    );
+    let mut bpftrace = Command::new("bpftrace")
+        .args(["-B", "line", "-e", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(bpftrace.stdout.take().unwrap()).lines();
+    // BEGIN runs once every probe is attached.
+    for line in lines.by_ref() {
+        if line.unwrap().contains("ready") {
+            break;
+        }
+    }
+    let file = temp_run(&dir, "side-by-side");
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&file)
+        .arg("--probe")
+        .arg(format!("encode={p}:encode_frame"))
+        .arg("--")
+        .arg(&prog)
+        .arg("200")
+        .arg(dir.path().join("own.log"))
+        .output()
+        .unwrap();
+    // SAFETY: signalling the bpftrace this test started, by its pid.
+    unsafe { libc::kill(bpftrace.id() as i32, libc::SIGINT) };
+    let printed: String = lines.map_while(Result::ok).collect::<Vec<_>>().join("\n");
+    let _ = bpftrace.wait();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let calls: u64 = printed
+        .split("@calls:")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no @calls from bpftrace: {printed}"));
+    let theirs = bpftrace_histogram(&printed);
+    let run = load(&file);
+    let spans = spans_of(&run, "encode");
+    assert_eq!(calls, 200, "{printed}");
+    assert_eq!(spans.len() as u64, calls);
+    let mut ours = std::collections::BTreeMap::new();
+    for (_, ns) in &spans {
+        *ours.entry(log2_bucket(*ns)).or_insert(0u64) += 1;
+    }
+    // The two tools read the clock a few µs apart at each end: only a call that close to
+    // a bucket's edge may fall on the other side of it.
+    let near_an_edge = spans
+        .iter()
+        .filter(|(_, ns)| {
+            let low = log2_bucket(*ns);
+            (*ns - low) < 20_000 || (2 * low - *ns) < 20_000
+        })
+        .count() as u64;
+    let differing: u64 = ours
+        .keys()
+        .chain(theirs.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|b| {
+            ours.get(b)
+                .unwrap_or(&0)
+                .abs_diff(*theirs.get(b).unwrap_or(&0))
+        })
+        .sum::<u64>()
+        / 2;
+    assert!(
+        differing <= near_an_edge,
+        "framelab {ours:?} vs bpftrace {theirs:?}: {differing} calls in other buckets, {near_an_edge} near an edge"
+    );
+}
