@@ -400,8 +400,11 @@ pub struct SessionFacts {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ProbeFacts {
-    /// The stage its spans have; empty for the frame probe.
+    /// The stage its spans have (the event's name for a `--usdt-event`); empty for the
+    /// frame probe.
     pub stage: String,
+    /// `uprobe` (a function), `usdt` (a pair of USDT probes) or `usdt event`.
+    pub kind: String,
     /// As given (`prog:encode_frame`).
     pub target: String,
     /// The file probed, as found.
@@ -409,7 +412,8 @@ pub struct ProbeFacts {
     pub function: String,
     pub file_offset: u64,
     pub first_instruction: crate::probes::cost::InstructionClass,
-    /// One entry+return hit, measured on this machine before the run.
+    /// What one call costs the probed thread (entry + return, or begin + end; one hit for
+    /// an event), measured on this machine before the run.
     pub cost_per_hit_ns: Option<i64>,
     /// Calls seen on the run's threads.
     pub hits: u64,

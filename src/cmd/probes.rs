@@ -14,6 +14,14 @@ pub struct ProbeArgs {
     /// Needs root or CAP_PERFMON (repeat for more)
     #[arg(long = "probe", value_name = "STAGE=BINARY:FUNCTION")]
     pub probes: Vec<String>,
+    /// Record a span of stage STAGE from each hit of USDT probe PROVIDER:BEGIN in BINARY to
+    /// the same thread's next hit of PROVIDER:END (repeat for more)
+    #[arg(long = "usdt", value_name = "STAGE=BINARY:PROVIDER:BEGIN,END")]
+    pub usdt: Vec<String>,
+    /// Record an event NAME at each hit of USDT probe PROVIDER:PROBE, keyed by its first
+    /// argument (pair events into spans with --pair in report and hist; repeat for more)
+    #[arg(long = "usdt-event", value_name = "NAME=BINARY:PROVIDER:PROBE")]
+    pub usdt_events: Vec<String>,
     /// Take a probe stage's frame id from an integer argument of the probed call
     /// (arg1 = rdi … arg6 = r9)
     #[arg(long = "frame-arg", value_name = "STAGE=argN")]
@@ -26,8 +34,14 @@ pub struct ProbeArgs {
 
 impl ProbeArgs {
     pub fn options(&self) -> anyhow::Result<ProbeOptions> {
-        ProbeOptions::parse(&self.probes, &self.frame_args, self.frame_probe.as_deref())
-            .map_err(anyhow::Error::msg)
+        ProbeOptions::parse(
+            &self.probes,
+            &self.usdt,
+            &self.usdt_events,
+            &self.frame_args,
+            self.frame_probe.as_deref(),
+        )
+        .map_err(anyhow::Error::msg)
     }
 }
 
@@ -57,10 +71,17 @@ pub(super) fn run(args: ProbesArgs) -> anyhow::Result<Outcome> {
 /// `--cost`: each class measured here and now.
 fn print_costs() -> anyhow::Result<()> {
     let pmu = probes::uprobe::Pmu::find().map_err(anyhow::Error::msg)?;
-    println!("cost of one probed call (entry + return), by the function's first instruction:");
+    println!("what a probe costs the probed thread, by the first instruction probed:");
+    println!("  first instruction        entry  entry + return  µs");
     for class in InstructionClass::ALL {
-        let ns = probes::cost::measure(&pmu, class).map_err(anyhow::Error::msg)?;
-        println!("  {:<23} {:>6.1} µs", class.describe(), ns as f64 / 1e3);
+        let entry = probes::cost::measure(&pmu, class, false).map_err(anyhow::Error::msg)?;
+        let call = probes::cost::measure(&pmu, class, true).map_err(anyhow::Error::msg)?;
+        println!(
+            "  {:<23} {:>6.1}  {:>14.1}",
+            class.describe(),
+            entry as f64 / 1e3,
+            call as f64 / 1e3
+        );
     }
     Ok(())
 }
@@ -101,6 +122,31 @@ fn list(binary: &str, pattern: &str) -> anyhow::Result<Outcome> {
         let near = binary.near(pattern, 5);
         if !near.is_empty() {
             out.push_str(&format!("  near matches: {}\n", near.join(", ")));
+        }
+    }
+    let usdt: Vec<_> = probes::usdt::probes(&path)
+        .map_err(anyhow::Error::msg)?
+        .into_iter()
+        .filter(|p| p.name.contains(pattern) || p.provider.contains(pattern))
+        .collect();
+    if !usdt.is_empty() {
+        out.push_str(&format!(
+            "{} USDT probe sites (--usdt, --usdt-event)\n",
+            usdt.len()
+        ));
+        out.push_str("  offset    semaphore  probe                         arguments\n");
+        for p in &usdt {
+            let semaphore = match p.semaphore_offset {
+                0 => "-".to_owned(),
+                s => format!("{s:#x}"),
+            };
+            out.push_str(&format!(
+                "  {:#08x} {:>10}  {:<28}  {}\n",
+                p.file_offset,
+                semaphore,
+                format!("{}:{}", p.provider, p.name),
+                p.arguments
+            ));
         }
     }
     print!("{out}");

@@ -20,6 +20,8 @@ use crate::perf_event::{self, Ring};
 pub enum InstructionClass {
     /// `nopl 0x0(%rax,%rax,1)`: replaced by a call into a trampoline (kernels 6.18+).
     Nop5,
+    /// `nop`: what `<sys/sdt.h>` puts at a USDT probe; emulated.
+    Nop1,
     /// `push %reg`: emulated by the kernel, no single step.
     Push,
     /// `endbr64` (functions built with CET protection, Debian's default).
@@ -30,8 +32,9 @@ pub enum InstructionClass {
 }
 
 impl InstructionClass {
-    pub const ALL: [InstructionClass; 4] = [
+    pub const ALL: [InstructionClass; 5] = [
         InstructionClass::Nop5,
+        InstructionClass::Nop1,
         InstructionClass::Push,
         InstructionClass::Endbr64,
         InstructionClass::SingleStep,
@@ -41,6 +44,7 @@ impl InstructionClass {
     pub fn of(bytes: &[u8]) -> InstructionClass {
         match bytes {
             [0x0f, 0x1f, 0x44, 0x00, 0x00, ..] => InstructionClass::Nop5,
+            [0x90, ..] => InstructionClass::Nop1,
             [0x50..=0x57, ..] | [0x41, 0x50..=0x57, ..] => InstructionClass::Push,
             [0xf3, 0x0f, 0x1e, 0xfa, ..] => InstructionClass::Endbr64,
             _ => InstructionClass::SingleStep,
@@ -50,6 +54,7 @@ impl InstructionClass {
     pub fn describe(self) -> &'static str {
         match self {
             InstructionClass::Nop5 => "5-byte nop, trampoline",
+            InstructionClass::Nop1 => "nop, emulated",
             InstructionClass::Push => "push, emulated",
             InstructionClass::Endbr64 => "endbr64",
             InstructionClass::SingleStep => "single-stepped",
@@ -59,6 +64,7 @@ impl InstructionClass {
     fn sample(self) -> unsafe extern "C" fn() {
         match self {
             InstructionClass::Nop5 => framelab_cost_nop5,
+            InstructionClass::Nop1 => framelab_cost_nop1,
             InstructionClass::Push => framelab_cost_push,
             InstructionClass::Endbr64 => framelab_cost_endbr64,
             InstructionClass::SingleStep => framelab_cost_lea,
@@ -75,6 +81,12 @@ std::arch::global_asm!(
     ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00",
     "ret",
     ".size framelab_cost_nop5, .-framelab_cost_nop5",
+    ".globl framelab_cost_nop1",
+    ".type framelab_cost_nop1,@function",
+    "framelab_cost_nop1:",
+    "nop",
+    "ret",
+    ".size framelab_cost_nop1, .-framelab_cost_nop1",
     ".globl framelab_cost_push",
     ".type framelab_cost_push,@function",
     "framelab_cost_push:",
@@ -99,6 +111,7 @@ std::arch::global_asm!(
 
 extern "C" {
     fn framelab_cost_nop5();
+    fn framelab_cost_nop1();
     fn framelab_cost_push();
     fn framelab_cost_endbr64();
     fn framelab_cost_lea();
@@ -109,20 +122,24 @@ const CALLS: usize = 400;
 /// Measurements kept per class: the least disturbed one counts.
 const ROUNDS: usize = 3;
 
-/// Cost of one entry+return hit of a probe on an instruction of `class`, in ns, measured
-/// here and now. `Err` is why it could not be measured.
-pub fn measure(pmu: &Pmu, class: InstructionClass) -> Result<i64, String> {
+/// Cost of one call through a probe on an instruction of `class`, in ns, measured here and
+/// now: its entry and return with `with_return`, else its entry alone (a USDT probe).
+/// `Err` is why it could not be measured.
+pub fn measure(pmu: &Pmu, class: InstructionClass, with_return: bool) -> Result<i64, String> {
     let function = class.sample();
     let (path, offset) = own_file_offset(function as usize)
         .ok_or("cannot find framelab's own code in /proc/self/maps")?;
     let open = |retprobe: bool| {
-        pmu.open(&path, offset, retprobe, 0, 0, -1)
+        pmu.open(&path, offset, 0, retprobe, 0, 0, -1)
             .map_err(|e| super::uprobe::refusal(&e, "framelab's own calibration function"))
     };
     // Rings large enough for every sample of a round: the kernel's cost of writing them
     // is part of a hit's.
     let mut entry = Ring::map(open(false)?, 64).map_err(|e| format!("cannot map: {e}"))?;
-    let mut exit = Ring::map(open(true)?, 64).map_err(|e| format!("cannot map: {e}"))?;
+    let mut exit = match with_return {
+        true => Some(Ring::map(open(true)?, 64).map_err(|e| format!("cannot map: {e}"))?),
+        false => None,
+    };
     let call_all = || {
         let f = std::hint::black_box(function);
         let started = Instant::now();
@@ -134,20 +151,28 @@ pub fn measure(pmu: &Pmu, class: InstructionClass) -> Result<i64, String> {
     };
     let plain = (0..ROUNDS).map(|_| call_all()).min().unwrap_or(0);
     perf_event::enable(entry.fd()).map_err(|e| perf_event::refusal(&e))?;
-    perf_event::enable(exit.fd()).map_err(|e| perf_event::refusal(&e))?;
+    if let Some(exit) = &exit {
+        perf_event::enable(exit.fd()).map_err(|e| perf_event::refusal(&e))?;
+    }
     // An untimed round first: the kernel sets up its per-process probe state at the
     // first hits.
     call_all();
     entry.for_each(|_| {});
-    exit.for_each(|_| {});
+    if let Some(exit) = &mut exit {
+        exit.for_each(|_| {});
+    }
     let mut probed = i64::MAX;
     for _ in 0..ROUNDS {
         probed = probed.min(call_all());
         entry.for_each(|_| {});
-        exit.for_each(|_| {});
+        if let Some(exit) = &mut exit {
+            exit.for_each(|_| {});
+        }
     }
     perf_event::disable(entry.fd());
-    perf_event::disable(exit.fd());
+    if let Some(exit) = &exit {
+        perf_event::disable(exit.fd());
+    }
     Ok(((probed - plain) / CALLS as i64).max(0))
 }
 

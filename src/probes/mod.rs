@@ -13,6 +13,7 @@ pub mod cost;
 pub mod elf;
 pub mod recorder;
 pub mod uprobe;
+pub mod usdt;
 
 use std::path::{Path, PathBuf};
 
@@ -63,29 +64,148 @@ impl Target {
     }
 }
 
-/// `--probe STAGE=BINARY:FUNCTION`.
+/// What one probe option asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `--probe STAGE=BINARY:FUNCTION`: a function, from entry to return.
+    Function(Target),
+    /// `--usdt STAGE=BINARY:PROVIDER:BEGIN,END`: from one USDT probe to the next.
+    UsdtSpan {
+        binary: String,
+        provider: String,
+        begin: String,
+        end: String,
+    },
+    /// `--usdt-event NAME=BINARY:PROVIDER:PROBE`: an instant, keyed by its first argument.
+    UsdtEvent {
+        binary: String,
+        provider: String,
+        probe: String,
+    },
+}
+
+/// One probe option: a stage (or event) name and what to probe.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProbeRequest {
     pub stage: String,
-    pub target: Target,
+    pub kind: Kind,
 }
 
 impl ProbeRequest {
+    /// `--probe STAGE=BINARY:FUNCTION`.
     pub fn parse(text: &str) -> Result<ProbeRequest, String> {
-        let (stage, target) = text
-            .split_once('=')
-            .filter(|(s, _)| !s.trim().is_empty())
-            .ok_or_else(|| {
-                format!(
-                    "--probe {text:?} is not STAGE=BINARY:FUNCTION, e.g. --probe \
-                     encode=/usr/lib/x86_64-linux-gnu/libx264.so.164:x264_encoder_encode"
-                )
-            })?;
+        let (stage, target) = split_name(
+            text,
+            "--probe",
+            "STAGE=BINARY:FUNCTION",
+            "encode=/usr/lib/x86_64-linux-gnu/libx264.so.164:x264_encoder_encode",
+        )?;
         Ok(ProbeRequest {
-            stage: stage.trim().to_owned(),
-            target: Target::parse(target).map_err(|e| format!("--probe {text:?}: {e}"))?,
+            stage,
+            kind: Kind::Function(
+                Target::parse(target).map_err(|e| format!("--probe {text:?}: {e}"))?,
+            ),
         })
     }
+
+    /// `--usdt STAGE=BINARY:PROVIDER:BEGIN,END`.
+    pub fn parse_usdt(text: &str) -> Result<ProbeRequest, String> {
+        let form = "STAGE=BINARY:PROVIDER:BEGIN,END";
+        let (stage, rest) = split_name(
+            text,
+            "--usdt",
+            form,
+            "encode=./prog:demo:encode_begin,encode_end",
+        )?;
+        let parts: Vec<&str> = rest.rsplitn(3, ':').collect();
+        let [pair, provider, binary] = parts[..] else {
+            return Err(format!("--usdt {text:?} is not {form}"));
+        };
+        let Some((begin, end)) = pair
+            .split_once(',')
+            .filter(|(b, e)| !b.is_empty() && !e.is_empty())
+        else {
+            return Err(format!(
+                "--usdt {text:?}: give the probes that begin and end the stage, BEGIN,END"
+            ));
+        };
+        Ok(ProbeRequest {
+            stage,
+            kind: Kind::UsdtSpan {
+                binary: binary.to_owned(),
+                provider: provider.to_owned(),
+                begin: begin.to_owned(),
+                end: end.to_owned(),
+            },
+        })
+    }
+
+    /// `--usdt-event NAME=BINARY:PROVIDER:PROBE`.
+    pub fn parse_usdt_event(text: &str) -> Result<ProbeRequest, String> {
+        let form = "NAME=BINARY:PROVIDER:PROBE";
+        let (stage, rest) = split_name(text, "--usdt-event", form, "done=./prog:demo:frame_done")?;
+        let parts: Vec<&str> = rest.rsplitn(3, ':').collect();
+        let [probe, provider, binary] = parts[..] else {
+            return Err(format!("--usdt-event {text:?} is not {form}"));
+        };
+        if [probe, provider, binary].iter().any(|p| p.is_empty()) {
+            return Err(format!("--usdt-event {text:?} is not {form}"));
+        }
+        Ok(ProbeRequest {
+            stage,
+            kind: Kind::UsdtEvent {
+                binary: binary.to_owned(),
+                provider: provider.to_owned(),
+                probe: probe.to_owned(),
+            },
+        })
+    }
+
+    /// A span stage (not an event).
+    pub fn is_span(&self) -> bool {
+        !matches!(self.kind, Kind::UsdtEvent { .. })
+    }
+
+    /// What is probed, as given (`prog:encode_frame`, `prog:demo:begin,end`).
+    pub fn describe(&self) -> String {
+        match &self.kind {
+            Kind::Function(target) => target.describe(),
+            Kind::UsdtSpan {
+                binary,
+                provider,
+                begin,
+                end,
+            } => format!("{binary}:{provider}:{begin},{end}"),
+            Kind::UsdtEvent {
+                binary,
+                provider,
+                probe,
+            } => format!("{binary}:{provider}:{probe}"),
+        }
+    }
+
+    /// The option that gave it, as typed.
+    pub fn option(&self) -> String {
+        let flag = match self.kind {
+            Kind::Function(_) => "--probe",
+            Kind::UsdtSpan { .. } => "--usdt",
+            Kind::UsdtEvent { .. } => "--usdt-event",
+        };
+        format!("{flag} {}={}", self.stage, self.describe())
+    }
+}
+
+/// `NAME=REST` of option `flag`, or the line saying what it should be.
+fn split_name<'a>(
+    text: &'a str,
+    flag: &str,
+    form: &str,
+    example: &str,
+) -> Result<(String, &'a str), String> {
+    text.split_once('=')
+        .filter(|(s, rest)| !s.trim().is_empty() && !rest.is_empty())
+        .map(|(s, rest)| (s.trim().to_owned(), rest))
+        .ok_or_else(|| format!("{flag} {text:?} is not {form}, e.g. {flag} {example}"))
 }
 
 /// Where a probe stage's frame ids come from.
@@ -93,13 +213,15 @@ impl ProbeRequest {
 pub enum FrameSource {
     /// The Nth call of the stage is frame N (from 1).
     CallCount,
-    /// An integer argument of the probed call (1: rdi, 2: rsi, …, x86-64 SysV).
+    /// An integer argument of the probed call (1: rdi, 2: rsi, …, x86-64 SysV), or of the
+    /// USDT probe that begins the stage.
     Argument(u8),
     /// The frame `--frame-probe` started last (its Nth call starts frame N).
     FrameProbe,
 }
 
-/// What `--probe`, `--frame-arg` and `--frame-probe` ask for, checked.
+/// What `--probe`, `--usdt`, `--usdt-event`, `--frame-arg` and `--frame-probe` ask for,
+/// checked.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProbeOptions {
     pub probes: Vec<ProbeRequest>,
@@ -111,27 +233,38 @@ pub struct ProbeOptions {
 impl ProbeOptions {
     /// From the options' text; every refusal is one line saying what to change.
     pub fn parse(
-        probes: &[String],
+        functions: &[String],
+        usdt: &[String],
+        usdt_events: &[String],
         frame_args: &[String],
         frame_probe: Option<&str>,
     ) -> Result<ProbeOptions, String> {
-        let probes = probes
-            .iter()
-            .map(|p| ProbeRequest::parse(p))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut probes = Vec::new();
+        for text in functions {
+            probes.push(ProbeRequest::parse(text)?);
+        }
+        for text in usdt {
+            probes.push(ProbeRequest::parse_usdt(text)?);
+        }
+        for text in usdt_events {
+            probes.push(ProbeRequest::parse_usdt_event(text)?);
+        }
         for (i, p) in probes.iter().enumerate() {
-            if let Some(q) = probes[..i].iter().find(|q| q.stage == p.stage) {
+            let same_name = probes[..i]
+                .iter()
+                .find(|q| q.stage == p.stage && q.is_span() == p.is_span());
+            if let Some(q) = same_name {
                 return Err(format!(
-                    "--probe {}= is given twice ({} and {}): give each probe stage its own name",
-                    p.stage,
-                    q.target.describe(),
-                    p.target.describe()
+                    "{}= is given twice ({} and {}): give each its own name",
+                    p.option().split('=').next().unwrap_or_default(),
+                    q.describe(),
+                    p.describe()
                 ));
             }
-            if let Some(q) = probes[..i].iter().find(|q| q.target == p.target) {
+            if let Some(q) = probes[..i].iter().find(|q| q.kind == p.kind) {
                 return Err(format!(
-                    "{} is probed twice (stages {} and {}): probe it once",
-                    p.target.describe(),
+                    "{} is probed twice ({} and {}): probe it once",
+                    p.describe(),
                     q.stage,
                     p.stage
                 ));
@@ -152,9 +285,9 @@ impl ProbeOptions {
                          registers of x86-64: rdi, rsi, rdx, rcx, r8, r9)"
                     )
                 })?;
-            if !probes.iter().any(|p| p.stage == stage) {
+            if !probes.iter().any(|p| p.is_span() && p.stage == stage) {
                 return Err(format!(
-                    "--frame-arg {text:?}: no --probe {stage}=…: name a probe stage ({})",
+                    "--frame-arg {text:?}: no --probe or --usdt stage {stage}: name one ({})",
                     stage_list(&probes)
                 ));
             }
@@ -166,10 +299,10 @@ impl ProbeOptions {
         let frame_probe = frame_probe
             .map(|t| Target::parse(t).map_err(|e| format!("--frame-probe: {e}")))
             .transpose()?;
-        if frame_probe.is_some() && probes.is_empty() {
+        if frame_probe.is_some() && !probes.iter().any(ProbeRequest::is_span) {
             return Err(
-                "--frame-probe numbers the frames of --probe stages: give at least one \
-                        --probe STAGE=BINARY:FUNCTION"
+                "--frame-probe numbers the frames of probe stages: give at least one \
+                        --probe STAGE=BINARY:FUNCTION or --usdt"
                     .to_owned(),
             );
         }
@@ -211,6 +344,8 @@ pub struct ProbePoint {
     /// The file, as found (absolute).
     pub path: PathBuf,
     pub file_offset: u64,
+    /// A USDT probe's semaphore (file offset), raised while the probe is attached; 0: none.
+    pub semaphore_offset: u64,
     /// The function it lies in, when known.
     pub function: String,
     /// What its first instruction makes a hit cost.
@@ -259,6 +394,7 @@ pub fn locate(target: &Target) -> Result<ProbePoint, String> {
         class: cost::InstructionClass::of(binary.bytes_at(file_offset)),
         path,
         file_offset,
+        semaphore_offset: 0,
         function,
     })
 }
@@ -409,10 +545,16 @@ mod tests {
     fn a_probe_is_stage_binary_and_function_or_offset() {
         let p = ProbeRequest::parse("encode=/usr/lib/libx.so.1:x_encode").unwrap();
         assert_eq!(p.stage, "encode");
-        assert_eq!(p.target.binary, "/usr/lib/libx.so.1");
-        assert_eq!(p.target.place, Place::Function("x_encode".into()));
+        let Kind::Function(target) = p.kind else {
+            panic!("a function")
+        };
+        assert_eq!(target.binary, "/usr/lib/libx.so.1");
+        assert_eq!(target.place, Place::Function("x_encode".into()));
         let p = ProbeRequest::parse("e=prog:0x1a2b").unwrap();
-        assert_eq!(p.target.place, Place::Offset(0x1a2b));
+        assert_eq!(
+            p.kind,
+            Kind::Function(Target::parse("prog:0x1a2b").unwrap())
+        );
         for bad in [
             "encode",
             "=prog:f",
@@ -426,23 +568,55 @@ mod tests {
 
     #[test]
     fn a_probe_given_twice_is_refused() {
-        let twice = ProbeOptions::parse(&strings(&["a=p:f", "b=p:f"]), &[], None);
+        let twice = ProbeOptions::parse(&strings(&["a=p:f", "b=p:f"]), &[], &[], &[], None);
         assert!(twice.unwrap_err().contains("probed twice"));
-        let same_stage = ProbeOptions::parse(&strings(&["a=p:f", "a=p:g"]), &[], None);
+        let same_stage = ProbeOptions::parse(&strings(&["a=p:f", "a=p:g"]), &[], &[], &[], None);
         assert!(same_stage.unwrap_err().contains("given twice"));
+        let usdt = ProbeOptions::parse(&[], &strings(&["a=p:x:b,e", "b=p:x:b,e"]), &[], &[], None);
+        assert!(usdt.unwrap_err().contains("probed twice"));
     }
 
     #[test]
     fn frame_args_name_a_probe_stage_and_an_argument_register() {
-        let ok = ProbeOptions::parse(&strings(&["encode=p:f"]), &strings(&["encode=arg1"]), None)
-            .unwrap();
+        let parse = |args: &[&str], frame_probe| {
+            ProbeOptions::parse(
+                &strings(&["encode=p:f"]),
+                &[],
+                &[],
+                &strings(args),
+                frame_probe,
+            )
+        };
+        let ok = parse(&["encode=arg1"], None).unwrap();
         assert_eq!(ok.frame_source("encode"), FrameSource::Argument(1));
-        let unknown = ProbeOptions::parse(&strings(&["encode=p:f"]), &strings(&["x=arg1"]), None);
-        assert!(unknown.unwrap_err().contains("no --probe x="));
-        let bad = ProbeOptions::parse(&strings(&["encode=p:f"]), &strings(&["encode=arg7"]), None);
+        let unknown = parse(&["x=arg1"], None);
+        assert!(unknown
+            .unwrap_err()
+            .contains("no --probe or --usdt stage x"));
+        let bad = parse(&["encode=arg7"], None);
         assert!(bad.unwrap_err().contains("arg1 … arg6"));
-        let probe = ProbeOptions::parse(&strings(&["encode=p:f"]), &[], Some("p:frame")).unwrap();
+        let probe = parse(&[], Some("p:frame")).unwrap();
         assert_eq!(probe.frame_source("encode"), FrameSource::FrameProbe);
+    }
+
+    #[test]
+    fn usdt_options_name_a_provider_and_their_probes() {
+        let p = ProbeRequest::parse_usdt("encode=/a:b/prog:demo:begin,end").unwrap();
+        assert_eq!(
+            p.kind,
+            Kind::UsdtSpan {
+                binary: "/a:b/prog".into(),
+                provider: "demo".into(),
+                begin: "begin".into(),
+                end: "end".into()
+            }
+        );
+        assert!(ProbeRequest::parse_usdt("encode=prog:demo:begin").is_err());
+        assert!(ProbeRequest::parse_usdt("encode=demo:begin,end").is_err());
+        let e = ProbeRequest::parse_usdt_event("done=prog:demo:frame_done").unwrap();
+        assert!(!e.is_span());
+        assert_eq!(e.option(), "--usdt-event done=prog:demo:frame_done");
+        assert!(ProbeRequest::parse_usdt_event("done=prog:frame_done").is_err());
     }
 
     #[test]

@@ -9,7 +9,8 @@ use std::os::fd::OwnedFd;
 
 use super::cost::{self, InstructionClass};
 use super::uprobe::{self, Pmu};
-use super::{locate, FrameSource, ProbeOptions, ProbePoint};
+use super::usdt::{self, Argument};
+use super::{locate, FrameSource, Kind, ProbeOptions, ProbePoint, ProbeRequest};
 use crate::model::ProbeFacts;
 use crate::perf_event::bindings as b;
 use crate::perf_event::cursor::{self, Cursor};
@@ -20,7 +21,8 @@ use crate::perf_event::{self, Ring};
 /// few milliseconds.
 const RING_PAGES: usize = 64;
 
-/// One call of a probed function on one thread: from entry to return.
+/// One call of a probed function on one thread (or one stretch from a USDT probe to its
+/// end probe): from entry to return.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProbeSpan {
     /// Index into [`Recorder::stages`].
@@ -33,12 +35,56 @@ pub struct ProbeSpan {
     pub frame: u64,
 }
 
+/// One hit of a `--usdt-event` probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeEvent {
+    /// Index into [`Recorder::stages`].
+    pub probe: usize,
+    pub pid: u32,
+    pub tid: u32,
+    /// CLOCK_MONOTONIC.
+    pub mono_ns: i64,
+    pub key: u64,
+}
+
+/// What a drain found.
+#[derive(Debug, Default)]
+pub struct Drained {
+    pub spans: Vec<ProbeSpan>,
+    pub events: Vec<ProbeEvent>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Role {
-    Entry,
-    Return,
+    /// A function's entry, or the USDT probe that begins a stage.
+    Begin,
+    /// A function's return, or the USDT probe that ends a stage.
+    End,
+    /// A `--usdt-event` probe.
+    Event,
     /// `--frame-probe`: starts the next frame.
     Frame,
+}
+
+/// One event to open on every CPU.
+#[derive(Clone, Debug)]
+struct EventSpec {
+    role: Role,
+    probe: usize,
+    point: ProbePoint,
+    retprobe: bool,
+    /// Read at the hit: the frame id or the event's key.
+    key: Option<Argument>,
+    /// For error lines: the option that asked for it.
+    what: String,
+}
+
+/// What the samples of one event are.
+#[derive(Clone, Copy, Debug)]
+struct EventRole {
+    role: Role,
+    probe: usize,
+    key: Option<Argument>,
 }
 
 /// One sample, decoded.
@@ -49,15 +95,17 @@ struct Hit {
     probe: usize,
     pid: u32,
     tid: u32,
-    /// The argument register asked for by `--frame-arg`, else 0.
-    argument: u64,
+    /// The frame id or key read at the hit (`key`), else 0.
+    key: u64,
 }
 
 struct Attached {
-    stage: String,
-    target: String,
+    request: ProbeRequest,
+    /// Where it begins (a USDT probe may have several sites: the first).
     point: ProbePoint,
     frames: FrameSource,
+    /// Entry and return of a function, or begin and end of a USDT stage: 2; an event: 1.
+    hits_per_call: i64,
     cost_ns: Option<i64>,
     /// Of the run's threads.
     hits: u64,
@@ -71,23 +119,21 @@ pub struct Recorder {
     rings: Vec<Ring>,
     /// The events writing into another event's ring.
     others: Vec<OwnedFd>,
-    /// Event id → what it is and which probe.
-    roles: HashMap<u64, (Role, usize)>,
-    /// Whether the entry events of each probe carry an argument register.
-    with_argument: Vec<bool>,
+    /// Event id → what its samples are.
+    roles: HashMap<u64, EventRole>,
     members: Membership,
-    /// Entries not returned from yet, by thread and probe: (time, frame), innermost last.
+    /// Calls not returned from yet, by thread and probe: (time, frame), innermost last.
     open: HashMap<(u32, usize), Vec<(u64, u64)>>,
     /// The frame `--frame-probe` started last.
     frame: u64,
-    /// Each thread's hits (entries and returns) and what they cost it, in ns.
+    /// Each thread's hits and what they cost it, in ns.
     thread_cost: HashMap<u32, (u64, i64)>,
     lost: u64,
     batch: Vec<Hit>,
 }
 
 /// The register holding integer argument `n` (1-based) of the x86-64 SysV convention.
-fn argument_register(n: u8) -> u64 {
+fn argument_register(n: u8) -> Argument {
     let reg = match n {
         1 => b::PERF_REG_X86_DI,
         2 => b::PERF_REG_X86_SI,
@@ -96,7 +142,82 @@ fn argument_register(n: u8) -> u64 {
         5 => b::PERF_REG_X86_R8,
         _ => b::PERF_REG_X86_R9,
     };
-    1u64 << reg
+    Argument::Register {
+        reg,
+        size: 8,
+        signed: false,
+    }
+}
+
+/// The events of one probe option, found in their files. `Err` is the line to print.
+fn resolve(
+    index: usize,
+    request: &ProbeRequest,
+    frames: FrameSource,
+) -> Result<(Vec<EventSpec>, ProbePoint, i64), String> {
+    let what = request.option();
+    let fail = |e: String| format!("{what}: {e}");
+    let spec = |role, point: &ProbePoint, retprobe, key| EventSpec {
+        role,
+        probe: index,
+        point: point.clone(),
+        retprobe,
+        key,
+        what: what.clone(),
+    };
+    let frame_arg = match frames {
+        FrameSource::Argument(n) => Some(n),
+        _ => None,
+    };
+    match &request.kind {
+        Kind::Function(target) => {
+            let point = locate(target).map_err(fail)?;
+            let key = frame_arg.map(argument_register);
+            let events = vec![
+                spec(Role::Begin, &point, false, key),
+                spec(Role::End, &point, true, None),
+            ];
+            Ok((events, point, 2))
+        }
+        Kind::UsdtSpan {
+            binary,
+            provider,
+            begin,
+            end,
+        } => {
+            let begins = usdt::locate(binary, provider, begin).map_err(fail)?;
+            let ends = usdt::locate(binary, provider, end).map_err(fail)?;
+            let mut events = Vec::new();
+            for site in &begins {
+                let key = match frame_arg {
+                    Some(n) => Some(site.argument(n as usize).map_err(fail)?),
+                    None => None,
+                };
+                events.push(spec(Role::Begin, &site.point(), false, key));
+            }
+            for site in &ends {
+                events.push(spec(Role::End, &site.point(), false, None));
+            }
+            Ok((events, begins[0].point(), 2))
+        }
+        Kind::UsdtEvent {
+            binary,
+            provider,
+            probe,
+        } => {
+            let sites = usdt::locate(binary, provider, probe).map_err(fail)?;
+            let mut events = Vec::new();
+            for site in &sites {
+                // The first argument is the key; a probe without arguments has key 0.
+                let key = match site.arguments.trim().is_empty() {
+                    true => None,
+                    false => Some(site.argument(1).map_err(fail)?),
+                };
+                events.push(spec(Role::Event, &site.point(), false, key));
+            }
+            Ok((events, sites[0].point(), 1))
+        }
+    }
 }
 
 impl Recorder {
@@ -104,19 +225,16 @@ impl Recorder {
     /// events on every CPU. `Err` is the one line to print; the run must not start.
     pub fn start(options: &ProbeOptions, watched: Vec<u32>) -> Result<Recorder, String> {
         let mut probes = Vec::new();
-        for request in &options.probes {
-            let point = locate(&request.target).map_err(|e| {
-                format!(
-                    "--probe {}={}: {e}",
-                    request.stage,
-                    request.target.describe()
-                )
-            })?;
+        let mut specs = Vec::new();
+        for (index, request) in options.probes.iter().enumerate() {
+            let frames = options.frame_source(&request.stage);
+            let (events, point, hits_per_call) = resolve(index, request, frames)?;
+            specs.extend(events);
             probes.push(Attached {
-                stage: request.stage.clone(),
-                target: request.target.describe(),
+                request: request.clone(),
                 point,
-                frames: options.frame_source(&request.stage),
+                frames,
+                hits_per_call,
                 cost_ns: None,
                 hits: 0,
                 spans: 0,
@@ -124,39 +242,51 @@ impl Recorder {
             });
         }
         let frame_probe = match &options.frame_probe {
-            Some(target) => Some((
-                target.describe(),
-                locate(target).map_err(|e| format!("--frame-probe {}: {e}", target.describe()))?,
-                0,
-            )),
+            Some(target) => {
+                let point = locate(target)
+                    .map_err(|e| format!("--frame-probe {}: {e}", target.describe()))?;
+                specs.push(EventSpec {
+                    role: Role::Frame,
+                    probe: 0,
+                    point: point.clone(),
+                    retprobe: false,
+                    key: None,
+                    what: format!("--frame-probe {}", target.describe()),
+                });
+                Some((target.describe(), point, 0))
+            }
             None => None,
         };
         // After the points: a mistake in the options is said before what the machine lacks.
         let pmu = Pmu::find()?;
-        // Measured once per kind of first instruction in use.
-        let mut costs: HashMap<InstructionClass, Option<i64>> = HashMap::new();
+        if specs.iter().any(|s| s.point.semaphore_offset != 0) && !pmu.has_semaphores() {
+            eprintln!(
+                "framelab: warning: this kernel cannot raise USDT semaphores (no \
+                 ref_ctr_offset in the uprobe PMU's format): probes guarded by one will not fire"
+            );
+        }
+        // Measured once per kind of first instruction, with and without a return probe.
+        let mut costs: HashMap<(InstructionClass, bool), Option<i64>> = HashMap::new();
         for probe in &mut probes {
-            let class = probe.point.class;
-            if !costs.contains_key(&class) {
-                let measured = cost::measure(&pmu, class);
+            let with_return = matches!(probe.request.kind, Kind::Function(_));
+            let key = (probe.point.class, with_return);
+            if !costs.contains_key(&key) {
+                let measured = cost::measure(&pmu, key.0, with_return);
                 if let Err(why) = &measured {
                     eprintln!("framelab: warning: the cost of a probe hit is not known: {why}");
                 }
-                costs.insert(class, measured.ok());
+                costs.insert(key, measured.ok());
             }
-            probe.cost_ns = costs[&class];
+            // A USDT stage's begin and end are two entry hits.
+            let per_call = if with_return { 1 } else { probe.hits_per_call };
+            probe.cost_ns = costs[&key].map(|c| c * per_call);
         }
-        let with_argument: Vec<bool> = probes
-            .iter()
-            .map(|p| matches!(p.frames, FrameSource::Argument(_)))
-            .collect();
         let mut recorder = Recorder {
             probes,
             frame_probe,
             rings: Vec::new(),
             others: Vec::new(),
             roles: HashMap::new(),
-            with_argument,
             members: Membership::new(std::process::id(), watched),
             open: HashMap::new(),
             frame: 0,
@@ -164,7 +294,7 @@ impl Recorder {
             lost: 0,
             batch: Vec::new(),
         };
-        recorder.open_events(&pmu)?;
+        recorder.open_events(&pmu, &specs)?;
         for ring in &recorder.rings {
             perf_event::enable(ring.fd()).map_err(|e| perf_event::refusal(&e))?;
         }
@@ -174,36 +304,32 @@ impl Recorder {
         Ok(recorder)
     }
 
-    fn open_events(&mut self, pmu: &Pmu) -> Result<(), String> {
-        // (role, probe, path, offset, registers) of every event, opened on each CPU.
-        let mut wanted = Vec::new();
-        for (i, p) in self.probes.iter().enumerate() {
-            let registers = match p.frames {
-                FrameSource::Argument(n) => argument_register(n),
-                _ => 0,
-            };
-            let what = format!("{} ({})", p.target, p.point.path.display());
-            wanted.push((Role::Entry, i, p.point.clone(), registers, what.clone()));
-            wanted.push((Role::Return, i, p.point.clone(), 0, what));
-        }
-        if let Some((target, point, _)) = &self.frame_probe {
-            wanted.push((Role::Frame, 0, point.clone(), 0, target.clone()));
-        }
+    fn open_events(&mut self, pmu: &Pmu, specs: &[EventSpec]) -> Result<(), String> {
         for cpu in perf_event::cpus() {
             let mut ring: Option<Ring> = None;
-            for (role, probe, point, registers, what) in &wanted {
+            for spec in specs {
+                let registers = spec.key.map_or(0, Argument::mask);
+                let what = format!("{} ({})", spec.what, spec.point.path.display());
                 let fd = pmu
                     .open(
-                        &point.path,
-                        point.file_offset,
-                        *role == Role::Return,
-                        *registers,
+                        &spec.point.path,
+                        spec.point.file_offset,
+                        spec.point.semaphore_offset,
+                        spec.retprobe,
+                        registers,
                         -1,
                         cpu,
                     )
-                    .map_err(|e| uprobe::refusal(&e, what))?;
-                let id = uprobe::id(&fd).map_err(|e| uprobe::refusal(&e, what))?;
-                self.roles.insert(id, (*role, *probe));
+                    .map_err(|e| uprobe::refusal(&e, &what))?;
+                let id = uprobe::id(&fd).map_err(|e| uprobe::refusal(&e, &what))?;
+                self.roles.insert(
+                    id,
+                    EventRole {
+                        role: spec.role,
+                        probe: spec.probe,
+                        key: spec.key,
+                    },
+                );
                 match &ring {
                     None => {
                         ring = Some(
@@ -222,39 +348,40 @@ impl Recorder {
         Ok(())
     }
 
-    /// The stage of each probe, by [`ProbeSpan::probe`].
+    /// The stage (or event) name of each probe, by [`ProbeSpan::probe`].
     pub fn stages(&self) -> Vec<String> {
-        self.probes.iter().map(|p| p.stage.clone()).collect()
+        self.probes
+            .iter()
+            .map(|p| p.request.stage.clone())
+            .collect()
     }
 
-    /// Every span completed since the last call.
-    pub fn drain(&mut self) -> Vec<ProbeSpan> {
+    /// Every span completed and every event since the last call.
+    pub fn drain(&mut self) -> Drained {
         let mut batch = std::mem::take(&mut self.batch);
         let mut lost = 0;
         for ring in &mut self.rings {
-            ring.for_each(
-                |record| match decode(record, &self.roles, &self.with_argument) {
-                    Some(Decoded::Hit(hit)) => batch.push(hit),
-                    Some(Decoded::Lost(n)) => lost += n,
-                    None => {}
-                },
-            );
+            ring.for_each(|record| match decode(record, &self.roles) {
+                Some(Decoded::Hit(hit)) => batch.push(hit),
+                Some(Decoded::Lost(n)) => lost += n,
+                None => {}
+            });
         }
         self.lost += lost;
         // Across CPUs in time order: a thread may return on another CPU than it entered.
         batch.sort_by_key(|h| h.time);
-        let mut spans = Vec::new();
+        let mut drained = Drained::default();
         for hit in batch.drain(..) {
             if !self.members.contains_process(hit.pid) {
                 continue;
             }
-            self.apply(hit, &mut spans);
+            self.apply(hit, &mut drained);
         }
         self.batch = batch;
-        spans
+        drained
     }
 
-    fn apply(&mut self, hit: Hit, spans: &mut Vec<ProbeSpan>) {
+    fn apply(&mut self, hit: Hit, drained: &mut Drained) {
         if hit.role == Role::Frame {
             self.frame += 1;
             if let Some((_, _, hits)) = &mut self.frame_probe {
@@ -265,39 +392,51 @@ impl Recorder {
         let probe = &mut self.probes[hit.probe];
         let thread = self.thread_cost.entry(hit.tid).or_default();
         thread.0 += 1;
-        // Half of an entry+return's cost at each.
-        thread.1 += probe.cost_ns.unwrap_or(0) / 2;
-        let stack = self.open.entry((hit.tid, hit.probe)).or_default();
+        thread.1 += probe.cost_ns.unwrap_or(0) / probe.hits_per_call;
         match hit.role {
-            Role::Entry => {
+            Role::Event => {
+                probe.hits += 1;
+                drained.events.push(ProbeEvent {
+                    probe: hit.probe,
+                    pid: hit.pid,
+                    tid: hit.tid,
+                    mono_ns: hit.time as i64,
+                    key: hit.key,
+                });
+            }
+            Role::Begin => {
                 probe.hits += 1;
                 let frame = match probe.frames {
-                    FrameSource::Argument(_) => hit.argument,
+                    FrameSource::Argument(_) => hit.key,
                     FrameSource::FrameProbe => self.frame,
                     FrameSource::CallCount => probe.hits,
                 };
+                let stack = self.open.entry((hit.tid, hit.probe)).or_default();
                 stack.push((hit.time, frame));
             }
-            Role::Return => match stack.pop() {
-                Some((start, frame)) => {
-                    probe.spans += 1;
-                    spans.push(ProbeSpan {
-                        probe: hit.probe,
-                        pid: hit.pid,
-                        tid: hit.tid,
-                        start_mono_ns: start as i64,
-                        end_mono_ns: hit.time as i64,
-                        frame,
-                    });
+            Role::End => {
+                let stack = self.open.entry((hit.tid, hit.probe)).or_default();
+                match stack.pop() {
+                    Some((start, frame)) => {
+                        probe.spans += 1;
+                        drained.spans.push(ProbeSpan {
+                            probe: hit.probe,
+                            pid: hit.pid,
+                            tid: hit.tid,
+                            start_mono_ns: start as i64,
+                            end_mono_ns: hit.time as i64,
+                            frame,
+                        });
+                    }
+                    // Entered before the probes were attached.
+                    None => probe.unmatched_returns += 1,
                 }
-                // Entered before the probes were attached.
-                None => probe.unmatched_returns += 1,
-            },
+            }
             Role::Frame => {}
         }
     }
 
-    /// Stops the events: the last spans, and what the probes saw.
+    /// Stops the events: the last spans and events, and what the probes saw.
     pub fn finish(&mut self) -> Finished {
         for ring in &self.rings {
             perf_event::disable(ring.fd());
@@ -305,7 +444,7 @@ impl Recorder {
         for fd in &self.others {
             perf_event::disable(fd);
         }
-        let spans = self.drain();
+        let drained = self.drain();
         let mut unfinished = vec![0u64; self.probes.len()];
         for ((_, probe), stack) in &self.open {
             unfinished[*probe] += stack.len() as u64;
@@ -320,8 +459,14 @@ impl Recorder {
             .iter()
             .zip(unfinished)
             .map(|(p, unfinished)| ProbeFacts {
-                stage: p.stage.clone(),
-                target: p.target.clone(),
+                stage: p.request.stage.clone(),
+                kind: match p.request.kind {
+                    Kind::Function(_) => "uprobe",
+                    Kind::UsdtSpan { .. } => "usdt",
+                    Kind::UsdtEvent { .. } => "usdt event",
+                }
+                .to_owned(),
+                target: p.request.describe(),
                 path: p.point.path.display().to_string(),
                 function: p.point.function.clone(),
                 file_offset: p.point.file_offset,
@@ -337,6 +482,7 @@ impl Recorder {
         if let Some((target, point, hits)) = &self.frame_probe {
             facts.push(ProbeFacts {
                 stage: String::new(),
+                kind: "uprobe".to_owned(),
                 target: target.clone(),
                 path: point.path.display().to_string(),
                 function: point.function.clone(),
@@ -348,7 +494,7 @@ impl Recorder {
             });
         }
         Finished {
-            spans,
+            drained,
             facts,
             lost: self.lost,
             busiest_thread: busiest,
@@ -358,7 +504,7 @@ impl Recorder {
 
 /// What [`Recorder::finish`] hands back.
 pub struct Finished {
-    pub spans: Vec<ProbeSpan>,
+    pub drained: Drained,
     pub facts: Vec<ProbeFacts>,
     /// Samples the kernel could not write.
     pub lost: u64,
@@ -371,34 +517,37 @@ enum Decoded {
     Lost(u64),
 }
 
-fn decode(
-    record: &[u8],
-    roles: &HashMap<u64, (Role, usize)>,
-    with_argument: &[bool],
-) -> Option<Decoded> {
+fn decode(record: &[u8], roles: &HashMap<u64, EventRole>) -> Option<Decoded> {
     let (kind, _) = cursor::header(record)?;
     let mut c = Cursor::after_header(record);
     match kind {
         b::PERF_RECORD_SAMPLE => {
             let id = c.u64();
-            let &(role, probe) = roles.get(&id)?;
+            let role = roles.get(&id)?;
             let pid = c.u32();
             let tid = c.u32();
             let time = c.u64();
-            let mut argument = 0;
-            if role == Role::Entry && with_argument.get(probe).copied().unwrap_or(false) {
-                let abi = c.u64();
-                if abi != 0 {
-                    argument = c.u64();
+            let key = match role.key {
+                None => 0,
+                Some(constant @ Argument::Constant(_)) => constant.value(0),
+                Some(register) => {
+                    // PERF_SAMPLE_REGS_USER: the ABI (0: no user registers), then the one
+                    // register asked for.
+                    let abi = c.u64();
+                    if abi == 0 {
+                        0
+                    } else {
+                        register.value(c.u64())
+                    }
                 }
-            }
+            };
             Some(Decoded::Hit(Hit {
                 time,
-                role,
-                probe,
+                role: role.role,
+                probe: role.probe,
                 pid,
                 tid,
-                argument,
+                key,
             }))
         }
         b::PERF_RECORD_LOST => {

@@ -23,6 +23,9 @@ pub struct Pmu {
     kind: u32,
     /// The `config` bit that makes a probe a return probe (`format/retprobe`: `config:0`).
     retprobe_bit: u32,
+    /// Where in `config` a semaphore's file offset goes (`format/ref_ctr_offset`:
+    /// `config:32-63`); `None` on kernels without semaphore support.
+    semaphore_shift: Option<u32>,
 }
 
 impl Pmu {
@@ -45,16 +48,34 @@ impl Pmu {
             .ok()
             .and_then(|t| t.trim().strip_prefix("config:")?.parse().ok())
             .unwrap_or(0);
-        Ok(Pmu { kind, retprobe_bit })
+        let semaphore_shift = std::fs::read_to_string(dir.join("format/ref_ctr_offset"))
+            .ok()
+            .and_then(|t| {
+                let bits = t.trim().strip_prefix("config:")?;
+                bits.split('-').next()?.parse().ok()
+            });
+        Ok(Pmu {
+            kind,
+            retprobe_bit,
+            semaphore_shift,
+        })
+    }
+
+    /// Whether a USDT probe's semaphore can be raised by the kernel.
+    pub fn has_semaphores(&self) -> bool {
+        self.semaphore_shift.is_some()
     }
 
     /// Opens a probe at `offset` of `path` for `tid` (-1: every task) on `cpu` (-1: any),
-    /// disabled; with `registers` (a `PERF_REG_X86_*` mask) the user registers at the hit
-    /// are in each sample.
+    /// disabled; the kernel raises the counter at file offset `semaphore` (when not 0)
+    /// while it is attached; with `registers` (a `PERF_REG_X86_*` mask) the user registers
+    /// at the hit are in each sample.
+    #[allow(clippy::too_many_arguments)]
     pub fn open(
         &self,
         path: &Path,
         offset: u64,
+        semaphore: u64,
         retprobe: bool,
         registers: u64,
         tid: i32,
@@ -68,6 +89,9 @@ impl Pmu {
         attr.size = std::mem::size_of::<b::perf_event_attr>() as u32;
         attr.type_ = self.kind;
         attr.config = if retprobe { 1 << self.retprobe_bit } else { 0 };
+        if let (Some(shift), true) = (self.semaphore_shift, semaphore != 0) {
+            attr.config |= semaphore << shift;
+        }
         attr.__bindgen_anon_3.uprobe_path = c_path.as_ptr() as u64;
         attr.__bindgen_anon_4.probe_offset = offset;
         attr.__bindgen_anon_1.sample_period = 1;

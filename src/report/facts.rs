@@ -564,16 +564,23 @@ fn probes(a: &Analysis, st: &Style) -> Option<String> {
             let what = if f.frame_probe {
                 format!("frames from uprobe {}", st.name(&f.target))
             } else {
-                format!("{} uprobe {}", f.stage, st.name(&f.target))
+                format!("{} {} {}", f.stage, f.kind, st.name(&f.target))
             };
-            let hits = plural(f.hits, "call", "calls");
+            let hits = match f.kind.as_str() {
+                "usdt event" => plural(f.hits, "hit", "hits"),
+                _ => plural(f.hits, "call", "calls"),
+            };
             let hits = if f.hits == 0 { st.yellow(&hits) } else { hits };
             let cost = match f.cost_per_hit_ns {
-                Some(ns) => format!(
-                    "{:.1} µs per call (entry + return; {})",
-                    ns as f64 / 1e3,
-                    f.first_instruction.describe()
-                ),
+                Some(ns) => {
+                    let per = match f.kind.as_str() {
+                        "usdt" => "call (begin + end; ",
+                        "usdt event" => "hit (",
+                        _ => "call (entry + return; ",
+                    };
+                    let class = f.first_instruction.describe();
+                    format!("{:.1} µs per {per}{class})", ns as f64 / 1e3)
+                }
                 None => format!("cost unknown ({})", f.first_instruction.describe()),
             };
             format!("{what} · {hits} · {cost}")

@@ -77,8 +77,9 @@ pub struct Collector {
 /// The probes' recorder, and the run's ids of what their spans name.
 struct ProbeSpans {
     recorder: crate::probes::recorder::Recorder,
-    stages: Vec<String>,
-    stage_ids: Vec<Option<u16>>,
+    /// Each probe's stage (or event) name, and its id in the run once given.
+    names: Vec<String>,
+    name_ids: Vec<Option<u16>>,
     /// (pid, tid) → the run's thread index.
     threads: HashMap<(u32, u32), u32>,
 }
@@ -154,10 +155,10 @@ impl Collector {
 
     /// Drains `recorder`'s probes with the rings: their spans become the run's.
     pub fn set_probes(&mut self, recorder: crate::probes::recorder::Recorder) {
-        let stages = recorder.stages();
+        let names = recorder.stages();
         self.probes = Some(ProbeSpans {
-            stage_ids: vec![None; stages.len()],
-            stages,
+            name_ids: vec![None; names.len()],
+            names,
             recorder,
             threads: HashMap::new(),
         });
@@ -318,8 +319,8 @@ impl Collector {
             self.retire(&ring)?;
         }
         if let Some(mut probes) = self.probes.take() {
-            let spans = probes.recorder.drain();
-            let kept = self.keep_probe_spans(&mut probes, spans);
+            let drained = probes.recorder.drain();
+            let kept = self.keep_probe_records(&mut probes, drained);
             self.probes = Some(probes);
             kept?;
         }
@@ -327,46 +328,27 @@ impl Collector {
         Ok(fullest)
     }
 
-    /// Probe spans enter the run as the SDK's do: the stage named by the option, the
-    /// probed thread, times after launch.
-    fn keep_probe_spans(
+    /// Probe spans and events enter the run as the SDK's do: the stage (or event) named
+    /// by the option, the probed thread, times after launch.
+    fn keep_probe_records(
         &mut self,
         probes: &mut ProbeSpans,
-        spans: Vec<crate::probes::recorder::ProbeSpan>,
+        drained: crate::probes::recorder::Drained,
     ) -> Result<()> {
         let origin = self.meta.origin_mono_ns;
-        for span in spans {
-            let stage = match probes.stage_ids[span.probe] {
-                Some(id) => id,
-                None => {
-                    let id = self.run_id(name_kind::STAGE, &probes.stages[span.probe])?;
-                    probes.stage_ids[span.probe] = Some(id);
-                    id
-                }
-            };
-            let thread = match probes.threads.get(&(span.pid, span.tid)) {
-                Some(&index) => index,
-                None => {
-                    let name = std::fs::read_to_string(format!(
-                        "/proc/{}/task/{}/comm",
-                        span.pid, span.tid
-                    ))
-                    .map(|n| n.trim_end().to_owned())
-                    .unwrap_or_default();
-                    self.writer.send(Write::Thread(ThreadInfo {
-                        pid: span.pid,
-                        tid: span.tid,
-                        name,
-                        dropped: 0,
-                    }))?;
-                    let index = self.threads_added;
-                    self.threads_added += 1;
-                    self.accounting
-                        .observe_instrumented(span.pid, span.start_mono_ns - origin);
-                    probes.threads.insert((span.pid, span.tid), index);
-                    index
-                }
-            };
+        for event in drained.events {
+            let name = self.probe_name_id(probes, event.probe, name_kind::EVENT)?;
+            let thread = self.probe_thread(probes, event.pid, event.tid, event.mono_ns)?;
+            self.events.push(EventRecord {
+                event: name,
+                key: event.key,
+                thread,
+                t_ns: event.mono_ns - origin,
+            });
+        }
+        for span in drained.spans {
+            let stage = self.probe_name_id(probes, span.probe, name_kind::STAGE)?;
+            let thread = self.probe_thread(probes, span.pid, span.tid, span.start_mono_ns)?;
             self.keep_span(Span {
                 frame: span.frame,
                 stage,
@@ -376,6 +358,44 @@ impl Collector {
             });
         }
         Ok(())
+    }
+
+    /// The run's id of probe `probe`'s stage or event name.
+    fn probe_name_id(&mut self, probes: &mut ProbeSpans, probe: usize, kind: char) -> Result<u16> {
+        if let Some(id) = probes.name_ids[probe] {
+            return Ok(id);
+        }
+        let id = self.run_id(kind, &probes.names[probe])?;
+        probes.name_ids[probe] = Some(id);
+        Ok(id)
+    }
+
+    /// The run's index of a probed thread, added (named from /proc) when first seen.
+    fn probe_thread(
+        &mut self,
+        probes: &mut ProbeSpans,
+        pid: u32,
+        tid: u32,
+        seen_mono_ns: i64,
+    ) -> Result<u32> {
+        if let Some(&index) = probes.threads.get(&(pid, tid)) {
+            return Ok(index);
+        }
+        let name = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+            .map(|n| n.trim_end().to_owned())
+            .unwrap_or_default();
+        self.writer.send(Write::Thread(ThreadInfo {
+            pid,
+            tid,
+            name,
+            dropped: 0,
+        }))?;
+        let index = self.threads_added;
+        self.threads_added += 1;
+        self.accounting
+            .observe_instrumented(pid, seen_mono_ns - self.meta.origin_mono_ns);
+        probes.threads.insert((pid, tid), index);
+        Ok(index)
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -749,7 +769,7 @@ impl Collector {
         }
         if let Some(mut probes) = self.probes.take() {
             let finished = probes.recorder.finish();
-            self.keep_probe_spans(&mut probes, finished.spans)?;
+            self.keep_probe_records(&mut probes, finished.drained)?;
             self.flush()?;
             crate::probes::say_what_was_missed(&finished.facts, finished.lost);
             let facts = &mut self.meta.session;
