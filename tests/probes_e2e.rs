@@ -55,6 +55,53 @@ int main(int argc, char **argv) {
 }
 "#;
 
+const USDT_PROGRAM: &str = r#"
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* With _SDT_HAS_SEMAPHORES every probe of this file has one. */
+__extension__ unsigned short demo_encode_begin_semaphore __attribute__((unused)) __attribute__((section(".probes")));
+__extension__ unsigned short demo_encode_end_semaphore __attribute__((unused)) __attribute__((section(".probes")));
+__extension__ unsigned short demo_frame_done_semaphore __attribute__((unused)) __attribute__((section(".probes")));
+__extension__ unsigned short demo_from_memory_semaphore __attribute__((unused)) __attribute__((section(".probes")));
+
+static FILE *own_log;
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+volatile unsigned long sink;
+volatile int frames_done;
+
+__attribute__((noinline)) void encode_frame(int frame) {
+    STAP_PROBE1(demo, encode_begin, frame);
+    long long start = now_ns();
+    unsigned long x = frame;
+    for (long i = 0; i < 150000; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+    sink = x;
+    long long took = now_ns() - start;
+    STAP_PROBE1(demo, encode_end, frame);
+    /* Fires only while a tracer holds the semaphore up. */
+    if (demo_frame_done_semaphore) STAP_PROBE1(demo, frame_done, frame);
+    frames_done++;
+    /* An argument read from memory. */
+    STAP_PROBE1(demo, from_memory, frames_done);
+    fprintf(own_log, "%d %lld\n", frame, took);
+}
+
+int main(int argc, char **argv) {
+    int calls = atoi(argv[1]);
+    own_log = fopen(argv[2], "w");
+    for (int i = 0; i < calls; i++) encode_frame(i * 3 + 7);
+    fclose(own_log);
+    return 0;
+}
+"#;
+
 /// Whether probes can be placed here; otherwise says why (and fails under
 /// `FRAMELAB_REQUIRE_UPROBES=1`).
 fn uprobes_or_skip(test: &str) -> bool {
@@ -89,6 +136,29 @@ fn build(dir: &Path, work: u64) -> PathBuf {
         .expect("cc runs");
     assert!(out.status.success(), "{}", stderr(&out));
     exe
+}
+
+/// The USDT program built in `dir`, or `None` (said) where `<sys/sdt.h>` is missing.
+fn build_usdt(dir: &Path, test: &str) -> Option<PathBuf> {
+    let source = dir.join("usdt.c");
+    std::fs::write(&source, USDT_PROGRAM).unwrap();
+    let exe = dir.join("usdt");
+    let out = Command::new("cc")
+        .args(["-O2", "-fomit-frame-pointer"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("cc runs");
+    if out.status.success() {
+        return Some(exe);
+    }
+    let why = format!("<sys/sdt.h> does not compile: {}", stderr(&out));
+    if std::env::var_os("FRAMELAB_REQUIRE_UPROBES").is_some_and(|v| v == "1") {
+        panic!("{test} cannot run: {why} (tests/tools/install.sh installs systemtap-sdt-dev)");
+    }
+    eprintln!("SKIPPED {test}: {why}; run tests/tools/install.sh");
+    None
 }
 
 /// (frame, ns) of each line the program logged.
@@ -520,5 +590,110 @@ fn framelab_and_bpftrace_on_the_same_function_agree_on_count_and_log2_buckets() 
     assert!(
         differing <= near_an_edge,
         "framelab {ours:?} vs bpftrace {theirs:?}: {differing} calls in other buckets, {near_an_edge} near an edge"
+    );
+}
+
+#[test]
+fn usdt_spans_and_events_match_the_programs_own_log() {
+    let test = "usdt_spans_and_events_match_the_programs_own_log";
+    if !uprobes_or_skip(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(prog) = build_usdt(dir.path(), test) else {
+        return;
+    };
+    let p = prog.display();
+    let log = dir.path().join("own.log");
+    let file = temp_run(&dir, "usdt");
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&file)
+        .arg("--usdt")
+        .arg(format!("encode={p}:demo:encode_begin,encode_end"))
+        .args(["--frame-arg", "encode=arg1"])
+        .arg("--usdt-event")
+        .arg(format!("done={p}:demo:frame_done"))
+        .arg("--")
+        .arg(&prog)
+        .arg("200")
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&file);
+    let own = own_log(&log);
+    let spans = spans_of(&run, "encode");
+    assert_eq!(spans.len(), own.len(), "{}", stderr(&out));
+    let facts = &run.meta.session.probes[0];
+    let cost = facts.cost_per_hit_ns.expect("the cost was measured");
+    for ((frame, span), (own_frame, logged)) in spans.iter().zip(&own) {
+        assert_eq!(frame, own_frame);
+        // Begin and end enclose the program's own clock reads.
+        assert!(
+            span >= logged,
+            "frame {frame}: span {span} ns < own {logged} ns"
+        );
+    }
+    let (p50_span, p50_own) = (
+        median(spans.iter().map(|s| s.1).collect()),
+        median(own.iter().map(|s| s.1).collect()),
+    );
+    assert!(
+        (p50_span - p50_own).abs() <= p50_own / 20 + cost,
+        "p50 {p50_span} ns vs the program's own {p50_own} ns (cost per call {cost} ns)"
+    );
+    // The event fires only with its semaphore raised: one per frame, keyed by the frame.
+    let done = run
+        .event_names
+        .iter()
+        .position(|n| n == "done")
+        .expect("the event") as u16;
+    let mut keys: Vec<u64> = run
+        .events
+        .iter()
+        .filter(|e| e.event == done)
+        .map(|e| e.key)
+        .collect();
+    keys.sort();
+    let frames: Vec<u64> = own.iter().map(|o| o.0).collect();
+    assert_eq!(keys, frames);
+    let report = stdout(&out);
+    assert!(report.contains("encode usdt "), "{report}");
+    assert!(report.contains("done usdt event "), "{report}");
+}
+
+#[test]
+fn bad_usdt_probes_are_refused_in_one_line_before_the_run() {
+    let test = "bad_usdt_probes_are_refused_in_one_line_before_the_run";
+    let dir = tempfile::tempdir().unwrap();
+    let Some(prog) = build_usdt(dir.path(), test) else {
+        return;
+    };
+    let p = prog.display();
+    // No such probe: the ones the file has.
+    assert_refused(
+        &[
+            "--usdt",
+            &format!("encode={p}:demo:encode_start,encode_end"),
+        ],
+        &[],
+        "has no USDT probe demo:encode_start; it has demo:encode_begin",
+    );
+    // An argument in memory cannot be read at the probe.
+    assert_refused(
+        &["--usdt-event", &format!("mem={p}:demo:from_memory")],
+        &[],
+        "which framelab cannot read",
+    );
+    // A binary without USDT probes.
+    let plain = build(dir.path(), 10);
+    assert_refused(
+        &[
+            "--usdt-event",
+            &format!("x={}:demo:frame_done", plain.display()),
+        ],
+        &[],
+        "it has no USDT probes",
     );
 }
