@@ -24,6 +24,11 @@ impl Membership {
         }
     }
 
+    /// Records whether `tid` belongs, without a look in /proc (for tests).
+    pub fn set(&mut self, tid: u32, member: bool) {
+        self.tasks.insert(tid, member);
+    }
+
     pub fn contains(&mut self, tid: u32) -> bool {
         if tid == 0 {
             return false;

@@ -581,21 +581,33 @@ mod tests {
     }
 
     #[test]
-    fn samples_decode_to_hits_with_their_argument() {
-        let roles = HashMap::from([(7, (Role::Entry, 0)), (8, (Role::Return, 0))]);
-        let Some(Decoded::Hit(hit)) = decode(&sample(7, 10, 11, 500, Some(42)), &roles, &[true])
-        else {
+    fn samples_decode_to_hits_with_their_key() {
+        let role = |role, key| EventRole {
+            role,
+            probe: 0,
+            key,
+        };
+        let roles = HashMap::from([
+            (7, role(Role::Begin, Some(argument_register(1)))),
+            (8, role(Role::End, None)),
+            (9, role(Role::Event, Some(Argument::Constant(5)))),
+        ]);
+        let Some(Decoded::Hit(hit)) = decode(&sample(7, 10, 11, 500, Some(42)), &roles) else {
             panic!("not a hit");
         };
         assert_eq!(
-            (hit.role, hit.pid, hit.tid, hit.time, hit.argument),
-            (Role::Entry, 10, 11, 500, 42)
+            (hit.role, hit.pid, hit.tid, hit.time, hit.key),
+            (Role::Begin, 10, 11, 500, 42)
         );
-        let Some(Decoded::Hit(ret)) = decode(&sample(8, 10, 11, 900, None), &roles, &[true]) else {
+        let Some(Decoded::Hit(end)) = decode(&sample(8, 10, 11, 900, None), &roles) else {
             panic!("not a hit");
         };
-        assert_eq!(ret.role, Role::Return);
+        assert_eq!(end.role, Role::End);
+        let Some(Decoded::Hit(event)) = decode(&sample(9, 10, 11, 900, None), &roles) else {
+            panic!("not a hit");
+        };
+        assert_eq!(event.key, 5);
         // An event that is not ours is skipped.
-        assert!(decode(&sample(9, 10, 11, 900, None), &roles, &[true]).is_none());
+        assert!(decode(&sample(3, 10, 11, 900, None), &roles).is_none());
     }
 }

@@ -456,9 +456,12 @@ mod tests {
             },
             Vec::new(),
             Vec::new(),
-            Membership {
-                tasks: members.iter().map(|&t| (t, true)).collect(),
-                ..Membership::new(1, Vec::new())
+            {
+                let mut run = Membership::new(1, Vec::new());
+                for &t in members {
+                    run.set(t, true);
+                }
+                run
             },
         )
     }
@@ -538,9 +541,9 @@ mod tests {
     #[test]
     fn tasks_outside_the_run_leave_no_slices() {
         let mut t = trace_of(&[]);
-        t.members.tasks.insert(5, false);
+        t.members.set(5, false);
         t.apply(100, switch(5, true, 6, "x"));
-        t.members.tasks.insert(6, false);
+        t.members.set(6, false);
         t.apply(200, switch(6, false, 5, "y"));
         assert!(t.slices.is_empty());
     }
