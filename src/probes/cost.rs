@@ -129,6 +129,17 @@ pub fn measure(pmu: &Pmu, class: InstructionClass, with_return: bool) -> Result<
     let function = class.sample();
     let (path, offset) = own_file_offset(function as usize)
         .ok_or("cannot find framelab's own code in /proc/self/maps")?;
+    let call_all = || {
+        let f = std::hint::black_box(function);
+        let started = Instant::now();
+        for _ in 0..CALLS {
+            // SAFETY: the functions above take nothing, clobber only rax, and return.
+            unsafe { f() };
+        }
+        started.elapsed().as_nanos() as i64
+    };
+    // Before the events exist: an opened uprobe traps at every call even while disabled.
+    let plain = (0..ROUNDS).map(|_| call_all()).min().unwrap_or(0);
     let open = |retprobe: bool| {
         pmu.open(&path, offset, 0, retprobe, 0, 0, -1)
             .map_err(|e| super::uprobe::refusal(&e, "framelab's own calibration function"))
@@ -140,16 +151,6 @@ pub fn measure(pmu: &Pmu, class: InstructionClass, with_return: bool) -> Result<
         true => Some(Ring::map(open(true)?, 64).map_err(|e| format!("cannot map: {e}"))?),
         false => None,
     };
-    let call_all = || {
-        let f = std::hint::black_box(function);
-        let started = Instant::now();
-        for _ in 0..CALLS {
-            // SAFETY: the functions above take nothing, clobber only rax, and return.
-            unsafe { f() };
-        }
-        started.elapsed().as_nanos() as i64
-    };
-    let plain = (0..ROUNDS).map(|_| call_all()).min().unwrap_or(0);
     perf_event::enable(entry.fd()).map_err(|e| perf_event::refusal(&e))?;
     if let Some(exit) = &exit {
         perf_event::enable(exit.fd()).map_err(|e| perf_event::refusal(&e))?;
@@ -162,9 +163,10 @@ pub fn measure(pmu: &Pmu, class: InstructionClass, with_return: bool) -> Result<
         exit.for_each(|_| {});
     }
     let mut probed = i64::MAX;
+    let mut hits = 0usize;
     for _ in 0..ROUNDS {
         probed = probed.min(call_all());
-        entry.for_each(|_| {});
+        entry.for_each(|_| hits += 1);
         if let Some(exit) = &mut exit {
             exit.for_each(|_| {});
         }
@@ -172,6 +174,14 @@ pub fn measure(pmu: &Pmu, class: InstructionClass, with_return: bool) -> Result<
     perf_event::disable(entry.fd());
     if let Some(exit) = &exit {
         perf_event::disable(exit.fd());
+    }
+    // A probe that did not fire on every call measured nothing.
+    if hits < ROUNDS * CALLS {
+        return Err(format!(
+            "the calibration probe ({}) fired {hits} times in {} calls",
+            class.describe(),
+            ROUNDS * CALLS
+        ));
     }
     Ok(((probed - plain) / CALLS as i64).max(0))
 }
