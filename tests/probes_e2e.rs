@@ -349,7 +349,7 @@ fn bad_probes_are_refused_in_one_line_before_the_run() {
             "decode=arg1",
         ],
         &[],
-        "no --probe decode=",
+        "no --probe or --usdt stage decode",
     );
     // A kernel without the uprobe PMU.
     assert_refused(
@@ -695,5 +695,66 @@ fn bad_usdt_probes_are_refused_in_one_line_before_the_run() {
         ],
         &[],
         "it has no USDT probes",
+    );
+}
+
+#[test]
+fn a_tracepoint_gives_one_event_per_hit_keyed_by_its_field() {
+    let test = "a_tracepoint_gives_one_event_per_hit_keyed_by_its_field";
+    if !uprobes_or_skip(test) {
+        return;
+    }
+    if !Path::new("/sys/kernel/tracing/events/syscalls").exists()
+        && !Path::new("/sys/kernel/debug/tracing/events/syscalls").exists()
+    {
+        eprintln!("SKIPPED {test}: this kernel has no syscalls tracepoints");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("writer.c");
+    // 40 writes of 7777 bytes: a size nothing else on the machine is likely to write.
+    std::fs::write(
+        &source,
+        "#include <unistd.h>\n#include <fcntl.h>\nstatic char buf[7777];\n\
+         int main(void) { int fd = open(\"/dev/null\", O_WRONLY);\n\
+         for (int i = 0; i < 40; i++) write(fd, buf, sizeof buf); return 0; }\n",
+    )
+    .unwrap();
+    let exe = dir.path().join("writer");
+    let out = Command::new("cc")
+        .arg(&source)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let file = temp_run(&dir, "tracepoint");
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&file)
+        .args(["--tracepoint", "write=syscalls:sys_enter_write:count", "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&file);
+    let write = run.event_names.iter().position(|n| n == "write").unwrap() as u16;
+    let ours = run
+        .events
+        .iter()
+        .filter(|e| e.event == write && e.key == 7777)
+        .count();
+    assert_eq!(ours, 40);
+    assert!(stdout(&out).contains("write tracepoint syscalls:sys_enter_write:count"));
+    // A tracepoint or a field that does not exist: one line, before the run.
+    assert_refused(
+        &["--tracepoint", "w=syscalls:sys_enter_wrte"],
+        &[],
+        "no tracepoint syscalls:sys_enter_wrte; near matches: sys_enter_write",
+    );
+    assert_refused(
+        &["--tracepoint", "w=syscalls:sys_enter_write:cnt"],
+        &[],
+        "has no field cnt; its fields: __syscall_nr, fd, buf, count",
     );
 }

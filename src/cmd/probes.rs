@@ -22,6 +22,11 @@ pub struct ProbeArgs {
     /// argument (pair events into spans with --pair in report and hist; repeat for more)
     #[arg(long = "usdt-event", value_name = "NAME=BINARY:PROVIDER:PROBE")]
     pub usdt_events: Vec<String>,
+    /// Record an event NAME at each hit of kernel tracepoint SUBSYSTEM:EVENT, on any task,
+    /// keyed by its integer field FIELD (default: its first field after the common ones;
+    /// repeat for more)
+    #[arg(long = "tracepoint", value_name = "NAME=SUBSYSTEM:EVENT[:FIELD]")]
+    pub tracepoints: Vec<String>,
     /// Take a probe stage's frame id from an integer argument of the probed call
     /// (arg1 = rdi … arg6 = r9)
     #[arg(long = "frame-arg", value_name = "STAGE=argN")]
@@ -38,6 +43,7 @@ impl ProbeArgs {
             &self.probes,
             &self.usdt,
             &self.usdt_events,
+            &self.tracepoints,
             &self.frame_args,
             self.frame_probe.as_deref(),
         )

@@ -122,7 +122,7 @@ fn file_offset(segments: &[(u64, u64, u64)], address: u64) -> Option<u64> {
 }
 
 /// Levenshtein distance over bytes.
-fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, &ca) in a.iter().enumerate() {

@@ -12,6 +12,7 @@
 pub mod cost;
 pub mod elf;
 pub mod recorder;
+pub mod tracepoint;
 pub mod uprobe;
 pub mod usdt;
 
@@ -81,6 +82,12 @@ pub enum Kind {
         binary: String,
         provider: String,
         probe: String,
+    },
+    /// `--tracepoint NAME=SUBSYSTEM:EVENT[:FIELD]`: an instant, keyed by a field.
+    Tracepoint {
+        group: String,
+        event: String,
+        field: Option<String>,
     },
 }
 
@@ -161,9 +168,37 @@ impl ProbeRequest {
         })
     }
 
+    /// `--tracepoint NAME=SUBSYSTEM:EVENT[:FIELD]`.
+    pub fn parse_tracepoint(text: &str) -> Result<ProbeRequest, String> {
+        let form = "NAME=SUBSYSTEM:EVENT[:FIELD]";
+        let (stage, rest) = split_name(
+            text,
+            "--tracepoint",
+            form,
+            "vblank=drm:drm_vblank_event:crtc",
+        )?;
+        let parts: Vec<&str> = rest.split(':').collect();
+        let (group, event, field) = match parts[..] {
+            [g, e] => (g, e, None),
+            [g, e, f] => (g, e, Some(f.to_owned())),
+            _ => return Err(format!("--tracepoint {text:?} is not {form}")),
+        };
+        if group.is_empty() || event.is_empty() || field.as_deref() == Some("") {
+            return Err(format!("--tracepoint {text:?} is not {form}"));
+        }
+        Ok(ProbeRequest {
+            stage,
+            kind: Kind::Tracepoint {
+                group: group.to_owned(),
+                event: event.to_owned(),
+                field,
+            },
+        })
+    }
+
     /// A span stage (not an event).
     pub fn is_span(&self) -> bool {
-        !matches!(self.kind, Kind::UsdtEvent { .. })
+        matches!(self.kind, Kind::Function(_) | Kind::UsdtSpan { .. })
     }
 
     /// What is probed, as given (`prog:encode_frame`, `prog:demo:begin,end`).
@@ -181,6 +216,14 @@ impl ProbeRequest {
                 provider,
                 probe,
             } => format!("{binary}:{provider}:{probe}"),
+            Kind::Tracepoint {
+                group,
+                event,
+                field,
+            } => match field {
+                Some(f) => format!("{group}:{event}:{f}"),
+                None => format!("{group}:{event}"),
+            },
         }
     }
 
@@ -190,6 +233,7 @@ impl ProbeRequest {
             Kind::Function(_) => "--probe",
             Kind::UsdtSpan { .. } => "--usdt",
             Kind::UsdtEvent { .. } => "--usdt-event",
+            Kind::Tracepoint { .. } => "--tracepoint",
         };
         format!("{flag} {}={}", self.stage, self.describe())
     }
@@ -236,6 +280,7 @@ impl ProbeOptions {
         functions: &[String],
         usdt: &[String],
         usdt_events: &[String],
+        tracepoints: &[String],
         frame_args: &[String],
         frame_probe: Option<&str>,
     ) -> Result<ProbeOptions, String> {
@@ -248,6 +293,9 @@ impl ProbeOptions {
         }
         for text in usdt_events {
             probes.push(ProbeRequest::parse_usdt_event(text)?);
+        }
+        for text in tracepoints {
+            probes.push(ProbeRequest::parse_tracepoint(text)?);
         }
         for (i, p) in probes.iter().enumerate() {
             let same_name = probes[..i]
@@ -489,7 +537,11 @@ pub fn summary(meta: &crate::model::RunMeta) -> Option<ProbeSummary> {
         return None;
     }
     let length_ns = meta.window_end_ns.max(1);
-    let (tid, cost) = facts.probe_busiest_thread.unzip();
+    // Tracepoints alone cost the run's threads nothing framelab measured.
+    let (tid, cost) = facts
+        .probe_busiest_thread
+        .filter(|(_, cost)| *cost > 0)
+        .unzip();
     let cost = cost.unwrap_or(0);
     Some(ProbeSummary {
         probes: facts.probes.clone(),
@@ -568,11 +620,19 @@ mod tests {
 
     #[test]
     fn a_probe_given_twice_is_refused() {
-        let twice = ProbeOptions::parse(&strings(&["a=p:f", "b=p:f"]), &[], &[], &[], None);
+        let twice = ProbeOptions::parse(&strings(&["a=p:f", "b=p:f"]), &[], &[], &[], &[], None);
         assert!(twice.unwrap_err().contains("probed twice"));
-        let same_stage = ProbeOptions::parse(&strings(&["a=p:f", "a=p:g"]), &[], &[], &[], None);
+        let same_stage =
+            ProbeOptions::parse(&strings(&["a=p:f", "a=p:g"]), &[], &[], &[], &[], None);
         assert!(same_stage.unwrap_err().contains("given twice"));
-        let usdt = ProbeOptions::parse(&[], &strings(&["a=p:x:b,e", "b=p:x:b,e"]), &[], &[], None);
+        let usdt = ProbeOptions::parse(
+            &[],
+            &strings(&["a=p:x:b,e", "b=p:x:b,e"]),
+            &[],
+            &[],
+            &[],
+            None,
+        );
         assert!(usdt.unwrap_err().contains("probed twice"));
     }
 
@@ -617,6 +677,11 @@ mod tests {
         assert!(!e.is_span());
         assert_eq!(e.option(), "--usdt-event done=prog:demo:frame_done");
         assert!(ProbeRequest::parse_usdt_event("done=prog:frame_done").is_err());
+        let t = ProbeRequest::parse_tracepoint("w=syscalls:sys_enter_write:count").unwrap();
+        assert_eq!(t.describe(), "syscalls:sys_enter_write:count");
+        assert!(!t.is_span());
+        assert!(ProbeRequest::parse_tracepoint("w=syscalls").is_err());
+        assert!(ProbeRequest::parse_tracepoint("w=a:b:c:d").is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 
 use super::cost::{self, InstructionClass};
+use super::tracepoint;
 use super::uprobe::{self, Pmu};
 use super::usdt::{self, Argument};
 use super::{locate, FrameSource, Kind, ProbeOptions, ProbePoint, ProbeRequest};
@@ -16,6 +17,7 @@ use crate::perf_event::bindings as b;
 use crate::perf_event::cursor::{self, Cursor};
 use crate::perf_event::members::Membership;
 use crate::perf_event::{self, Ring};
+use crate::sched::tracefs::Field;
 
 /// 256 KiB a CPU: about 6,000 hits, over 0.5 s of 10,000 hits a second; drained every
 /// few milliseconds.
@@ -66,13 +68,26 @@ enum Role {
     Frame,
 }
 
+/// What the kernel is asked to watch.
+#[derive(Clone, Debug)]
+enum Source {
+    Uprobe {
+        point: ProbePoint,
+        retprobe: bool,
+    },
+    /// A tracepoint, and the raw field its events are keyed by.
+    Tracepoint {
+        id: u64,
+        field: Field,
+    },
+}
+
 /// One event to open on every CPU.
 #[derive(Clone, Debug)]
 struct EventSpec {
     role: Role,
     probe: usize,
-    point: ProbePoint,
-    retprobe: bool,
+    source: Source,
     /// Read at the hit: the frame id or the event's key.
     key: Option<Argument>,
     /// For error lines: the option that asked for it.
@@ -85,6 +100,8 @@ struct EventRole {
     role: Role,
     probe: usize,
     key: Option<Argument>,
+    /// A tracepoint's key field: its samples carry the raw record.
+    field: Option<Field>,
 }
 
 /// One sample, decoded.
@@ -101,6 +118,9 @@ struct Hit {
 
 struct Attached {
     request: ProbeRequest,
+    /// A tracepoint's events are kept whichever task they happen on (an interrupt's is
+    /// anyone's); a uprobe's only on the run's processes.
+    any_task: bool,
     /// Where it begins (a USDT probe may have several sites: the first).
     point: ProbePoint,
     frames: FrameSource,
@@ -160,8 +180,10 @@ fn resolve(
     let spec = |role, point: &ProbePoint, retprobe, key| EventSpec {
         role,
         probe: index,
-        point: point.clone(),
-        retprobe,
+        source: Source::Uprobe {
+            point: point.clone(),
+            retprobe,
+        },
         key,
         what: what.clone(),
     };
@@ -217,6 +239,31 @@ fn resolve(
             }
             Ok((events, sites[0].point(), 1))
         }
+        Kind::Tracepoint {
+            group,
+            event,
+            field,
+        } => {
+            let found = tracepoint::find(group, event, field.as_deref()).map_err(fail)?;
+            let events = vec![EventSpec {
+                role: Role::Event,
+                probe: index,
+                source: Source::Tracepoint {
+                    id: found.id,
+                    field: found.key,
+                },
+                key: None,
+                what: what.clone(),
+            }];
+            let point = ProbePoint {
+                path: found.dir,
+                file_offset: 0,
+                semaphore_offset: 0,
+                function: format!("{group}:{event}"),
+                class: InstructionClass::default(),
+            };
+            Ok((events, point, 1))
+        }
     }
 }
 
@@ -231,6 +278,7 @@ impl Recorder {
             let (events, point, hits_per_call) = resolve(index, request, frames)?;
             specs.extend(events);
             probes.push(Attached {
+                any_task: matches!(request.kind, Kind::Tracepoint { .. }),
                 request: request.clone(),
                 point,
                 frames,
@@ -248,8 +296,10 @@ impl Recorder {
                 specs.push(EventSpec {
                     role: Role::Frame,
                     probe: 0,
-                    point: point.clone(),
-                    retprobe: false,
+                    source: Source::Uprobe {
+                        point: point.clone(),
+                        retprobe: false,
+                    },
                     key: None,
                     what: format!("--frame-probe {}", target.describe()),
                 });
@@ -258,8 +308,17 @@ impl Recorder {
             None => None,
         };
         // After the points: a mistake in the options is said before what the machine lacks.
-        let pmu = Pmu::find()?;
-        if specs.iter().any(|s| s.point.semaphore_offset != 0) && !pmu.has_semaphores() {
+        let uprobes = specs
+            .iter()
+            .any(|s| matches!(s.source, Source::Uprobe { .. }));
+        let pmu = match uprobes {
+            true => Some(Pmu::find()?),
+            false => None,
+        };
+        let semaphores = specs.iter().any(
+            |s| matches!(&s.source, Source::Uprobe { point, .. } if point.semaphore_offset != 0),
+        );
+        if semaphores && !pmu.is_some_and(|p| p.has_semaphores()) {
             eprintln!(
                 "framelab: warning: this kernel cannot raise USDT semaphores (no \
                  ref_ctr_offset in the uprobe PMU's format): probes guarded by one will not fire"
@@ -268,10 +327,15 @@ impl Recorder {
         // Measured once per kind of first instruction, with and without a return probe.
         let mut costs: HashMap<(InstructionClass, bool), Option<i64>> = HashMap::new();
         for probe in &mut probes {
+            let Some(pmu) = &pmu else { break };
+            if probe.any_task {
+                // A tracepoint is not a trap: no cost measured.
+                continue;
+            }
             let with_return = matches!(probe.request.kind, Kind::Function(_));
             let key = (probe.point.class, with_return);
             if !costs.contains_key(&key) {
-                let measured = cost::measure(&pmu, key.0, with_return);
+                let measured = cost::measure(pmu, key.0, with_return);
                 if let Err(why) = &measured {
                     eprintln!("framelab: warning: the cost of a probe hit is not known: {why}");
                 }
@@ -294,7 +358,7 @@ impl Recorder {
             lost: 0,
             batch: Vec::new(),
         };
-        recorder.open_events(&pmu, &specs)?;
+        recorder.open_events(pmu.as_ref(), &specs)?;
         for ring in &recorder.rings {
             perf_event::enable(ring.fd()).map_err(|e| perf_event::refusal(&e))?;
         }
@@ -304,30 +368,41 @@ impl Recorder {
         Ok(recorder)
     }
 
-    fn open_events(&mut self, pmu: &Pmu, specs: &[EventSpec]) -> Result<(), String> {
+    fn open_events(&mut self, pmu: Option<&Pmu>, specs: &[EventSpec]) -> Result<(), String> {
         for cpu in perf_event::cpus() {
             let mut ring: Option<Ring> = None;
             for spec in specs {
-                let registers = spec.key.map_or(0, Argument::mask);
-                let what = format!("{} ({})", spec.what, spec.point.path.display());
-                let fd = pmu
-                    .open(
-                        &spec.point.path,
-                        spec.point.file_offset,
-                        spec.point.semaphore_offset,
-                        spec.retprobe,
-                        registers,
-                        -1,
-                        cpu,
-                    )
-                    .map_err(|e| uprobe::refusal(&e, &what))?;
-                let id = uprobe::id(&fd).map_err(|e| uprobe::refusal(&e, &what))?;
+                let (fd, field) = match (&spec.source, pmu) {
+                    (Source::Uprobe { point, retprobe }, Some(pmu)) => {
+                        let what = format!("{} ({})", spec.what, point.path.display());
+                        let fd = pmu
+                            .open(
+                                &point.path,
+                                point.file_offset,
+                                point.semaphore_offset,
+                                *retprobe,
+                                spec.key.map_or(0, Argument::mask),
+                                -1,
+                                cpu,
+                            )
+                            .map_err(|e| uprobe::refusal(&e, &what))?;
+                        (fd, None)
+                    }
+                    (Source::Tracepoint { id, field }, _) => {
+                        let fd = tracepoint::open(*id, cpu)
+                            .map_err(|e| tracepoint::refusal(&e, &spec.what))?;
+                        (fd, Some(*field))
+                    }
+                    (Source::Uprobe { .. }, None) => continue,
+                };
+                let id = uprobe::id(&fd).map_err(|e| uprobe::refusal(&e, &spec.what))?;
                 self.roles.insert(
                     id,
                     EventRole {
                         role: spec.role,
                         probe: spec.probe,
                         key: spec.key,
+                        field,
                     },
                 );
                 match &ring {
@@ -372,7 +447,8 @@ impl Recorder {
         batch.sort_by_key(|h| h.time);
         let mut drained = Drained::default();
         for hit in batch.drain(..) {
-            if !self.members.contains_process(hit.pid) {
+            let any_task = hit.role != Role::Frame && self.probes[hit.probe].any_task;
+            if !any_task && !self.members.contains_process(hit.pid) {
                 continue;
             }
             self.apply(hit, &mut drained);
@@ -464,6 +540,7 @@ impl Recorder {
                     Kind::Function(_) => "uprobe",
                     Kind::UsdtSpan { .. } => "usdt",
                     Kind::UsdtEvent { .. } => "usdt event",
+                    Kind::Tracepoint { .. } => "tracepoint",
                 }
                 .to_owned(),
                 target: p.request.describe(),
@@ -527,10 +604,15 @@ fn decode(record: &[u8], roles: &HashMap<u64, EventRole>) -> Option<Decoded> {
             let pid = c.u32();
             let tid = c.u32();
             let time = c.u64();
-            let key = match role.key {
-                None => 0,
-                Some(constant @ Argument::Constant(_)) => constant.value(0),
-                Some(register) => {
+            let key = match (role.key, role.field) {
+                // PERF_SAMPLE_RAW: its size, then the tracepoint's record.
+                (_, Some(field)) => {
+                    let size = c.u32() as usize;
+                    field.int(c.take(size)) as u64
+                }
+                (None, None) => 0,
+                (Some(constant @ Argument::Constant(_)), None) => constant.value(0),
+                (Some(register), None) => {
                     // PERF_SAMPLE_REGS_USER: the ABI (0: no user registers), then the one
                     // register asked for.
                     let abi = c.u64();
@@ -586,6 +668,7 @@ mod tests {
             role,
             probe: 0,
             key,
+            field: None,
         };
         let roles = HashMap::from([
             (7, role(Role::Begin, Some(argument_register(1)))),

@@ -567,7 +567,7 @@ fn probes(a: &Analysis, st: &Style) -> Option<String> {
                 format!("{} {} {}", f.stage, f.kind, st.name(&f.target))
             };
             let hits = match f.kind.as_str() {
-                "usdt event" => plural(f.hits, "hit", "hits"),
+                "usdt event" | "tracepoint" => plural(f.hits, "hit", "hits"),
                 _ => plural(f.hits, "call", "calls"),
             };
             let hits = if f.hits == 0 { st.yellow(&hits) } else { hits };
@@ -583,6 +583,10 @@ fn probes(a: &Analysis, st: &Style) -> Option<String> {
                 }
                 None => format!("cost unknown ({})", f.first_instruction.describe()),
             };
+            if f.kind == "tracepoint" {
+                // Not a trap in the program: no cost of its own to say.
+                return format!("{what} · {hits}");
+            }
             format!("{what} · {hits} · {cost}")
         })
         .collect();
