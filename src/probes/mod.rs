@@ -643,6 +643,7 @@ mod tests {
                 &strings(&["encode=p:f"]),
                 &[],
                 &[],
+                &[],
                 &strings(args),
                 frame_probe,
             )
