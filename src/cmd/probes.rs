@@ -19,7 +19,7 @@ pub struct ProbeArgs {
     #[arg(long = "usdt", value_name = "STAGE=BINARY:PROVIDER:BEGIN,END")]
     pub usdt: Vec<String>,
     /// Record an event NAME at each hit of USDT probe PROVIDER:PROBE, keyed by its first
-    /// argument (pair events into spans with --pair in report and hist; repeat for more)
+    /// argument (pair two into spans with framelab hist --pair START:END; repeat for more)
     #[arg(long = "usdt-event", value_name = "NAME=BINARY:PROVIDER:PROBE")]
     pub usdt_events: Vec<String>,
     /// Record an event NAME at each hit of kernel tracepoint SUBSYSTEM:EVENT, on any task,
