@@ -340,6 +340,17 @@ fn bad_probes_are_refused_in_one_line_before_the_run() {
         &[],
         "not inside any function",
     );
+    // An offset inside a function, past its entry: its return probe would corrupt it.
+    let entry = framelab::probes::elf::Binary::read(&prog)
+        .unwrap()
+        .function("encode_frame")
+        .unwrap()
+        .file_offset;
+    assert_refused(
+        &["--probe", &format!("encode={p}:{:#x}", entry + 2)],
+        &[],
+        "not at its entry",
+    );
     // A --frame-arg for no probe stage.
     assert_refused(
         &[

@@ -74,6 +74,25 @@ pub fn locate(target: &Target) -> Result<ProbePoint, String> {
                     path.display()
                 ));
             };
+            // The return probe takes the return address from the top of the stack: only
+            // at the entry (or just past a leading endbr64, which leaves the stack alone) is
+            // it there. Anywhere else the kernel would overwrite whatever the function pushed.
+            let past_endbr = match cost::InstructionClass::of(binary.bytes_at(f.file_offset)) {
+                cost::InstructionClass::Endbr64 => Some(f.file_offset + 4),
+                _ => None,
+            };
+            if *offset != f.file_offset && Some(*offset) != past_endbr {
+                let allowed = match past_endbr {
+                    Some(after) => format!("{:#x} or {after:#x} (past its endbr64)", f.file_offset),
+                    None => format!("{:#x}", f.file_offset),
+                };
+                return Err(format!(
+                    "{}:{offset:#x} is inside {}, not at its entry: a return probe there would \
+                     overwrite what the function pushed; give its entry, {allowed}, or its name",
+                    path.display(),
+                    f.name
+                ));
+            }
             (*offset, format!("{}+{:#x}", f.name, offset - f.file_offset))
         }
     };
