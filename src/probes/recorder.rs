@@ -47,6 +47,8 @@ pub struct ProbeEvent {
     /// CLOCK_MONOTONIC.
     pub mono_ns: i64,
     pub key: u64,
+    /// Whether its process is one of the run's (a tracepoint's may be any task's).
+    pub of_run: bool,
 }
 
 /// What a drain found.
@@ -448,16 +450,17 @@ impl Recorder {
         let mut drained = Drained::default();
         for hit in batch.drain(..) {
             let any_task = hit.role != Role::Frame && self.probes[hit.probe].any_task;
-            if !any_task && !self.members.contains_process(hit.pid) {
+            let of_run = self.members.contains_process(hit.pid);
+            if !any_task && !of_run {
                 continue;
             }
-            self.apply(hit, &mut drained);
+            self.apply(hit, of_run, &mut drained);
         }
         self.batch = batch;
         drained
     }
 
-    fn apply(&mut self, hit: Hit, drained: &mut Drained) {
+    fn apply(&mut self, hit: Hit, of_run: bool, drained: &mut Drained) {
         if hit.role == Role::Frame {
             self.frame += 1;
             if let Some((_, _, hits)) = &mut self.frame_probe {
@@ -478,6 +481,7 @@ impl Recorder {
                     tid: hit.tid,
                     mono_ns: hit.time as i64,
                     key: hit.key,
+                    of_run,
                 });
             }
             Role::Begin => {

@@ -338,7 +338,8 @@ impl Collector {
         let origin = self.meta.origin_mono_ns;
         for event in drained.events {
             let name = self.probe_name_id(probes, event.probe, name_kind::EVENT)?;
-            let thread = self.probe_thread(probes, event.pid, event.tid, event.mono_ns)?;
+            let seen = event.of_run.then_some(event.mono_ns);
+            let thread = self.probe_thread(probes, event.pid, event.tid, seen)?;
             self.events.push(EventRecord {
                 event: name,
                 key: event.key,
@@ -348,7 +349,7 @@ impl Collector {
         }
         for span in drained.spans {
             let stage = self.probe_name_id(probes, span.probe, name_kind::STAGE)?;
-            let thread = self.probe_thread(probes, span.pid, span.tid, span.start_mono_ns)?;
+            let thread = self.probe_thread(probes, span.pid, span.tid, Some(span.start_mono_ns))?;
             self.keep_span(Span {
                 frame: span.frame,
                 stage,
@@ -370,13 +371,15 @@ impl Collector {
         Ok(id)
     }
 
-    /// The run's index of a probed thread, added (named from /proc) when first seen.
+    /// The run's index of a probed thread, added (named from /proc) when first seen; its
+    /// process is accounted from `of_run_since` (CLOCK_MONOTONIC), when it is the run's (a
+    /// tracepoint's task may be anyone's).
     fn probe_thread(
         &mut self,
         probes: &mut ProbeSpans,
         pid: u32,
         tid: u32,
-        seen_mono_ns: i64,
+        of_run_since: Option<i64>,
     ) -> Result<u32> {
         if let Some(&index) = probes.threads.get(&(pid, tid)) {
             return Ok(index);
@@ -392,8 +395,10 @@ impl Collector {
         }))?;
         let index = self.threads_added;
         self.threads_added += 1;
-        self.accounting
-            .observe_instrumented(pid, seen_mono_ns - self.meta.origin_mono_ns);
+        if let Some(since) = of_run_since {
+            self.accounting
+                .observe_instrumented(pid, since - self.meta.origin_mono_ns);
+        }
         probes.threads.insert((pid, tid), index);
         Ok(index)
     }
