@@ -212,18 +212,45 @@ pub fn summary(meta: &crate::model::RunMeta) -> Option<ProbeSummary> {
 
 /// One stderr line per probe that saw nothing or lost something: the end of a run is where
 /// someone reading the terminal looks (the report's header says the same).
-pub fn say_what_was_missed(facts: &[crate::model::ProbeFacts], lost: u64) {
+pub fn say_what_was_missed(
+    facts: &[crate::model::ProbeFacts],
+    lost: u64,
+    loaded: &std::collections::BTreeSet<String>,
+) {
     for p in facts {
         let option = if p.frame_probe {
             format!("--frame-probe {}", p.target)
         } else {
-            format!("--probe {}={}", p.stage, p.target)
+            let flag = match p.kind.as_str() {
+                "usdt" => "--usdt",
+                "usdt event" => "--usdt-event",
+                "tracepoint" => "--tracepoint",
+                _ => "--probe",
+            };
+            format!("{flag} {}={}", p.stage, p.target)
         };
-        if p.hits == 0 {
+        if p.hits == 0 && p.kind != "tracepoint" {
+            // What the run's processes had mapped, when it was read.
+            let maps = if loaded.is_empty() {
+                "check that the command loads that very file: ldd, or /proc/PID/maps while it \
+                 runs"
+                    .to_owned()
+            } else if loaded.contains(&p.path) {
+                "the file was loaded: the function was never called".to_owned()
+            } else {
+                let names: Vec<&str> = loaded
+                    .iter()
+                    .map(|l| l.rsplit('/').next().unwrap_or(l))
+                    .filter(|n| n.contains(".so") || !n.contains('.'))
+                    .collect();
+                format!(
+                    "the run's processes never loaded that file; they mapped {}",
+                    names.join(", ")
+                )
+            };
             eprintln!(
                 "framelab: warning: {option}: 0 hits: no process of the run called {} in {} \
-                 (check that the command loads that very file: ldd, or /proc/PID/maps while \
-                 it runs)",
+                 ({maps})",
                 p.function, p.path
             );
         }

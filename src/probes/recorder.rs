@@ -425,6 +425,11 @@ impl Recorder {
         Ok(())
     }
 
+    /// Whether a probe on a binary (not a tracepoint) has seen no call yet.
+    pub fn unhit(&self) -> bool {
+        self.probes.iter().any(|p| !p.any_task && p.hits == 0)
+    }
+
     /// The stage (or event) name of each probe, by [`ProbeSpan::probe`].
     pub fn stages(&self) -> Vec<String> {
         self.probes

@@ -82,6 +82,9 @@ struct ProbeSpans {
     name_ids: Vec<Option<u16>>,
     /// (pid, tid) → the run's thread index.
     threads: HashMap<(u32, u32), u32>,
+    /// Files the run's processes had mapped, read while a probe had no hit: said after
+    /// the run when it never got one (was its binary loaded at all?).
+    loaded: std::collections::BTreeSet<String>,
 }
 
 /// The run group's readings over the window.
@@ -161,6 +164,7 @@ impl Collector {
             names,
             recorder,
             threads: HashMap::new(),
+            loaded: Default::default(),
         });
     }
 
@@ -359,6 +363,30 @@ impl Collector {
             });
         }
         Ok(())
+    }
+
+    /// While a probe has seen nothing, the files the run's processes map (read at each
+    /// commit, twice a second), for the line that says so after the run.
+    fn note_loaded_files(&mut self) {
+        let Some(probes) = self.probes.as_mut() else {
+            return;
+        };
+        if !probes.recorder.unhit() {
+            return;
+        }
+        for (pid, role) in self.accounting.live_pids() {
+            if role == ProcessRole::Watched {
+                continue;
+            }
+            let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+                continue;
+            };
+            for path in maps.lines().filter_map(|l| l.split_whitespace().nth(5)) {
+                if path.starts_with('/') && !probes.loaded.contains(path) {
+                    probes.loaded.insert(path.to_owned());
+                }
+            }
+        }
     }
 
     /// The run's id of probe `probe`'s stage or event name.
@@ -743,6 +771,7 @@ impl Collector {
 
     /// Commits what was recorded so far; a killed framelab loses at most what came after.
     pub fn commit(&mut self) -> Result<()> {
+        self.note_loaded_files();
         self.flush()?;
         let mut meta = self.meta.clone();
         if !self.window_closed {
@@ -776,7 +805,7 @@ impl Collector {
             let finished = probes.recorder.finish();
             self.keep_probe_records(&mut probes, finished.drained)?;
             self.flush()?;
-            crate::probes::say_what_was_missed(&finished.facts, finished.lost);
+            crate::probes::say_what_was_missed(&finished.facts, finished.lost, &probes.loaded);
             let facts = &mut self.meta.session;
             facts.probes = finished.facts;
             facts.probe_records_lost = finished.lost;
