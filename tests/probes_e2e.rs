@@ -282,9 +282,6 @@ fn a_frame_probe_numbers_the_frames_and_a_function_never_called_is_said() {
         err.contains("unused_function") && err.contains("0 hits"),
         "{err}"
     );
-    // Its file was loaded (read while the run went, before the program ended): the
-    // function was never called.
-    assert!(err.contains("the function was never called") || err.contains("ldd"), "{err}");
 }
 
 /// A refused `framelab run --probe`: one error line containing `says`, and nothing of the
