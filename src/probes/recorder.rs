@@ -336,16 +336,16 @@ impl Recorder {
             }
             let with_return = matches!(probe.request.kind, Kind::Function(_));
             let key = (probe.point.class, with_return);
-            if !costs.contains_key(&key) {
+            let measured = *costs.entry(key).or_insert_with(|| {
                 let measured = cost::measure(pmu, key.0, with_return);
                 if let Err(why) = &measured {
                     eprintln!("framelab: warning: the cost of a probe hit is not known: {why}");
                 }
-                costs.insert(key, measured.ok());
-            }
+                measured.ok()
+            });
             // A USDT stage's begin and end are two entry hits.
             let per_call = if with_return { 1 } else { probe.hits_per_call };
-            probe.cost_ns = costs[&key].map(|c| c * per_call);
+            probe.cost_ns = measured.map(|c| c * per_call);
         }
         let mut recorder = Recorder {
             probes,
