@@ -491,6 +491,8 @@ fn run_options(
             }),
             None => None,
         },
+        // `--probe` is an option of `framelab run` only, so far.
+        probes: Default::default(),
     })
 }
 
