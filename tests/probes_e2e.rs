@@ -769,3 +769,48 @@ fn a_tracepoint_gives_one_event_per_hit_keyed_by_its_field() {
         "has no field cnt; its fields: __syscall_nr, fd, buf, count",
     );
 }
+
+#[test]
+fn a_bench_attaches_the_probes_given_once_to_every_run_of_every_variant() {
+    if !uprobes_or_skip("a_bench_attaches_the_probes_given_once_to_every_run_of_every_variant") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), 20_000);
+    let experiment = dir.path().join("probed.framelab");
+    let probe = format!("encode={}:encode_frame", prog.display());
+    let out = framelab()
+        .args(["bench", "--runs", "2", "-o"])
+        .arg(&experiment)
+        .args(["--probe", &probe, "--frame-arg", "encode=arg1"])
+        .arg("--variant")
+        .arg(format!("short={} 100 /dev/null", prog.display()))
+        .arg("--variant")
+        .arg(format!("long={} 200 /dev/null", prog.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Every run of both variants has the probe's spans: compare reads their counts.
+    let compared = framelab()
+        .args(["compare", "--format", "json", "--show", "encode.count"])
+        .arg(&experiment)
+        .output()
+        .unwrap();
+    assert!(compared.status.success(), "{}", stderr(&compared));
+    let c: serde_json::Value = serde_json::from_slice(&compared.stdout).unwrap();
+    let row = &c["groups"][0]["comparisons"][0]["rows"][0];
+    assert_eq!(row["metric"], "encode.count", "{row}");
+    assert_eq!(row["baseline"]["median"], 100.0, "{row}");
+    assert_eq!(row["variant"]["median"], 200.0, "{row}");
+    assert_eq!(row["baseline"]["runs"], 2, "{row}");
+    // A bad probe is refused before the first run, as in `run`.
+    let refused = framelab()
+        .args(["bench", "--runs", "2", "-o"])
+        .arg(dir.path().join("refused.framelab"))
+        .args(["--probe", "encode=/etc/hostname:main", "--variant"])
+        .arg(format!("a={} 10 /dev/null", prog.display()))
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(!dir.path().join("refused.framelab").exists());
+}

@@ -491,8 +491,7 @@ fn run_options(
             }),
             None => None,
         },
-        // `--probe` is an option of `framelab run` only, so far.
-        probes: Default::default(),
+        probes: settings.probes.parse().map_err(anyhow::Error::msg)?,
     })
 }
 

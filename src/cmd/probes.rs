@@ -1,8 +1,8 @@
-//! The probe options of `framelab run` (`--probe`, `--frame-arg`, `--frame-probe`), and
+//! The probe options of `framelab run` and `bench` (`--probe`, `--frame-arg`, `--frame-probe`), and
 //! `framelab probes BINARY [PATTERN]`: the functions of a binary that can be probed.
 
 use clap::Args;
-use framelab::probes::{self, cost::InstructionClass, elf::Binary, ProbeOptions};
+use framelab::probes::{self, cost::InstructionClass, elf::Binary, ProbeOptions, ProbeText};
 
 use super::Outcome;
 
@@ -38,16 +38,20 @@ pub struct ProbeArgs {
 }
 
 impl ProbeArgs {
+    /// The options as given, for a bench to keep and give every run.
+    pub fn text(&self) -> ProbeText {
+        ProbeText {
+            functions: self.probes.clone(),
+            usdt: self.usdt.clone(),
+            usdt_events: self.usdt_events.clone(),
+            tracepoints: self.tracepoints.clone(),
+            frame_args: self.frame_args.clone(),
+            frame_probe: self.frame_probe.clone(),
+        }
+    }
+
     pub fn options(&self) -> anyhow::Result<ProbeOptions> {
-        ProbeOptions::parse(
-            &self.probes,
-            &self.usdt,
-            &self.usdt_events,
-            &self.tracepoints,
-            &self.frame_args,
-            self.frame_probe.as_deref(),
-        )
-        .map_err(anyhow::Error::msg)
+        self.text().parse().map_err(anyhow::Error::msg)
     }
 }
 

@@ -23,7 +23,7 @@ pub mod usdt;
 
 use std::path::{Path, PathBuf};
 
-pub use options::{FrameSource, Kind, Place, ProbeOptions, ProbeRequest, Target};
+pub use options::{FrameSource, Kind, Place, ProbeOptions, ProbeRequest, ProbeText, Target};
 
 /// A probe point found in its file: what the kernel is given.
 #[derive(Clone, Debug, PartialEq, Eq)]

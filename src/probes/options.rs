@@ -248,6 +248,42 @@ pub enum FrameSource {
     FrameProbe,
 }
 
+/// The probe options as given, unchecked: what a bench keeps in its experiment file so
+/// that every run (and `--resume`) attaches the same probes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProbeText {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub usdt: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub usdt_events: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tracepoints: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frame_args: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame_probe: Option<String>,
+}
+
+impl ProbeText {
+    pub fn is_empty(&self) -> bool {
+        *self == ProbeText::default()
+    }
+
+    /// Checked: every refusal is one line saying what to change.
+    pub fn parse(&self) -> Result<ProbeOptions, String> {
+        ProbeOptions::parse(
+            &self.functions,
+            &self.usdt,
+            &self.usdt_events,
+            &self.tracepoints,
+            &self.frame_args,
+            self.frame_probe.as_deref(),
+        )
+    }
+}
+
 /// What `--probe`, `--usdt`, `--usdt-event`, `--frame-arg` and `--frame-probe` ask for,
 /// checked.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use super::cost::{self, InstructionClass};
 use super::tracepoint;
 use super::uprobe::{self, Pmu};
 use super::usdt::{self, Argument};
-use super::{locate, FrameSource, Kind, ProbeOptions, ProbePoint, ProbeRequest};
+use super::{locate, FrameSource, Kind, ProbeOptions, ProbePoint, ProbeRequest, Target};
 use crate::model::ProbeFacts;
 use crate::perf_event::bindings as b;
 use crate::perf_event::cursor::{self, Cursor};
@@ -270,6 +270,23 @@ fn resolve(
 }
 
 impl Recorder {
+    /// What `start` would refuse, said before anything runs (a bench checks its probes
+    /// once, before its first run): every point located, and the uprobe PMU present.
+    pub fn check(options: &ProbeOptions) -> Result<(), String> {
+        for (index, request) in options.probes.iter().enumerate() {
+            resolve(index, request, options.frame_source(&request.stage))?;
+        }
+        if let Some(target) = &options.frame_probe {
+            locate_frame_probe(target)?;
+        }
+        let uprobes = options.frame_probe.is_some()
+            || (options.probes.iter()).any(|r| !matches!(r.kind, Kind::Tracepoint { .. }));
+        if uprobes {
+            Pmu::find()?;
+        }
+        Ok(())
+    }
+
     /// Finds every probe point, measures what a hit costs, and opens and enables the
     /// events on every CPU. `Err` is the one line to print; the run must not start.
     pub fn start(options: &ProbeOptions, watched: Vec<u32>) -> Result<Recorder, String> {
@@ -293,8 +310,7 @@ impl Recorder {
         }
         let frame_probe = match &options.frame_probe {
             Some(target) => {
-                let point = locate(target)
-                    .map_err(|e| format!("--frame-probe {}: {e}", target.describe()))?;
+                let point = locate_frame_probe(target)?;
                 specs.push(EventSpec {
                     role: Role::Frame,
                     probe: 0,
@@ -702,4 +718,8 @@ mod tests {
         // An event that is not ours is skipped.
         assert!(decode(&sample(3, 10, 11, 900, None), &roles).is_none());
     }
+}
+
+fn locate_frame_probe(target: &Target) -> Result<ProbePoint, String> {
+    locate(target).map_err(|e| format!("--frame-probe {}: {e}", target.describe()))
 }
