@@ -5,19 +5,24 @@
 
 pub mod model;
 mod plan;
+mod recorded;
 mod render;
 
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use self::model::{simulate, Config, Simulated, Task};
+use self::model::{simulate_with, Config, Simulated};
 pub use self::plan::Changes;
-use crate::analyze::frames::{measure_run, Frames, NO_FRAME};
-use crate::analyze::pipeline::waits::StageSpan;
+use self::recorded::RecordedFrames;
+use crate::analyze::compact::columns::{columns_of, SpanColumns};
+use crate::analyze::compact::table::FrameTable;
+use crate::analyze::compact::window::measure;
+use crate::analyze::compact::{analyze_columns, load_columns, Columns, ANALYSIS_KEEPS};
 use crate::analyze::pipeline::{has_thread_info, is_queue, thread_labels};
 use crate::analyze::stats::sort_ns;
 use crate::analyze::{Analysis, Dist};
 use crate::model::Run;
+use crate::store::StoredRun;
 pub use render::render;
 
 /// The stage the SDK's pacer records its own wait as.
@@ -33,21 +38,31 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn of(sim: &Simulated) -> Outcome {
-        let mut ends = sim.ends_ns.clone();
+    /// The outcome of `sim`, whose vectors become the totals and intervals in place.
+    fn of(sim: Simulated) -> Outcome {
+        let Simulated {
+            starts_ns: mut totals,
+            ends_ns: mut ends,
+        } = sim;
+        for (t, e) in totals.iter_mut().zip(&ends) {
+            *t = e - *t;
+        }
+        let total = Dist::from_unsorted(&mut totals);
+        drop(totals);
         sort_ns(&mut ends);
-        let mut intervals: Vec<i64> = ends.windows(2).map(|w| w[1] - w[0]).collect();
-        let mut totals: Vec<i64> = (sim.ends_ns.iter().zip(&sim.starts_ns))
-            .map(|(e, s)| e - s)
-            .collect();
-        let interval = Dist::from_unsorted(&mut intervals);
+        // end_i − end_{i−1}, written over the ends.
+        for i in 1..ends.len() {
+            ends[i - 1] = ends[i] - ends[i - 1];
+        }
+        ends.pop();
+        let interval = Dist::from_unsorted(&mut ends);
         Outcome {
             fps: interval
                 .as_ref()
                 .filter(|d| d.mean_ns > 0.0)
                 .map(|d| 1e9 / d.mean_ns),
             interval,
-            total: Dist::from_unsorted(&mut totals),
+            total,
         }
     }
 
@@ -83,88 +98,39 @@ pub struct WhatIf {
     pub assumptions: Vec<String>,
 }
 
-/// A measured frame's stages in start order, and each one's hand-over delay.
-struct RecordedFrame {
-    spans: Vec<StageSpan>,
-    delays_ns: Vec<i64>,
-}
-
-/// The measured frames, in start order, each with its spans sorted by start.
-fn recorded_frames(run: &Run) -> Vec<RecordedFrame> {
-    let frames = Frames::from_spans(&run.spans);
-    let (_, measured) = measure_run(run, &frames);
-    let mut by_frame: Vec<Vec<StageSpan>> = vec![Vec::new(); frames.all.len()];
-    for (s, &f) in run.spans.iter().zip(&frames.span_frame) {
-        if f != NO_FRAME && measured.in_window[f as usize] {
-            by_frame[f as usize].push(StageSpan {
-                start_ns: s.start_ns,
-                end_ns: s.end_ns(),
-                stage: s.stage,
-                thread: s.thread,
-            });
-        }
-    }
-    let mut out: Vec<RecordedFrame> = by_frame
-        .into_iter()
-        .filter(|spans| !spans.is_empty())
-        .map(|mut spans| {
-            spans.sort_unstable();
-            RecordedFrame {
-                delays_ns: vec![0; spans.len()],
-                spans,
-            }
-        })
-        .collect();
-    out.sort_by_key(|f| f.spans[0].start_ns);
-    out
-}
-
-/// Each span's hand-over delay as recorded: how long after it could have started (the
-/// frame's previous stage ended, its thread's previous span ended and, for the stage the
-/// depth gates, the frame `depth` before ended) it started. A frame's first span has none
-/// (the pacer's release is modelled instead).
-fn set_handover_delays(frames: &mut [RecordedFrame], depth: usize, pace: Option<u16>) {
-    // The end of the span before each one on its thread, by start.
-    let mut by_thread: Vec<(u32, i64, usize, usize)> = Vec::new();
-    for (i, f) in frames.iter().enumerate() {
-        for (k, s) in f.spans.iter().enumerate() {
-            by_thread.push((s.thread, s.start_ns, i, k));
-        }
-    }
-    by_thread.sort_unstable();
-    let mut thread_free: Vec<Vec<i64>> = (frames.iter())
-        .map(|f| vec![i64::MIN; f.spans.len()])
-        .collect();
-    for w in by_thread.windows(2) {
-        let ((t0, _, i0, k0), (t1, _, i1, k1)) = (w[0], w[1]);
-        if t0 == t1 {
-            thread_free[i1][k1] = frames[i0].spans[k0].end_ns;
-        }
-    }
-    let ends: Vec<i64> = (frames.iter())
-        .map(|f| f.spans.iter().map(|s| s.end_ns).max().unwrap_or(0))
-        .collect();
-    for i in 0..frames.len() {
-        let f = &frames[i];
-        let gated = usize::from(pace == Some(f.spans[0].stage) && f.spans.len() > 1);
-        let delays: Vec<i64> = (0..f.spans.len())
-            .map(|k| {
-                if k == 0 {
-                    return 0;
-                }
-                let mut ready = f.spans[k - 1].end_ns.max(thread_free[i][k]);
-                if k == gated && i >= depth {
-                    ready = ready.max(ends[i - depth]);
-                }
-                f.spans[k].start_ns.saturating_sub(ready).max(0)
-            })
-            .collect();
-        frames[i].delays_ns = delays;
-    }
-}
-
 /// Predicts `changes` on `run` (analysed as `analysis`).
 pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatIf> {
+    let (columns, table) = columns_of(&run.spans, ANALYSIS_KEEPS);
+    whatif_columns(run, columns, table, analysis, changes)
+}
+
+/// [`whatif`] of a run file's run: its spans read once into columns, which the analysis
+/// borrows and the model then replays from (issue 29: the loaded run and a vector of spans
+/// per frame took 337 bytes a span).
+pub fn whatif_stored(stored: &StoredRun, changes: &Changes) -> Result<WhatIf> {
+    let (columns, table) = load_columns(stored, ANALYSIS_KEEPS)?;
+    let analysis = analyze_columns(
+        &stored.head,
+        Columns::Shared(&columns),
+        &table,
+        stored,
+        &mut |_| {},
+    )?;
+    whatif_columns(&stored.head, columns, table, &analysis, changes)
+}
+
+/// [`whatif`] of a run whose spans were read into `columns` and `table` (starts and threads
+/// kept, as [`ANALYSIS_KEEPS`] says): `head` is the run without them. The columns stay,
+/// the frames become row indices into them ([`RecordedFrames`]), and the model is fed one
+/// frame's tasks at a time: about 30 to 50 bytes a span in all.
+pub fn whatif_columns(
+    head: &Run,
+    columns: SpanColumns,
+    table: FrameTable,
+    analysis: &Analysis,
+    changes: &Changes,
+) -> Result<WhatIf> {
+    let run = head;
     // A stage named twice would be scaled by the product, or moved to the last thread named.
     for (option, stages) in [
         (
@@ -185,7 +151,7 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
              as soon as they can; leave --unpaced out"
         );
     }
-    if run.spans.is_empty() {
+    if columns.is_empty() {
         bail!(
             "the run has no spans (an import of histograms or samples only): whatif replays each \
              stage's recorded spans"
@@ -197,7 +163,11 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
              to know which thread ran each stage (a CSV or JSONL import takes a tid column)"
         );
     }
-    let mut frames = recorded_frames(run);
+    let mut columns = columns;
+    let (_, measured) = measure(&table, &columns, &run.meta);
+    let frame_of_row = std::mem::take(&mut columns.frame);
+    let mut frames = RecordedFrames::new(&columns, &frame_of_row, &table, &measured)?;
+    drop((frame_of_row, table, measured));
     if frames.len() < 2 {
         bail!(
             "the run has {} measured frames: whatif needs two or more to predict a rate",
@@ -211,22 +181,21 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
     let queues: Vec<bool> = run.threads.iter().map(is_queue).collect();
     let recorded = plan::recorded(&frames, &labels, &queues, pace);
     let changed = plan::apply(&recorded, changes, &run.stages)?;
-    set_handover_delays(&mut frames, recorded.depth, pace);
+    frames.set_handover_delays(recorded.depth, pace);
     // The pacer runs at the target rate (a budget alone paces nothing).
     let period_ns = (run.meta.target_fps)
         .filter(|f| f.is_finite() && *f > 0.0)
         .map(|f| 1e9 / f);
     let outcome = |p: &plan::Plan, paced: bool| {
-        let tasks: Vec<Vec<Task>> = (frames.iter())
-            .map(|f| p.tasks(&f.spans, &f.delays_ns))
-            .collect();
         let config = Config {
             period_ns: period_ns.filter(|_| paced),
             depth: p.depth,
             pace_stage: pace,
             resources: p.resource_names.len(),
         };
-        Outcome::of(&simulate(&tasks, &config))
+        Outcome::of(simulate_with(frames.len(), &config, &mut |k, tasks| {
+            p.tasks_into(frames.spans_with_delays(k), tasks)
+        }))
     };
     Ok(WhatIf {
         run: analysis.name.clone(),
