@@ -334,7 +334,14 @@ impl Slices {
     /// Writes the span's BEGIN, after the ENDs of the slices that end by its start.
     fn open(
         &mut self,
-        (start_ns, Reverse(dur_ns), thread, i, frame, stage): (i64, Reverse<i64>, u32, u64, u64, u16),
+        (start_ns, Reverse(dur_ns), thread, i, frame, stage): (
+            i64,
+            Reverse<i64>,
+            u32,
+            u64,
+            u64,
+            u16,
+        ),
         iids: &NameIids,
         w: &mut PacketWriter,
     ) -> anyhow::Result<()> {
@@ -374,8 +381,12 @@ impl Slices {
             }
         };
         let target = &mut thread_lanes[lane];
-        self.ends
-            .push(Reverse((end, Reverse(target.open.len()), thread, lane as u32)));
+        self.ends.push(Reverse((
+            end,
+            Reverse(target.open.len()),
+            thread,
+            lane as u32,
+        )));
         target.open.push(end);
         let flow = self.flows.next(frame);
         w.begin(target.uuid, iids.stage(stage), frame, flow, start_ns)
