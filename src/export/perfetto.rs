@@ -718,7 +718,7 @@ mod tests {
     use super::*;
     use crate::analyze::fixtures::span;
     use crate::import::{parse_bytes, Format, ImportOptions};
-    use crate::model::{EventRecord, Sample, SampleSeries, SeriesKind, ThreadInfo};
+    use crate::model::{EventRecord, Sample, SampleSeries, SeriesKind, Span, ThreadInfo};
     use prost::Message;
 
     fn thread(pid: u32, tid: u32, name: &str) -> ThreadInfo {
@@ -1032,5 +1032,51 @@ mod tests {
         run.spans[0].thread = 9;
         let err = write(&run, &mut Vec::new()).unwrap_err();
         assert!(err.to_string().contains("thread 9"), "{err}");
+    }
+
+    /// 20,000 spans on two threads, nested and overlapping, some starting together.
+    fn many_spans() -> Vec<Span> {
+        (0..20_000u64)
+            .map(|i| Span {
+                frame: i / 4,
+                stage: (i % 3) as u16,
+                thread: (i % 2) as u32,
+                start_ns: (i as i64 / 2) * 1_000 + (i as i64 % 5) * 100,
+                dur_ns: 50 + (i as i64 * 7919 % 2_500),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn spans_far_out_of_order_give_the_bytes_of_the_sorted_run() {
+        // Chunks of 8,192 spans are streamed; reversed, every span is overtaken by one
+        // read later, so the whole run waits. Blocks of one thread at a time, as a
+        // collector's drains leave them, only a block's worth.
+        let mut sorted = sample_run();
+        sorted.spans = many_spans();
+        sorted
+            .spans
+            .sort_by_key(|s| (s.start_ns, Reverse(s.dur_ns), s.thread));
+        let expected = export(&sorted);
+        let mut reversed = sorted.clone();
+        reversed.spans.reverse();
+        assert!(export(&reversed) == expected);
+        let mut drained = sorted.clone();
+        drained
+            .spans
+            .sort_by_key(|s| (s.start_ns / 500_000, s.thread));
+        assert!(export(&drained) == expected);
+    }
+
+    #[test]
+    fn the_span_index_named_in_an_error_is_its_place_in_the_run() {
+        let mut run = sample_run();
+        run.spans = many_spans();
+        run.spans[12_345].dur_ns = -1;
+        let err = write(&run, &mut Vec::new()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "span 12345 has a negative duration (-1 ns)"
+        );
     }
 }

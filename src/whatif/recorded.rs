@@ -54,12 +54,10 @@ impl<'a> RecordedFrames<'a> {
                 slot[f as usize] = row as u32;
             }
         }
-        let mut order: Vec<(i64, u32, u32)> = (measured.in_window.ones())
-            .map(|f| (table.start_ns(f), slot[f as usize], f))
-            .collect();
-        order.sort_unstable();
+        let mut order: Vec<u32> = measured.in_window.ones().collect();
+        order.sort_unstable_by_key(|&f| (table.start_ns(f), slot[f as usize]));
         // `slot` now holds each frame's place in start order.
-        for (k, &(_, _, f)) in order.iter().enumerate() {
+        for (k, &f) in order.iter().enumerate() {
             slot[f as usize] = k as u32;
         }
         let frames = order.len();
