@@ -15,9 +15,10 @@ use self::model::{simulate_with, Config, Simulated};
 pub use self::plan::Changes;
 use self::recorded::RecordedFrames;
 use crate::analyze::compact::columns::{columns_of, SpanColumns};
+use crate::analyze::compact::rate::{frame_rate, FrameRate};
 use crate::analyze::compact::table::FrameTable;
 use crate::analyze::compact::window::measure;
-use crate::analyze::compact::{analyze_columns, load_columns, Columns, ANALYSIS_KEEPS};
+use crate::analyze::compact::{load_columns, ANALYSIS_KEEPS};
 use crate::analyze::pipeline::{has_thread_info, is_queue, thread_labels};
 use crate::analyze::stats::sort_ns;
 use crate::analyze::{Analysis, Dist};
@@ -66,6 +67,15 @@ impl Outcome {
         }
     }
 
+    /// The analysis's figures from the frames alone.
+    fn of_rate(r: FrameRate) -> Outcome {
+        Outcome {
+            fps: r.fps.as_ref().map(|f| f.mean),
+            interval: r.interval,
+            total: r.total,
+        }
+    }
+
     /// The analysis's figures, defined as the model's are.
     fn measured(a: &Analysis) -> Outcome {
         Outcome {
@@ -101,33 +111,34 @@ pub struct WhatIf {
 /// Predicts `changes` on `run` (analysed as `analysis`).
 pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatIf> {
     let (columns, table) = columns_of(&run.spans, ANALYSIS_KEEPS);
-    whatif_columns(run, columns, table, analysis, changes)
+    whatif_columns(
+        run,
+        columns,
+        table,
+        Some(Outcome::measured(analysis)),
+        changes,
+    )
 }
 
-/// [`whatif`] of a run file's run: its spans read once into columns, which the analysis
-/// borrows and the model then replays from (issue 29: the loaded run and a vector of spans
-/// per frame took 337 bytes a span).
+/// [`whatif`] of a run file's run: its spans read once into columns, the measured figures
+/// taken from them as the analysis takes them (and nothing else of the analysis), then
+/// the model replays from them (issue 29: the loaded run, its whole analysis and a vector
+/// of spans per frame took 337 bytes a span).
 pub fn whatif_stored(stored: &StoredRun, changes: &Changes) -> Result<WhatIf> {
     let (columns, table) = load_columns(stored, ANALYSIS_KEEPS)?;
-    let analysis = analyze_columns(
-        &stored.head,
-        Columns::Shared(&columns),
-        &table,
-        stored,
-        &mut |_| {},
-    )?;
-    whatif_columns(&stored.head, columns, table, &analysis, changes)
+    whatif_columns(&stored.head, columns, table, None, changes)
 }
 
 /// [`whatif`] of a run whose spans were read into `columns` and `table` (starts and threads
-/// kept, as [`ANALYSIS_KEEPS`] says): `head` is the run without them. The columns stay,
-/// the frames become row indices into them ([`RecordedFrames`]), and the model is fed one
-/// frame's tasks at a time: about 30 to 50 bytes a span in all.
+/// kept, as [`ANALYSIS_KEEPS`] says): `head` is the run without them. `measured` is the
+/// analysis's figures, else taken from the columns. The columns stay, the frames become row
+/// indices into them ([`RecordedFrames`]), and the model is fed one frame's tasks at a
+/// time: about 30 to 50 bytes a span in all.
 pub fn whatif_columns(
     head: &Run,
     columns: SpanColumns,
     table: FrameTable,
-    analysis: &Analysis,
+    measured: Option<Outcome>,
     changes: &Changes,
 ) -> Result<WhatIf> {
     let run = head;
@@ -164,10 +175,12 @@ pub fn whatif_columns(
         );
     }
     let mut columns = columns;
-    let (_, measured) = measure(&table, &columns, &run.meta);
+    let (_, in_window) = measure(&table, &columns, &run.meta);
+    let measured =
+        measured.unwrap_or_else(|| Outcome::of_rate(frame_rate(run, &table, &in_window)));
     let frame_of_row = std::mem::take(&mut columns.frame);
-    let mut frames = RecordedFrames::new(&columns, &frame_of_row, &table, &measured)?;
-    drop((frame_of_row, table, measured));
+    let mut frames = RecordedFrames::new(&columns, &frame_of_row, &table, &in_window)?;
+    drop((frame_of_row, table, in_window));
     if frames.len() < 2 {
         bail!(
             "the run has {} measured frames: whatif needs two or more to predict a rate",
@@ -198,10 +211,10 @@ pub fn whatif_columns(
         }))
     };
     Ok(WhatIf {
-        run: analysis.name.clone(),
+        run: run.meta.name.clone(),
         frames: frames.len(),
         target_fps: run.meta.target_fps,
-        measured: Outcome::measured(analysis),
+        measured,
         // The run as it was recorded: how close the model comes to the measurement.
         as_recorded: outcome(&recorded, true),
         recorded_schedule: recorded.schedule(&run.stages),
@@ -411,6 +424,37 @@ mod tests {
             w.schedule.resources[1].1,
             vec!["a".to_string(), "b".to_string()]
         );
+    }
+
+    #[test]
+    fn a_run_read_from_its_file_gives_what_the_loaded_run_gives() {
+        // whatif_stored takes the measured figures from the frames alone, not from the
+        // whole analysis: the same prediction, field for field.
+        let dir = tempfile::tempdir().unwrap();
+        for (k, run) in [
+            serial_run(400.0, 50),
+            queue_run(400.0, 50),
+            serial_run_on(120.0, 30, 1),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let path = dir.path().join(format!("{k}.framelab"));
+            crate::store::write_run(&path, &run).unwrap();
+            let stored = crate::store::open_run(&path, None).unwrap();
+            let run = crate::store::load_run(&path, None).unwrap();
+            for changes in [
+                depth(2),
+                Changes {
+                    scales: vec![("b".into(), 0.5)],
+                    unpaced: true,
+                    ..Changes::default()
+                },
+            ] {
+                let from_file = whatif_stored(&stored, &changes).unwrap();
+                assert_eq!(from_file, predict(&run, changes).unwrap());
+            }
+        }
     }
 
     #[test]
