@@ -368,8 +368,8 @@ fn whatif_and_the_perfetto_export_never_hold_the_run() {
 }
 
 /// Bounds of the peaks, in bytes per span, with one span per frame (the worst case).
-const WHATIF_BYTES_PER_SPAN: usize = 1000;
-const EXPORT_BYTES_PER_SPAN: usize = 1000;
+const WHATIF_BYTES_PER_SPAN: usize = 40;
+const EXPORT_BYTES_PER_SPAN: usize = 8;
 
 /// The big runs' bounds: every subcommand's peak in bytes per span.
 fn assert_peaks(peaks: &Peaks) {

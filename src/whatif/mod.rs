@@ -179,8 +179,8 @@ pub fn whatif_columns(
     let measured =
         measured.unwrap_or_else(|| Outcome::of_rate(frame_rate(run, &table, &in_window)));
     let frame_of_row = std::mem::take(&mut columns.frame);
-    let mut frames = RecordedFrames::new(&columns, &frame_of_row, &table, &in_window)?;
-    drop((frame_of_row, table, in_window));
+    let mut frames = RecordedFrames::new(&columns, frame_of_row, table, &in_window)?;
+    drop(in_window);
     if frames.len() < 2 {
         bail!(
             "the run has {} measured frames: whatif needs two or more to predict a rate",

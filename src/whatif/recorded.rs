@@ -27,13 +27,13 @@ pub(super) struct RecordedFrames<'a> {
 
 impl<'a> RecordedFrames<'a> {
     /// The measured frames of `columns` (read with starts and threads; `frame_of_row` is
-    /// their frame column, taken out to be dropped once done), ordered by start, frames
-    /// starting together in the order they first appear in the run (as the loaded run's
-    /// frames are).
+    /// their frame column, taken out of them), ordered by start, frames starting together
+    /// in the order they first appear in the run (as the loaded run's frames are). The
+    /// frame column and the table are dropped as soon as they are done with.
     pub fn new(
         columns: &'a SpanColumns,
-        frame_of_row: &[u32],
-        table: &FrameTable,
+        frame_of_row: Vec<u32>,
+        table: FrameTable,
         measured: &MeasuredFrames,
     ) -> Result<RecordedFrames<'a>> {
         let (Some(start), Some(thread)) = (&columns.start, &columns.thread) else {
@@ -61,10 +61,10 @@ impl<'a> RecordedFrames<'a> {
             slot[f as usize] = k as u32;
         }
         let frames = order.len();
-        drop(order);
+        drop((order, table));
         // A counting sort of the rows by their frame's place.
         let mut first = vec![0u32; frames + 1];
-        for &f in frame_of_row {
+        for &f in &frame_of_row {
             if measured_row(f) {
                 first[slot[f as usize] as usize + 1] += 1;
             }
@@ -72,16 +72,18 @@ impl<'a> RecordedFrames<'a> {
         for k in 0..frames {
             first[k + 1] += first[k];
         }
-        let mut next = first.clone();
+        // `first[k]` is frame k's cursor while the rows are placed, then its end.
         let mut rows = vec![0u32; first[frames] as usize];
         for (row, &f) in frame_of_row.iter().enumerate() {
             if measured_row(f) {
-                let at = &mut next[slot[f as usize] as usize];
+                let at = &mut first[slot[f as usize] as usize];
                 rows[*at as usize] = row as u32;
                 *at += 1;
             }
         }
-        drop((slot, next));
+        drop((slot, frame_of_row));
+        first.copy_within(0..frames, 1);
+        first[0] = 0;
         let mut recorded = RecordedFrames {
             stage: &columns.stage,
             dur: &columns.dur,
