@@ -1,7 +1,7 @@
 //! The subcommands that read a whole run, on one run file: `report` (text, JSON, HTML),
 //! `whatif --depth 2`, `export --format perfetto` and `compare` of the file with itself,
-//! each timed (wall) with its peak RSS (the kernel's `ru_maxrss` of the process), as
-//! `/usr/bin/time -f '%e s %M KiB'` gives them. With `--baseline OTHER_FRAMELAB` each
+//! each timed (wall, and CPU user + system, steadier on a loaded machine) with its peak RSS
+//! (the kernel's `ru_maxrss` of the process), as `/usr/bin/time -f '%e s %M KiB'` gives them. With `--baseline OTHER_FRAMELAB` each
 //! command runs with both binaries, alternately (baseline, this, this, baseline for two
 //! repeats), and the table gives this/baseline ratios, and whether the two wrote the same
 //! bytes (stdout, or the file written).
@@ -67,9 +67,10 @@ const COMMANDS: [(&str, &[&str]); 6] = [
     ("compare RUN RUN", &["compare", "RUN", "RUN"]),
 ];
 
-/// Wall seconds and peak RSS (KiB) of one run, and what it wrote.
+/// Wall and CPU seconds and peak RSS (KiB) of one run, and what it wrote.
 struct Measured {
     seconds: f64,
+    cpu_seconds: f64,
     max_rss_kib: i64,
     output: Vec<u8>,
 }
@@ -114,8 +115,10 @@ fn measure(framelab: &Path, args: &[&str], run: &Path, dir: &Path) -> Result<Mea
     } else {
         &stdout_file
     };
+    let cpu = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     Ok(Measured {
         seconds,
+        cpu_seconds: cpu(usage.ru_utime) + cpu(usage.ru_stime),
         max_rss_kib: usage.ru_maxrss,
         output: std::fs::read(written).map_err(|e| e.to_string())?,
     })
@@ -124,6 +127,7 @@ fn measure(framelab: &Path, args: &[&str], run: &Path, dir: &Path) -> Result<Mea
 /// The lower time and RSS of the repeats (the least disturbed), and the first output.
 fn best(runs: Vec<Measured>) -> Measured {
     let seconds = runs.iter().map(|m| m.seconds).fold(f64::INFINITY, f64::min);
+    let cpu_seconds = (runs.iter().map(|m| m.cpu_seconds)).fold(f64::INFINITY, f64::min);
     let max_rss_kib = runs.iter().map(|m| m.max_rss_kib).min().unwrap_or(0);
     let output = runs
         .into_iter()
@@ -132,6 +136,7 @@ fn best(runs: Vec<Measured>) -> Measured {
         .unwrap_or_default();
     Measured {
         seconds,
+        cpu_seconds,
         max_rss_kib,
         output,
     }
@@ -164,10 +169,23 @@ fn bench(options: &Options) -> Result<(), String> {
         options.repeat
     );
     match &options.baseline {
-        None => println!("{:<26} {:>9} {:>10}", "subcommand", "s", "peak MiB"),
+        None => println!(
+            "{:<26} {:>7} {:>7} {:>9}",
+            "subcommand", "s", "CPU s", "peak MiB"
+        ),
         Some(_) => println!(
-            "{:<26} {:>9} {:>10} {:>9} {:>10} {:>8} {:>8} {:>6}",
-            "subcommand", "base s", "base MiB", "this s", "this MiB", "time ×", "RSS ×", "same"
+            "{:<26} {:>7} {:>7} {:>9} {:>7} {:>7} {:>9} {:>7} {:>7} {:>7} {:>5}",
+            "subcommand",
+            "base s",
+            "CPU s",
+            "MiB",
+            "this s",
+            "CPU s",
+            "MiB",
+            "wall ×",
+            "CPU ×",
+            "RSS ×",
+            "same"
         ),
     }
     for (name, args) in COMMANDS {
@@ -186,17 +204,25 @@ fn bench(options: &Options) -> Result<(), String> {
         let this = best(this);
         let mib = |m: &Measured| m.max_rss_kib as f64 / 1024.0;
         if base.is_empty() {
-            println!("{name:<26} {:>9.2} {:>10.0}", this.seconds, mib(&this));
+            println!(
+                "{name:<26} {:>7.2} {:>7.2} {:>9.0}",
+                this.seconds,
+                this.cpu_seconds,
+                mib(&this)
+            );
             continue;
         }
         let base = best(base);
         println!(
-            "{name:<26} {:>9.2} {:>10.0} {:>9.2} {:>10.0} {:>8.2} {:>8.3} {:>6}",
+            "{name:<26} {:>7.2} {:>7.2} {:>9.0} {:>7.2} {:>7.2} {:>9.0} {:>7.2} {:>7.2} {:>7.3} {:>5}",
             base.seconds,
+            base.cpu_seconds,
             mib(&base),
             this.seconds,
+            this.cpu_seconds,
             mib(&this),
             this.seconds / base.seconds,
+            this.cpu_seconds / base.cpu_seconds,
             mib(&this) / mib(&base),
             if this.output == base.output {
                 "yes"
