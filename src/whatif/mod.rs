@@ -17,6 +17,7 @@ use self::recorded::RecordedFrames;
 use crate::analyze::compact::columns::{columns_of, SpanColumns};
 use crate::analyze::compact::rate::{frame_rate, FrameRate};
 use crate::analyze::compact::table::FrameTable;
+use crate::analyze::compact::values::NsValues;
 use crate::analyze::compact::window::measure;
 use crate::analyze::compact::{load_columns, ANALYSIS_KEEPS};
 use crate::analyze::pipeline::{has_thread_info, is_queue, thread_labels};
@@ -39,24 +40,24 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// The outcome of `sim`, whose vectors become the totals and intervals in place.
+    /// The outcome of `sim`, its vectors dropped as soon as they are done with, the totals
+    /// and intervals held as u32 where they fit (the same figures as i64 would give).
     fn of(sim: Simulated) -> Outcome {
         let Simulated {
-            starts_ns: mut totals,
+            starts_ns: starts,
             ends_ns: mut ends,
         } = sim;
-        for (t, e) in totals.iter_mut().zip(&ends) {
-            *t = e - *t;
-        }
-        let total = Dist::from_unsorted(&mut totals);
+        let total_of = |(s, e): (&i64, &i64)| e - s;
+        let mut totals = values_of(starts.iter().zip(&ends).map(total_of), starts.len());
+        drop(starts);
+        totals.sort();
+        let total = totals.dist_of_sorted();
         drop(totals);
         sort_ns(&mut ends);
-        // end_i − end_{i−1}, written over the ends.
-        for i in 1..ends.len() {
-            ends[i - 1] = ends[i] - ends[i - 1];
-        }
-        ends.pop();
-        let interval = Dist::from_unsorted(&mut ends);
+        let mut intervals = values_of(ends.windows(2).map(|w| w[1] - w[0]), ends.len());
+        drop(ends);
+        intervals.sort();
+        let interval = intervals.dist_of_sorted();
         Outcome {
             fps: interval
                 .as_ref()
@@ -106,6 +107,15 @@ pub struct WhatIf {
     pub schedule: Schedule,
     pub changes: Vec<String>,
     pub assumptions: Vec<String>,
+}
+
+/// `values` (as many as `len` at most), as narrow as they fit.
+fn values_of(values: impl Iterator<Item = i64> + Clone, len: usize) -> NsValues {
+    let (min, max) =
+        (values.clone()).fold((0, 0), |(lo, hi): (i64, i64), v| (lo.min(v), hi.max(v)));
+    let mut out = NsValues::for_range(min, max, len);
+    values.for_each(|v| out.push(v));
+    out
 }
 
 /// Predicts `changes` on `run` (analysed as `analysis`).
