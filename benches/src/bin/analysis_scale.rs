@@ -8,7 +8,7 @@
 //!
 //! cargo build --release -p framelab-benches --bin analysis_scale --bin framelab
 //! target/release/analysis_scale RUN_FILE [--framelab PATH] [--baseline OTHER_FRAMELAB]
-//!     [--repeat N]
+//!     [--repeat N] [--only NAME]
 //!
 //! A 10M-span run: `framelab run -o rate.framelab -- testprog rate 1000000 10`.
 
@@ -21,6 +21,8 @@ struct Options {
     framelab: PathBuf,
     baseline: Option<PathBuf>,
     repeat: usize,
+    /// Only the subcommands whose name contains this.
+    only: Option<String>,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -29,12 +31,14 @@ fn parse_args() -> Result<Options, String> {
         .map_err(|e| e.to_string())?
         .with_file_name("framelab");
     let (mut run, mut framelab, mut baseline, mut repeat) = (None, beside, None, 1);
+    let mut only = None;
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
         match arg.as_str() {
             "--framelab" => framelab = PathBuf::from(value()?),
             "--baseline" => baseline = Some(PathBuf::from(value()?)),
             "--repeat" => repeat = value()?.parse().map_err(|e| format!("--repeat: {e}"))?,
+            "--only" => only = Some(value()?),
             other if run.is_none() && !other.starts_with('-') => run = Some(PathBuf::from(other)),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -44,6 +48,7 @@ fn parse_args() -> Result<Options, String> {
         framelab,
         baseline,
         repeat: repeat.max(1),
+        only,
     })
 }
 
@@ -64,7 +69,10 @@ const COMMANDS: [(&str, &[&str]); 6] = [
         "export --format perfetto",
         &["export", "--format", "perfetto", "-o", "OUT", "RUN"],
     ),
-    ("compare a=RUN b=RUN", &["compare", "a=RUN", "b=RUN"]),
+    (
+        "compare (the run twice)",
+        &["compare", "--variant", "a=RUN", "--variant", "b=RUN"],
+    ),
 ];
 
 /// Wall and CPU seconds and peak RSS (KiB) of one run, and the file holding what it wrote.
@@ -227,7 +235,13 @@ fn bench(options: &Options) -> Result<(), String> {
             "same"
         ),
     }
-    for (name, args) in COMMANDS {
+    let chosen = |name: &str| {
+        options
+            .only
+            .as_ref()
+            .is_none_or(|o| name.contains(o.as_str()))
+    };
+    for (name, args) in COMMANDS.into_iter().filter(|(name, _)| chosen(name)) {
         let (mut this, mut base) = (Vec::new(), Vec::new());
         for k in 0..options.repeat {
             // ABBA over repeats: neither binary always goes first.
