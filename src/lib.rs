@@ -18,6 +18,7 @@ pub mod model;
 pub mod output;
 pub mod parallel;
 pub mod perf_event;
+pub mod probes;
 pub mod profile;
 pub mod report;
 pub mod sample;

@@ -388,6 +388,46 @@ pub struct SessionFacts {
     /// CPU it counted over the window; `None` for runs recorded before it was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_group: Option<RunGroupFacts>,
+    /// `--probe` stages and the `--frame-probe`: where each was placed, what a hit cost,
+    /// and what it saw (docs/probes.md).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<ProbeFacts>,
+    /// Probe samples the kernel could not write (a ring was full).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub probe_records_lost: u64,
+    /// The thread the probes cost most over the run (its hits × their measured cost), and
+    /// that cost in ns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_busiest_thread: Option<(u32, i64)>,
+}
+
+/// One probe of a run (`--probe STAGE=BINARY:FUNCTION`, or the `--frame-probe`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProbeFacts {
+    /// The stage its spans have (the event's name for a `--usdt-event`); empty for the
+    /// frame probe.
+    pub stage: String,
+    /// `uprobe` (a function), `usdt` (a pair of USDT probes) or `usdt event`.
+    pub kind: String,
+    /// As given (`prog:encode_frame`).
+    pub target: String,
+    /// The file probed, as found.
+    pub path: String,
+    pub function: String,
+    pub file_offset: u64,
+    pub first_instruction: crate::probes::cost::InstructionClass,
+    /// What one call costs the probed thread (entry + return, or begin + end; one hit for
+    /// an event), measured on this machine before the run.
+    pub cost_per_hit_ns: Option<i64>,
+    /// Calls seen on the run's threads.
+    pub hits: u64,
+    pub spans: u64,
+    /// Returns from calls entered before the probe was placed.
+    pub unmatched_returns: u64,
+    /// Calls not returned from when the run ended.
+    pub unfinished: u64,
+    pub frame_probe: bool,
 }
 
 /// The run group: the container every process framelab started for a run was placed in

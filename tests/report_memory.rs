@@ -2,7 +2,8 @@
 //! tracks the bytes the program holds (SQLite's own page cache, a few MB allocated in C,
 //! is not counted). Deterministic: the same allocations on every machine, no RSS.
 //!
-//! The small test runs by default; the two big ones are measurements (BENCHMARKS.md):
+//! The small tests run by default; the two big ones are measurements (BENCHMARKS.md) and
+//! hold every subcommand that reads a whole run to a peak (issue 29):
 //!
 //!     cargo test --release --test report_memory -- --ignored --nocapture
 //!
@@ -20,9 +21,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use framelab::analyze::compact::analyze_from;
+use framelab::compare::{self, CompareOptions};
 use framelab::hist::{render_from, HistOptions};
 use framelab::model::{EndReason, Run, RunMeta, Span, ThreadInfo};
+use framelab::report::{self, Format};
 use framelab::store;
+use framelab::whatif::{self, Changes};
 
 struct Counting;
 
@@ -75,6 +79,13 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
+/// The counts are global: tests that measure run one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Bytes held at the peak of `f` beyond what was held before it, the largest single block
 /// it asked for, and what it returned.
 fn measured<T>(f: impl FnOnce() -> T) -> (usize, usize, T) {
@@ -110,7 +121,7 @@ fn one_span_per_frame(frames: u64, period_ns: i64) -> Run {
             ..RunMeta::default()
         },
         stages: vec!["rate".into()],
-        threads: vec![ThreadInfo::default()],
+        threads: vec![main_thread(1)],
         spans,
         ..Run::default()
     }
@@ -148,9 +159,19 @@ fn five_stages(frames: u64) -> Run {
             ..RunMeta::default()
         },
         stages: (0..5).map(|s| format!("stage{s}")).collect(),
-        threads: vec![ThreadInfo::default(), ThreadInfo::default()],
+        threads: vec![main_thread(1), main_thread(2)],
         spans,
         ..Run::default()
+    }
+}
+
+/// A thread of process 1 with this tid (`whatif` needs to know which thread ran what).
+fn main_thread(tid: u32) -> ThreadInfo {
+    ThreadInfo {
+        pid: 1,
+        tid,
+        name: format!("t{tid}"),
+        dropped: 0,
     }
 }
 
@@ -199,8 +220,83 @@ fn per_span(path: &Path, spans: usize) -> (f64, f64) {
     (report, hist)
 }
 
+/// What each subcommand that reads a whole run holds at its peak, in bytes per span.
+#[derive(Debug)]
+struct Peaks {
+    report_text: f64,
+    report_json: f64,
+    report_html: f64,
+    whatif: f64,
+    export: f64,
+    compare: f64,
+}
+
+/// `measured`, printed as bytes per span and MiB with the time taken.
+fn peak_per_span<T>(what: &str, spans: usize, f: impl FnOnce() -> T) -> (f64, T) {
+    let started = Instant::now();
+    let (peak, _, out) = measured(f);
+    let per_span = peak as f64 / spans as f64;
+    println!(
+        "{what}: {per_span:.1} B/span ({:.0} MiB, {:.2} s)",
+        peak as f64 / (1 << 20) as f64,
+        started.elapsed().as_secs_f64()
+    );
+    (per_span, out)
+}
+
+/// The peaks of `report` in its three formats, `whatif --depth 2`, `export --format
+/// perfetto` and `compare` of the file with itself, as the subcommands run them.
+fn subcommand_peaks(path: &Path, spans: usize) -> Peaks {
+    let report = |format: Format| {
+        let run = store::open_run(path, None).unwrap();
+        report::render(&analyze_from(&run.head, &run).unwrap(), format, false)
+    };
+    let (report_text, text) = peak_per_span("report", spans, || report(Format::Text));
+    assert!(text.contains("fps"), "{text}");
+    let (report_json, json) = peak_per_span("report --format json", spans, || report(Format::Json));
+    assert!(json.starts_with('{'));
+    let (report_html, html) = peak_per_span("report --format html", spans, || {
+        let run = store::open_run(path, None).unwrap();
+        report::html::run_html(&run.head, &run).unwrap().0
+    });
+    assert!(html.contains("<html"));
+    let (whatif, prediction) = peak_per_span("whatif --depth 2", spans, || {
+        let run = store::open_run(path, None).unwrap();
+        let changes = Changes {
+            depth: Some(2),
+            ..Changes::default()
+        };
+        whatif::whatif_stored(&run, &changes).unwrap()
+    });
+    assert!(prediction.frames > 0 && prediction.predicted.fps.is_some());
+    let (export, written) = peak_per_span("export --format perfetto", spans, || {
+        let mut run = store::open_run(path, None).unwrap();
+        framelab::export::export_stored_perfetto(&mut run, Path::new("/dev/null"), Some(path))
+            .unwrap()
+    });
+    assert_eq!(written as usize, spans);
+    let (compare, comparison) = peak_per_span("compare (the run with itself)", spans, || {
+        let file = path.to_str().unwrap();
+        let sources = [
+            compare::parse_named_source(&format!("a={file}")).unwrap(),
+            compare::parse_named_source(&format!("b={file}")).unwrap(),
+        ];
+        compare::compare(&sources, &CompareOptions::default()).unwrap()
+    });
+    assert!(!compare::any_regression(&comparison));
+    Peaks {
+        report_text,
+        report_json,
+        report_html,
+        whatif,
+        export,
+        compare,
+    }
+}
+
 #[test]
 fn the_analysis_of_a_run_file_never_holds_its_spans() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rate.framelab");
     let spans = written(&path, one_span_per_frame(200_000, 5_000));
@@ -236,8 +332,74 @@ fn the_analysis_of_a_run_file_never_holds_its_spans() {
 }
 
 #[test]
+fn whatif_and_the_perfetto_export_never_hold_the_run() {
+    let _alone = alone();
+    // Issue 29: whatif --depth 2 held 337 bytes a span (a loaded run, a vector of spans
+    // and one of tasks per frame), the export ~40 (a loaded run and its sort order).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rate.framelab");
+    let spans = written(&path, one_span_per_frame(200_000, 5_000));
+    let changes = Changes {
+        depth: Some(2),
+        ..Changes::default()
+    };
+    let (peak, _, prediction) = measured(|| {
+        let run = store::open_run(&path, None).unwrap();
+        whatif::whatif_stored(&run, &changes).unwrap()
+    });
+    println!("whatif: peak {peak} B, {spans} spans");
+    assert_eq!(prediction.frames, 200_000);
+    let fixed = 4 << 20;
+    assert!(
+        peak <= WHATIF_BYTES_PER_SPAN * spans + fixed,
+        "whatif: peak {peak} B for {spans} spans"
+    );
+    let (peak, _, written) = measured(|| {
+        let mut run = store::open_run(&path, None).unwrap();
+        framelab::export::export_stored_perfetto(&mut run, Path::new("/dev/null"), Some(&path))
+            .unwrap()
+    });
+    println!("export: peak {peak} B");
+    assert_eq!(written as usize, spans);
+    // Spans in start order already: nothing waits; a frame's span count is 4 bytes.
+    assert!(
+        peak <= EXPORT_BYTES_PER_SPAN * spans + fixed,
+        "export: peak {peak} B for {spans} spans"
+    );
+}
+
+/// Bounds of the peaks, in bytes per span, with one span per frame (the worst case).
+const WHATIF_BYTES_PER_SPAN: usize = 40;
+const EXPORT_BYTES_PER_SPAN: usize = 8;
+
+/// Every subcommand's peak within its bound, in bytes per span.
+fn assert_peaks(peaks: &Peaks, bounds: &Peaks) {
+    println!("{peaks:?}");
+    let pairs = [
+        ("report", peaks.report_text, bounds.report_text),
+        (
+            "report --format json",
+            peaks.report_json,
+            bounds.report_json,
+        ),
+        (
+            "report --format html",
+            peaks.report_html,
+            bounds.report_html,
+        ),
+        ("whatif --depth 2", peaks.whatif, bounds.whatif),
+        ("export --format perfetto", peaks.export, bounds.export),
+        ("compare", peaks.compare, bounds.compare),
+    ];
+    for (what, peak, bound) in pairs {
+        assert!(peak <= bound, "{what}: {peak:.1} B/span, over {bound}");
+    }
+}
+
+#[test]
 #[ignore]
 fn twelve_million_spans_one_per_frame() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rate.framelab");
     // testprog rate 200000 60: a frame every 5 µs for 60 s.
@@ -245,15 +407,39 @@ fn twelve_million_spans_one_per_frame() {
     keep(&path);
     let (report, hist) = per_span(&path, spans);
     assert!(report <= 40.0 && hist <= 40.0);
+    // One span per frame, in time order: the worst case for the columns, the best for
+    // the export (nothing waits). Compare still loads whole runs (225).
+    let bounds = Peaks {
+        report_text: 40.0,
+        report_json: 40.0,
+        report_html: 60.0,
+        whatif: 52.0,
+        export: 8.0,
+        compare: 230.0,
+    };
+    assert_peaks(&subcommand_peaks(&path, spans), &bounds);
 }
 
 #[test]
 #[ignore]
 fn ten_million_spans_five_stages() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("stages.framelab");
     let spans = written(&path, five_stages(2_000_000));
     keep(&path);
     let (report, hist) = per_span(&path, spans);
     assert!(report <= 40.0 && hist <= 40.0);
+    // Written thread by thread: the export sorts the whole run in memory, as before
+    // (72 bytes a span: the spans, their sort keys and the merge sort's buffer). Compare
+    // still loads whole runs (120).
+    let bounds = Peaks {
+        report_text: 32.0,
+        report_json: 32.0,
+        report_html: 32.0,
+        whatif: 35.0,
+        export: 75.0,
+        compare: 125.0,
+    };
+    assert_peaks(&subcommand_peaks(&path, spans), &bounds);
 }

@@ -281,4 +281,7 @@ pub struct Analysis {
     /// scheduler timeline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sched: Option<sched::SchedSummary>,
+    /// The `--probe` stages: where each was placed, what it saw and cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<crate::probes::ProbeSummary>,
 }

@@ -379,6 +379,7 @@ fn assemble_all(run: &Run, facts: SpanFacts) -> Analysis {
         run_group: meta.session.run_group.clone(),
         // Filled by `sched::apply`, which needs the spans again.
         sched: None,
+        probes: crate::probes::summary(meta),
     }
 }
 

@@ -491,6 +491,7 @@ fn run_options(
             }),
             None => None,
         },
+        probes: settings.probes.parse().map_err(anyhow::Error::msg)?,
     })
 }
 

@@ -68,6 +68,10 @@ pub struct RunSettings {
     /// `--tag KEY=VALUE`: every run's; each also gets its parameter values as tags.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<crate::model::Tag>,
+    /// `--probe`, `--usdt`, `--usdt-event`, `--tracepoint`, `--frame-arg`, `--frame-probe`:
+    /// attached to every run of every variant.
+    #[serde(default, skip_serializing_if = "crate::probes::ProbeText::is_empty")]
+    pub probes: crate::probes::ProbeText,
 }
 
 /// The service options of a bench as given, `{KEY}` unexpanded, kept for `--resume`.

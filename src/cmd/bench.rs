@@ -79,6 +79,8 @@ pub struct BenchArgs {
     pub compare: CompareSettings,
     #[command(flatten)]
     pub profile: ProfileFlag,
+    #[command(flatten)]
+    pub probes: super::probes::ProbeArgs,
     /// One command (a single variant, for a parameter sweep)
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -359,6 +361,7 @@ fn bench_spec_on(
             },
             profile: profile_options(&args.profile),
             tags: framelab::tags::parse_tags(&args.tags)?,
+            probes: checked_probes(&args.probes)?,
         },
     })
 }
@@ -559,4 +562,14 @@ fn listing_format(format: compare::CompareFormat) -> Format {
         compare::CompareFormat::Json => Format::Json,
         _ => Format::Text,
     }
+}
+
+/// The probe options as given, once checked: a bad one, or a point that cannot be placed,
+/// is refused before the first run, as `run` refuses it before launching.
+fn checked_probes(args: &super::probes::ProbeArgs) -> anyhow::Result<framelab::probes::ProbeText> {
+    let options = args.options()?;
+    if !options.is_empty() {
+        framelab::probes::recorder::Recorder::check(&options).map_err(anyhow::Error::msg)?;
+    }
+    Ok(args.text())
 }

@@ -29,6 +29,9 @@ pub(super) fn run(args: ExportArgs) -> anyhow::Result<Outcome> {
     if let framelab::destination::Target::File { path, .. } = &target {
         framelab::destination::refuse_database(&args.output, path)?;
     }
+    if args.format == framelab::export::ExportFormat::Perfetto {
+        return perfetto(&args);
+    }
     let run = store::load_run(&args.run, args.run_id)?;
     if run.spans.is_empty() && args.format == framelab::export::ExportFormat::Csv {
         // A CSV of spans holds nothing else: a header alone is no export.
@@ -50,6 +53,21 @@ pub(super) fn run(args: ExportArgs) -> anyhow::Result<Outcome> {
             "framelab: wrote {} spans of run {} to {}",
             run.spans.len(),
             run.meta.id,
+            args.output.display()
+        );
+    }
+    Ok(Outcome::Done)
+}
+
+/// The Perfetto export, its spans streamed from the file rather than loaded (issue 29).
+fn perfetto(args: &ExportArgs) -> anyhow::Result<Outcome> {
+    let mut stored = store::open_run(&args.run, args.run_id)?;
+    let spans =
+        framelab::export::export_stored_perfetto(&mut stored, &args.output, Some(&args.run))?;
+    if args.output.as_os_str() != "-" {
+        eprintln!(
+            "framelab: wrote {spans} spans of run {} to {}",
+            stored.head.meta.id,
             args.output.display()
         );
     }

@@ -10,6 +10,7 @@ mod hist;
 mod import;
 mod options;
 mod output;
+mod probes;
 mod profile;
 mod report;
 mod run;
@@ -25,6 +26,7 @@ use demo::{DemoArgs, PipelineArgs};
 use export::ExportArgs;
 use hist::HistArgs;
 use import::ImportArgs;
+use probes::ProbesArgs;
 use profile::ProfileArgs;
 use report::ReportArgs;
 use run::RunArgs;
@@ -75,6 +77,9 @@ pub enum Command {
     /// Where the CPU time went in a run recorded with --profile: by function, per stage, for
     /// the late frames; or how it changed from run file A to B
     Profile(ProfileArgs),
+    /// List the functions of a binary that --probe can record as stages, with what a hit
+    /// costs by their first instruction
+    Probes(ProbesArgs),
     /// Keep every run's metrics by commit and machine (SQLite or PostgreSQL), show their
     /// trends, find the commits where they moved, export them
     History(framelab::history::cli::HistoryArgs),
@@ -98,6 +103,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<Outcome> {
     match command {
         Command::Run(args) => run::run(args),
         Command::Profile(args) => profile::run(args),
+        Command::Probes(args) => probes::run(args),
         Command::Report(args) => report::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Compare(args) => compare::run(args),

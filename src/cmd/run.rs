@@ -51,6 +51,8 @@ pub struct RunArgs {
     pub services: ServiceArgs,
     #[command(flatten)]
     pub profile: ProfileFlag,
+    #[command(flatten)]
+    pub probes: super::probes::ProbeArgs,
     /// Report format printed at the end
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -90,6 +92,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         session_access: session_access(&args.share_session, &args.session_user)?,
         sampling: sampling_options(&args.sampling),
         profile: profile_options(&args.profile),
+        probes: args.probes.options()?,
         ..RunOptions::default()
     };
     let opts = with_live(opts, &args.live)?;

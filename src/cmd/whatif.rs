@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use framelab::report::Format;
-use framelab::{analyze, store, whatif};
+use framelab::{store, whatif};
 
 use super::output::emit;
 use super::Outcome;
@@ -34,15 +34,14 @@ pub struct WhatifArgs {
 }
 
 pub(super) fn run(args: WhatifArgs) -> anyhow::Result<Outcome> {
-    let run = store::load_run(&args.run, args.run_id)?;
-    let analysis = analyze::analyze(&run);
+    let stored = store::open_run(&args.run, args.run_id)?;
     let changes = whatif::Changes {
         depth: args.depth,
         scales: args.stage_scale,
         moves: args.moves,
         unpaced: args.unpaced,
     };
-    let prediction = whatif::whatif(&run, &analysis, &changes)?;
+    let prediction = whatif::whatif_stored(&stored, &changes)?;
     emit(&whatif::render(&prediction, args.format))?;
     Ok(Outcome::Done)
 }

@@ -45,3 +45,36 @@ pub fn export_to_path(
     }
     crate::destination::write_whole(&target, path, |out| export(run, format, out))
 }
+
+/// A Perfetto trace of `head` (a run with its events and counter values, not its spans)
+/// with its spans streamed from `source` (`perfetto::write_from`), written to `path` as
+/// [`export_to_path`] writes. Returns the spans written.
+pub fn export_perfetto_streamed(
+    head: &Run,
+    source: &dyn crate::model::SpanSource,
+    path: &std::path::Path,
+    input: Option<&std::path::Path>,
+) -> anyhow::Result<u64> {
+    let target = crate::destination::Target::resolve(path)?;
+    if let Some(input) = input {
+        target.refuse_overwriting(path, input)?;
+    }
+    let mut spans = 0;
+    crate::destination::write_whole(&target, path, |out| {
+        spans = perfetto::write_from(head, source, out)?;
+        Ok(())
+    })?;
+    Ok(spans)
+}
+
+/// `framelab export --format perfetto` of a run file's run: its events and counter values
+/// loaded, its spans streamed ([`export_perfetto_streamed`]). Returns the spans written.
+pub fn export_stored_perfetto(
+    stored: &mut crate::store::StoredRun,
+    path: &std::path::Path,
+    input: Option<&std::path::Path>,
+) -> anyhow::Result<u64> {
+    stored.head.events = stored.events()?;
+    stored.head.counters = stored.counters()?;
+    export_perfetto_streamed(&stored.head, stored, path, input)
+}

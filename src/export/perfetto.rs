@@ -31,7 +31,7 @@ use crate::formats::perfetto::proto::{
 };
 use crate::formats::perfetto::{written_pid, FRAME_ANNOTATION, KEY_ANNOTATION};
 use crate::formats::LAUNCH_MARKER;
-use crate::model::{Run, Span};
+use crate::model::{Run, Span, SpanSource};
 
 /// The one packet sequence of the trace.
 const SEQUENCE: u32 = 1;
@@ -43,26 +43,82 @@ const KEY_IID: u64 = 2;
 const CHUNK: usize = 1 << 20;
 
 pub fn write(run: &Run, out: &mut dyn Write) -> anyhow::Result<()> {
-    let shift = time_shift(run)?;
+    write_from(run, run, out).map(drop)
+}
+
+/// [`write`] of `head` (a run with its events, counter values and telemetry; its spans
+/// are not read) with its spans from `source`, read twice (issue 29: a whole run in
+/// memory took ~40 bytes a span): once for the earliest time, each frame's span count and
+/// how far out of start order spans come, then in start order through a buffer that holds
+/// only the spans a later one may still precede (a few drains' worth in a recorded run).
+/// Returns the spans written.
+pub fn write_from(head: &Run, source: &dyn SpanSource, out: &mut dyn Write) -> anyhow::Result<u64> {
+    let scan = SpanScan::of(source)?;
+    let shift = time_shift(head, scan.earliest)?;
     let mut w = PacketWriter::new(out, shift);
-    let iids = NameIids::new(run);
-    w.packet(&iids.first_packet(run))?;
-    let tracks = Tracks::describe(run, &mut w)?;
+    let iids = NameIids::new(head);
+    w.packet(&iids.first_packet(head))?;
+    let tracks = Tracks::describe(head, &mut w)?;
     w.instant(tracks.framelab, iids.marker, None, 0)?;
-    write_spans(run, &tracks, &iids, &mut w)?;
-    for e in &run.events {
+    let spans = write_spans(source, scan, &tracks, &iids, &mut w)?;
+    for e in &head.events {
         let track = *(tracks.threads.get(e.thread as usize))
             .with_context(|| format!("an event names thread {}, which the run lacks", e.thread))?;
         let key = (e.key != 0).then_some(e.key);
         w.instant(track, iids.event(e.event), key, e.t_ns)?;
     }
-    write_counters(run, &mut w)?;
-    w.finish()
+    write_counters(head, &mut w)?;
+    w.finish()?;
+    Ok(spans)
+}
+
+/// What the first read of the spans tells the second.
+struct SpanScan {
+    earliest: Option<i64>,
+    latest: Option<i64>,
+    /// The most a span starts before one read ahead of it: a span is written once the
+    /// latest start read is further than this past its own.
+    lateness: i128,
+    flows: FrameFlows,
+}
+
+impl SpanScan {
+    fn of(source: &dyn SpanSource) -> anyhow::Result<SpanScan> {
+        let mut scan = SpanScan {
+            earliest: None,
+            latest: None,
+            lateness: 0,
+            flows: FrameFlows::expecting(source.span_count_hint()),
+        };
+        source.for_each_spans(&mut |chunk| {
+            for s in chunk {
+                scan.earliest = Some(scan.earliest.map_or(s.start_ns, |e| e.min(s.start_ns)));
+                if let Some(latest) = scan.latest {
+                    scan.lateness = scan.lateness.max(latest as i128 - s.start_ns as i128);
+                }
+                scan.latest = Some(scan.latest.map_or(s.start_ns, |l| l.max(s.start_ns)));
+                scan.flows.count(s.frame);
+            }
+            Ok(())
+        })?;
+        Ok(scan)
+    }
+
+    /// Whether spans come so far out of start order (a file written thread by thread, as
+    /// an import can be) that most of them would wait: then they are better sorted in
+    /// memory, 56 bytes a span, than held in the heap, 48 bytes and its slack a span.
+    fn mostly_waiting(&self) -> bool {
+        let range = match (self.earliest, self.latest) {
+            (Some(e), Some(l)) => l as i128 - e as i128,
+            _ => 0,
+        };
+        self.lateness.saturating_mul(8) > range
+    }
 }
 
 /// How far times are moved up so that none is negative.
-fn time_shift(run: &Run) -> anyhow::Result<i64> {
-    let earliest = (run.spans.iter().map(|s| s.start_ns))
+fn time_shift(run: &Run, earliest_span: Option<i64>) -> anyhow::Result<i64> {
+    let earliest = (earliest_span.into_iter())
         .chain(run.events.iter().map(|e| e.t_ns))
         .chain(run.telemetry.samples.iter().map(|s| s.t_ns))
         .min()
@@ -221,98 +277,93 @@ struct Lane {
 /// and, of equal ends, the innermost (deepest) slice first.
 type PendingEnd = Reverse<(i64, Reverse<usize>, u32, u32)>;
 
+/// A span waiting for its turn: ordered by start, longest first, thread, then its index
+/// in the run (the order a stable sort by the first three gives).
+type Waiting = Reverse<(i64, Reverse<i64>, u32, u64, u64, u16)>;
+
 /// Spans in start order, longest first at equal starts (so parents open first), each
 /// on the first track of its thread where it nests. ENDs come out in time order.
 fn write_spans(
-    run: &Run,
+    source: &dyn SpanSource,
+    scan: SpanScan,
     tracks: &Tracks,
     iids: &NameIids,
     w: &mut PacketWriter,
-) -> anyhow::Result<()> {
-    let order = start_order(&run.spans);
-    let mut flows = FrameFlows::new(&run.spans);
-    let mut lanes: Vec<Vec<Lane>> = (tracks.threads.iter())
-        .map(|&uuid| {
-            vec![Lane {
-                uuid,
-                open: Vec::new(),
-            }]
-        })
-        .collect();
-    let mut next_uuid = tracks.next_uuid;
-    let mut ends: BinaryHeap<PendingEnd> = BinaryHeap::new();
-    for &i in &order {
-        let span = &run.spans[i as usize];
-        if span.dur_ns < 0 {
-            bail!("span {i} has a negative duration ({} ns)", span.dur_ns);
-        }
-        let end = span
-            .start_ns
-            .checked_add(span.dur_ns)
-            .context("a span ends past 2^63 ns")?;
-        while let Some(&Reverse((t, _, thread, lane))) = ends.peek() {
-            if t > span.start_ns {
-                break;
-            }
-            ends.pop();
-            close(&mut lanes, thread, lane, t, w)?;
-        }
-        let thread_lanes = (lanes.get_mut(span.thread as usize)).with_context(|| {
-            format!("span {i} names thread {}, which the run lacks", span.thread)
-        })?;
-        let fits = |lane: &Lane| lane.open.last().is_none_or(|&top| top >= end);
-        let lane = match thread_lanes.iter().position(fits) {
-            Some(lane) => lane,
-            None => {
-                let parent = thread_lanes[0].uuid;
-                let uuid = next_uuid;
-                next_uuid += 1;
-                w.descriptor(TrackDescriptor {
-                    uuid: Some(uuid),
-                    parent_uuid: Some(parent),
-                    name: Some(format!("overlap {}", thread_lanes.len())),
-                    ..TrackDescriptor::default()
-                })?;
-                thread_lanes.push(Lane {
+) -> anyhow::Result<u64> {
+    let scan_waits = scan.mostly_waiting();
+    let mut slices = Slices {
+        lanes: (tracks.threads.iter())
+            .map(|&uuid| {
+                vec![Lane {
                     uuid,
                     open: Vec::new(),
-                });
-                thread_lanes.len() - 1
+                }]
+            })
+            .collect(),
+        next_uuid: tracks.next_uuid,
+        ends: BinaryHeap::new(),
+        flows: scan.flows,
+    };
+    if scan_waits {
+        return write_sorted(source, slices, iids, w);
+    }
+    let mut waiting: BinaryHeap<Waiting> = BinaryHeap::new();
+    let (mut index, mut latest) = (0u64, i64::MIN);
+    source.for_each_spans(&mut |chunk| {
+        for s in chunk {
+            waiting.push(Reverse((
+                s.start_ns,
+                Reverse(s.dur_ns),
+                s.thread,
+                index,
+                s.frame,
+                s.stage,
+            )));
+            index += 1;
+            latest = latest.max(s.start_ns);
+        }
+        // No span still to come starts before `latest − lateness`.
+        let due = latest as i128 - scan.lateness;
+        while (waiting.peek()).is_some_and(|Reverse(next)| (next.0 as i128) < due) {
+            if let Some(Reverse(next)) = waiting.pop() {
+                slices.open(next, iids, w)?;
             }
-        };
-        let target = &mut thread_lanes[lane];
-        ends.push(Reverse((
-            end,
-            Reverse(target.open.len()),
-            span.thread,
-            lane as u32,
-        )));
-        target.open.push(end);
-        let flow = flows.next(span.frame);
-        w.begin(
-            target.uuid,
-            iids.stage(span.stage),
-            span.frame,
-            flow,
-            span.start_ns,
-        )?;
+        }
+        Ok(())
+    })?;
+    while let Some(Reverse(next)) = waiting.pop() {
+        slices.open(next, iids, w)?;
     }
-    while let Some(Reverse((t, _, thread, lane))) = ends.pop() {
-        close(&mut lanes, thread, lane, t, w)?;
-    }
-    Ok(())
+    slices.close_all(w)?;
+    Ok(index)
 }
 
-fn close(
-    lanes: &mut [Vec<Lane>],
-    thread: u32,
-    lane: u32,
-    t: i64,
+/// [`write_spans`] of spans read whole, then put in start order as a stable sort does.
+fn write_sorted(
+    source: &dyn SpanSource,
+    mut slices: Slices,
+    iids: &NameIids,
     w: &mut PacketWriter,
-) -> anyhow::Result<()> {
-    let lane = &mut lanes[thread as usize][lane as usize];
-    lane.open.pop();
-    w.end(lane.uuid, t)
+) -> anyhow::Result<u64> {
+    let mut spans: Vec<Span> = Vec::with_capacity(source.span_count_hint());
+    source.for_each_spans(&mut |chunk| {
+        spans.extend_from_slice(chunk);
+        Ok(())
+    })?;
+    for i in start_order(&spans) {
+        let s = &spans[i as usize];
+        let key = (
+            s.start_ns,
+            Reverse(s.dur_ns),
+            s.thread,
+            u64::from(i),
+            s.frame,
+            s.stage,
+        );
+        slices.open(key, iids, w)?;
+    }
+    slices.close_all(w)?;
+    Ok(spans.len() as u64)
 }
 
 /// Span indices by (start, longest first, thread); the identity when already so.
@@ -330,11 +381,103 @@ fn start_order(spans: &[Span]) -> Vec<u32> {
     keyed.into_iter().map(|k| k.3).collect()
 }
 
+/// The threads' lanes, the slices open on them, and the frames' flows.
+struct Slices {
+    lanes: Vec<Vec<Lane>>,
+    next_uuid: u64,
+    ends: BinaryHeap<PendingEnd>,
+    flows: FrameFlows,
+}
+
+impl Slices {
+    /// Writes the span's BEGIN, after the ENDs of the slices that end by its start.
+    fn open(
+        &mut self,
+        (start_ns, Reverse(dur_ns), thread, i, frame, stage): (
+            i64,
+            Reverse<i64>,
+            u32,
+            u64,
+            u64,
+            u16,
+        ),
+        iids: &NameIids,
+        w: &mut PacketWriter,
+    ) -> anyhow::Result<()> {
+        if dur_ns < 0 {
+            bail!("span {i} has a negative duration ({dur_ns} ns)");
+        }
+        let end = start_ns
+            .checked_add(dur_ns)
+            .context("a span ends past 2^63 ns")?;
+        while let Some(&Reverse((t, _, thread, lane))) = self.ends.peek() {
+            if t > start_ns {
+                break;
+            }
+            self.ends.pop();
+            close(&mut self.lanes, thread, lane, t, w)?;
+        }
+        let thread_lanes = (self.lanes.get_mut(thread as usize))
+            .with_context(|| format!("span {i} names thread {thread}, which the run lacks"))?;
+        let fits = |lane: &Lane| lane.open.last().is_none_or(|&top| top >= end);
+        let lane = match thread_lanes.iter().position(fits) {
+            Some(lane) => lane,
+            None => {
+                let parent = thread_lanes[0].uuid;
+                let uuid = self.next_uuid;
+                self.next_uuid += 1;
+                w.descriptor(TrackDescriptor {
+                    uuid: Some(uuid),
+                    parent_uuid: Some(parent),
+                    name: Some(format!("overlap {}", thread_lanes.len())),
+                    ..TrackDescriptor::default()
+                })?;
+                thread_lanes.push(Lane {
+                    uuid,
+                    open: Vec::new(),
+                });
+                thread_lanes.len() - 1
+            }
+        };
+        let target = &mut thread_lanes[lane];
+        self.ends.push(Reverse((
+            end,
+            Reverse(target.open.len()),
+            thread,
+            lane as u32,
+        )));
+        target.open.push(end);
+        let flow = self.flows.next(frame);
+        w.begin(target.uuid, iids.stage(stage), frame, flow, start_ns)
+    }
+
+    fn close_all(mut self, w: &mut PacketWriter) -> anyhow::Result<()> {
+        while let Some(Reverse((t, _, thread, lane))) = self.ends.pop() {
+            close(&mut self.lanes, thread, lane, t, w)?;
+        }
+        Ok(())
+    }
+}
+
+fn close(
+    lanes: &mut [Vec<Lane>],
+    thread: u32,
+    lane: u32,
+    t: i64,
+    w: &mut PacketWriter,
+) -> anyhow::Result<()> {
+    let lane = &mut lanes[thread as usize][lane as usize];
+    lane.open.pop();
+    w.end(lane.uuid, t)
+}
+
 /// The flow linking a frame's spans: each carries the frame's flow id, the last one
 /// as terminating. Frames of one span have none.
 struct FrameFlows {
     /// Per frame: spans not yet written, and `MANY` when it has more than one.
     left: FrameCounts,
+    /// Spans counted.
+    counted: u64,
 }
 
 /// Frame ids that count up from 0 (what framelab records) index a vector; others a map.
@@ -352,22 +495,37 @@ enum Flow {
 }
 
 impl FrameFlows {
-    fn new(spans: &[Span]) -> FrameFlows {
-        let max = spans.iter().map(|s| s.frame).max().unwrap_or(0);
-        let dense = max < (spans.len() as u64).saturating_mul(4).saturating_add(1024);
-        let mut left = match dense {
-            true => FrameCounts::Dense(vec![0; max as usize + 1]),
-            false => FrameCounts::Sparse(FastMap::default()),
-        };
-        for s in spans {
-            if let Some(count) = left.get(s.frame) {
-                *count = match *count {
-                    0 => 1,
-                    n => (n + 1) | MANY,
-                };
+    /// No frames counted yet; about `spans` spans to come.
+    fn expecting(spans: usize) -> FrameFlows {
+        FrameFlows {
+            left: FrameCounts::Dense(Vec::with_capacity(spans.min(1 << 24))),
+            counted: 0,
+        }
+    }
+
+    /// Counts a span of `frame`. Ids that count up index a vector while they stay below
+    /// four times the spans counted (plus 1024), else every count moves to a map.
+    fn count(&mut self, frame: u64) {
+        self.counted += 1;
+        if let FrameCounts::Dense(counts) = &mut self.left {
+            if frame >= counts.len() as u64 {
+                if frame < self.counted.saturating_mul(4).saturating_add(1024) {
+                    counts.resize(frame as usize + 1, 0);
+                } else {
+                    let map = (counts.iter().enumerate())
+                        .filter(|&(_, &n)| n > 0)
+                        .map(|(f, &n)| (f as u64, n))
+                        .collect();
+                    self.left = FrameCounts::Sparse(map);
+                }
             }
         }
-        FrameFlows { left }
+        if let Some(count) = self.left.get(frame) {
+            *count = match *count {
+                0 => 1,
+                n => (n + 1) | MANY,
+            };
+        }
     }
 
     fn next(&mut self, frame: u64) -> Flow {
@@ -933,5 +1091,51 @@ mod tests {
         run.spans[0].thread = 9;
         let err = write(&run, &mut Vec::new()).unwrap_err();
         assert!(err.to_string().contains("thread 9"), "{err}");
+    }
+
+    /// 20,000 spans on two threads, nested and overlapping, some starting together.
+    fn many_spans() -> Vec<Span> {
+        (0..20_000u64)
+            .map(|i| Span {
+                frame: i / 4,
+                stage: (i % 3) as u16,
+                thread: (i % 2) as u32,
+                start_ns: (i as i64 / 2) * 1_000 + (i as i64 % 5) * 100,
+                dur_ns: 50 + (i as i64 * 7919 % 2_500),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn spans_far_out_of_order_give_the_bytes_of_the_sorted_run() {
+        // Chunks of 8,192 spans are streamed. Reversed, every span is overtaken by one
+        // read later: they are sorted whole. In blocks of one thread at a time, as a
+        // collector's drains leave them, only a block's worth waits.
+        let mut sorted = sample_run();
+        sorted.spans = many_spans();
+        sorted
+            .spans
+            .sort_by_key(|s| (s.start_ns, Reverse(s.dur_ns), s.thread));
+        let expected = export(&sorted);
+        let mut reversed = sorted.clone();
+        reversed.spans.reverse();
+        assert!(export(&reversed) == expected);
+        let mut drained = sorted.clone();
+        drained
+            .spans
+            .sort_by_key(|s| (s.start_ns / 500_000, s.thread));
+        assert!(export(&drained) == expected);
+    }
+
+    #[test]
+    fn the_span_index_named_in_an_error_is_its_place_in_the_run() {
+        let mut run = sample_run();
+        run.spans = many_spans();
+        run.spans[12_345].dur_ns = -1;
+        let err = write(&run, &mut Vec::new()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "span 12345 has a negative duration (-1 ns)"
+        );
     }
 }

@@ -9,6 +9,7 @@
 //! (`PERF_EVENT_IOC_SET_OUTPUT`).
 
 pub mod cursor;
+pub mod members;
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

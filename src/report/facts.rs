@@ -524,6 +524,65 @@ fn imported(a: &Analysis, st: &Style) -> Option<String> {
     Some(parts.join(" · "))
 }
 
+/// `encode uprobe prog:encode_frame · 200 calls · 2.4 µs per call (entry + return; push,
+/// emulated)`, one
+/// clause per probe, then what they cost the thread they cost most.
+fn probes(a: &Analysis, st: &Style) -> Option<String> {
+    let p = a.probes.as_ref()?;
+    let mut parts: Vec<String> = p
+        .probes
+        .iter()
+        .map(|f| {
+            let what = if f.frame_probe {
+                format!("frames from uprobe {}", st.name(&f.target))
+            } else {
+                format!("{} {} {}", f.stage, f.kind, st.name(&f.target))
+            };
+            let hits = match f.kind.as_str() {
+                "usdt event" | "tracepoint" => plural(f.hits, "hit", "hits"),
+                _ => plural(f.hits, "call", "calls"),
+            };
+            let hits = if f.hits == 0 { st.yellow(&hits) } else { hits };
+            let cost = match f.cost_per_hit_ns {
+                Some(ns) => {
+                    let per = match f.kind.as_str() {
+                        "usdt" => "call (begin + end; ",
+                        "usdt event" => "hit (",
+                        _ => "call (entry + return; ",
+                    };
+                    let class = f.first_instruction.describe();
+                    format!("{:.1} µs per {per}{class})", ns as f64 / 1e3)
+                }
+                None => format!("cost unknown ({})", f.first_instruction.describe()),
+            };
+            if f.kind == "tracepoint" {
+                // Not a trap in the program: no cost of its own to say.
+                return format!("{what} · {hits}");
+            }
+            format!("{what} · {hits} · {cost}")
+        })
+        .collect();
+    if let Some(tid) = p.busiest_tid {
+        let line = format!(
+            "they cost thread {tid} {:.1}% of the run",
+            p.busiest_share_pct
+        );
+        parts.push(
+            if p.busiest_share_pct > crate::probes::DOMINATING_SHARE_PCT {
+                st.yellow(&format!(
+                    "{line}: the probes dominate it (see docs/probes.md)"
+                ))
+            } else {
+                line
+            },
+        );
+    }
+    if p.lost > 0 {
+        parts.push(st.yellow(&format!("{} samples lost", p.lost)));
+    }
+    Some(parts.join(" · "))
+}
+
 /// The header lines as (label, sentence), in report order; lines that do not apply are left out.
 pub fn facts(a: &Analysis, st: &Style) -> Vec<(&'static str, String)> {
     facts_in(a, st, false)
@@ -540,6 +599,7 @@ pub fn facts_in(a: &Analysis, st: &Style, verbose: bool) -> Vec<(&'static str, S
         ("window", Some(window(a))),
         ("metrics", metrics(a, st)),
         ("frames", frames(a, st)),
+        ("probes", probes(a, st)),
         ("bound", super::pipeline::bound_line(a, st)),
         ("scheduler", super::pipeline::sched_line(a, st)),
         ("fps", fps(a, verbose)),

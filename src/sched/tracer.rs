@@ -20,6 +20,7 @@ use super::tracefs::{self, Field, Tracepoint};
 use super::{SchedSlice, SchedSource, SchedTimeline};
 use crate::perf_event::bindings as b;
 use crate::perf_event::cursor::{self, Cursor};
+use crate::perf_event::members::Membership;
 use crate::perf_event::{self, Ring};
 
 const SAMPLE_TYPE: u64 =
@@ -82,70 +83,6 @@ enum State {
     Running,
     Runnable(Arc<str>),
     Blocked,
-}
-
-/// Which tasks belong to the run: each task looked up once (its `status`: thread group and
-/// parent), each process once (its parent chain, memoized), so a busy machine's many new
-/// tasks cost one small read each.
-struct Membership {
-    framelab: u32,
-    watched: Vec<u32>,
-    tasks: HashMap<u32, bool>,
-    processes: HashMap<u32, bool>,
-}
-
-impl Membership {
-    fn new(framelab: u32, watched: Vec<u32>) -> Membership {
-        Membership {
-            framelab,
-            watched,
-            tasks: HashMap::new(),
-            processes: HashMap::new(),
-        }
-    }
-
-    fn contains(&mut self, tid: u32) -> bool {
-        if tid == 0 {
-            return false;
-        }
-        if let Some(&known) = self.tasks.get(&tid) {
-            return known;
-        }
-        let member = match status_numbers(tid) {
-            Some((tgid, ppid)) => self.process(tgid, Some(ppid), 0),
-            None => false,
-        };
-        self.tasks.insert(tid, member);
-        member
-    }
-
-    /// A process below framelab (not framelab itself) or a watched one, or below one.
-    fn process(&mut self, pid: u32, parent: Option<u32>, depth: u32) -> bool {
-        if pid == self.framelab || pid <= 1 {
-            return false;
-        }
-        if let Some(&known) = self.processes.get(&pid) {
-            return known;
-        }
-        let member = self.watched.contains(&pid)
-            || match parent.or_else(|| status_numbers(pid).map(|(_, ppid)| ppid)) {
-                Some(p) if p == self.framelab => true,
-                Some(p) if depth < 64 => self.process(p, None, depth + 1),
-                _ => false,
-            };
-        self.processes.insert(pid, member);
-        member
-    }
-}
-
-/// A task's thread group and its process's parent, from `/proc/TID/status`.
-fn status_numbers(tid: u32) -> Option<(u32, u32)> {
-    let text = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-    let number = |key: &str| -> Option<u32> {
-        let line = text.lines().find(|l| l.starts_with(key))?;
-        line[key.len()..].trim().parse().ok()
-    };
-    Some((number("Tgid:")?, number("PPid:")?))
 }
 
 struct Trace {
@@ -519,9 +456,12 @@ mod tests {
             },
             Vec::new(),
             Vec::new(),
-            Membership {
-                tasks: members.iter().map(|&t| (t, true)).collect(),
-                ..Membership::new(1, Vec::new())
+            {
+                let mut run = Membership::new(1, Vec::new());
+                for &t in members {
+                    run.set(t, true);
+                }
+                run
             },
         )
     }
@@ -601,9 +541,9 @@ mod tests {
     #[test]
     fn tasks_outside_the_run_leave_no_slices() {
         let mut t = trace_of(&[]);
-        t.members.tasks.insert(5, false);
+        t.members.set(5, false);
         t.apply(100, switch(5, true, 6, "x"));
-        t.members.tasks.insert(6, false);
+        t.members.set(6, false);
         t.apply(200, switch(6, false, 5, "y"));
         assert!(t.slices.is_empty());
     }

@@ -70,6 +70,21 @@ pub struct Collector {
     sampler: Option<Sampler>,
     /// The run group's CPU: read at launch, at the window's start and end.
     group: GroupWindow,
+    /// `--probe` stages: drained with the rings, their spans kept like the SDK's.
+    probes: Option<ProbeSpans>,
+}
+
+/// The probes' recorder, and the run's ids of what their spans name.
+struct ProbeSpans {
+    recorder: crate::probes::recorder::Recorder,
+    /// Each probe's stage (or event) name, and its id in the run once given.
+    names: Vec<String>,
+    name_ids: Vec<Option<u16>>,
+    /// (pid, tid) → the run's thread index.
+    threads: HashMap<(u32, u32), u32>,
+    /// Files the run's processes had mapped, read while a probe had no hit: said after
+    /// the run when it never got one (was its binary loaded at all?).
+    loaded: std::collections::BTreeSet<String>,
 }
 
 /// The run group's readings over the window.
@@ -121,6 +136,7 @@ impl Collector {
             latest_end_ns: i64::MAX,
             sampler: None,
             group: GroupWindow::default(),
+            probes: None,
         }
     }
 
@@ -138,6 +154,18 @@ impl Collector {
             at_launch,
             ..GroupWindow::default()
         };
+    }
+
+    /// Drains `recorder`'s probes with the rings: their spans become the run's.
+    pub fn set_probes(&mut self, recorder: crate::probes::recorder::Recorder) {
+        let names = recorder.stages();
+        self.probes = Some(ProbeSpans {
+            name_ids: vec![None; names.len()],
+            names,
+            recorder,
+            threads: HashMap::new(),
+            loaded: Default::default(),
+        });
     }
 
     /// Processes that had left the run's group or survived its end, said in the run file.
@@ -294,8 +322,113 @@ impl Collector {
             }
             self.retire(&ring)?;
         }
+        if let Some(mut probes) = self.probes.take() {
+            let drained = probes.recorder.drain();
+            let kept = self.keep_probe_records(&mut probes, drained);
+            self.probes = Some(probes);
+            kept?;
+        }
         self.flush()?;
         Ok(fullest)
+    }
+
+    /// Probe spans and events enter the run as the SDK's do: the stage (or event) named
+    /// by the option, the probed thread, times after launch.
+    fn keep_probe_records(
+        &mut self,
+        probes: &mut ProbeSpans,
+        drained: crate::probes::recorder::Drained,
+    ) -> Result<()> {
+        let origin = self.meta.origin_mono_ns;
+        for event in drained.events {
+            let name = self.probe_name_id(probes, event.probe, name_kind::EVENT)?;
+            let seen = event.of_run.then_some(event.mono_ns);
+            let thread = self.probe_thread(probes, event.pid, event.tid, seen)?;
+            self.events.push(EventRecord {
+                event: name,
+                key: event.key,
+                thread,
+                t_ns: event.mono_ns - origin,
+            });
+        }
+        for span in drained.spans {
+            let stage = self.probe_name_id(probes, span.probe, name_kind::STAGE)?;
+            let thread = self.probe_thread(probes, span.pid, span.tid, Some(span.start_mono_ns))?;
+            self.keep_span(Span {
+                frame: span.frame,
+                stage,
+                thread,
+                start_ns: span.start_mono_ns - origin,
+                dur_ns: span.end_mono_ns - span.start_mono_ns,
+            });
+        }
+        Ok(())
+    }
+
+    /// While a probe has seen nothing, the files the run's processes map (read at each
+    /// commit, twice a second), for the line that says so after the run.
+    fn note_loaded_files(&mut self) {
+        let Some(probes) = self.probes.as_mut() else {
+            return;
+        };
+        if !probes.recorder.unhit() {
+            return;
+        }
+        for (pid, role) in self.accounting.live_pids() {
+            if role == ProcessRole::Watched {
+                continue;
+            }
+            let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+                continue;
+            };
+            for path in maps.lines().filter_map(|l| l.split_whitespace().nth(5)) {
+                if path.starts_with('/') && !probes.loaded.contains(path) {
+                    probes.loaded.insert(path.to_owned());
+                }
+            }
+        }
+    }
+
+    /// The run's id of probe `probe`'s stage or event name.
+    fn probe_name_id(&mut self, probes: &mut ProbeSpans, probe: usize, kind: char) -> Result<u16> {
+        if let Some(id) = probes.name_ids[probe] {
+            return Ok(id);
+        }
+        let id = self.run_id(kind, &probes.names[probe])?;
+        probes.name_ids[probe] = Some(id);
+        Ok(id)
+    }
+
+    /// The run's index of a probed thread, added (named from /proc) when first seen; its
+    /// process is accounted from `of_run_since` (CLOCK_MONOTONIC), when it is the run's (a
+    /// tracepoint's task may be anyone's).
+    fn probe_thread(
+        &mut self,
+        probes: &mut ProbeSpans,
+        pid: u32,
+        tid: u32,
+        of_run_since: Option<i64>,
+    ) -> Result<u32> {
+        if let Some(&index) = probes.threads.get(&(pid, tid)) {
+            return Ok(index);
+        }
+        let name = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+            .map(|n| n.trim_end().to_owned())
+            .unwrap_or_default();
+        self.writer.send(Write::Thread(ThreadInfo {
+            pid,
+            tid,
+            name,
+            dropped: 0,
+        }))?;
+        let index = self.threads_added;
+        self.threads_added += 1;
+        if let Some(since) = of_run_since {
+            self.accounting
+                .observe_instrumented(pid, since - self.meta.origin_mono_ns);
+        }
+        probes.threads.insert((pid, tid), index);
+        Ok(index)
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -534,21 +667,7 @@ impl Collector {
                     ));
                     return Ok(());
                 }
-                if self.meta.first_span_ns.is_none_or(|first| start_ns < first) {
-                    self.meta.first_span_ns = Some(start_ns);
-                }
-                if self.first_stage.is_none() {
-                    self.first_stage = Some(stage);
-                }
-                if self.first_stage == Some(stage) {
-                    self.frames_seen += 1;
-                    if let Some((n, start @ None)) = &mut self.opening_frame {
-                        if *n == self.frames_seen {
-                            *start = Some(start_ns);
-                        }
-                    }
-                }
-                self.spans.push(Span {
+                self.keep_span(Span {
                     frame: record.frame,
                     stage,
                     thread,
@@ -581,6 +700,27 @@ impl Collector {
         Ok(())
     }
 
+    /// Keeps a span, counting frames by the first stage seen (what `--warmup-frames`
+    /// waits for).
+    fn keep_span(&mut self, span: Span) {
+        let (stage, start_ns) = (span.stage, span.start_ns);
+        if self.meta.first_span_ns.is_none_or(|first| start_ns < first) {
+            self.meta.first_span_ns = Some(start_ns);
+        }
+        if self.first_stage.is_none() {
+            self.first_stage = Some(stage);
+        }
+        if self.first_stage == Some(stage) {
+            self.frames_seen += 1;
+            if let Some((n, start @ None)) = &mut self.opening_frame {
+                if *n == self.frames_seen {
+                    *start = Some(start_ns);
+                }
+            }
+        }
+        self.spans.push(span);
+    }
+
     /// The run-level id of a process's local name id, reading its names file again on a miss.
     #[inline]
     fn resolve(
@@ -604,21 +744,7 @@ impl Collector {
             // Not interned (yet): not cached, a later refresh may find it.
             return Ok(None);
         };
-        let id = match self.run_ids.get(&(name_kind, name.clone())) {
-            Some(&id) => id,
-            None => {
-                let next = self.names_added.entry(name_kind).or_insert(0);
-                let id = *next;
-                *next += 1;
-                self.writer.send(match name_kind {
-                    name_kind::STAGE => Write::Stage(name.clone()),
-                    name_kind::COUNTER => Write::CounterName(name.clone()),
-                    _ => Write::EventName(name.clone()),
-                })?;
-                self.run_ids.insert((name_kind, name), id);
-                id
-            }
-        };
+        let id = self.run_id(name_kind, &name)?;
         if ids.len() <= local as usize {
             ids.resize(local as usize + 1, None);
         }
@@ -626,8 +752,26 @@ impl Collector {
         Ok((name_kind == kind).then_some(id))
     }
 
+    /// The run's id of a name of `kind`, given to the store the first time.
+    fn run_id(&mut self, name_kind: char, name: &str) -> Result<u16> {
+        if let Some(&id) = self.run_ids.get(&(name_kind, name.to_owned())) {
+            return Ok(id);
+        }
+        let next = self.names_added.entry(name_kind).or_insert(0);
+        let id = *next;
+        *next += 1;
+        self.writer.send(match name_kind {
+            name_kind::STAGE => Write::Stage(name.to_owned()),
+            name_kind::COUNTER => Write::CounterName(name.to_owned()),
+            _ => Write::EventName(name.to_owned()),
+        })?;
+        self.run_ids.insert((name_kind, name.to_owned()), id);
+        Ok(id)
+    }
+
     /// Commits what was recorded so far; a killed framelab loses at most what came after.
     pub fn commit(&mut self) -> Result<()> {
+        self.note_loaded_files();
         self.flush()?;
         let mut meta = self.meta.clone();
         if !self.window_closed {
@@ -656,6 +800,16 @@ impl Collector {
         self.drain()?;
         for ring in std::mem::take(&mut self.rings) {
             self.retire(&ring)?;
+        }
+        if let Some(mut probes) = self.probes.take() {
+            let finished = probes.recorder.finish();
+            self.keep_probe_records(&mut probes, finished.drained)?;
+            self.flush()?;
+            crate::probes::say_what_was_missed(&finished.facts, finished.lost, &probes.loaded);
+            let facts = &mut self.meta.session;
+            facts.probes = finished.facts;
+            facts.probe_records_lost = finished.lost;
+            facts.probe_busiest_thread = finished.busiest_thread;
         }
         for (&pid, names) in self.names.iter_mut() {
             names.refresh(self.session.path(), pid);

@@ -85,6 +85,8 @@ pub struct RunOptions {
     pub prepare: Option<prepare::Prepare>,
     /// Sample call stacks of every process of the run (`--profile[=HZ]`).
     pub profile: Option<crate::profile::ProfileOptions>,
+    /// Stages from uprobes (`--probe`, `--frame-arg`, `--frame-probe`).
+    pub probes: crate::probes::ProbeOptions,
 }
 
 /// What a finished run left behind.
@@ -159,6 +161,15 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     }
     let session = dir::SessionDir::create(&opts.session_access)?;
     let tick_clock = clock::TickClock::new();
+    // Before the run file: a probe that cannot be placed means no run at all. After the
+    // guardian: it must not hold the probes' events.
+    let probes = match opts.probes.is_empty() {
+        true => None,
+        false => Some(
+            crate::probes::recorder::Recorder::start(&opts.probes, opts.watch_pids.clone())
+                .map_err(anyhow::Error::msg)?,
+        ),
+    };
 
     let budget_ns = opts
         .budget
@@ -301,6 +312,9 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome> {
     });
     let mut collector = collect::Collector::new(writer, session, tick_clock, meta, accounting);
     collector.set_run_group(run_group.facts(), run_group.meter(), group_at_launch);
+    if let Some(probes) = probes {
+        collector.set_probes(probes);
+    }
     let mut tree = crate::sample::ProcessTree::below(
         procfs::Procfs::system(),
         std::process::id(),

@@ -96,6 +96,17 @@ impl StoredRun {
         Ok(events)
     }
 
+    /// The run's counter values, checked as `load_run` checks them: what an export that
+    /// streams the spans carries beside them.
+    pub fn counters(&self) -> anyhow::Result<Vec<CounterValue>> {
+        let mut counters = Vec::with_capacity(self.counters_at.capacity(self.row_limit));
+        self.for_each_counters(&mut |chunk| {
+            counters.extend_from_slice(chunk);
+            Ok(())
+        })?;
+        Ok(counters)
+    }
+
     /// The rows of `table` with ids in `range` that belong to this run, decoded, to `sink`
     /// in id order.
     fn stream<T: Send>(

@@ -5,19 +5,26 @@
 
 pub mod model;
 mod plan;
+mod recorded;
 mod render;
 
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use self::model::{simulate, Config, Simulated, Task};
+use self::model::{simulate_with, Config, Simulated};
 pub use self::plan::Changes;
-use crate::analyze::frames::{measure_run, Frames, NO_FRAME};
-use crate::analyze::pipeline::waits::StageSpan;
+use self::recorded::RecordedFrames;
+use crate::analyze::compact::columns::{columns_of, SpanColumns};
+use crate::analyze::compact::rate::{frame_rate, FrameRate};
+use crate::analyze::compact::table::FrameTable;
+use crate::analyze::compact::values::NsValues;
+use crate::analyze::compact::window::measure;
+use crate::analyze::compact::{load_columns, ANALYSIS_KEEPS};
 use crate::analyze::pipeline::{has_thread_info, is_queue, thread_labels};
 use crate::analyze::stats::sort_ns;
 use crate::analyze::{Analysis, Dist};
 use crate::model::Run;
+use crate::store::StoredRun;
 pub use render::render;
 
 /// The stage the SDK's pacer records its own wait as.
@@ -33,21 +40,40 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn of(sim: &Simulated) -> Outcome {
-        let mut ends = sim.ends_ns.clone();
+    /// The outcome of `sim`, its vectors dropped as soon as they are done with, the totals
+    /// and intervals held as u32 where they fit (the same figures as i64 would give).
+    fn of(sim: Simulated) -> Outcome {
+        let Simulated {
+            starts_ns: starts,
+            ends_ns: mut ends,
+        } = sim;
+        let total_of = |(s, e): (&i64, &i64)| e - s;
+        let mut totals = values_of(starts.iter().zip(&ends).map(total_of), starts.len());
+        drop(starts);
+        totals.sort();
+        let total = totals.dist_of_sorted();
+        drop(totals);
         sort_ns(&mut ends);
-        let mut intervals: Vec<i64> = ends.windows(2).map(|w| w[1] - w[0]).collect();
-        let mut totals: Vec<i64> = (sim.ends_ns.iter().zip(&sim.starts_ns))
-            .map(|(e, s)| e - s)
-            .collect();
-        let interval = Dist::from_unsorted(&mut intervals);
+        let mut intervals = values_of(ends.windows(2).map(|w| w[1] - w[0]), ends.len());
+        drop(ends);
+        intervals.sort();
+        let interval = intervals.dist_of_sorted();
         Outcome {
             fps: interval
                 .as_ref()
                 .filter(|d| d.mean_ns > 0.0)
                 .map(|d| 1e9 / d.mean_ns),
             interval,
-            total: Dist::from_unsorted(&mut totals),
+            total,
+        }
+    }
+
+    /// The analysis's figures from the frames alone.
+    fn of_rate(r: FrameRate) -> Outcome {
+        Outcome {
+            fps: r.fps.as_ref().map(|f| f.mean),
+            interval: r.interval,
+            total: r.total,
         }
     }
 
@@ -83,88 +109,49 @@ pub struct WhatIf {
     pub assumptions: Vec<String>,
 }
 
-/// A measured frame's stages in start order, and each one's hand-over delay.
-struct RecordedFrame {
-    spans: Vec<StageSpan>,
-    delays_ns: Vec<i64>,
-}
-
-/// The measured frames, in start order, each with its spans sorted by start.
-fn recorded_frames(run: &Run) -> Vec<RecordedFrame> {
-    let frames = Frames::from_spans(&run.spans);
-    let (_, measured) = measure_run(run, &frames);
-    let mut by_frame: Vec<Vec<StageSpan>> = vec![Vec::new(); frames.all.len()];
-    for (s, &f) in run.spans.iter().zip(&frames.span_frame) {
-        if f != NO_FRAME && measured.in_window[f as usize] {
-            by_frame[f as usize].push(StageSpan {
-                start_ns: s.start_ns,
-                end_ns: s.end_ns(),
-                stage: s.stage,
-                thread: s.thread,
-            });
-        }
-    }
-    let mut out: Vec<RecordedFrame> = by_frame
-        .into_iter()
-        .filter(|spans| !spans.is_empty())
-        .map(|mut spans| {
-            spans.sort_unstable();
-            RecordedFrame {
-                delays_ns: vec![0; spans.len()],
-                spans,
-            }
-        })
-        .collect();
-    out.sort_by_key(|f| f.spans[0].start_ns);
+/// `values` (as many as `len` at most), as narrow as they fit.
+fn values_of(values: impl Iterator<Item = i64> + Clone, len: usize) -> NsValues {
+    let (min, max) =
+        (values.clone()).fold((0, 0), |(lo, hi): (i64, i64), v| (lo.min(v), hi.max(v)));
+    let mut out = NsValues::for_range(min, max, len);
+    values.for_each(|v| out.push(v));
     out
-}
-
-/// Each span's hand-over delay as recorded: how long after it could have started (the
-/// frame's previous stage ended, its thread's previous span ended and, for the stage the
-/// depth gates, the frame `depth` before ended) it started. A frame's first span has none
-/// (the pacer's release is modelled instead).
-fn set_handover_delays(frames: &mut [RecordedFrame], depth: usize, pace: Option<u16>) {
-    // The end of the span before each one on its thread, by start.
-    let mut by_thread: Vec<(u32, i64, usize, usize)> = Vec::new();
-    for (i, f) in frames.iter().enumerate() {
-        for (k, s) in f.spans.iter().enumerate() {
-            by_thread.push((s.thread, s.start_ns, i, k));
-        }
-    }
-    by_thread.sort_unstable();
-    let mut thread_free: Vec<Vec<i64>> = (frames.iter())
-        .map(|f| vec![i64::MIN; f.spans.len()])
-        .collect();
-    for w in by_thread.windows(2) {
-        let ((t0, _, i0, k0), (t1, _, i1, k1)) = (w[0], w[1]);
-        if t0 == t1 {
-            thread_free[i1][k1] = frames[i0].spans[k0].end_ns;
-        }
-    }
-    let ends: Vec<i64> = (frames.iter())
-        .map(|f| f.spans.iter().map(|s| s.end_ns).max().unwrap_or(0))
-        .collect();
-    for i in 0..frames.len() {
-        let f = &frames[i];
-        let gated = usize::from(pace == Some(f.spans[0].stage) && f.spans.len() > 1);
-        let delays: Vec<i64> = (0..f.spans.len())
-            .map(|k| {
-                if k == 0 {
-                    return 0;
-                }
-                let mut ready = f.spans[k - 1].end_ns.max(thread_free[i][k]);
-                if k == gated && i >= depth {
-                    ready = ready.max(ends[i - depth]);
-                }
-                f.spans[k].start_ns.saturating_sub(ready).max(0)
-            })
-            .collect();
-        frames[i].delays_ns = delays;
-    }
 }
 
 /// Predicts `changes` on `run` (analysed as `analysis`).
 pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatIf> {
+    let (columns, table) = columns_of(&run.spans, ANALYSIS_KEEPS);
+    whatif_columns(
+        run,
+        columns,
+        table,
+        Some(Outcome::measured(analysis)),
+        changes,
+    )
+}
+
+/// [`whatif`] of a run file's run: its spans read once into columns, the measured figures
+/// taken from them as the analysis takes them (and nothing else of the analysis), then
+/// the model replays from them (issue 29: the loaded run, its whole analysis and a vector
+/// of spans per frame took 337 bytes a span).
+pub fn whatif_stored(stored: &StoredRun, changes: &Changes) -> Result<WhatIf> {
+    let (columns, table) = load_columns(stored, ANALYSIS_KEEPS)?;
+    whatif_columns(&stored.head, columns, table, None, changes)
+}
+
+/// [`whatif`] of a run whose spans were read into `columns` and `table` (starts and threads
+/// kept, as [`ANALYSIS_KEEPS`] says): `head` is the run without them. `measured` is the
+/// analysis's figures, else taken from the columns. The columns stay, the frames become row
+/// indices into them ([`RecordedFrames`]), and the model is fed one frame's tasks at a
+/// time: about 30 to 50 bytes a span in all.
+pub fn whatif_columns(
+    head: &Run,
+    columns: SpanColumns,
+    table: FrameTable,
+    measured: Option<Outcome>,
+    changes: &Changes,
+) -> Result<WhatIf> {
+    let run = head;
     // A stage named twice would be scaled by the product, or moved to the last thread named.
     for (option, stages) in [
         (
@@ -185,7 +172,7 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
              as soon as they can; leave --unpaced out"
         );
     }
-    if run.spans.is_empty() {
+    if columns.is_empty() {
         bail!(
             "the run has no spans (an import of histograms or samples only): whatif replays each \
              stage's recorded spans"
@@ -197,7 +184,13 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
              to know which thread ran each stage (a CSV or JSONL import takes a tid column)"
         );
     }
-    let mut frames = recorded_frames(run);
+    let mut columns = columns;
+    let (_, in_window) = measure(&table, &columns, &run.meta);
+    let measured =
+        measured.unwrap_or_else(|| Outcome::of_rate(frame_rate(run, &table, &in_window)));
+    let frame_of_row = std::mem::take(&mut columns.frame);
+    let mut frames = RecordedFrames::new(&columns, frame_of_row, table, &in_window)?;
+    drop(in_window);
     if frames.len() < 2 {
         bail!(
             "the run has {} measured frames: whatif needs two or more to predict a rate",
@@ -211,28 +204,27 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
     let queues: Vec<bool> = run.threads.iter().map(is_queue).collect();
     let recorded = plan::recorded(&frames, &labels, &queues, pace);
     let changed = plan::apply(&recorded, changes, &run.stages)?;
-    set_handover_delays(&mut frames, recorded.depth, pace);
+    frames.set_handover_delays(recorded.depth, pace);
     // The pacer runs at the target rate (a budget alone paces nothing).
     let period_ns = (run.meta.target_fps)
         .filter(|f| f.is_finite() && *f > 0.0)
         .map(|f| 1e9 / f);
     let outcome = |p: &plan::Plan, paced: bool| {
-        let tasks: Vec<Vec<Task>> = (frames.iter())
-            .map(|f| p.tasks(&f.spans, &f.delays_ns))
-            .collect();
         let config = Config {
             period_ns: period_ns.filter(|_| paced),
             depth: p.depth,
             pace_stage: pace,
             resources: p.resource_names.len(),
         };
-        Outcome::of(&simulate(&tasks, &config))
+        Outcome::of(simulate_with(frames.len(), &config, &mut |k, tasks| {
+            p.tasks_into(frames.spans_with_delays(k), tasks)
+        }))
     };
     Ok(WhatIf {
-        run: analysis.name.clone(),
+        run: run.meta.name.clone(),
         frames: frames.len(),
         target_fps: run.meta.target_fps,
-        measured: Outcome::measured(analysis),
+        measured,
         // The run as it was recorded: how close the model comes to the measurement.
         as_recorded: outcome(&recorded, true),
         recorded_schedule: recorded.schedule(&run.stages),
@@ -442,6 +434,37 @@ mod tests {
             w.schedule.resources[1].1,
             vec!["a".to_string(), "b".to_string()]
         );
+    }
+
+    #[test]
+    fn a_run_read_from_its_file_gives_what_the_loaded_run_gives() {
+        // whatif_stored takes the measured figures from the frames alone, not from the
+        // whole analysis: the same prediction, field for field.
+        let dir = tempfile::tempdir().unwrap();
+        for (k, run) in [
+            serial_run(400.0, 50),
+            queue_run(400.0, 50),
+            serial_run_on(120.0, 30, 1),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let path = dir.path().join(format!("{k}.framelab"));
+            crate::store::write_run(&path, &run).unwrap();
+            let stored = crate::store::open_run(&path, None).unwrap();
+            let run = crate::store::load_run(&path, None).unwrap();
+            for changes in [
+                depth(2),
+                Changes {
+                    scales: vec![("b".into(), 0.5)],
+                    unpaced: true,
+                    ..Changes::default()
+                },
+            ] {
+                let from_file = whatif_stored(&stored, &changes).unwrap();
+                assert_eq!(from_file, predict(&run, changes).unwrap());
+            }
+        }
     }
 
     #[test]

@@ -59,14 +59,31 @@ impl Pacer {
 
 /// Replays `frames` (each its tasks in order) through the pipeline `config` describes.
 pub fn simulate(frames: &[Vec<Task>], config: &Config) -> Simulated {
+    simulate_with(frames.len(), config, &mut |i, tasks| {
+        tasks.clone_from(&frames[i]);
+    })
+}
+
+/// [`simulate`] of `frames` frames, frame i's tasks written by `tasks_of(i, tasks)` when
+/// its turn comes: one frame's tasks in memory at a time.
+pub fn simulate_with(
+    frames: usize,
+    config: &Config,
+    tasks_of: &mut dyn FnMut(usize, &mut Vec<Task>),
+) -> Simulated {
+    let mut tasks = Vec::new();
     let mut free = vec![0i64; config.resources];
     let mut pacer = config.period_ns.map(|period_ns| Pacer {
         period_ns,
         anchor_ns: None,
         slot: 0,
     });
-    let mut out = Simulated::default();
-    for (i, tasks) in frames.iter().enumerate() {
+    let mut out = Simulated {
+        starts_ns: Vec::with_capacity(frames),
+        ends_ns: Vec::with_capacity(frames),
+    };
+    for i in 0..frames {
+        tasks_of(i, &mut tasks);
         let Some(first) = tasks.first() else {
             continue;
         };

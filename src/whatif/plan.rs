@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{bail, Result};
 
 use super::model::Task;
-use super::{RecordedFrame, Schedule};
+use super::recorded::RecordedFrames;
+use super::Schedule;
 use crate::analyze::pipeline::waits::StageSpan;
 use crate::analyze::stages::stage_name;
 
@@ -58,19 +59,19 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn tasks(&self, spans: &[StageSpan], delays_ns: &[i64]) -> Vec<Task> {
-        (spans.iter().zip(delays_ns))
-            .map(|(s, &delay_ns)| {
-                let dur = s.end_ns.saturating_sub(s.start_ns);
-                let scale = self.scales.get(&s.stage).copied().unwrap_or(1.0);
-                Task {
-                    stage: s.stage,
-                    resource: self.resource_of(s.stage, s.thread),
-                    dur_ns: (dur as f64 * scale).round() as i64,
-                    delay_ns,
-                }
-            })
-            .collect()
+    /// A frame's tasks, from its spans and their delays, into `tasks` (cleared first).
+    pub fn tasks_into(&self, spans: impl Iterator<Item = (StageSpan, i64)>, tasks: &mut Vec<Task>) {
+        tasks.clear();
+        tasks.extend(spans.map(|(s, delay_ns)| {
+            let dur = s.end_ns.saturating_sub(s.start_ns);
+            let scale = self.scales.get(&s.stage).copied().unwrap_or(1.0);
+            Task {
+                stage: s.stage,
+                resource: self.resource_of(s.stage, s.thread),
+                dur_ns: (dur as f64 * scale).round() as i64,
+                delay_ns,
+            }
+        }));
     }
 
     fn resource_of(&self, stage: u16, thread: u32) -> usize {
@@ -115,20 +116,32 @@ impl Plan {
 
 /// The most frames whose work (from their first stage after `pace`, the pacer's own stage,
 /// to their end) overlapped at one instant: the depth the program ran at.
-fn frames_in_flight(frames: &[RecordedFrame], pace: Option<u16>) -> usize {
-    let mut events: Vec<(i64, i32)> = Vec::with_capacity(frames.len() * 2);
-    for f in frames {
-        let work = (f.spans.iter()).find(|s| Some(s.stage) != pace);
-        let start = work.map_or(f.spans[0].start_ns, |s| s.start_ns);
-        let end = f.spans.iter().map(|s| s.end_ns).max().unwrap_or(start);
-        // An end sorts before a start at the same instant: back to back is not overlap.
-        events.push((start, 1));
-        events.push((end, -1));
+fn frames_in_flight(frames: &RecordedFrames, pace: Option<u16>) -> usize {
+    let mut starts: Vec<i64> = Vec::with_capacity(frames.len());
+    let mut ends: Vec<i64> = Vec::with_capacity(frames.len());
+    for k in 0..frames.len() {
+        let (mut first, mut work, mut end) = (None, None, i64::MIN);
+        for s in frames.spans(k) {
+            first.get_or_insert(s.start_ns);
+            if work.is_none() && Some(s.stage) != pace {
+                work = Some(s.start_ns);
+            }
+            end = end.max(s.end_ns);
+        }
+        let start = work.or(first).unwrap_or(0);
+        starts.push(start);
+        ends.push(if first.is_some() { end } else { start });
     }
-    events.sort_unstable();
-    let (mut now, mut most) = (0i32, 1i32);
-    for (_, step) in events {
-        now += step;
+    starts.sort_unstable();
+    ends.sort_unstable();
+    // An end before a start at the same instant: back to back is not overlap.
+    let (mut now, mut most, mut e) = (0i32, 1i32, 0usize);
+    for &start in &starts {
+        while e < ends.len() && ends[e] <= start {
+            now -= 1;
+            e += 1;
+        }
+        now += 1;
         most = most.max(now);
     }
     most as usize
@@ -137,7 +150,7 @@ fn frames_in_flight(frames: &[RecordedFrame], pace: Option<u16>) -> usize {
 /// The schedule the run was recorded with: each thread (and queue) a resource, the frames in
 /// flight as the run had them. `queues[t]`: thread `t` is a queue.
 pub fn recorded(
-    frames: &[RecordedFrame],
+    frames: &RecordedFrames,
     labels: &[String],
     queues: &[bool],
     pace: Option<u16>,
@@ -145,9 +158,12 @@ pub fn recorded(
     let mut offsets: BTreeMap<u16, (f64, f64, u64)> = BTreeMap::new();
     let mut placements = BTreeSet::new();
     let mut threads: Vec<u32> = Vec::new();
-    for f in frames {
-        let start = f.spans[0].start_ns;
-        for s in &f.spans {
+    for k in 0..frames.len() {
+        let mut spans = frames.spans(k).peekable();
+        let Some(start) = spans.peek().map(|s| s.start_ns) else {
+            continue;
+        };
+        for s in spans {
             let e = offsets.entry(s.stage).or_default();
             e.0 += (s.start_ns - start) as f64;
             e.1 += (s.end_ns - s.start_ns) as f64;

@@ -14,6 +14,7 @@ mod export;
 mod hist;
 mod history;
 mod import;
+mod probes;
 mod profile;
 mod report;
 mod run;

@@ -3,7 +3,9 @@
 # python3 for tests/e2e/bench/http_ab.rs, python3's venv (with pip) for tests/e2e/sdk/python.rs, which
 # installs the Python package into a virtual environment, and chromium for
 # tests/e2e/report/html_browser.rs (the HTML reports opened in a real browser), and postgresql for
-# tests/e2e/history/basics.rs (a real server started in a temporary directory). Installs what is missing
+# tests/e2e/history/basics.rs (a real server started in a temporary directory), and for
+# tests/e2e/probes.rs <sys/sdt.h> (systemtap-sdt-dev: the USDT test program), bpftrace (the
+# side-by-side test) and ffmpeg with libx264 (a real binary probed). Installs what is missing
 # with apt-get (as root, or through sudo); tests that need a program still absent say so and
 # skip (.ci/run makes the Python and PostgreSQL ones fail instead).
 set -eu
@@ -18,6 +20,11 @@ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/n
 # The PostgreSQL TLS test makes its CA and server certificates with the openssl program (a
 # test tool only: framelab itself builds and runs without OpenSSL).
 command -v openssl >/dev/null 2>&1 || missing="$missing openssl"
+# The probe tests: USDT probes compiled from <sys/sdt.h>, bpftrace beside framelab, and a
+# real distribution binary (ffmpeg's libx264) probed.
+echo "#include <sys/sdt.h>" | cc -E - >/dev/null 2>&1 || missing="$missing systemtap-sdt-dev"
+command -v bpftrace >/dev/null 2>&1 || missing="$missing bpftrace"
+command -v ffmpeg >/dev/null 2>&1 || missing="$missing ffmpeg"
 browser=""
 command -v chromium >/dev/null 2>&1 || browser="chromium"
 if [ -z "$missing" ] && [ -z "$browser" ]; then

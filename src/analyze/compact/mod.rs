@@ -12,6 +12,7 @@
 pub mod columns;
 pub mod nearly_sorted;
 pub mod packed;
+pub mod rate;
 pub mod table;
 pub mod values;
 pub mod window;

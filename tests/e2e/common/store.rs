@@ -69,6 +69,23 @@ pub fn finished_meta(name: &str) -> RunMeta {
                 escaped: vec!["process 77 (sleep) had left the run's cgroup".into()],
                 ..Default::default()
             }),
+            probes: vec![framelab::model::ProbeFacts {
+                stage: "encode".into(),
+                kind: "uprobe".into(),
+                target: "prog:encode_frame".into(),
+                path: "/tmp/prog".into(),
+                function: "encode_frame".into(),
+                file_offset: 0x11b0,
+                first_instruction: framelab::probes::cost::InstructionClass::Push,
+                cost_per_hit_ns: Some(2400),
+                hits: 300,
+                spans: 299,
+                unmatched_returns: 1,
+                unfinished: 0,
+                frame_probe: false,
+            }],
+            probe_records_lost: 2,
+            probe_busiest_thread: Some((4243, 720_000)),
         },
         // In the order given, a value kept whole (control characters too).
         tags: vec![

@@ -1,0 +1,240 @@
+//! What one probe hit costs the probed thread, measured on this machine before the run.
+//!
+//! The cost depends on the probed function's first instruction: a 5-byte nop lets the
+//! kernel jump to a trampoline, `push` is emulated, and anything else is single-stepped (on
+//! a VM a trap to the hypervisor, ten times dearer). So framelab carries one tiny function
+//! per kind of first instruction (below, in assembly, so no compiler changes them), probes
+//! each one at its entry and return in its own process, calls it many times with and
+//! without the probes, and takes the difference per call.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::uprobe::Pmu;
+use crate::perf_event::{self, Ring};
+
+/// What the kernel does at a probed instruction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InstructionClass {
+    /// `nopl 0x0(%rax,%rax,1)`: replaced by a call into a trampoline (kernels 6.18+).
+    Nop5,
+    /// `nop`: what `<sys/sdt.h>` puts at a USDT probe; emulated.
+    Nop1,
+    /// `push %reg`: emulated by the kernel, no single step.
+    Push,
+    /// `endbr64` (functions built with CET protection, Debian's default).
+    Endbr64,
+    /// Anything else: executed out of line by single-stepping.
+    #[default]
+    SingleStep,
+}
+
+impl InstructionClass {
+    pub const ALL: [InstructionClass; 5] = [
+        InstructionClass::Nop5,
+        InstructionClass::Nop1,
+        InstructionClass::Push,
+        InstructionClass::Endbr64,
+        InstructionClass::SingleStep,
+    ];
+
+    /// The class of the instruction `bytes` starts with.
+    pub fn of(bytes: &[u8]) -> InstructionClass {
+        match bytes {
+            [0x0f, 0x1f, 0x44, 0x00, 0x00, ..] => InstructionClass::Nop5,
+            [0x90, ..] => InstructionClass::Nop1,
+            [0x50..=0x57, ..] | [0x41, 0x50..=0x57, ..] => InstructionClass::Push,
+            [0xf3, 0x0f, 0x1e, 0xfa, ..] => InstructionClass::Endbr64,
+            _ => InstructionClass::SingleStep,
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            InstructionClass::Nop5 => "5-byte nop, trampoline",
+            InstructionClass::Nop1 => "nop, emulated",
+            InstructionClass::Push => "push, emulated",
+            InstructionClass::Endbr64 => "endbr64",
+            InstructionClass::SingleStep => "single-stepped",
+        }
+    }
+
+    fn sample(self) -> unsafe extern "C" fn() {
+        match self {
+            InstructionClass::Nop5 => framelab_cost_nop5,
+            InstructionClass::Nop1 => framelab_cost_nop1,
+            InstructionClass::Push => framelab_cost_push,
+            InstructionClass::Endbr64 => framelab_cost_endbr64,
+            InstructionClass::SingleStep => framelab_cost_lea,
+        }
+    }
+}
+
+// One function per class, each starting with the instruction of its class.
+std::arch::global_asm!(
+    ".pushsection .text.framelab_cost,\"ax\",@progbits",
+    ".globl framelab_cost_nop5",
+    ".type framelab_cost_nop5,@function",
+    "framelab_cost_nop5:",
+    ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00",
+    "ret",
+    ".size framelab_cost_nop5, .-framelab_cost_nop5",
+    ".globl framelab_cost_nop1",
+    ".type framelab_cost_nop1,@function",
+    "framelab_cost_nop1:",
+    "nop",
+    "ret",
+    ".size framelab_cost_nop1, .-framelab_cost_nop1",
+    ".globl framelab_cost_push",
+    ".type framelab_cost_push,@function",
+    "framelab_cost_push:",
+    "push rbp",
+    "pop rbp",
+    "ret",
+    ".size framelab_cost_push, .-framelab_cost_push",
+    ".globl framelab_cost_endbr64",
+    ".type framelab_cost_endbr64,@function",
+    "framelab_cost_endbr64:",
+    "endbr64",
+    "ret",
+    ".size framelab_cost_endbr64, .-framelab_cost_endbr64",
+    ".globl framelab_cost_lea",
+    ".type framelab_cost_lea,@function",
+    "framelab_cost_lea:",
+    "lea rax, [rip]",
+    "ret",
+    ".size framelab_cost_lea, .-framelab_cost_lea",
+    ".popsection",
+);
+
+extern "C" {
+    fn framelab_cost_nop5();
+    fn framelab_cost_nop1();
+    fn framelab_cost_push();
+    fn framelab_cost_endbr64();
+    fn framelab_cost_lea();
+}
+
+/// Calls per measurement: enough to see µs per call, few enough to take milliseconds.
+const CALLS: usize = 400;
+/// Measurements kept per class: the least disturbed one counts.
+const ROUNDS: usize = 3;
+
+/// Cost of one call through a probe on an instruction of `class`, in ns, measured here and
+/// now: its entry and return with `with_return`, else its entry alone (a USDT probe).
+/// `Err` is why it could not be measured.
+pub fn measure(pmu: &Pmu, class: InstructionClass, with_return: bool) -> Result<i64, String> {
+    let function = class.sample();
+    let (path, offset) = own_file_offset(function as usize)
+        .ok_or("cannot find framelab's own code in /proc/self/maps")?;
+    let call_all = || {
+        let f = std::hint::black_box(function);
+        let started = Instant::now();
+        for _ in 0..CALLS {
+            // SAFETY: the functions above take nothing, clobber only rax, and return.
+            unsafe { f() };
+        }
+        started.elapsed().as_nanos() as i64
+    };
+    // Before the events exist: an opened uprobe traps at every call even while disabled.
+    let plain = (0..ROUNDS).map(|_| call_all()).min().unwrap_or(0);
+    let open = |retprobe: bool| {
+        pmu.open(&path, offset, 0, retprobe, 0, 0, -1)
+            .map_err(|e| super::uprobe::refusal(&e, "framelab's own calibration function"))
+    };
+    // Rings large enough for every sample of a round: the kernel's cost of writing them
+    // is part of a hit's.
+    let mut entry = Ring::map(open(false)?, 64).map_err(|e| format!("cannot map: {e}"))?;
+    let mut exit = match with_return {
+        true => Some(Ring::map(open(true)?, 64).map_err(|e| format!("cannot map: {e}"))?),
+        false => None,
+    };
+    perf_event::enable(entry.fd()).map_err(|e| perf_event::refusal(&e))?;
+    if let Some(exit) = &exit {
+        perf_event::enable(exit.fd()).map_err(|e| perf_event::refusal(&e))?;
+    }
+    // An untimed round first: the kernel sets up its per-process probe state at the
+    // first hits.
+    call_all();
+    entry.for_each(|_| {});
+    if let Some(exit) = &mut exit {
+        exit.for_each(|_| {});
+    }
+    let mut probed = i64::MAX;
+    let mut hits = 0usize;
+    for _ in 0..ROUNDS {
+        probed = probed.min(call_all());
+        entry.for_each(|_| hits += 1);
+        if let Some(exit) = &mut exit {
+            exit.for_each(|_| {});
+        }
+    }
+    perf_event::disable(entry.fd());
+    if let Some(exit) = &exit {
+        perf_event::disable(exit.fd());
+    }
+    // A probe that did not fire on every call measured nothing.
+    if hits < ROUNDS * CALLS {
+        return Err(format!(
+            "the calibration probe ({}) fired {hits} times in {} calls",
+            class.describe(),
+            ROUNDS * CALLS
+        ));
+    }
+    Ok(((probed - plain) / CALLS as i64).max(0))
+}
+
+/// The file and file offset of code at `address` of this process.
+fn own_file_offset(address: usize) -> Option<(std::path::PathBuf, u64)> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().find_map(|line| {
+        let mut fields = line.split_whitespace();
+        let (start, end) = fields.next()?.split_once('-')?;
+        let (start, end) = (
+            usize::from_str_radix(start, 16).ok()?,
+            usize::from_str_radix(end, 16).ok()?,
+        );
+        let _perms = fields.next()?;
+        let pgoff = u64::from_str_radix(fields.next()?, 16).ok()?;
+        let path = fields.nth(2)?;
+        (start <= address && address < end && path.starts_with('/'))
+            .then(|| (path.into(), (address - start) as u64 + pgoff))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_instructions_are_classed_by_their_bytes() {
+        assert_eq!(
+            InstructionClass::of(&[0x0f, 0x1f, 0x44, 0, 0, 0xc3]),
+            InstructionClass::Nop5
+        );
+        assert_eq!(InstructionClass::of(&[0x55, 0x48]), InstructionClass::Push);
+        assert_eq!(InstructionClass::of(&[0x41, 0x57]), InstructionClass::Push);
+        assert_eq!(
+            InstructionClass::of(&[0xf3, 0x0f, 0x1e, 0xfa]),
+            InstructionClass::Endbr64
+        );
+        assert_eq!(
+            InstructionClass::of(&[0x48, 0x8d, 0x05]),
+            InstructionClass::SingleStep
+        );
+        assert_eq!(InstructionClass::of(&[]), InstructionClass::SingleStep);
+    }
+
+    #[test]
+    fn each_calibration_function_starts_with_its_class() {
+        for class in InstructionClass::ALL {
+            let f = class.sample() as usize as *const u8;
+            // SAFETY: reading the first bytes of our own code.
+            let bytes = unsafe { std::slice::from_raw_parts(f, 5) };
+            assert_eq!(InstructionClass::of(bytes), class);
+            assert!(own_file_offset(f as usize).is_some());
+        }
+    }
+}

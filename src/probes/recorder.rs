@@ -1,0 +1,725 @@
+//! The probes of a run while it goes: on every CPU, each probe's entry and return events
+//! (and `--frame-probe`'s entry) write into one ring per CPU; the collector drains them
+//! with the SDK's rings, and each entry is paired with its thread's next return of the same
+//! probe into a span. Events are opened for every task, before the command starts, and
+//! kept only for the run's processes (`crate::perf_event::members`).
+
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+
+use super::cost::{self, InstructionClass};
+use super::tracepoint;
+use super::uprobe::{self, Pmu};
+use super::usdt::{self, Argument};
+use super::{locate, FrameSource, Kind, ProbeOptions, ProbePoint, ProbeRequest, Target};
+use crate::model::ProbeFacts;
+use crate::perf_event::bindings as b;
+use crate::perf_event::cursor::{self, Cursor};
+use crate::perf_event::members::Membership;
+use crate::perf_event::{self, Ring};
+use crate::sched::tracefs::Field;
+
+/// 256 KiB a CPU: about 6,000 hits, over 0.5 s of 10,000 hits a second; drained every
+/// few milliseconds.
+const RING_PAGES: usize = 64;
+
+/// One call of a probed function on one thread (or one stretch from a USDT probe to its
+/// end probe): from entry to return.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeSpan {
+    /// Index into [`Recorder::stages`].
+    pub probe: usize,
+    pub pid: u32,
+    pub tid: u32,
+    /// CLOCK_MONOTONIC.
+    pub start_mono_ns: i64,
+    pub end_mono_ns: i64,
+    pub frame: u64,
+}
+
+/// One hit of a `--usdt-event` probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeEvent {
+    /// Index into [`Recorder::stages`].
+    pub probe: usize,
+    pub pid: u32,
+    pub tid: u32,
+    /// CLOCK_MONOTONIC.
+    pub mono_ns: i64,
+    pub key: u64,
+    /// Whether its process is one of the run's (a tracepoint's may be any task's).
+    pub of_run: bool,
+}
+
+/// What a drain found.
+#[derive(Debug, Default)]
+pub struct Drained {
+    pub spans: Vec<ProbeSpan>,
+    pub events: Vec<ProbeEvent>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// A function's entry, or the USDT probe that begins a stage.
+    Begin,
+    /// A function's return, or the USDT probe that ends a stage.
+    End,
+    /// A `--usdt-event` probe.
+    Event,
+    /// `--frame-probe`: starts the next frame.
+    Frame,
+}
+
+/// What the kernel is asked to watch.
+#[derive(Clone, Debug)]
+enum Source {
+    Uprobe {
+        point: ProbePoint,
+        retprobe: bool,
+    },
+    /// A tracepoint, and the raw field its events are keyed by.
+    Tracepoint {
+        id: u64,
+        field: Field,
+    },
+}
+
+/// One event to open on every CPU.
+#[derive(Clone, Debug)]
+struct EventSpec {
+    role: Role,
+    probe: usize,
+    source: Source,
+    /// Read at the hit: the frame id or the event's key.
+    key: Option<Argument>,
+    /// For error lines: the option that asked for it.
+    what: String,
+}
+
+/// What the samples of one event are.
+#[derive(Clone, Copy, Debug)]
+struct EventRole {
+    role: Role,
+    probe: usize,
+    key: Option<Argument>,
+    /// A tracepoint's key field: its samples carry the raw record.
+    field: Option<Field>,
+}
+
+/// One sample, decoded.
+#[derive(Clone, Copy, Debug)]
+struct Hit {
+    time: u64,
+    role: Role,
+    probe: usize,
+    pid: u32,
+    tid: u32,
+    /// The frame id or key read at the hit (`key`), else 0.
+    key: u64,
+}
+
+struct Attached {
+    request: ProbeRequest,
+    /// A tracepoint's events are kept whichever task they happen on (an interrupt's is
+    /// anyone's); a uprobe's only on the run's processes.
+    any_task: bool,
+    /// Where it begins (a USDT probe may have several sites: the first).
+    point: ProbePoint,
+    frames: FrameSource,
+    /// Entry and return of a function, or begin and end of a USDT stage: 2; an event: 1.
+    hits_per_call: i64,
+    cost_ns: Option<i64>,
+    /// Of the run's threads.
+    hits: u64,
+    spans: u64,
+    unmatched_returns: u64,
+}
+
+pub struct Recorder {
+    probes: Vec<Attached>,
+    frame_probe: Option<(String, ProbePoint, u64)>,
+    rings: Vec<Ring>,
+    /// The events writing into another event's ring.
+    others: Vec<OwnedFd>,
+    /// Event id → what its samples are.
+    roles: HashMap<u64, EventRole>,
+    members: Membership,
+    /// Calls not returned from yet, by thread and probe: (time, frame), innermost last.
+    open: HashMap<(u32, usize), Vec<(u64, u64)>>,
+    /// The frame `--frame-probe` started last.
+    frame: u64,
+    /// Each thread's hits and what they cost it, in ns.
+    thread_cost: HashMap<u32, (u64, i64)>,
+    lost: u64,
+    batch: Vec<Hit>,
+}
+
+/// The register holding integer argument `n` (1-based) of the x86-64 SysV convention.
+fn argument_register(n: u8) -> Argument {
+    let reg = match n {
+        1 => b::PERF_REG_X86_DI,
+        2 => b::PERF_REG_X86_SI,
+        3 => b::PERF_REG_X86_DX,
+        4 => b::PERF_REG_X86_CX,
+        5 => b::PERF_REG_X86_R8,
+        _ => b::PERF_REG_X86_R9,
+    };
+    Argument::Register {
+        reg,
+        size: 8,
+        signed: false,
+    }
+}
+
+/// The events of one probe option, found in their files. `Err` is the line to print.
+fn resolve(
+    index: usize,
+    request: &ProbeRequest,
+    frames: FrameSource,
+) -> Result<(Vec<EventSpec>, ProbePoint, i64), String> {
+    let what = request.option();
+    let fail = |e: String| format!("{what}: {e}");
+    let spec = |role, point: &ProbePoint, retprobe, key| EventSpec {
+        role,
+        probe: index,
+        source: Source::Uprobe {
+            point: point.clone(),
+            retprobe,
+        },
+        key,
+        what: what.clone(),
+    };
+    let frame_arg = match frames {
+        FrameSource::Argument(n) => Some(n),
+        _ => None,
+    };
+    match &request.kind {
+        Kind::Function(target) => {
+            let point = locate(target).map_err(fail)?;
+            let key = frame_arg.map(argument_register);
+            let events = vec![
+                spec(Role::Begin, &point, false, key),
+                spec(Role::End, &point, true, None),
+            ];
+            Ok((events, point, 2))
+        }
+        Kind::UsdtSpan {
+            binary,
+            provider,
+            begin,
+            end,
+        } => {
+            let begins = usdt::locate(binary, provider, begin).map_err(fail)?;
+            let ends = usdt::locate(binary, provider, end).map_err(fail)?;
+            let mut events = Vec::new();
+            for site in &begins {
+                let key = match frame_arg {
+                    Some(n) => Some(site.argument(n as usize).map_err(fail)?),
+                    None => None,
+                };
+                events.push(spec(Role::Begin, &site.point(), false, key));
+            }
+            for site in &ends {
+                events.push(spec(Role::End, &site.point(), false, None));
+            }
+            Ok((events, begins[0].point(), 2))
+        }
+        Kind::UsdtEvent {
+            binary,
+            provider,
+            probe,
+        } => {
+            let sites = usdt::locate(binary, provider, probe).map_err(fail)?;
+            let mut events = Vec::new();
+            for site in &sites {
+                // The first argument is the key; a probe without arguments has key 0.
+                let key = match site.arguments.trim().is_empty() {
+                    true => None,
+                    false => Some(site.argument(1).map_err(fail)?),
+                };
+                events.push(spec(Role::Event, &site.point(), false, key));
+            }
+            Ok((events, sites[0].point(), 1))
+        }
+        Kind::Tracepoint {
+            group,
+            event,
+            field,
+        } => {
+            let found = tracepoint::find(group, event, field.as_deref()).map_err(fail)?;
+            let events = vec![EventSpec {
+                role: Role::Event,
+                probe: index,
+                source: Source::Tracepoint {
+                    id: found.id,
+                    field: found.key,
+                },
+                key: None,
+                what: what.clone(),
+            }];
+            let point = ProbePoint {
+                path: found.dir,
+                file_offset: 0,
+                semaphore_offset: 0,
+                function: format!("{group}:{event}"),
+                class: InstructionClass::default(),
+            };
+            Ok((events, point, 1))
+        }
+    }
+}
+
+impl Recorder {
+    /// What `start` would refuse, said before anything runs (a bench checks its probes
+    /// once, before its first run): every point located, and the uprobe PMU present.
+    pub fn check(options: &ProbeOptions) -> Result<(), String> {
+        for (index, request) in options.probes.iter().enumerate() {
+            resolve(index, request, options.frame_source(&request.stage))?;
+        }
+        if let Some(target) = &options.frame_probe {
+            locate_frame_probe(target)?;
+        }
+        let uprobes = options.frame_probe.is_some()
+            || (options.probes.iter()).any(|r| !matches!(r.kind, Kind::Tracepoint { .. }));
+        if uprobes {
+            Pmu::find()?;
+        }
+        Ok(())
+    }
+
+    /// Finds every probe point, measures what a hit costs, and opens and enables the
+    /// events on every CPU. `Err` is the one line to print; the run must not start.
+    pub fn start(options: &ProbeOptions, watched: Vec<u32>) -> Result<Recorder, String> {
+        let mut probes = Vec::new();
+        let mut specs = Vec::new();
+        for (index, request) in options.probes.iter().enumerate() {
+            let frames = options.frame_source(&request.stage);
+            let (events, point, hits_per_call) = resolve(index, request, frames)?;
+            specs.extend(events);
+            probes.push(Attached {
+                any_task: matches!(request.kind, Kind::Tracepoint { .. }),
+                request: request.clone(),
+                point,
+                frames,
+                hits_per_call,
+                cost_ns: None,
+                hits: 0,
+                spans: 0,
+                unmatched_returns: 0,
+            });
+        }
+        let frame_probe = match &options.frame_probe {
+            Some(target) => {
+                let point = locate_frame_probe(target)?;
+                specs.push(EventSpec {
+                    role: Role::Frame,
+                    probe: 0,
+                    source: Source::Uprobe {
+                        point: point.clone(),
+                        retprobe: false,
+                    },
+                    key: None,
+                    what: format!("--frame-probe {}", target.describe()),
+                });
+                Some((target.describe(), point, 0))
+            }
+            None => None,
+        };
+        // After the points: a mistake in the options is said before what the machine lacks.
+        let uprobes = specs
+            .iter()
+            .any(|s| matches!(s.source, Source::Uprobe { .. }));
+        let pmu = match uprobes {
+            true => Some(Pmu::find()?),
+            false => None,
+        };
+        let semaphores = specs.iter().any(
+            |s| matches!(&s.source, Source::Uprobe { point, .. } if point.semaphore_offset != 0),
+        );
+        if semaphores && !pmu.is_some_and(|p| p.has_semaphores()) {
+            eprintln!(
+                "framelab: warning: this kernel cannot raise USDT semaphores (no \
+                 ref_ctr_offset in the uprobe PMU's format): probes guarded by one will not fire"
+            );
+        }
+        // Measured once per kind of first instruction, with and without a return probe.
+        let mut costs: HashMap<(InstructionClass, bool), Option<i64>> = HashMap::new();
+        for probe in &mut probes {
+            let Some(pmu) = &pmu else { break };
+            if probe.any_task {
+                // A tracepoint is not a trap: no cost measured.
+                continue;
+            }
+            let with_return = matches!(probe.request.kind, Kind::Function(_));
+            let key = (probe.point.class, with_return);
+            let measured = *costs.entry(key).or_insert_with(|| {
+                let measured = cost::measure(pmu, key.0, with_return);
+                if let Err(why) = &measured {
+                    eprintln!("framelab: warning: the cost of a probe hit is not known: {why}");
+                }
+                measured.ok()
+            });
+            // A USDT stage's begin and end are two entry hits.
+            let per_call = if with_return { 1 } else { probe.hits_per_call };
+            probe.cost_ns = measured.map(|c| c * per_call);
+        }
+        let mut recorder = Recorder {
+            probes,
+            frame_probe,
+            rings: Vec::new(),
+            others: Vec::new(),
+            roles: HashMap::new(),
+            members: Membership::new(std::process::id(), watched),
+            open: HashMap::new(),
+            frame: 0,
+            thread_cost: HashMap::new(),
+            lost: 0,
+            batch: Vec::new(),
+        };
+        recorder.open_events(pmu.as_ref(), &specs)?;
+        for ring in &recorder.rings {
+            perf_event::enable(ring.fd()).map_err(|e| perf_event::refusal(&e))?;
+        }
+        for fd in &recorder.others {
+            perf_event::enable(fd).map_err(|e| perf_event::refusal(&e))?;
+        }
+        Ok(recorder)
+    }
+
+    fn open_events(&mut self, pmu: Option<&Pmu>, specs: &[EventSpec]) -> Result<(), String> {
+        for cpu in perf_event::cpus() {
+            let mut ring: Option<Ring> = None;
+            for spec in specs {
+                let (fd, field) = match (&spec.source, pmu) {
+                    (Source::Uprobe { point, retprobe }, Some(pmu)) => {
+                        let what = format!("{} ({})", spec.what, point.path.display());
+                        let fd = pmu
+                            .open(
+                                &point.path,
+                                point.file_offset,
+                                point.semaphore_offset,
+                                *retprobe,
+                                spec.key.map_or(0, Argument::mask),
+                                -1,
+                                cpu,
+                            )
+                            .map_err(|e| uprobe::refusal(&e, &what))?;
+                        (fd, None)
+                    }
+                    (Source::Tracepoint { id, field }, _) => {
+                        let fd = tracepoint::open(*id, cpu)
+                            .map_err(|e| tracepoint::refusal(&e, &spec.what))?;
+                        (fd, Some(*field))
+                    }
+                    (Source::Uprobe { .. }, None) => continue,
+                };
+                let id = uprobe::id(&fd).map_err(|e| uprobe::refusal(&e, &spec.what))?;
+                self.roles.insert(
+                    id,
+                    EventRole {
+                        role: spec.role,
+                        probe: spec.probe,
+                        key: spec.key,
+                        field,
+                    },
+                );
+                match &ring {
+                    None => {
+                        ring = Some(
+                            Ring::map(fd, RING_PAGES).map_err(|e| format!("cannot map: {e}"))?,
+                        )
+                    }
+                    Some(target) => {
+                        perf_event::redirect(&fd, target.fd())
+                            .map_err(|e| perf_event::refusal(&e))?;
+                        self.others.push(fd);
+                    }
+                }
+            }
+            self.rings.extend(ring);
+        }
+        Ok(())
+    }
+
+    /// Whether a probe on a binary (not a tracepoint) has seen no call yet.
+    pub fn unhit(&self) -> bool {
+        self.probes.iter().any(|p| !p.any_task && p.hits == 0)
+    }
+
+    /// The stage (or event) name of each probe, by [`ProbeSpan::probe`].
+    pub fn stages(&self) -> Vec<String> {
+        self.probes
+            .iter()
+            .map(|p| p.request.stage.clone())
+            .collect()
+    }
+
+    /// Every span completed and every event since the last call.
+    pub fn drain(&mut self) -> Drained {
+        let mut batch = std::mem::take(&mut self.batch);
+        let mut lost = 0;
+        for ring in &mut self.rings {
+            ring.for_each(|record| match decode(record, &self.roles) {
+                Some(Decoded::Hit(hit)) => batch.push(hit),
+                Some(Decoded::Lost(n)) => lost += n,
+                None => {}
+            });
+        }
+        self.lost += lost;
+        // Across CPUs in time order: a thread may return on another CPU than it entered.
+        batch.sort_by_key(|h| h.time);
+        let mut drained = Drained::default();
+        for hit in batch.drain(..) {
+            let any_task = hit.role != Role::Frame && self.probes[hit.probe].any_task;
+            let of_run = self.members.contains_process(hit.pid);
+            if !any_task && !of_run {
+                continue;
+            }
+            self.apply(hit, of_run, &mut drained);
+        }
+        self.batch = batch;
+        drained
+    }
+
+    fn apply(&mut self, hit: Hit, of_run: bool, drained: &mut Drained) {
+        if hit.role == Role::Frame {
+            self.frame += 1;
+            if let Some((_, _, hits)) = &mut self.frame_probe {
+                *hits += 1;
+            }
+            return;
+        }
+        let probe = &mut self.probes[hit.probe];
+        let thread = self.thread_cost.entry(hit.tid).or_default();
+        thread.0 += 1;
+        thread.1 += probe.cost_ns.unwrap_or(0) / probe.hits_per_call;
+        match hit.role {
+            Role::Event => {
+                probe.hits += 1;
+                drained.events.push(ProbeEvent {
+                    probe: hit.probe,
+                    pid: hit.pid,
+                    tid: hit.tid,
+                    mono_ns: hit.time as i64,
+                    key: hit.key,
+                    of_run,
+                });
+            }
+            Role::Begin => {
+                probe.hits += 1;
+                let frame = match probe.frames {
+                    FrameSource::Argument(_) => hit.key,
+                    FrameSource::FrameProbe => self.frame,
+                    FrameSource::CallCount => probe.hits,
+                };
+                let stack = self.open.entry((hit.tid, hit.probe)).or_default();
+                stack.push((hit.time, frame));
+            }
+            Role::End => {
+                let stack = self.open.entry((hit.tid, hit.probe)).or_default();
+                match stack.pop() {
+                    Some((start, frame)) => {
+                        probe.spans += 1;
+                        drained.spans.push(ProbeSpan {
+                            probe: hit.probe,
+                            pid: hit.pid,
+                            tid: hit.tid,
+                            start_mono_ns: start as i64,
+                            end_mono_ns: hit.time as i64,
+                            frame,
+                        });
+                    }
+                    // Entered before the probes were attached.
+                    None => probe.unmatched_returns += 1,
+                }
+            }
+            Role::Frame => {}
+        }
+    }
+
+    /// Stops the events: the last spans and events, and what the probes saw.
+    pub fn finish(&mut self) -> Finished {
+        for ring in &self.rings {
+            perf_event::disable(ring.fd());
+        }
+        for fd in &self.others {
+            perf_event::disable(fd);
+        }
+        let drained = self.drain();
+        let mut unfinished = vec![0u64; self.probes.len()];
+        for ((_, probe), stack) in &self.open {
+            unfinished[*probe] += stack.len() as u64;
+        }
+        let busiest = self
+            .thread_cost
+            .iter()
+            .max_by_key(|(_, (_, cost))| *cost)
+            .map(|(&tid, &(_, cost))| (tid, cost));
+        let mut facts: Vec<ProbeFacts> = self
+            .probes
+            .iter()
+            .zip(unfinished)
+            .map(|(p, unfinished)| ProbeFacts {
+                stage: p.request.stage.clone(),
+                kind: match p.request.kind {
+                    Kind::Function(_) => "uprobe",
+                    Kind::UsdtSpan { .. } => "usdt",
+                    Kind::UsdtEvent { .. } => "usdt event",
+                    Kind::Tracepoint { .. } => "tracepoint",
+                }
+                .to_owned(),
+                target: p.request.describe(),
+                path: p.point.path.display().to_string(),
+                function: p.point.function.clone(),
+                file_offset: p.point.file_offset,
+                first_instruction: p.point.class,
+                cost_per_hit_ns: p.cost_ns,
+                hits: p.hits,
+                spans: p.spans,
+                unmatched_returns: p.unmatched_returns,
+                unfinished,
+                frame_probe: false,
+            })
+            .collect();
+        if let Some((target, point, hits)) = &self.frame_probe {
+            facts.push(ProbeFacts {
+                stage: String::new(),
+                kind: "uprobe".to_owned(),
+                target: target.clone(),
+                path: point.path.display().to_string(),
+                function: point.function.clone(),
+                file_offset: point.file_offset,
+                first_instruction: point.class,
+                hits: *hits,
+                frame_probe: true,
+                ..ProbeFacts::default()
+            });
+        }
+        Finished {
+            drained,
+            facts,
+            lost: self.lost,
+            busiest_thread: busiest,
+        }
+    }
+}
+
+/// What [`Recorder::finish`] hands back.
+pub struct Finished {
+    pub drained: Drained,
+    pub facts: Vec<ProbeFacts>,
+    /// Samples the kernel could not write.
+    pub lost: u64,
+    /// The thread the probes cost most, and that cost in ns.
+    pub busiest_thread: Option<(u32, i64)>,
+}
+
+enum Decoded {
+    Hit(Hit),
+    Lost(u64),
+}
+
+fn decode(record: &[u8], roles: &HashMap<u64, EventRole>) -> Option<Decoded> {
+    let (kind, _) = cursor::header(record)?;
+    let mut c = Cursor::after_header(record);
+    match kind {
+        b::PERF_RECORD_SAMPLE => {
+            let id = c.u64();
+            let role = roles.get(&id)?;
+            let pid = c.u32();
+            let tid = c.u32();
+            let time = c.u64();
+            let key = match (role.key, role.field) {
+                // PERF_SAMPLE_RAW: its size, then the tracepoint's record.
+                (_, Some(field)) => {
+                    let size = c.u32() as usize;
+                    field.int(c.take(size)) as u64
+                }
+                (None, None) => 0,
+                (Some(constant @ Argument::Constant(_)), None) => constant.value(0),
+                (Some(register), None) => {
+                    // PERF_SAMPLE_REGS_USER: the ABI (0: no user registers), then the one
+                    // register asked for.
+                    let abi = c.u64();
+                    if abi == 0 {
+                        0
+                    } else {
+                        register.value(c.u64())
+                    }
+                }
+            };
+            Some(Decoded::Hit(Hit {
+                time,
+                role: role.role,
+                probe: role.probe,
+                pid,
+                tid,
+                key,
+            }))
+        }
+        b::PERF_RECORD_LOST => {
+            let _id = c.u64();
+            Some(Decoded::Lost(c.u64()))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(id: u64, pid: u32, tid: u32, time: u64, argument: Option<u64>) -> Vec<u8> {
+        let mut body = Vec::new();
+        body.extend(id.to_ne_bytes());
+        body.extend(pid.to_ne_bytes());
+        body.extend(tid.to_ne_bytes());
+        body.extend(time.to_ne_bytes());
+        if let Some(a) = argument {
+            body.extend(2u64.to_ne_bytes());
+            body.extend(a.to_ne_bytes());
+        }
+        let mut record = Vec::new();
+        record.extend(b::PERF_RECORD_SAMPLE.to_ne_bytes());
+        record.extend(0u16.to_ne_bytes());
+        record.extend(((8 + body.len()) as u16).to_ne_bytes());
+        record.extend(body);
+        record
+    }
+
+    #[test]
+    fn samples_decode_to_hits_with_their_key() {
+        let role = |role, key| EventRole {
+            role,
+            probe: 0,
+            key,
+            field: None,
+        };
+        let roles = HashMap::from([
+            (7, role(Role::Begin, Some(argument_register(1)))),
+            (8, role(Role::End, None)),
+            (9, role(Role::Event, Some(Argument::Constant(5)))),
+        ]);
+        let Some(Decoded::Hit(hit)) = decode(&sample(7, 10, 11, 500, Some(42)), &roles) else {
+            panic!("not a hit");
+        };
+        assert_eq!(
+            (hit.role, hit.pid, hit.tid, hit.time, hit.key),
+            (Role::Begin, 10, 11, 500, 42)
+        );
+        let Some(Decoded::Hit(end)) = decode(&sample(8, 10, 11, 900, None), &roles) else {
+            panic!("not a hit");
+        };
+        assert_eq!(end.role, Role::End);
+        let Some(Decoded::Hit(event)) = decode(&sample(9, 10, 11, 900, None), &roles) else {
+            panic!("not a hit");
+        };
+        assert_eq!(event.key, 5);
+        // An event that is not ours is skipped.
+        assert!(decode(&sample(3, 10, 11, 900, None), &roles).is_none());
+    }
+}
+
+fn locate_frame_probe(target: &Target) -> Result<ProbePoint, String> {
+    locate(target).map_err(|e| format!("--frame-probe {}: {e}", target.describe()))
+}

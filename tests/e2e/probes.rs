@@ -1,0 +1,816 @@
+//! Stages from an unmodified program (docs/probes.md): a C program built here with
+//! `-O2 -fomit-frame-pointer`, whose `encode_frame(int frame)` logs its own
+//! `clock_gettime` duration, is run under `framelab run --probe`. The spans must be
+//! exactly its calls, carry its argument as the frame id, and last what its own log says
+//! (plus at most the probes' cost); a real Debian binary (ffmpeg's libx264) and bpftrace
+//! beside framelab check the same from outside.
+//!
+//! Tests that place probes skip, saying why on stderr, where the uprobe PMU is absent or
+//! framelab is not root; `FRAMELAB_REQUIRE_UPROBES=1` (set by .ci/run) makes them fail
+//! instead. The bad-input tests run everywhere.
+
+use crate::common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const PROGRAM: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static FILE *own_log;
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+volatile unsigned long sink;
+
+/* Starts each frame: what --frame-probe counts. */
+__attribute__((noinline)) void next_frame(void) { sink++; }
+
+/* Never called: a probe on it sees nothing. */
+__attribute__((noinline)) void unused_function(int x) { sink += x; }
+
+/* A known amount of work, timed by itself. */
+__attribute__((noinline)) void encode_frame(int frame) {
+    long long start = now_ns();
+    unsigned long x = frame;
+    for (long i = 0; i < WORK; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+    sink = x;
+    fprintf(own_log, "%d %lld\n", frame, now_ns() - start);
+}
+
+int main(int argc, char **argv) {
+    int calls = atoi(argv[1]);
+    own_log = fopen(argv[2], "w");
+    for (int i = 0; i < calls; i++) {
+        next_frame();
+        encode_frame(i * 3 + 7);
+    }
+    fclose(own_log);
+    return 0;
+}
+"#;
+
+const USDT_PROGRAM: &str = r#"
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* With _SDT_HAS_SEMAPHORES every probe of this file has one. */
+__extension__ unsigned short demo_encode_begin_semaphore __attribute__((unused)) __attribute__((section(".probes")));
+__extension__ unsigned short demo_encode_end_semaphore __attribute__((unused)) __attribute__((section(".probes")));
+__extension__ unsigned short demo_frame_done_semaphore __attribute__((unused)) __attribute__((section(".probes")));
+__extension__ unsigned short demo_from_memory_semaphore __attribute__((unused)) __attribute__((section(".probes")));
+
+static FILE *own_log;
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+volatile unsigned long sink;
+volatile int frames_done;
+
+__attribute__((noinline)) void encode_frame(int frame) {
+    STAP_PROBE1(demo, encode_begin, frame);
+    long long start = now_ns();
+    unsigned long x = frame;
+    for (long i = 0; i < 150000; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
+    sink = x;
+    long long took = now_ns() - start;
+    STAP_PROBE1(demo, encode_end, frame);
+    /* Fires only while a tracer holds the semaphore up. */
+    if (demo_frame_done_semaphore) STAP_PROBE1(demo, frame_done, frame);
+    frames_done++;
+    /* An argument read from memory. */
+    STAP_PROBE1(demo, from_memory, frames_done);
+    fprintf(own_log, "%d %lld\n", frame, took);
+}
+
+int main(int argc, char **argv) {
+    int calls = atoi(argv[1]);
+    own_log = fopen(argv[2], "w");
+    for (int i = 0; i < calls; i++) encode_frame(i * 3 + 7);
+    fclose(own_log);
+    return 0;
+}
+"#;
+
+/// Whether probes can be placed here; otherwise says why (and fails under
+/// `FRAMELAB_REQUIRE_UPROBES=1`).
+fn uprobes_or_skip(test: &str) -> bool {
+    let why = if !Path::new("/sys/bus/event_source/devices/uprobe/type").exists() {
+        Some("this kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe)")
+    } else if unsafe { libc::geteuid() } != 0 {
+        Some("uprobes need root (or CAP_PERFMON) and the tests do not run as root")
+    } else {
+        None
+    };
+    let Some(why) = why else {
+        return true;
+    };
+    if std::env::var_os("FRAMELAB_REQUIRE_UPROBES").is_some_and(|v| v == "1") {
+        panic!("{test} cannot run: {why} (FRAMELAB_REQUIRE_UPROBES=1)");
+    }
+    eprintln!("SKIPPED {test}: {why}; run as root on a kernel with uprobes");
+    false
+}
+
+/// The program built in `dir` with `work` iterations per call.
+fn build(dir: &Path, work: u64) -> PathBuf {
+    let source = dir.join("prog.c");
+    std::fs::write(&source, PROGRAM).unwrap();
+    let exe = dir.join("prog");
+    let out = Command::new("cc")
+        .args(["-O2", "-fomit-frame-pointer", &format!("-DWORK={work}")])
+        .arg(&source)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("cc runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    exe
+}
+
+/// The USDT program built in `dir`, or `None` (said) where `<sys/sdt.h>` is missing.
+fn build_usdt(dir: &Path, test: &str) -> Option<PathBuf> {
+    let source = dir.join("usdt.c");
+    std::fs::write(&source, USDT_PROGRAM).unwrap();
+    let exe = dir.join("usdt");
+    let out = Command::new("cc")
+        .args(["-O2", "-fomit-frame-pointer"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("cc runs");
+    if out.status.success() {
+        return Some(exe);
+    }
+    let why = format!("<sys/sdt.h> does not compile: {}", stderr(&out));
+    if std::env::var_os("FRAMELAB_REQUIRE_UPROBES").is_some_and(|v| v == "1") {
+        panic!("{test} cannot run: {why} (tests/tools/install.sh installs systemtap-sdt-dev)");
+    }
+    eprintln!("SKIPPED {test}: {why}; run tests/tools/install.sh");
+    None
+}
+
+/// (frame, ns) of each line the program logged.
+fn own_log(path: &Path) -> Vec<(u64, i64)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (f, d) = l.split_once(' ').unwrap();
+            (f.parse().unwrap(), d.parse().unwrap())
+        })
+        .collect()
+}
+
+fn median(mut v: Vec<i64>) -> i64 {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// The spans of `stage`: (frame, duration ns), by frame.
+fn spans_of(run: &framelab::model::Run, stage: &str) -> Vec<(u64, i64)> {
+    let index = run
+        .stages
+        .iter()
+        .position(|s| s == stage)
+        .expect("the stage") as u16;
+    let mut spans: Vec<(u64, i64)> = run
+        .spans
+        .iter()
+        .filter(|s| s.stage == index)
+        .map(|s| (s.frame, s.dur_ns))
+        .collect();
+    spans.sort();
+    spans
+}
+
+#[test]
+fn function_probe_spans_are_the_programs_calls_with_its_frame_ids_and_durations() {
+    if !uprobes_or_skip(
+        "function_probe_spans_are_the_programs_calls_with_its_frame_ids_and_durations",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), 150_000);
+    let log = dir.path().join("own.log");
+    let file = temp_run(&dir, "probed");
+    let probe = format!("encode={}:encode_frame", prog.display());
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&file)
+        .args(["--probe", &probe, "--frame-arg", "encode=arg1", "--"])
+        .arg(&prog)
+        .arg("300")
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&file);
+    let own = own_log(&log);
+    let spans = spans_of(&run, "encode");
+    // Exactly its calls, each with its argument as the frame id.
+    assert_eq!(spans.len(), 300, "{}", stderr(&out));
+    let own_frames: Vec<u64> = own.iter().map(|(f, _)| *f).collect();
+    let span_frames: Vec<u64> = spans.iter().map(|(f, _)| *f).collect();
+    assert_eq!(span_frames, own_frames);
+    // Entry and return enclose the program's own two clock reads.
+    for ((frame, span), (_, logged)) in spans.iter().zip(&own) {
+        assert!(
+            span >= logged,
+            "frame {frame}: span {span} ns < own {logged} ns"
+        );
+    }
+    let facts = &run.meta.session.probes[0];
+    assert_eq!((facts.hits, facts.spans), (300, 300));
+    let cost = facts.cost_per_hit_ns.expect("the cost was measured");
+    let (p50_span, p50_own) = (
+        median(spans.iter().map(|s| s.1).collect()),
+        median(own.iter().map(|s| s.1).collect()),
+    );
+    assert!(
+        (p50_span - p50_own).abs() <= p50_own / 20 + cost,
+        "p50 {p50_span} ns vs the program's own {p50_own} ns (cost per call {cost} ns)"
+    );
+    // The header says where the stage came from and what a call cost.
+    let report = stdout(&out);
+    assert!(report.contains("probes    encode uprobe"), "{report}");
+    assert!(report.contains("300 calls"), "{report}");
+    assert!(report.contains("µs per call (entry + return; "), "{report}");
+}
+
+#[test]
+fn a_frame_probe_numbers_the_frames_and_a_function_never_called_is_said() {
+    if !uprobes_or_skip("a_frame_probe_numbers_the_frames_and_a_function_never_called_is_said") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), 20_000);
+    let file = temp_run(&dir, "frames");
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&file)
+        .arg("--probe")
+        .arg(format!("encode={}:encode_frame", prog.display()))
+        .arg("--probe")
+        .arg(format!("unused={}:unused_function", prog.display()))
+        .arg("--frame-probe")
+        .arg(format!("{}:next_frame", prog.display()))
+        .arg("--")
+        .arg(&prog)
+        .arg("50")
+        .arg(dir.path().join("own.log"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&file);
+    let frames: Vec<u64> = spans_of(&run, "encode").iter().map(|s| s.0).collect();
+    assert_eq!(frames, (1..=50).collect::<Vec<u64>>());
+    let err = stderr(&out);
+    assert!(
+        err.contains("unused_function") && err.contains("0 hits"),
+        "{err}"
+    );
+}
+
+/// A refused `framelab run --probe`: one error line containing `says`, and nothing of the
+/// run (no run file; the command never started).
+fn assert_refused(args: &[&str], env: &[(&str, &str)], says: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp_run(&dir, "refused");
+    let marker = dir.path().join("started");
+    let mut command = framelab();
+    command.args(["run", "-o"]).arg(&file).args(args);
+    command.args(["--", "touch"]).arg(&marker);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command.stdin(Stdio::null()).output().unwrap();
+    assert!(!out.status.success());
+    let line = error_line(&out);
+    assert!(line.contains(says), "{line}");
+    assert!(!file.exists(), "a run file was left: {line}");
+    assert!(!marker.exists(), "the command ran: {line}");
+}
+
+#[test]
+fn bad_probes_are_refused_in_one_line_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), 10);
+    let p = prog.display().to_string();
+    // A function that does not exist: its near matches.
+    assert_refused(
+        &["--probe", &format!("encode={p}:encode_fram")],
+        &[],
+        "near matches: encode_frame",
+    );
+    // A file that is not ELF.
+    let script = dir.path().join("script.sh");
+    std::fs::write(&script, "#!/bin/sh\n").unwrap();
+    assert_refused(
+        &["--probe", &format!("encode={}:main", script.display())],
+        &[],
+        "is not an ELF binary",
+    );
+    // The same function twice.
+    assert_refused(
+        &[
+            "--probe",
+            &format!("a={p}:encode_frame"),
+            "--probe",
+            &format!("b={p}:encode_frame"),
+        ],
+        &[],
+        "probed twice",
+    );
+    // An offset outside every function.
+    assert_refused(
+        &["--probe", &format!("encode={p}:0x7fffffff")],
+        &[],
+        "not inside any function",
+    );
+    // An offset inside a function, past its entry: its return probe would corrupt it.
+    let entry = framelab::probes::elf::Binary::read(&prog)
+        .unwrap()
+        .function("encode_frame")
+        .unwrap()
+        .file_offset;
+    assert_refused(
+        &["--probe", &format!("encode={p}:{:#x}", entry + 2)],
+        &[],
+        "not at its entry",
+    );
+    // A --frame-arg for no probe stage.
+    assert_refused(
+        &[
+            "--probe",
+            &format!("encode={p}:encode_frame"),
+            "--frame-arg",
+            "decode=arg1",
+        ],
+        &[],
+        "no --probe or --usdt stage decode",
+    );
+    // A kernel without the uprobe PMU.
+    assert_refused(
+        &["--probe", &format!("encode={p}:encode_frame")],
+        &[("FRAMELAB_TEST_UPROBE_PMU", "/nonexistent")],
+        "offers no uprobe PMU",
+    );
+}
+
+#[test]
+fn a_refused_uprobe_says_what_permission_it_needs() {
+    if !uprobes_or_skip("a_refused_uprobe_says_what_permission_it_needs") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), 10);
+    assert_refused(
+        &[
+            "--probe",
+            &format!("encode={}:encode_frame", prog.display()),
+        ],
+        &[("FRAMELAB_TEST_PERF_ERRNO", "1")],
+        "uprobes need root or CAP_PERFMON",
+    );
+}
+
+#[test]
+fn probes_lists_a_binarys_functions_and_their_first_instruction() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), 10);
+    let out = run(&["probes", &prog.display().to_string(), "frame"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("encode_frame") && text.contains("next_frame"),
+        "{text}"
+    );
+    assert!(!text.contains("unused_function"), "{text}");
+    let out = run(&["probes", &prog.display().to_string(), "encod_frame"]);
+    assert!(
+        stdout(&out).contains("near matches: encode_frame"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// Whether `program` is installed; otherwise says why (and fails under
+/// `FRAMELAB_REQUIRE_UPROBES=1`: tests/tools/install.sh installs it).
+fn installed_or_skip(test: &str, program: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if found {
+        return true;
+    }
+    if std::env::var_os("FRAMELAB_REQUIRE_UPROBES").is_some_and(|v| v == "1") {
+        panic!(
+            "{test} cannot run: {program} is not installed (tests/tools/install.sh installs it)"
+        );
+    }
+    eprintln!("SKIPPED {test}: {program} is not installed; run tests/tools/install.sh");
+    false
+}
+
+#[test]
+fn ffmpeg_probed_in_libx264_gives_one_span_per_encoder_call() {
+    let test = "ffmpeg_probed_in_libx264_gives_one_span_per_encoder_call";
+    if !uprobes_or_skip(test) || !installed_or_skip(test, "ffmpeg") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp_run(&dir, "ffmpeg");
+    // By soname: the loader's cache finds the file ffmpeg loads.
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&file)
+        .args([
+            "--probe",
+            "encode=libx264.so.164:x264_encoder_encode",
+            "--",
+            "ffmpeg",
+            "-hide_banner",
+            "-nostdin",
+            "-stats",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=size=320x240:rate=25",
+            "-frames:v",
+            "60",
+            "-c:v",
+            "libx264",
+            "-tune",
+            "zerolatency",
+            "-f",
+            "null",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // ffmpeg's own count, from its last progress line (`frame=   60 fps=…`).
+    let err = stderr(&out);
+    let frames: u64 = err
+        .rsplit("frame=")
+        .next()
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no frame count from ffmpeg: {err}"));
+    assert_eq!(frames, 60, "{err}");
+    let run = load(&file);
+    // One call per frame, and the one call with no picture that flushes the encoder at
+    // the end (libavcodec's libx264.c calls x264_encoder_encode once with NULL even when
+    // nothing is delayed, as with -tune zerolatency).
+    assert_eq!(spans_of(&run, "encode").len() as u64, frames + 1, "{err}");
+}
+
+/// The bucket bpftrace's `hist()` puts `ns` in: its lower bound, a power of two.
+fn log2_bucket(ns: i64) -> i64 {
+    if ns <= 0 {
+        return 0;
+    }
+    1i64 << (63 - (ns as u64).leading_zeros())
+}
+
+/// `[128K, 256K)   89 |@@@|` lines of a bpftrace histogram: lower bound → count.
+fn bpftrace_histogram(text: &str) -> std::collections::BTreeMap<i64, u64> {
+    let value = |t: &str| -> i64 {
+        let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+        let n: i64 = digits.parse().unwrap_or(0);
+        n * match unit {
+            "K" => 1 << 10,
+            "M" => 1 << 20,
+            "G" => 1 << 30,
+            _ => 1,
+        }
+    };
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.trim().strip_prefix('[')?;
+            let (low, rest) = rest.split_once(',')?;
+            let count = rest
+                .split_once(')')?
+                .1
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()?;
+            Some((value(low.trim()), count))
+        })
+        .collect()
+}
+
+#[test]
+fn framelab_and_bpftrace_on_the_same_function_agree_on_count_and_log2_buckets() {
+    let test = "framelab_and_bpftrace_on_the_same_function_agree_on_count_and_log2_buckets";
+    if !uprobes_or_skip(test) || !installed_or_skip(test, "bpftrace") {
+        return;
+    }
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    // About 180 µs a call: the middle of bpftrace's [128K, 256K) bucket.
+    let prog = build(dir.path(), 120_000);
+    let p = prog.display();
+    let script = format!(
+        "BEGIN {{ printf(\"ready\\n\"); }} \
+         uprobe:{p}:encode_frame {{ @start[tid] = nsecs; }} \
+         uretprobe:{p}:encode_frame /@start[tid]/ {{ @ns = hist(nsecs - @start[tid]); \
+         @calls = count(); delete(@start[tid]); }}"
+    );
+    let mut bpftrace = Command::new("bpftrace")
+        .args(["-B", "line", "-e", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(bpftrace.stdout.take().unwrap()).lines();
+    // BEGIN runs once every probe is attached.
+    for line in lines.by_ref() {
+        if line.unwrap().contains("ready") {
+            break;
+        }
+    }
+    let file = temp_run(&dir, "side-by-side");
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&file)
+        .arg("--probe")
+        .arg(format!("encode={p}:encode_frame"))
+        .arg("--")
+        .arg(&prog)
+        .arg("200")
+        .arg(dir.path().join("own.log"))
+        .output()
+        .unwrap();
+    // SAFETY: signalling the bpftrace this test started, by its pid.
+    unsafe { libc::kill(bpftrace.id() as i32, libc::SIGINT) };
+    let printed: String = lines.map_while(Result::ok).collect::<Vec<_>>().join("\n");
+    let _ = bpftrace.wait();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let calls: u64 = printed
+        .split("@calls:")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no @calls from bpftrace: {printed}"));
+    let theirs = bpftrace_histogram(&printed);
+    let run = load(&file);
+    let spans = spans_of(&run, "encode");
+    assert_eq!(calls, 200, "{printed}");
+    assert_eq!(spans.len() as u64, calls);
+    let mut ours = std::collections::BTreeMap::new();
+    for (_, ns) in &spans {
+        *ours.entry(log2_bucket(*ns)).or_insert(0u64) += 1;
+    }
+    // The two tools read the clock a few µs apart at each end: only a call that close to
+    // a bucket's edge may fall on the other side of it.
+    let near_an_edge = spans
+        .iter()
+        .filter(|(_, ns)| {
+            let low = log2_bucket(*ns);
+            (*ns - low) < 20_000 || (2 * low - *ns) < 20_000
+        })
+        .count() as u64;
+    let differing: u64 = ours
+        .keys()
+        .chain(theirs.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|b| {
+            ours.get(b)
+                .unwrap_or(&0)
+                .abs_diff(*theirs.get(b).unwrap_or(&0))
+        })
+        .sum::<u64>()
+        / 2;
+    assert!(
+        differing <= near_an_edge,
+        "framelab {ours:?} vs bpftrace {theirs:?}: {differing} calls in other buckets, {near_an_edge} near an edge"
+    );
+}
+
+#[test]
+fn usdt_spans_and_events_match_the_programs_own_log() {
+    let test = "usdt_spans_and_events_match_the_programs_own_log";
+    if !uprobes_or_skip(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(prog) = build_usdt(dir.path(), test) else {
+        return;
+    };
+    let p = prog.display();
+    let log = dir.path().join("own.log");
+    let file = temp_run(&dir, "usdt");
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&file)
+        .arg("--usdt")
+        .arg(format!("encode={p}:demo:encode_begin,encode_end"))
+        .args(["--frame-arg", "encode=arg1"])
+        .arg("--usdt-event")
+        .arg(format!("done={p}:demo:frame_done"))
+        .arg("--")
+        .arg(&prog)
+        .arg("200")
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&file);
+    let own = own_log(&log);
+    let spans = spans_of(&run, "encode");
+    assert_eq!(spans.len(), own.len(), "{}", stderr(&out));
+    let facts = &run.meta.session.probes[0];
+    let cost = facts.cost_per_hit_ns.expect("the cost was measured");
+    for ((frame, span), (own_frame, logged)) in spans.iter().zip(&own) {
+        assert_eq!(frame, own_frame);
+        // Begin and end enclose the program's own clock reads.
+        assert!(
+            span >= logged,
+            "frame {frame}: span {span} ns < own {logged} ns"
+        );
+    }
+    let (p50_span, p50_own) = (
+        median(spans.iter().map(|s| s.1).collect()),
+        median(own.iter().map(|s| s.1).collect()),
+    );
+    assert!(
+        (p50_span - p50_own).abs() <= p50_own / 20 + cost,
+        "p50 {p50_span} ns vs the program's own {p50_own} ns (cost per call {cost} ns)"
+    );
+    // The event fires only with its semaphore raised: one per frame, keyed by the frame.
+    let done = run
+        .event_names
+        .iter()
+        .position(|n| n == "done")
+        .expect("the event") as u16;
+    let mut keys: Vec<u64> = run
+        .events
+        .iter()
+        .filter(|e| e.event == done)
+        .map(|e| e.key)
+        .collect();
+    keys.sort();
+    let frames: Vec<u64> = own.iter().map(|o| o.0).collect();
+    assert_eq!(keys, frames);
+    let report = stdout(&out);
+    assert!(report.contains("encode usdt "), "{report}");
+    assert!(report.contains("done usdt event "), "{report}");
+}
+
+#[test]
+fn bad_usdt_probes_are_refused_in_one_line_before_the_run() {
+    let test = "bad_usdt_probes_are_refused_in_one_line_before_the_run";
+    let dir = tempfile::tempdir().unwrap();
+    let Some(prog) = build_usdt(dir.path(), test) else {
+        return;
+    };
+    let p = prog.display();
+    // No such probe: the ones the file has.
+    assert_refused(
+        &[
+            "--usdt",
+            &format!("encode={p}:demo:encode_start,encode_end"),
+        ],
+        &[],
+        "has no USDT probe demo:encode_start; it has demo:encode_begin",
+    );
+    // An argument in memory cannot be read at the probe.
+    assert_refused(
+        &["--usdt-event", &format!("mem={p}:demo:from_memory")],
+        &[],
+        "which framelab cannot read",
+    );
+    // A binary without USDT probes.
+    let plain = build(dir.path(), 10);
+    assert_refused(
+        &[
+            "--usdt-event",
+            &format!("x={}:demo:frame_done", plain.display()),
+        ],
+        &[],
+        "it has no USDT probes",
+    );
+}
+
+#[test]
+fn a_tracepoint_gives_one_event_per_hit_keyed_by_its_field() {
+    let test = "a_tracepoint_gives_one_event_per_hit_keyed_by_its_field";
+    if !uprobes_or_skip(test) {
+        return;
+    }
+    if !Path::new("/sys/kernel/tracing/events/syscalls").exists()
+        && !Path::new("/sys/kernel/debug/tracing/events/syscalls").exists()
+    {
+        eprintln!("SKIPPED {test}: this kernel has no syscalls tracepoints");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("writer.c");
+    // 40 writes of 7777 bytes: a size nothing else on the machine is likely to write.
+    std::fs::write(
+        &source,
+        "#include <unistd.h>\n#include <fcntl.h>\nstatic char buf[7777];\n\
+         int main(void) { int fd = open(\"/dev/null\", O_WRONLY);\n\
+         for (int i = 0; i < 40; i++) write(fd, buf, sizeof buf); return 0; }\n",
+    )
+    .unwrap();
+    let exe = dir.path().join("writer");
+    let out = Command::new("cc")
+        .arg(&source)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let file = temp_run(&dir, "tracepoint");
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&file)
+        .args(["--tracepoint", "write=syscalls:sys_enter_write:count", "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&file);
+    let write = run.event_names.iter().position(|n| n == "write").unwrap() as u16;
+    let ours = run
+        .events
+        .iter()
+        .filter(|e| e.event == write && e.key == 7777)
+        .count();
+    assert_eq!(ours, 40);
+    assert!(stdout(&out).contains("write tracepoint syscalls:sys_enter_write:count"));
+    // A tracepoint or a field that does not exist: one line, before the run.
+    assert_refused(
+        &["--tracepoint", "w=syscalls:sys_enter_wrte"],
+        &[],
+        "no tracepoint syscalls:sys_enter_wrte; near matches: sys_enter_write",
+    );
+    assert_refused(
+        &["--tracepoint", "w=syscalls:sys_enter_write:cnt"],
+        &[],
+        "has no field cnt; its fields: __syscall_nr, fd, buf, count",
+    );
+}
+
+#[test]
+fn a_bench_attaches_the_probes_given_once_to_every_run_of_every_variant() {
+    if !uprobes_or_skip("a_bench_attaches_the_probes_given_once_to_every_run_of_every_variant") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), 20_000);
+    let experiment = dir.path().join("probed.framelab");
+    let probe = format!("encode={}:encode_frame", prog.display());
+    let out = framelab()
+        .args(["bench", "--runs", "2", "-o"])
+        .arg(&experiment)
+        .args(["--probe", &probe, "--frame-arg", "encode=arg1"])
+        .arg("--variant")
+        .arg(format!("short={} 100 /dev/null", prog.display()))
+        .arg("--variant")
+        .arg(format!("long={} 200 /dev/null", prog.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Every run of both variants has the probe's spans: compare reads their counts.
+    let compared = framelab()
+        .args(["compare", "--format", "json", "--show", "encode.count"])
+        .arg(&experiment)
+        .output()
+        .unwrap();
+    assert!(compared.status.success(), "{}", stderr(&compared));
+    let c: serde_json::Value = serde_json::from_slice(&compared.stdout).unwrap();
+    let row = &c["groups"][0]["comparisons"][0]["rows"][0];
+    assert_eq!(row["metric"], "encode.count", "{row}");
+    assert_eq!(row["baseline"]["median"], 100.0, "{row}");
+    assert_eq!(row["variant"]["median"], 200.0, "{row}");
+    assert_eq!(row["baseline"]["runs"], 2, "{row}");
+    // A bad probe is refused before the first run, as in `run`.
+    let refused = framelab()
+        .args(["bench", "--runs", "2", "-o"])
+        .arg(dir.path().join("refused.framelab"))
+        .args(["--probe", "encode=/etc/hostname:main", "--variant"])
+        .arg(format!("a={} 10 /dev/null", prog.display()))
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(!dir.path().join("refused.framelab").exists());
+}
