@@ -367,9 +367,11 @@ fn a_short_busy_childs_cpu_is_recorded_finer_than_a_clock_tick() {
     );
     assert_eq!(command.cpu_resolution_ns, 1, "{command:?}");
     assert_eq!(command.cpu_source, CpuSource::Clock, "{command:?}");
-    // What it used after writing the file is its exit: well under a millisecond.
+    // What it used after writing the file is its exit (the SDK's teardown, freeing its
+    // memory): under a millisecond on a quiet machine, 1.05 and 1.18 ms seen with the whole
+    // suite running beside it; 2 ms is still a fifth of a clock tick.
     assert!(
-        cpu(command) >= clock_ns && cpu(command) - rusage_us * 1000 < 1_000_000,
+        cpu(command) >= clock_ns && cpu(command) - rusage_us * 1000 < 2_000_000,
         "row {} ns against rusage {rusage_us} µs and clock {clock_ns} ns",
         cpu(command)
     );
