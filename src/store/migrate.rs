@@ -111,6 +111,29 @@ mod tests {
     use super::*;
     use crate::store::schema::{identify, FileKind};
 
+    /// Marks a file made by today's schema as one of `version` (after the test dropped
+    /// what later versions added).
+    fn stamp_as(conn: &Connection, version: i64) {
+        conn.execute(
+            "UPDATE framelab SET value = ?1 WHERE key = 'schema_version'",
+            [version.to_string()],
+        )
+        .unwrap();
+        schema::stamp(conn, version).unwrap();
+    }
+
+    /// Upgrades a file of `version` and checks it is now of today's schema.
+    fn migrate_to_current(conn: &mut Connection, version: i64) {
+        assert!(can_migrate(version));
+        migrate(conn, version).unwrap();
+        assert_eq!(
+            identify(conn).unwrap(),
+            FileKind::Framelab {
+                version: SCHEMA_VERSION
+            }
+        );
+    }
+
     #[test]
     fn applies_each_step_in_order_and_records_the_version() {
         let mut conn = Connection::open_in_memory().unwrap();
@@ -156,12 +179,7 @@ mod tests {
         // What schema 1 was: everything but the tables schema 2 added.
         conn.execute_batch("DROP TABLE imports; DROP TABLE histograms;")
             .unwrap();
-        conn.execute(
-            "UPDATE framelab SET value = '1' WHERE key = 'schema_version'",
-            [],
-        )
-        .unwrap();
-        schema::stamp(&conn, 1).unwrap();
+        stamp_as(&conn, 1);
         // ... and everything schema 3 added to `processes`.
         conn.execute_batch(
             "ALTER TABLE processes DROP COLUMN cpu_resolution_ns;
@@ -175,14 +193,7 @@ mod tests {
         conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_5_DROPPED).unwrap();
-        assert!(can_migrate(1));
-        migrate(&mut conn, 1).unwrap();
-        assert_eq!(
-            identify(&conn).unwrap(),
-            FileKind::Framelab {
-                version: SCHEMA_VERSION
-            }
-        );
+        migrate_to_current(&mut conn, 1);
         conn.prepare(
             "SELECT run_id, format, files_json, skipped, first_skipped, notes_json FROM imports",
         )
@@ -214,20 +225,8 @@ mod tests {
              INSERT INTO processes VALUES (1, 0, 42, 1, 'old', 'command', 250000000, 10000000, 1000000000, 0);",
         )
         .unwrap();
-        conn.execute(
-            "UPDATE framelab SET value = '2' WHERE key = 'schema_version'",
-            [],
-        )
-        .unwrap();
-        schema::stamp(&conn, 2).unwrap();
-        assert!(can_migrate(2));
-        migrate(&mut conn, 2).unwrap();
-        assert_eq!(
-            identify(&conn).unwrap(),
-            FileKind::Framelab {
-                version: SCHEMA_VERSION
-            }
-        );
+        stamp_as(&conn, 2);
+        migrate_to_current(&mut conn, 2);
         let (resolution, source, note): (i64, String, String) = conn
             .query_row(
                 "SELECT cpu_resolution_ns, cpu_source, note FROM processes WHERE pid = 42",
@@ -264,12 +263,7 @@ mod tests {
                  9000000000, 'duration', 0, 0, 0, 3000000000);",
         )
         .unwrap();
-        conn.execute(
-            "UPDATE framelab SET value = '3' WHERE key = 'schema_version'",
-            [],
-        )
-        .unwrap();
-        schema::stamp(&conn, 3).unwrap();
+        stamp_as(&conn, 3);
         migrate(&mut conn, 3).unwrap();
         assert_eq!(
             identify(&conn).unwrap(),
@@ -307,20 +301,8 @@ mod tests {
              VALUES (1, 'old', '[]', '', '', '', '', 1, '', '', 'mono', 0, 0, 1, 'exited', 0, 0, 0);",
         )
         .unwrap();
-        conn.execute(
-            "UPDATE framelab SET value = '4' WHERE key = 'schema_version'",
-            [],
-        )
-        .unwrap();
-        schema::stamp(&conn, 4).unwrap();
-        assert!(can_migrate(4));
-        migrate(&mut conn, 4).unwrap();
-        assert_eq!(
-            identify(&conn).unwrap(),
-            FileKind::Framelab {
-                version: SCHEMA_VERSION
-            }
-        );
+        stamp_as(&conn, 4);
+        migrate_to_current(&mut conn, 4);
         let count = |table: &str| -> i64 {
             conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
                 .unwrap()
@@ -350,17 +332,10 @@ mod tests {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
         conn.execute_batch(SCHEMA_8_DROPPED).unwrap();
-        conn.execute(
-            "UPDATE framelab SET value = '7' WHERE key = 'schema_version'",
-            [],
-        )
-        .unwrap();
-        schema::stamp(&conn, 7).unwrap();
+        stamp_as(&conn, 7);
         // Read before the upgrade (a read-only look): no table, no tags.
         assert!(crate::store::tags::load_tags(&conn, 1).unwrap().is_empty());
-        assert!(can_migrate(7));
-        migrate(&mut conn, 7).unwrap();
-        assert_eq!(identify(&conn).unwrap(), FileKind::Framelab { version: 8 });
+        migrate_to_current(&mut conn, 7);
         conn.execute_batch(
             "INSERT INTO runs (run_id, name, command_json, started_at, framelab_version,
                  host_name, host_cpu_model, host_cores, host_kernel, host_clocksource, clock,
@@ -398,20 +373,8 @@ mod tests {
              VALUES (1, 0, 42, 1, 'decoderd', 'watched', 250000000, 0, 1000000000, 0);",
         )
         .unwrap();
-        conn.execute(
-            "UPDATE framelab SET value = '6' WHERE key = 'schema_version'",
-            [],
-        )
-        .unwrap();
-        schema::stamp(&conn, 6).unwrap();
-        assert!(can_migrate(6));
-        migrate(&mut conn, 6).unwrap();
-        assert_eq!(
-            identify(&conn).unwrap(),
-            FileKind::Framelab {
-                version: SCHEMA_VERSION
-            }
-        );
+        stamp_as(&conn, 6);
+        migrate_to_current(&mut conn, 6);
         let role: String = conn
             .query_row("SELECT watch_role FROM processes WHERE pid = 42", [], |r| {
                 r.get(0)
@@ -435,20 +398,8 @@ mod tests {
              VALUES (1, 'old', '[]', '', '', '', '', 1, '', '', 'mono', 0, 0, 1, 'exited', 0, 0, 0);",
         )
         .unwrap();
-        conn.execute(
-            "UPDATE framelab SET value = '5' WHERE key = 'schema_version'",
-            [],
-        )
-        .unwrap();
-        schema::stamp(&conn, 5).unwrap();
-        assert!(can_migrate(5));
-        migrate(&mut conn, 5).unwrap();
-        assert_eq!(
-            identify(&conn).unwrap(),
-            FileKind::Framelab {
-                version: SCHEMA_VERSION
-            }
-        );
+        stamp_as(&conn, 5);
+        migrate_to_current(&mut conn, 5);
         let profiles: i64 = conn
             .query_row("SELECT count(*) FROM profiles", [], |r| r.get(0))
             .unwrap();
@@ -470,20 +421,8 @@ mod tests {
         schema::create(&conn).unwrap();
         conn.execute_batch(SCHEMA_8_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
-        conn.execute(
-            "UPDATE framelab SET value = '6' WHERE key = 'schema_version'",
-            [],
-        )
-        .unwrap();
-        schema::stamp(&conn, 6).unwrap();
-        assert!(can_migrate(6));
-        migrate(&mut conn, 6).unwrap();
-        assert_eq!(
-            identify(&conn).unwrap(),
-            FileKind::Framelab {
-                version: SCHEMA_VERSION
-            }
-        );
+        stamp_as(&conn, 6);
+        migrate_to_current(&mut conn, 6);
         assert_eq!(crate::store::sched::read_sched(&conn, 1).unwrap(), None);
     }
 
