@@ -11,7 +11,7 @@ use super::cost::{self, InstructionClass};
 use super::tracepoint;
 use super::uprobe::{self, Pmu};
 use super::usdt::{self, Argument};
-use super::{locate, FrameSource, Kind, ProbeOptions, ProbePoint, ProbeRequest, Target};
+use super::{locate, FrameSource, Kind, ProbeOptions, ProbePoint, ProbeRequest};
 use crate::model::ProbeFacts;
 use crate::perf_event::bindings as b;
 use crate::perf_event::cursor::{self, Cursor};
@@ -273,66 +273,19 @@ impl Recorder {
     /// What `start` would refuse, said before anything runs (a bench checks its probes
     /// once, before its first run): every point located, and the uprobe PMU present.
     pub fn check(options: &ProbeOptions) -> Result<(), String> {
-        for (index, request) in options.probes.iter().enumerate() {
-            resolve(index, request, options.frame_source(&request.stage))?;
-        }
-        if let Some(target) = &options.frame_probe {
-            locate_frame_probe(target)?;
-        }
-        let uprobes = options.frame_probe.is_some()
-            || (options.probes.iter()).any(|r| !matches!(r.kind, Kind::Tracepoint { .. }));
-        if uprobes {
-            Pmu::find()?;
-        }
-        Ok(())
+        let placed = place(options)?;
+        uprobe_pmu(&placed.specs).map(|_| ())
     }
 
     /// Finds every probe point, measures what a hit costs, and opens and enables the
     /// events on every CPU. `Err` is the one line to print; the run must not start.
     pub fn start(options: &ProbeOptions, watched: Vec<u32>) -> Result<Recorder, String> {
-        let mut probes = Vec::new();
-        let mut specs = Vec::new();
-        for (index, request) in options.probes.iter().enumerate() {
-            let frames = options.frame_source(&request.stage);
-            let (events, point, hits_per_call) = resolve(index, request, frames)?;
-            specs.extend(events);
-            probes.push(Attached {
-                any_task: matches!(request.kind, Kind::Tracepoint { .. }),
-                request: request.clone(),
-                point,
-                frames,
-                hits_per_call,
-                cost_ns: None,
-                hits: 0,
-                spans: 0,
-                unmatched_returns: 0,
-            });
-        }
-        let frame_probe = match &options.frame_probe {
-            Some(target) => {
-                let point = locate_frame_probe(target)?;
-                specs.push(EventSpec {
-                    role: Role::Frame,
-                    probe: 0,
-                    source: Source::Uprobe {
-                        point: point.clone(),
-                        retprobe: false,
-                    },
-                    key: None,
-                    what: format!("--frame-probe {}", target.describe()),
-                });
-                Some((target.describe(), point, 0))
-            }
-            None => None,
-        };
-        // After the points: a mistake in the options is said before what the machine lacks.
-        let uprobes = specs
-            .iter()
-            .any(|s| matches!(s.source, Source::Uprobe { .. }));
-        let pmu = match uprobes {
-            true => Some(Pmu::find()?),
-            false => None,
-        };
+        let Placed {
+            mut probes,
+            specs,
+            frame_probe,
+        } = place(options)?;
+        let pmu = uprobe_pmu(&specs)?;
         let semaphores = specs.iter().any(
             |s| matches!(&s.source, Source::Uprobe { point, .. } if point.semaphore_offset != 0),
         );
@@ -665,6 +618,66 @@ fn decode(record: &[u8], roles: &HashMap<u64, EventRole>) -> Option<Decoded> {
     }
 }
 
+/// Every probe of a run placed: its point, and the events to open for it.
+struct Placed {
+    probes: Vec<Attached>,
+    specs: Vec<EventSpec>,
+    frame_probe: Option<(String, ProbePoint, u64)>,
+}
+
+/// Each probe's point located (a file, a symbol, a USDT site, a tracepoint), and the
+/// `--frame-probe`'s; `Err` is the one line to print.
+fn place(options: &ProbeOptions) -> Result<Placed, String> {
+    let mut probes = Vec::new();
+    let mut specs = Vec::new();
+    for (index, request) in options.probes.iter().enumerate() {
+        let frames = options.frame_source(&request.stage);
+        let (events, point, hits_per_call) = resolve(index, request, frames)?;
+        specs.extend(events);
+        probes.push(Attached {
+            any_task: matches!(request.kind, Kind::Tracepoint { .. }),
+            request: request.clone(),
+            point,
+            frames,
+            hits_per_call,
+            cost_ns: None,
+            hits: 0,
+            spans: 0,
+            unmatched_returns: 0,
+        });
+    }
+    let frame_probe = match &options.frame_probe {
+        Some(target) => {
+            let point =
+                locate(target).map_err(|e| format!("--frame-probe {}: {e}", target.describe()))?;
+            specs.push(EventSpec {
+                role: Role::Frame,
+                probe: 0,
+                source: Source::Uprobe {
+                    point: point.clone(),
+                    retprobe: false,
+                },
+                key: None,
+                what: format!("--frame-probe {}", target.describe()),
+            });
+            Some((target.describe(), point, 0))
+        }
+        None => None,
+    };
+    Ok(Placed {
+        probes,
+        specs,
+        frame_probe,
+    })
+}
+
+/// The uprobe PMU when some event needs it. After the points: a mistake in the options
+/// is said before what the machine lacks.
+fn uprobe_pmu(specs: &[EventSpec]) -> Result<Option<Pmu>, String> {
+    let uprobes = (specs.iter()).any(|s| matches!(s.source, Source::Uprobe { .. }));
+    uprobes.then(Pmu::find).transpose()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -718,8 +731,4 @@ mod tests {
         // An event that is not ours is skipped.
         assert!(decode(&sample(3, 10, 11, 900, None), &roles).is_none());
     }
-}
-
-fn locate_frame_probe(target: &Target) -> Result<ProbePoint, String> {
-    locate(target).map_err(|e| format!("--frame-probe {}: {e}", target.describe()))
 }
