@@ -356,26 +356,33 @@ pub fn markdown_blocks(
 mod snapshots {
     use crate::analyze::analyze;
     use crate::analyze::telemetry::fixture::telemetry_run;
-    use crate::report::{render, Format};
+    use crate::render::Format;
+    use crate::report::render;
 
     use crate::snapshot::check;
 
     #[test]
     fn telemetry_text() {
         let a = analyze(&telemetry_run());
-        check("report_telemetry.txt", &render(&a, Format::Text, false));
+        check(
+            "report_telemetry.txt",
+            &render(&a, Format::Text, false).unwrap(),
+        );
     }
 
     #[test]
     fn telemetry_markdown() {
         let a = analyze(&telemetry_run());
-        check("report_telemetry.md", &render(&a, Format::Markdown, false));
+        check(
+            "report_telemetry.md",
+            &render(&a, Format::Markdown, false).unwrap(),
+        );
     }
 
     #[test]
     fn telemetry_json_round_trips() {
         let a = analyze(&telemetry_run());
-        let json = render(&a, Format::Json, false);
+        let json = render(&a, Format::Json, false).unwrap();
         check("report_telemetry.json", &json);
         // serde_json parses floats to within an ulp, not exactly: compare what is exact.
         let back: crate::analyze::Analysis = serde_json::from_str(&json).unwrap();
@@ -395,7 +402,7 @@ mod snapshots {
     fn a_recording_cut_short_keeps_its_readings_and_says_so() {
         let mut run = telemetry_run();
         run.telemetry.sources.clear();
-        let text = render(&analyze(&run), Format::Text, false);
+        let text = render(&analyze(&run), Format::Text, false).unwrap();
         assert!(
             text.contains("sampling  readings kept; how each source fared was not recorded"),
             "{text}"
@@ -406,8 +413,8 @@ mod snapshots {
     #[test]
     fn colour_codes_do_not_shift_the_source_lines() {
         let a = analyze(&telemetry_run());
-        let plain = render(&a, Format::Text, false);
-        let coloured = render(&a, Format::Text, true);
+        let plain = render(&a, Format::Text, false).unwrap();
+        let coloured = render(&a, Format::Text, true).unwrap();
         let strip = |s: &str| {
             let mut out = String::new();
             let mut escape = false;

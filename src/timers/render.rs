@@ -5,21 +5,23 @@ use serde::Serialize;
 
 use super::pick::{duration_for_firm_pick, provisional, Pick, P99_9_WAITS, P99_WAITS};
 use super::{IntervalResult, Row, TimersReport};
+use crate::render::format::TIMERS;
+use crate::render::Format;
 use crate::report::format::us;
 use crate::report::markdown::gfm_table;
 use crate::report::style::Style;
 use crate::report::table::{render as table, Column};
-use crate::report::Format;
 
 /// Bump when a key is renamed, removed or changes meaning.
 pub const SCHEMA: &str = "framelab.timers/1";
 
-pub fn render(report: &TimersReport, format: Format, color: bool) -> String {
-    match format {
+pub fn render(report: &TimersReport, format: Format, color: bool) -> anyhow::Result<String> {
+    Ok(match format {
         Format::Text => text(report, color),
         Format::Markdown => markdown(report),
         Format::Json => json(report),
-    }
+        other => return Err(TIMERS.refuse(other)),
+    })
 }
 
 fn host(r: &TimersReport) -> String {
@@ -429,7 +431,7 @@ mod tests {
     fn reference_text() {
         check(
             "timers_reference.txt",
-            &render(&reference(), Format::Text, false),
+            &render(&reference(), Format::Text, false).unwrap(),
         );
     }
 
@@ -437,13 +439,13 @@ mod tests {
     fn reference_markdown() {
         check(
             "timers_reference.md",
-            &render(&reference(), Format::Markdown, false),
+            &render(&reference(), Format::Markdown, false).unwrap(),
         );
     }
 
     #[test]
     fn reference_json_is_versioned_and_round_trips() {
-        let json = render(&reference(), Format::Json, false);
+        let json = render(&reference(), Format::Json, false).unwrap();
         check("timers_reference.json", &json);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v["schema"], SCHEMA);

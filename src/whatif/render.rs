@@ -2,7 +2,8 @@
 
 use super::{Outcome, Schedule, WhatIf};
 use crate::analyze::Dist;
-use crate::report::Format;
+use crate::render::format::WHATIF;
+use crate::render::Format;
 
 fn fps(o: &Outcome) -> String {
     o.fps.map_or_else(|| "-".into(), |f| format!("{f:.1}"))
@@ -85,8 +86,8 @@ fn text(w: &WhatIf) -> String {
     out
 }
 
-pub fn render(w: &WhatIf, format: Format) -> String {
-    match format {
+pub fn render(w: &WhatIf, format: Format) -> anyhow::Result<String> {
+    Ok(match format {
         Format::Json => {
             let mut out = serde_json::to_string_pretty(w)
                 .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
@@ -97,5 +98,6 @@ pub fn render(w: &WhatIf, format: Format) -> String {
         Format::Text => crate::display::lines(&text(w)),
         // Aligned text pastes into a pull request as a code block.
         Format::Markdown => format!("```\n{}```\n", crate::display::lines(&text(w))),
-    }
+        other => return Err(WHATIF.refuse(other)),
+    })
 }

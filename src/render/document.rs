@@ -1,0 +1,153 @@
+//! A neutral document: what a feature shows, as blocks (a lead line, details, notes,
+//! tables, titled lists) and its JSON form, with one writer per format. A feature builds
+//! the document once; [`write`] renders it in any format its command writes.
+//! Converted so far: `history check`. The other commands still render themselves
+//! (docs/architecture.md, "Known debts").
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::format::Formats;
+use super::{Format, Table};
+
+pub struct Document {
+    pub blocks: Vec<Block>,
+    /// The JSON form, already written (serde_json keeps a struct's field order only when
+    /// it serialises the struct itself).
+    pub json: String,
+}
+
+pub enum Block {
+    /// The opening line: `title: text`, in Markdown `**title**: text`.
+    Lead { title: String, text: String },
+    /// A line that qualifies the one above: right under it in text, a sentence of its own
+    /// in Markdown (set off by a blank line, ended by a full stop).
+    Detail(String),
+    /// A line set off by a blank line.
+    Note(String),
+    /// A table set off by a blank line.
+    Table(Table),
+    /// A titled list set off by a blank line: `title:` then indented items in text, a
+    /// capitalised `Title:` then a bullet per item in Markdown.
+    List { title: String, items: Vec<String> },
+}
+
+/// `value` as pretty JSON with a final newline; a value serde cannot write gives an
+/// `error` object rather than nothing.
+pub fn pretty_json<T: Serialize + ?Sized>(value: &T) -> String {
+    let mut s =
+        serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}
+
+/// `document` in `format`, when `formats` (its command's) holds it.
+pub fn write(document: &Document, format: Format, formats: &Formats) -> Result<String> {
+    Ok(match formats.check(format)? {
+        Format::Text => text(document),
+        Format::Markdown => markdown(document),
+        Format::Json => document.json.clone(),
+        other => return Err(formats.refuse(other)),
+    })
+}
+
+/// The text writer: aligned tables, indented lists.
+fn text(document: &Document) -> String {
+    let mut out = String::new();
+    for block in &document.blocks {
+        match block {
+            Block::Lead { title, text } => out.push_str(&format!("{title}: {text}\n")),
+            Block::Detail(line) => out.push_str(&format!("{line}\n")),
+            Block::Note(line) => out.push_str(&format!("\n{line}\n")),
+            Block::Table(table) => {
+                out.push('\n');
+                out.push_str(&table.render(false));
+            }
+            Block::List { title, items } => {
+                out.push_str(&format!("\n{title}:\n"));
+                for item in items {
+                    out.push_str(&format!("  {item}\n"));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The Markdown writer: pipe tables and bullet lists that paste into a pull request.
+fn markdown(document: &Document) -> String {
+    let mut out = String::new();
+    for block in &document.blocks {
+        match block {
+            Block::Lead { title, text } => out.push_str(&format!("**{title}**: {text}\n")),
+            Block::Detail(line) => out.push_str(&format!("\n{line}.\n")),
+            Block::Note(line) => out.push_str(&format!("\n{line}\n")),
+            Block::Table(table) => {
+                out.push('\n');
+                out.push_str(&table.render(true));
+            }
+            Block::List { title, items } => {
+                out.push_str(&format!("\n{}:\n\n", capitalised(title)));
+                for item in items {
+                    out.push_str(&format!("- {}\n", crate::display::markdown(item)));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::format::HISTORY_CHECK;
+
+    fn document() -> Document {
+        let mut table = Table::new(&["metric", "change"]);
+        table.push(vec!["fps".into(), "−3.0%".into()]);
+        Document {
+            blocks: vec![
+                Block::Lead {
+                    title: "history check".into(),
+                    text: "2 series".into(),
+                },
+                Block::Detail("p ≤ 0.05".into()),
+                Block::Table(table),
+                Block::Note("1 point left out".into()),
+                Block::List {
+                    title: "skipped".into(),
+                    items: vec!["wall on m1: too few".into()],
+                },
+            ],
+            json: pretty_json(&serde_json::json!({"series": 2})),
+        }
+    }
+
+    #[test]
+    fn each_writer_lays_out_the_same_blocks() {
+        let d = document();
+        assert_eq!(
+            write(&d, Format::Text, &HISTORY_CHECK).unwrap(),
+            "history check: 2 series\np ≤ 0.05\n\n  metric  change\n  fps      −3.0%\n\n\
+             1 point left out\n\nskipped:\n  wall on m1: too few\n"
+        );
+        assert_eq!(
+            write(&d, Format::Markdown, &HISTORY_CHECK).unwrap(),
+            "**history check**: 2 series\n\np ≤ 0.05.\n\n| metric | change |\n| --- | ---: |\n\
+             | fps | −3.0% |\n\n1 point left out\n\nSkipped:\n\n- wall on m1: too few\n"
+        );
+        assert_eq!(
+            write(&d, Format::Json, &HISTORY_CHECK).unwrap(),
+            "{\n  \"series\": 2\n}\n"
+        );
+        assert!(write(&d, Format::Csv, &HISTORY_CHECK).is_err());
+    }
+}
