@@ -204,7 +204,6 @@ fn number(v: f64) -> String {
     }
 }
 
-/// Text (aligned columns) or Markdown (pipe tables): one table per metric and machine.
 /// The trends in text, Markdown or JSON.
 pub fn render(shown: &Shown, format: Format) -> Result<String> {
     Ok(match format {
@@ -215,6 +214,7 @@ pub fn render(shown: &Shown, format: Format) -> Result<String> {
     })
 }
 
+/// Text (aligned columns) or Markdown (pipe tables): one table per metric and machine.
 pub fn text(shown: &Shown, markdown: bool) -> String {
     let clean = |s: &str| {
         if markdown {

@@ -1,7 +1,7 @@
 //! A neutral document: what a feature shows, as blocks (a lead line, details, notes,
 //! tables, titled lists) and its JSON form, with one writer per format. A feature builds
 //! the document once; [`write`] renders it in any format its command writes.
-//! Converted so far: `history check`. The other commands still render themselves
+//! Converted so far: `history check` and `whatif`. The other commands still render themselves
 //! (docs/architecture.md, "Known debts").
 
 use anyhow::Result;
@@ -30,6 +30,9 @@ pub enum Block {
     /// A titled list set off by a blank line: `title:` then indented items in text, a
     /// capitalised `Title:` then a bullet per item in Markdown.
     List { title: String, items: Vec<String> },
+    /// Lines laid out by the feature itself (each ending in `\n`): as they are in text, a
+    /// code block in Markdown, where aligned columns stay aligned.
+    Aligned(String),
 }
 
 /// `value` as pretty JSON with a final newline; a value serde cannot write gives an
@@ -69,6 +72,7 @@ fn text(document: &Document) -> String {
                     out.push_str(&format!("  {item}\n"));
                 }
             }
+            Block::Aligned(lines) => out.push_str(lines),
         }
     }
     out
@@ -92,6 +96,7 @@ fn markdown(document: &Document) -> String {
                     out.push_str(&format!("- {}\n", crate::display::markdown(item)));
                 }
             }
+            Block::Aligned(lines) => out.push_str(&format!("```\n{lines}```\n")),
         }
     }
     out
@@ -149,5 +154,21 @@ mod tests {
             "{\n  \"series\": 2\n}\n"
         );
         assert!(write(&d, Format::Csv, &HISTORY_CHECK).is_err());
+    }
+
+    #[test]
+    fn aligned_lines_stay_aligned_in_markdown() {
+        let d = Document {
+            blocks: vec![Block::Aligned("  a    1\n  bb  22\n".into())],
+            json: String::new(),
+        };
+        assert_eq!(
+            write(&d, Format::Text, &HISTORY_CHECK).unwrap(),
+            "  a    1\n  bb  22\n"
+        );
+        assert_eq!(
+            write(&d, Format::Markdown, &HISTORY_CHECK).unwrap(),
+            "```\n  a    1\n  bb  22\n```\n"
+        );
     }
 }

@@ -2,6 +2,7 @@
 
 use super::{Outcome, Schedule, WhatIf};
 use crate::analyze::Dist;
+use crate::render::document::{pretty_json, write, Block, Document};
 use crate::render::format::WHATIF;
 use crate::render::Format;
 
@@ -86,18 +87,17 @@ fn text(w: &WhatIf) -> String {
     out
 }
 
+/// The prediction in text, Markdown or JSON.
 pub fn render(w: &WhatIf, format: Format) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Json => {
-            let mut out = serde_json::to_string_pretty(w)
-                .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-            out.push('\n');
-            out
-        }
+    write(&document(w), format, &WHATIF)
+}
+
+/// The prediction as a neutral document: its aligned table and schedules as one block of
+/// lines (a code block in Markdown); its JSON form is the prediction itself.
+fn document(w: &WhatIf) -> Document {
+    Document {
         // Stage names reach the assumptions too: every line is escaped.
-        Format::Text => crate::display::lines(&text(w)),
-        // Aligned text pastes into a pull request as a code block.
-        Format::Markdown => format!("```\n{}```\n", crate::display::lines(&text(w))),
-        other => return Err(WHATIF.refuse(other)),
-    })
+        blocks: vec![Block::Aligned(crate::display::lines(&text(w)))],
+        json: pretty_json(w),
+    }
 }
