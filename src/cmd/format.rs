@@ -49,6 +49,10 @@ format_arg!(
     TimersFormat { Text, Markdown, Json }
 );
 format_arg!(
+    /// `hist --format`.
+    HistFormat { Text, Markdown, Json }
+);
+format_arg!(
     /// `whatif --format`.
     WhatifFormat { Text, Markdown, Json }
 );
@@ -101,6 +105,7 @@ mod tests {
         assert_offers::<CompareFormat>(lists::COMPARE);
         assert_offers::<TimersFormat>(lists::TIMERS);
         assert_offers::<WhatifFormat>(lists::WHATIF);
+        assert_offers::<HistFormat>(lists::HIST);
         assert_offers::<ExportFormat>(lists::EXPORT);
         assert_offers::<ProfileFormat>(lists::PROFILE);
     }

@@ -5,8 +5,10 @@
 use anyhow::{anyhow, Result};
 
 /// An output format. Which commands write which is in the [`Formats`] constants below.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Text is what a command prints unless told otherwise.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Format {
+    #[default]
     Text,
     Markdown,
     Json,
@@ -74,6 +76,10 @@ pub const TIMERS: Formats = Formats {
 };
 pub const WHATIF: Formats = Formats {
     command: "whatif",
+    formats: &[Text, Markdown, Json],
+};
+pub const HIST: Formats = Formats {
+    command: "hist",
     formats: &[Text, Markdown, Json],
 };
 pub const EXPORT: Formats = Formats {
