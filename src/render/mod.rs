@@ -4,8 +4,11 @@
 //! Features compute; this layer says how their results are shown.
 
 pub mod cells;
+pub mod columns;
 pub mod document;
 pub mod format;
+pub mod human;
+pub mod style;
 pub mod table;
 
 pub use format::{Format, Formats};

@@ -1,14 +1,14 @@
 //! The header facts both the text and the Markdown report print, one sentence each:
 //! command, host, target, window, frames, fps, cpu, counters, late, stutter, pacer.
 
-use super::format::{
-    bit_rate, bytes, cores, cpu_secs, fps_target, load_pct, number, secs, shell_words, us,
-};
-use super::style::Style;
 use crate::analyze::counters::is_byte_counter;
 use crate::analyze::metrics::FPS_LOWS;
 use crate::analyze::Analysis;
 use crate::model::WarmupFrom;
+use crate::render::human::{
+    bit_rate, bytes, cores, cpu_secs, fps_target, load_pct, number, secs, shell_words, us,
+};
+use crate::render::style::Style;
 use crate::units::plural;
 
 /// `framelab · demo (depth 1) · run 2026-11-22T10:00:00Z`

@@ -1,16 +1,12 @@
 //! Reports: text for terminals, Markdown for pull requests, JSON with every number.
 
-// Shared with the `framelab timers` tables (src/timers/render.rs).
 pub(crate) mod facts;
-pub(crate) mod format;
 pub mod html;
 mod json;
 pub(crate) mod markdown;
 mod pipeline;
 pub mod runs;
 mod sources;
-pub(crate) mod style;
-pub(crate) mod table;
 pub(crate) mod telemetry;
 pub(crate) mod text;
 

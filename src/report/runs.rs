@@ -5,13 +5,12 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::format::{shell_words, us};
-use super::markdown::gfm_table;
-use super::style::Style;
-use super::table::{render as table, Column};
 use crate::analyze::Analysis;
 use crate::experiment::Experiment;
+use crate::render::columns::{gfm_table, render as table, Column};
 use crate::render::format::RUN_REPORT;
+use crate::render::human::{shell_words, us};
+use crate::render::style::Style;
 use crate::render::Format;
 
 /// Bump when a key is renamed, removed or changes meaning; adding keys keeps the version.

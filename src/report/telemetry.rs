@@ -3,10 +3,10 @@
 //! throttle reasons during late frames, the busiest threads. Rows here, layout in the
 //! format modules.
 
-use super::format::{secs, us};
 use crate::analyze::telemetry::{Nearest, TelemetrySummary};
 use crate::analyze::Analysis;
 use crate::model::SourceState;
+use crate::render::human::{secs, us};
 
 pub fn state_word(state: SourceState) -> &'static str {
     match state {
@@ -232,8 +232,8 @@ pub fn of(a: &Analysis) -> Option<&TelemetrySummary> {
     a.telemetry.as_ref()
 }
 
-use super::style::Style;
-use super::table::{render as table, Column};
+use crate::render::columns::{render as table, Column};
+use crate::render::style::Style;
 
 fn columns(headers: &[String], min_width: usize) -> Vec<Column> {
     headers

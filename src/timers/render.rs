@@ -5,12 +5,11 @@ use serde::Serialize;
 
 use super::pick::{duration_for_firm_pick, provisional, Pick, P99_9_WAITS, P99_WAITS};
 use super::{IntervalResult, Row, TimersReport};
+use crate::render::columns::{gfm_table, render as table, Column};
 use crate::render::format::TIMERS;
+use crate::render::human::us;
+use crate::render::style::Style;
 use crate::render::Format;
-use crate::report::format::us;
-use crate::report::markdown::gfm_table;
-use crate::report::style::Style;
-use crate::report::table::{render as table, Column};
 
 /// Bump when a key is renamed, removed or changes meaning.
 pub const SCHEMA: &str = "framelab.timers/1";

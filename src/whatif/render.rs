@@ -12,7 +12,7 @@ fn fps(o: &Outcome) -> String {
 
 fn at(d: &Option<Dist>, pick: fn(&Dist) -> f64) -> String {
     d.as_ref()
-        .map_or_else(|| "-".into(), |d| crate::report::format::us(pick(d)))
+        .map_or_else(|| "-".into(), |d| crate::render::human::us(pick(d)))
 }
 
 /// `main: pace, capture, convert · encoder: encode, send` and the depth.

@@ -20,9 +20,9 @@ use crate::analyze::metrics::FPS_LOWS;
 use crate::analyze::stats::percentile_of;
 use crate::analyze::{Analysis, FpsSummary};
 use crate::model::{Run, SeriesKind, SpanSource};
+use crate::render::style::Style;
 use crate::render::Table;
 use crate::report::facts::{facts, title};
-use crate::report::style::Style;
 
 /// Bump when a key is renamed, removed or changes meaning.
 pub const SCHEMA: &str = "framelab.html-run/1";
