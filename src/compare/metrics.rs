@@ -733,6 +733,42 @@ fn statistic_of(catalogue: &[Metric], name: &str) -> Option<Metric> {
 mod tests {
     use super::*;
 
+    /// The registry's reader of each run-level metric (what the report's numbers give) and
+    /// compare's value of it (from the run's reduced data) agree on every fixture run.
+    #[test]
+    fn each_run_metric_reads_as_the_registry_says() {
+        use crate::analyze::analyze;
+        use crate::analyze::fixtures::{
+            crashed_run, degenerate_runs, metrics_run, reference_run, uninstrumented_run,
+        };
+        let mut runs = vec![
+            reference_run(),
+            crashed_run(),
+            uninstrumented_run(),
+            metrics_run(),
+        ];
+        runs.extend(degenerate_runs());
+        let mut read = std::collections::BTreeSet::new();
+        for run in &runs {
+            let (analysis, data) = (analyze(run), super::super::extract(run));
+            for m in &RUN_METRICS {
+                let compared = Metric::of_run(m).value(&data).map(|v| v.value());
+                assert_eq!(
+                    compared,
+                    (m.read)(&analysis),
+                    "{} of {}",
+                    m.key,
+                    run.meta.name
+                );
+                if compared.is_some() {
+                    read.insert(m.key);
+                }
+            }
+        }
+        // Every metric had a value somewhere: the agreement is not only of `None`s.
+        assert_eq!(read.len(), RUN_METRICS.len(), "{read:?}");
+    }
+
     #[test]
     fn cpu_per_a_metric_may_be_spelt_like_cpu_per_frame() {
         assert_eq!(
