@@ -1,13 +1,15 @@
 //! A neutral document: what a feature shows, as blocks (a lead line, details, notes,
 //! tables, titled lists) and its JSON form, with one writer per format. A feature builds
 //! the document once; [`write`] renders it in any format its command writes.
-//! Converted so far: `history check` and `whatif`. The other commands still render themselves
+//! Converted so far: `history check`, `whatif` and `timers`. The other commands still render themselves
 //! (docs/architecture.md, "Known debts").
 
 use anyhow::Result;
 use serde::Serialize;
 
+use super::columns::{gfm_table, render as column_table, Column};
 use super::format::Formats;
+use super::style::Style;
 use super::{Format, Table};
 
 pub struct Document {
@@ -33,6 +35,41 @@ pub enum Block {
     /// Lines laid out by the feature itself (each ending in `\n`): as they are in text, a
     /// code block in Markdown, where aligned columns stay aligned.
     Aligned(String),
+    /// The report's title line: bold in text, a `###` heading in Markdown.
+    Title(String),
+    /// The report's facts, right under the title: `  label     value` in text, a bullet
+    /// `**label** value` each in Markdown.
+    Facts(Vec<Fact>),
+    /// A titled table with its conclusion, set off by a blank line.
+    Section(Section),
+    /// Notes set off by a blank line: each after a `note` label in text, a quote in
+    /// Markdown.
+    Notes(Vec<String>),
+}
+
+pub struct Fact {
+    pub label: String,
+    pub value: String,
+    /// Said after the value in text only: the option that sets it (`(--need)`).
+    pub hint: Option<String>,
+}
+
+/// A table of typed columns: each with its unit, if it has one. Text names the unit once
+/// after the header (the columns with one share it); Markdown after each column's name.
+pub struct Section {
+    pub title: String,
+    pub columns: Vec<UnitColumn>,
+    pub rows: Vec<Vec<String>>,
+    /// The line that sums the table up: after an arrow in text, in bold in Markdown.
+    pub conclusion: String,
+}
+
+#[derive(Clone)]
+pub struct UnitColumn {
+    pub header: String,
+    pub unit: Option<String>,
+    /// The narrowest the text column may be, so tables line up across sections.
+    pub min_width: usize,
 }
 
 /// `value` as pretty JSON with a final newline; a value serde cannot write gives an
@@ -46,8 +83,18 @@ pub fn pretty_json<T: Serialize + ?Sized>(value: &T) -> String {
 
 /// `document` in `format`, when `formats` (its command's) holds it.
 pub fn write(document: &Document, format: Format, formats: &Formats) -> Result<String> {
+    write_in(document, format, formats, false)
+}
+
+/// [`write`], with ANSI colour in text when `color`.
+pub fn write_in(
+    document: &Document,
+    format: Format,
+    formats: &Formats,
+    color: bool,
+) -> Result<String> {
     Ok(match formats.check(format)? {
-        Format::Text => text(document),
+        Format::Text => text(document, color),
         Format::Markdown => markdown(document),
         Format::Json => document.json.clone(),
         other => return Err(formats.refuse(other)),
@@ -55,7 +102,11 @@ pub fn write(document: &Document, format: Format, formats: &Formats) -> Result<S
 }
 
 /// The text writer: aligned tables, indented lists.
-fn text(document: &Document) -> String {
+fn text(document: &Document, color: bool) -> String {
+    let st = Style {
+        color,
+        markdown: false,
+    };
     let mut out = String::new();
     for block in &document.blocks {
         match block {
@@ -73,6 +124,28 @@ fn text(document: &Document) -> String {
                 }
             }
             Block::Aligned(lines) => out.push_str(lines),
+            Block::Title(title) => out.push_str(&format!("{}\n", st.bold(title))),
+            Block::Facts(facts) => {
+                for f in facts {
+                    let hint = f.hint.as_ref().map_or(String::new(), |h| format!(" {h}"));
+                    out.push_str(&format!("  {:<10}{}{hint}\n", f.label, f.value));
+                }
+            }
+            Block::Section(section) => {
+                let columns: Vec<Column> = (section.columns.iter())
+                    .map(|c| Column::new(c.header.as_str(), c.min_width))
+                    .collect();
+                let unit = section.columns.iter().find_map(|c| c.unit.as_deref());
+                out.push_str(&format!("\n  {}\n", st.bold(&section.title)));
+                out.push_str(&column_table(&columns, &section.rows, unit, &st));
+                out.push_str(&format!("  → {}\n", section.conclusion));
+            }
+            Block::Notes(notes) => {
+                out.push('\n');
+                for note in notes {
+                    out.push_str(&format!("  {}{note}\n", st.yellow("note      ")));
+                }
+            }
         }
     }
     out
@@ -80,6 +153,10 @@ fn text(document: &Document) -> String {
 
 /// The Markdown writer: pipe tables and bullet lists that paste into a pull request.
 fn markdown(document: &Document) -> String {
+    let st = Style {
+        color: false,
+        markdown: true,
+    };
     let mut out = String::new();
     for block in &document.blocks {
         match block {
@@ -97,6 +174,34 @@ fn markdown(document: &Document) -> String {
                 }
             }
             Block::Aligned(lines) => out.push_str(&format!("```\n{lines}```\n")),
+            Block::Title(title) => out.push_str(&format!("### {}\n", st.name(title))),
+            Block::Facts(facts) => {
+                out.push('\n');
+                for f in facts {
+                    out.push_str(&format!("- **{}** {}\n", f.label, f.value));
+                }
+            }
+            Block::Section(section) => {
+                let headers: Vec<String> = (section.columns.iter())
+                    .map(|c| match &c.unit {
+                        Some(unit) => format!("{} {unit}", c.header),
+                        None => c.header.clone(),
+                    })
+                    .collect();
+                out.push_str(&format!(
+                    "\n#### {}\n\n{}\n**{}**\n",
+                    section.title,
+                    gfm_table(&headers, &section.rows),
+                    st.name(&section.conclusion)
+                ));
+            }
+            Block::Notes(notes) => {
+                let quoted: Vec<String> = (notes.iter())
+                    .map(|n| format!("> {}\n", st.name(n)))
+                    .collect();
+                out.push('\n');
+                out.push_str(&quoted.join(">\n"));
+            }
         }
     }
     out
