@@ -264,6 +264,9 @@ pub struct ProbeText {
     pub frame_args: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame_probe: Option<String>,
+    /// `--pair STAGE=START:END[:KEY]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<String>,
 }
 
 impl ProbeText {
@@ -280,7 +283,8 @@ impl ProbeText {
             &self.tracepoints,
             &self.frame_args,
             self.frame_probe.as_deref(),
-        )
+        )?
+        .with_pairs(&self.pairs)
     }
 }
 
@@ -292,9 +296,37 @@ pub struct ProbeOptions {
     /// `--frame-arg STAGE=argN`.
     pub frame_args: Vec<(String, u8)>,
     pub frame_probe: Option<Target>,
+    /// `--pair STAGE=START:END[:KEY]`: events paired into spans while recording.
+    pub pairs: Vec<crate::analyze::pair::StagePair>,
 }
 
 impl ProbeOptions {
+    /// With `--pair`s, each a stage of its own.
+    pub fn with_pairs(mut self, pairs: &[String]) -> Result<ProbeOptions, String> {
+        for text in pairs {
+            let pair = crate::analyze::pair::StagePair::parse(text)?;
+            if let Some(p) = self
+                .probes
+                .iter()
+                .find(|p| p.is_span() && p.stage == pair.stage)
+            {
+                return Err(format!(
+                    "--pair {text}: stage {} is already {}: give the pair a stage of its own",
+                    pair.stage,
+                    p.option()
+                ));
+            }
+            if self.pairs.iter().any(|p| p.stage == pair.stage) {
+                return Err(format!(
+                    "--pair {}= is given twice: give it once",
+                    pair.stage
+                ));
+            }
+            self.pairs.push(pair);
+        }
+        Ok(self)
+    }
+
     /// From the options' text; every refusal is one line saying what to change.
     pub fn parse(
         functions: &[String],
@@ -378,11 +410,12 @@ impl ProbeOptions {
             probes,
             frame_args: parsed_args,
             frame_probe,
+            pairs: Vec::new(),
         })
     }
 
     pub fn is_empty(&self) -> bool {
-        self.probes.is_empty()
+        self.probes.is_empty() && self.pairs.is_empty()
     }
 
     /// Where stage `stage`'s frame ids come from.

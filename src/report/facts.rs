@@ -525,8 +525,8 @@ fn imported(a: &Analysis, st: &Style) -> Option<String> {
 }
 
 /// `encode uprobe prog:encode_frame · 200 calls · 2.4 µs per call (entry + return; push,
-/// emulated)`, one
-/// clause per probe, then what they cost the thread they cost most.
+/// emulated) · 1.1 µs subtracted from each span`, one clause per probe, then what they cost
+/// the thread they cost most.
 fn probes(a: &Analysis, st: &Style) -> Option<String> {
     let p = a.probes.as_ref()?;
     let mut parts: Vec<String> = p
@@ -559,9 +559,39 @@ fn probes(a: &Analysis, st: &Style) -> Option<String> {
                 // Not a trap in the program: no cost of its own to say.
                 return format!("{what} · {hits}");
             }
-            format!("{what} · {hits} · {cost}")
+            let subtracted = match (f.subtracted_ns, f.kind.as_str()) {
+                (_, "usdt event") => String::new(),
+                (Some(ns), _) if f.clamped > 0 => format!(
+                    " · {:.1} µs subtracted from each span ({})",
+                    ns as f64 / 1e3,
+                    st.yellow(&format!(
+                        "{} shorter than that made 0",
+                        plural(f.clamped, "span", "spans")
+                    ))
+                ),
+                (Some(ns), _) => format!(" · {:.1} µs subtracted from each span", ns as f64 / 1e3),
+                (None, _) if f.frame_probe => String::new(),
+                (None, _) => " · nothing subtracted (its share in a span is not known)".to_owned(),
+            };
+            format!("{what} · {hits} · {cost}{subtracted}")
         })
         .collect();
+    // `run --pair`: events made spans.
+    parts.extend(p.pairs.iter().map(|pair| {
+        let spans = plural(pair.spans, "span", "spans");
+        format!(
+            "{} pair {}:{} by {} · {}",
+            pair.stage,
+            pair.start,
+            pair.end,
+            pair.by,
+            if pair.spans == 0 {
+                st.yellow(&spans)
+            } else {
+                spans
+            }
+        )
+    }));
     if let Some(tid) = p.busiest_tid {
         let line = format!(
             "they cost thread {tid} {:.1}% of the run",

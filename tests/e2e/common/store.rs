@@ -78,6 +78,8 @@ pub fn finished_meta(name: &str) -> RunMeta {
                 file_offset: 0x11b0,
                 first_instruction: framelab::probes::cost::InstructionClass::Push,
                 cost_per_hit_ns: Some(2400),
+                subtracted_ns: Some(1100),
+                clamped: 3,
                 hits: 300,
                 spans: 299,
                 unmatched_returns: 1,
