@@ -316,6 +316,20 @@ impl ProbeOptions {
                     p.option()
                 ));
             }
+            // A probe stage's spans are no events: nothing would ever pair.
+            for name in [&pair.spec.start, &pair.spec.end] {
+                let is_event = self.probes.iter().any(|p| !p.is_span() && &p.stage == name);
+                if let (false, Some(p)) = (
+                    is_event,
+                    self.probes.iter().find(|p| p.is_span() && &p.stage == name),
+                ) {
+                    return Err(format!(
+                        "--pair {text}: {name} is the stage of {}, not an event: pair events \
+                         (--tracepoint, --usdt-event, or the SDK's)",
+                        p.option()
+                    ));
+                }
+            }
             if self.pairs.iter().any(|p| p.stage == pair.stage) {
                 return Err(format!(
                     "--pair {}= is given twice: give it once",
@@ -488,6 +502,38 @@ mod tests {
             None,
         );
         assert!(usdt.unwrap_err().contains("probed twice"));
+    }
+
+    #[test]
+    fn a_pair_is_a_stage_of_its_own_made_of_events() {
+        let text = |pairs: &[&str]| ProbeText {
+            functions: strings(&["encode=p:f"]),
+            tracepoints: strings(&["enter=a:b", "exit=a:c"]),
+            pairs: strings(pairs),
+            ..ProbeText::default()
+        };
+        let ok = text(&["sleep=enter:exit:tid"]).parse().unwrap();
+        assert_eq!(ok.pairs[0].stage, "sleep");
+        assert!(!ProbeText {
+            pairs: strings(&["s=a:b"]),
+            ..ProbeText::default()
+        }
+        .parse()
+        .unwrap()
+        .is_empty());
+        let e = text(&["encode=enter:exit"]).parse().unwrap_err();
+        assert!(
+            e.contains("stage encode is already --probe encode=p:f"),
+            "{e}"
+        );
+        let e = text(&["s=enter:exit", "s=exit:enter"]).parse().unwrap_err();
+        assert!(e.contains("--pair s= is given twice"), "{e}");
+        let e = text(&["s=encode:exit"]).parse().unwrap_err();
+        assert!(
+            e.contains("encode is the stage of --probe encode=p:f, not an event"),
+            "{e}"
+        );
+        assert!(text(&["s=enter"]).parse().is_err());
     }
 
     #[test]

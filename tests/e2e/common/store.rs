@@ -88,6 +88,17 @@ pub fn finished_meta(name: &str) -> RunMeta {
             }],
             probe_records_lost: 2,
             probe_busiest_thread: Some((4243, 720_000)),
+            probe_pairs: vec![framelab::model::PairFacts {
+                stage: "sleep".into(),
+                start: "enter".into(),
+                end: "exit".into(),
+                by: "tid".into(),
+                spans: 40,
+                unmatched_ends: 1,
+                other_tasks: 9,
+                notes: vec!["--pair sleep=enter:exit:tid: 1 exit with no enter before it".into()],
+                ..Default::default()
+            }],
         },
         // In the order given, a value kept whole (control characters too).
         tags: vec![
