@@ -426,6 +426,17 @@ fn bad_probes_are_refused_in_one_line_before_the_run() {
         &[],
         "no --probe or --usdt stage decode",
     );
+    // The same tracepoint twice.
+    assert_refused(
+        &[
+            "--tracepoint",
+            "a=syscalls:sys_enter_write",
+            "--tracepoint",
+            "b=syscalls:sys_enter_write",
+        ],
+        &[],
+        "syscalls:sys_enter_write is probed twice (stages a and b)",
+    );
     // A pair of a probe stage's name: stages are no events.
     assert_refused(
         &[
@@ -1061,6 +1072,29 @@ fn a_probed_run_is_in_the_html_page_a_perfetto_export_and_the_live_histograms() 
     assert!(
         facts.contains("encode uprobe") && facts.contains("subtracted from each span"),
         "{facts}"
+    );
+    // Markdown and JSON say what was taken off each span too.
+    let subtracted = run.meta.session.probes[0]
+        .subtracted_ns
+        .expect("the in-span cost was measured");
+    let markdown = framelab()
+        .args(["report", "--format", "markdown"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&markdown).contains(&format!(
+            "{:.1} µs subtracted from each span",
+            subtracted as f64 / 1e3
+        )),
+        "{}",
+        stdout(&markdown)
+    );
+    let json = report_json(&file);
+    assert_eq!(
+        json["probes"]["probes"][0]["subtracted_ns"], subtracted,
+        "{}",
+        json["probes"]
     );
     // A Perfetto trace with every span of the probe: imported back, the same count.
     let trace = dir.path().join("probed.pftrace");
