@@ -377,7 +377,7 @@ impl ProbeOptions {
             }
             if let Some(q) = probes[..i].iter().find(|q| q.kind == p.kind) {
                 return Err(format!(
-                    "{} is probed twice ({} and {}): probe it once",
+                    "{} is probed twice (stages {} and {}): probe it once",
                     p.describe(),
                     q.stage,
                     p.stage
