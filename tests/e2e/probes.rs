@@ -954,6 +954,18 @@ fn a_tracepoint_pair_keyed_by_thread_becomes_a_stage_with_the_programs_count() {
         "{report}"
     );
     assert!(report.contains("\n  sleep "), "{report}");
+    // Exported like any stage: one CSV row per span.
+    let csv = framelab()
+        .args(["export", "--format", "csv", "-o", "-"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(csv.status.success(), "{}", stderr(&csv));
+    let rows = stdout(&csv)
+        .lines()
+        .filter(|l| l.split(',').nth(1) == Some("sleep"))
+        .count();
+    assert_eq!(rows, 40, "{}", stdout(&csv));
     // A pair whose END no option records says so in a note.
     let json = report_json(&file);
     let notes = json["notes"].to_string();
