@@ -302,10 +302,11 @@ fn an_empty_function_probed_comes_out_near_zero_once_the_probes_cost_is_taken_of
     assert_eq!(spans.len(), 2000);
     // The function does nothing: what the probes recorded of it was their own cost, and
     // with it taken off the typical span is a small fraction of it (on the old code the
-    // median was the whole of it).
+    // median was the whole of it, 1.3 µs; here 0.06 to 0.17 µs of 1.1 µs subtracted over
+    // six runs on the loaded development VM).
     let p50 = median(spans.clone());
     assert!(
-        p50 <= subtracted / 3,
+        p50 <= subtracted / 2,
         "median span {p50} ns of an empty function, {subtracted} ns subtracted"
     );
     // Spans that came out shorter than what was taken off are counted, not negative.
