@@ -87,3 +87,72 @@ impl RunPairs {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(event: u16, thread: u32, t_ns: i64) -> EventRecord {
+        EventRecord {
+            event,
+            key: 0,
+            thread,
+            t_ns,
+        }
+    }
+
+    #[test]
+    fn events_pair_across_batches_once_both_names_have_ids() {
+        let pairs = [
+            StagePair::parse("sleep=enter:exit:tid").unwrap(),
+            StagePair::parse("never=enter:nosuch").unwrap(),
+        ];
+        let mut run = RunPairs::new(&pairs);
+        let ids = |exit_known: bool| {
+            move |name: &str| match name {
+                "enter" => Some(3),
+                "exit" if exit_known => Some(4),
+                _ => None,
+            }
+        };
+        // The first batch has only the START: no id for END yet.
+        let made = run.feed(&[event(3, 1, 100), event(3, 9, 105)], ids(false), |t| {
+            t != 9
+        });
+        assert!(made.is_empty());
+        // Unsorted within a batch; thread 9 is another task's.
+        let made = run.feed(
+            &[
+                event(4, 9, 190),
+                event(4, 1, 300),
+                event(3, 1, 400),
+                event(4, 1, 450),
+            ],
+            ids(true),
+            |t| t != 9,
+        );
+        let spans: Vec<(usize, u64, i64, i64)> = made
+            .iter()
+            .map(|(i, s)| (*i, s.frame, s.start_ns, s.dur_ns))
+            .collect();
+        assert_eq!(spans, vec![(0, 1, 100, 200), (0, 2, 400, 50)]);
+        assert_eq!(run.stage(0), "sleep");
+        let facts = run.finish();
+        assert_eq!(
+            (
+                facts[0].spans,
+                facts[0].other_tasks,
+                facts[0].unmatched_ends
+            ),
+            (2, 2, 0)
+        );
+        assert!(facts[0].notes.is_empty(), "{:?}", facts[0].notes);
+        assert_eq!(facts[1].spans, 0);
+        assert!(
+            facts[1].notes[0]
+                .contains("--pair never=enter:nosuch:key: the run has no event named \"nosuch\""),
+            "{:?}",
+            facts[1].notes
+        );
+    }
+}

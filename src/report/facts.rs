@@ -655,6 +655,60 @@ mod tests {
     use crate::analyze::{FpsSummary, LateSummary};
 
     #[test]
+    fn the_probes_line_says_what_was_subtracted_clamped_and_paired() {
+        let probe = crate::model::ProbeFacts {
+            stage: "encode".into(),
+            kind: "uprobe".into(),
+            target: "prog:encode_frame".into(),
+            first_instruction: crate::probes::cost::InstructionClass::Push,
+            cost_per_hit_ns: Some(2400),
+            subtracted_ns: Some(1100),
+            clamped: 3,
+            hits: 300,
+            spans: 300,
+            ..Default::default()
+        };
+        let unknown = crate::model::ProbeFacts {
+            stage: "decode".into(),
+            subtracted_ns: None,
+            clamped: 0,
+            ..probe.clone()
+        };
+        let a = Analysis {
+            probes: Some(crate::probes::ProbeSummary {
+                probes: vec![probe, unknown],
+                pairs: vec![crate::model::PairFacts {
+                    stage: "sleep".into(),
+                    start: "enter".into(),
+                    end: "exit".into(),
+                    by: "tid".into(),
+                    spans: 40,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Analysis::default()
+        };
+        let line = probes(&a, &Style::default()).unwrap();
+        assert!(
+            line.contains(
+                "encode uprobe prog:encode_frame · 300 calls · 2.4 µs per call (entry + return; \
+                 push, emulated) · 1.1 µs subtracted from each span (3 spans shorter than that \
+                 made 0)"
+            ),
+            "{line}"
+        );
+        assert!(
+            line.contains("decode uprobe prog:encode_frame · 300 calls · 2.4 µs per call (entry + return; push, emulated) · nothing subtracted"),
+            "{line}"
+        );
+        assert!(
+            line.contains("sleep pair enter:exit by tid · 40 spans"),
+            "{line}"
+        );
+    }
+
+    #[test]
     fn fps_line_names_every_variant_in_order() {
         let a = Analysis {
             fps: Some(FpsSummary {

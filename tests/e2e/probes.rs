@@ -977,6 +977,38 @@ fn a_tracepoint_pair_keyed_by_thread_becomes_a_stage_with_the_programs_count() {
     );
 }
 
+/// `--pair` pairs the SDK's events too, and needs no permission then: testprog marks one
+/// `tick` per frame, keyed by the frame id, on one thread.
+#[test]
+fn sdk_events_pair_by_thread_and_what_does_not_pair_is_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = run_testprog(
+        &dir,
+        "sdk-pair",
+        &["--pair", "t=tick:tick:tid", "--pair", "k=tick:tick"],
+        &["spans", "10"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&path);
+    // By thread, START and END one name: consecutive ticks pair, 10 make 5 spans.
+    let frames: Vec<u64> = spans_of(&run, "t").iter().map(|s| s.0).collect();
+    assert_eq!(frames, vec![1, 2, 3, 4, 5]);
+    // By key, each frame's tick is alone: no span, and the note says what was left.
+    assert!(!run.stages.iter().any(|s| s == "k"), "{:?}", run.stages);
+    let pairs = &run.meta.session.probe_pairs;
+    assert_eq!((pairs[1].spans, pairs[1].unmatched_starts), (0, 10));
+    let notes = report_json(&path)["notes"].to_string();
+    assert!(
+        notes.contains("--pair k=tick:tick:key: 10 tick with no tick of the same key"),
+        "{notes}"
+    );
+    let report = stdout(&out);
+    assert!(
+        report.contains("t pair tick:tick by tid · 5 spans"),
+        "{report}"
+    );
+}
+
 #[test]
 fn a_library_the_command_never_loads_is_said_after_the_run_with_what_it_did_map() {
     let test = "a_library_the_command_never_loads_is_said_after_the_run_with_what_it_did_map";
