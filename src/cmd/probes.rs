@@ -1,5 +1,6 @@
-//! The probe options of `framelab run` and `bench` (`--probe`, `--frame-arg`, `--frame-probe`), and
-//! `framelab probes BINARY [PATTERN]`: the functions of a binary that can be probed.
+//! The probe options of `framelab run` and `bench` (`--probe`, `--usdt`, `--usdt-event`,
+//! `--tracepoint`, `--frame-arg`, `--frame-probe`, `--pair`), and `framelab probes BINARY
+//! [PATTERN]`: the functions of a binary that can be probed.
 
 use clap::Args;
 use framelab::probes::{self, cost::InstructionClass, elf::Binary, ProbeOptions, ProbeText};
