@@ -188,27 +188,52 @@ pub fn measure(pmu: &Pmu, class: InstructionClass, shape: Shape) -> Result<Calib
     };
     // Before the events exist: an opened uprobe traps at every call even while disabled.
     let plain = (0..ROUNDS).map(|_| call_all()).min().unwrap_or(0);
-    // Rings large enough for every sample of a round: the kernel's cost of writing them
-    // is part of a hit's.
+    // Opened as a run opens them (every task, one event per CPU, one ring per CPU that
+    // the CPU's other events write into), so a hit takes the kernel the same path; the
+    // rings are large enough for every sample of a round (writing them is part of a hit).
     let mut rings = Vec::new();
-    for &(delta, retprobe) in probes {
-        let fd = pmu
-            .open(&path, offset + delta, 0, retprobe, 0, 0, -1)
-            .map_err(|e| super::uprobe::refusal(&e, "framelab's own calibration function"))?;
-        rings.push(Ring::map(fd, 64).map_err(|e| format!("cannot map: {e}"))?);
+    let mut others = Vec::new();
+    let mut ids = Vec::new();
+    for cpu in perf_event::cpus() {
+        let mut ring: Option<Ring> = None;
+        for (index, &(delta, retprobe)) in probes.iter().enumerate() {
+            let refusal = |e: std::io::Error| {
+                super::uprobe::refusal(&e, "framelab's own calibration function")
+            };
+            let fd = pmu
+                .open(&path, offset + delta, 0, retprobe, 0, -1, cpu)
+                .map_err(refusal)?;
+            ids.push((super::uprobe::id(&fd).map_err(refusal)?, index));
+            match &ring {
+                None => ring = Some(Ring::map(fd, 64).map_err(|e| format!("cannot map: {e}"))?),
+                Some(target) => {
+                    perf_event::redirect(&fd, target.fd()).map_err(|e| perf_event::refusal(&e))?;
+                    others.push(fd);
+                }
+            }
+        }
+        rings.extend(ring);
     }
-    for ring in &rings {
-        perf_event::enable(ring.fd()).map_err(|e| perf_event::refusal(&e))?;
+    for fd in rings.iter().map(Ring::fd).chain(&others) {
+        perf_event::enable(fd).map_err(|e| perf_event::refusal(&e))?;
     }
     // An untimed round first: the kernel sets up its per-process probe state at the
     // first hits.
     call_all();
-    let mut times: Vec<Vec<i64>> = vec![Vec::new(); rings.len()];
+    // SAFETY: gettid has no preconditions.
+    let own_tid = unsafe { libc::gettid() } as u32;
+    let mut times: Vec<Vec<i64>> = vec![Vec::new(); probes.len()];
     let mut read_times = |rings: &mut [Ring], keep: bool| {
-        for (ring, times) in rings.iter_mut().zip(&mut times) {
+        for ring in rings.iter_mut() {
             ring.for_each(|record| {
-                if let (true, Some(time)) = (keep, sample_time(record)) {
-                    times.push(time);
+                // Only this thread's calls: another framelab of the same file may be
+                // calibrating too.
+                let Some((id, tid, time)) = sample(record) else {
+                    return;
+                };
+                let probe = ids.iter().find(|(i, _)| *i == id).map(|(_, p)| *p);
+                if let (true, true, Some(probe)) = (keep, tid == own_tid, probe) {
+                    times[probe].push(time);
                 }
             });
         }
@@ -219,8 +244,12 @@ pub fn measure(pmu: &Pmu, class: InstructionClass, shape: Shape) -> Result<Calib
         probed = probed.min(call_all());
         read_times(&mut rings, true);
     }
-    for ring in &rings {
-        perf_event::disable(ring.fd());
+    for fd in rings.iter().map(Ring::fd).chain(&others) {
+        perf_event::disable(fd);
+    }
+    // This thread may have moved between CPUs: each probe's hits in time order.
+    for t in &mut times {
+        t.sort_unstable();
     }
     // A probe that did not fire on every call measured nothing.
     if let Some(hits) = times.iter().map(Vec::len).find(|&n| n != ROUNDS * CALLS) {
@@ -232,11 +261,19 @@ pub fn measure(pmu: &Pmu, class: InstructionClass, shape: Shape) -> Result<Calib
     }
     // Calls follow each other on this one thread: the Nth begin and the Nth end are one
     // call's.
+    // The median of each round's spans, the least disturbed round's kept (as for the
+    // cost per call): a loaded machine slows whole rounds.
     let in_span_ns = match &times[..] {
         [begins, ends] => {
-            let mut spans: Vec<i64> = begins.iter().zip(ends).map(|(b, e)| e - b).collect();
-            spans.sort_unstable();
-            Some(spans[spans.len() / 2].max(0))
+            let spans: Vec<i64> = begins.iter().zip(ends).map(|(b, e)| e - b).collect();
+            spans
+                .chunks(CALLS)
+                .map(|round| {
+                    let mut round = round.to_vec();
+                    round.sort_unstable();
+                    round[round.len() / 2].max(0)
+                })
+                .min()
         }
         _ => None,
     };
@@ -246,16 +283,18 @@ pub fn measure(pmu: &Pmu, class: InstructionClass, shape: Shape) -> Result<Calib
     })
 }
 
-/// A uprobe sample's time (`super::uprobe::SAMPLE_TYPE`: id, pid and tid, then time).
-fn sample_time(record: &[u8]) -> Option<i64> {
+/// A uprobe sample's event id, thread and time (`super::uprobe::SAMPLE_TYPE`: id, pid and
+/// tid, then time).
+fn sample(record: &[u8]) -> Option<(u64, u32, i64)> {
     use crate::perf_event::{bindings as b, cursor};
     let (kind, _) = cursor::header(record)?;
     if kind != b::PERF_RECORD_SAMPLE {
         return None;
     }
     let mut c = cursor::Cursor::after_header(record);
-    let (_id, _pids) = (c.u64(), c.u64());
-    Some(c.u64() as i64)
+    let id = c.u64();
+    let (_pid, tid) = (c.u32(), c.u32());
+    Some((id, tid, c.u64() as i64))
 }
 
 /// The file and file offset of code at `address` of this process.

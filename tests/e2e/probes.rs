@@ -302,17 +302,22 @@ fn an_empty_function_probed_comes_out_near_zero_once_the_probes_cost_is_taken_of
     assert_eq!(spans.len(), 2000);
     // The function does nothing: what the probes recorded of it was their own cost, and
     // with it taken off the typical span is a small fraction of it (on the old code the
-    // median was the whole of it, 1.3 µs; here 0.06 to 0.17 µs of 1.1 µs subtracted over
-    // six runs on the loaded development VM).
+    // median was the whole of it, 1.3 µs; here 0 to 0.07 µs of 1.2 µs subtracted over
+    // eight runs on the loaded development VM).
     let p50 = median(spans.clone());
     assert!(
         p50 <= subtracted / 2,
         "median span {p50} ns of an empty function, {subtracted} ns subtracted"
     );
-    // Spans that came out shorter than what was taken off are counted, not negative.
+    // Spans that came out shorter than what was taken off are counted and made 0, never
+    // negative (a span exactly as long as what was taken off is 0 too, not counted).
     assert!(spans.iter().all(|&s| s >= 0));
-    let clamped = spans.iter().filter(|&&s| s == 0).count() as u64;
-    assert_eq!(facts.clamped, clamped);
+    let zero = spans.iter().filter(|&&s| s == 0).count() as u64;
+    assert!(
+        facts.clamped <= zero,
+        "{} clamped, {zero} spans of 0",
+        facts.clamped
+    );
 }
 
 #[test]
