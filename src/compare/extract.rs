@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::analyze::compact::columns::SpanColumns;
 use crate::analyze::compact::table::FrameTable;
 use crate::analyze::compact::values::with_ns;
-use crate::analyze::compact::window::measure;
+use crate::analyze::compact::window::{measure, MeasuredFrames};
 use crate::analyze::compact::{self, Columns, Sorted, ANALYSIS_KEEPS};
 use crate::analyze::cpu::{role_cpu, RoleCpu};
 use crate::analyze::frames::{measure_run, Frames, NO_FRAME};
@@ -132,7 +132,8 @@ pub fn extract_stored(path: &Path, run_id: i64, keep: &Keep) -> anyhow::Result<R
     let run = crate::store::open_run(path, Some(run_id))?;
     let head = &run.head;
     let (columns, table) = compact::load_columns(&run, ANALYSIS_KEEPS)?;
-    let (totals, waits) = totals_and_waits(head, &columns, &table, keep)?;
+    let (_, measured) = measure(&table, &columns, &head.meta);
+    let waits = waits(head, &columns, &table, &measured, keep)?;
     let mut by_id: Vec<(usize, SortedValues)> = Vec::new();
     let analysis = compact::analyze_columns(
         head,
@@ -155,32 +156,42 @@ pub fn extract_stored(path: &Path, run_id: i64, keep: &Keep) -> anyhow::Result<R
                 data.stages.push((name.clone(), by_id.swap_remove(at).1));
             }
         }
-        data.totals = totals;
+        // Taken once the analysis is done, not beside it: its peak is the run's.
+        data.totals = totals(&table, &measured, keep);
         data.waits = waits;
     }
     from_head(&mut data, head, &analysis, has_spans);
     Ok(data)
 }
 
-/// The measured frames' totals and each wait pair's waits, reduced, from the columns
-/// (read with starts and threads).
-fn totals_and_waits(
+/// The measured frames' totals, sorted and reduced.
+fn totals(table: &FrameTable, measured: &MeasuredFrames, keep: &Keep) -> SortedValues {
+    let frames: Vec<u32> = measured.in_window.ones().collect();
+    let mut totals = compact::values_in_order(&frames, |i| table.total_ns(i));
+    drop(frames);
+    totals.sort();
+    with_ns!(&totals, v => keep.reduce(v))
+}
+
+/// Each wait pair's waits, reduced, from the columns (read with starts and threads); none
+/// where no measured frame has two spans.
+fn waits(
     head: &Run,
     columns: &SpanColumns,
     table: &FrameTable,
+    measured: &MeasuredFrames,
     keep: &Keep,
-) -> anyhow::Result<(SortedValues, Vec<(String, SortedValues)>)> {
-    let (_, measured) = measure(table, columns, &head.meta);
-    let order: Vec<u32> = measured.in_window.ones().collect();
-    let mut totals = compact::values_in_order(&order, |i| table.total_ns(i));
-    drop(order);
-    totals.sort();
-    let totals = with_ns!(&totals, v => keep.reduce(v));
-    let waits = compact::wait_values(head, columns, table, &measured)?;
-    let waits = (waits.into_iter())
+) -> anyhow::Result<Vec<(String, SortedValues)>> {
+    let measured_spans = (columns.frame.iter())
+        .filter(|&&f| f != NO_FRAME && measured.in_window.get(f))
+        .count();
+    if measured_spans as u64 <= measured.count {
+        return Ok(Vec::new());
+    }
+    let waits = compact::wait_values(head, columns, table, measured)?;
+    Ok((waits.into_iter())
         .map(|(name, v)| (name, keep.reduce(&v)))
-        .collect();
-    Ok((totals, waits))
+        .collect())
 }
 
 /// What the run's head says besides its analysis.

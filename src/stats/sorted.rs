@@ -212,7 +212,7 @@ mod tests {
 
     #[test]
     fn small_sets_are_held_whole() {
-        let v = spread(5_000);
+        let v = spread(500);
         let kept = SortedValues::keeping(&v, &[0.5]);
         assert_eq!(kept.values(), Some(v.as_slice()));
         let none: [u32; 0] = [];
