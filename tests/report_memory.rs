@@ -3,7 +3,9 @@
 //! is not counted). Deterministic: the same allocations on every machine, no RSS.
 //!
 //! The small tests run by default; the two big ones are measurements (BENCHMARKS.md) and
-//! hold every subcommand that reads a whole run to a peak (issue 29):
+//! hold every subcommand that reads a whole run (report in three formats, hist, whatif,
+//! export, compare of 2 and of 4 runs, history add) to a peak of its own and to twice the
+//! run file's size (issues 29 and 31):
 //!
 //!     cargo test --release --test report_memory -- --ignored --nocapture
 //!
