@@ -431,7 +431,9 @@ fn compare_holds_one_run_at_a_time_whatever_their_number() {
 }
 
 /// Bounds of the peaks, in bytes per span, with one span per frame (the worst case).
-const WHATIF_BYTES_PER_SPAN: usize = 40;
+/// whatif held 29 beyond the fixed 4 MiB before its outcome kept only totals and ends and
+/// the frame table was packed (17 since).
+const WHATIF_BYTES_PER_SPAN: usize = 24;
 const EXPORT_BYTES_PER_SPAN: usize = 8;
 
 /// Every subcommand's peak within its bound, in bytes per span, and within twice the
