@@ -28,26 +28,6 @@ pub enum Keep {
 }
 
 impl Keep {
-    /// The percentiles compare reads of every stage, wait and total (p50, p95, p99), and
-    /// those `--show` names (`encode.p90`, `total.p99.9`).
-    pub fn for_metrics(names: &[String]) -> Keep {
-        let mut ps: Vec<f64> = super::metrics::PERCENTILES
-            .iter()
-            .map(|(_, p)| *p)
-            .collect();
-        for name in names.iter().flat_map(|n| n.split(',')) {
-            let Some(at) = name.trim().rfind(".p") else {
-                continue;
-            };
-            if let Ok(p) = name.trim()[at + 2..].parse::<f64>() {
-                if p > 0.0 && p < 100.0 {
-                    ps.push(p / 100.0);
-                }
-            }
-        }
-        Keep::Near(ps)
-    }
-
     fn reduce<T: Ns>(&self, sorted: &[T]) -> SortedValues {
         match self {
             Keep::All => SortedValues::all(sorted),

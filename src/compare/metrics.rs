@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::extract::{counts_work, energy_of, per_unit, RunData};
+use super::extract::{counts_work, energy_of, per_unit, Keep, RunData};
 use crate::stats::{Direction, RunValue};
 
 /// A metric's unit. Serialised as one string: the built-in units by name (`fps`,
@@ -188,6 +188,26 @@ pub struct Metric {
 const LABEL_NAME_CHARS: usize = 60;
 
 pub(super) const PERCENTILES: [(&str, f64); 3] = [("p50", 0.50), ("p95", 0.95), ("p99", 0.99)];
+
+/// What of each run's sorted values compare keeps: lives here, beside the percentiles it reads.
+impl Keep {
+    /// The percentiles compare reads of every stage, wait and total (p50, p95, p99), and
+    /// those `--show` names (`encode.p90`, `total.p99.9`).
+    pub fn for_metrics(names: &[String]) -> Keep {
+        let mut ps: Vec<f64> = PERCENTILES.iter().map(|(_, p)| *p).collect();
+        for name in names.iter().flat_map(|n| n.split(',')) {
+            let Some(at) = name.trim().rfind(".p") else {
+                continue;
+            };
+            if let Ok(p) = name.trim()[at + 2..].parse::<f64>() {
+                if p > 0.0 && p < 100.0 {
+                    ps.push(p / 100.0);
+                }
+            }
+        }
+        Keep::Near(ps)
+    }
+}
 
 impl Metric {
     pub(super) fn new(
