@@ -26,7 +26,8 @@ use framelab::analyze::compact::analyze_from;
 use framelab::compare::{self, CompareOptions};
 use framelab::hist::{render_from, HistOptions};
 use framelab::model::{EndReason, Run, RunMeta, Span, ThreadInfo};
-use framelab::report::{self, Format};
+use framelab::render::Format;
+use framelab::report;
 use framelab::store;
 use framelab::whatif::{self, Changes};
 
@@ -254,7 +255,7 @@ fn peak_per_span<T>(what: &str, spans: usize, f: impl FnOnce() -> T) -> (f64, T)
 fn subcommand_peaks(path: &Path, spans: usize) -> Peaks {
     let report = |format: Format| {
         let run = store::open_run(path, None).unwrap();
-        report::render(&analyze_from(&run.head, &run).unwrap(), format, false)
+        report::render(&analyze_from(&run.head, &run).unwrap(), format, false).unwrap()
     };
     let (report_text, text) = peak_per_span("report", spans, || report(Format::Text));
     assert!(text.contains("fps"), "{text}");

@@ -3,6 +3,8 @@ that must not depend on which library is installed."""
 
 import math
 
+from ._metrics import RUN_METRICS
+
 _U64 = (1 << 64) - 1
 
 
@@ -101,42 +103,47 @@ def _role_cpu(rep):
     return roles
 
 
+def _unit(key):
+    """The unit of run-level metric `key` in the registry (src/analyze/metrics.rs)."""
+    return RUN_METRICS[key]["unit"]
+
+
 def compare_figures(rep, with_roles):
     """The run's value of each run-level metric of `framelab compare --format json`, under
     its key and in its unit there (extract.rs and metrics.rs): (metric, unit, value)."""
     window_ns = _dig(rep, ("window", "length_ns")) or 0
     cpu = rep.get("cpu")
     fixed = rep.get("end_reason") == "duration"  # --duration: wall and CPU are not compared
-    rows = [("fps", "fps", rep.get("observed_fps"))]
+    rows = [("fps", _unit("fps"), rep.get("observed_fps"))]
     late = rep.get("late")
     frames = rep.get("frames") or 0
     late_pct = None
     if late is not None and frames > 0 and not rep.get("frames_from_hint"):
         late_pct = late["late_frames"] / frames * 100.0
-    rows.append(("late", "percent", late_pct))
+    rows.append(("late", _unit("late"), late_pct))
     cpu_ns = None if cpu is None else (cpu.get("user_ns") or 0) + (cpu.get("sys_ns") or 0)
     units = (cpu or {}).get("work_units") or 0
     has_processes = bool(rep.get("processes"))
     load = None if cpu_ns is None or window_ns <= 0 else cpu_ns * 100.0 / window_ns
     rows += [
-        ("cpu_per_frame", "microseconds",
+        ("cpu_per_frame", _unit("cpu_per_frame"),
          cpu_ns / units / 1e3 if cpu_ns is not None and units > 0 and has_processes else None),
-        ("load", "percent", load),
-        ("cores", "cores", None if load is None else load / 100.0),
-        ("peak_rss", "bytes", (cpu or {}).get("peak_rss_bytes") or None),
-        ("wall", "seconds", None if fixed else window_ns / 1e9),
-        ("cpu", "seconds", None if fixed or cpu_ns is None else cpu_ns / 1e9),
+        ("load", _unit("load"), load),
+        ("cores", _unit("cores"), None if load is None else load / 100.0),
+        ("peak_rss", _unit("peak_rss"), (cpu or {}).get("peak_rss_bytes") or None),
+        ("wall", _unit("wall"), None if fixed else window_ns / 1e9),
+        ("cpu", _unit("cpu"), None if fixed or cpu_ns is None else cpu_ns / 1e9),
     ]
     if with_roles:
         for role, role_ns in _role_cpu(rep).items():
             key = _role_key(role)
             role_load = role_ns * 100.0 / window_ns if window_ns > 0 else None
             rows += [
-                (f"cpu.{key}", "seconds", None if fixed else role_ns / 1e9),
-                (f"cpu_per_frame.{key}", "microseconds",
+                (f"cpu.{key}", _unit("cpu"), None if fixed else role_ns / 1e9),
+                (f"cpu_per_frame.{key}", _unit("cpu_per_frame"),
                  role_ns / units / 1e3 if units > 0 else None),
-                (f"load.{key}", "percent", role_load),
-                (f"cores.{key}", "cores", None if role_load is None else role_load / 100.0),
+                (f"load.{key}", _unit("load"), role_load),
+                (f"cores.{key}", _unit("cores"), None if role_load is None else role_load / 100.0),
             ]
     return rows
 

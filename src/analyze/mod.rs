@@ -8,6 +8,7 @@ pub mod cpu;
 pub mod fps;
 pub mod frames;
 pub mod late;
+pub mod metrics;
 pub mod notes;
 pub mod pacer;
 pub mod pacing;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use framelab::bench::ExperimentSpec;
 use framelab::compare;
-use framelab::report::Format;
+use framelab::render::Format;
 use framelab::store;
 
 use super::compare::CompareSettings;
@@ -14,6 +14,7 @@ use super::compare::{
     check_export_paths, check_outputs, compare_options, export_comparison, output_files,
     show_comparison, Shown,
 };
+use super::format::CompareFormat;
 use super::options::{
     command_pin, profile_options, refuse_history_without_file, refuse_keep_output_without_file,
     refuse_profile_without_file, variant_service_specs,
@@ -175,8 +176,14 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
         let shown = Shown {
             unkept: (!outcome.file.kept()).then_some(outcome.path.as_path()),
         };
-        let comparison =
-            show_comparison(&sources, &options, args.compare.format, None, false, shown)?;
+        let comparison = show_comparison(
+            &sources,
+            &options,
+            args.compare.format.into(),
+            None,
+            false,
+            shown,
+        )?;
         export_comparison(&comparison, &args.compare, shown)?;
     }
     if outcome.file.kept() {
@@ -521,7 +528,6 @@ fn one_variant(path: &Path) -> anyhow::Result<bool> {
 /// The first option given that only a comparison uses (a bench of one variant and no
 /// `--param` lists its runs instead), as the user wrote it.
 fn comparison_option(settings: &CompareSettings) -> Option<String> {
-    use compare::CompareFormat;
     let defaults = CompareSettings::defaults();
     let given = [
         (settings.baseline.is_some(), "--baseline".to_owned()),
@@ -556,10 +562,10 @@ fn comparison_option(settings: &CompareSettings) -> Option<String> {
 }
 
 /// The run listing's format for a bench's `--format` (CSV and HTML are comparisons' only).
-fn listing_format(format: compare::CompareFormat) -> Format {
+fn listing_format(format: CompareFormat) -> Format {
     match format {
-        compare::CompareFormat::Markdown => Format::Markdown,
-        compare::CompareFormat::Json => Format::Json,
+        CompareFormat::Markdown => Format::Markdown,
+        CompareFormat::Json => Format::Json,
         _ => Format::Text,
     }
 }

@@ -3,8 +3,10 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use framelab::render::Format;
 use framelab::{compare, report};
 
+use super::format::CompareFormat;
 use super::output::{emit, written};
 use super::Outcome;
 use crate::cli::limits;
@@ -70,7 +72,7 @@ pub struct CompareSettings {
     #[arg(long, value_parser = limits::resamples, default_value = "10000")]
     pub resamples: usize,
     #[arg(long, value_enum, default_value = "text")]
-    pub format: framelab::compare::CompareFormat,
+    pub format: CompareFormat,
     /// Also write the comparison as JSON to FILE (every number; replaced if it exists)
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
@@ -131,7 +133,7 @@ pub(super) fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
     let comparison = show_comparison(
         &sources,
         &options,
-        args.settings.format,
+        args.settings.format.into(),
         args.output.as_deref(),
         args.open,
         Shown::default(),
@@ -180,16 +182,16 @@ impl Shown<'_> {
 pub(super) fn show_comparison(
     sources: &[compare::Source],
     options: &compare::CompareOptions,
-    format: compare::CompareFormat,
+    format: Format,
     output: Option<&std::path::Path>,
     open: bool,
     shown: Shown,
 ) -> anyhow::Result<compare::Comparison> {
-    let (comparison, text) = if format == compare::CompareFormat::Html {
+    let (comparison, text) = if format == Format::Html {
         compare::compare_html(sources, options)?
     } else {
         let comparison = compare::compare(sources, options)?;
-        let text = compare::render(&comparison, format);
+        let text = compare::render(&comparison, format)?;
         (comparison, text)
     };
     let text = shown.apply(text);
@@ -198,7 +200,7 @@ pub(super) fn show_comparison(
             report::html::write(file, &text, None)?;
             written(file, "the comparison", open);
         }
-        None if format == compare::CompareFormat::Html => {
+        None if format == Format::Html => {
             report::html::write(std::path::Path::new("-"), &text, None)?
         }
         None => emit(&text)?,
@@ -212,14 +214,13 @@ pub(super) fn export_comparison(
     settings: &CompareSettings,
     shown: Shown,
 ) -> anyhow::Result<()> {
-    use compare::CompareFormat;
     for (file, format) in [
-        (&settings.export_json, CompareFormat::Json),
-        (&settings.export_csv, CompareFormat::Csv),
-        (&settings.export_markdown, CompareFormat::Markdown),
+        (&settings.export_json, Format::Json),
+        (&settings.export_csv, Format::Csv),
+        (&settings.export_markdown, Format::Markdown),
     ] {
         let Some(file) = file else { continue };
-        std::fs::write(file, shown.apply(compare::render(comparison, format))).map_err(|e| {
+        std::fs::write(file, shown.apply(compare::render(comparison, format)?)).map_err(|e| {
             anyhow::anyhow!(
                 "cannot write the comparison to {}: {e}; choose a writable path",
                 file.display()

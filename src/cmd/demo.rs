@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use clap::Args;
 use framelab::demo::{self, PacerKind};
-use framelab::report::Format;
 use framelab::session::RunOptions;
 
+use super::format::RunReportFormat;
 use super::options::{
     profile_options, refuse_experiment_file, refuse_profile_without_file, sampling_options,
     with_live,
@@ -41,7 +41,7 @@ pub struct DemoArgs {
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
+    pub format: RunReportFormat,
     #[command(flatten)]
     pub html: HtmlArgs,
     /// How frames wait for their slot: one absolute sleep, or sleep then spin (the report's `pacer` line shows how late it woke)
@@ -118,7 +118,7 @@ pub(super) fn run(args: DemoArgs) -> anyhow::Result<Outcome> {
         ..RunOptions::default()
     };
     let opts = with_live(opts, &args.live)?;
-    run_and_report(&opts, args.format, &args.html, None)
+    run_and_report(&opts, args.format.into(), &args.html, None)
 }
 
 pub(super) fn pipeline(args: PipelineArgs) -> anyhow::Result<Outcome> {

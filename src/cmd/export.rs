@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 use framelab::store;
 
+use super::format::ExportFormat;
 use super::Outcome;
 use crate::cli::limits;
 
@@ -16,7 +17,7 @@ pub struct ExportArgs {
     #[arg(long = "run-id", value_parser = limits::run_id)]
     pub run_id: Option<i64>,
     #[arg(long, value_enum)]
-    pub format: framelab::export::ExportFormat,
+    pub format: ExportFormat,
     /// File to write (`-` for standard output)
     #[arg(short, long)]
     pub output: PathBuf,
@@ -29,11 +30,11 @@ pub(super) fn run(args: ExportArgs) -> anyhow::Result<Outcome> {
     if let framelab::destination::Target::File { path, .. } = &target {
         framelab::destination::refuse_database(&args.output, path)?;
     }
-    if args.format == framelab::export::ExportFormat::Perfetto {
+    if args.format == ExportFormat::Perfetto {
         return perfetto(&args);
     }
     let run = store::load_run(&args.run, args.run_id)?;
-    if run.spans.is_empty() && args.format == framelab::export::ExportFormat::Csv {
+    if run.spans.is_empty() && args.format == ExportFormat::Csv {
         // A CSV of spans holds nothing else: a header alone is no export.
         anyhow::bail!(
             "run {} of {} has no spans{}: a CSV of its spans would be empty (--format perfetto \
@@ -47,7 +48,7 @@ pub(super) fn run(args: ExportArgs) -> anyhow::Result<Outcome> {
             }
         );
     }
-    framelab::export::export_to_path(&run, args.format, &args.output, Some(&args.run))?;
+    framelab::export::export_to_path(&run, args.format.into(), &args.output, Some(&args.run))?;
     if args.output.as_os_str() != "-" {
         eprintln!(
             "framelab: wrote {} spans of run {} to {}",

@@ -7,6 +7,7 @@ use clap::Args;
 use framelab::hist::{self, HistOptions};
 use framelab::store;
 
+use super::format::HistFormat;
 use super::output::emit;
 use super::Outcome;
 use crate::cli::limits;
@@ -45,7 +46,7 @@ pub struct HistArgs {
     /// text, markdown or json (the last two: power-of-two buckets and imported histograms,
     /// each with its figures)
     #[arg(long, value_enum, default_value = "text")]
-    pub format: hist::HistFormat,
+    pub format: HistFormat,
 }
 
 /// The linear histogram layout (`hist`, and `run --live` with `--live-linear`).
@@ -87,7 +88,7 @@ pub(super) fn run(args: HistArgs) -> anyhow::Result<Outcome> {
             above: args.above,
         },
         unit: args.unit,
-        format: args.format,
+        format: args.format.into(),
         ..HistOptions::from_args(args.stage, args.pair.as_deref(), args.linear.get(), args.by)?
     };
     if opts.pair.is_some() {

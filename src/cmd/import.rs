@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use framelab::report::Format;
 use framelab::{analyze, report, session, store};
 
+use super::format::RunReportFormat;
 use super::output::{emit, use_color, UNKEPT};
 use super::{default_signals, Outcome};
 use crate::cli::{limits, TargetArgs};
@@ -69,7 +69,7 @@ pub struct ImportArgs {
         default_value = "text",
         value_name = "FORMAT"
     )]
-    pub report_format: Format,
+    pub report_format: RunReportFormat,
 }
 
 pub(super) fn run(args: ImportArgs) -> anyhow::Result<Outcome> {
@@ -177,9 +177,9 @@ pub(super) fn run(args: ImportArgs) -> anyhow::Result<Outcome> {
     run.meta.id = run_id;
     emit(&report::render(
         &analyze::analyze(&run),
-        args.report_format,
+        args.report_format.into(),
         use_color(),
-    ))?;
+    )?)?;
     let info = run
         .import
         .as_ref()

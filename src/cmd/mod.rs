@@ -6,6 +6,7 @@ mod bench;
 mod compare;
 mod demo;
 mod export;
+mod format;
 mod hist;
 mod import;
 mod options;

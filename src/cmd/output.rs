@@ -2,7 +2,8 @@
 
 use std::io::IsTerminal;
 
-use framelab::report::{self, Format};
+use framelab::render::Format;
+use framelab::report;
 
 /// Said when `-o` named the null device.
 pub(super) const UNKEPT: &str =
@@ -25,7 +26,7 @@ pub(super) fn html_line(file: &std::path::Path, format: Format) -> String {
         Format::Text => format!("\n  html      {shown}\n"),
         Format::Markdown => format!("\n- **html** {}\n", framelab::display::markdown(&shown)),
         // JSON stays one document; standard error says where the page is.
-        Format::Json => String::new(),
+        _ => String::new(),
     }
 }
 

@@ -6,8 +6,10 @@ use clap::Args;
 use framelab::profile::command::{self, ProfileCommand};
 use framelab::profile::summary::Filters;
 
+use super::format::ProfileFormat;
 use super::Outcome;
 use crate::cli::limits;
+use framelab::render::Format;
 
 #[derive(Args, Debug)]
 pub struct ProfileArgs {
@@ -31,7 +33,7 @@ pub struct ProfileArgs {
     #[arg(long, value_enum, default_value = "all", value_name = "SET")]
     pub frame_set: FrameSet,
     #[arg(long, value_enum, default_value = "text")]
-    pub format: framelab::profile::render::ProfileFormat,
+    pub format: ProfileFormat,
     /// Functions shown per table (1 to 10000) [default: 15] (text and markdown; json,
     /// folded, svg and speedscope hold every function)
     #[arg(long, value_parser = limits::top, value_name = "N")]
@@ -48,14 +50,13 @@ pub enum FrameSet {
 }
 
 pub(super) fn run(args: ProfileArgs) -> anyhow::Result<Outcome> {
-    use framelab::profile::render::ProfileFormat;
     let top = match args.top {
         None => 15,
         Some(n) if matches!(args.format, ProfileFormat::Text | ProfileFormat::Markdown) => n,
         Some(n) => anyhow::bail!(
             "--top {n} sets the rows of the text and markdown tables, and --format {} holds \
              every function: drop --top, or use --format text or markdown",
-            format_name(args.format)
+            Format::from(args.format)
         ),
     };
     command::run(&ProfileCommand {
@@ -67,18 +68,9 @@ pub(super) fn run(args: ProfileArgs) -> anyhow::Result<Outcome> {
             process: args.process,
             late_only: args.frame_set == FrameSet::Late,
         },
-        format: args.format,
+        format: args.format.into(),
         top,
         output: args.output,
     })?;
     Ok(Outcome::Done)
-}
-
-/// `--format`'s word for a profile format.
-fn format_name(format: framelab::profile::render::ProfileFormat) -> String {
-    use clap::ValueEnum;
-    format
-        .to_possible_value()
-        .map(|v| v.get_name().to_owned())
-        .unwrap_or_default()
 }

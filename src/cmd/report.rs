@@ -3,9 +3,11 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use framelab::report::{self, Format};
+use framelab::render::Format;
+use framelab::report;
 use framelab::{analyze, store};
 
+use super::format::ReportFormat;
 use super::output::{emit, use_color, written};
 use super::Outcome;
 use crate::cli::limits;
@@ -32,23 +34,12 @@ pub struct ReportArgs {
     pub verbose: bool,
 }
 
-/// `report`'s formats: the run report's, and the HTML page.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReportFormat {
-    Text,
-    Markdown,
-    Json,
-    Html,
-}
-
 /// `framelab report`: the run's report in a format, printed or written to `-o`.
 pub(super) fn run(args: ReportArgs) -> anyhow::Result<Outcome> {
-    use ReportFormat;
-    let format = match args.format {
-        ReportFormat::Text => Some(Format::Text),
-        ReportFormat::Markdown => Some(Format::Markdown),
-        ReportFormat::Json => Some(Format::Json),
-        ReportFormat::Html => None,
+    // The HTML page is a report of its own; every other format is the run report's.
+    let format = match Format::from(args.format) {
+        Format::Html => None,
+        format => Some(format),
     };
     let several = args.run_id.is_none() && store::list_runs(&args.run)?.len() > 1;
     let text = match format {
@@ -57,8 +48,8 @@ pub(super) fn run(args: ReportArgs) -> anyhow::Result<Outcome> {
             let color = use_color() && args.output.is_none();
             let analysis = analyze_stored(&args.run, args.run_id)?.0;
             match args.verbose {
-                true => report::render_verbose(&analysis, format, color),
-                false => report::render(&analysis, format, color),
+                true => report::render_verbose(&analysis, format, color)?,
+                false => report::render(&analysis, format, color)?,
             }
         }
         None if several => anyhow::bail!(
@@ -104,7 +95,7 @@ pub(super) fn report_runs(
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let shown = kept.then_some(path);
-    Ok(report::runs::render(shown, &lines, format, use_color()))
+    report::runs::render(shown, &lines, format, use_color())
 }
 
 /// The analysis of a run of a file, its spans streamed into columns rather than loaded

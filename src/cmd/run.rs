@@ -5,10 +5,12 @@ use std::path::PathBuf;
 use clap::Args;
 use framelab::history::cli::HistoryTarget;
 use framelab::model::EndReason;
-use framelab::report::{self, Format};
+use framelab::render::Format;
+use framelab::report;
 use framelab::session::{self, RunOptions};
 use framelab::store;
 
+use super::format::RunReportFormat;
 use super::options::{
     command_cpus, profile_options, refuse_experiment_file, refuse_history_without_file,
     refuse_keep_output_without_file, refuse_profile_without_file, sampling_options, service_specs,
@@ -55,7 +57,7 @@ pub struct RunArgs {
     pub probes: super::probes::ProbeArgs,
     /// Report format printed at the end
     #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
+    pub format: RunReportFormat,
     #[command(flatten)]
     pub html: HtmlArgs,
     /// The command and its arguments
@@ -70,7 +72,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         metrics: framelab::output::parse_metrics(&args.from_output.metrics)?,
         keep_output: args.from_output.keep_output,
         // `framelab run --format json -- cmd | jq`: stdout holds the report alone.
-        stdout_to_stderr: args.format == Format::Json,
+        stdout_to_stderr: args.format == RunReportFormat::Json,
         services: service_specs(&args.services, args.from_output.shell)?,
         ready_timeout: args.services.ready_timeout(),
         cpus: command_cpus(&args.services.pins)?,
@@ -101,7 +103,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     refuse_experiment_file(opts.output.as_deref())?;
     refuse_keep_output_without_file(opts.keep_output, opts.output.as_deref())?;
     let history = HistoryTarget::check(&args.control.history)?;
-    run_and_report(&opts, args.format, &args.html, history.as_ref())
+    run_and_report(&opts, args.format.into(), &args.html, history.as_ref())
 }
 
 pub(super) fn run_and_report(
@@ -143,7 +145,7 @@ pub(super) fn run_and_report(
         }
         None => analyze_stored(&outcome.path, Some(outcome.run_id))?,
     };
-    emit(&report::render(&analysis, format, use_color()))?;
+    emit(&report::render(&analysis, format, use_color())?)?;
     if let Some(file) = &html.html {
         emit(&html_line(file, format))?;
         written(file, "the HTML report", html.open);

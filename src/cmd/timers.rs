@@ -4,9 +4,9 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use clap::Args;
-use framelab::report::Format;
 use framelab::timers;
 
+use super::format::TimersFormat;
 use super::output::{emit, use_color};
 use super::Outcome;
 use crate::cli::limits;
@@ -29,7 +29,7 @@ pub struct TimersArgs {
     #[arg(long, value_parser = limits::timers_need, default_value = timers::DEFAULT_NEED, allow_hyphen_values = true)]
     pub need: Duration,
     #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
+    pub format: TimersFormat,
 }
 
 pub(super) fn run(args: TimersArgs) -> anyhow::Result<Outcome> {
@@ -55,6 +55,10 @@ pub(super) fn run(args: TimersArgs) -> anyhow::Result<Outcome> {
     if live {
         eprint!("\r\x1b[K");
     }
-    emit(&timers::render::render(&report, args.format, use_color()))?;
+    emit(&timers::render::render(
+        &report,
+        args.format.into(),
+        use_color(),
+    )?)?;
     Ok(Outcome::Done)
 }

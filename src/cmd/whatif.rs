@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use framelab::report::Format;
 use framelab::{store, whatif};
 
+use super::format::WhatifFormat;
 use super::output::emit;
 use super::Outcome;
 use crate::cli::limits;
@@ -30,7 +30,7 @@ pub struct WhatifArgs {
     #[arg(long)]
     pub unpaced: bool,
     #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
+    pub format: WhatifFormat,
 }
 
 pub(super) fn run(args: WhatifArgs) -> anyhow::Result<Outcome> {
@@ -42,6 +42,6 @@ pub(super) fn run(args: WhatifArgs) -> anyhow::Result<Outcome> {
         unpaced: args.unpaced,
     };
     let prediction = whatif::whatif_stored(&stored, &changes)?;
-    emit(&whatif::render(&prediction, args.format))?;
+    emit(&whatif::render(&prediction, args.format.into())?)?;
     Ok(Outcome::Done)
 }

@@ -72,7 +72,7 @@ pub fn render(c: &Comparison) -> String {
                     cmp.variant.clone(),
                     cmp.baseline.clone(),
                     r.metric.clone(),
-                    super::text::value_unit_name(&r.unit).into(),
+                    crate::render::cells::value_unit_name(&r.unit).into(),
                     serde_json::to_value(r.direction)
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_owned))

@@ -3,6 +3,7 @@
 
 use super::comparison::Row;
 use super::metrics::Unit;
+use crate::render::cells::{fixed, signed_pct};
 
 /// "1.32× fps [1.27, 1.36]" for a rate, "−27% [−31, −22]" for the rest; without an
 /// interval (one run a side), "1.32× fps" and "total p99 −27%".
@@ -49,42 +50,4 @@ pub(super) fn headline_effects(rows: &[Row], headline: Option<&str>) -> Vec<Stri
         .into_iter()
         .filter_map(|key| rows.iter().find(|r| r.metric == key).and_then(effect_text))
         .collect()
-}
-
-/// A ratio as a signed percentage change with a true minus sign: "+3.2%", "−27%".
-pub fn signed_pct(ratio: f64, decimals: usize) -> String {
-    if !ratio.is_finite() {
-        return "+∞%".into();
-    }
-    let pct = (ratio - 1.0) * 100.0;
-    let text = format!("{:.*}", decimals, pct.abs());
-    let zero = text.chars().all(|c| c == '0' || c == '.');
-    let sign = if zero {
-        "±"
-    } else if pct < 0.0 {
-        "−"
-    } else {
-        "+"
-    };
-    format!("{sign}{text}%")
-}
-
-pub fn fixed(v: f64, decimals: usize) -> String {
-    if v.is_infinite() {
-        return "∞".into();
-    }
-    format!("{v:.decimals$}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn signed_percentages_use_a_true_minus() {
-        assert_eq!(signed_pct(0.73, 0), "−27%");
-        assert_eq!(signed_pct(1.032, 1), "+3.2%");
-        assert_eq!(signed_pct(1.0001, 1), "±0.0%");
-        assert_eq!(signed_pct(f64::INFINITY, 1), "+∞%");
-    }
 }

@@ -82,7 +82,7 @@ fn typical(runs: &[&RunData]) -> Typical {
 }
 
 fn us(ns: f64) -> String {
-    crate::report::format::us(ns)
+    crate::render::human::us(ns)
 }
 
 /// `encode p50 2527 → 120 µs (−95%)` when the change is worth a word.

@@ -7,11 +7,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::load::{Loaded, LoadedRun};
-use super::table::Table;
 use crate::experiment::RunStatus;
 use crate::hist::bounds::{self, Scale, Threshold};
 use crate::hist::figures::{self, Drawn, Thresholds};
 use crate::model::Histogram;
+use crate::render::Table;
 
 /// A figure's value as bounds: exactly `lo` when `lo == hi`; `None`: unbounded.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -305,7 +305,7 @@ pub fn table(h: &HistogramComparison, markdown: bool) -> String {
     let scale = bounds::scale_of(&h.unit);
     let mut t = Table::new(&["figure", &h.baseline, &h.variant, "difference", "change"]);
     for r in &h.rows {
-        let pct = |v: f64| crate::compare::signed_pct(v + 1.0, 1);
+        let pct = |v: f64| crate::render::cells::signed_pct(v + 1.0, 1);
         t.push(vec![
             r.figure.clone(),
             value_cell(r.kind, r.baseline, scale),

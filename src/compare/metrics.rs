@@ -4,67 +4,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::extract::{counts_work, energy_of, per_unit, Keep, RunData};
+use crate::analyze::metrics::{RunFigure, RunMetric, RUN_METRICS};
 use crate::stats::{Direction, RunValue};
 
-/// A metric's unit. Serialised as one string: the built-in units by name (`fps`,
-/// `microseconds`, ...), a metric from output by the unit its definition gave (`req/s`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Unit {
-    Fps,
-    Microseconds,
-    Seconds,
-    Percent,
-    Bytes,
-    Joules,
-    Watts,
-    /// CPU seconds per second: how many cores' worth of work.
-    Cores,
-    /// `[UNIT]` of a `--metric` definition, as given (empty when none was).
-    Custom(String),
-}
-
-const BUILT_IN_UNITS: [(&str, Unit); 8] = [
-    ("fps", Unit::Fps),
-    ("microseconds", Unit::Microseconds),
-    ("seconds", Unit::Seconds),
-    ("percent", Unit::Percent),
-    ("bytes", Unit::Bytes),
-    ("joules", Unit::Joules),
-    ("watts", Unit::Watts),
-    ("cores", Unit::Cores),
-];
-
-impl Unit {
-    /// The unit named `key` (as JSON and the history store carry it).
-    pub fn from_key(key: &str) -> Unit {
-        (BUILT_IN_UNITS.iter())
-            .find(|(name, _)| *name == key)
-            .map_or_else(|| Unit::Custom(key.to_owned()), |(_, u)| u.clone())
-    }
-
-    /// The name JSON carries.
-    pub fn key(&self) -> &str {
-        match self {
-            Unit::Custom(text) => text,
-            built_in => BUILT_IN_UNITS
-                .iter()
-                .find(|(_, u)| u == built_in)
-                .map_or("", |(name, _)| name),
-        }
-    }
-}
-
-impl Serialize for Unit {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.key())
-    }
-}
-
-impl<'de> Deserialize<'de> for Unit {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Unit, D::Error> {
-        Ok(Unit::from_key(&String::deserialize(deserializer)?))
-    }
-}
+pub use crate::analyze::metrics::Unit;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Kind {
@@ -224,6 +167,21 @@ impl Metric {
             direction,
             kind,
         }
+    }
+
+    /// The registry's run-level metric, read from a run's [`RunData`] as its [`Kind`] says.
+    fn of_run(m: &RunMetric) -> Metric {
+        let kind = match m.figure {
+            RunFigure::Fps => Kind::Fps,
+            RunFigure::Late => Kind::Late,
+            RunFigure::CpuPerFrame => Kind::CpuPerFrame,
+            RunFigure::Load => Kind::Load,
+            RunFigure::Cores => Kind::Cores,
+            RunFigure::PeakRss => Kind::PeakRss,
+            RunFigure::Wall => Kind::Wall,
+            RunFigure::Cpu => Kind::Cpu,
+        };
+        Metric::new(m.key, m.label, m.unit.clone(), m.direction, kind)
     }
 
     fn percentile(stage: Option<&str>, name: &str, p: f64) -> Metric {
@@ -392,15 +350,9 @@ impl Metric {
 /// asked). A metric from output is listed even when no run could read it: its rows then
 /// say so, rather than the metric vanishing.
 pub fn catalogue(runs: &[&RunData]) -> Vec<Metric> {
-    use Direction::*;
     let mut all = output_metrics(runs);
-    all.push(Metric::new(
-        "fps",
-        "fps",
-        Unit::Fps,
-        HigherIsBetter,
-        Kind::Fps,
-    ));
+    let [fps, rest @ ..] = RUN_METRICS.each_ref().map(Metric::of_run);
+    all.push(fps);
     let mut stage_names: Vec<&str> = Vec::new();
     for run in runs {
         for (name, _) in &run.stages {
@@ -430,33 +382,7 @@ pub fn catalogue(runs: &[&RunData]) -> Vec<Metric> {
     for (label, p) in PERCENTILES {
         all.push(Metric::percentile(None, label, p));
     }
-    all.extend([
-        Metric::new(
-            "late",
-            "late frames",
-            Unit::Percent,
-            LowerIsBetter,
-            Kind::Late,
-        ),
-        Metric::new(
-            "cpu_per_frame",
-            "CPU per frame",
-            Unit::Microseconds,
-            LowerIsBetter,
-            Kind::CpuPerFrame,
-        ),
-        Metric::new("load", "load", Unit::Percent, LowerIsBetter, Kind::Load),
-        Metric::new("cores", "cores", Unit::Cores, LowerIsBetter, Kind::Cores),
-        Metric::new(
-            "peak_rss",
-            "peak RSS",
-            Unit::Bytes,
-            LowerIsBetter,
-            Kind::PeakRss,
-        ),
-        Metric::new("wall", "wall", Unit::Seconds, LowerIsBetter, Kind::Wall),
-        Metric::new("cpu", "CPU", Unit::Seconds, LowerIsBetter, Kind::Cpu),
-    ]);
+    all.extend(rest);
     all.extend(energy_metrics(runs, &output_metrics(runs)));
     all.extend(role_metrics(runs));
     all.extend(cpu_per_unit_metrics(runs));
@@ -826,6 +752,42 @@ fn statistic_of(catalogue: &[Metric], name: &str) -> Option<Metric> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The registry's reader of each run-level metric (what the report's numbers give) and
+    /// compare's value of it (from the run's reduced data) agree on every fixture run.
+    #[test]
+    fn each_run_metric_reads_as_the_registry_says() {
+        use crate::analyze::analyze;
+        use crate::analyze::fixtures::{
+            crashed_run, degenerate_runs, metrics_run, reference_run, uninstrumented_run,
+        };
+        let mut runs = vec![
+            reference_run(),
+            crashed_run(),
+            uninstrumented_run(),
+            metrics_run(),
+        ];
+        runs.extend(degenerate_runs());
+        let mut read = std::collections::BTreeSet::new();
+        for run in &runs {
+            let (analysis, data) = (analyze(run), super::super::extract(run));
+            for m in &RUN_METRICS {
+                let compared = Metric::of_run(m).value(&data).map(|v| v.value());
+                assert_eq!(
+                    compared,
+                    (m.read)(&analysis),
+                    "{} of {}",
+                    m.key,
+                    run.meta.name
+                );
+                if compared.is_some() {
+                    read.insert(m.key);
+                }
+            }
+        }
+        // Every metric had a value somewhere: the agreement is not only of `None`s.
+        assert_eq!(read.len(), RUN_METRICS.len(), "{read:?}");
+    }
 
     #[test]
     fn cpu_per_a_metric_may_be_spelt_like_cpu_per_frame() {

@@ -18,7 +18,6 @@ mod load;
 pub mod metrics;
 mod pair;
 mod side_by_side;
-mod table;
 mod text;
 
 use anyhow::{bail, Result};
@@ -27,23 +26,10 @@ pub use by_tag::{group_by_tag, ByTag};
 pub use comparison::{CompareOptions, Comparison, Row, Sweep, SweepChange, SCHEMA};
 pub use extract::{extract, extract_keeping, extract_stored, Keep, RunData};
 pub use load::{load, load_keeping, parse_named_source, parse_source, Loaded, LoadedRun, Source};
-// For `history check`'s tables.
-pub(crate) use effect::signed_pct;
-pub(crate) use table::Table;
-pub(crate) use text::shown_unit;
 
 use crate::experiment::RunStatus;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum CompareFormat {
-    Text,
-    Markdown,
-    Json,
-    Csv,
-    /// One self-contained page with plots (to standard output, or compare -o FILE; bench -o is
-    /// the experiment file).
-    Html,
-}
+use crate::render::format::COMPARE;
+use crate::render::Format;
 
 /// Loads the sources, checks there is something to compare, and compares.
 pub fn compare(sources: &[Source], options: &CompareOptions) -> Result<Comparison> {
@@ -334,23 +320,24 @@ fn check_enough_runs(loaded: &load::Loaded) -> Result<()> {
 }
 
 /// The comparison in `format`.
-pub fn render(comparison: &Comparison, format: CompareFormat) -> String {
-    match format {
+pub fn render(comparison: &Comparison, format: Format) -> Result<String> {
+    Ok(match format {
         // Names cut and escaped where they are printed; any control character left (a
         // variant named after a file) is escaped here: only `\n` ends a line.
-        CompareFormat::Text => crate::display::lines(&text::render(comparison, false)),
-        CompareFormat::Markdown => crate::display::lines(&text::render(comparison, true)),
-        CompareFormat::Json => {
+        Format::Text => crate::display::lines(&text::render(comparison, false)),
+        Format::Markdown => crate::display::lines(&text::render(comparison, true)),
+        Format::Json => {
             let mut s = serde_json::to_string_pretty(comparison)
                 .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
             s.push('\n');
             s
         }
-        CompareFormat::Csv => crate::display::lines(&csv::render(comparison)),
+        Format::Csv => crate::display::lines(&csv::render(comparison)),
         // The page needs the runs themselves (`compare_html`); from the comparison alone,
         // its text form.
-        CompareFormat::Html => render(comparison, CompareFormat::Text),
-    }
+        Format::Html => return render(comparison, Format::Text),
+        other => return Err(COMPARE.refuse(other)),
+    })
 }
 
 /// Whether any metric of any comparison regressed (`--fail-on-regression`).

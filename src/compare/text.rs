@@ -2,9 +2,9 @@
 //! (same content, `markdown` switches the layout).
 
 use super::comparison::{Comparison, Group, Row};
-use super::effect::{fixed, signed_pct};
 use super::metrics::Unit;
-use super::table::Table;
+use crate::render::cells::{fixed, signed_pct, unit_name, value_to};
+use crate::render::Table;
 use crate::stats::Verdict;
 
 pub fn render(c: &Comparison, markdown: bool) -> String {
@@ -148,7 +148,7 @@ fn medians_table(
     );
     let mut t = Table {
         headers,
-        rows: Vec::new(),
+        ..Table::default()
     };
     let first = &c.sweeps[0];
     for (r, row) in first.rows.iter().enumerate() {
@@ -204,7 +204,7 @@ fn sweep_table(
     }
     let mut t = Table {
         headers,
-        rows: Vec::new(),
+        ..Table::default()
     };
     for row in &sweep.rows {
         let mut cells = vec![row.params.clone()];
@@ -493,101 +493,6 @@ fn summary_cell(unit: &Unit, s: Option<&super::comparison::Summary>) -> String {
     }
 }
 
-pub fn unit_name(unit: &Unit) -> &str {
-    match unit {
-        Unit::Fps => "fps",
-        Unit::Microseconds => "µs",
-        Unit::Seconds => "s",
-        Unit::Percent => "%",
-        Unit::Bytes => "MiB",
-        Unit::Joules => "J",
-        Unit::Watts => "W",
-        Unit::Cores => "cores",
-        Unit::Custom(text) => text,
-    }
-}
-
-/// The unit of a metric's values as the machine formats (CSV, JSON) write them, unscaled:
-/// bytes stay bytes there, while the tables print them as MiB ([`unit_name`]).
-pub fn value_unit_name(unit: &Unit) -> &str {
-    match unit {
-        Unit::Bytes => "bytes",
-        other => unit_name(other),
-    }
-}
-
-/// The unit named `key` (as the history store keeps it) as the machine formats write values
-/// in it: `microseconds` is `µs`, `bytes` stays bytes; empty for none.
-pub fn shown_unit(key: &str) -> String {
-    value_unit_name(&Unit::from_key(key)).to_owned()
-}
-
-/// A value in its unit's usual precision, but no finer than `resolution` (in the same
-/// unit) when it is known: CPU seconds from clock ticks print two decimals, not three.
-pub fn value_to(unit: &Unit, v: f64, resolution: Option<f64>) -> String {
-    let usual = value(unit, v);
-    match resolution {
-        Some(r) if *unit != Unit::Bytes => {
-            let decimals = usual.split_once('.').map_or(0, |(_, d)| d.len());
-            crate::units::fixed_to_resolution(v, r, decimals)
-        }
-        _ => usual,
-    }
-}
-
-/// A value in its unit's usual precision (bytes as MiB).
-pub fn value(unit: &Unit, v: f64) -> String {
-    match unit {
-        Unit::Bytes => format!("{:.1}", v / (1024.0 * 1024.0)),
-        // Milliseconds as usual; below one, three significant digits rather than a
-        // "0.000" beside a change of thousands of percent.
-        Unit::Seconds if v != 0.0 && v.abs() < 0.001 => {
-            let decimals = (2 - v.abs().log10().floor() as i32).clamp(3, 12) as usize;
-            format!("{v:.decimals$}")
-        }
-        Unit::Seconds => format!("{v:.3}"),
-        Unit::Percent => format!("{v:.2}"),
-        // Four decimals (a frame's joules), or three significant digits below 0.001 J
-        // (a request's).
-        Unit::Joules => {
-            let small = v != 0.0 && v.abs() < 0.001;
-            let decimals = if small {
-                (2 - v.abs().log10().floor() as i32).clamp(4, 12) as usize
-            } else {
-                4
-            };
-            format!("{v:.decimals$}")
-        }
-        Unit::Cores => format!("{v:.2}"),
-        Unit::Fps | Unit::Microseconds | Unit::Watts => {
-            let a = v.abs();
-            if a >= 1000.0 {
-                format!("{v:.0}")
-            } else if a >= 10.0 {
-                format!("{v:.1}")
-            } else {
-                format!("{v:.2}")
-            }
-        }
-        // A program's own number: at least three significant digits, whatever its scale.
-        // A whole number (a count) as it is.
-        Unit::Custom(_) if v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
-        Unit::Custom(_) => {
-            let a = v.abs();
-            let decimals = if a >= 1000.0 || a == 0.0 {
-                if v.fract() == 0.0 {
-                    0
-                } else {
-                    1
-                }
-            } else {
-                (2 - a.log10().floor() as i32).clamp(1, 9) as usize
-            };
-            format!("{v:.decimals$}")
-        }
-    }
-}
-
 /// How the numbers were got: medians, intervals, p-values and the noise band.
 fn method_line(c: &Comparison) -> String {
     format!(
@@ -607,46 +512,4 @@ fn method_line(c: &Comparison) -> String {
         ),
         c.options.alpha
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sub_millisecond_seconds_keep_three_significant_digits() {
-        // A daemon that woke once in the baseline: not "0.000" beside "+6849%".
-        assert_eq!(value_to(&Unit::Seconds, 0.000296, Some(1e-9)), "0.000296");
-        assert_eq!(value(&Unit::Seconds, 0.0000412), "0.0000412");
-        assert_eq!(value(&Unit::Seconds, 0.098), "0.098");
-        assert_eq!(value(&Unit::Seconds, 0.0), "0.000");
-        // From clock ticks there is nothing below 10 ms to show.
-        assert_eq!(value_to(&Unit::Seconds, 0.0003, Some(0.01)), "0.00");
-    }
-
-    #[test]
-    fn cpu_figures_print_no_finer_than_their_resolution() {
-        // CPU seconds of runs read in clock ticks: `0.26`, never `0.260`.
-        assert_eq!(value_to(&Unit::Seconds, 0.26, Some(0.01)), "0.26");
-        // From the process CPU clock: the table's usual three decimals.
-        assert_eq!(value_to(&Unit::Seconds, 0.261234, Some(1e-9)), "0.261");
-        // A load over a 2 s window in ticks (0.5%): whole percent.
-        assert_eq!(value_to(&Unit::Percent, 31.24, Some(0.5)), "31");
-        // Unknown resolution (older files): as before.
-        assert_eq!(value_to(&Unit::Seconds, 0.26, None), "0.260");
-    }
-
-    #[test]
-    fn a_programs_own_numbers_keep_three_significant_digits() {
-        let custom = Unit::Custom("req/s".into());
-        assert_eq!(value(&custom, 14236.48), "14236.5");
-        assert_eq!(value(&custom, 2000.0), "2000");
-        assert_eq!(value(&custom, 123.456), "123.5");
-        assert_eq!(value(&custom, 1.23456), "1.23");
-        assert_eq!(value(&custom, 0.0123456), "0.0123");
-        assert_eq!(value(&custom, 0.0), "0");
-        assert_eq!(value(&custom, 118.0), "118");
-        assert_eq!(value(&custom, -39.0), "-39");
-        assert_eq!(unit_name(&custom), "req/s");
-    }
 }

@@ -8,24 +8,16 @@ pub mod perfetto;
 use std::io::Write;
 
 use crate::model::Run;
+use crate::render::format::EXPORT;
+use crate::render::Format;
 
-/// The formats `framelab export` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ExportFormat {
-    /// Perfetto protobuf trace: a track per thread, stages as slices linked by flows per frame
-    Perfetto,
-    /// Chrome trace event JSON (object form)
-    Chrome,
-    /// One row per span: frame, stage, pid, tid, thread, start_ns, dur_ns
-    Csv,
-}
-
-/// Writes `run` as `format` to `out`.
-pub fn export(run: &Run, format: ExportFormat, out: &mut dyn Write) -> anyhow::Result<()> {
+/// Writes `run` as `format` (perfetto, chrome or csv) to `out`.
+pub fn export(run: &Run, format: Format, out: &mut dyn Write) -> anyhow::Result<()> {
     match format {
-        ExportFormat::Perfetto => perfetto::write(run, out),
-        ExportFormat::Chrome => chrome::write(run, out),
-        ExportFormat::Csv => csv::write(run, out),
+        Format::Perfetto => perfetto::write(run, out),
+        Format::Chrome => chrome::write(run, out),
+        Format::Csv => csv::write(run, out),
+        other => Err(EXPORT.refuse(other)),
     }
 }
 
@@ -35,7 +27,7 @@ pub fn export(run: &Run, format: ExportFormat, out: &mut dyn Write) -> anyhow::R
 /// anything but a regular file. `input`, the run file read, is never written over.
 pub fn export_to_path(
     run: &Run,
-    format: ExportFormat,
+    format: Format,
     path: &std::path::Path,
     input: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {

@@ -17,6 +17,8 @@ use crate::analyze::frames::{intervals_ns, measure_run, Frames, NO_FRAME};
 use crate::analyze::pair::{pair_events, PairSpec};
 use crate::analyze::stats::Ns;
 use crate::model::{Histogram, Run, Span, SpanSource};
+use crate::render::format::HIST;
+use crate::render::Format;
 pub use layout::LinearSpec;
 
 /// `--by`: one histogram per thread or per process.
@@ -24,15 +26,6 @@ pub use layout::LinearSpec;
 pub enum GroupBy {
     Thread,
     Process,
-}
-
-/// `hist --format`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum HistFormat {
-    #[default]
-    Text,
-    Markdown,
-    Json,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -46,7 +39,8 @@ pub struct HistOptions {
     pub thresholds: figures::Thresholds,
     /// `--unit`: the unit of imported histograms whose name does not say it.
     pub unit: Option<String>,
-    pub format: HistFormat,
+    /// Text, Markdown or JSON (`render::format::HIST`).
+    pub format: Format,
 }
 
 /// `--linear`, `--buckets`, `--min` and `--max` as given (any of them asks for the linear
@@ -493,12 +487,13 @@ fn render_linear<T: Ns>(name: &str, values: &[T], spec: &LinearSpec) -> String {
 /// `--below`, `--above` and `--format json|markdown` read power-of-two buckets (and imported
 /// ones): not the linear layout, whose buckets leave out what lies outside `--min`/`--max`.
 fn check_figures(opts: &HistOptions) -> anyhow::Result<()> {
+    HIST.check(opts.format)?;
     if opts.linear.is_none() {
         return Ok(());
     }
     let asked = if !opts.thresholds.is_empty() {
         "--below and --above read"
-    } else if opts.format != HistFormat::Text {
+    } else if opts.format != Format::Text {
         "--format json and markdown show"
     } else {
         return Ok(());
@@ -573,7 +568,7 @@ fn render_structured(
         .map(|d| figures::figures(d, &opts.thresholds))
         .collect();
     Ok(match opts.format {
-        HistFormat::Json => {
+        Format::Json => {
             let doc = figures::HistJson {
                 schema: figures::JSON_SCHEMA,
                 how_bounds: figures::HOW_BOUNDS,
@@ -584,7 +579,7 @@ fn render_structured(
             text.push('\n');
             text
         }
-        _ => {
+        Format::Markdown => {
             let mut text: String = all.iter().map(figures::markdown).collect();
             for note in notes
                 .iter()
@@ -595,13 +590,14 @@ fn render_structured(
             }
             text
         }
+        other => return Err(HIST.refuse(other)),
     })
 }
 
 /// What `framelab hist` prints for `run`.
 pub fn render_run(run: &Run, opts: &HistOptions) -> anyhow::Result<String> {
     check_figures(opts)?;
-    if opts.format != HistFormat::Text {
+    if opts.format != Format::Text {
         return render_structured(run, None, opts);
     }
     if let Some(text) = imported_by_name(run, opts)? {
@@ -635,7 +631,7 @@ pub fn render_from(
         return render_run(head, opts);
     }
     check_figures(opts)?;
-    if opts.format != HistFormat::Text {
+    if opts.format != Format::Text {
         return render_structured(head, Some(source), opts);
     }
     if let Some(text) = imported_by_name(head, opts)? {

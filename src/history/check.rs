@@ -8,7 +8,7 @@ use serde::Serialize;
 
 mod render;
 
-pub use render::{render, CheckFormat};
+pub use render::render;
 
 use super::changepoint::{detect, ChangePoint, DetectError, Options};
 use super::series::Series;
@@ -287,6 +287,7 @@ pub fn builtin_direction(key: &str) -> Direction {
 mod tests {
     use super::*;
     use crate::history::series::Point;
+    use crate::render::Format;
 
     /// A series whose values step from `before` to `after` at index `at` of `n`, with a
     /// small deterministic wobble (±0.1%).
@@ -476,7 +477,9 @@ mod tests {
         assert_eq!(changes[0].commit, commit(20));
         let left: Vec<&str> = left_out.iter().map(|l| l.run_id.as_str()).collect();
         assert_eq!(left, ["run-3", "run-10"]);
-        assert!(render(&report, CheckFormat::Text).contains("2 points with a value that is not"));
+        assert!(render(&report, Format::Text)
+            .unwrap()
+            .contains("2 points with a value that is not"));
 
         let mut few = series("fps", "m", 11, 11, 100.0, 100.0);
         few.points[0].value = f64::NAN;
@@ -496,7 +499,7 @@ mod tests {
             ],
             &CheckOptions::default(),
         );
-        let text = render(&report, CheckFormat::Text);
+        let text = render(&report, Format::Text).unwrap();
         assert!(
             text.starts_with(
                 "history check: 3 series on 2 machines: 1 regression, 0 improvements, 0 moved \
@@ -519,7 +522,7 @@ mod tests {
         );
         assert!(!text.contains('\x1b'));
 
-        let md = render(&report, CheckFormat::Markdown);
+        let md = render(&report, Format::Markdown).unwrap();
         assert!(md.contains("| metric | machine |"), "{md}");
         assert!(
             md.contains("- wall on m1\\\\x1b\\[2J (main): 3 points, need 10"),
@@ -527,7 +530,7 @@ mod tests {
         );
 
         let json: serde_json::Value =
-            serde_json::from_str(&render(&report, CheckFormat::Json)).unwrap();
+            serde_json::from_str(&render(&report, Format::Json).unwrap()).unwrap();
         assert_eq!(json["schema"], SCHEMA);
         assert_eq!(json["series"][0]["status"], "checked");
         assert_eq!(json["series"][0]["direction"], "higher_is_better");

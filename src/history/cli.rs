@@ -5,9 +5,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::check::{CheckFormat, CheckOptions};
+use super::check::CheckOptions;
 use super::series::{series_from_rows, Series};
 use super::store::{location, Filter, Store};
+use crate::render::format::HISTORY_EXPORT;
+use crate::render::Format;
 
 #[derive(Args, Debug)]
 pub struct HistoryArgs {
@@ -94,11 +96,40 @@ pub struct AddArgs {
     pub store: StoreArg,
 }
 
+/// `history show --format`: the formats of `render::format::HISTORY_SHOW`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ShowFormat {
     Text,
     Markdown,
     Json,
+}
+
+/// `history check --format`: the formats of `render::format::HISTORY_CHECK`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    Text,
+    Markdown,
+    Json,
+}
+
+impl From<ShowFormat> for Format {
+    fn from(format: ShowFormat) -> Format {
+        match format {
+            ShowFormat::Text => Format::Text,
+            ShowFormat::Markdown => Format::Markdown,
+            ShowFormat::Json => Format::Json,
+        }
+    }
+}
+
+impl From<CheckFormat> for Format {
+    fn from(format: CheckFormat) -> Format {
+        match format {
+            CheckFormat::Text => Format::Text,
+            CheckFormat::Markdown => Format::Markdown,
+            CheckFormat::Json => Format::Json,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -132,10 +163,20 @@ pub struct CheckArgs {
     pub store: StoreArg,
 }
 
+/// `history export --format`: the formats of `render::format::HISTORY_EXPORT`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
     Csv,
     Parquet,
+}
+
+impl From<ExportFormat> for Format {
+    fn from(format: ExportFormat) -> Format {
+        match format {
+            ExportFormat::Csv => Format::Csv,
+            ExportFormat::Parquet => Format::Parquet,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -185,7 +226,7 @@ fn check(args: &CheckArgs) -> Result<bool> {
         .flat_map(Series::by_branch)
         .collect();
     let report = super::check::check(&series, &options);
-    crate::destination::print(&super::check::render(&report, args.format))?;
+    crate::destination::print(&super::check::render(&report, args.format.into())?)?;
     Ok(args.fail_on_regression
         && match args.newest {
             Some(n) => report.has_regression_in_newest(n as usize),
@@ -214,12 +255,7 @@ fn show(args: ShowArgs) -> Result<()> {
     }
     let mut store = Store::open(&location, false)?;
     let shown = super::show::load(&mut store, &args.filter.filter())?;
-    let text = match args.format {
-        ShowFormat::Text => super::show::text(&shown, false),
-        ShowFormat::Markdown => super::show::text(&shown, true),
-        ShowFormat::Json => serde_json::to_string_pretty(&shown)? + "\n",
-    };
-    crate::destination::print(&text)?;
+    crate::destination::print(&super::show::render(&shown, args.format.into())?)?;
     if let Some(page) = &args.html {
         write_file(page, |out| {
             let html = crate::report::html::render("framelab history", &super::show::page(&shown))?;
@@ -232,8 +268,9 @@ fn show(args: ShowArgs) -> Result<()> {
 
 /// `history export`: every value in long format.
 fn export(args: ExportArgs) -> Result<()> {
+    let format = HISTORY_EXPORT.check(args.format.into())?;
     let stdout = args.output.as_os_str() == "-";
-    if stdout && args.format == ExportFormat::Parquet {
+    if stdout && format == Format::Parquet {
         bail!("parquet is written to a file: give -o FILE (e.g. -o history.parquet)");
     }
     let location = location(args.store.store.as_deref());
@@ -245,12 +282,13 @@ fn export(args: ExportArgs) -> Result<()> {
     if rows.is_empty() {
         return Err(super::show::no_values(&mut store, &args.filter.filter()));
     }
-    match args.format {
-        ExportFormat::Csv => write_file(&args.output, |out| super::export::csv(&rows, out))?,
-        ExportFormat::Parquet => {
+    match format {
+        Format::Parquet => {
             let bytes = super::export::parquet(&rows)?;
             write_file(&args.output, |out| Ok(out.write_all(&bytes)?))?
         }
+        Format::Csv => write_file(&args.output, |out| super::export::csv(&rows, out))?,
+        other => return Err(HISTORY_EXPORT.refuse(other)),
     }
     if !stdout {
         eprintln!(
@@ -443,5 +481,23 @@ mod tests {
         assert!(parse_tags(&["novalue".into()]).is_err());
         assert!(parse_tags(&["a=1".into(), "a=2".into()]).is_err());
         assert!(parse_tags(&["=1".into()]).is_err());
+    }
+
+    /// Each `--format` offers exactly the formats its subcommand writes, named as
+    /// `Format::name` names them.
+    #[test]
+    fn each_format_argument_offers_what_its_subcommand_writes() {
+        use crate::render::format::{Formats, HISTORY_CHECK, HISTORY_EXPORT, HISTORY_SHOW};
+        fn assert_offers<T: ValueEnum + Into<Format> + Copy>(list: Formats) {
+            let offered: Vec<Format> = T::value_variants().iter().map(|&v| v.into()).collect();
+            assert_eq!(offered, list.formats, "framelab {}", list.command);
+            for variant in T::value_variants() {
+                let name = variant.to_possible_value().unwrap();
+                assert_eq!(name.get_name(), Into::<Format>::into(*variant).name());
+            }
+        }
+        assert_offers::<ShowFormat>(HISTORY_SHOW);
+        assert_offers::<CheckFormat>(HISTORY_CHECK);
+        assert_offers::<ExportFormat>(HISTORY_EXPORT);
     }
 }

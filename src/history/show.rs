@@ -8,6 +8,8 @@ use serde::Serialize;
 
 use super::series::{series_from_rows, Series};
 use super::store::{Filter, Store};
+use crate::render::format::HISTORY_SHOW;
+use crate::render::Format;
 
 /// What `show` prints, and its JSON (`framelab.history.show/1`).
 #[derive(Clone, Debug, Serialize)]
@@ -202,6 +204,16 @@ fn number(v: f64) -> String {
     }
 }
 
+/// The trends in text, Markdown or JSON.
+pub fn render(shown: &Shown, format: Format) -> Result<String> {
+    Ok(match format {
+        Format::Text => text(shown, false),
+        Format::Markdown => text(shown, true),
+        Format::Json => serde_json::to_string_pretty(shown)? + "\n",
+        other => return Err(HISTORY_SHOW.refuse(other)),
+    })
+}
+
 /// Text (aligned columns) or Markdown (pipe tables): one table per metric and machine.
 pub fn text(shown: &Shown, markdown: bool) -> String {
     let clean = |s: &str| {
@@ -217,7 +229,7 @@ pub fn text(shown: &Shown, markdown: bool) -> String {
         let about = machine.map_or(String::new(), |m| {
             format!(" ({}, {}, {} cores)", m.hostname, m.cpu_model, m.cores)
         });
-        let unit = match crate::compare::shown_unit(&s.unit).as_str() {
+        let unit = match crate::render::cells::shown_unit(&s.unit).as_str() {
             "" => String::new(),
             shown => format!(" [{shown}]"),
         };

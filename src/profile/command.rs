@@ -5,18 +5,20 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Result};
 
 use super::diff::{self, Side};
-use super::render::{self, ProfileFormat};
+use super::render;
 use super::summary::{self, Filters};
 use super::Profile;
 use crate::destination::{write_whole, Target};
 use crate::model::Run;
+use crate::render::format::PROFILE;
+use crate::render::Format;
 
 pub struct ProfileCommand {
     /// One file: its profile; two: the diff from the first to the second.
     pub runs: Vec<PathBuf>,
     pub run_id: Option<i64>,
     pub filters: Filters,
-    pub format: ProfileFormat,
+    pub format: Format,
     pub top: usize,
     /// Where to write (`-`: standard output).
     pub output: PathBuf,
@@ -50,6 +52,7 @@ fn load(path: &Path, run_id: Option<i64>) -> Result<Vec<(Run, Profile)>> {
 }
 
 pub fn run(cmd: &ProfileCommand) -> Result<()> {
+    PROFILE.check(cmd.format)?;
     let target = Target::resolve(&cmd.output)?;
     for input in &cmd.runs {
         target.refuse_overwriting(&cmd.output, input)?;
@@ -99,25 +102,26 @@ fn one_run(cmd: &ProfileCommand, path: &Path) -> Result<Vec<u8>> {
     let sel = summary::select(&run, &profile, &cmd.filters).map_err(|e| anyhow!(e))?;
     let stage_of = |i: usize| sel.stage(&run, i).to_owned();
     Ok(match cmd.format {
-        ProfileFormat::Text | ProfileFormat::Markdown | ProfileFormat::Json => {
+        Format::Text | Format::Markdown | Format::Json => {
             let s = summary::summarize(&run, &profile, &cmd.filters, &sel);
             match cmd.format {
-                ProfileFormat::Json => render::summary_json(&s),
-                md => render::summary_text(&s, cmd.top, md == ProfileFormat::Markdown),
+                Format::Json => render::summary_json(&s),
+                md => render::summary_text(&s, cmd.top, md == Format::Markdown),
             }
             .into_bytes()
         }
-        ProfileFormat::Folded => render::folded(&profile, &sel.samples, &stage_of).into_bytes(),
-        ProfileFormat::Svg => render::svg(
+        Format::Folded => render::folded(&profile, &sel.samples, &stage_of).into_bytes(),
+        Format::Svg => render::svg(
             &render::folded(&profile, &sel.samples, &stage_of),
             &format!(
                 "{} · {} at {} Hz",
                 run.meta.name, profile.event, profile.frequency_hz
             ),
         )?,
-        ProfileFormat::Speedscope => {
+        Format::Speedscope => {
             render::speedscope(&profile, &sel.samples, &stage_of, &run.meta.name).into_bytes()
         }
+        other => return Err(PROFILE.refuse(other)),
     })
 }
 
@@ -183,36 +187,37 @@ fn compare_groups(cmd: &ProfileCommand, groups: Vec<Group>) -> Result<Vec<u8>> {
         let (other, folded_other) = side(cmd, group)?;
         let d = diff::diff(&base, &other);
         match cmd.format {
-            ProfileFormat::Text => out.extend(diff::render(&d, cmd.top, false).into_bytes()),
-            ProfileFormat::Markdown => out.extend(diff::render(&d, cmd.top, true).into_bytes()),
-            ProfileFormat::Json => diffs.push(d),
-            ProfileFormat::Svg if groups.len() == 2 => {
+            Format::Text => out.extend(diff::render(&d, cmd.top, false).into_bytes()),
+            Format::Markdown => out.extend(diff::render(&d, cmd.top, true).into_bytes()),
+            Format::Json => diffs.push(d),
+            Format::Svg if groups.len() == 2 => {
                 out = diff::flame_graph(
                     &folded_base,
                     &folded_other,
                     &format!("{} → {} (red: grew, blue: shrank)", base.name, other.name),
                 )?
             }
-            ProfileFormat::Svg => bail!(
+            Format::Svg => bail!(
                 "a differential flame graph shows two sides, and there are {}: give two run files",
                 groups.len()
             ),
             // With two files --run-id picks a run of each: still two sides.
-            ProfileFormat::Folded | ProfileFormat::Speedscope if cmd.runs.len() == 2 => bail!(
+            Format::Folded | Format::Speedscope if cmd.runs.len() == 2 => bail!(
                 "--format folded and speedscope show one profile, and two files are a diff: give \
                  one run file (with --run-id N if it holds several), or --format svg for a \
                  differential flame graph"
             ),
-            ProfileFormat::Folded | ProfileFormat::Speedscope => bail!(
+            Format::Folded | Format::Speedscope => bail!(
                 "--format folded and speedscope show one profile: pick a run with --run-id, or \
                  --format svg for a differential flame graph of two variants"
             ),
+            other => return Err(PROFILE.refuse(other)),
         }
-        if cmd.format != ProfileFormat::Json {
+        if cmd.format != Format::Json {
             out.push(b'\n');
         }
     }
-    if cmd.format == ProfileFormat::Json {
+    if cmd.format == Format::Json {
         let value = match diffs.len() {
             1 => serde_json::to_value(&diffs[0])?,
             _ => serde_json::to_value(&diffs)?,

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::summary::{Table, Z95};
+use super::summary::{FunctionTable, Z95};
 use crate::display;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -62,7 +62,7 @@ impl Side {
         }
     }
 
-    pub fn add(&mut self, table: &Table) {
+    pub fn add(&mut self, table: &FunctionTable) {
         self.runs += 1;
         self.samples += table.samples;
         let mut run = HashMap::new();
@@ -239,8 +239,8 @@ mod tests {
     use crate::profile::summary::FunctionRow;
 
     /// One run's table: `samples` in all, `inclusive` of them in function `f`.
-    fn table(samples: u64, inclusive: u64) -> Table {
-        Table {
+    fn table(samples: u64, inclusive: u64) -> FunctionTable {
+        FunctionTable {
             name: "all".into(),
             samples,
             share_pct: 100.0,

@@ -8,21 +8,8 @@ use std::fmt::Write as _;
 use serde_json::json;
 
 use super::model::Profile;
-use super::summary::{share_ci95_pct, FunctionRow, Summary, Table};
+use super::summary::{share_ci95_pct, FunctionRow, FunctionTable, Summary};
 use crate::display;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProfileFormat {
-    Text,
-    Markdown,
-    Json,
-    /// `stage;outer;...;leaf count` lines, one per distinct stack
-    Folded,
-    /// A flame graph (SVG), stage names as the outermost frames
-    Svg,
-    /// speedscope's file format (one profile per thread, samples in time order)
-    Speedscope,
-}
 
 fn header(s: &Summary, out: &mut String, md: bool) {
     let kernel = if s.kernel_stacks {
@@ -79,7 +66,7 @@ fn shown_function(f: &FunctionRow, md: bool) -> String {
     }
 }
 
-fn top(table: &Table, by_self: bool, n: usize) -> Vec<&FunctionRow> {
+fn top(table: &FunctionTable, by_self: bool, n: usize) -> Vec<&FunctionRow> {
     let mut rows: Vec<&FunctionRow> = table.functions.iter().collect();
     if by_self {
         rows.retain(|r| r.self_samples > 0);
@@ -93,7 +80,14 @@ fn top(table: &Table, by_self: bool, n: usize) -> Vec<&FunctionRow> {
     rows
 }
 
-fn section(out: &mut String, title: &str, table: &Table, by_self: bool, n: usize, md: bool) {
+fn section(
+    out: &mut String,
+    title: &str,
+    table: &FunctionTable,
+    by_self: bool,
+    n: usize,
+    md: bool,
+) {
     if md {
         let _ = writeln!(
             out,

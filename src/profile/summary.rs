@@ -50,7 +50,7 @@ pub fn share_ci95_pct(samples: u64) -> f64 {
 
 /// Samples of one group (the whole selection, one stage, one frame) by function.
 #[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct Table {
+pub struct FunctionTable {
     pub name: String,
     pub samples: u64,
     /// This group's share of the samples selected.
@@ -78,13 +78,13 @@ pub struct Summary {
     /// Samples the filters kept.
     pub selected: u64,
     pub filters: Vec<String>,
-    pub overall: Table,
+    pub overall: FunctionTable,
     /// Each stage with samples, most samples first, `(no stage)` included.
-    pub stages: Vec<Table>,
+    pub stages: Vec<FunctionTable>,
     /// Samples in late frames, when the run has a budget.
-    pub late_frames: Option<Table>,
+    pub late_frames: Option<FunctionTable>,
     /// The frames with the longest totals that have samples, worst first.
-    pub worst_frames: Vec<Table>,
+    pub worst_frames: Vec<FunctionTable>,
 }
 
 fn pct(part: u64, whole: u64) -> f64 {
@@ -96,7 +96,7 @@ fn pct(part: u64, whole: u64) -> f64 {
 }
 
 /// Counts samples (given by index) per function of `profile`.
-pub fn table(profile: &Profile, name: &str, samples: &[usize], all_selected: u64) -> Table {
+pub fn table(profile: &Profile, name: &str, samples: &[usize], all_selected: u64) -> FunctionTable {
     // Each distinct stack is walked once, however many samples share it.
     let mut per_stack: HashMap<Option<u32>, u64> = HashMap::new();
     for &i in samples {
@@ -138,7 +138,7 @@ pub fn table(profile: &Profile, name: &str, samples: &[usize], all_selected: u64
             .then(b.self_samples.cmp(&a.self_samples))
             .then_with(|| a.function.cmp(&b.function))
     });
-    Table {
+    FunctionTable {
         name: name.to_owned(),
         samples: total,
         share_pct: pct(total, all_selected),
@@ -225,7 +225,7 @@ pub fn summarize(run: &Run, profile: &Profile, filters: &Filters, sel: &Selectio
     for &i in selected {
         by_stage.entry(sel.stage(run, i)).or_default().push(i);
     }
-    let mut stages: Vec<Table> = by_stage
+    let mut stages: Vec<FunctionTable> = by_stage
         .iter()
         .map(|(name, idx)| table(profile, name, idx, all))
         .collect();

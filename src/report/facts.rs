@@ -1,13 +1,14 @@
 //! The header facts both the text and the Markdown report print, one sentence each:
 //! command, host, target, window, frames, fps, cpu, counters, late, stutter, pacer.
 
-use super::format::{
-    bit_rate, bytes, cores, cpu_secs, fps_target, load_pct, number, secs, shell_words, us,
-};
-use super::style::Style;
 use crate::analyze::counters::is_byte_counter;
+use crate::analyze::metrics::FPS_LOWS;
 use crate::analyze::Analysis;
 use crate::model::WarmupFrom;
+use crate::render::human::{
+    bit_rate, bytes, cores, cpu_secs, fps_target, load_pct, number, secs, shell_words, us,
+};
+use crate::render::style::Style;
 use crate::units::plural;
 
 /// `framelab · demo (depth 1) · run 2026-11-22T10:00:00Z`
@@ -247,9 +248,6 @@ fn outputs(a: &Analysis) -> Option<String> {
 /// the window's edges fall between frame ends).
 pub const FPS_MEAN_IS: &str = "1 ÷ mean interval; observed = frames ÷ window";
 
-/// The lows the brief fps line keeps: the percentile, and the 1% and 0.1% lows.
-const BRIEF_LOWS: [&str; 3] = ["p1", "low1_avg", "low0_1_avg"];
-
 /// Where the lows the brief line leaves out are.
 pub const MORE_LOWS: &str = "every low: framelab report --verbose, or --format json";
 
@@ -258,22 +256,11 @@ pub const MORE_LOWS: &str = "every low: framelab report --verbose, or --format j
 fn fps(a: &Analysis, verbose: bool) -> Option<String> {
     let f = a.fps.as_ref()?;
     let mut parts = vec![format!("mean {:.2} ({FPS_MEAN_IS})", f.mean)];
-    let named = [
-        ("p50", f.p50),
-        ("p10", f.p10),
-        ("p5", f.p5),
-        ("p1", f.p1),
-        ("low1_avg", f.low1_avg),
-        ("low1_int", f.low1_int),
-        ("p0.1", f.p0_1),
-        ("low0_1_avg", f.low0_1_avg),
-        ("low0_1_int", f.low0_1_int),
-    ];
     let mut left_out = false;
-    for (name, value) in named {
-        let Some(v) = value else { continue };
-        if verbose || name == "p50" || BRIEF_LOWS.contains(&name) {
-            parts.push(format!("{name} {v:.1}"));
+    for low in &FPS_LOWS {
+        let Some(v) = (low.read)(f) else { continue };
+        if verbose || low.brief {
+            parts.push(format!("{} {v:.1}", low.name));
         } else {
             left_out = true;
         }

@@ -2,12 +2,13 @@
 
 use super::facts::{facts_in, title};
 use super::pipeline::{resource_headers, resource_rows, wait_headers, wait_rows};
-use super::style::Style;
 use super::text::{
     on_cpu_cells, process_rows, stage_table_rows, worst_headers, worst_rows, ON_CPU_HEADERS,
     PROCESS_HEADERS,
 };
 use crate::analyze::Analysis;
+use crate::render::columns::gfm_table;
+use crate::render::style::Style;
 
 /// An inline code span that survives backticks in its content.
 fn code_span(s: &str) -> String {
@@ -23,29 +24,6 @@ fn code_span(s: &str) -> String {
         ""
     };
     format!("{fence}{pad}{s}{pad}{fence}")
-}
-
-fn row(cells: &[String]) -> String {
-    format!("| {} |\n", cells.join(" | "))
-}
-
-/// A GitHub table: the first column left-aligned, the rest right-aligned. Every cell is
-/// shown through `crate::display` (escaped, cut, Markdown escaped: a `|` in a name ends no
-/// cell); headers holding names are escaped by the caller.
-pub(crate) fn gfm_table(headers: &[String], rows: &[Vec<String>]) -> String {
-    let mut out = row(headers);
-    let align: Vec<String> = (0..headers.len())
-        .map(|c| if c == 0 { ":---" } else { "---:" }.to_string())
-        .collect();
-    out.push_str(&row(&align));
-    for r in rows {
-        let cells: Vec<String> = r
-            .iter()
-            .map(|c| crate::display::markdown(&crate::display::name(c)))
-            .collect();
-        out.push_str(&row(&cells));
-    }
-    out
 }
 
 fn strings(items: &[&str]) -> Vec<String> {

@@ -1,16 +1,12 @@
 //! Reports: text for terminals, Markdown for pull requests, JSON with every number.
 
-// Shared with the `framelab timers` tables (src/timers/render.rs).
 pub(crate) mod facts;
-pub(crate) mod format;
 pub mod html;
 mod json;
 pub(crate) mod markdown;
 mod pipeline;
 pub mod runs;
 mod sources;
-pub(crate) mod style;
-pub(crate) mod table;
 pub(crate) mod telemetry;
 pub(crate) mod text;
 
@@ -18,31 +14,28 @@ pub use json::SCHEMA as JSON_SCHEMA;
 pub use sources::render as sources;
 
 use crate::analyze::Analysis;
+use crate::render::format::RUN_REPORT;
+use crate::render::Format;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Markdown,
-    Json,
-}
-
-/// Renders `analysis`; `color` only applies to text.
-pub fn render(analysis: &Analysis, format: Format, color: bool) -> String {
-    match format {
+/// Renders `analysis` (text, Markdown or JSON); `color` only applies to text.
+pub fn render(analysis: &Analysis, format: Format, color: bool) -> anyhow::Result<String> {
+    Ok(match format {
         Format::Text => text::render(analysis, color),
         Format::Markdown => markdown::render(analysis),
         Format::Json => json::render(analysis),
-    }
+        other => return Err(RUN_REPORT.refuse(other)),
+    })
 }
 
 /// [`render`] with every FPS low in the text and Markdown reports (`--verbose`); JSON always
 /// has every number.
-pub fn render_verbose(analysis: &Analysis, format: Format, color: bool) -> String {
-    match format {
+pub fn render_verbose(analysis: &Analysis, format: Format, color: bool) -> anyhow::Result<String> {
+    Ok(match format {
         Format::Text => text::render_in(analysis, color, true),
         Format::Markdown => markdown::render_in(analysis, true),
         Format::Json => json::render(analysis),
-    }
+        other => return Err(RUN_REPORT.refuse(other)),
+    })
 }
 
 /// Whole reports of hand-built runs against files under `tests/snapshots/`.
@@ -61,7 +54,7 @@ mod snapshots {
     fn reference_text() {
         check(
             "report_reference.txt",
-            &render(&analyze(&reference_run()), Format::Text, false),
+            &render(&analyze(&reference_run()), Format::Text, false).unwrap(),
         );
     }
 
@@ -69,7 +62,7 @@ mod snapshots {
     fn reference_text_in_colour() {
         check(
             "report_reference_color.txt",
-            &render(&analyze(&reference_run()), Format::Text, true),
+            &render(&analyze(&reference_run()), Format::Text, true).unwrap(),
         );
     }
 
@@ -77,7 +70,7 @@ mod snapshots {
     fn reference_markdown() {
         check(
             "report_reference.md",
-            &render(&analyze(&reference_run()), Format::Markdown, false),
+            &render(&analyze(&reference_run()), Format::Markdown, false).unwrap(),
         );
     }
 
@@ -85,7 +78,7 @@ mod snapshots {
     fn reference_json() {
         check(
             "report_reference.json",
-            &render(&analyze(&reference_run()), Format::Json, false),
+            &render(&analyze(&reference_run()), Format::Json, false).unwrap(),
         );
     }
 
@@ -93,7 +86,7 @@ mod snapshots {
     fn crashed_text() {
         check(
             "report_crashed.txt",
-            &render(&analyze(&crashed_run()), Format::Text, false),
+            &render(&analyze(&crashed_run()), Format::Text, false).unwrap(),
         );
     }
 
@@ -101,7 +94,7 @@ mod snapshots {
     fn crashed_markdown() {
         check(
             "report_crashed.md",
-            &render(&analyze(&crashed_run()), Format::Markdown, false),
+            &render(&analyze(&crashed_run()), Format::Markdown, false).unwrap(),
         );
     }
 
@@ -109,7 +102,7 @@ mod snapshots {
     fn uninstrumented_text() {
         check(
             "report_uninstrumented.txt",
-            &render(&analyze(&uninstrumented_run()), Format::Text, false),
+            &render(&analyze(&uninstrumented_run()), Format::Text, false).unwrap(),
         );
     }
 
@@ -117,16 +110,22 @@ mod snapshots {
     fn uninstrumented_json() {
         check(
             "report_uninstrumented.json",
-            &render(&analyze(&uninstrumented_run()), Format::Json, false),
+            &render(&analyze(&uninstrumented_run()), Format::Json, false).unwrap(),
         );
     }
 
     #[test]
     fn metrics_from_output_in_every_format() {
         let a = analyze(&metrics_run());
-        check("report_metrics.txt", &render(&a, Format::Text, false));
-        check("report_metrics.md", &render(&a, Format::Markdown, false));
-        let json = render(&a, Format::Json, false);
+        check(
+            "report_metrics.txt",
+            &render(&a, Format::Text, false).unwrap(),
+        );
+        check(
+            "report_metrics.md",
+            &render(&a, Format::Markdown, false).unwrap(),
+        );
+        let json = render(&a, Format::Json, false).unwrap();
         check("report_metrics.json", &json);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v["metrics"][0]["value"], 312.5);
@@ -145,14 +144,14 @@ mod snapshots {
         for run in degenerate_runs() {
             let a = analyze(&run);
             for format in [Format::Text, Format::Markdown, Format::Json] {
-                let out = render(&a, format, false);
+                let out = render(&a, format, false).unwrap();
                 assert!(
                     out.starts_with("framelab") || out.starts_with("###") || out.starts_with('{')
                 );
                 assert!(!out.contains("NaN") && !out.contains("inf"), "{out}");
             }
             let json: serde_json::Value =
-                serde_json::from_str(&render(&a, Format::Json, false)).unwrap();
+                serde_json::from_str(&render(&a, Format::Json, false).unwrap()).unwrap();
             assert_eq!(json["schema"], JSON_SCHEMA);
         }
     }
@@ -160,15 +159,15 @@ mod snapshots {
     #[test]
     fn plain_text_has_no_escape_codes_and_colour_has_them() {
         let a = analyze(&reference_run());
-        assert!(!render(&a, Format::Text, false).contains('\x1b'));
-        assert!(render(&a, Format::Text, true).contains("\x1b[1m"));
-        assert!(!render(&a, Format::Markdown, true).contains('\x1b'));
+        assert!(!render(&a, Format::Text, false).unwrap().contains('\x1b'));
+        assert!(render(&a, Format::Text, true).unwrap().contains("\x1b[1m"));
+        assert!(!render(&a, Format::Markdown, true).unwrap().contains('\x1b'));
     }
 
     #[test]
     fn json_is_versioned_and_round_trips() {
         let a = analyze(&reference_run());
-        let json = render(&a, Format::Json, false);
+        let json = render(&a, Format::Json, false).unwrap();
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v["schema"], JSON_SCHEMA);
         assert_eq!(v["frames"], 8);

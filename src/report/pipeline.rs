@@ -2,10 +2,10 @@
 //! the threads as resources, and the bottleneck line. Rows here, laid out by text and
 //! Markdown alike.
 
-use super::format::{us, us_mean};
-use super::style::Style;
 use crate::analyze::pipeline::{Bottleneck, PipelineSummary};
 use crate::analyze::{Analysis, Dist};
+use crate::render::human::{us, us_mean};
+use crate::render::style::Style;
 use crate::sched::SchedSource;
 use crate::units::plural;
 
@@ -210,7 +210,7 @@ pub fn bound_line(a: &Analysis, st: &Style) -> Option<String> {
         {
             line.push_str(&format!(
                 " (the target {} fps sets the rate)",
-                super::format::fps_target(target)
+                crate::render::human::fps_target(target)
             ));
         }
     }

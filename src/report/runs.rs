@@ -5,13 +5,13 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::format::{shell_words, us};
-use super::markdown::gfm_table;
-use super::style::Style;
-use super::table::{render as table, Column};
-use super::Format;
 use crate::analyze::Analysis;
 use crate::experiment::Experiment;
+use crate::render::columns::{gfm_table, render as table, Column};
+use crate::render::format::RUN_REPORT;
+use crate::render::human::{shell_words, us};
+use crate::render::style::Style;
+use crate::render::Format;
 
 /// Bump when a key is renamed, removed or changes meaning; adding keys keeps the version.
 pub const SCHEMA: &str = "framelab.runs/1";
@@ -68,10 +68,15 @@ struct RunList<'a> {
 
 /// The list in `format`; `file` is how the user named the file (for the commands it
 /// suggests), `None` for runs not kept (`-o /dev/null`): no command can read them again.
-pub fn render(file: Option<&Path>, lines: &[RunLine], format: Format, color: bool) -> String {
+pub fn render(
+    file: Option<&Path>,
+    lines: &[RunLine],
+    format: Format,
+    color: bool,
+) -> anyhow::Result<String> {
     let name = file.map_or_else(|| "/dev/null".to_owned(), |f| f.display().to_string());
     let shown = shell_words(std::slice::from_ref(&name));
-    match format {
+    Ok(match format {
         Format::Json => {
             let list = RunList {
                 schema: SCHEMA,
@@ -149,7 +154,8 @@ pub fn render(file: Option<&Path>, lines: &[RunLine], format: Format, color: boo
                 )
             }
         }
-    }
+        other => return Err(RUN_REPORT.refuse(other)),
+    })
 }
 
 fn cells(l: &RunLine, with_variants: bool, with_params: bool) -> Vec<String> {

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use super::style::Style;
-use super::table::{render as table, Column};
 use crate::model::{Sample, SampleSeries, SourceStatus};
+use crate::render::columns::{render as table, Column};
+use crate::render::style::Style;
 
 pub fn render(
     sources: &[SourceStatus],

@@ -3,10 +3,10 @@
 //! throttle reasons during late frames, the busiest threads. Rows here, layout in the
 //! format modules.
 
-use super::format::{secs, us};
 use crate::analyze::telemetry::{Nearest, TelemetrySummary};
 use crate::analyze::Analysis;
 use crate::model::SourceState;
+use crate::render::human::{secs, us};
 
 pub fn state_word(state: SourceState) -> &'static str {
     match state {
@@ -232,8 +232,8 @@ pub fn of(a: &Analysis) -> Option<&TelemetrySummary> {
     a.telemetry.as_ref()
 }
 
-use super::style::Style;
-use super::table::{render as table, Column};
+use crate::render::columns::{render as table, Column};
+use crate::render::style::Style;
 
 fn columns(headers: &[String], min_width: usize) -> Vec<Column> {
     headers
@@ -356,26 +356,33 @@ pub fn markdown_blocks(
 mod snapshots {
     use crate::analyze::analyze;
     use crate::analyze::telemetry::fixture::telemetry_run;
-    use crate::report::{render, Format};
+    use crate::render::Format;
+    use crate::report::render;
 
     use crate::snapshot::check;
 
     #[test]
     fn telemetry_text() {
         let a = analyze(&telemetry_run());
-        check("report_telemetry.txt", &render(&a, Format::Text, false));
+        check(
+            "report_telemetry.txt",
+            &render(&a, Format::Text, false).unwrap(),
+        );
     }
 
     #[test]
     fn telemetry_markdown() {
         let a = analyze(&telemetry_run());
-        check("report_telemetry.md", &render(&a, Format::Markdown, false));
+        check(
+            "report_telemetry.md",
+            &render(&a, Format::Markdown, false).unwrap(),
+        );
     }
 
     #[test]
     fn telemetry_json_round_trips() {
         let a = analyze(&telemetry_run());
-        let json = render(&a, Format::Json, false);
+        let json = render(&a, Format::Json, false).unwrap();
         check("report_telemetry.json", &json);
         // serde_json parses floats to within an ulp, not exactly: compare what is exact.
         let back: crate::analyze::Analysis = serde_json::from_str(&json).unwrap();
@@ -395,7 +402,7 @@ mod snapshots {
     fn a_recording_cut_short_keeps_its_readings_and_says_so() {
         let mut run = telemetry_run();
         run.telemetry.sources.clear();
-        let text = render(&analyze(&run), Format::Text, false);
+        let text = render(&analyze(&run), Format::Text, false).unwrap();
         assert!(
             text.contains("sampling  readings kept; how each source fared was not recorded"),
             "{text}"
@@ -406,8 +413,8 @@ mod snapshots {
     #[test]
     fn colour_codes_do_not_shift_the_source_lines() {
         let a = analyze(&telemetry_run());
-        let plain = render(&a, Format::Text, false);
-        let coloured = render(&a, Format::Text, true);
+        let plain = render(&a, Format::Text, false).unwrap();
+        let coloured = render(&a, Format::Text, true).unwrap();
         let strip = |s: &str| {
             let mut out = String::new();
             let mut escape = false;

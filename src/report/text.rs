@@ -1,11 +1,11 @@
 //! The terminal report: the reference layout of DESIGN.md.
 
 use super::facts::{facts_in, title};
-use super::format::{cores, cpu_secs, load_pct, mem, secs, us, us_mean};
-use super::style::Style;
-use super::table::{render as table, Column};
 use crate::analyze::cpu::{role_label, split_resolution_ns};
 use crate::analyze::{Analysis, Dist};
+use crate::render::columns::{render as table, Column};
+use crate::render::human::{cores, cpu_secs, load_pct, mem, secs, us, us_mean};
+use crate::render::style::Style;
 
 fn dist_cells(d: &Dist) -> [String; 6] {
     [

@@ -5,21 +5,16 @@ use serde::Serialize;
 
 use super::pick::{duration_for_firm_pick, provisional, Pick, P99_9_WAITS, P99_WAITS};
 use super::{IntervalResult, Row, TimersReport};
-use crate::report::format::us;
-use crate::report::markdown::gfm_table;
-use crate::report::style::Style;
-use crate::report::table::{render as table, Column};
-use crate::report::Format;
+use crate::render::document::{write_in, Block, Document, Fact, Section, UnitColumn};
+use crate::render::format::TIMERS;
+use crate::render::human::us;
+use crate::render::Format;
 
 /// Bump when a key is renamed, removed or changes meaning.
 pub const SCHEMA: &str = "framelab.timers/1";
 
-pub fn render(report: &TimersReport, format: Format, color: bool) -> String {
-    match format {
-        Format::Text => text(report, color),
-        Format::Markdown => markdown(report),
-        Format::Json => json(report),
-    }
+pub fn render(report: &TimersReport, format: Format, color: bool) -> anyhow::Result<String> {
+    write_in(&document(report), format, &TIMERS, color)
 }
 
 fn host(r: &TimersReport) -> String {
@@ -153,90 +148,55 @@ fn plan_line(r: &TimersReport) -> String {
     )
 }
 
-fn text(r: &TimersReport, color: bool) -> String {
-    let st = Style {
-        color,
-        markdown: false,
-    };
-    let mut out = format!("{}\n", st.bold(&format!("framelab timers · {}", host(r))));
-    out.push_str(&format!("  plan      {}\n", plan_line(r)));
-    out.push_str(&format!(
-        "  need      p99 lateness ≤ {} µs (--need)\n",
-        us(r.need_ns as f64)
-    ));
-    let mut columns = vec![Column::new(HEADERS[0], 21)];
-    columns.extend(HEADERS[1..].iter().map(|h| Column::new(*h, 8)));
-    for result in &r.intervals {
-        out.push('\n');
-        out.push_str(&format!(
-            "  {}\n",
-            st.bold(&interval_title(result.interval_ns))
-        ));
-        let rows: Vec<Vec<String>> = result.rows.iter().map(cells).collect();
-        out.push_str(&table(&columns, &rows, Some("µs"), &st));
-        out.push_str(&format!("  → {}\n", pick_sentence(result, r.need_ns)));
-    }
-    out.push('\n');
-    for note in footnotes(r) {
-        out.push_str(&format!("  {}{note}\n", st.yellow("note      ")));
-    }
-    out
-}
-
-fn markdown(r: &TimersReport) -> String {
-    let st = Style {
-        color: false,
-        markdown: true,
-    };
-    let mut blocks = vec![
-        format!(
-            "### {}\n",
-            st.name(&format!("framelab timers · {}", host(r)))
-        ),
-        format!(
-            "- **plan** {}\n- **need** p99 lateness ≤ {} µs\n",
-            plan_line(r),
-            us(r.need_ns as f64)
-        ),
-    ];
-    let headers: Vec<String> = HEADERS
-        .iter()
-        .enumerate()
-        .map(|(i, h)| match i {
-            4..=8 => format!("{h} µs"),
-            _ => h.to_string(),
+/// The survey as a neutral document: the host, the plan, a table per interval with its
+/// pick, the notes; its JSON form is the report under its schema.
+fn document(r: &TimersReport) -> Document {
+    let columns: Vec<UnitColumn> = (HEADERS.iter().enumerate())
+        .map(|(i, h)| UnitColumn {
+            header: h.to_string(),
+            unit: (4..=8).contains(&i).then(|| "µs".to_owned()),
+            min_width: if i == 0 { 21 } else { 8 },
         })
         .collect();
+    let mut blocks = vec![
+        Block::Title(format!("framelab timers · {}", host(r))),
+        Block::Facts(vec![
+            Fact {
+                label: "plan".into(),
+                value: plan_line(r),
+                hint: None,
+            },
+            Fact {
+                label: "need".into(),
+                value: format!("p99 lateness ≤ {} µs", us(r.need_ns as f64)),
+                hint: Some("(--need)".into()),
+            },
+        ]),
+    ];
     for result in &r.intervals {
-        let rows: Vec<Vec<String>> = result
-            .rows
-            .iter()
-            .map(|row| cells(row).into_iter().collect())
-            .collect();
-        blocks.push(format!(
-            "#### {}\n\n{}\n**{}**\n",
-            interval_title(result.interval_ns),
-            gfm_table(&headers, &rows),
-            st.name(&pick_sentence(result, r.need_ns))
-        ));
+        blocks.push(Block::Section(Section {
+            title: interval_title(result.interval_ns),
+            columns: columns.clone(),
+            rows: result.rows.iter().map(cells).collect(),
+            conclusion: pick_sentence(result, r.need_ns),
+        }));
     }
-    let notes: Vec<String> = footnotes(r)
-        .iter()
-        .map(|n| format!("> {}\n", st.name(n)))
-        .collect();
-    blocks.push(notes.join(">\n"));
-    blocks.join("\n")
+    blocks.push(Block::Notes(footnotes(r)));
+    Document {
+        blocks,
+        json: json(r),
+    }
 }
 
 #[derive(Serialize)]
-struct Document<'a> {
+struct Versioned<'a> {
     schema: &'static str,
     #[serde(flatten)]
     report: &'a TimersReport,
 }
 
 fn json(r: &TimersReport) -> String {
-    let doc = Document {
+    let doc = Versioned {
         schema: SCHEMA,
         report: r,
     };
@@ -429,7 +389,7 @@ mod tests {
     fn reference_text() {
         check(
             "timers_reference.txt",
-            &render(&reference(), Format::Text, false),
+            &render(&reference(), Format::Text, false).unwrap(),
         );
     }
 
@@ -437,13 +397,13 @@ mod tests {
     fn reference_markdown() {
         check(
             "timers_reference.md",
-            &render(&reference(), Format::Markdown, false),
+            &render(&reference(), Format::Markdown, false).unwrap(),
         );
     }
 
     #[test]
     fn reference_json_is_versioned_and_round_trips() {
-        let json = render(&reference(), Format::Json, false);
+        let json = render(&reference(), Format::Json, false).unwrap();
         check("timers_reference.json", &json);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v["schema"], SCHEMA);

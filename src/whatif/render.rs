@@ -2,7 +2,9 @@
 
 use super::{Outcome, Schedule, WhatIf};
 use crate::analyze::Dist;
-use crate::report::Format;
+use crate::render::document::{pretty_json, write, Block, Document};
+use crate::render::format::WHATIF;
+use crate::render::Format;
 
 fn fps(o: &Outcome) -> String {
     o.fps.map_or_else(|| "-".into(), |f| format!("{f:.1}"))
@@ -10,7 +12,7 @@ fn fps(o: &Outcome) -> String {
 
 fn at(d: &Option<Dist>, pick: fn(&Dist) -> f64) -> String {
     d.as_ref()
-        .map_or_else(|| "-".into(), |d| crate::report::format::us(pick(d)))
+        .map_or_else(|| "-".into(), |d| crate::render::human::us(pick(d)))
 }
 
 /// `main: pace, capture, convert · encoder: encode, send` and the depth.
@@ -85,17 +87,17 @@ fn text(w: &WhatIf) -> String {
     out
 }
 
-pub fn render(w: &WhatIf, format: Format) -> String {
-    match format {
-        Format::Json => {
-            let mut out = serde_json::to_string_pretty(w)
-                .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-            out.push('\n');
-            out
-        }
+/// The prediction in text, Markdown or JSON.
+pub fn render(w: &WhatIf, format: Format) -> anyhow::Result<String> {
+    write(&document(w), format, &WHATIF)
+}
+
+/// The prediction as a neutral document: its aligned table and schedules as one block of
+/// lines (a code block in Markdown); its JSON form is the prediction itself.
+fn document(w: &WhatIf) -> Document {
+    Document {
         // Stage names reach the assumptions too: every line is escaped.
-        Format::Text => crate::display::lines(&text(w)),
-        // Aligned text pastes into a pull request as a code block.
-        Format::Markdown => format!("```\n{}```\n", crate::display::lines(&text(w))),
+        blocks: vec![Block::Aligned(crate::display::lines(&text(w)))],
+        json: pretty_json(w),
     }
 }

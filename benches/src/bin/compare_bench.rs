@@ -166,7 +166,7 @@ fn main() -> anyhow::Result<()> {
     for _ in 0..3 {
         let t = Instant::now();
         let c = compare::compare(&sources, &options)?;
-        let text = compare::render(&c, compare::CompareFormat::Text);
+        let text = compare::render(&c, framelab::render::Format::Text).expect("text");
         times.push(t.elapsed().as_secs_f64());
         rows = c.groups[0].comparisons[0].rows.len();
         if times.len() == 1 {

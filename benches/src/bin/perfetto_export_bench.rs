@@ -14,7 +14,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use framelab::export::{export_to_path, ExportFormat};
+use framelab::export::export_to_path;
 use framelab::import::{parse_bytes, read_input, Format, ImportOptions};
 use framelab::model::{Run, Span, ThreadInfo};
 
@@ -154,7 +154,13 @@ fn main() {
     let mut bytes = 0;
     for i in 0..options.repeat {
         let (t, cpu) = (Instant::now(), cpu_s());
-        export_to_path(&run, ExportFormat::Perfetto, &options.file, None).expect("export");
+        export_to_path(
+            &run,
+            framelab::render::Format::Perfetto,
+            &options.file,
+            None,
+        )
+        .expect("export");
         let (exported, exported_cpu) = (t.elapsed().as_secs_f64(), cpu_s() - cpu);
         bytes = std::fs::metadata(&options.file).expect("written").len();
 

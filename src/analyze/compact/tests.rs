@@ -12,7 +12,8 @@ use crate::hist::{render_from, render_run, GroupBy, HistOptions, LinearSpec};
 use crate::model::{
     CounterValue, EndReason, ExitInfo, ProcessRole, ProcessStats, Run, RunMeta, Span, ThreadInfo,
 };
-use crate::report::{render, Format};
+use crate::render::Format;
+use crate::report::render;
 use crate::store;
 
 const MS: i64 = 1_000_000;
@@ -178,7 +179,7 @@ fn generated(shape: Shape) -> Run {
 fn reports(analysis: &crate::analyze::Analysis) -> String {
     [Format::Json, Format::Text, Format::Markdown]
         .iter()
-        .map(|&f| render(analysis, f, false))
+        .map(|&f| render(analysis, f, false).unwrap())
         .collect::<Vec<_>>()
         .join("\n----\n")
 }

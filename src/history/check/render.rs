@@ -1,32 +1,24 @@
-//! A check's report as text, Markdown (for a pull request) or JSON. Names from the store
-//! (metrics, machines, branches, commits) pass through `crate::display` in text and
-//! Markdown; JSON keeps them whole.
+//! A check's report as a neutral document (`crate::render::document`), written as text,
+//! Markdown (for a pull request) or JSON. Names from the store (metrics, machines,
+//! branches, commits) pass through `crate::display` in text and Markdown; JSON keeps them
+//! whole.
 
 use super::{ChangeKind, CheckReport, Outcome, SeriesCheck};
-use crate::compare::{signed_pct, Table};
+use crate::render::cells::{shown_unit, signed_pct};
+use crate::render::document::{pretty_json, write, Block, Document};
+use crate::render::format::HISTORY_CHECK;
+use crate::render::Format;
+use crate::render::Table;
 use crate::units::plural;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum CheckFormat {
-    Text,
-    Markdown,
-    Json,
+/// The check's report in text, Markdown or JSON.
+pub fn render(report: &CheckReport, format: Format) -> anyhow::Result<String> {
+    write(&document(report), format, &HISTORY_CHECK)
 }
 
-pub fn render(report: &CheckReport, format: CheckFormat) -> String {
-    match format {
-        CheckFormat::Text => human(report, false),
-        CheckFormat::Markdown => human(report, true),
-        CheckFormat::Json => {
-            let mut s = serde_json::to_string_pretty(report)
-                .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-            s.push('\n');
-            s
-        }
-    }
-}
-
-fn human(report: &CheckReport, markdown: bool) -> String {
+/// The report as a neutral document: the counts, the method, the changes' table, what
+/// was left out or skipped; its JSON form is the report itself.
+fn document(report: &CheckReport) -> Document {
     let count = |kind| report.changes().filter(|(_, c)| c.kind == kind).count();
     let skipped: Vec<&SeriesCheck> = (report.series.iter())
         .filter(|s| matches!(s.outcome, Outcome::Skipped { .. }))
@@ -34,38 +26,36 @@ fn human(report: &CheckReport, markdown: bool) -> String {
     let machines: std::collections::HashSet<&str> =
         report.series.iter().map(|s| s.machine.as_str()).collect();
     let m = &report.method;
-    let mut out = format!(
-        "{}{} series on {}: {}, {}, {} moved (direction unknown), {} skipped\n",
-        if markdown {
-            "**history check**: "
-        } else {
-            "history check: "
+    let mut blocks = vec![
+        Block::Lead {
+            title: "history check".into(),
+            text: format!(
+                "{} series on {}: {}, {}, {} moved (direction unknown), {} skipped",
+                report.series.len(),
+                plural(machines.len() as u64, "machine", "machines"),
+                plural(
+                    count(ChangeKind::Regression) as u64,
+                    "regression",
+                    "regressions"
+                ),
+                plural(
+                    count(ChangeKind::Improvement) as u64,
+                    "improvement",
+                    "improvements"
+                ),
+                count(ChangeKind::Moved),
+                skipped.len(),
+            ),
         },
-        report.series.len(),
-        plural(machines.len() as u64, "machine", "machines"),
-        plural(
-            count(ChangeKind::Regression) as u64,
-            "regression",
-            "regressions"
-        ),
-        plural(
-            count(ChangeKind::Improvement) as u64,
-            "improvement",
-            "improvements"
-        ),
-        count(ChangeKind::Moved),
-        skipped.len(),
-    );
-    out.push_str(&format!(
-        "{}E-divisive means, p ≤ {} by {} permutations, at least {} points a side, changes \
-         under {}% not reported{}\n",
-        if markdown { "\n" } else { "" },
-        m.significance,
-        m.permutations,
-        m.min_segment,
-        m.min_relative_change * 100.0,
-        if markdown { "." } else { "" },
-    ));
+        Block::Detail(format!(
+            "E-divisive means, p ≤ {} by {} permutations, at least {} points a side, changes \
+             under {}% not reported",
+            m.significance,
+            m.permutations,
+            m.min_segment,
+            m.min_relative_change * 100.0,
+        )),
+    ];
 
     let mut changes: Vec<_> = report.changes().collect();
     // Regressions first: what a reader acts on.
@@ -105,8 +95,7 @@ fn human(report: &CheckReport, markdown: bool) -> String {
                 .into(),
             ]);
         }
-        out.push('\n');
-        out.push_str(&table.render(markdown));
+        blocks.push(Block::Table(table));
     }
 
     let left_out: usize = (report.series.iter())
@@ -116,45 +105,41 @@ fn human(report: &CheckReport, markdown: bool) -> String {
         })
         .sum();
     if left_out > 0 {
-        out.push_str(&format!(
-            "\n{} with a value that is not a finite number left out (listed in the JSON \
-             form)\n",
+        blocks.push(Block::Note(format!(
+            "{} with a value that is not a finite number left out (listed in the JSON form)",
             plural(left_out as u64, "point", "points")
-        ));
+        )));
     }
     if !skipped.is_empty() {
-        out.push_str(if markdown {
-            "\nSkipped:\n\n"
-        } else {
-            "\nskipped:\n"
+        let items = (skipped.iter())
+            .filter_map(|s| match &s.outcome {
+                Outcome::Skipped { reason } => Some(format!(
+                    "{} on {}{}: {reason}",
+                    crate::display::name(&s.metric),
+                    crate::display::name(&s.machine),
+                    s.branch
+                        .as_deref()
+                        .map(|b| format!(" ({})", crate::display::name(b)))
+                        .unwrap_or_default(),
+                )),
+                Outcome::Checked { .. } => None,
+            })
+            .collect();
+        blocks.push(Block::List {
+            title: "skipped".into(),
+            items,
         });
-        for s in skipped {
-            let Outcome::Skipped { reason } = &s.outcome else {
-                continue;
-            };
-            let line = format!(
-                "{} on {}{}: {reason}",
-                crate::display::name(&s.metric),
-                crate::display::name(&s.machine),
-                s.branch
-                    .as_deref()
-                    .map(|b| format!(" ({})", crate::display::name(b)))
-                    .unwrap_or_default(),
-            );
-            if markdown {
-                out.push_str(&format!("- {}\n", crate::display::markdown(&line)));
-            } else {
-                out.push_str(&format!("  {line}\n"));
-            }
-        }
     }
-    out
+    Document {
+        blocks,
+        json: pretty_json(report),
+    }
 }
 
 /// `12.3 µs`, the unit as compare prints it unscaled (`microseconds` is `µs`); a value
 /// without a unit alone.
 fn with_unit(value: f64, unit: &str) -> String {
-    match crate::compare::shown_unit(unit).as_str() {
+    match shown_unit(unit).as_str() {
         "" => significant(value),
         shown => format!("{} {shown}", significant(value)),
     }

@@ -16,11 +16,13 @@ use crate::analyze::compact::window::{end_order, measure};
 use crate::analyze::compact::{analyze_columns, load_columns, Columns, Sorted, ANALYSIS_KEEPS};
 use crate::analyze::frames::NO_FRAME;
 use crate::analyze::late::stutter_flags;
+use crate::analyze::metrics::FPS_LOWS;
 use crate::analyze::stats::percentile_of;
 use crate::analyze::{Analysis, FpsSummary};
 use crate::model::{Run, SeriesKind, SpanSource};
+use crate::render::style::Style;
+use crate::render::Table;
 use crate::report::facts::{facts, title};
-use crate::report::style::Style;
 
 /// Bump when a key is renamed, removed or changes meaning.
 pub const SCHEMA: &str = "framelab.html-run/1";
@@ -160,13 +162,6 @@ pub struct GanttFrame {
     /// (stage index into `stage_names` order of the page, thread row, start µs, µs).
     pub spans: Vec<(usize, usize, f64, f64)>,
     pub stage_names: Vec<String>,
-}
-
-#[derive(Serialize)]
-pub struct Table {
-    pub title: String,
-    pub headers: Vec<String>,
-    pub rows: Vec<Vec<String>>,
 }
 
 #[derive(Serialize)]
@@ -445,17 +440,10 @@ fn fps_curve(fps_at: Vec<f64>, fps: Option<&FpsSummary>) -> Option<FpsCurve> {
     }
     let named = fps
         .map(|f| {
-            [
-                ("p1", f.p1),
-                ("low1_avg", f.low1_avg),
-                ("low1_int", f.low1_int),
-                ("p0.1", f.p0_1),
-                ("low0_1_avg", f.low0_1_avg),
-                ("low0_1_int", f.low0_1_int),
-            ]
-            .into_iter()
-            .filter_map(|(name, v)| Some((name.to_owned(), round(v?, 2))))
-            .collect()
+            (FPS_LOWS.iter())
+                .filter(|low| low.on_curve)
+                .filter_map(|low| Some((low.name.to_owned(), round((low.read)(f)?, 2))))
+                .collect()
         })
         .unwrap_or_default();
     Some(FpsCurve {

@@ -46,6 +46,12 @@ const PRINTED_BY: &[(&str, Printed)] = &[
     ("src/cmd/compare.rs", ByOneOf(&["compare"])),
     ("src/cmd/demo.rs", ByOneOf(&["demo"])),
     ("src/cmd/export.rs", ByOneOf(&["export"])),
+    (
+        "src/cmd/format.rs",
+        ByOneOf(&[
+            "run", "report", "compare", "timers", "whatif", "export", "profile",
+        ]),
+    ),
     ("src/cmd/hist.rs", ByOneOf(&["hist"])),
     ("src/cmd/import.rs", ByOneOf(&["import"])),
     (
@@ -76,6 +82,12 @@ const PRINTED_BY: &[(&str, Printed)] = &[
     ("src/output/", ByOneOf(&["run", "bench"])),
     ("src/probes/", ByOneOf(&["run", "bench", "probes"])),
     ("src/profile/", ByOneOf(&["profile"])),
+    (
+        "src/render/",
+        ByOneOf(&[
+            "run", "report", "compare", "timers", "whatif", "export", "profile",
+        ]),
+    ),
     ("src/report/", ByEvery(REPORTERS)),
     ("src/sample/", ByOneOf(&["run", "demo", "sources"])),
     ("src/services/", ByOneOf(&["run", "bench"])),

@@ -13,7 +13,8 @@ use std::time::Instant;
 
 use framelab::analyze::analyze;
 use framelab::model::{CounterValue, Run, RunMeta, Span};
-use framelab::report::{render, Format};
+use framelab::render::Format;
+use framelab::report::render;
 
 const FRAMES: u64 = 2_000_000;
 const STAGES: u16 = 5;
@@ -84,7 +85,7 @@ fn check_and_time(run: Run) {
     let a = analyze(&run);
     let analysed = started.elapsed();
     let started = Instant::now();
-    let text = render(&a, Format::Text, false);
+    let text = render(&a, Format::Text, false).unwrap();
     let rendered = started.elapsed();
 
     // Frames ending before 5 s are warmup: frame i ends a little after i × budget.

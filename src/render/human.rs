@@ -1,4 +1,4 @@
-//! Human units for reports: µs with a precision that suits the value, seconds, decimal
+//! Human units for reports and tables: µs with a precision that suits the value, seconds, decimal
 //! byte totals and bit rates, binary sizes for memory.
 
 /// A duration in µs: two decimals below 1 µs, one below 10 µs, whole µs above.

@@ -1,5 +1,6 @@
-//! Aligned plain-text tables: the first column (and words, `Column::words`) left-aligned,
-//! numbers right-aligned.
+//! The report's tables (the run report, `report` of several runs, `sources`, `timers`):
+//! aligned plain text with the first column (and words, `Column::words`) left-aligned,
+//! numbers right-aligned, each column at least its minimum width; and GitHub tables.
 
 use super::style::Style;
 
@@ -97,6 +98,29 @@ pub fn render(columns: &[Column], rows: &[Vec<String>], unit: Option<&str>, st: 
     for row in &rows {
         out.push_str(&line(row.iter().map(|s| s.as_str()).collect()));
         out.push('\n');
+    }
+    out
+}
+
+fn row(cells: &[String]) -> String {
+    format!("| {} |\n", cells.join(" | "))
+}
+
+/// A GitHub table: the first column left-aligned, the rest right-aligned. Every cell is
+/// shown through `crate::display` (escaped, cut, Markdown escaped: a `|` in a name ends no
+/// cell); headers holding names are escaped by the caller.
+pub fn gfm_table(headers: &[String], rows: &[Vec<String>]) -> String {
+    let mut out = row(headers);
+    let align: Vec<String> = (0..headers.len())
+        .map(|c| if c == 0 { ":---" } else { "---:" }.to_string())
+        .collect();
+    out.push_str(&row(&align));
+    for r in rows {
+        let cells: Vec<String> = r
+            .iter()
+            .map(|c| crate::display::markdown(&crate::display::name(c)))
+            .collect();
+        out.push_str(&row(&cells));
     }
     out
 }

@@ -1,7 +1,13 @@
-//! Tables in two forms: aligned plain text (first column left, the rest right) and
-//! Markdown pipe tables that paste into a pull request.
+//! The one table of text cells: rendered as aligned plain text (first column left, the
+//! rest right) or a Markdown pipe table that pastes into a pull request, and serialised
+//! as it is for the HTML page's script (`title`, `headers`, `rows`).
 
+use serde::Serialize;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Table {
+    /// The heading the HTML page shows above it; text and Markdown leave it to the caller.
+    pub title: String,
     pub headers: Vec<String>,
     pub rows: Vec<Vec<String>>,
 }
@@ -10,7 +16,7 @@ impl Table {
     pub fn new(headers: &[&str]) -> Table {
         Table {
             headers: headers.iter().map(|h| h.to_string()).collect(),
-            rows: Vec::new(),
+            ..Table::default()
         }
     }
 
@@ -30,6 +36,7 @@ impl Table {
     fn shown(&self) -> Table {
         let shown = |s: &String| crate::display::name(s).into_owned();
         Table {
+            title: shown(&self.title),
             headers: self.headers.iter().map(shown).collect(),
             rows: self
                 .rows

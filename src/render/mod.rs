@@ -1,0 +1,15 @@
+//! The rendering layer: the one [`Format`] every command writes in and which formats each
+//! command accepts, the one [`Table`] of cells, how a cell shows a number in its unit, and
+//! the neutral document with a writer per format.
+//! Features compute; this layer says how their results are shown.
+
+pub mod cells;
+pub mod columns;
+pub mod document;
+pub mod format;
+pub mod human;
+pub mod style;
+pub mod table;
+
+pub use format::{Format, Formats};
+pub use table::Table;
