@@ -52,8 +52,11 @@ pub struct MockExecutor {
     pub dies_of: Vec<i32>,
     /// Interrupts (Ctrl-C) arrive at these times since the start.
     pub interrupts_at: Vec<Duration>,
-    /// What each reaping reports as the command's rusage.
+    /// What each reaping reports as the command's rusage, and its ru_maxrss.
     pub rusage: CpuTimes,
+    pub max_rss_bytes: u64,
+    /// A fixture /proc tree the accounting reads; none: an empty one.
+    pub proc_root: Option<std::path::PathBuf>,
     pub(super) prepare_interrupts: usize,
     pub(super) spawned_at: Option<Duration>,
     /// The command's wait status once it ended, until it is reaped.
@@ -75,6 +78,8 @@ impl Default for MockExecutor {
             dies_of: vec![libc::SIGINT, libc::SIGTERM, libc::SIGKILL],
             interrupts_at: Vec::new(),
             rusage: CpuTimes::default(),
+            max_rss_bytes: 0,
+            proc_root: None,
             prepare_interrupts: 0,
             spawned_at: None,
             ended: None,
@@ -184,7 +189,7 @@ impl Executor for MockExecutor {
             pid: COMMAND_PID,
             status,
             cpu: self.rusage,
-            max_rss_bytes: 0,
+            max_rss_bytes: self.max_rss_bytes,
         })
     }
 
@@ -215,7 +220,11 @@ impl Executor for MockExecutor {
     }
 
     fn procfs(&self) -> Procfs {
-        Procfs::at("/nonexistent/framelab-mock-proc", 100)
+        let root = self.proc_root.clone();
+        Procfs::at(
+            root.unwrap_or_else(|| "/nonexistent/framelab-mock-proc".into()),
+            100,
+        )
     }
 
     fn exit_records(&mut self) -> Result<Taskstats, String> {
