@@ -102,7 +102,7 @@ pub trait Recording {
     /// Reads the processes of the run, and follows what the reading found.
     fn sample(&mut self, pid: u32);
     /// The clock refreshed; frames seen so far.
-    fn frames_seen(&mut self) -> u64;
+    fn refresh_frames_seen(&mut self) -> u64;
     fn commit(&mut self) -> Result<()>;
     /// No frame came: the window stays where it opened, at launch + warmup.
     fn warmup_fell_back_to_launch(&mut self);
@@ -139,7 +139,8 @@ pub struct Supervisor<'o, E: Executor> {
     last_progress: Instant,
     last_commit: Instant,
     last_tick: Duration,
-    progress: Progress,
+    /// The progress line, from the command's start.
+    progress: Option<Progress>,
 }
 
 impl<'o, E: Executor> Supervisor<'o, E> {
@@ -161,7 +162,7 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             last_progress: now,
             last_commit: now,
             last_tick: MIN_TICK,
-            progress: Progress::new(opts.live.progress),
+            progress: None,
             exec,
         }
     }
@@ -252,10 +253,17 @@ impl<'o, E: Executor> Supervisor<'o, E> {
     /// Command → (Stop →) Drain: drains every few ms, reads the processes at the sampling
     /// interval, opens and closes the window, stops the command; then the last drain.
     pub fn watch(&mut self, rec: &mut impl Recording) -> Result<()> {
-        let pid = self.pid.expect("the command started");
-        rec.read_processes(pid);
+        self.start_watching(rec);
         while !self.tick(rec)? {}
         self.drain(rec)
+    }
+
+    /// The first reading of the processes; the intervals of the ticks count from here.
+    fn start_watching(&mut self, rec: &mut impl Recording) {
+        let now = self.exec.now();
+        (self.last_sample, self.last_progress, self.last_commit) = (now, now, now);
+        self.progress = Some(Progress::new(self.opts.live.progress));
+        rec.read_processes(self.pid.expect("the command started"));
     }
 
     /// One look at the run: drain, reap, open or close the window, stop, read, commit,
@@ -293,13 +301,15 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         }
         if now - self.last_progress >= PROGRESS_EVERY {
             self.last_progress = now;
-            let frames = rec.frames_seen();
+            let frames = rec.refresh_frames_seen();
             let phase = if self.window_open {
                 "measuring"
             } else {
                 "warmup"
             };
-            self.progress.update(phase, now - started, frames);
+            if let Some(progress) = &mut self.progress {
+                progress.update(phase, now - started, frames);
+            }
         }
         if now - self.last_commit >= COMMIT_EVERY {
             rec.commit()?;
@@ -402,7 +412,9 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         if self.command_exit.is_none() {
             self.state = State::Stop;
         }
-        self.progress.phase("stopping");
+        if let Some(progress) = &mut self.progress {
+            progress.phase("stopping");
+        }
     }
 
     /// Stop: SIGINT, then SIGTERM, then SIGKILL, each after the grace period; a new
@@ -436,7 +448,9 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         let deadline = self.exec.now() + LAST_REAPS;
         while self.exec.now() < deadline && self.exec.reap_one(&mut |_| {}).is_some() {}
         rec.drain()?;
-        self.progress.finish();
+        if let Some(progress) = &mut self.progress {
+            progress.finish();
+        }
         Ok(())
     }
 
@@ -705,7 +719,7 @@ impl Recording for Live<'_> {
         }
     }
 
-    fn frames_seen(&mut self) -> u64 {
+    fn refresh_frames_seen(&mut self) -> u64 {
         self.collector.refresh_clock();
         self.collector.frames_seen()
     }

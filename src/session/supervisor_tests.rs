@@ -66,7 +66,7 @@ impl Recording for Recorded {
     }
     fn read_processes(&mut self, _pid: u32) {}
     fn sample(&mut self, _pid: u32) {}
-    fn frames_seen(&mut self) -> u64 {
+    fn refresh_frames_seen(&mut self) -> u64 {
         0
     }
     fn commit(&mut self) -> Result<()> {
@@ -125,7 +125,7 @@ fn run_with(
     supervisor.run_prepare().unwrap();
     assert_eq!(supervisor.start_command(spawn(opts)).unwrap(), COMMAND_PID);
     assert_eq!(supervisor.state(), State::Command);
-    rec.read_processes(COMMAND_PID);
+    supervisor.start_watching(rec);
     let outcome = loop {
         rec.now_ns = supervisor.executor().elapsed.as_nanos() as i64;
         match supervisor.tick(rec) {
