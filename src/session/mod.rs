@@ -20,6 +20,7 @@ pub mod prepare;
 pub(crate) mod procevents;
 pub mod procfs;
 mod progress;
+mod recording;
 mod rings;
 mod rungroup;
 mod sched;

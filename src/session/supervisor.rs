@@ -9,8 +9,10 @@
 //! Each transition is one function of `Supervisor`; each calls down (setup, launch and
 //! services through the `Executor`, accounting through the collector), never back up.
 //! What the transitions do to the operating system goes through the `Executor`, and what
-//! they record goes through `Recording` (the collector in a real run), so the tests drive
-//! every transition with mocks: no process is spawned and no clock decides anything.
+//! they record goes through `Recording` (`recording.rs`: the collector in a real run), so
+//! the tests drive every transition with mocks: no process is spawned and no clock
+//! decides anything. `drive` is the whole run: it makes what each state needs and walks
+//! the states in order.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -20,14 +22,13 @@ use anyhow::Result;
 use super::accounting::Accounting;
 use super::collect::Collector;
 use super::executor::{Executor, Spawn};
-use super::launch::Reaped;
 use super::opening::{window_due, Opening};
 use super::options::RunOptions;
 use super::progress::Progress;
-use super::rungroup::RunGroup;
+use super::recording::{Live, Recording};
 use super::setup::Setup;
 use super::{guard, hold, procevents, sched, write};
-use crate::model::{EndReason, ExitInfo, ProcessRole, RunMeta};
+use crate::model::{EndReason, ExitInfo, RunMeta};
 use crate::output::{CapturedOutput, MetricValue};
 use crate::store::RunWriter;
 
@@ -74,38 +75,6 @@ pub enum NotStarted {
     Failed(anyhow::Error),
     /// `--prepare` failed: the run is kept, marked failed, with nothing measured.
     PrepareFailed(String),
-}
-
-/// What the supervisor records while the command runs: the collector in a real run.
-pub trait Recording {
-    /// Drains the rings; how full the fullest was (0 to 1).
-    fn drain(&mut self) -> Result<f64>;
-    /// Nanoseconds since the launch.
-    fn now_ns(&self) -> i64;
-    /// A child that exited, still a zombie: its final times can be read.
-    fn before_reaping(&mut self, pid: u32);
-    /// A child reaped, with its rusage.
-    fn reaped(&mut self, reaped: &Reaped);
-    fn first_span_ns(&self) -> Option<i64>;
-    /// Where frame N+1 of `--warmup-frames N` began, once it has.
-    fn opening_frame_start_ns(&self) -> Option<i64>;
-    fn open_window(&mut self, pid: u32, start_ns: i64);
-    fn reopen_window(&mut self, pid: u32, start_ns: i64);
-    fn close_window(&mut self, pid: u32, reason: EndReason);
-    /// The window was opened and closed at the end: it holds nothing.
-    fn empty_window(&mut self);
-    /// The signal that interrupted the run.
-    fn interrupted_by(&mut self, signal: Option<i32>);
-    fn set_exit(&mut self, exit: ExitInfo);
-    /// Reads the processes of the run (the first time: nothing else).
-    fn read_processes(&mut self, pid: u32);
-    /// Reads the processes of the run, and follows what the reading found.
-    fn sample(&mut self, pid: u32);
-    /// The clock refreshed; frames seen so far.
-    fn refresh_frames_seen(&mut self) -> u64;
-    fn commit(&mut self) -> Result<()>;
-    /// No frame came: the window stays where it opened, at launch + warmup.
-    fn warmup_fell_back_to_launch(&mut self);
 }
 
 /// Draining wakes up between these, sooner the fuller the rings were at the last drain.
@@ -537,18 +506,8 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     let service_pids: Vec<u32> = service_roots.iter().map(|(pid, _)| *pid).collect();
     let profiler =
         started_profiler.and_then(|started| start_profiler(started, &service_pids, opts));
-    let mut accounting = Accounting::new(
-        supervisor.executor().procfs(),
-        meta.origin_mono_ns,
-        std::process::id(),
-        opts.accounting_every().as_nanos() as i64,
-        opts.watch.clone(),
-        exit_records,
-    );
-    if let Some(missing) = accounting.listen_for_names() {
-        eprintln!("framelab: warning: {missing}");
-    }
-    accounting.set_services(service_roots);
+    let procfs = supervisor.executor().procfs();
+    let accounting = accounting(opts, procfs.clone(), &meta, exit_records, service_roots);
     let live = opts.live.every.map(|every| {
         crate::hist::live::Live::start(output.clone(), writer.run_id(), every, opts.live.linear)
     });
@@ -557,19 +516,7 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     if let Some(probes) = probes {
         collector.set_probes(probes);
     }
-    let mut tree = crate::sample::ProcessTree::below(
-        supervisor.executor().procfs(),
-        std::process::id(),
-        opts.watch.pids.clone(),
-        opts.watch.names.clone(),
-    );
-    if !opts.watch.names.is_empty() {
-        // Their threads too are sampled from their exec (without events: said above).
-        if let Ok(events) = procevents::ProcEvents::open() {
-            tree = tree.with_events(events);
-        }
-    }
-    collector.start_sampling(opts.sampling.clone(), tree);
+    collector.start_sampling(opts.sampling.clone(), process_tree(opts, procfs));
     if let Some(n) = opts.window.warmup_frames {
         collector.watch_for_frame_after(n);
     }
@@ -610,18 +557,7 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     crate::store::record_outputs(&output, run_id, &metrics, &outputs)?;
     crate::store::record_sched(&output, run_id, &sched_timeline)?;
     if let Some(recording) = recording {
-        let started = Instant::now();
-        let profile = crate::profile::symbolize(recording, meta.origin_mono_ns);
-        crate::store::record_profile(&output, run_id, &profile)?;
-        eprintln!(
-            "framelab: profile: {} samples ({} lost, {} unknown leaves), {} functions, symbolized and stored in {:.2} s; see framelab profile {}",
-            profile.samples.len(),
-            profile.lost,
-            profile.unknown_leaves(),
-            profile.frames.len(),
-            started.elapsed().as_secs_f64(),
-            output.display()
-        );
+        store_profile(&output, run_id, recording, meta.origin_mono_ns)?;
     }
     Ok(RunOutcome {
         path: output,
@@ -635,102 +571,70 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     })
 }
 
-/// The collector, the profiler and the run group as the supervisor records through them.
-struct Live<'a> {
-    collector: &'a mut Collector,
-    profiler: Option<&'a crate::profile::Profiler>,
-    run_group: &'a mut RunGroup,
+/// The accounting of the run's processes: the tree below framelab, the services, the
+/// watched ones.
+fn accounting(
+    opts: &RunOptions,
+    procfs: super::procfs::Procfs,
+    meta: &RunMeta,
+    exit_records: Result<super::taskstats::Taskstats, String>,
+    services: Vec<(u32, String)>,
+) -> Accounting {
+    let mut accounting = Accounting::new(
+        procfs,
+        meta.origin_mono_ns,
+        std::process::id(),
+        opts.accounting_every().as_nanos() as i64,
+        opts.watch.clone(),
+        exit_records,
+    );
+    if let Some(missing) = accounting.listen_for_names() {
+        eprintln!("framelab: warning: {missing}");
+    }
+    accounting.set_services(services);
+    accounting
 }
 
-impl Recording for Live<'_> {
-    fn drain(&mut self) -> Result<f64> {
-        self.collector.drain()
+/// The processes whose threads the telemetry samples: the tree below framelab and the
+/// watched ones.
+fn process_tree(opts: &RunOptions, procfs: super::procfs::Procfs) -> crate::sample::ProcessTree {
+    let tree = crate::sample::ProcessTree::below(
+        procfs,
+        std::process::id(),
+        opts.watch.pids.clone(),
+        opts.watch.names.clone(),
+    );
+    if opts.watch.names.is_empty() {
+        return tree;
     }
+    // Their threads too are sampled from their exec (without events: said when the
+    // accounting listened for names).
+    match procevents::ProcEvents::open() {
+        Ok(events) => tree.with_events(events),
+        Err(_) => tree,
+    }
+}
 
-    fn now_ns(&self) -> i64 {
-        self.collector.now_ns()
-    }
-
-    fn before_reaping(&mut self, pid: u32) {
-        let now_ns = self.collector.now_ns();
-        self.collector.accounting.final_reading(pid, now_ns);
-        self.collector.check_user(pid);
-    }
-
-    fn reaped(&mut self, reaped: &Reaped) {
-        let now_ns = self.collector.now_ns();
-        self.collector
-            .accounting
-            .reaped(reaped.pid, reaped.cpu, reaped.max_rss_bytes, now_ns);
-    }
-
-    fn first_span_ns(&self) -> Option<i64> {
-        self.collector.first_span_ns()
-    }
-
-    fn opening_frame_start_ns(&self) -> Option<i64> {
-        self.collector.opening_frame_start_ns()
-    }
-
-    fn open_window(&mut self, pid: u32, start_ns: i64) {
-        self.collector.open_window(pid, start_ns);
-    }
-
-    fn reopen_window(&mut self, pid: u32, start_ns: i64) {
-        self.collector.reopen_window(pid, start_ns);
-    }
-
-    fn close_window(&mut self, pid: u32, reason: EndReason) {
-        self.collector.close_window(pid, reason);
-    }
-
-    fn empty_window(&mut self) {
-        self.collector.meta.window_start_ns = self.collector.meta.window_end_ns;
-    }
-
-    fn interrupted_by(&mut self, signal: Option<i32>) {
-        self.collector.meta.session.interrupt_signal = signal;
-    }
-
-    fn set_exit(&mut self, exit: ExitInfo) {
-        self.collector.set_exit(exit);
-    }
-
-    fn read_processes(&mut self, pid: u32) {
-        let now_ns = self.collector.now_ns();
-        self.collector.accounting.sample(now_ns, pid);
-    }
-
-    fn sample(&mut self, pid: u32) {
-        self.read_processes(pid);
-        // Without a cgroup, the guardian learns the process groups the run made.
-        self.run_group.follow_process_groups();
-        self.collector.check_users();
-        if let Some(profiler) = self.profiler {
-            // Processes found by --watch NAME since the last reading.
-            for (watched, _) in self
-                .collector
-                .accounting
-                .live_pids()
-                .filter(|&(_, role)| role == ProcessRole::Watched)
-            {
-                profiler.attach(watched);
-            }
-        }
-    }
-
-    fn refresh_frames_seen(&mut self) -> u64 {
-        self.collector.refresh_clock();
-        self.collector.frames_seen()
-    }
-
-    fn commit(&mut self) -> Result<()> {
-        self.collector.commit()
-    }
-
-    fn warmup_fell_back_to_launch(&mut self) {
-        self.collector.warmup_fell_back_to_launch();
-    }
+/// Symbolizes the `--profile` recording and stores it, saying what it holds.
+fn store_profile(
+    output: &Path,
+    run_id: i64,
+    recording: crate::profile::Recording,
+    origin_mono_ns: i64,
+) -> Result<()> {
+    let started = Instant::now();
+    let profile = crate::profile::symbolize(recording, origin_mono_ns);
+    crate::store::record_profile(output, run_id, &profile)?;
+    eprintln!(
+        "framelab: profile: {} samples ({} lost, {} unknown leaves), {} functions, symbolized and stored in {:.2} s; see framelab profile {}",
+        profile.samples.len(),
+        profile.lost,
+        profile.unknown_leaves(),
+        profile.frames.len(),
+        started.elapsed().as_secs_f64(),
+        output.display()
+    );
+    Ok(())
 }
 
 /// A run that never started leaves nothing: its run (and a new file) are removed.

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::session::executor_mock::{Call, MockExecutor, COMMAND_PID};
+use crate::session::launch::Reaped;
 use crate::session::options::{LaunchOptions, ServiceOptions, WindowOptions};
 use crate::session::prepare::Prepare;
 use crate::session::rungroup::Placement;
