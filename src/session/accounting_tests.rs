@@ -149,6 +149,11 @@ impl World {
         .unwrap();
     }
 
+    /// The kernel's record of a process's exit (with `with_exit_records`).
+    fn exit(&self, exit: Exit) {
+        self.exec.exit(exit);
+    }
+
     fn gone(&self, pid: u32) {
         std::fs::remove_dir_all(self.proc.path().join(pid.to_string())).unwrap();
     }
@@ -394,5 +399,99 @@ fn a_tree_process_reaped_without_a_reading_goes_to_the_exited_children_row() {
             .contains("reaped by framelab without a final reading (1 process)"),
         "{}",
         exited.note
+    );
+}
+
+fn exit_record(pid: u32, ppid: u32, comm: &str, cpu_ms: i64, lived_ms: i64, hwm_mib: u64) -> Exit {
+    Exit {
+        pid,
+        ppid,
+        comm: comm.into(),
+        cpu_ns: cpu_ms * 1_000_000,
+        user_us: cpu_ms * 1000,
+        sys_us: 0,
+        whole: true,
+        hiwater_rss_bytes: hwm_mib * MIB,
+        lifetime_ns: Some(lived_ms * 1_000_000),
+    }
+}
+
+fn with_exit_records(world: &mut World) {
+    world.exec.exits = Some(Default::default());
+}
+
+#[test]
+fn a_child_that_ends_between_readings_counts_its_exit_record() {
+    let mut world = World::new();
+    with_exit_records(&mut world);
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [0, 0, 0, 0], 1);
+    world.process(101, "encode", 'S', CMD, [0, 0, 0, 0], 1);
+    let mut acc = world.accounting(WatchList::default());
+    acc.sample(0, CMD);
+    acc.start_window(0, CMD, false);
+    world.process(101, "encode", 'S', CMD, [30, 0, 0, 0], 1);
+    acc.sample(1_000_000_000, CMD);
+    // It ends with 350 ms in all, 1.2 s after its start; the command reaps it.
+    world.exit(exit_record(101, CMD, "encode", 350, 1200, 6));
+    world.gone(101);
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [0, 0, 35, 0], 1);
+    acc.sample(1_500_000_000, CMD);
+    acc.end_window(2_000_000_000, CMD);
+    let rows = acc.results();
+    let encode = row(&rows, "encode");
+    assert_eq!(encode.cpu_source, CpuSource::Exit, "{rows:?}");
+    assert_eq!(cpu(encode), 350_000_000);
+    assert_eq!(
+        encode.peak_rss_bytes,
+        6 * MIB,
+        "its record's peak, above what /proc said"
+    );
+    // Alive up to its exit, 1.2 s after its start at 50 ms (tick 5 since boot): not up to
+    // the sweep that found it gone, at 1.5 s.
+    assert_eq!(encode.wall_ns, 1_250_000_000);
+    assert!(
+        rows.iter().all(|r| r.name != "(exited children)"),
+        "{rows:?}"
+    );
+    let total: i64 = rows.iter().map(cpu).sum();
+    assert_eq!(
+        total,
+        35 * TICK_NS,
+        "the rows add up to the reaper's growth"
+    );
+}
+
+#[test]
+fn a_process_of_a_watched_name_that_lived_between_readings_has_a_row_from_its_exit_record() {
+    let mut world = World::new();
+    with_exit_records(&mut world);
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [0, 0, 0, 0], 1);
+    let mut acc = world.accounting(WatchList {
+        names: vec!["encoder".into()],
+        ..WatchList::default()
+    });
+    acc.sample(0, CMD);
+    acc.start_window(0, CMD, false);
+    // Started by a daemon outside the tree, never read by a sweep: only its record says.
+    world.exit(exit_record(400, 77, "encoder", 120, 200, 8));
+    // And one of the command's own children of that name: the tree's, not watched.
+    world.exit(exit_record(401, CMD, "encoder", 90, 100, 1));
+    acc.sample(500_000_000, CMD);
+    acc.end_window(1_000_000_000, CMD);
+    let rows = acc.results();
+    let watched: Vec<&ProcessStats> = rows
+        .iter()
+        .filter(|r| r.role == ProcessRole::Watched)
+        .collect();
+    assert_eq!(watched.len(), 1, "{rows:?}");
+    let encoder = watched[0];
+    assert_eq!((encoder.pid, encoder.watch_role.as_str()), (400, "encoder"));
+    assert_eq!(encoder.cpu_source, CpuSource::Exit);
+    assert_eq!(cpu(encoder), 120_000_000);
+    assert_eq!(encoder.peak_rss_bytes, 8 * MIB);
+    assert_eq!(encoder.wall_ns, 200_000_000);
+    assert!(
+        acc.unmatched_names().is_empty(),
+        "its record matched the name"
     );
 }

@@ -16,7 +16,7 @@ use super::prepare::{self, Prepare};
 use super::procfs::Procfs;
 use super::rungroup::Placement;
 use super::services::Services;
-use super::taskstats::Taskstats;
+use super::taskstats::{ExitSource, Taskstats};
 use crate::output::CapturedOutput;
 
 /// How to start the command (see `launch::spawn`).
@@ -67,7 +67,7 @@ pub trait Executor {
     /// Where processes' CPU times and memory are read.
     fn procfs(&self) -> Procfs;
     /// The kernel's exit records, or why there are none.
-    fn exit_records(&mut self) -> Result<Taskstats, String>;
+    fn exit_records(&mut self) -> ExitSource;
 }
 
 /// The real operating system.
@@ -143,7 +143,7 @@ impl Executor for System {
         Procfs::system()
     }
 
-    fn exit_records(&mut self) -> Result<Taskstats, String> {
-        Taskstats::open()
+    fn exit_records(&mut self) -> ExitSource {
+        Ok(Box::new(Taskstats::open()?))
     }
 }

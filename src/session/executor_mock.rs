@@ -3,6 +3,7 @@
 //! signals it is told to, interrupts at given times. Its clock moves only when the
 //! supervisor sleeps, so no test depends on how fast the machine is.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
@@ -13,7 +14,7 @@ use super::options::ServiceOptions;
 use super::prepare::Prepare;
 use super::procfs::{CpuTimes, Procfs};
 use super::rungroup::Placement;
-use super::taskstats::Taskstats;
+use super::taskstats::{Exit, ExitRecords, ExitSource};
 use crate::output::CapturedOutput;
 
 /// The command's pid in the mock.
@@ -57,6 +58,8 @@ pub struct MockExecutor {
     pub max_rss_bytes: u64,
     /// A fixture /proc tree the accounting reads; none: an empty one.
     pub proc_root: Option<std::path::PathBuf>,
+    /// Exit records the test sends (`exit`); none: the kernel's are "not available".
+    pub exits: Option<Arc<Mutex<Vec<Exit>>>>,
     pub(super) prepare_interrupts: usize,
     pub(super) spawned_at: Option<Duration>,
     /// The command's wait status once it ended, until it is reaped.
@@ -80,6 +83,7 @@ impl Default for MockExecutor {
             rusage: CpuTimes::default(),
             max_rss_bytes: 0,
             proc_root: None,
+            exits: None,
             prepare_interrupts: 0,
             spawned_at: None,
             ended: None,
@@ -100,6 +104,15 @@ impl MockExecutor {
             .collect()
     }
 
+    /// The kernel's record of a process's exit, received by the next drain.
+    pub fn exit(&self, exit: Exit) {
+        let exits = self
+            .exits
+            .as_ref()
+            .expect("exit records are on (`exits: Some`)");
+        exits.lock().unwrap().push(exit);
+    }
+
     pub fn called(&self, call: &Call) -> bool {
         self.calls.contains(call)
     }
@@ -118,6 +131,15 @@ impl MockExecutor {
             }
         }
         self.ended
+    }
+}
+
+/// The exit records a test sent, handed over at each drain.
+struct ScriptedExits(Arc<Mutex<Vec<Exit>>>);
+
+impl ExitRecords for ScriptedExits {
+    fn drain(&mut self, out: &mut Vec<Exit>) {
+        out.append(&mut self.0.lock().unwrap());
     }
 }
 
@@ -227,7 +249,10 @@ impl Executor for MockExecutor {
         )
     }
 
-    fn exit_records(&mut self) -> Result<Taskstats, String> {
-        Err("not in the mock".into())
+    fn exit_records(&mut self) -> ExitSource {
+        match &self.exits {
+            Some(exits) => Ok(Box::new(ScriptedExits(exits.clone()))),
+            None => Err("not in the mock".into()),
+        }
     }
 }

@@ -13,7 +13,7 @@ use super::executor::Executor;
 use super::naming::{default_name, default_output};
 use super::options::{validate, RunOptions};
 use super::rungroup::RunGroup;
-use super::taskstats::Taskstats;
+use super::taskstats::ExitSource;
 use super::{guard, launch, output};
 use crate::model::{RunMeta, WarmupFrom};
 use crate::store::RunWriter;
@@ -32,7 +32,7 @@ pub struct Setup {
     pub writer: RunWriter,
     /// The command's environment: the session's, then the options'.
     pub env: Vec<(String, String)>,
-    pub exit_records: Result<Taskstats, String>,
+    pub exit_records: ExitSource,
 }
 
 impl Setup {

@@ -577,7 +577,7 @@ fn accounting(
     opts: &RunOptions,
     procfs: super::procfs::Procfs,
     meta: &RunMeta,
-    exit_records: Result<super::taskstats::Taskstats, String>,
+    exit_records: super::taskstats::ExitSource,
     services: Vec<(u32, String)>,
 ) -> Accounting {
     let mut accounting = Accounting::new(
