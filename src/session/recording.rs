@@ -42,13 +42,13 @@ pub trait Recording {
 }
 
 /// The collector, the profiler and the run group as the supervisor records through them.
-pub struct Live<'a> {
+pub struct CollectorRecording<'a> {
     pub collector: &'a mut Collector,
     pub profiler: Option<&'a crate::profile::Profiler>,
     pub run_group: &'a mut RunGroup,
 }
 
-impl Recording for Live<'_> {
+impl Recording for CollectorRecording<'_> {
     fn drain(&mut self) -> Result<f64> {
         self.collector.drain()
     }

@@ -25,7 +25,7 @@ use super::executor::{Executor, Spawn};
 use super::opening::{window_due, Opening};
 use super::options::RunOptions;
 use super::progress::Progress;
-use super::recording::{Live, Recording};
+use super::recording::{CollectorRecording, Recording};
 use super::setup::Setup;
 use super::{guard, hold, procevents, sched, write};
 use crate::model::{EndReason, ExitInfo, RunMeta};
@@ -523,7 +523,7 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     let committed = collector.committed();
 
     // → Stop → Drain.
-    let outcome = supervisor.watch(&mut Live {
+    let outcome = supervisor.watch(&mut CollectorRecording {
         collector: &mut collector,
         profiler: profiler.as_ref(),
         run_group: &mut run_group,
