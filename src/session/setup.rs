@@ -142,3 +142,43 @@ fn run_meta(opts: &RunOptions, clock: &str) -> RunMeta {
         ..RunMeta::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::session::options::WindowOptions;
+
+    #[test]
+    fn the_header_takes_the_budget_from_the_target_and_the_warmup_from_its_mode() {
+        let opts = |budget, warmup_frames| RunOptions {
+            command: vec!["/opt/bin/decoder".into(), "-q".into()],
+            window: WindowOptions {
+                fps: Some(60.0),
+                budget,
+                warmup: Duration::from_secs(2),
+                warmup_from: WarmupFrom::FirstFrame,
+                warmup_frames,
+                ..WindowOptions::default()
+            },
+            ..RunOptions::default()
+        };
+        let meta = run_meta(&opts(None, None), "mono");
+        assert_eq!(meta.name, "decoder");
+        assert_eq!(meta.budget_ns, Some(16_666_667), "1/60 s, rounded");
+        assert_eq!(
+            (meta.warmup_ns, meta.window_start_ns),
+            (2_000_000_000, 2_000_000_000)
+        );
+        assert_eq!(meta.warmup_from, WarmupFrom::FirstFrame);
+        let meta = run_meta(&opts(Some(Duration::from_millis(10)), Some(30)), "tsc");
+        assert_eq!(meta.budget_ns, Some(10_000_000), "--budget wins over --fps");
+        assert_eq!(
+            meta.warmup_from,
+            WarmupFrom::Frames,
+            "--warmup-frames counts in frames"
+        );
+        assert_eq!((meta.warmup_frames, meta.clock.as_str()), (Some(30), "tsc"));
+    }
+}
