@@ -67,38 +67,45 @@ pub struct RunArgs {
 
 pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let watch = args.control.watch_list()?;
+    // Checked in this order, so that of several bad options the same one is named first.
+    let metrics = framelab::output::parse_metrics(&args.from_output.metrics)?;
+    let services = service_specs(&args.services, args.from_output.shell)?;
+    let cpus = command_cpus(&args.services.pins)?;
+    let warmup_from = args.control.warmup_from()?;
+    let tags = framelab::tags::parse_tags(&args.tags)?;
+    let access = session_access(&args.share_session, &args.session_user)?;
     let opts = RunOptions {
         command: shell_command(args.command, args.from_output.shell),
         name: args.name,
-        tags: framelab::tags::parse_tags(&args.tags)?,
+        tags,
         output: args.output,
         window: WindowOptions {
             fps: args.control.target.fps,
             budget: args.control.target.budget,
             warmup: args.control.warmup,
-            warmup_from: args.control.warmup_from()?,
+            warmup_from,
             warmup_frames: args.control.warmup_mode.warmup_frames,
             duration: args.control.duration,
             frames: args.control.frames,
         },
         watch,
         capture: CaptureOptions {
-            metrics: framelab::output::parse_metrics(&args.from_output.metrics)?,
+            metrics,
             keep_output: args.from_output.keep_output,
             // `framelab run --format json -- cmd | jq`: stdout holds the report alone.
             stdout_to_stderr: args.format == Format::Json,
         },
         launch: LaunchOptions {
-            cpus: command_cpus(&args.services.pins)?,
+            cpus,
             grace: args.control.grace,
             ..LaunchOptions::default()
         },
         services: ServiceOptions {
-            specs: service_specs(&args.services, args.from_output.shell)?,
+            specs: services,
             ready_timeout: args.services.ready_timeout(),
         },
         session: SessionOptions {
-            access: session_access(&args.share_session, &args.session_user)?,
+            access,
             ring_records: args.control.ring_records,
         },
         sampling: sampling_options(&args.sampling),
