@@ -17,7 +17,11 @@ use anyhow::{bail, Context, Result};
 
 use crate::experiment::{ExperimentRun, RunStatus};
 use crate::model::{EndReason, ExitInfo};
-use crate::session::{self, RunOptions};
+use crate::session::watch::WatchList;
+use crate::session::{
+    self, CaptureOptions, LaunchOptions, LiveOptions, RunOptions, ServiceOptions, SessionOptions,
+    WindowOptions,
+};
 use crate::store;
 pub use cpus::parse_cpu_list;
 use schedule::{schedule, warmup_schedule, Slot};
@@ -438,59 +442,69 @@ fn run_options(
     }
     Ok(RunOptions {
         command: spec.command(slot.variant, combo)?,
-        tags: spec.tags_of(combo),
-        fps: settings.fps,
-        budget: settings.budget_ns.map(ns),
-        warmup: ns(settings.warmup_ns),
-        warmup_from: settings.warmup_from,
-        warmup_frames: settings.warmup_frames,
-        duration: settings.duration_ns.map(ns),
         name: Some(what.to_owned()),
+        tags: spec.tags_of(combo),
         output: Some(path.to_owned()),
-        watch_pids: settings.watch_pids.clone(),
-        watch_names: settings.watch_names.clone(),
-        watch_roles: settings.watch_roles.clone(),
-        frames: settings.frames,
-        grace: ns(settings.grace_ns),
-        ring_records: settings.ring_records,
-        session_access: Default::default(),
-        progress: false,
-        env,
-        cpus: cpus.to_vec(),
+        window: WindowOptions {
+            fps: settings.fps,
+            budget: settings.budget_ns.map(ns),
+            warmup: ns(settings.warmup_ns),
+            warmup_from: settings.warmup_from,
+            warmup_frames: settings.warmup_frames,
+            duration: settings.duration_ns.map(ns),
+            frames: settings.frames,
+        },
+        watch: WatchList {
+            pids: settings.watch_pids.clone(),
+            names: settings.watch_names.clone(),
+            roles: settings.watch_roles.clone(),
+        },
+        capture: CaptureOptions {
+            metrics: settings
+                .metrics
+                .iter()
+                .map(|m| m.expanded(combo))
+                .collect::<Result<_>>()?,
+            keep_output: settings.keep_output,
+            stdout_to_stderr: false,
+        },
+        launch: LaunchOptions {
+            env,
+            cpus: cpus.to_vec(),
+            grace: ns(settings.grace_ns),
+            prepare: match &spec.prepare {
+                Some(prepare) => Some(session::prepare::Prepare {
+                    command: spec::expand(prepare, combo)?,
+                    env: vec![
+                        (
+                            "FRAMELAB_VARIANT".to_owned(),
+                            spec.variants[slot.variant].name.clone(),
+                        ),
+                        (
+                            "FRAMELAB_EXPERIMENT".to_owned(),
+                            path.to_string_lossy().into_owned(),
+                        ),
+                    ],
+                }),
+                None => None,
+            },
+        },
+        services: ServiceOptions {
+            specs: (settings.services).specs(&spec.variants[slot.variant].name, combo)?,
+            ready_timeout: if settings.services.ready_timeout_ns > 0 {
+                ns(settings.services.ready_timeout_ns)
+            } else {
+                crate::services::DEFAULT_READY_TIMEOUT
+            },
+        },
+        session: SessionOptions {
+            access: Default::default(),
+            ring_records: settings.ring_records,
+        },
         // Each run samples the machine like `framelab run` does by default.
         sampling: crate::sample::SamplingOptions::default(),
-        live: None,
-        live_linear: None,
-        metrics: settings
-            .metrics
-            .iter()
-            .map(|m| m.expanded(combo))
-            .collect::<Result<_>>()?,
-        keep_output: settings.keep_output,
-        stdout_to_stderr: false,
-        services: (settings.services).specs(&spec.variants[slot.variant].name, combo)?,
-        ready_timeout: if settings.services.ready_timeout_ns > 0 {
-            ns(settings.services.ready_timeout_ns)
-        } else {
-            crate::services::DEFAULT_READY_TIMEOUT
-        },
+        live: LiveOptions::default(),
         profile: settings.profile,
-        prepare: match &spec.prepare {
-            Some(prepare) => Some(session::prepare::Prepare {
-                command: spec::expand(prepare, combo)?,
-                env: vec![
-                    (
-                        "FRAMELAB_VARIANT".to_owned(),
-                        spec.variants[slot.variant].name.clone(),
-                    ),
-                    (
-                        "FRAMELAB_EXPERIMENT".to_owned(),
-                        path.to_string_lossy().into_owned(),
-                    ),
-                ],
-            }),
-            None => None,
-        },
         probes: settings.probes.parse().map_err(anyhow::Error::msg)?,
     })
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use framelab::demo::{self, PacerKind};
-use framelab::session::RunOptions;
+use framelab::session::{LaunchOptions, RunOptions, WindowOptions};
 
 use super::format::RunReportFormat;
 use super::options::{
@@ -99,20 +99,26 @@ pub(super) fn run(args: DemoArgs) -> anyhow::Result<Outcome> {
             "--pacer".into(),
             args.pacer.name().into(),
         ],
-        fps: Some(args.fps),
-        warmup: match (args.warmup, args.warmup_mode.warmup_frames) {
-            (_, Some(_)) => Duration::ZERO,
-            (Some(given), None) => given,
-            (None, None) => DEFAULT_WARMUP.min(args.duration / 5),
+        window: WindowOptions {
+            fps: Some(args.fps),
+            warmup: match (args.warmup, args.warmup_mode.warmup_frames) {
+                (_, Some(_)) => Duration::ZERO,
+                (Some(given), None) => given,
+                (None, None) => DEFAULT_WARMUP.min(args.duration / 5),
+            },
+            warmup_from: args.warmup_mode.from(),
+            warmup_frames: args.warmup_mode.warmup_frames,
+            duration: Some(args.duration),
+            ..WindowOptions::default()
         },
-        warmup_from: args.warmup_mode.from(),
-        warmup_frames: args.warmup_mode.warmup_frames,
-        duration: Some(args.duration),
         name: Some(args.name.unwrap_or_else(|| {
             format!("demo (depth {}, {} pacer)", args.depth, args.pacer.name())
         })),
         output: args.output,
-        grace: std::time::Duration::from_secs(2),
+        launch: LaunchOptions {
+            grace: std::time::Duration::from_secs(2),
+            ..LaunchOptions::default()
+        },
         sampling: sampling_options(&args.sampling),
         profile: profile_options(&args.profile),
         ..RunOptions::default()

@@ -18,14 +18,14 @@ pub(super) fn shell_command(words: Vec<String>, shell: bool) -> Vec<String> {
 /// `--live` and `--live-linear` set on `opts`; the progress line is left off with them
 /// (the live histograms and the progress line would overwrite each other).
 pub(super) fn with_live(mut opts: RunOptions, args: &LiveArgs) -> anyhow::Result<RunOptions> {
-    opts.live = args.live;
-    opts.live_linear = framelab::hist::LinearArgs {
+    opts.live.every = args.live;
+    opts.live.linear = framelab::hist::LinearArgs {
         step: args.live_linear,
         ..Default::default()
     }
     .spec()
     .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("--linear", "--live-linear")))?;
-    opts.progress = std::io::stderr().is_terminal() && opts.live.is_none();
+    opts.live.progress = std::io::stderr().is_terminal() && opts.live.every.is_none();
     Ok(opts)
 }
 

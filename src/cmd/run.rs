@@ -7,7 +7,9 @@ use framelab::history::cli::HistoryTarget;
 use framelab::model::EndReason;
 use framelab::render::Format;
 use framelab::report;
-use framelab::session::{self, RunOptions};
+use framelab::session::{
+    self, CaptureOptions, LaunchOptions, RunOptions, ServiceOptions, SessionOptions, WindowOptions,
+};
 use framelab::store;
 
 use super::format::RunReportFormat;
@@ -67,31 +69,47 @@ pub struct RunArgs {
 
 pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let watch = args.control.watch_list()?;
+    // Checked in this order, so that of several bad options the same one is named first.
+    let metrics = framelab::output::parse_metrics(&args.from_output.metrics)?;
+    let services = service_specs(&args.services, args.from_output.shell)?;
+    let cpus = command_cpus(&args.services.pins)?;
+    let warmup_from = args.control.warmup_from()?;
+    let tags = framelab::tags::parse_tags(&args.tags)?;
+    let access = session_access(&args.share_session, &args.session_user)?;
     let opts = RunOptions {
         command: shell_command(args.command, args.from_output.shell),
-        metrics: framelab::output::parse_metrics(&args.from_output.metrics)?,
-        keep_output: args.from_output.keep_output,
-        // `framelab run --format json -- cmd | jq`: stdout holds the report alone.
-        stdout_to_stderr: args.format == RunReportFormat::Json,
-        services: service_specs(&args.services, args.from_output.shell)?,
-        ready_timeout: args.services.ready_timeout(),
-        cpus: command_cpus(&args.services.pins)?,
-        fps: args.control.target.fps,
-        budget: args.control.target.budget,
-        warmup: args.control.warmup,
-        warmup_from: args.control.warmup_from()?,
-        warmup_frames: args.control.warmup_mode.warmup_frames,
-        duration: args.control.duration,
         name: args.name,
-        tags: framelab::tags::parse_tags(&args.tags)?,
+        tags,
         output: args.output,
-        watch_pids: watch.pids,
-        watch_names: watch.names,
-        watch_roles: watch.roles,
-        frames: args.control.frames,
-        grace: args.control.grace,
-        ring_records: args.control.ring_records,
-        session_access: session_access(&args.share_session, &args.session_user)?,
+        window: WindowOptions {
+            fps: args.control.target.fps,
+            budget: args.control.target.budget,
+            warmup: args.control.warmup,
+            warmup_from,
+            warmup_frames: args.control.warmup_mode.warmup_frames,
+            duration: args.control.duration,
+            frames: args.control.frames,
+        },
+        watch,
+        capture: CaptureOptions {
+            metrics,
+            keep_output: args.from_output.keep_output,
+            // `framelab run --format json -- cmd | jq`: stdout holds the report alone.
+            stdout_to_stderr: args.format == RunReportFormat::Json,
+        },
+        launch: LaunchOptions {
+            cpus,
+            grace: args.control.grace,
+            ..LaunchOptions::default()
+        },
+        services: ServiceOptions {
+            specs: services,
+            ready_timeout: args.services.ready_timeout(),
+        },
+        session: SessionOptions {
+            access,
+            ring_records: args.control.ring_records,
+        },
         sampling: sampling_options(&args.sampling),
         profile: profile_options(&args.profile),
         probes: args.probes.options()?,
@@ -101,7 +119,7 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     refuse_history_without_file(&args.control.history, opts.output.as_deref())?;
     refuse_profile_without_file(&args.profile, opts.output.as_deref())?;
     refuse_experiment_file(opts.output.as_deref())?;
-    refuse_keep_output_without_file(opts.keep_output, opts.output.as_deref())?;
+    refuse_keep_output_without_file(opts.capture.keep_output, opts.output.as_deref())?;
     let history = HistoryTarget::check(&args.control.history)?;
     run_and_report(&opts, args.format.into(), &args.html, history.as_ref())
 }

@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::procevents::{ProcEvent, ProcEvents};
 use super::procfs::{CpuTimes, Procfs};
-use super::taskstats::{Exit, Taskstats};
+use super::taskstats::{Exit, ExitSource};
 use super::watch::WatchList;
 use crate::model::{CpuSource, ProcessRole, ProcessStats};
 
@@ -181,7 +181,7 @@ pub struct Accounting {
     extra: BTreeMap<u32, (i64, i64)>,
     unattributed: BTreeMap<UnattributedKey, Unattributed>,
     /// The kernel's exit records, where framelab may have them (else why not).
-    taskstats: Result<Taskstats, String>,
+    taskstats: ExitSource,
     /// Exit records of the run's processes, by pid.
     exits: BTreeMap<u32, Exit>,
     /// Exit records of processes not known when they came (when received, ns).
@@ -207,7 +207,7 @@ impl Accounting {
         collector_pid: u32,
         interval_ns: i64,
         watch: WatchList,
-        taskstats: Result<Taskstats, String>,
+        taskstats: ExitSource,
     ) -> Accounting {
         Accounting {
             procfs,

@@ -109,3 +109,389 @@ fn a_watched_pid_without_a_role_counts_under_its_name() {
     acc.end_window(2_000_000_000, COMMAND);
     assert_eq!(acc.results()[0].watch_role, "redis-server");
 }
+
+/// A fixture /proc read through the supervisor's mock executor: the accounting gets its
+/// /proc and its exit records (none) from it, and framelab's reaping of the command too.
+struct World {
+    proc: tempfile::TempDir,
+    exec: crate::session::executor_mock::MockExecutor,
+}
+
+/// The command's pid in the mock.
+const CMD: u32 = crate::session::executor_mock::COMMAND_PID;
+const MIB: u64 = 1024 * 1024;
+
+impl World {
+    fn new() -> World {
+        let proc = tempfile::tempdir().unwrap();
+        let exec = crate::session::executor_mock::MockExecutor {
+            proc_root: Some(proc.path().to_owned()),
+            ..Default::default()
+        };
+        World { proc, exec }
+    }
+
+    /// `/proc/PID/stat` (times in ticks: own user, own sys, children's user, children's sys)
+    /// and `/proc/PID/status` with its peak RSS.
+    fn process(&self, pid: u32, name: &str, state: char, ppid: u32, times: [i64; 4], hwm_mib: u64) {
+        let dir = self.proc.path().join(pid.to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        let [utime, stime, cutime, cstime] = times;
+        std::fs::write(
+            dir.join("stat"),
+            format!("{pid} ({name}) {state} {ppid} 0 0 0 -1 0 0 0 0 0 {utime} {stime} {cutime} {cstime} 20 0 1 0 5 1000 10 0"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("status"),
+            format!("Name:\t{name}\nVmHWM:\t{} kB\n", hwm_mib * 1024),
+        )
+        .unwrap();
+    }
+
+    /// The kernel's record of a process's exit (with `with_exit_records`).
+    fn exit(&self, exit: Exit) {
+        self.exec.exit(exit);
+    }
+
+    fn gone(&self, pid: u32) {
+        std::fs::remove_dir_all(self.proc.path().join(pid.to_string())).unwrap();
+    }
+
+    fn accounting(&mut self, watch: WatchList) -> Accounting {
+        use crate::session::executor::Executor;
+        let exit_records = self.exec.exit_records();
+        Accounting::new(
+            self.exec.procfs(),
+            0,
+            COLLECTOR,
+            50_000_000,
+            watch,
+            exit_records,
+        )
+    }
+}
+
+fn row<'a>(rows: &'a [ProcessStats], name: &str) -> &'a ProcessStats {
+    rows.iter()
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| panic!("no row {name}: {rows:?}"))
+}
+
+fn cpu(row: &ProcessStats) -> i64 {
+    row.user_ns + row.sys_ns
+}
+
+#[test]
+fn rows_per_role_hold_each_process_cpu_and_memory_over_the_window() {
+    let mut world = World::new();
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [10, 2, 0, 0], 10);
+    world.process(101, "worker", 'S', CMD, [5, 0, 0, 0], 20);
+    world.process(200, "db", 'S', COLLECTOR, [50, 10, 0, 0], 30);
+    let mut acc = world.accounting(WatchList::default());
+    acc.set_services(vec![(200, "db".into())]);
+    acc.sample(0, CMD);
+    acc.start_window(500_000_000, CMD, false);
+    // Over the window: the command +20 user +3 sys, its worker +40, the service +30.
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [30, 5, 0, 0], 12);
+    world.process(101, "worker", 'S', CMD, [45, 0, 0, 0], 25);
+    world.process(200, "db", 'S', COLLECTOR, [80, 10, 0, 0], 30);
+    acc.sample(1_000_000_000, CMD);
+    acc.end_window(2_000_000_000, CMD);
+    let rows = acc.results();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert_eq!(rows[0].role, ProcessRole::Command, "the command first");
+    let command = row(&rows, "pipeline");
+    assert_eq!(
+        (command.user_ns, command.sys_ns),
+        (20 * TICK_NS, 3 * TICK_NS)
+    );
+    assert_eq!(command.cpu_source, CpuSource::Proc);
+    assert_eq!(command.cpu_resolution_ns, TICK_NS);
+    let worker = row(&rows, "worker");
+    assert_eq!((worker.role, worker.ppid), (ProcessRole::Child, CMD));
+    assert_eq!(cpu(worker), 40 * TICK_NS);
+    let db = row(&rows, "db");
+    assert_eq!((db.role, db.service.as_str()), (ProcessRole::Service, "db"));
+    assert_eq!(cpu(db), 30 * TICK_NS);
+    // The peak RSS is the highest VmHWM read: at first sight, then every 0.5 s.
+    assert_eq!(command.peak_rss_bytes, 12 * MIB);
+    assert_eq!(worker.peak_rss_bytes, 25 * MIB);
+    assert_eq!(db.peak_rss_bytes, 30 * MIB);
+    for r in &rows {
+        assert_eq!(
+            r.wall_ns, 1_500_000_000,
+            "alive over the whole window: {r:?}"
+        );
+    }
+}
+
+#[test]
+fn a_child_that_exits_before_the_end_counts_up_to_its_exit_and_the_rows_add_up() {
+    let mut world = World::new();
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [10, 0, 0, 0], 1);
+    world.process(101, "encode", 'S', CMD, [0, 0, 0, 0], 1);
+    let mut acc = world.accounting(WatchList::default());
+    acc.sample(0, CMD);
+    acc.start_window(0, CMD, false);
+    world.process(101, "encode", 'S', CMD, [30, 0, 0, 0], 1);
+    acc.sample(1_000_000_000, CMD);
+    // It used 5 more ticks after that reading, ended, and the command reaped it: the
+    // command's reaped-children time grew by its final 35.
+    world.gone(101);
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [12, 0, 35, 0], 1);
+    acc.sample(1_500_000_000, CMD);
+    acc.end_window(2_000_000_000, CMD);
+    let rows = acc.results();
+    let encode = row(&rows, "encode");
+    assert_eq!(
+        cpu(encode),
+        35 * TICK_NS,
+        "up to its exit, from its reaper: {rows:?}"
+    );
+    assert_eq!(encode.cpu_source, CpuSource::Reaper);
+    assert!(
+        encode.wall_ns < 2_000_000_000,
+        "it ended inside the window: {encode:?}"
+    );
+    let command = row(&rows, "pipeline");
+    assert_eq!(cpu(command), 2 * TICK_NS);
+    // The sum of the rows is all the tree used: the command's own and its reaped children's.
+    let total: i64 = rows.iter().map(cpu).sum();
+    assert_eq!(total, (2 + 35) * TICK_NS, "{rows:?}");
+}
+
+#[test]
+fn children_that_end_in_one_interval_share_a_row_and_the_sum_still_holds() {
+    let mut world = World::new();
+    world.process(CMD, "sh", 'S', COLLECTOR, [0, 0, 0, 0], 1);
+    world.process(101, "job", 'S', CMD, [0, 0, 0, 0], 1);
+    world.process(102, "job", 'S', CMD, [0, 0, 0, 0], 1);
+    let mut acc = world.accounting(WatchList::default());
+    acc.sample(0, CMD);
+    acc.start_window(0, CMD, false);
+    world.process(101, "job", 'S', CMD, [10, 0, 0, 0], 1);
+    world.process(102, "job", 'S', CMD, [10, 0, 0, 0], 1);
+    acc.sample(1_000_000_000, CMD);
+    // Both end before the next reading, at 15 and 18 ticks: which used which part of the
+    // 13 ticks after their last readings cannot be told.
+    world.gone(101);
+    world.gone(102);
+    world.process(CMD, "sh", 'S', COLLECTOR, [0, 0, 33, 0], 1);
+    acc.end_window(2_000_000_000, CMD);
+    let rows = acc.results();
+    for pid in [101, 102] {
+        let job = rows.iter().find(|r| r.pid == pid).unwrap();
+        assert_eq!(cpu(job), 10 * TICK_NS, "up to its last reading: {rows:?}");
+        assert_eq!(job.cpu_source, CpuSource::LastReading);
+    }
+    let exited = row(&rows, "(exited children)");
+    assert_eq!(cpu(exited), 13 * TICK_NS);
+    assert_eq!(exited.cpu_source, CpuSource::Unattributed);
+    assert!(
+        exited.note.contains("2 processes (101, 102)"),
+        "{}",
+        exited.note
+    );
+    let total: i64 = rows.iter().map(cpu).sum();
+    assert_eq!(
+        total,
+        33 * TICK_NS,
+        "the rows add up to the reaper's growth: {rows:?}"
+    );
+}
+
+#[test]
+fn a_process_seen_by_name_counts_under_its_role() {
+    let mut world = World::new();
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [0, 0, 0, 0], 1);
+    world.process(300, "encoder", 'S', 77, [100, 20, 0, 0], 40);
+    world.process(301, "bash", 'S', 77, [500, 0, 0, 0], 1);
+    let mut roles = WatchRoles::default();
+    roles.names.insert("encoder".into(), "enc".into());
+    let mut acc = world.accounting(WatchList {
+        pids: Vec::new(),
+        names: vec!["encoder".into(), "ghost".into()],
+        roles,
+    });
+    acc.sample(0, CMD);
+    acc.start_window(0, CMD, false);
+    world.process(300, "encoder", 'S', 77, [125, 25, 0, 0], 40);
+    world.process(301, "bash", 'S', 77, [900, 0, 0, 0], 1);
+    acc.end_window(1_000_000_000, CMD);
+    let rows = acc.results();
+    assert_eq!(
+        rows.len(),
+        2,
+        "the command and the encoder, not bash: {rows:?}"
+    );
+    let encoder = row(&rows, "encoder");
+    assert_eq!(encoder.role, ProcessRole::Watched);
+    assert_eq!(encoder.watch_role, "enc");
+    assert_eq!(
+        (encoder.user_ns, encoder.sys_ns),
+        (25 * TICK_NS, 5 * TICK_NS)
+    );
+    assert_eq!(encoder.peak_rss_bytes, 40 * MIB);
+    assert_eq!(acc.unmatched_names(), vec!["ghost".to_owned()]);
+}
+
+#[test]
+fn the_command_reaped_by_framelab_counts_its_final_reading_and_its_rusage_peak() {
+    use crate::session::executor::Executor;
+    let mut world = World::new();
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [10, 0, 0, 0], 10);
+    world.exec.max_rss_bytes = 14 * MIB;
+    let mut acc = world.accounting(WatchList::default());
+    acc.sample(0, CMD);
+    acc.start_window(0, CMD, false);
+    // Stopped with SIGINT, it is a zombie with its final times, then framelab reaps it.
+    world.exec.signal_group(CMD, libc::SIGINT);
+    world.process(CMD, "pipeline", 'Z', COLLECTOR, [40, 4, 0, 0], 0);
+    let reaped = world
+        .exec
+        .reap_one(&mut |zombie| acc.final_reading(zombie, 1_000_000_000))
+        .expect("the command ended");
+    world.gone(CMD);
+    acc.reaped(reaped.pid, reaped.cpu, reaped.max_rss_bytes, 1_000_000_000);
+    acc.end_window(2_000_000_000, CMD);
+    let rows = acc.results();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let command = &rows[0];
+    assert_eq!(
+        (command.user_ns, command.sys_ns),
+        (30 * TICK_NS, 4 * TICK_NS)
+    );
+    assert_eq!(
+        command.cpu_source,
+        CpuSource::Proc,
+        "its final reading, not a guess"
+    );
+    // It reaped no child: ru_maxrss is its own peak, higher than the VmHWM last read.
+    assert_eq!(command.peak_rss_bytes, 14 * MIB);
+    assert_eq!(command.wall_ns, 1_000_000_000, "alive up to its reaping");
+}
+
+#[test]
+fn a_tree_process_reaped_without_a_reading_goes_to_the_exited_children_row() {
+    let mut world = World::new();
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [0, 0, 0, 0], 1);
+    let mut acc = world.accounting(WatchList::default());
+    acc.sample(0, CMD);
+    acc.start_window(0, CMD, false);
+    // An orphan framelab adopted and reaped before any sweep read it.
+    let rusage = CpuTimes {
+        user_ns: 70 * TICK_NS,
+        sys_ns: 10 * TICK_NS,
+        ..CpuTimes::default()
+    };
+    acc.reaped(555, rusage, 0, 500_000_000);
+    acc.end_window(1_000_000_000, CMD);
+    let rows = acc.results();
+    let exited = row(&rows, "(exited children)");
+    assert_eq!(
+        (exited.user_ns, exited.sys_ns),
+        (70 * TICK_NS, 10 * TICK_NS)
+    );
+    assert!(
+        exited
+            .note
+            .contains("reaped by framelab without a final reading (1 process)"),
+        "{}",
+        exited.note
+    );
+}
+
+fn exit_record(pid: u32, ppid: u32, comm: &str, cpu_ms: i64, lived_ms: i64, hwm_mib: u64) -> Exit {
+    Exit {
+        pid,
+        ppid,
+        comm: comm.into(),
+        cpu_ns: cpu_ms * 1_000_000,
+        user_us: cpu_ms * 1000,
+        sys_us: 0,
+        whole: true,
+        hiwater_rss_bytes: hwm_mib * MIB,
+        lifetime_ns: Some(lived_ms * 1_000_000),
+    }
+}
+
+fn with_exit_records(world: &mut World) {
+    world.exec.exits = Some(Default::default());
+}
+
+#[test]
+fn a_child_that_ends_between_readings_counts_its_exit_record() {
+    let mut world = World::new();
+    with_exit_records(&mut world);
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [0, 0, 0, 0], 1);
+    world.process(101, "encode", 'S', CMD, [0, 0, 0, 0], 1);
+    let mut acc = world.accounting(WatchList::default());
+    acc.sample(0, CMD);
+    acc.start_window(0, CMD, false);
+    world.process(101, "encode", 'S', CMD, [30, 0, 0, 0], 1);
+    acc.sample(1_000_000_000, CMD);
+    // It ends with 350 ms in all, 1.2 s after its start; the command reaps it.
+    world.exit(exit_record(101, CMD, "encode", 350, 1200, 6));
+    world.gone(101);
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [0, 0, 35, 0], 1);
+    acc.sample(1_500_000_000, CMD);
+    acc.end_window(2_000_000_000, CMD);
+    let rows = acc.results();
+    let encode = row(&rows, "encode");
+    assert_eq!(encode.cpu_source, CpuSource::Exit, "{rows:?}");
+    assert_eq!(cpu(encode), 350_000_000);
+    assert_eq!(
+        encode.peak_rss_bytes,
+        6 * MIB,
+        "its record's peak, above what /proc said"
+    );
+    // Alive up to its exit, 1.2 s after its start at 50 ms (tick 5 since boot): not up to
+    // the sweep that found it gone, at 1.5 s.
+    assert_eq!(encode.wall_ns, 1_250_000_000);
+    assert!(
+        rows.iter().all(|r| r.name != "(exited children)"),
+        "{rows:?}"
+    );
+    let total: i64 = rows.iter().map(cpu).sum();
+    assert_eq!(
+        total,
+        35 * TICK_NS,
+        "the rows add up to the reaper's growth"
+    );
+}
+
+#[test]
+fn a_process_of_a_watched_name_that_lived_between_readings_has_a_row_from_its_exit_record() {
+    let mut world = World::new();
+    with_exit_records(&mut world);
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [0, 0, 0, 0], 1);
+    let mut acc = world.accounting(WatchList {
+        names: vec!["encoder".into()],
+        ..WatchList::default()
+    });
+    acc.sample(0, CMD);
+    acc.start_window(0, CMD, false);
+    // Started by a daemon outside the tree, never read by a sweep: only its record says.
+    world.exit(exit_record(400, 77, "encoder", 120, 200, 8));
+    // And one of the command's own children of that name: the tree's, not watched.
+    world.exit(exit_record(401, CMD, "encoder", 90, 100, 1));
+    acc.sample(500_000_000, CMD);
+    acc.end_window(1_000_000_000, CMD);
+    let rows = acc.results();
+    let watched: Vec<&ProcessStats> = rows
+        .iter()
+        .filter(|r| r.role == ProcessRole::Watched)
+        .collect();
+    assert_eq!(watched.len(), 1, "{rows:?}");
+    let encoder = watched[0];
+    assert_eq!((encoder.pid, encoder.watch_role.as_str()), (400, "encoder"));
+    assert_eq!(encoder.cpu_source, CpuSource::Exit);
+    assert_eq!(cpu(encoder), 120_000_000);
+    assert_eq!(encoder.peak_rss_bytes, 8 * MIB);
+    assert_eq!(encoder.wall_ns, 200_000_000);
+    assert!(
+        acc.unmatched_names().is_empty(),
+        "its record matched the name"
+    );
+}

@@ -302,6 +302,21 @@ impl Taskstats {
     }
 }
 
+/// Where a run's exit records come from: the kernel (`Taskstats`), or a test's script.
+pub trait ExitRecords: Send {
+    /// Appends every record received since the last call, without blocking.
+    fn drain(&mut self, out: &mut Vec<Exit>);
+}
+
+impl ExitRecords for Taskstats {
+    fn drain(&mut self, out: &mut Vec<Exit>) {
+        Taskstats::drain(self, out);
+    }
+}
+
+/// The run's exit records, or why there are none (in a few words).
+pub type ExitSource = Result<Box<dyn ExitRecords>, String>;
+
 impl Drop for Taskstats {
     fn drop(&mut self) {
         let mask = self.mask.clone();

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use framelab::output::MetricSpec;
-use framelab::session::{self, RunOptions};
+use framelab::session::{self, CaptureOptions, LaunchOptions, RunOptions};
 
 const LINE: &str =
     "frame=  123 fps= 45.6 q=28.0 size=    1024kB time=00:00:01.00 bitrate=8388.6kbits/s speed=1.5x";
@@ -86,10 +86,16 @@ fn once(way: Way, dir: &Path, round: usize) -> anyhow::Result<f64> {
             let opts = RunOptions {
                 command: vec!["sh".into(), "-c".into(), script("")],
                 output: Some(dir.join(format!("run-{round}.framelab"))),
-                grace: Duration::from_secs(2),
-                env: vec![(env.0.into(), env.1.clone())],
-                keep_output: way == Way::Keep,
-                metrics,
+                launch: LaunchOptions {
+                    grace: Duration::from_secs(2),
+                    env: vec![(env.0.into(), env.1.clone())],
+                    ..LaunchOptions::default()
+                },
+                capture: CaptureOptions {
+                    keep_output: way == Way::Keep,
+                    metrics,
+                    ..CaptureOptions::default()
+                },
                 ..RunOptions::default()
             };
             let outcome = session::run(&opts)?;

@@ -1,0 +1,258 @@
+//! A scripted `Executor` for the supervisor's tests: services that fail or get ready, a
+//! `--prepare` that fails, a command that exits by itself after a while or dies of the
+//! signals it is told to, interrupts at given times. Its clock moves only when the
+//! supervisor sleeps, so no test depends on how fast the machine is.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+
+use super::executor::{Executor, Spawn};
+use super::launch::Reaped;
+use super::options::ServiceOptions;
+use super::prepare::Prepare;
+use super::procfs::{CpuTimes, Procfs};
+use super::rungroup::Placement;
+use super::taskstats::{Exit, ExitRecords, ExitSource};
+use crate::output::CapturedOutput;
+
+/// The command's pid in the mock.
+pub const COMMAND_PID: u32 = 4321;
+
+/// What the supervisor asked, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Call {
+    StartServices(Vec<String>),
+    StopServices,
+    FinishServices,
+    Prepare(String),
+    Spawn(Vec<String>),
+    /// A signal to the command's group, and when (since the mock's start).
+    Signal(i32, Duration),
+    StopGroup(u32),
+}
+
+/// The script, and what happened.
+pub struct MockExecutor {
+    pub(super) start: Instant,
+    /// Time since `start`: it moves when the supervisor sleeps.
+    pub elapsed: Duration,
+    pub calls: Vec<Call>,
+    /// `start_services` fails with this.
+    pub services_fail: Option<String>,
+    /// `--prepare` fails with this.
+    pub prepare_fails: Option<String>,
+    /// Ctrl-C comes while `--prepare` runs (and fails it).
+    pub interrupt_in_prepare: bool,
+    /// The command cannot be started.
+    pub spawn_fails: bool,
+    /// The command exits by itself this long after it started, with this wait status.
+    pub exits_after: Option<(Duration, i32)>,
+    /// The signals the command dies of; it ignores the others.
+    pub dies_of: Vec<i32>,
+    /// Interrupts (Ctrl-C) arrive at these times since the start.
+    pub interrupts_at: Vec<Duration>,
+    /// What each reaping reports as the command's rusage, and its ru_maxrss.
+    pub rusage: CpuTimes,
+    pub max_rss_bytes: u64,
+    /// A fixture /proc tree the accounting reads; none: an empty one.
+    pub proc_root: Option<std::path::PathBuf>,
+    /// Exit records the test sends (`exit`); none: the kernel's are "not available".
+    pub exits: Option<Arc<Mutex<Vec<Exit>>>>,
+    pub(super) prepare_interrupts: usize,
+    pub(super) spawned_at: Option<Duration>,
+    /// The command's wait status once it ended, until it is reaped.
+    pub(super) ended: Option<i32>,
+    pub(super) reaped: bool,
+}
+
+impl Default for MockExecutor {
+    fn default() -> Self {
+        MockExecutor {
+            start: Instant::now(),
+            elapsed: Duration::ZERO,
+            calls: Vec::new(),
+            services_fail: None,
+            prepare_fails: None,
+            interrupt_in_prepare: false,
+            spawn_fails: false,
+            exits_after: None,
+            dies_of: vec![libc::SIGINT, libc::SIGTERM, libc::SIGKILL],
+            interrupts_at: Vec::new(),
+            rusage: CpuTimes::default(),
+            max_rss_bytes: 0,
+            proc_root: None,
+            exits: None,
+            prepare_interrupts: 0,
+            spawned_at: None,
+            ended: None,
+            reaped: false,
+        }
+    }
+}
+
+impl MockExecutor {
+    /// The signals sent to the command's group, with when.
+    pub fn signals(&self) -> Vec<(i32, Duration)> {
+        self.calls
+            .iter()
+            .filter_map(|c| match c {
+                Call::Signal(signal, at) => Some((*signal, *at)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The kernel's record of a process's exit, received by the next drain.
+    pub fn exit(&self, exit: Exit) {
+        let exits = self
+            .exits
+            .as_ref()
+            .expect("exit records are on (`exits: Some`)");
+        exits.lock().unwrap().push(exit);
+    }
+
+    pub fn called(&self, call: &Call) -> bool {
+        self.calls.contains(call)
+    }
+
+    pub fn spawned(&self) -> bool {
+        self.calls.iter().any(|c| matches!(c, Call::Spawn(_)))
+    }
+
+    /// The command's wait status, if it has ended by now.
+    fn ended(&mut self) -> Option<i32> {
+        if self.ended.is_none() {
+            if let (Some(at), Some((after, status))) = (self.spawned_at, self.exits_after) {
+                if self.elapsed >= at + after {
+                    self.ended = Some(status);
+                }
+            }
+        }
+        self.ended
+    }
+}
+
+/// The exit records a test sent, handed over at each drain.
+struct ScriptedExits(Arc<Mutex<Vec<Exit>>>);
+
+impl ExitRecords for ScriptedExits {
+    fn drain(&mut self, out: &mut Vec<Exit>) {
+        out.append(&mut self.0.lock().unwrap());
+    }
+}
+
+impl Executor for MockExecutor {
+    fn now(&self) -> Instant {
+        self.start + self.elapsed
+    }
+
+    fn sleep(&mut self, wait: Duration) {
+        self.elapsed += wait;
+    }
+
+    fn start_services(
+        &mut self,
+        services: &ServiceOptions,
+        _env: &[(String, String)],
+        _grace: Duration,
+        _join: Placement,
+    ) -> Result<Vec<(u32, String)>> {
+        let names: Vec<String> = services.specs.iter().map(|s| s.name.clone()).collect();
+        self.calls.push(Call::StartServices(names.clone()));
+        if let Some(why) = &self.services_fail {
+            bail!("{why}");
+        }
+        Ok(names
+            .into_iter()
+            .enumerate()
+            .map(|(i, name)| (1000 + i as u32, name))
+            .collect())
+    }
+
+    fn stop_services(&mut self, _grace: Duration) {
+        self.calls.push(Call::StopServices);
+    }
+
+    fn finish_services(&mut self, _grace: Duration) -> Vec<CapturedOutput> {
+        self.calls.push(Call::FinishServices);
+        Vec::new()
+    }
+
+    fn run_prepare(&mut self, prepare: &Prepare) -> Result<(), String> {
+        self.calls.push(Call::Prepare(prepare.command.clone()));
+        if self.interrupt_in_prepare {
+            self.prepare_interrupts += 1;
+        }
+        match &self.prepare_fails {
+            Some(why) => Err(why.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn spawn_command(&mut self, spawn: Spawn<'_>) -> Result<u32> {
+        self.calls.push(Call::Spawn(spawn.argv.to_vec()));
+        if self.spawn_fails {
+            bail!("command not found: '{}'", spawn.argv[0]);
+        }
+        self.spawned_at = Some(self.elapsed);
+        Ok(COMMAND_PID)
+    }
+
+    fn reap_one(&mut self, before_reaping: &mut dyn FnMut(u32)) -> Option<Reaped> {
+        if self.reaped {
+            return None;
+        }
+        let status = self.ended()?;
+        before_reaping(COMMAND_PID);
+        self.reaped = true;
+        Some(Reaped {
+            pid: COMMAND_PID,
+            status,
+            cpu: self.rusage,
+            max_rss_bytes: self.max_rss_bytes,
+        })
+    }
+
+    fn signal_group(&mut self, pgid: u32, signal: i32) {
+        assert_eq!(pgid, COMMAND_PID, "only the command's group is signalled");
+        self.calls.push(Call::Signal(signal, self.elapsed));
+        if self.ended().is_none() && self.dies_of.contains(&signal) {
+            // A death by signal: the wait status is the signal's number.
+            self.ended = Some(signal);
+        }
+    }
+
+    fn stop_group(&mut self, pgid: u32, _grace: Duration) {
+        self.calls.push(Call::StopGroup(pgid));
+    }
+
+    fn interrupts(&self) -> usize {
+        self.prepare_interrupts
+            + self
+                .interrupts_at
+                .iter()
+                .filter(|&&at| at <= self.elapsed)
+                .count()
+    }
+
+    fn last_interrupt_signal(&self) -> Option<i32> {
+        (self.interrupts() > 0).then_some(libc::SIGINT)
+    }
+
+    fn procfs(&self) -> Procfs {
+        let root = self.proc_root.clone();
+        Procfs::at(
+            root.unwrap_or_else(|| "/nonexistent/framelab-mock-proc".into()),
+            100,
+        )
+    }
+
+    fn exit_records(&mut self) -> ExitSource {
+        match &self.exits {
+            Some(exits) => Ok(Box::new(ScriptedExits(exits.clone()))),
+            None => Err("not in the mock".into()),
+        }
+    }
+}

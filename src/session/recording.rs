@@ -1,0 +1,140 @@
+//! What the supervisor records while the command runs, as one trait: in a real run the
+//! collector (rings, accounting), with the profiler and the run group beside it; in the
+//! supervisor's tests, a recording that keeps what it was told.
+
+use anyhow::Result;
+
+use super::collect::Collector;
+use super::launch::Reaped;
+use super::rungroup::RunGroup;
+use crate::model::{EndReason, ExitInfo, ProcessRole};
+
+/// What the supervisor records while the command runs: the collector in a real run.
+pub trait Recording {
+    /// Drains the rings; how full the fullest was (0 to 1).
+    fn drain(&mut self) -> Result<f64>;
+    /// Nanoseconds since the launch.
+    fn now_ns(&self) -> i64;
+    /// A child that exited, still a zombie: its final times can be read.
+    fn before_reaping(&mut self, pid: u32);
+    /// A child reaped, with its rusage.
+    fn reaped(&mut self, reaped: &Reaped);
+    fn first_span_ns(&self) -> Option<i64>;
+    /// Where frame N+1 of `--warmup-frames N` began, once it has.
+    fn opening_frame_start_ns(&self) -> Option<i64>;
+    fn open_window(&mut self, pid: u32, start_ns: i64);
+    fn reopen_window(&mut self, pid: u32, start_ns: i64);
+    fn close_window(&mut self, pid: u32, reason: EndReason);
+    /// The window was opened and closed at the end: it holds nothing.
+    fn empty_window(&mut self);
+    /// The signal that interrupted the run.
+    fn interrupted_by(&mut self, signal: Option<i32>);
+    fn set_exit(&mut self, exit: ExitInfo);
+    /// Reads the processes of the run (the first time: nothing else).
+    fn read_processes(&mut self, pid: u32);
+    /// Reads the processes of the run, and follows what the reading found.
+    fn sample(&mut self, pid: u32);
+    /// The clock refreshed; frames seen so far.
+    fn refresh_frames_seen(&mut self) -> u64;
+    fn commit(&mut self) -> Result<()>;
+    /// No frame came: the window stays where it opened, at launch + warmup.
+    fn warmup_fell_back_to_launch(&mut self);
+}
+
+/// The collector, the profiler and the run group as the supervisor records through them.
+pub struct CollectorRecording<'a> {
+    pub collector: &'a mut Collector,
+    pub profiler: Option<&'a crate::profile::Profiler>,
+    pub run_group: &'a mut RunGroup,
+}
+
+impl Recording for CollectorRecording<'_> {
+    fn drain(&mut self) -> Result<f64> {
+        self.collector.drain()
+    }
+
+    fn now_ns(&self) -> i64 {
+        self.collector.now_ns()
+    }
+
+    fn before_reaping(&mut self, pid: u32) {
+        let now_ns = self.collector.now_ns();
+        self.collector.accounting.final_reading(pid, now_ns);
+        self.collector.check_user(pid);
+    }
+
+    fn reaped(&mut self, reaped: &Reaped) {
+        let now_ns = self.collector.now_ns();
+        self.collector
+            .accounting
+            .reaped(reaped.pid, reaped.cpu, reaped.max_rss_bytes, now_ns);
+    }
+
+    fn first_span_ns(&self) -> Option<i64> {
+        self.collector.first_span_ns()
+    }
+
+    fn opening_frame_start_ns(&self) -> Option<i64> {
+        self.collector.opening_frame_start_ns()
+    }
+
+    fn open_window(&mut self, pid: u32, start_ns: i64) {
+        self.collector.open_window(pid, start_ns);
+    }
+
+    fn reopen_window(&mut self, pid: u32, start_ns: i64) {
+        self.collector.reopen_window(pid, start_ns);
+    }
+
+    fn close_window(&mut self, pid: u32, reason: EndReason) {
+        self.collector.close_window(pid, reason);
+    }
+
+    fn empty_window(&mut self) {
+        self.collector.meta.window_start_ns = self.collector.meta.window_end_ns;
+    }
+
+    fn interrupted_by(&mut self, signal: Option<i32>) {
+        self.collector.meta.session.interrupt_signal = signal;
+    }
+
+    fn set_exit(&mut self, exit: ExitInfo) {
+        self.collector.set_exit(exit);
+    }
+
+    fn read_processes(&mut self, pid: u32) {
+        let now_ns = self.collector.now_ns();
+        self.collector.accounting.sample(now_ns, pid);
+    }
+
+    fn sample(&mut self, pid: u32) {
+        self.read_processes(pid);
+        // Without a cgroup, the guardian learns the process groups the run made.
+        self.run_group.follow_process_groups();
+        self.collector.check_users();
+        if let Some(profiler) = self.profiler {
+            // Processes found by --watch NAME since the last reading.
+            for (watched, _) in self
+                .collector
+                .accounting
+                .live_pids()
+                .filter(|&(_, role)| role == ProcessRole::Watched)
+            {
+                profiler.attach(watched);
+            }
+        }
+    }
+
+    fn refresh_frames_seen(&mut self) -> u64 {
+        self.collector.refresh_clock();
+        self.collector.frames_seen()
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        self.collector.commit()
+    }
+
+    fn warmup_fell_back_to_launch(&mut self) {
+        self.collector.warmup_fell_back_to_launch();
+    }
+}

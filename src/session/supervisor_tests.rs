@@ -1,0 +1,528 @@
+//! The supervisor's transitions, driven by a scripted executor (`executor_mock.rs`) and a
+//! recording that keeps what it was told: no process is spawned, and time moves only when
+//! the supervisor sleeps.
+
+use std::time::Duration;
+
+use super::*;
+use crate::session::executor_mock::{Call, MockExecutor, COMMAND_PID};
+use crate::session::launch::Reaped;
+use crate::session::options::{LaunchOptions, ServiceOptions, WindowOptions};
+use crate::session::prepare::Prepare;
+use crate::session::rungroup::Placement;
+
+/// What the supervisor recorded, in order; its clock follows the executor's.
+#[derive(Default)]
+struct Recorded {
+    now_ns: i64,
+    events: Vec<String>,
+    exit: Option<ExitInfo>,
+    interrupted_by: Option<i32>,
+    /// `drain` fails from this call on (a full disk).
+    drain_fails_after: Option<usize>,
+    drains: usize,
+    first_span_ns: Option<i64>,
+}
+
+impl Recording for Recorded {
+    fn drain(&mut self) -> Result<f64> {
+        self.drains += 1;
+        if self.drain_fails_after.is_some_and(|n| self.drains > n) {
+            anyhow::bail!("disk full");
+        }
+        Ok(0.0)
+    }
+    fn now_ns(&self) -> i64 {
+        self.now_ns
+    }
+    fn before_reaping(&mut self, pid: u32) {
+        self.events.push(format!("zombie {pid}"));
+    }
+    fn reaped(&mut self, reaped: &Reaped) {
+        self.events.push(format!("reaped {}", reaped.pid));
+    }
+    fn first_span_ns(&self) -> Option<i64> {
+        self.first_span_ns
+    }
+    fn opening_frame_start_ns(&self) -> Option<i64> {
+        None
+    }
+    fn open_window(&mut self, _pid: u32, start_ns: i64) {
+        self.events.push(format!("open {start_ns}"));
+    }
+    fn reopen_window(&mut self, _pid: u32, start_ns: i64) {
+        self.events.push(format!("reopen {start_ns}"));
+    }
+    fn close_window(&mut self, _pid: u32, reason: EndReason) {
+        self.events.push(format!("close {reason:?}"));
+    }
+    fn empty_window(&mut self) {
+        self.events.push("empty".into());
+    }
+    fn interrupted_by(&mut self, signal: Option<i32>) {
+        self.interrupted_by = signal;
+    }
+    fn set_exit(&mut self, exit: ExitInfo) {
+        self.exit = Some(exit);
+    }
+    fn read_processes(&mut self, _pid: u32) {}
+    fn sample(&mut self, _pid: u32) {}
+    fn refresh_frames_seen(&mut self) -> u64 {
+        0
+    }
+    fn commit(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn warmup_fell_back_to_launch(&mut self) {
+        self.events.push("fell back".into());
+    }
+}
+
+fn options(grace_s: u64, duration: Option<Duration>) -> RunOptions {
+    RunOptions {
+        command: vec!["pipeline".into()],
+        window: WindowOptions {
+            duration,
+            ..WindowOptions::default()
+        },
+        launch: LaunchOptions {
+            grace: Duration::from_secs(grace_s),
+            ..LaunchOptions::default()
+        },
+        ..RunOptions::default()
+    }
+}
+
+fn spawn(opts: &RunOptions) -> Spawn<'_> {
+    Spawn {
+        argv: &opts.command,
+        env: &[],
+        cpus: &[],
+        stdio: Default::default(),
+        hold: None,
+        join: Placement::default(),
+    }
+}
+
+/// Drives a supervisor to its end with this executor: services, --prepare, the command,
+/// the watch, the accounting. The recording follows the executor's clock.
+fn run(opts: &RunOptions, exec: MockExecutor) -> (MockExecutor, Recorded, Result<()>) {
+    let mut rec = Recorded::default();
+    let (exec, outcome) = run_with(opts, exec, &mut rec);
+    (exec, rec, outcome)
+}
+
+fn run_with(
+    opts: &RunOptions,
+    exec: MockExecutor,
+    rec: &mut Recorded,
+) -> (MockExecutor, Result<()>) {
+    let mut supervisor = Supervisor::new(opts, exec);
+    assert_eq!(supervisor.state(), State::Prepare);
+    supervisor
+        .start_services(&[], Placement::default())
+        .unwrap();
+    assert_eq!(supervisor.state(), State::ServicesReady);
+    supervisor.run_prepare().unwrap();
+    assert_eq!(supervisor.start_command(spawn(opts)).unwrap(), COMMAND_PID);
+    assert_eq!(supervisor.state(), State::Command);
+    supervisor.start_watching(rec);
+    let outcome = loop {
+        rec.now_ns = supervisor.executor().elapsed.as_nanos() as i64;
+        match supervisor.tick(rec) {
+            Ok(true) => break supervisor.drain(rec),
+            Ok(false) => {}
+            Err(e) => break Err(e),
+        }
+        assert!(
+            supervisor.executor().elapsed < Duration::from_secs(600),
+            "the run never ended: {:?}",
+            supervisor.executor().calls
+        );
+    };
+    if outcome.is_ok() {
+        assert_eq!(supervisor.state(), State::Drain);
+    }
+    supervisor.account(outcome.is_err());
+    assert_eq!(supervisor.state(), State::Account);
+    let Supervisor { exec, .. } = supervisor;
+    (exec, outcome)
+}
+
+const SIGINT: i32 = libc::SIGINT;
+const SIGTERM: i32 = libc::SIGTERM;
+const SIGKILL: i32 = libc::SIGKILL;
+
+fn signals_only(exec: &MockExecutor) -> Vec<i32> {
+    exec.signals().into_iter().map(|(s, _)| s).collect()
+}
+
+#[test]
+fn a_service_that_never_gets_ready_starts_nothing_and_is_stopped() {
+    let opts = options(2, None);
+    let exec = MockExecutor {
+        services_fail: Some("service db was not ready after 5s".into()),
+        ..MockExecutor::default()
+    };
+    let mut supervisor = Supervisor::new(&opts, exec);
+    let e = supervisor
+        .start_services(&[], Placement::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("service db"), "{e}");
+    assert_eq!(supervisor.state(), State::NotStarted);
+    let exec = supervisor.executor();
+    assert!(exec.called(&Call::StopServices), "{:?}", exec.calls);
+    assert!(
+        !exec.spawned(),
+        "the command never starts: {:?}",
+        exec.calls
+    );
+}
+
+#[test]
+fn a_failing_prepare_stops_the_services_and_never_starts_the_command() {
+    let opts = RunOptions {
+        launch: LaunchOptions {
+            prepare: Some(Prepare {
+                command: "make data".into(),
+                env: Vec::new(),
+            }),
+            ..options(2, None).launch
+        },
+        ..options(2, None)
+    };
+    let exec = MockExecutor {
+        prepare_fails: Some("--prepare failed (exit status: 2)".into()),
+        ..MockExecutor::default()
+    };
+    let mut supervisor = Supervisor::new(&opts, exec);
+    supervisor
+        .start_services(&[], Placement::default())
+        .unwrap();
+    match supervisor.run_prepare() {
+        Err(NotStarted::PrepareFailed(why)) => assert_eq!(why, "--prepare failed (exit status: 2)"),
+        other => panic!("a failed --prepare is kept as a failed run: {other:?}"),
+    }
+    assert_eq!(supervisor.state(), State::NotStarted);
+    let exec = supervisor.executor();
+    assert_eq!(
+        exec.calls,
+        vec![
+            Call::StartServices(Vec::new()),
+            Call::Prepare("make data".into()),
+            Call::StopServices
+        ]
+    );
+}
+
+#[test]
+fn a_command_that_cannot_start_stops_the_services() {
+    let opts = options(2, None);
+    let exec = MockExecutor {
+        spawn_fails: true,
+        ..MockExecutor::default()
+    };
+    let mut supervisor = Supervisor::new(&opts, exec);
+    supervisor
+        .start_services(&[], Placement::default())
+        .unwrap();
+    supervisor.run_prepare().unwrap();
+    assert!(supervisor.start_command(spawn(&opts)).is_err());
+    assert_eq!(supervisor.state(), State::NotStarted);
+    assert_eq!(
+        supervisor.executor().calls.last(),
+        Some(&Call::StopServices)
+    );
+}
+
+#[test]
+fn a_command_that_exits_early_is_not_signalled_but_its_leftovers_are_killed() {
+    // --duration 10s, but the command exits with code 3 after 0.3 s.
+    let opts = options(2, Some(Duration::from_secs(10)));
+    let exec = MockExecutor {
+        exits_after: Some((Duration::from_millis(300), 3 << 8)),
+        ..MockExecutor::default()
+    };
+    let (exec, rec, outcome) = run(&opts, exec);
+    outcome.unwrap();
+    // Only the SIGKILL to what is left of its group, after it was reaped.
+    assert_eq!(signals_only(&exec), vec![SIGKILL]);
+    assert!(
+        exec.elapsed < Duration::from_millis(400),
+        "{:?}",
+        exec.elapsed
+    );
+    let exit = rec.exit.unwrap();
+    assert_eq!(
+        (exit.code, exit.signal, exit.crashed),
+        (Some(3), None, false)
+    );
+    assert_eq!(
+        rec.events,
+        vec![
+            "open 0".to_owned(),
+            format!("zombie {COMMAND_PID}"),
+            format!("reaped {COMMAND_PID}"),
+            "close Exited".to_owned(),
+        ]
+    );
+    assert_eq!(exec.calls.last(), Some(&Call::FinishServices));
+}
+
+#[test]
+fn a_command_killed_by_a_signal_nobody_sent_crashed() {
+    let opts = options(2, None);
+    let exec = MockExecutor {
+        exits_after: Some((Duration::from_millis(100), libc::SIGSEGV)),
+        ..MockExecutor::default()
+    };
+    let (_, rec, outcome) = run(&opts, exec);
+    outcome.unwrap();
+    let exit = rec.exit.unwrap();
+    assert_eq!((exit.signal, exit.crashed), (Some(libc::SIGSEGV), true));
+}
+
+#[test]
+fn the_end_of_the_duration_stops_the_command_with_sigint() {
+    let opts = options(2, Some(Duration::from_secs(1)));
+    let (exec, rec, outcome) = run(&opts, MockExecutor::default());
+    outcome.unwrap();
+    let signals = exec.signals();
+    assert_eq!(signals[0].0, SIGINT);
+    assert!(signals[0].1 >= Duration::from_secs(1), "{signals:?}");
+    assert!(
+        rec.events.contains(&"close Duration".to_owned()),
+        "{:?}",
+        rec.events
+    );
+    // Stopped by framelab's own signal: no crash.
+    let exit = rec.exit.unwrap();
+    assert_eq!((exit.signal, exit.crashed), (Some(SIGINT), false));
+}
+
+#[test]
+fn the_grace_period_escalates_sigint_then_sigterm_then_sigkill() {
+    let opts = options(2, Some(Duration::from_secs(1)));
+    let exec = MockExecutor {
+        // Deaf to SIGINT and SIGTERM.
+        dies_of: vec![SIGKILL],
+        ..MockExecutor::default()
+    };
+    let (exec, rec, outcome) = run(&opts, exec);
+    outcome.unwrap();
+    let signals = exec.signals();
+    // SIGINT, SIGTERM after the grace, SIGKILL after another, then the leftovers' SIGKILL.
+    assert_eq!(
+        signals_only(&exec),
+        vec![SIGINT, SIGTERM, SIGKILL, SIGKILL],
+        "{signals:?}"
+    );
+    let grace = Duration::from_secs(2);
+    // One tick (at most 20 ms) after each grace period ends.
+    let tick = Duration::from_millis(20);
+    for pair in signals[..3].windows(2) {
+        let gap = pair[1].1 - pair[0].1;
+        assert!(gap >= grace && gap <= grace + tick, "{signals:?}");
+    }
+    let exit = rec.exit.unwrap();
+    assert_eq!((exit.signal, exit.crashed), (Some(SIGKILL), false));
+}
+
+#[test]
+fn ctrl_c_while_the_command_runs_stops_it_and_says_which_signal() {
+    let opts = options(2, None);
+    let exec = MockExecutor {
+        interrupts_at: vec![Duration::from_millis(500)],
+        ..MockExecutor::default()
+    };
+    let (exec, rec, outcome) = run(&opts, exec);
+    outcome.unwrap();
+    assert!(
+        rec.events.contains(&"close Interrupted".to_owned()),
+        "{:?}",
+        rec.events
+    );
+    assert_eq!(rec.interrupted_by, Some(SIGINT));
+    let signals = exec.signals();
+    assert_eq!(signals[0].0, SIGINT);
+    assert!(signals[0].1 >= Duration::from_millis(500), "{signals:?}");
+}
+
+#[test]
+fn a_second_ctrl_c_while_stopping_kills_at_once() {
+    let opts = options(30, None);
+    let exec = MockExecutor {
+        dies_of: vec![SIGKILL],
+        interrupts_at: vec![Duration::from_millis(500), Duration::from_millis(800)],
+        ..MockExecutor::default()
+    };
+    let (exec, _, outcome) = run(&opts, exec);
+    outcome.unwrap();
+    let signals = exec.signals();
+    // No SIGTERM and no 30 s grace: SIGKILL at the second Ctrl-C.
+    assert_eq!(
+        signals_only(&exec),
+        vec![SIGINT, SIGKILL, SIGKILL],
+        "{signals:?}"
+    );
+    assert!(signals[1].1 >= Duration::from_millis(800), "{signals:?}");
+    assert!(signals[1].1 < Duration::from_secs(1), "{signals:?}");
+}
+
+#[test]
+fn ctrl_c_as_the_command_exits_keeps_its_exit_as_the_end() {
+    let opts = options(2, None);
+    let exec = MockExecutor {
+        exits_after: Some((Duration::from_millis(300), 0)),
+        interrupts_at: vec![Duration::from_millis(300)],
+        ..MockExecutor::default()
+    };
+    let (exec, rec, outcome) = run(&opts, exec);
+    outcome.unwrap();
+    assert!(
+        rec.events.contains(&"close Exited".to_owned()),
+        "{:?}",
+        rec.events
+    );
+    assert_eq!(rec.interrupted_by, None);
+    assert_eq!(signals_only(&exec), vec![SIGKILL], "only the leftovers'");
+}
+
+#[test]
+fn ctrl_c_while_services_get_ready_starts_nothing() {
+    let opts = options(2, None);
+    let exec = MockExecutor {
+        // What `Services::start` says when Ctrl-C comes while it waits.
+        services_fail: Some("interrupted while waiting for service db to get ready".into()),
+        interrupts_at: vec![Duration::ZERO],
+        ..MockExecutor::default()
+    };
+    let mut supervisor = Supervisor::new(&opts, exec);
+    assert!(supervisor
+        .start_services(&[], Placement::default())
+        .is_err());
+    assert_eq!(supervisor.state(), State::NotStarted);
+    assert!(!supervisor.executor().spawned());
+}
+
+#[test]
+fn ctrl_c_during_prepare_fails_the_run_instead_of_keeping_it() {
+    let opts = RunOptions {
+        launch: LaunchOptions {
+            prepare: Some(Prepare {
+                command: "sleep 60".into(),
+                env: Vec::new(),
+            }),
+            ..options(2, None).launch
+        },
+        ..options(2, None)
+    };
+    let exec = MockExecutor {
+        prepare_fails: Some("--prepare failed (signal: 2 (SIGINT))".into()),
+        interrupt_in_prepare: true,
+        ..MockExecutor::default()
+    };
+    let mut supervisor = Supervisor::new(&opts, exec);
+    supervisor
+        .start_services(&[], Placement::default())
+        .unwrap();
+    match supervisor.run_prepare() {
+        Err(NotStarted::Failed(e)) => assert_eq!(e.to_string(), "interrupted during --prepare"),
+        other => panic!("{other:?}"),
+    }
+    assert!(supervisor.executor().called(&Call::StopServices));
+    assert!(!supervisor.executor().spawned());
+}
+
+#[test]
+fn a_recording_failure_stops_the_command_group() {
+    let opts = options(2, None);
+    let mut rec = Recorded {
+        drain_fails_after: Some(3),
+        ..Recorded::default()
+    };
+    let (exec, outcome) = run_with(&opts, MockExecutor::default(), &mut rec);
+    assert_eq!(outcome.unwrap_err().to_string(), "disk full");
+    assert!(
+        exec.called(&Call::StopGroup(COMMAND_PID)),
+        "{:?}",
+        exec.calls
+    );
+    assert_eq!(exec.calls.last(), Some(&Call::FinishServices));
+}
+
+#[test]
+fn a_run_that_ends_inside_the_warmup_has_an_empty_window() {
+    let opts = RunOptions {
+        window: WindowOptions {
+            warmup: Duration::from_secs(5),
+            warmup_from: crate::model::WarmupFrom::Launch,
+            ..WindowOptions::default()
+        },
+        ..options(2, None)
+    };
+    let exec = MockExecutor {
+        exits_after: Some((Duration::from_secs(1), 0)),
+        ..MockExecutor::default()
+    };
+    let (_, rec, outcome) = run(&opts, exec);
+    outcome.unwrap();
+    let tail: Vec<&str> = rec
+        .events
+        .iter()
+        .rev()
+        .take(3)
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        tail,
+        ["empty", "close Exited", &*rec.events[rec.events.len() - 3]]
+    );
+    assert!(
+        rec.events[rec.events.len() - 3].starts_with("open "),
+        "{:?}",
+        rec.events
+    );
+}
+
+#[test]
+fn services_started_are_stopped_after_the_command() {
+    let opts = RunOptions {
+        services: ServiceOptions {
+            specs: vec![crate::services::ServiceSpec {
+                name: "db".into(),
+                argv: vec!["db".into()],
+                ready: crate::services::Ready::Started,
+                cpus: Vec::new(),
+            }],
+            ready_timeout: Duration::from_secs(5),
+        },
+        ..options(2, None)
+    };
+    let exec = MockExecutor {
+        exits_after: Some((Duration::from_millis(100), 0)),
+        ..MockExecutor::default()
+    };
+    let (exec, _, outcome) = run(&opts, exec);
+    outcome.unwrap();
+    assert_eq!(exec.calls[0], Call::StartServices(vec!["db".into()]));
+    assert_eq!(exec.calls.last(), Some(&Call::FinishServices));
+    assert!(!exec.called(&Call::StopServices));
+}
+
+#[test]
+fn ticks_follow_the_fill_of_the_rings() {
+    let (min, max) = (Duration::from_millis(1), Duration::from_millis(20));
+    assert_eq!(next_tick(0.0, min, min, max), max, "idle: the longest wait");
+    assert_eq!(
+        next_tick(0.25, Duration::from_millis(8), min, max),
+        Duration::from_millis(8),
+        "at the target fill: same wait"
+    );
+    assert_eq!(
+        next_tick(0.5, Duration::from_millis(8), min, max),
+        Duration::from_millis(4),
+        "fuller: wait less"
+    );
+    assert_eq!(next_tick(1.0, Duration::from_millis(2), min, max), min);
+}
