@@ -101,47 +101,36 @@ const SAMPLES: BulkTable = BulkTable {
     width: 3,
 };
 
-/// One table's multi-row INSERTs, for every power of two of rows up to `ROWS_PER_INSERT`
-/// (index k holds 2^k rows): a batch's remainder goes in at most log2(ROWS_PER_INSERT)
-/// statements instead of one statement per row.
-struct InsertSql(Vec<String>);
-
-impl InsertSql {
-    /// `conflict`: the statement's `OR` clause. `FAIL` where no row can conflict (every
-    /// value is a bound integer, the rowid is new): SQLite then keeps no statement journal
-    /// for a multi-row INSERT (with the default `ABORT` it copies each page the statement
-    /// first touches, to undo a half-done statement that cannot happen here).
-    fn new(table: &BulkTable, run_id: i64, conflict: &str) -> Self {
-        let sizes = std::iter::successors(Some(1usize), |n| (*n < ROWS_PER_INSERT).then(|| n * 2));
-        let or_clause = format!("INSERT OR {conflict}");
-        InsertSql(
-            sizes
-                .map(|rows| {
-                    table
-                        .insert_sql(run_id, rows)
-                        .replacen("INSERT", &or_clause, 1)
-                })
-                .collect(),
-        )
-    }
-}
-
 /// SQL text prepared once per writer (cached by the connection).
 struct Statements {
-    spans: InsertSql,
-    counters: InsertSql,
-    events: InsertSql,
-    samples: InsertSql,
+    spans_many: String,
+    spans_one: String,
+    counters_many: String,
+    counters_one: String,
+    events_many: String,
+    events_one: String,
+    samples_many: String,
+    samples_one: String,
 }
 
 impl Statements {
     fn new(run_id: i64) -> Self {
         Statements {
-            spans: InsertSql::new(&SPANS, run_id, "FAIL"),
-            counters: InsertSql::new(&COUNTERS, run_id, "FAIL"),
-            events: InsertSql::new(&EVENTS, run_id, "FAIL"),
+            spans_many: SPANS.insert_sql(run_id, ROWS_PER_INSERT),
+            spans_one: SPANS.insert_sql(run_id, 1),
+            counters_many: COUNTERS.insert_sql(run_id, ROWS_PER_INSERT),
+            counters_one: COUNTERS.insert_sql(run_id, 1),
+            events_many: EVENTS.insert_sql(run_id, ROWS_PER_INSERT),
+            events_one: EVENTS.insert_sql(run_id, 1),
             // A reading repeated at the same instant replaces the first rather than failing.
-            samples: InsertSql::new(&SAMPLES, run_id, "REPLACE"),
+            samples_many: SAMPLES.insert_sql(run_id, ROWS_PER_INSERT).replacen(
+                "INSERT",
+                "INSERT OR REPLACE",
+                1,
+            ),
+            samples_one: SAMPLES
+                .insert_sql(run_id, 1)
+                .replacen("INSERT", "INSERT OR REPLACE", 1),
         }
     }
 }
@@ -168,25 +157,21 @@ pub struct RunWriter {
     created: bool,
 }
 
-/// Inserts `rows` as `width` integers each: `ROWS_PER_INSERT` rows per statement, then the
-/// remainder by halves (200 rows: 128 + 64 + 8), every statement prepared once.
+/// Inserts `rows` as `width` integers each, `ROWS_PER_INSERT` rows per statement.
 fn insert_rows<T>(
     conn: &Connection,
-    sql: &InsertSql,
+    many_sql: &str,
+    one_sql: &str,
     width: usize,
-    mut rows: &[T],
+    rows: &[T],
     range: &mut IdRange,
     bind: impl Fn(&T, &mut [i64]),
 ) -> rusqlite::Result<()> {
     let mut values = vec![0i64; width];
-    for (size_log2, text) in sql.0.iter().enumerate().rev() {
-        let size = 1usize << size_log2;
-        if rows.len() < size {
-            continue;
-        }
-        let mut stmt = conn.prepare_cached(text)?;
-        while rows.len() >= size {
-            let (chunk, rest) = rows.split_at(size);
+    let mut chunks = rows.chunks_exact(ROWS_PER_INSERT);
+    if chunks.len() > 0 {
+        let mut stmt = conn.prepare_cached(many_sql)?;
+        for chunk in &mut chunks {
             let mut index = 1;
             for row in chunk {
                 bind(row, &mut values);
@@ -196,8 +181,19 @@ fn insert_rows<T>(
                 }
             }
             stmt.raw_execute()?;
-            range.note(conn.last_insert_rowid(), size);
-            rows = rest;
+            range.note(conn.last_insert_rowid(), chunk.len());
+        }
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut stmt = conn.prepare_cached(one_sql)?;
+        for row in rest {
+            bind(row, &mut values);
+            for (i, &v) in values.iter().enumerate() {
+                stmt.raw_bind_parameter(i + 1, v)?;
+            }
+            stmt.raw_execute()?;
+            range.note(conn.last_insert_rowid(), 1);
         }
     }
     Ok(())
@@ -225,8 +221,7 @@ impl RunWriter {
              PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;",
         )
         .map_err(fail)?;
-        // Each bulk table has 9 INSERTs (1 to 256 rows), besides the other statements.
-        conn.set_prepared_statement_cache_capacity(64);
+        conn.set_prepared_statement_cache_capacity(32);
         let mut stored_meta = meta.clone();
         stored_meta.id = run_id;
         // Not in the row: written by the first `update_meta` that has any.
@@ -391,7 +386,8 @@ impl RunWriter {
         self.begin()?;
         insert_rows(
             &self.conn,
-            &self.sql.spans,
+            &self.sql.spans_many,
+            &self.sql.spans_one,
             SPANS.width,
             spans,
             &mut self.spans,
@@ -414,7 +410,8 @@ impl RunWriter {
         self.begin()?;
         insert_rows(
             &self.conn,
-            &self.sql.counters,
+            &self.sql.counters_many,
+            &self.sql.counters_one,
             COUNTERS.width,
             values,
             &mut self.counters,
@@ -435,7 +432,8 @@ impl RunWriter {
         self.begin()?;
         insert_rows(
             &self.conn,
-            &self.sql.events,
+            &self.sql.events_many,
+            &self.sql.events_one,
             EVENTS.width,
             events,
             &mut self.events,
@@ -538,7 +536,8 @@ impl RunWriter {
         let mut unused = IdRange::default();
         insert_rows(
             &self.conn,
-            &self.sql.samples,
+            &self.sql.samples_many,
+            &self.sql.samples_one,
             SAMPLES.width,
             samples,
             &mut unused,

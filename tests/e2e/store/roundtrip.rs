@@ -88,8 +88,9 @@ fn two_runs_recorded_at_once_into_one_file_stay_apart() {
 
 #[test]
 fn batches_of_every_size_load_back_in_order_with_their_counts() {
-    // The writer inserts a batch in statements of 256 rows, then the rest by halves
-    // (128, 64, ... 1): sizes around each step must come back whole and in order.
+    // The writer inserts a batch in statements of 256 rows and the rest one row at a
+    // time: sizes around each step, and many batches per commit, come back whole and in
+    // order (the collector hands it a drain's worth at a time, whatever its size).
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("batches.framelab");
     let run = sample_run("batches", 2000);
