@@ -83,9 +83,17 @@ impl TickClock {
             .rev()
             .find(|s| s.from_ticks <= ticks)
             .unwrap_or(&self.segments[0]);
-        // Nearest nanosecond without libm's round(): the values are far from i64's limits.
-        (segment.convert(ticks) + 0.5).floor() as i64
+        nearest_ns(segment.convert(ticks))
     }
+}
+
+/// `(ns + 0.5).floor() as i64` without a call to libm's floor() per record (the baseline
+/// x86-64 target has no rounding instruction): truncate, then one down where truncation
+/// went up (negative non-integers).
+fn nearest_ns(ns: f64) -> i64 {
+    let x = ns + 0.5;
+    let truncated = x as i64;
+    truncated.saturating_sub(i64::from(truncated as f64 > x))
 }
 
 fn slope(a: Pair, b: Pair) -> Option<f64> {
@@ -132,6 +140,34 @@ fn raw_ticks() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nearest_ns_rounds_like_floor_of_half_up() {
+        let values = [
+            0.0,
+            0.49,
+            0.5,
+            0.51,
+            1.5,
+            2.5,
+            -0.5,
+            -0.51,
+            -1.5,
+            -2.49,
+            -2.5,
+            -7.0,
+            1e15 + 0.5,
+            -1e15 - 0.5,
+            123_456_789.999,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e300,
+        ];
+        for ns in values {
+            assert_eq!(nearest_ns(ns), (ns + 0.5).floor() as i64, "{ns}");
+        }
+    }
 
     #[test]
     fn a_tick_converts_the_same_before_and_after_a_refresh() {

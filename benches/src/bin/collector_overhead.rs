@@ -4,8 +4,12 @@
 //! ```sh
 //! cargo build --release --bin framelab --example testprog -p framelab
 //! cargo build --release -p framelab-benches
-//! target/release/collector_overhead [SECONDS] [--baseline OTHER_FRAMELAB]
+//! target/release/collector_overhead [SECONDS] [--baseline OTHER_FRAMELAB] [--rates R1,R2,...]
 //! ```
+//!
+//! `--rates` replaces the default cases (100000,1000000 spans/s); with
+//! `FRAMELAB_RING_RECORDS=4194304` in the environment the producer's ring holds 4M records
+//! (the lossless rate from one thread: does `dropped` stay 0?).
 //!
 //! Each case runs `framelab run -- testprog rate R S` (R spans/s in 1 ms batches for S seconds,
 //! default ring). framelab's own CPU is its rusage from wait4 (which includes the children it
@@ -26,6 +30,20 @@ fn main() {
         .position(|a| a == "--baseline")
         .and_then(|i| args.get(i + 1))
         .map(PathBuf::from);
+    let rates: Vec<u64> = match args.iter().position(|a| a == "--rates") {
+        Some(i) => match args.get(i + 1).map(|list| {
+            list.split(',')
+                .map(|r| r.trim().parse::<u64>())
+                .collect::<Result<Vec<u64>, _>>()
+        }) {
+            Some(Ok(rates)) if !rates.is_empty() && rates.iter().all(|&r| r >= 1000) => rates,
+            _ => {
+                eprintln!("--rates takes spans per second, at least 1000 each, separated by commas (e.g. --rates 100000,1000000)");
+                std::process::exit(2);
+            }
+        },
+        None => vec![100_000, 1_000_000],
+    };
     let release = std::env::current_exe()
         .unwrap()
         .parent()
@@ -41,8 +59,8 @@ fn main() {
     }
     let dir = std::env::temp_dir().join(format!("framelab-collector-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    println!("| framelab | spans/s | seconds | spans sent | recorded | dropped | framelab CPU, whole run | % of one core | framelab CPU, window only | % of one core | ns per span (window) |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| framelab | spans/s | seconds | spans sent | recorded | dropped | framelab CPU, whole run | % of one core | framelab CPU, window only | % of one core | ns per span (window) | recorded ÷ window, spans/s |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     // With a baseline: baseline, this, this, baseline (ABBA), so neither gains from going first.
     let mut binaries = vec![("this", framelab.clone())];
     if let Some(b) = &baseline {
@@ -54,7 +72,7 @@ fn main() {
         ];
     }
     let mut window_pct: Vec<(&str, u64, f64)> = Vec::new();
-    for rate in [100_000u64, 1_000_000] {
+    for &rate in &rates {
         for (label, exe) in &binaries {
             let path = dir.join(format!("rate-{rate}-{label}.framelab"));
             let _ = std::fs::remove_file(&path);
@@ -69,12 +87,13 @@ fn main() {
             let pct = observer_ns as f64 / window_ns as f64 * 100.0;
             window_pct.push((label, rate, pct));
             println!(
-            "| {label} | {rate} | {seconds} | {sent} | {recorded} | {} | {:.3} s | {:.2}% | {:.3} s | {pct:.2}% | {:.0} |",
+            "| {label} | {rate} | {seconds} | {sent} | {recorded} | {} | {:.3} s | {:.2}% | {:.3} s | {pct:.2}% | {:.0} | {:.0} |",
             run.meta.dropped_events,
             collector_ns as f64 / 1e9,
             collector_ns as f64 / wall_ns as f64 * 100.0,
             observer_ns as f64 / 1e9,
             observer_ns as f64 / recorded.max(1) as f64,
+            recorded as f64 / (window_ns as f64 / 1e9),
         );
             if recorded + run.meta.dropped_events != sent {
                 eprintln!(
@@ -85,7 +104,7 @@ fn main() {
         }
     }
     if baseline.is_some() {
-        for rate in [100_000u64, 1_000_000] {
+        for &rate in &rates {
             let mean = |l: &str| {
                 let v: Vec<f64> = (window_pct.iter())
                     .filter(|(x, r, _)| *x == l && *r == rate)

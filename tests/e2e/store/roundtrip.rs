@@ -87,6 +87,54 @@ fn two_runs_recorded_at_once_into_one_file_stay_apart() {
 }
 
 #[test]
+fn batches_of_every_size_load_back_in_order_with_their_counts() {
+    // The writer inserts a batch in statements of 256 rows and the rest one row at a
+    // time: sizes around each step, and many batches per commit, come back whole and in
+    // order (the collector hands it a drain's worth at a time, whatever its size).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("batches.framelab");
+    let run = sample_run("batches", 2000);
+    let mut w = RunWriter::create(&path, &run.meta).unwrap();
+    for s in &run.stages {
+        w.add_stage(s).unwrap();
+    }
+    for c in &run.counter_names {
+        w.add_counter_name(c).unwrap();
+    }
+    for e in &run.event_names {
+        w.add_event_name(e).unwrap();
+    }
+    for t in &run.threads {
+        w.add_thread(t).unwrap();
+    }
+    let sizes = [1, 2, 3, 127, 128, 129, 255, 256, 257, 511, 513, 1000];
+    let mut from = [0usize; 3];
+    for (i, size) in sizes.iter().cycle().enumerate() {
+        let lens = [run.spans.len(), run.counters.len(), run.events.len()];
+        if from.iter().zip(lens).all(|(f, len)| *f >= len) {
+            break;
+        }
+        let to: Vec<usize> = from
+            .iter()
+            .zip(lens)
+            .map(|(f, len)| (f + size).min(len))
+            .collect();
+        w.spans(&run.spans[from[0]..to[0]]).unwrap();
+        w.counters(&run.counters[from[1]..to[1]]).unwrap();
+        w.events(&run.events[from[2]..to[2]]).unwrap();
+        from.copy_from_slice(&to);
+        if i % 5 == 4 {
+            w.commit().unwrap();
+        }
+    }
+    w.finish().unwrap();
+    let loaded = load_run(&path, None).unwrap();
+    assert_eq!(loaded.spans, run.spans);
+    assert_eq!(loaded.counters, run.counters);
+    assert_eq!(loaded.events, run.events);
+}
+
+#[test]
 fn committed_records_are_visible_to_a_reader_while_recording() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.framelab");
