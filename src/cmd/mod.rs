@@ -7,6 +7,7 @@ mod compare;
 mod demo;
 mod export;
 mod hist;
+mod history;
 mod import;
 mod options;
 mod output;
@@ -33,6 +34,8 @@ use run::RunArgs;
 use sources::SourcesArgs;
 use timers::TimersArgs;
 use whatif::WhatifArgs;
+
+pub use history::HistoryFlag;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -82,7 +85,7 @@ pub enum Command {
     Probes(ProbesArgs),
     /// Keep every run's metrics by commit and machine (SQLite or PostgreSQL), show their
     /// trends, find the commits where they moved, export them
-    History(framelab::history::cli::HistoryArgs),
+    History(history::HistoryArgs),
 }
 
 /// How a command that did its job ended.
@@ -115,10 +118,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         Command::Whatif(args) => whatif::run(args),
         Command::Sources(args) => sources::run(args),
         Command::DemoPipeline(args) => demo::pipeline(args),
-        Command::History(args) => Ok(match framelab::history::cli::run(args)? {
-            true => Outcome::Failed,
-            false => Outcome::Done,
-        }),
+        Command::History(args) => history::run(args),
     }
 }
 

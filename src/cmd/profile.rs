@@ -47,30 +47,38 @@ pub enum FrameSet {
     Late,
 }
 
+impl TryFrom<ProfileArgs> for ProfileCommand {
+    type Error = anyhow::Error;
+
+    fn try_from(args: ProfileArgs) -> anyhow::Result<ProfileCommand> {
+        use framelab::profile::render::ProfileFormat;
+        let top = match args.top {
+            None => 15,
+            Some(n) if matches!(args.format, ProfileFormat::Text | ProfileFormat::Markdown) => n,
+            Some(n) => anyhow::bail!(
+                "--top {n} sets the rows of the text and markdown tables, and --format {} holds \
+                 every function: drop --top, or use --format text or markdown",
+                format_name(args.format)
+            ),
+        };
+        Ok(ProfileCommand {
+            runs: args.runs,
+            run_id: args.run_id,
+            filters: Filters {
+                stage: args.stage,
+                thread: args.thread,
+                process: args.process,
+                late_only: args.frame_set == FrameSet::Late,
+            },
+            format: args.format,
+            top,
+            output: args.output,
+        })
+    }
+}
+
 pub(super) fn run(args: ProfileArgs) -> anyhow::Result<Outcome> {
-    use framelab::profile::render::ProfileFormat;
-    let top = match args.top {
-        None => 15,
-        Some(n) if matches!(args.format, ProfileFormat::Text | ProfileFormat::Markdown) => n,
-        Some(n) => anyhow::bail!(
-            "--top {n} sets the rows of the text and markdown tables, and --format {} holds \
-             every function: drop --top, or use --format text or markdown",
-            format_name(args.format)
-        ),
-    };
-    command::run(&ProfileCommand {
-        runs: args.runs,
-        run_id: args.run_id,
-        filters: Filters {
-            stage: args.stage,
-            thread: args.thread,
-            process: args.process,
-            late_only: args.frame_set == FrameSet::Late,
-        },
-        format: args.format,
-        top,
-        output: args.output,
-    })?;
+    command::run(&ProfileCommand::try_from(args)?)?;
     Ok(Outcome::Done)
 }
 

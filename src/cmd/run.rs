@@ -63,7 +63,28 @@ pub struct RunArgs {
     pub command: Vec<String>,
 }
 
+/// A run as asked, checked: every refusal that can come before the launch has come.
+pub(super) struct RunPlan {
+    pub options: RunOptions,
+    pub format: Format,
+    pub html: HtmlArgs,
+    pub history: Option<HistoryTarget>,
+}
+
+impl TryFrom<RunArgs> for RunPlan {
+    type Error = anyhow::Error;
+
+    fn try_from(args: RunArgs) -> anyhow::Result<RunPlan> {
+        checked(args)
+    }
+}
+
 pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
+    run_and_report(RunPlan::try_from(args)?)
+}
+
+/// `RunPlan::try_from`: the options, then the refusals that need several of them.
+fn checked(args: RunArgs) -> anyhow::Result<RunPlan> {
     let watch = args.control.watch_list()?;
     let opts = RunOptions {
         command: shell_command(args.command, args.from_output.shell),
@@ -100,17 +121,19 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     refuse_profile_without_file(&args.profile, opts.output.as_deref())?;
     refuse_experiment_file(opts.output.as_deref())?;
     refuse_keep_output_without_file(opts.keep_output, opts.output.as_deref())?;
-    let history = HistoryTarget::check(&args.control.history)?;
-    run_and_report(&opts, args.format, &args.html, history.as_ref())
+    let history = HistoryTarget::check(args.control.history.history.as_deref())?;
+    refuse_html_page(&args.html, &opts)?;
+    session::validate(&opts)?;
+    Ok(RunPlan {
+        options: opts,
+        format: args.format,
+        html: args.html,
+        history,
+    })
 }
 
-pub(super) fn run_and_report(
-    opts: &RunOptions,
-    format: Format,
-    html: &HtmlArgs,
-    history: Option<&HistoryTarget>,
-) -> anyhow::Result<Outcome> {
-    // A page that cannot be written is refused now, not after the run.
+/// A page that cannot be written is refused before the run, not after it.
+pub(super) fn refuse_html_page(html: &HtmlArgs, opts: &RunOptions) -> anyhow::Result<()> {
     if let Some(file) = &html.html {
         framelab::destination::Target::resolve(file)?;
         // Nor one that is the run file: it was refused after the run, which was kept.
@@ -132,7 +155,20 @@ pub(super) fn run_and_report(
             }
         }
     }
-    let outcome = session::run(opts)?;
+    Ok(())
+}
+
+/// Runs the planned command in a session, prints its report (and writes its page), adds
+/// it to the history; the outcome says how the command ended.
+pub(super) fn run_and_report(plan: RunPlan) -> anyhow::Result<Outcome> {
+    let RunPlan {
+        options: opts,
+        format,
+        html,
+        history,
+    } = plan;
+    let history = history.as_ref();
+    let outcome = session::run(&opts)?;
     default_signals();
     let (analysis, run) = match &html.html {
         Some(file) => {

@@ -32,13 +32,34 @@ pub struct TimersArgs {
     pub format: Format,
 }
 
+/// A timer survey as asked, checked.
+pub(super) struct TimersPlan {
+    options: timers::TimersOptions,
+    format: Format,
+}
+
+impl TryFrom<TimersArgs> for TimersPlan {
+    type Error = anyhow::Error;
+
+    fn try_from(args: TimersArgs) -> anyhow::Result<TimersPlan> {
+        let options = timers::TimersOptions {
+            duration: args.duration,
+            intervals: args.interval,
+            need: args.need,
+        };
+        options.validate()?;
+        Ok(TimersPlan {
+            options,
+            format: args.format,
+        })
+    }
+}
+
 pub(super) fn run(args: TimersArgs) -> anyhow::Result<Outcome> {
-    let opts = timers::TimersOptions {
-        duration: args.duration,
-        intervals: args.interval,
-        need: args.need,
-    };
-    opts.validate()?;
+    let TimersPlan {
+        options: opts,
+        format,
+    } = TimersPlan::try_from(args)?;
     let plan = timers::Plan::new(&opts, timers::fifo_status());
     eprintln!("framelab timers: {}", plan.summary(opts.intervals.len()));
     let live = std::io::stderr().is_terminal();
@@ -55,6 +76,6 @@ pub(super) fn run(args: TimersArgs) -> anyhow::Result<Outcome> {
     if live {
         eprint!("\r\x1b[K");
     }
-    emit(&timers::render::render(&report, args.format, use_color()))?;
+    emit(&timers::render::render(&report, format, use_color()))?;
     Ok(Outcome::Done)
 }

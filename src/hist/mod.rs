@@ -20,14 +20,14 @@ use crate::model::{Histogram, Run, Span, SpanSource};
 pub use layout::LinearSpec;
 
 /// `--by`: one histogram per thread or per process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GroupBy {
     Thread,
     Process,
 }
 
 /// `hist --format`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum HistFormat {
     #[default]
     Text,

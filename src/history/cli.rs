@@ -1,97 +1,34 @@
-//! `framelab history add|show|check|export`: the arguments and what each subcommand does.
+//! `framelab history add|show|check|export`: what each subcommand does, from options
+//! cmd/history.rs checked. (The output formats below are the last clap here: they go when
+//! the formats become one `Format` type.)
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::ValueEnum;
 
 use super::check::{CheckFormat, CheckOptions};
 use super::series::{series_from_rows, Series};
 use super::store::{location, Filter, Store};
 
-#[derive(Args, Debug)]
-pub struct HistoryArgs {
-    #[command(subcommand)]
-    pub command: HistoryCommand,
-}
-
-#[derive(Subcommand, Debug)]
+/// A history subcommand, checked.
+#[derive(Debug)]
 pub enum HistoryCommand {
-    /// Add the measured runs of run files or experiments to the history store, keyed by
-    /// commit and machine (runs already there are skipped)
-    Add(AddArgs),
-    /// Each metric over commits, one table (or plot, --html) per machine
-    Show(ShowArgs),
-    /// The commits where each metric moved (E-divisive means change points, per metric ×
-    /// machine × branch): by how much, how sure, regression or improvement
-    Check(CheckArgs),
-    /// Every value in long format (run, commit, branch, machine, time, metric, value, tags)
-    /// for DuckDB, pandas or Spark
-    Export(ExportArgs),
+    Add(AddOptions),
+    Show(ShowOptions),
+    Check(CheckRequest),
+    Export(ExportOptions),
 }
 
-/// `--history` of every history command: the name run and bench give the same store.
-/// `--store`, its first name, is kept as a hidden alias so scripts written with it still work.
-#[derive(Args, Debug, Clone)]
-pub struct StoreArg {
-    /// A SQLite file, or a PostgreSQL database as postgres://USER@HOST:PORT/DB (default:
-    /// $FRAMELAB_HISTORY, else .framelab/history.sqlite)
-    #[arg(long = "history", alias = "store", value_name = "STORE", value_parser = store_location)]
-    pub store: Option<String>,
-}
-
-/// A store given as "" would be SQLite's private temporary database: every run added to
-/// it gone when framelab exits, the add reported as done.
-fn store_location(text: &str) -> std::result::Result<String, String> {
-    if text.trim().is_empty() {
-        return Err(
-            "is empty: give a SQLite file (e.g. .framelab/history.sqlite) or a postgres:// URL"
-                .into(),
-        );
-    }
-    Ok(text.to_owned())
-}
-
-/// `--metric`, `--branch`, `--machine` of show and export.
-#[derive(Args, Debug, Clone)]
-pub struct FilterArgs {
-    /// Only this metric (a key as compare prints it: fps, total.p99, encode.p50, ...)
-    #[arg(long, value_name = "M")]
-    pub metric: Option<String>,
-    /// Only runs of this branch
-    #[arg(long, value_name = "B")]
-    pub branch: Option<String>,
-    /// Only this machine: its id (history show lists them) or its host name
-    #[arg(long, value_name = "FP")]
-    pub machine: Option<String>,
-}
-
-impl FilterArgs {
-    fn filter(&self) -> Filter {
-        Filter {
-            metric: self.metric.clone(),
-            branch: self.branch.clone(),
-            machine: self.machine.clone(),
-        }
-    }
-}
-
-#[derive(Args, Debug)]
-pub struct AddArgs {
-    /// Run files or experiment files
-    #[arg(required = true, value_name = "RUN|EXPERIMENT")]
+/// `history add`: the tags already checked (`KEY=VALUE`, keys unique, sorted).
+#[derive(Debug)]
+pub struct AddOptions {
     pub files: Vec<PathBuf>,
-    /// The commit measured (default: git rev-parse HEAD in the current directory)
-    #[arg(long, value_name = "SHA")]
     pub commit: Option<String>,
-    /// The branch (default: the current git branch)
-    #[arg(long, value_name = "B")]
     pub branch: Option<String>,
-    /// A label kept with each run (repeatable): --tag ci=nightly --tag compiler=gcc14
-    #[arg(long = "tag", value_name = "KEY=VALUE")]
-    pub tags: Vec<String>,
-    #[command(flatten)]
-    pub store: StoreArg,
+    pub tags: Vec<(String, String)>,
+    /// `--history STORE`; `None`: $FRAMELAB_HISTORY, else the default file.
+    pub store: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -101,35 +38,25 @@ pub enum ShowFormat {
     Json,
 }
 
-#[derive(Args, Debug)]
-pub struct ShowArgs {
-    #[command(flatten)]
-    pub filter: FilterArgs,
-    #[arg(long, value_enum, default_value = "text")]
+/// `history show`.
+#[derive(Debug)]
+pub struct ShowOptions {
+    pub filter: Filter,
     pub format: ShowFormat,
-    /// Also write a self-contained page with one trend plot per metric (a line per machine)
-    #[arg(long, value_name = "FILE")]
+    /// A trend page written as well.
     pub html: Option<PathBuf>,
-    #[command(flatten)]
-    pub store: StoreArg,
+    pub store: Option<String>,
 }
 
-#[derive(Args, Debug)]
-pub struct CheckArgs {
-    #[command(flatten)]
-    pub filter: FilterArgs,
-    #[arg(long, value_enum, default_value = "text")]
+/// `history check`.
+#[derive(Debug)]
+pub struct CheckRequest {
+    pub filter: Filter,
     pub format: CheckFormat,
-    /// Exit with status 1 when a metric regressed (for CI)
-    #[arg(long)]
     pub fail_on_regression: bool,
-    /// With --fail-on-regression: only a regression at one of a series' newest N results
-    /// fails (one accepted long ago then does not fail every later check)
-    #[arg(long, value_name = "N", requires = "fail_on_regression",
-          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    /// Only a regression at one of a series' newest N results fails.
     pub newest: Option<u64>,
-    #[command(flatten)]
-    pub store: StoreArg,
+    pub store: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -138,23 +65,19 @@ pub enum ExportFormat {
     Parquet,
 }
 
-#[derive(Args, Debug)]
-pub struct ExportArgs {
-    #[arg(long, value_enum)]
+/// `history export`: parquet goes to a file (`-` is standard output).
+#[derive(Debug)]
+pub struct ExportOptions {
     pub format: ExportFormat,
-    /// File to write (`-` for standard output; parquet needs a file)
-    #[arg(short, long, value_name = "FILE", default_value = "-")]
     pub output: PathBuf,
-    #[command(flatten)]
-    pub filter: FilterArgs,
-    #[command(flatten)]
-    pub store: StoreArg,
+    pub filter: Filter,
+    pub store: Option<String>,
 }
 
 /// Runs a history subcommand; what it prints goes to standard output, notes to stderr.
 /// True when `check --fail-on-regression` found a regression.
-pub fn run(args: HistoryArgs) -> Result<bool> {
-    match args.command {
+pub fn run(command: HistoryCommand) -> Result<bool> {
+    match command {
         HistoryCommand::Add(args) => add(args).map(|()| false),
         HistoryCommand::Show(args) => show(args).map(|()| false),
         HistoryCommand::Check(args) => check(&args),
@@ -164,9 +87,9 @@ pub fn run(args: HistoryArgs) -> Result<bool> {
 
 /// `history check`: each metric × machine × branch on its own (branches are never one
 /// series: their commits are not one line).
-fn check(args: &CheckArgs) -> Result<bool> {
-    let mut store = Store::open(&location(args.store.store.as_deref()), false)?;
-    let filter = args.filter.filter();
+fn check(args: &CheckRequest) -> Result<bool> {
+    let mut store = Store::open(&location(args.store.as_deref()), false)?;
+    let filter = args.filter.clone();
     let rows = store.values(&filter)?;
     if rows.is_empty() {
         return Err(super::show::no_values(&mut store, &filter));
@@ -194,26 +117,25 @@ fn check(args: &CheckArgs) -> Result<bool> {
 }
 
 /// `history add`.
-fn add(args: AddArgs) -> Result<()> {
-    let tags = parse_tags(&args.tags)?;
+fn add(args: AddOptions) -> Result<()> {
     let revision = super::add::revision(args.commit.as_deref(), args.branch.as_deref())?;
     add_files(
         &args.files,
         &revision,
-        &tags,
-        args.store.store.as_deref(),
+        &args.tags,
+        args.store.as_deref(),
         true,
     )
 }
 
 /// `history show`: tables, and a trend page with `--html`.
-fn show(args: ShowArgs) -> Result<()> {
-    let location = location(args.store.store.as_deref());
+fn show(args: ShowOptions) -> Result<()> {
+    let location = location(args.store.as_deref());
     if let Some(page) = &args.html {
         refuse_writing_over_store(page, &location, "--html")?;
     }
     let mut store = Store::open(&location, false)?;
-    let shown = super::show::load(&mut store, &args.filter.filter())?;
+    let shown = super::show::load(&mut store, &args.filter)?;
     let text = match args.format {
         ShowFormat::Text => super::show::text(&shown, false),
         ShowFormat::Markdown => super::show::text(&shown, true),
@@ -231,19 +153,16 @@ fn show(args: ShowArgs) -> Result<()> {
 }
 
 /// `history export`: every value in long format.
-fn export(args: ExportArgs) -> Result<()> {
+fn export(args: ExportOptions) -> Result<()> {
     let stdout = args.output.as_os_str() == "-";
-    if stdout && args.format == ExportFormat::Parquet {
-        bail!("parquet is written to a file: give -o FILE (e.g. -o history.parquet)");
-    }
-    let location = location(args.store.store.as_deref());
+    let location = location(args.store.as_deref());
     if !stdout {
         refuse_writing_over_store(&args.output, &location, "-o")?;
     }
     let mut store = Store::open(&location, false)?;
-    let rows = super::export::rows(&mut store, &args.filter.filter())?;
+    let rows = super::export::rows(&mut store, &args.filter)?;
     if rows.is_empty() {
-        return Err(super::show::no_values(&mut store, &args.filter.filter()));
+        return Err(super::show::no_values(&mut store, &args.filter));
     }
     match args.format {
         ExportFormat::Csv => write_file(&args.output, |out| super::export::csv(&rows, out))?,
@@ -262,15 +181,6 @@ fn export(args: ExportArgs) -> Result<()> {
     Ok(())
 }
 
-/// `--history STORE` of run and bench.
-#[derive(Args, Debug, Clone, Default)]
-pub struct HistoryFlag {
-    /// When the run (or every run of the bench) is done, add it to this history store (a
-    /// SQLite file or a postgres:// URL), at the commit and branch git says
-    #[arg(long, value_name = "STORE", value_parser = store_location)]
-    pub history: Option<String>,
-}
-
 /// Where `run`/`bench --history` add their runs, checked before the first run: the
 /// commit is known and the store opens.
 pub struct HistoryTarget {
@@ -279,8 +189,9 @@ pub struct HistoryTarget {
 }
 
 impl HistoryTarget {
-    pub fn check(flag: &HistoryFlag) -> Result<Option<HistoryTarget>> {
-        let Some(store) = &flag.history else {
+    /// `store`: run's or bench's `--history STORE`.
+    pub fn check(store: Option<&str>) -> Result<Option<HistoryTarget>> {
+        let Some(store) = store else {
             return Ok(None);
         };
         // run and bench have no --commit: the commit is git's, or the run is added later.
@@ -293,7 +204,7 @@ impl HistoryTarget {
         })?;
         Store::open(store, true)?;
         Ok(Some(HistoryTarget {
-            store: store.clone(),
+            store: store.to_owned(),
             revision,
         }))
     }
@@ -378,26 +289,6 @@ fn runs(n: usize) -> String {
     crate::units::plural(n as u64, "run", "runs")
 }
 
-/// `KEY=VALUE` each, keys unique.
-pub fn parse_tags(given: &[String]) -> Result<Vec<(String, String)>> {
-    let mut tags: Vec<(String, String)> = Vec::new();
-    for text in given {
-        let Some((key, value)) = text.split_once('=') else {
-            bail!("--tag {text}: give it as KEY=VALUE, e.g. --tag ci=nightly");
-        };
-        let key = key.trim();
-        if key.is_empty() {
-            bail!("--tag {text}: the key before '=' is empty");
-        }
-        if tags.iter().any(|(k, _)| k == key) {
-            bail!("--tag {key} is given twice: give each key once");
-        }
-        tags.push((key.to_owned(), value.to_owned()));
-    }
-    tags.sort();
-    Ok(tags)
-}
-
 /// A page or export named like the store it is read from would replace the store.
 fn refuse_writing_over_store(given: &Path, location: &str, option: &str) -> Result<()> {
     if location.starts_with("postgres://") || location.starts_with("postgresql://") {
@@ -428,20 +319,4 @@ fn write_file(
 ) -> Result<()> {
     let target = crate::destination::Target::resolve(given)?;
     crate::destination::write_whole(&target, given, write)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tags() {
-        assert_eq!(
-            parse_tags(&["b=2".into(), "a=x=y".into()]).unwrap(),
-            vec![("a".into(), "x=y".into()), ("b".into(), "2".into())]
-        );
-        assert!(parse_tags(&["novalue".into()]).is_err());
-        assert!(parse_tags(&["a=1".into(), "a=2".into()]).is_err());
-        assert!(parse_tags(&["=1".into()]).is_err());
-    }
 }

@@ -47,6 +47,10 @@ const PRINTED_BY: &[(&str, Printed)] = &[
     ("src/cmd/demo.rs", ByOneOf(&["demo"])),
     ("src/cmd/export.rs", ByOneOf(&["export"])),
     ("src/cmd/hist.rs", ByOneOf(&["hist"])),
+    (
+        "src/cmd/history.rs",
+        ByOneOf(&["history add", "history export"]),
+    ),
     ("src/cmd/import.rs", ByOneOf(&["import"])),
     (
         "src/cmd/options.rs",
