@@ -1,5 +1,6 @@
 //! The argument groups several subcommands share (each subcommand's own arguments are in its
-//! module of src/cmd). Every number goes through a parser of `limits`, which holds its bounds.
+//! module of src/cmd). Every number goes through a parser of `limits`, which holds its bounds;
+//! `choices` gives the library's choice enums their words.
 
 pub mod choices;
 pub mod limits;

@@ -1,6 +1,8 @@
-//! The command line. One module per subcommand holds its arguments, turns them into the
-//! library's options, runs it and says on standard error what happened; adding an option
-//! touches that module alone. How a command ends as an exit status is main.rs's business.
+//! The command line. One module per subcommand holds its arguments and one `TryFrom` from
+//! them to the library's options (every refusal of that command is there, before anything
+//! runs), calls the library and says on standard error what happened; adding an option
+//! touches that module alone. The library below never sees clap. How a command ends as an
+//! exit status is main.rs's business.
 
 mod bench;
 mod compare;
