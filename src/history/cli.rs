@@ -1,6 +1,6 @@
 //! `framelab history add|show|check|export`: what each subcommand does, from options
-//! cmd/history.rs checked. (The output formats below are the last clap here: they go when
-//! the formats become one `Format` type.)
+//! cmd/history.rs checked. (The output formats below still derive the argument parser's
+//! `ValueEnum`, until the formats are one `Format` type.)
 
 use std::path::{Path, PathBuf};
 
