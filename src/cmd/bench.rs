@@ -593,9 +593,7 @@ mod tests {
     use super::*;
 
     fn planned(words: &[&str]) -> anyhow::Result<BenchPlan> {
-        use clap::Parser;
-        let cli = crate::cmd::Cli::try_parse_from(words)?;
-        let crate::cmd::Command::Bench(args) = cli.command else {
+        let super::super::Command::Bench(args) = super::super::parsed(words) else {
             panic!("not a bench: {words:?}");
         };
         BenchPlan::try_from(args)

@@ -349,3 +349,26 @@ pub(super) fn check_export_paths(settings: &CompareSettings) -> anyhow::Result<(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_metric_definition_is_refused_by_the_conversion() {
+        let super::super::Command::Compare(args) = super::super::parsed(&[
+            "framelab",
+            "compare",
+            "a.framelab",
+            "--metric",
+            "x:higher=y",
+        ]) else {
+            panic!("not a compare");
+        };
+        let error = ComparePlan::try_from(args).err().unwrap().to_string();
+        assert!(
+            error.starts_with("--metric x:higher=y: compare reads the metrics the runs recorded"),
+            "{error}"
+        );
+    }
+}

@@ -226,9 +226,7 @@ mod tests {
     use super::*;
 
     fn checked(words: &[&str]) -> Result<Command> {
-        use clap::Parser;
-        let cli = crate::cmd::Cli::try_parse_from(words)?;
-        let crate::cmd::Command::History(args) = cli.command else {
+        let super::super::Command::History(args) = super::super::parsed(words) else {
             panic!("not a history command: {words:?}");
         };
         Command::try_from(args)

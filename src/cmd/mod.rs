@@ -133,3 +133,13 @@ fn default_signals() {
         unsafe { libc::signal(signal, libc::SIG_DFL) };
     }
 }
+
+/// The command line as `main` parses it, for the tests of each command's conversion.
+#[cfg(test)]
+fn parsed(words: &[&str]) -> Command {
+    use clap::Parser;
+    match Cli::try_parse_from(words) {
+        Ok(cli) => cli.command,
+        Err(error) => panic!("{words:?} does not parse: {error}"),
+    }
+}

@@ -90,3 +90,42 @@ fn format_name(format: framelab::profile::render::ProfileFormat) -> String {
         .map(|v| v.get_name().to_owned())
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_is_refused_where_every_function_is_shown() {
+        let convert = |words: &[&str]| {
+            let super::super::Command::Profile(args) = super::super::parsed(words) else {
+                panic!("not a profile: {words:?}");
+            };
+            ProfileCommand::try_from(args)
+        };
+        let error = convert(&[
+            "framelab",
+            "profile",
+            "r.framelab",
+            "--top",
+            "3",
+            "--format",
+            "json",
+        ])
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            error.starts_with(
+                "--top 3 sets the rows of the text and markdown tables, and --format json"
+            ),
+            "{error}"
+        );
+        let plan = convert(&["framelab", "profile", "r.framelab", "--top", "3"]).unwrap();
+        assert_eq!(plan.top, 3);
+        assert_eq!(
+            convert(&["framelab", "profile", "r.framelab"]).unwrap().top,
+            15
+        );
+    }
+}

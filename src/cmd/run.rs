@@ -228,3 +228,60 @@ pub(super) fn run_and_report(plan: RunPlan) -> anyhow::Result<Outcome> {
         Outcome::Done
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(words: &[&str]) -> anyhow::Result<RunPlan> {
+        let super::super::Command::Run(args) = super::super::parsed(words) else {
+            panic!("not a run: {words:?}");
+        };
+        RunPlan::try_from(args)
+    }
+
+    /// A run's refusals come from the conversion: nothing is launched to find them.
+    #[test]
+    fn refusals_come_before_the_launch() {
+        let error = |words: &[&str]| planned(words).err().unwrap().to_string();
+        let kept = error(&[
+            "framelab",
+            "run",
+            "--keep-output",
+            "-o",
+            "/dev/null",
+            "--",
+            "true",
+        ]);
+        assert!(kept.starts_with("--keep-output keeps the command's output in the run file, and -o /dev/null keeps no file"), "{kept}");
+        let window = error(&[
+            "framelab",
+            "run",
+            "--warmup",
+            "2s",
+            "--duration",
+            "1s",
+            "--",
+            "true",
+        ]);
+        assert!(window.contains("--warmup"), "{window}");
+        let from = error(&["framelab", "run", "--warmup-from", "launch", "--", "true"]);
+        assert!(
+            from.starts_with("--warmup-from launch says where --warmup counts from"),
+            "{from}"
+        );
+        let plan = planned(&[
+            "framelab",
+            "run",
+            "--fps",
+            "60",
+            "-o",
+            "/dev/null",
+            "--",
+            "true",
+        ])
+        .unwrap();
+        assert_eq!(plan.options.command, ["true"]);
+        assert_eq!(plan.options.fps, Some(60.0));
+    }
+}
