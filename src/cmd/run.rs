@@ -281,7 +281,7 @@ mod tests {
             "true",
         ])
         .unwrap();
-        assert_eq!(plan.options.command, ["true"]);
-        assert_eq!(plan.options.fps, Some(60.0));
+        assert_eq!(plan.format, Format::Text);
+        assert!(plan.history.is_none() && plan.html.html.is_none());
     }
 }
