@@ -146,13 +146,23 @@ fn checked(args: DemoArgs) -> anyhow::Result<RunPlan> {
     })
 }
 
+impl TryFrom<PipelineArgs> for demo::DemoOptions {
+    type Error = anyhow::Error;
+
+    fn try_from(args: PipelineArgs) -> anyhow::Result<demo::DemoOptions> {
+        let options = demo::DemoOptions {
+            fps: args.fps,
+            depth: args.depth,
+            duration: args.duration,
+            pacer: args.pacer.into(),
+            ..Default::default()
+        };
+        options.validate()?;
+        Ok(options)
+    }
+}
+
 pub(super) fn pipeline(args: PipelineArgs) -> anyhow::Result<Outcome> {
-    demo::run_pipeline(&demo::DemoOptions {
-        fps: args.fps,
-        depth: args.depth,
-        duration: args.duration,
-        pacer: args.pacer.into(),
-        ..Default::default()
-    })?;
+    demo::run_pipeline(&demo::DemoOptions::try_from(args)?)?;
     Ok(Outcome::Done)
 }
