@@ -398,6 +398,29 @@ pub struct SessionFacts {
     /// that cost in ns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe_busiest_thread: Option<(u32, i64)>,
+    /// `run --pair STAGE=START:END[:KEY]`: what each made of the run's events.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub probe_pairs: Vec<PairFacts>,
+}
+
+/// One `run --pair STAGE=START:END[:KEY]` (docs/probes.md): its spans are ordinary rows of
+/// stage `stage`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PairFacts {
+    pub stage: String,
+    pub start: String,
+    pub end: String,
+    /// `key` (the events' key) or `tid` (their thread).
+    pub by: String,
+    pub spans: u64,
+    pub unmatched_starts: u64,
+    pub unmatched_ends: u64,
+    pub restarted: u64,
+    /// Events of tasks that are not the run's (a tracepoint sees every task), left out.
+    pub other_tasks: u64,
+    /// What did not pair, one sentence each (the report's notes).
+    pub notes: Vec<String>,
 }
 
 /// One probe of a run (`--probe STAGE=BINARY:FUNCTION`, or the `--frame-probe`).
@@ -419,6 +442,11 @@ pub struct ProbeFacts {
     /// What one call costs the probed thread (entry + return, or begin + end; one hit for
     /// an event), measured on this machine before the run.
     pub cost_per_hit_ns: Option<i64>,
+    /// What of that cost lies inside each span (the entry trap's tail and the return
+    /// trap's head, measured on an empty function before the run): taken off every span.
+    pub subtracted_ns: Option<i64>,
+    /// Spans shorter than `subtracted_ns`, made 0 long.
+    pub clamped: u64,
     /// Calls seen on the run's threads.
     pub hits: u64,
     pub spans: u64,

@@ -3,7 +3,9 @@
 //! is not counted). Deterministic: the same allocations on every machine, no RSS.
 //!
 //! The small tests run by default; the two big ones are measurements (BENCHMARKS.md) and
-//! hold every subcommand that reads a whole run to a peak (issue 29):
+//! hold every subcommand that reads a whole run (report in three formats, hist, whatif,
+//! export, compare of 2 and of 4 runs, history add) to a peak of its own and to twice the
+//! run file's size (issues 29 and 31):
 //!
 //!     cargo test --release --test report_memory -- --ignored --nocapture
 //!
@@ -228,7 +230,10 @@ struct Peaks {
     report_html: f64,
     whatif: f64,
     export: f64,
+    /// The file as two variants (one run each), and as four.
     compare: f64,
+    compare_four: f64,
+    history_add: f64,
 }
 
 /// `measured`, printed as bytes per span and MiB with the time taken.
@@ -275,15 +280,29 @@ fn subcommand_peaks(path: &Path, spans: usize) -> Peaks {
             .unwrap()
     });
     assert_eq!(written as usize, spans);
-    let (compare, comparison) = peak_per_span("compare (the run with itself)", spans, || {
+    let compare_as = |variants: &[&str]| {
         let file = path.to_str().unwrap();
-        let sources = [
-            compare::parse_named_source(&format!("a={file}")).unwrap(),
-            compare::parse_named_source(&format!("b={file}")).unwrap(),
-        ];
-        compare::compare(&sources, &CompareOptions::default()).unwrap()
+        let sources: Vec<compare::Source> = (variants.iter())
+            .map(|v| compare::parse_named_source(&format!("{v}={file}")).unwrap())
+            .collect();
+        let comparison = compare::compare(&sources, &CompareOptions::default()).unwrap();
+        assert!(!compare::any_regression(&comparison));
+    };
+    let (compare, ()) = peak_per_span("compare (the run as 2 variants)", spans, || {
+        compare_as(&["a", "b"])
     });
-    assert!(!compare::any_regression(&comparison));
+    let (compare_four, ()) = peak_per_span("compare (the run as 4 variants)", spans, || {
+        compare_as(&["a", "b", "c", "d"])
+    });
+    let (history_add, records) = peak_per_span("history add (its records)", spans, || {
+        let revision = framelab::history::add::Revision {
+            commit: "0".repeat(40),
+            branch: None,
+            dirty: false,
+        };
+        framelab::history::add::records(path, &revision, &[]).unwrap()
+    });
+    assert_eq!(records.records.len(), 1);
     Peaks {
         report_text,
         report_json,
@@ -291,6 +310,8 @@ fn subcommand_peaks(path: &Path, spans: usize) -> Peaks {
         whatif,
         export,
         compare,
+        compare_four,
+        history_add,
     }
 }
 
@@ -368,13 +389,58 @@ fn whatif_and_the_perfetto_export_never_hold_the_run() {
     );
 }
 
+#[test]
+fn compare_holds_one_run_at_a_time_whatever_their_number() {
+    let _alone = alone();
+    // Issue 29: compare loaded every run in parallel (one per core) and kept all of each
+    // run's frame values, so its peak grew with the number of runs. It reads one at a
+    // time now and keeps only the ranks its percentiles read.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.framelab");
+    let spans = 200_000;
+    for _ in 0..8 {
+        written(&path, one_span_per_frame(spans as u64, 5_000));
+    }
+    let ids: Vec<i64> = (store::list_runs(&path).unwrap().iter())
+        .map(|m| m.id)
+        .collect();
+    let peak_with = |per_side: usize| {
+        let file = path.to_str().unwrap();
+        let side = |name: &str, ids: &[i64]| {
+            let ids: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+            compare::parse_named_source(&format!("{name}={file}:{}", ids.join(","))).unwrap()
+        };
+        let sources = [
+            side("a", &ids[..per_side]),
+            side("b", &ids[4..4 + per_side]),
+        ];
+        let (peak, _, comparison) =
+            measured(|| compare::compare(&sources, &CompareOptions::default()).unwrap());
+        assert!(!compare::any_regression(&comparison));
+        println!(
+            "compare, {per_side} run(s) a side: peak {peak} B ({:.1} B/span of one run)",
+            peak as f64 / spans as f64
+        );
+        peak
+    };
+    let (one, four) = (peak_with(1), peak_with(4));
+    assert!(
+        four as f64 <= 1.3 * one as f64,
+        "4 runs a side: {four} B, 1 run a side: {one} B"
+    );
+}
+
 /// Bounds of the peaks, in bytes per span, with one span per frame (the worst case).
-const WHATIF_BYTES_PER_SPAN: usize = 40;
+/// whatif held 29 beyond the fixed 4 MiB before its outcome kept only totals and ends and
+/// the frame table was packed (17 since).
+const WHATIF_BYTES_PER_SPAN: usize = 24;
 const EXPORT_BYTES_PER_SPAN: usize = 8;
 
-/// Every subcommand's peak within its bound, in bytes per span.
-fn assert_peaks(peaks: &Peaks, bounds: &Peaks) {
+/// Every subcommand's peak within its bound, in bytes per span, and within twice the
+/// run file's size (issue 31: no subcommand needs more than 2× the file).
+fn assert_peaks(peaks: &Peaks, bounds: &Peaks, file_bytes_per_span: f64) {
     println!("{peaks:?}");
+    println!("the file: {file_bytes_per_span:.1} B/span");
     let pairs = [
         ("report", peaks.report_text, bounds.report_text),
         (
@@ -389,11 +455,28 @@ fn assert_peaks(peaks: &Peaks, bounds: &Peaks) {
         ),
         ("whatif --depth 2", peaks.whatif, bounds.whatif),
         ("export --format perfetto", peaks.export, bounds.export),
-        ("compare", peaks.compare, bounds.compare),
+        ("compare of 2", peaks.compare, bounds.compare),
+        ("compare of 4", peaks.compare_four, bounds.compare_four),
+        ("history add", peaks.history_add, bounds.history_add),
     ];
+    let mut over = Vec::new();
     for (what, peak, bound) in pairs {
-        assert!(peak <= bound, "{what}: {peak:.1} B/span, over {bound}");
+        if peak > bound {
+            over.push(format!("{what}: {peak:.1} B/span, over its bound {bound}"));
+        }
+        if peak > 2.0 * file_bytes_per_span {
+            over.push(format!(
+                "{what}: {peak:.1} B/span, over 2× the file ({:.1})",
+                2.0 * file_bytes_per_span
+            ));
+        }
     }
+    assert!(over.is_empty(), "{}", over.join("\n"));
+}
+
+/// The file's size in bytes per span.
+fn file_bytes_per_span(path: &Path, spans: usize) -> f64 {
+    std::fs::metadata(path).unwrap().len() as f64 / spans as f64
 }
 
 #[test]
@@ -408,16 +491,19 @@ fn twelve_million_spans_one_per_frame() {
     let (report, hist) = per_span(&path, spans);
     assert!(report <= 40.0 && hist <= 40.0);
     // One span per frame, in time order: the worst case for the columns, the best for
-    // the export (nothing waits). Compare still loads whole runs (225).
+    // the export (nothing waits).
     let bounds = Peaks {
         report_text: 40.0,
         report_json: 40.0,
-        report_html: 60.0,
-        whatif: 52.0,
+        report_html: 48.0,
+        whatif: 40.0,
         export: 8.0,
-        compare: 230.0,
+        compare: 40.0,
+        compare_four: 40.0,
+        history_add: 40.0,
     };
-    assert_peaks(&subcommand_peaks(&path, spans), &bounds);
+    let file = file_bytes_per_span(&path, spans);
+    assert_peaks(&subcommand_peaks(&path, spans), &bounds, file);
 }
 
 #[test]
@@ -430,16 +516,19 @@ fn ten_million_spans_five_stages() {
     keep(&path);
     let (report, hist) = per_span(&path, spans);
     assert!(report <= 40.0 && hist <= 40.0);
-    // Written thread by thread: the export sorts the whole run in memory, as before
-    // (72 bytes a span: the spans, their sort keys and the merge sort's buffer). Compare
-    // still loads whole runs (120).
+    // Written thread by thread: the export sorts the whole run in memory (40 bytes a
+    // span: the spans and their indices, sorted in place; 72 with keyed copies and a
+    // merge sort's buffer).
     let bounds = Peaks {
         report_text: 32.0,
         report_json: 32.0,
         report_html: 32.0,
         whatif: 35.0,
-        export: 75.0,
-        compare: 125.0,
+        export: 42.0,
+        compare: 35.0,
+        compare_four: 35.0,
+        history_add: 35.0,
     };
-    assert_peaks(&subcommand_peaks(&path, spans), &bounds);
+    let file = file_bytes_per_span(&path, spans);
+    assert_peaks(&subcommand_peaks(&path, spans), &bounds, file);
 }

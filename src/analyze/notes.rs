@@ -91,6 +91,13 @@ fn session_notes(meta: &RunMeta) -> Vec<String> {
         }
         notes.extend(group.escaped.iter().map(|e| format!("Run group: {e}.")));
     }
+    // `run --pair`: events that did not pair.
+    notes.extend(
+        facts
+            .probe_pairs
+            .iter()
+            .flat_map(|p| p.notes.iter().cloned()),
+    );
     if let Some(at) = facts.session_lost_ns {
         notes.push(format!(
             "The session directory was removed {} after launch, while the run was recording (by another framelab that took it for stale, or by hand): threads that started after that were not recorded, so this run is incomplete.",

@@ -1,5 +1,6 @@
-//! The probe options of `framelab run` and `bench` (`--probe`, `--frame-arg`, `--frame-probe`), and
-//! `framelab probes BINARY [PATTERN]`: the functions of a binary that can be probed.
+//! The probe options of `framelab run` and `bench` (`--probe`, `--usdt`, `--usdt-event`,
+//! `--tracepoint`, `--frame-arg`, `--frame-probe`, `--pair`), and `framelab probes BINARY
+//! [PATTERN]`: the functions of a binary that can be probed.
 
 use clap::Args;
 use framelab::probes::{self, cost::InstructionClass, elf::Binary, ProbeOptions, ProbeText};
@@ -19,7 +20,7 @@ pub struct ProbeArgs {
     #[arg(long = "usdt", value_name = "STAGE=BINARY:PROVIDER:BEGIN,END")]
     pub usdt: Vec<String>,
     /// Record an event NAME at each hit of USDT probe PROVIDER:PROBE, keyed by its first
-    /// argument (pair two into spans with framelab hist --pair START:END; repeat for more)
+    /// argument (pair two into spans with --pair STAGE=START:END; repeat for more)
     #[arg(long = "usdt-event", value_name = "NAME=BINARY:PROVIDER:PROBE")]
     pub usdt_events: Vec<String>,
     /// Record an event NAME at each hit of kernel tracepoint SUBSYSTEM:EVENT, on any task,
@@ -35,6 +36,11 @@ pub struct ProbeArgs {
     /// the frame started last
     #[arg(long, value_name = "BINARY:FUNCTION")]
     pub frame_probe: Option<String>,
+    /// Make each event START and the next END of the same KEY (key: the events' key, the
+    /// default; tid: their thread) a span of stage STAGE, e.g. --pair
+    /// sleep=enter:exit:tid with two --tracepoint or --usdt-event events (repeatable)
+    #[arg(long = "pair", value_name = "STAGE=START:END[:KEY]")]
+    pub pairs: Vec<String>,
 }
 
 impl ProbeArgs {
@@ -47,6 +53,7 @@ impl ProbeArgs {
             tracepoints: self.tracepoints.clone(),
             frame_args: self.frame_args.clone(),
             frame_probe: self.frame_probe.clone(),
+            pairs: self.pairs.clone(),
         }
     }
 
@@ -100,21 +107,32 @@ pub(super) fn run(args: ProbesArgs) -> anyhow::Result<Outcome> {
     list(binary, &plan.pattern)
 }
 
-/// `--cost`: each class measured here and now.
+/// `--cost`: each class measured here and now, and what of a call's cost lies inside the
+/// span the probes record (what a run subtracts from each).
 fn print_costs() -> anyhow::Result<()> {
+    use probes::cost::{measure, Shape};
     let pmu = probes::uprobe::Pmu::find().map_err(anyhow::Error::msg)?;
+    let us = |ns: i64| format!("{:.1}", ns as f64 / 1e3);
     println!("what a probe costs the probed thread, by the first instruction probed:");
-    println!("  first instruction        entry  entry + return  µs");
+    println!("  first instruction        entry  entry + return  in the span  µs");
     for class in InstructionClass::ALL {
-        let entry = probes::cost::measure(&pmu, class, false).map_err(anyhow::Error::msg)?;
-        let call = probes::cost::measure(&pmu, class, true).map_err(anyhow::Error::msg)?;
+        let entry = measure(&pmu, class, Shape::Entry).map_err(anyhow::Error::msg)?;
+        let call = measure(&pmu, class, Shape::Call).map_err(anyhow::Error::msg)?;
         println!(
-            "  {:<23} {:>6.1}  {:>14.1}",
+            "  {:<23} {:>6}  {:>14}  {:>11}",
             class.describe(),
-            entry as f64 / 1e3,
-            call as f64 / 1e3
+            us(entry.per_call_ns),
+            us(call.per_call_ns),
+            call.in_span_ns.map_or("?".to_owned(), us)
         );
     }
+    let pair = measure(&pmu, InstructionClass::Nop1, Shape::Pair).map_err(anyhow::Error::msg)?;
+    println!(
+        "  USDT begin + end (nop)          {:>14}  {:>11}",
+        us(pair.per_call_ns),
+        pair.in_span_ns.map_or("?".to_owned(), us)
+    );
+    println!("(\"in the span\": the part of a call's cost between its span's two timestamps, taken off each span)");
     Ok(())
 }
 

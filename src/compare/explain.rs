@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use super::load::Loaded;
 use super::RunData;
 use crate::analyze::pipeline::PipelineSummary;
-use crate::analyze::stats::percentile_sorted;
 use crate::experiment::RunStatus;
 
 /// A change worth a word: at least this fraction of the baseline's value...
@@ -45,7 +44,7 @@ fn typical(runs: &[&RunData]) -> Typical {
     let mut bottlenecks: BTreeMap<(String, String), Vec<(f64, f64)>> = BTreeMap::new();
     for r in runs {
         for (name, values) in &r.stages {
-            if let Some(p50) = percentile_sorted(values, 0.5) {
+            if let Some(p50) = values.percentile(0.5) {
                 stages.entry(name.clone()).or_default().push(p50);
             }
         }
@@ -187,6 +186,7 @@ mod tests {
     use super::*;
     use crate::analyze::pipeline::{Bottleneck, WaitRow};
     use crate::analyze::Dist;
+    use crate::stats::SortedValues;
 
     fn run(encode_us: i64, wait_us: f64, resource: &str, stage: &str, busy: f64) -> RunData {
         let dist = |us: f64| Dist {
@@ -196,8 +196,8 @@ mod tests {
         };
         RunData {
             stages: vec![
-                ("convert".into(), vec![400_000]),
-                ("encode".into(), vec![encode_us * 1000]),
+                ("convert".into(), SortedValues::all(&[400_000i64])),
+                ("encode".into(), SortedValues::all(&[encode_us * 1000])),
             ],
             pipeline: Some(PipelineSummary {
                 waits: vec![WaitRow {

@@ -1,12 +1,40 @@
-//! From a loaded run to what comparisons need: the per-run numbers a report shows, and
-//! the sorted frame-level values that frame-based metrics resample.
+//! From a run to what comparisons need: the per-run numbers a report shows, and the
+//! sorted frame-level values that frame-based metrics resample, reduced to the ranks their
+//! percentiles read ([`Keep`]). A stored run is streamed into the report's compact
+//! analysis ([`extract_stored`]): one run at a time, nothing of it kept but this.
 
+use std::path::Path;
+
+use crate::analyze::compact::columns::SpanColumns;
+use crate::analyze::compact::table::FrameTable;
+use crate::analyze::compact::values::with_ns;
+use crate::analyze::compact::window::{measure, MeasuredFrames};
+use crate::analyze::compact::{self, Columns, Sorted, ANALYSIS_KEEPS};
 use crate::analyze::cpu::{role_cpu, RoleCpu};
 use crate::analyze::frames::{measure_run, Frames, NO_FRAME};
-use crate::analyze::stats::sort_ns;
+use crate::analyze::stats::{sort_ns, Ns};
 use crate::analyze::telemetry::EnergyRow;
 use crate::analyze::{analyze, Analysis, CpuSummary};
 use crate::model::Run;
+use crate::stats::SortedValues;
+
+/// Which of a run's sorted values are kept.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Keep {
+    /// Every value (the HTML page pools the runs' values into its curves).
+    All,
+    /// The ranks percentiles p (0–1) and their bootstrap redraws read.
+    Near(Vec<f64>),
+}
+
+impl Keep {
+    fn reduce<T: Ns>(&self, sorted: &[T]) -> SortedValues {
+        match self {
+            Keep::All => SortedValues::all(sorted),
+            Keep::Near(ps) => SortedValues::keeping(sorted, ps),
+        }
+    }
+}
 
 /// One run, reduced. Frame values are nanoseconds, sorted ascending.
 #[derive(Clone, Debug, Default)]
@@ -25,9 +53,9 @@ pub struct RunData {
     /// (late frames, measured frames), when the run has a budget and frames.
     pub late: Option<(u64, u64)>,
     /// Durations of each stage's spans in measured frames, in the report's stage order.
-    pub stages: Vec<(String, Vec<i64>)>,
+    pub stages: Vec<(String, SortedValues)>,
     /// Measured frames' totals (end-to-end latency).
-    pub totals: Vec<i64>,
+    pub totals: SortedValues,
     /// The worst frame (shown, never used for a verdict): (frame id, total ns).
     pub worst_frame: Option<(u64, i64)>,
     /// The window was closed by --duration (so wall time is fixed, not measured).
@@ -45,7 +73,7 @@ pub struct RunData {
     /// fps is `--frames N` over the whole run (start-up and shutdown included).
     pub fps_from_frames: bool,
     /// Each wait pair's waits over measured frames (`convert→encode`), sorted ascending.
-    pub waits: Vec<(String, Vec<i64>)>,
+    pub waits: Vec<(String, SortedValues)>,
     /// Waits, threads and the bottleneck, to explain a change (`explain`).
     pub pipeline: Option<crate::analyze::pipeline::PipelineSummary>,
     /// An imported run's source, said where a recorded run's command would be:
@@ -57,23 +85,106 @@ pub struct RunData {
     pub histogram_only: bool,
 }
 
+/// A loaded run, every value kept.
 pub fn extract(run: &Run) -> RunData {
+    extract_keeping(run, &Keep::All)
+}
+
+/// A loaded run, its values kept as `keep` says.
+pub fn extract_keeping(run: &Run, keep: &Keep) -> RunData {
     let analysis = analyze(run);
     let mut data = from_analysis(&analysis);
+    let (stages, totals, waits) = frame_values(run, &analysis);
+    data.stages = (stages.into_iter())
+        .map(|(name, v)| (name, keep.reduce(&v)))
+        .collect();
+    data.totals = keep.reduce(&totals);
+    data.waits = (waits.into_iter())
+        .map(|(name, v)| (name, keep.reduce(&v)))
+        .collect();
+    from_head(&mut data, run, &analysis, !run.spans.is_empty());
+    data
+}
+
+/// Run `run_id` of `path`, streamed into the columns of the report's analysis (about a
+/// third of a loaded run's memory) and reduced as `keep` says.
+pub fn extract_stored(path: &Path, run_id: i64, keep: &Keep) -> anyhow::Result<RunData> {
+    let run = crate::store::open_run(path, Some(run_id))?;
+    let head = &run.head;
+    let (columns, table) = compact::load_columns(&run, ANALYSIS_KEEPS)?;
+    let (_, measured) = measure(&table, &columns, &head.meta);
+    let waits = waits(head, &columns, &table, &measured, keep)?;
+    let mut by_id: Vec<(usize, SortedValues)> = Vec::new();
+    let analysis = compact::analyze_columns(
+        head,
+        Columns::Owned(Box::new(columns)),
+        &table,
+        &run,
+        &mut |sorted| {
+            if let Sorted::Stage(id, values) = sorted {
+                by_id.push((id, with_ns!(values, v => keep.reduce(v))));
+            }
+        },
+    )?;
+    let mut data = from_analysis(&analysis);
+    let has_spans = analysis.spans > 0;
+    if has_spans {
+        let name_of = |id: usize| crate::analyze::stages::stage_name(&head.stages, id);
+        // The report's order, as `frame_values` gives it.
+        for name in &analysis.stage_names {
+            if let Some(at) = by_id.iter().position(|(id, _)| &name_of(*id) == name) {
+                data.stages.push((name.clone(), by_id.swap_remove(at).1));
+            }
+        }
+        // Taken once the analysis is done, not beside it: its peak is the run's.
+        data.totals = totals(&table, &measured, keep);
+        data.waits = waits;
+    }
+    from_head(&mut data, head, &analysis, has_spans);
+    Ok(data)
+}
+
+/// The measured frames' totals, sorted and reduced.
+fn totals(table: &FrameTable, measured: &MeasuredFrames, keep: &Keep) -> SortedValues {
+    let frames: Vec<u32> = measured.in_window.ones().collect();
+    let mut totals = compact::values_in_order(&frames, |i| table.total_ns(i));
+    drop(frames);
+    totals.sort();
+    with_ns!(&totals, v => keep.reduce(v))
+}
+
+/// Each wait pair's waits, reduced, from the columns (read with starts and threads); none
+/// where no measured frame has two spans.
+fn waits(
+    head: &Run,
+    columns: &SpanColumns,
+    table: &FrameTable,
+    measured: &MeasuredFrames,
+    keep: &Keep,
+) -> anyhow::Result<Vec<(String, SortedValues)>> {
+    let measured_spans = (columns.frame.iter())
+        .filter(|&&f| f != NO_FRAME && measured.in_window.get(f))
+        .count();
+    if measured_spans as u64 <= measured.count {
+        return Ok(Vec::new());
+    }
+    let waits = compact::wait_values(head, columns, table, measured)?;
+    Ok((waits.into_iter())
+        .map(|(name, v)| (name, keep.reduce(&v)))
+        .collect())
+}
+
+/// What the run's head says besides its analysis.
+fn from_head(data: &mut RunData, run: &Run, analysis: &Analysis, has_spans: bool) {
     data.fixed_duration = run.meta.end_reason == crate::model::EndReason::Duration;
     data.output_metrics = run.metrics.clone();
     data.fps_from_frames = analysis.frames_from_hint && analysis.observed_fps.is_some();
-    let (stages, totals, waits) = frame_values(run, &analysis);
-    data.stages = stages;
-    data.totals = totals;
-    data.waits = waits;
     data.imported_from = run
         .import
         .as_ref()
         .map(|i| format!("imported from {} ({})", i.files.join(", "), i.format));
     data.histograms = run.histograms.clone();
-    data.histogram_only = run.spans.is_empty() && !run.histograms.is_empty();
-    data
+    data.histogram_only = !has_spans && !run.histograms.is_empty();
 }
 
 fn from_analysis(a: &Analysis) -> RunData {
@@ -164,4 +275,47 @@ pub fn per_unit(run: &RunData, metric: &str, device: &str) -> Option<f64> {
     }
     let units = m.value.filter(|v| *v > 0.0)?;
     Some(energy_of(run, device)?.joules / units)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::fixtures::{
+        crashed_run, degenerate_runs, metrics_run, pipeline_edge_runs, reference_run,
+        uninstrumented_run,
+    };
+    use crate::analyze::telemetry::fixture::telemetry_run;
+
+    /// A stored run streamed into columns reduces to what the loaded run reduces to: every
+    /// field, stage values, totals and waits included.
+    #[test]
+    fn a_streamed_run_reduces_as_the_loaded_run() {
+        let mut runs: Vec<(String, Run)> = vec![
+            ("reference".into(), reference_run()),
+            ("crashed".into(), crashed_run()),
+            ("uninstrumented".into(), uninstrumented_run()),
+            ("metrics".into(), metrics_run()),
+            ("telemetry".into(), telemetry_run()),
+        ];
+        runs.extend(
+            (degenerate_runs().into_iter().enumerate())
+                .map(|(i, r)| (format!("degenerate {i}"), r)),
+        );
+        runs.extend((pipeline_edge_runs().into_iter()).map(|(name, r)| (name.to_owned(), r)));
+        let dir = tempfile::tempdir().unwrap();
+        for (k, (label, run)) in runs.iter().enumerate() {
+            let path = dir.path().join(format!("{k}.framelab"));
+            let id = crate::store::write_run(&path, run).unwrap();
+            let loaded = crate::store::load_run(&path, Some(id)).unwrap();
+            let keep = Keep::for_metrics(&["total.p90".into()]);
+            for keep in [Keep::All, keep] {
+                let old = format!("{:#?}", extract_keeping(&loaded, &keep));
+                let new = format!("{:#?}", extract_stored(&path, id, &keep).unwrap());
+                assert!(
+                    old == new,
+                    "{label} ({keep:?}):\nloaded {old}\nstreamed {new}"
+                );
+            }
+        }
+    }
 }

@@ -333,7 +333,8 @@ fn stage_overlays(
                     let mut pooled: Vec<i64> = measured()
                         .filter(|(r, _)| &r.variant == v && r.params == params)
                         .flat_map(|(_, d)| d.stages.iter().filter(|(n, _)| n == stage))
-                        .flat_map(|(_, values)| values.iter().copied())
+                        // Loaded with every value kept (`Keep::All`).
+                        .flat_map(|(_, values)| values.values().unwrap_or(&[]).iter().copied())
                         .collect();
                     if pooled.is_empty() {
                         return None;

@@ -58,7 +58,8 @@ fn identical(a: &Metric, b: &Metric, runs: &[&RunData]) -> Option<&'static str> 
             if p == q =>
         {
             let one_span_per_frame = |r: &RunData| {
-                !r.totals.is_empty() && r.stages.iter().any(|(n, v)| n == s && *v == r.totals)
+                !r.totals.is_empty()
+                    && (r.stages.iter()).any(|(n, v)| n == s && v.same_values(&r.totals))
             };
             runs.iter().all(|r| one_span_per_frame(r)).then_some(
                 "each frame is one span of its only stage, so its percentiles are the totals'",
@@ -107,6 +108,7 @@ fn same_in_every_run(runs: &[&RunData], f: impl Fn(&RunData) -> Option<f64>) -> 
 mod tests {
     use super::*;
     use crate::compare::metrics::catalogue;
+    use crate::stats::SortedValues;
 
     fn keyed<'a>(all: &'a [Metric], keys: &[&str]) -> Vec<Metric> {
         keys.iter()
@@ -116,8 +118,8 @@ mod tests {
 
     fn run(stage: Vec<i64>, totals: Vec<i64>, wall_ms: i64, frames: u64) -> RunData {
         RunData {
-            stages: vec![("frame".into(), stage)],
-            totals,
+            stages: vec![("frame".into(), SortedValues::all(&stage))],
+            totals: SortedValues::all(&totals),
             wall_ns: wall_ms * 1_000_000,
             observed_fps: Some(frames as f64 / (wall_ms as f64 / 1e3)),
             cpu_measured: true,

@@ -1,16 +1,14 @@
 //! Which runs to compare and which variant each belongs to: experiments carry their
 //! variants; files of plain runs are one variant each (named after the file, or by
-//! `--variant NAME=FILE[:RUN,...]`). Then every measured run is loaded and reduced, in
-//! parallel.
+//! `--variant NAME=FILE[:RUN,...]`). Then every measured run is read and reduced, one at
+//! a time: memory holds one run's analysis and the reductions, whatever the number of runs.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use anyhow::{bail, Result};
 
-use super::extract::{extract, RunData};
+use super::extract::{extract_stored, Keep, RunData};
 use crate::experiment::{Fingerprint, RunStatus};
 use crate::model::{EndReason, RunMeta};
 use crate::store;
@@ -89,7 +87,13 @@ pub struct Loaded {
     pub notes: Vec<String>,
 }
 
+/// The runs of `sources`, each reduced to p50, p95 and p99 of its values.
 pub fn load(sources: &[Source]) -> Result<Loaded> {
+    load_keeping(sources, &Keep::for_metrics(&[]))
+}
+
+/// The runs of `sources`, each reduced as `keep` says.
+pub fn load_keeping(sources: &[Source], keep: &Keep) -> Result<Loaded> {
     if sources.is_empty() {
         bail!("nothing to compare: give an experiment file (framelab bench -o FILE) or run files");
     }
@@ -359,7 +363,7 @@ pub fn load(sources: &[Source]) -> Result<Loaded> {
             });
         }
     }
-    reduce_in_parallel(&mut runs)?;
+    reduce_one_at_a_time(&mut runs, keep)?;
     Ok(Loaded {
         runs,
         variants,
@@ -386,38 +390,12 @@ fn plain_status(meta: &RunMeta) -> (RunStatus, Option<String>) {
     (status, failure)
 }
 
-/// Loads and reduces every measured run, one thread per core: loading is SQLite-bound and
-/// analysis is per run, so runs are independent.
-fn reduce_in_parallel(runs: &mut [LoadedRun]) -> Result<()> {
-    let todo: Vec<usize> = (0..runs.len())
-        .filter(|&i| runs[i].status == RunStatus::Ok)
-        .collect();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(todo.len().max(1));
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(usize, Result<RunData>)>> = Mutex::new(Vec::new());
-    let jobs: Vec<(usize, PathBuf, i64)> = todo
-        .iter()
-        .map(|&i| (i, runs[i].path.clone(), runs[i].run_id))
-        .collect();
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| loop {
-                let k = next.fetch_add(1, Ordering::Relaxed);
-                let Some((i, path, id)) = jobs.get(k) else {
-                    break;
-                };
-                let data = store::load_run(path, Some(*id)).map(|run| extract(&run));
-                results
-                    .lock()
-                    .expect("no panics while holding it")
-                    .push((*i, data));
-            });
-        }
-    });
-    for (i, data) in results.into_inner().expect("threads joined") {
-        runs[i].data = Some(data?);
+/// Reads and reduces every measured run in turn. One at a time, not one per core: each
+/// run's analysis holds about a report's memory while it lasts, and a comparison of many
+/// runs must fit where one report does (issue 29); the analysis uses the cores itself.
+fn reduce_one_at_a_time(runs: &mut [LoadedRun], keep: &Keep) -> Result<()> {
+    for run in runs.iter_mut().filter(|r| r.status == RunStatus::Ok) {
+        run.data = Some(extract_stored(&run.path, run.run_id, keep)?);
     }
     Ok(())
 }

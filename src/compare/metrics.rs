@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::extract::{counts_work, energy_of, per_unit, RunData};
+use super::extract::{counts_work, energy_of, per_unit, Keep, RunData};
 use crate::stats::{Direction, RunValue};
 
 /// A metric's unit. Serialised as one string: the built-in units by name (`fps`,
@@ -187,7 +187,27 @@ pub struct Metric {
 /// percentile after it (`p99`) always shows.
 const LABEL_NAME_CHARS: usize = 60;
 
-const PERCENTILES: [(&str, f64); 3] = [("p50", 0.50), ("p95", 0.95), ("p99", 0.99)];
+pub(super) const PERCENTILES: [(&str, f64); 3] = [("p50", 0.50), ("p95", 0.95), ("p99", 0.99)];
+
+/// What of each run's sorted values compare keeps: lives here, beside the percentiles it reads.
+impl Keep {
+    /// The percentiles compare reads of every stage, wait and total (p50, p95, p99), and
+    /// those `--show` names (`encode.p90`, `total.p99.9`).
+    pub fn for_metrics(names: &[String]) -> Keep {
+        let mut ps: Vec<f64> = PERCENTILES.iter().map(|(_, p)| *p).collect();
+        for name in names.iter().flat_map(|n| n.split(',')) {
+            let Some(at) = name.trim().rfind(".p") else {
+                continue;
+            };
+            if let Ok(p) = name.trim()[at + 2..].parse::<f64>() {
+                if p > 0.0 && p < 100.0 {
+                    ps.push(p / 100.0);
+                }
+            }
+        }
+        Keep::Near(ps)
+    }
+}
 
 impl Metric {
     pub(super) fn new(
@@ -296,11 +316,11 @@ impl Metric {
                     None => &run.totals,
                     Some(name) => &run.stages.iter().find(|(n, _)| n == name)?.1,
                 };
-                (!sorted.is_empty()).then_some(RunValue::Percentile { sorted, p: *p })
+                (!sorted.is_empty()).then_some(RunValue::Ranked { sorted, p: *p })
             }
             Kind::Wait { pair, p } => {
                 let sorted = &run.waits.iter().find(|(n, _)| n == pair)?.1;
-                (!sorted.is_empty()).then_some(RunValue::Percentile { sorted, p: *p })
+                (!sorted.is_empty()).then_some(RunValue::Ranked { sorted, p: *p })
             }
             Kind::Aggregate { spans, stat } => {
                 let durations = match spans {
@@ -308,7 +328,7 @@ impl Metric {
                     Spans::Stage(name) => &run.stages.iter().find(|(n, _)| n == name)?.1,
                     Spans::Wait(pair) => &run.waits.iter().find(|(n, _)| n == pair)?.1,
                 };
-                let sum: f64 = durations.iter().map(|&d| d as f64).sum();
+                let sum = durations.sum();
                 match stat {
                     SpanStat::Count => Some(RunValue::Whole(durations.len() as f64)),
                     SpanStat::Sum => whole(sum),
@@ -845,7 +865,10 @@ mod tests {
     #[test]
     fn waits_are_metrics_to_show_never_judged_by_default() {
         let run = RunData {
-            waits: vec![("convert→encode".into(), vec![1_000, 2_000, 3_000])],
+            waits: vec![(
+                "convert→encode".into(),
+                crate::stats::SortedValues::all(&[1_000i64, 2_000, 3_000]),
+            )],
             ..RunData::default()
         };
         let all = catalogue(&[&run]);
@@ -855,7 +878,7 @@ mod tests {
         assert_eq!(p50.label, "convert→encode wait p50");
         assert!(matches!(
             p50.value(&run),
-            Some(RunValue::Percentile { sorted, p }) if sorted.len() == 3 && p == 0.5
+            Some(RunValue::Ranked { sorted, p }) if sorted.len() == 3 && p == 0.5
         ));
         assert_eq!(p50.display_value(2_000.0), 2.0);
         assert!(defaults(&all).iter().all(|m| !m.key.contains("->")));

@@ -25,8 +25,8 @@ use anyhow::{bail, Result};
 
 pub use by_tag::{group_by_tag, ByTag};
 pub use comparison::{CompareOptions, Comparison, Row, Sweep, SweepChange, SCHEMA};
-pub use extract::{extract, RunData};
-pub use load::{load, parse_named_source, parse_source, Loaded, LoadedRun, Source};
+pub use extract::{extract, extract_keeping, extract_stored, Keep, RunData};
+pub use load::{load, load_keeping, parse_named_source, parse_source, Loaded, LoadedRun, Source};
 // For `history check`'s tables.
 pub(crate) use effect::signed_pct;
 pub(crate) use table::Table;
@@ -47,13 +47,15 @@ pub enum CompareFormat {
 
 /// Loads the sources, checks there is something to compare, and compares.
 pub fn compare(sources: &[Source], options: &CompareOptions) -> Result<Comparison> {
-    Ok(compare_loaded(sources, options)?.0)
+    let keep = Keep::for_metrics(&options.metrics);
+    Ok(compare_loaded(sources, options, &keep)?.0)
 }
 
 /// The comparison as a self-contained HTML page (plots of every metric, the verdicts,
 /// the sweeps, the stage distributions), with the comparison itself.
 pub fn compare_html(sources: &[Source], options: &CompareOptions) -> Result<(Comparison, String)> {
-    let (comparison, loaded) = compare_loaded(sources, options)?;
+    // The page pools the runs' values into its curves: every value is kept.
+    let (comparison, loaded) = compare_loaded(sources, options, &Keep::All)?;
     if !comparison.histograms.is_empty() {
         bail!(
             "--format html: runs of imported histograms are compared as tables only; give \
@@ -65,15 +67,16 @@ pub fn compare_html(sources: &[Source], options: &CompareOptions) -> Result<(Com
     Ok((comparison, text))
 }
 
-/// [`compare`], and the runs it loaded.
+/// [`compare`], and the runs it loaded, their values kept as `keep` says.
 fn compare_loaded(
     sources: &[Source],
     options: &CompareOptions,
+    keep: &Keep,
 ) -> Result<(Comparison, load::Loaded)> {
     if !(options.noise >= 0.0 && options.noise < 1.0) {
         bail!("--noise must be between 0% and 100%, e.g. --noise 2%");
     }
-    let loaded = load::load(sources)?;
+    let loaded = load::load_keeping(sources, keep)?;
     if loaded.variants.is_empty() {
         bail!("nothing to compare: the files hold no runs");
     }

@@ -386,8 +386,11 @@ mod tests {
             cpu_per_frame_ns: Some(1000.0),
             peak_rss_bytes: 1 << 20,
             late: Some((1, 60)),
-            stages: vec![("decode".into(), vec![1, 2, 3])],
-            totals: vec![3, 4, 5],
+            stages: vec![(
+                "decode".into(),
+                crate::stats::SortedValues::all(&[1i64, 2, 3]),
+            )],
+            totals: crate::stats::SortedValues::all(&[3i64, 4, 5]),
             energy: vec![crate::analyze::telemetry::EnergyRow {
                 device: "GPU0".into(),
                 avg_power_w: 250.0,
@@ -398,7 +401,10 @@ mod tests {
             cpu_resolution_ns: 1,
             work_units: 60,
             roles: vec![role("command"), role("server")],
-            waits: vec![("decode→encode".into(), vec![1, 2])],
+            waits: vec![(
+                "decode→encode".into(),
+                crate::stats::SortedValues::all(&[1i64, 2]),
+            )],
             ..RunData::default()
         };
         let metrics = catalogue(&[&run]);

@@ -11,11 +11,13 @@
 //! - `uprobe`: opening uprobes through the shared perf-event layer (`crate::perf_event`);
 //! - `tracepoint`: kernel tracepoints, found in tracefs, opened the same way;
 //! - `recorder`: their per-CPU rings drained into spans of the run's threads;
+//! - `pairs`: `--pair`, the run's events paired into spans as they are recorded;
 //! - `cost`: what one hit costs on this machine, measured, by first instruction.
 
 pub mod cost;
 pub mod elf;
 pub mod options;
+pub mod pairs;
 pub mod recorder;
 pub mod tracepoint;
 pub mod uprobe;
@@ -180,6 +182,9 @@ pub const DOMINATING_SHARE_PCT: f64 = 5.0;
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ProbeSummary {
     pub probes: Vec<crate::model::ProbeFacts>,
+    /// `run --pair` stages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<crate::model::PairFacts>,
     pub lost: u64,
     /// The thread the probes cost most: its id, the cost in ns, and that as a share of the
     /// run's length.
@@ -191,7 +196,7 @@ pub struct ProbeSummary {
 /// The probes of a recorded run, if it had any.
 pub fn summary(meta: &crate::model::RunMeta) -> Option<ProbeSummary> {
     let facts = &meta.session;
-    if facts.probes.is_empty() {
+    if facts.probes.is_empty() && facts.probe_pairs.is_empty() {
         return None;
     }
     let length_ns = meta.window_end_ns.max(1);
@@ -203,6 +208,7 @@ pub fn summary(meta: &crate::model::RunMeta) -> Option<ProbeSummary> {
     let cost = cost.unwrap_or(0);
     Some(ProbeSummary {
         probes: facts.probes.clone(),
+        pairs: facts.probe_pairs.clone(),
         lost: facts.probe_records_lost,
         busiest_tid: tid,
         busiest_cost_ns: cost,

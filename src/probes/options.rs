@@ -264,6 +264,9 @@ pub struct ProbeText {
     pub frame_args: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame_probe: Option<String>,
+    /// `--pair STAGE=START:END[:KEY]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<String>,
 }
 
 impl ProbeText {
@@ -280,7 +283,8 @@ impl ProbeText {
             &self.tracepoints,
             &self.frame_args,
             self.frame_probe.as_deref(),
-        )
+        )?
+        .with_pairs(&self.pairs)
     }
 }
 
@@ -292,9 +296,51 @@ pub struct ProbeOptions {
     /// `--frame-arg STAGE=argN`.
     pub frame_args: Vec<(String, u8)>,
     pub frame_probe: Option<Target>,
+    /// `--pair STAGE=START:END[:KEY]`: events paired into spans while recording.
+    pub pairs: Vec<crate::analyze::pair::StagePair>,
 }
 
 impl ProbeOptions {
+    /// With `--pair`s, each a stage of its own.
+    pub fn with_pairs(mut self, pairs: &[String]) -> Result<ProbeOptions, String> {
+        for text in pairs {
+            let pair = crate::analyze::pair::StagePair::parse(text)?;
+            if let Some(p) = self
+                .probes
+                .iter()
+                .find(|p| p.is_span() && p.stage == pair.stage)
+            {
+                return Err(format!(
+                    "--pair {text}: stage {} is already {}: give the pair a stage of its own",
+                    pair.stage,
+                    p.option()
+                ));
+            }
+            // A probe stage's spans are no events: nothing would ever pair.
+            for name in [&pair.spec.start, &pair.spec.end] {
+                let is_event = self.probes.iter().any(|p| !p.is_span() && &p.stage == name);
+                if let (false, Some(p)) = (
+                    is_event,
+                    self.probes.iter().find(|p| p.is_span() && &p.stage == name),
+                ) {
+                    return Err(format!(
+                        "--pair {text}: {name} is the stage of {}, not an event: pair events \
+                         (--tracepoint, --usdt-event, or the SDK's)",
+                        p.option()
+                    ));
+                }
+            }
+            if self.pairs.iter().any(|p| p.stage == pair.stage) {
+                return Err(format!(
+                    "--pair {}= is given twice: give it once",
+                    pair.stage
+                ));
+            }
+            self.pairs.push(pair);
+        }
+        Ok(self)
+    }
+
     /// From the options' text; every refusal is one line saying what to change.
     pub fn parse(
         functions: &[String],
@@ -331,7 +377,7 @@ impl ProbeOptions {
             }
             if let Some(q) = probes[..i].iter().find(|q| q.kind == p.kind) {
                 return Err(format!(
-                    "{} is probed twice ({} and {}): probe it once",
+                    "{} is probed twice (stages {} and {}): probe it once",
                     p.describe(),
                     q.stage,
                     p.stage
@@ -378,11 +424,12 @@ impl ProbeOptions {
             probes,
             frame_args: parsed_args,
             frame_probe,
+            pairs: Vec::new(),
         })
     }
 
     pub fn is_empty(&self) -> bool {
-        self.probes.is_empty()
+        self.probes.is_empty() && self.pairs.is_empty()
     }
 
     /// Where stage `stage`'s frame ids come from.
@@ -455,6 +502,38 @@ mod tests {
             None,
         );
         assert!(usdt.unwrap_err().contains("probed twice"));
+    }
+
+    #[test]
+    fn a_pair_is_a_stage_of_its_own_made_of_events() {
+        let text = |pairs: &[&str]| ProbeText {
+            functions: strings(&["encode=p:f"]),
+            tracepoints: strings(&["enter=a:b", "exit=a:c"]),
+            pairs: strings(pairs),
+            ..ProbeText::default()
+        };
+        let ok = text(&["sleep=enter:exit:tid"]).parse().unwrap();
+        assert_eq!(ok.pairs[0].stage, "sleep");
+        assert!(!ProbeText {
+            pairs: strings(&["s=a:b"]),
+            ..ProbeText::default()
+        }
+        .parse()
+        .unwrap()
+        .is_empty());
+        let e = text(&["encode=enter:exit"]).parse().unwrap_err();
+        assert!(
+            e.contains("stage encode is already --probe encode=p:f"),
+            "{e}"
+        );
+        let e = text(&["s=enter:exit", "s=exit:enter"]).parse().unwrap_err();
+        assert!(e.contains("--pair s= is given twice"), "{e}");
+        let e = text(&["s=encode:exit"]).parse().unwrap_err();
+        assert!(
+            e.contains("encode is the stage of --probe encode=p:f, not an event"),
+            "{e}"
+        );
+        assert!(text(&["s=enter"]).parse().is_err());
     }
 
     #[test]

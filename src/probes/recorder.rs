@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 
-use super::cost::{self, InstructionClass};
+use super::cost::{self, Calibration, InstructionClass, Shape};
 use super::tracepoint;
 use super::uprobe::{self, Pmu};
 use super::usdt::{self, Argument};
@@ -129,14 +129,20 @@ struct Attached {
     /// Entry and return of a function, or begin and end of a USDT stage: 2; an event: 1.
     hits_per_call: i64,
     cost_ns: Option<i64>,
+    /// What of the cost lies inside each span, taken off it.
+    subtract_ns: Option<i64>,
     /// Of the run's threads.
     hits: u64,
     spans: u64,
     unmatched_returns: u64,
+    /// Spans shorter than what is subtracted: made 0 long.
+    clamped: u64,
 }
 
 pub struct Recorder {
     probes: Vec<Attached>,
+    /// `--pair`: paired by the collector, which sees every event of the run.
+    pairs: Vec<crate::analyze::pair::StagePair>,
     frame_probe: Option<(String, ProbePoint, u64)>,
     rings: Vec<Ring>,
     /// The events writing into another event's ring.
@@ -295,29 +301,31 @@ impl Recorder {
                  ref_ctr_offset in the uprobe PMU's format): probes guarded by one will not fire"
             );
         }
-        // Measured once per kind of first instruction, with and without a return probe.
-        let mut costs: HashMap<(InstructionClass, bool), Option<i64>> = HashMap::new();
+        // Measured once per kind of first instruction and shape of probes.
+        let mut costs: HashMap<(InstructionClass, Shape), Option<Calibration>> = HashMap::new();
         for probe in &mut probes {
             let Some(pmu) = &pmu else { break };
-            if probe.any_task {
+            let shape = match probe.request.kind {
                 // A tracepoint is not a trap: no cost measured.
-                continue;
-            }
-            let with_return = matches!(probe.request.kind, Kind::Function(_));
-            let key = (probe.point.class, with_return);
+                Kind::Tracepoint { .. } => continue,
+                Kind::Function(_) => Shape::Call,
+                Kind::UsdtSpan { .. } => Shape::Pair,
+                Kind::UsdtEvent { .. } => Shape::Entry,
+            };
+            let key = (probe.point.class, shape);
             let measured = *costs.entry(key).or_insert_with(|| {
-                let measured = cost::measure(pmu, key.0, with_return);
+                let measured = cost::measure(pmu, key.0, shape);
                 if let Err(why) = &measured {
                     eprintln!("framelab: warning: the cost of a probe hit is not known: {why}");
                 }
                 measured.ok()
             });
-            // A USDT stage's begin and end are two entry hits.
-            let per_call = if with_return { 1 } else { probe.hits_per_call };
-            probe.cost_ns = measured.map(|c| c * per_call);
+            probe.cost_ns = measured.map(|c| c.per_call_ns);
+            probe.subtract_ns = measured.and_then(|c| c.in_span_ns);
         }
         let mut recorder = Recorder {
             probes,
+            pairs: options.pairs.clone(),
             frame_probe,
             rings: Vec::new(),
             others: Vec::new(),
@@ -392,6 +400,11 @@ impl Recorder {
             self.rings.extend(ring);
         }
         Ok(())
+    }
+
+    /// The `--pair`s to make of the run's events.
+    pub fn pairs(&self) -> &[crate::analyze::pair::StagePair] {
+        &self.pairs
     }
 
     /// Whether a probe on a binary (not a tracepoint) has seen no call yet.
@@ -473,12 +486,15 @@ impl Recorder {
                 match stack.pop() {
                     Some((start, frame)) => {
                         probe.spans += 1;
+                        let (start_mono_ns, end_mono_ns, clamped) =
+                            without_probe_cost(start as i64, hit.time as i64, probe.subtract_ns);
+                        probe.clamped += u64::from(clamped);
                         drained.spans.push(ProbeSpan {
                             probe: hit.probe,
                             pid: hit.pid,
                             tid: hit.tid,
-                            start_mono_ns: start as i64,
-                            end_mono_ns: hit.time as i64,
+                            start_mono_ns,
+                            end_mono_ns,
                             frame,
                         });
                     }
@@ -527,6 +543,8 @@ impl Recorder {
                 file_offset: p.point.file_offset,
                 first_instruction: p.point.class,
                 cost_per_hit_ns: p.cost_ns,
+                subtracted_ns: p.subtract_ns,
+                clamped: p.clamped,
                 hits: p.hits,
                 spans: p.spans,
                 unmatched_returns: p.unmatched_returns,
@@ -565,6 +583,20 @@ pub struct Finished {
     pub lost: u64,
     /// The thread the probes cost most, and that cost in ns.
     pub busiest_thread: Option<(u32, i64)>,
+}
+
+/// A span from `start` to `end` less `subtract` ns of the probes' own cost, half taken off
+/// each end (where in the two traps the timestamps fall is not known), and whether it was
+/// shorter than that and is made 0 long, at its middle.
+fn without_probe_cost(start: i64, end: i64, subtract: Option<i64>) -> (i64, i64, bool) {
+    let subtract = subtract.unwrap_or(0);
+    let length = end - start;
+    if length < subtract {
+        let middle = start + length / 2;
+        return (middle, middle, true);
+    }
+    let from_start = subtract / 2;
+    (start + from_start, end - (subtract - from_start), false)
 }
 
 enum Decoded {
@@ -641,9 +673,11 @@ fn place(options: &ProbeOptions) -> Result<Placed, String> {
             frames,
             hits_per_call,
             cost_ns: None,
+            subtract_ns: None,
             hits: 0,
             spans: 0,
             unmatched_returns: 0,
+            clamped: 0,
         });
     }
     let frame_probe = match &options.frame_probe {
@@ -698,6 +732,23 @@ mod tests {
         record.extend(((8 + body.len()) as u16).to_ne_bytes());
         record.extend(body);
         record
+    }
+
+    #[test]
+    fn the_probes_cost_is_taken_off_both_ends_and_a_shorter_span_is_clamped() {
+        assert_eq!(
+            without_probe_cost(1000, 5000, Some(1001)),
+            (1500, 4499, false)
+        );
+        assert_eq!(without_probe_cost(1000, 5000, None), (1000, 5000, false));
+        assert_eq!(
+            without_probe_cost(1000, 1600, Some(1000)),
+            (1300, 1300, true)
+        );
+        assert_eq!(
+            without_probe_cost(1000, 2000, Some(1000)),
+            (1500, 1500, false)
+        );
     }
 
     #[test]

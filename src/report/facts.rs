@@ -525,8 +525,8 @@ fn imported(a: &Analysis, st: &Style) -> Option<String> {
 }
 
 /// `encode uprobe prog:encode_frame · 200 calls · 2.4 µs per call (entry + return; push,
-/// emulated)`, one
-/// clause per probe, then what they cost the thread they cost most.
+/// emulated) · 1.1 µs subtracted from each span`, one clause per probe, then what they cost
+/// the thread they cost most.
 fn probes(a: &Analysis, st: &Style) -> Option<String> {
     let p = a.probes.as_ref()?;
     let mut parts: Vec<String> = p
@@ -559,9 +559,39 @@ fn probes(a: &Analysis, st: &Style) -> Option<String> {
                 // Not a trap in the program: no cost of its own to say.
                 return format!("{what} · {hits}");
             }
-            format!("{what} · {hits} · {cost}")
+            let subtracted = match (f.subtracted_ns, f.kind.as_str()) {
+                (_, "usdt event") => String::new(),
+                (Some(ns), _) if f.clamped > 0 => format!(
+                    " · {:.1} µs subtracted from each span ({})",
+                    ns as f64 / 1e3,
+                    st.yellow(&format!(
+                        "{} shorter than that made 0",
+                        plural(f.clamped, "span", "spans")
+                    ))
+                ),
+                (Some(ns), _) => format!(" · {:.1} µs subtracted from each span", ns as f64 / 1e3),
+                (None, _) if f.frame_probe => String::new(),
+                (None, _) => " · nothing subtracted (its share in a span is not known)".to_owned(),
+            };
+            format!("{what} · {hits} · {cost}{subtracted}")
         })
         .collect();
+    // `run --pair`: events made spans.
+    parts.extend(p.pairs.iter().map(|pair| {
+        let spans = plural(pair.spans, "span", "spans");
+        format!(
+            "{} pair {}:{} by {} · {}",
+            pair.stage,
+            pair.start,
+            pair.end,
+            pair.by,
+            if pair.spans == 0 {
+                st.yellow(&spans)
+            } else {
+                spans
+            }
+        )
+    }));
     if let Some(tid) = p.busiest_tid {
         let line = format!(
             "they cost thread {tid} {:.1}% of the run",
@@ -623,6 +653,60 @@ pub fn facts_in(a: &Analysis, st: &Style, verbose: bool) -> Vec<(&'static str, S
 mod tests {
     use super::*;
     use crate::analyze::{FpsSummary, LateSummary};
+
+    #[test]
+    fn the_probes_line_says_what_was_subtracted_clamped_and_paired() {
+        let probe = crate::model::ProbeFacts {
+            stage: "encode".into(),
+            kind: "uprobe".into(),
+            target: "prog:encode_frame".into(),
+            first_instruction: crate::probes::cost::InstructionClass::Push,
+            cost_per_hit_ns: Some(2400),
+            subtracted_ns: Some(1100),
+            clamped: 3,
+            hits: 300,
+            spans: 300,
+            ..Default::default()
+        };
+        let unknown = crate::model::ProbeFacts {
+            stage: "decode".into(),
+            subtracted_ns: None,
+            clamped: 0,
+            ..probe.clone()
+        };
+        let a = Analysis {
+            probes: Some(crate::probes::ProbeSummary {
+                probes: vec![probe, unknown],
+                pairs: vec![crate::model::PairFacts {
+                    stage: "sleep".into(),
+                    start: "enter".into(),
+                    end: "exit".into(),
+                    by: "tid".into(),
+                    spans: 40,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Analysis::default()
+        };
+        let line = probes(&a, &Style::default()).unwrap();
+        assert!(
+            line.contains(
+                "encode uprobe prog:encode_frame · 300 calls · 2.4 µs per call (entry + return; \
+                 push, emulated) · 1.1 µs subtracted from each span (3 spans shorter than that \
+                 made 0)"
+            ),
+            "{line}"
+        );
+        assert!(
+            line.contains("decode uprobe prog:encode_frame · 300 calls · 2.4 µs per call (entry + return; push, emulated) · nothing subtracted"),
+            "{line}"
+        );
+        assert!(
+            line.contains("sleep pair enter:exit by tid · 40 spans"),
+            "{line}"
+        );
+    }
 
     #[test]
     fn fps_line_names_every_variant_in_order() {

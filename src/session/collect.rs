@@ -85,6 +85,10 @@ struct ProbeSpans {
     /// Files the run's processes had mapped, read while a probe had no hit: said after
     /// the run when it never got one (was its binary loaded at all?).
     loaded: std::collections::BTreeSet<String>,
+    /// `--pair`: events made spans as they are kept.
+    pairs: crate::probes::pairs::RunPairs,
+    /// Threads (the run's index) of tasks that are not the run's: a tracepoint's.
+    other_tasks: HashSet<u32>,
 }
 
 /// The run group's readings over the window.
@@ -162,6 +166,8 @@ impl Collector {
         self.probes = Some(ProbeSpans {
             name_ids: vec![None; names.len()],
             names,
+            pairs: crate::probes::pairs::RunPairs::new(recorder.pairs()),
+            other_tasks: HashSet::new(),
             recorder,
             threads: HashMap::new(),
             loaded: Default::default(),
@@ -365,6 +371,24 @@ impl Collector {
         Ok(())
     }
 
+    /// `--pair`: the spans the events about to be written close, kept as the SDK's.
+    fn pair_events(&mut self, probes: &mut ProbeSpans) -> Result<()> {
+        if probes.pairs.is_empty() {
+            return Ok(());
+        }
+        let (run_ids, other_tasks) = (&self.run_ids, &probes.other_tasks);
+        let made = probes.pairs.feed(
+            &self.events,
+            |name| run_ids.get(&(name_kind::EVENT, name.to_owned())).copied(),
+            |thread| !other_tasks.contains(&thread),
+        );
+        for (index, span) in made {
+            let stage = self.run_id(name_kind::STAGE, probes.pairs.stage(index))?;
+            self.keep_span(Span { stage, ..span });
+        }
+        Ok(())
+    }
+
     /// While a probe has seen nothing, the files the run's processes map (read at each
     /// commit, twice a second), for the line that says so after the run.
     fn note_loaded_files(&mut self) {
@@ -423,15 +447,22 @@ impl Collector {
         }))?;
         let index = self.threads_added;
         self.threads_added += 1;
-        if let Some(since) = of_run_since {
-            self.accounting
-                .observe_instrumented(pid, since - self.meta.origin_mono_ns);
+        match of_run_since {
+            Some(since) => self
+                .accounting
+                .observe_instrumented(pid, since - self.meta.origin_mono_ns),
+            None => _ = probes.other_tasks.insert(index),
         }
         probes.threads.insert((pid, tid), index);
         Ok(index)
     }
 
     fn flush(&mut self) -> Result<()> {
+        if let Some(mut probes) = self.probes.take() {
+            let paired = self.pair_events(&mut probes);
+            self.probes = Some(probes);
+            paired?;
+        }
         if !self.spans.is_empty() {
             let capacity = self.spans.capacity();
             let spans = std::mem::replace(&mut self.spans, Vec::with_capacity(capacity));
@@ -804,12 +835,14 @@ impl Collector {
         if let Some(mut probes) = self.probes.take() {
             let finished = probes.recorder.finish();
             self.keep_probe_records(&mut probes, finished.drained)?;
+            self.pair_events(&mut probes)?;
             self.flush()?;
             crate::probes::say_what_was_missed(&finished.facts, finished.lost, &probes.loaded);
             let facts = &mut self.meta.session;
             facts.probes = finished.facts;
             facts.probe_records_lost = finished.lost;
             facts.probe_busiest_thread = finished.busiest_thread;
+            facts.probe_pairs = probes.pairs.finish();
         }
         for (&pid, names) in self.names.iter_mut() {
             names.refresh(self.session.path(), pid);

@@ -18,6 +18,7 @@ use rand_distr::{Beta, Binomial, Distribution};
 use serde::{Deserialize, Serialize};
 
 use super::quantile::{median_in_place, quantile_sorted, quantile_sorted_i64, sort_f64};
+use super::sorted::SortedValues;
 
 /// One run's value of a metric, and what its within-run resampling draws from.
 #[derive(Clone, Copy, Debug)]
@@ -26,6 +27,8 @@ pub enum RunValue<'a> {
     Whole(f64),
     /// A type-7 percentile `p` of the run's frames, given sorted ascending (ns).
     Percentile { sorted: &'a [i64], p: f64 },
+    /// The same from the ranks of them a run keeps (`SortedValues`): the same numbers.
+    Ranked { sorted: &'a SortedValues, p: f64 },
     /// The percentage of the run's `of` frames that are `hits` (late frames %).
     Share { hits: u64, of: u64 },
 }
@@ -38,6 +41,7 @@ impl RunValue<'_> {
             RunValue::Percentile { sorted, p } => {
                 quantile_sorted_i64(sorted, p).unwrap_or(f64::NAN)
             }
+            RunValue::Ranked { sorted, p } => sorted.percentile(p).unwrap_or(f64::NAN),
             RunValue::Share { hits, of } if of > 0 => hits as f64 / of as f64 * 100.0,
             RunValue::Share { .. } => f64::NAN,
         }
@@ -160,6 +164,10 @@ impl<'a> Resampler<'a> {
                 RunValue::Percentile { sorted, p } if within_runs => {
                     PercentileDraw::new(sorted, p).map_or(Redraw::Fixed, Redraw::Percentile)
                 }
+                RunValue::Ranked { sorted, p } if within_runs => {
+                    PercentileDraw::of(Ranks::Held(sorted), p)
+                        .map_or(Redraw::Fixed, Redraw::Percentile)
+                }
                 RunValue::Share { hits, of } if within_runs && of > 0 => {
                     match Binomial::new(of, hits as f64 / of as f64) {
                         Ok(binomial) => Redraw::Share(binomial, of),
@@ -243,7 +251,7 @@ fn sample_variance(values: &[f64]) -> f64 {
 /// Draws the type-7 percentile `p` of n values resampled with replacement from `sorted`,
 /// through the order statistics of uniforms (see the module comment).
 pub struct PercentileDraw<'a> {
-    sorted: &'a [i64],
+    sorted: Ranks<'a>,
     /// 1-based rank of the lower order statistic the percentile interpolates from.
     rank: usize,
     frac: f64,
@@ -253,6 +261,11 @@ pub struct PercentileDraw<'a> {
 impl<'a> PercentileDraw<'a> {
     /// `None` for fewer than two values (nothing to resample).
     pub fn new(sorted: &'a [i64], p: f64) -> Option<PercentileDraw<'a>> {
+        PercentileDraw::of(Ranks::All(sorted), p)
+    }
+
+    /// [`PercentileDraw::new`] of values all held or held near their percentiles.
+    fn of(sorted: Ranks<'a>, p: f64) -> Option<PercentileDraw<'a>> {
         let n = sorted.len();
         if n < 2 {
             return None;
@@ -272,14 +285,14 @@ impl<'a> PercentileDraw<'a> {
     pub fn sample(&self, rng: &mut ChaCha8Rng) -> f64 {
         let n = self.sorted.len();
         let u = self.beta.sample(rng);
-        let lower = self.sorted[self.index(u)] as f64;
+        let lower = self.sorted.get(self.index(u)) as f64;
         if self.frac == 0.0 || self.rank >= n {
             return lower;
         }
         // The next of n uniforms above u: u plus the smallest of n − rank uniforms on (u, 1).
         let v: f64 = 1.0 - rng.random::<f64>();
         let next = u + (1.0 - u) * (1.0 - v.powf(1.0 / (n - self.rank) as f64));
-        let upper = self.sorted[self.index(next)] as f64;
+        let upper = self.sorted.get(self.index(next)) as f64;
         lower + self.frac * (upper - lower)
     }
 
@@ -287,6 +300,29 @@ impl<'a> PercentileDraw<'a> {
     fn index(&self, u: f64) -> usize {
         let n = self.sorted.len();
         ((u * n as f64).ceil() as usize).clamp(1, n) - 1
+    }
+}
+
+/// Sorted values as a redraw reads them: a slice, or the ranks a run keeps.
+#[derive(Clone, Copy)]
+enum Ranks<'a> {
+    All(&'a [i64]),
+    Held(&'a SortedValues),
+}
+
+impl Ranks<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Ranks::All(v) => v.len(),
+            Ranks::Held(v) => v.len(),
+        }
+    }
+
+    fn get(&self, rank: usize) -> i64 {
+        match self {
+            Ranks::All(v) => v[rank],
+            Ranks::Held(v) => v.get(rank),
+        }
     }
 }
 
@@ -455,6 +491,41 @@ mod tests {
         let r = bootstrap_ratio(&zeros, &some, &BootstrapOptions::default()).unwrap();
         assert_eq!(r.ratio, f64::INFINITY);
         assert!(bootstrap_ratio(&[], &some, &BootstrapOptions::default()).is_none());
+    }
+
+    #[test]
+    fn the_ranks_a_run_keeps_resample_as_all_its_values() {
+        // compare keeps each run's values near the percentiles it reads (issue 29): the
+        // interval must be the same to the last bit.
+        let runs: Vec<Vec<i64>> = (0..5i64)
+            .map(|k| {
+                let mut v: Vec<i64> = (0..200_000i64)
+                    .map(|i| 1_000 + (i * 7919 + k * 31) % 50_021 + k * 40)
+                    .collect();
+                v.sort_unstable();
+                v
+            })
+            .collect();
+        for p in [0.5, 0.99] {
+            let kept: Vec<SortedValues> = (runs.iter())
+                .map(|v| SortedValues::keeping(v, &[p]))
+                .collect();
+            assert!(kept.iter().all(|k| k.values().is_none()));
+            let all: Vec<RunValue> = (runs.iter())
+                .map(|s| RunValue::Percentile { sorted: s, p })
+                .collect();
+            let ranked: Vec<RunValue> = (kept.iter())
+                .map(|s| RunValue::Ranked { sorted: s, p })
+                .collect();
+            let options = BootstrapOptions::default();
+            let a = bootstrap_ratio(&all[..2], &all[2..], &options).unwrap();
+            let b = bootstrap_ratio(&ranked[..2], &ranked[2..], &options).unwrap();
+            assert_eq!(
+                (a.ratio.to_bits(), a.low.to_bits(), a.high.to_bits()),
+                (b.ratio.to_bits(), b.low.to_bits(), b.high.to_bits()),
+                "p {p}"
+            );
+        }
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //!   and, for frame-based metrics, frames within runs;
 //! - `verdict`: improved / regressed / equivalent / inconclusive, and how many more runs;
 //! - `quantile`: type-7 percentiles and medians of floating-point values;
-//! - `seed`: reproducible seeds derived per metric.
+//! - `seed`: reproducible seeds derived per metric;
+//! - `sorted`: a run's sorted values reduced to the ranks its percentiles read.
 
 pub mod bootstrap;
 pub mod gatekeeping;
@@ -17,12 +18,14 @@ pub mod holm;
 pub mod mann_whitney;
 pub mod quantile;
 pub mod seed;
+pub mod sorted;
 pub mod verdict;
 
 pub use bootstrap::{bootstrap_ratio, BootstrapOptions, RatioInterval, RunValue};
 pub use gatekeeping::{gatekeep, Gated};
 pub use holm::holm;
 pub use mann_whitney::{mann_whitney, MannWhitney, PMethod};
+pub use sorted::SortedValues;
 pub use verdict::{
     decide, runs_for_significance, significance_reachable, Direction, Gate, Verdict, VerdictInput,
 };

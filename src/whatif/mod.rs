@@ -11,7 +11,7 @@ mod render;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use self::model::{simulate_with, Config, Simulated};
+use self::model::{simulate_each, Config};
 pub use self::plan::Changes;
 use self::recorded::RecordedFrames;
 use crate::analyze::compact::columns::{columns_of, SpanColumns};
@@ -21,7 +21,6 @@ use crate::analyze::compact::values::NsValues;
 use crate::analyze::compact::window::measure;
 use crate::analyze::compact::{load_columns, ANALYSIS_KEEPS};
 use crate::analyze::pipeline::{has_thread_info, is_queue, thread_labels};
-use crate::analyze::stats::sort_ns;
 use crate::analyze::{Analysis, Dist};
 use crate::model::Run;
 use crate::store::StoredRun;
@@ -40,20 +39,20 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// The outcome of `sim`, its vectors dropped as soon as they are done with, the totals
-    /// and intervals held as u32 where they fit (the same figures as i64 would give).
-    fn of(sim: Simulated) -> Outcome {
-        let Simulated {
-            starts_ns: starts,
-            ends_ns: mut ends,
-        } = sim;
-        let total_of = |(s, e): (&i64, &i64)| e - s;
-        let mut totals = values_of(starts.iter().zip(&ends).map(total_of), starts.len());
-        drop(starts);
-        totals.sort();
+    /// The figures of a simulation that hands each frame's start and end to the
+    /// callback it is given: each frame's total (4 bytes while it fits a u32) and end (8)
+    /// are kept, not its start, and both are sorted in place, without a buffer (issue 29).
+    fn of_simulation(frames: usize, simulate: &mut dyn FnMut(&mut dyn FnMut(i64, i64))) -> Outcome {
+        let mut totals = NsValues::for_range(0, 0, frames);
+        let mut ends: Vec<i64> = Vec::with_capacity(frames);
+        simulate(&mut |start, end| {
+            totals.push(end - start);
+            ends.push(end);
+        });
+        totals.sort_in_place();
         let total = totals.dist_of_sorted();
         drop(totals);
-        sort_ns(&mut ends);
+        ends.sort_unstable();
         let mut intervals = values_of(ends.windows(2).map(|w| w[1] - w[0]), ends.len());
         drop(ends);
         intervals.sort();
@@ -216,9 +215,14 @@ pub fn whatif_columns(
             pace_stage: pace,
             resources: p.resource_names.len(),
         };
-        Outcome::of(simulate_with(frames.len(), &config, &mut |k, tasks| {
-            p.tasks_into(frames.spans_with_delays(k), tasks)
-        }))
+        Outcome::of_simulation(frames.len(), &mut |done| {
+            simulate_each(
+                frames.len(),
+                &config,
+                &mut |k, tasks| p.tasks_into(frames.spans_with_delays(k), tasks),
+                done,
+            )
+        })
     };
     Ok(WhatIf {
         run: run.meta.name.clone(),

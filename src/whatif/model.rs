@@ -71,6 +71,26 @@ pub fn simulate_with(
     config: &Config,
     tasks_of: &mut dyn FnMut(usize, &mut Vec<Task>),
 ) -> Simulated {
+    let mut out = Simulated {
+        starts_ns: Vec::with_capacity(frames),
+        ends_ns: Vec::with_capacity(frames),
+    };
+    simulate_each(frames, config, tasks_of, &mut |start, end| {
+        out.starts_ns.push(start);
+        out.ends_ns.push(end);
+    });
+    out
+}
+
+/// [`simulate_with`], each frame's start and end handed to `done(start, end)` in turn
+/// rather than kept: only the last `depth` ends are held (the gate), so the caller decides
+/// what a frame costs in memory.
+pub fn simulate_each(
+    frames: usize,
+    config: &Config,
+    tasks_of: &mut dyn FnMut(usize, &mut Vec<Task>),
+    done: &mut dyn FnMut(i64, i64),
+) {
     let mut tasks = Vec::new();
     let mut free = vec![0i64; config.resources];
     let mut pacer = config.period_ns.map(|period_ns| Pacer {
@@ -78,10 +98,10 @@ pub fn simulate_with(
         anchor_ns: None,
         slot: 0,
     });
-    let mut out = Simulated {
-        starts_ns: Vec::with_capacity(frames),
-        ends_ns: Vec::with_capacity(frames),
-    };
+    // The ends of the last `depth` frames simulated, and how many were.
+    let mut recent: std::collections::VecDeque<i64> =
+        std::collections::VecDeque::with_capacity(config.depth.min(frames) + 1);
+    let mut simulated = 0usize;
     for i in 0..frames {
         tasks_of(i, &mut tasks);
         let Some(first) = tasks.first() else {
@@ -93,7 +113,11 @@ pub fn simulate_with(
             Some(p) => p.release(entry),
             None => entry,
         };
-        let gate = (i >= config.depth).then(|| out.ends_ns[i - config.depth]);
+        // The end of the frame simulated `depth` before this one.
+        let gate = (i >= config.depth && simulated + config.depth > i)
+            .then(|| (recent.len() + i).checked_sub(config.depth + simulated))
+            .flatten()
+            .and_then(|at| recent.get(at).copied());
         let gated_task = usize::from(config.pace_stage == Some(first.stage) && tasks.len() > 1);
         let mut start = None;
         for (k, task) in tasks.iter().enumerate() {
@@ -108,10 +132,15 @@ pub fn simulate_with(
             start.get_or_insert(begin);
             ready = end;
         }
-        out.starts_ns.push(start.unwrap_or(ready));
-        out.ends_ns.push(ready);
+        done(start.unwrap_or(ready), ready);
+        simulated += 1;
+        if config.depth > 0 {
+            if recent.len() == config.depth {
+                recent.pop_front();
+            }
+            recent.push_back(ready);
+        }
     }
-    out
 }
 
 #[cfg(test)]

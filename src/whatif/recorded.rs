@@ -1,13 +1,15 @@
 //! The measured frames as the model replays them: rows of the run's span columns, frame
 //! after frame in start order, each frame's sorted by start, and each span's hand-over
-//! delay. 4 bytes a span for the order and 8 for the delay beside the columns (start and
-//! thread kept), where a vector of spans per frame took ~100 (issue 29).
+//! delay. 4 bytes a span for the order and 4 for the delay (8 where one passes 4.29 s)
+//! beside the columns (start and thread kept), where a vector of spans per frame took
+//! ~100 (issue 29).
 
 use anyhow::{bail, Result};
 
 use crate::analyze::compact::columns::SpanColumns;
 use crate::analyze::compact::packed::PackedNs;
 use crate::analyze::compact::table::FrameTable;
+use crate::analyze::compact::values::NsValues;
 use crate::analyze::compact::window::MeasuredFrames;
 use crate::analyze::frames::NO_FRAME;
 use crate::analyze::pipeline::waits::StageSpan;
@@ -21,8 +23,8 @@ pub(super) struct RecordedFrames<'a> {
     rows: Vec<u32>,
     /// Frame k's spans are `rows[first[k]..first[k + 1]]`.
     first: Vec<u32>,
-    /// Per position of `rows`: its hand-over delay, once set.
-    delays_ns: Vec<i64>,
+    /// Per position of `rows`: its hand-over delay, once set (u32 while they fit).
+    delays_ns: NsValues,
 }
 
 impl<'a> RecordedFrames<'a> {
@@ -91,7 +93,7 @@ impl<'a> RecordedFrames<'a> {
             thread,
             rows,
             first,
-            delays_ns: Vec::new(),
+            delays_ns: NsValues::Narrow(Vec::new()),
         };
         // Every field is a key: the order does not depend on the one the rows came in.
         for k in 0..frames {
@@ -138,7 +140,7 @@ impl<'a> RecordedFrames<'a> {
     /// Frame `k`'s spans with their hand-over delays (zero until set).
     pub fn spans_with_delays(&self, k: usize) -> impl Iterator<Item = (StageSpan, i64)> + '_ {
         let (a, b) = self.range(k);
-        (a..b).map(|j| (self.span(j), self.delays_ns.get(j).copied().unwrap_or(0)))
+        (a..b).map(|j| (self.span(j), self.delays_ns.get(j).unwrap_or(0)))
     }
 
     /// The latest end of frame `k`'s spans.
@@ -180,6 +182,12 @@ impl<'a> RecordedFrames<'a> {
                 delays[j] = this.start_ns.saturating_sub(ready).max(0);
             }
         }
-        self.delays_ns = delays;
+        // Mostly zero or small: 4 bytes a span rather than 8.
+        let max = delays.iter().copied().max().unwrap_or(0);
+        let mut narrow = NsValues::for_range(0, max, n);
+        for d in delays {
+            narrow.push(d);
+        }
+        self.delays_ns = narrow;
     }
 }

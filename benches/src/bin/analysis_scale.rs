@@ -1,5 +1,6 @@
 //! The subcommands that read a whole run, on one run file: `report` (text, JSON, HTML),
-//! `whatif --depth 2`, `export --format perfetto` and `compare` of the file with itself,
+//! `whatif --depth 2`, `export --format perfetto`, `compare` of the file with itself (as
+//! two variants and as four) and `hist`,
 //! each timed (wall, and CPU user + system, steadier on a loaded machine) with its peak RSS
 //! (the kernel's `ru_maxrss` of the process), as `/usr/bin/time -f '%e s %M KiB'` gives them. With `--baseline OTHER_FRAMELAB` each
 //! command runs with both binaries, alternately (baseline, this, this, baseline for two
@@ -54,7 +55,7 @@ fn parse_args() -> Result<Options, String> {
 
 /// One subcommand: its name in the table and its arguments (`RUN` is the run file,
 /// `OUT` a file it writes).
-const COMMANDS: [(&str, &[&str]); 6] = [
+const COMMANDS: [(&str, &[&str]); 8] = [
     ("report (text)", &["report", "RUN"]),
     (
         "report --format json",
@@ -73,6 +74,22 @@ const COMMANDS: [(&str, &[&str]); 6] = [
         "compare (the run twice)",
         &["compare", "--variant", "a=RUN", "--variant", "b=RUN"],
     ),
+    // Issue 29: memory independent of the number of runs.
+    (
+        "compare (the run 4 times)",
+        &[
+            "compare",
+            "--variant",
+            "a=RUN",
+            "--variant",
+            "b=RUN",
+            "--variant",
+            "c=RUN",
+            "--variant",
+            "d=RUN",
+        ],
+    ),
+    ("hist", &["hist", "RUN"]),
 ];
 
 /// Wall and CPU seconds and peak RSS (KiB) of one run, and the file holding what it wrote.

@@ -247,6 +247,35 @@ fn pipeline(
     Ok(summarize(&input, &rows))
 }
 
+/// Each wait pair's waits over the measured frames of `columns` (read with starts and
+/// threads), sorted, as `pipeline::wait_values` gives them from a loaded run (`compare`).
+pub fn wait_values(
+    head: &Run,
+    columns: &SpanColumns,
+    table: &FrameTable,
+    measured: &MeasuredFrames,
+) -> anyhow::Result<super::pipeline::WaitValues> {
+    let (Some(start), Some(thread)) = (&columns.start, &columns.thread) else {
+        anyhow::bail!("the waits need the spans' starts and threads (columns read without)");
+    };
+    let names = Names {
+        stages: &head.stages,
+        threads: &head.threads,
+    };
+    let rows = ColumnRows {
+        columns,
+        measured,
+        start,
+        thread,
+    };
+    Ok(super::pipeline::wait_values_of(
+        names,
+        table.slots(),
+        measured.count,
+        &rows,
+    ))
+}
+
 /// The columns' spans for the pipeline's summary.
 struct ColumnRows<'a> {
     columns: &'a SpanColumns,

@@ -25,11 +25,15 @@ pub fn frame_rate(head: &Run, table: &FrameTable, measured: &MeasuredFrames) -> 
     if head.import.as_ref().is_some_and(|i| i.frames_undefined()) {
         return FrameRate::default();
     }
-    let order = end_order(table, measured);
-    let mut totals = values_in_order(&order, |i| table.total_ns(i));
+    // Totals are sorted whatever their order: taken before the end order is made, so
+    // the two never take memory at once.
+    let measured_frames: Vec<u32> = measured.in_window.ones().collect();
+    let mut totals = values_in_order(&measured_frames, |i| table.total_ns(i));
+    drop(measured_frames);
     totals.sort();
     let total = totals.dist_of_sorted();
     drop(totals);
+    let order = end_order(table, measured);
     let mut intervals = intervals_in_order(&order, table);
     drop(order);
     intervals.sort();

@@ -87,6 +87,17 @@ impl NsValues {
         }
     }
 
+    /// Sorts ascending in place without a buffer (slower than [`NsValues::sort`]: for
+    /// where memory is the limit).
+    pub fn sort_in_place(&mut self) {
+        with_ns!(self, v => v.sort_unstable())
+    }
+
+    /// The value at `i`.
+    pub fn get(&self, i: usize) -> Option<i64> {
+        with_ns!(self, v => v.get(i).map(|&x| i64::from(x)))
+    }
+
     /// The summary of values already sorted; `None` when empty.
     pub fn dist_of_sorted(&self) -> Option<Dist> {
         with_ns!(self, v => Dist::of_sorted(v))

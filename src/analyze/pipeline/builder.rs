@@ -112,25 +112,37 @@ impl SpanRows for LoadedRows<'_> {
 /// Each wait pair's waits over the measured frames of a loaded run, sorted ascending, in
 /// the wait table's order (what `compare` resamples for `--show 'convert→encode.p99'`).
 pub fn wait_values(run: &Run, frames: &Frames, measured: &Measured) -> WaitValues {
-    let input = PipelineInput {
-        names: Names {
-            stages: &run.stages,
-            threads: &run.threads,
-        },
-        window: (i64::MIN, i64::MAX),
-        frame_slots: frames.all.len(),
-        measured_frames: measured.order.len() as u64,
-        multi_span: true,
-        worst: &[],
+    let names = Names {
+        stages: &run.stages,
+        threads: &run.threads,
     };
-    let mut values = WaitValues::new();
     let rows = LoadedRows {
         run,
         frames,
         measured,
     };
+    wait_values_of(names, frames.all.len(), measured.order.len() as u64, &rows)
+}
+
+/// [`wait_values`] of spans however they are held: `slots` frame indices, `measured` of
+/// them measured.
+pub(crate) fn wait_values_of(
+    names: Names,
+    slots: usize,
+    measured: u64,
+    rows: &impl SpanRows,
+) -> WaitValues {
+    let input = PipelineInput {
+        names,
+        window: (i64::MIN, i64::MAX),
+        frame_slots: slots,
+        measured_frames: measured,
+        multi_span: true,
+        worst: &[],
+    };
+    let mut values = WaitValues::new();
     let mut summary = PipelineSummary::default();
-    summary.waits_from(&input, &rows, Some(&mut values));
+    summary.waits_from(&input, rows, Some(&mut values));
     values
 }
 

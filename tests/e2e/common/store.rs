@@ -78,6 +78,8 @@ pub fn finished_meta(name: &str) -> RunMeta {
                 file_offset: 0x11b0,
                 first_instruction: framelab::probes::cost::InstructionClass::Push,
                 cost_per_hit_ns: Some(2400),
+                subtracted_ns: Some(1100),
+                clamped: 3,
                 hits: 300,
                 spans: 299,
                 unmatched_returns: 1,
@@ -86,6 +88,17 @@ pub fn finished_meta(name: &str) -> RunMeta {
             }],
             probe_records_lost: 2,
             probe_busiest_thread: Some((4243, 720_000)),
+            probe_pairs: vec![framelab::model::PairFacts {
+                stage: "sleep".into(),
+                start: "enter".into(),
+                end: "exit".into(),
+                by: "tid".into(),
+                spans: 40,
+                unmatched_ends: 1,
+                other_tasks: 9,
+                notes: vec!["--pair sleep=enter:exit:tid: 1 exit with no enter before it".into()],
+                ..Default::default()
+            }],
         },
         // In the order given, a value kept whole (control characters too).
         tags: vec![
