@@ -38,4 +38,6 @@ pub mod usage;
 pub mod whatif;
 
 #[cfg(test)]
+mod clap_boundary;
+#[cfg(test)]
 mod import_graph;

@@ -294,7 +294,7 @@ impl CpuSource {
 
 /// What the warmup is counted from. The window opens `--warmup` after the launch or after
 /// the first span started, or where frame N+1 began (`--warmup-frames N`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WarmupFrom {
     /// The command's launch (every run before schema 4).
@@ -303,7 +303,6 @@ pub enum WarmupFrom {
     /// The first span the command recorded: start-up before it is not warmup.
     FirstFrame,
     /// A number of frames (`--warmup-frames`).
-    #[value(skip)]
     Frames,
 }
 

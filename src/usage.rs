@@ -1,5 +1,5 @@
 //! A usage error found after the arguments were parsed (a name that matches several
-//! things): the process exits 2, as for the usage errors clap finds.
+//! things): the process exits 2, as for the usage errors the argument parser finds.
 
 /// The error's text is the whole message; `main` prints it and exits 2.
 #[derive(Debug)]

@@ -4,6 +4,7 @@
 
 pub mod cpus;
 pub mod fingerprint;
+mod finish;
 mod progress;
 pub mod schedule;
 pub mod spec;
@@ -24,6 +25,7 @@ use crate::session::{
 };
 use crate::store;
 pub use cpus::parse_cpu_list;
+pub use finish::{run_to_end, Finished};
 use schedule::{schedule, warmup_schedule, Slot};
 pub use spec::{
     parse_param, parse_shell_variant, parse_variant, shell_argv, ExperimentSpec, Order,

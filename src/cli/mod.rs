@@ -1,6 +1,8 @@
 //! The argument groups several subcommands share (each subcommand's own arguments are in its
-//! module of src/cmd). Every number goes through a parser of `limits`, which holds its bounds.
+//! module of src/cmd). Every number goes through a parser of `limits`, which holds its bounds;
+//! `choices` gives the library's choice enums their words.
 
+pub mod choices;
 pub mod limits;
 
 use std::path::PathBuf;
@@ -29,7 +31,7 @@ pub struct ProfileFlag {
         value_name = "HOW",
         requires = "profile"
     )]
-    pub call_graph: framelab::profile::CallGraph,
+    pub call_graph: choices::CallGraph,
 }
 
 #[derive(Args, Debug)]
@@ -67,7 +69,7 @@ pub struct WarmupModeArgs {
         value_name = "FROM",
         conflicts_with = "warmup_frames"
     )]
-    pub warmup_from: Option<WarmupFrom>,
+    pub warmup_from: Option<choices::WarmupFrom>,
     /// Exclude the first N frames instead of a time: the window opens where frame N+1
     /// began (not with --warmup; at most 10^9)
     #[arg(long, value_parser = limits::warmup_frames, value_name = "N")]
@@ -85,7 +87,7 @@ impl ServiceArgs {
 impl WarmupModeArgs {
     /// What the warmup counts from: `--warmup-from`, else the first frame.
     pub fn from(&self) -> WarmupFrom {
-        self.warmup_from.unwrap_or(WarmupFrom::FirstFrame)
+        (self.warmup_from).map_or(WarmupFrom::FirstFrame, WarmupFrom::from)
     }
 }
 
@@ -101,8 +103,8 @@ impl RunControlArgs {
     pub fn warmup_from(&self) -> anyhow::Result<WarmupFrom> {
         if let (Some(from), true) = (self.warmup_mode.warmup_from, self.warmup.is_zero()) {
             let name = match from {
-                WarmupFrom::Launch => "launch",
-                _ => "first-frame",
+                choices::WarmupFrom::Launch => "launch",
+                choices::WarmupFrom::FirstFrame => "first-frame",
             };
             anyhow::bail!(
                 "--warmup-from {name} says where --warmup counts from, and there is no --warmup: \
@@ -228,5 +230,5 @@ pub struct RunControlArgs {
     #[arg(long, value_parser = limits::ring_records)]
     pub ring_records: Option<u64>,
     #[command(flatten)]
-    pub history: framelab::history::cli::HistoryFlag,
+    pub history: crate::cmd::HistoryFlag,
 }

@@ -4,8 +4,9 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use framelab::bench::ExperimentSpec;
+use framelab::bench::{ExperimentSpec, Finished};
 use framelab::compare;
+use framelab::history::cli::HistoryTarget;
 use framelab::render::Format;
 use framelab::store;
 
@@ -38,7 +39,7 @@ pub struct BenchArgs {
     pub params: Vec<String>,
     /// interleaved (A B A B ...) or shuffled (each round in a seeded random order)
     #[arg(long, value_enum, default_value = "interleaved")]
-    pub order: framelab::bench::Order,
+    pub order: crate::cli::choices::Order,
     #[command(flatten)]
     pub services: ServiceArgs,
     /// Shell command run before each run once its services are ready, unmeasured (e.g.
@@ -87,54 +88,83 @@ pub struct BenchArgs {
     pub command: Vec<String>,
 }
 
+/// A bench as asked, checked: every refusal that can come before the first run has come.
+pub(super) struct BenchPlan {
+    bench: framelab::bench::BenchOptions,
+    history: Option<HistoryTarget>,
+    /// How the experiment is compared (or its runs listed) at the end.
+    compare: CompareSettings,
+}
+
+impl TryFrom<Box<BenchArgs>> for BenchPlan {
+    type Error = anyhow::Error;
+
+    fn try_from(args: Box<BenchArgs>) -> anyhow::Result<BenchPlan> {
+        let spec_given =
+            !args.variants.is_empty() || !args.command.is_empty() || !args.params.is_empty();
+        let spec = if spec_given || !args.resume {
+            Some(bench_spec(&args)?)
+        } else {
+            resumed_with_options(&args)?
+        };
+        // Refused before the first run, not after the last.
+        if let Some(spec) = &spec {
+            spec.validate()?;
+        }
+        check_export_paths(&args.compare)?;
+        // The exports never replace the experiment file (bench's -o).
+        let experiment: Vec<&Path> = args.output.as_deref().into_iter().collect();
+        check_outputs(&output_files(&args.compare, None), &experiment)?;
+        // The experiment as it will run: given here, or the one --resume continues.
+        let planned = match &spec {
+            Some(spec) => Some(spec.clone()),
+            None => match &args.output {
+                Some(file) if file.is_file() => stored_spec(file),
+                _ => None,
+            },
+        };
+        let single = planned
+            .as_ref()
+            .is_some_and(|spec| spec.variants.len() == 1 && spec.params.is_empty());
+        if let (true, Some(option)) = (single, comparison_option(&args.compare)) {
+            anyhow::bail!(
+                "{option} is for comparing variants, and this bench has one variant and no --param \
+                 (its runs are listed, not compared): add a --variant NAME=CMD or a --param \
+                 KEY=V1,V2, or drop {option}"
+            );
+        }
+        if let Some(planned) = &planned {
+            check_comparison_choices(planned, &args.compare)?;
+        }
+        refuse_history_without_file(&args.control.history, args.output.as_deref())?;
+        refuse_profile_without_file(&args.profile, args.output.as_deref())?;
+        refuse_keep_output_without_file(args.from_output.keep_output, args.output.as_deref())?;
+        let history = HistoryTarget::check(args.control.history.history.as_deref())?;
+        let args = *args;
+        Ok(BenchPlan {
+            bench: framelab::bench::BenchOptions {
+                spec,
+                output: args.output,
+                resume: args.resume,
+                progress: std::io::stderr().is_terminal(),
+            },
+            history,
+            compare: args.compare,
+        })
+    }
+}
+
 pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
-    let spec_given =
-        !args.variants.is_empty() || !args.command.is_empty() || !args.params.is_empty();
-    let spec = if spec_given || !args.resume {
-        Some(bench_spec(&args)?)
-    } else {
-        resumed_with_options(&args)?
-    };
-    // Refused before the first run, not after the last.
-    if let Some(spec) = &spec {
-        spec.validate()?;
-    }
-    check_export_paths(&args.compare)?;
-    // The exports never replace the experiment file (bench's -o).
-    let experiment: Vec<&Path> = args.output.as_deref().into_iter().collect();
-    check_outputs(&output_files(&args.compare, None), &experiment)?;
-    // The experiment as it will run: given here, or the one --resume continues.
-    let planned = match &spec {
-        Some(spec) => Some(spec.clone()),
-        None => match &args.output {
-            Some(file) if file.is_file() => stored_spec(file),
-            _ => None,
-        },
-    };
-    let single = planned
-        .as_ref()
-        .is_some_and(|spec| spec.variants.len() == 1 && spec.params.is_empty());
-    if let (true, Some(option)) = (single, comparison_option(&args.compare)) {
-        anyhow::bail!(
-            "{option} is for comparing variants, and this bench has one variant and no --param \
-             (its runs are listed, not compared): add a --variant NAME=CMD or a --param \
-             KEY=V1,V2, or drop {option}"
-        );
-    }
-    if let Some(planned) = &planned {
-        check_comparison_choices(planned, &args.compare)?;
-    }
-    refuse_history_without_file(&args.control.history, args.output.as_deref())?;
-    refuse_profile_without_file(&args.profile, args.output.as_deref())?;
-    refuse_keep_output_without_file(args.from_output.keep_output, args.output.as_deref())?;
-    let history = framelab::history::cli::HistoryTarget::check(&args.control.history)?;
-    let outcome = framelab::bench::run(&framelab::bench::BenchOptions {
-        spec,
-        output: args.output.clone(),
-        resume: args.resume,
-        progress: std::io::stderr().is_terminal(),
-    })?;
-    default_signals();
+    let plan = BenchPlan::try_from(args)?;
+    let finished =
+        framelab::bench::run_to_end(&plan.bench, plan.history.as_ref(), default_signals)?;
+    show(&finished, &plan.compare)
+}
+
+/// What a finished bench prints: its comparison (or its runs' list), then what happened
+/// to its runs; and how it ended.
+fn show(finished: &Finished, settings: &CompareSettings) -> anyhow::Result<Outcome> {
+    let outcome = &finished.outcome;
     let path = outcome.path.display();
     for failure in &outcome.cleanup_failures {
         eprintln!("error: {failure}");
@@ -153,17 +183,12 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
         );
         return Ok(Outcome::Interrupted);
     }
-    // Before the comparison, which may refuse (one variant) yet the runs are good.
-    if let (Some(history), true) = (&history, outcome.file.kept()) {
-        history.add(&outcome.path)?;
-    }
-    let one_variant = one_variant(&outcome.path)?;
-    if one_variant {
+    if finished.single_variant {
         // Nothing to compare: each run's figures, as `framelab report` lists an experiment's.
         emit(&report_runs(
             &outcome.path,
             outcome.file.kept(),
-            listing_format(args.compare.format),
+            listing_format(settings.format),
         )?)?;
         eprintln!(
             "framelab: one variant and no --param: nothing to compare; add a --variant \
@@ -171,7 +196,7 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
         );
     } else {
         let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
-        let options = compare_options(&args.compare, &args.compare.show);
+        let options = compare_options(settings, &settings.show);
         // Not kept: its temporary path is named nowhere (it is removed at the end).
         let shown = Shown {
             unkept: (!outcome.file.kept()).then_some(outcome.path.as_path()),
@@ -179,15 +204,15 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
         let comparison = show_comparison(
             &sources,
             &options,
-            args.compare.format.into(),
+            settings.format.into(),
             None,
             false,
             shown,
         )?;
-        export_comparison(&comparison, &args.compare, shown)?;
+        export_comparison(&comparison, settings, shown)?;
     }
     if outcome.file.kept() {
-        let see = match one_variant {
+        let see = match finished.single_variant {
             true => format!("framelab report {path}"),
             false => format!("framelab compare {path} --format markdown"),
         };
@@ -332,7 +357,7 @@ fn bench_spec_on(
         variants,
         params,
         runs,
-        order: args.order,
+        order: args.order.into(),
         seed: args.seed,
         pin: command_pin(&args.services.pins)?,
         prepare: args.prepare.clone(),
@@ -515,16 +540,6 @@ fn check_comparison_choices(
     Ok(())
 }
 
-/// Whether the experiment is one variant at one set of parameter values: its runs can be
-/// listed, not compared.
-fn one_variant(path: &Path) -> anyhow::Result<bool> {
-    let Some(experiment) = store::load_experiment(path)? else {
-        return Ok(false);
-    };
-    let spec: ExperimentSpec = serde_json::from_str(&experiment.spec_json)?;
-    Ok(spec.variants.len() == 1 && spec.params.is_empty())
-}
-
 /// The first option given that only a comparison uses (a bench of one variant and no
 /// `--param` lists its runs instead), as the user wrote it.
 fn comparison_option(settings: &CompareSettings) -> Option<String> {
@@ -578,4 +593,55 @@ fn checked_probes(args: &super::probes::ProbeArgs) -> anyhow::Result<framelab::p
         framelab::probes::recorder::Recorder::check(&options).map_err(anyhow::Error::msg)?;
     }
     Ok(args.text())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(words: &[&str]) -> anyhow::Result<BenchPlan> {
+        let super::super::Command::Bench(args) = super::super::parsed(words) else {
+            panic!("not a bench: {words:?}");
+        };
+        BenchPlan::try_from(args)
+    }
+
+    /// What the comparison will refuse is refused by the conversion, before any run.
+    #[test]
+    fn comparison_choices_are_refused_before_the_runs() {
+        let bench = ["framelab", "bench", "-n", "3", "-o", "/dev/null"];
+        let variants = ["--variant", "a=true", "--variant", "b=true"];
+        let with = |more: &[&'static str]| {
+            let words: Vec<&str> = bench.iter().chain(&variants).chain(more).copied().collect();
+            planned(&words).err().map(|e| e.to_string())
+        };
+        let error = with(&["--baseline", "zz"]).unwrap();
+        assert!(
+            error.starts_with("--baseline zz: no such variant"),
+            "{error}"
+        );
+        let error = with(&["--show", "nope"]).unwrap();
+        assert!(error.starts_with("--show nope: no such metric"), "{error}");
+        assert_eq!(with(&["--baseline", "b"]), None);
+        let one = [
+            "framelab", "bench", "-n", "3", "--noise", "5%", "--", "true",
+        ];
+        let error = planned(&one).err().unwrap().to_string();
+        assert!(
+            error.starts_with("--noise is for comparing variants"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_planned_bench_keeps_its_experiment() {
+        let plan = planned(&[
+            "framelab", "bench", "-n", "4", "--order", "shuffled", "--seed", "7", "--", "true",
+        ])
+        .unwrap();
+        let spec = plan.bench.spec.unwrap();
+        assert_eq!((spec.runs, spec.variants.len()), (4, 1));
+        assert_eq!(spec.order, framelab::bench::Order::Shuffled);
+        assert!(plan.history.is_none());
+    }
 }

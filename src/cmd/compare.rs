@@ -91,16 +91,66 @@ impl CompareSettings {
     }
 }
 
+/// A comparison as asked, checked: the sources named, the options it is judged with, and
+/// where it goes.
+pub(super) struct ComparePlan {
+    sources: Vec<compare::Source>,
+    /// `--by KEY`: one variant per value of the runs' tag.
+    by: Option<String>,
+    options: compare::CompareOptions,
+    output: Option<PathBuf>,
+    open: bool,
+    settings: CompareSettings,
+    fail_on_regression: bool,
+}
+
+impl TryFrom<CompareArgs> for ComparePlan {
+    type Error = anyhow::Error;
+
+    fn try_from(args: CompareArgs) -> anyhow::Result<ComparePlan> {
+        let mut sources = Vec::new();
+        for file in &args.files {
+            sources.push(compare::parse_source(file)?);
+        }
+        for named in &args.variants {
+            sources.push(compare::parse_named_source(named)?);
+        }
+        let mut show = args.settings.show.clone();
+        show.extend(args.metric_alias.iter().cloned());
+        if let Some(definition) = args.metric_alias.iter().find(|m| m.contains('=')) {
+            anyhow::bail!(
+                "--metric {definition}: compare reads the metrics the runs recorded; define one when \
+                 running (framelab run/bench --metric NAME:higher=REGEX), and pick what to show with --show NAME"
+            );
+        }
+        check_export_paths(&args.settings)?;
+        let inputs: Vec<&std::path::Path> = sources.iter().map(|s| s.path.as_path()).collect();
+        check_outputs(
+            &output_files(&args.settings, args.output.as_deref()),
+            &inputs,
+        )?;
+        let options = compare::CompareOptions {
+            below: args.below,
+            above: args.above,
+            unit: args.unit,
+            ..compare_options(&args.settings, &show)
+        };
+        Ok(ComparePlan {
+            sources,
+            by: args.by,
+            options,
+            output: args.output,
+            open: args.open,
+            settings: args.settings,
+            fail_on_regression: args.fail_on_regression,
+        })
+    }
+}
+
 pub(super) fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
-    let mut sources = Vec::new();
-    for file in &args.files {
-        sources.push(compare::parse_source(file)?);
-    }
-    for named in &args.variants {
-        sources.push(compare::parse_named_source(named)?);
-    }
-    if let Some(key) = &args.by {
-        let grouped = compare::group_by_tag(&sources, key)?;
+    let mut plan = ComparePlan::try_from(args)?;
+    if let Some(key) = &plan.by {
+        let grouped = compare::group_by_tag(&plan.sources, key)?;
         if grouped.untagged > 0 {
             eprintln!(
                 "framelab: --by {key}: {} run{} without a tag {key} left out",
@@ -108,39 +158,19 @@ pub(super) fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
                 if grouped.untagged == 1 { "" } else { "s" }
             );
         }
-        sources = grouped.sources;
+        plan.sources = grouped.sources;
     }
-    let mut show = args.settings.show.clone();
-    show.extend(args.metric_alias.iter().cloned());
-    if let Some(definition) = args.metric_alias.iter().find(|m| m.contains('=')) {
-        anyhow::bail!(
-            "--metric {definition}: compare reads the metrics the runs recorded; define one when \
-             running (framelab run/bench --metric NAME:higher=REGEX), and pick what to show with --show NAME"
-        );
-    }
-    check_export_paths(&args.settings)?;
-    let inputs: Vec<&std::path::Path> = sources.iter().map(|s| s.path.as_path()).collect();
-    check_outputs(
-        &output_files(&args.settings, args.output.as_deref()),
-        &inputs,
-    )?;
-    let options = compare::CompareOptions {
-        below: args.below.clone(),
-        above: args.above.clone(),
-        unit: args.unit.clone(),
-        ..compare_options(&args.settings, &show)
-    };
     let comparison = show_comparison(
-        &sources,
-        &options,
-        args.settings.format.into(),
-        args.output.as_deref(),
-        args.open,
+        &plan.sources,
+        &plan.options,
+        plan.settings.format.into(),
+        plan.output.as_deref(),
+        plan.open,
         Shown::default(),
     )?;
-    export_comparison(&comparison, &args.settings, Shown::default())?;
+    export_comparison(&comparison, &plan.settings, Shown::default())?;
     Ok(
-        if args.fail_on_regression && compare::any_regression(&comparison) {
+        if plan.fail_on_regression && compare::any_regression(&comparison) {
             Outcome::Failed
         } else {
             Outcome::Done
@@ -319,4 +349,27 @@ pub(super) fn check_export_paths(settings: &CompareSettings) -> anyhow::Result<(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_metric_definition_is_refused_by_the_conversion() {
+        let super::super::Command::Compare(args) = super::super::parsed(&[
+            "framelab",
+            "compare",
+            "a.framelab",
+            "--metric",
+            "x:higher=y",
+        ]) else {
+            panic!("not a compare");
+        };
+        let error = ComparePlan::try_from(args).err().unwrap().to_string();
+        assert!(
+            error.starts_with("--metric x:higher=y: compare reads the metrics the runs recorded"),
+            "{error}"
+        );
+    }
 }

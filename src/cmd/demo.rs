@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use framelab::demo::{self, PacerKind};
+use framelab::demo;
 use framelab::session::{LaunchOptions, RunOptions, WindowOptions};
 
 use super::format::RunReportFormat;
@@ -13,7 +13,7 @@ use super::options::{
     profile_options, refuse_experiment_file, refuse_profile_without_file, sampling_options,
     with_live,
 };
-use super::run::run_and_report;
+use super::run::{refuse_html_page, run_and_report, RunPlan};
 use super::Outcome;
 use crate::cli::{limits, HtmlArgs, LiveArgs, ProfileFlag, SamplingArgs, WarmupModeArgs};
 
@@ -46,7 +46,7 @@ pub struct DemoArgs {
     pub html: HtmlArgs,
     /// How frames wait for their slot: one absolute sleep, or sleep then spin (the report's `pacer` line shows how late it woke)
     #[arg(long, value_enum, default_value = "hybrid")]
-    pub pacer: PacerKind,
+    pub pacer: crate::cli::choices::PacerKind,
     /// Name of the run, shown in reports (default: demo (depth D, PACER pacer))
     #[arg(long)]
     pub name: Option<String>,
@@ -67,15 +67,29 @@ pub struct PipelineArgs {
     #[arg(long, value_parser = limits::run_length)]
     pub duration: Option<Duration>,
     #[arg(long, value_enum, default_value = "hybrid")]
-    pub pacer: PacerKind,
+    pub pacer: crate::cli::choices::PacerKind,
+}
+
+impl TryFrom<DemoArgs> for RunPlan {
+    type Error = anyhow::Error;
+
+    /// The demo is a run of `framelab demo-pipeline`, checked as `run` checks its own.
+    fn try_from(args: DemoArgs) -> anyhow::Result<RunPlan> {
+        checked(args)
+    }
 }
 
 pub(super) fn run(args: DemoArgs) -> anyhow::Result<Outcome> {
+    run_and_report(RunPlan::try_from(args)?)
+}
+
+/// `RunPlan::try_from` a demo's arguments.
+fn checked(args: DemoArgs) -> anyhow::Result<RunPlan> {
     // Checked before the session starts: a bad --fps fails now, not in the child.
     demo::DemoOptions {
         fps: args.fps,
         depth: args.depth,
-        pacer: args.pacer,
+        pacer: args.pacer.into(),
         ..Default::default()
     }
     .validate()?;
@@ -97,7 +111,7 @@ pub(super) fn run(args: DemoArgs) -> anyhow::Result<Outcome> {
             "--depth".into(),
             args.depth.to_string(),
             "--pacer".into(),
-            args.pacer.name().into(),
+            demo::PacerKind::from(args.pacer).name().into(),
         ],
         window: WindowOptions {
             fps: Some(args.fps),
@@ -112,7 +126,11 @@ pub(super) fn run(args: DemoArgs) -> anyhow::Result<Outcome> {
             ..WindowOptions::default()
         },
         name: Some(args.name.unwrap_or_else(|| {
-            format!("demo (depth {}, {} pacer)", args.depth, args.pacer.name())
+            format!(
+                "demo (depth {}, {} pacer)",
+                args.depth,
+                demo::PacerKind::from(args.pacer).name()
+            )
         })),
         output: args.output,
         launch: LaunchOptions {
@@ -124,16 +142,33 @@ pub(super) fn run(args: DemoArgs) -> anyhow::Result<Outcome> {
         ..RunOptions::default()
     };
     let opts = with_live(opts, &args.live)?;
-    run_and_report(&opts, args.format.into(), &args.html, None)
+    refuse_html_page(&args.html, &opts)?;
+    framelab::session::validate(&opts)?;
+    Ok(RunPlan {
+        options: opts,
+        format: args.format.into(),
+        html: args.html,
+        history: None,
+    })
+}
+
+impl TryFrom<PipelineArgs> for demo::DemoOptions {
+    type Error = anyhow::Error;
+
+    fn try_from(args: PipelineArgs) -> anyhow::Result<demo::DemoOptions> {
+        let options = demo::DemoOptions {
+            fps: args.fps,
+            depth: args.depth,
+            duration: args.duration,
+            pacer: args.pacer.into(),
+            ..Default::default()
+        };
+        options.validate()?;
+        Ok(options)
+    }
 }
 
 pub(super) fn pipeline(args: PipelineArgs) -> anyhow::Result<Outcome> {
-    demo::run_pipeline(&demo::DemoOptions {
-        fps: args.fps,
-        depth: args.depth,
-        duration: args.duration,
-        pacer: args.pacer,
-        ..Default::default()
-    })?;
+    demo::run_pipeline(&demo::DemoOptions::try_from(args)?)?;
     Ok(Outcome::Done)
 }

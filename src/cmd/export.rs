@@ -23,13 +23,35 @@ pub struct ExportArgs {
     pub output: PathBuf,
 }
 
-pub(super) fn run(args: ExportArgs) -> anyhow::Result<Outcome> {
-    // Before the run is read: never over the run file itself, nor over another database.
-    let target = framelab::destination::Target::resolve(&args.output)?;
-    target.refuse_overwriting(&args.output, &args.run)?;
-    if let framelab::destination::Target::File { path, .. } = &target {
-        framelab::destination::refuse_database(&args.output, path)?;
+/// An export as asked, checked: its file is one it may write.
+pub(super) struct ExportPlan {
+    run: PathBuf,
+    run_id: Option<i64>,
+    format: ExportFormat,
+    output: PathBuf,
+}
+
+impl TryFrom<ExportArgs> for ExportPlan {
+    type Error = anyhow::Error;
+
+    fn try_from(args: ExportArgs) -> anyhow::Result<ExportPlan> {
+        // Before the run is read: never over the run file itself, nor over another database.
+        let target = framelab::destination::Target::resolve(&args.output)?;
+        target.refuse_overwriting(&args.output, &args.run)?;
+        if let framelab::destination::Target::File { path, .. } = &target {
+            framelab::destination::refuse_database(&args.output, path)?;
+        }
+        Ok(ExportPlan {
+            run: args.run,
+            run_id: args.run_id,
+            format: args.format,
+            output: args.output,
+        })
     }
+}
+
+pub(super) fn run(args: ExportArgs) -> anyhow::Result<Outcome> {
+    let args = ExportPlan::try_from(args)?;
     if args.format == ExportFormat::Perfetto {
         return perfetto(&args);
     }
@@ -61,7 +83,7 @@ pub(super) fn run(args: ExportArgs) -> anyhow::Result<Outcome> {
 }
 
 /// The Perfetto export, its spans streamed from the file rather than loaded (issue 29).
-fn perfetto(args: &ExportArgs) -> anyhow::Result<Outcome> {
+fn perfetto(args: &ExportPlan) -> anyhow::Result<Outcome> {
     let mut stored = store::open_run(&args.run, args.run_id)?;
     let spans =
         framelab::export::export_stored_perfetto(&mut stored, &args.output, Some(&args.run))?;

@@ -82,6 +82,19 @@ format_arg!(
     }
 );
 
+format_arg!(
+    /// `history show --format`.
+    HistoryShowFormat { Text, Markdown, Json }
+);
+format_arg!(
+    /// `history check --format`.
+    HistoryCheckFormat { Text, Markdown, Json }
+);
+format_arg!(
+    /// `history export --format`.
+    HistoryExportFormat { Csv, Parquet }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +121,8 @@ mod tests {
         assert_offers::<HistFormat>(lists::HIST);
         assert_offers::<ExportFormat>(lists::EXPORT);
         assert_offers::<ProfileFormat>(lists::PROFILE);
+        assert_offers::<HistoryShowFormat>(lists::HISTORY_SHOW);
+        assert_offers::<HistoryCheckFormat>(lists::HISTORY_CHECK);
+        assert_offers::<HistoryExportFormat>(lists::HISTORY_EXPORT);
     }
 }

@@ -32,7 +32,7 @@ pub struct HistArgs {
     pub linear: LinearArgs,
     /// One histogram per thread or per process
     #[arg(long, value_enum)]
-    pub by: Option<framelab::hist::GroupBy>,
+    pub by: Option<crate::cli::choices::GroupBy>,
     /// Share of values below VALUE (a time such as 1ms, or a size such as 4KiB), read from
     /// the buckets: a range when VALUE splits a bucket (repeatable)
     #[arg(long, value_parser = hist::bounds::parse_threshold, value_name = "VALUE")]
@@ -80,17 +80,43 @@ impl LinearArgs {
     }
 }
 
+/// Histograms as asked, checked: the layout, stage or pair, and figures.
+pub(super) struct HistPlan {
+    run: PathBuf,
+    run_id: Option<i64>,
+    options: HistOptions,
+}
+
+impl TryFrom<HistArgs> for HistPlan {
+    type Error = anyhow::Error;
+
+    fn try_from(args: HistArgs) -> anyhow::Result<HistPlan> {
+        let by = args.by.map(Into::into);
+        let layout = args.linear.get();
+        let options = HistOptions {
+            thresholds: hist::figures::Thresholds {
+                below: args.below,
+                above: args.above,
+            },
+            unit: args.unit,
+            format: args.format.into(),
+            ..HistOptions::from_args(args.stage, args.pair.as_deref(), layout, by)?
+        };
+        Ok(HistPlan {
+            run: args.run,
+            run_id: args.run_id,
+            options,
+        })
+    }
+}
+
 pub(super) fn run(args: HistArgs) -> anyhow::Result<Outcome> {
-    let mut run = store::open_run(&args.run, args.run_id)?;
-    let opts = HistOptions {
-        thresholds: hist::figures::Thresholds {
-            below: args.below,
-            above: args.above,
-        },
-        unit: args.unit,
-        format: args.format.into(),
-        ..HistOptions::from_args(args.stage, args.pair.as_deref(), args.linear.get(), args.by)?
-    };
+    let HistPlan {
+        run,
+        run_id,
+        options: opts,
+    } = HistPlan::try_from(args)?;
+    let mut run = store::open_run(&run, run_id)?;
     if opts.pair.is_some() {
         run.head.events = run.events()?;
     }

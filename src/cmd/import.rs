@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use framelab::render::Format;
 use framelab::{analyze, report, session, store};
 
 use super::format::RunReportFormat;
@@ -17,7 +18,7 @@ pub struct ImportArgs {
     pub files: Vec<PathBuf>,
     /// The files' format (default: told from the content)
     #[arg(long = "format", value_enum, value_name = "FORMAT")]
-    pub input_format: Option<framelab::import::Format>,
+    pub input_format: Option<crate::cli::choices::ImportFormat>,
     /// Run file to write (default: the first file's name with .framelab)
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -50,7 +51,7 @@ pub struct ImportArgs {
     pub map: Vec<String>,
     /// Unit of bare time numbers in generic CSV/JSONL (default: ns)
     #[arg(long, value_enum)]
-    pub time_unit: Option<framelab::import::TimeUnit>,
+    pub time_unit: Option<crate::cli::choices::TimeUnit>,
     /// Keep only this process (PresentMon Application, a trace's process name)
     #[arg(long, value_name = "NAME")]
     pub process: Option<String>,
@@ -72,78 +73,120 @@ pub struct ImportArgs {
     pub report_format: RunReportFormat,
 }
 
-pub(super) fn run(args: ImportArgs) -> anyhow::Result<Outcome> {
-    use framelab::analyze::pair::PairSpec;
-    use framelab::import::{self, ImportOptions};
-    let frame_regex = match &args.frame_regex {
-        Some(re) => Some(regex::Regex::new(re).map_err(|e| {
-            anyhow::anyhow!("--frame-regex {re:?} is not a regular expression: {e}")
-        })?),
-        None => None,
-    };
-    let mut pairs = Vec::new();
-    for p in &args.pairs {
-        pairs.push(PairSpec::parse(p).map_err(anyhow::Error::msg)?);
-    }
-    let mut map = Vec::new();
-    for m in &args.map {
-        let Some((field, column)) = m.split_once('=') else {
-            anyhow::bail!(
-                "--map {m:?} is not FIELD=COLUMN; e.g. --map start=ts_us --map name=stage"
-            );
+/// An import as asked, checked: what to read and how, where the run goes, what it is
+/// called; nothing is read before every refusal has come.
+pub(super) struct ImportPlan {
+    files: Vec<PathBuf>,
+    input_format: Option<framelab::import::Format>,
+    options: framelab::import::ImportOptions,
+    meta: framelab::model::RunMeta,
+    limits: framelab::import::InputLimits,
+    /// `--name`, which wins over a name the trace gives.
+    name: Option<String>,
+    /// The run file as given (`-o`, or named after the first input).
+    output: PathBuf,
+    run_file: framelab::destination::RunFile,
+    report_format: Format,
+}
+
+impl TryFrom<ImportArgs> for ImportPlan {
+    type Error = anyhow::Error;
+
+    fn try_from(args: ImportArgs) -> anyhow::Result<ImportPlan> {
+        use framelab::analyze::pair::PairSpec;
+        use framelab::import::{self, ImportOptions};
+        let frame_regex = match &args.frame_regex {
+            Some(re) => Some(regex::Regex::new(re).map_err(|e| {
+                anyhow::anyhow!("--frame-regex {re:?} is not a regular expression: {e}")
+            })?),
+            None => None,
         };
-        map.push((field.trim().to_owned(), column.trim().to_owned()));
+        let mut pairs = Vec::new();
+        for p in &args.pairs {
+            pairs.push(PairSpec::parse(p).map_err(anyhow::Error::msg)?);
+        }
+        let mut map = Vec::new();
+        for m in &args.map {
+            let Some((field, column)) = m.split_once('=') else {
+                anyhow::bail!(
+                    "--map {m:?} is not FIELD=COLUMN; e.g. --map start=ts_us --map name=stage"
+                );
+            };
+            map.push((field.trim().to_owned(), column.trim().to_owned()));
+        }
+        let opts = ImportOptions {
+            frame_arg: args.frame_arg.clone(),
+            frame_regex,
+            pairs,
+            key: args.key.clone(),
+            skip_bad: args.skip_bad,
+            map,
+            time_unit: args.time_unit.map(Into::into).unwrap_or_default(),
+            process: args.process.clone(),
+            time_unit_given: args.time_unit.is_some(),
+        };
+        let first = &args.files[0];
+        let file_name = first.file_name().map_or_else(
+            || first.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let given_output = args.output.clone().unwrap_or_else(|| {
+            let stem = file_name.trim_end_matches(".gz");
+            let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
+            std::path::PathBuf::from(format!("{stem}.framelab"))
+        });
+        // Before reading anything: a long import must not end in a refusal.
+        super::options::refuse_experiment_file(Some(&given_output))?;
+        refuse_repeated_inputs(&args.files)?;
+        let run_file = framelab::destination::RunFile::resolve(&given_output)?;
+        let target = framelab::destination::Target::resolve(&given_output)?;
+        for input in &args.files {
+            target.refuse_overwriting(&given_output, input)?;
+        }
+        let meta = framelab::model::RunMeta {
+            name: args.name.clone().unwrap_or_else(|| file_name.clone()),
+            tags: framelab::tags::parse_tags(&args.tags)?,
+            started_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            framelab_version: env!("CARGO_PKG_VERSION").into(),
+            target_fps: args.target.fps,
+            budget_ns: args
+                .target
+                .budget
+                .map(|b| b.as_nanos() as i64)
+                .or_else(|| args.target.fps.map(|f| (1e9 / f).round() as i64)),
+            ..Default::default()
+        };
+        let limits = import::InputLimits {
+            max_bytes: args.max_input,
+            max_ratio: args.max_ratio,
+        };
+        Ok(ImportPlan {
+            input_format: args.input_format.map(Into::into),
+            options: opts,
+            meta,
+            limits,
+            name: args.name,
+            output: given_output,
+            run_file,
+            report_format: args.report_format.into(),
+            files: args.files,
+        })
     }
-    let opts = ImportOptions {
-        frame_arg: args.frame_arg.clone(),
-        frame_regex,
-        pairs,
-        key: args.key.clone(),
-        skip_bad: args.skip_bad,
-        map,
-        time_unit: args.time_unit.unwrap_or_default(),
-        process: args.process.clone(),
-        time_unit_given: args.time_unit.is_some(),
-    };
-    let first = &args.files[0];
-    let file_name = first.file_name().map_or_else(
-        || first.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let given_output = args.output.clone().unwrap_or_else(|| {
-        let stem = file_name.trim_end_matches(".gz");
-        let stem = stem.rsplit_once('.').map_or(stem, |(s, _)| s);
-        std::path::PathBuf::from(format!("{stem}.framelab"))
-    });
-    // Before reading anything: a long import must not end in a refusal.
-    super::options::refuse_experiment_file(Some(&given_output))?;
-    refuse_repeated_inputs(&args.files)?;
-    let run_file = framelab::destination::RunFile::resolve(&given_output)?;
-    let target = framelab::destination::Target::resolve(&given_output)?;
-    for input in &args.files {
-        target.refuse_overwriting(&given_output, input)?;
-    }
-    let meta = framelab::model::RunMeta {
-        name: args.name.clone().unwrap_or_else(|| file_name.clone()),
-        tags: framelab::tags::parse_tags(&args.tags)?,
-        started_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        framelab_version: env!("CARGO_PKG_VERSION").into(),
-        target_fps: args.target.fps,
-        budget_ns: args
-            .target
-            .budget
-            .map(|b| b.as_nanos() as i64)
-            .or_else(|| args.target.fps.map(|f| (1e9 / f).round() as i64)),
-        ..Default::default()
-    };
-    let (target_fps, budget_ns) = (meta.target_fps, meta.budget_ns);
-    let limits = import::InputLimits {
-        max_bytes: args.max_input,
-        max_ratio: args.max_ratio,
-    };
-    let mut run = import::import_files(&args.files, args.input_format, opts, meta, limits)?;
+}
+
+pub(super) fn run(args: ImportArgs) -> anyhow::Result<Outcome> {
+    let plan = ImportPlan::try_from(args)?;
+    let (target_fps, budget_ns) = (plan.meta.target_fps, plan.meta.budget_ns);
+    let mut run = framelab::import::import_files(
+        &plan.files,
+        plan.input_format,
+        plan.options,
+        plan.meta,
+        plan.limits,
+    )?;
+    let (output, run_file) = (plan.output, plan.run_file);
     // A framelab export gives back its run's name and target; those given here still win.
-    if let Some(name) = &args.name {
+    if let Some(name) = &plan.name {
         run.meta.name = name.clone();
     }
     if target_fps.is_some() || budget_ns.is_some() {
@@ -165,7 +208,6 @@ pub(super) fn run(args: ImportArgs) -> anyhow::Result<Outcome> {
         1
     };
     default_signals();
-    let output = given_output;
     if session::interrupts() > 0 {
         eprintln!(
             "framelab: interrupted; the import was written whole to {} (run {run_id})",
@@ -177,7 +219,7 @@ pub(super) fn run(args: ImportArgs) -> anyhow::Result<Outcome> {
     run.meta.id = run_id;
     emit(&report::render(
         &analyze::analyze(&run),
-        args.report_format.into(),
+        plan.report_format,
         use_color(),
     )?)?;
     let info = run

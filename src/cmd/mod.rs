@@ -1,6 +1,8 @@
-//! The command line. One module per subcommand holds its arguments, turns them into the
-//! library's options, runs it and says on standard error what happened; adding an option
-//! touches that module alone. How a command ends as an exit status is main.rs's business.
+//! The command line. One module per subcommand holds its arguments and one `TryFrom` from
+//! them to the library's options (every refusal of that command is there, before anything
+//! runs), calls the library and says on standard error what happened; adding an option
+//! touches that module alone. The library below never sees clap. How a command ends as an
+//! exit status is main.rs's business.
 
 mod bench;
 mod compare;
@@ -8,6 +10,7 @@ mod demo;
 mod export;
 mod format;
 mod hist;
+mod history;
 mod import;
 mod options;
 mod output;
@@ -34,6 +37,8 @@ use run::RunArgs;
 use sources::SourcesArgs;
 use timers::TimersArgs;
 use whatif::WhatifArgs;
+
+pub use history::HistoryFlag;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -83,7 +88,7 @@ pub enum Command {
     Probes(ProbesArgs),
     /// Keep every run's metrics by commit and machine (SQLite or PostgreSQL), show their
     /// trends, find the commits where they moved, export them
-    History(framelab::history::cli::HistoryArgs),
+    History(history::HistoryArgs),
 }
 
 /// How a command that did its job ended.
@@ -116,10 +121,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<Outcome> {
         Command::Whatif(args) => whatif::run(args),
         Command::Sources(args) => sources::run(args),
         Command::DemoPipeline(args) => demo::pipeline(args),
-        Command::History(args) => Ok(match framelab::history::cli::run(args)? {
-            true => Outcome::Failed,
-            false => Outcome::Done,
-        }),
+        Command::History(args) => history::run(args),
     }
 }
 
@@ -130,5 +132,15 @@ fn default_signals() {
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: restores the default disposition; no handler runs.
         unsafe { libc::signal(signal, libc::SIG_DFL) };
+    }
+}
+
+/// The command line as `main` parses it, for the tests of each command's conversion.
+#[cfg(test)]
+fn parsed(words: &[&str]) -> Command {
+    use clap::Parser;
+    match Cli::try_parse_from(words) {
+        Ok(cli) => cli.command,
+        Err(error) => panic!("{words:?} does not parse: {error}"),
     }
 }

@@ -125,14 +125,14 @@ pub(super) fn variant_service_specs(
 pub(super) fn profile_options(flag: &ProfileFlag) -> Option<framelab::profile::ProfileOptions> {
     flag.profile.map(|hz| framelab::profile::ProfileOptions {
         hz,
-        call_graph: flag.call_graph,
+        call_graph: flag.call_graph.into(),
     })
 }
 
 /// `--history STORE` adds the finished run file's runs to the store: with `-o /dev/null`
 /// no file is kept, so the run would be measured and silently left out of the history.
 pub(super) fn refuse_history_without_file(
-    history: &framelab::history::cli::HistoryFlag,
+    history: &super::history::HistoryFlag,
     output: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
     if let (Some(store), Some(file)) = (&history.history, output) {

@@ -75,14 +75,36 @@ pub struct ProbesArgs {
     pub cost: bool,
 }
 
+/// What `framelab probes` was asked: the costs, a binary's functions, or both.
+pub(super) struct ProbesPlan {
+    cost: bool,
+    binary: Option<String>,
+    /// Part of a function's name; empty: every function.
+    pattern: String,
+}
+
+impl TryFrom<ProbesArgs> for ProbesPlan {
+    type Error = anyhow::Error;
+
+    /// Nothing to refuse: clap requires a binary unless `--cost` is given.
+    fn try_from(args: ProbesArgs) -> anyhow::Result<ProbesPlan> {
+        Ok(ProbesPlan {
+            cost: args.cost,
+            binary: args.binary,
+            pattern: args.pattern.unwrap_or_default(),
+        })
+    }
+}
+
 pub(super) fn run(args: ProbesArgs) -> anyhow::Result<Outcome> {
-    if args.cost {
+    let plan = ProbesPlan::try_from(args)?;
+    if plan.cost {
         print_costs()?;
     }
-    let Some(binary) = &args.binary else {
+    let Some(binary) = &plan.binary else {
         return Ok(Outcome::Done);
     };
-    list(binary, args.pattern.as_deref().unwrap_or(""))
+    list(binary, &plan.pattern)
 }
 
 /// `--cost`: each class measured here and now, and what of a call's cost lies inside the

@@ -49,28 +49,75 @@ pub enum FrameSet {
     Late,
 }
 
+impl TryFrom<ProfileArgs> for ProfileCommand {
+    type Error = anyhow::Error;
+
+    fn try_from(args: ProfileArgs) -> anyhow::Result<ProfileCommand> {
+        let top = match args.top {
+            None => 15,
+            Some(n) if matches!(args.format, ProfileFormat::Text | ProfileFormat::Markdown) => n,
+            Some(n) => anyhow::bail!(
+                "--top {n} sets the rows of the text and markdown tables, and --format {} holds \
+                 every function: drop --top, or use --format text or markdown",
+                Format::from(args.format)
+            ),
+        };
+        Ok(ProfileCommand {
+            runs: args.runs,
+            run_id: args.run_id,
+            filters: Filters {
+                stage: args.stage,
+                thread: args.thread,
+                process: args.process,
+                late_only: args.frame_set == FrameSet::Late,
+            },
+            format: args.format.into(),
+            top,
+            output: args.output,
+        })
+    }
+}
+
 pub(super) fn run(args: ProfileArgs) -> anyhow::Result<Outcome> {
-    let top = match args.top {
-        None => 15,
-        Some(n) if matches!(args.format, ProfileFormat::Text | ProfileFormat::Markdown) => n,
-        Some(n) => anyhow::bail!(
-            "--top {n} sets the rows of the text and markdown tables, and --format {} holds \
-             every function: drop --top, or use --format text or markdown",
-            Format::from(args.format)
-        ),
-    };
-    command::run(&ProfileCommand {
-        runs: args.runs,
-        run_id: args.run_id,
-        filters: Filters {
-            stage: args.stage,
-            thread: args.thread,
-            process: args.process,
-            late_only: args.frame_set == FrameSet::Late,
-        },
-        format: args.format.into(),
-        top,
-        output: args.output,
-    })?;
+    command::run(&ProfileCommand::try_from(args)?)?;
     Ok(Outcome::Done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_is_refused_where_every_function_is_shown() {
+        let convert = |words: &[&str]| {
+            let super::super::Command::Profile(args) = super::super::parsed(words) else {
+                panic!("not a profile: {words:?}");
+            };
+            ProfileCommand::try_from(args)
+        };
+        let error = convert(&[
+            "framelab",
+            "profile",
+            "r.framelab",
+            "--top",
+            "3",
+            "--format",
+            "json",
+        ])
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            error.starts_with(
+                "--top 3 sets the rows of the text and markdown tables, and --format json"
+            ),
+            "{error}"
+        );
+        let plan = convert(&["framelab", "profile", "r.framelab", "--top", "3"]).unwrap();
+        assert_eq!(plan.top, 3);
+        assert_eq!(
+            convert(&["framelab", "profile", "r.framelab"]).unwrap().top,
+            15
+        );
+    }
 }

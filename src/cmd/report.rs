@@ -34,14 +34,55 @@ pub struct ReportArgs {
     pub verbose: bool,
 }
 
+/// A report as asked, checked against the file: the HTML page is of one run.
+pub(super) struct ReportPlan {
+    run: PathBuf,
+    run_id: Option<i64>,
+    /// `None`: the HTML page.
+    format: Option<Format>,
+    /// No `--run-id` and the file holds several runs: one line per run.
+    several: bool,
+    output: Option<PathBuf>,
+    open: bool,
+    verbose: bool,
+}
+
+impl TryFrom<ReportArgs> for ReportPlan {
+    type Error = anyhow::Error;
+
+    fn try_from(args: ReportArgs) -> anyhow::Result<ReportPlan> {
+        // The HTML page is a report of its own; every other format is the run report's.
+        let format = match Format::from(args.format) {
+            Format::Html => None,
+            format => Some(format),
+        };
+        let runs = match args.run_id {
+            None => store::list_runs(&args.run)?.len(),
+            Some(_) => 1,
+        };
+        if format.is_none() && runs > 1 {
+            anyhow::bail!(
+                "{} holds {runs} runs: give --run-id N for the HTML report of one (framelab report {} lists them)",
+                args.run.display(),
+                args.run.display()
+            );
+        }
+        Ok(ReportPlan {
+            run: args.run,
+            run_id: args.run_id,
+            format,
+            several: runs > 1,
+            output: args.output,
+            open: args.open,
+            verbose: args.verbose,
+        })
+    }
+}
+
 /// `framelab report`: the run's report in a format, printed or written to `-o`.
 pub(super) fn run(args: ReportArgs) -> anyhow::Result<Outcome> {
-    // The HTML page is a report of its own; every other format is the run report's.
-    let format = match Format::from(args.format) {
-        Format::Html => None,
-        format => Some(format),
-    };
-    let several = args.run_id.is_none() && store::list_runs(&args.run)?.len() > 1;
+    let args = ReportPlan::try_from(args)?;
+    let (format, several) = (args.format, args.several);
     let text = match format {
         Some(format) if several => report_runs(&args.run, true, format)?,
         Some(format) => {
@@ -52,12 +93,6 @@ pub(super) fn run(args: ReportArgs) -> anyhow::Result<Outcome> {
                 false => report::render(&analysis, format, color)?,
             }
         }
-        None if several => anyhow::bail!(
-            "{} holds {} runs: give --run-id N for the HTML report of one (framelab report {} lists them)",
-            args.run.display(),
-            store::list_runs(&args.run)?.len(),
-            args.run.display()
-        ),
         None => {
             let stored = store::open_run(&args.run, args.run_id)?;
             report::html::run_html(&stored.head, &stored)?.0

@@ -67,7 +67,28 @@ pub struct RunArgs {
     pub command: Vec<String>,
 }
 
+/// A run as asked, checked: every refusal that can come before the launch has come.
+pub(super) struct RunPlan {
+    pub options: RunOptions,
+    pub format: Format,
+    pub html: HtmlArgs,
+    pub history: Option<HistoryTarget>,
+}
+
+impl TryFrom<RunArgs> for RunPlan {
+    type Error = anyhow::Error;
+
+    fn try_from(args: RunArgs) -> anyhow::Result<RunPlan> {
+        checked(args)
+    }
+}
+
 pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
+    run_and_report(RunPlan::try_from(args)?)
+}
+
+/// `RunPlan::try_from`: the options, then the refusals that need several of them.
+fn checked(args: RunArgs) -> anyhow::Result<RunPlan> {
     let watch = args.control.watch_list()?;
     // Checked in this order, so that of several bad options the same one is named first.
     let metrics = framelab::output::parse_metrics(&args.from_output.metrics)?;
@@ -120,17 +141,19 @@ pub(super) fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     refuse_profile_without_file(&args.profile, opts.output.as_deref())?;
     refuse_experiment_file(opts.output.as_deref())?;
     refuse_keep_output_without_file(opts.capture.keep_output, opts.output.as_deref())?;
-    let history = HistoryTarget::check(&args.control.history)?;
-    run_and_report(&opts, args.format.into(), &args.html, history.as_ref())
+    let history = HistoryTarget::check(args.control.history.history.as_deref())?;
+    refuse_html_page(&args.html, &opts)?;
+    session::validate(&opts)?;
+    Ok(RunPlan {
+        options: opts,
+        format: args.format.into(),
+        html: args.html,
+        history,
+    })
 }
 
-pub(super) fn run_and_report(
-    opts: &RunOptions,
-    format: Format,
-    html: &HtmlArgs,
-    history: Option<&HistoryTarget>,
-) -> anyhow::Result<Outcome> {
-    // A page that cannot be written is refused now, not after the run.
+/// A page that cannot be written is refused before the run, not after it.
+pub(super) fn refuse_html_page(html: &HtmlArgs, opts: &RunOptions) -> anyhow::Result<()> {
     if let Some(file) = &html.html {
         framelab::destination::Target::resolve(file)?;
         // Nor one that is the run file: it was refused after the run, which was kept.
@@ -152,7 +175,20 @@ pub(super) fn run_and_report(
             }
         }
     }
-    let outcome = session::run(opts)?;
+    Ok(())
+}
+
+/// Runs the planned command in a session, prints its report (and writes its page), adds
+/// it to the history; the outcome says how the command ended.
+pub(super) fn run_and_report(plan: RunPlan) -> anyhow::Result<Outcome> {
+    let RunPlan {
+        options: opts,
+        format,
+        html,
+        history,
+    } = plan;
+    let history = history.as_ref();
+    let outcome = session::run(&opts)?;
     default_signals();
     let (analysis, run) = match &html.html {
         Some(file) => {
@@ -211,4 +247,61 @@ pub(super) fn run_and_report(
     } else {
         Outcome::Done
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(words: &[&str]) -> anyhow::Result<RunPlan> {
+        let super::super::Command::Run(args) = super::super::parsed(words) else {
+            panic!("not a run: {words:?}");
+        };
+        RunPlan::try_from(args)
+    }
+
+    /// A run's refusals come from the conversion: nothing is launched to find them.
+    #[test]
+    fn refusals_come_before_the_launch() {
+        let error = |words: &[&str]| planned(words).err().unwrap().to_string();
+        let kept = error(&[
+            "framelab",
+            "run",
+            "--keep-output",
+            "-o",
+            "/dev/null",
+            "--",
+            "true",
+        ]);
+        assert!(kept.starts_with("--keep-output keeps the command's output in the run file, and -o /dev/null keeps no file"), "{kept}");
+        let window = error(&[
+            "framelab",
+            "run",
+            "--warmup",
+            "2s",
+            "--duration",
+            "1s",
+            "--",
+            "true",
+        ]);
+        assert!(window.contains("--warmup"), "{window}");
+        let from = error(&["framelab", "run", "--warmup-from", "launch", "--", "true"]);
+        assert!(
+            from.starts_with("--warmup-from launch says where --warmup counts from"),
+            "{from}"
+        );
+        let plan = planned(&[
+            "framelab",
+            "run",
+            "--fps",
+            "60",
+            "-o",
+            "/dev/null",
+            "--",
+            "true",
+        ])
+        .unwrap();
+        assert_eq!(plan.format, Format::Text);
+        assert!(plan.history.is_none() && plan.html.html.is_none());
+    }
 }

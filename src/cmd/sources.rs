@@ -22,7 +22,35 @@ pub struct SourcesArgs {
     pub pids: Vec<u32>,
 }
 
+/// A reading of the sources as asked, checked: some source is on to read.
+pub(super) struct SourcesPlan {
+    sampling: framelab::sample::SamplingOptions,
+    /// Sorted.
+    pids: Vec<u32>,
+    count: u32,
+}
+
+impl TryFrom<SourcesArgs> for SourcesPlan {
+    type Error = anyhow::Error;
+
+    fn try_from(args: SourcesArgs) -> anyhow::Result<SourcesPlan> {
+        checked(args)
+    }
+}
+
 pub(super) fn run(args: SourcesArgs) -> anyhow::Result<Outcome> {
+    let plan = SourcesPlan::try_from(args)?;
+    let opts = plan.sampling;
+    let tree = ProcessTree::fixed(Procfs::system(), plan.pids);
+    let (sources, series, samples) = sample::read_once(&opts, tree, plan.count);
+    emit(&framelab::report::sources(
+        &sources, &series, &samples, opts.every,
+    ))?;
+    Ok(Outcome::Done)
+}
+
+/// `SourcesPlan::try_from`.
+fn checked(args: SourcesArgs) -> anyhow::Result<SourcesPlan> {
     // --pid is read by two sources: the threads one and NVML's per-process utilisation.
     let off = |kind| args.sampling.no_sample.contains(&kind);
     if !args.pids.is_empty()
@@ -43,14 +71,11 @@ pub(super) fn run(args: SourcesArgs) -> anyhow::Result<Outcome> {
              ones to see"
         );
     }
-    let opts = sampling_options(&args.sampling);
     let mut pids = args.pids.clone();
     pids.sort_unstable();
-    let tree = ProcessTree::fixed(Procfs::system(), pids);
-    let count = u32::try_from(args.count).unwrap_or(u32::MAX);
-    let (sources, series, samples) = sample::read_once(&opts, tree, count);
-    emit(&framelab::report::sources(
-        &sources, &series, &samples, opts.every,
-    ))?;
-    Ok(Outcome::Done)
+    Ok(SourcesPlan {
+        sampling: sampling_options(&args.sampling),
+        pids,
+        count: u32::try_from(args.count).unwrap_or(u32::MAX),
+    })
 }

@@ -4,6 +4,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use clap::Args;
+use framelab::render::Format;
 use framelab::timers;
 
 use super::format::TimersFormat;
@@ -32,13 +33,34 @@ pub struct TimersArgs {
     pub format: TimersFormat,
 }
 
+/// A timer survey as asked, checked.
+pub(super) struct TimersPlan {
+    options: timers::TimersOptions,
+    format: Format,
+}
+
+impl TryFrom<TimersArgs> for TimersPlan {
+    type Error = anyhow::Error;
+
+    fn try_from(args: TimersArgs) -> anyhow::Result<TimersPlan> {
+        let options = timers::TimersOptions {
+            duration: args.duration,
+            intervals: args.interval,
+            need: args.need,
+        };
+        options.validate()?;
+        Ok(TimersPlan {
+            options,
+            format: args.format.into(),
+        })
+    }
+}
+
 pub(super) fn run(args: TimersArgs) -> anyhow::Result<Outcome> {
-    let opts = timers::TimersOptions {
-        duration: args.duration,
-        intervals: args.interval,
-        need: args.need,
-    };
-    opts.validate()?;
+    let TimersPlan {
+        options: opts,
+        format,
+    } = TimersPlan::try_from(args)?;
     let plan = timers::Plan::new(&opts, timers::fifo_status());
     eprintln!("framelab timers: {}", plan.summary(opts.intervals.len()));
     let live = std::io::stderr().is_terminal();
@@ -55,10 +77,6 @@ pub(super) fn run(args: TimersArgs) -> anyhow::Result<Outcome> {
     if live {
         eprint!("\r\x1b[K");
     }
-    emit(&timers::render::render(
-        &report,
-        args.format.into(),
-        use_color(),
-    )?)?;
+    emit(&timers::render::render(&report, format, use_color())?)?;
     Ok(Outcome::Done)
 }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use framelab::render::Format;
 use framelab::{store, whatif};
 
 use super::format::WhatifFormat;
@@ -33,15 +34,37 @@ pub struct WhatifArgs {
     pub format: WhatifFormat,
 }
 
+/// A prediction as asked: each value was checked as it was parsed (`limits`); whether the
+/// stages and threads named exist is the run's to say.
+pub(super) struct WhatifPlan {
+    run: PathBuf,
+    run_id: Option<i64>,
+    changes: whatif::Changes,
+    format: Format,
+}
+
+impl TryFrom<WhatifArgs> for WhatifPlan {
+    type Error = anyhow::Error;
+
+    fn try_from(args: WhatifArgs) -> anyhow::Result<WhatifPlan> {
+        Ok(WhatifPlan {
+            run: args.run,
+            run_id: args.run_id,
+            changes: whatif::Changes {
+                depth: args.depth,
+                scales: args.stage_scale,
+                moves: args.moves,
+                unpaced: args.unpaced,
+            },
+            format: args.format.into(),
+        })
+    }
+}
+
 pub(super) fn run(args: WhatifArgs) -> anyhow::Result<Outcome> {
-    let stored = store::open_run(&args.run, args.run_id)?;
-    let changes = whatif::Changes {
-        depth: args.depth,
-        scales: args.stage_scale,
-        moves: args.moves,
-        unpaced: args.unpaced,
-    };
-    let prediction = whatif::whatif_stored(&stored, &changes)?;
-    emit(&whatif::render(&prediction, args.format.into())?)?;
+    let plan = WhatifPlan::try_from(args)?;
+    let stored = store::open_run(&plan.run, plan.run_id)?;
+    let prediction = whatif::whatif_stored(&stored, &plan.changes)?;
+    emit(&whatif::render(&prediction, plan.format)?)?;
     Ok(Outcome::Done)
 }

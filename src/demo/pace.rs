@@ -16,7 +16,7 @@ use framelab_probe::pacer::{LatePolicy, Pacer as SdkPacer, WaitMethod};
 const MAX_SLEEP: Duration = Duration::from_millis(50);
 
 /// How the demo waits for each frame's slot.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PacerKind {
     /// One absolute `clock_nanosleep` per frame.
     Sleep,

@@ -22,7 +22,7 @@ use crate::render::Format;
 pub use layout::LinearSpec;
 
 /// `--by`: one histogram per thread or per process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GroupBy {
     Thread,
     Process,

@@ -28,7 +28,7 @@ use crate::analyze::pair::PairSpec;
 use crate::model::{Run, RunMeta};
 
 /// The formats `framelab import` reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// Chrome trace event JSON (array or object form)
     Chrome,
@@ -93,7 +93,7 @@ impl Format {
 }
 
 /// Unit of bare numbers in generic CSV/JSONL times (`--time-unit`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TimeUnit {
     #[default]
     Ns,

@@ -26,17 +26,7 @@ pub struct ProfileOptions {
 }
 
 /// How user stacks are walked.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CallGraph {
     /// The top of the user stack is copied with each sample and unwound with the binaries'

@@ -53,6 +53,10 @@ const PRINTED_BY: &[(&str, Printed)] = &[
         ]),
     ),
     ("src/cmd/hist.rs", ByOneOf(&["hist"])),
+    (
+        "src/cmd/history.rs",
+        ByOneOf(&["history add", "history export"]),
+    ),
     ("src/cmd/import.rs", ByOneOf(&["import"])),
     (
         "src/cmd/options.rs",
