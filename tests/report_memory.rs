@@ -277,8 +277,13 @@ fn subcommand_peaks(path: &Path, spans: usize) -> Peaks {
     assert!(prediction.frames > 0 && prediction.predicted.fps.is_some());
     let (export, written) = peak_per_span("export --format perfetto", spans, || {
         let mut run = store::open_run(path, None).unwrap();
-        framelab::export::export_stored_perfetto(&mut run, Path::new("/dev/null"), Some(path))
-            .unwrap()
+        framelab::export::export_stored(
+            &mut run,
+            Format::Perfetto,
+            Path::new("/dev/null"),
+            Some(path),
+        )
+        .unwrap()
     });
     assert_eq!(written as usize, spans);
     let compare_as = |variants: &[&str]| {
@@ -354,7 +359,7 @@ fn the_analysis_of_a_run_file_never_holds_its_spans() {
 }
 
 #[test]
-fn whatif_and_the_perfetto_export_never_hold_the_run() {
+fn whatif_and_the_exports_never_hold_the_run() {
     let _alone = alone();
     // Issue 29: whatif --depth 2 held 337 bytes a span (a loaded run, a vector of spans
     // and one of tasks per frame), the export ~40 (a loaded run and its sort order).
@@ -376,18 +381,21 @@ fn whatif_and_the_perfetto_export_never_hold_the_run() {
         peak <= WHATIF_BYTES_PER_SPAN * spans + fixed,
         "whatif: peak {peak} B for {spans} spans"
     );
-    let (peak, _, written) = measured(|| {
-        let mut run = store::open_run(&path, None).unwrap();
-        framelab::export::export_stored_perfetto(&mut run, Path::new("/dev/null"), Some(&path))
-            .unwrap()
-    });
-    println!("export: peak {peak} B");
-    assert_eq!(written as usize, spans);
-    // Spans in start order already: nothing waits; a frame's span count is 4 bytes.
-    assert!(
-        peak <= EXPORT_BYTES_PER_SPAN * spans + fixed,
-        "export: peak {peak} B for {spans} spans"
-    );
+    // Chrome and CSV loaded the whole run (Vec<Span>, 32 bytes a span) until they streamed too.
+    for format in [Format::Perfetto, Format::Chrome, Format::Csv] {
+        let (peak, _, written) = measured(|| {
+            let mut run = store::open_run(&path, None).unwrap();
+            framelab::export::export_stored(&mut run, format, Path::new("/dev/null"), Some(&path))
+                .unwrap()
+        });
+        println!("export --format {format}: peak {peak} B");
+        assert_eq!(written as usize, spans);
+        // Spans in start order already: nothing waits; a frame's span count is 4 bytes.
+        assert!(
+            peak <= EXPORT_BYTES_PER_SPAN * spans + fixed,
+            "export --format {format}: peak {peak} B for {spans} spans"
+        );
+    }
 }
 
 #[test]

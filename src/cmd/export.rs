@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use framelab::model::SpanSource;
 use framelab::store;
 
 use super::format::ExportFormat;
@@ -52,41 +53,29 @@ impl TryFrom<ExportArgs> for ExportPlan {
 
 pub(super) fn run(args: ExportArgs) -> anyhow::Result<Outcome> {
     let args = ExportPlan::try_from(args)?;
-    if args.format == ExportFormat::Perfetto {
-        return perfetto(&args);
-    }
-    let run = store::load_run(&args.run, args.run_id)?;
-    if run.spans.is_empty() && args.format == ExportFormat::Csv {
+    // Every format streams the spans from the file: none holds the whole run (issue 31).
+    let mut stored = store::open_run(&args.run, args.run_id)?;
+    if stored.span_count_hint() == 0 && args.format == ExportFormat::Csv {
         // A CSV of spans holds nothing else: a header alone is no export.
+        let histograms = stored.head.histograms.len();
         anyhow::bail!(
             "run {} of {} has no spans{}: a CSV of its spans would be empty (--format perfetto \
              or chrome keep the run's description; framelab hist shows its histograms)",
-            run.meta.id,
+            stored.head.meta.id,
             args.run.display(),
-            if run.histograms.is_empty() {
+            if histograms == 0 {
                 String::new()
             } else {
-                format!(", only {} imported histograms", run.histograms.len())
+                format!(", only {histograms} imported histograms")
             }
         );
     }
-    framelab::export::export_to_path(&run, args.format.into(), &args.output, Some(&args.run))?;
-    if args.output.as_os_str() != "-" {
-        eprintln!(
-            "framelab: wrote {} spans of run {} to {}",
-            run.spans.len(),
-            run.meta.id,
-            args.output.display()
-        );
-    }
-    Ok(Outcome::Done)
-}
-
-/// The Perfetto export, its spans streamed from the file rather than loaded (issue 29).
-fn perfetto(args: &ExportPlan) -> anyhow::Result<Outcome> {
-    let mut stored = store::open_run(&args.run, args.run_id)?;
-    let spans =
-        framelab::export::export_stored_perfetto(&mut stored, &args.output, Some(&args.run))?;
+    let spans = framelab::export::export_stored(
+        &mut stored,
+        args.format.into(),
+        &args.output,
+        Some(&args.run),
+    )?;
     if args.output.as_os_str() != "-" {
         eprintln!(
             "framelab: wrote {spans} spans of run {} to {}",

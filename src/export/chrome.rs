@@ -18,12 +18,18 @@ use std::collections::BTreeSet;
 use std::io::Write;
 
 use crate::formats::LAUNCH_MARKER;
-use crate::model::Run;
+use crate::model::{Run, Span, SpanSource};
 
 /// The pid the telemetry counters are shown under.
 const TELEMETRY_PID: u32 = 0;
 
 pub fn write(run: &Run, out: &mut dyn Write) -> anyhow::Result<()> {
+    write_from(run, run, out).map(|_| ())
+}
+
+/// Writes `run` (its head: names, events, telemetry) with the spans of `spans` (the run
+/// itself, or its file streamed) to `out`; returns how many spans.
+pub fn write_from(run: &Run, spans: &dyn SpanSource, out: &mut dyn Write) -> anyhow::Result<u64> {
     write!(out, "{{\"otherData\":{{\"framelab\":{{\"version\":")?;
     json_string(out, env!("CARGO_PKG_VERSION"))?;
     write!(
@@ -41,11 +47,15 @@ pub fn write(run: &Run, out: &mut dyn Write) -> anyhow::Result<()> {
         "{{\"ph\":\"i\",\"s\":\"g\",\"name\":\"{LAUNCH_MARKER}\",\"ts\":0,\"pid\":0,\"tid\":0}}"
     )?;
     write_names(run, &mut events)?;
-    write_spans(run, &mut events)?;
+    let mut written = 0u64;
+    spans.for_each_spans(&mut |chunk| {
+        written += chunk.len() as u64;
+        Ok(write_spans(run, chunk, &mut events)?)
+    })?;
     write_events(run, &mut events)?;
     write_samples(run, &mut events)?;
     write!(events.out, "\n]}}\n")?;
-    Ok(())
+    Ok(written)
 }
 
 /// The events array, one event a line.
@@ -118,8 +128,8 @@ fn pid_tid(run: &Run, thread: u32) -> (u32, u32) {
         .map_or((0, 0), |t| (t.pid, t.tid))
 }
 
-fn write_spans(run: &Run, events: &mut Events) -> std::io::Result<()> {
-    for span in &run.spans {
+fn write_spans(run: &Run, spans: &[Span], events: &mut Events) -> std::io::Result<()> {
+    for span in spans {
         let stage = run
             .stages
             .get(usize::from(span.stage))

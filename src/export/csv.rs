@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use crate::formats::LAUNCH_MARKER;
-use crate::model::Run;
+use crate::model::{Run, SpanSource};
 
 pub const HEADER: [&str; 7] = [
     "frame", "stage", "pid", "tid", "thread", "start_ns", "dur_ns",
@@ -14,6 +14,12 @@ pub const HEADER: [&str; 7] = [
 
 /// Writes `run`'s spans as CSV to `out`, row by row.
 pub fn write(run: &Run, out: &mut dyn Write) -> anyhow::Result<()> {
+    write_from(run, run, out).map(|_| ())
+}
+
+/// Writes the spans of `spans` (a loaded run, or one streamed from its file) with the
+/// names of `run` (its head) as CSV to `out`; returns how many.
+pub fn write_from(run: &Run, spans: &dyn SpanSource, out: &mut dyn Write) -> anyhow::Result<u64> {
     let mut csv = csv::Writer::from_writer(out);
     csv.write_record(HEADER)?;
     csv.write_record(["", LAUNCH_MARKER, "", "", "", "0", ""])?;
@@ -25,24 +31,29 @@ pub fn write(run: &Run, out: &mut dyn Write) -> anyhow::Result<()> {
             .map_err(|_| anyhow::anyhow!("cannot format a number"))?;
         csv.write_field(&number).map_err(anyhow::Error::from)
     };
-    for span in &run.spans {
-        let stage = run
-            .stages
-            .get(usize::from(span.stage))
-            .map_or("", String::as_str);
-        let thread = run.threads.get(span.thread as usize);
-        let (pid, tid, name) = thread.map_or((0, 0, ""), |t| (t.pid, t.tid, t.name.as_str()));
-        field(&mut csv, &span.frame)?;
-        csv.write_field(stage)?;
-        field(&mut csv, &pid)?;
-        field(&mut csv, &tid)?;
-        csv.write_field(name)?;
-        field(&mut csv, &span.start_ns)?;
-        field(&mut csv, &span.dur_ns)?;
-        csv.write_record(None::<&[u8]>)?;
-    }
+    let mut written = 0u64;
+    spans.for_each_spans(&mut |chunk| {
+        for span in chunk {
+            let stage = run
+                .stages
+                .get(usize::from(span.stage))
+                .map_or("", String::as_str);
+            let thread = run.threads.get(span.thread as usize);
+            let (pid, tid, name) = thread.map_or((0, 0, ""), |t| (t.pid, t.tid, t.name.as_str()));
+            field(&mut csv, &span.frame)?;
+            csv.write_field(stage)?;
+            field(&mut csv, &pid)?;
+            field(&mut csv, &tid)?;
+            csv.write_field(name)?;
+            field(&mut csv, &span.start_ns)?;
+            field(&mut csv, &span.dur_ns)?;
+            csv.write_record(None::<&[u8]>)?;
+        }
+        written += chunk.len() as u64;
+        Ok(())
+    })?;
     csv.flush()?;
-    Ok(())
+    Ok(written)
 }
 
 #[cfg(test)]

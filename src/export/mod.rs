@@ -38,12 +38,13 @@ pub fn export_to_path(
     crate::destination::write_whole(&target, path, |out| export(run, format, out))
 }
 
-/// A Perfetto trace of `head` (a run with its events and counter values, not its spans)
-/// with its spans streamed from `source` (`perfetto::write_from`), written to `path` as
-/// [`export_to_path`] writes. Returns the spans written.
-pub fn export_perfetto_streamed(
+/// `head` (a run with its events and counter values, not its spans) as `format` with its
+/// spans streamed from `source`, written to `path` as [`export_to_path`] writes: no
+/// format needs the whole run in memory. Returns the spans written.
+pub fn export_streamed(
     head: &Run,
     source: &dyn crate::model::SpanSource,
+    format: Format,
     path: &std::path::Path,
     input: Option<&std::path::Path>,
 ) -> anyhow::Result<u64> {
@@ -53,20 +54,26 @@ pub fn export_perfetto_streamed(
     }
     let mut spans = 0;
     crate::destination::write_whole(&target, path, |out| {
-        spans = perfetto::write_from(head, source, out)?;
+        spans = match format {
+            Format::Perfetto => perfetto::write_from(head, source, out)?,
+            Format::Chrome => chrome::write_from(head, source, out)?,
+            Format::Csv => csv::write_from(head, source, out)?,
+            other => return Err(EXPORT.refuse(other)),
+        };
         Ok(())
     })?;
     Ok(spans)
 }
 
-/// `framelab export --format perfetto` of a run file's run: its events and counter values
-/// loaded, its spans streamed ([`export_perfetto_streamed`]). Returns the spans written.
-pub fn export_stored_perfetto(
+/// `framelab export` of a run file's run: its events and counter values loaded, its spans
+/// streamed ([`export_streamed`]). Returns the spans written.
+pub fn export_stored(
     stored: &mut crate::store::StoredRun,
+    format: Format,
     path: &std::path::Path,
     input: Option<&std::path::Path>,
 ) -> anyhow::Result<u64> {
     stored.head.events = stored.events()?;
     stored.head.counters = stored.counters()?;
-    export_perfetto_streamed(&stored.head, stored, path, input)
+    export_streamed(&stored.head, stored, format, path, input)
 }
