@@ -21,6 +21,7 @@ macro_rules! choice {
         }
     };
 }
+pub(crate) use choice;
 
 choice! {
     /// `--call-graph` of run, bench and demo.

@@ -4,37 +4,19 @@
 
 use framelab::render::Format;
 
-/// Declares a command's `--format` values and their conversion into [`Format`]; a
-/// variant's doc comment is its help in `--help`.
-macro_rules! format_arg {
-    ($(#[$doc:meta])* $name:ident { $($(#[$variant_doc:meta])* $variant:ident),+ $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-        pub enum $name {
-            $($(#[$variant_doc])* $variant),+
-        }
+use crate::cli::choices::choice;
 
-        impl From<$name> for Format {
-            fn from(format: $name) -> Format {
-                match format {
-                    $($name::$variant => Format::$variant),+
-                }
-            }
-        }
-    };
-}
-
-format_arg!(
+choice! {
     /// The report printed by `run`, `demo` and `import`.
-    RunReportFormat { Text, Markdown, Json }
-);
-format_arg!(
+    RunReportFormat => Format { Text, Markdown, Json }
+}
+choice! {
     /// `report --format`: the run report's, and the HTML page.
-    ReportFormat { Text, Markdown, Json, Html }
-);
-format_arg!(
+    ReportFormat => Format { Text, Markdown, Json, Html }
+}
+choice! {
     /// `compare --format` and `bench --format`.
-    CompareFormat {
+    CompareFormat => Format {
         Text,
         Markdown,
         Json,
@@ -43,22 +25,22 @@ format_arg!(
         /// the experiment file).
         Html,
     }
-);
-format_arg!(
+}
+choice! {
     /// `timers --format`.
-    TimersFormat { Text, Markdown, Json }
-);
-format_arg!(
+    TimersFormat => Format { Text, Markdown, Json }
+}
+choice! {
     /// `hist --format`.
-    HistFormat { Text, Markdown, Json }
-);
-format_arg!(
+    HistFormat => Format { Text, Markdown, Json }
+}
+choice! {
     /// `whatif --format`.
-    WhatifFormat { Text, Markdown, Json }
-);
-format_arg!(
+    WhatifFormat => Format { Text, Markdown, Json }
+}
+choice! {
     /// The formats `framelab export` writes.
-    ExportFormat {
+    ExportFormat => Format {
         /// Perfetto protobuf trace: a track per thread, stages as slices linked by flows per frame
         Perfetto,
         /// Chrome trace event JSON (object form)
@@ -66,10 +48,10 @@ format_arg!(
         /// One row per span: frame, stage, pid, tid, thread, start_ns, dur_ns
         Csv,
     }
-);
-format_arg!(
+}
+choice! {
     /// `profile --format`.
-    ProfileFormat {
+    ProfileFormat => Format {
         Text,
         Markdown,
         Json,
@@ -80,20 +62,20 @@ format_arg!(
         /// speedscope's file format (one profile per thread, samples in time order)
         Speedscope,
     }
-);
+}
 
-format_arg!(
+choice! {
     /// `history show --format`.
-    HistoryShowFormat { Text, Markdown, Json }
-);
-format_arg!(
+    HistoryShowFormat => Format { Text, Markdown, Json }
+}
+choice! {
     /// `history check --format`.
-    HistoryCheckFormat { Text, Markdown, Json }
-);
-format_arg!(
+    HistoryCheckFormat => Format { Text, Markdown, Json }
+}
+choice! {
     /// `history export --format`.
-    HistoryExportFormat { Csv, Parquet }
-);
+    HistoryExportFormat => Format { Csv, Parquet }
+}
 
 #[cfg(test)]
 mod tests {
