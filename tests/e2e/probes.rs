@@ -186,6 +186,25 @@ fn median(mut v: Vec<i64>) -> i64 {
     v[v.len() / 2]
 }
 
+/// Each span at least the program's own logged duration less what was subtracted, and the
+/// median within 5% of the program's own on both sides, with no allowance for the probes' cost.
+fn assert_matches_own_log(spans: &[(u64, i64)], own: &[(u64, i64)], subtracted: i64) {
+    for ((frame, span), (_, logged)) in spans.iter().zip(own) {
+        assert!(
+            *span >= logged - subtracted,
+            "frame {frame}: span {span} ns < own {logged} ns - {subtracted} ns subtracted"
+        );
+    }
+    let (p50_span, p50_own) = (
+        median(spans.iter().map(|s| s.1).collect()),
+        median(own.iter().map(|s| s.1).collect()),
+    );
+    assert!(
+        (p50_span - p50_own).abs() <= p50_own / 20,
+        "p50 {p50_span} ns vs the program's own {p50_own} ns ({subtracted} ns subtracted)"
+    );
+}
+
 /// The spans of `stage`: (frame, duration ns), by frame.
 fn spans_of(run: &framelab::model::Run, stage: &str) -> Vec<(u64, i64)> {
     let index = run
@@ -240,22 +259,7 @@ fn function_probe_spans_are_the_programs_calls_with_its_frame_ids_and_durations(
     // Entry and return enclose the program's own two clock reads, less the probes' cost
     // taken off: a span may come out shorter than the program's own log by what the
     // traps of this call cost less than the calibration's median.
-    for ((frame, span), (_, logged)) in spans.iter().zip(&own) {
-        assert!(
-            *span >= logged - subtracted,
-            "frame {frame}: span {span} ns < own {logged} ns - {subtracted} ns subtracted"
-        );
-    }
-    // The median within 5% of the program's own, on both sides, with no allowance for
-    // the probes' cost.
-    let (p50_span, p50_own) = (
-        median(spans.iter().map(|s| s.1).collect()),
-        median(own.iter().map(|s| s.1).collect()),
-    );
-    assert!(
-        (p50_span - p50_own).abs() <= p50_own / 20,
-        "p50 {p50_span} ns vs the program's own {p50_own} ns ({subtracted} ns subtracted)"
-    );
+    assert_matches_own_log(&spans, &own, subtracted);
     // The header says where the stage came from, what a call cost and what was taken off.
     let report = stdout(&out);
     assert!(report.contains("probes    encode uprobe"), "{report}");
@@ -736,22 +740,11 @@ fn usdt_spans_and_events_match_the_programs_own_log() {
     assert_eq!(spans.len(), own.len(), "{}", stderr(&out));
     let facts = &run.meta.session.probes[0];
     let subtracted = facts.subtracted_ns.expect("the in-span cost was measured");
-    for ((frame, span), (own_frame, logged)) in spans.iter().zip(&own) {
+    for ((frame, _), (own_frame, _)) in spans.iter().zip(&own) {
         assert_eq!(frame, own_frame);
-        // Begin and end enclose the program's own clock reads, less what was taken off.
-        assert!(
-            *span >= logged - subtracted,
-            "frame {frame}: span {span} ns < own {logged} ns - {subtracted} ns subtracted"
-        );
     }
-    let (p50_span, p50_own) = (
-        median(spans.iter().map(|s| s.1).collect()),
-        median(own.iter().map(|s| s.1).collect()),
-    );
-    assert!(
-        (p50_span - p50_own).abs() <= p50_own / 20,
-        "p50 {p50_span} ns vs the program's own {p50_own} ns ({subtracted} ns subtracted)"
-    );
+    // Begin and end enclose the program's own clock reads, less what was taken off.
+    assert_matches_own_log(&spans, &own, subtracted);
     // The event fires only with its semaphore raised: one per frame, keyed by the frame.
     let done = run
         .event_names
