@@ -46,6 +46,49 @@ pub enum Block {
     /// Notes set off by a blank line: each after a `note` label in text, a quote in
     /// Markdown.
     Notes(Vec<String>),
+    /// A heading as the feature shows it (Markdown escaped by it): a line of its own in
+    /// text; in Markdown `###` (level 3) or `####` (level 4), set off by a blank line.
+    Headline { level: u8, text: String },
+    /// Lines as the feature shows them: indented by two spaces in text, bullets in Markdown
+    /// (set off by a blank line).
+    BulletLines(Vec<String>),
+    /// A table whose cells are shown as given: aligned columns in text, a pipe table set off
+    /// by a blank line in Markdown.
+    Pipe(PipeTable),
+    /// A remark under the output: `note: remark` in text; in Markdown a paragraph in
+    /// italics, set off by a blank line before and after.
+    Aside(String),
+    /// A table of the report family's aligned columns (minimum widths, words left, the unit
+    /// after the header) in text; a GitHub table in Markdown, set off by a blank line.
+    Columns(ColumnTable),
+    /// Lines as the feature shows them (styled and escaped by it), a paragraph set off by a
+    /// blank line.
+    Lines(String),
+}
+
+/// A table in the report family's columns.
+pub struct ColumnTable {
+    pub columns: Vec<Column>,
+    pub rows: Vec<Vec<String>>,
+    /// Named once after the text header (`µs`).
+    pub unit: Option<String>,
+    /// Text sets it off by a blank line unless it stands right under its title.
+    pub set_off: bool,
+}
+
+/// How a [`PipeTable`]'s column lines up in Markdown: `---` or `---:`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PipeAlign {
+    Plain,
+    Right,
+}
+
+/// A table of cells already shown as the feature wants them (a Markdown table, where
+/// [`Block::Table`] escapes every cell): aligned columns in text, a pipe table in Markdown.
+pub struct PipeTable {
+    pub headers: Vec<String>,
+    pub align: Vec<PipeAlign>,
+    pub rows: Vec<Vec<String>>,
 }
 
 pub struct Fact {
@@ -129,7 +172,8 @@ fn text(document: &Document, color: bool) -> String {
             Block::Facts(facts) => {
                 for f in facts {
                     let hint = f.hint.as_ref().map_or(String::new(), |h| format!(" {h}"));
-                    out.push_str(&format!("  {:<10}{}{hint}\n", f.label, f.value));
+                    // At least one space after the label, however long it is.
+                    out.push_str(&format!("  {:<9} {}{hint}\n", f.label, f.value));
                 }
             }
             Block::Section(section) => {
@@ -146,6 +190,36 @@ fn text(document: &Document, color: bool) -> String {
                 for note in notes {
                     out.push_str(&format!("  {}{note}\n", st.yellow("note      ")));
                 }
+            }
+            Block::Headline { text, .. } => out.push_str(&format!("{text}\n")),
+            Block::BulletLines(lines) => {
+                for line in lines {
+                    out.push_str(&format!("  {line}\n"));
+                }
+            }
+            Block::Pipe(grid) => {
+                let mut table = Table::new(&[]);
+                table.headers = grid.headers.clone();
+                table.rows = grid.rows.clone();
+                out.push_str(&table.render(false));
+            }
+            Block::Aside(remark) => {
+                out.push_str(&format!("note: {}\n", crate::display::text(remark)))
+            }
+            Block::Columns(table) => {
+                if table.set_off {
+                    out.push('\n');
+                }
+                out.push_str(&column_table(
+                    &table.columns,
+                    &table.rows,
+                    table.unit.as_deref(),
+                    &st,
+                ));
+            }
+            Block::Lines(lines) => {
+                out.push('\n');
+                out.push_str(lines);
             }
         }
     }
@@ -203,7 +277,61 @@ fn markdown(document: &Document) -> String {
                 out.push('\n');
                 out.push_str(&quoted.join(">\n"));
             }
+            Block::Headline { level, text } => {
+                set_off(&mut out);
+                let hashes = "#".repeat(usize::from(*level));
+                out.push_str(&format!("{hashes} {text}\n"));
+            }
+            Block::BulletLines(lines) => {
+                set_off(&mut out);
+                for line in lines {
+                    out.push_str(&format!("- {line}\n"));
+                }
+            }
+            Block::Pipe(grid) => {
+                set_off(&mut out);
+                out.push_str(&pipe_table(grid));
+            }
+            Block::Aside(remark) => {
+                set_off(&mut out);
+                out.push_str(&format!("_{}_\n\n", crate::display::markdown(remark)));
+            }
+            Block::Columns(table) => {
+                set_off(&mut out);
+                let headers: Vec<String> =
+                    (table.columns.iter()).map(|c| c.header.clone()).collect();
+                out.push_str(&gfm_table(&headers, &table.rows));
+            }
+            Block::Lines(lines) => {
+                set_off(&mut out);
+                out.push_str(lines);
+            }
         }
+    }
+    out
+}
+
+/// A blank line before what follows, unless `out` is empty or already ends in one.
+fn set_off(out: &mut String) {
+    if !out.is_empty() && !out.ends_with("\n\n") {
+        out.push('\n');
+    }
+}
+
+/// A Markdown table of `grid`'s cells as they are.
+fn pipe_table(grid: &PipeTable) -> String {
+    let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
+    let rule: Vec<String> = (grid.align.iter())
+        .map(|a| match a {
+            PipeAlign::Plain => "---",
+            PipeAlign::Right => "---:",
+        })
+        .map(String::from)
+        .collect();
+    let mut out = line(&grid.headers);
+    out.push_str(&line(&rule));
+    for row in &grid.rows {
+        out.push_str(&line(row));
     }
     out
 }
@@ -275,6 +403,46 @@ mod tests {
         assert_eq!(
             write(&d, Format::Markdown, &HISTORY_CHECK).unwrap(),
             "```\n  a    1\n  bb  22\n```\n"
+        );
+    }
+
+    #[test]
+    fn headings_bullets_grids_and_asides_are_set_off_once() {
+        let grid = || {
+            Block::Pipe(PipeTable {
+                headers: vec!["bucket".into(), "count".into()],
+                align: vec![PipeAlign::Plain, PipeAlign::Right],
+                rows: vec![vec!["`[1, 2)`".into(), "3".into()]],
+            })
+        };
+        let d = Document {
+            blocks: vec![
+                Block::Headline {
+                    level: 3,
+                    text: "@a".into(),
+                },
+                Block::BulletLines(vec!["samples 5".into()]),
+                grid(),
+                Block::Headline {
+                    level: 4,
+                    text: "stage b".into(),
+                },
+                grid(),
+                Block::Aside("one".into()),
+                Block::Aside("two_words".into()),
+            ],
+            json: String::new(),
+        };
+        assert_eq!(
+            write(&d, Format::Markdown, &HISTORY_CHECK).unwrap(),
+            "### @a\n\n- samples 5\n\n| bucket | count |\n| --- | ---: |\n| `[1, 2)` | 3 |\n\n\
+             #### stage b\n\n| bucket | count |\n| --- | ---: |\n| `[1, 2)` | 3 |\n\n\
+             _one_\n\n_two\\_words_\n\n"
+        );
+        assert_eq!(
+            write(&d, Format::Text, &HISTORY_CHECK).unwrap(),
+            "@a\n  samples 5\n  bucket    count\n  `[1, 2)`      3\n  stage b\n  bucket    count\n  \
+             `[1, 2)`      3\nnote: one\nnote: two_words\n"
         );
     }
 }
