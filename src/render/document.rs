@@ -441,7 +441,7 @@ mod tests {
         );
         assert_eq!(
             write(&d, Format::Text, &HISTORY_CHECK).unwrap(),
-            "@a\n  samples 5\n  bucket    count\n  `[1, 2)`      3\n  stage b\n  bucket    count\n  \
+            "@a\n  samples 5\n  bucket    count\n  `[1, 2)`      3\nstage b\n  bucket    count\n  \
              `[1, 2)`      3\nnote: one\nnote: two_words\n"
         );
     }

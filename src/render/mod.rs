@@ -7,6 +7,7 @@ pub mod cells;
 pub mod columns;
 pub mod document;
 pub mod format;
+pub mod html_writer;
 pub mod human;
 pub mod style;
 pub mod table;
