@@ -1,9 +1,11 @@
 //! A neutral document: what a feature shows, as blocks (a lead line, details, notes,
-//! tables, titled lists, the report family's title, facts and sections) and its JSON form,
-//! with one writer per format. A feature builds the document once; [`write`] renders it in
-//! any format its command writes. Converted so far: `history check`, `whatif` and
-//! `timers`; the other commands still render themselves (docs/architecture.md, "Known
-//! debts").
+//! tables, titled lists, the report family's title, facts, sections and tables of aligned
+//! columns, headlines, bullet lines, pipe tables, asides, paragraphs of lines) and its JSON
+//! form, with one writer per format. A feature builds the document once; [`write`] renders
+//! it in any format its command writes, and `render::html_writer` gives the HTML page its
+//! words and tables. Converted so far: `history check`, `whatif`, `timers`, `hist`,
+//! `profile` and the report; `compare` and `history show` still render themselves
+//! (docs/architecture.md, "Known debts").
 
 use anyhow::Result;
 use serde::Serialize;
