@@ -338,4 +338,16 @@ mod tests {
         let d = diff(&steady, &side(&[(1000, 350), (1000, 550)]));
         assert!(d.rows[0].within_noise, "{:?}", d.rows[0]);
     }
+
+    /// The diff's text and Markdown against `tests/snapshots/profile_diff.*`.
+    #[test]
+    fn the_diff_in_text_and_markdown() {
+        let mut a = side(&[(100, 30), (100, 34)]);
+        a.name = "before_fix".into();
+        let mut b = side(&[(100, 50)]);
+        b.name = "after".into();
+        let d = diff(&a, &b);
+        crate::snapshot::check("profile_diff.txt", &render(&d, 10, false));
+        crate::snapshot::check("profile_diff.md", &render(&d, 10, true));
+    }
 }

@@ -305,3 +305,96 @@ pub fn speedscope(
     });
     serde_json::to_string(&doc).unwrap_or_default() + "\n"
 }
+
+/// The summary's text and Markdown of a hand-built summary against files under
+/// `tests/snapshots/`; regenerate with `UPDATE_SNAPSHOTS=1 cargo test --lib profile::render`
+/// and review the diff.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::check;
+
+    fn row(function: &str, self_pct: f64, inclusive_pct: f64) -> FunctionRow {
+        FunctionRow {
+            function: function.into(),
+            module: "demo_bin".into(),
+            self_samples: (self_pct * 2.0) as u64,
+            inclusive_samples: (inclusive_pct * 2.0) as u64,
+            self_pct,
+            inclusive_pct,
+        }
+    }
+
+    fn table(name: &str, samples: u64, share_pct: f64) -> FunctionTable {
+        FunctionTable {
+            name: name.into(),
+            samples,
+            share_pct,
+            functions: vec![
+                row("main", 0.0, 100.0),
+                row("encode_frame", 70.0, 70.0),
+                row("convert<u8>", 30.0, 30.0),
+            ],
+        }
+    }
+
+    /// 200 samples of a run with a budget: two stages, the late frames, one worst frame,
+    /// a filter and a note; names that Markdown would take for markup.
+    fn summary() -> Summary {
+        Summary {
+            run: "demo_run".into(),
+            event: "cpu-clock".into(),
+            frequency_hz: 999,
+            unwinding: "frame pointers".into(),
+            kernel_stacks: false,
+            taken: 200,
+            lost: 2,
+            lost_pct: 0.99,
+            unknown_leaves: 1,
+            unknown_pct: 0.5,
+            truncated: 0,
+            throttled: 0,
+            notes: vec!["perf_event_paranoid is 2: kernel stacks left out".into()],
+            selected: 200,
+            filters: vec!["--process demo".into()],
+            overall: table("all", 200, 100.0),
+            stages: vec![table("encode", 140, 70.0), table("(no stage)", 60, 30.0)],
+            late_frames: Some(table("late frames", 20, 10.0)),
+            worst_frames: vec![table("frame 7 (total 15000 µs)", 4, 2.0)],
+        }
+    }
+
+    #[test]
+    fn summary_text() {
+        check(
+            "profile_summary.txt",
+            &summary_text_of(&summary(), Format::Text),
+        );
+    }
+
+    #[test]
+    fn summary_markdown() {
+        check(
+            "profile_summary.md",
+            &summary_text_of(&summary(), Format::Markdown),
+        );
+    }
+
+    #[test]
+    fn a_summary_without_samples_says_so_in_both() {
+        let mut s = summary();
+        s.taken = 0;
+        let text = summary_text_of(&s, Format::Text);
+        assert!(text.ends_with("\n\n  no sample was taken: the processes of the run used (almost) no CPU while they were sampled\n"), "{text}");
+        let md = summary_text_of(&s, Format::Markdown);
+        assert!(
+            md.starts_with("### profile · demo\\_run · cpu-clock at 999 Hz"),
+            "{md}"
+        );
+        assert!(md.contains("\n\n- samples 0 taken"), "{md}");
+    }
+
+    fn summary_text_of(s: &Summary, format: Format) -> String {
+        super::summary(s, 2, format).unwrap()
+    }
+}
