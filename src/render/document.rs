@@ -199,10 +199,10 @@ fn text(document: &Document, color: bool) -> String {
                     out.push_str(&format!("  {line}\n"));
                 }
             }
-            Block::Pipe(grid) => {
+            Block::Pipe(pipe) => {
                 let mut table = Table::new(&[]);
-                table.headers = grid.headers.clone();
-                table.rows = grid.rows.clone();
+                table.headers = pipe.headers.clone();
+                table.rows = pipe.rows.clone();
                 out.push_str(&table.render(false));
             }
             Block::Aside(remark) => {
@@ -290,9 +290,9 @@ fn markdown(document: &Document) -> String {
                     out.push_str(&format!("- {line}\n"));
                 }
             }
-            Block::Pipe(grid) => {
+            Block::Pipe(pipe) => {
                 set_off(&mut out);
-                out.push_str(&pipe_table(grid));
+                out.push_str(&pipe_table(pipe));
             }
             Block::Aside(remark) => {
                 set_off(&mut out);
@@ -320,19 +320,19 @@ fn set_off(out: &mut String) {
     }
 }
 
-/// A Markdown table of `grid`'s cells as they are.
-fn pipe_table(grid: &PipeTable) -> String {
+/// A Markdown table of `pipe`'s cells as they are.
+fn pipe_table(pipe: &PipeTable) -> String {
     let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
-    let rule: Vec<String> = (grid.align.iter())
+    let rule: Vec<String> = (pipe.align.iter())
         .map(|a| match a {
             PipeAlign::Plain => "---",
             PipeAlign::Right => "---:",
         })
         .map(String::from)
         .collect();
-    let mut out = line(&grid.headers);
+    let mut out = line(&pipe.headers);
     out.push_str(&line(&rule));
-    for row in &grid.rows {
+    for row in &pipe.rows {
         out.push_str(&line(row));
     }
     out
@@ -409,8 +409,8 @@ mod tests {
     }
 
     #[test]
-    fn headings_bullets_grids_and_asides_are_set_off_once() {
-        let grid = || {
+    fn headlines_bullets_pipe_tables_and_asides_are_set_off_once() {
+        let pipe = || {
             Block::Pipe(PipeTable {
                 headers: vec!["bucket".into(), "count".into()],
                 align: vec![PipeAlign::Plain, PipeAlign::Right],
@@ -424,12 +424,12 @@ mod tests {
                     text: "@a".into(),
                 },
                 Block::BulletLines(vec!["samples 5".into()]),
-                grid(),
+                pipe(),
                 Block::Headline {
                     level: 4,
                     text: "stage b".into(),
                 },
-                grid(),
+                pipe(),
                 Block::Aside("one".into()),
                 Block::Aside("two_words".into()),
             ],
