@@ -455,7 +455,7 @@ fn capitalised(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::format::HISTORY_CHECK;
+    use crate::render::format::{COMPARE, HISTORY_CHECK, HISTORY_SHOW};
 
     fn document() -> Document {
         let mut table = Table::new(&["metric", "change"]);
@@ -496,6 +496,69 @@ mod tests {
             "{\n  \"series\": 2\n}\n"
         );
         assert!(write(&d, Format::Csv, &HISTORY_CHECK).is_err());
+    }
+
+    #[test]
+    fn the_section_blocks_in_text_and_markdown() {
+        let mut table = Table::new(&["metric", "b"]);
+        table.push(vec!["fps".into(), "61.0".into()]);
+        let d = Document {
+            blocks: vec![
+                Block::Heading(vec![Span::plain("compare · "), Span::name("a_b")]),
+                Block::Paragraph(vec![Span::strong("primary")]),
+                Block::Paragraph(vec![Span::emphasis("method")]),
+                Block::Bullets(vec![vec![Span::plain("a: "), Span::code("sleep 1")]]),
+                Block::Blank,
+                Block::Subheading(plain("b vs a")),
+                Block::TableUnder(table.clone()),
+                Block::SubList {
+                    title: "inconclusive".into(),
+                    items: vec![plain("fps: wide")],
+                },
+                Block::Remark(plain("worst frame")),
+                Block::Captioned {
+                    caption: vec![Span::name("@ns").with(SpanKind::Strong)],
+                    table,
+                },
+                Block::Data(DataTable::default()),
+            ],
+            json: String::new(),
+        };
+        assert_eq!(
+            write(&d, Format::Text, &COMPARE).unwrap(),
+            "compare · a_b\n  primary\n  method\n  a: sleep 1\n\n\nb vs a\n  metric     b\n  \
+             fps     61.0\n  inconclusive:\n    fps: wide\n  worst frame\n\n  @ns\n  \
+             metric     b\n  fps     61.0\n"
+        );
+        assert_eq!(
+            write(&d, Format::Markdown, &COMPARE).unwrap(),
+            "### compare · a\\_b\n\n**primary**\n\n_method_\n\n- a: `sleep 1`\n\n\
+             \n#### b vs a\n\n| metric | b |\n| --- | ---: |\n| fps | 61.0 |\n\
+             \nInconclusive:\n\n- fps: wide\n\nworst frame\n**@ns**\n\n\
+             | metric | b |\n| --- | ---: |\n| fps | 61.0 |\n\n"
+        );
+    }
+
+    #[test]
+    fn a_grid_aligns_words_left_and_numbers_right_and_escapes_names() {
+        let d = Document {
+            blocks: vec![Block::Grid(Grid {
+                columns: vec![GridColumn::words("branch"), GridColumn::numbers("runs")],
+                rows: vec![
+                    vec!["main".into(), "12".into()],
+                    vec!["a|b\u{1b}".into(), "3".into()],
+                ],
+            })],
+            json: String::new(),
+        };
+        assert_eq!(
+            write(&d, Format::Text, &HISTORY_SHOW).unwrap(),
+            "branch   runs\nmain       12\na|b\\x1b     3\n"
+        );
+        assert_eq!(
+            write(&d, Format::Markdown, &HISTORY_SHOW).unwrap(),
+            "| branch | runs |\n|---|---|\n| main | 12 |\n| a\\|b\\\\x1b | 3 |\n"
+        );
     }
 
     #[test]
