@@ -269,3 +269,58 @@ pub fn page(shown: &Shown) -> serde_json::Value {
         "series": shown.series,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shown() -> Shown {
+        Shown {
+            schema: "framelab.history.show/1",
+            machines: vec![MachineInfo {
+                id: "m1".into(),
+                hostname: "vm".into(),
+                cpu_model: "AMD EPYC".into(),
+                cores: 2,
+                kernel: String::new(),
+                gpu: String::new(),
+            }],
+            series: vec![ShownSeries {
+                metric: "a:fps".into(),
+                unit: "fps".into(),
+                direction: "higher_is_better".into(),
+                machine: "m1".into(),
+                commits: vec![CommitRow {
+                    commit: "aaaa1111bbbb2222".into(),
+                    branch: Some("feat|x".into()),
+                    first_recorded_at_unix_s: 0,
+                    runs: 5,
+                    median: 112.4,
+                    min: 103.3,
+                    max: 179.2,
+                }],
+            }],
+        }
+    }
+
+    #[test]
+    fn each_series_is_a_heading_and_a_grid_in_text_and_markdown() {
+        assert_eq!(
+            render(&shown(), Format::Text).unwrap(),
+            "a:fps [fps] on machine m1 (vm, AMD EPYC, 2 cores)\n\
+             commit        branch  recorded (UTC)        runs  median    min    max\n\
+             aaaa1111bbbb  feat|x  1970-01-01T00:00:00Z     5   112.4  103.3  179.2\n\n"
+        );
+        assert_eq!(
+            render(&shown(), Format::Markdown).unwrap(),
+            "### a:fps \\[fps\\] on machine m1 (vm, AMD EPYC, 2 cores)\n\n\
+             | commit | branch | recorded (UTC) | runs | median | min | max |\n\
+             |---|---|---|---|---|---|---|\n\
+             | aaaa1111bbbb | feat\\|x | 1970-01-01T00:00:00Z | 5 | 112.4 | 103.3 | 179.2 |\n\n"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&render(&shown(), Format::Json).unwrap()).unwrap();
+        assert_eq!(json["series"][0]["commits"][0]["median"], 112.4);
+        assert!(render(&shown(), Format::Csv).is_err());
+    }
+}

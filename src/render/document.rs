@@ -1,9 +1,10 @@
 //! A neutral document: what a feature shows, as blocks (a lead line, details, notes,
-//! tables, titled lists, the report family's title, facts and sections) and its JSON form,
-//! with one writer per format. A feature builds the document once; [`write`] renders it in
-//! any format its command writes. Converted so far: `history check`, `whatif` and
-//! `timers`; the other commands still render themselves (docs/architecture.md, "Known
-//! debts").
+//! tables, titled lists, the report family's title, facts and sections; headings,
+//! paragraphs, bullets, sub-lists, grids; data tables of typed cells for CSV) and its JSON
+//! form, with one writer per format. A feature builds the document once; [`write`] renders
+//! it in any format its command writes (CSV through `render::csv`). Converted so far:
+//! `history check`, `whatif`, `timers`, `compare` and `history show`; the other commands
+//! still render themselves (docs/architecture.md, "Known debts").
 
 use anyhow::Result;
 use serde::Serialize;
