@@ -5,8 +5,6 @@
 //! comparison's `unit`) or in the column's header. The tables for people (text and
 //! Markdown) are not written here: their cells are already shown, rounded and with units.
 
-use super::document::{Block, Document};
-
 /// A table for spreadsheets and scripts: named columns, typed cells.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DataTable {
@@ -49,15 +47,9 @@ impl Cell {
     }
 }
 
-/// Every data table of `document`, one after another, a blank line between two (a document
-/// with one, as every command's so far, is plain CSV).
-pub fn write(document: &Document) -> String {
-    let tables: Vec<&DataTable> = (document.blocks.iter())
-        .filter_map(|b| match b {
-            Block::Data(table) => Some(table),
-            _ => None,
-        })
-        .collect();
+/// A document's data tables (`Block::Data`), one after another, a blank line between two
+/// (a document with one, as every command's so far, is plain CSV).
+pub fn write(tables: &[&DataTable]) -> String {
     let written: Vec<String> = tables.iter().map(|t| table(t)).collect();
     written.join("\n")
 }
@@ -90,6 +82,18 @@ fn quote(field: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::render::document::{Block, Document};
+
+    /// What the document writer gives its CSV writer: the data blocks.
+    fn write(document: &Document) -> String {
+        let tables: Vec<&DataTable> = (document.blocks.iter())
+            .filter_map(|b| match b {
+                Block::Data(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        super::write(&tables)
+    }
 
     fn document(tables: Vec<DataTable>) -> Document {
         Document {

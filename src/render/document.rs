@@ -287,9 +287,19 @@ pub fn write_in(
         Format::Text => text(document, color),
         Format::Markdown => markdown(document),
         Format::Json => document.json.clone(),
-        Format::Csv => super::csv::write(document),
+        Format::Csv => super::csv::write(&data_tables(document)),
         other => return Err(formats.refuse(other)),
     })
+}
+
+/// The document's data tables, what CSV writes.
+fn data_tables(document: &Document) -> Vec<&DataTable> {
+    (document.blocks.iter())
+        .filter_map(|b| match b {
+            Block::Data(table) => Some(table),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The text writer: aligned tables, indented lists.
