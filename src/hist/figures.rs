@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::bounds::{self, Quantity, Scale, Threshold, Within};
 use crate::model::Bucket;
-use crate::render::document::{Block, PipeAlign, PipeTable};
+use crate::render::document::{plain, Block, PipeAlign, PipeTable};
 
 /// A histogram to show: its name as the report prints it, its unit, its buckets.
 #[derive(Clone, Debug, PartialEq)]
@@ -233,7 +233,8 @@ pub fn text_lines(f: &Figures) -> String {
     out
 }
 
-/// One histogram for Markdown: a heading, a table of its figures, a table of its buckets.
+/// One histogram for Markdown: a heading, a table of its figures, a table of its buckets,
+/// a blank line.
 pub fn markdown_blocks(f: &Figures) -> Vec<Block> {
     let scale = bounds::scale_of(&f.unit);
     let pair = |figure: &str, value: String| vec![figure.to_owned(), value];
@@ -278,10 +279,9 @@ pub fn markdown_blocks(f: &Figures) -> Vec<Block> {
         _ => Vec::new(),
     };
     vec![
-        Block::Headline {
-            level: 3,
-            text: crate::display::markdown(&crate::display::name(&f.name)),
-        },
+        Block::Heading(plain(crate::display::markdown(&crate::display::name(
+            &f.name,
+        )))),
         Block::Pipe(PipeTable {
             headers: vec!["figure".into(), "value".into()],
             align: vec![PipeAlign::Plain, PipeAlign::Plain],
@@ -292,6 +292,8 @@ pub fn markdown_blocks(f: &Figures) -> Vec<Block> {
             align: vec![PipeAlign::Plain, PipeAlign::Right],
             rows: buckets,
         }),
+        // The next histogram's heading, or the notes, a paragraph below.
+        Block::Blank,
     ]
 }
 

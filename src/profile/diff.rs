@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::summary::{FunctionTable, Z95};
 use crate::display;
-use crate::render::document::{pretty_json, write, Block, Document, PipeAlign, PipeTable};
+use crate::render::document::{plain, pretty_json, write, Block, Document, PipeAlign, PipeTable};
 use crate::render::format::PROFILE;
 use crate::render::Format;
 
@@ -180,10 +180,7 @@ fn document(d: &Diff, n: usize, md: bool) -> Document {
         let mut align = vec![PipeAlign::Plain];
         align.extend([PipeAlign::Right; 6]);
         vec![
-            Block::Headline {
-                level: 3,
-                text: title(&a, &b),
-            },
+            Block::Heading(plain(title(&a, &b))),
             Block::Lines(format!("{NOISE_LEGEND}.\n")),
             Block::Pipe(PipeTable {
                 headers,

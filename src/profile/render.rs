@@ -10,7 +10,7 @@ use serde_json::json;
 use super::model::Profile;
 use super::summary::{share_ci95_pct, FunctionRow, FunctionTable, Summary};
 use crate::display;
-use crate::render::document::{write, Block, Document, PipeAlign, PipeTable};
+use crate::render::document::{plain, write, Block, Document, PipeAlign, PipeTable};
 use crate::render::format::PROFILE;
 use crate::render::Format;
 
@@ -51,13 +51,10 @@ fn header(s: &Summary, md: bool) -> Vec<Block> {
     }
     vec![
         match md {
-            true => Block::Headline {
-                level: 3,
-                text: title,
-            },
+            true => Block::Heading(plain(title)),
             false => Block::Title(title),
         },
-        Block::BulletLines(lines),
+        Block::Bullets(lines.into_iter().map(plain).collect()),
     ]
 }
 
@@ -98,10 +95,7 @@ fn section(title: &str, table: &FunctionTable, by_self: bool, n: usize, md: bool
     let rows = top(table, by_self, n);
     if md {
         return vec![
-            Block::Headline {
-                level: 4,
-                text: heading(display::markdown(title)),
-            },
+            Block::Subheading(plain(heading(display::markdown(title)))),
             Block::Pipe(PipeTable {
                 headers: ["self %", "incl %", "function"].map(String::from).into(),
                 align: vec![PipeAlign::Right, PipeAlign::Right, PipeAlign::Plain],

@@ -1,7 +1,7 @@
 //! A neutral document: what a feature shows, as blocks (a lead line, details, notes,
 //! tables, titled lists, the report family's title, facts, sections and tables of aligned
-//! columns; headings, paragraphs, bullets, sub-lists, grids; headlines, bullet lines, pipe
-//! tables, asides, paragraphs of lines; data tables of typed cells for CSV) and its JSON
+//! columns; headings, paragraphs, bullets, sub-lists, grids; pipe tables, asides,
+//! paragraphs of lines; data tables of typed cells for CSV) and its JSON
 //! form, with one writer per format. A feature builds the document once; [`write`] renders
 //! it in any format its command writes (CSV through `render::csv`), and
 //! `render::html_writer` gives the HTML page its words and tables. Converted so far:
@@ -50,12 +50,6 @@ pub enum Block {
     /// Notes set off by a blank line: each after a `note` label in text, a quote in
     /// Markdown.
     Notes(Vec<String>),
-    /// A heading as the feature shows it (Markdown escaped by it): a line of its own in
-    /// text; in Markdown `###` (level 3) or `####` (level 4), set off by a blank line.
-    Headline { level: u8, text: String },
-    /// Lines as the feature shows them: indented by two spaces in text, bullets in Markdown
-    /// (set off by a blank line).
-    BulletLines(Vec<String>),
     /// A table whose cells are shown as given: aligned columns in text, a pipe table set off
     /// by a blank line in Markdown.
     Pipe(PipeTable),
@@ -393,12 +387,6 @@ fn text(document: &Document, color: bool) -> String {
                     out.push_str(&format!("  {}{note}\n", st.yellow("note      ")));
                 }
             }
-            Block::Headline { text, .. } => out.push_str(&format!("{text}\n")),
-            Block::BulletLines(lines) => {
-                for line in lines {
-                    out.push_str(&format!("  {line}\n"));
-                }
-            }
             Block::Pipe(pipe) => {
                 let mut table = Table::new(&[]);
                 table.headers = pipe.headers.clone();
@@ -501,17 +489,6 @@ fn markdown(document: &Document) -> String {
                     .collect();
                 out.push('\n');
                 out.push_str(&quoted.join(">\n"));
-            }
-            Block::Headline { level, text } => {
-                set_off(&mut out);
-                let hashes = "#".repeat(usize::from(*level));
-                out.push_str(&format!("{hashes} {text}\n"));
-            }
-            Block::BulletLines(lines) => {
-                set_off(&mut out);
-                for line in lines {
-                    out.push_str(&format!("- {line}\n"));
-                }
             }
             Block::Pipe(pipe) => {
                 set_off(&mut out);
@@ -719,7 +696,7 @@ mod tests {
     }
 
     #[test]
-    fn headlines_bullets_pipe_tables_and_asides_are_set_off_once() {
+    fn pipe_tables_and_asides_are_set_off_once_among_headings() {
         let pipe = || {
             Block::Pipe(PipeTable {
                 headers: vec!["bucket".into(), "count".into()],
@@ -729,16 +706,10 @@ mod tests {
         };
         let d = Document {
             blocks: vec![
-                Block::Headline {
-                    level: 3,
-                    text: "@a".into(),
-                },
-                Block::BulletLines(vec!["samples 5".into()]),
+                Block::Heading(plain("@a")),
+                Block::Bullets(vec![plain("samples 5")]),
                 pipe(),
-                Block::Headline {
-                    level: 4,
-                    text: "stage b".into(),
-                },
+                Block::Subheading(plain("stage b")),
                 pipe(),
                 Block::Aside("one".into()),
                 Block::Aside("two_words".into()),
@@ -753,7 +724,7 @@ mod tests {
         );
         assert_eq!(
             write(&d, Format::Text, &HISTORY_CHECK).unwrap(),
-            "@a\n  samples 5\n  bucket    count\n  `[1, 2)`      3\nstage b\n  bucket    count\n  \
+            "@a\n  samples 5\n  bucket    count\n  `[1, 2)`      3\n\nstage b\n  bucket    count\n  \
              `[1, 2)`      3\nnote: one\nnote: two_words\n"
         );
     }

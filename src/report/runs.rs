@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::analyze::Analysis;
 use crate::experiment::Experiment;
 use crate::render::columns::Column;
-use crate::render::document::{pretty_json, write_in, Block, ColumnTable, Document};
+use crate::render::document::{plain, pretty_json, write_in, Block, ColumnTable, Document};
 use crate::render::format::RUN_REPORT;
 use crate::render::human::{shell_words, us};
 use crate::render::Format;
@@ -152,10 +152,7 @@ fn blocks(file: Option<&Path>, shown: &str, lines: &[RunLine], markdown: bool) -
     });
     if markdown {
         vec![
-            Block::Headline {
-                level: 3,
-                text: heading,
-            },
+            Block::Heading(plain(heading)),
             table,
             Block::Lines(format!("Times in µs. {hint}\n")),
         ]
@@ -163,7 +160,7 @@ fn blocks(file: Option<&Path>, shown: &str, lines: &[RunLine], markdown: bool) -
         vec![
             Block::Title(format!("framelab · {heading}")),
             table,
-            Block::BulletLines(vec![hint]),
+            Block::Bullets(vec![plain(hint)]),
         ]
     }
 }
