@@ -16,6 +16,8 @@ use crate::render::document::{Block, Fact};
 use crate::render::style::Style;
 use crate::render::Table;
 
+/// The page's blocks: the title, the facts uncoloured and unescaped (the page's script
+/// shows them as text), a titled table each, the notes.
 pub(crate) fn blocks(a: &Analysis) -> Vec<Block> {
     let mut blocks = vec![
         Block::Title(title(a)),
