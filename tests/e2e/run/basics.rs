@@ -107,19 +107,27 @@ fn a_crashing_program_keeps_what_it_recorded_and_the_report_names_the_signal() {
 
 #[test]
 fn duration_stops_the_command_and_warmup_frames_are_kept_but_excluded() {
+    // Warmup frames need a first frame before --duration − --warmup: a slow start-up
+    // gets more room.
     let dir = tempfile::tempdir().unwrap();
-    let (out, path) = run_testprog(
-        &dir,
-        "duration",
-        &["--fps", "500", "--warmup", "300ms", "--duration", "1200ms"],
-        &["forever"],
+    let (_, run) = record_with_room(
+        &["1200ms", "4800ms", "19200ms"],
+        |duration| {
+            let (out, path) = run_testprog(
+                &dir,
+                "duration",
+                &["--fps", "500", "--warmup", "300ms", "--duration", duration],
+                &["forever"],
+            );
+            assert!(
+                out.status.success(),
+                "stopped by framelab is not a failure: {}",
+                stderr(&out)
+            );
+            (out, load(&path))
+        },
+        |run| analyze(run).window.warmup_frames > 0,
     );
-    assert!(
-        out.status.success(),
-        "stopped by framelab is not a failure: {}",
-        stderr(&out)
-    );
-    let run = load(&path);
     assert_eq!(run.meta.end_reason, EndReason::Duration);
     assert!(!run.meta.exit.as_ref().unwrap().crashed);
     assert!(run.meta.window_start_ns >= 300_000_000);
@@ -601,27 +609,24 @@ fn a_run_that_ends_inside_its_warmup_frames_measures_no_frame() {
 fn a_run_that_ends_inside_its_warmup_from_the_first_frame_measures_no_frame() {
     // --duration D with --warmup W: the first frame comes after a sleep of D − W, so the
     // warmup from it ends after D. It must also come before D, which only a fast enough
-    // start-up gives: a run where it did not (a loaded machine) proves nothing and is made
-    // again with room four times wider, so the horizon, not the machine, decides.
-    let mut tries = [(900, 100), (3_900, 100), (15_900, 100)]
-        .into_iter()
-        .peekable();
-    let (out, run, a) = loop {
-        let (warmup_ms, sleep_ms) = tries.next().unwrap();
-        let (out, run) = record_testprog(
-            &[
-                "--warmup",
-                &format!("{warmup_ms}ms"),
-                "--duration",
-                &format!("{}ms", warmup_ms + sleep_ms),
-            ],
-            &["late-start", &sleep_ms.to_string(), "100000"],
-        );
-        let a = analyze(&run);
-        if a.window.warmup_frames >= 1 || tries.peek().is_none() {
-            break (out, run, a);
-        }
-    };
+    // start-up gives: without such a frame the run is made again with more room.
+    const SLEEP_MS: u64 = 100;
+    let (out, run) = record_with_room(
+        &[900, 3_900, 15_900],
+        |warmup_ms: u64| {
+            record_testprog(
+                &[
+                    "--warmup",
+                    &format!("{warmup_ms}ms"),
+                    "--duration",
+                    &format!("{}ms", warmup_ms + SLEEP_MS),
+                ],
+                &["late-start", &SLEEP_MS.to_string(), "100000"],
+            )
+        },
+        |run| !run.spans.is_empty(),
+    );
+    let a = analyze(&run);
     assert_eq!(
         run.meta.warmup_from,
         framelab::model::WarmupFrom::FirstFrame
