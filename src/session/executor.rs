@@ -15,10 +15,13 @@ use super::launch::{self, Reaped};
 use super::output::ChildStdio;
 use super::prepare::{self, Prepare};
 use super::procfs::Procfs;
-use super::rungroup::Placement;
+use super::rungroup::{Placement, RunGroup};
 use super::service_io::{self, ServiceStreams};
 use super::taskstats::{ExitSource, Taskstats};
 use crate::output::CapturedOutput;
+use crate::probes::recorder::Recorder;
+use crate::probes::ProbeOptions;
+use crate::sched::tracer::Tracer;
 use crate::services::ServiceSpec;
 
 /// How to start the command (see `launch::spawn`).
@@ -62,6 +65,22 @@ pub trait Executor {
     fn register_group(&mut self, pgid: u32);
     /// The group is stopped and reaped: no longer the guardian's.
     fn unregister_group(&mut self, pgid: u32);
+    /// Starts the guardian, which stops the run's processes if framelab dies.
+    fn start_guardian(&mut self, grace: Duration) -> Result<()>;
+    /// Makes the run's group: a cgroup where the system gives one, else the process tree.
+    fn make_run_group(&mut self) -> Result<RunGroup>;
+    /// Kills whatever of the run's group is left; a line per process that had escaped it.
+    fn end_run_group(&mut self, group: &mut RunGroup) -> Vec<String>;
+    /// Places the `--probe`s; `Err` is the line that says why one cannot be.
+    fn start_probes(
+        &mut self,
+        options: &ProbeOptions,
+        watched: Vec<u32>,
+    ) -> Result<Recorder, String>;
+    /// Opens the scheduler tracepoints for the run and `watched`; `Err` says why not.
+    fn start_sched_tracer(&mut self, watched: &[u32]) -> Result<Tracer, String>;
+    /// From here on framelab catches interrupts and adopts the run's orphans.
+    fn take_charge(&mut self);
     /// Runs `--prepare`; `Err` says how it failed.
     fn run_prepare(&mut self, prepare: &Prepare) -> Result<(), String>;
     /// Starts the command in its own process group; its pid.
@@ -136,6 +155,35 @@ impl Executor for System {
 
     fn unregister_group(&mut self, pgid: u32) {
         guard::unregister_group(pgid);
+    }
+
+    fn start_guardian(&mut self, grace: Duration) -> Result<()> {
+        guard::start(grace)
+    }
+
+    fn make_run_group(&mut self) -> Result<RunGroup> {
+        RunGroup::create()
+    }
+
+    fn end_run_group(&mut self, group: &mut RunGroup) -> Vec<String> {
+        group.end()
+    }
+
+    fn start_probes(
+        &mut self,
+        options: &ProbeOptions,
+        watched: Vec<u32>,
+    ) -> Result<Recorder, String> {
+        Recorder::start(options, watched)
+    }
+
+    fn start_sched_tracer(&mut self, watched: &[u32]) -> Result<Tracer, String> {
+        Tracer::start(std::process::id(), watched.to_vec())
+    }
+
+    fn take_charge(&mut self) {
+        launch::catch_interrupts();
+        launch::become_subreaper();
     }
 
     fn run_prepare(&mut self, prepare: &Prepare) -> Result<(), String> {

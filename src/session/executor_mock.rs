@@ -12,9 +12,12 @@ use super::executor::{Executor, Spawn};
 use super::launch::Reaped;
 use super::prepare::Prepare;
 use super::procfs::{CpuTimes, Procfs};
-use super::rungroup::Placement;
+use super::rungroup::{Placement, RunGroup};
 use super::taskstats::{Exit, ExitRecords, ExitSource};
 use crate::output::CapturedOutput;
+use crate::probes::recorder::Recorder;
+use crate::probes::ProbeOptions;
+use crate::sched::tracer::Tracer;
 use crate::services::ServiceSpec;
 
 /// The command's pid in the mock.
@@ -30,6 +33,9 @@ pub enum Call {
     /// A process group given to the guardian, or taken back.
     Register(u32),
     Unregister(u32),
+    StartGuardian,
+    /// What was left of the run's group was killed.
+    EndRunGroup,
     Prepare(String),
     Spawn(Vec<String>),
     /// A signal to the command's group, and when (since the mock's start).
@@ -48,6 +54,8 @@ pub struct MockExecutor {
     pub services: Vec<MockService>,
     /// Something accepts connections on every port before any service starts.
     pub port_taken: bool,
+    /// What ending the run's group says escaped it.
+    pub escaped: Vec<String>,
     pub(super) running_services: Vec<RunningService>,
     /// `--prepare` fails with this.
     pub prepare_fails: Option<String>,
@@ -83,6 +91,7 @@ impl Default for MockExecutor {
             calls: Vec::new(),
             services: Vec::new(),
             port_taken: false,
+            escaped: Vec::new(),
             running_services: Vec::new(),
             prepare_fails: None,
             interrupt_in_prepare: false,
@@ -310,6 +319,34 @@ impl Executor for MockExecutor {
     fn unregister_group(&mut self, pgid: u32) {
         self.calls.push(Call::Unregister(pgid));
     }
+
+    fn start_guardian(&mut self, _grace: Duration) -> Result<()> {
+        self.calls.push(Call::StartGuardian);
+        Ok(())
+    }
+
+    fn make_run_group(&mut self) -> Result<RunGroup> {
+        Ok(RunGroup::untracked())
+    }
+
+    fn end_run_group(&mut self, _group: &mut RunGroup) -> Vec<String> {
+        self.calls.push(Call::EndRunGroup);
+        self.escaped.clone()
+    }
+
+    fn start_probes(
+        &mut self,
+        _options: &ProbeOptions,
+        _watched: Vec<u32>,
+    ) -> Result<Recorder, String> {
+        Err("no probes in the mock".into())
+    }
+
+    fn start_sched_tracer(&mut self, _watched: &[u32]) -> Result<Tracer, String> {
+        Err("no tracepoints in the mock".into())
+    }
+
+    fn take_charge(&mut self) {}
 
     fn run_prepare(&mut self, prepare: &Prepare) -> Result<(), String> {
         self.calls.push(Call::Prepare(prepare.command.clone()));

@@ -26,6 +26,7 @@ use super::opening::{window_due, Opening};
 use super::options::RunOptions;
 use super::progress::Progress;
 use super::recording::{CollectorRecording, Recording};
+use super::rungroup::RunGroup;
 use super::services::Services;
 use super::setup::Setup;
 use super::{hold, procevents, sched, write};
@@ -438,8 +439,14 @@ impl<'o, E: Executor> Supervisor<'o, E> {
     }
 
     /// → Account: stops what is left of the command if recording failed (it must not go
-    /// on unobserved), forgets its group, stops the services; what they wrote.
-    pub fn account(&mut self, failed: bool) -> Vec<CapturedOutput> {
+    /// on unobserved), forgets its group, stops the services, then kills whatever is left
+    /// of the run's group (daemons that left their process group too). What the services
+    /// wrote, and a line per process that had escaped the group.
+    pub fn account(
+        &mut self,
+        failed: bool,
+        run_group: &mut RunGroup,
+    ) -> (Vec<CapturedOutput>, Vec<String>) {
         let grace = self.opts.launch.grace;
         if let Some(pid) = self.pid {
             if failed {
@@ -449,7 +456,9 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             self.exec.unregister_group(pid);
         }
         self.state = State::Account;
-        self.services.finish(&mut self.exec, grace)
+        let outputs = self.services.finish(&mut self.exec, grace);
+        let escaped = self.exec.end_run_group(run_group);
+        (outputs, escaped)
     }
 }
 
@@ -489,7 +498,12 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     // → Command.
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
     // Before the launch: the command's first switches are seen too.
-    let sched = sched::start(wanted_sched, &opts.watch.pids, &opts.sampling);
+    let sched = sched::start(
+        wanted_sched,
+        &opts.watch.pids,
+        &opts.sampling,
+        supervisor.executor(),
+    );
     let origin_mono_ns = meta.origin_mono_ns;
     // With --profile, the command's events are opened between its fork and its exec.
     let hold = opts.profile.and_then(|options| {
@@ -547,9 +561,7 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     let recording = profiler.map(crate::profile::Profiler::finish);
     let sched_timeline = sched.finish(origin_mono_ns);
     let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
-    let service_outputs = supervisor.account(outcome.is_err());
-    // Whatever of the run is left (daemons that left their process group too) ends here.
-    let escaped = run_group.end();
+    let (service_outputs, escaped) = supervisor.account(outcome.is_err(), &mut run_group);
     for note in &escaped {
         eprintln!("framelab: warning: {note}");
     }

@@ -10,7 +10,7 @@ use crate::session::executor_mock::{Call, MockExecutor, MockService, COMMAND_PID
 use crate::session::launch::Reaped;
 use crate::session::options::{LaunchOptions, ServiceOptions, WindowOptions};
 use crate::session::prepare::Prepare;
-use crate::session::rungroup::Placement;
+use crate::session::rungroup::{Placement, RunGroup};
 
 /// What the supervisor recorded, in order; its clock follows the executor's.
 #[derive(Default)]
@@ -167,7 +167,8 @@ fn run_with(
     if outcome.is_ok() {
         assert_eq!(supervisor.state(), State::Drain);
     }
-    supervisor.account(outcome.is_err());
+    let (_, escaped) = supervisor.account(outcome.is_err(), &mut RunGroup::untracked());
+    assert_eq!(escaped, supervisor.executor().escaped);
     assert_eq!(supervisor.state(), State::Account);
     let Supervisor { exec, .. } = supervisor;
     (exec, outcome)
@@ -176,6 +177,13 @@ fn run_with(
 const SIGINT: i32 = libc::SIGINT;
 const SIGTERM: i32 = libc::SIGTERM;
 const SIGKILL: i32 = libc::SIGKILL;
+
+/// The call before the last, which ends the run's group.
+fn before_the_group_ends(exec: &MockExecutor) -> &Call {
+    let n = exec.calls.len();
+    assert_eq!(exec.calls[n - 1], Call::EndRunGroup, "{:?}", exec.calls);
+    &exec.calls[n - 2]
+}
 
 fn signals_only(exec: &MockExecutor) -> Vec<i32> {
     exec.signals().into_iter().map(|(s, _)| s).collect()
@@ -304,7 +312,7 @@ fn a_service_that_ignores_stop_signals_is_killed_after_each_grace_period() {
     supervisor.start_command(spawn(&opts)).unwrap();
     supervisor.watch(&mut rec).unwrap();
     let stopping_at = supervisor.executor().elapsed;
-    let outputs = supervisor.account(false);
+    let (outputs, _) = supervisor.account(false, &mut RunGroup::untracked());
     let exec = supervisor.executor();
     let after = |s: u64| stopping_at + Duration::from_secs(s);
     let signals: Vec<(i32, Duration)> = exec.service_signals("db");
@@ -319,7 +327,7 @@ fn a_service_that_ignores_stop_signals_is_killed_after_each_grace_period() {
             "{signals:?}"
         );
     }
-    assert_eq!(exec.calls.last(), Some(&Call::Unregister(DB_PID)));
+    assert_eq!(before_the_group_ends(&exec), &Call::Unregister(DB_PID));
     // What happened is kept with its output.
     let db = outputs.iter().find(|o| o.role == "db").unwrap();
     assert_eq!(
@@ -420,7 +428,7 @@ fn a_command_that_exits_early_is_not_signalled_but_its_leftovers_are_killed() {
     );
     // Its group is the guardian's from its start to the end of the run.
     assert!(exec.called(&Call::Register(COMMAND_PID)));
-    assert_eq!(exec.calls.last(), Some(&Call::Unregister(COMMAND_PID)));
+    assert_eq!(before_the_group_ends(&exec), &Call::Unregister(COMMAND_PID));
 }
 
 #[test]
@@ -613,7 +621,7 @@ fn a_recording_failure_stops_the_command_group() {
         "{:?}",
         exec.calls
     );
-    assert_eq!(exec.calls.last(), Some(&Call::Unregister(COMMAND_PID)));
+    assert_eq!(before_the_group_ends(&exec), &Call::Unregister(COMMAND_PID));
 }
 
 #[test]
@@ -667,7 +675,47 @@ fn services_started_are_stopped_after_the_command() {
         .position(|c| matches!(c, Call::ServiceSignal(_, SIGINT, _)))
         .unwrap();
     assert!(command_gone < db_stopped, "{:?}", exec.calls);
-    assert_eq!(exec.calls.last(), Some(&Call::Unregister(DB_PID)));
+    assert_eq!(before_the_group_ends(&exec), &Call::Unregister(DB_PID));
+}
+
+#[test]
+fn what_is_left_of_the_run_group_is_killed_last_and_escapes_are_said() {
+    let opts = with_db(options(2, None), Ready::Started);
+    let exec = MockExecutor {
+        exits_after: Some((Duration::from_millis(100), 0)),
+        escaped: vec!["process 77 (daemon) had left the run's group: killed".into()],
+        ..MockExecutor::default()
+    };
+    let mut supervisor = Supervisor::new(&opts, exec);
+    supervisor
+        .start_services(&[], Placement::default())
+        .unwrap();
+    supervisor.start_command(spawn(&opts)).unwrap();
+    supervisor.watch(&mut Recorded::default()).unwrap();
+    let (_, escaped) = supervisor.account(false, &mut RunGroup::untracked());
+    assert_eq!(
+        escaped,
+        ["process 77 (daemon) had left the run's group: killed"]
+    );
+    // After the command's group is forgotten and the services are stopped: nothing of
+    // the run outlives it, the services' leftovers included.
+    let exec = supervisor.executor();
+    let at = |call: &Call| exec.calls.iter().position(|c| c == call).unwrap();
+    assert!(at(&Call::Unregister(COMMAND_PID)) < at(&Call::Unregister(DB_PID)));
+    assert_eq!(before_the_group_ends(exec), &Call::Unregister(DB_PID));
+}
+
+#[test]
+fn a_recording_failure_stops_the_command_before_the_group_is_killed() {
+    let opts = options(2, None);
+    let mut rec = Recorded {
+        drain_fails_after: Some(1),
+        ..Recorded::default()
+    };
+    let (exec, outcome) = run_with(&opts, MockExecutor::default(), &mut rec);
+    assert!(outcome.is_err());
+    let at = |call: &Call| exec.calls.iter().position(|c| c == call).unwrap();
+    assert!(at(&Call::StopGroup(COMMAND_PID)) < at(&Call::EndRunGroup));
 }
 
 #[test]
