@@ -11,7 +11,7 @@ use anyhow::{bail, Result};
 use super::executor::{Executor, Spawn};
 use super::launch::Reaped;
 use super::prepare::Prepare;
-use super::procfs::{CpuTimes, Procfs};
+use super::procfs::{CpuTimes, Procfs, ScriptedClocks};
 use super::rungroup::{Placement, RunGroup};
 use super::taskstats::{Exit, ExitRecords, ExitSource};
 use crate::output::CapturedOutput;
@@ -74,6 +74,9 @@ pub struct MockExecutor {
     pub max_rss_bytes: u64,
     /// A fixture /proc tree the accounting reads; none: an empty one.
     pub proc_root: Option<std::path::PathBuf>,
+    /// Processes' CPU clocks as the test sets them; none: the tree has no clock (as a
+    /// fixture), so the accounting reads /proc's ticks.
+    pub cpu_clocks: Option<ScriptedClocks>,
     /// Exit records the test sends (`exit`); none: the kernel's are "not available".
     pub exits: Option<Arc<Mutex<Vec<Exit>>>>,
     pub(super) prepare_interrupts: usize,
@@ -102,6 +105,7 @@ impl Default for MockExecutor {
             rusage: CpuTimes::default(),
             max_rss_bytes: 0,
             proc_root: None,
+            cpu_clocks: None,
             exits: None,
             prepare_interrupts: 0,
             spawned_at: None,
@@ -420,10 +424,14 @@ impl Executor for MockExecutor {
 
     fn procfs(&self) -> Procfs {
         let root = self.proc_root.clone();
-        Procfs::at(
+        let procfs = Procfs::at(
             root.unwrap_or_else(|| "/nonexistent/framelab-mock-proc".into()),
             100,
-        )
+        );
+        match &self.cpu_clocks {
+            Some(clocks) => procfs.with_cpu_clocks(clocks.clone()),
+            None => procfs,
+        }
     }
 
     fn exit_records(&mut self) -> ExitSource {

@@ -128,6 +128,35 @@ fn spawn(opts: &RunOptions) -> Spawn<'_> {
     }
 }
 
+/// A supervisor that started its services: whether they got ready (each service's
+/// leader and name), or why not.
+fn starting(
+    opts: &RunOptions,
+    exec: MockExecutor,
+) -> (Supervisor<'_, MockExecutor>, Result<Vec<(u32, String)>>) {
+    let mut supervisor = Supervisor::new(opts, exec);
+    assert_eq!(supervisor.state(), State::Prepare);
+    let started = supervisor.start_services(&[], Placement::default());
+    (supervisor, started)
+}
+
+/// A supervisor whose services are ready.
+fn services_ready(opts: &RunOptions, exec: MockExecutor) -> Supervisor<'_, MockExecutor> {
+    let (supervisor, started) = starting(opts, exec);
+    started.unwrap();
+    assert_eq!(supervisor.state(), State::ServicesReady);
+    supervisor
+}
+
+/// A supervisor whose command runs: its services ready, its `--prepare` (if any) done.
+fn command_running(opts: &RunOptions, exec: MockExecutor) -> Supervisor<'_, MockExecutor> {
+    let mut supervisor = services_ready(opts, exec);
+    supervisor.run_prepare().unwrap();
+    assert_eq!(supervisor.start_command(spawn(opts)).unwrap(), COMMAND_PID);
+    assert_eq!(supervisor.state(), State::Command);
+    supervisor
+}
+
 /// Drives a supervisor to its end with this executor: services, --prepare, the command,
 /// the watch, the accounting. The recording follows the executor's clock.
 fn run(opts: &RunOptions, exec: MockExecutor) -> (MockExecutor, Recorded, Result<()>) {
@@ -141,15 +170,7 @@ fn run_with(
     exec: MockExecutor,
     rec: &mut Recorded,
 ) -> (MockExecutor, Result<()>) {
-    let mut supervisor = Supervisor::new(opts, exec);
-    assert_eq!(supervisor.state(), State::Prepare);
-    supervisor
-        .start_services(&[], Placement::default())
-        .unwrap();
-    assert_eq!(supervisor.state(), State::ServicesReady);
-    supervisor.run_prepare().unwrap();
-    assert_eq!(supervisor.start_command(spawn(opts)).unwrap(), COMMAND_PID);
-    assert_eq!(supervisor.state(), State::Command);
+    let mut supervisor = command_running(opts, exec);
     supervisor.start_watching(rec);
     let outcome = loop {
         rec.now_ns = supervisor.executor().elapsed.as_nanos() as i64;
@@ -199,10 +220,8 @@ fn a_service_that_never_gets_ready_starts_nothing_and_is_stopped() {
         }],
         ..MockExecutor::default()
     };
-    let mut supervisor = Supervisor::new(&opts, exec);
-    let e = supervisor
-        .start_services(&[], Placement::default())
-        .unwrap_err();
+    let (mut supervisor, started) = starting(&opts, exec);
+    let e = started.unwrap_err();
     assert!(
         e.to_string().starts_with(
             "service db was not ready when a line of its output matches /ready/ after 5s"
@@ -230,10 +249,8 @@ fn a_service_that_never_gets_ready_starts_nothing_and_is_stopped() {
 #[test]
 fn a_service_ready_after_a_delay_starts_the_command_then() {
     let opts = with_db(options(2, None), Ready::Delay(Duration::from_millis(1500)));
-    let mut supervisor = Supervisor::new(&opts, MockExecutor::default());
-    let roots = supervisor
-        .start_services(&[], Placement::default())
-        .unwrap();
+    let (mut supervisor, started) = starting(&opts, MockExecutor::default());
+    let roots = started.unwrap();
     assert_eq!(roots, [(DB_PID, "db".to_owned())]);
     assert_eq!(supervisor.state(), State::ServicesReady);
     let waited = supervisor.executor().elapsed;
@@ -254,10 +271,8 @@ fn a_service_that_exits_before_it_is_ready_says_how() {
         }],
         ..MockExecutor::default()
     };
-    let mut supervisor = Supervisor::new(&opts, exec);
-    let e = supervisor
-        .start_services(&[], Placement::default())
-        .unwrap_err();
+    let (mut supervisor, started) = starting(&opts, exec);
+    let e = started.unwrap_err();
     assert!(
         e.to_string()
             .starts_with("service db exited (exit code 3) before it was ready"),
@@ -285,10 +300,8 @@ fn a_port_taken_before_the_service_starts_is_refused() {
         port_taken: true,
         ..MockExecutor::default()
     };
-    let mut supervisor = Supervisor::new(&opts, exec);
-    let e = supervisor
-        .start_services(&[], Placement::default())
-        .unwrap_err();
+    let (mut supervisor, started) = starting(&opts, exec);
+    let e = started.unwrap_err();
     assert!(e.to_string().contains("already accepts connections"), "{e}");
     assert!(supervisor.executor().calls.is_empty(), "nothing started");
 }
@@ -305,11 +318,7 @@ fn a_service_that_ignores_stop_signals_is_killed_after_each_grace_period() {
         ..MockExecutor::default()
     };
     let mut rec = Recorded::default();
-    let mut supervisor = Supervisor::new(&opts, exec);
-    supervisor
-        .start_services(&[], Placement::default())
-        .unwrap();
-    supervisor.start_command(spawn(&opts)).unwrap();
+    let mut supervisor = command_running(&opts, exec);
     supervisor.watch(&mut rec).unwrap();
     let stopping_at = supervisor.executor().elapsed;
     let (outputs, _) = supervisor.account(false, &mut RunGroup::untracked());
@@ -353,10 +362,7 @@ fn a_failing_prepare_stops_the_services_and_never_starts_the_command() {
         prepare_fails: Some("--prepare failed (exit status: 2)".into()),
         ..MockExecutor::default()
     };
-    let mut supervisor = Supervisor::new(&opts, exec);
-    supervisor
-        .start_services(&[], Placement::default())
-        .unwrap();
+    let mut supervisor = services_ready(&opts, exec);
     match supervisor.run_prepare() {
         Err(NotStarted::PrepareFailed(why)) => assert_eq!(why, "--prepare failed (exit status: 2)"),
         other => panic!("a failed --prepare is kept as a failed run: {other:?}"),
@@ -383,10 +389,7 @@ fn a_command_that_cannot_start_stops_the_services() {
         spawn_fails: true,
         ..MockExecutor::default()
     };
-    let mut supervisor = Supervisor::new(&opts, exec);
-    supervisor
-        .start_services(&[], Placement::default())
-        .unwrap();
+    let mut supervisor = services_ready(&opts, exec);
     supervisor.run_prepare().unwrap();
     assert!(supervisor.start_command(spawn(&opts)).is_err());
     assert_eq!(supervisor.state(), State::NotStarted);
@@ -561,10 +564,8 @@ fn ctrl_c_while_services_get_ready_starts_nothing() {
         interrupts_at: vec![Duration::from_secs(1)],
         ..MockExecutor::default()
     };
-    let mut supervisor = Supervisor::new(&opts, exec);
-    let e = supervisor
-        .start_services(&[], Placement::default())
-        .unwrap_err();
+    let (mut supervisor, started) = starting(&opts, exec);
+    let e = started.unwrap_err();
     assert_eq!(
         e.to_string(),
         "interrupted while waiting for service db to get ready"
@@ -595,10 +596,7 @@ fn ctrl_c_during_prepare_fails_the_run_instead_of_keeping_it() {
         interrupt_in_prepare: true,
         ..MockExecutor::default()
     };
-    let mut supervisor = Supervisor::new(&opts, exec);
-    supervisor
-        .start_services(&[], Placement::default())
-        .unwrap();
+    let mut supervisor = services_ready(&opts, exec);
     match supervisor.run_prepare() {
         Err(NotStarted::Failed(e)) => assert_eq!(e.to_string(), "interrupted during --prepare"),
         other => panic!("{other:?}"),
@@ -686,11 +684,7 @@ fn what_is_left_of_the_run_group_is_killed_last_and_escapes_are_said() {
         escaped: vec!["process 77 (daemon) had left the run's group: killed".into()],
         ..MockExecutor::default()
     };
-    let mut supervisor = Supervisor::new(&opts, exec);
-    supervisor
-        .start_services(&[], Placement::default())
-        .unwrap();
-    supervisor.start_command(spawn(&opts)).unwrap();
+    let mut supervisor = command_running(&opts, exec);
     supervisor.watch(&mut Recorded::default()).unwrap();
     let (_, escaped) = supervisor.account(false, &mut RunGroup::untracked());
     assert_eq!(
