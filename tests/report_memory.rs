@@ -22,7 +22,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use framelab::analyze::compact::analyze_from;
+use framelab::analyze::compact::{
+    analyze_columns, analyze_from, load_columns, Columns, ANALYSIS_KEEPS,
+};
 use framelab::compare::{self, CompareOptions};
 use framelab::hist::{render_from, HistOptions};
 use framelab::model::{EndReason, Run, RunMeta, Span, ThreadInfo};
@@ -221,6 +223,70 @@ fn per_span(path: &Path, spans: usize) -> (f64, f64) {
         hist_peak as f64 / (1 << 20) as f64,
     );
     (report, hist)
+}
+
+/// Where the peaks of `report`, its HTML page and `whatif` come from: the reading of the
+/// spans into columns (its peak, and what it leaves held), then each step after it, its
+/// peak counted with what reading left held. Printed in bytes a span (BENCHMARKS.md).
+fn phases(path: &Path, spans: usize) {
+    let b = |bytes: usize| bytes as f64 / spans as f64;
+    let held = || HELD.load(Ordering::Relaxed);
+    let run = store::open_run(path, None).unwrap();
+    let at_start = held();
+    let (read, _, (columns, table)) = measured(|| load_columns(&run, ANALYSIS_KEEPS).unwrap());
+    let left = held() - at_start;
+    let (analysis, _, a) = measured(|| {
+        analyze_columns(
+            &run.head,
+            Columns::Owned(Box::new(columns)),
+            &table,
+            &run,
+            &mut |_| {},
+        )
+        .unwrap()
+    });
+    assert!(a.frames > 0);
+    drop(table);
+    println!(
+        "report by phase: reading {:.1} B/span at its peak, {:.1} held after; the analysis {:.1} \
+         more at its peak ({:.1} in all)",
+        b(read),
+        b(left),
+        b(analysis),
+        b(left + analysis)
+    );
+    let (read, _, data) =
+        measured(|| report::html::run_data::RunData::read(&run.head, &run).unwrap());
+    let left = held() - at_start;
+    let (analysis, _, (a, curves)) = measured(|| data.analyze(&run).unwrap());
+    let (page, _, _) = measured(|| data.page(&a, curves));
+    println!(
+        "report --format html by phase: reading {:.1} B/span, {:.1} held after; the analysis \
+         {:.1} more ({:.1} in all); the page's data {:.1} more ({:.1} in all)",
+        b(read),
+        b(left),
+        b(analysis),
+        b(left + analysis),
+        b(page),
+        b(left + page)
+    );
+    let (read, _, (columns, table)) = measured(|| load_columns(&run, ANALYSIS_KEEPS).unwrap());
+    let left = held() - at_start;
+    let changes = Changes {
+        depth: Some(2),
+        ..Changes::default()
+    };
+    let (model, _, w) =
+        measured(|| whatif::whatif_columns(&run.head, columns, table, None, &changes).unwrap());
+    assert!(w.frames > 0);
+    println!(
+        "whatif --depth 2 by phase: reading {:.1} B/span, {:.1} held after; the model {:.1} \
+         more ({:.1} in all)",
+        b(read),
+        b(left),
+        b(model),
+        b(left + model)
+    );
 }
 
 /// What each subcommand that reads a whole run holds at its peak, in bytes per span.
@@ -499,6 +565,7 @@ fn twelve_million_spans_one_per_frame() {
     keep(&path);
     let (report, hist) = per_span(&path, spans);
     assert!(report <= 40.0 && hist <= 40.0);
+    phases(&path, spans);
     // One span per frame, in time order: the worst case for the columns, the best for
     // the export (nothing waits).
     let bounds = Peaks {
@@ -525,6 +592,7 @@ fn ten_million_spans_five_stages() {
     keep(&path);
     let (report, hist) = per_span(&path, spans);
     assert!(report <= 40.0 && hist <= 40.0);
+    phases(&path, spans);
     // Written thread by thread: the export sorts the whole run in memory (40 bytes a
     // span: the spans and their indices, sorted in place; 72 with keyed copies and a
     // merge sort's buffer).

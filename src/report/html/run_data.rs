@@ -13,9 +13,11 @@ use crate::analyze::compact::nearly_sorted::sort_nearly_sorted;
 use crate::analyze::compact::table::FrameTable;
 use crate::analyze::compact::values::with_ns;
 use crate::analyze::compact::window::{end_order, measure};
-use crate::analyze::compact::{analyze_columns, load_columns, Columns, Sorted, ANALYSIS_KEEPS};
+use crate::analyze::compact::{
+    analyze_columns, intervals_in_order, load_columns, Columns, Sorted, ANALYSIS_KEEPS,
+};
 use crate::analyze::frames::NO_FRAME;
-use crate::analyze::late::stutter_flags;
+use crate::analyze::late::for_each_stutter_at;
 use crate::analyze::metrics::FPS_LOWS;
 use crate::analyze::stats::percentile_of;
 use crate::analyze::{Analysis, FpsSummary};
@@ -203,16 +205,25 @@ impl<'a> RunData<'a> {
         Ok((analysis, curves))
     }
 
-    /// The page's data, the run analysed as `analysis` with `curves`.
-    pub fn page(&self, analysis: &Analysis, curves: Curves) -> RunPage {
-        let (head, columns, table) = (self.head, &self.columns, &self.table);
-        let (window, measured) = measure(table, columns, &head.meta);
-        let in_window = end_order(table, &measured);
-        let intervals: Vec<i64> = (in_window.windows(2))
-            .map(|w| table.end_ns(w[1]).saturating_sub(table.end_ns(w[0])))
-            .collect();
-        let budget_ns = analysis.budget_ns.filter(|&b| b > 0);
+    /// The page's data, the run analysed as `analysis` with `curves`. The columns go as
+    /// soon as the window and the worst frames' timelines are taken from them: the frame
+    /// plots need the frames alone (issue 29).
+    pub fn page(self, analysis: &Analysis, curves: Curves) -> RunPage {
+        let RunData {
+            head,
+            columns,
+            table,
+        } = self;
+        let table = &table;
+        let (window, measured) = measure(table, &columns, &head.meta);
         let stage_order = stage_order(head, analysis);
+        let gantt = gantt(&columns, table, head, analysis, &stage_order);
+        drop(columns);
+        let in_window = end_order(table, &measured);
+        drop(measured);
+        let budget_ns = analysis.budget_ns.filter(|&b| b > 0);
+        let (late, stutters) = late_and_stutters(table, &in_window, budget_ns);
+        drop(in_window);
         let (telemetry, telemetry_left_out) = telemetry(head);
         RunPage {
             schema: SCHEMA,
@@ -230,10 +241,10 @@ impl<'a> RunData<'a> {
             budget_us: budget_ns.map(|b| us(b as f64)),
             window_start_s: secs(window.start_ns),
             window_end_s: secs(window.end_ns),
-            frames: frame_series(table, &in_window, &intervals, budget_ns),
+            frames: frame_series(table, late, stutters),
             stages: stage_curves(curves.stages, &stage_order),
             fps: fps_curve(curves.fps, analysis.fps.as_ref()),
-            gantt: gantt(columns, table, head, analysis, &stage_order),
+            gantt,
             telemetry,
             telemetry_left_out,
             tables: tables(analysis),
@@ -303,14 +314,9 @@ fn all_by_end(table: &FrameTable) -> Vec<u32> {
     order
 }
 
-/// The frame-time plots: every frame, and the measured frames' late ones and stutters
-/// (`in_window`: the measured frames by end; `intervals` between them).
-fn frame_series(
-    table: &FrameTable,
-    in_window: &[u32],
-    intervals: &[i64],
-    budget_ns: Option<i64>,
-) -> FrameSeries {
+/// The frame-time plots: every frame, and the measured frames' `late` ones and
+/// `stutters`.
+fn frame_series(table: &FrameTable, late: Markers, stutters: Markers) -> FrameSeries {
     let order = all_by_end(table);
     let end_s = |i: u32| secs(table.end_ns(i));
     let total = frame_plot("total", || {
@@ -322,6 +328,22 @@ fn frame_series(
             (end_s(w[1]), between as f64 / 1e3)
         })
     });
+    FrameSeries {
+        total,
+        interval,
+        late,
+        stutters,
+    }
+}
+
+/// The markers of the measured frames (`in_window`, by end) over the budget, and of the
+/// stutters among the intervals between them (held at the width they fit meanwhile).
+fn late_and_stutters(
+    table: &FrameTable,
+    in_window: &[u32],
+    budget_ns: Option<i64>,
+) -> (Markers, Markers) {
+    let end_s = |i: u32| secs(table.end_ns(i));
     let late = match budget_ns {
         Some(b) => markers(
             in_window
@@ -331,20 +353,12 @@ fn frame_series(
         ),
         None => Markers::default(),
     };
-    let flags = stutter_flags(intervals);
-    let stutters = markers(
-        flags
-            .iter()
-            .enumerate()
-            .filter(|(_, &f)| f)
-            .map(|(k, _)| (end_s(in_window[k + 1]), us(intervals[k] as f64))),
-    );
-    FrameSeries {
-        total,
-        interval,
-        late,
-        stutters,
-    }
+    let intervals = intervals_in_order(in_window, table);
+    let mut stutters = Vec::new();
+    with_ns!(&intervals, v => for_each_stutter_at(v, |k, interval| {
+        stutters.push((end_s(in_window[k + 1]), us(interval as f64)));
+    }));
+    (late, markers(stutters.into_iter()))
 }
 
 /// The worst [`MAX_MARKERS`] of `points` (largest y), in x order.
@@ -478,7 +492,7 @@ fn gantt(
         if let Some(k) = worst.iter().position(|(i, _)| *i == frame) {
             spans[k].push((
                 columns.stage[row],
-                threads[row],
+                threads.get(row),
                 starts.get(row),
                 columns.dur.get(row),
             ));
