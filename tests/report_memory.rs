@@ -255,7 +255,7 @@ fn phases(path: &Path, spans: usize) {
         b(analysis),
         b(left + analysis)
     );
-    let (read, _, data) =
+    let (read, _, mut data) =
         measured(|| report::html::run_data::RunData::read(&run.head, &run).unwrap());
     let left = held() - at_start;
     let (analysis, _, (a, curves)) = measured(|| data.analyze(&run).unwrap());

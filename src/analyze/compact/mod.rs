@@ -55,7 +55,17 @@ pub fn analyze_from(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Analy
 
 /// Values the analysis has sorted, shown to the caller before they are dropped: the HTML
 /// report draws its curves from them rather than collecting and sorting them again.
+/// First, what it has read: the HTML report takes the worst frames' spans from the columns
+/// before their starts and threads are dropped, so it need not keep them.
 pub enum Sorted<'a> {
+    /// The columns as read, the measured window and frames, and the worst frames'
+    /// indices (worst first).
+    Read {
+        columns: &'a SpanColumns,
+        window: &'a ResolvedWindow,
+        measured: &'a MeasuredFrames,
+        worst: &'a [u32],
+    },
     /// A stage's span durations in measured frames, by stage id.
     Stage(usize, &'a NsValues),
     /// The intervals between the measured frames' ends.
@@ -69,8 +79,9 @@ pub const ANALYSIS_KEEPS: Keep = Keep {
     thread: true,
 };
 
-/// Columns the analysis owns, and drops as soon as it is done with each, or borrows (the
-/// HTML report keeps them for its plots).
+/// Columns the analysis owns, and drops as soon as it is done with each, or borrows from
+/// a caller that keeps them (the HTML report did; it now takes what its plots need from
+/// [`Sorted::Read`]).
 pub enum Columns<'a> {
     Owned(Box<SpanColumns>),
     Shared(&'a SpanColumns),
@@ -155,6 +166,12 @@ fn span_facts(
         &counts,
         (&window, &names, &worst),
     )?;
+    sorted(Sorted::Read {
+        columns: columns.get(),
+        window: &window,
+        measured: &measured,
+        worst: &worst,
+    });
     // Starts and threads are done with: gone before anything else is allocated.
     columns.drop_starts_and_threads();
 

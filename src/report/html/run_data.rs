@@ -12,11 +12,11 @@ use crate::analyze::compact::columns::SpanColumns;
 use crate::analyze::compact::nearly_sorted::sort_nearly_sorted;
 use crate::analyze::compact::table::FrameTable;
 use crate::analyze::compact::values::with_ns;
-use crate::analyze::compact::window::{end_order, measure};
+use crate::analyze::compact::window::{end_order, MeasuredFrames};
 use crate::analyze::compact::{
     analyze_columns, intervals_in_order, load_columns, Columns, Sorted, ANALYSIS_KEEPS,
 };
-use crate::analyze::frames::NO_FRAME;
+use crate::analyze::frames::{ResolvedWindow, NO_FRAME};
 use crate::analyze::late::for_each_stutter_at;
 use crate::analyze::metrics::FPS_LOWS;
 use crate::analyze::stats::percentile_of;
@@ -174,11 +174,59 @@ pub struct Histogram {
     pub buckets: Vec<(Option<i64>, Option<i64>, u64)>,
 }
 
-/// A run's spans read for the page: columns with starts and threads, and the frames.
+/// A run's spans read for the page: columns with starts and threads until the analysis
+/// has them, and the frames.
 pub struct RunData<'a> {
     pub head: &'a Run,
-    pub columns: SpanColumns,
+    pub columns: Option<SpanColumns>,
     pub table: FrameTable,
+    /// What the page takes from the columns as the analysis reads them.
+    read: Option<FromColumns>,
+}
+
+/// What the page needs of the columns beside the frames: the measured window and frames,
+/// and the spans of the worst frames its timelines draw.
+struct FromColumns {
+    window: ResolvedWindow,
+    measured: MeasuredFrames,
+    /// By frame index: (stage id, thread, start, dur) of each span.
+    worst_spans: Vec<(u32, Vec<WorstSpan>)>,
+}
+
+type WorstSpan = (u16, u32, i64, i64);
+
+impl FromColumns {
+    fn take(
+        columns: &SpanColumns,
+        window: &ResolvedWindow,
+        measured: &MeasuredFrames,
+        worst: &[u32],
+    ) -> FromColumns {
+        let worst = &worst[..worst.len().min(GANTT_FRAMES)];
+        let mut worst_spans: Vec<(u32, Vec<WorstSpan>)> = Vec::new();
+        // Without starts and threads there is no timeline to draw.
+        if let (Some(starts), Some(threads)) = (&columns.start, &columns.thread) {
+            worst_spans = worst.iter().map(|&i| (i, Vec::new())).collect();
+            for (row, &frame) in columns.frame.iter().enumerate() {
+                if frame == NO_FRAME {
+                    continue;
+                }
+                if let Some(k) = worst.iter().position(|&i| i == frame) {
+                    worst_spans[k].1.push((
+                        columns.stage[row],
+                        threads.get(row),
+                        starts.get(row),
+                        columns.dur.get(row),
+                    ));
+                }
+            }
+        }
+        FromColumns {
+            window: *window,
+            measured: measured.clone(),
+            worst_spans,
+        }
+    }
 }
 
 impl<'a> RunData<'a> {
@@ -186,39 +234,55 @@ impl<'a> RunData<'a> {
         let (columns, table) = load_columns(source, ANALYSIS_KEEPS)?;
         Ok(RunData {
             head,
-            columns,
+            columns: Some(columns),
             table,
+            read: None,
         })
     }
 
-    /// The run's analysis from these columns (lent, not copied), and the page's curves
-    /// taken from the values it sorts; counter values are read from `source`.
-    pub fn analyze(&self, source: &dyn SpanSource) -> anyhow::Result<(Analysis, Curves)> {
+    /// The run's analysis from these columns, which it drops as it goes (the report's
+    /// own peak, not the report's and the columns' at once: issue 29), and the page's
+    /// curves taken from the values it sorts; counter values are read from `source`.
+    pub fn analyze(&mut self, source: &dyn SpanSource) -> anyhow::Result<(Analysis, Curves)> {
+        let Some(columns) = self.columns.take() else {
+            anyhow::bail!("the run's columns were analysed already");
+        };
         let mut curves = Curves::default();
+        let mut read = None;
         let analysis = analyze_columns(
             self.head,
-            Columns::Shared(&self.columns),
+            Columns::Owned(Box::new(columns)),
             &self.table,
             source,
-            &mut |sorted| curves.take(sorted),
+            &mut |sorted| match sorted {
+                Sorted::Read {
+                    columns,
+                    window,
+                    measured,
+                    worst,
+                } => read = Some(FromColumns::take(columns, window, measured, worst)),
+                sorted => curves.take(sorted),
+            },
         )?;
+        self.read = read;
         Ok((analysis, curves))
     }
 
-    /// The page's data, the run analysed as `analysis` with `curves`. The columns go as
-    /// soon as the window and the worst frames' timelines are taken from them: the frame
-    /// plots need the frames alone (issue 29).
+    /// The page's data, the run analysed as `analysis` with `curves` (by
+    /// [`RunData::analyze`]): the frame plots need the frames alone.
     pub fn page(self, analysis: &Analysis, curves: Curves) -> RunPage {
         let RunData {
-            head,
-            columns,
-            table,
+            head, table, read, ..
         } = self;
         let table = &table;
-        let (window, measured) = measure(table, &columns, &head.meta);
+        let read = read.unwrap_or_else(|| FromColumns {
+            window: crate::analyze::frames::resolve_window(&head.meta, table.last_end_ns),
+            measured: MeasuredFrames::default(),
+            worst_spans: Vec::new(),
+        });
+        let (window, measured) = (read.window, read.measured);
         let stage_order = stage_order(head, analysis);
-        let gantt = gantt(&columns, table, head, analysis, &stage_order);
-        drop(columns);
+        let gantt = gantt(&read.worst_spans, table, head, analysis, &stage_order);
         let in_window = end_order(table, &measured);
         drop(measured);
         let budget_ns = analysis.budget_ns.filter(|&b| b > 0);
@@ -402,6 +466,7 @@ pub struct Curves {
 impl Curves {
     fn take(&mut self, sorted: Sorted) {
         match sorted {
+            Sorted::Read { .. } => {}
             Sorted::Stage(id, values) => {
                 let us_at = with_ns!(values, v => (percentile_grid().iter())
                     .filter_map(|&q| percentile_of(v, q / 100.0))
@@ -468,36 +533,30 @@ fn fps_curve(fps_at: Vec<f64>, fps: Option<&FpsSummary>) -> Option<FpsCurve> {
 }
 
 fn gantt(
-    columns: &SpanColumns,
+    worst_spans: &[(u32, Vec<WorstSpan>)],
     table: &FrameTable,
     head: &Run,
     analysis: &Analysis,
     order: &[(usize, String)],
 ) -> Vec<GanttFrame> {
-    let (Some(starts), Some(threads)) = (&columns.start, &columns.thread) else {
+    if worst_spans.is_empty() {
         return Vec::new();
-    };
+    }
     let worst: Vec<(u32, &crate::analyze::WorstFrame)> = analysis
         .worst_frames
         .iter()
         .take(GANTT_FRAMES)
         .filter_map(|w| Some((table.index_of(w.frame)?, w)))
         .collect();
-    // (frame, stage id, thread, start, dur) of the worst frames' spans.
-    let mut spans: Vec<Vec<(u16, u32, i64, i64)>> = vec![Vec::new(); worst.len()];
-    for (row, &frame) in columns.frame.iter().enumerate() {
-        if frame == NO_FRAME {
-            continue;
-        }
-        if let Some(k) = worst.iter().position(|(i, _)| *i == frame) {
-            spans[k].push((
-                columns.stage[row],
-                threads.get(row),
-                starts.get(row),
-                columns.dur.get(row),
-            ));
-        }
-    }
+    // (stage id, thread, start, dur) of the worst frames' spans.
+    let spans: Vec<Vec<WorstSpan>> = (worst.iter())
+        .map(|(i, _)| {
+            (worst_spans.iter())
+                .find(|(f, _)| f == i)
+                .map(|(_, spans)| spans.clone())
+                .unwrap_or_default()
+        })
+        .collect();
     let stage_names: Vec<String> = order.iter().map(|(_, n)| n.clone()).collect();
     let column_of = |stage: u16| order.iter().position(|(id, _)| *id == stage as usize);
     worst
@@ -665,7 +724,7 @@ mod tests {
     use crate::model::{Bucket, Sample, SampleSeries};
 
     fn page_of(run: &Run) -> RunPage {
-        let data = RunData::read(run, run).unwrap();
+        let mut data = RunData::read(run, run).unwrap();
         let (analysis, curves) = data.analyze(run).unwrap();
         data.page(&analysis, curves)
     }
