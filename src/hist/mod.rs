@@ -347,7 +347,7 @@ fn collect_from(
         let base = slot_of_stage[stage as usize];
         let group = match &columns.thread {
             Some(thread) => group_of_thread
-                .get(thread[row] as usize)
+                .get(thread.get(row) as usize)
                 .copied()
                 .unwrap_or(0),
             None => 0,

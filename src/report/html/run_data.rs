@@ -12,10 +12,12 @@ use crate::analyze::compact::columns::SpanColumns;
 use crate::analyze::compact::nearly_sorted::sort_nearly_sorted;
 use crate::analyze::compact::table::FrameTable;
 use crate::analyze::compact::values::with_ns;
-use crate::analyze::compact::window::{end_order, measure};
-use crate::analyze::compact::{analyze_columns, load_columns, Columns, Sorted, ANALYSIS_KEEPS};
-use crate::analyze::frames::NO_FRAME;
-use crate::analyze::late::stutter_flags;
+use crate::analyze::compact::window::{end_order, MeasuredFrames};
+use crate::analyze::compact::{
+    analyze_columns, intervals_in_order, load_columns, Columns, Sorted, ANALYSIS_KEEPS,
+};
+use crate::analyze::frames::{ResolvedWindow, NO_FRAME};
+use crate::analyze::late::for_each_stutter_at;
 use crate::analyze::metrics::FPS_LOWS;
 use crate::analyze::stats::percentile_of;
 use crate::analyze::{Analysis, FpsSummary};
@@ -171,11 +173,59 @@ pub struct Histogram {
     pub buckets: Vec<(Option<i64>, Option<i64>, u64)>,
 }
 
-/// A run's spans read for the page: columns with starts and threads, and the frames.
+/// A run's spans read for the page: columns with starts and threads until the analysis
+/// has them, and the frames.
 pub struct RunData<'a> {
     pub head: &'a Run,
-    pub columns: SpanColumns,
+    pub columns: Option<SpanColumns>,
     pub table: FrameTable,
+    /// What the page takes from the columns as the analysis reads them.
+    read: Option<FromColumns>,
+}
+
+/// What the page needs of the columns beside the frames: the measured window and frames,
+/// and the spans of the worst frames its timelines draw.
+struct FromColumns {
+    window: ResolvedWindow,
+    measured: MeasuredFrames,
+    /// By frame index: (stage id, thread, start, dur) of each span.
+    worst_spans: Vec<(u32, Vec<WorstSpan>)>,
+}
+
+type WorstSpan = (u16, u32, i64, i64);
+
+impl FromColumns {
+    fn take(
+        columns: &SpanColumns,
+        window: &ResolvedWindow,
+        measured: &MeasuredFrames,
+        worst: &[u32],
+    ) -> FromColumns {
+        let worst = &worst[..worst.len().min(GANTT_FRAMES)];
+        let mut worst_spans: Vec<(u32, Vec<WorstSpan>)> = Vec::new();
+        // Without starts and threads there is no timeline to draw.
+        if let (Some(starts), Some(threads)) = (&columns.start, &columns.thread) {
+            worst_spans = worst.iter().map(|&i| (i, Vec::new())).collect();
+            for (row, &frame) in columns.frame.iter().enumerate() {
+                if frame == NO_FRAME {
+                    continue;
+                }
+                if let Some(k) = worst.iter().position(|&i| i == frame) {
+                    worst_spans[k].1.push((
+                        columns.stage[row],
+                        threads.get(row),
+                        starts.get(row),
+                        columns.dur.get(row),
+                    ));
+                }
+            }
+        }
+        FromColumns {
+            window: *window,
+            measured: measured.clone(),
+            worst_spans,
+        }
+    }
 }
 
 impl<'a> RunData<'a> {
@@ -183,35 +233,60 @@ impl<'a> RunData<'a> {
         let (columns, table) = load_columns(source, ANALYSIS_KEEPS)?;
         Ok(RunData {
             head,
-            columns,
+            columns: Some(columns),
             table,
+            read: None,
         })
     }
 
-    /// The run's analysis from these columns (lent, not copied), and the page's curves
-    /// taken from the values it sorts; counter values are read from `source`.
-    pub fn analyze(&self, source: &dyn SpanSource) -> anyhow::Result<(Analysis, Curves)> {
+    /// The run's analysis from these columns, which it drops as it goes (the report's
+    /// own peak, not the report's and the columns' at once: issue 29), and the page's
+    /// curves taken from the values it sorts; counter values are read from `source`.
+    pub fn analyze(&mut self, source: &dyn SpanSource) -> anyhow::Result<(Analysis, Curves)> {
+        let Some(columns) = self.columns.take() else {
+            anyhow::bail!("the run's columns were analysed already");
+        };
         let mut curves = Curves::default();
+        let mut read = None;
         let analysis = analyze_columns(
             self.head,
-            Columns::Shared(&self.columns),
+            Columns::Owned(Box::new(columns)),
             &self.table,
             source,
-            &mut |sorted| curves.take(sorted),
+            &mut |sorted| match sorted {
+                Sorted::Read {
+                    columns,
+                    window,
+                    measured,
+                    worst,
+                } => read = Some(FromColumns::take(columns, window, measured, worst)),
+                sorted => curves.take(sorted),
+            },
         )?;
+        self.read = read;
         Ok((analysis, curves))
     }
 
-    /// The page's data, the run analysed as `analysis` with `curves`.
-    pub fn page(&self, analysis: &Analysis, curves: Curves) -> RunPage {
-        let (head, columns, table) = (self.head, &self.columns, &self.table);
-        let (window, measured) = measure(table, columns, &head.meta);
-        let in_window = end_order(table, &measured);
-        let intervals: Vec<i64> = (in_window.windows(2))
-            .map(|w| table.end_ns(w[1]).saturating_sub(table.end_ns(w[0])))
-            .collect();
-        let budget_ns = analysis.budget_ns.filter(|&b| b > 0);
+    /// The page's data, the run analysed as `analysis` with `curves` (by
+    /// [`RunData::analyze`]): the frame plots need the frames alone.
+    pub fn page(self, analysis: &Analysis, curves: Curves) -> RunPage {
+        let RunData {
+            head, table, read, ..
+        } = self;
+        let table = &table;
+        let read = read.unwrap_or_else(|| FromColumns {
+            window: crate::analyze::frames::resolve_window(&head.meta, table.last_end_ns),
+            measured: MeasuredFrames::default(),
+            worst_spans: Vec::new(),
+        });
+        let (window, measured) = (read.window, read.measured);
         let stage_order = stage_order(head, analysis);
+        let gantt = gantt(&read.worst_spans, table, head, analysis, &stage_order);
+        let in_window = end_order(table, &measured);
+        drop(measured);
+        let budget_ns = analysis.budget_ns.filter(|&b| b > 0);
+        let (late, stutters) = late_and_stutters(table, &in_window, budget_ns);
+        drop(in_window);
         let (telemetry, telemetry_left_out) = telemetry(head);
         // The title, facts, tables and notes: the report's document through the HTML writer.
         let text = page_text(&crate::report::document(
@@ -229,10 +304,10 @@ impl<'a> RunData<'a> {
             budget_us: budget_ns.map(|b| us(b as f64)),
             window_start_s: secs(window.start_ns),
             window_end_s: secs(window.end_ns),
-            frames: frame_series(table, &in_window, &intervals, budget_ns),
+            frames: frame_series(table, late, stutters),
             stages: stage_curves(curves.stages, &stage_order),
             fps: fps_curve(curves.fps, analysis.fps.as_ref()),
-            gantt: gantt(columns, table, head, analysis, &stage_order),
+            gantt,
             telemetry,
             telemetry_left_out,
             tables: text.tables,
@@ -302,14 +377,9 @@ fn all_by_end(table: &FrameTable) -> Vec<u32> {
     order
 }
 
-/// The frame-time plots: every frame, and the measured frames' late ones and stutters
-/// (`in_window`: the measured frames by end; `intervals` between them).
-fn frame_series(
-    table: &FrameTable,
-    in_window: &[u32],
-    intervals: &[i64],
-    budget_ns: Option<i64>,
-) -> FrameSeries {
+/// The frame-time plots: every frame, and the measured frames' `late` ones and
+/// `stutters`.
+fn frame_series(table: &FrameTable, late: Markers, stutters: Markers) -> FrameSeries {
     let order = all_by_end(table);
     let end_s = |i: u32| secs(table.end_ns(i));
     let total = frame_plot("total", || {
@@ -321,6 +391,22 @@ fn frame_series(
             (end_s(w[1]), between as f64 / 1e3)
         })
     });
+    FrameSeries {
+        total,
+        interval,
+        late,
+        stutters,
+    }
+}
+
+/// The markers of the measured frames (`in_window`, by end) over the budget, and of the
+/// stutters among the intervals between them (held at the width they fit meanwhile).
+fn late_and_stutters(
+    table: &FrameTable,
+    in_window: &[u32],
+    budget_ns: Option<i64>,
+) -> (Markers, Markers) {
+    let end_s = |i: u32| secs(table.end_ns(i));
     let late = match budget_ns {
         Some(b) => markers(
             in_window
@@ -330,20 +416,12 @@ fn frame_series(
         ),
         None => Markers::default(),
     };
-    let flags = stutter_flags(intervals);
-    let stutters = markers(
-        flags
-            .iter()
-            .enumerate()
-            .filter(|(_, &f)| f)
-            .map(|(k, _)| (end_s(in_window[k + 1]), us(intervals[k] as f64))),
-    );
-    FrameSeries {
-        total,
-        interval,
-        late,
-        stutters,
-    }
+    let intervals = intervals_in_order(in_window, table);
+    let mut stutters = Vec::new();
+    with_ns!(&intervals, v => for_each_stutter_at(v, |k, interval| {
+        stutters.push((end_s(in_window[k + 1]), us(interval as f64)));
+    }));
+    (late, markers(stutters.into_iter()))
 }
 
 /// The worst [`MAX_MARKERS`] of `points` (largest y), in x order.
@@ -387,6 +465,7 @@ pub struct Curves {
 impl Curves {
     fn take(&mut self, sorted: Sorted) {
         match sorted {
+            Sorted::Read { .. } => {}
             Sorted::Stage(id, values) => {
                 let us_at = with_ns!(values, v => (percentile_grid().iter())
                     .filter_map(|&q| percentile_of(v, q / 100.0))
@@ -453,36 +532,30 @@ fn fps_curve(fps_at: Vec<f64>, fps: Option<&FpsSummary>) -> Option<FpsCurve> {
 }
 
 fn gantt(
-    columns: &SpanColumns,
+    worst_spans: &[(u32, Vec<WorstSpan>)],
     table: &FrameTable,
     head: &Run,
     analysis: &Analysis,
     order: &[(usize, String)],
 ) -> Vec<GanttFrame> {
-    let (Some(starts), Some(threads)) = (&columns.start, &columns.thread) else {
+    if worst_spans.is_empty() {
         return Vec::new();
-    };
+    }
     let worst: Vec<(u32, &crate::analyze::WorstFrame)> = analysis
         .worst_frames
         .iter()
         .take(GANTT_FRAMES)
         .filter_map(|w| Some((table.index_of(w.frame)?, w)))
         .collect();
-    // (frame, stage id, thread, start, dur) of the worst frames' spans.
-    let mut spans: Vec<Vec<(u16, u32, i64, i64)>> = vec![Vec::new(); worst.len()];
-    for (row, &frame) in columns.frame.iter().enumerate() {
-        if frame == NO_FRAME {
-            continue;
-        }
-        if let Some(k) = worst.iter().position(|(i, _)| *i == frame) {
-            spans[k].push((
-                columns.stage[row],
-                threads[row],
-                starts.get(row),
-                columns.dur.get(row),
-            ));
-        }
-    }
+    // (stage id, thread, start, dur) of the worst frames' spans.
+    let spans: Vec<Vec<WorstSpan>> = (worst.iter())
+        .map(|(i, _)| {
+            (worst_spans.iter())
+                .find(|(f, _)| f == i)
+                .map(|(_, spans)| spans.clone())
+                .unwrap_or_default()
+        })
+        .collect();
     let stage_names: Vec<String> = order.iter().map(|(_, n)| n.clone()).collect();
     let column_of = |stage: u16| order.iter().position(|(id, _)| *id == stage as usize);
     worst
@@ -597,7 +670,7 @@ mod tests {
     use crate::model::{Bucket, Sample, SampleSeries};
 
     fn page_of(run: &Run) -> RunPage {
-        let data = RunData::read(run, run).unwrap();
+        let mut data = RunData::read(run, run).unwrap();
         let (analysis, curves) = data.analyze(run).unwrap();
         data.page(&analysis, curves)
     }
