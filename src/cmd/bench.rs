@@ -201,7 +201,7 @@ fn show(finished: &Finished, settings: &CompareSettings) -> anyhow::Result<Outco
         let shown = Shown {
             unkept: (!outcome.file.kept()).then_some(outcome.path.as_path()),
         };
-        let comparison = show_comparison(
+        let (_, document) = show_comparison(
             &sources,
             &options,
             settings.format.into(),
@@ -209,7 +209,7 @@ fn show(finished: &Finished, settings: &CompareSettings) -> anyhow::Result<Outco
             false,
             shown,
         )?;
-        export_comparison(&comparison, settings, shown)?;
+        export_comparison(&document, settings, shown)?;
     }
     if outcome.file.kept() {
         let see = match finished.single_variant {

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use framelab::render::document::Document;
 use framelab::render::Format;
 use framelab::{compare, report};
 
@@ -160,7 +161,7 @@ pub(super) fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
         }
         plan.sources = grouped.sources;
     }
-    let comparison = show_comparison(
+    let (comparison, document) = show_comparison(
         &plan.sources,
         &plan.options,
         plan.settings.format.into(),
@@ -168,7 +169,7 @@ pub(super) fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
         plan.open,
         Shown::default(),
     )?;
-    export_comparison(&comparison, &plan.settings, Shown::default())?;
+    export_comparison(&document, &plan.settings, Shown::default())?;
     Ok(
         if plan.fail_on_regression && compare::any_regression(&comparison) {
             Outcome::Failed
@@ -208,7 +209,8 @@ impl Shown<'_> {
     }
 }
 
-/// Compares and shows the comparison in `format`: printed, or written to `output`.
+/// Compares and shows the comparison in `format`: printed, or written to `output`. With
+/// the comparison, its document, for the other formats asked (`export_comparison`).
 pub(super) fn show_comparison(
     sources: &[compare::Source],
     options: &compare::CompareOptions,
@@ -216,13 +218,16 @@ pub(super) fn show_comparison(
     output: Option<&std::path::Path>,
     open: bool,
     shown: Shown,
-) -> anyhow::Result<compare::Comparison> {
-    let (comparison, text) = if format == Format::Html {
-        compare::compare_html(sources, options)?
+) -> anyhow::Result<(compare::Comparison, Document)> {
+    let (comparison, document, text) = if format == Format::Html {
+        let (comparison, page) = compare::compare_html(sources, options)?;
+        let document = compare::document(&comparison);
+        (comparison, document, page)
     } else {
         let comparison = compare::compare(sources, options)?;
-        let text = compare::render(&comparison, format)?;
-        (comparison, text)
+        let document = compare::document(&comparison);
+        let text = compare::write(&document, format)?;
+        (comparison, document, text)
     };
     let text = shown.apply(text);
     match output {
@@ -235,12 +240,13 @@ pub(super) fn show_comparison(
         }
         None => emit(&text)?,
     }
-    Ok(comparison)
+    Ok((comparison, document))
 }
 
-/// `--export-json/-csv/-markdown FILE`: the comparison in each format asked, to files.
+/// `--export-json/-csv/-markdown FILE`: the comparison's document in each format asked,
+/// to files.
 pub(super) fn export_comparison(
-    comparison: &compare::Comparison,
+    document: &Document,
     settings: &CompareSettings,
     shown: Shown,
 ) -> anyhow::Result<()> {
@@ -250,7 +256,7 @@ pub(super) fn export_comparison(
         (&settings.export_markdown, Format::Markdown),
     ] {
         let Some(file) = file else { continue };
-        std::fs::write(file, shown.apply(compare::render(comparison, format)?)).map_err(|e| {
+        std::fs::write(file, shown.apply(compare::write(document, format)?)).map_err(|e| {
             anyhow::anyhow!(
                 "cannot write the comparison to {}: {e}; choose a writable path",
                 file.display()

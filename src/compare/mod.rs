@@ -319,16 +319,26 @@ fn check_enough_runs(loaded: &load::Loaded) -> Result<()> {
     Ok(())
 }
 
+/// The comparison as a neutral document: built once, written in every format asked
+/// ([`write`]).
+pub fn document(comparison: &Comparison) -> crate::render::document::Document {
+    document::document(comparison)
+}
+
 /// The comparison in `format`.
 pub fn render(comparison: &Comparison, format: Format) -> Result<String> {
+    write(&document(comparison), format)
+}
+
+/// A comparison's document in `format`.
+pub fn write(document: &crate::render::document::Document, format: Format) -> Result<String> {
     // The page needs the runs themselves (`compare_html`); from the comparison alone, its
     // text form.
     let format = match format {
         Format::Html => Format::Text,
         other => other,
     };
-    let written =
-        crate::render::document::write(&document::document(comparison), format, &COMPARE)?;
+    let written = crate::render::document::write(document, format, &COMPARE)?;
     Ok(match format {
         // Names cut and escaped where they are printed; any control character left (a
         // variant named after a file) is escaped here: only `\n` ends a line.
