@@ -242,10 +242,10 @@ pub fn markdown_blocks(f: &Figures) -> Vec<Block> {
         pair("count", f.count.to_string()),
         pair(
             "unit",
-            if f.unit.is_empty() {
-                "unknown".to_owned()
-            } else {
-                format!("{} (from {})", f.unit, f.unit_from)
+            match (f.unit.as_str(), f.unit_from) {
+                ("", _) => "unknown".to_owned(),
+                (unit, "") => unit.to_owned(),
+                (unit, from) => format!("{unit} (from {from})"),
             },
         ),
     ];
