@@ -3,25 +3,11 @@
 
 use crate::common;
 
+use common::json::{row, stdout_json as json};
 use common::*;
-use serde_json::Value;
 
 fn testprog(args: &str) -> String {
     format!("{} {args}", example("testprog"))
-}
-
-fn json(output: &std::process::Output) -> Value {
-    serde_json::from_str(&stdout(output)).unwrap_or_else(|e| panic!("{e}: {}", stdout(output)))
-}
-
-/// The row of `metric` in the first comparison of the first group.
-fn row<'a>(c: &'a Value, metric: &str) -> &'a Value {
-    c["groups"][0]["comparisons"][0]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["metric"] == metric)
-        .unwrap_or_else(|| panic!("no row {metric} in {c}"))
 }
 
 #[test]
