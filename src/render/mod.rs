@@ -5,6 +5,7 @@
 
 pub mod cells;
 pub mod columns;
+pub mod csv;
 pub mod document;
 pub mod format;
 pub mod human;
