@@ -636,8 +636,13 @@ fn a_binary_replaced_during_the_run_is_not_misnamed() {
     // Another build of it (other flags: another build id) to put in its place.
     let other = compile(dir.path(), "other", &["-O2"]);
     let path = dir.path().join("replaced.framelab");
+    // Replaced once it runs (its name is the program's: exec done), not after a time: on a
+    // loaded machine the exec itself could come after a fixed wait, and run the other build.
     let script = format!(
-        "{p} 300 100000 & sleep 0.3; mv {o} {p}; wait",
+        "{p} 300 100000 & pid=$!; \
+         until [ \"$(cat /proc/$pid/comm 2>/dev/null)\" = replaced ] || ! kill -0 $pid; do \
+         sleep 0.01; done; \
+         mv {o} {p}; wait",
         p = program.display(),
         o = other.display()
     );
