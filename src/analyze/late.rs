@@ -115,7 +115,7 @@ pub fn stutter_flags(intervals_ns: &[i64]) -> Vec<bool> {
 }
 
 /// Calls `f(index, interval)` for each stutter, in order.
-fn for_each_stutter_at<T: Ns>(intervals_ns: &[T], mut f: impl FnMut(usize, i64)) {
+pub fn for_each_stutter_at<T: Ns>(intervals_ns: &[T], mut f: impl FnMut(usize, i64)) {
     if intervals_ns.is_empty() {
         return;
     }

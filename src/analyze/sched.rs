@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::compact::values::NsValues;
 use super::pipeline::{is_queue, Bottleneck, StageBusy};
 use super::{Analysis, Dist};
 use crate::model::{Run, Span, SpanSource};
@@ -146,12 +147,24 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
         .map(|(i, w)| (w.frame, i))
         .collect();
     let mut comms = Comms::default();
-    let mut on_cpu_values: Vec<Vec<i64>> = vec![Vec::new(); stage_count];
+    // Each stage's on-CPU times, u32 where they fit and sized by the stage table's count
+    // (a vector of i64 grown by doubling took up to 16 bytes a span: issue 29).
+    let expected = |stage: usize| {
+        (head.stages.get(stage))
+            .and_then(|name| analysis.stages.iter().find(|r| &r.name == name))
+            .map_or(0, |r| r.dist.count as usize)
+    };
+    let mut on_cpu_values: Vec<NsValues> = (0..stage_count)
+        .map(|stage| NsValues::for_range(0, 0, expected(stage) + expected(stage) / 64))
+        .collect();
     let mut stage_totals = vec![(0f64, 0f64, 0i64); stage_count];
     let mut worst_split: Vec<Split> = vec![Split::default(); worst.len()];
-    // By thread index: the union of its spans clipped to the window, and each stage's time
-    // on CPU in them (a stage's spans on one thread rarely overlap: counted in a note).
-    let mut unions: Vec<Vec<(i64, i64)>> = vec![Vec::new(); head.threads.len()];
+    // By thread index: the union of its spans clipped to the window, split as it is
+    // built, and each stage's time on CPU in them (a stage's spans on one thread rarely
+    // overlap: counted in a note).
+    let mut unions: Vec<UnionSplit> = (0..head.threads.len())
+        .map(|_| UnionSplit::default())
+        .collect();
     let mut stage_on_cpu: HashMap<(u32, u16), f64> = HashMap::new();
     let mut visit = |spans: &[Span]| -> anyhow::Result<()> {
         for s in spans {
@@ -162,7 +175,7 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
             if from >= to {
                 continue;
             }
-            add_to_union(&mut unions[s.thread as usize], (from, to));
+            unions[s.thread as usize].add((from, to), slices, &mut comms);
             let mut split = Split::default();
             slices.split(s.start_ns, s.end_ns(), &mut comms, &mut split);
             let inside = if (from, to) == (s.start_ns, s.end_ns()) {
@@ -197,16 +210,17 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
         Ok(())
     };
     source.for_each_spans(&mut visit)?;
+    split_whole_unions(&mut unions, &slices_of, (start, end), &mut comms, source)?;
 
     for (stage, mut values) in on_cpu_values.into_iter().enumerate() {
         let Some(name) = head.stages.get(stage) else {
             continue;
         };
-        values.sort_unstable();
+        values.sort();
         let (on, runnable, wall) = stage_totals[stage];
         summary.stages.push(StageSched {
             stage: name.clone(),
-            on_cpu: Dist::from_sorted(&values),
+            on_cpu: values.dist_of_sorted(),
             on_cpu_ns: on.round() as i64,
             runnable_ns: runnable.round() as i64,
             blocked_ns: (wall as f64 - on - runnable).max(0.0).round() as i64,
@@ -240,17 +254,13 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
             });
     }
     let mut busy: Vec<Option<(i64, Vec<StageBusy>)>> = vec![None; head.threads.len()];
-    for (t, union) in unions.iter().enumerate() {
+    for (t, union) in unions.into_iter().enumerate() {
         let Some(Some(slices)) = slices_of.get(t) else {
             continue;
         };
-        if union.is_empty() {
+        let Some(all) = union.finish(slices, &mut comms) else {
             continue;
-        }
-        let mut all = Split::default();
-        for &(from, to) in union {
-            slices.split(from, to, &mut comms, &mut all);
-        }
+        };
         for &(c, ns) in &all.by {
             *preempted.entry(c).or_default() += ns;
         }
@@ -366,6 +376,103 @@ fn spans_first(
     Ok(())
 }
 
+/// A thread's union of spans, split by the scheduler as it is built: the intervals its
+/// later spans can no longer touch are split (in order, as the whole union's would be)
+/// and dropped, so only the last few are held, where the whole union took 16 bytes an
+/// interval, one a span where spans do not touch (issue 29).
+#[derive(Default)]
+struct UnionSplit {
+    /// The union's latest intervals, sorted and disjoint, not split yet.
+    recent: Vec<(i64, i64)>,
+    /// The end of the last interval split.
+    split_to: Option<i64>,
+    /// The split of the intervals split so far.
+    all: Split,
+    any: bool,
+    /// A span reached back to an interval already split: the union is built whole by
+    /// another read of the spans ([`split_whole_unions`]).
+    broken: bool,
+}
+
+/// Intervals held before the oldest are split, and how many are then.
+const RECENT_INTERVALS: usize = 64;
+
+impl UnionSplit {
+    fn add(&mut self, span: (i64, i64), slices: &ThreadSlices, comms: &mut Comms) {
+        self.any = true;
+        if self.broken {
+            return;
+        }
+        if self.split_to.is_some_and(|end| span.0 <= end) {
+            self.broken = true;
+            self.recent = Vec::new();
+            return;
+        }
+        add_to_union(&mut self.recent, span);
+        if self.recent.len() >= 2 * RECENT_INTERVALS {
+            for &(from, to) in &self.recent[..RECENT_INTERVALS] {
+                slices.split(from, to, comms, &mut self.all);
+                self.split_to = Some(to);
+            }
+            self.recent.drain(..RECENT_INTERVALS);
+        }
+    }
+
+    /// The split of the whole union; `None` when no span was added.
+    fn finish(mut self, slices: &ThreadSlices, comms: &mut Comms) -> Option<Split> {
+        if !self.any {
+            return None;
+        }
+        for &(from, to) in &self.recent {
+            slices.split(from, to, comms, &mut self.all);
+        }
+        Some(self.all)
+    }
+}
+
+/// The unions whose spans did not come in an order [`UnionSplit`] could follow, built
+/// whole from another read of the spans and split.
+fn split_whole_unions(
+    unions: &mut [UnionSplit],
+    slices_of: &[Option<&ThreadSlices>],
+    (start, end): (i64, i64),
+    comms: &mut Comms,
+    source: &dyn SpanSource,
+) -> anyhow::Result<()> {
+    let mut whole: Vec<Option<Vec<(i64, i64)>>> =
+        (unions.iter()).map(|u| u.broken.then(Vec::new)).collect();
+    if whole.iter().all(Option::is_none) {
+        return Ok(());
+    }
+    source.for_each_spans(&mut |spans: &[Span]| {
+        for s in spans {
+            let Some(Some(union)) = whole.get_mut(s.thread as usize) else {
+                continue;
+            };
+            if !matches!(slices_of.get(s.thread as usize), Some(Some(_))) {
+                continue;
+            }
+            let (from, to) = (s.start_ns.max(start), s.end_ns().min(end));
+            if from < to {
+                add_to_union(union, (from, to));
+            }
+        }
+        Ok(())
+    })?;
+    for ((u, union), slices) in unions.iter_mut().zip(whole).zip(slices_of) {
+        let (Some(union), Some(slices)) = (union, slices) else {
+            continue;
+        };
+        u.all = Split::default();
+        for &(from, to) in &union {
+            slices.split(from, to, comms, &mut u.all);
+        }
+        u.broken = false;
+        u.recent = Vec::new();
+    }
+    Ok(())
+}
+
 /// Adds `[from, to)` to a union kept sorted and disjoint. Spans of a thread come nearly in
 /// start order, so this is almost always an append or an extension of the last interval;
 /// only the union's intervals are held, not the spans (back-to-back stages make one).
@@ -395,7 +502,7 @@ fn add_to_union(union: &mut Vec<(i64, i64)>, (from, to): (i64, i64)) {
 
 #[cfg(test)]
 mod union_tests {
-    use super::add_to_union;
+    use super::*;
 
     #[test]
     fn spans_in_any_order_make_one_sorted_disjoint_union() {
@@ -412,6 +519,75 @@ mod union_tests {
             add_to_union(&mut u, span);
         }
         assert_eq!(u, vec![(5, 25), (30, 60)]);
+    }
+
+    /// Slices of 7 ns, on a CPU for 5 of them, runnable behind `hog` or `other` for 2.
+    fn slices() -> Vec<SchedSlice> {
+        (0..2000)
+            .map(|k| SchedSlice {
+                tid: 1,
+                start_ns: k * 7,
+                dur_ns: 7,
+                on_cpu_ns: 5,
+                runnable_ns: 2,
+                by: if k % 3 == 0 { "hog" } else { "other" }.into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_union_split_as_it_is_built_is_the_whole_union_split() {
+        // Spans nested and out of order within a few intervals (followed), then one that
+        // reaches back past the intervals already split (built whole again).
+        let slices = slices();
+        let thread = ThreadSlices {
+            slices: &slices,
+            longest: 7,
+            density: vec![1.0; slices.len()],
+        };
+        let mut spans: Vec<(i64, i64)> = Vec::new();
+        for k in 0..600i64 {
+            let t = k * 20;
+            spans.extend([(t + 3, t + 6), (t, t + 9), (t + 12, t + 15)]);
+        }
+        let whole_split = |spans: &[(i64, i64)], comms: &mut Comms| {
+            let mut union = Vec::new();
+            for &span in spans {
+                add_to_union(&mut union, span);
+            }
+            let mut all = Split::default();
+            for &(from, to) in &union {
+                thread.split(from, to, comms, &mut all);
+            }
+            all
+        };
+        let names = |split: &Split, comms: &Comms| -> Vec<(String, f64)> {
+            let mut by: Vec<(String, f64)> = (split.by.iter())
+                .map(|&(c, ns)| (comms.names[c].clone(), ns))
+                .collect();
+            by.sort_by(|a, b| a.0.cmp(&b.0));
+            by
+        };
+        let mut comms = Comms::default();
+        let mut union = UnionSplit::default();
+        for &span in &spans {
+            union.add(span, &thread, &mut comms);
+        }
+        assert!(!union.broken);
+        let streamed = union.finish(&thread, &mut comms).unwrap();
+        let whole = whole_split(&spans, &mut comms);
+        assert_eq!(streamed.on_cpu, whole.on_cpu);
+        assert_eq!(streamed.runnable, whole.runnable);
+        assert_eq!(names(&streamed, &comms), names(&whole, &comms));
+
+        let mut late = UnionSplit::default();
+        for &span in spans.iter().chain([(1, 2)].iter()) {
+            late.add(span, &thread, &mut comms);
+        }
+        assert!(late.broken, "a span before the intervals split is noticed");
+        assert!(UnionSplit::default()
+            .finish(&thread, &mut comms)
+            .is_none());
     }
 }
 #[cfg(test)]

@@ -48,106 +48,119 @@ pub fn mean_of<T: Ns>(values: &[T]) -> Option<f64> {
     Some(sum as f64 / values.len() as f64)
 }
 
-/// Sorts u32 nanosecond values ascending: the radix sort of [`sort_ns`] at half the width
-/// (its buffer too).
+/// Sorts u32 nanosecond values ascending, in place: the radix sort of [`sort_ns`] at half
+/// the width.
 pub fn sort_u32(values: &mut [u32]) {
-    const RADIX_THRESHOLD: usize = 4096;
     if values.len() < RADIX_THRESHOLD {
         values.sort_unstable();
         return;
     }
-    let (mut and_all, mut or_all) = (u32::MAX, 0u32);
-    for &v in values.iter() {
-        and_all &= v;
-        or_all |= v;
-    }
-    let varying = and_all ^ or_all;
-    let mut buf = vec![0u32; values.len()];
-    let mut src_is_values = true;
-    for byte in 0..4 {
-        let shift = byte * 8;
-        if (varying >> shift) & 0xff == 0 {
-            continue;
-        }
-        let (src, dst): (&[u32], &mut [u32]) = if src_is_values {
-            (&*values, &mut buf[..])
-        } else {
-            (&buf[..], &mut *values)
-        };
-        let mut counts = [0usize; 256];
-        for &v in src {
-            counts[((v >> shift) & 0xff) as usize] += 1;
-        }
-        let mut offset = 0;
-        for c in counts.iter_mut() {
-            let here = *c;
-            *c = offset;
-            offset += here;
-        }
-        for &v in src {
-            let slot = &mut counts[((v >> shift) & 0xff) as usize];
-            dst[*slot] = v;
-            *slot += 1;
-        }
-        src_is_values = !src_is_values;
-    }
-    if !src_is_values {
-        values.copy_from_slice(&buf);
-    }
+    radix_sort_in_place(values);
 }
 
 /// Sorts nanosecond values ascending. Large inputs of non-negative values (durations,
-/// intervals) use an LSD radix sort that skips the bytes all values share, which is
-/// several times faster than a comparison sort on millions of spans.
+/// intervals) use a radix sort that skips the bytes all values share, several times faster
+/// than a comparison sort on millions of spans, and in place: no buffer the size of the
+/// values (issue 29: a sort took twice the memory of its values).
 pub fn sort_ns(values: &mut [i64]) {
-    const RADIX_THRESHOLD: usize = 4096;
     if values.len() < RADIX_THRESHOLD || values.iter().any(|&v| v < 0) {
         values.sort_unstable();
         return;
     }
-    radix_sort_non_negative(values);
+    radix_sort_in_place(values);
 }
 
-fn radix_sort_non_negative(values: &mut [i64]) {
-    let n = values.len();
-    // Which byte positions vary at all: a pass over a constant byte is skipped.
+/// Below this many values a comparison sort is as fast.
+const RADIX_THRESHOLD: usize = 4096;
+
+/// A non-negative value's bits, most significant byte first for the radix sort.
+trait RadixKey: Copy + Ord {
+    fn bits(self) -> u64;
+}
+
+impl RadixKey for u32 {
+    fn bits(self) -> u64 {
+        u64::from(self)
+    }
+}
+
+impl RadixKey for i64 {
+    /// Only called on non-negative values.
+    fn bits(self) -> u64 {
+        self as u64
+    }
+}
+
+/// An MSD radix sort that moves values into their buckets by swapping (American flag
+/// sort), byte after byte from the most significant one that varies.
+fn radix_sort_in_place<T: RadixKey>(values: &mut [T]) {
     let (mut and_all, mut or_all) = (u64::MAX, 0u64);
     for &v in values.iter() {
-        and_all &= v as u64;
-        or_all |= v as u64;
+        and_all &= v.bits();
+        or_all |= v.bits();
     }
     let varying = and_all ^ or_all;
-    let mut buf = vec![0i64; n];
-    let mut src_is_values = true;
-    for byte in 0..8 {
-        let shift = byte * 8;
-        if (varying >> shift) & 0xff == 0 {
-            continue;
-        }
-        let (src, dst): (&[i64], &mut [i64]) = if src_is_values {
-            (&*values, &mut buf[..])
-        } else {
-            (&buf[..], &mut *values)
-        };
-        let mut counts = [0usize; 256];
-        for &v in src {
-            counts[((v as u64 >> shift) & 0xff) as usize] += 1;
-        }
-        let mut offset = 0;
-        for c in counts.iter_mut() {
-            let here = *c;
-            *c = offset;
-            offset += here;
-        }
-        for &v in src {
-            let slot = &mut counts[((v as u64 >> shift) & 0xff) as usize];
-            dst[*slot] = v;
-            *slot += 1;
-        }
-        src_is_values = !src_is_values;
+    if varying == 0 {
+        return;
     }
-    if !src_is_values {
-        values.copy_from_slice(&buf);
+    let top = (63 - varying.leading_zeros()) / 8 * 8;
+    sort_by_byte(values, top, varying);
+}
+
+/// Buckets smaller than this are sorted by comparison.
+const BUCKET_SORTED_BY_COMPARISON: usize = 64;
+
+/// Sorts `values`, whose bytes above `shift` are all equal, by the byte at `shift` and
+/// then, bucket by bucket, by the bytes below it that vary somewhere (`varying`).
+fn sort_by_byte<T: RadixKey>(values: &mut [T], shift: u32, varying: u64) {
+    if values.len() < BUCKET_SORTED_BY_COMPARISON {
+        values.sort_unstable();
+        return;
+    }
+    let lower = (0..shift)
+        .step_by(8)
+        .rev()
+        .find(|&s| (varying >> s) & 0xff != 0);
+    if (varying >> shift) & 0xff == 0 {
+        if let Some(s) = lower {
+            sort_by_byte(values, s, varying);
+        }
+        return;
+    }
+    let byte = |v: T| ((v.bits() >> shift) & 0xff) as usize;
+    let mut counts = [0usize; 256];
+    for &v in values.iter() {
+        counts[byte(v)] += 1;
+    }
+    let (mut next, mut end) = ([0usize; 256], [0usize; 256]);
+    let mut at = 0;
+    for b in 0..256 {
+        next[b] = at;
+        at += counts[b];
+        end[b] = at;
+    }
+    let starts = next;
+    for b in 0..256 {
+        // Each value taken from bucket b's unsorted part is swapped into its own bucket,
+        // and the value there carried on, until one belongs in b.
+        while next[b] < end[b] {
+            let mut v = values[next[b]];
+            let mut d = byte(v);
+            while d != b {
+                std::mem::swap(&mut v, &mut values[next[d]]);
+                next[d] += 1;
+                d = byte(v);
+            }
+            values[next[b]] = v;
+            next[b] += 1;
+        }
+    }
+    if let Some(s) = lower {
+        for b in 0..256 {
+            if end[b] - starts[b] > 1 {
+                sort_by_byte(&mut values[starts[b]..end[b]], s, varying);
+            }
+        }
     }
 }
 
@@ -281,6 +294,43 @@ mod tests {
         expected.sort_unstable();
         sort_ns(&mut v);
         assert_eq!(v, expected);
+    }
+
+    #[test]
+    fn the_in_place_radix_sort_matches_a_comparison_sort_at_every_depth() {
+        // Buckets big enough to be split again byte after byte, bytes that never vary,
+        // runs of one value, and values near the top of each width.
+        let mut state = 0x1234_5678_9abc_def1u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut wide: Vec<i64> = (0..300_000)
+            .map(|i| match i % 6 {
+                0 => 42,
+                1 => (next() >> 1) as i64,
+                2 => ((next() % 5000) << 24) as i64,
+                3 => i64::MAX - (next() % 3) as i64,
+                _ => (next() % 70_000_000) as i64,
+            })
+            .collect();
+        let mut expected = wide.clone();
+        expected.sort_unstable();
+        sort_ns(&mut wide);
+        assert_eq!(wide, expected);
+        let mut narrow: Vec<u32> = (0..300_000)
+            .map(|i| match i % 4 {
+                0 => u32::MAX,
+                1 => (next() % 256) as u32,
+                _ => (next() >> 40) as u32,
+            })
+            .collect();
+        let mut expected = narrow.clone();
+        expected.sort_unstable();
+        sort_u32(&mut narrow);
+        assert_eq!(narrow, expected);
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! A neutral document: what a feature shows, as blocks (a lead line, details, notes,
-//! tables, titled lists, the report family's title, facts and sections; headings,
-//! paragraphs, bullets, sub-lists, grids; data tables of typed cells for CSV) and its JSON
+//! tables, titled lists, the report family's title, facts, sections and tables of aligned
+//! columns; headings, paragraphs, bullets, sub-lists, grids; pipe tables, asides,
+//! paragraphs of lines; data tables of typed cells for CSV) and its JSON
 //! form, with one writer per format. A feature builds the document once; [`write`] renders
-//! it in any format its command writes (CSV through `render::csv`). Converted so far:
-//! `history check`, `whatif`, `timers`, `compare` and `history show`; the other commands
-//! still render themselves (docs/architecture.md, "Known debts").
+//! it in any format its command writes (CSV through `render::csv`), and
+//! `render::html_writer` gives the HTML page its words and tables. Converted so far:
+//! `history check`, `whatif`, `timers`, `compare`, `history show`, `hist`, `profile` and
+//! the report (docs/architecture.md, "Known debts").
 
 use anyhow::Result;
 use serde::Serialize;
@@ -48,6 +50,18 @@ pub enum Block {
     /// Notes set off by a blank line: each after a `note` label in text, a quote in
     /// Markdown.
     Notes(Vec<String>),
+    /// A table whose cells are shown as given: aligned columns in text, a pipe table set off
+    /// by a blank line in Markdown.
+    Pipe(PipeTable),
+    /// A remark under the output: `note: remark` in text; in Markdown a paragraph in
+    /// italics, set off by a blank line before and after.
+    Aside(String),
+    /// A table of the report family's aligned columns (minimum widths, words left, the unit
+    /// after the header) in text; a GitHub table in Markdown, set off by a blank line.
+    Columns(ColumnTable),
+    /// Lines as the feature shows them (styled and escaped by it), a paragraph set off by a
+    /// blank line.
+    Lines(String),
     /// A table for spreadsheets and scripts, of typed cells: what CSV writes
     /// (`render::csv`); the formats for people leave it out.
     Data(DataTable),
@@ -76,6 +90,31 @@ pub enum Block {
     /// Aligned columns of words (left) and numbers (right), unindented in text, a pipe
     /// table in Markdown; every cell and header shown as a name.
     Grid(Grid),
+}
+
+/// A table in the report family's columns.
+pub struct ColumnTable {
+    pub columns: Vec<Column>,
+    pub rows: Vec<Vec<String>>,
+    /// Named once after the text header (`µs`).
+    pub unit: Option<String>,
+    /// Text sets it off by a blank line unless it stands right under its title.
+    pub set_off: bool,
+}
+
+/// How a [`PipeTable`]'s column lines up in Markdown: `---` or `---:`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PipeAlign {
+    Plain,
+    Right,
+}
+
+/// A table of cells already shown as the feature wants them (a Markdown table, where
+/// [`Block::Table`] escapes every cell): aligned columns in text, a pipe table in Markdown.
+pub struct PipeTable {
+    pub headers: Vec<String>,
+    pub align: Vec<PipeAlign>,
+    pub rows: Vec<Vec<String>>,
 }
 
 /// A line of text made of pieces, each shown as its kind says in each format.
@@ -329,7 +368,8 @@ fn text(document: &Document, color: bool) -> String {
             Block::Facts(facts) => {
                 for f in facts {
                     let hint = f.hint.as_ref().map_or(String::new(), |h| format!(" {h}"));
-                    out.push_str(&format!("  {:<10}{}{hint}\n", f.label, f.value));
+                    // At least one space after the label, however long it is.
+                    out.push_str(&format!("  {:<9} {}{hint}\n", f.label, f.value));
                 }
             }
             Block::Section(section) => {
@@ -346,6 +386,30 @@ fn text(document: &Document, color: bool) -> String {
                 for note in notes {
                     out.push_str(&format!("  {}{note}\n", st.yellow("note      ")));
                 }
+            }
+            Block::Pipe(pipe) => {
+                let mut table = Table::new(&[]);
+                table.headers = pipe.headers.clone();
+                table.rows = pipe.rows.clone();
+                out.push_str(&table.render(false));
+            }
+            Block::Aside(remark) => {
+                out.push_str(&format!("note: {}\n", crate::display::text(remark)))
+            }
+            Block::Columns(table) => {
+                if table.set_off {
+                    out.push('\n');
+                }
+                out.push_str(&column_table(
+                    &table.columns,
+                    &table.rows,
+                    table.unit.as_deref(),
+                    &st,
+                ));
+            }
+            Block::Lines(lines) => {
+                out.push('\n');
+                out.push_str(lines);
             }
             Block::Data(_) => {}
             Block::Heading(line) => out.push_str(&format!("{}\n", shown(line, &st))),
@@ -426,6 +490,24 @@ fn markdown(document: &Document) -> String {
                 out.push('\n');
                 out.push_str(&quoted.join(">\n"));
             }
+            Block::Pipe(pipe) => {
+                set_off(&mut out);
+                out.push_str(&pipe_table(pipe));
+            }
+            Block::Aside(remark) => {
+                set_off(&mut out);
+                out.push_str(&format!("_{}_\n\n", crate::display::markdown(remark)));
+            }
+            Block::Columns(table) => {
+                set_off(&mut out);
+                let headers: Vec<String> =
+                    (table.columns.iter()).map(|c| c.header.clone()).collect();
+                out.push_str(&gfm_table(&headers, &table.rows));
+            }
+            Block::Lines(lines) => {
+                set_off(&mut out);
+                out.push_str(lines);
+            }
             Block::Data(_) => {}
             Block::Heading(line) => out.push_str(&format!("### {}\n\n", shown(line, &st))),
             Block::Subheading(line) => out.push_str(&format!("\n#### {}\n\n", shown(line, &st))),
@@ -451,6 +533,31 @@ fn markdown(document: &Document) -> String {
             Block::Remark(line) => out.push_str(&format!("\n{}\n", shown(line, &st))),
             Block::Grid(grid) => out.push_str(&grid_markdown(grid, &st)),
         }
+    }
+    out
+}
+
+/// A blank line before what follows, unless `out` is empty or already ends in one.
+fn set_off(out: &mut String) {
+    if !out.is_empty() && !out.ends_with("\n\n") {
+        out.push('\n');
+    }
+}
+
+/// A Markdown table of `pipe`'s cells as they are.
+fn pipe_table(pipe: &PipeTable) -> String {
+    let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
+    let rule: Vec<String> = (pipe.align.iter())
+        .map(|a| match a {
+            PipeAlign::Plain => "---",
+            PipeAlign::Right => "---:",
+        })
+        .map(String::from)
+        .collect();
+    let mut out = line(&pipe.headers);
+    out.push_str(&line(&rule));
+    for row in &pipe.rows {
+        out.push_str(&line(row));
     }
     out
 }
@@ -585,6 +692,40 @@ mod tests {
         assert_eq!(
             write(&d, Format::Markdown, &HISTORY_CHECK).unwrap(),
             "```\n  a    1\n  bb  22\n```\n"
+        );
+    }
+
+    #[test]
+    fn pipe_tables_and_asides_are_set_off_once_among_headings() {
+        let pipe = || {
+            Block::Pipe(PipeTable {
+                headers: vec!["bucket".into(), "count".into()],
+                align: vec![PipeAlign::Plain, PipeAlign::Right],
+                rows: vec![vec!["`[1, 2)`".into(), "3".into()]],
+            })
+        };
+        let d = Document {
+            blocks: vec![
+                Block::Heading(plain("@a")),
+                Block::Bullets(vec![plain("samples 5")]),
+                pipe(),
+                Block::Subheading(plain("stage b")),
+                pipe(),
+                Block::Aside("one".into()),
+                Block::Aside("two_words".into()),
+            ],
+            json: String::new(),
+        };
+        assert_eq!(
+            write(&d, Format::Markdown, &HISTORY_CHECK).unwrap(),
+            "### @a\n\n- samples 5\n\n| bucket | count |\n| --- | ---: |\n| `[1, 2)` | 3 |\n\n\
+             #### stage b\n\n| bucket | count |\n| --- | ---: |\n| `[1, 2)` | 3 |\n\n\
+             _one_\n\n_two\\_words_\n\n"
+        );
+        assert_eq!(
+            write(&d, Format::Text, &HISTORY_CHECK).unwrap(),
+            "@a\n  samples 5\n  bucket    count\n  `[1, 2)`      3\n\nstage b\n  bucket    count\n  \
+             `[1, 2)`      3\nnote: one\nnote: two_words\n"
         );
     }
 }

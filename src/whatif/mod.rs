@@ -8,6 +8,9 @@ mod plan;
 mod recorded;
 mod render;
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use anyhow::{bail, Result};
 use serde::Serialize;
 
@@ -40,21 +43,28 @@ pub struct Outcome {
 
 impl Outcome {
     /// The figures of a simulation that hands each frame's start and end to the
-    /// callback it is given: each frame's total (4 bytes while it fits a u32) and end (8)
-    /// are kept, not its start, and both are sorted in place, without a buffer (issue 29).
+    /// callback it is given, run twice so that no two sets of values are held at once:
+    /// first each frame's total (4 bytes while it fits a u32), sorted; then the
+    /// intervals between ends, taken as the ends come, in order, holding only the ends a
+    /// later frame may still precede ([`EndsInOrder`]), else from every end kept, by a
+    /// third run (issue 29: totals and ends together took 12 bytes a frame).
     fn of_simulation(frames: usize, simulate: &mut dyn FnMut(&mut dyn FnMut(i64, i64))) -> Outcome {
         let mut totals = NsValues::for_range(0, 0, frames);
-        let mut ends: Vec<i64> = Vec::with_capacity(frames);
-        simulate(&mut |start, end| {
-            totals.push(end - start);
-            ends.push(end);
-        });
-        totals.sort_in_place();
+        simulate(&mut |start, end| totals.push(end - start));
+        totals.sort();
         let total = totals.dist_of_sorted();
         drop(totals);
-        ends.sort_unstable();
-        let mut intervals = values_of(ends.windows(2).map(|w| w[1] - w[0]), ends.len());
-        drop(ends);
+        let mut ends = EndsInOrder::new(frames);
+        simulate(&mut |start, end| ends.add(start, end));
+        let mut intervals = match ends.intervals() {
+            Some(intervals) => intervals,
+            None => {
+                let mut ends: Vec<i64> = Vec::with_capacity(frames);
+                simulate(&mut |_, end| ends.push(end));
+                ends.sort_unstable();
+                values_of(ends.windows(2).map(|w| w[1] - w[0]), ends.len())
+            }
+        };
         intervals.sort();
         let interval = intervals.dist_of_sorted();
         Outcome {
@@ -83,6 +93,67 @@ impl Outcome {
             interval: a.interval.clone(),
             total: a.total.clone(),
         }
+    }
+}
+
+/// The intervals between a simulation's frame ends, in end order, as the frames come:
+/// frames start in order, so an end no later than the latest start can be preceded by
+/// no frame still to come and is final. Only ends after the latest start wait (a few
+/// frames in flight). Should a frame end before an end already taken (frames did not
+/// start in order), the intervals are given up and taken from every end instead.
+struct EndsInOrder {
+    waiting: BinaryHeap<Reverse<i64>>,
+    last: Option<i64>,
+    intervals: NsValues,
+    broken: bool,
+}
+
+impl EndsInOrder {
+    fn new(frames: usize) -> EndsInOrder {
+        EndsInOrder {
+            waiting: BinaryHeap::new(),
+            last: None,
+            intervals: NsValues::for_range(0, 0, frames.saturating_sub(1)),
+            broken: false,
+        }
+    }
+
+    fn add(&mut self, start: i64, end: i64) {
+        if self.broken {
+            return;
+        }
+        if self.last.is_some_and(|last| end < last) {
+            self.broken = true;
+            self.waiting = BinaryHeap::new();
+            self.intervals = NsValues::Narrow(Vec::new());
+            return;
+        }
+        self.waiting.push(Reverse(end));
+        while let Some(&Reverse(first)) = self.waiting.peek() {
+            if first > start {
+                break;
+            }
+            self.waiting.pop();
+            self.take(first);
+        }
+    }
+
+    fn take(&mut self, end: i64) {
+        if let Some(last) = self.last {
+            self.intervals.push(end - last);
+        }
+        self.last = Some(end);
+    }
+
+    /// The intervals, in end order; `None` when frames did not end in an order this could follow.
+    fn intervals(mut self) -> Option<NsValues> {
+        if self.broken {
+            return None;
+        }
+        while let Some(Reverse(end)) = self.waiting.pop() {
+            self.take(end);
+        }
+        Some(self.intervals)
     }
 }
 
@@ -469,6 +540,33 @@ mod tests {
                 assert_eq!(from_file, predict(&run, changes).unwrap());
             }
         }
+    }
+
+    #[test]
+    fn intervals_are_the_sorted_ends_apart_whatever_order_frames_end_in() {
+        // In start order, frames overlapping (a later frame ending first); then a frame
+        // ending before an end already taken (frames not started in order): every end kept.
+        let in_order = [(0, 10), (5, 30), (12, 20), (31, 40), (41, 45)];
+        let broken = [(0, 10), (20, 30), (25, 40), (5, 8), (41, 50)];
+        for frames in [&in_order[..], &broken[..]] {
+            let mut simulate = |done: &mut dyn FnMut(i64, i64)| {
+                for &(start, end) in frames {
+                    done(start, end);
+                }
+            };
+            let outcome = Outcome::of_simulation(frames.len(), &mut simulate);
+            let mut ends: Vec<i64> = frames.iter().map(|f| f.1).collect();
+            ends.sort_unstable();
+            let mut intervals: Vec<i64> = ends.windows(2).map(|w| w[1] - w[0]).collect();
+            intervals.sort_unstable();
+            assert_eq!(outcome.interval, Dist::from_sorted(&intervals));
+            let mut totals: Vec<i64> = frames.iter().map(|f| f.1 - f.0).collect();
+            totals.sort_unstable();
+            assert_eq!(outcome.total, Dist::from_sorted(&totals));
+        }
+        let mut ends = EndsInOrder::new(5);
+        broken.iter().for_each(|&(start, end)| ends.add(start, end));
+        assert!(ends.intervals().is_none(), "the broken order is noticed");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! a span with one span per frame (the worst case), about 28 with five stages a frame.
 
 pub mod columns;
+pub mod narrow;
 pub mod nearly_sorted;
 pub mod packed;
 pub mod rate;
@@ -20,7 +21,8 @@ pub mod window;
 #[cfg(test)]
 mod tests;
 
-use self::columns::{ColumnsBuilder, Keep, SpanColumns};
+use self::columns::{ColumnsBuilder, FramesReader, Keep, SpanColumns};
+use self::narrow::NarrowIds;
 use self::packed::PackedNs;
 use self::table::FrameTable;
 use self::values::{with_ns, NsValues, SORTS_AT_ONCE};
@@ -53,7 +55,17 @@ pub fn analyze_from(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Analy
 
 /// Values the analysis has sorted, shown to the caller before they are dropped: the HTML
 /// report draws its curves from them rather than collecting and sorting them again.
+/// First, what it has read: the HTML report takes the worst frames' spans from the columns
+/// before their starts and threads are dropped, so it need not keep them.
 pub enum Sorted<'a> {
+    /// The columns as read, the measured window and frames, and the worst frames'
+    /// indices (worst first).
+    Read {
+        columns: &'a SpanColumns,
+        window: &'a ResolvedWindow,
+        measured: &'a MeasuredFrames,
+        worst: &'a [u32],
+    },
     /// A stage's span durations in measured frames, by stage id.
     Stage(usize, &'a NsValues),
     /// The intervals between the measured frames' ends.
@@ -67,8 +79,9 @@ pub const ANALYSIS_KEEPS: Keep = Keep {
     thread: true,
 };
 
-/// Columns the analysis owns, and drops as soon as it is done with each, or borrows (the
-/// HTML report keeps them for its plots).
+/// Columns the analysis owns, and drops as soon as it is done with each, or borrows from
+/// a caller that keeps them (the HTML report did; it now takes what its plots need from
+/// [`Sorted::Read`]).
 pub enum Columns<'a> {
     Owned(Box<SpanColumns>),
     Shared(&'a SpanColumns),
@@ -108,17 +121,26 @@ pub fn analyze_columns(
     Ok(analysis)
 }
 
-/// Reads `source` into columns and frames.
+/// Reads `source` into columns and frames, in two reads of its spans: the frame table
+/// first (16 bytes a frame while it is built, 8 once packed), then the columns beside the
+/// packed table. One read held both at once: with one span a frame, 12 bytes a span more
+/// at the peak of every subcommand that reads columns (issue 29).
 pub fn load_columns(
     source: &dyn SpanSource,
     keep: Keep,
 ) -> anyhow::Result<(SpanColumns, FrameTable)> {
-    let mut builder = ColumnsBuilder::new(keep, source.span_count_hint());
+    let hint = source.span_count_hint();
+    let mut frames = FramesReader::expecting(hint);
+    source.for_each_spans(&mut |chunk| {
+        frames.push(chunk);
+        Ok(())
+    })?;
+    let mut builder = ColumnsBuilder::with_frames(keep, hint, frames.finish());
     source.for_each_spans(&mut |chunk| {
         builder.push(chunk);
         Ok(())
     })?;
-    Ok(builder.finish())
+    builder.finish()
 }
 
 fn span_facts(
@@ -144,6 +166,12 @@ fn span_facts(
         &counts,
         (&window, &names, &worst),
     )?;
+    sorted(Sorted::Read {
+        columns: columns.get(),
+        window: &window,
+        measured: &measured,
+        worst: &worst,
+    });
     // Starts and threads are done with: gone before anything else is allocated.
     columns.drop_starts_and_threads();
 
@@ -281,7 +309,7 @@ struct ColumnRows<'a> {
     columns: &'a SpanColumns,
     measured: &'a MeasuredFrames,
     start: &'a PackedNs,
-    thread: &'a [u32],
+    thread: &'a NarrowIds,
 }
 
 impl SpanRows for ColumnRows<'_> {
@@ -294,7 +322,7 @@ impl SpanRows for ColumnRows<'_> {
     }
 
     fn thread(&self, i: usize) -> u32 {
-        self.thread[i]
+        self.thread.get(i)
     }
 
     fn row(&self, i: usize) -> SpanRow {
@@ -302,7 +330,7 @@ impl SpanRows for ColumnRows<'_> {
         SpanRow {
             measured_frame: (frame != NO_FRAME && self.measured.in_window.get(frame))
                 .then_some(frame),
-            thread: self.thread[i],
+            thread: self.thread.get(i),
             stage: self.columns.stage[i],
             start_ns: self.start.get(i),
             dur_ns: self.columns.dur.get(i),
@@ -417,8 +445,8 @@ fn stage_table(
     for &f in worst {
         is_worst.set(f);
     }
-    // Each stage's durations and its share of the worst frames, a few stages at once:
-    // each sort borrows a buffer the size of its stage's durations.
+    // Each stage's durations and its share of the worst frames, a few stages at once
+    // (each sorted in place).
     let cols = columns.get();
     let stage_of = |c: usize| {
         let s = order[c];

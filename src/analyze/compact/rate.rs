@@ -2,10 +2,10 @@
 //! as the analysis gives them: what `whatif` prints as the measurement beside its model,
 //! without the rest of the analysis (stage tables, waits, the scheduler's timeline).
 
+use super::intervals_in_order;
 use super::table::FrameTable;
-use super::values::with_ns;
+use super::values::{with_ns, NsValues};
 use super::window::{end_order, MeasuredFrames};
-use super::{intervals_in_order, values_in_order};
 use crate::analyze::fps::fps_summary_of;
 use crate::analyze::{Dist, FpsSummary};
 use crate::model::Run;
@@ -25,11 +25,15 @@ pub fn frame_rate(head: &Run, table: &FrameTable, measured: &MeasuredFrames) -> 
     if head.import.as_ref().is_some_and(|i| i.frames_undefined()) {
         return FrameRate::default();
     }
-    // Totals are sorted whatever their order: taken before the end order is made, so
-    // the two never take memory at once.
-    let measured_frames: Vec<u32> = measured.in_window.ones().collect();
-    let mut totals = values_in_order(&measured_frames, |i| table.total_ns(i));
-    drop(measured_frames);
+    // Totals are sorted whatever their order: taken straight from the measured frames'
+    // bits, before the end order is made, so no two of these take memory at once.
+    let frames = || measured.in_window.ones();
+    let (min, max) = (frames().map(|i| table.total_ns(i)))
+        .fold((0, 0), |(lo, hi): (i64, i64), v| (lo.min(v), hi.max(v)));
+    let mut totals = NsValues::for_range(min, max, measured.count as usize);
+    for i in frames() {
+        totals.push(table.total_ns(i));
+    }
     totals.sort();
     let total = totals.dist_of_sorted();
     drop(totals);

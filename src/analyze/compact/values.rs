@@ -5,7 +5,7 @@
 use crate::analyze::stats::{sort_ns, sort_u32};
 use crate::analyze::Dist;
 
-/// Sets sorted at once, at most (each sort borrows a buffer the size of its set).
+/// Sets sorted at once, at most (each set is held while it is sorted).
 pub const SORTS_AT_ONCE: usize = 4;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,18 +79,12 @@ impl NsValues {
         self.len() == 0
     }
 
-    /// Sorts ascending, in place (a radix sort with a buffer of the same width).
+    /// Sorts ascending, in place (a radix sort that needs no buffer).
     pub fn sort(&mut self) {
         match self {
             NsValues::Narrow(v) => sort_u32(v),
             NsValues::Wide(v) => sort_ns(v),
         }
-    }
-
-    /// Sorts ascending in place without a buffer (slower than [`NsValues::sort`]: for
-    /// where memory is the limit).
-    pub fn sort_in_place(&mut self) {
-        with_ns!(self, v => v.sort_unstable())
     }
 
     /// The value at `i`.

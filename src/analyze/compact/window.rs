@@ -53,6 +53,34 @@ impl Bits {
     }
 }
 
+/// How many bits of a [`Bits`] are set below each index, from a count per word (4 bytes
+/// per 64 bits): the place of a set bit among the set ones, without a table by index.
+pub struct Ranks<'a> {
+    bits: &'a Bits,
+    before: Vec<u32>,
+}
+
+impl Bits {
+    pub fn ranks(&self) -> Ranks<'_> {
+        let mut before = Vec::with_capacity(self.0.len());
+        let mut count = 0u32;
+        for &word in &self.0 {
+            before.push(count);
+            count += word.count_ones();
+        }
+        Ranks { bits: self, before }
+    }
+}
+
+impl Ranks<'_> {
+    /// Set bits below `i`.
+    pub fn rank(&self, i: u32) -> u32 {
+        let w = i as usize / 64;
+        let below = self.bits.0[w] & ((1u64 << (i % 64)) - 1);
+        self.before[w] + below.count_ones()
+    }
+}
+
 /// Frames split by the window, as `frames::Measured` has them.
 #[derive(Clone, Debug, Default)]
 pub struct MeasuredFrames {

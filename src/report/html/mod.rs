@@ -23,7 +23,7 @@ pub fn run_html(
     head: &crate::model::Run,
     source: &dyn crate::model::SpanSource,
 ) -> anyhow::Result<(String, crate::analyze::Analysis)> {
-    let data = run_data::RunData::read(head, source)?;
+    let mut data = run_data::RunData::read(head, source)?;
     let (analysis, curves) = data.analyze(source)?;
     let page = data.page(&analysis, curves);
     let frames = &page.frames;

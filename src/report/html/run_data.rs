@@ -12,17 +12,18 @@ use crate::analyze::compact::columns::SpanColumns;
 use crate::analyze::compact::nearly_sorted::sort_nearly_sorted;
 use crate::analyze::compact::table::FrameTable;
 use crate::analyze::compact::values::with_ns;
-use crate::analyze::compact::window::{end_order, measure};
-use crate::analyze::compact::{analyze_columns, load_columns, Columns, Sorted, ANALYSIS_KEEPS};
-use crate::analyze::frames::NO_FRAME;
-use crate::analyze::late::stutter_flags;
+use crate::analyze::compact::window::{end_order, MeasuredFrames};
+use crate::analyze::compact::{
+    analyze_columns, intervals_in_order, load_columns, Columns, Sorted, ANALYSIS_KEEPS,
+};
+use crate::analyze::frames::{ResolvedWindow, NO_FRAME};
+use crate::analyze::late::for_each_stutter_at;
 use crate::analyze::metrics::FPS_LOWS;
 use crate::analyze::stats::percentile_of;
 use crate::analyze::{Analysis, FpsSummary};
 use crate::model::{Run, SeriesKind, SpanSource};
-use crate::render::style::Style;
-use crate::render::Table;
-use crate::report::facts::{facts, title};
+use crate::render::html_writer::page_text;
+use crate::render::{Format, Table};
 
 /// Bump when a key is renamed, removed or changes meaning.
 pub const SCHEMA: &str = "framelab.html-run/1";
@@ -172,11 +173,59 @@ pub struct Histogram {
     pub buckets: Vec<(Option<i64>, Option<i64>, u64)>,
 }
 
-/// A run's spans read for the page: columns with starts and threads, and the frames.
+/// A run's spans read for the page: columns with starts and threads until the analysis
+/// has them, and the frames.
 pub struct RunData<'a> {
     pub head: &'a Run,
-    pub columns: SpanColumns,
+    pub columns: Option<SpanColumns>,
     pub table: FrameTable,
+    /// What the page takes from the columns as the analysis reads them.
+    read: Option<FromColumns>,
+}
+
+/// What the page needs of the columns beside the frames: the measured window and frames,
+/// and the spans of the worst frames its timelines draw.
+struct FromColumns {
+    window: ResolvedWindow,
+    measured: MeasuredFrames,
+    /// By frame index: (stage id, thread, start, dur) of each span.
+    worst_spans: Vec<(u32, Vec<WorstSpan>)>,
+}
+
+type WorstSpan = (u16, u32, i64, i64);
+
+impl FromColumns {
+    fn take(
+        columns: &SpanColumns,
+        window: &ResolvedWindow,
+        measured: &MeasuredFrames,
+        worst: &[u32],
+    ) -> FromColumns {
+        let worst = &worst[..worst.len().min(GANTT_FRAMES)];
+        let mut worst_spans: Vec<(u32, Vec<WorstSpan>)> = Vec::new();
+        // Without starts and threads there is no timeline to draw.
+        if let (Some(starts), Some(threads)) = (&columns.start, &columns.thread) {
+            worst_spans = worst.iter().map(|&i| (i, Vec::new())).collect();
+            for (row, &frame) in columns.frame.iter().enumerate() {
+                if frame == NO_FRAME {
+                    continue;
+                }
+                if let Some(k) = worst.iter().position(|&i| i == frame) {
+                    worst_spans[k].1.push((
+                        columns.stage[row],
+                        threads.get(row),
+                        starts.get(row),
+                        columns.dur.get(row),
+                    ));
+                }
+            }
+        }
+        FromColumns {
+            window: *window,
+            measured: measured.clone(),
+            worst_spans,
+        }
+    }
 }
 
 impl<'a> RunData<'a> {
@@ -184,59 +233,84 @@ impl<'a> RunData<'a> {
         let (columns, table) = load_columns(source, ANALYSIS_KEEPS)?;
         Ok(RunData {
             head,
-            columns,
+            columns: Some(columns),
             table,
+            read: None,
         })
     }
 
-    /// The run's analysis from these columns (lent, not copied), and the page's curves
-    /// taken from the values it sorts; counter values are read from `source`.
-    pub fn analyze(&self, source: &dyn SpanSource) -> anyhow::Result<(Analysis, Curves)> {
+    /// The run's analysis from these columns, which it drops as it goes (the report's
+    /// own peak, not the report's and the columns' at once: issue 29), and the page's
+    /// curves taken from the values it sorts; counter values are read from `source`.
+    pub fn analyze(&mut self, source: &dyn SpanSource) -> anyhow::Result<(Analysis, Curves)> {
+        let Some(columns) = self.columns.take() else {
+            anyhow::bail!("the run's columns were analysed already");
+        };
         let mut curves = Curves::default();
+        let mut read = None;
         let analysis = analyze_columns(
             self.head,
-            Columns::Shared(&self.columns),
+            Columns::Owned(Box::new(columns)),
             &self.table,
             source,
-            &mut |sorted| curves.take(sorted),
+            &mut |sorted| match sorted {
+                Sorted::Read {
+                    columns,
+                    window,
+                    measured,
+                    worst,
+                } => read = Some(FromColumns::take(columns, window, measured, worst)),
+                sorted => curves.take(sorted),
+            },
         )?;
+        self.read = read;
         Ok((analysis, curves))
     }
 
-    /// The page's data, the run analysed as `analysis` with `curves`.
-    pub fn page(&self, analysis: &Analysis, curves: Curves) -> RunPage {
-        let (head, columns, table) = (self.head, &self.columns, &self.table);
-        let (window, measured) = measure(table, columns, &head.meta);
-        let in_window = end_order(table, &measured);
-        let intervals: Vec<i64> = (in_window.windows(2))
-            .map(|w| table.end_ns(w[1]).saturating_sub(table.end_ns(w[0])))
-            .collect();
-        let budget_ns = analysis.budget_ns.filter(|&b| b > 0);
+    /// The page's data, the run analysed as `analysis` with `curves` (by
+    /// [`RunData::analyze`]): the frame plots need the frames alone.
+    pub fn page(self, analysis: &Analysis, curves: Curves) -> RunPage {
+        let RunData {
+            head, table, read, ..
+        } = self;
+        let table = &table;
+        let read = read.unwrap_or_else(|| FromColumns {
+            window: crate::analyze::frames::resolve_window(&head.meta, table.last_end_ns),
+            measured: MeasuredFrames::default(),
+            worst_spans: Vec::new(),
+        });
+        let (window, measured) = (read.window, read.measured);
         let stage_order = stage_order(head, analysis);
+        let gantt = gantt(&read.worst_spans, table, head, analysis, &stage_order);
+        let in_window = end_order(table, &measured);
+        drop(measured);
+        let budget_ns = analysis.budget_ns.filter(|&b| b > 0);
+        let (late, stutters) = late_and_stutters(table, &in_window, budget_ns);
+        drop(in_window);
         let (telemetry, telemetry_left_out) = telemetry(head);
+        // The title, facts, tables and notes: the report's document through the HTML writer.
+        let text = page_text(&crate::report::document(
+            analysis,
+            Format::Html,
+            false,
+            false,
+        ));
         RunPage {
             schema: SCHEMA,
             kind: "run",
-            title: title(analysis),
-            facts: facts(analysis, &Style::default())
-                .into_iter()
-                .map(|(label, line)| (label.to_owned(), line))
-                .collect(),
-            notes: analysis
-                .notes
-                .iter()
-                .map(|n| crate::display::text(n).into_owned())
-                .collect(),
+            title: text.title,
+            facts: text.facts,
+            notes: text.notes,
             budget_us: budget_ns.map(|b| us(b as f64)),
             window_start_s: secs(window.start_ns),
             window_end_s: secs(window.end_ns),
-            frames: frame_series(table, &in_window, &intervals, budget_ns),
+            frames: frame_series(table, late, stutters),
             stages: stage_curves(curves.stages, &stage_order),
             fps: fps_curve(curves.fps, analysis.fps.as_ref()),
-            gantt: gantt(columns, table, head, analysis, &stage_order),
+            gantt,
             telemetry,
             telemetry_left_out,
-            tables: tables(analysis),
+            tables: text.tables,
             histograms: head
                 .histograms
                 .iter()
@@ -303,14 +377,9 @@ fn all_by_end(table: &FrameTable) -> Vec<u32> {
     order
 }
 
-/// The frame-time plots: every frame, and the measured frames' late ones and stutters
-/// (`in_window`: the measured frames by end; `intervals` between them).
-fn frame_series(
-    table: &FrameTable,
-    in_window: &[u32],
-    intervals: &[i64],
-    budget_ns: Option<i64>,
-) -> FrameSeries {
+/// The frame-time plots: every frame, and the measured frames' `late` ones and
+/// `stutters`.
+fn frame_series(table: &FrameTable, late: Markers, stutters: Markers) -> FrameSeries {
     let order = all_by_end(table);
     let end_s = |i: u32| secs(table.end_ns(i));
     let total = frame_plot("total", || {
@@ -322,6 +391,22 @@ fn frame_series(
             (end_s(w[1]), between as f64 / 1e3)
         })
     });
+    FrameSeries {
+        total,
+        interval,
+        late,
+        stutters,
+    }
+}
+
+/// The markers of the measured frames (`in_window`, by end) over the budget, and of the
+/// stutters among the intervals between them (held at the width they fit meanwhile).
+fn late_and_stutters(
+    table: &FrameTable,
+    in_window: &[u32],
+    budget_ns: Option<i64>,
+) -> (Markers, Markers) {
+    let end_s = |i: u32| secs(table.end_ns(i));
     let late = match budget_ns {
         Some(b) => markers(
             in_window
@@ -331,20 +416,12 @@ fn frame_series(
         ),
         None => Markers::default(),
     };
-    let flags = stutter_flags(intervals);
-    let stutters = markers(
-        flags
-            .iter()
-            .enumerate()
-            .filter(|(_, &f)| f)
-            .map(|(k, _)| (end_s(in_window[k + 1]), us(intervals[k] as f64))),
-    );
-    FrameSeries {
-        total,
-        interval,
-        late,
-        stutters,
-    }
+    let intervals = intervals_in_order(in_window, table);
+    let mut stutters = Vec::new();
+    with_ns!(&intervals, v => for_each_stutter_at(v, |k, interval| {
+        stutters.push((end_s(in_window[k + 1]), us(interval as f64)));
+    }));
+    (late, markers(stutters.into_iter()))
 }
 
 /// The worst [`MAX_MARKERS`] of `points` (largest y), in x order.
@@ -388,6 +465,7 @@ pub struct Curves {
 impl Curves {
     fn take(&mut self, sorted: Sorted) {
         match sorted {
+            Sorted::Read { .. } => {}
             Sorted::Stage(id, values) => {
                 let us_at = with_ns!(values, v => (percentile_grid().iter())
                     .filter_map(|&q| percentile_of(v, q / 100.0))
@@ -454,36 +532,30 @@ fn fps_curve(fps_at: Vec<f64>, fps: Option<&FpsSummary>) -> Option<FpsCurve> {
 }
 
 fn gantt(
-    columns: &SpanColumns,
+    worst_spans: &[(u32, Vec<WorstSpan>)],
     table: &FrameTable,
     head: &Run,
     analysis: &Analysis,
     order: &[(usize, String)],
 ) -> Vec<GanttFrame> {
-    let (Some(starts), Some(threads)) = (&columns.start, &columns.thread) else {
+    if worst_spans.is_empty() {
         return Vec::new();
-    };
+    }
     let worst: Vec<(u32, &crate::analyze::WorstFrame)> = analysis
         .worst_frames
         .iter()
         .take(GANTT_FRAMES)
         .filter_map(|w| Some((table.index_of(w.frame)?, w)))
         .collect();
-    // (frame, stage id, thread, start, dur) of the worst frames' spans.
-    let mut spans: Vec<Vec<(u16, u32, i64, i64)>> = vec![Vec::new(); worst.len()];
-    for (row, &frame) in columns.frame.iter().enumerate() {
-        if frame == NO_FRAME {
-            continue;
-        }
-        if let Some(k) = worst.iter().position(|(i, _)| *i == frame) {
-            spans[k].push((
-                columns.stage[row],
-                threads[row],
-                starts.get(row),
-                columns.dur.get(row),
-            ));
-        }
-    }
+    // (stage id, thread, start, dur) of the worst frames' spans.
+    let spans: Vec<Vec<WorstSpan>> = (worst.iter())
+        .map(|(i, _)| {
+            (worst_spans.iter())
+                .find(|(f, _)| f == i)
+                .map(|(_, spans)| spans.clone())
+                .unwrap_or_default()
+        })
+        .collect();
     let stage_names: Vec<String> = order.iter().map(|(_, n)| n.clone()).collect();
     let column_of = |stage: u16| order.iter().position(|(id, _)| *id == stage as usize);
     worst
@@ -588,59 +660,6 @@ fn telemetry(head: &Run) -> (Vec<Series>, usize) {
     (out, left_out)
 }
 
-fn tables(a: &Analysis) -> Vec<Table> {
-    use crate::report::pipeline::{resource_headers, resource_rows, wait_headers, wait_rows};
-    use crate::report::telemetry::{
-        energy_rows, metric_rows, thread_rows, ENERGY_HEADERS, METRIC_HEADERS, THREAD_HEADERS,
-    };
-    use crate::report::text::{
-        on_cpu_cells, process_rows, stage_table_rows, worst_headers, worst_rows, ON_CPU_HEADERS,
-        PROCESS_HEADERS,
-    };
-    let strings = |h: &[&str]| h.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let mut out = Vec::new();
-    let mut push = |title: &str, headers: Vec<String>, rows: Vec<Vec<String>>| {
-        if !rows.is_empty() {
-            out.push(Table {
-                title: title.to_owned(),
-                headers,
-                rows,
-            });
-        }
-    };
-    let mut stage_headers = strings(&["stage", "min", "p50", "p95", "p99", "max", "mean"]);
-    if on_cpu_cells(a).is_some() {
-        stage_headers.extend(strings(&ON_CPU_HEADERS));
-    }
-    push("Stages (µs)", stage_headers, stage_table_rows(a));
-    push(
-        "Processes",
-        strings(&PROCESS_HEADERS),
-        process_rows(a).into_iter().map(Vec::from).collect(),
-    );
-    if let Some(rows) = a.pipeline.as_ref().and_then(wait_rows) {
-        push("Waits between stages", wait_headers(), rows);
-    }
-    if let Some(rows) = resource_rows(a) {
-        push(
-            "Busy time (what bounds the rate)",
-            resource_headers(a),
-            rows,
-        );
-    }
-    push(
-        "Worst frames",
-        worst_headers(a, str::to_owned),
-        worst_rows(a),
-    );
-    if let Some(t) = &a.telemetry {
-        push("Telemetry", strings(&METRIC_HEADERS), metric_rows(t));
-        push("Energy", strings(&ENERGY_HEADERS), energy_rows(t));
-        push("Threads", strings(&THREAD_HEADERS), thread_rows(t));
-    }
-    out
-}
-
 /// The page's data of hand-built runs: snapshots of the JSON (not the HTML, so a change of
 /// layout or style does not break them), and the decimation seen through a whole page.
 /// Regenerate with `UPDATE_SNAPSHOTS=1 cargo test --lib report::html` and review the diff.
@@ -651,7 +670,7 @@ mod tests {
     use crate::model::{Bucket, Sample, SampleSeries};
 
     fn page_of(run: &Run) -> RunPage {
-        let data = RunData::read(run, run).unwrap();
+        let mut data = RunData::read(run, run).unwrap();
         let (analysis, curves) = data.analyze(run).unwrap();
         data.page(&analysis, curves)
     }
