@@ -165,7 +165,8 @@ mod tests {
         )
         .unwrap();
         conn.execute_batch(schema::SPANS_TABLE_8).unwrap();
-        conn.execute_batch(schema::SPAN_VIEWS).unwrap();
+        conn.execute_batch(crate::store::block_rows::SPAN_VIEWS)
+            .unwrap();
         conn.execute_batch(
             "INSERT INTO spans SELECT * FROM temp.old_spans; DROP TABLE temp.old_spans;",
         )

@@ -385,47 +385,6 @@ CREATE TABLE IF NOT EXISTS fingerprints (
 );
 ";
 
-/// Views over `spans` for people querying by hand; framelab itself reads the tables.
-/// Aggregates are computed before joining names: one lookup per group instead of one per
-/// span. Dropped and made again when `spans` became a view (schema 9).
-pub const SPAN_VIEWS: &str = "
-CREATE VIEW frames AS
-SELECT f.run_id,
-       f.frame,
-       f.start_ns,
-       f.end_ns,
-       f.end_ns - f.start_ns                            AS total_ns,
-       (f.end_ns - f.start_ns) / 1000.0                 AS total_us,
-       f.span_count,
-       f.end_ns < r.window_start_ns                     AS warmup,
-       f.end_ns BETWEEN r.window_start_ns AND r.window_end_ns AS measured
-FROM (SELECT run_id, frame, min(start_ns) AS start_ns, max(start_ns + dur_ns) AS end_ns,
-             count(*) AS span_count
-      FROM spans GROUP BY run_id, frame) AS f
-JOIN runs AS r ON r.run_id = f.run_id;
-
-CREATE VIEW named_spans AS
-SELECT s.run_id,
-       s.frame,
-       st.name                        AS stage,
-       t.pid                          AS pid,
-       t.tid                          AS tid,
-       t.name                         AS thread,
-       s.start_ns / 1000.0            AS start_us,
-       s.dur_ns / 1000.0              AS dur_us,
-       (s.start_ns + s.dur_ns) / 1000.0 AS end_us
-FROM spans AS s
-LEFT JOIN stages  AS st ON st.run_id = s.run_id AND st.stage_id = s.stage_id
-LEFT JOIN threads AS t  ON t.run_id  = s.run_id AND t.thread_id = s.thread_id;
-
-CREATE VIEW stage_summary AS
-SELECT a.run_id, st.name AS stage, a.spans, a.min_us, a.avg_us, a.max_us
-FROM (SELECT run_id, stage_id, count(*) AS spans, min(dur_ns) / 1000.0 AS min_us,
-             avg(dur_ns) / 1000.0 AS avg_us, max(dur_ns) / 1000.0 AS max_us
-      FROM spans GROUP BY run_id, stage_id) AS a
-LEFT JOIN stages AS st ON st.run_id = a.run_id AND st.stage_id = a.stage_id;
-";
-
 /// The other views for people querying by hand.
 const VIEWS: &str = "
 CREATE VIEW named_counters AS
@@ -460,7 +419,7 @@ pub fn create(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(SCHEMA_8_ADDITIONS)?;
     conn.execute_batch(EXPERIMENT_TABLES)?;
     conn.execute_batch(VIEWS)?;
-    conn.execute_batch(SPAN_VIEWS)?;
+    conn.execute_batch(super::block_rows::SPAN_VIEWS)?;
     super::block_rows::rows_to_blocks(conn)?;
     conn.execute(
         "INSERT INTO framelab (key, value) VALUES ('schema_version', ?1), ('created_by', ?2)",
