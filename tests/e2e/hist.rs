@@ -2,7 +2,7 @@
 
 use crate::common;
 
-use common::{error_line, framelab, run_testprog, stderr, stdout};
+use common::{error_line, framelab, record_with_room, run_testprog, stderr, stdout};
 
 /// Sum of the counts of bpftrace-style bucket lines (`[lo, hi)   N |@@@|`).
 fn bucket_total(text: &str) -> u64 {
@@ -226,19 +226,23 @@ fn values_outside_min_and_max_are_counted() {
 
 #[test]
 fn live_prints_the_interval_the_run_ends_in_and_can_be_linear() {
+    // The live clock starts with the command, after framelab's own start: a loaded machine
+    // can take the 0.6 s between its first print and the end. Such a run gets more room.
     let dir = tempfile::tempdir().unwrap();
-    let (out, path) = run_testprog(
-        &dir,
-        "live-end",
-        &[
-            "--live",
-            "1s",
-            "--live-linear",
-            "100us",
-            "--duration",
-            "1600ms",
-        ],
-        &["forever"],
+    let (out, path) = record_with_room(
+        &["1600ms", "4600ms", "16600ms"],
+        |duration| {
+            let args = [
+                "--live",
+                "1s",
+                "--live-linear",
+                "100us",
+                "--duration",
+                duration,
+            ];
+            run_testprog(&dir, "live-end", &args, &["forever"])
+        },
+        |(out, _)| stderr(out).contains("--- 0.0–1.0 s ---"),
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
@@ -257,12 +261,15 @@ fn live_prints_the_interval_the_run_ends_in_and_can_be_linear() {
 
 #[test]
 fn live_prints_each_interval_while_the_run_goes_on() {
+    // As above: the print of 2.0–3.0 s must come before the end, 0.5 s later at most.
     let dir = tempfile::tempdir().unwrap();
-    let (out, path) = run_testprog(
-        &dir,
-        "live",
-        &["--live", "1s", "--duration", "3500ms"],
-        &["forever"],
+    let (out, path) = record_with_room(
+        &["3500ms", "6500ms", "18500ms"],
+        |duration| {
+            let args = ["--live", "1s", "--duration", duration];
+            run_testprog(&dir, "live", &args, &["forever"])
+        },
+        |(out, _)| stderr(out).contains("--- 2.0–3.0 s ---\n"),
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);

@@ -17,6 +17,7 @@
 
 use crate::common;
 
+use common::json::framelab_json;
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -164,14 +165,7 @@ impl Spent {
 }
 
 fn profile_json(args: &[&str]) -> Value {
-    let out = framelab()
-        .arg("profile")
-        .args(args)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    serde_json::from_str(&stdout(&out)).unwrap()
+    framelab_json(&[&["profile"], args, &["--format", "json"]].concat())
 }
 
 fn stage<'a>(summary: &'a Value, name: &str) -> &'a Value {
@@ -267,7 +261,12 @@ fn near(got: f64, want: f64, points: f64, what: &str) {
 fn check_stage_shares(summary: &Value, spent: &Spent) {
     let taken = summary["taken"].as_u64().unwrap();
     assert!(taken >= 400, "too few samples to judge: {taken}");
-    assert_eq!(summary["lost"], 0);
+    // DWARF unwinding copies 8 KiB of stack per sample: on a loaded machine the collector
+    // may drain the kernel's ring too late for a few (44 of ~3000 once), and says so.
+    // Lost at random, they leave the shares as they are; a tenth would be a failure to
+    // keep up, not load.
+    let lost = summary["lost"].as_u64().unwrap();
+    assert!(lost * 10 <= taken, "{lost} samples lost of {taken}");
     let mix = stage(summary, "mix");
     let leaves = ["heavy_seven", "light_three"];
     near_measured(
@@ -463,12 +462,7 @@ fn a_diff_of_two_runs_puts_the_largest_change_first() {
     assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
 
     // One profile's exports: a flame graph and speedscope's format.
-    let one = framelab()
-        .args(["profile", "--format", "speedscope"])
-        .arg(&a)
-        .output()
-        .unwrap();
-    let doc: Value = serde_json::from_str(&stdout(&one)).unwrap();
+    let doc = framelab_json(&["profile", "--format", "speedscope", a.to_str().unwrap()]);
     assert!(doc["shared"]["frames"].as_array().unwrap().len() > 3);
     assert_eq!(doc["profiles"][0]["type"], "sampled");
 }
@@ -642,8 +636,13 @@ fn a_binary_replaced_during_the_run_is_not_misnamed() {
     // Another build of it (other flags: another build id) to put in its place.
     let other = compile(dir.path(), "other", &["-O2"]);
     let path = dir.path().join("replaced.framelab");
+    // Replaced once it runs (its name is the program's: exec done), not after a time: on a
+    // loaded machine the exec itself could come after a fixed wait, and run the other build.
     let script = format!(
-        "{p} 300 100000 & sleep 0.3; mv {o} {p}; wait",
+        "{p} 300 100000 & pid=$!; \
+         until [ \"$(cat /proc/$pid/comm 2>/dev/null)\" = replaced ] || ! kill -0 $pid; do \
+         sleep 0.01; done; \
+         mv {o} {p}; wait",
         p = program.display(),
         o = other.display()
     );

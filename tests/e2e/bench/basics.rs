@@ -3,42 +3,55 @@
 
 use crate::common;
 
+use common::json::{row, stdout_json as json};
 use common::*;
-use serde_json::Value;
+use std::process::Output;
 
 fn testprog(args: &str) -> String {
     format!("{} {args}", example("testprog"))
 }
 
-fn json(output: &std::process::Output) -> Value {
-    serde_json::from_str(&stdout(output)).unwrap_or_else(|e| panic!("{e}: {}", stdout(output)))
+/// `framelab compare ARGS FILE`: what it printed.
+fn compare(file: &std::path::Path, args: &[&str]) -> Output {
+    framelab()
+        .arg("compare")
+        .args(args)
+        .arg(file)
+        .output()
+        .unwrap()
 }
 
-/// The row of `metric` in the first comparison of the first group.
-fn row<'a>(c: &'a Value, metric: &str) -> &'a Value {
-    c["groups"][0]["comparisons"][0]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["metric"] == metric)
-        .unwrap_or_else(|| panic!("no row {metric} in {c}"))
+/// `framelab bench ARGS --variant NAME=COMMAND … -o FILE`: what it printed.
+fn bench(args: &[&str], variants: &[(&str, String)], file: &std::path::Path) -> Output {
+    let mut command = framelab();
+    command.arg("bench").args(args);
+    for (name, program) in variants {
+        command.arg("--variant").arg(format!("{name}={program}"));
+    }
+    command.arg("-o").arg(file).output().unwrap()
 }
 
 #[test]
 fn three_times_the_work_per_frame_is_a_regression() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("work.framelab");
-    let out = framelab()
-        .args(["bench", "-n", "6", "--seed", "7", "--format", "json"])
-        .args(["--show", "work.p50,total.p50,fps"])
-        .arg("--variant")
-        .arg(format!("light={}", testprog("work 150 200")))
-        .arg("--variant")
-        .arg(format!("heavy={}", testprog("work 150 600")))
-        .arg("-o")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = bench(
+        &[
+            "-n",
+            "6",
+            "--seed",
+            "7",
+            "--format",
+            "json",
+            "--show",
+            "work.p50,total.p50,fps",
+        ],
+        &[
+            ("light", testprog("work 150 200")),
+            ("heavy", testprog("work 150 600")),
+        ],
+        &file,
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let c = json(&out);
     assert_eq!(c["baseline"], "light");
@@ -79,23 +92,12 @@ fn three_times_the_work_per_frame_is_a_regression() {
     assert!(!headline.contains("regressed: none"), "{headline}");
 
     // The same file through compare: the same numbers (seeded), and CI's exit code.
-    let again = framelab()
-        .args([
-            "compare",
-            "--format",
-            "json",
-            "--show",
-            "work.p50,total.p50,fps",
-        ])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let again = compare(
+        &file,
+        &["--format", "json", "--show", "work.p50,total.p50,fps"],
+    );
     assert_eq!(json(&again)["groups"], c["groups"]);
-    let ci = framelab()
-        .args(["compare", "--fail-on-regression", "--show", "work.p50"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let ci = compare(&file, &["--fail-on-regression", "--show", "work.p50"]);
     assert_eq!(ci.status.code(), Some(1), "{}", stdout(&ci));
     assert!(stdout(&ci).contains("regressed"));
     // Each run carries a fingerprint and its place in the experiment.
@@ -122,28 +124,15 @@ fn a_stopped_experiment_resumes_where_it_stopped() {
          [ $n -ne 3 ] || {{ kill -INT $PPID; exit 1; }}",
         c = count.display()
     );
-    let bench = |extra: &[&str]| {
-        framelab()
-            .args([
-                "bench",
-                "-n",
-                "2",
-                "--prepare",
-                &prepare,
-                "--show",
-                "work.p50",
-            ])
-            .arg("--variant")
-            .arg(format!("a={}", testprog("work 50 100")))
-            .arg("--variant")
-            .arg(format!("b={}", testprog("work 50 150")))
-            .args(extra)
-            .arg("-o")
-            .arg(&file)
-            .output()
-            .unwrap()
+    let stopping = |extra: &[&str]| {
+        let args = ["-n", "2", "--prepare", &prepare, "--show", "work.p50"];
+        let variants = [
+            ("a", testprog("work 50 100")),
+            ("b", testprog("work 50 150")),
+        ];
+        bench(&[&args[..], extra].concat(), &variants, &file)
     };
-    let first = bench(&[]);
+    let first = stopping(&[]);
     assert_eq!(first.status.code(), Some(130), "{}", stderr(&first));
     assert!(
         stderr(&first).contains("stopped after 2 of 4 runs")
@@ -155,23 +144,20 @@ fn a_stopped_experiment_resumes_where_it_stopped() {
     assert_eq!(done.runs.len(), 2, "the finished runs are kept");
 
     // Without --resume the file is not overwritten.
-    let refused = bench(&[]);
+    let refused = stopping(&[]);
     assert!(error_line(&refused).contains("--resume"));
-    let resumed = bench(&["--resume"]);
+    let resumed = stopping(&["--resume"]);
     assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
     let all = framelab::store::load_experiment(&file).unwrap().unwrap();
     let slots: Vec<u32> = all.runs.iter().map(|r| r.slot).collect();
     assert_eq!(slots, [0, 1, 2, 3]);
     assert!(stdout(&resumed).contains("b vs a"));
     // Resuming with other options is refused, naming what differs.
-    let other = framelab()
-        .args(["bench", "-n", "3", "--resume"])
-        .arg("--variant")
-        .arg(format!("a={}", testprog("work 50 100")))
-        .arg("-o")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let other = bench(
+        &["-n", "3", "--resume"],
+        &[("a", testprog("work 50 100"))],
+        &file,
+    );
     assert!(error_line(&other).contains("differ"), "{}", stderr(&other));
 }
 
@@ -186,16 +172,11 @@ fn a_failed_run_is_kept_marked_excluded_and_reported() {
         c = count.display(),
         p = example("testprog")
     );
-    let out = framelab()
-        .args(["bench", "-n", "3", "--show", "work.p50", "--format", "json"])
-        .arg("--variant")
-        .arg(format!("steady={}", testprog("work 50 100")))
-        .arg("--variant")
-        .arg(format!("flaky={flaky}"))
-        .arg("-o")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = bench(
+        &["-n", "3", "--show", "work.p50", "--format", "json"],
+        &[("steady", testprog("work 50 100")), ("flaky", flaky)],
+        &file,
+    );
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(stderr(&out).contains("1 run failed"), "{}", stderr(&out));
     let c = json(&out);
@@ -208,7 +189,7 @@ fn a_failed_run_is_kept_marked_excluded_and_reported() {
         .as_str()
         .unwrap()
         .contains("exited with status 1"));
-    let text = framelab().args(["compare"]).arg(&file).output().unwrap();
+    let text = compare(&file, &[]);
     assert!(
         stdout(&text).contains("excluded from the statistics"),
         "{}",
@@ -227,21 +208,18 @@ fn a_failed_run_is_kept_marked_excluded_and_reported() {
 fn whole_process_benchmarks_and_a_sweep_with_three_variants() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("cpu.framelab");
-    let out = framelab()
-        .args([
-            "bench", "-n", "2", "--frames", "100", "--order", "shuffled", "--seed", "3",
-        ])
-        .args(["--param", "ms=40,80", "--format", "json"])
-        .arg("--variant")
-        .arg(format!("one={}", testprog("cpu {ms}")))
-        .arg("--variant")
-        .arg(format!("two={}", testprog("cpu 60")))
-        .arg("--variant")
-        .arg(format!("three={}", testprog("cpu 100")))
-        .arg("-o")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = bench(
+        &[
+            "-n", "2", "--frames", "100", "--order", "shuffled", "--seed", "3", "--param",
+            "ms=40,80", "--format", "json",
+        ],
+        &[
+            ("one", testprog("cpu {ms}")),
+            ("two", testprog("cpu 60")),
+            ("three", testprog("cpu 100")),
+        ],
+        &file,
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let c = json(&out);
     let keys: Vec<&str> = c["metrics"]
@@ -280,21 +258,13 @@ fn whole_process_benchmarks_and_a_sweep_with_three_variants() {
     assert_eq!(sweep["metric"], "fps");
     assert_eq!(sweep["rows"].as_array().unwrap().len(), 2);
     assert_eq!(sweep["variants"][0], "one");
-    let text = framelab().args(["compare"]).arg(&file).output().unwrap();
+    let text = compare(&file, &[]);
     let t = stdout(&text);
     assert!(t.contains("sweep: fps"), "{t}");
     assert!(t.contains("step by step [ms=40]"), "{t}");
-    let md = framelab()
-        .args(["compare", "--format", "markdown"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let md = compare(&file, &["--format", "markdown"]);
     assert!(stdout(&md).contains("| metric | unit |"), "{}", stdout(&md));
-    let csv = framelab()
-        .args(["compare", "--format", "csv"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let csv = compare(&file, &["--format", "csv"]);
     let csv = stdout(&csv);
     assert!(csv.starts_with("params,variant,baseline,metric"));
     // 2 groups × 2 comparisons × 6 metrics, plus the header.
@@ -308,17 +278,23 @@ fn whole_process_benchmarks_and_a_sweep_with_three_variants() {
 fn the_runs_a_verdict_needs_follow_the_metrics_judged() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("four.framelab");
-    let out = framelab()
-        .args(["bench", "-n", "4", "--seed", "3", "--format", "json"])
-        .args(["--show", "work.p50,total.p50,fps"])
-        .arg("--variant")
-        .arg(format!("light={}", testprog("work 60 200")))
-        .arg("--variant")
-        .arg(format!("heavy={}", testprog("work 60 600")))
-        .arg("-o")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = bench(
+        &[
+            "-n",
+            "4",
+            "--seed",
+            "3",
+            "--format",
+            "json",
+            "--show",
+            "work.p50,total.p50,fps",
+        ],
+        &[
+            ("light", testprog("work 60 200")),
+            ("heavy", testprog("work 60 600")),
+        ],
+        &file,
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let c = json(&out);
     assert_eq!(c["primary_metric"], "work.p50");
@@ -336,17 +312,7 @@ fn the_runs_a_verdict_needs_follow_the_metrics_judged() {
     assert!(notes.contains("at least 5 runs a side"), "{notes}");
 
     // The same runs with total p50 first: tested alone, 4 a side suffice.
-    let one = framelab()
-        .args([
-            "compare",
-            "--format",
-            "json",
-            "--show",
-            "total.p50,work.p50",
-        ])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let one = compare(&file, &["--format", "json", "--show", "total.p50,work.p50"]);
     assert_eq!(one.status.code(), Some(0), "{}", stderr(&one));
     assert_eq!(row(&json(&one), "total.p50")["verdict"], "regressed");
 }
@@ -356,16 +322,14 @@ fn the_runs_a_verdict_needs_follow_the_metrics_judged() {
 fn report_of_an_experiment_lists_its_runs() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("ab.framelab");
-    let out = framelab()
-        .args(["bench", "-n", "2", "--seed", "5"])
-        .arg("--variant")
-        .arg(format!("a={}", testprog("work 20 100")))
-        .arg("--variant")
-        .arg(format!("b={}", testprog("work 20 300")))
-        .arg("-o")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = bench(
+        &["-n", "2", "--seed", "5"],
+        &[
+            ("a", testprog("work 20 100")),
+            ("b", testprog("work 20 300")),
+        ],
+        &file,
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 
     let text = framelab().arg("report").arg(&file).output().unwrap();
@@ -461,17 +425,23 @@ fn a_failing_prepare_fails_its_run_and_the_bench_goes_on() {
          [ $n -ne 2 ] || {{ echo 'checking the device' >&2; echo 'device not ready' >&2; exit 3; }}",
         c = count.display()
     );
-    let out = framelab()
-        .args(["bench", "-n", "3", "--format", "json", "--show", "work.p50"])
-        .args(["--prepare", &prepare])
-        .arg("--variant")
-        .arg(format!("a={}", testprog("work 20 100")))
-        .arg("--variant")
-        .arg(format!("b={}", testprog("work 20 100")))
-        .arg("-o")
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = bench(
+        &[
+            "-n",
+            "3",
+            "--format",
+            "json",
+            "--show",
+            "work.p50",
+            "--prepare",
+            &prepare,
+        ],
+        &[
+            ("a", testprog("work 20 100")),
+            ("b", testprog("work 20 100")),
+        ],
+        &file,
+    );
     // Exit 3, as for a run whose command failed; the comparison is still printed.
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let err = stderr(&out);

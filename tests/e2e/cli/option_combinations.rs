@@ -3,6 +3,7 @@
 
 use crate::common;
 
+use common::json::framelab_json;
 use common::*;
 use std::path::Path;
 
@@ -300,7 +301,7 @@ fn a_named_experiment_keeps_its_warmup_runs_out_and_is_not_pooled_silently() {
     let line = refused(&out, "which one name would pool");
     assert!(line.contains("(a, b)") && line.contains(":3,5"), "{line}");
     // Runs 1 and 2 are the warmup round, 3 and 5 a's measured runs.
-    let out = run(&[
+    let c = framelab_json(&[
         "compare",
         "--format",
         "json",
@@ -309,8 +310,6 @@ fn a_named_experiment_keeps_its_warmup_runs_out_and_is_not_pooled_silently() {
         "--variant",
         &format!("y={p}"),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let c: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(
         c["runs"]["x"], 2,
         "the warmup run was compared: {}",
@@ -318,15 +317,13 @@ fn a_named_experiment_keeps_its_warmup_runs_out_and_is_not_pooled_silently() {
     );
     // Runs of an experiment picked by id: only the variants they are of are listed (the
     // others were listed with 0 runs, and the second file's b renamed exp:b).
-    let out = run(&[
+    let c = framelab_json(&[
         "compare",
         "--format",
         "json",
         &format!("{e}:3,5"),
         &format!("{e}:4,6"),
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let c: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(c["runs"], serde_json::json!({"a": 2, "b": 2}));
 }
 
@@ -341,7 +338,7 @@ fn an_unkept_bench_listing_offers_no_file_to_read() {
     assert!(!text.contains("framelab-unkept"), "{text}");
     assert!(!text.contains("framelab report"), "{text}");
     assert!(text.contains("not kept"), "{text}");
-    let out = run(&[
+    let doc = framelab_json(&[
         "bench",
         "-n",
         "2",
@@ -352,7 +349,6 @@ fn an_unkept_bench_listing_offers_no_file_to_read() {
         "--",
         "true",
     ]);
-    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(doc["file"], "/dev/null");
     // A comparison (a sweep) names no temporary file either, nor do its exports.
     let dir = tempfile::tempdir().unwrap();

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod bpftrace_text;
+pub mod json;
 pub mod postgres;
 pub mod session;
 pub mod store;
@@ -113,22 +114,22 @@ pub fn record_testprog(
     (out, run)
 }
 
-/// Records with each of `room` in turn (a --duration, say) until `came` holds for the run:
-/// a frame the test needs before the end of a short run comes only after the command's
-/// start-up, which a loaded machine can stretch over the whole run. Such a run proves
-/// nothing, so it is made again with more room; the last one is returned whatever it
-/// holds, for the test's assertions to say what is missing. The room, not the machine's
-/// speed, decides.
-pub fn record_with_room<R: Copy>(
+/// Records with each of `room` in turn (a --duration, say) until `came` holds for what was
+/// recorded: a frame (or a print) the test needs before the end of a short run comes only
+/// after the command's start-up, which a loaded machine can stretch over the whole run.
+/// Such a run proves nothing, so it is made again with more room; the last one is returned
+/// whatever it holds, for the test's assertions to say what is missing. The room, not the
+/// machine's speed, decides.
+pub fn record_with_room<R: Copy, T>(
     room: &[R],
-    mut record: impl FnMut(R) -> (Output, framelab::model::Run),
-    came: impl Fn(&framelab::model::Run) -> bool,
-) -> (Output, framelab::model::Run) {
+    mut record: impl FnMut(R) -> T,
+    came: impl Fn(&T) -> bool,
+) -> T {
     let (last, tries) = room.split_last().expect("some room to try");
     for &r in tries {
-        let (out, run) = record(r);
-        if came(&run) {
-            return (out, run);
+        let recorded = record(r);
+        if came(&recorded) {
+            return recorded;
         }
     }
     record(*last)

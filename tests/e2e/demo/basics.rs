@@ -5,28 +5,49 @@ use crate::common;
 use common::*;
 use framelab::analyze::analyze;
 
-fn demo(depth: u32) -> (framelab::model::Run, String) {
+/// `framelab demo ARGS -o FILE`, which must succeed: what it printed, and its run.
+fn record_demo(args: &[&str]) -> (std::process::Output, framelab::model::Run) {
     let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "demo");
-    // 30 fps keeps even an unoptimised test build well inside its budget.
+    let (out, run, _) = record_demo_in(&dir, args);
+    (out, run)
+}
+
+/// `record_demo` with the run file kept in `dir`: its path too.
+fn record_demo_in(
+    dir: &tempfile::TempDir,
+    args: &[&str],
+) -> (
+    std::process::Output,
+    framelab::model::Run,
+    std::path::PathBuf,
+) {
+    let path = temp_run(dir, "demo");
     let out = framelab()
-        .args([
-            "demo",
-            "--fps",
-            "30",
-            "--depth",
-            &depth.to_string(),
-            "--duration",
-            "4s",
-            "--warmup",
-            "1s",
-            "-o",
-        ])
+        .arg("demo")
+        .args(args)
+        .arg("-o")
         .arg(&path)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    (load(&path), stdout(&out))
+    let run = load(&path);
+    (out, run, path)
+}
+
+fn demo(depth: u32) -> (framelab::model::Run, String) {
+    // 30 fps keeps even an unoptimised test build well inside its budget.
+    let depth = depth.to_string();
+    let (out, run) = record_demo(&[
+        "--fps",
+        "30",
+        "--depth",
+        &depth,
+        "--duration",
+        "4s",
+        "--warmup",
+        "1s",
+    ]);
+    (run, stdout(&out))
 }
 
 fn check(depth: u32) {
@@ -117,29 +138,19 @@ fn demo_at_depth_2_overlaps_frames_on_two_threads() {
 
 #[test]
 fn demo_with_the_sleep_pacer_names_it_and_records_how_late_it_woke() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "sleep");
-    let out = framelab()
-        .args([
-            "demo",
-            "--fps",
-            "30",
-            "--pacer",
-            "sleep",
-            "--duration",
-            "2s",
-            "--warmup",
-            "1s",
-            "-o",
-        ])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let (out, run) = record_demo(&[
+        "--fps",
+        "30",
+        "--pacer",
+        "sleep",
+        "--duration",
+        "2s",
+        "--warmup",
+        "1s",
+    ]);
     let report = stdout(&out);
     assert!(report.contains("demo (depth 1, sleep pacer)"), "{report}");
     assert!(report.contains("--pacer sleep"), "{report}");
-    let run = load(&path);
     let analysis = analyze(&run);
     // One lateness value per frame the pacer let through: never negative.
     let late = pacer_values(&run);
@@ -180,16 +191,20 @@ fn counter_values(run: &framelab::model::Run, name: &str) -> Vec<(u64, i64)> {
 #[test]
 fn the_demo_totals_exclude_the_pacers_lateness_and_the_report_says_how_late_it_woke() {
     let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "paced");
-    let out = framelab()
-        .args(["demo", "--fps", "30", "--pacer", "sleep"])
-        .args(["--duration", "2s", "--warmup", "500ms", "-o"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let (out, run, path) = record_demo_in(
+        &dir,
+        &[
+            "--fps",
+            "30",
+            "--pacer",
+            "sleep",
+            "--duration",
+            "2s",
+            "--warmup",
+            "500ms",
+        ],
+    );
     let text = stdout(&out);
-    let run = load(&path);
     assert!(
         !run.stages.iter().any(|s| s == "pace"),
         "the pacer records no stage: {:?}",
@@ -263,21 +278,27 @@ fn an_unknown_pacer_is_refused() {
 
 #[test]
 fn demo_takes_the_run_options_that_make_sense_for_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "options");
     // 10 fps: light enough to run beside the other demo tests on a small machine.
-    let out = framelab()
-        .args(["demo", "--fps", "10", "--duration", "2s"])
-        .args(["--warmup", "500ms"])
-        .args(["--sample-every", "20ms", "--no-sample", "threads"])
-        .args(["--name", "demo under test", "--format", "json"])
-        .args(["--live", "1s", "--live-linear", "1ms"])
-        .arg("-o")
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let run = load(&path);
+    let (out, run) = record_demo(&[
+        "--fps",
+        "10",
+        "--duration",
+        "2s",
+        "--warmup",
+        "500ms",
+        "--sample-every",
+        "20ms",
+        "--no-sample",
+        "threads",
+        "--name",
+        "demo under test",
+        "--format",
+        "json",
+        "--live",
+        "1s",
+        "--live-linear",
+        "1ms",
+    ]);
     assert_eq!(run.meta.name, "demo under test");
     // The sampling options reached the run: every source asked for 20 ms, threads off.
     let sources = &run.telemetry.sources;
@@ -294,7 +315,7 @@ fn demo_takes_the_run_options_that_make_sense_for_it() {
     );
     assert!(run.telemetry.series.iter().all(|s| s.source != "threads"));
     // The report is the JSON asked for, and says the same.
-    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let report = common::json::stdout_json(&out);
     assert_eq!(report["name"], "demo under test");
     assert_eq!(report["telemetry"]["every_ns"], 20_000_000);
     // --live printed the linear histograms, the run's last interval included.
@@ -307,25 +328,9 @@ fn demo_takes_the_run_options_that_make_sense_for_it() {
 /// a warmup given both as a time and as frames is refused, as `run` refuses it.
 #[test]
 fn the_demo_warmup_fits_a_short_run_and_is_given_one_way() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "short");
-    let out = framelab()
-        .args([
-            "demo",
-            "--fps",
-            "10",
-            "--duration",
-            "1s",
-            "--no-sample",
-            "threads",
-        ])
-        .arg("-o")
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let run = load(&path);
+    let (_, run) = record_demo(&["--fps", "10", "--duration", "1s", "--no-sample", "threads"]);
     assert_eq!(run.meta.warmup_ns, 200_000_000);
+    let dir = tempfile::tempdir().unwrap();
     let both = framelab()
         .args(["demo", "--warmup", "1s", "--warmup-frames", "3", "-o"])
         .arg(dir.path().join("both.framelab"))

@@ -6,23 +6,10 @@
 
 use crate::common;
 
+use common::json::{comparison_row as row, stdout_json as json};
 use common::*;
 use serde_json::Value;
 use std::path::Path;
-
-fn json(output: &std::process::Output) -> Value {
-    serde_json::from_str(&stdout(output)).unwrap_or_else(|e| panic!("{e}: {}", stdout(output)))
-}
-
-/// The row of `metric` in comparison `i` of the first group.
-fn row<'a>(c: &'a Value, i: usize, metric: &str) -> &'a Value {
-    c["groups"][0]["comparisons"][i]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["metric"] == metric)
-        .unwrap_or_else(|| panic!("no row {metric} in {c}"))
-}
 
 fn run_shell(file: &Path, args: &[&str], script: &str) -> std::process::Output {
     framelab()

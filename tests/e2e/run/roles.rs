@@ -7,6 +7,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use common::json::row;
 use common::*;
 use serde_json::Value;
 
@@ -23,15 +24,6 @@ fn python() -> Option<String> {
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
-fn row<'a>(c: &'a Value, metric: &str) -> &'a Value {
-    c["groups"][0]["comparisons"][0]["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["metric"] == metric)
-        .unwrap_or_else(|| panic!("no row {metric} in {c}"))
 }
 
 fn median(row: &Value, side: &str) -> f64 {

@@ -458,11 +458,14 @@ fn a_process_that_moves_out_of_the_group_is_still_ended_and_named() {
     };
     let dir = tempfile::tempdir().unwrap();
     let (file, pid_file) = (temp_run(&dir, "escape"), dir.path().join("pid"));
-    // It moves itself to the root cgroup (root may), then daemonizes.
+    // It moves itself to the root cgroup (root may), then daemonizes; the command ends
+    // once it has written its pid, after the move (not after a time a loaded machine can
+    // outlast).
     let escape = format!(
-        "(setsid sh -c \"echo 0 > {}/cgroup.procs; echo \\$\\$ > {}; exec sleep 300\" &); sleep 0.5",
-        mount.display(),
-        pid_file.display()
+        "(setsid sh -c \"echo 0 > {m}/cgroup.procs; echo \\$\\$ > {p}.tmp; mv {p}.tmp {p}; exec sleep 300\" &); \
+         i=0; until [ -s {p} ] || [ $i -ge 6000 ]; do sleep 0.01; i=$((i + 1)); done",
+        m = mount.display(),
+        p = pid_file.display()
     );
     let out = framelab()
         .env("FRAMELAB_RUN_GROUP", "cgroup2")

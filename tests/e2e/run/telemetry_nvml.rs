@@ -8,6 +8,7 @@
 
 use crate::common;
 
+use common::json::{framelab_json, row};
 use common::*;
 use framelab::model::SourceState;
 use std::path::{Path, PathBuf};
@@ -182,23 +183,11 @@ fn spans(frames: u32) -> [String; 4] {
 }
 
 fn compare_json(args: &[&str]) -> serde_json::Value {
-    let out = framelab()
-        .args(["compare", "--format", "json"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    serde_json::from_str(&stdout(&out)).unwrap()
+    framelab_json(&[&["compare", "--format", "json"], args].concat())
 }
 
 fn rows(c: &serde_json::Value) -> &Vec<serde_json::Value> {
     c["groups"][0]["comparisons"][0]["rows"].as_array().unwrap()
-}
-
-fn row<'a>(c: &'a serde_json::Value, metric: &str) -> &'a serde_json::Value {
-    (rows(c).iter())
-        .find(|r| r["metric"] == metric)
-        .unwrap_or_else(|| panic!("no {metric} row in {c}"))
 }
 
 fn assert_within(got: f64, want: f64, relative: f64) {
