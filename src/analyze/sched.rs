@@ -585,9 +585,7 @@ mod union_tests {
             late.add(span, &thread, &mut comms);
         }
         assert!(late.broken, "a span before the intervals split is noticed");
-        assert!(UnionSplit::default()
-            .finish(&thread, &mut comms)
-            .is_none());
+        assert!(UnionSplit::default().finish(&thread, &mut comms).is_none());
     }
 }
 #[cfg(test)]
