@@ -160,21 +160,25 @@ fn in_flight_by_sorting(frames: usize, span_of: &dyn Fn(usize) -> (i64, i64)) ->
 }
 
 /// [`frames_in_flight`] without sorting every start and end (16 bytes a frame: issue 29),
-/// when frames come in start order and each lasts some time: then the frames in flight as
-/// one starts are those before it still running, held as their ends. `None` otherwise.
+/// when frames come in start order and none ends before it starts: then the frames in
+/// flight as one starts are those before it still running, held as their ends (a frame of
+/// no length is never running, as the sort counts it: its end is taken away as its start
+/// comes). `None` otherwise.
 fn in_flight_in_start_order(frames: usize, span_of: &dyn Fn(usize) -> (i64, i64)) -> Option<usize> {
     let mut running: BinaryHeap<Reverse<i64>> = BinaryHeap::new();
     let (mut last_start, mut most) = (i64::MIN, 1usize);
     for k in 0..frames {
         let (start, end) = span_of(k);
-        if start < last_start || end <= start {
+        if start < last_start || end < start {
             return None;
         }
         last_start = start;
         while running.peek().is_some_and(|&Reverse(e)| e <= start) {
             running.pop();
         }
-        running.push(Reverse(end));
+        if end > start {
+            running.push(Reverse(end));
+        }
         most = most.max(running.len());
     }
     Some(most)
@@ -390,20 +394,27 @@ mod tests {
     #[test]
     fn frames_in_flight_without_a_sort_are_those_a_sort_finds() {
         // Back to back (one in flight), overlapping by two then three, a long frame.
-        let cases: [&[(i64, i64)]; 4] = [
+        // Frames of no length (timer ticks coarser than a span) among them.
+        let cases: [&[(i64, i64)]; 6] = [
             &[(0, 10), (10, 20), (20, 30)],
             &[(0, 15), (10, 25), (20, 35), (30, 40)],
             &[(0, 100), (10, 20), (15, 30), (16, 18), (40, 50)],
             &[(0, 5), (5, 5), (5, 9)],
+            &[(0, 9), (5, 5), (5, 5), (5, 8), (5, 5), (6, 6), (7, 12)],
+            &[(3, 3), (3, 3)],
         ];
         for (n, spans) in cases.iter().enumerate() {
             let span_of = |k: usize| spans[k];
             let sorted = in_flight_by_sorting(spans.len(), &span_of);
-            match in_flight_in_start_order(spans.len(), &span_of) {
-                Some(most) => assert_eq!(most, sorted, "case {n}"),
-                None => assert_eq!(n, 3, "only the frame of no length is left to the sort"),
-            }
+            assert_eq!(
+                in_flight_in_start_order(spans.len(), &span_of),
+                Some(sorted),
+                "case {n}"
+            );
         }
+        // Out of start order, or ending before it starts: left to the sort.
+        assert_eq!(in_flight_in_start_order(2, &|k| [(5, 9), (2, 4)][k]), None);
+        assert_eq!(in_flight_in_start_order(1, &|_| (5, 3)), None);
         assert_eq!(
             in_flight_by_sorting(5, &|k| [(0, 100), (10, 20), (15, 30), (16, 18), (40, 50)]
                 [k]),
