@@ -2,6 +2,8 @@
 //! interleaved with batches of the baseline (two bare `rdtsc`), medians of both. Each case
 //! runs in a process of its own (see `probe_overhead`), which prints one `RESULT` line.
 
+pub mod lttng;
+
 use std::hint::black_box;
 use std::time::Instant;
 

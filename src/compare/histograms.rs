@@ -301,7 +301,7 @@ fn change_cell(b: Bounds, shown: &dyn Fn(f64) -> String) -> String {
 }
 
 /// The table of one histogram comparison (text or Markdown).
-pub fn table(h: &HistogramComparison, markdown: bool) -> String {
+pub fn table(h: &HistogramComparison) -> Table {
     let scale = bounds::scale_of(&h.unit);
     let mut t = Table::new(&["figure", &h.baseline, &h.variant, "difference", "change"]);
     for r in &h.rows {
@@ -314,7 +314,7 @@ pub fn table(h: &HistogramComparison, markdown: bool) -> String {
             change_cell(r.change, &pct),
         ]);
     }
-    t.render(markdown)
+    t
 }
 
 /// The title of one histogram's table: `@read_ns[4096] (ns): after vs before`.

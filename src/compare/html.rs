@@ -101,10 +101,10 @@ pub struct StageOverlay {
 
 /// The page's method line; one run a side is not judged, so it names no primary metric.
 fn method(c: &Comparison) -> String {
-    if super::text::only_one_run_a_side(c) {
+    if super::document::only_one_run_a_side(c) {
         return format!(
             "{}. Colours tell the variants apart; nothing here says better or worse.",
-            super::text::ONE_RUN_METHOD
+            super::document::ONE_RUN_METHOD
         );
     }
     format!(
@@ -112,7 +112,7 @@ fn method(c: &Comparison) -> String {
          resamples); Mann–Whitney p, adjusted: the primary metric's own, the others' \
          Holm-corrected among themselves (fixed-sequence gatekeeping); noise band ±{}%, α = {}. \
          Colours tell the variants apart; only a verdict says better or worse.",
-        super::text::primary_line(c),
+        super::document::primary_line(c),
         c.options.resamples,
         round(c.options.noise * 100.0, 2),
         c.options.alpha
@@ -286,7 +286,7 @@ fn verdicts(c: &Comparison) -> Vec<VerdictRow> {
                         cmp.baseline_params.clone()
                     },
                     metric: crate::display::name(&row.label).into_owned(),
-                    difference: super::text::difference_text(row),
+                    difference: super::document::difference_text(row),
                     change: effect_text(row).unwrap_or_else(|| "-".into()),
                     p_holm: row.p_holm,
                     verdict: row.verdict.word().into(),

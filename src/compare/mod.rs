@@ -6,6 +6,7 @@ mod by_tag;
 mod comparison;
 mod compute;
 mod csv;
+mod document;
 mod effect;
 mod energy;
 mod explain;
@@ -18,7 +19,6 @@ mod load;
 pub mod metrics;
 mod pair;
 mod side_by_side;
-mod text;
 
 use anyhow::{bail, Result};
 
@@ -321,22 +321,19 @@ fn check_enough_runs(loaded: &load::Loaded) -> Result<()> {
 
 /// The comparison in `format`.
 pub fn render(comparison: &Comparison, format: Format) -> Result<String> {
+    // The page needs the runs themselves (`compare_html`); from the comparison alone, its
+    // text form.
+    let format = match format {
+        Format::Html => Format::Text,
+        other => other,
+    };
+    let written =
+        crate::render::document::write(&document::document(comparison), format, &COMPARE)?;
     Ok(match format {
         // Names cut and escaped where they are printed; any control character left (a
         // variant named after a file) is escaped here: only `\n` ends a line.
-        Format::Text => crate::display::lines(&text::render(comparison, false)),
-        Format::Markdown => crate::display::lines(&text::render(comparison, true)),
-        Format::Json => {
-            let mut s = serde_json::to_string_pretty(comparison)
-                .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-            s.push('\n');
-            s
-        }
-        Format::Csv => crate::display::lines(&csv::render(comparison)),
-        // The page needs the runs themselves (`compare_html`); from the comparison alone,
-        // its text form.
-        Format::Html => return render(comparison, Format::Text),
-        other => return Err(COMPARE.refuse(other)),
+        Format::Json => written,
+        _ => crate::display::lines(&written),
     })
 }
 

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::bounds::{self, Quantity, Scale, Threshold, Within};
 use crate::model::Bucket;
+use crate::render::document::{plain, Block, PipeAlign, PipeTable};
 
 /// A histogram to show: its name as the report prints it, its unit, its buckets.
 #[derive(Clone, Debug, PartialEq)]
@@ -232,54 +233,68 @@ pub fn text_lines(f: &Figures) -> String {
     out
 }
 
-/// One histogram in Markdown: a heading, its figures, its buckets.
-pub fn markdown(f: &Figures) -> String {
+/// One histogram for Markdown: a heading, a table of its figures, a table of its buckets,
+/// a blank line.
+pub fn markdown_blocks(f: &Figures) -> Vec<Block> {
     let scale = bounds::scale_of(&f.unit);
-    let name = crate::display::markdown(&crate::display::name(&f.name));
-    let mut out = format!("### {name}\n\n| figure | value |\n| --- | --- |\n");
-    out.push_str(&format!("| count | {} |\n", f.count));
-    out.push_str(&format!(
-        "| unit | {} |\n",
-        if f.unit.is_empty() {
-            "unknown".to_owned()
-        } else {
-            format!("{} (from {})", f.unit, f.unit_from)
-        }
-    ));
+    let pair = |figure: &str, value: String| vec![figure.to_owned(), value];
+    let mut figures = vec![
+        pair("count", f.count.to_string()),
+        pair(
+            "unit",
+            if f.unit.is_empty() {
+                "unknown".to_owned()
+            } else {
+                format!("{} (from {})", f.unit, f.unit_from)
+            },
+        ),
+    ];
     for p in &f.percentiles {
-        out.push_str(&format!(
-            "| {} | {} |\n",
-            p.name,
-            bounds::show_within(Within { lo: p.lo, hi: p.hi }, scale)
+        figures.push(pair(
+            &p.name,
+            bounds::show_within(Within { lo: p.lo, hi: p.hi }, scale),
         ));
     }
     for (side, shares) in [("below", &f.below), ("at or above", &f.at_or_above)] {
         for s in shares {
             let line = share_line(s, side, scale);
             let (figure, value) = line.split_once(": ").unwrap_or((&line, ""));
-            out.push_str(&format!("| {figure} | {value} |\n"));
+            figures.push(pair(figure, value.to_owned()));
         }
     }
     for why in &f.not_applied {
-        out.push_str(&format!(
-            "| not applied | {} |\n",
-            crate::display::markdown(why)
-        ));
+        figures.push(pair("not applied", crate::display::markdown(why)));
     }
-    out.push_str("\n| bucket | count |\n| --- | ---: |\n");
     let first = f.buckets.iter().position(|b| b.count > 0);
     let last = f.buckets.iter().rposition(|b| b.count > 0);
-    if let (Some(first), Some(last)) = (first, last) {
-        for b in &f.buckets[first..=last] {
-            out.push_str(&format!(
-                "| `{}` | {} |\n",
-                super::layout::label(b),
-                b.count
-            ));
-        }
-    }
-    out.push('\n');
-    out
+    let buckets = match (first, last) {
+        (Some(first), Some(last)) => (f.buckets[first..=last].iter())
+            .map(|b| {
+                vec![
+                    format!("`{}`", super::layout::label(b)),
+                    b.count.to_string(),
+                ]
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    vec![
+        Block::Heading(plain(crate::display::markdown(&crate::display::name(
+            &f.name,
+        )))),
+        Block::Pipe(PipeTable {
+            headers: vec!["figure".into(), "value".into()],
+            align: vec![PipeAlign::Plain, PipeAlign::Plain],
+            rows: figures,
+        }),
+        Block::Pipe(PipeTable {
+            headers: vec!["bucket".into(), "count".into()],
+            align: vec![PipeAlign::Plain, PipeAlign::Right],
+            rows: buckets,
+        }),
+        // The next histogram's heading, or the notes, a paragraph below.
+        Block::Blank,
+    ]
 }
 
 /// What `hist --format json` prints.

@@ -17,6 +17,7 @@ use crate::analyze::frames::{intervals_ns, measure_run, Frames, NO_FRAME};
 use crate::analyze::pair::{pair_events, PairSpec};
 use crate::analyze::stats::Ns;
 use crate::model::{Histogram, Run, Span, SpanSource};
+use crate::render::document::{pretty_json, write, Block, Document};
 use crate::render::format::HIST;
 use crate::render::Format;
 pub use layout::LinearSpec;
@@ -557,51 +558,64 @@ fn all_drawn(
     Ok((drawn, notes))
 }
 
-/// `--format json|markdown`.
-fn render_structured(
+/// `--format json|markdown` as a document: each histogram's figures (a heading and two
+/// tables in Markdown), the notes, and the JSON of every figure.
+fn structured_document(
     run: &Run,
     source: Option<&dyn SpanSource>,
     opts: &HistOptions,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<Document> {
     let (drawn, notes) = all_drawn(run, source, opts)?;
     let all: Vec<figures::Figures> = (drawn.iter())
         .map(|d| figures::figures(d, &opts.thresholds))
         .collect();
-    Ok(match opts.format {
-        Format::Json => {
-            let doc = figures::HistJson {
-                schema: figures::JSON_SCHEMA,
-                how_bounds: figures::HOW_BOUNDS,
-                histograms: &all,
-                notes: &notes,
-            };
-            let mut text = serde_json::to_string_pretty(&doc)?;
-            text.push('\n');
-            text
-        }
-        Format::Markdown => {
-            let mut text: String = all.iter().map(figures::markdown).collect();
-            for note in notes
-                .iter()
-                .map(String::as_str)
-                .chain([figures::HOW_BOUNDS])
-            {
-                text.push_str(&format!("_{}_\n\n", crate::display::markdown(note)));
-            }
-            text
-        }
-        other => return Err(HIST.refuse(other)),
+    let mut blocks: Vec<Block> = all.iter().flat_map(figures::markdown_blocks).collect();
+    blocks.extend(
+        (notes.iter().map(String::as_str))
+            .chain([figures::HOW_BOUNDS])
+            .map(|note| Block::Aside(note.to_owned())),
+    );
+    let json = figures::HistJson {
+        schema: figures::JSON_SCHEMA,
+        how_bounds: figures::HOW_BOUNDS,
+        histograms: &all,
+        notes: &notes,
+    };
+    Ok(Document {
+        blocks,
+        json: pretty_json(&json),
     })
+}
+
+/// The text's document: each drawn histogram (bpftrace's layout, a blank line between
+/// them), then the notes. Text has no JSON form.
+fn text_document(parts: Vec<String>, notes: Vec<String>, shows_bounds: bool) -> Document {
+    let mut blocks: Vec<Block> = (parts.into_iter().enumerate())
+        .map(|(i, part)| Block::Aligned(if i == 0 { part } else { format!("\n{part}") }))
+        .collect();
+    blocks.extend(notes.into_iter().map(Block::Aside));
+    if shows_bounds {
+        blocks.push(Block::Aside(figures::HOW_BOUNDS.to_owned()));
+    }
+    Document {
+        blocks,
+        json: String::new(),
+    }
 }
 
 /// What `framelab hist` prints for `run`.
 pub fn render_run(run: &Run, opts: &HistOptions) -> anyhow::Result<String> {
+    write(&run_document(run, opts)?, opts.format, &HIST)
+}
+
+/// `run`'s histograms as a document in the form `opts.format` asks for.
+fn run_document(run: &Run, opts: &HistOptions) -> anyhow::Result<Document> {
     check_figures(opts)?;
     if opts.format != Format::Text {
-        return render_structured(run, None, opts);
+        return structured_document(run, None, opts);
     }
-    if let Some(text) = imported_by_name(run, opts)? {
-        return Ok(text);
+    if let Some(document) = imported_by_name(run, opts)? {
+        return Ok(document);
     }
     let (series, notes) = collect(run, opts)?;
     let parts: Vec<String> = series
@@ -630,12 +644,21 @@ pub fn render_from(
     if opts.pair.is_some() {
         return render_run(head, opts);
     }
+    write(&document_from(head, source, opts)?, opts.format, &HIST)
+}
+
+/// [`render_from`]'s document.
+fn document_from(
+    head: &Run,
+    source: &dyn SpanSource,
+    opts: &HistOptions,
+) -> anyhow::Result<Document> {
     check_figures(opts)?;
     if opts.format != Format::Text {
-        return render_structured(head, Some(source), opts);
+        return structured_document(head, Some(source), opts);
     }
-    if let Some(text) = imported_by_name(head, opts)? {
-        return Ok(text);
+    if let Some(document) = imported_by_name(head, opts)? {
+        return Ok(document);
     }
     let parts: Vec<String> = collect_from(head, source, opts)?
         .iter()
@@ -723,13 +746,8 @@ fn imported_text(h: &Histogram, opts: &HistOptions) -> String {
     )
 }
 
-/// The note under text that showed figures read from buckets.
-fn bounds_note() -> String {
-    format!("note: {}\n", figures::HOW_BOUNDS)
-}
-
 /// `hist --stage NAME` of one imported histogram: it alone, with its own buckets.
-fn imported_by_name(run: &Run, opts: &HistOptions) -> anyhow::Result<Option<String>> {
+fn imported_by_name(run: &Run, opts: &HistOptions) -> anyhow::Result<Option<Document>> {
     let Some(name) = opts.stage.as_deref() else {
         return Ok(None);
     };
@@ -742,7 +760,11 @@ fn imported_by_name(run: &Run, opts: &HistOptions) -> anyhow::Result<Option<Stri
              --min, --max and --by lay out spans and pairs only; leave them out"
         );
     }
-    Ok(Some(imported_text(picked, opts) + &bounds_note()))
+    Ok(Some(text_document(
+        vec![imported_text(picked, opts)],
+        Vec::new(),
+        true,
+    )))
 }
 
 /// The drawn series, then imported histograms, then notes; or why there is nothing to draw.
@@ -751,7 +773,7 @@ fn finish(
     opts: &HistOptions,
     mut parts: Vec<String>,
     notes: Vec<String>,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<Document> {
     let imported = opts.stage.is_none() && opts.pair.is_none();
     let mut notes = notes;
     let relayout = match (opts.linear.is_some(), opts.by) {
@@ -790,14 +812,11 @@ fn finish(
         }
         anyhow::bail!(message);
     }
-    let mut out = parts.join("\n");
-    for note in notes {
-        out.push_str(&format!("note: {}\n", crate::display::text(&note)));
-    }
-    if shows_bounds || !opts.thresholds.is_empty() {
-        out.push_str(&bounds_note());
-    }
-    Ok(out)
+    Ok(text_document(
+        parts,
+        notes,
+        shows_bounds || !opts.thresholds.is_empty(),
+    ))
 }
 
 #[cfg(test)]

@@ -187,3 +187,29 @@ fn the_outside_line_names_the_sides_with_values() {
         "{none}"
     );
 }
+
+/// Markdown of spans (with a share read from the buckets), an imported histogram and the
+/// notes of unpaired events: each histogram a heading and two tables, the notes in italics.
+#[test]
+fn markdown_of_figures_and_notes() {
+    let mut run = reference_run();
+    run.event_names = vec!["commit".into(), "release".into()];
+    for (event, key, t) in [(0, 7, 30 * MS), (1, 7, 34 * MS), (0, 8, 40 * MS)] {
+        run.events.push(EventRecord {
+            event,
+            key,
+            thread: 0,
+            t_ns: t,
+        });
+    }
+    let o = HistOptions {
+        pair: Some(PairSpec::parse("commit:release").unwrap()),
+        thresholds: figures::Thresholds {
+            below: vec![bounds::parse_threshold("3ms").unwrap()],
+            above: vec![bounds::parse_threshold("1KiB").unwrap()],
+        },
+        format: Format::Markdown,
+        ..HistOptions::default()
+    };
+    check("hist_pair.md", &render_run(&run, &o).unwrap());
+}

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::series::{series_from_rows, Series};
 use super::store::{Filter, Store};
+use crate::render::document::{pretty_json, write, Block, Document, Grid, GridColumn, Span};
 use crate::render::format::HISTORY_SHOW;
 use crate::render::Format;
 
@@ -206,24 +207,13 @@ fn number(v: f64) -> String {
 
 /// The trends in text, Markdown or JSON.
 pub fn render(shown: &Shown, format: Format) -> Result<String> {
-    Ok(match format {
-        Format::Text => text(shown, false),
-        Format::Markdown => text(shown, true),
-        Format::Json => serde_json::to_string_pretty(shown)? + "\n",
-        other => return Err(HISTORY_SHOW.refuse(other)),
-    })
+    write(&document(shown), format, &HISTORY_SHOW)
 }
 
-/// Text (aligned columns) or Markdown (pipe tables): one table per metric and machine.
-pub fn text(shown: &Shown, markdown: bool) -> String {
-    let clean = |s: &str| {
-        if markdown {
-            crate::display::markdown(&crate::display::text(s))
-        } else {
-            crate::display::text(s).into_owned()
-        }
-    };
-    let mut out = String::new();
+/// The trends as a neutral document: per metric and machine a heading and a grid of
+/// commits; its JSON form is `shown` itself.
+fn document(shown: &Shown) -> Document {
+    let mut blocks = Vec::new();
     for s in &shown.series {
         let machine = shown.machines.iter().find(|m| m.id == s.machine);
         let about = machine.map_or(String::new(), |m| {
@@ -233,29 +223,26 @@ pub fn text(shown: &Shown, markdown: bool) -> String {
             "" => String::new(),
             shown => format!(" [{shown}]"),
         };
-        let title = format!(
-            "{}{} on machine {}{}",
-            clean(&s.metric),
-            clean(&unit),
-            s.machine,
-            clean(&about)
-        );
-        let header = [
-            "commit",
-            "branch",
-            "recorded (UTC)",
-            "runs",
-            "median",
-            "min",
-            "max",
+        blocks.push(Block::Heading(vec![
+            Span::name(&s.metric),
+            Span::name(unit),
+            Span::plain(format!(" on machine {}", s.machine)),
+            Span::name(about),
+        ]));
+        let columns = vec![
+            GridColumn::words("commit"),
+            GridColumn::words("branch"),
+            GridColumn::words("recorded (UTC)"),
+            GridColumn::numbers("runs"),
+            GridColumn::numbers("median"),
+            GridColumn::numbers("min"),
+            GridColumn::numbers("max"),
         ];
-        let rows: Vec<[String; 7]> = s
-            .commits
-            .iter()
+        let rows = (s.commits.iter())
             .map(|c| {
-                [
-                    clean(&c.commit.chars().take(12).collect::<String>()),
-                    clean(c.branch.as_deref().unwrap_or("-")),
+                vec![
+                    c.commit.chars().take(12).collect(),
+                    c.branch.as_deref().unwrap_or("-").to_owned(),
                     super::export::rfc3339(c.first_recorded_at_unix_s),
                     c.runs.to_string(),
                     number(c.median),
@@ -264,45 +251,13 @@ pub fn text(shown: &Shown, markdown: bool) -> String {
                 ]
             })
             .collect();
-        if markdown {
-            out += &format!("### {title}\n\n| {} |\n|", header.join(" | "));
-            out += &"---|".repeat(header.len());
-            out += "\n";
-            for row in &rows {
-                out += &format!("| {} |\n", row.join(" | "));
-            }
-        } else {
-            out += &format!("{title}\n");
-            let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-            for row in &rows {
-                for (w, cell) in widths.iter_mut().zip(row) {
-                    *w = (*w).max(cell.chars().count());
-                }
-            }
-            let line = |cells: Vec<&str>| {
-                let padded: Vec<String> = cells
-                    .iter()
-                    .zip(&widths)
-                    .enumerate()
-                    .map(|(i, (c, w))| {
-                        // Numbers right-aligned, words left.
-                        if i >= 3 {
-                            format!("{c:>w$}")
-                        } else {
-                            format!("{c:<w$}")
-                        }
-                    })
-                    .collect();
-                padded.join("  ").trim_end().to_owned() + "\n"
-            };
-            out += &line(header.to_vec());
-            for row in &rows {
-                out += &line(row.iter().map(String::as_str).collect());
-            }
-        }
-        out += "\n";
+        blocks.push(Block::Grid(Grid { columns, rows }));
+        blocks.push(Block::Blank);
     }
-    out
+    Document {
+        blocks,
+        json: pretty_json(shown),
+    }
 }
 
 /// The trend page's data (`assets/html/page.js`, `renderHistory`).
@@ -313,4 +268,59 @@ pub fn page(shown: &Shown) -> serde_json::Value {
         "machines": shown.machines,
         "series": shown.series,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shown() -> Shown {
+        Shown {
+            schema: "framelab.history.show/1",
+            machines: vec![MachineInfo {
+                id: "m1".into(),
+                hostname: "vm".into(),
+                cpu_model: "AMD EPYC".into(),
+                cores: 2,
+                kernel: String::new(),
+                gpu: String::new(),
+            }],
+            series: vec![ShownSeries {
+                metric: "a:fps".into(),
+                unit: "fps".into(),
+                direction: "higher_is_better".into(),
+                machine: "m1".into(),
+                commits: vec![CommitRow {
+                    commit: "aaaa1111bbbb2222".into(),
+                    branch: Some("feat|x".into()),
+                    first_recorded_at_unix_s: 0,
+                    runs: 5,
+                    median: 112.4,
+                    min: 103.3,
+                    max: 179.2,
+                }],
+            }],
+        }
+    }
+
+    #[test]
+    fn each_series_is_a_heading_and_a_grid_in_text_and_markdown() {
+        assert_eq!(
+            render(&shown(), Format::Text).unwrap(),
+            "a:fps [fps] on machine m1 (vm, AMD EPYC, 2 cores)\n\
+             commit        branch  recorded (UTC)        runs  median    min    max\n\
+             aaaa1111bbbb  feat|x  1970-01-01T00:00:00Z     5   112.4  103.3  179.2\n\n"
+        );
+        assert_eq!(
+            render(&shown(), Format::Markdown).unwrap(),
+            "### a:fps \\[fps\\] on machine m1 (vm, AMD EPYC, 2 cores)\n\n\
+             | commit | branch | recorded (UTC) | runs | median | min | max |\n\
+             |---|---|---|---|---|---|---|\n\
+             | aaaa1111bbbb | feat\\|x | 1970-01-01T00:00:00Z | 5 | 112.4 | 103.3 | 179.2 |\n\n"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&render(&shown(), Format::Json).unwrap()).unwrap();
+        assert_eq!(json["series"][0]["commits"][0]["median"], 112.4);
+        assert!(render(&shown(), Format::Csv).is_err());
+    }
 }

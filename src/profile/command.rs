@@ -104,11 +104,7 @@ fn one_run(cmd: &ProfileCommand, path: &Path) -> Result<Vec<u8>> {
     Ok(match cmd.format {
         Format::Text | Format::Markdown | Format::Json => {
             let s = summary::summarize(&run, &profile, &cmd.filters, &sel);
-            match cmd.format {
-                Format::Json => render::summary_json(&s),
-                md => render::summary_text(&s, cmd.top, md == Format::Markdown),
-            }
-            .into_bytes()
+            render::summary(&s, cmd.top, cmd.format)?.into_bytes()
         }
         Format::Folded => render::folded(&profile, &sel.samples, &stage_of).into_bytes(),
         Format::Svg => render::svg(

@@ -10,6 +10,9 @@ use serde::Serialize;
 
 use super::summary::{FunctionTable, Z95};
 use crate::display;
+use crate::render::document::{plain, pretty_json, write, Block, Document, PipeAlign, PipeTable};
+use crate::render::format::PROFILE;
+use crate::render::Format;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct DiffRow {
@@ -147,52 +150,69 @@ pub fn diff(a: &Side, b: &Side) -> Diff {
 
 /// The `n` largest changes as a text or Markdown table.
 pub fn render(d: &Diff, n: usize, md: bool) -> String {
-    let mut out = String::new();
-    let (a, b) = (display::text(&d.a), display::text(&d.b));
-    if md {
-        let _ = writeln!(
-            out,
-            "### profile diff · {} ({} runs, {} samples) → {} ({} runs, {} samples)\n\n\
-             {NOISE_LEGEND}.\n\n\
-             | function | {} incl % | {} incl % | change (points) | ±95% | {} self % | {} self % |\n\
-             | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-            display::markdown(&d.a),
-            d.a_runs,
-            d.a_samples,
-            display::markdown(&d.b),
-            d.b_runs,
-            d.b_samples,
-            display::markdown(&d.a),
-            display::markdown(&d.b),
-            display::markdown(&d.a),
-            display::markdown(&d.b),
-        );
+    let format = if md { Format::Markdown } else { Format::Text };
+    // Both formats are the profile's own: the writer cannot refuse them.
+    write(&document(d, n, md), format, &PROFILE).unwrap_or_default()
+}
+
+/// The diff as a document for text (`md` false) or Markdown: a title, the legend, the
+/// `n` largest changes (text keeps the profile's fixed columns, numbers before names).
+fn document(d: &Diff, n: usize, md: bool) -> Document {
+    let title = |a: &str, b: &str| {
+        format!(
+            "profile diff · {a} ({} runs, {} samples) → {b} ({} runs, {} samples)",
+            d.a_runs, d.a_samples, d.b_runs, d.b_samples
+        )
+    };
+    let rows = d.rows.iter().take(n);
+    let name = |r: &DiffRow| format!("{} [{}]", r.function, r.module);
+    let blocks = if md {
+        let (a, b) = (display::markdown(&d.a), display::markdown(&d.b));
+        let mut headers = vec!["function".to_owned()];
+        headers.extend([
+            format!("{a} incl %"),
+            format!("{b} incl %"),
+            "change (points)".into(),
+            "±95%".into(),
+            format!("{a} self %"),
+            format!("{b} self %"),
+        ]);
+        let mut align = vec![PipeAlign::Plain];
+        align.extend([PipeAlign::Right; 6]);
+        vec![
+            Block::Heading(plain(title(&a, &b))),
+            Block::Lines(format!("{NOISE_LEGEND}.\n")),
+            Block::Pipe(PipeTable {
+                headers,
+                align,
+                rows: rows
+                    .map(|r| {
+                        vec![
+                            display::markdown(&name(r)),
+                            format!("{:.2}", r.a_inclusive_pct),
+                            format!("{:.2}", r.b_inclusive_pct),
+                            format!("{:+.2}", r.change_pct),
+                            format!(
+                                "{}{}",
+                                plus_minus(r),
+                                if r.within_noise { " ~" } else { "" }
+                            ),
+                            format!("{:.2}", r.a_self_pct),
+                            format!("{:.2}", r.b_self_pct),
+                        ]
+                    })
+                    .collect(),
+            }),
+        ]
     } else {
-        let _ = writeln!(
-            out,
-            "profile diff · {a} ({} runs, {} samples) → {b} ({} runs, {} samples)\n\
-             inclusive % of each side's samples, largest change first; {NOISE_LEGEND}\n\n  {:>9} {:>9} {:>8} {:>7}  {:>8} {:>8}  function [module]",
-            d.a_runs, d.a_samples, d.b_runs, d.b_samples, "A incl%", "B incl%", "change", "±95%", "A self%", "B self%"
+        let (a, b) = (display::text(&d.a), display::text(&d.b));
+        let mut lines = format!(
+            "\n  {:>9} {:>9} {:>8} {:>7}  {:>8} {:>8}  function [module]\n",
+            "A incl%", "B incl%", "change", "±95%", "A self%", "B self%"
         );
-    }
-    for r in d.rows.iter().take(n) {
-        let name = format!("{} [{}]", r.function, r.module);
-        if md {
+        for r in rows {
             let _ = writeln!(
-                out,
-                "| {} | {:.2} | {:.2} | {:+.2} | {}{} | {:.2} | {:.2} |",
-                display::markdown(&name),
-                r.a_inclusive_pct,
-                r.b_inclusive_pct,
-                r.change_pct,
-                plus_minus(r),
-                if r.within_noise { " ~" } else { "" },
-                r.a_self_pct,
-                r.b_self_pct
-            );
-        } else {
-            let _ = writeln!(
-                out,
+                lines,
                 "  {:>8.2}% {:>8.2}% {:>+8.2} {:>7}{} {:>7.2}% {:>7.2}%  {}",
                 r.a_inclusive_pct,
                 r.b_inclusive_pct,
@@ -201,11 +221,21 @@ pub fn render(d: &Diff, n: usize, md: bool) -> String {
                 if r.within_noise { "~" } else { " " },
                 r.a_self_pct,
                 r.b_self_pct,
-                display::escaped(&name, 100)
+                display::escaped(&name(r), 100)
             );
         }
+        vec![
+            Block::Title(title(&a, &b)),
+            Block::Detail(format!(
+                "inclusive % of each side's samples, largest change first; {NOISE_LEGEND}"
+            )),
+            Block::Aligned(lines),
+        ]
+    };
+    Document {
+        blocks,
+        json: pretty_json(d),
     }
-    out
 }
 
 const NOISE_LEGEND: &str = "±95%: the change's interval from sampling and from the spread \
@@ -304,5 +334,17 @@ mod tests {
         assert!(r.within_noise);
         let d = diff(&steady, &side(&[(1000, 350), (1000, 550)]));
         assert!(d.rows[0].within_noise, "{:?}", d.rows[0]);
+    }
+
+    /// The diff's text and Markdown against `tests/snapshots/profile_diff.*`.
+    #[test]
+    fn the_diff_in_text_and_markdown() {
+        let mut a = side(&[(100, 30), (100, 34)]);
+        a.name = "before_fix".into();
+        let mut b = side(&[(100, 50)]);
+        b.name = "after".into();
+        let d = diff(&a, &b);
+        crate::snapshot::check("profile_diff.txt", &render(&d, 10, false));
+        crate::snapshot::check("profile_diff.md", &render(&d, 10, true));
     }
 }

@@ -10,8 +10,12 @@ use serde_json::json;
 use super::model::Profile;
 use super::summary::{share_ci95_pct, FunctionRow, FunctionTable, Summary};
 use crate::display;
+use crate::render::document::{plain, write, Block, Document, PipeAlign, PipeTable};
+use crate::render::format::PROFILE;
+use crate::render::Format;
 
-fn header(s: &Summary, out: &mut String, md: bool) {
+/// The title and the lines under it: samples, spread, filters, notes.
+fn header(s: &Summary, md: bool) -> Vec<Block> {
     let kernel = if s.kernel_stacks {
         "user + kernel stacks"
     } else {
@@ -22,39 +26,36 @@ fn header(s: &Summary, out: &mut String, md: bool) {
     } else {
         display::text(&s.run).into_owned()
     };
-    let bullet = if md { "- " } else { "  " };
-    let _ = writeln!(
-        out,
-        "{}profile · {name} · {} at {} Hz · {} · {kernel}",
-        if md { "### " } else { "" },
-        s.event,
-        s.frequency_hz,
-        s.unwinding
+    let title = format!(
+        "profile · {name} · {} at {} Hz · {} · {kernel}",
+        s.event, s.frequency_hz, s.unwinding
     );
-    if md {
-        out.push('\n');
-    }
-    let _ = writeln!(
-        out,
-        "{bullet}samples {} taken · {} lost ({:.2}%) · {} unknown leaves ({:.2}%) · {} truncated · {} throttled",
-        s.taken, s.lost, s.lost_pct, s.unknown_leaves, s.unknown_pct, s.truncated, s.throttled
-    );
-    let _ = writeln!(
-        out,
-        "{bullet}spread  ±N points after a table's samples: how far sampling alone moves its \
+    let mut lines = vec![
+        format!(
+            "samples {} taken · {} lost ({:.2}%) · {} unknown leaves ({:.2}%) · {} truncated · {} throttled",
+            s.taken, s.lost, s.lost_pct, s.unknown_leaves, s.unknown_pct, s.truncated, s.throttled
+        ),
+        "spread  ±N points after a table's samples: how far sampling alone moves its \
          shares (95%, at a 50% share)"
-    );
+            .to_owned(),
+    ];
     if !s.filters.is_empty() {
-        let _ = writeln!(
-            out,
-            "{bullet}filters {} · {} samples kept",
+        lines.push(format!(
+            "filters {} · {} samples kept",
             s.filters.join(" "),
             s.selected
-        );
+        ));
     }
     for note in &s.notes {
-        let _ = writeln!(out, "{bullet}note    {}", display::text(note));
+        lines.push(format!("note    {}", display::text(note)));
     }
+    vec![
+        match md {
+            true => Block::Heading(plain(title)),
+            false => Block::Title(title),
+        },
+        Block::Bullets(lines.into_iter().map(plain).collect()),
+    ]
 }
 
 fn shown_function(f: &FunctionRow, md: bool) -> String {
@@ -80,106 +81,115 @@ fn top(table: &FunctionTable, by_self: bool, n: usize) -> Vec<&FunctionRow> {
     rows
 }
 
-fn section(
-    out: &mut String,
-    title: &str,
-    table: &FunctionTable,
-    by_self: bool,
-    n: usize,
-    md: bool,
-) {
-    if md {
-        let _ = writeln!(
-            out,
-            "\n#### {} · {} samples ({:.1}%) · shares ±{:.1} points\n\n| self % | incl % | function |\n| ---: | ---: | --- |",
-            display::markdown(title),
+/// One table of functions: a heading and a table in Markdown; lines in the profile's own
+/// fixed columns in text (percentages before the names).
+fn section(title: &str, table: &FunctionTable, by_self: bool, n: usize, md: bool) -> Vec<Block> {
+    let heading = |title: String| {
+        format!(
+            "{title} · {} samples ({:.1}%) · shares ±{:.1} points",
             table.samples,
             table.share_pct,
             share_ci95_pct(table.samples)
-        );
-        for r in top(table, by_self, n) {
-            let _ = writeln!(
-                out,
-                "| {:.2} | {:.2} | {} |",
-                r.self_pct,
-                r.inclusive_pct,
-                shown_function(r, true)
-            );
-        }
-    } else {
-        let _ = writeln!(
-            out,
-            "\n  {} · {} samples ({:.1}%) · shares ±{:.1} points\n  {:>7} {:>7}  function [module]",
-            display::text(title),
-            table.samples,
-            table.share_pct,
-            share_ci95_pct(table.samples),
-            "self %",
-            "incl %"
-        );
-        for r in top(table, by_self, n) {
-            let _ = writeln!(
-                out,
-                "  {:>7.2} {:>7.2}  {}",
-                r.self_pct,
-                r.inclusive_pct,
-                shown_function(r, false)
-            );
-        }
+        )
+    };
+    let rows = top(table, by_self, n);
+    if md {
+        return vec![
+            Block::Subheading(plain(heading(display::markdown(title)))),
+            Block::Pipe(PipeTable {
+                headers: ["self %", "incl %", "function"].map(String::from).into(),
+                align: vec![PipeAlign::Right, PipeAlign::Right, PipeAlign::Plain],
+                rows: (rows.iter())
+                    .map(|r| {
+                        vec![
+                            format!("{:.2}", r.self_pct),
+                            format!("{:.2}", r.inclusive_pct),
+                            shown_function(r, true),
+                        ]
+                    })
+                    .collect(),
+            }),
+        ];
     }
+    let mut lines = format!(
+        "\n  {}\n  {:>7} {:>7}  function [module]\n",
+        heading(display::text(title).into_owned()),
+        "self %",
+        "incl %"
+    );
+    for r in rows {
+        let _ = writeln!(
+            lines,
+            "  {:>7.2} {:>7.2}  {}",
+            r.self_pct,
+            r.inclusive_pct,
+            shown_function(r, false)
+        );
+    }
+    vec![Block::Aligned(lines)]
 }
 
-/// Text (`md` false) or Markdown: the overall tables, then each stage, the late frames
-/// and the worst frames, `n` functions each.
-pub fn summary_text(s: &Summary, n: usize, md: bool) -> String {
-    let mut out = String::new();
-    header(s, &mut out, md);
+/// The summary as a document for text (`md` false) or Markdown: the overall tables, then
+/// each stage, the late frames and the worst frames, `n` functions each; its JSON form is
+/// the summary under its schema.
+pub fn summary_document(s: &Summary, n: usize, md: bool) -> Document {
+    let mut blocks = header(s, md);
+    let document = |blocks| Document {
+        blocks,
+        json: summary_json(s),
+    };
     if s.taken == 0 {
-        out.push_str("\n  no sample was taken: the processes of the run used (almost) no CPU while they were sampled\n");
-        return out;
+        blocks.push(Block::Note(
+            "  no sample was taken: the processes of the run used (almost) no CPU while they were sampled"
+                .into(),
+        ));
+        return document(blocks);
     }
     if s.selected == 0 {
-        out.push_str("\n  no sample matches the filters\n");
-        return out;
+        blocks.push(Block::Note("  no sample matches the filters".into()));
+        return document(blocks);
     }
-    section(&mut out, "top functions by self", &s.overall, true, n, md);
-    section(
-        &mut out,
+    blocks.extend(section("top functions by self", &s.overall, true, n, md));
+    blocks.extend(section(
         "top functions by inclusive",
         &s.overall,
         false,
         n,
         md,
-    );
+    ));
     for stage in &s.stages {
-        section(
-            &mut out,
+        blocks.extend(section(
             &format!("stage {}", stage.name),
             stage,
             true,
             n,
             md,
-        );
+        ));
     }
     if let Some(late) = &s.late_frames {
         if late.samples > 0 {
-            section(&mut out, "late frames (over budget)", late, true, n, md);
+            blocks.extend(section("late frames (over budget)", late, true, n, md));
         }
     }
     for frame in &s.worst_frames {
-        section(
-            &mut out,
+        blocks.extend(section(
             &format!("worst {}", frame.name),
             frame,
             true,
             n.min(5),
             md,
-        );
+        ));
     }
-    out
+    document(blocks)
 }
 
-pub fn summary_json(s: &Summary) -> String {
+/// The summary in `format` (text, Markdown or JSON).
+pub fn summary(s: &Summary, n: usize, format: Format) -> anyhow::Result<String> {
+    let document = summary_document(s, n, format == Format::Markdown);
+    write(&document, format, &PROFILE)
+}
+
+fn summary_json(s: &Summary) -> String {
     let mut v = serde_json::to_value(s).unwrap_or_default();
     v["schema"] = json!("framelab.profile/1");
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
@@ -288,4 +298,97 @@ pub fn speedscope(
         "profiles": profiles,
     });
     serde_json::to_string(&doc).unwrap_or_default() + "\n"
+}
+
+/// The summary's text and Markdown of a hand-built summary against files under
+/// `tests/snapshots/`; regenerate with `UPDATE_SNAPSHOTS=1 cargo test --lib profile::render`
+/// and review the diff.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::check;
+
+    fn row(function: &str, self_pct: f64, inclusive_pct: f64) -> FunctionRow {
+        FunctionRow {
+            function: function.into(),
+            module: "demo_bin".into(),
+            self_samples: (self_pct * 2.0) as u64,
+            inclusive_samples: (inclusive_pct * 2.0) as u64,
+            self_pct,
+            inclusive_pct,
+        }
+    }
+
+    fn table(name: &str, samples: u64, share_pct: f64) -> FunctionTable {
+        FunctionTable {
+            name: name.into(),
+            samples,
+            share_pct,
+            functions: vec![
+                row("main", 0.0, 100.0),
+                row("encode_frame", 70.0, 70.0),
+                row("convert<u8>", 30.0, 30.0),
+            ],
+        }
+    }
+
+    /// 200 samples of a run with a budget: two stages, the late frames, one worst frame,
+    /// a filter and a note; names that Markdown would take for markup.
+    fn summary() -> Summary {
+        Summary {
+            run: "demo_run".into(),
+            event: "cpu-clock".into(),
+            frequency_hz: 999,
+            unwinding: "frame pointers".into(),
+            kernel_stacks: false,
+            taken: 200,
+            lost: 2,
+            lost_pct: 0.99,
+            unknown_leaves: 1,
+            unknown_pct: 0.5,
+            truncated: 0,
+            throttled: 0,
+            notes: vec!["perf_event_paranoid is 2: kernel stacks left out".into()],
+            selected: 200,
+            filters: vec!["--process demo".into()],
+            overall: table("all", 200, 100.0),
+            stages: vec![table("encode", 140, 70.0), table("(no stage)", 60, 30.0)],
+            late_frames: Some(table("late frames", 20, 10.0)),
+            worst_frames: vec![table("frame 7 (total 15000 µs)", 4, 2.0)],
+        }
+    }
+
+    #[test]
+    fn summary_text() {
+        check(
+            "profile_summary.txt",
+            &summary_text_of(&summary(), Format::Text),
+        );
+    }
+
+    #[test]
+    fn summary_markdown() {
+        check(
+            "profile_summary.md",
+            &summary_text_of(&summary(), Format::Markdown),
+        );
+    }
+
+    #[test]
+    fn a_summary_without_samples_says_so_in_both() {
+        let mut s = summary();
+        s.taken = 0;
+        let text = summary_text_of(&s, Format::Text);
+        assert!(text.ends_with("\n\n  no sample was taken: the processes of the run used (almost) no CPU while they were sampled\n"), "{text}");
+        let md = summary_text_of(&s, Format::Markdown);
+        assert!(
+            md.starts_with("### profile · demo\\_run · cpu-clock at 999 Hz"),
+            "{md}"
+        );
+        assert!(md.contains("\n\n- samples 0 taken"), "{md}");
+    }
+
+    fn summary_text_of(s: &Summary, format: Format) -> String {
+        super::summary(s, 2, format).unwrap()
+    }
 }

@@ -1,14 +1,18 @@
 //! A neutral document: what a feature shows, as blocks (a lead line, details, notes,
-//! tables, titled lists, the report family's title, facts and sections) and its JSON form,
-//! with one writer per format. A feature builds the document once; [`write`] renders it in
-//! any format its command writes. Converted so far: `history check`, `whatif` and
-//! `timers`; the other commands still render themselves (docs/architecture.md, "Known
-//! debts").
+//! tables, titled lists, the report family's title, facts, sections and tables of aligned
+//! columns; headings, paragraphs, bullets, sub-lists, grids; pipe tables, asides,
+//! paragraphs of lines; data tables of typed cells for CSV) and its JSON
+//! form, with one writer per format. A feature builds the document once; [`write`] renders
+//! it in any format its command writes (CSV through `render::csv`), and
+//! `render::html_writer` gives the HTML page its words and tables. Converted so far:
+//! `history check`, `whatif`, `timers`, `compare`, `history show`, `hist`, `profile` and
+//! the report (docs/architecture.md, "Known debts").
 
 use anyhow::Result;
 use serde::Serialize;
 
 use super::columns::{gfm_table, render as column_table, Column};
+pub use super::csv::{Cell, DataTable};
 use super::format::Formats;
 use super::style::Style;
 use super::{Format, Table};
@@ -46,6 +50,230 @@ pub enum Block {
     /// Notes set off by a blank line: each after a `note` label in text, a quote in
     /// Markdown.
     Notes(Vec<String>),
+    /// A table whose cells are shown as given: aligned columns in text, a pipe table set off
+    /// by a blank line in Markdown.
+    Pipe(PipeTable),
+    /// A remark under the output: `note: remark` in text; in Markdown a paragraph in
+    /// italics, set off by a blank line before and after.
+    Aside(String),
+    /// A table of the report family's aligned columns (minimum widths, words left, the unit
+    /// after the header) in text; a GitHub table in Markdown, set off by a blank line.
+    Columns(ColumnTable),
+    /// Lines as the feature shows them (styled and escaped by it), a paragraph set off by a
+    /// blank line.
+    Lines(String),
+    /// A table for spreadsheets and scripts, of typed cells: what CSV writes
+    /// (`render::csv`); the formats for people leave it out.
+    Data(DataTable),
+    /// A heading line: as it is in text, a `###` heading in Markdown, set off by a blank
+    /// line after.
+    Heading(Line),
+    /// A heading inside the document, set off by a blank line before: `####` in Markdown.
+    Subheading(Line),
+    /// An indented line in text; in Markdown a paragraph (a blank line after).
+    Paragraph(Line),
+    /// Indented lines in text, a bullet each in Markdown.
+    Bullets(Vec<Line>),
+    /// A blank line in every format.
+    Blank,
+    /// A table right under the block above (no blank line before it).
+    TableUnder(Table),
+    /// A table under its caption: the caption indented after a blank line in text, a
+    /// paragraph in Markdown, where a blank line follows the table.
+    Captioned { caption: Line, table: Table },
+    /// A titled list inside a section: `  title:` and items indented further in text, a
+    /// capitalised `Title:` set off by blank lines and a bullet per item in Markdown.
+    SubList { title: String, items: Vec<Line> },
+    /// A line that closes a section: indented in text, set off by a blank line in
+    /// Markdown.
+    Remark(Line),
+    /// Aligned columns of words (left) and numbers (right), unindented in text, a pipe
+    /// table in Markdown; every cell and header shown as a name.
+    Grid(Grid),
+}
+
+/// A table in the report family's columns.
+pub struct ColumnTable {
+    pub columns: Vec<Column>,
+    pub rows: Vec<Vec<String>>,
+    /// Named once after the text header (`µs`).
+    pub unit: Option<String>,
+    /// Text sets it off by a blank line unless it stands right under its title.
+    pub set_off: bool,
+}
+
+/// How a [`PipeTable`]'s column lines up in Markdown: `---` or `---:`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PipeAlign {
+    Plain,
+    Right,
+}
+
+/// A table of cells already shown as the feature wants them (a Markdown table, where
+/// [`Block::Table`] escapes every cell): aligned columns in text, a pipe table in Markdown.
+pub struct PipeTable {
+    pub headers: Vec<String>,
+    pub align: Vec<PipeAlign>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// A line of text made of pieces, each shown as its kind says in each format.
+pub type Line = Vec<Span>;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Span {
+    pub text: String,
+    pub kind: SpanKind,
+    /// A name from the measured program, a trace or a store: escaped and cut
+    /// ([`Style::name`]), and in Markdown kept from turning into Markdown.
+    pub name: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SpanKind {
+    Plain,
+    /// Bold in Markdown.
+    Strong,
+    /// Italic in Markdown.
+    Emphasis,
+    /// A code span in Markdown (a command line).
+    Code,
+}
+
+impl Span {
+    pub fn plain(text: impl Into<String>) -> Span {
+        Span {
+            text: text.into(),
+            kind: SpanKind::Plain,
+            name: false,
+        }
+    }
+    pub fn name(text: impl Into<String>) -> Span {
+        Span {
+            name: true,
+            ..Span::plain(text)
+        }
+    }
+    pub fn strong(text: impl Into<String>) -> Span {
+        Span::plain(text).with(SpanKind::Strong)
+    }
+    pub fn emphasis(text: impl Into<String>) -> Span {
+        Span::plain(text).with(SpanKind::Emphasis)
+    }
+    pub fn code(text: impl Into<String>) -> Span {
+        Span::plain(text).with(SpanKind::Code)
+    }
+    pub fn with(self, kind: SpanKind) -> Span {
+        Span { kind, ..self }
+    }
+}
+
+/// A line of one plain piece.
+pub fn plain(text: impl Into<String>) -> Line {
+    vec![Span::plain(text)]
+}
+
+/// `line` as `st` shows it: names escaped, and in Markdown each piece's markup.
+fn shown(line: &Line, st: &Style) -> String {
+    let mut out = String::new();
+    for span in line {
+        let text = if span.name {
+            st.name(&span.text)
+        } else {
+            span.text.clone()
+        };
+        if !st.markdown {
+            out.push_str(&text);
+            continue;
+        }
+        match span.kind {
+            SpanKind::Plain => out.push_str(&text),
+            SpanKind::Strong => out.push_str(&format!("**{text}**")),
+            SpanKind::Emphasis => out.push_str(&format!("_{text}_")),
+            SpanKind::Code => out.push_str(&format!("`{text}`")),
+        }
+    }
+    out
+}
+
+/// Columns of words and numbers laid out by the writer ([`Block::Grid`]).
+#[derive(Clone, Debug, Default)]
+pub struct Grid {
+    pub columns: Vec<GridColumn>,
+    pub rows: Vec<Vec<String>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct GridColumn {
+    pub header: String,
+    /// Right-aligned in text: the column holds numbers.
+    pub numbers: bool,
+}
+
+impl GridColumn {
+    pub fn words(header: &str) -> GridColumn {
+        GridColumn {
+            header: header.into(),
+            numbers: false,
+        }
+    }
+    pub fn numbers(header: &str) -> GridColumn {
+        GridColumn {
+            header: header.into(),
+            numbers: true,
+        }
+    }
+}
+
+/// A grid in text: columns two spaces apart, words left-aligned, numbers right-aligned.
+fn grid_text(grid: &Grid, st: &Style) -> String {
+    let headers: Vec<String> = grid.columns.iter().map(|c| st.name(&c.header)).collect();
+    let rows: Vec<Vec<String>> = (grid.rows.iter())
+        .map(|r| r.iter().map(|c| st.name(c)).collect())
+        .collect();
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let padded: Vec<String> = (cells.iter().zip(&widths).zip(&grid.columns))
+            .map(|((c, w), column)| match column.numbers {
+                true => format!("{c:>w$}"),
+                false => format!("{c:<w$}"),
+            })
+            .collect();
+        padded.join("  ").trim_end().to_owned()
+            + "
+"
+    };
+    let mut out = line(&headers);
+    for row in &rows {
+        out.push_str(&line(row));
+    }
+    out
+}
+
+/// A grid in Markdown: a pipe table, every cell escaped.
+fn grid_markdown(grid: &Grid, st: &Style) -> String {
+    let headers: Vec<String> = grid.columns.iter().map(|c| st.name(&c.header)).collect();
+    let mut out = format!(
+        "| {} |
+|",
+        headers.join(" | ")
+    );
+    out.push_str(&"---|".repeat(headers.len()));
+    out.push('\n');
+    for row in &grid.rows {
+        let cells: Vec<String> = row.iter().map(|c| st.name(c)).collect();
+        out.push_str(&format!(
+            "| {} |
+",
+            cells.join(" | ")
+        ));
+    }
+    out
 }
 
 pub struct Fact {
@@ -98,8 +326,19 @@ pub fn write_in(
         Format::Text => text(document, color),
         Format::Markdown => markdown(document),
         Format::Json => document.json.clone(),
+        Format::Csv => super::csv::write(&data_tables(document)),
         other => return Err(formats.refuse(other)),
     })
+}
+
+/// The document's data tables, what CSV writes.
+fn data_tables(document: &Document) -> Vec<&DataTable> {
+    (document.blocks.iter())
+        .filter_map(|b| match b {
+            Block::Data(table) => Some(table),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The text writer: aligned tables, indented lists.
@@ -129,7 +368,8 @@ fn text(document: &Document, color: bool) -> String {
             Block::Facts(facts) => {
                 for f in facts {
                     let hint = f.hint.as_ref().map_or(String::new(), |h| format!(" {h}"));
-                    out.push_str(&format!("  {:<10}{}{hint}\n", f.label, f.value));
+                    // At least one space after the label, however long it is.
+                    out.push_str(&format!("  {:<9} {}{hint}\n", f.label, f.value));
                 }
             }
             Block::Section(section) => {
@@ -147,6 +387,53 @@ fn text(document: &Document, color: bool) -> String {
                     out.push_str(&format!("  {}{note}\n", st.yellow("note      ")));
                 }
             }
+            Block::Pipe(pipe) => {
+                let mut table = Table::new(&[]);
+                table.headers = pipe.headers.clone();
+                table.rows = pipe.rows.clone();
+                out.push_str(&table.render(false));
+            }
+            Block::Aside(remark) => {
+                out.push_str(&format!("note: {}\n", crate::display::text(remark)))
+            }
+            Block::Columns(table) => {
+                if table.set_off {
+                    out.push('\n');
+                }
+                out.push_str(&column_table(
+                    &table.columns,
+                    &table.rows,
+                    table.unit.as_deref(),
+                    &st,
+                ));
+            }
+            Block::Lines(lines) => {
+                out.push('\n');
+                out.push_str(lines);
+            }
+            Block::Data(_) => {}
+            Block::Heading(line) => out.push_str(&format!("{}\n", shown(line, &st))),
+            Block::Subheading(line) => out.push_str(&format!("\n{}\n", shown(line, &st))),
+            Block::Paragraph(line) => out.push_str(&format!("  {}\n", shown(line, &st))),
+            Block::Bullets(lines) => {
+                for line in lines {
+                    out.push_str(&format!("  {}\n", shown(line, &st)));
+                }
+            }
+            Block::Blank => out.push('\n'),
+            Block::TableUnder(table) => out.push_str(&table.render(false)),
+            Block::Captioned { caption, table } => {
+                out.push_str(&format!("\n  {}\n", shown(caption, &st)));
+                out.push_str(&table.render(false));
+            }
+            Block::SubList { title, items } => {
+                out.push_str(&format!("  {title}:\n"));
+                for item in items {
+                    out.push_str(&format!("    {}\n", shown(item, &st)));
+                }
+            }
+            Block::Remark(line) => out.push_str(&format!("  {}\n", shown(line, &st))),
+            Block::Grid(grid) => out.push_str(&grid_text(grid, &st)),
         }
     }
     out
@@ -203,7 +490,74 @@ fn markdown(document: &Document) -> String {
                 out.push('\n');
                 out.push_str(&quoted.join(">\n"));
             }
+            Block::Pipe(pipe) => {
+                set_off(&mut out);
+                out.push_str(&pipe_table(pipe));
+            }
+            Block::Aside(remark) => {
+                set_off(&mut out);
+                out.push_str(&format!("_{}_\n\n", crate::display::markdown(remark)));
+            }
+            Block::Columns(table) => {
+                set_off(&mut out);
+                let headers: Vec<String> =
+                    (table.columns.iter()).map(|c| c.header.clone()).collect();
+                out.push_str(&gfm_table(&headers, &table.rows));
+            }
+            Block::Lines(lines) => {
+                set_off(&mut out);
+                out.push_str(lines);
+            }
+            Block::Data(_) => {}
+            Block::Heading(line) => out.push_str(&format!("### {}\n\n", shown(line, &st))),
+            Block::Subheading(line) => out.push_str(&format!("\n#### {}\n\n", shown(line, &st))),
+            Block::Paragraph(line) => out.push_str(&format!("{}\n\n", shown(line, &st))),
+            Block::Bullets(lines) => {
+                for line in lines {
+                    out.push_str(&format!("- {}\n", shown(line, &st)));
+                }
+            }
+            Block::Blank => out.push('\n'),
+            Block::TableUnder(table) => out.push_str(&table.render(true)),
+            Block::Captioned { caption, table } => {
+                out.push_str(&format!("{}\n\n", shown(caption, &st)));
+                out.push_str(&table.render(true));
+                out.push('\n');
+            }
+            Block::SubList { title, items } => {
+                out.push_str(&format!("\n{}:\n\n", capitalised(title)));
+                for item in items {
+                    out.push_str(&format!("- {}\n", shown(item, &st)));
+                }
+            }
+            Block::Remark(line) => out.push_str(&format!("\n{}\n", shown(line, &st))),
+            Block::Grid(grid) => out.push_str(&grid_markdown(grid, &st)),
         }
+    }
+    out
+}
+
+/// A blank line before what follows, unless `out` is empty or already ends in one.
+fn set_off(out: &mut String) {
+    if !out.is_empty() && !out.ends_with("\n\n") {
+        out.push('\n');
+    }
+}
+
+/// A Markdown table of `pipe`'s cells as they are.
+fn pipe_table(pipe: &PipeTable) -> String {
+    let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
+    let rule: Vec<String> = (pipe.align.iter())
+        .map(|a| match a {
+            PipeAlign::Plain => "---",
+            PipeAlign::Right => "---:",
+        })
+        .map(String::from)
+        .collect();
+    let mut out = line(&pipe.headers);
+    out.push_str(&line(&rule));
+    for row in &pipe.rows {
+        out.push_str(&line(row));
     }
     out
 }
@@ -219,7 +573,7 @@ fn capitalised(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::format::HISTORY_CHECK;
+    use crate::render::format::{COMPARE, HISTORY_CHECK, HISTORY_SHOW};
 
     fn document() -> Document {
         let mut table = Table::new(&["metric", "change"]);
@@ -263,6 +617,69 @@ mod tests {
     }
 
     #[test]
+    fn the_section_blocks_in_text_and_markdown() {
+        let mut table = Table::new(&["metric", "b"]);
+        table.push(vec!["fps".into(), "61.0".into()]);
+        let d = Document {
+            blocks: vec![
+                Block::Heading(vec![Span::plain("compare · "), Span::name("a_b")]),
+                Block::Paragraph(vec![Span::strong("primary")]),
+                Block::Paragraph(vec![Span::emphasis("method")]),
+                Block::Bullets(vec![vec![Span::plain("a: "), Span::code("sleep 1")]]),
+                Block::Blank,
+                Block::Subheading(plain("b vs a")),
+                Block::TableUnder(table.clone()),
+                Block::SubList {
+                    title: "inconclusive".into(),
+                    items: vec![plain("fps: wide")],
+                },
+                Block::Remark(plain("worst frame")),
+                Block::Captioned {
+                    caption: vec![Span::name("@ns").with(SpanKind::Strong)],
+                    table,
+                },
+                Block::Data(DataTable::default()),
+            ],
+            json: String::new(),
+        };
+        assert_eq!(
+            write(&d, Format::Text, &COMPARE).unwrap(),
+            "compare · a_b\n  primary\n  method\n  a: sleep 1\n\n\nb vs a\n  metric     b\n  \
+             fps     61.0\n  inconclusive:\n    fps: wide\n  worst frame\n\n  @ns\n  \
+             metric     b\n  fps     61.0\n"
+        );
+        assert_eq!(
+            write(&d, Format::Markdown, &COMPARE).unwrap(),
+            "### compare · a\\_b\n\n**primary**\n\n_method_\n\n- a: `sleep 1`\n\n\
+             \n#### b vs a\n\n| metric | b |\n| --- | ---: |\n| fps | 61.0 |\n\
+             \nInconclusive:\n\n- fps: wide\n\nworst frame\n**@ns**\n\n\
+             | metric | b |\n| --- | ---: |\n| fps | 61.0 |\n\n"
+        );
+    }
+
+    #[test]
+    fn a_grid_aligns_words_left_and_numbers_right_and_escapes_names() {
+        let d = Document {
+            blocks: vec![Block::Grid(Grid {
+                columns: vec![GridColumn::words("branch"), GridColumn::numbers("runs")],
+                rows: vec![
+                    vec!["main".into(), "12".into()],
+                    vec!["a|b\u{1b}".into(), "3".into()],
+                ],
+            })],
+            json: String::new(),
+        };
+        assert_eq!(
+            write(&d, Format::Text, &HISTORY_SHOW).unwrap(),
+            "branch   runs\nmain       12\na|b\\x1b     3\n"
+        );
+        assert_eq!(
+            write(&d, Format::Markdown, &HISTORY_SHOW).unwrap(),
+            "| branch | runs |\n|---|---|\n| main | 12 |\n| a\\|b\\\\x1b | 3 |\n"
+        );
+    }
+
+    #[test]
     fn aligned_lines_stay_aligned_in_markdown() {
         let d = Document {
             blocks: vec![Block::Aligned("  a    1\n  bb  22\n".into())],
@@ -275,6 +692,40 @@ mod tests {
         assert_eq!(
             write(&d, Format::Markdown, &HISTORY_CHECK).unwrap(),
             "```\n  a    1\n  bb  22\n```\n"
+        );
+    }
+
+    #[test]
+    fn pipe_tables_and_asides_are_set_off_once_among_headings() {
+        let pipe = || {
+            Block::Pipe(PipeTable {
+                headers: vec!["bucket".into(), "count".into()],
+                align: vec![PipeAlign::Plain, PipeAlign::Right],
+                rows: vec![vec!["`[1, 2)`".into(), "3".into()]],
+            })
+        };
+        let d = Document {
+            blocks: vec![
+                Block::Heading(plain("@a")),
+                Block::Bullets(vec![plain("samples 5")]),
+                pipe(),
+                Block::Subheading(plain("stage b")),
+                pipe(),
+                Block::Aside("one".into()),
+                Block::Aside("two_words".into()),
+            ],
+            json: String::new(),
+        };
+        assert_eq!(
+            write(&d, Format::Markdown, &HISTORY_CHECK).unwrap(),
+            "### @a\n\n- samples 5\n\n| bucket | count |\n| --- | ---: |\n| `[1, 2)` | 3 |\n\n\
+             #### stage b\n\n| bucket | count |\n| --- | ---: |\n| `[1, 2)` | 3 |\n\n\
+             _one_\n\n_two\\_words_\n\n"
+        );
+        assert_eq!(
+            write(&d, Format::Text, &HISTORY_CHECK).unwrap(),
+            "@a\n  samples 5\n  bucket    count\n  `[1, 2)`      3\n\nstage b\n  bucket    count\n  \
+             `[1, 2)`      3\nnote: one\nnote: two_words\n"
         );
     }
 }

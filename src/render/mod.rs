@@ -5,8 +5,10 @@
 
 pub mod cells;
 pub mod columns;
+pub mod csv;
 pub mod document;
 pub mod format;
+pub mod html_writer;
 pub mod human;
 pub mod style;
 pub mod table;

@@ -7,7 +7,8 @@ use super::text::{
     PROCESS_HEADERS,
 };
 use crate::analyze::Analysis;
-use crate::render::columns::gfm_table;
+use crate::render::columns::Column;
+use crate::render::document::{Block, ColumnTable, Fact};
 use crate::render::style::Style;
 
 /// An inline code span that survives backticks in its content.
@@ -30,7 +31,17 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
-fn fps_table(a: &Analysis) -> Option<String> {
+/// A GitHub table of `headers` over `rows`, set off by a blank line.
+fn gfm(headers: Vec<String>, rows: Vec<Vec<String>>) -> Block {
+    Block::Columns(ColumnTable {
+        columns: headers.into_iter().map(|h| Column::new(h, 0)).collect(),
+        rows,
+        unit: None,
+        set_off: true,
+    })
+}
+
+fn fps_table(a: &Analysis) -> Option<Block> {
     let f = a.fps.as_ref()?;
     let cell = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |v| format!("{v:.1}"));
     let headers = strings(&[
@@ -59,58 +70,53 @@ fn fps_table(a: &Analysis) -> Option<String> {
         cell(f.low0_1_avg),
         cell(f.low0_1_int),
     ];
-    Some(gfm_table(&headers, &[values]))
+    Some(gfm(headers, vec![values]))
 }
 
-pub fn render(a: &Analysis) -> String {
-    render_in(a, false)
-}
-
-/// [`render`], naming every FPS low when `verbose` (`framelab report --verbose`).
-pub fn render_in(a: &Analysis, verbose: bool) -> String {
+/// The Markdown report's blocks: the title, the facts as bullets (the command as code,
+/// fps as its own table), the tables, telemetry, the notes quoted; every FPS low named
+/// when `verbose` (`framelab report --verbose`).
+pub(crate) fn blocks(a: &Analysis, verbose: bool) -> Vec<Block> {
     let st = Style {
         color: false,
         markdown: true,
     };
-    let mut blocks: Vec<String> = Vec::new();
-    blocks.push(format!("### {}\n", st.name(&title(a))));
-
-    let mut bullets = String::new();
-    for (label, line) in facts_in(a, &st, verbose) {
-        // The command is code; fps has its own table below.
-        let line = match label {
-            "command" => code_span(&line),
-            "fps" => continue,
-            _ => line,
-        };
-        bullets.push_str(&format!("- **{label}** {line}\n"));
-    }
-    blocks.push(bullets);
+    let facts = (facts_in(a, &st, verbose).into_iter())
+        .filter(|(label, _)| *label != "fps")
+        .map(|(label, line)| Fact {
+            label: label.to_owned(),
+            value: match label {
+                "command" => code_span(&line),
+                _ => line,
+            },
+            hint: None,
+        })
+        .collect();
+    let mut blocks = vec![Block::Title(title(a)), Block::Facts(facts)];
 
     if !a.stages.is_empty() {
         let mut headers = strings(&["stage (µs)", "min", "p50", "p95", "p99", "max", "mean"]);
         if on_cpu_cells(a).is_some() {
             headers.extend(strings(&ON_CPU_HEADERS));
         }
-        blocks.push(gfm_table(&headers, &stage_table_rows(a)));
+        blocks.push(gfm(headers, stage_table_rows(a)));
     }
     if let Some(rows) = a.pipeline.as_ref().and_then(wait_rows) {
-        blocks.push(gfm_table(&wait_headers(), &rows));
+        blocks.push(gfm(wait_headers(), rows));
     }
     blocks.extend(fps_table(a));
     if !a.processes.is_empty() {
-        let headers = strings(&PROCESS_HEADERS);
         let rows: Vec<Vec<String>> = process_rows(a).into_iter().map(Vec::from).collect();
-        blocks.push(gfm_table(&headers, &rows));
+        blocks.push(gfm(strings(&PROCESS_HEADERS), rows));
     }
     if let Some(rows) = resource_rows(a) {
-        blocks.push(gfm_table(&resource_headers(a), &rows));
+        blocks.push(gfm(resource_headers(a), rows));
     }
     if !a.worst_frames.is_empty() {
         let headers = worst_headers(a, |n| st.name(&crate::display::name(n)));
-        blocks.push(gfm_table(&headers, &worst_rows(a)));
+        blocks.push(gfm(headers, worst_rows(a)));
     }
-    blocks.extend(super::telemetry::markdown_blocks(a, &st, gfm_table));
+    blocks.extend(super::telemetry::markdown_blocks(a, &st));
     if !a.notes.is_empty() {
         let notes: String = a
             .notes
@@ -118,9 +124,9 @@ pub fn render_in(a: &Analysis, verbose: bool) -> String {
             .map(|n| format!("> **Note** {}\n", st.name(n)))
             .collect::<Vec<_>>()
             .join(">\n");
-        blocks.push(notes);
+        blocks.push(Block::Lines(notes));
     }
-    blocks.join("\n")
+    blocks
 }
 
 #[cfg(test)]

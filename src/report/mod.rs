@@ -4,6 +4,7 @@ pub(crate) mod facts;
 pub mod html;
 mod json;
 pub(crate) mod markdown;
+mod page;
 mod pipeline;
 pub mod runs;
 mod sources;
@@ -14,28 +15,65 @@ pub use json::SCHEMA as JSON_SCHEMA;
 pub use sources::render as sources;
 
 use crate::analyze::Analysis;
+use crate::render::document::{write_in, Document};
 use crate::render::format::RUN_REPORT;
+use crate::render::style::Style;
 use crate::render::Format;
 
 /// Renders `analysis` (text, Markdown or JSON); `color` only applies to text.
 pub fn render(analysis: &Analysis, format: Format, color: bool) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Text => text::render(analysis, color),
-        Format::Markdown => markdown::render(analysis),
-        Format::Json => json::render(analysis),
-        other => return Err(RUN_REPORT.refuse(other)),
-    })
+    render_in(analysis, format, color, false)
 }
 
 /// [`render`] with every FPS low in the text and Markdown reports (`--verbose`); JSON always
 /// has every number.
 pub fn render_verbose(analysis: &Analysis, format: Format, color: bool) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Text => text::render_in(analysis, color, true),
-        Format::Markdown => markdown::render_in(analysis, true),
-        Format::Json => json::render(analysis),
-        other => return Err(RUN_REPORT.refuse(other)),
-    })
+    render_in(analysis, format, color, true)
+}
+
+fn render_in(
+    analysis: &Analysis,
+    format: Format,
+    color: bool,
+    verbose: bool,
+) -> anyhow::Result<String> {
+    let format = RUN_REPORT.check(format)?;
+    write_in(
+        &document(analysis, format, color, verbose),
+        format,
+        &RUN_REPORT,
+        color,
+    )
+}
+
+/// The report as a document for `format`: text and Markdown lay out their tables each
+/// their own way (text names a unit once after a header, Markdown in each header; fps is
+/// a fact line in text, a table in Markdown), and the HTML page titles each table, so the
+/// blocks are those of the format asked (HTML's go through `render::html_writer` into the
+/// page's data); the JSON form (every number) is written only when JSON is asked for.
+pub fn document(analysis: &Analysis, format: Format, color: bool, verbose: bool) -> Document {
+    let st = Style {
+        color,
+        markdown: false,
+    };
+    match format {
+        Format::Json => Document {
+            blocks: Vec::new(),
+            json: json::render(analysis),
+        },
+        Format::Html => Document {
+            blocks: page::blocks(analysis),
+            json: String::new(),
+        },
+        Format::Markdown => Document {
+            blocks: markdown::blocks(analysis, verbose),
+            json: String::new(),
+        },
+        _ => Document {
+            blocks: text::blocks(analysis, &st, verbose),
+            json: String::new(),
+        },
+    }
 }
 
 /// Whole reports of hand-built runs against files under `tests/snapshots/`.

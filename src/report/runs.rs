@@ -7,10 +7,10 @@ use serde::Serialize;
 
 use crate::analyze::Analysis;
 use crate::experiment::Experiment;
-use crate::render::columns::{gfm_table, render as table, Column};
+use crate::render::columns::Column;
+use crate::render::document::{plain, pretty_json, write_in, Block, ColumnTable, Document};
 use crate::render::format::RUN_REPORT;
 use crate::render::human::{shell_words, us};
-use crate::render::style::Style;
 use crate::render::Format;
 
 /// Bump when a key is renamed, removed or changes meaning; adding keys keeps the version.
@@ -76,86 +76,93 @@ pub fn render(
 ) -> anyhow::Result<String> {
     let name = file.map_or_else(|| "/dev/null".to_owned(), |f| f.display().to_string());
     let shown = shell_words(std::slice::from_ref(&name));
-    Ok(match format {
-        Format::Json => {
-            let list = RunList {
+    let format = RUN_REPORT.check(format)?;
+    let document = match format {
+        Format::Json => Document {
+            blocks: Vec::new(),
+            json: pretty_json(&RunList {
                 schema: SCHEMA,
                 file: name.clone(),
                 runs: lines,
-            };
-            let mut out = serde_json::to_string_pretty(&list)
-                .unwrap_or_else(|e| format!("{{\"schema\": \"{SCHEMA}\", \"error\": \"{e}\"}}"));
-            out.push('\n');
-            out
+            }),
+        },
+        _ => Document {
+            blocks: blocks(file, &shown, lines, format == Format::Markdown),
+            json: String::new(),
+        },
+    };
+    write_in(&document, format, &RUN_REPORT, color)
+}
+
+/// The list as a title, a table of the runs in µs, and the commands that show more.
+fn blocks(file: Option<&Path>, shown: &str, lines: &[RunLine], markdown: bool) -> Vec<Block> {
+    let name = file.map_or_else(|| "/dev/null".to_owned(), |f| f.display().to_string());
+    let with_variants = lines.iter().any(|l| l.variant.is_some());
+    let with_params = lines.iter().any(|l| !l.params.is_empty());
+    let mut headers = vec!["run"];
+    if with_variants {
+        headers.push("variant");
+        if with_params {
+            headers.push("params");
         }
-        Format::Text | Format::Markdown => {
-            let markdown = format == Format::Markdown;
-            let st = Style { color, markdown };
-            let with_variants = lines.iter().any(|l| l.variant.is_some());
-            let with_params = lines.iter().any(|l| !l.params.is_empty());
-            let mut headers = vec!["run"];
-            if with_variants {
-                headers.push("variant");
-                if with_params {
-                    headers.push("params");
-                }
-            } else {
-                headers.push("name");
-            }
-            headers.extend([
-                "status",
-                "frames",
-                "fps",
-                "total p50",
-                "total p99",
-                "CPU/frame",
-            ]);
-            let rows: Vec<Vec<String>> = (lines.iter())
-                .map(|l| cells(l, with_variants, with_params))
-                .collect();
-            let first = lines.first().map_or(1, |l| l.run_id);
-            let heading = match file {
-                Some(_) => format!("{name} · {} runs", lines.len()),
-                None => format!("{} runs (-o /dev/null: not kept)", lines.len()),
-            };
-            // Verdicts need two variants (or parameter values) of two runs or more each: a
-            // file of runs without variants (`run -o` again and again) is not offered, as
-            // compare would refuse it.
-            let mut groups: Vec<(_, usize)> = Vec::new();
-            for key in lines.iter().map(|l| (&l.variant, &l.params)) {
-                match groups.iter_mut().find(|(k, _)| *k == key) {
-                    Some((_, runs)) => *runs += 1,
-                    None => groups.push((key, 1)),
-                }
-            }
-            let comparable = groups.iter().filter(|(_, runs)| *runs >= 2).count();
-            let verdicts = match with_variants && comparable >= 2 {
-                true => format!(" · verdicts: framelab compare {shown}"),
-                false => String::new(),
-            };
-            let hint = match file {
-                Some(_) => {
-                    format!("one run in full: framelab report {shown} --run-id {first}{verdicts}")
-                }
-                None => "keep the runs with -o FILE to see one in full".to_owned(),
-            };
-            if markdown {
-                let headers: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
-                format!(
-                    "### {heading}\n\n{}\nTimes in µs. {hint}\n",
-                    gfm_table(&headers, &rows)
-                )
-            } else {
-                let columns: Vec<Column> = headers.iter().map(|h| Column::new(*h, 0)).collect();
-                format!(
-                    "{}\n{}\n  {hint}\n",
-                    st.bold(&format!("framelab · {heading}")),
-                    table(&columns, &rows, Some("µs"), &st).trim_end()
-                )
-            }
+    } else {
+        headers.push("name");
+    }
+    headers.extend([
+        "status",
+        "frames",
+        "fps",
+        "total p50",
+        "total p99",
+        "CPU/frame",
+    ]);
+    let rows: Vec<Vec<String>> = (lines.iter())
+        .map(|l| cells(l, with_variants, with_params))
+        .collect();
+    let first = lines.first().map_or(1, |l| l.run_id);
+    let heading = match file {
+        Some(_) => format!("{name} · {} runs", lines.len()),
+        None => format!("{} runs (-o /dev/null: not kept)", lines.len()),
+    };
+    // Verdicts need two variants (or parameter values) of two runs or more each: a file of
+    // runs without variants (`run -o` again and again) is not offered, as compare would
+    // refuse it.
+    let mut groups: Vec<(_, usize)> = Vec::new();
+    for key in lines.iter().map(|l| (&l.variant, &l.params)) {
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, runs)) => *runs += 1,
+            None => groups.push((key, 1)),
         }
-        other => return Err(RUN_REPORT.refuse(other)),
-    })
+    }
+    let comparable = groups.iter().filter(|(_, runs)| *runs >= 2).count();
+    let verdicts = match with_variants && comparable >= 2 {
+        true => format!(" · verdicts: framelab compare {shown}"),
+        false => String::new(),
+    };
+    let hint = match file {
+        Some(_) => format!("one run in full: framelab report {shown} --run-id {first}{verdicts}"),
+        None => "keep the runs with -o FILE to see one in full".to_owned(),
+    };
+    let table = Block::Columns(ColumnTable {
+        columns: headers.iter().map(|h| Column::new(*h, 0)).collect(),
+        rows,
+        unit: (!markdown).then(|| "µs".to_owned()),
+        // Right under the title in text.
+        set_off: markdown,
+    });
+    if markdown {
+        vec![
+            Block::Heading(plain(heading)),
+            table,
+            Block::Lines(format!("Times in µs. {hint}\n")),
+        ]
+    } else {
+        vec![
+            Block::Title(format!("framelab · {heading}")),
+            table,
+            Block::Bullets(vec![plain(hint)]),
+        ]
+    }
 }
 
 fn cells(l: &RunLine, with_variants: bool, with_params: bool) -> Vec<String> {

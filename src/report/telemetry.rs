@@ -232,7 +232,8 @@ pub fn of(a: &Analysis) -> Option<&TelemetrySummary> {
     a.telemetry.as_ref()
 }
 
-use crate::render::columns::{render as table, Column};
+use crate::render::columns::Column;
+use crate::render::document::{Block, ColumnTable};
 use crate::render::style::Style;
 
 fn columns(headers: &[String], min_width: usize) -> Vec<Column> {
@@ -247,8 +248,18 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
+/// A table set off by a blank line, with no unit after its header.
+fn table(columns: Vec<Column>, rows: Vec<Vec<String>>) -> Block {
+    Block::Columns(ColumnTable {
+        columns,
+        rows,
+        unit: None,
+        set_off: true,
+    })
+}
+
 /// The telemetry blocks of the text report, in order; empty without telemetry.
-pub fn text_blocks(a: &Analysis, st: &Style) -> Vec<String> {
+pub fn text_blocks(a: &Analysis, st: &Style) -> Vec<Block> {
     let Some(t) = of(a) else {
         return Vec::new();
     };
@@ -267,30 +278,30 @@ pub fn text_blocks(a: &Analysis, st: &Style) -> Vec<String> {
             crate::display::text(&line)
         ));
     }
-    blocks.push(lines);
+    blocks.push(Block::Lines(lines));
     if !t.metrics.is_empty() {
         let headers = strings(&METRIC_HEADERS);
-        blocks.push(table(&columns(&headers, 8), &metric_rows(t), None, st));
+        blocks.push(table(columns(&headers, 8), metric_rows(t)));
     }
     if !t.energy.is_empty() {
         let headers = strings(&ENERGY_HEADERS);
-        blocks.push(table(&columns(&headers, 9), &energy_rows(t), None, st));
+        blocks.push(table(columns(&headers, 9), energy_rows(t)));
     }
     if !t.worst_frames.is_empty() {
         let mut headers = strings(&["worst frames", "t s", "total µs"]);
         headers.extend(frame_headers(t));
-        blocks.push(table(&columns(&headers, 7), &frame_rows(t), None, st));
+        blocks.push(table(columns(&headers, 7), frame_rows(t)));
     }
     if let Some(line) = throttle_line(t) {
-        blocks.push(format!(
+        blocks.push(Block::Lines(format!(
             "  {:<10}{}\n",
             "throttle",
             crate::display::text(&line)
-        ));
+        )));
     }
     if !t.busiest_threads.is_empty() {
         let headers = strings(&THREAD_HEADERS);
-        blocks.push(table(&columns(&headers, 8), &thread_rows(t), None, st));
+        blocks.push(table(columns(&headers, 8), thread_rows(t)));
     }
     blocks
 }
@@ -310,26 +321,23 @@ fn state_width(s: &str) -> usize {
     width
 }
 
-/// The telemetry blocks of the Markdown report; `table` renders a GitHub table.
-pub fn markdown_blocks(
-    a: &Analysis,
-    st: &Style,
-    gfm: impl Fn(&[String], &[Vec<String>]) -> String,
-) -> Vec<String> {
+/// The telemetry blocks of the Markdown report (headers as Markdown shows them).
+pub fn markdown_blocks(a: &Analysis, st: &Style) -> Vec<Block> {
     let Some(t) = of(a) else {
         return Vec::new();
     };
+    let gfm = |headers: Vec<String>, rows| table(columns(&headers, 0), rows);
     let mut blocks = Vec::new();
     let mut bullets = format!("**sampling** {}\n\n", every(t));
     for (source, state, line) in source_lines(t) {
         bullets.push_str(&format!("- **{source}** {state} · {}\n", st.name(&line)));
     }
-    blocks.push(bullets);
+    blocks.push(Block::Lines(bullets));
     if !t.metrics.is_empty() {
-        blocks.push(gfm(&strings(&METRIC_HEADERS), &metric_rows(t)));
+        blocks.push(gfm(strings(&METRIC_HEADERS), metric_rows(t)));
     }
     if !t.energy.is_empty() {
-        blocks.push(gfm(&strings(&ENERGY_HEADERS), &energy_rows(t)));
+        blocks.push(gfm(strings(&ENERGY_HEADERS), energy_rows(t)));
     }
     if !t.worst_frames.is_empty() {
         let mut headers = strings(&["worst frame", "t s", "total µs"]);
@@ -338,13 +346,13 @@ pub fn markdown_blocks(
                 .iter()
                 .map(|h| st.name(&crate::display::name(h))),
         );
-        blocks.push(gfm(&headers, &frame_rows(t)));
+        blocks.push(gfm(headers, frame_rows(t)));
     }
     if let Some(line) = throttle_line(t) {
-        blocks.push(format!("**throttle** {}\n", st.name(&line)));
+        blocks.push(Block::Lines(format!("**throttle** {}\n", st.name(&line))));
     }
     if !t.busiest_threads.is_empty() {
-        blocks.push(gfm(&strings(&THREAD_HEADERS), &thread_rows(t)));
+        blocks.push(gfm(strings(&THREAD_HEADERS), thread_rows(t)));
     }
     blocks
 }

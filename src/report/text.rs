@@ -3,7 +3,8 @@
 use super::facts::{facts_in, title};
 use crate::analyze::cpu::{role_label, split_resolution_ns};
 use crate::analyze::{Analysis, Dist};
-use crate::render::columns::{render as table, Column};
+use crate::render::columns::Column;
+use crate::render::document::{Block, ColumnTable, Fact};
 use crate::render::human::{cores, cpu_secs, load_pct, mem, secs, us, us_mean};
 use crate::render::style::Style;
 
@@ -26,7 +27,17 @@ pub(crate) fn stage_rows(a: &Analysis) -> Vec<(String, [String; 6])> {
         .collect()
 }
 
-fn stage_table(a: &Analysis, st: &Style) -> Option<String> {
+/// A table of the report's columns, set off by a blank line.
+fn columns(columns: Vec<Column>, rows: Vec<Vec<String>>, unit: Option<&str>) -> Block {
+    Block::Columns(ColumnTable {
+        columns,
+        rows,
+        unit: unit.map(str::to_owned),
+        set_off: true,
+    })
+}
+
+fn stage_table(a: &Analysis) -> Option<Block> {
     if a.stages.is_empty() {
         return None;
     }
@@ -37,7 +48,7 @@ fn stage_table(a: &Analysis, st: &Style) -> Option<String> {
     if on_cpu_cells(a).is_some() {
         columns.extend(ON_CPU_HEADERS.map(|h| Column::new(h, 10)));
     }
-    Some(table(&columns, &stage_table_rows(a), Some("µs"), st))
+    Some(self::columns(columns, stage_table_rows(a), Some("µs")))
 }
 
 /// The stage table's rows: name, the wall-time distribution, then each stage's on-CPU p50
@@ -120,11 +131,11 @@ pub(crate) fn process_rows(a: &Analysis) -> Vec<[String; 8]> {
     rows
 }
 
-fn process_table(a: &Analysis, st: &Style) -> Option<String> {
+fn process_table(a: &Analysis) -> Option<Block> {
     if a.processes.is_empty() {
         return None;
     }
-    let columns = [
+    let columns = vec![
         Column::new("process", 10),
         Column::words("role", 9),
         Column::new("wall s", 9),
@@ -135,7 +146,7 @@ fn process_table(a: &Analysis, st: &Style) -> Option<String> {
         Column::new("peak RSS", 11),
     ];
     let rows: Vec<Vec<String>> = process_rows(a).into_iter().map(Vec::from).collect();
-    Some(table(&columns, &rows, None, st))
+    Some(self::columns(columns, rows, None))
 }
 
 /// Whether a worst frame was preempted (a scheduler timeline says so).
@@ -205,7 +216,7 @@ pub(crate) const PROCESS_HEADERS: [&str; 8] = [
     "process", "role", "wall s", "user s", "sys s", "load %", "cores", "peak RSS",
 ];
 
-fn worst_table(a: &Analysis, st: &Style) -> Option<String> {
+fn worst_table(a: &Analysis) -> Option<Block> {
     if a.worst_frames.is_empty() {
         return None;
     }
@@ -221,63 +232,57 @@ fn worst_table(a: &Analysis, st: &Style) -> Option<String> {
     if worst_preempted(a) {
         columns.push(Column::new("preempted", 9));
     }
-    Some(table(&columns, &worst_rows(a), Some("µs"), st))
+    Some(self::columns(columns, worst_rows(a), Some("µs")))
 }
 
-fn wait_table(a: &Analysis, st: &Style) -> Option<String> {
+fn wait_table(a: &Analysis) -> Option<Block> {
     let rows = super::pipeline::wait_rows(a.pipeline.as_ref()?)?;
     let mut columns = vec![Column::new("wait", 9)];
     columns.extend(super::pipeline::WAIT_HEADERS.map(|h| Column::new(h, 9)));
-    Some(table(&columns, &rows, Some("µs"), st))
+    Some(self::columns(columns, rows, Some("µs")))
 }
 
-fn resource_table(a: &Analysis, st: &Style) -> Option<String> {
+fn resource_table(a: &Analysis) -> Option<Block> {
     let rows = super::pipeline::resource_rows(a)?;
     let mut columns = vec![Column::new(super::pipeline::resource_header(a), 10)];
     columns.extend(super::pipeline::resource_busy_headers(a).map(|h| Column::new(h, 9)));
-    Some(table(&columns, &rows, None, st))
+    Some(self::columns(columns, rows, None))
 }
 
-pub fn render(a: &Analysis, color: bool) -> String {
-    render_in(a, color, false)
-}
-
-/// [`render`], naming every FPS low when `verbose` (`framelab report --verbose`).
-pub fn render_in(a: &Analysis, color: bool, verbose: bool) -> String {
-    let st = Style {
-        color,
-        markdown: false,
-    };
-    let mut out = String::new();
-    out.push_str(&st.bold(&title(a)));
-    out.push('\n');
-    for (label, line) in facts_in(a, &st, verbose) {
-        // At least one space after the label, however long it is.
-        out.push_str(&format!("  {label:<9} {line}\n"));
-    }
-    for block in [
-        stage_table(a, &st),
-        wait_table(a, &st),
-        process_table(a, &st),
-        resource_table(a, &st),
-        worst_table(a, &st),
-    ]
-    .into_iter()
-    .flatten()
-    .chain(super::telemetry::text_blocks(a, &st))
-    {
-        out.push('\n');
-        out.push_str(&block);
-    }
+/// The text report's blocks, decorated by `st` (colour): the title, the facts, the
+/// tables, telemetry, the notes; every FPS low named when `verbose`
+/// (`framelab report --verbose`).
+pub(crate) fn blocks(a: &Analysis, st: &Style, verbose: bool) -> Vec<Block> {
+    let mut blocks = vec![
+        Block::Title(title(a)),
+        Block::Facts(
+            (facts_in(a, st, verbose).into_iter())
+                .map(|(label, value)| Fact {
+                    label: label.to_owned(),
+                    value,
+                    hint: None,
+                })
+                .collect(),
+        ),
+    ];
+    blocks.extend(
+        [
+            stage_table(a),
+            wait_table(a),
+            process_table(a),
+            resource_table(a),
+            worst_table(a),
+        ]
+        .into_iter()
+        .flatten(),
+    );
+    blocks.extend(super::telemetry::text_blocks(a, st));
     if !a.notes.is_empty() {
-        out.push('\n');
-        for note in &a.notes {
-            out.push_str(&format!(
-                "  {}{}\n",
-                st.yellow(&format!("{:<10}", "note")),
-                crate::display::text(note)
-            ));
-        }
+        blocks.push(Block::Notes(
+            (a.notes.iter())
+                .map(|n| crate::display::text(n).into_owned())
+                .collect(),
+        ));
     }
-    out
+    blocks
 }

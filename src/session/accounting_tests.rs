@@ -2,6 +2,7 @@
 //! a pid taken by another process, roles.
 
 use super::*;
+use crate::session::procfs::ScriptedClocks;
 use crate::session::watch::WatchRoles;
 
 const TICK_NS: i64 = 10_000_000;
@@ -224,6 +225,40 @@ fn rows_per_role_hold_each_process_cpu_and_memory_over_the_window() {
             "alive over the whole window: {r:?}"
         );
     }
+}
+
+#[test]
+fn a_process_cpu_clock_counts_to_the_nanosecond_where_ticks_would_round() {
+    let mut world = World::new();
+    let clocks = ScriptedClocks::default();
+    world.exec.cpu_clocks = Some(clocks.clone());
+    let set = |pid: u32, ns: i64| {
+        clocks.lock().unwrap().insert(pid, ns);
+    };
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [10, 2, 0, 0], 1);
+    world.process(101, "worker", 'S', CMD, [0, 0, 0, 0], 1);
+    set(CMD, 120_000_000);
+    set(101, 0);
+    let mut acc = world.accounting(WatchList::default());
+    acc.sample(0, CMD);
+    acc.start_window(500_000_000, CMD, false);
+    // Ticks say 23 (0.23 s) and 4 (0.04 s); the clocks say what was really used.
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [30, 5, 0, 0], 1);
+    world.process(101, "worker", 'S', CMD, [4, 0, 0, 0], 1);
+    set(CMD, 120_000_000 + 234_567_891);
+    set(101, 43_210_987);
+    acc.sample(1_000_000_000, CMD);
+    acc.end_window(2_000_000_000, CMD);
+    let rows = acc.results();
+    let command = row(&rows, "pipeline");
+    assert_eq!(cpu(command), 234_567_891, "{command:?}");
+    assert_eq!(
+        (command.cpu_source, command.cpu_resolution_ns),
+        (CpuSource::Clock, 1)
+    );
+    let worker = row(&rows, "worker");
+    assert_eq!(cpu(worker), 43_210_987, "{worker:?}");
+    assert_eq!(worker.cpu_source, CpuSource::Clock);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Everything the run's supervisor does to the operating system, behind one trait: start
-//! the services and the command, reap what exited, send signals, read the clock, and hand
-//! out the sources of the accounting (/proc, the kernel's exit records). `System` does it
+//! the services and the command, reap what exited, send signals, register process groups
+//! with the guardian, read the clock, and hand out the sources of the accounting (/proc,
+//! the kernel's exit records). `System` does it
 //! for real; the supervisor's tests use a scripted mock (`executor_mock.rs`), so each
 //! transition is tested without spawning a process or waiting on a clock.
 
@@ -8,16 +9,20 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use super::guard;
 use super::hold::ChildEnds;
 use super::launch::{self, Reaped};
-use super::options::ServiceOptions;
 use super::output::ChildStdio;
 use super::prepare::{self, Prepare};
 use super::procfs::Procfs;
-use super::rungroup::Placement;
-use super::services::Services;
+use super::rungroup::{Placement, RunGroup};
+use super::service_io::{self, ServiceStreams};
 use super::taskstats::{ExitSource, Taskstats};
 use crate::output::CapturedOutput;
+use crate::probes::recorder::Recorder;
+use crate::probes::ProbeOptions;
+use crate::sched::tracer::Tracer;
+use crate::services::ServiceSpec;
 
 /// How to start the command (see `launch::spawn`).
 pub struct Spawn<'a> {
@@ -36,20 +41,46 @@ pub trait Executor {
     fn now(&self) -> Instant;
     /// Waits this long between two looks at the run.
     fn sleep(&mut self, wait: Duration);
-    /// Starts every service in order and waits until each is ready; on a failure, those
-    /// already started are stopped and the error says which one failed and why. Returns
-    /// each service's leader and name.
-    fn start_services(
+    /// Starts one service in its own process group, its output drained (and watched for
+    /// its ready line); its leader's pid. The waiting and stopping are `Services`'s.
+    fn spawn_service(
         &mut self,
-        services: &ServiceOptions,
+        spec: &ServiceSpec,
         env: &[(String, String)],
-        grace: Duration,
         join: Placement,
-    ) -> Result<Vec<(u32, String)>>;
-    /// Stops the services (a run that never started its command).
-    fn stop_services(&mut self, grace: Duration);
-    /// Stops the services after the command and returns what each wrote.
-    fn finish_services(&mut self, grace: Duration) -> Vec<CapturedOutput>;
+    ) -> Result<u32>;
+    /// Whether something accepts TCP connections on host:port now.
+    fn accepts(&mut self, host: &str, port: u16) -> bool;
+    /// Whether a line of the service's output matched its `Ready::Line` (told once).
+    fn ready_line_seen(&mut self, pid: u32) -> bool;
+    /// The service leader's wait status once it exited (it is reaped), without blocking.
+    fn service_exited(&mut self, pid: u32) -> Option<i32>;
+    /// Whether the service's leader still exists (a zombie does).
+    fn service_exists(&mut self, pid: u32) -> bool;
+    /// Waits for a service's leader that was sent SIGKILL.
+    fn wait_killed(&mut self, pid: u32);
+    /// What the service wrote, once its streams closed.
+    fn service_output(&mut self, pid: u32) -> Vec<CapturedOutput>;
+    /// The guardian stops this process group if framelab dies.
+    fn register_group(&mut self, pgid: u32);
+    /// The group is stopped and reaped: no longer the guardian's.
+    fn unregister_group(&mut self, pgid: u32);
+    /// Starts the guardian, which stops the run's processes if framelab dies.
+    fn start_guardian(&mut self, grace: Duration) -> Result<()>;
+    /// Makes the run's group: a cgroup where the system gives one, else the process tree.
+    fn make_run_group(&mut self) -> Result<RunGroup>;
+    /// Kills whatever of the run's group is left; a line per process that had escaped it.
+    fn end_run_group(&mut self, group: &mut RunGroup) -> Vec<String>;
+    /// Places the `--probe`s; `Err` is the line that says why one cannot be.
+    fn start_probes(
+        &mut self,
+        options: &ProbeOptions,
+        watched: Vec<u32>,
+    ) -> Result<Recorder, String>;
+    /// Opens the scheduler tracepoints for the run and `watched`; `Err` says why not.
+    fn start_sched_tracer(&mut self, watched: &[u32]) -> Result<Tracer, String>;
+    /// From here on framelab catches interrupts and adopts the run's orphans.
+    fn take_charge(&mut self);
     /// Runs `--prepare`; `Err` says how it failed.
     fn run_prepare(&mut self, prepare: &Prepare) -> Result<(), String>;
     /// Starts the command in its own process group; its pid.
@@ -73,7 +104,7 @@ pub trait Executor {
 /// The real operating system.
 #[derive(Default)]
 pub struct System {
-    services: Services,
+    services: ServiceStreams,
 }
 
 impl Executor for System {
@@ -85,23 +116,74 @@ impl Executor for System {
         std::thread::sleep(wait);
     }
 
-    fn start_services(
+    fn spawn_service(
         &mut self,
-        services: &ServiceOptions,
+        spec: &ServiceSpec,
         env: &[(String, String)],
-        grace: Duration,
         join: Placement,
-    ) -> Result<Vec<(u32, String)>> {
-        self.services = Services::start(&services.specs, env, services.ready_timeout, grace, join)?;
-        Ok(self.services.roots())
+    ) -> Result<u32> {
+        self.services.spawn(spec, env, join)
     }
 
-    fn stop_services(&mut self, grace: Duration) {
-        self.services.stop(grace);
+    fn accepts(&mut self, host: &str, port: u16) -> bool {
+        service_io::accepts(host, port)
     }
 
-    fn finish_services(&mut self, grace: Duration) -> Vec<CapturedOutput> {
-        self.services.finish(grace)
+    fn ready_line_seen(&mut self, pid: u32) -> bool {
+        self.services.ready_line_seen(pid)
+    }
+
+    fn service_exited(&mut self, pid: u32) -> Option<i32> {
+        service_io::exited(pid)
+    }
+
+    fn service_exists(&mut self, pid: u32) -> bool {
+        service_io::exists(pid)
+    }
+
+    fn wait_killed(&mut self, pid: u32) {
+        service_io::wait_killed(pid);
+    }
+
+    fn service_output(&mut self, pid: u32) -> Vec<CapturedOutput> {
+        self.services.output(pid)
+    }
+
+    fn register_group(&mut self, pgid: u32) {
+        guard::register_group(pgid);
+    }
+
+    fn unregister_group(&mut self, pgid: u32) {
+        guard::unregister_group(pgid);
+    }
+
+    fn start_guardian(&mut self, grace: Duration) -> Result<()> {
+        guard::start(grace)
+    }
+
+    fn make_run_group(&mut self) -> Result<RunGroup> {
+        RunGroup::create()
+    }
+
+    fn end_run_group(&mut self, group: &mut RunGroup) -> Vec<String> {
+        group.end()
+    }
+
+    fn start_probes(
+        &mut self,
+        options: &ProbeOptions,
+        watched: Vec<u32>,
+    ) -> Result<Recorder, String> {
+        Recorder::start(options, watched)
+    }
+
+    fn start_sched_tracer(&mut self, watched: &[u32]) -> Result<Tracer, String> {
+        Tracer::start(std::process::id(), watched.to_vec())
+    }
+
+    fn take_charge(&mut self) {
+        launch::catch_interrupts();
+        launch::become_subreaper();
     }
 
     fn run_prepare(&mut self, prepare: &Prepare) -> Result<(), String> {

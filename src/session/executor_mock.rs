@@ -1,5 +1,5 @@
-//! A scripted `Executor` for the supervisor's tests: services that fail or get ready, a
-//! `--prepare` that fails, a command that exits by itself after a while or dies of the
+//! A scripted `Executor` for the supervisor's tests: services that get ready late or
+//! never, exit early or ignore their stop signals, a `--prepare` that fails, a command that exits by itself after a while or dies of the
 //! signals it is told to, interrupts at given times. Its clock moves only when the
 //! supervisor sleeps, so no test depends on how fast the machine is.
 
@@ -10,12 +10,15 @@ use anyhow::{bail, Result};
 
 use super::executor::{Executor, Spawn};
 use super::launch::Reaped;
-use super::options::ServiceOptions;
 use super::prepare::Prepare;
-use super::procfs::{CpuTimes, Procfs};
-use super::rungroup::Placement;
+use super::procfs::{CpuTimes, Procfs, ScriptedClocks};
+use super::rungroup::{Placement, RunGroup};
 use super::taskstats::{Exit, ExitRecords, ExitSource};
 use crate::output::CapturedOutput;
+use crate::probes::recorder::Recorder;
+use crate::probes::ProbeOptions;
+use crate::sched::tracer::Tracer;
+use crate::services::ServiceSpec;
 
 /// The command's pid in the mock.
 pub const COMMAND_PID: u32 = 4321;
@@ -23,9 +26,16 @@ pub const COMMAND_PID: u32 = 4321;
 /// What the supervisor asked, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Call {
-    StartServices(Vec<String>),
-    StopServices,
-    FinishServices,
+    /// A service started, by name.
+    SpawnService(String),
+    /// A signal to a service's group, and when.
+    ServiceSignal(String, i32, Duration),
+    /// A process group given to the guardian, or taken back.
+    Register(u32),
+    Unregister(u32),
+    StartGuardian,
+    /// What was left of the run's group was killed.
+    EndRunGroup,
     Prepare(String),
     Spawn(Vec<String>),
     /// A signal to the command's group, and when (since the mock's start).
@@ -39,8 +49,14 @@ pub struct MockExecutor {
     /// Time since `start`: it moves when the supervisor sleeps.
     pub elapsed: Duration,
     pub calls: Vec<Call>,
-    /// `start_services` fails with this.
-    pub services_fail: Option<String>,
+    /// How each service behaves, by name; one not here gets ready at once and dies of
+    /// the first stop signal.
+    pub services: Vec<MockService>,
+    /// Something accepts connections on every port before any service starts.
+    pub port_taken: bool,
+    /// What ending the run's group says escaped it.
+    pub escaped: Vec<String>,
+    pub(super) running_services: Vec<RunningService>,
     /// `--prepare` fails with this.
     pub prepare_fails: Option<String>,
     /// Ctrl-C comes while `--prepare` runs (and fails it).
@@ -58,6 +74,9 @@ pub struct MockExecutor {
     pub max_rss_bytes: u64,
     /// A fixture /proc tree the accounting reads; none: an empty one.
     pub proc_root: Option<std::path::PathBuf>,
+    /// Processes' CPU clocks as the test sets them; none: the tree has no clock (as a
+    /// fixture), so the accounting reads /proc's ticks.
+    pub cpu_clocks: Option<ScriptedClocks>,
     /// Exit records the test sends (`exit`); none: the kernel's are "not available".
     pub exits: Option<Arc<Mutex<Vec<Exit>>>>,
     pub(super) prepare_interrupts: usize,
@@ -73,7 +92,10 @@ impl Default for MockExecutor {
             start: Instant::now(),
             elapsed: Duration::ZERO,
             calls: Vec::new(),
-            services_fail: None,
+            services: Vec::new(),
+            port_taken: false,
+            escaped: Vec::new(),
+            running_services: Vec::new(),
             prepare_fails: None,
             interrupt_in_prepare: false,
             spawn_fails: false,
@@ -83,6 +105,7 @@ impl Default for MockExecutor {
             rusage: CpuTimes::default(),
             max_rss_bytes: 0,
             proc_root: None,
+            cpu_clocks: None,
             exits: None,
             prepare_interrupts: 0,
             spawned_at: None,
@@ -134,6 +157,82 @@ impl MockExecutor {
     }
 }
 
+/// A service's script.
+#[derive(Clone, Debug)]
+pub struct MockService {
+    pub name: String,
+    /// Its `--ready` condition (a port, a line) holds this long after it started; `None`:
+    /// never.
+    pub ready_after: Option<Duration>,
+    /// It exits by itself this long after it started, with this wait status.
+    pub exits_after: Option<(Duration, i32)>,
+    /// The stop signals it ignores; it dies of the others.
+    pub ignores: Vec<i32>,
+}
+
+impl MockService {
+    /// Ready at once, stopped by SIGINT.
+    pub fn new(name: &str) -> MockService {
+        MockService {
+            name: name.to_owned(),
+            ready_after: Some(Duration::ZERO),
+            exits_after: None,
+            ignores: Vec::new(),
+        }
+    }
+}
+
+/// A service the mock started, and where it stands.
+pub(super) struct RunningService {
+    script: MockService,
+    pid: u32,
+    started_at: Duration,
+    /// Its wait status once it ended.
+    ended: Option<i32>,
+    reaped: bool,
+}
+
+impl RunningService {
+    fn ended(&mut self, now: Duration) -> Option<i32> {
+        if self.ended.is_none() {
+            if let Some((after, status)) = self.script.exits_after {
+                if now >= self.started_at + after {
+                    self.ended = Some(status);
+                }
+            }
+        }
+        self.ended
+    }
+
+    fn ready(&mut self, now: Duration) -> bool {
+        self.ended(now).is_none()
+            && self
+                .script
+                .ready_after
+                .is_some_and(|after| now >= self.started_at + after)
+    }
+}
+
+impl MockExecutor {
+    fn service(&mut self, pid: u32) -> &mut RunningService {
+        self.running_services
+            .iter_mut()
+            .find(|s| s.pid == pid)
+            .unwrap_or_else(|| panic!("no service has pid {pid}"))
+    }
+
+    /// The signals sent to a service's group, with when.
+    pub fn service_signals(&self, name: &str) -> Vec<(i32, Duration)> {
+        self.calls
+            .iter()
+            .filter_map(|c| match c {
+                Call::ServiceSignal(to, signal, at) if to == name => Some((*signal, *at)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// The exit records a test sent, handed over at each drain.
 struct ScriptedExits(Arc<Mutex<Vec<Exit>>>);
 
@@ -152,33 +251,106 @@ impl Executor for MockExecutor {
         self.elapsed += wait;
     }
 
-    fn start_services(
+    fn spawn_service(
         &mut self,
-        services: &ServiceOptions,
+        spec: &ServiceSpec,
         _env: &[(String, String)],
-        _grace: Duration,
         _join: Placement,
-    ) -> Result<Vec<(u32, String)>> {
-        let names: Vec<String> = services.specs.iter().map(|s| s.name.clone()).collect();
-        self.calls.push(Call::StartServices(names.clone()));
-        if let Some(why) = &self.services_fail {
-            bail!("{why}");
+    ) -> Result<u32> {
+        self.calls.push(Call::SpawnService(spec.name.clone()));
+        let script = (self.services.iter())
+            .find(|s| s.name == spec.name)
+            .cloned()
+            .unwrap_or_else(|| MockService::new(&spec.name));
+        let pid = 1000 + self.running_services.len() as u32;
+        self.running_services.push(RunningService {
+            script,
+            pid,
+            started_at: self.elapsed,
+            ended: None,
+            reaped: false,
+        });
+        Ok(pid)
+    }
+
+    fn accepts(&mut self, _host: &str, _port: u16) -> bool {
+        let now = self.elapsed;
+        self.port_taken || self.running_services.iter_mut().any(|s| s.ready(now))
+    }
+
+    fn ready_line_seen(&mut self, pid: u32) -> bool {
+        let now = self.elapsed;
+        self.service(pid).ready(now)
+    }
+
+    fn service_exited(&mut self, pid: u32) -> Option<i32> {
+        let now = self.elapsed;
+        let service = self.service(pid);
+        if service.reaped {
+            return None;
         }
-        Ok(names
-            .into_iter()
-            .enumerate()
-            .map(|(i, name)| (1000 + i as u32, name))
-            .collect())
+        let status = service.ended(now)?;
+        service.reaped = true;
+        Some(status)
     }
 
-    fn stop_services(&mut self, _grace: Duration) {
-        self.calls.push(Call::StopServices);
+    fn service_exists(&mut self, pid: u32) -> bool {
+        !self.service(pid).reaped
     }
 
-    fn finish_services(&mut self, _grace: Duration) -> Vec<CapturedOutput> {
-        self.calls.push(Call::FinishServices);
-        Vec::new()
+    fn wait_killed(&mut self, pid: u32) {
+        let service = self.service(pid);
+        assert!(service.ended.is_some(), "waits only for a killed service");
+        service.reaped = true;
     }
+
+    fn service_output(&mut self, pid: u32) -> Vec<CapturedOutput> {
+        let name = self.service(pid).script.name.clone();
+        vec![CapturedOutput {
+            role: name,
+            stream: "stdout".into(),
+            bytes: 0,
+            dropped: 0,
+            content: Vec::new(),
+            note: String::new(),
+        }]
+    }
+
+    fn register_group(&mut self, pgid: u32) {
+        self.calls.push(Call::Register(pgid));
+    }
+
+    fn unregister_group(&mut self, pgid: u32) {
+        self.calls.push(Call::Unregister(pgid));
+    }
+
+    fn start_guardian(&mut self, _grace: Duration) -> Result<()> {
+        self.calls.push(Call::StartGuardian);
+        Ok(())
+    }
+
+    fn make_run_group(&mut self) -> Result<RunGroup> {
+        Ok(RunGroup::untracked())
+    }
+
+    fn end_run_group(&mut self, _group: &mut RunGroup) -> Vec<String> {
+        self.calls.push(Call::EndRunGroup);
+        self.escaped.clone()
+    }
+
+    fn start_probes(
+        &mut self,
+        _options: &ProbeOptions,
+        _watched: Vec<u32>,
+    ) -> Result<Recorder, String> {
+        Err("no probes in the mock".into())
+    }
+
+    fn start_sched_tracer(&mut self, _watched: &[u32]) -> Result<Tracer, String> {
+        Err("no tracepoints in the mock".into())
+    }
+
+    fn take_charge(&mut self) {}
 
     fn run_prepare(&mut self, prepare: &Prepare) -> Result<(), String> {
         self.calls.push(Call::Prepare(prepare.command.clone()));
@@ -216,7 +388,16 @@ impl Executor for MockExecutor {
     }
 
     fn signal_group(&mut self, pgid: u32, signal: i32) {
-        assert_eq!(pgid, COMMAND_PID, "only the command's group is signalled");
+        if pgid != COMMAND_PID {
+            let now = self.elapsed;
+            let service = self.service(pgid);
+            let name = service.script.name.clone();
+            if service.ended(now).is_none() && !service.script.ignores.contains(&signal) {
+                service.ended = Some(signal);
+            }
+            self.calls.push(Call::ServiceSignal(name, signal, now));
+            return;
+        }
         self.calls.push(Call::Signal(signal, self.elapsed));
         if self.ended().is_none() && self.dies_of.contains(&signal) {
             // A death by signal: the wait status is the signal's number.
@@ -243,10 +424,14 @@ impl Executor for MockExecutor {
 
     fn procfs(&self) -> Procfs {
         let root = self.proc_root.clone();
-        Procfs::at(
+        let procfs = Procfs::at(
             root.unwrap_or_else(|| "/nonexistent/framelab-mock-proc".into()),
             100,
-        )
+        );
+        match &self.cpu_clocks {
+            Some(clocks) => procfs.with_cpu_clocks(clocks.clone()),
+            None => procfs,
+        }
     }
 
     fn exit_records(&mut self) -> ExitSource {

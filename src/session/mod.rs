@@ -24,6 +24,7 @@ mod recording;
 mod rings;
 mod rungroup;
 mod sched;
+mod service_io;
 mod services;
 mod setup;
 mod supervisor;

@@ -20,7 +20,20 @@ pub enum Opening {
 /// stage of N+1 frames was recorded). From the first frame: warmup after the first span's
 /// start, or, while no span has come, provisionally at launch + warmup. From launch, or
 /// without a warmup: launch + warmup.
+/// A window that would start at or after the end of `--duration` never opens, however late
+/// framelab looks (a loaded machine): the run ended inside its warmup.
 pub fn window_due(
+    window: &WindowOptions,
+    now_ns: i64,
+    first_span_ns: Option<i64>,
+    opening_frame_start_ns: Option<i64>,
+) -> Option<(i64, bool)> {
+    let due = due_after_warmup(window, now_ns, first_span_ns, opening_frame_start_ns)?;
+    let before_the_end = window.duration.is_none_or(|d| due.0 < d.as_nanos() as i64);
+    before_the_end.then_some(due)
+}
+
+fn due_after_warmup(
     window: &WindowOptions,
     now_ns: i64,
     first_span_ns: Option<i64>,
@@ -82,6 +95,25 @@ mod tests {
         assert_eq!(
             window_due(&frames, 7 * S, Some(S), Some(6 * S)),
             Some((6 * S, false))
+        );
+    }
+
+    #[test]
+    fn a_window_due_after_the_duration_never_opens_however_late_the_look() {
+        const MS: i64 = 1_000_000;
+        // --warmup 900ms --duration 1s, first frame at 118 ms: due at 1018 ms, after the
+        // end. A look at 1019 ms (a late tick) opened it there, for 0.5 ms and no frame.
+        let window = WindowOptions {
+            warmup: Duration::from_millis(900),
+            warmup_from: WarmupFrom::FirstFrame,
+            duration: Some(Duration::from_secs(1)),
+            ..WindowOptions::default()
+        };
+        assert_eq!(window_due(&window, 1019 * MS, Some(118 * MS), None), None);
+        // Due before the end: opens, even when seen after it.
+        assert_eq!(
+            window_due(&window, 1019 * MS, Some(90 * MS), None),
+            Some((990 * MS, false))
         );
     }
 }

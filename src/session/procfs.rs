@@ -29,16 +29,33 @@ pub struct ProcStat {
 pub struct Procfs {
     root: PathBuf,
     ns_per_tick: i64,
-    /// The real /proc of this machine: process CPU clocks can be read next to it.
-    live: bool,
+    /// Where processes' CPU clocks are read.
+    clock: CpuClock,
 }
+
+/// Where a process's CPU clock is read.
+#[derive(Clone, Debug)]
+enum CpuClock {
+    /// The kernel's (`clock_getcpuclockid`), next to the real /proc.
+    Kernel,
+    /// None: a fixture tree.
+    None,
+    /// A test's readings by pid, which it moves as it likes (the accounting's tests of the
+    /// clock's path).
+    #[cfg(test)]
+    Scripted(ScriptedClocks),
+}
+
+/// Each process's CPU clock in nanoseconds, as a test sets it.
+#[cfg(test)]
+pub type ScriptedClocks = std::sync::Arc<std::sync::Mutex<std::collections::HashMap<u32, i64>>>;
 
 impl Procfs {
     pub fn system() -> Procfs {
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         Procfs {
-            live: true,
+            clock: CpuClock::Kernel,
             ..Procfs::at("/proc", if hz > 0 { hz as i64 } else { 100 })
         }
     }
@@ -47,7 +64,7 @@ impl Procfs {
         Procfs {
             root: root.into(),
             ns_per_tick: 1_000_000_000 / ticks_per_second.max(1),
-            live: false,
+            clock: CpuClock::None,
         }
     }
 
@@ -61,10 +78,21 @@ impl Procfs {
     /// is checked) and still while it is a zombie. `None` for a fixture tree or a process
     /// that is gone.
     pub fn cpu_clock_ns(&self, pid: u32) -> Option<i64> {
-        if !self.live {
-            return None;
+        match &self.clock {
+            CpuClock::Kernel => process_cpu_clock_ns(pid),
+            CpuClock::None => None,
+            #[cfg(test)]
+            CpuClock::Scripted(clocks) => clocks.lock().unwrap().get(&pid).copied(),
         }
-        process_cpu_clock_ns(pid)
+    }
+
+    /// This tree with CPU clocks a test sets.
+    #[cfg(test)]
+    pub fn with_cpu_clocks(self, clocks: ScriptedClocks) -> Procfs {
+        Procfs {
+            clock: CpuClock::Scripted(clocks),
+            ..self
+        }
     }
 
     fn path(&self, pid: u32, file: &str) -> PathBuf {

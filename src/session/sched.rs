@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::executor::Executor;
 use crate::sample::{SamplingOptions, SourceKind};
 use crate::sched::tracer::Tracer;
 use crate::sched::{SchedSource, SchedTimeline};
@@ -23,7 +24,12 @@ fn schedstat_every(sampling: &SamplingOptions) -> Option<Duration> {
 
 /// Starts tracing what `wanted` asks for (`FRAMELAB_SCHED`); prints one line when the
 /// tracepoints were wanted and refused.
-pub fn start(wanted: SchedSource, watched: &[u32], sampling: &SamplingOptions) -> SchedRecording {
+pub fn start(
+    wanted: SchedSource,
+    watched: &[u32],
+    sampling: &SamplingOptions,
+    exec: &mut impl Executor,
+) -> SchedRecording {
     let every = schedstat_every(sampling);
     let fallback = move |detail: String| SchedTimeline {
         source: if every.is_some() {
@@ -45,7 +51,7 @@ pub fn start(wanted: SchedSource, watched: &[u32], sampling: &SamplingOptions) -
             .to_owned(),
     };
     match wanted {
-        SchedSource::Tracepoints => match Tracer::start(std::process::id(), watched.to_vec()) {
+        SchedSource::Tracepoints => match exec.start_sched_tracer(watched) {
             Ok(tracer) => SchedRecording {
                 tracer: Some(tracer),
                 fallback: fallback(String::new()),

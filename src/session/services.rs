@@ -1,105 +1,35 @@
 //! Starting each `--service` before the command, waiting until it is ready, and stopping it
 //! after: SIGINT, SIGTERM, SIGKILL to its whole process group, each after the grace period.
 //! Each is registered with the guardian, so it dies with framelab even on kill -9.
+//!
+//! The loops are here and every step goes through the `Executor`: its clock decides the
+//! ready timeout and the grace periods, so the supervisor's tests drive a service that
+//! never gets ready or ignores its stop signals on the mock's clock. The real streams and
+//! processes are `service_io.rs`'s.
 
-use std::io::Read;
-use std::net::{TcpStream, ToSocketAddrs};
-use std::os::fd::OwnedFd;
-use std::process::Stdio;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use super::output::{pipe, ChildStdio};
+use super::executor::Executor;
 use super::rungroup::Placement;
-use super::{guard, launch};
-use crate::output::{CapturedOutput, KEEP_BYTES};
+use crate::output::CapturedOutput;
 use crate::services::{Ready, ServiceSpec};
+
+/// How often a service is looked at while it gets ready, and while it stops.
+const READY_POLL: Duration = Duration::from_millis(10);
+const STOP_POLL: Duration = Duration::from_millis(5);
 
 /// A service that was started.
 pub struct Service {
     pub name: String,
     pub pid: u32,
-    drains: Vec<mpsc::Receiver<CapturedOutput>>,
 }
 
 /// Every service of a run, in the order started.
 #[derive(Default)]
 pub struct Services {
     pub started: Vec<Service>,
-}
-
-/// The last `KEEP_BYTES` of a stream, and whether a line matched `ready` (told once).
-fn drain(
-    role: String,
-    stream: &'static str,
-    fd: OwnedFd,
-    ready: Option<(regex::Regex, mpsc::Sender<()>)>,
-) -> mpsc::Receiver<CapturedOutput> {
-    let (done, result) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut file = std::fs::File::from(fd);
-        let mut kept: Vec<u8> = Vec::new();
-        let (mut bytes, mut line) = (0u64, Vec::new());
-        let mut ready = ready;
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut note = String::new();
-        loop {
-            let n = match file.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    note = format!("reading service {role}'s {stream} failed: {e}");
-                    break;
-                }
-            };
-            bytes += n as u64;
-            kept.extend_from_slice(&buf[..n]);
-            if kept.len() > 2 * KEEP_BYTES {
-                kept.drain(..kept.len() - KEEP_BYTES);
-            }
-            if let Some((re, tell)) = &ready {
-                let mut matched = false;
-                for &b in &buf[..n] {
-                    if b == b'\n' || b == b'\r' {
-                        matched |= re.is_match(&String::from_utf8_lossy(&line));
-                        line.clear();
-                    } else if line.len() < 64 * 1024 {
-                        line.push(b);
-                    }
-                }
-                matched |= re.is_match(&String::from_utf8_lossy(&line));
-                if matched {
-                    let _ = tell.send(());
-                    ready = None;
-                    line = Vec::new();
-                }
-            }
-        }
-        if kept.len() > KEEP_BYTES {
-            kept.drain(..kept.len() - KEEP_BYTES);
-        }
-        let _ = done.send(CapturedOutput {
-            role,
-            stream: stream.into(),
-            bytes,
-            dropped: bytes - kept.len() as u64,
-            content: kept,
-            note,
-        });
-    });
-    result
-}
-
-/// What a service wrote; a stream still held open by a process that left its group (a
-/// daemon that detached) is let go after a second rather than waited for.
-fn collect(drains: Vec<mpsc::Receiver<CapturedOutput>>) -> Vec<CapturedOutput> {
-    drains
-        .into_iter()
-        .filter_map(|d| d.recv_timeout(Duration::from_secs(1)).ok())
-        .collect()
 }
 
 /// The last lines a service wrote, for an error that says why it never got ready.
@@ -115,24 +45,6 @@ fn last_lines(outputs: &[CapturedOutput]) -> String {
     text
 }
 
-/// Whether something accepts connections at host:port now.
-fn accepts(host: &str, port: u16) -> bool {
-    let Ok(addrs) = (host, port).to_socket_addrs() else {
-        return false;
-    };
-    addrs
-        .into_iter()
-        .any(|a| TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_ok())
-}
-
-/// The leader's exit status, if it exited (reaped here), without blocking.
-fn exited(pid: u32) -> Option<i32> {
-    let mut status = 0;
-    // SAFETY: plain waitpid on our own child.
-    let r = unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) };
-    (r == pid as i32).then_some(status)
-}
-
 fn describe_status(status: i32) -> String {
     if libc::WIFSIGNALED(status) {
         format!("killed by signal {}", libc::WTERMSIG(status))
@@ -145,6 +57,7 @@ impl Services {
     /// Starts each service in order and waits until it is ready; on any failure stops
     /// those already started and says which service failed and why.
     pub fn start(
+        exec: &mut impl Executor,
         specs: &[ServiceSpec],
         env: &[(String, String)],
         timeout: Duration,
@@ -153,8 +66,8 @@ impl Services {
     ) -> Result<Services> {
         let mut services = Services::default();
         for spec in specs {
-            if let Err(e) = services.start_one(spec, env, timeout, join) {
-                services.stop(grace);
+            if let Err(e) = services.start_one(exec, spec, env, timeout, join) {
+                services.stop(exec, grace);
                 return Err(e);
             }
         }
@@ -163,6 +76,7 @@ impl Services {
 
     fn start_one(
         &mut self,
+        exec: &mut impl Executor,
         spec: &ServiceSpec,
         env: &[(String, String)],
         timeout: Duration,
@@ -170,7 +84,7 @@ impl Services {
     ) -> Result<()> {
         let name = &spec.name;
         if let Ready::Tcp { host, port } = &spec.ready {
-            if accepts(host, *port) {
+            if exec.accepts(host, *port) {
                 bail!(
                     "--ready {name}=tcp:{port}: something already accepts connections on \
                      {host}:{port} before {name} started, so its readiness cannot be told; stop \
@@ -178,56 +92,28 @@ impl Services {
                 );
             }
         }
-        let (out_read, out_write) = pipe()?;
-        let (err_read, err_write) = pipe()?;
-        let stdio = ChildStdio {
-            stdout: Some(Stdio::from(out_write)),
-            stderr: Some(Stdio::from(err_write)),
-        };
-        let pid = launch::spawn(&spec.argv, env, &spec.cpus, stdio, None, join)
-            .map_err(|e| anyhow::anyhow!("--service {name}: {e}"))?;
-        guard::register_group(pid);
-        let (tell, told) = mpsc::channel();
-        let line_ready = match &spec.ready {
-            Ready::Line(re) => Some(re),
-            _ => None,
-        };
-        let drains = vec![
-            drain(
-                name.clone(),
-                "stdout",
-                out_read,
-                line_ready.map(|re| (re.clone(), tell.clone())),
-            ),
-            drain(
-                name.clone(),
-                "stderr",
-                err_read,
-                line_ready.map(|re| (re.clone(), tell.clone())),
-            ),
-        ];
-        drop(tell);
+        let pid = exec.spawn_service(spec, env, join)?;
+        exec.register_group(pid);
         self.started.push(Service {
             name: name.clone(),
             pid,
-            drains,
         });
-        let started = Instant::now();
+        let started = exec.now();
         loop {
             let ready = match &spec.ready {
                 Ready::Started => true,
-                Ready::Delay(d) => started.elapsed() >= *d,
-                Ready::Tcp { host, port } => accepts(host, *port),
-                Ready::Line(_) => told.try_recv().is_ok(),
+                Ready::Delay(d) => exec.now() - started >= *d,
+                Ready::Tcp { host, port } => exec.accepts(host, *port),
+                Ready::Line(_) => exec.ready_line_seen(pid),
             };
             if ready {
                 return Ok(());
             }
-            if let Some(status) = exited(pid) {
-                let service = self.started.pop().expect("just pushed");
-                guard::unregister_group(pid);
-                launch::signal_group(pid, libc::SIGKILL);
-                let outputs = collect(service.drains);
+            if let Some(status) = exec.service_exited(pid) {
+                self.started.pop().expect("just pushed");
+                exec.unregister_group(pid);
+                exec.signal_group(pid, libc::SIGKILL);
+                let outputs = exec.service_output(pid);
                 bail!(
                     "service {name} exited ({}) before it was ready ({}); its last output:{}",
                     describe_status(status),
@@ -235,10 +121,10 @@ impl Services {
                     last_lines(&outputs)
                 );
             }
-            if launch::interrupts() > 0 {
+            if exec.interrupts() > 0 {
                 bail!("interrupted while waiting for service {name} to get ready");
             }
-            if started.elapsed() >= timeout {
+            if exec.now() - started >= timeout {
                 bail!(
                     "service {name} was not ready {} after {} (it is still running, and was \
                      stopped); check the --ready condition or give it longer with --ready-timeout",
@@ -246,7 +132,7 @@ impl Services {
                     humantime::format_duration(Duration::from_millis(timeout.as_millis() as u64))
                 );
             }
-            std::thread::sleep(Duration::from_millis(10));
+            exec.sleep(READY_POLL);
         }
     }
 
@@ -261,12 +147,11 @@ impl Services {
     /// After the command: says which services died while it ran, stops the rest, and
     /// returns what each wrote, with what happened to it in the stdout record's note (the
     /// run file keeps it); each event is also said on stderr.
-    pub fn finish(&mut self, grace: Duration) -> Vec<CapturedOutput> {
+    pub fn finish(&mut self, exec: &mut impl Executor, grace: Duration) -> Vec<CapturedOutput> {
         let mut events: Vec<(String, String)> = self
             .started
             .iter()
-            // SAFETY: signal 0 only checks existence; a zombie still exists.
-            .filter(|s| unsafe { libc::kill(s.pid as i32, 0) } != 0)
+            .filter(|s| !exec.service_exists(s.pid))
             .map(|s| {
                 let text = format!(
                     "service {} exited while the command ran: what the command measured may \
@@ -276,7 +161,7 @@ impl Services {
                 (s.name.clone(), text)
             })
             .collect();
-        let (stopping, mut outputs) = self.stop(grace);
+        let (stopping, mut outputs) = self.stop(exec, grace);
         events.extend(stopping);
         for (name, text) in events {
             eprintln!("framelab: {text}");
@@ -296,22 +181,25 @@ impl Services {
     /// Stops every service, last started first: SIGINT, then SIGTERM, then SIGKILL to its
     /// group, each after `grace`. Returns notes on those that needed more than SIGINT,
     /// and what each wrote.
-    pub fn stop(&mut self, grace: Duration) -> (Vec<(String, String)>, Vec<CapturedOutput>) {
+    pub fn stop(
+        &mut self,
+        exec: &mut impl Executor,
+        grace: Duration,
+    ) -> (Vec<(String, String)>, Vec<CapturedOutput>) {
         let (mut notes, mut outputs) = (Vec::new(), Vec::new());
         while let Some(service) = self.started.pop() {
             let name = &service.name;
             let pid = service.pid;
-            // SAFETY: signal 0 only checks existence.
-            let mut alive = unsafe { libc::kill(pid as i32, 0) } == 0 && exited(pid).is_none();
+            let mut alive = exec.service_exists(pid) && exec.service_exited(pid).is_none();
             for (signal, word) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
                 if !alive {
                     break;
                 }
-                launch::signal_group(pid, signal);
-                let deadline = Instant::now() + grace;
-                while alive && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(5));
-                    alive = exited(pid).is_none();
+                exec.signal_group(pid, signal);
+                let deadline = exec.now() + grace;
+                while alive && exec.now() < deadline {
+                    exec.sleep(STOP_POLL);
+                    alive = exec.service_exited(pid).is_none();
                 }
                 if alive {
                     notes.push((
@@ -324,15 +212,13 @@ impl Services {
                 }
             }
             // The leader is gone; whatever else of its group is left goes too.
-            launch::signal_group(pid, libc::SIGKILL);
+            exec.signal_group(pid, libc::SIGKILL);
             if alive {
                 notes.push((name.clone(), format!("service {name} was killed (SIGKILL)")));
-                let mut status = 0;
-                // SAFETY: blocking waitpid on our own child, which was just sent SIGKILL.
-                unsafe { libc::waitpid(pid as i32, &mut status, 0) };
+                exec.wait_killed(pid);
             }
-            guard::unregister_group(pid);
-            outputs.extend(collect(service.drains));
+            exec.unregister_group(pid);
+            outputs.extend(exec.service_output(pid));
         }
         outputs.reverse();
         (notes, outputs)

@@ -14,7 +14,7 @@ use super::naming::{default_name, default_output};
 use super::options::{validate, RunOptions};
 use super::rungroup::RunGroup;
 use super::taskstats::ExitSource;
-use super::{guard, launch, output};
+use super::{launch, output};
 use crate::model::{RunMeta, WarmupFrom};
 use crate::store::RunWriter;
 
@@ -51,9 +51,9 @@ impl Setup {
             "mono"
         };
         // Before anything else is open: the guardian must hold nothing but its pipe.
-        guard::start(opts.launch.grace)?;
+        exec.start_guardian(opts.launch.grace)?;
         // Before anything of the run starts: every process of it is born in the group.
-        let run_group = RunGroup::create()?;
+        let run_group = exec.make_run_group()?;
         if let Some(line) = run_group.fallback_line() {
             eprintln!("framelab: {line}");
         }
@@ -64,7 +64,7 @@ impl Setup {
         let probes = match opts.probes.is_empty() {
             true => None,
             false => Some(
-                crate::probes::recorder::Recorder::start(&opts.probes, opts.watch.pids.clone())
+                exec.start_probes(&opts.probes, opts.watch.pids.clone())
                     .map_err(anyhow::Error::msg)?,
             ),
         };
@@ -90,8 +90,7 @@ impl Setup {
         env.extend(opts.launch.env.iter().cloned());
         // Before the launch: the command's first exits are recorded too.
         let exit_records = exec.exit_records();
-        launch::catch_interrupts();
-        launch::become_subreaper();
+        exec.take_charge();
         Ok(Setup {
             wanted_sched,
             run_file,

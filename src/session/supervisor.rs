@@ -26,8 +26,10 @@ use super::opening::{window_due, Opening};
 use super::options::RunOptions;
 use super::progress::Progress;
 use super::recording::{CollectorRecording, Recording};
+use super::rungroup::RunGroup;
+use super::services::Services;
 use super::setup::Setup;
-use super::{guard, hold, procevents, sched, write};
+use super::{hold, procevents, sched, write};
 use crate::model::{EndReason, ExitInfo, RunMeta};
 use crate::output::{CapturedOutput, MetricValue};
 use crate::store::RunWriter;
@@ -90,6 +92,8 @@ pub struct Supervisor<'o, E: Executor> {
     opts: &'o RunOptions,
     exec: E,
     state: State,
+    /// The services started, until they are stopped.
+    services: Services,
     /// The command's pid (and process group), once started.
     pid: Option<u32>,
     started: Option<Instant>,
@@ -118,6 +122,7 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         Supervisor {
             opts,
             state: State::Prepare,
+            services: Services::default(),
             pid: None,
             started: None,
             opening: Opening::Closed,
@@ -156,17 +161,22 @@ impl<'o, E: Executor> Supervisor<'o, E> {
     ) -> Result<Vec<(u32, String)>> {
         assert_eq!(self.state, State::Prepare, "services start once, first");
         let opts = self.opts;
-        match self
-            .exec
-            .start_services(&opts.services, env, opts.launch.grace, join)
-        {
-            Ok(roots) => {
+        // On a failure, whatever of them started is stopped: it must not outlive a run
+        // that never will.
+        match Services::start(
+            &mut self.exec,
+            &opts.services.specs,
+            env,
+            opts.services.ready_timeout,
+            opts.launch.grace,
+            join,
+        ) {
+            Ok(services) => {
+                self.services = services;
                 self.state = State::ServicesReady;
-                Ok(roots)
+                Ok(self.services.roots())
             }
             Err(e) => {
-                // Whatever of them started must not outlive a run that never will.
-                self.exec.stop_services(opts.launch.grace);
                 self.state = State::NotStarted;
                 Err(e)
             }
@@ -187,7 +197,7 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         let Err(failure) = self.exec.run_prepare(prepare) else {
             return Ok(());
         };
-        self.exec.stop_services(self.opts.launch.grace);
+        self.stop_services();
         self.state = State::NotStarted;
         if self.exec.interrupts() > 0 {
             return Err(NotStarted::Failed(anyhow::anyhow!(
@@ -205,18 +215,23 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         match self.exec.spawn_command(spawn) {
             Ok(pid) => {
                 // If framelab is killed from here on, the guardian stops the command's group.
-                guard::register_group(pid);
+                self.exec.register_group(pid);
                 self.pid = Some(pid);
                 self.started = Some(started);
                 self.state = State::Command;
                 Ok(pid)
             }
             Err(e) => {
-                self.exec.stop_services(self.opts.launch.grace);
+                self.stop_services();
                 self.state = State::NotStarted;
                 Err(e)
             }
         }
+    }
+
+    /// Stops the services of a run whose command never started.
+    fn stop_services(&mut self) {
+        self.services.stop(&mut self.exec, self.opts.launch.grace);
     }
 
     /// Command → (Stop →) Drain: drains every few ms, reads the processes at the sampling
@@ -424,18 +439,26 @@ impl<'o, E: Executor> Supervisor<'o, E> {
     }
 
     /// → Account: stops what is left of the command if recording failed (it must not go
-    /// on unobserved), forgets its group, stops the services; what they wrote.
-    pub fn account(&mut self, failed: bool) -> Vec<CapturedOutput> {
+    /// on unobserved), forgets its group, stops the services, then kills whatever is left
+    /// of the run's group (daemons that left their process group too). What the services
+    /// wrote, and a line per process that had escaped the group.
+    pub fn account(
+        &mut self,
+        failed: bool,
+        run_group: &mut RunGroup,
+    ) -> (Vec<CapturedOutput>, Vec<String>) {
         let grace = self.opts.launch.grace;
         if let Some(pid) = self.pid {
             if failed {
                 self.exec.stop_group(pid, grace);
             }
             // Stopped and reaped (or failed and stopped): its group id is no longer ours.
-            guard::unregister_group(pid);
+            self.exec.unregister_group(pid);
         }
         self.state = State::Account;
-        self.exec.finish_services(grace)
+        let outputs = self.services.finish(&mut self.exec, grace);
+        let escaped = self.exec.end_run_group(run_group);
+        (outputs, escaped)
     }
 }
 
@@ -475,7 +498,12 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     // → Command.
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
     // Before the launch: the command's first switches are seen too.
-    let sched = sched::start(wanted_sched, &opts.watch.pids, &opts.sampling);
+    let sched = sched::start(
+        wanted_sched,
+        &opts.watch.pids,
+        &opts.sampling,
+        supervisor.executor(),
+    );
     let origin_mono_ns = meta.origin_mono_ns;
     // With --profile, the command's events are opened between its fork and its exec.
     let hold = opts.profile.and_then(|options| {
@@ -533,9 +561,7 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     let recording = profiler.map(crate::profile::Profiler::finish);
     let sched_timeline = sched.finish(origin_mono_ns);
     let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
-    let service_outputs = supervisor.account(outcome.is_err());
-    // Whatever of the run is left (daemons that left their process group too) ends here.
-    let escaped = run_group.end();
+    let (service_outputs, escaped) = supervisor.account(outcome.is_err(), &mut run_group);
     for note in &escaped {
         eprintln!("framelab: warning: {note}");
     }

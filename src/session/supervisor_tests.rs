@@ -5,11 +5,12 @@
 use std::time::Duration;
 
 use super::*;
-use crate::session::executor_mock::{Call, MockExecutor, COMMAND_PID};
+use crate::services::{Ready, ServiceSpec};
+use crate::session::executor_mock::{Call, MockExecutor, MockService, COMMAND_PID};
 use crate::session::launch::Reaped;
 use crate::session::options::{LaunchOptions, ServiceOptions, WindowOptions};
 use crate::session::prepare::Prepare;
-use crate::session::rungroup::Placement;
+use crate::session::rungroup::{Placement, RunGroup};
 
 /// What the supervisor recorded, in order; its clock follows the executor's.
 #[derive(Default)]
@@ -93,6 +94,29 @@ fn options(grace_s: u64, duration: Option<Duration>) -> RunOptions {
     }
 }
 
+/// `opts` with one service, `db`, ready as `ready` says (5 s to get ready).
+fn with_db(opts: RunOptions, ready: Ready) -> RunOptions {
+    RunOptions {
+        services: ServiceOptions {
+            specs: vec![ServiceSpec {
+                name: "db".into(),
+                argv: vec!["db".into()],
+                ready,
+                cpus: Vec::new(),
+            }],
+            ready_timeout: Duration::from_secs(5),
+        },
+        ..opts
+    }
+}
+
+fn ready_line() -> Ready {
+    Ready::Line(regex::Regex::new("ready").unwrap())
+}
+
+/// The mock's pid of the first service.
+const DB_PID: u32 = 1000;
+
 fn spawn(opts: &RunOptions) -> Spawn<'_> {
     Spawn {
         argv: &opts.command,
@@ -102,6 +126,35 @@ fn spawn(opts: &RunOptions) -> Spawn<'_> {
         hold: None,
         join: Placement::default(),
     }
+}
+
+/// A supervisor that started its services: whether they got ready (each service's
+/// leader and name), or why not.
+fn starting(
+    opts: &RunOptions,
+    exec: MockExecutor,
+) -> (Supervisor<'_, MockExecutor>, Result<Vec<(u32, String)>>) {
+    let mut supervisor = Supervisor::new(opts, exec);
+    assert_eq!(supervisor.state(), State::Prepare);
+    let started = supervisor.start_services(&[], Placement::default());
+    (supervisor, started)
+}
+
+/// A supervisor whose services are ready.
+fn services_ready(opts: &RunOptions, exec: MockExecutor) -> Supervisor<'_, MockExecutor> {
+    let (supervisor, started) = starting(opts, exec);
+    started.unwrap();
+    assert_eq!(supervisor.state(), State::ServicesReady);
+    supervisor
+}
+
+/// A supervisor whose command runs: its services ready, its `--prepare` (if any) done.
+fn command_running(opts: &RunOptions, exec: MockExecutor) -> Supervisor<'_, MockExecutor> {
+    let mut supervisor = services_ready(opts, exec);
+    supervisor.run_prepare().unwrap();
+    assert_eq!(supervisor.start_command(spawn(opts)).unwrap(), COMMAND_PID);
+    assert_eq!(supervisor.state(), State::Command);
+    supervisor
 }
 
 /// Drives a supervisor to its end with this executor: services, --prepare, the command,
@@ -117,15 +170,7 @@ fn run_with(
     exec: MockExecutor,
     rec: &mut Recorded,
 ) -> (MockExecutor, Result<()>) {
-    let mut supervisor = Supervisor::new(opts, exec);
-    assert_eq!(supervisor.state(), State::Prepare);
-    supervisor
-        .start_services(&[], Placement::default())
-        .unwrap();
-    assert_eq!(supervisor.state(), State::ServicesReady);
-    supervisor.run_prepare().unwrap();
-    assert_eq!(supervisor.start_command(spawn(opts)).unwrap(), COMMAND_PID);
-    assert_eq!(supervisor.state(), State::Command);
+    let mut supervisor = command_running(opts, exec);
     supervisor.start_watching(rec);
     let outcome = loop {
         rec.now_ns = supervisor.executor().elapsed.as_nanos() as i64;
@@ -143,7 +188,8 @@ fn run_with(
     if outcome.is_ok() {
         assert_eq!(supervisor.state(), State::Drain);
     }
-    supervisor.account(outcome.is_err());
+    let (_, escaped) = supervisor.account(outcome.is_err(), &mut RunGroup::untracked());
+    assert_eq!(escaped, supervisor.executor().escaped);
     assert_eq!(supervisor.state(), State::Account);
     let Supervisor { exec, .. } = supervisor;
     (exec, outcome)
@@ -153,29 +199,150 @@ const SIGINT: i32 = libc::SIGINT;
 const SIGTERM: i32 = libc::SIGTERM;
 const SIGKILL: i32 = libc::SIGKILL;
 
+/// The call before the last, which ends the run's group.
+fn before_the_group_ends(exec: &MockExecutor) -> &Call {
+    let n = exec.calls.len();
+    assert_eq!(exec.calls[n - 1], Call::EndRunGroup, "{:?}", exec.calls);
+    &exec.calls[n - 2]
+}
+
 fn signals_only(exec: &MockExecutor) -> Vec<i32> {
     exec.signals().into_iter().map(|(s, _)| s).collect()
 }
 
 #[test]
 fn a_service_that_never_gets_ready_starts_nothing_and_is_stopped() {
-    let opts = options(2, None);
+    let opts = with_db(options(2, None), ready_line());
     let exec = MockExecutor {
-        services_fail: Some("service db was not ready after 5s".into()),
+        services: vec![MockService {
+            ready_after: None,
+            ..MockService::new("db")
+        }],
         ..MockExecutor::default()
     };
-    let mut supervisor = Supervisor::new(&opts, exec);
-    let e = supervisor
-        .start_services(&[], Placement::default())
-        .unwrap_err();
-    assert!(e.to_string().contains("service db"), "{e}");
+    let (mut supervisor, started) = starting(&opts, exec);
+    let e = started.unwrap_err();
+    assert!(
+        e.to_string().starts_with(
+            "service db was not ready when a line of its output matches /ready/ after 5s"
+        ),
+        "{e}"
+    );
     assert_eq!(supervisor.state(), State::NotStarted);
     let exec = supervisor.executor();
-    assert!(exec.called(&Call::StopServices), "{:?}", exec.calls);
+    // The --ready-timeout on the executor's clock, then SIGINT, which stops it.
+    assert_eq!(
+        exec.service_signals("db"),
+        [
+            (SIGINT, Duration::from_secs(5)),
+            (SIGKILL, Duration::from_millis(5005))
+        ]
+    );
+    assert_eq!(exec.calls.last(), Some(&Call::Unregister(DB_PID)));
     assert!(
         !exec.spawned(),
         "the command never starts: {:?}",
         exec.calls
+    );
+}
+
+#[test]
+fn a_service_ready_after_a_delay_starts_the_command_then() {
+    let opts = with_db(options(2, None), Ready::Delay(Duration::from_millis(1500)));
+    let (mut supervisor, started) = starting(&opts, MockExecutor::default());
+    let roots = started.unwrap();
+    assert_eq!(roots, [(DB_PID, "db".to_owned())]);
+    assert_eq!(supervisor.state(), State::ServicesReady);
+    let waited = supervisor.executor().elapsed;
+    assert!(
+        (Duration::from_millis(1500)..Duration::from_millis(1511)).contains(&waited),
+        "{waited:?}"
+    );
+}
+
+#[test]
+fn a_service_that_exits_before_it_is_ready_says_how() {
+    let opts = with_db(options(2, None), ready_line());
+    let exec = MockExecutor {
+        services: vec![MockService {
+            ready_after: None,
+            exits_after: Some((Duration::from_millis(200), 3 << 8)),
+            ..MockService::new("db")
+        }],
+        ..MockExecutor::default()
+    };
+    let (mut supervisor, started) = starting(&opts, exec);
+    let e = started.unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("service db exited (exit code 3) before it was ready"),
+        "{e}"
+    );
+    let exec = supervisor.executor();
+    // Its leftovers are killed at once, not given a grace period.
+    assert_eq!(
+        exec.service_signals("db"),
+        [(SIGKILL, Duration::from_millis(200))]
+    );
+    assert!(exec.called(&Call::Unregister(DB_PID)));
+}
+
+#[test]
+fn a_port_taken_before_the_service_starts_is_refused() {
+    let opts = with_db(
+        options(2, None),
+        Ready::Tcp {
+            host: "127.0.0.1".into(),
+            port: 5432,
+        },
+    );
+    let exec = MockExecutor {
+        port_taken: true,
+        ..MockExecutor::default()
+    };
+    let (mut supervisor, started) = starting(&opts, exec);
+    let e = started.unwrap_err();
+    assert!(e.to_string().contains("already accepts connections"), "{e}");
+    assert!(supervisor.executor().calls.is_empty(), "nothing started");
+}
+
+#[test]
+fn a_service_that_ignores_stop_signals_is_killed_after_each_grace_period() {
+    let opts = with_db(options(2, None), Ready::Started);
+    let exec = MockExecutor {
+        services: vec![MockService {
+            ignores: vec![SIGINT, SIGTERM],
+            ..MockService::new("db")
+        }],
+        exits_after: Some((Duration::from_millis(100), 0)),
+        ..MockExecutor::default()
+    };
+    let mut rec = Recorded::default();
+    let mut supervisor = command_running(&opts, exec);
+    supervisor.watch(&mut rec).unwrap();
+    let stopping_at = supervisor.executor().elapsed;
+    let (outputs, _) = supervisor.account(false, &mut RunGroup::untracked());
+    let exec = supervisor.executor();
+    let after = |s: u64| stopping_at + Duration::from_secs(s);
+    let signals: Vec<(i32, Duration)> = exec.service_signals("db");
+    assert_eq!(signals.len(), 3, "{signals:?}");
+    assert_eq!(signals[0], (SIGINT, after(0)));
+    // Each next signal once the grace period is over (the loop looks every 5 ms).
+    for (i, signal) in [(1, SIGTERM), (2, SIGKILL)] {
+        let (sent, at) = signals[i];
+        assert_eq!(sent, signal);
+        assert!(
+            (after(2 * i as u64)..after(2 * i as u64) + Duration::from_millis(6)).contains(&at),
+            "{signals:?}"
+        );
+    }
+    assert_eq!(before_the_group_ends(&exec), &Call::Unregister(DB_PID));
+    // What happened is kept with its output.
+    let db = outputs.iter().find(|o| o.role == "db").unwrap();
+    assert_eq!(
+        db.note,
+        "service db ignored SIGINT for 2s; service db ignored SIGTERM for 2s; service db was \
+         killed (SIGKILL)"
     );
 }
 
@@ -189,16 +356,13 @@ fn a_failing_prepare_stops_the_services_and_never_starts_the_command() {
             }),
             ..options(2, None).launch
         },
-        ..options(2, None)
+        ..with_db(options(2, None), Ready::Started)
     };
     let exec = MockExecutor {
         prepare_fails: Some("--prepare failed (exit status: 2)".into()),
         ..MockExecutor::default()
     };
-    let mut supervisor = Supervisor::new(&opts, exec);
-    supervisor
-        .start_services(&[], Placement::default())
-        .unwrap();
+    let mut supervisor = services_ready(&opts, exec);
     match supervisor.run_prepare() {
         Err(NotStarted::PrepareFailed(why)) => assert_eq!(why, "--prepare failed (exit status: 2)"),
         other => panic!("a failed --prepare is kept as a failed run: {other:?}"),
@@ -208,31 +372,30 @@ fn a_failing_prepare_stops_the_services_and_never_starts_the_command() {
     assert_eq!(
         exec.calls,
         vec![
-            Call::StartServices(Vec::new()),
+            Call::SpawnService("db".into()),
+            Call::Register(DB_PID),
             Call::Prepare("make data".into()),
-            Call::StopServices
+            Call::ServiceSignal("db".into(), SIGINT, Duration::ZERO),
+            Call::ServiceSignal("db".into(), SIGKILL, Duration::from_millis(5)),
+            Call::Unregister(DB_PID),
         ]
     );
 }
 
 #[test]
 fn a_command_that_cannot_start_stops_the_services() {
-    let opts = options(2, None);
+    let opts = with_db(options(2, None), Ready::Started);
     let exec = MockExecutor {
         spawn_fails: true,
         ..MockExecutor::default()
     };
-    let mut supervisor = Supervisor::new(&opts, exec);
-    supervisor
-        .start_services(&[], Placement::default())
-        .unwrap();
+    let mut supervisor = services_ready(&opts, exec);
     supervisor.run_prepare().unwrap();
     assert!(supervisor.start_command(spawn(&opts)).is_err());
     assert_eq!(supervisor.state(), State::NotStarted);
-    assert_eq!(
-        supervisor.executor().calls.last(),
-        Some(&Call::StopServices)
-    );
+    let exec = supervisor.executor();
+    assert_eq!(exec.service_signals("db")[0], (SIGINT, Duration::ZERO));
+    assert_eq!(exec.calls.last(), Some(&Call::Unregister(DB_PID)));
 }
 
 #[test]
@@ -266,7 +429,9 @@ fn a_command_that_exits_early_is_not_signalled_but_its_leftovers_are_killed() {
             "close Exited".to_owned(),
         ]
     );
-    assert_eq!(exec.calls.last(), Some(&Call::FinishServices));
+    // Its group is the guardian's from its start to the end of the run.
+    assert!(exec.called(&Call::Register(COMMAND_PID)));
+    assert_eq!(before_the_group_ends(&exec), &Call::Unregister(COMMAND_PID));
 }
 
 #[test]
@@ -390,19 +555,28 @@ fn ctrl_c_as_the_command_exits_keeps_its_exit_as_the_end() {
 
 #[test]
 fn ctrl_c_while_services_get_ready_starts_nothing() {
-    let opts = options(2, None);
+    let opts = with_db(options(2, None), ready_line());
     let exec = MockExecutor {
-        // What `Services::start` says when Ctrl-C comes while it waits.
-        services_fail: Some("interrupted while waiting for service db to get ready".into()),
-        interrupts_at: vec![Duration::ZERO],
+        services: vec![MockService {
+            ready_after: Some(Duration::from_secs(3)),
+            ..MockService::new("db")
+        }],
+        interrupts_at: vec![Duration::from_secs(1)],
         ..MockExecutor::default()
     };
-    let mut supervisor = Supervisor::new(&opts, exec);
-    assert!(supervisor
-        .start_services(&[], Placement::default())
-        .is_err());
+    let (mut supervisor, started) = starting(&opts, exec);
+    let e = started.unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "interrupted while waiting for service db to get ready"
+    );
     assert_eq!(supervisor.state(), State::NotStarted);
-    assert!(!supervisor.executor().spawned());
+    let exec = supervisor.executor();
+    assert_eq!(
+        exec.service_signals("db")[0],
+        (SIGINT, Duration::from_secs(1))
+    );
+    assert!(!exec.spawned());
 }
 
 #[test]
@@ -415,22 +589,19 @@ fn ctrl_c_during_prepare_fails_the_run_instead_of_keeping_it() {
             }),
             ..options(2, None).launch
         },
-        ..options(2, None)
+        ..with_db(options(2, None), Ready::Started)
     };
     let exec = MockExecutor {
         prepare_fails: Some("--prepare failed (signal: 2 (SIGINT))".into()),
         interrupt_in_prepare: true,
         ..MockExecutor::default()
     };
-    let mut supervisor = Supervisor::new(&opts, exec);
-    supervisor
-        .start_services(&[], Placement::default())
-        .unwrap();
+    let mut supervisor = services_ready(&opts, exec);
     match supervisor.run_prepare() {
         Err(NotStarted::Failed(e)) => assert_eq!(e.to_string(), "interrupted during --prepare"),
         other => panic!("{other:?}"),
     }
-    assert!(supervisor.executor().called(&Call::StopServices));
+    assert!(!supervisor.executor().service_signals("db").is_empty());
     assert!(!supervisor.executor().spawned());
 }
 
@@ -448,7 +619,7 @@ fn a_recording_failure_stops_the_command_group() {
         "{:?}",
         exec.calls
     );
-    assert_eq!(exec.calls.last(), Some(&Call::FinishServices));
+    assert_eq!(before_the_group_ends(&exec), &Call::Unregister(COMMAND_PID));
 }
 
 #[test]
@@ -487,27 +658,58 @@ fn a_run_that_ends_inside_the_warmup_has_an_empty_window() {
 
 #[test]
 fn services_started_are_stopped_after_the_command() {
-    let opts = RunOptions {
-        services: ServiceOptions {
-            specs: vec![crate::services::ServiceSpec {
-                name: "db".into(),
-                argv: vec!["db".into()],
-                ready: crate::services::Ready::Started,
-                cpus: Vec::new(),
-            }],
-            ready_timeout: Duration::from_secs(5),
-        },
-        ..options(2, None)
-    };
+    let opts = with_db(options(2, None), Ready::Started);
     let exec = MockExecutor {
         exits_after: Some((Duration::from_millis(100), 0)),
         ..MockExecutor::default()
     };
     let (exec, _, outcome) = run(&opts, exec);
     outcome.unwrap();
-    assert_eq!(exec.calls[0], Call::StartServices(vec!["db".into()]));
-    assert_eq!(exec.calls.last(), Some(&Call::FinishServices));
-    assert!(!exec.called(&Call::StopServices));
+    assert_eq!(exec.calls[0], Call::SpawnService("db".into()));
+    let command_gone = (exec.calls.iter())
+        .position(|c| *c == Call::Unregister(COMMAND_PID))
+        .unwrap();
+    let db_stopped = (exec.calls.iter())
+        .position(|c| matches!(c, Call::ServiceSignal(_, SIGINT, _)))
+        .unwrap();
+    assert!(command_gone < db_stopped, "{:?}", exec.calls);
+    assert_eq!(before_the_group_ends(&exec), &Call::Unregister(DB_PID));
+}
+
+#[test]
+fn what_is_left_of_the_run_group_is_killed_last_and_escapes_are_said() {
+    let opts = with_db(options(2, None), Ready::Started);
+    let exec = MockExecutor {
+        exits_after: Some((Duration::from_millis(100), 0)),
+        escaped: vec!["process 77 (daemon) had left the run's group: killed".into()],
+        ..MockExecutor::default()
+    };
+    let mut supervisor = command_running(&opts, exec);
+    supervisor.watch(&mut Recorded::default()).unwrap();
+    let (_, escaped) = supervisor.account(false, &mut RunGroup::untracked());
+    assert_eq!(
+        escaped,
+        ["process 77 (daemon) had left the run's group: killed"]
+    );
+    // After the command's group is forgotten and the services are stopped: nothing of
+    // the run outlives it, the services' leftovers included.
+    let exec = supervisor.executor();
+    let at = |call: &Call| exec.calls.iter().position(|c| c == call).unwrap();
+    assert!(at(&Call::Unregister(COMMAND_PID)) < at(&Call::Unregister(DB_PID)));
+    assert_eq!(before_the_group_ends(exec), &Call::Unregister(DB_PID));
+}
+
+#[test]
+fn a_recording_failure_stops_the_command_before_the_group_is_killed() {
+    let opts = options(2, None);
+    let mut rec = Recorded {
+        drain_fails_after: Some(1),
+        ..Recorded::default()
+    };
+    let (exec, outcome) = run_with(&opts, MockExecutor::default(), &mut rec);
+    assert!(outcome.is_err());
+    let at = |call: &Call| exec.calls.iter().position(|c| c == call).unwrap();
+    assert!(at(&Call::StopGroup(COMMAND_PID)) < at(&Call::EndRunGroup));
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! Upgrading files written by an older framelab, one schema version at a time.
 //!
-//! A migration turns schema `from` into `from + 1` with SQL only, so a file's history of
-//! versions is replayable and each step is testable on its own. All steps needed by a file
-//! run in one transaction: a file is either fully upgraded or untouched.
+//! A migration turns schema `from` into `from + 1`, with SQL, or with code where SQL cannot
+//! (8 → 9 encodes span rows into blocks), so a file's history of versions is replayable
+//! and each step is testable on its own. All steps needed by a file run in one
+//! transaction: a file is either fully upgraded or untouched.
 
 use rusqlite::Connection;
 
@@ -11,7 +12,17 @@ use super::schema::{self, SCHEMA_VERSION};
 pub struct Migration {
     /// The version this step upgrades from; it produces `from + 1`.
     pub from: i64,
-    pub sql: &'static str,
+    pub step: Step,
+}
+
+pub enum Step {
+    Sql(&'static str),
+    /// Run inside the migration's transaction; `vacuum`: the step frees so many pages that
+    /// the file is rewritten after the commit, to give them back.
+    Code {
+        run: fn(&Connection) -> rusqlite::Result<()>,
+        vacuum: bool,
+    },
 }
 
 /// Every migration to date, oldest first.
@@ -20,31 +31,31 @@ pub const MIGRATIONS: &[Migration] = &[
     // 2: imported runs (`imports`) and imported histograms (`histograms`).
     Migration {
         from: 1,
-        sql: schema::IMPORT_TABLES,
+        step: Step::Sql(schema::IMPORT_TABLES),
     },
     // 3: how each process row's CPU was measured (`processes.cpu_resolution_ns`,
     // `cpu_source`, `note`).
     Migration {
         from: 2,
-        sql: schema::PROCESS_CPU_COLUMNS,
+        step: Step::Sql(schema::PROCESS_CPU_COLUMNS),
     },
     // 4: where the warmup was counted from (`runs.warmup_from`, `warmup_frames`,
     // `first_span_ns`); older runs keep 'launch', which is what they did.
     Migration {
         from: 3,
-        sql: schema::RUNS_WARMUP_COLUMNS,
+        step: Step::Sql(schema::RUNS_WARMUP_COLUMNS),
     },
     // 5: metrics from the command's output (`metrics`) and the output kept (`outputs`);
     // `experiment_runs.status` may be `warmup`. Older runs have neither: nothing to fill.
     Migration {
         from: 4,
-        sql: schema::OUTPUT_TABLES,
+        step: Step::Sql(schema::OUTPUT_TABLES),
     },
     // 6: sampled profiles (`profiles`, `profile_frames`, `profile_stacks`,
     // `profile_samples`, view `profile_leaves`). Older runs were not profiled.
     Migration {
         from: 5,
-        sql: schema::PROFILE_TABLES,
+        step: Step::Sql(schema::PROFILE_TABLES),
     },
     // 7: the role of a watched process (`processes.watch_role`; older runs' watched
     // processes count under their own name, which an empty role means) and the scheduler's
@@ -52,12 +63,21 @@ pub const MIGRATIONS: &[Migration] = &[
     // busy time stays the union of their spans).
     Migration {
         from: 6,
-        sql: schema::SCHEMA_7_ADDITIONS,
+        step: Step::Sql(schema::SCHEMA_7_ADDITIONS),
     },
     // 8: a run's tags (`run_tags`); older runs have none.
     Migration {
         from: 7,
-        sql: schema::SCHEMA_8_ADDITIONS,
+        step: Step::Sql(schema::SCHEMA_8_ADDITIONS),
+    },
+    // 9: spans in blocks (`span_blocks`, `span_slots`); `spans` becomes a view decoding
+    // them, with the same columns; runs' span id ranges renumbered in the blocks' order.
+    Migration {
+        from: 8,
+        step: Step::Code {
+            run: super::block_rows::rows_to_blocks,
+            vacuum: true,
+        },
     },
 ];
 
@@ -93,9 +113,19 @@ pub(crate) fn migrate_with(
              open the file with the framelab that wrote it and export the runs"
         );
     };
+    // A hand-edited file's span of a run no longer in `runs` moves to a block as it is
+    // (SQLite ignores this pragma inside a transaction).
+    conn.execute_batch("PRAGMA foreign_keys = OFF")?;
     let tx = conn.transaction()?;
+    let mut vacuum = false;
     for step in steps {
-        tx.execute_batch(step.sql)?;
+        match &step.step {
+            Step::Sql(sql) => tx.execute_batch(sql)?,
+            Step::Code { run, vacuum: v } => {
+                run(&tx)?;
+                vacuum |= v;
+            }
+        }
     }
     tx.execute(
         "UPDATE framelab SET value = ?1 WHERE key = 'schema_version'",
@@ -103,6 +133,9 @@ pub(crate) fn migrate_with(
     )?;
     schema::stamp(&tx, target)?;
     tx.commit()?;
+    if vacuum {
+        conn.execute_batch("VACUUM")?;
+    }
     Ok(())
 }
 
@@ -120,6 +153,25 @@ mod tests {
         )
         .unwrap();
         schema::stamp(conn, version).unwrap();
+    }
+
+    /// Turns a file of today's schema back into schema 8's layout (spans as rows), with
+    /// its spans, stamped 8.
+    pub(crate) fn undo_9(conn: &Connection) {
+        conn.execute_batch(
+            "CREATE TEMP TABLE old_spans AS SELECT * FROM spans ORDER BY id;
+             DROP VIEW frames; DROP VIEW named_spans; DROP VIEW stage_summary;
+             DROP VIEW spans; DROP TABLE span_blocks; DROP TABLE span_slots;",
+        )
+        .unwrap();
+        conn.execute_batch(schema::SPANS_TABLE_8).unwrap();
+        conn.execute_batch(crate::store::block_rows::SPAN_VIEWS)
+            .unwrap();
+        conn.execute_batch(
+            "INSERT INTO spans SELECT * FROM temp.old_spans; DROP TABLE temp.old_spans;",
+        )
+        .unwrap();
+        stamp_as(conn, 8);
     }
 
     /// Upgrades a file of `version` and checks it is now of today's schema.
@@ -141,11 +193,11 @@ mod tests {
         let fake = [
             Migration {
                 from: 2,
-                sql: "ALTER TABLE runs ADD COLUMN notes_v3 TEXT;",
+                step: Step::Sql("ALTER TABLE runs ADD COLUMN notes_v3 TEXT;"),
             },
             Migration {
                 from: 1,
-                sql: "ALTER TABLE runs ADD COLUMN notes_v2 TEXT;",
+                step: Step::Sql("ALTER TABLE runs ADD COLUMN notes_v2 TEXT;"),
             },
         ];
         migrate_with(&mut conn, 1, 3, &fake).unwrap();
@@ -164,7 +216,7 @@ mod tests {
         let v = SCHEMA_VERSION;
         let fake = [Migration {
             from: v,
-            sql: "ALTER TABLE runs ADD COLUMN notes_next TEXT;",
+            step: Step::Sql("ALTER TABLE runs ADD COLUMN notes_next TEXT;"),
         }];
         let err = migrate_with(&mut conn, v, v + 2, &fake).unwrap_err();
         let expected = format!("no migration from schema {v} to {}", v + 2);
@@ -176,6 +228,7 @@ mod tests {
     fn a_schema_1_file_gets_the_import_tables() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        undo_9(&conn);
         // What schema 1 was: everything but the tables schema 2 added.
         conn.execute_batch("DROP TABLE imports; DROP TABLE histograms;")
             .unwrap();
@@ -206,6 +259,7 @@ mod tests {
     fn a_schema_2_file_gets_the_cpu_columns_with_the_tick_resolution_it_was_read_at() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        undo_9(&conn);
         // What schema 2 was: `processes` without the columns schema 3 added.
         // ... and what schema 4 added to `runs`.
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
@@ -249,6 +303,7 @@ mod tests {
     fn a_schema_3_file_says_its_runs_warmed_up_from_launch() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        undo_9(&conn);
         conn.execute_batch(SCHEMA_4_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_8_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
@@ -289,6 +344,7 @@ mod tests {
     fn a_schema_4_file_gets_empty_metric_and_output_tables() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        undo_9(&conn);
         conn.execute_batch(SCHEMA_8_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
@@ -331,6 +387,7 @@ mod tests {
     fn a_schema_7_file_gets_an_empty_tags_table_its_runs_read_with_no_tags() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        undo_9(&conn);
         conn.execute_batch(SCHEMA_8_DROPPED).unwrap();
         stamp_as(&conn, 7);
         // Read before the upgrade (a read-only look): no table, no tags.
@@ -360,6 +417,7 @@ mod tests {
     fn a_schema_6_files_watched_processes_get_an_empty_role() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        undo_9(&conn);
         conn.execute_batch(SCHEMA_8_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(
@@ -387,6 +445,7 @@ mod tests {
     fn a_schema_5_file_is_upgraded_with_empty_profile_tables() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        undo_9(&conn);
         conn.execute_batch(SCHEMA_8_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_6_DROPPED).unwrap();
@@ -419,11 +478,97 @@ mod tests {
     fn a_schema_6_file_is_upgraded_with_empty_sched_tables() {
         let mut conn = Connection::open_in_memory().unwrap();
         schema::create(&conn).unwrap();
+        undo_9(&conn);
         conn.execute_batch(SCHEMA_8_DROPPED).unwrap();
         conn.execute_batch(SCHEMA_7_DROPPED).unwrap();
         stamp_as(&conn, 6);
         migrate_to_current(&mut conn, 6);
         assert_eq!(crate::store::sched::read_sched(&conn, 1).unwrap(), None);
+    }
+
+    #[test]
+    fn a_schema_8_files_span_rows_become_blocks_read_back_in_id_order() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        schema::create(&conn).unwrap();
+        undo_9(&conn);
+        let run = |id: i64| {
+            format!(
+                "INSERT INTO runs (run_id, name, command_json, started_at, framelab_version,
+                     host_name, host_cpu_model, host_cores, host_kernel, host_clocksource,
+                     clock, origin_mono_ns, window_start_ns, window_end_ns, end_reason,
+                     dropped_events, invalid_records, names_refused)
+                 VALUES ({id}, 'old', '[]', '', '', '', '', 1, '', '', 'mono', 0, 0, 1,
+                     'exited', 0, 0, 0);"
+            )
+        };
+        conn.execute_batch(&(run(1) + &run(2) + &run(3))).unwrap();
+        // Two runs' rows interleaved (recorded at once), extreme values, a gap in the ids
+        // (rows deleted by hand), run 3 without spans.
+        let mut rows = Vec::new();
+        for i in 0..2_000i64 {
+            let run_id = 1 + i % 2;
+            let dur = match i {
+                7 => i64::MAX,
+                8 => -3,
+                _ => 1_000 + i,
+            };
+            let frame = if i == 9 { -1 } else { i / 10 };
+            rows.push((100 + i * 2, run_id, frame, i % 5, i % 3, i * 1_000, dur));
+        }
+        for r in &rows {
+            conn.execute(
+                "INSERT INTO spans (id, run_id, frame, stage_id, thread_id, start_ns, dur_ns)                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                *r,
+            )
+            .unwrap();
+        }
+        migrate_to_current(&mut conn, 8);
+        let view: Vec<(i64, i64, i64, i64, i64, i64)> = conn
+            .prepare("SELECT run_id, frame, stage_id, thread_id, start_ns, dur_ns FROM spans")
+            .unwrap()
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        // Each run's spans in their own blocks, in their order; blocks of runs recorded at
+        // once interleave as their rows did.
+        for run_id in [1, 2] {
+            let of_run = |rows: Vec<(i64, i64, i64, i64, i64, i64)>| -> Vec<_> {
+                rows.into_iter().filter(|r| r.0 == run_id).collect()
+            };
+            let expected = rows
+                .iter()
+                .map(|r| (r.1, r.2, r.3, r.4, r.5, r.6))
+                .collect();
+            assert!(of_run(view.clone()) == of_run(expected), "run {run_id}");
+        }
+        assert_eq!(view.len(), rows.len());
+        let ranges: Vec<(i64, Option<i64>, Option<i64>)> = conn
+            .prepare("SELECT span_count, span_id_first, span_id_last FROM runs ORDER BY run_id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(ranges[0].0 + ranges[1].0, 2_000);
+        assert_eq!(
+            (ranges[0].1.min(ranges[1].1), ranges[0].2.max(ranges[1].2)),
+            (Some(1), Some(2_000))
+        );
+        assert_eq!(ranges[2], (0, None, None));
+        let frames: i64 = conn
+            .query_row("SELECT count(*) FROM frames", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(frames, 401, "the views over spans work again");
     }
 
     #[test]

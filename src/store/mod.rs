@@ -4,6 +4,8 @@
 //! - `migrate`: upgrading files of older schema versions;
 //! - `file`: opening files for reading or writing, one-line errors for bad files;
 //! - `codec`: Rust values ↔ columns;
+//! - `blocks`, `block_rows`: spans as fixed-width records in blocks, and those blocks in
+//!   the file with the `spans` view that decodes them in SQL (schema 9);
 //! - `writer` / `reader`: recording a run as it goes, loading it back;
 //! - `stream`: a run whose spans are read in chunks, for analyses that need not hold them;
 //! - `outputs`: metrics from the command's output and the output kept (schema 5);
@@ -11,6 +13,8 @@
 //! - `tags`: a run's `--tag KEY=VALUE`s (schema 8);
 //! - `experiment`: which runs belong to which variant of a `framelab bench`, fingerprints;
 
+mod block_rows;
+mod blocks;
 mod codec;
 mod experiment;
 mod file;

@@ -144,6 +144,13 @@ impl IdRange {
         }
     }
 
+    /// Spans to preallocate: the recorded count, bounded by what the file allows (a span
+    /// takes more than 8 bytes in a block). Ids in a range of blocks are dense, but a
+    /// hand-edited count is not trusted.
+    pub fn count_capacity(&self, row_limit: usize) -> usize {
+        usize::try_from(self.count).unwrap_or(0).min(row_limit)
+    }
+
     /// Rows to preallocate: the recorded count, bounded by what the range and file allow.
     pub fn capacity(&self, row_limit: usize) -> usize {
         let span = match (self.first, self.last) {
@@ -155,6 +162,23 @@ impl IdRange {
         let count = usize::try_from(self.count.min(span)).unwrap_or(0);
         count.min(row_limit)
     }
+}
+
+/// Passes each block of spans of `run_id` whose first id is in `range`, in id order, with
+/// that first id, to `sink`; a sink's error comes back as it is.
+pub(super) fn read_span_blocks(
+    path: &Path,
+    conn: &Connection,
+    run_id: i64,
+    range: (i64, i64),
+    sink: impl FnMut(i64, &[Span]) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    use super::block_rows::{read_blocks, ReadError};
+    read_blocks(conn, run_id, range, sink).map_err(|e| match e {
+        ReadError::Sql(e) => sqlite_failure(path, "reading the run's spans", &e),
+        ReadError::Damaged(e) => inconsistent(path, e),
+        ReadError::Sink(e) => e,
+    })
 }
 
 /// Rows per parallel part: below this a thread and a connection cost more than they save.
@@ -469,21 +493,24 @@ impl RunReader<'_> {
         Ok(complete.then_some(all))
     }
 
+    /// The run's spans, decoded from its blocks (a few ns a span: one thread suffices).
     fn spans(&self, range: &IdRange) -> anyhow::Result<Vec<Span>> {
-        self.bulk(
-            "spans",
-            "frame, stage_id, thread_id, start_ns, dur_ns",
-            range,
-            |c| {
-                Ok(Span {
-                    frame: u64_from_sql(c.int(0)?),
-                    stage: c.small(1)?,
-                    thread: c.small(2)?,
-                    start_ns: c.int(3)?,
-                    dur_ns: c.int(4)?,
-                })
+        let (Some(first), Some(last)) = (range.first, range.last) else {
+            return Ok(Vec::new());
+        };
+        let mut spans = Vec::with_capacity(range.count_capacity(self.row_limit));
+        advise_huge_pages(&spans);
+        read_span_blocks(
+            self.path,
+            self.conn,
+            self.run_id,
+            (first, last),
+            |_, block| {
+                spans.extend_from_slice(block);
+                Ok(())
             },
-        )
+        )?;
+        Ok(spans)
     }
 
     fn counters(&self, range: &IdRange) -> anyhow::Result<Vec<CounterValue>> {
@@ -859,15 +886,18 @@ pub fn spans_after(path: &Path, run_id: i64, after_id: i64) -> anyhow::Result<Sp
         .query_map([run_id], |r| r.get(0))
         .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
         .map_err(fail)?;
-    let mut stmt = conn
-        .prepare("SELECT id, stage_id, dur_ns FROM spans WHERE id > ?1 AND run_id = ?2")
-        .map_err(fail)?;
-    let mut rows = stmt.query((after_id, run_id)).map_err(fail)?;
+    // Blocks are written whole: the one holding `after_id` starts at most a block before.
+    let from = after_id.saturating_sub(super::blocks::MAX_BLOCK_SPANS as i64);
     let (mut spans, mut newest) = (Vec::new(), after_id);
-    while let Some(row) = rows.next().map_err(fail)? {
-        newest = newest.max(row.get(0).map_err(fail)?);
-        spans.push((row.get(1).map_err(fail)?, row.get(2).map_err(fail)?));
-    }
+    read_span_blocks(path, &conn, run_id, (from, i64::MAX), |first_id, block| {
+        for (id, s) in (first_id..).zip(block) {
+            if id > after_id {
+                spans.push((s.stage, s.dur_ns));
+                newest = newest.max(id);
+            }
+        }
+        Ok(())
+    })?;
     Ok((stages, spans, newest))
 }
 

@@ -4,15 +4,30 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// Bumped on any change an older framelab could misread; a file newer than this is refused.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// `PRAGMA application_id` of a run file: ASCII "FLAB", so `file(1)` and tools can tell.
 pub const APPLICATION_ID: i32 = 0x464C_4142;
 
-/// Tables. Big tables (`spans`, `counters`, `events`) have no index besides their integer
-/// primary key, which costs nothing (it is the rowid): an index on `run_id` would add ~9
-/// bytes per span. Instead each `runs` row records the id range of its rows, runs being
-/// written one at a time, and the reader seeks by that range.
+/// Schema 1 to 8's `spans` table, one row per span: since schema 9 spans are stored in
+/// `span_blocks` and `spans` is a view with these columns (`block_rows`). `create` makes
+/// it and replays the 8 → 9 step on it, so a new file is made as an upgraded one would be.
+pub const SPANS_TABLE_8: &str = "
+CREATE TABLE spans (
+    id         INTEGER PRIMARY KEY,
+    run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+    frame      INTEGER NOT NULL,
+    stage_id   INTEGER NOT NULL,
+    thread_id  INTEGER NOT NULL,
+    start_ns   INTEGER NOT NULL,
+    dur_ns     INTEGER NOT NULL
+);
+";
+
+/// Tables. Big tables (`span_blocks`, `counters`, `events`) have no index besides their
+/// integer primary key, which costs nothing (it is the rowid): an index on `run_id` would
+/// add ~9 bytes per row. Instead each `runs` row records the id range of its rows, runs
+/// being written one at a time, and the reader seeks by that range.
 const TABLES: &str = "
 CREATE TABLE framelab (
     key   TEXT PRIMARY KEY NOT NULL,
@@ -88,16 +103,6 @@ CREATE TABLE threads (
     dropped        INTEGER NOT NULL,
     PRIMARY KEY (run_id, thread_id)
 ) WITHOUT ROWID;
-
-CREATE TABLE spans (
-    id         INTEGER PRIMARY KEY,
-    run_id     INTEGER NOT NULL REFERENCES runs(run_id),
-    frame      INTEGER NOT NULL,
-    stage_id   INTEGER NOT NULL,
-    thread_id  INTEGER NOT NULL,
-    start_ns   INTEGER NOT NULL,
-    dur_ns     INTEGER NOT NULL
-);
 
 CREATE TABLE counters (
     id          INTEGER PRIMARY KEY,
@@ -380,45 +385,8 @@ CREATE TABLE IF NOT EXISTS fingerprints (
 );
 ";
 
-/// Views for people querying by hand; framelab itself reads the tables. Aggregates are
-/// computed before joining names: one lookup per group instead of one per span.
+/// The other views for people querying by hand.
 const VIEWS: &str = "
-CREATE VIEW frames AS
-SELECT f.run_id,
-       f.frame,
-       f.start_ns,
-       f.end_ns,
-       f.end_ns - f.start_ns                            AS total_ns,
-       (f.end_ns - f.start_ns) / 1000.0                 AS total_us,
-       f.span_count,
-       f.end_ns < r.window_start_ns                     AS warmup,
-       f.end_ns BETWEEN r.window_start_ns AND r.window_end_ns AS measured
-FROM (SELECT run_id, frame, min(start_ns) AS start_ns, max(start_ns + dur_ns) AS end_ns,
-             count(*) AS span_count
-      FROM spans GROUP BY run_id, frame) AS f
-JOIN runs AS r ON r.run_id = f.run_id;
-
-CREATE VIEW named_spans AS
-SELECT s.run_id,
-       s.frame,
-       st.name                        AS stage,
-       t.pid                          AS pid,
-       t.tid                          AS tid,
-       t.name                         AS thread,
-       s.start_ns / 1000.0            AS start_us,
-       s.dur_ns / 1000.0              AS dur_us,
-       (s.start_ns + s.dur_ns) / 1000.0 AS end_us
-FROM spans AS s
-LEFT JOIN stages  AS st ON st.run_id = s.run_id AND st.stage_id = s.stage_id
-LEFT JOIN threads AS t  ON t.run_id  = s.run_id AND t.thread_id = s.thread_id;
-
-CREATE VIEW stage_summary AS
-SELECT a.run_id, st.name AS stage, a.spans, a.min_us, a.avg_us, a.max_us
-FROM (SELECT run_id, stage_id, count(*) AS spans, min(dur_ns) / 1000.0 AS min_us,
-             avg(dur_ns) / 1000.0 AS avg_us, max(dur_ns) / 1000.0 AS max_us
-      FROM spans GROUP BY run_id, stage_id) AS a
-LEFT JOIN stages AS st ON st.run_id = a.run_id AND st.stage_id = a.stage_id;
-
 CREATE VIEW named_counters AS
 SELECT c.run_id, c.frame, n.name AS counter, c.value
 FROM counters AS c
@@ -441,6 +409,7 @@ JOIN sample_series AS x ON x.run_id = s.run_id AND x.series_id = s.series_id;
 /// Runs inside the caller's transaction.
 pub fn create(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(TABLES)?;
+    conn.execute_batch(SPANS_TABLE_8)?;
     conn.execute_batch(IMPORT_TABLES)?;
     conn.execute_batch(PROCESS_CPU_COLUMNS)?;
     conn.execute_batch(RUNS_WARMUP_COLUMNS)?;
@@ -450,6 +419,8 @@ pub fn create(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(SCHEMA_8_ADDITIONS)?;
     conn.execute_batch(EXPERIMENT_TABLES)?;
     conn.execute_batch(VIEWS)?;
+    conn.execute_batch(super::block_rows::SPAN_VIEWS)?;
+    super::block_rows::rows_to_blocks(conn)?;
     conn.execute(
         "INSERT INTO framelab (key, value) VALUES ('schema_version', ?1), ('created_by', ?2)",
         (

@@ -2,9 +2,11 @@
 //! arrive in chunks, in row order: what `report`, `hist` and the final report of `run`
 //! analyse without holding every span (`analyze::compact`).
 //!
-//! SQLite decodes rows on one core per connection (~100-200 ns a row), so a big table is
-//! read in chunks of ids spread over a few connections on their own threads, and handed
-//! on in order: a few chunks are in memory at a time, whatever the run's size.
+//! SQLite decodes rows on one core per connection (~100-200 ns a row), so a big table of
+//! rows (counters, events) is read in chunks of ids spread over a few connections on their
+//! own threads, and handed on in order: a few chunks are in memory at a time, whatever the
+//! run's size. Spans are blocks of a few hundred, decoded here at a few ns a span: one
+//! connection reads them, in chunks of about `CHUNK_IDS` spans.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -13,7 +15,7 @@ use rusqlite::Connection;
 
 use super::codec::{u64_from_sql, Cells};
 use super::file::{self, one_line, sqlite_failure};
-use super::reader::{inconsistent, IdRange, RunReader};
+use super::reader::{inconsistent, read_span_blocks, IdRange, RunReader};
 use crate::model::{CounterValue, EventRecord, Run, Span, SpanSource};
 
 /// Ids per chunk: one query each, ~256 KB of spans.
@@ -234,7 +236,7 @@ impl StoredRun {
 
 impl SpanSource for StoredRun {
     fn span_count_hint(&self) -> usize {
-        self.spans_at.capacity(self.row_limit)
+        self.spans_at.count_capacity(self.row_limit)
     }
 
     /// Checked as `load_run` checks them: every stage and thread named must exist.
@@ -243,37 +245,41 @@ impl SpanSource for StoredRun {
         sink: &mut dyn FnMut(&[Span]) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let (stages, threads) = (self.head.stages.len(), self.head.threads.len());
-        self.stream(
-            "spans",
-            "frame, stage_id, thread_id, start_ns, dur_ns",
-            &self.spans_at,
-            &|c| {
-                Ok(Span {
-                    frame: u64_from_sql(c.int(0)?),
-                    stage: c.small(1)?,
-                    thread: c.small(2)?,
-                    start_ns: c.int(3)?,
-                    dur_ns: c.int(4)?,
-                })
-            },
-            &mut |chunk: &[Span]| {
-                if let Some(s) = (chunk.iter())
-                    .find(|s| usize::from(s.stage) >= stages || s.thread as usize >= threads)
-                {
-                    return Err(inconsistent(
-                        &self.path,
-                        anyhow::anyhow!(
-                            "a span of frame {} names stage {} and thread {}, but the run has \
-                             {stages} stages and {threads} threads",
-                            s.frame,
-                            s.stage,
-                            s.thread
-                        ),
-                    ));
-                }
-                sink(chunk)
-            },
-        )
+        let (Some(first), Some(last)) = (self.spans_at.first, self.spans_at.last) else {
+            return Ok(());
+        };
+        let mut checked = |chunk: &[Span]| {
+            if let Some(s) = (chunk.iter())
+                .find(|s| usize::from(s.stage) >= stages || s.thread as usize >= threads)
+            {
+                return Err(inconsistent(
+                    &self.path,
+                    anyhow::anyhow!(
+                        "a span of frame {} names stage {} and thread {}, but the run has \
+                         {stages} stages and {threads} threads",
+                        s.frame,
+                        s.stage,
+                        s.thread
+                    ),
+                ));
+            }
+            sink(chunk)
+        };
+        let conn = file::open_another_reader(&self.path)?;
+        let mut chunk = Vec::with_capacity(CHUNK_IDS as usize + super::blocks::MAX_BLOCK_SPANS);
+        read_span_blocks(&self.path, &conn, self.run_id, (first, last), |_, block| {
+            chunk.extend_from_slice(block);
+            if chunk.len() >= CHUNK_IDS as usize {
+                checked(&chunk)?;
+                chunk.clear();
+            }
+            Ok(())
+        })?;
+        if chunk.is_empty() {
+            Ok(())
+        } else {
+            checked(&chunk)
+        }
     }
 
     fn for_each_counters(

@@ -1,5 +1,6 @@
 //! Writes a run as it goes: batched inserts into one open transaction, committed by the
-//! collector at least once a second.
+//! collector at least once a second. Spans go into blocks of a few hundred (`blocks`),
+//! one row each; the open block is written at each commit.
 //!
 //! Journal and sync settings, and why:
 //! - While recording, `journal_mode = TRUNCATE` (a rollback journal): a commit writes the
@@ -27,6 +28,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
+use super::block_rows;
+use super::blocks::{Block, BlockEncoder};
 use super::codec::{self, u64_to_sql, META_COLUMNS};
 use super::file::{self, one_line, sqlite_failure};
 use crate::model::{
@@ -65,11 +68,6 @@ struct BulkTable {
     width: usize,
 }
 
-const SPANS: BulkTable = BulkTable {
-    name: "spans",
-    columns: "frame, stage_id, thread_id, start_ns, dur_ns",
-    width: 5,
-};
 const COUNTERS: BulkTable = BulkTable {
     name: "counters",
     columns: "frame, counter_id, value",
@@ -103,8 +101,6 @@ const SAMPLES: BulkTable = BulkTable {
 
 /// SQL text prepared once per writer (cached by the connection).
 struct Statements {
-    spans_many: String,
-    spans_one: String,
     counters_many: String,
     counters_one: String,
     events_many: String,
@@ -116,8 +112,6 @@ struct Statements {
 impl Statements {
     fn new(run_id: i64) -> Self {
         Statements {
-            spans_many: SPANS.insert_sql(run_id, ROWS_PER_INSERT),
-            spans_one: SPANS.insert_sql(run_id, 1),
             counters_many: COUNTERS.insert_sql(run_id, ROWS_PER_INSERT),
             counters_one: COUNTERS.insert_sql(run_id, 1),
             events_many: EVENTS.insert_sql(run_id, ROWS_PER_INSERT),
@@ -149,6 +143,10 @@ pub struct RunWriter {
     /// Position in the run's process list by pid, and by name for the rows of no process (pid 0: `(exited children)`,
     /// `(not seen by name)`), which must not replace each other.
     process_index: HashMap<(u32, String), i64>,
+    /// Spans given but not yet in a written block.
+    blocks: BlockEncoder,
+    /// The id of the next block's first span, once known in the open transaction.
+    next_span_id: Option<i64>,
     spans: IdRange,
     counters: IdRange,
     events: IdRange,
@@ -237,6 +235,8 @@ impl RunWriter {
             event_name_count: 0,
             thread_count: 0,
             process_index: HashMap::new(),
+            blocks: BlockEncoder::default(),
+            next_span_id: None,
             spans: IdRange::default(),
             counters: IdRange::default(),
             events: IdRange::default(),
@@ -285,6 +285,8 @@ impl RunWriter {
             self.conn
                 .execute_batch("BEGIN IMMEDIATE")
                 .map_err(|e| self.fail("write", e))?;
+            // Another writer may have added blocks since our last transaction.
+            self.next_span_id = None;
         }
         Ok(())
     }
@@ -384,22 +386,26 @@ impl RunWriter {
             return Ok(());
         }
         self.begin()?;
-        insert_rows(
-            &self.conn,
-            &self.sql.spans_many,
-            &self.sql.spans_one,
-            SPANS.width,
-            spans,
-            &mut self.spans,
-            |s, v| {
-                v[0] = u64_to_sql(s.frame);
-                v[1] = i64::from(s.stage);
-                v[2] = i64::from(s.thread);
-                v[3] = s.start_ns;
-                v[4] = s.dur_ns;
-            },
-        )
-        .map_err(|e| sqlite_failure(&self.path, "write", &e))
+        for span in spans {
+            if let Some(block) = self.blocks.push(span) {
+                self.write_block(&block)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Inserts a closed block after the file's last span, in the open transaction.
+    fn write_block(&mut self, block: &Block) -> anyhow::Result<()> {
+        let fail = |e: rusqlite::Error| sqlite_failure(&self.path, "write", &e);
+        let first_id = match self.next_span_id {
+            Some(id) => id,
+            None => block_rows::next_first_id(&self.conn).map_err(fail)?,
+        };
+        block_rows::insert_block(&self.conn, first_id, self.run_id, block).map_err(fail)?;
+        let count = block.count as i64;
+        self.next_span_id = Some(first_id + count);
+        self.spans.note(first_id + count - 1, block.count);
+        Ok(())
     }
 
     /// Appends per-frame counter values.
@@ -690,6 +696,10 @@ impl RunWriter {
     /// Makes everything written so far durable against a kill of this process.
     /// Call at least once a second.
     pub fn commit(&mut self) -> anyhow::Result<()> {
+        if let Some(block) = self.blocks.finish() {
+            self.begin()?;
+            self.write_block(&block)?;
+        }
         if self.in_transaction() {
             self.save_ranges()?;
             self.conn
@@ -815,7 +825,7 @@ impl Drop for RunWriter {
     /// A writer dropped without `finish` (an early return on error) still commits what it
     /// was given: nothing handed to it is silently dropped.
     fn drop(&mut self) {
-        if !self.finished && self.in_transaction() {
+        if !self.finished && (self.in_transaction() || !self.blocks.is_empty()) {
             if let Err(e) = self.commit() {
                 eprintln!("framelab: the last records were not saved: {e}");
             }

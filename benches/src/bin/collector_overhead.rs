@@ -4,12 +4,16 @@
 //! ```sh
 //! cargo build --release --bin framelab --example testprog -p framelab
 //! cargo build --release -p framelab-benches
-//! target/release/collector_overhead [SECONDS] [--baseline OTHER_FRAMELAB] [--rates R1,R2,...]
+//! target/release/collector_overhead [SECONDS] [--baseline OTHER_FRAMELAB] [--rates R1,R2,...] [--vs-lttng]
 //! ```
 //!
 //! `--rates` replaces the default cases (100000,1000000 spans/s); with
 //! `FRAMELAB_RING_RECORDS=4194304` in the environment the producer's ring holds 4M records
 //! (the lossless rate from one thread: does `dropped` stay 0?).
+//!
+//! `--vs-lttng` traces the same rates with LTTng (one user-space tracepoint with two
+//! integers, default channel) and prints framelab's window CPU as a ratio of LTTng's daemons'
+//! CPU over the same load (`framelab_benches::lttng`).
 //!
 //! Each case runs `framelab run -- testprog rate R S` (R spans/s in 1 ms batches for S seconds,
 //! default ring). framelab's own CPU is its rusage from wait4 (which includes the children it
@@ -44,6 +48,7 @@ fn main() {
         },
         None => vec![100_000, 1_000_000],
     };
+    let vs_lttng = args.iter().any(|a| a == "--vs-lttng");
     let release = std::env::current_exe()
         .unwrap()
         .parent()
@@ -59,6 +64,12 @@ fn main() {
     }
     let dir = std::env::temp_dir().join(format!("framelab-collector-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    let lttng = vs_lttng.then(|| {
+        framelab_benches::lttng::Lttng::start(&dir).unwrap_or_else(|why| {
+            eprintln!("--vs-lttng: {why}");
+            std::process::exit(2);
+        })
+    });
     println!("| framelab | spans/s | seconds | spans sent | recorded | dropped | framelab CPU, whole run | % of one core | framelab CPU, window only | % of one core | ns per span (window) | recorded ÷ window, spans/s |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     // With a baseline: baseline, this, this, baseline (ABBA), so neither gains from going first.
@@ -103,6 +114,39 @@ fn main() {
             }
         }
     }
+    if let Some(lttng) = &lttng {
+        for &rate in &rates {
+            let traced = lttng.trace(rate, seconds).unwrap_or_else(|why| {
+                eprintln!("--vs-lttng: {why}");
+                std::process::exit(2);
+            });
+            let pct = traced.daemons_cpu_ns as f64 / traced.window_ns as f64 * 100.0;
+            println!(
+                "| LTTng (daemons) | {rate} | {seconds} | {} | {} | {} | – | – | {:.3} s | {pct:.2}% | {:.0} | – |",
+                traced.sent,
+                traced.recorded,
+                traced.discarded,
+                traced.daemons_cpu_ns as f64 / 1e9,
+                traced.daemons_cpu_ns as f64 / traced.recorded.max(1) as f64,
+            );
+            window_pct.push(("lttng", rate, pct));
+        }
+        for &rate in &rates {
+            let mean = |l: &str| {
+                let v: Vec<f64> = (window_pct.iter())
+                    .filter(|(x, r, _)| *x == l && *r == rate)
+                    .map(|t| t.2)
+                    .collect();
+                v.iter().sum::<f64>() / v.len().max(1) as f64
+            };
+            println!(
+                "{rate} spans/s: this framelab's window CPU is {:.2}× LTTng's daemons' CPU on the same load{}",
+                mean("this") / mean("lttng"),
+                if baseline.is_some() { format!(" (the baseline's: {:.2}×)", mean("baseline") / mean("lttng")) } else { String::new() }
+            );
+        }
+    }
+    drop(lttng);
     if baseline.is_some() {
         for &rate in &rates {
             let mean = |l: &str| {

@@ -435,9 +435,27 @@ fn a_damaged_span_is_refused_as_load_run_refuses_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.framelab");
     store::write_run(&path, &reference_run()).unwrap();
+    // Span id 3 (the first block's 3rd record) is given stage 40, of 3 stages.
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute("UPDATE spans SET stage_id = 40 WHERE id = 3", [])
+    let (layout, mut records): (i64, Vec<u8>) = conn
+        .query_row(
+            "SELECT layout, records FROM span_blocks ORDER BY first_id LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .unwrap();
+    // The stage's offset in a record of each layout (store/blocks.rs).
+    let (size, stage_at) = match layout {
+        1 => (12, 10),
+        2 => (16, 12),
+        _ => (32, 24),
+    };
+    records[2 * size + stage_at] = 40;
+    conn.execute(
+        "UPDATE span_blocks SET records = ?1 WHERE first_id = 1",
+        [records],
+    )
+    .unwrap();
     drop(conn);
     let old = store::load_run(&path, None).unwrap_err().to_string();
     let stored = store::open_run(&path, None).unwrap();

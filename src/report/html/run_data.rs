@@ -22,9 +22,8 @@ use crate::analyze::metrics::FPS_LOWS;
 use crate::analyze::stats::percentile_of;
 use crate::analyze::{Analysis, FpsSummary};
 use crate::model::{Run, SeriesKind, SpanSource};
-use crate::render::style::Style;
-use crate::render::Table;
-use crate::report::facts::{facts, title};
+use crate::render::html_writer::page_text;
+use crate::render::{Format, Table};
 
 /// Bump when a key is renamed, removed or changes meaning.
 pub const SCHEMA: &str = "framelab.html-run/1";
@@ -289,19 +288,19 @@ impl<'a> RunData<'a> {
         let (late, stutters) = late_and_stutters(table, &in_window, budget_ns);
         drop(in_window);
         let (telemetry, telemetry_left_out) = telemetry(head);
+        // The title, facts, tables and notes: the report's document through the HTML writer.
+        let text = page_text(&crate::report::document(
+            analysis,
+            Format::Html,
+            false,
+            false,
+        ));
         RunPage {
             schema: SCHEMA,
             kind: "run",
-            title: title(analysis),
-            facts: facts(analysis, &Style::default())
-                .into_iter()
-                .map(|(label, line)| (label.to_owned(), line))
-                .collect(),
-            notes: analysis
-                .notes
-                .iter()
-                .map(|n| crate::display::text(n).into_owned())
-                .collect(),
+            title: text.title,
+            facts: text.facts,
+            notes: text.notes,
             budget_us: budget_ns.map(|b| us(b as f64)),
             window_start_s: secs(window.start_ns),
             window_end_s: secs(window.end_ns),
@@ -311,7 +310,7 @@ impl<'a> RunData<'a> {
             gantt,
             telemetry,
             telemetry_left_out,
-            tables: tables(analysis),
+            tables: text.tables,
             histograms: head
                 .histograms
                 .iter()
@@ -659,59 +658,6 @@ fn telemetry(head: &Run) -> (Vec<Series>, usize) {
         ));
     }
     (out, left_out)
-}
-
-fn tables(a: &Analysis) -> Vec<Table> {
-    use crate::report::pipeline::{resource_headers, resource_rows, wait_headers, wait_rows};
-    use crate::report::telemetry::{
-        energy_rows, metric_rows, thread_rows, ENERGY_HEADERS, METRIC_HEADERS, THREAD_HEADERS,
-    };
-    use crate::report::text::{
-        on_cpu_cells, process_rows, stage_table_rows, worst_headers, worst_rows, ON_CPU_HEADERS,
-        PROCESS_HEADERS,
-    };
-    let strings = |h: &[&str]| h.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let mut out = Vec::new();
-    let mut push = |title: &str, headers: Vec<String>, rows: Vec<Vec<String>>| {
-        if !rows.is_empty() {
-            out.push(Table {
-                title: title.to_owned(),
-                headers,
-                rows,
-            });
-        }
-    };
-    let mut stage_headers = strings(&["stage", "min", "p50", "p95", "p99", "max", "mean"]);
-    if on_cpu_cells(a).is_some() {
-        stage_headers.extend(strings(&ON_CPU_HEADERS));
-    }
-    push("Stages (µs)", stage_headers, stage_table_rows(a));
-    push(
-        "Processes",
-        strings(&PROCESS_HEADERS),
-        process_rows(a).into_iter().map(Vec::from).collect(),
-    );
-    if let Some(rows) = a.pipeline.as_ref().and_then(wait_rows) {
-        push("Waits between stages", wait_headers(), rows);
-    }
-    if let Some(rows) = resource_rows(a) {
-        push(
-            "Busy time (what bounds the rate)",
-            resource_headers(a),
-            rows,
-        );
-    }
-    push(
-        "Worst frames",
-        worst_headers(a, str::to_owned),
-        worst_rows(a),
-    );
-    if let Some(t) = &a.telemetry {
-        push("Telemetry", strings(&METRIC_HEADERS), metric_rows(t));
-        push("Energy", strings(&ENERGY_HEADERS), energy_rows(t));
-        push("Threads", strings(&THREAD_HEADERS), thread_rows(t));
-    }
-    out
 }
 
 /// The page's data of hand-built runs: snapshots of the JSON (not the HTML, so a change of

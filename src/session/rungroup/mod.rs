@@ -176,6 +176,21 @@ impl RunGroup {
         })
     }
 
+    /// A group of no process, for the supervisor's tests: ending it touches nothing.
+    #[cfg(test)]
+    pub fn untracked() -> RunGroup {
+        RunGroup {
+            mechanism: Mechanism::Tree,
+            dirs: Vec::new(),
+            procs: Vec::new(),
+            unavailable: "a test's".into(),
+            guard_ids: Vec::new(),
+            followed_groups: Default::default(),
+            made_boot_ns: boot_ns(),
+            ended: true,
+        }
+    }
+
     fn registered(mut self, made_boot_ns: i64) -> RunGroup {
         self.made_boot_ns = made_boot_ns;
         let kinds: &[CgroupKind] = match self.mechanism {

@@ -621,32 +621,15 @@ fn spans_of_out_of_range_durations_are_counted_and_named() {
     let (out, path) = common::run_testprog(&dir, "s", &[], &["spans", "200"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let before = common::report_json(&path)["frames"].as_u64().unwrap();
-    let connection = rusqlite::Connection::open(&path).unwrap();
-    let span = |offset: i64| -> (i64, i64) {
-        connection
-            .query_row(
-                "SELECT id, frame FROM spans ORDER BY id LIMIT 1 OFFSET ?1",
-                [offset],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .unwrap()
-    };
+    // The run rewritten with two spans changed: they are stored exactly, in wide blocks.
+    let mut run = framelab::store::load_run(&path, None).unwrap();
     // The longest duration there is; an end past the clock's range.
-    let (longest, frame) = span(100);
-    connection
-        .execute(
-            "UPDATE spans SET dur_ns = ?1 WHERE id = ?2",
-            (i64::MAX, longest),
-        )
-        .unwrap();
-    let (overflowing, _) = span(120);
-    connection
-        .execute(
-            "UPDATE spans SET start_ns = ?1, dur_ns = 1000 WHERE id = ?2",
-            (i64::MAX - 10, overflowing),
-        )
-        .unwrap();
-    drop(connection);
+    run.spans[100].dur_ns = i64::MAX;
+    let frame = run.spans[100].frame;
+    run.spans[120].start_ns = i64::MAX - 10;
+    run.spans[120].dur_ns = 1000;
+    let path = dir.path().join("edited.framelab");
+    framelab::store::write_run(&path, &run).unwrap();
     let out = output_of(&["report", path.to_str().unwrap()], dir.path());
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);

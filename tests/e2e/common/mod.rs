@@ -113,6 +113,27 @@ pub fn record_testprog(
     (out, run)
 }
 
+/// Records with each of `room` in turn (a --duration, say) until `came` holds for the run:
+/// a frame the test needs before the end of a short run comes only after the command's
+/// start-up, which a loaded machine can stretch over the whole run. Such a run proves
+/// nothing, so it is made again with more room; the last one is returned whatever it
+/// holds, for the test's assertions to say what is missing. The room, not the machine's
+/// speed, decides.
+pub fn record_with_room<R: Copy>(
+    room: &[R],
+    mut record: impl FnMut(R) -> (Output, framelab::model::Run),
+    came: impl Fn(&framelab::model::Run) -> bool,
+) -> (Output, framelab::model::Run) {
+    let (last, tries) = room.split_last().expect("some room to try");
+    for &r in tries {
+        let (out, run) = record(r);
+        if came(&run) {
+            return (out, run);
+        }
+    }
+    record(*last)
+}
+
 /// xorshift64: deterministic jitter for generated runs, without a dependency.
 pub struct Jitter(pub u64);
 

@@ -33,9 +33,14 @@ impl Hog {
             .args(["hog", "120"])
             .spawn()
             .expect("taskset runs");
-        // Let it be running (and named) before the pipeline starts.
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        Hog(child)
+        // Running and named before the pipeline starts: the wait is for its new name
+        // (taskset execs the hog in place), not for a time.
+        let comm = format!("/proc/{}/comm", child.id());
+        let hog = Hog(child);
+        common::session::wait_for("the hog to name itself", || {
+            std::fs::read_to_string(&comm).is_ok_and(|name| name.trim_end() == "cpuhog")
+        });
+        hog
     }
 }
 

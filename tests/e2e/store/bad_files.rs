@@ -267,8 +267,21 @@ fn hand_edited_records_that_name_missing_stages_or_hold_text() {
     let dir = tempfile::tempdir().unwrap();
     let path = recorded(dir.path());
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute("UPDATE spans SET stage_id = 40 WHERE id = 10", [])
+    // The stage byte of the block's 10th span (12-byte records, stage at byte 10).
+    let (first_id, layout, mut records): (i64, i64, Vec<u8>) = conn
+        .query_row(
+            "SELECT first_id, layout, records FROM span_blocks ORDER BY first_id LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
         .unwrap();
+    assert_eq!(layout, 1, "narrow records");
+    records[9 * 12 + 10] = 40;
+    conn.execute(
+        "UPDATE span_blocks SET records = ?1 WHERE first_id = ?2",
+        (records, first_id),
+    )
+    .unwrap();
     drop(conn);
     assert_mentions(
         &load_error(&path),
@@ -278,15 +291,45 @@ fn hand_edited_records_that_name_missing_stages_or_hold_text() {
     let path = dir.path().join("text.framelab");
     write_run(&path, &sample_run("t", 10));
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute("UPDATE spans SET start_ns = 'soon' WHERE id = 3", [])
+    conn.execute("UPDATE span_blocks SET base_start_ns = 'soon'", [])
         .unwrap();
     conn.execute("UPDATE runs SET span_count = 9223372036854775807", [])
         .unwrap();
     drop(conn);
     assert_mentions(
         &load_error(&path),
-        &["spans.start_ns holds text where an integer belongs"],
+        &["span_blocks.base_start_ns holds text where an integer belongs"],
     );
+}
+
+#[test]
+fn hand_edited_span_blocks_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (edit, expected) in [
+        (
+            "UPDATE span_blocks SET records = 'abc'",
+            "span_blocks.records holds text where a blob belongs",
+        ),
+        (
+            "UPDATE span_blocks SET layout = 7",
+            "span_blocks.layout is 7, not 1, 2 or 3",
+        ),
+        (
+            "UPDATE span_blocks SET spans = spans + 1",
+            "a span block says it holds",
+        ),
+    ] {
+        let path = dir.path().join("edited.framelab");
+        let _ = std::fs::remove_file(&path);
+        write_run(&path, &sample_run("t", 10));
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute(edit, []).unwrap();
+        drop(conn);
+        assert_mentions(
+            &load_error(&path),
+            &["damaged or was edited by hand", expected],
+        );
+    }
 }
 
 /// Every `create` failure happens before anything is recorded and leaves no file behind.

@@ -1,5 +1,6 @@
-//! The run file: round trips, damaged files, a killed writer.
+//! The run file: round trips, damaged files, a killed writer, spans in blocks.
 
 mod bad_files;
+mod blocks;
 mod kill;
 mod roundtrip;

@@ -246,22 +246,30 @@ fn a_run_large_enough_to_be_read_in_parallel_parts_loads_in_order() {
 }
 
 #[test]
-fn rows_deleted_by_hand_leave_the_rest_loadable_in_order() {
+fn blocks_deleted_by_hand_leave_the_rest_loadable_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("pruned.framelab");
     let run = sample_run("pruned", 300);
     write_run(&path, &run);
     let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute("DELETE FROM spans WHERE frame BETWEEN 100 AND 199", [])
+    // The second of the run's blocks (900 spans: three blocks).
+    let (first, count): (i64, i64) = conn
+        .query_row(
+            "SELECT first_id, spans FROM span_blocks ORDER BY first_id LIMIT 1 OFFSET 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    conn.execute("DELETE FROM span_blocks WHERE first_id = ?1", [first])
         .unwrap();
     drop(conn);
     let loaded = load_run(&path, None).unwrap();
-    let kept: Vec<Span> = run
-        .spans
-        .iter()
-        .filter(|s| !(100..=199).contains(&s.frame))
-        .copied()
+    let deleted = (first - 1) as usize..(first - 1 + count) as usize;
+    let kept: Vec<Span> = (run.spans.iter().enumerate())
+        .filter(|(i, _)| !deleted.contains(i))
+        .map(|(_, s)| *s)
         .collect();
+    assert!(count > 0 && kept.len() < run.spans.len());
     assert_eq!(loaded.spans, kept);
 }
 

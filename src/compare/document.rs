@@ -1,68 +1,51 @@
-//! The comparison for people: plain text for a terminal, or Markdown for a pull request
-//! (same content, `markdown` switches the layout).
+//! The comparison as a neutral document (`crate::render::document`): the title, the
+//! method, the headlines, a table per comparison and per sweep, what was excluded, the
+//! pipeline and the notes for people (text, Markdown); the comparison itself as JSON; its
+//! data table (`super::csv`) as CSV.
 
 use super::comparison::{Comparison, Group, Row};
 use super::metrics::Unit;
 use crate::render::cells::{fixed, signed_pct, unit_name, value_to};
+use crate::render::document::{plain, pretty_json, Block, Document, Line, Span, SpanKind};
 use crate::render::Table;
 use crate::stats::Verdict;
 
-pub fn render(c: &Comparison, markdown: bool) -> String {
-    let mut out = String::new();
-    let heading = |out: &mut String, text: &str| {
-        if markdown {
-            out.push_str(&format!("\n#### {text}\n\n"));
-        } else {
-            out.push_str(&format!("\n{text}\n"));
-        }
-    };
+pub fn document(c: &Comparison) -> Document {
+    let mut blocks = Vec::new();
     let runs: Vec<String> = c
         .variants
         .iter()
         .map(|v| format!("{v} {}", c.runs.get(v).copied().unwrap_or(0)))
         .collect();
-    let title = format!(
+    blocks.push(Block::Heading(plain(format!(
         "framelab compare · {} · baseline {} · measured runs: {}",
         c.sources.join(", "),
         c.baseline,
         runs.join(", ")
-    );
-    if markdown {
-        out.push_str(&format!("### {title}\n\n"));
-    } else {
-        out.push_str(&title);
-        out.push('\n');
-    }
+    ))));
     let all_single = only_one_run_a_side(c);
     // One run a side has no verdict, so nothing is tested first: no primary line.
     if !all_single {
-        let primary = primary_line(c);
-        if markdown {
-            out.push_str(&format!("**{primary}**\n\n"));
-        } else {
-            out.push_str(&format!("  {primary}\n"));
-        }
+        blocks.push(Block::Paragraph(vec![Span::strong(primary_line(c))]));
     }
     let method = if all_single {
         ONE_RUN_METHOD.to_owned()
     } else {
         method_line(c)
     };
-    if markdown {
-        out.push_str(&format!("_{method}_\n\n"));
-    } else {
-        out.push_str(&format!("  {method}\n"));
-    }
-    for v in &c.variants {
-        let command = c.commands.get(v).map(String::as_str).unwrap_or("");
-        let (v, command) = (crate::display::name(v), crate::display::text(command));
-        if markdown {
-            out.push_str(&format!("- {v}: `{command}`\n"));
-        } else {
-            out.push_str(&format!("  {v}: {command}\n"));
-        }
-    }
-    out.push('\n');
+    blocks.push(Block::Paragraph(vec![Span::emphasis(method)]));
+    let commands: Vec<Line> = (c.variants.iter())
+        .map(|v| {
+            let command = c.commands.get(v).map(String::as_str).unwrap_or("");
+            vec![
+                Span::plain(format!("{}: ", crate::display::name(v))),
+                Span::code(crate::display::text(command)),
+            ]
+        })
+        .collect();
+    blocks.push(Block::Bullets(commands));
+    blocks.push(Block::Blank);
+    let mut headlines = Vec::new();
     for g in &c.groups {
         for cmp in &g.comparisons {
             let prefix = if g.label.is_empty() {
@@ -72,74 +55,64 @@ pub fn render(c: &Comparison, markdown: bool) -> String {
             } else {
                 format!("[{}] ", g.label)
             };
-            if markdown {
-                out.push_str(&format!("- **{prefix}{}**\n", cmp.headline));
-            } else {
-                out.push_str(&format!("  {prefix}{}\n", cmp.headline));
-            }
+            headlines.push(vec![Span::strong(format!("{prefix}{}", cmp.headline))]);
         }
     }
+    blocks.push(Block::Bullets(headlines));
     for g in &c.groups {
-        group(&mut out, c, g, markdown, &heading);
+        group(&mut blocks, c, g);
     }
     if c.sweeps.len() > 1 {
-        medians_table(&mut out, c, markdown, &heading);
+        medians_table(&mut blocks, c);
     }
     for sweep in &c.sweeps {
-        sweep_table(&mut out, c, sweep, markdown, &heading);
+        sweep_table(&mut blocks, c, sweep);
     }
     if !c.excluded.is_empty() {
-        heading(&mut out, "excluded from the statistics");
-        for e in &c.excluded {
-            let at = if e.params.is_empty() {
-                String::new()
-            } else {
-                format!(" [{}]", e.params)
-            };
-            let from = match &e.metric {
-                Some(metric) => format!(" from {metric}"),
-                None => String::new(),
-            };
-            out.push_str(&format!(
-                "{}run {} of {} ({}{at}){from}: {}\n",
-                bullet(markdown),
-                e.run_id,
-                e.path,
-                e.variant,
-                e.why
-            ));
-        }
+        blocks.push(heading("excluded from the statistics"));
+        let items = (c.excluded.iter())
+            .map(|e| {
+                let at = if e.params.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", e.params)
+                };
+                let from = match &e.metric {
+                    Some(metric) => format!(" from {metric}"),
+                    None => String::new(),
+                };
+                plain(format!(
+                    "run {} of {} ({}{at}){from}: {}",
+                    e.run_id, e.path, e.variant, e.why
+                ))
+            })
+            .collect();
+        blocks.push(Block::Bullets(items));
     }
     if !c.pipeline.is_empty() {
-        heading(&mut out, "pipeline (medians; shown, not judged)");
-        for line in &c.pipeline {
-            let shown = crate::display::text(line);
-            let shown = if markdown {
-                crate::display::markdown(&shown).to_string()
-            } else {
-                shown.into_owned()
-            };
-            out.push_str(&format!("{}{shown}\n", bullet(markdown)));
-        }
+        blocks.push(heading("pipeline (medians; shown, not judged)"));
+        let items = c.pipeline.iter().map(|l| vec![Span::name(l)]).collect();
+        blocks.push(Block::Bullets(items));
     }
     if !c.notes.is_empty() {
-        heading(&mut out, "notes");
-        for n in &c.notes {
-            out.push_str(&format!("{}{n}\n", bullet(markdown)));
-        }
+        blocks.push(heading("notes"));
+        blocks.push(Block::Bullets(c.notes.iter().map(plain).collect()));
     }
-    out
+    blocks.push(Block::Data(super::csv::table(c)));
+    Document {
+        blocks,
+        json: pretty_json(c),
+    }
+}
+
+fn heading(text: &str) -> Block {
+    Block::Subheading(plain(text))
 }
 
 /// Every swept metric side by side: one row per parameter values and variant, one column
 /// per metric (the "codec × path: wall, CPU of each process, load, cores" table).
-fn medians_table(
-    out: &mut String,
-    c: &Comparison,
-    markdown: bool,
-    heading: &dyn Fn(&mut String, &str),
-) {
-    heading(out, "medians per parameter value and variant");
+fn medians_table(blocks: &mut Vec<Block>, c: &Comparison) {
+    blocks.push(heading("medians per parameter value and variant"));
     let mut headers = vec![c.param_keys.join(" "), "variant".to_owned()];
     headers.extend(
         c.sweeps
@@ -163,31 +136,22 @@ fn medians_table(
             t.push(cells);
         }
     }
-    out.push_str(&t.render(markdown));
+    blocks.push(Block::TableUnder(t));
 }
 
 /// One metric across the parameter values: the median of each variant, each change with
 /// its interval and verdict.
-fn sweep_table(
-    out: &mut String,
-    c: &Comparison,
-    sweep: &super::comparison::Sweep,
-    markdown: bool,
-    heading: &dyn Fn(&mut String, &str),
-) {
+fn sweep_table(blocks: &mut Vec<Block>, c: &Comparison, sweep: &super::comparison::Sweep) {
     let against = if sweep.baseline_params.is_empty() {
         String::new()
     } else {
         format!(", against {}", sweep.baseline_params)
     };
-    heading(
-        out,
-        &format!(
-            "sweep: {} ({}) per parameter value{against}",
-            sweep.label,
-            unit_name(&sweep.unit)
-        ),
-    );
+    blocks.push(heading(&format!(
+        "sweep: {} ({}) per parameter value{against}",
+        sweep.label,
+        unit_name(&sweep.unit)
+    )));
     let mut headers: Vec<String> = vec![c.param_keys.join(" ")];
     headers.extend(sweep.variants.iter().cloned());
     if sweep.baseline_params.is_empty() {
@@ -234,7 +198,7 @@ fn sweep_table(
         }
         t.push(cells);
     }
-    out.push_str(&t.render(markdown));
+    blocks.push(Block::TableUnder(t));
 }
 
 /// "primary metric: fps, tested first at the full α = 0.05; the other metrics only once it
@@ -260,21 +224,7 @@ pub fn primary_line(c: &Comparison) -> String {
     )
 }
 
-fn bullet(markdown: bool) -> &'static str {
-    if markdown {
-        "- "
-    } else {
-        "  "
-    }
-}
-
-fn group(
-    out: &mut String,
-    c: &Comparison,
-    g: &Group,
-    markdown: bool,
-    heading: &dyn Fn(&mut String, &str),
-) {
+fn group(blocks: &mut Vec<Block>, c: &Comparison, g: &Group) {
     let at = if g.label.is_empty() {
         String::new()
     } else {
@@ -286,22 +236,16 @@ fn group(
         } else {
             format!("{}{at} vs [{}]", cmp.variant, cmp.baseline_params)
         };
-        heading(out, &title);
+        blocks.push(heading(&title));
         if !c.histograms.is_empty() {
             // Runs of imported histograms: a table per histogram instead of metric rows.
             let of_this = (c.histograms.iter())
                 .filter(|h| h.variant == cmp.variant && h.baseline == cmp.baseline);
             for h in of_this {
-                let name = super::histograms::title(h);
-                if markdown {
-                    out.push_str(&format!("**{}**\n\n", crate::display::markdown(&name)));
-                } else {
-                    out.push_str(&format!("\n  {name}\n"));
-                }
-                out.push_str(&super::histograms::table(h, markdown));
-                if markdown {
-                    out.push('\n');
-                }
+                blocks.push(Block::Captioned {
+                    caption: vec![Span::name(super::histograms::title(h)).with(SpanKind::Strong)],
+                    table: super::histograms::table(h),
+                });
             }
             continue;
         }
@@ -333,7 +277,7 @@ fn group(
             }
             t.push(cells);
         }
-        out.push_str(&t.render(markdown));
+        blocks.push(Block::TableUnder(t));
         if !judged {
             continue;
         }
@@ -342,14 +286,9 @@ fn group(
             .iter()
             .filter(|r| matches!(r.verdict, Verdict::Inconclusive { .. }))
             .collect();
-        if !open.is_empty() {
-            out.push_str(if markdown {
-                "\nInconclusive:\n\n"
-            } else {
-                "  inconclusive:\n"
-            });
-            for r in open {
-                if let Verdict::Inconclusive { reason, more_runs } = &r.verdict {
+        let items: Vec<Line> = (open.iter())
+            .filter_map(|r| match &r.verdict {
+                Verdict::Inconclusive { reason, more_runs } => {
                     let more = match more_runs {
                         Some(n) => format!(
                             "; about {n} more run{} a side would likely settle it",
@@ -357,22 +296,25 @@ fn group(
                         ),
                         None => String::new(),
                     };
-                    out.push_str(&format!(
-                        "{}{}: {reason}{more}\n",
-                        if markdown { "- " } else { "    " },
-                        r.label
-                    ));
+                    Some(plain(format!("{}: {reason}{more}", r.label)))
                 }
-            }
+                _ => None,
+            })
+            .collect();
+        if !items.is_empty() {
+            blocks.push(Block::SubList {
+                title: "inconclusive".into(),
+                items,
+            });
         }
     }
     if !g.steps.is_empty() {
         let metric = c.metrics.iter().find(|m| m.key == c.headline_metric);
         let (label, unit) = metric.map_or(("", Unit::Fps), |m| (m.label.as_str(), m.unit.clone()));
-        heading(
-            out,
-            &format!("step by step{at}: {label} ({})", unit_name(&unit)),
-        );
+        blocks.push(heading(&format!(
+            "step by step{at}: {label} ({})",
+            unit_name(&unit)
+        )));
         let mut t = Table::new(&[
             "variant",
             "median",
@@ -395,7 +337,7 @@ fn group(
                 cell(&s.cumulative),
             ]);
         }
-        out.push_str(&t.render(markdown));
+        blocks.push(Block::TableUnder(t));
     }
     if !g.worst.is_empty() {
         let worst: Vec<String> = g
@@ -411,11 +353,10 @@ fn group(
                 )
             })
             .collect();
-        out.push_str(&format!(
-            "{}worst frame total{at}, shown, never used for a verdict: {}\n",
-            if markdown { "\n" } else { "  " },
+        blocks.push(Block::Remark(plain(format!(
+            "worst frame total{at}, shown, never used for a verdict: {}",
             worst.join(" · ")
-        ));
+        ))));
     }
 }
 
