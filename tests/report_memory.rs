@@ -584,7 +584,7 @@ fn twelve_million_spans_one_per_frame() {
         report_text: 25.0,
         report_json: 25.0,
         report_html: 25.0,
-        whatif: 29.0,
+        whatif: 31.0,
         export: 8.0,
         compare: 25.0,
         compare_four: 25.0,
