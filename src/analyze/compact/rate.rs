@@ -2,7 +2,7 @@
 //! as the analysis gives them: what `whatif` prints as the measurement beside its model,
 //! without the rest of the analysis (stage tables, waits, the scheduler's timeline).
 
-use super::intervals_in_order;
+use super::intervals_over_order;
 use super::table::FrameTable;
 use super::values::{with_ns, NsValues};
 use super::window::{end_order, MeasuredFrames};
@@ -37,9 +37,7 @@ pub fn frame_rate(head: &Run, table: &FrameTable, measured: &MeasuredFrames) -> 
     totals.sort();
     let total = totals.dist_of_sorted();
     drop(totals);
-    let order = end_order(table, measured);
-    let mut intervals = intervals_in_order(&order, table);
-    drop(order);
+    let mut intervals = intervals_over_order(end_order(table, measured), table);
     intervals.sort();
     let fps = with_ns!(&intervals, v => fps_summary_of(v));
     FrameRate {

@@ -5,6 +5,8 @@
 //! byte for byte, in memory and through a run file.
 
 use super::analyze_from;
+use super::columns::Keep;
+use super::values::NsValues;
 use crate::analyze::fixtures::{crashed_run, degenerate_runs, reference_run, uninstrumented_run};
 use crate::analyze::telemetry::fixture::telemetry_run;
 use crate::analyze::{analyze, Analysis};
@@ -499,4 +501,30 @@ fn frames_starting_together_at_the_tail_are_ordered_as_first_recorded() {
     let a = same("ties at the tail", &run);
     assert_eq!(a.window.open_frames, 2);
     assert_eq!(a.window.open_frames_lack, vec!["b".to_string()]);
+}
+
+#[test]
+fn intervals_written_over_the_end_order_are_the_intervals_in_order() {
+    // Frames ending close together (narrow), then a gap over 4.29 s (wide).
+    for gap in [5, 5_000_000_000] {
+        let spans: Vec<Span> = (0..50u64)
+            .map(|f| Span {
+                frame: f,
+                stage: 0,
+                thread: 0,
+                start_ns: f as i64 * 100 + if f > 30 { gap } else { 0 },
+                dur_ns: 10 + (f as i64 % 7),
+            })
+            .collect();
+        let (_, table) = super::columns::columns_of(&spans, Keep::default());
+        let order: Vec<u32> = table.frames().collect();
+        let over = super::intervals_over_order(order.clone(), &table);
+        assert_eq!(over, super::intervals_in_order(&order, &table), "gap {gap}");
+        assert_eq!(matches!(over, NsValues::Narrow(_)), gap == 5);
+    }
+    let none = super::intervals_over_order(
+        Vec::new(),
+        &super::columns::columns_of(&[], Keep::default()).1,
+    );
+    assert!(none.is_empty());
 }
