@@ -132,13 +132,7 @@ fn main() {
             window_pct.push(("lttng", rate, pct));
         }
         for &rate in &rates {
-            let mean = |l: &str| {
-                let v: Vec<f64> = (window_pct.iter())
-                    .filter(|(x, r, _)| *x == l && *r == rate)
-                    .map(|t| t.2)
-                    .collect();
-                v.iter().sum::<f64>() / v.len().max(1) as f64
-            };
+            let mean = |label: &str| mean_window_pct(&window_pct, label, rate);
             println!(
                 "{rate} spans/s: this framelab's window CPU is {:.2}× LTTng's daemons' CPU on the same load{}",
                 mean("this") / mean("lttng"),
@@ -149,13 +143,7 @@ fn main() {
     drop(lttng);
     if baseline.is_some() {
         for &rate in &rates {
-            let mean = |l: &str| {
-                let v: Vec<f64> = (window_pct.iter())
-                    .filter(|(x, r, _)| *x == l && *r == rate)
-                    .map(|t| t.2)
-                    .collect();
-                v.iter().sum::<f64>() / v.len().max(1) as f64
-            };
+            let mean = |label: &str| mean_window_pct(&window_pct, label, rate);
             println!(
                 "{rate} spans/s: this framelab's window CPU is {:.2}× the baseline's (mean of 2 runs each, ABBA)",
                 mean("this") / mean("baseline")
@@ -166,6 +154,15 @@ fn main() {
 }
 
 /// Runs framelab to completion; returns its CPU (with reaped children) and wall time, in ns.
+/// The mean window CPU share of the runs of `label` at `rate`.
+fn mean_window_pct(window_pct: &[(&str, u64, f64)], label: &str, rate: u64) -> f64 {
+    let shares: Vec<f64> = (window_pct.iter())
+        .filter(|(l, r, _)| *l == label && *r == rate)
+        .map(|t| t.2)
+        .collect();
+    shares.iter().sum::<f64>() / shares.len().max(1) as f64
+}
+
 fn run_framelab(
     framelab: &Path,
     testprog: &PathBuf,
