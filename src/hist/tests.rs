@@ -5,6 +5,18 @@ use crate::analyze::fixtures::{reference_run, MS, US};
 use crate::model::{Bucket, EventRecord, Histogram};
 use crate::snapshot::check;
 
+/// Events (event id, key, time) on thread 0, appended to `run`.
+fn push_events(run: &mut Run, events: &[(u16, u64, i64)]) {
+    for &(event, key, t_ns) in events {
+        run.events.push(EventRecord {
+            event,
+            key,
+            thread: 0,
+            t_ns,
+        });
+    }
+}
+
 fn opts(stage: Option<&str>) -> HistOptions {
     HistOptions {
         stage: stage.map(str::to_owned),
@@ -89,19 +101,15 @@ fn by_thread_splits_stages() {
 fn pairs_of_events_with_notes() {
     let mut run = reference_run();
     run.event_names = vec!["commit".into(), "release".into()];
-    for (event, key, t) in [
-        (0, 7, 30 * MS),
-        (1, 7, 34 * MS),
-        (0, 8, 40 * MS),
-        (1, 9, 41 * MS),
-    ] {
-        run.events.push(EventRecord {
-            event,
-            key,
-            thread: 0,
-            t_ns: t,
-        });
-    }
+    push_events(
+        &mut run,
+        &[
+            (0, 7, 30 * MS),
+            (1, 7, 34 * MS),
+            (0, 8, 40 * MS),
+            (1, 9, 41 * MS),
+        ],
+    );
     let o = HistOptions {
         pair: Some(PairSpec::parse("commit:release").unwrap()),
         linear: Some(LinearSpec::step(MS)),
@@ -194,14 +202,10 @@ fn the_outside_line_names_the_sides_with_values() {
 fn markdown_of_figures_and_notes() {
     let mut run = reference_run();
     run.event_names = vec!["commit".into(), "release".into()];
-    for (event, key, t) in [(0, 7, 30 * MS), (1, 7, 34 * MS), (0, 8, 40 * MS)] {
-        run.events.push(EventRecord {
-            event,
-            key,
-            thread: 0,
-            t_ns: t,
-        });
-    }
+    push_events(
+        &mut run,
+        &[(0, 7, 30 * MS), (1, 7, 34 * MS), (0, 8, 40 * MS)],
+    );
     let o = HistOptions {
         pair: Some(PairSpec::parse("commit:release").unwrap()),
         thresholds: figures::Thresholds {

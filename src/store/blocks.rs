@@ -285,16 +285,7 @@ pub fn decode(block: &StoredBlock<'_>, out: &mut Vec<Span>) -> anyhow::Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn span(frame: u64, stage: u16, thread: u32, start_ns: i64, dur_ns: i64) -> Span {
-        Span {
-            frame,
-            stage,
-            thread,
-            start_ns,
-            dur_ns,
-        }
-    }
+    use crate::analyze::fixtures::span;
 
     fn round_trip(spans: &[Span]) -> Vec<Block> {
         let blocks = encode_all(spans);
