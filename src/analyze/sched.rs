@@ -199,13 +199,10 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
     // By thread index: the union of its spans clipped to the window, split as it is
     // built, and each stage's time on CPU in them (a stage's spans on one thread rarely
     // overlap: counted in a note).
-    let mut unions: Vec<UnionSplit> = (0..head.threads.len())
-        .map(|_| UnionSplit::default())
-        .collect();
     let mut stage_on_cpu: FastMap<(u32, u16), f64> = FastMap::default();
     // By thread index: where its last span's split began.
     let mut cursors = vec![Cursor::default(); head.threads.len()];
-    let mut visit = |spans: &[Span]| -> anyhow::Result<()> {
+    let mut visit = |spans: &[Span]| {
         for s in spans {
             let Some(Some(slices)) = slices_of.get(s.thread as usize) else {
                 continue;
@@ -214,7 +211,6 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
             if from >= to {
                 continue;
             }
-            unions[s.thread as usize].add((from, to), slices, &mut comms);
             let mut split = Split::default();
             let cursor = &mut cursors[s.thread as usize];
             slices.split_after(s.start_ns, s.end_ns(), cursor, &mut comms, &mut split);
@@ -247,10 +243,24 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
                 }
             }
         }
-        Ok(())
     };
-    source.for_each_spans(&mut visit)?;
-    split_whole_unions(&mut unions, &slices_of, (start, end), &mut comms, source)?;
+    // By thread index: the union of its spans clipped to the window, split as it is
+    // built, on a thread of its own where one can be had (the spans' splits and the
+    // unions' do not meet); comm ids of its own.
+    let mut union_comms = Comms::default();
+    let mut unions = unions_beside(
+        source,
+        &mut visit,
+        |unions, spans| add_to_unions(unions, spans, &slices_of, (start, end), &mut union_comms),
+        head.threads.len(),
+    )?;
+    split_whole_unions(
+        &mut unions,
+        &slices_of,
+        (start, end),
+        &mut union_comms,
+        source,
+    )?;
 
     for (stage, mut values) in on_cpu_values.into_iter().enumerate() {
         let Some(name) = head.stages.get(stage) else {
@@ -273,7 +283,7 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
             .unwrap_or(usize::MAX)
     });
 
-    let mut preempted: HashMap<usize, f64> = HashMap::new();
+    let mut preempted: HashMap<String, f64> = HashMap::new();
     for (w, split) in analysis.worst_frames.iter_mut().zip(&worst_split) {
         if split.runnable >= 1.0 {
             w.preempted_ns = Some(split.runnable.round() as i64);
@@ -298,11 +308,11 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
         let Some(Some(slices)) = slices_of.get(t) else {
             continue;
         };
-        let Some(all) = union.finish(slices, &mut comms) else {
+        let Some(all) = union.finish(slices, &mut union_comms) else {
             continue;
         };
         for &(c, ns) in &all.by {
-            *preempted.entry(c).or_default() += ns;
+            *preempted.entry(union_comms.names[c].clone()).or_default() += ns;
         }
         let mut per_stage = per_thread_stages.remove(&(t as u32)).unwrap_or_default();
         per_stage.sort_by(|a, b| b.busy_ns.cmp(&a.busy_ns).then(a.stage.cmp(&b.stage)));
@@ -310,8 +320,8 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
     }
     let mut by: Vec<PreemptedBy> = preempted
         .into_iter()
-        .map(|(c, ns)| PreemptedBy {
-            comm: comms.names[c].clone(),
+        .map(|(comm, ns)| PreemptedBy {
+            comm,
             ns: ns.round() as i64,
         })
         .filter(|p| p.ns > 0)
@@ -343,6 +353,78 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
     }
     analysis.sched = Some(summary);
     Ok(())
+}
+
+/// Reads `source` once: each chunk of spans to `visit` here, and to `unions` (one
+/// [`UnionSplit`] per thread index) on another thread where one can be started, else here
+/// too. The unions, once every span is in them.
+fn unions_beside(
+    source: &dyn SpanSource,
+    visit: &mut dyn FnMut(&[Span]),
+    mut unions: impl FnMut(&mut [UnionSplit], &[Span]) + Send,
+    threads: usize,
+) -> anyhow::Result<Vec<UnionSplit>> {
+    let mut built: Vec<UnionSplit> = (0..threads).map(|_| UnionSplit::default()).collect();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let beside = (cores > 1).then(|| {
+        std::thread::scope(|scope| {
+            // Chunks go over in buffers that come back to be filled again: a few at a time.
+            let (full, filled) = std::sync::mpsc::sync_channel::<Vec<Span>>(2);
+            let (empty, emptied) = std::sync::mpsc::channel::<Vec<Span>>();
+            let (built, unions) = (&mut built, &mut unions);
+            let worker = std::thread::Builder::new()
+                .spawn_scoped(scope, move || {
+                    for mut chunk in filled {
+                        unions(built, &chunk);
+                        chunk.clear();
+                        let _ = empty.send(chunk);
+                    }
+                })
+                .ok()?;
+            let read = source.for_each_spans(&mut |spans| {
+                visit(spans);
+                let mut chunk = emptied.try_recv().unwrap_or_default();
+                chunk.extend_from_slice(spans);
+                // A worker gone (it panicked) is said when it is joined.
+                let _ = full.send(chunk);
+                Ok(())
+            });
+            drop(full);
+            if let Err(panic) = worker.join() {
+                std::panic::resume_unwind(panic);
+            }
+            Some(read)
+        })
+    });
+    match beside.flatten() {
+        Some(read) => read?,
+        // No second thread: both here.
+        None => source.for_each_spans(&mut |spans| {
+            visit(spans);
+            unions(&mut built, spans);
+            Ok(())
+        })?,
+    }
+    Ok(built)
+}
+
+/// Adds each span to its thread's union, clipped to the window (threads with slices).
+fn add_to_unions(
+    unions: &mut [UnionSplit],
+    spans: &[Span],
+    slices_of: &[Option<&ThreadSlices>],
+    (start, end): (i64, i64),
+    comms: &mut Comms,
+) {
+    for s in spans {
+        let Some(Some(slices)) = slices_of.get(s.thread as usize) else {
+            continue;
+        };
+        let (from, to) = (s.start_ns.max(start), s.end_ns().min(end));
+        if from < to {
+            unions[s.thread as usize].add((from, to), slices, comms);
+        }
+    }
 }
 
 fn index(timeline: &SchedTimeline) -> HashMap<u32, ThreadSlices<'_>> {
