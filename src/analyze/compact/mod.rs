@@ -10,6 +10,7 @@
 //! a span with one span per frame (the worst case), about 28 with five stages a frame.
 
 pub mod columns;
+pub mod growing;
 pub mod narrow;
 pub mod nearly_sorted;
 pub mod packed;
