@@ -29,10 +29,9 @@ one() { # binary label name args...
     a=${a//RUN/$run}
     args+=("${a//OUT/$file}")
   done
-  local times
-  times=$( { /usr/bin/time -f '%e s wall %U user %S sys %M KiB' "$bin" "${args[@]}" \
-    > "$out/$name.$label.stdout" 2>/dev/null; } 2>&1 | tail -1)
-  echo "$name $label: $times"
+  /usr/bin/time -o "$out/time" -f '%e s wall %U user %S sys %M KiB' "$bin" "${args[@]}" \
+    > "$out/$name.$label.stdout" 2>/dev/null
+  echo "$name $label: $(cat "$out/time")"
 }
 
 for entry in "${commands[@]}"; do

@@ -450,6 +450,7 @@ impl FrameBuilder {
                 (start, end, Ids::Listed { ids, table }, count)
             }
         };
+        give_back_freed_pages();
         FrameTable {
             start,
             end,
@@ -459,6 +460,17 @@ impl FrameBuilder {
             first_bad_span: self.first_bad_span,
             last_end_ns: self.last_end_ns,
         }
+    }
+}
+
+/// Returns to the kernel the heap pages the building blocks were freed from: thousands of
+/// small blocks live in the heap, not in mappings of their own, and the allocator keeps
+/// freed heap pages (10M frames: ~50 MB of RSS held through the rest of the analysis).
+fn give_back_freed_pages() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory of the allocator's own heap.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
