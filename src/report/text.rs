@@ -254,7 +254,7 @@ pub(crate) fn blocks(a: &Analysis, st: &Style, verbose: bool) -> Vec<Block> {
     let mut blocks = vec![
         Block::Title(title(a)),
         Block::Facts(
-            (facts_in(a, st, verbose).into_iter())
+            (facts_in(a, verbose).into_iter())
                 .map(|(label, value)| Fact {
                     label: label.to_owned(),
                     value,
