@@ -111,6 +111,8 @@ pub enum Tone {
     Warning,
     /// Something lost or failed (red): events dropped, a metric not read.
     Bad,
+    /// A line that heads those under it (bold).
+    Strong,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -172,6 +174,7 @@ pub fn shown(line: &Line, st: &Style) -> String {
     let paint = |(tone, text): (Tone, String)| match tone {
         Tone::Warning => st.yellow(&text),
         Tone::Bad => st.red(&text),
+        Tone::Strong => st.bold(&text),
     };
     for span in line {
         let text = if span.name {
