@@ -37,6 +37,23 @@ pub fn example(name: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
+/// Builds the SDK's static library the way a C user would (`cargo build -p framelab-probe`),
+/// into a target directory of its own so it never waits on the `cargo test` that runs this;
+/// the C tests link it.
+pub fn probe_static_lib() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exe = std::env::current_exe().unwrap();
+    let target_dir = exe.ancestors().nth(3).unwrap().join("c-abi-test");
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--offline", "-p", "framelab-probe", "--target-dir"])
+        .arg(&target_dir)
+        .current_dir(manifest)
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building framelab-probe failed");
+    target_dir.join("debug").join("libframelab_probe.a")
+}
+
 pub fn temp_run(dir: &tempfile::TempDir, name: &str) -> PathBuf {
     dir.path().join(format!("{name}.framelab"))
 }
@@ -151,6 +168,45 @@ impl Jitter {
 /// The Python the Python-driven tests use: `$FRAMELAB_TEST_PYTHON`, else `python3`.
 pub fn python() -> String {
     std::env::var("FRAMELAB_TEST_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// The interpreter `python()` names itself (`sys.executable`), not a version manager's
+/// shim that starts a shell first: a process started with it is the script's.
+pub fn python_executable() -> Option<String> {
+    let out = Command::new(python())
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// A process the test started, killed and reaped on drop whatever happens.
+pub struct Started(pub std::process::Child);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `command` (its standard output piped) and waits for its first line, `ready`.
+pub fn start_ready(command: &mut Command) -> Started {
+    use std::io::BufRead;
+    let mut child = Started(
+        command
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    child
 }
 
 /// A Python-driven test that cannot run: a failure where CI requires Python

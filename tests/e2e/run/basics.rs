@@ -2,6 +2,7 @@
 
 use crate::common;
 
+use common::session::wait_for;
 use common::*;
 use framelab::analyze::analyze;
 use framelab::model::{EndReason, ProcessRole};
@@ -161,7 +162,7 @@ fn ctrl_c_finalises_the_run_and_keeps_what_was_recorded() {
         .spawn()
         .unwrap();
     // Wait until something is on disk, then interrupt (as a terminal's Ctrl-C would).
-    wait_for(|| {
+    wait_for("a span on disk", || {
         path.exists() && framelab::store::load_run(&path, None).is_ok_and(|r| !r.spans.is_empty())
     });
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -322,7 +323,9 @@ fn a_killed_framelab_leaves_a_readable_run_file() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    wait_for(|| framelab::store::load_run(&path, None).is_ok_and(|r| r.spans.len() > 100));
+    wait_for("100 spans on disk", || {
+        framelab::store::load_run(&path, None).is_ok_and(|r| r.spans.len() > 100)
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     let run = load(&path);
@@ -330,17 +333,6 @@ fn a_killed_framelab_leaves_a_readable_run_file() {
     assert_eq!(run.meta.end_reason, EndReason::Unfinished);
     let report = framelab().args(["report"]).arg(&path).output().unwrap();
     assert!(report.status.success(), "{}", stderr(&report));
-}
-
-fn wait_for(mut ready: impl FnMut() -> bool) {
-    // Generous: this waits for progress, it does not time anything.
-    for _ in 0..600 {
-        if ready() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("gave up waiting after 30 s");
 }
 
 #[test]

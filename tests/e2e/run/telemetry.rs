@@ -4,6 +4,7 @@
 
 use crate::common;
 
+use common::session::{run_until, until_exists};
 use common::*;
 use framelab::model::SourceState;
 use std::path::{Path, PathBuf};
@@ -25,11 +26,51 @@ fn run_with(args: &[&str], path: &Path) -> std::process::Output {
         .unwrap()
 }
 
+/// The sampler reads cpufreq (both fixture cores) at least twice, and the command's thread
+/// at least once, before the command ends: a loaded machine may start the sampler's thread
+/// late, so the command (testprog's frames, until the test lets it end) outlives what the
+/// test checks, as the committed run file shows it.
+fn run_until_sampled(path: &Path, go: &Path) -> std::process::Output {
+    let command = format!(
+        "{} forever & p=$!; {}; kill $p; wait $p; exit 0",
+        example("testprog"),
+        until_exists(go)
+    );
+    run_until(
+        framelab()
+            .env("FRAMELAB_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+            .args([
+                "run",
+                "--fps",
+                "500",
+                "--sample-every",
+                "10ms",
+                "--sysfs-root",
+            ])
+            .arg(workstation())
+            .arg("-o")
+            .arg(path)
+            .args(["--", "sh", "-c", &command]),
+        path,
+        go,
+        "two cpufreq readings and one of testprog's thread",
+        |conn| {
+            conn.query_row(
+                "SELECT (SELECT count(*) FROM named_samples WHERE source = 'cpufreq') >= 4
+                    AND (SELECT count(*) FROM named_samples
+                         WHERE source = 'threads' AND label = 'testprog') >= 1",
+                [],
+                |r| r.get(0),
+            )
+        },
+    )
+}
+
 #[test]
 fn a_run_samples_every_source_and_reports_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = temp_run(&dir, "telemetry");
-    let out = run_with(&["--sample-every", "10ms"], &path);
+    let out = run_until_sampled(&path, &dir.path().join("go"));
     assert!(out.status.success(), "{}", stderr(&out));
 
     let run = load(&path);
