@@ -132,36 +132,23 @@ fn uprobes_or_skip(test: &str) -> bool {
 
 /// The program built in `dir` with `work` iterations per call.
 fn build(dir: &Path, work: u64) -> PathBuf {
-    let source = dir.join("prog.c");
-    std::fs::write(&source, PROGRAM).unwrap();
-    let exe = dir.join("prog");
-    let out = Command::new("cc")
-        .args(["-O2", "-fomit-frame-pointer", &format!("-DWORK={work}")])
-        .arg(&source)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("cc runs");
-    assert!(out.status.success(), "{}", stderr(&out));
-    exe
+    let work = format!("-DWORK={work}");
+    compile_c(
+        dir,
+        "prog",
+        PROGRAM,
+        &["-O2", "-fomit-frame-pointer", &work],
+        "prog",
+    )
 }
 
 /// The USDT program built in `dir`, or `None` (said) where `<sys/sdt.h>` is missing.
 fn build_usdt(dir: &Path, test: &str) -> Option<PathBuf> {
-    let source = dir.join("usdt.c");
-    std::fs::write(&source, USDT_PROGRAM).unwrap();
-    let exe = dir.join("usdt");
-    let out = Command::new("cc")
-        .args(["-O2", "-fomit-frame-pointer"])
-        .arg(&source)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("cc runs");
-    if out.status.success() {
-        return Some(exe);
-    }
-    let why = format!("<sys/sdt.h> does not compile: {}", stderr(&out));
+    let flags = ["-O2", "-fomit-frame-pointer"];
+    let why = match try_compile_c(dir, "usdt", USDT_PROGRAM, &flags, "usdt") {
+        Ok(exe) => return Some(exe),
+        Err(e) => format!("<sys/sdt.h> does not compile: {e}"),
+    };
     if std::env::var_os("FRAMELAB_REQUIRE_UPROBES").is_some_and(|v| v == "1") {
         panic!("{test} cannot run: {why} (tests/tools/install.sh installs systemtap-sdt-dev)");
     }
@@ -813,23 +800,16 @@ fn a_tracepoint_gives_one_event_per_hit_keyed_by_its_field() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("writer.c");
     // 40 writes of 7777 bytes: a size nothing else on the machine is likely to write.
-    std::fs::write(
-        &source,
+    let exe = compile_c(
+        dir.path(),
+        "writer",
         "#include <unistd.h>\n#include <fcntl.h>\nstatic char buf[7777];\n\
          int main(void) { int fd = open(\"/dev/null\", O_WRONLY);\n\
          for (int i = 0; i < 40; i++) write(fd, buf, sizeof buf); return 0; }\n",
-    )
-    .unwrap();
-    let exe = dir.path().join("writer");
-    let out = Command::new("cc")
-        .arg(&source)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+        &[],
+        "writer",
+    );
     let file = temp_run(&dir, "tracepoint");
     let out = framelab()
         .args(["run", "-o"])
@@ -899,16 +879,7 @@ fn a_tracepoint_pair_keyed_by_thread_becomes_a_stage_with_the_programs_count() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("sleeper.c");
-    std::fs::write(&source, SLEEPER).unwrap();
-    let exe = dir.path().join("sleeper");
-    let built = Command::new("cc")
-        .arg(&source)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", stderr(&built));
+    let exe = compile_c(dir.path(), "sleeper", SLEEPER, &[], "sleeper");
     let file = temp_run(&dir, "pair");
     let out = framelab()
         .args(["run", "-o"])
@@ -1014,17 +985,13 @@ fn a_library_the_command_never_loads_is_said_after_the_run_with_what_it_did_map(
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let lib_source = dir.path().join("unused.c");
-    std::fs::write(&lib_source, "int unused_entry(int x) { return x + 1; }\n").unwrap();
-    let lib = dir.path().join("libunused.so");
-    let built = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O2"])
-        .arg(&lib_source)
-        .arg("-o")
-        .arg(&lib)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", stderr(&built));
+    let lib = compile_c(
+        dir.path(),
+        "unused",
+        "int unused_entry(int x) { return x + 1; }\n",
+        &["-shared", "-fPIC", "-O2"],
+        "libunused.so",
+    );
     // About a second of work: the run's maps are read while the probe has no hit.
     let prog = build(dir.path(), 150_000);
     let out = framelab()

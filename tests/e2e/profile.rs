@@ -295,6 +295,25 @@ fn check_light_change(light: &Value, a: (&[Value], &Spent), b: (&[Value], &Spent
     }
 }
 
+/// What an unwinding that finds whole stacks shows besides the stage shares: main under
+/// nearly every sample, heavy_seven's inclusive share as the program measured it.
+fn check_whole_stacks(summary: &Value, spent: &Spent) {
+    check_stage_shares(summary, spent);
+    assert!(
+        share(&summary["overall"], "main").1 >= 95.0,
+        "{:#}",
+        summary["overall"]
+    );
+    near_measured(
+        &summary["overall"],
+        &["heavy_seven"],
+        &WORK,
+        true,
+        spent.pct(spent.heavy),
+        "heavy_seven inclusive",
+    );
+}
+
 /// The shares every build must show: they depend on the leaf frame and the stage only.
 fn check_stage_shares(summary: &Value, spent: &Spent) {
     let taken = summary["taken"].as_u64().unwrap();
@@ -369,22 +388,7 @@ fn per_stage_shares_match_the_work_with_frame_pointers() {
     );
     let summary = profile_json(&[path.to_str().unwrap()]);
     assert_eq!(summary["unwinding"], "frame pointers");
-    let spent = Spent::of(&path);
-    check_stage_shares(&summary, &spent);
-    // Whole stacks: main is under nearly every sample.
-    assert!(
-        share(&summary["overall"], "main").1 >= 95.0,
-        "{:#}",
-        summary["overall"]
-    );
-    near_measured(
-        &summary["overall"],
-        &["heavy_seven"],
-        &WORK,
-        true,
-        spent.pct(spent.heavy),
-        "heavy_seven inclusive",
-    );
+    check_whole_stacks(&summary, &Spent::of(&path));
     assert!(summary["unknown_pct"].as_f64().unwrap() < 2.0);
 
     // Filters: one stage only; the stage named in a folded stack's root.
@@ -412,21 +416,7 @@ fn without_frame_pointers_dwarf_unwinding_finds_whole_stacks() {
     let path = record(dir.path(), "nofp", rate(), &program, &["300", "100000"]);
     let summary = profile_json(&[path.to_str().unwrap()]);
     assert_eq!(summary["unwinding"], "dwarf");
-    let spent = Spent::of(&path);
-    check_stage_shares(&summary, &spent);
-    assert!(
-        share(&summary["overall"], "main").1 >= 95.0,
-        "{:#}",
-        summary["overall"]
-    );
-    near_measured(
-        &summary["overall"],
-        &["heavy_seven"],
-        &WORK,
-        true,
-        spent.pct(spent.heavy),
-        "heavy_seven inclusive",
-    );
+    check_whole_stacks(&summary, &Spent::of(&path));
 }
 
 #[test]

@@ -54,6 +54,37 @@ pub fn probe_static_lib() -> PathBuf {
     target_dir.join("debug").join("libframelab_probe.a")
 }
 
+/// Compiles the C `code` (written to `dir/NAME.c`) into `dir/out` with `$CC` (else `cc`)
+/// and `flags`: the output's path, or what the compiler said.
+pub fn try_compile_c(
+    dir: &Path,
+    name: &str,
+    code: &str,
+    flags: &[&str],
+    out: &str,
+) -> Result<PathBuf, String> {
+    let source = dir.join(format!("{name}.c"));
+    std::fs::write(&source, code).unwrap();
+    let output = dir.join(out);
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let built = Command::new(&cc)
+        .args(flags)
+        .arg(&source)
+        .arg("-o")
+        .arg(&output)
+        .output()
+        .unwrap_or_else(|e| panic!("a C compiler ({cc}) is needed for this test: {e}"));
+    match built.status.success() {
+        true => Ok(output),
+        false => Err(format!("{cc} failed on {name}.c: {}", stderr(&built))),
+    }
+}
+
+/// `try_compile_c` where a failure fails the test.
+pub fn compile_c(dir: &Path, name: &str, code: &str, flags: &[&str], out: &str) -> PathBuf {
+    try_compile_c(dir, name, code, flags, out).unwrap_or_else(|e| panic!("{e}"))
+}
+
 pub fn temp_run(dir: &tempfile::TempDir, name: &str) -> PathBuf {
     dir.path().join(format!("{name}.framelab"))
 }

@@ -48,6 +48,22 @@ fn go_on(pid: u32) {
     assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGUSR1) }, 0);
 }
 
+/// The Python interpreter, or `None` once the test has said it cannot run without one.
+fn python_or_skip(test: &str) -> Option<String> {
+    let python = python_executable();
+    if python.is_none() {
+        python_skip_or_fail(test, "no python3", "install python3");
+    }
+    python
+}
+
+/// The rows of the run's watched processes.
+fn watched_rows(run: &framelab::model::Run) -> Vec<&framelab::model::ProcessStats> {
+    (run.processes.iter())
+        .filter(|p| p.role == framelab::model::ProcessRole::Watched)
+        .collect()
+}
+
 /// Starts `script` with Python and waits for its `ready` line.
 fn start_python(python: &str, script: &Path, args: &[&str]) -> Started {
     start_ready(Command::new(python).arg(script).args(args))
@@ -78,12 +94,7 @@ signal.sigwait({signal.SIGUSR1})
 
 #[test]
 fn a_watched_daemon_counts_the_children_it_reaps() {
-    let Some(python) = python_executable() else {
-        python_skip_or_fail(
-            "a_watched_daemon_counts_the_children_it_reaps",
-            "no python3",
-            "install python3",
-        );
+    let Some(python) = python_or_skip("a_watched_daemon_counts_the_children_it_reaps") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -107,11 +118,7 @@ fn a_watched_daemon_counts_the_children_it_reaps() {
     assert!(out.status.success(), "{}", stderr(&out));
     let truth = after - before;
     let run = load(&path);
-    let rows: Vec<_> = run
-        .processes
-        .iter()
-        .filter(|p| p.role == framelab::model::ProcessRole::Watched)
-        .collect();
+    let rows = watched_rows(&run);
     assert_eq!(rows.len(), 1, "one watched row: {rows:?}");
     assert_eq!(rows[0].watch_role, "decoderd");
     let counted = rows[0].user_ns + rows[0].sys_ns;
@@ -176,27 +183,12 @@ signal.sigwait({signal.SIGUSR1})
 
 #[test]
 fn watch_name_counts_processes_that_live_a_tenth_of_a_second() {
-    let Some(python) = python_executable() else {
-        python_skip_or_fail(
-            "watch_name_counts_processes_that_live_a_tenth_of_a_second",
-            "no python3",
-            "install python3",
-        );
+    let Some(python) = python_or_skip("watch_name_counts_processes_that_live_a_tenth_of_a_second")
+    else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("burner.c");
-    std::fs::write(&source, BURNER).unwrap();
-    let burner = dir.path().join("burner");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let built = Command::new(&cc)
-        .arg("-O1")
-        .arg("-o")
-        .arg(&burner)
-        .arg(&source)
-        .status()
-        .unwrap_or_else(|e| panic!("{cc} cannot build the burner: {e}"));
-    assert!(built.success());
+    let burner = compile_c(dir.path(), "burner", BURNER, &["-O1"], "burner");
     let script = dir.path().join("parent.py");
     std::fs::write(&script, PARENT).unwrap();
     let total = dir.path().join("sum");
@@ -225,11 +217,7 @@ fn watch_name_counts_processes_that_live_a_tenth_of_a_second() {
     }
     let truth: i64 = std::fs::read_to_string(&total).unwrap().parse().unwrap();
     let run = load(&path);
-    let rows: Vec<_> = run
-        .processes
-        .iter()
-        .filter(|p| p.role == framelab::model::ProcessRole::Watched)
-        .collect();
+    let rows = watched_rows(&run);
     let counted: i64 = rows.iter().map(|p| p.user_ns + p.sys_ns).sum();
     eprintln!(
         "burners: framelab {counted} ns in {} rows, wait4 says {truth} ns ({:.3}); stderr: {}",
