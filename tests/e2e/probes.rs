@@ -14,7 +14,7 @@ use crate::common;
 
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 
 const PROGRAM: &str = r#"
 #include <stdio.h>
@@ -156,6 +156,21 @@ fn build_usdt(dir: &Path, test: &str) -> Option<PathBuf> {
     None
 }
 
+/// `framelab run -o FILE ARGS -- PROG CALLS LOG`: the test program making `calls` calls,
+/// each in its own log `LOG`, under what `args` ask.
+fn run_program(file: &Path, args: &[&str], prog: &Path, calls: u32, log: &Path) -> Output {
+    framelab()
+        .args(["run", "-o"])
+        .arg(file)
+        .args(args)
+        .arg("--")
+        .arg(prog)
+        .arg(calls.to_string())
+        .arg(log)
+        .output()
+        .unwrap()
+}
+
 /// (frame, ns) of each line the program logged.
 fn own_log(path: &Path) -> Vec<(u64, i64)> {
     std::fs::read_to_string(path)
@@ -221,15 +236,13 @@ fn function_probe_spans_are_the_programs_calls_with_its_frame_ids_and_durations(
     let log = dir.path().join("own.log");
     let file = temp_run(&dir, "probed");
     let probe = format!("encode={}:encode_frame", prog.display());
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(&file)
-        .args(["--probe", &probe, "--frame-arg", "encode=arg1", "--"])
-        .arg(&prog)
-        .arg("300")
-        .arg(&log)
-        .output()
-        .unwrap();
+    let out = run_program(
+        &file,
+        &["--probe", &probe, "--frame-arg", "encode=arg1"],
+        &prog,
+        300,
+        &log,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let run = load(&file);
     let own = own_log(&log);
@@ -270,17 +283,9 @@ fn an_empty_function_probed_comes_out_near_zero_once_the_probes_cost_is_taken_of
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), 10);
     let file = temp_run(&dir, "empty");
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(&file)
-        .arg("--probe")
-        .arg(format!("empty={}:empty_call", prog.display()))
-        .arg("--")
-        .arg(&prog)
-        .arg("2000")
-        .arg(dir.path().join("own.log"))
-        .output()
-        .unwrap();
+    let probe = format!("empty={}:empty_call", prog.display());
+    let log = dir.path().join("own.log");
+    let out = run_program(&file, &["--probe", &probe], &prog, 2000, &log);
     assert!(out.status.success(), "{}", stderr(&out));
     let run = load(&file);
     let facts = &run.meta.session.probes[0];
@@ -319,21 +324,21 @@ fn a_frame_probe_numbers_the_frames_and_a_function_never_called_is_said() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), 20_000);
     let file = temp_run(&dir, "frames");
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(&file)
-        .arg("--probe")
-        .arg(format!("encode={}:encode_frame", prog.display()))
-        .arg("--probe")
-        .arg(format!("unused={}:unused_function", prog.display()))
-        .arg("--frame-probe")
-        .arg(format!("{}:next_frame", prog.display()))
-        .arg("--")
-        .arg(&prog)
-        .arg("50")
-        .arg(dir.path().join("own.log"))
-        .output()
-        .unwrap();
+    let p = prog.display();
+    let (encode, unused) = (
+        format!("encode={p}:encode_frame"),
+        format!("unused={p}:unused_function"),
+    );
+    let frame = format!("{p}:next_frame");
+    let args = [
+        "--probe",
+        &encode,
+        "--probe",
+        &unused,
+        "--frame-probe",
+        &frame,
+    ];
+    let out = run_program(&file, &args, &prog, 50, &dir.path().join("own.log"));
     assert!(out.status.success(), "{}", stderr(&out));
     let run = load(&file);
     let frames: Vec<u64> = spans_of(&run, "encode").iter().map(|s| s.0).collect();
@@ -635,17 +640,9 @@ fn framelab_and_bpftrace_on_the_same_function_agree_on_count_and_log2_buckets() 
         }
     }
     let file = temp_run(&dir, "side-by-side");
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(&file)
-        .arg("--probe")
-        .arg(format!("encode={p}:encode_frame"))
-        .arg("--")
-        .arg(&prog)
-        .arg("200")
-        .arg(dir.path().join("own.log"))
-        .output()
-        .unwrap();
+    let probe = format!("encode={p}:encode_frame");
+    let log = dir.path().join("own.log");
+    let out = run_program(&file, &["--probe", &probe], &prog, 200, &log);
     // SAFETY: signalling the bpftrace this test started, by its pid.
     unsafe { libc::kill(bpftrace.id() as i32, libc::SIGINT) };
     let printed: String = lines.map_while(Result::ok).collect::<Vec<_>>().join("\n");
@@ -706,20 +703,19 @@ fn usdt_spans_and_events_match_the_programs_own_log() {
     let p = prog.display();
     let log = dir.path().join("own.log");
     let file = temp_run(&dir, "usdt");
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(&file)
-        .arg("--usdt")
-        .arg(format!("encode={p}:demo:encode_begin,encode_end"))
-        .args(["--frame-arg", "encode=arg1"])
-        .arg("--usdt-event")
-        .arg(format!("done={p}:demo:frame_done"))
-        .arg("--")
-        .arg(&prog)
-        .arg("200")
-        .arg(&log)
-        .output()
-        .unwrap();
+    let (usdt, event) = (
+        format!("encode={p}:demo:encode_begin,encode_end"),
+        format!("done={p}:demo:frame_done"),
+    );
+    let args = [
+        "--usdt",
+        &usdt,
+        "--frame-arg",
+        "encode=arg1",
+        "--usdt-event",
+        &event,
+    ];
+    let out = run_program(&file, &args, &prog, 200, &log);
     assert!(out.status.success(), "{}", stderr(&out));
     let run = load(&file);
     let own = own_log(&log);
@@ -994,17 +990,9 @@ fn a_library_the_command_never_loads_is_said_after_the_run_with_what_it_did_map(
     );
     // About a second of work: the run's maps are read while the probe has no hit.
     let prog = build(dir.path(), 150_000);
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(temp_run(&dir, "unloaded"))
-        .arg("--probe")
-        .arg(format!("u={}:unused_entry", lib.display()))
-        .arg("--")
-        .arg(&prog)
-        .arg("6000")
-        .arg(dir.path().join("own.log"))
-        .output()
-        .unwrap();
+    let probe = format!("u={}:unused_entry", lib.display());
+    let (file, log) = (temp_run(&dir, "unloaded"), dir.path().join("own.log"));
+    let out = run_program(&file, &["--probe", &probe], &prog, 6000, &log);
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
