@@ -13,15 +13,23 @@ fn workstation() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/workstation")
 }
 
-fn run_with(args: &[&str], path: &Path) -> std::process::Output {
-    framelab()
-        .env("FRAMELAB_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+/// `framelab run --fps 500 --sysfs-root ROOT ARGS -o PATH -- COMMAND`, without NVML.
+fn run_on(root: &Path, args: &[&str], path: &Path, command: &[&str]) -> std::process::Command {
+    let mut run = framelab();
+    run.env("FRAMELAB_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
         .args(["run", "--fps", "500", "--sysfs-root"])
-        .arg(workstation())
+        .arg(root)
         .args(args)
         .arg("-o")
         .arg(path)
-        .args(["--", &example("testprog"), "spans", "300"])
+        .arg("--")
+        .args(command);
+    run
+}
+
+fn run_with(args: &[&str], path: &Path) -> std::process::Output {
+    let testprog = example("testprog");
+    run_on(&workstation(), args, path, &[&testprog, "spans", "300"])
         .output()
         .unwrap()
 }
@@ -37,20 +45,12 @@ fn run_until_sampled(path: &Path, go: &Path) -> std::process::Output {
         until_exists(go)
     );
     run_until(
-        framelab()
-            .env("FRAMELAB_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
-            .args([
-                "run",
-                "--fps",
-                "500",
-                "--sample-every",
-                "10ms",
-                "--sysfs-root",
-            ])
-            .arg(workstation())
-            .arg("-o")
-            .arg(path)
-            .args(["--", "sh", "-c", &command]),
+        &mut run_on(
+            &workstation(),
+            &["--sample-every", "10ms"],
+            path,
+            &["sh", "-c", &command],
+        ),
         path,
         go,
         "two cpufreq readings and one of testprog's thread",
@@ -248,26 +248,14 @@ fn workstation_at(dir: &Path, microwatts: u64) -> PathBuf {
 fn amdgpu_power_at_two_levels_is_compared_exactly_and_rapl_by_its_counter() {
     let dir = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
+    let testprog = example("testprog");
     for (name, microwatts) in [("at152W", 152_000_000), ("at60W", 60_000_000)] {
         let root = workstation_at(dir.path(), microwatts);
         let path = temp_run(&dir, name);
         for _ in 0..2 {
-            let out = framelab()
-                .env("FRAMELAB_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
-                .args([
-                    "run",
-                    "--fps",
-                    "500",
-                    "--sample-every",
-                    "10ms",
-                    "--sysfs-root",
-                ])
-                .arg(&root)
-                .args(["--no-sample", "threads", "-o"])
-                .arg(&path)
-                .args(["--", &example("testprog"), "spans", "200"])
-                .output()
-                .unwrap();
+            let args = ["--sample-every", "10ms", "--no-sample", "threads"];
+            let command = [testprog.as_str(), "spans", "200"];
+            let out = run_on(&root, &args, &path, &command).output().unwrap();
             assert!(out.status.success(), "{}", stderr(&out));
         }
         files.push(path.to_str().unwrap().to_owned());
