@@ -2,7 +2,7 @@
 
 use crate::common;
 
-use common::session::wait_for;
+use common::session::{run_until, until_exists, wait_for};
 use common::*;
 use framelab::analyze::analyze;
 use framelab::model::{EndReason, ProcessRole};
@@ -672,13 +672,20 @@ fn warmup_from_without_a_warmup_is_refused() {
 #[test]
 fn an_uninstrumented_command_warms_up_from_launch() {
     let dir = tempfile::tempdir().unwrap();
-    let file = temp_run(&dir, "sh");
-    let out = framelab()
-        .args(["run", "--warmup", "200ms", "-o"])
-        .arg(&file)
-        .args(["--", "sh", "-c", "sleep 0.6"])
-        .output()
-        .unwrap();
+    let (file, go) = (temp_run(&dir, "sh"), dir.path().join("go"));
+    // The command lasts until framelab's first commit, which follows a look at the run
+    // 500 ms after the launch or later: past the warmup, so the window has opened by then
+    // however slow the machine (a 0.6 s sleep left it 0.4 s).
+    let out = run_until(
+        framelab()
+            .args(["run", "--warmup", "200ms", "-o"])
+            .arg(&file)
+            .args(["--", "sh", "-c", &until_exists(&go)]),
+        &file,
+        &go,
+        "framelab's first commit",
+        |conn| conn.query_row("SELECT max(window_end_ns) > 0 FROM runs", [], |r| r.get(0)),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let run = load(&file);
     assert_eq!(run.meta.warmup_from, framelab::model::WarmupFrom::Launch);
