@@ -34,7 +34,13 @@ fn pid_in(file: &Path) -> u32 {
 /// Whether `pid` is gone (or only a zombie), waiting for it a while: framelab has returned,
 /// so this waits only for the kernel to finish a kill already sent.
 fn gone_soon(pid: u32) -> bool {
-    for _ in 0..100 {
+    gone_within(pid, 100)
+}
+
+/// Whether `pid` is gone (or only a zombie) within `tries` looks 20 ms apart: a bound far
+/// above what is waited for, which only keeps a failing test from hanging.
+fn gone_within(pid: u32, tries: u32) -> bool {
+    for _ in 0..tries {
         if !running(pid) {
             return true;
         }
@@ -174,14 +180,7 @@ fn kill_9_ends_a_daemon(test: &str, mechanism: &str, parent: Option<PathBuf>) {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     // The guardian's grace (1 s) and then its kill: waited for, not timed.
-    let mut dead = false;
-    for _ in 0..500 {
-        if !running(daemon) {
-            dead = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let dead = gone_within(daemon, 500);
     kill(daemon);
     if !in_a_cgroup {
         // Without a cgroup nothing can find a daemon that left framelab's tree.
@@ -647,14 +646,7 @@ fn a_cgroup_the_command_makes_inside_the_runs_is_emptied_and_removed_too() {
     wait_for("the inner cgroup", || group.join("inner").exists());
     child.kill().unwrap();
     child.wait().unwrap();
-    let mut dead = false;
-    for _ in 0..500 {
-        if !running(daemon) {
-            dead = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let dead = gone_within(daemon, 500);
     kill(daemon);
     assert!(
         dead,
