@@ -1036,18 +1036,7 @@ fn a_probed_run_is_in_the_html_page_a_perfetto_export_and_the_live_histograms() 
     let err = stderr(&out);
     assert!(err.contains("--- 0.0–1.0 s ---\n@encode (µs):\n"), "{err}");
     assert!(err.contains(" s (end of the run) ---\n"), "{err}");
-    let printed: u64 = err
-        .lines()
-        .filter(|l| l.starts_with('[') || l.starts_with('('))
-        .filter_map(|l| {
-            l.split('|')
-                .next()?
-                .split_whitespace()
-                .last()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum();
+    let printed = bucket_total(&err);
     assert_eq!(printed, count as u64, "{err}");
     // The HTML page: the stage among its plotted stages, the probes in its header.
     let page = dir.path().join("page.html");

@@ -85,6 +85,21 @@ pub fn compile_c(dir: &Path, name: &str, code: &str, flags: &[&str], out: &str) 
     try_compile_c(dir, name, code, flags, out).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Sum of the counts of bpftrace-style bucket lines (`[lo, hi)   N |@@@|`).
+pub fn bucket_total(text: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.starts_with('[') || l.starts_with('('))
+        .filter_map(|l| {
+            l.split('|')
+                .next()?
+                .split_whitespace()
+                .last()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
 pub fn temp_run(dir: &tempfile::TempDir, name: &str) -> PathBuf {
     dir.path().join(format!("{name}.framelab"))
 }

@@ -284,14 +284,7 @@ fn watched_processes_are_accounted_over_the_same_window() {
     daemon.kill().unwrap();
     daemon.wait().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let run = load(&path);
-    let watched = run
-        .processes
-        .iter()
-        .find(|p| p.role == ProcessRole::Watched)
-        .expect("watched row");
-    assert_eq!(watched.pid, daemon.id());
-    assert_within(watched, cpu_before, cpu_after);
+    assert_watched_within(&load(&path), daemon.id(), cpu_before, cpu_after);
 }
 
 #[test]
@@ -364,14 +357,7 @@ fn processes_watched_by_name_are_accounted() {
         "{}",
         stderr(&out)
     );
-    let run = load(&path);
-    let watched = run
-        .processes
-        .iter()
-        .find(|p| p.role == ProcessRole::Watched)
-        .expect("watched row");
-    assert_eq!(watched.pid, daemon.id());
-    assert_within(watched, cpu_before, cpu_after);
+    assert_watched_within(&load(&path), daemon.id(), cpu_before, cpu_after);
 }
 
 /// A process's user + sys CPU from /proc, as the test sees it.
@@ -381,9 +367,14 @@ fn cpu_ns(pid: u32) -> i64 {
     stat.cpu.user_ns + stat.cpu.sys_ns
 }
 
-/// The watched row counts the daemon's CPU inside framelab's window, which lies inside the
-/// test's own before/after readings: more than nothing, no more than that (± a clock tick each).
-fn assert_within(watched: &framelab::model::ProcessStats, before: i64, after: i64) {
+/// The run's watched row is `pid`'s and counts its CPU inside framelab's window, which lies
+/// inside the test's own before/after readings: more than nothing, no more than that (± a
+/// clock tick each).
+fn assert_watched_within(run: &framelab::model::Run, pid: u32, before: i64, after: i64) {
+    let watched = (run.processes.iter())
+        .find(|p| p.role == ProcessRole::Watched)
+        .expect("watched row");
+    assert_eq!(watched.pid, pid);
     let counted = watched.user_ns + watched.sys_ns;
     assert!(counted > 0, "{watched:?}");
     assert!(
