@@ -22,6 +22,7 @@ use std::io::Write;
 
 use anyhow::{bail, Context};
 
+use super::start_order::{for_each_in_start_order, OrderScan, StartKey};
 use crate::fast_map::FastMap;
 use crate::formats::perfetto::proto::{
     CounterDescriptor, DebugAnnotation, InternedData, InternedName, ProcessDescriptor,
@@ -31,7 +32,6 @@ use crate::formats::perfetto::proto::{
 };
 use crate::formats::perfetto::{written_pid, FRAME_ANNOTATION, KEY_ANNOTATION};
 use crate::formats::LAUNCH_MARKER;
-use super::start_order::{for_each_in_start_order, OrderScan, StartKey};
 use crate::model::{Run, SpanSource};
 
 /// The one packet sequence of the trace.
@@ -282,9 +282,8 @@ fn write_spans(
         ends: BinaryHeap::new(),
         flows: scan.flows,
     };
-    let written = for_each_in_start_order(source, &scan.order, &mut |span| {
-        slices.open(span, iids, w)
-    })?;
+    let written =
+        for_each_in_start_order(source, &scan.order, &mut |span| slices.open(span, iids, w))?;
     slices.close_all(w)?;
     Ok(written)
 }
@@ -679,8 +678,8 @@ mod tests {
     use crate::analyze::fixtures::span;
     use crate::import::{parse_bytes, Format, ImportOptions};
     use crate::model::{EventRecord, Sample, SampleSeries, SeriesKind, Span, ThreadInfo};
-    use std::cmp::Reverse;
     use prost::Message;
+    use std::cmp::Reverse;
 
     fn thread(pid: u32, tid: u32, name: &str) -> ThreadInfo {
         ThreadInfo {
