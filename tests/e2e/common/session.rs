@@ -27,6 +27,13 @@ pub fn skip(test: &str, why: &str) {
     eprintln!("SKIPPED {test}: {why}");
 }
 
+/// `pid`'s own user + sys CPU (ns), from /proc; `None` once it is gone.
+pub fn cpu_ns(pid: u32) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let parsed = framelab::session::procfs::parse_stat(stat.trim(), 1_000_000_000 / 100)?;
+    Some(parsed.cpu.user_ns + parsed.cpu.sys_ns)
+}
+
 /// `pid`'s parent, from /proc; `None` once it is gone.
 pub fn parent_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
