@@ -1,5 +1,6 @@
-//! Helpers for the session tests: waiting for progress, the processes below a pid, tmpfs
-//! mounts as root, skipping with a visible reason.
+//! Helpers for the session tests: waiting for progress (what a recording framelab has
+//! committed to its run file included, for tests that act while it runs), the processes
+//! below a pid and their CPU, tmpfs mounts as root, skipping with a visible reason.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
