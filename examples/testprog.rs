@@ -24,6 +24,11 @@
 //! - `fail N`: like `work N 100`, then exits with status 1.
 //! - `late-start MS N`: sleeps MS ms (a slow start-up), then N frames of stage `step`: the
 //!   first one cold (50 ms), the rest 2 ms each.
+//! - `late-thread MS`: records nothing for MS ms, then a thread named `late` records 100,000
+//!   spans a second (stage `rate`) for 2 s: its ring is made MS ms into the run and holds
+//!   0.65 s of them, so it is lossless only if found and drained well before that.
+//! - `burst MS N`: N spans of stage `burst` as fast as possible, nothing for MS ms, then N
+//!   more as fast as possible (a quiet spell, then a burst).
 //! - `slow-middle`: frames until killed, each `grab` (0.2 ms), `encode` (15 ms), `send`
 //!   (0.2 ms), span guards all: a stop signal most likely lands inside `encode`.
 //! - `hostile N`: N frames on a thread named with a terminal escape, of a stage named
@@ -127,6 +132,26 @@ fn main() {
             let mut x = 1u64;
             while Instant::now() < until {
                 x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        }
+        "late-thread" => {
+            std::thread::sleep(Duration::from_millis(n));
+            std::thread::Builder::new()
+                .name("late".into())
+                .spawn(|| rate(100_000, 2))
+                .unwrap()
+                .join()
+                .unwrap();
+        }
+        "burst" => {
+            let count: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(1000);
+            let stage = Stage::new("burst");
+            for frame in 0..count {
+                let _span = stage.span(frame);
+            }
+            std::thread::sleep(Duration::from_millis(n));
+            for frame in count..2 * count {
+                let _span = stage.span(frame);
             }
         }
         "rate" => {

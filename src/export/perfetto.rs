@@ -22,6 +22,7 @@ use std::io::Write;
 
 use anyhow::{bail, Context};
 
+use super::start_order::{for_each_in_start_order, OrderScan, StartKey};
 use crate::fast_map::FastMap;
 use crate::formats::perfetto::proto::{
     CounterDescriptor, DebugAnnotation, InternedData, InternedName, ProcessDescriptor,
@@ -31,7 +32,7 @@ use crate::formats::perfetto::proto::{
 };
 use crate::formats::perfetto::{written_pid, FRAME_ANNOTATION, KEY_ANNOTATION};
 use crate::formats::LAUNCH_MARKER;
-use crate::model::{Run, Span, SpanSource};
+use crate::model::{Run, SpanSource};
 
 /// The one packet sequence of the trace.
 const SEQUENCE: u32 = 1;
@@ -47,14 +48,17 @@ pub fn write(run: &Run, out: &mut dyn Write) -> anyhow::Result<()> {
 }
 
 /// [`write`] of `head` (a run with its events, counter values and telemetry; its spans
-/// are not read) with its spans from `source`, read twice (issue 29: a whole run in
-/// memory took ~40 bytes a span): once for the earliest time, each frame's span count and
-/// how far out of start order spans come, then in start order through a buffer that holds
-/// only the spans a later one may still precede (a few drains' worth in a recorded run).
-/// Returns the spans written.
-pub fn write_from(head: &Run, source: &dyn SpanSource, out: &mut dyn Write) -> anyhow::Result<u64> {
+/// are not read) with its spans from `source` (issue 29: a whole run in memory took ~40
+/// bytes a span): read once for the earliest time, each frame's span count and the order
+/// the spans come in, then again in start order as [`super::start_order`] hands them on,
+/// whatever order they come in, without holding them. Returns the spans written.
+pub fn write_from(
+    head: &Run,
+    source: &(dyn SpanSource + Sync),
+    out: &mut dyn Write,
+) -> anyhow::Result<u64> {
     let scan = SpanScan::of(source)?;
-    let shift = time_shift(head, scan.earliest)?;
+    let shift = time_shift(head, scan.order.earliest)?;
     let mut w = PacketWriter::new(out, shift);
     let iids = NameIids::new(head);
     w.packet(&iids.first_packet(head))?;
@@ -74,45 +78,24 @@ pub fn write_from(head: &Run, source: &dyn SpanSource, out: &mut dyn Write) -> a
 
 /// What the first read of the spans tells the second.
 struct SpanScan {
-    earliest: Option<i64>,
-    latest: Option<i64>,
-    /// The most a span starts before one read ahead of it: a span is written once the
-    /// latest start read is further than this past its own.
-    lateness: i128,
+    order: OrderScan,
     flows: FrameFlows,
 }
 
 impl SpanScan {
     fn of(source: &dyn SpanSource) -> anyhow::Result<SpanScan> {
         let mut scan = SpanScan {
-            earliest: None,
-            latest: None,
-            lateness: 0,
+            order: OrderScan::default(),
             flows: FrameFlows::expecting(source.span_count_hint()),
         };
         source.for_each_spans(&mut |chunk| {
             for s in chunk {
-                scan.earliest = Some(scan.earliest.map_or(s.start_ns, |e| e.min(s.start_ns)));
-                if let Some(latest) = scan.latest {
-                    scan.lateness = scan.lateness.max(latest as i128 - s.start_ns as i128);
-                }
-                scan.latest = Some(scan.latest.map_or(s.start_ns, |l| l.max(s.start_ns)));
+                scan.order.see(s);
                 scan.flows.count(s.frame);
             }
             Ok(())
         })?;
         Ok(scan)
-    }
-
-    /// Whether spans come so far out of start order (a file written thread by thread, as
-    /// an import can be) that most of them would wait: then they are better sorted in
-    /// memory, 56 bytes a span, than held in the heap, 48 bytes and its slack a span.
-    fn mostly_waiting(&self) -> bool {
-        let range = match (self.earliest, self.latest) {
-            (Some(e), Some(l)) => l as i128 - e as i128,
-            _ => 0,
-        };
-        self.lateness.saturating_mul(8) > range
     }
 }
 
@@ -277,20 +260,15 @@ struct Lane {
 /// and, of equal ends, the innermost (deepest) slice first.
 type PendingEnd = Reverse<(i64, Reverse<usize>, u32, u32)>;
 
-/// A span waiting for its turn: ordered by start, longest first, thread, then its index
-/// in the run (the order a stable sort by the first three gives).
-type Waiting = Reverse<(i64, Reverse<i64>, u32, u64, u64, u16)>;
-
 /// Spans in start order, longest first at equal starts (so parents open first), each
 /// on the first track of its thread where it nests. ENDs come out in time order.
 fn write_spans(
-    source: &dyn SpanSource,
+    source: &(dyn SpanSource + Sync),
     scan: SpanScan,
     tracks: &Tracks,
     iids: &NameIids,
     w: &mut PacketWriter,
 ) -> anyhow::Result<u64> {
-    let scan_waits = scan.mostly_waiting();
     let mut slices = Slices {
         lanes: (tracks.threads.iter())
             .map(|&uuid| {
@@ -304,80 +282,10 @@ fn write_spans(
         ends: BinaryHeap::new(),
         flows: scan.flows,
     };
-    if scan_waits {
-        return write_sorted(source, slices, iids, w);
-    }
-    let mut waiting: BinaryHeap<Waiting> = BinaryHeap::new();
-    let (mut index, mut latest) = (0u64, i64::MIN);
-    source.for_each_spans(&mut |chunk| {
-        for s in chunk {
-            waiting.push(Reverse((
-                s.start_ns,
-                Reverse(s.dur_ns),
-                s.thread,
-                index,
-                s.frame,
-                s.stage,
-            )));
-            index += 1;
-            latest = latest.max(s.start_ns);
-        }
-        // No span still to come starts before `latest − lateness`.
-        let due = latest as i128 - scan.lateness;
-        while (waiting.peek()).is_some_and(|Reverse(next)| (next.0 as i128) < due) {
-            if let Some(Reverse(next)) = waiting.pop() {
-                slices.open(next, iids, w)?;
-            }
-        }
-        Ok(())
-    })?;
-    while let Some(Reverse(next)) = waiting.pop() {
-        slices.open(next, iids, w)?;
-    }
+    let written =
+        for_each_in_start_order(source, &scan.order, &mut |span| slices.open(span, iids, w))?;
     slices.close_all(w)?;
-    Ok(index)
-}
-
-/// [`write_spans`] of spans read whole, then put in start order as a stable sort does.
-fn write_sorted(
-    source: &dyn SpanSource,
-    mut slices: Slices,
-    iids: &NameIids,
-    w: &mut PacketWriter,
-) -> anyhow::Result<u64> {
-    let mut spans: Vec<Span> = Vec::with_capacity(source.span_count_hint());
-    source.for_each_spans(&mut |chunk| {
-        spans.extend_from_slice(chunk);
-        Ok(())
-    })?;
-    for i in start_order(&spans) {
-        let s = &spans[i as usize];
-        let key = (
-            s.start_ns,
-            Reverse(s.dur_ns),
-            s.thread,
-            u64::from(i),
-            s.frame,
-            s.stage,
-        );
-        slices.open(key, iids, w)?;
-    }
-    slices.close_all(w)?;
-    Ok(spans.len() as u64)
-}
-
-/// Span indices by (start, longest first, thread); the identity when already so.
-fn start_order(spans: &[Span]) -> Vec<u32> {
-    let key = |s: &Span| (s.start_ns, Reverse(s.dur_ns), s.thread);
-    if spans.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
-        return (0..spans.len() as u32).collect();
-    }
-    // The indices alone, sorted in place with the index as the last key (the order a
-    // stable sort gives): 4 bytes a span, where sorting keyed copies with a merge sort's
-    // buffer took 36 more (issue 31: the export within 2× the run file).
-    let mut order: Vec<u32> = (0..spans.len() as u32).collect();
-    order.sort_unstable_by_key(|&i| (key(&spans[i as usize]), i));
-    order
+    Ok(written)
 }
 
 /// The threads' lanes, the slices open on them, and the frames' flows.
@@ -392,14 +300,7 @@ impl Slices {
     /// Writes the span's BEGIN, after the ENDs of the slices that end by its start.
     fn open(
         &mut self,
-        (start_ns, Reverse(dur_ns), thread, i, frame, stage): (
-            i64,
-            Reverse<i64>,
-            u32,
-            u64,
-            u64,
-            u16,
-        ),
+        (start_ns, Reverse(dur_ns), thread, i, frame, stage): StartKey,
         iids: &NameIids,
         w: &mut PacketWriter,
     ) -> anyhow::Result<()> {
@@ -776,8 +677,9 @@ mod tests {
     use super::*;
     use crate::analyze::fixtures::span;
     use crate::import::{parse_bytes, Format, ImportOptions};
-    use crate::model::{EventRecord, Sample, SampleSeries, SeriesKind, ThreadInfo};
+    use crate::model::{EventRecord, Sample, SampleSeries, SeriesKind, Span, ThreadInfo};
     use prost::Message;
+    use std::cmp::Reverse;
 
     fn thread(pid: u32, tid: u32, name: &str) -> ThreadInfo {
         ThreadInfo {

@@ -10,8 +10,9 @@ use serde::Serialize;
 
 use super::summary::{FunctionTable, Z95};
 use crate::display;
-use crate::render::document::{plain, pretty_json, write, Block, Document, PipeAlign, PipeTable};
+use crate::render::document::{plain, pretty_json, write, Block, Document};
 use crate::render::format::PROFILE;
+use crate::render::table::{Align, Layout, Table};
 use crate::render::Format;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -177,14 +178,14 @@ fn document(d: &Diff, n: usize, md: bool) -> Document {
             format!("{a} self %"),
             format!("{b} self %"),
         ]);
-        let mut align = vec![PipeAlign::Plain];
-        align.extend([PipeAlign::Right; 6]);
+        let mut align = vec![Align::Plain];
+        align.extend([Align::Right; 6]);
         vec![
             Block::Heading(plain(title(&a, &b))),
             Block::Lines(format!("{NOISE_LEGEND}.\n")),
-            Block::Pipe(PipeTable {
+            Block::Pipe(Table {
                 headers,
-                align,
+                layout: Layout::markdown_given(align),
                 rows: rows
                     .map(|r| {
                         vec![
@@ -202,6 +203,7 @@ fn document(d: &Diff, n: usize, md: bool) -> Document {
                         ]
                     })
                     .collect(),
+                ..Table::default()
             }),
         ]
     } else {

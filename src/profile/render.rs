@@ -3,15 +3,15 @@
 //! speedscope's JSON file format, which https://www.speedscope.app opens as it is.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use serde_json::json;
 
 use super::model::Profile;
 use super::summary::{share_ci95_pct, FunctionRow, FunctionTable, Summary};
 use crate::display;
-use crate::render::document::{plain, write, Block, Document, PipeAlign, PipeTable};
+use crate::render::document::{plain, write, Block, Document};
 use crate::render::format::PROFILE;
+use crate::render::table::{Align, Layout, Table};
 use crate::render::Format;
 
 /// The title and the lines under it: samples, spread, filters, notes.
@@ -81,8 +81,8 @@ fn top(table: &FunctionTable, by_self: bool, n: usize) -> Vec<&FunctionRow> {
     rows
 }
 
-/// One table of functions: a heading and a table in Markdown; lines in the profile's own
-/// fixed columns in text (percentages before the names).
+/// One table of functions: a heading and a table in Markdown; in text a captioned table in
+/// the profile's own columns (percentages before the names).
 fn section(title: &str, table: &FunctionTable, by_self: bool, n: usize, md: bool) -> Vec<Block> {
     let heading = |title: String| {
         format!(
@@ -96,9 +96,9 @@ fn section(title: &str, table: &FunctionTable, by_self: bool, n: usize, md: bool
     if md {
         return vec![
             Block::Subheading(plain(heading(display::markdown(title)))),
-            Block::Pipe(PipeTable {
+            Block::Pipe(Table {
                 headers: ["self %", "incl %", "function"].map(String::from).into(),
-                align: vec![PipeAlign::Right, PipeAlign::Right, PipeAlign::Plain],
+                layout: Layout::markdown_given(vec![Align::Right, Align::Right, Align::Plain]),
                 rows: (rows.iter())
                     .map(|r| {
                         vec![
@@ -108,25 +108,29 @@ fn section(title: &str, table: &FunctionTable, by_self: bool, n: usize, md: bool
                         ]
                     })
                     .collect(),
+                ..Table::default()
             }),
         ];
     }
-    let mut lines = format!(
-        "\n  {}\n  {:>7} {:>7}  function [module]\n",
-        heading(display::text(title).into_owned()),
-        "self %",
-        "incl %"
-    );
+    // The profile's own columns: the shares first, then the function.
+    let mut table = Table::new(&["self %", "incl %", "function [module]"]).with_layout(Layout {
+        min_widths: vec![7, 8],
+        words: vec![2],
+        numbers_first: true,
+        cut: 100,
+        ..Layout::default()
+    });
     for r in rows {
-        let _ = writeln!(
-            lines,
-            "  {:>7.2} {:>7.2}  {}",
-            r.self_pct,
-            r.inclusive_pct,
-            shown_function(r, false)
-        );
+        table.push(vec![
+            format!("{:.2}", r.self_pct),
+            format!("{:.2}", r.inclusive_pct),
+            shown_function(r, false),
+        ]);
     }
-    vec![Block::Aligned(lines)]
+    vec![Block::Captioned {
+        caption: plain(heading(display::text(title).into_owned())),
+        table,
+    }]
 }
 
 /// The summary as a document for text (`md` false) or Markdown: the overall tables, then
@@ -386,6 +390,17 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("\n\n- samples 0 taken"), "{md}");
+    }
+
+    #[test]
+    fn a_stage_named_in_markup_is_escaped_in_markdown() {
+        let mut s = summary();
+        s.stages[0].name = "st|a*ge_`x`".into();
+        let md = summary_text_of(&s, Format::Markdown);
+        assert!(md.contains(r"#### stage st\|a\*ge\_\`x\` · "), "{md}");
+        assert!(!md.contains("st|a*ge_`x`"), "{md}");
+        let text = summary_text_of(&s, Format::Text);
+        assert!(text.contains("  stage st|a*ge_`x` · "), "{text}");
     }
 
     fn summary_text_of(s: &Summary, format: Format) -> String {

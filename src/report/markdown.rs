@@ -8,7 +8,7 @@ use super::text::{
 };
 use crate::analyze::Analysis;
 use crate::render::columns::Column;
-use crate::render::document::{Block, ColumnTable, Fact};
+use crate::render::document::{Block, Fact};
 use crate::render::style::Style;
 
 /// An inline code span that survives backticks in its content.
@@ -33,12 +33,11 @@ fn strings(items: &[&str]) -> Vec<String> {
 
 /// A GitHub table of `headers` over `rows`, set off by a blank line.
 fn gfm(headers: Vec<String>, rows: Vec<Vec<String>>) -> Block {
-    Block::Columns(ColumnTable {
-        columns: headers.into_iter().map(|h| Column::new(h, 0)).collect(),
-        rows,
-        unit: None,
+    let columns: Vec<Column> = headers.into_iter().map(|h| Column::new(h, 0)).collect();
+    Block::Columns {
+        table: crate::render::columns::table(&columns, rows, None),
         set_off: true,
-    })
+    }
 }
 
 fn fps_table(a: &Analysis) -> Option<Block> {

@@ -50,6 +50,7 @@ fn tables(a: &Analysis) -> Vec<Table> {
                 title: title.to_owned(),
                 headers,
                 rows,
+                ..Table::default()
             });
         }
     };

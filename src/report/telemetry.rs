@@ -233,7 +233,7 @@ pub fn of(a: &Analysis) -> Option<&TelemetrySummary> {
 }
 
 use crate::render::columns::Column;
-use crate::render::document::{Block, ColumnTable};
+use crate::render::document::Block;
 use crate::render::style::Style;
 
 fn columns(headers: &[String], min_width: usize) -> Vec<Column> {
@@ -250,12 +250,10 @@ fn strings(items: &[&str]) -> Vec<String> {
 
 /// A table set off by a blank line, with no unit after its header.
 fn table(columns: Vec<Column>, rows: Vec<Vec<String>>) -> Block {
-    Block::Columns(ColumnTable {
-        columns,
-        rows,
-        unit: None,
+    Block::Columns {
+        table: crate::render::columns::table(&columns, rows, None),
         set_off: true,
-    })
+    }
 }
 
 /// The telemetry blocks of the text report, in order; empty without telemetry.

@@ -4,7 +4,7 @@ use super::facts::{facts_in, title};
 use crate::analyze::cpu::{role_label, split_resolution_ns};
 use crate::analyze::{Analysis, Dist};
 use crate::render::columns::Column;
-use crate::render::document::{Block, ColumnTable, Fact};
+use crate::render::document::{Block, Fact};
 use crate::render::human::{cores, cpu_secs, load_pct, mem, secs, us, us_mean};
 use crate::render::style::Style;
 
@@ -29,12 +29,10 @@ pub(crate) fn stage_rows(a: &Analysis) -> Vec<(String, [String; 6])> {
 
 /// A table of the report's columns, set off by a blank line.
 fn columns(columns: Vec<Column>, rows: Vec<Vec<String>>, unit: Option<&str>) -> Block {
-    Block::Columns(ColumnTable {
-        columns,
-        rows,
-        unit: unit.map(str::to_owned),
+    Block::Columns {
+        table: crate::render::columns::table(&columns, rows, unit),
         set_off: true,
-    })
+    }
 }
 
 fn stage_table(a: &Analysis) -> Option<Block> {

@@ -11,6 +11,7 @@ use framelab_probe::wire::{self, kind, name_kind, Record};
 use super::accounting::Accounting;
 use super::clock::TickClock;
 use super::dir::SessionDir;
+use super::dirwatch::DirWatch;
 use super::rings::{OpenError, ProcessNames, Ring};
 use super::write::{Write, WriterThread};
 use crate::model::{
@@ -20,7 +21,18 @@ use crate::model::{
 use crate::sample::{ProcessTree, Sampler, SamplingOptions};
 use crate::store::RunWriter;
 
+/// Without inotify the session directory is listed this often, for rings made since.
 const SCAN_EVERY: Duration = Duration::from_millis(20);
+/// With it, listed when something was created there, and this often anyway: whether a
+/// silent ring's process died is asked then, and a missed event costs at most this.
+const SCAN_EVERY_WATCHED: Duration = Duration::from_secs(1);
+/// A ring file that is not yet readable is looked for at every drain this long after it
+/// was first listed (its thread is writing its header), then only on the beats above.
+const UNREADY_RETRY_FOR: Duration = Duration::from_secs(1);
+/// Records drained are handed to the writer at each commit, or sooner once this many are
+/// held: one message (and one wakeup of the writer's thread) per commit rather than per
+/// drain. Nothing is safe before its commit anyway, so a kill -9 loses no more.
+const HOLD_RECORDS: usize = 1 << 16;
 /// Clock reads around the launch are not perfectly ordered: allow this much before it.
 const LAUNCH_SLACK_NS: i64 = 1_000_000;
 /// Nor after now, beyond what converting ticks to nanoseconds may be off by.
@@ -52,6 +64,12 @@ pub struct Collector {
     /// opens there).
     opening_frame: Option<(u64, Option<i64>)>,
     last_scan: Option<Instant>,
+    /// New entries in the session directory, where inotify can tell.
+    dir_watch: Option<DirWatch>,
+    /// A ring was found still being made: the next drain lists the directory again.
+    rescan: bool,
+    /// Ring files not yet readable, and when each was first listed.
+    unready: HashMap<PathBuf, Instant>,
     window_closed: bool,
     /// framelab's own CPU when the window opened.
     own_cpu_at_start_ns: i64,
@@ -109,6 +127,7 @@ impl Collector {
         accounting: Accounting,
     ) -> Collector {
         let (session_owner, session_shared) = (session.owner_uid(), session.shared());
+        let dir_watch = DirWatch::open(session.path());
         Collector {
             writer: WriterThread::start(writer),
             session,
@@ -130,6 +149,9 @@ impl Collector {
             frames_seen: 0,
             opening_frame: None,
             last_scan: None,
+            dir_watch,
+            rescan: false,
+            unready: HashMap::new(),
             window_closed: false,
             own_cpu_at_start_ns: 0,
             warnings: HashSet::new(),
@@ -283,7 +305,7 @@ impl Collector {
     /// ring's fill before draining (0..1), so the caller can pace itself.
     pub fn drain(&mut self) -> Result<f64> {
         let mut fullest = 0.0f64;
-        let scanning = self.last_scan.is_none_or(|t| t.elapsed() >= SCAN_EVERY);
+        let scanning = self.scan_due();
         if scanning {
             self.scan()?;
             self.last_scan = Some(Instant::now());
@@ -334,7 +356,9 @@ impl Collector {
             self.probes = Some(probes);
             kept?;
         }
-        self.flush()?;
+        if self.spans.len() + self.counters.len() + self.events.len() >= HOLD_RECORDS {
+            self.flush()?;
+        }
         Ok(fullest)
     }
 
@@ -479,9 +503,22 @@ impl Collector {
         Ok(())
     }
 
+    /// Whether to list the session directory now: something was created there (or, without
+    /// inotify, every `SCAN_EVERY`), a ring was still being made, or the safety beat is due.
+    fn scan_due(&mut self) -> bool {
+        // Read the events every time, so that they never pile up.
+        let created = self.dir_watch.as_mut().is_some_and(DirWatch::changed);
+        let every = match self.dir_watch {
+            Some(_) => SCAN_EVERY_WATCHED,
+            None => SCAN_EVERY,
+        };
+        created || self.rescan || self.last_scan.is_none_or(|t| t.elapsed() >= every)
+    }
+
     /// Opens rings that appeared since the last scan, counts threads that could not make
     /// one, and notices a session directory removed under the run.
     fn scan(&mut self) -> Result<()> {
+        self.rescan = false;
         if self.meta.session.session_lost_ns.is_none() && !self.session.still_there() {
             let at = self.now_ns();
             self.meta.session.session_lost_ns = Some(at);
@@ -525,11 +562,15 @@ impl Collector {
                     // A recording process is accounted from its first ring, however short it lives.
                     let now = self.now_ns();
                     self.accounting.observe_instrumented(ring.pid, now);
+                    self.unready.remove(&path);
                     self.seen_paths.insert(path);
                     self.rings.push(ring);
                 }
-                // Still being created by its thread: try again next scan.
-                Ok(None) => {}
+                // Still being created by its thread: try again at the next drain.
+                Ok(None) => {
+                    let since = *self.unready.entry(path).or_insert_with(Instant::now);
+                    self.rescan |= since.elapsed() < UNREADY_RETRY_FOR;
+                }
                 Err(OpenError::Foreign(problem)) => {
                     self.seen_paths.insert(path);
                     self.warn(problem);
@@ -829,6 +870,7 @@ impl Collector {
         // Rings created since the last scan (threads that lived only milliseconds) too.
         self.last_scan = None;
         self.drain()?;
+        self.flush()?;
         for ring in std::mem::take(&mut self.rings) {
             self.retire(&ring)?;
         }

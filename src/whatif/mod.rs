@@ -18,7 +18,6 @@ use self::model::{simulate_each, Config};
 pub use self::plan::Changes;
 use self::recorded::RecordedFrames;
 use crate::analyze::compact::columns::{columns_of, SpanColumns};
-use crate::analyze::compact::rate::{frame_rate, FrameRate};
 use crate::analyze::compact::table::FrameTable;
 use crate::analyze::compact::values::NsValues;
 use crate::analyze::compact::window::measure;
@@ -43,26 +42,31 @@ pub struct Outcome {
 
 impl Outcome {
     /// The figures of a simulation that hands each frame's start and end to the
-    /// callback it is given, run twice so that no two sets of values are held at once:
-    /// first each frame's total (4 bytes while it fits a u32), sorted; then the
+    /// callback it is given: each frame's total (4 bytes while it fits a u32) and the
     /// intervals between ends, taken as the ends come, in order, holding only the ends a
     /// later frame may still precede ([`EndsInOrder`]), else from every end kept, by a
-    /// third run (issue 29: totals and ends together took 12 bytes a frame).
+    /// second run. One run where two took the totals, then the intervals (issue 29: the
+    /// model's time); the rows and delays it no longer holds pay for the 4 bytes a frame.
     fn of_simulation(frames: usize, simulate: &mut dyn FnMut(&mut dyn FnMut(i64, i64))) -> Outcome {
         let mut totals = NsValues::for_range(0, 0, frames);
-        simulate(&mut |start, end| totals.push(end - start));
+        let mut ends = EndsInOrder::new(frames);
+        simulate(&mut |start, end| {
+            totals.push(end.saturating_sub(start));
+            ends.add(start, end);
+        });
         totals.sort();
         let total = totals.dist_of_sorted();
         drop(totals);
-        let mut ends = EndsInOrder::new(frames);
-        simulate(&mut |start, end| ends.add(start, end));
         let mut intervals = match ends.intervals() {
             Some(intervals) => intervals,
             None => {
                 let mut ends: Vec<i64> = Vec::with_capacity(frames);
                 simulate(&mut |_, end| ends.push(end));
                 ends.sort_unstable();
-                values_of(ends.windows(2).map(|w| w[1] - w[0]), ends.len())
+                values_of(
+                    ends.windows(2).map(|w| w[1].saturating_sub(w[0])),
+                    ends.len(),
+                )
             }
         };
         intervals.sort();
@@ -77,13 +81,22 @@ impl Outcome {
         }
     }
 
-    /// The analysis's figures from the frames alone.
-    fn of_rate(r: FrameRate) -> Outcome {
-        Outcome {
-            fps: r.fps.as_ref().map(|f| f.mean),
-            interval: r.interval,
-            total: r.total,
+    /// The measured frames' figures as the analysis gives them (a frame from its first
+    /// start to its last end, intervals between ends in end order), from the recorded
+    /// frames rather than the frame table, which is then dropped before any of them is
+    /// taken (issue 31 item 8: the table, the columns and the frames' end order together
+    /// were whatif's peak).
+    fn of_recorded(head: &Run, frames: &RecordedFrames) -> Outcome {
+        // A trace imported without frames made each slice a frame: the analysis has none.
+        if head.import.as_ref().is_some_and(|i| i.frames_undefined()) {
+            return Outcome::default();
         }
+        Outcome::of_simulation(frames.len(), &mut |done| {
+            for k in 0..frames.len() {
+                let (start, end) = frames.bounds(k);
+                done(start, end);
+            }
+        })
     }
 
     /// The analysis's figures, defined as the model's are.
@@ -140,7 +153,7 @@ impl EndsInOrder {
 
     fn take(&mut self, end: i64) {
         if let Some(last) = self.last {
-            self.intervals.push(end - last);
+            self.intervals.push(end.saturating_sub(last));
         }
         self.last = Some(end);
     }
@@ -256,8 +269,6 @@ pub fn whatif_columns(
     }
     let mut columns = columns;
     let (_, in_window) = measure(&table, &columns, &run.meta);
-    let measured =
-        measured.unwrap_or_else(|| Outcome::of_rate(frame_rate(run, &table, &in_window)));
     let frame_of_row = std::mem::take(&mut columns.frame);
     let mut frames = RecordedFrames::new(&columns, frame_of_row, table, &in_window)?;
     drop(in_window);
@@ -267,6 +278,7 @@ pub fn whatif_columns(
             frames.len()
         );
     }
+    let measured = measured.unwrap_or_else(|| Outcome::of_recorded(run, &frames));
     let labels = thread_labels(&run.threads);
     let pace = (run.stages.iter())
         .position(|s| s == PACE_STAGE)
@@ -286,11 +298,12 @@ pub fn whatif_columns(
             pace_stage: pace,
             resources: p.resource_names.len(),
         };
+        let maker = p.tasks();
         Outcome::of_simulation(frames.len(), &mut |done| {
             simulate_each(
                 frames.len(),
                 &config,
-                &mut |k, tasks| p.tasks_into(frames.spans_with_delays(k), tasks),
+                &mut |k, tasks| maker.tasks_into(frames.spans_with_delays(k), tasks),
                 done,
             )
         })
