@@ -18,6 +18,7 @@
 use crate::common;
 
 use common::json::framelab_json;
+use common::session::{cpu_ns, descendants, until_exists, wait_for};
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -698,15 +699,34 @@ fn a_service_is_sampled_and_filtered_by_process_name() {
     skip_without_perf!();
     let dir = tempfile::tempdir().unwrap();
     let program = compile(dir.path(), "svc", WITH_FRAME_POINTERS);
-    let path = dir.path().join("svc.framelab");
-    let out = framelab()
+    let (path, go) = (dir.path().join("svc.framelab"), dir.path().join("go"));
+    // The run lasts until the service has used 0.3 s of CPU (about 150 samples at 499 Hz):
+    // a command of a fixed 1.5 s left a loaded machine's service few. The service has far
+    // more work than that to do, and is stopped with the run.
+    let recording = framelab()
         .args(["run", "--profile=499", "-o"])
         .arg(&path)
         .arg("--service")
-        .arg(format!("burn={} 200 100000", program.display()))
-        .args(["--", "sleep", "1.5"])
-        .output()
+        .arg(format!("burn={} 100000 100000", program.display()))
+        .args(["--", "sh", "-c", &until_exists(&go)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let service_cpu_ns = || {
+        (descendants(recording.id()).into_iter())
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "svc")
+            })
+            .filter_map(cpu_ns)
+            .max()
+            .unwrap_or(0)
+    };
+    wait_for("0.3 s of the service's CPU", || {
+        service_cpu_ns() >= 300_000_000
+    });
+    std::fs::write(&go, "").unwrap();
+    let out = recording.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let summary = profile_json(&[path.to_str().unwrap(), "--process", "svc"]);
     assert!(

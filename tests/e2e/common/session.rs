@@ -1,5 +1,6 @@
-//! Helpers for the session tests: waiting for progress, the processes below a pid, tmpfs
-//! mounts as root, skipping with a visible reason.
+//! Helpers for the session tests: waiting for progress (what a recording framelab has
+//! committed to its run file included, for tests that act while it runs), the processes
+//! below a pid and their CPU, tmpfs mounts as root, skipping with a visible reason.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -25,6 +26,13 @@ pub fn is_root() -> bool {
 /// Prints why a test does not run here; the caller returns.
 pub fn skip(test: &str, why: &str) {
     eprintln!("SKIPPED {test}: {why}");
+}
+
+/// `pid`'s own user + sys CPU (ns), from /proc; `None` once it is gone.
+pub fn cpu_ns(pid: u32) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let parsed = framelab::session::procfs::parse_stat(stat.trim(), 1_000_000_000 / 100)?;
+    Some(parsed.cpu.user_ns + parsed.cpu.sys_ns)
 }
 
 /// `pid`'s parent, from /proc; `None` once it is gone.

@@ -1,7 +1,7 @@
 //! `framelab import` on real ffmpeg -benchmark_all logs and bpftrace histograms, through
 //! the binary: format detection, the run written, bad files.
 
-use super::{fixture, import_into};
+use super::{fixture, import_into, stage_count};
 use crate::common;
 
 use std::path::{Path, PathBuf};
@@ -31,11 +31,6 @@ fn import_fails(file: &Path, extra: &[&str]) -> String {
         "{text}"
     );
     error_line(&out)
-}
-
-fn stage_count(run: &Run, stage: &str) -> usize {
-    let id = run.stages.iter().position(|s| s == stage).unwrap();
-    run.spans.iter().filter(|s| s.stage as usize == id).count()
 }
 
 #[test]

@@ -28,3 +28,11 @@ fn import_into(input: &Path, run: &Path, extra: &[&str]) -> std::process::Output
         .output()
         .expect("framelab runs")
 }
+
+/// How many spans of `stage` the run holds (0 for a stage it does not name).
+fn stage_count(run: &framelab::model::Run, stage: &str) -> usize {
+    let id = run.stages.iter().position(|s| s == stage);
+    (run.spans.iter())
+        .filter(|s| Some(usize::from(s.stage)) == id)
+        .count()
+}

@@ -362,9 +362,7 @@ fn processes_watched_by_name_are_accounted() {
 
 /// A process's user + sys CPU from /proc, as the test sees it.
 fn cpu_ns(pid: u32) -> i64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let stat = framelab::session::procfs::parse_stat(&text, 1_000_000_000 / 100).unwrap();
-    stat.cpu.user_ns + stat.cpu.sys_ns
+    common::session::cpu_ns(pid).expect("the daemon runs")
 }
 
 /// The run's watched row is `pid`'s and counts its CPU inside framelab's window, which lies

@@ -14,11 +14,14 @@ use common::*;
 use session_common::{running, skip, wait_for};
 
 /// A service that double-forks and `setsid`s a `sleep` (it writes the sleep's pid to
-/// `pid_file`), then says it is ready and waits to be stopped.
+/// `pid_file`), says it is ready once that runs `sleep` (not when a fixed time has passed:
+/// the run after it may be short), and waits to be stopped.
 fn daemonizing_service(pid_file: &Path) -> String {
     format!(
-        "daemon=sh -c '(setsid sh -c \"echo \\$\\$ > {}; exec sleep 300\" &); echo ready; exec sleep 300'",
-        pid_file.display()
+        "daemon=sh -c '(setsid sh -c \"echo \\$\\$ > {p}.tmp; mv {p}.tmp {p}; exec sleep 300\" &); \
+         until [ -s {p} ] && [ \"$(cat /proc/$(cat {p})/comm 2>/dev/null)\" = sleep ]; do sleep 0.01; done; \
+         echo ready; exec sleep 300'",
+        p = pid_file.display()
     )
 }
 

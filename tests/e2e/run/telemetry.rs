@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::session::{run_until, until_exists};
+use common::session::run_until;
 use common::*;
 use framelab::model::SourceState;
 use std::path::{Path, PathBuf};
@@ -37,19 +37,17 @@ fn run_with(args: &[&str], path: &Path) -> std::process::Output {
 /// The sampler reads cpufreq (both fixture cores) at least twice, and the command's thread
 /// at least once, before the command ends: a loaded machine may start the sampler's thread
 /// late, so the command (testprog's frames, until the test lets it end) outlives what the
-/// test checks, as the committed run file shows it.
+/// test checks, as the committed run file shows it. testprog is the command itself, as a
+/// thread is named as first seen: one forked by a shell could be seen before its exec.
 fn run_until_sampled(path: &Path, go: &Path) -> std::process::Output {
-    let command = format!(
-        "{} forever & p=$!; {}; kill $p; wait $p; exit 0",
-        example("testprog"),
-        until_exists(go)
-    );
+    let testprog = example("testprog");
+    let go_arg = go.to_str().unwrap();
     run_until(
         &mut run_on(
             &workstation(),
             &["--sample-every", "10ms"],
             path,
-            &["sh", "-c", &command],
+            &[&testprog, "until", go_arg],
         ),
         path,
         go,
