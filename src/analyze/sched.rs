@@ -474,15 +474,18 @@ fn spans_first(
     let mut coverage: Vec<Coverage> = (tids.iter())
         .map(|tid| Coverage::new(by_tid[tid].slices.len()))
         .collect();
+    // Looked up once, not hashed for every span.
+    let slices: Vec<&ThreadSlices> = tids.iter().map(|tid| &by_tid[tid]).collect();
     source.for_each_spans(&mut |spans: &[Span]| {
         for s in spans {
             let Some(&Some(c)) = coverage_of.get(s.thread as usize) else {
                 continue;
             };
-            coverage[c].add((s.start_ns, s.end_ns()), &by_tid[&tids[c]]);
+            coverage[c].add((s.start_ns, s.end_ns()), slices[c]);
         }
         Ok(())
     })?;
+    drop(slices);
     // Threads whose spans reached back past what was counted: their whole union, from
     // another read.
     let mut whole: Vec<Option<Vec<(i64, i64)>>> = (coverage.iter())

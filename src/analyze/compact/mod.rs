@@ -10,6 +10,7 @@
 //! a span with one span per frame (the worst case), about 28 with five stages a frame.
 
 pub mod columns;
+pub mod growing;
 pub mod narrow;
 pub mod nearly_sorted;
 pub mod packed;
@@ -38,7 +39,7 @@ use super::pipeline::{summarize, Names, Pipeline, PipelineInput, SpanRow, SpanRo
 use super::stages::{StageTable, WORST_FRAMES};
 use super::summary::{assemble, budget_ns, SpanFacts};
 use super::telemetry::FrameSpan;
-use super::{Analysis, StageRow, WorstFrame};
+use super::{Analysis, Dist, StageRow, WorstFrame};
 use crate::model::{Run, SpanSource};
 
 /// The analysis of `head` (a run's metadata, names, processes, telemetry: its `spans` and
@@ -211,6 +212,7 @@ fn span_facts(
         worst,
         pipeline,
         stage_table,
+        total: None,
     };
     frame_facts(head, table, parts, source, sorted)
 }
@@ -224,6 +226,9 @@ struct SpanParts {
     worst: Vec<u32>,
     pipeline: Option<Pipeline>,
     stage_table: StageTable,
+    /// The totals' distribution, where the spans gave it: with one span a frame and one
+    /// stage, the totals are that stage's durations (sorted once, not twice).
+    total: Option<Option<Dist>>,
 }
 
 /// The facts from the frames (totals, intervals, lateness, rate) and the counters, with
@@ -243,6 +248,7 @@ fn frame_facts(
         worst,
         pipeline,
         mut stage_table,
+        total: known_total,
     } = parts;
     let pipeline = pipeline.map(|p| p.into_summary(&mut stage_table.worst));
 
@@ -263,8 +269,15 @@ fn frame_facts(
                     .collect(),
                 true => Vec::new(),
             };
-            totals.sort();
-            (totals.dist_of_sorted(), late_spans, order)
+            let total = known_total.unwrap_or_else(|| {
+                totals.sort();
+                totals.dist_of_sorted()
+            });
+            (total, late_spans, order)
+        }
+        None if known_total.is_some() => {
+            let total = known_total.flatten();
+            (total, Vec::new(), end_order(table, &measured))
         }
         None => {
             // Without a budget the totals' order does not matter: taken by index, before

@@ -96,6 +96,11 @@ fn facts(
     let pipeline = summarize_single_spans(&input, busy);
     let order = stage_order(&counts);
     let done = stage_durations(&reader, &measured, &counts, &order, &worst)?;
+    // One stage: its durations are the measured frames' totals, already sorted.
+    let total = match done.as_slice() {
+        [(durations, _)] => Some(durations.dist_of_sorted()),
+        _ => None,
+    };
     let stage_table = stage_rows(&order, &head.stages, done, (table, &worst), sorted);
     let parts = SpanParts {
         window,
@@ -104,6 +109,7 @@ fn facts(
         worst,
         pipeline,
         stage_table,
+        total,
     };
     let measured = parts.measured.clone();
     let facts = frame_facts(head, table, parts, source, sorted)?;

@@ -603,6 +603,11 @@ fn runs_of_one_span_a_frame_read_without_columns_give_the_same_reports() {
         assert!(read_without_columns(&run), "{label}");
         let a = same(label, &run);
         assert!(a.frames > 0 && a.pipeline.is_some(), "{label}");
+        // Without a budget the totals are not taken in end order (nor sorted again).
+        let mut run = run;
+        run.meta.target_fps = None;
+        let a = same(&format!("{label}, no budget"), &run);
+        assert!(a.late.is_none() && a.total.is_some(), "{label}");
     }
 
     // Frames on three threads, two stages taking turns, and the last frames' stage missing

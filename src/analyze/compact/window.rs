@@ -254,7 +254,9 @@ fn first_rows(
 
 /// The measured frames ordered by end, then id (`frames::Measured::order`).
 pub fn end_order(table: &FrameTable, measured: &MeasuredFrames) -> Vec<u32> {
-    let mut order: Vec<u32> = measured.in_window.ones().collect();
+    // Sized once: collected, the vector grew by doubling (64 MiB for 10M frames, issue 29).
+    let mut order: Vec<u32> = Vec::with_capacity(measured.count as usize);
+    order.extend(measured.in_window.ones());
     // Frames nearly always end in order, but for a few late ones.
     if table.indices_follow_ids() {
         sort_nearly_sorted(&mut order, |i| (table.end_ns(i), i));
