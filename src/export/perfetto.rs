@@ -23,7 +23,7 @@ use std::sync::mpsc;
 
 use anyhow::{bail, Context};
 
-use super::start_order::{for_each_in_start_order, for_each_read_ahead, OrderScan, StartKey};
+use super::start_order::{for_each_in_start_order, OrderScan, StartKey};
 use crate::fast_map::FastMap;
 use crate::formats::perfetto::proto::{
     CounterDescriptor, DebugAnnotation, InternedData, InternedName, ProcessDescriptor,
@@ -34,6 +34,7 @@ use crate::formats::perfetto::proto::{
 use crate::formats::perfetto::{written_pid, FRAME_ANNOTATION, KEY_ANNOTATION};
 use crate::formats::LAUNCH_MARKER;
 use crate::model::{Run, SpanSource};
+use crate::read_ahead::for_each_read_ahead;
 
 /// The one packet sequence of the trace.
 const SEQUENCE: u32 = 1;
@@ -66,13 +67,17 @@ pub fn write_from(
     std::thread::scope(|scope| {
         let (full_tx, full_rx) = mpsc::sync_channel::<Vec<u8>>(CHUNKS_AHEAD);
         let (empty_tx, empty_rx) = mpsc::channel::<Vec<u8>>();
-        let encoder = scope.spawn(move || {
+        let encoder = std::thread::Builder::new().spawn_scoped(scope, move || {
             let handoff = Out::Handoff {
                 full: full_tx,
                 empty: empty_rx,
             };
             encode(head, source, PacketWriter::new(handoff, 0))
         });
+        // No thread to be had: encoded and written here.
+        let Ok(encoder) = encoder else {
+            return encode(head, source, PacketWriter::new(Out::Write(out), 0));
+        };
         let mut written = Ok(());
         for chunk in &full_rx {
             if let Err(e) = out.write_all(&chunk) {
