@@ -18,6 +18,7 @@ use std::collections::BinaryHeap;
 use std::sync::mpsc;
 
 use crate::model::{Span, SpanSource};
+use crate::read_ahead::{self, for_each_read_ahead};
 
 /// A span as it is handed on: start, duration (longest first), thread, its place in the
 /// run, frame, stage. Ordered as the spans are handed on.
@@ -41,10 +42,6 @@ fn rank(s: &Span) -> (i64, Reverse<i64>, u32) {
 
 /// Sorted runs a k-way merge reads at most (a thread and a few chunks each).
 const MAX_RUNS: usize = 8;
-/// Spans a reader of the merge sends at once.
-const RUN_CHUNK: usize = 8192;
-/// Chunks a reader of the merge may have sent ahead of the one being merged.
-const RUN_AHEAD: usize = 2;
 /// Spans one window holds at most: a fraction of the run, within these (40 bytes each).
 #[cfg(not(test))]
 const MIN_WINDOW_SPANS: u64 = 1 << 16;
@@ -107,18 +104,18 @@ pub fn for_each_in_start_order(
     } else if !scan.mostly_waiting() {
         nearly_in_order(source, scan.lateness, sink)
     } else if scan.run_starts.len() <= MAX_RUNS {
-        merged(source, &scan.run_starts, scan.spans, sink)
+        merged(source, scan, sink)
     } else {
         by_windows(source, scan, sink)
     }
 }
 
 fn in_order(
-    source: &dyn SpanSource,
+    source: &(dyn SpanSource + Sync),
     sink: &mut dyn FnMut(StartKey) -> anyhow::Result<()>,
 ) -> anyhow::Result<u64> {
     let mut index = 0u64;
-    source.for_each_spans(&mut |chunk| {
+    for_each_read_ahead(source, &mut |chunk| {
         for s in chunk {
             sink(key(s, index))?;
             index += 1;
@@ -157,35 +154,30 @@ fn nearly_in_order(
     Ok(index)
 }
 
-/// A reader of the merge that has read all it needed: not a failure.
-#[derive(Debug)]
-struct RunRead;
-
-impl std::fmt::Display for RunRead {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a sorted run read to its end")
-    }
-}
-
-impl std::error::Error for RunRead {}
-
-/// A k-way merge of the sorted runs starting at `starts` (of `total` spans): each run read
-/// by its own reader of the source on its own thread (it reads past the runs before it:
-/// the source reads from the start only), a few chunks ahead of the merge.
+/// A k-way merge of the sorted runs `scan` found: each run read by its own reader of the
+/// source on its own thread (it reads past the runs before it: the source reads from the
+/// start only), a few chunks ahead of the merge. Where the threads cannot be had, by
+/// windows.
 fn merged(
     source: &(dyn SpanSource + Sync),
-    starts: &[u64],
-    total: u64,
+    scan: &OrderScan,
     sink: &mut dyn FnMut(StartKey) -> anyhow::Result<()>,
 ) -> anyhow::Result<u64> {
-    std::thread::scope(|scope| {
+    let starts = &scan.run_starts;
+    let outcome = std::thread::scope(|scope| {
         let mut runs = Vec::with_capacity(starts.len());
         let mut readers = Vec::with_capacity(starts.len());
         for (r, &from) in starts.iter().enumerate() {
-            let to = starts.get(r + 1).copied().unwrap_or(total);
-            let (full_tx, full_rx) = mpsc::sync_channel::<anyhow::Result<Vec<Span>>>(RUN_AHEAD);
+            let to = starts.get(r + 1).copied().unwrap_or(scan.spans);
+            let (full_tx, full_rx) = mpsc::sync_channel(read_ahead::AHEAD);
             let (back_tx, back_rx) = mpsc::channel::<Vec<Span>>();
-            readers.push(scope.spawn(move || read_run(source, (from, to), full_tx, back_rx)));
+            let reader = std::thread::Builder::new().spawn_scoped(scope, move || {
+                read_ahead::send_spans(source, (from, to), full_tx, back_rx)
+            });
+            let Ok(reader) = reader else {
+                return None;
+            };
+            readers.push(reader);
             runs.push(SortedRun {
                 chunks: full_rx,
                 returned: back_tx,
@@ -201,16 +193,22 @@ fn merged(
         for reader in readers {
             panicked |= reader.join().is_err();
         }
-        match outcome {
-            Ok(_) if panicked => anyhow::bail!("reading the spans failed in a worker thread"),
+        Some(match outcome {
+            Ok(_) if panicked => Err(anyhow::anyhow!(
+                "reading the spans failed in a worker thread"
+            )),
             outcome => outcome,
-        }
-    })
+        })
+    });
+    match outcome {
+        Some(outcome) => outcome,
+        None => by_windows(source, scan, sink),
+    }
 }
 
 /// One sorted run as the merge reads it.
 struct SortedRun {
-    chunks: mpsc::Receiver<anyhow::Result<Vec<Span>>>,
+    chunks: read_ahead::Chunks,
     returned: mpsc::Sender<Vec<Span>>,
     chunk: Vec<Span>,
     next: usize,
@@ -259,54 +257,6 @@ fn merge(
         }
     }
     Ok(handed)
-}
-
-/// Sends the spans at places `from..to` of `source` in chunks (reused as they come back).
-fn read_run(
-    source: &dyn SpanSource,
-    (from, to): (u64, u64),
-    full: mpsc::SyncSender<anyhow::Result<Vec<Span>>>,
-    back: mpsc::Receiver<Vec<Span>>,
-) {
-    let mut at = 0u64;
-    let mut chunk = Vec::with_capacity(RUN_CHUNK);
-    let read = source.for_each_spans(&mut |spans| {
-        let (start, end) = (at, at + spans.len() as u64);
-        at = end;
-        if end <= from {
-            return Ok(());
-        }
-        let lo = from.saturating_sub(start) as usize;
-        let hi = (to.min(end) - start) as usize;
-        for s in &spans[lo..hi.max(lo)] {
-            chunk.push(*s);
-            if chunk.len() == RUN_CHUNK {
-                let next = back
-                    .try_recv()
-                    .map(|mut v| {
-                        v.clear();
-                        v
-                    })
-                    .unwrap_or_else(|_| Vec::with_capacity(RUN_CHUNK));
-                // The merge stopped: so does this reader.
-                full.send(Ok(std::mem::replace(&mut chunk, next)))
-                    .map_err(|_| anyhow::Error::new(RunRead))?;
-            }
-        }
-        if end >= to {
-            return Err(anyhow::Error::new(RunRead));
-        }
-        Ok(())
-    });
-    let outcome = match read {
-        Err(e) if e.is::<RunRead>() => Ok(()),
-        other => other,
-    };
-    let _ = match outcome {
-        Ok(()) if chunk.is_empty() => Ok(()),
-        Ok(()) => full.send(Ok(chunk)),
-        Err(e) => full.send(Err(e)),
-    };
 }
 
 /// Passes over the spans, each handing on those starting in its window of time, sorted.

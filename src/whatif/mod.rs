@@ -25,6 +25,8 @@ use crate::analyze::compact::{load_columns, ANALYSIS_KEEPS};
 use crate::analyze::pipeline::{has_thread_info, is_queue, thread_labels};
 use crate::analyze::{Analysis, Dist};
 use crate::model::Run;
+use crate::parallel;
+use crate::read_ahead::ReadAhead;
 use crate::store::StoredRun;
 pub use render::render;
 
@@ -54,23 +56,26 @@ impl Outcome {
             totals.push(end.saturating_sub(start));
             ends.add(start, end);
         });
-        totals.sort();
-        let total = totals.dist_of_sorted();
-        drop(totals);
-        let mut intervals = match ends.intervals() {
-            Some(intervals) => intervals,
+        let summary = |mut values: NsValues| {
+            values.sort();
+            values.dist_of_sorted()
+        };
+        let (total, interval) = match ends.intervals() {
+            // Both are held already: sorted at once, on two cores where there are.
+            Some(intervals) => parallel::join(|| summary(totals), || summary(intervals)),
             None => {
+                let total = summary(totals);
                 let mut ends: Vec<i64> = Vec::with_capacity(frames);
                 simulate(&mut |_, end| ends.push(end));
                 ends.sort_unstable();
-                values_of(
+                let intervals = values_of(
                     ends.windows(2).map(|w| w[1].saturating_sub(w[0])),
                     ends.len(),
-                )
+                );
+                drop(ends);
+                (total, summary(intervals))
             }
         };
-        intervals.sort();
-        let interval = intervals.dist_of_sorted();
         Outcome {
             fps: interval
                 .as_ref()
@@ -218,7 +223,8 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
 /// the model replays from them (issue 29: the loaded run, its whole analysis and a vector
 /// of spans per frame took 337 bytes a span).
 pub fn whatif_stored(stored: &StoredRun, changes: &Changes) -> Result<WhatIf> {
-    let (columns, table) = load_columns(stored, ANALYSIS_KEEPS)?;
+    // The blocks decoded on another thread while the columns are filled.
+    let (columns, table) = load_columns(&ReadAhead(stored), ANALYSIS_KEEPS)?;
     whatif_columns(&stored.head, columns, table, None, changes)
 }
 
@@ -278,13 +284,16 @@ pub fn whatif_columns(
             frames.len()
         );
     }
-    let measured = measured.unwrap_or_else(|| Outcome::of_recorded(run, &frames));
     let labels = thread_labels(&run.threads);
     let pace = (run.stages.iter())
         .position(|s| s == PACE_STAGE)
         .map(|s| s as u16);
     let queues: Vec<bool> = run.threads.iter().map(is_queue).collect();
-    let recorded = plan::recorded(&frames, &labels, &queues, pace);
+    // Two reads of the frames, on two cores where there are.
+    let (recorded, measured) = parallel::join(
+        || plan::recorded(&frames, &labels, &queues, pace),
+        || measured.unwrap_or_else(|| Outcome::of_recorded(run, &frames)),
+    );
     let changed = plan::apply(&recorded, changes, &run.stages)?;
     frames.set_handover_delays(recorded.depth, pace);
     // The pacer runs at the target rate (a budget alone paces nothing).
