@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::bounds::{self, Quantity, Scale, Threshold, Within};
 use crate::model::Bucket;
-use crate::render::document::{plain, Block};
+use crate::render::document::{Block, Span};
 use crate::render::table::{Align, Layout, Table};
 
 /// A histogram to show: its name as the report prints it, its unit, its buckets.
@@ -280,9 +280,7 @@ pub fn markdown_blocks(f: &Figures) -> Vec<Block> {
         _ => Vec::new(),
     };
     vec![
-        Block::Heading(plain(crate::display::markdown(&crate::display::name(
-            &f.name,
-        )))),
+        Block::Heading(vec![Span::name(crate::display::name(&f.name))]),
         Block::Pipe(Table {
             rows: figures,
             ..Table::new(&["figure", "value"])

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::model::Profile;
 use super::summary::{share_ci95_pct, FunctionRow, FunctionTable, Summary};
 use crate::display;
-use crate::render::document::{plain, write, Block, Document};
+use crate::render::document::{plain, write, Block, Document, Span};
 use crate::render::format::PROFILE;
 use crate::render::table::{Align, Layout, Table};
 use crate::render::Format;
@@ -21,13 +21,8 @@ fn header(s: &Summary, md: bool) -> Vec<Block> {
     } else {
         "user stacks only"
     };
-    let name = if md {
-        display::markdown(&s.run)
-    } else {
-        display::text(&s.run).into_owned()
-    };
-    let title = format!(
-        "profile · {name} · {} at {} Hz · {} · {kernel}",
+    let about = format!(
+        " · {} at {} Hz · {} · {kernel}",
         s.event, s.frequency_hz, s.unwinding
     );
     let mut lines = vec![
@@ -51,17 +46,22 @@ fn header(s: &Summary, md: bool) -> Vec<Block> {
     }
     vec![
         match md {
-            true => Block::Heading(plain(title)),
-            false => Block::Title(title),
+            true => Block::Heading(vec![
+                Span::plain("profile · "),
+                Span::name(&s.run),
+                Span::plain(about),
+            ]),
+            false => Block::Title(format!("profile · {}{about}", display::text(&s.run))),
         },
         Block::Bullets(lines.into_iter().map(plain).collect()),
     ]
 }
 
+/// `function [module]`, cut at 100 characters in text; Markdown's table escapes it whole.
 fn shown_function(f: &FunctionRow, md: bool) -> String {
     let text = format!("{} [{}]", f.function, f.module);
     if md {
-        display::markdown(&text)
+        text
     } else {
         display::escaped(&text, 100).into_owned()
     }
@@ -95,21 +95,24 @@ fn section(title: &str, table: &FunctionTable, by_self: bool, n: usize, md: bool
     let rows = top(table, by_self, n);
     if md {
         return vec![
-            Block::Subheading(plain(heading(display::markdown(title)))),
-            Block::Pipe(Table {
-                headers: ["self %", "incl %", "function"].map(String::from).into(),
-                layout: Layout::markdown_given(vec![Align::Right, Align::Right, Align::Plain]),
-                rows: (rows.iter())
-                    .map(|r| {
-                        vec![
-                            format!("{:.2}", r.self_pct),
-                            format!("{:.2}", r.inclusive_pct),
-                            shown_function(r, true),
-                        ]
-                    })
-                    .collect(),
-                ..Table::default()
-            }),
+            Block::Subheading(vec![Span::name(heading(title.to_owned()))]),
+            Block::Pipe(
+                Table {
+                    headers: ["self %", "incl %", "function"].map(String::from).into(),
+                    layout: Layout::markdown_given(vec![Align::Right, Align::Right, Align::Plain]),
+                    rows: (rows.iter())
+                        .map(|r| {
+                            vec![
+                                format!("{:.2}", r.self_pct),
+                                format!("{:.2}", r.inclusive_pct),
+                                shown_function(r, true),
+                            ]
+                        })
+                        .collect(),
+                    ..Table::default()
+                }
+                .with_names(&[], &[2]),
+            ),
         ];
     }
     // The profile's own columns: the shares first, then the function.

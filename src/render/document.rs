@@ -100,6 +100,19 @@ pub struct Span {
     /// A name from the measured program, a trace or a store: escaped and cut
     /// ([`Style::name`]), and in Markdown kept from turning into Markdown.
     pub name: bool,
+    /// How it is coloured on a terminal that shows colour; the other formats leave it.
+    pub tone: Option<Tone>,
+}
+
+/// What a piece of text warns of, for the writers that colour it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Tone {
+    /// Worth a look (yellow): a late count under 1%, a probe that never fired.
+    Warning,
+    /// Something lost or failed (red): events dropped, a metric not read.
+    Bad,
+    /// A line that heads those under it (bold).
+    Strong,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -119,6 +132,7 @@ impl Span {
             text: text.into(),
             kind: SpanKind::Plain,
             name: false,
+            tone: None,
         }
     }
     pub fn name(text: impl Into<String>) -> Span {
@@ -139,6 +153,12 @@ impl Span {
     pub fn with(self, kind: SpanKind) -> Span {
         Span { kind, ..self }
     }
+    pub fn toned(self, tone: Tone) -> Span {
+        Span {
+            tone: Some(tone),
+            ..self
+        }
+    }
 }
 
 /// A line of one plain piece.
@@ -146,9 +166,16 @@ pub fn plain(text: impl Into<String>) -> Line {
     vec![Span::plain(text)]
 }
 
-/// `line` as `st` shows it: names escaped, and in Markdown each piece's markup.
-fn shown(line: &Line, st: &Style) -> String {
+/// `line` as `st` shows it: names escaped, tones coloured (pieces of one tone in a row
+/// coloured once), and in Markdown each piece's markup.
+pub fn shown(line: &Line, st: &Style) -> String {
     let mut out = String::new();
+    let mut toned: Option<(Tone, String)> = None;
+    let paint = |(tone, text): (Tone, String)| match tone {
+        Tone::Warning => st.yellow(&text),
+        Tone::Bad => st.red(&text),
+        Tone::Strong => st.bold(&text),
+    };
     for span in line {
         let text = if span.name {
             st.name(&span.text)
@@ -156,22 +183,53 @@ fn shown(line: &Line, st: &Style) -> String {
             span.text.clone()
         };
         if !st.markdown {
-            out.push_str(&text);
+            if let (Some((tone, run)), Some(this)) = (&mut toned, span.tone) {
+                if *tone == this {
+                    run.push_str(&text);
+                    continue;
+                }
+            }
+            if let Some(run) = toned.take() {
+                out.push_str(&paint(run));
+            }
+            match span.tone {
+                Some(tone) => toned = Some((tone, text)),
+                None => out.push_str(&text),
+            }
             continue;
         }
         match span.kind {
             SpanKind::Plain => out.push_str(&text),
             SpanKind::Strong => out.push_str(&format!("**{text}**")),
             SpanKind::Emphasis => out.push_str(&format!("_{text}_")),
-            SpanKind::Code => out.push_str(&format!("`{text}`")),
+            SpanKind::Code => out.push_str(&code_span(&text)),
         }
+    }
+    if let Some(run) = toned {
+        out.push_str(&paint(run));
     }
     out
 }
 
+/// An inline code span that survives backticks in its content.
+fn code_span(s: &str) -> String {
+    let longest_run = s
+        .split(|c| c != '`')
+        .map(|run| run.len())
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat(longest_run + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{s}{pad}{fence}")
+}
+
 pub struct Fact {
     pub label: String,
-    pub value: String,
+    pub value: Line,
     /// Said after the value in text only: the option that sets it (`(--need)`).
     pub hint: Option<String>,
 }
@@ -284,7 +342,11 @@ fn text(document: &Document, color: bool) -> String {
                 for f in facts {
                     let hint = f.hint.as_ref().map_or(String::new(), |h| format!(" {h}"));
                     // At least one space after the label, however long it is.
-                    out.push_str(&format!("  {:<9} {}{hint}\n", f.label, f.value));
+                    out.push_str(&format!(
+                        "  {:<9} {}{hint}\n",
+                        f.label,
+                        shown(&f.value, &st)
+                    ));
                 }
             }
             Block::Section(section) => {
@@ -371,7 +433,7 @@ fn markdown(document: &Document) -> String {
             Block::Facts(facts) => {
                 out.push('\n');
                 for f in facts {
-                    out.push_str(&format!("- **{}** {}\n", f.label, f.value));
+                    out.push_str(&format!("- **{}** {}\n", f.label, shown(&f.value, &st)));
                 }
             }
             Block::Section(section) => {
@@ -566,6 +628,36 @@ mod tests {
             write(&d, Format::Markdown, &HISTORY_SHOW).unwrap(),
             "| branch | runs |\n|---|---|\n| main | 12 |\n| a\\|b\\\\x1b | 3 |\n"
         );
+    }
+
+    #[test]
+    fn code_spans_hold_backticks() {
+        assert_eq!(code_span("ls -l"), "`ls -l`");
+        assert_eq!(code_span("echo `date`"), "`` echo `date` ``");
+        assert_eq!(code_span("a``b"), "```a``b```");
+    }
+
+    #[test]
+    fn tones_colour_text_once_a_run_and_leave_markdown_alone() {
+        let line = vec![
+            Span::plain("3 frames").toned(Tone::Bad),
+            Span::name(" (a|b)").toned(Tone::Bad),
+            Span::plain(" over · "),
+            Span::plain("2 lost").toned(Tone::Warning),
+        ];
+        let color = Style {
+            color: true,
+            markdown: false,
+        };
+        assert_eq!(
+            shown(&line, &color),
+            "\x1b[31m3 frames (a|b)\x1b[0m over · \x1b[33m2 lost\x1b[0m"
+        );
+        let markdown = Style {
+            color: false,
+            markdown: true,
+        };
+        assert_eq!(shown(&line, &markdown), "3 frames (a\\|b) over · 2 lost");
     }
 
     #[test]

@@ -6,7 +6,6 @@ use crate::analyze::{Analysis, Dist};
 use crate::render::columns::Column;
 use crate::render::document::{Block, Fact};
 use crate::render::human::{cores, cpu_secs, load_pct, mem, secs, us, us_mean};
-use crate::render::style::Style;
 
 fn dist_cells(d: &Dist) -> [String; 6] {
     [
@@ -247,14 +246,13 @@ fn resource_table(a: &Analysis) -> Option<Block> {
     Some(self::columns(columns, rows, None))
 }
 
-/// The text report's blocks, decorated by `st` (colour): the title, the facts, the
-/// tables, telemetry, the notes; every FPS low named when `verbose`
-/// (`framelab report --verbose`).
-pub(crate) fn blocks(a: &Analysis, st: &Style, verbose: bool) -> Vec<Block> {
+/// The text report's blocks: the title, the facts, the tables, telemetry, the notes; every
+/// FPS low named when `verbose` (`framelab report --verbose`). The writer colours them.
+pub(crate) fn blocks(a: &Analysis, verbose: bool) -> Vec<Block> {
     let mut blocks = vec![
         Block::Title(title(a)),
         Block::Facts(
-            (facts_in(a, st, verbose).into_iter())
+            (facts_in(a, verbose).into_iter())
                 .map(|(label, value)| Fact {
                     label: label.to_owned(),
                     value,
@@ -274,7 +272,7 @@ pub(crate) fn blocks(a: &Analysis, st: &Style, verbose: bool) -> Vec<Block> {
         .into_iter()
         .flatten(),
     );
-    blocks.extend(super::telemetry::text_blocks(a, st));
+    blocks.extend(super::telemetry::text_blocks(a));
     if !a.notes.is_empty() {
         blocks.push(Block::Notes(
             (a.notes.iter())
