@@ -55,9 +55,12 @@ pub struct Collector {
     names_added: HashMap<char, u16>,
     threads_added: u32,
     scratch: Vec<Record>,
+    /// Drained, held until the next commit (`HOLD_RECORDS`).
     spans: Vec<Span>,
     counters: Vec<CounterValue>,
     events: Vec<EventRecord>,
+    /// How many of `events` `--pair` has seen.
+    events_paired: usize,
     first_stage: Option<u16>,
     frames_seen: u64,
     /// With `--warmup-frames N`: N + 1, and the start of that frame once seen (the window
@@ -145,6 +148,7 @@ impl Collector {
             spans: Vec::new(),
             counters: Vec::new(),
             events: Vec::new(),
+            events_paired: 0,
             first_stage: None,
             frames_seen: 0,
             opening_frame: None,
@@ -356,6 +360,7 @@ impl Collector {
             self.probes = Some(probes);
             kept?;
         }
+        self.pair_fresh_events()?;
         if self.spans.len() + self.counters.len() + self.events.len() >= HOLD_RECORDS {
             self.flush()?;
         }
@@ -401,8 +406,10 @@ impl Collector {
             return Ok(());
         }
         let (run_ids, other_tasks) = (&self.run_ids, &probes.other_tasks);
+        let fresh = &self.events[self.events_paired.min(self.events.len())..];
+        self.events_paired = self.events.len();
         let made = probes.pairs.feed(
-            &self.events,
+            fresh,
             |name| run_ids.get(&(name_kind::EVENT, name.to_owned())).copied(),
             |thread| !other_tasks.contains(&thread),
         );
@@ -481,12 +488,19 @@ impl Collector {
         Ok(index)
     }
 
-    fn flush(&mut self) -> Result<()> {
+    /// `--pair`: the events drained since the last call made spans (at every drain, so that
+    /// they count towards the window's opening as soon as the SDK's would).
+    fn pair_fresh_events(&mut self) -> Result<()> {
         if let Some(mut probes) = self.probes.take() {
             let paired = self.pair_events(&mut probes);
             self.probes = Some(probes);
             paired?;
         }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.pair_fresh_events()?;
         if !self.spans.is_empty() {
             let capacity = self.spans.capacity();
             let spans = std::mem::replace(&mut self.spans, Vec::with_capacity(capacity));
@@ -497,6 +511,7 @@ impl Collector {
                 .send(Write::Counters(std::mem::take(&mut self.counters)))?;
         }
         if !self.events.is_empty() {
+            self.events_paired = 0;
             self.writer
                 .send(Write::Events(std::mem::take(&mut self.events)))?;
         }

@@ -22,12 +22,16 @@ struct Recorded {
     /// `drain` fails from this call on (a full disk).
     drain_fails_after: Option<usize>,
     drains: usize,
+    /// When each drain and each commit came (ns on the executor's clock).
+    drained_at: Vec<i64>,
+    committed_at: Vec<i64>,
     first_span_ns: Option<i64>,
 }
 
 impl Recording for Recorded {
     fn drain(&mut self) -> Result<f64> {
         self.drains += 1;
+        self.drained_at.push(self.now_ns);
         if self.drain_fails_after.is_some_and(|n| self.drains > n) {
             anyhow::bail!("disk full");
         }
@@ -72,6 +76,7 @@ impl Recording for Recorded {
         0
     }
     fn commit(&mut self) -> Result<()> {
+        self.committed_at.push(self.now_ns);
         Ok(())
     }
     fn warmup_fell_back_to_launch(&mut self) {
@@ -806,4 +811,32 @@ fn a_refused_profiler_still_records_the_whole_run_without_a_profile() {
     assert_eq!(run.meta.end_reason, EndReason::Exited);
     let profile = crate::store::load_profile(&outcome.path, outcome.run_id).unwrap();
     assert!(profile.is_none(), "nothing profiled is stored");
+}
+
+#[test]
+fn quiet_rings_are_drained_every_25_ms_once_the_window_is_open_and_commits_come_on_time() {
+    // Readings of the processes every 70 ms, which no tick divides: each commit is still due
+    // 500 ms after the last (what a kill -9 loses), not at the first tick past it.
+    let mut opts = options(2, Some(Duration::from_secs(2)));
+    opts.sampling.every = Duration::from_millis(70);
+    let (_, rec, outcome) = run(&opts, MockExecutor::default());
+    outcome.unwrap();
+    assert_eq!(rec.events.first().map(String::as_str), Some("open 0"));
+    let ms = |ns: &i64| ns / 1_000_000;
+    let commits: Vec<i64> = rec.committed_at.iter().map(ms).take(3).collect();
+    assert_eq!(commits, [500, 1000, 1500]);
+    // While the window is open, drains at most 25 ms apart, and 25 ms when nothing bounds them.
+    let open: Vec<i64> = (rec.drained_at.iter())
+        .filter(|&&at| at < 2_000_000_000)
+        .map(ms)
+        .collect();
+    let gaps: Vec<i64> = open.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps.iter().all(|&gap| gap <= 25), "{gaps:?}");
+    assert!(gaps.contains(&25), "{gaps:?}");
+    // The window closes at the end of --duration, not at the next tick past it.
+    assert!(
+        open.len() > 1 && rec.drained_at.iter().any(|&at| at == 2_000_000_000),
+        "{:?}",
+        rec.drained_at
+    );
 }
