@@ -1154,4 +1154,35 @@ mod tests {
         let err = write_from(&run, &run, &mut Full).unwrap_err();
         assert_eq!(err.to_string(), "no space left");
     }
+
+    #[test]
+    fn a_run_file_written_thread_by_thread_exports_the_bytes_of_its_loaded_run() {
+        // The file's spans come thread by thread (two sorted stretches, merged as they are
+        // read) or reversed (windows).
+        let dir = tempfile::tempdir().unwrap();
+        let mut run = sample_run();
+        run.spans = many_spans();
+        run.spans
+            .sort_by_key(|s| (s.thread, s.start_ns, Reverse(s.dur_ns)));
+        let mut reversed = run.clone();
+        reversed.spans.reverse();
+        for (k, run) in [run, reversed].iter().enumerate() {
+            let path = dir.path().join(format!("{k}.framelab"));
+            crate::store::write_run(&path, run).unwrap();
+            let mut stored = crate::store::open_run(&path, None).unwrap();
+            let out = dir.path().join(format!("{k}.pftrace"));
+            let spans = crate::export::export_stored(
+                &mut stored,
+                crate::render::Format::Perfetto,
+                &out,
+                None,
+            )
+            .unwrap();
+            assert_eq!(spans, 20_000);
+            // The loaded run put in start order by a stable sort: it is written as it comes.
+            let mut loaded = crate::store::load_run(&path, None).unwrap();
+            (loaded.spans).sort_by_key(|s| (s.start_ns, Reverse(s.dur_ns), s.thread));
+            assert!(std::fs::read(&out).unwrap() == export(&loaded), "run {k}");
+        }
+    }
 }
