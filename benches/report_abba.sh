@@ -21,6 +21,18 @@ commands=(
   "compare4|compare --variant a=RUN --variant b=RUN --variant c=RUN --variant d=RUN"
 )
 
+# timed FILE CMD...: CMD's stdout to FILE; prints wall, user and system CPU and peak RSS as
+# /usr/bin/time -f '%e s wall %U user %S sys %M KiB' does (GNU time is not on every host).
+timed() {
+  python3 -c '
+import resource, subprocess, sys, time
+start = time.monotonic()
+with open(sys.argv[1], "wb") as out:
+    subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.DEVNULL)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{time.monotonic() - start:.2f} s wall {r.ru_utime:.2f} user {r.ru_stime:.2f} sys {r.ru_maxrss} KiB")' "$@"
+}
+
 one() { # binary label name args...
   local bin=$1 label=$2 name=$3
   shift 3
@@ -29,10 +41,7 @@ one() { # binary label name args...
     a=${a//RUN/$run}
     args+=("${a//OUT/$file}")
   done
-  local times
-  times=$( { /usr/bin/time -f '%e s wall %U user %S sys %M KiB' "$bin" "${args[@]}" \
-    > "$out/$name.$label.stdout" 2>/dev/null; } 2>&1 | tail -1)
-  echo "$name $label: $times"
+  echo "$name $label: $(timed "$out/$name.$label.stdout" "$bin" "${args[@]}")"
 }
 
 for entry in "${commands[@]}"; do

@@ -462,12 +462,31 @@ impl FrameBuilder {
     }
 }
 
-/// The `len` values packed.
+/// Returns to the kernel the heap pages the building blocks were freed from: thousands of
+/// small blocks live in the heap, not in mappings of their own, and the allocator keeps
+/// freed heap pages, so the packed columns came on top of them (10M frames: 160 MiB of RSS
+/// where the allocator held 120).
+fn give_back_freed_pages() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory of the allocator's own heap.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Values packed between two returns of the freed building blocks' pages.
+const PACKED_BETWEEN_TRIMS: usize = 1 << 20;
+
+/// The `len` values packed, the pages of the blocks read given back as it goes.
 fn packed(values: impl Iterator<Item = i64>, len: usize) -> PackedNs {
     let mut column = PackedNs::with_capacity(len);
-    for v in values {
+    for (k, v) in values.enumerate() {
         column.push(v);
+        if k % PACKED_BETWEEN_TRIMS == PACKED_BETWEEN_TRIMS - 1 {
+            give_back_freed_pages();
+        }
     }
+    give_back_freed_pages();
     column.seal();
     column
 }
