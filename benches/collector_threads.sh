@@ -15,13 +15,15 @@ out=$(mktemp -d /tmp/framelab-threads.XXXXXX)
 trap '[[ -n ${KEEP:-} ]] || rm -rf "$out"' EXIT
 "$framelab" run -o "$out/run.framelab" -- "$testprog" rate "$rate" "$seconds" >/dev/null 2>&1 &
 pid=$!
-# ns on a CPU of each thread (schedstat), by name (threads of one name summed).
+# ns on a CPU and times it was switched to (schedstat: run ns, wait ns, timeslices) of each
+# thread, by name (threads of one name summed): a timeslice is a wakeup, so CPU ÷ timeslices
+# is what one wakeup costs.
 cpu_by_thread() {
     for task in /proc/"$pid"/task/*; do
         comm=$(cat "$task/comm" 2>/dev/null) || continue
-        read -r ns _ < "$task/schedstat" 2>/dev/null || continue
-        echo "${comm// /_} $ns"
-    done | awk '{c[$1]+=$2} END {for (k in c) print k, c[k]}' | sort
+        read -r ns _ slices < "$task/schedstat" 2>/dev/null || continue
+        echo "${comm// /_} $ns $slices"
+    done | awk '{c[$1]+=$2; w[$1]+=$3} END {for (k in c) print k, c[k], w[k]}' | sort
 }
 sleep 2
 cpu_by_thread > "$out/a"
@@ -32,9 +34,9 @@ else
     sleep "$span"
 fi
 cpu_by_thread > "$out/b"
-echo "framelab threads over $span s at $rate spans/s (ms of CPU, % of one core):"
-join -a 2 -e 0 -o 0,1.2,2.2 "$out/a" "$out/b" |
-    awk -v s="$span" '{ms=($3-$2)/1e6; t+=ms; printf "  %-20s %7.0f ms  %5.2f%%\n", $1, ms, ms/s/10} END {printf "  %-20s %7.0f ms  %5.2f%%\n", "all", t, t/s/10}'
+echo "framelab threads over $span s at $rate spans/s (ms of CPU, % of one core, wakeups a second, µs of CPU a wakeup):"
+join -a 2 -e 0 -o 0,1.2,2.2,1.3,2.3 "$out/a" "$out/b" |
+    awk -v s="$span" '{ms=($3-$2)/1e6; w=$5-$4; t+=ms; tw+=w; printf "  %-20s %7.0f ms  %5.2f%%  %7.1f/s  %6.1f µs\n", $1, ms, ms/s/10, w/s, w ? ms*1000/w : 0} END {printf "  %-20s %7.0f ms  %5.2f%%  %7.1f/s\n", "all", t, t/s/10, tw/s}'
 wait "$pid" || true
 if [[ ${PERF:-0} == 1 ]]; then
     perf report -i "$out/perf.data" --no-children --sort comm,dso,sym --percent-limit 0 --stdio 2>/dev/null |

@@ -4,6 +4,8 @@
 //!   an event `tick` per frame keyed by the frame id; 1 ms per frame.
 //! - `abort N`: like `spans`, then aborts (SIGABRT) after N frames.
 //! - `forever`: frames until killed.
+//! - `until FILE`: frames until FILE exists (a test lets it end once it has seen what it
+//!   waits for), then exits 0.
 //! - `threads N`: stage `produce` on one thread, `consume` on another, same frame ids.
 //! - `processes N`: stage `parent` here, stage `child` in a child process (this program again).
 //! - `flood N`: N spans as fast as possible (with a tiny ring this forces drops).
@@ -22,6 +24,11 @@
 //! - `fail N`: like `work N 100`, then exits with status 1.
 //! - `late-start MS N`: sleeps MS ms (a slow start-up), then N frames of stage `step`: the
 //!   first one cold (50 ms), the rest 2 ms each.
+//! - `late-thread MS`: records nothing for MS ms, then a thread named `late` records 100,000
+//!   spans a second (stage `rate`) for 2 s: its ring is made MS ms into the run and holds
+//!   0.65 s of them, so it is lossless only if found and drained well before that.
+//! - `burst MS N`: N spans of stage `burst` as fast as possible, nothing for MS ms, then N
+//!   more as fast as possible (a quiet spell, then a burst).
 //! - `slow-middle`: frames until killed, each `grab` (0.2 ms), `encode` (15 ms), `send`
 //!   (0.2 ms), span guards all: a stop signal most likely lands inside `encode`.
 //! - `hostile N`: N frames on a thread named with a terminal escape, of a stage named
@@ -51,6 +58,10 @@ fn main() {
             std::process::abort();
         }
         "forever" => frames(u64::MAX),
+        "until" => {
+            let file = std::path::PathBuf::from(args.get(2).expect("until FILE"));
+            frames_while(|| !file.exists());
+        }
         "late-start" => {
             std::thread::sleep(Duration::from_millis(n));
             let frames: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(50);
@@ -123,6 +134,26 @@ fn main() {
                 x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
             }
         }
+        "late-thread" => {
+            std::thread::sleep(Duration::from_millis(n));
+            std::thread::Builder::new()
+                .name("late".into())
+                .spawn(|| rate(100_000, 2))
+                .unwrap()
+                .join()
+                .unwrap();
+        }
+        "burst" => {
+            let count: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(1000);
+            let stage = Stage::new("burst");
+            for frame in 0..count {
+                let _span = stage.span(frame);
+            }
+            std::thread::sleep(Duration::from_millis(n));
+            for frame in count..2 * count {
+                let _span = stage.span(frame);
+            }
+        }
         "rate" => {
             let seconds: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(10);
             rate(n, seconds);
@@ -175,10 +206,19 @@ fn hostile(n: u64) {
 }
 
 fn frames(n: u64) {
+    let mut frame = 0;
+    frames_while(|| {
+        frame += 1;
+        frame <= n
+    });
+}
+
+/// `spans`' frames, numbered from 0, while `go_on()` says so before each.
+fn frames_while(mut go_on: impl FnMut() -> bool) {
     let (a, b, c) = (Stage::new("a"), Stage::new("b"), Stage::new("c"));
     let bytes = Counter::new("bytes");
     let tick = Event::new("tick");
-    for frame in 0..n {
+    for frame in (0..).take_while(|_| go_on()) {
         {
             let _span = a.span(frame);
             burn(Duration::from_micros(300));

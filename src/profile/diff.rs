@@ -10,8 +10,9 @@ use serde::Serialize;
 
 use super::summary::{FunctionTable, Z95};
 use crate::display;
-use crate::render::document::{plain, pretty_json, write, Block, Document, PipeAlign, PipeTable};
+use crate::render::document::{pretty_json, write, Block, Document, Span};
 use crate::render::format::PROFILE;
+use crate::render::table::{Align, Layout, Table};
 use crate::render::Format;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -167,7 +168,7 @@ fn document(d: &Diff, n: usize, md: bool) -> Document {
     let rows = d.rows.iter().take(n);
     let name = |r: &DiffRow| format!("{} [{}]", r.function, r.module);
     let blocks = if md {
-        let (a, b) = (display::markdown(&d.a), display::markdown(&d.b));
+        let (a, b) = (&d.a, &d.b);
         let mut headers = vec!["function".to_owned()];
         headers.extend([
             format!("{a} incl %"),
@@ -177,32 +178,37 @@ fn document(d: &Diff, n: usize, md: bool) -> Document {
             format!("{a} self %"),
             format!("{b} self %"),
         ]);
-        let mut align = vec![PipeAlign::Plain];
-        align.extend([PipeAlign::Right; 6]);
+        let mut align = vec![Align::Plain];
+        align.extend([Align::Right; 6]);
         vec![
-            Block::Heading(plain(title(&a, &b))),
+            // Names: the writer escapes the title, the headers and functions whole.
+            Block::Heading(vec![Span::name(title(a, b))]),
             Block::Lines(format!("{NOISE_LEGEND}.\n")),
-            Block::Pipe(PipeTable {
-                headers,
-                align,
-                rows: rows
-                    .map(|r| {
-                        vec![
-                            display::markdown(&name(r)),
-                            format!("{:.2}", r.a_inclusive_pct),
-                            format!("{:.2}", r.b_inclusive_pct),
-                            format!("{:+.2}", r.change_pct),
-                            format!(
-                                "{}{}",
-                                plus_minus(r),
-                                if r.within_noise { " ~" } else { "" }
-                            ),
-                            format!("{:.2}", r.a_self_pct),
-                            format!("{:.2}", r.b_self_pct),
-                        ]
-                    })
-                    .collect(),
-            }),
+            Block::Pipe(
+                Table {
+                    headers,
+                    layout: Layout::markdown_given(align),
+                    rows: rows
+                        .map(|r| {
+                            vec![
+                                name(r),
+                                format!("{:.2}", r.a_inclusive_pct),
+                                format!("{:.2}", r.b_inclusive_pct),
+                                format!("{:+.2}", r.change_pct),
+                                format!(
+                                    "{}{}",
+                                    plus_minus(r),
+                                    if r.within_noise { " ~" } else { "" }
+                                ),
+                                format!("{:.2}", r.a_self_pct),
+                                format!("{:.2}", r.b_self_pct),
+                            ]
+                        })
+                        .collect(),
+                    ..Table::default()
+                }
+                .with_names(&[1, 2, 5, 6], &[0]),
+            ),
         ]
     } else {
         let (a, b) = (display::text(&d.a), display::text(&d.b));

@@ -11,6 +11,7 @@ use framelab_probe::wire::{self, kind, name_kind, Record};
 use super::accounting::Accounting;
 use super::clock::TickClock;
 use super::dir::SessionDir;
+use super::dirwatch::DirWatch;
 use super::rings::{OpenError, ProcessNames, Ring};
 use super::write::{Write, WriterThread};
 use crate::model::{
@@ -20,7 +21,18 @@ use crate::model::{
 use crate::sample::{ProcessTree, Sampler, SamplingOptions};
 use crate::store::RunWriter;
 
+/// Without inotify the session directory is listed this often, for rings made since.
 const SCAN_EVERY: Duration = Duration::from_millis(20);
+/// With it, listed when something was created there, and this often anyway: whether a
+/// silent ring's process died is asked then, and a missed event costs at most this.
+const SCAN_EVERY_WATCHED: Duration = Duration::from_secs(1);
+/// A ring file that is not yet readable is looked for at every drain this long after it
+/// was first listed (its thread is writing its header), then only on the beats above.
+const UNREADY_RETRY_FOR: Duration = Duration::from_secs(1);
+/// Records drained are handed to the writer at each commit, or sooner once this many are
+/// held: one message (and one wakeup of the writer's thread) per commit rather than per
+/// drain. Nothing is safe before its commit anyway, so a kill -9 loses no more.
+const HOLD_RECORDS: usize = 1 << 16;
 /// Clock reads around the launch are not perfectly ordered: allow this much before it.
 const LAUNCH_SLACK_NS: i64 = 1_000_000;
 /// Nor after now, beyond what converting ticks to nanoseconds may be off by.
@@ -43,15 +55,24 @@ pub struct Collector {
     names_added: HashMap<char, u16>,
     threads_added: u32,
     scratch: Vec<Record>,
+    /// Drained, held until the next commit (`HOLD_RECORDS`).
     spans: Vec<Span>,
     counters: Vec<CounterValue>,
     events: Vec<EventRecord>,
+    /// How many of `events` `--pair` has seen.
+    events_paired: usize,
     first_stage: Option<u16>,
     frames_seen: u64,
     /// With `--warmup-frames N`: N + 1, and the start of that frame once seen (the window
     /// opens there).
     opening_frame: Option<(u64, Option<i64>)>,
     last_scan: Option<Instant>,
+    /// New entries in the session directory, where inotify can tell.
+    dir_watch: Option<DirWatch>,
+    /// A ring was found still being made: the next drain lists the directory again.
+    rescan: bool,
+    /// Ring files not yet readable, and when each was first listed.
+    unready: HashMap<PathBuf, Instant>,
     window_closed: bool,
     /// framelab's own CPU when the window opened.
     own_cpu_at_start_ns: i64,
@@ -109,6 +130,7 @@ impl Collector {
         accounting: Accounting,
     ) -> Collector {
         let (session_owner, session_shared) = (session.owner_uid(), session.shared());
+        let dir_watch = DirWatch::open(session.path());
         Collector {
             writer: WriterThread::start(writer),
             session,
@@ -126,10 +148,14 @@ impl Collector {
             spans: Vec::new(),
             counters: Vec::new(),
             events: Vec::new(),
+            events_paired: 0,
             first_stage: None,
             frames_seen: 0,
             opening_frame: None,
             last_scan: None,
+            dir_watch,
+            rescan: false,
+            unready: HashMap::new(),
             window_closed: false,
             own_cpu_at_start_ns: 0,
             warnings: HashSet::new(),
@@ -283,7 +309,7 @@ impl Collector {
     /// ring's fill before draining (0..1), so the caller can pace itself.
     pub fn drain(&mut self) -> Result<f64> {
         let mut fullest = 0.0f64;
-        let scanning = self.last_scan.is_none_or(|t| t.elapsed() >= SCAN_EVERY);
+        let scanning = self.scan_due();
         if scanning {
             self.scan()?;
             self.last_scan = Some(Instant::now());
@@ -334,7 +360,10 @@ impl Collector {
             self.probes = Some(probes);
             kept?;
         }
-        self.flush()?;
+        self.pair_fresh_events()?;
+        if self.spans.len() + self.counters.len() + self.events.len() >= HOLD_RECORDS {
+            self.flush()?;
+        }
         Ok(fullest)
     }
 
@@ -377,8 +406,10 @@ impl Collector {
             return Ok(());
         }
         let (run_ids, other_tasks) = (&self.run_ids, &probes.other_tasks);
+        let fresh = &self.events[self.events_paired.min(self.events.len())..];
+        self.events_paired = self.events.len();
         let made = probes.pairs.feed(
-            &self.events,
+            fresh,
             |name| run_ids.get(&(name_kind::EVENT, name.to_owned())).copied(),
             |thread| !other_tasks.contains(&thread),
         );
@@ -457,12 +488,19 @@ impl Collector {
         Ok(index)
     }
 
-    fn flush(&mut self) -> Result<()> {
+    /// `--pair`: the events drained since the last call made spans (at every drain, so that
+    /// they count towards the window's opening as soon as the SDK's would).
+    fn pair_fresh_events(&mut self) -> Result<()> {
         if let Some(mut probes) = self.probes.take() {
             let paired = self.pair_events(&mut probes);
             self.probes = Some(probes);
             paired?;
         }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.pair_fresh_events()?;
         if !self.spans.is_empty() {
             let capacity = self.spans.capacity();
             let spans = std::mem::replace(&mut self.spans, Vec::with_capacity(capacity));
@@ -473,15 +511,29 @@ impl Collector {
                 .send(Write::Counters(std::mem::take(&mut self.counters)))?;
         }
         if !self.events.is_empty() {
+            self.events_paired = 0;
             self.writer
                 .send(Write::Events(std::mem::take(&mut self.events)))?;
         }
         Ok(())
     }
 
+    /// Whether to list the session directory now: something was created there (or, without
+    /// inotify, every `SCAN_EVERY`), a ring was still being made, or the safety beat is due.
+    fn scan_due(&mut self) -> bool {
+        // Read the events every time, so that they never pile up.
+        let created = self.dir_watch.as_mut().is_some_and(DirWatch::changed);
+        let every = match self.dir_watch {
+            Some(_) => SCAN_EVERY_WATCHED,
+            None => SCAN_EVERY,
+        };
+        created || self.rescan || self.last_scan.is_none_or(|t| t.elapsed() >= every)
+    }
+
     /// Opens rings that appeared since the last scan, counts threads that could not make
     /// one, and notices a session directory removed under the run.
     fn scan(&mut self) -> Result<()> {
+        self.rescan = false;
         if self.meta.session.session_lost_ns.is_none() && !self.session.still_there() {
             let at = self.now_ns();
             self.meta.session.session_lost_ns = Some(at);
@@ -525,11 +577,15 @@ impl Collector {
                     // A recording process is accounted from its first ring, however short it lives.
                     let now = self.now_ns();
                     self.accounting.observe_instrumented(ring.pid, now);
+                    self.unready.remove(&path);
                     self.seen_paths.insert(path);
                     self.rings.push(ring);
                 }
-                // Still being created by its thread: try again next scan.
-                Ok(None) => {}
+                // Still being created by its thread: try again at the next drain.
+                Ok(None) => {
+                    let since = *self.unready.entry(path).or_insert_with(Instant::now);
+                    self.rescan |= since.elapsed() < UNREADY_RETRY_FOR;
+                }
                 Err(OpenError::Foreign(problem)) => {
                     self.seen_paths.insert(path);
                     self.warn(problem);
@@ -829,6 +885,7 @@ impl Collector {
         // Rings created since the last scan (threads that lived only milliseconds) too.
         self.last_scan = None;
         self.drain()?;
+        self.flush()?;
         for ring in std::mem::take(&mut self.rings) {
             self.retire(&ring)?;
         }

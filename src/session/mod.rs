@@ -6,6 +6,7 @@ mod accounting;
 mod clock;
 mod collect;
 mod dir;
+mod dirwatch;
 mod executor;
 #[cfg(test)]
 mod executor_mock;

@@ -100,13 +100,13 @@ impl Procfs {
     }
 
     pub fn stat(&self, pid: u32) -> Option<ProcStat> {
-        let text = std::fs::read_to_string(self.path(pid, "stat")).ok()?;
+        let text = read_proc_file(&self.path(pid, "stat"))?;
         parse_stat(&text, self.ns_per_tick)
     }
 
     /// VmHWM: the peak resident set size.
     pub fn peak_rss_bytes(&self, pid: u32) -> Option<u64> {
-        let text = std::fs::read_to_string(self.path(pid, "status")).ok()?;
+        let text = read_proc_file(&self.path(pid, "status"))?;
         let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
         let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
         Some(kib * 1024)
@@ -119,7 +119,7 @@ impl Procfs {
         let mut found_file = false;
         if let Ok(entries) = std::fs::read_dir(&tasks) {
             for entry in entries.flatten() {
-                if let Ok(text) = std::fs::read_to_string(entry.path().join("children")) {
+                if let Some(text) = read_proc_file(&entry.path().join("children")) {
                     found_file = true;
                     children.extend(
                         text.split_whitespace()
@@ -179,6 +179,25 @@ impl Procfs {
     pub fn exists(&self, pid: u32) -> bool {
         self.root.join(pid.to_string()).exists()
     }
+}
+
+/// A /proc file's text: open, read until the end, close. Not `fs::read_to_string`, which
+/// first asks the file's size (always 0 in /proc) and probes with small reads: the
+/// accounting reads these files tens of times a second, and those calls were most of them.
+fn read_proc_file(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut text = Vec::new();
+    let mut chunk = [0u8; 2048];
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => text.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    String::from_utf8(text).ok()
 }
 
 /// The CPU clock of process `pid` in nanoseconds (see `Procfs::cpu_clock_ns`).

@@ -22,12 +22,16 @@ struct Recorded {
     /// `drain` fails from this call on (a full disk).
     drain_fails_after: Option<usize>,
     drains: usize,
+    /// When each drain and each commit came (ns on the executor's clock).
+    drained_at: Vec<i64>,
+    committed_at: Vec<i64>,
     first_span_ns: Option<i64>,
 }
 
 impl Recording for Recorded {
     fn drain(&mut self) -> Result<f64> {
         self.drains += 1;
+        self.drained_at.push(self.now_ns);
         if self.drain_fails_after.is_some_and(|n| self.drains > n) {
             anyhow::bail!("disk full");
         }
@@ -72,6 +76,7 @@ impl Recording for Recorded {
         0
     }
     fn commit(&mut self) -> Result<()> {
+        self.committed_at.push(self.now_ns);
         Ok(())
     }
     fn warmup_fell_back_to_launch(&mut self) {
@@ -123,7 +128,7 @@ fn spawn(opts: &RunOptions) -> Spawn<'_> {
         env: &[],
         cpus: &[],
         stdio: Default::default(),
-        hold: None,
+        profile: opts.profile,
         join: Placement::default(),
     }
 }
@@ -152,7 +157,10 @@ fn services_ready(opts: &RunOptions, exec: MockExecutor) -> Supervisor<'_, MockE
 fn command_running(opts: &RunOptions, exec: MockExecutor) -> Supervisor<'_, MockExecutor> {
     let mut supervisor = services_ready(opts, exec);
     supervisor.run_prepare().unwrap();
-    assert_eq!(supervisor.start_command(spawn(opts)).unwrap(), COMMAND_PID);
+    assert_eq!(
+        supervisor.start_command(spawn(opts)).unwrap().pid,
+        COMMAND_PID
+    );
     assert_eq!(supervisor.state(), State::Command);
     supervisor
 }
@@ -727,4 +735,108 @@ fn ticks_follow_the_fill_of_the_rings() {
         "fuller: wait less"
     );
     assert_eq!(next_tick(1.0, Duration::from_millis(2), min, max), min);
+}
+
+fn profiled(opts: RunOptions) -> RunOptions {
+    RunOptions {
+        profile: Some(crate::profile::ProfileOptions {
+            hz: 999,
+            call_graph: crate::profile::CallGraph::default(),
+        }),
+        ..opts
+    }
+}
+
+#[test]
+fn a_profiler_the_kernel_refuses_leaves_the_command_running_unprofiled() {
+    let opts = profiled(options(2, None));
+    let exec = MockExecutor {
+        exits_after: Some((Duration::from_millis(50), 0)),
+        ..MockExecutor::default()
+    };
+    let mut supervisor = services_ready(&opts, exec);
+    supervisor.run_prepare().unwrap();
+    let spawned = supervisor.start_command(spawn(&opts)).unwrap();
+    assert_eq!(spawned.pid, COMMAND_PID);
+    assert_eq!(supervisor.state(), State::Command, "the run goes on");
+    match spawned.profiler {
+        Some(Err(why)) => assert!(why.contains("refused"), "{why}"),
+        _ => panic!("the refusal is handed back to be said"),
+    }
+    let exec = supervisor.executor();
+    assert_eq!(
+        exec.calls[..2],
+        [Call::Spawn(vec!["pipeline".into()]), Call::Profile(999)]
+    );
+}
+
+/// Options `drive` can take to its end with the mock: a runnable command, the run file
+/// in `dir`.
+fn driven(dir: &tempfile::TempDir) -> RunOptions {
+    RunOptions {
+        command: vec!["sh".into()],
+        output: Some(dir.path().join("driven.framelab")),
+        ..options(2, None)
+    }
+}
+
+#[test]
+fn a_session_directory_that_cannot_be_made_starts_nothing_and_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = driven(&dir);
+    let exec = MockExecutor {
+        session_dir_fails: true,
+        ..MockExecutor::default()
+    };
+    let e = drive(&opts, exec).unwrap_err().to_string();
+    assert!(
+        e.starts_with("cannot create the session directory") && e.contains("FRAMELAB_SHM_DIR"),
+        "one line that says what to do: {e}"
+    );
+    assert!(!opts.output.as_ref().unwrap().exists(), "no run file");
+}
+
+#[test]
+fn a_refused_profiler_still_records_the_whole_run_without_a_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = profiled(driven(&dir));
+    let exec = MockExecutor {
+        exits_after: Some((Duration::from_millis(50), 0)),
+        ..MockExecutor::default()
+    };
+    let outcome = drive(&opts, exec).unwrap();
+    assert_eq!(outcome.end_reason, EndReason::Exited);
+    assert_eq!(outcome.exit.as_ref().and_then(|e| e.code), Some(0));
+    let run = crate::store::load_run(&outcome.path, None).unwrap();
+    assert_eq!(run.meta.end_reason, EndReason::Exited);
+    let profile = crate::store::load_profile(&outcome.path, outcome.run_id).unwrap();
+    assert!(profile.is_none(), "nothing profiled is stored");
+}
+
+#[test]
+fn quiet_rings_are_drained_every_25_ms_once_the_window_is_open_and_commits_come_on_time() {
+    // Readings of the processes every 70 ms, which no tick divides: each commit is still due
+    // 500 ms after the last (what a kill -9 loses), not at the first tick past it.
+    let mut opts = options(2, Some(Duration::from_secs(2)));
+    opts.sampling.every = Duration::from_millis(70);
+    let (_, rec, outcome) = run(&opts, MockExecutor::default());
+    outcome.unwrap();
+    assert_eq!(rec.events.first().map(String::as_str), Some("open 0"));
+    let ms = |ns: &i64| ns / 1_000_000;
+    let commits: Vec<i64> = rec.committed_at.iter().map(ms).take(3).collect();
+    assert_eq!(commits, [500, 1000, 1500]);
+    // While the window is open, drains at most 25 ms apart, and 25 ms when nothing bounds them.
+    let open: Vec<i64> = (rec.drained_at.iter())
+        .filter(|&&at| at < 2_000_000_000)
+        .map(ms)
+        .collect();
+    let gaps: Vec<i64> = open.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps.iter().all(|&gap| gap <= 25), "{gaps:?}");
+    assert!(gaps.contains(&25), "{gaps:?}");
+    // The window closes at the end of --duration, not at the next tick past it.
+    assert!(
+        open.len() > 1 && rec.drained_at.iter().any(|&at| at == 2_000_000_000),
+        "{:?}",
+        rec.drained_at
+    );
 }

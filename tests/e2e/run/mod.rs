@@ -3,6 +3,7 @@
 mod accounting;
 mod basics;
 mod disk_full;
+mod drain;
 mod guard;
 mod metrics;
 mod queue;
