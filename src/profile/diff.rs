@@ -4,7 +4,6 @@
 //! differential flame graph.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use serde::Serialize;
 
@@ -212,30 +211,42 @@ fn document(d: &Diff, n: usize, md: bool) -> Document {
         ]
     } else {
         let (a, b) = (display::text(&d.a), display::text(&d.b));
-        let mut lines = format!(
-            "\n  {:>9} {:>9} {:>8} {:>7}  {:>8} {:>8}  function [module]\n",
-            "A incl%", "B incl%", "change", "±95%", "A self%", "B self%"
-        );
+        // The profile's own columns: the shares first, one space apart, `~` right after a
+        // change within the noise.
+        let headers = [
+            "A incl%",
+            "B incl%",
+            "change",
+            "±95% ",
+            "A self%",
+            "B self%",
+            "function [module]",
+        ];
+        let mut table = Table::new(&headers).with_layout(Layout {
+            min_widths: vec![9, 10, 9, 9, 9, 9],
+            words: vec![6],
+            numbers_first: true,
+            cut: 100,
+            ..Layout::default()
+        });
         for r in rows {
-            let _ = writeln!(
-                lines,
-                "  {:>8.2}% {:>8.2}% {:>+8.2} {:>7}{} {:>7.2}% {:>7.2}%  {}",
-                r.a_inclusive_pct,
-                r.b_inclusive_pct,
-                r.change_pct,
-                plus_minus(r),
-                if r.within_noise { "~" } else { " " },
-                r.a_self_pct,
-                r.b_self_pct,
-                display::escaped(&name(r), 100)
-            );
+            let noise = if r.within_noise { "~" } else { " " };
+            table.push(vec![
+                format!("{:.2}%", r.a_inclusive_pct),
+                format!("{:.2}%", r.b_inclusive_pct),
+                format!("{:+.2}", r.change_pct),
+                format!("{}{noise}", plus_minus(r)),
+                format!("{:.2}%", r.a_self_pct),
+                format!("{:.2}%", r.b_self_pct),
+                name(r),
+            ]);
         }
         vec![
             Block::Title(title(&a, &b)),
             Block::Detail(format!(
                 "inclusive % of each side's samples, largest change first; {NOISE_LEGEND}"
             )),
-            Block::Aligned(lines),
+            Block::Table(table),
         ]
     };
     Document {
@@ -340,6 +351,23 @@ mod tests {
         assert!(r.within_noise);
         let d = diff(&steady, &side(&[(1000, 350), (1000, 550)]));
         assert!(d.rows[0].within_noise, "{:?}", d.rows[0]);
+    }
+
+    /// A change within the noise: `~` right after its interval, the columns still in line.
+    #[test]
+    fn a_change_in_the_noise_is_marked_in_line() {
+        let d = diff(&side(&[(100, 30)]), &side(&[(100, 35)]));
+        let text = render(&d, 10, false);
+        let lines: Vec<&str> = text.lines().collect();
+        let (header, row) = (lines[3], lines[4]);
+        assert_eq!(
+            header,
+            "    A incl%   B incl%   change    ±95%   A self%  B self%  function [module]"
+        );
+        assert_eq!(
+            row,
+            "     30.00%    35.00%    +5.00  ±12.96~   30.00%   35.00%  f [m]"
+        );
     }
 
     /// The diff's text and Markdown against `tests/snapshots/profile_diff.*`.

@@ -82,12 +82,6 @@ pub enum NotStarted {
 /// Draining wakes up between these, sooner the fuller the rings were at the last drain.
 const MIN_TICK: Duration = Duration::from_millis(1);
 const MAX_TICK: Duration = Duration::from_millis(20);
-/// The longest wait once the window is open and nothing is being stopped: half the default
-/// interval between readings of the processes (50 ms), so that two drains fall between two
-/// readings instead of three (each wakeup costs tens of µs whatever it finds: BENCHMARKS.md,
-/// "The collector's fixed cost"). Not longer: a burst at 2M spans/s after a quiet spell
-/// fills a default ring (65,536 records) in 33 ms, before the next drain would come.
-const MAX_QUIET_TICK: Duration = Duration::from_millis(25);
 const COMMIT_EVERY: Duration = Duration::from_millis(500);
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 /// How long the last processes of the group get to die once the command exited.
@@ -306,7 +300,7 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             rec.commit()?;
             self.last_commit = now;
         }
-        let tick = next_tick(fullest, self.last_tick, MIN_TICK, self.max_tick());
+        let tick = next_tick(fullest, self.last_tick, MIN_TICK, MAX_TICK);
         self.last_tick = tick;
         // Wake up for the next reading of the processes, the next commit (what a kill -9
         // loses) and the end of --duration too.
@@ -322,16 +316,6 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             self.exec.sleep(tick - spent);
         }
         Ok(false)
-    }
-
-    /// The longest wait now: short while the window waits to open (its start is read at a
-    /// drain) or the command is being stopped (each signal follows its grace on time).
-    fn max_tick(&self) -> Duration {
-        if self.opening == Opening::Open && !self.window_closed {
-            MAX_QUIET_TICK
-        } else {
-            MAX_TICK
-        }
     }
 
     /// Reaps everything that exited: the command itself and orphans adopted as subreaper.
