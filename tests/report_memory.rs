@@ -554,11 +554,11 @@ fn compare_holds_one_run_at_a_time_whatever_their_number() {
 /// whatif held 29 beyond the fixed 4 MiB before its outcome kept only totals and ends and
 /// the frame table was packed, 17 after, and 14 since the spans are read in two passes,
 /// its delays and intervals are taken without vectors of ends and sorts need no buffer
-/// (issue 29); 10 since its measured figures come from its frames once the table is
+/// (issue 29); 8 to 10 since its measured figures come from its frames once the table is
 /// dropped and one span a frame holds no rows (issue 31). The report and hist, read once
 /// beside the table being built (16 bytes a frame, 20 while packed), held the columns and
 /// that; 12 and 4 since.
-const WHATIF_BYTES_PER_SPAN: usize = 12;
+const WHATIF_BYTES_PER_SPAN: usize = 13;
 const REPORT_BYTES_PER_SPAN: usize = 18;
 const EXPORT_BYTES_PER_SPAN: usize = 8;
 /// What an export holds whatever the run's size: the Perfetto export's chunks of output in
