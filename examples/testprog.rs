@@ -4,6 +4,8 @@
 //!   an event `tick` per frame keyed by the frame id; 1 ms per frame.
 //! - `abort N`: like `spans`, then aborts (SIGABRT) after N frames.
 //! - `forever`: frames until killed.
+//! - `until FILE`: frames until FILE exists (a test lets it end once it has seen what it
+//!   waits for), then exits 0.
 //! - `threads N`: stage `produce` on one thread, `consume` on another, same frame ids.
 //! - `processes N`: stage `parent` here, stage `child` in a child process (this program again).
 //! - `flood N`: N spans as fast as possible (with a tiny ring this forces drops).
@@ -56,6 +58,10 @@ fn main() {
             std::process::abort();
         }
         "forever" => frames(u64::MAX),
+        "until" => {
+            let file = std::path::PathBuf::from(args.get(2).expect("until FILE"));
+            frames_while(|| !file.exists());
+        }
         "late-start" => {
             std::thread::sleep(Duration::from_millis(n));
             let frames: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(50);
@@ -200,10 +206,19 @@ fn hostile(n: u64) {
 }
 
 fn frames(n: u64) {
+    let mut frame = 0;
+    frames_while(|| {
+        frame += 1;
+        frame <= n
+    });
+}
+
+/// `spans`' frames, numbered from 0, while `go_on()` says so before each.
+fn frames_while(mut go_on: impl FnMut() -> bool) {
     let (a, b, c) = (Stage::new("a"), Stage::new("b"), Stage::new("c"));
     let bytes = Counter::new("bytes");
     let tick = Event::new("tick");
-    for frame in 0..n {
+    for frame in (0..).take_while(|_| go_on()) {
         {
             let _span = a.span(frame);
             burn(Duration::from_micros(300));

@@ -20,6 +20,7 @@ pub mod parallel;
 pub mod perf_event;
 pub mod probes;
 pub mod profile;
+pub mod read_ahead;
 pub mod render;
 pub mod report;
 pub mod sample;

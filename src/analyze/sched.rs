@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::compact::values::NsValues;
 use super::pipeline::{is_queue, Bottleneck, StageBusy};
 use super::{Analysis, Dist};
+use crate::fast_map::FastMap;
 use crate::model::{Run, Span, SpanSource};
 use crate::sched::{SchedSlice, SchedSource, SchedTimeline};
 
@@ -67,12 +68,47 @@ struct ThreadSlices<'a> {
     density: Vec<f64>,
 }
 
+/// Where the last split of a thread began: its spans come nearly in start order, so the
+/// next split's first slice is found by stepping on from there rather than by a binary
+/// search (a span's split was the analysis' hottest spot, issue 29).
+#[derive(Clone, Copy, Debug, Default)]
+struct Cursor(Option<usize>);
+
 impl ThreadSlices<'_> {
+    /// The first slice that may overlap a time from `from` on: the same index a binary
+    /// search finds, stepped to from `cursor` when `from` did not go back.
+    fn first_from(&self, from: i64, cursor: &mut Cursor) -> usize {
+        let key = from.saturating_sub(self.longest);
+        let before = |i: usize| self.slices[i].start_ns < key;
+        let first = match cursor.0 {
+            Some(at) if at == 0 || before(at - 1) => {
+                let mut i = at;
+                while i < self.slices.len() && before(i) {
+                    i += 1;
+                }
+                i
+            }
+            _ => self.slices.partition_point(|s| s.start_ns < key),
+        };
+        cursor.0 = Some(first);
+        first
+    }
+
     /// The split of `[from, to)`: each slice counted by the share of it inside.
     fn split(&self, from: i64, to: i64, comms: &mut Comms, out: &mut Split) {
-        let first = self
-            .slices
-            .partition_point(|s| s.start_ns < from.saturating_sub(self.longest));
+        self.split_after(from, to, &mut Cursor::default(), comms, out);
+    }
+
+    /// [`ThreadSlices::split`], finding its first slice from `cursor`.
+    fn split_after(
+        &self,
+        from: i64,
+        to: i64,
+        cursor: &mut Cursor,
+        comms: &mut Comms,
+        out: &mut Split,
+    ) {
+        let first = self.first_from(from, cursor);
         for (s, density) in self.slices[first..].iter().zip(&self.density[first..]) {
             if s.start_ns >= to {
                 break;
@@ -143,7 +179,8 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
         .collect();
     let (start, end) = (analysis.window.start_ns, analysis.window.end_ns);
     let stage_count = analysis.stage_names.len().max(head.stages.len());
-    let worst: HashMap<u64, usize> = (analysis.worst_frames.iter().enumerate())
+    // Looked up for every span: hashed cheaply (SipHash was ~5% of the report, issue 29).
+    let worst: FastMap<u64, usize> = (analysis.worst_frames.iter().enumerate())
         .map(|(i, w)| (w.frame, i))
         .collect();
     let mut comms = Comms::default();
@@ -162,11 +199,10 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
     // By thread index: the union of its spans clipped to the window, split as it is
     // built, and each stage's time on CPU in them (a stage's spans on one thread rarely
     // overlap: counted in a note).
-    let mut unions: Vec<UnionSplit> = (0..head.threads.len())
-        .map(|_| UnionSplit::default())
-        .collect();
-    let mut stage_on_cpu: HashMap<(u32, u16), f64> = HashMap::new();
-    let mut visit = |spans: &[Span]| -> anyhow::Result<()> {
+    let mut stage_on_cpu: FastMap<(u32, u16), f64> = FastMap::default();
+    // By thread index: where its last span's split began.
+    let mut cursors = vec![Cursor::default(); head.threads.len()];
+    let mut visit = |spans: &[Span]| {
         for s in spans {
             let Some(Some(slices)) = slices_of.get(s.thread as usize) else {
                 continue;
@@ -175,9 +211,9 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
             if from >= to {
                 continue;
             }
-            unions[s.thread as usize].add((from, to), slices, &mut comms);
             let mut split = Split::default();
-            slices.split(s.start_ns, s.end_ns(), &mut comms, &mut split);
+            let cursor = &mut cursors[s.thread as usize];
+            slices.split_after(s.start_ns, s.end_ns(), cursor, &mut comms, &mut split);
             let inside = if (from, to) == (s.start_ns, s.end_ns()) {
                 split.on_cpu
             } else {
@@ -207,10 +243,24 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
                 }
             }
         }
-        Ok(())
     };
-    source.for_each_spans(&mut visit)?;
-    split_whole_unions(&mut unions, &slices_of, (start, end), &mut comms, source)?;
+    // By thread index: the union of its spans clipped to the window, split as it is
+    // built, on a thread of its own where one can be had (the spans' splits and the
+    // unions' do not meet); comm ids of its own.
+    let mut union_comms = Comms::default();
+    let mut unions = unions_beside(
+        source,
+        &mut visit,
+        |unions, spans| add_to_unions(unions, spans, &slices_of, (start, end), &mut union_comms),
+        head.threads.len(),
+    )?;
+    split_whole_unions(
+        &mut unions,
+        &slices_of,
+        (start, end),
+        &mut union_comms,
+        source,
+    )?;
 
     for (stage, mut values) in on_cpu_values.into_iter().enumerate() {
         let Some(name) = head.stages.get(stage) else {
@@ -233,7 +283,7 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
             .unwrap_or(usize::MAX)
     });
 
-    let mut preempted: HashMap<usize, f64> = HashMap::new();
+    let mut preempted: HashMap<String, f64> = HashMap::new();
     for (w, split) in analysis.worst_frames.iter_mut().zip(&worst_split) {
         if split.runnable >= 1.0 {
             w.preempted_ns = Some(split.runnable.round() as i64);
@@ -258,11 +308,11 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
         let Some(Some(slices)) = slices_of.get(t) else {
             continue;
         };
-        let Some(all) = union.finish(slices, &mut comms) else {
+        let Some(all) = union.finish(slices, &mut union_comms) else {
             continue;
         };
         for &(c, ns) in &all.by {
-            *preempted.entry(c).or_default() += ns;
+            *preempted.entry(union_comms.names[c].clone()).or_default() += ns;
         }
         let mut per_stage = per_thread_stages.remove(&(t as u32)).unwrap_or_default();
         per_stage.sort_by(|a, b| b.busy_ns.cmp(&a.busy_ns).then(a.stage.cmp(&b.stage)));
@@ -270,8 +320,8 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
     }
     let mut by: Vec<PreemptedBy> = preempted
         .into_iter()
-        .map(|(c, ns)| PreemptedBy {
-            comm: comms.names[c].clone(),
+        .map(|(comm, ns)| PreemptedBy {
+            comm,
             ns: ns.round() as i64,
         })
         .filter(|p| p.ns > 0)
@@ -303,6 +353,78 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
     }
     analysis.sched = Some(summary);
     Ok(())
+}
+
+/// Reads `source` once: each chunk of spans to `visit` here, and to `unions` (one
+/// [`UnionSplit`] per thread index) on another thread where one can be started, else here
+/// too. The unions, once every span is in them.
+fn unions_beside(
+    source: &dyn SpanSource,
+    visit: &mut dyn FnMut(&[Span]),
+    mut unions: impl FnMut(&mut [UnionSplit], &[Span]) + Send,
+    threads: usize,
+) -> anyhow::Result<Vec<UnionSplit>> {
+    let mut built: Vec<UnionSplit> = (0..threads).map(|_| UnionSplit::default()).collect();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let beside = (cores > 1).then(|| {
+        std::thread::scope(|scope| {
+            // Chunks go over in buffers that come back to be filled again: a few at a time.
+            let (full, filled) = std::sync::mpsc::sync_channel::<Vec<Span>>(2);
+            let (empty, emptied) = std::sync::mpsc::channel::<Vec<Span>>();
+            let (built, unions) = (&mut built, &mut unions);
+            let worker = std::thread::Builder::new()
+                .spawn_scoped(scope, move || {
+                    for mut chunk in filled {
+                        unions(built, &chunk);
+                        chunk.clear();
+                        let _ = empty.send(chunk);
+                    }
+                })
+                .ok()?;
+            let read = source.for_each_spans(&mut |spans| {
+                visit(spans);
+                let mut chunk = emptied.try_recv().unwrap_or_default();
+                chunk.extend_from_slice(spans);
+                // A worker gone (it panicked) is said when it is joined.
+                let _ = full.send(chunk);
+                Ok(())
+            });
+            drop(full);
+            if let Err(panic) = worker.join() {
+                std::panic::resume_unwind(panic);
+            }
+            Some(read)
+        })
+    });
+    match beside.flatten() {
+        Some(read) => read?,
+        // No second thread: both here.
+        None => source.for_each_spans(&mut |spans| {
+            visit(spans);
+            unions(&mut built, spans);
+            Ok(())
+        })?,
+    }
+    Ok(built)
+}
+
+/// Adds each span to its thread's union, clipped to the window (threads with slices).
+fn add_to_unions(
+    unions: &mut [UnionSplit],
+    spans: &[Span],
+    slices_of: &[Option<&ThreadSlices>],
+    (start, end): (i64, i64),
+    comms: &mut Comms,
+) {
+    for s in spans {
+        let Some(Some(slices)) = slices_of.get(s.thread as usize) else {
+            continue;
+        };
+        let (from, to) = (s.start_ns.max(start), s.end_ns().min(end));
+        if from < to {
+            unions[s.thread as usize].add((from, to), slices, comms);
+        }
+    }
 }
 
 fn index(timeline: &SchedTimeline) -> HashMap<u32, ThreadSlices<'_>> {
@@ -337,33 +459,62 @@ fn spans_first(
     head: &Run,
     source: &dyn SpanSource,
 ) -> anyhow::Result<()> {
-    let mut unions: HashMap<u32, Vec<(i64, i64)>> = HashMap::new();
+    // One coverage per tid with slices; threads of the run by index to theirs.
+    let mut tids: Vec<u32> = Vec::new();
+    let coverage_of: Vec<Option<usize>> = (head.threads.iter())
+        .map(|t| {
+            by_tid.contains_key(&t.tid).then(|| {
+                (tids.iter().position(|&tid| tid == t.tid)).unwrap_or_else(|| {
+                    tids.push(t.tid);
+                    tids.len() - 1
+                })
+            })
+        })
+        .collect();
+    let mut coverage: Vec<Coverage> = (tids.iter())
+        .map(|tid| Coverage::new(by_tid[tid].slices.len()))
+        .collect();
+    // Looked up once, not hashed for every span.
+    let slices: Vec<&ThreadSlices> = tids.iter().map(|tid| &by_tid[tid]).collect();
     source.for_each_spans(&mut |spans: &[Span]| {
         for s in spans {
-            let Some(thread) = head.threads.get(s.thread as usize) else {
+            let Some(&Some(c)) = coverage_of.get(s.thread as usize) else {
                 continue;
             };
-            if by_tid.contains_key(&thread.tid) {
-                add_to_union(
-                    unions.entry(thread.tid).or_default(),
-                    (s.start_ns, s.end_ns()),
-                );
-            }
+            coverage[c].add((s.start_ns, s.end_ns()), slices[c]);
         }
         Ok(())
     })?;
-    for (tid, union) in unions {
-        let Some(thread) = by_tid.get_mut(&tid) else {
+    drop(slices);
+    // Threads whose spans reached back past what was counted: their whole union, from
+    // another read.
+    let mut whole: Vec<Option<Vec<(i64, i64)>>> = (coverage.iter())
+        .map(|c| c.union.broken.then(Vec::new))
+        .collect();
+    if whole.iter().any(Option::is_some) {
+        source.for_each_spans(&mut |spans: &[Span]| {
+            for s in spans {
+                if let Some(&Some(c)) = coverage_of.get(s.thread as usize) {
+                    if let Some(union) = &mut whole[c] {
+                        add_to_union(union, (s.start_ns, s.end_ns()));
+                    }
+                }
+            }
+            Ok(())
+        })?;
+    }
+    for ((tid, mut c), union) in tids.iter().zip(coverage).zip(whole) {
+        let Some(thread) = by_tid.get_mut(tid) else {
             continue;
         };
-        for (slice, density) in thread.slices.iter().zip(&mut thread.density) {
-            let (from, to) = (slice.start_ns, slice.start_ns + slice.dur_ns);
-            let first = union.partition_point(|&(_, end)| end <= from);
-            let covered: i64 = (union[first..].iter())
-                .take_while(|&&(start, _)| start < to)
-                .map(|&(start, end)| end.min(to) - start.max(from))
-                .filter(|&d| d > 0)
-                .sum();
+        match union {
+            Some(union) => c.covered = covered_by(thread.slices, &union),
+            None => c.finish(thread),
+        }
+        for ((slice, density), &covered) in (thread.slices.iter())
+            .zip(&mut thread.density)
+            .zip(&c.covered)
+        {
             let active = (slice.on_cpu_ns + slice.runnable_ns) as f64;
             if covered > 0 && active > 0.0 {
                 // Inside the spans: min(active, covered) over `covered`, against the
@@ -376,56 +527,139 @@ fn spans_first(
     Ok(())
 }
 
-/// A thread's union of spans, split by the scheduler as it is built: the intervals its
-/// later spans can no longer touch are split (in order, as the whole union's would be)
-/// and dropped, so only the last few are held, where the whole union took 16 bytes an
-/// interval, one a span where spans do not touch (issue 29).
+/// How much of each of a thread's slices its spans cover, counted as the union of its
+/// spans is built ([`RecentUnion`]): the whole union is never held.
+struct Coverage {
+    union: RecentUnion,
+    /// By slice.
+    covered: Vec<i64>,
+    cursor: Cursor,
+}
+
+impl Coverage {
+    fn new(slices: usize) -> Coverage {
+        Coverage {
+            union: RecentUnion::default(),
+            covered: vec![0; slices],
+            cursor: Cursor::default(),
+        }
+    }
+
+    fn add(&mut self, span: (i64, i64), thread: &ThreadSlices) {
+        let (covered, cursor) = (&mut self.covered, &mut self.cursor);
+        (self.union).add(span, |interval| cover(thread, interval, cursor, covered));
+    }
+
+    fn finish(&mut self, thread: &ThreadSlices) {
+        let (covered, cursor) = (&mut self.covered, &mut self.cursor);
+        (self.union).finish(|interval| cover(thread, interval, cursor, covered));
+    }
+}
+
+/// Adds the part of each slice that `[from, to)` (an interval of the union) covers.
+fn cover(thread: &ThreadSlices, (from, to): (i64, i64), cursor: &mut Cursor, covered: &mut [i64]) {
+    let first = thread.first_from(from, cursor);
+    for (slice, c) in thread.slices[first..].iter().zip(&mut covered[first..]) {
+        if slice.start_ns >= to {
+            break;
+        }
+        let inside = (slice.start_ns + slice.dur_ns).min(to) - slice.start_ns.max(from);
+        if inside > 0 {
+            *c += inside;
+        }
+    }
+}
+
+/// [`cover`] of a whole union held in memory, slice by slice.
+fn covered_by(slices: &[SchedSlice], union: &[(i64, i64)]) -> Vec<i64> {
+    (slices.iter())
+        .map(|slice| {
+            let (from, to) = (slice.start_ns, slice.start_ns + slice.dur_ns);
+            let first = union.partition_point(|&(_, end)| end <= from);
+            (union[first..].iter())
+                .take_while(|&&(start, _)| start < to)
+                .map(|&(start, end)| end.min(to) - start.max(from))
+                .filter(|&d| d > 0)
+                .sum()
+        })
+        .collect()
+}
+
+/// A thread's union of spans as it is built: the intervals its later spans can no longer
+/// touch are handed on (in order, as the whole union's would be) and dropped, so only the
+/// last few are held, where the whole union took 16 bytes an interval, one a span where
+/// spans do not touch (issue 29).
 #[derive(Default)]
-struct UnionSplit {
-    /// The union's latest intervals, sorted and disjoint, not split yet.
+struct RecentUnion {
+    /// The union's latest intervals, sorted and disjoint, not handed on yet.
     recent: Vec<(i64, i64)>,
-    /// The end of the last interval split.
-    split_to: Option<i64>,
-    /// The split of the intervals split so far.
-    all: Split,
+    /// The end of the last interval handed on.
+    done_to: Option<i64>,
     any: bool,
-    /// A span reached back to an interval already split: the union is built whole by
-    /// another read of the spans ([`split_whole_unions`]).
+    /// A span reached back to an interval already handed on: the union is built whole by
+    /// another read of the spans.
     broken: bool,
 }
 
-/// Intervals held before the oldest are split, and how many are then.
+/// Intervals held before the oldest are handed on, and how many are then.
 const RECENT_INTERVALS: usize = 64;
 
-impl UnionSplit {
-    fn add(&mut self, span: (i64, i64), slices: &ThreadSlices, comms: &mut Comms) {
+impl RecentUnion {
+    /// Adds `span`, handing the intervals that are done to `done`.
+    fn add(&mut self, span: (i64, i64), mut done: impl FnMut((i64, i64))) {
         self.any = true;
         if self.broken {
             return;
         }
-        if self.split_to.is_some_and(|end| span.0 <= end) {
+        if self.done_to.is_some_and(|end| span.0 <= end) {
             self.broken = true;
             self.recent = Vec::new();
             return;
         }
         add_to_union(&mut self.recent, span);
         if self.recent.len() >= 2 * RECENT_INTERVALS {
-            for &(from, to) in &self.recent[..RECENT_INTERVALS] {
-                slices.split(from, to, comms, &mut self.all);
-                self.split_to = Some(to);
+            for &interval in &self.recent[..RECENT_INTERVALS] {
+                done(interval);
+                self.done_to = Some(interval.1);
             }
             self.recent.drain(..RECENT_INTERVALS);
         }
     }
 
+    /// Hands on the intervals left.
+    fn finish(&mut self, done: impl FnMut((i64, i64))) {
+        self.recent.drain(..).for_each(done);
+    }
+}
+
+/// A thread's union split by the scheduler as it is built.
+#[derive(Default)]
+struct UnionSplit {
+    union: RecentUnion,
+    /// The split of the intervals handed on so far.
+    all: Split,
+    cursor: Cursor,
+}
+
+impl UnionSplit {
+    fn add(&mut self, span: (i64, i64), slices: &ThreadSlices, comms: &mut Comms) {
+        let (all, cursor) = (&mut self.all, &mut self.cursor);
+        (self.union).add(span, |(from, to)| {
+            slices.split_after(from, to, cursor, comms, all)
+        });
+    }
+
+    fn broken(&self) -> bool {
+        self.union.broken
+    }
+
     /// The split of the whole union; `None` when no span was added.
     fn finish(mut self, slices: &ThreadSlices, comms: &mut Comms) -> Option<Split> {
-        if !self.any {
+        if !self.union.any {
             return None;
         }
-        for &(from, to) in &self.recent {
-            slices.split(from, to, comms, &mut self.all);
-        }
+        let (all, cursor) = (&mut self.all, &mut self.cursor);
+        (self.union).finish(|(from, to)| slices.split_after(from, to, cursor, comms, all));
         Some(self.all)
     }
 }
@@ -440,7 +674,7 @@ fn split_whole_unions(
     source: &dyn SpanSource,
 ) -> anyhow::Result<()> {
     let mut whole: Vec<Option<Vec<(i64, i64)>>> =
-        (unions.iter()).map(|u| u.broken.then(Vec::new)).collect();
+        (unions.iter()).map(|u| u.broken().then(Vec::new)).collect();
     if whole.iter().all(Option::is_none) {
         return Ok(());
     }
@@ -464,11 +698,14 @@ fn split_whole_unions(
             continue;
         };
         u.all = Split::default();
+        let mut cursor = Cursor::default();
         for &(from, to) in &union {
-            slices.split(from, to, comms, &mut u.all);
+            slices.split_after(from, to, &mut cursor, comms, &mut u.all);
         }
-        u.broken = false;
-        u.recent = Vec::new();
+        u.union = RecentUnion {
+            any: true,
+            ..RecentUnion::default()
+        };
     }
     Ok(())
 }
@@ -573,7 +810,7 @@ mod union_tests {
         for &span in &spans {
             union.add(span, &thread, &mut comms);
         }
-        assert!(!union.broken);
+        assert!(!union.broken());
         let streamed = union.finish(&thread, &mut comms).unwrap();
         let whole = whole_split(&spans, &mut comms);
         assert_eq!(streamed.on_cpu, whole.on_cpu);
@@ -584,10 +821,86 @@ mod union_tests {
         for &span in spans.iter().chain([(1, 2)].iter()) {
             late.add(span, &thread, &mut comms);
         }
-        assert!(late.broken, "a span before the intervals split is noticed");
+        assert!(
+            late.broken(),
+            "a span before the intervals split is noticed"
+        );
         assert!(UnionSplit::default().finish(&thread, &mut comms).is_none());
     }
 }
+#[cfg(test)]
+mod coverage_tests {
+    use super::*;
+    use crate::model::ThreadInfo;
+
+    /// The densities `spans_first` gives, against those of the whole union held at once.
+    fn densities_match(spans: Vec<Span>) {
+        let slices: Vec<SchedSlice> = (0..400)
+            .map(|k| SchedSlice {
+                tid: 7,
+                start_ns: k * 50,
+                dur_ns: 50,
+                on_cpu_ns: 20 + k % 7,
+                runnable_ns: 5,
+                by: String::new(),
+            })
+            .collect();
+        let timeline = SchedTimeline {
+            source: SchedSource::Schedstat,
+            resolution_ns: 50,
+            slices,
+            ..SchedTimeline::default()
+        };
+        let run = Run {
+            threads: vec![ThreadInfo {
+                tid: 7,
+                ..ThreadInfo::default()
+            }],
+            spans,
+            ..Run::default()
+        };
+        let mut by_tid = index(&timeline);
+        spans_first(&mut by_tid, &run, &run).unwrap();
+        let mut union = Vec::new();
+        for s in &run.spans {
+            add_to_union(&mut union, (s.start_ns, s.end_ns()));
+        }
+        let thread = &by_tid[&7];
+        let covered = covered_by(thread.slices, &union);
+        for ((slice, &density), covered) in thread.slices.iter().zip(&thread.density).zip(covered) {
+            let active = (slice.on_cpu_ns + slice.runnable_ns) as f64;
+            let expected = match covered > 0 {
+                true => active.min(covered as f64) / covered as f64 / (active / 50.0),
+                false => 1.0,
+            };
+            assert_eq!(density, expected, "slice at {}", slice.start_ns);
+        }
+    }
+
+    fn span(start_ns: i64, dur_ns: i64) -> Span {
+        Span {
+            start_ns,
+            dur_ns,
+            ..Span::default()
+        }
+    }
+
+    #[test]
+    fn slices_covered_as_the_union_is_built_are_covered_as_by_the_whole_union() {
+        // Spans a few ns apart and across slices, some nested or a little late (followed).
+        let mut spans = Vec::new();
+        for k in 0..1500i64 {
+            let t = k * 13;
+            spans.push(span(t + 4, 3));
+            spans.push(span(t, 9));
+        }
+        densities_match(spans.clone());
+        // One reaching back past the intervals counted: the whole union is read again.
+        spans.push(span(2, 30));
+        densities_match(spans);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::analyze::analyze;

@@ -17,12 +17,14 @@ pub fn document(c: &Comparison) -> Document {
         .iter()
         .map(|v| format!("{v} {}", c.runs.get(v).copied().unwrap_or(0)))
         .collect();
-    blocks.push(Block::Heading(plain(format!(
-        "framelab compare · {} · baseline {} · measured runs: {}",
-        c.sources.join(", "),
-        c.baseline,
-        runs.join(", ")
-    ))));
+    blocks.push(Block::Heading(vec![
+        Span::plain("framelab compare · "),
+        Span::name(c.sources.join(", ")),
+        Span::plain(" · baseline "),
+        Span::name(&c.baseline),
+        Span::plain(" · measured runs: "),
+        Span::name(runs.join(", ")),
+    ]));
     let all_single = only_one_run_a_side(c);
     // One run a side has no verdict, so nothing is tested first: no primary line.
     if !all_single {
@@ -38,7 +40,8 @@ pub fn document(c: &Comparison) -> Document {
         .map(|v| {
             let command = c.commands.get(v).map(String::as_str).unwrap_or("");
             vec![
-                Span::plain(format!("{}: ", crate::display::name(v))),
+                Span::name(crate::display::name(v)),
+                Span::plain(": "),
                 Span::code(crate::display::text(command)),
             ]
         })
@@ -55,7 +58,8 @@ pub fn document(c: &Comparison) -> Document {
             } else {
                 format!("[{}] ", g.label)
             };
-            headlines.push(vec![Span::strong(format!("{prefix}{}", cmp.headline))]);
+            let headline = Span::name(format!("{prefix}{}", cmp.headline));
+            headlines.push(vec![headline.with(SpanKind::Strong)]);
         }
     }
     blocks.push(Block::Bullets(headlines));
@@ -81,10 +85,11 @@ pub fn document(c: &Comparison) -> Document {
                     Some(metric) => format!(" from {metric}"),
                     None => String::new(),
                 };
-                plain(format!(
-                    "run {} of {} ({}{at}){from}: {}",
-                    e.run_id, e.path, e.variant, e.why
-                ))
+                vec![
+                    Span::plain(format!("run {} of ", e.run_id)),
+                    Span::name(format!("{} ({}{at}){from}", e.path, e.variant)),
+                    Span::plain(format!(": {}", e.why)),
+                ]
             })
             .collect();
         blocks.push(Block::Bullets(items));
@@ -96,7 +101,9 @@ pub fn document(c: &Comparison) -> Document {
     }
     if !c.notes.is_empty() {
         blocks.push(heading("notes"));
-        blocks.push(Block::Bullets(c.notes.iter().map(plain).collect()));
+        // Sentences that name variants, stages and files: escaped whole in Markdown.
+        let notes = c.notes.iter().map(|n| vec![Span::name(n)]).collect();
+        blocks.push(Block::Bullets(notes));
     }
     blocks.push(Block::Data(super::csv::table(c)));
     Document {
@@ -109,6 +116,12 @@ fn heading(text: &str) -> Block {
     Block::Subheading(plain(text))
 }
 
+/// A heading whose words are names (variants, parameter values, a metric's label): Markdown
+/// escapes them.
+fn named_heading(text: &str) -> Block {
+    Block::Subheading(vec![Span::name(text)])
+}
+
 /// Every swept metric side by side: one row per parameter values and variant, one column
 /// per metric (the "codec × path: wall, CPU of each process, load, cores" table).
 fn medians_table(blocks: &mut Vec<Block>, c: &Comparison) {
@@ -119,10 +132,12 @@ fn medians_table(blocks: &mut Vec<Block>, c: &Comparison) {
             .iter()
             .map(|s| format!("{} ({})", s.label, unit_name(&s.unit))),
     );
+    let names: Vec<usize> = (0..headers.len()).collect();
     let mut t = Table {
         headers,
         ..Table::default()
-    };
+    }
+    .with_names(&names, &[0, 1]);
     let first = &c.sweeps[0];
     for (r, row) in first.rows.iter().enumerate() {
         for (v, variant) in first.variants.iter().enumerate() {
@@ -147,7 +162,7 @@ fn sweep_table(blocks: &mut Vec<Block>, c: &Comparison, sweep: &super::compariso
     } else {
         format!(", against {}", sweep.baseline_params)
     };
-    blocks.push(heading(&format!(
+    blocks.push(named_heading(&format!(
         "sweep: {} ({}) per parameter value{against}",
         sweep.label,
         unit_name(&sweep.unit)
@@ -166,10 +181,12 @@ fn sweep_table(blocks: &mut Vec<Block>, c: &Comparison, sweep: &super::compariso
             sweep.baseline_params
         ));
     }
+    let names: Vec<usize> = (0..headers.len()).collect();
     let mut t = Table {
         headers,
         ..Table::default()
-    };
+    }
+    .with_names(&names, &[0]);
     for row in &sweep.rows {
         let mut cells = vec![row.params.clone()];
         cells.extend(
@@ -236,7 +253,7 @@ fn group(blocks: &mut Vec<Block>, c: &Comparison, g: &Group) {
         } else {
             format!("{}{at} vs [{}]", cmp.variant, cmp.baseline_params)
         };
-        blocks.push(heading(&title));
+        blocks.push(named_heading(&title));
         if !c.histograms.is_empty() {
             // Runs of imported histograms: a table per histogram instead of metric rows.
             let of_this = (c.histograms.iter())
@@ -261,7 +278,7 @@ fn group(blocks: &mut Vec<Block>, c: &Comparison, g: &Group) {
         } else {
             headers.push("change");
         }
-        let mut t = Table::new(&headers);
+        let mut t = Table::new(&headers).with_names(&[2, 3], &[0]);
         for row in &cmp.rows {
             let mut cells = vec![
                 row.label.clone(),
@@ -296,7 +313,10 @@ fn group(blocks: &mut Vec<Block>, c: &Comparison, g: &Group) {
                         ),
                         None => String::new(),
                     };
-                    Some(plain(format!("{}: {reason}{more}", r.label)))
+                    Some(vec![
+                        Span::name(&r.label),
+                        Span::plain(format!(": {reason}{more}")),
+                    ])
                 }
                 _ => None,
             })
@@ -311,7 +331,7 @@ fn group(blocks: &mut Vec<Block>, c: &Comparison, g: &Group) {
     if !g.steps.is_empty() {
         let metric = c.metrics.iter().find(|m| m.key == c.headline_metric);
         let (label, unit) = metric.map_or(("", Unit::Fps), |m| (m.label.as_str(), m.unit.clone()));
-        blocks.push(heading(&format!(
+        blocks.push(named_heading(&format!(
             "step by step{at}: {label} ({})",
             unit_name(&unit)
         )));
@@ -322,7 +342,8 @@ fn group(blocks: &mut Vec<Block>, c: &Comparison, g: &Group) {
             "step [95% interval]",
             "difference from the baseline",
             "from the baseline [95% interval]",
-        ]);
+        ])
+        .with_names(&[], &[0]);
         for s in &g.steps {
             let cell = |r: &Option<crate::stats::RatioInterval>| match r {
                 Some(r) => interval_text(r.ratio, r.low, r.high),
@@ -340,23 +361,24 @@ fn group(blocks: &mut Vec<Block>, c: &Comparison, g: &Group) {
         blocks.push(Block::TableUnder(t));
     }
     if !g.worst.is_empty() {
-        let worst: Vec<String> = g
-            .worst
-            .iter()
-            .map(|w| {
-                format!(
-                    "{} {} µs (run {}, frame {})",
-                    w.variant,
-                    fixed(w.total_us, 0),
-                    w.run_id,
-                    w.frame
-                )
-            })
-            .collect();
-        blocks.push(Block::Remark(plain(format!(
-            "worst frame total{at}, shown, never used for a verdict: {}",
-            worst.join(" · ")
-        ))));
+        let mut remark = vec![
+            Span::plain("worst frame total"),
+            Span::name(at.as_str()),
+            Span::plain(", shown, never used for a verdict: "),
+        ];
+        for (i, w) in g.worst.iter().enumerate() {
+            if i > 0 {
+                remark.push(Span::plain(" · "));
+            }
+            remark.push(Span::name(&w.variant));
+            remark.push(Span::plain(format!(
+                " {} µs (run {}, frame {})",
+                fixed(w.total_us, 0),
+                w.run_id,
+                w.frame
+            )));
+        }
+        blocks.push(Block::Remark(remark));
     }
 }
 

@@ -111,21 +111,34 @@ pub fn extract_keeping(run: &Run, keep: &Keep) -> RunData {
 pub fn extract_stored(path: &Path, run_id: i64, keep: &Keep) -> anyhow::Result<RunData> {
     let run = crate::store::open_run(path, Some(run_id))?;
     let head = &run.head;
-    let (columns, table) = compact::load_columns(&run, ANALYSIS_KEEPS)?;
-    let (_, measured) = measure(&table, &columns, &head.meta);
-    let waits = waits(head, &columns, &table, &measured, keep)?;
     let mut by_id: Vec<(usize, SortedValues)> = Vec::new();
-    let analysis = compact::analyze_columns(
-        head,
-        Columns::Owned(Box::new(columns)),
-        &table,
-        &run,
-        &mut |sorted| {
-            if let Sorted::Stage(id, values) = sorted {
-                by_id.push((id, with_ns!(values, v => keep.reduce(v))));
-            }
-        },
-    )?;
+    let mut take_stages = |sorted: Sorted| {
+        if let Sorted::Stage(id, values) = sorted {
+            by_id.push((id, with_ns!(values, v => keep.reduce(v))));
+        }
+    };
+    let (table, spans) = compact::read_frames(&run)?;
+    // One span a frame: no waits, and no columns held (as the report's analysis).
+    let streamed = match compact::streamed::one_span_a_frame(&table, spans) {
+        true => compact::streamed::analyze_measured(head, &table, spans, &run, &mut take_stages)?,
+        false => None,
+    };
+    let (analysis, table, measured, waits) = match streamed {
+        Some((analysis, measured)) => (analysis, table, measured, Vec::new()),
+        None => {
+            let (columns, table) = compact::columns_beside(table, &run, ANALYSIS_KEEPS)?;
+            let (_, measured) = measure(&table, &columns, &head.meta);
+            let waits = waits(head, &columns, &table, &measured, keep)?;
+            let analysis = compact::analyze_columns(
+                head,
+                Columns::Owned(Box::new(columns)),
+                &table,
+                &run,
+                &mut take_stages,
+            )?;
+            (analysis, table, measured, waits)
+        }
+    };
     let mut data = from_analysis(&analysis);
     let has_spans = analysis.spans > 0;
     if has_spans {
@@ -146,9 +159,7 @@ pub fn extract_stored(path: &Path, run_id: i64, keep: &Keep) -> anyhow::Result<R
 
 /// The measured frames' totals, sorted and reduced.
 fn totals(table: &FrameTable, measured: &MeasuredFrames, keep: &Keep) -> SortedValues {
-    let frames: Vec<u32> = measured.in_window.ones().collect();
-    let mut totals = compact::values_in_order(&frames, |i| table.total_ns(i));
-    drop(frames);
+    let mut totals = compact::values_of_frames(measured, |i| table.total_ns(i));
     totals.sort();
     with_ns!(&totals, v => keep.reduce(v))
 }

@@ -303,7 +303,8 @@ fn change_cell(b: Bounds, shown: &dyn Fn(f64) -> String) -> String {
 /// The table of one histogram comparison (text or Markdown).
 pub fn table(h: &HistogramComparison) -> Table {
     let scale = bounds::scale_of(&h.unit);
-    let mut t = Table::new(&["figure", &h.baseline, &h.variant, "difference", "change"]);
+    let mut t = Table::new(&["figure", &h.baseline, &h.variant, "difference", "change"])
+        .with_names(&[1, 2], &[]);
     for r in &h.rows {
         let pct = |v: f64| crate::render::cells::signed_pct(v + 1.0, 1);
         t.push(vec![

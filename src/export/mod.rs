@@ -4,6 +4,7 @@
 pub mod chrome;
 pub mod csv;
 pub mod perfetto;
+mod start_order;
 
 use std::io::Write;
 
@@ -43,7 +44,7 @@ pub fn export_to_path(
 /// format needs the whole run in memory. Returns the spans written.
 pub fn export_streamed(
     head: &Run,
-    source: &dyn crate::model::SpanSource,
+    source: &(dyn crate::model::SpanSource + Sync),
     format: Format,
     path: &std::path::Path,
     input: Option<&std::path::Path>,

@@ -19,9 +19,11 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::io::Write;
+use std::sync::mpsc;
 
 use anyhow::{bail, Context};
 
+use super::start_order::{for_each_in_start_order, OrderScan, StartKey};
 use crate::fast_map::FastMap;
 use crate::formats::perfetto::proto::{
     CounterDescriptor, DebugAnnotation, InternedData, InternedName, ProcessDescriptor,
@@ -31,7 +33,8 @@ use crate::formats::perfetto::proto::{
 };
 use crate::formats::perfetto::{written_pid, FRAME_ANNOTATION, KEY_ANNOTATION};
 use crate::formats::LAUNCH_MARKER;
-use crate::model::{Run, Span, SpanSource};
+use crate::model::{Run, SpanSource};
+use crate::read_ahead::for_each_read_ahead;
 
 /// The one packet sequence of the trace.
 const SEQUENCE: u32 = 1;
@@ -41,21 +44,69 @@ const KEY_IID: u64 = 2;
 /// Output is handed to the writer in chunks of about this size: as large as the
 /// `BufWriter` of `export_to_path`, which then passes them on without copying.
 const CHUNK: usize = 1 << 20;
+/// Chunks encoded ahead of the one being written.
+const CHUNKS_AHEAD: usize = 2;
 
+/// `run` as a trace, encoded and written on this thread.
 pub fn write(run: &Run, out: &mut dyn Write) -> anyhow::Result<()> {
-    write_from(run, run, out).map(drop)
+    encode(run, run, PacketWriter::new(Out::Write(out), 0)).map(drop)
 }
 
 /// [`write`] of `head` (a run with its events, counter values and telemetry; its spans
-/// are not read) with its spans from `source`, read twice (issue 29: a whole run in
-/// memory took ~40 bytes a span): once for the earliest time, each frame's span count and
-/// how far out of start order spans come, then in start order through a buffer that holds
-/// only the spans a later one may still precede (a few drains' worth in a recorded run).
-/// Returns the spans written.
-pub fn write_from(head: &Run, source: &dyn SpanSource, out: &mut dyn Write) -> anyhow::Result<u64> {
+/// are not read) with its spans from `source` (issue 29: a whole run in memory took ~40
+/// bytes a span): read once for the earliest time, each frame's span count and the order
+/// the spans come in, then again in start order as [`super::start_order`] hands them on,
+/// whatever order they come in, without holding them. Returns the spans written.
+pub fn write_from(
+    head: &Run,
+    source: &(dyn SpanSource + Sync),
+    out: &mut dyn Write,
+) -> anyhow::Result<u64> {
+    // The trace is encoded on a thread of its own and written here, a few chunks behind:
+    // writing a 10M-span trace (about 470 MB) took a third of the export's time.
+    std::thread::scope(|scope| {
+        let (full_tx, full_rx) = mpsc::sync_channel::<Vec<u8>>(CHUNKS_AHEAD);
+        let (empty_tx, empty_rx) = mpsc::channel::<Vec<u8>>();
+        let encoder = std::thread::Builder::new().spawn_scoped(scope, move || {
+            let handoff = Out::Handoff {
+                full: full_tx,
+                empty: empty_rx,
+            };
+            encode(head, source, PacketWriter::new(handoff, 0))
+        });
+        // No thread to be had: encoded and written here.
+        let Ok(encoder) = encoder else {
+            return encode(head, source, PacketWriter::new(Out::Write(out), 0));
+        };
+        let mut written = Ok(());
+        for chunk in &full_rx {
+            if let Err(e) = out.write_all(&chunk) {
+                written = Err(e);
+                break;
+            }
+            let _ = empty_tx.send(chunk);
+        }
+        // The encoder stops at its next chunk when writing failed.
+        drop(full_rx);
+        let encoded = match encoder.join() {
+            Ok(encoded) => encoded,
+            Err(_) => anyhow::bail!("encoding the trace failed in a worker thread"),
+        };
+        written?;
+        let spans = encoded?;
+        out.flush()?;
+        Ok(spans)
+    })
+}
+
+/// The trace of `head` with the spans of `source`, through `w`.
+fn encode(
+    head: &Run,
+    source: &(dyn SpanSource + Sync),
+    mut w: PacketWriter,
+) -> anyhow::Result<u64> {
     let scan = SpanScan::of(source)?;
-    let shift = time_shift(head, scan.earliest)?;
-    let mut w = PacketWriter::new(out, shift);
+    w.shift = time_shift(head, scan.order.earliest)?;
     let iids = NameIids::new(head);
     w.packet(&iids.first_packet(head))?;
     let tracks = Tracks::describe(head, &mut w)?;
@@ -74,45 +125,24 @@ pub fn write_from(head: &Run, source: &dyn SpanSource, out: &mut dyn Write) -> a
 
 /// What the first read of the spans tells the second.
 struct SpanScan {
-    earliest: Option<i64>,
-    latest: Option<i64>,
-    /// The most a span starts before one read ahead of it: a span is written once the
-    /// latest start read is further than this past its own.
-    lateness: i128,
+    order: OrderScan,
     flows: FrameFlows,
 }
 
 impl SpanScan {
-    fn of(source: &dyn SpanSource) -> anyhow::Result<SpanScan> {
+    fn of(source: &(dyn SpanSource + Sync)) -> anyhow::Result<SpanScan> {
         let mut scan = SpanScan {
-            earliest: None,
-            latest: None,
-            lateness: 0,
+            order: OrderScan::default(),
             flows: FrameFlows::expecting(source.span_count_hint()),
         };
-        source.for_each_spans(&mut |chunk| {
+        for_each_read_ahead(source, &mut |chunk| {
             for s in chunk {
-                scan.earliest = Some(scan.earliest.map_or(s.start_ns, |e| e.min(s.start_ns)));
-                if let Some(latest) = scan.latest {
-                    scan.lateness = scan.lateness.max(latest as i128 - s.start_ns as i128);
-                }
-                scan.latest = Some(scan.latest.map_or(s.start_ns, |l| l.max(s.start_ns)));
+                scan.order.see(s);
                 scan.flows.count(s.frame);
             }
             Ok(())
         })?;
         Ok(scan)
-    }
-
-    /// Whether spans come so far out of start order (a file written thread by thread, as
-    /// an import can be) that most of them would wait: then they are better sorted in
-    /// memory, 56 bytes a span, than held in the heap, 48 bytes and its slack a span.
-    fn mostly_waiting(&self) -> bool {
-        let range = match (self.earliest, self.latest) {
-            (Some(e), Some(l)) => l as i128 - e as i128,
-            _ => 0,
-        };
-        self.lateness.saturating_mul(8) > range
     }
 }
 
@@ -277,20 +307,15 @@ struct Lane {
 /// and, of equal ends, the innermost (deepest) slice first.
 type PendingEnd = Reverse<(i64, Reverse<usize>, u32, u32)>;
 
-/// A span waiting for its turn: ordered by start, longest first, thread, then its index
-/// in the run (the order a stable sort by the first three gives).
-type Waiting = Reverse<(i64, Reverse<i64>, u32, u64, u64, u16)>;
-
 /// Spans in start order, longest first at equal starts (so parents open first), each
 /// on the first track of its thread where it nests. ENDs come out in time order.
 fn write_spans(
-    source: &dyn SpanSource,
+    source: &(dyn SpanSource + Sync),
     scan: SpanScan,
     tracks: &Tracks,
     iids: &NameIids,
     w: &mut PacketWriter,
 ) -> anyhow::Result<u64> {
-    let scan_waits = scan.mostly_waiting();
     let mut slices = Slices {
         lanes: (tracks.threads.iter())
             .map(|&uuid| {
@@ -304,80 +329,10 @@ fn write_spans(
         ends: BinaryHeap::new(),
         flows: scan.flows,
     };
-    if scan_waits {
-        return write_sorted(source, slices, iids, w);
-    }
-    let mut waiting: BinaryHeap<Waiting> = BinaryHeap::new();
-    let (mut index, mut latest) = (0u64, i64::MIN);
-    source.for_each_spans(&mut |chunk| {
-        for s in chunk {
-            waiting.push(Reverse((
-                s.start_ns,
-                Reverse(s.dur_ns),
-                s.thread,
-                index,
-                s.frame,
-                s.stage,
-            )));
-            index += 1;
-            latest = latest.max(s.start_ns);
-        }
-        // No span still to come starts before `latest − lateness`.
-        let due = latest as i128 - scan.lateness;
-        while (waiting.peek()).is_some_and(|Reverse(next)| (next.0 as i128) < due) {
-            if let Some(Reverse(next)) = waiting.pop() {
-                slices.open(next, iids, w)?;
-            }
-        }
-        Ok(())
-    })?;
-    while let Some(Reverse(next)) = waiting.pop() {
-        slices.open(next, iids, w)?;
-    }
+    let written =
+        for_each_in_start_order(source, &scan.order, &mut |span| slices.open(span, iids, w))?;
     slices.close_all(w)?;
-    Ok(index)
-}
-
-/// [`write_spans`] of spans read whole, then put in start order as a stable sort does.
-fn write_sorted(
-    source: &dyn SpanSource,
-    mut slices: Slices,
-    iids: &NameIids,
-    w: &mut PacketWriter,
-) -> anyhow::Result<u64> {
-    let mut spans: Vec<Span> = Vec::with_capacity(source.span_count_hint());
-    source.for_each_spans(&mut |chunk| {
-        spans.extend_from_slice(chunk);
-        Ok(())
-    })?;
-    for i in start_order(&spans) {
-        let s = &spans[i as usize];
-        let key = (
-            s.start_ns,
-            Reverse(s.dur_ns),
-            s.thread,
-            u64::from(i),
-            s.frame,
-            s.stage,
-        );
-        slices.open(key, iids, w)?;
-    }
-    slices.close_all(w)?;
-    Ok(spans.len() as u64)
-}
-
-/// Span indices by (start, longest first, thread); the identity when already so.
-fn start_order(spans: &[Span]) -> Vec<u32> {
-    let key = |s: &Span| (s.start_ns, Reverse(s.dur_ns), s.thread);
-    if spans.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
-        return (0..spans.len() as u32).collect();
-    }
-    // The indices alone, sorted in place with the index as the last key (the order a
-    // stable sort gives): 4 bytes a span, where sorting keyed copies with a merge sort's
-    // buffer took 36 more (issue 31: the export within 2× the run file).
-    let mut order: Vec<u32> = (0..spans.len() as u32).collect();
-    order.sort_unstable_by_key(|&i| (key(&spans[i as usize]), i));
-    order
+    Ok(written)
 }
 
 /// The threads' lanes, the slices open on them, and the frames' flows.
@@ -392,14 +347,7 @@ impl Slices {
     /// Writes the span's BEGIN, after the ENDs of the slices that end by its start.
     fn open(
         &mut self,
-        (start_ns, Reverse(dur_ns), thread, i, frame, stage): (
-            i64,
-            Reverse<i64>,
-            u32,
-            u64,
-            u64,
-            u16,
-        ),
+        (start_ns, Reverse(dur_ns), thread, i, frame, stage): StartKey,
         iids: &NameIids,
         w: &mut PacketWriter,
     ) -> anyhow::Result<()> {
@@ -598,17 +546,28 @@ fn write_counters(run: &Run, w: &mut PacketWriter) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Where a [`PacketWriter`]'s chunks go.
+enum Out<'a> {
+    /// Straight to a writer, on the thread that encodes.
+    Write(&'a mut dyn Write),
+    /// To the thread that writes them, the buffers it is done with coming back.
+    Handoff {
+        full: mpsc::SyncSender<Vec<u8>>,
+        empty: mpsc::Receiver<Vec<u8>>,
+    },
+}
+
 /// Encodes packets into a reused buffer, handing it to `out` in chunks; event packets
 /// reuse one `TracePacket` so that a span costs no allocation.
 struct PacketWriter<'a> {
-    out: &'a mut dyn Write,
+    out: Out<'a>,
     buf: Vec<u8>,
     shift: i64,
     event: TracePacket,
 }
 
 impl<'a> PacketWriter<'a> {
-    fn new(out: &'a mut dyn Write, shift: i64) -> PacketWriter<'a> {
+    fn new(out: Out<'a>, shift: i64) -> PacketWriter<'a> {
         PacketWriter {
             out,
             buf: Vec::with_capacity(CHUNK + 4096),
@@ -629,8 +588,31 @@ impl<'a> PacketWriter<'a> {
 
     fn flush_if_full(&mut self) -> anyhow::Result<()> {
         if self.buf.len() >= CHUNK {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
+            self.hand_over()?;
+        }
+        Ok(())
+    }
+
+    /// Passes the buffer on; it is empty after.
+    fn hand_over(&mut self) -> anyhow::Result<()> {
+        match &mut self.out {
+            Out::Write(out) => {
+                out.write_all(&self.buf)?;
+                self.buf.clear();
+            }
+            Out::Handoff { full, empty } => {
+                let next = match empty.try_recv() {
+                    Ok(mut used) => {
+                        used.clear();
+                        used
+                    }
+                    Err(_) => Vec::with_capacity(CHUNK + 4096),
+                };
+                let chunk = std::mem::replace(&mut self.buf, next);
+                // Writing failed: the writer says why.
+                full.send(chunk)
+                    .map_err(|_| anyhow::anyhow!("the trace's writer stopped"))?;
+            }
         }
         Ok(())
     }
@@ -745,9 +727,13 @@ impl<'a> PacketWriter<'a> {
     }
 
     fn finish(mut self) -> anyhow::Result<()> {
-        self.out.write_all(&self.buf)?;
-        self.buf.clear();
-        Ok(self.out.flush()?)
+        if !self.buf.is_empty() {
+            self.hand_over()?;
+        }
+        match &mut self.out {
+            Out::Write(out) => Ok(out.flush()?),
+            Out::Handoff { .. } => Ok(()),
+        }
     }
 }
 
@@ -776,8 +762,9 @@ mod tests {
     use super::*;
     use crate::analyze::fixtures::span;
     use crate::import::{parse_bytes, Format, ImportOptions};
-    use crate::model::{EventRecord, Sample, SampleSeries, SeriesKind, ThreadInfo};
+    use crate::model::{EventRecord, Sample, SampleSeries, SeriesKind, Span, ThreadInfo};
     use prost::Message;
+    use std::cmp::Reverse;
 
     fn thread(pid: u32, tid: u32, name: &str) -> ThreadInfo {
         ThreadInfo {
@@ -1028,7 +1015,7 @@ mod tests {
                     Flow::Ends(id) => (vec![], vec![id]),
                 };
                 let mut ours = Vec::new();
-                let mut writer = PacketWriter::new(&mut ours, 0);
+                let mut writer = PacketWriter::new(Out::Write(&mut ours), 0);
                 writer.begin(w, v, w, flow, t).unwrap();
                 writer.end(v, t).unwrap();
                 writer.finish().unwrap();
@@ -1136,5 +1123,66 @@ mod tests {
             err.to_string(),
             "span 12345 has a negative duration (-1 ns)"
         );
+    }
+
+    #[test]
+    fn the_trace_encoded_on_another_thread_is_the_same_and_a_failing_writer_says_why() {
+        // 100,000 spans: several chunks handed over.
+        let mut run = sample_run();
+        run.spans = (0..5)
+            .flat_map(|k| {
+                many_spans().into_iter().map(move |mut s| {
+                    s.frame += k * 5_000;
+                    s.start_ns += k as i64 * 10_000_000;
+                    s
+                })
+            })
+            .collect();
+        let mut threaded = Vec::new();
+        assert_eq!(write_from(&run, &run, &mut threaded).unwrap(), 100_000);
+        assert!(threaded.len() > 2 * CHUNK);
+        assert!(threaded == export(&run));
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("no space left"))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let err = write_from(&run, &run, &mut Full).unwrap_err();
+        assert_eq!(err.to_string(), "no space left");
+    }
+
+    #[test]
+    fn a_run_file_written_thread_by_thread_exports_the_bytes_of_its_loaded_run() {
+        // The file's spans come thread by thread (two sorted stretches, merged as they are
+        // read) or reversed (windows).
+        let dir = tempfile::tempdir().unwrap();
+        let mut run = sample_run();
+        run.spans = many_spans();
+        run.spans
+            .sort_by_key(|s| (s.thread, s.start_ns, Reverse(s.dur_ns)));
+        let mut reversed = run.clone();
+        reversed.spans.reverse();
+        for (k, run) in [run, reversed].iter().enumerate() {
+            let path = dir.path().join(format!("{k}.framelab"));
+            crate::store::write_run(&path, run).unwrap();
+            let mut stored = crate::store::open_run(&path, None).unwrap();
+            let out = dir.path().join(format!("{k}.pftrace"));
+            let spans = crate::export::export_stored(
+                &mut stored,
+                crate::render::Format::Perfetto,
+                &out,
+                None,
+            )
+            .unwrap();
+            assert_eq!(spans, 20_000);
+            // The loaded run put in start order by a stable sort: it is written as it comes.
+            let mut loaded = crate::store::load_run(&path, None).unwrap();
+            (loaded.spans).sort_by_key(|s| (s.start_ns, Reverse(s.dur_ns), s.thread));
+            assert!(std::fs::read(&out).unwrap() == export(&loaded), "run {k}");
+        }
     }
 }

@@ -6,7 +6,8 @@ use serde::Serialize;
 
 use super::bounds::{self, Quantity, Scale, Threshold, Within};
 use crate::model::Bucket;
-use crate::render::document::{plain, Block, PipeAlign, PipeTable};
+use crate::render::document::{Block, Span};
+use crate::render::table::{Align, Layout, Table};
 
 /// A histogram to show: its name as the report prints it, its unit, its buckets.
 #[derive(Clone, Debug, PartialEq)]
@@ -279,18 +280,16 @@ pub fn markdown_blocks(f: &Figures) -> Vec<Block> {
         _ => Vec::new(),
     };
     vec![
-        Block::Heading(plain(crate::display::markdown(&crate::display::name(
-            &f.name,
-        )))),
-        Block::Pipe(PipeTable {
-            headers: vec!["figure".into(), "value".into()],
-            align: vec![PipeAlign::Plain, PipeAlign::Plain],
+        Block::Heading(vec![Span::name(crate::display::name(&f.name))]),
+        Block::Pipe(Table {
             rows: figures,
+            ..Table::new(&["figure", "value"])
+                .with_layout(Layout::markdown_given(vec![Align::Plain, Align::Plain]))
         }),
-        Block::Pipe(PipeTable {
-            headers: vec!["bucket".into(), "count".into()],
-            align: vec![PipeAlign::Plain, PipeAlign::Right],
+        Block::Pipe(Table {
             rows: buckets,
+            ..Table::new(&["bucket", "count"])
+                .with_layout(Layout::markdown_given(vec![Align::Plain, Align::Right]))
         }),
         // The next histogram's heading, or the notes, a paragraph below.
         Block::Blank,

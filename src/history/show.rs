@@ -8,8 +8,9 @@ use serde::Serialize;
 
 use super::series::{series_from_rows, Series};
 use super::store::{Filter, Store};
-use crate::render::document::{pretty_json, write, Block, Document, Grid, GridColumn, Span};
+use crate::render::document::{pretty_json, write, Block, Document, Span};
 use crate::render::format::HISTORY_SHOW;
+use crate::render::table::{Layout, Table};
 use crate::render::Format;
 
 /// What `show` prints, and its JSON (`framelab.history.show/1`).
@@ -229,14 +230,14 @@ fn document(shown: &Shown) -> Document {
             Span::plain(format!(" on machine {}", s.machine)),
             Span::name(about),
         ]));
-        let columns = vec![
-            GridColumn::words("commit"),
-            GridColumn::words("branch"),
-            GridColumn::words("recorded (UTC)"),
-            GridColumn::numbers("runs"),
-            GridColumn::numbers("median"),
-            GridColumn::numbers("min"),
-            GridColumn::numbers("max"),
+        let headers = [
+            "commit",
+            "branch",
+            "recorded (UTC)",
+            "runs",
+            "median",
+            "min",
+            "max",
         ];
         let rows = (s.commits.iter())
             .map(|c| {
@@ -251,7 +252,15 @@ fn document(shown: &Shown) -> Document {
                 ]
             })
             .collect();
-        blocks.push(Block::Grid(Grid { columns, rows }));
+        let grid = Table {
+            rows,
+            ..Table::new(&headers)
+        };
+        // Commits and branches are names; the words' columns left, the numbers' right.
+        let every: Vec<usize> = (0..headers.len()).collect();
+        let grid =
+            (grid.with_names(&every, &every)).with_layout(Layout::grid(headers.len(), vec![1, 2]));
+        blocks.push(Block::TableUnder(grid));
         blocks.push(Block::Blank);
     }
     Document {

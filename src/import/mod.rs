@@ -27,26 +27,19 @@ pub use builder::TraceBuilder;
 use crate::analyze::pair::PairSpec;
 use crate::model::{Run, RunMeta};
 
-/// The formats `framelab import` reads.
+/// The formats `framelab import` reads, each parsed by the module of its name (`parser`).
+/// What each one is, as users read it, is said once: in the `--format` help
+/// (`ImportFormat` in the binary's `cli/choices.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
-    /// Chrome trace event JSON (array or object form)
     Chrome,
-    /// Perfetto protobuf trace (track events)
     Perfetto,
-    /// libwayland's WAYLAND_DEBUG=1 log (client or server side)
     Wayland,
-    /// PresentMon CSV (v1 and v2 columns)
     Presentmon,
-    /// MangoHud per-frame CSV log
     Mangohud,
-    /// ffmpeg -benchmark_all output
     Ffmpeg,
-    /// bpftrace hist()/lhist() output, text or JSON (-f json)
     Bpftrace,
-    /// CSV of spans or events, columns chosen with --map
     Csv,
-    /// JSON Lines of spans or events, fields chosen with --map
     Jsonl,
 }
 

@@ -4,14 +4,14 @@
 //! differential flame graph.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use serde::Serialize;
 
 use super::summary::{FunctionTable, Z95};
 use crate::display;
-use crate::render::document::{plain, pretty_json, write, Block, Document, PipeAlign, PipeTable};
+use crate::render::document::{pretty_json, write, Block, Document, Span};
 use crate::render::format::PROFILE;
+use crate::render::table::{Align, Layout, Table};
 use crate::render::Format;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -167,7 +167,7 @@ fn document(d: &Diff, n: usize, md: bool) -> Document {
     let rows = d.rows.iter().take(n);
     let name = |r: &DiffRow| format!("{} [{}]", r.function, r.module);
     let blocks = if md {
-        let (a, b) = (display::markdown(&d.a), display::markdown(&d.b));
+        let (a, b) = (&d.a, &d.b);
         let mut headers = vec!["function".to_owned()];
         headers.extend([
             format!("{a} incl %"),
@@ -177,59 +177,76 @@ fn document(d: &Diff, n: usize, md: bool) -> Document {
             format!("{a} self %"),
             format!("{b} self %"),
         ]);
-        let mut align = vec![PipeAlign::Plain];
-        align.extend([PipeAlign::Right; 6]);
+        let mut align = vec![Align::Plain];
+        align.extend([Align::Right; 6]);
         vec![
-            Block::Heading(plain(title(&a, &b))),
+            // Names: the writer escapes the title, the headers and functions whole.
+            Block::Heading(vec![Span::name(title(a, b))]),
             Block::Lines(format!("{NOISE_LEGEND}.\n")),
-            Block::Pipe(PipeTable {
-                headers,
-                align,
-                rows: rows
-                    .map(|r| {
-                        vec![
-                            display::markdown(&name(r)),
-                            format!("{:.2}", r.a_inclusive_pct),
-                            format!("{:.2}", r.b_inclusive_pct),
-                            format!("{:+.2}", r.change_pct),
-                            format!(
-                                "{}{}",
-                                plus_minus(r),
-                                if r.within_noise { " ~" } else { "" }
-                            ),
-                            format!("{:.2}", r.a_self_pct),
-                            format!("{:.2}", r.b_self_pct),
-                        ]
-                    })
-                    .collect(),
-            }),
+            Block::Pipe(
+                Table {
+                    headers,
+                    layout: Layout::markdown_given(align),
+                    rows: rows
+                        .map(|r| {
+                            vec![
+                                name(r),
+                                format!("{:.2}", r.a_inclusive_pct),
+                                format!("{:.2}", r.b_inclusive_pct),
+                                format!("{:+.2}", r.change_pct),
+                                format!(
+                                    "{}{}",
+                                    plus_minus(r),
+                                    if r.within_noise { " ~" } else { "" }
+                                ),
+                                format!("{:.2}", r.a_self_pct),
+                                format!("{:.2}", r.b_self_pct),
+                            ]
+                        })
+                        .collect(),
+                    ..Table::default()
+                }
+                .with_names(&[1, 2, 5, 6], &[0]),
+            ),
         ]
     } else {
         let (a, b) = (display::text(&d.a), display::text(&d.b));
-        let mut lines = format!(
-            "\n  {:>9} {:>9} {:>8} {:>7}  {:>8} {:>8}  function [module]\n",
-            "A incl%", "B incl%", "change", "±95%", "A self%", "B self%"
-        );
+        // The profile's own columns: the shares first, one space apart, `~` right after a
+        // change within the noise.
+        let headers = [
+            "A incl%",
+            "B incl%",
+            "change",
+            "±95% ",
+            "A self%",
+            "B self%",
+            "function [module]",
+        ];
+        let mut table = Table::new(&headers).with_layout(Layout {
+            min_widths: vec![9, 10, 9, 9, 9, 9],
+            words: vec![6],
+            numbers_first: true,
+            cut: 100,
+            ..Layout::default()
+        });
         for r in rows {
-            let _ = writeln!(
-                lines,
-                "  {:>8.2}% {:>8.2}% {:>+8.2} {:>7}{} {:>7.2}% {:>7.2}%  {}",
-                r.a_inclusive_pct,
-                r.b_inclusive_pct,
-                r.change_pct,
-                plus_minus(r),
-                if r.within_noise { "~" } else { " " },
-                r.a_self_pct,
-                r.b_self_pct,
-                display::escaped(&name(r), 100)
-            );
+            let noise = if r.within_noise { "~" } else { " " };
+            table.push(vec![
+                format!("{:.2}%", r.a_inclusive_pct),
+                format!("{:.2}%", r.b_inclusive_pct),
+                format!("{:+.2}", r.change_pct),
+                format!("{}{noise}", plus_minus(r)),
+                format!("{:.2}%", r.a_self_pct),
+                format!("{:.2}%", r.b_self_pct),
+                name(r),
+            ]);
         }
         vec![
             Block::Title(title(&a, &b)),
             Block::Detail(format!(
                 "inclusive % of each side's samples, largest change first; {NOISE_LEGEND}"
             )),
-            Block::Aligned(lines),
+            Block::Table(table),
         ]
     };
     Document {
@@ -334,6 +351,23 @@ mod tests {
         assert!(r.within_noise);
         let d = diff(&steady, &side(&[(1000, 350), (1000, 550)]));
         assert!(d.rows[0].within_noise, "{:?}", d.rows[0]);
+    }
+
+    /// A change within the noise: `~` right after its interval, the columns still in line.
+    #[test]
+    fn a_change_in_the_noise_is_marked_in_line() {
+        let d = diff(&side(&[(100, 30)]), &side(&[(100, 35)]));
+        let text = render(&d, 10, false);
+        let lines: Vec<&str> = text.lines().collect();
+        let (header, row) = (lines[3], lines[4]);
+        assert_eq!(
+            header,
+            "    A incl%   B incl%   change    ±95%   A self%  B self%  function [module]"
+        );
+        assert_eq!(
+            row,
+            "     30.00%    35.00%    +5.00  ±12.96~   30.00%   35.00%  f [m]"
+        );
     }
 
     /// The diff's text and Markdown against `tests/snapshots/profile_diff.*`.

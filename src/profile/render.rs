@@ -3,15 +3,15 @@
 //! speedscope's JSON file format, which https://www.speedscope.app opens as it is.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use serde_json::json;
 
 use super::model::Profile;
 use super::summary::{share_ci95_pct, FunctionRow, FunctionTable, Summary};
 use crate::display;
-use crate::render::document::{plain, write, Block, Document, PipeAlign, PipeTable};
+use crate::render::document::{plain, write, Block, Document, Span};
 use crate::render::format::PROFILE;
+use crate::render::table::{Align, Layout, Table};
 use crate::render::Format;
 
 /// The title and the lines under it: samples, spread, filters, notes.
@@ -21,13 +21,8 @@ fn header(s: &Summary, md: bool) -> Vec<Block> {
     } else {
         "user stacks only"
     };
-    let name = if md {
-        display::markdown(&s.run)
-    } else {
-        display::text(&s.run).into_owned()
-    };
-    let title = format!(
-        "profile · {name} · {} at {} Hz · {} · {kernel}",
+    let about = format!(
+        " · {} at {} Hz · {} · {kernel}",
         s.event, s.frequency_hz, s.unwinding
     );
     let mut lines = vec![
@@ -51,17 +46,22 @@ fn header(s: &Summary, md: bool) -> Vec<Block> {
     }
     vec![
         match md {
-            true => Block::Heading(plain(title)),
-            false => Block::Title(title),
+            true => Block::Heading(vec![
+                Span::plain("profile · "),
+                Span::name(&s.run),
+                Span::plain(about),
+            ]),
+            false => Block::Title(format!("profile · {}{about}", display::text(&s.run))),
         },
         Block::Bullets(lines.into_iter().map(plain).collect()),
     ]
 }
 
+/// `function [module]`, cut at 100 characters in text; Markdown's table escapes it whole.
 fn shown_function(f: &FunctionRow, md: bool) -> String {
     let text = format!("{} [{}]", f.function, f.module);
     if md {
-        display::markdown(&text)
+        text
     } else {
         display::escaped(&text, 100).into_owned()
     }
@@ -81,8 +81,8 @@ fn top(table: &FunctionTable, by_self: bool, n: usize) -> Vec<&FunctionRow> {
     rows
 }
 
-/// One table of functions: a heading and a table in Markdown; lines in the profile's own
-/// fixed columns in text (percentages before the names).
+/// One table of functions: a heading and a table in Markdown; in text a captioned table in
+/// the profile's own columns (percentages before the names).
 fn section(title: &str, table: &FunctionTable, by_self: bool, n: usize, md: bool) -> Vec<Block> {
     let heading = |title: String| {
         format!(
@@ -95,38 +95,45 @@ fn section(title: &str, table: &FunctionTable, by_self: bool, n: usize, md: bool
     let rows = top(table, by_self, n);
     if md {
         return vec![
-            Block::Subheading(plain(heading(display::markdown(title)))),
-            Block::Pipe(PipeTable {
-                headers: ["self %", "incl %", "function"].map(String::from).into(),
-                align: vec![PipeAlign::Right, PipeAlign::Right, PipeAlign::Plain],
-                rows: (rows.iter())
-                    .map(|r| {
-                        vec![
-                            format!("{:.2}", r.self_pct),
-                            format!("{:.2}", r.inclusive_pct),
-                            shown_function(r, true),
-                        ]
-                    })
-                    .collect(),
-            }),
+            Block::Subheading(vec![Span::name(heading(title.to_owned()))]),
+            Block::Pipe(
+                Table {
+                    headers: ["self %", "incl %", "function"].map(String::from).into(),
+                    layout: Layout::markdown_given(vec![Align::Right, Align::Right, Align::Plain]),
+                    rows: (rows.iter())
+                        .map(|r| {
+                            vec![
+                                format!("{:.2}", r.self_pct),
+                                format!("{:.2}", r.inclusive_pct),
+                                shown_function(r, true),
+                            ]
+                        })
+                        .collect(),
+                    ..Table::default()
+                }
+                .with_names(&[], &[2]),
+            ),
         ];
     }
-    let mut lines = format!(
-        "\n  {}\n  {:>7} {:>7}  function [module]\n",
-        heading(display::text(title).into_owned()),
-        "self %",
-        "incl %"
-    );
+    // The profile's own columns: the shares first, then the function.
+    let mut table = Table::new(&["self %", "incl %", "function [module]"]).with_layout(Layout {
+        min_widths: vec![7, 8],
+        words: vec![2],
+        numbers_first: true,
+        cut: 100,
+        ..Layout::default()
+    });
     for r in rows {
-        let _ = writeln!(
-            lines,
-            "  {:>7.2} {:>7.2}  {}",
-            r.self_pct,
-            r.inclusive_pct,
-            shown_function(r, false)
-        );
+        table.push(vec![
+            format!("{:.2}", r.self_pct),
+            format!("{:.2}", r.inclusive_pct),
+            shown_function(r, false),
+        ]);
     }
-    vec![Block::Aligned(lines)]
+    vec![Block::Captioned {
+        caption: plain(heading(display::text(title).into_owned())),
+        table,
+    }]
 }
 
 /// The summary as a document for text (`md` false) or Markdown: the overall tables, then
@@ -386,6 +393,17 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("\n\n- samples 0 taken"), "{md}");
+    }
+
+    #[test]
+    fn a_stage_named_in_markup_is_escaped_in_markdown() {
+        let mut s = summary();
+        s.stages[0].name = "st|a*ge_`x`".into();
+        let md = summary_text_of(&s, Format::Markdown);
+        assert!(md.contains(r"#### stage st\|a\*ge\_\`x\` · "), "{md}");
+        assert!(!md.contains("st|a*ge_`x`"), "{md}");
+        let text = summary_text_of(&s, Format::Text);
+        assert!(text.contains("  stage st|a*ge_`x` · "), "{text}");
     }
 
     fn summary_text_of(s: &Summary, format: Format) -> String {

@@ -11,10 +11,10 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use super::columns::{gfm_table, render as column_table, Column};
 pub use super::csv::{Cell, DataTable};
 use super::format::Formats;
 use super::style::Style;
+use super::table::Layout;
 use super::{Format, Table};
 
 pub struct Document {
@@ -50,15 +50,14 @@ pub enum Block {
     /// Notes set off by a blank line: each after a `note` label in text, a quote in
     /// Markdown.
     Notes(Vec<String>),
-    /// A table whose cells are shown as given: aligned columns in text, a pipe table set off
-    /// by a blank line in Markdown.
-    Pipe(PipeTable),
+    /// A table right under the block above in text, set off by a blank line in Markdown.
+    Pipe(Table),
     /// A remark under the output: `note: remark` in text; in Markdown a paragraph in
     /// italics, set off by a blank line before and after.
     Aside(String),
-    /// A table of the report family's aligned columns (minimum widths, words left, the unit
-    /// after the header) in text; a GitHub table in Markdown, set off by a blank line.
-    Columns(ColumnTable),
+    /// A table (the report family's, `Layout::report`) set off by a blank line in Markdown,
+    /// and in text where `set_off` (not when it stands right under its title).
+    Columns { table: Table, set_off: bool },
     /// Lines as the feature shows them (styled and escaped by it), a paragraph set off by a
     /// blank line.
     Lines(String),
@@ -74,7 +73,7 @@ pub enum Block {
     Paragraph(Line),
     /// Indented lines in text, a bullet each in Markdown.
     Bullets(Vec<Line>),
-    /// A blank line in every format.
+    /// A blank line in every format (in Markdown, none where one is already).
     Blank,
     /// A table right under the block above (no blank line before it).
     TableUnder(Table),
@@ -87,34 +86,8 @@ pub enum Block {
     /// A line that closes a section: indented in text, set off by a blank line in
     /// Markdown.
     Remark(Line),
-    /// Aligned columns of words (left) and numbers (right), unindented in text, a pipe
-    /// table in Markdown; every cell and header shown as a name.
-    Grid(Grid),
-}
-
-/// A table in the report family's columns.
-pub struct ColumnTable {
-    pub columns: Vec<Column>,
-    pub rows: Vec<Vec<String>>,
-    /// Named once after the text header (`µs`).
-    pub unit: Option<String>,
-    /// Text sets it off by a blank line unless it stands right under its title.
-    pub set_off: bool,
-}
-
-/// How a [`PipeTable`]'s column lines up in Markdown: `---` or `---:`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PipeAlign {
-    Plain,
-    Right,
-}
-
-/// A table of cells already shown as the feature wants them (a Markdown table, where
-/// [`Block::Table`] escapes every cell): aligned columns in text, a pipe table in Markdown.
-pub struct PipeTable {
-    pub headers: Vec<String>,
-    pub align: Vec<PipeAlign>,
-    pub rows: Vec<Vec<String>>,
+    /// Items that keep their dash in text (`  - item`), a bullet each in Markdown.
+    Dashed(Vec<Line>),
 }
 
 /// A line of text made of pieces, each shown as its kind says in each format.
@@ -127,6 +100,19 @@ pub struct Span {
     /// A name from the measured program, a trace or a store: escaped and cut
     /// ([`Style::name`]), and in Markdown kept from turning into Markdown.
     pub name: bool,
+    /// How it is coloured on a terminal that shows colour; the other formats leave it.
+    pub tone: Option<Tone>,
+}
+
+/// What a piece of text warns of, for the writers that colour it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Tone {
+    /// Worth a look (yellow): a late count under 1%, a probe that never fired.
+    Warning,
+    /// Something lost or failed (red): events dropped, a metric not read.
+    Bad,
+    /// A line that heads those under it (bold).
+    Strong,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -146,6 +132,7 @@ impl Span {
             text: text.into(),
             kind: SpanKind::Plain,
             name: false,
+            tone: None,
         }
     }
     pub fn name(text: impl Into<String>) -> Span {
@@ -166,6 +153,12 @@ impl Span {
     pub fn with(self, kind: SpanKind) -> Span {
         Span { kind, ..self }
     }
+    pub fn toned(self, tone: Tone) -> Span {
+        Span {
+            tone: Some(tone),
+            ..self
+        }
+    }
 }
 
 /// A line of one plain piece.
@@ -173,9 +166,16 @@ pub fn plain(text: impl Into<String>) -> Line {
     vec![Span::plain(text)]
 }
 
-/// `line` as `st` shows it: names escaped, and in Markdown each piece's markup.
-fn shown(line: &Line, st: &Style) -> String {
+/// `line` as `st` shows it: names escaped, tones coloured (pieces of one tone in a row
+/// coloured once), and in Markdown each piece's markup.
+pub fn shown(line: &Line, st: &Style) -> String {
     let mut out = String::new();
+    let mut toned: Option<(Tone, String)> = None;
+    let paint = |(tone, text): (Tone, String)| match tone {
+        Tone::Warning => st.yellow(&text),
+        Tone::Bad => st.red(&text),
+        Tone::Strong => st.bold(&text),
+    };
     for span in line {
         let text = if span.name {
             st.name(&span.text)
@@ -183,102 +183,53 @@ fn shown(line: &Line, st: &Style) -> String {
             span.text.clone()
         };
         if !st.markdown {
-            out.push_str(&text);
+            if let (Some((tone, run)), Some(this)) = (&mut toned, span.tone) {
+                if *tone == this {
+                    run.push_str(&text);
+                    continue;
+                }
+            }
+            if let Some(run) = toned.take() {
+                out.push_str(&paint(run));
+            }
+            match span.tone {
+                Some(tone) => toned = Some((tone, text)),
+                None => out.push_str(&text),
+            }
             continue;
         }
         match span.kind {
             SpanKind::Plain => out.push_str(&text),
             SpanKind::Strong => out.push_str(&format!("**{text}**")),
             SpanKind::Emphasis => out.push_str(&format!("_{text}_")),
-            SpanKind::Code => out.push_str(&format!("`{text}`")),
+            SpanKind::Code => out.push_str(&code_span(&text)),
         }
+    }
+    if let Some(run) = toned {
+        out.push_str(&paint(run));
     }
     out
 }
 
-/// Columns of words and numbers laid out by the writer ([`Block::Grid`]).
-#[derive(Clone, Debug, Default)]
-pub struct Grid {
-    pub columns: Vec<GridColumn>,
-    pub rows: Vec<Vec<String>>,
-}
-
-#[derive(Clone, Debug)]
-pub struct GridColumn {
-    pub header: String,
-    /// Right-aligned in text: the column holds numbers.
-    pub numbers: bool,
-}
-
-impl GridColumn {
-    pub fn words(header: &str) -> GridColumn {
-        GridColumn {
-            header: header.into(),
-            numbers: false,
-        }
-    }
-    pub fn numbers(header: &str) -> GridColumn {
-        GridColumn {
-            header: header.into(),
-            numbers: true,
-        }
-    }
-}
-
-/// A grid in text: columns two spaces apart, words left-aligned, numbers right-aligned.
-fn grid_text(grid: &Grid, st: &Style) -> String {
-    let headers: Vec<String> = grid.columns.iter().map(|c| st.name(&c.header)).collect();
-    let rows: Vec<Vec<String>> = (grid.rows.iter())
-        .map(|r| r.iter().map(|c| st.name(c)).collect())
-        .collect();
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: &[String]| {
-        let padded: Vec<String> = (cells.iter().zip(&widths).zip(&grid.columns))
-            .map(|((c, w), column)| match column.numbers {
-                true => format!("{c:>w$}"),
-                false => format!("{c:<w$}"),
-            })
-            .collect();
-        padded.join("  ").trim_end().to_owned()
-            + "
-"
+/// An inline code span that survives backticks in its content.
+fn code_span(s: &str) -> String {
+    let longest_run = s
+        .split(|c| c != '`')
+        .map(|run| run.len())
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat(longest_run + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
     };
-    let mut out = line(&headers);
-    for row in &rows {
-        out.push_str(&line(row));
-    }
-    out
-}
-
-/// A grid in Markdown: a pipe table, every cell escaped.
-fn grid_markdown(grid: &Grid, st: &Style) -> String {
-    let headers: Vec<String> = grid.columns.iter().map(|c| st.name(&c.header)).collect();
-    let mut out = format!(
-        "| {} |
-|",
-        headers.join(" | ")
-    );
-    out.push_str(&"---|".repeat(headers.len()));
-    out.push('\n');
-    for row in &grid.rows {
-        let cells: Vec<String> = row.iter().map(|c| st.name(c)).collect();
-        out.push_str(&format!(
-            "| {} |
-",
-            cells.join(" | ")
-        ));
-    }
-    out
+    format!("{fence}{pad}{s}{pad}{fence}")
 }
 
 pub struct Fact {
     pub label: String,
-    pub value: String,
+    pub value: Line,
     /// Said after the value in text only: the option that sets it (`(--need)`).
     pub hint: Option<String>,
 }
@@ -299,6 +250,28 @@ pub struct UnitColumn {
     pub unit: Option<String>,
     /// The narrowest the text column may be, so tables line up across sections.
     pub min_width: usize,
+}
+
+impl Section {
+    /// The section's table in the report's layout: for Markdown each column's unit after
+    /// its name, for text the unit named once after the header.
+    fn table(&self, markdown: bool) -> Table {
+        let headers: Vec<String> = (self.columns.iter())
+            .map(|c| match (&c.unit, markdown) {
+                (Some(unit), true) => format!("{} {unit}", c.header),
+                _ => c.header.clone(),
+            })
+            .collect();
+        let min_widths = self.columns.iter().map(|c| c.min_width).collect();
+        let unit = self.columns.iter().find_map(|c| c.unit.clone());
+        Table {
+            headers,
+            rows: self.rows.clone(),
+            ..Table::default()
+        }
+        .with_every_cell_a_name()
+        .with_layout(Layout::report(min_widths, Vec::new(), unit))
+    }
 }
 
 /// `value` as pretty JSON with a final newline; a value serde cannot write gives an
@@ -355,7 +328,7 @@ fn text(document: &Document, color: bool) -> String {
             Block::Note(line) => out.push_str(&format!("\n{line}\n")),
             Block::Table(table) => {
                 out.push('\n');
-                out.push_str(&table.render(false));
+                out.push_str(&table.text(&st));
             }
             Block::List { title, items } => {
                 out.push_str(&format!("\n{title}:\n"));
@@ -369,16 +342,16 @@ fn text(document: &Document, color: bool) -> String {
                 for f in facts {
                     let hint = f.hint.as_ref().map_or(String::new(), |h| format!(" {h}"));
                     // At least one space after the label, however long it is.
-                    out.push_str(&format!("  {:<9} {}{hint}\n", f.label, f.value));
+                    out.push_str(&format!(
+                        "  {:<9} {}{hint}\n",
+                        f.label,
+                        shown(&f.value, &st)
+                    ));
                 }
             }
             Block::Section(section) => {
-                let columns: Vec<Column> = (section.columns.iter())
-                    .map(|c| Column::new(c.header.as_str(), c.min_width))
-                    .collect();
-                let unit = section.columns.iter().find_map(|c| c.unit.as_deref());
                 out.push_str(&format!("\n  {}\n", st.bold(&section.title)));
-                out.push_str(&column_table(&columns, &section.rows, unit, &st));
+                out.push_str(&section.table(false).text(&st));
                 out.push_str(&format!("  → {}\n", section.conclusion));
             }
             Block::Notes(notes) => {
@@ -387,25 +360,15 @@ fn text(document: &Document, color: bool) -> String {
                     out.push_str(&format!("  {}{note}\n", st.yellow("note      ")));
                 }
             }
-            Block::Pipe(pipe) => {
-                let mut table = Table::new(&[]);
-                table.headers = pipe.headers.clone();
-                table.rows = pipe.rows.clone();
-                out.push_str(&table.render(false));
-            }
+            Block::Pipe(table) => out.push_str(&table.text(&st)),
             Block::Aside(remark) => {
                 out.push_str(&format!("note: {}\n", crate::display::text(remark)))
             }
-            Block::Columns(table) => {
-                if table.set_off {
+            Block::Columns { table, set_off } => {
+                if *set_off {
                     out.push('\n');
                 }
-                out.push_str(&column_table(
-                    &table.columns,
-                    &table.rows,
-                    table.unit.as_deref(),
-                    &st,
-                ));
+                out.push_str(&table.text(&st));
             }
             Block::Lines(lines) => {
                 out.push('\n');
@@ -421,10 +384,10 @@ fn text(document: &Document, color: bool) -> String {
                 }
             }
             Block::Blank => out.push('\n'),
-            Block::TableUnder(table) => out.push_str(&table.render(false)),
+            Block::TableUnder(table) => out.push_str(&table.text(&st)),
             Block::Captioned { caption, table } => {
                 out.push_str(&format!("\n  {}\n", shown(caption, &st)));
-                out.push_str(&table.render(false));
+                out.push_str(&table.text(&st));
             }
             Block::SubList { title, items } => {
                 out.push_str(&format!("  {title}:\n"));
@@ -433,7 +396,11 @@ fn text(document: &Document, color: bool) -> String {
                 }
             }
             Block::Remark(line) => out.push_str(&format!("  {}\n", shown(line, &st))),
-            Block::Grid(grid) => out.push_str(&grid_text(grid, &st)),
+            Block::Dashed(lines) => {
+                for line in lines {
+                    out.push_str(&format!("  - {}\n", shown(line, &st)));
+                }
+            }
         }
     }
     out
@@ -466,20 +433,14 @@ fn markdown(document: &Document) -> String {
             Block::Facts(facts) => {
                 out.push('\n');
                 for f in facts {
-                    out.push_str(&format!("- **{}** {}\n", f.label, f.value));
+                    out.push_str(&format!("- **{}** {}\n", f.label, shown(&f.value, &st)));
                 }
             }
             Block::Section(section) => {
-                let headers: Vec<String> = (section.columns.iter())
-                    .map(|c| match &c.unit {
-                        Some(unit) => format!("{} {unit}", c.header),
-                        None => c.header.clone(),
-                    })
-                    .collect();
                 out.push_str(&format!(
                     "\n#### {}\n\n{}\n**{}**\n",
                     section.title,
-                    gfm_table(&headers, &section.rows),
+                    section.table(true).markdown(),
                     st.name(&section.conclusion)
                 ));
             }
@@ -490,19 +451,17 @@ fn markdown(document: &Document) -> String {
                 out.push('\n');
                 out.push_str(&quoted.join(">\n"));
             }
-            Block::Pipe(pipe) => {
+            Block::Pipe(table) => {
                 set_off(&mut out);
-                out.push_str(&pipe_table(pipe));
+                out.push_str(&table.markdown());
             }
             Block::Aside(remark) => {
                 set_off(&mut out);
                 out.push_str(&format!("_{}_\n\n", crate::display::markdown(remark)));
             }
-            Block::Columns(table) => {
+            Block::Columns { table, .. } => {
                 set_off(&mut out);
-                let headers: Vec<String> =
-                    (table.columns.iter()).map(|c| c.header.clone()).collect();
-                out.push_str(&gfm_table(&headers, &table.rows));
+                out.push_str(&table.markdown());
             }
             Block::Lines(lines) => {
                 set_off(&mut out);
@@ -517,7 +476,7 @@ fn markdown(document: &Document) -> String {
                     out.push_str(&format!("- {}\n", shown(line, &st)));
                 }
             }
-            Block::Blank => out.push('\n'),
+            Block::Blank => set_off(&mut out),
             Block::TableUnder(table) => out.push_str(&table.render(true)),
             Block::Captioned { caption, table } => {
                 out.push_str(&format!("{}\n\n", shown(caption, &st)));
@@ -531,7 +490,11 @@ fn markdown(document: &Document) -> String {
                 }
             }
             Block::Remark(line) => out.push_str(&format!("\n{}\n", shown(line, &st))),
-            Block::Grid(grid) => out.push_str(&grid_markdown(grid, &st)),
+            Block::Dashed(lines) => {
+                for line in lines {
+                    out.push_str(&format!("- {}\n", shown(line, &st)));
+                }
+            }
         }
     }
     out
@@ -542,24 +505,6 @@ fn set_off(out: &mut String) {
     if !out.is_empty() && !out.ends_with("\n\n") {
         out.push('\n');
     }
-}
-
-/// A Markdown table of `pipe`'s cells as they are.
-fn pipe_table(pipe: &PipeTable) -> String {
-    let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
-    let rule: Vec<String> = (pipe.align.iter())
-        .map(|a| match a {
-            PipeAlign::Plain => "---",
-            PipeAlign::Right => "---:",
-        })
-        .map(String::from)
-        .collect();
-    let mut out = line(&pipe.headers);
-    out.push_str(&line(&rule));
-    for row in &pipe.rows {
-        out.push_str(&line(row));
-    }
-    out
 }
 
 fn capitalised(text: &str) -> String {
@@ -574,6 +519,7 @@ fn capitalised(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::render::format::{COMPARE, HISTORY_CHECK, HISTORY_SHOW};
+    use crate::render::table::Align;
 
     fn document() -> Document {
         let mut table = Table::new(&["metric", "change"]);
@@ -660,13 +606,18 @@ mod tests {
     #[test]
     fn a_grid_aligns_words_left_and_numbers_right_and_escapes_names() {
         let d = Document {
-            blocks: vec![Block::Grid(Grid {
-                columns: vec![GridColumn::words("branch"), GridColumn::numbers("runs")],
-                rows: vec![
-                    vec!["main".into(), "12".into()],
-                    vec!["a|b\u{1b}".into(), "3".into()],
-                ],
-            })],
+            blocks: vec![Block::TableUnder(
+                Table {
+                    headers: vec!["branch".into(), "runs".into()],
+                    rows: vec![
+                        vec!["main".into(), "12".into()],
+                        vec!["a|b\u{1b}".into(), "3".into()],
+                    ],
+                    ..Table::default()
+                }
+                .with_names(&[0, 1], &[0, 1])
+                .with_layout(Layout::grid(2, vec![])),
+            )],
             json: String::new(),
         };
         assert_eq!(
@@ -677,6 +628,36 @@ mod tests {
             write(&d, Format::Markdown, &HISTORY_SHOW).unwrap(),
             "| branch | runs |\n|---|---|\n| main | 12 |\n| a\\|b\\\\x1b | 3 |\n"
         );
+    }
+
+    #[test]
+    fn code_spans_hold_backticks() {
+        assert_eq!(code_span("ls -l"), "`ls -l`");
+        assert_eq!(code_span("echo `date`"), "`` echo `date` ``");
+        assert_eq!(code_span("a``b"), "```a``b```");
+    }
+
+    #[test]
+    fn tones_colour_text_once_a_run_and_leave_markdown_alone() {
+        let line = vec![
+            Span::plain("3 frames").toned(Tone::Bad),
+            Span::name(" (a|b)").toned(Tone::Bad),
+            Span::plain(" over · "),
+            Span::plain("2 lost").toned(Tone::Warning),
+        ];
+        let color = Style {
+            color: true,
+            markdown: false,
+        };
+        assert_eq!(
+            shown(&line, &color),
+            "\x1b[31m3 frames (a|b)\x1b[0m over · \x1b[33m2 lost\x1b[0m"
+        );
+        let markdown = Style {
+            color: false,
+            markdown: true,
+        };
+        assert_eq!(shown(&line, &markdown), "3 frames (a\\|b) over · 2 lost");
     }
 
     #[test]
@@ -698,11 +679,14 @@ mod tests {
     #[test]
     fn pipe_tables_and_asides_are_set_off_once_among_headings() {
         let pipe = || {
-            Block::Pipe(PipeTable {
-                headers: vec!["bucket".into(), "count".into()],
-                align: vec![PipeAlign::Plain, PipeAlign::Right],
-                rows: vec![vec!["`[1, 2)`".into(), "3".into()]],
-            })
+            Block::Pipe(
+                Table {
+                    headers: vec!["bucket".into(), "count".into()],
+                    rows: vec![vec!["`[1, 2)`".into(), "3".into()]],
+                    ..Table::default()
+                }
+                .with_layout(Layout::markdown_given(vec![Align::Plain, Align::Right])),
+            )
         };
         let d = Document {
             blocks: vec![

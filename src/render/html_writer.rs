@@ -4,7 +4,8 @@
 
 use serde::Serialize;
 
-use super::document::{Block, Document};
+use super::document::{shown, Block, Document};
+use super::style::Style;
 use super::Table;
 
 /// What a page shows of a document in words and tables.
@@ -25,9 +26,10 @@ pub fn page_text(document: &Document) -> PageText {
     for block in &document.blocks {
         match block {
             Block::Title(title) => page.title = title.clone(),
-            Block::Facts(facts) => page
-                .facts
-                .extend((facts.iter()).map(|f| (f.label.clone(), f.value.clone()))),
+            // Uncoloured, names escaped as a terminal shows them: the script shows text.
+            Block::Facts(facts) => page.facts.extend(
+                (facts.iter()).map(|f| (f.label.clone(), shown(&f.value, &Style::default()))),
+            ),
             Block::Table(table) => page.tables.push(table.clone()),
             Block::Notes(notes) => page.notes.extend(notes.iter().cloned()),
             _ => {}
@@ -51,7 +53,7 @@ mod tests {
                 Block::Title("framelab · demo".into()),
                 Block::Facts(vec![Fact {
                     label: "frames".into(),
-                    value: "120".into(),
+                    value: crate::render::document::plain("120"),
                     hint: None,
                 }]),
                 Block::Lines("only for terminals\n".into()),

@@ -1,8 +1,13 @@
-//! The one table of text cells: rendered as aligned plain text (first column left, the
-//! rest right) or a Markdown pipe table that pastes into a pull request, and serialised
-//! as it is for the HTML page's script (`title`, `headers`, `rows`).
+//! The one table of text cells, whatever shows it: aligned plain text or a Markdown pipe
+//! table that pastes into a pull request, laid out as its [`Layout`] says (the plain table,
+//! the report family's columns, `history show`'s grid, cells given as Markdown), and
+//! serialised as it is for the HTML page's script (`title`, `headers`, `rows`). A table says
+//! which of its texts are names from outside framelab ([`Names`]): Markdown escapes those
+//! whole.
 
 use serde::Serialize;
+
+use super::style::Style;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Table {
@@ -10,6 +15,131 @@ pub struct Table {
     pub title: String,
     pub headers: Vec<String>,
     pub rows: Vec<Vec<String>>,
+    /// The page's script escapes every text itself.
+    #[serde(skip)]
+    pub names: Names,
+    /// The page's script lays the table out itself.
+    #[serde(skip)]
+    pub layout: Layout,
+}
+
+/// Which headers and which columns' cells hold names (a stage, a variant, a file): in
+/// Markdown they are kept from turning into markup (`display::markdown`), where the other
+/// cells (figures, a fixed `[95% interval]`) are shown as [`Layout::markdown`] says.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Names {
+    pub headers: Vec<usize>,
+    pub columns: Vec<usize>,
+}
+
+/// How a table is laid out. In text each line is indented, the first column is
+/// left-aligned, then each column follows after a gap of two spaces: numbers right-aligned,
+/// words ([`Layout::words`]) left-aligned. A column is as wide as its widest text and its
+/// gap, and at least its minimum width, so tables line up across sections.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Layout {
+    /// Spaces before each text line.
+    pub indent: usize,
+    /// The least gap after the first column's text (the other columns' is two spaces).
+    pub first_gap: usize,
+    /// The narrowest each column may be in text, its gap included; a column not named
+    /// has none.
+    pub min_widths: Vec<usize>,
+    /// Columns after the first that hold words: left-aligned after their gap.
+    pub words: Vec<usize>,
+    /// The first column holds numbers: right-aligned in its width.
+    pub numbers_first: bool,
+    /// Named once after the text header (`µs`), three spaces after it.
+    pub unit: Option<String>,
+    /// The header bold on a terminal that shows colour.
+    pub bold_header: bool,
+    /// The most characters of a cell shown (`crate::display`): longer ones are cut.
+    pub cut: usize,
+    /// How Markdown shows the texts that are not names.
+    pub markdown: MarkdownCells,
+    /// Each column's line-up in Markdown's rule; none given: the first column plain, the
+    /// others right.
+    pub align: Vec<Align>,
+    /// The Markdown rule without spaces (`|---|---|`).
+    pub tight_rule: bool,
+}
+
+impl Default for Layout {
+    fn default() -> Layout {
+        Layout {
+            indent: 2,
+            first_gap: 0,
+            min_widths: Vec::new(),
+            words: Vec::new(),
+            numbers_first: false,
+            unit: None,
+            bold_header: false,
+            cut: crate::display::NAME_CHARS,
+            markdown: MarkdownCells::PipesEscaped,
+            align: Vec::new(),
+            tight_rule: false,
+        }
+    }
+}
+
+impl Layout {
+    /// The report family's columns: one space at least after the first column, each column
+    /// at least its minimum width, words left, the unit after the bold header; in Markdown
+    /// a GitHub table whose every cell is a name (the header as given).
+    pub fn report(min_widths: Vec<usize>, words: Vec<usize>, unit: Option<String>) -> Layout {
+        Layout {
+            first_gap: 1,
+            min_widths,
+            words,
+            unit,
+            bold_header: true,
+            markdown: MarkdownCells::AsGiven,
+            align: vec![Align::Left],
+            ..Layout::default()
+        }
+    }
+
+    /// `history show`'s grid of `columns`: unindented, the columns of `words` left; every
+    /// text a name (cut at `display::TEXT_CHARS`), under a tight plain rule in Markdown.
+    pub fn grid(columns: usize, words: Vec<usize>) -> Layout {
+        Layout {
+            indent: 0,
+            words,
+            cut: crate::display::TEXT_CHARS,
+            align: vec![Align::Plain; columns],
+            tight_rule: true,
+            ..Layout::default()
+        }
+    }
+
+    /// Cells the feature gives as Markdown (a code span, an escaped function), uncut, each
+    /// column lined up as `align` says in Markdown's rule.
+    pub fn markdown_given(align: Vec<Align>) -> Layout {
+        Layout {
+            // The feature cuts them itself, if it does.
+            cut: usize::MAX,
+            markdown: MarkdownCells::AsGiven,
+            align,
+            ..Layout::default()
+        }
+    }
+}
+
+/// How Markdown shows a text that is not a name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarkdownCells {
+    /// Its `|` escaped: it ends no cell.
+    PipesEscaped,
+    /// As the feature gives it (already Markdown).
+    AsGiven,
+}
+
+/// How a column lines up in Markdown: `---`, `:---` or `---:`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Align {
+    Plain,
+    Left,
+    Right,
 }
 
 impl Table {
@@ -24,17 +154,40 @@ impl Table {
         self.rows.push(row);
     }
 
+    /// The table with the headers at `headers` and the cells of `columns` held as names.
+    pub fn with_names(self, headers: &[usize], columns: &[usize]) -> Table {
+        Table {
+            names: Names {
+                headers: headers.to_vec(),
+                columns: columns.to_vec(),
+            },
+            ..self
+        }
+    }
+
+    /// The table laid out as `layout` says.
+    pub fn with_layout(self, layout: Layout) -> Table {
+        Table { layout, ..self }
+    }
+
+    /// The table with every cell (not the headers) held as a name.
+    pub fn with_every_cell_a_name(self) -> Table {
+        let columns: Vec<usize> = (0..self.headers.len()).collect();
+        let headers = self.names.headers.clone();
+        self.with_names(&headers, &columns)
+    }
+
     pub fn render(&self, markdown: bool) -> String {
         if markdown {
             self.markdown()
         } else {
-            self.text()
+            self.text(&Style::default())
         }
     }
 
     /// Cells and headers as `crate::display` shows names: escaped, cut.
     fn shown(&self) -> Table {
-        let shown = |s: &String| crate::display::name(s).into_owned();
+        let shown = |s: &String| crate::display::escaped(s, self.layout.cut).into_owned();
         Table {
             title: shown(&self.title),
             headers: self.headers.iter().map(shown).collect(),
@@ -43,70 +196,101 @@ impl Table {
                 .iter()
                 .map(|r| r.iter().map(shown).collect())
                 .collect(),
+            names: self.names.clone(),
+            layout: self.layout.clone(),
         }
     }
 
-    fn text(&self) -> String {
+    /// Aligned plain text, the header bold when `st` shows colour and the layout asks.
+    pub fn text(&self, st: &Style) -> String {
         let this = self.shown();
+        let layout = &this.layout;
         let (headers, rows) = (&this.headers, &this.rows);
         let width = |s: &str| s.chars().count();
         let widths: Vec<usize> = (0..headers.len())
             .map(|c| {
-                rows.iter()
+                let gap = if c == 0 { layout.first_gap } else { 2 };
+                let longest = (rows.iter())
                     .filter_map(|r| r.get(c))
                     .map(|s| width(s))
                     .chain([width(&headers[c])])
                     .max()
-                    .unwrap_or(0)
+                    .unwrap_or(0);
+                let least = layout.min_widths.get(c).copied().unwrap_or(0);
+                least.max(longest + gap)
             })
             .collect();
         let line = |cells: &[String]| {
-            let mut out = String::from("  ");
+            let mut out = String::new();
             for (c, cell) in cells.iter().enumerate() {
-                let pad = " ".repeat(widths[c].saturating_sub(width(cell)));
-                if c == 0 {
+                let pad = widths[c].saturating_sub(width(cell));
+                if c == 0 && layout.numbers_first {
+                    out.push_str(&" ".repeat(pad));
                     out.push_str(cell);
-                    out.push_str(&pad);
-                } else {
+                } else if c == 0 {
+                    out.push_str(cell);
+                    out.push_str(&" ".repeat(pad));
+                } else if layout.words.contains(&c) {
                     out.push_str("  ");
-                    out.push_str(&pad);
+                    out.push_str(cell);
+                    out.push_str(&" ".repeat(pad.saturating_sub(2)));
+                } else {
+                    out.push_str(&" ".repeat(pad));
                     out.push_str(cell);
                 }
             }
-            out.trim_end().to_owned() + "\n"
+            out.trim_end().to_owned()
         };
-        let mut out = line(headers);
+        let indent = " ".repeat(layout.indent);
+        let mut header = line(headers);
+        if let Some(unit) = &layout.unit {
+            header.push_str("   ");
+            header.push_str(unit);
+        }
+        let header = match layout.bold_header {
+            true => st.bold(&header),
+            false => header,
+        };
+        let mut out = format!("{indent}{header}\n");
         for row in rows {
-            out.push_str(&line(row));
+            out.push_str(&format!("{indent}{}\n", line(row)));
         }
         out
     }
 
-    fn markdown(&self) -> String {
+    /// A Markdown pipe table: names escaped whole, the other texts as the layout says.
+    pub fn markdown(&self) -> String {
         let this = self.shown();
-        let escape = |s: &str| s.replace('|', "\\|");
-        let mut out = format!(
-            "| {} |\n",
-            this.headers
-                .iter()
-                .map(|h| escape(h))
-                .collect::<Vec<_>>()
-                .join(" | ")
-        );
-        out.push_str(&format!(
-            "|{}\n",
-            (0..this.headers.len())
-                .map(|c| if c == 0 { " --- |" } else { " ---: |" })
-                .collect::<String>()
-        ));
+        let layout = &this.layout;
+        let escape = |s: &str, name: bool| match (name, layout.markdown) {
+            (true, _) => crate::display::markdown(s),
+            (false, MarkdownCells::PipesEscaped) => s.replace('|', "\\|"),
+            (false, MarkdownCells::AsGiven) => s.to_owned(),
+        };
+        let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+        let headers = (this.headers.iter().enumerate())
+            .map(|(c, h)| escape(h, this.names.headers.contains(&c)))
+            .collect();
+        let mut out = line(headers);
+        let rule: Vec<&str> = (0..this.headers.len())
+            .map(|c| {
+                let default = if c == 0 { Align::Plain } else { Align::Right };
+                match layout.align.get(c).copied().unwrap_or(default) {
+                    Align::Plain => "---",
+                    Align::Left => ":---",
+                    Align::Right => "---:",
+                }
+            })
+            .collect();
+        match layout.tight_rule {
+            true => out.push_str(&format!("|{}|\n", rule.join("|"))),
+            false => out.push_str(&line(rule.into_iter().map(String::from).collect())),
+        }
         for row in &this.rows {
-            out.push_str(&format!(
-                "| {} |\n",
-                row.iter()
-                    .map(|c| escape(c))
-                    .collect::<Vec<_>>()
-                    .join(" | ")
-            ));
+            let cells = (row.iter().enumerate())
+                .map(|(c, cell)| escape(cell, this.names.columns.contains(&c)))
+                .collect();
+            out.push_str(&line(cells));
         }
         out
     }
@@ -128,6 +312,49 @@ mod tests {
         assert_eq!(
             t.render(true),
             "| metric | value |\n| --- | ---: |\n| fps | 120.0 |\n| total p99 | 8.5 |\n"
+        );
+    }
+
+    #[test]
+    fn names_are_escaped_whole_in_markdown_and_figures_keep_their_brackets() {
+        let mut t = Table::new(&["metric", "a_b*", "change [95% interval]"]);
+        t.push(vec![
+            "de|co_de`x` p99".into(),
+            "1.0".into(),
+            "+1.0% [0.5, 2.0]".into(),
+        ]);
+        let t = t.with_names(&[1], &[0]);
+        assert_eq!(
+            t.render(true),
+            "| metric | a\\_b\\* | change [95% interval] |\n| --- | ---: | ---: |\n\
+             | de\\|co\\_de\\`x\\` p99 | 1.0 | +1.0% [0.5, 2.0] |\n"
+        );
+        assert!(t.render(false).contains("de|co_de`x` p99"));
+    }
+
+    #[test]
+    fn the_report_layout_keeps_minimum_widths_words_left_and_the_unit_after_the_header() {
+        let mut t = Table::new(&["stage", "role", "p50"]);
+        t.push(vec!["decode".into(), "main".into(), "12.5".into()]);
+        t.push(vec!["a_b".into(), "x".into(), "7".into()]);
+        let t = (t.with_every_cell_a_name()).with_layout(Layout::report(
+            vec![9, 7, 9],
+            vec![1],
+            Some("µs".into()),
+        ));
+        assert_eq!(
+            t.render(false),
+            "  stage      role       p50   µs\n  decode     main      12.5\n  a_b        x            7\n"
+        );
+        let bold = t.text(&Style {
+            color: true,
+            markdown: false,
+        });
+        assert!(bold.starts_with("  \x1b[1mstage"), "{bold:?}");
+        assert_eq!(
+            t.render(true),
+            "| stage | role | p50 |\n| :--- | ---: | ---: |\n| decode | main | 12.5 |\n\
+             | a\\_b | x | 7 |\n"
         );
     }
 }

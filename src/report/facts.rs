@@ -1,15 +1,34 @@
 //! The header facts both the text and the Markdown report print, one sentence each:
-//! command, host, target, window, frames, fps, cpu, counters, late, stutter, pacer.
+//! command, host, target, window, frames, fps, cpu, counters, late, stutter, pacer. Each is
+//! a line of spans: names marked as names, warnings with their tone; the writers escape and
+//! colour them for their format.
 
 use crate::analyze::counters::is_byte_counter;
 use crate::analyze::metrics::FPS_LOWS;
 use crate::analyze::Analysis;
 use crate::model::WarmupFrom;
+use crate::render::document::{plain, Line, Span, Tone};
 use crate::render::human::{
     bit_rate, bytes, cores, cpu_secs, fps_target, load_pct, number, secs, shell_words, us,
 };
-use crate::render::style::Style;
 use crate::units::plural;
+
+/// Pieces of a line, ` · ` between them.
+pub(crate) fn joined(parts: Vec<Line>) -> Line {
+    let mut line = Line::new();
+    for (i, part) in parts.into_iter().enumerate() {
+        if i > 0 {
+            line.push(Span::plain(" · "));
+        }
+        line.extend(part);
+    }
+    line
+}
+
+/// `text` in `tone`, a line of one piece.
+fn toned(text: impl Into<String>, tone: Tone) -> Line {
+    vec![Span::plain(text).toned(tone)]
+}
 
 /// `framelab · demo (depth 1) · run 2026-11-22T10:00:00Z`
 pub fn title(a: &Analysis) -> String {
@@ -38,14 +57,14 @@ pub fn command(a: &Analysis) -> Option<String> {
 }
 
 /// `arch=x86_64 · build=release`: each key and value escaped like any name from outside.
-fn tags(a: &Analysis, st: &Style) -> Option<String> {
-    let shown: Vec<String> = (a.tags.iter())
-        .map(|t| format!("{}={}", st.name(&t.key), st.name(&t.value)))
+fn tags(a: &Analysis) -> Option<Line> {
+    let shown: Vec<Line> = (a.tags.iter())
+        .map(|t| vec![Span::name(&t.key), Span::plain("="), Span::name(&t.value)])
         .collect();
-    (!shown.is_empty()).then(|| shown.join(" · "))
+    (!shown.is_empty()).then(|| joined(shown))
 }
 
-fn host(a: &Analysis, st: &Style) -> Option<String> {
+fn host(a: &Analysis) -> Option<Line> {
     let h = &a.host;
     let mut parts = Vec::new();
     match (h.cpu_model.is_empty(), h.cores) {
@@ -60,7 +79,7 @@ fn host(a: &Analysis, st: &Style) -> Option<String> {
     if !h.clocksource.is_empty() {
         parts.push(format!("clocksource {}", h.clocksource));
     }
-    (!parts.is_empty()).then(|| st.name(&parts.join(" · ")))
+    (!parts.is_empty()).then(|| vec![Span::name(parts.join(" · "))])
 }
 
 fn target(a: &Analysis) -> Option<String> {
@@ -139,15 +158,16 @@ fn window(a: &Analysis) -> String {
     s
 }
 
-fn frames(a: &Analysis, st: &Style) -> Option<String> {
+fn frames(a: &Analysis) -> Option<Line> {
     if a.spans == 0 && !a.frames_from_hint {
         return None;
     }
     if a.import.as_ref().is_some_and(|i| i.frames_undefined()) {
         let how = crate::model::ImportInfo::NO_FRAMES;
-        return Some(st.yellow(how.strip_prefix("frames: ").unwrap_or(how)));
+        let how = how.strip_prefix("frames: ").unwrap_or(how);
+        return Some(toned(how, Tone::Warning));
     }
-    let mut parts = vec![if a.frames_from_hint {
+    let mut parts = vec![plain(if a.frames_from_hint {
         format!(
             "{} given by --frames over the whole run, {} s",
             a.frames,
@@ -155,58 +175,61 @@ fn frames(a: &Analysis, st: &Style) -> Option<String> {
         )
     } else {
         a.frames.to_string()
-    }];
+    })];
     if let Some(fps) = a.observed_fps {
-        parts.push(if a.frames_from_hint {
+        parts.push(plain(if a.frames_from_hint {
             // docs/metrics.md: N ÷ the whole wall time, not the command's own rate.
             format!("{fps:.2} per s ({FPS_FROM_FRAMES})")
         } else {
             format!("observed {fps:.2} fps")
-        });
+        }));
     }
     if !a.frames_from_hint {
         let dropped = format!("{} events dropped", a.dropped_events);
         parts.push(if a.dropped_events > 0 {
-            st.red(&dropped)
+            toned(dropped, Tone::Bad)
         } else {
-            dropped
+            plain(dropped)
         });
     }
-    Some(parts.join(" · "))
+    Some(joined(parts))
 }
 
 /// What a rate from `--frames N` is, said wherever it is shown (report, compare, bench).
 pub const FPS_FROM_FRAMES: &str = "fps from --frames: includes start-up and shutdown";
 
 /// `req_s 1234.56 req/s (higher is better) · p99 — (not read: see the notes)`
-fn metrics(a: &Analysis, st: &Style) -> Option<String> {
+fn metrics(a: &Analysis) -> Option<Line> {
     if a.metrics.is_empty() {
         return None;
     }
-    let parts: Vec<String> = a
+    let parts: Vec<Line> = a
         .metrics
         .iter()
         .map(|m| {
-            let name = st.name(&m.name);
+            let name = Span::name(&m.name);
             match m.value {
                 Some(v) => {
-                    let unit = if m.unit.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" {}", st.name(&m.unit))
-                    };
+                    let mut line = vec![name, Span::plain(format!(" {v}"))];
+                    if !m.unit.is_empty() {
+                        line.extend([Span::plain(" "), Span::name(&m.unit)]);
+                    }
                     let direction = match m.direction {
                         Some(crate::stats::Direction::HigherIsBetter) => " (higher is better)",
                         Some(crate::stats::Direction::LowerIsBetter) => " (lower is better)",
                         _ => "",
                     };
-                    format!("{name} {v}{unit}{direction}")
+                    line.push(Span::plain(direction));
+                    line
                 }
-                None => st.red(&format!("{name} — (not read: see the notes)")),
+                None => vec![
+                    name.toned(Tone::Bad),
+                    Span::plain(" — (not read: see the notes)").toned(Tone::Bad),
+                ],
             }
         })
         .collect();
-    Some(parts.join(" · "))
+    Some(joined(parts))
 }
 
 /// `stdout 12.0 KiB kept · stderr 1.0 MiB kept of 5.2 MiB (the first 4.2 MiB dropped)`
@@ -315,29 +338,35 @@ fn cpu(a: &Analysis) -> Option<String> {
 
 /// `cgroup v2 /sys/fs/cgroup/framelab-4242-1 · 2.431 s CPU of everything the run started
 /// (the rows hold 2.402 s)`: what held the run's processes, and what it counted.
-fn run_group(a: &Analysis, st: &Style) -> Option<String> {
+fn run_group(a: &Analysis) -> Option<Line> {
     let g = a.run_group.as_ref()?;
     let what = match g.mechanism.as_str() {
-        "cgroup2" => format!("cgroup v2 {}", st.name(&g.path)),
-        "cgroup1" => format!("cgroup v1 cpuacct + freezer {}", st.name(&g.path)),
-        _ => "process tree, no cgroup (see the notes)".to_owned(),
+        "cgroup2" => vec![Span::plain("cgroup v2 "), Span::name(&g.path)],
+        "cgroup1" => vec![
+            Span::plain("cgroup v1 cpuacct + freezer "),
+            Span::name(&g.path),
+        ],
+        _ => plain("process tree, no cgroup (see the notes)"),
     };
     let mut parts = vec![what];
     if let (Some(cpu), Some(rows)) = (g.cpu_ns, g.rows_cpu_ns) {
         // cpu.stat counts µs: no finer than that.
-        parts.push(format!(
+        parts.push(plain(format!(
             "{} CPU of everything the run started (the rows hold {})",
             cpu_total(cpu, 1000),
             cpu_total(rows, 1000)
-        ));
-    }
-    if !g.escaped.is_empty() {
-        parts.push(st.yellow(&format!(
-            "{} left it or outlived the kill (see the notes)",
-            plural(g.escaped.len() as u64, "process", "processes")
         )));
     }
-    Some(parts.join(" · "))
+    if !g.escaped.is_empty() {
+        parts.push(toned(
+            format!(
+                "{} left it or outlived the kill (see the notes)",
+                plural(g.escaped.len() as u64, "process", "processes")
+            ),
+            Tone::Warning,
+        ));
+    }
+    Some(joined(parts))
 }
 
 /// Total CPU time with no more precision than its source: ms below a second, else s.
@@ -361,46 +390,48 @@ fn decimals_of(text: &str) -> usize {
     text.split_once('.').map_or(0, |(_, d)| d.len())
 }
 
-fn counters(a: &Analysis, st: &Style) -> Option<String> {
+fn counters(a: &Analysis) -> Option<Line> {
     if a.counters.is_empty() {
         return None;
     }
-    let parts: Vec<String> = a
+    let parts: Vec<Line> = a
         .counters
         .iter()
         .map(|c| {
-            let name = st.name(&crate::display::name(&c.name));
-            match (is_byte_counter(&c.name), c.bits_per_second) {
-                (true, Some(bps)) => {
-                    format!("{name} {} ({})", bytes(c.total as f64), bit_rate(bps))
-                }
-                (true, None) => format!("{name} {}", bytes(c.total as f64)),
-                _ => format!("{name} {}", number(c.total as f64)),
-            }
+            let name = Span::name(crate::display::name(&c.name));
+            let value = match (is_byte_counter(&c.name), c.bits_per_second) {
+                (true, Some(bps)) => format!(" {} ({})", bytes(c.total as f64), bit_rate(bps)),
+                (true, None) => format!(" {}", bytes(c.total as f64)),
+                _ => format!(" {}", number(c.total as f64)),
+            };
+            vec![name, Span::plain(value)]
         })
         .collect();
-    Some(parts.join(" · "))
+    Some(joined(parts))
 }
 
-fn late(a: &Analysis, st: &Style) -> Option<String> {
+fn late(a: &Analysis) -> Option<Line> {
     let l = a.late.as_ref()?;
-    let count = format!(
+    let count = Span::plain(format!(
         "{} ({:.2}%)",
         plural(l.late_frames, "frame", "frames"),
         l.late_pct
-    );
+    ));
     let count = if l.late_pct >= 1.0 {
-        st.red(&count)
+        count.toned(Tone::Bad)
     } else if l.late_frames > 0 {
-        st.yellow(&count)
+        count.toned(Tone::Warning)
     } else {
         count
     };
-    Some(format!(
-        "{count} over budget · {} · longest streak {}",
-        plural(l.missed_slots, "missed slot", "missed slots"),
-        l.longest_streak
-    ))
+    Some(vec![
+        count,
+        Span::plain(format!(
+            " over budget · {} · longest streak {}",
+            plural(l.missed_slots, "missed slot", "missed slots"),
+            l.longest_streak
+        )),
+    ])
 }
 
 /// The stutter rule in the words of the report, with this run's trailing window
@@ -414,46 +445,48 @@ fn stutter_rule(a: &Analysis) -> String {
     )
 }
 
-fn stutter(a: &Analysis, st: &Style) -> Option<String> {
+fn stutter(a: &Analysis) -> Option<Line> {
     let s = a.stutter.as_ref()?;
     if s.count == 0 {
         let intervals = a.interval.as_ref().map_or(0, |d| d.count);
-        return Some(format!(
+        return Some(plain(format!(
             "none in {} ({})",
             plural(intervals, "interval", "intervals"),
             stutter_rule(a)
-        ));
+        )));
     }
     let count = format!(
         "{} ({:.2}%)",
         plural(s.count, "interval", "intervals"),
         s.count_pct
     );
-    let count = if s.count > 0 {
-        st.yellow(&count)
-    } else {
-        count
-    };
-    Some(format!(
-        "{count} · {:.2}% of the time ({})",
-        s.time_pct,
-        stutter_rule(a)
-    ))
+    Some(vec![
+        Span::plain(count).toned(Tone::Warning),
+        Span::plain(format!(
+            " · {:.2}% of the time ({})",
+            s.time_pct,
+            stutter_rule(a)
+        )),
+    ])
 }
 
 /// `interval SD 4400 µs · adaptive SD 3888 µs (500 ms) · mean |interval − budget| 2714 µs`
-fn jitter(a: &Analysis, st: &Style) -> Option<String> {
+fn jitter(a: &Analysis) -> Option<Line> {
     let p = a.pacing.as_ref()?;
-    let mut s = format!(
+    let mut line = plain(format!(
         "interval SD {} µs · adaptive SD {} µs ({} ms)",
         us(p.interval_sd_ns),
         us(p.adaptive_sd_ns),
         p.adaptive_window_ns / 1_000_000
-    );
+    ));
     if let Some(e) = p.mean_abs_budget_error_ns {
-        s.push_str(&st.name(&format!(" · mean |interval − budget| {} µs", us(e))));
+        // Its bars are Markdown's table cells: escaped as a name is.
+        line.push(Span::name(format!(
+            " · mean |interval − budget| {} µs",
+            us(e)
+        )));
     }
-    Some(s)
+    Some(line)
 }
 
 /// `< 2 ms 3 (50.0%) · 2–4 ms 0 (0.0%) · … · ≥ 12 ms 1 (16.7%)`: the |Δ interval| buckets.
@@ -498,38 +531,53 @@ fn pacer(a: &Analysis) -> Option<String> {
 }
 
 /// `chrome · trace.json.gz · 2 bad lines skipped (first: trace.json.gz:12: no "ph")`
-fn imported(a: &Analysis, st: &Style) -> Option<String> {
+fn imported(a: &Analysis) -> Option<Line> {
     let i = a.import.as_ref()?;
-    let mut parts = vec![i.format.clone(), st.name(&i.files.join(", "))];
+    let mut parts = vec![
+        plain(i.format.clone()),
+        vec![Span::name(i.files.join(", "))],
+    ];
     if i.skipped > 0 {
-        let mut skipped = plural(i.skipped, "bad record skipped", "bad records skipped");
+        let skipped = plural(i.skipped, "bad record skipped", "bad records skipped");
+        let mut line = vec![Span::plain(skipped).toned(Tone::Warning)];
         if let Some(first) = &i.first_skipped {
-            skipped.push_str(&format!(" (first: {})", st.name(first)));
+            line.extend([
+                Span::plain(" (first: ").toned(Tone::Warning),
+                Span::name(first).toned(Tone::Warning),
+                Span::plain(")").toned(Tone::Warning),
+            ]);
         }
-        parts.push(st.yellow(&skipped));
+        parts.push(line);
     }
-    Some(parts.join(" · "))
+    Some(joined(parts))
 }
 
 /// `encode uprobe prog:encode_frame · 200 calls · 2.4 µs per call (entry + return; push,
 /// emulated) · 1.1 µs subtracted from each span`, one clause per probe, then what they cost
 /// the thread they cost most.
-fn probes(a: &Analysis, st: &Style) -> Option<String> {
+fn probes(a: &Analysis) -> Option<Line> {
     let p = a.probes.as_ref()?;
-    let mut parts: Vec<String> = p
+    let mut parts: Vec<Line> = p
         .probes
         .iter()
         .map(|f| {
-            let what = if f.frame_probe {
-                format!("frames from uprobe {}", st.name(&f.target))
+            let mut line = if f.frame_probe {
+                vec![Span::plain("frames from uprobe "), Span::name(&f.target)]
             } else {
-                format!("{} {} {}", f.stage, f.kind, st.name(&f.target))
+                vec![
+                    Span::plain(format!("{} {} ", f.stage, f.kind)),
+                    Span::name(&f.target),
+                ]
             };
             let hits = match f.kind.as_str() {
                 "usdt event" | "tracepoint" => plural(f.hits, "hit", "hits"),
                 _ => plural(f.hits, "call", "calls"),
             };
-            let hits = if f.hits == 0 { st.yellow(&hits) } else { hits };
+            let hits = match f.hits {
+                0 => Span::plain(hits).toned(Tone::Warning),
+                _ => Span::plain(hits),
+            };
+            line.extend([Span::plain(" · "), hits]);
             let cost = match f.cost_per_hit_ns {
                 Some(ns) => {
                     let per = match f.kind.as_str() {
@@ -544,40 +592,48 @@ fn probes(a: &Analysis, st: &Style) -> Option<String> {
             };
             if f.kind == "tracepoint" {
                 // Not a trap in the program: no cost of its own to say.
-                return format!("{what} · {hits}");
+                return line;
             }
-            let subtracted = match (f.subtracted_ns, f.kind.as_str()) {
-                (_, "usdt event") => String::new(),
-                (Some(ns), _) if f.clamped > 0 => format!(
-                    " · {:.1} µs subtracted from each span ({})",
-                    ns as f64 / 1e3,
-                    st.yellow(&format!(
+            line.push(Span::plain(format!(" · {cost}")));
+            match (f.subtracted_ns, f.kind.as_str()) {
+                (_, "usdt event") => {}
+                (Some(ns), _) if f.clamped > 0 => line.extend([
+                    Span::plain(format!(
+                        " · {:.1} µs subtracted from each span (",
+                        ns as f64 / 1e3
+                    )),
+                    Span::plain(format!(
                         "{} shorter than that made 0",
                         plural(f.clamped, "span", "spans")
                     ))
-                ),
-                (Some(ns), _) => format!(" · {:.1} µs subtracted from each span", ns as f64 / 1e3),
-                (None, _) if f.frame_probe => String::new(),
-                (None, _) => " · nothing subtracted (its share in a span is not known)".to_owned(),
+                    .toned(Tone::Warning),
+                    Span::plain(")"),
+                ]),
+                (Some(ns), _) => line.push(Span::plain(format!(
+                    " · {:.1} µs subtracted from each span",
+                    ns as f64 / 1e3
+                ))),
+                (None, _) if f.frame_probe => {}
+                (None, _) => line.push(Span::plain(
+                    " · nothing subtracted (its share in a span is not known)",
+                )),
             };
-            format!("{what} · {hits} · {cost}{subtracted}")
+            line
         })
         .collect();
     // `run --pair`: events made spans.
     parts.extend(p.pairs.iter().map(|pair| {
-        let spans = plural(pair.spans, "span", "spans");
-        format!(
-            "{} pair {}:{} by {} · {}",
-            pair.stage,
-            pair.start,
-            pair.end,
-            pair.by,
-            if pair.spans == 0 {
-                st.yellow(&spans)
-            } else {
-                spans
-            }
-        )
+        let spans = Span::plain(plural(pair.spans, "span", "spans"));
+        vec![
+            Span::plain(format!(
+                "{} pair {}:{} by {} · ",
+                pair.stage, pair.start, pair.end, pair.by
+            )),
+            match pair.spans {
+                0 => spans.toned(Tone::Warning),
+                _ => spans,
+            },
+        ]
     }));
     if let Some(tid) = p.busiest_tid {
         let line = format!(
@@ -586,49 +642,50 @@ fn probes(a: &Analysis, st: &Style) -> Option<String> {
         );
         parts.push(
             if p.busiest_share_pct > crate::probes::DOMINATING_SHARE_PCT {
-                st.yellow(&format!(
-                    "{line}: the probes dominate it (see docs/probes.md)"
-                ))
+                toned(
+                    format!("{line}: the probes dominate it (see docs/probes.md)"),
+                    Tone::Warning,
+                )
             } else {
-                line
+                plain(line)
             },
         );
     }
     if p.lost > 0 {
-        parts.push(st.yellow(&format!("{} samples lost", p.lost)));
+        parts.push(toned(format!("{} samples lost", p.lost), Tone::Warning));
     }
-    Some(parts.join(" · "))
+    Some(joined(parts))
 }
 
 /// The header lines as (label, sentence), in report order; lines that do not apply are left out.
-pub fn facts(a: &Analysis, st: &Style) -> Vec<(&'static str, String)> {
-    facts_in(a, st, false)
+pub fn facts(a: &Analysis) -> Vec<(&'static str, Line)> {
+    facts_in(a, false)
 }
 
 /// [`facts`], with every FPS low named when `verbose`.
-pub fn facts_in(a: &Analysis, st: &Style, verbose: bool) -> Vec<(&'static str, String)> {
+pub fn facts_in(a: &Analysis, verbose: bool) -> Vec<(&'static str, Line)> {
     let lines = [
-        ("command", command(a)),
-        ("tags", tags(a, st)),
-        ("imported", imported(a, st)),
-        ("host", host(a, st)),
-        ("target", target(a)),
-        ("window", Some(window(a))),
-        ("metrics", metrics(a, st)),
-        ("frames", frames(a, st)),
-        ("probes", probes(a, st)),
-        ("bound", super::pipeline::bound_line(a, st)),
-        ("scheduler", super::pipeline::sched_line(a, st)),
-        ("fps", fps(a, verbose)),
-        ("cpu", cpu(a)),
-        ("run group", run_group(a, st)),
-        ("counters", counters(a, st)),
-        ("late", late(a, st)),
-        ("stutter", stutter(a, st)),
-        ("jitter", jitter(a, st)),
-        ("Δ interval", delta_buckets(a)),
-        ("pacer", pacer(a)),
-        ("output", outputs(a)),
+        ("command", command(a).map(plain)),
+        ("tags", tags(a)),
+        ("imported", imported(a)),
+        ("host", host(a)),
+        ("target", target(a).map(plain)),
+        ("window", Some(plain(window(a)))),
+        ("metrics", metrics(a)),
+        ("frames", frames(a)),
+        ("probes", probes(a)),
+        ("bound", super::pipeline::bound_line(a)),
+        ("scheduler", super::pipeline::sched_line(a)),
+        ("fps", fps(a, verbose).map(plain)),
+        ("cpu", cpu(a).map(plain)),
+        ("run group", run_group(a)),
+        ("counters", counters(a)),
+        ("late", late(a)),
+        ("stutter", stutter(a)),
+        ("jitter", jitter(a)),
+        ("Δ interval", delta_buckets(a).map(plain)),
+        ("pacer", pacer(a).map(plain)),
+        ("output", outputs(a).map(plain)),
     ];
     lines
         .into_iter()
@@ -640,6 +697,13 @@ pub fn facts_in(a: &Analysis, st: &Style, verbose: bool) -> Vec<(&'static str, S
 mod tests {
     use super::*;
     use crate::analyze::{FpsSummary, LateSummary};
+    use crate::render::document::shown;
+    use crate::render::style::Style;
+
+    /// A fact's line as `st` shows it.
+    fn text_of(line: Option<Line>, st: &Style) -> String {
+        shown(&line.unwrap(), st)
+    }
 
     #[test]
     fn the_probes_line_says_what_was_subtracted_clamped_and_paired() {
@@ -676,7 +740,7 @@ mod tests {
             }),
             ..Analysis::default()
         };
-        let line = probes(&a, &Style::default()).unwrap();
+        let line = text_of(probes(&a), &Style::default());
         assert!(
             line.contains(
                 "encode uprobe prog:encode_frame · 300 calls · 2.4 µs per call (entry + return; \
@@ -761,7 +825,7 @@ mod tests {
         };
         let st = Style::default();
         assert_eq!(
-            stutter(&a, &st).unwrap(),
+            text_of(stutter(&a), &st),
             "none in 1439 intervals (a stutter is an interval over 2.5 × the mean of up to 29 \
              intervals before it)"
         );
@@ -801,15 +865,9 @@ mod tests {
             }),
             ..Analysis::default()
         };
-        assert!(late(&with(0, 0.0), &st)
-            .unwrap()
-            .starts_with("0 frames (0.00%) over"));
-        assert!(late(&with(1, 0.5), &st)
-            .unwrap()
-            .starts_with("\x1b[33m1 frame (0.50%)"));
-        assert!(late(&with(3, 1.5), &st)
-            .unwrap()
-            .starts_with("\x1b[31m3 frames (1.50%)"));
+        assert!(text_of(late(&with(0, 0.0)), &st).starts_with("0 frames (0.00%) over"));
+        assert!(text_of(late(&with(1, 0.5)), &st).starts_with("\x1b[33m1 frame (0.50%)"));
+        assert!(text_of(late(&with(3, 1.5)), &st).starts_with("\x1b[31m3 frames (1.50%)"));
     }
 
     #[test]

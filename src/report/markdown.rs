@@ -8,24 +8,8 @@ use super::text::{
 };
 use crate::analyze::Analysis;
 use crate::render::columns::Column;
-use crate::render::document::{Block, ColumnTable, Fact};
+use crate::render::document::{Block, Fact, SpanKind};
 use crate::render::style::Style;
-
-/// An inline code span that survives backticks in its content.
-fn code_span(s: &str) -> String {
-    let longest_run = s
-        .split(|c| c != '`')
-        .map(|run| run.len())
-        .max()
-        .unwrap_or(0);
-    let fence = "`".repeat(longest_run + 1);
-    let pad = if s.starts_with('`') || s.ends_with('`') {
-        " "
-    } else {
-        ""
-    };
-    format!("{fence}{pad}{s}{pad}{fence}")
-}
 
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
@@ -33,12 +17,11 @@ fn strings(items: &[&str]) -> Vec<String> {
 
 /// A GitHub table of `headers` over `rows`, set off by a blank line.
 fn gfm(headers: Vec<String>, rows: Vec<Vec<String>>) -> Block {
-    Block::Columns(ColumnTable {
-        columns: headers.into_iter().map(|h| Column::new(h, 0)).collect(),
-        rows,
-        unit: None,
+    let columns: Vec<Column> = headers.into_iter().map(|h| Column::new(h, 0)).collect();
+    Block::Columns {
+        table: crate::render::columns::table(&columns, rows, None),
         set_off: true,
-    })
+    }
 }
 
 fn fps_table(a: &Analysis) -> Option<Block> {
@@ -77,16 +60,19 @@ fn fps_table(a: &Analysis) -> Option<Block> {
 /// fps as its own table), the tables, telemetry, the notes quoted; every FPS low named
 /// when `verbose` (`framelab report --verbose`).
 pub(crate) fn blocks(a: &Analysis, verbose: bool) -> Vec<Block> {
+    // The facts are spans the writer escapes; the worst frames' headers, telemetry and
+    // the notes are still escaped here.
     let st = Style {
         color: false,
         markdown: true,
     };
-    let facts = (facts_in(a, &st, verbose).into_iter())
+    let facts = (facts_in(a, verbose).into_iter())
         .filter(|(label, _)| *label != "fps")
         .map(|(label, line)| Fact {
             label: label.to_owned(),
+            // The command as code: its spans are plain text.
             value: match label {
-                "command" => code_span(&line),
+                "command" => line.into_iter().map(|s| s.with(SpanKind::Code)).collect(),
                 _ => line,
             },
             hint: None,
@@ -127,16 +113,4 @@ pub(crate) fn blocks(a: &Analysis, verbose: bool) -> Vec<Block> {
         blocks.push(Block::Lines(notes));
     }
     blocks
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn code_spans_hold_backticks() {
-        assert_eq!(code_span("ls -l"), "`ls -l`");
-        assert_eq!(code_span("echo `date`"), "`` echo `date` ``");
-        assert_eq!(code_span("a``b"), "```a``b```");
-    }
 }

@@ -17,7 +17,6 @@ pub use sources::render as sources;
 use crate::analyze::Analysis;
 use crate::render::document::{write_in, Document};
 use crate::render::format::RUN_REPORT;
-use crate::render::style::Style;
 use crate::render::Format;
 
 /// Renders `analysis` (text, Markdown or JSON); `color` only applies to text.
@@ -39,7 +38,7 @@ fn render_in(
 ) -> anyhow::Result<String> {
     let format = RUN_REPORT.check(format)?;
     write_in(
-        &document(analysis, format, color, verbose),
+        &document(analysis, format, verbose),
         format,
         &RUN_REPORT,
         color,
@@ -51,11 +50,7 @@ fn render_in(
 /// a fact line in text, a table in Markdown), and the HTML page titles each table, so the
 /// blocks are those of the format asked (HTML's go through `render::html_writer` into the
 /// page's data); the JSON form (every number) is written only when JSON is asked for.
-pub fn document(analysis: &Analysis, format: Format, color: bool, verbose: bool) -> Document {
-    let st = Style {
-        color,
-        markdown: false,
-    };
+pub fn document(analysis: &Analysis, format: Format, verbose: bool) -> Document {
     match format {
         Format::Json => Document {
             blocks: Vec::new(),
@@ -70,7 +65,7 @@ pub fn document(analysis: &Analysis, format: Format, color: bool, verbose: bool)
             json: String::new(),
         },
         _ => Document {
-            blocks: text::blocks(analysis, &st, verbose),
+            blocks: text::blocks(analysis, verbose),
             json: String::new(),
         },
     }

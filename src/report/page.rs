@@ -13,7 +13,6 @@ use super::text::{
 };
 use crate::analyze::Analysis;
 use crate::render::document::{Block, Fact};
-use crate::render::style::Style;
 use crate::render::Table;
 
 /// The page's blocks: the title, the facts uncoloured and unescaped (the page's script
@@ -22,7 +21,7 @@ pub(crate) fn blocks(a: &Analysis) -> Vec<Block> {
     let mut blocks = vec![
         Block::Title(title(a)),
         Block::Facts(
-            (facts(a, &Style::default()).into_iter())
+            (facts(a).into_iter())
                 .map(|(label, value)| Fact {
                     label: label.to_owned(),
                     value,
@@ -50,6 +49,7 @@ fn tables(a: &Analysis) -> Vec<Table> {
                 title: title.to_owned(),
                 headers,
                 rows,
+                ..Table::default()
             });
         }
     };

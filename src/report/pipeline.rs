@@ -4,8 +4,8 @@
 
 use crate::analyze::pipeline::{Bottleneck, PipelineSummary};
 use crate::analyze::{Analysis, Dist};
+use crate::render::document::{plain, Line, Span};
 use crate::render::human::{us, us_mean};
-use crate::render::style::Style;
 use crate::sched::SchedSource;
 use crate::units::plural;
 
@@ -98,9 +98,9 @@ fn busy_on_cpu(a: &Analysis) -> bool {
 
 /// Where the split of spans into on-CPU, runnable and blocked time comes from, and who
 /// preempted the spans most; `None` for a run without a scheduler timeline.
-pub fn sched_line(a: &Analysis, st: &Style) -> Option<String> {
+pub fn sched_line(a: &Analysis) -> Option<Line> {
     let s = a.sched.as_ref()?;
-    let mut line = match s.source {
+    let line = match s.source {
         SchedSource::Tracepoints => {
             let mut l = "sched_switch tracepoints: busy = time on CPU".to_owned();
             if s.lost > 0 {
@@ -119,18 +119,21 @@ pub fn sched_line(a: &Analysis, st: &Style) -> Option<String> {
         ),
         SchedSource::None => String::new(),
     };
+    let mut line = plain(line);
     if !s.preempted_by.is_empty() {
-        let top: Vec<String> = (s.preempted_by.iter())
-            .take(3)
-            .map(|p| format!("{} {}", st.name(&p.comm), ms(p.ns)))
-            .collect();
-        line.push_str(&format!(" · spans preempted by {}", top.join(", ")));
+        line.push(Span::plain(" · spans preempted by "));
+        for (i, p) in s.preempted_by.iter().take(3).enumerate() {
+            if i > 0 {
+                line.push(Span::plain(", "));
+            }
+            line.extend([Span::name(&p.comm), Span::plain(format!(" {}", ms(p.ns)))]);
+        }
     }
     if !s.detail.is_empty() {
-        if !line.is_empty() {
-            line.push_str(" · ");
+        if line.iter().any(|span| !span.text.is_empty()) {
+            line.push(Span::plain(" · "));
         }
-        line.push_str(&s.detail);
+        line.push(Span::plain(&s.detail));
     }
     Some(line)
 }
@@ -184,23 +187,22 @@ fn paced_at(observed: f64, target: f64, bound: f64) -> bool {
 
 /// `thread main 78.1% busy (most: encode): allows 153.6 fps · observed 120.0 fps (…)`;
 /// `busy (on CPU)` where busy is time on a CPU (a scheduler timeline).
-pub fn bound_line(a: &Analysis, st: &Style) -> Option<String> {
+pub fn bound_line(a: &Analysis) -> Option<Line> {
     let b: &Bottleneck = a.pipeline.as_ref()?.bottleneck.as_ref()?;
-    let mut line = format!(
-        "{} {} {:.1}% busy{} (most: {}) allows {:.1} fps",
-        if b.queue { "queue" } else { "thread" },
-        st.name(&b.resource),
-        b.busy_pct,
-        if busy_on_cpu(a) && !b.queue {
-            " (on CPU)"
-        } else {
-            ""
-        },
-        st.name(&b.stage),
-        b.fps_bound
-    );
+    let on_cpu = if busy_on_cpu(a) && !b.queue {
+        " (on CPU)"
+    } else {
+        ""
+    };
+    let mut line = vec![
+        Span::plain(if b.queue { "queue " } else { "thread " }),
+        Span::name(&b.resource),
+        Span::plain(format!(" {:.1}% busy{on_cpu} (most: ", b.busy_pct)),
+        Span::name(&b.stage),
+        Span::plain(format!(") allows {:.1} fps", b.fps_bound)),
+    ];
     if let Some(observed) = a.observed_fps {
-        line.push_str(&format!(" · observed {observed:.1} fps"));
+        line.push(Span::plain(format!(" · observed {observed:.1} fps")));
         // A thread whose spans filled the window was never idle, so never held back by the
         // pacer, however little of that time it ran (starved of CPU): its spans' wall time
         // must allow the rate too.
@@ -208,10 +210,10 @@ pub fn bound_line(a: &Analysis, st: &Style) -> Option<String> {
         if let Some(target) = (a.target_fps)
             .filter(|&t| paced_at(observed, t, b.fps_bound) && paced_at(observed, t, wall_bound))
         {
-            line.push_str(&format!(
+            line.push(Span::plain(format!(
                 " (the target {} fps sets the rate)",
                 crate::render::human::fps_target(target)
-            ));
+            )));
         }
     }
     Some(line)

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::analyze::Analysis;
 use crate::experiment::Experiment;
 use crate::render::columns::Column;
-use crate::render::document::{plain, pretty_json, write_in, Block, ColumnTable, Document};
+use crate::render::document::{plain, pretty_json, write_in, Block, Document};
 use crate::render::format::RUN_REPORT;
 use crate::render::human::{shell_words, us};
 use crate::render::Format;
@@ -143,13 +143,13 @@ fn blocks(file: Option<&Path>, shown: &str, lines: &[RunLine], markdown: bool) -
         Some(_) => format!("one run in full: framelab report {shown} --run-id {first}{verdicts}"),
         None => "keep the runs with -o FILE to see one in full".to_owned(),
     };
-    let table = Block::Columns(ColumnTable {
-        columns: headers.iter().map(|h| Column::new(*h, 0)).collect(),
-        rows,
-        unit: (!markdown).then(|| "µs".to_owned()),
+    let columns: Vec<Column> = headers.iter().map(|h| Column::new(*h, 0)).collect();
+    let unit = (!markdown).then_some("µs");
+    let table = Block::Columns {
+        table: crate::render::columns::table(&columns, rows, unit),
         // Right under the title in text.
         set_off: markdown,
-    });
+    };
     if markdown {
         vec![
             Block::Heading(plain(heading)),

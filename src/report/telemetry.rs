@@ -233,7 +233,7 @@ pub fn of(a: &Analysis) -> Option<&TelemetrySummary> {
 }
 
 use crate::render::columns::Column;
-use crate::render::document::{Block, ColumnTable};
+use crate::render::document::{Block, Span, Tone};
 use crate::render::style::Style;
 
 fn columns(headers: &[String], min_width: usize) -> Vec<Column> {
@@ -250,35 +250,42 @@ fn strings(items: &[&str]) -> Vec<String> {
 
 /// A table set off by a blank line, with no unit after its header.
 fn table(columns: Vec<Column>, rows: Vec<Vec<String>>) -> Block {
-    Block::Columns(ColumnTable {
-        columns,
-        rows,
-        unit: None,
+    Block::Columns {
+        table: crate::render::columns::table(&columns, rows, None),
         set_off: true,
-    })
+    }
 }
 
 /// The telemetry blocks of the text report, in order; empty without telemetry.
-pub fn text_blocks(a: &Analysis, st: &Style) -> Vec<Block> {
+pub fn text_blocks(a: &Analysis) -> Vec<Block> {
     let Some(t) = of(a) else {
         return Vec::new();
     };
-    let mut blocks = Vec::new();
-    let mut lines = format!("  {}\n", st.bold(&format!("sampling  {}", every(t))));
+    // Each source's state in its tone, the writer colours it; the padding is the plain
+    // word's.
+    let mut blocks = vec![
+        Block::Blank,
+        Block::Paragraph(vec![
+            Span::plain(format!("sampling  {}", every(t))).toned(Tone::Strong)
+        ]),
+    ];
     for (source, state, line) in source_lines(t) {
-        let state = match state {
-            "stopped" => st.red(state),
-            "on" => state.to_string(),
-            _ => st.yellow(state),
+        let tone = match state {
+            "stopped" => Some(Tone::Bad),
+            "on" => None,
+            _ => Some(Tone::Warning),
         };
-        // Pad by the visible width: colour codes take no columns.
-        let pad = " ".repeat(9usize.saturating_sub(state_width(&state)));
-        lines.push_str(&format!(
-            "    {source:<9} {state}{pad}{}\n",
-            crate::display::text(&line)
-        ));
+        let pad = " ".repeat(9usize.saturating_sub(state.chars().count()));
+        blocks.push(Block::Paragraph(vec![
+            Span::plain(format!("  {source:<9} ")),
+            Span {
+                tone,
+                ..Span::plain(state)
+            },
+            Span::plain(pad),
+            Span::name(line),
+        ]));
     }
-    blocks.push(Block::Lines(lines));
     if !t.metrics.is_empty() {
         let headers = strings(&METRIC_HEADERS);
         blocks.push(table(columns(&headers, 8), metric_rows(t)));
@@ -293,32 +300,17 @@ pub fn text_blocks(a: &Analysis, st: &Style) -> Vec<Block> {
         blocks.push(table(columns(&headers, 7), frame_rows(t)));
     }
     if let Some(line) = throttle_line(t) {
-        blocks.push(Block::Lines(format!(
-            "  {:<10}{}\n",
-            "throttle",
-            crate::display::text(&line)
-        )));
+        blocks.push(Block::Blank);
+        blocks.push(Block::Paragraph(vec![
+            Span::plain(format!("{:<10}", "throttle")),
+            Span::name(line),
+        ]));
     }
     if !t.busiest_threads.is_empty() {
         let headers = strings(&THREAD_HEADERS);
         blocks.push(table(columns(&headers, 8), thread_rows(t)));
     }
     blocks
-}
-
-fn state_width(s: &str) -> usize {
-    // Strip ANSI sequences (ESC [ ... m) before counting.
-    let mut width = 0;
-    let mut in_escape = false;
-    for c in s.chars() {
-        match (in_escape, c) {
-            (false, '\x1b') => in_escape = true,
-            (true, 'm') => in_escape = false,
-            (false, _) => width += 1,
-            _ => {}
-        }
-    }
-    width
 }
 
 /// The telemetry blocks of the Markdown report (headers as Markdown shows them).

@@ -4,9 +4,8 @@ use super::facts::{facts_in, title};
 use crate::analyze::cpu::{role_label, split_resolution_ns};
 use crate::analyze::{Analysis, Dist};
 use crate::render::columns::Column;
-use crate::render::document::{Block, ColumnTable, Fact};
+use crate::render::document::{Block, Fact};
 use crate::render::human::{cores, cpu_secs, load_pct, mem, secs, us, us_mean};
-use crate::render::style::Style;
 
 fn dist_cells(d: &Dist) -> [String; 6] {
     [
@@ -29,12 +28,10 @@ pub(crate) fn stage_rows(a: &Analysis) -> Vec<(String, [String; 6])> {
 
 /// A table of the report's columns, set off by a blank line.
 fn columns(columns: Vec<Column>, rows: Vec<Vec<String>>, unit: Option<&str>) -> Block {
-    Block::Columns(ColumnTable {
-        columns,
-        rows,
-        unit: unit.map(str::to_owned),
+    Block::Columns {
+        table: crate::render::columns::table(&columns, rows, unit),
         set_off: true,
-    })
+    }
 }
 
 fn stage_table(a: &Analysis) -> Option<Block> {
@@ -249,14 +246,13 @@ fn resource_table(a: &Analysis) -> Option<Block> {
     Some(self::columns(columns, rows, None))
 }
 
-/// The text report's blocks, decorated by `st` (colour): the title, the facts, the
-/// tables, telemetry, the notes; every FPS low named when `verbose`
-/// (`framelab report --verbose`).
-pub(crate) fn blocks(a: &Analysis, st: &Style, verbose: bool) -> Vec<Block> {
+/// The text report's blocks: the title, the facts, the tables, telemetry, the notes; every
+/// FPS low named when `verbose` (`framelab report --verbose`). The writer colours them.
+pub(crate) fn blocks(a: &Analysis, verbose: bool) -> Vec<Block> {
     let mut blocks = vec![
         Block::Title(title(a)),
         Block::Facts(
-            (facts_in(a, st, verbose).into_iter())
+            (facts_in(a, verbose).into_iter())
                 .map(|(label, value)| Fact {
                     label: label.to_owned(),
                     value,
@@ -276,7 +272,7 @@ pub(crate) fn blocks(a: &Analysis, st: &Style, verbose: bool) -> Vec<Block> {
         .into_iter()
         .flatten(),
     );
-    blocks.extend(super::telemetry::text_blocks(a, st));
+    blocks.extend(super::telemetry::text_blocks(a));
     if !a.notes.is_empty() {
         blocks.push(Block::Notes(
             (a.notes.iter())

@@ -8,48 +8,26 @@ use crate::session::watch::WatchRoles;
 const TICK_NS: i64 = 10_000_000;
 /// framelab's pid in the fixtures: it has no children there.
 const COLLECTOR: u32 = 1;
-/// The command's pid: absent from the fixtures.
-const COMMAND: u32 = 99_999;
 
-/// Writes `/proc/PID/stat` with these times (ticks) and start (ticks since boot).
-fn write_stat(root: &std::path::Path, pid: u32, name: &str, times: [i64; 4], start: i64) {
-    let dir = root.join(pid.to_string());
-    std::fs::create_dir_all(&dir).unwrap();
-    let [utime, stime, cutime, cstime] = times;
-    std::fs::write(
-        dir.join("stat"),
-        format!("{pid} ({name}) S 77 0 0 0 -1 0 0 0 0 0 {utime} {stime} {cutime} {cstime} 20 0 1 0 {start} 1000 10 0"),
-    )
-    .unwrap();
-}
-
-fn watching(root: &std::path::Path, pid: u32, role: &str) -> Accounting {
+/// A watched pid and its role.
+fn watching(pid: u32, role: &str) -> WatchList {
     let mut roles = WatchRoles::default();
     roles.pids.insert(pid, role.to_owned());
-    Accounting::new(
-        Procfs::at(root, 100),
-        0,
-        COLLECTOR,
-        50_000_000,
-        WatchList {
-            pids: vec![pid],
-            names: Vec::new(),
-            roles,
-        },
-        Err("not in a fixture".into()),
-    )
+    WatchList {
+        pids: vec![pid],
+        names: Vec::new(),
+        roles,
+    }
 }
 
 #[test]
 fn a_watched_process_counts_the_children_it_reaped_over_the_window() {
-    let proc = tempfile::tempdir().unwrap();
-    write_stat(proc.path(), 4242, "python3", [100, 0, 10, 0], 5);
-    let mut acc = watching(proc.path(), 4242, "decoderd");
-    acc.sample(0, COMMAND);
-    acc.start_window(1_000_000_000, COMMAND, false);
+    let mut world = World::new();
+    world.process(4242, "python3", 'S', 77, [100, 0, 10, 0], 1);
+    let mut acc = world.opened(watching(4242, "decoderd"), 1_000_000_000);
     // 10 ticks of its own, 30 + 5 of children it reaped.
-    write_stat(proc.path(), 4242, "python3", [110, 0, 40, 5], 5);
-    acc.end_window(2_000_000_000, COMMAND);
+    world.process(4242, "python3", 'S', 77, [110, 0, 40, 5], 1);
+    acc.end_window(2_000_000_000, CMD);
     let rows = acc.results();
     assert_eq!(rows.len(), 1, "{rows:?}");
     let row = &rows[0];
@@ -66,17 +44,15 @@ fn a_watched_process_counts_the_children_it_reaped_over_the_window() {
 
 #[test]
 fn a_watched_pid_taken_by_another_process_is_not_followed() {
-    let proc = tempfile::tempdir().unwrap();
-    write_stat(proc.path(), 4242, "decoderd", [100, 0, 0, 0], 5);
-    let mut acc = watching(proc.path(), 4242, "d");
-    acc.sample(0, COMMAND);
-    acc.start_window(1_000_000_000, COMMAND, false);
-    write_stat(proc.path(), 4242, "decoderd", [120, 0, 0, 0], 5);
-    acc.sample(1_500_000_000, COMMAND);
-    // The daemon ended; a new process got its pid and burns far more.
-    write_stat(proc.path(), 4242, "cc1", [900, 50, 0, 0], 300);
-    acc.sample(2_000_000_000, COMMAND);
-    acc.end_window(3_000_000_000, COMMAND);
+    let mut world = World::new();
+    world.process(4242, "decoderd", 'S', 77, [100, 0, 0, 0], 1);
+    let mut acc = world.opened(watching(4242, "d"), 1_000_000_000);
+    world.process(4242, "decoderd", 'S', 77, [120, 0, 0, 0], 1);
+    acc.sample(1_500_000_000, CMD);
+    // The daemon ended; a new process got its pid (it started later) and burns far more.
+    world.stat(4242, "cc1", 'S', 77, [900, 50, 0, 0], 300);
+    acc.sample(2_000_000_000, CMD);
+    acc.end_window(3_000_000_000, CMD);
     let rows = acc.results();
     assert_eq!(rows.len(), 1, "only the watched process: {rows:?}");
     let row = &rows[0];
@@ -92,22 +68,14 @@ fn a_watched_pid_taken_by_another_process_is_not_followed() {
 
 #[test]
 fn a_watched_pid_without_a_role_counts_under_its_name() {
-    let proc = tempfile::tempdir().unwrap();
-    write_stat(proc.path(), 4242, "redis-server", [100, 0, 0, 0], 5);
-    let mut acc = Accounting::new(
-        Procfs::at(proc.path(), 100),
-        0,
-        COLLECTOR,
-        50_000_000,
-        WatchList {
-            pids: vec![4242],
-            ..WatchList::default()
-        },
-        Err("not in a fixture".into()),
-    );
-    acc.sample(0, COMMAND);
-    acc.start_window(1_000_000_000, COMMAND, false);
-    acc.end_window(2_000_000_000, COMMAND);
+    let mut world = World::new();
+    world.process(4242, "redis-server", 'S', 77, [100, 0, 0, 0], 1);
+    let watch = WatchList {
+        pids: vec![4242],
+        ..WatchList::default()
+    };
+    let mut acc = world.opened(watch, 1_000_000_000);
+    acc.end_window(2_000_000_000, CMD);
     assert_eq!(acc.results()[0].watch_role, "redis-server");
 }
 
@@ -135,17 +103,22 @@ impl World {
     /// `/proc/PID/stat` (times in ticks: own user, own sys, children's user, children's sys)
     /// and `/proc/PID/status` with its peak RSS.
     fn process(&self, pid: u32, name: &str, state: char, ppid: u32, times: [i64; 4], hwm_mib: u64) {
+        self.stat(pid, name, state, ppid, times, 5);
+        std::fs::write(
+            self.proc.path().join(pid.to_string()).join("status"),
+            format!("Name:\t{name}\nVmHWM:\t{} kB\n", hwm_mib * 1024),
+        )
+        .unwrap();
+    }
+
+    /// `/proc/PID/stat` alone, the process started `start` ticks after boot.
+    fn stat(&self, pid: u32, name: &str, state: char, ppid: u32, times: [i64; 4], start: i64) {
         let dir = self.proc.path().join(pid.to_string());
         std::fs::create_dir_all(&dir).unwrap();
         let [utime, stime, cutime, cstime] = times;
         std::fs::write(
             dir.join("stat"),
-            format!("{pid} ({name}) {state} {ppid} 0 0 0 -1 0 0 0 0 0 {utime} {stime} {cutime} {cstime} 20 0 1 0 5 1000 10 0"),
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("status"),
-            format!("Name:\t{name}\nVmHWM:\t{} kB\n", hwm_mib * 1024),
+            format!("{pid} ({name}) {state} {ppid} 0 0 0 -1 0 0 0 0 0 {utime} {stime} {cutime} {cstime} 20 0 1 0 {start} 1000 10 0"),
         )
         .unwrap();
     }
@@ -170,6 +143,14 @@ impl World {
             watch,
             exit_records,
         )
+    }
+
+    /// The accounting, its first reading taken and its window opened at `start_ns`.
+    fn opened(&mut self, watch: WatchList, start_ns: i64) -> Accounting {
+        let mut acc = self.accounting(watch);
+        acc.sample(0, CMD);
+        acc.start_window(start_ns, CMD, false);
+        acc
     }
 }
 
@@ -239,9 +220,7 @@ fn a_process_cpu_clock_counts_to_the_nanosecond_where_ticks_would_round() {
     world.process(101, "worker", 'S', CMD, [0, 0, 0, 0], 1);
     set(CMD, 120_000_000);
     set(101, 0);
-    let mut acc = world.accounting(WatchList::default());
-    acc.sample(0, CMD);
-    acc.start_window(500_000_000, CMD, false);
+    let mut acc = world.opened(WatchList::default(), 500_000_000);
     // Ticks say 23 (0.23 s) and 4 (0.04 s); the clocks say what was really used.
     world.process(CMD, "pipeline", 'S', COLLECTOR, [30, 5, 0, 0], 1);
     world.process(101, "worker", 'S', CMD, [4, 0, 0, 0], 1);
@@ -266,9 +245,7 @@ fn a_child_that_exits_before_the_end_counts_up_to_its_exit_and_the_rows_add_up()
     let mut world = World::new();
     world.process(CMD, "pipeline", 'S', COLLECTOR, [10, 0, 0, 0], 1);
     world.process(101, "encode", 'S', CMD, [0, 0, 0, 0], 1);
-    let mut acc = world.accounting(WatchList::default());
-    acc.sample(0, CMD);
-    acc.start_window(0, CMD, false);
+    let mut acc = world.opened(WatchList::default(), 0);
     world.process(101, "encode", 'S', CMD, [30, 0, 0, 0], 1);
     acc.sample(1_000_000_000, CMD);
     // It used 5 more ticks after that reading, ended, and the command reaped it: the
@@ -302,9 +279,7 @@ fn children_that_end_in_one_interval_share_a_row_and_the_sum_still_holds() {
     world.process(CMD, "sh", 'S', COLLECTOR, [0, 0, 0, 0], 1);
     world.process(101, "job", 'S', CMD, [0, 0, 0, 0], 1);
     world.process(102, "job", 'S', CMD, [0, 0, 0, 0], 1);
-    let mut acc = world.accounting(WatchList::default());
-    acc.sample(0, CMD);
-    acc.start_window(0, CMD, false);
+    let mut acc = world.opened(WatchList::default(), 0);
     world.process(101, "job", 'S', CMD, [10, 0, 0, 0], 1);
     world.process(102, "job", 'S', CMD, [10, 0, 0, 0], 1);
     acc.sample(1_000_000_000, CMD);
@@ -344,13 +319,14 @@ fn a_process_seen_by_name_counts_under_its_role() {
     world.process(301, "bash", 'S', 77, [500, 0, 0, 0], 1);
     let mut roles = WatchRoles::default();
     roles.names.insert("encoder".into(), "enc".into());
-    let mut acc = world.accounting(WatchList {
-        pids: Vec::new(),
-        names: vec!["encoder".into(), "ghost".into()],
-        roles,
-    });
-    acc.sample(0, CMD);
-    acc.start_window(0, CMD, false);
+    let mut acc = world.opened(
+        WatchList {
+            pids: Vec::new(),
+            names: vec!["encoder".into(), "ghost".into()],
+            roles,
+        },
+        0,
+    );
     world.process(300, "encoder", 'S', 77, [125, 25, 0, 0], 40);
     world.process(301, "bash", 'S', 77, [900, 0, 0, 0], 1);
     acc.end_window(1_000_000_000, CMD);
@@ -377,9 +353,7 @@ fn the_command_reaped_by_framelab_counts_its_final_reading_and_its_rusage_peak()
     let mut world = World::new();
     world.process(CMD, "pipeline", 'S', COLLECTOR, [10, 0, 0, 0], 10);
     world.exec.max_rss_bytes = 14 * MIB;
-    let mut acc = world.accounting(WatchList::default());
-    acc.sample(0, CMD);
-    acc.start_window(0, CMD, false);
+    let mut acc = world.opened(WatchList::default(), 0);
     // Stopped with SIGINT, it is a zombie with its final times, then framelab reaps it.
     world.exec.signal_group(CMD, libc::SIGINT);
     world.process(CMD, "pipeline", 'Z', COLLECTOR, [40, 4, 0, 0], 0);
@@ -411,9 +385,7 @@ fn the_command_reaped_by_framelab_counts_its_final_reading_and_its_rusage_peak()
 fn a_tree_process_reaped_without_a_reading_goes_to_the_exited_children_row() {
     let mut world = World::new();
     world.process(CMD, "pipeline", 'S', COLLECTOR, [0, 0, 0, 0], 1);
-    let mut acc = world.accounting(WatchList::default());
-    acc.sample(0, CMD);
-    acc.start_window(0, CMD, false);
+    let mut acc = world.opened(WatchList::default(), 0);
     // An orphan framelab adopted and reaped before any sweep read it.
     let rusage = CpuTimes {
         user_ns: 70 * TICK_NS,
@@ -461,9 +433,7 @@ fn a_child_that_ends_between_readings_counts_its_exit_record() {
     with_exit_records(&mut world);
     world.process(CMD, "pipeline", 'S', COLLECTOR, [0, 0, 0, 0], 1);
     world.process(101, "encode", 'S', CMD, [0, 0, 0, 0], 1);
-    let mut acc = world.accounting(WatchList::default());
-    acc.sample(0, CMD);
-    acc.start_window(0, CMD, false);
+    let mut acc = world.opened(WatchList::default(), 0);
     world.process(101, "encode", 'S', CMD, [30, 0, 0, 0], 1);
     acc.sample(1_000_000_000, CMD);
     // It ends with 350 ms in all, 1.2 s after its start; the command reaps it.
@@ -501,12 +471,13 @@ fn a_process_of_a_watched_name_that_lived_between_readings_has_a_row_from_its_ex
     let mut world = World::new();
     with_exit_records(&mut world);
     world.process(CMD, "pipeline", 'S', COLLECTOR, [0, 0, 0, 0], 1);
-    let mut acc = world.accounting(WatchList {
-        names: vec!["encoder".into()],
-        ..WatchList::default()
-    });
-    acc.sample(0, CMD);
-    acc.start_window(0, CMD, false);
+    let mut acc = world.opened(
+        WatchList {
+            names: vec!["encoder".into()],
+            ..WatchList::default()
+        },
+        0,
+    );
     // Started by a daemon outside the tree, never read by a sweep: only its record says.
     world.exit(exit_record(400, 77, "encoder", 120, 200, 8));
     // And one of the command's own children of that name: the tree's, not watched.

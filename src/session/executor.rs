@@ -1,7 +1,8 @@
-//! Everything the run's supervisor does to the operating system, behind one trait: start
-//! the services and the command, reap what exited, send signals, register process groups
-//! with the guardian, read the clock, and hand out the sources of the accounting (/proc,
-//! the kernel's exit records). `System` does it
+//! Everything the run's supervisor does to the operating system, behind one trait: make
+//! the session directory, start the services and the command (held for the profiler with
+//! `--profile`), reap what exited, send signals, register process groups with the
+//! guardian, read the clock, and hand out the sources of the accounting (/proc, the
+//! kernel's exit records). `System` does it
 //! for real; the supervisor's tests use a scripted mock (`executor_mock.rs`), so each
 //! transition is tested without spawning a process or waiting on a clock.
 
@@ -9,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use super::dir::{SessionAccess, SessionDir};
 use super::guard;
-use super::hold::ChildEnds;
+use super::hold::Hold;
 use super::launch::{self, Reaped};
 use super::output::ChildStdio;
 use super::prepare::{self, Prepare};
@@ -21,6 +23,7 @@ use super::taskstats::{ExitSource, Taskstats};
 use crate::output::CapturedOutput;
 use crate::probes::recorder::Recorder;
 use crate::probes::ProbeOptions;
+use crate::profile::{ProfileOptions, Profiler};
 use crate::sched::tracer::Tracer;
 use crate::services::ServiceSpec;
 
@@ -30,9 +33,18 @@ pub struct Spawn<'a> {
     pub env: &'a [(String, String)],
     pub cpus: &'a [usize],
     pub stdio: ChildStdio,
-    /// Holds the child between fork and exec while the profiler opens its events.
-    pub hold: Option<ChildEnds>,
+    /// `--profile`: the child is held between fork and exec while the profiler opens its
+    /// events on it.
+    pub profile: Option<ProfileOptions>,
     pub join: Placement,
+}
+
+/// The command, started.
+pub struct Spawned {
+    pub pid: u32,
+    /// With `--profile`: the profiler on the command, or why there is none (the run goes
+    /// on unprofiled); `None` also where the child never got as far as its exec.
+    pub profiler: Option<Result<Profiler, String>>,
 }
 
 /// What the supervisor asks of the operating system.
@@ -67,6 +79,8 @@ pub trait Executor {
     fn unregister_group(&mut self, pgid: u32);
     /// Starts the guardian, which stops the run's processes if framelab dies.
     fn start_guardian(&mut self, grace: Duration) -> Result<()>;
+    /// Makes the session directory the command's probes record into.
+    fn make_session_dir(&mut self, access: &SessionAccess) -> Result<SessionDir>;
     /// Makes the run's group: a cgroup where the system gives one, else the process tree.
     fn make_run_group(&mut self) -> Result<RunGroup>;
     /// Kills whatever of the run's group is left; a line per process that had escaped it.
@@ -83,8 +97,9 @@ pub trait Executor {
     fn take_charge(&mut self);
     /// Runs `--prepare`; `Err` says how it failed.
     fn run_prepare(&mut self, prepare: &Prepare) -> Result<(), String>;
-    /// Starts the command in its own process group; its pid.
-    fn spawn_command(&mut self, spawn: Spawn<'_>) -> Result<u32>;
+    /// Starts the command in its own process group (with `--profile`, its events opened
+    /// before its first instruction); its pid, and the profiler.
+    fn spawn_command(&mut self, spawn: Spawn<'_>) -> Result<Spawned>;
     /// Reaps one exited child without blocking; `before_reaping` sees it as a zombie.
     fn reap_one(&mut self, before_reaping: &mut dyn FnMut(u32)) -> Option<Reaped>;
     /// Sends `signal` to the process group `pgid`.
@@ -161,6 +176,10 @@ impl Executor for System {
         guard::start(grace)
     }
 
+    fn make_session_dir(&mut self, access: &SessionAccess) -> Result<SessionDir> {
+        SessionDir::create(access)
+    }
+
     fn make_run_group(&mut self) -> Result<RunGroup> {
         RunGroup::create()
     }
@@ -190,15 +209,33 @@ impl Executor for System {
         prepare::run(prepare)
     }
 
-    fn spawn_command(&mut self, spawn: Spawn<'_>) -> Result<u32> {
-        launch::spawn(
+    fn spawn_command(&mut self, spawn: Spawn<'_>) -> Result<Spawned> {
+        // The hold cannot be made: the command runs unheld, and so unprofiled.
+        let hold = spawn.profile.map(|options| {
+            Hold::new(move |pid| Profiler::start(options, pid))
+                .map_err(|e| format!("cannot hold the command while its events open ({e})"))
+        });
+        let held = match &hold {
+            Some(Ok(hold)) => Some(hold.child_ends()),
+            _ => None,
+        };
+        let pid = launch::spawn(
             spawn.argv,
             spawn.env,
             spawn.cpus,
             spawn.stdio,
-            spawn.hold,
+            held,
             spawn.join,
-        )
+        );
+        // Whether the spawn worked or not: the hold's thread is joined.
+        let profiler = hold.and_then(|hold| match hold {
+            Ok(hold) => hold.finish(),
+            Err(why) => Some(Err(why)),
+        });
+        Ok(Spawned {
+            pid: pid?,
+            profiler,
+        })
     }
 
     fn reap_one(&mut self, before_reaping: &mut dyn FnMut(u32)) -> Option<Reaped> {

@@ -1,6 +1,7 @@
-//! A scripted `Executor` for the supervisor's tests: services that get ready late or
-//! never, exit early or ignore their stop signals, a `--prepare` that fails, a command that exits by itself after a while or dies of the
-//! signals it is told to, interrupts at given times. Its clock moves only when the
+//! A scripted `Executor` for the supervisor's tests: a session directory that cannot be
+//! made, services that get ready late or never, exit early or ignore their stop signals, a
+//! `--prepare` that fails, a command that exits by itself after a while or dies of the
+//! signals it is told to, a profiler the kernel refuses, interrupts at given times. Its clock moves only when the
 //! supervisor sleeps, so no test depends on how fast the machine is.
 
 use std::sync::{Arc, Mutex};
@@ -8,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 
-use super::executor::{Executor, Spawn};
+use super::dir::{SessionAccess, SessionDir};
+use super::executor::{Executor, Spawn, Spawned};
 use super::launch::Reaped;
 use super::prepare::Prepare;
 use super::procfs::{CpuTimes, Procfs, ScriptedClocks};
@@ -38,6 +40,8 @@ pub enum Call {
     EndRunGroup,
     Prepare(String),
     Spawn(Vec<String>),
+    /// The command was to be held for `--profile` at this rate.
+    Profile(u64),
     /// A signal to the command's group, and when (since the mock's start).
     Signal(i32, Duration),
     StopGroup(u32),
@@ -56,6 +60,8 @@ pub struct MockExecutor {
     pub port_taken: bool,
     /// What ending the run's group says escaped it.
     pub escaped: Vec<String>,
+    /// The session directory cannot be made; else a real one is (the collector reads it).
+    pub session_dir_fails: bool,
     pub(super) running_services: Vec<RunningService>,
     /// `--prepare` fails with this.
     pub prepare_fails: Option<String>,
@@ -95,6 +101,7 @@ impl Default for MockExecutor {
             services: Vec::new(),
             port_taken: false,
             escaped: Vec::new(),
+            session_dir_fails: false,
             running_services: Vec::new(),
             prepare_fails: None,
             interrupt_in_prepare: false,
@@ -329,6 +336,17 @@ impl Executor for MockExecutor {
         Ok(())
     }
 
+    fn make_session_dir(&mut self, access: &SessionAccess) -> Result<SessionDir> {
+        if self.session_dir_fails {
+            bail!(
+                "cannot create the session directory /dev/shm/framelab-session-mock (mkdir: \
+                 No space left on device); check that /dev/shm is writable, or set \
+                 FRAMELAB_SHM_DIR to a directory that is"
+            );
+        }
+        SessionDir::create(access)
+    }
+
     fn make_run_group(&mut self) -> Result<RunGroup> {
         Ok(RunGroup::untracked())
     }
@@ -363,13 +381,22 @@ impl Executor for MockExecutor {
         }
     }
 
-    fn spawn_command(&mut self, spawn: Spawn<'_>) -> Result<u32> {
+    fn spawn_command(&mut self, spawn: Spawn<'_>) -> Result<Spawned> {
         self.calls.push(Call::Spawn(spawn.argv.to_vec()));
+        if let Some(options) = spawn.profile {
+            self.calls.push(Call::Profile(options.hz));
+        }
         if self.spawn_fails {
             bail!("command not found: '{}'", spawn.argv[0]);
         }
         self.spawned_at = Some(self.elapsed);
-        Ok(COMMAND_PID)
+        Ok(Spawned {
+            pid: COMMAND_PID,
+            // As where perf_event_paranoid forbids it: the run goes on unprofiled.
+            profiler: spawn
+                .profile
+                .map(|_| Err("perf_event_open is refused in the mock".to_owned())),
+        })
     }
 
     fn reap_one(&mut self, before_reaping: &mut dyn FnMut(u32)) -> Option<Reaped> {

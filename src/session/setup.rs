@@ -57,7 +57,7 @@ impl Setup {
         if let Some(line) = run_group.fallback_line() {
             eprintln!("framelab: {line}");
         }
-        let session = SessionDir::create(&opts.session.access)?;
+        let session = exec.make_session_dir(&opts.session.access)?;
         let tick_clock = TickClock::new();
         // Before the run file: a probe that cannot be placed means no run at all. After
         // the guardian: it must not hold the probes' events.

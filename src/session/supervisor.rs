@@ -21,7 +21,7 @@ use anyhow::Result;
 
 use super::accounting::Accounting;
 use super::collect::Collector;
-use super::executor::{Executor, Spawn};
+use super::executor::{Executor, Spawn, Spawned};
 use super::opening::{window_due, Opening};
 use super::options::RunOptions;
 use super::progress::Progress;
@@ -29,7 +29,7 @@ use super::recording::{CollectorRecording, Recording};
 use super::rungroup::RunGroup;
 use super::services::Services;
 use super::setup::Setup;
-use super::{hold, procevents, sched, write};
+use super::{procevents, sched, write};
 use crate::model::{EndReason, ExitInfo, RunMeta};
 use crate::output::{CapturedOutput, MetricValue};
 use crate::store::RunWriter;
@@ -207,19 +207,20 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         Err(NotStarted::PrepareFailed(failure))
     }
 
-    /// ServicesReady → Command: the command started, registered with the guardian. If it
-    /// cannot start, the services are stopped and the run does not start.
-    pub fn start_command(&mut self, spawn: Spawn<'_>) -> Result<u32> {
+    /// ServicesReady → Command: the command started, registered with the guardian (with
+    /// `--profile`, the profiler on it or why not). If it cannot start, the services are
+    /// stopped and the run does not start.
+    pub fn start_command(&mut self, spawn: Spawn<'_>) -> Result<Spawned> {
         assert_eq!(self.state, State::ServicesReady, "the command starts once");
         let started = self.exec.now();
         match self.exec.spawn_command(spawn) {
-            Ok(pid) => {
+            Ok(spawned) => {
                 // If framelab is killed from here on, the guardian stops the command's group.
-                self.exec.register_group(pid);
-                self.pid = Some(pid);
+                self.exec.register_group(spawned.pid);
+                self.pid = Some(spawned.pid);
                 self.started = Some(started);
                 self.state = State::Command;
-                Ok(pid)
+                Ok(spawned)
             }
             Err(e) => {
                 self.stop_services();
@@ -512,31 +513,21 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
         supervisor.executor(),
     );
     let origin_mono_ns = meta.origin_mono_ns;
-    // With --profile, the command's events are opened between its fork and its exec.
-    let hold = opts.profile.and_then(|options| {
-        hold::Hold::new(move |pid| crate::profile::Profiler::start(options, pid))
-            .map_err(|e| {
-                eprintln!(
-                    "framelab: warning: this run is not profiled: cannot hold the command while \
-                     its events open ({e})"
-                )
-            })
-            .ok()
-    });
     let group_at_launch = run_group.meter().and_then(|m| m.read());
     let spawned = supervisor.start_command(Spawn {
         argv: &opts.command,
         env: &env,
         cpus: &opts.launch.cpus,
         stdio: capture.child_stdio(),
-        hold: hold.as_ref().map(hold::Hold::child_ends),
+        // With --profile, the command's events are opened between its fork and its exec.
+        profile: opts.profile,
         join: run_group.placement(),
     });
-    let started_profiler = hold.and_then(hold::Hold::finish);
-    if let Err(e) = spawned {
+    let started_profiler = match spawned {
+        Ok(Spawned { profiler, .. }) => profiler,
         // Nothing of a run that never started stays; a multi-run file keeps its others.
-        return Err(abandon(writer, &output, e));
-    }
+        Err(e) => return Err(abandon(writer, &output, e)),
+    };
     let capture = capture.start();
     let service_pids: Vec<u32> = service_roots.iter().map(|(pid, _)| *pid).collect();
     let profiler =

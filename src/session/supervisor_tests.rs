@@ -128,7 +128,7 @@ fn spawn(opts: &RunOptions) -> Spawn<'_> {
         env: &[],
         cpus: &[],
         stdio: Default::default(),
-        hold: None,
+        profile: opts.profile,
         join: Placement::default(),
     }
 }
@@ -157,7 +157,10 @@ fn services_ready(opts: &RunOptions, exec: MockExecutor) -> Supervisor<'_, MockE
 fn command_running(opts: &RunOptions, exec: MockExecutor) -> Supervisor<'_, MockExecutor> {
     let mut supervisor = services_ready(opts, exec);
     supervisor.run_prepare().unwrap();
-    assert_eq!(supervisor.start_command(spawn(opts)).unwrap(), COMMAND_PID);
+    assert_eq!(
+        supervisor.start_command(spawn(opts)).unwrap().pid,
+        COMMAND_PID
+    );
     assert_eq!(supervisor.state(), State::Command);
     supervisor
 }
@@ -732,6 +735,82 @@ fn ticks_follow_the_fill_of_the_rings() {
         "fuller: wait less"
     );
     assert_eq!(next_tick(1.0, Duration::from_millis(2), min, max), min);
+}
+
+fn profiled(opts: RunOptions) -> RunOptions {
+    RunOptions {
+        profile: Some(crate::profile::ProfileOptions {
+            hz: 999,
+            call_graph: crate::profile::CallGraph::default(),
+        }),
+        ..opts
+    }
+}
+
+#[test]
+fn a_profiler_the_kernel_refuses_leaves_the_command_running_unprofiled() {
+    let opts = profiled(options(2, None));
+    let exec = MockExecutor {
+        exits_after: Some((Duration::from_millis(50), 0)),
+        ..MockExecutor::default()
+    };
+    let mut supervisor = services_ready(&opts, exec);
+    supervisor.run_prepare().unwrap();
+    let spawned = supervisor.start_command(spawn(&opts)).unwrap();
+    assert_eq!(spawned.pid, COMMAND_PID);
+    assert_eq!(supervisor.state(), State::Command, "the run goes on");
+    match spawned.profiler {
+        Some(Err(why)) => assert!(why.contains("refused"), "{why}"),
+        _ => panic!("the refusal is handed back to be said"),
+    }
+    let exec = supervisor.executor();
+    assert_eq!(
+        exec.calls[..2],
+        [Call::Spawn(vec!["pipeline".into()]), Call::Profile(999)]
+    );
+}
+
+/// Options `drive` can take to its end with the mock: a runnable command, the run file
+/// in `dir`.
+fn driven(dir: &tempfile::TempDir) -> RunOptions {
+    RunOptions {
+        command: vec!["sh".into()],
+        output: Some(dir.path().join("driven.framelab")),
+        ..options(2, None)
+    }
+}
+
+#[test]
+fn a_session_directory_that_cannot_be_made_starts_nothing_and_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = driven(&dir);
+    let exec = MockExecutor {
+        session_dir_fails: true,
+        ..MockExecutor::default()
+    };
+    let e = drive(&opts, exec).unwrap_err().to_string();
+    assert!(
+        e.starts_with("cannot create the session directory") && e.contains("FRAMELAB_SHM_DIR"),
+        "one line that says what to do: {e}"
+    );
+    assert!(!opts.output.as_ref().unwrap().exists(), "no run file");
+}
+
+#[test]
+fn a_refused_profiler_still_records_the_whole_run_without_a_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = profiled(driven(&dir));
+    let exec = MockExecutor {
+        exits_after: Some((Duration::from_millis(50), 0)),
+        ..MockExecutor::default()
+    };
+    let outcome = drive(&opts, exec).unwrap();
+    assert_eq!(outcome.end_reason, EndReason::Exited);
+    assert_eq!(outcome.exit.as_ref().and_then(|e| e.code), Some(0));
+    let run = crate::store::load_run(&outcome.path, None).unwrap();
+    assert_eq!(run.meta.end_reason, EndReason::Exited);
+    let profile = crate::store::load_profile(&outcome.path, outcome.run_id).unwrap();
+    assert!(profile.is_none(), "nothing profiled is stored");
 }
 
 #[test]

@@ -141,6 +141,33 @@ pub(crate) fn migrate_with(
     Ok(())
 }
 
+/// Turns a file of today's schema back into schema 8's layout (spans as rows, with schema
+/// 8's tables and views, from the same SQL the 8 → 9 step starts from), stamped 8: the
+/// tests of that step, in here and end to end, start from it.
+#[doc(hidden)]
+pub fn undo_9(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "CREATE TEMP TABLE old_spans AS SELECT * FROM spans ORDER BY id;
+         DROP VIEW frames; DROP VIEW named_spans; DROP VIEW stage_summary;
+         DROP VIEW spans; DROP TABLE span_blocks; DROP TABLE span_slots;",
+    )?;
+    conn.execute_batch(schema::SPANS_TABLE_8)?;
+    conn.execute_batch(super::block_rows::SPAN_VIEWS)?;
+    conn.execute_batch(
+        "INSERT INTO spans SELECT * FROM temp.old_spans; DROP TABLE temp.old_spans;",
+    )?;
+    stamp_as(conn, 8)
+}
+
+/// Marks a file as one of schema `version`.
+fn stamp_as(conn: &Connection, version: i64) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE framelab SET value = ?1 WHERE key = 'schema_version'",
+        [version.to_string()],
+    )?;
+    schema::stamp(conn, version)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,31 +176,11 @@ mod tests {
     /// Marks a file made by today's schema as one of `version` (after the test dropped
     /// what later versions added).
     fn stamp_as(conn: &Connection, version: i64) {
-        conn.execute(
-            "UPDATE framelab SET value = ?1 WHERE key = 'schema_version'",
-            [version.to_string()],
-        )
-        .unwrap();
-        schema::stamp(conn, version).unwrap();
+        super::stamp_as(conn, version).unwrap();
     }
 
-    /// Turns a file of today's schema back into schema 8's layout (spans as rows), with
-    /// its spans, stamped 8.
-    pub(crate) fn undo_9(conn: &Connection) {
-        conn.execute_batch(
-            "CREATE TEMP TABLE old_spans AS SELECT * FROM spans ORDER BY id;
-             DROP VIEW frames; DROP VIEW named_spans; DROP VIEW stage_summary;
-             DROP VIEW spans; DROP TABLE span_blocks; DROP TABLE span_slots;",
-        )
-        .unwrap();
-        conn.execute_batch(schema::SPANS_TABLE_8).unwrap();
-        conn.execute_batch(crate::store::block_rows::SPAN_VIEWS)
-            .unwrap();
-        conn.execute_batch(
-            "INSERT INTO spans SELECT * FROM temp.old_spans; DROP TABLE temp.old_spans;",
-        )
-        .unwrap();
-        stamp_as(conn, 8);
+    fn undo_9(conn: &Connection) {
+        super::undo_9(conn).unwrap();
     }
 
     /// Upgrades a file of `version` and checks it is now of today's schema.

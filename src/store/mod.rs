@@ -33,6 +33,8 @@ pub use experiment::{
     create_experiment, load_experiment, load_fingerprints, record_experiment_run,
 };
 pub use file::{is_sqlite, DiskFull};
+#[doc(hidden)]
+pub use migrate::undo_9;
 pub use outputs::record_outputs;
 pub use profile::{load_profile, record_profile};
 pub use reader::{list_runs, load_run, spans_after};

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::pick::{duration_for_firm_pick, provisional, Pick, P99_9_WAITS, P99_WAITS};
 use super::{IntervalResult, Row, TimersReport};
-use crate::render::document::{write_in, Block, Document, Fact, Section, UnitColumn};
+use crate::render::document::{plain, write_in, Block, Document, Fact, Section, UnitColumn};
 use crate::render::format::TIMERS;
 use crate::render::human::us;
 use crate::render::Format;
@@ -163,12 +163,12 @@ fn document(r: &TimersReport) -> Document {
         Block::Facts(vec![
             Fact {
                 label: "plan".into(),
-                value: plan_line(r),
+                value: plain(plan_line(r)),
                 hint: None,
             },
             Fact {
                 label: "need".into(),
-                value: format!("p99 lateness ≤ {} µs", us(r.need_ns as f64)),
+                value: plain(format!("p99 lateness ≤ {} µs", us(r.need_ns as f64))),
                 hint: Some("(--need)".into()),
             },
         ]),

@@ -18,7 +18,6 @@ use self::model::{simulate_each, Config};
 pub use self::plan::Changes;
 use self::recorded::RecordedFrames;
 use crate::analyze::compact::columns::{columns_of, SpanColumns};
-use crate::analyze::compact::rate::{frame_rate, FrameRate};
 use crate::analyze::compact::table::FrameTable;
 use crate::analyze::compact::values::NsValues;
 use crate::analyze::compact::window::measure;
@@ -26,6 +25,8 @@ use crate::analyze::compact::{load_columns, ANALYSIS_KEEPS};
 use crate::analyze::pipeline::{has_thread_info, is_queue, thread_labels};
 use crate::analyze::{Analysis, Dist};
 use crate::model::Run;
+use crate::parallel;
+use crate::read_ahead::ReadAhead;
 use crate::store::StoredRun;
 pub use render::render;
 
@@ -43,30 +44,38 @@ pub struct Outcome {
 
 impl Outcome {
     /// The figures of a simulation that hands each frame's start and end to the
-    /// callback it is given, run twice so that no two sets of values are held at once:
-    /// first each frame's total (4 bytes while it fits a u32), sorted; then the
+    /// callback it is given: each frame's total (4 bytes while it fits a u32) and the
     /// intervals between ends, taken as the ends come, in order, holding only the ends a
     /// later frame may still precede ([`EndsInOrder`]), else from every end kept, by a
-    /// third run (issue 29: totals and ends together took 12 bytes a frame).
+    /// second run. One run where two took the totals, then the intervals (issue 29: the
+    /// model's time); the rows and delays it no longer holds pay for the 4 bytes a frame.
     fn of_simulation(frames: usize, simulate: &mut dyn FnMut(&mut dyn FnMut(i64, i64))) -> Outcome {
         let mut totals = NsValues::for_range(0, 0, frames);
-        simulate(&mut |start, end| totals.push(end - start));
-        totals.sort();
-        let total = totals.dist_of_sorted();
-        drop(totals);
         let mut ends = EndsInOrder::new(frames);
-        simulate(&mut |start, end| ends.add(start, end));
-        let mut intervals = match ends.intervals() {
-            Some(intervals) => intervals,
+        simulate(&mut |start, end| {
+            totals.push(end.saturating_sub(start));
+            ends.add(start, end);
+        });
+        let summary = |mut values: NsValues| {
+            values.sort();
+            values.dist_of_sorted()
+        };
+        let (total, interval) = match ends.intervals() {
+            // Both are held already: sorted at once, on two cores where there are.
+            Some(intervals) => parallel::join(|| summary(totals), || summary(intervals)),
             None => {
+                let total = summary(totals);
                 let mut ends: Vec<i64> = Vec::with_capacity(frames);
                 simulate(&mut |_, end| ends.push(end));
                 ends.sort_unstable();
-                values_of(ends.windows(2).map(|w| w[1] - w[0]), ends.len())
+                let intervals = values_of(
+                    ends.windows(2).map(|w| w[1].saturating_sub(w[0])),
+                    ends.len(),
+                );
+                drop(ends);
+                (total, summary(intervals))
             }
         };
-        intervals.sort();
-        let interval = intervals.dist_of_sorted();
         Outcome {
             fps: interval
                 .as_ref()
@@ -77,13 +86,22 @@ impl Outcome {
         }
     }
 
-    /// The analysis's figures from the frames alone.
-    fn of_rate(r: FrameRate) -> Outcome {
-        Outcome {
-            fps: r.fps.as_ref().map(|f| f.mean),
-            interval: r.interval,
-            total: r.total,
+    /// The measured frames' figures as the analysis gives them (a frame from its first
+    /// start to its last end, intervals between ends in end order), from the recorded
+    /// frames rather than the frame table, which is then dropped before any of them is
+    /// taken (issue 31 item 8: the table, the columns and the frames' end order together
+    /// were whatif's peak).
+    fn of_recorded(head: &Run, frames: &RecordedFrames) -> Outcome {
+        // A trace imported without frames made each slice a frame: the analysis has none.
+        if head.import.as_ref().is_some_and(|i| i.frames_undefined()) {
+            return Outcome::default();
         }
+        Outcome::of_simulation(frames.len(), &mut |done| {
+            for k in 0..frames.len() {
+                let (start, end) = frames.bounds(k);
+                done(start, end);
+            }
+        })
     }
 
     /// The analysis's figures, defined as the model's are.
@@ -140,7 +158,7 @@ impl EndsInOrder {
 
     fn take(&mut self, end: i64) {
         if let Some(last) = self.last {
-            self.intervals.push(end - last);
+            self.intervals.push(end.saturating_sub(last));
         }
         self.last = Some(end);
     }
@@ -205,7 +223,8 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
 /// the model replays from them (issue 29: the loaded run, its whole analysis and a vector
 /// of spans per frame took 337 bytes a span).
 pub fn whatif_stored(stored: &StoredRun, changes: &Changes) -> Result<WhatIf> {
-    let (columns, table) = load_columns(stored, ANALYSIS_KEEPS)?;
+    // The blocks decoded on another thread while the columns are filled.
+    let (columns, table) = load_columns(&ReadAhead(stored), ANALYSIS_KEEPS)?;
     whatif_columns(&stored.head, columns, table, None, changes)
 }
 
@@ -256,8 +275,6 @@ pub fn whatif_columns(
     }
     let mut columns = columns;
     let (_, in_window) = measure(&table, &columns, &run.meta);
-    let measured =
-        measured.unwrap_or_else(|| Outcome::of_rate(frame_rate(run, &table, &in_window)));
     let frame_of_row = std::mem::take(&mut columns.frame);
     let mut frames = RecordedFrames::new(&columns, frame_of_row, table, &in_window)?;
     drop(in_window);
@@ -272,7 +289,11 @@ pub fn whatif_columns(
         .position(|s| s == PACE_STAGE)
         .map(|s| s as u16);
     let queues: Vec<bool> = run.threads.iter().map(is_queue).collect();
-    let recorded = plan::recorded(&frames, &labels, &queues, pace);
+    // Two reads of the frames, on two cores where there are.
+    let (recorded, measured) = parallel::join(
+        || plan::recorded(&frames, &labels, &queues, pace),
+        || measured.unwrap_or_else(|| Outcome::of_recorded(run, &frames)),
+    );
     let changed = plan::apply(&recorded, changes, &run.stages)?;
     frames.set_handover_delays(recorded.depth, pace);
     // The pacer runs at the target rate (a budget alone paces nothing).
@@ -286,11 +307,12 @@ pub fn whatif_columns(
             pace_stage: pace,
             resources: p.resource_names.len(),
         };
+        let maker = p.tasks();
         Outcome::of_simulation(frames.len(), &mut |done| {
             simulate_each(
                 frames.len(),
                 &config,
-                &mut |k, tasks| p.tasks_into(frames.spans_with_delays(k), tasks),
+                &mut |k, tasks| maker.tasks_into(frames.spans_with_delays(k), tasks),
                 done,
             )
         })

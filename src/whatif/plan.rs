@@ -60,19 +60,31 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// A frame's tasks, from its spans and their delays, into `tasks` (cleared first).
-    pub fn tasks_into(&self, spans: impl Iterator<Item = (StageSpan, i64)>, tasks: &mut Vec<Task>) {
-        tasks.clear();
-        tasks.extend(spans.map(|(s, delay_ns)| {
-            let dur = s.end_ns.saturating_sub(s.start_ns);
-            let scale = self.scales.get(&s.stage).copied().unwrap_or(1.0);
-            Task {
-                stage: s.stage,
-                resource: self.resource_of(s.stage, s.thread),
-                dur_ns: (dur as f64 * scale).round() as i64,
-                delay_ns,
-            }
-        }));
+    /// What turns a frame's spans into its tasks, looked up by index.
+    pub fn tasks(&self) -> TaskMaker {
+        let by_stage = |keys: Option<&u16>| keys.map_or(0, |&k| usize::from(k) + 1);
+        let mut scales = vec![None; by_stage(self.scales.keys().next_back())];
+        for (&stage, &scale) in &self.scales {
+            scales[usize::from(stage)] = Some(scale);
+        }
+        let mut stage_resource = vec![None; by_stage(self.stage_resource.keys().next_back())];
+        for (&stage, &r) in &self.stage_resource {
+            stage_resource[usize::from(stage)] = Some(r);
+        }
+        let threads = self
+            .thread_resource
+            .keys()
+            .next_back()
+            .map_or(0, |&t| t as usize + 1);
+        let mut thread_resource = vec![0; threads];
+        for (&thread, &r) in &self.thread_resource {
+            thread_resource[thread as usize] = r;
+        }
+        TaskMaker {
+            scales,
+            stage_resource,
+            thread_resource,
+        }
     }
 
     fn resource_of(&self, stage: u16, thread: u32) -> usize {
@@ -112,6 +124,45 @@ impl Plan {
                 )
             }
         }
+    }
+}
+
+/// [`Plan`]'s placements and scales in vectors: a frame's tasks are made without a map
+/// lookup a span (the model's time, issue 29).
+pub struct TaskMaker {
+    scales: Vec<Option<f64>>,
+    stage_resource: Vec<Option<usize>>,
+    thread_resource: Vec<usize>,
+}
+
+/// Below this a duration is exact as an f64: unscaled, it is its own rounding.
+const EXACT_IN_F64: u64 = 1 << 53;
+
+impl TaskMaker {
+    /// A frame's tasks, from its spans and their delays, into `tasks` (cleared first).
+    pub fn tasks_into(&self, spans: impl Iterator<Item = (StageSpan, i64)>, tasks: &mut Vec<Task>) {
+        tasks.clear();
+        tasks.extend(spans.map(|(s, delay_ns)| {
+            let dur = s.end_ns.saturating_sub(s.start_ns);
+            let scale = self.scales.get(usize::from(s.stage)).copied().flatten();
+            let dur_ns = match scale {
+                None if dur.unsigned_abs() < EXACT_IN_F64 => dur,
+                scale => (dur as f64 * scale.unwrap_or(1.0)).round() as i64,
+            };
+            let resource = (self
+                .stage_resource
+                .get(usize::from(s.stage))
+                .copied()
+                .flatten())
+            .or_else(|| self.thread_resource.get(s.thread as usize).copied())
+            .unwrap_or(0);
+            Task {
+                stage: s.stage,
+                resource,
+                dur_ns,
+                delay_ns,
+            }
+        }));
     }
 }
 
@@ -192,7 +243,11 @@ pub fn recorded(
     queues: &[bool],
     pace: Option<u16>,
 ) -> Plan {
-    let mut offsets: BTreeMap<u16, (f64, f64, u64)> = BTreeMap::new();
+    // Per stage id (a vector grown to the largest seen: no map lookup a span): the sums of
+    // its offsets and durations, its spans, and the thread its last span was on (a pair
+    // already placed is not looked up again).
+    let mut offsets: Vec<(f64, f64, u64)> = Vec::new();
+    let mut last_thread: Vec<Option<u32>> = Vec::new();
     let mut placements = BTreeSet::new();
     let mut threads: Vec<u32> = Vec::new();
     for k in 0..frames.len() {
@@ -201,18 +256,29 @@ pub fn recorded(
             continue;
         };
         for s in spans {
-            let e = offsets.entry(s.stage).or_default();
+            let stage = usize::from(s.stage);
+            if stage >= offsets.len() {
+                offsets.resize(stage + 1, (0.0, 0.0, 0));
+                last_thread.resize(stage + 1, None);
+            }
+            let e = &mut offsets[stage];
             e.0 += (s.start_ns - start) as f64;
             e.1 += (s.end_ns - s.start_ns) as f64;
             e.2 += 1;
-            placements.insert((s.stage, s.thread));
-            if !threads.contains(&s.thread) {
-                threads.push(s.thread);
+            if last_thread[stage] != Some(s.thread) {
+                last_thread[stage] = Some(s.thread);
+                placements.insert((s.stage, s.thread));
+                if !threads.contains(&s.thread) {
+                    threads.push(s.thread);
+                }
             }
         }
     }
-    let mut order: Vec<(f64, u16, f64)> = (offsets.iter())
-        .map(|(&stage, &(offset, dur, n))| (offset / n as f64, stage, dur / frames.len() as f64))
+    let mut order: Vec<(f64, u16, f64)> = (offsets.iter().enumerate())
+        .filter(|(_, &(_, _, n))| n > 0)
+        .map(|(stage, &(offset, dur, n))| {
+            (offset / n as f64, stage as u16, dur / frames.len() as f64)
+        })
         .collect();
     order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let is_queue = |t: u32| queues.get(t as usize).copied().unwrap_or(false);

@@ -23,11 +23,35 @@ pub(super) struct RecordedFrames<'a> {
     start: &'a PackedNs,
     thread: &'a NarrowIds,
     /// Rows of the columns, frame after frame.
-    rows: Vec<u32>,
-    /// Frame k's spans are `rows[first[k]..first[k + 1]]`.
-    first: Vec<u32>,
-    /// Per position of `rows`: its hand-over delay, once set (u32 while they fit).
+    rows: Rows,
+    /// Frame k's spans are at positions `first[k]..first[k + 1]`; `None`: one span a frame
+    /// (frame k's at position k).
+    first: Option<Vec<u32>>,
+    /// Measured frames.
+    frames: usize,
+    /// Per position of a span after its frame's first (position j of frame k at j − k − 1):
+    /// its hand-over delay, once set (u32 while they fit). A frame's first span has none.
     delays_ns: NsValues,
+}
+
+/// The row of the columns at each position.
+enum Rows {
+    Listed(Vec<u32>),
+    /// Position j is row `from + j`: the measured spans are a stretch of the run already
+    /// in the order the model takes them (one span a frame, frames in start order: a
+    /// recording of one thread), and no list is held (issue 31 item 8: 4 bytes a span).
+    Stretch {
+        from: u32,
+    },
+}
+
+impl Rows {
+    fn get(&self, j: usize) -> u32 {
+        match self {
+            Rows::Listed(rows) => rows[j],
+            Rows::Stretch { from } => from + j as u32,
+        }
+    }
 }
 
 impl<'a> RecordedFrames<'a> {
@@ -60,28 +84,19 @@ impl<'a> RecordedFrames<'a> {
             false => Places::Listed(places_by_start(&table, measured, &frame_of_row)),
         };
         drop(table);
-        // A counting sort of the rows by their frame's place.
-        let mut first = vec![0u32; frames + 1];
-        for &f in &frame_of_row {
-            if measured_row(f) {
-                first[places.of(f) + 1] += 1;
+        let stretch = match one_span_a_frame(&frame_of_row, frames, &measured_row) {
+            true => stretch_in_place_order(&frame_of_row, &places, &measured_row),
+            false => None,
+        };
+        let (rows, first) = match stretch {
+            Some(from) => (Rows::Stretch { from }, None),
+            None => {
+                let (rows, first) = by_place(&frame_of_row, frames, &places, &measured_row);
+                let first = (first.len() != rows.len() + 1).then_some(first);
+                (Rows::Listed(rows), first)
             }
-        }
-        for k in 0..frames {
-            first[k + 1] += first[k];
-        }
-        // `first[k]` is frame k's cursor while the rows are placed, then its end.
-        let mut rows = vec![0u32; first[frames] as usize];
-        for (row, &f) in frame_of_row.iter().enumerate() {
-            if measured_row(f) {
-                let at = &mut first[places.of(f)];
-                rows[*at as usize] = row as u32;
-                *at += 1;
-            }
-        }
+        };
         drop((places, frame_of_row));
-        first.copy_within(0..frames, 1);
-        first[0] = 0;
         let mut recorded = RecordedFrames {
             stage: &columns.stage,
             dur: &columns.dur,
@@ -89,26 +104,41 @@ impl<'a> RecordedFrames<'a> {
             thread,
             rows,
             first,
+            frames,
             delays_ns: NsValues::Narrow(Vec::new()),
         };
         // Every field is a key: the order does not depend on the one the rows came in.
-        for k in 0..frames {
-            let (a, b) = recorded.range(k);
-            let mut spans = std::mem::take(&mut recorded.rows);
-            spans[a..b].sort_unstable_by_key(|&r| recorded.row_span(r));
-            recorded.rows = spans;
+        if let Rows::Listed(mut rows) =
+            std::mem::replace(&mut recorded.rows, Rows::Stretch { from: 0 })
+        {
+            for k in 0..frames {
+                let (a, b) = recorded.range(k);
+                rows[a..b].sort_unstable_by_key(|&r| recorded.row_span(r));
+            }
+            recorded.rows = Rows::Listed(rows);
         }
         Ok(recorded)
     }
 
     /// Measured frames.
     pub fn len(&self) -> usize {
-        self.first.len() - 1
+        self.frames
     }
 
     /// Positions of frame `k`'s spans.
     fn range(&self, k: usize) -> (usize, usize) {
-        (self.first[k] as usize, self.first[k + 1] as usize)
+        match &self.first {
+            Some(first) => (first[k] as usize, first[k + 1] as usize),
+            None => (k, k + 1),
+        }
+    }
+
+    /// Spans of measured frames.
+    fn positions(&self) -> usize {
+        match self.frames {
+            0 => 0,
+            frames => self.range(frames - 1).1,
+        }
     }
 
     fn row_span(&self, row: u32) -> StageSpan {
@@ -124,7 +154,7 @@ impl<'a> RecordedFrames<'a> {
 
     /// The span at position `j` (frame after frame).
     fn span(&self, j: usize) -> StageSpan {
-        self.row_span(self.rows[j])
+        self.row_span(self.rows.get(j))
     }
 
     /// Frame `k`'s spans, by start.
@@ -136,12 +166,24 @@ impl<'a> RecordedFrames<'a> {
     /// Frame `k`'s spans with their hand-over delays (zero until set).
     pub fn spans_with_delays(&self, k: usize) -> impl Iterator<Item = (StageSpan, i64)> + '_ {
         let (a, b) = self.range(k);
-        (a..b).map(|j| (self.span(j), self.delays_ns.get(j).unwrap_or(0)))
+        (a..b).map(move |j| {
+            let delay = match j > a {
+                true => self.delays_ns.get(j - k - 1).unwrap_or(0),
+                false => 0,
+            };
+            (self.span(j), delay)
+        })
     }
 
     /// The latest end of frame `k`'s spans.
     fn end_ns(&self, k: usize) -> i64 {
         self.spans(k).map(|s| s.end_ns).max().unwrap_or(0)
+    }
+
+    /// Frame `k` as the frame table has it: its first start and its latest end.
+    pub fn bounds(&self, k: usize) -> (i64, i64) {
+        let (a, _) = self.range(k);
+        (self.span(a).start_ns, self.end_ns(k))
     }
 
     /// Each span's hand-over delay as recorded: how long after it could have started (the
@@ -158,7 +200,7 @@ impl<'a> RecordedFrames<'a> {
     /// The delays, the span before each one on its thread found by sorting positions by
     /// thread and start (4 bytes a span) and its end kept (8 more) meanwhile.
     fn delays_by_sorting(&self, depth: usize, pace: Option<u16>) -> NsValues {
-        let n = self.rows.len();
+        let n = self.positions();
         // Positions by thread, then start: the span before each one on its thread.
         let mut by_thread: Vec<u32> = (0..n as u32).collect();
         by_thread.sort_unstable_by_key(|&j| {
@@ -187,11 +229,12 @@ impl<'a> RecordedFrames<'a> {
                 delays[j] = this.start_ns.saturating_sub(ready).max(0);
             }
         }
-        // Mostly zero or small: 4 bytes a span rather than 8.
+        // Mostly zero or small: 4 bytes a span rather than 8, a frame's first span left out.
         let max = delays.iter().copied().max().unwrap_or(0);
-        let mut narrow = NsValues::for_range(0, max, n);
-        for d in delays {
-            narrow.push(d);
+        let mut narrow = NsValues::for_range(0, max, n - self.len());
+        for k in 0..self.len() {
+            let (a, b) = self.range(k);
+            (a + 1..b).for_each(|j| narrow.push(delays[j]));
         }
         narrow
     }
@@ -208,7 +251,7 @@ impl<'a> RecordedFrames<'a> {
             NarrowIds::U32(_) => return None,
         };
         let mut last_start = vec![i64::MIN; threads];
-        for j in 0..self.rows.len() {
+        for j in 0..self.positions() {
             let s = self.span(j);
             let last = &mut last_start[s.thread as usize];
             if s.start_ns < *last {
@@ -219,7 +262,7 @@ impl<'a> RecordedFrames<'a> {
         drop(last_start);
         // The end of the last span seen on each thread.
         let mut last_end: Vec<Option<i64>> = vec![None; threads];
-        let mut delays = NsValues::for_range(0, 0, self.rows.len());
+        let mut delays = NsValues::for_range(0, 0, self.positions() - self.len());
         for k in 0..self.len() {
             let (a, b) = self.range(k);
             let gated = usize::from(pace == Some(self.span(a).stage) && b - a > 1);
@@ -227,7 +270,6 @@ impl<'a> RecordedFrames<'a> {
                 let this = self.span(j);
                 let thread_free = last_end[this.thread as usize].replace(this.end_ns);
                 if j == a {
-                    delays.push(0);
                     continue;
                 }
                 let before = self.span(j - 1);
@@ -257,6 +299,63 @@ impl Places<'_> {
             Places::Listed(places) => places[frame as usize] as usize,
         }
     }
+}
+
+/// Whether each measured frame has one measured span: as many such spans as frames (a
+/// frame of the table has at least one span).
+fn one_span_a_frame(frame_of_row: &[u32], frames: usize, measured: &dyn Fn(u32) -> bool) -> bool {
+    frame_of_row.iter().filter(|&&f| measured(f)).count() == frames
+}
+
+/// With one span a frame: the first row of the measured spans when they are a stretch of
+/// rows, frame after frame in place order (the positions would be those rows in order).
+fn stretch_in_place_order(
+    frame_of_row: &[u32],
+    places: &Places,
+    measured: &dyn Fn(u32) -> bool,
+) -> Option<u32> {
+    let mut from = None;
+    for (row, &f) in frame_of_row.iter().enumerate() {
+        if !measured(f) {
+            continue;
+        }
+        let from = *from.get_or_insert(row);
+        if row - from != places.of(f) {
+            return None;
+        }
+    }
+    from.map(|row| row as u32)
+}
+
+/// The measured rows in place order, by a counting sort (rows of a frame in the run's
+/// order), and where each frame's start (`frames + 1` of them: the last is the end).
+fn by_place(
+    frame_of_row: &[u32],
+    frames: usize,
+    places: &Places,
+    measured: &dyn Fn(u32) -> bool,
+) -> (Vec<u32>, Vec<u32>) {
+    let mut first = vec![0u32; frames + 1];
+    for &f in frame_of_row {
+        if measured(f) {
+            first[places.of(f) + 1] += 1;
+        }
+    }
+    for k in 0..frames {
+        first[k + 1] += first[k];
+    }
+    // `first[k]` is frame k's cursor while the rows are placed, then its end.
+    let mut rows = vec![0u32; first[frames] as usize];
+    for (row, &f) in frame_of_row.iter().enumerate() {
+        if measured(f) {
+            let at = &mut first[places.of(f)];
+            rows[*at as usize] = row as u32;
+            *at += 1;
+        }
+    }
+    first.copy_within(0..frames, 1);
+    first[0] = 0;
+    (rows, first)
 }
 
 /// Ties at most between frames starting together that are settled by their first rows;
@@ -423,6 +522,42 @@ mod tests {
         let frame_of_row = std::mem::take(&mut columns.frame);
         let frames = RecordedFrames::new(&columns, frame_of_row, table, &measured).unwrap();
         assert!(frames.delays_in_thread_order(2, None).is_none());
-        assert_eq!(frames.delays_by_sorting(2, None).len(), out_of_order.len());
+        // A frame's first span has no delay kept.
+        assert_eq!(
+            frames.delays_by_sorting(2, None).len(),
+            out_of_order.len() - frames.len()
+        );
+    }
+
+    #[test]
+    fn one_span_a_frame_in_start_order_holds_no_rows_nor_frame_bounds() {
+        // A recording of one thread: the measured spans (the window cuts the first frames
+        // and the last) are a stretch of rows. Swapped, two frames need the rows listed;
+        // two spans in one frame need the frames' bounds too.
+        let in_order: Vec<Span> = (0..40u64)
+            .map(|f| span(f, 0, f as i64 * 100 - 500, 30))
+            .collect();
+        let mut swapped = in_order.clone();
+        swapped.swap(10, 11);
+        let mut two_in_one = in_order.clone();
+        two_in_one[11].frame = 10;
+        for (spans, stretch, one_a_frame) in [
+            (&in_order, true, true),
+            (&swapped, false, true),
+            (&two_in_one, false, false),
+        ] {
+            let (mut columns, table, measured) = read(spans);
+            let frame_of_row = std::mem::take(&mut columns.frame);
+            let frames = RecordedFrames::new(&columns, frame_of_row, table, &measured).unwrap();
+            assert_eq!(matches!(frames.rows, Rows::Stretch { .. }), stretch);
+            assert_eq!(frames.first.is_none(), one_a_frame);
+            // Frames by start, each its spans by start, whichever way they are held.
+            let mut starts = Vec::new();
+            for k in 0..frames.len() {
+                starts.extend(frames.spans(k).map(|s| s.start_ns));
+            }
+            assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{starts:?}");
+            assert_eq!(starts.len() as u64, measured.count + (!one_a_frame) as u64);
+        }
     }
 }

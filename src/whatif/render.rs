@@ -2,8 +2,9 @@
 
 use super::{Outcome, Schedule, WhatIf};
 use crate::analyze::Dist;
-use crate::render::document::{pretty_json, write, Block, Document};
+use crate::render::document::{plain, pretty_json, write, Block, Document, Span};
 use crate::render::format::WHATIF;
+use crate::render::table::{Layout, Table};
 use crate::render::Format;
 
 fn fps(o: &Outcome) -> String {
@@ -27,77 +28,81 @@ fn schedule(s: &Schedule) -> String {
     format!("depth {} · {}", s.depth, threads.join(" · "))
 }
 
-fn text(w: &WhatIf) -> String {
+/// The three columns of every row: measured, the model as run, the prediction.
+fn table(w: &WhatIf) -> Table {
+    let outcomes = [&w.measured, &w.as_recorded, &w.predicted];
     let rows: Vec<(&str, [String; 3])> = vec![
-        (
-            "fps (1/mean interval)",
-            [&w.measured, &w.as_recorded, &w.predicted].map(fps),
-        ),
+        ("fps (1/mean interval)", outcomes.map(fps)),
         (
             "frame time p50 µs",
-            [&w.measured, &w.as_recorded, &w.predicted].map(|o| at(&o.interval, |d| d.p50_ns)),
+            outcomes.map(|o| at(&o.interval, |d| d.p50_ns)),
         ),
         (
             "frame time p99 µs",
-            [&w.measured, &w.as_recorded, &w.predicted].map(|o| at(&o.interval, |d| d.p99_ns)),
+            outcomes.map(|o| at(&o.interval, |d| d.p99_ns)),
         ),
-        (
-            "total p50 µs",
-            [&w.measured, &w.as_recorded, &w.predicted].map(|o| at(&o.total, |d| d.p50_ns)),
-        ),
-        (
-            "total p95 µs",
-            [&w.measured, &w.as_recorded, &w.predicted].map(|o| at(&o.total, |d| d.p95_ns)),
-        ),
-        (
-            "total p99 µs",
-            [&w.measured, &w.as_recorded, &w.predicted].map(|o| at(&o.total, |d| d.p99_ns)),
-        ),
+        ("total p50 µs", outcomes.map(|o| at(&o.total, |d| d.p50_ns))),
+        ("total p95 µs", outcomes.map(|o| at(&o.total, |d| d.p95_ns))),
+        ("total p99 µs", outcomes.map(|o| at(&o.total, |d| d.p99_ns))),
     ];
+    let mut t = Table::new(&["", "measured", "model as run", "what-if"]).with_layout(Layout {
+        // The widths the table has always had, so a wider figure moves nothing.
+        min_widths: vec![24, 12, 14, 14],
+        ..Layout::default()
+    });
+    for (label, cells) in rows {
+        let [measured, as_run, what_if] = cells;
+        t.push(vec![label.to_owned(), measured, as_run, what_if]);
+    }
+    t
+}
+/// The prediction in text, Markdown or JSON.
+pub fn render(w: &WhatIf, format: Format) -> anyhow::Result<String> {
+    let written = write(&document(w), format, &WHATIF)?;
+    Ok(match format {
+        Format::Json => written,
+        // Names are escaped where they are shown; a control character left in a figure's
+        // words is escaped here: only `\n` ends a line.
+        _ => crate::display::lines(&written),
+    })
+}
+
+/// The prediction as a neutral document: the title, the table, the two schedules and the
+/// assumptions (stage and thread names among them); its JSON form is the prediction itself.
+fn document(w: &WhatIf) -> Document {
     let what = if w.changes.is_empty() {
         "unchanged".to_string()
     } else {
         w.changes.join(", ")
     };
-    let mut out = format!(
-        "framelab whatif · {} · {} measured frames replayed\n\n",
+    // A title holds names: the writer escapes it whole for Markdown.
+    let title = format!(
+        "framelab whatif · {} · {} measured frames replayed",
         crate::display::name(&w.run),
         w.frames
     );
-    out.push_str(&format!(
-        "  {:<24}{:>12}{:>14}{:>14}\n",
-        "", "measured", "model as run", "what-if"
+    let schedules = [
+        vec![
+            Span::plain("as run    "),
+            Span::name(schedule(&w.recorded_schedule)),
+        ],
+        vec![
+            Span::plain("what-if   "),
+            Span::name(schedule(&w.schedule)),
+            Span::plain(" (asked: "),
+            Span::name(crate::display::name(&what)),
+            Span::plain(")"),
+        ],
+    ];
+    let mut blocks = vec![Block::Title(title), Block::Table(table(w)), Block::Blank];
+    blocks.extend(schedules.map(Block::Paragraph));
+    blocks.push(Block::Blank);
+    blocks.push(Block::Paragraph(plain("assumptions")));
+    blocks.push(Block::Dashed(
+        w.assumptions.iter().map(|a| vec![Span::name(a)]).collect(),
     ));
-    for (label, cells) in rows {
-        out.push_str(&format!(
-            "  {label:<24}{:>12}{:>14}{:>14}\n",
-            cells[0], cells[1], cells[2]
-        ));
-    }
-    out.push_str(&format!(
-        "\n  as run    {}\n  what-if   {} (asked: {})\n",
-        schedule(&w.recorded_schedule),
-        schedule(&w.schedule),
-        crate::display::name(&what)
-    ));
-    out.push_str("\n  assumptions\n");
-    for a in &w.assumptions {
-        out.push_str(&format!("  - {a}\n"));
-    }
-    out
-}
-
-/// The prediction in text, Markdown or JSON.
-pub fn render(w: &WhatIf, format: Format) -> anyhow::Result<String> {
-    write(&document(w), format, &WHATIF)
-}
-
-/// The prediction as a neutral document: its aligned table and schedules as one block of
-/// lines (a code block in Markdown); its JSON form is the prediction itself.
-fn document(w: &WhatIf) -> Document {
     Document {
-        // Stage names reach the assumptions too: every line is escaped.
-        blocks: vec![Block::Aligned(crate::display::lines(&text(w)))],
+        blocks,
         json: pretty_json(w),
     }
 }

@@ -2,22 +2,7 @@
 
 use crate::common;
 
-use common::{error_line, framelab, record_with_room, run_testprog, stderr, stdout};
-
-/// Sum of the counts of bpftrace-style bucket lines (`[lo, hi)   N |@@@|`).
-fn bucket_total(text: &str) -> u64 {
-    text.lines()
-        .filter(|l| l.starts_with('[') || l.starts_with('('))
-        .filter_map(|l| {
-            l.split('|')
-                .next()?
-                .split_whitespace()
-                .last()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
-}
+use common::{bucket_total, error_line, framelab, record_with_room, run_testprog, stderr, stdout};
 
 /// The count of the linear layout's `# N values outside of min/max` line (0 without one).
 fn outside_count(text: &str) -> u64 {

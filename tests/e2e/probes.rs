@@ -14,7 +14,7 @@ use crate::common;
 
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 
 const PROGRAM: &str = r#"
 #include <stdio.h>
@@ -132,41 +132,43 @@ fn uprobes_or_skip(test: &str) -> bool {
 
 /// The program built in `dir` with `work` iterations per call.
 fn build(dir: &Path, work: u64) -> PathBuf {
-    let source = dir.join("prog.c");
-    std::fs::write(&source, PROGRAM).unwrap();
-    let exe = dir.join("prog");
-    let out = Command::new("cc")
-        .args(["-O2", "-fomit-frame-pointer", &format!("-DWORK={work}")])
-        .arg(&source)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("cc runs");
-    assert!(out.status.success(), "{}", stderr(&out));
-    exe
+    let work = format!("-DWORK={work}");
+    compile_c(
+        dir,
+        "prog",
+        PROGRAM,
+        &["-O2", "-fomit-frame-pointer", &work],
+        "prog",
+    )
 }
 
 /// The USDT program built in `dir`, or `None` (said) where `<sys/sdt.h>` is missing.
 fn build_usdt(dir: &Path, test: &str) -> Option<PathBuf> {
-    let source = dir.join("usdt.c");
-    std::fs::write(&source, USDT_PROGRAM).unwrap();
-    let exe = dir.join("usdt");
-    let out = Command::new("cc")
-        .args(["-O2", "-fomit-frame-pointer"])
-        .arg(&source)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("cc runs");
-    if out.status.success() {
-        return Some(exe);
-    }
-    let why = format!("<sys/sdt.h> does not compile: {}", stderr(&out));
+    let flags = ["-O2", "-fomit-frame-pointer"];
+    let why = match try_compile_c(dir, "usdt", USDT_PROGRAM, &flags, "usdt") {
+        Ok(exe) => return Some(exe),
+        Err(e) => format!("<sys/sdt.h> does not compile: {e}"),
+    };
     if std::env::var_os("FRAMELAB_REQUIRE_UPROBES").is_some_and(|v| v == "1") {
         panic!("{test} cannot run: {why} (tests/tools/install.sh installs systemtap-sdt-dev)");
     }
     eprintln!("SKIPPED {test}: {why}; run tests/tools/install.sh");
     None
+}
+
+/// `framelab run -o FILE ARGS -- PROG CALLS LOG`: the test program making `calls` calls,
+/// each in its own log `LOG`, under what `args` ask.
+fn run_program(file: &Path, args: &[&str], prog: &Path, calls: u32, log: &Path) -> Output {
+    framelab()
+        .args(["run", "-o"])
+        .arg(file)
+        .args(args)
+        .arg("--")
+        .arg(prog)
+        .arg(calls.to_string())
+        .arg(log)
+        .output()
+        .unwrap()
 }
 
 /// (frame, ns) of each line the program logged.
@@ -234,15 +236,13 @@ fn function_probe_spans_are_the_programs_calls_with_its_frame_ids_and_durations(
     let log = dir.path().join("own.log");
     let file = temp_run(&dir, "probed");
     let probe = format!("encode={}:encode_frame", prog.display());
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(&file)
-        .args(["--probe", &probe, "--frame-arg", "encode=arg1", "--"])
-        .arg(&prog)
-        .arg("300")
-        .arg(&log)
-        .output()
-        .unwrap();
+    let out = run_program(
+        &file,
+        &["--probe", &probe, "--frame-arg", "encode=arg1"],
+        &prog,
+        300,
+        &log,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let run = load(&file);
     let own = own_log(&log);
@@ -283,17 +283,9 @@ fn an_empty_function_probed_comes_out_near_zero_once_the_probes_cost_is_taken_of
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), 10);
     let file = temp_run(&dir, "empty");
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(&file)
-        .arg("--probe")
-        .arg(format!("empty={}:empty_call", prog.display()))
-        .arg("--")
-        .arg(&prog)
-        .arg("2000")
-        .arg(dir.path().join("own.log"))
-        .output()
-        .unwrap();
+    let probe = format!("empty={}:empty_call", prog.display());
+    let log = dir.path().join("own.log");
+    let out = run_program(&file, &["--probe", &probe], &prog, 2000, &log);
     assert!(out.status.success(), "{}", stderr(&out));
     let run = load(&file);
     let facts = &run.meta.session.probes[0];
@@ -332,21 +324,21 @@ fn a_frame_probe_numbers_the_frames_and_a_function_never_called_is_said() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), 20_000);
     let file = temp_run(&dir, "frames");
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(&file)
-        .arg("--probe")
-        .arg(format!("encode={}:encode_frame", prog.display()))
-        .arg("--probe")
-        .arg(format!("unused={}:unused_function", prog.display()))
-        .arg("--frame-probe")
-        .arg(format!("{}:next_frame", prog.display()))
-        .arg("--")
-        .arg(&prog)
-        .arg("50")
-        .arg(dir.path().join("own.log"))
-        .output()
-        .unwrap();
+    let p = prog.display();
+    let (encode, unused) = (
+        format!("encode={p}:encode_frame"),
+        format!("unused={p}:unused_function"),
+    );
+    let frame = format!("{p}:next_frame");
+    let args = [
+        "--probe",
+        &encode,
+        "--probe",
+        &unused,
+        "--frame-probe",
+        &frame,
+    ];
+    let out = run_program(&file, &args, &prog, 50, &dir.path().join("own.log"));
     assert!(out.status.success(), "{}", stderr(&out));
     let run = load(&file);
     let frames: Vec<u64> = spans_of(&run, "encode").iter().map(|s| s.0).collect();
@@ -648,17 +640,9 @@ fn framelab_and_bpftrace_on_the_same_function_agree_on_count_and_log2_buckets() 
         }
     }
     let file = temp_run(&dir, "side-by-side");
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(&file)
-        .arg("--probe")
-        .arg(format!("encode={p}:encode_frame"))
-        .arg("--")
-        .arg(&prog)
-        .arg("200")
-        .arg(dir.path().join("own.log"))
-        .output()
-        .unwrap();
+    let probe = format!("encode={p}:encode_frame");
+    let log = dir.path().join("own.log");
+    let out = run_program(&file, &["--probe", &probe], &prog, 200, &log);
     // SAFETY: signalling the bpftrace this test started, by its pid.
     unsafe { libc::kill(bpftrace.id() as i32, libc::SIGINT) };
     let printed: String = lines.map_while(Result::ok).collect::<Vec<_>>().join("\n");
@@ -719,20 +703,19 @@ fn usdt_spans_and_events_match_the_programs_own_log() {
     let p = prog.display();
     let log = dir.path().join("own.log");
     let file = temp_run(&dir, "usdt");
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(&file)
-        .arg("--usdt")
-        .arg(format!("encode={p}:demo:encode_begin,encode_end"))
-        .args(["--frame-arg", "encode=arg1"])
-        .arg("--usdt-event")
-        .arg(format!("done={p}:demo:frame_done"))
-        .arg("--")
-        .arg(&prog)
-        .arg("200")
-        .arg(&log)
-        .output()
-        .unwrap();
+    let (usdt, event) = (
+        format!("encode={p}:demo:encode_begin,encode_end"),
+        format!("done={p}:demo:frame_done"),
+    );
+    let args = [
+        "--usdt",
+        &usdt,
+        "--frame-arg",
+        "encode=arg1",
+        "--usdt-event",
+        &event,
+    ];
+    let out = run_program(&file, &args, &prog, 200, &log);
     assert!(out.status.success(), "{}", stderr(&out));
     let run = load(&file);
     let own = own_log(&log);
@@ -813,23 +796,16 @@ fn a_tracepoint_gives_one_event_per_hit_keyed_by_its_field() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("writer.c");
     // 40 writes of 7777 bytes: a size nothing else on the machine is likely to write.
-    std::fs::write(
-        &source,
+    let exe = compile_c(
+        dir.path(),
+        "writer",
         "#include <unistd.h>\n#include <fcntl.h>\nstatic char buf[7777];\n\
          int main(void) { int fd = open(\"/dev/null\", O_WRONLY);\n\
          for (int i = 0; i < 40; i++) write(fd, buf, sizeof buf); return 0; }\n",
-    )
-    .unwrap();
-    let exe = dir.path().join("writer");
-    let out = Command::new("cc")
-        .arg(&source)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+        &[],
+        "writer",
+    );
     let file = temp_run(&dir, "tracepoint");
     let out = framelab()
         .args(["run", "-o"])
@@ -899,16 +875,7 @@ fn a_tracepoint_pair_keyed_by_thread_becomes_a_stage_with_the_programs_count() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("sleeper.c");
-    std::fs::write(&source, SLEEPER).unwrap();
-    let exe = dir.path().join("sleeper");
-    let built = Command::new("cc")
-        .arg(&source)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", stderr(&built));
+    let exe = compile_c(dir.path(), "sleeper", SLEEPER, &[], "sleeper");
     let file = temp_run(&dir, "pair");
     let out = framelab()
         .args(["run", "-o"])
@@ -1014,30 +981,18 @@ fn a_library_the_command_never_loads_is_said_after_the_run_with_what_it_did_map(
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let lib_source = dir.path().join("unused.c");
-    std::fs::write(&lib_source, "int unused_entry(int x) { return x + 1; }\n").unwrap();
-    let lib = dir.path().join("libunused.so");
-    let built = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O2"])
-        .arg(&lib_source)
-        .arg("-o")
-        .arg(&lib)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", stderr(&built));
+    let lib = compile_c(
+        dir.path(),
+        "unused",
+        "int unused_entry(int x) { return x + 1; }\n",
+        &["-shared", "-fPIC", "-O2"],
+        "libunused.so",
+    );
     // About a second of work: the run's maps are read while the probe has no hit.
     let prog = build(dir.path(), 150_000);
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(temp_run(&dir, "unloaded"))
-        .arg("--probe")
-        .arg(format!("u={}:unused_entry", lib.display()))
-        .arg("--")
-        .arg(&prog)
-        .arg("6000")
-        .arg(dir.path().join("own.log"))
-        .output()
-        .unwrap();
+    let probe = format!("u={}:unused_entry", lib.display());
+    let (file, log) = (temp_run(&dir, "unloaded"), dir.path().join("own.log"));
+    let out = run_program(&file, &["--probe", &probe], &prog, 6000, &log);
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
@@ -1081,18 +1036,7 @@ fn a_probed_run_is_in_the_html_page_a_perfetto_export_and_the_live_histograms() 
     let err = stderr(&out);
     assert!(err.contains("--- 0.0–1.0 s ---\n@encode (µs):\n"), "{err}");
     assert!(err.contains(" s (end of the run) ---\n"), "{err}");
-    let printed: u64 = err
-        .lines()
-        .filter(|l| l.starts_with('[') || l.starts_with('('))
-        .filter_map(|l| {
-            l.split('|')
-                .next()?
-                .split_whitespace()
-                .last()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum();
+    let printed = bucket_total(&err);
     assert_eq!(printed, count as u64, "{err}");
     // The HTML page: the stage among its plotted stages, the probes in its header.
     let page = dir.path().join("page.html");

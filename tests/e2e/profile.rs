@@ -18,6 +18,7 @@
 use crate::common;
 
 use common::json::framelab_json;
+use common::session::{cpu_ns, descendants, until_exists, wait_for};
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -51,21 +52,6 @@ macro_rules! skip_without_perf {
     };
 }
 
-/// The SDK's static library, built as a C user would, in a target directory of its own.
-fn static_lib() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let exe = std::env::current_exe().unwrap();
-    let target_dir = exe.ancestors().nth(3).unwrap().join("c-abi-test");
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--offline", "-p", "framelab-probe", "--target-dir"])
-        .arg(&target_dir)
-        .current_dir(manifest)
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building framelab-probe failed");
-    target_dir.join("debug").join("libframelab_probe.a")
-}
-
 /// Compiles the test program with `flags` (frame pointers or not).
 fn compile(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -76,7 +62,7 @@ fn compile(dir: &Path, name: &str, flags: &[&str]) -> PathBuf {
         .args(["-g", "-I"])
         .arg(manifest.join("probe/include"))
         .arg(manifest.join("tests/c/profile_test.c"))
-        .arg(static_lib())
+        .arg(probe_static_lib())
         .args(["-lpthread", "-lm", "-ldl", "-lrt", "-lgcc_s", "-o"])
         .arg(&out)
         .status()
@@ -257,6 +243,78 @@ fn near(got: f64, want: f64, points: f64, what: &str) {
     );
 }
 
+/// One side of a diff pooled from its runs' own profiles (their `overall` tables):
+/// light_three's inclusive share of all the samples, as the diff computes it, and its
+/// share of the samples of the functions the program timed, with how many those are.
+struct Pooled {
+    light_pct: f64,
+    light_of_timed_pct: f64,
+    timed_samples: u64,
+}
+
+fn pooled(tables: &[Value]) -> Pooled {
+    let sum = |count: &dyn Fn(&Value) -> u64| tables.iter().map(count).sum::<u64>();
+    let all = sum(&|t| t["samples"].as_u64().unwrap());
+    let light = sum(&|t| samples(t, "light_three", true));
+    let light_self = sum(&|t| samples(t, "light_three", false));
+    let timed = sum(&|t| WORK.iter().map(|f| samples(t, f, false)).sum());
+    assert!(all > 0 && timed > 0, "no samples in {tables:#?}");
+    Pooled {
+        light_pct: 100.0 * light as f64 / all as f64,
+        light_of_timed_pct: 100.0 * light_self as f64 / timed as f64,
+        timed_samples: timed,
+    }
+}
+
+/// A diff's light_three row against each side's runs (their profiles and the program's
+/// times): its shares and change exactly what the runs' own profiles give, and each side's
+/// share of the timed functions near what the program measured, within what its sample
+/// count allows. A loaded machine moves samples into the glue around the timed functions
+/// (`share_of`), so the change of shares of all samples is not judged against the times.
+fn check_light_change(light: &Value, a: (&[Value], &Spent), b: (&[Value], &Spent)) {
+    let (pa, pb) = (pooled(a.0), pooled(b.0));
+    let got = |key: &str| light[key].as_f64().unwrap();
+    near(got("a_inclusive_pct"), pa.light_pct, 1e-9, "A's share");
+    near(got("b_inclusive_pct"), pb.light_pct, 1e-9, "B's share");
+    near(
+        got("change_pct"),
+        pb.light_pct - pa.light_pct,
+        1e-9,
+        "light_three's change",
+    );
+    for (side, pooled, spent) in [("A", pa, a.1), ("B", pb, b.1)] {
+        let want = spent.pct(spent.light);
+        near(
+            pooled.light_of_timed_pct,
+            want,
+            tolerance(want, pooled.timed_samples),
+            &format!(
+                "light_three's share of the timed functions in {side} ({} samples)",
+                pooled.timed_samples
+            ),
+        );
+    }
+}
+
+/// What an unwinding that finds whole stacks shows besides the stage shares: main under
+/// nearly every sample, heavy_seven's inclusive share as the program measured it.
+fn check_whole_stacks(summary: &Value, spent: &Spent) {
+    check_stage_shares(summary, spent);
+    assert!(
+        share(&summary["overall"], "main").1 >= 95.0,
+        "{:#}",
+        summary["overall"]
+    );
+    near_measured(
+        &summary["overall"],
+        &["heavy_seven"],
+        &WORK,
+        true,
+        spent.pct(spent.heavy),
+        "heavy_seven inclusive",
+    );
+}
+
 /// The shares every build must show: they depend on the leaf frame and the stage only.
 fn check_stage_shares(summary: &Value, spent: &Spent) {
     let taken = summary["taken"].as_u64().unwrap();
@@ -331,22 +389,7 @@ fn per_stage_shares_match_the_work_with_frame_pointers() {
     );
     let summary = profile_json(&[path.to_str().unwrap()]);
     assert_eq!(summary["unwinding"], "frame pointers");
-    let spent = Spent::of(&path);
-    check_stage_shares(&summary, &spent);
-    // Whole stacks: main is under nearly every sample.
-    assert!(
-        share(&summary["overall"], "main").1 >= 95.0,
-        "{:#}",
-        summary["overall"]
-    );
-    near_measured(
-        &summary["overall"],
-        &["heavy_seven"],
-        &WORK,
-        true,
-        spent.pct(spent.heavy),
-        "heavy_seven inclusive",
-    );
+    check_whole_stacks(&summary, &Spent::of(&path));
     assert!(summary["unknown_pct"].as_f64().unwrap() < 2.0);
 
     // Filters: one stage only; the stage named in a folded stack's root.
@@ -374,21 +417,7 @@ fn without_frame_pointers_dwarf_unwinding_finds_whole_stacks() {
     let path = record(dir.path(), "nofp", rate(), &program, &["300", "100000"]);
     let summary = profile_json(&[path.to_str().unwrap()]);
     assert_eq!(summary["unwinding"], "dwarf");
-    let spent = Spent::of(&path);
-    check_stage_shares(&summary, &spent);
-    assert!(
-        share(&summary["overall"], "main").1 >= 95.0,
-        "{:#}",
-        summary["overall"]
-    );
-    near_measured(
-        &summary["overall"],
-        &["heavy_seven"],
-        &WORK,
-        true,
-        spent.pct(spent.heavy),
-        "heavy_seven inclusive",
-    );
+    check_whole_stacks(&summary, &Spent::of(&path));
 }
 
 #[test]
@@ -431,12 +460,11 @@ fn a_diff_of_two_runs_puts_the_largest_change_first() {
         .iter()
         .find(|r| r["function"] == "light_three")
         .unwrap();
-    let (spent_a, spent_b) = (Spent::of(&a), Spent::of(&b));
-    near(
-        light["change_pct"].as_f64().unwrap(),
-        spent_b.pct(spent_b.light) - spent_a.pct(spent_a.light),
-        7.0,
-        "light_three's change",
+    let alone = |run: &Path| vec![profile_json(&[run.to_str().unwrap()])["overall"].clone()];
+    check_light_change(
+        light,
+        (&alone(&a), &Spent::of(&a)),
+        (&alone(&b), &Spent::of(&b)),
     );
     // ~2400 samples a side: the change's 95% interval is about ±2.6 points, and the
     // change of 20 points is outside it.
@@ -612,16 +640,22 @@ fn bench_profile_compares_the_variants_over_all_their_runs() {
         .iter()
         .find(|r| r["function"] == "light_three")
         .unwrap();
+    // Each variant's runs, as their own profiles show them.
+    let experiment = framelab::store::load_experiment(&exp).unwrap().unwrap();
+    let runs_of = |variant: &str| -> Vec<Value> {
+        (experiment.runs.iter())
+            .filter(|r| r.variant == variant && r.status == framelab::experiment::RunStatus::Ok)
+            .map(|r| {
+                let id = r.run_id.to_string();
+                profile_json(&[exp.to_str().unwrap(), "--run-id", &id])["overall"].clone()
+            })
+            .collect()
+    };
     // Both runs of a variant add their times to its file.
-    let (three, nine) = (
-        Spent::of(&dir.path().join("three")),
-        Spent::of(&dir.path().join("nine")),
-    );
-    near(
-        light["change_pct"].as_f64().unwrap(),
-        nine.pct(nine.light) - three.pct(three.light),
-        8.0,
-        "light_three's change across the variants",
+    check_light_change(
+        light,
+        (&runs_of("three"), &Spent::of(&dir.path().join("three"))),
+        (&runs_of("nine"), &Spent::of(&dir.path().join("nine"))),
     );
     // One run of it, picked by id, is an ordinary profile.
     let one = profile_json(&[exp.to_str().unwrap(), "--run-id", "1"]);
@@ -665,15 +699,34 @@ fn a_service_is_sampled_and_filtered_by_process_name() {
     skip_without_perf!();
     let dir = tempfile::tempdir().unwrap();
     let program = compile(dir.path(), "svc", WITH_FRAME_POINTERS);
-    let path = dir.path().join("svc.framelab");
-    let out = framelab()
+    let (path, go) = (dir.path().join("svc.framelab"), dir.path().join("go"));
+    // The run lasts until the service has used 0.3 s of CPU (about 150 samples at 499 Hz):
+    // a command of a fixed 1.5 s left a loaded machine's service few. The service has far
+    // more work than that to do, and is stopped with the run.
+    let recording = framelab()
         .args(["run", "--profile=499", "-o"])
         .arg(&path)
         .arg("--service")
-        .arg(format!("burn={} 200 100000", program.display()))
-        .args(["--", "sleep", "1.5"])
-        .output()
+        .arg(format!("burn={} 100000 100000", program.display()))
+        .args(["--", "sh", "-c", &until_exists(&go)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let service_cpu_ns = || {
+        (descendants(recording.id()).into_iter())
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "svc")
+            })
+            .filter_map(cpu_ns)
+            .max()
+            .unwrap_or(0)
+    };
+    wait_for("0.3 s of the service's CPU", || {
+        service_cpu_ns() >= 300_000_000
+    });
+    std::fs::write(&go, "").unwrap();
+    let out = recording.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let summary = profile_json(&[path.to_str().unwrap(), "--process", "svc"]);
     assert!(

@@ -120,14 +120,18 @@ impl ColumnsBuilder {
         let table = match self.frames {
             Framing::Building(frames) => frames.finish(&mut columns.frame),
             Framing::Known { unknown: 0, table } => table,
-            Framing::Known { unknown, .. } => anyhow::bail!(
-                "{unknown} spans belong to frames that were not there when the run was first \
-                 read: the run changed while it was analysed (analyse it again once it is \
-                 written)"
-            ),
+            Framing::Known { unknown, .. } => return Err(changed_between_reads(unknown)),
         };
         Ok((columns, table))
     }
+}
+
+/// The error of a read that found `unknown` spans of frames an earlier read did not.
+pub fn changed_between_reads(unknown: u64) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{unknown} spans belong to frames that were not there when the run was first read: \
+         the run changed while it was analysed (analyse it again once it is written)"
+    )
 }
 
 impl SpanColumns {

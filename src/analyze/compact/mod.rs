@@ -10,10 +10,12 @@
 //! a span with one span per frame (the worst case), about 28 with five stages a frame.
 
 pub mod columns;
+pub mod growing;
 pub mod narrow;
 pub mod nearly_sorted;
 pub mod packed;
 pub mod rate;
+pub mod streamed;
 pub mod table;
 pub mod values;
 pub mod window;
@@ -37,13 +39,23 @@ use super::pipeline::{summarize, Names, Pipeline, PipelineInput, SpanRow, SpanRo
 use super::stages::{StageTable, WORST_FRAMES};
 use super::summary::{assemble, budget_ns, SpanFacts};
 use super::telemetry::FrameSpan;
-use super::{Analysis, StageRow, WorstFrame};
+use super::{Analysis, Dist, StageRow, WorstFrame};
 use crate::model::{Run, SpanSource};
 
 /// The analysis of `head` (a run's metadata, names, processes, telemetry: its `spans` and
 /// `counters` are not read) with its spans and counter values from `source`.
 pub fn analyze_from(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Analysis> {
-    let (columns, table) = load_columns(source, ANALYSIS_KEEPS)?;
+    let (table, spans) = read_frames(source)?;
+    let (columns, table) = if streamed::one_span_a_frame(&table, spans) {
+        // Nothing of the spans is held: what they give is taken as they are read again.
+        if let Some(analysis) = streamed::analyze(head, table, spans, source, &mut |_| {})? {
+            return Ok(analysis);
+        }
+        // A thread's spans came out of order: sorting them takes the columns.
+        load_columns(source, ANALYSIS_KEEPS)?
+    } else {
+        columns_beside(table, source, ANALYSIS_KEEPS)?
+    };
     analyze_columns(
         head,
         Columns::Owned(Box::new(columns)),
@@ -129,13 +141,29 @@ pub fn load_columns(
     source: &dyn SpanSource,
     keep: Keep,
 ) -> anyhow::Result<(SpanColumns, FrameTable)> {
-    let hint = source.span_count_hint();
-    let mut frames = FramesReader::expecting(hint);
+    let (table, _) = read_frames(source)?;
+    columns_beside(table, source, keep)
+}
+
+/// The first read of [`load_columns`]: the frame table, and how many spans were read.
+pub fn read_frames(source: &dyn SpanSource) -> anyhow::Result<(FrameTable, usize)> {
+    let mut frames = FramesReader::expecting(source.span_count_hint());
+    let mut spans = 0;
     source.for_each_spans(&mut |chunk| {
         frames.push(chunk);
+        spans += chunk.len();
         Ok(())
     })?;
-    let mut builder = ColumnsBuilder::with_frames(keep, hint, frames.finish());
+    Ok((frames.finish(), spans))
+}
+
+/// The second read of [`load_columns`]: the columns of spans whose frames `table` holds.
+pub fn columns_beside(
+    table: FrameTable,
+    source: &dyn SpanSource,
+    keep: Keep,
+) -> anyhow::Result<(SpanColumns, FrameTable)> {
+    let mut builder = ColumnsBuilder::with_frames(keep, source.span_count_hint(), table);
     source.for_each_spans(&mut |chunk| {
         builder.push(chunk);
         Ok(())
@@ -176,30 +204,94 @@ fn span_facts(
     columns.drop_starts_and_threads();
 
     let frames = (table, &measured);
-    let mut stage_table = stage_table(columns, &head.stages, frames, &counts, &worst, sorted);
+    let stage_table = stage_table(columns, &head.stages, frames, &counts, &worst, sorted);
+    let parts = SpanParts {
+        window,
+        measured,
+        spans,
+        worst,
+        pipeline,
+        stage_table,
+        total: None,
+    };
+    frame_facts(head, table, parts, source, sorted)
+}
+
+/// What the spans give besides their frames' starts and ends, however they were read.
+struct SpanParts {
+    window: ResolvedWindow,
+    measured: MeasuredFrames,
+    spans: u64,
+    /// Frame indices, worst first.
+    worst: Vec<u32>,
+    pipeline: Option<Pipeline>,
+    stage_table: StageTable,
+    /// The totals' distribution, where the spans gave it: with one span a frame and one
+    /// stage, the totals are that stage's durations (sorted once, not twice).
+    total: Option<Option<Dist>>,
+}
+
+/// The facts from the frames (totals, intervals, lateness, rate) and the counters, with
+/// the parts the spans gave.
+fn frame_facts(
+    head: &Run,
+    table: &FrameTable,
+    parts: SpanParts,
+    source: &dyn SpanSource,
+    sorted: &mut dyn FnMut(Sorted),
+) -> anyhow::Result<SpanFacts> {
+    let meta = &head.meta;
+    let SpanParts {
+        window,
+        measured,
+        spans,
+        worst,
+        pipeline,
+        mut stage_table,
+        total: known_total,
+    } = parts;
     let pipeline = pipeline.map(|p| p.into_summary(&mut stage_table.worst));
-    let order = end_order(table, &measured);
 
     let budget = budget_ns(meta);
     let mut late = None;
-    let (total, late_spans) = {
-        let mut totals = values_in_order(&order, |i| table.total_ns(i));
-        if let Some(b) = budget.filter(|_| measured.count > 0) {
-            late = Some(with_ns!(&totals, t => late_frames_of(t, b)));
+    let (total, late_spans, order) = match budget {
+        Some(b) => {
+            let order = end_order(table, &measured);
+            let mut totals = values_in_order(&order, |i| table.total_ns(i));
+            if measured.count > 0 {
+                late = Some(with_ns!(&totals, t => late_frames_of(t, b)));
+            }
+            // Telemetry looks at the late frames' readings.
+            let late_spans: Vec<FrameSpan> = match head.telemetry.series.is_empty() {
+                false => (order.iter())
+                    .filter(|&&i| table.total_ns(i) > b)
+                    .map(|&i| frame_span(table, i))
+                    .collect(),
+                true => Vec::new(),
+            };
+            let total = known_total.unwrap_or_else(|| {
+                totals.sort();
+                totals.dist_of_sorted()
+            });
+            (total, late_spans, order)
         }
-        // Telemetry looks at the late frames' readings.
-        let late_spans: Vec<FrameSpan> = match budget {
-            Some(b) if !head.telemetry.series.is_empty() => (order.iter())
-                .filter(|&&i| table.total_ns(i) > b)
-                .map(|&i| frame_span(table, i))
-                .collect(),
-            _ => Vec::new(),
-        };
-        totals.sort();
-        (totals.dist_of_sorted(), late_spans)
+        None if known_total.is_some() => {
+            let total = known_total.flatten();
+            (total, Vec::new(), end_order(table, &measured))
+        }
+        None => {
+            // Without a budget the totals' order does not matter: taken by index, before
+            // the end order is held beside them (4 bytes a frame less at the peak).
+            let mut totals = values_of_frames(&measured, |i| table.total_ns(i));
+            totals.sort();
+            let total = totals.dist_of_sorted();
+            drop(totals);
+            (total, Vec::new(), end_order(table, &measured))
+        }
     };
     let (interval, fps, stutter, pacing) = {
-        let mut intervals = intervals_in_order(&order, table);
+        // Written over the end order, which nothing reads after.
+        let mut intervals = intervals_over_order(order, table);
         if let (Some(late), Some(b)) = (&mut late, budget) {
             late.missed_slots = with_ns!(&intervals, v => missed_slots_of(v, b));
         }
@@ -210,7 +302,6 @@ fn span_facts(
         let fps = with_ns!(&intervals, v => fps_summary_of(v));
         (intervals.dist_of_sorted(), fps, stutter, pacing)
     };
-    drop(order);
 
     let mut counters = CounterTotals::new(table.slots(), &head.counter_names);
     source.for_each_counters(&mut |chunk| {
@@ -369,6 +460,18 @@ fn frame_span(table: &FrameTable, i: u32) -> FrameSpan {
     }
 }
 
+/// `value(i)` for each measured frame, by index, as narrow as they fit.
+pub fn values_of_frames(measured: &MeasuredFrames, value: impl Fn(u32) -> i64) -> NsValues {
+    let (min, max) = (measured.in_window.ones())
+        .map(&value)
+        .fold((0, 0), |(lo, hi): (i64, i64), v| (lo.min(v), hi.max(v)));
+    let mut values = NsValues::for_range(min, max, measured.count as usize);
+    for i in measured.in_window.ones() {
+        values.push(value(i));
+    }
+    values
+}
+
 /// `value(i)` for each frame of `order`, in that order, as narrow as they fit.
 pub fn values_in_order(order: &[u32], value: impl Fn(u32) -> i64) -> NsValues {
     let (min, max) = (order.iter())
@@ -449,15 +552,7 @@ fn stage_table(
     worst: &[u32],
     sorted: &mut dyn FnMut(Sorted),
 ) -> StageTable {
-    let mut order: Vec<usize> = (0..counts.count.len())
-        .filter(|&s| counts.count[s] > 0)
-        .collect();
-    order.sort_by_key(|&s| (counts.first_start[s], s));
-    let mut column = vec![usize::MAX; counts.count.len()];
-    for (c, &s) in order.iter().enumerate() {
-        column[s] = c;
-    }
-
+    let order = stage_order(counts);
     let mut is_worst = Bits::new(table.slots());
     for &f in worst {
         is_worst.set(f);
@@ -486,6 +581,27 @@ fn stage_table(
     };
     let done = crate::parallel::map((0..order.len()).collect(), SORTS_AT_ONCE, stage_of);
     drop(columns);
+    stage_rows(&order, stage_names, done, (table, worst), sorted)
+}
+
+/// The stages in the table's order: by their first measured start, then id.
+fn stage_order(counts: &StageCounts) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..counts.count.len())
+        .filter(|&s| counts.count[s] > 0)
+        .collect();
+    order.sort_by_key(|&s| (counts.first_start[s], s));
+    order
+}
+
+/// The stage table from each stage's sorted durations and its sums in the worst frames
+/// (by worst frame), stages in `order`.
+fn stage_rows(
+    order: &[usize],
+    stage_names: &[String],
+    done: Vec<(NsValues, Vec<Option<i64>>)>,
+    (table, worst): (&FrameTable, &[u32]),
+    sorted: &mut dyn FnMut(Sorted),
+) -> StageTable {
     let mut worst_sums: Vec<Vec<Option<i64>>> = vec![Vec::with_capacity(order.len()); worst.len()];
     let mut durations = Vec::with_capacity(order.len());
     for (d, worst_ns) in done {

@@ -6,6 +6,7 @@
 //! (`Ids::Listed`). Either way a frame is what `Frames` calls one (docs/metrics.md, "Frames");
 //! only the order of indices differs, and nothing computed depends on it.
 
+use super::growing::GrowingNs;
 use super::packed::PackedNs;
 use crate::analyze::frames::{out_of_range, BadSpan, NO_FRAME};
 
@@ -18,11 +19,22 @@ const MAX_OFFSET: i128 = BIAS - 2;
 /// a hole costs 16 bytes, a listed frame 12 more than an offset one.
 const HOLE_SLACK: usize = 1 << 16;
 
-/// Start and end by index; an index with no frame (a hole) has start > end.
-#[derive(Clone, Debug, Default)]
+/// Start and end by index; an index with no frame (a hole) has start > end. Packed as
+/// they are filled ([`GrowingNs`]): about 8 bytes a frame, where two `Vec<i64>` took 16
+/// (24 while they grew by half) at the peak of the first read.
+#[derive(Clone, Debug)]
 struct Bounds {
-    start: Vec<i64>,
-    end: Vec<i64>,
+    start: GrowingNs,
+    end: GrowingNs,
+}
+
+impl Default for Bounds {
+    fn default() -> Bounds {
+        Bounds {
+            start: GrowingNs::new(i64::MAX),
+            end: GrowingNs::new(i64::MIN),
+        }
+    }
 }
 
 impl Bounds {
@@ -30,33 +42,25 @@ impl Bounds {
         self.start.len()
     }
 
-    /// Grows by half at a time, not double, and by no more than `room` (the spans still to
-    /// come, each of which adds a frame at most): 12M frames do not reserve 16M.
-    fn grow_to(&mut self, len: usize, room: usize) {
-        if len > self.start.len() {
-            if len > self.start.capacity() {
-                // Past the hint (a wrong count), by half again.
-                let half = self.start.capacity() / 2;
-                let step = if room > 0 { half.min(room) } else { half };
-                let more = (len - self.start.len()).max(step);
-                self.start.reserve_exact(more);
-                self.end.reserve_exact(more);
-            }
-            self.start.resize(len, i64::MAX);
-            self.end.resize(len, i64::MIN);
-        }
+    fn grow_to(&mut self, len: usize) {
+        self.start.grow_to(len);
+        self.end.grow_to(len);
     }
 
     fn is_frame(&self, i: usize) -> bool {
-        self.start[i] <= self.end[i]
+        self.start.get(i) <= self.end.get(i)
     }
 
     /// Widens frame `i` to hold `[start, end]`; true when it was a hole.
     fn widen(&mut self, i: usize, start: i64, end: i64) -> bool {
-        let new = !self.is_frame(i);
-        self.start[i] = self.start[i].min(start);
-        self.end[i] = self.end[i].max(end);
-        new
+        let (was_start, was_end) = (self.start.get(i), self.end.get(i));
+        if start < was_start {
+            self.start.set(i, start);
+        }
+        if end > was_end {
+            self.end.set(i, end);
+        }
+        was_start > was_end
     }
 
     fn push(&mut self, start: i64, end: i64) {
@@ -231,9 +235,6 @@ pub struct FrameBuilder {
     negative_spans: u64,
     first_bad_span: Option<BadSpan>,
     last_end_ns: Option<i64>,
-    /// Spans added so far, and how many are expected (a hint that sizes growth).
-    spans: usize,
-    expected_spans: usize,
 }
 
 #[derive(Debug)]
@@ -263,11 +264,10 @@ impl Default for FrameBuilder {
 }
 
 impl FrameBuilder {
-    /// A builder for about `spans` spans.
-    pub fn expecting(spans: usize) -> FrameBuilder {
+    /// A builder for about `spans` spans (a hint no longer needed: the columns grow a
+    /// block at a time).
+    pub fn expecting(_spans: usize) -> FrameBuilder {
         FrameBuilder {
-            spans: 0,
-            expected_spans: spans,
             mode: Mode::Offsets {
                 anchor: 0,
                 up: Bounds::default(),
@@ -286,7 +286,6 @@ impl FrameBuilder {
     /// counted and belongs to no frame). `codes` are the codes handed out so far: a switch
     /// to listed ids rewrites them.
     pub fn add(&mut self, id: u64, start_ns: i64, dur_ns: i64, codes: &mut [u32]) -> u32 {
-        self.spans += 1;
         if out_of_range(start_ns, dur_ns) {
             self.negative_spans += 1;
             self.first_bad_span.get_or_insert(BadSpan {
@@ -344,8 +343,6 @@ impl FrameBuilder {
         if up.len() == 0 && down.len() == 0 {
             *anchor = id;
         }
-        // This span and those still to come.
-        let room = (self.expected_spans + 1).saturating_sub(self.spans);
         let off = id as i128 - *anchor as i128;
         if !(MIN_OFFSET..=MAX_OFFSET).contains(&off) {
             return None;
@@ -357,7 +354,7 @@ impl FrameBuilder {
             return None;
         }
         let side = if off >= 0 { up } else { down };
-        side.grow_to(k + 1, room);
+        side.grow_to(k + 1);
         if side.widen(k, start_ns, end_ns) {
             *frames += 1;
         }
@@ -397,7 +394,7 @@ impl FrameBuilder {
             if side.is_frame(k) {
                 remap[(off + below as i128) as usize] = ids.len() as u32;
                 ids.push((anchor as i128 + off) as u64);
-                bounds.push(side.start[k], side.end[k]);
+                bounds.push(side.start.get(k), side.end.get(k));
             }
         }
         for code in codes.iter_mut().filter(|c| **c != NO_FRAME) {
@@ -414,30 +411,30 @@ impl FrameBuilder {
 
     /// The table, and every code in `codes` turned into its frame's index.
     pub fn finish(self, codes: &mut [u32]) -> FrameTable {
-        let (bounds, ids, count) = match self.mode {
+        // Packed one column at a time, each block of the building columns freed as it is
+        // read. The slots below the anchor go first, lowest id first.
+        let (start, end, ids, count) = match self.mode {
             Mode::Offsets {
                 anchor,
-                mut up,
+                up,
                 down,
                 frames,
             } => {
                 let below = down.len();
-                if below > 0 {
-                    // The slots below the anchor go first, lowest id first.
-                    let above = up.len();
-                    up.grow_to(above + below, below);
-                    up.start.copy_within(0..above, below);
-                    up.end.copy_within(0..above, below);
-                    for k in 0..below {
-                        up.start[below - 1 - k] = down.start[k];
-                        up.end[below - 1 - k] = down.end[k];
-                    }
-                }
+                let slots = below + up.len();
                 for code in codes.iter_mut().filter(|c| **c != NO_FRAME) {
                     *code = (*code as i128 - BIAS + below as i128) as u32;
                 }
                 let first = (anchor as i128 - below as i128) as u64;
-                (up, Ids::Offset { first }, frames)
+                let start = packed(
+                    down.start.into_values_rev().chain(up.start.into_values()),
+                    slots,
+                );
+                let end = packed(
+                    down.end.into_values_rev().chain(up.end.into_values()),
+                    slots,
+                );
+                (start, end, Ids::Offset { first }, frames)
             }
             Mode::Listed {
                 bounds,
@@ -447,13 +444,12 @@ impl FrameBuilder {
             } => {
                 ids.shrink_to_fit();
                 let count = ids.len();
-                (bounds, Ids::Listed { ids, table }, count)
+                let slots = bounds.len();
+                let start = packed(bounds.start.into_values(), slots);
+                let end = packed(bounds.end.into_values(), slots);
+                (start, end, Ids::Listed { ids, table }, count)
             }
         };
-        // Packed one column at a time: each i64 column is dropped once packed.
-        let Bounds { start, end } = bounds;
-        let start = packed(start);
-        let end = packed(end);
         FrameTable {
             start,
             end,
@@ -466,9 +462,9 @@ impl FrameBuilder {
     }
 }
 
-/// `values` packed, and dropped.
-fn packed(values: Vec<i64>) -> PackedNs {
-    let mut column = PackedNs::with_capacity(values.len());
+/// The `len` values packed.
+fn packed(values: impl Iterator<Item = i64>, len: usize) -> PackedNs {
+    let mut column = PackedNs::with_capacity(len);
     for v in values {
         column.push(v);
     }

@@ -528,3 +528,115 @@ fn intervals_written_over_the_end_order_are_the_intervals_in_order() {
     );
     assert!(none.is_empty());
 }
+
+/// Whether `run`, stored, is analysed without columns (`streamed`): one span a frame.
+fn read_without_columns(run: &Run) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.framelab");
+    store::write_run(&path, run).unwrap();
+    let stored = store::open_run(&path, None).unwrap();
+    let (table, spans) = super::read_frames(&stored).unwrap();
+    super::streamed::one_span_a_frame(&table, spans)
+}
+
+#[test]
+fn runs_of_one_span_a_frame_read_without_columns_give_the_same_reports() {
+    let one = Shape {
+        stages: 1,
+        threads: 1,
+        ..Shape::default()
+    };
+    let shapes = [
+        ("one span a frame", one),
+        (
+            "sparse ids",
+            Shape {
+                id: |n| n.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                ..one
+            },
+        ),
+        (
+            "negative durations",
+            Shape {
+                negative_every: 9,
+                ..one
+            },
+        ),
+        (
+            "unfinished",
+            Shape {
+                end_reason: EndReason::Unfinished,
+                ..one
+            },
+        ),
+        (
+            "failed exit, no warmup",
+            Shape {
+                end_reason: EndReason::Exited,
+                warmup_ns: 0,
+                ..one
+            },
+        ),
+        (
+            "wide values",
+            Shape {
+                max_dur: 6_000_000_000,
+                period: 7_000_000_000,
+                frames: 60,
+                warmup_ns: 20_000_000_000,
+                ..one
+            },
+        ),
+        (
+            "many frames",
+            Shape {
+                frames: 6_000,
+                period: 100_000,
+                max_dur: 80_000,
+                warmup_ns: 50 * MS,
+                ..one
+            },
+        ),
+    ];
+    for (label, shape) in shapes {
+        let run = generated(shape);
+        assert!(read_without_columns(&run), "{label}");
+        let a = same(label, &run);
+        assert!(a.frames > 0 && a.pipeline.is_some(), "{label}");
+        // Without a budget the totals are not taken in end order (nor sorted again).
+        let mut run = run;
+        run.meta.target_fps = None;
+        let a = same(&format!("{label}, no budget"), &run);
+        assert!(a.late.is_none() && a.total.is_some(), "{label}");
+    }
+
+    // Frames on three threads, two stages taking turns, and the last frames' stage missing
+    // at the stop (open frames found by reads of the spans).
+    let mut run = generated(Shape { frames: 900, ..one });
+    run.stages.push("other".into());
+    run.threads = (0..3)
+        .map(|t| ThreadInfo {
+            pid: 100,
+            tid: 300 + t,
+            name: format!("t{t}"),
+            dropped: 0,
+        })
+        .collect();
+    for s in &mut run.spans {
+        s.thread = (s.frame % 3) as u32;
+        s.stage = u16::from(s.frame % 5 == 0);
+    }
+    assert!(read_without_columns(&run));
+    let a = same("three threads, two stages", &run);
+    let p = a.pipeline.as_ref().unwrap();
+    assert_eq!(p.resources.len(), 3);
+    assert_eq!(a.stages.len(), 2 + 2, "two stages, total and interval");
+
+    // A thread's spans out of start order: read into columns after all.
+    let mut run = generated(one);
+    for pair in run.spans.chunks_mut(2) {
+        pair.reverse();
+    }
+    assert!(read_without_columns(&run));
+    same("out of order", &run);
+}

@@ -94,12 +94,39 @@ pub struct MeasuredFrames {
     pub open_missing_stages: Vec<u16>,
 }
 
+/// Each span's frame index (NO_FRAME for none) and stage, in the run's order, handed to
+/// the visitor: from columns in memory, or from another read of the spans.
+pub type SpanFrames<'a> = dyn FnMut(&mut dyn FnMut(u32, u16)) -> anyhow::Result<()> + 'a;
+
+/// The columns' frames and stages as [`SpanFrames`].
+fn frames_of(
+    columns: &SpanColumns,
+) -> impl FnMut(&mut dyn FnMut(u32, u16)) -> anyhow::Result<()> + '_ {
+    move |visit| {
+        for (&frame, &stage) in columns.frame.iter().zip(&columns.stage) {
+            visit(frame, stage);
+        }
+        Ok(())
+    }
+}
+
 /// `frames::measure_run` over columns.
 pub fn measure(
     table: &FrameTable,
     columns: &SpanColumns,
     meta: &RunMeta,
 ) -> (ResolvedWindow, MeasuredFrames) {
+    measure_with(table, meta, &mut frames_of(columns))
+        .expect("columns in memory are read without error")
+}
+
+/// [`measure`] with the spans' frames and stages from `spans` (read only when the run
+/// stopped mid-frame, for its last frames).
+pub fn measure_with(
+    table: &FrameTable,
+    meta: &RunMeta,
+    spans: &mut SpanFrames,
+) -> anyhow::Result<(ResolvedWindow, MeasuredFrames)> {
     let window = resolve_window(meta, table.last_end_ns);
     let mut m = MeasuredFrames {
         in_window: Bits::new(table.slots()),
@@ -116,7 +143,7 @@ pub fn measure(
             m.count += 1;
         }
     }
-    let open = open_at_stop(columns, table, meta);
+    let open = open_at_stop_with(table, meta, spans)?;
     for &i in &open.indices {
         if m.in_window.take(i) {
             m.open_frames += 1;
@@ -126,16 +153,26 @@ pub fn measure(
     if m.open_frames > 0 {
         m.open_missing_stages = open.missing_stages;
     }
-    (window, m)
+    Ok((window, m))
 }
 
 /// `frames::open_at_stop` over columns. Frames there are ordered by start, then by which
 /// came first in the run (its first usable span); here that order is recovered for the
 /// few frames at the tail only.
 pub fn open_at_stop(columns: &SpanColumns, table: &FrameTable, meta: &RunMeta) -> OpenFrames {
+    open_at_stop_with(table, meta, &mut frames_of(columns))
+        .expect("columns in memory are read without error")
+}
+
+/// [`open_at_stop`] with the spans' frames and stages from `spans` (two reads).
+fn open_at_stop_with(
+    table: &FrameTable,
+    meta: &RunMeta,
+    spans: &mut SpanFrames,
+) -> anyhow::Result<OpenFrames> {
     let n = table.count();
     if !stopped_mid_frame(meta) || n < 2 {
-        return OpenFrames::default();
+        return Ok(OpenFrames::default());
     }
     let tail = MAX_OPEN_FRAMES.min(n / 2);
     let look = tail + REFERENCE_FRAMES.min(n - tail);
@@ -159,7 +196,7 @@ pub fn open_at_stop(columns: &SpanColumns, table: &FrameTable, meta: &RunMeta) -
         .frames()
         .filter(|&i| table.start_ns(i) >= threshold)
         .collect();
-    let ranks = first_rows(columns, table, &candidates);
+    let ranks = first_rows(spans, table, &candidates)?;
     let mut keyed: Vec<(i64, usize, u32)> = (candidates.iter().zip(&ranks))
         .map(|(&i, &rank)| (table.start_ns(i), rank, i))
         .collect();
@@ -176,9 +213,9 @@ pub fn open_at_stop(columns: &SpanColumns, table: &FrameTable, meta: &RunMeta) -
         looked.set(i);
     }
     let mut stages: Vec<Vec<u16>> = vec![Vec::new(); looked_at.len()];
-    for (&frame, &stage) in columns.frame.iter().zip(&columns.stage) {
+    spans(&mut |frame, stage| {
         if frame == NO_FRAME || !looked.get(frame) {
-            continue;
+            return;
         }
         if let Ok(at) = position.binary_search_by_key(&frame, |p| p.0) {
             let k = position[at].1;
@@ -186,35 +223,40 @@ pub fn open_at_stop(columns: &SpanColumns, table: &FrameTable, meta: &RunMeta) -
                 stages[k].push(stage);
             }
         }
-    }
-    open_from_stages(&stages, tail, |k| looked_at[k])
+    })?;
+    Ok(open_from_stages(&stages, tail, |k| looked_at[k]))
 }
 
 /// For each of `frames` (ascending indices), the row of its first span.
-fn first_rows(columns: &SpanColumns, table: &FrameTable, frames: &[u32]) -> Vec<usize> {
+fn first_rows(
+    spans: &mut SpanFrames,
+    table: &FrameTable,
+    frames: &[u32],
+) -> anyhow::Result<Vec<usize>> {
     let mut wanted = Bits::new(table.slots());
     for &i in frames {
         wanted.set(i);
     }
     let mut rows = vec![usize::MAX; frames.len()];
     let mut left = frames.len();
-    for (row, &frame) in columns.frame.iter().enumerate() {
-        if left == 0 {
-            break;
-        }
-        if frame != NO_FRAME && wanted.take(frame) {
+    let mut row = 0;
+    spans(&mut |frame, _| {
+        if left > 0 && frame != NO_FRAME && wanted.take(frame) {
             if let Ok(at) = frames.binary_search(&frame) {
                 rows[at] = row;
                 left -= 1;
             }
         }
-    }
-    rows
+        row += 1;
+    })?;
+    Ok(rows)
 }
 
 /// The measured frames ordered by end, then id (`frames::Measured::order`).
 pub fn end_order(table: &FrameTable, measured: &MeasuredFrames) -> Vec<u32> {
-    let mut order: Vec<u32> = measured.in_window.ones().collect();
+    // Sized once: collected, the vector grew by doubling (64 MiB for 10M frames, issue 29).
+    let mut order: Vec<u32> = Vec::with_capacity(measured.count as usize);
+    order.extend(measured.in_window.ones());
     // Frames nearly always end in order, but for a few late ones.
     if table.indices_follow_ids() {
         sort_nearly_sorted(&mut order, |i| (table.end_ns(i), i));

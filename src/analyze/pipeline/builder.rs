@@ -77,6 +77,31 @@ pub(crate) fn summarize(input: &PipelineInput, spans: &impl SpanRows) -> Option<
     })
 }
 
+/// [`summarize`] of a run whose measured frames have one span each (no waits), its busy
+/// time by thread already taken (`None` where its threads are not known): what a read of
+/// the spans gives without holding them.
+pub(crate) fn summarize_single_spans(
+    input: &PipelineInput,
+    busy: Option<Vec<ThreadBusy>>,
+) -> Option<Pipeline> {
+    if input.measured_frames == 0 {
+        return None;
+    }
+    debug_assert!(!input.multi_span, "waits need the spans in memory");
+    let mut summary = PipelineSummary {
+        single_stage: true,
+        no_threads: !has_thread_info(input.names.threads),
+        ..PipelineSummary::default()
+    };
+    if let Some(busy) = busy.filter(|_| !summary.no_threads) {
+        summary.resources_from(busy, &input.names, input.window, input.measured_frames);
+    }
+    Some(Pipeline {
+        summary,
+        breakdowns: Vec::new(),
+    })
+}
+
 /// A loaded run's spans for [`summarize`].
 pub(crate) struct LoadedRows<'a> {
     pub run: &'a Run,

@@ -15,7 +15,9 @@ pub mod waits;
 
 use serde::{Deserialize, Serialize};
 
-pub(crate) use self::builder::{multi_span, summarize, wait_values_of, LoadedRows, Pipeline};
+pub(crate) use self::builder::{
+    multi_span, summarize, summarize_single_spans, wait_values_of, LoadedRows, Pipeline,
+};
 pub use self::builder::{pair_name, wait_values, WaitValues};
 pub(crate) use self::input::{PipelineInput, SpanRow, SpanRows};
 use super::{Dist, WorstFrame};

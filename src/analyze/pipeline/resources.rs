@@ -132,6 +132,34 @@ pub fn thread_busy(
     rows
 }
 
+/// [`thread_busy`] of spans handed over one at a time in the run's order, as a read of
+/// the run file gives them: nothing of them is held but each thread's sweep.
+#[derive(Default)]
+pub struct BusySweep {
+    /// By thread index.
+    threads: Vec<Option<ThreadSweep>>,
+}
+
+impl BusySweep {
+    pub fn add(&mut self, c: Clipped) {
+        let t = c.thread as usize;
+        if t >= self.threads.len() {
+            self.threads.resize(t + 1, None);
+        }
+        (self.threads[t].get_or_insert_with(ThreadSweep::new)).add(c.stage, (c.from, c.to));
+    }
+
+    /// Busy time by thread, threads in index order, as [`thread_busy`] gives it; `None`
+    /// when a thread's spans did not come in start order (sorting them takes the spans
+    /// in memory).
+    pub fn finish(self) -> Option<Vec<ThreadBusy>> {
+        (self.threads.iter().enumerate())
+            .filter_map(|(t, sweep)| Some((t, sweep.as_ref()?)))
+            .map(|(t, sweep)| sweep.in_order.then(|| sweep.row(t as u32)))
+            .collect()
+    }
+}
+
 /// [`thread_busy`] of the spans `clipped` gives, on this thread.
 fn threads_busy(spans: usize, clipped: &impl Fn(usize) -> Option<Clipped>) -> Vec<ThreadBusy> {
     // By thread index (the run's thread table: small).

@@ -289,12 +289,7 @@ impl<'a> RunData<'a> {
         drop(in_window);
         let (telemetry, telemetry_left_out) = telemetry(head);
         // The title, facts, tables and notes: the report's document through the HTML writer.
-        let text = page_text(&crate::report::document(
-            analysis,
-            Format::Html,
-            false,
-            false,
-        ));
+        let text = page_text(&crate::report::document(analysis, Format::Html, false));
         RunPage {
             schema: SCHEMA,
             kind: "run",

@@ -5,7 +5,7 @@ use crate::common;
 
 use common::json::framelab_json;
 use common::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// One error line containing `needle`, a non-zero exit, no panic.
 fn refused(out: &std::process::Output, needle: &str) -> String {
@@ -859,19 +859,27 @@ fn a_history_store_that_is_a_run_file_is_refused() {
     assert_eq!(std::fs::read(&run).unwrap(), before);
 }
 
+/// A history store in `dir` (h.sqlite) holding `run`'s runs at commit abc123.
+fn store_holding(dir: &Path, run: &str) -> PathBuf {
+    let store = dir.join("h.sqlite");
+    let out = framelab()
+        .args(["history", "add", run, "--store"])
+        .arg(&store)
+        .args(["--commit", "abc123"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    store
+}
+
 /// `history show --html STORE` wrote the trend page over the history store, and `history
 /// export -o STORE` the export (csv or parquet): exit 0, every value lost. Both refused now.
 #[test]
 fn history_pages_and_exports_are_never_written_over_the_store() {
     let dir = tempfile::tempdir().unwrap();
     let run = imported(dir.path(), "ffmpeg-5.1-x264-encode.log", "ff", &[]);
-    let store = dir.path().join("h.sqlite");
+    let store = store_holding(dir.path(), &run);
     let s = store.to_str().unwrap();
-    let out = framelab()
-        .args(["history", "add", &run, "--store", s, "--commit", "abc123"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
     let before = std::fs::read(&store).unwrap();
     let out = framelab()
         .args(["history", "show", "--store", s, "--html", s])
@@ -897,13 +905,8 @@ fn history_pages_and_exports_are_never_written_over_the_store() {
 fn history_filters_that_match_nothing_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let run = imported(dir.path(), "ffmpeg-5.1-x264-encode.log", "ff", &[]);
-    let store = dir.path().join("h.sqlite");
+    let store = store_holding(dir.path(), &run);
     let s = store.to_str().unwrap();
-    let out = framelab()
-        .args(["history", "add", &run, "--store", s, "--commit", "abc123"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
     let out = framelab()
         .args([
             "history",
@@ -1081,15 +1084,8 @@ fn no_export_or_page_is_written_over_a_database() {
     let exp = dir.path().join("exp.framelab");
     let e = exp.to_str().unwrap();
     a_b_experiment(e);
-    let store = dir.path().join("h.sqlite");
+    let store = store_holding(dir.path(), &source);
     let s = store.to_str().unwrap();
-    let out = framelab()
-        .args([
-            "history", "add", &source, "--store", s, "--commit", "abc123",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
     let before = std::fs::read(&victim).unwrap();
     let store_before = std::fs::read(&store).unwrap();
     let attempts: [&[&str]; 8] = [

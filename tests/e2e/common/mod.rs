@@ -37,6 +37,69 @@ pub fn example(name: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
+/// Builds the SDK's static library the way a C user would (`cargo build -p framelab-probe`),
+/// into a target directory of its own so it never waits on the `cargo test` that runs this;
+/// the C tests link it.
+pub fn probe_static_lib() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exe = std::env::current_exe().unwrap();
+    let target_dir = exe.ancestors().nth(3).unwrap().join("c-abi-test");
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--offline", "-p", "framelab-probe", "--target-dir"])
+        .arg(&target_dir)
+        .current_dir(manifest)
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building framelab-probe failed");
+    target_dir.join("debug").join("libframelab_probe.a")
+}
+
+/// Compiles the C `code` (written to `dir/NAME.c`) into `dir/out` with `$CC` (else `cc`)
+/// and `flags`: the output's path, or what the compiler said.
+pub fn try_compile_c(
+    dir: &Path,
+    name: &str,
+    code: &str,
+    flags: &[&str],
+    out: &str,
+) -> Result<PathBuf, String> {
+    let source = dir.join(format!("{name}.c"));
+    std::fs::write(&source, code).unwrap();
+    let output = dir.join(out);
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let built = Command::new(&cc)
+        .args(flags)
+        .arg(&source)
+        .arg("-o")
+        .arg(&output)
+        .output()
+        .unwrap_or_else(|e| panic!("a C compiler ({cc}) is needed for this test: {e}"));
+    match built.status.success() {
+        true => Ok(output),
+        false => Err(format!("{cc} failed on {name}.c: {}", stderr(&built))),
+    }
+}
+
+/// `try_compile_c` where a failure fails the test.
+pub fn compile_c(dir: &Path, name: &str, code: &str, flags: &[&str], out: &str) -> PathBuf {
+    try_compile_c(dir, name, code, flags, out).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Sum of the counts of bpftrace-style bucket lines (`[lo, hi)   N |@@@|`).
+pub fn bucket_total(text: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.starts_with('[') || l.starts_with('('))
+        .filter_map(|l| {
+            l.split('|')
+                .next()?
+                .split_whitespace()
+                .last()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
 pub fn temp_run(dir: &tempfile::TempDir, name: &str) -> PathBuf {
     dir.path().join(format!("{name}.framelab"))
 }
@@ -151,6 +214,45 @@ impl Jitter {
 /// The Python the Python-driven tests use: `$FRAMELAB_TEST_PYTHON`, else `python3`.
 pub fn python() -> String {
     std::env::var("FRAMELAB_TEST_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// The interpreter `python()` names itself (`sys.executable`), not a version manager's
+/// shim that starts a shell first: a process started with it is the script's.
+pub fn python_executable() -> Option<String> {
+    let out = Command::new(python())
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// A process the test started, killed and reaped on drop whatever happens.
+pub struct Started(pub std::process::Child);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `command` (its standard output piped) and waits for its first line, `ready`.
+pub fn start_ready(command: &mut Command) -> Started {
+    use std::io::BufRead;
+    let mut child = Started(
+        command
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    child
 }
 
 /// A Python-driven test that cannot run: a failure where CI requires Python

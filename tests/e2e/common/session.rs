@@ -1,5 +1,6 @@
-//! Helpers for the session tests: waiting for progress, the processes below a pid, tmpfs
-//! mounts as root, skipping with a visible reason.
+//! Helpers for the session tests: waiting for progress (what a recording framelab has
+//! committed to its run file included, for tests that act while it runs), the processes
+//! below a pid and their CPU, tmpfs mounts as root, skipping with a visible reason.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -25,6 +26,13 @@ pub fn is_root() -> bool {
 /// Prints why a test does not run here; the caller returns.
 pub fn skip(test: &str, why: &str) {
     eprintln!("SKIPPED {test}: {why}");
+}
+
+/// `pid`'s own user + sys CPU (ns), from /proc; `None` once it is gone.
+pub fn cpu_ns(pid: u32) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let parsed = framelab::session::procfs::parse_stat(stat.trim(), 1_000_000_000 / 100)?;
+    Some(parsed.cpu.user_ns + parsed.cpu.sys_ns)
 }
 
 /// `pid`'s parent, from /proc; `None` once it is gone.
@@ -132,4 +140,84 @@ pub fn session_dirs(base: &Path) -> Vec<PathBuf> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A shell loop that ends once `go` exists: a command the test lets end when it has seen
+/// what it waits for, instead of one that sleeps and hopes.
+pub fn until_exists(go: &Path) -> String {
+    format!("while [ ! -e '{}' ]; do sleep 0.02; done", go.display())
+}
+
+/// Asks `query` of what framelab has committed so far to the run file it records into
+/// (`None` before the file or the table is there, or while framelab writes).
+pub fn committed<T>(
+    path: &Path,
+    query: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>,
+) -> Option<T> {
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .ok()?;
+    query(&conn).ok()
+}
+
+/// The end of the window as framelab's last commit of the run in `path` says it (ns after
+/// the launch; each commit moves it to its own time): 0 before the first commit.
+pub fn committed_window_end_ns(path: &Path) -> i64 {
+    committed(path, |conn| {
+        conn.query_row("SELECT max(window_end_ns) FROM runs", [], |r| {
+            r.get::<_, Option<i64>>(0)
+        })
+    })
+    .flatten()
+    .unwrap_or(0)
+}
+
+/// Waits for framelab, recording into `path`, to commit after this call. It reads the run's
+/// processes first thing and then at `--sample-every` (these tests give 100 ms or less), and
+/// commits every 500 ms after reading what is due: the first commit follows its first
+/// reading, and any commit after the one this call waited for follows a reading made after
+/// this call.
+pub fn wait_for_a_commit(path: &Path) {
+    let seen = committed_window_end_ns(path);
+    wait_for("framelab's next commit", || {
+        committed_window_end_ns(path) > seen
+    });
+}
+
+/// Runs `framelab` (its command must end once `go` exists, `until_exists`) until `ready`
+/// holds of what it has committed, then lets the command end; framelab's output.
+pub fn run_until(
+    framelab: &mut std::process::Command,
+    path: &Path,
+    go: &Path,
+    what: &str,
+    mut ready: impl FnMut(&rusqlite::Connection) -> rusqlite::Result<bool>,
+) -> std::process::Output {
+    let mut child = framelab
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("framelab starts");
+    // Generous: this waits for progress, it does not time anything.
+    for _ in 0..1200 {
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "framelab ended ({}) before {what}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        if committed(path, &mut ready).unwrap_or(false) {
+            std::fs::write(go, "").unwrap();
+            return child.wait_with_output().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::fs::write(go, "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    panic!(
+        "gave up after 60 s waiting for {what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod gate;
+mod names;
 mod stats_reference;
 mod stats_simulation;
 mod tables;

@@ -1,6 +1,7 @@
 //! `framelab import` of Chrome trace event JSON: a real Chromium trace, hand-written bad
 //! files, and an export imported back.
 
+use super::{fixture, import_into};
 use crate::common;
 
 use std::collections::{HashMap, HashSet};
@@ -10,11 +11,7 @@ use std::path::{Path, PathBuf};
 use common::{framelab, load, report_json, stderr, stdout};
 use serde_json::Value;
 
-const REAL: &str = "tests/fixtures/import/chrome-156-headless-startup.json.gz";
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
-}
+const REAL: &str = "chrome-156-headless-startup.json.gz";
 
 fn real_events() -> Vec<Value> {
     let mut text = String::new();
@@ -27,15 +24,7 @@ fn real_events() -> Vec<Value> {
 
 fn import(dir: &tempfile::TempDir, input: &Path, args: &[&str]) -> (std::process::Output, PathBuf) {
     let run = dir.path().join("imported.framelab");
-    let out = framelab()
-        .arg("import")
-        .arg(input)
-        .arg("-o")
-        .arg(&run)
-        .args(args)
-        .output()
-        .unwrap();
-    (out, run)
+    (import_into(input, &run, args), run)
 }
 
 /// What the trace holds, counted the plain way: slices, instants and counter readings a

@@ -1,18 +1,13 @@
 //! `framelab import` of the CSV-shaped formats (PresentMon, MangoHud, generic CSV and JSON
 //! Lines) and `framelab export --format csv`, through the binary.
 
+use super::fixture;
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use common::*;
 use framelab::model::Run;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/import")
-        .join(name)
-}
 
 /// `framelab import ARGS... -o DIR/NAME.framelab`: the output and the run file's path.
 fn import(dir: &tempfile::TempDir, name: &str, args: &[&str]) -> (std::process::Output, PathBuf) {

@@ -1,6 +1,7 @@
 //! `framelab import` on real ffmpeg -benchmark_all logs and bpftrace histograms, through
 //! the binary: format detection, the run written, bad files.
 
+use super::{fixture, import_into, stage_count};
 use crate::common;
 
 use std::path::{Path, PathBuf};
@@ -8,25 +9,12 @@ use std::path::{Path, PathBuf};
 use common::*;
 use framelab::model::{Bucket, Run};
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/import")
-        .join(name)
-}
-
 /// `framelab import FILE -o DIR/run.framelab [extra]`, which must succeed; the run and
 /// framelab's stderr.
 fn import_ok(file: &Path, extra: &[&str]) -> (Run, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = temp_run(&dir, "run");
-    let out = framelab()
-        .arg("import")
-        .arg(file)
-        .arg("-o")
-        .arg(&path)
-        .args(extra)
-        .output()
-        .unwrap();
+    let out = import_into(file, &path, extra);
     assert!(out.status.success(), "{}", stderr(&out));
     (load(&path), stderr(&out))
 }
@@ -35,14 +23,7 @@ fn import_ok(file: &Path, extra: &[&str]) -> (Run, String) {
 fn import_fails(file: &Path, extra: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let path = temp_run(&dir, "run");
-    let out = framelab()
-        .arg("import")
-        .arg(file)
-        .arg("-o")
-        .arg(&path)
-        .args(extra)
-        .output()
-        .unwrap();
+    let out = import_into(file, &path, extra);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let text = stderr(&out);
     assert!(
@@ -50,11 +31,6 @@ fn import_fails(file: &Path, extra: &[&str]) -> String {
         "{text}"
     );
     error_line(&out)
-}
-
-fn stage_count(run: &Run, stage: &str) -> usize {
-    let id = run.stages.iter().position(|s| s == stage).unwrap();
-    run.spans.iter().filter(|s| s.stage as usize == id).count()
 }
 
 #[test]

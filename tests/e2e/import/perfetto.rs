@@ -1,9 +1,8 @@
 //! `framelab import` of Perfetto traces and `framelab export --format perfetto`, through
 //! the binary: a trace built with the message structs, the round trip, and bad files.
 
+use super::{fixture, import_into as import};
 use crate::common;
-
-use std::path::Path;
 
 use common::{error_line, framelab, load, stderr, stdout};
 use framelab::import::perfetto::proto::{
@@ -101,17 +100,6 @@ type SpanRow = framelab::model::NamedSpan;
 
 fn span_rows(run: &Run) -> Vec<SpanRow> {
     run.named_spans()
-}
-
-fn import(trace: &Path, run: &Path, extra: &[&str]) -> std::process::Output {
-    (framelab()
-        .arg("import")
-        .arg(trace)
-        .arg("-o")
-        .arg(run)
-        .args(extra))
-    .output()
-    .expect("framelab runs")
 }
 
 fn row(frame: u64, stage: &str, tid: u32, thread: &str, start: i64, dur: i64) -> SpanRow {
@@ -238,16 +226,9 @@ fn note_count(run: &Run, text: &str) -> u64 {
 #[test]
 fn a_real_chromium_trace_imports_and_every_slice_is_accounted_for() {
     let dir = tempfile::tempdir().unwrap();
-    let fixture = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/import/chromium-156-startup.pftrace.gz"
-    );
+    let trace = fixture("chromium-156-startup.pftrace.gz");
     let run_path = dir.path().join("chromium.framelab");
-    let out = framelab()
-        .args(["import", fixture, "-o"])
-        .arg(&run_path)
-        .output()
-        .unwrap();
+    let out = import(&trace, &run_path, &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stdout(&out).contains("imported  perfetto"),
@@ -268,7 +249,7 @@ fn a_real_chromium_trace_imports_and_every_slice_is_accounted_for() {
     assert!(run.threads.iter().any(|t| t.name == "CrBrowserMain"));
 
     // Count BEGINs and ENDs straight from the file: each is a span, or counted in a note.
-    let bytes = framelab::import::read_input(Path::new(fixture)).unwrap();
+    let bytes = framelab::import::read_input(&trace).unwrap();
     let trace = Trace::decode(&bytes[..]).unwrap();
     let of_type = |t: i32| {
         (trace.packet.iter())
@@ -290,10 +271,12 @@ fn a_real_chromium_trace_imports_and_every_slice_is_accounted_for() {
 #[test]
 fn threads_of_no_known_process_are_not_written_as_the_idle_process() {
     let dir = tempfile::tempdir().unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/import/mangohud-0.6.8-glxgears-llvmpipe.csv");
     let original = dir.path().join("mangohud.framelab");
-    let out = import(&fixture, &original, &[]);
+    let out = import(
+        &fixture("mangohud-0.6.8-glxgears-llvmpipe.csv"),
+        &original,
+        &[],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         (

@@ -1,25 +1,10 @@
 //! `framelab import` on WAYLAND_DEBUG logs written by real weston clients and by weston
 //! itself (tests/fixtures/import/SOURCES.md), and on small hand-written ones.
 
+use super::{fixture, stage_count};
 use crate::common;
 
-use std::path::{Path, PathBuf};
-
 use common::{error_line, framelab, load, stderr, stdout};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/import")
-        .join(name)
-}
-
-fn stage_count(run: &framelab::model::Run, stage: &str) -> usize {
-    let id = run.stages.iter().position(|s| s == stage);
-    run.spans
-        .iter()
-        .filter(|s| Some(usize::from(s.stage)) == id)
-        .count()
-}
 
 /// Imports `files` with `args`, expecting success; the run and what was printed.
 fn import_ok(files: &[&str], args: &[&str]) -> (framelab::model::Run, String) {

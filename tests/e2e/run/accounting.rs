@@ -272,7 +272,7 @@ fn context_switches(pid: u32) -> i64 {
 }
 
 fn proc_cpu_ns(pid: u32) -> i64 {
-    stat_cpu_ns(&std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap())
+    common::session::cpu_ns(pid).expect("the daemon runs")
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 use crate::common;
 
+use common::session::{run_until, until_exists, wait_for};
 use common::*;
 use framelab::analyze::analyze;
 use framelab::model::{EndReason, ProcessRole};
@@ -161,7 +162,7 @@ fn ctrl_c_finalises_the_run_and_keeps_what_was_recorded() {
         .spawn()
         .unwrap();
     // Wait until something is on disk, then interrupt (as a terminal's Ctrl-C would).
-    wait_for(|| {
+    wait_for("a span on disk", || {
         path.exists() && framelab::store::load_run(&path, None).is_ok_and(|r| !r.spans.is_empty())
     });
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -283,14 +284,7 @@ fn watched_processes_are_accounted_over_the_same_window() {
     daemon.kill().unwrap();
     daemon.wait().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let run = load(&path);
-    let watched = run
-        .processes
-        .iter()
-        .find(|p| p.role == ProcessRole::Watched)
-        .expect("watched row");
-    assert_eq!(watched.pid, daemon.id());
-    assert_within(watched, cpu_before, cpu_after);
+    assert_watched_within(&load(&path), daemon.id(), cpu_before, cpu_after);
 }
 
 #[test]
@@ -322,7 +316,9 @@ fn a_killed_framelab_leaves_a_readable_run_file() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    wait_for(|| framelab::store::load_run(&path, None).is_ok_and(|r| r.spans.len() > 100));
+    wait_for("100 spans on disk", || {
+        framelab::store::load_run(&path, None).is_ok_and(|r| r.spans.len() > 100)
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     let run = load(&path);
@@ -330,17 +326,6 @@ fn a_killed_framelab_leaves_a_readable_run_file() {
     assert_eq!(run.meta.end_reason, EndReason::Unfinished);
     let report = framelab().args(["report"]).arg(&path).output().unwrap();
     assert!(report.status.success(), "{}", stderr(&report));
-}
-
-fn wait_for(mut ready: impl FnMut() -> bool) {
-    // Generous: this waits for progress, it does not time anything.
-    for _ in 0..600 {
-        if ready() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("gave up waiting after 30 s");
 }
 
 #[test]
@@ -372,26 +357,22 @@ fn processes_watched_by_name_are_accounted() {
         "{}",
         stderr(&out)
     );
-    let run = load(&path);
-    let watched = run
-        .processes
-        .iter()
-        .find(|p| p.role == ProcessRole::Watched)
-        .expect("watched row");
-    assert_eq!(watched.pid, daemon.id());
-    assert_within(watched, cpu_before, cpu_after);
+    assert_watched_within(&load(&path), daemon.id(), cpu_before, cpu_after);
 }
 
 /// A process's user + sys CPU from /proc, as the test sees it.
 fn cpu_ns(pid: u32) -> i64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let stat = framelab::session::procfs::parse_stat(&text, 1_000_000_000 / 100).unwrap();
-    stat.cpu.user_ns + stat.cpu.sys_ns
+    common::session::cpu_ns(pid).expect("the daemon runs")
 }
 
-/// The watched row counts the daemon's CPU inside framelab's window, which lies inside the
-/// test's own before/after readings: more than nothing, no more than that (± a clock tick each).
-fn assert_within(watched: &framelab::model::ProcessStats, before: i64, after: i64) {
+/// The run's watched row is `pid`'s and counts its CPU inside framelab's window, which lies
+/// inside the test's own before/after readings: more than nothing, no more than that (± a
+/// clock tick each).
+fn assert_watched_within(run: &framelab::model::Run, pid: u32, before: i64, after: i64) {
+    let watched = (run.processes.iter())
+        .find(|p| p.role == ProcessRole::Watched)
+        .expect("watched row");
+    assert_eq!(watched.pid, pid);
     let counted = watched.user_ns + watched.sys_ns;
     assert!(counted > 0, "{watched:?}");
     assert!(
@@ -680,13 +661,20 @@ fn warmup_from_without_a_warmup_is_refused() {
 #[test]
 fn an_uninstrumented_command_warms_up_from_launch() {
     let dir = tempfile::tempdir().unwrap();
-    let file = temp_run(&dir, "sh");
-    let out = framelab()
-        .args(["run", "--warmup", "200ms", "-o"])
-        .arg(&file)
-        .args(["--", "sh", "-c", "sleep 0.6"])
-        .output()
-        .unwrap();
+    let (file, go) = (temp_run(&dir, "sh"), dir.path().join("go"));
+    // The command lasts until framelab's first commit, which follows a look at the run
+    // 500 ms after the launch or later: past the warmup, so the window has opened by then
+    // however slow the machine (a 0.6 s sleep left it 0.4 s).
+    let out = run_until(
+        framelab()
+            .args(["run", "--warmup", "200ms", "-o"])
+            .arg(&file)
+            .args(["--", "sh", "-c", &until_exists(&go)]),
+        &file,
+        &go,
+        "framelab's first commit",
+        |conn| conn.query_row("SELECT max(window_end_ns) > 0 FROM runs", [], |r| r.get(0)),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let run = load(&file);
     assert_eq!(run.meta.warmup_from, framelab::model::WarmupFrom::Launch);

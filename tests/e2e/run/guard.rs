@@ -26,20 +26,17 @@ fn testprogs_below(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-/// Kills what a failed test left behind.
-fn cleanup(pids: &[u32]) {
-    for &p in pids {
-        // SAFETY: plain kill.
-        unsafe { libc::kill(p as i32, libc::SIGKILL) };
-    }
-}
-
-#[test]
-fn kill_9_of_framelab_leaves_no_descendant_running() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = framelab()
-        .args(["run", "--grace", "1s", "-o"])
-        .arg(dir.path().join("killed.framelab"))
+/// `framelab run --grace 1s ARGS -o FILE -- sh -c '…'` with its two grandchildren running;
+/// framelab and every process below it.
+fn start_with_two_grandchildren(
+    file: &std::path::Path,
+    args: &[&str],
+) -> (std::process::Child, Vec<u32>) {
+    let child = framelab()
+        .args(["run", "--grace", "1s"])
+        .args(args)
+        .arg("-o")
+        .arg(file)
         .arg("--")
         .args(shell_with_two_grandchildren())
         .stdout(std::process::Stdio::null())
@@ -51,6 +48,21 @@ fn kill_9_of_framelab_leaves_no_descendant_running() {
         tree = descendants(child.id());
         testprogs_below(child.id()).len() == 2
     });
+    (child, tree)
+}
+
+/// Kills what a failed test left behind.
+fn cleanup(pids: &[u32]) {
+    for &p in pids {
+        // SAFETY: plain kill.
+        unsafe { libc::kill(p as i32, libc::SIGKILL) };
+    }
+}
+
+#[test]
+fn kill_9_of_framelab_leaves_no_descendant_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, tree) = start_with_two_grandchildren(&dir.path().join("killed.framelab"), &[]);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let survivors = || {
@@ -73,20 +85,8 @@ fn kill_9_of_framelab_leaves_no_descendant_running() {
 #[test]
 fn a_normal_stop_ends_the_whole_group() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = framelab()
-        .args(["run", "--grace", "1s", "--duration", "30s", "-o"])
-        .arg(dir.path().join("stopped.framelab"))
-        .arg("--")
-        .args(shell_with_two_grandchildren())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut tree = Vec::new();
-    wait_for("sh and both testprogs", || {
-        tree = descendants(child.id());
-        testprogs_below(child.id()).len() == 2
-    });
+    let file = dir.path().join("stopped.framelab");
+    let (mut child, tree) = start_with_two_grandchildren(&file, &["--duration", "30s"]);
     // Ctrl-C: framelab stops the command (the shell's background job ignores SIGINT, so the
     // group gets SIGTERM after the grace) and returns once it is all gone.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };

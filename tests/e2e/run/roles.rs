@@ -3,9 +3,8 @@
 
 use crate::common;
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::json::row;
 use common::*;
@@ -15,56 +14,28 @@ fn data(name: &str) -> String {
     format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The interpreter itself, not a version manager's shim that starts a shell first.
-fn python() -> Option<String> {
-    let out = Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
 fn median(row: &Value, side: &str) -> f64 {
     row[side]["median"].as_f64().unwrap()
 }
 
-struct Daemon(std::process::Child);
-
 /// The decoder daemon on two FIFOs in `dir`, once it has said it is ready.
-fn start_daemon(python: &str, dir: &Path) -> (Daemon, PathBuf, PathBuf) {
+fn start_daemon(python: &str, dir: &Path) -> (Started, PathBuf, PathBuf) {
     let (request, reply) = (dir.join("request"), dir.join("reply"));
     for fifo in [&request, &reply] {
         let status = Command::new("mkfifo").arg(fifo).status().unwrap();
         assert!(status.success());
     }
-    let mut daemon = Daemon(
+    let daemon = start_ready(
         Command::new(python)
             .arg(data("decoderd.py"))
-            .args([&request, &reply])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
+            .args([&request, &reply]),
     );
-    let mut line = String::new();
-    std::io::BufReader::new(daemon.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
     (daemon, request, reply)
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]
 fn a_watched_daemons_cpu_is_compared_apart_from_the_commands() {
-    let Some(python) = python() else {
+    let Some(python) = python_executable() else {
         eprintln!("skipped: no python3 to run the daemon");
         return;
     };
@@ -162,7 +133,7 @@ fn a_watched_daemons_cpu_is_compared_apart_from_the_commands() {
 /// are then set to fixed values in the file so that the whole Markdown is a snapshot.
 #[test]
 fn the_codec_by_path_table_is_one_compare() {
-    let Some(python) = python() else {
+    let Some(python) = python_executable() else {
         eprintln!("skipped: no python3 to run the daemon");
         return;
     };

@@ -14,11 +14,14 @@ use common::*;
 use session_common::{running, skip, wait_for};
 
 /// A service that double-forks and `setsid`s a `sleep` (it writes the sleep's pid to
-/// `pid_file`), then says it is ready and waits to be stopped.
+/// `pid_file`), says it is ready once that runs `sleep` (not when a fixed time has passed:
+/// the run after it may be short), and waits to be stopped.
 fn daemonizing_service(pid_file: &Path) -> String {
     format!(
-        "daemon=sh -c '(setsid sh -c \"echo \\$\\$ > {}; exec sleep 300\" &); echo ready; exec sleep 300'",
-        pid_file.display()
+        "daemon=sh -c '(setsid sh -c \"echo \\$\\$ > {p}.tmp; mv {p}.tmp {p}; exec sleep 300\" &); \
+         until [ -s {p} ] && [ \"$(cat /proc/$(cat {p})/comm 2>/dev/null)\" = sleep ]; do sleep 0.01; done; \
+         echo ready; exec sleep 300'",
+        p = pid_file.display()
     )
 }
 
@@ -34,7 +37,13 @@ fn pid_in(file: &Path) -> u32 {
 /// Whether `pid` is gone (or only a zombie), waiting for it a while: framelab has returned,
 /// so this waits only for the kernel to finish a kill already sent.
 fn gone_soon(pid: u32) -> bool {
-    for _ in 0..100 {
+    gone_within(pid, 100)
+}
+
+/// Whether `pid` is gone (or only a zombie) within `tries` looks 20 ms apart: a bound far
+/// above what is waited for, which only keeps a failing test from hanging.
+fn gone_within(pid: u32, tries: u32) -> bool {
+    for _ in 0..tries {
         if !running(pid) {
             return true;
         }
@@ -174,14 +183,7 @@ fn kill_9_ends_a_daemon(test: &str, mechanism: &str, parent: Option<PathBuf>) {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     // The guardian's grace (1 s) and then its kill: waited for, not timed.
-    let mut dead = false;
-    for _ in 0..500 {
-        if !running(daemon) {
-            dead = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let dead = gone_within(daemon, 500);
     kill(daemon);
     if !in_a_cgroup {
         // Without a cgroup nothing can find a daemon that left framelab's tree.
@@ -647,14 +649,7 @@ fn a_cgroup_the_command_makes_inside_the_runs_is_emptied_and_removed_too() {
     wait_for("the inner cgroup", || group.join("inner").exists());
     child.kill().unwrap();
     child.wait().unwrap();
-    let mut dead = false;
-    for _ in 0..500 {
-        if !running(daemon) {
-            dead = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let dead = gone_within(daemon, 500);
     kill(daemon);
     assert!(
         dead,

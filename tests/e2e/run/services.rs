@@ -6,32 +6,12 @@ use crate::common;
 
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
+use common::session::{running, wait_for};
 use common::*;
 
-fn alive(pid: u32) -> bool {
-    // A zombie is dead for this purpose: it runs nothing.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            let state = s.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
-            !matches!(state, Some(Some('Z')))
-        })
-        .unwrap_or(false)
-}
-
-/// Waits for an event (a file written, a process gone), never for a time: the limit only
-/// stops a broken test from hanging.
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < Duration::from_secs(20), "never: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn pid_in(file: &Path) -> u32 {
-    wait_until("the service wrote its pid", || {
+    wait_for("the service wrote its pid", || {
         std::fs::read_to_string(file).is_ok_and(|s| s.ends_with('\n'))
     });
     std::fs::read_to_string(file)
@@ -70,7 +50,7 @@ fn a_service_runs_beside_the_command_is_accounted_under_its_name_and_is_stopped(
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let service_pid = pid_in(&pid_file);
-    assert!(!alive(service_pid), "the service outlived the run");
+    assert!(!running(service_pid), "the service outlived the run");
     let run = load(&path);
     let row = run
         .processes
@@ -99,7 +79,10 @@ fn a_service_is_gone_after_the_command_crashes() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    assert!(!alive(pid_in(&pid_file)), "the service outlived the crash");
+    assert!(
+        !running(pid_in(&pid_file)),
+        "the service outlived the crash"
+    );
 }
 
 #[test]
@@ -118,14 +101,14 @@ fn a_service_is_gone_after_ctrl_c_and_after_kill_9_of_framelab() {
             .unwrap();
         let service_pid = pid_in(&pid_file);
         // The command starts once the service is ready; then the signal.
-        wait_until("the command started", || {
+        wait_for("the command started", || {
             std::fs::read_to_string(format!("/proc/{}/task/{0}/children", framelab.id()))
                 .is_ok_and(|c| c.split_whitespace().count() >= 2)
         });
         unsafe { libc::kill(framelab.id() as i32, signal) };
         framelab.wait().unwrap();
-        wait_until(&format!("the service gone after signal {signal}"), || {
-            !alive(service_pid)
+        wait_for(&format!("the service gone after signal {signal}"), || {
+            !running(service_pid)
         });
     }
 }
@@ -154,7 +137,7 @@ fn a_service_that_ignores_sigint_and_sigterm_is_killed_and_said_so() {
     ] {
         assert!(err.contains(said), "{said} in {err}");
     }
-    assert!(!alive(pid_in(&pid_file)));
+    assert!(!running(pid_in(&pid_file)));
 }
 
 #[test]
@@ -261,7 +244,7 @@ fn a_service_ready_on_a_tcp_port_serves_the_command() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     // The server is gone: its port is free again.
-    wait_until("the port freed", || {
+    wait_for("the port freed", || {
         std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
     });
 }
@@ -299,7 +282,7 @@ fn a_bench_starts_its_services_fresh_for_every_run_and_compares_their_cpu() {
         .map(|l| l.trim().parse().unwrap())
         .collect();
     assert_eq!(started.len(), 4, "{started:?}");
-    assert!(started.iter().all(|&pid| !alive(pid)), "{started:?}");
+    assert!(started.iter().all(|&pid| !running(pid)), "{started:?}");
     // The commands' own output shares bench's stdout: the comparison is read back instead.
     let all = framelab()
         .args(["compare", "--format", "json"])

@@ -4,6 +4,7 @@
 
 use crate::common;
 
+use common::session::run_until;
 use common::*;
 use framelab::model::SourceState;
 use std::path::{Path, PathBuf};
@@ -12,24 +13,62 @@ fn workstation() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/workstation")
 }
 
-fn run_with(args: &[&str], path: &Path) -> std::process::Output {
-    framelab()
-        .env("FRAMELAB_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+/// `framelab run --fps 500 --sysfs-root ROOT ARGS -o PATH -- COMMAND`, without NVML.
+fn run_on(root: &Path, args: &[&str], path: &Path, command: &[&str]) -> std::process::Command {
+    let mut run = framelab();
+    run.env("FRAMELAB_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
         .args(["run", "--fps", "500", "--sysfs-root"])
-        .arg(workstation())
+        .arg(root)
         .args(args)
         .arg("-o")
         .arg(path)
-        .args(["--", &example("testprog"), "spans", "300"])
+        .arg("--")
+        .args(command);
+    run
+}
+
+fn run_with(args: &[&str], path: &Path) -> std::process::Output {
+    let testprog = example("testprog");
+    run_on(&workstation(), args, path, &[&testprog, "spans", "300"])
         .output()
         .unwrap()
+}
+
+/// The sampler reads cpufreq (both fixture cores) at least twice, and the command's thread
+/// at least once, before the command ends: a loaded machine may start the sampler's thread
+/// late, so the command (testprog's frames, until the test lets it end) outlives what the
+/// test checks, as the committed run file shows it. testprog is the command itself, as a
+/// thread is named as first seen: one forked by a shell could be seen before its exec.
+fn run_until_sampled(path: &Path, go: &Path) -> std::process::Output {
+    let testprog = example("testprog");
+    let go_arg = go.to_str().unwrap();
+    run_until(
+        &mut run_on(
+            &workstation(),
+            &["--sample-every", "10ms"],
+            path,
+            &[&testprog, "until", go_arg],
+        ),
+        path,
+        go,
+        "two cpufreq readings and one of testprog's thread",
+        |conn| {
+            conn.query_row(
+                "SELECT (SELECT count(*) FROM named_samples WHERE source = 'cpufreq') >= 4
+                    AND (SELECT count(*) FROM named_samples
+                         WHERE source = 'threads' AND label = 'testprog') >= 1",
+                [],
+                |r| r.get(0),
+            )
+        },
+    )
 }
 
 #[test]
 fn a_run_samples_every_source_and_reports_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = temp_run(&dir, "telemetry");
-    let out = run_with(&["--sample-every", "10ms"], &path);
+    let out = run_until_sampled(&path, &dir.path().join("go"));
     assert!(out.status.success(), "{}", stderr(&out));
 
     let run = load(&path);
@@ -207,26 +246,14 @@ fn workstation_at(dir: &Path, microwatts: u64) -> PathBuf {
 fn amdgpu_power_at_two_levels_is_compared_exactly_and_rapl_by_its_counter() {
     let dir = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
+    let testprog = example("testprog");
     for (name, microwatts) in [("at152W", 152_000_000), ("at60W", 60_000_000)] {
         let root = workstation_at(dir.path(), microwatts);
         let path = temp_run(&dir, name);
         for _ in 0..2 {
-            let out = framelab()
-                .env("FRAMELAB_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
-                .args([
-                    "run",
-                    "--fps",
-                    "500",
-                    "--sample-every",
-                    "10ms",
-                    "--sysfs-root",
-                ])
-                .arg(&root)
-                .args(["--no-sample", "threads", "-o"])
-                .arg(&path)
-                .args(["--", &example("testprog"), "spans", "200"])
-                .output()
-                .unwrap();
+            let args = ["--sample-every", "10ms", "--no-sample", "threads"];
+            let command = [testprog.as_str(), "spans", "200"];
+            let out = run_on(&root, &args, &path, &command).output().unwrap();
             assert!(out.status.success(), "{}", stderr(&out));
         }
         files.push(path.to_str().unwrap().to_owned());

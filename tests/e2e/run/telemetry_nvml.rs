@@ -12,20 +12,13 @@ use common::json::{framelab_json, row};
 use common::*;
 use framelab::model::SourceState;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Builds the fake library into `dir` and returns its path.
 fn fake_nvml(dir: &Path) -> PathBuf {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nvml/fake_nvml.c");
-    let library = dir.join("libnvidia-ml.so.1");
-    let built = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O1", "-o"])
-        .arg(&library)
-        .arg(&source)
-        .status()
-        .expect("a C compiler (cc) builds the fake NVML library; CI has one");
-    assert!(built.success(), "cc failed on {}", source.display());
-    library
+    let code = std::fs::read_to_string(source).unwrap();
+    let flags = ["-shared", "-fPIC", "-O1"];
+    compile_c(dir, "fake_nvml", &code, &flags, "libnvidia-ml.so.1")
 }
 
 #[test]

@@ -5,25 +5,14 @@
 
 use crate::common;
 
-use std::io::BufRead;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+use common::session::{running, until_exists, wait_for, wait_for_a_commit};
 use common::*;
 
 /// /proc's clock tick: utime, stime, cutime and cstime are counted in it.
 const TICK_NS: i64 = 10_000_000;
-
-/// The interpreter itself, not a version manager's shim that starts a shell first.
-fn python_executable() -> Option<String> {
-    let out = Command::new(python())
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
 
 /// utime + stime + cutime + cstime of `pid`, ns: its own CPU and its reaped children's.
 fn cpu_with_children_ns(pid: u32) -> i64 {
@@ -38,32 +27,46 @@ fn cpu_with_children_ns(pid: u32) -> i64 {
     fields.iter().sum::<i64>() * TICK_NS
 }
 
-/// A process the test started, killed at the end whatever happens.
-struct Started(Child);
+/// `framelab run ARGS -o PATH --sample-every 100ms -- sh -c COMMAND`, started: the test
+/// acts on the processes while it runs (after `wait_for_a_commit`), then waits for it.
+fn start_framelab(args: &[&str], path: &Path, command: &str) -> Child {
+    framelab()
+        .arg("run")
+        .args(args)
+        .args(["--sample-every", "100ms", "-o"])
+        .arg(path)
+        .args(["--", "sh", "-c", command])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
 
-impl Drop for Started {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+/// Tells a Python process that waits in `sigwait` to go on.
+fn go_on(pid: u32) {
+    // SAFETY: a signal to a process this test started.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGUSR1) }, 0);
+}
+
+/// The Python interpreter, or `None` once the test has said it cannot run without one.
+fn python_or_skip(test: &str) -> Option<String> {
+    let python = python_executable();
+    if python.is_none() {
+        python_skip_or_fail(test, "no python3", "install python3");
     }
+    python
+}
+
+/// The rows of the run's watched processes.
+fn watched_rows(run: &framelab::model::Run) -> Vec<&framelab::model::ProcessStats> {
+    (run.processes.iter())
+        .filter(|p| p.role == framelab::model::ProcessRole::Watched)
+        .collect()
 }
 
 /// Starts `script` with Python and waits for its `ready` line.
 fn start_python(python: &str, script: &Path, args: &[&str]) -> Started {
-    let mut child = Started(
-        Command::new(python)
-            .arg(script)
-            .args(args)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut line = String::new();
-    std::io::BufReader::new(child.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-    child
+    start_ready(Command::new(python).arg(script).args(args))
 }
 
 /// A daemon that, once told to start (SIGUSR1), forks a child burning 100 ms of CPU every
@@ -91,12 +94,7 @@ signal.sigwait({signal.SIGUSR1})
 
 #[test]
 fn a_watched_daemon_counts_the_children_it_reaps() {
-    let Some(python) = python_executable() else {
-        python_skip_or_fail(
-            "a_watched_daemon_counts_the_children_it_reaps",
-            "no python3",
-            "install python3",
-        );
+    let Some(python) = python_or_skip("a_watched_daemon_counts_the_children_it_reaps") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -107,28 +105,20 @@ fn a_watched_daemon_counts_the_children_it_reaps() {
     let pid = daemon.0.id();
     let before = cpu_with_children_ns(pid);
     let path = temp_run(&dir, "daemon");
-    // The command starts the daemon's work once the window is open (it opens at launch) and
-    // ends once the daemon has reaped its last child: all its work is inside the window.
-    let command = format!(
-        "sleep 1; kill -USR1 {pid}; while [ ! -e '{}' ]; do sleep 0.05; done",
-        idle.display()
-    );
-    let out = framelab()
-        .args(["run", "--watch-pid", &format!("decoderd={pid}"), "-o"])
-        .arg(&path)
-        .args(["--", "sh", "-c", &command])
-        .output()
-        .unwrap();
+    // The daemon starts its work once framelab has read it (its first commit follows its
+    // first reading; the window opens at launch) and the command ends once the daemon has
+    // reaped its last child: all its work is inside the window, however slow the machine.
+    let watch = format!("decoderd={pid}");
+    let recording = start_framelab(&["--watch-pid", &watch], &path, &until_exists(&idle));
+    wait_for_a_commit(&path);
+    go_on(pid);
+    let out = recording.wait_with_output().unwrap();
     let after = cpu_with_children_ns(pid);
     drop(daemon);
     assert!(out.status.success(), "{}", stderr(&out));
     let truth = after - before;
     let run = load(&path);
-    let rows: Vec<_> = run
-        .processes
-        .iter()
-        .filter(|p| p.role == framelab::model::ProcessRole::Watched)
-        .collect();
+    let rows = watched_rows(&run);
     assert_eq!(rows.len(), 1, "one watched row: {rows:?}");
     assert_eq!(rows[0].watch_role, "decoderd");
     let counted = rows[0].user_ns + rows[0].sys_ns;
@@ -193,27 +183,12 @@ signal.sigwait({signal.SIGUSR1})
 
 #[test]
 fn watch_name_counts_processes_that_live_a_tenth_of_a_second() {
-    let Some(python) = python_executable() else {
-        python_skip_or_fail(
-            "watch_name_counts_processes_that_live_a_tenth_of_a_second",
-            "no python3",
-            "install python3",
-        );
+    let Some(python) = python_or_skip("watch_name_counts_processes_that_live_a_tenth_of_a_second")
+    else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("burner.c");
-    std::fs::write(&source, BURNER).unwrap();
-    let burner = dir.path().join("burner");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let built = Command::new(&cc)
-        .arg("-O1")
-        .arg("-o")
-        .arg(&burner)
-        .arg(&source)
-        .status()
-        .unwrap_or_else(|e| panic!("{cc} cannot build the burner: {e}"));
-    assert!(built.success());
+    let burner = compile_c(dir.path(), "burner", BURNER, &["-O1"], "burner");
     let script = dir.path().join("parent.py");
     std::fs::write(&script, PARENT).unwrap();
     let total = dir.path().join("sum");
@@ -224,16 +199,12 @@ fn watch_name_counts_processes_that_live_a_tenth_of_a_second() {
     );
     let pid = parent.0.id();
     let path = temp_run(&dir, "burners");
-    let command = format!(
-        "sleep 1; kill -USR1 {pid}; while [ ! -e '{}' ]; do sleep 0.05; done",
-        total.display()
-    );
-    let out = framelab()
-        .args(["run", "--watch", "burner", "-o"])
-        .arg(&path)
-        .args(["--", "sh", "-c", &command])
-        .output()
-        .unwrap();
+    // The burners start once framelab listens for their names (it does before its first
+    // reading, which its first commit follows).
+    let recording = start_framelab(&["--watch", "burner"], &path, &until_exists(&total));
+    wait_for_a_commit(&path);
+    go_on(pid);
+    let out = recording.wait_with_output().unwrap();
     drop(parent);
     assert!(out.status.success(), "{}", stderr(&out));
     if stderr(&out).contains("are not available") {
@@ -246,11 +217,7 @@ fn watch_name_counts_processes_that_live_a_tenth_of_a_second() {
     }
     let truth: i64 = std::fs::read_to_string(&total).unwrap().parse().unwrap();
     let run = load(&path);
-    let rows: Vec<_> = run
-        .processes
-        .iter()
-        .filter(|p| p.role == framelab::model::ProcessRole::Watched)
-        .collect();
+    let rows = watched_rows(&run);
     let counted: i64 = rows.iter().map(|p| p.user_ns + p.sys_ns).sum();
     eprintln!(
         "burners: framelab {counted} ns in {} rows, wait4 says {truth} ns ({:.3}); stderr: {}",
@@ -280,16 +247,22 @@ fn a_watched_daemon_that_exits_mid_run_counts_up_to_its_exit_and_says_so() {
     );
     let pid = daemon.0.id();
     let path = temp_run(&dir, "exits");
-    let command = format!(
-        "sleep 1; touch '{}'; while kill -0 {pid} 2>/dev/null && ! grep -q '^State:.*Z' /proc/{pid}/status; do sleep 0.05; done; sleep 1",
-        stop.display()
-    );
-    let out = framelab()
-        .args(["run", "--watch-pid", &format!("busy={pid}"), "-o"])
-        .arg(&path)
-        .args(["--", "sh", "-c", &command])
-        .output()
-        .unwrap();
+    let go = dir.path().join("go");
+    let watch = format!("busy={pid}");
+    let recording = start_framelab(&["--watch-pid", &watch], &path, &until_exists(&go));
+    // Read while it burns; then it ends (a zombie of this test's), and the run goes on
+    // until framelab has read the processes again.
+    wait_for_a_commit(&path);
+    let read_at = cpu_with_children_ns(pid);
+    wait_for("the daemon to burn after framelab read it", || {
+        cpu_with_children_ns(pid) >= read_at + 2 * TICK_NS
+    });
+    std::fs::write(&stop, "").unwrap();
+    wait_for("the watched daemon's end", || !running(pid));
+    wait_for_a_commit(&path);
+    wait_for_a_commit(&path);
+    std::fs::write(&go, "").unwrap();
+    let out = recording.wait_with_output().unwrap();
     let _ = daemon.0.wait();
     assert!(out.status.success(), "{}", stderr(&out));
     let run = load(&path);

@@ -8,32 +8,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Builds the SDK's static library the way a C user would (`cargo build -p framelab-probe`),
-/// into a target directory of its own so it never waits on the `cargo test` that runs this.
-fn build_static_lib() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let exe = std::env::current_exe().unwrap();
-    let target_dir = exe
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("c-abi-test");
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--offline", "-p", "framelab-probe", "--target-dir"])
-        .arg(&target_dir)
-        .current_dir(manifest)
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building framelab-probe failed");
-    target_dir.join("debug").join("libframelab_probe.a")
-}
-
 fn compile_abi_test(dir: &Path) -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let static_lib = build_static_lib();
+    let static_lib = probe_static_lib();
     assert!(static_lib.exists(), "{} not built", static_lib.display());
     let out = dir.join("abi_test");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());

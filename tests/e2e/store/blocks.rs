@@ -93,35 +93,14 @@ fn a_span_takes_at_most_16_bytes_of_the_file() {
     assert_eq!(load_run(&path, None).unwrap().spans, run.spans);
 }
 
-/// Schema 8's layout made from a file of today's: spans as rows, stamped 8.
+/// Schema 8's layout made from a file of today's (the store's own `undo_9`, which the
+/// migration's unit tests start from too), its freed pages given back.
 fn downgrade_to_8(path: &std::path::Path) {
-    let conn = Connection::open(path).unwrap();
-    conn.execute_batch(
-        "BEGIN;
-         CREATE TABLE old_spans AS SELECT * FROM spans ORDER BY id;
-         DROP VIEW frames; DROP VIEW named_spans; DROP VIEW stage_summary;
-         DROP VIEW spans; DROP TABLE span_blocks; DROP TABLE span_slots;
-         CREATE TABLE spans (
-             id         INTEGER PRIMARY KEY,
-             run_id     INTEGER NOT NULL REFERENCES runs(run_id),
-             frame      INTEGER NOT NULL,
-             stage_id   INTEGER NOT NULL,
-             thread_id  INTEGER NOT NULL,
-             start_ns   INTEGER NOT NULL,
-             dur_ns     INTEGER NOT NULL
-         );
-         INSERT INTO spans SELECT * FROM old_spans ORDER BY id;
-         DROP TABLE old_spans;
-         CREATE VIEW frames AS SELECT run_id, frame FROM spans GROUP BY run_id, frame;
-         CREATE VIEW named_spans AS SELECT * FROM spans;
-         CREATE VIEW stage_summary AS SELECT run_id, stage_id, count(*) AS spans FROM spans
-             GROUP BY run_id, stage_id;
-         UPDATE framelab SET value = '8' WHERE key = 'schema_version';
-         PRAGMA user_version = 8;
-         COMMIT;
-         VACUUM;",
-    )
-    .unwrap();
+    let mut conn = Connection::open(path).unwrap();
+    let tx = conn.transaction().unwrap();
+    framelab::store::undo_9(&tx).unwrap();
+    tx.commit().unwrap();
+    conn.execute_batch("VACUUM").unwrap();
 }
 
 #[test]
