@@ -319,12 +319,23 @@ pub fn markdown_blocks(a: &Analysis, st: &Style) -> Vec<Block> {
         return Vec::new();
     };
     let gfm = |headers: Vec<String>, rows| table(columns(&headers, 0), rows);
-    let mut blocks = Vec::new();
-    let mut bullets = format!("**sampling** {}\n\n", every(t));
-    for (source, state, line) in source_lines(t) {
-        bullets.push_str(&format!("- **{source}** {state} · {}\n", st.name(&line)));
-    }
-    blocks.push(Block::Lines(bullets));
+    let sources = (source_lines(t).into_iter())
+        .map(|(source, state, line)| {
+            vec![
+                Span::strong(source),
+                Span::plain(format!(" {state} · ")),
+                Span::name(line),
+            ]
+        })
+        .collect();
+    let mut blocks = vec![
+        Block::Blank,
+        Block::Paragraph(vec![
+            Span::strong("sampling"),
+            Span::plain(format!(" {}", every(t))),
+        ]),
+        Block::Bullets(sources),
+    ];
     if !t.metrics.is_empty() {
         blocks.push(gfm(strings(&METRIC_HEADERS), metric_rows(t)));
     }
