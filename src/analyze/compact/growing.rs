@@ -78,6 +78,10 @@ impl GrowingNs {
         self.len
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     pub fn get(&self, i: usize) -> i64 {
         debug_assert!(i < self.len);
         self.blocks[i / BLOCK].get(i % BLOCK)
