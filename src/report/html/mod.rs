@@ -23,9 +23,8 @@ pub fn run_html(
     head: &crate::model::Run,
     source: &dyn crate::model::SpanSource,
 ) -> anyhow::Result<(String, crate::analyze::Analysis)> {
-    let mut data = run_data::RunData::read(head, source)?;
-    let (analysis, curves) = data.analyze(source)?;
-    let page = data.page(&analysis, curves);
+    let (data, analysis) = run_data::RunData::analyze(head, source)?;
+    let page = data.page(&analysis);
     let frames = &page.frames;
     let detail = (!frames.total.detail.is_empty() || !frames.interval.detail.is_empty())
         .then(|| json_for_script(&page.detail()))

@@ -2,7 +2,8 @@
 //! columns, as the report's own analysis reads them) and its analysis. Every number here
 //! is embedded in the page as JSON; the page's script only draws it.
 
-use std::collections::BTreeMap;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeMap, BinaryHeap};
 
 use serde::Serialize;
 
@@ -10,13 +11,15 @@ use super::decimate::{finer_levels, min_max, Decimated};
 use super::{percentile_grid, round};
 use crate::analyze::compact::columns::SpanColumns;
 use crate::analyze::compact::nearly_sorted::sort_nearly_sorted;
+use crate::analyze::compact::streamed::{analyze_measured, one_span_a_frame};
 use crate::analyze::compact::table::FrameTable;
 use crate::analyze::compact::values::with_ns;
 use crate::analyze::compact::window::{end_order, MeasuredFrames};
 use crate::analyze::compact::{
-    analyze_columns, intervals_in_order, load_columns, Columns, Sorted, ANALYSIS_KEEPS,
+    analyze_columns, columns_beside, intervals_over_order, read_frames, Columns, Sorted,
+    ANALYSIS_KEEPS,
 };
-use crate::analyze::frames::{ResolvedWindow, NO_FRAME};
+use crate::analyze::frames::{out_of_range, resolve_window, ResolvedWindow, NO_FRAME};
 use crate::analyze::late::for_each_stutter_at;
 use crate::analyze::metrics::FPS_LOWS;
 use crate::analyze::stats::percentile_of;
@@ -173,19 +176,18 @@ pub struct Histogram {
     pub buckets: Vec<(Option<i64>, Option<i64>, u64)>,
 }
 
-/// A run's spans read for the page: columns with starts and threads until the analysis
-/// has them, and the frames.
+/// A run read and analysed for its page: the frames, what the page takes of the spans
+/// as the analysis reads them, and the curves of the values it sorts.
 pub struct RunData<'a> {
     pub head: &'a Run,
-    pub columns: Option<SpanColumns>,
     pub table: FrameTable,
-    /// What the page takes from the columns as the analysis reads them.
-    read: Option<FromColumns>,
+    read: FromSpans,
+    curves: Curves,
 }
 
-/// What the page needs of the columns beside the frames: the measured window and frames,
+/// What the page needs of the spans beside the frames: the measured window and frames,
 /// and the spans of the worst frames its timelines draw.
-struct FromColumns {
+struct FromSpans {
     window: ResolvedWindow,
     measured: MeasuredFrames,
     /// By frame index: (stage id, thread, start, dur) of each span.
@@ -194,13 +196,13 @@ struct FromColumns {
 
 type WorstSpan = (u16, u32, i64, i64);
 
-impl FromColumns {
-    fn take(
+impl FromSpans {
+    fn from_columns(
         columns: &SpanColumns,
         window: &ResolvedWindow,
         measured: &MeasuredFrames,
         worst: &[u32],
-    ) -> FromColumns {
+    ) -> FromSpans {
         let worst = &worst[..worst.len().min(GANTT_FRAMES)];
         let mut worst_spans: Vec<(u32, Vec<WorstSpan>)> = Vec::new();
         // Without starts and threads there is no timeline to draw.
@@ -220,38 +222,79 @@ impl FromColumns {
                 }
             }
         }
-        FromColumns {
+        FromSpans {
             window: *window,
             measured: measured.clone(),
             worst_spans,
         }
     }
+
+    /// The worst frames' spans read once more from `source` (the streamed analysis holds
+    /// no columns): a few frames, whatever the run's length.
+    fn read_worst(
+        source: &dyn SpanSource,
+        table: &FrameTable,
+        analysis: &Analysis,
+    ) -> anyhow::Result<Vec<(u32, Vec<WorstSpan>)>> {
+        let worst: Vec<(u64, u32)> = (analysis.worst_frames.iter())
+            .take(GANTT_FRAMES)
+            .filter_map(|w| Some((w.frame, table.index_of(w.frame)?)))
+            .collect();
+        let mut spans: Vec<(u32, Vec<WorstSpan>)> =
+            worst.iter().map(|&(_, i)| (i, Vec::new())).collect();
+        if worst.is_empty() {
+            return Ok(spans);
+        }
+        source.for_each_spans(&mut |chunk| {
+            for s in chunk {
+                // As the columns hold them: a duration out of range belongs to no frame.
+                if out_of_range(s.start_ns, s.dur_ns) {
+                    continue;
+                }
+                if let Some(k) = worst.iter().position(|&(id, _)| id == s.frame) {
+                    spans[k].1.push((s.stage, s.thread, s.start_ns, s.dur_ns));
+                }
+            }
+            Ok(())
+        })?;
+        Ok(spans)
+    }
 }
 
 impl<'a> RunData<'a> {
-    pub fn read(head: &'a Run, source: &dyn SpanSource) -> anyhow::Result<RunData<'a>> {
-        let (columns, table) = load_columns(source, ANALYSIS_KEEPS)?;
-        Ok(RunData {
-            head,
-            columns: Some(columns),
-            table,
-            read: None,
-        })
-    }
-
-    /// The run's analysis from these columns, which it drops as it goes (the report's
-    /// own peak, not the report's and the columns' at once: issue 29), and the page's
-    /// curves taken from the values it sorts; counter values are read from `source`.
-    pub fn analyze(&mut self, source: &dyn SpanSource) -> anyhow::Result<(Analysis, Curves)> {
-        let Some(columns) = self.columns.take() else {
-            anyhow::bail!("the run's columns were analysed already");
-        };
+    /// The run's analysis, read as the text report reads it (issue 29): the frame table
+    /// first, then, with one span a frame, the spans streamed for each figure and no
+    /// columns at all; else the columns beside the table, dropped as the analysis goes.
+    /// The page's curves are taken from the values the analysis sorts; counter values
+    /// are read from `source`.
+    pub fn analyze(head: &'a Run, source: &dyn SpanSource) -> anyhow::Result<(Self, Analysis)> {
+        let (table, spans) = read_frames(source)?;
+        if one_span_a_frame(&table, spans) {
+            let mut curves = Curves::default();
+            let streamed = analyze_measured(head, &table, spans, source, &mut |s| curves.take(s))?;
+            if let Some((analysis, measured)) = streamed {
+                let read = FromSpans {
+                    window: resolve_window(&head.meta, table.last_end_ns),
+                    measured,
+                    worst_spans: FromSpans::read_worst(source, &table, &analysis)?,
+                };
+                let data = RunData {
+                    head,
+                    table,
+                    read,
+                    curves,
+                };
+                return Ok((data, analysis));
+            }
+            // A thread's spans came out of order: sorting them takes the columns.
+        }
+        let (columns, table) = columns_beside(table, source, ANALYSIS_KEEPS)?;
         let mut curves = Curves::default();
         let mut read = None;
         let analysis = analyze_columns(
-            self.head,
+            head,
             Columns::Owned(Box::new(columns)),
-            &self.table,
+            &table,
             source,
             &mut |sorted| match sorted {
                 Sorted::Read {
@@ -259,34 +302,42 @@ impl<'a> RunData<'a> {
                     window,
                     measured,
                     worst,
-                } => read = Some(FromColumns::take(columns, window, measured, worst)),
+                } => read = Some(FromSpans::from_columns(columns, window, measured, worst)),
                 sorted => curves.take(sorted),
             },
         )?;
-        self.read = read;
-        Ok((analysis, curves))
-    }
-
-    /// The page's data, the run analysed as `analysis` with `curves` (by
-    /// [`RunData::analyze`]): the frame plots need the frames alone.
-    pub fn page(self, analysis: &Analysis, curves: Curves) -> RunPage {
-        let RunData {
-            head, table, read, ..
-        } = self;
-        let table = &table;
-        let read = read.unwrap_or_else(|| FromColumns {
-            window: crate::analyze::frames::resolve_window(&head.meta, table.last_end_ns),
+        let read = read.unwrap_or_else(|| FromSpans {
+            window: resolve_window(&head.meta, table.last_end_ns),
             measured: MeasuredFrames::default(),
             worst_spans: Vec::new(),
         });
+        let data = RunData {
+            head,
+            table,
+            read,
+            curves,
+        };
+        Ok((data, analysis))
+    }
+
+    /// The page's data, the run analysed as `analysis` (by [`RunData::analyze`]): the
+    /// frame plots need the frames alone, and beside the frame table hold 4 bytes a frame
+    /// at a time (an order of frames, then the intervals written over it).
+    pub fn page(self, analysis: &Analysis) -> RunPage {
+        let RunData {
+            head,
+            table,
+            read,
+            curves,
+        } = self;
+        let table = &table;
         let (window, measured) = (read.window, read.measured);
         let stage_order = stage_order(head, analysis);
         let gantt = gantt(&read.worst_spans, table, head, analysis, &stage_order);
         let in_window = end_order(table, &measured);
         drop(measured);
         let budget_ns = analysis.budget_ns.filter(|&b| b > 0);
-        let (late, stutters) = late_and_stutters(table, &in_window, budget_ns);
-        drop(in_window);
+        let (late, stutters) = late_and_stutters(table, in_window, budget_ns);
         let (telemetry, telemetry_left_out) = telemetry(head);
         // The title, facts, tables and notes: the report's document through the HTML writer.
         let text = page_text(&crate::report::document(analysis, Format::Html, false));
@@ -395,43 +446,97 @@ fn frame_series(table: &FrameTable, late: Markers, stutters: Markers) -> FrameSe
 }
 
 /// The markers of the measured frames (`in_window`, by end) over the budget, and of the
-/// stutters among the intervals between them (held at the width they fit meanwhile).
+/// stutters among the intervals between them, written over the order (4 bytes a frame,
+/// not 8 for both): a stutter's frame end is the first end plus the intervals up to it.
 fn late_and_stutters(
     table: &FrameTable,
-    in_window: &[u32],
+    in_window: Vec<u32>,
     budget_ns: Option<i64>,
 ) -> (Markers, Markers) {
     let end_s = |i: u32| secs(table.end_ns(i));
-    let late = match budget_ns {
-        Some(b) => markers(
-            in_window
-                .iter()
-                .filter(|&&i| table.total_ns(i) > b)
-                .map(|&i| (end_s(i), us(table.total_ns(i) as f64))),
-        ),
-        None => Markers::default(),
-    };
-    let intervals = intervals_in_order(in_window, table);
-    let mut stutters = Vec::new();
-    with_ns!(&intervals, v => for_each_stutter_at(v, |k, interval| {
-        stutters.push((end_s(in_window[k + 1]), us(interval as f64)));
-    }));
-    (late, markers(stutters.into_iter()))
+    let mut late = WorstPoints::default();
+    if let Some(b) = budget_ns {
+        for &i in in_window.iter().filter(|&&i| table.total_ns(i) > b) {
+            late.push(end_s(i), us(table.total_ns(i) as f64));
+        }
+    }
+    let first_end = in_window.first().map(|&i| table.end_ns(i));
+    let intervals = intervals_over_order(in_window, table);
+    let mut stutters = WorstPoints::default();
+    if let Some(first_end) = first_end {
+        with_ns!(&intervals, v => {
+            // The end of frame k + 1 of the order: the first end and intervals 0..=k.
+            let (mut end, mut summed) = (first_end, 0);
+            for_each_stutter_at(v, |k, interval| {
+                while summed <= k {
+                    let between: i64 = v[summed].into();
+                    end = end.saturating_add(between);
+                    summed += 1;
+                }
+                stutters.push(secs(end), us(interval as f64));
+            });
+        });
+    }
+    (late.markers(), stutters.markers())
 }
 
-/// The worst [`MAX_MARKERS`] of `points` (largest y), in x order.
-fn markers(points: impl Iterator<Item = (f64, f64)>) -> Markers {
-    let mut all: Vec<(f64, f64)> = points.collect();
-    let of = all.len();
-    if all.len() > MAX_MARKERS {
-        all.sort_unstable_by(|a, b| b.1.total_cmp(&a.1));
-        all.truncate(MAX_MARKERS);
-        all.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+/// The worst [`MAX_MARKERS`] points (largest y; of equal ones the earlier) of those pushed
+/// in x order, and how many were pushed: bounded, however many frames are late.
+#[derive(Default)]
+struct WorstPoints {
+    of: usize,
+    kept: BinaryHeap<Reverse<Marked>>,
+}
+
+/// A point with its place in the order pushed.
+struct Marked {
+    y: f64,
+    seq: usize,
+    x: f64,
+}
+
+impl Ord for Marked {
+    /// By y, and of equal ones the later is less (dropped first).
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.y.total_cmp(&other.y)).then(other.seq.cmp(&self.seq))
     }
-    Markers {
-        of,
-        x: all.iter().map(|p| p.0).collect(),
-        y: all.iter().map(|p| p.1).collect(),
+}
+
+impl PartialOrd for Marked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Marked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Marked {}
+
+impl WorstPoints {
+    fn push(&mut self, x: f64, y: f64) {
+        let point = Marked { y, seq: self.of, x };
+        self.of += 1;
+        if self.kept.len() < MAX_MARKERS {
+            self.kept.push(Reverse(point));
+        } else if self.kept.peek().is_some_and(|least| point > least.0) {
+            self.kept.pop();
+            self.kept.push(Reverse(point));
+        }
+    }
+
+    /// The kept points in the order pushed (x order).
+    fn markers(self) -> Markers {
+        let mut kept: Vec<Marked> = self.kept.into_iter().map(|p| p.0).collect();
+        kept.sort_unstable_by_key(|p| p.seq);
+        Markers {
+            of: self.of,
+            x: kept.iter().map(|p| p.x).collect(),
+            y: kept.iter().map(|p| p.y).collect(),
+        }
     }
 }
 
@@ -665,9 +770,8 @@ mod tests {
     use crate::model::{Bucket, Sample, SampleSeries};
 
     fn page_of(run: &Run) -> RunPage {
-        let mut data = RunData::read(run, run).unwrap();
-        let (analysis, curves) = data.analyze(run).unwrap();
-        data.page(&analysis, curves)
+        let (data, analysis) = RunData::analyze(run, run).unwrap();
+        data.page(&analysis)
     }
 
     /// The reference run with a GPU clock (a gauge), an energy counter, a bit mask and
