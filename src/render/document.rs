@@ -4,7 +4,7 @@
 //! paragraphs of lines; data tables of typed cells for CSV) and its JSON
 //! form, with one writer per format. A feature builds the document once; [`write`] renders
 //! it in any format its command writes (CSV through `render::csv`), and
-//! `render::html_writer` gives the HTML page its words and tables. Converted so far:
+//! `render::html_writer` gives the HTML page its words, tables and plots. Converted so far:
 //! `history check`, `whatif`, `timers`, `compare`, `history show`, `hist`, `profile` and
 //! the report (docs/architecture.md, "Known debts").
 
@@ -88,6 +88,9 @@ pub enum Block {
     Remark(Line),
     /// Items that keep their dash in text (`  - item`), a bullet each in Markdown.
     Dashed(Vec<Line>),
+    /// A plot's data, for the HTML page (`render::html_writer`); the formats for
+    /// terminals and pull requests leave it out.
+    Plot(super::plot::Plot),
 }
 
 /// A line of text made of pieces, each shown as its kind says in each format.
@@ -374,7 +377,7 @@ fn text(document: &Document, color: bool) -> String {
                 out.push('\n');
                 out.push_str(lines);
             }
-            Block::Data(_) => {}
+            Block::Data(_) | Block::Plot(_) => {}
             Block::Heading(line) => out.push_str(&format!("{}\n", shown(line, &st))),
             Block::Subheading(line) => out.push_str(&format!("\n{}\n", shown(line, &st))),
             Block::Paragraph(line) => out.push_str(&format!("  {}\n", shown(line, &st))),
@@ -467,7 +470,7 @@ fn markdown(document: &Document) -> String {
                 set_off(&mut out);
                 out.push_str(lines);
             }
-            Block::Data(_) => {}
+            Block::Data(_) | Block::Plot(_) => {}
             Block::Heading(line) => out.push_str(&format!("### {}\n\n", shown(line, &st))),
             Block::Subheading(line) => out.push_str(&format!("\n#### {}\n\n", shown(line, &st))),
             Block::Paragraph(line) => out.push_str(&format!("{}\n\n", shown(line, &st))),

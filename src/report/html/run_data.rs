@@ -5,8 +5,6 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap};
 
-use serde::Serialize;
-
 use super::decimate::{finer_levels, min_max, Decimated};
 use super::{percentile_grid, round};
 use crate::analyze::compact::columns::SpanColumns;
@@ -25,8 +23,12 @@ use crate::analyze::metrics::FPS_LOWS;
 use crate::analyze::stats::percentile_of;
 use crate::analyze::{Analysis, FpsSummary};
 use crate::model::{Run, SeriesKind, SpanSource};
-use crate::render::html_writer::page_text;
-use crate::render::{Format, Table};
+use crate::render::document::{Block, Document};
+use crate::render::plot::{
+    FpsCurve, FrameSeries, FrameTimes, GanttFrame, Histogram, Level, Markers, NamedValues, Plot,
+    QuantileCurves, Series,
+};
+use crate::render::Format;
 
 /// Bump when a key is renamed, removed or changes meaning.
 pub const SCHEMA: &str = "framelab.html-run/1";
@@ -45,136 +47,6 @@ const MAX_MARKERS: usize = 2000;
 const MAX_TELEMETRY_SERIES: usize = 16;
 /// Worst frames drawn as a stage timeline.
 const GANTT_FRAMES: usize = 5;
-
-#[derive(Serialize)]
-pub struct RunPage {
-    pub schema: &'static str,
-    pub kind: &'static str,
-    pub title: String,
-    /// The text report's header lines, as (label, sentence).
-    pub facts: Vec<(String, String)>,
-    pub notes: Vec<String>,
-    pub budget_us: Option<f64>,
-    /// Seconds after launch: where the measured window begins and ends.
-    pub window_start_s: f64,
-    pub window_end_s: f64,
-    pub frames: FrameSeries,
-    pub stages: QuantileCurves,
-    pub fps: Option<FpsCurve>,
-    pub gantt: Vec<GanttFrame>,
-    pub telemetry: Vec<Series>,
-    /// Telemetry series not plotted (over [`MAX_TELEMETRY_SERIES`], or bit masks).
-    pub telemetry_left_out: usize,
-    pub tables: Vec<Table>,
-    pub histograms: Vec<Histogram>,
-}
-
-impl RunPage {
-    /// The frame plots' levels of detail, by series (`total`, `interval`).
-    pub fn detail(&self) -> serde_json::Value {
-        serde_json::json!({
-            "total": self.frames.total.detail,
-            "interval": self.frames.interval.detail,
-        })
-    }
-}
-
-/// A series as plotted: x in seconds after launch, y in `unit`.
-#[derive(Serialize)]
-pub struct Series {
-    pub label: String,
-    pub unit: String,
-    /// How many points the series had, and how many consecutive points each plotted
-    /// minimum/maximum pair stands for (1: all are drawn).
-    pub points: usize,
-    pub bucket: usize,
-    pub x: Vec<f64>,
-    pub y: Vec<f64>,
-    /// The bucket of the finest of `detail`, when there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub finest_bucket: Option<usize>,
-    /// Finer levels of the same points, coarsest first, for a zoomed view (frame plots
-    /// only; none when every point is drawn). In the page apart from the rest
-    /// ([`RunPage::detail`]): it is read on the first zoom, not before the first paint.
-    #[serde(skip)]
-    pub detail: Vec<Level>,
-}
-
-/// A level of detail: each bucket of `bucket` consecutive points as its smallest and
-/// largest (every point when 1). The page draws the finest level that has no more points
-/// in the visible range than the whole run's view has.
-#[derive(Serialize)]
-pub struct Level {
-    pub bucket: usize,
-    pub x: Vec<f64>,
-    pub y: Vec<f64>,
-}
-
-/// Points marked on a plot (late frames, stutters): all `of` of them, or the worst
-/// [`MAX_MARKERS`] when there are more.
-#[derive(Serialize, Default)]
-pub struct Markers {
-    pub of: usize,
-    pub x: Vec<f64>,
-    pub y: Vec<f64>,
-}
-
-#[derive(Serialize)]
-pub struct FrameSeries {
-    /// Every frame, measured or not, ordered by end: end-to-end total, µs.
-    pub total: Series,
-    /// Between consecutive frame ends, µs.
-    pub interval: Series,
-    /// Measured frames over the budget.
-    pub late: Markers,
-    /// Measured intervals that are stutters (docs/metrics.md).
-    pub stutters: Markers,
-}
-
-/// Durations per stage as quantile functions on one grid of percentiles (a CDF with its
-/// axes swapped, so every stage shares the x values).
-#[derive(Serialize, Default)]
-pub struct QuantileCurves {
-    /// Percentiles, 0 to 100.
-    pub p: Vec<f64>,
-    pub series: Vec<NamedValues>,
-}
-
-#[derive(Serialize)]
-pub struct NamedValues {
-    pub name: String,
-    pub count: usize,
-    pub us: Vec<f64>,
-}
-
-/// FPS at each percentile of frames (fps_p = 1e6 / Q(1 − p) of the interval, µs), and
-/// the named 1% and 0.1% lows of the report.
-#[derive(Serialize)]
-pub struct FpsCurve {
-    pub p: Vec<f64>,
-    pub fps: Vec<f64>,
-    pub named: Vec<(String, f64)>,
-}
-
-/// One worst frame's spans, each on the row of its thread, µs from the frame's start.
-#[derive(Serialize)]
-pub struct GanttFrame {
-    pub frame: u64,
-    pub t_s: f64,
-    pub total_us: f64,
-    pub threads: Vec<String>,
-    /// (stage index into `stage_names` order of the page, thread row, start µs, µs).
-    pub spans: Vec<(usize, usize, f64, f64)>,
-    pub stage_names: Vec<String>,
-}
-
-#[derive(Serialize)]
-pub struct Histogram {
-    pub name: String,
-    pub unit: String,
-    /// (lo, hi, count); `None` is unbounded on that side.
-    pub buckets: Vec<(Option<i64>, Option<i64>, u64)>,
-}
 
 /// A run read and analysed for its page: the frames, what the page takes of the spans
 /// as the analysis reads them, and the curves of the values it sorts.
@@ -320,10 +192,26 @@ impl<'a> RunData<'a> {
         Ok((data, analysis))
     }
 
-    /// The page's data, the run analysed as `analysis` (by [`RunData::analyze`]): the
-    /// frame plots need the frames alone, and beside the frame table hold 4 bytes a frame
-    /// at a time (an order of frames, then the intervals written over it).
-    pub fn page(self, analysis: &Analysis) -> RunPage {
+    /// The report's document for the page with its plots, the run analysed as
+    /// `analysis` (by [`RunData::analyze`]): the frame plots, distributions, timelines and
+    /// telemetry before the tables, the imported histograms after them. The frame plots
+    /// need the frames alone, and beside the frame table hold 4 bytes a frame at a time
+    /// (an order of frames, then the intervals written over it).
+    pub fn document(self, analysis: &Analysis) -> Document {
+        let mut document = crate::report::document(analysis, Format::Html, false);
+        let at = (document.blocks.iter())
+            .position(|b| !matches!(b, Block::Title(_) | Block::Facts(_)))
+            .unwrap_or(document.blocks.len());
+        let (before, after) = self.plots(analysis);
+        document
+            .blocks
+            .splice(at..at, before.into_iter().map(Block::Plot));
+        document.blocks.extend(after.into_iter().map(Block::Plot));
+        document
+    }
+
+    /// The plots before the tables, and those after them.
+    fn plots(self, analysis: &Analysis) -> (Vec<Plot>, Vec<Plot>) {
         let RunData {
             head,
             table,
@@ -339,34 +227,30 @@ impl<'a> RunData<'a> {
         let budget_ns = analysis.budget_ns.filter(|&b| b > 0);
         let (late, stutters) = late_and_stutters(table, in_window, budget_ns);
         let (telemetry, telemetry_left_out) = telemetry(head);
-        // The title, facts, tables and notes: the report's document through the HTML writer.
-        let text = page_text(&crate::report::document(analysis, Format::Html, false));
-        RunPage {
-            schema: SCHEMA,
-            kind: "run",
-            title: text.title,
-            facts: text.facts,
-            notes: text.notes,
+        let frames = FrameTimes {
             budget_us: budget_ns.map(|b| us(b as f64)),
             window_start_s: secs(window.start_ns),
             window_end_s: secs(window.end_ns),
             frames: frame_series(table, late, stutters),
-            stages: stage_curves(curves.stages, &stage_order),
-            fps: fps_curve(curves.fps, analysis.fps.as_ref()),
-            gantt,
-            telemetry,
-            telemetry_left_out,
-            tables: text.tables,
-            histograms: head
-                .histograms
-                .iter()
-                .map(|h| Histogram {
-                    name: h.name.clone(),
-                    unit: h.unit.clone(),
-                    buckets: h.buckets.iter().map(|b| (b.lo, b.hi, b.count)).collect(),
-                })
-                .collect(),
-        }
+        };
+        let histograms = (head.histograms.iter())
+            .map(|h| Histogram {
+                name: h.name.clone(),
+                unit: h.unit.clone(),
+                buckets: h.buckets.iter().map(|b| (b.lo, b.hi, b.count)).collect(),
+            })
+            .collect();
+        let before = vec![
+            Plot::FrameTimes(frames),
+            Plot::Stages(stage_curves(curves.stages, &stage_order)),
+            Plot::Fps(fps_curve(curves.fps, analysis.fps.as_ref())),
+            Plot::Timelines(gantt),
+            Plot::Telemetry {
+                series: telemetry,
+                left_out: telemetry_left_out,
+            },
+        ];
+        (before, vec![Plot::Histograms(histograms)])
     }
 }
 
@@ -769,9 +653,50 @@ mod tests {
     use crate::analyze::fixtures::{reference_run, MS};
     use crate::model::{Bucket, Sample, SampleSeries};
 
-    fn page_of(run: &Run) -> RunPage {
+    fn page_of(run: &Run) -> Document {
         let (data, analysis) = RunData::analyze(run, run).unwrap();
-        data.page(&analysis)
+        data.document(&analysis)
+    }
+
+    /// What the page shows of a document, by plot.
+    struct View<'a> {
+        budget_us: Option<f64>,
+        frames: &'a FrameSeries,
+        stages: &'a QuantileCurves,
+        gantt: &'a [GanttFrame],
+        telemetry: &'a [Series],
+        telemetry_left_out: usize,
+        histograms: &'a [Histogram],
+        tables: Vec<&'a crate::render::Table>,
+    }
+
+    fn view(document: &Document) -> View<'_> {
+        let plots: Vec<&Plot> = (document.blocks.iter())
+            .filter_map(|b| match b {
+                Block::Plot(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        let [Plot::FrameTimes(f), Plot::Stages(stages), Plot::Fps(_), Plot::Timelines(gantt), Plot::Telemetry { series, left_out }, Plot::Histograms(histograms)] =
+            plots[..]
+        else {
+            panic!("the run page's plots, in order");
+        };
+        View {
+            budget_us: f.budget_us,
+            frames: &f.frames,
+            stages,
+            gantt,
+            telemetry: series,
+            telemetry_left_out: *left_out,
+            histograms,
+            tables: (document.blocks.iter())
+                .filter_map(|b| match b {
+                    Block::Table(t) => Some(t),
+                    _ => None,
+                })
+                .collect(),
+        }
     }
 
     /// The reference run with a GPU clock (a gauge), an energy counter, a bit mask and
@@ -823,8 +748,10 @@ mod tests {
 
     #[test]
     fn reference_page_data() {
-        let page = page_of(&with_telemetry());
-        let json = serde_json::to_string_pretty(&page).unwrap() + "\n";
+        let document = page_of(&with_telemetry());
+        let data = crate::render::html_writer::page(&document, SCHEMA, "run");
+        let json = serde_json::to_string_pretty(&data).unwrap() + "\n";
+        let page = view(&document);
         crate::snapshot::check("html_reference.json", &json);
         // What the snapshot must hold, by hand: 11 frames, the two late ones marked.
         assert_eq!(page.frames.total.x.len(), 11);
@@ -859,7 +786,8 @@ mod tests {
         for span in run.spans.iter_mut().filter(|s| s.stage == 2) {
             span.dur_ns = 1_234;
         }
-        let page = page_of(&run);
+        let document = page_of(&run);
+        let page = view(&document);
         let send = &page.stages.series[2];
         assert_eq!(send.name, "send");
         assert!(send.us.iter().all(|&v| v == 1.234), "{:?}", send.us);
@@ -873,7 +801,8 @@ mod tests {
     /// time included.
     #[test]
     fn each_table_has_a_header_per_cell() {
-        let page = page_of(&with_telemetry());
+        let document = page_of(&with_telemetry());
+        let page = view(&document);
         for t in &page.tables {
             for row in &t.rows {
                 assert_eq!(row.len(), t.headers.len(), "{}: {row:?}", t.title);
@@ -917,7 +846,8 @@ mod tests {
                 dur_ns: dur,
             });
         }
-        let page = page_of(&run);
+        let document = page_of(&run);
+        let page = view(&document);
         let total = &page.frames.total;
         assert_eq!(total.points, frames as usize);
         assert!(total.x.len() <= 2 * FRAME_BUCKETS, "{}", total.x.len());
