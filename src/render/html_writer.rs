@@ -193,16 +193,17 @@ pub fn detail(document: &Document) -> Option<Detail<'_>> {
     document.blocks.iter().find_map(|block| match block {
         Block::Plot(Plot::FrameTimes(f)) => {
             let (total, interval) = (&f.frames.total.detail, &f.frames.interval.detail);
-            (!total.is_empty() || !interval.is_empty()).then_some(Detail { total, interval })
+            (!total.is_empty() || !interval.is_empty()).then_some(Detail { interval, total })
         }
         _ => None,
     })
 }
 
+/// In the order of the names (as the page has always had them).
 #[derive(Serialize)]
 pub struct Detail<'a> {
-    pub total: &'a [Level],
     pub interval: &'a [Level],
+    pub total: &'a [Level],
 }
 
 #[cfg(test)]
