@@ -15,6 +15,7 @@ pub mod narrow;
 pub mod nearly_sorted;
 pub mod packed;
 pub mod rate;
+pub mod select;
 pub mod streamed;
 pub mod table;
 pub mod values;
