@@ -64,6 +64,16 @@ impl<T: Ns> Ranked for [T] {
     }
 }
 
+/// A value's share of the digest of a set of values: the digest is the wrapping sum of
+/// these (splitmix64's finaliser), the same whatever order the values are taken in, so a
+/// set read in any order (`compact::select`) gets the digest of its sorted values.
+pub fn value_digest(v: i64) -> u64 {
+    let mut z = (v as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// Type-7 percentile of already sorted (ascending) values; `None` when empty.
 /// `p` is clamped to [0, 1] so a caller's rounding cannot index out of bounds.
 pub fn percentile_sorted(sorted: &[i64], p: f64) -> Option<f64> {

@@ -22,7 +22,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::cadence::{Cadence, Lateness};
-use super::select::Selection;
+use super::select::{Selection, KEEP_LIMIT};
 use super::{stage_order, StageCounts};
 use crate::analyze::counters::CounterTotals;
 use crate::analyze::fps::fps_summary_ranked;
@@ -47,18 +47,40 @@ const REORDER_FRAMES: usize = 4096;
 /// The analysis of `head`'s run from reads of `source`; `None` when the run is not of one
 /// span a frame in the order this needs (see the module's doc).
 pub fn analyze(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Option<Analysis>> {
+    Ok(analyze_asking(head, source, None)?.map(|(analysis, _)| analysis))
+}
+
+/// A stage's durations or the totals, in measured frames.
+pub type Values = Selection;
+
+/// Each stage's durations (by stage id, in the stage table's order) and the totals, exact
+/// for what the caller asked of them.
+pub struct AskedValues {
+    pub stages: Vec<(usize, Values)>,
+    /// `None` with one stage: its durations are the totals.
+    pub totals: Option<Values>,
+}
+
+/// [`analyze`], with `also` asked of each stage's durations and of the totals besides what
+/// the report asks (`compare` asks for the ranks its percentiles' redraws read); their
+/// selections, which then answer it exactly and know their digest.
+pub fn analyze_asking(
+    head: &Run,
+    source: &dyn SpanSource,
+    also: Option<&dyn Fn(&dyn Ranked)>,
+) -> anyhow::Result<Option<(Analysis, AskedValues)>> {
     if !head.counter_names.is_empty() || has_counters(source)? {
         return Ok(None);
     }
     let Some(shape) = Shape::read(head, source)? else {
         return Ok(None);
     };
-    let Some(facts) = facts(head, &shape, source)? else {
+    let Some((facts, values)) = facts(head, &shape, source, also)? else {
         return Ok(None);
     };
     let mut analysis = assemble(head, facts);
     crate::analyze::sched::apply(&mut analysis, head, source)?;
-    Ok(Some(analysis))
+    Ok(Some((analysis, values)))
 }
 
 /// An error a read returns to stop early; told apart from the source's own.
@@ -329,26 +351,28 @@ fn intervals_stats(r: &dyn Ranked) {
 }
 
 /// Each stage's durations and the totals, as far as the reads so far tell them.
-#[derive(Default)]
-struct Durations {
+struct Durations<'a> {
     /// By stage id.
     stages: Vec<Option<Selection>>,
     totals: Selection,
     stages_open: bool,
     totals_open: bool,
+    /// Asked of each besides its distribution.
+    also: Option<&'a dyn Fn(&dyn Ranked)>,
 }
 
-impl Durations {
+impl Durations<'_> {
     /// The first read adds stages as they come; later ones find them.
     fn add(&mut self, stage: u16, total: i64, first: bool) -> Result<(), Stop> {
         let s = stage as usize;
+        let digesting = self.also.is_some();
         if first && s >= self.stages.len() {
             self.stages.resize_with(s + 1, || None);
         }
         if first || self.stages_open {
             let slot = self.stages.get_mut(s).ok_or(Stop)?;
             let values = match first {
-                true => slot.get_or_insert_with(Selection::default),
+                true => slot.get_or_insert_with(|| new_set(digesting)),
                 false => slot.as_mut().ok_or(Stop)?,
             };
             if !values.is_resolved() {
@@ -363,17 +387,32 @@ impl Durations {
 
     /// Ends a read; whether another is needed.
     fn end_pass(&mut self) -> anyhow::Result<bool> {
+        let also = self.also;
+        let asked = |r: &dyn Ranked| {
+            dist_only(r);
+            if let Some(also) = also {
+                also(r);
+            }
+        };
         let mut open = false;
         for values in self.stages.iter_mut().flatten() {
             if !values.is_resolved() {
-                open |= !values.end_pass(&dist_only)?;
+                open |= !values.end_pass(&asked)?;
             }
         }
         self.stages_open = open;
         if self.totals_open {
-            self.totals_open = !self.totals.end_pass(&dist_only)?;
+            self.totals_open = !self.totals.end_pass(&asked)?;
         }
         Ok(self.stages_open || self.totals_open)
+    }
+}
+
+/// A set of values; digesting them when the caller asks more of them (`compare`).
+fn new_set(digesting: bool) -> Selection {
+    match digesting {
+        true => Selection::digesting(KEEP_LIMIT),
+        false => Selection::default(),
     }
 }
 
@@ -446,7 +485,12 @@ fn read_values(
 
 const CHANGED: &str = "the run changed while it was read: analyse it again once nothing writes it";
 
-fn facts(head: &Run, shape: &Shape, source: &dyn SpanSource) -> anyhow::Result<Option<SpanFacts>> {
+fn facts(
+    head: &Run,
+    shape: &Shape,
+    source: &dyn SpanSource,
+    also: Option<&dyn Fn(&dyn Ranked)>,
+) -> anyhow::Result<Option<(SpanFacts, AskedValues)>> {
     let budget = budget_ns(&head.meta);
     let names = Names {
         stages: &head.stages,
@@ -467,9 +511,13 @@ fn facts(head: &Run, shape: &Shape, source: &dyn SpanSource) -> anyhow::Result<O
         worst: Vec::with_capacity(WORST_FRAMES + 1),
     };
     let mut durations = Durations {
+        stages: Vec::new(),
+        totals: Selection::default(),
+        stages_open: false,
         totals_open: true,
-        ..Durations::default()
+        also,
     };
+    durations.totals = new_set(also.is_some());
     let mut intervals = Intervals {
         open: true,
         ..Intervals::default()
@@ -547,7 +595,13 @@ fn facts(head: &Run, shape: &Shape, source: &dyn SpanSource) -> anyhow::Result<O
     let counters = CounterTotals::new(0, &head.counter_names)
         .finish(&head.counter_names, shape.window.seconds());
     let measured = counted.measured;
-    Ok(Some(SpanFacts {
+    let asked = AskedValues {
+        totals: (order.len() != 1).then_some(durations.totals),
+        stages: (order.iter())
+            .filter_map(|&s| Some((s, durations.stages.get_mut(s)?.take()?)))
+            .collect(),
+    };
+    let facts = SpanFacts {
         window: shape.window.clone(),
         warmup_frames: counted.warmup_frames,
         after_frames: counted.after_frames,
@@ -571,7 +625,8 @@ fn facts(head: &Run, shape: &Shape, source: &dyn SpanSource) -> anyhow::Result<O
         pipeline,
         counters,
         late_spans,
-    }))
+    };
+    Ok(Some((facts, asked)))
 }
 
 /// `stage_rows` from each stage's distribution (stages in `order`) and the worst frames.

@@ -17,7 +17,7 @@
 
 use std::cell::RefCell;
 
-use crate::analyze::stats::Ranked;
+use crate::analyze::stats::{value_digest, Ranked};
 
 /// Sub-buckets per power of two: a bucket is 1/256 of its value wide (values below 256 get
 /// a bucket each).
@@ -95,6 +95,8 @@ enum Detail {
 pub struct Selection {
     count: u64,
     total: i128,
+    /// The values' [`value_digest`]s summed, when asked for.
+    digest: Option<u64>,
     /// Values added in the current pass (each pass must see the same ones).
     seen: u64,
     passes: u32,
@@ -125,6 +127,7 @@ impl Selection {
         Selection {
             count: 0,
             total: 0,
+            digest: None,
             seen: 0,
             passes: 0,
             keep_limit: keep_limit.max(1),
@@ -135,6 +138,20 @@ impl Selection {
             misses: RefCell::new(Vec::new()),
             resolved: false,
         }
+    }
+
+    /// [`Selection::with_keep_limit`], also taking the values' digest
+    /// ([`Selection::digest`]).
+    pub fn digesting(keep_limit: usize) -> Selection {
+        Selection {
+            digest: Some(0),
+            ..Selection::with_keep_limit(keep_limit)
+        }
+    }
+
+    /// The values' [`value_digest`]s summed, when made [`Selection::digesting`].
+    pub fn digest(&self) -> Option<u64> {
+        self.digest
     }
 
     /// Whether the statistics asked of it last are exact.
@@ -158,6 +175,9 @@ impl Selection {
             self.buckets[bucket_of(v)].add(v);
             self.count += 1;
             self.total += v as i128;
+            if let Some(d) = &mut self.digest {
+                *d = d.wrapping_add(value_digest(v));
+            }
             return;
         }
         if self.pending.is_empty() {
