@@ -8,6 +8,7 @@ use super::bounds::{self, Quantity, Scale, Threshold, Within};
 use crate::model::Bucket;
 use crate::render::document::{Block, Span};
 use crate::render::table::{Align, Layout, Table};
+use crate::render::value::{texts, Value};
 
 /// A histogram to show: its name as the report prints it, its unit, its buckets.
 #[derive(Clone, Debug, PartialEq)]
@@ -272,8 +273,8 @@ pub fn markdown_blocks(f: &Figures) -> Vec<Block> {
         (Some(first), Some(last)) => (f.buckets[first..=last].iter())
             .map(|b| {
                 vec![
-                    format!("`{}`", super::layout::label(b)),
-                    b.count.to_string(),
+                    Value::Text(format!("`{}`", super::layout::label(b))),
+                    Value::Count(b.count as i64),
                 ]
             })
             .collect(),
@@ -282,7 +283,7 @@ pub fn markdown_blocks(f: &Figures) -> Vec<Block> {
     vec![
         Block::Heading(vec![Span::name(crate::display::name(&f.name))]),
         Block::Pipe(Table {
-            rows: figures,
+            rows: texts(figures),
             ..Table::new(&["figure", "value"])
                 .with_layout(Layout::markdown_given(vec![Align::Plain, Align::Plain]))
         }),

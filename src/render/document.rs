@@ -266,7 +266,7 @@ impl Section {
         let unit = self.columns.iter().find_map(|c| c.unit.clone());
         Table {
             headers,
-            rows: self.rows.clone(),
+            rows: super::value::texts(self.rows.clone()),
             ..Table::default()
         }
         .with_every_cell_a_name()

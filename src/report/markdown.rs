@@ -10,13 +10,14 @@ use crate::analyze::Analysis;
 use crate::render::columns::Column;
 use crate::render::document::{Block, Fact, SpanKind};
 use crate::render::style::Style;
+use crate::render::value::{texts, Value};
 
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
 /// A GitHub table of `headers` over `rows`, set off by a blank line.
-fn gfm(headers: Vec<String>, rows: Vec<Vec<String>>) -> Block {
+fn gfm(headers: Vec<String>, rows: Vec<Vec<Value>>) -> Block {
     let columns: Vec<Column> = headers.into_iter().map(|h| Column::new(h, 0)).collect();
     Block::Columns {
         table: crate::render::columns::table(&columns, rows, None),
@@ -53,7 +54,7 @@ fn fps_table(a: &Analysis) -> Option<Block> {
         cell(f.low0_1_avg),
         cell(f.low0_1_int),
     ];
-    Some(gfm(headers, vec![values]))
+    Some(gfm(headers, texts(vec![values])))
 }
 
 /// The Markdown report's blocks: the title, the facts as bullets (the command as code,
@@ -92,7 +93,7 @@ pub(crate) fn blocks(a: &Analysis, verbose: bool) -> Vec<Block> {
     }
     blocks.extend(fps_table(a));
     if !a.processes.is_empty() {
-        let rows: Vec<Vec<String>> = process_rows(a).into_iter().map(Vec::from).collect();
+        let rows: Vec<Vec<Value>> = process_rows(a).into_iter().map(Vec::from).collect();
         blocks.push(gfm(strings(&PROCESS_HEADERS), rows));
     }
     if let Some(rows) = resource_rows(a) {
