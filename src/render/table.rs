@@ -51,7 +51,8 @@ pub struct Layout {
     pub words: Vec<usize>,
     /// The first column holds numbers: right-aligned in its width.
     pub numbers_first: bool,
-    /// Named once after the text header (`µs`), three spaces after it.
+    /// The unit the table's figures share (`µs`): named once after the text header, three
+    /// spaces after it, and after the first header in Markdown (`stage (µs)`).
     pub unit: Option<String>,
     /// The header bold on a terminal that shows colour.
     pub bold_header: bool,
@@ -272,9 +273,13 @@ impl Table {
             (false, MarkdownCells::AsGiven) => s.to_owned(),
         };
         let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
-        let headers = (this.headers.iter().enumerate())
+        let mut headers: Vec<String> = (this.headers.iter().enumerate())
             .map(|(c, h)| escape(h, this.names.headers.contains(&c)))
             .collect();
+        // The unit text names once after the header, Markdown after the first header.
+        if let (Some(unit), Some(first)) = (&layout.unit, headers.first_mut()) {
+            first.push_str(&format!(" ({unit})"));
+        }
         let mut out = line(headers);
         let rule: Vec<&str> = (0..this.headers.len())
             .map(|c| {
@@ -365,7 +370,7 @@ mod tests {
         assert!(bold.starts_with("  \x1b[1mstage"), "{bold:?}");
         assert_eq!(
             t.render(true),
-            "| stage | role | p50 |\n| :--- | ---: | ---: |\n| decode | main | 12.5 |\n\
+            "| stage (µs) | role | p50 |\n| :--- | ---: | ---: |\n| decode | main | 12.5 |\n\
              | a\\_b | x | 7 |\n"
         );
     }

@@ -1,7 +1,7 @@
-//! The telemetry part of the text and Markdown reports: one line per source, the metric
-//! table, energy per frame, the worst frames with the machine's readings next to them,
-//! throttle reasons during late frames, the busiest threads. Rows here, layout in the
-//! format modules.
+//! The telemetry part of the report: one line per source, the metric table, energy per
+//! frame, the worst frames with the machine's readings next to them, throttle reasons
+//! during late frames, the busiest threads; one set of blocks that text and Markdown lay
+//! out each their way, and rows the HTML page shows.
 
 use crate::analyze::telemetry::{Nearest, TelemetrySummary};
 use crate::analyze::Analysis;
@@ -223,8 +223,7 @@ pub fn of(a: &Analysis) -> Option<&TelemetrySummary> {
 }
 
 use crate::render::columns::Column;
-use crate::render::document::{Block, Span, Tone};
-use crate::render::style::Style;
+use crate::render::document::{Block, Fact, Span, State, Tone};
 
 fn columns(headers: &[String], min_width: usize) -> Vec<Column> {
     headers
@@ -238,114 +237,73 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
-/// A table set off by a blank line, with no unit after its header.
-fn table(columns: Vec<Column>, rows: Vec<Vec<Value>>) -> Block {
+/// A table set off by a blank line, with no unit after its header; the headers at
+/// `names` are names from outside (escaped whole in Markdown).
+fn table(columns: Vec<Column>, rows: Vec<Vec<Value>>, names: &[usize]) -> Block {
+    let mut table = crate::render::columns::table(&columns, rows, None);
+    table.names.headers = names.to_vec();
     Block::Columns {
-        table: crate::render::columns::table(&columns, rows, None),
+        table,
         set_off: true,
     }
 }
 
-/// The telemetry blocks of the text report, in order; empty without telemetry.
-pub fn text_blocks(a: &Analysis) -> Vec<Block> {
+/// The telemetry blocks of the report, in order; empty without telemetry.
+pub fn blocks(a: &Analysis) -> Vec<Block> {
     let Some(t) = of(a) else {
         return Vec::new();
     };
-    // Each source's state in its tone, the writer colours it; the padding is the plain
-    // word's.
-    let mut blocks = vec![
-        Block::Blank,
-        Block::Paragraph(vec![
-            Span::plain(format!("sampling  {}", every(t))).toned(Tone::Strong)
-        ]),
-    ];
-    for (source, state, line) in source_lines(t) {
-        let tone = match state {
-            "stopped" => Some(Tone::Bad),
-            "on" => None,
-            _ => Some(Tone::Warning),
-        };
-        let pad = " ".repeat(9usize.saturating_sub(state.chars().count()));
-        blocks.push(Block::Paragraph(vec![
-            Span::plain(format!("  {source:<9} ")),
-            Span {
-                tone,
-                ..Span::plain(state)
-            },
-            Span::plain(pad),
-            Span::name(line),
-        ]));
-    }
-    if !t.metrics.is_empty() {
-        let headers = strings(&METRIC_HEADERS);
-        blocks.push(table(columns(&headers, 8), metric_rows(t)));
-    }
-    if !t.energy.is_empty() {
-        let headers = strings(&ENERGY_HEADERS);
-        blocks.push(table(columns(&headers, 9), energy_rows(t)));
-    }
-    if !t.worst_frames.is_empty() {
-        let mut headers = strings(&["worst frames", "t s", "total µs"]);
-        headers.extend(frame_headers(t));
-        blocks.push(table(columns(&headers, 7), frame_rows(t)));
-    }
-    if let Some(line) = throttle_line(t) {
-        blocks.push(Block::Blank);
-        blocks.push(Block::Paragraph(vec![
-            Span::plain(format!("{:<10}", "throttle")),
-            Span::name(line),
-        ]));
-    }
-    if !t.busiest_threads.is_empty() {
-        let headers = strings(&THREAD_HEADERS);
-        blocks.push(table(columns(&headers, 8), thread_rows(t)));
-    }
-    blocks
-}
-
-/// The telemetry blocks of the Markdown report (headers as Markdown shows them).
-pub fn markdown_blocks(a: &Analysis, st: &Style) -> Vec<Block> {
-    let Some(t) = of(a) else {
-        return Vec::new();
-    };
-    let gfm = |headers: Vec<String>, rows| table(columns(&headers, 0), rows);
-    let sources = (source_lines(t).into_iter())
+    let items = (source_lines(t).into_iter())
         .map(|(source, state, line)| {
-            vec![
-                Span::strong(source),
-                Span::plain(format!(" {state} · ")),
-                Span::name(line),
-            ]
+            let tone = match state {
+                "stopped" => Some(Tone::Bad),
+                "on" => None,
+                _ => Some(Tone::Warning),
+            };
+            State {
+                name: source,
+                state: Span {
+                    tone,
+                    ..Span::plain(state)
+                },
+                detail: vec![Span::name(line)],
+            }
         })
         .collect();
     let mut blocks = vec![
         Block::Blank,
-        Block::Paragraph(vec![
-            Span::strong("sampling"),
-            Span::plain(format!(" {}", every(t))),
-        ]),
-        Block::Bullets(sources),
+        Block::States {
+            title: "sampling".into(),
+            text: every(t),
+            items,
+        },
     ];
     if !t.metrics.is_empty() {
-        blocks.push(gfm(strings(&METRIC_HEADERS), metric_rows(t)));
+        let headers = strings(&METRIC_HEADERS);
+        blocks.push(table(columns(&headers, 8), metric_rows(t), &[]));
     }
     if !t.energy.is_empty() {
-        blocks.push(gfm(strings(&ENERGY_HEADERS), energy_rows(t)));
+        let headers = strings(&ENERGY_HEADERS);
+        blocks.push(table(columns(&headers, 9), energy_rows(t), &[]));
     }
     if !t.worst_frames.is_empty() {
-        let mut headers = strings(&["worst frame", "t s", "total µs"]);
-        headers.extend(
-            frame_headers(t)
-                .iter()
-                .map(|h| st.name(&crate::display::name(h))),
-        );
-        blocks.push(gfm(headers, frame_rows(t)));
+        let mut headers = strings(&["worst frames", "t s", "total µs"]);
+        headers.extend(frame_headers(t));
+        // The readings' columns are named by their sources.
+        let names: Vec<usize> = (3..headers.len()).collect();
+        blocks.push(table(columns(&headers, 7), frame_rows(t), &names));
     }
     if let Some(line) = throttle_line(t) {
-        blocks.push(Block::Lines(format!("**throttle** {}\n", st.name(&line))));
+        blocks.push(Block::Blank);
+        blocks.push(Block::Facts(vec![Fact {
+            label: "throttle".into(),
+            value: vec![Span::name(line)],
+            hint: None,
+        }]));
     }
     if !t.busiest_threads.is_empty() {
-        blocks.push(gfm(strings(&THREAD_HEADERS), thread_rows(t)));
+        let headers = strings(&THREAD_HEADERS);
+        blocks.push(table(columns(&headers, 8), thread_rows(t), &[]));
     }
     blocks
 }

@@ -1,10 +1,12 @@
-//! The terminal report: the reference layout of DESIGN.md.
+//! The report as one document for text and Markdown (the reference layout of DESIGN.md in
+//! text; GitHub tables in Markdown): the title, the facts, the tables of typed cells, the
+//! telemetry and the notes. The rows are shared with the HTML page (`page.rs`).
 
 use super::facts::{facts_in, title};
 use crate::analyze::cpu::{role_label, split_resolution_ns};
 use crate::analyze::{Analysis, Dist};
 use crate::render::columns::Column;
-use crate::render::document::{Block, Fact};
+use crate::render::document::{Block, Fact, SpanKind};
 use crate::render::human::us;
 use crate::render::value::Value;
 
@@ -269,7 +271,13 @@ fn worst_table(a: &Analysis) -> Option<Block> {
     if worst_preempted(a) {
         columns.push(Column::new("preempted", 9));
     }
-    Some(self::columns(columns, worst_rows(a), Some("µs")))
+    let mut table = crate::render::columns::table(&columns, worst_rows(a), Some("µs"));
+    // The stages' columns are named by the program.
+    table.names.headers = (3..3 + a.stage_names.len()).collect();
+    Some(Block::Columns {
+        table,
+        set_off: true,
+    })
 }
 
 fn wait_table(a: &Analysis) -> Option<Block> {
@@ -286,21 +294,21 @@ fn resource_table(a: &Analysis) -> Option<Block> {
     Some(self::columns(columns, rows, None))
 }
 
-/// The text report's blocks: the title, the facts, the tables, telemetry, the notes; every
-/// FPS low named when `verbose` (`framelab report --verbose`). The writer colours them.
+/// The report's blocks, the same for text and Markdown: the title, the facts (the command
+/// a code span), the tables, telemetry, the notes; every FPS low named when `verbose`
+/// (`framelab report --verbose`). The writers colour and escape them.
 pub(crate) fn blocks(a: &Analysis, verbose: bool) -> Vec<Block> {
-    let mut blocks = vec![
-        Block::Title(title(a)),
-        Block::Facts(
-            (facts_in(a, verbose).into_iter())
-                .map(|(label, value)| Fact {
-                    label: label.to_owned(),
-                    value,
-                    hint: None,
-                })
-                .collect(),
-        ),
-    ];
+    let facts = (facts_in(a, verbose).into_iter())
+        .map(|(label, line)| Fact {
+            label: label.to_owned(),
+            value: match label {
+                "command" => line.into_iter().map(|s| s.with(SpanKind::Code)).collect(),
+                _ => line,
+            },
+            hint: None,
+        })
+        .collect();
+    let mut blocks = vec![Block::Title(title(a)), Block::Facts(facts)];
     blocks.extend(
         [
             stage_table(a),
@@ -312,7 +320,7 @@ pub(crate) fn blocks(a: &Analysis, verbose: bool) -> Vec<Block> {
         .into_iter()
         .flatten(),
     );
-    blocks.extend(super::telemetry::text_blocks(a));
+    blocks.extend(super::telemetry::blocks(a));
     if !a.notes.is_empty() {
         blocks.push(Block::Notes(
             (a.notes.iter())
