@@ -11,6 +11,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
+pub use super::chart::{Bar, BarChart};
 pub use super::csv::{Cell, DataTable};
 use super::format::Formats;
 use super::style::Style;
@@ -97,6 +98,9 @@ pub enum Block {
         text: String,
         items: Vec<State>,
     },
+    /// A bar chart (a histogram's buckets): bpftrace's layout in text, a heading and a
+    /// table of bucket and count in Markdown (`render::chart`).
+    Bars(BarChart),
 }
 
 /// One thing of a [`Block::States`] list.
@@ -229,7 +233,7 @@ pub fn shown(line: &Line, st: &Style) -> String {
 }
 
 /// An inline code span that survives backticks in its content.
-fn code_span(s: &str) -> String {
+pub(crate) fn code_span(s: &str) -> String {
     let longest_run = s
         .split(|c| c != '`')
         .map(|run| run.len())
@@ -434,6 +438,7 @@ fn text(document: &Document, color: bool) -> String {
                     ));
                 }
             }
+            Block::Bars(chart) => out.push_str(&super::chart::text(chart, &st)),
         }
     }
     out
@@ -538,6 +543,10 @@ fn markdown(document: &Document) -> String {
                         shown(&item.detail, &st)
                     ));
                 }
+            }
+            Block::Bars(chart) => {
+                set_off(&mut out);
+                out.push_str(&super::chart::markdown(chart, &st));
             }
         }
     }

@@ -4,6 +4,7 @@
 //! Features compute; this layer says how their results are shown.
 
 pub mod cells;
+pub mod chart;
 pub mod columns;
 pub mod csv;
 pub mod document;
