@@ -4,7 +4,7 @@
 //! paragraphs of lines; data tables of typed cells for CSV) and its JSON
 //! form, with one writer per format. A feature builds the document once; [`write`] renders
 //! it in any format its command writes (CSV through `render::csv`), and
-//! `render::html_writer` gives the HTML page its words and tables. Converted so far:
+//! `render::html_writer` gives the HTML page its words, tables and plots. Converted so far:
 //! `history check`, `whatif`, `timers`, `compare`, `history show`, `hist`, `profile` and
 //! the report (docs/architecture.md, "Known debts").
 
@@ -101,6 +101,9 @@ pub enum Block {
     /// A bar chart (a histogram's buckets): bpftrace's layout in text, a heading and a
     /// table of bucket and count in Markdown (`render::chart`).
     Bars(BarChart),
+    /// A plot's data, for the HTML page (`render::html_writer`); the formats for
+    /// terminals and pull requests leave it out.
+    Plot(super::plot::Plot),
 }
 
 /// One thing of a [`Block::States`] list.
@@ -397,7 +400,7 @@ fn text(document: &Document, color: bool) -> String {
                 out.push('\n');
                 out.push_str(lines);
             }
-            Block::Data(_) => {}
+            Block::Data(_) | Block::Plot(_) => {}
             Block::Heading(line) => out.push_str(&format!("{}\n", shown(line, &st))),
             Block::Subheading(line) => out.push_str(&format!("\n{}\n", shown(line, &st))),
             Block::Paragraph(line) => out.push_str(&format!("  {}\n", shown(line, &st))),
@@ -505,7 +508,7 @@ fn markdown(document: &Document) -> String {
                 set_off(&mut out);
                 out.push_str(lines);
             }
-            Block::Data(_) => {}
+            Block::Data(_) | Block::Plot(_) => {}
             Block::Heading(line) => out.push_str(&format!("### {}\n\n", shown(line, &st))),
             Block::Subheading(line) => out.push_str(&format!("\n#### {}\n\n", shown(line, &st))),
             Block::Paragraph(line) => out.push_str(&format!("{}\n\n", shown(line, &st))),
