@@ -148,7 +148,7 @@ fn medians_table(blocks: &mut Vec<Block>, c: &Comparison) {
                     .and_then(|row| row.medians.get(v).copied().flatten())
                     .map_or("—".into(), |m| value_to(&s.unit, m, s.resolution))
             }));
-            t.push(cells);
+            t.push_texts(cells);
         }
     }
     blocks.push(Block::TableUnder(t));
@@ -213,7 +213,7 @@ fn sweep_table(blocks: &mut Vec<Block>, c: &Comparison, sweep: &super::compariso
             cells.push(difference);
             cells.push(change);
         }
-        t.push(cells);
+        t.push_texts(cells);
     }
     blocks.push(Block::TableUnder(t));
 }
@@ -292,7 +292,7 @@ fn group(blocks: &mut Vec<Block>, c: &Comparison, g: &Group) {
                 cells.push(row.p_holm.map_or("—".into(), p_text));
                 cells.push(row.verdict.word().into());
             }
-            t.push(cells);
+            t.push_texts(cells);
         }
         blocks.push(Block::TableUnder(t));
         if !judged {
@@ -349,7 +349,7 @@ fn group(blocks: &mut Vec<Block>, c: &Comparison, g: &Group) {
                 Some(r) => interval_text(r.ratio, r.low, r.high),
                 None => "—".into(),
             };
-            t.push(vec![
+            t.push_texts(vec![
                 s.variant.clone(),
                 value_to(&unit, s.median, s.resolution),
                 difference_cell(&unit, s.step_difference, s.resolution),

@@ -12,7 +12,7 @@ use crate::display;
 use crate::render::document::{pretty_json, write, Block, Document, Span};
 use crate::render::format::PROFILE;
 use crate::render::table::{Align, Layout, Table};
-use crate::render::Format;
+use crate::render::{Format, Value};
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct DiffRow {
@@ -194,17 +194,17 @@ fn document(d: &Diff, n: usize, md: bool) -> Document {
                     rows: rows
                         .map(|r| {
                             vec![
-                                name(r),
-                                format!("{:.2}", r.a_inclusive_pct),
-                                format!("{:.2}", r.b_inclusive_pct),
-                                format!("{:+.2}", r.change_pct),
-                                format!(
+                                Value::Text(name(r)),
+                                Value::fixed(r.a_inclusive_pct, 2),
+                                Value::fixed(r.b_inclusive_pct, 2),
+                                Value::Text(format!("{:+.2}", r.change_pct)),
+                                Value::Text(format!(
                                     "{}{}",
                                     plus_minus(r),
                                     if r.within_noise { " ~" } else { "" }
-                                ),
-                                format!("{:.2}", r.a_self_pct),
-                                format!("{:.2}", r.b_self_pct),
+                                )),
+                                Value::fixed(r.a_self_pct, 2),
+                                Value::fixed(r.b_self_pct, 2),
                             ]
                         })
                         .collect(),
@@ -236,13 +236,13 @@ fn document(d: &Diff, n: usize, md: bool) -> Document {
         for r in rows {
             let noise = if r.within_noise { "~" } else { " " };
             table.push(vec![
-                format!("{:.2}%", r.a_inclusive_pct),
-                format!("{:.2}%", r.b_inclusive_pct),
-                format!("{:+.2}", r.change_pct),
-                format!("{}{noise}", plus_minus(r)),
-                format!("{:.2}%", r.a_self_pct),
-                format!("{:.2}%", r.b_self_pct),
-                name(r),
+                Value::percent(r.a_inclusive_pct, 2),
+                Value::percent(r.b_inclusive_pct, 2),
+                Value::Text(format!("{:+.2}", r.change_pct)),
+                Value::Text(format!("{}{noise}", plus_minus(r))),
+                Value::percent(r.a_self_pct, 2),
+                Value::percent(r.b_self_pct, 2),
+                Value::Text(name(r)),
             ]);
         }
         vec![

@@ -12,7 +12,7 @@ use crate::display;
 use crate::render::document::{plain, write, Block, Document, Span};
 use crate::render::format::PROFILE;
 use crate::render::table::{Align, Layout, Table};
-use crate::render::Format;
+use crate::render::{Format, Value};
 
 /// The title and the lines under it: samples, spread, filters, notes.
 fn header(s: &Summary, md: bool) -> Vec<Block> {
@@ -103,9 +103,9 @@ fn section(title: &str, table: &FunctionTable, by_self: bool, n: usize, md: bool
                     rows: (rows.iter())
                         .map(|r| {
                             vec![
-                                format!("{:.2}", r.self_pct),
-                                format!("{:.2}", r.inclusive_pct),
-                                shown_function(r, true),
+                                Value::fixed(r.self_pct, 2),
+                                Value::fixed(r.inclusive_pct, 2),
+                                Value::Text(shown_function(r, true)),
                             ]
                         })
                         .collect(),
@@ -125,9 +125,9 @@ fn section(title: &str, table: &FunctionTable, by_self: bool, n: usize, md: bool
     });
     for r in rows {
         table.push(vec![
-            format!("{:.2}", r.self_pct),
-            format!("{:.2}", r.inclusive_pct),
-            shown_function(r, false),
+            Value::fixed(r.self_pct, 2),
+            Value::fixed(r.inclusive_pct, 2),
+            Value::Text(shown_function(r, false)),
         ]);
     }
     vec![Block::Captioned {

@@ -4,13 +4,14 @@
 //! paragraphs of lines; data tables of typed cells for CSV) and its JSON
 //! form, with one writer per format. A feature builds the document once; [`write`] renders
 //! it in any format its command writes (CSV through `render::csv`), and
-//! `render::html_writer` gives the HTML page its words and tables. Converted so far:
+//! `render::html_writer` gives the HTML page its words, tables and plots. Converted so far:
 //! `history check`, `whatif`, `timers`, `compare`, `history show`, `hist`, `profile` and
 //! the report (docs/architecture.md, "Known debts").
 
 use anyhow::Result;
 use serde::Serialize;
 
+pub use super::chart::{Bar, BarChart};
 pub use super::csv::{Cell, DataTable};
 use super::format::Formats;
 use super::style::Style;
@@ -88,6 +89,29 @@ pub enum Block {
     Remark(Line),
     /// Items that keep their dash in text (`  - item`), a bullet each in Markdown.
     Dashed(Vec<Line>),
+    /// A titled list of things and how each fared (telemetry's sources): in text the title
+    /// and its words on an indented line (bold on a terminal that shows colour), then each
+    /// thing, its state and what it says in aligned columns; in Markdown the title in bold
+    /// as a paragraph, then a bullet each (`**name** state · detail`).
+    States {
+        title: String,
+        text: String,
+        items: Vec<State>,
+    },
+    /// A bar chart (a histogram's buckets): bpftrace's layout in text, a heading and a
+    /// table of bucket and count in Markdown (`render::chart`).
+    Bars(BarChart),
+    /// A plot's data, for the HTML page (`render::html_writer`); the formats for
+    /// terminals and pull requests leave it out.
+    Plot(super::plot::Plot),
+}
+
+/// One thing of a [`Block::States`] list.
+pub struct State {
+    pub name: String,
+    /// Its state (`on`, `stopped`), toned as the feature says.
+    pub state: Span,
+    pub detail: Line,
 }
 
 /// A line of text made of pieces, each shown as its kind says in each format.
@@ -212,7 +236,7 @@ pub fn shown(line: &Line, st: &Style) -> String {
 }
 
 /// An inline code span that survives backticks in its content.
-fn code_span(s: &str) -> String {
+pub(crate) fn code_span(s: &str) -> String {
     let longest_run = s
         .split(|c| c != '`')
         .map(|run| run.len())
@@ -263,10 +287,12 @@ impl Section {
             })
             .collect();
         let min_widths = self.columns.iter().map(|c| c.min_width).collect();
-        let unit = self.columns.iter().find_map(|c| c.unit.clone());
+        let unit = (self.columns.iter())
+            .find_map(|c| c.unit.clone())
+            .filter(|_| !markdown);
         Table {
             headers,
-            rows: self.rows.clone(),
+            rows: super::value::texts(self.rows.clone()),
             ..Table::default()
         }
         .with_every_cell_a_name()
@@ -374,7 +400,7 @@ fn text(document: &Document, color: bool) -> String {
                 out.push('\n');
                 out.push_str(lines);
             }
-            Block::Data(_) => {}
+            Block::Data(_) | Block::Plot(_) => {}
             Block::Heading(line) => out.push_str(&format!("{}\n", shown(line, &st))),
             Block::Subheading(line) => out.push_str(&format!("\n{}\n", shown(line, &st))),
             Block::Paragraph(line) => out.push_str(&format!("  {}\n", shown(line, &st))),
@@ -401,6 +427,21 @@ fn text(document: &Document, color: bool) -> String {
                     out.push_str(&format!("  - {}\n", shown(line, &st)));
                 }
             }
+            Block::States { title, text, items } => {
+                out.push_str(&format!("  {}\n", st.bold(&format!("{title}  {text}"))));
+                for item in items {
+                    // The padding is the plain word's: colour codes shift nothing.
+                    let pad = 9usize.saturating_sub(item.state.text.chars().count());
+                    out.push_str(&format!(
+                        "    {:<9} {}{}{}\n",
+                        item.name,
+                        shown(&vec![item.state.clone()], &st),
+                        " ".repeat(pad),
+                        shown(&item.detail, &st)
+                    ));
+                }
+            }
+            Block::Bars(chart) => out.push_str(&super::chart::text(chart, &st)),
         }
     }
     out
@@ -431,7 +472,7 @@ fn markdown(document: &Document) -> String {
             Block::Aligned(lines) => out.push_str(&format!("```\n{lines}```\n")),
             Block::Title(title) => out.push_str(&format!("### {}\n", st.name(title))),
             Block::Facts(facts) => {
-                out.push('\n');
+                set_off(&mut out);
                 for f in facts {
                     out.push_str(&format!("- **{}** {}\n", f.label, shown(&f.value, &st)));
                 }
@@ -446,7 +487,7 @@ fn markdown(document: &Document) -> String {
             }
             Block::Notes(notes) => {
                 let quoted: Vec<String> = (notes.iter())
-                    .map(|n| format!("> {}\n", st.name(n)))
+                    .map(|n| format!("> **Note** {}\n", st.name(n)))
                     .collect();
                 out.push('\n');
                 out.push_str(&quoted.join(">\n"));
@@ -467,7 +508,7 @@ fn markdown(document: &Document) -> String {
                 set_off(&mut out);
                 out.push_str(lines);
             }
-            Block::Data(_) => {}
+            Block::Data(_) | Block::Plot(_) => {}
             Block::Heading(line) => out.push_str(&format!("### {}\n\n", shown(line, &st))),
             Block::Subheading(line) => out.push_str(&format!("\n#### {}\n\n", shown(line, &st))),
             Block::Paragraph(line) => out.push_str(&format!("{}\n\n", shown(line, &st))),
@@ -494,6 +535,21 @@ fn markdown(document: &Document) -> String {
                 for line in lines {
                     out.push_str(&format!("- {}\n", shown(line, &st)));
                 }
+            }
+            Block::States { title, text, items } => {
+                out.push_str(&format!("**{title}** {text}\n\n"));
+                for item in items {
+                    out.push_str(&format!(
+                        "- **{}** {} · {}\n",
+                        item.name,
+                        item.state.text,
+                        shown(&item.detail, &st)
+                    ));
+                }
+            }
+            Block::Bars(chart) => {
+                set_off(&mut out);
+                out.push_str(&super::chart::markdown(chart, &st));
             }
         }
     }

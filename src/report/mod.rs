@@ -3,7 +3,6 @@
 pub(crate) mod facts;
 pub mod html;
 mod json;
-pub(crate) mod markdown;
 mod page;
 mod pipeline;
 pub mod runs;
@@ -45,11 +44,10 @@ fn render_in(
     )
 }
 
-/// The report as a document for `format`: text and Markdown lay out their tables each
-/// their own way (text names a unit once after a header, Markdown in each header; fps is
-/// a fact line in text, a table in Markdown), and the HTML page titles each table, so the
-/// blocks are those of the format asked (HTML's go through `render::html_writer` into the
-/// page's data); the JSON form (every number) is written only when JSON is asked for.
+/// The report as a document for `format`: one for text and Markdown (each writer lays the
+/// same blocks out its way); the HTML page titles each table, so its blocks are its own
+/// (they go through `render::html_writer` into the page's data); the JSON form (every
+/// number) is written only when JSON is asked for.
 pub fn document(analysis: &Analysis, format: Format, verbose: bool) -> Document {
     match format {
         Format::Json => Document {
@@ -58,10 +56,6 @@ pub fn document(analysis: &Analysis, format: Format, verbose: bool) -> Document 
         },
         Format::Html => Document {
             blocks: page::blocks(analysis),
-            json: String::new(),
-        },
-        Format::Markdown => Document {
-            blocks: markdown::blocks(analysis, verbose),
             json: String::new(),
         },
         _ => Document {
