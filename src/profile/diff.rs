@@ -159,9 +159,13 @@ pub fn render(d: &Diff, n: usize, md: bool) -> String {
 /// `n` largest changes (text keeps the profile's fixed columns, numbers before names).
 fn document(d: &Diff, n: usize, md: bool) -> Document {
     let title = |a: &str, b: &str| {
+        let runs = |n: usize| crate::units::plural(n as u64, "run", "runs");
         format!(
-            "profile diff · {a} ({} runs, {} samples) → {b} ({} runs, {} samples)",
-            d.a_runs, d.a_samples, d.b_runs, d.b_samples
+            "profile diff · {a} ({}, {} samples) → {b} ({}, {} samples)",
+            runs(d.a_runs),
+            d.a_samples,
+            runs(d.b_runs),
+            d.b_samples
         )
     };
     let rows = d.rows.iter().take(n);
