@@ -98,6 +98,9 @@ pub enum Block {
         text: String,
         items: Vec<State>,
     },
+    /// A table under its title: the title indented after a blank line in text, a `####`
+    /// heading in Markdown.
+    Titled { title: Line, table: Table },
     /// A bar chart (a histogram's buckets): bpftrace's layout in text, a heading and a
     /// table of bucket and count in Markdown (`render::chart`).
     Bars(BarChart),
@@ -439,6 +442,10 @@ fn text(document: &Document, color: bool) -> String {
                 }
             }
             Block::Bars(chart) => out.push_str(&super::chart::text(chart, &st)),
+            Block::Titled { title, table } => {
+                out.push_str(&format!("\n  {}\n", shown(title, &st)));
+                out.push_str(&table.text(&st));
+            }
         }
     }
     out
@@ -454,7 +461,10 @@ fn markdown(document: &Document) -> String {
     for block in &document.blocks {
         match block {
             Block::Lead { title, text } => out.push_str(&format!("**{title}**: {text}\n")),
-            Block::Detail(line) => out.push_str(&format!("\n{line}.\n")),
+            Block::Detail(line) => {
+                set_off(&mut out);
+                out.push_str(&format!("{line}.\n"));
+            }
             Block::Note(line) => out.push_str(&format!("\n{line}\n")),
             Block::Table(table) => {
                 out.push('\n');
@@ -547,6 +557,11 @@ fn markdown(document: &Document) -> String {
             Block::Bars(chart) => {
                 set_off(&mut out);
                 out.push_str(&super::chart::markdown(chart, &st));
+            }
+            Block::Titled { title, table } => {
+                set_off(&mut out);
+                out.push_str(&format!("#### {}\n\n", shown(title, &st)));
+                out.push_str(&table.markdown());
             }
         }
     }

@@ -267,10 +267,11 @@ impl Table {
     pub fn markdown(&self) -> String {
         let this = self.shown();
         let layout = this.layout;
+        // A cell's padding is text's (a column kept for a mark): Markdown has none.
         let escape = |s: &str, name: bool| match (name, layout.markdown) {
-            (true, _) => crate::display::markdown(s),
-            (false, MarkdownCells::PipesEscaped) => s.replace('|', "\\|"),
-            (false, MarkdownCells::AsGiven) => s.to_owned(),
+            (true, _) => crate::display::markdown(s.trim_end()),
+            (false, MarkdownCells::PipesEscaped) => s.trim_end().replace('|', "\\|"),
+            (false, MarkdownCells::AsGiven) => s.trim_end().to_owned(),
         };
         let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
         let mut headers: Vec<String> = (this.headers.iter().enumerate())
