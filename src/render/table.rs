@@ -115,7 +115,7 @@ impl Layout {
         }
     }
 
-    /// Cells the feature gives as Markdown (a code span, an escaped function), uncut, each
+    /// Cells the feature gives as Markdown (a bar chart's bucket bounds as code spans), uncut, each
     /// column lined up as `align` says in Markdown's rule.
     pub fn markdown_given(align: Vec<Align>) -> Layout {
         Layout {
