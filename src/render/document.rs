@@ -1,11 +1,12 @@
 //! A neutral document: what a feature shows, as blocks (a lead line, details, notes,
 //! tables, titled lists, the report family's title, facts, sections and tables of aligned
 //! columns; headings, paragraphs, bullets, sub-lists, grids; asides, paragraphs of lines;
-//! titled tables, lists of states, bar charts; data tables of typed cells for CSV) and its
-//! JSON form, with one writer per format. A feature builds the document once, the same for
-//! text and Markdown; [`write`] renders it in any format its command writes (CSV through
-//! `render::csv`), and `render::html_writer` gives the HTML page its words and tables.
-//! Tables hold typed cells (`render::Value`), shown when written.
+//! titled tables, lists of states, bar charts; plots' data for the HTML page; data tables
+//! of typed cells for CSV) and its JSON form, with one writer per format. A feature builds
+//! the document once, the same for text and Markdown; [`write`] renders it in any format its
+//! command writes (CSV through `render::csv`), and `render::html_writer` gives the HTML page
+//! its words, tables and plots. Tables hold typed cells (`render::Value`), shown when
+//! written.
 
 use anyhow::Result;
 use serde::Serialize;
@@ -98,6 +99,9 @@ pub enum Block {
     /// A bar chart (a histogram's buckets): bpftrace's layout in text, a heading and a
     /// table of bucket and count in Markdown (`render::chart`).
     Bars(BarChart),
+    /// A plot's data, for the HTML page (`render::html_writer`); the formats for
+    /// terminals and pull requests leave it out.
+    Plot(super::plot::Plot),
 }
 
 /// One thing of a [`Block::States`] list.
@@ -392,7 +396,7 @@ fn text(document: &Document, color: bool) -> String {
                 out.push('\n');
                 out.push_str(lines);
             }
-            Block::Data(_) => {}
+            Block::Data(_) | Block::Plot(_) => {}
             Block::Heading(line) => out.push_str(&format!("{}\n", shown(line, &st))),
             Block::Subheading(line) => out.push_str(&format!("\n{}\n", shown(line, &st))),
             Block::Paragraph(line) => out.push_str(&format!("  {}\n", shown(line, &st))),
@@ -502,7 +506,7 @@ fn markdown(document: &Document) -> String {
                 set_off(&mut out);
                 out.push_str(lines);
             }
-            Block::Data(_) => {}
+            Block::Data(_) | Block::Plot(_) => {}
             Block::Heading(line) => out.push_str(&format!("### {}\n\n", shown(line, &st))),
             Block::Subheading(line) => out.push_str(&format!("\n#### {}\n\n", shown(line, &st))),
             Block::Paragraph(line) => out.push_str(&format!("{}\n\n", shown(line, &st))),
