@@ -17,6 +17,21 @@ use crate::analyze::compact::window::{MeasuredFrames, Ranks};
 use crate::analyze::frames::NO_FRAME;
 use crate::analyze::pipeline::waits::StageSpan;
 
+/// The measured frames as the model replays them, frame after frame in start order, each
+/// its spans by start with their hand-over delays: held ([`RecordedFrames`]), or read again
+/// from the run each time they are wanted (`super::streamed`).
+pub(super) trait ReplayFrames: Sync {
+    /// Measured frames.
+    fn len(&self) -> usize;
+
+    /// `visit(spans)` for each frame in turn, its spans with their delays (zero until set).
+    fn each(&self, visit: &mut dyn FnMut(&[(StageSpan, i64)])) -> Result<()>;
+
+    /// Sets each span's hand-over delay as recorded: how long after it could have started
+    /// it started.
+    fn set_handover_delays(&mut self, depth: usize, pace: Option<u16>);
+}
+
 pub(super) struct RecordedFrames<'a> {
     stage: &'a [u16],
     dur: &'a PackedNs,
@@ -120,11 +135,6 @@ impl<'a> RecordedFrames<'a> {
         Ok(recorded)
     }
 
-    /// Measured frames.
-    pub fn len(&self) -> usize {
-        self.frames
-    }
-
     /// Positions of frame `k`'s spans.
     fn range(&self, k: usize) -> (usize, usize) {
         match &self.first {
@@ -164,7 +174,7 @@ impl<'a> RecordedFrames<'a> {
     }
 
     /// Frame `k`'s spans with their hand-over delays (zero until set).
-    pub fn spans_with_delays(&self, k: usize) -> impl Iterator<Item = (StageSpan, i64)> + '_ {
+    fn spans_with_delays(&self, k: usize) -> impl Iterator<Item = (StageSpan, i64)> + '_ {
         let (a, b) = self.range(k);
         (a..b).map(move |j| {
             let delay = match j > a {
@@ -180,17 +190,11 @@ impl<'a> RecordedFrames<'a> {
         self.spans(k).map(|s| s.end_ns).max().unwrap_or(0)
     }
 
-    /// Frame `k` as the frame table has it: its first start and its latest end.
-    pub fn bounds(&self, k: usize) -> (i64, i64) {
-        let (a, _) = self.range(k);
-        (self.span(a).start_ns, self.end_ns(k))
-    }
-
     /// Each span's hand-over delay as recorded: how long after it could have started (the
     /// frame's previous stage ended, its thread's previous span ended and, for the stage
     /// the depth gates, the frame `depth` before ended) it started. A frame's first span
     /// has none (the pacer's release is modelled instead).
-    pub fn set_handover_delays(&mut self, depth: usize, pace: Option<u16>) {
+    fn set_delays(&mut self, depth: usize, pace: Option<u16>) {
         self.delays_ns = match self.delays_in_thread_order(depth, pace) {
             Some(delays) => delays,
             None => self.delays_by_sorting(depth, pace),
@@ -281,6 +285,26 @@ impl<'a> RecordedFrames<'a> {
             }
         }
         Some(delays)
+    }
+}
+
+impl ReplayFrames for RecordedFrames<'_> {
+    fn len(&self) -> usize {
+        self.frames
+    }
+
+    fn each(&self, visit: &mut dyn FnMut(&[(StageSpan, i64)])) -> Result<()> {
+        let mut spans = Vec::new();
+        for k in 0..self.frames {
+            spans.clear();
+            spans.extend(self.spans_with_delays(k));
+            visit(&spans);
+        }
+        Ok(())
+    }
+
+    fn set_handover_delays(&mut self, depth: usize, pace: Option<u16>) {
+        self.set_delays(depth, pace);
     }
 }
 
@@ -413,7 +437,9 @@ fn places_by_start(
             slot[f as usize] = row as u32;
         }
     }
-    let mut order: Vec<u32> = measured.in_window.ones().collect();
+    // Sized once: collected, the vector grew by doubling (up to twice what it holds).
+    let mut order: Vec<u32> = Vec::with_capacity(measured.count as usize);
+    order.extend(measured.in_window.ones());
     order.sort_unstable_by_key(|&f| (table.start_ns(f), slot[f as usize]));
     // `slot` now holds each frame's place in start order.
     for (k, &f) in order.iter().enumerate() {
