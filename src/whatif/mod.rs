@@ -4,6 +4,7 @@
 //! it was recorded (how far to trust it), with the model's assumptions.
 
 pub mod model;
+mod placed;
 mod plan;
 mod recorded;
 mod render;
@@ -16,6 +17,7 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 use self::model::{Config, Simulation};
+use self::placed::PlacedFrames;
 pub use self::plan::Changes;
 use self::recorded::{RecordedFrames, ReplayFrames};
 use self::streamed::{measure_frames, StreamedFrames};
@@ -231,20 +233,29 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
 /// them (issue 29: the loaded run, its whole analysis and a vector of spans per frame took
 /// 337 bytes a span). The frame table is read first; with one span a frame in start order
 /// the spans are then read again each time the model wants them, nothing of them held
-/// ([`streamed`]); else into columns beside the table.
+/// ([`streamed`]); else the measured spans are placed frame after frame, held as the model
+/// takes them ([`placed`]); where they do not fit that, read into columns beside the table.
 pub fn whatif_stored(stored: &StoredRun, changes: &Changes) -> Result<WhatIf> {
     let source: &(dyn SpanSource + Sync) = stored;
     let head = &stored.head;
     // The blocks decoded on another thread while the table is filled.
     let (table, spans) = read_frames(&ReadAhead(source))?;
     check(head, changes, spans == 0)?;
+    let measured = measure_frames(&table, &head.meta, source)?;
     if one_span_a_frame(&table, spans) {
-        let measured = measure_frames(&table, &head.meta, source)?;
         if let Some(mut frames) = StreamedFrames::of_stretch(source, &table, &measured, spans)? {
             drop((table, measured));
             return replay(head, &mut frames, None, changes);
         }
     }
+    // The rows' places are u32, as the columns' are.
+    if u32::try_from(spans).is_ok() {
+        if let Some(mut frames) = PlacedFrames::read(source, &table, &measured)? {
+            drop((table, measured));
+            return replay(head, &mut frames, None, changes);
+        }
+    }
+    drop(measured);
     let (columns, table) = columns_beside(table, &ReadAhead(source), ANALYSIS_KEEPS)?;
     replay_columns(head, columns, table, None, changes)
 }
@@ -684,7 +695,7 @@ mod tests {
         let in_order = [(0, 10), (5, 30), (12, 20), (31, 40), (41, 45)];
         let broken = [(0, 10), (20, 30), (25, 40), (5, 8), (41, 50)];
         for frames in [&in_order[..], &broken[..]] {
-            let mut simulate = |done: &mut dyn FnMut(i64, i64)| {
+            let simulate = |done: &mut dyn FnMut(i64, i64)| {
                 for &(start, end) in frames {
                     done(start, end);
                 }

@@ -94,10 +94,7 @@ impl<'a> RecordedFrames<'a> {
         let frames = measured.in_window.ones().count();
         // Each measured frame's place in start order: its rank among them when indices
         // already follow that order (ids counting up as frames start), else listed.
-        let places = match starts_follow_indices(&table, measured, &frame_of_row) {
-            true => Places::Ranked(measured.in_window.ranks()),
-            false => Places::Listed(places_by_start(&table, measured, &frame_of_row)),
-        };
+        let places = places_of(&table, measured, &mut frames_of_rows(&frame_of_row))?;
         drop(table);
         let stretch = match one_span_a_frame(&frame_of_row, frames, &measured_row) {
             true => stretch_in_place_order(&frame_of_row, &places, &measured_row),
@@ -308,8 +305,34 @@ impl ReplayFrames for RecordedFrames<'_> {
     }
 }
 
+/// Each span's frame index (NO_FRAME for none), in the run's order, handed to the visitor:
+/// from the frame column, or from another read of the spans.
+pub(super) type RowFrames<'a> = dyn FnMut(&mut dyn FnMut(u32)) -> Result<()> + 'a;
+
+/// The frame column as [`RowFrames`].
+fn frames_of_rows(frame_of_row: &[u32]) -> impl FnMut(&mut dyn FnMut(u32)) -> Result<()> + '_ {
+    move |visit| {
+        frame_of_row.iter().for_each(|&f| visit(f));
+        Ok(())
+    }
+}
+
+/// Each measured frame's place in start order, frames starting together in the order
+/// their first spans come (as the loaded run's frames are): their ranks where indices
+/// already follow that order, else listed. `rows` read once where frames start together.
+pub(super) fn places_of<'m>(
+    table: &FrameTable,
+    measured: &'m MeasuredFrames,
+    rows: &mut RowFrames,
+) -> Result<Places<'m>> {
+    Ok(match starts_follow_indices(table, measured, rows)? {
+        true => Places::Ranked(measured.in_window.ranks()),
+        false => Places::Listed(places_by_start(table, measured, rows)?),
+    })
+}
+
 /// A measured frame's place in start order.
-enum Places<'a> {
+pub(super) enum Places<'a> {
     /// Its rank among the measured frames' indices.
     Ranked(Ranks<'a>),
     /// By frame index.
@@ -317,7 +340,7 @@ enum Places<'a> {
 }
 
 impl Places<'_> {
-    fn of(&self, frame: u32) -> usize {
+    pub fn of(&self, frame: u32) -> usize {
         match self {
             Places::Ranked(ranks) => ranks.rank(frame) as usize,
             Places::Listed(places) => places[frame as usize] as usize,
@@ -391,15 +414,15 @@ const MAX_TIES: usize = 1 << 16;
 fn starts_follow_indices(
     table: &FrameTable,
     measured: &MeasuredFrames,
-    frame_of_row: &[u32],
-) -> bool {
+    rows: &mut RowFrames,
+) -> Result<bool> {
     let mut ties: Vec<(u32, u32)> = Vec::new();
     let mut before: Option<(u32, i64)> = None;
     for f in measured.in_window.ones() {
         let start = table.start_ns(f);
         if let Some((b, b_start)) = before {
             if start < b_start || (start == b_start && ties.len() == MAX_TIES) {
-                return false;
+                return Ok(false);
             }
             if start == b_start {
                 ties.push((b, f));
@@ -408,19 +431,21 @@ fn starts_follow_indices(
         before = Some((f, start));
     }
     if ties.is_empty() {
-        return true;
+        return Ok(true);
     }
     let mut first_row: HashMap<u32, u32> = (ties.iter())
         .flat_map(|&(a, b)| [(a, u32::MAX), (b, u32::MAX)])
         .collect();
-    for (row, f) in frame_of_row.iter().enumerate() {
-        if let Some(first) = first_row.get_mut(f) {
+    let mut row = 0u32;
+    rows(&mut |f| {
+        if let Some(first) = first_row.get_mut(&f) {
             if *first == u32::MAX {
-                *first = row as u32;
+                *first = row;
             }
         }
-    }
-    ties.iter().all(|(a, b)| first_row[a] < first_row[b])
+        row = row.wrapping_add(1);
+    })?;
+    Ok(ties.iter().all(|(a, b)| first_row[a] < first_row[b]))
 }
 
 /// Each measured frame's place in start order, by frame index; frames starting together
@@ -428,15 +453,17 @@ fn starts_follow_indices(
 fn places_by_start(
     table: &FrameTable,
     measured: &MeasuredFrames,
-    frame_of_row: &[u32],
-) -> Vec<u32> {
+    rows: &mut RowFrames,
+) -> Result<Vec<u32>> {
     // Each measured frame's first row: the tie-break between frames starting together.
     let mut slot = vec![u32::MAX; table.slots()];
-    for (row, &f) in frame_of_row.iter().enumerate() {
+    let mut row = 0u32;
+    rows(&mut |f| {
         if f != NO_FRAME && measured.in_window.get(f) && slot[f as usize] == u32::MAX {
-            slot[f as usize] = row as u32;
+            slot[f as usize] = row;
         }
-    }
+        row = row.wrapping_add(1);
+    })?;
     // Sized once: collected, the vector grew by doubling (up to twice what it holds).
     let mut order: Vec<u32> = Vec::with_capacity(measured.count as usize);
     order.extend(measured.in_window.ones());
@@ -445,7 +472,7 @@ fn places_by_start(
     for (k, &f) in order.iter().enumerate() {
         slot[f as usize] = k as u32;
     }
-    slot
+    Ok(slot)
 }
 
 #[cfg(test)]
@@ -494,9 +521,10 @@ mod tests {
             });
             spans.extend([span(4, 0, 40, 5), span(5, 0, 50, 5)]);
             let (columns, table, measured) = read(&spans);
-            let by_rank = starts_follow_indices(&table, &measured, &columns.frame);
+            let mut rows = frames_of_rows(&columns.frame);
+            let by_rank = starts_follow_indices(&table, &measured, &mut rows).unwrap();
             assert_eq!(by_rank, !three_first);
-            let listed = places_by_start(&table, &measured, &columns.frame);
+            let listed = places_by_start(&table, &measured, &mut rows).unwrap();
             let ranks = measured.in_window.ranks();
             for f in measured.in_window.ones() {
                 if by_rank {
@@ -507,7 +535,8 @@ mod tests {
             let mut late = spans.clone();
             late.push(span(6, 0, 45, 1));
             let (columns, table, measured) = read(&late);
-            assert!(!starts_follow_indices(&table, &measured, &columns.frame));
+            let mut rows = frames_of_rows(&columns.frame);
+            assert!(!starts_follow_indices(&table, &measured, &mut rows).unwrap());
         }
     }
 

@@ -24,7 +24,7 @@ use crate::read_ahead::for_each_read_ahead;
 /// Every span of `source` in the run's order with its frame's index in `table` (NO_FRAME
 /// for a duration out of range); an error when a span's frame is not in the table (the run
 /// changed since the table was read).
-fn each_with_frame(
+pub(super) fn each_with_frame(
     source: &(dyn SpanSource + Sync),
     table: &FrameTable,
     visit: &mut dyn FnMut(&Span, u32),
