@@ -282,7 +282,7 @@ fn phases(path: &Path, spans: usize) {
     let (analysis, _, (data, a)) =
         measured(|| report::html::run_data::RunData::analyze(&run.head, &run).unwrap());
     let before_page = held() - at_start;
-    let (page, _, _) = measured(|| data.page(&a));
+    let (page, _, _) = measured(|| data.document(&a));
     println!(
         "report --format html by phase: reading and the analysis {:.1} B/span at their peak, \
          {:.1} held after; the page's data {:.1} more ({:.1} in all)",

@@ -80,12 +80,40 @@ pub fn page_text(document: &Document) -> PageText {
                 title: title.clone(),
                 items: lines(items),
             }),
-            Block::TableUnder(table) | Block::Pipe(table) | Block::Columns { table, .. } => {
+            Block::TableUnder(table) | Block::Columns { table, .. } => {
                 words.push(Words::Table(names_shown(table)))
             }
-            Block::Captioned { caption, table } => {
+            Block::Captioned { caption, table }
+            | Block::Titled {
+                title: caption,
+                table,
+            } => {
                 words.push(Words::Paragraph(line(caption)));
                 words.push(Words::Table(names_shown(table)));
+            }
+            Block::States { title, text, items } => {
+                words.push(Words::Paragraph(format!("{title} {text}")));
+                words.push(Words::Bullets(
+                    (items.iter())
+                        .map(|i| {
+                            let state = shown(&vec![i.state.clone()], &st);
+                            format!(
+                                "{} {state} · {}",
+                                crate::display::name(&i.name),
+                                line(&i.detail)
+                            )
+                        })
+                        .collect(),
+                ));
+            }
+            Block::Bars(chart) => {
+                words.push(Words::Paragraph(line(&chart.title)));
+                words.push(Words::Bullets(lines(&chart.summary)));
+                let mut table = Table::new(&["bucket", "count"]);
+                for bar in &chart.bars {
+                    table.push(vec![bar.label.clone().into(), bar.count.to_string().into()]);
+                }
+                words.push(Words::Table(table));
             }
             Block::Section(section) => {
                 let mut table = Table::new(&[]);
@@ -96,15 +124,13 @@ pub fn page_text(document: &Document) -> PageText {
                         None => c.header.clone(),
                     })
                     .collect();
-                table.rows = section.rows.clone();
+                table.rows = super::value::texts(section.rows.clone());
                 words.push(Words::Table(names_shown(&table.with_every_cell_a_name())));
                 words.push(Words::Paragraph(
                     crate::display::text(&section.conclusion).into(),
                 ));
             }
-            Block::Aligned(text) | Block::Lines(text) => {
-                words.push(Words::Lines(crate::display::lines(text)))
-            }
+            Block::Lines(text) => words.push(Words::Lines(crate::display::lines(text))),
             Block::Blank | Block::Data(_) | Block::Plot(_) => {}
         }
     }
@@ -124,7 +150,7 @@ fn names_shown(table: &Table) -> Table {
     for row in &mut shown.rows {
         for &c in &table.names.columns {
             if let Some(cell) = row.get_mut(c) {
-                *cell = name(cell);
+                *cell = name(&cell.shown()).into();
             }
         }
     }
