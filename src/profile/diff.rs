@@ -157,9 +157,15 @@ pub fn render(d: &Diff, n: usize, md: bool) -> String {
 /// The diff as one document for text and Markdown: a title (naming A and B), the legend,
 /// the `n` largest changes in the profile's fixed columns, numbers before names.
 fn document(d: &Diff, n: usize) -> Document {
+    let runs = |n: usize| crate::units::plural(n as u64, "run", "runs");
     let title = format!(
-        "profile diff · {} ({} runs, {} samples) → {} ({} runs, {} samples)",
-        d.a, d.a_runs, d.a_samples, d.b, d.b_runs, d.b_samples
+        "profile diff · {} ({}, {} samples) → {} ({}, {} samples)",
+        d.a,
+        runs(d.a_runs),
+        d.a_samples,
+        d.b,
+        runs(d.b_runs),
+        d.b_samples
     );
     // The shares first, one space apart, `~` right after a change within the noise.
     let headers = [
