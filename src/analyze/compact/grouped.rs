@@ -237,6 +237,14 @@ impl<'a> Groups<'a> {
     /// Hands over every held frame below `below`.
     fn hand_over(&mut self, below: u32) {
         self.done_below = below;
+        if self.lateness == 0 {
+            // Frames come in order: what is held is one frame, and all of it is done.
+            if let Some(first) = self.held.first() {
+                (self.frame)(first.frame, &self.held);
+                self.held.clear();
+            }
+            return;
+        }
         // Stable: a frame's spans keep the order they came in.
         self.held.sort_by_key(|g| g.frame);
         let done = self.held.partition_point(|g| g.frame < below);
@@ -256,7 +264,7 @@ impl<'a> Groups<'a> {
 fn merged(
     source: &(dyn SpanSource + Sync),
     runs: &[(u64, u64)],
-    measured_of: &mut dyn FnMut(&Span) -> Option<GroupedSpan>,
+    measured_of: &mut impl FnMut(&Span) -> Option<GroupedSpan>,
     groups: &mut Groups,
 ) -> anyhow::Result<()> {
     std::thread::scope(|scope| {
@@ -307,7 +315,7 @@ impl Stretch {
     /// The stretch's next measured span, `None` once it ended.
     fn next(
         &mut self,
-        measured_of: &mut dyn FnMut(&Span) -> Option<GroupedSpan>,
+        measured_of: &mut impl FnMut(&Span) -> Option<GroupedSpan>,
     ) -> anyhow::Result<Option<GroupedSpan>> {
         loop {
             if self.next == self.chunk.len() {
@@ -334,7 +342,7 @@ impl Stretch {
 /// among spans of one frame (the run's order).
 fn merge(
     stretches: &mut [Stretch],
-    measured_of: &mut dyn FnMut(&Span) -> Option<GroupedSpan>,
+    measured_of: &mut impl FnMut(&Span) -> Option<GroupedSpan>,
     groups: &mut Groups,
 ) -> anyhow::Result<()> {
     let mut heads = Vec::with_capacity(stretches.len());

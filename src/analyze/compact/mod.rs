@@ -2,12 +2,14 @@
 //! [`crate::analyze::analyze`] (its tests compare the two on the same runs), in
 //! about a third of the memory.
 //!
-//! A loaded run holds 32 bytes a span and the analysis about 70 more. Here the spans become
-//! columns as they arrive (frame index, stage, packed duration and start, thread: 18 bytes;
-//! start and thread dropped once the waits and busy time are taken from them), frames
-//! a start and an end (16 bytes, ids implicit while they count up), and each statistic's
-//! values are made, used and dropped in turn, u32 where they fit: at most about 35 bytes
-//! a span with one span per frame (the worst case), about 28 with five stages a frame.
+//! A loaded run holds 32 bytes a span and the analysis about 70 more. Here the frames are
+//! read first (a start and an end, packed: about 8 bytes a frame, ids implicit while they
+//! count up), then the spans are read again for each thing they give ([`streamed`]) and
+//! each statistic's values are made, used and dropped in turn, u32 where they fit. Where
+//! that cannot be done (spans far out of order), and for `hist`, the HTML page and
+//! `whatif`, the spans become columns (frame index, stage, packed duration and start,
+//! thread: about 15 bytes a span; start and thread dropped once the waits and busy time
+//! are taken from them).
 
 pub mod columns;
 pub mod grouped;

@@ -8,9 +8,10 @@
 //! The numbers are those of the columns' analysis (`compact::tests` compares them): each
 //! read sees the spans in the order the columns hold them, and with several spans a frame
 //! the waits are taken from the frames as a read groups them (`grouped`: frames nearly in
-//! order, or a few stretches in order merged). Where a thread's spans came out of start
-//! order (its busy time must sort them), or the frames come in no order a read can group,
-//! the caller reads the columns instead ([`super::column_fallbacks`] counts it).
+//! order, or a few stretches in order merged); a thread's spans that come out of start
+//! order (a span wrapping others is recorded after them) are set aside and merged into its
+//! busy time by one more read. Where too many do, or the frames come in no order a read can
+//! group, the caller reads the columns instead ([`super::column_fallbacks`] counts it).
 
 use super::grouped::{for_each_frame, FrameOrder, Grouping};
 use super::table::FrameTable;
