@@ -119,8 +119,11 @@ impl Grouping {
 /// that chose the grouping saw them (more held than [`most_held`] allows, or a frame
 /// after it was done): nothing can be said of the frames handed over, and the caller reads
 /// columns instead.
+///
+/// `shared` is `source` where threads may read it: without, the spans are read on this
+/// thread, and stretches to merge give `Ok(false)`.
 pub fn for_each_frame(
-    source: &(dyn SpanSource + Sync),
+    (source, shared): (&dyn SpanSource, Option<&(dyn SpanSource + Sync)>),
     (table, measured): (&FrameTable, &MeasuredFrames),
     grouping: &Grouping,
     frame: &mut dyn FnMut(u32, &[GroupedSpan]),
@@ -148,14 +151,23 @@ pub fn for_each_frame(
             dur_ns: s.dur_ns,
         })
     };
-    let read = match grouping {
-        Grouping::InOrder { .. } => for_each_read_ahead(source, &mut |chunk| {
-            for g in chunk.iter().filter_map(&mut measured_of) {
-                groups.add(g)?;
+    let read = match (grouping, shared) {
+        (Grouping::InOrder { .. }, shared) => {
+            let mut each = |chunk: &[Span]| {
+                for g in chunk.iter().filter_map(&mut measured_of) {
+                    groups.add(g)?;
+                }
+                Ok(())
+            };
+            match shared {
+                Some(shared) => for_each_read_ahead(shared, &mut each),
+                None => source.for_each_spans(&mut each),
             }
-            Ok(())
-        }),
-        Grouping::Merged(runs) => merged(source, runs, &mut measured_of, &mut groups),
+        }
+        (Grouping::Merged(runs), Some(shared)) => {
+            merged(shared, runs, &mut measured_of, &mut groups)
+        }
+        (Grouping::Merged(_), None) => return Ok(false),
     };
     match read {
         Err(e) if e.is::<OutOfOrder>() => return Ok(false),
@@ -409,7 +421,8 @@ mod tests {
             ..Run::default()
         };
         if let Some(grouping) = &grouping {
-            let read = for_each_frame(&run, (&table, &measured), grouping, &mut |f, g| {
+            let sources = (&run as &dyn SpanSource, Some(&run as _));
+            let read = for_each_frame(sources, (&table, &measured), grouping, &mut |f, g| {
                 assert!(groups[f as usize].is_empty(), "frame {f} handed over twice");
                 groups[f as usize] = g.to_vec();
             });
@@ -502,7 +515,7 @@ mod tests {
         };
         // Read as though in order: thread 1's spans come after their frames were done.
         let read = for_each_frame(
-            &run,
+            (&run, Some(&run)),
             (&table, &measured),
             &Grouping::InOrder { lateness: 0 },
             &mut |_, _| {},

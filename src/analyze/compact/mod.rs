@@ -11,13 +11,16 @@
 //! thread: about 15 bytes a span; start and thread dropped once the waits and busy time
 //! are taken from them).
 
+pub mod cadence;
 pub mod columns;
+pub mod frameless;
 pub mod grouped;
 pub mod growing;
 pub mod narrow;
 pub mod nearly_sorted;
 pub mod packed;
 pub mod rate;
+pub mod select;
 pub mod streamed;
 pub mod table;
 pub mod values;
@@ -49,6 +52,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The analysis of `head` (a run's metadata, names, processes, telemetry: its `spans` and
 /// `counters` are not read) with its spans and counter values from `source`.
 pub fn analyze_from(head: &Run, source: &(dyn SpanSource + Sync)) -> anyhow::Result<Analysis> {
+    // One span a frame, ids counting up: nothing held that grows with the run.
+    if let Some(analysis) = frameless::analyze(head, source)? {
+        return Ok(analysis);
+    }
     let (table, spans) = read_frames(source)?;
     // Nothing of the spans is held: what they give is taken as they are read again.
     if let Some(analysis) = streamed::analyze(head, table, spans, source, &mut |_| {})? {

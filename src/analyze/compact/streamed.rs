@@ -46,7 +46,11 @@ pub fn analyze(
     source: &(dyn SpanSource + Sync),
     sorted: &mut dyn FnMut(Sorted),
 ) -> anyhow::Result<Option<Analysis>> {
-    let Some((facts, _)) = facts(head, &table, spans, source, (sorted, &mut |_, _| {}))? else {
+    let reads = Reads {
+        source,
+        shared: Some(source),
+    };
+    let Some((facts, _)) = facts(head, &table, spans, reads, (sorted, &mut |_, _| {}))? else {
         return Ok(None);
     };
     drop(table);
@@ -55,17 +59,48 @@ pub fn analyze(
     Ok(Some(analysis))
 }
 
-/// [`analyze`] with the table kept by the caller, and the frames it measured; `waits` is
-/// shown each wait pair's name and its waits over the measured frames, sorted (what
-/// `pipeline::wait_values` gives a loaded run).
+/// [`analyze`] with the table kept by the caller, and the frames it measured. Without
+/// threads to read with (`source` is not `Sync`), a run whose frames need the stretches of
+/// a file written thread by thread merged gives `None`.
 pub fn analyze_measured(
     head: &Run,
     table: &FrameTable,
     spans: usize,
-    source: &(dyn SpanSource + Sync),
-    (sorted, waits): (&mut dyn FnMut(Sorted), &mut dyn FnMut(&str, &NsValues)),
+    source: &dyn SpanSource,
+    sorted: &mut dyn FnMut(Sorted),
 ) -> anyhow::Result<Option<(Analysis, MeasuredFrames)>> {
-    let Some((facts, measured)) = facts(head, table, spans, source, (sorted, waits))? else {
+    let reads = Reads {
+        source,
+        shared: None,
+    };
+    measured_analysis(head, table, spans, reads, (sorted, &mut |_, _| {}))
+}
+
+/// [`analyze_measured`], `waits` shown each wait pair's name and its waits over the
+/// measured frames, sorted (what `pipeline::wait_values` gives a loaded run).
+pub fn analyze_measured_with_waits(
+    head: &Run,
+    table: &FrameTable,
+    spans: usize,
+    source: &(dyn SpanSource + Sync),
+    shown: Shown,
+) -> anyhow::Result<Option<(Analysis, MeasuredFrames)>> {
+    let reads = Reads {
+        source,
+        shared: Some(source),
+    };
+    measured_analysis(head, table, spans, reads, shown)
+}
+
+fn measured_analysis(
+    head: &Run,
+    table: &FrameTable,
+    spans: usize,
+    reads: Reads,
+    shown: Shown,
+) -> anyhow::Result<Option<(Analysis, MeasuredFrames)>> {
+    let source = reads.source;
+    let Some((facts, measured)) = facts(head, table, spans, reads, shown)? else {
         return Ok(None);
     };
     let mut analysis = assemble(head, facts);
@@ -73,11 +108,19 @@ pub fn analyze_measured(
     Ok(Some((analysis, measured)))
 }
 
+/// Where the spans are read from: `shared` is the same source where threads may read it
+/// (the merge of a file written thread by thread reads on threads of its own).
+#[derive(Clone, Copy)]
+struct Reads<'a> {
+    source: &'a dyn SpanSource,
+    shared: Option<&'a (dyn SpanSource + Sync)>,
+}
+
 type Facts = (crate::analyze::summary::SpanFacts, MeasuredFrames);
 
 /// Where the analysis shows what it sorted: the stages' durations and the intervals, and
 /// each wait pair's waits.
-type Shown<'a> = (
+pub type Shown<'a> = (
     &'a mut dyn FnMut(Sorted),
     &'a mut dyn FnMut(&str, &NsValues),
 );
@@ -86,10 +129,15 @@ fn facts(
     head: &Run,
     table: &FrameTable,
     spans: usize,
-    source: &(dyn SpanSource + Sync),
+    reads: Reads,
     (sorted, waits): Shown,
 ) -> anyhow::Result<Option<Facts>> {
-    let reader = SpanReader { table, source };
+    let source = reads.source;
+    let reader = SpanReader {
+        table,
+        source,
+        shared: reads.shared,
+    };
     let (window, measured) = measure_with(table, &head.meta, &mut |visit| {
         reader.each(&mut |s, frame| visit(frame, s.stage))
     })?;
@@ -152,7 +200,8 @@ fn facts(
 /// Reads of the spans with each one's frame index, as the columns would hold it.
 struct SpanReader<'a> {
     table: &'a FrameTable,
-    source: &'a (dyn SpanSource + Sync),
+    source: &'a dyn SpanSource,
+    shared: Option<&'a (dyn SpanSource + Sync)>,
 }
 
 impl SpanReader<'_> {
@@ -215,7 +264,7 @@ fn counts_and_busy(
     if !with_threads {
         return Ok(Some((c, None)));
     }
-    let busy = match busy.finish() {
+    let busy = match busy.finish_late() {
         Busy::Done(busy) => busy,
         Busy::TooLate => return Ok(None),
         Busy::Late(mut late) => {
@@ -313,7 +362,8 @@ fn grouped_durations(
     }
     let mut sweep = FrameSweep::new(worst, measured.count as usize);
     let frames = (reader.table, measured);
-    let whole = for_each_frame(reader.source, frames, grouping, &mut |frame, spans| {
+    let sources = (reader.source, reader.shared);
+    let whole = for_each_frame(sources, frames, grouping, &mut |frame, spans| {
         for s in spans {
             let (durations, worst_ns) = &mut done[column[s.stage as usize]];
             durations.push(s.dur_ns);

@@ -157,6 +157,13 @@ pub enum Busy {
     TooLate,
 }
 
+/// A sweep that sets no span aside: a thread out of start order is one it cannot sweep.
+impl Default for BusySweep {
+    fn default() -> BusySweep {
+        BusySweep::new(0)
+    }
+}
+
 impl BusySweep {
     /// A sweep that sets aside at most `most_late` spans.
     pub fn new(most_late: usize) -> BusySweep {
@@ -188,7 +195,18 @@ impl BusySweep {
         }
     }
 
-    pub fn finish(self) -> Busy {
+    /// Busy time by thread, threads in index order, as [`thread_busy`] gives it; `None`
+    /// when a thread's spans did not come in start order (sorting them takes the spans in
+    /// memory, or [`BusySweep::finish_late`]).
+    pub fn finish(self) -> Option<Vec<ThreadBusy>> {
+        match self.finish_late() {
+            Busy::Done(busy) => Some(busy),
+            Busy::Late(_) | Busy::TooLate => None,
+        }
+    }
+
+    /// What the sweep found, spans set aside included.
+    pub fn finish_late(self) -> Busy {
         if self.late_spans == usize::MAX {
             return Busy::TooLate;
         }
