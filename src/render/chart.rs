@@ -4,7 +4,7 @@
 //! count, each bucket's bounds a code span. The feature gives the rows; their layout is
 //! here.
 
-use super::document::{shown, Line};
+use super::line::{code_span, shown, Line};
 use super::style::Style;
 use super::table::{Align, Layout, Table};
 use super::value::Value;
@@ -63,7 +63,7 @@ pub fn markdown(chart: &BarChart, st: &Style) -> String {
         .with_layout(Layout::markdown_given(vec![Align::Plain, Align::Right]));
     for b in &chart.bars {
         table.push(vec![
-            Value::Text(super::document::code_span(&b.label)),
+            Value::Text(code_span(&b.label)),
             Value::Count(b.count as i64),
         ]);
     }

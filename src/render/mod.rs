@@ -11,6 +11,7 @@ pub mod document;
 pub mod format;
 pub mod html_writer;
 pub mod human;
+pub mod line;
 pub mod plot;
 pub mod style;
 pub mod table;

@@ -115,7 +115,7 @@ impl Layout {
         }
     }
 
-    /// Cells the feature gives as Markdown (a code span, an escaped function), uncut, each
+    /// Cells the feature gives as Markdown (a bar chart's bucket bounds as code spans), uncut, each
     /// column lined up as `align` says in Markdown's rule.
     pub fn markdown_given(align: Vec<Align>) -> Layout {
         Layout {
@@ -267,10 +267,11 @@ impl Table {
     pub fn markdown(&self) -> String {
         let this = self.shown();
         let layout = this.layout;
+        // A cell's padding is text's (a column kept for a mark): Markdown has none.
         let escape = |s: &str, name: bool| match (name, layout.markdown) {
-            (true, _) => crate::display::markdown(s),
-            (false, MarkdownCells::PipesEscaped) => s.replace('|', "\\|"),
-            (false, MarkdownCells::AsGiven) => s.to_owned(),
+            (true, _) => crate::display::markdown(s.trim_end()),
+            (false, MarkdownCells::PipesEscaped) => s.trim_end().replace('|', "\\|"),
+            (false, MarkdownCells::AsGiven) => s.trim_end().to_owned(),
         };
         let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
         let mut headers: Vec<String> = (this.headers.iter().enumerate())

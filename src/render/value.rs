@@ -1,5 +1,6 @@
 //! A table's typed cell: a value and what it is (a duration, a percentage, a count, a rate,
-//! memory, words). The feature says what a cell holds; the table shows it when a writer
+//! memory, a metric in its unit, a difference, a change with its interval, a p-value,
+//! words). The feature says what a cell holds; the table shows it when a writer
 //! lays it out, in the human form of `render::human` and `render::cells`, the same in text,
 //! in Markdown and in the HTML page's data (a value serialises as the text it shows). The
 //! figures for scripts stay numbers in CSV's typed cells (`render::csv::Cell`) and in each
@@ -7,7 +8,8 @@
 
 use serde::{Serialize, Serializer};
 
-use super::human;
+use super::{cells, human};
+use crate::analyze::metrics::Unit;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -40,6 +42,26 @@ pub enum Value {
     Memory(u64),
     /// A telemetry reading with the precision its size deserves: `1980`, `61.5`, `0.42`.
     Reading(f64),
+    /// A metric's value in its unit's usual precision, no finer than its resolution
+    /// (`cells::value_to`), with the spread of its runs when there are several
+    /// (`12.5 ±3.1%`).
+    Metric {
+        unit: Unit,
+        value: f64,
+        resolution: Option<f64>,
+        spread_pct: Option<f64>,
+    },
+    /// A difference in a metric's unit, signed with a true minus (`−0.42`, `±0.0`).
+    Difference {
+        unit: Unit,
+        value: f64,
+        resolution: Option<f64>,
+    },
+    /// A ratio as a signed percentage change with its 95% interval (`+3.2% [1.0, 5.1]`),
+    /// the percentage alone without one (NaN bounds).
+    Change { ratio: f64, low: f64, high: f64 },
+    /// A p-value: four decimals, or `<0.0001`.
+    P(f64),
 }
 
 impl Value {
@@ -86,6 +108,25 @@ impl Value {
             } => crate::units::fixed_to_resolution(*value, *resolution, *decimals),
             Value::Memory(bytes) => human::mem(*bytes),
             Value::Reading(v) => reading(*v),
+            Value::Metric {
+                unit,
+                value,
+                resolution,
+                spread_pct,
+            } => {
+                let shown = cells::value_to(unit, *value, *resolution);
+                match spread_pct {
+                    Some(pct) => format!("{shown} ±{pct:.1}%"),
+                    None => shown,
+                }
+            }
+            Value::Difference {
+                unit,
+                value,
+                resolution,
+            } => cells::difference(unit, *value, *resolution),
+            Value::Change { ratio, low, high } => cells::change_with_interval(*ratio, *low, *high),
+            Value::P(p) => cells::p_value(*p),
         }
     }
 }
@@ -166,6 +207,39 @@ mod tests {
         assert_eq!(Value::Reading(61.54).shown(), "61.5");
         assert_eq!(Value::or(None, "–").shown(), "–");
         assert_eq!(Value::from("encode").shown(), "encode");
+    }
+
+    #[test]
+    fn a_comparisons_kinds_keep_their_unit_sign_and_interval() {
+        let metric = |spread_pct| Value::Metric {
+            unit: Unit::Fps,
+            value: 119.96,
+            resolution: None,
+            spread_pct,
+        };
+        assert_eq!(metric(None).shown(), "120.0");
+        assert_eq!(metric(Some(3.14)).shown(), "120.0 ±3.1%");
+        let difference = |value| Value::Difference {
+            unit: Unit::Microseconds,
+            value,
+            resolution: None,
+        };
+        assert_eq!(difference(-0.42).shown(), "−0.42");
+        assert_eq!(difference(0.0001).shown(), "±0.00");
+        let change = Value::Change {
+            ratio: 1.032,
+            low: 1.01,
+            high: 1.051,
+        };
+        assert_eq!(change.shown(), "+3.2% [+1.0, +5.1]");
+        let alone = Value::Change {
+            ratio: 0.73,
+            low: f64::NAN,
+            high: f64::NAN,
+        };
+        assert_eq!(alone.shown(), "−27.0%");
+        assert_eq!(Value::P(0.00002).shown(), "<0.0001");
+        assert_eq!(Value::P(0.0312).shown(), "0.0312");
     }
 
     #[test]

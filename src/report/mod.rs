@@ -183,6 +183,38 @@ mod snapshots {
         }
     }
 
+    /// Every number of a run's numbers, in the order they come.
+    fn numbers(text: &str) -> Vec<String> {
+        let mut all: Vec<String> = text
+            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .map(|t| t.trim_matches('.'))
+            .filter(|t| t.chars().any(|c| c.is_ascii_digit()))
+            .map(str::to_owned)
+            .collect();
+        all.sort();
+        all
+    }
+
+    /// One document for text and Markdown: a reader of the pasted report finds every figure
+    /// of the terminal's, and no other (the fps line, not a table of ten lows, in both).
+    #[test]
+    fn text_and_markdown_show_the_same_figures() {
+        let runs = [
+            reference_run(),
+            crashed_run(),
+            metrics_run(),
+            crate::analyze::telemetry::fixture::telemetry_run(),
+        ];
+        for run in runs {
+            let a = analyze(&run);
+            for verbose in [false, true] {
+                let text = render_in(&a, Format::Text, false, verbose).unwrap();
+                let md = render_in(&a, Format::Markdown, false, verbose).unwrap();
+                assert_eq!(numbers(&text), numbers(&md), "{text}\n{md}");
+            }
+        }
+    }
+
     #[test]
     fn plain_text_has_no_escape_codes_and_colour_has_them() {
         let a = analyze(&reference_run());

@@ -9,9 +9,22 @@ use crate::render::value::Value;
 use crate::sched::SchedSource;
 use crate::units::plural;
 
-fn dist_cells(d: Option<&Dist>) -> Vec<Value> {
+/// A distribution's min, p50, p95, p99, max and mean, in µs (the stage table's cells too).
+pub(crate) fn dist_cells(d: &Dist) -> [Value; 6] {
+    [
+        Value::Micros(d.min_ns),
+        Value::Micros(d.p50_ns),
+        Value::Micros(d.p95_ns),
+        Value::Micros(d.p99_ns),
+        Value::Micros(d.max_ns),
+        Value::MeanMicros(d.mean_ns),
+    ]
+}
+
+/// [`dist_cells`], or six dashes where there is no distribution.
+fn dist_cells_or_dashes(d: Option<&Dist>) -> Vec<Value> {
     match d {
-        Some(d) => super::text::dist_cells(d).into(),
+        Some(d) => dist_cells(d).into(),
         None => vec![Value::Missing("-"); 6],
     }
 }
@@ -28,14 +41,14 @@ pub fn wait_rows(p: &PipelineSummary) -> Option<Vec<Vec<Value>>> {
     let mut rows: Vec<Vec<Value>> = (p.waits.iter())
         .map(|w| {
             let mut row = vec![Value::Text(w.name.clone())];
-            row.extend(dist_cells(w.dist.as_ref()));
+            row.extend(dist_cells_or_dashes(w.dist.as_ref()));
             row.push(Value::Count(w.overlaps as i64));
             row
         })
         .collect();
     for (name, d) in [("frame work", &p.work), ("frame waits", &p.waited)] {
         let mut row = vec![Value::from(name)];
-        row.extend(dist_cells(d.as_ref()));
+        row.extend(dist_cells_or_dashes(d.as_ref()));
         row.push(Value::Missing(""));
         rows.push(row);
     }

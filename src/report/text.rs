@@ -3,24 +3,13 @@
 //! telemetry and the notes. The rows are shared with the HTML page (`page.rs`).
 
 use super::facts::{facts_in, title};
+use super::pipeline::dist_cells;
 use crate::analyze::cpu::{role_label, split_resolution_ns};
-use crate::analyze::{Analysis, Dist};
+use crate::analyze::Analysis;
 use crate::render::columns::Column;
 use crate::render::document::{Block, Fact, SpanKind};
 use crate::render::human::us;
 use crate::render::value::Value;
-
-/// A distribution's min, p50, p95, p99, max and mean, in µs.
-pub(crate) fn dist_cells(d: &Dist) -> [Value; 6] {
-    [
-        Value::Micros(d.min_ns),
-        Value::Micros(d.p50_ns),
-        Value::Micros(d.p95_ns),
-        Value::Micros(d.p99_ns),
-        Value::Micros(d.max_ns),
-        Value::MeanMicros(d.mean_ns),
-    ]
-}
 
 /// Every stage, then `total` and `interval`, in µs.
 pub(crate) fn stage_rows(a: &Analysis) -> Vec<(String, [Value; 6])> {

@@ -5,7 +5,8 @@
 //!
 //! 1. a read checks the run's shape (ids counting up, so no frame has two spans) and takes
 //!    what decides the window (the last end) and the frames cut short by the stop (the
-//!    last few by start);
+//!    last few by start); where the metadata decides both (a recorded window, a command
+//!    that finished its frames), the shape is checked in the next read instead;
 //! 2. a read takes what is counted or bounded (frames by window, stage counts, busy time,
 //!    the worst frames, lateness) and counts each set of values into the buckets of a
 //!    [`Selection`]; the intervals come from the frames put in end order by a small
@@ -72,10 +73,14 @@ pub fn analyze_asking(
     if !head.counter_names.is_empty() || has_counters(source)? {
         return Ok(None);
     }
-    let Some(shape) = Shape::read(head, source)? else {
-        return Ok(None);
+    let (shape, scan) = match Shape::known_before_reading(head) {
+        true => (Shape::known(head), Some(Scan::new(false))),
+        false => match Shape::read(head, source)? {
+            Some(shape) => (shape, None),
+            None => return Ok(None),
+        },
     };
-    let Some((facts, values)) = facts(head, &shape, source, also)? else {
+    let Some((facts, values)) = facts(head, shape, scan, source, also)? else {
         return Ok(None);
     };
     let mut analysis = assemble(head, facts);
@@ -148,56 +153,107 @@ struct Shape {
     open_missing_stages: Vec<u16>,
 }
 
+/// The shape taken span by span.
+struct Scan {
+    spans: u64,
+    frames: u64,
+    negative_spans: u64,
+    first_bad_span: Option<BadSpan>,
+    last_id: Option<u64>,
+    last_end_ns: Option<i64>,
+    /// With a stop mid-frame: the latest starts (start, row, id, stage), least first.
+    latest: Option<BinaryHeap<Reverse<(i64, u64, u64, u16)>>>,
+}
+
+impl Scan {
+    fn new(stopped: bool) -> Scan {
+        Scan {
+            spans: 0,
+            frames: 0,
+            negative_spans: 0,
+            first_bad_span: None,
+            last_id: None,
+            last_end_ns: None,
+            latest: stopped.then(BinaryHeap::new),
+        }
+    }
+
+    /// Takes `s`: [`Stop`] when it is usable and its frame id is not above the one before
+    /// (a frame may have two spans).
+    fn span(&mut self, s: &Span) -> Result<(), Stop> {
+        let row = self.spans;
+        self.spans += 1;
+        if out_of_range(s.start_ns, s.dur_ns) {
+            self.negative_spans += 1;
+            self.first_bad_span.get_or_insert(BadSpan {
+                frame: s.frame,
+                start_ns: s.start_ns,
+                dur_ns: s.dur_ns,
+            });
+            return Ok(());
+        }
+        if self.last_id.is_some_and(|l| s.frame <= l) {
+            return Err(Stop);
+        }
+        self.last_id = Some(s.frame);
+        self.frames += 1;
+        let end = s.start_ns + s.dur_ns;
+        self.last_end_ns = Some(self.last_end_ns.map_or(end, |l| l.max(end)));
+        if let Some(latest) = &mut self.latest {
+            latest.push(Reverse((s.start_ns, row, s.frame, s.stage)));
+            if latest.len() > MAX_OPEN_FRAMES + REFERENCE_FRAMES {
+                latest.pop();
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Shape {
-    /// `None` when a usable span's frame id is not above the one before (a frame may have
-    /// two spans).
+    /// Whether the shape need not be read first: the window is the metadata's and no
+    /// frame can have been cut short (the command finished its frames), so one read
+    /// checks the shape and takes the first values.
+    fn known_before_reading(head: &Run) -> bool {
+        !stopped_mid_frame(&head.meta) && !resolve_window(&head.meta, None).end_from_last_span
+    }
+
+    /// The shape of [`Shape::known_before_reading`]: its counts filled by [`Shape::scanned`].
+    fn known(head: &Run) -> Shape {
+        Shape {
+            spans: 0,
+            negative_spans: 0,
+            first_bad_span: None,
+            window: resolve_window(&head.meta, None),
+            open: Vec::new(),
+            open_missing_stages: Vec::new(),
+        }
+    }
+
+    /// The counts of a read that also took the values.
+    fn scanned(&mut self, scan: &Scan) {
+        self.spans = scan.spans;
+        self.negative_spans = scan.negative_spans;
+        self.first_bad_span = scan.first_bad_span;
+    }
+
+    /// `None` when a usable span's frame id is not above the one before.
     fn read(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Option<Shape>> {
-        let stopped = stopped_mid_frame(&head.meta);
-        let look_most = MAX_OPEN_FRAMES + REFERENCE_FRAMES;
-        // The latest starts (start, row, id, stage), least first.
-        let mut latest: BinaryHeap<Reverse<(i64, u64, u64, u16)>> = BinaryHeap::new();
-        let (mut spans, mut frames, mut negative_spans) = (0u64, 0u64, 0u64);
-        let mut first_bad_span = None;
-        let mut last_id: Option<u64> = None;
-        let mut last_end_ns: Option<i64> = None;
+        let mut scan = Scan::new(stopped_mid_frame(&head.meta));
         let read = source.for_each_spans(&mut |chunk| {
             for s in chunk {
-                let row = spans;
-                spans += 1;
-                if out_of_range(s.start_ns, s.dur_ns) {
-                    negative_spans += 1;
-                    first_bad_span.get_or_insert(BadSpan {
-                        frame: s.frame,
-                        start_ns: s.start_ns,
-                        dur_ns: s.dur_ns,
-                    });
-                    continue;
-                }
-                if last_id.is_some_and(|l| s.frame <= l) {
-                    return Err(Stop.into());
-                }
-                last_id = Some(s.frame);
-                frames += 1;
-                let end = s.start_ns + s.dur_ns;
-                last_end_ns = Some(last_end_ns.map_or(end, |l| l.max(end)));
-                if stopped {
-                    latest.push(Reverse((s.start_ns, row, s.frame, s.stage)));
-                    if latest.len() > look_most {
-                        latest.pop();
-                    }
-                }
+                scan.span(s)?;
             }
             Ok(())
         });
         if !completed(read)? {
             return Ok(None);
         }
-        let window = resolve_window(&head.meta, last_end_ns);
+        let window = resolve_window(&head.meta, scan.last_end_ns);
         // `window::open_at_stop_with`: the last frames by start (then by first row).
         let mut open = Vec::new();
         let mut open_missing_stages = Vec::new();
-        let n = frames as usize;
-        if stopped && n >= 2 {
+        let n = scan.frames as usize;
+        if let Some(latest) = scan.latest.take().filter(|_| n >= 2) {
             let tail = MAX_OPEN_FRAMES.min(n / 2);
             let look = tail + REFERENCE_FRAMES.min(n - tail);
             let mut by_start: Vec<(i64, u64, u64, u16)> = latest.into_iter().map(|r| r.0).collect();
@@ -210,14 +266,14 @@ impl Shape {
                 .collect();
             open_missing_stages = found.missing_stages;
         }
-        Ok(Some(Shape {
-            spans,
-            negative_spans,
-            first_bad_span,
+        let mut shape = Shape {
             window,
             open,
             open_missing_stages,
-        }))
+            ..Shape::known(head)
+        };
+        shape.scanned(&scan);
+        Ok(Some(shape))
     }
 }
 
@@ -435,13 +491,16 @@ fn read_values(
     shape: &Shape,
     source: &dyn SpanSource,
     durations: &mut Durations,
-    mut counted: Option<&mut Counted>,
+    (mut scan, mut counted): (Option<&mut Scan>, Option<&mut Counted>),
     mut end_order: InEndOrder,
 ) -> anyhow::Result<bool> {
     let first = counted.is_some();
     let (from, to) = (shape.window.start_ns, shape.window.end_ns);
     let read = source.for_each_spans(&mut |chunk| {
         for s in chunk {
+            if let Some(scan) = scan.as_deref_mut() {
+                scan.span(s)?;
+            }
             if let Some(busy) = counted.as_deref_mut().and_then(|c| c.busy.as_mut()) {
                 // `streamed::counts_and_busy`: every span, clipped to the window.
                 let clipped = Clipped {
@@ -487,7 +546,8 @@ const CHANGED: &str = "the run changed while it was read: analyse it again once 
 
 fn facts(
     head: &Run,
-    shape: &Shape,
+    mut shape: Shape,
+    mut scan: Option<Scan>,
     source: &dyn SpanSource,
     also: Option<&dyn Fn(&dyn Ranked)>,
 ) -> anyhow::Result<Option<(SpanFacts, AskedValues)>> {
@@ -533,9 +593,14 @@ fn facts(
         late_spans: want_late_spans.then_some(&mut late_spans),
         cadence: None,
     };
-    if !read_values(shape, source, &mut durations, Some(&mut counted), first)? {
+    let firsts = (scan.as_mut(), Some(&mut counted));
+    if !read_values(&shape, source, &mut durations, firsts, first)? {
         return Ok(None);
     }
+    if let Some(scan) = &scan {
+        shape.scanned(scan);
+    }
+    let shape = &shape;
     let busy = match counted.busy.take().map(BusySweep::finish) {
         // A thread's spans out of start order: sorting them takes the spans in memory.
         Some(None) => return Ok(None),
@@ -563,7 +628,7 @@ fn facts(
             late_spans: None,
             cadence: (!cadence_read).then_some(&mut cadence),
         };
-        if !read_values(shape, source, &mut durations, None, end_order)? {
+        if !read_values(shape, source, &mut durations, (None, None), end_order)? {
             anyhow::bail!(CHANGED);
         }
         cadence_read = true;

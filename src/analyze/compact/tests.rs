@@ -742,6 +742,8 @@ fn runs_of_one_span_a_frame_without_counters_give_the_same_reports_without_a_fra
     for pair in reversed.spans.chunks_mut(2) {
         pair.reverse();
     }
+    let mut reversed_clean_exit = reversed.clone();
+    reversed_clean_exit.meta.end_reason = EndReason::Exited;
     let two_spans = without_counters(generated(Shape { stages: 2, ..one }));
     let counted = generated(one);
     // Starts a millisecond apart or so, frames every 0.1 ms.
@@ -755,6 +757,7 @@ fn runs_of_one_span_a_frame_without_counters_give_the_same_reports_without_a_fra
     for (label, run) in [
         ("sparse ids", sparse),
         ("ids going back", reversed),
+        ("ids going back, a clean exit", reversed_clean_exit),
         ("two spans a frame", two_spans),
         ("counters", counted),
         ("a thread's spans out of start order", out_of_start_order),
@@ -866,8 +869,14 @@ fn adversarial_values_give_the_same_reports_without_a_frame_table() {
         ),
     ];
     for (label, run) in cases {
-        assert!(read_frameless(&run), "{label}");
-        let a = same(label, &run);
-        assert!(a.frames > 2000 && a.fps.is_some(), "{label}");
+        // Stopped by the duration (the shape read first: frames may be cut short), and
+        // exited by itself (the shape checked in the read of the values).
+        for end_reason in [EndReason::Duration, EndReason::Exited] {
+            let mut run = run.clone();
+            run.meta.end_reason = end_reason;
+            assert!(read_frameless(&run), "{label}");
+            let a = same(&format!("{label}, {end_reason:?}"), &run);
+            assert!(a.frames > 2000 && a.fps.is_some(), "{label}");
+        }
     }
 }
