@@ -628,12 +628,13 @@ fn twelve_million_spans_one_per_frame() {
     // at all, the frame table packed as it is built (12.5: the table's 8 and one set of
     // values at a time). whatif held 28.8 (its measured figures from the frame table beside
     // the columns, rows, frame bounds and delays a span): 23.3 since, what reading its
-    // columns leaves and 0.2 (issue 31).
+    // columns leaves and 0.2; 12.1 since it reads the spans again for each replay rather
+    // than hold them, as the report does (the frame table's peak, issue 31).
     let bounds = Peaks {
         report_text: 13.0,
         report_json: 13.0,
         report_html: 24.0,
-        whatif: 24.0,
+        whatif: 13.0,
         export: 5.0,
         compare: 13.0,
         compare_four: 13.0,
@@ -659,12 +660,15 @@ fn ten_million_spans_five_stages() {
     // merge sort's buffer); it merges the two threads' sorted runs as it reads them now
     // (4.5: a frame's span count and a few chunks a thread, issue 31 item 8). Issue 29:
     // 29.3 to 30.9 bytes a span before the two reads, the byte-wide threads and the
-    // in-place sorts.
+    // in-place sorts. whatif held 20.7 (the columns and rows into them), 19.2 with each
+    // measured span placed at its frame (11 bytes) beside the frame table (24 bytes a frame
+    // at 120 fps), and WHATIF_FIVE_STAGES since the table is dropped before the spans are
+    // placed (issue 31 item 8).
     let bounds = Peaks {
         report_text: 28.0,
         report_json: 28.0,
         report_html: 28.0,
-        whatif: 22.0,
+        whatif: 17.0,
         export: 6.0,
         compare: 29.0,
         compare_four: 29.0,
