@@ -632,15 +632,16 @@ fn twelve_million_spans_one_per_frame() {
     // and history add, 0.6 and 0.8 for compare of 2 and 4, about 6 MiB whatever the
     // run's length). whatif held 28.8 (its measured figures from the frame table beside
     // the columns, rows, frame bounds and delays a span): 23.3 since, what reading its
-    // columns leaves and 0.2 (issue 31). The HTML report read columns whatever the run
-    // (23.5) until it read and analysed the run as the text report did then (12.5) and
-    // held, beside the frame table, 4 bytes a frame at a time for its plots (14.0 measured,
-    // its end order then grown by doubling).
+    // columns leaves and 0.2; 12.1 since it reads the spans again for each replay rather
+    // than hold them, as the report does (the frame table's peak, issue 31). The HTML
+    // report read columns whatever the run (23.5) until it read and analysed the run as
+    // the text report did then (12.5) and held, beside the frame table, 4 bytes a frame at
+    // a time for its plots (14.0 measured, its end order then grown by doubling).
     let bounds = Peaks {
         report_text: 1.0,
         report_json: 1.0,
         report_html: 14.5,
-        whatif: 24.0,
+        whatif: 13.0,
         export: 5.0,
         compare: 1.0,
         compare_four: 1.0,
@@ -705,12 +706,15 @@ fn ten_million_spans_five_stages() {
     // in-place sorts. Report, compare and history add held the columns (27.0 to 27.9, over
     // 2x the file's 12.2 bytes a span since the spans are stored in blocks); they read the
     // spans again for each thing they give, a frame's spans grouped as they are read for
-    // the waits, 13.9 to 14.5 (issue 31 item 8).
+    // the waits, 13.9 to 14.5 (issue 31 item 8). whatif held 20.7 (the columns and rows
+    // into them), 19.2 with each measured span placed at its frame (11 bytes) beside the
+    // frame table (24 bytes a frame at 120 fps), and less since the table is dropped before
+    // the spans are placed (the bound below; issue 31 item 8).
     let bounds = Peaks {
         report_text: 15.0,
         report_json: 15.0,
         report_html: 27.5,
-        whatif: 22.0,
+        whatif: 20.0,
         export: 6.0,
         compare: 15.5,
         compare_four: 16.0,
