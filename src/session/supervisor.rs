@@ -83,6 +83,9 @@ pub enum NotStarted {
 const MIN_TICK: Duration = Duration::from_millis(1);
 const MAX_TICK: Duration = Duration::from_millis(20);
 const COMMIT_EVERY: Duration = Duration::from_millis(500);
+/// The longest wait when every ring's producer wakes the collector: bounded anyway by the
+/// next reading of the processes, commit and end of `--duration`.
+const MAX_WAIT: Duration = COMMIT_EVERY;
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 /// How long the last processes of the group get to die once the command exited.
 const LAST_REAPS: Duration = Duration::from_millis(500);
@@ -300,8 +303,16 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             rec.commit()?;
             self.last_commit = now;
         }
-        let tick = next_tick(fullest, self.last_tick, MIN_TICK, MAX_TICK);
-        self.last_tick = tick;
+        // Producers that wake the collector when a ring passes a quarter full let it sleep
+        // until then; rings that cannot (older SDKs) are drained on a tick that follows
+        // their fill.
+        let woken = rec.producers_wake();
+        let tick = if woken {
+            MAX_WAIT
+        } else {
+            self.last_tick = next_tick(fullest, self.last_tick, MIN_TICK, MAX_TICK);
+            self.last_tick
+        };
         // Wake up for the next reading of the processes, the next commit (what a kill -9
         // loses) and the end of --duration too.
         let tick = tick
@@ -312,7 +323,10 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             None => tick,
         };
         let spent = self.exec.now() - now;
-        if spent < tick {
+        if spent < tick && woken {
+            self.exec
+                .wait_or_sleep(tick - spent, &mut |wait| rec.wait_for_producers(wait));
+        } else if spent < tick {
             self.exec.sleep(tick - spent);
         }
         Ok(false)
