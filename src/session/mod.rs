@@ -30,6 +30,7 @@ mod services;
 mod setup;
 mod supervisor;
 pub mod taskstats;
+mod tree_cache;
 mod wake;
 pub mod watch;
 mod write;

@@ -283,9 +283,19 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             self.state = State::Drain;
             return Ok(true);
         }
+        // Producers that wake the collector when a ring passes a quarter full let it sleep
+        // until then; rings that cannot (older SDKs) are drained on a tick that follows
+        // their fill.
+        let woken = rec.producers_wake();
         if now - self.last_sample >= self.sample_every {
             rec.sample(pid);
             self.last_sample = now;
+        } else if woken && now - self.last_sample >= self.sample_every / 2 {
+            // Awake anyway (a producer, a commit) in the second half of the interval: the
+            // reading rides on this wakeup rather than making one of its own, and the next
+            // one stays on its beat.
+            rec.sample(pid);
+            self.last_sample += self.sample_every;
         }
         if now - self.last_progress >= PROGRESS_EVERY {
             self.last_progress = now;
@@ -303,10 +313,6 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             rec.commit()?;
             self.last_commit = now;
         }
-        // Producers that wake the collector when a ring passes a quarter full let it sleep
-        // until then; rings that cannot (older SDKs) are drained on a tick that follows
-        // their fill.
-        let woken = rec.producers_wake();
         let tick = if woken {
             MAX_WAIT
         } else {
@@ -547,7 +553,10 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     let profiler =
         started_profiler.and_then(|started| start_profiler(started, &service_pids, opts));
     let procfs = supervisor.executor().procfs();
-    let accounting = accounting(opts, procfs.clone(), &meta, exit_records, service_roots);
+    let mut accounting = accounting(opts, procfs.clone(), &meta, exit_records, service_roots);
+    if let Some(dir) = run_group.listing_dir() {
+        accounting.list_through_group(dir);
+    }
     let live = opts.live.every.map(|every| {
         crate::hist::live::Live::start(output.clone(), writer.run_id(), every, opts.live.linear)
     });
