@@ -20,17 +20,9 @@ seconds=${3:-10}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# LABEL CMD...: runs CMD (stdout discarded) and prints its wall time and peak RSS, as
-# /usr/bin/time -f '%e s %M KiB' would (GNU time is not on every host).
-timed() {
-    python3 -c '
-import resource, subprocess, sys, time
-start = time.monotonic()
-code = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL).returncode
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(f"{time.monotonic() - start:.2f} s {peak} KiB ({sys.argv[1]})")
-sys.exit(code)' "$@"
-}
+here=$(dirname "$(realpath "$0")")
+# LABEL CMD...: CMD's wall time, CPU and peak RSS (stdout discarded): benches/timed.py.
+timed() { python3 "$here/timed.py" "$@"; }
 
 # FILE: its spans, size and bytes a span (schema 9 counts blocks' spans, 8 rows).
 spans_of() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # report and compare of one run file by two framelab binaries, alternately (base, this,
-# this, base: ABBA), each timed by /usr/bin/time (wall, user and system CPU, peak RSS), and
+# this, base: ABBA), each timed (wall, user and system CPU, peak RSS: benches/timed.py), and
 # every pair's output compared byte for byte (the HTML page names no binary; the file name
 # is the same for both).
 #
@@ -21,17 +21,10 @@ commands=(
   "compare4|compare --variant a=RUN --variant b=RUN --variant c=RUN --variant d=RUN"
 )
 
-# timed FILE CMD...: CMD's stdout to FILE; prints wall, user and system CPU and peak RSS as
-# /usr/bin/time -f '%e s wall %U user %S sys %M KiB' does (GNU time is not on every host).
-timed() {
-  python3 -c '
-import resource, subprocess, sys, time
-start = time.monotonic()
-with open(sys.argv[1], "wb") as out:
-    subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.DEVNULL)
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(f"{time.monotonic() - start:.2f} s wall {r.ru_utime:.2f} user {r.ru_stime:.2f} sys {r.ru_maxrss} KiB")' "$@"
-}
+here=$(dirname "$(realpath "$0")")
+# timed FILE CMD...: CMD's stdout to FILE, its stderr discarded; prints its wall time, user
+# and system CPU and peak RSS (benches/timed.py).
+timed() { local out=$1; shift; python3 "$here/timed.py" --out "$out" --quiet "$@"; }
 
 one() { # binary label name args...
   local bin=$1 label=$2 name=$3
@@ -41,7 +34,7 @@ one() { # binary label name args...
     a=${a//RUN/$run}
     args+=("${a//OUT/$file}")
   done
-  echo "$name $label: $(timed "$out/$name.$label.stdout" "$bin" "${args[@]}")"
+  timed "$out/$name.$label.stdout" "$name $label" "$bin" "${args[@]}"
 }
 
 for entry in "${commands[@]}"; do

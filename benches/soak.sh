@@ -17,17 +17,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 file="$work/soak.framelab"
 
-# LABEL CMD...: wall, CPU (user + system) and peak RSS of CMD, stdout discarded.
-timed() {
-    python3 -c '
-import resource, subprocess, sys, time
-start = time.monotonic()
-code = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL).returncode
-wall = time.monotonic() - start
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(f"{wall:.2f} s, {r.ru_utime + r.ru_stime:.2f} s CPU, {r.ru_maxrss // 1024} MiB peak ({sys.argv[1]})")
-sys.exit(code)' "$@"
-}
+here=$(dirname "$(realpath "$0")")
+# LABEL CMD...: CMD's wall time, CPU and peak RSS (stdout discarded): benches/timed.py.
+timed() { python3 "$here/timed.py" "$@"; }
 
 echo "== framelab run -- testprog rate $rate $seconds"
 timed "run, whole" "$dir/framelab" run -o "$file" -- "$dir/examples/testprog" rate "$rate" "$seconds" \
@@ -51,6 +43,6 @@ for what in "report" "whatif --depth 2"; do
     # shellcheck disable=SC2086 # the subcommand's words split on purpose
     line=$(timed "$what" "$dir/framelab" $what "$file")
     echo "$line"
-    wall=${line%% s,*}
+    wall=$(sed -E 's/.*: ([0-9.]+) s wall.*/\1/' <<< "$line")
     python3 -c "print(f'  {$spans / $wall / 1e6:.1f}M spans analysed a second')"
 done

@@ -15,22 +15,15 @@ rounds=${4:-2}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# LABEL OUT CMD...: runs CMD, its stdout to OUT, and appends "LABEL wall cpu rss" to the
-# table (GNU time is not on every host: Python's rusage of the child).
+here=$(dirname "$(realpath "$0")")
+# LABEL OUT CMD...: runs CMD, its stdout to OUT, and appends its line (wall time, CPU, peak
+# RSS: benches/timed.py) to the table.
 timed() {
-    python3 -c '
-import resource, subprocess, sys, time
-label, out = sys.argv[1], sys.argv[2]
-start = time.monotonic()
-with open(out, "wb") as f:
-    code = subprocess.run(sys.argv[3:], stdout=f, stderr=subprocess.DEVNULL).returncode
-wall = time.monotonic() - start
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(f"{label} {wall:.3f} {r.ru_utime + r.ru_stime:.3f} {r.ru_maxrss}")
-sys.exit(code)' "$@" | tee -a "$work/table"
+    local label=$1 out=$2
+    shift 2
+    python3 "$here/timed.py" --out "$out" --quiet "$label" "$@" | tee -a "$work/table"
 }
 
-echo "label wall_s cpu_s peak_rss_kib"
 for ((round = 0; round < rounds; round++)); do
     for side in base new new base; do
         bin=${!side}
@@ -42,15 +35,17 @@ done
 cmp "$work/whatif.base" "$work/whatif.new"
 cmp "$work/export.base.pftrace" "$work/export.new.pftrace"
 echo "outputs: the same bytes"
-python3 - "$work/table" "$(stat -c %s "$run")" <<'PY'
+python3 - "$here" "$work/table" "$(stat -c %s "$run")" <<'PY'
 import sys
+sys.path.insert(0, sys.argv[1])
+from timed import parse
 best = {}
-for line in open(sys.argv[1]):
-    side, what, wall, cpu, rss = line.split()
-    b = best.setdefault((side, what), [float("inf")] * 3)
-    for i, v in enumerate((float(wall), float(cpu), float(rss))):
+for line in open(sys.argv[2]):
+    label, wall, user, system, rss = parse(line)
+    b = best.setdefault(tuple(label.split()), [float("inf")] * 3)
+    for i, v in enumerate((wall, user + system, rss)):
         b[i] = min(b[i], v)
-file_kib = int(sys.argv[2]) / 1024
+file_kib = int(sys.argv[3]) / 1024
 for what in ("whatif", "export"):
     (bw, bc, br), (nw, nc, nr) = best[("base", what)], best[("new", what)]
     print(f"{what}: base {bw:.2f} s, {bc:.2f} s CPU, {br / 1024:.0f} MiB; "

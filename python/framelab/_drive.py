@@ -200,6 +200,12 @@ def _exit_words(rep):
         return f"killed by signal {exit_['signal']}"
     if exit_.get("code") not in (None, 0):
         return f"exit code {exit_['code']}"
+    # The command exited 0: framelab's exit 3 then means a --metric went unread or the
+    # recording is incomplete. Name the metric first; the first note may be only about
+    # the window (a command that ended before --duration), not why the run failed.
+    unread = [m["failure"] for m in rep.get("metrics") or [] if m.get("failure")]
+    if unread:
+        return f"metric {unread[0]}" + (f" (and {len(unread) - 1} more)" if len(unread) > 1 else "")
     notes = rep.get("notes") or []
     return notes[0] if notes and isinstance(notes[0], str) else "see the report's notes"
 

@@ -57,6 +57,17 @@ def test_a_failing_command_raises_with_the_report(framelab_bin, tmp_path):
     assert result.exit_code == 3 and result.report["run_id"] == 2
 
 
+def test_an_unread_metric_is_what_the_failure_says(framelab_bin, tmp_path):
+    # The command exits 0 before --duration; framelab's exit 3 is for the metric it could
+    # not read, and the exception says that, not the note about the window ending early.
+    out = tmp_path / "metric.framelab"
+    with pytest.raises(framelab.RunFailed, match="metric enc_fps: no line of stdout or stderr matched") as caught:
+        framelab.run([sys.executable, "-c", "print('no rate here')"], duration="10s", output=out,
+                     args=["--metric", "enc_fps[fps]:higher=fps=([\\d.]+)"])
+    assert caught.value.exit_code == 3
+    assert caught.value.report["exit"]["code"] == 0
+
+
 def test_a_usage_error_is_framelabs_line(framelab_bin, tmp_path):
     with pytest.raises(framelab.RunFailed, match="not a usable frame rate") as caught:
         framelab.run(["true"], fps=0, output=tmp_path / "x.framelab")

@@ -4,7 +4,7 @@
 //! percentile is a low fps percentile. A percentile p is reported only when there are at
 //! least 1/p intervals; below that it would just be the slowest interval renamed.
 
-use super::stats::{mean_of, percentile_of, Ns};
+use super::stats::{mean_ranked, percentile_ranked, Ns, Ranked};
 use super::FpsSummary;
 
 /// fps of an interval; `None` for a zero interval (two frames ending at the same instant).
@@ -13,43 +13,30 @@ fn fps_of(interval_ns: f64) -> Option<f64> {
 }
 
 /// fps at the `1/denominator` low percentile: 1e9 / Q(1 − 1/denominator).
-fn fps_percentile<T: Ns>(sorted: &[T], denominator: usize) -> Option<f64> {
-    if sorted.len() < denominator {
+fn fps_percentile<R: Ranked + ?Sized>(sorted: &R, denominator: usize) -> Option<f64> {
+    if sorted.count() < denominator {
         return None;
     }
-    fps_of(percentile_of(sorted, 1.0 - 1.0 / denominator as f64)?)
+    fps_of(percentile_ranked(sorted, 1.0 - 1.0 / denominator as f64)?)
 }
 
 /// `low_avg`: 1e9 / mean of the intervals ≥ Q(1 − 1/denominator).
-fn low_avg<T: Ns>(sorted: &[T], denominator: usize) -> Option<f64> {
-    if sorted.len() < denominator {
+fn low_avg<R: Ranked + ?Sized>(sorted: &R, denominator: usize) -> Option<f64> {
+    if sorted.count() < denominator {
         return None;
     }
-    let threshold = percentile_of(sorted, 1.0 - 1.0 / denominator as f64)?;
-    // Sorted ascending, so the intervals at or above the threshold are a suffix.
-    let from = sorted.partition_point(|&i| (i.into() as f64) < threshold);
-    let tail = &sorted[from..];
-    let sum: i128 = tail.iter().map(|&i| i.into() as i128).sum();
-    fps_of(sum as f64 / tail.len() as f64)
+    let threshold = percentile_ranked(sorted, 1.0 - 1.0 / denominator as f64)?;
+    let (count, sum) = sorted.at_least(threshold);
+    fps_of(sum as f64 / count as f64)
 }
 
 /// `low_int`: 1e9 / t(k), intervals taken longest first, k the first at which their running
 /// sum reaches 1/denominator of the total time.
-fn low_int<T: Ns>(sorted: &[T], denominator: usize) -> Option<f64> {
-    if sorted.len() < denominator {
+fn low_int<R: Ranked + ?Sized>(sorted: &R, denominator: usize) -> Option<f64> {
+    if sorted.count() < denominator {
         return None;
     }
-    let total: i128 = sorted.iter().map(|&i| i.into() as i128).sum();
-    let mut running: i128 = 0;
-    for &interval in sorted.iter().rev() {
-        let interval: i64 = interval.into();
-        running += interval as i128;
-        // running ≥ total / denominator, in integers.
-        if running * denominator as i128 >= total {
-            return fps_of(interval as f64);
-        }
-    }
-    None
+    fps_of(sorted.reaching_share(denominator)? as f64)
 }
 
 /// The fps summary of intervals sorted ascending; `None` without intervals or when their
@@ -60,8 +47,13 @@ pub fn fps_summary(sorted_intervals_ns: &[i64]) -> Option<FpsSummary> {
 
 /// [`fps_summary`] of either width.
 pub fn fps_summary_of<T: Ns>(sorted_intervals_ns: &[T]) -> Option<FpsSummary> {
+    fps_summary_ranked(sorted_intervals_ns)
+}
+
+/// [`fps_summary`] of any [`Ranked`] intervals.
+pub fn fps_summary_ranked<R: Ranked + ?Sized>(sorted_intervals_ns: &R) -> Option<FpsSummary> {
     let s = sorted_intervals_ns;
-    let mean = fps_of(mean_of(s)?)?;
+    let mean = fps_of(mean_ranked(s)?)?;
     Some(FpsSummary {
         mean,
         p50: fps_percentile(s, 2),

@@ -12,6 +12,68 @@ pub trait Ns: Copy + Ord + Send + Sync + Into<i64> + 'static {}
 impl Ns for i64 {}
 impl Ns for u32 {}
 
+/// Values in ascending order as the statistics read them: by rank, and sums over ranks.
+/// A sorted slice is one; `compact::select` answers the same questions exactly from
+/// re-reads of a run without holding every value (issue 29). The statistics below are
+/// written once over this, so both give the same numbers.
+pub trait Ranked {
+    fn count(&self) -> usize;
+    /// The value at `rank` (0-based, below [`Ranked::count`]).
+    fn at(&self, rank: usize) -> i64;
+    /// The sum of every value.
+    fn total(&self) -> i128;
+    /// How many values `v` have `v as f64 >= threshold`, and their sum.
+    fn at_least(&self, threshold: f64) -> (usize, i128);
+    /// Taking the values largest first, the first at which their running sum times
+    /// `denominator` reaches the total; `None` when none does (no values).
+    fn reaching_share(&self, denominator: usize) -> Option<i64>;
+}
+
+impl<T: Ns> Ranked for [T] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn at(&self, rank: usize) -> i64 {
+        self[rank].into()
+    }
+
+    fn total(&self) -> i128 {
+        self.iter().map(|&v| v.into() as i128).sum()
+    }
+
+    fn at_least(&self, threshold: f64) -> (usize, i128) {
+        // Sorted ascending, so the values at or above the threshold are a suffix.
+        let from = self.partition_point(|&v| (v.into() as f64) < threshold);
+        let tail = &self[from..];
+        (tail.len(), tail.total())
+    }
+
+    fn reaching_share(&self, denominator: usize) -> Option<i64> {
+        let total = self.total();
+        let mut running: i128 = 0;
+        for &v in self.iter().rev() {
+            let v: i64 = v.into();
+            running += v as i128;
+            // running ≥ total / denominator, in integers.
+            if running * denominator as i128 >= total {
+                return Some(v);
+            }
+        }
+        None
+    }
+}
+
+/// A value's share of the digest of a set of values: the digest is the wrapping sum of
+/// these (splitmix64's finaliser), the same whatever order the values are taken in, so a
+/// set read in any order (`compact::select`) gets the digest of its sorted values.
+pub fn value_digest(v: i64) -> u64 {
+    let mut z = (v as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// Type-7 percentile of already sorted (ascending) values; `None` when empty.
 /// `p` is clamped to [0, 1] so a caller's rounding cannot index out of bounds.
 pub fn percentile_sorted(sorted: &[i64], p: f64) -> Option<f64> {
@@ -20,7 +82,12 @@ pub fn percentile_sorted(sorted: &[i64], p: f64) -> Option<f64> {
 
 /// [`percentile_sorted`] of either width.
 pub fn percentile_of<T: Ns>(sorted: &[T], p: f64) -> Option<f64> {
-    let n = sorted.len();
+    percentile_ranked(sorted, p)
+}
+
+/// [`percentile_sorted`] of any [`Ranked`] values.
+pub fn percentile_ranked<R: Ranked + ?Sized>(sorted: &R, p: f64) -> Option<f64> {
+    let n = sorted.count();
     if n == 0 {
         return None;
     }
@@ -30,8 +97,16 @@ pub fn percentile_of<T: Ns>(sorted: &[T], p: f64) -> Option<f64> {
     let lo = lo.min(n - 1);
     let hi = (lo + 1).min(n - 1);
     let frac = h - lo as f64;
-    let (a, b) = (sorted[lo].into() as f64, sorted[hi].into() as f64);
+    let (a, b) = (sorted.at(lo) as f64, sorted.at(hi) as f64);
     Some(a + frac * (b - a))
+}
+
+/// [`mean_of`] of any [`Ranked`] values.
+pub fn mean_ranked<R: Ranked + ?Sized>(values: &R) -> Option<f64> {
+    if values.count() == 0 {
+        return None;
+    }
+    Some(values.total() as f64 / values.count() as f64)
 }
 
 /// Arithmetic mean; `None` when empty. Sums in i128 so 10M values of hours cannot overflow.
@@ -172,19 +247,24 @@ impl Dist {
 
     /// [`Dist::from_sorted`] of either width.
     pub fn of_sorted<T: Ns>(sorted: &[T]) -> Option<Dist> {
-        let n = sorted.len();
+        Dist::of_ranked(sorted)
+    }
+
+    /// [`Dist::from_sorted`] of any [`Ranked`] values.
+    pub fn of_ranked<R: Ranked + ?Sized>(sorted: &R) -> Option<Dist> {
+        let n = sorted.count();
         if n == 0 {
             return None;
         }
-        let q = |p| percentile_of(sorted, p).unwrap_or(0.0);
+        let q = |p| percentile_ranked(sorted, p).unwrap_or(0.0);
         Some(Dist {
             count: n as u64,
-            min_ns: sorted[0].into() as f64,
+            min_ns: sorted.at(0) as f64,
             p50_ns: q(0.50),
             p95_ns: q(0.95),
             p99_ns: q(0.99),
-            max_ns: sorted[n - 1].into() as f64,
-            mean_ns: mean_of(sorted).unwrap_or(0.0),
+            max_ns: sorted.at(n - 1) as f64,
+            mean_ns: mean_ranked(sorted).unwrap_or(0.0),
         })
     }
 

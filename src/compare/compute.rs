@@ -646,7 +646,8 @@ fn sweep(
     }
 }
 
-/// "v2: 1.32× fps [1.27, 1.36], total p99 −27% [−31, −22], regressed: none".
+/// "v2: 1.32× fps [1.27, 1.36], total p99 −27% [−31, −22], improved: 2, regressed: none".
+/// The regressed metrics are parted by semicolons: a label may hold a comma ("CPU, decoderd").
 fn headline_line(variant: &str, rows: &[Row], headline: Option<&str>) -> String {
     let mut parts = headline_effects(rows, headline);
     let regressed: Vec<&str> = rows
@@ -664,7 +665,7 @@ fn headline_line(variant: &str, rows: &[Row], headline: Option<&str>) -> String 
         if regressed.is_empty() {
             "none".to_owned()
         } else {
-            regressed.join(", ")
+            regressed.join("; ")
         }
     ));
     format!("{variant}: {}", parts.join(", "))
@@ -688,6 +689,39 @@ mod tests {
         assert_eq!(resampling_key(&metric("cores.decoderd")), "load.decoderd");
         assert_eq!(resampling_key(&metric("coresmith")), "coresmith");
         assert_eq!(resampling_key(&metric("fps")), "fps");
+    }
+
+    #[test]
+    fn regressed_metrics_are_parted_by_semicolons_as_labels_hold_commas() {
+        let row = |metric: &str, label: &str, verdict: Verdict| Row {
+            metric: metric.into(),
+            label: label.into(),
+            unit: Unit::Seconds,
+            direction: crate::stats::Direction::LowerIsBetter,
+            baseline: None,
+            variant: None,
+            ratio: None,
+            difference: None,
+            u: None,
+            p_value: None,
+            p_method: None,
+            p_holm: None,
+            tested_as: None,
+            verdict,
+        };
+        let rows = [
+            row("wall", "wall", Verdict::Regressed),
+            row("cpu.command", "CPU, command", Verdict::Improved),
+            row("cpu.decoderd", "CPU, decoderd", Verdict::Regressed),
+        ];
+        assert_eq!(
+            headline_line("daemon", &rows, None),
+            "daemon: improved: 1, regressed: wall; CPU, decoderd"
+        );
+        assert_eq!(
+            headline_line("daemon", &rows[1..2], None),
+            "daemon: improved: 1, regressed: none"
+        );
     }
 
     #[test]

@@ -5,9 +5,9 @@
 
 use super::comparison::{Comparison, Group, Row};
 use super::metrics::Unit;
-use crate::render::cells::{fixed, signed_pct, unit_name, value_to};
+use crate::render::cells::{change_with_interval, fixed, unit_name};
 use crate::render::document::{plain, pretty_json, Block, Document, Line, Span, SpanKind};
-use crate::render::Table;
+use crate::render::{Table, Value};
 use crate::stats::Verdict;
 
 pub fn document(c: &Comparison) -> Document {
@@ -141,12 +141,11 @@ fn medians_table(blocks: &mut Vec<Block>, c: &Comparison) {
     let first = &c.sweeps[0];
     for (r, row) in first.rows.iter().enumerate() {
         for (v, variant) in first.variants.iter().enumerate() {
-            let mut cells = vec![row.params.clone(), variant.clone()];
+            let cells = vec![row.params.clone(), variant.clone()];
+            let mut cells: Vec<Value> = cells.into_iter().map(Value::Text).collect();
             cells.extend(c.sweeps.iter().map(|s| {
-                s.rows
-                    .get(r)
-                    .and_then(|row| row.medians.get(v).copied().flatten())
-                    .map_or("—".into(), |m| value_to(&s.unit, m, s.resolution))
+                let median = (s.rows.get(r)).and_then(|row| row.medians.get(v).copied().flatten());
+                Value::or(median.map(|m| metric_cell(&s.unit, m, s.resolution)), "—")
             }));
             t.push(cells);
         }
@@ -188,27 +187,31 @@ fn sweep_table(blocks: &mut Vec<Block>, c: &Comparison, sweep: &super::compariso
     }
     .with_names(&names, &[0]);
     for row in &sweep.rows {
-        let mut cells = vec![row.params.clone()];
-        cells.extend(
-            row.medians
-                .iter()
-                .map(|m| m.map_or("—".into(), |v| value_to(&sweep.unit, v, sweep.resolution))),
-        );
+        let mut cells = vec![Value::Text(row.params.clone())];
+        cells.extend((row.medians.iter()).map(|m| {
+            Value::or(
+                m.map(|v| metric_cell(&sweep.unit, v, sweep.resolution)),
+                "—",
+            )
+        }));
         let is_baseline = !sweep.baseline_params.is_empty() && row.params == sweep.baseline_params;
         for ch in &row.changes {
             let (difference, change) = match ch {
                 Some(ch) => (
                     difference_cell(&sweep.unit, ch.difference, sweep.resolution),
-                    format!(
-                        "{} {}",
-                        interval_text(ch.ratio.ratio, ch.ratio.low, ch.ratio.high),
-                        ch.verdict
-                    )
-                    .trim_end()
-                    .to_owned(),
+                    // The verdict's word after the change: words, not a figure.
+                    Value::Text(
+                        format!(
+                            "{} {}",
+                            change_with_interval(ch.ratio.ratio, ch.ratio.low, ch.ratio.high),
+                            ch.verdict
+                        )
+                        .trim_end()
+                        .to_owned(),
+                    ),
                 ),
-                None if is_baseline => ("baseline".into(), "baseline".into()),
-                None => ("—".into(), "—".into()),
+                None if is_baseline => (Value::from("baseline"), Value::from("baseline")),
+                None => (Value::Missing("—"), Value::Missing("—")),
             };
             cells.push(difference);
             cells.push(change);
@@ -281,16 +284,16 @@ fn group(blocks: &mut Vec<Block>, c: &Comparison, g: &Group) {
         let mut t = Table::new(&headers).with_names(&[2, 3], &[0]);
         for row in &cmp.rows {
             let mut cells = vec![
-                row.label.clone(),
-                unit_name(&row.unit).into(),
+                Value::Text(row.label.clone()),
+                Value::from(unit_name(&row.unit)),
                 summary_cell(&row.unit, row.baseline.as_ref()),
                 summary_cell(&row.unit, row.variant.as_ref()),
                 difference_cell(&row.unit, row.difference, row_resolution(row)),
                 change_cell(row),
             ];
             if judged {
-                cells.push(row.p_holm.map_or("—".into(), p_text));
-                cells.push(row.verdict.word().into());
+                cells.push(Value::or(row.p_holm.map(Value::P), "—"));
+                cells.push(Value::from(row.verdict.word()));
             }
             t.push(cells);
         }
@@ -345,13 +348,11 @@ fn group(blocks: &mut Vec<Block>, c: &Comparison, g: &Group) {
         ])
         .with_names(&[], &[0]);
         for s in &g.steps {
-            let cell = |r: &Option<crate::stats::RatioInterval>| match r {
-                Some(r) => interval_text(r.ratio, r.low, r.high),
-                None => "—".into(),
-            };
+            let cell =
+                |r: &Option<crate::stats::RatioInterval>| Value::or(r.as_ref().map(change), "—");
             t.push(vec![
-                s.variant.clone(),
-                value_to(&unit, s.median, s.resolution),
+                Value::Text(s.variant.clone()),
+                metric_cell(&unit, s.median, s.resolution),
                 difference_cell(&unit, s.step_difference, s.resolution),
                 cell(&s.step),
                 difference_cell(&unit, s.cumulative_difference, s.resolution),
@@ -382,54 +383,44 @@ fn group(blocks: &mut Vec<Block>, c: &Comparison, g: &Group) {
     }
 }
 
-fn p_text(p: f64) -> String {
-    if p < 0.0001 {
-        "<0.0001".into()
-    } else {
-        format!("{p:.4}")
+/// A change with its interval, as a cell.
+fn change(r: &crate::stats::RatioInterval) -> Value {
+    Value::Change {
+        ratio: r.ratio,
+        low: r.low,
+        high: r.high,
     }
 }
 
-/// A change in percent with its interval; without one (one run a side), the percentage alone.
-fn interval_text(ratio: f64, low: f64, high: f64) -> String {
-    if low.is_nan() || high.is_nan() {
-        return signed_pct(ratio, 1);
-    }
-    format!(
-        "{} [{}, {}]",
-        signed_pct(ratio, 1),
-        signed_pct(low, 1).trim_end_matches('%'),
-        signed_pct(high, 1).trim_end_matches('%')
-    )
+fn change_cell(row: &Row) -> Value {
+    Value::or(row.ratio.as_ref().map(change), "—")
 }
 
-fn change_cell(row: &Row) -> String {
-    match row.ratio {
-        Some(r) => interval_text(r.ratio, r.low, r.high),
-        None => "—".into(),
+/// A metric's value in its unit, as a cell.
+fn metric_cell(unit: &Unit, value: f64, resolution: Option<f64>) -> Value {
+    Value::Metric {
+        unit: unit.clone(),
+        value,
+        resolution,
+        spread_pct: None,
     }
 }
 
 /// An absolute change in the metric's unit, signed with a true minus: "+192.0", "−0.42".
-fn difference_cell(unit: &Unit, difference: Option<f64>, resolution: Option<f64>) -> String {
-    let Some(d) = difference.filter(|d| !d.is_nan()) else {
-        return "—".into();
-    };
-    let shown = value_to(unit, d.abs(), resolution);
-    let zero = shown.chars().all(|c| c == '0' || c == '.');
-    let sign = if zero {
-        "±"
-    } else if d < 0.0 {
-        "−"
-    } else {
-        "+"
-    };
-    format!("{sign}{shown}")
+fn difference_cell(unit: &Unit, difference: Option<f64>, resolution: Option<f64>) -> Value {
+    let difference = difference
+        .filter(|d| !d.is_nan())
+        .map(|value| Value::Difference {
+            unit: unit.clone(),
+            value,
+            resolution,
+        });
+    Value::or(difference, "—")
 }
 
 /// A row's difference with its unit as the tables print it: "+192.0 fps".
 pub fn difference_text(row: &Row) -> String {
-    let cell = difference_cell(&row.unit, row.difference, row_resolution(row));
+    let cell = difference_cell(&row.unit, row.difference, row_resolution(row)).shown();
     match unit_name(&row.unit) {
         "" => cell,
         _ if cell == "—" => cell,
@@ -444,16 +435,15 @@ fn row_resolution(row: &Row) -> Option<f64> {
     Some(b.max(v))
 }
 
-fn summary_cell(unit: &Unit, s: Option<&super::comparison::Summary>) -> String {
-    match s {
-        Some(s) if s.runs == 1 => value_to(unit, s.median, s.resolution),
-        Some(s) => format!(
-            "{} ±{:.1}%",
-            value_to(unit, s.median, s.resolution),
-            s.spread_pct
-        ),
-        None => "—".into(),
-    }
+fn summary_cell(unit: &Unit, s: Option<&super::comparison::Summary>) -> Value {
+    let summary = s.map(|s| Value::Metric {
+        unit: unit.clone(),
+        value: s.median,
+        resolution: s.resolution,
+        // One run has no spread.
+        spread_pct: (s.runs != 1).then_some(s.spread_pct),
+    });
+    Value::or(summary, "—")
 }
 
 /// How the numbers were got: medians, intervals, p-values and the noise band.

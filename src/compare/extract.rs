@@ -9,13 +9,14 @@ use crate::analyze::compact::columns::SpanColumns;
 use crate::analyze::compact::table::FrameTable;
 use crate::analyze::compact::values::with_ns;
 use crate::analyze::compact::window::{measure, MeasuredFrames};
-use crate::analyze::compact::{self, Columns, Sorted, ANALYSIS_KEEPS};
+use crate::analyze::compact::{self, frameless, Columns, Sorted, ANALYSIS_KEEPS};
 use crate::analyze::cpu::{role_cpu, RoleCpu};
 use crate::analyze::frames::{measure_run, Frames, NO_FRAME};
-use crate::analyze::stats::{sort_ns, Ns};
+use crate::analyze::stats::{sort_ns, Ns, Ranked};
 use crate::analyze::telemetry::EnergyRow;
 use crate::analyze::{analyze, Analysis, CpuSummary};
 use crate::model::Run;
+use crate::stats::sorted::held_ranges_of;
 use crate::stats::SortedValues;
 
 /// Which of a run's sorted values are kept.
@@ -117,6 +118,11 @@ pub fn extract_stored(path: &Path, run_id: i64, keep: &Keep) -> anyhow::Result<R
             by_id.push((id, with_ns!(values, v => keep.reduce(v))));
         }
     };
+    if let Keep::Near(ps) = keep {
+        if let Some(data) = extract_frameless(&run, ps)? {
+            return Ok(data);
+        }
+    }
     let (table, spans) = compact::read_frames(&run)?;
     // One span a frame: no waits, and no columns held (as the report's analysis).
     let streamed = match compact::streamed::one_span_a_frame(&table, spans) {
@@ -155,6 +161,43 @@ pub fn extract_stored(path: &Path, run_id: i64, keep: &Keep) -> anyhow::Result<R
     }
     from_head(&mut data, head, &analysis, has_spans);
     Ok(data)
+}
+
+/// [`extract_stored`] of a run of one span a frame, ids counting up (the report's
+/// `compact::frameless`): neither frame table nor values held, the ranks `ps` read taken
+/// from reads of the run (issue 29). `None` for a run of another shape.
+fn extract_frameless(run: &crate::store::StoredRun, ps: &[f64]) -> anyhow::Result<Option<RunData>> {
+    let head = &run.head;
+    let ranks = |r: &dyn Ranked| {
+        for (from, to) in held_ranges_of(r.count(), Some(ps)) {
+            for rank in from..to {
+                r.at(rank);
+            }
+        }
+    };
+    let Some((analysis, values)) = frameless::analyze_asking(head, run, Some(&ranks))? else {
+        return Ok(None);
+    };
+    let reduce =
+        |v: &frameless::Values| SortedValues::of_ranked(v, Some(ps), v.digest().unwrap_or(0));
+    let mut data = from_analysis(&analysis);
+    let has_spans = analysis.spans > 0;
+    if has_spans {
+        let name_of = |id: usize| crate::analyze::stages::stage_name(&head.stages, id);
+        // The report's order, as `frame_values` gives it.
+        for name in &analysis.stage_names {
+            if let Some((_, v)) = values.stages.iter().find(|(id, _)| &name_of(*id) == name) {
+                data.stages.push((name.clone(), reduce(v)));
+            }
+        }
+        data.totals = match (&values.totals, values.stages.as_slice()) {
+            (Some(totals), _) => reduce(totals),
+            (None, [(_, one)]) => reduce(one),
+            (None, _) => SortedValues::default(),
+        };
+    }
+    from_head(&mut data, head, &analysis, has_spans);
+    Ok(Some(data))
 }
 
 /// The measured frames' totals, sorted and reduced.
@@ -327,6 +370,67 @@ mod tests {
                     "{label} ({keep:?}):\nloaded {old}\nstreamed {new}"
                 );
             }
+        }
+    }
+
+    /// A run of one span a frame, ids counting up, no counters: reduced without a frame
+    /// table (`extract_frameless`), to what the loaded run reduces to, with the library's
+    /// tests keeping a handful of values a set (every rank read from re-reads).
+    #[test]
+    fn a_run_of_one_span_a_frame_reduces_without_a_frame_table_as_the_loaded_run() {
+        use crate::model::{EndReason, RunMeta, Span, ThreadInfo};
+        let run = |frames: u64, stages: u16, dur: fn(u64) -> i64| Run {
+            meta: RunMeta {
+                name: "rate".into(),
+                target_fps: Some(120.0),
+                window_start_ns: 50_000_000,
+                window_end_ns: frames as i64 * 4_000_000,
+                end_reason: EndReason::Duration,
+                ..RunMeta::default()
+            },
+            stages: (0..stages).map(|s| format!("s{s}")).collect(),
+            threads: vec![ThreadInfo {
+                pid: 1,
+                tid: 1,
+                name: "main".into(),
+                dropped: 0,
+            }],
+            spans: (0..frames)
+                .map(|n| Span {
+                    frame: 7 + n,
+                    stage: (n % u64::from(stages)) as u16,
+                    thread: 0,
+                    start_ns: n as i64 * 4_000_000,
+                    dur_ns: dur(n),
+                })
+                .collect(),
+            ..Run::default()
+        };
+        let runs = [
+            ("spread", run(3000, 1, |n| (n * 7919 % 3001) as i64 * 1000)),
+            ("all equal", run(3000, 1, |_| 2_000_000)),
+            ("ties", run(20_000, 1, |n| 1_000_000 + (n % 3) as i64)),
+            (
+                "two stages",
+                run(3000, 2, |n| (n * 104_729 % 3_500_000) as i64),
+            ),
+            ("no measured frame", run(5, 1, |_| 1000)),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        for (k, (label, run)) in runs.iter().enumerate() {
+            let path = dir.path().join(format!("{k}.framelab"));
+            let id = crate::store::write_run(&path, run).unwrap();
+            let loaded = crate::store::load_run(&path, Some(id)).unwrap();
+            let keep = Keep::for_metrics(&["total.p90".into(), "s0.p99.9".into()]);
+            let Keep::Near(ps) = &keep else {
+                unreachable!("percentiles")
+            };
+            let stored = crate::store::open_run(&path, Some(id)).unwrap();
+            let frameless = extract_frameless(&stored, ps).unwrap();
+            assert!(frameless.is_some(), "{label}");
+            let old = format!("{:#?}", extract_keeping(&loaded, &keep));
+            let new = format!("{:#?}", extract_stored(&path, id, &keep).unwrap());
+            assert!(old == new, "{label}:\nloaded {old}\nframeless {new}");
         }
     }
 }

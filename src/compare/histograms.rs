@@ -307,7 +307,7 @@ pub fn table(h: &HistogramComparison) -> Table {
         .with_names(&[1, 2], &[]);
     for r in &h.rows {
         let pct = |v: f64| crate::render::cells::signed_pct(v + 1.0, 1);
-        t.push(vec![
+        t.push_texts(vec![
             r.figure.clone(),
             value_cell(r.kind, r.baseline, scale),
             value_cell(r.kind, r.variant, scale),

@@ -1,13 +1,12 @@
 //! A histogram's figures read from its buckets (count, percentiles, shares below and at or
-//! above values), in text, Markdown and JSON. Each figure is what the buckets allow: exact
+//! above values), as lines above its bars (text and Markdown) and in JSON. Each figure is what the buckets allow: exact
 //! where a bound says it, else the bounds (`bounds`).
 
 use serde::Serialize;
 
 use super::bounds::{self, Quantity, Scale, Threshold, Within};
 use crate::model::Bucket;
-use crate::render::document::{Block, Span};
-use crate::render::table::{Align, Layout, Table};
+use crate::render::document::{plain, Line, Span};
 
 /// A histogram to show: its name as the report prints it, its unit, its buckets.
 #[derive(Clone, Debug, PartialEq)]
@@ -201,15 +200,17 @@ fn share_line(f: &ShareFigure, side: &str, scale: Option<Scale>) -> String {
     format!("{side} {}: {shares}", f.value)
 }
 
-/// The figures as `# ` lines above a histogram's buckets (text).
-pub fn text_lines(f: &Figures) -> String {
+/// The figures as lines above a histogram's bars (`# line` in text, a bullet each in
+/// Markdown): the count and the unit, the percentiles, each share, each threshold not
+/// applied.
+pub fn summary(f: &Figures) -> Vec<Line> {
     let scale = bounds::scale_of(&f.unit);
     let unit = match (f.unit.as_str(), f.unit_from) {
         ("", _) => "unit unknown (give --unit)".to_owned(),
         (unit, "") => format!("in {unit}"),
         (unit, from) => format!("in {unit} (from {from})"),
     };
-    let mut out = format!("# count {} · values {unit}\n", f.count);
+    let mut lines = vec![plain(format!("count {} · values {unit}", f.count))];
     if !f.percentiles.is_empty() {
         let shown: Vec<String> = (f.percentiles.iter())
             .map(|p| {
@@ -220,80 +221,18 @@ pub fn text_lines(f: &Figures) -> String {
                 )
             })
             .collect();
-        out.push_str(&format!("# {}\n", shown.join(" · ")));
+        lines.push(plain(shown.join(" · ")));
     }
     for s in &f.below {
-        out.push_str(&format!("# {}\n", share_line(s, "below", scale)));
+        lines.push(plain(share_line(s, "below", scale)));
     }
     for s in &f.at_or_above {
-        out.push_str(&format!("# {}\n", share_line(s, "at or above", scale)));
+        lines.push(plain(share_line(s, "at or above", scale)));
     }
     for why in &f.not_applied {
-        out.push_str(&format!("# not applied: {why}\n"));
+        lines.push(vec![Span::plain("not applied: "), Span::name(why)]);
     }
-    out
-}
-
-/// One histogram for Markdown: a heading, a table of its figures, a table of its buckets,
-/// a blank line.
-pub fn markdown_blocks(f: &Figures) -> Vec<Block> {
-    let scale = bounds::scale_of(&f.unit);
-    let pair = |figure: &str, value: String| vec![figure.to_owned(), value];
-    let mut figures = vec![
-        pair("count", f.count.to_string()),
-        pair(
-            "unit",
-            match (f.unit.as_str(), f.unit_from) {
-                ("", _) => "unknown".to_owned(),
-                (unit, "") => unit.to_owned(),
-                (unit, from) => format!("{unit} (from {from})"),
-            },
-        ),
-    ];
-    for p in &f.percentiles {
-        figures.push(pair(
-            &p.name,
-            bounds::show_within(Within { lo: p.lo, hi: p.hi }, scale),
-        ));
-    }
-    for (side, shares) in [("below", &f.below), ("at or above", &f.at_or_above)] {
-        for s in shares {
-            let line = share_line(s, side, scale);
-            let (figure, value) = line.split_once(": ").unwrap_or((&line, ""));
-            figures.push(pair(figure, value.to_owned()));
-        }
-    }
-    for why in &f.not_applied {
-        figures.push(pair("not applied", crate::display::markdown(why)));
-    }
-    let first = f.buckets.iter().position(|b| b.count > 0);
-    let last = f.buckets.iter().rposition(|b| b.count > 0);
-    let buckets = match (first, last) {
-        (Some(first), Some(last)) => (f.buckets[first..=last].iter())
-            .map(|b| {
-                vec![
-                    format!("`{}`", super::layout::label(b)),
-                    b.count.to_string(),
-                ]
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    vec![
-        Block::Heading(vec![Span::name(crate::display::name(&f.name))]),
-        Block::Pipe(Table {
-            rows: figures,
-            ..Table::new(&["figure", "value"])
-                .with_layout(Layout::markdown_given(vec![Align::Plain, Align::Plain]))
-        }),
-        Block::Pipe(Table {
-            rows: buckets,
-            ..Table::new(&["bucket", "count"])
-                .with_layout(Layout::markdown_given(vec![Align::Plain, Align::Right]))
-        }),
-        // The next histogram's heading, or the notes, a paragraph below.
-        Block::Blank,
-    ]
+    lines
 }
 
 /// What `hist --format json` prints.

@@ -1,16 +1,15 @@
-//! The two histogram layouts, as text.
+//! The two histogram layouts: their buckets, labels and summary lines, as bars the
+//! writers draw (`render::chart`: bpftrace's bars in text, a table in Markdown).
 //!
 //! - Power of two, bpftrace's: a bucket per power of two (`[0]`, `[1]`, `[2, 4)`, …, `[1K, 2K)`
-//!   with K = 1024), the label left-aligned in 16 columns, the count right-aligned in 8,
-//!   then a bar of `@` 52 wide scaled to the largest count. Empty buckets before the first
-//!   and after the last non-empty one are left out, as bpftrace does.
+//!   with K = 1024). Empty buckets before the first and after the last non-empty one are
+//!   left out, as bpftrace does.
 //! - Linear: buckets `step` wide, and above them count, min, max, mean, standard
 //!   deviation and median, so the shape and the numbers come together.
 
 use crate::analyze::stats::Ns;
 use crate::model::Bucket;
-
-const BAR_WIDTH: u64 = 52;
+use crate::render::chart::Bar;
 
 /// Power-of-two buckets of non-negative integer values: `[0]`, `[1]`, `[2, 4)`, ...
 /// Negative values go to one `(..., 0)` bucket.
@@ -274,46 +273,38 @@ pub fn scaled_label(b: &Bucket, per_unit: f64) -> String {
     format!("[{}, {})", show(b.lo), show(b.hi))
 }
 
-/// Bucket lines in bpftrace's layout, leading and trailing empty buckets left out.
-pub fn bars(buckets: &[Bucket], label: &dyn Fn(&Bucket) -> String) -> String {
+/// The bars of `buckets`, leading and trailing empty buckets left out.
+pub fn bars(buckets: &[Bucket], label: &dyn Fn(&Bucket) -> String) -> Vec<Bar> {
     let first = buckets.iter().position(|b| b.count > 0);
     let last = buckets.iter().rposition(|b| b.count > 0);
     let (Some(first), Some(last)) = (first, last) else {
-        return String::new();
+        return Vec::new();
     };
     all_bars(&buckets[first..=last], label)
 }
 
-/// Bucket lines in bpftrace's layout, every bucket (a range asked with `--min`/`--max`
-/// is drawn whole).
-pub fn all_bars(shown: &[Bucket], label: &dyn Fn(&Bucket) -> String) -> String {
-    let largest = shown.iter().map(|b| b.count).max().unwrap_or(1).max(1);
-    let mut out = String::new();
-    for b in shown {
-        let width = (b.count.saturating_mul(BAR_WIDTH) / largest) as usize;
-        out.push_str(&format!(
-            "{:<16}{:>8} |{}{}|\n",
-            label(b),
-            b.count,
-            "@".repeat(width),
-            " ".repeat(BAR_WIDTH as usize - width)
-        ));
-    }
-    out
+/// The bars of every bucket (a range asked with `--min`/`--max` is drawn whole).
+pub fn all_bars(shown: &[Bucket], label: &dyn Fn(&Bucket) -> String) -> Vec<Bar> {
+    (shown.iter())
+        .map(|b| Bar {
+            label: label(b),
+            count: b.count,
+        })
+        .collect()
 }
 
 /// The statistics above a linear histogram, as the wayland-debug histogram tool prints
 /// them, in `unit` (`per_unit` ns each): the number of samples, min, max, mean, variance,
 /// standard deviation (both with n − 1) and median, of every value (those outside
 /// `--min`/`--max` included).
-pub fn summary_lines(values: &[i64], unit: &str, per_unit: f64) -> String {
+pub fn summary_lines(values: &[i64], unit: &str, per_unit: f64) -> Vec<String> {
     summary_lines_of(values, unit, per_unit)
 }
 
 /// [`summary_lines`] of values of either width.
-pub fn summary_lines_of<T: Ns>(values: &[T], unit: &str, per_unit: f64) -> String {
+pub fn summary_lines_of<T: Ns>(values: &[T], unit: &str, per_unit: f64) -> Vec<String> {
     if values.is_empty() {
-        return "# NumSamples = 0\n".into();
+        return vec!["NumSamples = 0".into()];
     }
     let n = values.len() as f64;
     let mean = values.iter().map(|&v| v.into() as f64).sum::<f64>() / n;
@@ -336,17 +327,21 @@ pub fn summary_lines_of<T: Ns>(values: &[T], unit: &str, per_unit: f64) -> Strin
         (at(mid - 1) + at(mid)) / 2.0
     };
     let show = |ns: f64| format_value(ns / per_unit);
-    format!(
-        "# NumSamples = {}; Min = {} {unit}; Max = {} {unit}\n\
-         # Mean = {} {unit}; Variance = {} {unit}²; SD = {} {unit}; Median = {} {unit}\n",
-        values.len(),
-        show(at(0)),
-        show(at(sorted.len() - 1)),
-        show(mean),
-        format_value(var / (per_unit * per_unit)),
-        show(var.sqrt()),
-        show(median),
-    )
+    vec![
+        format!(
+            "NumSamples = {}; Min = {} {unit}; Max = {} {unit}",
+            values.len(),
+            show(at(0)),
+            show(at(sorted.len() - 1)),
+        ),
+        format!(
+            "Mean = {} {unit}; Variance = {} {unit}²; SD = {} {unit}; Median = {} {unit}",
+            show(mean),
+            format_value(var / (per_unit * per_unit)),
+            show(var.sqrt()),
+            show(median),
+        ),
+    ]
 }
 
 /// A duration in `unit` for a header line: `4.5 ms`.
@@ -472,26 +467,14 @@ mod tests {
     }
 
     #[test]
-    fn bars_are_scaled_to_the_largest_and_trimmed() {
+    fn bars_are_trimmed_to_the_non_empty_range() {
         let b = log2_buckets(&[3, 3, 3, 3, 9]);
-        let text = bars(&b, &label);
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 3, "{text}");
+        let got: Vec<(String, u64)> = (bars(&b, &label).into_iter())
+            .map(|b| (b.label, b.count))
+            .collect();
         assert_eq!(
-            lines[0],
-            format!("[2, 4)                 4 |{}|", "@".repeat(52))
-        );
-        assert_eq!(
-            lines[1],
-            format!("[4, 8)                 0 |{}|", " ".repeat(52))
-        );
-        assert_eq!(
-            lines[2],
-            format!(
-                "[8, 16)                1 |{}{}|",
-                "@".repeat(13),
-                " ".repeat(39)
-            )
+            got,
+            [("[2, 4)", 4), ("[4, 8)", 0), ("[8, 16)", 1)].map(|(l, c)| (l.to_owned(), c))
         );
     }
 
@@ -500,8 +483,10 @@ mod tests {
         let lines = summary_lines(&[1000, 2000, 3000, 4000], "µs", 1e3);
         assert_eq!(
             lines,
-            "# NumSamples = 4; Min = 1.000 µs; Max = 4.000 µs\n\
-             # Mean = 2.500 µs; Variance = 1.667 µs²; SD = 1.291 µs; Median = 2.500 µs\n"
+            [
+                "NumSamples = 4; Min = 1.000 µs; Max = 4.000 µs",
+                "Mean = 2.500 µs; Variance = 1.667 µs²; SD = 1.291 µs; Median = 2.500 µs"
+            ]
         );
     }
 }

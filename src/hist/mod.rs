@@ -17,8 +17,9 @@ use crate::analyze::frames::{intervals_ns, measure_run, Frames, NO_FRAME};
 use crate::analyze::pair::{pair_events, PairSpec};
 use crate::analyze::stats::Ns;
 use crate::model::{Histogram, Run, Span, SpanSource};
-use crate::render::document::{pretty_json, write, Block, Document};
+use crate::render::document::{self, plain, pretty_json, write, BarChart, Block, Document, Line};
 use crate::render::format::HIST;
+use crate::render::style::Style;
 use crate::render::Format;
 pub use layout::LinearSpec;
 
@@ -390,9 +391,10 @@ fn collect_from(
     Ok(series)
 }
 
-/// One series drawn in the chosen layout.
+/// One series drawn in the chosen layout, as text (`hist --live`).
 pub fn render_series(series: &Series, linear: Option<&LinearSpec>) -> String {
-    render_values(&series.name, &series.values_ns, linear, None)
+    let chart = chart_of(&series.name, &series.values_ns, linear, None);
+    crate::render::chart::text(&chart, &Style::default())
 }
 
 /// A series' power-of-two buckets of whole µs, as drawn.
@@ -407,46 +409,48 @@ fn span_drawn<T: Ns>(name: &str, values: &[T]) -> figures::Drawn {
     }
 }
 
-/// A series of either width drawn in the chosen layout.
+/// `@name` and what follows it in a chart's title, the name escaped by the writer.
+fn title(name: &str, rest: String) -> Line {
+    vec![
+        document::Span::name(crate::display::name(name)),
+        document::Span::plain(rest),
+    ]
+}
+
+/// A series of either width as a chart in the chosen layout.
 /// `thresholds`: `--below`/`--above` given, so the figures read from the buckets go above
 /// them (power-of-two layout only: `check_figures` refuses them with the linear one).
-fn render_values<T: Ns>(
+fn chart_of<T: Ns>(
     name: &str,
     values: &[T],
     linear: Option<&LinearSpec>,
     thresholds: Option<&figures::Thresholds>,
-) -> String {
+) -> BarChart {
     match linear {
         None => {
             let drawn = span_drawn(name, values);
-            let lines = thresholds
+            let summary = thresholds
                 .filter(|t| !t.is_empty())
-                .map_or(String::new(), |t| {
-                    figures::text_lines(&figures::figures(&drawn, t))
+                .map_or(Vec::new(), |t| {
+                    figures::summary(&figures::figures(&drawn, t))
                 });
-            format!(
-                "{} (µs):\n{lines}{}",
-                crate::display::name(name),
-                layout::bars(&drawn.buckets, &layout::label)
-            )
+            BarChart {
+                title: title(name, " (µs)".into()),
+                summary,
+                bars: layout::bars(&drawn.buckets, &layout::label),
+            }
         }
-        Some(spec) => render_linear(name, values, spec),
+        Some(spec) => linear_chart(name, values, spec),
     }
 }
 
 /// The linear layout: the statistics, what lies outside `--min`/`--max`, a note when the
 /// step was widened to keep the bucket count sane, then the buckets.
-fn render_linear<T: Ns>(name: &str, values: &[T], spec: &LinearSpec) -> String {
+fn linear_chart<T: Ns>(name: &str, values: &[T], spec: &LinearSpec) -> BarChart {
     let b = layout::linear_of(values, spec);
     let (unit, per_unit) = layout::unit_for_step(b.step_ns);
     let show = |ns: i64| layout::show_ns(ns, unit, per_unit);
-    let mut out = format!(
-        "{} ({unit}, {} {unit} buckets):
-",
-        crate::display::name(name),
-        b.step_ns as f64 / per_unit
-    );
-    out.push_str(&layout::summary_lines_of(values, unit, per_unit));
+    let mut summary = layout::summary_lines_of(values, unit, per_unit);
     if spec.bounded() {
         let outside = b.below + b.above;
         let mut sides = Vec::new();
@@ -457,18 +461,18 @@ fn render_linear<T: Ns>(name: &str, values: &[T], spec: &LinearSpec) -> String {
         if let Some(max) = spec.max_ns.filter(|_| b.above > 0 || outside == 0) {
             sides.push(format!("{} at or above {}", b.above, show(max)));
         }
-        out.push_str(&format!(
-            "# {outside} value{} outside of min/max: {}\n",
+        summary.push(format!(
+            "{outside} value{} outside of min/max: {}",
             if outside == 1 { "" } else { "s" },
             sides.join(", ")
         ));
     }
     if let Some(c) = b.capped {
         let (asked_unit, asked_per) = layout::unit_for_step(c.asked_step_ns);
-        out.push_str(&format!(
-            "# capped: {} {asked_unit} buckets would be {} of them, more than {}: drawn {} {unit} \
+        summary.push(format!(
+            "capped: {} {asked_unit} buckets would be {} of them, more than {}: drawn {} {unit} \
              wide instead (narrow the range with --min/--max, or ask for up to {} buckets with \
-             --buckets N)\n",
+             --buckets N)",
             c.asked_step_ns as f64 / asked_per,
             c.asked_buckets,
             layout::DEFAULT_MAX_BUCKETS,
@@ -477,16 +481,23 @@ fn render_linear<T: Ns>(name: &str, values: &[T], spec: &LinearSpec) -> String {
         ));
     }
     let label = |b: &crate::model::Bucket| layout::scaled_label(b, per_unit);
-    out.push_str(&if spec.bounded() {
-        layout::all_bars(&b.buckets, &label)
-    } else {
-        layout::bars(&b.buckets, &label)
-    });
-    out
+    BarChart {
+        title: title(
+            name,
+            format!(" ({unit}, {} {unit} buckets)", b.step_ns as f64 / per_unit),
+        ),
+        summary: summary.into_iter().map(plain).collect(),
+        bars: if spec.bounded() {
+            layout::all_bars(&b.buckets, &label)
+        } else {
+            layout::bars(&b.buckets, &label)
+        },
+    }
 }
 
-/// `--below`, `--above` and `--format json|markdown` read power-of-two buckets (and imported
-/// ones): not the linear layout, whose buckets leave out what lies outside `--min`/`--max`.
+/// `--below`, `--above` and `--format json` read power-of-two buckets (and imported ones):
+/// not the linear layout, whose buckets leave out what lies outside `--min`/`--max`.
+/// Markdown shows what text shows, the linear layout included.
 fn check_figures(opts: &HistOptions) -> anyhow::Result<()> {
     HIST.check(opts.format)?;
     if opts.linear.is_none() {
@@ -494,8 +505,8 @@ fn check_figures(opts: &HistOptions) -> anyhow::Result<()> {
     }
     let asked = if !opts.thresholds.is_empty() {
         "--below and --above read"
-    } else if opts.format != Format::Text {
-        "--format json and markdown show"
+    } else if opts.format == Format::Json {
+        "--format json shows"
     } else {
         return Ok(());
     };
@@ -505,7 +516,7 @@ fn check_figures(opts: &HistOptions) -> anyhow::Result<()> {
     )
 }
 
-/// The histograms `--format json|markdown` shows: spans' and pairs' as power-of-two buckets
+/// The histograms `--format json` shows: spans' and pairs' as power-of-two buckets
 /// of µs, then imported ones (or the one `--stage` names). `source`: the spans as columns
 /// (`None`: `run` holds them).
 fn all_drawn(
@@ -558,9 +569,8 @@ fn all_drawn(
     Ok((drawn, notes))
 }
 
-/// `--format json|markdown` as a document: each histogram's figures (a heading and two
-/// tables in Markdown), the notes, and the JSON of every figure.
-fn structured_document(
+/// `--format json` as a document: the JSON of every histogram's figures and the notes.
+fn json_document(
     run: &Run,
     source: Option<&dyn SpanSource>,
     opts: &HistOptions,
@@ -569,12 +579,6 @@ fn structured_document(
     let all: Vec<figures::Figures> = (drawn.iter())
         .map(|d| figures::figures(d, &opts.thresholds))
         .collect();
-    let mut blocks: Vec<Block> = all.iter().flat_map(figures::markdown_blocks).collect();
-    blocks.extend(
-        (notes.iter().map(String::as_str))
-            .chain([figures::HOW_BOUNDS])
-            .map(|note| Block::Aside(note.to_owned())),
-    );
     let json = figures::HistJson {
         schema: figures::JSON_SCHEMA,
         how_bounds: figures::HOW_BOUNDS,
@@ -582,17 +586,21 @@ fn structured_document(
         notes: &notes,
     };
     Ok(Document {
-        blocks,
+        blocks: Vec::new(),
         json: pretty_json(&json),
     })
 }
 
-/// The text's document: each drawn histogram (bpftrace's layout, a blank line between
-/// them), then the notes. Text has no JSON form.
-fn text_document(parts: Vec<String>, notes: Vec<String>, shows_bounds: bool) -> Document {
-    let mut blocks: Vec<Block> = (parts.into_iter().enumerate())
-        .map(|(i, part)| Block::Aligned(if i == 0 { part } else { format!("\n{part}") }))
-        .collect();
+/// The document of text and Markdown: each histogram as a bar chart (a blank line between
+/// two), then the notes. It has no JSON form (`json_document`).
+fn charts_document(charts: Vec<BarChart>, notes: Vec<String>, shows_bounds: bool) -> Document {
+    let mut blocks = Vec::new();
+    for (i, chart) in charts.into_iter().enumerate() {
+        if i > 0 {
+            blocks.push(Block::Blank);
+        }
+        blocks.push(Block::Bars(chart));
+    }
     blocks.extend(notes.into_iter().map(Block::Aside));
     if shows_bounds {
         blocks.push(Block::Aside(figures::HOW_BOUNDS.to_owned()));
@@ -611,18 +619,18 @@ pub fn render_run(run: &Run, opts: &HistOptions) -> anyhow::Result<String> {
 /// `run`'s histograms as a document in the form `opts.format` asks for.
 fn run_document(run: &Run, opts: &HistOptions) -> anyhow::Result<Document> {
     check_figures(opts)?;
-    if opts.format != Format::Text {
-        return structured_document(run, None, opts);
+    if opts.format == Format::Json {
+        return json_document(run, None, opts);
     }
     if let Some(document) = imported_by_name(run, opts)? {
         return Ok(document);
     }
     let (series, notes) = collect(run, opts)?;
-    let parts: Vec<String> = series
+    let parts: Vec<BarChart> = series
         .iter()
         .filter(|s| !s.values_ns.is_empty())
         .map(|s| {
-            render_values(
+            chart_of(
                 &s.name,
                 &s.values_ns,
                 opts.linear.as_ref(),
@@ -654,17 +662,17 @@ fn document_from(
     opts: &HistOptions,
 ) -> anyhow::Result<Document> {
     check_figures(opts)?;
-    if opts.format != Format::Text {
-        return structured_document(head, Some(source), opts);
+    if opts.format == Format::Json {
+        return json_document(head, Some(source), opts);
     }
     if let Some(document) = imported_by_name(head, opts)? {
         return Ok(document);
     }
-    let parts: Vec<String> = collect_from(head, source, opts)?
+    let parts: Vec<BarChart> = collect_from(head, source, opts)?
         .iter()
         .filter(|s| !s.values.is_empty())
         .map(|s| {
-            with_ns!(&s.values, v => render_values(&s.name, v, opts.linear.as_ref(), Some(&opts.thresholds)))
+            with_ns!(&s.values, v => chart_of(&s.name, v, opts.linear.as_ref(), Some(&opts.thresholds)))
         })
         .collect();
     finish(head, opts, parts, Vec::new())
@@ -735,15 +743,14 @@ fn drawn_imported(h: &Histogram, opts: &HistOptions) -> figures::Drawn {
     }
 }
 
-/// An imported histogram as text: its name, its figures, its buckets.
-fn imported_text(h: &Histogram, opts: &HistOptions) -> String {
+/// An imported histogram as a chart: its name, its figures, its buckets.
+fn imported_chart(h: &Histogram, opts: &HistOptions) -> BarChart {
     let f = figures::figures(&drawn_imported(h, opts), &opts.thresholds);
-    format!(
-        "{}:\n{}{}",
-        crate::display::name(&h.name),
-        figures::text_lines(&f),
-        layout::bars(&h.buckets, &layout::label)
-    )
+    BarChart {
+        title: title(&h.name, String::new()),
+        summary: figures::summary(&f),
+        bars: layout::bars(&h.buckets, &layout::label),
+    }
 }
 
 /// `hist --stage NAME` of one imported histogram: it alone, with its own buckets.
@@ -760,8 +767,8 @@ fn imported_by_name(run: &Run, opts: &HistOptions) -> anyhow::Result<Option<Docu
              --min, --max and --by lay out spans and pairs only; leave them out"
         );
     }
-    Ok(Some(text_document(
-        vec![imported_text(picked, opts)],
+    Ok(Some(charts_document(
+        vec![imported_chart(picked, opts)],
         Vec::new(),
         true,
     )))
@@ -771,7 +778,7 @@ fn imported_by_name(run: &Run, opts: &HistOptions) -> anyhow::Result<Option<Docu
 fn finish(
     run: &Run,
     opts: &HistOptions,
-    mut parts: Vec<String>,
+    mut parts: Vec<BarChart>,
     notes: Vec<String>,
 ) -> anyhow::Result<Document> {
     let imported = opts.stage.is_none() && opts.pair.is_none();
@@ -798,7 +805,7 @@ fn finish(
     }
     let shows_bounds = imported && !run.histograms.is_empty();
     if imported {
-        parts.extend(run.histograms.iter().map(|h| imported_text(h, opts)));
+        parts.extend(run.histograms.iter().map(|h| imported_chart(h, opts)));
     }
     if parts.is_empty() {
         let what = match (&opts.pair, &opts.stage) {
@@ -812,7 +819,7 @@ fn finish(
         }
         anyhow::bail!(message);
     }
-    Ok(text_document(
+    Ok(charts_document(
         parts,
         notes,
         shows_bounds || !opts.thresholds.is_empty(),

@@ -171,7 +171,8 @@ fn the_outside_line_names_the_sides_with_values() {
         ..LinearSpec::default()
     };
     let line = |spec: LinearSpec| {
-        let text = super::render_linear("x", &values, &spec);
+        let chart = super::linear_chart("x", &values, &spec);
+        let text = crate::render::chart::text(&chart, &crate::render::style::Style::default());
         text.lines()
             .find(|l| l.contains("outside of min/max"))
             .unwrap()
@@ -196,8 +197,9 @@ fn the_outside_line_names_the_sides_with_values() {
     );
 }
 
-/// Markdown of spans (with a share read from the buckets), an imported histogram and the
-/// notes of unpaired events: each histogram a heading and two tables, the notes in italics.
+/// Markdown of a pair (with a share read from the buckets) and the notes of unpaired
+/// events: the text's document, each histogram a heading, its figures as bullets and a
+/// table of its buckets, the notes in italics.
 #[test]
 fn markdown_of_figures_and_notes() {
     let mut run = reference_run();
@@ -216,4 +218,55 @@ fn markdown_of_figures_and_notes() {
         ..HistOptions::default()
     };
     check("hist_pair.md", &render_run(&run, &o).unwrap());
+}
+
+/// Text and Markdown are one document: every summary line of the text is a bullet of the
+/// Markdown, every bar a row of its table (the linear layout included, which Markdown
+/// once refused).
+#[test]
+fn markdown_shows_the_figures_and_buckets_text_shows() {
+    let linear = HistOptions {
+        stage: Some("interval".into()),
+        linear: Some(LinearSpec::step(2 * MS)),
+        ..HistOptions::default()
+    };
+    let imported = {
+        let mut run = reference_run();
+        run.histograms.push(Histogram {
+            name: "@usecs".into(),
+            unit: "us".into(),
+            buckets: vec![Bucket {
+                lo: Some(8192),
+                hi: Some(16384),
+                count: 47,
+            }],
+        });
+        (run, opts(Some("@usecs")))
+    };
+    for (run, o) in [(reference_run(), linear), imported] {
+        let text = render_run(&run, &o).unwrap();
+        let md = render_run(
+            &run,
+            &HistOptions {
+                format: Format::Markdown,
+                ..o
+            },
+        )
+        .unwrap();
+        let (mut summary, mut bars) = (0, 0);
+        for line in text.lines() {
+            if let Some(figures) = line.strip_prefix("# ") {
+                summary += 1;
+                assert!(md.contains(&format!("\n- {figures}\n")), "{figures}\n{md}");
+            } else if let Some((head, _bar)) = line.split_once(" |") {
+                // bpftrace's layout: the label in 16 columns, the count in 8.
+                bars += 1;
+                let (label, count) = (head[..16].trim_end(), head[16..].trim());
+                let row = format!("| `{label}` | {count} |");
+                assert!(md.lines().any(|l| l == row), "{row}\n{md}");
+            }
+        }
+        assert!(bars >= 1, "{text}");
+        assert!(summary >= 1, "{text}");
+    }
 }

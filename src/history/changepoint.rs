@@ -126,8 +126,8 @@ impl std::fmt::Display for DetectError {
         match self {
             DetectError::TooFewPoints(t) => write!(
                 f,
-                "{} points, need {} to look for a change ({} on each side)",
-                t.have,
+                "{}, need {} to look for a change ({} on each side)",
+                crate::units::plural(t.have as u64, "point", "points"),
                 t.need,
                 t.need / 2
             ),
@@ -502,6 +502,10 @@ mod tests {
         assert_eq!(
             detect(&[], &Options::default()).unwrap_err().to_string(),
             "0 points, need 10 to look for a change (5 on each side)"
+        );
+        assert_eq!(
+            detect(&[1.0], &Options::default()).unwrap_err().to_string(),
+            "1 point, need 10 to look for a change (5 on each side)"
         );
     }
 

@@ -201,7 +201,8 @@ fn check_one(series: &Series, direction: Direction, opts: &Options) -> Outcome {
                 0 => String::new(),
                 n => format!(" ({n} more not finite)"),
             };
-            return skipped(&format!("{} points{unusable}, need {}", t.have, t.need));
+            let have = crate::units::plural(t.have as u64, "point", "points");
+            return skipped(&format!("{have}{unusable}, need {}", t.need));
         }
         Err(e) => return skipped(&e.to_string()),
     };
@@ -428,6 +429,19 @@ mod tests {
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].0.machine, "third");
         assert_eq!(changes[0].1.index, 18);
+    }
+
+    #[test]
+    fn a_series_of_one_point_says_one_point() {
+        // A store's first add: every series has one point, and the skip says so in English.
+        let report = check(
+            &[series("fps", "m", 1, 1, 60.0, 60.0)],
+            &CheckOptions::default(),
+        );
+        let Outcome::Skipped { reason } = &report.series[0].outcome else {
+            panic!("one point cannot be checked")
+        };
+        assert_eq!(reason, "1 point, need 10");
     }
 
     #[test]

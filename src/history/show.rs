@@ -11,7 +11,7 @@ use super::store::{Filter, Store};
 use crate::render::document::{pretty_json, write, Block, Document, Span};
 use crate::render::format::HISTORY_SHOW;
 use crate::render::table::{Layout, Table};
-use crate::render::Format;
+use crate::render::{Format, Value};
 
 /// What `show` prints, and its JSON (`framelab.history.show/1`).
 #[derive(Clone, Debug, Serialize)]
@@ -242,13 +242,13 @@ fn document(shown: &Shown) -> Document {
         let rows = (s.commits.iter())
             .map(|c| {
                 vec![
-                    c.commit.chars().take(12).collect(),
-                    c.branch.as_deref().unwrap_or("-").to_owned(),
-                    super::export::rfc3339(c.first_recorded_at_unix_s),
-                    c.runs.to_string(),
-                    number(c.median),
-                    number(c.min),
-                    number(c.max),
+                    Value::Text(c.commit.chars().take(12).collect()),
+                    Value::or(c.branch.clone().map(Value::Text), "-"),
+                    Value::Text(super::export::rfc3339(c.first_recorded_at_unix_s)),
+                    Value::Count(c.runs as i64),
+                    Value::Text(number(c.median)),
+                    Value::Text(number(c.min)),
+                    Value::Text(number(c.max)),
                 ]
             })
             .collect();

@@ -8,11 +8,10 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::summary::{FunctionTable, Z95};
-use crate::display;
 use crate::render::document::{pretty_json, write, Block, Document, Span};
 use crate::render::format::PROFILE;
 use crate::render::table::{Align, Layout, Table};
-use crate::render::Format;
+use crate::render::{Format, Value};
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct DiffRow {
@@ -152,105 +151,65 @@ pub fn diff(a: &Side, b: &Side) -> Diff {
 pub fn render(d: &Diff, n: usize, md: bool) -> String {
     let format = if md { Format::Markdown } else { Format::Text };
     // Both formats are the profile's own: the writer cannot refuse them.
-    write(&document(d, n, md), format, &PROFILE).unwrap_or_default()
+    write(&document(d, n), format, &PROFILE).unwrap_or_default()
 }
 
-/// The diff as a document for text (`md` false) or Markdown: a title, the legend, the
-/// `n` largest changes (text keeps the profile's fixed columns, numbers before names).
-fn document(d: &Diff, n: usize, md: bool) -> Document {
-    let title = |a: &str, b: &str| {
-        format!(
-            "profile diff · {a} ({} runs, {} samples) → {b} ({} runs, {} samples)",
-            d.a_runs, d.a_samples, d.b_runs, d.b_samples
-        )
-    };
-    let rows = d.rows.iter().take(n);
-    let name = |r: &DiffRow| format!("{} [{}]", r.function, r.module);
-    let blocks = if md {
-        let (a, b) = (&d.a, &d.b);
-        let mut headers = vec!["function".to_owned()];
-        headers.extend([
-            format!("{a} incl %"),
-            format!("{b} incl %"),
-            "change (points)".into(),
-            "±95%".into(),
-            format!("{a} self %"),
-            format!("{b} self %"),
-        ]);
-        let mut align = vec![Align::Plain];
-        align.extend([Align::Right; 6]);
-        vec![
-            // Names: the writer escapes the title, the headers and functions whole.
-            Block::Heading(vec![Span::name(title(a, b))]),
-            Block::Lines(format!("{NOISE_LEGEND}.\n")),
-            Block::Pipe(
-                Table {
-                    headers,
-                    layout: Layout::markdown_given(align),
-                    rows: rows
-                        .map(|r| {
-                            vec![
-                                name(r),
-                                format!("{:.2}", r.a_inclusive_pct),
-                                format!("{:.2}", r.b_inclusive_pct),
-                                format!("{:+.2}", r.change_pct),
-                                format!(
-                                    "{}{}",
-                                    plus_minus(r),
-                                    if r.within_noise { " ~" } else { "" }
-                                ),
-                                format!("{:.2}", r.a_self_pct),
-                                format!("{:.2}", r.b_self_pct),
-                            ]
-                        })
-                        .collect(),
-                    ..Table::default()
-                }
-                .with_names(&[1, 2, 5, 6], &[0]),
-            ),
-        ]
-    } else {
-        let (a, b) = (display::text(&d.a), display::text(&d.b));
-        // The profile's own columns: the shares first, one space apart, `~` right after a
-        // change within the noise.
-        let headers = [
-            "A incl%",
-            "B incl%",
-            "change",
-            "±95% ",
-            "A self%",
-            "B self%",
-            "function [module]",
-        ];
-        let mut table = Table::new(&headers).with_layout(Layout {
+/// The diff as one document for text and Markdown: a title (naming A and B), the legend,
+/// the `n` largest changes in the profile's fixed columns, numbers before names.
+fn document(d: &Diff, n: usize) -> Document {
+    let runs = |n: usize| crate::units::plural(n as u64, "run", "runs");
+    let title = format!(
+        "profile diff · {} ({}, {} samples) → {} ({}, {} samples)",
+        d.a,
+        runs(d.a_runs),
+        d.a_samples,
+        d.b,
+        runs(d.b_runs),
+        d.b_samples
+    );
+    // The shares first, one space apart, `~` right after a change within the noise.
+    let headers = [
+        "A incl%",
+        "B incl%",
+        "change",
+        "±95% ",
+        "A self%",
+        "B self%",
+        "function [module]",
+    ];
+    let mut align = vec![Align::Right; 6];
+    align.push(Align::Plain);
+    let mut table = Table::new(&headers)
+        .with_names(&[], &[6])
+        .with_layout(Layout {
             min_widths: vec![9, 10, 9, 9, 9, 9],
             words: vec![6],
             numbers_first: true,
             cut: 100,
+            align,
             ..Layout::default()
         });
-        for r in rows {
-            let noise = if r.within_noise { "~" } else { " " };
-            table.push(vec![
-                format!("{:.2}%", r.a_inclusive_pct),
-                format!("{:.2}%", r.b_inclusive_pct),
-                format!("{:+.2}", r.change_pct),
-                format!("{}{noise}", plus_minus(r)),
-                format!("{:.2}%", r.a_self_pct),
-                format!("{:.2}%", r.b_self_pct),
-                name(r),
-            ]);
-        }
-        vec![
-            Block::Title(title(&a, &b)),
+    for r in d.rows.iter().take(n) {
+        let noise = if r.within_noise { "~" } else { " " };
+        table.push(vec![
+            Value::percent(r.a_inclusive_pct, 2),
+            Value::percent(r.b_inclusive_pct, 2),
+            Value::Text(format!("{:+.2}", r.change_pct)),
+            Value::Text(format!("{}{noise}", plus_minus(r))),
+            Value::percent(r.a_self_pct, 2),
+            Value::percent(r.b_self_pct, 2),
+            Value::Text(format!("{} [{}]", r.function, r.module)),
+        ]);
+    }
+    Document {
+        blocks: vec![
+            // Names: the writer escapes the title and the functions.
+            Block::Heading(vec![Span::name(title)]),
             Block::Detail(format!(
                 "inclusive % of each side's samples, largest change first; {NOISE_LEGEND}"
             )),
             Block::Table(table),
-        ]
-    };
-    Document {
-        blocks,
+        ],
         json: pretty_json(d),
     }
 }

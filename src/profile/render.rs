@@ -11,11 +11,11 @@ use super::summary::{share_ci95_pct, FunctionRow, FunctionTable, Summary};
 use crate::display;
 use crate::render::document::{plain, write, Block, Document, Span};
 use crate::render::format::PROFILE;
-use crate::render::table::{Align, Layout, Table};
-use crate::render::Format;
+use crate::render::table::{Align, Layout, MarkdownCells, Table};
+use crate::render::{Format, Value};
 
 /// The title and the lines under it: samples, spread, filters, notes.
-fn header(s: &Summary, md: bool) -> Vec<Block> {
+fn header(s: &Summary) -> Vec<Block> {
     let kernel = if s.kernel_stacks {
         "user + kernel stacks"
     } else {
@@ -45,26 +45,13 @@ fn header(s: &Summary, md: bool) -> Vec<Block> {
         lines.push(format!("note    {}", display::text(note)));
     }
     vec![
-        match md {
-            true => Block::Heading(vec![
-                Span::plain("profile · "),
-                Span::name(&s.run),
-                Span::plain(about),
-            ]),
-            false => Block::Title(format!("profile · {}{about}", display::text(&s.run))),
-        },
+        Block::Heading(vec![
+            Span::plain("profile · "),
+            Span::name(&s.run),
+            Span::plain(about),
+        ]),
         Block::Bullets(lines.into_iter().map(plain).collect()),
     ]
-}
-
-/// `function [module]`, cut at 100 characters in text; Markdown's table escapes it whole.
-fn shown_function(f: &FunctionRow, md: bool) -> String {
-    let text = format!("{} [{}]", f.function, f.module);
-    if md {
-        text
-    } else {
-        display::escaped(&text, 100).into_owned()
-    }
 }
 
 fn top(table: &FunctionTable, by_self: bool, n: usize) -> Vec<&FunctionRow> {
@@ -81,66 +68,47 @@ fn top(table: &FunctionTable, by_self: bool, n: usize) -> Vec<&FunctionRow> {
     rows
 }
 
-/// One table of functions: a heading and a table in Markdown; in text a captioned table in
-/// the profile's own columns (percentages before the names).
-fn section(title: &str, table: &FunctionTable, by_self: bool, n: usize, md: bool) -> Vec<Block> {
-    let heading = |title: String| {
-        format!(
-            "{title} · {} samples ({:.1}%) · shares ±{:.1} points",
-            table.samples,
-            table.share_pct,
-            share_ci95_pct(table.samples)
-        )
-    };
-    let rows = top(table, by_self, n);
-    if md {
-        return vec![
-            Block::Subheading(vec![Span::name(heading(title.to_owned()))]),
-            Block::Pipe(
-                Table {
-                    headers: ["self %", "incl %", "function"].map(String::from).into(),
-                    layout: Layout::markdown_given(vec![Align::Right, Align::Right, Align::Plain]),
-                    rows: (rows.iter())
-                        .map(|r| {
-                            vec![
-                                format!("{:.2}", r.self_pct),
-                                format!("{:.2}", r.inclusive_pct),
-                                shown_function(r, true),
-                            ]
-                        })
-                        .collect(),
-                    ..Table::default()
-                }
-                .with_names(&[], &[2]),
-            ),
-        ];
-    }
-    // The profile's own columns: the shares first, then the function.
-    let mut table = Table::new(&["self %", "incl %", "function [module]"]).with_layout(Layout {
-        min_widths: vec![7, 8],
-        words: vec![2],
-        numbers_first: true,
-        cut: 100,
-        ..Layout::default()
-    });
-    for r in rows {
-        table.push(vec![
-            format!("{:.2}", r.self_pct),
-            format!("{:.2}", r.inclusive_pct),
-            shown_function(r, false),
+/// The most characters of a function and its module shown.
+const FUNCTION_CHARS: usize = 100;
+
+/// One table of functions under its title, in the profile's own columns: the shares first,
+/// then `function [module]` (a name, cut at 100 characters, escaped whole in Markdown).
+fn section(title: &str, table: &FunctionTable, by_self: bool, n: usize) -> Block {
+    let heading = format!(
+        "{title} · {} samples ({:.1}%) · shares ±{:.1} points",
+        table.samples,
+        table.share_pct,
+        share_ci95_pct(table.samples)
+    );
+    let mut shown = Table::new(&["self %", "incl %", "function [module]"])
+        .with_names(&[], &[2])
+        .with_layout(Layout {
+            min_widths: vec![7, 8],
+            words: vec![2],
+            numbers_first: true,
+            cut: FUNCTION_CHARS,
+            markdown: MarkdownCells::AsGiven,
+            align: vec![Align::Right, Align::Right, Align::Plain],
+            ..Layout::default()
+        });
+    for r in top(table, by_self, n) {
+        shown.push(vec![
+            Value::fixed(r.self_pct, 2),
+            Value::fixed(r.inclusive_pct, 2),
+            Value::Text(format!("{} [{}]", r.function, r.module)),
         ]);
     }
-    vec![Block::Captioned {
-        caption: plain(heading(display::text(title).into_owned())),
-        table,
-    }]
+    Block::Titled {
+        title: vec![Span::name(heading)],
+        table: shown,
+    }
 }
 
-/// The summary as a document for text (`md` false) or Markdown: the overall tables, then
-/// each stage, the late frames and the worst frames, `n` functions each; its JSON form is
-/// the summary under its schema.
-pub fn summary_document(s: &Summary, n: usize, md: bool) -> Document {
-    let mut blocks = header(s, md);
+/// The summary as one document for text and Markdown: the overall tables, then each
+/// stage, the late frames and the worst frames, `n` functions each; its JSON form is the
+/// summary under its schema.
+pub fn summary_document(s: &Summary, n: usize) -> Document {
+    let mut blocks = header(s);
     let document = |blocks| Document {
         blocks,
         json: summary_json(s),
@@ -156,35 +124,22 @@ pub fn summary_document(s: &Summary, n: usize, md: bool) -> Document {
         blocks.push(Block::Note("  no sample matches the filters".into()));
         return document(blocks);
     }
-    blocks.extend(section("top functions by self", &s.overall, true, n, md));
-    blocks.extend(section(
-        "top functions by inclusive",
-        &s.overall,
-        false,
-        n,
-        md,
-    ));
+    blocks.push(section("top functions by self", &s.overall, true, n));
+    blocks.push(section("top functions by inclusive", &s.overall, false, n));
     for stage in &s.stages {
-        blocks.extend(section(
-            &format!("stage {}", stage.name),
-            stage,
-            true,
-            n,
-            md,
-        ));
+        blocks.push(section(&format!("stage {}", stage.name), stage, true, n));
     }
     if let Some(late) = &s.late_frames {
         if late.samples > 0 {
-            blocks.extend(section("late frames (over budget)", late, true, n, md));
+            blocks.push(section("late frames (over budget)", late, true, n));
         }
     }
     for frame in &s.worst_frames {
-        blocks.extend(section(
+        blocks.push(section(
             &format!("worst {}", frame.name),
             frame,
             true,
             n.min(5),
-            md,
         ));
     }
     document(blocks)
@@ -192,8 +147,7 @@ pub fn summary_document(s: &Summary, n: usize, md: bool) -> Document {
 
 /// The summary in `format` (text, Markdown or JSON).
 pub fn summary(s: &Summary, n: usize, format: Format) -> anyhow::Result<String> {
-    let document = summary_document(s, n, format == Format::Markdown);
-    write(&document, format, &PROFILE)
+    write(&summary_document(s, n), format, &PROFILE)
 }
 
 fn summary_json(s: &Summary) -> String {

@@ -1,6 +1,7 @@
 //! Shared cell formatting: a value in its unit's usual precision, a unit's short name, a
-//! ratio as a signed percentage. The comparison's tables and history's print their
-//! numbers through these, so the same number reads the same everywhere.
+//! ratio as a signed percentage, a difference with a true minus, a change with its
+//! interval, a p-value. Typed cells (`render::Value`) and history's texts are shown through
+//! these, so the same number reads the same everywhere.
 
 use crate::analyze::metrics::Unit;
 
@@ -20,6 +21,43 @@ pub fn signed_pct(ratio: f64, decimals: usize) -> String {
         "+"
     };
     format!("{sign}{text}%")
+}
+
+/// A change in percent with its interval: `+3.2% [1.0, 5.1]`; without one (NaN bounds: one
+/// run a side), the percentage alone.
+pub fn change_with_interval(ratio: f64, low: f64, high: f64) -> String {
+    if low.is_nan() || high.is_nan() {
+        return signed_pct(ratio, 1);
+    }
+    format!(
+        "{} [{}, {}]",
+        signed_pct(ratio, 1),
+        signed_pct(low, 1).trim_end_matches('%'),
+        signed_pct(high, 1).trim_end_matches('%')
+    )
+}
+
+/// An absolute change in `unit`, signed with a true minus: "+192.0", "−0.42", "±0.0".
+pub fn difference(unit: &Unit, d: f64, resolution: Option<f64>) -> String {
+    let shown = value_to(unit, d.abs(), resolution);
+    let zero = shown.chars().all(|c| c == '0' || c == '.');
+    let sign = if zero {
+        "±"
+    } else if d < 0.0 {
+        "−"
+    } else {
+        "+"
+    };
+    format!("{sign}{shown}")
+}
+
+/// A p-value with four decimals, or `<0.0001`.
+pub fn p_value(p: f64) -> String {
+    if p < 0.0001 {
+        "<0.0001".into()
+    } else {
+        format!("{p:.4}")
+    }
 }
 
 pub fn fixed(v: f64, decimals: usize) -> String {

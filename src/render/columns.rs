@@ -4,6 +4,7 @@
 
 use super::style::Style;
 use super::table::{Layout, Table};
+use super::value::Value;
 
 pub struct Column {
     pub header: String,
@@ -34,7 +35,7 @@ impl Column {
 /// `rows` under `columns` in the report's layout, `unit` after the text header (`µs`).
 /// Every cell is a name: names from a program or a trace can hold terminal escapes,
 /// Markdown or kilobytes.
-pub fn table(columns: &[Column], rows: Vec<Vec<String>>, unit: Option<&str>) -> Table {
+pub fn table(columns: &[Column], rows: Vec<Vec<Value>>, unit: Option<&str>) -> Table {
     let headers = columns.iter().map(|c| c.header.clone()).collect();
     let min_widths = columns.iter().map(|c| c.min_width).collect();
     let words = (columns.iter().enumerate())
@@ -51,6 +52,6 @@ pub fn table(columns: &[Column], rows: Vec<Vec<String>>, unit: Option<&str>) -> 
 }
 
 /// [`table`] as aligned text, its header bold when `st` shows colour.
-pub fn render(columns: &[Column], rows: &[Vec<String>], unit: Option<&str>, st: &Style) -> String {
+pub fn render(columns: &[Column], rows: &[Vec<Value>], unit: Option<&str>, st: &Style) -> String {
     table(columns, rows.to_vec(), unit).text(st)
 }

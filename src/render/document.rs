@@ -1,18 +1,20 @@
 //! A neutral document: what a feature shows, as blocks (a lead line, details, notes,
 //! tables, titled lists, the report family's title, facts, sections and tables of aligned
-//! columns; headings, paragraphs, bullets, sub-lists, grids; pipe tables, asides,
-//! paragraphs of lines; data tables of typed cells for CSV) and its JSON
-//! form, with one writer per format. A feature builds the document once; [`write`] renders
-//! it in any format its command writes (CSV through `render::csv`), and
-//! `render::html_writer` gives the HTML page its words and tables. Converted so far:
-//! `history check`, `whatif`, `timers`, `compare`, `history show`, `hist`, `profile` and
-//! the report (docs/architecture.md, "Known debts").
+//! columns; headings, paragraphs, bullets, sub-lists, grids; asides, paragraphs of lines;
+//! titled tables, lists of states, bar charts; plots' data for the HTML page; data tables
+//! of typed cells for CSV) and its JSON form, with one writer per format. A feature builds
+//! the document once, the same for text and Markdown; [`write`] renders it in any format its
+//! command writes (CSV through `render::csv`), and `render::html_writer` gives the HTML page
+//! its words, tables and plots. Tables hold typed cells (`render::Value`), shown when
+//! written.
 
 use anyhow::Result;
 use serde::Serialize;
 
+pub use super::chart::{Bar, BarChart};
 pub use super::csv::{Cell, DataTable};
 use super::format::Formats;
+pub use super::line::{plain, shown, Line, Span, SpanKind, Tone};
 use super::style::Style;
 use super::table::Layout;
 use super::{Format, Table};
@@ -37,9 +39,6 @@ pub enum Block {
     /// A titled list set off by a blank line: `title:` then indented items in text, a
     /// capitalised `Title:` then a bullet per item in Markdown.
     List { title: String, items: Vec<String> },
-    /// Lines laid out by the feature itself (each ending in `\n`): as they are in text, a
-    /// code block in Markdown, where aligned columns stay aligned.
-    Aligned(String),
     /// The report's title line: bold in text, a `###` heading in Markdown.
     Title(String),
     /// The report's facts, right under the title: `  label     value` in text, a bullet
@@ -50,8 +49,6 @@ pub enum Block {
     /// Notes set off by a blank line: each after a `note` label in text, a quote in
     /// Markdown.
     Notes(Vec<String>),
-    /// A table right under the block above in text, set off by a blank line in Markdown.
-    Pipe(Table),
     /// A remark under the output: `note: remark` in text; in Markdown a paragraph in
     /// italics, set off by a blank line before and after.
     Aside(String),
@@ -88,143 +85,32 @@ pub enum Block {
     Remark(Line),
     /// Items that keep their dash in text (`  - item`), a bullet each in Markdown.
     Dashed(Vec<Line>),
+    /// A titled list of things and how each fared (telemetry's sources): in text the title
+    /// and its words on an indented line (bold on a terminal that shows colour), then each
+    /// thing, its state and what it says in aligned columns; in Markdown the title in bold
+    /// as a paragraph, then a bullet each (`**name** state · detail`).
+    States {
+        title: String,
+        text: String,
+        items: Vec<State>,
+    },
+    /// A table under its title: the title indented after a blank line in text, a `####`
+    /// heading in Markdown.
+    Titled { title: Line, table: Table },
+    /// A bar chart (a histogram's buckets): bpftrace's layout in text, a heading and a
+    /// table of bucket and count in Markdown (`render::chart`).
+    Bars(BarChart),
+    /// A plot's data, for the HTML page (`render::html_writer`); the formats for
+    /// terminals and pull requests leave it out.
+    Plot(super::plot::Plot),
 }
 
-/// A line of text made of pieces, each shown as its kind says in each format.
-pub type Line = Vec<Span>;
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Span {
-    pub text: String,
-    pub kind: SpanKind,
-    /// A name from the measured program, a trace or a store: escaped and cut
-    /// ([`Style::name`]), and in Markdown kept from turning into Markdown.
-    pub name: bool,
-    /// How it is coloured on a terminal that shows colour; the other formats leave it.
-    pub tone: Option<Tone>,
-}
-
-/// What a piece of text warns of, for the writers that colour it.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Tone {
-    /// Worth a look (yellow): a late count under 1%, a probe that never fired.
-    Warning,
-    /// Something lost or failed (red): events dropped, a metric not read.
-    Bad,
-    /// A line that heads those under it (bold).
-    Strong,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum SpanKind {
-    Plain,
-    /// Bold in Markdown.
-    Strong,
-    /// Italic in Markdown.
-    Emphasis,
-    /// A code span in Markdown (a command line).
-    Code,
-}
-
-impl Span {
-    pub fn plain(text: impl Into<String>) -> Span {
-        Span {
-            text: text.into(),
-            kind: SpanKind::Plain,
-            name: false,
-            tone: None,
-        }
-    }
-    pub fn name(text: impl Into<String>) -> Span {
-        Span {
-            name: true,
-            ..Span::plain(text)
-        }
-    }
-    pub fn strong(text: impl Into<String>) -> Span {
-        Span::plain(text).with(SpanKind::Strong)
-    }
-    pub fn emphasis(text: impl Into<String>) -> Span {
-        Span::plain(text).with(SpanKind::Emphasis)
-    }
-    pub fn code(text: impl Into<String>) -> Span {
-        Span::plain(text).with(SpanKind::Code)
-    }
-    pub fn with(self, kind: SpanKind) -> Span {
-        Span { kind, ..self }
-    }
-    pub fn toned(self, tone: Tone) -> Span {
-        Span {
-            tone: Some(tone),
-            ..self
-        }
-    }
-}
-
-/// A line of one plain piece.
-pub fn plain(text: impl Into<String>) -> Line {
-    vec![Span::plain(text)]
-}
-
-/// `line` as `st` shows it: names escaped, tones coloured (pieces of one tone in a row
-/// coloured once), and in Markdown each piece's markup.
-pub fn shown(line: &Line, st: &Style) -> String {
-    let mut out = String::new();
-    let mut toned: Option<(Tone, String)> = None;
-    let paint = |(tone, text): (Tone, String)| match tone {
-        Tone::Warning => st.yellow(&text),
-        Tone::Bad => st.red(&text),
-        Tone::Strong => st.bold(&text),
-    };
-    for span in line {
-        let text = if span.name {
-            st.name(&span.text)
-        } else {
-            span.text.clone()
-        };
-        if !st.markdown {
-            if let (Some((tone, run)), Some(this)) = (&mut toned, span.tone) {
-                if *tone == this {
-                    run.push_str(&text);
-                    continue;
-                }
-            }
-            if let Some(run) = toned.take() {
-                out.push_str(&paint(run));
-            }
-            match span.tone {
-                Some(tone) => toned = Some((tone, text)),
-                None => out.push_str(&text),
-            }
-            continue;
-        }
-        match span.kind {
-            SpanKind::Plain => out.push_str(&text),
-            SpanKind::Strong => out.push_str(&format!("**{text}**")),
-            SpanKind::Emphasis => out.push_str(&format!("_{text}_")),
-            SpanKind::Code => out.push_str(&code_span(&text)),
-        }
-    }
-    if let Some(run) = toned {
-        out.push_str(&paint(run));
-    }
-    out
-}
-
-/// An inline code span that survives backticks in its content.
-fn code_span(s: &str) -> String {
-    let longest_run = s
-        .split(|c| c != '`')
-        .map(|run| run.len())
-        .max()
-        .unwrap_or(0);
-    let fence = "`".repeat(longest_run + 1);
-    let pad = if s.starts_with('`') || s.ends_with('`') {
-        " "
-    } else {
-        ""
-    };
-    format!("{fence}{pad}{s}{pad}{fence}")
+/// One thing of a [`Block::States`] list.
+pub struct State {
+    pub name: String,
+    /// Its state (`on`, `stopped`), toned as the feature says.
+    pub state: Span,
+    pub detail: Line,
 }
 
 pub struct Fact {
@@ -263,10 +149,12 @@ impl Section {
             })
             .collect();
         let min_widths = self.columns.iter().map(|c| c.min_width).collect();
-        let unit = self.columns.iter().find_map(|c| c.unit.clone());
+        let unit = (self.columns.iter())
+            .find_map(|c| c.unit.clone())
+            .filter(|_| !markdown);
         Table {
             headers,
-            rows: self.rows.clone(),
+            rows: super::value::texts(self.rows.clone()),
             ..Table::default()
         }
         .with_every_cell_a_name()
@@ -336,7 +224,6 @@ fn text(document: &Document, color: bool) -> String {
                     out.push_str(&format!("  {item}\n"));
                 }
             }
-            Block::Aligned(lines) => out.push_str(lines),
             Block::Title(title) => out.push_str(&format!("{}\n", st.bold(title))),
             Block::Facts(facts) => {
                 for f in facts {
@@ -360,7 +247,6 @@ fn text(document: &Document, color: bool) -> String {
                     out.push_str(&format!("  {}{note}\n", st.yellow("note      ")));
                 }
             }
-            Block::Pipe(table) => out.push_str(&table.text(&st)),
             Block::Aside(remark) => {
                 out.push_str(&format!("note: {}\n", crate::display::text(remark)))
             }
@@ -374,7 +260,7 @@ fn text(document: &Document, color: bool) -> String {
                 out.push('\n');
                 out.push_str(lines);
             }
-            Block::Data(_) => {}
+            Block::Data(_) | Block::Plot(_) => {}
             Block::Heading(line) => out.push_str(&format!("{}\n", shown(line, &st))),
             Block::Subheading(line) => out.push_str(&format!("\n{}\n", shown(line, &st))),
             Block::Paragraph(line) => out.push_str(&format!("  {}\n", shown(line, &st))),
@@ -401,6 +287,25 @@ fn text(document: &Document, color: bool) -> String {
                     out.push_str(&format!("  - {}\n", shown(line, &st)));
                 }
             }
+            Block::States { title, text, items } => {
+                out.push_str(&format!("  {}\n", st.bold(&format!("{title}  {text}"))));
+                for item in items {
+                    // The padding is the plain word's: colour codes shift nothing.
+                    let pad = 9usize.saturating_sub(item.state.text.chars().count());
+                    out.push_str(&format!(
+                        "    {:<9} {}{}{}\n",
+                        item.name,
+                        shown(&vec![item.state.clone()], &st),
+                        " ".repeat(pad),
+                        shown(&item.detail, &st)
+                    ));
+                }
+            }
+            Block::Bars(chart) => out.push_str(&super::chart::text(chart, &st)),
+            Block::Titled { title, table } => {
+                out.push_str(&format!("\n  {}\n", shown(title, &st)));
+                out.push_str(&table.text(&st));
+            }
         }
     }
     out
@@ -416,7 +321,10 @@ fn markdown(document: &Document) -> String {
     for block in &document.blocks {
         match block {
             Block::Lead { title, text } => out.push_str(&format!("**{title}**: {text}\n")),
-            Block::Detail(line) => out.push_str(&format!("\n{line}.\n")),
+            Block::Detail(line) => {
+                set_off(&mut out);
+                out.push_str(&format!("{line}.\n"));
+            }
             Block::Note(line) => out.push_str(&format!("\n{line}\n")),
             Block::Table(table) => {
                 out.push('\n');
@@ -428,10 +336,9 @@ fn markdown(document: &Document) -> String {
                     out.push_str(&format!("- {}\n", crate::display::markdown(item)));
                 }
             }
-            Block::Aligned(lines) => out.push_str(&format!("```\n{lines}```\n")),
             Block::Title(title) => out.push_str(&format!("### {}\n", st.name(title))),
             Block::Facts(facts) => {
-                out.push('\n');
+                set_off(&mut out);
                 for f in facts {
                     out.push_str(&format!("- **{}** {}\n", f.label, shown(&f.value, &st)));
                 }
@@ -446,14 +353,10 @@ fn markdown(document: &Document) -> String {
             }
             Block::Notes(notes) => {
                 let quoted: Vec<String> = (notes.iter())
-                    .map(|n| format!("> {}\n", st.name(n)))
+                    .map(|n| format!("> **Note** {}\n", st.name(n)))
                     .collect();
                 out.push('\n');
                 out.push_str(&quoted.join(">\n"));
-            }
-            Block::Pipe(table) => {
-                set_off(&mut out);
-                out.push_str(&table.markdown());
             }
             Block::Aside(remark) => {
                 set_off(&mut out);
@@ -467,7 +370,7 @@ fn markdown(document: &Document) -> String {
                 set_off(&mut out);
                 out.push_str(lines);
             }
-            Block::Data(_) => {}
+            Block::Data(_) | Block::Plot(_) => {}
             Block::Heading(line) => out.push_str(&format!("### {}\n\n", shown(line, &st))),
             Block::Subheading(line) => out.push_str(&format!("\n#### {}\n\n", shown(line, &st))),
             Block::Paragraph(line) => out.push_str(&format!("{}\n\n", shown(line, &st))),
@@ -495,6 +398,26 @@ fn markdown(document: &Document) -> String {
                     out.push_str(&format!("- {}\n", shown(line, &st)));
                 }
             }
+            Block::States { title, text, items } => {
+                out.push_str(&format!("**{title}** {text}\n\n"));
+                for item in items {
+                    out.push_str(&format!(
+                        "- **{}** {} · {}\n",
+                        item.name,
+                        item.state.text,
+                        shown(&item.detail, &st)
+                    ));
+                }
+            }
+            Block::Bars(chart) => {
+                set_off(&mut out);
+                out.push_str(&super::chart::markdown(chart, &st));
+            }
+            Block::Titled { title, table } => {
+                set_off(&mut out);
+                out.push_str(&format!("#### {}\n\n", shown(title, &st)));
+                out.push_str(&table.markdown());
+            }
         }
     }
     out
@@ -519,7 +442,7 @@ fn capitalised(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::render::format::{COMPARE, HISTORY_CHECK, HISTORY_SHOW};
-    use crate::render::table::Align;
+    use crate::render::Value;
 
     fn document() -> Document {
         let mut table = Table::new(&["metric", "change"]);
@@ -631,13 +554,6 @@ mod tests {
     }
 
     #[test]
-    fn code_spans_hold_backticks() {
-        assert_eq!(code_span("ls -l"), "`ls -l`");
-        assert_eq!(code_span("echo `date`"), "`` echo `date` ``");
-        assert_eq!(code_span("a``b"), "```a``b```");
-    }
-
-    #[test]
     fn tones_colour_text_once_a_run_and_leave_markdown_alone() {
         let line = vec![
             Span::plain("3 frames").toned(Tone::Bad),
@@ -661,40 +577,34 @@ mod tests {
     }
 
     #[test]
-    fn aligned_lines_stay_aligned_in_markdown() {
-        let d = Document {
-            blocks: vec![Block::Aligned("  a    1\n  bb  22\n".into())],
-            json: String::new(),
-        };
-        assert_eq!(
-            write(&d, Format::Text, &HISTORY_CHECK).unwrap(),
-            "  a    1\n  bb  22\n"
-        );
-        assert_eq!(
-            write(&d, Format::Markdown, &HISTORY_CHECK).unwrap(),
-            "```\n  a    1\n  bb  22\n```\n"
-        );
-    }
-
-    #[test]
-    fn pipe_tables_and_asides_are_set_off_once_among_headings() {
-        let pipe = || {
-            Block::Pipe(
-                Table {
-                    headers: vec!["bucket".into(), "count".into()],
-                    rows: vec![vec!["`[1, 2)`".into(), "3".into()]],
-                    ..Table::default()
-                }
-                .with_layout(Layout::markdown_given(vec![Align::Plain, Align::Right])),
-            )
-        };
+    fn titled_tables_charts_states_and_asides_in_text_and_markdown() {
+        let mut table = Table::new(&["self %", "function"]).with_names(&[], &[1]);
+        table.push(vec![Value::fixed(70.0, 2), Value::from("a_b")]);
         let d = Document {
             blocks: vec![
-                Block::Heading(plain("@a")),
+                Block::Heading(plain("profile")),
                 Block::Bullets(vec![plain("samples 5")]),
-                pipe(),
-                Block::Subheading(plain("stage b")),
-                pipe(),
+                Block::Titled {
+                    title: vec![Span::name("stage b_c")],
+                    table,
+                },
+                Block::States {
+                    title: "sampling".into(),
+                    text: "every 50 ms".into(),
+                    items: vec![State {
+                        name: "nvml".into(),
+                        state: Span::plain("stopped").toned(Tone::Bad),
+                        detail: vec![Span::name("GPU0 · 4 reads")],
+                    }],
+                },
+                Block::Bars(BarChart {
+                    title: plain("@x (µs)"),
+                    summary: vec![plain("count 3")],
+                    bars: vec![Bar {
+                        label: "[1, 2)".into(),
+                        count: 3,
+                    }],
+                }),
                 Block::Aside("one".into()),
                 Block::Aside("two_words".into()),
             ],
@@ -702,14 +612,19 @@ mod tests {
         };
         assert_eq!(
             write(&d, Format::Markdown, &HISTORY_CHECK).unwrap(),
-            "### @a\n\n- samples 5\n\n| bucket | count |\n| --- | ---: |\n| `[1, 2)` | 3 |\n\n\
-             #### stage b\n\n| bucket | count |\n| --- | ---: |\n| `[1, 2)` | 3 |\n\n\
-             _one_\n\n_two\\_words_\n\n"
+            "### profile\n\n- samples 5\n\n#### stage b\\_c\n\n| self % | function |\n\
+             | --- | ---: |\n| 70.00 | a\\_b |\n**sampling** every 50 ms\n\n\
+             - **nvml** stopped · GPU0 · 4 reads\n\n### @x (µs)\n\n- count 3\n\n\
+             | bucket | count |\n| --- | ---: |\n| `[1, 2)` | 3 |\n\n_one_\n\n_two\\_words_\n\n"
         );
         assert_eq!(
             write(&d, Format::Text, &HISTORY_CHECK).unwrap(),
-            "@a\n  samples 5\n  bucket    count\n  `[1, 2)`      3\n\nstage b\n  bucket    count\n  \
-             `[1, 2)`      3\nnote: one\nnote: two_words\n"
+            format!(
+                "profile\n  samples 5\n\n  stage b_c\n  self %  function\n  70.00        a_b\n  \
+                 sampling  every 50 ms\n    nvml      stopped  GPU0 · 4 reads\n@x (µs):\n\
+                 # count 3\n[1, 2)                 3 |{}|\nnote: one\nnote: two_words\n",
+                "@".repeat(52)
+            )
         );
     }
 }

@@ -1,17 +1,22 @@
 //! The rendering layer: the one [`Format`] every command writes in and which formats each
-//! command accepts, the one [`Table`] of cells, how a cell shows a number in its unit, and
-//! the neutral document with a writer per format.
+//! command accepts, the one [`Table`] of typed cells ([`Value`]), how a cell shows a number
+//! in its unit, and the neutral document (its plots included) with a writer per format.
 //! Features compute; this layer says how their results are shown.
 
 pub mod cells;
+pub mod chart;
 pub mod columns;
 pub mod csv;
 pub mod document;
 pub mod format;
 pub mod html_writer;
 pub mod human;
+pub mod line;
+pub mod plot;
 pub mod style;
 pub mod table;
+pub mod value;
 
 pub use format::{Format, Formats};
 pub use table::Table;
+pub use value::Value;

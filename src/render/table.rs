@@ -1,20 +1,22 @@
-//! The one table of text cells, whatever shows it: aligned plain text or a Markdown pipe
-//! table that pastes into a pull request, laid out as its [`Layout`] says (the plain table,
-//! the report family's columns, `history show`'s grid, cells given as Markdown), and
-//! serialised as it is for the HTML page's script (`title`, `headers`, `rows`). A table says
-//! which of its texts are names from outside framelab ([`Names`]): Markdown escapes those
-//! whole.
+//! The one table of typed cells ([`Value`]), whatever shows it: aligned plain text or a
+//! Markdown pipe table that pastes into a pull request, laid out as its [`Layout`] says (the
+//! plain table, the report family's columns, `history show`'s grid, cells given as
+//! Markdown), and serialised for the HTML page's script (`title`, `headers`, `rows`, each
+//! cell as the text it shows). A table says which of its texts are names from outside
+//! framelab ([`Names`]): Markdown escapes those whole.
 
 use serde::Serialize;
 
 use super::style::Style;
+use super::value::Value;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Table {
     /// The heading the HTML page shows above it; text and Markdown leave it to the caller.
     pub title: String,
     pub headers: Vec<String>,
-    pub rows: Vec<Vec<String>>,
+    /// Shown when written: the feature says what each cell holds, not how it reads.
+    pub rows: Vec<Vec<Value>>,
     /// The page's script escapes every text itself.
     #[serde(skip)]
     pub names: Names,
@@ -49,7 +51,8 @@ pub struct Layout {
     pub words: Vec<usize>,
     /// The first column holds numbers: right-aligned in its width.
     pub numbers_first: bool,
-    /// Named once after the text header (`µs`), three spaces after it.
+    /// The unit the table's figures share (`µs`): named once after the text header, three
+    /// spaces after it, and after the first header in Markdown (`stage (µs)`).
     pub unit: Option<String>,
     /// The header bold on a terminal that shows colour.
     pub bold_header: bool,
@@ -112,7 +115,7 @@ impl Layout {
         }
     }
 
-    /// Cells the feature gives as Markdown (a code span, an escaped function), uncut, each
+    /// Cells the feature gives as Markdown (a bar chart's bucket bounds as code spans), uncut, each
     /// column lined up as `align` says in Markdown's rule.
     pub fn markdown_given(align: Vec<Align>) -> Layout {
         Layout {
@@ -150,8 +153,13 @@ impl Table {
         }
     }
 
-    pub fn push(&mut self, row: Vec<String>) {
+    pub fn push(&mut self, row: Vec<Value>) {
         self.rows.push(row);
+    }
+
+    /// A row of cells the feature has shown already, as words.
+    pub fn push_texts(&mut self, row: Vec<String>) {
+        self.rows.push(row.into_iter().map(Value::Text).collect());
     }
 
     /// The table with the headers at `headers` and the cells of `columns` held as names.
@@ -185,26 +193,23 @@ impl Table {
         }
     }
 
-    /// Cells and headers as `crate::display` shows names: escaped, cut.
-    fn shown(&self) -> Table {
-        let shown = |s: &String| crate::display::escaped(s, self.layout.cut).into_owned();
-        Table {
-            title: shown(&self.title),
-            headers: self.headers.iter().map(shown).collect(),
-            rows: self
-                .rows
-                .iter()
-                .map(|r| r.iter().map(shown).collect())
+    /// Headers and cells as text, as `crate::display` shows names: escaped, cut.
+    fn shown(&self) -> Shown<'_> {
+        let shown = |s: &str| crate::display::escaped(s, self.layout.cut).into_owned();
+        Shown {
+            headers: self.headers.iter().map(|h| shown(h)).collect(),
+            rows: (self.rows.iter())
+                .map(|r| r.iter().map(|v| shown(&v.shown())).collect())
                 .collect(),
-            names: self.names.clone(),
-            layout: self.layout.clone(),
+            names: &self.names,
+            layout: &self.layout,
         }
     }
 
     /// Aligned plain text, the header bold when `st` shows colour and the layout asks.
     pub fn text(&self, st: &Style) -> String {
         let this = self.shown();
-        let layout = &this.layout;
+        let layout = this.layout;
         let (headers, rows) = (&this.headers, &this.rows);
         let width = |s: &str| s.chars().count();
         let widths: Vec<usize> = (0..headers.len())
@@ -261,16 +266,21 @@ impl Table {
     /// A Markdown pipe table: names escaped whole, the other texts as the layout says.
     pub fn markdown(&self) -> String {
         let this = self.shown();
-        let layout = &this.layout;
+        let layout = this.layout;
+        // A cell's padding is text's (a column kept for a mark): Markdown has none.
         let escape = |s: &str, name: bool| match (name, layout.markdown) {
-            (true, _) => crate::display::markdown(s),
-            (false, MarkdownCells::PipesEscaped) => s.replace('|', "\\|"),
-            (false, MarkdownCells::AsGiven) => s.to_owned(),
+            (true, _) => crate::display::markdown(s.trim_end()),
+            (false, MarkdownCells::PipesEscaped) => s.trim_end().replace('|', "\\|"),
+            (false, MarkdownCells::AsGiven) => s.trim_end().to_owned(),
         };
         let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
-        let headers = (this.headers.iter().enumerate())
+        let mut headers: Vec<String> = (this.headers.iter().enumerate())
             .map(|(c, h)| escape(h, this.names.headers.contains(&c)))
             .collect();
+        // The unit text names once after the header, Markdown after the first header.
+        if let (Some(unit), Some(first)) = (&layout.unit, headers.first_mut()) {
+            first.push_str(&format!(" ({unit})"));
+        }
         let mut out = line(headers);
         let rule: Vec<&str> = (0..this.headers.len())
             .map(|c| {
@@ -294,6 +304,14 @@ impl Table {
         }
         out
     }
+}
+
+/// A table as text, before a writer lays it out.
+struct Shown<'a> {
+    headers: Vec<String>,
+    rows: Vec<Vec<String>>,
+    names: &'a Names,
+    layout: &'a Layout,
 }
 
 #[cfg(test)]
@@ -353,7 +371,7 @@ mod tests {
         assert!(bold.starts_with("  \x1b[1mstage"), "{bold:?}");
         assert_eq!(
             t.render(true),
-            "| stage | role | p50 |\n| :--- | ---: | ---: |\n| decode | main | 12.5 |\n\
+            "| stage (µs) | role | p50 |\n| :--- | ---: | ---: |\n| decode | main | 12.5 |\n\
              | a\\_b | x | 7 |\n"
         );
     }

@@ -3,7 +3,6 @@
 pub(crate) mod facts;
 pub mod html;
 mod json;
-pub(crate) mod markdown;
 mod page;
 mod pipeline;
 pub mod runs;
@@ -45,11 +44,10 @@ fn render_in(
     )
 }
 
-/// The report as a document for `format`: text and Markdown lay out their tables each
-/// their own way (text names a unit once after a header, Markdown in each header; fps is
-/// a fact line in text, a table in Markdown), and the HTML page titles each table, so the
-/// blocks are those of the format asked (HTML's go through `render::html_writer` into the
-/// page's data); the JSON form (every number) is written only when JSON is asked for.
+/// The report as a document for `format`: one for text and Markdown (each writer lays the
+/// same blocks out its way); the HTML page titles each table, so its blocks are its own
+/// (they go through `render::html_writer` into the page's data); the JSON form (every
+/// number) is written only when JSON is asked for.
 pub fn document(analysis: &Analysis, format: Format, verbose: bool) -> Document {
     match format {
         Format::Json => Document {
@@ -58,10 +56,6 @@ pub fn document(analysis: &Analysis, format: Format, verbose: bool) -> Document 
         },
         Format::Html => Document {
             blocks: page::blocks(analysis),
-            json: String::new(),
-        },
-        Format::Markdown => Document {
-            blocks: markdown::blocks(analysis, verbose),
             json: String::new(),
         },
         _ => Document {
@@ -186,6 +180,38 @@ mod snapshots {
             let json: serde_json::Value =
                 serde_json::from_str(&render(&a, Format::Json, false).unwrap()).unwrap();
             assert_eq!(json["schema"], JSON_SCHEMA);
+        }
+    }
+
+    /// Every number of a run's numbers, in the order they come.
+    fn numbers(text: &str) -> Vec<String> {
+        let mut all: Vec<String> = text
+            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .map(|t| t.trim_matches('.'))
+            .filter(|t| t.chars().any(|c| c.is_ascii_digit()))
+            .map(str::to_owned)
+            .collect();
+        all.sort();
+        all
+    }
+
+    /// One document for text and Markdown: a reader of the pasted report finds every figure
+    /// of the terminal's, and no other (the fps line, not a table of ten lows, in both).
+    #[test]
+    fn text_and_markdown_show_the_same_figures() {
+        let runs = [
+            reference_run(),
+            crashed_run(),
+            metrics_run(),
+            crate::analyze::telemetry::fixture::telemetry_run(),
+        ];
+        for run in runs {
+            let a = analyze(&run);
+            for verbose in [false, true] {
+                let text = render_in(&a, Format::Text, false, verbose).unwrap();
+                let md = render_in(&a, Format::Markdown, false, verbose).unwrap();
+                assert_eq!(numbers(&text), numbers(&md), "{text}\n{md}");
+            }
         }
     }
 

@@ -13,7 +13,7 @@ use super::text::{
 };
 use crate::analyze::Analysis;
 use crate::render::document::{Block, Fact};
-use crate::render::Table;
+use crate::render::{Table, Value};
 
 /// The page's blocks: the title, the facts uncoloured and unescaped (the page's script
 /// shows them as text), a titled table each, the notes.
@@ -43,7 +43,7 @@ pub(crate) fn blocks(a: &Analysis) -> Vec<Block> {
 fn tables(a: &Analysis) -> Vec<Table> {
     let strings = |h: &[&str]| h.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut out = Vec::new();
-    let mut push = |title: &str, headers: Vec<String>, rows: Vec<Vec<String>>| {
+    let mut push = |title: &str, headers: Vec<String>, rows: Vec<Vec<Value>>| {
         if !rows.is_empty() {
             out.push(Table {
                 title: title.to_owned(),

@@ -5,21 +5,27 @@
 use crate::analyze::pipeline::{Bottleneck, PipelineSummary};
 use crate::analyze::{Analysis, Dist};
 use crate::render::document::{plain, Line, Span};
-use crate::render::human::{us, us_mean};
+use crate::render::value::Value;
 use crate::sched::SchedSource;
 use crate::units::plural;
 
-fn dist_cells(d: Option<&Dist>) -> Vec<String> {
+/// A distribution's min, p50, p95, p99, max and mean, in µs (the stage table's cells too).
+pub(crate) fn dist_cells(d: &Dist) -> [Value; 6] {
+    [
+        Value::Micros(d.min_ns),
+        Value::Micros(d.p50_ns),
+        Value::Micros(d.p95_ns),
+        Value::Micros(d.p99_ns),
+        Value::Micros(d.max_ns),
+        Value::MeanMicros(d.mean_ns),
+    ]
+}
+
+/// [`dist_cells`], or six dashes where there is no distribution.
+fn dist_cells_or_dashes(d: Option<&Dist>) -> Vec<Value> {
     match d {
-        Some(d) => vec![
-            us(d.min_ns),
-            us(d.p50_ns),
-            us(d.p95_ns),
-            us(d.p99_ns),
-            us(d.max_ns),
-            us_mean(d.mean_ns),
-        ],
-        None => vec!["-".into(); 6],
+        Some(d) => dist_cells(d).into(),
+        None => vec![Value::Missing("-"); 6],
     }
 }
 
@@ -28,22 +34,22 @@ pub const WAIT_HEADERS: [&str; 7] = ["min", "p50", "p95", "p99", "max", "mean", 
 
 /// Each wait pair, then `frame work` and `frame waits` (per frame: the time its stages ran
 /// and the sum of its waits); `None` when there are no waits.
-pub fn wait_rows(p: &PipelineSummary) -> Option<Vec<Vec<String>>> {
+pub fn wait_rows(p: &PipelineSummary) -> Option<Vec<Vec<Value>>> {
     if p.waits.is_empty() {
         return None;
     }
-    let mut rows: Vec<Vec<String>> = (p.waits.iter())
+    let mut rows: Vec<Vec<Value>> = (p.waits.iter())
         .map(|w| {
-            let mut row = vec![w.name.clone()];
-            row.extend(dist_cells(w.dist.as_ref()));
-            row.push(w.overlaps.to_string());
+            let mut row = vec![Value::Text(w.name.clone())];
+            row.extend(dist_cells_or_dashes(w.dist.as_ref()));
+            row.push(Value::Count(w.overlaps as i64));
             row
         })
         .collect();
     for (name, d) in [("frame work", &p.work), ("frame waits", &p.waited)] {
-        let mut row = vec![name.to_string()];
-        row.extend(dist_cells(d.as_ref()));
-        row.push(String::new());
+        let mut row = vec![Value::from(name)];
+        row.extend(dist_cells_or_dashes(d.as_ref()));
+        row.push(Value::Missing(""));
         rows.push(row);
     }
     Some(rows)
@@ -144,7 +150,7 @@ pub fn ms(ns: i64) -> String {
 }
 
 /// One row per thread: busy %, busy µs per measured frame, its stages by share.
-pub fn resource_rows(a: &Analysis) -> Option<Vec<Vec<String>>> {
+pub fn resource_rows(a: &Analysis) -> Option<Vec<Vec<Value>>> {
     let p = a.pipeline.as_ref()?;
     if p.resources.is_empty() {
         return None;
@@ -152,9 +158,9 @@ pub fn resource_rows(a: &Analysis) -> Option<Vec<Vec<String>>> {
     let rows = (p.resources.iter())
         .map(|r| {
             let per_frame = if a.frames > 0 {
-                us(r.busy_ns as f64 / a.frames as f64)
+                Value::Micros(r.busy_ns as f64 / a.frames as f64)
             } else {
-                "-".into()
+                Value::Missing("-")
             };
             let stages: Vec<String> = (r.stages.iter())
                 .take(4)
@@ -172,7 +178,12 @@ pub fn resource_rows(a: &Analysis) -> Option<Vec<Vec<String>>> {
                 true => format!("{} (queue)", r.name),
                 false => r.name.clone(),
             };
-            vec![name, format!("{:.1}", r.busy_pct), per_frame, stages]
+            vec![
+                Value::Text(name),
+                Value::fixed(r.busy_pct, 1),
+                per_frame,
+                Value::Text(stages),
+            ]
         })
         .collect();
     Some(rows)

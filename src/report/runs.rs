@@ -10,8 +10,8 @@ use crate::experiment::Experiment;
 use crate::render::columns::Column;
 use crate::render::document::{plain, pretty_json, write_in, Block, Document};
 use crate::render::format::RUN_REPORT;
-use crate::render::human::{shell_words, us};
-use crate::render::Format;
+use crate::render::human::shell_words;
+use crate::render::{Format, Value};
 
 /// Bump when a key is renamed, removed or changes meaning; adding keys keeps the version.
 pub const SCHEMA: &str = "framelab.runs/1";
@@ -116,7 +116,7 @@ fn blocks(file: Option<&Path>, shown: &str, lines: &[RunLine], markdown: bool) -
         "total p99",
         "CPU/frame",
     ]);
-    let rows: Vec<Vec<String>> = (lines.iter())
+    let rows: Vec<Vec<Value>> = (lines.iter())
         .map(|l| cells(l, with_variants, with_params))
         .collect();
     let first = lines.first().map_or(1, |l| l.run_id);
@@ -165,28 +165,27 @@ fn blocks(file: Option<&Path>, shown: &str, lines: &[RunLine], markdown: bool) -
     }
 }
 
-fn cells(l: &RunLine, with_variants: bool, with_params: bool) -> Vec<String> {
-    let dash = || "–".to_string();
-    let mut row = vec![l.run_id.to_string()];
+fn cells(l: &RunLine, with_variants: bool, with_params: bool) -> Vec<Value> {
+    let dash = "–";
+    let mut row = vec![Value::Count(l.run_id)];
     if with_variants {
-        row.push(l.variant.clone().unwrap_or_else(dash));
+        row.push(Value::or(l.variant.clone().map(Value::Text), dash));
     }
     if with_variants && with_params {
         let params: Vec<String> = l.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        row.push(if params.is_empty() {
-            dash()
-        } else {
-            params.join(" ")
+        row.push(match params.is_empty() {
+            true => Value::Missing(dash),
+            false => Value::Text(params.join(" ")),
         });
     }
     if !with_variants {
-        row.push(l.name.clone());
+        row.push(Value::Text(l.name.clone()));
     }
-    row.push(l.status.clone());
-    row.push(l.frames.to_string());
-    row.push(l.observed_fps.map_or_else(dash, |f| format!("{f:.2}")));
-    row.push(l.total_p50_ns.map_or_else(dash, us));
-    row.push(l.total_p99_ns.map_or_else(dash, us));
-    row.push(l.cpu_per_frame_ns.map_or_else(dash, us));
+    row.push(Value::Text(l.status.clone()));
+    row.push(Value::Count(l.frames as i64));
+    row.push(Value::or(l.observed_fps.map(|f| Value::fixed(f, 2)), dash));
+    row.push(Value::or(l.total_p50_ns.map(Value::Micros), dash));
+    row.push(Value::or(l.total_p99_ns.map(Value::Micros), dash));
+    row.push(Value::or(l.cpu_per_frame_ns.map(Value::Micros), dash));
     row
 }

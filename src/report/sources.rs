@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::model::{Sample, SampleSeries, SourceStatus};
 use crate::render::columns::{render as table, Column};
 use crate::render::style::Style;
+use crate::render::value::texts;
 
 pub fn render(
     sources: &[SourceStatus],
@@ -70,6 +71,6 @@ pub fn render(
         })
         .collect();
     out.push('\n');
-    out.push_str(&table(&columns, &rows, None, &st));
+    out.push_str(&table(&columns, &texts(rows), None, &st));
     out
 }

@@ -1,12 +1,12 @@
-//! The telemetry part of the text and Markdown reports: one line per source, the metric
-//! table, energy per frame, the worst frames with the machine's readings next to them,
-//! throttle reasons during late frames, the busiest threads. Rows here, layout in the
-//! format modules.
+//! The telemetry part of the report: one line per source, the metric table, energy per
+//! frame, the worst frames with the machine's readings next to them, throttle reasons
+//! during late frames, the busiest threads; one set of blocks that text and Markdown lay
+//! out each their way, and rows the HTML page shows.
 
 use crate::analyze::telemetry::{Nearest, TelemetrySummary};
 use crate::analyze::Analysis;
 use crate::model::SourceState;
-use crate::render::human::{secs, us};
+use crate::render::value::Value;
 
 pub fn state_word(state: SourceState) -> &'static str {
     match state {
@@ -14,18 +14,6 @@ pub fn state_word(state: SourceState) -> &'static str {
         SourceState::Off => "off",
         SourceState::Disabled => "disabled",
         SourceState::Stopped => "stopped",
-    }
-}
-
-/// A reading with the precision its size deserves: 1980, 61.5, 0.42.
-pub fn value(v: f64) -> String {
-    let a = v.abs();
-    if a >= 100.0 || v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
     }
 }
 
@@ -81,20 +69,20 @@ pub const METRIC_HEADERS: [&str; 9] = [
     "unit",
 ];
 
-pub fn metric_rows(t: &TelemetrySummary) -> Vec<Vec<String>> {
+pub fn metric_rows(t: &TelemetrySummary) -> Vec<Vec<Value>> {
     t.metrics
         .iter()
         .map(|m| {
             vec![
-                format!("{} {}", m.source, m.metric),
-                m.device.clone(),
-                m.samples.to_string(),
-                value(m.min),
-                value(m.p50),
-                value(m.p95),
-                value(m.p99),
-                value(m.max),
-                m.unit.clone(),
+                Value::Text(format!("{} {}", m.source, m.metric)),
+                Value::Text(m.device.clone()),
+                Value::Count(m.samples as i64),
+                Value::Reading(m.min),
+                Value::Reading(m.p50),
+                Value::Reading(m.p95),
+                Value::Reading(m.p99),
+                Value::Reading(m.max),
+                Value::Text(m.unit.clone()),
             ]
         })
         .collect()
@@ -104,33 +92,32 @@ pub const ENERGY_HEADERS: [&str; 7] = [
     "energy", "device", "from", "mean W", "J", "J/frame", "covered",
 ];
 
-pub fn energy_rows(t: &TelemetrySummary) -> Vec<Vec<String>> {
+pub fn energy_rows(t: &TelemetrySummary) -> Vec<Vec<Value>> {
     t.energy
         .iter()
         .map(|e| {
             vec![
-                e.source.clone(),
-                e.device.clone(),
-                e.method.clone(),
-                format!("{:.1}", e.avg_power_w),
-                format!("{:.1}", e.joules),
-                e.joules_per_frame
-                    .map_or_else(|| "-".into(), |j| format!("{j:.4}")),
-                format!("{:.1}%", e.covered_pct),
+                Value::Text(e.source.clone()),
+                Value::Text(e.device.clone()),
+                Value::Text(e.method.clone()),
+                Value::fixed(e.avg_power_w, 1),
+                Value::fixed(e.joules, 1),
+                Value::or(e.joules_per_frame.map(|j| Value::fixed(j, 4)), "-"),
+                Value::percent(e.covered_pct, 1),
             ]
         })
         .collect()
 }
 
-fn cell(n: &Nearest) -> String {
+fn cell(n: &Nearest) -> Value {
     if let Some(flags) = &n.flags {
-        return if flags.is_empty() {
+        return Value::Text(if flags.is_empty() {
             "none".into()
         } else {
             flags.join("+")
-        };
+        });
     }
-    n.value.map_or_else(|| "-".into(), value)
+    Value::or(n.value.map(Value::Reading), "-")
 }
 
 /// Headers of the worst-frames-with-readings table (after frame, t s, total).
@@ -142,18 +129,21 @@ pub fn frame_headers(t: &TelemetrySummary) -> Vec<String> {
 
 /// One row per worst frame: id, end, total µs, each reading, and the farthest reading's
 /// distance from the frame (0: every reading fell inside it).
-pub fn frame_rows(t: &TelemetrySummary) -> Vec<Vec<String>> {
+pub fn frame_rows(t: &TelemetrySummary) -> Vec<Vec<Value>> {
     t.worst_frames
         .iter()
         .map(|f| {
             let mut row = vec![
-                f.frame.to_string(),
-                format!("{:.2}", f.end_s),
-                us(f.total_ns as f64),
+                Value::Count(f.frame as i64),
+                Value::fixed(f.end_s, 2),
+                Value::Micros(f.total_ns as f64),
             ];
             row.extend(f.readings.iter().map(cell));
             let farthest = f.readings.iter().filter_map(|r| r.distance_ns).max();
-            row.push(farthest.map_or_else(|| "-".into(), |d| format!("{:.1}", d as f64 / 1e6)));
+            row.push(Value::or(
+                farthest.map(|d| Value::fixed(d as f64 / 1e6, 1)),
+                "-",
+            ));
             row
         })
         .collect()
@@ -208,20 +198,20 @@ pub const THREAD_HEADERS: [&str; 9] = [
     "majflt",
 ];
 
-pub fn thread_rows(t: &TelemetrySummary) -> Vec<Vec<String>> {
+pub fn thread_rows(t: &TelemetrySummary) -> Vec<Vec<Value>> {
     t.busiest_threads
         .iter()
         .map(|r| {
             vec![
-                r.name.clone(),
-                r.tid.to_string(),
-                format!("{} ({})", r.process, r.pid),
-                secs(r.cpu_ns),
-                format!("{:.1}", r.load_pct),
-                r.ctx_voluntary.to_string(),
-                r.ctx_involuntary.to_string(),
-                r.minflt.to_string(),
-                r.majflt.to_string(),
+                Value::Text(r.name.clone()),
+                Value::Count(r.tid.into()),
+                Value::Text(format!("{} ({})", r.process, r.pid)),
+                Value::fixed(r.cpu_ns as f64 / 1e9, 2),
+                Value::fixed(r.load_pct, 1),
+                Value::Count(r.ctx_voluntary),
+                Value::Count(r.ctx_involuntary),
+                Value::Count(r.minflt),
+                Value::Count(r.majflt),
             ]
         })
         .collect()
@@ -233,8 +223,7 @@ pub fn of(a: &Analysis) -> Option<&TelemetrySummary> {
 }
 
 use crate::render::columns::Column;
-use crate::render::document::{Block, Span, Tone};
-use crate::render::style::Style;
+use crate::render::document::{Block, Fact, Span, State, Tone};
 
 fn columns(headers: &[String], min_width: usize) -> Vec<Column> {
     headers
@@ -248,114 +237,73 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
-/// A table set off by a blank line, with no unit after its header.
-fn table(columns: Vec<Column>, rows: Vec<Vec<String>>) -> Block {
+/// A table set off by a blank line, with no unit after its header; the headers at
+/// `names` are names from outside (escaped whole in Markdown).
+fn table(columns: Vec<Column>, rows: Vec<Vec<Value>>, names: &[usize]) -> Block {
+    let mut table = crate::render::columns::table(&columns, rows, None);
+    table.names.headers = names.to_vec();
     Block::Columns {
-        table: crate::render::columns::table(&columns, rows, None),
+        table,
         set_off: true,
     }
 }
 
-/// The telemetry blocks of the text report, in order; empty without telemetry.
-pub fn text_blocks(a: &Analysis) -> Vec<Block> {
+/// The telemetry blocks of the report, in order; empty without telemetry.
+pub fn blocks(a: &Analysis) -> Vec<Block> {
     let Some(t) = of(a) else {
         return Vec::new();
     };
-    // Each source's state in its tone, the writer colours it; the padding is the plain
-    // word's.
-    let mut blocks = vec![
-        Block::Blank,
-        Block::Paragraph(vec![
-            Span::plain(format!("sampling  {}", every(t))).toned(Tone::Strong)
-        ]),
-    ];
-    for (source, state, line) in source_lines(t) {
-        let tone = match state {
-            "stopped" => Some(Tone::Bad),
-            "on" => None,
-            _ => Some(Tone::Warning),
-        };
-        let pad = " ".repeat(9usize.saturating_sub(state.chars().count()));
-        blocks.push(Block::Paragraph(vec![
-            Span::plain(format!("  {source:<9} ")),
-            Span {
-                tone,
-                ..Span::plain(state)
-            },
-            Span::plain(pad),
-            Span::name(line),
-        ]));
-    }
-    if !t.metrics.is_empty() {
-        let headers = strings(&METRIC_HEADERS);
-        blocks.push(table(columns(&headers, 8), metric_rows(t)));
-    }
-    if !t.energy.is_empty() {
-        let headers = strings(&ENERGY_HEADERS);
-        blocks.push(table(columns(&headers, 9), energy_rows(t)));
-    }
-    if !t.worst_frames.is_empty() {
-        let mut headers = strings(&["worst frames", "t s", "total µs"]);
-        headers.extend(frame_headers(t));
-        blocks.push(table(columns(&headers, 7), frame_rows(t)));
-    }
-    if let Some(line) = throttle_line(t) {
-        blocks.push(Block::Blank);
-        blocks.push(Block::Paragraph(vec![
-            Span::plain(format!("{:<10}", "throttle")),
-            Span::name(line),
-        ]));
-    }
-    if !t.busiest_threads.is_empty() {
-        let headers = strings(&THREAD_HEADERS);
-        blocks.push(table(columns(&headers, 8), thread_rows(t)));
-    }
-    blocks
-}
-
-/// The telemetry blocks of the Markdown report (headers as Markdown shows them).
-pub fn markdown_blocks(a: &Analysis, st: &Style) -> Vec<Block> {
-    let Some(t) = of(a) else {
-        return Vec::new();
-    };
-    let gfm = |headers: Vec<String>, rows| table(columns(&headers, 0), rows);
-    let sources = (source_lines(t).into_iter())
+    let items = (source_lines(t).into_iter())
         .map(|(source, state, line)| {
-            vec![
-                Span::strong(source),
-                Span::plain(format!(" {state} · ")),
-                Span::name(line),
-            ]
+            let tone = match state {
+                "stopped" => Some(Tone::Bad),
+                "on" => None,
+                _ => Some(Tone::Warning),
+            };
+            State {
+                name: source,
+                state: Span {
+                    tone,
+                    ..Span::plain(state)
+                },
+                detail: vec![Span::name(line)],
+            }
         })
         .collect();
     let mut blocks = vec![
         Block::Blank,
-        Block::Paragraph(vec![
-            Span::strong("sampling"),
-            Span::plain(format!(" {}", every(t))),
-        ]),
-        Block::Bullets(sources),
+        Block::States {
+            title: "sampling".into(),
+            text: every(t),
+            items,
+        },
     ];
     if !t.metrics.is_empty() {
-        blocks.push(gfm(strings(&METRIC_HEADERS), metric_rows(t)));
+        let headers = strings(&METRIC_HEADERS);
+        blocks.push(table(columns(&headers, 8), metric_rows(t), &[]));
     }
     if !t.energy.is_empty() {
-        blocks.push(gfm(strings(&ENERGY_HEADERS), energy_rows(t)));
+        let headers = strings(&ENERGY_HEADERS);
+        blocks.push(table(columns(&headers, 9), energy_rows(t), &[]));
     }
     if !t.worst_frames.is_empty() {
-        let mut headers = strings(&["worst frame", "t s", "total µs"]);
-        headers.extend(
-            frame_headers(t)
-                .iter()
-                .map(|h| st.name(&crate::display::name(h))),
-        );
-        blocks.push(gfm(headers, frame_rows(t)));
+        let mut headers = strings(&["worst frames", "t s", "total µs"]);
+        headers.extend(frame_headers(t));
+        // The readings' columns are named by their sources.
+        let names: Vec<usize> = (3..headers.len()).collect();
+        blocks.push(table(columns(&headers, 7), frame_rows(t), &names));
     }
     if let Some(line) = throttle_line(t) {
-        blocks.push(Block::Lines(format!("**throttle** {}\n", st.name(&line))));
+        blocks.push(Block::Blank);
+        blocks.push(Block::Facts(vec![Fact {
+            label: "throttle".into(),
+            value: vec![Span::name(line)],
+            hint: None,
+        }]));
     }
     if !t.busiest_threads.is_empty() {
-        blocks.push(gfm(strings(&THREAD_HEADERS), thread_rows(t)));
+        let headers = strings(&THREAD_HEADERS);
+        blocks.push(table(columns(&headers, 8), thread_rows(t), &[]));
     }
     blocks
 }

@@ -1,25 +1,18 @@
-//! The terminal report: the reference layout of DESIGN.md.
+//! The report as one document for text and Markdown (the reference layout of DESIGN.md in
+//! text; GitHub tables in Markdown): the title, the facts, the tables of typed cells, the
+//! telemetry and the notes. The rows are shared with the HTML page (`page.rs`).
 
 use super::facts::{facts_in, title};
+use super::pipeline::dist_cells;
 use crate::analyze::cpu::{role_label, split_resolution_ns};
-use crate::analyze::{Analysis, Dist};
+use crate::analyze::Analysis;
 use crate::render::columns::Column;
-use crate::render::document::{Block, Fact};
-use crate::render::human::{cores, cpu_secs, load_pct, mem, secs, us, us_mean};
-
-fn dist_cells(d: &Dist) -> [String; 6] {
-    [
-        us(d.min_ns),
-        us(d.p50_ns),
-        us(d.p95_ns),
-        us(d.p99_ns),
-        us(d.max_ns),
-        us_mean(d.mean_ns),
-    ]
-}
+use crate::render::document::{Block, Fact, SpanKind};
+use crate::render::human::us;
+use crate::render::value::Value;
 
 /// Every stage, then `total` and `interval`, in µs.
-pub(crate) fn stage_rows(a: &Analysis) -> Vec<(String, [String; 6])> {
+pub(crate) fn stage_rows(a: &Analysis) -> Vec<(String, [Value; 6])> {
     a.stages
         .iter()
         .map(|r| (r.name.clone(), dist_cells(&r.dist)))
@@ -27,7 +20,7 @@ pub(crate) fn stage_rows(a: &Analysis) -> Vec<(String, [String; 6])> {
 }
 
 /// A table of the report's columns, set off by a blank line.
-fn columns(columns: Vec<Column>, rows: Vec<Vec<String>>, unit: Option<&str>) -> Block {
+fn columns(columns: Vec<Column>, rows: Vec<Vec<Value>>, unit: Option<&str>) -> Block {
     Block::Columns {
         table: crate::render::columns::table(&columns, rows, unit),
         set_off: true,
@@ -50,16 +43,18 @@ fn stage_table(a: &Analysis) -> Option<Block> {
 
 /// The stage table's rows: name, the wall-time distribution, then each stage's on-CPU p50
 /// and p99 where the run has a scheduler timeline (`-` for `total` and `interval`).
-pub(crate) fn stage_table_rows(a: &Analysis) -> Vec<Vec<String>> {
+pub(crate) fn stage_table_rows(a: &Analysis) -> Vec<Vec<Value>> {
     let on_cpu = on_cpu_cells(a);
     stage_rows(a)
         .into_iter()
         .map(|(name, cells)| {
             let extra = on_cpu.as_ref().map(|by_stage| {
-                (by_stage.iter().find(|(stage, _)| *stage == name))
-                    .map_or_else(|| ["-".to_owned(), "-".to_owned()], |(_, c)| c.clone())
+                (by_stage.iter().find(|(stage, _)| *stage == name)).map_or_else(
+                    || [Value::Missing("-"), Value::Missing("-")],
+                    |(_, c)| c.clone(),
+                )
             });
-            std::iter::once(name)
+            std::iter::once(Value::Text(name))
                 .chain(cells)
                 .chain(extra.into_iter().flatten())
                 .collect()
@@ -71,12 +66,15 @@ pub(crate) fn stage_table_rows(a: &Analysis) -> Vec<Vec<String>> {
 pub(crate) const ON_CPU_HEADERS: [&str; 2] = ["on-CPU p50", "on-CPU p99"];
 
 /// Each stage's on-CPU p50 and p99 (µs), `None` without a scheduler timeline.
-pub(crate) fn on_cpu_cells(a: &Analysis) -> Option<Vec<(String, [String; 2])>> {
+pub(crate) fn on_cpu_cells(a: &Analysis) -> Option<Vec<(String, [Value; 2])>> {
     let s = a.sched.as_ref()?;
-    let cells: Vec<(String, [String; 2])> = (s.stages.iter())
+    let cells: Vec<(String, [Value; 2])> = (s.stages.iter())
         .filter_map(|st| {
             let d = st.on_cpu.as_ref()?;
-            Some((st.stage.clone(), [us(d.p50_ns), us(d.p99_ns)]))
+            Some((
+                st.stage.clone(),
+                [Value::Micros(d.p50_ns), Value::Micros(d.p99_ns)],
+            ))
         })
         .collect();
     (!cells.is_empty()).then_some(cells)
@@ -85,8 +83,8 @@ pub(crate) fn on_cpu_cells(a: &Analysis) -> Option<Vec<(String, [String; 2])>> {
 /// Process rows, plus an `all` row when there is more than one process. The role column
 /// says what each is (`command`, `child`, `service NAME`, `watched ROLE`): two rows of
 /// one name (the command and a watched daemon, both `python3`) are told apart by it.
-pub(crate) fn process_rows(a: &Analysis) -> Vec<[String; 8]> {
-    let mut rows: Vec<[String; 8]> = a
+pub(crate) fn process_rows(a: &Analysis) -> Vec<[Value; 8]> {
+    let mut rows: Vec<[Value; 8]> = a
         .processes
         .iter()
         .map(|p| {
@@ -96,14 +94,14 @@ pub(crate) fn process_rows(a: &Analysis) -> Vec<[String; 8]> {
                 split_resolution_ns(p.cpu_resolution_ns),
             );
             [
-                p.name.clone(),
-                role_label(p),
-                secs(p.wall_ns),
-                cpu_secs(p.user_ns, split),
-                cpu_secs(p.sys_ns, split),
-                load_pct(p.load_pct, resolution, p.wall_ns),
+                Value::Text(p.name.clone()),
+                Value::Text(role_label(p)),
+                seconds(p.wall_ns),
+                cpu_seconds(p.user_ns, split),
+                cpu_seconds(p.sys_ns, split),
+                load(p.load_pct, resolution, p.wall_ns),
                 cores(p.cores, resolution, p.wall_ns),
-                mem(p.peak_rss_bytes),
+                Value::Memory(p.peak_rss_bytes),
             ]
         })
         .collect();
@@ -114,18 +112,49 @@ pub(crate) fn process_rows(a: &Analysis) -> Vec<[String; 8]> {
         );
         let wall = a.window.length_ns;
         rows.push([
-            "all".into(),
-            String::new(),
-            secs(wall),
-            cpu_secs(c.user_ns, split),
-            cpu_secs(c.sys_ns, split),
-            c.load_pct
-                .map_or("–".into(), |l| load_pct(l, resolution, wall)),
-            c.cores.map_or("–".into(), |n| cores(n, resolution, wall)),
-            mem(c.peak_rss_bytes),
+            Value::from("all"),
+            Value::Missing(""),
+            seconds(wall),
+            cpu_seconds(c.user_ns, split),
+            cpu_seconds(c.sys_ns, split),
+            Value::or(c.load_pct.map(|l| load(l, resolution, wall)), "–"),
+            Value::or(c.cores.map(|n| cores(n, resolution, wall)), "–"),
+            Value::Memory(c.peak_rss_bytes),
         ]);
     }
     rows
+}
+
+/// Wall seconds, two decimals.
+fn seconds(ns: i64) -> Value {
+    Value::fixed(ns as f64 / 1e9, 2)
+}
+
+/// CPU seconds known to `resolution_ns`: two decimals at most.
+fn cpu_seconds(ns: i64, resolution_ns: i64) -> Value {
+    Value::Resolved {
+        value: ns as f64 / 1e9,
+        resolution: resolution_ns as f64 / 1e9,
+        decimals: 2,
+    }
+}
+
+/// A load % from CPU known to `resolution_ns` over `wall_ns`: one decimal at most.
+fn load(pct: f64, resolution_ns: i64, wall_ns: i64) -> Value {
+    Value::Resolved {
+        value: pct,
+        resolution: crate::analyze::cpu::load_resolution_pct(resolution_ns, wall_ns),
+        decimals: 1,
+    }
+}
+
+/// Cores (load ÷ 100), two decimals at most.
+fn cores(cores: f64, resolution_ns: i64, wall_ns: i64) -> Value {
+    Value::Resolved {
+        value: cores,
+        resolution: crate::analyze::cpu::load_resolution_pct(resolution_ns, wall_ns) / 100.0,
+        decimals: 2,
+    }
 }
 
 fn process_table(a: &Analysis) -> Option<Block> {
@@ -142,7 +171,7 @@ fn process_table(a: &Analysis) -> Option<Block> {
         Column::new("cores", 8),
         Column::new("peak RSS", 11),
     ];
-    let rows: Vec<Vec<String>> = process_rows(a).into_iter().map(Vec::from).collect();
+    let rows: Vec<Vec<Value>> = process_rows(a).into_iter().map(Vec::from).collect();
     Some(self::columns(columns, rows, None))
 }
 
@@ -158,32 +187,34 @@ pub(crate) fn worst_have_waits(a: &Analysis) -> bool {
 
 /// One row per worst frame: id, end time, total, then each stage (`-` where absent), then
 /// its work, its waits and its longest wait where frames have waits.
-pub(crate) fn worst_rows(a: &Analysis) -> Vec<Vec<String>> {
-    let cell = |ns: Option<i64>| ns.map_or_else(|| "-".into(), |ns| us(ns as f64));
+pub(crate) fn worst_rows(a: &Analysis) -> Vec<Vec<Value>> {
+    let cell = |ns: Option<i64>| Value::or(ns.map(|ns| Value::Micros(ns as f64)), "-");
     let waits = worst_have_waits(a);
     let preempted = worst_preempted(a);
     a.worst_frames
         .iter()
         .map(|w| {
             let mut row = vec![
-                w.frame.to_string(),
-                format!("{:.2}", w.t_s),
-                us(w.total_ns as f64),
+                Value::Count(w.frame as i64),
+                Value::fixed(w.t_s, 2),
+                Value::Micros(w.total_ns as f64),
             ];
             row.extend(w.stage_ns.iter().map(|&ns| cell(ns)));
             if waits {
                 row.push(cell(w.work_ns));
                 row.push(cell(w.wait_ns));
                 row.push(match (&w.longest_wait, w.longest_wait_ns) {
-                    (Some(name), Some(ns)) => format!("{name} {}", us(ns as f64)),
-                    _ => "-".into(),
+                    (Some(name), Some(ns)) => Value::Text(format!("{name} {}", us(ns as f64))),
+                    _ => Value::Missing("-"),
                 });
             }
             if preempted {
                 row.push(match (w.preempted_ns, &w.preempted_by) {
-                    (Some(ns), Some(by)) => format!("{} by {by}", super::pipeline::ms(ns)),
-                    (Some(ns), None) => super::pipeline::ms(ns),
-                    _ => "-".into(),
+                    (Some(ns), Some(by)) => {
+                        Value::Text(format!("{} by {by}", super::pipeline::ms(ns)))
+                    }
+                    (Some(ns), None) => Value::Text(super::pipeline::ms(ns)),
+                    _ => Value::Missing("-"),
                 });
             }
             row
@@ -229,7 +260,13 @@ fn worst_table(a: &Analysis) -> Option<Block> {
     if worst_preempted(a) {
         columns.push(Column::new("preempted", 9));
     }
-    Some(self::columns(columns, worst_rows(a), Some("µs")))
+    let mut table = crate::render::columns::table(&columns, worst_rows(a), Some("µs"));
+    // The stages' columns are named by the program.
+    table.names.headers = (3..3 + a.stage_names.len()).collect();
+    Some(Block::Columns {
+        table,
+        set_off: true,
+    })
 }
 
 fn wait_table(a: &Analysis) -> Option<Block> {
@@ -246,21 +283,21 @@ fn resource_table(a: &Analysis) -> Option<Block> {
     Some(self::columns(columns, rows, None))
 }
 
-/// The text report's blocks: the title, the facts, the tables, telemetry, the notes; every
-/// FPS low named when `verbose` (`framelab report --verbose`). The writer colours them.
+/// The report's blocks, the same for text and Markdown: the title, the facts (the command
+/// a code span), the tables, telemetry, the notes; every FPS low named when `verbose`
+/// (`framelab report --verbose`). The writers colour and escape them.
 pub(crate) fn blocks(a: &Analysis, verbose: bool) -> Vec<Block> {
-    let mut blocks = vec![
-        Block::Title(title(a)),
-        Block::Facts(
-            (facts_in(a, verbose).into_iter())
-                .map(|(label, value)| Fact {
-                    label: label.to_owned(),
-                    value,
-                    hint: None,
-                })
-                .collect(),
-        ),
-    ];
+    let facts = (facts_in(a, verbose).into_iter())
+        .map(|(label, line)| Fact {
+            label: label.to_owned(),
+            value: match label {
+                "command" => line.into_iter().map(|s| s.with(SpanKind::Code)).collect(),
+                _ => line,
+            },
+            hint: None,
+        })
+        .collect();
+    let mut blocks = vec![Block::Title(title(a)), Block::Facts(facts)];
     blocks.extend(
         [
             stage_table(a),
@@ -272,7 +309,7 @@ pub(crate) fn blocks(a: &Analysis, verbose: bool) -> Vec<Block> {
         .into_iter()
         .flatten(),
     );
-    blocks.extend(super::telemetry::text_blocks(a));
+    blocks.extend(super::telemetry::blocks(a));
     if !a.notes.is_empty() {
         blocks.push(Block::Notes(
             (a.notes.iter())

@@ -10,7 +10,7 @@
 //! about 52,000 of them (0.4 MB, not 80). A draw beyond that (a chance below 10⁻²⁰ per
 //! draw) would read the nearest value held.
 
-use crate::analyze::stats::Ns;
+use crate::analyze::stats::{value_digest, Ns, Ranked};
 
 /// Standard deviations of the redrawn rank held either side of a percentile's rank.
 pub const SPREADS: f64 = 10.0;
@@ -22,9 +22,10 @@ pub const MARGIN: usize = 64;
 #[derive(Clone, Debug, PartialEq)]
 pub struct SortedValues {
     len: usize,
-    /// The values added as f64 in ascending order (what a sum over all of them gives).
+    /// The sum of the values, exact, as f64: what adding them as f64 in ascending order
+    /// gives while the sum is below 2^53 (every partial sum is then exact).
     sum: f64,
-    /// FNV-1a over every value in order: whether two sets are the same.
+    /// Whether two sets are the same: [`value_digest`] summed over the values (any order).
     digest: u64,
     /// Runs of consecutive ranks held: (first rank, values), ascending, disjoint.
     held: Vec<(usize, Vec<i64>)>,
@@ -50,27 +51,25 @@ impl SortedValues {
     }
 
     fn near<T: Ns>(sorted: &[T], ps: Option<&[f64]>) -> SortedValues {
-        let n = sorted.len();
-        // As a sum over the values gives it (its start is -0.0, not 0.0).
-        let sum: f64 = sorted.iter().map(|&v| v.into() as f64).sum();
-        let mut digest = 0xcbf2_9ce4_8422_2325u64;
-        for &v in sorted {
-            let v: i64 = v.into();
-            for byte in v.to_le_bytes() {
-                digest = (digest ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
-            }
-        }
-        let ranges = match ps {
-            Some(ps) => held_ranges(n, ps),
-            None => vec![(0, n)],
-        };
-        let held = (ranges.into_iter())
+        let digest = (sorted.iter()).fold(0u64, |d, &v| d.wrapping_add(value_digest(v.into())));
+        SortedValues::of_ranked(sorted, ps, digest)
+    }
+
+    /// [`SortedValues::keeping`] (or, without `ps`, [`SortedValues::all`]) of values read
+    /// by rank, their digest given (the values' [`value_digest`]s summed).
+    pub fn of_ranked<R: Ranked + ?Sized>(
+        sorted: &R,
+        ps: Option<&[f64]>,
+        digest: u64,
+    ) -> SortedValues {
+        let n = sorted.count();
+        let held = (held_ranges_of(n, ps).into_iter())
             .filter(|(from, to)| from < to)
-            .map(|(from, to)| (from, sorted[from..to].iter().map(|&v| v.into()).collect()))
+            .map(|(from, to)| (from, (from..to).map(|rank| sorted.at(rank)).collect()))
             .collect();
         SortedValues {
             len: n,
-            sum,
+            sum: exact_sum(n, sorted.total()),
             digest,
             held,
         }
@@ -136,6 +135,23 @@ impl SortedValues {
         let frac = h - lo as f64;
         let (a, b) = (self.get(lo) as f64, self.get(hi) as f64);
         Some(a + frac * (b - a))
+    }
+}
+
+/// The sum of `n` values as f64; of none, -0.0, as a sum of no f64 values is.
+fn exact_sum(n: usize, total: i128) -> f64 {
+    match n {
+        0 => -0.0,
+        _ => total as f64,
+    }
+}
+
+/// The rank ranges [`SortedValues::of_ranked`] holds of `n` values: those `ps` and their
+/// redraws read, or all.
+pub fn held_ranges_of(n: usize, ps: Option<&[f64]>) -> Vec<(usize, usize)> {
+    match ps {
+        Some(ps) => held_ranges(n, ps),
+        None => vec![(0, n)],
     }
 }
 

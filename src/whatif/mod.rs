@@ -4,9 +4,11 @@
 //! it was recorded (how far to trust it), with the model's assumptions.
 
 pub mod model;
+mod placed;
 mod plan;
 mod recorded;
 mod render;
+mod streamed;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -14,17 +16,20 @@ use std::collections::BinaryHeap;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use self::model::{simulate_each, Config};
+use self::model::{Config, Simulation};
+use self::placed::PlacedFrames;
 pub use self::plan::Changes;
-use self::recorded::RecordedFrames;
+use self::recorded::{RecordedFrames, ReplayFrames};
+use self::streamed::{measure_frames, StreamedFrames};
 use crate::analyze::compact::columns::{columns_of, SpanColumns};
+use crate::analyze::compact::streamed::one_span_a_frame;
 use crate::analyze::compact::table::FrameTable;
 use crate::analyze::compact::values::NsValues;
 use crate::analyze::compact::window::measure;
-use crate::analyze::compact::{load_columns, ANALYSIS_KEEPS};
+use crate::analyze::compact::{columns_beside, read_frames, ANALYSIS_KEEPS};
 use crate::analyze::pipeline::{has_thread_info, is_queue, thread_labels};
 use crate::analyze::{Analysis, Dist};
-use crate::model::Run;
+use crate::model::{Run, SpanSource};
 use crate::parallel;
 use crate::read_ahead::ReadAhead;
 use crate::store::StoredRun;
@@ -49,13 +54,16 @@ impl Outcome {
     /// later frame may still precede ([`EndsInOrder`]), else from every end kept, by a
     /// second run. One run where two took the totals, then the intervals (issue 29: the
     /// model's time); the rows and delays it no longer holds pay for the 4 bytes a frame.
-    fn of_simulation(frames: usize, simulate: &mut dyn FnMut(&mut dyn FnMut(i64, i64))) -> Outcome {
+    fn of_simulation(
+        frames: usize,
+        simulate: &mut dyn FnMut(&mut dyn FnMut(i64, i64)) -> Result<()>,
+    ) -> Result<Outcome> {
         let mut totals = NsValues::for_range(0, 0, frames);
         let mut ends = EndsInOrder::new(frames);
         simulate(&mut |start, end| {
             totals.push(end.saturating_sub(start));
             ends.add(start, end);
-        });
+        })?;
         let summary = |mut values: NsValues| {
             values.sort();
             values.dist_of_sorted()
@@ -66,7 +74,7 @@ impl Outcome {
             None => {
                 let total = summary(totals);
                 let mut ends: Vec<i64> = Vec::with_capacity(frames);
-                simulate(&mut |_, end| ends.push(end));
+                simulate(&mut |_, end| ends.push(end))?;
                 ends.sort_unstable();
                 let intervals = values_of(
                     ends.windows(2).map(|w| w[1].saturating_sub(w[0])),
@@ -76,14 +84,14 @@ impl Outcome {
                 (total, summary(intervals))
             }
         };
-        Outcome {
+        Ok(Outcome {
             fps: interval
                 .as_ref()
                 .filter(|d| d.mean_ns > 0.0)
                 .map(|d| 1e9 / d.mean_ns),
             interval,
             total,
-        }
+        })
     }
 
     /// The measured frames' figures as the analysis gives them (a frame from its first
@@ -91,16 +99,18 @@ impl Outcome {
     /// frames rather than the frame table, which is then dropped before any of them is
     /// taken (issue 31 item 8: the table, the columns and the frames' end order together
     /// were whatif's peak).
-    fn of_recorded(head: &Run, frames: &RecordedFrames) -> Outcome {
+    fn of_recorded(head: &Run, frames: &dyn ReplayFrames) -> Result<Outcome> {
         // A trace imported without frames made each slice a frame: the analysis has none.
         if head.import.as_ref().is_some_and(|i| i.frames_undefined()) {
-            return Outcome::default();
+            return Ok(Outcome::default());
         }
         Outcome::of_simulation(frames.len(), &mut |done| {
-            for k in 0..frames.len() {
-                let (start, end) = frames.bounds(k);
+            frames.each(&mut |spans| {
+                // A frame as the frame table has it: its first start and its latest end.
+                let start = spans.first().map_or(0, |(s, _)| s.start_ns);
+                let end = spans.iter().map(|(s, _)| s.end_ns).max().unwrap_or(0);
                 done(start, end);
-            }
+            })
         })
     }
 
@@ -218,21 +228,43 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
     )
 }
 
-/// [`whatif`] of a run file's run: its spans read once into columns, the measured figures
-/// taken from them as the analysis takes them (and nothing else of the analysis), then
-/// the model replays from them (issue 29: the loaded run, its whole analysis and a vector
-/// of spans per frame took 337 bytes a span).
+/// [`whatif`] of a run file's run: the measured figures taken from the spans as the
+/// analysis takes them (and nothing else of the analysis), then the model replays from
+/// them (issue 29: the loaded run, its whole analysis and a vector of spans per frame took
+/// 337 bytes a span). The frame table is read first; with one span a frame in start order
+/// the spans are then read again each time the model wants them, nothing of them held
+/// ([`streamed`]); else the measured spans are placed frame after frame, held as the model
+/// takes them ([`placed`]); where they do not fit that, read into columns beside the table.
 pub fn whatif_stored(stored: &StoredRun, changes: &Changes) -> Result<WhatIf> {
-    // The blocks decoded on another thread while the columns are filled.
-    let (columns, table) = load_columns(&ReadAhead(stored), ANALYSIS_KEEPS)?;
-    whatif_columns(&stored.head, columns, table, None, changes)
+    let source: &(dyn SpanSource + Sync) = stored;
+    let head = &stored.head;
+    // The blocks decoded on another thread while the table is filled.
+    let (table, spans) = read_frames(&ReadAhead(source))?;
+    check(head, changes, spans == 0)?;
+    let measured = measure_frames(&table, &head.meta, source)?;
+    if one_span_a_frame(&table, spans) {
+        if let Some(mut frames) = StreamedFrames::of_stretch(source, &table, &measured, spans)? {
+            drop((table, measured));
+            return replay(head, &mut frames, None, changes);
+        }
+    }
+    // The rows' places are u32, as the columns' are.
+    if u32::try_from(spans).is_ok() {
+        if let Some(mut frames) = PlacedFrames::read(source, &table, &measured)? {
+            drop((table, measured));
+            return replay(head, &mut frames, None, changes);
+        }
+    }
+    drop(measured);
+    let (columns, table) = columns_beside(table, &ReadAhead(source), ANALYSIS_KEEPS)?;
+    replay_columns(head, columns, table, None, changes)
 }
 
 /// [`whatif`] of a run whose spans were read into `columns` and `table` (starts and threads
 /// kept, as [`ANALYSIS_KEEPS`] says): `head` is the run without them. `measured` is the
 /// analysis's figures, else taken from the columns. The columns stay, the frames become row
 /// indices into them ([`RecordedFrames`]), and the model is fed one frame's tasks at a
-/// time: about 30 to 50 bytes a span in all.
+/// time: about 20 to 25 bytes a span in all.
 pub fn whatif_columns(
     head: &Run,
     columns: SpanColumns,
@@ -240,7 +272,13 @@ pub fn whatif_columns(
     measured: Option<Outcome>,
     changes: &Changes,
 ) -> Result<WhatIf> {
-    let run = head;
+    check(head, changes, columns.is_empty())?;
+    replay_columns(head, columns, table, measured, changes)
+}
+
+/// What makes a prediction of `run` impossible or pointless whatever its spans:
+/// `no_spans`, the run has none.
+fn check(run: &Run, changes: &Changes, no_spans: bool) -> Result<()> {
     // A stage named twice would be scaled by the product, or moved to the last thread named.
     for (option, stages) in [
         (
@@ -261,7 +299,7 @@ pub fn whatif_columns(
              as soon as they can; leave --unpaced out"
         );
     }
-    if columns.is_empty() {
+    if no_spans {
         bail!(
             "the run has no spans (an import of histograms or samples only): whatif replays each \
              stage's recorded spans"
@@ -273,11 +311,32 @@ pub fn whatif_columns(
              to know which thread ran each stage (a CSV or JSONL import takes a tid column)"
         );
     }
-    let mut columns = columns;
-    let (_, in_window) = measure(&table, &columns, &run.meta);
+    Ok(())
+}
+
+/// [`whatif_columns`], its checks passed.
+fn replay_columns(
+    head: &Run,
+    mut columns: SpanColumns,
+    table: FrameTable,
+    measured: Option<Outcome>,
+    changes: &Changes,
+) -> Result<WhatIf> {
+    let (_, in_window) = measure(&table, &columns, &head.meta);
     let frame_of_row = std::mem::take(&mut columns.frame);
     let mut frames = RecordedFrames::new(&columns, frame_of_row, table, &in_window)?;
     drop(in_window);
+    replay(head, &mut frames, measured, changes)
+}
+
+/// The prediction of `changes` on the measured `frames` of `run` (its checks passed), beside
+/// `measured` (else taken from the frames) and the model's replay of the run as recorded.
+fn replay(
+    run: &Run,
+    frames: &mut dyn ReplayFrames,
+    measured: Option<Outcome>,
+    changes: &Changes,
+) -> Result<WhatIf> {
     if frames.len() < 2 {
         bail!(
             "the run has {} measured frames: whatif needs two or more to predict a rate",
@@ -290,12 +349,18 @@ pub fn whatif_columns(
         .map(|s| s as u16);
     let queues: Vec<bool> = run.threads.iter().map(is_queue).collect();
     // Two reads of the frames, on two cores where there are.
+    let shared: &dyn ReplayFrames = frames;
     let (recorded, measured) = parallel::join(
-        || plan::recorded(&frames, &labels, &queues, pace),
-        || measured.unwrap_or_else(|| Outcome::of_recorded(run, &frames)),
+        || plan::recorded(shared, &labels, &queues, pace),
+        || match measured {
+            Some(measured) => Ok(measured),
+            None => Outcome::of_recorded(run, shared),
+        },
     );
+    let (recorded, measured) = (recorded?, measured?);
     let changed = plan::apply(&recorded, changes, &run.stages)?;
     frames.set_handover_delays(recorded.depth, pace);
+    let frames: &dyn ReplayFrames = frames;
     // The pacer runs at the target rate (a budget alone paces nothing).
     let period_ns = (run.meta.target_fps)
         .filter(|f| f.is_finite() && *f > 0.0)
@@ -308,13 +373,15 @@ pub fn whatif_columns(
             resources: p.resource_names.len(),
         };
         let maker = p.tasks();
+        let mut tasks = Vec::new();
         Outcome::of_simulation(frames.len(), &mut |done| {
-            simulate_each(
-                frames.len(),
-                &config,
-                &mut |k, tasks| maker.tasks_into(frames.spans_with_delays(k), tasks),
-                done,
-            )
+            let mut simulation = Simulation::new(&config, frames.len());
+            frames.each(&mut |spans| {
+                maker.tasks_into(spans.iter().copied(), &mut tasks);
+                if let Some((start, end)) = simulation.frame(&tasks) {
+                    done(start, end);
+                }
+            })
         })
     };
     Ok(WhatIf {
@@ -323,9 +390,9 @@ pub fn whatif_columns(
         target_fps: run.meta.target_fps,
         measured,
         // The run as it was recorded: how close the model comes to the measurement.
-        as_recorded: outcome(&recorded, true),
+        as_recorded: outcome(&recorded, true)?,
         recorded_schedule: recorded.schedule(&run.stages),
-        predicted: outcome(&changed, !changes.unpaced),
+        predicted: outcome(&changed, !changes.unpaced)?,
         schedule: changed.schedule(&run.stages),
         changes: changes.describe(),
         assumptions: plan::assumptions(period_ns, pace.is_some(), changes.unpaced),
@@ -564,6 +631,63 @@ mod tests {
         }
     }
 
+    /// One span a frame on one thread (`testprog rate`'s shape), a frame every 2 ms at
+    /// 500 fps, lasting 1 to 3 ms (some overlap the next), `stop`ped as it says.
+    fn one_span_run(frames: u64, end_reason: EndReason) -> Run {
+        let spans: Vec<Span> = (0..frames)
+            .map(|frame| Span {
+                frame,
+                stage: 0,
+                thread: 0,
+                start_ns: frame as i64 * 2 * MS,
+                dur_ns: MS + (frame as i64 * 7 % 5) * MS / 2,
+            })
+            .collect();
+        let end = spans.iter().map(|s| s.start_ns + s.dur_ns).max().unwrap();
+        Run {
+            meta: RunMeta {
+                name: "rate".into(),
+                target_fps: Some(500.0),
+                window_end_ns: end,
+                end_reason,
+                ..RunMeta::default()
+            },
+            stages: vec!["rate".into()],
+            threads: serial_run(120.0, 1).threads,
+            spans,
+            ..Run::default()
+        }
+    }
+
+    #[test]
+    fn one_span_a_frame_read_again_gives_what_its_columns_give() {
+        // Issue 31 item 8: with one span a frame in start order the spans are read again
+        // for each replay rather than held; two frames swapped, a frame starting with the
+        // one before, or a run stopped mid-frame give the same as the loaded run too.
+        let dir = tempfile::tempdir().unwrap();
+        let in_order = one_span_run(300, EndReason::Exited);
+        let mut swapped = in_order.clone();
+        swapped.spans.swap(100, 101);
+        let mut tied = in_order.clone();
+        tied.spans[150].start_ns = tied.spans[149].start_ns;
+        let stopped = one_span_run(300, EndReason::Duration);
+        let moved = Changes {
+            moves: vec![("rate".into(), "worker".into())],
+            unpaced: true,
+            ..Changes::default()
+        };
+        for (k, run) in [in_order, swapped, tied, stopped].into_iter().enumerate() {
+            let path = dir.path().join(format!("{k}.framelab"));
+            crate::store::write_run(&path, &run).unwrap();
+            let stored = crate::store::open_run(&path, None).unwrap();
+            let run = crate::store::load_run(&path, None).unwrap();
+            for changes in [depth(2), depth(3), moved.clone()] {
+                let from_file = whatif_stored(&stored, &changes).unwrap();
+                assert_eq!(from_file, predict(&run, changes).unwrap(), "run {k}");
+            }
+        }
+    }
+
     #[test]
     fn intervals_are_the_sorted_ends_apart_whatever_order_frames_end_in() {
         // In start order, frames overlapping (a later frame ending first); then a frame
@@ -571,12 +695,16 @@ mod tests {
         let in_order = [(0, 10), (5, 30), (12, 20), (31, 40), (41, 45)];
         let broken = [(0, 10), (20, 30), (25, 40), (5, 8), (41, 50)];
         for frames in [&in_order[..], &broken[..]] {
-            let mut simulate = |done: &mut dyn FnMut(i64, i64)| {
+            let simulate = |done: &mut dyn FnMut(i64, i64)| {
                 for &(start, end) in frames {
                     done(start, end);
                 }
             };
-            let outcome = Outcome::of_simulation(frames.len(), &mut simulate);
+            let outcome = Outcome::of_simulation(frames.len(), &mut |done| {
+                simulate(done);
+                Ok(())
+            })
+            .unwrap();
             let mut ends: Vec<i64> = frames.iter().map(|f| f.1).collect();
             ends.sort_unstable();
             let mut intervals: Vec<i64> = ends.windows(2).map(|w| w[1] - w[0]).collect();

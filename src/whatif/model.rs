@@ -111,32 +111,64 @@ pub fn simulate_each(
     done: &mut dyn FnMut(i64, i64),
 ) {
     let mut tasks = Vec::new();
-    let mut free = vec![0i64; config.resources];
-    let mut pacer = config.period_ns.map(|period_ns| Pacer {
-        period_ns,
-        anchor_ns: None,
-        slot: 0,
-    });
-    // The ends of the last `depth` frames simulated, and how many were.
-    let mut recent: std::collections::VecDeque<i64> =
-        std::collections::VecDeque::with_capacity(config.depth.min(frames) + 1);
-    let mut simulated = 0usize;
+    let mut simulation = Simulation::new(config, frames);
     for i in 0..frames {
         tasks_of(i, &mut tasks);
-        let Some(first) = tasks.first() else {
-            continue;
-        };
+        if let Some((start, end)) = simulation.frame(&tasks) {
+            done(start, end);
+        }
+    }
+}
+
+/// The model between two frames: [`simulate_each`] a frame at a time, for a caller that is
+/// handed the frames in turn (a read of the run) rather than asking for each.
+pub struct Simulation<'c> {
+    config: &'c Config,
+    /// When each resource is next free.
+    free: Vec<i64>,
+    pacer: Option<Pacer>,
+    /// The ends of the last `depth` frames simulated.
+    recent: std::collections::VecDeque<i64>,
+    /// Frames simulated (frames without tasks are not).
+    simulated: usize,
+    /// The index of the next frame.
+    next: usize,
+}
+
+impl<'c> Simulation<'c> {
+    /// The model before the first of `frames` frames.
+    pub fn new(config: &'c Config, frames: usize) -> Simulation<'c> {
+        Simulation {
+            config,
+            free: vec![0i64; config.resources],
+            pacer: config.period_ns.map(|period_ns| Pacer {
+                period_ns,
+                anchor_ns: None,
+                slot: 0,
+            }),
+            recent: std::collections::VecDeque::with_capacity(config.depth.min(frames) + 1),
+            simulated: 0,
+            next: 0,
+        }
+    }
+
+    /// The next frame, its tasks in order: its simulated start and end, `None` for a frame
+    /// without tasks.
+    pub fn frame(&mut self, tasks: &[Task]) -> Option<(i64, i64)> {
+        let (config, i) = (self.config, self.next);
+        self.next += 1;
+        let first = tasks.first()?;
         // The loop that starts frames comes back when its thread is free.
-        let entry = free[first.resource];
-        let mut ready = match &mut pacer {
+        let entry = self.free[first.resource];
+        let mut ready = match &mut self.pacer {
             Some(p) => p.release(entry),
             None => entry,
         };
         // The end of the frame simulated `depth` before this one.
-        let gate = (i >= config.depth && simulated + config.depth > i)
-            .then(|| (recent.len() + i).checked_sub(config.depth + simulated))
+        let gate = (i >= config.depth && self.simulated + config.depth > i)
+            .then(|| (self.recent.len() + i).checked_sub(config.depth + self.simulated))
             .flatten()
-            .and_then(|at| recent.get(at).copied());
+            .and_then(|at| self.recent.get(at).copied());
         let gated_task = usize::from(config.pace_stage == Some(first.stage) && tasks.len() > 1);
         let mut start = None;
         for (k, task) in tasks.iter().enumerate() {
@@ -144,21 +176,21 @@ pub fn simulate_each(
                 ready = ready.max(gate.unwrap_or(i64::MIN));
             }
             let begin = ready
-                .max(free[task.resource])
+                .max(self.free[task.resource])
                 .saturating_add(task.delay_ns.max(0));
             let end = begin.saturating_add(task.dur_ns.max(0));
-            free[task.resource] = end;
+            self.free[task.resource] = end;
             start.get_or_insert(begin);
             ready = end;
         }
-        done(start.unwrap_or(ready), ready);
-        simulated += 1;
+        self.simulated += 1;
         if config.depth > 0 {
-            if recent.len() == config.depth {
-                recent.pop_front();
+            if self.recent.len() == config.depth {
+                self.recent.pop_front();
             }
-            recent.push_back(ready);
+            self.recent.push_back(ready);
         }
+        Some((start.unwrap_or(ready), ready))
     }
 }
 

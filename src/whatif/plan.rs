@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use anyhow::{bail, Result};
 
 use super::model::Task;
-use super::recorded::RecordedFrames;
+use super::recorded::ReplayFrames;
 use super::Schedule;
 use crate::analyze::pipeline::waits::StageSpan;
 use crate::analyze::stages::stage_name;
@@ -166,35 +166,33 @@ impl TaskMaker {
     }
 }
 
-/// The most frames whose work (from their first stage after `pace`, the pacer's own stage,
-/// to their end) overlapped at one instant: the depth the program ran at.
-fn frames_in_flight(frames: &RecordedFrames, pace: Option<u16>) -> usize {
-    // Each frame's start (its first span not the pacer's) and end.
-    let span_of = |k: usize| {
-        let (mut first, mut work, mut end) = (None, None, i64::MIN);
-        for s in frames.spans(k) {
-            first.get_or_insert(s.start_ns);
-            if work.is_none() && Some(s.stage) != pace {
-                work = Some(s.start_ns);
-            }
-            end = end.max(s.end_ns);
+/// A frame's work, from its first stage after `pace` (the pacer's own stage) to its end:
+/// the span the frames in flight are counted over ([`recorded`]).
+fn work_of(spans: &[(StageSpan, i64)], pace: Option<u16>) -> (i64, i64) {
+    let (mut first, mut work, mut end) = (None, None, i64::MIN);
+    for (s, _) in spans {
+        first.get_or_insert(s.start_ns);
+        if work.is_none() && Some(s.stage) != pace {
+            work = Some(s.start_ns);
         }
-        let start = work.or(first).unwrap_or(0);
-        (start, if first.is_some() { end } else { start })
-    };
-    in_flight_in_start_order(frames.len(), &span_of)
-        .unwrap_or_else(|| in_flight_by_sorting(frames.len(), &span_of))
+        end = end.max(s.end_ns);
+    }
+    let start = work.or(first).unwrap_or(0);
+    (start, if first.is_some() { end } else { start })
 }
 
-/// The most frames in flight at once, from every start and end sorted.
-fn in_flight_by_sorting(frames: usize, span_of: &dyn Fn(usize) -> (i64, i64)) -> usize {
+/// The most frames whose work ([`work_of`]) overlapped at one instant, from every start and
+/// end sorted: each frame's work handed to `add` by `each`.
+fn in_flight_by_sorting(
+    frames: usize,
+    each: &mut dyn FnMut(&mut dyn FnMut(i64, i64)) -> Result<()>,
+) -> Result<usize> {
     let mut starts: Vec<i64> = Vec::with_capacity(frames);
     let mut ends: Vec<i64> = Vec::with_capacity(frames);
-    for k in 0..frames {
-        let (start, end) = span_of(k);
+    each(&mut |start, end| {
         starts.push(start);
         ends.push(end);
-    }
+    })?;
     starts.sort_unstable();
     ends.sort_unstable();
     // An end before a start at the same instant: back to back is not overlap.
@@ -207,42 +205,67 @@ fn in_flight_by_sorting(frames: usize, span_of: &dyn Fn(usize) -> (i64, i64)) ->
         now += 1;
         most = most.max(now);
     }
-    most as usize
+    Ok(most as usize)
 }
 
-/// [`frames_in_flight`] without sorting every start and end (16 bytes a frame: issue 29),
-/// when frames come in start order and none ends before it starts: then the frames in
-/// flight as one starts are those before it still running, held as their ends (a frame of
-/// no length is never running, as the sort counts it: its end is taken away as its start
-/// comes). `None` otherwise.
-fn in_flight_in_start_order(frames: usize, span_of: &dyn Fn(usize) -> (i64, i64)) -> Option<usize> {
-    let mut running: BinaryHeap<Reverse<i64>> = BinaryHeap::new();
-    let (mut last_start, mut most) = (i64::MIN, 1usize);
-    for k in 0..frames {
-        let (start, end) = span_of(k);
-        if start < last_start || end < start {
-            return None;
+/// [`in_flight_by_sorting`] without sorting every start and end (16 bytes a frame: issue
+/// 29), frame after frame, while frames come in start order and none ends before it
+/// starts: then the frames in flight as one starts are those before it still running, held
+/// as their ends (a frame of no length is never running, as the sort counts it: its end is
+/// taken away as its start comes).
+struct InFlightInStartOrder {
+    running: BinaryHeap<Reverse<i64>>,
+    last_start: i64,
+    most: usize,
+    /// A frame came out of start order, or ended before it started.
+    broken: bool,
+}
+
+impl InFlightInStartOrder {
+    fn new() -> InFlightInStartOrder {
+        InFlightInStartOrder {
+            running: BinaryHeap::new(),
+            last_start: i64::MIN,
+            most: 1,
+            broken: false,
         }
-        last_start = start;
-        while running.peek().is_some_and(|&Reverse(e)| e <= start) {
-            running.pop();
+    }
+
+    fn add(&mut self, start: i64, end: i64) {
+        if self.broken {
+            return;
+        }
+        if start < self.last_start || end < start {
+            self.broken = true;
+            self.running = BinaryHeap::new();
+            return;
+        }
+        self.last_start = start;
+        while self.running.peek().is_some_and(|&Reverse(e)| e <= start) {
+            self.running.pop();
         }
         if end > start {
-            running.push(Reverse(end));
+            self.running.push(Reverse(end));
         }
-        most = most.max(running.len());
+        self.most = self.most.max(self.running.len());
     }
-    Some(most)
+
+    /// The most frames in flight; `None` when the frames could not be followed this way.
+    fn most(self) -> Option<usize> {
+        (!self.broken).then_some(self.most)
+    }
 }
 
 /// The schedule the run was recorded with: each thread (and queue) a resource, the frames in
-/// flight as the run had them. `queues[t]`: thread `t` is a queue.
+/// flight as the run had them (the most frames whose work overlapped at one instant: the
+/// depth the program ran at). `queues[t]`: thread `t` is a queue. One read of the frames,
+/// two where they did not come in start order.
 pub fn recorded(
-    frames: &RecordedFrames,
+    frames: &dyn ReplayFrames,
     labels: &[String],
     queues: &[bool],
     pace: Option<u16>,
-) -> Plan {
+) -> Result<Plan> {
     // Per stage id (a vector grown to the largest seen: no map lookup a span): the sums of
     // its offsets and durations, its spans, and the thread its last span was on (a pair
     // already placed is not looked up again).
@@ -250,12 +273,14 @@ pub fn recorded(
     let mut last_thread: Vec<Option<u32>> = Vec::new();
     let mut placements = BTreeSet::new();
     let mut threads: Vec<u32> = Vec::new();
-    for k in 0..frames.len() {
-        let mut spans = frames.spans(k).peekable();
-        let Some(start) = spans.peek().map(|s| s.start_ns) else {
-            continue;
+    let mut in_flight = InFlightInStartOrder::new();
+    frames.each(&mut |spans| {
+        let (work_start, work_end) = work_of(spans, pace);
+        in_flight.add(work_start, work_end);
+        let Some(start) = spans.first().map(|(s, _)| s.start_ns) else {
+            return;
         };
-        for s in spans {
+        for (s, _) in spans {
             let stage = usize::from(s.stage);
             if stage >= offsets.len() {
                 offsets.resize(stage + 1, (0.0, 0.0, 0));
@@ -273,7 +298,16 @@ pub fn recorded(
                 }
             }
         }
-    }
+    })?;
+    let depth = match in_flight.most() {
+        Some(most) => most,
+        None => in_flight_by_sorting(frames.len(), &mut |add| {
+            frames.each(&mut |spans| {
+                let (start, end) = work_of(spans, pace);
+                add(start, end);
+            })
+        })?,
+    };
     let mut order: Vec<(f64, u16, f64)> = (offsets.iter().enumerate())
         .filter(|(_, &(_, _, n))| n > 0)
         .map(|(stage, &(offset, dur, n))| {
@@ -289,8 +323,8 @@ pub fn recorded(
             false => label,
         }
     };
-    Plan {
-        depth: frames_in_flight(frames, pace),
+    Ok(Plan {
+        depth,
         resource_names: threads.iter().map(|&t| name(t)).collect(),
         queues: (threads.iter().enumerate())
             .filter(|&(_, &t)| is_queue(t))
@@ -303,7 +337,7 @@ pub fn recorded(
         stage_mean_ns: order.iter().map(|o| o.2).collect(),
         placements,
         pace,
-    }
+    })
 }
 
 /// The split of `means` (in order) into `parts` contiguous groups whose largest sum is the
@@ -469,21 +503,29 @@ mod tests {
             &[(0, 9), (5, 5), (5, 5), (5, 8), (5, 5), (6, 6), (7, 12)],
             &[(3, 3), (3, 3)],
         ];
+        let by_sorting = |spans: &[(i64, i64)]| {
+            in_flight_by_sorting(spans.len(), &mut |add| {
+                spans.iter().for_each(|&(start, end)| add(start, end));
+                Ok(())
+            })
+            .unwrap()
+        };
+        let in_start_order = |spans: &[(i64, i64)]| {
+            let mut in_flight = InFlightInStartOrder::new();
+            spans
+                .iter()
+                .for_each(|&(start, end)| in_flight.add(start, end));
+            in_flight.most()
+        };
         for (n, spans) in cases.iter().enumerate() {
-            let span_of = |k: usize| spans[k];
-            let sorted = in_flight_by_sorting(spans.len(), &span_of);
-            assert_eq!(
-                in_flight_in_start_order(spans.len(), &span_of),
-                Some(sorted),
-                "case {n}"
-            );
+            let sorted = by_sorting(spans);
+            assert_eq!(in_start_order(spans), Some(sorted), "case {n}");
         }
         // Out of start order, or ending before it starts: left to the sort.
-        assert_eq!(in_flight_in_start_order(2, &|k| [(5, 9), (2, 4)][k]), None);
-        assert_eq!(in_flight_in_start_order(1, &|_| (5, 3)), None);
+        assert_eq!(in_start_order(&[(5, 9), (2, 4)]), None);
+        assert_eq!(in_start_order(&[(5, 3)]), None);
         assert_eq!(
-            in_flight_by_sorting(5, &|k| [(0, 100), (10, 20), (15, 30), (16, 18), (40, 50)]
-                [k]),
+            by_sorting(&[(0, 100), (10, 20), (15, 30), (16, 18), (40, 50)]),
             4
         );
     }

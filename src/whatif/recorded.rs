@@ -17,6 +17,21 @@ use crate::analyze::compact::window::{MeasuredFrames, Ranks};
 use crate::analyze::frames::NO_FRAME;
 use crate::analyze::pipeline::waits::StageSpan;
 
+/// The measured frames as the model replays them, frame after frame in start order, each
+/// its spans by start with their hand-over delays: held ([`RecordedFrames`]), or read again
+/// from the run each time they are wanted (`super::streamed`).
+pub(super) trait ReplayFrames: Sync {
+    /// Measured frames.
+    fn len(&self) -> usize;
+
+    /// `visit(spans)` for each frame in turn, its spans with their delays (zero until set).
+    fn each(&self, visit: &mut dyn FnMut(&[(StageSpan, i64)])) -> Result<()>;
+
+    /// Sets each span's hand-over delay as recorded: how long after it could have started
+    /// it started.
+    fn set_handover_delays(&mut self, depth: usize, pace: Option<u16>);
+}
+
 pub(super) struct RecordedFrames<'a> {
     stage: &'a [u16],
     dur: &'a PackedNs,
@@ -79,10 +94,7 @@ impl<'a> RecordedFrames<'a> {
         let frames = measured.in_window.ones().count();
         // Each measured frame's place in start order: its rank among them when indices
         // already follow that order (ids counting up as frames start), else listed.
-        let places = match starts_follow_indices(&table, measured, &frame_of_row) {
-            true => Places::Ranked(measured.in_window.ranks()),
-            false => Places::Listed(places_by_start(&table, measured, &frame_of_row)),
-        };
+        let places = places_of(&table, measured, &mut frames_of_rows(&frame_of_row))?;
         drop(table);
         let stretch = match one_span_a_frame(&frame_of_row, frames, &measured_row) {
             true => stretch_in_place_order(&frame_of_row, &places, &measured_row),
@@ -118,11 +130,6 @@ impl<'a> RecordedFrames<'a> {
             recorded.rows = Rows::Listed(rows);
         }
         Ok(recorded)
-    }
-
-    /// Measured frames.
-    pub fn len(&self) -> usize {
-        self.frames
     }
 
     /// Positions of frame `k`'s spans.
@@ -164,7 +171,7 @@ impl<'a> RecordedFrames<'a> {
     }
 
     /// Frame `k`'s spans with their hand-over delays (zero until set).
-    pub fn spans_with_delays(&self, k: usize) -> impl Iterator<Item = (StageSpan, i64)> + '_ {
+    fn spans_with_delays(&self, k: usize) -> impl Iterator<Item = (StageSpan, i64)> + '_ {
         let (a, b) = self.range(k);
         (a..b).map(move |j| {
             let delay = match j > a {
@@ -180,17 +187,11 @@ impl<'a> RecordedFrames<'a> {
         self.spans(k).map(|s| s.end_ns).max().unwrap_or(0)
     }
 
-    /// Frame `k` as the frame table has it: its first start and its latest end.
-    pub fn bounds(&self, k: usize) -> (i64, i64) {
-        let (a, _) = self.range(k);
-        (self.span(a).start_ns, self.end_ns(k))
-    }
-
     /// Each span's hand-over delay as recorded: how long after it could have started (the
     /// frame's previous stage ended, its thread's previous span ended and, for the stage
     /// the depth gates, the frame `depth` before ended) it started. A frame's first span
     /// has none (the pacer's release is modelled instead).
-    pub fn set_handover_delays(&mut self, depth: usize, pace: Option<u16>) {
+    fn set_delays(&mut self, depth: usize, pace: Option<u16>) {
         self.delays_ns = match self.delays_in_thread_order(depth, pace) {
             Some(delays) => delays,
             None => self.delays_by_sorting(depth, pace),
@@ -284,8 +285,54 @@ impl<'a> RecordedFrames<'a> {
     }
 }
 
+impl ReplayFrames for RecordedFrames<'_> {
+    fn len(&self) -> usize {
+        self.frames
+    }
+
+    fn each(&self, visit: &mut dyn FnMut(&[(StageSpan, i64)])) -> Result<()> {
+        let mut spans = Vec::new();
+        for k in 0..self.frames {
+            spans.clear();
+            spans.extend(self.spans_with_delays(k));
+            visit(&spans);
+        }
+        Ok(())
+    }
+
+    fn set_handover_delays(&mut self, depth: usize, pace: Option<u16>) {
+        self.set_delays(depth, pace);
+    }
+}
+
+/// Each span's frame index (NO_FRAME for none), in the run's order, handed to the visitor:
+/// from the frame column, or from another read of the spans.
+pub(super) type RowFrames<'a> = dyn FnMut(&mut dyn FnMut(u32)) -> Result<()> + 'a;
+
+/// The frame column as [`RowFrames`].
+fn frames_of_rows(frame_of_row: &[u32]) -> impl FnMut(&mut dyn FnMut(u32)) -> Result<()> + '_ {
+    move |visit| {
+        frame_of_row.iter().for_each(|&f| visit(f));
+        Ok(())
+    }
+}
+
+/// Each measured frame's place in start order, frames starting together in the order
+/// their first spans come (as the loaded run's frames are): their ranks where indices
+/// already follow that order, else listed. `rows` read once where frames start together.
+pub(super) fn places_of<'m>(
+    table: &FrameTable,
+    measured: &'m MeasuredFrames,
+    rows: &mut RowFrames,
+) -> Result<Places<'m>> {
+    Ok(match starts_follow_indices(table, measured, rows)? {
+        true => Places::Ranked(measured.in_window.ranks()),
+        false => Places::Listed(places_by_start(table, measured, rows)?),
+    })
+}
+
 /// A measured frame's place in start order.
-enum Places<'a> {
+pub(super) enum Places<'a> {
     /// Its rank among the measured frames' indices.
     Ranked(Ranks<'a>),
     /// By frame index.
@@ -293,7 +340,7 @@ enum Places<'a> {
 }
 
 impl Places<'_> {
-    fn of(&self, frame: u32) -> usize {
+    pub fn of(&self, frame: u32) -> usize {
         match self {
             Places::Ranked(ranks) => ranks.rank(frame) as usize,
             Places::Listed(places) => places[frame as usize] as usize,
@@ -367,15 +414,15 @@ const MAX_TIES: usize = 1 << 16;
 fn starts_follow_indices(
     table: &FrameTable,
     measured: &MeasuredFrames,
-    frame_of_row: &[u32],
-) -> bool {
+    rows: &mut RowFrames,
+) -> Result<bool> {
     let mut ties: Vec<(u32, u32)> = Vec::new();
     let mut before: Option<(u32, i64)> = None;
     for f in measured.in_window.ones() {
         let start = table.start_ns(f);
         if let Some((b, b_start)) = before {
             if start < b_start || (start == b_start && ties.len() == MAX_TIES) {
-                return false;
+                return Ok(false);
             }
             if start == b_start {
                 ties.push((b, f));
@@ -384,19 +431,21 @@ fn starts_follow_indices(
         before = Some((f, start));
     }
     if ties.is_empty() {
-        return true;
+        return Ok(true);
     }
     let mut first_row: HashMap<u32, u32> = (ties.iter())
         .flat_map(|&(a, b)| [(a, u32::MAX), (b, u32::MAX)])
         .collect();
-    for (row, f) in frame_of_row.iter().enumerate() {
-        if let Some(first) = first_row.get_mut(f) {
+    let mut row = 0u32;
+    rows(&mut |f| {
+        if let Some(first) = first_row.get_mut(&f) {
             if *first == u32::MAX {
-                *first = row as u32;
+                *first = row;
             }
         }
-    }
-    ties.iter().all(|(a, b)| first_row[a] < first_row[b])
+        row = row.wrapping_add(1);
+    })?;
+    Ok(ties.iter().all(|(a, b)| first_row[a] < first_row[b]))
 }
 
 /// Each measured frame's place in start order, by frame index; frames starting together
@@ -404,22 +453,26 @@ fn starts_follow_indices(
 fn places_by_start(
     table: &FrameTable,
     measured: &MeasuredFrames,
-    frame_of_row: &[u32],
-) -> Vec<u32> {
+    rows: &mut RowFrames,
+) -> Result<Vec<u32>> {
     // Each measured frame's first row: the tie-break between frames starting together.
     let mut slot = vec![u32::MAX; table.slots()];
-    for (row, &f) in frame_of_row.iter().enumerate() {
+    let mut row = 0u32;
+    rows(&mut |f| {
         if f != NO_FRAME && measured.in_window.get(f) && slot[f as usize] == u32::MAX {
-            slot[f as usize] = row as u32;
+            slot[f as usize] = row;
         }
-    }
-    let mut order: Vec<u32> = measured.in_window.ones().collect();
+        row = row.wrapping_add(1);
+    })?;
+    // Sized once: collected, the vector grew by doubling (up to twice what it holds).
+    let mut order: Vec<u32> = Vec::with_capacity(measured.count as usize);
+    order.extend(measured.in_window.ones());
     order.sort_unstable_by_key(|&f| (table.start_ns(f), slot[f as usize]));
     // `slot` now holds each frame's place in start order.
     for (k, &f) in order.iter().enumerate() {
         slot[f as usize] = k as u32;
     }
-    slot
+    Ok(slot)
 }
 
 #[cfg(test)]
@@ -468,9 +521,10 @@ mod tests {
             });
             spans.extend([span(4, 0, 40, 5), span(5, 0, 50, 5)]);
             let (columns, table, measured) = read(&spans);
-            let by_rank = starts_follow_indices(&table, &measured, &columns.frame);
+            let mut rows = frames_of_rows(&columns.frame);
+            let by_rank = starts_follow_indices(&table, &measured, &mut rows).unwrap();
             assert_eq!(by_rank, !three_first);
-            let listed = places_by_start(&table, &measured, &columns.frame);
+            let listed = places_by_start(&table, &measured, &mut rows).unwrap();
             let ranks = measured.in_window.ranks();
             for f in measured.in_window.ones() {
                 if by_rank {
@@ -481,7 +535,8 @@ mod tests {
             let mut late = spans.clone();
             late.push(span(6, 0, 45, 1));
             let (columns, table, measured) = read(&late);
-            assert!(!starts_follow_indices(&table, &measured, &columns.frame));
+            let mut rows = frames_of_rows(&columns.frame);
+            assert!(!starts_follow_indices(&table, &measured, &mut rows).unwrap());
         }
     }
 

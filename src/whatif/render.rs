@@ -5,15 +5,14 @@ use crate::analyze::Dist;
 use crate::render::document::{plain, pretty_json, write, Block, Document, Span};
 use crate::render::format::WHATIF;
 use crate::render::table::{Layout, Table};
-use crate::render::Format;
+use crate::render::{Format, Value};
 
-fn fps(o: &Outcome) -> String {
-    o.fps.map_or_else(|| "-".into(), |f| format!("{f:.1}"))
+fn fps(o: &Outcome) -> Value {
+    Value::or(o.fps.map(|f| Value::fixed(f, 1)), "-")
 }
 
-fn at(d: &Option<Dist>, pick: fn(&Dist) -> f64) -> String {
-    d.as_ref()
-        .map_or_else(|| "-".into(), |d| crate::render::human::us(pick(d)))
+fn at(d: &Option<Dist>, pick: fn(&Dist) -> f64) -> Value {
+    Value::or(d.as_ref().map(|d| Value::Micros(pick(d))), "-")
 }
 
 /// `main: pace, capture, convert · encoder: encode, send` and the depth.
@@ -31,7 +30,7 @@ fn schedule(s: &Schedule) -> String {
 /// The three columns of every row: measured, the model as run, the prediction.
 fn table(w: &WhatIf) -> Table {
     let outcomes = [&w.measured, &w.as_recorded, &w.predicted];
-    let rows: Vec<(&str, [String; 3])> = vec![
+    let rows: Vec<(&str, [Value; 3])> = vec![
         ("fps (1/mean interval)", outcomes.map(fps)),
         (
             "frame time p50 µs",
@@ -52,7 +51,7 @@ fn table(w: &WhatIf) -> Table {
     });
     for (label, cells) in rows {
         let [measured, as_run, what_if] = cells;
-        t.push(vec![label.to_owned(), measured, as_run, what_if]);
+        t.push(vec![Value::from(label), measured, as_run, what_if]);
     }
     t
 }

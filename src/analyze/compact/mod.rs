@@ -9,12 +9,15 @@
 //! values are made, used and dropped in turn, u32 where they fit: at most about 35 bytes
 //! a span with one span per frame (the worst case), about 28 with five stages a frame.
 
+pub mod cadence;
 pub mod columns;
+pub mod frameless;
 pub mod growing;
 pub mod narrow;
 pub mod nearly_sorted;
 pub mod packed;
 pub mod rate;
+pub mod select;
 pub mod streamed;
 pub mod table;
 pub mod values;
@@ -45,6 +48,10 @@ use crate::model::{Run, SpanSource};
 /// The analysis of `head` (a run's metadata, names, processes, telemetry: its `spans` and
 /// `counters` are not read) with its spans and counter values from `source`.
 pub fn analyze_from(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Analysis> {
+    // One span a frame, ids counting up: nothing held that grows with the run.
+    if let Some(analysis) = frameless::analyze(head, source)? {
+        return Ok(analysis);
+    }
     let (table, spans) = read_frames(source)?;
     let (columns, table) = if streamed::one_span_a_frame(&table, spans) {
         // Nothing of the spans is held: what they give is taken as they are read again.

@@ -640,3 +640,243 @@ fn runs_of_one_span_a_frame_read_without_columns_give_the_same_reports() {
     assert!(read_without_columns(&run));
     same("out of order", &run);
 }
+
+/// Whether `run`, stored, is analysed by `frameless` (one span a frame, ids counting up,
+/// no counters): without a frame table.
+fn read_frameless(run: &Run) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.framelab");
+    store::write_run(&path, run).unwrap();
+    let stored = store::open_run(&path, None).unwrap();
+    super::frameless::analyze(&stored.head, &stored)
+        .unwrap()
+        .is_some()
+}
+
+fn without_counters(mut run: Run) -> Run {
+    run.counters.clear();
+    run.counter_names.clear();
+    run
+}
+
+#[test]
+fn runs_of_one_span_a_frame_without_counters_give_the_same_reports_without_a_frame_table() {
+    let one = Shape {
+        stages: 1,
+        threads: 1,
+        ..Shape::default()
+    };
+    let shapes = [
+        ("one span a frame", one),
+        (
+            "negative durations",
+            Shape {
+                negative_every: 9,
+                ..one
+            },
+        ),
+        (
+            "unfinished",
+            Shape {
+                end_reason: EndReason::Unfinished,
+                ..one
+            },
+        ),
+        (
+            "failed exit, no warmup",
+            Shape {
+                end_reason: EndReason::Exited,
+                warmup_ns: 0,
+                ..one
+            },
+        ),
+        (
+            "wide values",
+            Shape {
+                max_dur: 6_000_000_000,
+                period: 7_000_000_000,
+                frames: 60,
+                warmup_ns: 20_000_000_000,
+                ..one
+            },
+        ),
+    ];
+    for (label, shape) in shapes {
+        let run = without_counters(generated(shape));
+        assert!(read_frameless(&run), "{label}");
+        let a = same(label, &run);
+        assert!(a.frames > 0 && a.pipeline.is_some(), "{label}");
+        let mut run = run;
+        run.meta.target_fps = None;
+        let a = same(&format!("{label}, no budget"), &run);
+        assert!(a.late.is_none() && a.total.is_some(), "{label}");
+    }
+
+    // Three threads, two stages taking turns, the last frames' stage missing at the stop.
+    let mut run = without_counters(generated(Shape { frames: 900, ..one }));
+    run.stages.push("other".into());
+    run.threads = (0..3)
+        .map(|t| ThreadInfo {
+            pid: 100,
+            tid: 300 + t,
+            name: format!("t{t}"),
+            dropped: 0,
+        })
+        .collect();
+    for s in &mut run.spans {
+        s.thread = (s.frame % 3) as u32;
+        s.stage = u16::from(s.frame % 5 == 0);
+    }
+    let n = run.spans.len();
+    run.spans[n - 1].stage = 1;
+    assert!(read_frameless(&run));
+    let a = same("three threads, two stages", &run);
+    assert_eq!(a.stages.len(), 2 + 2, "two stages, total and interval");
+
+    // Left to the frame table: ids that go back, a frame's second span, counters.
+    let sparse = without_counters(generated(Shape {
+        id: |n| n.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        ..one
+    }));
+    let mut reversed = without_counters(generated(one));
+    for pair in reversed.spans.chunks_mut(2) {
+        pair.reverse();
+    }
+    let mut reversed_clean_exit = reversed.clone();
+    reversed_clean_exit.meta.end_reason = EndReason::Exited;
+    let two_spans = without_counters(generated(Shape { stages: 2, ..one }));
+    let counted = generated(one);
+    // Starts a millisecond apart or so, frames every 0.1 ms.
+    let out_of_start_order = without_counters(generated(Shape {
+        frames: 6_000,
+        period: 100_000,
+        max_dur: 80_000,
+        warmup_ns: 50 * MS,
+        ..one
+    }));
+    for (label, run) in [
+        ("sparse ids", sparse),
+        ("ids going back", reversed),
+        ("ids going back, a clean exit", reversed_clean_exit),
+        ("two spans a frame", two_spans),
+        ("counters", counted),
+        ("a thread's spans out of start order", out_of_start_order),
+    ] {
+        assert!(!read_frameless(&run), "{label}");
+        same(label, &run);
+    }
+}
+
+/// One span a frame, frame n lasting `dur(n)` and starting `gap(n)` after frame n − 1.
+fn shaped_run(frames: u64, dur: impl Fn(u64) -> i64, gap: impl Fn(u64) -> i64) -> Run {
+    let mut start = 0;
+    let spans: Vec<Span> = (0..frames)
+        .map(|n| {
+            start += gap(n);
+            Span {
+                frame: 1000 + n,
+                stage: 0,
+                thread: 0,
+                start_ns: start,
+                dur_ns: dur(n),
+            }
+        })
+        .collect();
+    let last_end = spans.iter().map(Span::end_ns).max().unwrap_or(0);
+    Run {
+        meta: RunMeta {
+            name: "shaped".into(),
+            target_fps: Some(120.0),
+            window_start_ns: gap(0) * 20,
+            window_end_ns: last_end,
+            end_reason: EndReason::Duration,
+            ..RunMeta::default()
+        },
+        stages: vec!["work".into()],
+        threads: vec![ThreadInfo {
+            pid: 1,
+            tid: 1,
+            name: "main".into(),
+            dropped: 0,
+        }],
+        spans,
+        ..Run::default()
+    }
+}
+
+/// Odd frames on a second thread.
+fn on_two_threads(mut run: Run) -> Run {
+    run.threads.push(ThreadInfo {
+        pid: 1,
+        tid: 2,
+        name: "second".into(),
+        dropped: 0,
+    });
+    for s in &mut run.spans {
+        s.thread = (s.frame % 2) as u32;
+    }
+    run
+}
+
+#[test]
+fn adversarial_values_give_the_same_reports_without_a_frame_table() {
+    let budget = 8_333_333;
+    let noise = |n: u64, below: u64| {
+        let mut x = Noise(0x9e37_79b9_7f4a_7c15 ^ n.wrapping_mul(0x2545_f491_4f6c_dd1d));
+        x.next(below) as i64
+    };
+    let cases: [(&str, Run); 5] = [
+        ("all equal", shaped_run(3000, |_| 2 * MS, |_| budget)),
+        (
+            "one huge outlier",
+            shaped_run(
+                3000,
+                |n| if n == 1700 { 6_000_000_000 } else { 2 * MS },
+                |n| if n == 1900 { 9_000_000_000 } else { budget },
+            ),
+        ),
+        (
+            "two clusters",
+            shaped_run(
+                3000,
+                |n| match n % 3 {
+                    0 => 100_000 + noise(n, 50),
+                    _ => 12 * MS + noise(n, 5_000_000),
+                },
+                |n| match n % 4 {
+                    0 => 3 * MS + noise(n, 30),
+                    _ => 16 * MS + noise(n, 2_000_000),
+                },
+            ),
+        ),
+        (
+            // 3000 frames, the 1% and 0.1% ranks inside runs of equal values.
+            "ties at the rank boundary",
+            shaped_run(
+                3000,
+                |n| if n % 100 < 2 { 9 * MS } else { 4 * MS },
+                |n| if n % 100 == 50 { 2 * budget } else { budget },
+            ),
+        ),
+        (
+            // Long frames on one thread, short ones on another: ends out of order.
+            "frames ending out of order",
+            on_two_threads(shaped_run(
+                3000,
+                |n| if n % 2 == 0 { 5 * MS } else { MS / 2 },
+                |_| MS,
+            )),
+        ),
+    ];
+    for (label, run) in cases {
+        // Stopped by the duration (the shape read first: frames may be cut short), and
+        // exited by itself (the shape checked in the read of the values).
+        for end_reason in [EndReason::Duration, EndReason::Exited] {
+            let mut run = run.clone();
+            run.meta.end_reason = end_reason;
+            assert!(read_frameless(&run), "{label}");
+            let a = same(&format!("{label}, {end_reason:?}"), &run);
+            assert!(a.frames > 2000 && a.fps.is_some(), "{label}");
+        }
+    }
+}

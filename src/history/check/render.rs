@@ -77,7 +77,7 @@ fn document(report: &CheckReport) -> Document {
             "verdict",
         ]);
         for (s, c) in &changes {
-            table.push(vec![
+            table.push_texts(vec![
                 s.metric.clone(),
                 s.machine.clone(),
                 s.branch.clone().unwrap_or_else(|| "—".into()),

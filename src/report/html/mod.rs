@@ -23,15 +23,28 @@ pub fn run_html(
     head: &crate::model::Run,
     source: &dyn crate::model::SpanSource,
 ) -> anyhow::Result<(String, crate::analyze::Analysis)> {
-    let mut data = run_data::RunData::read(head, source)?;
-    let (analysis, curves) = data.analyze(source)?;
-    let page = data.page(&analysis, curves);
-    let frames = &page.frames;
-    let detail = (!frames.total.detail.is_empty() || !frames.interval.detail.is_empty())
-        .then(|| json_for_script(&page.detail()))
-        .transpose()?;
-    let html = page::page(&page.title, &json_for_script(&page)?, detail.as_deref());
+    let (data, analysis) = run_data::RunData::analyze(head, source)?;
+    let html = render_document(&data.document(&analysis), run_data::SCHEMA, "run")?;
     Ok((html, analysis))
+}
+
+/// The page of `document` (its words, tables and plots through `render::html_writer`),
+/// of `schema` and drawn as a page of `kind` (`run`, `compare`), its frame plots' levels
+/// of detail apart.
+pub fn render_document(
+    document: &crate::render::document::Document,
+    schema: &'static str,
+    kind: &'static str,
+) -> anyhow::Result<String> {
+    let data = crate::render::html_writer::page(document, schema, kind);
+    let detail = (crate::render::html_writer::detail(document).as_ref())
+        .map(json_for_script)
+        .transpose()?;
+    Ok(page::page(
+        &data.text.title,
+        &json_for_script(&data)?,
+        detail.as_deref(),
+    ))
 }
 
 /// Writes a whole report or page to `given` (through `crate::destination`: never over

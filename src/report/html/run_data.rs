@@ -2,28 +2,33 @@
 //! columns, as the report's own analysis reads them) and its analysis. Every number here
 //! is embedded in the page as JSON; the page's script only draws it.
 
-use std::collections::BTreeMap;
-
-use serde::Serialize;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeMap, BinaryHeap};
 
 use super::decimate::{finer_levels, min_max, Decimated};
 use super::{percentile_grid, round};
 use crate::analyze::compact::columns::SpanColumns;
 use crate::analyze::compact::nearly_sorted::sort_nearly_sorted;
+use crate::analyze::compact::streamed::{analyze_measured, one_span_a_frame};
 use crate::analyze::compact::table::FrameTable;
 use crate::analyze::compact::values::with_ns;
 use crate::analyze::compact::window::{end_order, MeasuredFrames};
 use crate::analyze::compact::{
-    analyze_columns, intervals_in_order, load_columns, Columns, Sorted, ANALYSIS_KEEPS,
+    analyze_columns, columns_beside, intervals_over_order, read_frames, Columns, Sorted,
+    ANALYSIS_KEEPS,
 };
-use crate::analyze::frames::{ResolvedWindow, NO_FRAME};
+use crate::analyze::frames::{out_of_range, resolve_window, ResolvedWindow, NO_FRAME};
 use crate::analyze::late::for_each_stutter_at;
 use crate::analyze::metrics::FPS_LOWS;
 use crate::analyze::stats::percentile_of;
 use crate::analyze::{Analysis, FpsSummary};
 use crate::model::{Run, SeriesKind, SpanSource};
-use crate::render::html_writer::page_text;
-use crate::render::{Format, Table};
+use crate::render::document::{Block, Document};
+use crate::render::plot::{
+    FpsCurve, FrameSeries, FrameTimes, GanttFrame, Histogram, Level, Markers, NamedValues, Plot,
+    QuantileCurves, Series,
+};
+use crate::render::Format;
 
 /// Bump when a key is renamed, removed or changes meaning.
 pub const SCHEMA: &str = "framelab.html-run/1";
@@ -43,149 +48,18 @@ const MAX_TELEMETRY_SERIES: usize = 16;
 /// Worst frames drawn as a stage timeline.
 const GANTT_FRAMES: usize = 5;
 
-#[derive(Serialize)]
-pub struct RunPage {
-    pub schema: &'static str,
-    pub kind: &'static str,
-    pub title: String,
-    /// The text report's header lines, as (label, sentence).
-    pub facts: Vec<(String, String)>,
-    pub notes: Vec<String>,
-    pub budget_us: Option<f64>,
-    /// Seconds after launch: where the measured window begins and ends.
-    pub window_start_s: f64,
-    pub window_end_s: f64,
-    pub frames: FrameSeries,
-    pub stages: QuantileCurves,
-    pub fps: Option<FpsCurve>,
-    pub gantt: Vec<GanttFrame>,
-    pub telemetry: Vec<Series>,
-    /// Telemetry series not plotted (over [`MAX_TELEMETRY_SERIES`], or bit masks).
-    pub telemetry_left_out: usize,
-    pub tables: Vec<Table>,
-    pub histograms: Vec<Histogram>,
-}
-
-impl RunPage {
-    /// The frame plots' levels of detail, by series (`total`, `interval`).
-    pub fn detail(&self) -> serde_json::Value {
-        serde_json::json!({
-            "total": self.frames.total.detail,
-            "interval": self.frames.interval.detail,
-        })
-    }
-}
-
-/// A series as plotted: x in seconds after launch, y in `unit`.
-#[derive(Serialize)]
-pub struct Series {
-    pub label: String,
-    pub unit: String,
-    /// How many points the series had, and how many consecutive points each plotted
-    /// minimum/maximum pair stands for (1: all are drawn).
-    pub points: usize,
-    pub bucket: usize,
-    pub x: Vec<f64>,
-    pub y: Vec<f64>,
-    /// The bucket of the finest of `detail`, when there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub finest_bucket: Option<usize>,
-    /// Finer levels of the same points, coarsest first, for a zoomed view (frame plots
-    /// only; none when every point is drawn). In the page apart from the rest
-    /// ([`RunPage::detail`]): it is read on the first zoom, not before the first paint.
-    #[serde(skip)]
-    pub detail: Vec<Level>,
-}
-
-/// A level of detail: each bucket of `bucket` consecutive points as its smallest and
-/// largest (every point when 1). The page draws the finest level that has no more points
-/// in the visible range than the whole run's view has.
-#[derive(Serialize)]
-pub struct Level {
-    pub bucket: usize,
-    pub x: Vec<f64>,
-    pub y: Vec<f64>,
-}
-
-/// Points marked on a plot (late frames, stutters): all `of` of them, or the worst
-/// [`MAX_MARKERS`] when there are more.
-#[derive(Serialize, Default)]
-pub struct Markers {
-    pub of: usize,
-    pub x: Vec<f64>,
-    pub y: Vec<f64>,
-}
-
-#[derive(Serialize)]
-pub struct FrameSeries {
-    /// Every frame, measured or not, ordered by end: end-to-end total, µs.
-    pub total: Series,
-    /// Between consecutive frame ends, µs.
-    pub interval: Series,
-    /// Measured frames over the budget.
-    pub late: Markers,
-    /// Measured intervals that are stutters (docs/metrics.md).
-    pub stutters: Markers,
-}
-
-/// Durations per stage as quantile functions on one grid of percentiles (a CDF with its
-/// axes swapped, so every stage shares the x values).
-#[derive(Serialize, Default)]
-pub struct QuantileCurves {
-    /// Percentiles, 0 to 100.
-    pub p: Vec<f64>,
-    pub series: Vec<NamedValues>,
-}
-
-#[derive(Serialize)]
-pub struct NamedValues {
-    pub name: String,
-    pub count: usize,
-    pub us: Vec<f64>,
-}
-
-/// FPS at each percentile of frames (fps_p = 1e6 / Q(1 − p) of the interval, µs), and
-/// the named 1% and 0.1% lows of the report.
-#[derive(Serialize)]
-pub struct FpsCurve {
-    pub p: Vec<f64>,
-    pub fps: Vec<f64>,
-    pub named: Vec<(String, f64)>,
-}
-
-/// One worst frame's spans, each on the row of its thread, µs from the frame's start.
-#[derive(Serialize)]
-pub struct GanttFrame {
-    pub frame: u64,
-    pub t_s: f64,
-    pub total_us: f64,
-    pub threads: Vec<String>,
-    /// (stage index into `stage_names` order of the page, thread row, start µs, µs).
-    pub spans: Vec<(usize, usize, f64, f64)>,
-    pub stage_names: Vec<String>,
-}
-
-#[derive(Serialize)]
-pub struct Histogram {
-    pub name: String,
-    pub unit: String,
-    /// (lo, hi, count); `None` is unbounded on that side.
-    pub buckets: Vec<(Option<i64>, Option<i64>, u64)>,
-}
-
-/// A run's spans read for the page: columns with starts and threads until the analysis
-/// has them, and the frames.
+/// A run read and analysed for its page: the frames, what the page takes of the spans
+/// as the analysis reads them, and the curves of the values it sorts.
 pub struct RunData<'a> {
     pub head: &'a Run,
-    pub columns: Option<SpanColumns>,
     pub table: FrameTable,
-    /// What the page takes from the columns as the analysis reads them.
-    read: Option<FromColumns>,
+    read: FromSpans,
+    curves: Curves,
 }
 
-/// What the page needs of the columns beside the frames: the measured window and frames,
+/// What the page needs of the spans beside the frames: the measured window and frames,
 /// and the spans of the worst frames its timelines draw.
-struct FromColumns {
+struct FromSpans {
     window: ResolvedWindow,
     measured: MeasuredFrames,
     /// By frame index: (stage id, thread, start, dur) of each span.
@@ -194,13 +68,13 @@ struct FromColumns {
 
 type WorstSpan = (u16, u32, i64, i64);
 
-impl FromColumns {
-    fn take(
+impl FromSpans {
+    fn from_columns(
         columns: &SpanColumns,
         window: &ResolvedWindow,
         measured: &MeasuredFrames,
         worst: &[u32],
-    ) -> FromColumns {
+    ) -> FromSpans {
         let worst = &worst[..worst.len().min(GANTT_FRAMES)];
         let mut worst_spans: Vec<(u32, Vec<WorstSpan>)> = Vec::new();
         // Without starts and threads there is no timeline to draw.
@@ -220,38 +94,79 @@ impl FromColumns {
                 }
             }
         }
-        FromColumns {
+        FromSpans {
             window: *window,
             measured: measured.clone(),
             worst_spans,
         }
     }
+
+    /// The worst frames' spans read once more from `source` (the streamed analysis holds
+    /// no columns): a few frames, whatever the run's length.
+    fn read_worst(
+        source: &dyn SpanSource,
+        table: &FrameTable,
+        analysis: &Analysis,
+    ) -> anyhow::Result<Vec<(u32, Vec<WorstSpan>)>> {
+        let worst: Vec<(u64, u32)> = (analysis.worst_frames.iter())
+            .take(GANTT_FRAMES)
+            .filter_map(|w| Some((w.frame, table.index_of(w.frame)?)))
+            .collect();
+        let mut spans: Vec<(u32, Vec<WorstSpan>)> =
+            worst.iter().map(|&(_, i)| (i, Vec::new())).collect();
+        if worst.is_empty() {
+            return Ok(spans);
+        }
+        source.for_each_spans(&mut |chunk| {
+            for s in chunk {
+                // As the columns hold them: a duration out of range belongs to no frame.
+                if out_of_range(s.start_ns, s.dur_ns) {
+                    continue;
+                }
+                if let Some(k) = worst.iter().position(|&(id, _)| id == s.frame) {
+                    spans[k].1.push((s.stage, s.thread, s.start_ns, s.dur_ns));
+                }
+            }
+            Ok(())
+        })?;
+        Ok(spans)
+    }
 }
 
 impl<'a> RunData<'a> {
-    pub fn read(head: &'a Run, source: &dyn SpanSource) -> anyhow::Result<RunData<'a>> {
-        let (columns, table) = load_columns(source, ANALYSIS_KEEPS)?;
-        Ok(RunData {
-            head,
-            columns: Some(columns),
-            table,
-            read: None,
-        })
-    }
-
-    /// The run's analysis from these columns, which it drops as it goes (the report's
-    /// own peak, not the report's and the columns' at once: issue 29), and the page's
-    /// curves taken from the values it sorts; counter values are read from `source`.
-    pub fn analyze(&mut self, source: &dyn SpanSource) -> anyhow::Result<(Analysis, Curves)> {
-        let Some(columns) = self.columns.take() else {
-            anyhow::bail!("the run's columns were analysed already");
-        };
+    /// The run's analysis, read as the text report reads it (issue 29): the frame table
+    /// first, then, with one span a frame, the spans streamed for each figure and no
+    /// columns at all; else the columns beside the table, dropped as the analysis goes.
+    /// The page's curves are taken from the values the analysis sorts; counter values
+    /// are read from `source`.
+    pub fn analyze(head: &'a Run, source: &dyn SpanSource) -> anyhow::Result<(Self, Analysis)> {
+        let (table, spans) = read_frames(source)?;
+        if one_span_a_frame(&table, spans) {
+            let mut curves = Curves::default();
+            let streamed = analyze_measured(head, &table, spans, source, &mut |s| curves.take(s))?;
+            if let Some((analysis, measured)) = streamed {
+                let read = FromSpans {
+                    window: resolve_window(&head.meta, table.last_end_ns),
+                    measured,
+                    worst_spans: FromSpans::read_worst(source, &table, &analysis)?,
+                };
+                let data = RunData {
+                    head,
+                    table,
+                    read,
+                    curves,
+                };
+                return Ok((data, analysis));
+            }
+            // A thread's spans came out of order: sorting them takes the columns.
+        }
+        let (columns, table) = columns_beside(table, source, ANALYSIS_KEEPS)?;
         let mut curves = Curves::default();
         let mut read = None;
         let analysis = analyze_columns(
-            self.head,
+            head,
             Columns::Owned(Box::new(columns)),
-            &self.table,
+            &table,
             source,
             &mut |sorted| match sorted {
                 Sorted::Read {
@@ -259,63 +174,83 @@ impl<'a> RunData<'a> {
                     window,
                     measured,
                     worst,
-                } => read = Some(FromColumns::take(columns, window, measured, worst)),
+                } => read = Some(FromSpans::from_columns(columns, window, measured, worst)),
                 sorted => curves.take(sorted),
             },
         )?;
-        self.read = read;
-        Ok((analysis, curves))
-    }
-
-    /// The page's data, the run analysed as `analysis` with `curves` (by
-    /// [`RunData::analyze`]): the frame plots need the frames alone.
-    pub fn page(self, analysis: &Analysis, curves: Curves) -> RunPage {
-        let RunData {
-            head, table, read, ..
-        } = self;
-        let table = &table;
-        let read = read.unwrap_or_else(|| FromColumns {
-            window: crate::analyze::frames::resolve_window(&head.meta, table.last_end_ns),
+        let read = read.unwrap_or_else(|| FromSpans {
+            window: resolve_window(&head.meta, table.last_end_ns),
             measured: MeasuredFrames::default(),
             worst_spans: Vec::new(),
         });
+        let data = RunData {
+            head,
+            table,
+            read,
+            curves,
+        };
+        Ok((data, analysis))
+    }
+
+    /// The report's document for the page with its plots, the run analysed as
+    /// `analysis` (by [`RunData::analyze`]): the frame plots, distributions, timelines and
+    /// telemetry before the tables, the imported histograms after them. The frame plots
+    /// need the frames alone, and beside the frame table hold 4 bytes a frame at a time
+    /// (an order of frames, then the intervals written over it).
+    pub fn document(self, analysis: &Analysis) -> Document {
+        let mut document = crate::report::document(analysis, Format::Html, false);
+        let at = (document.blocks.iter())
+            .position(|b| !matches!(b, Block::Title(_) | Block::Facts(_)))
+            .unwrap_or(document.blocks.len());
+        let (before, after) = self.plots(analysis);
+        document
+            .blocks
+            .splice(at..at, before.into_iter().map(Block::Plot));
+        document.blocks.extend(after.into_iter().map(Block::Plot));
+        document
+    }
+
+    /// The plots before the tables, and those after them.
+    fn plots(self, analysis: &Analysis) -> (Vec<Plot>, Vec<Plot>) {
+        let RunData {
+            head,
+            table,
+            read,
+            curves,
+        } = self;
+        let table = &table;
         let (window, measured) = (read.window, read.measured);
         let stage_order = stage_order(head, analysis);
         let gantt = gantt(&read.worst_spans, table, head, analysis, &stage_order);
         let in_window = end_order(table, &measured);
         drop(measured);
         let budget_ns = analysis.budget_ns.filter(|&b| b > 0);
-        let (late, stutters) = late_and_stutters(table, &in_window, budget_ns);
-        drop(in_window);
+        let (late, stutters) = late_and_stutters(table, in_window, budget_ns);
         let (telemetry, telemetry_left_out) = telemetry(head);
-        // The title, facts, tables and notes: the report's document through the HTML writer.
-        let text = page_text(&crate::report::document(analysis, Format::Html, false));
-        RunPage {
-            schema: SCHEMA,
-            kind: "run",
-            title: text.title,
-            facts: text.facts,
-            notes: text.notes,
+        let frames = FrameTimes {
             budget_us: budget_ns.map(|b| us(b as f64)),
             window_start_s: secs(window.start_ns),
             window_end_s: secs(window.end_ns),
             frames: frame_series(table, late, stutters),
-            stages: stage_curves(curves.stages, &stage_order),
-            fps: fps_curve(curves.fps, analysis.fps.as_ref()),
-            gantt,
-            telemetry,
-            telemetry_left_out,
-            tables: text.tables,
-            histograms: head
-                .histograms
-                .iter()
-                .map(|h| Histogram {
-                    name: h.name.clone(),
-                    unit: h.unit.clone(),
-                    buckets: h.buckets.iter().map(|b| (b.lo, b.hi, b.count)).collect(),
-                })
-                .collect(),
-        }
+        };
+        let histograms = (head.histograms.iter())
+            .map(|h| Histogram {
+                name: h.name.clone(),
+                unit: h.unit.clone(),
+                buckets: h.buckets.iter().map(|b| (b.lo, b.hi, b.count)).collect(),
+            })
+            .collect();
+        let before = vec![
+            Plot::FrameTimes(frames),
+            Plot::Stages(stage_curves(curves.stages, &stage_order)),
+            Plot::Fps(fps_curve(curves.fps, analysis.fps.as_ref())),
+            Plot::Timelines(gantt),
+            Plot::Telemetry {
+                series: telemetry,
+                left_out: telemetry_left_out,
+            },
+        ];
+        (before, vec![Plot::Histograms(histograms)])
     }
 }
 
@@ -395,43 +330,97 @@ fn frame_series(table: &FrameTable, late: Markers, stutters: Markers) -> FrameSe
 }
 
 /// The markers of the measured frames (`in_window`, by end) over the budget, and of the
-/// stutters among the intervals between them (held at the width they fit meanwhile).
+/// stutters among the intervals between them, written over the order (4 bytes a frame,
+/// not 8 for both): a stutter's frame end is the first end plus the intervals up to it.
 fn late_and_stutters(
     table: &FrameTable,
-    in_window: &[u32],
+    in_window: Vec<u32>,
     budget_ns: Option<i64>,
 ) -> (Markers, Markers) {
     let end_s = |i: u32| secs(table.end_ns(i));
-    let late = match budget_ns {
-        Some(b) => markers(
-            in_window
-                .iter()
-                .filter(|&&i| table.total_ns(i) > b)
-                .map(|&i| (end_s(i), us(table.total_ns(i) as f64))),
-        ),
-        None => Markers::default(),
-    };
-    let intervals = intervals_in_order(in_window, table);
-    let mut stutters = Vec::new();
-    with_ns!(&intervals, v => for_each_stutter_at(v, |k, interval| {
-        stutters.push((end_s(in_window[k + 1]), us(interval as f64)));
-    }));
-    (late, markers(stutters.into_iter()))
+    let mut late = WorstPoints::default();
+    if let Some(b) = budget_ns {
+        for &i in in_window.iter().filter(|&&i| table.total_ns(i) > b) {
+            late.push(end_s(i), us(table.total_ns(i) as f64));
+        }
+    }
+    let first_end = in_window.first().map(|&i| table.end_ns(i));
+    let intervals = intervals_over_order(in_window, table);
+    let mut stutters = WorstPoints::default();
+    if let Some(first_end) = first_end {
+        with_ns!(&intervals, v => {
+            // The end of frame k + 1 of the order: the first end and intervals 0..=k.
+            let (mut end, mut summed) = (first_end, 0);
+            for_each_stutter_at(v, |k, interval| {
+                while summed <= k {
+                    let between: i64 = v[summed].into();
+                    end = end.saturating_add(between);
+                    summed += 1;
+                }
+                stutters.push(secs(end), us(interval as f64));
+            });
+        });
+    }
+    (late.markers(), stutters.markers())
 }
 
-/// The worst [`MAX_MARKERS`] of `points` (largest y), in x order.
-fn markers(points: impl Iterator<Item = (f64, f64)>) -> Markers {
-    let mut all: Vec<(f64, f64)> = points.collect();
-    let of = all.len();
-    if all.len() > MAX_MARKERS {
-        all.sort_unstable_by(|a, b| b.1.total_cmp(&a.1));
-        all.truncate(MAX_MARKERS);
-        all.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+/// The worst [`MAX_MARKERS`] points (largest y; of equal ones the earlier) of those pushed
+/// in x order, and how many were pushed: bounded, however many frames are late.
+#[derive(Default)]
+struct WorstPoints {
+    of: usize,
+    kept: BinaryHeap<Reverse<Marked>>,
+}
+
+/// A point with its place in the order pushed.
+struct Marked {
+    y: f64,
+    seq: usize,
+    x: f64,
+}
+
+impl Ord for Marked {
+    /// By y, and of equal ones the later is less (dropped first).
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.y.total_cmp(&other.y)).then(other.seq.cmp(&self.seq))
     }
-    Markers {
-        of,
-        x: all.iter().map(|p| p.0).collect(),
-        y: all.iter().map(|p| p.1).collect(),
+}
+
+impl PartialOrd for Marked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Marked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Marked {}
+
+impl WorstPoints {
+    fn push(&mut self, x: f64, y: f64) {
+        let point = Marked { y, seq: self.of, x };
+        self.of += 1;
+        if self.kept.len() < MAX_MARKERS {
+            self.kept.push(Reverse(point));
+        } else if self.kept.peek().is_some_and(|least| point > least.0) {
+            self.kept.pop();
+            self.kept.push(Reverse(point));
+        }
+    }
+
+    /// The kept points in the order pushed (x order).
+    fn markers(self) -> Markers {
+        let mut kept: Vec<Marked> = self.kept.into_iter().map(|p| p.0).collect();
+        kept.sort_unstable_by_key(|p| p.seq);
+        Markers {
+            of: self.of,
+            x: kept.iter().map(|p| p.x).collect(),
+            y: kept.iter().map(|p| p.y).collect(),
+        }
     }
 }
 
@@ -664,10 +653,50 @@ mod tests {
     use crate::analyze::fixtures::{reference_run, MS};
     use crate::model::{Bucket, Sample, SampleSeries};
 
-    fn page_of(run: &Run) -> RunPage {
-        let mut data = RunData::read(run, run).unwrap();
-        let (analysis, curves) = data.analyze(run).unwrap();
-        data.page(&analysis, curves)
+    fn page_of(run: &Run) -> Document {
+        let (data, analysis) = RunData::analyze(run, run).unwrap();
+        data.document(&analysis)
+    }
+
+    /// What the page shows of a document, by plot.
+    struct View<'a> {
+        budget_us: Option<f64>,
+        frames: &'a FrameSeries,
+        stages: &'a QuantileCurves,
+        gantt: &'a [GanttFrame],
+        telemetry: &'a [Series],
+        telemetry_left_out: usize,
+        histograms: &'a [Histogram],
+        tables: Vec<&'a crate::render::Table>,
+    }
+
+    fn view(document: &Document) -> View<'_> {
+        let plots: Vec<&Plot> = (document.blocks.iter())
+            .filter_map(|b| match b {
+                Block::Plot(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        let [Plot::FrameTimes(f), Plot::Stages(stages), Plot::Fps(_), Plot::Timelines(gantt), Plot::Telemetry { series, left_out }, Plot::Histograms(histograms)] =
+            plots[..]
+        else {
+            panic!("the run page's plots, in order");
+        };
+        View {
+            budget_us: f.budget_us,
+            frames: &f.frames,
+            stages,
+            gantt,
+            telemetry: series,
+            telemetry_left_out: *left_out,
+            histograms,
+            tables: (document.blocks.iter())
+                .filter_map(|b| match b {
+                    Block::Table(t) => Some(t),
+                    _ => None,
+                })
+                .collect(),
+        }
     }
 
     /// The reference run with a GPU clock (a gauge), an energy counter, a bit mask and
@@ -719,8 +748,10 @@ mod tests {
 
     #[test]
     fn reference_page_data() {
-        let page = page_of(&with_telemetry());
-        let json = serde_json::to_string_pretty(&page).unwrap() + "\n";
+        let document = page_of(&with_telemetry());
+        let data = crate::render::html_writer::page(&document, SCHEMA, "run");
+        let json = serde_json::to_string_pretty(&data).unwrap() + "\n";
+        let page = view(&document);
         crate::snapshot::check("html_reference.json", &json);
         // What the snapshot must hold, by hand: 11 frames, the two late ones marked.
         assert_eq!(page.frames.total.x.len(), 11);
@@ -755,7 +786,8 @@ mod tests {
         for span in run.spans.iter_mut().filter(|s| s.stage == 2) {
             span.dur_ns = 1_234;
         }
-        let page = page_of(&run);
+        let document = page_of(&run);
+        let page = view(&document);
         let send = &page.stages.series[2];
         assert_eq!(send.name, "send");
         assert!(send.us.iter().all(|&v| v == 1.234), "{:?}", send.us);
@@ -769,7 +801,8 @@ mod tests {
     /// time included.
     #[test]
     fn each_table_has_a_header_per_cell() {
-        let page = page_of(&with_telemetry());
+        let document = page_of(&with_telemetry());
+        let page = view(&document);
         for t in &page.tables {
             for row in &t.rows {
                 assert_eq!(row.len(), t.headers.len(), "{}: {row:?}", t.title);
@@ -813,7 +846,8 @@ mod tests {
                 dur_ns: dur,
             });
         }
-        let page = page_of(&run);
+        let document = page_of(&run);
+        let page = view(&document);
         let total = &page.frames.total;
         assert_eq!(total.points, frames as usize);
         assert!(total.x.len() <= 2 * FRAME_BUCKETS, "{}", total.x.len());

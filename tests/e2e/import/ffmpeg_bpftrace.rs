@@ -470,9 +470,14 @@ fn imported_histograms_give_count_shares_and_bounded_percentiles() {
     assert!(out.status.success(), "{}", stderr(&out));
     let md = stdout(&out);
     assert!(md.starts_with("### @read\\_us\n"), "{md}");
-    assert!(md.contains("| count | 17672 |\n"), "{md}");
-    assert!(md.contains("| p99.9 | [100 µs, ∞) |\n"), "{md}");
-    assert!(md.contains("| below 15us | "), "{md}");
+    // The same figures as the text's `#` lines, a bullet each, then the buckets' table.
+    assert!(
+        md.contains("\n- count 17672 · values in us (from name)\n"),
+        "{md}"
+    );
+    assert!(md.contains(" · p99.9 [100 µs, ∞)\n"), "{md}");
+    assert!(md.contains("\n- below 15us: 0.02% to 97.07% "), "{md}");
+    assert!(md.contains("| `[100, ...)` | 305 |\n"), "{md}");
 }
 
 /// `--below` without a unit, a map named without its key, a prefix of several maps: a usage

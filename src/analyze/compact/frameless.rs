@@ -1,0 +1,749 @@
+//! The report's analysis of a run whose frames have one span each, in memory that does
+//! not grow with the run (issue 29: ≤ 150 MB at any length). `streamed` held no columns
+//! but the frame table (8 bytes a frame) and each stage's durations (4 or 8 bytes a span)
+//! while it sorted them; here a frame is its span, so nothing is held by frame:
+//!
+//! 1. a read checks the run's shape (ids counting up, so no frame has two spans) and takes
+//!    what decides the window (the last end) and the frames cut short by the stop (the
+//!    last few by start); where the metadata decides both (a recorded window, a command
+//!    that finished its frames), the shape is checked in the next read instead;
+//! 2. a read takes what is counted or bounded (frames by window, stage counts, busy time,
+//!    the worst frames, lateness) and counts each set of values into the buckets of a
+//!    [`Selection`]; the intervals come from the frames put in end order by a small
+//!    reordering buffer;
+//! 3. further reads take stutter and pacing (they need the mean interval) and the values
+//!    of the few buckets the percentiles and lows fall in, until every statistic is exact.
+//!
+//! The numbers are those of the other analyses (`compact::tests` compares them on the same
+//! runs). A run this does not fit (a frame id repeated or going back, frames too far out
+//! of end order for the buffer, a thread's spans out of start order, counters) is left to
+//! `streamed` or the columns: `None`.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::cadence::{Cadence, Lateness};
+use super::select::{Selection, KEEP_LIMIT};
+use super::{stage_order, StageCounts};
+use crate::analyze::counters::CounterTotals;
+use crate::analyze::fps::fps_summary_ranked;
+use crate::analyze::frames::{
+    open_from_stages, out_of_range, resolve_window, stopped_mid_frame, BadSpan, ResolvedWindow,
+    MAX_OPEN_FRAMES, REFERENCE_FRAMES,
+};
+use crate::analyze::pipeline::resources::{BusySweep, Clipped};
+use crate::analyze::pipeline::{has_thread_info, summarize_single_spans, Names, PipelineInput};
+use crate::analyze::stages::{stage_name, StageTable, WORST_FRAMES};
+use crate::analyze::stats::Ranked;
+use crate::analyze::summary::{assemble, budget_ns, SpanFacts};
+use crate::analyze::telemetry::FrameSpan;
+use crate::analyze::{Analysis, Dist, StageRow, WorstFrame};
+use crate::model::{Run, Span, SpanSource};
+
+/// Frames held to put them in end order: they come in it but for a few (a frame that
+/// ended earlier than the one before it, on another thread); a run further out of order
+/// is left to the frame table.
+const REORDER_FRAMES: usize = 4096;
+
+/// The analysis of `head`'s run from reads of `source`; `None` when the run is not of one
+/// span a frame in the order this needs (see the module's doc).
+pub fn analyze(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Option<Analysis>> {
+    Ok(analyze_asking(head, source, None)?.map(|(analysis, _)| analysis))
+}
+
+/// A stage's durations or the totals, in measured frames.
+pub type Values = Selection;
+
+/// Each stage's durations (by stage id, in the stage table's order) and the totals, exact
+/// for what the caller asked of them.
+pub struct AskedValues {
+    pub stages: Vec<(usize, Values)>,
+    /// `None` with one stage: its durations are the totals.
+    pub totals: Option<Values>,
+}
+
+/// [`analyze`], with `also` asked of each stage's durations and of the totals besides what
+/// the report asks (`compare` asks for the ranks its percentiles' redraws read); their
+/// selections, which then answer it exactly and know their digest.
+pub fn analyze_asking(
+    head: &Run,
+    source: &dyn SpanSource,
+    also: Option<&dyn Fn(&dyn Ranked)>,
+) -> anyhow::Result<Option<(Analysis, AskedValues)>> {
+    if !head.counter_names.is_empty() || has_counters(source)? {
+        return Ok(None);
+    }
+    let (shape, scan) = match Shape::known_before_reading(head) {
+        true => (Shape::known(head), Some(Scan::new(false))),
+        false => match Shape::read(head, source)? {
+            Some(shape) => (shape, None),
+            None => return Ok(None),
+        },
+    };
+    let Some((facts, values)) = facts(head, shape, scan, source, also)? else {
+        return Ok(None);
+    };
+    let mut analysis = assemble(head, facts);
+    crate::analyze::sched::apply(&mut analysis, head, source)?;
+    Ok(Some((analysis, values)))
+}
+
+/// An error a read returns to stop early; told apart from the source's own.
+#[derive(Debug)]
+struct Stop;
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("read stopped: the run is not of one span a frame in order")
+    }
+}
+
+impl std::error::Error for Stop {}
+
+/// Runs `read`; false when it stopped early with [`Stop`].
+fn completed(read: anyhow::Result<()>) -> anyhow::Result<bool> {
+    match read {
+        Ok(()) => Ok(true),
+        Err(e) if e.is::<Stop>() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+fn has_counters(source: &dyn SpanSource) -> anyhow::Result<bool> {
+    let none = completed(
+        source.for_each_counters(&mut |chunk| match chunk.is_empty() {
+            true => Ok(()),
+            false => Err(Stop.into()),
+        }),
+    )?;
+    Ok(!none)
+}
+
+/// A frame: its one span.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Frame {
+    end_ns: i64,
+    id: u64,
+    start_ns: i64,
+    stage: u16,
+}
+
+impl Frame {
+    fn total_ns(&self) -> i64 {
+        self.end_ns - self.start_ns
+    }
+
+    fn span(&self) -> FrameSpan {
+        FrameSpan {
+            frame: self.id,
+            start_ns: self.start_ns,
+            end_ns: self.end_ns,
+        }
+    }
+}
+
+/// What the first read tells: the run's shape, its window, the frames cut short.
+struct Shape {
+    spans: u64,
+    negative_spans: u64,
+    first_bad_span: Option<BadSpan>,
+    window: ResolvedWindow,
+    /// Ids of the frames cut short by the stop, and the stages they lack.
+    open: Vec<u64>,
+    open_missing_stages: Vec<u16>,
+}
+
+/// The shape taken span by span.
+struct Scan {
+    spans: u64,
+    frames: u64,
+    negative_spans: u64,
+    first_bad_span: Option<BadSpan>,
+    last_id: Option<u64>,
+    last_end_ns: Option<i64>,
+    /// With a stop mid-frame: the latest starts (start, row, id, stage), least first.
+    latest: Option<BinaryHeap<Reverse<(i64, u64, u64, u16)>>>,
+}
+
+impl Scan {
+    fn new(stopped: bool) -> Scan {
+        Scan {
+            spans: 0,
+            frames: 0,
+            negative_spans: 0,
+            first_bad_span: None,
+            last_id: None,
+            last_end_ns: None,
+            latest: stopped.then(BinaryHeap::new),
+        }
+    }
+
+    /// Takes `s`: [`Stop`] when it is usable and its frame id is not above the one before
+    /// (a frame may have two spans).
+    fn span(&mut self, s: &Span) -> Result<(), Stop> {
+        let row = self.spans;
+        self.spans += 1;
+        if out_of_range(s.start_ns, s.dur_ns) {
+            self.negative_spans += 1;
+            self.first_bad_span.get_or_insert(BadSpan {
+                frame: s.frame,
+                start_ns: s.start_ns,
+                dur_ns: s.dur_ns,
+            });
+            return Ok(());
+        }
+        if self.last_id.is_some_and(|l| s.frame <= l) {
+            return Err(Stop);
+        }
+        self.last_id = Some(s.frame);
+        self.frames += 1;
+        let end = s.start_ns + s.dur_ns;
+        self.last_end_ns = Some(self.last_end_ns.map_or(end, |l| l.max(end)));
+        if let Some(latest) = &mut self.latest {
+            latest.push(Reverse((s.start_ns, row, s.frame, s.stage)));
+            if latest.len() > MAX_OPEN_FRAMES + REFERENCE_FRAMES {
+                latest.pop();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Shape {
+    /// Whether the shape need not be read first: the window is the metadata's and no
+    /// frame can have been cut short (the command finished its frames), so one read
+    /// checks the shape and takes the first values.
+    fn known_before_reading(head: &Run) -> bool {
+        !stopped_mid_frame(&head.meta) && !resolve_window(&head.meta, None).end_from_last_span
+    }
+
+    /// The shape of [`Shape::known_before_reading`]: its counts filled by [`Shape::scanned`].
+    fn known(head: &Run) -> Shape {
+        Shape {
+            spans: 0,
+            negative_spans: 0,
+            first_bad_span: None,
+            window: resolve_window(&head.meta, None),
+            open: Vec::new(),
+            open_missing_stages: Vec::new(),
+        }
+    }
+
+    /// The counts of a read that also took the values.
+    fn scanned(&mut self, scan: &Scan) {
+        self.spans = scan.spans;
+        self.negative_spans = scan.negative_spans;
+        self.first_bad_span = scan.first_bad_span;
+    }
+
+    /// `None` when a usable span's frame id is not above the one before.
+    fn read(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Option<Shape>> {
+        let mut scan = Scan::new(stopped_mid_frame(&head.meta));
+        let read = source.for_each_spans(&mut |chunk| {
+            for s in chunk {
+                scan.span(s)?;
+            }
+            Ok(())
+        });
+        if !completed(read)? {
+            return Ok(None);
+        }
+        let window = resolve_window(&head.meta, scan.last_end_ns);
+        // `window::open_at_stop_with`: the last frames by start (then by first row).
+        let mut open = Vec::new();
+        let mut open_missing_stages = Vec::new();
+        let n = scan.frames as usize;
+        if let Some(latest) = scan.latest.take().filter(|_| n >= 2) {
+            let tail = MAX_OPEN_FRAMES.min(n / 2);
+            let look = tail + REFERENCE_FRAMES.min(n - tail);
+            let mut by_start: Vec<(i64, u64, u64, u16)> = latest.into_iter().map(|r| r.0).collect();
+            by_start.sort_unstable();
+            let looked_at = &by_start[by_start.len() - look..];
+            let stages: Vec<Vec<u16>> = looked_at.iter().map(|f| vec![f.3]).collect();
+            let found = open_from_stages(&stages, tail, |k| k as u32);
+            open = (found.indices.iter())
+                .map(|&k| looked_at[k as usize].2)
+                .collect();
+            open_missing_stages = found.missing_stages;
+        }
+        let mut shape = Shape {
+            window,
+            open,
+            open_missing_stages,
+            ..Shape::known(head)
+        };
+        shape.scanned(&scan);
+        Ok(Some(shape))
+    }
+}
+
+/// Where a usable span's frame falls.
+enum Place {
+    Warmup,
+    After,
+    Open,
+    Measured(Frame),
+}
+
+impl Shape {
+    fn place(&self, s: &Span) -> Place {
+        let end_ns = s.start_ns + s.dur_ns;
+        if end_ns < self.window.start_ns {
+            Place::Warmup
+        } else if end_ns > self.window.end_ns {
+            Place::After
+        } else if self.open.contains(&s.frame) {
+            Place::Open
+        } else {
+            Place::Measured(Frame {
+                end_ns,
+                id: s.frame,
+                start_ns: s.start_ns,
+                stage: s.stage,
+            })
+        }
+    }
+}
+
+/// Measured frames in, the same frames out in (end, id) order, held back only while
+/// [`REORDER_FRAMES`] are; [`Stop`] (the run is left to the frame table) when a frame
+/// comes after one it should precede was let out.
+#[derive(Default)]
+struct EndOrder {
+    held: BinaryHeap<Reverse<Frame>>,
+    last: Option<(i64, u64)>,
+}
+
+impl EndOrder {
+    /// Takes `f`; the frame let out to make room, if one was.
+    fn push(&mut self, f: Frame) -> Result<Option<Frame>, Stop> {
+        self.held.push(Reverse(f));
+        match self.held.len() > REORDER_FRAMES {
+            true => self.release(),
+            false => Ok(None),
+        }
+    }
+
+    /// The earliest frame held.
+    fn release(&mut self) -> Result<Option<Frame>, Stop> {
+        let Some(Reverse(f)) = self.held.pop() else {
+            return Ok(None);
+        };
+        if self.last.is_some_and(|l| (f.end_ns, f.id) < l) {
+            return Err(Stop);
+        }
+        self.last = Some((f.end_ns, f.id));
+        Ok(Some(f))
+    }
+}
+
+/// The intervals between the measured frames' ends, as far as the reads so far tell them.
+#[derive(Default)]
+struct Intervals {
+    values: Selection,
+    open: bool,
+}
+
+/// What one read takes of the measured frames in end order.
+struct InEndOrder<'a> {
+    order: EndOrder,
+    last_end_ns: Option<i64>,
+    intervals: &'a mut Intervals,
+    /// Only in the first read of the values.
+    late: Option<&'a mut Lateness>,
+    late_spans: Option<&'a mut Vec<FrameSpan>>,
+    /// Only in the read after it.
+    cadence: Option<&'a mut Cadence>,
+}
+
+impl InEndOrder<'_> {
+    fn push(&mut self, f: Frame) -> Result<(), Stop> {
+        if let Some(f) = self.order.push(f)? {
+            self.take(f);
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(), Stop> {
+        while let Some(f) = self.order.release()? {
+            self.take(f);
+        }
+        Ok(())
+    }
+
+    fn take(&mut self, f: Frame) {
+        if let Some(late) = self.late.as_deref_mut() {
+            late.total(f.total_ns());
+            if let Some(spans) = self.late_spans.as_deref_mut() {
+                if f.total_ns() > late.budget_ns() {
+                    spans.push(f.span());
+                }
+            }
+        }
+        let Some(last) = self.last_end_ns.replace(f.end_ns) else {
+            return;
+        };
+        let x = f.end_ns.saturating_sub(last);
+        if self.intervals.open {
+            self.intervals.values.add(x);
+        }
+        if let Some(late) = self.late.as_deref_mut() {
+            late.interval(x);
+        }
+        if let Some(cadence) = self.cadence.as_deref_mut() {
+            cadence.interval(x);
+        }
+    }
+}
+
+/// The statistics asked of each set of values.
+fn dist_only(r: &dyn Ranked) {
+    Dist::of_ranked(r);
+}
+
+fn intervals_stats(r: &dyn Ranked) {
+    Dist::of_ranked(r);
+    fps_summary_ranked(r);
+}
+
+/// Each stage's durations and the totals, as far as the reads so far tell them.
+struct Durations<'a> {
+    /// By stage id.
+    stages: Vec<Option<Selection>>,
+    totals: Selection,
+    stages_open: bool,
+    totals_open: bool,
+    /// Asked of each besides its distribution.
+    also: Option<&'a dyn Fn(&dyn Ranked)>,
+}
+
+impl Durations<'_> {
+    /// The first read adds stages as they come; later ones find them.
+    fn add(&mut self, stage: u16, total: i64, first: bool) -> Result<(), Stop> {
+        let s = stage as usize;
+        let digesting = self.also.is_some();
+        if first && s >= self.stages.len() {
+            self.stages.resize_with(s + 1, || None);
+        }
+        if first || self.stages_open {
+            let slot = self.stages.get_mut(s).ok_or(Stop)?;
+            let values = match first {
+                true => slot.get_or_insert_with(|| new_set(digesting)),
+                false => slot.as_mut().ok_or(Stop)?,
+            };
+            if !values.is_resolved() {
+                values.add(total);
+            }
+        }
+        if self.totals_open {
+            self.totals.add(total);
+        }
+        Ok(())
+    }
+
+    /// Ends a read; whether another is needed.
+    fn end_pass(&mut self) -> anyhow::Result<bool> {
+        let also = self.also;
+        let asked = |r: &dyn Ranked| {
+            dist_only(r);
+            if let Some(also) = also {
+                also(r);
+            }
+        };
+        let mut open = false;
+        for values in self.stages.iter_mut().flatten() {
+            if !values.is_resolved() {
+                open |= !values.end_pass(&asked)?;
+            }
+        }
+        self.stages_open = open;
+        if self.totals_open {
+            self.totals_open = !self.totals.end_pass(&asked)?;
+        }
+        Ok(self.stages_open || self.totals_open)
+    }
+}
+
+/// A set of values; digesting them when the caller asks more of them (`compare`).
+fn new_set(digesting: bool) -> Selection {
+    match digesting {
+        true => Selection::digesting(KEEP_LIMIT),
+        false => Selection::default(),
+    }
+}
+
+/// What the first read of the values counts besides them.
+struct Counted {
+    warmup_frames: u64,
+    after_frames: u64,
+    open_frames: u64,
+    measured: u64,
+    counts: StageCounts,
+    busy: Option<BusySweep>,
+    /// Worst first: largest total, then earliest end, then smallest id.
+    worst: Vec<Frame>,
+}
+
+/// One read of the spans: the values asked for, into `durations` and `end_order`; the
+/// first read's counts into `counted`. False when the read stopped (a frame out of end
+/// order, or, after the first, a run that changed).
+fn read_values(
+    shape: &Shape,
+    source: &dyn SpanSource,
+    durations: &mut Durations,
+    (mut scan, mut counted): (Option<&mut Scan>, Option<&mut Counted>),
+    mut end_order: InEndOrder,
+) -> anyhow::Result<bool> {
+    let first = counted.is_some();
+    let (from, to) = (shape.window.start_ns, shape.window.end_ns);
+    let read = source.for_each_spans(&mut |chunk| {
+        for s in chunk {
+            if let Some(scan) = scan.as_deref_mut() {
+                scan.span(s)?;
+            }
+            if let Some(busy) = counted.as_deref_mut().and_then(|c| c.busy.as_mut()) {
+                // `streamed::counts_and_busy`: every span, clipped to the window.
+                let clipped = Clipped {
+                    thread: s.thread,
+                    stage: s.stage,
+                    from: s.start_ns.max(from),
+                    to: s.start_ns.saturating_add(s.dur_ns).min(to),
+                };
+                if s.dur_ns >= 0 && clipped.from < clipped.to {
+                    busy.add(clipped);
+                }
+            }
+            if out_of_range(s.start_ns, s.dur_ns) {
+                continue;
+            }
+            let place = shape.place(s);
+            if let Some(c) = counted.as_deref_mut() {
+                match &place {
+                    Place::Warmup => c.warmup_frames += 1,
+                    Place::After => c.after_frames += 1,
+                    Place::Open => c.open_frames += 1,
+                    Place::Measured(f) => {
+                        c.measured += 1;
+                        count_stage(&mut c.counts, f);
+                        keep_worst(&mut c.worst, *f);
+                    }
+                }
+            }
+            let Place::Measured(f) = place else {
+                continue;
+            };
+            durations.add(f.stage, f.total_ns(), first)?;
+            if end_order.intervals.open || end_order.late.is_some() || end_order.cadence.is_some() {
+                end_order.push(f)?;
+            }
+        }
+        Ok(())
+    });
+    Ok(completed(read)? && end_order.finish().is_ok())
+}
+
+const CHANGED: &str = "the run changed while it was read: analyse it again once nothing writes it";
+
+fn facts(
+    head: &Run,
+    mut shape: Shape,
+    mut scan: Option<Scan>,
+    source: &dyn SpanSource,
+    also: Option<&dyn Fn(&dyn Ranked)>,
+) -> anyhow::Result<Option<(SpanFacts, AskedValues)>> {
+    let budget = budget_ns(&head.meta);
+    let names = Names {
+        stages: &head.stages,
+        threads: &head.threads,
+    };
+    let with_threads = has_thread_info(names.threads);
+    let mut counted = Counted {
+        warmup_frames: 0,
+        after_frames: 0,
+        open_frames: 0,
+        measured: 0,
+        counts: StageCounts {
+            count: Vec::new(),
+            max_dur: Vec::new(),
+            first_start: Vec::new(),
+        },
+        busy: with_threads.then(BusySweep::default),
+        worst: Vec::with_capacity(WORST_FRAMES + 1),
+    };
+    let mut durations = Durations {
+        stages: Vec::new(),
+        totals: Selection::default(),
+        stages_open: false,
+        totals_open: true,
+        also,
+    };
+    durations.totals = new_set(also.is_some());
+    let mut intervals = Intervals {
+        open: true,
+        ..Intervals::default()
+    };
+    let mut late = budget.map(Lateness::new);
+    let mut late_spans = Vec::new();
+    let want_late_spans = !head.telemetry.series.is_empty();
+    let first = InEndOrder {
+        order: EndOrder::default(),
+        last_end_ns: None,
+        intervals: &mut intervals,
+        late: late.as_mut(),
+        late_spans: want_late_spans.then_some(&mut late_spans),
+        cadence: None,
+    };
+    let firsts = (scan.as_mut(), Some(&mut counted));
+    if !read_values(&shape, source, &mut durations, firsts, first)? {
+        return Ok(None);
+    }
+    if let Some(scan) = &scan {
+        shape.scanned(scan);
+    }
+    let shape = &shape;
+    let busy = match counted.busy.take().map(BusySweep::finish) {
+        // A thread's spans out of start order: sorting them takes the spans in memory.
+        Some(None) => return Ok(None),
+        Some(Some(busy)) => Some(busy),
+        None => None,
+    };
+    let order = stage_order(&counted.counts);
+    if order.len() == 1 {
+        // One stage: its durations are the totals.
+        durations.totals = Selection::default();
+        durations.totals_open = false;
+    }
+    let mut more = durations.end_pass()?;
+    intervals.open = !intervals.values.end_pass(&intervals_stats)?;
+    // Stutter and pacing look at each interval against their mean: a read after the one
+    // that counted them, with the values still asked for.
+    let mut cadence = Cadence::new(intervals.values.count(), intervals.values.total(), budget);
+    let mut cadence_read = false;
+    while !cadence_read || more || intervals.open {
+        let end_order = InEndOrder {
+            order: EndOrder::default(),
+            last_end_ns: None,
+            intervals: &mut intervals,
+            late: None,
+            late_spans: None,
+            cadence: (!cadence_read).then_some(&mut cadence),
+        };
+        if !read_values(shape, source, &mut durations, (None, None), end_order)? {
+            anyhow::bail!(CHANGED);
+        }
+        cadence_read = true;
+        more = durations.end_pass()?;
+        if intervals.open {
+            intervals.open = !intervals.values.end_pass(&intervals_stats)?;
+        }
+    }
+    let (stutter, pacing) = cadence.finish()?;
+
+    let stage_dists: Vec<Dist> = (order.iter())
+        .filter_map(|&s| durations.stages.get(s)?.as_ref())
+        .filter_map(|values| Dist::of_ranked(values))
+        .collect();
+    let total = match order.len() {
+        1 => stage_dists.first().cloned(),
+        _ => Dist::of_ranked(&durations.totals),
+    };
+    let mut table = stage_table(&order, &head.stages, stage_dists, &counted.worst);
+    let input = PipelineInput {
+        names,
+        window: (shape.window.start_ns, shape.window.end_ns),
+        frame_slots: 0,
+        measured_frames: counted.measured,
+        multi_span: false,
+        worst: &[],
+    };
+    let pipeline = summarize_single_spans(&input, busy).map(|p| p.into_summary(&mut table.worst));
+    let counters = CounterTotals::new(0, &head.counter_names)
+        .finish(&head.counter_names, shape.window.seconds());
+    let measured = counted.measured;
+    let asked = AskedValues {
+        totals: (order.len() != 1).then_some(durations.totals),
+        stages: (order.iter())
+            .filter_map(|&s| Some((s, durations.stages.get_mut(s)?.take()?)))
+            .collect(),
+    };
+    let facts = SpanFacts {
+        window: shape.window.clone(),
+        warmup_frames: counted.warmup_frames,
+        after_frames: counted.after_frames,
+        open_frames: counted.open_frames,
+        open_missing_stages: match counted.open_frames {
+            0 => Vec::new(),
+            _ => shape.open_missing_stages.clone(),
+        },
+        measured_frames: measured,
+        spans: shape.spans,
+        negative_spans: shape.negative_spans,
+        first_bad_span: shape.first_bad_span,
+        late: late.filter(|_| measured > 0).map(Lateness::finish),
+        stutter,
+        pacing,
+        total,
+        interval: Dist::of_ranked(&intervals.values),
+        fps: fps_summary_ranked(&intervals.values),
+        worst_spans: counted.worst.iter().map(Frame::span).collect(),
+        table,
+        pipeline,
+        counters,
+        late_spans,
+    };
+    Ok(Some((facts, asked)))
+}
+
+/// `stage_rows` from each stage's distribution (stages in `order`) and the worst frames.
+fn stage_table(
+    order: &[usize],
+    stage_names: &[String],
+    dists: Vec<Dist>,
+    worst: &[Frame],
+) -> StageTable {
+    let names: Vec<String> = order.iter().map(|&s| stage_name(stage_names, s)).collect();
+    let rows = (names.iter().zip(dists))
+        .map(|(name, dist)| StageRow {
+            name: name.clone(),
+            dist,
+        })
+        .collect();
+    let worst = (worst.iter())
+        .map(|f| WorstFrame {
+            frame: f.id,
+            t_s: f.end_ns as f64 / 1e9,
+            total_ns: f.total_ns(),
+            // Its one span, in its stage's column.
+            stage_ns: (order.iter())
+                .map(|&s| (s == usize::from(f.stage)).then(|| f.total_ns()))
+                .collect(),
+            ..WorstFrame::default()
+        })
+        .collect();
+    StageTable { names, rows, worst }
+}
+
+/// `count_stages` of one measured span.
+fn count_stage(counts: &mut StageCounts, f: &Frame) {
+    let s = f.stage as usize;
+    if s >= counts.count.len() {
+        counts.count.resize(s + 1, 0);
+        counts.max_dur.resize(s + 1, 0);
+        counts.first_start.resize(s + 1, i64::MAX);
+    }
+    counts.count[s] += 1;
+    counts.max_dur[s] = counts.max_dur[s].max(f.total_ns());
+    counts.first_start[s] = counts.first_start[s].min(f.start_ns);
+}
+
+/// `pick_worst` of one more measured frame: largest total, then earliest end, then
+/// smallest id.
+fn keep_worst(worst: &mut Vec<Frame>, f: Frame) {
+    let key = |f: &Frame| (Reverse(f.total_ns()), f.end_ns, f.id);
+    if worst.len() == WORST_FRAMES && key(&f) >= key(&worst[WORST_FRAMES - 1]) {
+        return;
+    }
+    let at = worst.partition_point(|w| key(w) < key(&f));
+    worst.insert(at, f);
+    worst.truncate(WORST_FRAMES);
+}
