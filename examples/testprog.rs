@@ -19,6 +19,9 @@
 //! - `hog S`: names itself `cpuhog` and spins for S seconds, uninstrumented (a CPU hog the
 //!   scheduler tests pin beside a pipeline).
 //! - `rate R S`: R spans per second for S seconds, in 1 ms batches (collector benchmarks).
+//! - `old-sdk R S`: `rate R S` as a program built with an SDK from before the session's
+//!   wakeup word: the word is removed before the first record, so its ring neither says
+//!   it wakes the collector nor wakes it.
 //! - `work N US`: N frames of stage `work` burning US µs of CPU, then a short `send` stage
 //!   (bench and compare tests: one variant does more work per frame than another).
 //! - `fail N`: like `work N 100`, then exits with status 1.
@@ -155,6 +158,14 @@ fn main() {
             }
         }
         "rate" => {
+            let seconds: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(10);
+            rate(n, seconds);
+        }
+        "old-sdk" => {
+            if let Some(dir) = std::env::var_os(framelab_probe::wire::SESSION_ENV) {
+                let word = std::path::Path::new(&dir).join(framelab_probe::wire::WAKE_FILE);
+                std::fs::remove_file(word).expect("the session has a wakeup word");
+            }
             let seconds: u64 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(10);
             rate(n, seconds);
         }

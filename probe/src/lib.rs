@@ -61,7 +61,7 @@ unsafe fn push(ring: *mut RingHeader, record: Record) {
     let h = &*ring;
     let head = h.head.load(Relaxed);
     let capacity = h.capacity;
-    if head.wrapping_sub(h.cached_tail.load(Relaxed)) >= capacity && !has_room(h, head) {
+    if head >= h.check_at.load(Relaxed) && !look_at_tail(h, head) {
         return;
     }
     let slots = ring.cast::<u8>().add(wire::HEADER_BYTES).cast::<Record>();
@@ -69,16 +69,30 @@ unsafe fn push(ring: *mut RingHeader, record: Record) {
     h.head.store(head.wrapping_add(1), Release);
 }
 
+/// The slow path, at `check_at`: whether the record fits (else it is counted dropped),
+/// waking a sleeping collector once the ring is a quarter full, and where to look next:
+/// at a quarter full from the tail just read, past that every eighth of the ring (the
+/// collector may have gone to sleep since), and never later than full.
 #[cold]
 #[inline(never)]
-fn has_room(h: &RingHeader, head: u64) -> bool {
+fn look_at_tail(h: &RingHeader, head: u64) -> bool {
     let tail = h.tail.load(std::sync::atomic::Ordering::Acquire);
-    h.cached_tail.store(tail, Relaxed);
-    if head.wrapping_sub(tail) < h.capacity {
-        return true;
+    let used = head.wrapping_sub(tail);
+    let capacity = h.capacity;
+    if used >= capacity {
+        h.dropped.store(h.dropped.load(Relaxed) + 1, Relaxed);
+        return false;
     }
-    h.dropped.store(h.dropped.load(Relaxed) + 1, Relaxed);
-    false
+    let quarter = wire::wake_fill(capacity);
+    let next = if used < quarter {
+        tail.wrapping_add(quarter)
+    } else {
+        session::wake_collector();
+        head.wrapping_add((capacity / 8).max(1))
+    };
+    h.check_at
+        .store(next.min(tail.wrapping_add(capacity)), Relaxed);
+    true
 }
 
 #[inline(always)]

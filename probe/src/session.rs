@@ -7,7 +7,7 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 
 use crate::sys;
@@ -29,6 +29,11 @@ struct Config {
 }
 
 static CONFIG: OnceLock<Option<Config>> = OnceLock::new();
+
+/// The session's wakeup word (`wire::WAKE_FILE`), mapped once per process; null without
+/// one (a framelab from before it) or where this build cannot wake (`sys::CAN_WAKE`).
+/// Inherited by a forked child: the same word of the same session.
+static WAKE_WORD: AtomicPtr<AtomicU32> = AtomicPtr::new(std::ptr::null_mut());
 
 thread_local! {
     /// This thread's ring, or null before its first record.
@@ -87,6 +92,7 @@ fn config() -> Option<&'static Config> {
                 _ => CLOCK_TSC,
             };
             crate::clock::select(clock);
+            map_wake_word(&dir);
             let ring_records = std::env::var(RING_RECORDS_ENV)
                 .ok()
                 .and_then(|v| v.parse::<u64>().ok())
@@ -100,6 +106,55 @@ fn config() -> Option<&'static Config> {
             })
         })
         .as_ref()
+}
+
+/// Maps the session's wakeup word, when there is one and this build can wake.
+fn map_wake_word(dir: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    if !sys::CAN_WAKE {
+        return;
+    }
+    let Ok(path) = std::ffi::CString::new(dir.join(WAKE_FILE).as_os_str().as_bytes()) else {
+        return;
+    };
+    // SAFETY: plain calls on a descriptor we own; the mapping is checked before use.
+    unsafe {
+        let fd = sys::open(path.as_ptr(), sys::O_RDWR | sys::O_CLOEXEC);
+        if fd < 0 {
+            return;
+        }
+        let map = sys::mmap(
+            std::ptr::null_mut(),
+            WAKE_FILE_BYTES,
+            sys::PROT_READ | sys::PROT_WRITE,
+            sys::MAP_SHARED,
+            fd,
+            0,
+        );
+        sys::close(fd);
+        if map != sys::MAP_FAILED {
+            WAKE_WORD.store(map.cast(), Release);
+        }
+    }
+}
+
+/// Wakes the collector if it sleeps on the session's wakeup word: one relaxed load when it
+/// does not, one compare-and-swap and one system call (the first producer to see it) when
+/// it does. Called only when a ring is found a quarter full or more.
+#[cold]
+pub(crate) fn wake_collector() {
+    let word = WAKE_WORD.load(Acquire);
+    if word.is_null() {
+        return;
+    }
+    // SAFETY: a live shared mapping of the wakeup word, never unmapped.
+    let w = unsafe { &*word };
+    if w.load(Relaxed) == COLLECTOR_ASLEEP
+        && w.compare_exchange(COLLECTOR_ASLEEP, COLLECTOR_AWAKE, AcqRel, Relaxed)
+            .is_ok()
+    {
+        sys::futex_wake(word);
+    }
 }
 
 /// Decides the mode on first use. Returns whether recording is on.
@@ -243,6 +298,9 @@ fn create_ring_as(cfg: &Config, pid: u32, tid: u32, name: [u8; 32]) -> Option<*m
         (*ring).tid = tid;
         (*ring).capacity = cfg.ring_records;
         (*ring).thread_name = name;
+        if !WAKE_WORD.load(Relaxed).is_null() {
+            (*ring).features = FEATURE_WAKES;
+        }
         (*ring).magic.store(RING_MAGIC, Release);
     }
     Some(ring)

@@ -17,6 +17,50 @@ pub const LOCK_NB: c_int = 4;
 pub const LOCK_UN: c_int = 8;
 pub const EWOULDBLOCK: c_int = 11;
 pub const EOPNOTSUPP: c_int = 95;
+pub const O_RDWR: c_int = 2;
+pub const O_CLOEXEC: c_int = 0o2000000;
+
+/// `futex(2)`'s number where the SDK knows it; elsewhere producers do not wake the
+/// collector (their rings do not say `FEATURE_WAKES`) and are drained on its tick.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+const SYS_FUTEX: Option<c_long> = Some(202);
+#[cfg(all(
+    target_os = "linux",
+    any(
+        target_arch = "aarch64",
+        target_arch = "riscv64",
+        target_arch = "loongarch64"
+    )
+))]
+const SYS_FUTEX: Option<c_long> = Some(98);
+#[cfg(all(target_os = "linux", any(target_arch = "x86", target_arch = "arm")))]
+const SYS_FUTEX: Option<c_long> = Some(240);
+#[cfg(not(all(
+    target_os = "linux",
+    any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "riscv64",
+        target_arch = "loongarch64",
+        target_arch = "x86",
+        target_arch = "arm"
+    )
+)))]
+const SYS_FUTEX: Option<c_long> = None;
+const FUTEX_WAKE: c_int = 1;
+
+/// Whether this build can wake a waiter on a futex word.
+pub const CAN_WAKE: bool = SYS_FUTEX.is_some();
+
+/// Wakes one waiter on the futex word at `word` (shared between processes: not
+/// `FUTEX_PRIVATE_FLAG`).
+pub fn futex_wake(word: *const std::sync::atomic::AtomicU32) {
+    if let Some(number) = SYS_FUTEX {
+        // SAFETY: FUTEX_WAKE only reads the address to find its waiters; a bad address is
+        // EFAULT, not a fault.
+        unsafe { syscall(number, word, FUTEX_WAKE, 1 as c_int) };
+    }
+}
 
 #[repr(C)]
 pub struct Timespec {
@@ -48,6 +92,8 @@ extern "C" {
     pub fn gettid() -> c_int;
     pub fn getpid() -> c_int;
     pub fn prctl(option: c_int, ...) -> c_int;
+    pub fn open(path: *const std::os::raw::c_char, flags: c_int, ...) -> c_int;
+    fn syscall(number: c_long, ...) -> c_long;
     pub fn pthread_atfork(
         prepare: Option<unsafe extern "C" fn()>,
         parent: Option<unsafe extern "C" fn()>,

@@ -8,6 +8,14 @@
 //! leaves an empty `u-<errno>-<pid>-<tid>`; `lock` is the collector's liveness lock.
 //! Rings are single-producer single-consumer: the thread writes records and advances `head`,
 //! the collector copies them out and advances `tail`. Nothing here blocks.
+//!
+//! Waking the collector: the collector sleeps on the session's wakeup word (`WAKE_FILE`, a
+//! futex word it sets to `COLLECTOR_ASLEEP` before it sleeps). A producer looks at its
+//! ring's fill only at a threshold crossing (`RingHeader::check_at`); once its ring is a
+//! quarter full or more and the word says the collector sleeps, it sets the word to
+//! `COLLECTOR_AWAKE` and wakes it (`FUTEX_WAKE`): at most one system call per crossing,
+//! none on a record's path otherwise. A ring whose producer does this says so in its header
+//! (`FEATURE_WAKES`); rings of older SDKs lack it and are drained on the collector's tick.
 
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
@@ -25,6 +33,16 @@ pub const LOCK_FILE: &str = "lock";
 /// `u-<errno>-<pid>-<tid>[-<n>]`, empty: a thread that could not get a ring (no space left
 /// in shared memory: errno 28) runs unrecorded and leaves this so the collector counts it.
 pub const UNRECORDED_PREFIX: &str = "u-";
+/// The session's wakeup word: a file of `WAKE_FILE_BYTES` whose first 4 bytes (native
+/// endian) are a futex word, made by the collector with the session. See the module docs.
+pub const WAKE_FILE: &str = "wake";
+pub const WAKE_FILE_BYTES: usize = 64;
+/// The wakeup word's values: the collector runs (or ticks), or sleeps until woken.
+pub const COLLECTOR_AWAKE: u32 = 0;
+pub const COLLECTOR_ASLEEP: u32 = 1;
+/// `RingHeader::features`: the producer wakes a sleeping collector when its ring passes a
+/// quarter full (`wake_fill`).
+pub const FEATURE_WAKES: u32 = 1;
 
 pub const RING_MAGIC: u64 = u64::from_le_bytes(*b"FLRING01");
 pub const WIRE_VERSION: u32 = 1;
@@ -115,10 +133,14 @@ pub struct RingHeader {
     // Producer-owned line.
     pub head: Aligned<AtomicU64>,
     pub dropped: AtomicU64,
-    /// The producer's last look at `tail`; read again only when the ring seems full.
-    pub cached_tail: AtomicU64,
+    /// The `head` at which the producer next reads `tail`: when the ring may be full, or
+    /// may have passed a quarter full (then it may wake the collector). Producer-private.
+    pub check_at: AtomicU64,
     /// Set by the producer when its thread exits.
     pub closed: AtomicU32,
+    /// What this producer does beyond version 1's protocol (`FEATURE_WAKES`); 0 from SDKs
+    /// before it. Written once before `magic` is published.
+    pub features: u32,
     // Consumer-owned line.
     pub tail: Aligned<AtomicU64>,
 }
@@ -135,6 +157,20 @@ impl<T> std::ops::Deref for Aligned<T> {
 
 const _: () = assert!(std::mem::size_of::<RingHeader>() <= HEADER_BYTES);
 const _: () = assert!(std::mem::size_of::<Record>() == 32);
+// What collectors of every version read stays where version 1 put it (tests/c/abi_test.c).
+const _: () = assert!(
+    std::mem::offset_of!(RingHeader, head) == 64
+        && std::mem::offset_of!(RingHeader, dropped) == 128
+        && std::mem::offset_of!(RingHeader, closed) == 144
+        && std::mem::offset_of!(RingHeader, features) == 148
+        && std::mem::offset_of!(RingHeader, tail) == 192
+);
+
+/// Records in a ring past which its producer wakes a sleeping collector: a quarter of it,
+/// so that three quarters are left for the time the collector takes to wake.
+pub fn wake_fill(capacity: u64) -> u64 {
+    (capacity / 4).max(1)
+}
 
 pub fn ring_file_bytes(capacity: u64) -> usize {
     HEADER_BYTES + capacity as usize * std::mem::size_of::<Record>()

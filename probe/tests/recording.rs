@@ -533,3 +533,88 @@ fn a_queue_records_in_a_ring_of_its_own_from_any_thread_and_in_a_forked_child() 
         [999]
     );
 }
+
+/// The wakeup word of a session, as the collector makes it, read and set from the test.
+fn wake_word(dir: &std::path::Path) -> u32 {
+    let bytes = std::fs::read(dir.join(framelab_probe::wire::WAKE_FILE)).unwrap();
+    u32::from_ne_bytes(bytes[..4].try_into().unwrap())
+}
+
+fn set_wake_word(dir: &std::path::Path, value: u32) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join(framelab_probe::wire::WAKE_FILE))
+        .unwrap();
+    file.write_all_at(&value.to_ne_bytes(), 0).unwrap();
+}
+
+#[test]
+fn a_ring_a_quarter_full_wakes_a_sleeping_collector_once_per_crossing() {
+    use framelab_probe::wire::{COLLECTOR_ASLEEP, COLLECTOR_AWAKE, FEATURE_WAKES, WAKE_FILE};
+    const TEST: &str = "a_ring_a_quarter_full_wakes_a_sleeping_collector_once_per_crossing";
+    let dir = || std::path::PathBuf::from(std::env::var_os("FRAMELAB_SESSION").unwrap());
+    if is_child(TEST) {
+        // A ring of 64 records: a quarter is 16; past it, the producer looks every 8.
+        let stage = Stage::new("tick");
+        let mut frame = 0;
+        let mut record = |n: u64| {
+            for _ in 0..n {
+                let _span = stage.span(frame);
+                frame += 1;
+            }
+            wake_word(&dir())
+        };
+        println!("at16={}", record(16));
+        println!("at17={}", record(1));
+        // The collector went back to sleep without draining: the next look is 8 on.
+        set_wake_word(&dir(), COLLECTOR_ASLEEP);
+        println!("at24={}", record(7));
+        println!("at25={}", record(1));
+        return;
+    }
+    let session = Session::new("wake");
+    std::fs::write(session.dir.join(WAKE_FILE), [0u8; 64]).unwrap();
+    set_wake_word(&session.dir, COLLECTOR_ASLEEP);
+    let out = session.run(TEST, &[("FRAMELAB_RING_RECORDS", "64")]);
+    let (asleep, awake) = (COLLECTOR_ASLEEP as u64, COLLECTOR_AWAKE as u64);
+    assert_eq!(
+        reported(&out, "at16"),
+        asleep,
+        "below a quarter: nobody woken"
+    );
+    assert_eq!(reported(&out, "at17"), awake, "the 17th record woke it");
+    assert_eq!(
+        reported(&out, "at24"),
+        asleep,
+        "no look between two eighths"
+    );
+    assert_eq!(reported(&out, "at25"), awake, "woken again an eighth on");
+    let rings = session.rings();
+    assert_eq!(rings.len(), 1);
+    assert_eq!(rings[0].features, FEATURE_WAKES, "the ring says it wakes");
+    assert_eq!((rings[0].head, rings[0].dropped), (25, 0));
+}
+
+#[test]
+fn without_a_wakeup_word_a_ring_says_it_wakes_nobody() {
+    const TEST: &str = "without_a_wakeup_word_a_ring_says_it_wakes_nobody";
+    if is_child(TEST) {
+        let stage = Stage::new("tick");
+        for frame in 0..100 {
+            let _span = stage.span(frame);
+        }
+        return;
+    }
+    // A session made by a framelab from before the word: rings as version 1 made them.
+    let session = Session::new("nowake");
+    session.run(TEST, &[("FRAMELAB_RING_RECORDS", "64")]);
+    let rings = session.rings();
+    assert_eq!(rings.len(), 1);
+    assert_eq!(rings[0].features, 0);
+    assert_eq!(
+        (rings[0].head, rings[0].dropped),
+        (64, 36),
+        "full at 64, as before"
+    );
+}

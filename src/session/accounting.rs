@@ -32,6 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::procevents::{ProcEvent, ProcEvents};
 use super::procfs::{CpuTimes, Procfs};
 use super::taskstats::{Exit, ExitSource};
+use super::tree_cache::TreeCache;
 use super::watch::WatchList;
 use crate::model::{CpuSource, ProcessRole, ProcessStats};
 
@@ -193,6 +194,8 @@ pub struct Accounting {
     /// of an earlier run of this framelab (`bench` runs one after another in one process),
     /// adopted as orphans or still to be reaped. Never this run's.
     foreign: BTreeSet<u32>,
+    /// The run's cgroup, telling when the tree need not be walked again.
+    tree_cache: Option<TreeCache>,
 }
 
 /// How much earlier than the launch a process's start time may read and still be the run's:
@@ -237,6 +240,7 @@ impl Accounting {
             services: Vec::new(),
             service_of: BTreeMap::new(),
             foreign: BTreeSet::new(),
+            tree_cache: None,
         }
     }
 
@@ -256,6 +260,7 @@ impl Accounting {
         fresh.watched_starts = self.watched_starts.clone();
         fresh.services = self.services.clone();
         fresh.foreign = self.foreign.clone();
+        fresh.tree_cache = self.tree_cache.take();
         fresh
     }
 
@@ -302,8 +307,38 @@ impl Accounting {
         matches!(self.window, Some((_, Some(_))))
     }
 
+    /// Reads the run's cgroup `dir` at each reading and walks the process tree only when
+    /// it says the tree may have changed (`tree_cache`).
+    pub fn list_through_group(&mut self, dir: std::path::PathBuf) {
+        self.tree_cache = Some(TreeCache::new(dir));
+    }
+
     /// The tree below framelab (parents before their children) and the watched processes.
     fn list(&mut self, now_ns: i64, command_pid: u32) -> Vec<(u32, ProcessRole)> {
+        let mut listed = match self.tree_cache.as_mut().and_then(|c| c.still(now_ns)) {
+            Some(tree) => tree,
+            None => {
+                let tree = self.walk_tree(command_pid);
+                if let Some(cache) = self.tree_cache.as_mut() {
+                    cache.walked(&tree, now_ns);
+                }
+                tree
+            }
+        };
+        if !self.watch.names.is_empty() {
+            self.find_watched_names(now_ns);
+        }
+        for &pid in self.watch.pids.iter().chain(self.by_name.keys()) {
+            if !listed.iter().any(|&(p, _)| p == pid) {
+                listed.push((pid, ProcessRole::Watched));
+            }
+        }
+        listed
+    }
+
+    /// The tree below framelab, parents before their children, from each thread's
+    /// `task/*/children`.
+    fn walk_tree(&mut self, command_pid: u32) -> Vec<(u32, ProcessRole)> {
         let mut listed = Vec::new();
         let mut stack: Vec<(u32, Option<String>)> = self
             .procfs
@@ -328,14 +363,6 @@ impl Accounting {
             listed.push((pid, role));
             let children = self.procfs.children(pid);
             stack.extend(children.into_iter().rev().map(|c| (c, service.clone())));
-        }
-        if !self.watch.names.is_empty() {
-            self.find_watched_names(now_ns);
-        }
-        for &pid in self.watch.pids.iter().chain(self.by_name.keys()) {
-            if !listed.iter().any(|&(p, _)| p == pid) {
-                listed.push((pid, ProcessRole::Watched));
-            }
         }
         listed
     }

@@ -13,6 +13,7 @@ use super::clock::TickClock;
 use super::dir::SessionDir;
 use super::dirwatch::DirWatch;
 use super::rings::{OpenError, ProcessNames, Ring};
+use super::wake::{Waited, WakeWord};
 use super::write::{Write, WriterThread};
 use crate::model::{
     CounterValue, EndReason, EventRecord, ExitInfo, ProcessRole, RunMeta, SourceState, Span,
@@ -94,6 +95,8 @@ pub struct Collector {
     group: GroupWindow,
     /// `--probe` stages: drained with the rings, their spans kept like the SDK's.
     probes: Option<ProbeSpans>,
+    /// The session's wakeup word, where producers can wake the collector through it.
+    wake: Option<WakeWord>,
 }
 
 /// The probes' recorder, and the run's ids of what their spans name.
@@ -125,13 +128,14 @@ struct GroupWindow {
 impl Collector {
     pub fn new(
         writer: RunWriter,
-        session: SessionDir,
+        mut session: SessionDir,
         clock: TickClock,
         meta: RunMeta,
         accounting: Accounting,
     ) -> Collector {
         let (session_owner, session_shared) = (session.owner_uid(), session.shared());
         let dir_watch = DirWatch::open(session.path());
+        let wake = session.take_wake_word();
         Collector {
             writer: WriterThread::start(writer),
             session,
@@ -168,6 +172,26 @@ impl Collector {
             sampler: None,
             group: GroupWindow::default(),
             probes: None,
+            wake,
+        }
+    }
+
+    /// Whether the next drain may wait for a producer's wakeup: every ring's producer
+    /// wakes the collector, no ring file waits to be read again, and no probe's kernel
+    /// buffers need the tick.
+    pub fn producers_wake(&self) -> bool {
+        self.wake.as_ref().is_some_and(WakeWord::usable)
+            && self.probes.is_none()
+            && !self.rescan
+            && self.rings.iter().all(|r| r.wakes)
+    }
+
+    /// Sleeps until a producer wakes the collector or `longest` is over; `false` when the
+    /// wakeup word cannot be used (the caller sleeps instead, and ticks from then on).
+    pub fn wait_for_producers(&mut self, longest: Duration) -> bool {
+        match self.wake.as_mut().map(|w| w.wait(longest)) {
+            Some(Waited::Woken | Waited::TimedOut) => true,
+            Some(Waited::Unusable) | None => false,
         }
     }
 

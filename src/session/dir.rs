@@ -69,6 +69,9 @@ pub struct SessionDir {
     lock: File,
     /// The directory's identity, to notice it was removed (or replaced) under us.
     dev_ino: (u64, u64),
+    /// The wakeup word, opened before any program of the run can touch it; taken by the
+    /// collector.
+    wake: Option<super::wake::WakeWord>,
 }
 
 /// The directory session directories go in: `FRAMELAB_SHM_DIR`, else /dev/shm, else the
@@ -125,9 +128,16 @@ impl SessionDir {
                 .map_err(|e| fail("its lock", e))?;
             flock(&lock, libc::LOCK_EX | libc::LOCK_NB).map_err(|e| fail("locking it", e))?;
             apply_access(&staging, &lock, access)?;
+            let (mode, owner) = match access {
+                SessionAccess::Private => (0o600, (None, None)),
+                SessionAccess::Group { gid, .. } => (0o660, (None, Some(*gid))),
+                SessionAccess::User { uid, gid, .. } => (0o600, (Some(*uid), Some(*gid))),
+            };
+            super::wake::make(&staging, mode, owner).map_err(|e| fail("its wakeup word", e))?;
             std::fs::rename(&staging, &path).map_err(|e| fail("rename", e))?;
             let meta = std::fs::metadata(&path).map_err(|e| fail("stat", e))?;
             Ok(SessionDir {
+                wake: super::wake::WakeWord::open(&path),
                 path: path.clone(),
                 base: base.clone(),
                 lock,
@@ -142,6 +152,11 @@ impl SessionDir {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The session's wakeup word (once: the collector keeps it), if it could be opened.
+    pub fn take_wake_word(&mut self) -> Option<super::wake::WakeWord> {
+        self.wake.take()
     }
 
     /// Where the session directory is (/dev/shm): the memory rings take.

@@ -53,6 +53,13 @@ pub trait Executor {
     fn now(&self) -> Instant;
     /// Waits this long between two looks at the run.
     fn sleep(&mut self, wait: Duration);
+    /// Waits at most this long through `wait_woken` (the collector's wait for a producer's
+    /// wakeup), or sleeps it when that cannot wait. A scripted executor only moves its clock.
+    fn wait_or_sleep(&mut self, wait: Duration, wait_woken: &mut dyn FnMut(Duration) -> bool) {
+        if !wait_woken(wait) {
+            self.sleep(wait);
+        }
+    }
     /// Starts one service in its own process group, its output drained (and watched for
     /// its ready line); its leader's pid. The waiting and stopping are `Services`'s.
     fn spawn_service(

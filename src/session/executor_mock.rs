@@ -90,6 +90,8 @@ pub struct MockExecutor {
     /// The command's wait status once it ended, until it is reaped.
     pub(super) ended: Option<i32>,
     pub(super) reaped: bool,
+    /// Waits for producers' wakeups (`wait_or_sleep`), each passed whole on the clock.
+    pub waits: usize,
 }
 
 impl Default for MockExecutor {
@@ -97,6 +99,7 @@ impl Default for MockExecutor {
         MockExecutor {
             start: Instant::now(),
             elapsed: Duration::ZERO,
+            waits: 0,
             calls: Vec::new(),
             services: Vec::new(),
             port_taken: false,
@@ -256,6 +259,12 @@ impl Executor for MockExecutor {
 
     fn sleep(&mut self, wait: Duration) {
         self.elapsed += wait;
+    }
+
+    fn wait_or_sleep(&mut self, wait: Duration, _wait_woken: &mut dyn FnMut(Duration) -> bool) {
+        // Nobody wakes a scripted run: the whole wait passes on its clock.
+        self.waits += 1;
+        self.sleep(wait);
     }
 
     fn spawn_service(

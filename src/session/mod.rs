@@ -30,6 +30,8 @@ mod services;
 mod setup;
 mod supervisor;
 pub mod taskstats;
+mod tree_cache;
+mod wake;
 pub mod watch;
 mod write;
 

@@ -39,6 +39,16 @@ pub trait Recording {
     fn commit(&mut self) -> Result<()>;
     /// No frame came: the window stays where it opened, at launch + warmup.
     fn warmup_fell_back_to_launch(&mut self);
+    /// Whether every ring's producer wakes the collector once its ring passes a quarter
+    /// full, so that the next drain may wait until then (or the next reading or commit).
+    fn producers_wake(&self) -> bool {
+        false
+    }
+    /// Waits up to `longest`, or until a producer wakes the collector; `false` when it
+    /// could not wait that way (the caller then sleeps).
+    fn wait_for_producers(&mut self, _longest: std::time::Duration) -> bool {
+        false
+    }
 }
 
 /// The collector, the profiler and the run group as the supervisor records through them.
@@ -136,5 +146,13 @@ impl Recording for CollectorRecording<'_> {
 
     fn warmup_fell_back_to_launch(&mut self) {
         self.collector.warmup_fell_back_to_launch();
+    }
+
+    fn producers_wake(&self) -> bool {
+        self.collector.producers_wake()
+    }
+
+    fn wait_for_producers(&mut self, longest: std::time::Duration) -> bool {
+        self.collector.wait_for_producers(longest)
     }
 }

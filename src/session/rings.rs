@@ -33,6 +33,9 @@ pub struct Ring {
     dropped: u64,
     /// The last header said the thread exited.
     closed: bool,
+    /// Its producer wakes a sleeping collector when the ring passes a quarter full
+    /// (`wire::FEATURE_WAKES`); rings of older SDKs must be drained on a tick.
+    pub wakes: bool,
     /// Index into the run's thread table, once registered.
     pub thread_index: Option<u32>,
     /// Found ending (closed, or its process gone) at an earlier drain: retired once a drain
@@ -52,6 +55,7 @@ struct Header {
     head: u64,
     dropped: u64,
     closed: u32,
+    features: u32,
     tail: u64,
 }
 
@@ -69,6 +73,7 @@ impl Header {
             head: u64_at(offset_of!(RingHeader, head)),
             dropped: u64_at(offset_of!(RingHeader, dropped)),
             closed: u32_at(offset_of!(RingHeader, closed)),
+            features: u32_at(offset_of!(RingHeader, features)),
             tail: u64_at(offset_of!(RingHeader, tail)),
         }
     }
@@ -141,6 +146,7 @@ impl Ring {
             tail: header.tail,
             dropped: header.dropped,
             closed: header.closed != 0,
+            wakes: header.features & wire::FEATURE_WAKES != 0,
             thread_index: None,
             ending: false,
         }))

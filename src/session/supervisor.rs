@@ -83,6 +83,9 @@ pub enum NotStarted {
 const MIN_TICK: Duration = Duration::from_millis(1);
 const MAX_TICK: Duration = Duration::from_millis(20);
 const COMMIT_EVERY: Duration = Duration::from_millis(500);
+/// The longest wait when every ring's producer wakes the collector: bounded anyway by the
+/// next reading of the processes, commit and end of `--duration`.
+const MAX_WAIT: Duration = COMMIT_EVERY;
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 /// How long the last processes of the group get to die once the command exited.
 const LAST_REAPS: Duration = Duration::from_millis(500);
@@ -280,9 +283,19 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             self.state = State::Drain;
             return Ok(true);
         }
+        // Producers that wake the collector when a ring passes a quarter full let it sleep
+        // until then; rings that cannot (older SDKs) are drained on a tick that follows
+        // their fill.
+        let woken = rec.producers_wake();
         if now - self.last_sample >= self.sample_every {
             rec.sample(pid);
             self.last_sample = now;
+        } else if woken && now - self.last_sample >= self.sample_every / 2 {
+            // Awake anyway (a producer, a commit) in the second half of the interval: the
+            // reading rides on this wakeup rather than making one of its own, and the next
+            // one stays on its beat.
+            rec.sample(pid);
+            self.last_sample += self.sample_every;
         }
         if now - self.last_progress >= PROGRESS_EVERY {
             self.last_progress = now;
@@ -300,8 +313,12 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             rec.commit()?;
             self.last_commit = now;
         }
-        let tick = next_tick(fullest, self.last_tick, MIN_TICK, MAX_TICK);
-        self.last_tick = tick;
+        let tick = if woken {
+            MAX_WAIT
+        } else {
+            self.last_tick = next_tick(fullest, self.last_tick, MIN_TICK, MAX_TICK);
+            self.last_tick
+        };
         // Wake up for the next reading of the processes, the next commit (what a kill -9
         // loses) and the end of --duration too.
         let tick = tick
@@ -312,7 +329,10 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             None => tick,
         };
         let spent = self.exec.now() - now;
-        if spent < tick {
+        if spent < tick && woken {
+            self.exec
+                .wait_or_sleep(tick - spent, &mut |wait| rec.wait_for_producers(wait));
+        } else if spent < tick {
             self.exec.sleep(tick - spent);
         }
         Ok(false)
@@ -533,7 +553,10 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     let profiler =
         started_profiler.and_then(|started| start_profiler(started, &service_pids, opts));
     let procfs = supervisor.executor().procfs();
-    let accounting = accounting(opts, procfs.clone(), &meta, exit_records, service_roots);
+    let mut accounting = accounting(opts, procfs.clone(), &meta, exit_records, service_roots);
+    if let Some(dir) = run_group.listing_dir() {
+        accounting.list_through_group(dir);
+    }
     let live = opts.live.every.map(|every| {
         crate::hist::live::Live::start(output.clone(), writer.run_id(), every, opts.live.linear)
     });

@@ -26,6 +26,10 @@ struct Recorded {
     drained_at: Vec<i64>,
     committed_at: Vec<i64>,
     first_span_ns: Option<i64>,
+    /// Every ring's producer wakes the collector (`Recording::producers_wake`).
+    producers_wake: bool,
+    /// When each reading of the processes came.
+    sampled_at: Vec<i64>,
 }
 
 impl Recording for Recorded {
@@ -71,7 +75,9 @@ impl Recording for Recorded {
         self.exit = Some(exit);
     }
     fn read_processes(&mut self, _pid: u32) {}
-    fn sample(&mut self, _pid: u32) {}
+    fn sample(&mut self, _pid: u32) {
+        self.sampled_at.push(self.now_ns);
+    }
     fn refresh_frames_seen(&mut self) -> u64 {
         0
     }
@@ -81,6 +87,9 @@ impl Recording for Recorded {
     }
     fn warmup_fell_back_to_launch(&mut self) {
         self.events.push("fell back".into());
+    }
+    fn producers_wake(&self) -> bool {
+        self.producers_wake
     }
 }
 
@@ -836,6 +845,37 @@ fn commits_come_every_500_ms_on_the_dot_and_the_window_closes_at_the_end_of_the_
     // The window closes at the end of --duration, not at the next tick past it.
     assert!(
         open.len() > 1 && rec.drained_at.iter().any(|&at| at == 2_000_000_000),
+        "{:?}",
+        rec.drained_at
+    );
+}
+
+#[test]
+fn with_producers_that_wake_it_the_collector_sleeps_until_the_next_reading_or_commit() {
+    // Readings every 300 ms, no tick: the drain loop waits for a producer each time, and
+    // that wait ends at the next reading, commit or end of --duration, whichever is first.
+    // A reading due within half an interval of a wakeup is taken then (600 at 500), and
+    // the next stays on its beat (900).
+    let mut opts = options(2, Some(Duration::from_secs(2)));
+    opts.sampling.every = Duration::from_millis(300);
+    let mut rec = Recorded {
+        producers_wake: true,
+        ..Recorded::default()
+    };
+    let (exec, outcome) = run_with(&opts, MockExecutor::default(), &mut rec);
+    outcome.unwrap();
+    assert!(exec.waits > 0, "the loop waited for producers");
+    let ms = |ns: &i64| ns / 1_000_000;
+    let drains: Vec<i64> = rec.drained_at.iter().map(ms).take(9).collect();
+    assert_eq!(drains, [0, 300, 500, 900, 1000, 1200, 1500, 1800, 2000]);
+    let readings: Vec<i64> = rec.sampled_at.iter().map(ms).take(6).collect();
+    assert_eq!(readings, [300, 500, 900, 1200, 1500, 1800]);
+    assert_eq!(
+        rec.committed_at.iter().map(ms).take(3).collect::<Vec<_>>(),
+        [500, 1000, 1500]
+    );
+    assert!(
+        rec.drained_at.contains(&2_000_000_000),
         "{:?}",
         rec.drained_at
     );

@@ -163,6 +163,10 @@ fn spawn_case(case: &Case, plan: Plan) -> (Sample, String) {
         let dir =
             std::env::temp_dir().join(format!("fl-bench-{}-{}", std::process::id(), case.name));
         std::fs::create_dir_all(&dir).unwrap();
+        // The wakeup word as framelab makes it, saying the collector is awake: the SDK
+        // maps it and takes its slow path at each threshold crossing, as under `run`.
+        let word = dir.join(framelab_probe::wire::WAKE_FILE);
+        std::fs::write(word, [0u8; framelab_probe::wire::WAKE_FILE_BYTES]).unwrap();
         cmd.env("FRAMELAB_SESSION", &dir);
         if let Session::Full = s {
             cmd.env("FRAMELAB_RING_RECORDS", "4");

@@ -149,6 +149,7 @@ pub struct Ring {
     pub tail: u64,
     pub dropped: u64,
     pub closed: u32,
+    pub features: u32,
     /// Records from tail to head, oldest first.
     pub records: Vec<Record>,
 }
@@ -195,6 +196,7 @@ impl Ring {
             tail,
             dropped: u64_at(&b, offset_of!(RingHeader, dropped)),
             closed: u32_at(&b, offset_of!(RingHeader, closed)),
+            features: u32_at(&b, offset_of!(RingHeader, features)),
             records,
         }
     }

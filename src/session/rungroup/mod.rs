@@ -240,6 +240,11 @@ impl RunGroup {
         self.followed_groups = now;
     }
 
+    /// The group whose `cgroup.procs` lists the run's processes; `None` for the tree.
+    pub fn listing_dir(&self) -> Option<PathBuf> {
+        (self.mechanism != Mechanism::Tree).then(|| self.dirs[0].clone())
+    }
+
     /// The group's CPU meter; `None` for the tree.
     pub fn meter(&self) -> Option<Meter> {
         (self.mechanism != Mechanism::Tree).then(|| Meter {

@@ -36,3 +36,72 @@ fn a_burst_after_a_quiet_second_drops_nothing() {
     assert_eq!(frames.len(), 80_000, "each frame once");
     assert_eq!(frames.last(), Some(&79_999));
 }
+
+/// framelab's main thread (the drain loop's) voluntary context switches, as the command
+/// reads them from its parent at its start and 2 s later: how often the collector slept.
+fn collector_sleeps_over_2_s(framelab_args: &[&str]) -> (u64, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let counts = dir.path().join("counts");
+    let script = format!(
+        "grep voluntary_ctxt_switches /proc/$PPID/status | head -1 > {0}; sleep 2; \
+         grep voluntary_ctxt_switches /proc/$PPID/status | head -1 >> {0}; cat /proc/$PPID/comm >> {0}",
+        counts.display()
+    );
+    let out = framelab()
+        .arg("run")
+        .args(framelab_args)
+        .args(["-o", "/dev/null", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&counts).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.get(2).copied(), Some("framelab"), "{text}");
+    let count = |line: &str| -> u64 { line.split_whitespace().nth(1).unwrap().parse().unwrap() };
+    (count(lines[0]), count(lines[1]))
+}
+
+#[test]
+fn an_idle_collector_sleeps_until_the_next_commit_not_every_tick() {
+    // Nothing records and the processes are read every second: the drain loop wakes for
+    // the commits (every 500 ms) and readings, about 5 times in 2 s. A collector that ticks
+    // every 20 ms slept ~100 times.
+    let (before, after) = collector_sleeps_over_2_s(&["--sample-every", "1s"]);
+    let slept = after - before;
+    assert!(
+        slept < 30,
+        "the collector woke {slept} times in 2 s of an idle run"
+    );
+}
+
+#[test]
+fn a_thread_filling_its_ring_faster_than_the_collector_sleeps_wakes_it() {
+    // After a quiet 2 s, a thread records 100,000 spans a second for 2 s into a ring of
+    // 32,768 records: full in 0.33 s, less than the collector's longest sleep here (the
+    // 500 ms commit; the processes are read every 5 s). Lossless only because the thread
+    // wakes the collector when its ring passes a quarter full.
+    let (_, run) = record_testprog(
+        &["--sample-every", "5s", "--ring-records", "32768"],
+        &["late-thread", "2000"],
+    );
+    assert_eq!(run.meta.dropped_events, 0, "nothing dropped");
+    assert_eq!(run.spans.len(), 200_000, "every span of the late thread");
+}
+
+#[test]
+fn rings_of_an_sdk_that_wakes_nobody_are_drained_on_the_tick() {
+    // The same load from a program whose SDK predates the wakeup word: its ring says it
+    // wakes nobody, so the collector drains on its tick (at most 20 ms) instead of sleeping
+    // until the commit, and loses nothing.
+    let (out, run) = record_testprog(
+        &["--sample-every", "5s", "--ring-records", "32768"],
+        &["old-sdk", "100000", "2"],
+    );
+    assert_eq!(
+        run.meta.dropped_events,
+        0,
+        "nothing dropped: {}",
+        stderr(&out)
+    );
+    assert_eq!(run.spans.len(), 200_000, "every span");
+}

@@ -1,0 +1,211 @@
+//! The session's wakeup word (`wire::WAKE_FILE`): the collector sleeps on it and the SDK
+//! wakes it when a ring passes a quarter full (probe/src/wire.rs says the protocol).
+//!
+//! The file is framelab's, but the program writes it (it must, to wake us), so it is read
+//! as untrusted like the rings: framelab never dereferences its mapping. It sets the word
+//! with `pwrite` and waits with `FUTEX_WAIT` on the mapped address, where a truncated file
+//! is an error (EFAULT), never a signal. After an error the word is given up: the
+//! supervisor then drains on its tick, as for rings of older SDKs.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+use std::time::Duration;
+
+use framelab_probe::wire::{self, COLLECTOR_ASLEEP};
+
+/// The collector's side of the wakeup word.
+pub struct WakeWord {
+    file: File,
+    /// The file mapped read-only: only its address is used, by the kernel.
+    map: *mut libc::c_void,
+    /// A system call failed on it: not used again.
+    broken: bool,
+}
+
+// SAFETY: the mapping is never read or written through the pointer.
+unsafe impl Send for WakeWord {}
+
+/// How a wait ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waited {
+    /// A producer woke us, or had already set the word before we slept.
+    Woken,
+    /// The time was up (or a signal came): nobody asked.
+    TimedOut,
+    /// The word cannot be used: sleep some other way.
+    Unusable,
+}
+
+/// Makes the wakeup word in a session directory being made (before the rename that
+/// publishes it), with the permissions the rings get: `mode`, and the user and group of
+/// `owner` where given.
+pub fn make(dir: &Path, mode: u32, owner: (Option<u32>, Option<u32>)) -> std::io::Result<()> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(dir.join(wire::WAKE_FILE))?;
+    file.set_len(wire::WAKE_FILE_BYTES as u64)?;
+    std::fs::set_permissions(
+        dir.join(wire::WAKE_FILE),
+        std::os::unix::fs::PermissionsExt::from_mode(mode),
+    )?;
+    if owner != (None, None) {
+        std::os::unix::fs::fchown(&file, owner.0, owner.1)?;
+    }
+    Ok(())
+}
+
+impl WakeWord {
+    /// The session's word, or `None` when it is missing or cannot be mapped.
+    pub fn open(dir: &Path) -> Option<WakeWord> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(dir.join(wire::WAKE_FILE))
+            .ok()?;
+        // SAFETY: mapping our own descriptor read-only; checked for failure.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                wire::WAKE_FILE_BYTES,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return None;
+        }
+        Some(WakeWord {
+            file,
+            map,
+            broken: false,
+        })
+    }
+
+    /// Whether producers can still wake us through it.
+    pub fn usable(&self) -> bool {
+        !self.broken
+    }
+
+    /// Says we sleep, then sleeps until a producer wakes us or `longest` is over.
+    pub fn wait(&mut self, longest: Duration) -> Waited {
+        if self.broken {
+            return Waited::Unusable;
+        }
+        if self
+            .file
+            .write_all_at(&COLLECTOR_ASLEEP.to_ne_bytes(), 0)
+            .is_err()
+        {
+            self.broken = true;
+            return Waited::Unusable;
+        }
+        let timeout = libc::timespec {
+            tv_sec: longest.as_secs() as libc::time_t,
+            tv_nsec: longest.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: FUTEX_WAIT reads the word at a mapped address through the kernel (a
+        // bad page is EFAULT); the timeout is a valid relative timespec.
+        let result = unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.map,
+                libc::FUTEX_WAIT,
+                COLLECTOR_ASLEEP,
+                &timeout as *const libc::timespec,
+                std::ptr::null::<u32>(),
+                0,
+            )
+        };
+        if result == 0 {
+            return Waited::Woken;
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            // The word was no longer "asleep": a producer came first.
+            Some(libc::EAGAIN) => Waited::Woken,
+            Some(libc::ETIMEDOUT) | Some(libc::EINTR) => Waited::TimedOut,
+            _ => {
+                self.broken = true;
+                Waited::Unusable
+            }
+        }
+    }
+}
+
+impl Drop for WakeWord {
+    fn drop(&mut self) {
+        // SAFETY: our mapping, of this size.
+        unsafe { libc::munmap(self.map, wire::WAKE_FILE_BYTES) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// What a producer does: the SDK's `wake_collector`, through its own mapping.
+    fn wake_as_producer(dir: &Path) {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(dir.join(wire::WAKE_FILE))
+            .unwrap();
+        // SAFETY: a shared read-write mapping of the word, used as an atomic and unmapped.
+        unsafe {
+            let map = libc::mmap(
+                std::ptr::null_mut(),
+                wire::WAKE_FILE_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            );
+            assert_ne!(map, libc::MAP_FAILED);
+            let word = &*(map as *const AtomicU32);
+            // Spin until the collector says it sleeps, then wake it.
+            while word.load(Ordering::Acquire) != COLLECTOR_ASLEEP {
+                std::hint::spin_loop();
+            }
+            word.store(wire::COLLECTOR_AWAKE, Ordering::Release);
+            libc::syscall(libc::SYS_futex, map, libc::FUTEX_WAKE, 1);
+            libc::munmap(map, wire::WAKE_FILE_BYTES);
+        }
+    }
+
+    #[test]
+    fn a_producer_wakes_the_sleeper_and_nobody_means_the_time_runs_out() {
+        let dir = tempfile::tempdir().unwrap();
+        make(dir.path(), 0o600, (None, None)).unwrap();
+        let mut word = WakeWord::open(dir.path()).unwrap();
+        assert_eq!(word.wait(Duration::from_millis(1)), Waited::TimedOut);
+        let path = dir.path().to_owned();
+        let producer = std::thread::spawn(move || wake_as_producer(&path));
+        // Far longer than any test may take: only the producer can end it in time.
+        assert_eq!(word.wait(Duration::from_secs(600)), Waited::Woken);
+        producer.join().unwrap();
+        assert!(word.usable());
+    }
+
+    #[test]
+    fn a_truncated_word_is_given_up_without_a_signal() {
+        let dir = tempfile::tempdir().unwrap();
+        make(dir.path(), 0o600, (None, None)).unwrap();
+        let mut word = WakeWord::open(dir.path()).unwrap();
+        File::options()
+            .write(true)
+            .open(dir.path().join(wire::WAKE_FILE))
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        // The pwrite grows the file again, or the wait faults in the kernel: never SIGBUS.
+        let waited = word.wait(Duration::from_millis(1));
+        assert!(matches!(waited, Waited::TimedOut | Waited::Unusable));
+    }
+}
