@@ -658,15 +658,15 @@ fn ten_million_spans_five_stages() {
     // merge sort's buffer); it merges the two threads' sorted runs as it reads them now
     // (4.5: a frame's span count and a few chunks a thread, issue 31 item 8). Issue 29:
     // 29.3 to 30.9 bytes a span before the two reads, the byte-wide threads and the
-    // in-place sorts. whatif held 20.7 (the columns and rows into them), 19.2 with each
+    // in-place sorts. whatif held 20.7 (the columns and rows into them), 19.0 with each
     // measured span placed at its frame (11 bytes) beside the frame table (24 bytes a frame
-    // at 120 fps), and WHATIF_FIVE_STAGES since the table is dropped before the spans are
-    // placed (issue 31 item 8).
+    // at 120 fps), and 14.2 since the table is dropped before the spans are placed (issue
+    // 31 item 8).
     let bounds = Peaks {
         report_text: 28.0,
         report_json: 28.0,
         report_html: 27.5,
-        whatif: 20.0,
+        whatif: 15.0,
         export: 6.0,
         compare: 29.0,
         compare_four: 29.0,
