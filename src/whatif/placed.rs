@@ -89,8 +89,12 @@ impl PlacedFrames {
             table.slots(),
             table.indices_follow_ids().then(|| table.id(0)),
         );
+        // Dropped here, not at the end of the function (a binding moved in one arm only).
         let table = match first_id {
-            Some(_) => None,
+            Some(_) => {
+                drop(table);
+                None
+            }
             None => Some(table),
         };
         let index_of = |s: &Span| -> u32 {
