@@ -146,9 +146,9 @@ fn list(binary: &str, pattern: &str) -> anyhow::Result<Outcome> {
         .filter(|f| f.name.contains(pattern))
         .collect();
     let mut out = format!(
-        "{} · {} functions{}\n",
+        "{} · {}{}\n",
         path.display(),
-        matching.len(),
+        crate::units::plural(matching.len() as u64, "function", "functions"),
         if pattern.is_empty() {
             String::new()
         } else {

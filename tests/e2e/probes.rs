@@ -493,6 +493,13 @@ fn probes_lists_a_binarys_functions_and_their_first_instruction() {
         "{text}"
     );
     assert!(!text.contains("unused_function"), "{text}");
+    // One match is one function (it said "1 functions").
+    let out = run(&["probes", &prog.display().to_string(), "encode_frame"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains(" · 1 function matching \"encode_frame\""),
+        "{text}"
+    );
     let out = run(&["probes", &prog.display().to_string(), "encod_frame"]);
     assert!(
         stdout(&out).contains("near matches: encode_frame"),
