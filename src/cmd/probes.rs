@@ -148,7 +148,7 @@ fn list(binary: &str, pattern: &str) -> anyhow::Result<Outcome> {
     let mut out = format!(
         "{} · {}{}\n",
         path.display(),
-        crate::units::plural(matching.len() as u64, "function", "functions"),
+        framelab::units::plural(matching.len() as u64, "function", "functions"),
         if pattern.is_empty() {
             String::new()
         } else {
