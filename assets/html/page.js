@@ -1,5 +1,6 @@
-// framelab's HTML report: draws the data embedded in #framelab-data (written by
-// src/report/html and src/compare/html.rs) with uPlot. Every text from a run goes into
+// framelab's HTML report: draws the data embedded in #framelab-data (a document's words,
+// tables and plots, written by src/render/html_writer.rs; history's by src/history) with
+// uPlot. Every text from a run goes into
 // the page with textContent or setAttribute, never as markup. After drawing, each plot's
 // box carries data-series and data-points (a time plot also data-visible, the points drawn
 // in its x range, and data-bucket, of the level of detail drawn: zooming picks a finer
@@ -579,27 +580,43 @@
     setCounts(box, rows.length, dots);
   }
 
+  // A document's words besides its title, facts, notes and titled tables (a comparison's:
+  // what text and Markdown show): a heading opens a section; paragraphs, bullets, titled
+  // lists and tables go in it. A column headed "verdict" colours its cells as a verdict.
+  function words(blocks) {
+    var box = root;
+    function bullets(items) {
+      var ul = add(box, "ul");
+      items.forEach(function (t) { add(ul, "li", null, t); });
+    }
+    blocks.forEach(function (b) {
+      if (b.heading !== undefined) box = section(b.heading);
+      else if (b.paragraph !== undefined) add(box, "p", null, b.paragraph);
+      else if (b.bullets) bullets(b.bullets);
+      else if (b.list) { add(box, "p", null, b.list.title + ":"); bullets(b.list.items); }
+      else if (b.lines !== undefined) add(box, "pre", null, b.lines);
+      else if (b.table) {
+        if (b.table.title) add(box, "h3", null, b.table.title);
+        var t = table(box, b.table.headers, b.table.rows);
+        var at = b.table.headers.indexOf("verdict");
+        if (at >= 0) {
+          Array.prototype.forEach.call(t.querySelectorAll("tbody tr"), function (tr) {
+            var cell = tr.children[at];
+            if (cell) cell.setAttribute("class", "verdict-" + cell.textContent);
+          });
+        }
+      }
+    });
+  }
+
   function renderCompare(d) {
     add(root, "h1", null, d.title);
-    add(root, "p", { "class": "hint" }, d.method);
-    table(root, ["variant", "command"], d.commands);
-    notes(root, d.notes);
+    words(d.blocks || []);
 
     var f = section("Every metric, every variant",
       "Diamond: the variant's median across runs ÷ the baseline's, with its 95% interval; dots: each run; " +
       "grey band: the noise band (±" + d.noise_pct + "%). Hover for values.");
     d.forests.forEach(function (fo) { forest(f, fo, d); });
-
-    var v = section("Verdicts");
-    var vt = table(v, ["values", "variant", "against", "metric", "difference", "change [95% interval]", "p (adj.)", "verdict", "why"],
-      d.verdicts.map(function (r) {
-        return [r.group, r.variant, r.against, r.metric, r.difference, r.change,
-          r.p_holm === null ? "–" : r.p_holm.toPrecision(2), r.verdict, r.reason];
-      }));
-    vt.setAttribute("class", "data verdicts");
-    Array.prototype.forEach.call(vt.querySelectorAll("tbody tr"), function (tr, i) {
-      tr.children[7].setAttribute("class", "verdict-" + d.verdicts[i].verdict);
-    });
 
     d.sweeps.forEach(function (sw, i) {
       var s = section("Sweep: " + sw.label, "The median across runs at each parameter value, one line per variant.");

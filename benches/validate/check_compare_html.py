@@ -425,8 +425,15 @@ for key in forests:
     if not known(key):
         unchecked.append(f'metric {key}: not recomputed by this script (cpu_per.*, energy, --frames, roles other than the command)')
 noise = d['noise_pct'] / 100
-alpha = float(re.search(r'α = ([0-9.]+)', d['method']).group(1))
-B = int(re.search(r'\(two-level bootstrap, (\d+) resamples', d['method']).group(1))
+# The page shows the comparison's document (framelab.html-compare/2): its method and
+# primary metric are paragraphs, as text prints them.
+paragraphs = [b['paragraph'] for b in d['blocks'] if 'paragraph' in b]
+method = next(p for p in paragraphs if 'α = ' in p)
+alpha = float(re.search(r'α = ([0-9.]+)', method).group(1))
+B = int(re.search(r'\(two-level bootstrap, (\d+) resamples', method).group(1))
+primary_label = next((re.match(r'primary metric: (.+?), tested first', p) for p in paragraphs
+                      if p.startswith('primary metric: ')), None)
+primary_metric = label_to_key.get(primary_label.group(1)) if primary_label else d['forests'][0]['metric']
 
 # (group, variant) -> baseline (variant, group); in a one-variant sweep every value is
 # compared with the first value's runs.
@@ -450,7 +457,7 @@ for (g, v, bv, bg) in comparisons:
             continue
         p, how = mann_whitney(np.array(x), np.array(y))
         fam.append((key, x, y, p, how))
-    ph = gatekeeping([t[0] for t in fam], [t[3] for t in fam], d['primary_metric'], g, v, bv, bg)
+    ph = gatekeeping([t[0] for t in fam], [t[3] for t in fam], primary_metric, g, v, bv, bg)
     for (key, x, y, p, how), pa in zip(fam, ph):
         mine[(g, v, key)] = dict(x=x, y=y, p=p, how=how, p_holm=pa, bv=bv, bg=bg,
                                  ratio=(np.median(x) / np.median(y)) if np.median(y) != 0 else
@@ -518,29 +525,50 @@ for key, f in forests.items():
         exp_v = decide(m['ratio'], r['low'], r['high'], m['p_holm'], len(y), len(x), higher, stated, noise, alpha)
         same(f'{key} [{lab}] verdict (from its interval and the p here)', r['verdict'], exp_v)
 
-# ---------------------------------------------------------------- verdict table
-print('== verdict table')
-for row in d['verdicts']:
-    key = label_to_key.get(row['metric'])
-    m = mine.get((row['group'], row['variant'], key))
-    if m is None:
-        unchecked.append(f'verdict row {row["group"]} {row["variant"]} {row["metric"]}'); continue
-    lab = f'{row["variant"]} {row["group"]} {row["metric"]}'.replace('  ', ' ')
-    check(f'verdict {lab}: p (adj.)', row['p_holm'], m['p_holm'], 1e-9, show=False)
-    table.append((f'p (adj.), {lab}', row['p_holm'], m['p_holm']))
-    same(f'verdict {lab}: against', row['against'], m['bv'] if not one_variant_sweep else m['bg'])
-    fr = forests[key]['rows']
-    frow = next(r for r in fr if r['label'] == (row['variant'] if row['group'] == '' else f'{row["variant"]} [{row["group"]}]'))
-    same(f'verdict {lab}: word (table = forest)', row['verdict'], frow['verdict'])
-    # The change as printed: ratio (×) or change in %, then the interval; the last three
-    # numbers of the text. Each must be the independent figure to its printed digits (the
-    # interval's ends plus the Monte-Carlo noise checked above, so only the middle one).
-    toks = re.findall(r'[−+±]?(?:\d+(?:\.\d+)?|∞)', row['change'])[-3:]
-    if len(toks) == 3 and m.get('low') is not None:
-        t = toks[0]; dec = len(t.split('.')[1]) if '.' in t else 0
-        got = float(t.replace('−', '-').replace('+', '').replace('±', ''))
-        exp = m['ratio'] if '×' in row['change'] else (m['ratio'] - 1) * 100
-        check(f'verdict {lab}: change as printed ({row["change"]})', got, exp, 0, 0.5 * 10 ** -dec + 1e-9, show=False)
+# ---------------------------------------------------------------- verdict tables
+# A table per comparison under its heading, `VARIANT vs BASELINE`, `VARIANT [VALUES] vs
+# BASELINE [VALUES]` or, in a sweep of one variant, `VARIANT [VALUES] vs [BASE VALUES]`.
+print('== verdict tables')
+heading = None
+for b in d['blocks']:
+    if 'heading' in b:
+        heading = b['heading']; continue
+    t = b.get('table')
+    if not t or 'p (adj.)' not in t['headers'] or heading is None:
+        continue
+    h = re.match(r'^(?P<v>.+?)(?: \[(?P<g>[^\]]*)\])? vs (?:\[(?P<bg>[^\]]*)\]|(?P<bv>.+?)(?: \[[^\]]*\])?)$', heading)
+    if not h:
+        unchecked.append(f'table under {heading}'); continue
+    col = {name: i for i, name in enumerate(t['headers'])}
+    for cells in t['rows']:
+        row = dict(group=h.group('g') or '', variant=h.group('v'), metric=cells[col['metric']],
+                   p=cells[col['p (adj.)']], verdict=cells[col['verdict']],
+                   change=cells[col['change [95% interval]']])
+        key = label_to_key.get(row['metric'])
+        m = mine.get((row['group'], row['variant'], key))
+        if m is None:
+            unchecked.append(f'verdict row {row["group"]} {row["variant"]} {row["metric"]}'); continue
+        lab = f'{row["variant"]} {row["group"]} {row["metric"]}'.replace('  ', ' ')
+        # p (adj.) as printed: four decimals, or "<0.0001".
+        if row['p'] == '<0.0001':
+            same(f'verdict {lab}: p (adj.) < 0.0001', m['p_holm'] is not None and m['p_holm'] < 0.0001, True)
+        elif row['p'] != '—':
+            check(f'verdict {lab}: p (adj.) as printed ({row["p"]})', float(row['p']), m['p_holm'], 0, 0.5e-4 + 1e-12, show=False)
+        table.append((f'p (adj.), {lab}', row['p'], m['p_holm']))
+        against = h.group('bg') if h.group('bg') is not None else h.group('bv')
+        same(f'verdict {lab}: against', against, m['bg'] if one_variant_sweep else m['bv'])
+        fr = forests[key]['rows']
+        frow = next(r for r in fr if r['label'] == (row['variant'] if row['group'] == '' else f'{row["variant"]} [{row["group"]}]'))
+        same(f'verdict {lab}: word (table = forest)', row['verdict'], frow['verdict'])
+        # The change as printed: change in %, then the interval; the last three numbers of
+        # the text. Each must be the independent figure to its printed digits (the
+        # interval's ends plus the Monte-Carlo noise checked above, so only the middle one).
+        toks = re.findall(r'[−+±]?(?:\d+(?:\.\d+)?|∞)', row['change'])[-3:]
+        if len(toks) == 3 and m.get('low') is not None:
+            tk = toks[0]; dec = len(tk.split('.')[1]) if '.' in tk else 0
+            got = float(tk.replace('−', '-').replace('+', '').replace('±', ''))
+            exp = m['ratio'] if '×' in row['change'] else (m['ratio'] - 1) * 100
+            check(f'verdict {lab}: change as printed ({row["change"]})', got, exp, 0, 0.5 * 10 ** -dec + 1e-9, show=False)
 
 # ---------------------------------------------------------------- sweeps
 print('== sweep lines')

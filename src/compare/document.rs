@@ -418,16 +418,6 @@ fn difference_cell(unit: &Unit, difference: Option<f64>, resolution: Option<f64>
     Value::or(difference, "—")
 }
 
-/// A row's difference with its unit as the tables print it: "+192.0 fps".
-pub fn difference_text(row: &Row) -> String {
-    let cell = difference_cell(&row.unit, row.difference, row_resolution(row)).shown();
-    match unit_name(&row.unit) {
-        "" => cell,
-        _ if cell == "—" => cell,
-        unit => format!("{cell} {unit}"),
-    }
-}
-
 /// The coarser resolution of a row's two sides, for its difference.
 fn row_resolution(row: &Row) -> Option<f64> {
     let b = row.baseline.as_ref()?.resolution?;

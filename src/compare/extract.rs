@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::analyze::compact::columns::SpanColumns;
 use crate::analyze::compact::table::FrameTable;
-use crate::analyze::compact::values::with_ns;
+use crate::analyze::compact::values::{with_ns, NsValues};
 use crate::analyze::compact::window::{measure, MeasuredFrames};
 use crate::analyze::compact::{self, frameless, Columns, Sorted, ANALYSIS_KEEPS};
 use crate::analyze::cpu::{role_cpu, RoleCpu};
@@ -124,14 +124,21 @@ pub fn extract_stored(path: &Path, run_id: i64, keep: &Keep) -> anyhow::Result<R
         }
     }
     let (table, spans) = compact::read_frames(&run)?;
-    // One span a frame: no waits, and no columns held (as the report's analysis).
-    let streamed = match compact::streamed::one_span_a_frame(&table, spans) {
-        true => compact::streamed::analyze_measured(head, &table, spans, &run, &mut take_stages)?,
-        false => None,
+    // No columns held (as the report's analysis): the waits as the analysis sorts them.
+    let mut stream_waits: Vec<(String, SortedValues)> = Vec::new();
+    let mut take_waits = |name: &str, values: &NsValues| {
+        stream_waits.push((name.to_owned(), with_ns!(values, v => keep.reduce(v))));
     };
+    let shown = (
+        &mut take_stages as &mut dyn FnMut(Sorted),
+        &mut take_waits as _,
+    );
+    let streamed =
+        compact::streamed::analyze_measured_with_waits(head, &table, spans, &run, shown)?;
     let (analysis, table, measured, waits) = match streamed {
-        Some((analysis, measured)) => (analysis, table, measured, Vec::new()),
+        Some((analysis, measured)) => (analysis, table, measured, stream_waits),
         None => {
+            compact::count_column_fallback();
             let (columns, table) = compact::columns_beside(table, &run, ANALYSIS_KEEPS)?;
             let (_, measured) = measure(&table, &columns, &head.meta);
             let waits = waits(head, &columns, &table, &measured, keep)?;

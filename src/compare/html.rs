@@ -1,164 +1,51 @@
-//! The data of `framelab compare --format html`: per metric a forest plot (each variant's
+//! The plots of `framelab compare --format html`: per metric a forest plot (each variant's
 //! change of the median against the baseline with its 95% interval, and every run as a
-//! dot), the verdicts, the sweep tables as lines, and the variants' stage distributions
-//! overlaid. The page itself is `crate::report::html`'s.
-
-use serde::Serialize;
+//! dot), the sweep tables as lines, and the variants' stage distributions overlaid. They
+//! go in the comparison's document (`super::document`, whose words and tables the page
+//! shows as text and Markdown do), rendered by `render::html_writer`.
 
 use super::comparison::Comparison;
-use super::effect::effect_text;
 use super::load::Loaded;
 use super::metrics::Metric;
 use crate::analyze::stats::percentile_of;
 use crate::experiment::RunStatus;
+use crate::render::plot::{Forest, ForestRow, Plot, StageOverlay, SweepLines};
 use crate::report::html::{percentile_grid, round};
 
-pub const SCHEMA: &str = "framelab.html-compare/1";
+/// Bump when a key is renamed, removed or changes meaning: version 2 has the comparison's
+/// document (`blocks`: what text and Markdown show) for the version 1's own title, method
+/// line, commands, verdict rows and notes.
+pub const SCHEMA: &str = "framelab.html-compare/2";
 
-#[derive(Serialize)]
-pub struct ComparePage {
-    pub schema: &'static str,
-    pub kind: &'static str,
-    pub title: String,
-    pub method: String,
-    /// The key of the metric tested first (its forest is drawn first).
-    pub primary_metric: String,
-    pub baseline: String,
-    pub variants: Vec<String>,
-    /// (variant, command).
-    pub commands: Vec<(String, String)>,
-    pub noise_pct: f64,
-    pub forests: Vec<Forest>,
-    pub verdicts: Vec<VerdictRow>,
-    pub sweeps: Vec<SweepLines>,
-    pub stages: Vec<StageOverlay>,
-    pub notes: Vec<String>,
-}
-
-/// One metric: a row per variant (and group of parameter values) on a ratio axis.
-#[derive(Serialize)]
-pub struct Forest {
-    pub metric: String,
-    pub label: String,
-    pub unit: String,
-    /// Whether a higher value is better.
-    pub higher_is_better: bool,
-    pub rows: Vec<ForestRow>,
-}
-
-#[derive(Serialize)]
-pub struct ForestRow {
-    /// `variant` or `variant [params]`.
-    pub label: String,
-    /// The variant's name alone: its colour on the page, the same in every plot.
-    pub variant: String,
-    pub baseline: bool,
-    /// Median across runs in the metric's unit, and the baseline's it is divided by.
-    pub median: Option<f64>,
-    pub baseline_median: Option<f64>,
-    /// median ÷ baseline median with its 95% interval (1 for the baseline itself).
-    pub ratio: Option<f64>,
-    pub low: Option<f64>,
-    pub high: Option<f64>,
-    pub verdict: String,
-    /// Every measured run's value ÷ the baseline median.
-    pub runs: Vec<f64>,
-}
-
-#[derive(Serialize)]
-pub struct VerdictRow {
-    pub group: String,
-    pub variant: String,
-    pub against: String,
-    pub metric: String,
-    /// variant − baseline median, in the metric's unit as the tables print it.
-    pub difference: String,
-    pub change: String,
-    pub p_holm: Option<f64>,
-    pub verdict: String,
-    pub reason: String,
-}
-
-/// A sweep table as lines: x the parameter values in order, one line per variant.
-#[derive(Serialize)]
-pub struct SweepLines {
-    pub label: String,
-    pub unit: String,
-    pub params: Vec<String>,
-    pub lines: Vec<(String, Vec<Option<f64>>)>,
-}
-
-/// One stage's durations per variant (spans of all measured runs of the first group of
-/// parameter values pooled), as quantile functions on one percentile grid.
-#[derive(Serialize)]
-pub struct StageOverlay {
-    pub stage: String,
-    pub group: String,
-    pub p: Vec<f64>,
-    /// (variant, µs at each percentile).
-    pub variants: Vec<(String, Vec<f64>)>,
-}
-
-/// The page's method line; one run a side is not judged, so it names no primary metric.
-fn method(c: &Comparison) -> String {
-    if super::document::only_one_run_a_side(c) {
-        return format!(
-            "{}. Colours tell the variants apart; nothing here says better or worse.",
-            super::document::ONE_RUN_METHOD
-        );
-    }
-    format!(
-        "{}. Change of the median across runs with its 95% interval (two-level bootstrap, {} \
-         resamples); Mann–Whitney p, adjusted: the primary metric's own, the others' \
-         Holm-corrected among themselves (fixed-sequence gatekeeping); noise band ±{}%, α = {}. \
-         Colours tell the variants apart; only a verdict says better or worse.",
-        super::document::primary_line(c),
-        c.options.resamples,
-        round(c.options.noise * 100.0, 2),
-        c.options.alpha
-    )
-}
-
-pub fn page(c: &Comparison, loaded: &Loaded) -> ComparePage {
+/// The comparison's plots: the variants' colours, a forest per metric, the sweeps as
+/// lines, the stage distributions overlaid.
+pub fn plots(c: &Comparison, loaded: &Loaded) -> Vec<Plot> {
     let name = |s: &str| crate::display::name(s).into_owned();
-    ComparePage {
-        schema: SCHEMA,
-        kind: "compare",
-        title: format!(
-            "framelab compare · {} · baseline {}",
-            c.sources.join(", "),
-            c.baseline
-        ),
-        method: method(c),
-        primary_metric: c.primary_metric.clone(),
-        baseline: name(&c.baseline),
-        variants: c.variants.iter().map(|v| name(v)).collect(),
-        commands: (c.commands.iter())
-            .map(|(v, cmd)| (name(v), crate::display::text(cmd).into_owned()))
-            .collect(),
-        noise_pct: c.options.noise * 100.0,
-        forests: c.metrics.iter().map(|m| forest(m, c, loaded)).collect(),
-        verdicts: verdicts(c),
-        sweeps: (c.sweeps.iter())
-            .map(|s| SweepLines {
-                label: s.label.clone(),
-                unit: s.unit.key().to_owned(),
-                params: s.rows.iter().map(|r| r.params.clone()).collect(),
-                lines: (s.variants.iter().enumerate())
-                    .map(|(k, v)| {
-                        let ys = s.rows.iter().map(|r| r.medians.get(k).copied().flatten());
-                        (name(v), ys.collect())
-                    })
-                    .collect(),
-            })
-            .collect(),
-        stages: stage_overlays(loaded, c.groups.first().map(|g| &g.params)),
-        notes: c
-            .notes
-            .iter()
-            .map(|n| crate::display::text(n).into_owned())
-            .collect(),
-    }
+    let sweeps = (c.sweeps.iter())
+        .map(|s| SweepLines {
+            label: s.label.clone(),
+            unit: s.unit.key().to_owned(),
+            params: s.rows.iter().map(|r| r.params.clone()).collect(),
+            lines: (s.variants.iter().enumerate())
+                .map(|(k, v)| {
+                    let ys = s.rows.iter().map(|r| r.medians.get(k).copied().flatten());
+                    (name(v), ys.collect())
+                })
+                .collect(),
+        })
+        .collect();
+    vec![
+        Plot::Variants {
+            baseline: name(&c.baseline),
+            variants: c.variants.iter().map(|v| name(v)).collect(),
+        },
+        Plot::Forests {
+            noise_pct: c.options.noise * 100.0,
+            forests: c.metrics.iter().map(|m| forest(m, c, loaded)).collect(),
+        },
+        Plot::Sweeps(sweeps),
+        Plot::StageOverlays(stage_overlays(loaded, c.groups.first().map(|g| &g.params))),
+    ]
 }
 
 /// The measured runs' values of `metric` for `variant` at `params`, in its display unit.
@@ -266,36 +153,6 @@ fn per_median(values: Vec<f64>, median: Option<f64>) -> Vec<f64> {
         return Vec::new();
     };
     values.into_iter().map(|v| round(v / m, 5)).collect()
-}
-
-fn verdicts(c: &Comparison) -> Vec<VerdictRow> {
-    let mut out = Vec::new();
-    for g in &c.groups {
-        for cmp in &g.comparisons {
-            for row in &cmp.rows {
-                let reason = match &row.verdict {
-                    crate::stats::Verdict::Inconclusive { reason, .. } => reason.clone(),
-                    _ => String::new(),
-                };
-                out.push(VerdictRow {
-                    group: g.label.clone(),
-                    variant: crate::display::name(&cmp.variant).into_owned(),
-                    against: if cmp.baseline_params.is_empty() {
-                        crate::display::name(&cmp.baseline).into_owned()
-                    } else {
-                        cmp.baseline_params.clone()
-                    },
-                    metric: crate::display::name(&row.label).into_owned(),
-                    difference: super::document::difference_text(row),
-                    change: effect_text(row).unwrap_or_else(|| "-".into()),
-                    p_holm: row.p_holm,
-                    verdict: row.verdict.word().into(),
-                    reason,
-                });
-            }
-        }
-    }
-    out
 }
 
 /// At `first`, the comparison's first group of parameter values (as docs/html.md says), not

@@ -37,8 +37,9 @@ pub fn compare(sources: &[Source], options: &CompareOptions) -> Result<Compariso
     Ok(compare_loaded(sources, options, &keep)?.0)
 }
 
-/// The comparison as a self-contained HTML page (plots of every metric, the verdicts,
-/// the sweeps, the stage distributions), with the comparison itself.
+/// The comparison as a self-contained HTML page: its document (what text and Markdown
+/// show) with its plots (every metric, the sweeps, the stage distributions), with the
+/// comparison itself.
 pub fn compare_html(sources: &[Source], options: &CompareOptions) -> Result<(Comparison, String)> {
     // The page pools the runs' values into its curves: every value is kept.
     let (comparison, loaded) = compare_loaded(sources, options, &Keep::All)?;
@@ -48,8 +49,10 @@ pub fn compare_html(sources: &[Source], options: &CompareOptions) -> Result<(Com
              --format text, markdown, json or csv"
         );
     }
-    let page = html::page(&comparison, &loaded);
-    let text = crate::report::html::render(&page.title, &page)?;
+    let mut page = document::document(&comparison);
+    let plots = html::plots(&comparison, &loaded);
+    (page.blocks).extend(plots.into_iter().map(crate::render::document::Block::Plot));
+    let text = crate::report::html::render_document(&page, html::SCHEMA, "compare")?;
     Ok((comparison, text))
 }
 

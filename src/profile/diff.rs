@@ -337,7 +337,14 @@ mod tests {
         let mut b = side(&[(100, 50)]);
         b.name = "after".into();
         let d = diff(&a, &b);
-        crate::snapshot::check("profile_diff.txt", &render(&d, 10, false));
-        crate::snapshot::check("profile_diff.md", &render(&d, 10, true));
+        let (text, md) = (render(&d, 10, false), render(&d, 10, true));
+        crate::snapshot::check("profile_diff.txt", &text);
+        crate::snapshot::check("profile_diff.md", &md);
+        // One document: the same figures in both.
+        assert_eq!(
+            crate::render::numbers_in(&text),
+            crate::render::numbers_in(&md),
+            "{text}\n{md}"
+        );
     }
 }

@@ -360,6 +360,21 @@ mod tests {
         assert!(text.contains("  stage st|a*ge_`x` · "), "{text}");
     }
 
+    /// One document for text and Markdown: the same figures in both.
+    #[test]
+    fn text_and_markdown_show_the_same_figures() {
+        let s = summary();
+        let (text, md) = (
+            summary_text_of(&s, Format::Text),
+            summary_text_of(&s, Format::Markdown),
+        );
+        assert_eq!(
+            crate::render::numbers_in(&text),
+            crate::render::numbers_in(&md),
+            "{text}\n{md}"
+        );
+    }
+
     fn summary_text_of(s: &Summary, format: Format) -> String {
         super::summary(s, 2, format).unwrap()
     }

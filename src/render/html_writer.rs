@@ -1,12 +1,13 @@
-//! The HTML writer: a document as the HTML page's data. Its title, facts, tables and notes,
-//! and its plots' data under the keys the page's script draws them from; the script lays
-//! them out and puts every string in as text (`textContent`), never as markup
-//! (`report/html/page.rs` holds the page around the data).
+//! The HTML writer: a document as the HTML page's data. Its title, facts, titled tables and
+//! notes, its other words (headings, paragraphs, bullets, tables under them: what text and
+//! Markdown show, in order), and its plots' data under the keys the page's script draws
+//! them from; the script lays them out and puts every string in as text (`textContent`),
+//! never as markup (`report/html/page.rs` holds the page around the data).
 
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
-use super::document::{shown, Block, Document};
+use super::document::{shown, Block, Document, Line};
 use super::plot::{Level, Plot};
 use super::style::Style;
 use super::Table;
@@ -20,25 +21,140 @@ pub struct PageText {
     pub notes: Vec<String>,
     /// Each with the title the page shows above it.
     pub tables: Vec<Table>,
+    /// The document's other words, in order (none in a run's page).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<Words>,
 }
 
-/// The page's text of `document`: its title, its facts, its titled tables and its notes.
-/// Blocks that only lay text out for a terminal or a pull request are not on the page.
+/// A piece of a document's words as the page shows it: a heading opens a section.
+/// Uncoloured, names escaped as a terminal shows them: the script shows text.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Words {
+    Heading(String),
+    Paragraph(String),
+    Bullets(Vec<String>),
+    List {
+        title: String,
+        items: Vec<String>,
+    },
+    Table(Table),
+    /// Lines laid out by the feature (aligned columns): as they are.
+    Lines(String),
+}
+
+/// The page's text of `document`: its title (its first heading, when it has no title),
+/// its facts, its titled tables, its notes and its other words. Blank lines, and tables
+/// only for spreadsheets, are not on the page.
 pub fn page_text(document: &Document) -> PageText {
+    let st = Style::default();
+    let line = |l: &Line| shown(l, &st);
+    let lines = |ls: &[Line]| ls.iter().map(line).collect::<Vec<_>>();
+    let has_title = (document.blocks.iter()).any(|b| matches!(b, Block::Title(_)));
     let mut page = PageText::default();
+    let mut words = Vec::new();
     for block in &document.blocks {
         match block {
             Block::Title(title) => page.title = title.clone(),
-            // Uncoloured, names escaped as a terminal shows them: the script shows text.
-            Block::Facts(facts) => page.facts.extend(
-                (facts.iter()).map(|f| (f.label.clone(), shown(&f.value, &Style::default()))),
-            ),
+            Block::Heading(l) if !has_title && page.title.is_empty() => page.title = line(l),
+            Block::Facts(facts) => page
+                .facts
+                .extend((facts.iter()).map(|f| (f.label.clone(), line(&f.value)))),
             Block::Table(table) => page.tables.push(table.clone()),
             Block::Notes(notes) => page.notes.extend(notes.iter().cloned()),
-            _ => {}
+            Block::Heading(l) | Block::Subheading(l) => words.push(Words::Heading(line(l))),
+            Block::Paragraph(l) | Block::Remark(l) => words.push(Words::Paragraph(line(l))),
+            Block::Lead { title, text } => words.push(Words::Paragraph(format!("{title}: {text}"))),
+            Block::Detail(text) | Block::Note(text) | Block::Aside(text) => {
+                words.push(Words::Paragraph(crate::display::text(text).into_owned()))
+            }
+            Block::Bullets(ls) | Block::Dashed(ls) => words.push(Words::Bullets(lines(ls))),
+            Block::List { title, items } => words.push(Words::List {
+                title: title.clone(),
+                items: items
+                    .iter()
+                    .map(|i| crate::display::text(i).into_owned())
+                    .collect(),
+            }),
+            Block::SubList { title, items } => words.push(Words::List {
+                title: title.clone(),
+                items: lines(items),
+            }),
+            Block::TableUnder(table) | Block::Columns { table, .. } => {
+                words.push(Words::Table(names_shown(table)))
+            }
+            Block::Captioned { caption, table }
+            | Block::Titled {
+                title: caption,
+                table,
+            } => {
+                words.push(Words::Paragraph(line(caption)));
+                words.push(Words::Table(names_shown(table)));
+            }
+            Block::States { title, text, items } => {
+                words.push(Words::Paragraph(format!("{title} {text}")));
+                words.push(Words::Bullets(
+                    (items.iter())
+                        .map(|i| {
+                            let state = shown(&vec![i.state.clone()], &st);
+                            format!(
+                                "{} {state} · {}",
+                                crate::display::name(&i.name),
+                                line(&i.detail)
+                            )
+                        })
+                        .collect(),
+                ));
+            }
+            Block::Bars(chart) => {
+                words.push(Words::Paragraph(line(&chart.title)));
+                words.push(Words::Bullets(lines(&chart.summary)));
+                let mut table = Table::new(&["bucket", "count"]);
+                for bar in &chart.bars {
+                    table.push(vec![bar.label.clone().into(), bar.count.to_string().into()]);
+                }
+                words.push(Words::Table(table));
+            }
+            Block::Section(section) => {
+                let mut table = Table::new(&[]);
+                table.title = section.title.clone();
+                table.headers = (section.columns.iter())
+                    .map(|c| match &c.unit {
+                        Some(unit) => format!("{} {unit}", c.header),
+                        None => c.header.clone(),
+                    })
+                    .collect();
+                table.rows = super::value::texts(section.rows.clone());
+                words.push(Words::Table(names_shown(&table.with_every_cell_a_name())));
+                words.push(Words::Paragraph(
+                    crate::display::text(&section.conclusion).into(),
+                ));
+            }
+            Block::Lines(text) => words.push(Words::Lines(crate::display::lines(text))),
+            Block::Blank | Block::Data(_) | Block::Plot(_) => {}
         }
     }
+    page.blocks = words;
     page
+}
+
+/// `table` with its names (headers and cells) escaped as a terminal shows them.
+fn names_shown(table: &Table) -> Table {
+    let name = |s: &String| crate::display::name(s).into_owned();
+    let mut shown = table.clone();
+    for &h in &table.names.headers {
+        if let Some(header) = shown.headers.get_mut(h) {
+            *header = name(header);
+        }
+    }
+    for row in &mut shown.rows {
+        for &c in &table.names.columns {
+            if let Some(cell) = row.get_mut(c) {
+                *cell = name(&cell.shown()).into();
+            }
+        }
+    }
+    shown
 }
 
 /// A document as the page's data (JSON once serialised): which page it is (`schema`, and
@@ -79,6 +195,9 @@ impl Serialize for Page<'_> {
         map.serialize_entry("title", &self.text.title)?;
         map.serialize_entry("facts", &self.text.facts)?;
         map.serialize_entry("notes", &self.text.notes)?;
+        if !self.text.blocks.is_empty() {
+            map.serialize_entry("blocks", &self.text.blocks)?;
+        }
         let mut tables_written = false;
         for &(after_table, plot) in &self.plots {
             if after_table && !tables_written {
@@ -100,16 +219,17 @@ pub fn detail(document: &Document) -> Option<Detail<'_>> {
     document.blocks.iter().find_map(|block| match block {
         Block::Plot(Plot::FrameTimes(f)) => {
             let (total, interval) = (&f.frames.total.detail, &f.frames.interval.detail);
-            (!total.is_empty() || !interval.is_empty()).then_some(Detail { total, interval })
+            (!total.is_empty() || !interval.is_empty()).then_some(Detail { interval, total })
         }
         _ => None,
     })
 }
 
+/// In the order of the names (as the page has always had them).
 #[derive(Serialize)]
 pub struct Detail<'a> {
-    pub total: &'a [Level],
     pub interval: &'a [Level],
+    pub total: &'a [Level],
 }
 
 #[cfg(test)]
@@ -144,6 +264,7 @@ mod tests {
                 facts: vec![("frames".into(), "120".into())],
                 notes: vec!["3 spans dropped".into()],
                 tables: vec![table],
+                blocks: vec![Words::Lines("only for terminals\n".into())],
             }
         );
     }

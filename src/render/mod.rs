@@ -20,3 +20,17 @@ pub mod value;
 pub use format::{Format, Formats};
 pub use table::Table;
 pub use value::Value;
+
+/// Every number in `text`, sorted: what a test compares to hold that two formats of one
+/// document show the same figures.
+#[cfg(test)]
+pub(crate) fn numbers_in(text: &str) -> Vec<String> {
+    let mut all: Vec<String> = text
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map(|t| t.trim_matches('.'))
+        .filter(|t| t.chars().any(|c| c.is_ascii_digit()))
+        .map(str::to_owned)
+        .collect();
+    all.sort();
+    all
+}

@@ -25,6 +25,22 @@ pub enum Plot {
     },
     /// Imported histograms as their tool counted them (`histograms`).
     Histograms(Vec<Histogram>),
+    /// A comparison's variants, whose colours tell them apart in every plot after it
+    /// (`baseline`, `variants`).
+    Variants {
+        baseline: String,
+        variants: Vec<String>,
+    },
+    /// Per metric, each variant's change of the median against the baseline with its
+    /// interval and every run as a dot, over the noise band (`noise_pct`, `forests`).
+    Forests {
+        noise_pct: f64,
+        forests: Vec<Forest>,
+    },
+    /// Sweep tables as lines over the parameter values (`sweeps`).
+    Sweeps(Vec<SweepLines>),
+    /// Each stage's durations per variant, overlaid (`stages`).
+    StageOverlays(Vec<StageOverlay>),
 }
 
 /// The frame-time plots of a run: end-to-end totals and intervals between ends.
@@ -134,6 +150,56 @@ pub struct Histogram {
     pub buckets: Vec<(Option<i64>, Option<i64>, u64)>,
 }
 
+/// One metric: a row per variant (and group of parameter values) on a ratio axis.
+#[derive(Serialize)]
+pub struct Forest {
+    pub metric: String,
+    pub label: String,
+    pub unit: String,
+    /// Whether a higher value is better.
+    pub higher_is_better: bool,
+    pub rows: Vec<ForestRow>,
+}
+
+#[derive(Serialize)]
+pub struct ForestRow {
+    /// `variant` or `variant [params]`.
+    pub label: String,
+    /// The variant's name alone: its colour on the page, the same in every plot.
+    pub variant: String,
+    pub baseline: bool,
+    /// Median across runs in the metric's unit, and the baseline's it is divided by.
+    pub median: Option<f64>,
+    pub baseline_median: Option<f64>,
+    /// median ÷ baseline median with its 95% interval (1 for the baseline itself).
+    pub ratio: Option<f64>,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    pub verdict: String,
+    /// Every measured run's value ÷ the baseline median.
+    pub runs: Vec<f64>,
+}
+
+/// A sweep table as lines: x the parameter values in order, one line per variant.
+#[derive(Serialize)]
+pub struct SweepLines {
+    pub label: String,
+    pub unit: String,
+    pub params: Vec<String>,
+    pub lines: Vec<(String, Vec<Option<f64>>)>,
+}
+
+/// One stage's durations per variant (spans of all measured runs of the first group of
+/// parameter values pooled), as quantile functions on one percentile grid.
+#[derive(Serialize)]
+pub struct StageOverlay {
+    pub stage: String,
+    pub group: String,
+    pub p: Vec<f64>,
+    /// (variant, µs at each percentile).
+    pub variants: Vec<(String, Vec<f64>)>,
+}
+
 impl Plot {
     /// The page's keys and values of this plot, in the order the page's data holds them.
     pub fn entries<M: serde::ser::SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
@@ -152,6 +218,16 @@ impl Plot {
                 map.serialize_entry("telemetry_left_out", left_out)
             }
             Plot::Histograms(histograms) => map.serialize_entry("histograms", histograms),
+            Plot::Variants { baseline, variants } => {
+                map.serialize_entry("baseline", baseline)?;
+                map.serialize_entry("variants", variants)
+            }
+            Plot::Forests { noise_pct, forests } => {
+                map.serialize_entry("noise_pct", noise_pct)?;
+                map.serialize_entry("forests", forests)
+            }
+            Plot::Sweeps(sweeps) => map.serialize_entry("sweeps", sweeps),
+            Plot::StageOverlays(stages) => map.serialize_entry("stages", stages),
         }
     }
 }

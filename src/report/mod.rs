@@ -75,6 +75,7 @@ mod snapshots {
     use crate::analyze::fixtures::{
         crashed_run, degenerate_runs, metrics_run, reference_run, uninstrumented_run,
     };
+    use crate::render::numbers_in;
     use crate::snapshot::check;
 
     #[test]
@@ -183,18 +184,6 @@ mod snapshots {
         }
     }
 
-    /// Every number of a run's numbers, in the order they come.
-    fn numbers(text: &str) -> Vec<String> {
-        let mut all: Vec<String> = text
-            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .map(|t| t.trim_matches('.'))
-            .filter(|t| t.chars().any(|c| c.is_ascii_digit()))
-            .map(str::to_owned)
-            .collect();
-        all.sort();
-        all
-    }
-
     /// One document for text and Markdown: a reader of the pasted report finds every figure
     /// of the terminal's, and no other (the fps line, not a table of ten lows, in both).
     #[test]
@@ -210,7 +199,7 @@ mod snapshots {
             for verbose in [false, true] {
                 let text = render_in(&a, Format::Text, false, verbose).unwrap();
                 let md = render_in(&a, Format::Markdown, false, verbose).unwrap();
-                assert_eq!(numbers(&text), numbers(&md), "{text}\n{md}");
+                assert_eq!(numbers_in(&text), numbers_in(&md), "{text}\n{md}");
             }
         }
     }

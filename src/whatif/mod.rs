@@ -249,12 +249,17 @@ pub fn whatif_stored(stored: &StoredRun, changes: &Changes) -> Result<WhatIf> {
         }
     }
     // The rows' places are u32, as the columns' are.
-    if u32::try_from(spans).is_ok() {
-        if let Some(mut frames) = PlacedFrames::read(source, &table, &measured)? {
-            drop((table, measured));
-            return replay(head, &mut frames, None, changes);
-        }
-    }
+    let table = match u32::try_from(spans) {
+        Ok(_) => match PlacedFrames::read(source, table, &measured)? {
+            Some(mut frames) => {
+                drop(measured);
+                return replay(head, &mut frames, None, changes);
+            }
+            // The table was given up: read again for the columns (rarely needed).
+            None => read_frames(&ReadAhead(source))?.0,
+        },
+        Err(_) => table,
+    };
     drop(measured);
     let (columns, table) = columns_beside(table, &ReadAhead(source), ANALYSIS_KEEPS)?;
     replay_columns(head, columns, table, None, changes)

@@ -15,14 +15,14 @@ use std::collections::VecDeque;
 
 use anyhow::Result;
 
-use super::recorded::{places_of, Places, ReplayFrames};
+use super::recorded::{places_of, ReplayFrames};
 use super::streamed::each_with_frame;
-use crate::analyze::compact::packed::PackedNs;
 use crate::analyze::compact::table::FrameTable;
 use crate::analyze::compact::window::MeasuredFrames;
-use crate::analyze::frames::NO_FRAME;
+use crate::analyze::frames::{out_of_range, NO_FRAME};
 use crate::analyze::pipeline::waits::StageSpan;
-use crate::model::SpanSource;
+use crate::model::{Span, SpanSource};
+use crate::read_ahead::for_each_read_ahead;
 
 /// Threads a span's byte can name.
 const THREADS: usize = 1 << 8;
@@ -30,8 +30,10 @@ const THREADS: usize = 1 << 8;
 pub(super) struct PlacedFrames {
     /// Frame k's spans are at positions `first[k]..first[k + 1]`, by start.
     first: Vec<u32>,
-    /// Each frame's start (its first span's).
-    start: PackedNs,
+    /// The first frame's start, and each later frame's start after the one before (frames
+    /// come in start order): 4 bytes a frame where a packed column took 8 to 16.
+    first_start: i64,
+    start_step: Vec<u32>,
     /// Per position: the span's start after its frame's, its duration, stage and thread.
     offset: Vec<u32>,
     dur: Vec<u32>,
@@ -44,21 +46,23 @@ pub(super) struct PlacedFrames {
 impl PlacedFrames {
     /// The measured frames of `source` (its frames in `table`, measured as `measured` says),
     /// placed by two reads (three where frames start together); `None` where they cannot be
-    /// held this way (the module's note).
+    /// held this way (the module's note). The table is dropped before the spans are placed
+    /// where frame ids count up with indices (a frame's index is then its id's offset): at
+    /// 120 fps its starts and ends do not pack (24 bytes a frame).
     pub fn read(
         source: &(dyn SpanSource + Sync),
-        table: &FrameTable,
+        table: FrameTable,
         measured: &MeasuredFrames,
     ) -> Result<Option<PlacedFrames>> {
-        let places = places_of(table, measured, &mut |visit| {
-            each_with_frame(source, table, &mut |_, frame| visit(frame))
+        let places = places_of(&table, measured, &mut |visit| {
+            each_with_frame(source, &table, &mut |_, frame| visit(frame))
         })?;
         let frames = measured.count as usize;
         let is_measured = |f: u32| f != NO_FRAME && measured.in_window.get(f);
         // First read: how many spans each frame has, and whether each fits.
         let mut first = vec![0u32; frames + 1];
         let (mut fits, mut spans) = (true, 0u64);
-        each_with_frame(source, table, &mut |s, f| {
+        each_with_frame(source, &table, &mut |s, f| {
             if !is_measured(f) {
                 return;
             }
@@ -69,35 +73,65 @@ impl PlacedFrames {
             first[places.of(f) + 1] += 1;
             spans += 1;
         })?;
-        if !fits || u32::try_from(spans).is_err() {
+        // Each frame's start by place: frames in start order, each a step after the last.
+        let mut start_by_place = vec![0i64; frames];
+        for f in measured.in_window.ones() {
+            start_by_place[places.of(f)] = table.start_ns(f);
+        }
+        let steps_fit = (start_by_place.windows(2)).all(|w| w[1] - w[0] <= u32::MAX as i64);
+        if !fits || !steps_fit || u32::try_from(spans).is_err() {
             return Ok(None);
         }
         for k in 0..frames {
             first[k + 1] += first[k];
         }
-        let start = frame_starts(table, measured, &places);
+        let (slots, first_id) = (
+            table.slots(),
+            table.indices_follow_ids().then(|| table.id(0)),
+        );
+        let table = match first_id {
+            Some(_) => None,
+            None => Some(table),
+        };
+        let index_of = |s: &Span| -> u32 {
+            if out_of_range(s.start_ns, s.dur_ns) {
+                return NO_FRAME;
+            }
+            let index = match (&table, first_id) {
+                (Some(table), _) => table.index_of(s.frame),
+                (None, first_id) => (s.frame.checked_sub(first_id.unwrap_or(0)))
+                    .filter(|&i| i < slots as u64)
+                    .map(|i| i as u32),
+            };
+            index.unwrap_or(NO_FRAME)
+        };
         // Second read: each span at its frame's cursor (`first[k]`, then its end).
         let n = spans as usize;
         let (mut offset, mut dur) = (vec![0u32; n], vec![0u32; n]);
         let (mut stage, mut thread) = (vec![0u16; n], vec![0u8; n]);
         let mut placed = 0usize;
-        each_with_frame(source, table, &mut |s, f| {
-            if !is_measured(f) {
-                return;
+        for_each_read_ahead(source, &mut |chunk| {
+            for s in chunk {
+                let f = index_of(s);
+                if !is_measured(f) {
+                    continue;
+                }
+                let k = places.of(f);
+                let at = &mut first[k];
+                let j = *at as usize;
+                // More spans than counted (the run changed) are counted, not placed.
+                if j < n {
+                    offset[j] = (s.start_ns - start_by_place[k]).clamp(0, u32::MAX as i64) as u32;
+                    dur[j] = s.dur_ns.clamp(0, u32::MAX as i64) as u32;
+                    stage[j] = s.stage;
+                    thread[j] = s.thread as u8;
+                    *at += 1;
+                }
+                placed += 1;
             }
-            let at = &mut first[places.of(f)];
-            let j = *at as usize;
-            // More spans than counted (the run changed) are counted, not placed.
-            if j < n {
-                offset[j] = (s.start_ns - table.start_ns(f)) as u32;
-                dur[j] = s.dur_ns as u32;
-                stage[j] = s.stage;
-                thread[j] = s.thread as u8;
-                *at += 1;
-            }
-            placed += 1;
+            Ok(())
         })?;
-        drop(places);
+        drop((places, table));
         if placed != n {
             anyhow::bail!(
                 "the run had {n} measured spans when first read and {placed} when read again: \
@@ -106,9 +140,15 @@ impl PlacedFrames {
         }
         first.copy_within(0..frames, 1);
         first[0] = 0;
+        let first_start = start_by_place.first().copied().unwrap_or(0);
+        let start_step = (start_by_place.windows(2))
+            .map(|w| (w[1] - w[0]) as u32)
+            .collect();
+        drop(start_by_place);
         let mut frames = PlacedFrames {
             first,
-            start,
+            first_start,
+            start_step,
             offset,
             dur,
             stage,
@@ -124,9 +164,23 @@ impl PlacedFrames {
         (self.first[k] as usize, self.first[k + 1] as usize)
     }
 
-    /// The span at position `j` of frame `k`.
-    fn span(&self, k: usize, j: usize) -> StageSpan {
-        let start_ns = self.start.get(k) + i64::from(self.offset[j]);
+    /// Each frame's start, in turn.
+    fn starts(&self) -> impl Iterator<Item = i64> + '_ {
+        let rest = self
+            .start_step
+            .iter()
+            .scan(self.first_start, |start, &step| {
+                *start += i64::from(step);
+                Some(*start)
+            });
+        std::iter::once(self.first_start)
+            .take(self.len().min(1))
+            .chain(rest)
+    }
+
+    /// The span at position `j`, of a frame starting at `frame_start`.
+    fn span(&self, frame_start: i64, j: usize) -> StageSpan {
+        let start_ns = frame_start + i64::from(self.offset[j]);
         StageSpan {
             start_ns,
             end_ns: start_ns + i64::from(self.dur[j]),
@@ -166,10 +220,10 @@ impl PlacedFrames {
     /// as the frames are replayed.
     fn in_thread_order(&self) -> bool {
         let mut last_start = vec![i64::MIN; THREADS];
-        (0..self.len()).all(|k| {
+        (0..self.len()).zip(self.starts()).all(|(k, frame_start)| {
             let (a, b) = self.range(k);
             (a..b).all(|j| {
-                let s = self.span(k, j);
+                let s = self.span(frame_start, j);
                 let last = &mut last_start[s.thread as usize];
                 let in_order = s.start_ns >= *last;
                 *last = s.start_ns;
@@ -177,18 +231,6 @@ impl PlacedFrames {
             })
         })
     }
-}
-
-/// Each measured frame's start, by place.
-fn frame_starts(table: &FrameTable, measured: &MeasuredFrames, places: &Places) -> PackedNs {
-    let mut by_place = vec![0i64; measured.count as usize];
-    for f in measured.in_window.ones() {
-        by_place[places.of(f)] = table.start_ns(f);
-    }
-    let mut start = PackedNs::with_capacity(by_place.len());
-    by_place.iter().for_each(|&s| start.push(s));
-    start.seal();
-    start
 }
 
 impl ReplayFrames for PlacedFrames {
@@ -204,7 +246,7 @@ impl ReplayFrames for PlacedFrames {
         let mut last_end: Vec<Option<i64>> = vec![None; THREADS];
         let depth = self.delays.map_or(0, |(depth, _)| depth);
         let mut recent_ends: VecDeque<i64> = VecDeque::with_capacity(depth.min(self.len()) + 1);
-        for k in 0..self.len() {
+        for (k, frame_start) in (0..self.len()).zip(self.starts()) {
             let (a, b) = self.range(k);
             spans.clear();
             let gated = match self.delays {
@@ -212,7 +254,7 @@ impl ReplayFrames for PlacedFrames {
                 None => usize::MAX,
             };
             for j in a..b {
-                let this = self.span(k, j);
+                let this = self.span(frame_start, j);
                 let thread_free = last_end[this.thread as usize].replace(this.end_ns);
                 let delay = match spans.last() {
                     Some((before, _)) if self.delays.is_some() => {
@@ -282,7 +324,7 @@ mod tests {
         run.meta.end_reason = EndReason::Exited;
         let (table, _) = read_frames(&run).unwrap();
         let (_, measured) = measure(&table, &columns_of(&run.spans, ANALYSIS_KEEPS).0, &run.meta);
-        let mut placed = PlacedFrames::read(&run, &table, &measured).unwrap()?;
+        let mut placed = PlacedFrames::read(&run, table, &measured).unwrap()?;
 
         let (mut columns, table) = columns_of(&run.spans, ANALYSIS_KEEPS);
         let frame_of_row = std::mem::take(&mut columns.frame);

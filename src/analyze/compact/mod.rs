@@ -2,16 +2,19 @@
 //! [`crate::analyze::analyze`] (its tests compare the two on the same runs), in
 //! about a third of the memory.
 //!
-//! A loaded run holds 32 bytes a span and the analysis about 70 more. Here the spans become
-//! columns as they arrive (frame index, stage, packed duration and start, thread: 18 bytes;
-//! start and thread dropped once the waits and busy time are taken from them), frames
-//! a start and an end (16 bytes, ids implicit while they count up), and each statistic's
-//! values are made, used and dropped in turn, u32 where they fit: at most about 35 bytes
-//! a span with one span per frame (the worst case), about 28 with five stages a frame.
+//! A loaded run holds 32 bytes a span and the analysis about 70 more. Here the frames are
+//! read first (a start and an end, packed: about 8 bytes a frame, ids implicit while they
+//! count up), then the spans are read again for each thing they give ([`streamed`]) and
+//! each statistic's values are made, used and dropped in turn, u32 where they fit. Where
+//! that cannot be done (spans far out of order), and for `hist`, the HTML page and
+//! `whatif`, the spans become columns (frame index, stage, packed duration and start,
+//! thread: about 15 bytes a span; start and thread dropped once the waits and busy time
+//! are taken from them).
 
 pub mod cadence;
 pub mod columns;
 pub mod frameless;
+pub mod grouped;
 pub mod growing;
 pub mod narrow;
 pub mod nearly_sorted;
@@ -44,25 +47,24 @@ use super::summary::{assemble, budget_ns, SpanFacts};
 use super::telemetry::FrameSpan;
 use super::{Analysis, Dist, StageRow, WorstFrame};
 use crate::model::{Run, SpanSource};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The analysis of `head` (a run's metadata, names, processes, telemetry: its `spans` and
 /// `counters` are not read) with its spans and counter values from `source`.
-pub fn analyze_from(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Analysis> {
+pub fn analyze_from(head: &Run, source: &(dyn SpanSource + Sync)) -> anyhow::Result<Analysis> {
     // One span a frame, ids counting up: nothing held that grows with the run.
     if let Some(analysis) = frameless::analyze(head, source)? {
         return Ok(analysis);
     }
     let (table, spans) = read_frames(source)?;
-    let (columns, table) = if streamed::one_span_a_frame(&table, spans) {
-        // Nothing of the spans is held: what they give is taken as they are read again.
-        if let Some(analysis) = streamed::analyze(head, table, spans, source, &mut |_| {})? {
-            return Ok(analysis);
-        }
-        // A thread's spans came out of order: sorting them takes the columns.
-        load_columns(source, ANALYSIS_KEEPS)?
-    } else {
-        columns_beside(table, source, ANALYSIS_KEEPS)?
-    };
+    // Nothing of the spans is held: what they give is taken as they are read again.
+    if let Some(analysis) = streamed::analyze(head, table, spans, source, &mut |_| {})? {
+        return Ok(analysis);
+    }
+    // A thread's spans came out of order (sorting them takes the columns), or frames came
+    // in no order a read can group.
+    count_column_fallback();
+    let (columns, table) = load_columns(source, ANALYSIS_KEEPS)?;
     analyze_columns(
         head,
         Columns::Owned(Box::new(columns)),
@@ -70,6 +72,20 @@ pub fn analyze_from(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Analy
         source,
         &mut |_| {},
     )
+}
+
+/// Analyses of this process that read the columns after a read without them could not
+/// give the numbers ([`streamed`]'s cases): the scale tests print it by phase.
+static COLUMN_FALLBACKS: AtomicU64 = AtomicU64::new(0);
+
+/// How many analyses fell back to the columns so far in this process.
+pub fn column_fallbacks() -> u64 {
+    COLUMN_FALLBACKS.load(Ordering::Relaxed)
+}
+
+/// Counts an analysis that reads columns after [`streamed`] said it cannot do without.
+pub fn count_column_fallback() {
+    COLUMN_FALLBACKS.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Values the analysis has sorted, shown to the caller before they are dropped: the HTML

@@ -1,22 +1,29 @@
-//! The analysis of a run whose frames have one span each (`testprog rate`'s shape: the
-//! worst case for columns, 15 bytes a span beside the frame table's 8 a frame) without
-//! columns: the spans are read again for each thing they give (the measured stages' counts
-//! and each thread's busy time, then each stage's durations) and nothing of them is held
-//! but what is being computed. A read costs ~6 ns a span (docs/run-file.md), the columns
-//! held 150 MB for 10M spans (issue 29: report ≤ 150 MB whatever the run's length).
+//! The analysis of a run without columns: the spans are read again for each thing they
+//! give (the measured stages' counts and each thread's busy time, then each stage's
+//! durations, and with several spans a frame their waits) and nothing of them is held but
+//! what is being computed. A read costs ~6 ns a span (docs/run-file.md); the columns held
+//! 15 to 18 bytes a span (issue 29: report ≤ 150 MB whatever the run's length; issue 31:
+//! no subcommand over twice the run file).
 //!
 //! The numbers are those of the columns' analysis (`compact::tests` compares them): each
-//! read sees the spans in the order the columns hold them. Where waits would need a frame's
-//! spans side by side, or a thread's spans came out of start order and must be sorted,
-//! the caller reads the columns instead.
+//! read sees the spans in the order the columns hold them, and with several spans a frame
+//! the waits are taken from the frames as a read groups them (`grouped`: frames nearly in
+//! order, or a few stretches in order merged); a thread's spans that come out of start
+//! order (a span wrapping others is recorded after them) are set aside and merged into its
+//! busy time by one more read. Where too many do, or the frames come in no order a read can
+//! group, the caller reads the columns instead ([`super::column_fallbacks`] counts it).
 
+use super::grouped::{for_each_frame, FrameOrder, Grouping};
 use super::table::FrameTable;
 use super::values::{NsValues, SORTS_AT_ONCE};
 use super::window::{measure_with, Bits, MeasuredFrames};
 use super::{frame_facts, pick_worst, stage_order, stage_rows, Sorted, SpanParts, StageCounts};
 use crate::analyze::frames::{out_of_range, NO_FRAME};
-use crate::analyze::pipeline::resources::{BusySweep, Clipped};
-use crate::analyze::pipeline::{summarize_single_spans, Names, PipelineInput};
+use crate::analyze::pipeline::by_frame::{FrameSweep, FramesWaits};
+use crate::analyze::pipeline::resources::{Busy, BusySweep, Clipped, ThreadBusy};
+use crate::analyze::pipeline::{
+    summarize_single_spans, summarize_swept, Names, PipelineInput, SpanRow,
+};
 use crate::analyze::stages::WORST_FRAMES;
 use crate::analyze::summary::assemble;
 use crate::analyze::Analysis;
@@ -28,17 +35,22 @@ pub fn one_span_a_frame(table: &FrameTable, spans: usize) -> bool {
     (spans as u64).checked_sub(table.negative_spans) == Some(table.count() as u64)
 }
 
-/// The analysis of `head`'s run, whose frames `table` holds (one span each), from reads of
-/// `source`; the table is dropped before the scheduler's split, which reads the spans once
-/// more. `None` when a thread's spans did not come in start order.
+/// The analysis of `head`'s run, whose frames `table` holds (`spans` read in all), from
+/// reads of `source`; the table is dropped before the scheduler's split, which reads the
+/// spans once more. `None` when a thread's spans did not come in start order, or the
+/// frames of a run with several spans a frame came in no order a read can group.
 pub fn analyze(
     head: &Run,
     table: FrameTable,
     spans: usize,
-    source: &dyn SpanSource,
+    source: &(dyn SpanSource + Sync),
     sorted: &mut dyn FnMut(Sorted),
 ) -> anyhow::Result<Option<Analysis>> {
-    let Some((facts, _)) = facts(head, &table, spans, source, sorted)? else {
+    let reads = Reads {
+        source,
+        shared: Some(source),
+    };
+    let Some((facts, _)) = facts(head, &table, spans, reads, (sorted, &mut |_, _| {}))? else {
         return Ok(None);
     };
     drop(table);
@@ -47,7 +59,9 @@ pub fn analyze(
     Ok(Some(analysis))
 }
 
-/// [`analyze`] with the table kept by the caller, and the frames it measured.
+/// [`analyze`] with the table kept by the caller, and the frames it measured. Without
+/// threads to read with (`source` is not `Sync`), a run whose frames need the stretches of
+/// a file written thread by thread merged gives `None`.
 pub fn analyze_measured(
     head: &Run,
     table: &FrameTable,
@@ -55,7 +69,38 @@ pub fn analyze_measured(
     source: &dyn SpanSource,
     sorted: &mut dyn FnMut(Sorted),
 ) -> anyhow::Result<Option<(Analysis, MeasuredFrames)>> {
-    let Some((facts, measured)) = facts(head, table, spans, source, sorted)? else {
+    let reads = Reads {
+        source,
+        shared: None,
+    };
+    measured_analysis(head, table, spans, reads, (sorted, &mut |_, _| {}))
+}
+
+/// [`analyze_measured`], `waits` shown each wait pair's name and its waits over the
+/// measured frames, sorted (what `pipeline::wait_values` gives a loaded run).
+pub fn analyze_measured_with_waits(
+    head: &Run,
+    table: &FrameTable,
+    spans: usize,
+    source: &(dyn SpanSource + Sync),
+    shown: Shown,
+) -> anyhow::Result<Option<(Analysis, MeasuredFrames)>> {
+    let reads = Reads {
+        source,
+        shared: Some(source),
+    };
+    measured_analysis(head, table, spans, reads, shown)
+}
+
+fn measured_analysis(
+    head: &Run,
+    table: &FrameTable,
+    spans: usize,
+    reads: Reads,
+    shown: Shown,
+) -> anyhow::Result<Option<(Analysis, MeasuredFrames)>> {
+    let source = reads.source;
+    let Some((facts, measured)) = facts(head, table, spans, reads, shown)? else {
         return Ok(None);
     };
     let mut analysis = assemble(head, facts);
@@ -63,16 +108,36 @@ pub fn analyze_measured(
     Ok(Some((analysis, measured)))
 }
 
+/// Where the spans are read from: `shared` is the same source where threads may read it
+/// (the merge of a file written thread by thread reads on threads of its own).
+#[derive(Clone, Copy)]
+struct Reads<'a> {
+    source: &'a dyn SpanSource,
+    shared: Option<&'a (dyn SpanSource + Sync)>,
+}
+
 type Facts = (crate::analyze::summary::SpanFacts, MeasuredFrames);
+
+/// Where the analysis shows what it sorted: the stages' durations and the intervals, and
+/// each wait pair's waits.
+pub type Shown<'a> = (
+    &'a mut dyn FnMut(Sorted),
+    &'a mut dyn FnMut(&str, &NsValues),
+);
 
 fn facts(
     head: &Run,
     table: &FrameTable,
     spans: usize,
-    source: &dyn SpanSource,
-    sorted: &mut dyn FnMut(Sorted),
+    reads: Reads,
+    (sorted, waits): Shown,
 ) -> anyhow::Result<Option<Facts>> {
-    let reader = SpanReader { table, source };
+    let source = reads.source;
+    let reader = SpanReader {
+        table,
+        source,
+        shared: reads.shared,
+    };
     let (window, measured) = measure_with(table, &head.meta, &mut |visit| {
         reader.each(&mut |s, frame| visit(frame, s.stage))
     })?;
@@ -82,23 +147,39 @@ fn facts(
         threads: &head.threads,
     };
     let window_ns = (window.start_ns, window.end_ns);
-    let Some((counts, busy)) = counts_and_busy(&reader, &measured, window_ns, &names)? else {
+    let mut frame_order = FrameOrder::default();
+    let read = counts_and_busy(&reader, &measured, window_ns, &names, &mut frame_order)?;
+    let Some((counts, busy)) = read else {
         return Ok(None);
     };
+    let measured_spans: usize = counts.count.iter().sum();
     let input = PipelineInput {
         names,
         window: window_ns,
         frame_slots: table.slots(),
         measured_frames: measured.count,
-        multi_span: false,
+        multi_span: measured_spans as u64 > measured.count,
         worst: &worst,
     };
-    let pipeline = summarize_single_spans(&input, busy);
     let order = stage_order(&counts);
-    let done = stage_durations(&reader, &measured, &counts, &order, &worst)?;
-    // One stage: its durations are the measured frames' totals, already sorted.
+    let (pipeline, done) = if input.multi_span {
+        // The waits need each frame's spans side by side: read grouped by frame.
+        let Some(grouping) = Grouping::of(&frame_order, measured.count) else {
+            return Ok(None);
+        };
+        let read = (&reader, &measured, &grouping);
+        let Some((done, swept)) = grouped_durations(read, &counts, &order, &worst)? else {
+            return Ok(None);
+        };
+        (summarize_swept(&input, busy, swept, waits), done)
+    } else {
+        let done = stage_durations(&reader, &measured, &counts, &order, &worst)?;
+        (summarize_single_spans(&input, busy), done)
+    };
+    // One span a frame of one stage: its durations are the measured frames' totals,
+    // already sorted.
     let total = match done.as_slice() {
-        [(durations, _)] => Some(durations.dist_of_sorted()),
+        [(durations, _)] if !input.multi_span => Some(durations.dist_of_sorted()),
         _ => None,
     };
     let stage_table = stage_rows(&order, &head.stages, done, (table, &worst), sorted);
@@ -120,6 +201,7 @@ fn facts(
 struct SpanReader<'a> {
     table: &'a FrameTable,
     source: &'a dyn SpanSource,
+    shared: Option<&'a (dyn SpanSource + Sync)>,
 }
 
 impl SpanReader<'_> {
@@ -148,19 +230,16 @@ impl SpanReader<'_> {
     }
 }
 
-/// `count_stages` and the busy time by thread (`pipeline::summarize`'s) from one read;
-/// `None` when a thread's spans came out of start order.
+/// `count_stages` and the busy time by thread (`pipeline::summarize`'s) from one read, and
+/// how the measured spans' frames come (`frame_order`); a second read where some thread's
+/// spans came out of start order (those set aside merged in); `None` when too many did.
 fn counts_and_busy(
     reader: &SpanReader,
     measured: &MeasuredFrames,
-    (from, to): (i64, i64),
+    window: (i64, i64),
     names: &Names,
-) -> anyhow::Result<
-    Option<(
-        StageCounts,
-        Option<Vec<super::super::pipeline::resources::ThreadBusy>>,
-    )>,
-> {
+    frame_order: &mut FrameOrder,
+) -> anyhow::Result<Option<(StageCounts, Option<Vec<ThreadBusy>>)>> {
     let stages = u16::MAX as usize + 1;
     let mut c = StageCounts {
         count: vec![0; stages],
@@ -168,30 +247,53 @@ fn counts_and_busy(
         first_start: vec![i64::MAX; stages],
     };
     let with_threads = crate::analyze::pipeline::has_thread_info(names.threads);
-    let mut busy = BusySweep::default();
+    let mut busy = BusySweep::new(most_late(reader.source.span_count_hint()));
     reader.each(&mut |s, frame| {
-        if frame != NO_FRAME && measured.in_window.get(frame) {
+        let is_measured = frame != NO_FRAME && measured.in_window.get(frame);
+        frame_order.see(is_measured.then_some(frame));
+        if is_measured {
             let st = s.stage as usize;
             c.count[st] += 1;
             c.max_dur[st] = c.max_dur[st].max(s.dur_ns);
             c.first_start[st] = c.first_start[st].min(s.start_ns);
         }
-        if with_threads {
-            let clipped = Clipped {
-                thread: s.thread,
-                stage: s.stage,
-                from: s.start_ns.max(from),
-                to: s.start_ns.saturating_add(s.dur_ns).min(to),
-            };
-            if s.dur_ns >= 0 && clipped.from < clipped.to {
-                busy.add(clipped);
-            }
+        if let Some(clipped) = clipped(s, window).filter(|_| with_threads) {
+            busy.add(clipped);
         }
     })?;
     if !with_threads {
         return Ok(Some((c, None)));
     }
-    Ok(busy.finish().map(|busy| (c, Some(busy))))
+    let busy = match busy.finish_late() {
+        Busy::Done(busy) => busy,
+        Busy::TooLate => return Ok(None),
+        Busy::Late(mut late) => {
+            reader.each(&mut |s, _| {
+                if let Some(clipped) = clipped(s, window) {
+                    late.add(clipped);
+                }
+            })?;
+            late.finish()
+        }
+    };
+    Ok(Some((c, Some(busy))))
+}
+
+/// Spans a thread's busy time sets aside, at most, for `spans` spans (24 bytes each):
+/// beyond, sorting them takes the columns.
+fn most_late(spans: usize) -> usize {
+    (spans / 16).max(1 << 16)
+}
+
+/// `s`'s time inside `window`, as `pipeline::summarize` clips it; `None` when none.
+fn clipped(s: &Span, (from, to): (i64, i64)) -> Option<Clipped> {
+    let clipped = Clipped {
+        thread: s.thread,
+        stage: s.stage,
+        from: s.start_ns.max(from),
+        to: s.start_ns.saturating_add(s.dur_ns).min(to),
+    };
+    (s.dur_ns >= 0 && clipped.from < clipped.to).then_some(clipped)
 }
 
 /// Each stage's durations in measured frames (stages in `order`), sorted, and its sums in
@@ -233,4 +335,59 @@ fn stage_durations(
         d.sort();
         (d, w)
     }))
+}
+
+/// Each stage's durations in measured frames, sorted, and its sums in the worst frames (as
+/// [`stage_durations`]), and the measured frames' waits, from one read grouped by frame;
+/// `None` when the frames did not come as the grouping expected (the columns take them).
+fn grouped_durations(
+    (reader, measured, grouping): (&SpanReader, &MeasuredFrames, &Grouping),
+    counts: &StageCounts,
+    order: &[usize],
+    worst: &[u32],
+) -> anyhow::Result<Option<(Vec<(NsValues, Vec<Option<i64>>)>, FramesWaits)>> {
+    let mut column = vec![usize::MAX; counts.count.len()];
+    for (c, &s) in order.iter().enumerate() {
+        column[s] = c;
+    }
+    let mut done: Vec<(NsValues, Vec<Option<i64>>)> = (order.iter())
+        .map(|&s| {
+            let values = NsValues::for_range(0, counts.max_dur[s], counts.count[s]);
+            (values, vec![None; worst.len()])
+        })
+        .collect();
+    let mut is_worst = Bits::new(reader.table.slots());
+    for &f in worst {
+        is_worst.set(f);
+    }
+    let mut sweep = FrameSweep::new(worst, measured.count as usize);
+    let frames = (reader.table, measured);
+    let sources = (reader.source, reader.shared);
+    let whole = for_each_frame(sources, frames, grouping, &mut |frame, spans| {
+        for s in spans {
+            let (durations, worst_ns) = &mut done[column[s.stage as usize]];
+            durations.push(s.dur_ns);
+            if is_worst.get(frame) {
+                if let Some(pos) = worst.iter().position(|&w| w == frame) {
+                    worst_ns[pos] = Some(worst_ns[pos].unwrap_or(0).saturating_add(s.dur_ns));
+                }
+            }
+        }
+        let rows = spans.iter().map(|s| SpanRow {
+            measured_frame: Some(frame),
+            thread: s.thread,
+            stage: s.stage,
+            start_ns: s.start_ns,
+            dur_ns: s.dur_ns,
+        });
+        sweep.frame(frame as usize, rows);
+    })?;
+    if !whole {
+        return Ok(None);
+    }
+    let done = crate::parallel::map(done, SORTS_AT_ONCE, |(mut d, w)| {
+        d.sort();
+        (d, w)
+    });
+    Ok(Some((done, sweep.finish())))
 }

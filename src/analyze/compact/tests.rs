@@ -880,3 +880,148 @@ fn adversarial_values_give_the_same_reports_without_a_frame_table() {
         }
     }
 }
+
+/// Whether `run`, stored, is analysed without columns (`streamed`), whatever its spans a
+/// frame.
+fn streams(run: &Run) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.framelab");
+    store::write_run(&path, run).unwrap();
+    let stored = store::open_run(&path, None).unwrap();
+    let (table, spans) = super::read_frames(&stored).unwrap();
+    super::streamed::analyze(&stored.head, table, spans, &stored, &mut |_| {})
+        .unwrap()
+        .is_some()
+}
+
+/// `run` with its spans written thread by thread (as an import can write them), each
+/// thread's in the order recorded.
+fn thread_by_thread(mut run: Run) -> Run {
+    run.spans.sort_by_key(|s| s.thread);
+    run
+}
+
+#[test]
+fn runs_of_several_spans_a_frame_read_without_columns_give_the_same_reports() {
+    let many = Shape {
+        frames: 6_000,
+        period: 100_000,
+        max_dur: 80_000,
+        warmup_ns: 50 * MS,
+        ..Shape::default()
+    };
+    let shapes = [
+        ("three stages on two threads", Shape::default()),
+        (
+            "cut short at the stop",
+            Shape {
+                cut_short: true,
+                ..Shape::default()
+            },
+        ),
+        (
+            "sparse ids",
+            Shape {
+                id: |n| n.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                ..Shape::default()
+            },
+        ),
+        (
+            "descending ids",
+            Shape {
+                id: |n| 1_000_000 - n,
+                ..Shape::default()
+            },
+        ),
+        (
+            "negative durations",
+            Shape {
+                negative_every: 9,
+                ..Shape::default()
+            },
+        ),
+        (
+            "wide values",
+            Shape {
+                max_dur: 6_000_000_000,
+                period: 7_000_000_000,
+                frames: 60,
+                warmup_ns: 20_000_000_000,
+                ..Shape::default()
+            },
+        ),
+        (
+            "many stages and threads",
+            Shape {
+                stages: 9,
+                threads: 5,
+                ..Shape::default()
+            },
+        ),
+        ("many frames", many),
+    ];
+    for (label, shape) in shapes {
+        // As the collector drains its rings (threads in turn), and thread by thread.
+        for (how, run) in [
+            ("in batches", generated(shape)),
+            ("thread by thread", thread_by_thread(generated(shape))),
+        ] {
+            let label = format!("{label}, {how}");
+            assert!(streams(&run), "{label}");
+            let a = same(&label, &run);
+            let p = a.pipeline.as_ref().unwrap();
+            assert!(!p.waits.is_empty() && !p.resources.is_empty(), "{label}");
+            let mut run = run;
+            run.meta.target_fps = None;
+            same(&format!("{label}, no budget"), &run);
+        }
+    }
+
+    // Stages overlapping the one before them (stage 1, on its own thread, starts 0.3 ms
+    // early): overlaps counted, not waits.
+    let mut run = generated(Shape::default());
+    for s in run.spans.iter_mut().filter(|s| s.stage == 1) {
+        s.start_ns -= 300_000;
+    }
+    assert!(streams(&run));
+    let a = same("overlapping stages", &run);
+    let overlaps: u64 = (a.pipeline.as_ref().unwrap().waits.iter())
+        .map(|w| w.overlaps)
+        .sum();
+    assert!(overlaps > 0);
+
+    // A frame's spans recorded out of start order, with no thread ids (no busy time to
+    // sort): grouped as recorded, the frame counted as reordered.
+    for (label, run) in crate::analyze::fixtures::pipeline_edge_runs() {
+        let mut run = run;
+        if label == "reordered" {
+            run.threads = vec![ThreadInfo::default()];
+            assert!(streams(&run), "{label}");
+            let a = same("reordered, no thread ids", &run);
+            assert_eq!(a.pipeline.as_ref().unwrap().reordered_frames, 1);
+        }
+    }
+
+    // A thread's spans out of start order (as a span wrapping others is recorded after
+    // them): the busy time merges those set aside in, from another read.
+    let mut run = generated(Shape::default());
+    for pair in run.spans.chunks_mut(2) {
+        pair.reverse();
+    }
+    assert!(streams(&run));
+    same("a thread out of start order", &run);
+
+    // Ten threads written thread by thread (more stretches than are merged, frames too far
+    // apart to hold): the columns, the same reports.
+    let run = thread_by_thread(generated(Shape {
+        frames: 8_000,
+        stages: 10,
+        threads: 10,
+        period: 100_000,
+        max_dur: 8_000,
+        warmup_ns: 50 * MS,
+        ..Shape::default()
+    }));
+    assert!(!streams(&run));
+    same("ten threads, thread by thread", &run);
+}

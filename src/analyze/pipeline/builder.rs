@@ -2,13 +2,14 @@
 //! columns of `compact`): each measured frame's waits, each thread's busy time, the
 //! bottleneck. The spans are read by index, in memory: no second read of the run file.
 
-use super::by_frame::sweep;
+use super::by_frame::{sweep, FramesWaits};
 use super::input::{PipelineInput, SpanRow, SpanRows};
 use super::resources::{thread_busy, Clipped, ThreadBusy};
 use super::{
     has_thread_info, is_queue, thread_labels, Bottleneck, FrameBreakdown, Names, PipelineSummary,
     RepeatedOverlap, ResourceRow, StageBusy, WaitRow,
 };
+use crate::analyze::compact::values::NsValues;
 use crate::analyze::frames::{Frames, Measured, NO_FRAME};
 use crate::analyze::stages::stage_name;
 use crate::analyze::{StageRow, WorstFrame};
@@ -102,6 +103,37 @@ pub(crate) fn summarize_single_spans(
     })
 }
 
+/// [`summarize`] of a run read without holding its spans: its measured frames swept as
+/// a read grouped them by frame (`by_frame::FrameSweep`), its busy time by thread taken
+/// by a read in the run's order (`None` where its threads are not known). `values` is
+/// shown each wait pair's waits, sorted (what `compare` keeps of them).
+pub(crate) fn summarize_swept(
+    input: &PipelineInput,
+    busy: Option<Vec<ThreadBusy>>,
+    swept: FramesWaits,
+    values: &mut dyn FnMut(&str, &NsValues),
+) -> Option<Pipeline> {
+    if input.measured_frames == 0 {
+        return None;
+    }
+    let mut summary = PipelineSummary {
+        single_stage: !input.multi_span,
+        no_threads: !has_thread_info(input.names.threads),
+        ..PipelineSummary::default()
+    };
+    let breakdowns = match input.multi_span {
+        true => summary.waits_of_swept(input.names.stages, swept, values),
+        false => Vec::new(),
+    };
+    if let Some(busy) = busy.filter(|_| !summary.no_threads) {
+        summary.resources_from(busy, &input.names, input.window, input.measured_frames);
+    }
+    Some(Pipeline {
+        summary,
+        breakdowns,
+    })
+}
+
 /// A loaded run's spans for [`summarize`].
 pub(crate) struct LoadedRows<'a> {
     pub run: &'a Run,
@@ -183,10 +215,25 @@ impl PipelineSummary {
         &mut self,
         input: &PipelineInput,
         spans: &impl SpanRows,
-        mut values: Option<&mut WaitValues>,
+        values: Option<&mut WaitValues>,
     ) -> Vec<Option<FrameBreakdown>> {
-        let stages = input.names.stages;
-        let mut swept = sweep(input, spans);
+        let swept = sweep(input, spans);
+        match values {
+            Some(values) => self.waits_of_swept(input.names.stages, swept, &mut |name, v| {
+                values.push((name.to_owned(), v.to_i64()))
+            }),
+            None => self.waits_of_swept(input.names.stages, swept, &mut |_, _| {}),
+        }
+    }
+
+    /// [`PipelineSummary::waits_from`] of frames already swept; `values` is shown each
+    /// pair's name and its waits, sorted, in the wait table's order.
+    fn waits_of_swept(
+        &mut self,
+        stages: &[String],
+        mut swept: FramesWaits,
+        values: &mut dyn FnMut(&str, &NsValues),
+    ) -> Vec<Option<FrameBreakdown>> {
         self.reordered_frames = swept.reordered;
         let breakdowns = (swept.worst.into_iter())
             .map(|w| {
@@ -203,9 +250,7 @@ impl PipelineSummary {
         for ((from, to), mut t) in swept.pairs {
             t.waits.sort();
             let name = pair_name(stages, from, to);
-            if let Some(values) = values.as_mut() {
-                values.push((name.clone(), t.waits.to_i64()));
-            }
+            values(&name, &t.waits);
             self.waits.push(WaitRow {
                 name,
                 from: stage_name(stages, from.into()),

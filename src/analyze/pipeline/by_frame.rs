@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use super::input::{PipelineInput, SpanRows};
+use super::input::{PipelineInput, SpanRow, SpanRows};
 use super::waits::{frame_waits, FrameWaits, StageSpan};
 use crate::analyze::compact::values::NsValues;
 
@@ -89,59 +89,95 @@ fn merge(parts: impl Iterator<Item = FramesWaits>, input: &PipelineInput) -> Fra
 /// The sweep of the measured frames with indices in `range`.
 fn sweep_range(input: &PipelineInput, spans: &impl SpanRows, range: Range<usize>) -> FramesWaits {
     let grouped = ByFrame::group(spans, range.clone());
-    let mut out = FramesWaits {
-        pairs: Vec::new(),
-        work: NsValues::for_range(0, 0, grouped.frames),
-        waited: NsValues::for_range(0, 0, grouped.frames),
-        worst: vec![None; input.worst.len()],
-        reordered: 0,
-    };
-    let mut tallies = Tallies::default();
-    // By thread index (the run's thread table: small): the frame and start of the last
-    // span taken on it.
-    let mut last_on_thread: Vec<(usize, i64)> = Vec::new();
-    let mut frame_spans: Vec<StageSpan> = Vec::new();
+    let mut sweep = FrameSweep::new(input.worst, grouped.frames);
     for frame in range {
         let rows = grouped.frame(frame);
-        if rows.is_empty() {
-            continue;
+        if !rows.is_empty() {
+            sweep.frame(frame, rows.iter().map(|&i| spans.row(i as usize)));
         }
-        frame_spans.clear();
+    }
+    sweep.finish()
+}
+
+/// The sweep of measured frames handed over one at a time, each with all its measured
+/// spans in the order recorded: by the grouping above, or by a read of the run file that
+/// groups them as it goes (`compact::grouped`).
+pub struct FrameSweep<'a> {
+    worst: &'a [u32],
+    out: FramesWaits,
+    tallies: Tallies,
+    /// By thread index (the run's thread table: small): the frame and start of the last
+    /// span taken on it.
+    last_on_thread: Vec<(usize, i64)>,
+    frame_spans: Vec<StageSpan>,
+}
+
+impl<'a> FrameSweep<'a> {
+    /// A sweep of about `frames` frames; `worst` are the worst frames' indices.
+    pub fn new(worst: &'a [u32], frames: usize) -> FrameSweep<'a> {
+        FrameSweep {
+            worst,
+            out: FramesWaits {
+                pairs: Vec::new(),
+                work: NsValues::for_range(0, 0, frames),
+                waited: NsValues::for_range(0, 0, frames),
+                worst: vec![None; worst.len()],
+                reordered: 0,
+            },
+            tallies: Tallies::default(),
+            last_on_thread: Vec::new(),
+            frame_spans: Vec::new(),
+        }
+    }
+
+    /// Frame `frame`'s measured spans (at least one), in the order recorded; each frame
+    /// once.
+    pub fn frame(&mut self, frame: usize, rows: impl Iterator<Item = SpanRow>) {
+        self.frame_spans.clear();
         let mut reordered = false;
-        for &i in rows {
-            let r = spans.row(i as usize);
+        for r in rows {
             let t = r.thread as usize;
-            if t >= last_on_thread.len() {
-                last_on_thread.resize(t + 1, (usize::MAX, 0));
+            if t >= self.last_on_thread.len() {
+                self.last_on_thread.resize(t + 1, (usize::MAX, 0));
             }
-            let (last_frame, last_start) = last_on_thread[t];
+            let (last_frame, last_start) = self.last_on_thread[t];
             reordered |= last_frame == frame && r.start_ns < last_start;
-            last_on_thread[t] = (frame, r.start_ns);
-            frame_spans.push(StageSpan {
+            self.last_on_thread[t] = (frame, r.start_ns);
+            self.frame_spans.push(StageSpan {
                 start_ns: r.start_ns,
                 end_ns: r.start_ns.saturating_add(r.dur_ns),
                 stage: r.stage,
                 thread: 0,
             });
         }
+        if self.frame_spans.is_empty() {
+            return;
+        }
+        let out = &mut self.out;
         out.reordered += u64::from(reordered);
-        let w = frame_waits(&mut frame_spans);
-        let frame_start = frame_spans[0].start_ns;
+        let w = frame_waits(&mut self.frame_spans);
+        let frame_start = self.frame_spans[0].start_ns;
         for (k, &(from, to, ns)) in w.waits.iter().enumerate() {
-            tallies.tally((from, to), (frame_start, k)).waits.push(ns);
+            self.tallies
+                .tally((from, to), (frame_start, k))
+                .waits
+                .push(ns);
         }
         for (k, &(from, to)) in w.overlaps.iter().enumerate() {
             let at = (frame_start, w.waits.len() + k);
-            tallies.tally((from, to), at).overlaps += 1;
+            self.tallies.tally((from, to), at).overlaps += 1;
         }
         out.work.push(w.work_ns);
         out.waited.push(w.wait_ns);
-        if let Some(pos) = input.worst.iter().position(|&f| f as usize == frame) {
+        if let Some(pos) = self.worst.iter().position(|&f| f as usize == frame) {
             out.worst[pos] = Some(w);
         }
     }
-    out.pairs = tallies.pairs;
-    out
+
+    pub fn finish(mut self) -> FramesWaits {
+        self.out.pairs = self.tallies.pairs;
+        self.out
+    }
 }
 
 /// The measured spans (non-negative ones of measured frames) of a range of frames grouped

@@ -8,7 +8,7 @@
 //! numbers.
 
 mod builder;
-mod by_frame;
+pub(crate) mod by_frame;
 mod input;
 pub mod resources;
 pub mod waits;
@@ -16,7 +16,8 @@ pub mod waits;
 use serde::{Deserialize, Serialize};
 
 pub(crate) use self::builder::{
-    multi_span, summarize, summarize_single_spans, wait_values_of, LoadedRows, Pipeline,
+    multi_span, summarize, summarize_single_spans, summarize_swept, wait_values_of, LoadedRows,
+    Pipeline,
 };
 pub use self::builder::{pair_name, wait_values, WaitValues};
 pub(crate) use self::input::{PipelineInput, SpanRow, SpanRows};

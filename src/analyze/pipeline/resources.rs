@@ -133,31 +133,173 @@ pub fn thread_busy(
 }
 
 /// [`thread_busy`] of spans handed over one at a time in the run's order, as a read of
-/// the run file gives them: nothing of them is held but each thread's sweep.
-#[derive(Default)]
+/// the run file gives them: nothing of them is held but each thread's sweep, and the spans
+/// that break their thread's start order (a span that wraps others is recorded after
+/// them), set aside as [`sorted_sweep`] sets them aside, to be merged in by a second read
+/// ([`LateSpans`]).
 pub struct BusySweep {
-    /// By thread index.
-    threads: Vec<Option<ThreadSweep>>,
+    /// By thread index: the sweep of the spans that keep the order, and the last of them.
+    threads: Vec<Option<(ThreadSweep, (i64, i64))>>,
+    /// By thread index: the spans set aside.
+    late: Vec<Vec<Clipped>>,
+    /// Spans set aside, in all, and the most that may be.
+    late_spans: usize,
+    most_late: usize,
+}
+
+/// What a [`BusySweep`] found.
+pub enum Busy {
+    /// Busy time by thread, threads in index order, as [`thread_busy`] gives it.
+    Done(Vec<ThreadBusy>),
+    /// Some threads' spans broke their start order: a second read merges them in.
+    Late(LateSpans),
+    /// More spans broke it than may be held: sorting them takes the spans in memory.
+    TooLate,
+}
+
+/// A sweep that sets no span aside: a thread out of start order is one it cannot sweep.
+impl Default for BusySweep {
+    fn default() -> BusySweep {
+        BusySweep::new(0)
+    }
 }
 
 impl BusySweep {
+    /// A sweep that sets aside at most `most_late` spans.
+    pub fn new(most_late: usize) -> BusySweep {
+        BusySweep {
+            threads: Vec::new(),
+            late: Vec::new(),
+            late_spans: 0,
+            most_late,
+        }
+    }
+
     pub fn add(&mut self, c: Clipped) {
         let t = c.thread as usize;
         if t >= self.threads.len() {
             self.threads.resize(t + 1, None);
         }
-        (self.threads[t].get_or_insert_with(ThreadSweep::new)).add(c.stage, (c.from, c.to));
+        let (sweep, last) =
+            (self.threads[t]).get_or_insert_with(|| (ThreadSweep::new(), (i64::MIN, i64::MIN)));
+        if keeps_order(last, &c) {
+            sweep.add(c.stage, (c.from, c.to));
+        } else if self.late_spans < self.most_late {
+            if t >= self.late.len() {
+                self.late.resize(t + 1, Vec::new());
+            }
+            self.late[t].push(c);
+            self.late_spans += 1;
+        } else {
+            self.late_spans = usize::MAX;
+        }
     }
 
     /// Busy time by thread, threads in index order, as [`thread_busy`] gives it; `None`
-    /// when a thread's spans did not come in start order (sorting them takes the spans
-    /// in memory).
+    /// when a thread's spans did not come in start order (sorting them takes the spans in
+    /// memory, or [`BusySweep::finish_late`]).
     pub fn finish(self) -> Option<Vec<ThreadBusy>> {
-        (self.threads.iter().enumerate())
-            .filter_map(|(t, sweep)| Some((t, sweep.as_ref()?)))
-            .map(|(t, sweep)| sweep.in_order.then(|| sweep.row(t as u32)))
-            .collect()
+        match self.finish_late() {
+            Busy::Done(busy) => Some(busy),
+            Busy::Late(_) | Busy::TooLate => None,
+        }
     }
+
+    /// What the sweep found, spans set aside included.
+    pub fn finish_late(self) -> Busy {
+        if self.late_spans == usize::MAX {
+            return Busy::TooLate;
+        }
+        let sweeps = (self.threads.into_iter()).map(|t| t.map(|(sweep, _)| sweep));
+        let mut threads: Vec<Option<ThreadSweep>> = sweeps.collect();
+        if self.late_spans == 0 {
+            return Busy::Done(rows(&threads));
+        }
+        let mut late = self.late;
+        late.resize(threads.len(), Vec::new());
+        // Threads with spans set aside are swept again, from the start.
+        let merging = (threads.iter_mut().zip(&mut late))
+            .map(|(sweep, late)| {
+                if late.is_empty() {
+                    return None;
+                }
+                *sweep = Some(ThreadSweep::new());
+                late.sort_unstable_by_key(|c| (c.from, c.to));
+                Some(Merging {
+                    late: std::mem::take(late),
+                    next: 0,
+                    last: (i64::MIN, i64::MIN),
+                })
+            })
+            .collect();
+        Busy::Late(LateSpans { threads, merging })
+    }
+}
+
+/// Whether `c` keeps its thread's start order after `last` (the last span that kept it),
+/// moving `last` on when it does: decided the same way by both reads.
+fn keeps_order(last: &mut (i64, i64), c: &Clipped) -> bool {
+    let keeps = (c.from, c.to) >= *last;
+    if keeps {
+        *last = (c.from, c.to);
+    }
+    keeps
+}
+
+/// The second read of a [`BusySweep`] whose threads set spans aside: the same spans, in
+/// the same order, swept again on those threads with the spans set aside merged in.
+pub struct LateSpans {
+    threads: Vec<Option<ThreadSweep>>,
+    /// By thread index: where its spans set aside are merged in (`None`: swept already).
+    merging: Vec<Option<Merging>>,
+}
+
+/// One thread's spans set aside, sorted, and how far they are merged in.
+struct Merging {
+    late: Vec<Clipped>,
+    next: usize,
+    last: (i64, i64),
+}
+
+impl LateSpans {
+    pub fn add(&mut self, c: Clipped) {
+        let t = c.thread as usize;
+        let (Some(Some(m)), Some(Some(sweep))) = (self.merging.get_mut(t), self.threads.get_mut(t))
+        else {
+            return;
+        };
+        if !keeps_order(&mut m.last, &c) {
+            return;
+        }
+        while let Some(l) = m
+            .late
+            .get(m.next)
+            .filter(|l| (l.from, l.to) < (c.from, c.to))
+        {
+            sweep.add(l.stage, (l.from, l.to));
+            m.next += 1;
+        }
+        sweep.add(c.stage, (c.from, c.to));
+    }
+
+    /// Busy time by thread, threads in index order, as [`thread_busy`] gives it.
+    pub fn finish(mut self) -> Vec<ThreadBusy> {
+        for (sweep, m) in self.threads.iter_mut().zip(&self.merging) {
+            if let (Some(sweep), Some(m)) = (sweep, m) {
+                for l in &m.late[m.next..] {
+                    sweep.add(l.stage, (l.from, l.to));
+                }
+            }
+        }
+        rows(&self.threads)
+    }
+}
+
+/// The rows of the threads swept, in index order.
+fn rows(threads: &[Option<ThreadSweep>]) -> Vec<ThreadBusy> {
+    (threads.iter().enumerate())
+        .filter_map(|(t, sweep)| Some(sweep.as_ref()?.row(t as u32)))
+        .collect()
 }
 
 /// [`thread_busy`] of the spans `clipped` gives, on this thread.
@@ -195,14 +337,6 @@ fn sorted_sweep(
 ) -> ThreadSweep {
     let on_thread = |i: usize| clipped(i).filter(|c| c.thread == thread);
     let key = |c: &Clipped| (c.from, c.to);
-    // Whether each span keeps the order, decided the same way in both passes.
-    let keeps_order = |last: &mut (i64, i64), c: &Clipped| {
-        let keeps = key(c) >= *last;
-        if keeps {
-            *last = key(c);
-        }
-        keeps
-    };
     let most_late = (spans / 16).max(1024);
     let mut late: Vec<Clipped> = Vec::new();
     let mut last = (i64::MIN, i64::MIN);

@@ -12,7 +12,8 @@ use serde::Serialize;
 
 pub use page::{escape_html, json_for_script};
 
-/// The page for `data` (a [`run_data::RunPage`] or a comparison's page data).
+/// The page for `data` (history's page data; a run's and a comparison's are documents:
+/// [`render_document`]).
 pub fn render(title: &str, data: &impl Serialize) -> anyhow::Result<String> {
     Ok(page::page(title, &json_for_script(data)?, None))
 }

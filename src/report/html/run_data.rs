@@ -302,7 +302,10 @@ where
 
 /// Every frame in end order (then id), the window's frames and the others alike.
 fn all_by_end(table: &FrameTable) -> Vec<u32> {
-    let mut order: Vec<u32> = table.frames().collect();
+    // Sized once: collected from a filter, it grew by doubling (5.8 bytes a frame at the
+    // page's peak for 12M frames, not 4).
+    let mut order: Vec<u32> = Vec::with_capacity(table.count());
+    order.extend(table.frames());
     sort_nearly_sorted(&mut order, |i| (table.end_ns(i), table.id(i)));
     order
 }

@@ -195,7 +195,8 @@ fn the_first_shown_metric_is_primary_and_the_others_wait_for_it() {
 }
 
 /// The comparison page's variant colours say nothing about better or worse: no green and no
-/// red for a variant (the verdicts' colours). The page's data names the primary metric.
+/// red for a variant (the verdicts' colours). The page's words are the text's, the primary
+/// metric named.
 #[test]
 fn the_comparison_page_names_the_primary_metric() {
     let dir = tempfile::tempdir().unwrap();
@@ -211,14 +212,29 @@ fn the_comparison_page_names_the_primary_metric() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let data = common::page_data(&page);
-    assert_eq!(data["primary_metric"], "fps");
+    // The page's words are the comparison's document, as text shows it: its title, every
+    // heading and paragraph a line of the text (the primary metric's among them).
+    let text = stdout(
+        &framelab()
+            .arg("compare")
+            .arg(&a)
+            .arg(&b)
+            .args(["--resamples", "500"])
+            .output()
+            .unwrap(),
+    );
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    assert!(lines.contains(&data["title"].as_str().unwrap()), "{text}");
+    let words: Vec<&str> = (data["blocks"].as_array().unwrap().iter())
+        .filter_map(|b| b["heading"].as_str().or(b["paragraph"].as_str()))
+        .collect();
+    assert!(words.len() > 3, "{words:?}");
+    for line in &words {
+        assert!(lines.contains(line), "{line:?} is not in the text:\n{text}");
+    }
     assert!(
-        data["method"]
-            .as_str()
-            .unwrap()
-            .contains("primary metric: fps"),
-        "{}",
-        data["method"]
+        words.iter().any(|w| w.starts_with("primary metric: fps")),
+        "{words:?}"
     );
     let b_row = &data["forests"][0]["rows"][1];
     assert_eq!(b_row["variant"], "b", "{b_row}");

@@ -233,7 +233,7 @@ fn absolute_changes_in_every_format() {
     let value: f64 = line.rsplit(',').next().unwrap().parse().unwrap();
     assert!(close(value, d));
 
-    // HTML: the verdict table carries it with its unit.
+    // HTML: the comparison's table, as text shows it: the difference beside its unit.
     let page = dir.path().join("page.html");
     compare(
         &[
@@ -243,15 +243,28 @@ fn absolute_changes_in_every_format() {
         .concat(),
     );
     let data = page_data(&page);
-    let verdict = data["verdicts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["metric"] == "work p50")
+    let table = (data["blocks"].as_array().unwrap().iter())
+        .filter_map(|b| b.get("table"))
+        .find(|t| {
+            t["headers"]
+                .as_array()
+                .unwrap()
+                .contains(&"difference".into())
+        })
+        .expect("the comparison's table");
+    let column = |name: &str| {
+        (table["headers"].as_array().unwrap().iter())
+            .position(|h| h == name)
+            .unwrap()
+    };
+    let work = (table["rows"].as_array().unwrap().iter())
+        .find(|r| r[0] == "work p50")
         .unwrap();
-    assert!(
-        verdict["difference"].as_str().unwrap().ends_with(" µs"),
-        "{verdict}"
+    assert_eq!(work[column("unit")], "µs", "{work}");
+    assert_eq!(
+        work[column("difference")].as_str().unwrap(),
+        format!("+{d:.1}"),
+        "{work}"
     );
 }
 
