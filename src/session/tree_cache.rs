@@ -17,12 +17,15 @@ use crate::model::ProcessRole;
 /// The longest a walk's list is used without walking again.
 const WALK_EVERY_NS: i64 = 1_000_000_000;
 
+/// A walk's list of the tree, in its order, with its pids sorted.
+type Walk = (Vec<(u32, ProcessRole)>, Vec<u32>);
+
 pub struct TreeCache {
     /// The group's own `cgroup.procs` (not its sub-groups').
     procs_file: PathBuf,
     /// The last walk's list, in its order, and its pids sorted; `None` when it cannot be
     /// trusted (it held a process the group did not list).
-    walked: Option<(Vec<(u32, ProcessRole)>, Vec<u32>)>,
+    walked: Option<Walk>,
     walked_at_ns: i64,
     /// What the group listed at the last look, sorted.
     listed: Option<Vec<u32>>,

@@ -185,10 +185,18 @@ mod tests {
         make(dir.path(), 0o600, (None, None)).unwrap();
         let mut word = WakeWord::open(dir.path()).unwrap();
         assert_eq!(word.wait(Duration::from_millis(1)), Waited::TimedOut);
+        // The word still says asleep: make it awake again, so that the producer below
+        // waits for the next wait's "asleep" rather than waking no one before it.
+        let file = OpenOptions::new()
+            .write(true)
+            .open(dir.path().join(wire::WAKE_FILE))
+            .unwrap();
+        file.write_all_at(&wire::COLLECTOR_AWAKE.to_ne_bytes(), 0)
+            .unwrap();
         let path = dir.path().to_owned();
         let producer = std::thread::spawn(move || wake_as_producer(&path));
         // Far longer than any test may take: only the producer can end it in time.
-        assert_eq!(word.wait(Duration::from_secs(600)), Waited::Woken);
+        assert_eq!(word.wait(Duration::from_secs(120)), Waited::Woken);
         producer.join().unwrap();
         assert!(word.usable());
     }
