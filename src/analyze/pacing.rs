@@ -107,17 +107,27 @@ fn adaptive_sd_of<T: Ns>(intervals_ns: &[T], window_ns: i64) -> f64 {
     (squares / intervals_ns.len() as f64).sqrt()
 }
 
+/// The bucket of `DELTA_BOUNDS_NS` that holds an interval change of `delta` ns.
+pub(crate) fn delta_bucket(delta: u128) -> usize {
+    DELTA_BOUNDS_NS
+        .iter()
+        .position(|&bound| delta < bound as u128)
+        .unwrap_or(DELTA_BOUNDS_NS.len())
+}
+
 /// Counts |interval_i − interval_(i−1)| into the buckets of `DELTA_BOUNDS_NS`.
 fn delta_buckets<T: Ns>(intervals_ns: &[T]) -> (u64, Vec<DeltaBucket>) {
     let mut counts = [0u64; DELTA_BOUNDS_NS.len() + 1];
     for pair in intervals_ns.windows(2) {
         let delta = (pair[1].into() as i128 - pair[0].into() as i128).unsigned_abs();
-        let bucket = DELTA_BOUNDS_NS
-            .iter()
-            .position(|&bound| delta < bound as u128)
-            .unwrap_or(DELTA_BOUNDS_NS.len());
-        counts[bucket] += 1;
+        counts[delta_bucket(delta)] += 1;
     }
+    buckets_of(&counts)
+}
+
+/// The buckets of `counts` (one a bound of `DELTA_BOUNDS_NS`, then the rest), each with its
+/// share, and their total.
+pub(crate) fn buckets_of(counts: &[u64]) -> (u64, Vec<DeltaBucket>) {
     let total: u64 = counts.iter().sum();
     let buckets = counts
         .iter()

@@ -11,7 +11,9 @@
 use std::collections::VecDeque;
 
 use crate::analyze::late::{missed_slots, stutter_window};
-use crate::analyze::pacing::{DeltaBucket, PacingSummary, ADAPTIVE_WINDOW_NS, DELTA_BOUNDS_NS};
+use crate::analyze::pacing::{
+    buckets_of, delta_bucket, PacingSummary, ADAPTIVE_WINDOW_NS, DELTA_BOUNDS_NS,
+};
 use crate::analyze::{LateSummary, StutterSummary};
 
 /// Frames over budget (totals in end order) and the slots the intervals missed.
@@ -151,10 +153,7 @@ impl Cadence {
         }
         if let Some(p) = self.previous {
             let delta = (x as i128 - p as i128).unsigned_abs();
-            let bucket = (DELTA_BOUNDS_NS.iter())
-                .position(|&bound| delta < bound as u128)
-                .unwrap_or(DELTA_BOUNDS_NS.len());
-            self.deltas[bucket] += 1;
+            self.deltas[delta_bucket(delta)] += 1;
         }
         self.previous = Some(x);
 
@@ -198,19 +197,7 @@ impl Cadence {
                 0.0
             },
         };
-        let deltas: u64 = self.deltas.iter().sum();
-        let delta_buckets = (self.deltas.iter().enumerate())
-            .map(|(k, &count)| DeltaBucket {
-                from_ns: if k == 0 { 0 } else { DELTA_BOUNDS_NS[k - 1] },
-                to_ns: DELTA_BOUNDS_NS.get(k).copied(),
-                count,
-                pct: if deltas == 0 {
-                    0.0
-                } else {
-                    count as f64 * 100.0 / deltas as f64
-                },
-            })
-            .collect();
+        let (deltas, delta_buckets) = buckets_of(&self.deltas);
         let pacing = PacingSummary {
             intervals: self.count as u64,
             interval_sd_ns: (self.squares / n).sqrt(),
