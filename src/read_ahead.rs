@@ -15,6 +15,42 @@ pub const AHEAD: usize = 2;
 /// Chunks of spans as a reader sends them (a failure of the reading in their place).
 pub type Chunks = mpsc::Receiver<anyhow::Result<Vec<Span>>>;
 
+/// A merge's place in one reader's spans ([`send_spans`]): the chunk being read, each
+/// used chunk handed back for the reader to fill again.
+pub struct Cursor {
+    chunks: Chunks,
+    returned: mpsc::Sender<Vec<Span>>,
+    chunk: Vec<Span>,
+    next: usize,
+}
+
+impl Cursor {
+    pub fn new(chunks: Chunks, returned: mpsc::Sender<Vec<Span>>) -> Self {
+        Cursor {
+            chunks,
+            returned,
+            chunk: Vec::new(),
+            next: 0,
+        }
+    }
+
+    /// The reader's next span, `None` once it sent its last chunk.
+    pub fn next_span(&mut self) -> anyhow::Result<Option<Span>> {
+        while self.next == self.chunk.len() {
+            let used = std::mem::take(&mut self.chunk);
+            let _ = self.returned.send(used);
+            self.next = 0;
+            match self.chunks.recv() {
+                Ok(chunk) => self.chunk = chunk?,
+                // The reader sent its last chunk.
+                Err(_) => return Ok(None),
+            }
+        }
+        self.next += 1;
+        Ok(Some(self.chunk[self.next - 1]))
+    }
+}
+
 /// `source.for_each_spans(sink)`, read ahead on another thread.
 pub fn for_each_read_ahead(
     source: &(dyn SpanSource + Sync),

@@ -179,10 +179,7 @@ fn merged(
             };
             readers.push(reader);
             runs.push(SortedRun {
-                chunks: full_rx,
-                returned: back_tx,
-                chunk: Vec::new(),
-                next: 0,
+                spans: read_ahead::Cursor::new(full_rx, back_tx),
                 index: from,
             });
         }
@@ -208,10 +205,7 @@ fn merged(
 
 /// One sorted run as the merge reads it.
 struct SortedRun {
-    chunks: read_ahead::Chunks,
-    returned: mpsc::Sender<Vec<Span>>,
-    chunk: Vec<Span>,
-    next: usize,
+    spans: read_ahead::Cursor,
     /// The place in the run of the next span.
     index: u64,
 }
@@ -219,22 +213,11 @@ struct SortedRun {
 impl SortedRun {
     /// The run's next span, `None` once it ended.
     fn next(&mut self) -> anyhow::Result<Option<StartKey>> {
-        if self.next == self.chunk.len() {
-            let used = std::mem::take(&mut self.chunk);
-            let _ = self.returned.send(used);
-            self.next = 0;
-            match self.chunks.recv() {
-                Ok(chunk) => self.chunk = chunk?,
-                // The reader sent its last chunk.
-                Err(_) => return Ok(None),
-            }
-        }
-        let Some(s) = self.chunk.get(self.next) else {
+        let Some(s) = self.spans.next_span()? else {
             return Ok(None);
         };
-        self.next += 1;
         self.index += 1;
-        Ok(Some(key(s, self.index - 1)))
+        Ok(Some(key(&s, self.index - 1)))
     }
 }
 

@@ -293,10 +293,7 @@ fn merged(
                 Err(e) => return Err(anyhow::anyhow!("starting a reader of the spans: {e}")),
             }
             stretches.push(Stretch {
-                chunks: full_rx,
-                returned: back_tx,
-                chunk: Vec::new(),
-                next: 0,
+                spans: read_ahead::Cursor::new(full_rx, back_tx),
             });
         }
         let outcome = merge(&mut stretches, measured_of, groups);
@@ -317,10 +314,7 @@ fn merged(
 
 /// One stretch as the merge reads it.
 struct Stretch {
-    chunks: read_ahead::Chunks,
-    returned: mpsc::Sender<Vec<Span>>,
-    chunk: Vec<Span>,
-    next: usize,
+    spans: read_ahead::Cursor,
 }
 
 impl Stretch {
@@ -329,24 +323,12 @@ impl Stretch {
         &mut self,
         measured_of: &mut impl FnMut(&Span) -> Option<GroupedSpan>,
     ) -> anyhow::Result<Option<GroupedSpan>> {
-        loop {
-            if self.next == self.chunk.len() {
-                let used = std::mem::take(&mut self.chunk);
-                let _ = self.returned.send(used);
-                self.next = 0;
-                match self.chunks.recv() {
-                    Ok(chunk) => self.chunk = chunk?,
-                    // The reader sent its last chunk.
-                    Err(_) => return Ok(None),
-                }
-                continue;
-            }
-            let s = self.chunk[self.next];
-            self.next += 1;
+        while let Some(s) = self.spans.next_span()? {
             if let Some(g) = measured_of(&s) {
                 return Ok(Some(g));
             }
         }
+        Ok(None)
     }
 }
 
