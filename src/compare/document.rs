@@ -5,7 +5,7 @@
 
 use super::comparison::{Comparison, Group, Row};
 use super::metrics::Unit;
-use crate::render::cells::{change_with_interval, fixed, unit_name};
+use crate::render::cells::{fixed, unit_name};
 use crate::render::document::{plain, pretty_json, Block, Document, Line, Span, SpanKind};
 use crate::render::{Table, Value};
 use crate::stats::Verdict;
@@ -199,16 +199,10 @@ fn sweep_table(blocks: &mut Vec<Block>, c: &Comparison, sweep: &super::compariso
             let (difference, change) = match ch {
                 Some(ch) => (
                     difference_cell(&sweep.unit, ch.difference, sweep.resolution),
-                    // The verdict's word after the change: words, not a figure.
-                    Value::Text(
-                        format!(
-                            "{} {}",
-                            change_with_interval(ch.ratio.ratio, ch.ratio.low, ch.ratio.high),
-                            ch.verdict
-                        )
-                        .trim_end()
-                        .to_owned(),
-                    ),
+                    Value::Verdict {
+                        change: Box::new(change(&ch.ratio)),
+                        verdict: ch.verdict.clone(),
+                    },
                 ),
                 None if is_baseline => (Value::from("baseline"), Value::from("baseline")),
                 None => (Value::Missing("—"), Value::Missing("—")),

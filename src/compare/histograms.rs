@@ -8,10 +8,11 @@ use serde::{Deserialize, Serialize};
 
 use super::load::{Loaded, LoadedRun};
 use crate::experiment::RunStatus;
-use crate::hist::bounds::{self, Scale, Threshold};
+use crate::hist::bounds::{self, Threshold};
 use crate::hist::figures::{self, Drawn, Thresholds};
 use crate::model::Histogram;
-use crate::render::Table;
+use crate::render::scaled::{Bounded, Measure};
+use crate::render::{Table, Value};
 
 /// A figure's value as bounds: exactly `lo` when `lo == hi`; `None`: unbounded.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -253,66 +254,28 @@ fn one(
     ((b.unit, rows), fb.not_applied)
 }
 
-/// A bound in a row's terms.
-fn show(kind: FigureKind, v: f64, scale: Option<Scale>) -> String {
-    match kind {
-        FigureKind::Count => format!("{v}"),
-        FigureKind::Share => bounds::show_share(v),
-        FigureKind::Value => bounds::show_value(v, scale),
-    }
-}
-
-/// A signed bound: `+1.5 ms`, `−0.25%`.
-fn signed(kind: FigureKind, v: f64, scale: Option<Scale>) -> String {
-    let sign = if v > 0.0 {
-        "+"
-    } else if v < 0.0 {
-        "−"
-    } else {
-        ""
-    };
-    let magnitude = match kind {
-        // A share's difference is in percentage points.
-        FigureKind::Share => format!("{:.2} pp", v.abs() * 100.0),
-        _ => show(kind, v.abs(), scale),
-    };
-    format!("{sign}{magnitude}")
-}
-
-/// A value cell: exact, or `[lo, hi)` for a percentile, `lo to hi` for a share.
-fn value_cell(kind: FigureKind, b: Bounds, scale: Option<Scale>) -> String {
-    if b.is_exact() {
-        return show(kind, b.lo.unwrap_or(f64::NAN), scale);
-    }
-    let side = |v: Option<f64>, open: &str| v.map_or(open.to_owned(), |v| show(kind, v, scale));
-    match kind {
-        FigureKind::Value => format!("[{}, {})", side(b.lo, "−∞"), side(b.hi, "∞")),
-        _ => format!("{} to {}", side(b.lo, "−∞"), side(b.hi, "∞")),
-    }
-}
-
-/// A difference or change cell: exact, or `lo to hi`.
-fn change_cell(b: Bounds, shown: &dyn Fn(f64) -> String) -> String {
-    let side = |v: Option<f64>, open: &str| v.map_or(open.to_owned(), shown);
-    if b.is_exact() {
-        return side(b.lo, "");
-    }
-    format!("{} to {}", side(b.lo, "−∞"), side(b.hi, "+∞"))
-}
-
 /// The table of one histogram comparison (text or Markdown).
 pub fn table(h: &HistogramComparison) -> Table {
     let scale = bounds::scale_of(&h.unit);
     let mut t = Table::new(&["figure", &h.baseline, &h.variant, "difference", "change"])
         .with_names(&[1, 2], &[]);
     for r in &h.rows {
-        let pct = |v: f64| crate::render::cells::signed_pct(v + 1.0, 1);
-        t.push_texts(vec![
-            r.figure.clone(),
-            value_cell(r.kind, r.baseline, scale),
-            value_cell(r.kind, r.variant, scale),
-            change_cell(r.difference, &|v| signed(r.kind, v, scale)),
-            change_cell(r.change, &pct),
+        let measure = match r.kind {
+            FigureKind::Count => Measure::Count,
+            FigureKind::Share => Measure::Share,
+            FigureKind::Value => Measure::Value(scale),
+        };
+        let cell = |b: Bounds, reading| Value::Between {
+            lo: b.lo,
+            hi: b.hi,
+            reading,
+        };
+        t.push(vec![
+            Value::Text(r.figure.clone()),
+            cell(r.baseline, Bounded::Figure(measure)),
+            cell(r.variant, Bounded::Figure(measure)),
+            cell(r.difference, Bounded::Difference(measure)),
+            cell(r.change, Bounded::Change),
         ]);
     }
     t

@@ -11,36 +11,7 @@ use crate::model::Bucket;
 /// The percentiles every histogram shows (p50, p90, p99, p99.9).
 pub const PERCENTILES: [f64; 4] = [0.50, 0.90, 0.99, 0.999];
 
-/// What a histogram's values measure, as far as its unit tells.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Quantity {
-    Time,
-    Bytes,
-}
-
-/// A histogram's unit: the quantity and how many base units (ns, bytes) one value is.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Scale {
-    pub quantity: Quantity,
-    pub per_value: f64,
-}
-
-/// The scale of a histogram's unit (`ns`, `us`, `ms`, `s`, `bytes`); `None` when unknown.
-pub fn scale_of(unit: &str) -> Option<Scale> {
-    let (quantity, per_value) = match unit {
-        "ns" => (Quantity::Time, 1.0),
-        "us" | "µs" => (Quantity::Time, 1e3),
-        "ms" => (Quantity::Time, 1e6),
-        "s" => (Quantity::Time, 1e9),
-        "bytes" => (Quantity::Bytes, 1.0),
-        _ => return None,
-    };
-    Some(Scale {
-        quantity,
-        per_value,
-    })
-}
+pub use crate::render::scaled::{scale_of, show_share, show_value, Quantity, Scale};
 
 /// The units `--unit` takes.
 pub const UNITS: &str = "ns, us, ms, s or bytes";
@@ -209,44 +180,6 @@ pub fn percentile_name(p: f64) -> String {
     }
 }
 
-/// A value of a histogram as people read it: a time in ns, µs, ms or s, a size in B, KiB,
-/// MiB or GiB (four significant digits), or the number itself when the unit is unknown.
-pub fn show_value(value: f64, scale: Option<Scale>) -> String {
-    let Some(scale) = scale else {
-        return format!("{value}");
-    };
-    let base = value * scale.per_value;
-    let steps: &[(f64, &str)] = match scale.quantity {
-        Quantity::Time => &[(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")],
-        Quantity::Bytes => &[
-            (1024.0 * 1024.0 * 1024.0, "GiB"),
-            (1024.0 * 1024.0, "MiB"),
-            (1024.0, "KiB"),
-            (1.0, "B"),
-        ],
-    };
-    let (size, name) = steps
-        .iter()
-        .find(|(size, _)| base.abs() >= *size)
-        .copied()
-        .unwrap_or((1.0, steps[steps.len() - 1].1));
-    format!("{} {name}", significant(base / size))
-}
-
-/// Four significant digits, trailing zeros cut: 8.192, 16.38, 1024.
-fn significant(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let digits = (3 - x.abs().log10().floor() as i32).clamp(0, 6) as usize;
-    let text = format!("{x:.digits$}");
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        text
-    }
-}
-
 /// `[8.192 µs, 16.38 µs)`, `[100 ms, ∞)`: a bucket's bounds as people read them.
 pub fn show_within(within: Within, scale: Option<Scale>) -> String {
     let lo = within
@@ -256,11 +189,6 @@ pub fn show_within(within: Within, scale: Option<Scale>) -> String {
         .hi
         .map_or("∞".to_owned(), |v| show_value(v as f64, scale));
     format!("[{lo}, {hi})")
-}
-
-/// A share as a percentage with two decimals: `98.27%`.
-pub fn show_share(share: f64) -> String {
-    format!("{:.2}%", share * 100.0)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use super::store::{Filter, Store};
 use crate::render::document::{pretty_json, write, Block, Document, Span};
 use crate::render::format::HISTORY_SHOW;
 use crate::render::table::{Layout, Table};
+use crate::render::value::StoreDigits;
 use crate::render::{Format, Value};
 
 /// What `show` prints, and its JSON (`framelab.history.show/1`).
@@ -192,20 +193,6 @@ fn by_commit(series: &Series) -> Vec<CommitRow> {
         .collect()
 }
 
-/// A number with four significant digits or so, as tables print it.
-fn number(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1000.0 || a == 0.0 {
-        format!("{v:.0}")
-    } else if a >= 100.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.4}")
-    }
-}
-
 /// The trends in text, Markdown or JSON.
 pub fn render(shown: &Shown, format: Format) -> Result<String> {
     write(&document(shown), format, &HISTORY_SHOW)
@@ -239,6 +226,11 @@ fn document(shown: &Shown) -> Document {
             "min",
             "max",
         ];
+        let stored = |value| Value::Stored {
+            value,
+            unit: s.unit.clone(),
+            digits: StoreDigits::Grid,
+        };
         let rows = (s.commits.iter())
             .map(|c| {
                 vec![
@@ -246,9 +238,9 @@ fn document(shown: &Shown) -> Document {
                     Value::or(c.branch.clone().map(Value::Text), "-"),
                     Value::Text(super::export::rfc3339(c.first_recorded_at_unix_s)),
                     Value::Count(c.runs as i64),
-                    Value::Text(number(c.median)),
-                    Value::Text(number(c.min)),
-                    Value::Text(number(c.max)),
+                    stored(c.median),
+                    stored(c.min),
+                    stored(c.max),
                 ]
             })
             .collect();

@@ -190,12 +190,19 @@ fn document(d: &Diff, n: usize) -> Document {
             ..Layout::default()
         });
     for r in d.rows.iter().take(n) {
-        let noise = if r.within_noise { "~" } else { " " };
         table.push(vec![
             Value::percent(r.a_inclusive_pct, 2),
             Value::percent(r.b_inclusive_pct, 2),
-            Value::Text(format!("{:+.2}", r.change_pct)),
-            Value::Text(format!("{}{noise}", plus_minus(r))),
+            Value::Signed {
+                value: r.change_pct,
+                decimals: 2,
+                suffix: "",
+            },
+            Value::PlusMinus {
+                half: r.change_ci95_pct,
+                decimals: 2,
+                noise: r.within_noise,
+            },
             Value::percent(r.a_self_pct, 2),
             Value::percent(r.b_self_pct, 2),
             Value::Text(format!("{} [{}]", r.function, r.module)),
@@ -216,10 +223,6 @@ fn document(d: &Diff, n: usize) -> Document {
 
 const NOISE_LEGEND: &str = "±95%: the change's interval from sampling and from the spread \
      between runs; ~ marks a change inside it (noise)";
-
-fn plus_minus(r: &DiffRow) -> String {
-    format!("±{:.2}", r.change_ci95_pct)
-}
 
 /// A differential flame graph: B's stacks, coloured by how each frame's share changed
 /// from A (red grew, blue shrank), A normalized to B's sample count.
@@ -310,6 +313,24 @@ mod tests {
         assert!(r.within_noise);
         let d = diff(&steady, &side(&[(1000, 350), (1000, 550)]));
         assert!(d.rows[0].within_noise, "{:?}", d.rows[0]);
+    }
+
+    /// A share that fell is signed with a true minus, as `compare`'s tables sign theirs;
+    /// the change and its interval are typed cells, not words.
+    #[test]
+    fn a_fall_is_signed_with_a_true_minus() {
+        let d = diff(&side(&[(100, 50)]), &side(&[(100, 30)]));
+        let text = render(&d, 10, false);
+        assert!(
+            text.lines().nth(4).unwrap().contains("  −20.00  ±13.29 "),
+            "{text}"
+        );
+        let table = match &document(&d, 10).blocks[2] {
+            Block::Table(table) => table.clone(),
+            _ => panic!("the third block is the table"),
+        };
+        assert!(matches!(table.rows[0][2], Value::Signed { .. }));
+        assert!(matches!(table.rows[0][3], Value::PlusMinus { .. }));
     }
 
     /// A change within the noise: `~` right after its interval, the columns still in line.

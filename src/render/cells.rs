@@ -1,7 +1,7 @@
 //! Shared cell formatting: a value in its unit's usual precision, a unit's short name, a
 //! ratio as a signed percentage, a difference with a true minus, a change with its
-//! interval, a p-value. Typed cells (`render::Value`) and history's texts are shown through
-//! these, so the same number reads the same everywhere.
+//! interval, a p-value, history's figures at its precisions. Typed cells (`render::Value`)
+//! are shown through these, so the same number reads the same everywhere.
 
 use crate::analyze::metrics::Unit;
 
@@ -49,6 +49,49 @@ pub fn difference(unit: &Unit, d: f64, resolution: Option<f64>) -> String {
         "+"
     };
     format!("{sign}{shown}")
+}
+
+/// A number with `decimals` decimals, signed with a true minus: "+5.00", "−3.20", and
+/// "±0.00" for one that shows as zero.
+pub fn signed_fixed(v: f64, decimals: usize) -> String {
+    let shown = format!("{:.decimals$}", v.abs());
+    let zero = shown.chars().all(|c| c == '0' || c == '.');
+    let sign = if zero {
+        "±"
+    } else if v < 0.0 {
+        "−"
+    } else {
+        "+"
+    };
+    format!("{sign}{shown}")
+}
+
+/// Four significant digits, without an exponent for everyday magnitudes (`history
+/// check`'s figures).
+pub fn significant(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let magnitude = v.abs().log10().floor() as i32;
+    if !(-4..=9).contains(&magnitude) {
+        return format!("{v:.3e}");
+    }
+    let decimals = (3 - magnitude).max(0) as usize;
+    format!("{v:.decimals$}")
+}
+
+/// A number with four significant digits or so, in `history show`'s grid.
+pub fn grid_number(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.4}")
+    }
 }
 
 /// A p-value with four decimals, or `<0.0001`.
@@ -172,6 +215,22 @@ mod tests {
         assert_eq!(signed_pct(1.032, 1), "+3.2%");
         assert_eq!(signed_pct(1.0001, 1), "±0.0%");
         assert_eq!(signed_pct(f64::INFINITY, 1), "+∞%");
+    }
+
+    #[test]
+    fn signed_numbers_use_a_true_minus_and_a_zero_no_sign_of_its_own() {
+        assert_eq!(signed_fixed(5.0, 2), "+5.00");
+        assert_eq!(signed_fixed(-3.2, 2), "−3.20");
+        assert_eq!(signed_fixed(-0.001, 2), "±0.00");
+    }
+
+    #[test]
+    fn historys_precisions() {
+        assert_eq!(significant(12.345), "12.35");
+        assert_eq!(significant(0.00001234), "1.234e-5");
+        assert_eq!(grid_number(112.44), "112.4");
+        assert_eq!(grid_number(0.123456), "0.1235");
+        assert_eq!(grid_number(1234.4), "1234");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use super::style::Style;
 use super::table::{Layout, Table};
 use super::value::Value;
 
+#[derive(Clone)]
 pub struct Column {
     pub header: String,
     /// The narrowest the column may be, so tables line up with the reference layout.
@@ -32,10 +33,11 @@ impl Column {
     }
 }
 
-/// `rows` under `columns` in the report's layout, `unit` after the text header (`µs`).
+/// `rows` under `columns` in the report's layout; when `unit_once`, the unit the figures
+/// leave unsaid (`µs`, from the cells' kinds) is named once after the text header.
 /// Every cell is a name: names from a program or a trace can hold terminal escapes,
 /// Markdown or kilobytes.
-pub fn table(columns: &[Column], rows: Vec<Vec<Value>>, unit: Option<&str>) -> Table {
+pub fn table_of(columns: &[Column], rows: Vec<Vec<Value>>, unit_once: bool) -> Table {
     let headers = columns.iter().map(|c| c.header.clone()).collect();
     let min_widths = columns.iter().map(|c| c.min_width).collect();
     let words = (columns.iter().enumerate())
@@ -48,10 +50,21 @@ pub fn table(columns: &[Column], rows: Vec<Vec<Value>>, unit: Option<&str>) -> T
         ..Table::default()
     }
     .with_every_cell_a_name()
-    .with_layout(Layout::report(min_widths, words, unit.map(str::to_owned)))
+    .with_layout(Layout::report(min_widths, words, unit_once))
 }
 
-/// [`table`] as aligned text, its header bold when `st` shows colour.
-pub fn render(columns: &[Column], rows: &[Vec<Value>], unit: Option<&str>, st: &Style) -> String {
-    table(columns, rows.to_vec(), unit).text(st)
+/// [`table_of`], naming the figures' unit once when `unit` is given: the unit named is
+/// the cells' (`report/runs.rs` still says it here; its `µs` is its cells').
+pub fn table(columns: &[Column], rows: Vec<Vec<Value>>, unit: Option<&str>) -> Table {
+    let table = table_of(columns, rows, unit.is_some());
+    debug_assert!(
+        unit.is_none() || table.unit().is_none() || table.unit().as_deref() == unit,
+        "the unit given is not the cells'"
+    );
+    table
+}
+
+/// [`table_of`] as aligned text, its header bold when `st` shows colour.
+pub fn render(columns: &[Column], rows: &[Vec<Value>], unit_once: bool, st: &Style) -> String {
+    table_of(columns, rows.to_vec(), unit_once).text(st)
 }

@@ -12,12 +12,12 @@ use anyhow::Result;
 use serde::Serialize;
 
 pub use super::chart::{Bar, BarChart};
+pub use super::columns::Column;
 pub use super::csv::{Cell, DataTable};
 use super::format::Formats;
 pub use super::line::{plain, shown, Line, Span, SpanKind, Tone};
 use super::style::Style;
-use super::table::Layout;
-use super::{Format, Table};
+use super::{Format, Table, Value};
 
 pub struct Document {
     pub blocks: Vec<Block>,
@@ -120,45 +120,32 @@ pub struct Fact {
     pub hint: Option<String>,
 }
 
-/// A table of typed columns: each with its unit, if it has one. Text names the unit once
-/// after the header (the columns with one share it); Markdown after each column's name.
+/// A titled table of the report family's columns with its conclusion. The figures' unit
+/// comes from the cells' kinds: text names the one they share once after the header;
+/// Markdown each column's after its name.
 pub struct Section {
     pub title: String,
-    pub columns: Vec<UnitColumn>,
-    pub rows: Vec<Vec<String>>,
+    pub columns: Vec<Column>,
+    pub rows: Vec<Vec<Value>>,
     /// The line that sums the table up: after an arrow in text, in bold in Markdown.
     pub conclusion: String,
-}
-
-#[derive(Clone)]
-pub struct UnitColumn {
-    pub header: String,
-    pub unit: Option<String>,
-    /// The narrowest the text column may be, so tables line up across sections.
-    pub min_width: usize,
 }
 
 impl Section {
     /// The section's table in the report's layout: for Markdown each column's unit after
     /// its name, for text the unit named once after the header.
-    fn table(&self, markdown: bool) -> Table {
-        let headers: Vec<String> = (self.columns.iter())
-            .map(|c| match (&c.unit, markdown) {
-                (Some(unit), true) => format!("{} {unit}", c.header),
-                _ => c.header.clone(),
+    pub fn table(&self, markdown: bool) -> Table {
+        let table = super::columns::table_of(&self.columns, self.rows.clone(), !markdown);
+        if !markdown {
+            return table;
+        }
+        let headers = (table.headers.iter().enumerate())
+            .map(|(c, header)| match table.column_unit(c) {
+                Some(unit) => format!("{header} {unit}"),
+                None => header.clone(),
             })
             .collect();
-        let min_widths = self.columns.iter().map(|c| c.min_width).collect();
-        let unit = (self.columns.iter())
-            .find_map(|c| c.unit.clone())
-            .filter(|_| !markdown);
-        Table {
-            headers,
-            rows: super::value::texts(self.rows.clone()),
-            ..Table::default()
-        }
-        .with_every_cell_a_name()
-        .with_layout(Layout::report(min_widths, Vec::new(), unit))
+        Table { headers, ..table }
     }
 }
 
@@ -442,7 +429,7 @@ fn capitalised(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::render::format::{COMPARE, HISTORY_CHECK, HISTORY_SHOW};
-    use crate::render::Value;
+    use crate::render::table::Layout;
 
     fn document() -> Document {
         let mut table = Table::new(&["metric", "change"]);

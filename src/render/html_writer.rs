@@ -116,16 +116,10 @@ pub fn page_text(document: &Document) -> PageText {
                 words.push(Words::Table(table));
             }
             Block::Section(section) => {
-                let mut table = Table::new(&[]);
+                // Each column's unit after its name, as in Markdown.
+                let mut table = section.table(true);
                 table.title = section.title.clone();
-                table.headers = (section.columns.iter())
-                    .map(|c| match &c.unit {
-                        Some(unit) => format!("{} {unit}", c.header),
-                        None => c.header.clone(),
-                    })
-                    .collect();
-                table.rows = super::value::texts(section.rows.clone());
-                words.push(Words::Table(names_shown(&table.with_every_cell_a_name())));
+                words.push(Words::Table(names_shown(&table)));
                 words.push(Words::Paragraph(
                     crate::display::text(&section.conclusion).into(),
                 ));

@@ -14,6 +14,11 @@ pub fn us(ns: f64) -> String {
     }
 }
 
+/// A duration in ms with one decimal and its unit: `2.1 ms`.
+pub fn ms(ns: i64) -> String {
+    format!("{:.1} ms", ns as f64 / 1e6)
+}
+
 /// A mean in µs: one decimal (two below 1 µs), since means of whole-ns data are not whole µs.
 pub fn us_mean(ns: f64) -> String {
     let us = ns / 1e3;

@@ -13,6 +13,7 @@ pub mod html_writer;
 pub mod human;
 pub mod line;
 pub mod plot;
+pub mod scaled;
 pub mod style;
 pub mod table;
 pub mod value;

@@ -51,9 +51,9 @@ pub struct Layout {
     pub words: Vec<usize>,
     /// The first column holds numbers: right-aligned in its width.
     pub numbers_first: bool,
-    /// The unit the table's figures share (`µs`): named once after the text header, three
-    /// spaces after it, and after the first header in Markdown (`stage (µs)`).
-    pub unit: Option<String>,
+    /// Name the unit the table's figures share ([`Table::unit`], `µs`) once: three spaces
+    /// after the text header, and after the first header in Markdown (`stage (µs)`).
+    pub unit_once: bool,
     /// The header bold on a terminal that shows colour.
     pub bold_header: bool,
     /// The most characters of a cell shown (`crate::display`): longer ones are cut.
@@ -75,7 +75,7 @@ impl Default for Layout {
             min_widths: Vec::new(),
             words: Vec::new(),
             numbers_first: false,
-            unit: None,
+            unit_once: false,
             bold_header: false,
             cut: crate::display::NAME_CHARS,
             markdown: MarkdownCells::PipesEscaped,
@@ -87,14 +87,15 @@ impl Default for Layout {
 
 impl Layout {
     /// The report family's columns: one space at least after the first column, each column
-    /// at least its minimum width, words left, the unit after the bold header; in Markdown
-    /// a GitHub table whose every cell is a name (the header as given).
-    pub fn report(min_widths: Vec<usize>, words: Vec<usize>, unit: Option<String>) -> Layout {
+    /// at least its minimum width, words left, the figures' unit after the bold header when
+    /// `unit_once`; in Markdown a GitHub table whose every cell is a name (the header as
+    /// given).
+    pub fn report(min_widths: Vec<usize>, words: Vec<usize>, unit_once: bool) -> Layout {
         Layout {
             first_gap: 1,
             min_widths,
             words,
-            unit,
+            unit_once,
             bold_header: true,
             markdown: MarkdownCells::AsGiven,
             align: vec![Align::Left],
@@ -157,9 +158,15 @@ impl Table {
         self.rows.push(row);
     }
 
-    /// A row of cells the feature has shown already, as words.
-    pub fn push_texts(&mut self, row: Vec<String>) {
-        self.rows.push(row.into_iter().map(Value::Text).collect());
+    /// The unit every figure that leaves one unsaid shares ([`Value::unit`]); `None` when
+    /// there is none or they differ.
+    pub fn unit(&self) -> Option<String> {
+        common_unit(self.rows.iter().flatten())
+    }
+
+    /// The unit the cells of column `c` share, as [`Table::unit`].
+    pub fn column_unit(&self, c: usize) -> Option<String> {
+        common_unit(self.rows.iter().filter_map(|r| r.get(c)))
     }
 
     /// The table with the headers at `headers` and the cells of `columns` held as names.
@@ -248,9 +255,9 @@ impl Table {
         };
         let indent = " ".repeat(layout.indent);
         let mut header = line(headers);
-        if let Some(unit) = &layout.unit {
+        if let Some(unit) = self.unit().filter(|_| layout.unit_once) {
             header.push_str("   ");
-            header.push_str(unit);
+            header.push_str(&unit);
         }
         let header = match layout.bold_header {
             true => st.bold(&header),
@@ -278,7 +285,8 @@ impl Table {
             .map(|(c, h)| escape(h, this.names.headers.contains(&c)))
             .collect();
         // The unit text names once after the header, Markdown after the first header.
-        if let (Some(unit), Some(first)) = (&layout.unit, headers.first_mut()) {
+        let unit = self.unit().filter(|_| layout.unit_once);
+        if let (Some(unit), Some(first)) = (unit, headers.first_mut()) {
             first.push_str(&format!(" ({unit})"));
         }
         let mut out = line(headers);
@@ -304,6 +312,13 @@ impl Table {
         }
         out
     }
+}
+
+/// The unit `cells` share where they leave one unsaid; `None` when none does or two differ.
+fn common_unit<'a>(cells: impl Iterator<Item = &'a Value>) -> Option<String> {
+    let mut units = cells.filter_map(Value::unit);
+    let first = units.next()?;
+    units.all(|u| u == first).then_some(first)
 }
 
 /// A table as text, before a writer lays it out.
@@ -353,16 +368,17 @@ mod tests {
     #[test]
     fn the_report_layout_keeps_minimum_widths_words_left_and_the_unit_after_the_header() {
         let mut t = Table::new(&["stage", "role", "p50"]);
-        t.push(vec!["decode".into(), "main".into(), "12.5".into()]);
-        t.push(vec!["a_b".into(), "x".into(), "7".into()]);
-        let t = (t.with_every_cell_a_name()).with_layout(Layout::report(
-            vec![9, 7, 9],
-            vec![1],
-            Some("µs".into()),
-        ));
+        t.push(vec![
+            "decode".into(),
+            "main".into(),
+            Value::MeanMicros(12_500.0),
+        ]);
+        t.push(vec!["a_b".into(), "x".into(), Value::Micros(7_000.0)]);
+        let t =
+            (t.with_every_cell_a_name()).with_layout(Layout::report(vec![9, 7, 9], vec![1], true));
         assert_eq!(
             t.render(false),
-            "  stage      role       p50   µs\n  decode     main      12.5\n  a_b        x            7\n"
+            "  stage      role       p50   µs\n  decode     main      12.5\n  a_b        x          7.0\n"
         );
         let bold = t.text(&Style {
             color: true,
@@ -372,7 +388,40 @@ mod tests {
         assert_eq!(
             t.render(true),
             "| stage (µs) | role | p50 |\n| :--- | ---: | ---: |\n| decode | main | 12.5 |\n\
-             | a\\_b | x | 7 |\n"
+             | a\\_b | x | 7.0 |\n"
         );
+    }
+
+    #[test]
+    fn the_unit_named_is_the_one_its_figures_share_and_none_when_they_differ() {
+        let mut t = Table::new(&["frame", "t s", "total", "longest wait", "preempted"])
+            .with_layout(Layout::report(Vec::new(), Vec::new(), true));
+        t.push(vec![
+            Value::Count(7),
+            Value::fixed(1.25, 2),
+            Value::Micros(16_000.0),
+            Value::Labelled {
+                label: "queue".into(),
+                value: Box::new(Value::Micros(900.0)),
+            },
+            Value::By {
+                value: Box::new(Value::Millis(1_200_000)),
+                by: "kworker".into(),
+            },
+        ]);
+        assert_eq!(t.unit().as_deref(), Some("µs"));
+        assert_eq!(t.column_unit(1), None);
+        let text = t.render(false);
+        assert!(
+            text.lines().next().unwrap().ends_with("preempted   µs"),
+            "{text}"
+        );
+        t.push(vec![Value::Metric {
+            unit: crate::analyze::metrics::Unit::Fps,
+            value: 60.0,
+            resolution: None,
+            spread_pct: None,
+        }]);
+        assert_eq!(t.unit(), None);
     }
 }

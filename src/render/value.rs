@@ -1,13 +1,16 @@
 //! A table's typed cell: a value and what it is (a duration, a percentage, a count, a rate,
-//! memory, a metric in its unit, a difference, a change with its interval, a p-value,
-//! words). The feature says what a cell holds; the table shows it when a writer
-//! lays it out, in the human form of `render::human` and `render::cells`, the same in text,
-//! in Markdown and in the HTML page's data (a value serialises as the text it shows). The
-//! figures for scripts stay numbers in CSV's typed cells (`render::csv::Cell`) and in each
+//! memory, a metric in its unit, a difference, a change with its interval and its verdict,
+//! a p-value, a histogram's figure between bounds, a figure from the history store,
+//! words). The feature says what a cell holds; the table shows it when a writer lays it
+//! out, in the human form of `render::human`, `render::cells` and `render::scaled`, the
+//! same in text, in Markdown and in the HTML page's data (a value serialises as the text
+//! it shows), and names the unit its figures leave unsaid ([`Value::unit`]). The figures
+//! for scripts stay numbers in CSV's typed cells (`render::csv::Cell`) and in each
 //! command's JSON.
 
 use serde::{Serialize, Serializer};
 
+use super::scaled::Bounded;
 use super::{cells, human};
 use crate::analyze::metrics::Unit;
 
@@ -62,6 +65,63 @@ pub enum Value {
     Change { ratio: f64, low: f64, high: f64 },
     /// A p-value: four decimals, or `<0.0001`.
     P(f64),
+    /// A change with its interval (a [`Value::Change`]) and the verdict on it, a word
+    /// after it: `+3.2% [+1.0, +5.1] slower`.
+    Verdict { change: Box<Value>, verdict: String },
+    /// A number with a fixed count of decimals, signed with a true minus (`+5.00`,
+    /// `−3.20`, `±0.00` for a zero shown), and what follows it.
+    Signed {
+        value: f64,
+        decimals: usize,
+        suffix: &'static str,
+    },
+    /// Half a 95% interval with a fixed count of decimals, and whether the change it
+    /// bounds lies inside it (noise): `±12.96~`, else `±12.96 ` (the mark's place kept).
+    PlusMinus {
+        half: f64,
+        decimals: usize,
+        noise: bool,
+    },
+    /// A value with a mark after it saying it rests on too little (`12*`).
+    Marked {
+        value: Box<Value>,
+        mark: &'static str,
+    },
+    /// A value and what it is of, before it: a frame's longest wait `queue 12`.
+    Labelled { label: String, value: Box<Value> },
+    /// A value and who caused it, after it: `1.2 ms by kworker/0:1`.
+    By { value: Box<Value>, by: String },
+    /// A duration in ns, in ms with one decimal and its unit: `1.2 ms`.
+    Millis(i64),
+    /// A figure an imported histogram's buckets know only between bounds (`None`:
+    /// unbounded): one value when they are equal, else both (`render::scaled::between`).
+    Between {
+        lo: Option<f64>,
+        hi: Option<f64>,
+        reading: Bounded,
+    },
+    /// A figure from the history store, in the unit the store keys it by (`microseconds`,
+    /// `fps`; empty for none) and at the precision history shows it with.
+    Stored {
+        value: f64,
+        unit: String,
+        digits: StoreDigits,
+    },
+    /// Values side by side, a space apart: a telemetry source's raw readings.
+    Several(Vec<Value>),
+    /// A set of flags as a source gave them, in hexadecimal: `0x5`.
+    Flags(i64),
+}
+
+/// How history shows a figure from its store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreDigits {
+    /// Four significant digits (an exponent outside 1e-4 to 1e10) and the unit after
+    /// (`12.34 µs`): `history check`'s before and after.
+    Significant,
+    /// No decimal from 1000, one from 100, two from 1, four below; the unit left to the
+    /// series' heading: `history show`'s grid.
+    Grid,
 }
 
 impl Value {
@@ -127,6 +187,59 @@ impl Value {
             } => cells::difference(unit, *value, *resolution),
             Value::Change { ratio, low, high } => cells::change_with_interval(*ratio, *low, *high),
             Value::P(p) => cells::p_value(*p),
+            Value::Verdict { change, verdict } => match verdict.is_empty() {
+                true => change.shown(),
+                false => format!("{} {verdict}", change.shown()),
+            },
+            Value::Signed {
+                value,
+                decimals,
+                suffix,
+            } => format!("{}{suffix}", cells::signed_fixed(*value, *decimals)),
+            Value::PlusMinus {
+                half,
+                decimals,
+                noise,
+            } => format!("±{half:.decimals$}{}", if *noise { "~" } else { " " }),
+            Value::Marked { value, mark } => format!("{}{mark}", value.shown()),
+            Value::Labelled { label, value } => format!("{label} {}", value.shown()),
+            Value::By { value, by } => format!("{} by {by}", value.shown()),
+            Value::Millis(ns) => human::ms(*ns),
+            Value::Between { lo, hi, reading } => super::scaled::between(*lo, *hi, reading),
+            Value::Stored {
+                value,
+                unit,
+                digits,
+            } => match digits {
+                StoreDigits::Significant => match cells::shown_unit(unit).as_str() {
+                    "" => cells::significant(*value),
+                    shown => format!("{} {shown}", cells::significant(*value)),
+                },
+                StoreDigits::Grid => cells::grid_number(*value),
+            },
+            Value::Several(values) => {
+                let shown: Vec<String> = values.iter().map(Value::shown).collect();
+                shown.join(" ")
+            }
+            Value::Flags(bits) => format!("{bits:#x}"),
+        }
+    }
+
+    /// The unit the shown value leaves unsaid (`µs` for a duration in µs), which the table
+    /// can name once; `None` for a value that says its unit, has none, or is words.
+    pub fn unit(&self) -> Option<String> {
+        match self {
+            Value::Micros(_) | Value::MeanMicros(_) => Some("µs".into()),
+            Value::Metric { unit, .. } | Value::Difference { unit, .. } => {
+                Some(cells::unit_name(unit).to_owned())
+            }
+            Value::Marked { value, .. } | Value::Labelled { value, .. } => value.unit(),
+            Value::Stored {
+                unit,
+                digits: StoreDigits::Grid,
+                ..
+            } => Some(cells::shown_unit(unit)).filter(|u| !u.is_empty()),
+            _ => None,
         }
     }
 }
@@ -172,13 +285,6 @@ impl std::fmt::Display for Value {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.shown())
     }
-}
-
-/// Rows of words as rows of values.
-pub fn texts(rows: Vec<Vec<String>>) -> Vec<Vec<Value>> {
-    (rows.into_iter())
-        .map(|row| row.into_iter().map(Value::Text).collect())
-        .collect()
 }
 
 #[cfg(test)]
@@ -240,6 +346,69 @@ mod tests {
         assert_eq!(alone.shown(), "−27.0%");
         assert_eq!(Value::P(0.00002).shown(), "<0.0001");
         assert_eq!(Value::P(0.0312).shown(), "0.0312");
+    }
+
+    #[test]
+    fn composite_kinds_show_their_parts_and_keep_the_unit_they_leave_unsaid() {
+        let verdict = Value::Verdict {
+            change: Box::new(Value::Change {
+                ratio: 1.032,
+                low: 1.01,
+                high: 1.051,
+            }),
+            verdict: "slower".into(),
+        };
+        assert_eq!(verdict.shown(), "+3.2% [+1.0, +5.1] slower");
+        let wait = Value::Labelled {
+            label: "queue".into(),
+            value: Box::new(Value::Micros(12_400.0)),
+        };
+        assert_eq!(
+            (wait.shown().as_str(), wait.unit()),
+            ("queue 12", Some("µs".into()))
+        );
+        let by = Value::By {
+            value: Box::new(Value::Millis(2_100_000)),
+            by: "kworker/0:1".into(),
+        };
+        assert_eq!(
+            (by.shown().as_str(), by.unit()),
+            ("2.1 ms by kworker/0:1", None)
+        );
+        let marked = Value::Marked {
+            value: Box::new(Value::Micros(12_400.0)),
+            mark: "*",
+        };
+        assert_eq!(marked.shown(), "12*");
+        let signed = |value| Value::Signed {
+            value,
+            decimals: 2,
+            suffix: "",
+        };
+        assert_eq!(signed(-6.06).shown(), "−6.06");
+        assert_eq!(signed(18.0).shown(), "+18.00");
+        let plus_minus = |noise| Value::PlusMinus {
+            half: 6.57,
+            decimals: 2,
+            noise,
+        };
+        assert_eq!(plus_minus(true).shown(), "±6.57~");
+        assert_eq!(plus_minus(false).shown(), "±6.57 ");
+        let readings = Value::Several(vec![Value::Count(1980), Value::Flags(5)]);
+        assert_eq!(readings.shown(), "1980 0x5");
+    }
+
+    #[test]
+    fn historys_figures_keep_the_stores_unit_and_historys_digits() {
+        let stored = |digits| Value::Stored {
+            value: 12.345,
+            unit: "microseconds".into(),
+            digits,
+        };
+        assert_eq!(stored(StoreDigits::Significant).shown(), "12.35 µs");
+        assert_eq!(stored(StoreDigits::Significant).unit(), None);
+        assert_eq!(stored(StoreDigits::Grid).shown(), "12.35");
+        assert_eq!(stored(StoreDigits::Grid).unit(), Some("µs".into()));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use crate::analyze::pipeline::{Bottleneck, PipelineSummary};
 use crate::analyze::{Analysis, Dist};
 use crate::render::document::{plain, Line, Span};
+use crate::render::human::ms;
 use crate::render::value::Value;
 use crate::sched::SchedSource;
 use crate::units::plural;
@@ -142,11 +143,6 @@ pub fn sched_line(a: &Analysis) -> Option<Line> {
         line.push(Span::plain(&s.detail));
     }
     Some(line)
-}
-
-/// `2.1 ms`.
-pub fn ms(ns: i64) -> String {
-    format!("{:.1} ms", ns as f64 / 1e6)
 }
 
 /// One row per thread: busy %, busy µs per measured frame, its stages by share.

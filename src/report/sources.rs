@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::model::{Sample, SampleSeries, SourceStatus};
 use crate::render::columns::{render as table, Column};
 use crate::render::style::Style;
-use crate::render::value::texts;
+use crate::render::Value;
 
 pub fn render(
     sources: &[SourceStatus],
@@ -48,29 +48,29 @@ pub fn render(
         Column::new("unit", 7),
         Column::new("readings", 10),
     ];
-    let rows: Vec<Vec<String>> = series
+    let rows: Vec<Vec<Value>> = series
         .iter()
         .enumerate()
         .map(|(id, s)| {
-            let values: Vec<String> = samples
+            let values: Vec<Value> = samples
                 .iter()
                 .filter(|x| x.series as usize == id)
                 .map(|x| match s.kind {
-                    crate::model::SeriesKind::Bitmask => format!("{:#x}", x.value),
-                    _ => x.value.to_string(),
+                    crate::model::SeriesKind::Bitmask => Value::Flags(x.value),
+                    _ => Value::Count(x.value),
                 })
                 .collect();
             vec![
-                s.source.clone(),
-                s.metric.clone(),
-                s.entity.clone(),
-                s.label.clone(),
-                s.unit.clone(),
-                values.join(" "),
+                Value::Text(s.source.clone()),
+                Value::Text(s.metric.clone()),
+                Value::Text(s.entity.clone()),
+                Value::Text(s.label.clone()),
+                Value::Text(s.unit.clone()),
+                Value::Several(values),
             ]
         })
         .collect();
     out.push('\n');
-    out.push_str(&table(&columns, &texts(rows), None, &st));
+    out.push_str(&table(&columns, &rows, false, &st));
     out
 }

@@ -240,7 +240,7 @@ fn strings(items: &[&str]) -> Vec<String> {
 /// A table set off by a blank line, with no unit after its header; the headers at
 /// `names` are names from outside (escaped whole in Markdown).
 fn table(columns: Vec<Column>, rows: Vec<Vec<Value>>, names: &[usize]) -> Block {
-    let mut table = crate::render::columns::table(&columns, rows, None);
+    let mut table = crate::render::columns::table_of(&columns, rows, false);
     table.names.headers = names.to_vec();
     Block::Columns {
         table,

@@ -8,7 +8,6 @@ use crate::analyze::cpu::{role_label, split_resolution_ns};
 use crate::analyze::Analysis;
 use crate::render::columns::Column;
 use crate::render::document::{Block, Fact, SpanKind};
-use crate::render::human::us;
 use crate::render::value::Value;
 
 /// Every stage, then `total` and `interval`, in µs.
@@ -19,10 +18,11 @@ pub(crate) fn stage_rows(a: &Analysis) -> Vec<(String, [Value; 6])> {
         .collect()
 }
 
-/// A table of the report's columns, set off by a blank line.
-fn columns(columns: Vec<Column>, rows: Vec<Vec<Value>>, unit: Option<&str>) -> Block {
+/// A table of the report's columns, set off by a blank line; the figures' unit named once
+/// when `unit_once`.
+fn columns(columns: Vec<Column>, rows: Vec<Vec<Value>>, unit_once: bool) -> Block {
     Block::Columns {
-        table: crate::render::columns::table(&columns, rows, unit),
+        table: crate::render::columns::table_of(&columns, rows, unit_once),
         set_off: true,
     }
 }
@@ -38,7 +38,7 @@ fn stage_table(a: &Analysis) -> Option<Block> {
     if on_cpu_cells(a).is_some() {
         columns.extend(ON_CPU_HEADERS.map(|h| Column::new(h, 10)));
     }
-    Some(self::columns(columns, stage_table_rows(a), Some("µs")))
+    Some(self::columns(columns, stage_table_rows(a), true))
 }
 
 /// The stage table's rows: name, the wall-time distribution, then each stage's on-CPU p50
@@ -172,7 +172,7 @@ fn process_table(a: &Analysis) -> Option<Block> {
         Column::new("peak RSS", 11),
     ];
     let rows: Vec<Vec<Value>> = process_rows(a).into_iter().map(Vec::from).collect();
-    Some(self::columns(columns, rows, None))
+    Some(self::columns(columns, rows, false))
 }
 
 /// Whether a worst frame was preempted (a scheduler timeline says so).
@@ -204,16 +204,20 @@ pub(crate) fn worst_rows(a: &Analysis) -> Vec<Vec<Value>> {
                 row.push(cell(w.work_ns));
                 row.push(cell(w.wait_ns));
                 row.push(match (&w.longest_wait, w.longest_wait_ns) {
-                    (Some(name), Some(ns)) => Value::Text(format!("{name} {}", us(ns as f64))),
+                    (Some(name), Some(ns)) => Value::Labelled {
+                        label: name.clone(),
+                        value: Box::new(Value::Micros(ns as f64)),
+                    },
                     _ => Value::Missing("-"),
                 });
             }
             if preempted {
                 row.push(match (w.preempted_ns, &w.preempted_by) {
-                    (Some(ns), Some(by)) => {
-                        Value::Text(format!("{} by {by}", super::pipeline::ms(ns)))
-                    }
-                    (Some(ns), None) => Value::Text(super::pipeline::ms(ns)),
+                    (Some(ns), Some(by)) => Value::By {
+                        value: Box::new(Value::Millis(ns)),
+                        by: by.clone(),
+                    },
+                    (Some(ns), None) => Value::Millis(ns),
                     _ => Value::Missing("-"),
                 });
             }
@@ -260,7 +264,7 @@ fn worst_table(a: &Analysis) -> Option<Block> {
     if worst_preempted(a) {
         columns.push(Column::new("preempted", 9));
     }
-    let mut table = crate::render::columns::table(&columns, worst_rows(a), Some("µs"));
+    let mut table = crate::render::columns::table_of(&columns, worst_rows(a), true);
     // The stages' columns are named by the program.
     table.names.headers = (3..3 + a.stage_names.len()).collect();
     Some(Block::Columns {
@@ -273,14 +277,14 @@ fn wait_table(a: &Analysis) -> Option<Block> {
     let rows = super::pipeline::wait_rows(a.pipeline.as_ref()?)?;
     let mut columns = vec![Column::new("wait", 9)];
     columns.extend(super::pipeline::WAIT_HEADERS.map(|h| Column::new(h, 9)));
-    Some(self::columns(columns, rows, Some("µs")))
+    Some(self::columns(columns, rows, true))
 }
 
 fn resource_table(a: &Analysis) -> Option<Block> {
     let rows = super::pipeline::resource_rows(a)?;
     let mut columns = vec![Column::new(super::pipeline::resource_header(a), 10)];
     columns.extend(super::pipeline::resource_busy_headers(a).map(|h| Column::new(h, 9)));
-    Some(self::columns(columns, rows, None))
+    Some(self::columns(columns, rows, false))
 }
 
 /// The report's blocks, the same for text and Markdown: the title, the facts (the command

@@ -5,10 +5,10 @@ use serde::Serialize;
 
 use super::pick::{duration_for_firm_pick, provisional, Pick, P99_9_WAITS, P99_WAITS};
 use super::{IntervalResult, Row, TimersReport};
-use crate::render::document::{plain, write_in, Block, Document, Fact, Section, UnitColumn};
+use crate::render::document::{plain, write_in, Block, Column, Document, Fact, Section};
 use crate::render::format::TIMERS;
 use crate::render::human::us;
-use crate::render::Format;
+use crate::render::{Format, Value};
 
 /// Bump when a key is renamed, removed or changes meaning.
 pub const SCHEMA: &str = "framelab.timers/1";
@@ -41,32 +41,38 @@ fn interval_title(interval_ns: u64) -> String {
 }
 
 /// `value` in µs, marked `*` when there are too few waits for that percentile.
-fn marked(value_ns: f64, waits: u64, needed: u64) -> String {
-    let mark = if waits < needed { "*" } else { "" };
-    format!("{}{mark}", us(value_ns))
+fn marked(value_ns: f64, waits: u64, needed: u64) -> Value {
+    Value::Marked {
+        value: Box::new(Value::Micros(value_ns)),
+        mark: if waits < needed { "*" } else { "" },
+    }
 }
 
 /// A share of a core: two decimals below 1%, one above.
 fn pct(value: f64) -> String {
+    format!("{value:.*}", pct_decimals(value))
+}
+
+fn pct_decimals(value: f64) -> usize {
     if value < 1.0 {
-        format!("{value:.2}")
+        2
     } else {
-        format!("{value:.1}")
+        1
     }
 }
 
-fn cells(row: &Row) -> Vec<String> {
+fn cells(row: &Row) -> Vec<Value> {
     vec![
-        row.cell.strategy.name().to_string(),
-        row.cell.slack.map_or("–", |s| s.name()).to_string(),
-        row.cell.sched.name().to_string(),
-        row.waits.to_string(),
-        us(row.p50_ns),
+        Value::from(row.cell.strategy.name()),
+        Value::from(row.cell.slack.map_or("–", |s| s.name())),
+        Value::from(row.cell.sched.name()),
+        Value::Count(row.waits as i64),
+        Value::Micros(row.p50_ns),
         marked(row.p99_ns, row.waits, P99_WAITS),
         marked(row.p99_9_ns, row.waits, P99_9_WAITS),
-        us(row.max_ns),
-        us(row.cpu_per_wait_ns),
-        pct(row.cpu_pct),
+        Value::Micros(row.max_ns),
+        Value::Micros(row.cpu_per_wait_ns),
+        Value::fixed(row.cpu_pct, pct_decimals(row.cpu_pct)),
     ]
 }
 
@@ -151,12 +157,9 @@ fn plan_line(r: &TimersReport) -> String {
 /// The survey as a neutral document: the host, the plan, a table per interval with its
 /// pick, the notes; its JSON form is the report under its schema.
 fn document(r: &TimersReport) -> Document {
-    let columns: Vec<UnitColumn> = (HEADERS.iter().enumerate())
-        .map(|(i, h)| UnitColumn {
-            header: h.to_string(),
-            unit: (4..=8).contains(&i).then(|| "µs".to_owned()),
-            min_width: if i == 0 { 21 } else { 8 },
-        })
+    // The µs of p50 to CPU/wait come from their cells.
+    let columns: Vec<Column> = (HEADERS.iter().enumerate())
+        .map(|(i, h)| Column::new(*h, if i == 0 { 21 } else { 8 }))
         .collect();
     let mut blocks = vec![
         Block::Title(format!("framelab timers · {}", host(r))),

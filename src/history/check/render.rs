@@ -4,11 +4,11 @@
 //! whole.
 
 use super::{ChangeKind, CheckReport, Outcome, SeriesCheck};
-use crate::render::cells::{shown_unit, signed_pct};
 use crate::render::document::{pretty_json, write, Block, Document};
 use crate::render::format::HISTORY_CHECK;
+use crate::render::value::StoreDigits;
 use crate::render::Format;
-use crate::render::Table;
+use crate::render::{Table, Value};
 use crate::units::plural;
 
 /// The check's report in text, Markdown or JSON.
@@ -77,22 +77,31 @@ fn document(report: &CheckReport) -> Document {
             "verdict",
         ]);
         for (s, c) in &changes {
-            table.push_texts(vec![
-                s.metric.clone(),
-                s.machine.clone(),
-                s.branch.clone().unwrap_or_else(|| "—".into()),
-                short_commit(&c.commit).to_owned(),
-                with_unit(c.before, &s.unit),
-                with_unit(c.after, &s.unit),
-                c.relative_change
-                    .map_or_else(|| "from 0".into(), |r| signed_pct(1.0 + r, 1)),
-                format!("{:.1}%", c.confidence * 100.0),
-                match c.kind {
+            let stored = |value| Value::Stored {
+                value,
+                unit: s.unit.clone(),
+                digits: StoreDigits::Significant,
+            };
+            // A change from 0 has no ratio: words say so.
+            let change = c.relative_change.map(|r| Value::Change {
+                ratio: 1.0 + r,
+                low: f64::NAN,
+                high: f64::NAN,
+            });
+            table.push(vec![
+                Value::Text(s.metric.clone()),
+                Value::Text(s.machine.clone()),
+                Value::or(s.branch.clone().map(Value::Text), "—"),
+                Value::from(short_commit(&c.commit)),
+                stored(c.before),
+                stored(c.after),
+                change.unwrap_or_else(|| Value::from("from 0")),
+                Value::percent(c.confidence * 100.0, 1),
+                Value::from(match c.kind {
                     ChangeKind::Regression => "regression",
                     ChangeKind::Improvement => "improvement",
                     ChangeKind::Moved => "moved",
-                }
-                .into(),
+                }),
             ]);
         }
         blocks.push(Block::Table(table));
@@ -136,15 +145,6 @@ fn document(report: &CheckReport) -> Document {
     }
 }
 
-/// `12.3 µs`, the unit as compare prints it unscaled (`microseconds` is `µs`); a value
-/// without a unit alone.
-fn with_unit(value: f64, unit: &str) -> String {
-    match shown_unit(unit).as_str() {
-        "" => significant(value),
-        shown => format!("{} {shown}", significant(value)),
-    }
-}
-
 /// A git commit id as people quote it (12 hex digits); anything else as it is.
 fn short_commit(commit: &str) -> &str {
     if commit.len() > 12 && commit.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -152,17 +152,4 @@ fn short_commit(commit: &str) -> &str {
     } else {
         commit
     }
-}
-
-/// Four significant digits, without an exponent for everyday magnitudes.
-fn significant(v: f64) -> String {
-    if v == 0.0 || !v.is_finite() {
-        return format!("{v}");
-    }
-    let magnitude = v.abs().log10().floor() as i32;
-    if !(-4..=9).contains(&magnitude) {
-        return format!("{v:.3e}");
-    }
-    let decimals = (3 - magnitude).max(0) as usize;
-    format!("{v:.decimals$}")
 }
