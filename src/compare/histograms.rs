@@ -311,7 +311,42 @@ pub fn thresholds_of(below: &[Threshold], above: &[Threshold]) -> Thresholds {
 
 #[cfg(test)]
 mod tests {
-    use super::Bounds;
+    use super::{table, Bounds, FigureKind, HistogramComparison, HistogramRow};
+    use crate::render::Value;
+
+    /// Each figure is a typed cell between its bounds, shown in the histogram's unit.
+    #[test]
+    fn the_tables_figures_are_typed_cells_in_the_histograms_unit() {
+        let p99 = HistogramRow {
+            figure: "p99".into(),
+            kind: FigureKind::Value,
+            baseline: b(8192.0, 16384.0),
+            variant: b(16384.0, 32768.0),
+            difference: Bounds::minus(b(16384.0, 32768.0), b(8192.0, 16384.0)),
+            change: Bounds::change(b(16384.0, 32768.0), b(8192.0, 16384.0)),
+        };
+        let t = table(&HistogramComparison {
+            name: "@read_ns".into(),
+            unit: "ns".into(),
+            variant: "after".into(),
+            baseline: "before".into(),
+            rows: vec![p99],
+        });
+        assert!(t.rows[0][1..]
+            .iter()
+            .all(|cell| matches!(cell, Value::Between { .. })));
+        let shown: Vec<String> = t.rows[0].iter().map(Value::shown).collect();
+        assert_eq!(
+            shown,
+            [
+                "p99",
+                "[8.192 µs, 16.38 µs)",
+                "[16.38 µs, 32.77 µs)",
+                "0 ns to +24.58 µs",
+                "±0.0% to +300.0%"
+            ]
+        );
+    }
 
     fn b(lo: f64, hi: f64) -> Bounds {
         Bounds {

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::document::{shown, Block, Document, Line};
 use super::plot::{Level, Plot};
 use super::style::Style;
-use super::Table;
+use super::{Table, Value};
 
 /// What a page shows of a document in words and tables.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -111,7 +111,10 @@ pub fn page_text(document: &Document) -> PageText {
                 words.push(Words::Bullets(lines(&chart.summary)));
                 let mut table = Table::new(&["bucket", "count"]);
                 for bar in &chart.bars {
-                    table.push(vec![bar.label.clone().into(), bar.count.to_string().into()]);
+                    table.push(vec![
+                        bar.label.clone().into(),
+                        Value::Count(bar.count as i64),
+                    ]);
                 }
                 words.push(Words::Table(table));
             }

@@ -74,3 +74,53 @@ pub fn render(
     out.push_str(&table(&columns, &rows, false, &st));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{SeriesKind, SourceState};
+
+    /// Each series' raw readings as the source gave them: whole numbers, flags in hex.
+    #[test]
+    fn raw_readings_are_shown_as_the_source_gave_them() {
+        let status = SourceStatus {
+            source: "nvml".into(),
+            state: SourceState::On,
+            detail: "GPU0".into(),
+            every_ns: 50_000_000,
+            reads: 2,
+            skipped: 0,
+            cpu_ns: 400_000,
+            wall_ns: 100_000_000,
+        };
+        let series = |metric: &str, unit: &str, kind| SampleSeries {
+            source: "nvml".into(),
+            metric: metric.into(),
+            entity: "0".into(),
+            label: "H200".into(),
+            unit: unit.into(),
+            kind,
+        };
+        let sample = |series, value| Sample {
+            series,
+            t_ns: 0,
+            value,
+        };
+        let text = render(
+            &[status],
+            &[
+                series("sm_clock", "MHz", SeriesKind::Gauge),
+                series("throttle", "flags", SeriesKind::Bitmask),
+            ],
+            &[sample(0, 1980), sample(1, 5), sample(0, 1965), sample(1, 0)],
+            Duration::from_millis(50),
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[1],
+            "  nvml      on       GPU0 (200 µs of CPU per reading)"
+        );
+        assert!(lines[4].ends_with("MHz  1980 1965"), "{text}");
+        assert!(lines[5].ends_with("flags    0x5 0x0"), "{text}");
+    }
+}
