@@ -54,6 +54,9 @@ pub struct Layout {
     /// Name the unit the table's figures share ([`Table::unit`], `µs`) once: three spaces
     /// after the text header, and after the first header in Markdown (`stage (µs)`).
     pub unit_once: bool,
+    /// The unit to name once when no cell says one (every figure missing, as a mark that
+    /// says no unit): kept for `report/runs.rs`, whose dashes are plain marks.
+    pub unit_when_none_said: Option<String>,
     /// The header bold on a terminal that shows colour.
     pub bold_header: bool,
     /// The most characters of a cell shown (`crate::display`): longer ones are cut.
@@ -76,6 +79,7 @@ impl Default for Layout {
             words: Vec::new(),
             numbers_first: false,
             unit_once: false,
+            unit_when_none_said: None,
             bold_header: false,
             cut: crate::display::NAME_CHARS,
             markdown: MarkdownCells::PipesEscaped,
@@ -162,6 +166,15 @@ impl Table {
     /// there is none or they differ.
     pub fn unit(&self) -> Option<String> {
         common_unit(self.rows.iter().flatten())
+    }
+
+    /// The unit the table names once, if its layout asks: its figures', or the one the
+    /// layout gives for a table that has none.
+    pub fn named_unit(&self) -> Option<String> {
+        match self.layout.unit_once {
+            true => (self.unit()).or_else(|| self.layout.unit_when_none_said.clone()),
+            false => None,
+        }
     }
 
     /// The unit the cells of column `c` share, as [`Table::unit`].
@@ -255,7 +268,7 @@ impl Table {
         };
         let indent = " ".repeat(layout.indent);
         let mut header = line(headers);
-        if let Some(unit) = self.unit().filter(|_| layout.unit_once) {
+        if let Some(unit) = self.named_unit() {
             header.push_str("   ");
             header.push_str(&unit);
         }
@@ -285,7 +298,7 @@ impl Table {
             .map(|(c, h)| escape(h, this.names.headers.contains(&c)))
             .collect();
         // The unit text names once after the header, Markdown after the first header.
-        let unit = self.unit().filter(|_| layout.unit_once);
+        let unit = self.named_unit();
         if let (Some(unit), Some(first)) = (unit, headers.first_mut()) {
             first.push_str(&format!(" ({unit})"));
         }
@@ -423,5 +436,29 @@ mod tests {
             spread_pct: None,
         }]);
         assert_eq!(t.unit(), None);
+    }
+
+    /// A column of durations with none measured still holds µs: its dashes say so, or the
+    /// layout does for a table whose dashes are plain marks (`report/runs.rs`).
+    #[test]
+    fn a_table_of_dashes_names_the_unit_its_missing_figures_would_have() {
+        use crate::render::columns::{table, table_of, Column};
+        let columns = [Column::new("run", 5), Column::new("total p50", 11)];
+        let header = |t: Table| t.render(false).lines().next().unwrap().to_owned();
+        let absent = Value::Absent {
+            mark: "-",
+            unit: "µs",
+        };
+        let typed = table_of(&columns, vec![vec![Value::Count(1), absent]], true);
+        assert_eq!(header(typed), "  run    total p50   µs");
+        let plain = vec![vec![Value::Count(1), Value::Missing("–")]];
+        assert_eq!(
+            header(table(&columns, plain.clone(), Some("µs"))),
+            "  run    total p50   µs"
+        );
+        assert_eq!(
+            header(table_of(&columns, plain, true)),
+            "  run    total p50"
+        );
     }
 }

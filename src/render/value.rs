@@ -21,6 +21,12 @@ pub enum Value {
     Text(String),
     /// No value, shown as the mark given (`-`, `–`, `—`, or nothing).
     Missing(&'static str),
+    /// No value where the column holds figures in `unit` (a stage without a distribution
+    /// in µs): shown as the mark, its unit still the table's to name.
+    Absent {
+        mark: &'static str,
+        unit: &'static str,
+    },
     /// A duration in ns, shown in µs at a precision that suits it (`human::us`).
     Micros(f64),
     /// A mean duration in ns, in µs with one decimal (`human::us_mean`).
@@ -152,7 +158,7 @@ impl Value {
     pub fn shown(&self) -> String {
         match self {
             Value::Text(text) => text.clone(),
-            Value::Missing(mark) => (*mark).to_owned(),
+            Value::Missing(mark) | Value::Absent { mark, .. } => (*mark).to_owned(),
             Value::Micros(ns) => human::us(*ns),
             Value::MeanMicros(ns) => human::us_mean(*ns),
             Value::Count(n) => n.to_string(),
@@ -230,6 +236,7 @@ impl Value {
     pub fn unit(&self) -> Option<String> {
         match self {
             Value::Micros(_) | Value::MeanMicros(_) => Some("µs".into()),
+            Value::Absent { unit, .. } => Some((*unit).to_owned()),
             Value::Metric { unit, .. } | Value::Difference { unit, .. } => {
                 Some(cells::unit_name(unit).to_owned())
             }

@@ -22,11 +22,17 @@ pub(crate) fn dist_cells(d: &Dist) -> [Value; 6] {
     ]
 }
 
-/// [`dist_cells`], or six dashes where there is no distribution.
+/// [`dist_cells`], or six dashes where there is no distribution (still µs columns).
 fn dist_cells_or_dashes(d: Option<&Dist>) -> Vec<Value> {
     match d {
         Some(d) => dist_cells(d).into(),
-        None => vec![Value::Missing("-"); 6],
+        None => vec![
+            Value::Absent {
+                mark: "-",
+                unit: "µs"
+            };
+            6
+        ],
     }
 }
 

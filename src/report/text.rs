@@ -18,6 +18,12 @@ pub(crate) fn stage_rows(a: &Analysis) -> Vec<(String, [Value; 6])> {
         .collect()
 }
 
+/// A dash where a duration in µs would be.
+const NO_MICROS: Value = Value::Absent {
+    mark: "-",
+    unit: "µs",
+};
+
 /// A table of the report's columns, set off by a blank line; the figures' unit named once
 /// when `unit_once`.
 fn columns(columns: Vec<Column>, rows: Vec<Vec<Value>>, unit_once: bool) -> Block {
@@ -49,10 +55,8 @@ pub(crate) fn stage_table_rows(a: &Analysis) -> Vec<Vec<Value>> {
         .into_iter()
         .map(|(name, cells)| {
             let extra = on_cpu.as_ref().map(|by_stage| {
-                (by_stage.iter().find(|(stage, _)| *stage == name)).map_or_else(
-                    || [Value::Missing("-"), Value::Missing("-")],
-                    |(_, c)| c.clone(),
-                )
+                (by_stage.iter().find(|(stage, _)| *stage == name))
+                    .map_or_else(|| [NO_MICROS, NO_MICROS], |(_, c)| c.clone())
             });
             std::iter::once(Value::Text(name))
                 .chain(cells)
@@ -188,7 +192,7 @@ pub(crate) fn worst_have_waits(a: &Analysis) -> bool {
 /// One row per worst frame: id, end time, total, then each stage (`-` where absent), then
 /// its work, its waits and its longest wait where frames have waits.
 pub(crate) fn worst_rows(a: &Analysis) -> Vec<Vec<Value>> {
-    let cell = |ns: Option<i64>| Value::or(ns.map(|ns| Value::Micros(ns as f64)), "-");
+    let cell = |ns: Option<i64>| ns.map_or(NO_MICROS, |ns| Value::Micros(ns as f64));
     let waits = worst_have_waits(a);
     let preempted = worst_preempted(a);
     a.worst_frames
