@@ -4,7 +4,7 @@
 
 use super::facts::{facts_in, title};
 use super::pipeline::dist_cells;
-use crate::analyze::cpu::{role_label, split_resolution_ns};
+use crate::analyze::cpu::{self, role_label, split_resolution_ns};
 use crate::analyze::Analysis;
 use crate::render::columns::Column;
 use crate::render::document::{Block, Fact, SpanKind};
@@ -143,7 +143,7 @@ fn cpu_seconds(ns: i64, resolution_ns: i64) -> Value {
 fn load(pct: f64, resolution_ns: i64, wall_ns: i64) -> Value {
     Value::Resolved {
         value: pct,
-        resolution: crate::analyze::cpu::load_resolution_pct(resolution_ns, wall_ns),
+        resolution: cpu::load_resolution_pct(resolution_ns, wall_ns),
         decimals: 1,
     }
 }
@@ -152,7 +152,7 @@ fn load(pct: f64, resolution_ns: i64, wall_ns: i64) -> Value {
 fn cores(cores: f64, resolution_ns: i64, wall_ns: i64) -> Value {
     Value::Resolved {
         value: cores,
-        resolution: crate::analyze::cpu::load_resolution_pct(resolution_ns, wall_ns) / 100.0,
+        resolution: cpu::cores_resolution(cpu::load_resolution_pct(resolution_ns, wall_ns), 1),
         decimals: 2,
     }
 }
