@@ -155,9 +155,11 @@ pub fn resource_rows(a: &Analysis) -> Option<Vec<Vec<Value>>> {
     if p.resources.is_empty() {
         return None;
     }
+    // Without frames each slice is counted alone: a per-frame figure would be per slice.
+    let frames = !a.import.as_ref().is_some_and(|i| i.frames_undefined());
     let rows = (p.resources.iter())
         .map(|r| {
-            let per_frame = if a.frames > 0 {
+            let per_frame = if a.frames > 0 && frames {
                 Value::Micros(r.busy_ns as f64 / a.frames as f64)
             } else {
                 Value::Missing("-")
