@@ -581,6 +581,7 @@ fn probes(a: &Analysis) -> Option<Line> {
             let cost = match f.cost_per_hit_ns {
                 Some(ns) => {
                     let per = match f.kind.as_str() {
+                        _ if f.frame_probe => "hit (entry; ",
                         "usdt" => "call (begin + end; ",
                         "usdt event" => "hit (",
                         _ => "call (entry + return; ",
