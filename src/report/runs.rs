@@ -189,3 +189,66 @@ fn cells(l: &RunLine, with_variants: bool, with_params: bool) -> Vec<Value> {
     row.push(Value::or(l.cpu_per_frame_ns.map(Value::Micros), dash));
     row
 }
+
+/// The listing of hand-made runs against `tests/snapshots/report_runs*`. After an intended
+/// change: `UPDATE_SNAPSHOTS=1 cargo test --lib report::runs`, then review the diff.
+#[cfg(test)]
+mod snapshots {
+    use super::*;
+    use crate::snapshot::check;
+
+    fn line(run_id: i64, variant: Option<&str>, params: &[(&str, &str)]) -> RunLine {
+        RunLine {
+            run_id,
+            name: "enc_a".into(),
+            started_at: "2026-01-02T03:04:05Z".into(),
+            variant: variant.map(str::to_owned),
+            params: (params.iter())
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            status: "ok".into(),
+            frames: 120 + run_id as u64,
+            observed_fps: Some(59.94 + run_id as f64),
+            total_p50_ns: Some(8_250_000.0 + run_id as f64 * 1000.0),
+            total_p99_ns: (run_id != 2).then_some(16_500_000.0),
+            cpu_per_frame_ns: Some(1_234_567.0),
+        }
+    }
+
+    /// An experiment of two variants at a parameter's value, two runs each, and a run of
+    /// one without it.
+    fn experiment() -> Vec<RunLine> {
+        vec![
+            line(1, Some("a"), &[("n", "1")]),
+            line(2, Some("b"), &[("n", "1")]),
+            line(3, Some("a"), &[("n", "1")]),
+            line(4, Some("b"), &[("n", "1")]),
+            line(7, Some("b"), &[]),
+        ]
+    }
+
+    fn plain_runs() -> Vec<RunLine> {
+        vec![line(5, None, &[]), line(6, None, &[])]
+    }
+
+    fn both(file: Option<&Path>, lines: &[RunLine]) -> (String, String) {
+        (
+            render(file, lines, Format::Text, false).unwrap(),
+            render(file, lines, Format::Markdown, false).unwrap(),
+        )
+    }
+
+    #[test]
+    fn an_experiment_in_text_and_markdown() {
+        let (text, md) = both(Some(Path::new("ab_x.framelab")), &experiment());
+        check("report_runs.txt", &text);
+        check("report_runs.md", &md);
+    }
+
+    #[test]
+    fn runs_not_kept_in_text_and_markdown() {
+        let (text, md) = both(None, &plain_runs());
+        check("report_runs_unkept.txt", &text);
+        check("report_runs_unkept.md", &md);
+    }
+}
