@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::analyze::Analysis;
 use crate::experiment::Experiment;
 use crate::render::columns::Column;
-use crate::render::document::{plain, pretty_json, write_in, Block, Document};
+use crate::render::document::{plain, pretty_json, write_in, Block, Document, Line, Span};
 use crate::render::format::RUN_REPORT;
 use crate::render::human::shell_words;
 use crate::render::{Format, Value};
@@ -75,28 +75,23 @@ pub fn render(
     color: bool,
 ) -> anyhow::Result<String> {
     let name = file.map_or_else(|| "/dev/null".to_owned(), |f| f.display().to_string());
-    let shown = shell_words(std::slice::from_ref(&name));
-    let format = RUN_REPORT.check(format)?;
-    let document = match format {
-        Format::Json => Document {
-            blocks: Vec::new(),
-            json: pretty_json(&RunList {
+    let document = Document {
+        blocks: blocks(file, lines),
+        json: match RUN_REPORT.check(format)? {
+            Format::Json => pretty_json(&RunList {
                 schema: SCHEMA,
-                file: name.clone(),
+                file: name,
                 runs: lines,
             }),
-        },
-        _ => Document {
-            blocks: blocks(file, &shown, lines, format == Format::Markdown),
-            json: String::new(),
+            _ => String::new(),
         },
     };
     write_in(&document, format, &RUN_REPORT, color)
 }
 
-/// The list as a title, a table of the runs in µs, and the commands that show more.
-fn blocks(file: Option<&Path>, shown: &str, lines: &[RunLine], markdown: bool) -> Vec<Block> {
-    let name = file.map_or_else(|| "/dev/null".to_owned(), |f| f.display().to_string());
+/// The list as one document for text and Markdown: the title, a table of the runs with
+/// its unit (µs), and the commands that show more.
+fn blocks(file: Option<&Path>, lines: &[RunLine]) -> Vec<Block> {
     let with_variants = lines.iter().any(|l| l.variant.is_some());
     let with_params = lines.iter().any(|l| !l.params.is_empty());
     let mut headers = vec!["run"];
@@ -119,11 +114,38 @@ fn blocks(file: Option<&Path>, shown: &str, lines: &[RunLine], markdown: bool) -
     let rows: Vec<Vec<Value>> = (lines.iter())
         .map(|l| cells(l, with_variants, with_params))
         .collect();
-    let first = lines.first().map_or(1, |l| l.run_id);
-    let heading = match file {
-        Some(_) => format!("{name} · {} runs", lines.len()),
-        None => format!("{} runs (-o /dev/null: not kept)", lines.len()),
+    let title = match file {
+        Some(f) => format!(
+            "framelab · {} · {} runs",
+            crate::display::name(&f.display().to_string()),
+            lines.len()
+        ),
+        None => format!("framelab · {} runs (-o /dev/null: not kept)", lines.len()),
     };
+    let columns: Vec<Column> = headers.iter().map(|h| Column::new(*h, 0)).collect();
+    vec![
+        Block::Title(title),
+        Block::Columns {
+            table: crate::render::columns::table(&columns, rows, Some("µs")),
+            // Right under the title in text.
+            set_off: false,
+        },
+        Block::Remark(hint(file, lines, with_variants)),
+    ]
+}
+
+/// The commands that show more: one run in full, and the verdicts where `compare` has
+/// something to compare; for runs not kept, how to keep them.
+fn hint(file: Option<&Path>, lines: &[RunLine], with_variants: bool) -> Line {
+    let Some(file) = file else {
+        return plain("keep the runs with -o FILE to see one in full");
+    };
+    let shown = shell_words(&[file.display().to_string()]);
+    let first = lines.first().map_or(1, |l| l.run_id);
+    let mut hint = vec![
+        Span::plain("one run in full: "),
+        Span::code(format!("framelab report {shown} --run-id {first}")),
+    ];
     // Verdicts need two variants (or parameter values) of two runs or more each: a file of
     // runs without variants (`run -o` again and again) is not offered, as compare would
     // refuse it.
@@ -135,34 +157,11 @@ fn blocks(file: Option<&Path>, shown: &str, lines: &[RunLine], markdown: bool) -
         }
     }
     let comparable = groups.iter().filter(|(_, runs)| *runs >= 2).count();
-    let verdicts = match with_variants && comparable >= 2 {
-        true => format!(" · verdicts: framelab compare {shown}"),
-        false => String::new(),
-    };
-    let hint = match file {
-        Some(_) => format!("one run in full: framelab report {shown} --run-id {first}{verdicts}"),
-        None => "keep the runs with -o FILE to see one in full".to_owned(),
-    };
-    let columns: Vec<Column> = headers.iter().map(|h| Column::new(*h, 0)).collect();
-    let unit = (!markdown).then_some("µs");
-    let table = Block::Columns {
-        table: crate::render::columns::table(&columns, rows, unit),
-        // Right under the title in text.
-        set_off: markdown,
-    };
-    if markdown {
-        vec![
-            Block::Heading(plain(heading)),
-            table,
-            Block::Lines(format!("Times in µs. {hint}\n")),
-        ]
-    } else {
-        vec![
-            Block::Title(format!("framelab · {heading}")),
-            table,
-            Block::Bullets(vec![plain(hint)]),
-        ]
+    if with_variants && comparable >= 2 {
+        hint.push(Span::plain(" · verdicts: "));
+        hint.push(Span::code(format!("framelab compare {shown}")));
     }
+    hint
 }
 
 fn cells(l: &RunLine, with_variants: bool, with_params: bool) -> Vec<Value> {
@@ -243,6 +242,25 @@ mod snapshots {
         let (text, md) = both(Some(Path::new("ab_x.framelab")), &experiment());
         check("report_runs.txt", &text);
         check("report_runs.md", &md);
+    }
+
+    /// One document for text and Markdown: the pasted list shows every figure of the
+    /// terminal's, and no other.
+    #[test]
+    fn text_and_markdown_show_the_same_figures() {
+        let file = Path::new("runs_2.framelab");
+        for (file, lines) in [
+            (Some(file), experiment()),
+            (Some(file), plain_runs()),
+            (None, experiment()),
+        ] {
+            let (text, md) = both(file, &lines);
+            assert_eq!(
+                crate::render::numbers_in(&text),
+                crate::render::numbers_in(&md),
+                "{text}\n{md}"
+            );
+        }
     }
 
     #[test]
