@@ -501,6 +501,8 @@
       var ts = section(tb.title);
       table(ts, tb.headers, tb.rows);
     });
+    // The report's other words (telemetry's sampling sources), as text shows them.
+    words(d.blocks || []);
 
     if (d.histograms.length) {
       var hs = section("Imported histograms", "As the tool that made them counted them.");
@@ -580,8 +582,8 @@
     setCounts(box, rows.length, dots);
   }
 
-  // A document's words besides its title, facts, notes and titled tables (a comparison's:
-  // what text and Markdown show): a heading opens a section; paragraphs, bullets, titled
+  // A document's words besides its title, facts, notes and titled tables (a comparison's,
+  // a run's telemetry sources, history's tables: what text and Markdown show): a heading opens a section; paragraphs, bullets, titled
   // lists and tables go in it. A column headed "verdict" colours its cells as a verdict.
   function words(blocks) {
     var box = root;
