@@ -85,7 +85,7 @@ pub fn page_text(document: &Document) -> PageText {
                 items: lines(items),
             }),
             Block::TableUnder(table) | Block::Columns { table, .. } => {
-                words.push(Words::Table(names_shown(table)))
+                words.push(Words::Table(names_shown(&with_unit(table))))
             }
             Block::Captioned { caption, table }
             | Block::Titled {
@@ -93,7 +93,7 @@ pub fn page_text(document: &Document) -> PageText {
                 table,
             } => {
                 words.push(Words::Paragraph(line(caption)));
-                words.push(Words::Table(names_shown(table)));
+                words.push(Words::Table(names_shown(&with_unit(table))));
             }
             Block::States { title, text, items } => {
                 words.push(Words::Paragraph(format!("{title} {text}")));
@@ -156,7 +156,7 @@ fn titled(block: &Block) -> Option<&Table> {
 }
 
 /// `table` with the unit its figures share after its first header (`stage (µs)`), as
-/// Markdown names it: the page lays the table out itself.
+/// Markdown names it: the page lays the table out itself, and never drops the unit.
 fn with_unit(table: &Table) -> Table {
     let mut shown = table.clone();
     if let (Some(unit), Some(first)) = (&table.layout.unit, shown.headers.first_mut()) {
@@ -294,6 +294,36 @@ mod tests {
                 blocks: vec![Words::Lines("only for terminals\n".into())],
             }
         );
+    }
+
+    /// The report family's columns that their feature titled are the page's titled
+    /// tables, untitled they are words; either keeps its unit, after the first header.
+    #[test]
+    fn titled_columns_are_the_pages_tables_and_keep_their_unit() {
+        let columns = |title: &str| {
+            let mut table = crate::render::columns::table(
+                &[crate::render::columns::Column::new("stage", 9)],
+                vec![vec!["encode".into()]],
+                Some("µs"),
+            );
+            table.title = title.into();
+            Block::Columns {
+                table,
+                set_off: true,
+            }
+        };
+        let document = Document {
+            blocks: vec![columns("Stages"), columns("")],
+            json: String::new(),
+        };
+        let page = page_text(&document);
+        assert_eq!(page.tables.len(), 1);
+        assert_eq!(page.tables[0].title, "Stages");
+        assert_eq!(page.tables[0].headers, ["stage (µs)"]);
+        let [Words::Table(untitled)] = &page.blocks[..] else {
+            panic!("{:?}", page.blocks);
+        };
+        assert_eq!(untitled.headers, ["stage (µs)"]);
     }
 
     /// Plots keep the document's order, the tables standing where the first plot after
