@@ -53,19 +53,6 @@ pub fn table_of(columns: &[Column], rows: Vec<Vec<Value>>, unit_once: bool) -> T
     .with_layout(Layout::report(min_widths, words, unit_once))
 }
 
-/// [`table_of`], naming the figures' unit once when `unit` is given: the cells' unit, or
-/// `unit` where every figure is a plain dash. Kept for `report/runs.rs`, whose missing
-/// figures do not say their unit (`Value::Absent`).
-pub fn table(columns: &[Column], rows: Vec<Vec<Value>>, unit: Option<&str>) -> Table {
-    let mut table = table_of(columns, rows, unit.is_some());
-    debug_assert!(
-        unit.is_none() || table.unit().is_none() || table.unit().as_deref() == unit,
-        "the unit given is not the cells'"
-    );
-    table.layout.unit_when_none_said = unit.map(str::to_owned);
-    table
-}
-
 /// [`table_of`] as aligned text, its header bold when `st` shows colour.
 pub fn render(columns: &[Column], rows: &[Vec<Value>], unit_once: bool, st: &Style) -> String {
     table_of(columns, rows.to_vec(), unit_once).text(st)

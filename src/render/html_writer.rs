@@ -298,10 +298,13 @@ mod tests {
     #[test]
     fn titled_columns_are_the_pages_tables_and_keep_their_unit() {
         let columns = |title: &str| {
-            let mut table = crate::render::columns::table(
-                &[crate::render::columns::Column::new("stage", 9)],
-                vec![vec!["encode".into()]],
-                Some("µs"),
+            let mut table = crate::render::columns::table_of(
+                &[
+                    crate::render::columns::Column::new("stage", 9),
+                    crate::render::columns::Column::new("p50", 9),
+                ],
+                vec![vec!["encode".into(), Value::Micros(12_400.0)]],
+                true,
             );
             table.title = title.into();
             Block::Columns {
@@ -316,11 +319,11 @@ mod tests {
         let page = page_text(&document);
         assert_eq!(page.tables.len(), 1);
         assert_eq!(page.tables[0].title, "Stages");
-        assert_eq!(page.tables[0].headers, ["stage (µs)"]);
+        assert_eq!(page.tables[0].headers, ["stage (µs)", "p50"]);
         let [Words::Table(untitled)] = &page.blocks[..] else {
             panic!("{:?}", page.blocks);
         };
-        assert_eq!(untitled.headers, ["stage (µs)"]);
+        assert_eq!(untitled.headers, ["stage (µs)", "p50"]);
     }
 
     /// Plots keep the document's order, the tables standing where the first plot after

@@ -54,9 +54,6 @@ pub struct Layout {
     /// Name the unit the table's figures share ([`Table::unit`], `µs`) once: three spaces
     /// after the text header, and after the first header in Markdown (`stage (µs)`).
     pub unit_once: bool,
-    /// The unit to name once when no cell says one (every figure missing, as a mark that
-    /// says no unit): kept for `report/runs.rs`, whose dashes are plain marks.
-    pub unit_when_none_said: Option<String>,
     /// The header bold on a terminal that shows colour.
     pub bold_header: bool,
     /// The most characters of a cell shown (`crate::display`): longer ones are cut.
@@ -79,7 +76,6 @@ impl Default for Layout {
             words: Vec::new(),
             numbers_first: false,
             unit_once: false,
-            unit_when_none_said: None,
             bold_header: false,
             cut: crate::display::NAME_CHARS,
             markdown: MarkdownCells::PipesEscaped,
@@ -168,13 +164,9 @@ impl Table {
         common_unit(self.rows.iter().flatten())
     }
 
-    /// The unit the table names once, if its layout asks: its figures', or the one the
-    /// layout gives for a table that has none.
+    /// The unit the table names once, if its layout asks: its figures'.
     pub fn named_unit(&self) -> Option<String> {
-        match self.layout.unit_once {
-            true => (self.unit()).or_else(|| self.layout.unit_when_none_said.clone()),
-            false => None,
-        }
+        self.unit().filter(|_| self.layout.unit_once)
     }
 
     /// The unit the cells of column `c` share, as [`Table::unit`].
@@ -438,24 +430,19 @@ mod tests {
         assert_eq!(t.unit(), None);
     }
 
-    /// A column of durations with none measured still holds µs: its dashes say so, or the
-    /// layout does for a table whose dashes are plain marks (`report/runs.rs`).
+    /// A column of durations with none measured still holds µs: its dashes say so.
     #[test]
     fn a_table_of_dashes_names_the_unit_its_missing_figures_would_have() {
-        use crate::render::columns::{table, table_of, Column};
+        use crate::render::columns::{table_of, Column};
         let columns = [Column::new("run", 5), Column::new("total p50", 11)];
         let header = |t: Table| t.render(false).lines().next().unwrap().to_owned();
         let absent = Value::Absent {
-            mark: "-",
+            mark: "–",
             unit: "µs",
         };
         let typed = table_of(&columns, vec![vec![Value::Count(1), absent]], true);
         assert_eq!(header(typed), "  run    total p50   µs");
         let plain = vec![vec![Value::Count(1), Value::Missing("–")]];
-        assert_eq!(
-            header(table(&columns, plain.clone(), Some("µs"))),
-            "  run    total p50   µs"
-        );
         assert_eq!(
             header(table_of(&columns, plain, true)),
             "  run    total p50"

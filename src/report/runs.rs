@@ -126,7 +126,7 @@ fn blocks(file: Option<&Path>, lines: &[RunLine]) -> Vec<Block> {
     vec![
         Block::Title(title),
         Block::Columns {
-            table: crate::render::columns::table(&columns, rows, Some("µs")),
+            table: crate::render::columns::table_of(&columns, rows, true),
             // Right under the title in text.
             set_off: false,
         },
@@ -183,9 +183,19 @@ fn cells(l: &RunLine, with_variants: bool, with_params: bool) -> Vec<Value> {
     row.push(Value::Text(l.status.clone()));
     row.push(Value::Count(l.frames as i64));
     row.push(Value::or(l.observed_fps.map(|f| Value::fixed(f, 2)), dash));
-    row.push(Value::or(l.total_p50_ns.map(Value::Micros), dash));
-    row.push(Value::or(l.total_p99_ns.map(Value::Micros), dash));
-    row.push(Value::or(l.cpu_per_frame_ns.map(Value::Micros), dash));
+    // A run without frames has no duration to show, and its dash is still µs.
+    let micros = |ns: Option<f64>| {
+        ns.map_or(
+            Value::Absent {
+                mark: dash,
+                unit: "µs",
+            },
+            Value::Micros,
+        )
+    };
+    row.push(micros(l.total_p50_ns));
+    row.push(micros(l.total_p99_ns));
+    row.push(micros(l.cpu_per_frame_ns));
     row
 }
 
