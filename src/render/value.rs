@@ -331,7 +331,7 @@ mod tests {
             spread_pct,
         };
         assert_eq!(metric(None).shown(), "120.0");
-        assert_eq!(metric(Some(3.14)).shown(), "120.0 ±3.1%");
+        assert_eq!(metric(Some(3.12)).shown(), "120.0 ±3.1%");
         let difference = |value| Value::Difference {
             unit: Unit::Microseconds,
             value,
