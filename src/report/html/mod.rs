@@ -12,10 +12,11 @@ use std::path::Path;
 pub use page::{escape_html, json_for_script};
 
 /// The HTML report of run `head` with its spans from `source`, and its analysis: the
-/// spans are read once, for both.
+/// same reads give both (`source` is `Sync`: a file written thread by thread has its
+/// stretches read on threads of their own, as for the text report).
 pub fn run_html(
     head: &crate::model::Run,
-    source: &dyn crate::model::SpanSource,
+    source: &(dyn crate::model::SpanSource + Sync),
 ) -> anyhow::Result<(String, crate::analyze::Analysis)> {
     let (data, analysis) = run_data::RunData::analyze(head, source)?;
     let html = render_document(&data.document(&analysis), run_data::SCHEMA, "run")?;
