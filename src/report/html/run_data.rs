@@ -907,35 +907,29 @@ mod tests {
         crate::report::html::render_document(&document, SCHEMA, "run").unwrap()
     }
 
+    /// Frames of the run [`by_thread`]: enough that one thread's spans are too many to hold
+    /// while the other's come, so its two stretches are merged.
+    const BY_THREAD_FRAMES: u64 = 12_000;
+
     /// Three stages on two threads, a late frame every 7th, written thread by thread as an
     /// import can be: two stretches in frame order, merged by the grouped read.
     fn by_thread() -> Run {
+        use crate::analyze::fixtures::span;
         let mut run = reference_run();
         run.spans.clear();
         for thread in 0..2u32 {
-            for i in 0..400u64 {
+            for i in 0..BY_THREAD_FRAMES {
                 let t = i as i64 * 10 * MS;
                 let slow = if i % 7 == 3 { 9 * MS } else { 0 };
-                let spans = [(0, 0, t, MS), (1, 1, t + 2 * MS, 5 * MS + slow)];
-                for (stage, on, start, dur) in spans {
-                    if on == thread {
-                        run.spans.push(crate::model::Span {
-                            frame: i,
-                            stage,
-                            thread,
-                            start_ns: start,
-                            dur_ns: dur,
-                        });
-                    }
-                }
                 if thread == 0 {
-                    let send = t + 8 * MS + slow;
-                    run.spans
-                        .push(crate::analyze::fixtures::span(i, 2, 0, send, MS / 2));
+                    run.spans.push(span(i, 0, 0, t, MS));
+                    run.spans.push(span(i, 2, 0, t + 8 * MS + slow, MS / 2));
+                } else {
+                    run.spans.push(span(i, 1, 1, t + 2 * MS, 5 * MS + slow));
                 }
             }
         }
-        run.meta.window_end_ns = 4000 * MS;
+        run.meta.window_end_ns = BY_THREAD_FRAMES as i64 * 10 * MS;
         run.counters.clear();
         run
     }
@@ -945,11 +939,23 @@ mod tests {
     /// tables.
     #[test]
     fn the_page_without_columns_is_the_page_the_columns_gave() {
+        use crate::analyze::compact::grouped::{FrameOrder, Grouping};
         use crate::analyze::fixtures::{crashed_run, degenerate_runs};
         // With whether the reads must give the analysis without columns.
         let mut runs = vec![(with_telemetry(), true), (by_thread(), true)];
         runs.push((crashed_run(), false));
         runs.extend(degenerate_runs().into_iter().map(|run| (run, false)));
+        let run = &runs[1].0;
+        let (table, _) = read_frames(run).unwrap();
+        let mut order = FrameOrder::default();
+        for s in &run.spans {
+            order.see(table.index_of(s.frame));
+        }
+        let grouping = Grouping::of(&order, table.count() as u64);
+        assert!(
+            matches!(grouping, Some(Grouping::Merged(_))),
+            "{grouping:?}"
+        );
         for (run, streams_for_sure) in runs {
             let (table, spans) = read_frames(&run).unwrap();
             let shown: Shown = (&mut |_| {}, &mut |_, _| {});
