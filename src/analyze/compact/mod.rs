@@ -105,6 +105,14 @@ pub enum Sorted<'a> {
     Stage(usize, &'a NsValues),
     /// The intervals between the measured frames' ends.
     Intervals(&'a NsValues),
+    /// Spans of one of the worst frames (`rank` among them, worst first; `frame` its
+    /// index) in the run's order, shown by the reads without columns as they pass (with
+    /// columns, [`Sorted::Read`] holds them): the HTML page draws their timelines.
+    WorstFrame {
+        rank: usize,
+        frame: u32,
+        spans: &'a [grouped::GroupedSpan],
+    },
 }
 
 /// The optional columns the analysis needs: starts (stage order, waits, busy time) and

@@ -13,7 +13,7 @@
 //! busy time by one more read. Where too many do, or the frames come in no order a read can
 //! group, the caller reads the columns instead ([`super::column_fallbacks`] counts it).
 
-use super::grouped::{for_each_frame, FrameOrder, Grouping};
+use super::grouped::{for_each_frame, FrameOrder, GroupedSpan, Grouping};
 use super::table::FrameTable;
 use super::values::{NsValues, SORTS_AT_ONCE};
 use super::window::{measure_with, Bits, MeasuredFrames};
@@ -168,12 +168,12 @@ fn facts(
             return Ok(None);
         };
         let read = (&reader, &measured, &grouping);
-        let Some((done, swept)) = grouped_durations(read, &counts, &order, &worst)? else {
+        let Some((done, swept)) = grouped_durations(read, &counts, &order, &worst, sorted)? else {
             return Ok(None);
         };
         (summarize_swept(&input, busy, swept, waits), done)
     } else {
-        let done = stage_durations(&reader, &measured, &counts, &order, &worst)?;
+        let done = stage_durations(&reader, &measured, &counts, &order, &worst, sorted)?;
         (summarize_single_spans(&input, busy), done)
     };
     // One span a frame of one stage: its durations are the measured frames' totals,
@@ -297,13 +297,15 @@ fn clipped(s: &Span, (from, to): (i64, i64)) -> Option<Clipped> {
 }
 
 /// Each stage's durations in measured frames (stages in `order`), sorted, and its sums in
-/// the worst frames, from one read; the stages sorted a few at once.
+/// the worst frames, from one read; the stages sorted a few at once. The worst frames'
+/// spans are shown to `sorted` as they pass.
 fn stage_durations(
     reader: &SpanReader,
     measured: &MeasuredFrames,
     counts: &StageCounts,
     order: &[usize],
     worst: &[u32],
+    sorted: &mut dyn FnMut(Sorted),
 ) -> anyhow::Result<Vec<(NsValues, Vec<Option<i64>>)>> {
     let mut column = vec![usize::MAX; counts.count.len()];
     for (c, &s) in order.iter().enumerate() {
@@ -325,10 +327,17 @@ fn stage_durations(
         }
         let (durations, worst_ns) = &mut done[column[s.stage as usize]];
         durations.push(s.dur_ns);
-        if is_worst.get(frame) {
-            if let Some(pos) = worst.iter().position(|&w| w == frame) {
-                worst_ns[pos] = Some(worst_ns[pos].unwrap_or(0).saturating_add(s.dur_ns));
-            }
+        if let Some(rank) = worst_rank(&is_worst, worst, frame) {
+            worst_ns[rank] = Some(worst_ns[rank].unwrap_or(0).saturating_add(s.dur_ns));
+            let span = GroupedSpan {
+                frame,
+                thread: s.thread,
+                stage: s.stage,
+                start_ns: s.start_ns,
+                dur_ns: s.dur_ns,
+            };
+            let spans = std::slice::from_ref(&span);
+            sorted(Sorted::WorstFrame { rank, frame, spans });
         }
     })?;
     Ok(crate::parallel::map(done, SORTS_AT_ONCE, |(mut d, w)| {
@@ -338,13 +347,15 @@ fn stage_durations(
 }
 
 /// Each stage's durations in measured frames, sorted, and its sums in the worst frames (as
-/// [`stage_durations`]), and the measured frames' waits, from one read grouped by frame;
-/// `None` when the frames did not come as the grouping expected (the columns take them).
+/// [`stage_durations`], the worst frames' spans shown to `sorted`), and the measured
+/// frames' waits, from one read grouped by frame; `None` when the frames did not come as
+/// the grouping expected (the columns take them).
 fn grouped_durations(
     (reader, measured, grouping): (&SpanReader, &MeasuredFrames, &Grouping),
     counts: &StageCounts,
     order: &[usize],
     worst: &[u32],
+    sorted: &mut dyn FnMut(Sorted),
 ) -> anyhow::Result<Option<(Vec<(NsValues, Vec<Option<i64>>)>, FramesWaits)>> {
     let mut column = vec![usize::MAX; counts.count.len()];
     for (c, &s) in order.iter().enumerate() {
@@ -364,14 +375,16 @@ fn grouped_durations(
     let frames = (reader.table, measured);
     let sources = (reader.source, reader.shared);
     let whole = for_each_frame(sources, frames, grouping, &mut |frame, spans| {
+        let rank = worst_rank(&is_worst, worst, frame);
         for s in spans {
             let (durations, worst_ns) = &mut done[column[s.stage as usize]];
             durations.push(s.dur_ns);
-            if is_worst.get(frame) {
-                if let Some(pos) = worst.iter().position(|&w| w == frame) {
-                    worst_ns[pos] = Some(worst_ns[pos].unwrap_or(0).saturating_add(s.dur_ns));
-                }
+            if let Some(rank) = rank {
+                worst_ns[rank] = Some(worst_ns[rank].unwrap_or(0).saturating_add(s.dur_ns));
             }
+        }
+        if let Some(rank) = rank {
+            sorted(Sorted::WorstFrame { rank, frame, spans });
         }
         let rows = spans.iter().map(|s| SpanRow {
             measured_frame: Some(frame),
@@ -390,4 +403,12 @@ fn grouped_durations(
         (d, w)
     });
     Ok(Some((done, sweep.finish())))
+}
+
+/// `frame`'s place among the `worst` frames (worst first), when it is one (`is_worst`).
+fn worst_rank(is_worst: &Bits, worst: &[u32], frame: u32) -> Option<usize> {
+    if !is_worst.get(frame) {
+        return None;
+    }
+    worst.iter().position(|&w| w == frame)
 }

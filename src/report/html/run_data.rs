@@ -1,7 +1,7 @@
 //! What the HTML report of one run plots, computed from the run's frames, the values its
 //! analysis sorts (read as the text report's analysis reads them: no columns where that
-//! needs none) and one more read for the worst frames' spans. Every number here is
-//! embedded in the page as JSON; the page's script only draws it.
+//! needs none), with the worst frames' spans as those reads pass them. Every number here
+//! is embedded in the page as JSON; the page's script only draws it.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap};
@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use super::decimate::{finer_levels, min_max, Decimated};
 use super::{percentile_grid, round};
 use crate::analyze::compact::columns::SpanColumns;
+use crate::analyze::compact::grouped::GroupedSpan;
 use crate::analyze::compact::nearly_sorted::sort_nearly_sorted;
 use crate::analyze::compact::streamed::{analyze_measured_with_waits, Shown};
 use crate::analyze::compact::table::FrameTable;
@@ -18,7 +19,7 @@ use crate::analyze::compact::{
     analyze_columns, columns_beside, count_column_fallback, intervals_over_order, read_frames,
     Columns, Sorted, ANALYSIS_KEEPS,
 };
-use crate::analyze::frames::{out_of_range, resolve_window, ResolvedWindow, NO_FRAME};
+use crate::analyze::frames::{resolve_window, ResolvedWindow, NO_FRAME};
 use crate::analyze::late::for_each_stutter_at;
 use crate::analyze::metrics::FPS_LOWS;
 use crate::analyze::stats::percentile_of;
@@ -69,6 +70,28 @@ struct FromSpans {
 
 type WorstSpan = (u16, u32, i64, i64);
 
+/// `spans` of the worst frame `frame` (shown by the reads without columns, in the run's
+/// order) added to that frame's.
+fn add_worst_spans(
+    worst_spans: &mut Vec<(u32, Vec<WorstSpan>)>,
+    frame: u32,
+    spans: &[GroupedSpan],
+) {
+    let at = match worst_spans.iter().position(|(f, _)| *f == frame) {
+        Some(at) => at,
+        None => {
+            worst_spans.push((frame, Vec::new()));
+            worst_spans.len() - 1
+        }
+    };
+    let to = &mut worst_spans[at].1;
+    to.extend(
+        spans
+            .iter()
+            .map(|s| (s.stage, s.thread, s.start_ns, s.dur_ns)),
+    );
+}
+
 impl FromSpans {
     fn from_columns(
         columns: &SpanColumns,
@@ -101,37 +124,6 @@ impl FromSpans {
             worst_spans,
         }
     }
-
-    /// The worst frames' spans read once more from `source` (the streamed analysis holds
-    /// no columns): a few frames, whatever the run's length.
-    fn read_worst(
-        source: &dyn SpanSource,
-        table: &FrameTable,
-        analysis: &Analysis,
-    ) -> anyhow::Result<Vec<(u32, Vec<WorstSpan>)>> {
-        let worst: Vec<(u64, u32)> = (analysis.worst_frames.iter())
-            .take(GANTT_FRAMES)
-            .filter_map(|w| Some((w.frame, table.index_of(w.frame)?)))
-            .collect();
-        let mut spans: Vec<(u32, Vec<WorstSpan>)> =
-            worst.iter().map(|&(_, i)| (i, Vec::new())).collect();
-        if worst.is_empty() {
-            return Ok(spans);
-        }
-        source.for_each_spans(&mut |chunk| {
-            for s in chunk {
-                // As the columns hold them: a duration out of range belongs to no frame.
-                if out_of_range(s.start_ns, s.dur_ns) {
-                    continue;
-                }
-                if let Some(k) = worst.iter().position(|&(id, _)| id == s.frame) {
-                    spans[k].1.push((s.stage, s.thread, s.start_ns, s.dur_ns));
-                }
-            }
-            Ok(())
-        })?;
-        Ok(spans)
-    }
 }
 
 impl<'a> RunData<'a> {
@@ -140,15 +132,23 @@ impl<'a> RunData<'a> {
     /// several spans a frame, each frame's spans grouped as a read gives them for the
     /// waits); the columns beside the table only where the text report reads them too,
     /// counted as it counts them, and dropped as the analysis goes. The page's curves are
-    /// taken from the values the analysis sorts, the worst frames' spans from one more
-    /// read; counter values are read from `source`.
+    /// taken from the values the analysis sorts and the worst frames' spans as its reads
+    /// pass them (one read less than reading them again); counter values are read from
+    /// `source`.
     pub fn analyze(
         head: &'a Run,
         source: &(dyn SpanSource + Sync),
     ) -> anyhow::Result<(Self, Analysis)> {
         let (table, spans) = read_frames(source)?;
         let mut curves = Curves::default();
-        let shown: Shown = (&mut |s| curves.take(s), &mut |_, _| {});
+        let mut worst_spans: Vec<(u32, Vec<WorstSpan>)> = Vec::new();
+        let mut sorted = |sorted: Sorted| match sorted {
+            Sorted::WorstFrame { rank, frame, spans } if rank < GANTT_FRAMES => {
+                add_worst_spans(&mut worst_spans, frame, spans)
+            }
+            sorted => curves.take(sorted),
+        };
+        let shown: Shown = (&mut sorted, &mut |_, _| {});
         let Some((analysis, measured)) =
             analyze_measured_with_waits(head, &table, spans, source, shown)?
         else {
@@ -160,7 +160,7 @@ impl<'a> RunData<'a> {
         let read = FromSpans {
             window: resolve_window(&head.meta, table.last_end_ns),
             measured,
-            worst_spans: FromSpans::read_worst(source, &table, &analysis)?,
+            worst_spans,
         };
         let data = RunData {
             head,
@@ -470,7 +470,7 @@ pub struct Curves {
 impl Curves {
     fn take(&mut self, sorted: Sorted) {
         match sorted {
-            Sorted::Read { .. } => {}
+            Sorted::Read { .. } | Sorted::WorstFrame { .. } => {}
             Sorted::Stage(id, values) => {
                 let us_at = with_ns!(values, v => (percentile_grid().iter())
                     .filter_map(|&q| percentile_of(v, q / 100.0))
@@ -902,35 +902,29 @@ mod tests {
         crate::report::html::render_document(&document, SCHEMA, "run").unwrap()
     }
 
+    /// Frames of the run [`by_thread`]: enough that one thread's spans are too many to hold
+    /// while the other's come, so its two stretches are merged.
+    const BY_THREAD_FRAMES: u64 = 12_000;
+
     /// Three stages on two threads, a late frame every 7th, written thread by thread as an
     /// import can be: two stretches in frame order, merged by the grouped read.
     fn by_thread() -> Run {
+        use crate::analyze::fixtures::span;
         let mut run = reference_run();
         run.spans.clear();
         for thread in 0..2u32 {
-            for i in 0..400u64 {
+            for i in 0..BY_THREAD_FRAMES {
                 let t = i as i64 * 10 * MS;
                 let slow = if i % 7 == 3 { 9 * MS } else { 0 };
-                let spans = [(0, 0, t, MS), (1, 1, t + 2 * MS, 5 * MS + slow)];
-                for (stage, on, start, dur) in spans {
-                    if on == thread {
-                        run.spans.push(crate::model::Span {
-                            frame: i,
-                            stage,
-                            thread,
-                            start_ns: start,
-                            dur_ns: dur,
-                        });
-                    }
-                }
                 if thread == 0 {
-                    let send = t + 8 * MS + slow;
-                    run.spans
-                        .push(crate::analyze::fixtures::span(i, 2, 0, send, MS / 2));
+                    run.spans.push(span(i, 0, 0, t, MS));
+                    run.spans.push(span(i, 2, 0, t + 8 * MS + slow, MS / 2));
+                } else {
+                    run.spans.push(span(i, 1, 1, t + 2 * MS, 5 * MS + slow));
                 }
             }
         }
-        run.meta.window_end_ns = 4000 * MS;
+        run.meta.window_end_ns = BY_THREAD_FRAMES as i64 * 10 * MS;
         run.counters.clear();
         run
     }
@@ -940,11 +934,23 @@ mod tests {
     /// tables.
     #[test]
     fn the_page_without_columns_is_the_page_the_columns_gave() {
+        use crate::analyze::compact::grouped::{FrameOrder, Grouping};
         use crate::analyze::fixtures::{crashed_run, degenerate_runs};
         // With whether the reads must give the analysis without columns.
         let mut runs = vec![(with_telemetry(), true), (by_thread(), true)];
         runs.push((crashed_run(), false));
         runs.extend(degenerate_runs().into_iter().map(|run| (run, false)));
+        let run = &runs[1].0;
+        let (table, _) = read_frames(run).unwrap();
+        let mut order = FrameOrder::default();
+        for s in &run.spans {
+            order.see(table.index_of(s.frame));
+        }
+        let grouping = Grouping::of(&order, table.count() as u64);
+        assert!(
+            matches!(grouping, Some(Grouping::Merged(_))),
+            "{grouping:?}"
+        );
         for (run, streams_for_sure) in runs {
             let (table, spans) = read_frames(&run).unwrap();
             let shown: Shown = (&mut |_| {}, &mut |_, _| {});
