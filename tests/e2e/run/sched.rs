@@ -52,7 +52,7 @@ impl Drop for Hog {
 }
 
 fn tracepoints_refused() -> Option<String> {
-    match framelab::sched::tracer::Tracer::start(std::process::id(), Vec::new()) {
+    match framelab::sched::tracer::Tracer::start(std::process::id(), Vec::new(), None) {
         Ok(tracer) => {
             tracer.finish(0);
             None
