@@ -183,7 +183,7 @@ pub struct Tracer {
     filtered: String,
 }
 
-/// The events of one CPU: the switch event, which owns the ring, and the wakeup event
+/// The events, by CPU: the switch event, which owns the CPU's ring, and the wakeup event
 /// writing into it.
 struct Opened {
     rings: Vec<Ring>,
