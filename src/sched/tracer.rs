@@ -237,13 +237,13 @@ impl Tracer {
         let drainer = {
             let (trace, bell) = (trace.clone(), bell.clone());
             // The ring descriptors stay open as long as `trace`, which the thread holds.
-            let fds: Vec<i32> = (trace.lock().unwrap().rings.iter())
+            let mut fds: Vec<i32> = (trace.lock().unwrap().rings.iter())
                 .map(|r| std::os::fd::AsRawFd::as_raw_fd(r.fd()))
                 .collect();
             std::thread::Builder::new()
                 .name("framelab-sched".into())
                 .spawn(move || {
-                    while !waking::wait(&fds, &bell, longest_sleep) {
+                    while !waking::wait(&mut fds, &bell, longest_sleep) {
                         trace.lock().unwrap().drain();
                     }
                 })

@@ -31,8 +31,9 @@ impl StopBell {
 }
 
 /// Sleeps until one of `rings` is readable (past its watermark), `bell` is rung, or
-/// `longest` has passed. Whether the bell was rung.
-pub fn wait(rings: &[RawFd], bell: &StopBell, longest: Duration) -> bool {
+/// `longest` has passed. Whether the bell was rung. A ring the kernel says is hung up or in
+/// error is no longer waited on (it would end every wait at once); it is still drained.
+pub fn wait(rings: &mut Vec<RawFd>, bell: &StopBell, longest: Duration) -> bool {
     let mut fds: Vec<libc::pollfd> = std::iter::once(bell.0.as_raw_fd())
         .chain(rings.iter().copied())
         .map(|fd| libc::pollfd {
@@ -45,7 +46,13 @@ pub fn wait(rings: &[RawFd], bell: &StopBell, longest: Duration) -> bool {
     // SAFETY: `fds` is a valid array of pollfd for its length.
     let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
     // An error (EINTR) is a short sleep: the caller drains and waits again.
-    ready > 0 && fds[0].revents != 0
+    if ready <= 0 {
+        return false;
+    }
+    let broken = libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
+    let mut polled = fds[1..].iter();
+    rings.retain(|_| polled.next().is_some_and(|p| p.revents & broken == 0));
+    fds[0].revents != 0
 }
 
 #[cfg(test)]
@@ -55,9 +62,24 @@ mod tests {
     #[test]
     fn a_rung_bell_ends_the_wait_and_an_unrung_one_lets_it_time_out() {
         let bell = StopBell::new().unwrap();
-        assert!(!wait(&[], &bell, Duration::from_millis(1)));
+        assert!(!wait(&mut Vec::new(), &bell, Duration::from_millis(1)));
         bell.ring();
         // Far longer than any test run: it returns only because the bell was rung.
-        assert!(wait(&[], &bell, Duration::from_secs(3600)));
+        assert!(wait(&mut Vec::new(), &bell, Duration::from_secs(3600)));
+    }
+
+    #[test]
+    fn a_hung_up_descriptor_is_no_longer_waited_on() {
+        let bell = StopBell::new().unwrap();
+        let mut ends = [0; 2];
+        // SAFETY: a two-int array for pipe to fill.
+        assert_eq!(unsafe { libc::pipe(ends.as_mut_ptr()) }, 0);
+        // SAFETY: both ends are ours.
+        let (read, write) =
+            unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
+        drop(write);
+        let mut rings = vec![read.as_raw_fd()];
+        assert!(!wait(&mut rings, &bell, Duration::from_secs(3600)));
+        assert!(rings.is_empty());
     }
 }
