@@ -9,8 +9,9 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::compact::values::NsValues;
+use super::compact::select::Selection;
 use super::pipeline::{is_queue, Bottleneck, StageBusy};
+use super::stats::Ranked;
 use super::{Analysis, Dist};
 use crate::fast_map::FastMap;
 use crate::model::{Run, Span, SpanSource};
@@ -99,6 +100,34 @@ impl ThreadSlices<'_> {
         self.split_after(from, to, &mut Cursor::default(), comms, out);
     }
 
+    /// The slices overlapping `[from, to)`, each with the share of it counted (the part
+    /// inside, weighted by its density), the first found from `cursor`.
+    fn shares<'s>(
+        &'s self,
+        from: i64,
+        to: i64,
+        cursor: &mut Cursor,
+    ) -> impl Iterator<Item = (&'s SchedSlice, f64)> + 's {
+        let first = self.first_from(from, cursor);
+        (self.slices[first..].iter().zip(&self.density[first..]))
+            .take_while(move |(s, _)| s.start_ns < to)
+            .filter_map(move |(s, density)| {
+                let end = s.start_ns + s.dur_ns;
+                let inside = end.min(to) - s.start_ns.max(from);
+                (inside > 0 && s.dur_ns > 0).then(|| (s, inside as f64 / s.dur_ns as f64 * density))
+            })
+    }
+
+    /// The time on a CPU of `[from, to)`: [`Split::on_cpu`] of its split, the same sum
+    /// in the same order, without the rest.
+    fn on_cpu_after(&self, from: i64, to: i64, cursor: &mut Cursor) -> f64 {
+        let mut on_cpu = 0.0;
+        for (s, share) in self.shares(from, to, cursor) {
+            on_cpu += s.on_cpu_ns as f64 * share;
+        }
+        on_cpu
+    }
+
     /// [`ThreadSlices::split`], finding its first slice from `cursor`.
     fn split_after(
         &self,
@@ -108,17 +137,7 @@ impl ThreadSlices<'_> {
         comms: &mut Comms,
         out: &mut Split,
     ) {
-        let first = self.first_from(from, cursor);
-        for (s, density) in self.slices[first..].iter().zip(&self.density[first..]) {
-            if s.start_ns >= to {
-                break;
-            }
-            let end = s.start_ns + s.dur_ns;
-            let inside = end.min(to) - s.start_ns.max(from);
-            if inside <= 0 || s.dur_ns <= 0 {
-                continue;
-            }
-            let share = inside as f64 / s.dur_ns as f64 * density;
+        for (s, share) in self.shares(from, to, cursor) {
             out.on_cpu += s.on_cpu_ns as f64 * share;
             let runnable = s.runnable_ns as f64 * share;
             out.runnable += runnable;
@@ -184,16 +203,11 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
         .map(|(i, w)| (w.frame, i))
         .collect();
     let mut comms = Comms::default();
-    // Each stage's on-CPU times, u32 where they fit and sized by the stage table's count
-    // (a vector of i64 grown by doubling took up to 16 bytes a span: issue 29).
-    let expected = |stage: usize| {
-        (head.stages.get(stage))
-            .and_then(|name| analysis.stages.iter().find(|r| &r.name == name))
-            .map_or(0, |r| r.dist.count as usize)
-    };
-    let mut on_cpu_values: Vec<NsValues> = (0..stage_count)
-        .map(|stage| NsValues::for_range(0, 0, expected(stage) + expected(stage) / 64))
-        .collect();
+    // Each stage's on-CPU times, counted into a selection's buckets as the spans are
+    // split; the few values the percentiles need are kept by further reads (holding them
+    // all took 4 bytes a span, issue 29).
+    let mut on_cpu_values: Vec<Selection> =
+        (0..stage_count).map(|_| Selection::default()).collect();
     let mut stage_totals = vec![(0f64, 0f64, 0i64); stage_count];
     let mut worst_split: Vec<Split> = vec![Split::default(); worst.len()];
     // By thread index: the union of its spans clipped to the window, split as it is
@@ -235,7 +249,7 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
             if s.start_ns >= start && s.end_ns() <= end {
                 let stage = s.stage as usize;
                 if let Some(values) = on_cpu_values.get_mut(stage) {
-                    values.push(split.on_cpu.round() as i64);
+                    values.add(split.on_cpu.round() as i64);
                     let t = &mut stage_totals[stage];
                     t.0 += split.on_cpu;
                     t.1 += split.runnable;
@@ -262,15 +276,15 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
         source,
     )?;
 
-    for (stage, mut values) in on_cpu_values.into_iter().enumerate() {
+    on_cpu_exact(&mut on_cpu_values, &slices_of, (start, end), source)?;
+    for (stage, values) in on_cpu_values.iter().enumerate() {
         let Some(name) = head.stages.get(stage) else {
             continue;
         };
-        values.sort();
         let (on, runnable, wall) = stage_totals[stage];
         summary.stages.push(StageSched {
             stage: name.clone(),
-            on_cpu: values.dist_of_sorted(),
+            on_cpu: Dist::of_ranked(values),
             on_cpu_ns: on.round() as i64,
             runnable_ns: runnable.round() as i64,
             blocked_ns: (wall as f64 - on - runnable).max(0.0).round() as i64,
@@ -352,6 +366,52 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
         pipeline.bottleneck = Bottleneck::of(&pipeline.resources, analysis.frames, window_ns);
     }
     analysis.sched = Some(summary);
+    Ok(())
+}
+
+/// Reads the spans again, splitting each stage's in the window as the first read did (the
+/// same slices and densities, so the same values), until each stage's selection of on-CPU
+/// times answers its distribution exactly.
+fn on_cpu_exact(
+    on_cpu: &mut [Selection],
+    slices_of: &[Option<&ThreadSlices>],
+    (start, end): (i64, i64),
+    source: &dyn SpanSource,
+) -> anyhow::Result<()> {
+    let asked = |r: &dyn Ranked| {
+        Dist::of_ranked(r);
+    };
+    let mut open = false;
+    for values in on_cpu.iter_mut() {
+        open |= !values.end_pass(&asked)?;
+    }
+    while open {
+        let mut cursors = vec![Cursor::default(); slices_of.len()];
+        source.for_each_spans(&mut |spans: &[Span]| {
+            for s in spans {
+                let Some(Some(slices)) = slices_of.get(s.thread as usize) else {
+                    continue;
+                };
+                if s.start_ns < start || s.end_ns() > end || s.start_ns >= s.end_ns() {
+                    continue;
+                }
+                let Some(values) = on_cpu.get_mut(s.stage as usize) else {
+                    continue;
+                };
+                if values.is_resolved() {
+                    continue;
+                }
+                let cursor = &mut cursors[s.thread as usize];
+                let on_cpu = slices.on_cpu_after(s.start_ns, s.end_ns(), cursor);
+                values.add(on_cpu.round() as i64);
+            }
+            Ok(())
+        })?;
+        open = false;
+        for values in on_cpu.iter_mut().filter(|v| !v.is_resolved()) {
+            open |= !values.end_pass(&asked)?;
+        }
+    }
     Ok(())
 }
 
@@ -1007,5 +1067,214 @@ mod tests {
             encode.busy_ns,
             (wall as f64 * 50.0 / 60.0 * 0.8).round() as i64
         );
+    }
+}
+
+#[cfg(test)]
+mod on_cpu_tests {
+    //! Each stage's on-CPU distribution against that of all its values held and sorted (as
+    //! the split kept them before issue 29). The library's selections keep 4 values at
+    //! most: every set here is read again, and its buckets split, pass after pass.
+
+    use super::*;
+    use crate::analyze::analyze;
+    use crate::model::{EndReason, RunMeta, ThreadInfo};
+
+    const US: i64 = 1_000;
+
+    /// One thread, a span every 20 µs: span k of stage `stage(k)`, lasting `dur(k)`,
+    /// on a CPU for `on_cpu(k)` of it and runnable for the rest (one tracepoint slice
+    /// each, so each span's on-CPU time is exactly `on_cpu(k)`), then idle.
+    fn run_of(
+        spans: u64,
+        stage: impl Fn(u64) -> u16,
+        dur: impl Fn(u64) -> i64,
+        on_cpu: impl Fn(u64) -> i64,
+    ) -> Run {
+        let mut run = Run {
+            meta: RunMeta {
+                name: "sched".into(),
+                window_start_ns: 100 * US,
+                window_end_ns: spans as i64 * 20 * US - 100 * US,
+                end_reason: EndReason::Duration,
+                ..RunMeta::default()
+            },
+            stages: vec!["work".into(), "rare".into()],
+            threads: vec![ThreadInfo {
+                pid: 1,
+                tid: 11,
+                name: "main".into(),
+                dropped: 0,
+            }],
+            ..Run::default()
+        };
+        let mut slices = Vec::new();
+        for k in 0..spans {
+            let start_ns = k as i64 * 20 * US;
+            let (dur_ns, on) = (dur(k), on_cpu(k));
+            run.spans.push(Span {
+                frame: k,
+                stage: stage(k),
+                thread: 0,
+                start_ns,
+                dur_ns,
+            });
+            slices.push(SchedSlice {
+                tid: 11,
+                start_ns,
+                dur_ns,
+                on_cpu_ns: on,
+                runnable_ns: dur_ns - on,
+                by: if k % 2 == 0 { "hog" } else { "" }.into(),
+            });
+        }
+        run.sched = Some(SchedTimeline {
+            source: SchedSource::Tracepoints,
+            resolution_ns: 1,
+            slices,
+            ..SchedTimeline::default()
+        });
+        run
+    }
+
+    /// The on-CPU times of each stage's spans inside the window, as the split gives them
+    /// span by span, sorted and summarised (what `apply` kept and sorted before).
+    fn held_and_sorted(run: &Run, window: (i64, i64)) -> Vec<(String, Option<Dist>)> {
+        let timeline = run.sched.as_ref().unwrap();
+        let mut by_tid = index(timeline);
+        if timeline.resolution_ns > 1 {
+            spans_first(&mut by_tid, run, run).unwrap();
+        }
+        let mut values: Vec<Vec<i64>> = vec![Vec::new(); run.stages.len()];
+        let mut comms = Comms::default();
+        for s in &run.spans {
+            let tid = run.threads[s.thread as usize].tid;
+            let in_window = s.start_ns >= window.0 && s.end_ns() <= window.1;
+            if !in_window || s.dur_ns <= 0 {
+                continue;
+            }
+            let mut split = Split::default();
+            by_tid[&tid].split(s.start_ns, s.end_ns(), &mut comms, &mut split);
+            values[s.stage as usize].push(split.on_cpu.round() as i64);
+        }
+        (run.stages.iter().cloned())
+            .zip(values.iter_mut().map(|v| Dist::from_unsorted(v)))
+            .collect()
+    }
+
+    /// `apply`'s distributions are those of the values held and sorted; the analysis.
+    fn same_as_held(label: &str, run: &Run) -> Analysis {
+        let a = analyze(run);
+        let window = (a.window.start_ns, a.window.end_ns);
+        let summary = a.sched.as_ref().unwrap();
+        for (stage, expected) in held_and_sorted(run, window) {
+            let row = (summary.stages.iter()).find(|s| s.stage == stage);
+            let got = row.and_then(|r| r.on_cpu.clone());
+            assert_eq!(got, expected, "{label}: stage {stage}");
+        }
+        a
+    }
+
+    fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
+        move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        }
+    }
+
+    #[test]
+    fn on_cpu_percentiles_are_those_of_every_value_held() {
+        let work = |_| 0;
+        let a = same_as_held("all equal", &run_of(3000, work, |_| 9 * US, |_| 7 * US));
+        let d = a.sched.unwrap().stages[0].on_cpu.clone().unwrap();
+        assert_eq!((d.min_ns, d.p99_ns, d.max_ns), (7e3, 7e3, 7e3));
+        // 2000 spans in the window or so: p99 and p50 fall inside long runs of ties.
+        same_as_held(
+            "ties at the rank boundary",
+            &run_of(
+                2100,
+                work,
+                |_| 9 * US,
+                |k| match k % 100 {
+                    0 => 8 * US,
+                    1..=49 => 5 * US,
+                    _ => 5 * US + 1,
+                },
+            ),
+        );
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+        let spread: Vec<i64> = (0..4000)
+            .map(|_| (next() % (19 * US as u64)) as i64)
+            .collect();
+        same_as_held(
+            "spread",
+            &run_of(4000, work, |_| 19 * US, |k| spread[k as usize]),
+        );
+        same_as_held(
+            "two clusters",
+            &run_of(
+                3000,
+                work,
+                |_| 19 * US,
+                |k| match k % 3 {
+                    0 => 100 + spread[k as usize] % 50,
+                    _ => 15 * US + spread[k as usize] % 4000,
+                },
+            ),
+        );
+        same_as_held("never on a CPU", &run_of(500, work, |_| 9 * US, |_| 0));
+    }
+
+    #[test]
+    fn a_stage_of_one_span_and_a_stage_of_none_keep_their_rows() {
+        // Stage "rare" has one span in the window; in the second run, none.
+        let a = same_as_held(
+            "one span",
+            &run_of(1000, |k| u16::from(k == 500), |_| 9 * US, |k| k as i64 * 7),
+        );
+        let rare = (a.sched.as_ref().unwrap().stages.iter())
+            .find(|s| s.stage == "rare")
+            .unwrap();
+        let d = rare.on_cpu.clone().unwrap();
+        assert_eq!((d.count, d.p50_ns), (1, 3500.0));
+        let a = same_as_held(
+            "none",
+            &run_of(1000, |k| u16::from(k == 1), |_| 9 * US, |k| k as i64),
+        );
+        let rare = (a.sched.as_ref().unwrap().stages.iter())
+            .find(|s| s.stage == "rare")
+            .unwrap();
+        assert_eq!(rare.on_cpu, None, "its only span is in the warmup");
+    }
+
+    #[test]
+    fn coarse_slices_give_the_values_held_too() {
+        // Schedstat readings every 50 µs, shared by the spans they cover (`spans_first`):
+        // fractional splits, rounded as they were.
+        let mut run = run_of(
+            3000,
+            |k| (k % 2) as u16,
+            |k| 3 * US + (k as i64 * 37) % (15 * US),
+            |_| 0,
+        );
+        let slices = (0..1200)
+            .map(|k| SchedSlice {
+                tid: 11,
+                start_ns: k * 50 * US,
+                dur_ns: 50 * US,
+                on_cpu_ns: 20 * US + (k * 7919) % (25 * US),
+                runnable_ns: 3 * US,
+                by: String::new(),
+            })
+            .collect();
+        run.sched = Some(SchedTimeline {
+            source: SchedSource::Schedstat,
+            resolution_ns: 50 * US,
+            slices,
+            ..SchedTimeline::default()
+        });
+        same_as_held("schedstat", &run);
     }
 }

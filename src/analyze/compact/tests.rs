@@ -878,7 +878,39 @@ fn adversarial_values_give_the_same_reports_without_a_frame_table() {
             let a = same(&format!("{label}, {end_reason:?}"), &run);
             assert!(a.frames > 2000 && a.fps.is_some(), "{label}");
         }
+        // With a scheduler timeline: each span's on-CPU time (the same values' shape as
+        // its duration: equal, tied or clustered) selected by reads of the spans.
+        let run = with_timeline(run);
+        assert!(read_frameless(&run), "{label}");
+        let a = same(&format!("{label}, a scheduler timeline"), &run);
+        let on_cpu = &a.sched.as_ref().unwrap().stages[0].on_cpu;
+        assert!(on_cpu.as_ref().is_some_and(|d| d.count > 2000), "{label}");
     }
+}
+
+/// `run` with a tracepoint timeline: each span on a CPU for three quarters of it, then
+/// runnable (a slice each; the rest of the time idle).
+fn with_timeline(mut run: Run) -> Run {
+    use crate::sched::{SchedSlice, SchedSource, SchedTimeline};
+    let mut slices: Vec<SchedSlice> = (run.spans.iter())
+        .filter(|s| s.dur_ns > 0)
+        .map(|s| SchedSlice {
+            tid: run.threads[s.thread as usize].tid,
+            start_ns: s.start_ns,
+            dur_ns: s.dur_ns,
+            on_cpu_ns: s.dur_ns / 4 * 3,
+            runnable_ns: s.dur_ns - s.dur_ns / 4 * 3,
+            by: "other".into(),
+        })
+        .collect();
+    slices.sort_by_key(|s| (s.tid, s.start_ns));
+    run.sched = Some(SchedTimeline {
+        source: SchedSource::Tracepoints,
+        resolution_ns: 1,
+        slices,
+        ..SchedTimeline::default()
+    });
+    run
 }
 
 /// Whether `run`, stored, is analysed without columns (`streamed`), whatever its spans a
