@@ -47,6 +47,27 @@ pub fn open(attr: &mut b::perf_event_attr, tid: i32, cpu: i32) -> io::Result<Own
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Opens the event `attr` describes on `cpu` for the tasks of one cgroup (`cgroup`: its
+/// directory, open): the kernel records it only while one of them is the CPU's current task
+/// (`PERF_FLAG_PID_CGROUP`). Errors are the system call's.
+pub fn open_in_cgroup(
+    attr: &mut b::perf_event_attr,
+    cgroup: &OwnedFd,
+    cpu: i32,
+) -> io::Result<OwnedFd> {
+    if let Some(errno) = simulated_refusal() {
+        return Err(io::Error::from_raw_os_error(errno));
+    }
+    let flags = (b::PERF_FLAG_FD_CLOEXEC | b::PERF_FLAG_PID_CGROUP) as u64;
+    // SAFETY: a valid attr and an open cgroup directory; the returned descriptor is ours.
+    let fd = unsafe { sys::perf_event_open(attr, cgroup.as_raw_fd(), cpu, -1, flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// `FRAMELAB_TEST_PERF_ERRNO=13`: behave as if the kernel refused with that errno, so the
 /// refusal path is tested on machines that allow profiling.
 fn simulated_refusal() -> Option<i32> {

@@ -4,7 +4,8 @@
 //!
 //! - `tracefs`: a tracepoint's id and raw field layout;
 //! - `tracer`: `sched:sched_switch` and `sched:sched_wakeup` on every CPU through the shared
-//!   perf-event layer (`crate::perf_event`), folded into slices as they come;
+//!   perf-event layer (`crate::perf_event`), kept for the run's cgroup by the kernel where it
+//!   can, folded into slices as they come; `waking`: when its thread drains them;
 //! - `schedstat`: the fallback without permission, from the thread sampler's readings of
 //!   `/proc/PID/task/TID/schedstat` (run time and run-queue wait), as coarse as its interval.
 //!
@@ -13,6 +14,7 @@
 pub mod schedstat;
 pub mod tracefs;
 pub mod tracer;
+mod waking;
 
 pub use crate::model::sched::{SchedSlice, SchedSource, SchedTimeline};
 

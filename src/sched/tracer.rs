@@ -1,22 +1,38 @@
 //! Scheduler tracing while the run goes: `sched:sched_switch` and `sched:sched_wakeup` on
-//! every CPU, system-wide, kept only for the tasks of the run.
+//! every CPU, kept only for the tasks of the run.
 //!
-//! System-wide per CPU rather than per thread with `inherit`: a thread's switch *in* and its
-//! wakeup are recorded in the context of another task (the one leaving the CPU, the waker),
-//! which an event attached to the thread never sees. So one event of each per CPU, both
-//! writing to one ring per CPU, drained every 50 ms on a thread of its own; each record is
-//! decoded in place (no allocation) and dropped unless one of its tasks belongs to the run
-//! (a descendant of framelab, or a watched process; looked up once per task in /proc).
+//! Per CPU rather than per thread with `inherit`: a thread's switch *in* and its wakeup are
+//! recorded in the context of another task (the one leaving the CPU, the waker), which an
+//! event attached to the thread never sees. One event of each per CPU, both writing to one
+//! ring per CPU, drained on a thread of its own; each record is decoded in place (no
+//! allocation). Which tasks are the run's, two ways:
+//!
+//! - **By the run's cgroup** (`Scope::Cgroup`, where the run has a cgroup v2 group and no
+//!   `--watch-pid`): the switch event is opened on the group (`PERF_FLAG_PID_CGROUP`), so the
+//!   kernel records it only while a task of the run is the CPU's current one. The tracepoint
+//!   fires before the kernel switches the CPU's cgroup, so it gives every switch *out* of a
+//!   run's task (with `prev_state` and the task taking the CPU); a switch *into* one happens
+//!   in the leaving task's context and is not recorded, so the same event also asks for
+//!   context-switch records (`context_switch`), whose switch-in record the kernel writes once
+//!   the CPU is the incoming task's. Wakeups stay system-wide (a wakeup happens in the
+//!   waker's context, often an interrupt on an idle CPU) and are kept for the threads the
+//!   switches showed. No `/proc` read decides anything, so the rings may wait: the thread
+//!   sleeps until a ring passes its watermark, at most `LONGEST_SLEEP`.
+//! - **By `/proc`** (`Scope::Everyone`, the fallback): every switch of the machine, kept
+//!   when one of its tasks is a descendant of framelab or a watched process, looked up once
+//!   per task in /proc while it lives; so the rings are drained every `DRAIN_EVERY`, before
+//!   a short-lived task's /proc entry is gone.
 
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::tracefs::{self, Field, Tracepoint};
+use super::waking::{self, StopBell};
 use super::{SchedSlice, SchedSource, SchedTimeline};
 use crate::perf_event::bindings as b;
 use crate::perf_event::cursor::{self, Cursor};
@@ -27,17 +43,26 @@ const SAMPLE_TYPE: u64 =
     (b::PERF_SAMPLE_TID | b::PERF_SAMPLE_TIME | b::PERF_SAMPLE_CPU | b::PERF_SAMPLE_RAW) as u64;
 /// 1 MiB a CPU: about 10,000 records, 50 ms of 200,000 switches and wakeups a second.
 const RING_PAGES: usize = 256;
-/// Each drain is a wakeup of framelab: few of them (BENCHMARKS.md, "Scheduler tracing").
+/// `Scope::Everyone`: each drain is a wakeup of framelab, but /proc must be read while the
+/// run's short-lived tasks live (BENCHMARKS.md, "Scheduler tracing").
 const DRAIN_EVERY: Duration = Duration::from_millis(50);
+/// `Scope::Cgroup`: the kernel wakes the thread once a ring is a quarter full (~2,500
+/// records), which leaves three quarters (~37 ms of 200,000 records a second on one CPU)
+/// for the thread to get a CPU; else it drains once a second.
+const WATERMARK_BYTES: u32 = (RING_PAGES as u32 / 4) * 4096;
+const LONGEST_SLEEP: Duration = Duration::from_secs(1);
 /// `prev_state` bits that mean the task left the CPU to sleep or stop; none set (or only
 /// the kernel's "preempted" marker above them) means it was still runnable.
 const SLEEP_STATE_BITS: i64 = 0xff;
+/// `prev_state` bits of a task's last switch: it exited (`X` dead, `Z` zombie).
+const EXITED_STATE_BITS: i64 = 0x30;
 
 /// The raw fields used, where this kernel puts them.
 #[derive(Clone, Copy)]
 struct Layout {
     common_type: Field,
     switch_id: u64,
+    prev_comm: Field,
     prev_pid: Field,
     prev_state: Field,
     next_comm: Field,
@@ -51,6 +76,7 @@ impl Layout {
         Ok(Layout {
             common_type: switch.field("common_type")?,
             switch_id: switch.id,
+            prev_comm: switch.field("prev_comm")?,
             prev_pid: switch.field("prev_pid")?,
             prev_state: switch.field("prev_state")?,
             next_comm: switch.field("next_comm")?,
@@ -67,9 +93,16 @@ enum Event {
     Switch {
         cpu: u32,
         prev: u32,
+        prev_comm: [u8; 16],
         prev_runnable: bool,
+        prev_exited: bool,
         next: u32,
         next_comm: [u8; 16],
+    },
+    /// A context-switch record of the run's cgroup: `tid` got the CPU.
+    SwitchIn {
+        cpu: u32,
+        tid: u32,
     },
     Wakeup {
         tid: u32,
@@ -85,14 +118,34 @@ enum State {
     Blocked,
 }
 
+/// Which tasks the rings carry, and so how the run's are told apart.
+enum Scope {
+    /// The kernel's: switches of the run's cgroup only; a wakeup is kept for a thread
+    /// already seen to switch.
+    Cgroup,
+    /// Every task's, each looked up in /proc.
+    Everyone(Membership),
+}
+
+/// What a CPU runs now: a task named by a switch, or a thread of the run that got it.
+#[derive(Clone, Copy)]
+enum Holder {
+    Comm([u8; 16]),
+    Run(u32),
+}
+
 struct Trace {
     layout: Layout,
     rings: Vec<Ring>,
     /// The wakeup events, writing into the switch event's ring of their CPU.
     others: Vec<OwnedFd>,
-    members: Membership,
-    /// What each CPU runs now, by CPU number (from every switch, the run's or not).
-    on_cpu: Vec<[u8; 16]>,
+    scope: Scope,
+    /// What each CPU runs now, by CPU number (`Scope::Everyone`: from every switch, the
+    /// run's or not; `Scope::Cgroup`: from those of the run's threads, so a switch between
+    /// two other tasks goes unseen).
+    on_cpu: Vec<Holder>,
+    /// `Scope::Cgroup`: the run's threads' names, from their switches out.
+    run_comms: HashMap<u32, [u8; 16]>,
     threads: HashMap<u32, (State, u64)>,
     comms: HashMap<[u8; 16], Arc<str>>,
     slices: Vec<SchedSlice>,
@@ -124,44 +177,73 @@ impl Unseen {
 
 pub struct Tracer {
     trace: Arc<Mutex<Trace>>,
-    stop: Arc<AtomicBool>,
+    bell: Arc<StopBell>,
     drainer: Option<JoinHandle<()>>,
+    /// Which way the run's tasks are told apart, said in the run's `scheduler` line.
+    filtered: String,
+}
+
+/// The events, by CPU: the switch event, which owns the CPU's ring, and the wakeup event
+/// writing into it.
+struct Opened {
+    rings: Vec<Ring>,
+    others: Vec<OwnedFd>,
 }
 
 impl Tracer {
-    /// Opens the two tracepoints on every CPU and starts draining. `Err` is the line to
-    /// print (what was refused and how to get it).
-    pub fn start(framelab: u32, watched: Vec<u32>) -> Result<Tracer, String> {
+    /// Opens the two tracepoints on every CPU and starts draining: kept for the run's
+    /// cgroup by the kernel where `run_cgroup` is given and nothing is watched beside it,
+    /// else (or where the kernel refuses the cgroup) for framelab's descendants and
+    /// `watched`, looked up in /proc. `Err` is the line to print (what was refused and how
+    /// to get it).
+    pub fn start(
+        framelab: u32,
+        watched: Vec<u32>,
+        run_cgroup: Option<&Path>,
+    ) -> Result<Tracer, String> {
         let root = tracefs::root()?;
         let switch = tracefs::tracepoint(&root, "sched", "sched_switch")?;
         let wakeup = tracefs::tracepoint(&root, "sched", "sched_wakeup")?;
         let layout = Layout::read(&switch, &wakeup)?;
-        let mut rings = Vec::new();
-        let mut others = Vec::new();
-        for cpu in perf_event::cpus() {
-            let fd = open(switch.id, cpu).map_err(|e| refusal(&e))?;
-            let ring = Ring::map(fd, RING_PAGES).map_err(|e| format!("cannot map: {e}"))?;
-            let wake = open(wakeup.id, cpu).map_err(|e| refusal(&e))?;
-            perf_event::redirect(&wake, ring.fd()).map_err(|e| refusal(&e))?;
-            rings.push(ring);
-            others.push(wake);
-        }
-        for ring in &rings {
+        let ids = (switch.id, wakeup.id);
+        let by_cgroup = match (run_cgroup, watched.is_empty()) {
+            (None, _) => Err("the run has no cgroup v2 group".to_owned()),
+            (Some(_), false) => Err("watched processes are outside the run's cgroup".to_owned()),
+            (Some(dir), true) => open_for_cgroup(ids, dir),
+        };
+        let (scope, opened, longest_sleep, filtered) = match by_cgroup {
+            Ok(opened) => (
+                Scope::Cgroup,
+                opened,
+                LONGEST_SLEEP,
+                "kept for the run's cgroup by the kernel".to_owned(),
+            ),
+            Err(why) => (
+                Scope::Everyone(Membership::new(framelab, watched)),
+                open_for_everyone(ids)?,
+                DRAIN_EVERY,
+                format!("every task's switches, the run's found in /proc ({why})"),
+            ),
+        };
+        for ring in &opened.rings {
             perf_event::enable(ring.fd()).map_err(|e| perf_event::refusal(&e))?;
         }
-        for fd in &others {
+        for fd in &opened.others {
             perf_event::enable(fd).map_err(|e| perf_event::refusal(&e))?;
         }
-        let members = Membership::new(framelab, watched);
-        let trace = Arc::new(Mutex::new(Trace::new(layout, rings, others, members)));
-        let stop = Arc::new(AtomicBool::new(false));
+        let trace = Trace::new(layout, opened.rings, opened.others, scope);
+        let trace = Arc::new(Mutex::new(trace));
+        let bell = Arc::new(StopBell::new().map_err(|e| format!("cannot make an eventfd: {e}"))?);
         let drainer = {
-            let (trace, stop) = (trace.clone(), stop.clone());
+            let (trace, bell) = (trace.clone(), bell.clone());
+            // The ring descriptors stay open as long as `trace`, which the thread holds.
+            let mut fds: Vec<i32> = (trace.lock().unwrap().rings.iter())
+                .map(|r| std::os::fd::AsRawFd::as_raw_fd(r.fd()))
+                .collect();
             std::thread::Builder::new()
                 .name("framelab-sched".into())
                 .spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        std::thread::sleep(DRAIN_EVERY);
+                    while !waking::wait(&mut fds, &bell, longest_sleep) {
                         trace.lock().unwrap().drain();
                     }
                 })
@@ -169,17 +251,15 @@ impl Tracer {
         };
         Ok(Tracer {
             trace,
-            stop,
+            bell,
             drainer: Some(drainer),
+            filtered,
         })
     }
 
     /// Stops tracing; slices in ns after `origin_mono_ns`, by thread then time.
     pub fn finish(mut self, origin_mono_ns: i64) -> (SchedTimeline, Unseen) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.drainer.take() {
-            let _ = t.join();
-        }
+        self.stop_draining();
         let mut trace = self.trace.lock().unwrap();
         for ring in &trace.rings {
             perf_event::disable(ring.fd());
@@ -201,21 +281,25 @@ impl Tracer {
         };
         let timeline = SchedTimeline {
             source: SchedSource::Tracepoints,
-            detail: String::new(),
+            detail: self.filtered.clone(),
             resolution_ns: 1,
             lost: trace.lost,
             slices,
         };
         (timeline, unseen)
     }
+
+    fn stop_draining(&mut self) {
+        self.bell.ring();
+        if let Some(t) = self.drainer.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl Drop for Tracer {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.drainer.take() {
-            let _ = t.join();
-        }
+        self.stop_draining();
     }
 }
 
@@ -235,7 +319,54 @@ fn refusal(error: &io::Error) -> String {
     }
 }
 
-fn open(id: u64, cpu: i32) -> io::Result<OwnedFd> {
+/// The switch event on the run's cgroup (with its context-switch records, and a
+/// watermark), the wakeup event on every task; `Err` says why the kernel would not.
+fn open_for_cgroup((switch, wakeup): (u64, u64), dir: &Path) -> Result<Opened, String> {
+    let group: OwnedFd = std::fs::File::open(dir)
+        .map_err(|e| format!("cannot open {}: {e}", dir.display()))?
+        .into();
+    let mut opened = Opened {
+        rings: Vec::new(),
+        others: Vec::new(),
+    };
+    for cpu in perf_event::cpus() {
+        let mut attr = tracepoint_attr(switch);
+        attr.set_context_switch(1);
+        attr.set_sample_id_all(1);
+        attr.set_watermark(1);
+        attr.__bindgen_anon_2.wakeup_watermark = WATERMARK_BYTES;
+        let fd = perf_event::open_in_cgroup(&mut attr, &group, cpu)
+            .map_err(|e| format!("the kernel refused a cgroup filter: {e}"))?;
+        let ring = Ring::map(fd, RING_PAGES).map_err(|e| format!("cannot map: {e}"))?;
+        let wake =
+            perf_event::open(&mut tracepoint_attr(wakeup), -1, cpu).map_err(|e| refusal(&e))?;
+        perf_event::redirect(&wake, ring.fd()).map_err(|e| refusal(&e))?;
+        opened.rings.push(ring);
+        opened.others.push(wake);
+    }
+    Ok(opened)
+}
+
+/// Both events on every task of each CPU.
+fn open_for_everyone((switch, wakeup): (u64, u64)) -> Result<Opened, String> {
+    let mut opened = Opened {
+        rings: Vec::new(),
+        others: Vec::new(),
+    };
+    for cpu in perf_event::cpus() {
+        let fd =
+            perf_event::open(&mut tracepoint_attr(switch), -1, cpu).map_err(|e| refusal(&e))?;
+        let ring = Ring::map(fd, RING_PAGES).map_err(|e| format!("cannot map: {e}"))?;
+        let wake =
+            perf_event::open(&mut tracepoint_attr(wakeup), -1, cpu).map_err(|e| refusal(&e))?;
+        perf_event::redirect(&wake, ring.fd()).map_err(|e| refusal(&e))?;
+        opened.rings.push(ring);
+        opened.others.push(wake);
+    }
+    Ok(opened)
+}
+
+fn tracepoint_attr(id: u64) -> b::perf_event_attr {
     // SAFETY: perf_event_attr is plain data; all-zero is its documented default.
     let mut attr: b::perf_event_attr = unsafe { std::mem::zeroed() };
     attr.size = std::mem::size_of::<b::perf_event_attr>() as u32;
@@ -247,17 +378,18 @@ fn open(id: u64, cpu: i32) -> io::Result<OwnedFd> {
     // Timed on CLOCK_MONOTONIC, the clock of every span.
     attr.set_use_clockid(1);
     attr.clockid = libc::CLOCK_MONOTONIC;
-    perf_event::open(&mut attr, -1, cpu)
+    attr
 }
 
 impl Trace {
-    fn new(layout: Layout, rings: Vec<Ring>, others: Vec<OwnedFd>, members: Membership) -> Trace {
+    fn new(layout: Layout, rings: Vec<Ring>, others: Vec<OwnedFd>, scope: Scope) -> Trace {
         Trace {
             layout,
             rings,
             others,
-            members,
+            scope,
             on_cpu: Vec::new(),
+            run_comms: HashMap::new(),
             threads: HashMap::new(),
             comms: HashMap::new(),
             slices: Vec::new(),
@@ -303,52 +435,101 @@ impl Trace {
             Event::Switch {
                 cpu,
                 prev,
+                prev_comm,
                 prev_runnable,
+                prev_exited,
                 next,
                 next_comm,
             } => {
-                let cpu = cpu as usize;
-                if cpu >= self.on_cpu.len() {
-                    self.on_cpu.resize(cpu + 1, [0; 16]);
-                }
-                self.on_cpu[cpu] = next_comm;
-                if self.members.contains(prev) {
-                    self.switch_outs += 1;
-                    // Leaving a CPU it was never seen to get: its return went unreported.
-                    if matches!(
-                        self.threads.get(&prev),
-                        Some((State::Blocked | State::Runnable(_), _))
-                    ) {
-                        self.unseen_returns += 1;
+                self.hold(cpu, Holder::Comm(next_comm));
+                // The cgroup's event fires only while a task of the run leaves the CPU.
+                let (prev_is_run, next_is_run) = match &mut self.scope {
+                    Scope::Cgroup => (true, false),
+                    Scope::Everyone(members) => (members.contains(prev), members.contains(next)),
+                };
+                if prev_is_run {
+                    self.switch_out(time, prev, prev_runnable, next_comm);
+                    if matches!(self.scope, Scope::Cgroup) {
+                        self.run_comms.insert(prev, prev_comm);
+                        if prev_exited {
+                            // Its id may be another task's next: no wakeup of that one
+                            // is the run's.
+                            self.threads.remove(&prev);
+                            self.run_comms.remove(&prev);
+                        }
                     }
-                    let state = if prev_runnable {
-                        State::Runnable(self.comm(next_comm))
-                    } else {
-                        State::Blocked
-                    };
-                    self.enter(prev, state, time);
                 }
-                if self.members.contains(next) {
+                if next_is_run {
                     self.enter(next, State::Running, time);
                 }
             }
-            Event::Wakeup { tid, target_cpu } => {
-                if !self.members.contains(tid) {
-                    return;
+            Event::SwitchIn { cpu, tid } => {
+                self.hold(cpu, Holder::Run(tid));
+                if !matches!(self.threads.get(&tid), Some((State::Running, _))) {
+                    self.enter(tid, State::Running, time);
                 }
-                let blocked = self
-                    .threads
-                    .get(&tid)
-                    .is_none_or(|(s, _)| matches!(s, State::Blocked));
+            }
+            Event::Wakeup { tid, target_cpu } => {
+                let blocked = match &mut self.scope {
+                    // A thread of the run switched before it can sleep and be woken.
+                    Scope::Cgroup => matches!(self.threads.get(&tid), Some((State::Blocked, _))),
+                    Scope::Everyone(members) => {
+                        members.contains(tid)
+                            && (self.threads.get(&tid))
+                                .is_none_or(|(s, _)| matches!(s, State::Blocked))
+                    }
+                };
                 if blocked {
                     // Woken: it waits for whatever holds its CPU now.
-                    let holder =
-                        (self.on_cpu.get(target_cpu as usize).copied()).unwrap_or_default();
-                    let by = self.comm(holder);
+                    let by = self.holder_name(target_cpu);
                     self.enter(tid, State::Runnable(by), time);
                 }
             }
         }
+    }
+
+    /// A thread of the run leaves its CPU: runnable (named after the task taking the CPU)
+    /// or blocked.
+    fn switch_out(&mut self, time: u64, tid: u32, runnable: bool, taker: [u8; 16]) {
+        self.switch_outs += 1;
+        // Leaving a CPU it was never seen to get: its return went unreported.
+        if matches!(
+            self.threads.get(&tid),
+            Some((State::Blocked | State::Runnable(_), _))
+        ) {
+            self.unseen_returns += 1;
+        }
+        let state = if runnable {
+            State::Runnable(self.comm(taker))
+        } else {
+            State::Blocked
+        };
+        self.enter(tid, state, time);
+    }
+
+    fn hold(&mut self, cpu: u32, holder: Holder) {
+        let cpu = cpu as usize;
+        if cpu >= self.on_cpu.len() {
+            self.on_cpu.resize(cpu + 1, Holder::Comm([0; 16]));
+        }
+        self.on_cpu[cpu] = holder;
+    }
+
+    /// The name of what `cpu` runs now; a thread of the run not yet seen to leave a CPU is
+    /// named from /proc, once.
+    fn holder_name(&mut self, cpu: u32) -> Arc<str> {
+        let raw = match self.on_cpu.get(cpu as usize).copied() {
+            None => [0; 16],
+            Some(Holder::Comm(raw)) => raw,
+            Some(Holder::Run(tid)) => *self.run_comms.entry(tid).or_insert_with(|| {
+                let text = std::fs::read(format!("/proc/{tid}/comm")).unwrap_or_default();
+                let mut raw = [0u8; 16];
+                let name = text.strip_suffix(b"\n").unwrap_or(&text);
+                raw[..name.len().min(16)].copy_from_slice(&name[..name.len().min(16)]);
+                raw
+            }),
+        };
+        self.comm(raw)
     }
 
     /// `tid` goes to `state` at `time`: the stretch it leaves becomes a slice.
@@ -400,7 +581,7 @@ enum Decoded {
 /// A sample of either tracepoint (`SAMPLE_TYPE`: pid, tid, time, cpu, raw), or a count of
 /// records lost.
 fn decode(record: &[u8], layout: &Layout) -> Option<Decoded> {
-    let (kind, _) = cursor::header(record)?;
+    let (kind, misc) = cursor::header(record)?;
     let mut c = Cursor::after_header(record);
     match kind {
         b::PERF_RECORD_SAMPLE => {
@@ -411,15 +592,15 @@ fn decode(record: &[u8], layout: &Layout) -> Option<Decoded> {
             let size = c.u32() as usize;
             let raw = c.take(size);
             let event = if layout.common_type.int(raw) as u64 == layout.switch_id {
-                let mut next_comm = [0u8; 16];
-                let text = layout.next_comm.text(raw);
-                next_comm[..text.len().min(16)].copy_from_slice(&text[..text.len().min(16)]);
+                let prev_state = layout.prev_state.int(raw);
                 Event::Switch {
                     cpu,
                     prev: layout.prev_pid.int(raw) as u32,
-                    prev_runnable: layout.prev_state.int(raw) & SLEEP_STATE_BITS == 0,
+                    prev_comm: comm_field(layout.prev_comm, raw),
+                    prev_runnable: prev_state & SLEEP_STATE_BITS == 0,
+                    prev_exited: prev_state & EXITED_STATE_BITS != 0,
                     next: layout.next_pid.int(raw) as u32,
-                    next_comm,
+                    next_comm: comm_field(layout.next_comm, raw),
                 }
             } else {
                 Event::Wakeup {
@@ -429,6 +610,16 @@ fn decode(record: &[u8], layout: &Layout) -> Option<Decoded> {
             };
             Some(Decoded::Event(time, event))
         }
+        // Only switches in: the tracepoint gave the switch out, with more.
+        b::PERF_RECORD_SWITCH_CPU_WIDE if misc & b::PERF_RECORD_MISC_SWITCH_OUT == 0 => {
+            let _next_prev_pid_tid = c.u64();
+            // `sample_id_all`: the incoming task's pid and tid, time, CPU.
+            let _pid = c.u32();
+            let tid = c.u32();
+            let time = c.u64();
+            let cpu = c.u32();
+            Some(Decoded::Event(time, Event::SwitchIn { cpu, tid }))
+        }
         b::PERF_RECORD_LOST => {
             let _id = c.u64();
             Some(Decoded::Lost(c.u64()))
@@ -437,33 +628,44 @@ fn decode(record: &[u8], layout: &Layout) -> Option<Decoded> {
     }
 }
 
+fn comm_field(field: Field, raw: &[u8]) -> [u8; 16] {
+    let mut comm = [0u8; 16];
+    let text = field.text(raw);
+    comm[..text.len().min(16)].copy_from_slice(&text[..text.len().min(16)]);
+    comm
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn trace_of(members: &[u32]) -> Trace {
+    fn layout() -> Layout {
         let f = |offset, size| Field { offset, size };
-        Trace::new(
-            Layout {
-                common_type: f(0, 2),
-                switch_id: 1,
-                prev_pid: f(24, 4),
-                prev_state: f(32, 8),
-                next_comm: f(40, 16),
-                next_pid: f(56, 4),
-                wakeup_pid: f(24, 4),
-                target_cpu: f(32, 4),
-            },
-            Vec::new(),
-            Vec::new(),
-            {
-                let mut run = Membership::new(1, Vec::new());
-                for &t in members {
-                    run.set(t, true);
-                }
-                run
-            },
-        )
+        Layout {
+            common_type: f(0, 2),
+            switch_id: 1,
+            prev_comm: f(8, 16),
+            prev_pid: f(24, 4),
+            prev_state: f(32, 8),
+            next_comm: f(40, 16),
+            next_pid: f(56, 4),
+            wakeup_pid: f(24, 4),
+            target_cpu: f(32, 4),
+        }
+    }
+
+    fn trace_of(members: &[u32]) -> Trace {
+        let mut run = Membership::new(1, Vec::new());
+        for &t in members {
+            run.set(t, true);
+        }
+        Trace::new(layout(), Vec::new(), Vec::new(), Scope::Everyone(run))
+    }
+
+    /// What the run's cgroup's events give: only switches out of its tasks, and switches
+    /// into them as records of their own; wakeups of every task.
+    fn cgroup_trace() -> Trace {
+        Trace::new(layout(), Vec::new(), Vec::new(), Scope::Cgroup)
     }
 
     fn comm(name: &str) -> [u8; 16] {
@@ -476,10 +678,23 @@ mod tests {
         Event::Switch {
             cpu: 0,
             prev,
+            prev_comm: comm("app"),
             prev_runnable,
+            prev_exited: false,
             next,
             next_comm: comm(next_comm),
         }
+    }
+
+    fn switch_in(tid: u32) -> Event {
+        Event::SwitchIn { cpu: 0, tid }
+    }
+
+    fn slices(t: &Trace) -> Vec<(i64, i64, i64, &str)> {
+        t.slices
+            .iter()
+            .map(|s| (s.start_ns, s.on_cpu_ns, s.runnable_ns, s.by.as_str()))
+            .collect()
     }
 
     /// A kernel that drops switches out of the idle task: the thread's returns to the CPU
@@ -521,13 +736,8 @@ mod tests {
             },
         );
         t.apply(950, switch(0, true, 7, "app"));
-        let s: Vec<(i64, i64, i64, &str)> = t
-            .slices
-            .iter()
-            .map(|s| (s.start_ns, s.on_cpu_ns, s.runnable_ns, s.by.as_str()))
-            .collect();
         assert_eq!(
-            s,
+            slices(&t),
             vec![
                 (100, 200, 0, ""),
                 (300, 0, 400, "hog"),
@@ -538,21 +748,113 @@ mod tests {
         );
     }
 
+    /// The same schedule as the kernel gives it for the run's cgroup: no switch out of the
+    /// hog or the idle task (neither is the run's), a switch-in record for each return of
+    /// the run's thread instead, and the wakeup from the idle CPU. The slices are the same.
+    #[test]
+    fn the_cgroups_switch_in_records_give_the_same_slices() {
+        let mut t = cgroup_trace();
+        t.apply(100, switch_in(7));
+        t.apply(300, switch(7, true, 50, "hog"));
+        t.apply(700, switch_in(7));
+        t.apply(800, switch(7, false, 0, "swapper/0"));
+        t.apply(
+            900,
+            Event::Wakeup {
+                tid: 7,
+                target_cpu: 0,
+            },
+        );
+        t.apply(950, switch_in(7));
+        assert_eq!(
+            slices(&t),
+            vec![
+                (100, 200, 0, ""),
+                (300, 0, 400, "hog"),
+                (700, 100, 0, ""),
+                (900, 0, 50, "swapper/0"),
+            ]
+        );
+        assert_eq!((t.switch_outs, t.unseen_returns), (2, 0));
+    }
+
+    /// Only threads the switches showed are the run's: a wakeup of any other task leaves
+    /// nothing, nor one of a thread that exited (its id may be reused outside the run).
+    #[test]
+    fn with_the_cgroup_only_threads_seen_to_switch_are_woken() {
+        let mut t = cgroup_trace();
+        let wake = |tid| Event::Wakeup { tid, target_cpu: 0 };
+        t.apply(100, wake(5));
+        t.apply(200, switch_in(7));
+        t.apply(
+            300,
+            Event::Switch {
+                cpu: 0,
+                prev: 7,
+                prev_comm: comm("app"),
+                prev_runnable: false,
+                prev_exited: true,
+                next: 0,
+                next_comm: comm("swapper/0"),
+            },
+        );
+        t.apply(400, wake(7));
+        t.close_all(1000);
+        assert_eq!(slices(&t), vec![(200, 100, 0, "")]);
+    }
+
+    /// A thread of the run woken while another of its threads holds the CPU waits for that
+    /// one, named as it was when it last left a CPU.
+    #[test]
+    fn with_the_cgroup_a_wait_for_a_thread_of_the_run_names_it() {
+        let mut t = cgroup_trace();
+        t.apply(100, switch_in(8));
+        t.apply(
+            150,
+            Event::Switch {
+                cpu: 0,
+                prev: 8,
+                prev_comm: comm("encoder"),
+                prev_runnable: true,
+                prev_exited: false,
+                next: 7,
+                next_comm: comm("app"),
+            },
+        );
+        t.apply(150, switch_in(7));
+        t.apply(200, switch(7, false, 8, "encoder"));
+        t.apply(200, switch_in(8));
+        t.apply(
+            250,
+            Event::Wakeup {
+                tid: 7,
+                target_cpu: 0,
+            },
+        );
+        t.apply(400, switch(8, false, 7, "app"));
+        t.apply(400, switch_in(7));
+        let all = slices(&t);
+        assert!(all.contains(&(250, 0, 150, "encoder")), "{all:?}");
+    }
+
     #[test]
     fn tasks_outside_the_run_leave_no_slices() {
         let mut t = trace_of(&[]);
-        t.members.set(5, false);
+        let Scope::Everyone(members) = &mut t.scope else {
+            unreachable!()
+        };
+        members.set(5, false);
+        members.set(6, false);
         t.apply(100, switch(5, true, 6, "x"));
-        t.members.set(6, false);
         t.apply(200, switch(6, false, 5, "y"));
         assert!(t.slices.is_empty());
     }
 
     #[test]
     fn a_sample_record_decodes_with_the_layout_of_the_format_file() {
-        let t = trace_of(&[]);
         let mut raw = vec![0u8; 64];
         raw[0..2].copy_from_slice(&1u16.to_ne_bytes());
+        raw[8..11].copy_from_slice(b"app");
         raw[24..28].copy_from_slice(&7i32.to_ne_bytes());
         raw[32..40].copy_from_slice(&0x100i64.to_ne_bytes());
         raw[40..43].copy_from_slice(b"hog");
@@ -564,37 +866,53 @@ mod tests {
         body.extend(0u32.to_ne_bytes());
         body.extend((raw.len() as u32).to_ne_bytes());
         body.extend(&raw);
-        let mut record = Vec::new();
-        record.extend(b::PERF_RECORD_SAMPLE.to_ne_bytes());
-        record.extend(0u16.to_ne_bytes());
-        record.extend(((8 + body.len()) as u16).to_ne_bytes());
-        record.extend(body);
-        let Some(Decoded::Event(time, event)) = decode(&record, &t.layout) else {
+        let record = record(b::PERF_RECORD_SAMPLE, 0, &body);
+        let Some(Decoded::Event(time, event)) = decode(&record, &layout()) else {
             panic!("not decoded")
         };
         assert_eq!(time, 1234);
         // prev_state 0x100 is the kernel's "R+": preempted, still runnable.
-        assert_eq!(event, switch(7, true, 9, "hog").with_cpu(1));
+        assert_eq!(
+            event,
+            Event::Switch {
+                cpu: 1,
+                prev: 7,
+                prev_comm: comm("app"),
+                prev_runnable: true,
+                prev_exited: false,
+                next: 9,
+                next_comm: comm("hog"),
+            }
+        );
     }
 
-    impl Event {
-        fn with_cpu(self, c: u32) -> Event {
-            match self {
-                Event::Switch {
-                    prev,
-                    prev_runnable,
-                    next,
-                    next_comm,
-                    ..
-                } => Event::Switch {
-                    cpu: c,
-                    prev,
-                    prev_runnable,
-                    next,
-                    next_comm,
-                },
-                e => e,
-            }
-        }
+    /// A context-switch record with `sample_id_all` (pid, tid, time, CPU): a switch in
+    /// is the incoming task's; a switch out is left to the tracepoint.
+    #[test]
+    fn a_switch_in_record_decodes_and_a_switch_out_record_is_skipped() {
+        let mut body = Vec::new();
+        body.extend(50u32.to_ne_bytes());
+        body.extend(51u32.to_ne_bytes());
+        body.extend(6u32.to_ne_bytes());
+        body.extend(7u32.to_ne_bytes());
+        body.extend(4321u64.to_ne_bytes());
+        body.extend(1u32.to_ne_bytes());
+        body.extend(0u32.to_ne_bytes());
+        let kind = b::PERF_RECORD_SWITCH_CPU_WIDE;
+        let Some(Decoded::Event(time, event)) = decode(&record(kind, 0, &body), &layout()) else {
+            panic!("not decoded")
+        };
+        assert_eq!((time, event), (4321, Event::SwitchIn { cpu: 1, tid: 7 }));
+        let out = record(kind, b::PERF_RECORD_MISC_SWITCH_OUT as u16, &body);
+        assert!(decode(&out, &layout()).is_none());
+    }
+
+    fn record(kind: u32, misc: u16, body: &[u8]) -> Vec<u8> {
+        let mut record = Vec::new();
+        record.extend(kind.to_ne_bytes());
+        record.extend(misc.to_ne_bytes());
+        record.extend(((8 + body.len()) as u16).to_ne_bytes());
+        record.extend(body);
+        record
     }
 }

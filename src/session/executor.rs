@@ -6,6 +6,7 @@
 //! for real; the supervisor's tests use a scripted mock (`executor_mock.rs`), so each
 //! transition is tested without spawning a process or waiting on a clock.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -98,8 +99,13 @@ pub trait Executor {
         options: &ProbeOptions,
         watched: Vec<u32>,
     ) -> Result<Recorder, String>;
-    /// Opens the scheduler tracepoints for the run and `watched`; `Err` says why not.
-    fn start_sched_tracer(&mut self, watched: &[u32]) -> Result<Tracer, String>;
+    /// Opens the scheduler tracepoints for the run (its cgroup v2 group where it has one)
+    /// and `watched`; `Err` says why not.
+    fn start_sched_tracer(
+        &mut self,
+        watched: &[u32],
+        run_cgroup: Option<&Path>,
+    ) -> Result<Tracer, String>;
     /// From here on framelab catches interrupts and adopts the run's orphans.
     fn take_charge(&mut self);
     /// Runs `--prepare`; `Err` says how it failed.
@@ -203,8 +209,12 @@ impl Executor for System {
         Recorder::start(options, watched)
     }
 
-    fn start_sched_tracer(&mut self, watched: &[u32]) -> Result<Tracer, String> {
-        Tracer::start(std::process::id(), watched.to_vec())
+    fn start_sched_tracer(
+        &mut self,
+        watched: &[u32],
+        run_cgroup: Option<&Path>,
+    ) -> Result<Tracer, String> {
+        Tracer::start(std::process::id(), watched.to_vec(), run_cgroup)
     }
 
     fn take_charge(&mut self) {

@@ -373,7 +373,11 @@ impl Executor for MockExecutor {
         Err("no probes in the mock".into())
     }
 
-    fn start_sched_tracer(&mut self, _watched: &[u32]) -> Result<Tracer, String> {
+    fn start_sched_tracer(
+        &mut self,
+        _watched: &[u32],
+        _run_cgroup: Option<&std::path::Path>,
+    ) -> Result<Tracer, String> {
         Err("no tracepoints in the mock".into())
     }
 

@@ -2,6 +2,7 @@
 //! them, else the thread sampler's `schedstat` readings, said in one line with what to
 //! change to get the tracepoints.
 
+use std::path::Path;
 use std::time::Duration;
 
 use super::executor::Executor;
@@ -27,6 +28,7 @@ fn schedstat_every(sampling: &SamplingOptions) -> Option<Duration> {
 pub fn start(
     wanted: SchedSource,
     watched: &[u32],
+    run_cgroup: Option<&Path>,
     sampling: &SamplingOptions,
     exec: &mut impl Executor,
 ) -> SchedRecording {
@@ -51,7 +53,7 @@ pub fn start(
             .to_owned(),
     };
     match wanted {
-        SchedSource::Tracepoints => match exec.start_sched_tracer(watched) {
+        SchedSource::Tracepoints => match exec.start_sched_tracer(watched, run_cgroup) {
             Ok(tracer) => SchedRecording {
                 tracer: Some(tracer),
                 fallback: fallback(String::new()),

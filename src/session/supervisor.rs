@@ -529,6 +529,7 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     let sched = sched::start(
         wanted_sched,
         &opts.watch.pids,
+        run_group.perf_cgroup(),
         &opts.sampling,
         supervisor.executor(),
     );

@@ -245,6 +245,13 @@ impl RunGroup {
         (self.mechanism != Mechanism::Tree).then(|| self.dirs[0].clone())
     }
 
+    /// The cgroup v2 group, which perf events can be filtered by (`PERF_FLAG_PID_CGROUP`);
+    /// `None` for v1 (its groups are in the cpuacct and freezer hierarchies, not perf_event's)
+    /// and the tree.
+    pub fn perf_cgroup(&self) -> Option<&Path> {
+        (self.mechanism == Mechanism::Cgroup2).then(|| self.dirs[0].as_path())
+    }
+
     /// The group's CPU meter; `None` for the tree.
     pub fn meter(&self) -> Option<Meter> {
         (self.mechanism != Mechanism::Tree).then(|| Meter {

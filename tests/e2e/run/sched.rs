@@ -52,7 +52,7 @@ impl Drop for Hog {
 }
 
 fn tracepoints_refused() -> Option<String> {
-    match framelab::sched::tracer::Tracer::start(std::process::id(), Vec::new()) {
+    match framelab::sched::tracer::Tracer::start(std::process::id(), Vec::new(), None) {
         Ok(tracer) => {
             tracer.finish(0);
             None
@@ -178,6 +178,64 @@ fn a_pipeline_preempted_by_a_hog_is_busy_only_for_its_time_on_cpu() {
     // 2 ms of CPU a frame: the on-CPU median is about that, whatever the wall time was.
     let p50_ms = work["on_cpu"]["p50_ns"].as_f64().unwrap() / 1e6;
     assert!((1.5..3.0).contains(&p50_ms), "on-CPU p50 {p50_ms} ms");
+}
+
+/// With a cgroup v2 group for the run, the kernel keeps only the run's switches: the hog
+/// (started by the test, outside the group) taking the CPU is seen only as the run's thread
+/// leaving it, and the thread's return only as the kernel's switch-in record. Both must be
+/// seen, as they are by the fallback that reads every task's switches (the run group as a
+/// process tree): in each, busy is the thread's CPU as /proc gave it, the hog is named among
+/// the tasks it waited for, and the `work` stage, which never sleeps, is on CPU or runnable
+/// for nearly all of its wall time (a missed return would leave it runnable, a missed
+/// preemption on CPU).
+#[test]
+fn a_hog_outside_the_runs_cgroup_is_seen_preempting_it_as_by_the_fallback() {
+    if let Some(why) = tracepoints_refused() {
+        eprintln!(
+            "SKIPPED a_hog_outside_the_runs_cgroup_is_seen_preempting_it_as_by_the_fallback: {why}"
+        );
+        return;
+    }
+    for (env, filtered) in [
+        (None, "kept for the run's cgroup by the kernel"),
+        (
+            Some(("FRAMELAB_RUN_GROUP", "tree")),
+            "every task's switches, the run's found in /proc (the run has no cgroup v2 group)",
+        ),
+    ] {
+        let (report, text) = record_beside_hog(env.as_slice());
+        if env.is_none() && report["run_group"]["mechanism"] != "cgroup2" {
+            eprintln!(
+                "SKIPPED the cgroup half of a_hog_outside_the_runs_cgroup_is_seen_preempting_it_as_by_the_fallback: no cgroup v2 group here ({})",
+                report["run_group"]
+            );
+            continue;
+        }
+        let sched = &report["sched"];
+        assert_eq!(sched["source"], "tracepoints", "{env:?}: {sched:#}");
+        assert_eq!(sched["detail"], filtered, "{env:?}");
+        assert_eq!(sched["lost"], 0, "{env:?}");
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("scheduler"))
+            .expect("a scheduler line");
+        assert!(line.ends_with(filtered), "{line}");
+        assert_busy_is_on_cpu(&report, &text);
+        // Named for some of the wait: on this shared machine other people's compilers
+        // may take most of it.
+        let by = sched["preempted_by"].as_array().unwrap();
+        let hog = (by.iter())
+            .find(|b| b["comm"] == "cpuhog")
+            .unwrap_or_else(|| panic!("{env:?}: the hog is not named: {by:#?}"));
+        assert!(hog["ns"].as_f64().unwrap() > 0.0, "{env:?}: {by:#?}");
+        let work = (sched["stages"].as_array().unwrap().iter())
+            .find(|s| s["stage"] == "work")
+            .unwrap();
+        let part = |k: &str| work[k].as_f64().unwrap();
+        let wall = part("on_cpu_ns") + part("runnable_ns") + part("blocked_ns");
+        assert!(part("runnable_ns") > 0.1 * wall, "{env:?}: {work:#}");
+        assert!(part("blocked_ns") < 0.05 * wall, "{env:?}: {work:#}");
+    }
 }
 
 #[test]
