@@ -137,12 +137,22 @@ pub fn fixed_to_resolution(value: f64, resolution: f64, max: usize) -> String {
     if !value.is_finite() {
         return format!("{value}");
     }
-    let decimals = decimals_for(resolution, max);
     if resolution.is_finite() && resolution >= 10.0 {
-        let step = 10f64.powf((resolution.log10() + 1e-9).floor());
+        let step = shown_step(resolution, max);
         return format!("{:.0}", (value / step).round() * step);
     }
+    let decimals = decimals_for(resolution, max);
     format!("{value:.decimals$}")
+}
+
+/// The power of ten `fixed_to_resolution` shows a value of `resolution` to: 0.1 for 0.05,
+/// 1 for 0.5, 100 for 333.
+pub fn shown_step(resolution: f64, max: usize) -> f64 {
+    if resolution.is_finite() && resolution >= 10.0 {
+        10f64.powf((resolution.log10() + 1e-9).floor())
+    } else {
+        10f64.powi(-(decimals_for(resolution, max) as i32))
+    }
 }
 
 #[cfg(test)]
@@ -160,6 +170,11 @@ mod resolution_tests {
         assert_eq!(fixed_to_resolution(98.24, 0.01 / 1.94 * 100.0, 1), "98");
         // ... over 25 s, 0.04%: the one decimal the table prints.
         assert_eq!(fixed_to_resolution(98.24, 0.04, 1), "98.2");
+        // A load from ticks over 50 ms (a tick is 20%) and its cores agree: 10 and 0.1.
+        let load = crate::analyze::cpu::load_resolution_pct(10_000_000, 50_000_000);
+        assert_eq!(fixed_to_resolution(12.0, load, 1), "10");
+        let cores = crate::analyze::cpu::cores_resolution(load, 1);
+        assert_eq!(fixed_to_resolution(0.12, cores, 2), "0.1");
         // CPU per frame, 10 ms over 30 frames = 333 µs: whole hundreds of µs.
         assert_eq!(fixed_to_resolution(2822.0, 333.3, 0), "2800");
         assert_eq!(fixed_to_resolution(2822.0, 3.3, 1), "2822");

@@ -1,7 +1,6 @@
 // framelab's HTML report: draws the data embedded in #framelab-data (a document's words,
-// tables and plots, written by src/render/html_writer.rs; history's by src/history) with
-// uPlot. Every text from a run goes into
-// the page with textContent or setAttribute, never as markup. After drawing, each plot's
+// tables and plots, written by src/render/html_writer.rs) with uPlot. Every text from a run
+// goes into the page with textContent or setAttribute, never as markup. After drawing, each plot's
 // box carries data-series and data-points (a time plot also data-visible, the points drawn
 // in its x range, and data-bucket, of the level of detail drawn: zooming picks a finer
 // one), and <body> data-rendered, data-errors,
@@ -501,6 +500,8 @@
       var ts = section(tb.title);
       table(ts, tb.headers, tb.rows);
     });
+    // The report's other words (telemetry's sampling sources), as text shows them.
+    words(d.blocks || []);
 
     if (d.histograms.length) {
       var hs = section("Imported histograms", "As the tool that made them counted them.");
@@ -580,8 +581,8 @@
     setCounts(box, rows.length, dots);
   }
 
-  // A document's words besides its title, facts, notes and titled tables (a comparison's:
-  // what text and Markdown show): a heading opens a section; paragraphs, bullets, titled
+  // A document's words besides its title, facts, notes and titled tables (a comparison's,
+  // a run's telemetry sources, history's tables: what text and Markdown show): a heading opens a section; paragraphs, bullets, titled
   // lists and tables go in it. A column headed "verdict" colours its cells as a verdict.
   function words(blocks) {
     var box = root;
@@ -647,58 +648,28 @@
   }
 
   // History (src/history/show.rs): one plot per metric over commits, one line per machine
-  // (machines are never averaged together), then the numbers behind it.
+  // (machines are never averaged together), then the tables `history show` prints.
   function renderHistory(d) {
     add(root, "h1", null, d.title);
     add(root, "p", { "class": "hint" },
       "Each point: the median of a commit's runs on one machine. Commits in the order first recorded.");
-    var hosts = {};
-    d.machines.forEach(function (m) { hosts[m.id] = m.id + " (" + m.hostname + ", " + m.cpu_model + ")"; });
-    var byMetric = {};
-    var metrics = [];
-    d.series.forEach(function (s) {
-      if (!byMetric[s.metric]) { byMetric[s.metric] = []; metrics.push(s.metric); }
-      byMetric[s.metric].push(s);
-    });
-    metrics.forEach(function (metric, i) {
-      var list = byMetric[metric];
-      var unit = list[0].unit;
-      var first = {};
-      list.forEach(function (s) {
-        s.commits.forEach(function (c) {
-          var t = c.first_recorded_at_unix_s;
-          if (!(c.commit in first) || t < first[c.commit]) first[c.commit] = t;
-        });
-      });
-      var commits = Object.keys(first).sort(function (a, b) { return first[a] - first[b] || (a < b ? -1 : 1); });
-      var at = {};
-      commits.forEach(function (c, k) { at[c] = k; });
-      var s = section(metric + (unit ? " [" + unit + "]" : ""));
+    d.trends.forEach(function (tr, i) {
+      var unit = tr.unit, commits = tr.commits;
+      var s = section(tr.metric + (unit ? " [" + unit + "]" : ""));
       var xs = commits.map(function (_, k) { return k; });
-      var lines = list.map(function (ser) {
-        var ys = commits.map(function () { return null; });
-        ser.commits.forEach(function (c) { ys[at[c.commit]] = c.median; });
-        return ys;
-      });
       chart(s, "history-" + i, {
         height: 260,
         scales: { x: { time: false } },
         axes: [{ values: function (u, ticks) { return ticks.map(function (t) { return Number.isInteger(t) && commits[t] ? commits[t].slice(0, 8) : ""; }); } },
           { label: unit, size: 70 }],
         series: [{ label: "commit", value: function (u, t) { return t === null || !commits[t] ? "–" : commits[t].slice(0, 12); } }]
-          .concat(list.map(function (ser, k) {
-            return { label: hosts[ser.machine] || ser.machine, stroke: COLORS[k % COLORS.length], width: 2,
+          .concat(tr.lines.map(function (line, k) {
+            return { label: line[0], stroke: COLORS[k % COLORS.length], width: 2,
               points: { size: 7 }, spanGaps: true, value: function (u, y) { return fmt(y, unit); } };
           }))
-      }, [xs].concat(lines));
-      var rows = [];
-      list.forEach(function (ser) {
-        ser.commits.forEach(function (c) {
-          rows.push([ser.machine, c.commit.slice(0, 12), c.branch || "–", c.runs, fmt(c.median), fmt(c.min), fmt(c.max)]);
-        });
-      });
-      table(s, ["machine", "commit", "branch", "runs", "median", "min", "max"], rows);
+      }, [xs].concat(tr.lines.map(function (line) { return line[1]; })));
     });
+    words(d.blocks || []);
   }
 
   try {

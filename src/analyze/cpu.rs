@@ -183,6 +183,16 @@ pub fn load_resolution_pct(resolution_ns: i64, wall_ns: i64) -> f64 {
     resolution_ns as f64 * 100.0 / wall_ns as f64
 }
 
+/// The resolution of a cores figure beside a load % of `load_resolution_pct` shown with at
+/// most `load_decimals`: the load's shown step over 100, so the two agree (a load of `10`
+/// beside cores `0.1`, not `0`); 0 when unknown.
+pub fn cores_resolution(load_resolution_pct: f64, load_decimals: usize) -> f64 {
+    if load_resolution_pct <= 0.0 {
+        return 0.0;
+    }
+    crate::units::shown_step(load_resolution_pct, load_decimals) / 100.0
+}
+
 /// The resolution of user or sys alone: the split is in clock ticks; 0 when unknown.
 pub fn split_resolution_ns(resolution_ns: i64) -> i64 {
     if resolution_ns <= 0 {

@@ -110,7 +110,7 @@ mod tests {
     use crate::compare::metrics::catalogue;
     use crate::stats::SortedValues;
 
-    fn keyed<'a>(all: &'a [Metric], keys: &[&str]) -> Vec<Metric> {
+    fn keyed(all: &[Metric], keys: &[&str]) -> Vec<Metric> {
         keys.iter()
             .map(|k| all.iter().find(|m| m.key == *k).unwrap().clone())
             .collect()

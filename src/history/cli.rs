@@ -125,7 +125,11 @@ fn show(args: ShowOptions) -> Result<()> {
     crate::destination::print(&super::show::render(&shown, args.format)?)?;
     if let Some(page) = &args.html {
         write_file(page, |out| {
-            let html = crate::report::html::render("framelab history", &super::show::page(&shown))?;
+            let html = crate::report::html::render_document(
+                &super::show::page(&shown),
+                super::show::PAGE_SCHEMA,
+                "history",
+            )?;
             Ok(out.write_all(html.as_bytes())?)
         })?;
         eprintln!("framelab: trend page {}", page.display());

@@ -1,5 +1,6 @@
 //! `framelab history show`: each metric over commits, one table per machine (machines are
-//! never averaged together), as text, Markdown, JSON or a trend page.
+//! never averaged together), as text, Markdown, JSON or a trend page (the same document
+//! under a title, with a plot per metric, through `render::html_writer`).
 
 use std::collections::BTreeMap;
 
@@ -10,6 +11,7 @@ use super::series::{series_from_rows, Series};
 use super::store::{Filter, Store};
 use crate::render::document::{pretty_json, write, Block, Document, Span};
 use crate::render::format::HISTORY_SHOW;
+use crate::render::plot::{Plot, Trend};
 use crate::render::table::{Layout, Table};
 use crate::render::{Format, Value};
 
@@ -269,14 +271,61 @@ fn document(shown: &Shown) -> Document {
     }
 }
 
-/// The trend page's data (`assets/html/page.js`, `renderHistory`).
-pub fn page(shown: &Shown) -> serde_json::Value {
-    serde_json::json!({
-        "kind": "history",
-        "title": "framelab history",
-        "machines": shown.machines,
-        "series": shown.series,
-    })
+/// The trend page's schema (its data, `assets/html/page.js`, `renderHistory`).
+pub const PAGE_SCHEMA: &str = "framelab.html-history/1";
+
+/// The trend page as a document for the HTML writer: the document text and Markdown show,
+/// under the page's title, with a plot per metric over commits (a line per machine).
+pub fn page(shown: &Shown) -> Document {
+    let mut page = document(shown);
+    page.blocks
+        .insert(0, Block::Title("framelab history".into()));
+    page.blocks.push(Block::Plot(Plot::Trends(trends(shown))));
+    page
+}
+
+/// Per metric (in the order of its first series), its commits in the order first recorded
+/// on any machine (ties by id), and each machine's medians at them.
+fn trends(shown: &Shown) -> Vec<Trend> {
+    let mut metrics: Vec<&str> = Vec::new();
+    for s in &shown.series {
+        if !metrics.contains(&s.metric.as_str()) {
+            metrics.push(&s.metric);
+        }
+    }
+    let machine = |id: &str| {
+        (shown.machines.iter().find(|m| m.id == id)).map_or(id.to_owned(), |m| {
+            format!("{id} ({}, {})", m.hostname, m.cpu_model)
+        })
+    };
+    (metrics.into_iter())
+        .map(|metric| {
+            let series: Vec<&ShownSeries> = (shown.series.iter())
+                .filter(|s| s.metric == metric)
+                .collect();
+            let mut first: BTreeMap<&str, i64> = BTreeMap::new();
+            for c in series.iter().flat_map(|s| &s.commits) {
+                let at = first.entry(&c.commit).or_insert(c.first_recorded_at_unix_s);
+                *at = (*at).min(c.first_recorded_at_unix_s);
+            }
+            let mut commits: Vec<&str> = first.keys().copied().collect();
+            commits.sort_by_key(|c| (first[c], *c));
+            let lines = (series.iter())
+                .map(|s| {
+                    let medians = (commits.iter())
+                        .map(|&id| s.commits.iter().find(|c| c.commit == id).map(|c| c.median))
+                        .collect();
+                    (machine(&s.machine), medians)
+                })
+                .collect();
+            Trend {
+                metric: metric.to_owned(),
+                unit: series[0].unit.clone(),
+                commits: commits.into_iter().map(str::to_owned).collect(),
+                lines,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -331,5 +380,76 @@ mod tests {
             serde_json::from_str(&render(&shown(), Format::Json).unwrap()).unwrap();
         assert_eq!(json["series"][0]["commits"][0]["median"], 112.4);
         assert!(render(&shown(), Format::Csv).is_err());
+    }
+
+    fn row(commit: &str, at: i64, median: f64) -> CommitRow {
+        CommitRow {
+            commit: commit.into(),
+            branch: None,
+            first_recorded_at_unix_s: at,
+            runs: 1,
+            median,
+            min: median,
+            max: median,
+        }
+    }
+
+    /// The trend page is the document text shows, under the page's title, with a plot per
+    /// metric: its commits in the order first recorded on any machine, a line per machine
+    /// with a gap where it has no run of a commit.
+    #[test]
+    fn the_page_is_the_document_with_a_plot_per_metric() {
+        let mut shown = shown();
+        let fps = shown.series[0].clone();
+        shown.series = vec![
+            ShownSeries {
+                commits: vec![row("c2", 20, 61.0), row("c3", 30, 62.0)],
+                ..fps.clone()
+            },
+            ShownSeries {
+                machine: "m2".into(),
+                commits: vec![row("c1", 10, 50.0), row("c3", 5, 52.0)],
+                ..fps.clone()
+            },
+            ShownSeries {
+                metric: "wall".into(),
+                unit: "seconds".into(),
+                commits: vec![row("c1", 10, 1.5)],
+                ..fps
+            },
+        ];
+        let page = page(&shown);
+        let data = crate::render::html_writer::page(&page, PAGE_SCHEMA, "history");
+        let json: serde_json::Value = serde_json::to_value(&data).unwrap();
+        assert_eq!(json["title"], "framelab history");
+        assert_eq!(json["kind"], "history");
+        let trends = json["trends"].as_array().unwrap();
+        assert_eq!(trends.len(), 2);
+        assert_eq!(trends[0]["metric"], "a:fps");
+        assert_eq!(trends[0]["commits"], serde_json::json!(["c3", "c1", "c2"]));
+        assert_eq!(
+            trends[0]["lines"],
+            serde_json::json!([
+                ["m1 (vm, AMD EPYC)", [62.0, null, 61.0]],
+                ["m2", [52.0, 50.0, null]]
+            ])
+        );
+        assert_eq!(trends[1]["unit"], "seconds");
+        // The words are text's: a heading and a table per metric and machine.
+        let blocks = json["blocks"].as_array().unwrap();
+        assert_eq!(blocks.len(), 6, "{blocks:?}");
+        assert_eq!(
+            blocks[0]["heading"],
+            "a:fps [fps] on machine m1 (vm, AMD EPYC, 2 cores)"
+        );
+        assert_eq!(blocks[1]["table"]["rows"][0][0], "c2");
+        // Under its title, the page's document is text's (which leaves the plots out).
+        assert_eq!(
+            write(&page, Format::Text, &HISTORY_SHOW).unwrap(),
+            format!(
+                "framelab history\n{}",
+                render(&shown, Format::Text).unwrap()
+            )
+        );
     }
 }

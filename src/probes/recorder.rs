@@ -139,11 +139,20 @@ struct Attached {
     clamped: u64,
 }
 
+/// `--frame-probe`: a function whose every entry starts a frame.
+struct FrameProbe {
+    target: String,
+    point: ProbePoint,
+    hits: u64,
+    /// What one hit costs the program (an entry-only uprobe).
+    cost_ns: Option<i64>,
+}
+
 pub struct Recorder {
     probes: Vec<Attached>,
     /// `--pair`: paired by the collector, which sees every event of the run.
     pairs: Vec<crate::analyze::pair::StagePair>,
-    frame_probe: Option<(String, ProbePoint, u64)>,
+    frame_probe: Option<FrameProbe>,
     rings: Vec<Ring>,
     /// The events writing into another event's ring.
     others: Vec<OwnedFd>,
@@ -289,7 +298,7 @@ impl Recorder {
         let Placed {
             mut probes,
             specs,
-            frame_probe,
+            mut frame_probe,
         } = place(options)?;
         let pmu = uprobe_pmu(&specs)?;
         let semaphores = specs.iter().any(
@@ -303,25 +312,32 @@ impl Recorder {
         }
         // Measured once per kind of first instruction and shape of probes.
         let mut costs: HashMap<(InstructionClass, Shape), Option<Calibration>> = HashMap::new();
-        for probe in &mut probes {
-            let Some(pmu) = &pmu else { break };
-            let shape = match probe.request.kind {
-                // A tracepoint is not a trap: no cost measured.
-                Kind::Tracepoint { .. } => continue,
-                Kind::Function(_) => Shape::Call,
-                Kind::UsdtSpan { .. } => Shape::Pair,
-                Kind::UsdtEvent { .. } => Shape::Entry,
-            };
-            let key = (probe.point.class, shape);
-            let measured = *costs.entry(key).or_insert_with(|| {
-                let measured = cost::measure(pmu, key.0, shape);
+        let mut cost_of = |pmu: &Pmu, class: InstructionClass, shape: Shape| {
+            *costs.entry((class, shape)).or_insert_with(|| {
+                let measured = cost::measure(pmu, class, shape);
                 if let Err(why) = &measured {
                     eprintln!("framelab: warning: the cost of a probe hit is not known: {why}");
                 }
                 measured.ok()
-            });
-            probe.cost_ns = measured.map(|c| c.per_call_ns);
-            probe.subtract_ns = measured.and_then(|c| c.in_span_ns);
+            })
+        };
+        if let Some(pmu) = &pmu {
+            for probe in &mut probes {
+                let shape = match probe.request.kind {
+                    // A tracepoint is not a trap: no cost measured.
+                    Kind::Tracepoint { .. } => continue,
+                    Kind::Function(_) => Shape::Call,
+                    Kind::UsdtSpan { .. } => Shape::Pair,
+                    Kind::UsdtEvent { .. } => Shape::Entry,
+                };
+                let measured = cost_of(pmu, probe.point.class, shape);
+                probe.cost_ns = measured.map(|c| c.per_call_ns);
+                probe.subtract_ns = measured.and_then(|c| c.in_span_ns);
+            }
+            if let Some(frame) = &mut frame_probe {
+                let measured = cost_of(pmu, frame.point.class, Shape::Entry);
+                frame.cost_ns = measured.map(|c| c.per_call_ns);
+            }
         }
         let mut recorder = Recorder {
             probes,
@@ -450,8 +466,11 @@ impl Recorder {
     fn apply(&mut self, hit: Hit, of_run: bool, drained: &mut Drained) {
         if hit.role == Role::Frame {
             self.frame += 1;
-            if let Some((_, _, hits)) = &mut self.frame_probe {
-                *hits += 1;
+            if let Some(frame) = &mut self.frame_probe {
+                frame.hits += 1;
+                let thread = self.thread_cost.entry(hit.tid).or_default();
+                thread.0 += 1;
+                thread.1 += frame.cost_ns.unwrap_or(0);
             }
             return;
         }
@@ -552,16 +571,17 @@ impl Recorder {
                 frame_probe: false,
             })
             .collect();
-        if let Some((target, point, hits)) = &self.frame_probe {
+        if let Some(frame) = &self.frame_probe {
             facts.push(ProbeFacts {
                 stage: String::new(),
                 kind: "uprobe".to_owned(),
-                target: target.clone(),
-                path: point.path.display().to_string(),
-                function: point.function.clone(),
-                file_offset: point.file_offset,
-                first_instruction: point.class,
-                hits: *hits,
+                target: frame.target.clone(),
+                path: frame.point.path.display().to_string(),
+                function: frame.point.function.clone(),
+                file_offset: frame.point.file_offset,
+                first_instruction: frame.point.class,
+                cost_per_hit_ns: frame.cost_ns,
+                hits: frame.hits,
                 frame_probe: true,
                 ..ProbeFacts::default()
             });
@@ -654,7 +674,7 @@ fn decode(record: &[u8], roles: &HashMap<u64, EventRole>) -> Option<Decoded> {
 struct Placed {
     probes: Vec<Attached>,
     specs: Vec<EventSpec>,
-    frame_probe: Option<(String, ProbePoint, u64)>,
+    frame_probe: Option<FrameProbe>,
 }
 
 /// Each probe's point located (a file, a symbol, a USDT site, a tracepoint), and the
@@ -694,7 +714,12 @@ fn place(options: &ProbeOptions) -> Result<Placed, String> {
                 key: None,
                 what: format!("--frame-probe {}", target.describe()),
             });
-            Some((target.describe(), point, 0))
+            Some(FrameProbe {
+                target: target.describe(),
+                point,
+                hits: 0,
+                cost_ns: None,
+            })
         }
         None => None,
     };

@@ -21,7 +21,7 @@ pub struct PageText {
     pub notes: Vec<String>,
     /// Each with the title the page shows above it.
     pub tables: Vec<Table>,
-    /// The document's other words, in order (none in a run's page).
+    /// The document's other words, in order (in a run's page, telemetry's sources).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub blocks: Vec<Words>,
 }
@@ -44,7 +44,8 @@ pub enum Words {
 }
 
 /// The page's text of `document`: its title (its first heading, when it has no title),
-/// its facts, its titled tables, its notes and its other words. Blank lines, and tables
+/// its facts, its titled tables (a feature's titled columns among them, each with its
+/// unit after the first header), its notes and its other words. Blank lines, and tables
 /// only for spreadsheets, are not on the page.
 pub fn page_text(document: &Document) -> PageText {
     let st = Style::default();
@@ -60,7 +61,10 @@ pub fn page_text(document: &Document) -> PageText {
             Block::Facts(facts) => page
                 .facts
                 .extend((facts.iter()).map(|f| (f.label.clone(), line(&f.value)))),
-            Block::Table(table) => page.tables.push(table.clone()),
+            Block::Table(table) => page.tables.push(with_unit(table)),
+            Block::Columns { table, .. } if !table.title.is_empty() => {
+                page.tables.push(with_unit(table))
+            }
             Block::Notes(notes) => page.notes.extend(notes.iter().cloned()),
             Block::Heading(l) | Block::Subheading(l) => words.push(Words::Heading(line(l))),
             Block::Paragraph(l) | Block::Remark(l) => words.push(Words::Paragraph(line(l))),
@@ -81,7 +85,7 @@ pub fn page_text(document: &Document) -> PageText {
                 items: lines(items),
             }),
             Block::TableUnder(table) | Block::Columns { table, .. } => {
-                words.push(Words::Table(names_shown(table)))
+                words.push(Words::Table(names_shown(&with_unit(table))))
             }
             Block::Captioned { caption, table }
             | Block::Titled {
@@ -89,10 +93,13 @@ pub fn page_text(document: &Document) -> PageText {
                 table,
             } => {
                 words.push(Words::Paragraph(line(caption)));
-                words.push(Words::Table(names_shown(table)));
+                words.push(Words::Table(names_shown(&with_unit(table))));
             }
             Block::States { title, text, items } => {
                 words.push(Words::Paragraph(format!("{title} {text}")));
+                if items.is_empty() {
+                    continue;
+                }
                 words.push(Words::Bullets(
                     (items.iter())
                         .map(|i| {
@@ -138,6 +145,26 @@ pub fn page_text(document: &Document) -> PageText {
     page
 }
 
+/// The table of `block` when the page shows it as one of its titled tables: a plain
+/// table, or the report family's that its feature titled.
+fn titled(block: &Block) -> Option<&Table> {
+    match block {
+        Block::Table(table) => Some(table),
+        Block::Columns { table, .. } if !table.title.is_empty() => Some(table),
+        _ => None,
+    }
+}
+
+/// `table` with the unit its figures share after its first header (`stage (µs)`), as
+/// Markdown names it: the page lays the table out itself, and never drops the unit.
+fn with_unit(table: &Table) -> Table {
+    let mut shown = table.clone();
+    if let (Some(unit), Some(first)) = (&table.layout.unit, shown.headers.first_mut()) {
+        first.push_str(&format!(" ({unit})"));
+    }
+    shown
+}
+
 /// `table` with its names (headers and cells) escaped as a terminal shows them.
 fn names_shown(table: &Table) -> Table {
     let name = |s: &String| crate::display::name(s).into_owned();
@@ -174,8 +201,8 @@ pub fn page<'a>(document: &'a Document, schema: &'static str, kind: &'static str
     let mut plots = Vec::new();
     for block in &document.blocks {
         match block {
-            Block::Table(_) => after_table = true,
             Block::Plot(plot) => plots.push((after_table, plot)),
+            _ if titled(block).is_some() => after_table = true,
             _ => {}
         }
     }
@@ -267,6 +294,36 @@ mod tests {
                 blocks: vec![Words::Lines("only for terminals\n".into())],
             }
         );
+    }
+
+    /// The report family's columns that their feature titled are the page's titled
+    /// tables, untitled they are words; either keeps its unit, after the first header.
+    #[test]
+    fn titled_columns_are_the_pages_tables_and_keep_their_unit() {
+        let columns = |title: &str| {
+            let mut table = crate::render::columns::table(
+                &[crate::render::columns::Column::new("stage", 9)],
+                vec![vec!["encode".into()]],
+                Some("µs"),
+            );
+            table.title = title.into();
+            Block::Columns {
+                table,
+                set_off: true,
+            }
+        };
+        let document = Document {
+            blocks: vec![columns("Stages"), columns("")],
+            json: String::new(),
+        };
+        let page = page_text(&document);
+        assert_eq!(page.tables.len(), 1);
+        assert_eq!(page.tables[0].title, "Stages");
+        assert_eq!(page.tables[0].headers, ["stage (µs)"]);
+        let [Words::Table(untitled)] = &page.blocks[..] else {
+            panic!("{:?}", page.blocks);
+        };
+        assert_eq!(untitled.headers, ["stage (µs)"]);
     }
 
     /// Plots keep the document's order, the tables standing where the first plot after

@@ -42,7 +42,8 @@ pub fn load_pct(pct: f64, resolution_ns: i64, wall_ns: i64) -> String {
 
 /// Cores (load ÷ 100), two decimals at most.
 pub fn cores(cores: f64, resolution_ns: i64, wall_ns: i64) -> String {
-    let resolution = crate::analyze::cpu::load_resolution_pct(resolution_ns, wall_ns) / 100.0;
+    use crate::analyze::cpu;
+    let resolution = cpu::cores_resolution(cpu::load_resolution_pct(resolution_ns, wall_ns), 1);
     crate::units::fixed_to_resolution(cores, resolution, 2)
 }
 

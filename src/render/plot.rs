@@ -41,6 +41,8 @@ pub enum Plot {
     Sweeps(Vec<SweepLines>),
     /// Each stage's durations per variant, overlaid (`stages`).
     StageOverlays(Vec<StageOverlay>),
+    /// Metrics over commits, a line per machine (`trends`).
+    Trends(Vec<Trend>),
 }
 
 /// The frame-time plots of a run: end-to-end totals and intervals between ends.
@@ -200,6 +202,20 @@ pub struct StageOverlay {
     pub variants: Vec<(String, Vec<f64>)>,
 }
 
+/// One metric over commits: x the commits in the order first recorded, a line per machine
+/// (machines are never averaged together).
+#[derive(Serialize)]
+pub struct Trend {
+    pub metric: String,
+    /// As the store names it (`microseconds`): the page shows its symbol.
+    pub unit: String,
+    /// Whole commit ids.
+    pub commits: Vec<String>,
+    /// (the machine as the legend names it, its median at each commit: none where it has
+    /// no run of that commit).
+    pub lines: Vec<(String, Vec<Option<f64>>)>,
+}
+
 impl Plot {
     /// The page's keys and values of this plot, in the order the page's data holds them.
     pub fn entries<M: serde::ser::SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
@@ -228,6 +244,7 @@ impl Plot {
             }
             Plot::Sweeps(sweeps) => map.serialize_entry("sweeps", sweeps),
             Plot::StageOverlays(stages) => map.serialize_entry("stages", stages),
+            Plot::Trends(trends) => map.serialize_entry("trends", trends),
         }
     }
 }

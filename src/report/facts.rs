@@ -581,6 +581,7 @@ fn probes(a: &Analysis) -> Option<Line> {
             let cost = match f.cost_per_hit_ns {
                 Some(ns) => {
                     let per = match f.kind.as_str() {
+                        _ if f.frame_probe => "hit (entry; ",
                         "usdt" => "call (begin + end; ",
                         "usdt event" => "hit (",
                         _ => "call (entry + return; ",
@@ -657,12 +658,8 @@ fn probes(a: &Analysis) -> Option<Line> {
     Some(joined(parts))
 }
 
-/// The header lines as (label, sentence), in report order; lines that do not apply are left out.
-pub fn facts(a: &Analysis) -> Vec<(&'static str, Line)> {
-    facts_in(a, false)
-}
-
-/// [`facts`], with every FPS low named when `verbose`.
+/// The header lines as (label, sentence), in report order; lines that do not apply are left
+/// out. Every FPS low is named when `verbose`.
 pub fn facts_in(a: &Analysis, verbose: bool) -> Vec<(&'static str, Line)> {
     let lines = [
         ("command", command(a).map(plain)),

@@ -32,7 +32,7 @@ pub fn render(analysis: &Analysis) -> String {
 /// CPU figures derived from a CPU time (load %, cores, CPU per frame) carry no more digits
 /// than that time's resolution gives them (`cpu_resolution_ns` beside them says what it is).
 fn round_cpu(a: &mut Analysis) {
-    use crate::analyze::cpu::load_resolution_pct;
+    use crate::analyze::cpu::{cores_resolution, load_resolution_pct};
     const MAX_DECIMALS: usize = 6;
     let round = |x: &mut f64, resolution: f64| {
         if resolution > 0.0 && x.is_finite() {
@@ -43,7 +43,7 @@ fn round_cpu(a: &mut Analysis) {
     for p in &mut a.processes {
         let load = load_resolution_pct(p.cpu_resolution_ns, p.wall_ns);
         round(&mut p.load_pct, load);
-        round(&mut p.cores, load / 100.0);
+        round(&mut p.cores, cores_resolution(load, MAX_DECIMALS));
     }
     let window = a.window.length_ns;
     let Some(c) = &mut a.cpu else {
@@ -52,7 +52,7 @@ fn round_cpu(a: &mut Analysis) {
     let load = load_resolution_pct(c.cpu_resolution_ns, window);
     if let (Some(l), Some(cores)) = (c.load_pct.as_mut(), c.cores.as_mut()) {
         round(l, load);
-        round(cores, load / 100.0);
+        round(cores, cores_resolution(load, MAX_DECIMALS));
     }
     if let (Some(per_frame), true) = (
         c.cpu_per_frame_ns.as_mut(),

@@ -3,7 +3,6 @@
 pub(crate) mod facts;
 pub mod html;
 mod json;
-mod page;
 mod pipeline;
 pub mod runs;
 mod sources;
@@ -44,19 +43,15 @@ fn render_in(
     )
 }
 
-/// The report as a document for `format`: one for text and Markdown (each writer lays the
-/// same blocks out its way); the HTML page titles each table, so its blocks are its own
-/// (they go through `render::html_writer` into the page's data); the JSON form (every
-/// number) is written only when JSON is asked for.
+/// The report as a document for `format`: one for text, Markdown and the HTML page (each
+/// writer lays the same blocks out its way: the page shows each table under its title,
+/// through `render::html_writer`); the JSON form (every number) is written only when JSON
+/// is asked for.
 pub fn document(analysis: &Analysis, format: Format, verbose: bool) -> Document {
     match format {
         Format::Json => Document {
             blocks: Vec::new(),
             json: json::render(analysis),
-        },
-        Format::Html => Document {
-            blocks: page::blocks(analysis),
-            json: String::new(),
         },
         _ => Document {
             blocks: text::blocks(analysis, verbose),

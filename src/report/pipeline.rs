@@ -66,22 +66,6 @@ pub fn resource_header(a: &Analysis) -> &'static str {
     }
 }
 
-/// The wait table's headers, for Markdown and the HTML page.
-pub fn wait_headers() -> Vec<String> {
-    std::iter::once("wait (µs)")
-        .chain(WAIT_HEADERS)
-        .map(str::to_owned)
-        .collect()
-}
-
-/// The resource table's headers, for Markdown and the HTML page.
-pub fn resource_headers(a: &Analysis) -> Vec<String> {
-    std::iter::once(resource_header(a))
-        .chain(resource_busy_headers(a))
-        .map(str::to_owned)
-        .collect()
-}
-
 /// Headers after the first column of the resource table.
 pub const RESOURCE_HEADERS: [&str; 3] = ["busy %", "µs/frame", "stages (share of its busy time)"];
 
@@ -155,9 +139,11 @@ pub fn resource_rows(a: &Analysis) -> Option<Vec<Vec<Value>>> {
     if p.resources.is_empty() {
         return None;
     }
+    // Without frames each slice is counted alone: a per-frame figure would be per slice.
+    let frames = !a.import.as_ref().is_some_and(|i| i.frames_undefined());
     let rows = (p.resources.iter())
         .map(|r| {
-            let per_frame = if a.frames > 0 {
+            let per_frame = if a.frames > 0 && frames {
                 Value::Micros(r.busy_ns as f64 / a.frames as f64)
             } else {
                 Value::Missing("-")

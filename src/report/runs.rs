@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::analyze::Analysis;
 use crate::experiment::Experiment;
 use crate::render::columns::Column;
-use crate::render::document::{plain, pretty_json, write_in, Block, Document};
+use crate::render::document::{plain, pretty_json, write_in, Block, Document, Line, Span};
 use crate::render::format::RUN_REPORT;
 use crate::render::human::shell_words;
 use crate::render::{Format, Value};
@@ -75,28 +75,23 @@ pub fn render(
     color: bool,
 ) -> anyhow::Result<String> {
     let name = file.map_or_else(|| "/dev/null".to_owned(), |f| f.display().to_string());
-    let shown = shell_words(std::slice::from_ref(&name));
-    let format = RUN_REPORT.check(format)?;
-    let document = match format {
-        Format::Json => Document {
-            blocks: Vec::new(),
-            json: pretty_json(&RunList {
+    let document = Document {
+        blocks: blocks(file, lines),
+        json: match RUN_REPORT.check(format)? {
+            Format::Json => pretty_json(&RunList {
                 schema: SCHEMA,
-                file: name.clone(),
+                file: name,
                 runs: lines,
             }),
-        },
-        _ => Document {
-            blocks: blocks(file, &shown, lines, format == Format::Markdown),
-            json: String::new(),
+            _ => String::new(),
         },
     };
     write_in(&document, format, &RUN_REPORT, color)
 }
 
-/// The list as a title, a table of the runs in µs, and the commands that show more.
-fn blocks(file: Option<&Path>, shown: &str, lines: &[RunLine], markdown: bool) -> Vec<Block> {
-    let name = file.map_or_else(|| "/dev/null".to_owned(), |f| f.display().to_string());
+/// The list as one document for text and Markdown: the title, a table of the runs with
+/// its unit (µs), and the commands that show more.
+fn blocks(file: Option<&Path>, lines: &[RunLine]) -> Vec<Block> {
     let with_variants = lines.iter().any(|l| l.variant.is_some());
     let with_params = lines.iter().any(|l| !l.params.is_empty());
     let mut headers = vec!["run"];
@@ -119,11 +114,38 @@ fn blocks(file: Option<&Path>, shown: &str, lines: &[RunLine], markdown: bool) -
     let rows: Vec<Vec<Value>> = (lines.iter())
         .map(|l| cells(l, with_variants, with_params))
         .collect();
-    let first = lines.first().map_or(1, |l| l.run_id);
-    let heading = match file {
-        Some(_) => format!("{name} · {} runs", lines.len()),
-        None => format!("{} runs (-o /dev/null: not kept)", lines.len()),
+    let title = match file {
+        Some(f) => format!(
+            "framelab · {} · {} runs",
+            crate::display::name(&f.display().to_string()),
+            lines.len()
+        ),
+        None => format!("framelab · {} runs (-o /dev/null: not kept)", lines.len()),
     };
+    let columns: Vec<Column> = headers.iter().map(|h| Column::new(*h, 0)).collect();
+    vec![
+        Block::Title(title),
+        Block::Columns {
+            table: crate::render::columns::table(&columns, rows, Some("µs")),
+            // Right under the title in text.
+            set_off: false,
+        },
+        Block::Remark(hint(file, lines, with_variants)),
+    ]
+}
+
+/// The commands that show more: one run in full, and the verdicts where `compare` has
+/// something to compare; for runs not kept, how to keep them.
+fn hint(file: Option<&Path>, lines: &[RunLine], with_variants: bool) -> Line {
+    let Some(file) = file else {
+        return plain("keep the runs with -o FILE to see one in full");
+    };
+    let shown = shell_words(&[file.display().to_string()]);
+    let first = lines.first().map_or(1, |l| l.run_id);
+    let mut hint = vec![
+        Span::plain("one run in full: "),
+        Span::code(format!("framelab report {shown} --run-id {first}")),
+    ];
     // Verdicts need two variants (or parameter values) of two runs or more each: a file of
     // runs without variants (`run -o` again and again) is not offered, as compare would
     // refuse it.
@@ -135,34 +157,11 @@ fn blocks(file: Option<&Path>, shown: &str, lines: &[RunLine], markdown: bool) -
         }
     }
     let comparable = groups.iter().filter(|(_, runs)| *runs >= 2).count();
-    let verdicts = match with_variants && comparable >= 2 {
-        true => format!(" · verdicts: framelab compare {shown}"),
-        false => String::new(),
-    };
-    let hint = match file {
-        Some(_) => format!("one run in full: framelab report {shown} --run-id {first}{verdicts}"),
-        None => "keep the runs with -o FILE to see one in full".to_owned(),
-    };
-    let columns: Vec<Column> = headers.iter().map(|h| Column::new(*h, 0)).collect();
-    let unit = (!markdown).then_some("µs");
-    let table = Block::Columns {
-        table: crate::render::columns::table(&columns, rows, unit),
-        // Right under the title in text.
-        set_off: markdown,
-    };
-    if markdown {
-        vec![
-            Block::Heading(plain(heading)),
-            table,
-            Block::Lines(format!("Times in µs. {hint}\n")),
-        ]
-    } else {
-        vec![
-            Block::Title(format!("framelab · {heading}")),
-            table,
-            Block::Bullets(vec![plain(hint)]),
-        ]
+    if with_variants && comparable >= 2 {
+        hint.push(Span::plain(" · verdicts: "));
+        hint.push(Span::code(format!("framelab compare {shown}")));
     }
+    hint
 }
 
 fn cells(l: &RunLine, with_variants: bool, with_params: bool) -> Vec<Value> {
@@ -188,4 +187,86 @@ fn cells(l: &RunLine, with_variants: bool, with_params: bool) -> Vec<Value> {
     row.push(Value::or(l.total_p99_ns.map(Value::Micros), dash));
     row.push(Value::or(l.cpu_per_frame_ns.map(Value::Micros), dash));
     row
+}
+
+/// The listing of hand-made runs against `tests/snapshots/report_runs*`. After an intended
+/// change: `UPDATE_SNAPSHOTS=1 cargo test --lib report::runs`, then review the diff.
+#[cfg(test)]
+mod snapshots {
+    use super::*;
+    use crate::snapshot::check;
+
+    fn line(run_id: i64, variant: Option<&str>, params: &[(&str, &str)]) -> RunLine {
+        RunLine {
+            run_id,
+            name: "enc_a".into(),
+            started_at: "2026-01-02T03:04:05Z".into(),
+            variant: variant.map(str::to_owned),
+            params: (params.iter())
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            status: "ok".into(),
+            frames: 120 + run_id as u64,
+            observed_fps: Some(59.94 + run_id as f64),
+            total_p50_ns: Some(8_250_000.0 + run_id as f64 * 1000.0),
+            total_p99_ns: (run_id != 2).then_some(16_500_000.0),
+            cpu_per_frame_ns: Some(1_234_567.0),
+        }
+    }
+
+    /// An experiment of two variants at a parameter's value, two runs each, and a run of
+    /// one without it.
+    fn experiment() -> Vec<RunLine> {
+        vec![
+            line(1, Some("a"), &[("n", "1")]),
+            line(2, Some("b"), &[("n", "1")]),
+            line(3, Some("a"), &[("n", "1")]),
+            line(4, Some("b"), &[("n", "1")]),
+            line(7, Some("b"), &[]),
+        ]
+    }
+
+    fn plain_runs() -> Vec<RunLine> {
+        vec![line(5, None, &[]), line(6, None, &[])]
+    }
+
+    fn both(file: Option<&Path>, lines: &[RunLine]) -> (String, String) {
+        (
+            render(file, lines, Format::Text, false).unwrap(),
+            render(file, lines, Format::Markdown, false).unwrap(),
+        )
+    }
+
+    #[test]
+    fn an_experiment_in_text_and_markdown() {
+        let (text, md) = both(Some(Path::new("ab_x.framelab")), &experiment());
+        check("report_runs.txt", &text);
+        check("report_runs.md", &md);
+    }
+
+    /// One document for text and Markdown: the pasted list shows every figure of the
+    /// terminal's, and no other.
+    #[test]
+    fn text_and_markdown_show_the_same_figures() {
+        let file = Path::new("runs_2.framelab");
+        for (file, lines) in [
+            (Some(file), experiment()),
+            (Some(file), plain_runs()),
+            (None, experiment()),
+        ] {
+            let (text, md) = both(file, &lines);
+            assert_eq!(
+                crate::render::numbers_in(&text),
+                crate::render::numbers_in(&md),
+                "{text}\n{md}"
+            );
+        }
+    }
+
+    #[test]
+    fn runs_not_kept_in_text_and_markdown() {
+        let (text, md) = both(None, &plain_runs());
+        check("report_runs_unkept.txt", &text);
+        check("report_runs_unkept.md", &md);
+    }
 }

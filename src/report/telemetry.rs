@@ -237,10 +237,12 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
-/// A table set off by a blank line, with no unit after its header; the headers at
-/// `names` are names from outside (escaped whole in Markdown).
-fn table(columns: Vec<Column>, rows: Vec<Vec<Value>>, names: &[usize]) -> Block {
+/// A table under `title` (the HTML page's heading) set off by a blank line, with no unit
+/// after its header; the headers at `names` are names from outside (escaped whole in
+/// Markdown).
+fn table(title: &str, columns: Vec<Column>, rows: Vec<Vec<Value>>, names: &[usize]) -> Block {
     let mut table = crate::render::columns::table(&columns, rows, None);
+    table.title = title.to_owned();
     table.names.headers = names.to_vec();
     Block::Columns {
         table,
@@ -280,18 +282,28 @@ pub fn blocks(a: &Analysis) -> Vec<Block> {
     ];
     if !t.metrics.is_empty() {
         let headers = strings(&METRIC_HEADERS);
-        blocks.push(table(columns(&headers, 8), metric_rows(t), &[]));
+        blocks.push(table(
+            "Telemetry",
+            columns(&headers, 8),
+            metric_rows(t),
+            &[],
+        ));
     }
     if !t.energy.is_empty() {
         let headers = strings(&ENERGY_HEADERS);
-        blocks.push(table(columns(&headers, 9), energy_rows(t), &[]));
+        blocks.push(table("Energy", columns(&headers, 9), energy_rows(t), &[]));
     }
     if !t.worst_frames.is_empty() {
         let mut headers = strings(&["worst frames", "t s", "total µs"]);
         headers.extend(frame_headers(t));
         // The readings' columns are named by their sources.
         let names: Vec<usize> = (3..headers.len()).collect();
-        blocks.push(table(columns(&headers, 7), frame_rows(t), &names));
+        blocks.push(table(
+            "Worst frames, with telemetry",
+            columns(&headers, 7),
+            frame_rows(t),
+            &names,
+        ));
     }
     if let Some(line) = throttle_line(t) {
         blocks.push(Block::Blank);
@@ -303,7 +315,7 @@ pub fn blocks(a: &Analysis) -> Vec<Block> {
     }
     if !t.busiest_threads.is_empty() {
         let headers = strings(&THREAD_HEADERS);
-        blocks.push(table(columns(&headers, 8), thread_rows(t), &[]));
+        blocks.push(table("Threads", columns(&headers, 8), thread_rows(t), &[]));
     }
     blocks
 }

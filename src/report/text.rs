@@ -1,10 +1,11 @@
 //! The report as one document for text and Markdown (the reference layout of DESIGN.md in
 //! text; GitHub tables in Markdown): the title, the facts, the tables of typed cells, the
-//! telemetry and the notes. The rows are shared with the HTML page (`page.rs`).
+//! telemetry and the notes. The HTML page is the same document (`render::html_writer`):
+//! each table carries the title the page shows above it, which text and Markdown leave out.
 
 use super::facts::{facts_in, title};
 use super::pipeline::dist_cells;
-use crate::analyze::cpu::{role_label, split_resolution_ns};
+use crate::analyze::cpu::{self, role_label, split_resolution_ns};
 use crate::analyze::Analysis;
 use crate::render::columns::Column;
 use crate::render::document::{Block, Fact, SpanKind};
@@ -19,10 +20,13 @@ pub(crate) fn stage_rows(a: &Analysis) -> Vec<(String, [Value; 6])> {
         .collect()
 }
 
-/// A table of the report's columns, set off by a blank line.
-fn columns(columns: Vec<Column>, rows: Vec<Vec<Value>>, unit: Option<&str>) -> Block {
+/// A table of the report's columns under `title` (the HTML page's heading), set off by a
+/// blank line.
+fn columns(title: &str, columns: Vec<Column>, rows: Vec<Vec<Value>>, unit: Option<&str>) -> Block {
+    let mut table = crate::render::columns::table(&columns, rows, unit);
+    table.title = title.to_owned();
     Block::Columns {
-        table: crate::render::columns::table(&columns, rows, unit),
+        table,
         set_off: true,
     }
 }
@@ -38,7 +42,12 @@ fn stage_table(a: &Analysis) -> Option<Block> {
     if on_cpu_cells(a).is_some() {
         columns.extend(ON_CPU_HEADERS.map(|h| Column::new(h, 10)));
     }
-    Some(self::columns(columns, stage_table_rows(a), Some("µs")))
+    Some(self::columns(
+        "Stages",
+        columns,
+        stage_table_rows(a),
+        Some("µs"),
+    ))
 }
 
 /// The stage table's rows: name, the wall-time distribution, then each stage's on-CPU p50
@@ -143,7 +152,7 @@ fn cpu_seconds(ns: i64, resolution_ns: i64) -> Value {
 fn load(pct: f64, resolution_ns: i64, wall_ns: i64) -> Value {
     Value::Resolved {
         value: pct,
-        resolution: crate::analyze::cpu::load_resolution_pct(resolution_ns, wall_ns),
+        resolution: cpu::load_resolution_pct(resolution_ns, wall_ns),
         decimals: 1,
     }
 }
@@ -152,7 +161,7 @@ fn load(pct: f64, resolution_ns: i64, wall_ns: i64) -> Value {
 fn cores(cores: f64, resolution_ns: i64, wall_ns: i64) -> Value {
     Value::Resolved {
         value: cores,
-        resolution: crate::analyze::cpu::load_resolution_pct(resolution_ns, wall_ns) / 100.0,
+        resolution: cpu::cores_resolution(cpu::load_resolution_pct(resolution_ns, wall_ns), 1),
         decimals: 2,
     }
 }
@@ -172,7 +181,7 @@ fn process_table(a: &Analysis) -> Option<Block> {
         Column::new("peak RSS", 11),
     ];
     let rows: Vec<Vec<Value>> = process_rows(a).into_iter().map(Vec::from).collect();
-    Some(self::columns(columns, rows, None))
+    Some(self::columns("Processes", columns, rows, None))
 }
 
 /// Whether a worst frame was preempted (a scheduler timeline says so).
@@ -225,25 +234,6 @@ pub(crate) fn worst_rows(a: &Analysis) -> Vec<Vec<Value>> {
 /// The worst frames' headers after the stages: work, waits, longest wait.
 pub(crate) const WORST_WAIT_HEADERS: [&str; 3] = ["work", "waits", "longest wait"];
 
-/// The worst frames' headers with their unit, for Markdown and the HTML page; `stage`
-/// shows a stage's name as the format needs it.
-pub(crate) fn worst_headers(a: &Analysis, stage: impl Fn(&str) -> String) -> Vec<String> {
-    let mut headers: Vec<String> = ["worst frame", "t s", "total µs"].map(String::from).into();
-    headers.extend(a.stage_names.iter().map(|n| format!("{} µs", stage(n))));
-    if worst_have_waits(a) {
-        headers.extend(WORST_WAIT_HEADERS.map(|h| format!("{h} µs")));
-    }
-    if worst_preempted(a) {
-        headers.push("preempted".into());
-    }
-    headers
-}
-
-/// The process table's headers, for Markdown and the HTML page.
-pub(crate) const PROCESS_HEADERS: [&str; 8] = [
-    "process", "role", "wall s", "user s", "sys s", "load %", "cores", "peak RSS",
-];
-
 fn worst_table(a: &Analysis) -> Option<Block> {
     if a.worst_frames.is_empty() {
         return None;
@@ -261,6 +251,7 @@ fn worst_table(a: &Analysis) -> Option<Block> {
         columns.push(Column::new("preempted", 9));
     }
     let mut table = crate::render::columns::table(&columns, worst_rows(a), Some("µs"));
+    table.title = "Worst frames".into();
     // The stages' columns are named by the program.
     table.names.headers = (3..3 + a.stage_names.len()).collect();
     Some(Block::Columns {
@@ -273,14 +264,24 @@ fn wait_table(a: &Analysis) -> Option<Block> {
     let rows = super::pipeline::wait_rows(a.pipeline.as_ref()?)?;
     let mut columns = vec![Column::new("wait", 9)];
     columns.extend(super::pipeline::WAIT_HEADERS.map(|h| Column::new(h, 9)));
-    Some(self::columns(columns, rows, Some("µs")))
+    Some(self::columns(
+        "Waits between stages",
+        columns,
+        rows,
+        Some("µs"),
+    ))
 }
 
 fn resource_table(a: &Analysis) -> Option<Block> {
     let rows = super::pipeline::resource_rows(a)?;
     let mut columns = vec![Column::new(super::pipeline::resource_header(a), 10)];
     columns.extend(super::pipeline::resource_busy_headers(a).map(|h| Column::new(h, 9)));
-    Some(self::columns(columns, rows, None))
+    Some(self::columns(
+        "Busy time (what bounds the rate)",
+        columns,
+        rows,
+        None,
+    ))
 }
 
 /// The report's blocks, the same for text and Markdown: the title, the facts (the command

@@ -353,7 +353,7 @@ fn a_service_that_ignores_stop_signals_is_killed_after_each_grace_period() {
             "{signals:?}"
         );
     }
-    assert_eq!(before_the_group_ends(&exec), &Call::Unregister(DB_PID));
+    assert_eq!(before_the_group_ends(exec), &Call::Unregister(DB_PID));
     // What happened is kept with its output.
     let db = outputs.iter().find(|o| o.role == "db").unwrap();
     assert_eq!(
@@ -844,7 +844,7 @@ fn commits_come_every_500_ms_on_the_dot_and_the_window_closes_at_the_end_of_the_
     assert!(gaps.contains(&20), "{gaps:?}");
     // The window closes at the end of --duration, not at the next tick past it.
     assert!(
-        open.len() > 1 && rec.drained_at.iter().any(|&at| at == 2_000_000_000),
+        open.len() > 1 && rec.drained_at.contains(&2_000_000_000),
         "{:?}",
         rec.drained_at
     );

@@ -17,6 +17,9 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 use self::model::{Config, Simulation};
+
+/// A replay of the frames: hands each frame's (start, end) to the callback it is given.
+type EachFrame<'a> = dyn FnMut(&mut dyn FnMut(i64, i64)) -> Result<()> + 'a;
 use self::placed::PlacedFrames;
 pub use self::plan::Changes;
 use self::recorded::{RecordedFrames, ReplayFrames};
@@ -54,10 +57,7 @@ impl Outcome {
     /// later frame may still precede ([`EndsInOrder`]), else from every end kept, by a
     /// second run. One run where two took the totals, then the intervals (issue 29: the
     /// model's time); the rows and delays it no longer holds pay for the 4 bytes a frame.
-    fn of_simulation(
-        frames: usize,
-        simulate: &mut dyn FnMut(&mut dyn FnMut(i64, i64)) -> Result<()>,
-    ) -> Result<Outcome> {
+    fn of_simulation(frames: usize, simulate: &mut EachFrame) -> Result<Outcome> {
         let mut totals = NsValues::for_range(0, 0, frames);
         let mut ends = EndsInOrder::new(frames);
         simulate(&mut |start, end| {

@@ -183,10 +183,7 @@ fn work_of(spans: &[(StageSpan, i64)], pace: Option<u16>) -> (i64, i64) {
 
 /// The most frames whose work ([`work_of`]) overlapped at one instant, from every start and
 /// end sorted: each frame's work handed to `add` by `each`.
-fn in_flight_by_sorting(
-    frames: usize,
-    each: &mut dyn FnMut(&mut dyn FnMut(i64, i64)) -> Result<()>,
-) -> Result<usize> {
+fn in_flight_by_sorting(frames: usize, each: &mut super::EachFrame) -> Result<usize> {
     let mut starts: Vec<i64> = Vec::with_capacity(frames);
     let mut ends: Vec<i64> = Vec::with_capacity(frames);
     each(&mut |start, end| {

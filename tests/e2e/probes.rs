@@ -348,6 +348,13 @@ fn a_frame_probe_numbers_the_frames_and_a_function_never_called_is_said() {
         err.contains("unused_function") && err.contains("0 hits"),
         "{err}"
     );
+    // The frame probe's own cost, measured as the other probes' are: one entry a hit.
+    let frame = (run.meta.session.probes.iter())
+        .find(|f| f.frame_probe)
+        .unwrap();
+    assert!(frame.cost_per_hit_ns.is_some_and(|ns| ns > 0), "{frame:?}");
+    let report = stdout(&out);
+    assert!(report.contains("per hit (entry; "), "{report}");
 }
 
 /// A refused `framelab run --probe`: one error line containing `says`, and nothing of the

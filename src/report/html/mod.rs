@@ -1,5 +1,6 @@
 //! The HTML report: one self-contained file with plots of a run (`framelab report --format
-//! html`, `run --html`) or of a comparison (`compare --format html`). docs/html.md says
+//! html`, `run --html`), of a comparison (`compare --format html`) or of history's trends
+//! (`history show --html`), each from its document. docs/html.md says
 //! what it shows and why it is built this way.
 
 pub mod decimate;
@@ -8,21 +9,14 @@ pub mod run_data;
 
 use std::path::Path;
 
-use serde::Serialize;
-
 pub use page::{escape_html, json_for_script};
 
-/// The page for `data` (history's page data; a run's and a comparison's are documents:
-/// [`render_document`]).
-pub fn render(title: &str, data: &impl Serialize) -> anyhow::Result<String> {
-    Ok(page::page(title, &json_for_script(data)?, None))
-}
-
 /// The HTML report of run `head` with its spans from `source`, and its analysis: the
-/// spans are read once, for both.
+/// same reads give both (`source` is `Sync`: a file written thread by thread has its
+/// stretches read on threads of their own, as for the text report).
 pub fn run_html(
     head: &crate::model::Run,
-    source: &dyn crate::model::SpanSource,
+    source: &(dyn crate::model::SpanSource + Sync),
 ) -> anyhow::Result<(String, crate::analyze::Analysis)> {
     let (data, analysis) = run_data::RunData::analyze(head, source)?;
     let html = render_document(&data.document(&analysis), run_data::SCHEMA, "run")?;
@@ -30,7 +24,7 @@ pub fn run_html(
 }
 
 /// The page of `document` (its words, tables and plots through `render::html_writer`),
-/// of `schema` and drawn as a page of `kind` (`run`, `compare`), its frame plots' levels
+/// of `schema` and drawn as a page of `kind` (`run`, `compare`, `history`), its frame plots' levels
 /// of detail apart.
 pub fn render_document(
     document: &crate::render::document::Document,

@@ -1,6 +1,7 @@
-//! What the HTML report of one run plots, computed from the run's spans (streamed into
-//! columns, as the report's own analysis reads them) and its analysis. Every number here
-//! is embedded in the page as JSON; the page's script only draws it.
+//! What the HTML report of one run plots, computed from the run's frames, the values its
+//! analysis sorts (read as the text report's analysis reads them: no columns where that
+//! needs none) and one more read for the worst frames' spans. Every number here is
+//! embedded in the page as JSON; the page's script only draws it.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap};
@@ -9,13 +10,13 @@ use super::decimate::{finer_levels, min_max, Decimated};
 use super::{percentile_grid, round};
 use crate::analyze::compact::columns::SpanColumns;
 use crate::analyze::compact::nearly_sorted::sort_nearly_sorted;
-use crate::analyze::compact::streamed::{analyze_measured, one_span_a_frame};
+use crate::analyze::compact::streamed::{analyze_measured_with_waits, Shown};
 use crate::analyze::compact::table::FrameTable;
 use crate::analyze::compact::values::with_ns;
 use crate::analyze::compact::window::{end_order, MeasuredFrames};
 use crate::analyze::compact::{
-    analyze_columns, columns_beside, intervals_over_order, read_frames, Columns, Sorted,
-    ANALYSIS_KEEPS,
+    analyze_columns, columns_beside, count_column_fallback, intervals_over_order, read_frames,
+    Columns, Sorted, ANALYSIS_KEEPS,
 };
 use crate::analyze::frames::{out_of_range, resolve_window, ResolvedWindow, NO_FRAME};
 use crate::analyze::late::for_each_stutter_at;
@@ -134,32 +135,49 @@ impl FromSpans {
 }
 
 impl<'a> RunData<'a> {
-    /// The run's analysis, read as the text report reads it (issue 29): the frame table
-    /// first, then, with one span a frame, the spans streamed for each figure and no
-    /// columns at all; else the columns beside the table, dropped as the analysis goes.
-    /// The page's curves are taken from the values the analysis sorts; counter values
-    /// are read from `source`.
-    pub fn analyze(head: &'a Run, source: &dyn SpanSource) -> anyhow::Result<(Self, Analysis)> {
+    /// The run's analysis, read as the text report reads it (issues 29 and 31): the frame
+    /// table first, then the spans streamed for each figure and no columns at all (with
+    /// several spans a frame, each frame's spans grouped as a read gives them for the
+    /// waits); the columns beside the table only where the text report reads them too,
+    /// counted as it counts them, and dropped as the analysis goes. The page's curves are
+    /// taken from the values the analysis sorts, the worst frames' spans from one more
+    /// read; counter values are read from `source`.
+    pub fn analyze(
+        head: &'a Run,
+        source: &(dyn SpanSource + Sync),
+    ) -> anyhow::Result<(Self, Analysis)> {
         let (table, spans) = read_frames(source)?;
-        if one_span_a_frame(&table, spans) {
-            let mut curves = Curves::default();
-            let streamed = analyze_measured(head, &table, spans, source, &mut |s| curves.take(s))?;
-            if let Some((analysis, measured)) = streamed {
-                let read = FromSpans {
-                    window: resolve_window(&head.meta, table.last_end_ns),
-                    measured,
-                    worst_spans: FromSpans::read_worst(source, &table, &analysis)?,
-                };
-                let data = RunData {
-                    head,
-                    table,
-                    read,
-                    curves,
-                };
-                return Ok((data, analysis));
-            }
-            // A thread's spans came out of order: sorting them takes the columns.
-        }
+        let mut curves = Curves::default();
+        let shown: Shown = (&mut |s| curves.take(s), &mut |_, _| {});
+        let Some((analysis, measured)) =
+            analyze_measured_with_waits(head, &table, spans, source, shown)?
+        else {
+            // A thread's spans came far out of start order (sorting them takes the
+            // columns), or frames came in no order a read can group: as for the text report.
+            count_column_fallback();
+            return Self::from_columns(head, table, source);
+        };
+        let read = FromSpans {
+            window: resolve_window(&head.meta, table.last_end_ns),
+            measured,
+            worst_spans: FromSpans::read_worst(source, &table, &analysis)?,
+        };
+        let data = RunData {
+            head,
+            table,
+            read,
+            curves,
+        };
+        Ok((data, analysis))
+    }
+
+    /// [`RunData::analyze`] from the columns read beside `table`: what the page takes of
+    /// the spans is taken from them before the analysis drops their starts and threads.
+    fn from_columns(
+        head: &'a Run,
+        table: FrameTable,
+        source: &dyn SpanSource,
+    ) -> anyhow::Result<(Self, Analysis)> {
         let (columns, table) = columns_beside(table, source, ANALYSIS_KEEPS)?;
         let mut curves = Curves::default();
         let mut read = None;
@@ -670,7 +688,7 @@ mod tests {
         telemetry: &'a [Series],
         telemetry_left_out: usize,
         histograms: &'a [Histogram],
-        tables: Vec<&'a crate::render::Table>,
+        tables: Vec<crate::render::Table>,
     }
 
     fn view(document: &Document) -> View<'_> {
@@ -693,12 +711,7 @@ mod tests {
             telemetry: series,
             telemetry_left_out: *left_out,
             histograms,
-            tables: (document.blocks.iter())
-                .filter_map(|b| match b {
-                    Block::Table(t) => Some(t),
-                    _ => None,
-                })
-                .collect(),
+            tables: crate::render::html_writer::page_text(document).tables,
         }
     }
 
@@ -824,7 +837,7 @@ mod tests {
             .iter()
             .find(|t| t.title == "Worst frames")
             .unwrap();
-        assert_eq!(worst.headers.last().unwrap(), "longest wait µs");
+        assert_eq!(worst.headers.last().unwrap(), "longest wait");
     }
 
     #[test]
@@ -881,6 +894,70 @@ mod tests {
         let longest = ends.windows(2).map(|w| w[1] - w[0]).max().unwrap();
         let plotted = page.frames.interval.y.iter().cloned().fold(0.0, f64::max);
         assert_eq!(plotted, longest as f64 / 1e3);
+    }
+
+    /// The whole page of `run`, from `data` analysed as `analysis`.
+    fn html_of(data: RunData, analysis: &Analysis) -> String {
+        let document = data.document(analysis);
+        crate::report::html::render_document(&document, SCHEMA, "run").unwrap()
+    }
+
+    /// Three stages on two threads, a late frame every 7th, written thread by thread as an
+    /// import can be: two stretches in frame order, merged by the grouped read.
+    fn by_thread() -> Run {
+        let mut run = reference_run();
+        run.spans.clear();
+        for thread in 0..2u32 {
+            for i in 0..400u64 {
+                let t = i as i64 * 10 * MS;
+                let slow = if i % 7 == 3 { 9 * MS } else { 0 };
+                let spans = [(0, 0, t, MS), (1, 1, t + 2 * MS, 5 * MS + slow)];
+                for (stage, on, start, dur) in spans {
+                    if on == thread {
+                        run.spans.push(crate::model::Span {
+                            frame: i,
+                            stage,
+                            thread,
+                            start_ns: start,
+                            dur_ns: dur,
+                        });
+                    }
+                }
+                if thread == 0 {
+                    let send = t + 8 * MS + slow;
+                    run.spans
+                        .push(crate::analyze::fixtures::span(i, 2, 0, send, MS / 2));
+                }
+            }
+        }
+        run.meta.window_end_ns = 4000 * MS;
+        run.counters.clear();
+        run
+    }
+
+    /// The page read without columns (several spans a frame grouped by the reads, stretches
+    /// merged) is the page the columns gave, byte for byte: plots, curves, timelines and
+    /// tables.
+    #[test]
+    fn the_page_without_columns_is_the_page_the_columns_gave() {
+        use crate::analyze::fixtures::{crashed_run, degenerate_runs};
+        // With whether the reads must give the analysis without columns.
+        let mut runs = vec![(with_telemetry(), true), (by_thread(), true)];
+        runs.push((crashed_run(), false));
+        runs.extend(degenerate_runs().into_iter().map(|run| (run, false)));
+        for (run, streams_for_sure) in runs {
+            let (table, spans) = read_frames(&run).unwrap();
+            let shown: Shown = (&mut |_| {}, &mut |_, _| {});
+            let streams = analyze_measured_with_waits(&run, &table, spans, &run, shown).unwrap();
+            let (data, analysis) = RunData::analyze(&run, &run).unwrap();
+            let read = html_of(data, &analysis);
+            let (data, analysis) = RunData::from_columns(&run, table, &run).unwrap();
+            let columns = html_of(data, &analysis);
+            assert!(read == columns, "{}: the pages differ", run.meta.name);
+            if streams_for_sure {
+                assert!(streams.is_some(), "{}: read with columns", run.meta.name);
+            }
+        }
     }
 
     #[test]

@@ -84,7 +84,7 @@ pub fn extreme_values(buckets: &[TextBucket], low: bool) -> Vec<i64> {
         } else {
             b.hi.expect("a closed bucket") - 1
         };
-        values.extend(std::iter::repeat(v).take(b.count as usize));
+        values.extend(std::iter::repeat_n(v, b.count as usize));
     }
     values.sort_unstable();
     values

@@ -483,6 +483,13 @@ fn a_trace_without_frames_reports_no_frame_statistics() {
         // The stage table, the threads and the notes stay.
         assert!(text.contains("\n  ThreadControllerImpl::DoWork "), "{text}");
         assert!(text.contains("\n  CrBrowserMain "), "{text}");
+        // A thread's busy time per frame would be per slice: none is shown.
+        let main: Vec<&str> = (text.lines())
+            .find(|l| l.starts_with("  CrBrowserMain "))
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        assert_eq!(main[2], "-", "{text}");
         assert!(
             text.contains("13 slices begun (B) were never ended"),
             "{text}"

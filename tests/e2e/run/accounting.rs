@@ -112,6 +112,18 @@ fn children_cpu_ns(times: &str) -> i64 {
         .sum()
 }
 
+/// What the unattributed rows may hold on top of a killed process's CPU: two ticks, and what
+/// each row read in clock ticks rounds off (a tick of user and one of sys: a `sleep` or
+/// `mkfifo` that used 3 ms of sys on a loaded CI runner reads as 0, and the run's cgroup
+/// shows it as not seen by name). Never the hundreds of ms a killed burner used.
+fn rounding_allowance(rows: &[ProcessStats]) -> i64 {
+    let in_ticks = rows
+        .iter()
+        .filter(|p| p.cpu_source != CpuSource::Unattributed && p.cpu_resolution_ns >= TICK_NS)
+        .count() as i64;
+    2 * TICK_NS + 2 * TICK_NS * in_ticks
+}
+
 fn assert_burner_kept_its_cpu(depth: u32, exit_records: bool) {
     let (burner, before_kill, rows) = killed_burner(depth, exit_records);
     // `before_kill` is the kernel's final figure for the burner (its killer's children time,
@@ -155,8 +167,9 @@ fn assert_burner_kept_its_cpu(depth: u32, exit_records: bool) {
         .filter(|p| p.cpu_source == CpuSource::Unattributed)
         .map(cpu)
         .sum();
+    eprintln!("depth {depth}: unattributed {unattributed} ns");
     assert!(
-        unattributed <= 2 * TICK_NS,
+        unattributed <= rounding_allowance(&rows),
         "(exited children) holds {unattributed} ns: {rows:#?}"
     );
 }
@@ -226,7 +239,7 @@ sleep 0.2
             "server row {} ns, the kernel said {before_kill} ns before the kill",
             cpu(server)
         );
-        assert!(exited.iter().map(|p| cpu(p)).sum::<i64>() <= 2 * TICK_NS);
+        assert!(exited.iter().map(|p| cpu(p)).sum::<i64>() <= rounding_allowance(&run.processes));
     } else {
         // Without exit records: either it ended in an interval of its own, or what it used
         // after its last reading is in (exited children), which says so, naming it.
