@@ -684,7 +684,7 @@ fn twelve_million_spans_one_per_frame() {
 /// keep of the buckets their percentiles fall in (their limit, 4 MiB each for a stage's
 /// durations and the intervals), which a longer run fills sooner. With a scheduler
 /// timeline, the split's on-CPU times are selected too (they were held, 4 bytes a span,
-/// until issue 29's soak row): 4 MiB more.
+/// until issue 29's soak row: 8 and 48 MB here): 4 MiB more.
 #[test]
 #[ignore]
 fn the_report_of_one_span_a_frame_holds_the_same_memory_at_any_length() {
@@ -696,7 +696,7 @@ fn the_report_of_one_span_a_frame_holds_the_same_memory_at_any_length() {
             let path = dir.path().join(format!("rate-{frames}.framelab"));
             let mut run = one_span_per_frame(frames, 5_000);
             if sched {
-                run.sched = Some(schedstat_timeline(&run));
+                run.sched = Some(sched_timeline(&run));
             }
             let spans = written(&path, run);
             let started = Instant::now();
@@ -726,30 +726,31 @@ fn the_report_of_one_span_a_frame_holds_the_same_memory_at_any_length() {
     }
 }
 
-/// The schedstat fallback's timeline for the run's thread (`testprog rate` on the 2-core
-/// VM, /work/scale/10m.framelab): a reading every 50 ms, on a CPU for a varying share of
-/// each, so that the spans' on-CPU times spread over many values. 20 readings a second
-/// are what is held of it (the run's head), not a span's worth.
-fn schedstat_timeline(run: &Run) -> framelab::sched::SchedTimeline {
-    const READING_NS: i64 = 50_000_000;
+/// A scheduler timeline for the run's thread: a slice every 50 ms (as the schedstat
+/// fallback reads them on the 2-core VM, /work/scale/10m.framelab), on a CPU for a varying
+/// share of it, so that the spans' on-CPU times spread over many values. Stored as
+/// tracepoint slices: the run file keeps those (schedstat's are rebuilt from telemetry).
+/// 20 slices a second are what is held of it (the run's head), not a span's worth.
+fn sched_timeline(run: &Run) -> framelab::sched::SchedTimeline {
+    const SLICE_NS: i64 = 50_000_000;
     let mut jitter = Jitter(0x9e37_79b9_7f4a_7c15);
-    let end = run.meta.window_end_ns + READING_NS;
-    let slices = (0..end / READING_NS)
+    let end = run.meta.window_end_ns + SLICE_NS;
+    let slices = (0..end / SLICE_NS)
         .map(|k| {
             let on_cpu_ns = 5_000_000 + jitter.next(40_000_000);
             framelab::sched::SchedSlice {
                 tid: 1,
-                start_ns: k * READING_NS,
-                dur_ns: READING_NS,
+                start_ns: k * SLICE_NS,
+                dur_ns: SLICE_NS,
                 on_cpu_ns,
-                runnable_ns: jitter.next(READING_NS - on_cpu_ns),
+                runnable_ns: SLICE_NS - on_cpu_ns,
                 by: String::new(),
             }
         })
         .collect();
     framelab::sched::SchedTimeline {
-        source: framelab::sched::SchedSource::Schedstat,
-        resolution_ns: READING_NS,
+        source: framelab::sched::SchedSource::Tracepoints,
+        resolution_ns: 1,
         slices,
         ..Default::default()
     }

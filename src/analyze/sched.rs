@@ -101,7 +101,9 @@ impl ThreadSlices<'_> {
     }
 
     /// The slices overlapping `[from, to)`, each with the share of it counted (the part
-    /// inside, weighted by its density), the first found from `cursor`.
+    /// inside, weighted by its density), the first found from `cursor`. Inlined: called
+    /// out of line, the split of each span took a quarter longer (issue 29).
+    #[inline(always)]
     fn shares<'s>(
         &'s self,
         from: i64,

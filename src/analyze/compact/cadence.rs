@@ -72,6 +72,25 @@ impl Lateness {
     }
 }
 
+/// `v as f64`, through i64 where it fits: the same value (both round the exact integer
+/// to the nearest f64), without the i128 conversion's library call (3% of the report of
+/// a 10M-span run, issue 29).
+#[inline]
+fn f64_of(v: i128) -> f64 {
+    match i64::try_from(v) {
+        Ok(v) => v as f64,
+        Err(_) => wide_f64_of(v),
+    }
+}
+
+/// Out of line: the compiler folds the two conversions of `f64_of` back into the i128
+/// one when it sees both.
+#[cold]
+#[inline(never)]
+fn wide_f64_of(v: i128) -> f64 {
+    v as f64
+}
+
 /// Stutter and pacing over intervals whose count and sum are known.
 #[derive(Debug)]
 pub struct Cadence {
@@ -169,7 +188,7 @@ impl Cadence {
             let first = self.adaptive.front().copied().unwrap_or(0);
             self.since_first_end -= first as i128;
         }
-        let local_mean = self.adaptive_sum as f64 / self.adaptive.len() as f64;
+        let local_mean = f64_of(self.adaptive_sum) / self.adaptive.len() as f64;
         self.adaptive_squares += (x as f64 - local_mean).powi(2);
     }
 
@@ -208,6 +227,30 @@ impl Cadence {
             delta_buckets,
         };
         Ok((Some(stutter), Some(pacing)))
+    }
+}
+
+#[cfg(test)]
+mod f64_tests {
+    use super::f64_of;
+
+    #[test]
+    fn an_i128_converts_as_the_i64_it_fits_in() {
+        let edges = [
+            0i128,
+            1,
+            -1,
+            (1 << 53) + 1,
+            (1 << 62) + 3,
+            i64::MAX as i128,
+            i64::MIN as i128,
+        ];
+        for v in edges
+            .into_iter()
+            .chain([i64::MAX as i128 + 1, i128::MAX / 3, -(1i128 << 90) - 7])
+        {
+            assert_eq!(f64_of(v).to_bits(), (v as f64).to_bits(), "{v}");
+        }
     }
 }
 
