@@ -185,9 +185,24 @@ pub struct Tracer {
 
 /// The events, by CPU: the switch event, which owns the CPU's ring, and the wakeup event
 /// writing into it.
+#[derive(Default)]
 struct Opened {
     rings: Vec<Ring>,
     others: Vec<OwnedFd>,
+}
+
+impl Opened {
+    /// One CPU's ring, mapped over its switch event `fd`, with the wakeup event on every
+    /// task of that CPU written into it.
+    fn add_cpu(&mut self, fd: OwnedFd, wakeup: u64, cpu: i32) -> Result<(), String> {
+        let ring = Ring::map(fd, RING_PAGES).map_err(|e| format!("cannot map: {e}"))?;
+        let wake =
+            perf_event::open(&mut tracepoint_attr(wakeup), -1, cpu).map_err(|e| refusal(&e))?;
+        perf_event::redirect(&wake, ring.fd()).map_err(|e| refusal(&e))?;
+        self.rings.push(ring);
+        self.others.push(wake);
+        Ok(())
+    }
 }
 
 impl Tracer {
@@ -325,10 +340,7 @@ fn open_for_cgroup((switch, wakeup): (u64, u64), dir: &Path) -> Result<Opened, S
     let group: OwnedFd = std::fs::File::open(dir)
         .map_err(|e| format!("cannot open {}: {e}", dir.display()))?
         .into();
-    let mut opened = Opened {
-        rings: Vec::new(),
-        others: Vec::new(),
-    };
+    let mut opened = Opened::default();
     for cpu in perf_event::cpus() {
         let mut attr = tracepoint_attr(switch);
         attr.set_context_switch(1);
@@ -337,31 +349,18 @@ fn open_for_cgroup((switch, wakeup): (u64, u64), dir: &Path) -> Result<Opened, S
         attr.__bindgen_anon_2.wakeup_watermark = WATERMARK_BYTES;
         let fd = perf_event::open_in_cgroup(&mut attr, &group, cpu)
             .map_err(|e| format!("the kernel refused a cgroup filter: {e}"))?;
-        let ring = Ring::map(fd, RING_PAGES).map_err(|e| format!("cannot map: {e}"))?;
-        let wake =
-            perf_event::open(&mut tracepoint_attr(wakeup), -1, cpu).map_err(|e| refusal(&e))?;
-        perf_event::redirect(&wake, ring.fd()).map_err(|e| refusal(&e))?;
-        opened.rings.push(ring);
-        opened.others.push(wake);
+        opened.add_cpu(fd, wakeup, cpu)?;
     }
     Ok(opened)
 }
 
 /// Both events on every task of each CPU.
 fn open_for_everyone((switch, wakeup): (u64, u64)) -> Result<Opened, String> {
-    let mut opened = Opened {
-        rings: Vec::new(),
-        others: Vec::new(),
-    };
+    let mut opened = Opened::default();
     for cpu in perf_event::cpus() {
         let fd =
             perf_event::open(&mut tracepoint_attr(switch), -1, cpu).map_err(|e| refusal(&e))?;
-        let ring = Ring::map(fd, RING_PAGES).map_err(|e| format!("cannot map: {e}"))?;
-        let wake =
-            perf_event::open(&mut tracepoint_attr(wakeup), -1, cpu).map_err(|e| refusal(&e))?;
-        perf_event::redirect(&wake, ring.fd()).map_err(|e| refusal(&e))?;
-        opened.rings.push(ring);
-        opened.others.push(wake);
+        opened.add_cpu(fd, wakeup, cpu)?;
     }
     Ok(opened)
 }

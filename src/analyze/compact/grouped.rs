@@ -381,9 +381,8 @@ mod tests {
         }
     }
 
-    /// Every frame measured; the groups handed over, by frame index, and the grouping.
-    fn grouped(spans: Vec<Span>) -> (Option<Grouping>, Vec<Vec<GroupedSpan>>) {
-        let (_, table) = columns_of(&spans, Keep::default());
+    /// Every frame of `table` in the window.
+    fn all_measured(table: &FrameTable) -> MeasuredFrames {
         let mut measured = MeasuredFrames {
             in_window: super::super::window::Bits::new(table.slots()),
             ..MeasuredFrames::default()
@@ -392,6 +391,13 @@ mod tests {
             measured.in_window.set(i);
             measured.count += 1;
         }
+        measured
+    }
+
+    /// Every frame measured; the groups handed over, by frame index, and the grouping.
+    fn grouped(spans: Vec<Span>) -> (Option<Grouping>, Vec<Vec<GroupedSpan>>) {
+        let (_, table) = columns_of(&spans, Keep::default());
+        let measured = all_measured(&table);
         let mut order = FrameOrder::default();
         for s in &spans {
             order.see(table.index_of(s.frame));
@@ -484,13 +490,7 @@ mod tests {
     fn spans_that_come_later_than_the_first_read_saw_are_refused() {
         let spans: Vec<Span> = pipeline(100).concat();
         let (_, table) = columns_of(&spans, Keep::default());
-        let mut measured = MeasuredFrames {
-            in_window: super::super::window::Bits::new(table.slots()),
-            ..MeasuredFrames::default()
-        };
-        for i in table.frames() {
-            measured.in_window.set(i);
-        }
+        let measured = all_measured(&table);
         let run = Run {
             spans,
             ..Run::default()
