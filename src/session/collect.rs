@@ -134,8 +134,8 @@ impl Collector {
         accounting: Accounting,
     ) -> Collector {
         let (session_owner, session_shared) = (session.owner_uid(), session.shared());
-        let dir_watch = DirWatch::open(session.path());
         let wake = session.take_wake_word();
+        let dir_watch = DirWatch::open(session.path(), wake.as_ref().and_then(WakeWord::ringer));
         Collector {
             writer: WriterThread::start(writer),
             session,
@@ -177,10 +177,14 @@ impl Collector {
     }
 
     /// Whether the next drain may wait for a producer's wakeup: every ring's producer
-    /// wakes the collector, no ring file waits to be read again, and no probe's kernel
-    /// buffers need the tick.
+    /// wakes the collector, a new ring wakes it too (whoever made it), no ring file waits
+    /// to be read again, and no probe's kernel buffers need the tick.
     pub fn producers_wake(&self) -> bool {
         self.wake.as_ref().is_some_and(WakeWord::usable)
+            && self
+                .dir_watch
+                .as_ref()
+                .is_some_and(DirWatch::wakes_collector)
             && self.probes.is_none()
             && !self.rescan
             && self.rings.iter().all(|r| r.wakes)
@@ -189,7 +193,9 @@ impl Collector {
     /// Sleeps until a producer wakes the collector or `longest` is over; `false` when the
     /// wakeup word cannot be used (the caller sleeps instead, and ticks from then on).
     pub fn wait_for_producers(&mut self, longest: Duration) -> bool {
-        match self.wake.as_mut().map(|w| w.wait(longest)) {
+        let dir_watch = self.dir_watch.as_ref();
+        let news = || dir_watch.is_some_and(DirWatch::pending);
+        match self.wake.as_mut().map(|w| w.wait(longest, news)) {
             Some(Waited::Woken | Waited::TimedOut) => true,
             Some(Waited::Unusable) | None => false,
         }

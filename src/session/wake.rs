@@ -13,7 +13,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::time::Duration;
 
-use framelab_probe::wire::{self, COLLECTOR_ASLEEP};
+use framelab_probe::wire::{self, COLLECTOR_ASLEEP, COLLECTOR_AWAKE};
 
 /// The collector's side of the wakeup word.
 pub struct WakeWord {
@@ -67,20 +67,7 @@ impl WakeWord {
             .write(true)
             .open(dir.join(wire::WAKE_FILE))
             .ok()?;
-        // SAFETY: mapping our own descriptor read-only; checked for failure.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                wire::WAKE_FILE_BYTES,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return None;
-        }
+        let map = map_word(&file)?;
         Some(WakeWord {
             file,
             map,
@@ -93,8 +80,18 @@ impl WakeWord {
         !self.broken
     }
 
+    /// A handle another thread wakes us with, as a producer would; `None` when the word
+    /// cannot be mapped again.
+    pub fn ringer(&self) -> Option<Ringer> {
+        let file = self.file.try_clone().ok()?;
+        let map = map_word(&file)?;
+        Some(Ringer { file, map })
+    }
+
     /// Says we sleep, then sleeps until a producer wakes us or `longest` is over.
-    pub fn wait(&mut self, longest: Duration) -> Waited {
+    /// `woken_already` is asked after the word says "asleep" and before the sleep: a
+    /// `Ringer` that rang just before then rang an awake word, so its news is taken here.
+    pub fn wait(&mut self, longest: Duration, woken_already: impl Fn() -> bool) -> Waited {
         if self.broken {
             return Waited::Unusable;
         }
@@ -105,6 +102,11 @@ impl WakeWord {
         {
             self.broken = true;
             return Waited::Unusable;
+        }
+        if woken_already() {
+            // Awake again, so that no producer spends a system call on us.
+            let _ = self.file.write_all_at(&COLLECTOR_AWAKE.to_ne_bytes(), 0);
+            return Waited::Woken;
         }
         let timeout = libc::timespec {
             tv_sec: longest.as_secs() as libc::time_t,
@@ -135,6 +137,53 @@ impl WakeWord {
                 Waited::Unusable
             }
         }
+    }
+}
+
+/// The word's file mapped read-only, for its address alone.
+fn map_word(file: &File) -> Option<*mut libc::c_void> {
+    // SAFETY: mapping our own descriptor read-only; checked for failure.
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            wire::WAKE_FILE_BYTES,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    (map != libc::MAP_FAILED).then_some(map)
+}
+
+/// Wakes the collector from another of framelab's threads (the ring directory's watch):
+/// sets the word awake and wakes its sleeper, as a producer does, without ever touching
+/// the mapping itself.
+pub struct Ringer {
+    file: File,
+    map: *mut libc::c_void,
+}
+
+// SAFETY: the mapping is never read or written through the pointer.
+unsafe impl Send for Ringer {}
+
+impl Ringer {
+    pub fn ring(&self) {
+        if self
+            .file
+            .write_all_at(&COLLECTOR_AWAKE.to_ne_bytes(), 0)
+            .is_ok()
+        {
+            // SAFETY: FUTEX_WAKE only uses the address as a key (a bad page is EFAULT).
+            unsafe { libc::syscall(libc::SYS_futex, self.map, libc::FUTEX_WAKE, 1) };
+        }
+    }
+}
+
+impl Drop for Ringer {
+    fn drop(&mut self) {
+        // SAFETY: our mapping, of this size.
+        unsafe { libc::munmap(self.map, wire::WAKE_FILE_BYTES) };
     }
 }
 
@@ -173,7 +222,7 @@ mod tests {
             while word.load(Ordering::Acquire) != COLLECTOR_ASLEEP {
                 std::hint::spin_loop();
             }
-            word.store(wire::COLLECTOR_AWAKE, Ordering::Release);
+            word.store(COLLECTOR_AWAKE, Ordering::Release);
             libc::syscall(libc::SYS_futex, map, libc::FUTEX_WAKE, 1);
             libc::munmap(map, wire::WAKE_FILE_BYTES);
         }
@@ -184,19 +233,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         make(dir.path(), 0o600, (None, None)).unwrap();
         let mut word = WakeWord::open(dir.path()).unwrap();
-        assert_eq!(word.wait(Duration::from_millis(1)), Waited::TimedOut);
+        assert_eq!(
+            word.wait(Duration::from_millis(1), || false),
+            Waited::TimedOut
+        );
         // The word still says asleep: make it awake again, so that the producer below
         // waits for the next wait's "asleep" rather than waking no one before it.
         let file = OpenOptions::new()
             .write(true)
             .open(dir.path().join(wire::WAKE_FILE))
             .unwrap();
-        file.write_all_at(&wire::COLLECTOR_AWAKE.to_ne_bytes(), 0)
+        file.write_all_at(&COLLECTOR_AWAKE.to_ne_bytes(), 0)
             .unwrap();
         let path = dir.path().to_owned();
         let producer = std::thread::spawn(move || wake_as_producer(&path));
         // Far longer than any test may take: only the producer can end it in time.
-        assert_eq!(word.wait(Duration::from_secs(120)), Waited::Woken);
+        assert_eq!(word.wait(Duration::from_secs(120), || false), Waited::Woken);
         producer.join().unwrap();
         assert!(word.usable());
     }
@@ -213,7 +265,7 @@ mod tests {
             .set_len(0)
             .unwrap();
         // The pwrite grows the file again, or the wait faults in the kernel: never SIGBUS.
-        let waited = word.wait(Duration::from_millis(1));
+        let waited = word.wait(Duration::from_millis(1), || false);
         assert!(matches!(waited, Waited::TimedOut | Waited::Unusable));
     }
 }
