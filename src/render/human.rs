@@ -19,6 +19,16 @@ pub fn ms(ns: i64) -> String {
     format!("{:.1} ms", ns as f64 / 1e6)
 }
 
+/// [`ms`], with two significant digits below 0.1 ms: a 42 µs preemption is `0.042 ms`,
+/// not `0.0 ms`.
+pub fn ms_fine(ns: i64) -> String {
+    match ns.unsigned_abs() {
+        100_000.. => ms(ns),
+        10_000.. => format!("{:.3} ms", ns as f64 / 1e6),
+        _ => format!("{:.4} ms", ns as f64 / 1e6),
+    }
+}
+
 /// A mean in µs: one decimal (two below 1 µs), since means of whole-ns data are not whole µs.
 pub fn us_mean(ns: f64) -> String {
     let us = ns / 1e3;
@@ -122,6 +132,14 @@ pub fn shell_words(args: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_short_preemption_is_not_zero_ms() {
+        assert_eq!(ms_fine(2_100_000), "2.1 ms");
+        assert_eq!(ms_fine(100_000), "0.1 ms");
+        assert_eq!(ms_fine(42_000), "0.042 ms");
+        assert_eq!(ms_fine(4_200), "0.0042 ms");
+    }
 
     #[test]
     fn microseconds() {

@@ -210,7 +210,7 @@ impl Value {
             Value::Marked { value, mark } => format!("{}{mark}", value.shown()),
             Value::Labelled { label, value } => format!("{label} {}", value.shown()),
             Value::By { value, by } => format!("{} by {by}", value.shown()),
-            Value::Millis(ns) => human::ms(*ns),
+            Value::Millis(ns) => human::ms_fine(*ns),
             Value::Between { lo, hi, reading } => super::scaled::between(*lo, *hi, reading),
             Value::Stored {
                 value,
