@@ -174,6 +174,37 @@ impl Comms {
 /// Splits the spans of `source` and rewrites the analysis' busy times with time on CPU.
 /// Nothing changes for a run without a timeline.
 pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> anyhow::Result<()> {
+    let slices = prepare(head, source)?;
+    apply_prepared(analysis, head, slices, source)
+}
+
+/// Each thread's slices by tid, with where a coarse slice's time goes (the read of
+/// [`spans_first`]): what [`apply_prepared`] splits the spans with. It needs nothing of the
+/// analysis, so it may be read beside it (issue 29). `None` without slices to split by.
+pub struct Prepared<'a>(Option<HashMap<u32, ThreadSlices<'a>>>);
+
+/// The slices [`apply_prepared`] splits `head`'s spans with.
+pub fn prepare<'a>(head: &'a Run, source: &dyn SpanSource) -> anyhow::Result<Prepared<'a>> {
+    let Some(timeline) = &head.sched else {
+        return Ok(Prepared(None));
+    };
+    if timeline.source == SchedSource::None || timeline.slices.is_empty() {
+        return Ok(Prepared(None));
+    }
+    let mut by_tid = index(timeline);
+    if timeline.resolution_ns > 1 {
+        spans_first(&mut by_tid, head, source)?;
+    }
+    Ok(Prepared(Some(by_tid)))
+}
+
+/// [`apply`] with the slices [`prepare`] gave.
+pub fn apply_prepared(
+    analysis: &mut Analysis,
+    head: &Run,
+    prepared: Prepared,
+    source: &dyn SpanSource,
+) -> anyhow::Result<()> {
     let Some(timeline) = &head.sched else {
         return Ok(());
     };
@@ -184,14 +215,10 @@ pub fn apply(analysis: &mut Analysis, head: &Run, source: &dyn SpanSource) -> an
         lost: timeline.lost,
         ..SchedSummary::default()
     };
-    if timeline.source == SchedSource::None || timeline.slices.is_empty() {
+    let Prepared(Some(by_tid)) = prepared else {
         analysis.sched = Some(summary);
         return Ok(());
-    }
-    let mut by_tid = index(timeline);
-    if timeline.resolution_ns > 1 {
-        spans_first(&mut by_tid, head, source)?;
-    }
+    };
     // Each thread of the run's slices, by thread index; none for queues.
     let slices_of: Vec<Option<&ThreadSlices>> = head
         .threads

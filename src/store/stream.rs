@@ -5,8 +5,9 @@
 //! SQLite decodes rows on one core per connection (~100-200 ns a row), so a big table of
 //! rows (counters, events) is read in chunks of ids spread over a few connections on their
 //! own threads, and handed on in order: a few chunks are in memory at a time, whatever the
-//! run's size. Spans are blocks of a few hundred, decoded here at a few ns a span: one
-//! connection reads them, in chunks of about `CHUNK_IDS` spans.
+//! run's size. Spans are blocks of a few hundred, decoded at a few ns a span, but a report
+//! reads them five or six times: their blocks are read the same way, so the caller's thread
+//! only analyses (issue 29: decoding took a fifth of the report's time on that thread).
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -29,6 +30,10 @@ const MIN_ROWS_FOR_THREADS: usize = 10_000;
 /// Connections reading one table at once: 10M spans read in 1.2 s with 4, 0.5-0.85 s
 /// with 8 on a 16-core host (BENCHMARKS.md).
 const MAX_READERS: usize = 8;
+/// Connections decoding one read of the spans: a block decodes several times faster than
+/// the analysis takes its spans, so a few keep the reading thread fed; more would only
+/// hold more of SQLite's page cache (2 MB each).
+const MAX_SPAN_READERS: usize = 3;
 /// Chunks a reader may have decoded ahead of the one being used.
 const AHEAD: usize = 2;
 
@@ -125,16 +130,10 @@ impl StoredRun {
         if last < first {
             return Ok(());
         }
-        let rows = range.capacity(self.row_limit);
         let sql =
             format!("SELECT {columns} FROM {table} WHERE id BETWEEN ?1 AND ?2 AND run_id = ?3");
-        let ids = last as i128 - first as i128 + 1;
-        let readers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(MAX_READERS);
-        // Chunks of ids only pay when the ids are mostly this run's rows.
-        let chunked = ids <= 2 * rows as i128 + CHUNK_IDS as i128;
-        if readers < 2 || rows < MIN_ROWS_FOR_THREADS || !chunked {
+        let readers = readers_for((first, last), range.capacity(self.row_limit));
+        if readers < 2 {
             let conn = file::open_another_reader(&self.path)?;
             let mut chunk = Vec::with_capacity(CHUNK_IDS as usize);
             read_rows(
@@ -159,13 +158,41 @@ impl StoredRun {
                 sink(&chunk)
             };
         }
+        let fill = |conn: &Connection, (lo, hi): (i64, i64), chunk: &mut Vec<T>| {
+            read_rows(
+                &self.path,
+                conn,
+                table,
+                &sql,
+                (lo, hi, self.run_id),
+                decode,
+                |r| {
+                    chunk.push(r);
+                    Ok(())
+                },
+            )
+        };
+        self.in_chunks(table, (first, last), readers, &fill, sink)
+    }
+
+    /// Ids `first..=last` read in chunks of [`CHUNK_IDS`] by `readers` connections on
+    /// threads of their own (`fill` reads one chunk's), each chunk to `sink` in id order;
+    /// a few chunks in memory at a time, whatever the run's size.
+    fn in_chunks<T: Send>(
+        &self,
+        table: &'static str,
+        (first, last): (i64, i64),
+        readers: usize,
+        fill: &(dyn Fn(&Connection, (i64, i64), &mut Vec<T>) -> anyhow::Result<()> + Sync),
+        sink: &mut dyn FnMut(&[T]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let ids = last as i128 - first as i128 + 1;
         let chunks = ((ids + CHUNK_IDS as i128 - 1) / CHUNK_IDS as i128) as usize;
         let bounds = |k: usize| {
             let lo = first + k as i64 * CHUNK_IDS;
             (lo, lo.saturating_add(CHUNK_IDS - 1).min(last))
         };
         let path = self.path.as_path();
-        let run_id = self.run_id;
         std::thread::scope(|scope| {
             let mut filled = Vec::with_capacity(readers);
             let mut returned = Vec::with_capacity(readers);
@@ -173,7 +200,6 @@ impl StoredRun {
             for w in 0..readers {
                 let (full_tx, full_rx) = mpsc::sync_channel::<anyhow::Result<Vec<T>>>(AHEAD);
                 let (back_tx, back_rx) = mpsc::channel::<Vec<T>>();
-                let sql = sql.as_str();
                 workers.push(scope.spawn(move || {
                     let conn = match file::open_another_reader(path) {
                         Ok(conn) => conn,
@@ -184,12 +210,7 @@ impl StoredRun {
                             .try_recv()
                             .unwrap_or_else(|_| Vec::with_capacity(CHUNK_IDS as usize));
                         chunk.clear();
-                        let (lo, hi) = bounds(k);
-                        let read =
-                            read_rows(path, &conn, table, sql, (lo, hi, run_id), decode, |r| {
-                                chunk.push(r);
-                                Ok(())
-                            });
+                        let read = fill(&conn, bounds(k), &mut chunk);
                         let failed = read.is_err();
                         if full_tx.send(read.map(|()| chunk)).is_err() || failed {
                             return;
@@ -234,6 +255,20 @@ impl StoredRun {
     }
 }
 
+/// Connections to read ids `first..=last` holding `rows` of the run with: 1 (the caller's
+/// thread alone) for few rows, on one core, or where the ids are mostly other runs' (chunks
+/// of ids only pay when they are mostly this run's rows).
+fn readers_for((first, last): (i64, i64), rows: usize) -> usize {
+    let ids = last as i128 - first as i128 + 1;
+    let chunked = ids <= 2 * rows as i128 + CHUNK_IDS as i128;
+    if rows < MIN_ROWS_FOR_THREADS || !chunked {
+        return 1;
+    }
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_READERS)
+}
+
 impl SpanSource for StoredRun {
     fn span_count_hint(&self) -> usize {
         self.spans_at.count_capacity(self.row_limit)
@@ -265,6 +300,18 @@ impl SpanSource for StoredRun {
             }
             sink(chunk)
         };
+        let readers = readers_for((first, last), self.spans_at.capacity(self.row_limit))
+            .min(MAX_SPAN_READERS);
+        if readers >= 2 {
+            // Blocks decoded on threads of their own: the caller's thread only analyses.
+            let fill = |conn: &Connection, range: (i64, i64), chunk: &mut Vec<Span>| {
+                read_span_blocks(&self.path, conn, self.run_id, range, |_, block| {
+                    chunk.extend_from_slice(block);
+                    Ok(())
+                })
+            };
+            return self.in_chunks("span_blocks", (first, last), readers, &fill, &mut checked);
+        }
         let conn = file::open_another_reader(&self.path)?;
         let mut chunk = Vec::with_capacity(CHUNK_IDS as usize + super::blocks::MAX_BLOCK_SPANS);
         read_span_blocks(&self.path, &conn, self.run_id, (first, last), |_, block| {

@@ -70,6 +70,24 @@ pub fn analyze_asking(
     source: &dyn SpanSource,
     also: Option<&dyn Fn(&dyn Ranked)>,
 ) -> anyhow::Result<Option<(Analysis, AskedValues)>> {
+    let Some((mut analysis, values)) = unsplit(head, source, also)? else {
+        return Ok(None);
+    };
+    crate::analyze::sched::apply(&mut analysis, head, source)?;
+    Ok(Some((analysis, values)))
+}
+
+/// [`analyze`] without the scheduler's split, which the caller applies (`analyze_from`
+/// reads the split's first read beside this).
+pub fn analyze_unsplit(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Option<Analysis>> {
+    Ok(unsplit(head, source, None)?.map(|(analysis, _)| analysis))
+}
+
+fn unsplit(
+    head: &Run,
+    source: &dyn SpanSource,
+    also: Option<&dyn Fn(&dyn Ranked)>,
+) -> anyhow::Result<Option<(Analysis, AskedValues)>> {
     if !head.counter_names.is_empty() || has_counters(source)? {
         return Ok(None);
     }
@@ -83,9 +101,7 @@ pub fn analyze_asking(
     let Some((facts, values)) = facts(head, shape, scan, source, also)? else {
         return Ok(None);
     };
-    let mut analysis = assemble(head, facts);
-    crate::analyze::sched::apply(&mut analysis, head, source)?;
-    Ok(Some((analysis, values)))
+    Ok(Some((assemble(head, facts), values)))
 }
 
 /// An error a read returns to stop early; told apart from the source's own.

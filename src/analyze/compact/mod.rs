@@ -52,26 +52,35 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The analysis of `head` (a run's metadata, names, processes, telemetry: its `spans` and
 /// `counters` are not read) with its spans and counter values from `source`.
 pub fn analyze_from(head: &Run, source: &(dyn SpanSource + Sync)) -> anyhow::Result<Analysis> {
+    // The scheduler's split reads the spans once before it needs anything of the analysis:
+    // that read runs beside the analysis' own (issue 29), where a second core is to be had.
+    let (analysis, prepared) = crate::parallel::join(
+        || unsplit_from(head, source),
+        || super::sched::prepare(head, source),
+    );
+    let mut analysis = analysis?;
+    super::sched::apply_prepared(&mut analysis, head, prepared?, source)?;
+    Ok(analysis)
+}
+
+/// [`analyze_from`] without the scheduler's split.
+fn unsplit_from(head: &Run, source: &(dyn SpanSource + Sync)) -> anyhow::Result<Analysis> {
     // One span a frame, ids counting up: nothing held that grows with the run.
-    if let Some(analysis) = frameless::analyze(head, source)? {
+    if let Some(analysis) = frameless::analyze_unsplit(head, source)? {
         return Ok(analysis);
     }
     let (table, spans) = read_frames(source)?;
     // Nothing of the spans is held: what they give is taken as they are read again.
-    if let Some(analysis) = streamed::analyze(head, table, spans, source, &mut |_| {})? {
+    if let Some(analysis) = streamed::analyze_unsplit(head, table, spans, source, &mut |_| {})? {
         return Ok(analysis);
     }
     // A thread's spans came out of order (sorting them takes the columns), or frames came
     // in no order a read can group.
     count_column_fallback();
     let (columns, table) = load_columns(source, ANALYSIS_KEEPS)?;
-    analyze_columns(
-        head,
-        Columns::Owned(Box::new(columns)),
-        &table,
-        source,
-        &mut |_| {},
-    )
+    let columns = Columns::Owned(Box::new(columns));
+    let facts = span_facts(head, columns, &table, source, &mut |_| {})?;
+    Ok(assemble(head, facts))
 }
 
 /// Analyses of this process that read the columns after a read without them could not

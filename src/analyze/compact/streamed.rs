@@ -46,6 +46,22 @@ pub fn analyze(
     source: &(dyn SpanSource + Sync),
     sorted: &mut dyn FnMut(Sorted),
 ) -> anyhow::Result<Option<Analysis>> {
+    let Some(mut analysis) = analyze_unsplit(head, table, spans, source, sorted)? else {
+        return Ok(None);
+    };
+    crate::analyze::sched::apply(&mut analysis, head, source)?;
+    Ok(Some(analysis))
+}
+
+/// [`analyze`] without the scheduler's split, which the caller applies (`analyze_from`
+/// reads the split's first read beside this).
+pub fn analyze_unsplit(
+    head: &Run,
+    table: FrameTable,
+    spans: usize,
+    source: &(dyn SpanSource + Sync),
+    sorted: &mut dyn FnMut(Sorted),
+) -> anyhow::Result<Option<Analysis>> {
     let reads = Reads {
         source,
         shared: Some(source),
@@ -54,9 +70,7 @@ pub fn analyze(
         return Ok(None);
     };
     drop(table);
-    let mut analysis = assemble(head, facts);
-    crate::analyze::sched::apply(&mut analysis, head, source)?;
-    Ok(Some(analysis))
+    Ok(Some(assemble(head, facts)))
 }
 
 /// [`analyze`] with the table kept by the caller, and the frames it measured. Without
