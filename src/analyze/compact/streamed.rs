@@ -87,7 +87,12 @@ pub fn analyze_measured(
         source,
         shared: None,
     };
-    measured_analysis(head, table, spans, reads, (sorted, &mut |_, _| {}))
+    let shown: Shown = (sorted, &mut |_, _| {});
+    let Some((mut analysis, measured)) = measured_unsplit(head, table, spans, reads, shown)? else {
+        return Ok(None);
+    };
+    crate::analyze::sched::apply(&mut analysis, head, source)?;
+    Ok(Some((analysis, measured)))
 }
 
 /// [`analyze_measured`], `waits` shown each wait pair's name and its waits over the
@@ -103,23 +108,29 @@ pub fn analyze_measured_with_waits(
         source,
         shared: Some(source),
     };
-    measured_analysis(head, table, spans, reads, shown)
+    // The scheduler split's first read needs nothing of the analysis: beside it.
+    let (unsplit, prepared) = crate::parallel::join(
+        || measured_unsplit(head, table, spans, reads, shown),
+        || crate::analyze::sched::prepare(head, source),
+    );
+    let Some((mut analysis, measured)) = unsplit? else {
+        return Ok(None);
+    };
+    crate::analyze::sched::apply_prepared(&mut analysis, head, prepared?, source)?;
+    Ok(Some((analysis, measured)))
 }
 
-fn measured_analysis(
+fn measured_unsplit(
     head: &Run,
     table: &FrameTable,
     spans: usize,
     reads: Reads,
     shown: Shown,
 ) -> anyhow::Result<Option<(Analysis, MeasuredFrames)>> {
-    let source = reads.source;
     let Some((facts, measured)) = facts(head, table, spans, reads, shown)? else {
         return Ok(None);
     };
-    let mut analysis = assemble(head, facts);
-    crate::analyze::sched::apply(&mut analysis, head, source)?;
-    Ok(Some((analysis, measured)))
+    Ok(Some((assemble(head, facts), measured)))
 }
 
 /// Where the spans are read from: `shared` is the same source where threads may read it
