@@ -198,6 +198,38 @@ pub fn prepare<'a>(head: &'a Run, source: &dyn SpanSource) -> anyhow::Result<Pre
     Ok(Prepared(Some(by_tid)))
 }
 
+/// What the split needs of the analysis, known once its first read is done: the window,
+/// how many stages (the analysis' and the run's), the worst frames' ids.
+#[derive(Debug, PartialEq)]
+pub struct SplitOf {
+    pub window: (i64, i64),
+    pub stage_count: usize,
+    pub worst: Vec<u64>,
+}
+
+impl SplitOf {
+    /// What `analysis` gives of it.
+    pub fn of(analysis: &Analysis, head: &Run) -> SplitOf {
+        SplitOf {
+            window: (analysis.window.start_ns, analysis.window.end_ns),
+            stage_count: analysis.stage_names.len().max(head.stages.len()),
+            worst: analysis.worst_frames.iter().map(|w| w.frame).collect(),
+        }
+    }
+}
+
+/// The spans split, to be written into the analysis ([`Splits::write`]).
+pub struct Splits {
+    /// `None` for a run without a timeline: nothing to write.
+    summary: Option<SchedSummary>,
+    /// Each worst frame's (by id) time runnable, and the busiest preempting comm.
+    worst: FastMap<u64, (f64, Option<String>)>,
+    /// By thread index: its time on CPU in the window and by stage.
+    busy: Vec<Option<(i64, Vec<StageBusy>)>>,
+    /// False without slices to split by.
+    split: bool,
+}
+
 /// [`apply`] with the slices [`prepare`] gave.
 pub fn apply_prepared(
     analysis: &mut Analysis,
@@ -205,8 +237,26 @@ pub fn apply_prepared(
     prepared: Prepared,
     source: &dyn SpanSource,
 ) -> anyhow::Result<()> {
+    let of = SplitOf::of(analysis, head);
+    split(head, prepared, &of, source)?.write(analysis);
+    Ok(())
+}
+
+/// Each span of `head` split by the slices [`prepare`] gave, over what `of` says of the
+/// analysis; reads only the spans, so it may run beside the analysis' last reads.
+pub fn split(
+    head: &Run,
+    prepared: Prepared,
+    of: &SplitOf,
+    source: &dyn SpanSource,
+) -> anyhow::Result<Splits> {
     let Some(timeline) = &head.sched else {
-        return Ok(());
+        return Ok(Splits {
+            summary: None,
+            worst: FastMap::default(),
+            busy: Vec::new(),
+            split: false,
+        });
     };
     let mut summary = SchedSummary {
         source: timeline.source,
@@ -216,8 +266,12 @@ pub fn apply_prepared(
         ..SchedSummary::default()
     };
     let Prepared(Some(by_tid)) = prepared else {
-        analysis.sched = Some(summary);
-        return Ok(());
+        return Ok(Splits {
+            summary: Some(summary),
+            worst: FastMap::default(),
+            busy: Vec::new(),
+            split: false,
+        });
     };
     // Each thread of the run's slices, by thread index; none for queues.
     let slices_of: Vec<Option<&ThreadSlices>> = head
@@ -225,11 +279,11 @@ pub fn apply_prepared(
         .iter()
         .map(|t| (!is_queue(t)).then(|| by_tid.get(&t.tid)).flatten())
         .collect();
-    let (start, end) = (analysis.window.start_ns, analysis.window.end_ns);
-    let stage_count = analysis.stage_names.len().max(head.stages.len());
+    let (start, end) = of.window;
+    let stage_count = of.stage_count;
     // Looked up for every span: hashed cheaply (SipHash was ~5% of the report, issue 29).
-    let worst: FastMap<u64, usize> = (analysis.worst_frames.iter().enumerate())
-        .map(|(i, w)| (w.frame, i))
+    let worst: FastMap<u64, usize> = (of.worst.iter().enumerate())
+        .map(|(i, &frame)| (frame, i))
         .collect();
     let mut comms = Comms::default();
     // Each stage's on-CPU times, counted into a selection's buckets as the spans are
@@ -319,22 +373,16 @@ pub fn apply_prepared(
             blocked_ns: (wall as f64 - on - runnable).max(0.0).round() as i64,
         });
     }
-    // The stage table's order.
-    summary.stages.sort_by_key(|s| {
-        (analysis.stage_names.iter())
-            .position(|n| *n == s.stage)
-            .unwrap_or(usize::MAX)
-    });
-
-    let mut preempted: HashMap<String, f64> = HashMap::new();
-    for (w, split) in analysis.worst_frames.iter_mut().zip(&worst_split) {
-        if split.runnable >= 1.0 {
-            w.preempted_ns = Some(split.runnable.round() as i64);
-            w.preempted_by = (split.by.iter())
+    let worst_split = (of.worst.iter().zip(&worst_split))
+        .map(|(&frame, split)| {
+            let by = (split.by.iter())
                 .max_by(|a, b| a.1.total_cmp(&b.1))
                 .map(|&(c, _)| comms.names[c].clone());
-        }
-    }
+            (frame, (split.runnable, by))
+        })
+        .collect();
+
+    let mut preempted: HashMap<String, f64> = HashMap::new();
 
     let mut per_thread_stages: HashMap<u32, Vec<StageBusy>> = HashMap::new();
     for ((thread, stage), on_cpu) in stage_on_cpu {
@@ -372,30 +420,71 @@ pub fn apply_prepared(
     by.sort_by_key(|p| (std::cmp::Reverse(p.ns), p.comm.clone()));
     summary.preempted_by = by;
 
-    if let Some(pipeline) = &mut analysis.pipeline {
-        let window_ns = (end - start).max(0);
-        for row in &mut pipeline.resources {
-            let Some((on_cpu, stages)) = row.thread.and_then(|t| busy.get(t as usize)?.clone())
-            else {
+    Ok(Splits {
+        summary: Some(summary),
+        worst: worst_split,
+        busy,
+        split: true,
+    })
+}
+
+impl Splits {
+    /// The analysis' busy times rewritten with time on CPU, its worst frames' preemption
+    /// and the scheduler's summary.
+    pub fn write(self, analysis: &mut Analysis) {
+        let Splits {
+            summary,
+            worst,
+            busy,
+            split,
+        } = self;
+        let Some(mut summary) = summary else {
+            return;
+        };
+        if !split {
+            analysis.sched = Some(summary);
+            return;
+        }
+        // The stage table's order.
+        summary.stages.sort_by_key(|s| {
+            (analysis.stage_names.iter())
+                .position(|n| *n == s.stage)
+                .unwrap_or(usize::MAX)
+        });
+        for w in &mut analysis.worst_frames {
+            let Some((runnable, by)) = worst.get(&w.frame) else {
                 continue;
             };
-            row.wall_busy_ns = Some(row.busy_ns);
-            row.busy_ns = on_cpu;
-            row.busy_pct = if window_ns > 0 {
-                on_cpu as f64 / window_ns as f64 * 100.0
-            } else {
-                0.0
-            };
-            row.stages = stages;
+            if *runnable >= 1.0 {
+                w.preempted_ns = Some(runnable.round() as i64);
+                w.preempted_by = by.clone();
+            }
         }
-        pipeline.busy_on_cpu = true;
-        pipeline
-            .resources
-            .sort_by_key(|r| std::cmp::Reverse(r.busy_ns));
-        pipeline.bottleneck = Bottleneck::of(&pipeline.resources, analysis.frames, window_ns);
+        let (start, end) = (analysis.window.start_ns, analysis.window.end_ns);
+        if let Some(pipeline) = &mut analysis.pipeline {
+            let window_ns = (end - start).max(0);
+            for row in &mut pipeline.resources {
+                let Some((on_cpu, stages)) = row.thread.and_then(|t| busy.get(t as usize)?.clone())
+                else {
+                    continue;
+                };
+                row.wall_busy_ns = Some(row.busy_ns);
+                row.busy_ns = on_cpu;
+                row.busy_pct = if window_ns > 0 {
+                    on_cpu as f64 / window_ns as f64 * 100.0
+                } else {
+                    0.0
+                };
+                row.stages = stages;
+            }
+            pipeline.busy_on_cpu = true;
+            pipeline
+                .resources
+                .sort_by_key(|r| std::cmp::Reverse(r.busy_ns));
+            pipeline.bottleneck = Bottleneck::of(&pipeline.resources, analysis.frames, window_ns);
+        }
+        analysis.sched = Some(summary);
     }
-    analysis.sched = Some(summary);
-    Ok(())
 }
 
 /// Reads the spans again, splitting each stage's in the window as the first read did (the

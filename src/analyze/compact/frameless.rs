@@ -33,6 +33,7 @@ use crate::analyze::frames::{
 };
 use crate::analyze::pipeline::resources::{BusySweep, Clipped};
 use crate::analyze::pipeline::{has_thread_info, summarize_single_spans, Names, PipelineInput};
+use crate::analyze::sched::SplitOf;
 use crate::analyze::stages::{stage_name, StageTable, WORST_FRAMES};
 use crate::analyze::stats::Ranked;
 use crate::analyze::summary::{assemble, budget_ns, SpanFacts};
@@ -70,7 +71,7 @@ pub fn analyze_asking(
     source: &dyn SpanSource,
     also: Option<&dyn Fn(&dyn Ranked)>,
 ) -> anyhow::Result<Option<(Analysis, AskedValues)>> {
-    let Some((mut analysis, values)) = unsplit(head, source, also)? else {
+    let Some((mut analysis, values)) = unsplit(head, source, also, &mut |_| {})? else {
         return Ok(None);
     };
     crate::analyze::sched::apply(&mut analysis, head, source)?;
@@ -78,15 +79,22 @@ pub fn analyze_asking(
 }
 
 /// [`analyze`] without the scheduler's split, which the caller applies (`analyze_from`
-/// reads the split's first read beside this).
-pub fn analyze_unsplit(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Option<Analysis>> {
-    Ok(unsplit(head, source, None)?.map(|(analysis, _)| analysis))
+/// splits the spans beside this): `tell` is told what the split needs of the analysis as
+/// soon as the first read of the values has found it, and only where the analysis then
+/// gives one.
+pub fn analyze_unsplit(
+    head: &Run,
+    source: &dyn SpanSource,
+    tell: &mut dyn FnMut(SplitOf),
+) -> anyhow::Result<Option<Analysis>> {
+    Ok(unsplit(head, source, None, tell)?.map(|(analysis, _)| analysis))
 }
 
 fn unsplit(
     head: &Run,
     source: &dyn SpanSource,
     also: Option<&dyn Fn(&dyn Ranked)>,
+    tell: &mut dyn FnMut(SplitOf),
 ) -> anyhow::Result<Option<(Analysis, AskedValues)>> {
     if !head.counter_names.is_empty() || has_counters(source)? {
         return Ok(None);
@@ -98,7 +106,7 @@ fn unsplit(
             None => return Ok(None),
         },
     };
-    let Some((facts, values)) = facts(head, shape, scan, source, also)? else {
+    let Some((facts, values)) = facts(head, shape, scan, source, (also, tell))? else {
         return Ok(None);
     };
     Ok(Some((assemble(head, facts), values)))
@@ -573,7 +581,7 @@ fn facts(
     mut shape: Shape,
     mut scan: Option<Scan>,
     source: &dyn SpanSource,
-    also: Option<&dyn Fn(&dyn Ranked)>,
+    (also, tell): (Option<&dyn Fn(&dyn Ranked)>, &mut dyn FnMut(SplitOf)),
 ) -> anyhow::Result<Option<(SpanFacts, AskedValues)>> {
     let budget = budget_ns(&head.meta);
     let names = Names {
@@ -632,6 +640,13 @@ fn facts(
         None => None,
     };
     let order = stage_order(&counted.counts);
+    // The window, the stages and the worst frames are known: the scheduler's split may
+    // read the spans beside the reads below.
+    tell(SplitOf {
+        window: (shape.window.start_ns, shape.window.end_ns),
+        stage_count: order.len().max(head.stages.len()),
+        worst: counted.worst.iter().map(|f| f.id).collect(),
+    });
     let mut more = durations.end_pass()?;
     // With one stage its durations are the totals; with more, the totals are counted from
     // the next read (the first did not take them: most runs of one span a frame have one).

@@ -42,31 +42,86 @@ use super::frames::NO_FRAME;
 use super::late::{late_frames_of, missed_slots_of, stutter_of};
 use super::pacing::pacing_summary_of;
 use super::pipeline::{summarize, Names, Pipeline, PipelineInput, SpanRow, SpanRows};
+use super::sched::{Prepared, SplitOf, Splits};
 use super::stages::{StageTable, WORST_FRAMES};
 use super::summary::{assemble, budget_ns, SpanFacts};
 use super::telemetry::FrameSpan;
 use super::{Analysis, Dist, StageRow, WorstFrame};
 use crate::model::{Run, SpanSource};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
 
 /// The analysis of `head` (a run's metadata, names, processes, telemetry: its `spans` and
 /// `counters` are not read) with its spans and counter values from `source`.
 pub fn analyze_from(head: &Run, source: &(dyn SpanSource + Sync)) -> anyhow::Result<Analysis> {
-    // The scheduler's split reads the spans once before it needs anything of the analysis:
-    // that read runs beside the analysis' own (issue 29), where a second core is to be had.
-    let (analysis, prepared) = crate::parallel::join(
-        || unsplit_from(head, source),
-        || super::sched::prepare(head, source),
-    );
-    let mut analysis = analysis?;
-    super::sched::apply_prepared(&mut analysis, head, prepared?, source)?;
-    Ok(analysis)
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 || head.sched.is_none() {
+        let mut analysis = unsplit_from(head, source, &mut |_| {})?;
+        super::sched::apply(&mut analysis, head, source)?;
+        return Ok(analysis);
+    }
+    // The scheduler's split reads the spans once for what needs nothing of the analysis,
+    // then again for what needs its window and worst frames: both on a thread beside the
+    // analysis' reads, the second from when its first read has told them (issue 29).
+    std::thread::scope(|scope| {
+        let (ask, asked) = mpsc::channel::<SplitOf>();
+        let beside = std::thread::Builder::new().spawn_scoped(scope, move || {
+            let prepared = super::sched::prepare(head, source)?;
+            anyhow::Ok(match asked.recv() {
+                Ok(of) => {
+                    let splits = super::sched::split(head, prepared, &of, source)?;
+                    Beside::Split(of, splits)
+                }
+                // Not told (the analysis read the frames): split after it, as ever.
+                Err(_) => Beside::Prepared(prepared),
+            })
+        });
+        let Ok(beside) = beside else {
+            // No thread to be had: one after the other.
+            let mut analysis = unsplit_from(head, source, &mut |_| {})?;
+            super::sched::apply(&mut analysis, head, source)?;
+            return Ok(analysis);
+        };
+        let analysis = unsplit_from(head, source, &mut |of| {
+            // A split gone (it failed) is said when it is joined.
+            let _ = ask.send(of);
+        });
+        drop(ask);
+        let split = beside
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let mut analysis = analysis?;
+        match split? {
+            Beside::Split(of, splits) if of == SplitOf::of(&analysis, head) => {
+                splits.write(&mut analysis)
+            }
+            // The analysis ended other than its first read said (its worst frames left out
+            // of a run without frames): split again with what it gives.
+            Beside::Split(..) => super::sched::apply(&mut analysis, head, source)?,
+            Beside::Prepared(prepared) => {
+                super::sched::apply_prepared(&mut analysis, head, prepared, source)?
+            }
+        }
+        Ok(analysis)
+    })
 }
 
-/// [`analyze_from`] without the scheduler's split.
-fn unsplit_from(head: &Run, source: &(dyn SpanSource + Sync)) -> anyhow::Result<Analysis> {
+/// What the thread beside the analysis gives: the spans split over what the analysis
+/// told, or only the slices it prepared.
+enum Beside<'a> {
+    Split(SplitOf, Splits),
+    Prepared(Prepared<'a>),
+}
+
+/// [`analyze_from`] without the scheduler's split; `tell` told what the split needs as
+/// soon as the analysis knows it, where it can tell it early.
+fn unsplit_from(
+    head: &Run,
+    source: &(dyn SpanSource + Sync),
+    tell: &mut dyn FnMut(SplitOf),
+) -> anyhow::Result<Analysis> {
     // One span a frame, ids counting up: nothing held that grows with the run.
-    if let Some(analysis) = frameless::analyze_unsplit(head, source)? {
+    if let Some(analysis) = frameless::analyze_unsplit(head, source, tell)? {
         return Ok(analysis);
     }
     let (table, spans) = read_frames(source)?;
