@@ -32,7 +32,7 @@ const MIN_ROWS_FOR_THREADS: usize = 10_000;
 const MAX_READERS: usize = 8;
 /// Connections decoding one read of the spans: a block decodes several times faster than
 /// the analysis takes its spans, so a few keep the reading thread fed; more would only
-/// hold more of SQLite's page cache (2 MB each).
+/// hold more memory (each its page cache and its chunks in flight).
 const MAX_SPAN_READERS: usize = 3;
 /// Chunks a reader may have decoded ahead of the one being used.
 const AHEAD: usize = 2;
@@ -201,7 +201,7 @@ impl StoredRun {
                 let (full_tx, full_rx) = mpsc::sync_channel::<anyhow::Result<Vec<T>>>(AHEAD);
                 let (back_tx, back_rx) = mpsc::channel::<Vec<T>>();
                 workers.push(scope.spawn(move || {
-                    let conn = match file::open_another_reader(path) {
+                    let conn = match open_chunk_reader(path) {
                         Ok(conn) => conn,
                         Err(e) => return drop(full_tx.send(Err(e))),
                     };
@@ -254,6 +254,20 @@ impl StoredRun {
         })
     }
 }
+
+/// A connection of [`StoredRun::in_chunks`]: each of its pages is read once, in order, so
+/// SQLite's page cache (2 MB by default, filled by then) keeps nothing worth its memory; a
+/// small one keeps the b-tree's inner pages (issue 29: a report's peak stays as it was with
+/// two reads at once, each on a few connections).
+fn open_chunk_reader(path: &Path) -> anyhow::Result<Connection> {
+    let conn = file::open_another_reader(path)?;
+    conn.execute_batch(&format!("PRAGMA cache_size = -{CHUNK_READER_CACHE_KIB}"))
+        .map_err(|e| sqlite_failure(path, "open", &e))?;
+    Ok(conn)
+}
+
+/// KiB of page cache per connection of [`open_chunk_reader`].
+const CHUNK_READER_CACHE_KIB: usize = 256;
 
 /// Connections to read ids `first..=last` holding `rows` of the run with: 1 (the caller's
 /// thread alone) for few rows, on one core, or where the ids are mostly other runs' (chunks
