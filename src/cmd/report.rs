@@ -95,7 +95,7 @@ pub(super) fn run(args: ReportArgs) -> anyhow::Result<Outcome> {
         }
         None => {
             let stored = store::open_run(&args.run, args.run_id)?;
-            report::html::run_html(&stored.head, &stored)?.0
+            report::html::run_html(&stored.head, &store::DecodedOnThreads(&stored))?.0
         }
     };
     match &args.output {
@@ -140,6 +140,6 @@ pub(super) fn analyze_stored(
     run_id: Option<i64>,
 ) -> anyhow::Result<(analyze::Analysis, framelab::model::Run)> {
     let run = store::open_run(path, run_id)?;
-    let analysis = analyze::compact::analyze_from(&run.head, &run)?;
+    let analysis = analyze::compact::analyze_from(&run.head, &store::DecodedOnThreads(&run))?;
     Ok((analysis, run.head))
 }

@@ -40,5 +40,5 @@ pub use profile::{load_profile, record_profile};
 pub use reader::{list_runs, load_run, spans_after};
 pub use sched::record_sched;
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
-pub use stream::{open_run, StoredRun};
+pub use stream::{open_run, DecodedOnThreads, StoredRun};
 pub use writer::{write_run, RunWriter};

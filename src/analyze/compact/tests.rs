@@ -254,6 +254,14 @@ fn same(label: &str, run: &Run) -> Analysis {
         "{label}: from the file\n{}",
         first_difference(&old, &new)
     );
+    // The report's reads: blocks decoded on threads of their own (the larger runs here).
+    let decoded = store::DecodedOnThreads(&stored);
+    let new = reports(&analyze_from(&stored.head, &decoded).unwrap());
+    assert!(
+        old == new,
+        "{label}: from the file, decoded on threads\n{}",
+        first_difference(&old, &new)
+    );
     for opts in hist_options(run) {
         let old = text(render_run(&loaded, &opts));
         let new = text(render_from(&stored.head, &stored, &opts));
