@@ -54,15 +54,36 @@ use std::sync::mpsc;
 /// The analysis of `head` (a run's metadata, names, processes, telemetry: its `spans` and
 /// `counters` are not read) with its spans and counter values from `source`.
 pub fn analyze_from(head: &Run, source: &(dyn SpanSource + Sync)) -> anyhow::Result<Analysis> {
+    let analysed = split_beside(
+        head,
+        source,
+        |tell| unsplit_from(head, source, tell).map(Some),
+        |analysis| analysis,
+    )?;
+    // `unsplit_from` gives an analysis or an error.
+    analysed.ok_or_else(|| anyhow::anyhow!("the analysis gave no figures"))
+}
+
+/// `analyse(tell)`'s result (an analysis without the scheduler's split, `None` when it
+/// could not give one), its analysis (`analysis_of`) split. The split reads the spans once
+/// for what needs nothing of the analysis, then again for what needs its window and worst
+/// frames: both on a thread beside the analysis' reads, the second from when `analyse`
+/// tells them (issue 29); after it, as before, when it does not, or where no second core
+/// or thread is to be had.
+pub fn split_beside<T>(
+    head: &Run,
+    source: &(dyn SpanSource + Sync),
+    analyse: impl FnOnce(&mut dyn FnMut(SplitOf)) -> anyhow::Result<Option<T>>,
+    analysis_of: impl Fn(&mut T) -> &mut Analysis,
+) -> anyhow::Result<Option<T>> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cores < 2 || head.sched.is_none() {
-        let mut analysis = unsplit_from(head, source, &mut |_| {})?;
-        super::sched::apply(&mut analysis, head, source)?;
-        return Ok(analysis);
+        let Some(mut analysed) = analyse(&mut |_| {})? else {
+            return Ok(None);
+        };
+        super::sched::apply(analysis_of(&mut analysed), head, source)?;
+        return Ok(Some(analysed));
     }
-    // The scheduler's split reads the spans once for what needs nothing of the analysis,
-    // then again for what needs its window and worst frames: both on a thread beside the
-    // analysis' reads, the second from when its first read has told them (issue 29).
     std::thread::scope(|scope| {
         let (ask, asked) = mpsc::channel::<SplitOf>();
         let beside = std::thread::Builder::new().spawn_scoped(scope, move || {
@@ -72,17 +93,19 @@ pub fn analyze_from(head: &Run, source: &(dyn SpanSource + Sync)) -> anyhow::Res
                     let splits = super::sched::split(head, prepared, &of, source)?;
                     Beside::Split(of, splits)
                 }
-                // Not told (the analysis read the frames): split after it, as ever.
+                // Not told: split after the analysis.
                 Err(_) => Beside::Prepared(prepared),
             })
         });
         let Ok(beside) = beside else {
             // No thread to be had: one after the other.
-            let mut analysis = unsplit_from(head, source, &mut |_| {})?;
-            super::sched::apply(&mut analysis, head, source)?;
-            return Ok(analysis);
+            let Some(mut analysed) = analyse(&mut |_| {})? else {
+                return Ok(None);
+            };
+            super::sched::apply(analysis_of(&mut analysed), head, source)?;
+            return Ok(Some(analysed));
         };
-        let analysis = unsplit_from(head, source, &mut |of| {
+        let analysed = analyse(&mut |of| {
             // A split gone (it failed) is said when it is joined.
             let _ = ask.send(of);
         });
@@ -90,19 +113,22 @@ pub fn analyze_from(head: &Run, source: &(dyn SpanSource + Sync)) -> anyhow::Res
         let split = beside
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        let mut analysis = analysis?;
+        let Some(mut analysed) = analysed? else {
+            return Ok(None);
+        };
+        let analysis = analysis_of(&mut analysed);
         match split? {
-            Beside::Split(of, splits) if of == SplitOf::of(&analysis, head) => {
-                splits.write(&mut analysis)
+            Beside::Split(of, splits) if of == SplitOf::of(analysis, head) => {
+                splits.write(analysis)
             }
-            // The analysis ended other than its first read said (its worst frames left out
-            // of a run without frames): split again with what it gives.
-            Beside::Split(..) => super::sched::apply(&mut analysis, head, source)?,
+            // The analysis ended other than its first reads said (its worst frames left
+            // out of a run without frames): split again with what it gives.
+            Beside::Split(..) => super::sched::apply(analysis, head, source)?,
             Beside::Prepared(prepared) => {
-                super::sched::apply_prepared(&mut analysis, head, prepared, source)?
+                super::sched::apply_prepared(analysis, head, prepared, source)?
             }
         }
-        Ok(analysis)
+        Ok(Some(analysed))
     })
 }
 
@@ -126,7 +152,8 @@ fn unsplit_from(
     }
     let (table, spans) = read_frames(source)?;
     // Nothing of the spans is held: what they give is taken as they are read again.
-    if let Some(analysis) = streamed::analyze_unsplit(head, table, spans, source, &mut |_| {})? {
+    let unsplit = streamed::analyze_unsplit(head, table, spans, source, &mut |_| {}, tell)?;
+    if let Some(analysis) = unsplit {
         return Ok(analysis);
     }
     // A thread's spans came out of order (sorting them takes the columns), or frames came

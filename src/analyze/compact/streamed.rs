@@ -24,6 +24,7 @@ use crate::analyze::pipeline::resources::{Busy, BusySweep, Clipped, ThreadBusy};
 use crate::analyze::pipeline::{
     summarize_single_spans, summarize_swept, Names, PipelineInput, SpanRow,
 };
+use crate::analyze::sched::SplitOf;
 use crate::analyze::stages::WORST_FRAMES;
 use crate::analyze::summary::assemble;
 use crate::analyze::Analysis;
@@ -46,7 +47,8 @@ pub fn analyze(
     source: &(dyn SpanSource + Sync),
     sorted: &mut dyn FnMut(Sorted),
 ) -> anyhow::Result<Option<Analysis>> {
-    let Some(mut analysis) = analyze_unsplit(head, table, spans, source, sorted)? else {
+    let Some(mut analysis) = analyze_unsplit(head, table, spans, source, sorted, &mut |_| {})?
+    else {
         return Ok(None);
     };
     crate::analyze::sched::apply(&mut analysis, head, source)?;
@@ -54,19 +56,22 @@ pub fn analyze(
 }
 
 /// [`analyze`] without the scheduler's split, which the caller applies (`analyze_from`
-/// reads the split's first read beside this).
+/// splits the spans beside this): `tell` is told what the split needs of the analysis once
+/// its reads have found the window, the stages and the worst frames.
 pub fn analyze_unsplit(
     head: &Run,
     table: FrameTable,
     spans: usize,
     source: &(dyn SpanSource + Sync),
     sorted: &mut dyn FnMut(Sorted),
+    tell: &mut dyn FnMut(SplitOf),
 ) -> anyhow::Result<Option<Analysis>> {
     let reads = Reads {
         source,
         shared: Some(source),
     };
-    let Some((facts, _)) = facts(head, &table, spans, reads, (sorted, &mut |_, _| {}))? else {
+    let shown: Shown = (sorted, &mut |_, _| {});
+    let Some((facts, _)) = facts(head, &table, spans, reads, shown, tell)? else {
         return Ok(None);
     };
     drop(table);
@@ -88,7 +93,8 @@ pub fn analyze_measured(
         shared: None,
     };
     let shown: Shown = (sorted, &mut |_, _| {});
-    let Some((mut analysis, measured)) = measured_unsplit(head, table, spans, reads, shown)? else {
+    let unsplit = measured_unsplit(head, table, spans, reads, shown, &mut |_| {})?;
+    let Some((mut analysis, measured)) = unsplit else {
         return Ok(None);
     };
     crate::analyze::sched::apply(&mut analysis, head, source)?;
@@ -108,16 +114,13 @@ pub fn analyze_measured_with_waits(
         source,
         shared: Some(source),
     };
-    // The scheduler split's first read needs nothing of the analysis: beside it.
-    let (unsplit, prepared) = crate::parallel::join(
-        || measured_unsplit(head, table, spans, reads, shown),
-        || crate::analyze::sched::prepare(head, source),
-    );
-    let Some((mut analysis, measured)) = unsplit? else {
-        return Ok(None);
-    };
-    crate::analyze::sched::apply_prepared(&mut analysis, head, prepared?, source)?;
-    Ok(Some((analysis, measured)))
+    // The scheduler's split reads the spans beside the analysis' reads.
+    super::split_beside(
+        head,
+        source,
+        |tell| measured_unsplit(head, table, spans, reads, shown, tell),
+        |(analysis, _)| analysis,
+    )
 }
 
 fn measured_unsplit(
@@ -126,8 +129,9 @@ fn measured_unsplit(
     spans: usize,
     reads: Reads,
     shown: Shown,
+    tell: &mut dyn FnMut(SplitOf),
 ) -> anyhow::Result<Option<(Analysis, MeasuredFrames)>> {
-    let Some((facts, measured)) = facts(head, table, spans, reads, shown)? else {
+    let Some((facts, measured)) = facts(head, table, spans, reads, shown, tell)? else {
         return Ok(None);
     };
     Ok(Some((assemble(head, facts), measured)))
@@ -156,6 +160,7 @@ fn facts(
     spans: usize,
     reads: Reads,
     (sorted, waits): Shown,
+    tell: &mut dyn FnMut(SplitOf),
 ) -> anyhow::Result<Option<Facts>> {
     let source = reads.source;
     let reader = SpanReader {
@@ -187,6 +192,13 @@ fn facts(
         worst: &worst,
     };
     let order = stage_order(&counts);
+    // The window, the stages and the worst frames are known: the scheduler's split may
+    // read the spans beside the reads below.
+    tell(SplitOf {
+        window: window_ns,
+        stage_count: order.len().max(head.stages.len()),
+        worst: worst.iter().map(|&f| table.id(f)).collect(),
+    });
     let (pipeline, done) = if input.multi_span {
         // The waits need each frame's spans side by side: read grouped by frame.
         let Some(grouping) = Grouping::of(&frame_order, measured.count) else {

@@ -1008,6 +1008,8 @@ fn runs_of_several_spans_a_frame_read_without_columns_give_the_same_reports() {
         ] {
             let label = format!("{label}, {how}");
             assert!(streams(&run), "{label}");
+            // The scheduler's split read beside the analysis, from when it is told.
+            same(&format!("{label}, a timeline"), &with_timeline(run.clone()));
             let a = same(&label, &run);
             let p = a.pipeline.as_ref().unwrap();
             assert!(!p.waits.is_empty() && !p.resources.is_empty(), "{label}");
@@ -1064,4 +1066,9 @@ fn runs_of_several_spans_a_frame_read_without_columns_give_the_same_reports() {
     }));
     assert!(!streams(&run));
     same("ten threads, thread by thread", &run);
+    // Told by the read without columns, finished from the columns: the same split.
+    same(
+        "ten threads, thread by thread, a timeline",
+        &with_timeline(run),
+    );
 }
