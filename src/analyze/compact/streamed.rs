@@ -114,13 +114,19 @@ pub fn analyze_measured_with_waits(
         source,
         shared: Some(source),
     };
-    // The scheduler's split reads the spans beside the analysis' reads.
-    super::split_beside(
-        head,
-        source,
-        |tell| measured_unsplit(head, table, spans, reads, shown, tell),
-        |(analysis, _)| analysis,
-    )
+    // The scheduler split's first read needs nothing of the analysis: beside it. Not the
+    // split's main read beside the durations' and waits' reads (as `analyze_from` has it):
+    // on the page of 10M spans of one a frame that held 6 MB more at the peak, over the
+    // 150 MB of issue 29 (BENCHMARKS.md, "The report's reads on several threads").
+    let (unsplit, prepared) = crate::parallel::join(
+        || measured_unsplit(head, table, spans, reads, shown, &mut |_| {}),
+        || crate::analyze::sched::prepare(head, source),
+    );
+    let Some((mut analysis, measured)) = unsplit? else {
+        return Ok(None);
+    };
+    crate::analyze::sched::apply_prepared(&mut analysis, head, prepared?, source)?;
+    Ok(Some((analysis, measured)))
 }
 
 fn measured_unsplit(
