@@ -183,7 +183,7 @@ impl StoredRun {
         table: &'static str,
         (first, last): (i64, i64),
         readers: usize,
-        fill: &(dyn Fn(&Connection, (i64, i64), &mut Vec<T>) -> anyhow::Result<()> + Sync),
+        fill: &FillChunk<'_, T>,
         sink: &mut dyn FnMut(&[T]) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let ids = last as i128 - first as i128 + 1;
@@ -254,6 +254,10 @@ impl StoredRun {
         })
     }
 }
+
+/// Reads the chunk of ids `lo..=hi` into a vector with a connection of its own.
+type FillChunk<'a, T> =
+    dyn Fn(&Connection, (i64, i64), &mut Vec<T>) -> anyhow::Result<()> + Sync + 'a;
 
 /// A connection of [`StoredRun::in_chunks`]: each of its pages is read once, in order, so
 /// SQLite's page cache (2 MB by default, filled by then) keeps nothing worth its memory; a
