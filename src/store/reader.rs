@@ -181,6 +181,22 @@ pub(super) fn read_span_blocks(
     })
 }
 
+/// [`read_span_blocks`]' spans appended to `out`, each block decoded straight into it.
+pub(super) fn read_span_blocks_into(
+    path: &Path,
+    conn: &Connection,
+    run_id: i64,
+    range: (i64, i64),
+    out: &mut Vec<Span>,
+) -> anyhow::Result<()> {
+    use super::block_rows::{read_blocks_into, ReadError};
+    read_blocks_into(conn, run_id, range, out).map_err(|e| match e {
+        ReadError::Sql(e) => sqlite_failure(path, "reading the run's spans", &e),
+        ReadError::Damaged(e) => inconsistent(path, e),
+        ReadError::Sink(e) => e,
+    })
+}
+
 /// Rows per parallel part: below this a thread and a connection cost more than they save.
 const MIN_ROWS_PER_PART: usize = 500_000;
 /// Connections reading one table at once.

@@ -16,7 +16,7 @@ use rusqlite::Connection;
 
 use super::codec::{u64_from_sql, Cells};
 use super::file::{self, one_line, sqlite_failure};
-use super::reader::{inconsistent, read_span_blocks, IdRange, RunReader};
+use super::reader::{inconsistent, read_span_blocks, read_span_blocks_into, IdRange, RunReader};
 use crate::model::{CounterValue, EventRecord, Run, Span, SpanSource};
 
 /// Ids per chunk: one query each, ~256 KB of spans.
@@ -369,10 +369,7 @@ impl StoredRun {
         if readers >= 2 {
             // Blocks decoded on threads of their own: the caller's thread only analyses.
             let fill = |conn: &Connection, range: (i64, i64), chunk: &mut Vec<Span>| {
-                read_span_blocks(&self.path, conn, self.run_id, range, |_, block| {
-                    chunk.extend_from_slice(block);
-                    Ok(())
-                })
+                read_span_blocks_into(&self.path, conn, self.run_id, range, chunk)
             };
             return self.in_chunks("span_blocks", (first, last), readers, &fill, &mut checked);
         }
