@@ -5,9 +5,11 @@
 //! SQLite decodes rows on one core per connection (~100-200 ns a row), so a big table of
 //! rows (counters, events) is read in chunks of ids spread over a few connections on their
 //! own threads, and handed on in order: a few chunks are in memory at a time, whatever the
-//! run's size. Spans are blocks of a few hundred, decoded at a few ns a span, but a report
-//! reads them five or six times: their blocks are read the same way, so the caller's thread
-//! only analyses (issue 29: decoding took a fifth of the report's time on that thread).
+//! run's size. Spans are blocks of a few hundred, decoded at a few ns a span: one
+//! connection reads them, in chunks of about `CHUNK_IDS` spans; but a report reads them five
+//! or six times, so its reads ([`DecodedOnThreads`]) take the blocks the same way as the
+//! rows, and the caller's thread only analyses (issue 29: decoding took a fifth of the
+//! report's time on that thread).
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
