@@ -184,7 +184,6 @@ pub(super) fn run(args: ImportArgs) -> anyhow::Result<Outcome> {
         run,
         run_file,
         runs_before,
-        ..
     } = &imported;
     let run_id = run.meta.id;
     if session::interrupts() > 0 {
