@@ -1040,15 +1040,21 @@ fn drive_ctrl_c_while_stopping_kills_at_once_and_the_run_keeps_its_end() {
 
 #[test]
 fn drive_ctrl_c_once_the_command_exited_leaves_the_drained_run_whole() {
-    // The command exits at 300 ms; Ctrl-C comes as its last processes are reaped and its
-    // rings drained: the run ends as the command did, and nothing is lost.
+    // The command exits at 300 ms and its rings are drained; Ctrl-C comes at 1 s, while
+    // the service (deaf to SIGINT) is being stopped: the run ends as the command did, its
+    // file whole, and the service is still stopped in order.
     let dir = tempfile::tempdir().unwrap();
-    let opts = driven(&dir);
+    let opts = with_db(driven(&dir), Ready::Started);
     let exec = MockExecutor {
+        services: vec![MockService {
+            ignores: vec![SIGINT],
+            ..MockService::new("db")
+        }],
         exits_after: Some((Duration::from_millis(300), 0)),
-        interrupts_at: vec![Duration::from_millis(301)],
+        interrupts_at: vec![Duration::from_secs(1)],
         ..MockExecutor::default()
     };
+    let calls = calls_of(&exec);
     let outcome = drive(&opts, exec).unwrap();
     assert_eq!(outcome.end_reason, EndReason::Exited);
     assert_eq!(outcome.interrupt_signal, None);
@@ -1056,6 +1062,29 @@ fn drive_ctrl_c_once_the_command_exited_leaves_the_drained_run_whole() {
     let run = crate::store::load_run(&outcome.path, Some(outcome.run_id)).unwrap();
     assert_eq!(run.meta.end_reason, EndReason::Exited);
     assert_eq!(run.meta.exit.as_ref().and_then(|e| e.code), Some(0));
+    let db = (run.outputs.iter()).find(|o| o.role == "db" && o.stream == "stdout");
+    assert_eq!(
+        db.map(|o| o.note.as_str()),
+        Some("service db ignored SIGINT for 2s"),
+        "kept with the run"
+    );
+    // The Ctrl-C came after the command's stop signals were due: none was sent.
+    let calls = calls.lock().unwrap();
+    let signals: Vec<i32> = (calls.iter())
+        .filter_map(|c| match c {
+            Call::Signal(signal, _) => Some(*signal),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(signals, [SIGKILL], "only the leftovers': {calls:?}");
+    let stopped_at = (calls.iter()).find_map(|c| match c {
+        Call::ServiceSignal(_, SIGINT, at) => Some(*at),
+        _ => None,
+    });
+    assert!(
+        stopped_at.is_some_and(|at| at < Duration::from_secs(1)),
+        "the Ctrl-C came while the service was being stopped: {calls:?}"
+    );
 }
 
 #[test]
