@@ -406,11 +406,11 @@ mod tests {
         assert_eq!(plus_minus(true).shown(), "±6.57~");
         assert_eq!(plus_minus(false).shown(), "±6.57 ");
         let readings = Value::Several(vec![Value::Count(1980), Value::Flags(5)]);
+        assert_eq!(readings.shown(), "1980 0x5");
         let offset = |offset: u64, digits: usize| Value::Offset { offset, digits }.shown();
         assert_eq!(offset(0x1040, 6), "0x001040");
         assert_eq!(offset(0x683270, 0), "0x683270");
         assert_eq!(offset(0x1_0000_0000, 6), "0x100000000");
-        assert_eq!(readings.shown(), "1980 0x5");
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! A scripted `Executor` for the supervisor's tests: a session directory that cannot be
-//! made, services that get ready late or never, exit early or ignore their stop signals, a
-//! `--prepare` that fails, a command that exits by itself after a while or dies of the
-//! signals it is told to, a profiler the kernel refuses, interrupts at given times. Its clock moves only when the
-//! supervisor sleeps, so no test depends on how fast the machine is.
+//! made, services that get ready late or never, exit early (before they are ready, or while
+//! the command runs: then reaped as framelab, the subreaper, reaps them) or ignore their
+//! stop signals, a `--prepare` that fails, a command that exits by itself after a while or
+//! dies of the signals it is told to, a profiler the kernel refuses, interrupts at given
+//! times. Its clock moves only when the supervisor sleeps, so no test depends on how fast
+//! the machine is. What it was asked is kept in order (`calls`, and `shared_calls` for a
+//! test that gave the executor to `drive`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
