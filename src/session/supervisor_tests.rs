@@ -1088,6 +1088,32 @@ fn drive_ctrl_c_once_the_command_exited_leaves_the_drained_run_whole() {
 }
 
 #[test]
+fn drive_a_command_that_exits_inside_the_warmup_keeps_a_run_with_an_empty_window() {
+    // --warmup 5s from the launch, and the command exits after 1 s: every frame was warmup.
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RunOptions {
+        window: WindowOptions {
+            warmup: Duration::from_secs(5),
+            warmup_from: crate::model::WarmupFrom::Launch,
+            ..WindowOptions::default()
+        },
+        ..driven(&dir)
+    };
+    let exec = MockExecutor {
+        exits_after: Some((Duration::from_secs(1), 0)),
+        ..MockExecutor::default()
+    };
+    let outcome = drive(&opts, exec).unwrap();
+    assert_eq!(outcome.end_reason, EndReason::Exited);
+    let run = crate::store::load_run(&outcome.path, Some(outcome.run_id)).unwrap();
+    assert_eq!(run.meta.end_reason, EndReason::Exited);
+    assert_eq!(
+        run.meta.window_start_ns, run.meta.window_end_ns,
+        "the window is empty, never the whole run"
+    );
+}
+
+#[test]
 fn drive_a_command_that_cannot_start_stops_the_services_and_leaves_no_file() {
     let dir = tempfile::tempdir().unwrap();
     let opts = with_db(driven(&dir), Ready::Started);
