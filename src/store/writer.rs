@@ -15,7 +15,7 @@
 //!   the kernel's page cache when it returns, which is all a `kill -9` of framelab needs
 //!   (the pages outlive the process; the journal rolls back a commit cut short), and no
 //!   `fsync` runs every 500 ms (measured in BENCHMARKS.md, "The run file unsynced while
-//!   recording"). An operating-system crash or a power loss during the run may leave that
+//!   recording, …"). An operating-system crash or a power loss during the run may leave that
 //!   new file damaged: it held nothing else. `finish` syncs the whole file once.
 //!   A file that already held runs keeps `synchronous = NORMAL` (the journal is synced
 //!   before the main file is overwritten), so its earlier runs survive a power loss too.
