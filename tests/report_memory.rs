@@ -726,6 +726,57 @@ fn the_report_of_one_span_a_frame_holds_the_same_memory_at_any_length() {
     }
 }
 
+/// whatif's peak at each of `lengths` frames of one span (`testprog rate`'s shape), in bytes.
+fn whatif_peaks(lengths: &[u64]) -> Vec<usize> {
+    let dir = tempfile::tempdir().unwrap();
+    let changes = Changes {
+        depth: Some(2),
+        ..Changes::default()
+    };
+    let mut peaks = Vec::new();
+    for &frames in lengths {
+        let path = dir.path().join(format!("rate-{frames}.framelab"));
+        let spans = written(&path, one_span_per_frame(frames, 5_000));
+        let started = Instant::now();
+        let (peak, _, prediction) = measured(|| {
+            let run = store::open_run(&path, None).unwrap();
+            whatif::whatif_stored(&run, &changes).unwrap()
+        });
+        assert_eq!(prediction.frames as u64, frames);
+        assert!(prediction.predicted.fps.is_some());
+        println!(
+            "{spans} spans: whatif --depth 2 {:.1} MiB at its peak ({:.2} s)",
+            peak as f64 / (1 << 20) as f64,
+            started.elapsed().as_secs_f64()
+        );
+        peaks.push(peak);
+        std::fs::remove_file(&path).unwrap();
+    }
+    peaks
+}
+
+/// What whatif's figures may keep of the buckets their percentiles fall in, at most, beyond
+/// what a shorter run keeps: three outcomes (measured, the run as recorded, the what-if),
+/// each its totals and intervals, a selection's limit each (4 MiB); a longer run fills
+/// them sooner.
+const WHATIF_SELECTIONS_BYTES: usize = 6 * 4 << 20;
+
+/// whatif of a run of one span a frame holds what it holds for a run six times shorter
+/// (issue 29: memory independent of the run's length): the frames read again for each
+/// replay, which frames are measured told span by span, the figures selected from reads.
+/// It held a frame table (8 bytes a frame) and each outcome's totals and intervals (8
+/// more): 13.8 bytes a span on the 10M-span run, 1012 MiB on an 84M-span soak.
+#[test]
+fn whatif_of_one_span_a_frame_holds_the_same_memory_at_any_length() {
+    let _alone = alone();
+    let peaks = whatif_peaks(&[500_000, 3_000_000]);
+    let (short, long) = (peaks[0], peaks[1]);
+    assert!(
+        long <= short + WHATIF_SELECTIONS_BYTES.min(2_500_000 * 4),
+        "3M spans: {long} bytes at the peak, 500k: {short}"
+    );
+}
+
 /// A scheduler timeline for the run's thread: a slice every 50 ms (as the schedstat
 /// fallback reads them on the 2-core VM, /work/scale/10m.framelab), on a CPU for a varying
 /// share of it, so that the spans' on-CPU times spread over many values. Stored as
