@@ -472,9 +472,8 @@ fn whatif_and_the_exports_never_hold_the_run() {
     });
     println!("whatif: peak {peak} B, {spans} spans");
     assert_eq!(prediction.frames, 200_000);
-    let fixed = 4 << 20;
     assert!(
-        peak <= WHATIF_BYTES_PER_SPAN * spans + fixed,
+        peak <= WHATIF_BYTES_PER_SPAN * spans + WHATIF_FIXED_BYTES,
         "whatif: peak {peak} B for {spans} spans"
     );
     // Chrome and CSV loaded the whole run (Vec<Span>, 32 bytes a span) until they streamed
@@ -586,8 +585,11 @@ fn the_html_page_of_several_spans_a_frame_reads_no_columns() {
 /// (issue 29); 8 to 10 since its measured figures come from its frames once the table is
 /// dropped and one span a frame holds no rows (issue 31). The report and hist, read once
 /// beside the table being built (16 bytes a frame, 20 while packed), held the columns and
-/// that; 12 and 4 since.
-const WHATIF_BYTES_PER_SPAN: usize = 13;
+/// that; 12 and 4 since. whatif holds nothing by frame since it reads the run again for
+/// each replay without a frame table and selects its figures from reads (issue 29): what
+/// it holds is its six selections' first buckets (0.9 MiB each), whatever the run's length.
+const WHATIF_BYTES_PER_SPAN: usize = 1;
+const WHATIF_FIXED_BYTES: usize = 8 << 20;
 const REPORT_BYTES_PER_SPAN: usize = 18;
 const EXPORT_BYTES_PER_SPAN: usize = 8;
 /// What an export holds whatever the run's size: the Perfetto export's chunks of output in
@@ -660,7 +662,9 @@ fn twelve_million_spans_one_per_frame() {
     // run's length). whatif held 28.8 (its measured figures from the frame table beside
     // the columns, rows, frame bounds and delays a span): 23.3 since, what reading its
     // columns leaves and 0.2; 12.1 since it reads the spans again for each replay rather
-    // than hold them, as the report does (the frame table's peak, issue 31). The HTML
+    // than hold them, as the report does (the frame table's peak, issue 31); 0.8 (9 MiB)
+    // since it holds nothing by frame: no frame table, the figures selected from reads
+    // (issue 29: memory independent of the run's length). The HTML
     // report read columns whatever the run (23.5) until it read and analysed the run as
     // the text report did then (12.5) and held, beside the frame table, 4 bytes a frame at
     // a time for its plots (14.0 measured, its end order then grown by doubling).
@@ -668,7 +672,7 @@ fn twelve_million_spans_one_per_frame() {
         report_text: 1.0,
         report_json: 1.0,
         report_html: 14.5,
-        whatif: 13.0,
+        whatif: 1.0,
         export: 5.0,
         compare: 1.0,
         compare_four: 1.0,

@@ -188,3 +188,69 @@ pub(super) fn outcomes(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Frames of one span each, (start, end), handed over in order.
+    struct Frames(Vec<(i64, i64)>);
+
+    impl ReplayFrames for Frames {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+
+        fn each(&self, visit: &mut dyn FnMut(&[(StageSpan, i64)])) -> Result<()> {
+            for &(start_ns, end_ns) in &self.0 {
+                let span = StageSpan {
+                    start_ns,
+                    end_ns,
+                    stage: 0,
+                    thread: 0,
+                };
+                visit(&[(span, 0)]);
+            }
+            Ok(())
+        }
+
+        fn set_handover_delays(&mut self, _depth: usize, _pace: Option<u16>) {}
+    }
+
+    #[test]
+    fn selected_figures_are_the_held_figures() {
+        // Frames every ~1000 ns lasting 10 to 3000 (several in flight, ending out of start
+        // order), then the same with one frame ending before an end already taken (the
+        // intervals from every end held), and a frame of negative length.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n) as i64
+        };
+        let in_flight: Vec<(i64, i64)> = (0..5000)
+            .map(|k| {
+                let start = k * 1000 + next(300);
+                (start, start + 10 + next(3000))
+            })
+            .collect();
+        let mut broken = in_flight.clone();
+        broken[2000].1 = broken[1990].0;
+        let mut negative = in_flight.clone();
+        negative[100].1 = negative[100].0 - 5;
+        for frames in [in_flight, broken, negative] {
+            let frames = Frames(frames);
+            let held = Outcome::of_simulation(frames.len(), &mut |done| {
+                frames.each(&mut |spans| {
+                    let (start, end) = AsMeasured.frame(spans).unwrap();
+                    done(start, end);
+                })
+            })
+            .unwrap();
+            let mut model = AsMeasured;
+            let selected = outcomes(&frames, &mut [&mut model]).unwrap();
+            assert_eq!(selected, vec![held]);
+        }
+    }
+}
