@@ -781,6 +781,21 @@ fn whatif_of_one_span_a_frame_holds_the_same_memory_at_any_length() {
     );
 }
 
+/// [`whatif_of_one_span_a_frame_holds_the_same_memory_at_any_length`] at the lengths the
+/// report's length test reads (2M and 12M spans): 7.2 and 9.0 MiB measured (release build,
+/// 2-core VM); the old code held a frame table and its figures, 12.1 bytes a span.
+#[test]
+#[ignore]
+fn whatif_holds_the_same_memory_at_two_and_twelve_million_spans() {
+    let _alone = alone();
+    let peaks = whatif_peaks(&[2_000_000, 12_000_000]);
+    let (short, long) = (peaks[0], peaks[1]);
+    assert!(
+        long <= short + WHATIF_SELECTIONS_BYTES,
+        "12M spans: {long} bytes at the peak, 2M: {short}"
+    );
+}
+
 /// A scheduler timeline for the run's thread: a slice every 50 ms (as the schedstat
 /// fallback reads them on the 2-core VM, /work/scale/10m.framelab), on a CPU for a varying
 /// share of it, so that the spans' on-CPU times spread over many values. Stored as
