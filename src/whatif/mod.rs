@@ -236,10 +236,13 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
 /// [`whatif`] of a run file's run: the measured figures taken from the spans as the
 /// analysis takes them (and nothing else of the analysis), then the model replays from
 /// them (issue 29: the loaded run, its whole analysis and a vector of spans per frame took
-/// 337 bytes a span). The frame table is read first; with one span a frame in start order
-/// the spans are then read again each time the model wants them, nothing of them held
-/// ([`streamed`]); else the measured spans are placed frame after frame, held as the model
-/// takes them ([`placed`]); where they do not fit that, read into columns beside the table.
+/// 337 bytes a span). With one span a frame, ids counting up in start order, the spans are
+/// read again each time the model wants them and nothing is held by frame, not even a frame
+/// table ([`reread`], the figures selected from reads: [`selected`]). Else the frame table
+/// is read first; with one span a frame in start order the spans are then read again each
+/// time the model wants them ([`streamed`]); else the measured spans are placed frame after
+/// frame, held as the model takes them ([`placed`]); where they do not fit that, read into
+/// columns beside the table.
 pub fn whatif_stored(stored: &StoredRun, changes: &Changes) -> Result<WhatIf> {
     let source: &(dyn SpanSource + Sync) = stored;
     let head = &stored.head;
