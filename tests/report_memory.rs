@@ -294,6 +294,8 @@ fn phases(path: &Path, spans: usize) {
         b(page),
         b(before_page + page)
     );
+    // whatif reads the columns only where the spans fit no other way (`whatif_stored`
+    // holds nothing by frame with one span a frame, and places the spans of several).
     let (read, _, (columns, table)) = measured(|| load_columns(&run, ANALYSIS_KEEPS).unwrap());
     let left = held() - at_start;
     let changes = Changes {
@@ -304,8 +306,8 @@ fn phases(path: &Path, spans: usize) {
         measured(|| whatif::whatif_columns(&run.head, columns, table, None, &changes).unwrap());
     assert!(w.frames > 0);
     println!(
-        "whatif --depth 2 by phase: reading {:.1} B/span, {:.1} held after; the model {:.1} \
-         more ({:.1} in all)",
+        "whatif --depth 2 from columns (its last resort) by phase: reading {:.1} B/span, \
+         {:.1} held after; the model {:.1} more ({:.1} in all)",
         b(read),
         b(left),
         b(model),
