@@ -3,8 +3,6 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use framelab::model::SpanSource;
-use framelab::store;
 
 use super::format::ExportFormat;
 use super::Outcome;
@@ -53,33 +51,11 @@ impl TryFrom<ExportArgs> for ExportPlan {
 
 pub(super) fn run(args: ExportArgs) -> anyhow::Result<Outcome> {
     let args = ExportPlan::try_from(args)?;
-    // Every format streams the spans from the file: none holds the whole run (issue 31).
-    let mut stored = store::open_run(&args.run, args.run_id)?;
-    if stored.span_count_hint() == 0 && args.format == ExportFormat::Csv {
-        // A CSV of spans holds nothing else: a header alone is no export.
-        let histograms = stored.head.histograms.len();
-        anyhow::bail!(
-            "run {} of {} has no spans{}: a CSV of its spans would be empty (--format perfetto \
-             or chrome keep the run's description; framelab hist shows its histograms)",
-            stored.head.meta.id,
-            args.run.display(),
-            if histograms == 0 {
-                String::new()
-            } else {
-                format!(", only {histograms} imported histograms")
-            }
-        );
-    }
-    let spans = framelab::export::export_stored(
-        &mut stored,
-        args.format.into(),
-        &args.output,
-        Some(&args.run),
-    )?;
+    let (run_id, spans) =
+        framelab::export::export_file(&args.run, args.run_id, args.format.into(), &args.output)?;
     if args.output.as_os_str() != "-" {
         eprintln!(
-            "framelab: wrote {spans} spans of run {} to {}",
-            stored.head.meta.id,
+            "framelab: wrote {spans} spans of run {run_id} to {}",
             args.output.display()
         );
     }

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use clap::Args;
 use framelab::hist::{self, HistOptions};
-use framelab::store;
 
 use super::format::HistFormat;
 use super::output::emit;
@@ -116,10 +115,6 @@ pub(super) fn run(args: HistArgs) -> anyhow::Result<Outcome> {
         run_id,
         options: opts,
     } = HistPlan::try_from(args)?;
-    let mut run = store::open_run(&run, run_id)?;
-    if opts.pair.is_some() {
-        run.head.events = run.events()?;
-    }
-    emit(&hist::render_from(&run.head, &run, &opts)?)?;
+    emit(&hist::render_file(&run, run_id, &opts)?)?;
     Ok(Outcome::Done)
 }

@@ -3,8 +3,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use framelab::import::write::{import_into_file, ImportRequest, Imported};
 use framelab::render::Format;
-use framelab::{analyze, report, session, store};
+use framelab::{analyze, report, session};
 
 use super::format::RunReportFormat;
 use super::output::{emit, use_color, UNKEPT};
@@ -76,16 +77,9 @@ pub struct ImportArgs {
 /// An import as asked, checked: what to read and how, where the run goes, what it is
 /// called; nothing is read before every refusal has come.
 pub(super) struct ImportPlan {
-    files: Vec<PathBuf>,
-    input_format: Option<framelab::import::Format>,
-    options: framelab::import::ImportOptions,
-    meta: framelab::model::RunMeta,
-    limits: framelab::import::InputLimits,
-    /// `--name`, which wins over a name the trace gives.
-    name: Option<String>,
-    /// The run file as given (`-o`, or named after the first input).
+    request: ImportRequest,
+    /// The run file as given (`-o`, or named after the first input), as messages say it.
     output: PathBuf,
-    run_file: framelab::destination::RunFile,
     report_format: Format,
 }
 
@@ -161,53 +155,37 @@ impl TryFrom<ImportArgs> for ImportPlan {
             max_ratio: args.max_ratio,
         };
         Ok(ImportPlan {
-            input_format: args.input_format.map(Into::into),
-            options: opts,
-            meta,
-            limits,
-            name: args.name,
+            request: ImportRequest {
+                files: args.files,
+                format: args.input_format.map(Into::into),
+                options: opts,
+                meta,
+                limits,
+                name: args.name,
+                run_file,
+            },
             output: given_output,
-            run_file,
             report_format: args.report_format.into(),
-            files: args.files,
         })
     }
 }
 
 pub(super) fn run(args: ImportArgs) -> anyhow::Result<Outcome> {
-    let plan = ImportPlan::try_from(args)?;
-    let (target_fps, budget_ns) = (plan.meta.target_fps, plan.meta.budget_ns);
-    let mut run = framelab::import::import_files(
-        &plan.files,
-        plan.input_format,
-        plan.options,
-        plan.meta,
-        plan.limits,
-    )?;
-    let (output, run_file) = (plan.output, plan.run_file);
-    // A framelab export gives back its run's name and target; those given here still win.
-    if let Some(name) = &plan.name {
-        run.meta.name = name.clone();
-    }
-    if target_fps.is_some() || budget_ns.is_some() {
-        (run.meta.target_fps, run.meta.budget_ns) = (target_fps, budget_ns);
-    }
-    // Ctrl-C while the run is written waits for the write (seconds at most), so the file
-    // never holds half an import; the exit status still says it was interrupted.
-    session::catch_interrupts();
-    // `-o /dev/null` keeps nothing: the report comes from memory, so nothing is written.
-    // An import into a file that already holds runs adds one: said, so a second import of
-    // the same trace is not taken for a replacement.
-    let runs_before = match run_file.kept() && run_file.path().exists() {
-        true => store::list_runs(run_file.path()).map_or(0, |runs| runs.len()),
-        false => 0,
-    };
-    let run_id = if run_file.kept() {
-        store::write_run(run_file.path(), &run)?
-    } else {
-        1
-    };
+    let ImportPlan {
+        request,
+        output,
+        report_format,
+    } = ImportPlan::try_from(args)?;
+    // Ctrl-C while the run is written waits for the write; the exit status still says it
+    // was interrupted.
+    let imported = import_into_file(request, session::catch_interrupts)?;
     default_signals();
+    let Imported {
+        run,
+        run_file,
+        runs_before,
+    } = &imported;
+    let run_id = run.meta.id;
     if session::interrupts() > 0 {
         eprintln!(
             "framelab: interrupted; the import was written whole to {} (run {run_id})",
@@ -216,44 +194,33 @@ pub(super) fn run(args: ImportArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Interrupted);
     }
     // The run in memory is what was written: report it without reading it back.
-    run.meta.id = run_id;
     emit(&report::render(
-        &analyze::analyze(&run),
-        plan.report_format,
+        &analyze::analyze(run),
+        report_format,
         use_color(),
     )?)?;
     let info = run
         .import
         .as_ref()
         .expect("an imported run has its import record");
-    let mut what = vec![format!("{} spans", run.spans.len())];
-    for (n, label) in [
-        (run.events.len(), "events"),
-        (run.telemetry.samples.len(), "samples"),
-        (run.histograms.len(), "histograms"),
-    ] {
-        if n > 0 {
-            what.push(format!("{n} {label}"));
-        }
-    }
+    let what = imported.contents();
     if run_file.kept() {
         eprintln!(
-            "framelab: imported {} ({}) into {} run {run_id} (framelab report {})",
-            what.join(", "),
+            "framelab: imported {what} ({}) into {} run {run_id} (framelab report {})",
             info.format,
             output.display(),
             output.display()
         );
-        if runs_before > 0 {
+        if *runs_before > 0 {
             eprintln!(
                 "framelab: {} already held {}: this import was appended as run {run_id}, \
                  beside them (give -o another file to keep an import apart)",
                 output.display(),
-                framelab::units::plural(runs_before as u64, "run", "runs")
+                framelab::units::plural(*runs_before as u64, "run", "runs")
             );
         }
     } else {
-        eprintln!("framelab: imported {} ({})", what.join(", "), info.format);
+        eprintln!("framelab: imported {what} ({})", info.format);
         eprintln!("{UNKEPT}");
     }
     if info.skipped > 0 {

@@ -3,8 +3,11 @@
 //! [PATTERN]`: the functions of a binary that can be probed.
 
 use clap::Args;
-use framelab::probes::{self, cost::InstructionClass, elf::Binary, ProbeOptions, ProbeText};
+use framelab::probes::listing::{listing, ListingRequest};
+use framelab::probes::{ProbeOptions, ProbeText};
+use framelab::render::{self, format::PROBES, Format};
 
+use super::output::emit;
 use super::Outcome;
 
 /// Stages from an unmodified program, through uprobes (docs/probes.md).
@@ -77,10 +80,7 @@ pub struct ProbesArgs {
 
 /// What `framelab probes` was asked: the costs, a binary's functions, or both.
 pub(super) struct ProbesPlan {
-    cost: bool,
-    binary: Option<String>,
-    /// Part of a function's name; empty: every function.
-    pattern: String,
+    request: ListingRequest,
 }
 
 impl TryFrom<ProbesArgs> for ProbesPlan {
@@ -89,116 +89,18 @@ impl TryFrom<ProbesArgs> for ProbesPlan {
     /// Nothing to refuse: clap requires a binary unless `--cost` is given.
     fn try_from(args: ProbesArgs) -> anyhow::Result<ProbesPlan> {
         Ok(ProbesPlan {
-            cost: args.cost,
-            binary: args.binary,
-            pattern: args.pattern.unwrap_or_default(),
+            request: ListingRequest {
+                cost: args.cost,
+                binary: args.binary,
+                pattern: args.pattern.unwrap_or_default(),
+            },
         })
     }
 }
 
 pub(super) fn run(args: ProbesArgs) -> anyhow::Result<Outcome> {
     let plan = ProbesPlan::try_from(args)?;
-    if plan.cost {
-        print_costs()?;
-    }
-    let Some(binary) = &plan.binary else {
-        return Ok(Outcome::Done);
-    };
-    list(binary, &plan.pattern)
-}
-
-/// `--cost`: each class measured here and now, and what of a call's cost lies inside the
-/// span the probes record (what a run subtracts from each).
-fn print_costs() -> anyhow::Result<()> {
-    use probes::cost::{measure, Shape};
-    let pmu = probes::uprobe::Pmu::find().map_err(anyhow::Error::msg)?;
-    let us = |ns: i64| format!("{:.1}", ns as f64 / 1e3);
-    println!("what a probe costs the probed thread, by the first instruction probed:");
-    println!("  first instruction        entry  entry + return  in the span  µs");
-    for class in InstructionClass::ALL {
-        let entry = measure(&pmu, class, Shape::Entry).map_err(anyhow::Error::msg)?;
-        let call = measure(&pmu, class, Shape::Call).map_err(anyhow::Error::msg)?;
-        println!(
-            "  {:<23} {:>6}  {:>14}  {:>11}",
-            class.describe(),
-            us(entry.per_call_ns),
-            us(call.per_call_ns),
-            call.in_span_ns.map_or("?".to_owned(), us)
-        );
-    }
-    let pair = measure(&pmu, InstructionClass::Nop1, Shape::Pair).map_err(anyhow::Error::msg)?;
-    println!(
-        "  USDT begin + end (nop)          {:>14}  {:>11}",
-        us(pair.per_call_ns),
-        pair.in_span_ns.map_or("?".to_owned(), us)
-    );
-    println!("(\"in the span\": the part of a call's cost between its span's two timestamps, taken off each span)");
-    Ok(())
-}
-
-fn list(binary: &str, pattern: &str) -> anyhow::Result<Outcome> {
-    let args_binary = binary;
-    let path = probes::find_binary(args_binary).map_err(anyhow::Error::msg)?;
-    let binary = Binary::read(&path).map_err(anyhow::Error::msg)?;
-    let matching: Vec<_> = binary
-        .functions
-        .iter()
-        .filter(|f| f.name.contains(pattern))
-        .collect();
-    let mut out = format!(
-        "{} · {}{}\n",
-        path.display(),
-        framelab::units::plural(matching.len() as u64, "function", "functions"),
-        if pattern.is_empty() {
-            String::new()
-        } else {
-            format!(" matching {pattern:?} (of {})", binary.functions.len())
-        }
-    );
-    if !matching.is_empty() {
-        out.push_str("  offset      size  first instruction        function\n");
-    }
-    for f in &matching {
-        let class = InstructionClass::of(binary.bytes_at(f.file_offset));
-        out.push_str(&format!(
-            "  {:#08x} {:>7}  {:<23}  {}\n",
-            f.file_offset,
-            f.size,
-            class.describe(),
-            f.name
-        ));
-    }
-    if matching.is_empty() && !pattern.is_empty() {
-        let near = binary.near(pattern, 5);
-        if !near.is_empty() {
-            out.push_str(&format!("  near matches: {}\n", near.join(", ")));
-        }
-    }
-    let usdt: Vec<_> = probes::usdt::probes(&path)
-        .map_err(anyhow::Error::msg)?
-        .into_iter()
-        .filter(|p| p.name.contains(pattern) || p.provider.contains(pattern))
-        .collect();
-    if !usdt.is_empty() {
-        out.push_str(&format!(
-            "{} USDT probe sites (--usdt, --usdt-event)\n",
-            usdt.len()
-        ));
-        out.push_str("  offset    semaphore  probe                         arguments\n");
-        for p in &usdt {
-            let semaphore = match p.semaphore_offset {
-                0 => "-".to_owned(),
-                s => format!("{s:#x}"),
-            };
-            out.push_str(&format!(
-                "  {:#08x} {:>10}  {:<28}  {}\n",
-                p.file_offset,
-                semaphore,
-                format!("{}:{}", p.provider, p.name),
-                p.arguments
-            ));
-        }
-    }
-    print!("{out}");
+    let listing = listing(&plan.request).map_err(anyhow::Error::msg)?;
+    emit(&render::document::write(&listing, Format::Text, &PROBES)?)?;
     Ok(Outcome::Done)
 }

@@ -25,8 +25,8 @@ pub struct SourcesArgs {
 /// A reading of the sources as asked, checked: some source is on to read.
 pub(super) struct SourcesPlan {
     sampling: framelab::sample::SamplingOptions,
-    /// Sorted.
-    pids: Vec<u32>,
+    /// The processes `--pid` names (sorted), read through /proc.
+    tree: ProcessTree,
     count: u32,
 }
 
@@ -39,12 +39,17 @@ impl TryFrom<SourcesArgs> for SourcesPlan {
 }
 
 pub(super) fn run(args: SourcesArgs) -> anyhow::Result<Outcome> {
-    let plan = SourcesPlan::try_from(args)?;
-    let opts = plan.sampling;
-    let tree = ProcessTree::fixed(Procfs::system(), plan.pids);
-    let (sources, series, samples) = sample::read_once(&opts, tree, plan.count);
+    let SourcesPlan {
+        sampling,
+        tree,
+        count,
+    } = SourcesPlan::try_from(args)?;
+    let (sources, series, samples) = sample::read_once(&sampling, tree, count);
     emit(&framelab::report::sources(
-        &sources, &series, &samples, opts.every,
+        &sources,
+        &series,
+        &samples,
+        sampling.every,
     ))?;
     Ok(Outcome::Done)
 }
@@ -75,7 +80,7 @@ fn checked(args: SourcesArgs) -> anyhow::Result<SourcesPlan> {
     pids.sort_unstable();
     Ok(SourcesPlan {
         sampling: sampling_options(&args.sampling),
-        pids,
+        tree: ProcessTree::fixed(Procfs::system(), pids),
         count: u32::try_from(args.count).unwrap_or(u32::MAX),
     })
 }

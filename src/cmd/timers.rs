@@ -33,9 +33,10 @@ pub struct TimersArgs {
     pub format: TimersFormat,
 }
 
-/// A timer survey as asked, checked.
+/// A timer survey as asked, checked, and what it will measure on this machine.
 pub(super) struct TimersPlan {
     options: timers::TimersOptions,
+    plan: timers::Plan,
     format: Format,
 }
 
@@ -50,6 +51,7 @@ impl TryFrom<TimersArgs> for TimersPlan {
         };
         options.validate()?;
         Ok(TimersPlan {
+            plan: timers::Plan::new(&options, timers::fifo_status()),
             options,
             format: args.format.into(),
         })
@@ -59,9 +61,9 @@ impl TryFrom<TimersArgs> for TimersPlan {
 pub(super) fn run(args: TimersArgs) -> anyhow::Result<Outcome> {
     let TimersPlan {
         options: opts,
+        plan,
         format,
     } = TimersPlan::try_from(args)?;
-    let plan = timers::Plan::new(&opts, timers::fifo_status());
     eprintln!("framelab timers: {}", plan.summary(opts.intervals.len()));
     let live = std::io::stderr().is_terminal();
     let report = timers::run(&opts, &plan, |done, total, cell| {

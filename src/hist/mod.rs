@@ -641,6 +641,21 @@ fn run_document(run: &Run, opts: &HistOptions) -> anyhow::Result<Document> {
     finish(run, opts, parts, notes)
 }
 
+/// What `framelab hist` prints for run `run_id` of the run file `path` (`None`: the
+/// latest): the run opened, its spans streamed into the histograms ([`render_from`]), its
+/// events loaded for `--pair`.
+pub fn render_file(
+    path: &std::path::Path,
+    run_id: Option<i64>,
+    opts: &HistOptions,
+) -> anyhow::Result<String> {
+    let mut run = crate::store::open_run(path, run_id)?;
+    if opts.pair.is_some() {
+        run.head.events = run.events()?;
+    }
+    render_from(&run.head, &run, opts)
+}
+
 /// What `framelab hist` prints for `head` (a run without its spans) with its spans from
 /// `source`, holding them as columns: the same text as [`render_run`]. `--pair` reads
 /// events, not spans: `head` must hold them.

@@ -17,6 +17,7 @@ pub mod mangohud;
 pub mod perfetto;
 pub mod presentmon;
 pub mod wayland;
+pub mod write;
 
 use std::fmt;
 use std::io::Read;

@@ -12,10 +12,12 @@
 //! - `tracepoint`: kernel tracepoints, found in tracefs, opened the same way;
 //! - `recorder`: their per-CPU rings drained into spans of the run's threads;
 //! - `pairs`: `--pair`, the run's events paired into spans as they are recorded;
-//! - `cost`: what one hit costs on this machine, measured, by first instruction.
+//! - `cost`: what one hit costs on this machine, measured, by first instruction;
+//! - `listing`: `framelab probes`' document: a binary's functions and USDT sites, the costs.
 
 pub mod cost;
 pub mod elf;
+pub mod listing;
 pub mod options;
 pub mod pairs;
 pub mod recorder;

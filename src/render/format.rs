@@ -98,6 +98,11 @@ pub const HISTORY_CHECK: Formats = Formats {
     command: "history check",
     formats: &[Text, Markdown, Json],
 };
+/// `probes` has no `--format`: its listing is for people.
+pub const PROBES: Formats = Formats {
+    command: "probes",
+    formats: &[Text],
+};
 pub const HISTORY_EXPORT: Formats = Formats {
     command: "history export",
     formats: &[Csv, Parquet],
@@ -139,6 +144,63 @@ fn or_list(names: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every `enum …Format` declared in src/, and every `choice!` of formats on the command
+    /// line with what it becomes, as (file below src/, name[, target]).
+    fn format_types() -> (Vec<(String, String)>, Vec<(String, String, String)>) {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        crate::import_graph::rust_files(&src, &mut files);
+        let declared =
+            regex::Regex::new(r"(?m)^\s*(?:pub(?:\([^)]*\))?\s+)?enum\s+(\w*Format)\b").unwrap();
+        let choice = regex::Regex::new(r"(?m)^\s*(\w*Format)\s*=>\s*([\w:]+)\s*\{").unwrap();
+        let (mut enums, mut choices) = (Vec::new(), Vec::new());
+        files.sort();
+        for file in &files {
+            let relative = file
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let text = std::fs::read_to_string(file).unwrap();
+            for found in declared.captures_iter(&text) {
+                enums.push((relative.clone(), found[1].to_owned()));
+            }
+            for found in choice.captures_iter(&text) {
+                choices.push((relative.clone(), found[1].to_owned(), found[2].to_owned()));
+            }
+        }
+        (enums, choices)
+    }
+
+    /// Issue 28's proof: one `Format` for everything framelab writes. The only other enum
+    /// of formats is the one of the traces `import` reads; the command line's `ValueEnum`s
+    /// (`cmd/format.rs`) each become this `Format`.
+    #[test]
+    fn one_format_enum_names_every_output() {
+        let (enums, choices) = format_types();
+        let owned = |file: &str, name: &str| (file.to_owned(), name.to_owned());
+        assert_eq!(
+            enums,
+            [
+                owned("import/mod.rs", "Format"),
+                owned("render/format.rs", "Format")
+            ],
+            "declare no other format enum: add the format to render::Format and to the \
+             `Formats` of the commands that write it"
+        );
+        assert!(choices.len() >= 11, "{choices:?}");
+        for (file, name, target) in &choices {
+            let input = (file.as_str(), name.as_str()) == ("cli/choices.rs", "ImportFormat");
+            match input {
+                true => assert_eq!(target, "framelab::import::Format"),
+                false => assert_eq!(
+                    (file.as_str(), target.as_str()),
+                    ("cmd/format.rs", "Format")
+                ),
+            }
+        }
+    }
 
     #[test]
     fn a_format_a_command_does_not_write_is_refused_with_those_it_does() {

@@ -65,6 +65,11 @@ pub struct Layout {
     pub align: Vec<Align>,
     /// The Markdown rule without spaces (`|---|---|`).
     pub tight_rule: bool,
+    /// Each text line laid out on its own, as a listing printed line by line: a column
+    /// is its minimum width (or its text and gap) in that line alone, so a longer cell
+    /// pushes the rest of its line right, and the line is kept whole (an empty last cell
+    /// keeps the padding before it). `probes`' listing, kept byte for byte.
+    pub ragged: bool,
 }
 
 impl Default for Layout {
@@ -81,6 +86,7 @@ impl Default for Layout {
             markdown: MarkdownCells::PipesEscaped,
             align: Vec::new(),
             tight_rule: false,
+            ragged: false,
         }
     }
 }
@@ -240,7 +246,15 @@ impl Table {
         let line = |cells: &[String]| {
             let mut out = String::new();
             for (c, cell) in cells.iter().enumerate() {
-                let pad = widths[c].saturating_sub(width(cell));
+                let column = match layout.ragged {
+                    true => {
+                        let gap = if c == 0 { layout.first_gap } else { 2 };
+                        let least = layout.min_widths.get(c).copied().unwrap_or(0);
+                        least.max(width(cell) + gap)
+                    }
+                    false => widths[c],
+                };
+                let pad = column.saturating_sub(width(cell));
                 if c == 0 && layout.numbers_first {
                     out.push_str(&" ".repeat(pad));
                     out.push_str(cell);
@@ -256,7 +270,10 @@ impl Table {
                     out.push_str(cell);
                 }
             }
-            out.trim_end().to_owned()
+            match layout.ragged {
+                true => out,
+                false => out.trim_end().to_owned(),
+            }
         };
         let indent = " ".repeat(layout.indent);
         let mut header = line(headers);
@@ -428,6 +445,25 @@ mod tests {
             spread_pct: None,
         }]);
         assert_eq!(t.unit(), None);
+    }
+
+    /// A ragged listing lays each line out alone: a long cell pushes its line right,
+    /// the others keep their columns, and an empty last cell keeps its padding.
+    #[test]
+    fn a_ragged_table_lays_each_line_out_alone() {
+        let mut t = Table::new(&["probe", "arguments"]).with_layout(Layout {
+            min_widths: vec![8],
+            words: vec![1],
+            ragged: true,
+            ..Layout::default()
+        });
+        t.push(vec!["a:b".into(), "8@%rdi".into()]);
+        t.push(vec!["a:longer_name".into(), "8@%rsi".into()]);
+        t.push(vec!["a:c".into(), "".into()]);
+        assert_eq!(
+            t.render(false),
+            "  probe     arguments\n  a:b       8@%rdi\n  a:longer_name  8@%rsi\n  a:c       \n"
+        );
     }
 
     /// A column of durations with none measured still holds µs: its dashes say so.

@@ -117,6 +117,9 @@ pub enum Value {
     Several(Vec<Value>),
     /// A set of flags as a source gave them, in hexadecimal: `0x5`.
     Flags(i64),
+    /// A place in a file (a function's first byte, a USDT probe's semaphore), in
+    /// hexadecimal with at least `digits` digits: `0x001040`.
+    Offset { offset: u64, digits: usize },
 }
 
 /// How history shows a figure from its store.
@@ -228,6 +231,7 @@ impl Value {
                 shown.join(" ")
             }
             Value::Flags(bits) => format!("{bits:#x}"),
+            Value::Offset { offset, digits } => format!("{offset:#0width$x}", width = digits + 2),
         }
     }
 
@@ -403,6 +407,10 @@ mod tests {
         assert_eq!(plus_minus(false).shown(), "±6.57 ");
         let readings = Value::Several(vec![Value::Count(1980), Value::Flags(5)]);
         assert_eq!(readings.shown(), "1980 0x5");
+        let offset = |offset: u64, digits: usize| Value::Offset { offset, digits }.shown();
+        assert_eq!(offset(0x1040, 6), "0x001040");
+        assert_eq!(offset(0x683270, 0), "0x683270");
+        assert_eq!(offset(0x1_0000_0000, 6), "0x100000000");
     }
 
     #[test]

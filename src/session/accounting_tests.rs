@@ -501,3 +501,75 @@ fn a_process_of_a_watched_name_that_lived_between_readings_has_a_row_from_its_ex
         "its record matched the name"
     );
 }
+
+#[test]
+fn a_window_opened_again_counts_from_its_own_start_and_keeps_the_services() {
+    let mut world = World::new();
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [10, 0, 0, 0], 1);
+    world.process(200, "db", 'S', COLLECTOR, [50, 0, 0, 0], 1);
+    let mut first = world.accounting(WatchList::default());
+    first.set_services(vec![(200, "db".into())]);
+    first.sample(0, CMD);
+    first.start_window(0, CMD, false);
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [40, 0, 0, 0], 1);
+    world.process(200, "db", 'S', COLLECTOR, [70, 0, 0, 0], 1);
+    first.end_window(1_000_000_000, CMD);
+    // A bench's next window: what was used before it is the first window's.
+    let mut again = first.restarted();
+    again.sample(1_000_000_000, CMD);
+    again.start_window(1_000_000_000, CMD, false);
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [45, 0, 0, 0], 1);
+    world.process(200, "db", 'S', COLLECTOR, [71, 0, 0, 0], 1);
+    again.end_window(2_000_000_000, CMD);
+    let rows = again.results();
+    assert_eq!(cpu(row(&rows, "pipeline")), 5 * TICK_NS, "{rows:?}");
+    let db = row(&rows, "db");
+    assert_eq!((db.role, db.service.as_str()), (ProcessRole::Service, "db"));
+    assert_eq!(cpu(db), TICK_NS);
+    assert_eq!(cpu(row(&first.results(), "pipeline")), 30 * TICK_NS);
+}
+
+#[test]
+fn a_child_reaped_by_framelab_before_any_reading_counts_its_rusage_unattributed() {
+    let mut world = World::new();
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [0, 0, 0, 0], 1);
+    let mut acc = world.opened(WatchList::default(), 0);
+    // A process of the tree framelab never read (it lived between two readings) and reaped.
+    let rusage = CpuTimes {
+        user_ns: 30 * TICK_NS,
+        sys_ns: 10 * TICK_NS,
+        ..CpuTimes::default()
+    };
+    acc.reaped(555, rusage, 4 * MIB, 500_000_000);
+    acc.end_window(1_000_000_000, CMD);
+    let rows = acc.results();
+    let exited = row(&rows, "(exited children)");
+    assert_eq!(
+        (exited.user_ns, exited.sys_ns),
+        (30 * TICK_NS, 10 * TICK_NS)
+    );
+    assert_eq!(exited.cpu_source, CpuSource::Unattributed);
+    assert_eq!(
+        exited.note,
+        "0.40 s reaped by framelab without a final reading (1 process)"
+    );
+    // After the window closed, a reaping is not the run's.
+    acc.reaped(556, rusage, 4 * MIB, 1_500_000_000);
+    assert_eq!(acc.results(), rows);
+}
+
+#[test]
+fn cpu_splits_as_the_ticks_do_names_are_cut_as_the_kernel_does_and_intervals_read_well() {
+    assert_eq!(split_like(100, 3, 1), (75, 25));
+    assert_eq!(split_like(100, 0, 0), (100, 0), "no ticks: all user");
+    assert_eq!(
+        split_like(100, -5, 10),
+        (0, 100),
+        "a negative share counts as none"
+    );
+    assert_eq!(comm_of("a-very-long-process-name"), "a-very-long-pro");
+    // Cut at 15 bytes, never inside a character.
+    assert_eq!(comm_of("ééééééééé"), "ééééééé");
+    assert_eq!(interval_text(50_000_000), "50 ms");
+    assert_eq!(interval_text(2_000_000_000), "2 s");
+}

@@ -1,8 +1,11 @@
 //! A scripted `Executor` for the supervisor's tests: a session directory that cannot be
-//! made, services that get ready late or never, exit early or ignore their stop signals, a
-//! `--prepare` that fails, a command that exits by itself after a while or dies of the
-//! signals it is told to, a profiler the kernel refuses, interrupts at given times. Its clock moves only when the
-//! supervisor sleeps, so no test depends on how fast the machine is.
+//! made, services that get ready late or never, exit early (before they are ready, or while
+//! the command runs: then reaped as framelab, the subreaper, reaps them) or ignore their
+//! stop signals, a `--prepare` that fails, a command that exits by itself after a while or
+//! dies of the signals it is told to, a profiler the kernel refuses, interrupts at given
+//! times. Its clock moves only when the supervisor sleeps, so no test depends on how fast
+//! the machine is. What it was asked is kept in order (`calls`, and `shared_calls` for a
+//! test that gave the executor to `drive`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -53,6 +56,8 @@ pub struct MockExecutor {
     /// Time since `start`: it moves when the supervisor sleeps.
     pub elapsed: Duration,
     pub calls: Vec<Call>,
+    /// The same calls, for a test that handed the executor to `drive`.
+    pub shared_calls: Arc<Mutex<Vec<Call>>>,
     /// How each service behaves, by name; one not here gets ready at once and dies of
     /// the first stop signal.
     pub services: Vec<MockService>,
@@ -101,6 +106,7 @@ impl Default for MockExecutor {
             elapsed: Duration::ZERO,
             waits: 0,
             calls: Vec::new(),
+            shared_calls: Arc::default(),
             services: Vec::new(),
             port_taken: false,
             escaped: Vec::new(),
@@ -144,6 +150,13 @@ impl MockExecutor {
             .as_ref()
             .expect("exit records are on (`exits: Some`)");
         exits.lock().unwrap().push(exit);
+    }
+
+    /// Keeps a call, in `calls` and in `shared_calls` (what a test reads after `drive`
+    /// took the executor).
+    fn call(&mut self, call: Call) {
+        self.shared_calls.lock().unwrap().push(call.clone());
+        self.calls.push(call);
     }
 
     pub fn called(&self, call: &Call) -> bool {
@@ -273,7 +286,7 @@ impl Executor for MockExecutor {
         _env: &[(String, String)],
         _join: Placement,
     ) -> Result<u32> {
-        self.calls.push(Call::SpawnService(spec.name.clone()));
+        self.call(Call::SpawnService(spec.name.clone()));
         let script = (self.services.iter())
             .find(|s| s.name == spec.name)
             .cloned()
@@ -333,15 +346,15 @@ impl Executor for MockExecutor {
     }
 
     fn register_group(&mut self, pgid: u32) {
-        self.calls.push(Call::Register(pgid));
+        self.call(Call::Register(pgid));
     }
 
     fn unregister_group(&mut self, pgid: u32) {
-        self.calls.push(Call::Unregister(pgid));
+        self.call(Call::Unregister(pgid));
     }
 
     fn start_guardian(&mut self, _grace: Duration) -> Result<()> {
-        self.calls.push(Call::StartGuardian);
+        self.call(Call::StartGuardian);
         Ok(())
     }
 
@@ -361,7 +374,7 @@ impl Executor for MockExecutor {
     }
 
     fn end_run_group(&mut self, _group: &mut RunGroup) -> Vec<String> {
-        self.calls.push(Call::EndRunGroup);
+        self.call(Call::EndRunGroup);
         self.escaped.clone()
     }
 
@@ -384,7 +397,7 @@ impl Executor for MockExecutor {
     fn take_charge(&mut self) {}
 
     fn run_prepare(&mut self, prepare: &Prepare) -> Result<(), String> {
-        self.calls.push(Call::Prepare(prepare.command.clone()));
+        self.call(Call::Prepare(prepare.command.clone()));
         if self.interrupt_in_prepare {
             self.prepare_interrupts += 1;
         }
@@ -395,9 +408,9 @@ impl Executor for MockExecutor {
     }
 
     fn spawn_command(&mut self, spawn: Spawn<'_>) -> Result<Spawned> {
-        self.calls.push(Call::Spawn(spawn.argv.to_vec()));
+        self.call(Call::Spawn(spawn.argv.to_vec()));
         if let Some(options) = spawn.profile {
-            self.calls.push(Call::Profile(options.hz));
+            self.call(Call::Profile(options.hz));
         }
         if self.spawn_fails {
             bail!("command not found: '{}'", spawn.argv[0]);
@@ -413,8 +426,20 @@ impl Executor for MockExecutor {
     }
 
     fn reap_one(&mut self, before_reaping: &mut dyn FnMut(u32)) -> Option<Reaped> {
-        if self.reaped {
-            return None;
+        if self.reaped || self.ended().is_none() {
+            // As a subreaper reaps any child: a service that died while the command ran.
+            let now = self.elapsed;
+            let service = (self.running_services.iter_mut())
+                .find_map(|s| (!s.reaped && s.ended(now).is_some()).then_some(s))?;
+            service.reaped = true;
+            let (pid, status) = (service.pid, service.ended?);
+            before_reaping(pid);
+            return Some(Reaped {
+                pid,
+                status,
+                cpu: CpuTimes::default(),
+                max_rss_bytes: 0,
+            });
         }
         let status = self.ended()?;
         before_reaping(COMMAND_PID);
@@ -435,10 +460,10 @@ impl Executor for MockExecutor {
             if service.ended(now).is_none() && !service.script.ignores.contains(&signal) {
                 service.ended = Some(signal);
             }
-            self.calls.push(Call::ServiceSignal(name, signal, now));
+            self.call(Call::ServiceSignal(name, signal, now));
             return;
         }
-        self.calls.push(Call::Signal(signal, self.elapsed));
+        self.call(Call::Signal(signal, self.elapsed));
         if self.ended().is_none() && self.dies_of.contains(&signal) {
             // A death by signal: the wait status is the signal's number.
             self.ended = Some(signal);
@@ -446,7 +471,7 @@ impl Executor for MockExecutor {
     }
 
     fn stop_group(&mut self, pgid: u32, _grace: Duration) {
-        self.calls.push(Call::StopGroup(pgid));
+        self.call(Call::StopGroup(pgid));
     }
 
     fn interrupts(&self) -> usize {

@@ -880,3 +880,288 @@ fn with_producers_that_wake_it_the_collector_sleeps_until_the_next_reading_or_co
         rec.drained_at
     );
 }
+
+/// The calls the mock was asked for by `drive`, which took it.
+fn calls_of(exec: &MockExecutor) -> std::sync::Arc<std::sync::Mutex<Vec<Call>>> {
+    exec.shared_calls.clone()
+}
+
+#[test]
+fn drive_a_service_that_exits_before_it_is_ready_starts_no_command_and_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = with_db(driven(&dir), ready_line());
+    let exec = MockExecutor {
+        services: vec![MockService {
+            ready_after: None,
+            exits_after: Some((Duration::from_millis(200), 3 << 8)),
+            ..MockService::new("db")
+        }],
+        ..MockExecutor::default()
+    };
+    let calls = calls_of(&exec);
+    let e = drive(&opts, exec).unwrap_err().to_string();
+    assert!(
+        e.starts_with("service db exited (exit code 3) before it was ready"),
+        "{e}"
+    );
+    assert!(!opts.output.as_ref().unwrap().exists(), "no run file");
+    let calls = calls.lock().unwrap();
+    assert!(
+        !calls.iter().any(|c| matches!(c, Call::Spawn(_))),
+        "the command never starts: {calls:?}"
+    );
+    assert!(calls.contains(&Call::Unregister(DB_PID)), "{calls:?}");
+}
+
+#[test]
+fn drive_ctrl_c_while_a_service_gets_ready_starts_nothing_and_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = with_db(driven(&dir), ready_line());
+    let exec = MockExecutor {
+        services: vec![MockService {
+            ready_after: Some(Duration::from_secs(3)),
+            ..MockService::new("db")
+        }],
+        interrupts_at: vec![Duration::from_secs(1)],
+        ..MockExecutor::default()
+    };
+    let calls = calls_of(&exec);
+    let e = drive(&opts, exec).unwrap_err().to_string();
+    assert_eq!(e, "interrupted while waiting for service db to get ready");
+    assert!(!opts.output.as_ref().unwrap().exists(), "no run file");
+    let calls = calls.lock().unwrap();
+    assert!(!calls.iter().any(|c| matches!(c, Call::Spawn(_))));
+}
+
+#[test]
+fn drive_a_service_that_dies_while_the_command_runs_is_said_in_the_run_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = with_db(driven(&dir), Ready::Started);
+    let exec = MockExecutor {
+        services: vec![MockService {
+            exits_after: Some((Duration::from_millis(100), 1 << 8)),
+            ..MockService::new("db")
+        }],
+        exits_after: Some((Duration::from_millis(500), 0)),
+        ..MockExecutor::default()
+    };
+    let calls = calls_of(&exec);
+    let outcome = drive(&opts, exec).unwrap();
+    assert_eq!(outcome.end_reason, EndReason::Exited);
+    assert_eq!(outcome.exit.as_ref().and_then(|e| e.code), Some(0));
+    let run = crate::store::load_run(&outcome.path, None).unwrap();
+    let db = (run.outputs.iter())
+        .find(|o| o.role == "db" && o.stream == "stdout")
+        .expect("the service's output is kept");
+    assert!(
+        db.note
+            .starts_with("service db exited while the command ran: what the command measured"),
+        "{:?}",
+        db.note
+    );
+    // Dead already: no stop signal but the SIGKILL to what is left of its group.
+    let calls = calls.lock().unwrap();
+    let stops: Vec<i32> = (calls.iter())
+        .filter_map(|c| match c {
+            Call::ServiceSignal(name, signal, _) if name == "db" => Some(*signal),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stops, [SIGKILL], "{calls:?}");
+}
+
+#[test]
+fn drive_the_end_of_the_duration_closes_the_window_and_the_run_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RunOptions {
+        window: WindowOptions {
+            duration: Some(Duration::from_secs(1)),
+            ..WindowOptions::default()
+        },
+        ..driven(&dir)
+    };
+    let exec = MockExecutor::default();
+    let calls = calls_of(&exec);
+    let outcome = drive(&opts, exec).unwrap();
+    assert_eq!(outcome.end_reason, EndReason::Duration);
+    let exit = outcome.exit.clone().unwrap();
+    assert_eq!((exit.signal, exit.crashed), (Some(SIGINT), false));
+    let run = crate::store::load_run(&outcome.path, Some(outcome.run_id)).unwrap();
+    assert_eq!(run.meta.end_reason, EndReason::Duration);
+    // Stopped once, at the end of --duration on the executor's clock.
+    let calls = calls.lock().unwrap();
+    let first_stop = (calls.iter()).find_map(|c| match c {
+        Call::Signal(signal, at) => Some((*signal, *at)),
+        _ => None,
+    });
+    assert_eq!(first_stop, Some((SIGINT, Duration::from_secs(1))));
+}
+
+#[test]
+fn drive_ctrl_c_while_stopping_kills_at_once_and_the_run_keeps_its_end() {
+    // --duration closed the window; the command is deaf to SIGINT, and Ctrl-C comes
+    // while framelab waits out the grace period: SIGKILL then, not after 30 s.
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RunOptions {
+        window: WindowOptions {
+            duration: Some(Duration::from_secs(1)),
+            ..WindowOptions::default()
+        },
+        launch: LaunchOptions {
+            grace: Duration::from_secs(30),
+            ..LaunchOptions::default()
+        },
+        ..driven(&dir)
+    };
+    let exec = MockExecutor {
+        dies_of: vec![SIGKILL],
+        interrupts_at: vec![Duration::from_millis(1500)],
+        ..MockExecutor::default()
+    };
+    let calls = calls_of(&exec);
+    let outcome = drive(&opts, exec).unwrap();
+    assert_eq!(outcome.end_reason, EndReason::Duration, "the window's end");
+    let exit = outcome.exit.clone().unwrap();
+    assert_eq!((exit.signal, exit.crashed), (Some(SIGKILL), false));
+    let calls = calls.lock().unwrap();
+    let signals: Vec<(i32, Duration)> = (calls.iter())
+        .filter_map(|c| match c {
+            Call::Signal(signal, at) => Some((*signal, *at)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(signals[0], (SIGINT, Duration::from_secs(1)), "{signals:?}");
+    assert_eq!(signals[1].0, SIGKILL, "{signals:?}");
+    assert!(
+        (Duration::from_millis(1500)..Duration::from_millis(1521)).contains(&signals[1].1),
+        "one tick after the Ctrl-C: {signals:?}"
+    );
+}
+
+#[test]
+fn drive_ctrl_c_once_the_command_exited_leaves_the_drained_run_whole() {
+    // The command exits at 300 ms and its rings are drained; Ctrl-C comes at 1 s, while
+    // the service (deaf to SIGINT) is being stopped: the run ends as the command did, its
+    // file whole, and the service is still stopped in order.
+    let dir = tempfile::tempdir().unwrap();
+    let opts = with_db(driven(&dir), Ready::Started);
+    let exec = MockExecutor {
+        services: vec![MockService {
+            ignores: vec![SIGINT],
+            ..MockService::new("db")
+        }],
+        exits_after: Some((Duration::from_millis(300), 0)),
+        interrupts_at: vec![Duration::from_secs(1)],
+        ..MockExecutor::default()
+    };
+    let calls = calls_of(&exec);
+    let outcome = drive(&opts, exec).unwrap();
+    assert_eq!(outcome.end_reason, EndReason::Exited);
+    assert_eq!(outcome.interrupt_signal, None);
+    assert_eq!(outcome.exit.as_ref().and_then(|e| e.code), Some(0));
+    let run = crate::store::load_run(&outcome.path, Some(outcome.run_id)).unwrap();
+    assert_eq!(run.meta.end_reason, EndReason::Exited);
+    assert_eq!(run.meta.exit.as_ref().and_then(|e| e.code), Some(0));
+    let db = (run.outputs.iter()).find(|o| o.role == "db" && o.stream == "stdout");
+    assert_eq!(
+        db.map(|o| o.note.as_str()),
+        Some("service db ignored SIGINT for 2s"),
+        "kept with the run"
+    );
+    // The Ctrl-C came after the command's stop signals were due: none was sent.
+    let calls = calls.lock().unwrap();
+    let signals: Vec<i32> = (calls.iter())
+        .filter_map(|c| match c {
+            Call::Signal(signal, _) => Some(*signal),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(signals, [SIGKILL], "only the leftovers': {calls:?}");
+    let stopped_at = (calls.iter()).find_map(|c| match c {
+        Call::ServiceSignal(_, SIGINT, at) => Some(*at),
+        _ => None,
+    });
+    assert!(
+        stopped_at.is_some_and(|at| at < Duration::from_secs(1)),
+        "the Ctrl-C came while the service was being stopped: {calls:?}"
+    );
+}
+
+#[test]
+fn drive_a_command_that_exits_inside_the_warmup_keeps_a_run_with_an_empty_window() {
+    // --warmup 5s from the launch, and the command exits after 1 s: every frame was warmup.
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RunOptions {
+        window: WindowOptions {
+            warmup: Duration::from_secs(5),
+            warmup_from: crate::model::WarmupFrom::Launch,
+            ..WindowOptions::default()
+        },
+        ..driven(&dir)
+    };
+    let exec = MockExecutor {
+        exits_after: Some((Duration::from_secs(1), 0)),
+        ..MockExecutor::default()
+    };
+    let outcome = drive(&opts, exec).unwrap();
+    assert_eq!(outcome.end_reason, EndReason::Exited);
+    let run = crate::store::load_run(&outcome.path, Some(outcome.run_id)).unwrap();
+    assert_eq!(run.meta.end_reason, EndReason::Exited);
+    assert_eq!(
+        run.meta.window_start_ns, run.meta.window_end_ns,
+        "the window is empty, never the whole run"
+    );
+}
+
+#[test]
+fn drive_a_command_that_cannot_start_stops_the_services_and_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = with_db(driven(&dir), Ready::Started);
+    let exec = MockExecutor {
+        spawn_fails: true,
+        ..MockExecutor::default()
+    };
+    let calls = calls_of(&exec);
+    let e = drive(&opts, exec).unwrap_err().to_string();
+    assert_eq!(e, "command not found: 'sh'");
+    assert!(!opts.output.as_ref().unwrap().exists(), "no run file");
+    let calls = calls.lock().unwrap();
+    let spawned = calls.iter().position(|c| matches!(c, Call::Spawn(_)));
+    let db_stopped = (calls.iter())
+        .position(|c| matches!(c, Call::ServiceSignal(name, SIGINT, _) if name == "db"));
+    assert!(spawned < db_stopped, "{calls:?}");
+    assert_eq!(calls.last(), Some(&Call::Unregister(DB_PID)), "{calls:?}");
+}
+
+#[test]
+fn drive_a_failing_prepare_keeps_a_run_with_nothing_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RunOptions {
+        launch: LaunchOptions {
+            prepare: Some(Prepare {
+                command: "make data".into(),
+                env: Vec::new(),
+            }),
+            ..LaunchOptions::default()
+        },
+        ..driven(&dir)
+    };
+    let exec = MockExecutor {
+        prepare_fails: Some("--prepare failed (exit status: 2)".into()),
+        ..MockExecutor::default()
+    };
+    let calls = calls_of(&exec);
+    let outcome = drive(&opts, exec).unwrap();
+    assert_eq!(
+        outcome.prepare_failure.as_deref(),
+        Some("--prepare failed (exit status: 2)")
+    );
+    assert!(outcome.exit.is_none());
+    let run = crate::store::load_run(&outcome.path, Some(outcome.run_id)).unwrap();
+    assert!(run.spans.is_empty(), "nothing measured");
+    assert!(!calls
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|c| matches!(c, Call::Spawn(_))));
+}

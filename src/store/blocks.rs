@@ -52,8 +52,13 @@ impl Layout {
         }
     }
 
+    /// Records a block holds: constants, so that checking a block for room divides nothing.
     fn capacity(self) -> usize {
-        BLOCK_BYTES / self.record_bytes()
+        match self {
+            Layout::Narrow => BLOCK_BYTES / 12,
+            Layout::Medium => BLOCK_BYTES / 16,
+            Layout::Wide => BLOCK_BYTES / 32,
+        }
     }
 }
 
@@ -89,30 +94,30 @@ impl Ranges {
         }
     }
 
-    fn with(self, s: &Span) -> Ranges {
-        let one = Ranges::of(s);
-        let widen = |a: (i64, i64), b: (i64, i64)| (a.0.min(b.0), a.1.max(b.1));
-        Ranges {
-            frame: widen(self.frame, one.frame),
-            start: widen(self.start, one.start),
-            dur: widen(self.dur, one.dur),
-            stage: self.stage.max(one.stage),
-            thread: self.thread.max(one.thread),
-        }
+    /// These ranges widened to hold `s` too.
+    fn with(mut self, s: &Span) -> Ranges {
+        let frame = s.frame as i64;
+        self.frame = (self.frame.0.min(frame), self.frame.1.max(frame));
+        self.start = (self.start.0.min(s.start_ns), self.start.1.max(s.start_ns));
+        self.dur = (self.dur.0.min(s.dur_ns), self.dur.1.max(s.dur_ns));
+        self.stage = self.stage.max(s.stage);
+        self.thread = self.thread.max(s.thread);
+        self
     }
 
     fn layout(&self) -> Layout {
-        let width = |(lo, hi): (i64, i64)| (hi as i128 - lo as i128) as u128;
+        // lo ≤ hi in every range, so the difference is exact as a u64.
+        let width = |(lo, hi): (i64, i64)| hi.abs_diff(lo);
         let u32_fits = |(lo, hi): (i64, i64)| lo >= 0 && hi <= i64::from(u32::MAX);
-        let common = width(self.start) <= u128::from(u32::MAX) && u32_fits(self.dur);
+        let common = width(self.start) <= u64::from(u32::MAX) && u32_fits(self.dur);
         if common
-            && width(self.frame) <= u128::from(u16::MAX)
+            && width(self.frame) <= u64::from(u16::MAX)
             && self.stage <= 0xFF
             && self.thread <= 0xFF
         {
             Layout::Narrow
         } else if common
-            && width(self.frame) <= u128::from(u32::MAX)
+            && width(self.frame) <= u64::from(u32::MAX)
             && self.thread <= u32::from(u16::MAX)
         {
             Layout::Medium
@@ -132,7 +137,7 @@ pub struct BlockEncoder {
 impl BlockEncoder {
     /// Adds `span`; returns the block it closed, if it closed one.
     pub fn push(&mut self, span: &Span) -> Option<Block> {
-        let Some((ranges, layout)) = self.ranges else {
+        let Some((ranges, layout)) = self.ranges.as_mut() else {
             self.start(span);
             return None;
         };
@@ -140,13 +145,13 @@ impl BlockEncoder {
         let needed = merged.layout();
         let full = self.pending.len() >= needed.capacity();
         // A wide block ends at the first span that fits a narrower one on its own.
-        let leaving_wide = layout == Layout::Wide && Ranges::of(span).layout() < Layout::Wide;
-        if needed > layout || full || leaving_wide {
+        let leaving_wide = *layout == Layout::Wide && Ranges::of(span).layout() < Layout::Wide;
+        if needed > *layout || full || leaving_wide {
             let closed = self.finish();
             self.start(span);
             return closed;
         }
-        self.ranges = Some((merged, layout));
+        *ranges = merged;
         self.pending.push(*span);
         None
     }
@@ -172,37 +177,42 @@ impl BlockEncoder {
 }
 
 fn encode(spans: &[Span], ranges: &Ranges, layout: Layout) -> Block {
-    let mut records = Vec::with_capacity(spans.len() * layout.record_bytes());
     let (base_frame, base_start_ns) = match layout {
         Layout::Wide => (0, 0),
         _ => (ranges.frame.0, ranges.start.0),
     };
-    for s in spans {
-        // Offsets are within the ranges `layout` was chosen for: the casts are exact.
-        let start = s.start_ns.wrapping_sub(base_start_ns) as u32;
-        let frame = (s.frame as i64).wrapping_sub(base_frame);
-        match layout {
-            Layout::Narrow => {
-                records.extend_from_slice(&start.to_le_bytes());
-                records.extend_from_slice(&(s.dur_ns as u32).to_le_bytes());
-                records.extend_from_slice(&(frame as u16).to_le_bytes());
-                records.push(s.stage as u8);
-                records.push(s.thread as u8);
+    // Offsets are within the ranges `layout` was chosen for: the casts are exact. One loop
+    // per layout, each filling a whole record at a time: the layout is not asked per span.
+    let start = |s: &Span| s.start_ns.wrapping_sub(base_start_ns) as u32;
+    let frame = |s: &Span| (s.frame as i64).wrapping_sub(base_frame);
+    let mut records = vec![0u8; spans.len() * layout.record_bytes()];
+    match layout {
+        Layout::Narrow => {
+            for (s, r) in spans.iter().zip(records.chunks_exact_mut(12)) {
+                r[0..4].copy_from_slice(&start(s).to_le_bytes());
+                r[4..8].copy_from_slice(&(s.dur_ns as u32).to_le_bytes());
+                r[8..10].copy_from_slice(&(frame(s) as u16).to_le_bytes());
+                r[10] = s.stage as u8;
+                r[11] = s.thread as u8;
             }
-            Layout::Medium => {
-                records.extend_from_slice(&start.to_le_bytes());
-                records.extend_from_slice(&(s.dur_ns as u32).to_le_bytes());
-                records.extend_from_slice(&(frame as u32).to_le_bytes());
-                records.extend_from_slice(&s.stage.to_le_bytes());
-                records.extend_from_slice(&(s.thread as u16).to_le_bytes());
+        }
+        Layout::Medium => {
+            for (s, r) in spans.iter().zip(records.chunks_exact_mut(16)) {
+                r[0..4].copy_from_slice(&start(s).to_le_bytes());
+                r[4..8].copy_from_slice(&(s.dur_ns as u32).to_le_bytes());
+                r[8..12].copy_from_slice(&(frame(s) as u32).to_le_bytes());
+                r[12..14].copy_from_slice(&s.stage.to_le_bytes());
+                r[14..16].copy_from_slice(&(s.thread as u16).to_le_bytes());
             }
-            Layout::Wide => {
-                records.extend_from_slice(&s.start_ns.to_le_bytes());
-                records.extend_from_slice(&s.dur_ns.to_le_bytes());
-                records.extend_from_slice(&s.frame.to_le_bytes());
-                records.extend_from_slice(&s.stage.to_le_bytes());
-                records.extend_from_slice(&[0, 0]);
-                records.extend_from_slice(&s.thread.to_le_bytes());
+        }
+        Layout::Wide => {
+            for (s, r) in spans.iter().zip(records.chunks_exact_mut(32)) {
+                r[0..8].copy_from_slice(&s.start_ns.to_le_bytes());
+                r[8..16].copy_from_slice(&s.dur_ns.to_le_bytes());
+                r[16..24].copy_from_slice(&s.frame.to_le_bytes());
+                r[24..26].copy_from_slice(&s.stage.to_le_bytes());
+                // 26..28 stay zero.
+                r[28..32].copy_from_slice(&s.thread.to_le_bytes());
             }
         }
     }

@@ -11,9 +11,14 @@
 //!   every commit the moment it returns, so a copy of the `.framelab` file alone is always
 //!   a complete run up to the last commit, and a `kill -9` of framelab loses only the open
 //!   transaction (a hot journal left behind is rolled back by the next open).
-//! - `synchronous = NORMAL`: the journal is synced before the main file is overwritten, so
-//!   the file also survives a power loss uncorrupted; these syncs happen on the writer's
-//!   own thread (the collector's drain never waits for them).
+//! - `synchronous = OFF` while recording into a file this writer created: a commit is in
+//!   the kernel's page cache when it returns, which is all a `kill -9` of framelab needs
+//!   (the pages outlive the process; the journal rolls back a commit cut short), and no
+//!   `fsync` runs every 500 ms (measured in BENCHMARKS.md, "The run file unsynced while
+//!   recording, …"). An operating-system crash or a power loss during the run may leave that
+//!   new file damaged: it held nothing else. `finish` syncs the whole file once.
+//!   A file that already held runs keeps `synchronous = NORMAL` (the journal is synced
+//!   before the main file is overwritten), so its earlier runs survive a power loss too.
 //! - Readers (a live `framelab report`, `sqlite3`) read the last commit; a commit waits
 //!   for them through the busy handler.
 //! - `foreign_keys = OFF`: rusqlite's bundled SQLite enforces them by default, which
@@ -214,10 +219,11 @@ impl RunWriter {
         let run_id = conn.last_insert_rowid();
         super::tags::insert_tags(&conn, run_id, &meta.tags).map_err(fail)?;
         // temp_store: the statement journal of multi-row inserts stays in memory.
-        conn.execute_batch(
-            "PRAGMA journal_mode = TRUNCATE; PRAGMA synchronous = NORMAL; \
-             PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;",
-        )
+        let synchronous = if created { "OFF" } else { "NORMAL" };
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode = TRUNCATE; PRAGMA synchronous = {synchronous}; \
+             PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;"
+        ))
         .map_err(fail)?;
         conn.set_prepared_statement_cache_capacity(32);
         let mut stored_meta = meta.clone();
@@ -713,6 +719,10 @@ impl RunWriter {
     /// Call once, after the final `update_meta`.
     pub fn finish(mut self) -> anyhow::Result<()> {
         self.commit()?;
+        if self.created {
+            // Recorded unsynced (`synchronous = OFF`): the finished run is made durable once.
+            fs_sync(&self.path)?;
+        }
         // A reader still attached can keep the mode from changing, harmlessly: the empty
         // journal file then stays until the next writer opens the file.
         let _ = self
@@ -830,5 +840,44 @@ impl Drop for RunWriter {
                 eprintln!("framelab: the last records were not saved: {e}");
             }
         }
+    }
+}
+
+/// Flushes the whole file at `path` to the disk.
+fn fs_sync(path: &Path) -> anyhow::Result<()> {
+    std::fs::File::open(path)
+        .and_then(|file| file.sync_all())
+        .map_err(|e| {
+            one_line(format!(
+                "cannot sync the run file {} to the disk: {e}; check the disk, the run is in it up to the last commit",
+                path.display()
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn synchronous(w: &RunWriter) -> i64 {
+        w.conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_new_file_is_recorded_unsynced_and_an_existing_one_synced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.framelab");
+        let mut first = RunWriter::create(&path, &RunMeta::default()).unwrap();
+        assert_eq!(synchronous(&first), 0, "a new file: OFF while recording");
+        first.add_stage("a").unwrap();
+        first.commit().unwrap();
+        first.finish().unwrap();
+        // A second run in the same file: its earlier run must survive a power loss.
+        let second = RunWriter::create(&path, &RunMeta::default()).unwrap();
+        assert_eq!(synchronous(&second), 1, "an existing file: NORMAL");
+        second.finish().unwrap();
+        assert!(!dir.path().join("r.framelab-journal").exists());
     }
 }

@@ -515,6 +515,29 @@ fn probes_lists_a_binarys_functions_and_their_first_instruction() {
     );
 }
 
+/// `framelab probes BINARY | head -1`: the reader goes away and the listing ends quietly
+/// (it printed itself with `print!`, which panicked on the closed pipe).
+#[test]
+fn probes_into_a_reader_that_went_away_is_not_a_panic() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), 10);
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // The read end closed before framelab writes: its one write meets a closed pipe.
+    drop(unsafe { OwnedFd::from_raw_fd(fds[0]) });
+    let write_end = unsafe { OwnedFd::from_raw_fd(fds[1]) };
+    let out = framelab()
+        .arg("probes")
+        .arg(&prog)
+        .stdout(write_end)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
 /// Whether `program` is installed; otherwise says why (and fails under
 /// `FRAMELAB_REQUIRE_UPROBES=1`: tests/tools/install.sh installs it).
 fn installed_or_skip(test: &str, program: &str) -> bool {
