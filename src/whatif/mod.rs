@@ -8,6 +8,8 @@ mod placed;
 mod plan;
 mod recorded;
 mod render;
+mod reread;
+mod selected;
 mod streamed;
 
 use std::cmp::Reverse;
@@ -23,6 +25,8 @@ type EachFrame<'a> = dyn FnMut(&mut dyn FnMut(i64, i64)) -> Result<()> + 'a;
 use self::placed::PlacedFrames;
 pub use self::plan::Changes;
 use self::recorded::{RecordedFrames, ReplayFrames};
+use self::reread::RereadFrames;
+use self::selected::{AsMeasured, FrameModel, Simulated};
 use self::streamed::{measure_frames, StreamedFrames};
 use crate::analyze::compact::columns::{columns_of, SpanColumns};
 use crate::analyze::compact::streamed::one_span_a_frame;
@@ -59,19 +63,21 @@ impl Outcome {
     /// model's time); the rows and delays it no longer holds pay for the 4 bytes a frame.
     fn of_simulation(frames: usize, simulate: &mut EachFrame) -> Result<Outcome> {
         let mut totals = NsValues::for_range(0, 0, frames);
-        let mut ends = EndsInOrder::new(frames);
+        let mut intervals = NsValues::for_range(0, 0, frames.saturating_sub(1));
+        let mut ends = EndsInOrder::new();
         simulate(&mut |start, end| {
             totals.push(end.saturating_sub(start));
-            ends.add(start, end);
+            ends.add(start, end, &mut |x| intervals.push(x));
         })?;
         let summary = |mut values: NsValues| {
             values.sort();
             values.dist_of_sorted()
         };
-        let (total, interval) = match ends.intervals() {
+        let (total, interval) = match ends.finish(&mut |x| intervals.push(x)) {
             // Both are held already: sorted at once, on two cores where there are.
-            Some(intervals) => parallel::join(|| summary(totals), || summary(intervals)),
-            None => {
+            true => parallel::join(|| summary(totals), || summary(intervals)),
+            false => {
+                drop(intervals);
                 let total = summary(totals);
                 let mut ends: Vec<i64> = Vec::with_capacity(frames);
                 simulate(&mut |_, end| ends.push(end))?;
@@ -132,28 +138,26 @@ impl Outcome {
 struct EndsInOrder {
     waiting: BinaryHeap<Reverse<i64>>,
     last: Option<i64>,
-    intervals: NsValues,
     broken: bool,
 }
 
 impl EndsInOrder {
-    fn new(frames: usize) -> EndsInOrder {
+    fn new() -> EndsInOrder {
         EndsInOrder {
             waiting: BinaryHeap::new(),
             last: None,
-            intervals: NsValues::for_range(0, 0, frames.saturating_sub(1)),
             broken: false,
         }
     }
 
-    fn add(&mut self, start: i64, end: i64) {
+    /// Takes a frame; each interval it makes final is handed to `interval`, in end order.
+    fn add(&mut self, start: i64, end: i64, interval: &mut impl FnMut(i64)) {
         if self.broken {
             return;
         }
         if self.last.is_some_and(|last| end < last) {
             self.broken = true;
             self.waiting = BinaryHeap::new();
-            self.intervals = NsValues::Narrow(Vec::new());
             return;
         }
         self.waiting.push(Reverse(end));
@@ -162,26 +166,27 @@ impl EndsInOrder {
                 break;
             }
             self.waiting.pop();
-            self.take(first);
+            self.take(first, interval);
         }
     }
 
-    fn take(&mut self, end: i64) {
+    fn take(&mut self, end: i64, interval: &mut impl FnMut(i64)) {
         if let Some(last) = self.last {
-            self.intervals.push(end.saturating_sub(last));
+            interval(end.saturating_sub(last));
         }
         self.last = Some(end);
     }
 
-    /// The intervals, in end order; `None` when frames did not end in an order this could follow.
-    fn intervals(mut self) -> Option<NsValues> {
+    /// The intervals still waiting, to `interval`; false when frames did not end in an
+    /// order this could follow (the intervals handed so far are not all of them).
+    fn finish(mut self, interval: &mut impl FnMut(i64)) -> bool {
         if self.broken {
-            return None;
+            return false;
         }
         while let Some(Reverse(end)) = self.waiting.pop() {
-            self.take(end);
+            self.take(end, interval);
         }
-        Some(self.intervals)
+        true
     }
 }
 
@@ -231,13 +236,21 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
 /// [`whatif`] of a run file's run: the measured figures taken from the spans as the
 /// analysis takes them (and nothing else of the analysis), then the model replays from
 /// them (issue 29: the loaded run, its whole analysis and a vector of spans per frame took
-/// 337 bytes a span). The frame table is read first; with one span a frame in start order
-/// the spans are then read again each time the model wants them, nothing of them held
-/// ([`streamed`]); else the measured spans are placed frame after frame, held as the model
-/// takes them ([`placed`]); where they do not fit that, read into columns beside the table.
+/// 337 bytes a span). With one span a frame, ids counting up in start order, the spans are
+/// read again each time the model wants them and nothing is held by frame, not even a frame
+/// table ([`reread`], the figures selected from reads: [`selected`]). Else the frame table
+/// is read first; with one span a frame in start order the spans are then read again each
+/// time the model wants them ([`streamed`]); else the measured spans are placed frame after
+/// frame, held as the model takes them ([`placed`]); where they do not fit that, read into
+/// columns beside the table.
 pub fn whatif_stored(stored: &StoredRun, changes: &Changes) -> Result<WhatIf> {
     let source: &(dyn SpanSource + Sync) = stored;
     let head = &stored.head;
+    // One span a frame in start order: no frame table, nothing held by frame.
+    if let Some(mut frames) = RereadFrames::read(head, source)? {
+        check(head, changes, frames.spans() == 0)?;
+        return replay(head, &mut frames, None, changes);
+    }
     // The blocks decoded on another thread while the table is filled.
     let (table, spans) = read_frames(&ReadAhead(source))?;
     check(head, changes, spans == 0)?;
@@ -353,6 +366,9 @@ fn replay(
         .position(|s| s == PACE_STAGE)
         .map(|s| s as u16);
     let queues: Vec<bool> = run.threads.iter().map(is_queue).collect();
+    if !frames.held() {
+        return replay_reading(run, frames, measured, changes, (&labels, &queues, pace));
+    }
     // Two reads of the frames, on two cores where there are.
     let shared: &dyn ReplayFrames = frames;
     let (recorded, measured) = parallel::join(
@@ -366,17 +382,9 @@ fn replay(
     let changed = plan::apply(&recorded, changes, &run.stages)?;
     frames.set_handover_delays(recorded.depth, pace);
     let frames: &dyn ReplayFrames = frames;
-    // The pacer runs at the target rate (a budget alone paces nothing).
-    let period_ns = (run.meta.target_fps)
-        .filter(|f| f.is_finite() && *f > 0.0)
-        .map(|f| 1e9 / f);
+    let period_ns = period_of(run);
     let outcome = |p: &plan::Plan, paced: bool| {
-        let config = Config {
-            period_ns: period_ns.filter(|_| paced),
-            depth: p.depth,
-            pace_stage: pace,
-            resources: p.resource_names.len(),
-        };
+        let config = config_of(p, period_ns.filter(|_| paced), pace);
         let maker = p.tasks();
         let mut tasks = Vec::new();
         Outcome::of_simulation(frames.len(), &mut |done| {
@@ -389,19 +397,97 @@ fn replay(
             })
         })
     };
-    Ok(WhatIf {
+    let (as_recorded, predicted) = (
+        outcome(&recorded, true)?,
+        outcome(&changed, !changes.unpaced)?,
+    );
+    Ok(prediction(
+        run,
+        frames.len(),
+        changes,
+        (&recorded, &changed),
+        [measured, as_recorded, predicted],
+    ))
+}
+
+/// The pacer's period: it runs at the target rate (a budget alone paces nothing).
+fn period_of(run: &Run) -> Option<f64> {
+    (run.meta.target_fps)
+        .filter(|f| f.is_finite() && *f > 0.0)
+        .map(|f| 1e9 / f)
+}
+
+/// The model's configuration for plan `p`, paced every `period_ns` when given.
+fn config_of(p: &plan::Plan, period_ns: Option<f64>, pace: Option<u16>) -> Config {
+    Config {
+        period_ns,
+        depth: p.depth,
+        pace_stage: pace,
+        resources: p.resource_names.len(),
+    }
+}
+
+/// The prediction from its plans (as recorded, changed) and the outcomes (measured, the
+/// run as recorded, the what-if).
+fn prediction(
+    run: &Run,
+    frames: usize,
+    changes: &Changes,
+    (recorded, changed): (&plan::Plan, &plan::Plan),
+    [measured, as_recorded, predicted]: [Outcome; 3],
+) -> WhatIf {
+    let pace = (run.stages.iter()).position(|s| s == PACE_STAGE);
+    WhatIf {
         run: run.meta.name.clone(),
-        frames: frames.len(),
+        frames,
         target_fps: run.meta.target_fps,
         measured,
         // The run as it was recorded: how close the model comes to the measurement.
-        as_recorded: outcome(&recorded, true)?,
+        as_recorded,
         recorded_schedule: recorded.schedule(&run.stages),
-        predicted: outcome(&changed, !changes.unpaced)?,
+        predicted,
         schedule: changed.schedule(&run.stages),
         changes: changes.describe(),
-        assumptions: plan::assumptions(period_ns, pace.is_some(), changes.unpaced),
-    })
+        assumptions: plan::assumptions(period_of(run), pace.is_some(), changes.unpaced),
+    }
+}
+
+/// [`replay`] of frames read again each time they are wanted: the plan from one read, then
+/// the measured figures, the run as recorded and the what-if from the same reads, their
+/// values selected rather than held ([`selected`]): nothing held by frame.
+fn replay_reading(
+    run: &Run,
+    frames: &mut dyn ReplayFrames,
+    measured: Option<Outcome>,
+    changes: &Changes,
+    (labels, queues, pace): (&[String], &[bool], Option<u16>),
+) -> Result<WhatIf> {
+    let recorded = plan::recorded(frames, labels, queues, pace)?;
+    let changed = plan::apply(&recorded, changes, &run.stages)?;
+    frames.set_handover_delays(recorded.depth, pace);
+    let frames: &dyn ReplayFrames = frames;
+    let period_ns = period_of(run);
+    let as_run = config_of(&recorded, period_ns, pace);
+    let what_if = config_of(&changed, period_ns.filter(|_| !changes.unpaced), pace);
+    let n = frames.len();
+    let mut as_recorded = Simulated::new(&as_run, recorded.tasks(), n);
+    let mut predicted = Simulated::new(&what_if, changed.tasks(), n);
+    // A trace imported without frames made each slice a frame: the analysis has none.
+    let undefined = run.import.as_ref().is_some_and(|i| i.frames_undefined());
+    let mut as_measured = AsMeasured;
+    let mut models: Vec<&mut dyn FrameModel> = vec![&mut as_recorded, &mut predicted];
+    if measured.is_none() && !undefined {
+        models.push(&mut as_measured);
+    }
+    let mut outcomes = selected::outcomes(frames, &mut models)?.into_iter();
+    let (as_recorded, predicted) = (outcomes.next(), outcomes.next());
+    let measured = measured.or(outcomes.next()).unwrap_or_default();
+    let outcomes = [
+        measured,
+        as_recorded.unwrap_or_default(),
+        predicted.unwrap_or_default(),
+    ];
+    Ok(prediction(run, n, changes, (&recorded, &changed), outcomes))
 }
 
 #[cfg(test)]
@@ -669,6 +755,8 @@ mod tests {
         // Issue 31 item 8: with one span a frame in start order the spans are read again
         // for each replay rather than held; two frames swapped, a frame starting with the
         // one before, or a run stopped mid-frame give the same as the loaded run too.
+        // Issue 29: with ids counting up, without a frame table and with the figures
+        // selected from reads (the library's selections keep 4 values: split, read again).
         let dir = tempfile::tempdir().unwrap();
         let in_order = one_span_run(300, EndReason::Exited);
         let mut swapped = in_order.clone();
@@ -719,9 +807,15 @@ mod tests {
             totals.sort_unstable();
             assert_eq!(outcome.total, Dist::from_sorted(&totals));
         }
-        let mut ends = EndsInOrder::new(5);
-        broken.iter().for_each(|&(start, end)| ends.add(start, end));
-        assert!(ends.intervals().is_none(), "the broken order is noticed");
+        let mut ends = EndsInOrder::new();
+        let mut intervals = Vec::new();
+        for &(start, end) in &broken {
+            ends.add(start, end, &mut |x| intervals.push(x));
+        }
+        assert!(
+            !ends.finish(&mut |x| intervals.push(x)),
+            "the broken order is noticed"
+        );
     }
 
     #[test]

@@ -30,6 +30,12 @@ pub(super) trait ReplayFrames: Sync {
     /// Sets each span's hand-over delay as recorded: how long after it could have started
     /// it started.
     fn set_handover_delays(&mut self, depth: usize, pace: Option<u16>);
+
+    /// Whether the frames are held (else read again each time, and the model's figures
+    /// are selected from reads rather than held too: `super::selected`).
+    fn held(&self) -> bool {
+        true
+    }
 }
 
 pub(super) struct RecordedFrames<'a> {

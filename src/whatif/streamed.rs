@@ -153,6 +153,10 @@ impl ReplayFrames for StreamedFrames<'_> {
     /// None to set: a frame's first span has no delay (the pacer's release is modelled
     /// instead), and these frames have no other.
     fn set_handover_delays(&mut self, _depth: usize, _pace: Option<u16>) {}
+
+    fn held(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

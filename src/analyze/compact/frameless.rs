@@ -41,6 +41,8 @@ use crate::analyze::telemetry::FrameSpan;
 use crate::analyze::{Analysis, Dist, StageRow, WorstFrame};
 use crate::model::{Run, Span, SpanSource};
 
+pub mod measured;
+
 /// Frames held to put them in end order: they come in it but for a few (a frame that
 /// ended earlier than the one before it, on another thread); a run further out of order
 /// is left to the frame table.
