@@ -71,6 +71,7 @@ const PRINTED_BY: &[(&str, Printed)] = &[
     ("src/cmd/whatif.rs", ByOneOf(&["whatif"])),
     ("src/compare/", ByOneOf(&["compare"])),
     ("src/demo/", ByOneOf(&["demo"])),
+    ("src/export/", ByOneOf(&["export"])),
     ("src/hist/", ByOneOf(&["hist"])),
     (
         "src/history/",
