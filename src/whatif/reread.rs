@@ -13,6 +13,7 @@
 use anyhow::Result;
 
 use super::recorded::ReplayFrames;
+use super::streamed::changed_in_between;
 use crate::analyze::compact::frameless::measured::MeasuredSpans;
 use crate::analyze::pipeline::waits::StageSpan;
 use crate::model::{Run, SpanSource};
@@ -84,14 +85,6 @@ impl<'a> RereadFrames<'a> {
     pub fn spans(&self) -> u64 {
         self.measured.spans()
     }
-}
-
-/// The error of a read that did not give the spans an earlier read gave.
-fn changed_in_between(before: u64, now: u64) -> anyhow::Error {
-    anyhow::anyhow!(
-        "the run had {before} spans when first read and {now} when read again: it changed \
-         while whatif read it (run whatif again once the run is written)"
-    )
 }
 
 impl ReplayFrames for RereadFrames<'_> {

@@ -107,7 +107,10 @@ impl<'a> StreamedFrames<'a> {
 }
 
 /// The error of a read that did not give the spans an earlier read gave.
-fn changed_in_between(before: usize, now: usize) -> anyhow::Error {
+pub(super) fn changed_in_between(
+    before: impl std::fmt::Display,
+    now: impl std::fmt::Display,
+) -> anyhow::Error {
     anyhow::anyhow!(
         "the run had {before} spans when first read and {now} when read again: it changed \
          while whatif read it (run whatif again once the run is written)"
