@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use framelab::render::Format;
-use framelab::{store, whatif};
+use framelab::whatif;
 
 use super::format::WhatifFormat;
 use super::output::emit;
@@ -63,8 +63,7 @@ impl TryFrom<WhatifArgs> for WhatifPlan {
 
 pub(super) fn run(args: WhatifArgs) -> anyhow::Result<Outcome> {
     let plan = WhatifPlan::try_from(args)?;
-    let stored = store::open_run(&plan.run, plan.run_id)?;
-    let prediction = whatif::whatif_stored(&stored, &plan.changes)?;
+    let prediction = whatif::whatif_file(&plan.run, plan.run_id, &plan.changes)?;
     emit(&whatif::render(&prediction, plan.format)?)?;
     Ok(Outcome::Done)
 }

@@ -233,6 +233,16 @@ pub fn whatif(run: &Run, analysis: &Analysis, changes: &Changes) -> Result<WhatI
     )
 }
 
+/// `framelab whatif` of run `run_id` of `run_file` (`None`: the latest): the file opened
+/// here, then [`whatif_stored`].
+pub fn whatif_file(
+    run_file: &std::path::Path,
+    run_id: Option<i64>,
+    changes: &Changes,
+) -> Result<WhatIf> {
+    whatif_stored(&crate::store::open_run(run_file, run_id)?, changes)
+}
+
 /// [`whatif`] of a run file's run: the measured figures taken from the spans as the
 /// analysis takes them (and nothing else of the analysis), then the model replays from
 /// them (issue 29: the loaded run, its whole analysis and a vector of spans per frame took
