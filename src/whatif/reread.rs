@@ -101,13 +101,7 @@ impl ReplayFrames for RereadFrames<'_> {
                     continue;
                 }
                 frames += 1;
-                let span = StageSpan {
-                    start_ns: s.start_ns,
-                    end_ns: s.start_ns.saturating_add(s.dur_ns),
-                    stage: s.stage,
-                    thread: s.thread,
-                };
-                visit(&[(span, 0)]);
+                visit(&[(StageSpan::from(s), 0)]);
             }
             Ok(())
         })?;

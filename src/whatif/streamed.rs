@@ -134,13 +134,7 @@ impl ReplayFrames for StreamedFrames<'_> {
                     out_of_range_now += 1;
                     continue;
                 }
-                let span = StageSpan {
-                    start_ns: s.start_ns,
-                    end_ns: s.start_ns.saturating_add(s.dur_ns),
-                    stage: s.stage,
-                    thread: s.thread,
-                };
-                visit(&[(span, 0)]);
+                visit(&[(StageSpan::from(s), 0)]);
             }
             Ok(())
         })?;

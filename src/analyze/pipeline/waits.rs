@@ -17,6 +17,17 @@ pub struct StageSpan {
     pub thread: u32,
 }
 
+impl From<&crate::model::Span> for StageSpan {
+    fn from(s: &crate::model::Span) -> StageSpan {
+        StageSpan {
+            start_ns: s.start_ns,
+            end_ns: s.end_ns(),
+            stage: s.stage,
+            thread: s.thread,
+        }
+    }
+}
+
 /// What a frame's sweep found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FrameWaits {
