@@ -87,7 +87,26 @@ pub trait SpanSource {
         &self,
         sink: &mut dyn FnMut(&[CounterValue]) -> anyhow::Result<()>,
     ) -> anyhow::Result<()>;
+
+    /// [`SpanSource::for_each_spans`], each chunk also given to `beside` before `sink`:
+    /// on the thread that read it where the source reads on threads of its own (`worker`,
+    /// below [`BESIDE_WORKERS`], says which), in no set order between workers. What a
+    /// reader takes of the spans in any order (counts, sums, buckets) is taken there, off
+    /// the thread that takes what needs the run's order (issue 29).
+    fn for_each_spans_beside(
+        &self,
+        beside: &(dyn Fn(usize, &[Span]) -> anyhow::Result<()> + Sync),
+        sink: &mut dyn FnMut(&[Span]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        self.for_each_spans(&mut |chunk| {
+            beside(0, chunk)?;
+            sink(chunk)
+        })
+    }
 }
+
+/// Workers of [`SpanSource::for_each_spans_beside`], at most.
+pub const BESIDE_WORKERS: usize = 4;
 
 impl SpanSource for Run {
     fn span_count_hint(&self) -> usize {

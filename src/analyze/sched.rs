@@ -199,12 +199,21 @@ pub fn prepare<'a>(head: &'a Run, source: &dyn SpanSource) -> anyhow::Result<Pre
 }
 
 /// What the split needs of the analysis, known once its first read is done: the window,
-/// how many stages (the analysis' and the run's), the worst frames' ids.
-#[derive(Debug, PartialEq)]
+/// how many stages (the analysis' and the run's), the worst frames' ids. Or known before
+/// it, for a run of one span a frame whose window the metadata gives: the split then finds
+/// the worst frames as the analysis does ([`SplitOf::find_worst`]), so it need not wait
+/// for the analysis' first read (issue 29).
+#[derive(Clone, Debug, PartialEq)]
 pub struct SplitOf {
     pub window: (i64, i64),
     pub stage_count: usize,
     pub worst: Vec<u64>,
+    /// The frames have one span each (ids counting up), the window's frames are measured
+    /// but for `open`: `worst` is found by the split. It gives `None` where a frame id does
+    /// not count up.
+    pub find_worst: bool,
+    /// With `find_worst`: the frames cut short by the stop, left out of the window.
+    pub open: Vec<u64>,
 }
 
 impl SplitOf {
@@ -214,9 +223,52 @@ impl SplitOf {
             window: (analysis.window.start_ns, analysis.window.end_ns),
             stage_count: analysis.stage_names.len().max(head.stages.len()),
             worst: analysis.worst_frames.iter().map(|w| w.frame).collect(),
+            find_worst: false,
+            open: Vec::new(),
         }
     }
 }
+
+/// The worst frames of a run of one span a frame, found as `frameless` finds them (each
+/// measured span: largest total, then earliest end, then smallest id), each with its
+/// span's split.
+struct FoundWorst {
+    /// (key, frame, the span's split), best first.
+    worst: Vec<((std::cmp::Reverse<i64>, i64, u64), Split)>,
+    /// The last usable span's frame: ids must count up.
+    last_frame: Option<u64>,
+    /// Frames cut short by the stop: not measured.
+    open: Vec<u64>,
+}
+
+impl FoundWorst {
+    /// `s`'s key where it enters the worst frames so far; `Err` where its frame id does
+    /// not count up (the run is not of one span a frame).
+    fn admits(&mut self, s: &Span, (start, end): (i64, i64)) -> Result<Option<WorstKey>, ()> {
+        if super::frames::out_of_range(s.start_ns, s.dur_ns) {
+            return Ok(None);
+        }
+        if self.last_frame.is_some_and(|l| s.frame <= l) {
+            return Err(());
+        }
+        self.last_frame = Some(s.frame);
+        let end_ns = s.start_ns + s.dur_ns;
+        if end_ns < start || end_ns > end || self.open.contains(&s.frame) {
+            return Ok(None);
+        }
+        let key = (std::cmp::Reverse(s.dur_ns), end_ns, s.frame);
+        let full = self.worst.len() == super::stages::WORST_FRAMES;
+        Ok((!full || self.worst.last().is_some_and(|(k, _)| key < *k)).then_some(key))
+    }
+
+    fn insert(&mut self, key: WorstKey, split: Split) {
+        let at = self.worst.partition_point(|(k, _)| *k < key);
+        self.worst.insert(at, (key, split));
+        self.worst.truncate(super::stages::WORST_FRAMES);
+    }
+}
+
+type WorstKey = (std::cmp::Reverse<i64>, i64, u64);
 
 /// The spans split, to be written into the analysis ([`Splits::write`]).
 pub struct Splits {
@@ -228,6 +280,10 @@ pub struct Splits {
     busy: Vec<Option<(i64, Vec<StageBusy>)>>,
     /// False without slices to split by.
     split: bool,
+    /// What it split over (the worst frames it found, where it found them).
+    pub of: SplitOf,
+    /// Whether it found the worst frames itself ([`SplitOf::find_worst`]).
+    pub found_worst: bool,
 }
 
 /// [`apply`] with the slices [`prepare`] gave.
@@ -238,25 +294,31 @@ pub fn apply_prepared(
     source: &dyn SpanSource,
 ) -> anyhow::Result<()> {
     let of = SplitOf::of(analysis, head);
-    split(head, prepared, &of, source)?.write(analysis);
+    match split(head, &prepared, &of, source)? {
+        Some(splits) => splits.write(analysis),
+        None => unreachable!("a split told the worst frames always gives them"),
+    }
     Ok(())
 }
 
 /// Each span of `head` split by the slices [`prepare`] gave, over what `of` says of the
-/// analysis; reads only the spans, so it may run beside the analysis' last reads.
+/// analysis; reads only the spans, so it may run beside the analysis' reads. `None` where
+/// `of` said to find the worst frames of one span a frame and the frames are not.
 pub fn split(
     head: &Run,
-    prepared: Prepared,
+    prepared: &Prepared,
     of: &SplitOf,
     source: &dyn SpanSource,
-) -> anyhow::Result<Splits> {
+) -> anyhow::Result<Option<Splits>> {
     let Some(timeline) = &head.sched else {
-        return Ok(Splits {
+        return Ok(Some(Splits {
             summary: None,
             worst: FastMap::default(),
             busy: Vec::new(),
             split: false,
-        });
+            of: of.clone(),
+            found_worst: false,
+        }));
     };
     let mut summary = SchedSummary {
         source: timeline.source,
@@ -266,12 +328,14 @@ pub fn split(
         ..SchedSummary::default()
     };
     let Prepared(Some(by_tid)) = prepared else {
-        return Ok(Splits {
+        return Ok(Some(Splits {
             summary: Some(summary),
             worst: FastMap::default(),
             busy: Vec::new(),
             split: false,
-        });
+            of: of.clone(),
+            found_worst: false,
+        }));
     };
     // Each thread of the run's slices, by thread index; none for queues.
     let slices_of: Vec<Option<&ThreadSlices>> = head
@@ -293,21 +357,38 @@ pub fn split(
         (0..stage_count).map(|_| Selection::default()).collect();
     let mut stage_totals = vec![(0f64, 0f64, 0i64); stage_count];
     let mut worst_split: Vec<Split> = vec![Split::default(); worst.len()];
-    // By thread index: the union of its spans clipped to the window, split as it is
-    // built, and each stage's time on CPU in them (a stage's spans on one thread rarely
-    // overlap: counted in a note).
-    let mut stage_on_cpu: FastMap<(u32, u16), f64> = FastMap::default();
+    let mut found = of.find_worst.then_some(FoundWorst {
+        worst: Vec::with_capacity(super::stages::WORST_FRAMES + 1),
+        last_frame: None,
+        open: of.open.clone(),
+    });
+    // By thread index, then stage id (both small and dense: no hashing a span): each
+    // stage's time on CPU in the thread's spans clipped to the window, `None` for a stage
+    // without spans there (a stage's spans on one thread rarely overlap: counted in a note).
+    let mut stage_on_cpu: Vec<Vec<Option<f64>>> = vec![Vec::new(); head.threads.len()];
     // By thread index: where its last span's split began.
     let mut cursors = vec![Cursor::default(); head.threads.len()];
-    let mut visit = |spans: &[Span]| {
+    let mut visit = |spans: &[Span]| -> anyhow::Result<()> {
         for s in spans {
-            let Some(Some(slices)) = slices_of.get(s.thread as usize) else {
-                continue;
+            let entering = match &mut found {
+                Some(found) => found
+                    .admits(s, (start, end))
+                    .map_err(|()| NotOneSpanAFrame)?,
+                None => None,
+            };
+            let slices = match slices_of.get(s.thread as usize) {
+                Some(Some(slices)) => Some(*slices),
+                _ => None,
             };
             let (from, to) = (s.start_ns.max(start), s.end_ns().min(end));
-            if from >= to {
+            let Some(slices) = slices.filter(|_| from < to) else {
+                // A worst frame on a queue's thread, or of no length in the window: no
+                // split, as it has none where the analysis names the worst frames.
+                if let (Some(found), Some(key)) = (&mut found, entering) {
+                    found.insert(key, Split::default());
+                }
                 continue;
-            }
+            };
             let mut split = Split::default();
             let cursor = &mut cursors[s.thread as usize];
             slices.split_after(s.start_ns, s.end_ns(), cursor, &mut comms, &mut split);
@@ -318,8 +399,15 @@ pub fn split(
                 slices.split(from, to, &mut comms, &mut part);
                 part.on_cpu
             };
-            *stage_on_cpu.entry((s.thread, s.stage)).or_default() += inside;
-            if let Some(&i) = worst.get(&s.frame) {
+            let by_stage = &mut stage_on_cpu[s.thread as usize];
+            if usize::from(s.stage) >= by_stage.len() {
+                by_stage.resize(usize::from(s.stage) + 1, None);
+            }
+            *by_stage[usize::from(s.stage)].get_or_insert(0.0) += inside;
+            if let (Some(found), Some(key)) = (&mut found, entering) {
+                found.insert(key, split.clone());
+            }
+            if let Some(&i) = (!worst.is_empty()).then(|| worst.get(&s.frame)).flatten() {
                 let w = &mut worst_split[i];
                 w.runnable += split.runnable;
                 for &(c, ns) in &split.by {
@@ -340,17 +428,22 @@ pub fn split(
                 }
             }
         }
+        Ok(())
     };
     // By thread index: the union of its spans clipped to the window, split as it is
     // built, on a thread of its own where one can be had (the spans' splits and the
     // unions' do not meet); comm ids of its own.
     let mut union_comms = Comms::default();
-    let mut unions = unions_beside(
+    let unions = unions_beside(
         source,
         &mut visit,
         |unions, spans| add_to_unions(unions, spans, &slices_of, (start, end), &mut union_comms),
         head.threads.len(),
-    )?;
+    );
+    let mut unions = match unions {
+        Err(e) if e.is::<NotOneSpanAFrame>() => return Ok(None),
+        unions => unions?,
+    };
     split_whole_unions(
         &mut unions,
         &slices_of,
@@ -373,6 +466,23 @@ pub fn split(
             blocked_ns: (wall as f64 - on - runnable).max(0.0).round() as i64,
         });
     }
+    // The worst frames split over: those told, or those found.
+    let found_worst = found.is_some();
+    let of = match found {
+        Some(found) => {
+            let (ids, splits) = (found.worst.into_iter())
+                .map(|((_, _, frame), split)| (frame, split))
+                .unzip();
+            worst_split = splits;
+            SplitOf {
+                worst: ids,
+                find_worst: false,
+                open: Vec::new(),
+                ..of.clone()
+            }
+        }
+        None => of.clone(),
+    };
     let worst_split = (of.worst.iter().zip(&worst_split))
         .map(|(&frame, split)| {
             let by = (split.by.iter())
@@ -385,14 +495,18 @@ pub fn split(
     let mut preempted: HashMap<String, f64> = HashMap::new();
 
     let mut per_thread_stages: HashMap<u32, Vec<StageBusy>> = HashMap::new();
-    for ((thread, stage), on_cpu) in stage_on_cpu {
-        per_thread_stages
-            .entry(thread)
-            .or_default()
-            .push(StageBusy {
-                stage: head.stages.get(stage as usize).cloned().unwrap_or_default(),
-                busy_ns: on_cpu.round() as i64,
-            });
+    for (thread, by_stage) in stage_on_cpu.into_iter().enumerate() {
+        for (stage, on_cpu) in by_stage.into_iter().enumerate() {
+            let Some(on_cpu) = on_cpu else { continue };
+            // Sorted below by time, then name: the same rows in any order.
+            per_thread_stages
+                .entry(thread as u32)
+                .or_default()
+                .push(StageBusy {
+                    stage: head.stages.get(stage).cloned().unwrap_or_default(),
+                    busy_ns: on_cpu.round() as i64,
+                });
+        }
     }
     let mut busy: Vec<Option<(i64, Vec<StageBusy>)>> = vec![None; head.threads.len()];
     for (t, union) in unions.into_iter().enumerate() {
@@ -420,13 +534,28 @@ pub fn split(
     by.sort_by_key(|p| (std::cmp::Reverse(p.ns), p.comm.clone()));
     summary.preempted_by = by;
 
-    Ok(Splits {
+    Ok(Some(Splits {
         summary: Some(summary),
         worst: worst_split,
         busy,
         split: true,
-    })
+        of,
+        found_worst,
+    }))
 }
+
+/// The error that stops a split told to find the worst frames of a run that is not of one
+/// span a frame.
+#[derive(Debug)]
+struct NotOneSpanAFrame;
+
+impl std::fmt::Display for NotOneSpanAFrame {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("the frames are not of one span each")
+    }
+}
+
+impl std::error::Error for NotOneSpanAFrame {}
 
 impl Splits {
     /// The analysis' busy times rewritten with time on CPU, its worst frames' preemption
@@ -437,6 +566,7 @@ impl Splits {
             worst,
             busy,
             split,
+            ..
         } = self;
         let Some(mut summary) = summary else {
             return;
@@ -538,7 +668,7 @@ fn on_cpu_exact(
 /// too. The unions, once every span is in them.
 fn unions_beside(
     source: &dyn SpanSource,
-    visit: &mut dyn FnMut(&[Span]),
+    visit: &mut dyn FnMut(&[Span]) -> anyhow::Result<()>,
     mut unions: impl FnMut(&mut [UnionSplit], &[Span]) + Send,
     threads: usize,
 ) -> anyhow::Result<Vec<UnionSplit>> {
@@ -560,7 +690,7 @@ fn unions_beside(
                 })
                 .ok()?;
             let read = source.for_each_spans(&mut |spans| {
-                visit(spans);
+                visit(spans)?;
                 let mut chunk = emptied.try_recv().unwrap_or_default();
                 chunk.extend_from_slice(spans);
                 // A worker gone (it panicked) is said when it is joined.
@@ -578,7 +708,7 @@ fn unions_beside(
         Some(read) => read?,
         // No second thread: both here.
         None => source.for_each_spans(&mut |spans| {
-            visit(spans);
+            visit(spans)?;
             unions(&mut built, spans);
             Ok(())
         })?,

@@ -20,7 +20,8 @@
 //! `streamed` or the columns: `None`.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
+use std::sync::Mutex;
 
 use super::cadence::{Cadence, Lateness};
 use super::select::{Selection, KEEP_LIMIT};
@@ -39,7 +40,7 @@ use crate::analyze::stats::Ranked;
 use crate::analyze::summary::{assemble, budget_ns, SpanFacts};
 use crate::analyze::telemetry::FrameSpan;
 use crate::analyze::{Analysis, Dist, StageRow, WorstFrame};
-use crate::model::{Run, Span, SpanSource};
+use crate::model::{Run, Span, SpanSource, BESIDE_WORKERS};
 
 pub mod measured;
 
@@ -108,6 +109,17 @@ fn unsplit(
             None => return Ok(None),
         },
     };
+    // The window and the frames cut short are known: the scheduler's split may read the
+    // spans now, beside the first read of the values, finding the worst frames as that
+    // read does.
+    tell(SplitOf {
+        window: (shape.window.start_ns, shape.window.end_ns),
+        stage_count: head.stages.len(),
+        worst: Vec::new(),
+        find_worst: true,
+        open: shape.open.clone(),
+    });
+    let tell: &mut dyn FnMut(SplitOf) = &mut |_| {};
     let Some((facts, values)) = facts(head, shape, scan, source, (also, tell))? else {
         return Ok(None);
     };
@@ -155,6 +167,31 @@ struct Frame {
 }
 
 impl Frame {
+    fn total_ns(&self) -> i64 {
+        self.end_ns - self.start_ns
+    }
+
+    fn span(&self) -> FrameSpan {
+        FrameSpan {
+            frame: self.id,
+            start_ns: self.start_ns,
+            end_ns: self.end_ns,
+        }
+    }
+}
+
+/// A measured frame as the end order needs it: its stage is not (no two frames have one
+/// id, so the order is the same). 24 bytes without padding, built where it is stored: a
+/// [`Frame`] taken out of a [`Place`] was copied through the stack in pieces and read back
+/// whole, a store-forwarding stall that took half of the ordered read's loop (issue 29).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct Ended {
+    end_ns: i64,
+    id: u64,
+    start_ns: i64,
+}
+
+impl Ended {
     fn total_ns(&self) -> i64 {
         self.end_ns - self.start_ns
     }
@@ -335,34 +372,67 @@ impl Shape {
 /// [`REORDER_FRAMES`] are; [`Stop`] (the run is left to the frame table) when a frame
 /// comes after one it should precede was let out. The frames held are kept sorted: they
 /// nearly always come in order, so each goes at the back (a heap cost twelve steps a
-/// frame and made the report 25% slower).
+/// frame and made the report 25% slower). They are held in a ring of fixed size, each
+/// written in its slot: a `VecDeque`'s push, which may grow it, had the frame copied
+/// through the stack in pieces and read back whole, a store-forwarding stall that took
+/// half of this read's loop (issue 29).
 #[derive(Default)]
 struct EndOrder {
-    held: VecDeque<Frame>,
+    /// [`RING`] slots (allocated at the first frame); those held are `len` from `head`
+    /// on, around the end.
+    ring: Vec<Ended>,
+    head: usize,
+    len: usize,
     last: Option<(i64, u64)>,
 }
 
+/// Slots of [`EndOrder`]'s ring: a power of two above the frames it holds.
+const RING: usize = (REORDER_FRAMES + 1).next_power_of_two();
+
 impl EndOrder {
+    fn slot(&self, k: usize) -> usize {
+        (self.head + k) & (RING - 1)
+    }
+
     /// Takes `f`; the frame let out to make room, if one was.
-    fn push(&mut self, f: Frame) -> Result<Option<Frame>, Stop> {
-        match self.held.back() {
-            Some(back) if f < *back => {
-                let at = self.held.partition_point(|h| *h < f);
-                self.held.insert(at, f);
-            }
-            _ => self.held.push_back(f),
+    fn push(&mut self, f: Ended) -> Result<Option<Ended>, Stop> {
+        if self.ring.is_empty() {
+            self.ring = vec![Ended::default(); RING];
         }
-        match self.held.len() > REORDER_FRAMES {
+        let mut at = self.len;
+        if self.len > 0 && f < self.ring[self.slot(self.len - 1)] {
+            // Before some held: after those that precede it, the rest moved up one.
+            let (mut lo, mut hi) = (0, self.len);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                match self.ring[self.slot(mid)] < f {
+                    true => lo = mid + 1,
+                    false => hi = mid,
+                }
+            }
+            for k in (lo..self.len).rev() {
+                let (to, from) = (self.slot(k + 1), self.slot(k));
+                self.ring[to] = self.ring[from];
+            }
+            at = lo;
+        }
+        let slot = self.slot(at);
+        self.ring[slot] = f;
+        self.len += 1;
+        match self.len > REORDER_FRAMES {
             true => self.release(),
             false => Ok(None),
         }
     }
 
     /// The earliest frame held.
-    fn release(&mut self) -> Result<Option<Frame>, Stop> {
-        let Some(f) = self.held.pop_front() else {
+    fn release(&mut self) -> Result<Option<Ended>, Stop> {
+        if self.len == 0 {
             return Ok(None);
-        };
+        }
+        let f = self.ring[self.head];
+        self.head = self.slot(1);
+        self.len -= 1;
         if self.last.is_some_and(|l| (f.end_ns, f.id) < l) {
             return Err(Stop);
         }
@@ -391,7 +461,7 @@ struct InEndOrder<'a> {
 }
 
 impl InEndOrder<'_> {
-    fn push(&mut self, f: Frame) -> Result<(), Stop> {
+    fn push(&mut self, f: Ended) -> Result<(), Stop> {
         if let Some(f) = self.order.push(f)? {
             self.take(f);
         }
@@ -405,7 +475,7 @@ impl InEndOrder<'_> {
         Ok(())
     }
 
-    fn take(&mut self, f: Frame) {
+    fn take(&mut self, f: Ended) {
         if let Some(late) = self.late.as_deref_mut() {
             late.total(f.total_ns());
             if let Some(spans) = self.late_spans.as_deref_mut() {
@@ -440,22 +510,23 @@ fn intervals_stats(r: &dyn Ranked) {
     fps_summary_ranked(r);
 }
 
-/// Each stage's durations and the totals, as far as the reads so far tell them.
-struct Durations<'a> {
+/// Each stage's durations and the totals, as far as the reads so far tell them; or the
+/// part of a read's that one reader thread took ([`Durations::part`]).
+struct Durations {
     /// By stage id.
     stages: Vec<Option<Selection>>,
     totals: Selection,
     stages_open: bool,
     totals_open: bool,
-    /// Asked of each besides its distribution.
-    also: Option<&'a dyn Fn(&dyn Ranked)>,
+    /// Whether the values' digests are taken (the caller asks more of them).
+    digesting: bool,
 }
 
-impl Durations<'_> {
+impl Durations {
     /// The first read adds stages as they come; later ones find them.
     fn add(&mut self, stage: u16, total: i64, first: bool) -> Result<(), Stop> {
         let s = stage as usize;
-        let digesting = self.also.is_some();
+        let digesting = self.digesting;
         if first && s >= self.stages.len() {
             self.stages.resize_with(s + 1, || None);
         }
@@ -475,9 +546,35 @@ impl Durations<'_> {
         Ok(())
     }
 
-    /// Ends a read; whether another is needed.
-    fn end_pass(&mut self) -> anyhow::Result<bool> {
-        let also = self.also;
+    /// An empty part of this read's values, for a reader thread ([`Selection::part`]).
+    fn part(&self) -> Durations {
+        Durations {
+            stages: (self.stages.iter())
+                .map(|s| s.as_ref().map(Selection::part))
+                .collect(),
+            totals: self.totals.part(),
+            ..*self
+        }
+    }
+
+    /// Adds the values a [`Durations::part`] of this read took.
+    fn absorb(&mut self, part: Durations) {
+        if part.stages.len() > self.stages.len() {
+            self.stages.resize_with(part.stages.len(), || None);
+        }
+        for (mine, theirs) in self.stages.iter_mut().zip(part.stages) {
+            match (mine, theirs) {
+                (Some(mine), Some(theirs)) => mine.absorb(theirs),
+                (mine @ None, theirs) => *mine = theirs,
+                (Some(_), None) => {}
+            }
+        }
+        self.totals.absorb(part.totals);
+    }
+
+    /// Ends a read; whether another is needed. `also` is asked of each set besides its
+    /// distribution.
+    fn end_pass(&mut self, also: Option<&dyn Fn(&dyn Ranked)>) -> anyhow::Result<bool> {
         let asked = |r: &dyn Ranked| {
             dist_only(r);
             if let Some(also) = also {
@@ -506,36 +603,133 @@ fn new_set(digesting: bool) -> Selection {
     }
 }
 
-/// What the first read of the values counts besides them.
+/// What the first read of the values counts besides them, in any order: taken where the
+/// spans are read, a part on each reader thread ([`Counted::absorb`]).
 struct Counted {
     warmup_frames: u64,
     after_frames: u64,
     open_frames: u64,
     measured: u64,
     counts: StageCounts,
-    busy: Option<BusySweep>,
     /// Worst first: largest total, then earliest end, then smallest id.
     worst: Vec<Frame>,
 }
 
+impl Counted {
+    fn new() -> Counted {
+        Counted {
+            warmup_frames: 0,
+            after_frames: 0,
+            open_frames: 0,
+            measured: 0,
+            counts: StageCounts {
+                count: Vec::new(),
+                max_dur: Vec::new(),
+                first_start: Vec::new(),
+            },
+            worst: Vec::with_capacity(WORST_FRAMES + 1),
+        }
+    }
+
+    fn count(&mut self, place: &Place) {
+        match place {
+            Place::Warmup => self.warmup_frames += 1,
+            Place::After => self.after_frames += 1,
+            Place::Open => self.open_frames += 1,
+            Place::Measured(f) => {
+                self.measured += 1;
+                count_stage(&mut self.counts, f);
+                keep_worst(&mut self.worst, *f);
+            }
+        }
+    }
+
+    /// Adds what `part` counted of other spans: the same counts, bounds and worst frames
+    /// (their order is total: no two frames have one id) as one count of all of them.
+    fn absorb(&mut self, part: Counted) {
+        self.warmup_frames += part.warmup_frames;
+        self.after_frames += part.after_frames;
+        self.open_frames += part.open_frames;
+        self.measured += part.measured;
+        let (mine, theirs) = (&mut self.counts, part.counts);
+        if theirs.count.len() > mine.count.len() {
+            let n = theirs.count.len();
+            mine.count.resize(n, 0);
+            mine.max_dur.resize(n, 0);
+            mine.first_start.resize(n, i64::MAX);
+        }
+        for (s, count) in theirs.count.iter().enumerate() {
+            mine.count[s] += count;
+            mine.max_dur[s] = mine.max_dur[s].max(theirs.max_dur[s]);
+            mine.first_start[s] = mine.first_start[s].min(theirs.first_start[s]);
+        }
+        for f in part.worst {
+            keep_worst(&mut self.worst, f);
+        }
+    }
+}
+
+/// What one reader thread takes of a read: its part of the counts and of the values.
+struct Part {
+    counted: Option<Counted>,
+    durations: Durations,
+}
+
 /// One read of the spans: the values asked for, into `durations` and `end_order`; the
-/// first read's counts into `counted`. False when the read stopped (a frame out of end
+/// first read's counts into `counted` and each thread's busy time into `busy`. What needs
+/// no order (the counts, the durations' buckets) is taken on the threads that read the
+/// spans where the source has them (issue 29: a third of this thread's time); this thread
+/// takes what follows the run's order. False when the read stopped (a frame out of end
 /// order, or, after the first, a run that changed).
 fn read_values(
     shape: &Shape,
     source: &dyn SpanSource,
     durations: &mut Durations,
-    (mut scan, mut counted): (Option<&mut Scan>, Option<&mut Counted>),
+    (mut scan, counted, mut busy): (
+        Option<&mut Scan>,
+        Option<&mut Counted>,
+        Option<&mut BusySweep>,
+    ),
     mut end_order: InEndOrder,
 ) -> anyhow::Result<bool> {
     let first = counted.is_some();
     let (from, to) = (shape.window.start_ns, shape.window.end_ns);
-    let read = source.for_each_spans(&mut |chunk| {
+    let parts: Vec<Mutex<Part>> = (0..BESIDE_WORKERS)
+        .map(|_| {
+            Mutex::new(Part {
+                counted: first.then(Counted::new),
+                durations: durations.part(),
+            })
+        })
+        .collect();
+    let beside = |worker: usize, chunk: &[Span]| -> anyhow::Result<()> {
+        // Each worker locks only its own part: never waited for.
+        let mut part = parts[worker]
+            .lock()
+            .map_err(|_| anyhow::anyhow!("a thread reading the spans failed"))?;
+        let Part { counted, durations } = &mut *part;
+        for s in chunk {
+            if out_of_range(s.start_ns, s.dur_ns) {
+                continue;
+            }
+            let place = shape.place(s);
+            if let Some(c) = counted.as_mut() {
+                c.count(&place);
+            }
+            if let Place::Measured(f) = place {
+                durations.add(f.stage, f.total_ns(), first)?;
+            }
+        }
+        Ok(())
+    };
+    let in_end_order =
+        end_order.intervals.open || end_order.late.is_some() || end_order.cadence.is_some();
+    let read = source.for_each_spans_beside(&beside, &mut |chunk| {
         for s in chunk {
             if let Some(scan) = scan.as_deref_mut() {
                 scan.span(s)?;
             }
-            if let Some(busy) = counted.as_deref_mut().and_then(|c| c.busy.as_mut()) {
+            if let Some(busy) = busy.as_deref_mut() {
                 // `streamed::counts_and_busy`: every span, clipped to the window.
                 let clipped = Clipped {
                     thread: s.thread,
@@ -547,33 +741,34 @@ fn read_values(
                     busy.add(clipped);
                 }
             }
-            if out_of_range(s.start_ns, s.dur_ns) {
+            if !in_end_order || out_of_range(s.start_ns, s.dur_ns) {
                 continue;
             }
-            let place = shape.place(s);
-            if let Some(c) = counted.as_deref_mut() {
-                match &place {
-                    Place::Warmup => c.warmup_frames += 1,
-                    Place::After => c.after_frames += 1,
-                    Place::Open => c.open_frames += 1,
-                    Place::Measured(f) => {
-                        c.measured += 1;
-                        count_stage(&mut c.counts, f);
-                        keep_worst(&mut c.worst, *f);
-                    }
-                }
-            }
-            let Place::Measured(f) = place else {
+            // Measured, as `Shape::place` has it.
+            let end_ns = s.start_ns + s.dur_ns;
+            if end_ns < from || end_ns > to || shape.open.contains(&s.frame) {
                 continue;
-            };
-            durations.add(f.stage, f.total_ns(), first)?;
-            if end_order.intervals.open || end_order.late.is_some() || end_order.cadence.is_some() {
-                end_order.push(f)?;
             }
+            end_order.push(Ended {
+                end_ns,
+                id: s.frame,
+                start_ns: s.start_ns,
+            })?;
         }
         Ok(())
     });
-    Ok(completed(read)? && end_order.finish().is_ok())
+    let completed = completed(read)?;
+    let mut counted = counted;
+    for part in parts {
+        let part = part
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let (Some(counted), Some(theirs)) = (counted.as_deref_mut(), part.counted) {
+            counted.absorb(theirs);
+        }
+        durations.absorb(part.durations);
+    }
+    Ok(completed && end_order.finish().is_ok())
 }
 
 const CHANGED: &str = "the run changed while it was read: analyse it again once nothing writes it";
@@ -591,27 +786,15 @@ fn facts(
         threads: &head.threads,
     };
     let with_threads = has_thread_info(names.threads);
-    let mut counted = Counted {
-        warmup_frames: 0,
-        after_frames: 0,
-        open_frames: 0,
-        measured: 0,
-        counts: StageCounts {
-            count: Vec::new(),
-            max_dur: Vec::new(),
-            first_start: Vec::new(),
-        },
-        busy: with_threads.then(BusySweep::default),
-        worst: Vec::with_capacity(WORST_FRAMES + 1),
-    };
+    let mut counted = Counted::new();
+    let mut busy = with_threads.then(BusySweep::default);
     let mut durations = Durations {
         stages: Vec::new(),
-        totals: Selection::default(),
+        totals: new_set(also.is_some()),
         stages_open: false,
         totals_open: false,
-        also,
+        digesting: also.is_some(),
     };
-    durations.totals = new_set(also.is_some());
     let mut intervals = Intervals {
         open: true,
         ..Intervals::default()
@@ -627,7 +810,7 @@ fn facts(
         late_spans: want_late_spans.then_some(&mut late_spans),
         cadence: None,
     };
-    let firsts = (scan.as_mut(), Some(&mut counted));
+    let firsts = (scan.as_mut(), Some(&mut counted), busy.as_mut());
     if !read_values(&shape, source, &mut durations, firsts, first)? {
         return Ok(None);
     }
@@ -635,7 +818,7 @@ fn facts(
         shape.scanned(scan);
     }
     let shape = &shape;
-    let busy = match counted.busy.take().map(BusySweep::finish) {
+    let busy = match busy.map(BusySweep::finish) {
         // A thread's spans out of start order: sorting them takes the spans in memory.
         Some(None) => return Ok(None),
         Some(Some(busy)) => Some(busy),
@@ -648,8 +831,10 @@ fn facts(
         window: (shape.window.start_ns, shape.window.end_ns),
         stage_count: order.len().max(head.stages.len()),
         worst: counted.worst.iter().map(|f| f.id).collect(),
+        find_worst: false,
+        open: Vec::new(),
     });
-    let mut more = durations.end_pass()?;
+    let mut more = durations.end_pass(also)?;
     // With one stage its durations are the totals; with more, the totals are counted from
     // the next read (the first did not take them: most runs of one span a frame have one).
     durations.totals_open = order.len() != 1;
@@ -668,11 +853,11 @@ fn facts(
             late_spans: None,
             cadence: (!cadence_read).then_some(&mut cadence),
         };
-        if !read_values(shape, source, &mut durations, (None, None), end_order)? {
+        if !read_values(shape, source, &mut durations, (None, None, None), end_order)? {
             anyhow::bail!(CHANGED);
         }
         cadence_read = true;
-        more = durations.end_pass()?;
+        more = durations.end_pass(also)?;
         if intervals.open {
             intervals.open = !intervals.values.end_pass(&intervals_stats)?;
         }

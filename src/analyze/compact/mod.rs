@@ -88,13 +88,17 @@ pub fn split_beside<T>(
         let (ask, asked) = mpsc::channel::<SplitOf>();
         let beside = std::thread::Builder::new().spawn_scoped(scope, move || {
             let prepared = super::sched::prepare(head, source)?;
-            anyhow::Ok(match asked.recv() {
-                Ok(of) => {
-                    let splits = super::sched::split(head, prepared, &of, source)?;
-                    Beside::Split(of, splits)
+            // Told to find the worst frames of one span a frame, where they are not: wait
+            // for what the analysis tells next.
+            anyhow::Ok(loop {
+                match asked.recv() {
+                    Ok(of) => match super::sched::split(head, &prepared, &of, source)? {
+                        Some(splits) => break Beside::Split(splits),
+                        None => continue,
+                    },
+                    // Not told: split after the analysis.
+                    Err(_) => break Beside::Prepared(prepared),
                 }
-                // Not told: split after the analysis.
-                Err(_) => Beside::Prepared(prepared),
             })
         });
         let Ok(beside) = beside else {
@@ -118,7 +122,10 @@ pub fn split_beside<T>(
         };
         let analysis = analysis_of(&mut analysed);
         match split? {
-            Beside::Split(of, splits) if of == SplitOf::of(analysis, head) => {
+            Beside::Split(splits) if splits.of == SplitOf::of(analysis, head) => {
+                if splits.found_worst {
+                    SPLITS_BEFORE_FIRST_READ.with(|n| n.set(n.get() + 1));
+                }
                 splits.write(analysis)
             }
             // The analysis ended other than its first reads said (its worst frames left
@@ -132,10 +139,21 @@ pub fn split_beside<T>(
     })
 }
 
+thread_local! {
+    /// Analyses on this thread whose scheduler's split started before their first read
+    /// and was used (it found the worst frames itself): the tests count them.
+    static SPLITS_BEFORE_FIRST_READ: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many analyses on this thread used a split that started before their first read.
+pub fn splits_before_first_read() -> u64 {
+    SPLITS_BEFORE_FIRST_READ.with(|n| n.get())
+}
+
 /// What the thread beside the analysis gives: the spans split over what the analysis
 /// told, or only the slices it prepared.
 enum Beside<'a> {
-    Split(SplitOf, Splits),
+    Split(Splits),
     Prepared(Prepared<'a>),
 }
 

@@ -75,6 +75,14 @@ impl Cell {
         self.sum += v as i128;
     }
 
+    /// Adds the values `other` counted.
+    fn absorb(&mut self, other: &Cell) {
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.count += other.count;
+        self.sum += other.sum;
+    }
+
     /// Its values are all one value.
     fn uniform(&self) -> bool {
         self.min == self.max
@@ -88,6 +96,33 @@ enum Detail {
     Keep(Vec<i64>),
     /// Counts in `parts` ranges `width` values wide from the cell's least value.
     Split { width: u64, parts: Vec<Cell> },
+}
+
+impl Detail {
+    /// The same detail with nothing collected yet.
+    fn empty_like(&self) -> Detail {
+        match self {
+            Detail::Keep(_) => Detail::Keep(Vec::new()),
+            Detail::Split { width, parts } => Detail::Split {
+                width: *width,
+                parts: vec![Cell::empty(); parts.len()],
+            },
+        }
+    }
+
+    /// Adds what `other` (an [`Detail::empty_like`] of it) collected.
+    fn absorb(&mut self, other: Detail) {
+        match (self, other) {
+            (Detail::Keep(mine), Detail::Keep(theirs)) => mine.extend(theirs),
+            (Detail::Split { parts: mine, .. }, Detail::Split { parts: theirs, .. }) => {
+                for (m, t) in mine.iter_mut().zip(&theirs) {
+                    m.absorb(t);
+                }
+            }
+            // Parts are made from the selection they return to.
+            _ => unreachable!("a part of a selection collected another detail"),
+        }
+    }
 }
 
 /// The values of one set, as far as the passes so far tell them (see the module's doc).
@@ -199,6 +234,55 @@ impl Selection {
                 let part = ((v as i128 - min as i128) as u128 / *width as u128) as usize;
                 parts[part].add(v);
             }
+        }
+    }
+
+    /// An empty part of the current pass, to take some of its values elsewhere (another
+    /// thread), added back by [`Selection::absorb`] before the pass ends: a pass's values
+    /// may be shared among parts in any way, the counts, sums and kept values are the same.
+    /// It holds only the cells the pass collects, not those known already.
+    pub fn part(&self) -> Selection {
+        let cells: Vec<Cell> = (self.pending.iter())
+            .map(|&(c, _)| Cell {
+                min: self.cells[c].min,
+                max: self.cells[c].max,
+                ..Cell::empty()
+            })
+            .collect();
+        let pending = (self.pending.iter().enumerate())
+            .map(|(i, (_, detail))| (i, detail.empty_like()))
+            .collect();
+        Selection {
+            digest: self.digest.map(|_| 0),
+            passes: self.passes,
+            cells,
+            pending,
+            resolved: self.resolved,
+            ..Selection::with_keep_limit(self.keep_limit)
+        }
+    }
+
+    /// Adds the values a [`Selection::part`] of this pass took.
+    pub fn absorb(&mut self, part: Selection) {
+        self.seen += part.seen;
+        if self.passes == 0 {
+            self.count += part.count;
+            self.total += part.total;
+            if let (Some(d), Some(theirs)) = (&mut self.digest, part.digest) {
+                *d = d.wrapping_add(theirs);
+            }
+            match self.buckets.is_empty() {
+                true => self.buckets = part.buckets,
+                false => {
+                    for (m, t) in self.buckets.iter_mut().zip(&part.buckets) {
+                        m.absorb(t);
+                    }
+                }
+            }
+            return;
+        }
+        for ((_, mine), (_, theirs)) in self.pending.iter_mut().zip(part.pending) {
+            mine.absorb(theirs);
         }
     }
 
@@ -501,6 +585,57 @@ mod tests {
         })
         .unwrap();
         assert_eq!(stats(&none), stats(&[0i64; 0][..]));
+    }
+
+    /// Each pass's values dealt among `parts` parts (the main selection takes some too),
+    /// in an order that changes from pass to pass.
+    fn select_in_parts(values: &[i64], keep_limit: usize, parts: usize) -> Selection {
+        let mut selection = Selection::digesting(keep_limit);
+        let mut next = xorshift(parts as u64 + 1);
+        loop {
+            let mut taking: Vec<Selection> = (0..parts).map(|_| selection.part()).collect();
+            for &v in values {
+                match (next() % (parts as u64 + 1)) as usize {
+                    0 => selection.add(v),
+                    p => taking[p - 1].add(v),
+                }
+            }
+            for part in taking {
+                selection.absorb(part);
+            }
+            if selection.end_pass(&|r| drop(stats(r))).unwrap() {
+                return selection;
+            }
+        }
+    }
+
+    #[test]
+    fn values_taken_in_parts_give_what_one_selection_gives() {
+        let mut next = xorshift(11);
+        let close: Vec<i64> = (0..20_000)
+            .map(|_| (1 << 30) + (next() % 4_000_000) as i64)
+            .collect();
+        let spread: Vec<i64> = (0..20_000).map(|_| (next() >> 11) as i64).collect();
+        let mut ties = vec![5_000i64; 1980];
+        ties.extend(vec![7_000i64; 20]);
+        for (label, values) in [("close", close), ("spread", spread), ("ties", ties)] {
+            for limit in [1, 7, 100, KEEP_LIMIT] {
+                let whole = select_from(&values, limit, &|r| drop(stats(r))).unwrap();
+                let mut digesting = Selection::digesting(limit);
+                loop {
+                    values.iter().for_each(|&v| digesting.add(v));
+                    if digesting.end_pass(&|r| drop(stats(r))).unwrap() {
+                        break;
+                    }
+                }
+                for parts in [1, 3] {
+                    let in_parts = select_in_parts(&values, limit, parts);
+                    assert_eq!(stats(&in_parts), stats(&whole), "{label}, {limit}, {parts}");
+                    assert_eq!(in_parts.passes(), whole.passes(), "{label}, {limit}");
+                    assert_eq!(in_parts.digest(), digesting.digest(), "{label}");
+                }
+            }
+        }
     }
 
     #[test]

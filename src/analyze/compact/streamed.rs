@@ -204,6 +204,8 @@ fn facts(
         window: window_ns,
         stage_count: order.len().max(head.stages.len()),
         worst: worst.iter().map(|&f| table.id(f)).collect(),
+        find_worst: false,
+        open: Vec::new(),
     });
     let (pipeline, done) = if input.multi_span {
         // The waits need each frame's spans side by side: read grouped by frame.

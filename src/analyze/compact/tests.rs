@@ -942,6 +942,69 @@ fn thread_by_thread(mut run: Run) -> Run {
 }
 
 #[test]
+fn a_split_of_one_span_a_frame_starts_before_the_first_read_and_gives_the_same_reports() {
+    let mut run = with_timeline(on_two_threads(shaped_run(
+        30_000,
+        |n| MS + (n * 7919 % 1000) as i64 * 1000,
+        |n| 8 * MS + (n * 104_729 % 500) as i64 * 1000,
+    )));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.framelab");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // A window the metadata gives (the command exited), and one found by a first read
+    // (stopped by the duration: the last frames may be cut short).
+    for end_reason in [EndReason::Exited, EndReason::Duration] {
+        run.meta.end_reason = end_reason;
+        store::write_run(&path, &run).unwrap();
+        let loaded = store::load_run(&path, None).unwrap();
+        let stored = store::open_run(&path, None).unwrap();
+        let old = reports(&analyze(&loaded));
+        let before = super::splits_before_first_read();
+        let decoded = store::DecodedOnThreads(&stored);
+        let new = reports(&analyze_from(&stored.head, &decoded).unwrap());
+        assert!(
+            old == new,
+            "{end_reason:?}: {}",
+            first_difference(&old, &new)
+        );
+        if cores > 1 {
+            assert_eq!(
+                super::splits_before_first_read(),
+                before + 1,
+                "{end_reason:?}"
+            );
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+    // Several spans a frame, the same window: the split told too early finds out, waits
+    // for the analysis and gives the same reports.
+    let mut doubled = run.clone();
+    doubled.spans = (run.spans.iter())
+        .flat_map(|s| {
+            let half = s.dur_ns / 2;
+            [
+                Span { dur_ns: half, ..*s },
+                Span {
+                    start_ns: s.start_ns + half,
+                    dur_ns: s.dur_ns - half,
+                    ..*s
+                },
+            ]
+        })
+        .collect();
+    let doubled = with_timeline(doubled);
+    store::write_run(&dir.path().join("doubled.framelab"), &doubled).unwrap();
+    let path = dir.path().join("doubled.framelab");
+    let loaded = store::load_run(&path, None).unwrap();
+    let stored = store::open_run(&path, None).unwrap();
+    let old = reports(&analyze(&loaded));
+    let before = super::splits_before_first_read();
+    let new = reports(&analyze_from(&stored.head, &store::DecodedOnThreads(&stored)).unwrap());
+    assert!(old == new, "{}", first_difference(&old, &new));
+    assert_eq!(super::splits_before_first_read(), before);
+}
+
+#[test]
 fn runs_of_several_spans_a_frame_read_without_columns_give_the_same_reports() {
     let many = Shape {
         frames: 6_000,
