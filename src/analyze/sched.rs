@@ -60,10 +60,15 @@ struct Split {
     by: Vec<(usize, f64)>,
 }
 
-/// A thread's slices, by start, and the longest (to find those overlapping a time).
+/// A thread's slices, by start, and where each ends at the latest (to find those
+/// overlapping a time).
 struct ThreadSlices<'a> {
     slices: &'a [SchedSlice],
-    longest: i64,
+    /// By slice: the latest end of it and the slices before it. The first slice that may
+    /// overlap a time is the first whose latest end is past it: with the longest slice's
+    /// length instead, one long slice (a thread asleep a second, in a `sched_switch`
+    /// timeline) had every later span walk back over a second of slices (issue 29).
+    ends_by: Vec<i64>,
     /// Per slice, how much denser than its average the thread's time is inside its spans
     /// (`spans_first`): 1 for tracepoint slices, which are wholly one state.
     density: Vec<f64>,
@@ -76,11 +81,11 @@ struct ThreadSlices<'a> {
 struct Cursor(Option<usize>);
 
 impl ThreadSlices<'_> {
-    /// The first slice that may overlap a time from `from` on: the same index a binary
-    /// search finds, stepped to from `cursor` when `from` did not go back.
+    /// The first slice that may overlap a time from `from` on (those before it all end by
+    /// `from`): the same index a binary search finds, stepped to from `cursor` when `from`
+    /// did not go back.
     fn first_from(&self, from: i64, cursor: &mut Cursor) -> usize {
-        let key = from.saturating_sub(self.longest);
-        let before = |i: usize| self.slices[i].start_ns < key;
+        let before = |i: usize| self.ends_by[i] <= from;
         let first = match cursor.0 {
             Some(at) if at == 0 || before(at - 1) => {
                 let mut i = at;
@@ -89,7 +94,7 @@ impl ThreadSlices<'_> {
                 }
                 i
             }
-            _ => self.slices.partition_point(|s| s.start_ns < key),
+            _ => self.ends_by.partition_point(|&end| end <= from),
         };
         cursor.0 = Some(first);
         first
@@ -735,6 +740,16 @@ fn add_to_unions(
     }
 }
 
+/// By slice: the latest end of it and the slices before it.
+fn ends_by(slices: &[SchedSlice]) -> Vec<i64> {
+    (slices.iter())
+        .scan(i64::MIN, |latest, s| {
+            *latest = (*latest).max(s.start_ns.saturating_add(s.dur_ns));
+            Some(*latest)
+        })
+        .collect()
+}
+
 fn index(timeline: &SchedTimeline) -> HashMap<u32, ThreadSlices<'_>> {
     let mut out = HashMap::new();
     let slices = &timeline.slices;
@@ -747,7 +762,7 @@ fn index(timeline: &SchedTimeline) -> HashMap<u32, ThreadSlices<'_>> {
             tid,
             ThreadSlices {
                 slices: mine,
-                longest: mine.iter().map(|s| s.dur_ns).max().unwrap_or(0),
+                ends_by: ends_by(mine),
                 density: vec![1.0; mine.len()],
             },
         );
@@ -1081,13 +1096,47 @@ mod union_tests {
     }
 
     #[test]
+    fn a_long_slice_does_not_make_later_spans_walk_back_over_every_slice() {
+        // A thread asleep 1 ms, then on a CPU 10 ns every µs.
+        let mut slices = vec![SchedSlice {
+            tid: 1,
+            start_ns: 0,
+            dur_ns: 1_000_000,
+            ..SchedSlice::default()
+        }];
+        slices.extend((0..1000).map(|k| SchedSlice {
+            tid: 1,
+            start_ns: 1_000_000 + k * 1000,
+            dur_ns: 10,
+            on_cpu_ns: 10,
+            ..SchedSlice::default()
+        }));
+        let thread = ThreadSlices {
+            slices: &slices,
+            ends_by: ends_by(&slices),
+            density: vec![1.0; slices.len()],
+        };
+        // The first slice that can overlap 1.9 ms is the 900th short one, with or without
+        // a cursor, not the first after the long slice.
+        assert_eq!(thread.first_from(1_900_000, &mut Cursor::default()), 901);
+        let mut cursor = Cursor::default();
+        assert_eq!(thread.first_from(1_500_005, &mut cursor), 501);
+        assert_eq!(thread.first_from(1_900_000, &mut cursor), 901);
+        // The same split as every slice looked at.
+        let mut comms = Comms::default();
+        let mut split = Split::default();
+        thread.split(1_899_995, 1_900_005, &mut comms, &mut split);
+        assert_eq!(split.on_cpu, 5.0);
+    }
+
+    #[test]
     fn a_union_split_as_it_is_built_is_the_whole_union_split() {
         // Spans nested and out of order within a few intervals (followed), then one that
         // reaches back past the intervals already split (built whole again).
         let slices = slices();
         let thread = ThreadSlices {
             slices: &slices,
-            longest: 7,
+            ends_by: ends_by(&slices),
             density: vec![1.0; slices.len()],
         };
         let mut spans: Vec<(i64, i64)> = Vec::new();
