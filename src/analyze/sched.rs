@@ -238,8 +238,8 @@ impl SplitOf {
 /// measured span: largest total, then earliest end, then smallest id), each with its
 /// span's split.
 struct FoundWorst {
-    /// (key, frame, the span's split), best first.
-    worst: Vec<((std::cmp::Reverse<i64>, i64, u64), Split)>,
+    /// Each worst frame's key (its frame id last) and its span's split, best first.
+    worst: Vec<(WorstKey, Split)>,
     /// The last usable span's frame: ids must count up.
     last_frame: Option<u64>,
     /// Frames cut short by the stop: not measured.

@@ -574,7 +574,7 @@ impl Durations {
 
     /// Ends a read; whether another is needed. `also` is asked of each set besides its
     /// distribution.
-    fn end_pass(&mut self, also: Option<&dyn Fn(&dyn Ranked)>) -> anyhow::Result<bool> {
+    fn end_pass(&mut self, also: AlsoAsked) -> anyhow::Result<bool> {
         let asked = |r: &dyn Ranked| {
             dist_only(r);
             if let Some(also) = also {
@@ -594,6 +594,9 @@ impl Durations {
         Ok(self.stages_open || self.totals_open)
     }
 }
+
+/// What the caller asks of each set of values besides its distribution (`compare`).
+type AlsoAsked<'a> = Option<&'a dyn Fn(&dyn Ranked)>;
 
 /// A set of values; digesting them when the caller asks more of them (`compare`).
 fn new_set(digesting: bool) -> Selection {
