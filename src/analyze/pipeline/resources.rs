@@ -65,6 +65,9 @@ impl ThreadSweep {
         }
     }
 
+    // Inlined into each sweep's loop: a call a span was a tenth of the analysing thread's
+    // time in a read of one span a frame (issue 29).
+    #[inline(always)]
     fn add(&mut self, stage: u16, span: (i64, i64)) {
         self.in_order &= span >= self.last;
         self.last = span;
