@@ -520,7 +520,13 @@ struct Durations {
     totals_open: bool,
     /// Whether the values' digests are taken (the caller asks more of them).
     digesting: bool,
+    /// Whether the reader threads take the values, each its part: only for a few stages,
+    /// each part's first buckets being ~1 MB a stage.
+    beside: bool,
 }
+
+/// Stages of a run whose durations the reader threads take (see [`Durations::beside`]).
+const STAGES_BESIDE: usize = 8;
 
 impl Durations {
     /// The first read adds stages as they come; later ones find them.
@@ -719,7 +725,7 @@ fn read_values(
             if let Some(c) = counted.as_mut() {
                 c.count(&place);
             }
-            if let Place::Measured(f) = place {
+            if let (true, Place::Measured(f)) = (durations.beside, place) {
                 durations.add(f.stage, f.total_ns(), first)?;
             }
         }
@@ -744,7 +750,7 @@ fn read_values(
                     busy.add(clipped);
                 }
             }
-            if !in_end_order || out_of_range(s.start_ns, s.dur_ns) {
+            if out_of_range(s.start_ns, s.dur_ns) {
                 continue;
             }
             // Measured, as `Shape::place` has it.
@@ -752,11 +758,16 @@ fn read_values(
             if end_ns < from || end_ns > to || shape.open.contains(&s.frame) {
                 continue;
             }
-            end_order.push(Ended {
-                end_ns,
-                id: s.frame,
-                start_ns: s.start_ns,
-            })?;
+            if !durations.beside {
+                durations.add(s.stage, end_ns - s.start_ns, first)?;
+            }
+            if in_end_order {
+                end_order.push(Ended {
+                    end_ns,
+                    id: s.frame,
+                    start_ns: s.start_ns,
+                })?;
+            }
         }
         Ok(())
     });
@@ -797,6 +808,7 @@ fn facts(
         stages_open: false,
         totals_open: false,
         digesting: also.is_some(),
+        beside: head.stages.len() <= STAGES_BESIDE,
     };
     let mut intervals = Intervals {
         open: true,

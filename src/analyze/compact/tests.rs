@@ -942,6 +942,23 @@ fn thread_by_thread(mut run: Run) -> Run {
 }
 
 #[test]
+fn many_stages_of_one_span_a_frame_give_the_same_reports() {
+    // More stages than the reader threads take the durations of: the analysing thread
+    // takes them.
+    let mut run = with_timeline(on_two_threads(shaped_run(
+        24_000,
+        |n| MS + (n * 7919 % 1000) as i64 * 1000,
+        |_| 8 * MS,
+    )));
+    run.stages = (0..12).map(|k| format!("stage {k}")).collect();
+    for s in &mut run.spans {
+        s.stage = (s.frame % 12) as u16;
+    }
+    assert!(read_frameless(&run));
+    same("twelve stages", &run);
+}
+
+#[test]
 fn a_split_of_one_span_a_frame_starts_before_the_first_read_and_gives_the_same_reports() {
     let mut run = with_timeline(on_two_threads(shaped_run(
         30_000,
