@@ -147,11 +147,10 @@ impl<'a> RunData<'a> {
         // little (frames already in end order; else the order of every frame, 4 bytes a
         // frame, is written once the analysis has dropped what it held).
         let (frame_plots, analysed) = std::thread::scope(|scope| {
-            let beside = indexed_by_end(&table)
-                .then(|| std::thread::Builder::new().spawn_scoped(scope, || frame_plots(&table)))
-                .and_then(Result::ok);
+            let plots = || plots_if_indexed_by_end(&table);
+            let beside = std::thread::Builder::new().spawn_scoped(scope, plots).ok();
             let analysed = Self::analyze_measured(head, &table, spans, source);
-            let plots = beside.map(|plots| {
+            let plots = beside.and_then(|plots| {
                 plots
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -422,12 +421,15 @@ fn indexed_by_end(table: &FrameTable) -> bool {
 /// The frame-time plots of every frame by end: end-to-end totals and the intervals
 /// between ends.
 fn frame_plots(table: &FrameTable) -> FramePlots {
-    if indexed_by_end(table) {
-        plots_in_order(table, table.count(), || table.frames())
-    } else {
+    plots_if_indexed_by_end(table).unwrap_or_else(|| {
         let order = all_by_end(table);
         plots_in_order(table, order.len(), || order.iter().copied())
-    }
+    })
+}
+
+/// [`frame_plots`] where the frames by index are in end order: none else.
+fn plots_if_indexed_by_end(table: &FrameTable) -> Option<FramePlots> {
+    indexed_by_end(table).then(|| plots_in_order(table, table.count(), || table.frames()))
 }
 
 /// [`frame_plots`] of the `n` frames `order` gives, but a level of every point.
