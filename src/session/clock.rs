@@ -20,7 +20,7 @@ struct Segment {
     mono_ns: f64,
     ns_per_tick: f64,
     /// The same line in integers, where the two floats are exact in it (always, for a
-    /// clock of 1/16 to 256 ticks a nanosecond).
+    /// clock of 0.5 to 16 ticks a nanosecond: 500 MHz to 16 GHz).
     fixed: Option<FixedLine>,
 }
 
@@ -45,8 +45,10 @@ impl Segment {
     #[inline]
     fn nearest(&self, ticks: u64) -> i64 {
         let delta = ticks.wrapping_sub(self.from_ticks) as i64;
+        // |delta| < MAX_DELTA, in one compare.
+        let near = (delta as u64).wrapping_add(FixedLine::MAX_DELTA) < 2 * FixedLine::MAX_DELTA;
         match self.fixed {
-            Some(line) if delta.unsigned_abs() < FixedLine::MAX_DELTA => line.nearest(delta),
+            Some(line) if near => line.nearest(delta),
             _ => nearest_ns(self.convert(ticks)),
         }
     }
@@ -61,18 +63,17 @@ struct FixedLine {
 }
 
 impl FixedLine {
-    /// 56 fraction bits hold a slope of 1/16 ns a tick (a 16 GHz clock) exactly, and leave 8
-    /// bits for slopes up to 256 ns a tick in a u64.
+    /// 56 fraction bits hold a slope of 1/16 ns a tick (a 16 GHz clock) exactly.
     const FRACTION: u32 = 56;
-    /// Ticks either side of the segment's start the integers take: `|delta| × per_tick` stays
-    /// under 2^126 and the sum under 2^127. 2^62 ticks is 48 years at 3 GHz.
-    const MAX_DELTA: u64 = 1 << 62;
+    /// Ticks either side of the segment's start the integers take (24 years at 3 GHz). With
+    /// a slope under 2 ns a tick (`per_tick` < 2^57) and |mono_ns| under 2^61 ns (73 years)
+    /// the sum stays under 2^119, so the rounded ns fit an i64 without a clamp.
+    const MAX_DELTA: u64 = 1 << 61;
 
     fn of(mono_ns: f64, ns_per_tick: f64) -> Option<FixedLine> {
         let scale = (1u64 << Self::FRACTION) as f64;
-        let per_tick = exact_integer(ns_per_tick * scale).filter(|&p| p > 0 && p < 1 << 64)?;
-        // |mono_ns| < 2^63 ns keeps base under 2^119.
-        let base = exact_integer(mono_ns * scale).filter(|b| b.unsigned_abs() < 1 << 119)?;
+        let per_tick = exact_integer(ns_per_tick * scale).filter(|&p| p > 0 && p < 1 << 57)?;
+        let base = exact_integer(mono_ns * scale).filter(|b| b.unsigned_abs() < 1 << 117)?;
         Some(FixedLine {
             base,
             per_tick: per_tick as u64,
@@ -83,8 +84,8 @@ impl FixedLine {
     fn nearest(self, delta: i64) -> i64 {
         let exact = self.base + i128::from(delta) * i128::from(self.per_tick);
         // Round half up (as `nearest_ns`): add a half, then floor (the shift of a signed value).
-        let rounded = (exact + (1 << (Self::FRACTION - 1))) >> Self::FRACTION;
-        rounded.clamp(i64::MIN.into(), i64::MAX.into()) as i64
+        // Under 2^63 by the bounds above: the cast is exact.
+        ((exact + (1 << (Self::FRACTION - 1))) >> Self::FRACTION) as i64
     }
 }
 
@@ -135,6 +136,7 @@ impl TickClock {
     }
 
     /// CLOCK_MONOTONIC nanoseconds of `ticks`.
+    #[inline]
     pub fn to_mono_ns(&self, ticks: u64) -> i64 {
         // Records are recent: search from the newest segment.
         let segment = self
@@ -359,8 +361,8 @@ mod tests {
 
     #[test]
     fn slopes_the_integers_cannot_hold_fall_back_to_the_floats() {
-        // A 20 GHz clock's slope has bits below 2^-56; a 1 MHz clock's is over 256 ns a tick.
-        for ns_per_tick in [1.0 / 20.0 + 1e-17, 1000.0] {
+        // A 20 GHz clock's slope has bits below 2^-56; a 400 MHz clock's is over 2 ns a tick.
+        for ns_per_tick in [1.0 / 20.0 + 1e-17, 2.5, 1000.0] {
             let segment = Segment::new(0, 1e9, ns_per_tick);
             assert!(segment.fixed.is_none(), "{ns_per_tick}");
             assert_eq!(segment.nearest(12_345), nearest_ns(segment.convert(12_345)));
