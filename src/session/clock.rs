@@ -327,11 +327,12 @@ mod tests {
                             let ulp = f64::from_bits(largest.to_bits() + 1) - largest;
                             let off = (floats - exact).abs();
                             if ulp < 0.25 {
-                                // Below 2^51 ns (26 days) of uptime: only near a half ns.
+                                // Below 2^50 ns (13 days): only near a half ns.
                                 assert_eq!(off, 1, "off by more than 1 ns");
                                 assert!(to_half <= 2.0 * ulp, "{to_half} from a half, ulp {ulp}");
                             } else {
-                                // Above, the floats cannot hold the half ns at all.
+                                // Above, the floats' steps are a quarter ns and more (from
+                                // 2^52 ns, 52 days, a whole ns): off by up to two of them.
                                 assert!(
                                     off as f64 <= 0.5 + 2.0 * ulp,
                                     "off by {off} ns, ulp {ulp}"
