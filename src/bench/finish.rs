@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::{BenchOptions, BenchOutcome, ExperimentSpec};
-use crate::history::cli::HistoryTarget;
+use crate::history::commands::HistoryTarget;
 use crate::store;
 
 /// A bench that ran: how it ended, and what there is to show.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use framelab::bench::{ExperimentSpec, Finished};
 use framelab::compare;
-use framelab::history::cli::HistoryTarget;
+use framelab::history::commands::HistoryTarget;
 use framelab::render::Format;
 use framelab::store;
 

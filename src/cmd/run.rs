@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use framelab::history::cli::HistoryTarget;
+use framelab::history::commands::HistoryTarget;
 use framelab::model::EndReason;
 use framelab::render::Format;
 use framelab::report;
