@@ -17,6 +17,8 @@ pub struct Finished {
     /// One variant at one set of parameter values: its runs are listed, not compared.
     /// False when the bench was stopped (nothing is shown then).
     pub single_variant: bool,
+    /// What adding the runs to the history store said (first of what is shown).
+    pub history_said: Vec<String>,
 }
 
 /// Runs the experiment; `runs_done` is called as soon as the runs are over (the command
@@ -34,15 +36,18 @@ pub fn run_to_end(
         return Ok(Finished {
             outcome,
             single_variant: false,
+            history_said: Vec::new(),
         });
     }
-    if let (Some(history), true) = (history, outcome.file.kept()) {
-        history.add(&outcome.path)?;
-    }
+    let history_said = match (history, outcome.file.kept()) {
+        (Some(history), true) => history.add(&outcome.path)?,
+        _ => Vec::new(),
+    };
     let single_variant = single_variant(&outcome.path)?;
     Ok(Finished {
         outcome,
         single_variant,
+        history_said,
     })
 }
 

@@ -21,7 +21,7 @@ use super::options::{
     refuse_profile_without_file, variant_service_specs,
 };
 use super::output::{emit, UNKEPT};
-use super::report::report_runs;
+
 use super::{default_signals, Outcome};
 use crate::cli::{limits, OutputArgs, ProfileFlag, RunControlArgs, ServiceArgs};
 
@@ -166,6 +166,9 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
 fn show(finished: &Finished, settings: &CompareSettings) -> anyhow::Result<Outcome> {
     let outcome = &finished.outcome;
     let path = outcome.path.display();
+    for line in &finished.history_said {
+        eprintln!("{line}");
+    }
     for failure in &outcome.cleanup_failures {
         eprintln!("error: {failure}");
     }
@@ -185,10 +188,11 @@ fn show(finished: &Finished, settings: &CompareSettings) -> anyhow::Result<Outco
     }
     if finished.single_variant {
         // Nothing to compare: each run's figures, as `framelab report` lists an experiment's.
-        emit(&report_runs(
+        emit(&framelab::report::stored::list_runs(
             &outcome.path,
             outcome.file.kept(),
             listing_format(settings.format),
+            super::output::use_color(),
         )?)?;
         eprintln!(
             "framelab: one variant and no --param: nothing to compare; add a --variant \
