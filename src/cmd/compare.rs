@@ -96,8 +96,8 @@ impl CompareSettings {
 /// where it goes.
 pub(super) struct ComparePlan {
     sources: Vec<compare::Source>,
-    /// `--by KEY`: one variant per value of the runs' tag.
-    /// `--by KEY`, and how many runs had no tag KEY (left out of `sources`).
+    /// `--by KEY` (one variant per value of the runs' tag), and how many runs had no tag
+    /// KEY (left out of `sources`).
     by: Option<(String, usize)>,
     options: compare::CompareOptions,
     output: Option<PathBuf>,
