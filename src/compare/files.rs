@@ -101,6 +101,90 @@ fn shown(text: String, unkept: Option<&Path>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::fixtures::reference_run;
+
+    /// Two run files of the reference run, each a variant; and quick options.
+    fn two_files(dir: &Path) -> (Vec<Source>, CompareOptions) {
+        let sources = ["a", "b"]
+            .iter()
+            .map(|name| {
+                let path = dir.join(format!("{name}.framelab"));
+                crate::store::write_run(&path, &reference_run()).unwrap();
+                super::super::parse_source(&path.to_string_lossy()).unwrap()
+            })
+            .collect();
+        let options = CompareOptions {
+            resamples: 200,
+            ..CompareOptions::default()
+        };
+        (sources, options)
+    }
+
+    #[test]
+    fn the_exports_are_written_and_standard_output_keeps_the_format_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sources, options) = two_files(dir.path());
+        let (json, md) = (dir.path().join("c.json"), dir.path().join("c.md"));
+        let to = Destinations {
+            format: Format::Text,
+            exports: vec![(json.clone(), Format::Json), (md.clone(), Format::Markdown)],
+            ..Destinations::default()
+        };
+        let delivered = compare_into(&sources, &options, &to).unwrap();
+        assert!(delivered.failed.is_none());
+        assert_eq!(delivered.written, [json.clone(), md.clone()]);
+        let document = super::super::document(&delivered.comparison);
+        assert_eq!(
+            delivered.printed.as_deref(),
+            Some(
+                super::super::write(&document, Format::Text)
+                    .unwrap()
+                    .as_str()
+            )
+        );
+        let exported: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert!(exported.is_object());
+        assert_eq!(
+            std::fs::read_to_string(&md).unwrap(),
+            super::super::write(&document, Format::Markdown).unwrap()
+        );
+    }
+
+    /// `-o` takes what standard output would show; an export that cannot be written is
+    /// handed back after the files before it were written, and none after it is.
+    #[test]
+    fn an_export_that_cannot_be_written_is_handed_back_after_those_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sources, options) = two_files(dir.path());
+        let page = dir.path().join("c.html");
+        let (json, csv, md) = (
+            dir.path().join("c.json"),
+            dir.path().join("gone/c.csv"),
+            dir.path().join("c.md"),
+        );
+        let to = Destinations {
+            format: Format::Html,
+            output: Some(page.clone()),
+            exports: vec![
+                (json.clone(), Format::Json),
+                (csv, Format::Csv),
+                (md.clone(), Format::Markdown),
+            ],
+            unkept: None,
+        };
+        let delivered = compare_into(&sources, &options, &to).unwrap();
+        assert!(delivered.printed.is_none(), "-o took it");
+        assert_eq!(delivered.written, [page.clone(), json]);
+        assert!(std::fs::read_to_string(&page).unwrap().contains("<html"));
+        let failed = delivered.failed.unwrap().to_string();
+        assert!(
+            failed.starts_with("cannot write the comparison to ")
+                && failed.ends_with("; choose a writable path"),
+            "{failed}"
+        );
+        assert!(!md.exists(), "nothing after the failure");
+    }
 
     #[test]
     fn a_file_not_kept_is_named_as_the_null_device() {
