@@ -66,3 +66,53 @@ pub fn analyze_stored(path: &Path, run_id: Option<i64>) -> anyhow::Result<(Analy
     let analysis = analyze::compact::analyze_from(&run.head, &store::DecodedOnThreads(&run))?;
     Ok((analysis, run.head))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::fixtures::{crashed_run, reference_run};
+
+    fn options(run: &Path, run_id: Option<i64>, format: Format, several: bool) -> ReportOptions {
+        ReportOptions {
+            run: run.to_owned(),
+            run_id,
+            format,
+            several,
+            verbose: false,
+            color: false,
+        }
+    }
+
+    /// The report of a stored run is the report of the run in memory.
+    #[test]
+    fn a_stored_run_reports_as_the_run_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("one.framelab");
+        let id = store::write_run(&path, &reference_run()).unwrap();
+        let expected = crate::analyze::analyze(&store::load_run(&path, Some(id)).unwrap());
+        for format in [Format::Text, Format::Json] {
+            let text = report_file(&options(&path, None, format, false)).unwrap();
+            assert_eq!(
+                text,
+                super::super::render(&expected, format, false).unwrap()
+            );
+        }
+        let page = report_file(&options(&path, Some(id), Format::Html, false)).unwrap();
+        assert!(page.contains("<html"), "the run's page");
+    }
+
+    /// A file of several runs, no run asked for: one line per run.
+    #[test]
+    fn a_file_of_several_runs_is_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("two.framelab");
+        store::write_run(&path, &reference_run()).unwrap();
+        store::write_run(&path, &crashed_run()).unwrap();
+        let listed = report_file(&options(&path, None, Format::Text, true)).unwrap();
+        assert_eq!(listed, list_runs(&path, true, Format::Text, false).unwrap());
+        let json: serde_json::Value =
+            serde_json::from_str(&report_file(&options(&path, None, Format::Json, true)).unwrap())
+                .unwrap();
+        assert_eq!(json["runs"].as_array().map(Vec::len), Some(2));
+    }
+}
