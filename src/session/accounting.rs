@@ -702,9 +702,15 @@ impl Accounting {
                     t.exit_rss_bytes = t.exit_rss_bytes.max(exit.hiwater_rss_bytes);
                 }
             }
-            match self.procs.get(&exit.pid) {
+            match self.procs.get_mut(&exit.pid) {
                 Some(t) if !t.gone.is_some_and(|g| g.by_framelab) => {
                     if t.ppid == exit.ppid {
+                        // Read between its fork and its exec, it still had its parent's name:
+                        // the main thread's name at its exit is the one it ran under (the
+                        // record is the main thread's where it says how long it lived).
+                        if exit.lifetime_ns.is_some() {
+                            t.name.clone_from(&exit.comm);
+                        }
                         self.exits.insert(exit.pid, exit);
                     }
                 }

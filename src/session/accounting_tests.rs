@@ -466,6 +466,29 @@ fn a_child_that_ends_between_readings_counts_its_exit_record() {
     );
 }
 
+/// A shell's child read between its fork and its exec still had the shell's name; it
+/// ran, and ended, as `sleep`. Its row is named as the kernel named it at its exit (a
+/// loaded machine made this race common: `sh -c 'sleep 0.1; …'` showed a second `sh`).
+#[test]
+fn a_child_read_before_its_exec_is_named_as_it_ended() {
+    let mut world = World::new();
+    with_exit_records(&mut world);
+    world.process(CMD, "sh", 'S', COLLECTOR, [0, 0, 0, 0], 1);
+    world.process(101, "sh", 'S', CMD, [0, 0, 0, 0], 1);
+    let mut acc = world.opened(WatchList::default(), 0);
+    world.exit(exit_record(101, CMD, "sleep", 1, 100, 1));
+    world.gone(101);
+    acc.sample(500_000_000, CMD);
+    acc.end_window(1_000_000_000, CMD);
+    let rows = acc.results();
+    assert_eq!(row(&rows, "sleep").cpu_source, CpuSource::Exit, "{rows:?}");
+    assert_eq!(
+        rows.iter().filter(|r| r.name == "sh").count(),
+        1,
+        "{rows:?}"
+    );
+}
+
 #[test]
 fn a_process_of_a_watched_name_that_lived_between_readings_has_a_row_from_its_exit_record() {
     let mut world = World::new();

@@ -158,13 +158,13 @@ fn a_pipeline_preempted_by_a_hog_is_busy_only_for_its_time_on_cpu() {
     assert_eq!(report["sched"]["source"], "tracepoints", "{report:#}");
     assert_busy_is_on_cpu(&report, &text);
     // The time the spans waited for the CPU is named after the tasks that held it: the hog
-    // among them (on a shared machine, others too), for a real share of the wait.
+    // among them. Its share of the wait is not asserted: on a loaded machine others take
+    // most of it (a CI run beside compilers: the hog 2% of 2.7 s, `rustc` 35%).
     let by = report["sched"]["preempted_by"].as_array().unwrap();
-    let waited: f64 = by.iter().map(|b| b["ns"].as_f64().unwrap()).sum();
     let hog = (by.iter())
         .find(|b| b["comm"] == "cpuhog")
         .unwrap_or_else(|| panic!("the hog is not named: {by:#?}"));
-    assert!(hog["ns"].as_f64().unwrap() > waited * 0.05, "{by:#?}");
+    assert!(hog["ns"].as_f64().unwrap() > 0.0, "{by:#?}");
     let worst = report["worst_frames"].as_array().unwrap();
     assert!(
         worst.iter().all(|w| w["preempted_by"].is_string()),
