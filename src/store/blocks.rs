@@ -156,6 +156,53 @@ impl BlockEncoder {
         None
     }
 
+    /// Adds `spans` in order, handing each block they close to `closed`, as `push` one by one
+    /// would. A block that opens and closes within `spans` is encoded straight from it; only
+    /// the spans of the block still open at the end (and of one an earlier call began) are
+    /// copied and kept: the writer's batches of thousands of spans are not copied once more.
+    pub fn push_all(
+        &mut self,
+        spans: &[Span],
+        mut closed: impl FnMut(Block) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        // While a block is open it is `pending` followed by `spans[from..i]`.
+        let mut from = 0;
+        for (i, span) in spans.iter().enumerate() {
+            let Some((ranges, layout)) = self.ranges.as_mut() else {
+                let ranges = Ranges::of(span);
+                self.ranges = Some((ranges, ranges.layout()));
+                from = i;
+                continue;
+            };
+            let merged = ranges.with(span);
+            let needed = merged.layout();
+            let held = self.pending.len() + (i - from);
+            let full = held >= needed.capacity();
+            let leaving_wide = *layout == Layout::Wide && Ranges::of(span).layout() < Layout::Wide;
+            if !(needed > *layout || full || leaving_wide) {
+                *ranges = merged;
+                continue;
+            }
+            let (ranges, layout) = (*ranges, *layout);
+            let block = if self.pending.is_empty() {
+                encode(&spans[from..i], &ranges, layout)
+            } else {
+                self.pending.extend_from_slice(&spans[from..i]);
+                let block = encode(&self.pending, &ranges, layout);
+                self.pending.clear();
+                block
+            };
+            let next = Ranges::of(span);
+            self.ranges = Some((next, next.layout()));
+            from = i;
+            closed(block)?;
+        }
+        if self.ranges.is_some() {
+            self.pending.extend_from_slice(&spans[from..]);
+        }
+        Ok(())
+    }
+
     fn start(&mut self, span: &Span) {
         let ranges = Ranges::of(span);
         self.ranges = Some((ranges, ranges.layout()));
@@ -461,6 +508,21 @@ mod tests {
             }
         };
         let blocks = encode_all(&spans);
+        // In the writer's batches (any size, a block cut across two) the same blocks.
+        for batch in [1, 7, 336, 2_000, 16_384, spans.len()] {
+            let mut encoder = BlockEncoder::default();
+            let mut batched = Vec::new();
+            for chunk in spans.chunks(batch) {
+                encoder
+                    .push_all(chunk, |b| {
+                        batched.push(b);
+                        Ok(())
+                    })
+                    .unwrap();
+            }
+            batched.extend(encoder.finish());
+            assert!(batched == blocks, "batches of {batch}");
+        }
         for b in &blocks {
             fold(&(b.layout as i64).to_le_bytes());
             fold(&(b.count as u64).to_le_bytes());

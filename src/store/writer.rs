@@ -392,12 +392,11 @@ impl RunWriter {
             return Ok(());
         }
         self.begin()?;
-        for span in spans {
-            if let Some(block) = self.blocks.push(span) {
-                self.write_block(&block)?;
-            }
-        }
-        Ok(())
+        // The encoder is taken out while it hands blocks to `write_block` (which needs self).
+        let mut encoder = std::mem::take(&mut self.blocks);
+        let written = encoder.push_all(spans, |block| self.write_block(&block));
+        self.blocks = encoder;
+        written
     }
 
     /// Inserts a closed block after the file's last span, in the open transaction.

@@ -17,97 +17,150 @@ pub struct Decimated {
 /// each bucket's minimum and maximum (one point when they are the same one).
 pub fn min_max(points: impl ExactSizeIterator<Item = (f64, f64)>, buckets: usize) -> Decimated {
     let n = points.len();
+    let size = coarse_size(n, buckets);
+    let kept = levels(points.map(|p| (p, p.1)), n, &[size])
+        .into_iter()
+        .next();
+    kept.map_or_else(Decimated::default, |k| k.points(|p| p))
+}
+
+/// Points per bucket of [`min_max`]: 1 when `n` points are at most `2 × buckets`.
+fn coarse_size(n: usize, buckets: usize) -> usize {
     let buckets = buckets.max(1);
-    let size = if n <= 2 * buckets {
+    if n <= 2 * buckets {
         1
     } else {
         n.div_ceil(buckets)
-    };
-    by_bucket(points, size)
+    }
 }
 
 /// How many times finer each level of detail is than the one above it.
 const FINER: usize = 16;
 
-/// The levels of detail under `coarse` (a [`min_max`] of the same points), coarsest first,
-/// each [`FINER`] times finer than the one above, while a level has at most `max_points`;
-/// the last is every point when they are that few. Every level keeps every bucket's
-/// extremes, so the worst point is drawn at each.
-pub fn finer_levels<I>(
-    points: impl Fn() -> I,
-    coarse: &Decimated,
-    max_points: usize,
-) -> Vec<Decimated>
-where
-    I: ExactSizeIterator<Item = (f64, f64)>,
-{
-    let n = points().len();
-    let mut levels = Vec::new();
-    let mut size = coarse.bucket;
+/// Bucket sizes for `n` points: the whole view's ([`min_max`] with `buckets`), then its
+/// levels of detail, each [`FINER`] times finer than the one above, while a level has at
+/// most `max_points`; the last is every point (1) when they are that few.
+pub fn level_sizes(n: usize, buckets: usize, max_points: usize) -> Vec<usize> {
+    let mut size = coarse_size(n, buckets);
+    let mut sizes = vec![size];
     while size > 1 {
         if n <= max_points {
-            levels.push(by_bucket(points(), 1));
+            sizes.push(1);
             break;
         }
         size = size.div_ceil(FINER);
         if 2 * n.div_ceil(size) > max_points {
             break;
         }
-        levels.push(by_bucket(points(), size));
+        sizes.push(size);
     }
-    levels
+    sizes
 }
 
-/// Each bucket of `size` consecutive points as its minimum and maximum (1: every point).
-fn by_bucket(points: impl ExactSizeIterator<Item = (f64, f64)>, size: usize) -> Decimated {
-    let n = points.len();
-    let capacity = if size == 1 { n } else { 2 * n.div_ceil(size) };
-    let mut out = Decimated {
-        x: Vec::with_capacity(capacity),
-        y: Vec::with_capacity(capacity),
-        bucket: size,
-    };
-    if size == 1 {
-        points.for_each(|(x, y)| out.push(x, y));
-        return out;
+/// The points kept of a level: the keys they came with, in their order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kept<K> {
+    pub keys: Vec<K>,
+    /// Points per bucket; 1 when nothing was left out.
+    pub bucket: usize,
+}
+
+impl<K: Copy> Kept<K> {
+    /// The kept points, each `(x, y)` as `point` gives it of its key.
+    pub fn points(&self, point: impl Fn(K) -> (f64, f64)) -> Decimated {
+        let (x, y) = self.keys.iter().map(|&k| point(k)).unzip();
+        Decimated {
+            x,
+            y,
+            bucket: self.bucket,
+        }
     }
-    let mut lo: Option<(usize, f64, f64)> = None;
-    let mut hi: Option<(usize, f64, f64)> = None;
-    // Counted down: `(i + 1) % size` divided at every point, and this loop runs over every
-    // frame of the run a few times (a tenth of the HTML report's CPU, issue 29).
-    let mut left = size;
-    for (i, (x, y)) in points.enumerate() {
+}
+
+/// The `n` `points` (a key and its y) decimated at each of `sizes` (bucket sizes, 1: every
+/// point), in one pass: each level keeps every bucket's extremes, so the worst point is
+/// drawn at each. The points are kept by key: a frame plot walks millions of frames and
+/// keeps a few hundred thousand, whose x and y its frame's index gives (4 bytes a point
+/// where x and y took 16, while the analysis holds its peak beside it: issue 29).
+pub fn levels<K: Copy>(
+    points: impl Iterator<Item = (K, f64)>,
+    n: usize,
+    sizes: &[usize],
+) -> Vec<Kept<K>> {
+    let mut buckets: Vec<Buckets<K>> = sizes.iter().map(|&size| Buckets::new(n, size)).collect();
+    // One level is the common case (telemetry): its loop without the inner one.
+    if let [only] = &mut buckets[..] {
+        (points.enumerate()).for_each(|(i, (k, y))| only.add(i, k, y, n));
+    } else {
+        for (i, (k, y)) in points.enumerate() {
+            for level in &mut buckets {
+                level.add(i, k, y, n);
+            }
+        }
+    }
+    (buckets.into_iter())
+        .map(|mut b| {
+            // Fewer points than `n`: the last bucket is cut short there.
+            b.push_bucket();
+            b.out
+        })
+        .collect()
+}
+
+/// A level being filled: each bucket of `out.bucket` consecutive points as its minimum
+/// and maximum (1: every point), by their index, key and y.
+struct Buckets<K> {
+    out: Kept<K>,
+    /// Points left in the current bucket; counted down: `(i + 1) % size` divided at every
+    /// point, over every frame of the run (a tenth of the HTML report's CPU, issue 29).
+    left: usize,
+    lo: Option<(usize, K, f64)>,
+    hi: Option<(usize, K, f64)>,
+}
+
+impl<K: Copy> Buckets<K> {
+    fn new(n: usize, size: usize) -> Self {
+        let capacity = if size == 1 { n } else { 2 * n.div_ceil(size) };
+        Buckets {
+            out: Kept {
+                keys: Vec::with_capacity(capacity),
+                bucket: size,
+            },
+            left: size,
+            lo: None,
+            hi: None,
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, i: usize, k: K, y: f64, n: usize) {
+        if self.out.bucket == 1 {
+            self.out.keys.push(k);
+            return;
+        }
         // NaN is never kept over a number, and a bucket of NaN keeps one.
-        if lo.is_none_or(|(_, _, v)| y < v || v.is_nan()) {
-            lo = Some((i, x, y));
+        if self.lo.is_none_or(|(_, _, v)| y < v || v.is_nan()) {
+            self.lo = Some((i, k, y));
         }
-        if hi.is_none_or(|(_, _, v)| y > v || v.is_nan()) {
-            hi = Some((i, x, y));
+        if self.hi.is_none_or(|(_, _, v)| y > v || v.is_nan()) {
+            self.hi = Some((i, k, y));
         }
-        left -= 1;
-        if left == 0 || i + 1 == n {
-            out.push_bucket(lo.take(), hi.take());
-            left = size;
+        self.left -= 1;
+        if self.left == 0 || i + 1 == n {
+            self.push_bucket();
+            self.left = self.out.bucket;
         }
     }
-    out
-}
 
-impl Decimated {
-    fn push(&mut self, x: f64, y: f64) {
-        self.x.push(x);
-        self.y.push(y);
-    }
-
-    fn push_bucket(&mut self, lo: Option<(usize, f64, f64)>, hi: Option<(usize, f64, f64)>) {
-        match (lo, hi) {
-            (Some(a), Some(b)) if a.0 == b.0 => self.push(a.1, a.2),
+    fn push_bucket(&mut self) {
+        let keys = &mut self.out.keys;
+        match (self.lo.take(), self.hi.take()) {
+            (Some(a), Some(b)) if a.0 == b.0 => keys.push(a.1),
             (Some(a), Some(b)) => {
                 let (first, second) = if a.0 < b.0 { (a, b) } else { (b, a) };
-                self.push(first.1, first.2);
-                self.push(second.1, second.2);
+                keys.extend([first.1, second.1]);
             }
-            (Some(a), None) | (None, Some(a)) => self.push(a.1, a.2),
+            (Some(a), None) | (None, Some(a)) => keys.push(a.1),
             (None, None) => {}
         }
     }
@@ -173,27 +226,40 @@ mod tests {
     fn finer_levels_go_down_to_every_point_and_keep_the_worst() {
         let n = 1_000_003;
         let s = series(n, 765_432, 1e6);
-        let points = || s.iter().copied();
-        let coarse = min_max(points(), 1000);
         // Each level 16 times finer while it holds at most 200k points: 1001, 63, then 4
         // (500k points) is too many.
-        let levels = finer_levels(points, &coarse, 200_000);
-        let buckets: Vec<usize> = levels.iter().map(|l| l.bucket).collect();
-        assert_eq!((coarse.bucket, buckets), (1001, vec![63]));
-        assert_eq!(levels[0].x.len(), 2 * n.div_ceil(63));
-        for level in &levels {
+        let sizes = level_sizes(n, 1000, 200_000);
+        assert_eq!(sizes, [1001, 63]);
+        let all: Vec<Decimated> = (levels(s.iter().map(|&p| (p, p.1)), n, &sizes).iter())
+            .map(|kept| kept.points(|p| p))
+            .collect();
+        assert_eq!(all[0], min_max(s.iter().copied(), 1000), "the whole view");
+        assert_eq!(all[1].x.len(), 2 * n.div_ceil(63));
+        for level in &all {
             let at = level.y.iter().position(|&y| y == 1e6).expect("the spike");
             assert_eq!(level.x[at], 765_432.0);
         }
         // Few enough points for all of them: every point is the finest level.
         let short = series(50_000, 3, 9.0);
-        let coarse = min_max(short.iter().copied(), 1000);
-        let levels = finer_levels(|| short.iter().copied(), &coarse, 200_000);
-        assert_eq!(levels.len(), 1);
-        assert_eq!((levels[0].bucket, levels[0].x.len()), (1, 50_000));
+        let sizes = level_sizes(50_000, 1000, 200_000);
+        assert_eq!(sizes, [50, 1]);
+        let all = levels(short.iter().map(|&p| (p, p.1)), 50_000, &sizes);
+        assert_eq!((all[1].bucket, &all[1].keys), (1, &short));
         // Nothing left out: no finer level.
-        let whole = min_max(short.iter().take(100).copied(), 1000);
-        assert!(finer_levels(|| short.iter().take(100).copied(), &whole, 10).is_empty());
+        assert_eq!(level_sizes(100, 1000, 10), [1]);
+    }
+
+    /// Points kept by key are the points kept by value.
+    #[test]
+    fn points_kept_by_key_are_those_kept_by_value() {
+        let y = |k: u32| ((k * 7919) % 1000) as f64;
+        let kept = levels((0..10_000u32).map(|k| (k, y(k))), 10_000, &[100, 10]);
+        let by_value: Vec<(f64, f64)> = (0..10_000u32).map(|k| (k as f64 / 10.0, y(k))).collect();
+        assert_eq!(
+            kept[0].points(|k| (k as f64 / 10.0, y(k))),
+            min_max(by_value.iter().copied(), 100)
+        );
+        assert_eq!(kept[1].keys.len(), 2 * 1000);
     }
 
     #[test]

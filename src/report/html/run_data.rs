@@ -6,7 +6,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap};
 
-use super::decimate::{finer_levels, min_max, Decimated};
+use super::decimate::{level_sizes, levels, min_max, Decimated, Kept};
 use super::{percentile_grid, round};
 use crate::analyze::compact::columns::SpanColumns;
 use crate::analyze::compact::grouped::GroupedSpan;
@@ -57,6 +57,9 @@ pub struct RunData<'a> {
     pub table: FrameTable,
     read: FromSpans,
     curves: Curves,
+    /// The frame plots when made beside the analysis ([`frame_plots`]), else made with the
+    /// page.
+    frame_plots: Option<FramePlots>,
 }
 
 /// What the page needs of the spans beside the frames: the measured window and frames,
@@ -140,6 +143,46 @@ impl<'a> RunData<'a> {
         source: &(dyn SpanSource + Sync),
     ) -> anyhow::Result<(Self, Analysis)> {
         let (table, spans) = read_frames(source)?;
+        // The frame plots need the frames alone: beside the analysis, where that holds
+        // little (frames already in end order; else the order of every frame, 4 bytes a
+        // frame, is written once the analysis has dropped what it held).
+        let (frame_plots, analysed) = std::thread::scope(|scope| {
+            let plots = || plots_if_indexed_by_end(&table);
+            let beside = std::thread::Builder::new().spawn_scoped(scope, plots).ok();
+            let analysed = Self::analyze_measured(head, &table, spans, source);
+            let plots = beside.and_then(|plots| {
+                plots
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            });
+            (plots, analysed)
+        });
+        let Some((read, curves, analysis)) = analysed? else {
+            // A thread's spans came far out of start order (sorting them takes the
+            // columns), or frames came in no order a read can group: as for the text report.
+            count_column_fallback();
+            let (mut data, analysis) = Self::from_columns(head, table, source)?;
+            data.frame_plots = frame_plots;
+            return Ok((data, analysis));
+        };
+        let data = RunData {
+            head,
+            table,
+            read,
+            curves,
+            frame_plots,
+        };
+        Ok((data, analysis))
+    }
+
+    /// The analysis of [`RunData::analyze`] without columns, with what the page takes of
+    /// the spans and the curves; `None` where it needs the columns.
+    fn analyze_measured(
+        head: &Run,
+        table: &FrameTable,
+        spans: usize,
+        source: &(dyn SpanSource + Sync),
+    ) -> anyhow::Result<Option<(FromSpans, Curves, Analysis)>> {
         let mut curves = Curves::default();
         let mut worst_spans: Vec<(u32, Vec<WorstSpan>)> = Vec::new();
         let mut sorted = |sorted: Sorted| match sorted {
@@ -150,25 +193,16 @@ impl<'a> RunData<'a> {
         };
         let shown: Shown = (&mut sorted, &mut |_, _| {});
         let Some((analysis, measured)) =
-            analyze_measured_with_waits(head, &table, spans, source, shown)?
+            analyze_measured_with_waits(head, table, spans, source, shown)?
         else {
-            // A thread's spans came far out of start order (sorting them takes the
-            // columns), or frames came in no order a read can group: as for the text report.
-            count_column_fallback();
-            return Self::from_columns(head, table, source);
+            return Ok(None);
         };
         let read = FromSpans {
             window: resolve_window(&head.meta, table.last_end_ns),
             measured,
             worst_spans,
         };
-        let data = RunData {
-            head,
-            table,
-            read,
-            curves,
-        };
-        Ok((data, analysis))
+        Ok(Some((read, curves, analysis)))
     }
 
     /// [`RunData::analyze`] from the columns read beside `table`: what the page takes of
@@ -206,6 +240,7 @@ impl<'a> RunData<'a> {
             table,
             read,
             curves,
+            frame_plots: None,
         };
         Ok((data, analysis))
     }
@@ -235,6 +270,7 @@ impl<'a> RunData<'a> {
             table,
             read,
             curves,
+            frame_plots: plots,
         } = self;
         let table = &table;
         let (window, measured) = (read.window, read.measured);
@@ -249,7 +285,11 @@ impl<'a> RunData<'a> {
             budget_us: budget_ns.map(|b| us(b as f64)),
             window_start_s: secs(window.start_ns),
             window_end_s: secs(window.end_ns),
-            frames: frame_series(table, late, stutters),
+            frames: frame_series(
+                plots.unwrap_or_else(|| frame_plots(table)).series(table),
+                late,
+                stutters,
+            ),
         };
         let histograms = (head.histograms.iter())
             .map(|h| Histogram {
@@ -299,22 +339,58 @@ fn series(label: &str, unit: &str, points: usize, d: Decimated, y_round: i32) ->
     }
 }
 
-/// A frame plot's series: its points decimated, with finer levels for zooming.
-fn frame_plot<I>(label: &str, points: impl Fn() -> I) -> Series
-where
-    I: ExactSizeIterator<Item = (f64, f64)>,
-{
-    let coarse = min_max(points(), FRAME_BUCKETS);
-    let detail = finer_levels(&points, &coarse, MAX_DETAIL_POINTS);
-    let mut s = series(label, "µs", points().len(), coarse, 2);
-    s.finest_bucket = detail.last().map(|d| d.bucket);
-    s.detail = (detail.into_iter())
+/// The frame-time plots' points kept at each level of detail, by frame index: each total
+/// by its frame, each interval by its frame and the one before it in end order. Made in
+/// one pass over the frames each ([`frame_plots`]), beside the analysis, and drawn from the
+/// frame table after it ([`FramePlots::series`]). A level of every point is not kept but
+/// walked again then: what is held beside the analysis stays small whatever the run's
+/// length (at most 12 bytes for each of 2 × 131k points).
+struct FramePlots {
+    total: (usize, Vec<Kept<u32>>),
+    interval: (usize, Vec<Kept<(u32, u32)>>),
+    /// Whether each series' finest level (totals, intervals) is every point.
+    every_point: (bool, bool),
+}
+
+impl FramePlots {
+    /// The two series (totals, intervals) of `table`'s frames.
+    fn series(self, table: &FrameTable) -> (Series, Series) {
+        let (total_whole, interval_whole) = self.every_point;
+        let every = (total_whole || interval_whole).then(|| every_point(table));
+        let (every_total, every_interval) = every.unzip();
+        let every_total = every_total.filter(|_| total_whole);
+        let every_interval = every_interval.filter(|_| interval_whole);
+        let end_s = |i: u32| secs(table.end_ns(i));
+        let total = frame_plot("total", self.total, every_total, |i| {
+            (end_s(i), table.total_ns(i) as f64 / 1e3)
+        });
+        let interval = frame_plot("interval", self.interval, every_interval, |(before, i)| {
+            let between = table.end_ns(i).saturating_sub(table.end_ns(before));
+            (end_s(i), between as f64 / 1e3)
+        });
+        (total, interval)
+    }
+}
+
+/// A frame plot's series of `n` points (`levels`, then `every` point when that is the
+/// finest: the whole run's view, then the finer levels for zooming), each point of its
+/// key as `point` gives it.
+fn frame_plot<K: Copy>(
+    label: &str,
+    (n, levels): (usize, Vec<Kept<K>>),
+    every: Option<Decimated>,
+    point: impl Fn(K) -> (f64, f64),
+) -> Series {
+    let mut all = (levels.iter().map(|kept| kept.points(&point))).chain(every);
+    let mut s = series(label, "µs", n, all.next().unwrap_or_default(), 2);
+    s.detail = all
         .map(|d| Level {
             bucket: d.bucket,
             x: d.x,
             y: d.y.into_iter().map(|v| round(v, 2)).collect(),
         })
         .collect();
+    s.finest_bucket = s.detail.last().map(|d| d.bucket);
     s
 }
 
@@ -328,28 +404,105 @@ fn all_by_end(table: &FrameTable) -> Vec<u32> {
     order
 }
 
-/// The frame-time plots: every frame, and the measured frames' `late` ones and
-/// `stutters`.
-fn frame_series(table: &FrameTable, late: Markers, stutters: Markers) -> FrameSeries {
-    let order = all_by_end(table);
-    let end_s = |i: u32| secs(table.end_ns(i));
+/// Whether the frames by index are already in end order (then id), as [`all_by_end`]
+/// would leave them: then that order is not written out (4 bytes a frame) nor sorted.
+fn indexed_by_end(table: &FrameTable) -> bool {
+    let mut keys = table.frames().map(|i| (table.end_ns(i), table.id(i)));
+    let Some(mut last) = keys.next() else {
+        return true;
+    };
+    keys.all(|key| {
+        let in_order = last <= key;
+        last = key;
+        in_order
+    })
+}
+
+/// The frame-time plots of every frame by end: end-to-end totals and the intervals
+/// between ends.
+fn frame_plots(table: &FrameTable) -> FramePlots {
+    plots_if_indexed_by_end(table).unwrap_or_else(|| {
+        let order = all_by_end(table);
+        plots_in_order(table, order.len(), || order.iter().copied())
+    })
+}
+
+/// [`frame_plots`] where the frames by index are in end order: none else.
+fn plots_if_indexed_by_end(table: &FrameTable) -> Option<FramePlots> {
+    indexed_by_end(table).then(|| plots_in_order(table, table.count(), || table.frames()))
+}
+
+/// [`frame_plots`] of the `n` frames `order` gives, but a level of every point.
+fn plots_in_order<I: Iterator<Item = u32>>(
+    table: &FrameTable,
+    n: usize,
+    order: impl Fn() -> I + Sync,
+) -> FramePlots {
+    let sizes = |n| {
+        let mut sizes = level_sizes(n, FRAME_BUCKETS, MAX_DETAIL_POINTS);
+        let every_point = sizes.last() == Some(&1);
+        sizes.retain(|&size| size > 1);
+        (sizes, every_point)
+    };
+    let (total_sizes, total_whole) = sizes(n);
+    let (interval_sizes, interval_whole) = sizes(n.saturating_sub(1));
     // Two passes over every frame each, apart: side by side where a second core is to be
     // had (issue 29).
     let (total, interval) = crate::parallel::join(
         || {
-            frame_plot("total", || {
-                (order.iter()).map(|&i| (end_s(i), table.total_ns(i) as f64 / 1e3))
-            })
+            let totals = order().map(|i| (i, table.total_ns(i) as f64 / 1e3));
+            levels(totals, n, &total_sizes)
         },
         || {
-            frame_plot("interval", || {
-                order.windows(2).map(|w| {
-                    let between = table.end_ns(w[1]).saturating_sub(table.end_ns(w[0]));
-                    (end_s(w[1]), between as f64 / 1e3)
-                })
-            })
+            let mut before: Option<(u32, i64)> = None;
+            let intervals = order().filter_map(move |i| {
+                let end = table.end_ns(i);
+                let (b, before_end) = before.replace((i, end))?;
+                Some(((b, i), end.saturating_sub(before_end) as f64 / 1e3))
+            });
+            levels(intervals, n.saturating_sub(1), &interval_sizes)
         },
     );
+    FramePlots {
+        total: (n, total),
+        interval: (n.saturating_sub(1), interval),
+        every_point: (total_whole, interval_whole),
+    }
+}
+
+/// Every frame's total and every interval, by end: a plot's finest level when the frames
+/// are few enough (at most [`MAX_DETAIL_POINTS`]).
+fn every_point(table: &FrameTable) -> (Decimated, Decimated) {
+    if indexed_by_end(table) {
+        every_point_in_order(table, table.frames())
+    } else {
+        every_point_in_order(table, all_by_end(table).into_iter())
+    }
+}
+
+fn every_point_in_order(
+    table: &FrameTable,
+    order: impl Iterator<Item = u32>,
+) -> (Decimated, Decimated) {
+    let (mut total, mut interval) = (Decimated::default(), Decimated::default());
+    (total.bucket, interval.bucket) = (1, 1);
+    let mut before: Option<i64> = None;
+    for i in order {
+        let end = table.end_ns(i);
+        total.x.push(secs(end));
+        total.y.push(table.total_ns(i) as f64 / 1e3);
+        if let Some(before) = before.replace(end) {
+            interval.x.push(secs(end));
+            interval.y.push(end.saturating_sub(before) as f64 / 1e3);
+        }
+    }
+    (total, interval)
+}
+
+/// The frame-time plots (`plots`, from [`frame_plots`]) with the measured frames' `late`
+/// ones and `stutters`.
+fn frame_series(plots: (Series, Series), late: Markers, stutters: Markers) -> FrameSeries {
+    let (total, interval) = plots;
     FrameSeries {
         total,
         interval,
@@ -902,6 +1055,65 @@ mod tests {
         let longest = ends.windows(2).map(|w| w[1] - w[0]).max().unwrap();
         let plotted = page.frames.interval.y.iter().cloned().fold(0.0, f64::max);
         assert_eq!(plotted, longest as f64 / 1e3);
+    }
+
+    /// The frame plots, made by key in one pass (beside the analysis) with every point
+    /// walked again, are the plain decimation of every point at each level: frames in end
+    /// order or not, ids with gaps, one point more than a level of every point holds (the
+    /// totals decimated, the intervals not).
+    #[test]
+    fn frame_plots_are_every_points_decimation() {
+        use crate::analyze::fixtures::span;
+        let run_of = |frames: u64, shape: &dyn Fn(u64) -> Option<(i64, i64)>| {
+            let mut run = reference_run();
+            run.spans = (0..frames)
+                .filter_map(|i| shape(i).map(|(start, dur)| span(i, 0, 0, start, dur)))
+                .collect();
+            run
+        };
+        let wobble = |i: u64| 4 * MS + (i * 7919 % 13) as i64 * 1000;
+        let runs = [
+            // In end order, one point more than the finest level may hold.
+            run_of(MAX_DETAIL_POINTS as u64 + 1, &|i| {
+                Some((i as i64 * 10 * MS, wobble(i)))
+            }),
+            // Every 50th frame ends after the next one; ids with gaps.
+            run_of(300_000, &|i| {
+                let late = if i % 50 == 7 { 25 * MS } else { 0 };
+                (i % 1000 != 3).then(|| (i as i64 * 10 * MS, wobble(i) + late))
+            }),
+            run_of(5_000, &|i| Some((i as i64 * 10 * MS, wobble(i)))),
+        ];
+        for run in &runs {
+            let (table, _) = read_frames(run).unwrap();
+            let order = all_by_end(&table);
+            let ends = |w: &[u32]| (table.end_ns(w[0]), table.end_ns(w[1]));
+            let totals: Vec<(f64, f64)> = (order.iter())
+                .map(|&i| (secs(table.end_ns(i)), table.total_ns(i) as f64 / 1e3))
+                .collect();
+            let intervals: Vec<(f64, f64)> = (order.windows(2).map(ends))
+                .map(|(a, b)| (secs(b), b.saturating_sub(a) as f64 / 1e3))
+                .collect();
+            let (total, interval) = frame_plots(&table).series(&table);
+            for (series, points) in [(total, totals), (interval, intervals)] {
+                let mut levels = vec![(series.bucket, series.x, series.y)];
+                levels.extend(series.detail.into_iter().map(|l| (l.bucket, l.x, l.y)));
+                let sizes = level_sizes(points.len(), FRAME_BUCKETS, MAX_DETAIL_POINTS);
+                let expected: Vec<(usize, Vec<f64>, Vec<f64>)> = (sizes.iter())
+                    .map(|&size| {
+                        let kept =
+                            super::levels(points.iter().map(|&p| (p, p.1)), points.len(), &[size]);
+                        let d = kept[0].points(|p| p);
+                        (
+                            d.bucket,
+                            d.x,
+                            d.y.into_iter().map(|v| round(v, 2)).collect(),
+                        )
+                    })
+                    .collect();
+                assert_eq!(levels, expected, "{} points", points.len());
+            }
+        }
     }
 
     /// The whole page of `run`, from `data` analysed as `analysis`.
