@@ -56,5 +56,5 @@ fn clap_is_found_as_a_word() {
     assert!(!names_clap("clapper and reclap_count"));
     assert!(is_command_line(Path::new("cmd/history.rs")));
     assert!(is_command_line(Path::new("main.rs")));
-    assert!(!is_command_line(Path::new("history/cli.rs")));
+    assert!(!is_command_line(Path::new("history/commands.rs")));
 }

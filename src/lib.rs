@@ -23,6 +23,7 @@ pub mod profile;
 pub mod read_ahead;
 pub mod render;
 pub mod report;
+pub mod run;
 pub mod sample;
 pub mod sched;
 pub mod services;

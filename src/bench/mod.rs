@@ -25,7 +25,7 @@ use crate::session::{
 };
 use crate::store;
 pub use cpus::parse_cpu_list;
-pub use finish::{run_to_end, Finished};
+pub use finish::{run_to_end, BenchExit, Finished, Shown};
 use schedule::{schedule, warmup_schedule, Slot};
 pub use spec::{
     parse_param, parse_shell_variant, parse_variant, shell_argv, ExperimentSpec, Order,

@@ -4,16 +4,15 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use framelab::bench::{ExperimentSpec, Finished};
+use framelab::bench::{BenchExit, ExperimentSpec, Finished, Shown};
 use framelab::compare;
-use framelab::history::cli::HistoryTarget;
+use framelab::history::commands::HistoryTarget;
 use framelab::render::Format;
 use framelab::store;
 
 use super::compare::CompareSettings;
 use super::compare::{
-    check_export_paths, check_outputs, compare_options, export_comparison, output_files,
-    show_comparison, Shown,
+    check_export_paths, check_outputs, compare_options, destinations, output_files, show_comparison,
 };
 use super::format::CompareFormat;
 use super::options::{
@@ -21,7 +20,7 @@ use super::options::{
     refuse_profile_without_file, variant_service_specs,
 };
 use super::output::{emit, UNKEPT};
-use super::report::report_runs;
+
 use super::{default_signals, Outcome};
 use crate::cli::{limits, OutputArgs, ProfileFlag, RunControlArgs, ServiceArgs};
 
@@ -161,56 +160,68 @@ pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
     show(&finished, &plan.compare)
 }
 
-/// What a finished bench prints: its comparison (or its runs' list), then what happened
-/// to its runs; and how it ended.
+/// What a finished bench prints: what its history store said, its comparison (or its
+/// runs' list), then what happened to its runs; and how it ended.
 fn show(finished: &Finished, settings: &CompareSettings) -> anyhow::Result<Outcome> {
     let outcome = &finished.outcome;
     let path = outcome.path.display();
+    for line in &finished.history_said {
+        eprintln!("{line}");
+    }
     for failure in &outcome.cleanup_failures {
         eprintln!("error: {failure}");
     }
-    if outcome.stopped && !outcome.file.kept() {
-        eprintln!(
+    match finished.shown() {
+        Shown::Stopped { kept: false } => eprintln!(
             "framelab: stopped after {} of {} runs; -o /dev/null kept no experiment file to resume",
             outcome.finished_runs, outcome.total_runs
-        );
-        return Ok(Outcome::Interrupted);
-    }
-    if outcome.stopped {
-        eprintln!(
+        ),
+        Shown::Stopped { kept: true } => eprintln!(
             "framelab: stopped after {} of {} runs; every finished run is in {path}: continue with framelab bench --resume -o {path}",
             outcome.finished_runs, outcome.total_runs
-        );
-        return Ok(Outcome::Interrupted);
+        ),
+        Shown::Runs => {
+            // Nothing to compare: each run's figures, as `framelab report` lists an experiment's.
+            emit(&framelab::report::stored::list_runs(
+                &outcome.path,
+                outcome.file.kept(),
+                listing_format(settings.format),
+                super::output::use_color(),
+            )?)?;
+            eprintln!(
+                "framelab: one variant and no --param: nothing to compare; add a --variant \
+                 NAME=CMD or a --param to compare"
+            );
+        }
+        Shown::Comparison => {
+            let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
+            let options = compare_options(settings, &settings.show);
+            // Not kept: its temporary path is named nowhere (it is removed at the end).
+            let unkept = (!outcome.file.kept()).then(|| outcome.path.clone());
+            show_comparison(
+                &sources,
+                &options,
+                &destinations(settings, None, unkept),
+                false,
+            )?;
+        }
     }
-    if finished.single_variant {
-        // Nothing to compare: each run's figures, as `framelab report` lists an experiment's.
-        emit(&report_runs(
-            &outcome.path,
-            outcome.file.kept(),
-            listing_format(settings.format),
-        )?)?;
-        eprintln!(
-            "framelab: one variant and no --param: nothing to compare; add a --variant \
-             NAME=CMD or a --param to compare"
-        );
-    } else {
-        let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
-        let options = compare_options(settings, &settings.show);
-        // Not kept: its temporary path is named nowhere (it is removed at the end).
-        let shown = Shown {
-            unkept: (!outcome.file.kept()).then_some(outcome.path.as_path()),
-        };
-        let (_, document) = show_comparison(
-            &sources,
-            &options,
-            settings.format.into(),
-            None,
-            false,
-            shown,
-        )?;
-        export_comparison(&document, settings, shown)?;
+    if !matches!(finished.shown(), Shown::Stopped { .. }) {
+        notes(finished);
     }
+    Ok(match finished.exit() {
+        BenchExit::Done => Outcome::Done,
+        BenchExit::CleanupFailed => Outcome::Failed,
+        BenchExit::RunsFailed => Outcome::CommandFailed,
+        BenchExit::Interrupted => Outcome::Interrupted,
+    })
+}
+
+/// What a bench that ran to its end says after what it showed: where its file is, and
+/// what happened to its runs.
+fn notes(finished: &Finished) {
+    let outcome = &finished.outcome;
+    let path = outcome.path.display();
     if outcome.file.kept() {
         let see = match finished.single_variant {
             true => format!("framelab report {path}"),
@@ -241,13 +252,6 @@ fn show(finished: &Finished, settings: &CompareSettings) -> anyhow::Result<Outco
             if outcome.failed_runs == 1 { "" } else { "s" }
         );
     }
-    Ok(if outcome.failed_runs > 0 || outcome.unread_metrics > 0 {
-        Outcome::CommandFailed
-    } else if !outcome.cleanup_failures.is_empty() {
-        Outcome::Failed
-    } else {
-        Outcome::Done
-    })
 }
 
 /// The experiment the command line describes.

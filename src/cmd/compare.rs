@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use framelab::render::document::Document;
+use framelab::compare::files::Destinations;
 use framelab::render::Format;
 use framelab::{compare, report};
 
@@ -96,8 +96,9 @@ impl CompareSettings {
 /// where it goes.
 pub(super) struct ComparePlan {
     sources: Vec<compare::Source>,
-    /// `--by KEY`: one variant per value of the runs' tag.
-    by: Option<String>,
+    /// `--by KEY` (one variant per value of the runs' tag), and how many runs had no tag
+    /// KEY (left out of `sources`).
+    by: Option<(String, usize)>,
     options: compare::CompareOptions,
     output: Option<PathBuf>,
     open: bool,
@@ -136,9 +137,17 @@ impl TryFrom<CompareArgs> for ComparePlan {
             unit: args.unit,
             ..compare_options(&args.settings, &show)
         };
+        // `--by KEY`: the runs of the files given, one variant per value of their tag.
+        let (sources, by) = match args.by {
+            Some(key) => {
+                let grouped = compare::group_by_tag(&sources, &key)?;
+                (grouped.sources, Some((key, grouped.untagged)))
+            }
+            None => (sources, None),
+        };
         Ok(ComparePlan {
             sources,
-            by: args.by,
+            by,
             options,
             output: args.output,
             open: args.open,
@@ -149,27 +158,15 @@ impl TryFrom<CompareArgs> for ComparePlan {
 }
 
 pub(super) fn run(args: CompareArgs) -> anyhow::Result<Outcome> {
-    let mut plan = ComparePlan::try_from(args)?;
-    if let Some(key) = &plan.by {
-        let grouped = compare::group_by_tag(&plan.sources, key)?;
-        if grouped.untagged > 0 {
-            eprintln!(
-                "framelab: --by {key}: {} run{} without a tag {key} left out",
-                grouped.untagged,
-                if grouped.untagged == 1 { "" } else { "s" }
-            );
-        }
-        plan.sources = grouped.sources;
+    let plan = ComparePlan::try_from(args)?;
+    if let Some((key, untagged)) = plan.by.as_ref().filter(|(_, untagged)| *untagged > 0) {
+        eprintln!(
+            "framelab: --by {key}: {untagged} run{} without a tag {key} left out",
+            if *untagged == 1 { "" } else { "s" }
+        );
     }
-    let (comparison, document) = show_comparison(
-        &plan.sources,
-        &plan.options,
-        plan.settings.format.into(),
-        plan.output.as_deref(),
-        plan.open,
-        Shown::default(),
-    )?;
-    export_comparison(&document, &plan.settings, Shown::default())?;
+    let to = destinations(&plan.settings, plan.output.clone(), None);
+    let comparison = show_comparison(&plan.sources, &plan.options, &to, plan.open)?;
     Ok(
         if plan.fail_on_regression && compare::any_regression(&comparison) {
             Outcome::Failed
@@ -193,78 +190,59 @@ pub(super) fn compare_options(
     }
 }
 
-/// A file's name as shown: the path of a run file not kept (`bench -o /dev/null`, a
-/// temporary file removed at the end) is shown as `/dev/null`.
-#[derive(Clone, Copy, Default)]
-pub(super) struct Shown<'a> {
-    pub unkept: Option<&'a std::path::Path>,
-}
-
-impl Shown<'_> {
-    fn apply(&self, text: String) -> String {
-        match self.unkept {
-            Some(path) => text.replace(&path.display().to_string(), "/dev/null (not kept)"),
-            None => text,
-        }
-    }
-}
-
-/// Compares and shows the comparison in `format`: printed, or written to `output`. With
-/// the comparison, its document, for the other formats asked (`export_comparison`).
-pub(super) fn show_comparison(
-    sources: &[compare::Source],
-    options: &compare::CompareOptions,
-    format: Format,
-    output: Option<&std::path::Path>,
-    open: bool,
-    shown: Shown,
-) -> anyhow::Result<(compare::Comparison, Document)> {
-    let (comparison, document, text) = if format == Format::Html {
-        let (comparison, page) = compare::compare_html(sources, options)?;
-        let document = compare::document(&comparison);
-        (comparison, document, page)
-    } else {
-        let comparison = compare::compare(sources, options)?;
-        let document = compare::document(&comparison);
-        let text = compare::write(&document, format)?;
-        (comparison, document, text)
-    };
-    let text = shown.apply(text);
-    match output {
-        Some(file) => {
-            report::html::write(file, &text, None)?;
-            written(file, "the comparison", open);
-        }
-        None if format == Format::Html => {
-            report::html::write(std::path::Path::new("-"), &text, None)?
-        }
-        None => emit(&text)?,
-    }
-    Ok((comparison, document))
-}
-
-/// `--export-json/-csv/-markdown FILE`: the comparison's document in each format asked,
-/// to files.
-pub(super) fn export_comparison(
-    document: &Document,
+/// Where the comparison goes: `--format` to `-o` (or standard output), and the
+/// `--export-*` files; `unkept`, a file compared that is not kept (its path is not shown).
+pub(super) fn destinations(
     settings: &CompareSettings,
-    shown: Shown,
-) -> anyhow::Result<()> {
-    for (file, format) in [
+    output: Option<PathBuf>,
+    unkept: Option<PathBuf>,
+) -> Destinations {
+    let exports = [
         (&settings.export_json, Format::Json),
         (&settings.export_csv, Format::Csv),
         (&settings.export_markdown, Format::Markdown),
-    ] {
-        let Some(file) = file else { continue };
-        std::fs::write(file, shown.apply(compare::write(document, format)?)).map_err(|e| {
-            anyhow::anyhow!(
-                "cannot write the comparison to {}: {e}; choose a writable path",
-                file.display()
-            )
-        })?;
+    ];
+    Destinations {
+        format: settings.format.into(),
+        output,
+        exports: (exports.into_iter())
+            .filter_map(|(file, format)| Some((file.clone()?, format)))
+            .collect(),
+        unkept,
+    }
+}
+
+/// Compares, writes the files asked (`compare::files`), prints what goes to standard
+/// output and says what was written.
+pub(super) fn show_comparison(
+    sources: &[compare::Source],
+    options: &compare::CompareOptions,
+    to: &Destinations,
+    open: bool,
+) -> anyhow::Result<compare::Comparison> {
+    let delivered = compare::files::compare_into(sources, options, to)?;
+    match &delivered.printed {
+        // A page through `destination`: a closed pipe is an error line, not a panic.
+        Some(page) if to.format == Format::Html => {
+            report::html::write(std::path::Path::new("-"), page, None)?
+        }
+        Some(text) => emit(text)?,
+        None => {}
+    }
+    let mut files = delivered.written.iter();
+    if to.output.is_some() {
+        // `-o`'s file, the first written.
+        if let Some(file) = files.next() {
+            written(file, "the comparison", open);
+        }
+    }
+    for file in files {
         eprintln!("framelab: wrote the comparison to {}", file.display());
     }
-    Ok(())
+    match delivered.failed {
+        Some(e) => Err(e),
+        None => Ok(delivered.comparison),
+    }
 }
 
 /// The files a comparison is written to (`-o`, `--export-*`) must be none of the files it

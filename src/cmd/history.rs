@@ -1,11 +1,11 @@
 //! `framelab history add|show|check|export`: the arguments, checked into the history's
-//! options (`framelab::history::cli`), and `--history STORE` of run and bench.
+//! options (`framelab::history::commands`), and `--history STORE` of run and bench.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
-use framelab::history::cli::{
+use framelab::history::commands::{
     AddOptions, CheckRequest, ExportOptions, HistoryCommand as Command, ShowOptions,
 };
 use framelab::history::store::Filter;
@@ -193,7 +193,7 @@ impl TryFrom<HistoryArgs> for Command {
 }
 
 pub(super) fn run(args: HistoryArgs) -> Result<Outcome> {
-    let regressed = framelab::history::cli::run(args.try_into()?)?;
+    let regressed = framelab::history::commands::run(args.try_into()?)?;
     Ok(match regressed {
         true => Outcome::Failed,
         false => Outcome::Done,

@@ -3,14 +3,12 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use framelab::history::cli::HistoryTarget;
-use framelab::model::EndReason;
+use framelab::history::commands::HistoryTarget;
 use framelab::render::Format;
-use framelab::report;
+use framelab::run::{RunExit, RunRequest};
 use framelab::session::{
     self, CaptureOptions, LaunchOptions, RunOptions, ServiceOptions, SessionOptions, WindowOptions,
 };
-use framelab::store;
 
 use super::format::RunReportFormat;
 use super::options::{
@@ -19,7 +17,6 @@ use super::options::{
     session_access, shell_command, with_live,
 };
 use super::output::{emit, html_line, use_color, written, UNKEPT};
-use super::report::analyze_stored;
 use super::{default_signals, Outcome};
 use crate::cli::{
     HtmlArgs, LiveArgs, OutputArgs, ProfileFlag, RunControlArgs, SamplingArgs, ServiceArgs,
@@ -182,70 +179,54 @@ pub(super) fn refuse_html_page(html: &HtmlArgs, opts: &RunOptions) -> anyhow::Re
 /// it to the history; the outcome says how the command ended.
 pub(super) fn run_and_report(plan: RunPlan) -> anyhow::Result<Outcome> {
     let RunPlan {
-        options: opts,
+        options,
         format,
         html,
         history,
     } = plan;
-    let history = history.as_ref();
-    let outcome = session::run(&opts)?;
-    default_signals();
-    let (analysis, run) = match &html.html {
-        Some(file) => {
-            let stored = store::open_run(&outcome.path, Some(outcome.run_id))?;
-            let (page, analysis) = report::html::run_html(&stored.head, &stored)?;
-            report::html::write(file, &page, Some(&outcome.path))?;
-            (analysis, stored.head)
-        }
-        None => analyze_stored(&outcome.path, Some(outcome.run_id))?,
+    let request = RunRequest {
+        options,
+        format,
+        color: use_color(),
+        page: html.html.clone(),
+        history,
     };
-    emit(&report::render(&analysis, format, use_color())?)?;
+    let reported = framelab::run::run_and_report(&request, default_signals)?;
+    emit(&reported.report)?;
     if let Some(file) = &html.html {
         emit(&html_line(file, format))?;
         written(file, "the HTML report", html.open);
     }
-    if outcome.file.kept() {
+    if reported.kept {
         eprintln!(
             "framelab: run file {} (framelab report {})",
-            outcome.path.display(),
-            outcome.path.display()
+            reported.path.display(),
+            reported.path.display()
         );
     } else {
         eprintln!("{UNKEPT}");
     }
-    if let (Some(history), true) = (history, outcome.file.kept()) {
-        history.add(&outcome.path)?;
+    for line in reported.history? {
+        eprintln!("{line}");
     }
-    if run.meta.names_refused > 0 {
+    if reported.names_refused > 0 {
         eprintln!(
             "framelab: {} names were refused: a process may intern {} names; create Stage/Counter/Event names once, outside the frame loop",
-            run.meta.names_refused,
+            reported.names_refused,
             framelab_probe::wire::MAX_NAMES
         );
     }
-    let unread = outcome.metrics.iter().filter(|m| m.value.is_none()).count();
+    let unread = reported.unread_metrics;
     if unread > 0 {
         eprintln!(
             "framelab: {unread} metric{} could not be read (the report's notes say why)",
             if unread == 1 { "" } else { "s" }
         );
     }
-    // A recording the program damaged, or whose session was removed, is incomplete.
-    let incomplete =
-        run.meta.session.session_lost_ns.is_some() || run.meta.session.corrupt_rings > 0;
-    let failed = run.meta.names_refused > 0
-        || incomplete
-        || unread > 0
-        || outcome
-            .exit
-            .as_ref()
-            .is_some_and(|e| e.crashed || e.code.is_some_and(|c| c != 0));
-    Ok(if outcome.end_reason == EndReason::Interrupted {
-        Outcome::Interrupted
-    } else if failed {
-        Outcome::CommandFailed
-    } else {
-        Outcome::Done
+    Ok(match reported.exit {
+        RunExit::Done => Outcome::Done,
+        RunExit::CommandFailed => Outcome::CommandFailed,
+        RunExit::Interrupted => Outcome::Interrupted,
     })
 }
 

@@ -11,6 +11,7 @@ mod effect;
 mod energy;
 mod explain;
 mod extract;
+pub mod files;
 mod fingerprints;
 mod histograms;
 mod html;

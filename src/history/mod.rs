@@ -5,7 +5,7 @@
 pub mod add;
 pub mod changepoint;
 pub mod check;
-pub mod cli;
+pub mod commands;
 pub mod export;
 mod pg_client;
 mod pg_connect;

@@ -22,7 +22,7 @@ mod symbols;
 mod unwind;
 
 pub use model::{Frame, Profile, ProfileSample, StackNode, StackTree};
-pub use recorder::{CallGraph, ProfileOptions, Profiler, Recording};
+pub use recorder::{CallGraph, ProfileOptions, Profiler, RawSample, Recording, RunProfiler};
 pub use symbols::symbolize;
 
 /// The default `--profile` rate: 99 Hz, not 100, so sampling does not run in lockstep

@@ -97,6 +97,58 @@ struct State {
     unwinding: Option<Unwinding>,
 }
 
+/// What a run needs of its profiler once the command runs: more processes sampled as they
+/// are found (services, watched ones), what to tell the user, and what was recorded once
+/// the command has ended. `Profiler` is the real one; the supervisor's tests stand a
+/// scripted one in for it (`session/executor_mock.rs`).
+pub trait RunProfiler {
+    /// Samples `pid` too, with its threads and children.
+    fn attach(&self, pid: u32);
+    /// What the run should be told about the profile (kernel stacks refused...).
+    fn notes(&self) -> &[String];
+    /// Stops sampling and hands over what was recorded.
+    fn finish(self: Box<Self>) -> Recording;
+}
+
+impl RunProfiler for Profiler {
+    fn attach(&self, pid: u32) {
+        Profiler::attach(self, pid)
+    }
+
+    fn notes(&self) -> &[String] {
+        Profiler::notes(self)
+    }
+
+    fn finish(self: Box<Self>) -> Recording {
+        Profiler::finish(*self)
+    }
+}
+
+#[cfg(test)]
+impl Recording {
+    /// A recording of these samples, each with an empty stack, sampled as `spec` says: for
+    /// a scripted profiler, which samples nothing real.
+    pub fn scripted(hz: u64, samples: Vec<RawSample>, notes: Vec<String>) -> Recording {
+        let spec = EventSpec {
+            event: Event::CpuClock,
+            hz,
+            kernel: false,
+            stack_bytes: 0,
+            build_id: false,
+        };
+        Recording {
+            spec,
+            samples,
+            stacks: vec![Vec::new()],
+            maps: Maps::default(),
+            lost: 0,
+            throttled: 0,
+            truncated: 0,
+            notes,
+        }
+    }
+}
+
 pub struct Profiler {
     state: Arc<Mutex<State>>,
     stop: Arc<AtomicBool>,

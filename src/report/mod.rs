@@ -6,6 +6,7 @@ mod json;
 mod pipeline;
 pub mod runs;
 mod sources;
+pub mod stored;
 pub(crate) mod telemetry;
 pub(crate) mod text;
 

@@ -24,7 +24,7 @@ use super::taskstats::{ExitSource, Taskstats};
 use crate::output::CapturedOutput;
 use crate::probes::recorder::Recorder;
 use crate::probes::ProbeOptions;
-use crate::profile::{ProfileOptions, Profiler};
+use crate::profile::{ProfileOptions, Profiler, RunProfiler};
 use crate::sched::tracer::Tracer;
 use crate::services::ServiceSpec;
 
@@ -45,7 +45,7 @@ pub struct Spawned {
     pub pid: u32,
     /// With `--profile`: the profiler on the command, or why there is none (the run goes
     /// on unprofiled); `None` also where the child never got as far as its exec.
-    pub profiler: Option<Result<Profiler, String>>,
+    pub profiler: Option<Result<Box<dyn RunProfiler>, String>>,
 }
 
 /// What the supervisor asks of the operating system.
@@ -249,6 +249,8 @@ impl Executor for System {
             Ok(hold) => hold.finish(),
             Err(why) => Some(Err(why)),
         });
+        let profiler = profiler
+            .map(|started| started.map(|profiler| Box::new(profiler) as Box<dyn RunProfiler>));
         Ok(Spawned {
             pid: pid?,
             profiler,

@@ -2,9 +2,9 @@
 //! made, services that get ready late or never, exit early (before they are ready, or while
 //! the command runs: then reaped as framelab, the subreaper, reaps them) or ignore their
 //! stop signals, a `--prepare` that fails, a command that exits by itself after a while or
-//! dies of the signals it is told to, a profiler the kernel refuses, interrupts at given
-//! times. Its clock moves only when the supervisor sleeps, so no test depends on how fast
-//! the machine is. What it was asked is kept in order (`calls`, and `shared_calls` for a
+//! dies of the signals it is told to, a profiler the kernel refuses or one that records
+//! scripted samples, interrupts at given times. Its clock moves only when the supervisor
+//! sleeps, so no test depends on how fast the machine is. What it was asked is kept in order (`calls`, and `shared_calls` for a
 //! test that gave the executor to `drive`).
 
 use std::sync::{Arc, Mutex};
@@ -22,6 +22,7 @@ use super::taskstats::{Exit, ExitRecords, ExitSource};
 use crate::output::CapturedOutput;
 use crate::probes::recorder::Recorder;
 use crate::probes::ProbeOptions;
+use crate::profile::{RawSample, Recording, RunProfiler};
 use crate::sched::tracer::Tracer;
 use crate::services::ServiceSpec;
 
@@ -45,6 +46,11 @@ pub enum Call {
     Spawn(Vec<String>),
     /// The command was to be held for `--profile` at this rate.
     Profile(u64),
+    /// The scripted profiler was asked to sample this process too (in `shared_calls` only:
+    /// the profiler is the supervisor's once started).
+    ProfilerAttach(u32),
+    /// The scripted profiler was stopped and its recording taken (`shared_calls` only).
+    ProfilerFinished,
     /// A signal to the command's group, and when (since the mock's start).
     Signal(i32, Duration),
     StopGroup(u32),
@@ -74,6 +80,11 @@ pub struct MockExecutor {
     pub interrupt_in_prepare: bool,
     /// The command cannot be started.
     pub spawn_fails: bool,
+    /// With `--profile`: a profiler starts on the command and records this many samples;
+    /// `None`: the kernel refuses it (as where perf_event_paranoid forbids it).
+    pub profiler_samples: Option<usize>,
+    /// What the started profiler tells the run.
+    pub profiler_notes: Vec<String>,
     /// The command exits by itself this long after it started, with this wait status.
     pub exits_after: Option<(Duration, i32)>,
     /// The signals the command dies of; it ignores the others.
@@ -115,6 +126,8 @@ impl Default for MockExecutor {
             prepare_fails: None,
             interrupt_in_prepare: false,
             spawn_fails: false,
+            profiler_samples: None,
+            profiler_notes: Vec::new(),
             exits_after: None,
             dies_of: vec![libc::SIGINT, libc::SIGTERM, libc::SIGKILL],
             interrupts_at: Vec::new(),
@@ -253,6 +266,40 @@ impl MockExecutor {
                 _ => None,
             })
             .collect()
+    }
+}
+
+/// A profiler that samples nothing real: it keeps what it was asked in the mock's
+/// `shared_calls`, and its recording is `samples` samples of the command, 1 ms apart.
+struct MockProfiler {
+    hz: u64,
+    samples: usize,
+    notes: Vec<String>,
+    calls: Arc<Mutex<Vec<Call>>>,
+}
+
+impl RunProfiler for MockProfiler {
+    fn attach(&self, pid: u32) {
+        self.calls.lock().unwrap().push(Call::ProfilerAttach(pid));
+    }
+
+    fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    fn finish(self: Box<Self>) -> Recording {
+        self.calls.lock().unwrap().push(Call::ProfilerFinished);
+        let start = framelab_probe::monotonic_ns();
+        let samples = (0..self.samples as u64)
+            .map(|i| RawSample {
+                mono_ns: start + i * 1_000_000,
+                pid: COMMAND_PID,
+                tid: COMMAND_PID,
+                cpu: 0,
+                stack: 0,
+            })
+            .collect();
+        Recording::scripted(self.hz, samples, Vec::new())
     }
 }
 
@@ -416,12 +463,19 @@ impl Executor for MockExecutor {
             bail!("command not found: '{}'", spawn.argv[0]);
         }
         self.spawned_at = Some(self.elapsed);
+        let profiler = spawn.profile.map(|options| match self.profiler_samples {
+            Some(samples) => Ok(Box::new(MockProfiler {
+                hz: options.hz,
+                samples,
+                notes: self.profiler_notes.clone(),
+                calls: self.shared_calls.clone(),
+            }) as Box<dyn RunProfiler>),
+            // As where perf_event_paranoid forbids it: the run goes on unprofiled.
+            None => Err("perf_event_open is refused in the mock".to_owned()),
+        });
         Ok(Spawned {
             pid: COMMAND_PID,
-            // As where perf_event_paranoid forbids it: the run goes on unprofiled.
-            profiler: spawn
-                .profile
-                .map(|_| Err("perf_event_open is refused in the mock".to_owned())),
+            profiler,
         })
     }
 

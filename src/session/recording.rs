@@ -54,7 +54,7 @@ pub trait Recording {
 /// The collector, the profiler and the run group as the supervisor records through them.
 pub struct CollectorRecording<'a> {
     pub collector: &'a mut Collector,
-    pub profiler: Option<&'a crate::profile::Profiler>,
+    pub profiler: Option<&'a dyn crate::profile::RunProfiler>,
     pub run_group: &'a mut RunGroup,
 }
 

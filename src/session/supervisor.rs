@@ -551,8 +551,13 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     };
     let capture = capture.start();
     let service_pids: Vec<u32> = service_roots.iter().map(|(pid, _)| *pid).collect();
-    let profiler =
-        started_profiler.and_then(|started| start_profiler(started, &service_pids, opts));
+    let profiler = started_profiler.and_then(|started| {
+        let (profiler, said) = start_profiler(started, &service_pids, &opts.watch.pids);
+        for line in said {
+            eprintln!("{line}");
+        }
+        profiler
+    });
     let procfs = supervisor.executor().procfs();
     let mut accounting = accounting(opts, procfs.clone(), &meta, exit_records, service_roots);
     if let Some(dir) = run_group.listing_dir() {
@@ -575,12 +580,12 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     // → Stop → Drain.
     let outcome = supervisor.watch(&mut CollectorRecording {
         collector: &mut collector,
-        profiler: profiler.as_ref(),
+        profiler: profiler.as_deref(),
         run_group: &mut run_group,
     });
 
     // → Account.
-    let recording = profiler.map(crate::profile::Profiler::finish);
+    let recording = profiler.map(crate::profile::RunProfiler::finish);
     let sched_timeline = sched.finish(origin_mono_ns);
     let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
     let (service_outputs, escaped) = supervisor.account(outcome.is_err(), &mut run_group);
@@ -718,27 +723,30 @@ fn unlaunched(
     })
 }
 
-/// Adds the services and the watched pids to the command's sampling; `None`, said on
-/// stderr in one line with what to change, when the kernel refused: the run goes on.
+/// Adds the services and the watched pids to the command's sampling; `None` when the
+/// kernel refused, and the run goes on. With the lines to say: the profiler's notes, or
+/// the one line on why the run is not profiled and what to change.
 fn start_profiler(
-    started: Result<crate::profile::Profiler, String>,
+    started: Result<Box<dyn crate::profile::RunProfiler>, String>,
     services: &[u32],
-    opts: &RunOptions,
-) -> Option<crate::profile::Profiler> {
+    watched: &[u32],
+) -> (Option<Box<dyn crate::profile::RunProfiler>>, Vec<String>) {
     match started {
         Ok(profiler) => {
-            for &other in services.iter().chain(&opts.watch.pids) {
+            for &other in services.iter().chain(watched) {
                 profiler.attach(other);
             }
-            for note in profiler.notes() {
-                eprintln!("framelab: profiling: {note}");
-            }
-            Some(profiler)
+            let said = (profiler.notes().iter())
+                .map(|note| format!("framelab: profiling: {note}"))
+                .collect();
+            (Some(profiler), said)
         }
-        Err(why) => {
-            eprintln!("framelab: warning: this run is not profiled: {why}");
-            None
-        }
+        Err(why) => (
+            None,
+            vec![format!(
+                "framelab: warning: this run is not profiled: {why}"
+            )],
+        ),
     }
 }
 

@@ -822,6 +822,130 @@ fn a_refused_profiler_still_records_the_whole_run_without_a_profile() {
     assert!(profile.is_none(), "nothing profiled is stored");
 }
 
+/// Where the first call `found` matches is in `calls`.
+fn position(calls: &[Call], found: impl Fn(&Call) -> bool) -> Option<usize> {
+    calls.iter().position(found)
+}
+
+#[test]
+fn drive_a_profiled_run_profiles_the_command_from_its_start_until_it_ended() {
+    // A service beside it, the window closed by --duration: the profiler opens on the
+    // command as it starts (held between fork and exec), samples the service too, and is
+    // stopped once the command was, before the services are.
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RunOptions {
+        window: WindowOptions {
+            duration: Some(Duration::from_secs(1)),
+            ..WindowOptions::default()
+        },
+        ..profiled(with_db(driven(&dir), Ready::Started))
+    };
+    let exec = MockExecutor {
+        profiler_samples: Some(3),
+        ..MockExecutor::default()
+    };
+    let calls = calls_of(&exec);
+    let outcome = drive(&opts, exec).unwrap();
+    assert_eq!(outcome.end_reason, EndReason::Duration);
+    let calls = calls.lock().unwrap();
+    let at = |found: &dyn Fn(&Call) -> bool| position(&calls, found).unwrap_or(usize::MAX);
+    let spawned = at(&|c| matches!(c, Call::Spawn(_)));
+    let profiling = at(&|c| *c == Call::Profile(999));
+    let service_sampled = at(&|c| *c == Call::ProfilerAttach(DB_PID));
+    let command_stopped = at(&|c| matches!(c, Call::Signal(SIGINT, _)));
+    let finished = at(&|c| *c == Call::ProfilerFinished);
+    let db_stopped = at(&|c| matches!(c, Call::ServiceSignal(name, SIGINT, _) if name == "db"));
+    assert_eq!(profiling, spawned + 1, "opened with the spawn: {calls:?}");
+    assert!(profiling < service_sampled, "{calls:?}");
+    assert!(service_sampled < command_stopped, "{calls:?}");
+    assert!(command_stopped < finished, "{calls:?}");
+    assert!(finished < db_stopped, "{calls:?}");
+    assert_eq!(
+        (calls.iter())
+            .filter(|c| **c == Call::ProfilerFinished)
+            .count(),
+        1
+    );
+    // The recording is stored with the run.
+    let profile = crate::store::load_profile(&outcome.path, outcome.run_id)
+        .unwrap()
+        .expect("the profile is stored");
+    assert_eq!(profile.samples.len(), 3);
+    let run = crate::store::load_run(&outcome.path, Some(outcome.run_id)).unwrap();
+    assert_eq!(run.meta.end_reason, EndReason::Duration);
+}
+
+#[test]
+fn drive_ctrl_c_while_profiling_stops_the_command_then_the_profiler_and_keeps_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = profiled(driven(&dir));
+    let exec = MockExecutor {
+        profiler_samples: Some(5),
+        interrupts_at: vec![Duration::from_millis(300)],
+        ..MockExecutor::default()
+    };
+    let calls = calls_of(&exec);
+    let outcome = drive(&opts, exec).unwrap();
+    assert_eq!(outcome.end_reason, EndReason::Interrupted);
+    let calls = calls.lock().unwrap();
+    let stopped = position(&calls, |c| matches!(c, Call::Signal(SIGINT, _)));
+    let finished = position(&calls, |c| *c == Call::ProfilerFinished);
+    assert!(stopped.is_some() && stopped < finished, "{calls:?}");
+    let run = crate::store::load_run(&outcome.path, Some(outcome.run_id)).unwrap();
+    assert_eq!(run.meta.end_reason, EndReason::Interrupted);
+    let profile = crate::store::load_profile(&outcome.path, outcome.run_id).unwrap();
+    assert_eq!(
+        profile.map(|p| p.samples.len()),
+        Some(5),
+        "what was sampled until the Ctrl-C is kept"
+    );
+}
+
+#[test]
+fn a_started_profiler_samples_the_services_and_watched_processes_and_says_its_notes() {
+    let opts = profiled(options(2, None));
+    let exec = MockExecutor {
+        profiler_samples: Some(0),
+        profiler_notes: vec!["kernel stacks are not sampled (perf_event_paranoid is 2)".into()],
+        ..MockExecutor::default()
+    };
+    let calls = calls_of(&exec);
+    let mut supervisor = services_ready(&opts, exec);
+    supervisor.run_prepare().unwrap();
+    let Some(started) = supervisor.start_command(spawn(&opts)).unwrap().profiler else {
+        panic!("a profiler is handed back");
+    };
+    let (profiler, said) = start_profiler(started, &[DB_PID], &[77]);
+    assert!(profiler.is_some());
+    assert_eq!(
+        said,
+        ["framelab: profiling: kernel stacks are not sampled (perf_event_paranoid is 2)"]
+    );
+    let calls = calls.lock().unwrap();
+    let attached: Vec<&Call> = (calls.iter())
+        .filter(|c| matches!(c, Call::ProfilerAttach(_)))
+        .collect();
+    assert_eq!(
+        attached,
+        [&Call::ProfilerAttach(DB_PID), &Call::ProfilerAttach(77)]
+    );
+}
+
+/// A profiler that cannot start is one line, and the run goes on without it.
+#[test]
+fn a_profiler_that_cannot_start_is_said_in_one_line() {
+    let (profiler, said) = start_profiler(
+        Err("perf_event_open is refused in the mock".into()),
+        &[DB_PID],
+        &[],
+    );
+    assert!(profiler.is_none());
+    assert_eq!(
+        said,
+        ["framelab: warning: this run is not profiled: perf_event_open is refused in the mock"]
+    );
+}
+
 #[test]
 fn commits_come_every_500_ms_on_the_dot_and_the_window_closes_at_the_end_of_the_duration() {
     // Readings of the processes every 70 ms, which no tick divides: each commit is still due

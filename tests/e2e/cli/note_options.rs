@@ -79,7 +79,7 @@ const PRINTED_BY: &[(&str, Printed)] = &[
     ),
     ("src/history/add.rs", ByOneOf(&["history add"])),
     (
-        "src/history/cli.rs",
+        "src/history/commands.rs",
         ByOneOf(&["history add", "history show", "run", "bench"]),
     ),
     ("src/import/", ByEvery(&["import"])),

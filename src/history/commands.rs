@@ -105,13 +105,17 @@ fn check(args: &CheckRequest) -> Result<bool> {
 /// `history add`.
 fn add(args: AddOptions) -> Result<()> {
     let revision = super::add::revision(args.commit.as_deref(), args.branch.as_deref())?;
-    add_files(
+    let said = add_files(
         &args.files,
         &revision,
         &args.tags,
         args.store.as_deref(),
         true,
-    )
+    )?;
+    for line in said {
+        eprintln!("{line}");
+    }
+    Ok(())
 }
 
 /// `history show`: tables, and a trend page with `--html`.
@@ -195,8 +199,9 @@ impl HistoryTarget {
         }))
     }
 
-    /// Adds the finished file's runs; on failure, says how to add them later.
-    pub fn add(&self, file: &Path) -> Result<()> {
+    /// Adds the finished file's runs, and gives the lines that say what was added; on
+    /// failure, says how to add them later.
+    pub fn add(&self, file: &Path) -> Result<Vec<String>> {
         add_files(&[file.to_owned()], &self.revision, &[], Some(&self.store), false).map_err(|e| {
             anyhow::anyhow!(
                 "{e:#}; the runs are kept in {}: add them later with framelab history add {} --history STORE",
@@ -208,14 +213,14 @@ impl HistoryTarget {
 }
 
 /// `history add`, and `run`/`bench --history` as they finish: one transaction for all the
-/// files' runs, then one line on what was added and what was skipped.
+/// files' runs; the lines to say on what was added and what was skipped.
 pub fn add_files(
     files: &[PathBuf],
     revision: &super::add::Revision,
     tags: &[(String, String)],
     store: Option<&str>,
     refuse_nothing: bool,
-) -> Result<()> {
+) -> Result<Vec<String>> {
     let mut records = Vec::new();
     let mut not_measured = 0;
     for file in files {
@@ -251,24 +256,24 @@ pub fn add_files(
     } else {
         ""
     };
-    eprintln!(
+    let mut said = vec![format!(
         "framelab: {} added to {} at commit {short}{dirty}",
         runs(outcome.added),
         store.location
-    );
+    )];
     if outcome.skipped > 0 {
-        eprintln!(
+        said.push(format!(
             "framelab: already in history: {} skipped",
             runs(outcome.skipped)
-        );
+        ));
     }
     if not_measured > 0 {
-        eprintln!(
+        said.push(format!(
             "framelab: {} not added (failed, unfinished or warmup runs, or an empty measured window)",
             runs(not_measured)
-        );
+        ));
     }
-    Ok(())
+    Ok(said)
 }
 
 fn runs(n: usize) -> String {
