@@ -765,7 +765,7 @@ fn whatif_peaks(lengths: &[u64]) -> Vec<usize> {
 /// what a shorter run keeps: three outcomes (measured, the run as recorded, the what-if),
 /// each its totals and intervals, a selection's limit each (4 MiB); a longer run fills
 /// them sooner.
-const WHATIF_SELECTIONS_BYTES: usize = 6 * 4 << 20;
+const WHATIF_SELECTIONS_BYTES: usize = (6 * 4) << 20;
 
 /// whatif of a run of one span a frame holds what it holds for a run eight times shorter
 /// (issue 29: memory independent of the run's length): the frames read again for each

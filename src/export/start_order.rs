@@ -414,7 +414,8 @@ mod tests {
                 s.start_ns = [i64::MIN, i64::MAX, 0, -1][i % 4];
             });
         };
-        let cases: [(&dyn Fn(&mut Vec<Span>), &str); 7] = [
+        type Disorder<'a> = &'a dyn Fn(&mut Vec<Span>);
+        let cases: [(Disorder, &str); 7] = [
             (&by_start, "in order"),
             (&thread_by_thread, "merged"),
             (&drained, "nearly in order"),

@@ -145,9 +145,12 @@ fn or_list(names: &[&str]) -> String {
 mod tests {
     use super::*;
 
+    /// (file below src/, name) of an enum; (file below src/, name, target) of a `choice!`.
+    type Declared = (Vec<(String, String)>, Vec<(String, String, String)>);
+
     /// Every `enum …Format` declared in src/, and every `choice!` of formats on the command
     /// line with what it becomes, as (file below src/, name[, target]).
-    fn format_types() -> (Vec<(String, String)>, Vec<(String, String, String)>) {
+    fn format_types() -> Declared {
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let mut files = Vec::new();
         crate::import_graph::rust_files(&src, &mut files);

@@ -10,7 +10,7 @@ use serde::Serialize;
 pub enum Plot {
     /// The frame times over the run (seconds after launch) with the budget's line and the
     /// measured window: the page's `budget_us`, `window_start_s`, `window_end_s`, `frames`.
-    FrameTimes(FrameTimes),
+    FrameTimes(Box<FrameTimes>),
     /// Each stage's durations as a quantile function (`stages`).
     Stages(QuantileCurves),
     /// The fps at each percentile of frames (`fps`; none without intervals).

@@ -155,6 +155,7 @@ pub fn decide(input: &VerdictInput) -> Verdict {
     let pct = |v: f64| format!("{:+.1}%", (v - 1.0) * 100.0).replace('-', "−");
     let band_text = format!("±{}%", trim_float(input.noise * 100.0));
     if let Gate::After { primary, primary_p } = input.gate {
+        #[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN is meant to take this branch
         if (above || below) && !(primary_p < input.alpha) {
             let why = if primary_p.is_nan() {
                 "which could not be tested".to_owned()

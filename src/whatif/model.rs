@@ -62,6 +62,7 @@ impl Pacer {
 /// the part cut off is a half or more (exact: that part is representable).
 fn round_to_i64(x: f64) -> i64 {
     // Past 2^62 (and NaN) the truncation and its fix-up could overflow: libm's way.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN is meant to take this branch
     if !(x.abs() < (1u64 << 62) as f64) {
         return x.round() as i64;
     }

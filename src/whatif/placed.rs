@@ -15,6 +15,7 @@ use std::collections::VecDeque;
 
 use anyhow::Result;
 
+use super::recorded::FrameSpans;
 use super::recorded::{places_of, ReplayFrames};
 use super::streamed::each_with_frame;
 use crate::analyze::compact::table::FrameTable;
@@ -245,7 +246,7 @@ impl ReplayFrames for PlacedFrames {
     /// Each frame's spans with the delays of `RecordedFrames::set_handover_delays` taken
     /// in thread order as they come: the end of the last span seen on each thread, and the
     /// latest ends of the last `depth` frames.
-    fn each(&self, visit: &mut dyn FnMut(&[(StageSpan, i64)])) -> Result<()> {
+    fn each(&self, visit: &mut dyn FnMut(&FrameSpans)) -> Result<()> {
         let mut spans: Vec<(StageSpan, i64)> = Vec::new();
         let mut last_end: Vec<Option<i64>> = vec![None; THREADS];
         let depth = self.delays.map_or(0, |(depth, _)| depth);

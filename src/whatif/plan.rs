@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use anyhow::{bail, Result};
 
 use super::model::Task;
+use super::recorded::FrameSpans;
 use super::recorded::ReplayFrames;
 use super::Schedule;
 use crate::analyze::pipeline::waits::StageSpan;
@@ -168,7 +169,7 @@ impl TaskMaker {
 
 /// A frame's work, from its first stage after `pace` (the pacer's own stage) to its end:
 /// the span the frames in flight are counted over ([`recorded`]).
-fn work_of(spans: &[(StageSpan, i64)], pace: Option<u16>) -> (i64, i64) {
+fn work_of(spans: &FrameSpans, pace: Option<u16>) -> (i64, i64) {
     let (mut first, mut work, mut end) = (None, None, i64::MIN);
     for (s, _) in spans {
         first.get_or_insert(s.start_ns);

@@ -17,6 +17,9 @@ use crate::analyze::compact::window::{MeasuredFrames, Ranks};
 use crate::analyze::frames::NO_FRAME;
 use crate::analyze::pipeline::waits::StageSpan;
 
+/// A frame's spans by start, each with its hand-over delay (ns).
+pub(super) type FrameSpans = [(StageSpan, i64)];
+
 /// The measured frames as the model replays them, frame after frame in start order, each
 /// its spans by start with their hand-over delays: held ([`RecordedFrames`]), or read again
 /// from the run each time they are wanted (`super::streamed`).
@@ -25,7 +28,7 @@ pub(super) trait ReplayFrames: Sync {
     fn len(&self) -> usize;
 
     /// `visit(spans)` for each frame in turn, its spans with their delays (zero until set).
-    fn each(&self, visit: &mut dyn FnMut(&[(StageSpan, i64)])) -> Result<()>;
+    fn each(&self, visit: &mut dyn FnMut(&FrameSpans)) -> Result<()>;
 
     /// Sets each span's hand-over delay as recorded: how long after it could have started
     /// it started.
@@ -227,6 +230,8 @@ impl<'a> RecordedFrames<'a> {
             let (a, b) = self.range(k);
             let gated = usize::from(pace == Some(self.span(a).stage) && b - a > 1);
             delays[a] = 0;
+            // `j` numbers the span, its predecessor and its delay alike.
+            #[allow(clippy::needless_range_loop)]
             for j in a + 1..b {
                 let (before, this) = (self.span(j - 1), self.span(j));
                 let mut ready = before.end_ns.max(delays[j]);
@@ -296,7 +301,7 @@ impl ReplayFrames for RecordedFrames<'_> {
         self.frames
     }
 
-    fn each(&self, visit: &mut dyn FnMut(&[(StageSpan, i64)])) -> Result<()> {
+    fn each(&self, visit: &mut dyn FnMut(&FrameSpans)) -> Result<()> {
         let mut spans = Vec::new();
         for k in 0..self.frames {
             spans.clear();

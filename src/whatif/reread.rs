@@ -12,6 +12,7 @@
 
 use anyhow::Result;
 
+use super::recorded::FrameSpans;
 use super::recorded::ReplayFrames;
 use super::streamed::changed_in_between;
 use crate::analyze::compact::frameless::measured::MeasuredSpans;
@@ -92,7 +93,7 @@ impl ReplayFrames for RereadFrames<'_> {
         self.frames
     }
 
-    fn each(&self, visit: &mut dyn FnMut(&[(StageSpan, i64)])) -> Result<()> {
+    fn each(&self, visit: &mut dyn FnMut(&FrameSpans)) -> Result<()> {
         let (mut rows, mut frames) = (0u64, 0usize);
         for_each_read_ahead(self.source, &mut |chunk| {
             rows += chunk.len() as u64;

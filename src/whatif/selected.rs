@@ -10,10 +10,10 @@ use anyhow::Result;
 
 use super::model::{Config, Simulation, Task};
 use super::plan::TaskMaker;
+use super::recorded::FrameSpans;
 use super::recorded::ReplayFrames;
 use super::{EndsInOrder, Outcome};
 use crate::analyze::compact::select::Selection;
-use crate::analyze::pipeline::waits::StageSpan;
 use crate::analyze::stats::Ranked;
 use crate::analyze::Dist;
 
@@ -21,7 +21,7 @@ use crate::analyze::Dist;
 pub(super) trait FrameModel {
     fn restart(&mut self);
     /// The next frame; `None` for a frame that gives none.
-    fn frame(&mut self, spans: &[(StageSpan, i64)]) -> Option<(i64, i64)>;
+    fn frame(&mut self, spans: &FrameSpans) -> Option<(i64, i64)>;
 }
 
 /// The frames as recorded: from the first start to the latest end (the analysis's frame).
@@ -30,7 +30,7 @@ pub(super) struct AsMeasured;
 impl FrameModel for AsMeasured {
     fn restart(&mut self) {}
 
-    fn frame(&mut self, spans: &[(StageSpan, i64)]) -> Option<(i64, i64)> {
+    fn frame(&mut self, spans: &FrameSpans) -> Option<(i64, i64)> {
         let start = spans.first().map_or(0, |(s, _)| s.start_ns);
         let end = spans.iter().map(|(s, _)| s.end_ns).max().unwrap_or(0);
         Some((start, end))
@@ -63,7 +63,7 @@ impl FrameModel for Simulated<'_> {
         self.simulation = Simulation::new(self.config, self.frames);
     }
 
-    fn frame(&mut self, spans: &[(StageSpan, i64)]) -> Option<(i64, i64)> {
+    fn frame(&mut self, spans: &FrameSpans) -> Option<(i64, i64)> {
         self.maker
             .tasks_into(spans.iter().copied(), &mut self.tasks);
         self.simulation.frame(&self.tasks)
@@ -192,6 +192,7 @@ pub(super) fn outcomes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::pipeline::waits::StageSpan;
 
     /// Frames of one span each, (start, end), handed over in order.
     struct Frames(Vec<(i64, i64)>);
@@ -201,7 +202,7 @@ mod tests {
             self.0.len()
         }
 
-        fn each(&self, visit: &mut dyn FnMut(&[(StageSpan, i64)])) -> Result<()> {
+        fn each(&self, visit: &mut dyn FnMut(&FrameSpans)) -> Result<()> {
             for &(start_ns, end_ns) in &self.0 {
                 let span = StageSpan {
                     start_ns,

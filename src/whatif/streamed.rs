@@ -12,6 +12,7 @@
 
 use anyhow::Result;
 
+use super::recorded::FrameSpans;
 use super::recorded::ReplayFrames;
 use crate::analyze::compact::columns::changed_between_reads;
 use crate::analyze::compact::table::FrameTable;
@@ -122,7 +123,7 @@ impl ReplayFrames for StreamedFrames<'_> {
         self.frames
     }
 
-    fn each(&self, visit: &mut dyn FnMut(&[(StageSpan, i64)])) -> Result<()> {
+    fn each(&self, visit: &mut dyn FnMut(&FrameSpans)) -> Result<()> {
         let (mut row, end, mut out_of_range_now) = (0usize, self.from + self.frames, 0u64);
         for_each_read_ahead(self.source, &mut |chunk| {
             // The chunk's rows within the stretch.

@@ -72,7 +72,7 @@ pub struct AskedValues {
 pub fn analyze_asking(
     head: &Run,
     source: &dyn SpanSource,
-    also: Option<&dyn Fn(&dyn Ranked)>,
+    also: AlsoAsked,
 ) -> anyhow::Result<Option<(Analysis, AskedValues)>> {
     let Some((mut analysis, values)) = unsplit(head, source, also, &mut |_| {})? else {
         return Ok(None);
@@ -96,7 +96,7 @@ pub fn analyze_unsplit(
 fn unsplit(
     head: &Run,
     source: &dyn SpanSource,
-    also: Option<&dyn Fn(&dyn Ranked)>,
+    also: AlsoAsked,
     tell: &mut dyn FnMut(SplitOf),
 ) -> anyhow::Result<Option<(Analysis, AskedValues)>> {
     if !head.counter_names.is_empty() || has_counters(source)? {
@@ -216,6 +216,9 @@ struct Shape {
     open_missing_stages: Vec<u16>,
 }
 
+/// The latest starts (start, row, id, stage) of a run stopped mid-frame, least first.
+type LatestStarts = BinaryHeap<Reverse<(i64, u64, u64, u16)>>;
+
 /// The shape taken span by span.
 struct Scan {
     spans: u64,
@@ -225,7 +228,7 @@ struct Scan {
     last_id: Option<u64>,
     last_end_ns: Option<i64>,
     /// With a stop mid-frame: the latest starts (start, row, id, stage), least first.
-    latest: Option<BinaryHeap<Reverse<(i64, u64, u64, u16)>>>,
+    latest: Option<LatestStarts>,
 }
 
 impl Scan {
@@ -792,7 +795,7 @@ fn facts(
     mut shape: Shape,
     mut scan: Option<Scan>,
     source: &dyn SpanSource,
-    (also, tell): (Option<&dyn Fn(&dyn Ranked)>, &mut dyn FnMut(SplitOf)),
+    (also, tell): (AlsoAsked, &mut dyn FnMut(SplitOf)),
 ) -> anyhow::Result<Option<(SpanFacts, AskedValues)>> {
     let budget = budget_ns(&head.meta);
     let names = Names {
@@ -881,7 +884,7 @@ fn facts(
 
     let stage_dists: Vec<Dist> = (order.iter())
         .filter_map(|&s| durations.stages.get(s)?.as_ref())
-        .filter_map(|values| Dist::of_ranked(values))
+        .filter_map(Dist::of_ranked)
         .collect();
     let total = match order.len() {
         1 => stage_dists.first().cloned(),
@@ -907,7 +910,7 @@ fn facts(
             .collect(),
     };
     let facts = SpanFacts {
-        window: shape.window.clone(),
+        window: shape.window,
         warmup_frames: counted.warmup_frames,
         after_frames: counted.after_frames,
         open_frames: counted.open_frames,

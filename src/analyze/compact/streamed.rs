@@ -341,6 +341,9 @@ fn clipped(s: &Span, (from, to): (i64, i64)) -> Option<Clipped> {
     (s.dur_ns >= 0 && clipped.from < clipped.to).then_some(clipped)
 }
 
+/// A stage's durations, and its span in each of the worst frames (`None` where it had none).
+type StageColumn = (NsValues, Vec<Option<i64>>);
+
 /// Each stage's durations in measured frames (stages in `order`), sorted, and its sums in
 /// the worst frames, from one read; the stages sorted a few at once. The worst frames'
 /// spans are shown to `sorted` as they pass.
@@ -351,7 +354,7 @@ fn stage_durations(
     order: &[usize],
     worst: &[u32],
     sorted: &mut dyn FnMut(Sorted),
-) -> anyhow::Result<Vec<(NsValues, Vec<Option<i64>>)>> {
+) -> anyhow::Result<Vec<StageColumn>> {
     let mut column = vec![usize::MAX; counts.count.len()];
     for (c, &s) in order.iter().enumerate() {
         column[s] = c;
@@ -360,7 +363,7 @@ fn stage_durations(
     for &f in worst {
         is_worst.set(f);
     }
-    let mut done: Vec<(NsValues, Vec<Option<i64>>)> = (order.iter())
+    let mut done: Vec<StageColumn> = (order.iter())
         .map(|&s| {
             let values = NsValues::for_range(0, counts.max_dur[s], counts.count[s]);
             (values, vec![None; worst.len()])
@@ -401,12 +404,12 @@ fn grouped_durations(
     order: &[usize],
     worst: &[u32],
     sorted: &mut dyn FnMut(Sorted),
-) -> anyhow::Result<Option<(Vec<(NsValues, Vec<Option<i64>>)>, FramesWaits)>> {
+) -> anyhow::Result<Option<(Vec<StageColumn>, FramesWaits)>> {
     let mut column = vec![usize::MAX; counts.count.len()];
     for (c, &s) in order.iter().enumerate() {
         column[s] = c;
     }
-    let mut done: Vec<(NsValues, Vec<Option<i64>>)> = (order.iter())
+    let mut done: Vec<StageColumn> = (order.iter())
         .map(|&s| {
             let values = NsValues::for_range(0, counts.max_dur[s], counts.count[s]);
             (values, vec![None; worst.len()])

@@ -88,6 +88,7 @@ impl NsValues {
     }
 
     /// The value at `i`.
+    #[allow(clippy::useless_conversion)] // from u32 and from i64 alike, through `with_ns!`
     pub fn get(&self, i: usize) -> Option<i64> {
         with_ns!(self, v => v.get(i).map(|&x| i64::from(x)))
     }

@@ -299,7 +299,7 @@ impl<'a> RunData<'a> {
             })
             .collect();
         let before = vec![
-            Plot::FrameTimes(frames),
+            Plot::FrameTimes(Box::new(frames)),
             Plot::Stages(stage_curves(curves.stages, &stage_order)),
             Plot::Fps(fps_curve(curves.fps, analysis.fps.as_ref())),
             Plot::Timelines(gantt),
@@ -535,6 +535,7 @@ fn late_and_stutters(
             let (mut end, mut summed) = (first_end, 0);
             for_each_stutter_at(v, |k, interval| {
                 while summed <= k {
+                    #[allow(clippy::useless_conversion)] // u32 and i64 alike, through `with_ns!`
                     let between: i64 = v[summed].into();
                     end = end.saturating_add(between);
                     summed += 1;

@@ -204,6 +204,7 @@ fn gated_experiment(runs: usize, primary_ratio: f64, seed: u64) -> Gated {
     // decide, so only then is it resampled (the test runs in CI's debug build).
     let verdicts: Vec<Verdict> = (metrics.iter().enumerate())
         .map(|(i, (b, v, direction))| {
+            #[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN is meant to take this branch
             if !(gated.adjusted[i] < 0.05) {
                 return Verdict::Equivalent; // stands for "not improved or regressed"
             }
