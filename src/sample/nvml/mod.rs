@@ -179,23 +179,15 @@ impl NvmlSource {
     }
 }
 
-/// One metric's value as the series stores it. `utilization` holds the one answer of
-/// the reading for both busy metrics: NVML gives them in one call, ~45 µs of the driver's
-/// time on an H200, 10% of a reading.
-fn read_metric(
-    nvml: &dyn Nvml,
-    index: u32,
-    metric: usize,
-    utilization: &mut Option<Result<(u32, u32), NvmlError>>,
-) -> Result<i64, NvmlError> {
+/// One metric's value as the series stores it.
+fn read_metric(nvml: &dyn Nvml, index: u32, metric: usize) -> Result<i64, NvmlError> {
     let i = index;
-    let mut busy = || (utilization.get_or_insert_with(|| nvml.utilization_pct(i))).clone();
     Ok(match metric {
         0 => nvml.clock_mhz(i, Clock::Graphics)?.into(),
         1 => nvml.clock_mhz(i, Clock::Sm)?.into(),
         2 => nvml.clock_mhz(i, Clock::Memory)?.into(),
-        3 => busy()?.0.into(),
-        4 => busy()?.1.into(),
+        3 => nvml.utilization_pct(i)?.0.into(),
+        4 => nvml.utilization_pct(i)?.1.into(),
         5 => nvml.power_mw(i)?.into(),
         6 => nvml.energy_mj(i)? as i64,
         7 => nvml.temperature_c(i)?.into(),
@@ -209,7 +201,6 @@ fn read_gpu(nvml: &dyn Nvml, cost: CallCost, gpu: &mut Gpu, tick: &Tick, out: &m
     let mut asked = 0;
     let mut failed = 0;
     let mut last_error = None;
-    let mut utilization = None;
     for (m, &(metric, unit, kind)) in METRICS.iter().enumerate() {
         let put_off = tick.t_ns < gpu.not_before_ns[m] && !tick.closing;
         if gpu.unsupported.contains_key(metric) || put_off {
@@ -217,7 +208,7 @@ fn read_gpu(nvml: &dyn Nvml, cost: CallCost, gpu: &mut Gpu, tick: &Tick, out: &m
         }
         asked += 1;
         let started = Instant::now();
-        let result = read_metric(nvml, gpu.index, m, &mut utilization);
+        let result = read_metric(nvml, gpu.index, m);
         note_cost(gpu, m, metric, cost(metric, started.elapsed()), tick);
         match result {
             Ok(value) => {
@@ -357,7 +348,6 @@ mod tests {
         reads: Arc<AtomicU32>,
         healthy_reads: u32,
         failure: u32,
-        utilization_calls: Arc<AtomicU32>,
     }
 
     impl Scripted {
@@ -385,7 +375,6 @@ mod tests {
             Ok(1000 + clock as u32)
         }
         fn utilization_pct(&self, _: u32) -> NvmlResult<(u32, u32)> {
-            self.utilization_calls.fetch_add(1, Ordering::Relaxed);
             self.check()?;
             Ok((97, 40))
         }
@@ -433,7 +422,6 @@ mod tests {
             reads: Arc::new(AtomicU32::new(0)),
             healthy_reads,
             failure,
-            utilization_calls: Arc::default(),
         }))
         .unwrap();
         s.cost = |_, _| Duration::ZERO;
@@ -449,38 +437,6 @@ mod tests {
             opening: false,
             origin_mono_ns: 0,
         }
-    }
-
-    /// Both busy metrics come from one NVML call a reading, not one each.
-    #[test]
-    fn the_busy_metrics_share_one_call_a_reading() {
-        let calls = Arc::new(AtomicU32::new(0));
-        let mut s = NvmlSource::with(Box::new(Scripted {
-            reads: Arc::new(AtomicU32::new(0)),
-            healthy_reads: u32::MAX,
-            failure: 0,
-            utilization_calls: calls.clone(),
-        }))
-        .unwrap();
-        s.cost = |_, _| Duration::ZERO;
-        let mut out = Readings::new(vec!["nvml"]);
-        for t_ns in [0, 50_000_000, 100_000_000] {
-            out.begin(0, t_ns, false);
-            s.read(&tick(t_ns), &mut out).unwrap();
-        }
-        assert_eq!(calls.load(Ordering::Relaxed), 3);
-        let batch = out.take_batch();
-        let values = |metric: &str| -> Vec<i64> {
-            let (series, _) = (batch.series.iter())
-                .find(|(_, s)| s.metric == metric)
-                .unwrap();
-            (batch.samples.iter())
-                .filter(|x| x.series == *series)
-                .map(|x| x.value)
-                .collect()
-        };
-        assert_eq!(values("gpu_busy"), [97, 97, 97]);
-        assert_eq!(values("mem_busy"), [40, 40, 40]);
     }
 
     #[test]
