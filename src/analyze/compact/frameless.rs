@@ -171,11 +171,12 @@ impl Frame {
         self.end_ns - self.start_ns
     }
 
-    fn span(&self) -> FrameSpan {
-        FrameSpan {
-            frame: self.id,
-            start_ns: self.start_ns,
+    /// The frame as the end order holds it (its span, without the stage).
+    fn ended(&self) -> Ended {
+        Ended {
             end_ns: self.end_ns,
+            id: self.id,
+            start_ns: self.start_ns,
         }
     }
 }
@@ -928,7 +929,7 @@ fn facts(
         total,
         interval: Dist::of_ranked(&intervals.values),
         fps: fps_summary_ranked(&intervals.values),
-        worst_spans: counted.worst.iter().map(Frame::span).collect(),
+        worst_spans: counted.worst.iter().map(|f| f.ended().span()).collect(),
         table,
         pipeline,
         counters,
