@@ -135,14 +135,9 @@ mod tests {
     use crate::model::{EndReason, Span};
     use crate::whatif::streamed::measure_frames;
 
+    /// A span of stage 0 on thread 0.
     fn span(frame: u64, start_ns: i64, dur_ns: i64) -> Span {
-        Span {
-            frame,
-            stage: 0,
-            thread: 0,
-            start_ns,
-            dur_ns,
-        }
+        crate::analyze::fixtures::span(frame, 0, 0, start_ns, dur_ns)
     }
 
     /// The frames of `spans` read again, and how many (as many as the frame table
