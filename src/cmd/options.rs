@@ -19,6 +19,7 @@ pub(super) fn shell_command(words: Vec<String>, shell: bool) -> Vec<String> {
 /// (the live histograms and the progress line would overwrite each other).
 pub(super) fn with_live(mut opts: RunOptions, args: &LiveArgs) -> anyhow::Result<RunOptions> {
     opts.live.every = args.live;
+    opts.live.out = framelab::hist::live::LiveOut::new(std::io::stderr());
     opts.live.linear = framelab::hist::LinearArgs {
         step: args.live_linear,
         ..Default::default()

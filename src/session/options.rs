@@ -110,6 +110,8 @@ pub struct LiveOptions {
     pub every: Option<Duration>,
     /// The live histograms' linear layout (`--live-linear STEP`); power-of-two without.
     pub linear: Option<crate::hist::LinearSpec>,
+    /// Where the live histograms are written (the command line's standard error).
+    pub out: crate::hist::live::LiveOut,
 }
 
 /// Validates options that do not depend on the command, with errors that say what to change.
