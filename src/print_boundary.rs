@@ -27,7 +27,7 @@ const PASSING_ON: [(&str, &str); 3] = [
     ),
     (
         "session/prepare.rs",
-        "passes on what --prepare wrote on its standard error",
+        "passes on what the prepare command wrote on its standard error",
     ),
 ];
 
