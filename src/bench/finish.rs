@@ -21,10 +21,10 @@ pub struct Finished {
     pub history_said: Vec<String>,
 }
 
-/// Runs the experiment, telling `progress` as it goes; `runs_done` is called as soon as the runs are over (the command
-/// line restores its signals there, so what follows stays interruptible). Unless the
-/// bench was stopped, the kept file's runs are then added to `history`: before the
-/// comparison, which may refuse while the runs are good.
+/// Runs the experiment, telling `progress` as it goes; `runs_done` is called as soon as
+/// the runs are over (the command line restores its signals there, so what follows stays
+/// interruptible). Unless the bench was stopped, the kept file's runs are then added to
+/// `history`: before the comparison, which may refuse while the runs are good.
 pub fn run_to_end(
     options: &BenchOptions,
     history: Option<&HistoryTarget>,

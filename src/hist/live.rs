@@ -240,3 +240,57 @@ fn print_loop(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `Write` the test reads back once the live printing is over.
+    #[derive(Clone, Default)]
+    struct Kept(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Kept {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Stopped before its first interval, the live printing still shows every span of the
+    /// run once it is finalised, and only where it was told to.
+    #[test]
+    fn the_end_of_the_run_is_written_where_the_command_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.framelab");
+        let run_id =
+            crate::store::write_run(&path, &crate::analyze::fixtures::reference_run()).unwrap();
+        let kept = Kept::default();
+        let every = Duration::from_secs(3600);
+        let live = Live::start(path, run_id, every, None, LiveOut::new(kept.clone()));
+        live.stop().print();
+        let text = String::from_utf8(kept.0.lock().unwrap().clone()).unwrap();
+        assert!(text.starts_with("--- 0.0–"), "{text}");
+        assert!(text
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(" s (end of the run) ---"));
+        for stage in ["@capture (µs):", "@encode (µs):", "@send (µs):"] {
+            assert!(text.contains(stage), "{stage} in {text}");
+        }
+        // The 11 capture spans of 1 ms each, in one bucket.
+        let capture = text
+            .split("@capture")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .nth(1)
+            .unwrap();
+        assert!(capture.starts_with("[512, 1K)"), "{capture}");
+        assert!(capture.contains(" 11 |"), "{capture}");
+    }
+}
