@@ -2,7 +2,7 @@
 //! said through `log` (`log::warn!`, `log::info!`), and the command line's one logger
 //! (`cmd/said.rs`) writes it to standard error; what it hands back the command prints. A
 //! test reads every file of src/ and fails on any other whose code (comments and test
-//! modules left out) prints to standard output or error itself.
+//! modules left out) prints to standard output or error itself, a progress bar included.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -35,7 +35,13 @@ const PASSING_ON: [(&str, &str); 3] = [
 fn prints(code: &str) -> Vec<&'static str> {
     let is_word = |c: char| c.is_alphanumeric() || c == '_';
     let macros = ["println!", "eprintln!", "print!", "eprint!", "dbg!"];
-    let streams = ["io::stdout()", "io::stderr()"];
+    // A progress bar drawn on a standard stream prints too.
+    let streams = [
+        "io::stdout()",
+        "io::stderr()",
+        "ProgressDrawTarget::stdout",
+        "ProgressDrawTarget::stderr",
+    ];
     let mut found: Vec<&'static str> = macros
         .into_iter()
         .filter(|name| {
@@ -90,6 +96,10 @@ fn printing_is_found_in_code_only() {
     assert_eq!(
         prints("let out = std::io::stderr().lock();"),
         ["io::stderr()"]
+    );
+    assert_eq!(
+        prints("ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10))"),
+        ["ProgressDrawTarget::stderr"]
     );
     assert!(prints("log::warn!(\"x\"); bar.println(line); sprint!()").is_empty());
     let code = production_code("// eprintln!(\"said\")\nfn f() {}\n#[cfg(test)]\nmod tests {\n    fn t() { println!(\"x\") }\n}\n");

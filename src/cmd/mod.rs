@@ -19,6 +19,7 @@ mod probes;
 mod profile;
 mod report;
 mod run;
+mod run_progress;
 pub mod said;
 mod sources;
 mod timers;

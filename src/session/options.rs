@@ -104,8 +104,9 @@ pub struct SessionOptions {
 /// What is shown while the run goes (`cli::LiveArgs`).
 #[derive(Clone, Debug, Default)]
 pub struct LiveOptions {
-    /// Show the live progress line (on a terminal).
-    pub progress: bool,
+    /// Where the live progress line is told (the command line's, on a terminal; none by
+    /// default).
+    pub progress: super::progress::ProgressLine,
     /// Print each stage's histogram of the last interval this often (`--live 5s`).
     pub every: Option<Duration>,
     /// The live histograms' linear layout (`--live-linear STEP`); power-of-two without.

@@ -24,7 +24,7 @@ use super::collect::Collector;
 use super::executor::{Executor, Spawn, Spawned};
 use super::opening::{window_due, Opening};
 use super::options::RunOptions;
-use super::progress::Progress;
+use super::progress::ProgressLine;
 use super::recording::{CollectorRecording, Recording};
 use super::rungroup::RunGroup;
 use super::services::Services;
@@ -116,7 +116,7 @@ pub struct Supervisor<'o, E: Executor> {
     last_commit: Instant,
     last_tick: Duration,
     /// The progress line, from the command's start.
-    progress: Option<Progress>,
+    progress: Option<ProgressLine>,
 }
 
 impl<'o, E: Executor> Supervisor<'o, E> {
@@ -250,7 +250,9 @@ impl<'o, E: Executor> Supervisor<'o, E> {
     fn start_watching(&mut self, rec: &mut impl Recording) {
         let now = self.exec.now();
         (self.last_sample, self.last_progress, self.last_commit) = (now, now, now);
-        self.progress = Some(Progress::new(self.opts.live.progress));
+        let progress = self.opts.live.progress.clone();
+        progress.tell(|line| line.begin());
+        self.progress = Some(progress);
         rec.read_processes(self.pid.expect("the command started"));
     }
 
@@ -305,8 +307,8 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             } else {
                 "warmup"
             };
-            if let Some(progress) = &mut self.progress {
-                progress.update(phase, now - started, frames);
+            if let Some(progress) = &self.progress {
+                progress.tell(|line| line.update(phase, now - started, frames));
             }
         }
         if now - self.last_commit >= COMMIT_EVERY {
@@ -424,8 +426,8 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         if self.command_exit.is_none() {
             self.state = State::Stop;
         }
-        if let Some(progress) = &mut self.progress {
-            progress.phase("stopping");
+        if let Some(progress) = &self.progress {
+            progress.tell(|line| line.phase("stopping"));
         }
     }
 
@@ -460,8 +462,8 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         let deadline = self.exec.now() + LAST_REAPS;
         while self.exec.now() < deadline && self.exec.reap_one(&mut |_| {}).is_some() {}
         rec.drain()?;
-        if let Some(progress) = &mut self.progress {
-            progress.finish();
+        if let Some(progress) = &self.progress {
+            progress.tell(|line| line.finish());
         }
         Ok(())
     }

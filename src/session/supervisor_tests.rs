@@ -957,6 +957,52 @@ fn a_profiler_that_cannot_start_is_said_in_one_line() {
     );
 }
 
+/// What the progress line was told, one word each.
+#[derive(Clone, Default)]
+struct Told(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl crate::session::RunProgress for Told {
+    fn begin(&mut self) {
+        self.0.lock().unwrap().push("begin".into());
+    }
+
+    fn update(&mut self, phase: &str, elapsed: Duration, _frames: u64) {
+        let told = format!("{phase} {} ms", elapsed.as_millis());
+        self.0.lock().unwrap().push(told);
+    }
+
+    fn phase(&mut self, phase: &str) {
+        self.0.lock().unwrap().push(phase.into());
+    }
+
+    fn finish(&mut self) {
+        self.0.lock().unwrap().push("finish".into());
+    }
+}
+
+/// The progress line the command line gives is told as the run goes, on the executor's
+/// clock: from the command's start, every half second, until the run is drained.
+#[test]
+fn the_progress_line_is_told_every_half_second_until_the_run_is_drained() {
+    let told = Told::default();
+    let mut opts = options(2, Some(Duration::from_millis(1600)));
+    opts.live.progress = crate::session::ProgressLine::new(told.clone());
+    let (_, _, outcome) = run(&opts, MockExecutor::default());
+    outcome.unwrap();
+    let told = told.0.lock().unwrap();
+    assert_eq!(
+        *told,
+        [
+            "begin",
+            "measuring 500 ms",
+            "measuring 1000 ms",
+            "measuring 1500 ms",
+            "stopping",
+            "finish"
+        ]
+    );
+}
+
 #[test]
 fn commits_come_every_500_ms_on_the_dot_and_the_window_closes_at_the_end_of_the_duration() {
     // Readings of the processes every 70 ms, which no tick divides: each commit is still due
