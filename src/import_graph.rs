@@ -53,7 +53,7 @@ pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// The text without comments and without its inline test module (`#[cfg(test)] mod
 /// tests { … }`, at the end of a file).
-fn production_code(text: &str) -> String {
+pub(crate) fn production_code(text: &str) -> String {
     let test_module = text.match_indices("#[cfg(test)]").find(|(at, marker)| {
         let after = text[at + marker.len()..].trim_start();
         let declaration = &after[..after.find(['{', ';']).unwrap_or(after.len())];
@@ -266,7 +266,7 @@ fn circles(edges: &[BTreeSet<usize>]) -> Vec<Vec<usize>> {
 }
 
 /// Files declared `#[cfg(test)] mod NAME;` by `file`: test code, left out.
-fn test_only(file: &Path, text: &str, out: &mut BTreeSet<PathBuf>) {
+pub(crate) fn test_only(file: &Path, text: &str, out: &mut BTreeSet<PathBuf>) {
     let own_dir = matches!(
         file.file_stem().and_then(|s| s.to_str()),
         Some("mod" | "lib" | "main")

@@ -43,3 +43,7 @@ pub mod whatif;
 mod clap_boundary;
 #[cfg(test)]
 mod import_graph;
+#[cfg(test)]
+mod print_boundary;
+#[cfg(test)]
+mod said_in_tests;

@@ -16,6 +16,7 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
+    cmd::said::install();
     let cli = Cli::parse();
     match cmd::dispatch(cli.command) {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::{BenchOptions, BenchOutcome, ExperimentSpec};
+use super::{BenchOptions, BenchOutcome, ExperimentSpec, Progress};
 use crate::history::commands::HistoryTarget;
 use crate::store;
 
@@ -21,16 +21,17 @@ pub struct Finished {
     pub history_said: Vec<String>,
 }
 
-/// Runs the experiment; `runs_done` is called as soon as the runs are over (the command
-/// line restores its signals there, so what follows stays interruptible). Unless the
-/// bench was stopped, the kept file's runs are then added to `history`: before the
-/// comparison, which may refuse while the runs are good.
+/// Runs the experiment, telling `progress` as it goes; `runs_done` is called as soon as
+/// the runs are over (the command line restores its signals there, so what follows stays
+/// interruptible). Unless the bench was stopped, the kept file's runs are then added to
+/// `history`: before the comparison, which may refuse while the runs are good.
 pub fn run_to_end(
     options: &BenchOptions,
     history: Option<&HistoryTarget>,
+    progress: &mut dyn Progress,
     runs_done: impl FnOnce(),
 ) -> Result<Finished> {
-    let outcome = super::run(options)?;
+    let outcome = super::run(options, progress)?;
     runs_done();
     if outcome.stopped {
         return Ok(Finished {

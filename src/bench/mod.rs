@@ -26,6 +26,7 @@ use crate::session::{
 use crate::store;
 pub use cpus::parse_cpu_list;
 pub use finish::{run_to_end, BenchExit, Finished, Shown};
+pub use progress::Progress;
 use schedule::{schedule, warmup_schedule, Slot};
 pub use spec::{
     parse_param, parse_shell_variant, parse_variant, shell_argv, ExperimentSpec, Order,
@@ -39,8 +40,6 @@ pub struct BenchOptions {
     pub spec: Option<ExperimentSpec>,
     pub output: Option<PathBuf>,
     pub resume: bool,
-    /// Show the progress bar (on a terminal).
-    pub progress: bool,
 }
 
 /// How the bench ended.
@@ -77,8 +76,9 @@ struct Bench<'a> {
 }
 
 /// Runs (or continues) the experiment: `--setup`, the warmup rounds, the measured runs,
-/// `--cleanup` (also after a stop or an error). The comparison is the caller's.
-pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
+/// `--cleanup` (also after a stop or an error), telling `progress` as it goes. The
+/// comparison is the caller's.
+pub fn run(options: &BenchOptions, progress: &mut dyn Progress) -> Result<BenchOutcome> {
     let (file, spec, experiment_id, done) = open_experiment(options)?;
     let path = file.path().to_owned();
     let slots = schedule(&spec);
@@ -104,11 +104,7 @@ pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
     };
     let setups = spec.per_variant(spec.setup.as_deref().filter(|_| left > 0))?;
     let cleanups = spec.per_variant(spec.cleanup.as_deref().filter(|_| left > 0))?;
-    let mut progress = progress::BenchProgress::new(
-        (total + warmups.len()) as u64,
-        done.len() as u64,
-        options.progress,
-    );
+    progress.begin((total + warmups.len()) as u64, done.len() as u64);
     let mut outcome = BenchOutcome {
         path: path.clone(),
         file,
@@ -140,7 +136,7 @@ pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
                 outcome.stopped = true;
                 return Ok(());
             }
-            let status = bench.run_slot(slot, index as u32, true, &mut progress)?;
+            let status = bench.run_slot(slot, index as u32, true, progress)?;
             outcome.warmup_runs += 1;
             if status.interrupted {
                 outcome.stopped = true;
@@ -155,7 +151,7 @@ pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
                 outcome.stopped = true;
                 break;
             }
-            let ran = bench.run_slot(slot, index as u32, false, &mut progress)?;
+            let ran = bench.run_slot(slot, index as u32, false, progress)?;
             outcome.unread_metrics += ran.unread_metrics;
             match ran.status {
                 RunStatus::Ok => outcome.finished_runs += 1,
@@ -177,10 +173,7 @@ pub fn run(options: &BenchOptions) -> Result<BenchOutcome> {
             continue;
         }
         let name = &spec.variants[*variant].name;
-        eprintln!(
-            "framelab: {}",
-            crate::display::text(&format!("--cleanup of {name}: {command}"))
-        );
+        progress.say(&format!("--cleanup of {name}: {command}"));
         if let Err(e) = run_shell("--cleanup", command, name, &path) {
             outcome
                 .cleanup_failures
@@ -205,7 +198,7 @@ impl Bench<'_> {
         slot: &Slot,
         index: u32,
         warmup: bool,
-        progress: &mut progress::BenchProgress,
+        progress: &mut dyn Progress,
     ) -> Result<Ran> {
         let spec = self.spec;
         let combo = &self.combos[slot.combo];

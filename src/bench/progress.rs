@@ -1,96 +1,19 @@
-//! The bench's progress: a bar on a terminal (what runs, how many are left, about how
-//! long), one line per finished run otherwise (CI logs).
+//! What a bench tells of its progress as it goes, to whoever shows it: the command line
+//! draws a bar on a terminal and writes a line per finished run otherwise
+//! (`cmd/bench_progress.rs`); the bench only says what happened.
 
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
-pub struct BenchProgress {
-    bar: Option<ProgressBar>,
-    total: u64,
-    done: u64,
-    /// Seconds each run took in this invocation (prepare included), for the estimate.
-    seconds: Vec<f64>,
-}
-
-impl BenchProgress {
-    /// `total` runs in the experiment, `done` of them already finished (a resume).
-    pub fn new(total: u64, done: u64, on_terminal: bool) -> BenchProgress {
-        let bar = on_terminal.then(|| {
-            let bar =
-                ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr_with_hz(5));
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} [{bar:24}] {pos}/{len} · {msg}")
-                    .expect("static template")
-                    .progress_chars("=> "),
-            );
-            bar.set_position(done);
-            bar.enable_steady_tick(Duration::from_millis(200));
-            bar
-        });
-        BenchProgress {
-            bar,
-            total,
-            done,
-            seconds: Vec::new(),
-        }
-    }
-
-    /// About how long the runs left will take, from the mean of those done so far.
-    fn time_left(&self) -> String {
-        if self.seconds.is_empty() {
-            return "time left unknown until a run finishes".into();
-        }
-        let mean = self.seconds.iter().sum::<f64>() / self.seconds.len() as f64;
-        let left = mean * (self.total - self.done) as f64;
-        let rounded = Duration::from_secs(left.round() as u64);
-        format!("about {} left", humantime::format_duration(rounded))
-    }
-
-    pub fn starting(&mut self, what: &str) {
-        let what = crate::display::text(what);
-        if let Some(bar) = &self.bar {
-            bar.set_message(format!(
-                "running {what} · {} runs to go · {}",
-                self.total - self.done,
-                self.time_left()
-            ));
-        }
-    }
-
-    pub fn finished(&mut self, what: &str, status: &str, took: Duration) {
-        let (what, status) = (crate::display::text(what), crate::display::text(status));
-        self.done += 1;
-        self.seconds.push(took.as_secs_f64());
-        match &self.bar {
-            Some(bar) => {
-                bar.set_position(self.done);
-                if status != "ok" {
-                    bar.println(format!("framelab: {what}: {status}"));
-                }
-            }
-            None => eprintln!(
-                "framelab: run {}/{} {what}: {status} ({:.1} s; {})",
-                self.done,
-                self.total,
-                took.as_secs_f64(),
-                self.time_left()
-            ),
-        }
-    }
-
-    /// A line of its own (above the bar on a terminal).
-    pub fn say(&self, line: &str) {
-        let line = crate::display::text(line);
-        match &self.bar {
-            Some(bar) => bar.println(format!("framelab: {line}")),
-            None => eprintln!("framelab: {line}"),
-        }
-    }
-
-    pub fn finish(&mut self) {
-        if let Some(bar) = self.bar.take() {
-            bar.finish_and_clear();
-        }
-    }
+pub trait Progress {
+    /// The bench begins: `total` runs (warmup runs included), `done` of them already
+    /// finished (a resume).
+    fn begin(&mut self, total: u64, done: u64);
+    /// Run `what` (its variant and parameters) starts.
+    fn starting(&mut self, what: &str);
+    /// Run `what` ended as `status` ("ok" or what went wrong) after `took`.
+    fn finished(&mut self, what: &str, status: &str, took: Duration);
+    /// A line of its own (a `--setup` or `--cleanup` being run).
+    fn say(&mut self, line: &str);
+    /// The runs are over: what is said from now on follows them.
+    fn finish(&mut self);
 }

@@ -10,6 +10,7 @@ use framelab::history::commands::HistoryTarget;
 use framelab::render::Format;
 use framelab::store;
 
+use super::bench_progress::BenchProgress;
 use super::compare::CompareSettings;
 use super::compare::{
     check_export_paths, check_outputs, compare_options, destinations, output_files, show_comparison,
@@ -145,7 +146,6 @@ impl TryFrom<Box<BenchArgs>> for BenchPlan {
                 spec,
                 output: args.output,
                 resume: args.resume,
-                progress: std::io::stderr().is_terminal(),
             },
             history,
             compare: args.compare,
@@ -155,8 +155,13 @@ impl TryFrom<Box<BenchArgs>> for BenchPlan {
 
 pub(super) fn run(args: Box<BenchArgs>) -> anyhow::Result<Outcome> {
     let plan = BenchPlan::try_from(args)?;
-    let finished =
-        framelab::bench::run_to_end(&plan.bench, plan.history.as_ref(), default_signals)?;
+    let mut progress = BenchProgress::new(std::io::stderr().is_terminal());
+    let finished = framelab::bench::run_to_end(
+        &plan.bench,
+        plan.history.as_ref(),
+        &mut progress,
+        default_signals,
+    )?;
     show(&finished, &plan.compare)
 }
 

@@ -193,8 +193,11 @@ impl TryFrom<HistoryArgs> for Command {
 }
 
 pub(super) fn run(args: HistoryArgs) -> Result<Outcome> {
-    let regressed = framelab::history::commands::run(args.try_into()?)?;
-    Ok(match regressed {
+    let done = framelab::history::commands::run(args.try_into()?)?;
+    for line in &done.said {
+        eprintln!("{line}");
+    }
+    Ok(match done.regressed {
         true => Outcome::Failed,
         false => Outcome::Done,
     })

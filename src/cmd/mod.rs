@@ -5,6 +5,7 @@
 //! exit status is main.rs's business.
 
 mod bench;
+mod bench_progress;
 mod compare;
 mod demo;
 mod export;
@@ -18,6 +19,8 @@ mod probes;
 mod profile;
 mod report;
 mod run;
+mod run_progress;
+pub mod said;
 mod sources;
 mod timers;
 mod whatif;

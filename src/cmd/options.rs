@@ -2,8 +2,9 @@
 
 use std::io::IsTerminal;
 
-use framelab::session::{self, RunOptions};
+use framelab::session::{self, ProgressLine, RunOptions};
 
+use super::run_progress::TerminalProgress;
 use crate::cli::{LiveArgs, ProfileFlag, SamplingArgs, ServiceArgs};
 
 /// The command as given, or `sh -c 'WORDS'` with `--shell` (the words joined by spaces).
@@ -19,13 +20,16 @@ pub(super) fn shell_command(words: Vec<String>, shell: bool) -> Vec<String> {
 /// (the live histograms and the progress line would overwrite each other).
 pub(super) fn with_live(mut opts: RunOptions, args: &LiveArgs) -> anyhow::Result<RunOptions> {
     opts.live.every = args.live;
+    opts.live.out = framelab::hist::live::LiveOut::new(std::io::stderr());
     opts.live.linear = framelab::hist::LinearArgs {
         step: args.live_linear,
         ..Default::default()
     }
     .spec()
     .map_err(|e| anyhow::anyhow!("{}", e.to_string().replace("--linear", "--live-linear")))?;
-    opts.live.progress = std::io::stderr().is_terminal() && opts.live.every.is_none();
+    if std::io::stderr().is_terminal() && opts.live.every.is_none() {
+        opts.live.progress = ProgressLine::new(TerminalProgress::default());
+    }
     Ok(opts)
 }
 

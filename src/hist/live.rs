@@ -1,17 +1,47 @@
 //! `framelab run --live 5s`: every interval, the power-of-two histogram of each stage's
 //! spans recorded since the last print, read back from the run file as it is written
-//! (bpftrace's `interval:s:5 { print(@); clear(@); }`), on standard error; with
-//! `--live-linear STEP` in the linear layout. The interval the run ends in is printed
-//! too, once the run is finalised, marked `(end of the run)`.
+//! (bpftrace's `interval:s:5 { print(@); clear(@); }`), where the command line says
+//! (its standard error); with `--live-linear STEP` in the linear layout. The interval the
+//! run ends in is printed too, once the run is finalised, marked `(end of the run)`.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::{render_series, LinearSpec, Series};
+
+/// Where the live histograms are written: given by the command line (its standard
+/// error); nowhere unless given.
+#[derive(Clone)]
+pub struct LiveOut(Arc<Mutex<dyn Write + Send>>);
+
+impl LiveOut {
+    pub fn new(out: impl Write + Send + 'static) -> LiveOut {
+        LiveOut(Arc::new(Mutex::new(out)))
+    }
+
+    /// One interval's histograms, written whole.
+    fn write(&self, text: &str) {
+        if let Ok(mut out) = self.0.lock() {
+            let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+        }
+    }
+}
+
+impl Default for LiveOut {
+    fn default() -> LiveOut {
+        LiveOut::new(std::io::sink())
+    }
+}
+
+impl std::fmt::Debug for LiveOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LiveOut")
+    }
+}
 
 pub struct Live {
     stop: Arc<AtomicBool>,
@@ -19,6 +49,7 @@ pub struct Live {
     path: PathBuf,
     run_id: i64,
     linear: Option<LinearSpec>,
+    out: LiveOut,
 }
 
 /// Where the printing stopped: the newest span printed, and when the interval not yet
@@ -35,24 +66,32 @@ pub struct LastInterval {
     path: PathBuf,
     run_id: i64,
     linear: Option<LinearSpec>,
+    out: LiveOut,
     progress: Option<Progress>,
     ended: Instant,
 }
 
 impl Live {
-    /// Starts printing every `every` the spans of run `run_id` in `path` committed since,
-    /// in the power-of-two layout or, with `linear`, the linear one.
-    pub fn start(path: PathBuf, run_id: i64, every: Duration, linear: Option<LinearSpec>) -> Live {
+    /// Starts printing to `out` every `every` the spans of run `run_id` in `path`
+    /// committed since, in the power-of-two layout or, with `linear`, the linear one.
+    pub fn start(
+        path: PathBuf,
+        run_id: i64,
+        every: Duration,
+        linear: Option<LinearSpec>,
+        out: LiveOut,
+    ) -> Live {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let file = path.clone();
+        let to = out.clone();
         let thread = std::thread::Builder::new()
             .name("framelab-live".into())
             .spawn(
-                move || match print_loop(&file, run_id, every, linear, &flag) {
+                move || match print_loop(&file, run_id, every, linear, &to, &flag) {
                     Ok(progress) => Some(progress),
                     Err(e) => {
-                        eprintln!("framelab: live histograms stopped: {e}");
+                        log::info!("live histograms stopped: {e}");
                         None
                     }
                 },
@@ -64,6 +103,7 @@ impl Live {
             path,
             run_id,
             linear,
+            out,
         }
     }
 
@@ -77,6 +117,7 @@ impl Live {
             path: self.path.clone(),
             run_id: self.run_id,
             linear: self.linear,
+            out: self.out.clone(),
             progress,
             ended,
         }
@@ -96,24 +137,25 @@ impl LastInterval {
             self.run_id,
             p.last_id,
             self.linear,
-            from,
-            to,
+            &self.out,
+            (from, to),
             " (end of the run)",
         ) {
             Ok(_) => {}
-            Err(e) => eprintln!("framelab: the last live histogram could not be read: {e}"),
+            Err(e) => log::info!("the last live histogram could not be read: {e}"),
         }
     }
 }
 
-/// Prints the spans after `last_id` as one interval `from`–`to` s; returns the newest id.
+/// Prints the spans after `last_id` to `out` as one interval `from`–`to` s; returns the
+/// newest id.
 fn print_since(
     path: &std::path::Path,
     run_id: i64,
     last_id: i64,
     linear: Option<LinearSpec>,
-    from: f64,
-    to: f64,
+    out: &LiveOut,
+    (from, to): (f64, f64),
     what: &str,
 ) -> anyhow::Result<i64> {
     let (stages, spans, newest) = crate::store::spans_after(path, run_id, last_id)?;
@@ -123,25 +165,25 @@ fn print_since(
             v.push(dur_ns);
         }
     }
-    let mut out = format!("--- {from:.1}–{to:.1} s{what} ---\n");
+    let mut text = format!("--- {from:.1}–{to:.1} s{what} ---\n");
     let mut any = false;
     for (name, values_ns) in stages.into_iter().zip(by_stage) {
         if !values_ns.is_empty() {
             any = true;
-            out.push_str(&render_series(
+            text.push_str(&render_series(
                 &Series {
                     name: format!("@{name}"),
                     values_ns,
                 },
                 linear.as_ref(),
             ));
-            out.push('\n');
+            text.push('\n');
         }
     }
     if !any {
-        out.push_str("no spans\n");
+        text.push_str("no spans\n");
     }
-    let _ = std::io::stderr().lock().write_all(out.as_bytes());
+    out.write(&text);
     Ok(newest.max(last_id))
 }
 
@@ -150,6 +192,7 @@ fn print_loop(
     run_id: i64,
     every: Duration,
     linear: Option<LinearSpec>,
+    out: &LiveOut,
     stop: &AtomicBool,
 ) -> anyhow::Result<Progress> {
     let started = Instant::now();
@@ -178,8 +221,11 @@ fn print_loop(
             run_id,
             last_id,
             linear,
-            (from_at - started).as_secs_f64(),
-            (next - started).as_secs_f64(),
+            out,
+            (
+                (from_at - started).as_secs_f64(),
+                (next - started).as_secs_f64(),
+            ),
             "",
         )?;
         from_at = next;
@@ -192,5 +238,59 @@ fn print_loop(
             let skip = Duration::from_nanos(u64::try_from(behind * every.as_nanos()).unwrap_or(0));
             next = next.checked_add(skip).unwrap_or(now + every);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `Write` the test reads back once the live printing is over.
+    #[derive(Clone, Default)]
+    struct Kept(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Kept {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Stopped before its first interval, the live printing still shows every span of the
+    /// run once it is finalised, and only where it was told to.
+    #[test]
+    fn the_end_of_the_run_is_written_where_the_command_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.framelab");
+        let run_id =
+            crate::store::write_run(&path, &crate::analyze::fixtures::reference_run()).unwrap();
+        let kept = Kept::default();
+        let every = Duration::from_secs(3600);
+        let live = Live::start(path, run_id, every, None, LiveOut::new(kept.clone()));
+        live.stop().print();
+        let text = String::from_utf8(kept.0.lock().unwrap().clone()).unwrap();
+        assert!(text.starts_with("--- 0.0–"), "{text}");
+        assert!(text
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(" s (end of the run) ---"));
+        for stage in ["@capture (µs):", "@encode (µs):", "@send (µs):"] {
+            assert!(text.contains(stage), "{stage} in {text}");
+        }
+        // The 11 capture spans of 1 ms each, in one bucket.
+        let capture = text
+            .split("@capture")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .nth(1)
+            .unwrap();
+        assert!(capture.starts_with("[512, 1K)"), "{capture}");
+        assert!(capture.contains(" 11 |"), "{capture}");
     }
 }

@@ -60,14 +60,30 @@ pub struct ExportOptions {
     pub store: Option<String>,
 }
 
-/// Runs a history subcommand; what it prints goes to standard output, notes to stderr.
-/// True when `check --fail-on-regression` found a regression.
-pub fn run(command: HistoryCommand) -> Result<bool> {
+/// What a history subcommand leaves the command line once its tables are printed.
+#[derive(Debug, Default)]
+pub struct Done {
+    /// The lines to say last: what was added, the page or file written.
+    pub said: Vec<String>,
+    /// `check --fail-on-regression` found a regression.
+    pub regressed: bool,
+}
+
+/// Runs a history subcommand; what it prints goes to standard output, and the lines it
+/// has to say are handed back.
+pub fn run(command: HistoryCommand) -> Result<Done> {
+    let said = |said| Done {
+        said,
+        regressed: false,
+    };
     match command {
-        HistoryCommand::Add(args) => add(args).map(|()| false),
-        HistoryCommand::Show(args) => show(args).map(|()| false),
-        HistoryCommand::Check(args) => check(&args),
-        HistoryCommand::Export(args) => export(args).map(|()| false),
+        HistoryCommand::Add(args) => add(args).map(said),
+        HistoryCommand::Show(args) => show(args).map(said),
+        HistoryCommand::Check(args) => check(&args).map(|regressed| Done {
+            said: Vec::new(),
+            regressed,
+        }),
+        HistoryCommand::Export(args) => export(args).map(said),
     }
 }
 
@@ -102,24 +118,20 @@ fn check(args: &CheckRequest) -> Result<bool> {
         })
 }
 
-/// `history add`.
-fn add(args: AddOptions) -> Result<()> {
+/// `history add`: what was added and skipped, to say.
+fn add(args: AddOptions) -> Result<Vec<String>> {
     let revision = super::add::revision(args.commit.as_deref(), args.branch.as_deref())?;
-    let said = add_files(
+    add_files(
         &args.files,
         &revision,
         &args.tags,
         args.store.as_deref(),
         true,
-    )?;
-    for line in said {
-        eprintln!("{line}");
-    }
-    Ok(())
+    )
 }
 
-/// `history show`: tables, and a trend page with `--html`.
-fn show(args: ShowOptions) -> Result<()> {
+/// `history show`: tables, and a trend page with `--html` (said).
+fn show(args: ShowOptions) -> Result<Vec<String>> {
     let location = location(args.store.as_deref());
     if let Some(page) = &args.html {
         refuse_writing_over_store(page, &location, "--html")?;
@@ -136,13 +148,13 @@ fn show(args: ShowOptions) -> Result<()> {
             )?;
             Ok(out.write_all(html.as_bytes())?)
         })?;
-        eprintln!("framelab: trend page {}", page.display());
+        return Ok(vec![format!("framelab: trend page {}", page.display())]);
     }
-    Ok(())
+    Ok(Vec::new())
 }
 
-/// `history export`: every value in long format.
-fn export(args: ExportOptions) -> Result<()> {
+/// `history export`: every value in long format; how many, said when written to a file.
+fn export(args: ExportOptions) -> Result<Vec<String>> {
     let stdout = args.output.as_os_str() == "-";
     let location = location(args.store.as_deref());
     if !stdout {
@@ -161,14 +173,14 @@ fn export(args: ExportOptions) -> Result<()> {
         }
         other => return Err(HISTORY_EXPORT.refuse(other)),
     }
-    if !stdout {
-        eprintln!(
-            "framelab: {} values to {}",
-            rows.len(),
-            args.output.display()
-        );
+    if stdout {
+        return Ok(Vec::new());
     }
-    Ok(())
+    Ok(vec![format!(
+        "framelab: {} values to {}",
+        rows.len(),
+        args.output.display()
+    )])
 }
 
 /// Where `run`/`bench --history` add their runs, checked before the first run: the

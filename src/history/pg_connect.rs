@@ -178,8 +178,8 @@ pub fn password_file_entry(file: &Path, wanted: [&str; 4]) -> Option<String> {
         return None;
     }
     if meta.permissions().mode() & 0o077 != 0 {
-        eprintln!(
-            "framelab: warning: password file {} has group or world access, so it is \
+        log::warn!(
+            "password file {} has group or world access, so it is \
              ignored; permissions should be u=rw (0600) or less: chmod 600 {}",
             file.display(),
             file.display()

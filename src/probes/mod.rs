@@ -256,23 +256,25 @@ pub fn say_what_was_missed(
                     names.join(", ")
                 )
             };
-            eprintln!(
-                "framelab: warning: {option}: 0 hits: no process of the run called {} in {} \
+            log::warn!(
+                "{option}: 0 hits: no process of the run called {} in {} \
                  ({maps})",
-                p.function, p.path
+                p.function,
+                p.path
             );
         }
         if p.unmatched_returns + p.unfinished > 0 {
-            eprintln!(
-                "framelab: warning: {option}: {} returns from calls entered before the probe \
+            log::warn!(
+                "{option}: {} returns from calls entered before the probe \
                  was placed and {} calls still running at the end were not made spans",
-                p.unmatched_returns, p.unfinished
+                p.unmatched_returns,
+                p.unfinished
             );
         }
     }
     if lost > 0 {
-        eprintln!(
-            "framelab: warning: {lost} probe samples were lost (the kernel's ring was full): \
+        log::warn!(
+            "{lost} probe samples were lost (the kernel's ring was full): \
              their spans are missing"
         );
     }

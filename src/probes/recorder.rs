@@ -305,8 +305,8 @@ impl Recorder {
             |s| matches!(&s.source, Source::Uprobe { point, .. } if point.semaphore_offset != 0),
         );
         if semaphores && !pmu.is_some_and(|p| p.has_semaphores()) {
-            eprintln!(
-                "framelab: warning: this kernel cannot raise USDT semaphores (no \
+            log::warn!(
+                "this kernel cannot raise USDT semaphores (no \
                  ref_ctr_offset in the uprobe PMU's format): probes guarded by one will not fire"
             );
         }
@@ -316,7 +316,7 @@ impl Recorder {
             *costs.entry((class, shape)).or_insert_with(|| {
                 let measured = cost::measure(pmu, class, shape);
                 if let Err(why) = &measured {
-                    eprintln!("framelab: warning: the cost of a probe hit is not known: {why}");
+                    log::warn!("the cost of a probe hit is not known: {why}");
                 }
                 measured.ok()
             })

@@ -568,8 +568,8 @@ impl Collector {
         if self.meta.session.session_lost_ns.is_none() && !self.session.still_there() {
             let at = self.now_ns();
             self.meta.session.session_lost_ns = Some(at);
-            eprintln!(
-                "framelab: warning: the session directory {} was removed {:.2} s after launch, while the run was recording (by another framelab that took it for stale, or by hand): threads that start from now on cannot record",
+            log::warn!(
+                "the session directory {} was removed {:.2} s after launch, while the run was recording (by another framelab that took it for stale, or by hand): threads that start from now on cannot record",
                 self.session.path().display(),
                 at as f64 / 1e9
             );
@@ -700,7 +700,7 @@ impl Collector {
 
     fn warn(&mut self, problem: String) {
         if self.warnings.insert(problem.clone()) {
-            eprintln!("framelab: warning: {}", crate::display::text(&problem));
+            log::warn!("{}", crate::display::text(&problem));
         }
     }
 
@@ -906,10 +906,7 @@ impl Collector {
         if let Some(sampler) = self.sampler.take() {
             let sources = sampler.stop();
             for s in sources.iter().filter(|s| s.state == SourceState::Stopped) {
-                eprintln!(
-                    "framelab: warning: telemetry source {} stopped: {}",
-                    s.source, s.detail
-                );
+                log::warn!("telemetry source {} stopped: {}", s.source, s.detail);
             }
             self.writer.send(Write::SampleSources(sources))?;
         }
@@ -968,7 +965,7 @@ impl Collector {
         }
         self.writer.send(Write::Processes(processes))?;
         for name in self.accounting.unmatched_names() {
-            eprintln!("framelab: warning: no process named '{name}' was found during the run (--watch {name})");
+            log::warn!("no process named '{name}' was found during the run (--watch {name})");
         }
         self.writer.send(Write::Meta(Box::new(self.meta.clone())))?;
         self.writer.send(Write::Commit)?;
@@ -990,14 +987,14 @@ impl Collector {
             } else {
                 "their rings could not be made".to_owned()
             };
-            eprintln!(
-                "framelab: warning: {unrecorded} thread{} ran unrecorded: {why} (see the report's notes)",
+            log::warn!(
+                "{unrecorded} thread{} ran unrecorded: {why} (see the report's notes)",
                 if unrecorded == 1 { "" } else { "s" }
             );
         }
         for user in &facts.foreign_users {
-            eprintln!(
-                "framelab: warning: processes of the run ran as {user} and recorded nothing: the session directory is private to framelab's user; if they are instrumented, rerun with --session-user {}",
+            log::warn!(
+                "processes of the run ran as {user} and recorded nothing: the session directory is private to framelab's user; if they are instrumented, rerun with --session-user {}",
                 user.split(' ').next().unwrap_or("USER")
             );
         }

@@ -43,6 +43,7 @@ pub use options::{
     accounting_every, validate, CaptureOptions, LaunchOptions, LiveOptions, RunOptions,
     ServiceOptions, SessionOptions, WindowOptions, ACCOUNTING_MIN_EVERY,
 };
+pub use progress::{ProgressLine, RunProgress};
 pub use supervisor::RunOutcome;
 
 /// Runs the command in a session and writes the run file. The report is the caller's.

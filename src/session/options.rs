@@ -104,12 +104,15 @@ pub struct SessionOptions {
 /// What is shown while the run goes (`cli::LiveArgs`).
 #[derive(Clone, Debug, Default)]
 pub struct LiveOptions {
-    /// Show the live progress line (on a terminal).
-    pub progress: bool,
+    /// Where the live progress line is told (the command line's, on a terminal; none by
+    /// default).
+    pub progress: super::progress::ProgressLine,
     /// Print each stage's histogram of the last interval this often (`--live 5s`).
     pub every: Option<Duration>,
     /// The live histograms' linear layout (`--live-linear STEP`); power-of-two without.
     pub linear: Option<crate::hist::LinearSpec>,
+    /// Where the live histograms are written (the command line's standard error).
+    pub out: crate::hist::live::LiveOut,
 }
 
 /// Validates options that do not depend on the command, with errors that say what to change.

@@ -140,7 +140,7 @@ impl Prepared {
                 .spawn(move || drain(fd, forward, scanner, &stop));
             match spawned {
                 Ok(handle) => threads.push((stdout, handle)),
-                Err(e) => eprintln!("framelab: warning: cannot read the command's {name}: {e}"),
+                Err(e) => log::warn!("cannot read the command's {name}: {e}"),
             }
         }
         Running {

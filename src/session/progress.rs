@@ -1,60 +1,45 @@
-//! The live progress line on a terminal: phase, elapsed, frames, current fps.
+//! The live progress line as the supervisor tells it: the phase, the time since the
+//! command started and the frames seen. The command line shows it (`cmd/run_progress.rs`:
+//! a line on a terminal); a run given none shows nothing.
 
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
-pub struct Progress {
-    bar: Option<ProgressBar>,
-    last: Option<(Instant, u64)>,
-    fps: f64,
+pub trait RunProgress: Send {
+    /// The command started.
+    fn begin(&mut self);
+    /// Every half second while the command runs: the phase (`warmup`, `measuring`), the
+    /// time since the command started, the frames seen so far.
+    fn update(&mut self, phase: &str, elapsed: Duration, frames: u64);
+    /// The phase changed between updates (`stopping`).
+    fn phase(&mut self, phase: &str);
+    /// The run is drained: the line goes.
+    fn finish(&mut self);
 }
 
-impl Progress {
-    pub fn new(enabled: bool) -> Progress {
-        let bar = enabled.then(|| {
-            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {msg}").expect("static template"),
-            );
-            bar
-        });
-        Progress {
-            bar,
-            last: None,
-            fps: 0.0,
-        }
+/// Where a run tells its progress: the command line's, or none (the default).
+#[derive(Clone, Default)]
+pub struct ProgressLine(Option<Arc<Mutex<dyn RunProgress>>>);
+
+impl ProgressLine {
+    pub fn new(progress: impl RunProgress + 'static) -> ProgressLine {
+        ProgressLine(Some(Arc::new(Mutex::new(progress))))
     }
 
-    pub fn update(&mut self, phase: &str, elapsed: Duration, frames: u64) {
-        let Some(bar) = &self.bar else { return };
-        let now = Instant::now();
-        if let Some((then, frames_then)) = self.last {
-            let seconds = (now - then).as_secs_f64();
-            if seconds >= 0.5 {
-                self.fps = frames.saturating_sub(frames_then) as f64 / seconds;
-                self.last = Some((now, frames));
-            }
+    /// Tells the progress `what`, when there is one to tell.
+    pub(super) fn tell(&self, what: impl FnOnce(&mut dyn RunProgress)) {
+        if let Some(Ok(mut progress)) = self.0.as_ref().map(|p| p.lock()) {
+            what(&mut *progress);
+        }
+    }
+}
+
+impl std::fmt::Debug for ProgressLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ProgressLine"
         } else {
-            self.last = Some((now, frames));
-        }
-        bar.set_message(format!(
-            "{phase} · {:.1} s · {frames} frames · {:.1} fps",
-            elapsed.as_secs_f64(),
-            self.fps
-        ));
-        bar.tick();
-    }
-
-    pub fn phase(&mut self, phase: &str) {
-        if let Some(bar) = &self.bar {
-            bar.set_message(phase.to_owned());
-        }
-    }
-
-    pub fn finish(&mut self) {
-        if let Some(bar) = self.bar.take() {
-            bar.finish_and_clear();
-        }
+            "no progress line"
+        })
     }
 }

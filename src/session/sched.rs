@@ -61,7 +61,7 @@ pub fn start(
             },
             Err(why) => {
                 let detail = format!("scheduler tracepoints unavailable: {why}; {instead}");
-                eprintln!("framelab: warning: {detail}");
+                log::warn!("{detail}");
                 SchedRecording {
                     tracer: None,
                     fallback: fallback(detail),
@@ -106,7 +106,7 @@ impl SchedRecording {
              CPU (this kernel does not report switches out of the idle task on some CPUs); {}",
             unseen.unseen_returns, unseen.switch_outs, self.instead
         );
-        eprintln!("framelab: warning: {detail}");
+        log::warn!("{detail}");
         SchedTimeline {
             detail,
             lost: timeline.lost,

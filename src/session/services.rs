@@ -164,7 +164,7 @@ impl Services {
         let (stopping, mut outputs) = self.stop(exec, grace);
         events.extend(stopping);
         for (name, text) in events {
-            eprintln!("framelab: {text}");
+            log::info!("{text}");
             if let Some(o) = outputs
                 .iter_mut()
                 .find(|o| o.role == name && o.stream == "stdout")

@@ -55,7 +55,7 @@ impl Setup {
         // Before anything of the run starts: every process of it is born in the group.
         let run_group = exec.make_run_group()?;
         if let Some(line) = run_group.fallback_line() {
-            eprintln!("framelab: {line}");
+            log::info!("{line}");
         }
         let session = exec.make_session_dir(&opts.session.access)?;
         let tick_clock = TickClock::new();

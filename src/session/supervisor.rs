@@ -24,7 +24,7 @@ use super::collect::Collector;
 use super::executor::{Executor, Spawn, Spawned};
 use super::opening::{window_due, Opening};
 use super::options::RunOptions;
-use super::progress::Progress;
+use super::progress::ProgressLine;
 use super::recording::{CollectorRecording, Recording};
 use super::rungroup::RunGroup;
 use super::services::Services;
@@ -116,7 +116,7 @@ pub struct Supervisor<'o, E: Executor> {
     last_commit: Instant,
     last_tick: Duration,
     /// The progress line, from the command's start.
-    progress: Option<Progress>,
+    progress: Option<ProgressLine>,
 }
 
 impl<'o, E: Executor> Supervisor<'o, E> {
@@ -250,7 +250,9 @@ impl<'o, E: Executor> Supervisor<'o, E> {
     fn start_watching(&mut self, rec: &mut impl Recording) {
         let now = self.exec.now();
         (self.last_sample, self.last_progress, self.last_commit) = (now, now, now);
-        self.progress = Some(Progress::new(self.opts.live.progress));
+        let progress = self.opts.live.progress.clone();
+        progress.tell(|line| line.begin());
+        self.progress = Some(progress);
         rec.read_processes(self.pid.expect("the command started"));
     }
 
@@ -305,8 +307,8 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             } else {
                 "warmup"
             };
-            if let Some(progress) = &mut self.progress {
-                progress.update(phase, now - started, frames);
+            if let Some(progress) = &self.progress {
+                progress.tell(|line| line.update(phase, now - started, frames));
             }
         }
         if now - self.last_commit >= COMMIT_EVERY {
@@ -424,8 +426,8 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         if self.command_exit.is_none() {
             self.state = State::Stop;
         }
-        if let Some(progress) = &mut self.progress {
-            progress.phase("stopping");
+        if let Some(progress) = &self.progress {
+            progress.tell(|line| line.phase("stopping"));
         }
     }
 
@@ -460,8 +462,8 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         let deadline = self.exec.now() + LAST_REAPS;
         while self.exec.now() < deadline && self.exec.reap_one(&mut |_| {}).is_some() {}
         rec.drain()?;
-        if let Some(progress) = &mut self.progress {
-            progress.finish();
+        if let Some(progress) = &self.progress {
+            progress.tell(|line| line.finish());
         }
         Ok(())
     }
@@ -551,20 +553,22 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     };
     let capture = capture.start();
     let service_pids: Vec<u32> = service_roots.iter().map(|(pid, _)| *pid).collect();
-    let profiler = started_profiler.and_then(|started| {
-        let (profiler, said) = start_profiler(started, &service_pids, &opts.watch.pids);
-        for line in said {
-            eprintln!("{line}");
-        }
-        profiler
-    });
+    let profiler = started_profiler
+        .and_then(|started| start_profiler(started, &service_pids, &opts.watch.pids));
     let procfs = supervisor.executor().procfs();
     let mut accounting = accounting(opts, procfs.clone(), &meta, exit_records, service_roots);
     if let Some(dir) = run_group.listing_dir() {
         accounting.list_through_group(dir);
     }
     let live = opts.live.every.map(|every| {
-        crate::hist::live::Live::start(output.clone(), writer.run_id(), every, opts.live.linear)
+        let out = opts.live.out.clone();
+        crate::hist::live::Live::start(
+            output.clone(),
+            writer.run_id(),
+            every,
+            opts.live.linear,
+            out,
+        )
     });
     let mut collector = Collector::new(writer, session, tick_clock, meta, accounting);
     collector.set_run_group(run_group.facts(), run_group.meter(), group_at_launch);
@@ -590,7 +594,7 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
     let (service_outputs, escaped) = supervisor.account(outcome.is_err(), &mut run_group);
     for note in &escaped {
-        eprintln!("framelab: warning: {note}");
+        log::warn!("{note}");
     }
     collector.run_group_escaped(escaped);
     let last_interval = live.map(crate::hist::live::Live::stop);
@@ -642,7 +646,7 @@ fn accounting(
         exit_records,
     );
     if let Some(missing) = accounting.listen_for_names() {
-        eprintln!("framelab: warning: {missing}");
+        log::warn!("{missing}");
     }
     accounting.set_services(services);
     accounting
@@ -678,8 +682,8 @@ fn store_profile(
     let started = Instant::now();
     let profile = crate::profile::symbolize(recording, origin_mono_ns);
     crate::store::record_profile(output, run_id, &profile)?;
-    eprintln!(
-        "framelab: profile: {} samples ({} lost, {} unknown leaves), {} functions, symbolized and stored in {:.2} s; see framelab profile {}",
+    log::info!(
+        "profile: {} samples ({} lost, {} unknown leaves), {} functions, symbolized and stored in {:.2} s; see framelab profile {}",
         profile.samples.len(),
         profile.lost,
         profile.unknown_leaves(),
@@ -724,29 +728,27 @@ fn unlaunched(
 }
 
 /// Adds the services and the watched pids to the command's sampling; `None` when the
-/// kernel refused, and the run goes on. With the lines to say: the profiler's notes, or
-/// the one line on why the run is not profiled and what to change.
+/// kernel refused, and the run goes on. Says the profiler's notes, or the one warning on
+/// why the run is not profiled and what to change.
 fn start_profiler(
     started: Result<Box<dyn crate::profile::RunProfiler>, String>,
     services: &[u32],
     watched: &[u32],
-) -> (Option<Box<dyn crate::profile::RunProfiler>>, Vec<String>) {
+) -> Option<Box<dyn crate::profile::RunProfiler>> {
     match started {
         Ok(profiler) => {
             for &other in services.iter().chain(watched) {
                 profiler.attach(other);
             }
-            let said = (profiler.notes().iter())
-                .map(|note| format!("framelab: profiling: {note}"))
-                .collect();
-            (Some(profiler), said)
+            for note in profiler.notes() {
+                log::info!("profiling: {note}");
+            }
+            Some(profiler)
         }
-        Err(why) => (
-            None,
-            vec![format!(
-                "framelab: warning: this run is not profiled: {why}"
-            )],
-        ),
+        Err(why) => {
+            log::warn!("this run is not profiled: {why}");
+            None
+        }
     }
 }
 

@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
+use log::Level;
+
 use super::*;
+use crate::said_in_tests::said_while;
 use crate::services::{Ready, ServiceSpec};
 use crate::session::executor_mock::{Call, MockExecutor, MockService, COMMAND_PID};
 use crate::session::launch::Reaped;
@@ -915,11 +918,14 @@ fn a_started_profiler_samples_the_services_and_watched_processes_and_says_its_no
     let Some(started) = supervisor.start_command(spawn(&opts)).unwrap().profiler else {
         panic!("a profiler is handed back");
     };
-    let (profiler, said) = start_profiler(started, &[DB_PID], &[77]);
+    let (profiler, said) = said_while(|| start_profiler(started, &[DB_PID], &[77]));
     assert!(profiler.is_some());
     assert_eq!(
         said,
-        ["framelab: profiling: kernel stacks are not sampled (perf_event_paranoid is 2)"]
+        [(
+            Level::Info,
+            "profiling: kernel stacks are not sampled (perf_event_paranoid is 2)".into()
+        )]
     );
     let calls = calls.lock().unwrap();
     let attached: Vec<&Call> = (calls.iter())
@@ -934,15 +940,66 @@ fn a_started_profiler_samples_the_services_and_watched_processes_and_says_its_no
 /// A profiler that cannot start is one line, and the run goes on without it.
 #[test]
 fn a_profiler_that_cannot_start_is_said_in_one_line() {
-    let (profiler, said) = start_profiler(
-        Err("perf_event_open is refused in the mock".into()),
-        &[DB_PID],
-        &[],
-    );
+    let (profiler, said) = said_while(|| {
+        start_profiler(
+            Err("perf_event_open is refused in the mock".into()),
+            &[DB_PID],
+            &[],
+        )
+    });
     assert!(profiler.is_none());
     assert_eq!(
         said,
-        ["framelab: warning: this run is not profiled: perf_event_open is refused in the mock"]
+        [(
+            Level::Warn,
+            "this run is not profiled: perf_event_open is refused in the mock".into()
+        )]
+    );
+}
+
+/// What the progress line was told, one word each.
+#[derive(Clone, Default)]
+struct Told(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl crate::session::RunProgress for Told {
+    fn begin(&mut self) {
+        self.0.lock().unwrap().push("begin".into());
+    }
+
+    fn update(&mut self, phase: &str, elapsed: Duration, _frames: u64) {
+        let told = format!("{phase} {} ms", elapsed.as_millis());
+        self.0.lock().unwrap().push(told);
+    }
+
+    fn phase(&mut self, phase: &str) {
+        self.0.lock().unwrap().push(phase.into());
+    }
+
+    fn finish(&mut self) {
+        self.0.lock().unwrap().push("finish".into());
+    }
+}
+
+/// The progress line the command line gives is told as the run goes, on the executor's
+/// clock: from the command's start, every half second, until the run is drained.
+#[test]
+fn the_progress_line_is_told_every_half_second_until_the_run_is_drained() {
+    let told = Told::default();
+    let mut opts = options(2, Some(Duration::from_millis(1600)));
+    opts.live.progress = crate::session::ProgressLine::new(told.clone());
+    let (_, _, outcome) = run(&opts, MockExecutor::default());
+    outcome.unwrap();
+    let told = told.0.lock().unwrap();
+    assert_eq!(
+        *told,
+        [
+            "begin",
+            "measuring 500 ms",
+            "measuring 1000 ms",
+            "measuring 1500 ms",
+            "stopping",
+            "finish"
+        ]
     );
 }
 
@@ -1070,9 +1127,17 @@ fn drive_a_service_that_dies_while_the_command_runs_is_said_in_the_run_file() {
         ..MockExecutor::default()
     };
     let calls = calls_of(&exec);
-    let outcome = drive(&opts, exec).unwrap();
+    let (outcome, said) = said_while(|| drive(&opts, exec));
+    let outcome = outcome.unwrap();
     assert_eq!(outcome.end_reason, EndReason::Exited);
     assert_eq!(outcome.exit.as_ref().and_then(|e| e.code), Some(0));
+    // Said as the services stop, once, as a note (not a warning).
+    let dead = "service db exited while the command ran: what the command measured may not be \
+                what you meant";
+    let about_db: Vec<_> = (said.iter())
+        .filter(|(_, line)| line.starts_with("service db"))
+        .collect();
+    assert_eq!(about_db, [&(Level::Info, dead.to_string())], "{said:?}");
     let run = crate::store::load_run(&outcome.path, None).unwrap();
     let db = (run.outputs.iter())
         .find(|o| o.role == "db" && o.stream == "stdout")
@@ -1092,6 +1157,38 @@ fn drive_a_service_that_dies_while_the_command_runs_is_said_in_the_run_file() {
         })
         .collect();
     assert_eq!(stops, [SIGKILL], "{calls:?}");
+}
+
+/// What a run says, in the order it says it, heard with no process and no standard
+/// error: the run group's fallback as it is made, the scheduler's as it is traced, and a
+/// process that left the run's group, a warning once the run is accounted.
+#[test]
+fn drive_says_its_notes_and_warns_of_a_process_that_escaped_the_run_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = driven(&dir);
+    let exec = MockExecutor {
+        exits_after: Some((Duration::from_millis(100), 0)),
+        escaped: vec!["process 77 (daemon) had left the run's group: killed".into()],
+        ..MockExecutor::default()
+    };
+    let (outcome, said) = said_while(|| drive(&opts, exec));
+    outcome.unwrap();
+    let begins: Vec<(Level, &str)> = (said.iter())
+        .map(|(level, line)| (*level, &line[..line.find(':').unwrap_or(line.len())]))
+        .collect();
+    assert_eq!(
+        begins,
+        [
+            (Level::Info, "run group"),
+            (Level::Warn, "scheduler tracepoints unavailable"),
+            (Level::Warn, "process 77 (daemon) had left the run's group")
+        ],
+        "{said:?}"
+    );
+    assert_eq!(
+        said.last().unwrap().1,
+        "process 77 (daemon) had left the run's group: killed"
+    );
 }
 
 #[test]

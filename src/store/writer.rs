@@ -836,7 +836,7 @@ impl Drop for RunWriter {
     fn drop(&mut self) {
         if !self.finished && (self.in_transaction() || !self.blocks.is_empty()) {
             if let Err(e) = self.commit() {
-                eprintln!("framelab: the last records were not saved: {e}");
+                log::info!("the last records were not saved: {e}");
             }
         }
     }

@@ -444,7 +444,7 @@ impl Drop for RunGroup {
     /// A run that failed half way still leaves nothing behind.
     fn drop(&mut self) {
         for note in self.end() {
-            eprintln!("framelab: {note}");
+            log::info!("{note}");
         }
     }
 }
