@@ -21,7 +21,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::Mutex;
+use std::sync::{mpsc, Mutex};
 
 use super::cadence::{Cadence, Lateness};
 use super::select::{Selection, KEEP_LIMIT};
@@ -452,9 +452,25 @@ struct Intervals {
     open: bool,
 }
 
-/// What one read takes of the measured frames in end order.
+/// What one read takes of the measured frames in end order: the order, and what takes
+/// the frames it lets out.
 struct InEndOrder<'a> {
     order: EndOrder,
+    taken: Taken<'a>,
+}
+
+impl<'a> InEndOrder<'a> {
+    fn new(taken: Taken<'a>) -> InEndOrder<'a> {
+        InEndOrder {
+            order: EndOrder::default(),
+            taken,
+        }
+    }
+}
+
+/// What takes the measured frames one at a time in end order: the intervals between their
+/// ends, lateness, stutter and pacing.
+struct Taken<'a> {
     last_end_ns: Option<i64>,
     intervals: &'a mut Intervals,
     /// Only in the first read of the values.
@@ -464,19 +480,10 @@ struct InEndOrder<'a> {
     cadence: Option<&'a mut Cadence>,
 }
 
-impl InEndOrder<'_> {
-    fn push(&mut self, f: Ended) -> Result<(), Stop> {
-        if let Some(f) = self.order.push(f)? {
-            self.take(f);
-        }
-        Ok(())
-    }
-
-    fn finish(mut self) -> Result<(), Stop> {
-        while let Some(f) = self.order.release()? {
-            self.take(f);
-        }
-        Ok(())
+impl Taken<'_> {
+    /// Whether anything is taken of the frames in end order this read.
+    fn wanted(&self) -> bool {
+        self.intervals.open || self.late.is_some() || self.cadence.is_some()
     }
 
     fn take(&mut self, f: Ended) {
@@ -500,6 +507,59 @@ impl InEndOrder<'_> {
         }
         if let Some(cadence) = self.cadence.as_deref_mut() {
             cadence.interval(x);
+        }
+    }
+}
+
+/// Spans of a read below which the frames in end order are taken on the reading thread:
+/// a thread of their own would cost more than it saves.
+#[cfg(not(test))]
+const TAKEN_BESIDE_SPANS: usize = 1_000_000;
+/// Small enough that the tests' runs take them on a thread of their own too.
+#[cfg(test)]
+const TAKEN_BESIDE_SPANS: usize = 10_000;
+
+thread_local! {
+    /// Reads on this thread whose frames in end order were taken on a thread beside it:
+    /// the tests count them.
+    static TAKEN_BESIDE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many reads on this thread had their frames in end order taken on a thread beside.
+pub(super) fn reads_taken_beside() -> u64 {
+    TAKEN_BESIDE.with(|n| n.get())
+}
+
+/// The frames let out of the end order, a chunk's at a time, to what takes them
+/// ([`Taken`]): here, or on a thread of its own beside the read (issue 29: the intervals,
+/// lateness, stutter and pacing were half of the analysing thread's work on a long run).
+/// The frames come to it in the same order either way, so its figures are the same.
+enum Handed<'h, 'a> {
+    Here(&'h mut Taken<'a>),
+    Beside {
+        full: mpsc::SyncSender<Vec<Ended>>,
+        emptied: mpsc::Receiver<Vec<Ended>>,
+    },
+}
+
+impl Handed<'_, '_> {
+    /// Hands over the frames of `batch`, leaving it empty.
+    fn hand(&mut self, batch: &mut Vec<Ended>) {
+        if batch.is_empty() {
+            return;
+        }
+        match self {
+            Handed::Here(taken) => {
+                for &f in batch.iter() {
+                    taken.take(f);
+                }
+                batch.clear();
+            }
+            Handed::Beside { full, emptied } => {
+                let next = emptied.try_recv().unwrap_or_default();
+                // A taker gone (it panicked) is said when it is joined.
+                let _ = full.send(std::mem::replace(batch, next));
+            }
         }
     }
 }
@@ -703,7 +763,7 @@ fn read_values(
         Option<&mut Counted>,
         Option<&mut BusySweep>,
     ),
-    mut end_order: InEndOrder,
+    end_order: InEndOrder,
 ) -> anyhow::Result<bool> {
     let first = counted.is_some();
     let (from, to) = (shape.window.start_ns, shape.window.end_ns);
@@ -735,45 +795,90 @@ fn read_values(
         }
         Ok(())
     };
-    let in_end_order =
-        end_order.intervals.open || end_order.late.is_some() || end_order.cadence.is_some();
-    let read = source.for_each_spans_beside(&beside, &mut |chunk| {
-        for s in chunk {
-            if let Some(scan) = scan.as_deref_mut() {
-                scan.span(s)?;
+    let InEndOrder {
+        mut order,
+        mut taken,
+    } = end_order;
+    let in_end_order = taken.wanted();
+    let on_a_thread = in_end_order
+        && source.span_count_hint() >= TAKEN_BESIDE_SPANS
+        && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    let (read, ordered) = std::thread::scope(|scope| {
+        let taken = &mut taken;
+        let mut handed = match on_a_thread {
+            false => Handed::Here(taken),
+            true => {
+                TAKEN_BESIDE.with(|n| n.set(n.get() + 1));
+                // Batches go over and come back to be filled again: a few at a time.
+                let (full, filled) = mpsc::sync_channel::<Vec<Ended>>(2);
+                let (empty, emptied) = mpsc::channel::<Vec<Ended>>();
+                scope.spawn(move || {
+                    for mut batch in filled {
+                        for &f in batch.iter() {
+                            taken.take(f);
+                        }
+                        batch.clear();
+                        let _ = empty.send(batch);
+                    }
+                });
+                Handed::Beside { full, emptied }
             }
-            if let Some(busy) = busy.as_deref_mut() {
-                // `streamed::counts_and_busy`: every span, clipped to the window.
-                let clipped = Clipped {
-                    thread: s.thread,
-                    stage: s.stage,
-                    from: s.start_ns.max(from),
-                    to: s.start_ns.saturating_add(s.dur_ns).min(to),
-                };
-                if s.dur_ns >= 0 && clipped.from < clipped.to {
-                    busy.add(clipped);
+        };
+        let mut batch = Vec::new();
+        let read = source.for_each_spans_beside(&beside, &mut |chunk| {
+            for s in chunk {
+                if let Some(scan) = scan.as_deref_mut() {
+                    scan.span(s)?;
+                }
+                if let Some(busy) = busy.as_deref_mut() {
+                    // `streamed::counts_and_busy`: every span, clipped to the window.
+                    let clipped = Clipped {
+                        thread: s.thread,
+                        stage: s.stage,
+                        from: s.start_ns.max(from),
+                        to: s.start_ns.saturating_add(s.dur_ns).min(to),
+                    };
+                    if s.dur_ns >= 0 && clipped.from < clipped.to {
+                        busy.add(clipped);
+                    }
+                }
+                if out_of_range(s.start_ns, s.dur_ns) {
+                    continue;
+                }
+                // Measured, as `Shape::place` has it.
+                let end_ns = s.start_ns + s.dur_ns;
+                if end_ns < from || end_ns > to || shape.open.contains(&s.frame) {
+                    continue;
+                }
+                if !durations.beside {
+                    durations.add(s.stage, end_ns - s.start_ns, first)?;
+                }
+                if in_end_order {
+                    let f = Ended {
+                        end_ns,
+                        id: s.frame,
+                        start_ns: s.start_ns,
+                    };
+                    if let Some(out) = order.push(f)? {
+                        batch.push(out);
+                    }
                 }
             }
-            if out_of_range(s.start_ns, s.dur_ns) {
-                continue;
+            handed.hand(&mut batch);
+            Ok(())
+        });
+        // The frames still held, once every span is read.
+        let ordered = loop {
+            match order.release() {
+                Ok(Some(f)) => batch.push(f),
+                Ok(None) => break true,
+                Err(Stop) => break false,
             }
-            // Measured, as `Shape::place` has it.
-            let end_ns = s.start_ns + s.dur_ns;
-            if end_ns < from || end_ns > to || shape.open.contains(&s.frame) {
-                continue;
-            }
-            if !durations.beside {
-                durations.add(s.stage, end_ns - s.start_ns, first)?;
-            }
-            if in_end_order {
-                end_order.push(Ended {
-                    end_ns,
-                    id: s.frame,
-                    start_ns: s.start_ns,
-                })?;
-            }
-        }
-        Ok(())
+        };
+        handed.hand(&mut batch);
+        // The taker, if on a thread, ends once `handed` is dropped; the scope joins it
+        // (its panic is resumed here).
+        (read, ordered)
     });
     let completed = completed(read)?;
     let mut counted = counted;
@@ -786,7 +891,7 @@ fn read_values(
         }
         durations.absorb(part.durations);
     }
-    Ok(completed && end_order.finish().is_ok())
+    Ok(completed && ordered)
 }
 
 const CHANGED: &str = "the run changed while it was read: analyse it again once nothing writes it";
@@ -821,14 +926,13 @@ fn facts(
     let mut late = budget.map(Lateness::new);
     let mut late_spans = Vec::new();
     let want_late_spans = !head.telemetry.series.is_empty();
-    let first = InEndOrder {
-        order: EndOrder::default(),
+    let first = InEndOrder::new(Taken {
         last_end_ns: None,
         intervals: &mut intervals,
         late: late.as_mut(),
         late_spans: want_late_spans.then_some(&mut late_spans),
         cadence: None,
-    };
+    });
     let firsts = (scan.as_mut(), Some(&mut counted), busy.as_mut());
     if !read_values(&shape, source, &mut durations, firsts, first)? {
         return Ok(None);
@@ -864,14 +968,13 @@ fn facts(
     let mut cadence = Cadence::new(intervals.values.count(), intervals.values.total(), budget);
     let mut cadence_read = false;
     while !cadence_read || more || intervals.open {
-        let end_order = InEndOrder {
-            order: EndOrder::default(),
+        let end_order = InEndOrder::new(Taken {
             last_end_ns: None,
             intervals: &mut intervals,
             late: None,
             late_spans: None,
             cadence: (!cadence_read).then_some(&mut cadence),
-        };
+        });
         if !read_values(shape, source, &mut durations, (None, None, None), end_order)? {
             anyhow::bail!(CHANGED);
         }
