@@ -21,7 +21,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::{mpsc, Mutex};
+use std::sync::Mutex;
 
 use super::cadence::{Cadence, Lateness};
 use super::select::{Selection, KEEP_LIMIT};
@@ -32,6 +32,7 @@ use crate::analyze::frames::{
     open_from_stages, out_of_range, resolve_window, stopped_mid_frame, BadSpan, ResolvedWindow,
     MAX_OPEN_FRAMES, REFERENCE_FRAMES,
 };
+use crate::analyze::handoff;
 use crate::analyze::pipeline::resources::{BusySweep, Clipped};
 use crate::analyze::pipeline::{has_thread_info, summarize_single_spans, Names, PipelineInput};
 use crate::analyze::sched::SplitOf;
@@ -468,9 +469,11 @@ impl<'a> InEndOrder<'a> {
     }
 }
 
-/// What takes the measured frames one at a time in end order: the intervals between their
-/// ends, lateness, stutter and pacing.
+/// What takes the measured frames one at a time in end order (the intervals between their
+/// ends, lateness, stutter and pacing) and, in the first read, each thread's busy time.
 struct Taken<'a> {
+    /// Only in the first read: every span, clipped to the window, in the run's order.
+    busy: Option<&'a mut BusySweep>,
     last_end_ns: Option<i64>,
     intervals: &'a mut Intervals,
     /// Only in the first read of the values.
@@ -482,8 +485,20 @@ struct Taken<'a> {
 
 impl Taken<'_> {
     /// Whether anything is taken of the frames in end order this read.
-    fn wanted(&self) -> bool {
+    fn in_end_order(&self) -> bool {
         self.intervals.open || self.late.is_some() || self.cadence.is_some()
+    }
+
+    /// What a chunk handed over, in its order.
+    fn take_batch(&mut self, batch: &Batch) {
+        if let Some(busy) = self.busy.as_deref_mut() {
+            for &c in &batch.clipped {
+                busy.add(c);
+            }
+        }
+        for &f in &batch.frames {
+            self.take(f);
+        }
     }
 
     fn take(&mut self, f: Ended) {
@@ -511,14 +526,6 @@ impl Taken<'_> {
     }
 }
 
-/// Spans of a read below which the frames in end order are taken on the reading thread:
-/// a thread of their own would cost more than it saves.
-#[cfg(not(test))]
-const TAKEN_BESIDE_SPANS: usize = 1_000_000;
-/// Small enough that the tests' runs take them on a thread of their own too.
-#[cfg(test)]
-const TAKEN_BESIDE_SPANS: usize = 10_000;
-
 thread_local! {
     /// Reads on this thread whose frames in end order were taken on a thread beside it:
     /// the tests count them.
@@ -526,41 +533,23 @@ thread_local! {
 }
 
 /// How many reads on this thread had their frames in end order taken on a thread beside.
+#[cfg(test)]
 pub(super) fn reads_taken_beside() -> u64 {
     TAKEN_BESIDE.with(|n| n.get())
 }
 
-/// The frames let out of the end order, a chunk's at a time, to what takes them
-/// ([`Taken`]): here, or on a thread of its own beside the read (issue 29: the intervals,
-/// lateness, stutter and pacing were half of the analysing thread's work on a long run).
-/// The frames come to it in the same order either way, so its figures are the same.
-enum Handed<'h, 'a> {
-    Here(&'h mut Taken<'a>),
-    Beside {
-        full: mpsc::SyncSender<Vec<Ended>>,
-        emptied: mpsc::Receiver<Vec<Ended>>,
-    },
+/// What one chunk of a read hands to [`Taken`]: its spans clipped to the window (the first
+/// read's busy sweep) and the frames it let out of the end order, each in the run's order.
+#[derive(Default)]
+struct Batch {
+    clipped: Vec<Clipped>,
+    frames: Vec<Ended>,
 }
 
-impl Handed<'_, '_> {
-    /// Hands over the frames of `batch`, leaving it empty.
-    fn hand(&mut self, batch: &mut Vec<Ended>) {
-        if batch.is_empty() {
-            return;
-        }
-        match self {
-            Handed::Here(taken) => {
-                for &f in batch.iter() {
-                    taken.take(f);
-                }
-                batch.clear();
-            }
-            Handed::Beside { full, emptied } => {
-                let next = emptied.try_recv().unwrap_or_default();
-                // A taker gone (it panicked) is said when it is joined.
-                let _ = full.send(std::mem::replace(batch, next));
-            }
-        }
+impl Batch {
+    fn clear(&mut self) {
+        self.clipped.clear();
+        self.frames.clear();
     }
 }
 
@@ -749,20 +738,18 @@ struct Part {
 }
 
 /// One read of the spans: the values asked for, into `durations` and `end_order`; the
-/// first read's counts into `counted` and each thread's busy time into `busy`. What needs
-/// no order (the counts, the durations' buckets) is taken on the threads that read the
-/// spans where the source has them (issue 29: a third of this thread's time); this thread
-/// takes what follows the run's order. False when the read stopped (a frame out of end
-/// order, or, after the first, a run that changed).
+/// first read's counts into `counted` and each thread's busy time into the taker's sweep.
+/// What needs no order (the counts, the durations' buckets) is taken on the threads that
+/// read the spans where the source has them (issue 29: a third of this thread's time); this
+/// thread puts the frames in end order and hands them, with the spans clipped for the busy
+/// sweep, to what takes them in that order (`handoff`: on a thread of its own in a long
+/// read). False when the read stopped (a frame out of end order, or, after the first, a run
+/// that changed).
 fn read_values(
     shape: &Shape,
     source: &dyn SpanSource,
     durations: &mut Durations,
-    (mut scan, counted, mut busy): (
-        Option<&mut Scan>,
-        Option<&mut Counted>,
-        Option<&mut BusySweep>,
-    ),
+    (mut scan, counted): (Option<&mut Scan>, Option<&mut Counted>),
     end_order: InEndOrder,
 ) -> anyhow::Result<bool> {
     let first = counted.is_some();
@@ -799,38 +786,25 @@ fn read_values(
         mut order,
         mut taken,
     } = end_order;
-    let in_end_order = taken.wanted();
-    let on_a_thread = in_end_order
-        && source.span_count_hint() >= TAKEN_BESIDE_SPANS
-        && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-    let (read, ordered) = std::thread::scope(|scope| {
-        let taken = &mut taken;
-        let mut handed = match on_a_thread {
-            false => Handed::Here(taken),
-            true => {
-                TAKEN_BESIDE.with(|n| n.set(n.get() + 1));
-                // Batches go over and come back to be filled again: a few at a time.
-                let (full, filled) = mpsc::sync_channel::<Vec<Ended>>(2);
-                let (empty, emptied) = mpsc::channel::<Vec<Ended>>();
-                scope.spawn(move || {
-                    for mut batch in filled {
-                        for &f in batch.iter() {
-                            taken.take(f);
-                        }
-                        batch.clear();
-                        let _ = empty.send(batch);
-                    }
-                });
-                Handed::Beside { full, emptied }
-            }
-        };
-        let mut batch = Vec::new();
+    let in_end_order = taken.in_end_order();
+    let sweeping = taken.busy.is_some();
+    let beside_the_read =
+        (in_end_order || sweeping) && handoff::beside_for(source.span_count_hint());
+    if beside_the_read {
+        TAKEN_BESIDE.with(|n| n.set(n.get() + 1));
+    }
+    let mut take = |batch: &mut Batch| {
+        taken.take_batch(batch);
+        batch.clear();
+    };
+    let (read, ordered) = handoff::handing(beside_the_read, &mut take, |hand| {
+        let mut batch = Batch::default();
         let read = source.for_each_spans_beside(&beside, &mut |chunk| {
             for s in chunk {
                 if let Some(scan) = scan.as_deref_mut() {
                     scan.span(s)?;
                 }
-                if let Some(busy) = busy.as_deref_mut() {
+                if sweeping {
                     // `streamed::counts_and_busy`: every span, clipped to the window.
                     let clipped = Clipped {
                         thread: s.thread,
@@ -839,7 +813,7 @@ fn read_values(
                         to: s.start_ns.saturating_add(s.dur_ns).min(to),
                     };
                     if s.dur_ns >= 0 && clipped.from < clipped.to {
-                        busy.add(clipped);
+                        batch.clipped.push(clipped);
                     }
                 }
                 if out_of_range(s.start_ns, s.dur_ns) {
@@ -860,24 +834,22 @@ fn read_values(
                         start_ns: s.start_ns,
                     };
                     if let Some(out) = order.push(f)? {
-                        batch.push(out);
+                        batch.frames.push(out);
                     }
                 }
             }
-            handed.hand(&mut batch);
+            hand.hand(&mut batch);
             Ok(())
         });
         // The frames still held, once every span is read.
         let ordered = loop {
             match order.release() {
-                Ok(Some(f)) => batch.push(f),
+                Ok(Some(f)) => batch.frames.push(f),
                 Ok(None) => break true,
                 Err(Stop) => break false,
             }
         };
-        handed.hand(&mut batch);
-        // The taker, if on a thread, ends once `handed` is dropped; the scope joins it
-        // (its panic is resumed here).
+        hand.hand(&mut batch);
         (read, ordered)
     });
     let completed = completed(read)?;
@@ -927,13 +899,14 @@ fn facts(
     let mut late_spans = Vec::new();
     let want_late_spans = !head.telemetry.series.is_empty();
     let first = InEndOrder::new(Taken {
+        busy: busy.as_mut(),
         last_end_ns: None,
         intervals: &mut intervals,
         late: late.as_mut(),
         late_spans: want_late_spans.then_some(&mut late_spans),
         cadence: None,
     });
-    let firsts = (scan.as_mut(), Some(&mut counted), busy.as_mut());
+    let firsts = (scan.as_mut(), Some(&mut counted));
     if !read_values(&shape, source, &mut durations, firsts, first)? {
         return Ok(None);
     }
@@ -969,13 +942,14 @@ fn facts(
     let mut cadence_read = false;
     while !cadence_read || more || intervals.open {
         let end_order = InEndOrder::new(Taken {
+            busy: None,
             last_end_ns: None,
             intervals: &mut intervals,
             late: None,
             late_spans: None,
             cadence: (!cadence_read).then_some(&mut cadence),
         });
-        if !read_values(shape, source, &mut durations, (None, None, None), end_order)? {
+        if !read_values(shape, source, &mut durations, (None, None), end_order)? {
             anyhow::bail!(CHANGED);
         }
         cadence_read = true;
