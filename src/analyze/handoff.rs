@@ -44,7 +44,7 @@ impl<B: Default> Hand<'_, B> {
 
 /// Runs `read` with a [`Hand`] whose batches `take` takes, in order, leaving each empty:
 /// on a thread of its own when `beside` (and one can be started), else as they are handed.
-/// Every batch handed is taken when this returns; a panic of the taker is resumed here.
+/// Every batch handed is taken when this returns; a taker that panicked panics here.
 pub fn handing<B: Default + Send, R>(
     beside: bool,
     take: &mut (dyn FnMut(&mut B) + Send),
