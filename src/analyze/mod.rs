@@ -7,6 +7,7 @@ pub mod counters;
 pub mod cpu;
 pub mod fps;
 pub mod frames;
+pub mod handoff;
 pub mod late;
 pub mod metrics;
 pub mod notes;

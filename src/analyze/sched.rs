@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::compact::select::Selection;
+use super::handoff;
 use super::pipeline::{is_queue, Bottleneck, StageBusy};
 use super::stats::Ranked;
 use super::{Analysis, Dist};
@@ -373,7 +374,15 @@ pub fn split(
     let mut stage_on_cpu: Vec<Vec<Option<f64>>> = vec![Vec::new(); head.threads.len()];
     // By thread index: where its last span's split began.
     let mut cursors = vec![Cursor::default(); head.threads.len()];
-    let mut visit = |spans: &[Span]| -> anyhow::Result<()> {
+    // Each stage's on-CPU times, (stage, ns) in the spans' order, go to their selections
+    // on a thread beside this one in a long read (`handoff`: a fifth of this thread's work).
+    let mut add_on_cpu = |batch: &mut Vec<(u16, i64)>| {
+        for &(stage, ns) in batch.iter() {
+            on_cpu_values[usize::from(stage)].add(ns);
+        }
+        batch.clear();
+    };
+    let mut visit = |spans: &[Span], on_cpu_batch: &mut Vec<(u16, i64)>| -> anyhow::Result<()> {
         for s in spans {
             let entering = match &mut found {
                 Some(found) => found
@@ -424,8 +433,8 @@ pub fn split(
             }
             if s.start_ns >= start && s.end_ns() <= end {
                 let stage = s.stage as usize;
-                if let Some(values) = on_cpu_values.get_mut(stage) {
-                    values.add(split.on_cpu.round() as i64);
+                if stage < stage_count {
+                    on_cpu_batch.push((s.stage, split.on_cpu.round() as i64));
                     let t = &mut stage_totals[stage];
                     t.0 += split.on_cpu;
                     t.1 += split.runnable;
@@ -439,12 +448,22 @@ pub fn split(
     // built, on a thread of its own where one can be had (the spans' splits and the
     // unions' do not meet); comm ids of its own.
     let mut union_comms = Comms::default();
-    let unions = unions_beside(
-        source,
-        &mut visit,
-        |unions, spans| add_to_unions(unions, spans, &slices_of, (start, end), &mut union_comms),
-        head.threads.len(),
-    );
+    let beside_the_read = handoff::beside_for(source.span_count_hint());
+    let unions = handoff::handing(beside_the_read, &mut add_on_cpu, |hand| {
+        let mut on_cpu_batch = Vec::new();
+        unions_beside(
+            source,
+            &mut |spans| {
+                visit(spans, &mut on_cpu_batch)?;
+                hand.hand(&mut on_cpu_batch);
+                Ok(())
+            },
+            |unions, spans| {
+                add_to_unions(unions, spans, &slices_of, (start, end), &mut union_comms)
+            },
+            head.threads.len(),
+        )
+    });
     let mut unions = match unions {
         Err(e) if e.is::<NotOneSpanAFrame>() => return Ok(None),
         unions => unions?,

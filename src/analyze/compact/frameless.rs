@@ -32,6 +32,7 @@ use crate::analyze::frames::{
     open_from_stages, out_of_range, resolve_window, stopped_mid_frame, BadSpan, ResolvedWindow,
     MAX_OPEN_FRAMES, REFERENCE_FRAMES,
 };
+use crate::analyze::handoff;
 use crate::analyze::pipeline::resources::{BusySweep, Clipped};
 use crate::analyze::pipeline::{has_thread_info, summarize_single_spans, Names, PipelineInput};
 use crate::analyze::sched::SplitOf;
@@ -452,9 +453,27 @@ struct Intervals {
     open: bool,
 }
 
-/// What one read takes of the measured frames in end order.
+/// What one read takes of the measured frames in end order: the order, and what takes
+/// the frames it lets out.
 struct InEndOrder<'a> {
     order: EndOrder,
+    taken: Taken<'a>,
+}
+
+impl<'a> InEndOrder<'a> {
+    fn new(taken: Taken<'a>) -> InEndOrder<'a> {
+        InEndOrder {
+            order: EndOrder::default(),
+            taken,
+        }
+    }
+}
+
+/// What takes the measured frames one at a time in end order (the intervals between their
+/// ends, lateness, stutter and pacing) and, in the first read, each thread's busy time.
+struct Taken<'a> {
+    /// Only in the first read: every span, clipped to the window, in the run's order.
+    busy: Option<&'a mut BusySweep>,
     last_end_ns: Option<i64>,
     intervals: &'a mut Intervals,
     /// Only in the first read of the values.
@@ -464,19 +483,22 @@ struct InEndOrder<'a> {
     cadence: Option<&'a mut Cadence>,
 }
 
-impl InEndOrder<'_> {
-    fn push(&mut self, f: Ended) -> Result<(), Stop> {
-        if let Some(f) = self.order.push(f)? {
-            self.take(f);
-        }
-        Ok(())
+impl Taken<'_> {
+    /// Whether anything is taken of the frames in end order this read.
+    fn in_end_order(&self) -> bool {
+        self.intervals.open || self.late.is_some() || self.cadence.is_some()
     }
 
-    fn finish(mut self) -> Result<(), Stop> {
-        while let Some(f) = self.order.release()? {
+    /// What a chunk handed over, in its order.
+    fn take_batch(&mut self, batch: &Batch) {
+        if let Some(busy) = self.busy.as_deref_mut() {
+            for &c in &batch.clipped {
+                busy.add(c);
+            }
+        }
+        for &f in &batch.frames {
             self.take(f);
         }
-        Ok(())
     }
 
     fn take(&mut self, f: Ended) {
@@ -501,6 +523,33 @@ impl InEndOrder<'_> {
         if let Some(cadence) = self.cadence.as_deref_mut() {
             cadence.interval(x);
         }
+    }
+}
+
+thread_local! {
+    /// Reads on this thread whose frames in end order were taken on a thread beside it:
+    /// the tests count them.
+    static TAKEN_BESIDE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many reads on this thread had their frames in end order taken on a thread beside.
+#[cfg(test)]
+pub(super) fn reads_taken_beside() -> u64 {
+    TAKEN_BESIDE.with(|n| n.get())
+}
+
+/// What one chunk of a read hands to [`Taken`]: its spans clipped to the window (the first
+/// read's busy sweep) and the frames it let out of the end order, each in the run's order.
+#[derive(Default)]
+struct Batch {
+    clipped: Vec<Clipped>,
+    frames: Vec<Ended>,
+}
+
+impl Batch {
+    fn clear(&mut self) {
+        self.clipped.clear();
+        self.frames.clear();
     }
 }
 
@@ -689,21 +738,19 @@ struct Part {
 }
 
 /// One read of the spans: the values asked for, into `durations` and `end_order`; the
-/// first read's counts into `counted` and each thread's busy time into `busy`. What needs
-/// no order (the counts, the durations' buckets) is taken on the threads that read the
-/// spans where the source has them (issue 29: a third of this thread's time); this thread
-/// takes what follows the run's order. False when the read stopped (a frame out of end
-/// order, or, after the first, a run that changed).
+/// first read's counts into `counted` and each thread's busy time into the taker's sweep.
+/// What needs no order (the counts, the durations' buckets) is taken on the threads that
+/// read the spans where the source has them (issue 29: a third of this thread's time); this
+/// thread puts the frames in end order and hands them, with the spans clipped for the busy
+/// sweep, to what takes them in that order (`handoff`: on a thread of its own in a long
+/// read). False when the read stopped (a frame out of end order, or, after the first, a run
+/// that changed).
 fn read_values(
     shape: &Shape,
     source: &dyn SpanSource,
     durations: &mut Durations,
-    (mut scan, counted, mut busy): (
-        Option<&mut Scan>,
-        Option<&mut Counted>,
-        Option<&mut BusySweep>,
-    ),
-    mut end_order: InEndOrder,
+    (mut scan, counted): (Option<&mut Scan>, Option<&mut Counted>),
+    end_order: InEndOrder,
 ) -> anyhow::Result<bool> {
     let first = counted.is_some();
     let (from, to) = (shape.window.start_ns, shape.window.end_ns);
@@ -735,45 +782,75 @@ fn read_values(
         }
         Ok(())
     };
-    let in_end_order =
-        end_order.intervals.open || end_order.late.is_some() || end_order.cadence.is_some();
-    let read = source.for_each_spans_beside(&beside, &mut |chunk| {
-        for s in chunk {
-            if let Some(scan) = scan.as_deref_mut() {
-                scan.span(s)?;
-            }
-            if let Some(busy) = busy.as_deref_mut() {
-                // `streamed::counts_and_busy`: every span, clipped to the window.
-                let clipped = Clipped {
-                    thread: s.thread,
-                    stage: s.stage,
-                    from: s.start_ns.max(from),
-                    to: s.start_ns.saturating_add(s.dur_ns).min(to),
-                };
-                if s.dur_ns >= 0 && clipped.from < clipped.to {
-                    busy.add(clipped);
+    let InEndOrder {
+        mut order,
+        mut taken,
+    } = end_order;
+    let in_end_order = taken.in_end_order();
+    let sweeping = taken.busy.is_some();
+    let beside_the_read =
+        (in_end_order || sweeping) && handoff::beside_for(source.span_count_hint());
+    if beside_the_read {
+        TAKEN_BESIDE.with(|n| n.set(n.get() + 1));
+    }
+    let mut take = |batch: &mut Batch| {
+        taken.take_batch(batch);
+        batch.clear();
+    };
+    let (read, ordered) = handoff::handing(beside_the_read, &mut take, |hand| {
+        let mut batch = Batch::default();
+        let read = source.for_each_spans_beside(&beside, &mut |chunk| {
+            for s in chunk {
+                if let Some(scan) = scan.as_deref_mut() {
+                    scan.span(s)?;
+                }
+                if sweeping {
+                    // `streamed::counts_and_busy`: every span, clipped to the window.
+                    let clipped = Clipped {
+                        thread: s.thread,
+                        stage: s.stage,
+                        from: s.start_ns.max(from),
+                        to: s.start_ns.saturating_add(s.dur_ns).min(to),
+                    };
+                    if s.dur_ns >= 0 && clipped.from < clipped.to {
+                        batch.clipped.push(clipped);
+                    }
+                }
+                if out_of_range(s.start_ns, s.dur_ns) {
+                    continue;
+                }
+                // Measured, as `Shape::place` has it.
+                let end_ns = s.start_ns + s.dur_ns;
+                if end_ns < from || end_ns > to || shape.open.contains(&s.frame) {
+                    continue;
+                }
+                if !durations.beside {
+                    durations.add(s.stage, end_ns - s.start_ns, first)?;
+                }
+                if in_end_order {
+                    let f = Ended {
+                        end_ns,
+                        id: s.frame,
+                        start_ns: s.start_ns,
+                    };
+                    if let Some(out) = order.push(f)? {
+                        batch.frames.push(out);
+                    }
                 }
             }
-            if out_of_range(s.start_ns, s.dur_ns) {
-                continue;
+            hand.hand(&mut batch);
+            Ok(())
+        });
+        // The frames still held, once every span is read.
+        let ordered = loop {
+            match order.release() {
+                Ok(Some(f)) => batch.frames.push(f),
+                Ok(None) => break true,
+                Err(Stop) => break false,
             }
-            // Measured, as `Shape::place` has it.
-            let end_ns = s.start_ns + s.dur_ns;
-            if end_ns < from || end_ns > to || shape.open.contains(&s.frame) {
-                continue;
-            }
-            if !durations.beside {
-                durations.add(s.stage, end_ns - s.start_ns, first)?;
-            }
-            if in_end_order {
-                end_order.push(Ended {
-                    end_ns,
-                    id: s.frame,
-                    start_ns: s.start_ns,
-                })?;
-            }
-        }
-        Ok(())
+        };
+        hand.hand(&mut batch);
+        (read, ordered)
     });
     let completed = completed(read)?;
     let mut counted = counted;
@@ -786,7 +863,7 @@ fn read_values(
         }
         durations.absorb(part.durations);
     }
-    Ok(completed && end_order.finish().is_ok())
+    Ok(completed && ordered)
 }
 
 const CHANGED: &str = "the run changed while it was read: analyse it again once nothing writes it";
@@ -821,15 +898,15 @@ fn facts(
     let mut late = budget.map(Lateness::new);
     let mut late_spans = Vec::new();
     let want_late_spans = !head.telemetry.series.is_empty();
-    let first = InEndOrder {
-        order: EndOrder::default(),
+    let first = InEndOrder::new(Taken {
+        busy: busy.as_mut(),
         last_end_ns: None,
         intervals: &mut intervals,
         late: late.as_mut(),
         late_spans: want_late_spans.then_some(&mut late_spans),
         cadence: None,
-    };
-    let firsts = (scan.as_mut(), Some(&mut counted), busy.as_mut());
+    });
+    let firsts = (scan.as_mut(), Some(&mut counted));
     if !read_values(&shape, source, &mut durations, firsts, first)? {
         return Ok(None);
     }
@@ -864,15 +941,15 @@ fn facts(
     let mut cadence = Cadence::new(intervals.values.count(), intervals.values.total(), budget);
     let mut cadence_read = false;
     while !cadence_read || more || intervals.open {
-        let end_order = InEndOrder {
-            order: EndOrder::default(),
+        let end_order = InEndOrder::new(Taken {
+            busy: None,
             last_end_ns: None,
             intervals: &mut intervals,
             late: None,
             late_spans: None,
             cadence: (!cadence_read).then_some(&mut cadence),
-        };
-        if !read_values(shape, source, &mut durations, (None, None, None), end_order)? {
+        });
+        if !read_values(shape, source, &mut durations, (None, None), end_order)? {
             anyhow::bail!(CHANGED);
         }
         cadence_read = true;

@@ -1021,6 +1021,36 @@ fn a_split_of_one_span_a_frame_starts_before_the_first_read_and_gives_the_same_r
     assert_eq!(super::splits_before_first_read(), before);
 }
 
+/// A long run of one span a frame: its frames in end order (some out of it: a long frame
+/// ends after the next one) are taken on a thread beside the read, the first read's
+/// lateness and intervals and the next one's stutter and pacing, and the reports are
+/// those of the analysis in memory.
+#[test]
+fn frames_taken_beside_the_read_give_the_same_reports() {
+    let run = on_two_threads(shaped_run(
+        30_000,
+        |n| match n % 97 {
+            0 => 12 * MS,
+            _ => MS + (n * 7919 % 1000) as i64 * 1000,
+        },
+        |n| match n % 1009 {
+            0 => 40 * MS,
+            _ => 8 * MS + (n * 104_729 % 500) as i64 * 1000,
+        },
+    ));
+    assert!(read_frameless(&run));
+    let before = super::frameless::reads_taken_beside();
+    let a = same("taken beside", &run);
+    let late = a.late.as_ref().expect("a budget");
+    assert!(late.late_frames > 0 && late.missed_slots > 0, "{late:?}");
+    assert!(a.stutter.as_ref().is_some_and(|s| s.count > 0));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores > 1 {
+        // The first read and the one of stutter and pacing, in each analysis `same` reads.
+        assert!(super::frameless::reads_taken_beside() >= before + 2);
+    }
+}
+
 #[test]
 fn runs_of_several_spans_a_frame_read_without_columns_give_the_same_reports() {
     let many = Shape {
