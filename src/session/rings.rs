@@ -18,6 +18,10 @@ use std::sync::atomic::{fence, Ordering::Acquire};
 
 use framelab_probe::wire::{self, Record, RingHeader};
 
+/// Records read and handed over at a time: 32 KiB, within the first-level cache while they
+/// are converted.
+const CHUNK_RECORDS: u64 = 1024;
+
 /// One thread's ring, read through its file descriptor.
 pub struct Ring {
     pub path: PathBuf,
@@ -189,13 +193,23 @@ impl Ring {
         Ok(())
     }
 
-    /// Appends every record published since the last drain to `out`. On a ring the program
-    /// damaged (truncated, header overwritten), appends nothing and says what is wrong; the
-    /// ring must not be read again.
+    /// Hands every record published since the last drain to `each`, up to
+    /// `CHUNK_RECORDS` at a time read into `buffer`, and returns how many it handed. A
+    /// chunk is converted while the copy out of the ring is still in the cache (one large
+    /// read left the records of a drain for the conversion to fetch from memory again).
+    /// `each` returning false stops the drain where it is (the tail stays: the caller is
+    /// giving up on the run). On a ring the program damaged (truncated, header
+    /// overwritten), says what is wrong once what was read before the damage showed was
+    /// handed over; the ring must not be read again.
     ///
     /// A truncated file shows as a read that ends early (no size check first: one system
     /// call per idle ring and tick is the whole cost of an idle ring).
-    pub fn drain(&mut self, out: &mut Vec<Record>, max_dropped: u64) -> Result<(), String> {
+    pub fn drain(
+        &mut self,
+        buffer: &mut Vec<Record>,
+        max_dropped: u64,
+        mut each: impl FnMut(&[Record]) -> bool,
+    ) -> Result<u64, String> {
         let Some((_, mut header)) = read_header(&self.file) else {
             return Err(self.cut());
         };
@@ -208,36 +222,38 @@ impl Ring {
         }
         self.check(&header, max_dropped)?;
         let head = header.head;
-        if head == self.tail {
-            self.dropped = header.dropped;
-            self.closed = header.closed == 1;
-            return Ok(());
-        }
-        let before = out.len();
         let mut index = self.tail;
         while index != head {
-            // One read per contiguous part: up to the end of the array, then from its start.
+            // One read per contiguous part (up to the end of the array, then from its
+            // start), cut into chunks.
             let slot = index & (self.capacity - 1);
-            let count = (head.wrapping_sub(index)).min(self.capacity - slot);
-            if !self.read_records(out, slot, count as usize) {
-                out.truncate(before);
+            let count = (head.wrapping_sub(index))
+                .min(self.capacity - slot)
+                .min(CHUNK_RECORDS);
+            buffer.clear();
+            if !self.read_records(buffer, slot, count as usize) {
                 return Err(self.cut());
             }
             index = index.wrapping_add(count);
+            if !each(buffer) {
+                return Ok(index.wrapping_sub(self.tail));
+            }
         }
-        let tail_at = offset_of!(RingHeader, tail) as u64;
-        if self
-            .file
-            .write_all_at(&head.to_ne_bytes(), tail_at)
-            .is_err()
-        {
-            out.truncate(before);
-            return Err("its tail could not be written back".into());
+        let got = head.wrapping_sub(self.tail);
+        if got > 0 {
+            let tail_at = offset_of!(RingHeader, tail) as u64;
+            if self
+                .file
+                .write_all_at(&head.to_ne_bytes(), tail_at)
+                .is_err()
+            {
+                return Err("its tail could not be written back".into());
+            }
         }
         self.tail = head;
         self.dropped = header.dropped;
         self.closed = header.closed == 1;
-        Ok(())
+        Ok(got)
     }
 
     /// What a read that ended early says: how far the file was cut.
@@ -347,9 +363,15 @@ mod tests {
 
     /// A ring file as the SDK makes it, with `head` records published.
     fn ring_file(dir: &Path, head: u64) -> PathBuf {
+        ring_file_of(dir, CAPACITY, 0, head)
+    }
+
+    /// A ring of `capacity` records whose collector has read up to `tail`, with records
+    /// `tail..head` published (record i of frame i, in slot i mod capacity).
+    fn ring_file_of(dir: &Path, capacity: u64, tail: u64, head: u64) -> PathBuf {
         let path = dir.join("r-1-2");
         let file = File::create(&path).unwrap();
-        file.set_len(wire::ring_file_bytes(CAPACITY) as u64)
+        file.set_len(wire::ring_file_bytes(capacity) as u64)
             .unwrap();
         let put = |at: usize, bytes: &[u8]| file.write_all_at(bytes, at as u64).unwrap();
         put(
@@ -362,14 +384,27 @@ mod tests {
         );
         put(offset_of!(RingHeader, pid), &1u32.to_ne_bytes());
         put(offset_of!(RingHeader, tid), &2u32.to_ne_bytes());
-        put(offset_of!(RingHeader, capacity), &CAPACITY.to_ne_bytes());
+        put(offset_of!(RingHeader, capacity), &capacity.to_ne_bytes());
         put(offset_of!(RingHeader, head), &head.to_ne_bytes());
-        for i in 0..head.min(CAPACITY) {
+        put(offset_of!(RingHeader, tail), &tail.to_ne_bytes());
+        for i in tail..head {
             let r = Record::new(1, 1, 0, i, 10, 20);
             let bytes: [u8; 32] = unsafe { std::mem::transmute(r) };
-            put(wire::HEADER_BYTES + i as usize * 32, &bytes);
+            let slot = (i & (capacity - 1)) as usize;
+            put(wire::HEADER_BYTES + slot * 32, &bytes);
         }
         path
+    }
+
+    /// Every record a drain hands over, its chunks joined.
+    fn drain_all(ring: &mut Ring) -> Result<Vec<Record>, String> {
+        let mut out = Vec::new();
+        let got = ring.drain(&mut Vec::new(), 1000, |chunk| {
+            out.extend_from_slice(chunk);
+            true
+        })?;
+        assert_eq!(got, out.len() as u64);
+        Ok(out)
     }
 
     fn set(path: &Path, at: usize, value: u64) {
@@ -382,17 +417,46 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = ring_file(dir.path(), 5);
         let mut ring = Ring::open(&path).unwrap().unwrap();
-        let mut out = Vec::new();
-        ring.drain(&mut out, 1000).unwrap();
+        let out = drain_all(&mut ring).unwrap();
         assert_eq!(
             out.iter().map(|r| r.frame).collect::<Vec<_>>(),
             [0, 1, 2, 3, 4]
         );
         let (_, header) = read_header(&File::open(&path).unwrap()).unwrap();
         assert_eq!(header.tail, 5);
-        out.clear();
-        ring.drain(&mut out, 1000).unwrap();
-        assert!(out.is_empty());
+        assert!(drain_all(&mut ring).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_drain_hands_over_chunks_in_order_across_the_wrap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = ring_file_of(dir.path(), 2048, 1500, 3500);
+        let mut ring = Ring::open(&path).unwrap().unwrap();
+        let (mut frames, mut chunks) = (Vec::new(), Vec::new());
+        let got = ring
+            .drain(&mut Vec::new(), 1000, |chunk| {
+                chunks.push(chunk.len());
+                frames.extend(chunk.iter().map(|r| r.frame));
+                true
+            })
+            .unwrap();
+        assert_eq!(got, 2000);
+        // To the end of the array, then from its start in chunks of at most 1024.
+        assert_eq!(chunks, [548, 1024, 428]);
+        assert_eq!(frames, (1500..3500).collect::<Vec<_>>());
+        let (_, header) = read_header(&File::open(&path).unwrap()).unwrap();
+        assert_eq!(header.tail, 3500);
+        // Stopped by its caller: the tail stays, so nothing handed over is lost to a reader.
+        let path = ring_file_of(dir.path(), 2048, 0, 2000);
+        let mut ring = Ring::open(&path).unwrap().unwrap();
+        let mut calls = 0;
+        let got = ring.drain(&mut Vec::new(), 1000, |_| {
+            calls += 1;
+            false
+        });
+        assert_eq!((got, calls), (Ok(1024), 1));
+        let (_, header) = read_header(&File::open(&path).unwrap()).unwrap();
+        assert_eq!(header.tail, 0);
     }
 
     #[test]
@@ -409,13 +473,10 @@ mod tests {
         for (at, value, what) in cases {
             let path = ring_file(dir.path(), 5);
             let mut ring = Ring::open(&path).unwrap().unwrap();
-            let mut out = Vec::new();
-            ring.drain(&mut out, 1000).unwrap();
+            drain_all(&mut ring).unwrap();
             set(&path, at, value);
-            out.clear();
-            let problem = ring.drain(&mut out, 1000).unwrap_err();
+            let problem = drain_all(&mut ring).unwrap_err();
             assert!(problem.contains(what), "{problem}");
-            assert!(out.is_empty());
             assert_eq!(ring.dropped(), 0, "the last good drop count stays");
             std::fs::remove_file(&path).unwrap();
         }
@@ -428,7 +489,7 @@ mod tests {
             .unwrap()
             .set_len(100)
             .unwrap();
-        let problem = ring.drain(&mut Vec::new(), 1000).unwrap_err();
+        let problem = drain_all(&mut ring).unwrap_err();
         assert!(problem.contains("cut to 100"), "{problem}");
     }
 }

@@ -2,7 +2,7 @@
 //! a WAL checkpoint can take tens of milliseconds, long enough for a busy ring to fill).
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
-use std::sync::mpsc::{channel, Sender};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -34,6 +34,8 @@ pub enum Write {
 
 pub struct WriterThread {
     sender: Option<Sender<Write>>,
+    /// Span batches the writer is done with, emptied, their memory kept for the next ones.
+    spare_spans: Receiver<Vec<Span>>,
     handle: Option<JoinHandle<Result<RunWriter>>>,
     run_id: i64,
     progress: Arc<Committed>,
@@ -76,6 +78,7 @@ impl WriterThread {
     pub fn start(mut writer: RunWriter) -> WriterThread {
         let run_id = writer.run_id();
         let (sender, receiver) = channel::<Write>();
+        let (hand_back, spare_spans) = channel::<Vec<Span>>();
         let progress = Arc::new(Committed::default());
         let committed = Arc::clone(&progress);
         let handle = std::thread::Builder::new()
@@ -83,31 +86,42 @@ impl WriterThread {
             .spawn(move || {
                 let mut pending_spans = 0u64;
                 for write in receiver {
-                    match &write {
-                        Write::Spans(spans) => pending_spans += spans.len() as u64,
+                    match write {
+                        Write::Spans(mut spans) => {
+                            writer.spans(&spans)?;
+                            pending_spans += spans.len() as u64;
+                            // Back to the drain for its next batch: a batch of fresh memory
+                            // is a page fault every 128 spans on the thread reading the rings.
+                            spans.clear();
+                            let _ = hand_back.send(spans);
+                        }
                         Write::Commit => {
-                            apply(&mut writer, write)?;
+                            writer.commit()?;
                             committed.spans.fetch_add(pending_spans, Relaxed);
                             committed
                                 .at_mono_ns
                                 .store(framelab_probe::monotonic_ns() as i64, Relaxed);
                             pending_spans = 0;
-                            continue;
                         }
-                        _ => {}
+                        write => apply(&mut writer, write)?,
                     }
-                    apply(&mut writer, write)?;
                 }
                 Ok(writer)
             })
             .expect("spawning the writer thread");
         WriterThread {
             sender: Some(sender),
+            spare_spans,
             handle: Some(handle),
             run_id,
             progress,
             failure: None,
         }
+    }
+
+    /// An emptied batch the writer handed back, if one is waiting: the next batch's memory.
+    pub fn spare_spans(&self) -> Option<Vec<Span>> {
+        self.spare_spans.try_recv().ok()
     }
 
     /// What the writer has committed so far, updated as it goes.
@@ -176,5 +190,41 @@ fn apply(writer: &mut RunWriter, write: Write) -> Result<()> {
         Write::SampleSources(sources) => writer.sample_sources(&sources),
         Write::Meta(meta) => writer.update_meta(&meta),
         Write::Commit => writer.commit(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_of_spans_comes_back_empty_with_its_memory_once_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.framelab");
+        let mut writer = RunWriter::create(&path, &RunMeta::default()).unwrap();
+        writer.add_stage("s").unwrap();
+        writer.add_thread(&ThreadInfo::default()).unwrap();
+        let mut thread = WriterThread::start(writer);
+        assert!(thread.spare_spans().is_none(), "nothing written yet");
+        let spans: Vec<Span> = (0..1_000u64)
+            .map(|i| Span {
+                frame: i,
+                stage: 0,
+                thread: 0,
+                start_ns: i as i64 * 1_000,
+                dur_ns: 500,
+            })
+            .collect();
+        let capacity = spans.capacity();
+        thread.send(Write::Spans(spans)).unwrap();
+        thread.send(Write::Commit).unwrap();
+        let writer = thread.stop().unwrap();
+        let spare = thread.spare_spans().expect("the batch handed back");
+        assert!(spare.is_empty());
+        assert_eq!(spare.capacity(), capacity);
+        assert_eq!(thread.committed().spans.load(Relaxed), 1_000);
+        writer.finish().unwrap();
+        let run = crate::store::load_run(&path, None).unwrap();
+        assert_eq!(run.spans.len(), 1_000);
     }
 }

@@ -105,21 +105,59 @@ impl Ranges {
         self
     }
 
-    fn layout(&self) -> Layout {
-        // lo ≤ hi in every range, so the difference is exact as a u64.
+    /// Widens these ranges over the first spans of `spans` that a block of `layout` holds
+    /// with them (`push`'s test: no wider layout needed, and a wide block left at the first
+    /// span that fits a narrower one alone); returns how many. One loop per layout, the
+    /// ranges in registers: the writer asks this of every span.
+    fn widen_while_fitting(&mut self, layout: Layout, spans: &[Span]) -> usize {
+        let mut ranges = *self;
+        let mut joined = spans.len();
+        for (k, s) in spans.iter().enumerate() {
+            let merged = ranges.with(s);
+            let fits = match layout {
+                Layout::Narrow => merged.fits_narrow(),
+                Layout::Medium => merged.fits_medium(),
+                Layout::Wide => Ranges::of(s).layout() == Layout::Wide,
+            };
+            if !fits {
+                joined = k;
+                break;
+            }
+            ranges = merged;
+        }
+        *self = ranges;
+        joined
+    }
+
+    /// Start and duration fit u32 offsets (what layouts 1 and 2 share). lo ≤ hi in every
+    /// range, so a difference is exact as a u64.
+    #[inline(always)]
+    fn fits_common(&self) -> bool {
         let width = |(lo, hi): (i64, i64)| hi.abs_diff(lo);
-        let u32_fits = |(lo, hi): (i64, i64)| lo >= 0 && hi <= i64::from(u32::MAX);
-        let common = width(self.start) <= u64::from(u32::MAX) && u32_fits(self.dur);
-        if common
-            && width(self.frame) <= u64::from(u16::MAX)
-            && self.stage <= 0xFF
-            && self.thread <= 0xFF
-        {
+        (width(self.start) <= u64::from(u32::MAX))
+            & (self.dur.0 >= 0)
+            & (self.dur.1 <= i64::from(u32::MAX))
+    }
+
+    #[inline(always)]
+    fn fits_narrow(&self) -> bool {
+        self.fits_common()
+            & (self.frame.1.abs_diff(self.frame.0) <= u64::from(u16::MAX))
+            & (self.stage <= 0xFF)
+            & (self.thread <= 0xFF)
+    }
+
+    #[inline(always)]
+    fn fits_medium(&self) -> bool {
+        self.fits_common()
+            & (self.frame.1.abs_diff(self.frame.0) <= u64::from(u32::MAX))
+            & (self.thread <= u32::from(u16::MAX))
+    }
+
+    fn layout(&self) -> Layout {
+        if self.fits_narrow() {
             Layout::Narrow
-        } else if common
-            && width(self.frame) <= u64::from(u32::MAX)
-            && self.thread <= u32::from(u16::MAX)
-        {
+        } else if self.fits_medium() {
             Layout::Medium
         } else {
             Layout::Wide
@@ -166,23 +204,23 @@ impl BlockEncoder {
         mut closed: impl FnMut(Block) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         // While a block is open it is `pending` followed by `spans[from..i]`.
-        let mut from = 0;
-        for (i, span) in spans.iter().enumerate() {
+        let (mut from, mut i) = (0, 0);
+        while i < spans.len() {
             let Some((ranges, layout)) = self.ranges.as_mut() else {
-                let ranges = Ranges::of(span);
+                let ranges = Ranges::of(&spans[i]);
                 self.ranges = Some((ranges, ranges.layout()));
                 from = i;
+                i += 1;
                 continue;
             };
-            let merged = ranges.with(span);
-            let needed = merged.layout();
-            let held = self.pending.len() + (i - from);
-            let full = held >= needed.capacity();
-            let leaving_wide = *layout == Layout::Wide && Ranges::of(span).layout() < Layout::Wide;
-            if !(needed > *layout || full || leaving_wide) {
-                *ranges = merged;
-                continue;
+            // The spans that join the open block: as many as fit its layout and its room.
+            let room = layout.capacity() - (self.pending.len() + (i - from));
+            let end = spans.len().min(i + room);
+            i += ranges.widen_while_fitting(*layout, &spans[i..end]);
+            if i == spans.len() {
+                break;
             }
+            // `spans[i]` needs a wider layout, leaves a wide block, or finds it full.
             let (ranges, layout) = (*ranges, *layout);
             let block = if self.pending.is_empty() {
                 encode(&spans[from..i], &ranges, layout)
@@ -192,9 +230,10 @@ impl BlockEncoder {
                 self.pending.clear();
                 block
             };
-            let next = Ranges::of(span);
+            let next = Ranges::of(&spans[i]);
             self.ranges = Some((next, next.layout()));
             from = i;
+            i += 1;
             closed(block)?;
         }
         if self.ranges.is_some() {
