@@ -251,6 +251,9 @@ mod tests {
             };
             let page = html_of(data, &analysis);
             assert!(page == from_table, "{}: the pages differ", run.meta.name);
+            // And the page's own analysis takes this way.
+            let (data, _) = RunData::analyze(&run, &run).unwrap();
+            assert!(matches!(data.frames, super::super::Frames::Passed(_)));
             // Late frames, stutters and several levels of detail are on it.
             assert!(page.contains("\"late\":{\"of\":"), "late markers");
         }
