@@ -116,7 +116,7 @@ pub(super) fn analyze(
         },
         || frame_plots(source),
     );
-    let (Some((analysis, values)), Some((plots, last_end_ns))) = (analysed?, plots?) else {
+    let (Some((analysis, values)), Some(by_end)) = (analysed?, plots?) else {
         return Ok(None);
     };
     let mut curves = Curves::default();
@@ -125,36 +125,39 @@ pub(super) fn analyze(
     }
     curves.intervals(&values.intervals);
     let passed = Passed {
-        window: resolve_window(&head.meta, last_end_ns),
-        plots,
+        window: resolve_window(&head.meta, by_end.last_end_ns),
+        plots: by_end.plots,
         marked,
     };
     Ok(Some((passed, curves, analysis)))
 }
 
-/// The frame plots (totals and intervals by end) of every frame of a run of one span a
-/// frame, and the latest end; `None` when the run is not of that shape. Read once with as
-/// many frames as its spans (the recorded count), again in the rare run where fewer were
-/// frames (spans out of range).
-fn frame_plots(source: &dyn SpanSource) -> anyhow::Result<Option<((Series, Series), Option<i64>)>> {
+/// The frame plots of every frame of a run of one span a frame, read in end order.
+struct ByEnd {
+    /// Totals and intervals, by end.
+    plots: (Series, Series),
+    frames: usize,
+    last_end_ns: Option<i64>,
+}
+
+/// The frame plots of `source`'s run; `None` when it is not of one span a frame. Read once
+/// with as many frames as its spans (the recorded count), again in the rare run where
+/// fewer were frames (spans out of range).
+fn frame_plots(source: &dyn SpanSource) -> anyhow::Result<Option<ByEnd>> {
     let mut n = source.span_count_hint();
     loop {
-        let Some((plots, frames, last_end_ns)) = frame_plots_of(source, n)? else {
+        let Some(by_end) = frame_plots_of(source, n)? else {
             return Ok(None);
         };
-        if frames == n {
-            return Ok(Some((plots, last_end_ns)));
+        if by_end.frames == n {
+            return Ok(Some(by_end));
         }
-        n = frames;
+        n = by_end.frames;
     }
 }
 
-/// [`frame_plots`] levelled for `n` frames, and how many there were.
-#[allow(clippy::type_complexity)]
-fn frame_plots_of(
-    source: &dyn SpanSource,
-    n: usize,
-) -> anyhow::Result<Option<((Series, Series), usize, Option<i64>)>> {
+/// [`frame_plots`] levelled for `n` frames.
+fn frame_plots_of(source: &dyn SpanSource, n: usize) -> anyhow::Result<Option<ByEnd>> {
     let sizes = |n: usize| level_sizes(n, FRAME_BUCKETS, MAX_DETAIL_POINTS);
     // Kept by (end, total) and (end, interval): at most 2 × 131k points a series.
     let mut totals: Levels<(i64, i64)> = Levels::new(n, &sizes(n));
@@ -178,7 +181,11 @@ fn frame_plots_of(
         frame_plot(label, (count, levels.finish()), None, point)
     };
     let plots = (series("total", totals), series("interval", intervals));
-    Ok(Some((plots, frames, last_end_ns)))
+    Ok(Some(ByEnd {
+        plots,
+        frames,
+        last_end_ns,
+    }))
 }
 
 #[cfg(test)]
