@@ -147,14 +147,15 @@ impl Cadence {
         }
     }
 
-    /// The next interval.
-    pub fn interval(&mut self, x: i64) {
+    /// The next interval; whether it is a stutter (the HTML page marks each).
+    pub fn interval(&mut self, x: i64) -> bool {
         let i = self.seen;
         self.seen += 1;
 
         // late::for_each_stutter_at.
         let previous = i.min(self.stutter_window);
-        if previous > 0 && 2 * x as i128 * previous as i128 > 5 * self.trailing_sum {
+        let stutter = previous > 0 && 2 * x as i128 * previous as i128 > 5 * self.trailing_sum;
+        if stutter {
             self.stutters += 1;
             self.stutter_time += x as i128;
         }
@@ -190,6 +191,7 @@ impl Cadence {
         }
         let local_mean = f64_of(self.adaptive_sum) / self.adaptive.len() as f64;
         self.adaptive_squares += (x as f64 - local_mean).powi(2);
+        stutter
     }
 
     /// Stutter and pacing; `None` without intervals. An error when fewer or more came than

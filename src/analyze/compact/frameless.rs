@@ -43,6 +43,7 @@ use crate::analyze::telemetry::FrameSpan;
 use crate::analyze::{Analysis, Dist, StageRow, WorstFrame};
 use crate::model::{Run, Span, SpanSource, BESIDE_WORKERS};
 
+pub mod by_end;
 pub mod measured;
 
 /// Frames held to put them in end order: they come in it but for a few (a frame that
@@ -59,12 +60,48 @@ pub fn analyze(head: &Run, source: &dyn SpanSource) -> anyhow::Result<Option<Ana
 /// A stage's durations or the totals, in measured frames.
 pub type Values = Selection;
 
-/// Each stage's durations (by stage id, in the stage table's order) and the totals, exact
-/// for what the caller asked of them.
+/// Each stage's durations (by stage id, in the stage table's order), the totals and the
+/// intervals, exact for what the caller asked of them.
 pub struct AskedValues {
     pub stages: Vec<(usize, Values)>,
     /// `None` with one stage: its durations are the totals.
     pub totals: Option<Values>,
+    /// Between the measured frames' ends, in end order.
+    pub intervals: Values,
+}
+
+/// What the caller asks of the values besides what the report asks: each set's
+/// selection then answers it exactly.
+#[derive(Clone, Copy, Default)]
+pub struct Asked<'a> {
+    /// Asked of each stage's durations.
+    pub stages: AlsoAsked<'a>,
+    /// Asked of the totals (with one stage, its durations are the totals).
+    pub totals: AlsoAsked<'a>,
+    /// Asked of the intervals.
+    pub intervals: AlsoAsked<'a>,
+    /// Whether the durations' and totals' digests are taken ([`Selection::digest`]).
+    pub digests: bool,
+}
+
+/// What the reads show the caller of the measured frames as they pass them, in end order
+/// (the HTML page's markers and timelines): nothing held for it.
+pub trait FrameWatch {
+    /// A frame whose total is over the budget (the first read of the values).
+    fn late(&mut self, end_ns: i64, total_ns: i64);
+    /// A stutter: the interval that ends at `end_ns` (the read after the first).
+    fn stutter(&mut self, end_ns: i64, interval_ns: i64);
+    /// The worst frames, worst first, each its one span (once the first read found them).
+    fn worst(&mut self, spans: &[Span]);
+}
+
+/// A caller that is shown nothing.
+pub struct Unwatched;
+
+impl FrameWatch for Unwatched {
+    fn late(&mut self, _: i64, _: i64) {}
+    fn stutter(&mut self, _: i64, _: i64) {}
+    fn worst(&mut self, _: &[Span]) {}
 }
 
 /// [`analyze`], with `also` asked of each stage's durations and of the totals besides what
@@ -75,7 +112,14 @@ pub fn analyze_asking(
     source: &dyn SpanSource,
     also: AlsoAsked,
 ) -> anyhow::Result<Option<(Analysis, AskedValues)>> {
-    let Some((mut analysis, values)) = unsplit(head, source, also, &mut |_| {})? else {
+    let asked = Asked {
+        stages: also,
+        totals: also,
+        intervals: None,
+        digests: also.is_some(),
+    };
+    let unsplit = analyze_unsplit_asking(head, source, asked, &mut Unwatched, &mut |_| {})?;
+    let Some((mut analysis, values)) = unsplit else {
         return Ok(None);
     };
     crate::analyze::sched::apply(&mut analysis, head, source)?;
@@ -91,13 +135,18 @@ pub fn analyze_unsplit(
     source: &dyn SpanSource,
     tell: &mut dyn FnMut(SplitOf),
 ) -> anyhow::Result<Option<Analysis>> {
-    Ok(unsplit(head, source, None, tell)?.map(|(analysis, _)| analysis))
+    let unsplit = analyze_unsplit_asking(head, source, Asked::default(), &mut Unwatched, tell)?;
+    Ok(unsplit.map(|(analysis, _)| analysis))
 }
 
-fn unsplit(
+/// [`analyze_unsplit`], `asked` asked of the values and `watch` shown the frames as the
+/// reads pass them (the HTML page: its curves, markers and timelines without a frame
+/// table).
+pub fn analyze_unsplit_asking(
     head: &Run,
     source: &dyn SpanSource,
-    also: AlsoAsked,
+    asked: Asked,
+    watch: &mut (dyn FrameWatch + Send),
     tell: &mut dyn FnMut(SplitOf),
 ) -> anyhow::Result<Option<(Analysis, AskedValues)>> {
     if !head.counter_names.is_empty() || has_counters(source)? {
@@ -121,10 +170,27 @@ fn unsplit(
         open: shape.open.clone(),
     });
     let tell: &mut dyn FnMut(SplitOf) = &mut |_| {};
-    let Some((facts, values)) = facts(head, shape, scan, source, (also, tell))? else {
+    let Some((facts, values)) = facts(head, shape, scan, source, (asked, watch, tell))? else {
         return Ok(None);
     };
     Ok(Some((assemble(head, facts), values)))
+}
+
+/// Whether the run may be one this analyses, from its first chunk of spans alone (no
+/// counters, ids counting up): a caller that starts work beside the analysis (the
+/// scheduler's split, the HTML page's read for its plots) starts none for a run of several
+/// spans a frame, which the first read of the values would refuse.
+pub fn may_fit(head: &Run, source: &dyn SpanSource) -> anyhow::Result<bool> {
+    if !head.counter_names.is_empty() {
+        return Ok(false);
+    }
+    let mut scan = Scan::new(false);
+    let mut fits = true;
+    completed(source.for_each_spans(&mut |chunk| {
+        fits = chunk.iter().all(|s| scan.span(s).is_ok());
+        Err(Stop.into())
+    }))?;
+    Ok(fits)
 }
 
 /// An error a read returns to stop early; told apart from the source's own.
@@ -165,11 +231,24 @@ struct Frame {
     id: u64,
     start_ns: i64,
     stage: u16,
+    /// In the padding after `stage`: the worst frames' timelines draw it.
+    thread: u32,
 }
 
 impl Frame {
     fn total_ns(&self) -> i64 {
         self.end_ns - self.start_ns
+    }
+
+    /// Its one span.
+    fn span(&self) -> Span {
+        Span {
+            frame: self.id,
+            stage: self.stage,
+            thread: self.thread,
+            start_ns: self.start_ns,
+            dur_ns: self.total_ns(),
+        }
     }
 
     /// The frame as the end order holds it (its span, without the stage).
@@ -368,6 +447,7 @@ impl Shape {
                 id: s.frame,
                 start_ns: s.start_ns,
                 stage: s.stage,
+                thread: s.thread,
             })
         }
     }
@@ -399,7 +479,10 @@ impl EndOrder {
         (self.head + k) & (RING - 1)
     }
 
-    /// Takes `f`; the frame let out to make room, if one was.
+    /// Takes `f`; the frame let out to make room, if one was. Inlined: with a second
+    /// caller (the HTML page's `by_end`) it was called out of line from the analysis' loop,
+    /// 8% of the text report's CPU on 10M spans.
+    #[inline(always)]
     fn push(&mut self, f: Ended) -> Result<Option<Ended>, Stop> {
         if self.ring.is_empty() {
             self.ring = vec![Ended::default(); RING];
@@ -481,6 +564,8 @@ struct Taken<'a> {
     late_spans: Option<&'a mut Vec<FrameSpan>>,
     /// Only in the read after it.
     cadence: Option<&'a mut Cadence>,
+    /// Shown the late frames (first read) and the stutters (the read after it).
+    watch: &'a mut (dyn FrameWatch + Send),
 }
 
 impl Taken<'_> {
@@ -504,10 +589,11 @@ impl Taken<'_> {
     fn take(&mut self, f: Ended) {
         if let Some(late) = self.late.as_deref_mut() {
             late.total(f.total_ns());
-            if let Some(spans) = self.late_spans.as_deref_mut() {
-                if f.total_ns() > late.budget_ns() {
+            if f.total_ns() > late.budget_ns() {
+                if let Some(spans) = self.late_spans.as_deref_mut() {
                     spans.push(f.span());
                 }
+                self.watch.late(f.end_ns, f.total_ns());
             }
         }
         let Some(last) = self.last_end_ns.replace(f.end_ns) else {
@@ -521,7 +607,9 @@ impl Taken<'_> {
             late.interval(x);
         }
         if let Some(cadence) = self.cadence.as_deref_mut() {
-            cadence.interval(x);
+            if cadence.interval(x) {
+                self.watch.stutter(f.end_ns, x);
+            }
         }
     }
 }
@@ -631,33 +719,39 @@ impl Durations {
         self.totals.absorb(part.totals);
     }
 
-    /// Ends a read; whether another is needed. `also` is asked of each set besides its
-    /// distribution.
-    fn end_pass(&mut self, also: AlsoAsked) -> anyhow::Result<bool> {
-        let asked = |r: &dyn Ranked| {
-            dist_only(r);
-            if let Some(also) = also {
-                also(r);
-            }
-        };
+    /// Ends a read; whether another is needed. `asked` says what is asked of each set
+    /// besides its distribution.
+    fn end_pass(&mut self, asked: Asked) -> anyhow::Result<bool> {
+        let (of_stages, of_totals) = (with_dist(asked.stages), with_dist(asked.totals));
         let mut open = false;
         for values in self.stages.iter_mut().flatten() {
             if !values.is_resolved() {
-                open |= !values.end_pass(&asked)?;
+                open |= !values.end_pass(&of_stages)?;
             }
         }
         self.stages_open = open;
         if self.totals_open {
-            self.totals_open = !self.totals.end_pass(&asked)?;
+            self.totals_open = !self.totals.end_pass(&of_totals)?;
         }
         Ok(self.stages_open || self.totals_open)
     }
 }
 
-/// What the caller asks of each set of values besides its distribution (`compare`).
+/// What the caller asks of each set of values besides its distribution (`compare`, the
+/// HTML page).
 type AlsoAsked<'a> = Option<&'a dyn Fn(&dyn Ranked)>;
 
-/// A set of values; digesting them when the caller asks more of them (`compare`).
+/// A set's distribution and `also`.
+fn with_dist(also: AlsoAsked<'_>) -> impl Fn(&dyn Ranked) + '_ {
+    move |r| {
+        dist_only(r);
+        if let Some(also) = also {
+            also(r);
+        }
+    }
+}
+
+/// A set of values; digesting them when the caller asks for it (`compare`).
 fn new_set(digesting: bool) -> Selection {
     match digesting {
         true => Selection::digesting(KEEP_LIMIT),
@@ -873,7 +967,7 @@ fn facts(
     mut shape: Shape,
     mut scan: Option<Scan>,
     source: &dyn SpanSource,
-    (also, tell): (AlsoAsked, &mut dyn FnMut(SplitOf)),
+    (asked, watch, tell): (Asked, &mut (dyn FrameWatch + Send), &mut dyn FnMut(SplitOf)),
 ) -> anyhow::Result<Option<(SpanFacts, AskedValues)>> {
     let budget = budget_ns(&head.meta);
     let names = Names {
@@ -885,10 +979,10 @@ fn facts(
     let mut busy = with_threads.then(BusySweep::default);
     let mut durations = Durations {
         stages: Vec::new(),
-        totals: new_set(also.is_some()),
+        totals: new_set(asked.digests),
         stages_open: false,
         totals_open: false,
-        digesting: also.is_some(),
+        digesting: asked.digests,
         beside: head.stages.len() <= STAGES_BESIDE,
     };
     let mut intervals = Intervals {
@@ -905,6 +999,7 @@ fn facts(
         late: late.as_mut(),
         late_spans: want_late_spans.then_some(&mut late_spans),
         cadence: None,
+        watch: &mut *watch,
     });
     let firsts = (scan.as_mut(), Some(&mut counted));
     if !read_values(&shape, source, &mut durations, firsts, first)? {
@@ -930,12 +1025,19 @@ fn facts(
         find_worst: false,
         open: Vec::new(),
     });
-    let mut more = durations.end_pass(also)?;
+    watch.worst(&counted.worst.iter().map(Frame::span).collect::<Vec<_>>());
+    let mut more = durations.end_pass(asked)?;
     // With one stage its durations are the totals; with more, the totals are counted from
     // the next read (the first did not take them: most runs of one span a frame have one).
     durations.totals_open = order.len() != 1;
     more |= durations.totals_open;
-    intervals.open = !intervals.values.end_pass(&intervals_stats)?;
+    let of_intervals = |r: &dyn Ranked| {
+        intervals_stats(r);
+        if let Some(also) = asked.intervals {
+            also(r);
+        }
+    };
+    intervals.open = !intervals.values.end_pass(&of_intervals)?;
     // Stutter and pacing look at each interval against their mean: a read after the one
     // that counted them, with the values still asked for.
     let mut cadence = Cadence::new(intervals.values.count(), intervals.values.total(), budget);
@@ -948,14 +1050,15 @@ fn facts(
             late: None,
             late_spans: None,
             cadence: (!cadence_read).then_some(&mut cadence),
+            watch: &mut *watch,
         });
         if !read_values(shape, source, &mut durations, (None, None), end_order)? {
             anyhow::bail!(CHANGED);
         }
         cadence_read = true;
-        more = durations.end_pass(also)?;
+        more = durations.end_pass(asked)?;
         if intervals.open {
-            intervals.open = !intervals.values.end_pass(&intervals_stats)?;
+            intervals.open = !intervals.values.end_pass(&of_intervals)?;
         }
     }
     let (stutter, pacing) = cadence.finish()?;
@@ -981,11 +1084,16 @@ fn facts(
     let counters = CounterTotals::new(0, &head.counter_names)
         .finish(&head.counter_names, shape.window.seconds());
     let measured = counted.measured;
-    let asked = AskedValues {
+    let (interval, fps) = (
+        Dist::of_ranked(&intervals.values),
+        fps_summary_ranked(&intervals.values),
+    );
+    let values = AskedValues {
         totals: (order.len() != 1).then_some(durations.totals),
         stages: (order.iter())
             .filter_map(|&s| Some((s, durations.stages.get_mut(s)?.take()?)))
             .collect(),
+        intervals: intervals.values,
     };
     let facts = SpanFacts {
         window: shape.window,
@@ -1004,15 +1112,15 @@ fn facts(
         stutter,
         pacing,
         total,
-        interval: Dist::of_ranked(&intervals.values),
-        fps: fps_summary_ranked(&intervals.values),
+        interval,
+        fps,
         worst_spans: counted.worst.iter().map(|f| f.ended().span()).collect(),
         table,
         pipeline,
         counters,
         late_spans,
     };
-    Ok(Some((facts, asked)))
+    Ok(Some((facts, values)))
 }
 
 /// `stage_rows` from each stage's distribution (stages in `order`) and the worst frames.

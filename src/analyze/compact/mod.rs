@@ -9,7 +9,8 @@
 //! that cannot be done (spans far out of order), and for `hist` and `whatif`, the spans
 //! become columns (frame index, stage, packed duration and start, thread: about 15 bytes a
 //! span; start and thread dropped once the waits and busy time are taken from them). The
-//! HTML page reads the run as the report does, and keeps the frame table for its plots.
+//! HTML page reads the run as the report does, and keeps the frame table for its plots
+//! (none for a run of one span a frame: [`frameless`] shows it what its plots need).
 
 pub mod cadence;
 pub mod columns;

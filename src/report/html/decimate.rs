@@ -107,6 +107,49 @@ pub fn levels<K: Copy>(
         .collect()
 }
 
+/// [`levels`] given one point at a time, where the points come from a callback (a read
+/// of the run's frames in end order) rather than an iterator.
+pub struct Levels<K> {
+    buckets: Vec<Buckets<K>>,
+    n: usize,
+    i: usize,
+}
+
+impl<K: Copy> Levels<K> {
+    /// For `n` points, at each of `sizes`.
+    pub fn new(n: usize, sizes: &[usize]) -> Levels<K> {
+        Levels {
+            buckets: sizes.iter().map(|&size| Buckets::new(n, size)).collect(),
+            n,
+            i: 0,
+        }
+    }
+
+    /// The next point: its key and its y.
+    #[inline]
+    pub fn add(&mut self, k: K, y: f64) {
+        for level in &mut self.buckets {
+            level.add(self.i, k, y, self.n);
+        }
+        self.i += 1;
+    }
+
+    /// Points added so far.
+    pub fn added(&self) -> usize {
+        self.i
+    }
+
+    /// The levels, as [`levels`] gives them.
+    pub fn finish(self) -> Vec<Kept<K>> {
+        (self.buckets.into_iter())
+            .map(|mut b| {
+                b.push_bucket();
+                b.out
+            })
+            .collect()
+    }
+}
+
 /// A level being filled: each bucket of `out.bucket` consecutive points as its minimum
 /// and maximum (1: every point), by their index, key and y.
 struct Buckets<K> {
@@ -260,6 +303,20 @@ mod tests {
             min_max(by_value.iter().copied(), 100)
         );
         assert_eq!(kept[1].keys.len(), 2 * 1000);
+    }
+
+    /// Points given one at a time keep what the iterator's levels keep: one level or
+    /// several, a last bucket cut short, none.
+    #[test]
+    fn points_given_one_at_a_time_are_levelled_alike() {
+        let y = |k: u32| ((k * 7919) % 1000) as f64 + if k == 4321 { 1e6 } else { 0.0 };
+        for (n, sizes) in [(10_007, vec![100, 10]), (10_007, vec![7]), (0, vec![1])] {
+            let expected = levels((0..n as u32).map(|k| (k, y(k))), n, &sizes);
+            let mut one_at_a_time = Levels::new(n, &sizes);
+            (0..n as u32).for_each(|k| one_at_a_time.add(k, y(k)));
+            assert_eq!(one_at_a_time.added(), n);
+            assert_eq!(one_at_a_time.finish(), expected, "{n} points at {sizes:?}");
+        }
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! What the HTML report of one run plots, computed from the run's frames, the values its
-//! analysis sorts (read as the text report's analysis reads them: no columns where that
-//! needs none), with the worst frames' spans as those reads pass them. Every number here
-//! is embedded in the page as JSON; the page's script only draws it.
+//! analysis sorts or selects (read as the text report's analysis reads them: no columns
+//! where that needs none, no frame table for a run of one span a frame), with the worst
+//! frames' spans as those reads pass them. Every number here is embedded in the page as
+//! JSON; the page's script only draws it.
+
+mod one_span;
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap};
@@ -22,7 +25,7 @@ use crate::analyze::compact::{
 use crate::analyze::frames::{resolve_window, ResolvedWindow, NO_FRAME};
 use crate::analyze::late::for_each_stutter_at;
 use crate::analyze::metrics::FPS_LOWS;
-use crate::analyze::stats::percentile_of;
+use crate::analyze::stats::{percentile_ranked, Ranked};
 use crate::analyze::{Analysis, FpsSummary};
 use crate::model::{Run, SeriesKind, SpanSource};
 use crate::render::document::{Block, Document};
@@ -50,16 +53,39 @@ const MAX_TELEMETRY_SERIES: usize = 16;
 /// Worst frames drawn as a stage timeline.
 const GANTT_FRAMES: usize = 5;
 
-/// A run read and analysed for its page: the frames, what the page takes of the spans
-/// as the analysis reads them, and the curves of the values it sorts.
+/// A run read and analysed for its page: its frames, what the page takes of the spans as
+/// the analysis reads them, and the curves of the values it sorts or selects.
 pub struct RunData<'a> {
     pub head: &'a Run,
-    pub table: FrameTable,
-    read: FromSpans,
+    frames: Frames,
     curves: Curves,
-    /// The frame plots when made beside the analysis ([`frame_plots`]), else made with the
-    /// page.
-    frame_plots: Option<FramePlots>,
+}
+
+/// What the frame plots, their markers and the worst frames' timelines are drawn from.
+enum Frames {
+    /// The frame table (8 bytes a frame) and what the analysis' reads passed beside it.
+    Table(Box<WithTable>),
+    /// A run of one span a frame: all of it made as reads passed the frames, no frame
+    /// table ([`one_span`]).
+    Passed(Box<one_span::Passed>),
+}
+
+/// The frame table, what the reads passed of the spans, and the frame plots when they were
+/// made beside the analysis ([`frame_plots`]; else made with the page).
+struct WithTable {
+    table: FrameTable,
+    read: FromSpans,
+    plots: Option<FramePlots>,
+}
+
+/// What the page draws of the frames, however it was read.
+struct Drawn {
+    window: ResolvedWindow,
+    /// Totals and intervals, by end.
+    plots: (Series, Series),
+    late: Markers,
+    stutters: Markers,
+    gantt: Vec<GanttFrame>,
 }
 
 /// What the page needs of the spans beside the frames: the measured window and frames,
@@ -130,7 +156,8 @@ impl FromSpans {
 }
 
 impl<'a> RunData<'a> {
-    /// The run's analysis, read as the text report reads it (issues 29 and 31): the frame
+    /// The run's analysis, read as the text report reads it (issues 29 and 31): a run of
+    /// one span a frame without a frame table ([`one_span`]); any other, the frame
     /// table first, then the spans streamed for each figure and no columns at all (with
     /// several spans a frame, each frame's spans grouped as a read gives them for the
     /// waits); the columns beside the table only where the text report reads them too,
@@ -139,6 +166,24 @@ impl<'a> RunData<'a> {
     /// pass them (one read less than reading them again); counter values are read from
     /// `source`.
     pub fn analyze(
+        head: &'a Run,
+        source: &(dyn SpanSource + Sync),
+    ) -> anyhow::Result<(Self, Analysis)> {
+        if let Some((passed, curves, analysis)) = one_span::analyze(head, source)? {
+            let frames = Frames::Passed(Box::new(passed));
+            let data = RunData {
+                head,
+                frames,
+                curves,
+            };
+            return Ok((data, analysis));
+        }
+        Self::analyze_with_table(head, source)
+    }
+
+    /// [`RunData::analyze`] of a run that is not of one span a frame (or not in the order
+    /// that needs): the frame table read first.
+    fn analyze_with_table(
         head: &'a Run,
         source: &(dyn SpanSource + Sync),
     ) -> anyhow::Result<(Self, Analysis)> {
@@ -162,15 +207,20 @@ impl<'a> RunData<'a> {
             // columns), or frames came in no order a read can group: as for the text report.
             count_column_fallback();
             let (mut data, analysis) = Self::from_columns(head, table, source)?;
-            data.frame_plots = frame_plots;
+            if let Frames::Table(with) = &mut data.frames {
+                with.plots = frame_plots;
+            }
             return Ok((data, analysis));
         };
-        let data = RunData {
-            head,
+        let frames = Frames::Table(Box::new(WithTable {
             table,
             read,
+            plots: frame_plots,
+        }));
+        let data = RunData {
+            head,
+            frames,
             curves,
-            frame_plots,
         };
         Ok((data, analysis))
     }
@@ -235,12 +285,15 @@ impl<'a> RunData<'a> {
             measured: MeasuredFrames::default(),
             worst_spans: Vec::new(),
         });
-        let data = RunData {
-            head,
+        let frames = Frames::Table(Box::new(WithTable {
             table,
             read,
+            plots: None,
+        }));
+        let data = RunData {
+            head,
+            frames,
             curves,
-            frame_plots: None,
         };
         Ok((data, analysis))
     }
@@ -267,29 +320,28 @@ impl<'a> RunData<'a> {
     fn plots(self, analysis: &Analysis) -> (Vec<Plot>, Vec<Plot>) {
         let RunData {
             head,
-            table,
-            read,
+            frames,
             curves,
-            frame_plots: plots,
         } = self;
-        let table = &table;
-        let (window, measured) = (read.window, read.measured);
         let stage_order = stage_order(head, analysis);
-        let gantt = gantt(&read.worst_spans, table, head, analysis, &stage_order);
-        let in_window = end_order(table, &measured);
-        drop(measured);
         let budget_ns = analysis.budget_ns.filter(|&b| b > 0);
-        let (late, stutters) = late_and_stutters(table, in_window, budget_ns);
+        let drawn = match frames {
+            Frames::Table(with) => with.drawn(head, analysis, &stage_order, budget_ns),
+            Frames::Passed(passed) => passed.drawn(head, analysis, &stage_order),
+        };
+        let Drawn {
+            window,
+            plots,
+            late,
+            stutters,
+            gantt,
+        } = drawn;
         let (telemetry, telemetry_left_out) = telemetry(head);
         let frames = FrameTimes {
             budget_us: budget_ns.map(|b| us(b as f64)),
             window_start_s: secs(window.start_ns),
             window_end_s: secs(window.end_ns),
-            frames: frame_series(
-                plots.unwrap_or_else(|| frame_plots(table)).series(table),
-                late,
-                stutters,
-            ),
+            frames: frame_series(plots, late, stutters),
         };
         let histograms = (head.histograms.iter())
             .map(|h| Histogram {
@@ -309,6 +361,45 @@ impl<'a> RunData<'a> {
             },
         ];
         (before, vec![Plot::Histograms(histograms)])
+    }
+}
+
+impl WithTable {
+    /// The frame plots, markers and timelines, from the frame table.
+    fn drawn(
+        self,
+        head: &Run,
+        analysis: &Analysis,
+        stage_order: &[(usize, String)],
+        budget_ns: Option<i64>,
+    ) -> Drawn {
+        let WithTable { table, read, plots } = self;
+        let table = &table;
+        let (window, measured) = (read.window, read.measured);
+        let worst_spans = &read.worst_spans;
+        let spans_of = |frame: u64| {
+            let i = table.index_of(frame)?;
+            let spans = (worst_spans.iter())
+                .find(|(f, _)| *f == i)
+                .map(|(_, spans)| spans.clone())
+                .unwrap_or_default();
+            Some((table.start_ns(i), spans))
+        };
+        let gantt = match worst_spans.is_empty() {
+            true => Vec::new(),
+            false => gantt(spans_of, head, analysis, stage_order),
+        };
+        let in_window = end_order(table, &measured);
+        drop(measured);
+        let (late, stutters) = late_and_stutters(table, in_window, budget_ns);
+        let plots = plots.unwrap_or_else(|| frame_plots(table)).series(table);
+        Drawn {
+            window,
+            plots,
+            late,
+            stutters,
+            gantt,
+        }
     }
 }
 
@@ -633,22 +724,39 @@ impl Curves {
     fn take(&mut self, sorted: Sorted) {
         match sorted {
             Sorted::Read { .. } | Sorted::WorstFrame { .. } => {}
-            Sorted::Stage(id, values) => {
-                let us_at = with_ns!(values, v => (percentile_grid().iter())
-                    .filter_map(|&q| percentile_of(v, q / 100.0))
-                    .map(us_exact)
-                    .collect());
-                self.stages.insert(id, (values.len(), us_at));
-            }
-            // Percentile p of frames runs at fps_p = 1e9 / Q(1 − p) ns: p0 is the slowest.
-            Sorted::Intervals(values) => {
-                self.fps = with_ns!(values, v => (fps_grid().iter())
-                    .filter_map(|&q| percentile_of(v, 1.0 - q / 100.0))
-                    .map(|ns| round(1e9 / ns, 2))
-                    .collect());
-            }
+            Sorted::Stage(id, values) => with_ns!(values, v => self.stage(id, &v[..])),
+            Sorted::Intervals(values) => with_ns!(values, v => self.intervals(&v[..])),
         }
     }
+
+    /// Stage `id`'s durations, sorted or selected.
+    fn stage<R: Ranked + ?Sized>(&mut self, id: usize, values: &R) {
+        self.stages
+            .insert(id, (values.count(), stage_curve(values)));
+    }
+
+    /// The intervals between the measured frames' ends, sorted or selected.
+    fn intervals<R: Ranked + ?Sized>(&mut self, values: &R) {
+        self.fps = fps_at_grid(values);
+    }
+}
+
+/// A stage's durations at each percentile of the grid, in µs; what a selection is asked
+/// ([`one_span`]) is what this reads of it.
+fn stage_curve<R: Ranked + ?Sized>(values: &R) -> Vec<f64> {
+    (percentile_grid().iter())
+        .filter_map(|&q| percentile_ranked(values, q / 100.0))
+        .map(us_exact)
+        .collect()
+}
+
+/// The fps at each of [`fps_grid`]'s percentiles of frames: percentile p runs at
+/// fps_p = 1e9 / Q(1 − p) ns of the intervals (p0 is the slowest).
+fn fps_at_grid<R: Ranked + ?Sized>(intervals: &R) -> Vec<f64> {
+    (fps_grid().iter())
+        .filter_map(|&q| percentile_ranked(intervals, 1.0 - q / 100.0))
+        .map(|ns| round(1e9 / ns, 2))
+        .collect()
 }
 
 fn stage_curves(
@@ -698,42 +806,32 @@ fn fps_curve(fps_at: Vec<f64>, fps: Option<&FpsSummary>) -> Option<FpsCurve> {
     })
 }
 
+/// The timelines of the analysis' worst frames, each frame's start and spans (stage id,
+/// thread, start, dur) as `spans_of` gives them by frame id (`None`: not drawn).
 fn gantt(
-    worst_spans: &[(u32, Vec<WorstSpan>)],
-    table: &FrameTable,
+    spans_of: impl Fn(u64) -> Option<(i64, Vec<WorstSpan>)>,
     head: &Run,
     analysis: &Analysis,
     order: &[(usize, String)],
 ) -> Vec<GanttFrame> {
-    if worst_spans.is_empty() {
-        return Vec::new();
-    }
-    let worst: Vec<(u32, &crate::analyze::WorstFrame)> = analysis
+    let worst: Vec<(&crate::analyze::WorstFrame, i64, Vec<WorstSpan>)> = analysis
         .worst_frames
         .iter()
         .take(GANTT_FRAMES)
-        .filter_map(|w| Some((table.index_of(w.frame)?, w)))
-        .collect();
-    // (stage id, thread, start, dur) of the worst frames' spans.
-    let spans: Vec<Vec<WorstSpan>> = (worst.iter())
-        .map(|(i, _)| {
-            (worst_spans.iter())
-                .find(|(f, _)| f == i)
-                .map(|(_, spans)| spans.clone())
-                .unwrap_or_default()
+        .filter_map(|w| {
+            let (start, spans) = spans_of(w.frame)?;
+            Some((w, start, spans))
         })
         .collect();
     let stage_names: Vec<String> = order.iter().map(|(_, n)| n.clone()).collect();
     let column_of = |stage: u16| order.iter().position(|(id, _)| *id == stage as usize);
     worst
-        .iter()
-        .zip(spans)
-        .map(|(&(i, w), mut spans)| {
+        .into_iter()
+        .map(|(w, start, mut spans)| {
             spans.sort_unstable_by_key(|s| (s.2, s.1));
             let mut thread_ids: Vec<u32> = spans.iter().map(|s| s.1).collect();
             thread_ids.sort_unstable();
             thread_ids.dedup();
-            let start = table.start_ns(i);
             GanttFrame {
                 frame: w.frame,
                 t_s: round(w.t_s, 6),
@@ -879,7 +977,7 @@ mod tests {
 
     /// The reference run with a GPU clock (a gauge), an energy counter, a bit mask and
     /// an imported histogram.
-    fn with_telemetry() -> Run {
+    pub(super) fn with_telemetry() -> Run {
         let mut run = reference_run();
         let series = |metric: &str, unit: &str, kind| SampleSeries {
             source: "nvml".into(),
@@ -1118,7 +1216,7 @@ mod tests {
     }
 
     /// The whole page of `run`, from `data` analysed as `analysis`.
-    fn html_of(data: RunData, analysis: &Analysis) -> String {
+    pub(super) fn html_of(data: RunData, analysis: &Analysis) -> String {
         let document = data.document(analysis);
         crate::report::html::render_document(&document, SCHEMA, "run").unwrap()
     }
@@ -1129,7 +1227,7 @@ mod tests {
 
     /// Three stages on two threads, a late frame every 7th, written thread by thread as an
     /// import can be: two stretches in frame order, merged by the grouped read.
-    fn by_thread() -> Run {
+    pub(super) fn by_thread() -> Run {
         use crate::analyze::fixtures::span;
         let mut run = reference_run();
         run.spans.clear();
