@@ -194,6 +194,12 @@ impl TryFrom<HistoryArgs> for Command {
 
 pub(super) fn run(args: HistoryArgs) -> Result<Outcome> {
     let done = framelab::history::commands::run(args.try_into()?)?;
+    if !done.tables.is_empty() {
+        framelab::destination::print(&done.tables)?;
+    }
+    if let Some(failed) = done.failed {
+        return Err(failed);
+    }
     for line in &done.said {
         eprintln!("{line}");
     }

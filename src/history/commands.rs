@@ -60,36 +60,37 @@ pub struct ExportOptions {
     pub store: Option<String>,
 }
 
-/// What a history subcommand leaves the command line once its tables are printed.
+/// What a history subcommand hands the command line to show.
 #[derive(Debug, Default)]
 pub struct Done {
+    /// For standard output, first: `show`'s and `check`'s tables.
+    pub tables: String,
     /// The lines to say last: what was added, the page or file written.
     pub said: Vec<String>,
     /// `check --fail-on-regression` found a regression.
     pub regressed: bool,
+    /// `show --html`'s page could not be written: the error, once the tables are shown
+    /// (as `compare`'s exports: what was made is not lost to what failed after it).
+    pub failed: Option<anyhow::Error>,
 }
 
-/// Runs a history subcommand; what it prints goes to standard output, and the lines it
-/// has to say are handed back.
+/// Runs a history subcommand: its tables and the lines it has to say are handed back.
 pub fn run(command: HistoryCommand) -> Result<Done> {
     let said = |said| Done {
         said,
-        regressed: false,
+        ..Done::default()
     };
     match command {
         HistoryCommand::Add(args) => add(args).map(said),
-        HistoryCommand::Show(args) => show(args).map(said),
-        HistoryCommand::Check(args) => check(&args).map(|regressed| Done {
-            said: Vec::new(),
-            regressed,
-        }),
+        HistoryCommand::Show(args) => show(args),
+        HistoryCommand::Check(args) => check(&args),
         HistoryCommand::Export(args) => export(args).map(said),
     }
 }
 
 /// `history check`: each metric × machine × branch on its own (branches are never one
 /// series: their commits are not one line).
-fn check(args: &CheckRequest) -> Result<bool> {
+fn check(args: &CheckRequest) -> Result<Done> {
     let mut store = Store::open(&location(args.store.as_deref()), false)?;
     let filter = args.filter.clone();
     let rows = store.values(&filter)?;
@@ -110,12 +111,16 @@ fn check(args: &CheckRequest) -> Result<bool> {
         .flat_map(Series::by_branch)
         .collect();
     let report = super::check::check(&series, &options);
-    crate::destination::print(&super::check::render(&report, args.format)?)?;
-    Ok(args.fail_on_regression
+    let regressed = args.fail_on_regression
         && match args.newest {
             Some(n) => report.has_regression_in_newest(n as usize),
             None => report.has_regression(),
-        })
+        };
+    Ok(Done {
+        tables: super::check::render(&report, args.format)?,
+        regressed,
+        ..Done::default()
+    })
 }
 
 /// `history add`: what was added and skipped, to say.
@@ -131,26 +136,32 @@ fn add(args: AddOptions) -> Result<Vec<String>> {
 }
 
 /// `history show`: tables, and a trend page with `--html` (said).
-fn show(args: ShowOptions) -> Result<Vec<String>> {
+fn show(args: ShowOptions) -> Result<Done> {
     let location = location(args.store.as_deref());
     if let Some(page) = &args.html {
         refuse_writing_over_store(page, &location, "--html")?;
     }
     let mut store = Store::open(&location, false)?;
     let shown = super::show::load(&mut store, &args.filter)?;
-    crate::destination::print(&super::show::render(&shown, args.format)?)?;
+    let mut done = Done {
+        tables: super::show::render(&shown, args.format)?,
+        ..Done::default()
+    };
     if let Some(page) = &args.html {
-        write_file(page, |out| {
+        let written = write_file(page, |out| {
             let html = crate::report::html::render_document(
                 &super::show::page(&shown),
                 super::show::PAGE_SCHEMA,
                 "history",
             )?;
             Ok(out.write_all(html.as_bytes())?)
-        })?;
-        return Ok(vec![format!("framelab: trend page {}", page.display())]);
+        });
+        match written {
+            Ok(()) => (done.said).push(format!("framelab: trend page {}", page.display())),
+            Err(e) => done.failed = Some(e),
+        }
     }
-    Ok(Vec::new())
+    Ok(done)
 }
 
 /// `history export`: every value in long format; how many, said when written to a file.
