@@ -689,7 +689,7 @@ fn on_cpu_exact(
 
 /// Reads `source` once: each chunk of spans to `visit` here, and to `unions` (one
 /// [`UnionSplit`] per thread index) on another thread where one can be started, else here
-/// too. The unions, once every span is in them.
+/// too (`handoff`, the chunks in the order read). The unions, once every span is in them.
 fn unions_beside(
     source: &dyn SpanSource,
     visit: &mut dyn FnMut(&[Span]) -> anyhow::Result<()>,
@@ -698,45 +698,19 @@ fn unions_beside(
 ) -> anyhow::Result<Vec<UnionSplit>> {
     let mut built: Vec<UnionSplit> = (0..threads).map(|_| UnionSplit::default()).collect();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let beside = (cores > 1).then(|| {
-        std::thread::scope(|scope| {
-            // Chunks go over in buffers that come back to be filled again: a few at a time.
-            let (full, filled) = std::sync::mpsc::sync_channel::<Vec<Span>>(2);
-            let (empty, emptied) = std::sync::mpsc::channel::<Vec<Span>>();
-            let (built, unions) = (&mut built, &mut unions);
-            let worker = std::thread::Builder::new()
-                .spawn_scoped(scope, move || {
-                    for mut chunk in filled {
-                        unions(built, &chunk);
-                        chunk.clear();
-                        let _ = empty.send(chunk);
-                    }
-                })
-                .ok()?;
-            let read = source.for_each_spans(&mut |spans| {
-                visit(spans)?;
-                let mut chunk = emptied.try_recv().unwrap_or_default();
-                chunk.extend_from_slice(spans);
-                // A worker gone (it panicked) is said when it is joined.
-                let _ = full.send(chunk);
-                Ok(())
-            });
-            drop(full);
-            if let Err(panic) = worker.join() {
-                std::panic::resume_unwind(panic);
-            }
-            Some(read)
-        })
-    });
-    match beside.flatten() {
-        Some(read) => read?,
-        // No second thread: both here.
-        None => source.for_each_spans(&mut |spans| {
+    let mut take = |chunk: &mut Vec<Span>| {
+        unions(&mut built, chunk);
+        chunk.clear();
+    };
+    handoff::handing(cores > 1, &mut take, |hand| {
+        let mut chunk = Vec::new();
+        source.for_each_spans(&mut |spans| {
             visit(spans)?;
-            unions(&mut built, spans);
+            chunk.extend_from_slice(spans);
+            hand.hand(&mut chunk);
             Ok(())
-        })?,
-    }
+        })
+    })?;
     Ok(built)
 }
 
