@@ -15,7 +15,7 @@
 
 pub mod amdgpu;
 pub mod cpufreq;
-mod files;
+pub mod files;
 pub mod nvml;
 pub mod rapl;
 mod readings;

@@ -31,6 +31,50 @@ pub struct Procfs {
     ns_per_tick: i64,
     /// Where processes' CPU clocks are read.
     clock: CpuClock,
+    /// The real /proc's `stat` files, kept open (see `OpenStats`); `None` for a fixture
+    /// tree, whose files do not fail once their process is gone.
+    open_stats: Option<OpenStats>,
+}
+
+/// Each process's `/proc/PID/stat`, kept open and read again from offset 0: the accounting
+/// reads every process at each reading (20 a second), and opening the file by its path
+/// (the path walk, the descriptor's allocation, the close) cost three times the read
+/// itself (`perf` of an idle run, BENCHMARKS.md "The collector's fixed cost, again").
+/// A descriptor stays bound to its process: once the process is reaped the read fails
+/// (`ESRCH`), the descriptor is dropped, and the next read opens the path again (which may
+/// then name a new process of that pid, as a read by path always did).
+#[derive(Debug, Default)]
+struct OpenStats(std::cell::RefCell<std::collections::HashMap<u32, std::fs::File>>);
+
+/// More processes than this are read by path: descriptors are the process's to spend
+/// (a soft limit of 1024 is common), not the accounting's.
+const MAX_OPEN_STATS: usize = 256;
+
+impl Clone for OpenStats {
+    /// A copy opens its own: descriptors are not shared.
+    fn clone(&self) -> OpenStats {
+        OpenStats::default()
+    }
+}
+
+impl OpenStats {
+    /// The text of `pid`'s stat file through its kept descriptor, opening it first; `None`
+    /// when it cannot be read.
+    fn read(&self, root: &Path, pid: u32) -> Option<String> {
+        let mut files = self.0.borrow_mut();
+        if !files.contains_key(&pid) {
+            let file = std::fs::File::open(root.join(pid.to_string()).join("stat")).ok()?;
+            if files.len() >= MAX_OPEN_STATS {
+                return read_from_start(&file);
+            }
+            files.insert(pid, file);
+        }
+        let text = files.get(&pid).and_then(read_from_start);
+        if text.is_none() {
+            files.remove(&pid);
+        }
+        text
+    }
 }
 
 /// Where a process's CPU clock is read.
@@ -56,6 +100,7 @@ impl Procfs {
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         Procfs {
             clock: CpuClock::Kernel,
+            open_stats: Some(OpenStats::default()),
             ..Procfs::at("/proc", if hz > 0 { hz as i64 } else { 100 })
         }
     }
@@ -65,6 +110,7 @@ impl Procfs {
             root: root.into(),
             ns_per_tick: 1_000_000_000 / ticks_per_second.max(1),
             clock: CpuClock::None,
+            open_stats: None,
         }
     }
 
@@ -100,7 +146,10 @@ impl Procfs {
     }
 
     pub fn stat(&self, pid: u32) -> Option<ProcStat> {
-        let text = read_proc_file(&self.path(pid, "stat"))?;
+        let text = match &self.open_stats {
+            Some(open) => open.read(&self.root, pid)?,
+            None => read_proc_file(&self.path(pid, "stat"))?,
+        };
         parse_stat(&text, self.ns_per_tick)
     }
 
@@ -179,6 +228,34 @@ impl Procfs {
     pub fn exists(&self, pid: u32) -> bool {
         self.root.join(pid.to_string()).exists()
     }
+}
+
+/// An open /proc file's text, read again from offset 0 (the kernel regenerates it). A
+/// short read is the end: asking again at an offset makes the kernel regenerate the text
+/// just to find that offset.
+fn read_from_start(file: &std::fs::File) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    let mut text = vec![0u8; 1024];
+    let mut filled = 0;
+    loop {
+        match file.read_at(&mut text[filled..], filled as u64) {
+            Ok(n) => {
+                filled += n;
+                if filled < text.len() {
+                    break;
+                }
+                text.resize(text.len() * 2, 0);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    text.truncate(filled);
+    // A process being reaped reads as empty: gone, not a text to parse.
+    if filled == 0 {
+        return None;
+    }
+    String::from_utf8(text).ok()
 }
 
 /// A /proc file's text: open, read until the end, close. Not `fs::read_to_string`, which
@@ -288,6 +365,48 @@ mod tests {
         assert_eq!(process_cpu_clock_ns(gone_pid), None, "a reaped process");
         assert_eq!(process_cpu_clock_ns(0), None, "not the caller's clock");
         assert_eq!(process_cpu_clock_ns(u32::MAX >> 2), None, "beyond any pid");
+    }
+
+    #[test]
+    fn a_kept_stat_file_follows_its_process_until_it_is_reaped() {
+        let procfs = Procfs::system();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let first = procfs.stat(pid).expect("a live child");
+        assert_eq!((first.pid, first.comm.as_str()), (pid, "sleep"));
+        let kept = || {
+            procfs
+                .open_stats
+                .as_ref()
+                .unwrap()
+                .0
+                .borrow()
+                .contains_key(&pid)
+        };
+        assert!(kept(), "its descriptor is kept");
+        child.kill().unwrap();
+        // Killed, not yet reaped: the same descriptor reads the zombie (polled: the kill
+        // is delivered asynchronously).
+        let mut state = first.state;
+        for _ in 0..1000 {
+            state = procfs.stat(pid).expect("a zombie is readable").state;
+            if state == 'Z' {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(state, 'Z');
+        child.wait().unwrap();
+        assert_eq!(procfs.stat(pid), None, "reaped: its descriptor fails");
+        assert!(!kept(), "and is dropped");
+        let copy = procfs.clone();
+        assert!(
+            copy.open_stats.unwrap().0.borrow().is_empty(),
+            "a copy opens its own"
+        );
     }
 
     #[test]
