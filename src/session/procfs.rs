@@ -46,8 +46,8 @@ pub struct Procfs {
 #[derive(Debug, Default)]
 struct OpenStats(std::cell::RefCell<std::collections::HashMap<u32, std::fs::File>>);
 
-/// More processes than this are read by path: descriptors are the process's to spend
-/// (a soft limit of 1024 is common), not the accounting's.
+/// At most this many kept open: descriptors are the process's to spend (a soft limit of
+/// 1024 is common), not the accounting's.
 const MAX_OPEN_STATS: usize = 256;
 
 impl Clone for OpenStats {
@@ -65,7 +65,9 @@ impl OpenStats {
         if !files.contains_key(&pid) {
             let file = std::fs::File::open(root.join(pid.to_string()).join("stat")).ok()?;
             if files.len() >= MAX_OPEN_STATS {
-                return read_from_start(&file);
+                // Mostly processes that ended and are not read again (a build's
+                // compilers): start afresh rather than keep them.
+                files.clear();
             }
             files.insert(pid, file);
         }
