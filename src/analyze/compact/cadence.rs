@@ -9,8 +9,10 @@
 //! and sum).
 //!
 //! The trailing windows are rings written in place, not `VecDeque`s, and |interval −
-//! budget| converts through u64 where it fits, not u128: together about 0.7× the time of
-//! an interval at 84M spans (issue 29, soak row; BENCHMARKS.md).
+//! budget| converts through u64 where it fits, not u128: about 0.8× the time of an
+//! interval without a budget, 0.7× with one. The adaptive window ([`Adaptive`]) is taken
+//! apart from the rest, on a thread of its own in a long read (issue 29, soak row;
+//! BENCHMARKS.md).
 
 use crate::analyze::late::{missed_slots, stutter_window};
 use crate::analyze::pacing::{
@@ -215,11 +217,6 @@ pub struct Cadence {
     abs_budget_error: f64,
     previous: Option<i64>,
     deltas: [u64; DELTA_BOUNDS_NS.len() + 1],
-    // The adaptive window: intervals from the first one in it to the latest.
-    adaptive: Queue,
-    adaptive_sum: i128,
-    since_first_end: i128,
-    adaptive_squares: f64,
 }
 
 impl Cadence {
@@ -243,18 +240,14 @@ impl Cadence {
             abs_budget_error: 0.0,
             previous: None,
             deltas: [0; DELTA_BOUNDS_NS.len() + 1],
-            adaptive: Queue::default(),
-            adaptive_sum: 0,
-            since_first_end: 0,
-            adaptive_squares: 0.0,
         }
     }
 
-    /// The next interval; whether it is a stutter (the HTML page marks each). Inlined
-    /// into the loop over a batch's frames, its state stays in registers there.
+    /// The next interval; whether it is a stutter (the HTML page marks each). Its
+    /// adaptive window's part is [`Adaptive`]'s, taken beside. Inlined into the loop over a
+    /// batch's frames, its state stays in registers there.
     #[inline]
     pub fn interval(&mut self, x: i64) -> bool {
-        let i = self.seen;
         self.seen += 1;
 
         // late::for_each_stutter_at: the mean of up to `stutter_window` intervals before.
@@ -276,32 +269,23 @@ impl Cadence {
             self.deltas[delta_bucket(delta)] += 1;
         }
         self.previous = Some(x);
-
-        // pacing::adaptive_sd_of.
-        self.adaptive_sum += x as i128;
-        if i > 0 {
-            self.since_first_end += x as i128;
-        }
-        self.adaptive.push_back(x);
-        while self.adaptive.len() > 1 && self.since_first_end >= ADAPTIVE_WINDOW_NS as i128 {
-            let gone = self.adaptive.pop_front();
-            self.adaptive_sum -= gone as i128;
-            let first = self.adaptive.front();
-            self.since_first_end -= first as i128;
-        }
-        let local_mean = f64_of(self.adaptive_sum) / self.adaptive.len() as f64;
-        self.adaptive_squares += (x as f64 - local_mean).powi(2);
         stutter
     }
 
-    /// Stutter and pacing; `None` without intervals. An error when fewer or more came than
-    /// were counted (the run changed between reads).
-    pub fn finish(self) -> anyhow::Result<(Option<StutterSummary>, Option<PacingSummary>)> {
-        if self.seen != self.count {
+    /// Stutter and pacing, with the adaptive window's part that `adaptive` took of the same
+    /// intervals; `None` without intervals. An error when fewer or more came than were
+    /// counted (the run changed between reads).
+    pub fn finish(
+        self,
+        adaptive: &Adaptive,
+    ) -> anyhow::Result<(Option<StutterSummary>, Option<PacingSummary>)> {
+        if let Some(seen) = [self.seen, adaptive.seen]
+            .into_iter()
+            .find(|&n| n != self.count)
+        {
             anyhow::bail!(
-                "the run changed while it was read ({} intervals in one read, {} in another): \
-                 analyse it again once nothing writes it",
-                self.seen,
+                "the run changed while it was read ({seen} intervals in one read, {} in \
+                 another): analyse it again once nothing writes it",
                 self.count
             );
         }
@@ -322,13 +306,49 @@ impl Cadence {
         let pacing = PacingSummary {
             intervals: self.count as u64,
             interval_sd_ns: (self.squares / n).sqrt(),
-            adaptive_sd_ns: (self.adaptive_squares / n).sqrt(),
+            adaptive_sd_ns: (adaptive.squares / n).sqrt(),
             adaptive_window_ns: ADAPTIVE_WINDOW_NS,
             mean_abs_budget_error_ns: self.budget_ns.map(|_| self.abs_budget_error / n),
             deltas,
             delta_buckets,
         };
         Ok((Some(stutter), Some(pacing)))
+    }
+}
+
+/// `pacing::adaptive_sd_of` one interval at a time: each interval against the mean of the
+/// intervals of the trailing [`ADAPTIVE_WINDOW_NS`]. Apart from [`Cadence`] so that a
+/// thread of its own may take it: its division and its window were half of an interval's
+/// time, and the stutter and pacing taker bounded the report's read after the first at 84M
+/// spans (issue 29, soak row).
+#[derive(Debug, Default)]
+pub struct Adaptive {
+    seen: usize,
+    /// The intervals from the first one in the window to the latest.
+    window: Queue,
+    sum: i128,
+    since_first_end: i128,
+    squares: f64,
+}
+
+impl Adaptive {
+    #[inline]
+    pub fn interval(&mut self, x: i64) {
+        let i = self.seen;
+        self.seen += 1;
+        self.sum += x as i128;
+        if i > 0 {
+            self.since_first_end += x as i128;
+        }
+        self.window.push_back(x);
+        while self.window.len() > 1 && self.since_first_end >= ADAPTIVE_WINDOW_NS as i128 {
+            let gone = self.window.pop_front();
+            self.sum -= gone as i128;
+            let first = self.window.front();
+            self.since_first_end -= first as i128;
+        }
+        let local_mean = f64_of(self.sum) / self.window.len() as f64;
+        self.squares += (x as f64 - local_mean).powi(2);
     }
 }
 
@@ -457,10 +477,12 @@ mod tests {
     fn streamed(intervals: &[i64], budget: Option<i64>) -> String {
         let total: i128 = intervals.iter().map(|&x| x as i128).sum();
         let mut c = Cadence::new(intervals.len(), total, budget);
+        let mut adaptive = Adaptive::default();
         for &x in intervals {
             c.interval(x);
+            adaptive.interval(x);
         }
-        format!("{:?}", c.finish().unwrap())
+        format!("{:?}", c.finish(&adaptive).unwrap())
     }
 
     fn whole(intervals: &[i64], budget: Option<i64>) -> String {
@@ -522,6 +544,14 @@ mod tests {
     #[test]
     fn a_read_with_other_intervals_is_an_error() {
         let c = Cadence::new(3, 30, None);
-        assert!(c.finish().is_err());
+        assert!(c.finish(&Adaptive::default()).is_err());
+        // The adaptive window's part took fewer than the rest.
+        let mut c = Cadence::new(2, 30, None);
+        let mut adaptive = Adaptive::default();
+        for x in [10, 20] {
+            c.interval(x);
+        }
+        adaptive.interval(10);
+        assert!(c.finish(&adaptive).is_err());
     }
 }
