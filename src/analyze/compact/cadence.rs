@@ -97,7 +97,7 @@ fn wide_f64_of(v: i128) -> f64 {
 
 /// |x − y| as f64: through u64 where the difference fits an i64, the same value (both
 /// round the exact integer to the nearest f64) without the u128 conversion's library call
-/// (a quarter of an interval's time with a budget).
+/// (a fifth of an interval's time with a budget).
 #[inline]
 fn abs_difference(x: i64, y: i64) -> f64 {
     match x.checked_sub(y) {
