@@ -145,18 +145,38 @@ impl ThreadSlices<'_> {
         comms: &mut Comms,
         out: &mut Split,
     ) {
+        let sums = (out.on_cpu, out.runnable);
+        (out.on_cpu, out.runnable) = self.split_onto(from, to, cursor, comms, sums, &mut out.by);
+    }
+
+    /// [`ThreadSlices::split_after`] with the time on CPU and runnable added to `sums` and
+    /// given back, not kept in a [`Split`]: the split loop keeps them in registers. There,
+    /// read back from a `Split` on the stack, they were two 8-byte stores loaded as one
+    /// 16-byte value, a store-forwarding stall (a quarter to 40% of that loop's samples at
+    /// 84M spans, issue 29).
+    #[inline(always)]
+    fn split_onto(
+        &self,
+        from: i64,
+        to: i64,
+        cursor: &mut Cursor,
+        comms: &mut Comms,
+        (mut on_cpu, mut runnable): (f64, f64),
+        by: &mut Vec<(usize, f64)>,
+    ) -> (f64, f64) {
         for (s, share) in self.shares(from, to, cursor) {
-            out.on_cpu += s.on_cpu_ns as f64 * share;
-            let runnable = s.runnable_ns as f64 * share;
-            out.runnable += runnable;
-            if runnable > 0.0 && !s.by.is_empty() {
+            on_cpu += s.on_cpu_ns as f64 * share;
+            let runnable_here = s.runnable_ns as f64 * share;
+            runnable += runnable_here;
+            if runnable_here > 0.0 && !s.by.is_empty() {
                 let id = comms.id(&s.by);
-                match out.by.iter_mut().find(|(c, _)| *c == id) {
-                    Some((_, ns)) => *ns += runnable,
-                    None => out.by.push((id, runnable)),
+                match by.iter_mut().find(|(c, _)| *c == id) {
+                    Some((_, ns)) => *ns += runnable_here,
+                    None => by.push((id, runnable_here)),
                 }
             }
         }
+        (on_cpu, runnable)
     }
 }
 
@@ -356,33 +376,18 @@ pub fn split(
         .map(|(i, &frame)| (frame, i))
         .collect();
     let mut comms = Comms::default();
-    // Each stage's on-CPU times, counted into a selection's buckets as the spans are
-    // split; the few values the percentiles need are kept by further reads (holding them
-    // all took 4 bytes a span, issue 29).
-    let mut on_cpu_values: Vec<Selection> =
-        (0..stage_count).map(|_| Selection::default()).collect();
-    let mut stage_totals = vec![(0f64, 0f64, 0i64); stage_count];
-    let mut worst_split: Vec<Split> = vec![Split::default(); worst.len()];
+    // What is summed of each span's split, on a thread beside this one in a long read
+    // (`handoff`, in the spans' order: the f64 sums keep their bits).
+    let mut sums = SplitSums::new(head.threads.len(), stage_count);
     let mut found = of.find_worst.then_some(FoundWorst {
         worst: Vec::with_capacity(super::stages::WORST_FRAMES + 1),
         last_frame: None,
         open: of.open.clone(),
     });
-    // By thread index, then stage id (both small and dense: no hashing a span): each
-    // stage's time on CPU in the thread's spans clipped to the window, `None` for a stage
-    // without spans there (a stage's spans on one thread rarely overlap: counted in a note).
-    let mut stage_on_cpu: Vec<Vec<Option<f64>>> = vec![Vec::new(); head.threads.len()];
+    let mut worst_split: Vec<Split> = vec![Split::default(); worst.len()];
     // By thread index: where its last span's split began.
     let mut cursors = vec![Cursor::default(); head.threads.len()];
-    // Each stage's on-CPU times, (stage, ns) in the spans' order, go to their selections
-    // on a thread beside this one in a long read (`handoff`: a fifth of this thread's work).
-    let mut add_on_cpu = |batch: &mut Vec<(u16, i64)>| {
-        for &(stage, ns) in batch.iter() {
-            on_cpu_values[usize::from(stage)].add(ns);
-        }
-        batch.clear();
-    };
-    let mut visit = |spans: &[Span], on_cpu_batch: &mut Vec<(u16, i64)>| -> anyhow::Result<()> {
+    let mut visit = |spans: &[Span], handed: &mut Handed| -> anyhow::Result<()> {
         for s in spans {
             let entering = match &mut found {
                 Some(found) => found
@@ -403,43 +408,53 @@ pub fn split(
                 }
                 continue;
             };
-            let mut split = Split::default();
+            // The thread's union takes the span clipped to the window.
+            handed.pieces.push((s.thread, from, to));
             let cursor = &mut cursors[s.thread as usize];
-            slices.split_after(s.start_ns, s.end_ns(), cursor, &mut comms, &mut split);
+            let mut by = Vec::new();
+            let (on_cpu, runnable) = slices.split_onto(
+                s.start_ns,
+                s.end_ns(),
+                cursor,
+                &mut comms,
+                (0.0, 0.0),
+                &mut by,
+            );
             let inside = if (from, to) == (s.start_ns, s.end_ns()) {
-                split.on_cpu
+                on_cpu
             } else {
                 let mut part = Split::default();
                 slices.split(from, to, &mut comms, &mut part);
                 part.on_cpu
             };
-            let by_stage = &mut stage_on_cpu[s.thread as usize];
-            if usize::from(s.stage) >= by_stage.len() {
-                by_stage.resize(usize::from(s.stage) + 1, None);
-            }
-            *by_stage[usize::from(s.stage)].get_or_insert(0.0) += inside;
-            if let (Some(found), Some(key)) = (&mut found, entering) {
-                found.insert(key, split.clone());
-            }
+            handed.splits.push(SpanSplit {
+                thread: s.thread,
+                stage: s.stage,
+                whole_in_window: s.start_ns >= start && s.end_ns() <= end,
+                inside,
+                on_cpu,
+                runnable,
+                dur_ns: s.dur_ns,
+            });
             if let Some(&i) = (!worst.is_empty()).then(|| worst.get(&s.frame)).flatten() {
                 let w = &mut worst_split[i];
-                w.runnable += split.runnable;
-                for &(c, ns) in &split.by {
+                w.runnable += runnable;
+                for &(c, ns) in &by {
                     match w.by.iter_mut().find(|(id, _)| *id == c) {
                         Some((_, total)) => *total += ns,
                         None => w.by.push((c, ns)),
                     }
                 }
             }
-            if s.start_ns >= start && s.end_ns() <= end {
-                let stage = s.stage as usize;
-                if stage < stage_count {
-                    on_cpu_batch.push((s.stage, split.on_cpu.round() as i64));
-                    let t = &mut stage_totals[stage];
-                    t.0 += split.on_cpu;
-                    t.1 += split.runnable;
-                    t.2 += s.dur_ns;
-                }
+            if let (Some(found), Some(key)) = (&mut found, entering) {
+                found.insert(
+                    key,
+                    Split {
+                        on_cpu,
+                        runnable,
+                        by,
+                    },
+                );
             }
         }
         Ok(())
@@ -449,25 +464,31 @@ pub fn split(
     // unions' do not meet); comm ids of its own.
     let mut union_comms = Comms::default();
     let beside_the_read = handoff::beside_for(source.span_count_hint());
-    let unions = handoff::handing(beside_the_read, &mut add_on_cpu, |hand| {
-        let mut on_cpu_batch = Vec::new();
+    let mut add_up = |batch: &mut Vec<SpanSplit>| {
+        batch.iter().for_each(|split| sums.add(split));
+        batch.clear();
+    };
+    let unions = handoff::handing(beside_the_read, &mut add_up, |hand_splits| {
         unions_beside(
             source,
-            &mut |spans| {
-                visit(spans, &mut on_cpu_batch)?;
-                hand.hand(&mut on_cpu_batch);
+            &mut |spans, handed| {
+                visit(spans, handed)?;
+                hand_splits.hand(&mut handed.splits);
                 Ok(())
             },
-            |unions, spans| {
-                add_to_unions(unions, spans, &slices_of, (start, end), &mut union_comms)
-            },
-            head.threads.len(),
+            &slices_of,
+            &mut union_comms,
         )
     });
     let mut unions = match unions {
         Err(e) if e.is::<NotOneSpanAFrame>() => return Ok(None),
         unions => unions?,
     };
+    let SplitSums {
+        stage_on_cpu,
+        mut on_cpu_values,
+        stage_totals,
+    } = sums;
     split_whole_unions(
         &mut unions,
         &slices_of,
@@ -687,50 +708,104 @@ fn on_cpu_exact(
     Ok(())
 }
 
-/// Reads `source` once: each chunk of spans to `visit` here, and to `unions` (one
-/// [`UnionSplit`] per thread index) on another thread where one can be started, else here
-/// too (`handoff`, the chunks in the order read). The unions, once every span is in them.
+/// One span's split as [`SplitSums`] takes it.
+#[derive(Clone, Copy, Debug)]
+struct SpanSplit {
+    thread: u32,
+    stage: u16,
+    /// Wholly inside the window: its stage's on-CPU times and totals take it.
+    whole_in_window: bool,
+    /// Its time on CPU inside the window.
+    inside: f64,
+    on_cpu: f64,
+    runnable: f64,
+    dur_ns: i64,
+}
+
+/// The sums of the spans' splits, each value added in the spans' order (the f64 sums keep
+/// their bits in any thread that takes them in that order).
+struct SplitSums {
+    /// By thread index, then stage id (both small and dense: no hashing a span): each
+    /// stage's time on CPU in the thread's spans clipped to the window, `None` for a stage
+    /// without spans there (a stage's spans on one thread rarely overlap: counted in a
+    /// note).
+    stage_on_cpu: Vec<Vec<Option<f64>>>,
+    /// Each stage's on-CPU times, counted into a selection's buckets as the spans are
+    /// split; the few values the percentiles need are kept by further reads (holding them
+    /// all took 4 bytes a span, issue 29).
+    on_cpu_values: Vec<Selection>,
+    /// By stage: time on CPU, runnable, wall of its spans wholly in the window.
+    stage_totals: Vec<(f64, f64, i64)>,
+}
+
+impl SplitSums {
+    fn new(threads: usize, stage_count: usize) -> SplitSums {
+        SplitSums {
+            stage_on_cpu: vec![Vec::new(); threads],
+            on_cpu_values: (0..stage_count).map(|_| Selection::default()).collect(),
+            stage_totals: vec![(0.0, 0.0, 0); stage_count],
+        }
+    }
+
+    fn add(&mut self, split: &SpanSplit) {
+        let by_stage = &mut self.stage_on_cpu[split.thread as usize];
+        let stage = usize::from(split.stage);
+        if stage >= by_stage.len() {
+            by_stage.resize(stage + 1, None);
+        }
+        *by_stage[stage].get_or_insert(0.0) += split.inside;
+        if split.whole_in_window && stage < self.stage_totals.len() {
+            self.on_cpu_values[stage].add(split.on_cpu.round() as i64);
+            let t = &mut self.stage_totals[stage];
+            t.0 += split.on_cpu;
+            t.1 += split.runnable;
+            t.2 += split.dur_ns;
+        }
+    }
+}
+
+/// What the split's read hands on of each chunk, in the spans' order.
+#[derive(Default)]
+struct Handed {
+    /// To [`SplitSums`].
+    splits: Vec<SpanSplit>,
+    /// To the threads' unions: (thread index, from, to), each span clipped to the window,
+    /// of threads with slices. Only these, not a copy of the chunk (issue 29: the copy
+    /// was 6% of this thread's time at 84M spans).
+    pieces: Vec<(u32, i64, i64)>,
+}
+
+/// Reads `source` once: each chunk of spans to `visit` here, which leaves the pieces of
+/// the threads' unions in [`Handed::pieces`]; those go to the unions (one [`UnionSplit`]
+/// per thread index) on another thread where one can be started, else here too
+/// (`handoff`, in the order read). The unions, once every span is in them.
 fn unions_beside(
     source: &dyn SpanSource,
-    visit: &mut dyn FnMut(&[Span]) -> anyhow::Result<()>,
-    mut unions: impl FnMut(&mut [UnionSplit], &[Span]) + Send,
-    threads: usize,
+    visit: &mut dyn FnMut(&[Span], &mut Handed) -> anyhow::Result<()>,
+    slices_of: &[Option<&ThreadSlices>],
+    comms: &mut Comms,
 ) -> anyhow::Result<Vec<UnionSplit>> {
-    let mut built: Vec<UnionSplit> = (0..threads).map(|_| UnionSplit::default()).collect();
+    let mut built: Vec<UnionSplit> = (0..slices_of.len())
+        .map(|_| UnionSplit::default())
+        .collect();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut take = |chunk: &mut Vec<Span>| {
-        unions(&mut built, chunk);
-        chunk.clear();
+    let mut take = |pieces: &mut Vec<(u32, i64, i64)>| {
+        for &(thread, from, to) in pieces.iter() {
+            if let Some(Some(slices)) = slices_of.get(thread as usize) {
+                built[thread as usize].add((from, to), slices, comms);
+            }
+        }
+        pieces.clear();
     };
     handoff::handing(cores > 1, &mut take, |hand| {
-        let mut chunk = Vec::new();
+        let mut handed = Handed::default();
         source.for_each_spans(&mut |spans| {
-            visit(spans)?;
-            chunk.extend_from_slice(spans);
-            hand.hand(&mut chunk);
+            visit(spans, &mut handed)?;
+            hand.hand(&mut handed.pieces);
             Ok(())
         })
     })?;
     Ok(built)
-}
-
-/// Adds each span to its thread's union, clipped to the window (threads with slices).
-fn add_to_unions(
-    unions: &mut [UnionSplit],
-    spans: &[Span],
-    slices_of: &[Option<&ThreadSlices>],
-    (start, end): (i64, i64),
-    comms: &mut Comms,
-) {
-    for s in spans {
-        let Some(Some(slices)) = slices_of.get(s.thread as usize) else {
-            continue;
-        };
-        let (from, to) = (s.start_ns.max(start), s.end_ns().min(end));
-        if from < to {
-            unions[s.thread as usize].add((from, to), slices, comms);
-        }
-    }
 }
 
 /// By slice: the latest end of it and the slices before it.
@@ -1566,5 +1641,192 @@ mod on_cpu_tests {
             ..SchedTimeline::default()
         });
         same_as_held("schedstat", &run);
+    }
+}
+
+#[cfg(test)]
+mod sums_tests {
+    //! The sums of the spans' splits, taken on a thread beside the read in a long one, are
+    //! those of each span's split added up in the run's order.
+
+    use super::*;
+    use crate::model::{CounterValue, RunMeta, ThreadInfo};
+
+    const US: i64 = 1_000;
+
+    /// `run`'s spans with another count to expect: under `handoff::BESIDE_FROM_SPANS` the
+    /// split's sums are taken on the reading thread.
+    struct Hinted<'a> {
+        run: &'a Run,
+        hint: usize,
+    }
+
+    impl SpanSource for Hinted<'_> {
+        fn span_count_hint(&self) -> usize {
+            self.hint
+        }
+
+        fn for_each_spans(
+            &self,
+            sink: &mut dyn FnMut(&[Span]) -> anyhow::Result<()>,
+        ) -> anyhow::Result<()> {
+            self.run.for_each_spans(sink)
+        }
+
+        fn for_each_counters(
+            &self,
+            sink: &mut dyn FnMut(&[CounterValue]) -> anyhow::Result<()>,
+        ) -> anyhow::Result<()> {
+            self.run.for_each_counters(sink)
+        }
+    }
+
+    /// Two threads, three stages, spans of random lengths that start and end inside
+    /// slices of 7 µs, each slice on a CPU for a random part of it and runnable for some
+    /// of the rest: every span's split is a sum of fractions.
+    fn run(spans: u64) -> Run {
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |below: i64| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s % below as u64) as i64
+        };
+        let end_ns = spans as i64 * 10 * US;
+        let mut run = Run {
+            meta: RunMeta {
+                window_start_ns: 50 * US,
+                window_end_ns: end_ns - 50 * US,
+                ..RunMeta::default()
+            },
+            stages: vec!["a".into(), "b".into(), "c".into()],
+            threads: (0..2)
+                .map(|t| ThreadInfo {
+                    pid: 1,
+                    tid: 10 + t,
+                    name: format!("t{t}"),
+                    dropped: 0,
+                })
+                .collect(),
+            ..Run::default()
+        };
+        let mut slices = Vec::new();
+        for tid in [10, 11] {
+            for k in 0..end_ns / (7 * US) + 1 {
+                let on_cpu_ns = next(7 * US);
+                slices.push(SchedSlice {
+                    tid,
+                    start_ns: k * 7 * US,
+                    dur_ns: 7 * US,
+                    on_cpu_ns,
+                    runnable_ns: next(7 * US - on_cpu_ns + 1),
+                    by: if k % 3 == 0 { "hog" } else { "" }.into(),
+                });
+            }
+        }
+        for k in 0..spans {
+            run.spans.push(Span {
+                frame: k,
+                stage: (k % 3) as u16,
+                thread: (k % 2) as u32,
+                start_ns: k as i64 * 10 * US + next(3 * US),
+                dur_ns: 1 + next(15 * US),
+            });
+        }
+        run.sched = Some(SchedTimeline {
+            source: SchedSource::Tracepoints,
+            resolution_ns: 1,
+            slices,
+            ..SchedTimeline::default()
+        });
+        run
+    }
+
+    /// By stage: on CPU, runnable and blocked ns of its spans wholly in the window; by
+    /// thread and stage: time on CPU of its spans clipped to it. Each span split alone,
+    /// the sums in the run's order.
+    type Expected = (Vec<(i64, i64, i64)>, Vec<Vec<(String, i64)>>);
+
+    fn added_up_in_order(run: &Run, (start, end): (i64, i64)) -> Expected {
+        let by_tid = index(run.sched.as_ref().unwrap());
+        let mut comms = Comms::default();
+        let mut totals = vec![(0.0, 0.0, 0i64); run.stages.len()];
+        let mut busy = vec![vec![None::<f64>; run.stages.len()]; run.threads.len()];
+        for s in &run.spans {
+            let slices = &by_tid[&run.threads[s.thread as usize].tid];
+            let (from, to) = (s.start_ns.max(start), s.end_ns().min(end));
+            if from >= to {
+                continue;
+            }
+            let (mut whole, mut inside) = (Split::default(), Split::default());
+            slices.split(s.start_ns, s.end_ns(), &mut comms, &mut whole);
+            slices.split(from, to, &mut comms, &mut inside);
+            *busy[s.thread as usize][s.stage as usize].get_or_insert(0.0) += inside.on_cpu;
+            if s.start_ns >= start && s.end_ns() <= end {
+                let t = &mut totals[s.stage as usize];
+                t.0 += whole.on_cpu;
+                t.1 += whole.runnable;
+                t.2 += s.dur_ns;
+            }
+        }
+        let totals = (totals.into_iter())
+            .map(|(on, runnable, wall)| {
+                let blocked = (wall as f64 - on - runnable).max(0.0);
+                (
+                    on.round() as i64,
+                    runnable.round() as i64,
+                    blocked.round() as i64,
+                )
+            })
+            .collect();
+        let busy = (busy.into_iter())
+            .map(|by_stage| {
+                let mut rows: Vec<(String, i64)> = (by_stage.into_iter().enumerate())
+                    .filter_map(|(k, ns)| Some((run.stages[k].clone(), ns?.round() as i64)))
+                    .collect();
+                rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                rows
+            })
+            .collect();
+        (totals, busy)
+    }
+
+    fn split_by(run: &Run, hint: usize) -> Expected {
+        let source = Hinted { run, hint };
+        let window = (run.meta.window_start_ns, run.meta.window_end_ns);
+        let of = SplitOf {
+            window,
+            stage_count: run.stages.len(),
+            worst: Vec::new(),
+            find_worst: false,
+            open: Vec::new(),
+        };
+        let prepared = prepare(run, &source).unwrap();
+        let splits = split(run, &prepared, &of, &source).unwrap().unwrap();
+        let summary = splits.summary.unwrap();
+        let totals = (summary.stages.iter())
+            .map(|s| (s.on_cpu_ns, s.runnable_ns, s.blocked_ns))
+            .collect();
+        let busy = (splits.busy.into_iter())
+            .map(|b| {
+                let (_, stages) = b.unwrap();
+                stages.into_iter().map(|s| (s.stage, s.busy_ns)).collect()
+            })
+            .collect();
+        (totals, busy)
+    }
+
+    #[test]
+    fn sums_taken_beside_the_split_are_each_spans_split_added_up_in_order() {
+        let spans = 3 * handoff::BESIDE_FROM_SPANS as u64 + 17;
+        let run = run(spans);
+        let window = (run.meta.window_start_ns, run.meta.window_end_ns);
+        let expected = added_up_in_order(&run, window);
+        assert!(expected
+            .0
+            .iter()
+            .all(|&(on, runnable, _)| on > 0 && runnable > 0));
+        assert_eq!(split_by(&run, run.spans.len()), expected, "beside the read");
+        assert_eq!(split_by(&run, 1), expected, "on the reading thread");
     }
 }

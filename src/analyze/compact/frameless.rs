@@ -23,7 +23,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Mutex;
 
-use super::cadence::{Cadence, Lateness};
+use super::cadence::{Adaptive, Cadence, Lateness};
 use super::select::{Selection, KEEP_LIMIT};
 use super::{stage_order, StageCounts};
 use crate::analyze::counters::CounterTotals;
@@ -326,7 +326,10 @@ impl Scan {
     }
 
     /// Takes `s`: [`Stop`] when it is usable and its frame id is not above the one before
-    /// (a frame may have two spans).
+    /// (a frame may have two spans). Inlined into the read's loop: out of line, its entry
+    /// and return took a third of its samples (it was 11-13% of the analysing thread at 84M
+    /// spans; the thread's CPU moved within the VM's noise).
+    #[inline(always)]
     fn span(&mut self, s: &Span) -> Result<(), Stop> {
         let row = self.spans;
         self.spans += 1;
@@ -564,6 +567,9 @@ struct Taken<'a> {
     late_spans: Option<&'a mut Vec<FrameSpan>>,
     /// Only in the read after it.
     cadence: Option<&'a mut Cadence>,
+    /// With `cadence`: its adaptive window's part, which takes the intervals on a thread
+    /// of its own in a long read (`read_values`).
+    adaptive: Option<&'a mut Adaptive>,
     /// Shown the late frames (first read) and the stutters (the read after it).
     watch: &'a mut (dyn FrameWatch + Send),
 }
@@ -574,19 +580,23 @@ impl Taken<'_> {
         self.intervals.open || self.late.is_some() || self.cadence.is_some()
     }
 
-    /// What a chunk handed over, in its order.
-    fn take_batch(&mut self, batch: &Batch) {
+    /// What a chunk handed over, in its order; with an adaptive window to take, its
+    /// intervals left in `adaptive` for it.
+    fn take_batch(&mut self, batch: &Batch, adaptive: &mut Vec<i64>) {
         if let Some(busy) = self.busy.as_deref_mut() {
             for &c in &batch.clipped {
                 busy.add(c);
             }
         }
         for &f in &batch.frames {
-            self.take(f);
+            if let Some(x) = self.take(f) {
+                adaptive.push(x);
+            }
         }
     }
 
-    fn take(&mut self, f: Ended) {
+    /// Takes `f`; the interval to it that the adaptive window is to take, if it has one.
+    fn take(&mut self, f: Ended) -> Option<i64> {
         if let Some(late) = self.late.as_deref_mut() {
             late.total(f.total_ns());
             if f.total_ns() > late.budget_ns() {
@@ -596,9 +606,7 @@ impl Taken<'_> {
                 self.watch.late(f.end_ns, f.total_ns());
             }
         }
-        let Some(last) = self.last_end_ns.replace(f.end_ns) else {
-            return;
-        };
+        let last = self.last_end_ns.replace(f.end_ns)?;
         let x = f.end_ns.saturating_sub(last);
         if self.intervals.open {
             self.intervals.values.add(x);
@@ -610,7 +618,9 @@ impl Taken<'_> {
             if cadence.interval(x) {
                 self.watch.stutter(f.end_ns, x);
             }
+            return Some(x);
         }
+        None
     }
 }
 
@@ -887,11 +897,17 @@ fn read_values(
     if beside_the_read {
         TAKEN_BESIDE.with(|n| n.set(n.get() + 1));
     }
-    let mut take = |batch: &mut Batch| {
-        taken.take_batch(batch);
-        batch.clear();
+    // The adaptive window's part of stutter and pacing, beside the taker as the taker is
+    // beside this thread (half of the taker's time, which bounded this read at 84M spans).
+    let mut adaptive = taken.adaptive.take();
+    let mut take_adaptive = |intervals: &mut Vec<i64>| {
+        if let Some(adaptive) = adaptive.as_deref_mut() {
+            intervals.iter().for_each(|&x| adaptive.interval(x));
+        }
+        intervals.clear();
     };
-    let (read, ordered) = handoff::handing(beside_the_read, &mut take, |hand| {
+    let adaptive_beside = beside_the_read && taken.cadence.is_some();
+    let read = |hand: &mut handoff::Hand<'_, Batch>| {
         let mut batch = Batch::default();
         let read = source.for_each_spans_beside(&beside, &mut |chunk| {
             for s in chunk {
@@ -945,6 +961,15 @@ fn read_values(
         };
         hand.hand(&mut batch);
         (read, ordered)
+    };
+    let (read, ordered) = handoff::handing(adaptive_beside, &mut take_adaptive, |adaptive_hand| {
+        let mut intervals = Vec::new();
+        let mut take = |batch: &mut Batch| {
+            taken.take_batch(batch, &mut intervals);
+            adaptive_hand.hand(&mut intervals);
+            batch.clear();
+        };
+        handoff::handing(beside_the_read, &mut take, read)
     });
     let completed = completed(read)?;
     let mut counted = counted;
@@ -999,6 +1024,7 @@ fn facts(
         late: late.as_mut(),
         late_spans: want_late_spans.then_some(&mut late_spans),
         cadence: None,
+        adaptive: None,
         watch: &mut *watch,
     });
     let firsts = (scan.as_mut(), Some(&mut counted));
@@ -1041,6 +1067,7 @@ fn facts(
     // Stutter and pacing look at each interval against their mean: a read after the one
     // that counted them, with the values still asked for.
     let mut cadence = Cadence::new(intervals.values.count(), intervals.values.total(), budget);
+    let mut adaptive = Adaptive::default();
     let mut cadence_read = false;
     while !cadence_read || more || intervals.open {
         let end_order = InEndOrder::new(Taken {
@@ -1050,6 +1077,7 @@ fn facts(
             late: None,
             late_spans: None,
             cadence: (!cadence_read).then_some(&mut cadence),
+            adaptive: (!cadence_read).then_some(&mut adaptive),
             watch: &mut *watch,
         });
         if !read_values(shape, source, &mut durations, (None, None), end_order)? {
@@ -1061,7 +1089,7 @@ fn facts(
             intervals.open = !intervals.values.end_pass(&of_intervals)?;
         }
     }
-    let (stutter, pacing) = cadence.finish()?;
+    let (stutter, pacing) = cadence.finish(&adaptive)?;
 
     let stage_dists: Vec<Dist> = (order.iter())
         .filter_map(|&s| durations.stages.get(s)?.as_ref())

@@ -1023,8 +1023,8 @@ fn a_split_of_one_span_a_frame_starts_before_the_first_read_and_gives_the_same_r
 
 /// A long run of one span a frame: its frames in end order (some out of it: a long frame
 /// ends after the next one) are taken on a thread beside the read, the first read's
-/// lateness and intervals and the next one's stutter and pacing, and the reports are
-/// those of the analysis in memory.
+/// lateness and intervals and the next one's stutter and pacing (its adaptive window on a
+/// thread of its own beside that), and the reports are those of the analysis in memory.
 #[test]
 fn frames_taken_beside_the_read_give_the_same_reports() {
     let run = on_two_threads(shaped_run(
@@ -1044,6 +1044,10 @@ fn frames_taken_beside_the_read_give_the_same_reports() {
     let late = a.late.as_ref().expect("a budget");
     assert!(late.late_frames > 0 && late.missed_slots > 0, "{late:?}");
     assert!(a.stutter.as_ref().is_some_and(|s| s.count > 0));
+    // The adaptive window's part, taken beside the stutter and pacing taker, has a spread
+    // to get right (`same` compares it with the analysis in memory).
+    let pacing = a.pacing.as_ref().expect("intervals");
+    assert!(pacing.adaptive_sd_ns > 0.0 && pacing.adaptive_sd_ns != pacing.interval_sd_ns);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cores > 1 {
         // The first read and the one of stutter and pacing, in each analysis `same` reads.
