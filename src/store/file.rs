@@ -228,6 +228,8 @@ pub fn open_for_reading(path: &Path) -> anyhow::Result<Connection> {
                     ))
                 })?;
             }
+            // Records a killed run left in its spill join the run before anyone reads it.
+            super::spill_fold::fold_left_spill(path, &conn)?;
             Ok(conn)
         }
         FileKind::Empty => Err(one_line(format!(

@@ -24,6 +24,7 @@ mod profile;
 mod reader;
 mod sched;
 mod schema;
+mod spill_fold;
 mod stream;
 mod tags;
 mod writer;

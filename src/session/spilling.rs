@@ -1,0 +1,181 @@
+//! The drain's side of a spill (`spill::file`): each ring's new records kept raw, with what
+//! a fold needs beside them (the names files' bytes as read, the tick clock's segments, the
+//! threads), one write per drain. Frames are counted from the records for the progress
+//! line only (records whose local name is the first stage's): the run's frames are the
+//! fold's.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Result};
+use framelab_probe::wire::{kind, name_kind, Record};
+
+use crate::spill::clock::TickClock;
+use crate::spill::convert::Converter;
+use crate::spill::file::{spill_path, SpillHeader, SpillWriter};
+
+pub struct Spilling {
+    writer: SpillWriter,
+    /// Clock segments the spill holds.
+    segments: usize,
+    /// Frames counted in the records spilled (the progress line's).
+    pub frames: u64,
+    first_stage: Option<String>,
+    /// Per process, the first stage's local id, once its names say.
+    first_stage_local: HashMap<u32, Option<u16>>,
+    /// Processes whose rings gave records in this drain: their names are read after.
+    fresh_pids: Vec<u32>,
+}
+
+impl Spilling {
+    /// Creates the spill beside `run_file` with what the run has so far: every process's
+    /// names as read, the clock's segments, the threads of the rings open now.
+    pub fn start<'a>(
+        run_file: &Path,
+        header: SpillHeader,
+        conv: &Converter,
+        session: &Path,
+        threads: impl Iterator<Item = (u32, u32, u32, &'a str)>,
+    ) -> std::io::Result<Spilling> {
+        let mut writer = SpillWriter::create(&spill_path(run_file), header)?;
+        for (&pid, names) in &conv.names {
+            writer.names(pid, 0, &names.read_back(session, pid));
+        }
+        writer.clock(0, &conv.clock.encode_segments(0));
+        for (index, pid, tid, name) in threads {
+            writer.thread(index, pid, tid, name);
+        }
+        let written = writer.write();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(writer.path());
+            return Err(e);
+        }
+        Ok(Spilling {
+            writer,
+            segments: conv.clock.segment_count(),
+            frames: 0,
+            first_stage: conv
+                .first_stage
+                .and_then(|id| conv.stage_name(id))
+                .map(str::to_owned),
+            first_stage_local: HashMap::new(),
+            fresh_pids: Vec::new(),
+        })
+    }
+
+    /// A chunk of a ring's records, as drained.
+    #[allow(clippy::too_many_arguments)]
+    pub fn keep(
+        &mut self,
+        pid: u32,
+        thread: u32,
+        clock: u32,
+        latest_end_ns: i64,
+        segments: usize,
+        records: &[Record],
+        conv: &Converter,
+    ) {
+        self.writer
+            .records(pid, thread, clock, latest_end_ns, segments, records);
+        if !self.fresh_pids.contains(&pid) {
+            self.fresh_pids.push(pid);
+        }
+        self.count_frames(pid, records, conv);
+    }
+
+    fn count_frames(&mut self, pid: u32, records: &[Record], conv: &Converter) {
+        let is_span = |r: &Record| matches!(r.kind(), kind::SPAN | kind::SPAN_NS);
+        if self.first_stage.is_none() {
+            // No span converted yet: the first spilled span whose name is known names it.
+            let names = conv.names.get(&pid);
+            self.first_stage = records.iter().filter(|r| is_span(r)).find_map(|r| {
+                match names?.names.get(&r.name()) {
+                    Some((name_kind::STAGE, name)) => Some(name.clone()),
+                    _ => None,
+                }
+            });
+        }
+        let Some(first) = self.first_stage.as_deref() else {
+            return;
+        };
+        let local = *self
+            .first_stage_local
+            .entry(pid)
+            .or_insert_with(|| conv.first_stage_local(pid, first));
+        if let Some(local) = local {
+            let frames = records
+                .iter()
+                .filter(|r| is_span(r) && r.name() == local)
+                .count();
+            self.frames += frames as u64;
+        }
+    }
+
+    /// After a drain: the names of the processes that gave records, read after the records
+    /// (any name they use is in the file by then), then the drain's one write.
+    pub fn end_drain(&mut self, conv: &mut Converter, session: &Path) -> Result<()> {
+        for pid in std::mem::take(&mut self.fresh_pids) {
+            self.names_of(pid, conv, session);
+        }
+        self.write()
+    }
+
+    /// Every process's names read again (at each commit): a fold without the collector
+    /// has every name the run had.
+    pub fn refresh_names(&mut self, conv: &mut Converter, session: &Path) -> Result<()> {
+        let pids: Vec<u32> = conv.names.keys().copied().collect();
+        for pid in pids {
+            self.names_of(pid, conv, session);
+        }
+        self.write()
+    }
+
+    fn names_of(&mut self, pid: u32, conv: &mut Converter, session: &Path) {
+        if let Some((at, bytes)) = conv.names.entry(pid).or_default().refresh(session, pid) {
+            self.writer.names(pid, at, &bytes);
+            if self.first_stage_local.get(&pid) == Some(&None) {
+                self.first_stage_local.remove(&pid);
+            }
+        }
+    }
+
+    /// The clock gained segments: the spill gets them before the records that use them.
+    pub fn clock_grew(&mut self, clock: &TickClock) {
+        if clock.segment_count() > self.segments {
+            self.writer
+                .clock(self.segments, &clock.encode_segments(self.segments));
+            self.segments = clock.segment_count();
+        }
+    }
+
+    /// A ring found while spilling: its thread, and its process's names as first read.
+    pub fn new_thread(&mut self, ring: &super::rings::Ring, names: Option<(u64, Vec<u8>)>) {
+        if let Some(index) = ring.thread_index {
+            self.writer
+                .thread(index, ring.pid, ring.tid, &ring.thread_name);
+        }
+        if let Some((at, bytes)) = names {
+            self.writer.names(ring.pid, at, &bytes);
+        }
+    }
+
+    fn write(&mut self) -> Result<()> {
+        self.writer.write().map_err(|e| {
+            anyhow!(
+                "cannot write the records' spill {}: {e}; free space there or record to another disk with -o",
+                self.writer.path().display()
+            )
+        })
+    }
+
+    /// The last write; the spill, still locked, for the fold.
+    pub fn close(mut self) -> Result<(PathBuf, SpillWriter)> {
+        self.write()?;
+        Ok((self.writer.path().to_owned(), self.writer))
+    }
+
+    /// Records spilled so far.
+    pub fn records(&self) -> u64 {
+        self.writer.records_written
+    }
+}
