@@ -101,6 +101,7 @@ fn exact_integer(value: f64) -> Option<i128> {
         .then_some(value as i128)
 }
 
+#[derive(Clone)]
 pub struct TickClock {
     first: Pair,
     segments: Vec<Segment>,

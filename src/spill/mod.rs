@@ -11,3 +11,6 @@ pub mod clock;
 pub mod convert;
 pub mod file;
 pub mod names;
+
+#[cfg(test)]
+mod tests;

@@ -211,7 +211,8 @@ fn has_sidecar(path: &Path) -> bool {
 /// Opens an existing run file for reading and checks it is a framelab file this build
 /// reads. Opened read-write when allowed: a file left by a killed recording has its
 /// write-ahead log folded back in when the last connection closes. Never creates a file.
-pub fn open_for_reading(path: &Path) -> anyhow::Result<Connection> {
+/// Readers open through `reading::open_for_reading`, which folds a left spill in too.
+pub(super) fn open_checked(path: &Path) -> anyhow::Result<Connection> {
     let len = check_existing_file(path).map_err(|problem| problem.for_reading(path))?;
     // Opened read-write, SQLite may roll back or write through a journal name.
     crate::destination::check_sidecars(path, path)?;
@@ -228,8 +229,6 @@ pub fn open_for_reading(path: &Path) -> anyhow::Result<Connection> {
                     ))
                 })?;
             }
-            // Records a killed run left in its spill join the run before anyone reads it.
-            super::spill_fold::fold_left_spill(path, &conn)?;
             Ok(conn)
         }
         FileKind::Empty => Err(one_line(format!(

@@ -22,6 +22,7 @@ mod migrate;
 mod outputs;
 mod profile;
 mod reader;
+mod reading;
 mod sched;
 mod schema;
 mod spill_fold;

@@ -1,5 +1,5 @@
 //! A spill left beside a run file by a framelab that was killed (or lost its disk) while
-//! recording, folded into the run by the next open of the file (`file::open_for_reading`):
+//! recording, folded into the run by the next open of the file (`reading::open_for_reading`):
 //! the spill's chunks converted as the drain would have (names and clock segments from the
 //! spill, the run's name ids continued from its tables), the run's invalid-record count and
 //! first span fixed, the spill removed, one line said. A spill its recorder still holds is
