@@ -185,3 +185,185 @@ fn write_out(conv: &mut Converter, writer: &mut RunWriter) -> anyhow::Result<()>
     writer.events(&std::mem::take(&mut conv.events))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use framelab_probe::wire::{kind, Record, CLOCK_MONO};
+
+    use super::*;
+    use crate::model::{RunMeta, Span};
+    use crate::spill::file::{SpillHeader, SpillWriter};
+
+    const ORIGIN: i64 = 1_000_000_000;
+
+    /// A run file as a spilling run leaves it at its last commit: stage `decode` given,
+    /// one thread, one span converted before the window opened.
+    fn recorded_run(dir: &Path) -> (std::path::PathBuf, i64) {
+        let path = dir.join("killed.framelab");
+        let meta = RunMeta {
+            origin_mono_ns: ORIGIN,
+            first_span_ns: Some(500),
+            invalid_records: 1,
+            ..RunMeta::default()
+        };
+        let mut writer = RunWriter::create(&path, &meta).unwrap();
+        writer.add_stage("decode").unwrap();
+        writer
+            .add_thread(&ThreadInfo {
+                pid: 10,
+                tid: 11,
+                name: "main".into(),
+                dropped: 0,
+            })
+            .unwrap();
+        let before = Span {
+            frame: 0,
+            stage: 0,
+            thread: 0,
+            start_ns: 500,
+            dur_ns: 100,
+        };
+        writer.spans(&[before]).unwrap();
+        writer.commit().unwrap();
+        let run_id = writer.run_id();
+        // Killed: no finish.
+        std::mem::forget(writer);
+        (path, run_id)
+    }
+
+    fn spill(path: &Path, run_id: i64, cut_bytes: u64) -> SpillWriter {
+        let header = SpillHeader {
+            run_id,
+            origin_mono_ns: ORIGIN,
+        };
+        let mut spill = SpillWriter::create(&spill_path(path), header).unwrap();
+        spill.names(10, 0, b"1 s decode\n2 s encode\n3 c bytes\n");
+        spill.thread(1, 10, 12, "worker");
+        let span = |name, frame, start: i64, end: i64| {
+            Record::new(
+                kind::SPAN_NS,
+                name,
+                0,
+                frame,
+                (ORIGIN + start) as u64,
+                (ORIGIN + end) as u64,
+            )
+        };
+        spill.records(
+            10,
+            0,
+            CLOCK_MONO,
+            i64::MAX,
+            1,
+            &[span(2, 1, 1_000, 1_300), span(1, 2, 200, 250)],
+        );
+        spill.records(
+            10,
+            1,
+            CLOCK_MONO,
+            i64::MAX,
+            1,
+            &[span(7, 1, 0, 1), Record::new(kind::COUNTER, 3, 0, 1, 42, 0)],
+        );
+        spill.write().unwrap();
+        if cut_bytes > 0 {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(spill_path(path))
+                .unwrap();
+            file.set_len(file.metadata().unwrap().len() - cut_bytes)
+                .unwrap();
+        }
+        spill
+    }
+
+    #[test]
+    fn a_killed_runs_spill_is_folded_into_its_file_by_the_next_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, run_id) = recorded_run(dir.path());
+        drop(spill(&path, run_id, 0));
+        let (run, said) =
+            crate::said_in_tests::said_while(|| crate::store::load_run(&path, None).unwrap());
+        assert_eq!(
+            said,
+            [(
+                log::Level::Info,
+                "folded 4 records left by a run that did not finish".to_owned()
+            )]
+        );
+        assert!(
+            !spill_path(&path).exists(),
+            "the spill is removed once folded"
+        );
+        let stages: Vec<&str> = run.stages.iter().map(|s| s.as_str()).collect();
+        assert_eq!(
+            stages,
+            ["decode", "encode"],
+            "ids continue the run's, in order of first use"
+        );
+        let spans: Vec<(u64, u16, u32, i64, i64)> = run
+            .spans
+            .iter()
+            .map(|s| (s.frame, s.stage, s.thread, s.start_ns, s.dur_ns))
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                (0, 0, 0, 500, 100),
+                (1, 1, 0, 1_000, 300),
+                (2, 0, 0, 200, 50)
+            ]
+        );
+        assert_eq!(run.counters.len(), 1);
+        assert_eq!(run.threads.len(), 2);
+        assert_eq!(run.threads[1].name, "worker");
+        assert_eq!(
+            run.meta.invalid_records, 2,
+            "the one before and the unknown name"
+        );
+        assert_eq!(run.meta.first_span_ns, Some(200));
+        // Opened again: nothing left to fold, the same run.
+        let again = crate::store::load_run(&path, None).unwrap();
+        assert_eq!(again.spans, run.spans);
+    }
+
+    #[test]
+    fn a_cut_spill_folds_its_whole_chunks_and_says_the_cut_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, run_id) = recorded_run(dir.path());
+        drop(spill(&path, run_id, 8));
+        let (run, said) =
+            crate::said_in_tests::said_while(|| crate::store::load_run(&path, None).unwrap());
+        assert_eq!(
+            said[0].1,
+            "folded 2 records left by a run that did not finish (2 more were cut short by the end of the spill)"
+        );
+        assert_eq!(run.spans.len(), 3);
+        assert!(!spill_path(&path).exists());
+    }
+
+    #[test]
+    fn a_spill_still_held_by_its_recorder_or_not_a_spill_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, run_id) = recorded_run(dir.path());
+        let recording = spill(&path, run_id, 0);
+        let run = crate::store::load_run(&path, None).unwrap();
+        assert_eq!(
+            run.spans.len(),
+            1,
+            "a run still recording is read as committed"
+        );
+        assert!(spill_path(&path).exists());
+        drop(recording);
+        std::fs::write(
+            spill_path(&path),
+            b"garbage, not a spill at all, of some length",
+        )
+        .unwrap();
+        let (run, said) =
+            crate::said_in_tests::said_while(|| crate::store::load_run(&path, None).unwrap());
+        assert_eq!(run.spans.len(), 1, "the run file is still read");
+        assert_eq!(said.len(), 1);
+        assert!(said[0].1.contains("cannot be folded into it"), "{said:?}");
+    }
+}
