@@ -243,6 +243,8 @@ pub(super) fn open_checked(path: &Path) -> anyhow::Result<Connection> {
 /// Another connection to a file `open_for_reading` has already checked, for reading parts
 /// of a run in parallel.
 pub fn open_another_reader(path: &Path) -> anyhow::Result<Connection> {
+    // A run still recording is read from its private copy (`reading`).
+    let path = &super::live_copies::live_copy(path);
     let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_WRITE)
         .or_else(|_| Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_ONLY))

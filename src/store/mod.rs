@@ -18,6 +18,7 @@ mod blocks;
 mod codec;
 mod experiment;
 mod file;
+mod live_copies;
 mod migrate;
 mod outputs;
 mod profile;

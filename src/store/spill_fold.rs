@@ -21,11 +21,20 @@ use crate::spill::file::{self, spill_path, Chunk, SpillEnd};
 /// Records converted between writes: the writer's batches.
 const HOLD_RECORDS: usize = 1 << 16;
 
+/// What the open of a run file found beside it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LeftSpill {
+    /// No spill, or one folded in now, or one that is not a spill (said).
+    None,
+    /// A spill its recorder holds: the run is still recording.
+    Recording,
+}
+
 /// Folds the spill beside `path` into it, if one is left and no recorder holds it.
-pub fn fold_left_spill(path: &Path, conn: &Connection) -> anyhow::Result<()> {
+pub fn fold_left_spill(path: &Path, conn: &Connection) -> anyhow::Result<LeftSpill> {
     let spill = spill_path(path);
     let (header, file) = match file::open(&spill) {
-        Ok(None) => return Ok(()),
+        Ok(None) => return Ok(LeftSpill::None),
         Ok(Some(opened)) => opened,
         Err(e) => {
             log::warn!(
@@ -33,12 +42,46 @@ pub fn fold_left_spill(path: &Path, conn: &Connection) -> anyhow::Result<()> {
                 spill.display(),
                 path.display()
             );
-            return Ok(());
+            return Ok(LeftSpill::None);
         }
     };
     if file::held_by_recorder(&file) {
-        return Ok(());
+        return Ok(LeftSpill::Recording);
     }
+    let (records, cut, damaged) = fold_into(path, conn, &spill, header, &file)?;
+    let _ = std::fs::remove_file(&spill);
+    drop(file);
+    let mut line = format!("folded {records} records left by a run that did not finish");
+    if cut > 0 {
+        line += &format!(" ({cut} more were cut short by the end of the spill)");
+    }
+    if let Some(e) = damaged {
+        line += &format!(" (the rest of its spill is damaged: {e:#})");
+    }
+    log::info!("{line}");
+    Ok(LeftSpill::None)
+}
+
+/// Folds what the spill of a run still recording holds so far into `copy` (a private copy
+/// of its run file, `conn` open on it): a reader of a live run sees every record drained.
+pub fn fold_recording_spill(run: &Path, copy: &Path, conn: &Connection) -> anyhow::Result<()> {
+    let spill = spill_path(run);
+    let Ok(Some((header, file))) = file::open(&spill) else {
+        return Ok(());
+    };
+    fold_into(copy, conn, &spill, header, &file).map(drop)
+}
+
+/// The spill's chunks converted into the run file `path` (`conn` open on it), in one
+/// transaction: the records folded, those of a chunk cut short, and the damage that
+/// ended the reading early.
+fn fold_into(
+    path: &Path,
+    conn: &Connection,
+    spill: &Path,
+    header: file::SpillHeader,
+    file: &std::fs::File,
+) -> anyhow::Result<(u64, u64, Option<anyhow::Error>)> {
     let cannot = |e: anyhow::Error| {
         one_line(format!(
             "{} holds records of a run that did not finish, which could not be folded into {}: {e:#}; make the file writable and open it again (the records stay in {})",
@@ -146,17 +189,7 @@ pub fn fold_left_spill(path: &Path, conn: &Connection) -> anyhow::Result<()> {
         return Err(cannot(e));
     }
     writer.finish().map_err(cannot)?;
-    let _ = std::fs::remove_file(&spill);
-    drop(file);
-    let mut line = format!("folded {records} records left by a run that did not finish");
-    if cut > 0 {
-        line += &format!(" ({cut} more were cut short by the end of the spill)");
-    }
-    if let Some(e) = damaged {
-        line += &format!(" (the rest of its spill is damaged: {e:#})");
-    }
-    log::info!("{line}");
-    Ok(())
+    Ok((records, cut, damaged))
 }
 
 /// Names of a run's table, in id order.
@@ -343,18 +376,34 @@ mod tests {
     }
 
     #[test]
-    fn a_spill_still_held_by_its_recorder_or_not_a_spill_is_left_alone() {
+    fn a_spill_still_held_by_its_recorder_is_read_from_a_copy_of_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let (path, run_id) = recorded_run(dir.path());
         let recording = spill(&path, run_id, 0);
-        let run = crate::store::load_run(&path, None).unwrap();
+        let (run, said) =
+            crate::said_in_tests::said_while(|| crate::store::load_run(&path, None).unwrap());
         assert_eq!(
             run.spans.len(),
-            1,
-            "a run still recording is read as committed"
+            3,
+            "a run still recording is read with its spill so far"
         );
-        assert!(spill_path(&path).exists());
+        assert!(said.is_empty(), "{said:?}");
+        assert!(spill_path(&path).exists(), "the recorder's spill stays");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let in_file: i64 = conn
+            .query_row("SELECT span_count FROM runs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(
+            in_file, 1,
+            "folded into a private copy, not the file being recorded"
+        );
         drop(recording);
+    }
+
+    #[test]
+    fn a_spill_that_is_not_one_is_said_and_the_run_file_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = recorded_run(dir.path());
         std::fs::write(
             spill_path(&path),
             b"garbage, not a spill at all, of some length",
