@@ -216,7 +216,7 @@ pub(super) fn open_checked(path: &Path) -> anyhow::Result<Connection> {
     let len = check_existing_file(path).map_err(|problem| problem.for_reading(path))?;
     // Opened read-write, SQLite may roll back or write through a journal name.
     crate::destination::check_sidecars(path, path)?;
-    let mut conn = open_another_reader(path)?;
+    let mut conn = open_connection(path)?;
     match schema::identify(&conn).map_err(|e| sqlite_failure(path, "reading its schema", &e))? {
         FileKind::Framelab { version } => {
             check_version(path, version)?;
@@ -244,7 +244,11 @@ pub(super) fn open_checked(path: &Path) -> anyhow::Result<Connection> {
 /// of a run in parallel.
 pub fn open_another_reader(path: &Path) -> anyhow::Result<Connection> {
     // A run still recording is read from its private copy (`reading`).
-    let path = &super::live_copies::live_copy(path);
+    open_connection(&super::live_copies::live_copy(path))
+}
+
+/// A connection to `path` itself, read-write where allowed.
+fn open_connection(path: &Path) -> anyhow::Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_WRITE)
         .or_else(|_| Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_ONLY))

@@ -398,6 +398,10 @@ mod tests {
             "folded into a private copy, not the file being recorded"
         );
         drop(recording);
+        // Recorded to its end since (the spill folded by its recorder): the file itself.
+        std::fs::remove_file(spill_path(&path)).unwrap();
+        let run = crate::store::load_run(&path, None).unwrap();
+        assert_eq!(run.spans.len(), 1, "the copy is no longer read");
     }
 
     #[test]

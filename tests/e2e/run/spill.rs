@@ -12,7 +12,10 @@ fn contents(run: &framelab::model::Run) -> String {
     format!(
         "stages {:?} threads {:?} spans {} counters {} events {} frames {} invalid {} dropped {}",
         run.stages,
-        run.threads.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        run.threads
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>(),
         run.spans.len(),
         run.counters.len(),
         run.events.len(),
@@ -47,7 +50,10 @@ fn a_spilled_run_holds_what_converting_as_it_went_holds_and_leaves_no_spill() {
         );
         let mut spill = path.as_os_str().to_owned();
         spill.push("-spill");
-        assert!(!std::path::Path::new(&spill).exists(), "the spill is removed");
+        assert!(
+            !std::path::Path::new(&spill).exists(),
+            "the spill is removed"
+        );
         let (converted, converted_path) = run_testprog_with_env(
             &dir,
             "converted",
@@ -106,8 +112,12 @@ fn a_framelab_killed_while_spilling_leaves_every_drained_record_to_the_next_open
     assert!(out.status.success(), "{}", stderr(&out));
     let said = stderr(&out);
     assert_eq!(
-        said.lines().filter(|l| l.contains("folded")).collect::<Vec<_>>(),
-        [format!("framelab: folded {spilled} records left by a run that did not finish")],
+        said.lines()
+            .filter(|l| l.contains("folded"))
+            .collect::<Vec<_>>(),
+        [format!(
+            "framelab: folded {spilled} records left by a run that did not finish"
+        )],
         "{said}"
     );
     assert!(!spill.exists(), "the spill is removed once folded");
@@ -120,6 +130,14 @@ fn a_framelab_killed_while_spilling_leaves_every_drained_record_to_the_next_open
     frames.sort_unstable();
     frames.dedup();
     assert_eq!(frames.len(), run.spans.len(), "each frame once");
-    assert_eq!(frames.last().copied(), Some(run.spans.len() as u64 - 1), "no gap");
-    assert!(run.spans.len() as u64 >= spilled, "{} < {spilled}", run.spans.len());
+    assert_eq!(
+        frames.last().copied(),
+        Some(run.spans.len() as u64 - 1),
+        "no gap"
+    );
+    assert!(
+        run.spans.len() as u64 >= spilled,
+        "{} < {spilled}",
+        run.spans.len()
+    );
 }
