@@ -413,7 +413,8 @@ impl Collector {
         self.scratch = buffer;
         if let Some(spill) = self.spill.as_mut() {
             // The names the spilled records need, read after them, then one write.
-            spill.end_drain(&mut self.conv, self.session.path())?;
+            let written = spill.end_drain(&mut self.conv, self.session.path());
+            self.spilled_or_stop(written)?;
         }
         self.say_conversion_warnings();
         for (index, problem) in finished.into_iter().rev() {
@@ -799,7 +800,8 @@ impl Collector {
     pub fn commit(&mut self) -> Result<()> {
         self.note_loaded_files();
         if let Some(spill) = self.spill.as_mut() {
-            spill.refresh_names(&mut self.conv, self.session.path())?;
+            let written = spill.refresh_names(&mut self.conv, self.session.path());
+            self.spilled_or_stop(written)?;
         }
         self.flush()?;
         let mut meta = self.meta.clone();
@@ -896,7 +898,10 @@ impl Collector {
     fn fold(&mut self, spill: Spilling) -> Result<()> {
         let started = Instant::now();
         let spilled = spill.records();
-        let (path, lock) = spill.close()?;
+        let mut writer = spill.into_writer();
+        // The last drain's chunks; what cannot be written is folded from memory.
+        let unwritten = writer.write().is_err();
+        let path = writer.path().to_owned();
         let unreadable = |e: std::io::Error| {
             anyhow::anyhow!(
                 "cannot read back the records' spill {}: {e}",
@@ -908,7 +913,13 @@ impl Collector {
             .ok_or_else(|| unreadable(std::io::ErrorKind::NotFound.into()))?;
         // Every name the records use was read while spilling: none is read again.
         self.conv.read_names_from(None);
-        let folded = crate::spill::file::read_chunks(file, |chunk| {
+        use std::io::Read as _;
+        let [head, records] = match unwritten {
+            true => writer.unwritten(),
+            false => [&[][..], &[][..]],
+        };
+        let spilled_then_held = file.chain(head).chain(records);
+        let folded = crate::spill::file::read_chunks(spilled_then_held, |chunk| {
             if let crate::spill::file::Chunk::Records {
                 pid,
                 thread,
@@ -932,7 +943,7 @@ impl Collector {
         self.flush()?;
         self.say_conversion_warnings();
         let _ = std::fs::remove_file(&path);
-        drop(lock);
+        drop(writer);
         if std::env::var_os("FRAMELAB_SPILL_TIMES").is_some() {
             log::info!(
                 "folded {spilled} spilled records in {:.3} s",
@@ -940,6 +951,20 @@ impl Collector {
             );
         }
         Ok(())
+    }
+
+    /// A spill that could not be written (a full disk): folded now, what it holds and what
+    /// was not written alike, removed (its space freed), and the run converts as it goes
+    /// from here; a full disk is then the writer's to say, with what the run file kept.
+    fn spilled_or_stop(&mut self, written: Result<()>) -> Result<()> {
+        let Err(problem) = written else {
+            return Ok(());
+        };
+        let Some(spill) = self.spill.take() else {
+            return Err(problem);
+        };
+        log::warn!("{problem:#}; the records are converted as they come from now on");
+        self.fold(spill).map_err(|_| problem)
     }
 
     /// One stderr line per kind of loss the report's notes explain: the end of a run is

@@ -5,7 +5,7 @@
 //! fold's.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{anyhow, Result};
 use framelab_probe::wire::{kind, name_kind, Record};
@@ -162,16 +162,15 @@ impl Spilling {
     fn write(&mut self) -> Result<()> {
         self.writer.write().map_err(|e| {
             anyhow!(
-                "cannot write the records' spill {}: {e}; free space there or record to another disk with -o",
+                "the records' spill {} could not be written ({e})",
                 self.writer.path().display()
             )
         })
     }
 
-    /// The last write; the spill, still locked, for the fold.
-    pub fn close(mut self) -> Result<(PathBuf, SpillWriter)> {
-        self.write()?;
-        Ok((self.writer.path().to_owned(), self.writer))
+    /// The spill, still locked, for the fold (its last chunks not yet written).
+    pub fn into_writer(self) -> SpillWriter {
+        self.writer
     }
 
     /// Records spilled so far.

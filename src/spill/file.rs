@@ -13,7 +13,7 @@
 //! that cannot take it leaves the spill alone.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufReader, IoSlice, Read, Write};
+use std::io::{self, BufReader, IoSlice, Read, Seek, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -54,6 +54,8 @@ pub struct SpillWriter {
     /// Names, clock and thread chunks: written before the drain's records.
     head: Vec<u8>,
     records: Vec<u8>,
+    /// Bytes of the file written whole.
+    len: u64,
     /// Records written so far.
     pub records_written: u64,
 }
@@ -106,6 +108,7 @@ impl SpillWriter {
             path: path.to_owned(),
             head: Vec::new(),
             records: Vec::with_capacity(1 << 20),
+            len: FILE_HEADER_BYTES as u64,
             records_written: 0,
         })
     }
@@ -179,23 +182,42 @@ impl SpillWriter {
     }
 
     /// Writes what was gathered since the last call: one `writev` (more only when the
-    /// kernel takes part of it).
+    /// kernel takes part of it). On a failure the file is cut back to its whole chunks and
+    /// what was gathered stays (`unwritten`).
     pub fn write(&mut self) -> io::Result<()> {
         let (mut head, mut records) = (&self.head[..], &self.records[..]);
+        let total = (head.len() + records.len()) as u64;
         while !head.is_empty() || !records.is_empty() {
-            let wrote = self
+            let wrote = match self
                 .file
-                .write_vectored(&[IoSlice::new(head), IoSlice::new(records)])?;
-            if wrote == 0 {
-                return Err(io::ErrorKind::WriteZero.into());
-            }
+                .write_vectored(&[IoSlice::new(head), IoSlice::new(records)])
+            {
+                Ok(0) => Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => Err(e),
+            };
+            let wrote = match wrote {
+                Ok(n) => n,
+                Err(e) => {
+                    let _ = self.file.set_len(self.len);
+                    let _ = self.file.seek(io::SeekFrom::Start(self.len));
+                    return Err(e);
+                }
+            };
             let from_head = wrote.min(head.len());
             head = &head[from_head..];
             records = &records[wrote - from_head..];
         }
+        self.len += total;
         self.head.clear();
         self.records.clear();
         Ok(())
+    }
+
+    /// What was gathered and not written (after a failed `write`): chunks, in order.
+    pub fn unwritten(&self) -> [&[u8]; 2] {
+        [&self.head, &self.records]
     }
 }
 
@@ -270,10 +292,10 @@ pub fn held_by_recorder(file: &File) -> bool {
 /// the reading (`SpillEnd::Cut`); a chunk that cannot be one (an unknown kind, a length no
 /// chunk has, records of no whole size) is an error saying where.
 pub fn read_chunks(
-    file: File,
+    source: impl Read,
     mut each: impl FnMut(Chunk<'_>) -> anyhow::Result<()>,
 ) -> anyhow::Result<SpillEnd> {
-    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut reader = BufReader::with_capacity(1 << 20, source);
     let mut records: Vec<Record> = Vec::new();
     let mut bytes: Vec<u8> = Vec::new();
     let mut offset = FILE_HEADER_BYTES as u64;
