@@ -41,6 +41,8 @@ const UNREADY_RETRY_FOR: Duration = Duration::from_secs(1);
 const HOLD_RECORDS: usize = 1 << 13;
 /// The end's fold hands records over in larger batches: nothing waits on a commit there.
 const FOLD_HOLD_RECORDS: usize = 1 << 16;
+/// Batches of spans the fold lets wait for the writer (a few MB), however long the spill.
+const FOLD_BATCHES_QUEUED: usize = 4;
 /// Clock reads and a span's end are not perfectly ordered after now, beyond what converting ticks to nanoseconds may be off by.
 const FUTURE_SLACK_NS: i64 = 1_000_000_000;
 
@@ -932,6 +934,12 @@ impl Collector {
                 self.conv.begin_drain(latest_end_ns, segments);
                 self.conv.convert_records(pid, clock, thread, records);
                 if self.conv.held() >= FOLD_HOLD_RECORDS {
+                    // At the writer's pace: a few batches queued, not the whole spill.
+                    while self.writer.spans_in_flight() >= FOLD_BATCHES_QUEUED {
+                        if self.writer.wait_for_spare_spans().is_none() {
+                            break;
+                        }
+                    }
                     self.flush()?;
                 }
             }
