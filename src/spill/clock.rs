@@ -112,6 +112,8 @@ const MAX_STEER_PPM: f64 = 500.0;
 
 impl TickClock {
     /// Calibrates over 10 ms; `refresh` keeps it close to CLOCK_MONOTONIC afterwards.
+    // Not `Default`: making one calibrates against CLOCK_MONOTONIC for 10 ms.
+    #[allow(clippy::new_without_default)]
     pub fn new() -> TickClock {
         let first = read_pair();
         std::thread::sleep(std::time::Duration::from_millis(10));
@@ -192,7 +194,7 @@ impl TickClock {
     /// Appends the segments `encode_segments(first)` gave, skipping those the clock has.
     /// False when they do not follow on (a gap, or bytes that are not whole segments).
     pub fn push_encoded(&mut self, first: usize, bytes: &[u8]) -> bool {
-        if first > self.segments.len() || bytes.len() % SEGMENT_BYTES != 0 {
+        if first > self.segments.len() || !bytes.len().is_multiple_of(SEGMENT_BYTES) {
             return false;
         }
         let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());

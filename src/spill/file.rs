@@ -60,6 +60,7 @@ pub struct SpillWriter {
     pub records_written: u64,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn chunk_header(
     out: &mut Vec<u8>,
     kind: u32,

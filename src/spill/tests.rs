@@ -138,7 +138,7 @@ fn made(conv: &mut Converter) -> String {
 #[test]
 fn records_spilled_then_folded_convert_as_the_drain_converts_them() {
     let (live_dir, spill_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut clock = TickClock::new();
+    let clock = TickClock::new();
     let origin = i64::from_le_bytes(clock.encode_segments(0)[8..16].try_into().unwrap());
     let origin = f64::from_bits(origin as u64) as i64 - 1_000;
     let mut recorded_clock = clock.clone();

@@ -297,8 +297,10 @@ impl RunWriter {
             .map_err(fail)
         };
         let (spans, counters, events) = (range("span")?, range("counter")?, range("event")?);
-        let mut meta = RunMeta::default();
-        meta.id = run_id;
+        let meta = RunMeta {
+            id: run_id,
+            ..RunMeta::default()
+        };
         Ok(RunWriter {
             conn,
             path: path.to_owned(),
