@@ -43,7 +43,8 @@ const HOLD_RECORDS: usize = 1 << 13;
 const FOLD_HOLD_RECORDS: usize = 1 << 16;
 /// Batches of spans the fold lets wait for the writer (a few MB), however long the spill.
 const FOLD_BATCHES_QUEUED: usize = 4;
-/// Clock reads and a span's end are not perfectly ordered after now, beyond what converting ticks to nanoseconds may be off by.
+/// No span drained now ends later than now plus this: what converting ticks to
+/// nanoseconds may be off by.
 const FUTURE_SLACK_NS: i64 = 1_000_000_000;
 
 pub struct Collector {
