@@ -178,3 +178,38 @@ impl Spilling {
         self.writer.records_written
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use framelab_probe::wire::{kind, Record, CLOCK_MONO};
+
+    use super::*;
+
+    #[test]
+    fn frames_are_counted_from_the_spilled_records_of_the_first_stage() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("n-7"), "1 s decode\n2 s encode\n").unwrap();
+        let mut conv = Converter::new(0, TickClock::replayed(), Some(dir.path().to_owned()));
+        conv.names.entry(7).or_default().refresh(dir.path(), 7);
+        let run = dir.path().join("run.framelab");
+        let header = SpillHeader {
+            run_id: 1,
+            origin_mono_ns: 0,
+        };
+        let mut spill =
+            Spilling::start(&run, header, &conv, dir.path(), std::iter::empty()).unwrap();
+        // No span converted yet: the first spilled span names the first stage.
+        let records: Vec<Record> = (0..10)
+            .map(|i| Record::new(kind::SPAN, 1 + (i % 2) as u16, 0, i / 2, i, i + 1))
+            .collect();
+        spill.keep(7, 0, CLOCK_MONO, i64::MAX, 1, &records, &conv);
+        spill.keep(7, 0, CLOCK_MONO, i64::MAX, 1, &records[..3], &conv);
+        spill.end_drain(&mut conv, dir.path()).unwrap();
+        assert_eq!(spill.frames, 5 + 2, "decode's spans: frames");
+        assert_eq!(spill.records(), 13);
+        assert_eq!(conv.frames_seen, 0, "nothing converted");
+        let writer = spill.into_writer();
+        assert!(crate::spill::file::spill_path(&run).exists());
+        drop(writer);
+    }
+}
