@@ -360,8 +360,9 @@ impl Collector {
         self.meta.exit = Some(exit);
     }
 
-    /// Copies out every ring, converts, and hands the records to the writer. Returns the fullest
-    /// ring's fill before draining (0..1), so the caller can pace itself.
+    /// Copies out every ring, converts, and hands the records to the writer (or, spilling,
+    /// writes them raw to the spill). Returns the fullest ring's fill before draining (0..1),
+    /// so the caller can pace itself.
     pub fn drain(&mut self) -> Result<f64> {
         let mut fullest = 0.0f64;
         let scanning = self.scan_due();
