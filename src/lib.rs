@@ -31,6 +31,7 @@ pub mod session;
 /// Snapshot comparison for the crate's own tests and its integration tests.
 #[doc(hidden)]
 pub mod snapshot;
+pub mod spill;
 pub mod stats;
 pub mod store;
 pub mod tags;

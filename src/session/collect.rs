@@ -1,25 +1,29 @@
 //! Turning ring records into the run: names resolved per process, ticks converted to
-//! nanoseconds since launch, everything handed to the run file writer.
+//! nanoseconds since launch (`spill::convert`), everything handed to the run file writer;
+//! or, once the window has opened and nothing during the run needs converted records, the
+//! records kept raw in a spill beside the run file and converted when the run ends
+//! (`spill`, docs/run-file.md).
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use framelab_probe::wire::{self, kind, name_kind, Record};
+use framelab_probe::wire::{self, name_kind};
 
 use super::accounting::Accounting;
-use super::clock::TickClock;
 use super::dir::SessionDir;
 use super::dirwatch::DirWatch;
-use super::rings::{OpenError, ProcessNames, Ring};
+use super::rings::{OpenError, Ring};
+use super::spilling::Spilling;
 use super::wake::{Waited, WakeWord};
 use super::write::{Write, WriterThread};
 use crate::model::{
-    CounterValue, EndReason, EventRecord, ExitInfo, ProcessRole, RunMeta, SourceState, Span,
-    ThreadInfo,
+    EndReason, EventRecord, ExitInfo, ProcessRole, RunMeta, SourceState, Span, ThreadInfo,
 };
 use crate::sample::{ProcessTree, Sampler, SamplingOptions};
+use crate::spill::clock::TickClock;
+use crate::spill::convert::Converter;
 use crate::store::RunWriter;
 
 /// Without inotify the session directory is listed this often, for rings made since.
@@ -35,40 +39,35 @@ const UNREADY_RETRY_FOR: Duration = Duration::from_secs(1);
 /// rather than every drain; from ~500k spans/s on, every drain, as before. Nothing is safe
 /// before its commit anyway, so a kill -9 loses no more.
 const HOLD_RECORDS: usize = 1 << 13;
-/// Clock reads around the launch are not perfectly ordered: allow this much before it.
-const LAUNCH_SLACK_NS: i64 = 1_000_000;
-/// Nor after now, beyond what converting ticks to nanoseconds may be off by.
+/// The end's fold hands records over in larger batches: nothing waits on a commit there.
+const FOLD_HOLD_RECORDS: usize = 1 << 16;
+/// Batches of spans the fold lets wait for the writer (a few MB), however long the spill.
+const FOLD_BATCHES_QUEUED: usize = 4;
+/// No span drained now ends later than now plus this: what converting ticks to
+/// nanoseconds may be off by.
 const FUTURE_SLACK_NS: i64 = 1_000_000_000;
 
 pub struct Collector {
     writer: WriterThread,
     session: SessionDir,
-    clock: TickClock,
     pub meta: RunMeta,
     pub accounting: Accounting,
     rings: Vec<Ring>,
     /// Ring files already open, finished, or refused: never opened twice.
     seen_paths: HashSet<PathBuf>,
-    names: HashMap<u32, ProcessNames>,
-    /// Per process, local name id → (kind, run-level id): an array index per record, no hashing.
-    ids: HashMap<u32, Vec<Option<(char, u16)>>>,
-    run_ids: HashMap<(char, String), u16>,
-    /// Names of each kind given to the store so far: the next id of that kind.
-    names_added: HashMap<char, u16>,
+    /// Records into the run: names, ids, clock; what it converted is held until the next
+    /// commit (`HOLD_RECORDS`).
+    conv: Converter,
     threads_added: u32,
     /// A ring's chunk of records while it is converted (`Ring::drain`).
-    scratch: Vec<Record>,
-    /// Drained, held until the next commit (`HOLD_RECORDS`).
-    spans: Vec<Span>,
-    counters: Vec<CounterValue>,
-    events: Vec<EventRecord>,
-    /// How many of `events` `--pair` has seen.
+    scratch: Vec<framelab_probe::wire::Record>,
+    /// How many of the converter's events `--pair` has seen.
     events_paired: usize,
-    first_stage: Option<u16>,
-    frames_seen: u64,
-    /// With `--warmup-frames N`: N + 1, and the start of that frame once seen (the window
-    /// opens there).
-    opening_frame: Option<(u64, Option<i64>)>,
+    /// The run file, where the records may be spilled once the window has opened
+    /// (`spill_beside`); taken when the spill starts.
+    spill_beside: Option<PathBuf>,
+    /// Records kept raw until the end (`start_spill`).
+    spill: Option<Spilling>,
     last_scan: Option<Instant>,
     /// New entries in the session directory, where inotify can tell.
     dir_watch: Option<DirWatch>,
@@ -88,8 +87,6 @@ pub struct Collector {
     /// Who owns the session directory, and whether a group shares it.
     session_owner: Option<u32>,
     session_shared: bool,
-    /// No span drained now can end after this (ns after launch; set at each drain).
-    latest_end_ns: i64,
     /// Telemetry, on its own thread; stopped first when finishing.
     sampler: Option<Sampler>,
     /// The run group's CPU: read at launch, at the window's start and end.
@@ -137,27 +134,20 @@ impl Collector {
         let (session_owner, session_shared) = (session.owner_uid(), session.shared());
         let wake = session.take_wake_word();
         let dir_watch = DirWatch::open(session.path(), wake.as_ref().and_then(WakeWord::ringer));
+        let conv = Converter::new(meta.origin_mono_ns, clock, Some(session.path().to_owned()));
         Collector {
             writer: WriterThread::start(writer),
             session,
-            clock,
             meta,
             accounting,
             rings: Vec::new(),
             seen_paths: HashSet::new(),
-            names: HashMap::new(),
-            ids: HashMap::new(),
-            run_ids: HashMap::new(),
-            names_added: HashMap::new(),
+            conv,
             threads_added: 0,
             scratch: Vec::new(),
-            spans: Vec::new(),
-            counters: Vec::new(),
-            events: Vec::new(),
             events_paired: 0,
-            first_stage: None,
-            frames_seen: 0,
-            opening_frame: None,
+            spill_beside: None,
+            spill: None,
             last_scan: None,
             dir_watch,
             rescan: false,
@@ -169,7 +159,6 @@ impl Collector {
             users_checked: HashSet::new(),
             session_owner,
             session_shared,
-            latest_end_ns: i64::MAX,
             sampler: None,
             group: GroupWindow::default(),
             probes: None,
@@ -263,27 +252,61 @@ impl Collector {
         framelab_probe::monotonic_ns() as i64 - self.meta.origin_mono_ns
     }
 
+    /// Frames seen so far: converted, or counted in the records spilled (the progress line).
     pub fn frames_seen(&self) -> u64 {
-        self.frames_seen
+        self.conv.frames_seen + self.spill.as_ref().map_or(0, |s| s.frames)
     }
 
     /// Keeps the start of frame `n + 1` (`--warmup-frames n`) when it comes.
     pub fn watch_for_frame_after(&mut self, n: u64) {
-        self.opening_frame = Some((n.saturating_add(1), None));
+        self.conv.opening_frame = Some((n.saturating_add(1), None));
     }
 
     /// The start of the frame [`Collector::watch_for_frame_after`] waits for, once seen.
     pub fn opening_frame_start_ns(&self) -> Option<i64> {
-        self.opening_frame.and_then(|(_, start)| start)
+        self.conv.opening_frame.and_then(|(_, start)| start)
     }
 
     pub fn refresh_clock(&mut self) {
-        self.clock.refresh();
+        self.conv.clock.refresh();
+        if let Some(spill) = self.spill.as_mut() {
+            spill.clock_grew(&self.conv.clock);
+        }
     }
 
     /// When the first span started (ns after launch), once one has been drained.
     pub fn first_span_ns(&self) -> Option<i64> {
-        self.meta.first_span_ns
+        self.conv.first_span_ns
+    }
+
+    /// Records may be spilled beside `run_file` once the window has settled: nothing during
+    /// this run needs them converted (no `--live`, `--frames`, `--warmup-frames`, probes).
+    pub fn spill_beside(&mut self, run_file: &std::path::Path) {
+        self.spill_beside = Some(run_file.to_owned());
+    }
+
+    /// The window has opened for good: from now on, when allowed, the rings' records go to
+    /// a spill raw, converted when the run ends (`finish`). A spill that cannot be made
+    /// (one is there already: a killed run's, not yet folded) leaves the run converting.
+    pub fn start_spill(&mut self) {
+        let Some(run_file) = self.spill_beside.take() else {
+            return;
+        };
+        if self.probes.is_some() {
+            return;
+        }
+        let header = crate::spill::file::SpillHeader {
+            run_id: self.writer.run_id(),
+            origin_mono_ns: self.meta.origin_mono_ns,
+        };
+        let threads = self
+            .rings
+            .iter()
+            .filter_map(|r| Some((r.thread_index?, r.pid, r.tid, r.thread_name.as_str())));
+        match Spilling::start(&run_file, header, &self.conv, self.session.path(), threads) {
+            Ok(spill) => self.spill = Some(spill),
+            Err(e) => log::debug!("records converted as they come: {e}"),
+        }
     }
 
     /// Opens the window at `start_ns`. The loop notices a due window a tick late; the window
@@ -337,8 +360,9 @@ impl Collector {
         self.meta.exit = Some(exit);
     }
 
-    /// Copies out every ring, converts, and hands the records to the writer. Returns the fullest
-    /// ring's fill before draining (0..1), so the caller can pace itself.
+    /// Copies out every ring, converts, and hands the records to the writer (or, spilling,
+    /// writes them raw to the spill). Returns the fullest ring's fill before draining (0..1),
+    /// so the caller can pace itself.
     pub fn drain(&mut self) -> Result<f64> {
         let mut fullest = 0.0f64;
         let scanning = self.scan_due();
@@ -350,28 +374,28 @@ impl Collector {
         let now_ns = self.now_ns();
         let max_dropped = (now_ns.max(0) as u64).saturating_add(1_000_000_000);
         // Read once per drain, not per record: no span read now ends later than this.
-        self.latest_end_ns = now_ns.saturating_add(FUTURE_SLACK_NS);
+        let latest_end_ns = now_ns.saturating_add(FUTURE_SLACK_NS);
+        let segments = self.conv.segments_now();
+        self.conv.begin_drain(latest_end_ns, segments);
         let mut finished = Vec::new();
         // Taken out while their records are converted (which needs the collector).
         let mut rings = std::mem::take(&mut self.rings);
         let mut buffer = std::mem::take(&mut self.scratch);
-        let mut failed = None;
         for (index, ring) in rings.iter_mut().enumerate() {
             let (pid, clock, thread) = (ring.pid, ring.clock, ring.thread_index.unwrap_or(0));
-            let mut ids = self.ids.remove(&pid).unwrap_or_default();
-            let drained = ring.drain(&mut buffer, max_dropped, |records| {
-                for record in records {
-                    if let Err(e) = self.convert(&mut ids, pid, clock, thread, record) {
-                        failed = Some(e);
-                        return false;
-                    }
+            let drained = match self.spill.as_mut() {
+                Some(spill) => {
+                    let conv = &self.conv;
+                    ring.drain(&mut buffer, max_dropped, |records| {
+                        spill.keep(pid, thread, clock, latest_end_ns, segments, records, conv);
+                        true
+                    })
                 }
-                true
-            });
-            self.ids.insert(pid, ids);
-            if failed.is_some() {
-                break;
-            }
+                None => ring.drain(&mut buffer, max_dropped, |records| {
+                    self.conv.convert_records(pid, clock, thread, records);
+                    true
+                }),
+            };
             let got = match drained {
                 Ok(got) => got,
                 Err(problem) => {
@@ -391,9 +415,12 @@ impl Collector {
         }
         self.rings = rings;
         self.scratch = buffer;
-        if let Some(e) = failed {
-            return Err(e);
+        if let Some(spill) = self.spill.as_mut() {
+            // The names the spilled records need, read after them, then one write.
+            let written = spill.end_drain(&mut self.conv, self.session.path());
+            self.spilled_or_stop(written)?;
         }
+        self.say_conversion_warnings();
         for (index, problem) in finished.into_iter().rev() {
             let ring = self.rings.swap_remove(index);
             if let Some(problem) = problem {
@@ -408,10 +435,17 @@ impl Collector {
             kept?;
         }
         self.pair_fresh_events()?;
-        if self.spans.len() + self.counters.len() + self.events.len() >= HOLD_RECORDS {
+        if self.conv.held() >= HOLD_RECORDS {
             self.flush()?;
         }
         Ok(fullest)
+    }
+
+    /// The converter's warnings, each said once.
+    fn say_conversion_warnings(&mut self) {
+        for problem in std::mem::take(&mut self.conv.warnings) {
+            self.warn(problem);
+        }
     }
 
     /// Probe spans and events enter the run as the SDK's do: the stage (or event) named
@@ -426,7 +460,7 @@ impl Collector {
             let name = self.probe_name_id(probes, event.probe, name_kind::EVENT)?;
             let seen = event.of_run.then_some(event.mono_ns);
             let thread = self.probe_thread(probes, event.pid, event.tid, seen)?;
-            self.events.push(EventRecord {
+            self.conv.events.push(EventRecord {
                 event: name,
                 key: event.key,
                 thread,
@@ -436,7 +470,7 @@ impl Collector {
         for span in drained.spans {
             let stage = self.probe_name_id(probes, span.probe, name_kind::STAGE)?;
             let thread = self.probe_thread(probes, span.pid, span.tid, Some(span.start_mono_ns))?;
-            self.keep_span(Span {
+            self.conv.keep_span(Span {
                 frame: span.frame,
                 stage,
                 thread,
@@ -452,17 +486,19 @@ impl Collector {
         if probes.pairs.is_empty() {
             return Ok(());
         }
-        let (run_ids, other_tasks) = (&self.run_ids, &probes.other_tasks);
-        let fresh = &self.events[self.events_paired.min(self.events.len())..];
-        self.events_paired = self.events.len();
+        let (conv, other_tasks) = (&self.conv, &probes.other_tasks);
+        let fresh = &conv.events[self.events_paired.min(conv.events.len())..];
+        self.events_paired = conv.events.len();
         let made = probes.pairs.feed(
             fresh,
-            |name| run_ids.get(&(name_kind::EVENT, name.to_owned())).copied(),
+            |name| conv.given_id(name_kind::EVENT, name),
             |thread| !other_tasks.contains(&thread),
         );
         for (index, span) in made {
-            let stage = self.run_id(name_kind::STAGE, probes.pairs.stage(index))?;
-            self.keep_span(Span { stage, ..span });
+            let stage = self
+                .conv
+                .run_id(name_kind::STAGE, probes.pairs.stage(index));
+            self.conv.keep_span(Span { stage, ..span });
         }
         Ok(())
     }
@@ -496,7 +532,7 @@ impl Collector {
         if let Some(id) = probes.name_ids[probe] {
             return Ok(id);
         }
-        let id = self.run_id(kind, &probes.names[probe])?;
+        let id = self.conv.run_id(kind, &probes.names[probe]);
         probes.name_ids[probe] = Some(id);
         Ok(id)
     }
@@ -548,24 +584,34 @@ impl Collector {
 
     fn flush(&mut self) -> Result<()> {
         self.pair_fresh_events()?;
-        if !self.spans.is_empty() {
-            let capacity = self.spans.capacity();
+        // Names first: the store gives them the converter's ids in this order.
+        for (kind, name) in self.conv.take_named() {
+            self.writer.send(match kind {
+                name_kind::STAGE => Write::Stage(name),
+                name_kind::COUNTER => Write::CounterName(name),
+                _ => Write::EventName(name),
+            })?;
+        }
+        if !self.conv.spans.is_empty() {
+            let capacity = self.conv.spans.capacity();
             let next = self
                 .writer
                 .spare_spans()
                 .unwrap_or_else(|| Vec::with_capacity(capacity));
-            let spans = std::mem::replace(&mut self.spans, next);
+            let spans = std::mem::replace(&mut self.conv.spans, next);
             self.writer.send(Write::Spans(spans))?;
         }
-        if !self.counters.is_empty() {
+        if !self.conv.counters.is_empty() {
             self.writer
-                .send(Write::Counters(std::mem::take(&mut self.counters)))?;
+                .send(Write::Counters(std::mem::take(&mut self.conv.counters)))?;
         }
-        if !self.events.is_empty() {
+        if !self.conv.events.is_empty() {
             self.events_paired = 0;
             self.writer
-                .send(Write::Events(std::mem::take(&mut self.events)))?;
+                .send(Write::Events(std::mem::take(&mut self.conv.events)))?;
         }
+        self.meta.invalid_records = self.conv.invalid_records;
+        self.meta.first_span_ns = self.conv.first_span_ns;
         Ok(())
     }
 
@@ -621,10 +667,11 @@ impl Collector {
                     self.writer.send(Write::Thread(thread))?;
                     ring.thread_index = Some(self.threads_added);
                     self.threads_added += 1;
-                    self.names
-                        .entry(ring.pid)
-                        .or_default()
-                        .refresh(self.session.path(), ring.pid);
+                    let names = self.conv.names.entry(ring.pid).or_default();
+                    let read = names.refresh(self.session.path(), ring.pid);
+                    if let Some(spill) = self.spill.as_mut() {
+                        spill.new_thread(&ring, read);
+                    }
                     // A recording process is accounted from its first ring, however short it lives.
                     let now = self.now_ns();
                     self.accounting.observe_instrumented(ring.pid, now);
@@ -678,7 +725,7 @@ impl Collector {
     pub fn check_user(&mut self, pid: u32) {
         use std::os::unix::fs::MetadataExt;
         // Found foreign already, or recording (then it can write the session).
-        if self.users_checked.contains(&pid) || self.names.contains_key(&pid) {
+        if self.users_checked.contains(&pid) || self.conv.names.contains_key(&pid) {
             return;
         }
         let Some(owner) = self.session_owner else {
@@ -753,178 +800,13 @@ impl Collector {
         Ok(())
     }
 
-    fn convert(
-        &mut self,
-        ids: &mut Vec<Option<(char, u16)>>,
-        pid: u32,
-        clock: u32,
-        thread: u32,
-        record: &Record,
-    ) -> Result<()> {
-        let origin = self.meta.origin_mono_ns;
-        // Saturating: the values are the program's, and may be anything.
-        let to_ns = |ticks: u64, clock_kind: u32, this: &Self| -> i64 {
-            if clock_kind == wire::CLOCK_TSC {
-                this.clock.to_mono_ns(ticks).saturating_sub(origin)
-            } else {
-                (ticks.min(i64::MAX as u64) as i64).saturating_sub(origin)
-            }
-        };
-        match record.kind() {
-            kind::SPAN | kind::SPAN_NS => {
-                let Some(stage) = self.resolve(ids, pid, record.name(), name_kind::STAGE)? else {
-                    self.meta.invalid_records += 1;
-                    return Ok(());
-                };
-                let clock_kind = if record.kind() == kind::SPAN_NS {
-                    wire::CLOCK_MONO
-                } else {
-                    clock
-                };
-                let start_ns = to_ns(record.a, clock_kind, self);
-                let end_ns = to_ns(record.b, clock_kind, self);
-                let Some(dur_ns) = end_ns.checked_sub(start_ns).filter(|&d| d >= 0) else {
-                    self.meta.invalid_records += 1;
-                    return Ok(());
-                };
-                // Stamped by the SDK after launch, and not later than now: anything else in
-                // a ring is garbage the program wrote over its records.
-                if record.kind() == kind::SPAN
-                    && (start_ns < -LAUNCH_SLACK_NS || end_ns > self.latest_end_ns)
-                {
-                    self.meta.invalid_records += 1;
-                    return Ok(());
-                }
-                // Nothing the command did can start before it was launched: a given span that
-                // does is in another clock or unit (TSC ticks, µs, a GPU's own clock).
-                if record.kind() == kind::SPAN_NS && start_ns < -LAUNCH_SLACK_NS {
-                    self.meta.invalid_records += 1;
-                    self.warn(format!(
-                        "spans given with record_ns/fl_span_ns start before the command was launched (e.g. {:.3} s before): give CLOCK_MONOTONIC nanoseconds; they are counted as invalid",
-                        -start_ns as f64 / 1e9
-                    ));
-                    return Ok(());
-                }
-                self.keep_span(Span {
-                    frame: record.frame,
-                    stage,
-                    thread,
-                    start_ns,
-                    dur_ns,
-                });
-            }
-            kind::COUNTER => match self.resolve(ids, pid, record.name(), name_kind::COUNTER)? {
-                Some(counter) => self.counters.push(CounterValue {
-                    frame: record.frame,
-                    counter,
-                    value: record.a as i64,
-                }),
-                None => self.meta.invalid_records += 1,
-            },
-            kind::EVENT => match self.resolve(ids, pid, record.name(), name_kind::EVENT)? {
-                Some(event) => {
-                    let t_ns = to_ns(record.a, clock, self);
-                    self.events.push(EventRecord {
-                        event,
-                        key: record.frame,
-                        thread,
-                        t_ns,
-                    });
-                }
-                None => self.meta.invalid_records += 1,
-            },
-            _ => self.meta.invalid_records += 1,
-        }
-        Ok(())
-    }
-
-    /// Keeps a span, counting frames by the first stage seen (what `--warmup-frames`
-    /// waits for).
-    fn keep_span(&mut self, span: Span) {
-        let (stage, start_ns) = (span.stage, span.start_ns);
-        if self.meta.first_span_ns.is_none_or(|first| start_ns < first) {
-            self.meta.first_span_ns = Some(start_ns);
-        }
-        if self.first_stage.is_none() {
-            self.first_stage = Some(stage);
-        }
-        if self.first_stage == Some(stage) {
-            self.frames_seen += 1;
-            if let Some((n, start @ None)) = &mut self.opening_frame {
-                if *n == self.frames_seen {
-                    *start = Some(start_ns);
-                }
-            }
-        }
-        self.spans.push(span);
-    }
-
-    /// The run-level id of a process's local name id, reading its names file again on a miss.
-    /// The hit, every record but a name's first, is inlined into the drain's loop; the rest
-    /// is out of line (measured: a call per record, its answer through memory, was 3.5% of
-    /// framelab's samples at 1M spans/s).
-    #[inline(always)]
-    fn resolve(
-        &mut self,
-        ids: &mut Vec<Option<(char, u16)>>,
-        pid: u32,
-        local: u16,
-        kind: char,
-    ) -> Result<Option<u16>> {
-        match ids.get(local as usize) {
-            Some(Some((k, id))) if *k == kind => Ok(Some(*id)),
-            Some(Some(_)) => Ok(None),
-            _ if local == 0 => Ok(None),
-            _ => self.resolve_unseen(ids, pid, local, kind),
-        }
-    }
-
-    /// `resolve` of a local id not yet given a run-level id: its names file read again.
-    #[cold]
-    #[inline(never)]
-    fn resolve_unseen(
-        &mut self,
-        ids: &mut Vec<Option<(char, u16)>>,
-        pid: u32,
-        local: u16,
-        kind: char,
-    ) -> Result<Option<u16>> {
-        let names = self.names.entry(pid).or_default();
-        if !names.names.contains_key(&local) {
-            names.refresh(self.session.path(), pid);
-        }
-        let Some((name_kind, name)) = names.names.get(&local).cloned() else {
-            // Not interned (yet): not cached, a later refresh may find it.
-            return Ok(None);
-        };
-        let id = self.run_id(name_kind, &name)?;
-        if ids.len() <= local as usize {
-            ids.resize(local as usize + 1, None);
-        }
-        ids[local as usize] = Some((name_kind, id));
-        Ok((name_kind == kind).then_some(id))
-    }
-
-    /// The run's id of a name of `kind`, given to the store the first time.
-    fn run_id(&mut self, name_kind: char, name: &str) -> Result<u16> {
-        if let Some(&id) = self.run_ids.get(&(name_kind, name.to_owned())) {
-            return Ok(id);
-        }
-        let next = self.names_added.entry(name_kind).or_insert(0);
-        let id = *next;
-        *next += 1;
-        self.writer.send(match name_kind {
-            name_kind::STAGE => Write::Stage(name.to_owned()),
-            name_kind::COUNTER => Write::CounterName(name.to_owned()),
-            _ => Write::EventName(name.to_owned()),
-        })?;
-        self.run_ids.insert((name_kind, name.to_owned()), id);
-        Ok(id)
-    }
-
     /// Commits what was recorded so far; a killed framelab loses at most what came after.
     pub fn commit(&mut self) -> Result<()> {
         self.note_loaded_files();
+        if let Some(spill) = self.spill.as_mut() {
+            let written = spill.refresh_names(&mut self.conv, self.session.path());
+            self.spilled_or_stop(written)?;
+        }
         self.flush()?;
         let mut meta = self.meta.clone();
         if !self.window_closed {
@@ -952,6 +834,9 @@ impl Collector {
         for ring in std::mem::take(&mut self.rings) {
             self.retire(&ring)?;
         }
+        if let Some(spill) = self.spill.take() {
+            self.fold(spill)?;
+        }
         if let Some(mut probes) = self.probes.take() {
             let finished = probes.recorder.finish();
             self.keep_probe_records(&mut probes, finished.drained)?;
@@ -964,13 +849,13 @@ impl Collector {
             facts.probe_busiest_thread = finished.busiest_thread;
             facts.probe_pairs = probes.pairs.finish();
         }
-        for (&pid, names) in self.names.iter_mut() {
+        for (&pid, names) in self.conv.names.iter_mut() {
             names.refresh(self.session.path(), pid);
         }
-        self.meta.names_refused = self.names.values().map(|n| n.refused).sum();
+        self.meta.names_refused = self.conv.names.values().map(|n| n.refused).sum();
         // Users whose processes recorded nothing: they could not write the session.
         for (uid, pids) in std::mem::take(&mut self.other_users) {
-            if !pids.iter().any(|pid| self.names.contains_key(pid)) {
+            if !pids.iter().any(|pid| self.conv.names.contains_key(pid)) {
                 self.meta
                     .session
                     .foreign_users
@@ -1011,6 +896,87 @@ impl Collector {
 }
 
 impl Collector {
+    /// The spill converted as the drain would have converted it (each chunk with its
+    /// drain's latest end and clock segments, the names as read then), handed to the writer
+    /// as it goes (which encodes blocks on its thread meanwhile); then removed.
+    fn fold(&mut self, spill: Spilling) -> Result<()> {
+        let started = Instant::now();
+        let spilled = spill.records();
+        let mut writer = spill.into_writer();
+        // The last drain's chunks; what cannot be written is folded from memory.
+        let unwritten = writer.write().is_err();
+        let path = writer.path().to_owned();
+        let unreadable = |e: std::io::Error| {
+            anyhow::anyhow!(
+                "cannot read back the records' spill {}: {e}",
+                path.display()
+            )
+        };
+        let (_, file) = crate::spill::file::open(&path)
+            .map_err(unreadable)?
+            .ok_or_else(|| unreadable(std::io::ErrorKind::NotFound.into()))?;
+        // Every name the records use was read while spilling: none is read again.
+        self.conv.read_names_from(None);
+        use std::io::Read as _;
+        let [head, records] = match unwritten {
+            true => writer.unwritten(),
+            false => [&[][..], &[][..]],
+        };
+        let spilled_then_held = file.chain(head).chain(records);
+        let folded = crate::spill::file::read_chunks(spilled_then_held, |chunk| {
+            if let crate::spill::file::Chunk::Records {
+                pid,
+                thread,
+                clock,
+                latest_end_ns,
+                segments,
+                records,
+            } = chunk
+            {
+                self.conv.begin_drain(latest_end_ns, segments);
+                self.conv.convert_records(pid, clock, thread, records);
+                if self.conv.held() >= FOLD_HOLD_RECORDS {
+                    // At the writer's pace: a few batches queued, not the whole spill.
+                    while self.writer.spans_in_flight() >= FOLD_BATCHES_QUEUED {
+                        if self.writer.wait_for_spare_spans().is_none() {
+                            break;
+                        }
+                    }
+                    self.flush()?;
+                }
+            }
+            Ok(())
+        });
+        self.conv
+            .read_names_from(Some(self.session.path().to_owned()));
+        folded?;
+        self.flush()?;
+        self.say_conversion_warnings();
+        let _ = std::fs::remove_file(&path);
+        drop(writer);
+        if std::env::var_os("FRAMELAB_SPILL_TIMES").is_some() {
+            log::info!(
+                "folded {spilled} spilled records in {:.3} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+        Ok(())
+    }
+
+    /// A spill that could not be written (a full disk): folded now, what it holds and what
+    /// was not written alike, removed (its space freed), and the run converts as it goes
+    /// from here; a full disk is then the writer's to say, with what the run file kept.
+    fn spilled_or_stop(&mut self, written: Result<()>) -> Result<()> {
+        let Err(problem) = written else {
+            return Ok(());
+        };
+        let Some(spill) = self.spill.take() else {
+            return Err(problem);
+        };
+        log::warn!("{problem:#}; the records are converted as they come from now on");
+        self.fold(spill).map_err(|_| problem)
+    }
+
     /// One stderr line per kind of loss the report's notes explain: the end of a run is
     /// where someone reading the terminal looks.
     fn say_what_was_not_recorded(&self) {

@@ -3,7 +3,6 @@
 //! stop → drain → account); what it does to the OS goes through `executor`.
 
 mod accounting;
-mod clock;
 mod collect;
 mod dir;
 mod dirwatch;
@@ -28,6 +27,7 @@ mod sched;
 mod service_io;
 mod services;
 mod setup;
+mod spilling;
 mod supervisor;
 pub mod taskstats;
 mod tree_cache;

@@ -25,6 +25,8 @@ pub trait Recording {
     fn open_window(&mut self, pid: u32, start_ns: i64);
     fn reopen_window(&mut self, pid: u32, start_ns: i64);
     fn close_window(&mut self, pid: u32, reason: EndReason);
+    /// The window has opened for good (not a provisional opening the first frame moves).
+    fn window_settled(&mut self) {}
     /// The window was opened and closed at the end: it holds nothing.
     fn empty_window(&mut self);
     /// The signal that interrupted the run.
@@ -98,6 +100,10 @@ impl Recording for CollectorRecording<'_> {
 
     fn close_window(&mut self, pid: u32, reason: EndReason) {
         self.collector.close_window(pid, reason);
+    }
+
+    fn window_settled(&mut self) {
+        self.collector.start_spill();
     }
 
     fn empty_window(&mut self) {

@@ -8,9 +8,7 @@
 //! before; a ring that fails is set aside as corrupt, with what was read up to then kept.
 //! Reading this way costs about the same as reading a mapping (BENCHMARKS.md).
 
-use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom};
 use std::mem::offset_of;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -298,60 +296,6 @@ impl Ring {
     /// The thread exited, as of the last good header.
     pub fn closed(&self) -> bool {
         self.closed
-    }
-}
-
-/// The names a process interned, read incrementally from its names file. The file is the
-/// program's to write, so it is read as bytes, not trusted to be UTF-8 or to stay small.
-#[derive(Default)]
-pub struct ProcessNames {
-    offset: u64,
-    pending: Vec<u8>,
-    /// local id → (kind, name)
-    pub names: HashMap<u16, (char, String)>,
-    pub refused: u64,
-    /// The file grew past `MAX_NAMES_FILE_BYTES`: the rest was not read.
-    pub oversized: bool,
-}
-
-/// More than 4095 names of 16 KiB each: no honest names file is this large.
-const MAX_NAMES_FILE_BYTES: u64 = 64 << 20;
-
-impl ProcessNames {
-    /// Reads lines appended since the last call.
-    pub fn refresh(&mut self, dir: &Path, pid: u32) {
-        if self.oversized {
-            return;
-        }
-        let Ok(mut file) = File::open(dir.join(format!("n-{pid}"))) else {
-            return;
-        };
-        if file.seek(SeekFrom::Start(self.offset)).is_err() {
-            return;
-        }
-        let mut bytes = Vec::new();
-        let room = MAX_NAMES_FILE_BYTES.saturating_sub(self.offset);
-        let Ok(read) = file.by_ref().take(room).read_to_end(&mut bytes) else {
-            return;
-        };
-        self.offset += read as u64;
-        if self.offset >= MAX_NAMES_FILE_BYTES {
-            self.oversized = true;
-        }
-        self.pending.extend_from_slice(&bytes);
-        let mut start = 0;
-        while let Some(end) = memchr::memchr(b'\n', &self.pending[start..]) {
-            let line = String::from_utf8_lossy(&self.pending[start..start + end]);
-            match wire::parse_name_line(&line) {
-                Some((0, _, _)) => self.refused += 1,
-                Some((id, kind, name)) if u32::from(id) <= wire::MAX_NAMES => {
-                    self.names.insert(id, (kind, name.to_owned()));
-                }
-                _ => {}
-            }
-            start += end + 1;
-        }
-        self.pending.drain(..start);
     }
 }
 

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use anyhow::Result;
 use framelab_probe::wire;
 
-use super::clock::TickClock;
 use super::dir::SessionDir;
 use super::executor::Executor;
 use super::naming::{default_name, default_output};
@@ -16,6 +15,7 @@ use super::rungroup::RunGroup;
 use super::taskstats::ExitSource;
 use super::{launch, output};
 use crate::model::{RunMeta, WarmupFrom};
+use crate::spill::clock::TickClock;
 use crate::store::RunWriter;
 
 /// What Prepare made, for the states after it.

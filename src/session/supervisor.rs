@@ -368,6 +368,7 @@ impl<'o, E: Executor> Supervisor<'o, E> {
                 self.opening = if provisional {
                     Opening::Provisional
                 } else {
+                    rec.window_settled();
                     Opening::Open
                 };
             }
@@ -375,6 +376,7 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             // the window starts again, warmup after that frame.
             (Opening::Provisional, Some((start_ns, false))) => {
                 rec.reopen_window(pid, start_ns);
+                rec.window_settled();
                 self.opening = Opening::Open;
             }
             _ => {}
@@ -579,6 +581,9 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     if let Some(n) = opts.window.warmup_frames {
         collector.watch_for_frame_after(n);
     }
+    if spill_allowed(opts) {
+        collector.spill_beside(&output);
+    }
     let committed = collector.committed();
 
     // → Stop → Drain.
@@ -750,6 +755,18 @@ fn start_profiler(
             None
         }
     }
+}
+
+/// Whether the rings' records may be kept raw once the window opened, converted at the
+/// end (`spill`): nothing during the run reads them converted. `--live` prints intervals
+/// as they come, `--frames` and `--warmup-frames` count frames, probes (and `--pair`) make
+/// spans beside the SDK's. `FRAMELAB_SPILL=off` keeps converting (to measure the two).
+fn spill_allowed(opts: &RunOptions) -> bool {
+    opts.live.every.is_none()
+        && opts.window.frames.is_none()
+        && opts.window.warmup_frames.is_none()
+        && opts.probes.is_empty()
+        && std::env::var_os("FRAMELAB_SPILL").is_none_or(|v| v != "off")
 }
 
 /// A failure while recording, said with what it cost: for a full disk, how many spans the

@@ -33,6 +33,8 @@ struct Recorded {
     producers_wake: bool,
     /// When each reading of the processes came.
     sampled_at: Vec<i64>,
+    /// The event before each time the window was said settled (the spill may start).
+    settled_after: Vec<String>,
 }
 
 impl Recording for Recorded {
@@ -70,6 +72,10 @@ impl Recording for Recorded {
     }
     fn empty_window(&mut self) {
         self.events.push("empty".into());
+    }
+    fn window_settled(&mut self) {
+        let last = self.events.last().cloned().unwrap_or_default();
+        self.settled_after.push(last);
     }
     fn interrupted_by(&mut self, signal: Option<i32>) {
         self.interrupted_by = signal;
@@ -674,6 +680,40 @@ fn a_run_that_ends_inside_the_warmup_has_an_empty_window() {
         "{:?}",
         rec.events
     );
+    // Opened only to be closed empty: nothing to spill.
+    assert!(rec.settled_after.is_empty(), "{:?}", rec.settled_after);
+}
+
+#[test]
+fn the_window_is_settled_once_when_it_opens_for_good() {
+    // At launch, without a warmup: settled as it opens, once.
+    let exec = MockExecutor {
+        exits_after: Some((Duration::from_secs(2), 0)),
+        ..MockExecutor::default()
+    };
+    let (_, rec, outcome) = run(&options(2, None), exec);
+    outcome.unwrap();
+    assert_eq!(rec.settled_after, ["open 0"]);
+    // After the first frame's warmup: settled when the window opens there.
+    let opts = RunOptions {
+        window: WindowOptions {
+            warmup: Duration::from_millis(500),
+            warmup_from: crate::model::WarmupFrom::FirstFrame,
+            ..WindowOptions::default()
+        },
+        ..options(2, None)
+    };
+    let exec = MockExecutor {
+        exits_after: Some((Duration::from_secs(2), 0)),
+        ..MockExecutor::default()
+    };
+    let mut rec = Recorded {
+        first_span_ns: Some(100_000_000),
+        ..Recorded::default()
+    };
+    let (_, outcome) = run_with(&opts, exec, &mut rec);
+    outcome.unwrap();
+    assert_eq!(rec.settled_after, ["open 600000000"]);
 }
 
 #[test]

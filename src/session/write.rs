@@ -36,6 +36,8 @@ pub struct WriterThread {
     sender: Option<Sender<Write>>,
     /// Span batches the writer is done with, emptied, their memory kept for the next ones.
     spare_spans: Receiver<Vec<Span>>,
+    /// Span batches sent and not handed back yet.
+    spans_in_flight: usize,
     handle: Option<JoinHandle<Result<RunWriter>>>,
     run_id: i64,
     progress: Arc<Committed>,
@@ -112,6 +114,7 @@ impl WriterThread {
         WriterThread {
             sender: Some(sender),
             spare_spans,
+            spans_in_flight: 0,
             handle: Some(handle),
             run_id,
             progress,
@@ -120,8 +123,24 @@ impl WriterThread {
     }
 
     /// An emptied batch the writer handed back, if one is waiting: the next batch's memory.
-    pub fn spare_spans(&self) -> Option<Vec<Span>> {
-        self.spare_spans.try_recv().ok()
+    pub fn spare_spans(&mut self) -> Option<Vec<Span>> {
+        let spare = self.spare_spans.try_recv().ok();
+        self.spans_in_flight -= usize::from(spare.is_some());
+        spare
+    }
+
+    /// Batches of spans sent and not yet handed back.
+    pub fn spans_in_flight(&self) -> usize {
+        self.spans_in_flight
+    }
+
+    /// Waits until the writer hands a batch back (it has written one more): a fold that
+    /// converts faster than the writer writes keeps only a few batches queued, not the
+    /// whole spill. `None` when the writer stopped.
+    pub fn wait_for_spare_spans(&mut self) -> Option<Vec<Span>> {
+        let spare = self.spare_spans.recv().ok();
+        self.spans_in_flight -= usize::from(spare.is_some());
+        spare
     }
 
     /// What the writer has committed so far, updated as it goes.
@@ -141,6 +160,7 @@ impl WriterThread {
 
     /// Queues a write. Fails only when the writer stopped on an error, which it then returns.
     pub fn send(&mut self, write: Write) -> Result<()> {
+        self.spans_in_flight += usize::from(matches!(write, Write::Spans(_)));
         let sent = self.sender.as_ref().is_some_and(|s| s.send(write).is_ok());
         if sent {
             Ok(())

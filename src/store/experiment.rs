@@ -93,7 +93,7 @@ fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
 /// The experiment `path` holds (the latest, should it hold several), or `None` for a
 /// file of plain runs.
 pub fn load_experiment(path: &Path) -> anyhow::Result<Option<Experiment>> {
-    let conn = file::open_for_reading(path)?;
+    let conn = super::reading::open_for_reading(path)?;
     let fail = |e: rusqlite::Error| sqlite_failure(path, "reading the experiment", &e);
     if !has_table(&conn, "experiments").map_err(fail)? {
         return Ok(None);
@@ -165,7 +165,7 @@ pub fn load_experiment(path: &Path) -> anyhow::Result<Option<Experiment>> {
 
 /// Fingerprints recorded in `path`, by run id (none for a file of plain runs).
 pub fn load_fingerprints(path: &Path) -> anyhow::Result<HashMap<i64, Fingerprint>> {
-    let conn = file::open_for_reading(path)?;
+    let conn = super::reading::open_for_reading(path)?;
     let fail = |e: rusqlite::Error| sqlite_failure(path, "reading fingerprints", &e);
     let mut out = HashMap::new();
     if !has_table(&conn, "fingerprints").map_err(fail)? {

@@ -211,11 +211,12 @@ fn has_sidecar(path: &Path) -> bool {
 /// Opens an existing run file for reading and checks it is a framelab file this build
 /// reads. Opened read-write when allowed: a file left by a killed recording has its
 /// write-ahead log folded back in when the last connection closes. Never creates a file.
-pub fn open_for_reading(path: &Path) -> anyhow::Result<Connection> {
+/// Readers open through `reading::open_for_reading`, which folds a left spill in too.
+pub(super) fn open_checked(path: &Path) -> anyhow::Result<Connection> {
     let len = check_existing_file(path).map_err(|problem| problem.for_reading(path))?;
     // Opened read-write, SQLite may roll back or write through a journal name.
     crate::destination::check_sidecars(path, path)?;
-    let mut conn = open_another_reader(path)?;
+    let mut conn = open_connection(path)?;
     match schema::identify(&conn).map_err(|e| sqlite_failure(path, "reading its schema", &e))? {
         FileKind::Framelab { version } => {
             check_version(path, version)?;
@@ -242,6 +243,12 @@ pub fn open_for_reading(path: &Path) -> anyhow::Result<Connection> {
 /// Another connection to a file `open_for_reading` has already checked, for reading parts
 /// of a run in parallel.
 pub fn open_another_reader(path: &Path) -> anyhow::Result<Connection> {
+    // A run still recording is read from its private copy (`reading`).
+    open_connection(&super::live_copies::live_copy(path))
+}
+
+/// A connection to `path` itself, read-write where allowed.
+fn open_connection(path: &Path) -> anyhow::Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_WRITE)
         .or_else(|_| Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_ONLY))

@@ -65,7 +65,7 @@ pub fn record_profile(path: &Path, run_id: i64, profile: &Profile) -> anyhow::Re
 
 /// The profile of run `run_id`, `None` when it was not profiled.
 pub fn load_profile(path: &Path, run_id: i64) -> anyhow::Result<Option<Profile>> {
-    let conn = file::open_for_reading(path)?;
+    let conn = super::reading::open_for_reading(path)?;
     read_profile(&conn, run_id).map_err(|e| sqlite_failure(path, "reading the profile", &e))
 }
 

@@ -13,13 +13,13 @@ use crate::model::{
 
 /// Loads run `run_id` of `path`, or its only/latest run when `None`.
 pub fn load_run(path: &Path, run_id: Option<i64>) -> anyhow::Result<Run> {
-    let conn = file::open_for_reading(path)?;
+    let conn = super::reading::open_for_reading(path)?;
     RunReader::choose(&conn, path, run_id)?.load()
 }
 
 /// The runs a file holds, oldest first.
 pub fn list_runs(path: &Path) -> anyhow::Result<Vec<RunMeta>> {
-    let conn = file::open_for_reading(path)?;
+    let conn = super::reading::open_for_reading(path)?;
     let sql = format!(
         "SELECT run_id, {} FROM runs ORDER BY run_id",
         META_COLUMNS.join(", ")

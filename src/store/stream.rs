@@ -55,7 +55,7 @@ pub struct StoredRun {
 
 /// Opens run `run_id` of `path` (its only or latest run when `None`) for streaming.
 pub fn open_run(path: &Path, run_id: Option<i64>) -> anyhow::Result<StoredRun> {
-    let conn = file::open_for_reading(path)?;
+    let conn = super::reading::open_for_reading(path)?;
     let reader = RunReader::choose(&conn, path, run_id)?;
     let (head, [spans_at, counters_at, events_at]) = reader.head()?;
     Ok(StoredRun {

@@ -251,6 +251,108 @@ impl RunWriter {
         })
     }
 
+    /// Opens run `run_id` of the existing file `path` again to add to it (a fold of the
+    /// records a killed run left in its spill): its names, threads and rows counted, the
+    /// next block after the file's last.
+    pub fn resume(path: &Path, run_id: i64) -> anyhow::Result<RunWriter> {
+        let fail = |e: rusqlite::Error| sqlite_failure(path, "write", &e);
+        let conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(fail)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(fail)?;
+        conn.execute_batch("PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;")
+            .map_err(fail)?;
+        let count = |table: &str| -> anyhow::Result<usize> {
+            conn.query_row(
+                &format!("SELECT count(*) FROM {table} WHERE run_id = ?1"),
+                [run_id],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n as usize)
+            .map_err(fail)
+        };
+        let (stages, counter_names, event_names, threads) = (
+            count("stages")?,
+            count("counter_names")?,
+            count("event_names")?,
+            count("threads")?,
+        );
+        let range = |prefix: &str| -> anyhow::Result<IdRange> {
+            conn.query_row(
+                &format!(
+                    "SELECT {prefix}_count, {prefix}_id_first, {prefix}_id_last FROM runs WHERE run_id = ?1"
+                ),
+                [run_id],
+                |r| {
+                    Ok(IdRange {
+                        count: r.get(0)?,
+                        first: r.get(1)?,
+                        last: r.get(2)?,
+                    })
+                },
+            )
+            .map_err(fail)
+        };
+        let (spans, counters, events) = (range("span")?, range("counter")?, range("event")?);
+        let meta = RunMeta {
+            id: run_id,
+            ..RunMeta::default()
+        };
+        Ok(RunWriter {
+            conn,
+            path: path.to_owned(),
+            run_id,
+            sql: Statements::new(run_id),
+            meta,
+            stage_count: stages,
+            counter_name_count: counter_names,
+            event_name_count: event_names,
+            thread_count: threads,
+            process_index: HashMap::new(),
+            blocks: BlockEncoder::default(),
+            next_span_id: None,
+            spans,
+            counters,
+            events,
+            finished: false,
+            created: false,
+        })
+    }
+
+    /// Takes back everything given since the last commit, and closes: a fold that could not
+    /// be completed leaves the run as it was (its spill stays, to be folded whole later).
+    pub fn roll_back(mut self) {
+        if self.in_transaction() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        self.finished = true;
+    }
+
+    /// Threads the run has.
+    pub fn thread_count(&self) -> usize {
+        self.thread_count
+    }
+
+    /// Sets the run's count of invalid records and its first span's start (what a fold of
+    /// records converted after the run's last commit changes of its metadata).
+    pub fn set_conversion_facts(
+        &mut self,
+        invalid_records: u64,
+        first_span_ns: Option<i64>,
+    ) -> anyhow::Result<()> {
+        self.begin()?;
+        self.conn
+            .execute(
+                "UPDATE runs SET invalid_records = ?2, first_span_ns = ?3 WHERE run_id = ?1",
+                (self.run_id, u64_to_sql(invalid_records), first_span_ns),
+            )
+            .map(drop)
+            .map_err(|e| self.fail("write", e))
+    }
+
     /// The id of this run in the file (`runs.run_id`).
     pub fn run_id(&self) -> i64 {
         self.run_id

@@ -14,6 +14,7 @@ mod sched;
 mod services;
 mod session_dirs;
 mod signals;
+mod spill;
 mod telemetry;
 mod telemetry_nvml;
 mod telemetry_sources;

@@ -5,6 +5,11 @@
 //! each refresh starts a new segment at the current tick, continuous with the previous one (no
 //! tick already seen can fall in it), with the slope measured over the whole run, nudged so that
 //! any offset from CLOCK_MONOTONIC is worked off over the next second.
+//!
+//! Segments are only ever appended, and a record converts with the segments there were when
+//! it was drained (`to_mono_ns_within`), so a spill folded after the run (`spill`) gives
+//! every record the nanoseconds the drain would have. A spill carries the segments
+//! (`encode_segments`), so a fold without the collector builds the same clock from them.
 
 use framelab_probe::monotonic_ns;
 
@@ -96,6 +101,7 @@ fn exact_integer(value: f64) -> Option<i128> {
         .then_some(value as i128)
 }
 
+#[derive(Clone)]
 pub struct TickClock {
     first: Pair,
     segments: Vec<Segment>,
@@ -106,6 +112,8 @@ const MAX_STEER_PPM: f64 = 500.0;
 
 impl TickClock {
     /// Calibrates over 10 ms; `refresh` keeps it close to CLOCK_MONOTONIC afterwards.
+    // Not `Default`: making one calibrates against CLOCK_MONOTONIC for 10 ms.
+    #[allow(clippy::new_without_default)]
     pub fn new() -> TickClock {
         let first = read_pair();
         std::thread::sleep(std::time::Duration::from_millis(10));
@@ -135,19 +143,79 @@ impl TickClock {
             .push(Segment::new(now.ticks, converted, measured * (1.0 + steer)));
     }
 
+    /// A clock of no segment yet, built from a spill's (`push_encoded`); never refreshed.
+    pub fn replayed() -> TickClock {
+        TickClock {
+            first: Pair {
+                ticks: 0,
+                mono_ns: 0,
+            },
+            segments: Vec::new(),
+        }
+    }
+
+    /// How many segments the clock has: what a record drained now may pick from.
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
     /// CLOCK_MONOTONIC nanoseconds of `ticks`.
     #[inline]
     pub fn to_mono_ns(&self, ticks: u64) -> i64 {
+        self.to_mono_ns_within(ticks, self.segments.len())
+    }
+
+    /// CLOCK_MONOTONIC nanoseconds of `ticks` on the clock's first `count` segments (at
+    /// least one; the clock has one), as it converted when it had only those.
+    #[inline]
+    pub fn to_mono_ns_within(&self, ticks: u64, count: usize) -> i64 {
+        let segments = &self.segments[..count.clamp(1, self.segments.len())];
         // Records are recent: search from the newest segment.
-        let segment = self
-            .segments
+        let segment = segments
             .iter()
             .rev()
             .find(|s| s.from_ticks <= ticks)
-            .unwrap_or(&self.segments[0]);
+            .unwrap_or(&segments[0]);
         segment.nearest(ticks)
     }
+
+    /// Segments `from..` as bytes: each its first tick and its line's two floats, whose
+    /// bits make the same segment again (`push_encoded`).
+    pub fn encode_segments(&self, from: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(SEGMENT_BYTES * self.segments.len().saturating_sub(from));
+        for s in self.segments.iter().skip(from) {
+            out.extend_from_slice(&s.from_ticks.to_le_bytes());
+            out.extend_from_slice(&s.mono_ns.to_bits().to_le_bytes());
+            out.extend_from_slice(&s.ns_per_tick.to_bits().to_le_bytes());
+        }
+        out
+    }
+
+    /// Appends the segments `encode_segments(first)` gave, skipping those the clock has.
+    /// False when they do not follow on (a gap, or bytes that are not whole segments).
+    pub fn push_encoded(&mut self, first: usize, bytes: &[u8]) -> bool {
+        if first > self.segments.len() || !bytes.len().is_multiple_of(SEGMENT_BYTES) {
+            return false;
+        }
+        let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+        for (index, b) in bytes.chunks_exact(SEGMENT_BYTES).enumerate() {
+            if first + index < self.segments.len() {
+                continue;
+            }
+            let (mono_ns, ns_per_tick) =
+                (f64::from_bits(u64_at(b, 8)), f64::from_bits(u64_at(b, 16)));
+            if !mono_ns.is_finite() || !ns_per_tick.is_finite() {
+                return false;
+            }
+            self.segments
+                .push(Segment::new(u64_at(b, 0), mono_ns, ns_per_tick));
+        }
+        true
+    }
 }
+
+/// One segment in a spill: its first tick and two floats.
+pub const SEGMENT_BYTES: usize = 24;
 
 /// `(ns + 0.5).floor() as i64` without a call to libm's floor() per record (the baseline
 /// x86-64 target has no rounding instruction): truncate, then one down where truncation

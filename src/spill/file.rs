@@ -1,0 +1,395 @@
+//! The spill file: one definition of its layout, written by the drain and read by a fold.
+//!
+//! A header (`MAGIC`, the run's id in its file, the launch's CLOCK_MONOTONIC ns), then
+//! chunks, each a 32-byte header (kind, pid, thread, clock, a 64-bit `at`, the clock's
+//! segment count, the payload's length; little-endian) and its payload:
+//! - `RECORDS`: a ring's records verbatim (32 bytes each, the machine's order: a spill is
+//!   read where it was written), `at` the drain's latest span end;
+//! - `NAMES`: bytes of process `pid`'s names file from offset `at`, as read;
+//! - `CLOCK`: tick clock segments from index `at` (`TickClock::encode_segments`);
+//! - `THREAD`: the run's thread `thread` is `pid`'s task `at`, its name the payload.
+//!
+//! The recorder holds an exclusive `flock` on the file while the run records: a reader
+//! that cannot take it leaves the spill alone.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufReader, IoSlice, Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use framelab_probe::wire::Record;
+
+pub const MAGIC: [u8; 8] = *b"FLSPILL1";
+const FILE_HEADER_BYTES: usize = 32;
+const CHUNK_HEADER_BYTES: usize = 32;
+const RECORD_BYTES: usize = std::mem::size_of::<Record>();
+/// No chunk's payload is larger (a names file is refused past 64 MiB): a longer one is
+/// not a chunk this framelab wrote.
+const MAX_PAYLOAD_BYTES: usize = 64 << 20;
+
+const RECORDS: u32 = 1;
+const NAMES: u32 = 2;
+const CLOCK: u32 = 3;
+const THREAD: u32 = 4;
+
+/// Where the spill of the run file `run` is.
+pub fn spill_path(run: &Path) -> PathBuf {
+    let mut name = run.as_os_str().to_owned();
+    name.push("-spill");
+    PathBuf::from(name)
+}
+
+/// What a spill's header says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpillHeader {
+    pub run_id: i64,
+    pub origin_mono_ns: i64,
+}
+
+/// The drain's side: chunks gathered per drain, written in one `writev`.
+pub struct SpillWriter {
+    file: File,
+    path: PathBuf,
+    /// Names, clock and thread chunks: written before the drain's records.
+    head: Vec<u8>,
+    records: Vec<u8>,
+    /// Bytes of the file written whole.
+    len: u64,
+    /// Records written so far.
+    pub records_written: u64,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn chunk_header(
+    out: &mut Vec<u8>,
+    kind: u32,
+    pid: u32,
+    thread: u32,
+    clock: u32,
+    at: i64,
+    segments: u32,
+    len: usize,
+) {
+    for v in [kind, pid, thread, clock] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&at.to_le_bytes());
+    out.extend_from_slice(&segments.to_le_bytes());
+    out.extend_from_slice(&(len as u32).to_le_bytes());
+}
+
+impl SpillWriter {
+    /// Creates the spill at `path` (never over an existing one: another run's, or one a
+    /// killed run left, which the next open of the run file folds) and locks it.
+    pub fn create(path: &Path, header: SpillHeader) -> io::Result<SpillWriter> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)?;
+        // SAFETY: flock on a descriptor we own; released when `file` closes.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let e = io::Error::last_os_error();
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
+        let mut bytes = Vec::with_capacity(FILE_HEADER_BYTES);
+        bytes.extend_from_slice(&MAGIC);
+        bytes.extend_from_slice(&header.run_id.to_le_bytes());
+        bytes.extend_from_slice(&header.origin_mono_ns.to_le_bytes());
+        bytes.resize(FILE_HEADER_BYTES, 0);
+        if let Err(e) = file.write_all(&bytes) {
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
+        Ok(SpillWriter {
+            file,
+            path: path.to_owned(),
+            head: Vec::new(),
+            records: Vec::with_capacity(1 << 20),
+            len: FILE_HEADER_BYTES as u64,
+            records_written: 0,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A ring's records, drained with `latest_end_ns` and the clock's `segments`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn records(
+        &mut self,
+        pid: u32,
+        thread: u32,
+        clock: u32,
+        latest_end_ns: i64,
+        segments: usize,
+        records: &[Record],
+    ) {
+        let len = std::mem::size_of_val(records);
+        chunk_header(
+            &mut self.records,
+            RECORDS,
+            pid,
+            thread,
+            clock,
+            latest_end_ns,
+            segments as u32,
+            len,
+        );
+        // SAFETY: a Record is four integers with no padding: its bytes are plain data.
+        let bytes = unsafe { std::slice::from_raw_parts(records.as_ptr().cast::<u8>(), len) };
+        self.records.extend_from_slice(bytes);
+        self.records_written += records.len() as u64;
+    }
+
+    /// Bytes of `pid`'s names file from `at`.
+    pub fn names(&mut self, pid: u32, at: u64, bytes: &[u8]) {
+        chunk_header(&mut self.head, NAMES, pid, 0, 0, at as i64, 0, bytes.len());
+        self.head.extend_from_slice(bytes);
+    }
+
+    /// Clock segments from index `first` (`TickClock::encode_segments`).
+    pub fn clock(&mut self, first: usize, segments: &[u8]) {
+        chunk_header(
+            &mut self.head,
+            CLOCK,
+            0,
+            0,
+            0,
+            first as i64,
+            0,
+            segments.len(),
+        );
+        self.head.extend_from_slice(segments);
+    }
+
+    /// The run's thread `index` is `pid`'s task `tid`, named `name`.
+    pub fn thread(&mut self, index: u32, pid: u32, tid: u32, name: &str) {
+        chunk_header(
+            &mut self.head,
+            THREAD,
+            pid,
+            index,
+            0,
+            i64::from(tid),
+            0,
+            name.len(),
+        );
+        self.head.extend_from_slice(name.as_bytes());
+    }
+
+    /// Writes what was gathered since the last call: one `writev` (more only when the
+    /// kernel takes part of it). On a failure the file is cut back to its whole chunks and
+    /// what was gathered stays (`unwritten`).
+    pub fn write(&mut self) -> io::Result<()> {
+        let (mut head, mut records) = (&self.head[..], &self.records[..]);
+        let total = (head.len() + records.len()) as u64;
+        while !head.is_empty() || !records.is_empty() {
+            let wrote = match self
+                .file
+                .write_vectored(&[IoSlice::new(head), IoSlice::new(records)])
+            {
+                Ok(0) => Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => Err(e),
+            };
+            let wrote = match wrote {
+                Ok(n) => n,
+                Err(e) => {
+                    let _ = self.file.set_len(self.len);
+                    let _ = self.file.seek(io::SeekFrom::Start(self.len));
+                    return Err(e);
+                }
+            };
+            let from_head = wrote.min(head.len());
+            head = &head[from_head..];
+            records = &records[wrote - from_head..];
+        }
+        self.len += total;
+        self.head.clear();
+        self.records.clear();
+        Ok(())
+    }
+
+    /// What was gathered and not written (after a failed `write`): chunks, in order.
+    pub fn unwritten(&self) -> [&[u8]; 2] {
+        [&self.head, &self.records]
+    }
+}
+
+/// One chunk as a fold reads it.
+pub enum Chunk<'a> {
+    Records {
+        pid: u32,
+        thread: u32,
+        clock: u32,
+        latest_end_ns: i64,
+        segments: usize,
+        records: &'a [Record],
+    },
+    Names {
+        pid: u32,
+        at: u64,
+        bytes: &'a [u8],
+    },
+    Clock {
+        first: usize,
+        segments: &'a [u8],
+    },
+    Thread {
+        index: u32,
+        pid: u32,
+        tid: u32,
+        name: String,
+    },
+}
+
+/// How reading a spill ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SpillEnd {
+    /// Every chunk whole.
+    Whole,
+    /// The last chunk was cut (a kill during its write): the records it held, at most.
+    Cut { records: u64 },
+}
+
+/// Opens a spill for a fold: its header, and the file positioned after it. `Ok(None)` when
+/// there is none; an error naming the file when it is not a spill.
+pub fn open(path: &Path) -> io::Result<Option<(SpillHeader, File)>> {
+    let mut file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut bytes = [0u8; FILE_HEADER_BYTES];
+    if file.read_exact(&mut bytes).is_err() || bytes[..8] != MAGIC {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "it is not a framelab spill (its header is not one)",
+        ));
+    }
+    let i64_at = |at: usize| i64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    Ok(Some((
+        SpillHeader {
+            run_id: i64_at(8),
+            origin_mono_ns: i64_at(16),
+        },
+        file,
+    )))
+}
+
+/// Whether the spill's recorder still holds it (the run is still recording).
+pub fn held_by_recorder(file: &File) -> bool {
+    // SAFETY: flock on a descriptor we own; released when `file` closes.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) != 0 }
+}
+
+/// Hands every whole chunk after the header to `each`, in order. A chunk cut short ends
+/// the reading (`SpillEnd::Cut`); a chunk that cannot be one (an unknown kind, a length no
+/// chunk has, records of no whole size) is an error saying where.
+pub fn read_chunks(
+    source: impl Read,
+    mut each: impl FnMut(Chunk<'_>) -> anyhow::Result<()>,
+) -> anyhow::Result<SpillEnd> {
+    let mut reader = BufReader::with_capacity(1 << 20, source);
+    let mut records: Vec<Record> = Vec::new();
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut offset = FILE_HEADER_BYTES as u64;
+    loop {
+        let mut header = [0u8; CHUNK_HEADER_BYTES];
+        let got = read_full(&mut reader, &mut header)?;
+        if got == 0 {
+            return Ok(SpillEnd::Whole);
+        }
+        if got < CHUNK_HEADER_BYTES {
+            return Ok(SpillEnd::Cut { records: 0 });
+        }
+        let u32_at = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().unwrap());
+        let (kind, pid, thread, clock) = (u32_at(0), u32_at(4), u32_at(8), u32_at(12));
+        let at = i64::from_le_bytes(header[16..24].try_into().unwrap());
+        let (segments, len) = (u32_at(24) as usize, u32_at(28) as usize);
+        let bad = |why: &str| anyhow::anyhow!("its chunk at byte {offset} {why}");
+        if len > MAX_PAYLOAD_BYTES {
+            return Err(bad(&format!(
+                "says it holds {len} bytes, more than any chunk"
+            )));
+        }
+        match kind {
+            RECORDS => {
+                if len % RECORD_BYTES != 0 {
+                    return Err(bad("holds records of no whole size"));
+                }
+                let count = len / RECORD_BYTES;
+                records.clear();
+                records.reserve(count);
+                // SAFETY: `reserve` made room for `count` records; a Record is four
+                // integers, valid for any bytes; the length is set only over what was read.
+                let spare = unsafe {
+                    std::slice::from_raw_parts_mut(records.as_mut_ptr().cast::<u8>(), len)
+                };
+                let got = read_full(&mut reader, spare)?;
+                if got < len {
+                    return Ok(SpillEnd::Cut {
+                        records: count as u64,
+                    });
+                }
+                unsafe { records.set_len(count) };
+                each(Chunk::Records {
+                    pid,
+                    thread,
+                    clock,
+                    latest_end_ns: at,
+                    segments,
+                    records: &records,
+                })?;
+            }
+            NAMES | CLOCK | THREAD => {
+                bytes.resize(len, 0);
+                if read_full(&mut reader, &mut bytes)? < len {
+                    return Ok(SpillEnd::Cut { records: 0 });
+                }
+                if at < 0 {
+                    return Err(bad("has a negative offset"));
+                }
+                each(match kind {
+                    NAMES => Chunk::Names {
+                        pid,
+                        at: at as u64,
+                        bytes: &bytes,
+                    },
+                    CLOCK => Chunk::Clock {
+                        first: at as usize,
+                        segments: &bytes,
+                    },
+                    _ => Chunk::Thread {
+                        index: thread,
+                        pid,
+                        tid: at as u32,
+                        name: String::from_utf8_lossy(&bytes).into_owned(),
+                    },
+                })?;
+            }
+            _ => return Err(bad(&format!("is of no kind a spill holds ({kind})"))),
+        }
+        offset += (CHUNK_HEADER_BYTES + len) as u64;
+    }
+}
+
+/// Reads until `buf` is full or the file ends; how much was read.
+fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match reader.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}

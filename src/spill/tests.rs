@@ -1,0 +1,336 @@
+//! The spill gives the run the drain would have given: the same records converted as they
+//! come, or spilled and folded at the end, or folded from the spill alone (a killed run's),
+//! hold the same spans, counters, events, names in the same order and invalid records.
+
+use std::io::Write;
+use std::path::Path;
+
+use framelab_probe::wire::{kind, Record, CLOCK_MONO, CLOCK_TSC};
+
+use super::clock::TickClock;
+use super::convert::Converter;
+use super::file::{read_chunks, Chunk, SpillEnd, SpillHeader, SpillWriter};
+
+/// A process's names file, appended to between drains as a program interns names.
+fn append_names(dir: &Path, pid: u32, lines: &str) {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("n-{pid}")))
+        .unwrap();
+    file.write_all(lines.as_bytes()).unwrap();
+}
+
+/// The first tick of the clock's newest segment.
+fn newest_tick(clock: &TickClock) -> u64 {
+    let bytes = clock.encode_segments(clock.segment_count() - 1);
+    u64::from_le_bytes(bytes[..8].try_into().unwrap())
+}
+
+/// One drain's rings: (pid, thread, clock kind, records).
+type Drain = Vec<(u32, u32, u32, Vec<Record>)>;
+
+/// Three drains of two processes and three threads: spans, laps across drains, counters,
+/// events, names interned between drains, and records the program damaged.
+fn drains(dir: &Path, clock: &mut TickClock) -> Vec<(i64, Drain)> {
+    let mut out = Vec::new();
+    append_names(dir, 10, "1 s decode\n2 s encode\n3 c bytes\n");
+    append_names(dir, 20, "1 s upload\n2 e commit\n");
+    let t = newest_tick(clock);
+    let span = |name, frame, a: u64, b: u64| Record::new(kind::SPAN, name, 0, frame, a, b);
+    out.push((
+        10_000_000_000,
+        vec![
+            (
+                10,
+                0,
+                CLOCK_TSC,
+                vec![
+                    span(1, 0, t + 100, t + 900),
+                    span(2, 0, t + 900, t + 1500),
+                    Record::new(kind::COUNTER, 3, 0, 0, 4096, 0),
+                ],
+            ),
+            (
+                10,
+                1,
+                CLOCK_TSC,
+                vec![
+                    span(1, 1, t + 200, t + 800),
+                    span(9, 1, t, t + 5), /* not interned */
+                ],
+            ),
+            (
+                20,
+                2,
+                CLOCK_MONO,
+                vec![
+                    Record::new(kind::SPAN, 1, 0, 0, 0, 0),
+                    Record::new(kind::EVENT, 2, 0, 7, 5_000, 0),
+                ],
+            ),
+        ],
+    ));
+    clock.refresh();
+    // Interned after the first drain: the next drains' records use them.
+    append_names(dir, 10, "4 s send\n5 e flush\n");
+    let t = newest_tick(clock);
+    out.push((
+        20_000_000_000,
+        vec![
+            (
+                10,
+                0,
+                CLOCK_TSC,
+                vec![
+                    span(4, 0, t + 10, t + 20),
+                    span(1, 2, t + 50, t + 40), /* ends first */
+                    Record::new(kind::EVENT, 5, 0, 3, t + 30, 0),
+                ],
+            ),
+            (
+                10,
+                1,
+                CLOCK_TSC,
+                vec![
+                    span(2, 1, t + 60, u64::MAX / 2), /* after now */
+                    Record::new(99, 1, 0, 0, 0, 0),
+                ],
+            ),
+            (
+                20,
+                2,
+                CLOCK_MONO,
+                vec![
+                    Record::new(kind::SPAN_NS, 1, 0, 1, 3, 9), /* before launch */
+                ],
+            ),
+        ],
+    ));
+    clock.refresh();
+    let t = newest_tick(clock);
+    out.push((
+        30_000_000_000,
+        vec![(
+            10,
+            1,
+            CLOCK_TSC,
+            vec![span(4, 3, t + 5, t + 7), span(1, 3, t + 1, t + 4)],
+        )],
+    ));
+    out
+}
+
+/// What a converter made, in order.
+fn made(conv: &mut Converter) -> String {
+    format!(
+        "{:?}\n{:?}\n{:?}\n{:?}\ninvalid {} first {:?} frames {}",
+        conv.take_named(),
+        conv.spans,
+        conv.counters,
+        conv.events,
+        conv.invalid_records,
+        conv.first_span_ns,
+        conv.frames_seen
+    )
+}
+
+#[test]
+fn records_spilled_then_folded_convert_as_the_drain_converts_them() {
+    let (live_dir, spill_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let clock = TickClock::new();
+    let origin = i64::from_le_bytes(clock.encode_segments(0)[8..16].try_into().unwrap());
+    let origin = f64::from_bits(origin as u64) as i64 - 1_000;
+    let mut recorded_clock = clock.clone();
+    let plan = drains(live_dir.path(), &mut recorded_clock);
+    // The same names files for the spilling run, appended at the same points.
+    let mut live = Converter::new(origin, clock.clone(), Some(live_dir.path().to_owned()));
+    let mut spilling = Converter::new(origin, clock.clone(), Some(spill_dir.path().to_owned()));
+    let spill = spill_dir.path().join("run.framelab-spill");
+    let header = SpillHeader {
+        run_id: 1,
+        origin_mono_ns: origin,
+    };
+    let mut writer = SpillWriter::create(&spill, header).unwrap();
+    writer.clock(0, &clock.encode_segments(0));
+    let names_10 = std::fs::read_to_string(live_dir.path().join("n-10")).unwrap();
+    let names_20 = std::fs::read_to_string(live_dir.path().join("n-20")).unwrap();
+    let (first_10, later_10) = names_10.split_at(names_10.find("4 s").unwrap());
+    append_names(spill_dir.path(), 10, first_10);
+    append_names(spill_dir.path(), 20, &names_20);
+    for (drain_index, (latest, rings)) in plan.iter().enumerate() {
+        if drain_index == 1 {
+            // The clock refreshed, and process 10 interned names, before this drain.
+            for conv in [&mut live, &mut spilling] {
+                let from = conv.clock.segment_count();
+                assert!(conv
+                    .clock
+                    .push_encoded(from, &recorded_clock.encode_segments(from)));
+            }
+            writer.clock(1, &recorded_clock.encode_segments(1));
+            append_names(spill_dir.path(), 10, later_10);
+        }
+        if drain_index == 2 {
+            let from = live.clock.segment_count();
+            for conv in [&mut live, &mut spilling] {
+                assert!(conv
+                    .clock
+                    .push_encoded(from, &recorded_clock.encode_segments(from)));
+            }
+            writer.clock(from, &recorded_clock.encode_segments(from));
+        }
+        live.begin_drain(*latest, live.segments_now());
+        for (pid, thread, clock_kind, records) in rings {
+            live.convert_records(*pid, *clock_kind, *thread, records);
+            writer.records(
+                *pid,
+                *thread,
+                *clock_kind,
+                *latest,
+                spilling.segments_now(),
+                records,
+            );
+        }
+        // The spilling drain reads the names after the records, as the collector does.
+        for pid in [10, 20] {
+            if let Some((at, bytes)) = spilling
+                .names
+                .entry(pid)
+                .or_default()
+                .refresh(spill_dir.path(), pid)
+            {
+                writer.names(pid, at, &bytes);
+            }
+        }
+        writer.write().unwrap();
+    }
+    let expected = made(&mut live);
+    assert!(expected.contains("invalid 6"), "{expected}");
+
+    // Folded at the end by the converter that spilled (names already read, none read again).
+    spilling.read_names_from(None);
+    let (_, file) = super::file::open(&spill).unwrap().unwrap();
+    let end = read_chunks(file, |chunk| {
+        if let Chunk::Records {
+            pid,
+            thread,
+            clock,
+            latest_end_ns,
+            segments,
+            records,
+        } = chunk
+        {
+            spilling.begin_drain(latest_end_ns, segments);
+            spilling.convert_records(pid, clock, thread, records);
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(end, SpillEnd::Whole);
+    assert_eq!(made(&mut spilling), expected);
+
+    // Folded from the spill alone, as the next open of a killed run's file does.
+    let mut alone = Converter::new(origin, TickClock::replayed(), None);
+    let (read_header, file) = super::file::open(&spill).unwrap().unwrap();
+    assert_eq!(read_header, header);
+    read_chunks(file, |chunk| {
+        match chunk {
+            Chunk::Names { pid, at, bytes } => {
+                assert!(alone.names.entry(pid).or_default().feed_at(at, bytes))
+            }
+            Chunk::Clock { first, segments } => assert!(alone.clock.push_encoded(first, segments)),
+            Chunk::Records {
+                pid,
+                thread,
+                clock,
+                latest_end_ns,
+                segments,
+                records,
+            } => {
+                alone.begin_drain(latest_end_ns, segments);
+                alone.convert_records(pid, clock, thread, records);
+            }
+            Chunk::Thread { .. } => {}
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(made(&mut alone), expected);
+}
+
+#[test]
+fn a_spill_cut_mid_chunk_gives_its_whole_chunks_and_counts_the_cut_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut-spill");
+    let mut writer = SpillWriter::create(
+        &path,
+        SpillHeader {
+            run_id: 3,
+            origin_mono_ns: 0,
+        },
+    )
+    .unwrap();
+    let records: Vec<Record> = (0..10)
+        .map(|i| Record::new(kind::SPAN, 1, 0, i, i, i + 1))
+        .collect();
+    writer.records(1, 0, CLOCK_MONO, 0, 1, &records[..4]);
+    writer.names(1, 0, b"1 s a\n");
+    writer.records(1, 0, CLOCK_MONO, 0, 1, &records[4..]);
+    writer.write().unwrap();
+    drop(writer);
+    let len = std::fs::metadata(&path).unwrap().len();
+    // A kill during the last write: 40 bytes of its 6 records are missing.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(len - 40)
+        .unwrap();
+    let (_, file) = super::file::open(&path).unwrap().unwrap();
+    let mut got = Vec::new();
+    let end = read_chunks(file, |chunk| {
+        if let Chunk::Records { records, .. } = chunk {
+            got.extend(records.iter().map(|r| r.frame));
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(got, [0, 1, 2, 3]);
+    assert_eq!(end, SpillEnd::Cut { records: 6 });
+
+    // Garbage: not a spill at all, or a chunk of no kind.
+    std::fs::write(
+        &path,
+        b"this is not a spill, only words of the right length..",
+    )
+    .unwrap();
+    let problem = super::file::open(&path).unwrap_err().to_string();
+    assert!(problem.contains("not a framelab spill"), "{problem}");
+    let mut bytes = super::file::MAGIC.to_vec();
+    bytes.resize(32, 0);
+    bytes.extend_from_slice(&[7u8; 40]);
+    std::fs::write(&path, bytes).unwrap();
+    let (_, file) = super::file::open(&path).unwrap().unwrap();
+    let problem = read_chunks(file, |_| Ok(())).unwrap_err().to_string();
+    assert!(problem.contains("chunk at byte 32"), "{problem}");
+}
+
+#[test]
+fn a_spill_is_made_once_and_locked_while_its_recorder_holds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("locked-spill");
+    let header = SpillHeader {
+        run_id: 1,
+        origin_mono_ns: 0,
+    };
+    let writer = SpillWriter::create(&path, header).unwrap();
+    assert!(
+        SpillWriter::create(&path, header).is_err(),
+        "never over an existing spill"
+    );
+    let (_, file) = super::file::open(&path).unwrap().unwrap();
+    assert!(super::file::held_by_recorder(&file));
+    drop(writer);
+    let (_, file) = super::file::open(&path).unwrap().unwrap();
+    assert!(!super::file::held_by_recorder(&file));
+}
