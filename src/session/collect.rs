@@ -924,17 +924,8 @@ impl Collector {
         };
         let spilled_then_held = file.chain(head).chain(records);
         let folded = crate::spill::file::read_chunks(spilled_then_held, |chunk| {
-            if let crate::spill::file::Chunk::Records {
-                pid,
-                thread,
-                clock,
-                latest_end_ns,
-                segments,
-                records,
-            } = chunk
-            {
-                self.conv.begin_drain(latest_end_ns, segments);
-                self.conv.convert_records(pid, clock, thread, records);
+            if let crate::spill::file::Chunk::Records(drained) = chunk {
+                self.conv.convert_drained(&drained);
                 if self.conv.held() >= FOLD_HOLD_RECORDS {
                     // At the writer's pace: a few batches queued, not the whole spill.
                     while self.writer.spans_in_flight() >= FOLD_BATCHES_QUEUED {

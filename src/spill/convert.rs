@@ -119,6 +119,12 @@ impl Converter {
         self.ids.insert(pid, ids);
     }
 
+    /// A spilled chunk, converted as the drain that spilled it would have.
+    pub fn convert_drained(&mut self, chunk: &super::file::Drained) {
+        self.begin_drain(chunk.latest_end_ns, chunk.segments);
+        self.convert_records(chunk.pid, chunk.clock, chunk.thread, chunk.records);
+    }
+
     #[inline]
     fn to_ns(&self, ticks: u64, clock_kind: u32) -> i64 {
         // Saturating: the values are the program's, and may be anything.

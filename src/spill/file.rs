@@ -224,14 +224,7 @@ impl SpillWriter {
 
 /// One chunk as a fold reads it.
 pub enum Chunk<'a> {
-    Records {
-        pid: u32,
-        thread: u32,
-        clock: u32,
-        latest_end_ns: i64,
-        segments: usize,
-        records: &'a [Record],
-    },
+    Records(Drained<'a>),
     Names {
         pid: u32,
         at: u64,
@@ -247,6 +240,17 @@ pub enum Chunk<'a> {
         tid: u32,
         name: String,
     },
+}
+
+/// A ring's records as one drain spilled them, with what converting them needs: the
+/// drain's latest span end and the clock segments there were then.
+pub struct Drained<'a> {
+    pub pid: u32,
+    pub thread: u32,
+    pub clock: u32,
+    pub latest_end_ns: i64,
+    pub segments: usize,
+    pub records: &'a [Record],
 }
 
 /// How reading a spill ended.
@@ -339,14 +343,14 @@ pub fn read_chunks(
                     });
                 }
                 unsafe { records.set_len(count) };
-                each(Chunk::Records {
+                each(Chunk::Records(Drained {
                     pid,
                     thread,
                     clock,
                     latest_end_ns: at,
                     segments,
                     records: &records,
-                })?;
+                }))?;
             }
             NAMES | CLOCK | THREAD => {
                 bytes.resize(len, 0);

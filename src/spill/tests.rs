@@ -211,17 +211,8 @@ fn records_spilled_then_folded_convert_as_the_drain_converts_them() {
     spilling.read_names_from(None);
     let (_, file) = super::file::open(&spill).unwrap().unwrap();
     let end = read_chunks(file, |chunk| {
-        if let Chunk::Records {
-            pid,
-            thread,
-            clock,
-            latest_end_ns,
-            segments,
-            records,
-        } = chunk
-        {
-            spilling.begin_drain(latest_end_ns, segments);
-            spilling.convert_records(pid, clock, thread, records);
+        if let Chunk::Records(drained) = chunk {
+            spilling.convert_drained(&drained);
         }
         Ok(())
     })
@@ -239,17 +230,7 @@ fn records_spilled_then_folded_convert_as_the_drain_converts_them() {
                 assert!(alone.names.entry(pid).or_default().feed_at(at, bytes))
             }
             Chunk::Clock { first, segments } => assert!(alone.clock.push_encoded(first, segments)),
-            Chunk::Records {
-                pid,
-                thread,
-                clock,
-                latest_end_ns,
-                segments,
-                records,
-            } => {
-                alone.begin_drain(latest_end_ns, segments);
-                alone.convert_records(pid, clock, thread, records);
-            }
+            Chunk::Records(drained) => alone.convert_drained(&drained),
             Chunk::Thread { .. } => {}
         }
         Ok(())
@@ -289,8 +270,8 @@ fn a_spill_cut_mid_chunk_gives_its_whole_chunks_and_counts_the_cut_one() {
     let (_, file) = super::file::open(&path).unwrap().unwrap();
     let mut got = Vec::new();
     let end = read_chunks(file, |chunk| {
-        if let Chunk::Records { records, .. } = chunk {
-            got.extend(records.iter().map(|r| r.frame));
+        if let Chunk::Records(drained) = chunk {
+            got.extend(drained.records.iter().map(|r| r.frame));
         }
         Ok(())
     })

@@ -150,21 +150,14 @@ fn fold_into(
                         .inspect_err(|_| write_failed = true)?;
                 }
             }
-            Chunk::Records {
-                pid,
-                thread,
-                clock,
-                latest_end_ns,
-                segments,
-                records: chunk,
-            } => {
-                let ticks = clock == wire::CLOCK_TSC;
-                if ticks && (segments == 0 || segments > conv.clock.segment_count()) {
+            Chunk::Records(drained) => {
+                let ticks = drained.clock == wire::CLOCK_TSC;
+                if ticks && (drained.segments == 0 || drained.segments > conv.clock.segment_count())
+                {
                     anyhow::bail!("records use clock segments it does not hold");
                 }
-                conv.begin_drain(latest_end_ns, segments);
-                conv.convert_records(pid, clock, thread, chunk);
-                records += chunk.len() as u64;
+                conv.convert_drained(&drained);
+                records += drained.records.len() as u64;
                 if conv.held() >= HOLD_RECORDS {
                     write_out(&mut conv, &mut writer).inspect_err(|_| write_failed = true)?;
                 }
