@@ -98,8 +98,8 @@ fn a_framelab_killed_while_spilling_leaves_every_drained_record_to_the_next_open
     let (_, file) = framelab::spill::file::open(&spill).unwrap().unwrap();
     let mut spilled = 0u64;
     framelab::spill::file::read_chunks(file, |chunk| {
-        if let framelab::spill::file::Chunk::Records { records, .. } = chunk {
-            spilled += records.len() as u64;
+        if let framelab::spill::file::Chunk::Records(drained) = chunk {
+            spilled += drained.records.len() as u64;
         }
         Ok(())
     })
