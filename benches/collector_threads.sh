@@ -6,6 +6,7 @@
 #   benches/collector_threads.sh [FRAMELAB] [RATE] [SECONDS]
 #
 # FRAMELAB defaults to target/release/framelab; the producer is target/release/examples/testprog.
+# RUN_ARGS adds options to `framelab run` (e.g. RUN_ARGS='--no-sample nvml').
 set -euo pipefail
 framelab=${1:-target/release/framelab}
 rate=${2:-100000}
@@ -13,7 +14,8 @@ seconds=${3:-10}
 testprog=${TESTPROG:-target/release/examples/testprog}
 out=$(mktemp -d /tmp/framelab-threads.XXXXXX)
 trap '[[ -n ${KEEP:-} ]] || rm -rf "$out"' EXIT
-"$framelab" run -o "$out/run.framelab" -- "$testprog" rate "$rate" "$seconds" >/dev/null 2>&1 &
+# shellcheck disable=SC2086 # RUN_ARGS is options, split on purpose.
+"$framelab" run ${RUN_ARGS:-} -o "$out/run.framelab" -- "$testprog" rate "$rate" "$seconds" >/dev/null 2>&1 &
 pid=$!
 # ns on a CPU and times it was switched to (schedstat: run ns, wait ns, timeslices) of each
 # thread, by name (threads of one name summed): a timeslice is a wakeup, so CPU ÷ timeslices
