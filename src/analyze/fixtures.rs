@@ -16,6 +16,16 @@ pub fn span(frame: u64, stage: u16, thread: u32, start_ns: i64, dur_ns: i64) -> 
     }
 }
 
+/// A timeline as the scheduler's tracepoints give it: exact (1 ns), these slices.
+pub fn traced(slices: Vec<crate::sched::SchedSlice>) -> crate::sched::SchedTimeline {
+    crate::sched::SchedTimeline {
+        source: crate::sched::SchedSource::Tracepoints,
+        resolution_ns: 1,
+        slices,
+        ..crate::sched::SchedTimeline::default()
+    }
+}
+
 /// Budget 10 ms (100 fps), window [20 ms, 100 ms]. Frames 0–10; frame i captures at i·10 ms
 /// (1 ms, thread 0, process 100), encodes from i·10 + 2 ms (5 ms, thread 1, process 200) and
 /// sends 0.5 ms from i·10 + 8 ms (thread 0): end i·10 + 8.5 ms, total 8.5 ms.

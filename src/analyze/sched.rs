@@ -1357,12 +1357,7 @@ mod tests {
                 by: "hog".into(),
             });
         }
-        run.sched = Some(SchedTimeline {
-            source: SchedSource::Tracepoints,
-            resolution_ns: 1,
-            slices,
-            ..SchedTimeline::default()
-        });
+        run.sched = Some(crate::analyze::fixtures::traced(slices));
         run
     }
 
@@ -1493,12 +1488,7 @@ mod on_cpu_tests {
                 by: if k % 2 == 0 { "hog" } else { "" }.into(),
             });
         }
-        run.sched = Some(SchedTimeline {
-            source: SchedSource::Tracepoints,
-            resolution_ns: 1,
-            slices,
-            ..SchedTimeline::default()
-        });
+        run.sched = Some(crate::analyze::fixtures::traced(slices));
         run
     }
 
@@ -1733,12 +1723,7 @@ mod sums_tests {
                 dur_ns: 1 + next(15 * US),
             });
         }
-        run.sched = Some(SchedTimeline {
-            source: SchedSource::Tracepoints,
-            resolution_ns: 1,
-            slices,
-            ..SchedTimeline::default()
-        });
+        run.sched = Some(crate::analyze::fixtures::traced(slices));
         run
     }
 

@@ -899,7 +899,7 @@ fn adversarial_values_give_the_same_reports_without_a_frame_table() {
 /// `run` with a tracepoint timeline: each span on a CPU for three quarters of it, then
 /// runnable (a slice each; the rest of the time idle).
 fn with_timeline(mut run: Run) -> Run {
-    use crate::sched::{SchedSlice, SchedSource, SchedTimeline};
+    use crate::sched::SchedSlice;
     let mut slices: Vec<SchedSlice> = (run.spans.iter())
         .filter(|s| s.dur_ns > 0)
         .map(|s| SchedSlice {
@@ -912,12 +912,7 @@ fn with_timeline(mut run: Run) -> Run {
         })
         .collect();
     slices.sort_by_key(|s| (s.tid, s.start_ns));
-    run.sched = Some(SchedTimeline {
-        source: SchedSource::Tracepoints,
-        resolution_ns: 1,
-        slices,
-        ..SchedTimeline::default()
-    });
+    run.sched = Some(crate::analyze::fixtures::traced(slices));
     run
 }
 
