@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::sample::files::Reread;
+
 /// CPU times in nanoseconds; `children_*` are of reaped children (cutime/cstime).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CpuTimes {
@@ -44,7 +46,7 @@ pub struct Procfs {
 /// (`ESRCH`), the descriptor is dropped, and the next read opens the path again (which may
 /// then name a new process of that pid, as a read by path always did).
 #[derive(Debug, Default)]
-struct OpenStats(std::cell::RefCell<std::collections::HashMap<u32, std::fs::File>>);
+struct OpenStats(std::cell::RefCell<std::collections::HashMap<u32, Reread>>);
 
 /// At most this many kept open: descriptors are the process's to spend (a soft limit of
 /// 1024 is common), not the accounting's.
@@ -62,16 +64,15 @@ impl OpenStats {
     /// when it cannot be read.
     fn read(&self, root: &Path, pid: u32) -> Option<String> {
         let mut files = self.0.borrow_mut();
-        if !files.contains_key(&pid) {
-            let file = std::fs::File::open(root.join(pid.to_string()).join("stat")).ok()?;
-            if files.len() >= MAX_OPEN_STATS {
-                // Mostly processes that ended and are not read again (a build's
-                // compilers): start afresh rather than keep them.
-                files.clear();
-            }
-            files.insert(pid, file);
+        if !files.contains_key(&pid) && files.len() >= MAX_OPEN_STATS {
+            // Mostly processes that ended and are not read again (a build's compilers):
+            // start afresh rather than keep them.
+            files.clear();
         }
-        let text = files.get(&pid).and_then(read_from_start);
+        let file = files
+            .entry(pid)
+            .or_insert_with(|| Reread::new(root.join(pid.to_string()).join("stat")));
+        let text = file.read().ok().map(str::to_owned);
         if text.is_none() {
             files.remove(&pid);
         }
@@ -230,34 +231,6 @@ impl Procfs {
     pub fn exists(&self, pid: u32) -> bool {
         self.root.join(pid.to_string()).exists()
     }
-}
-
-/// An open /proc file's text, read again from offset 0 (the kernel regenerates it). A
-/// short read is the end: asking again at an offset makes the kernel regenerate the text
-/// just to find that offset.
-fn read_from_start(file: &std::fs::File) -> Option<String> {
-    use std::os::unix::fs::FileExt;
-    let mut text = vec![0u8; 1024];
-    let mut filled = 0;
-    loop {
-        match file.read_at(&mut text[filled..], filled as u64) {
-            Ok(n) => {
-                filled += n;
-                if filled < text.len() {
-                    break;
-                }
-                text.resize(text.len() * 2, 0);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
-    text.truncate(filled);
-    // A process being reaped reads as empty: gone, not a text to parse.
-    if filled == 0 {
-        return None;
-    }
-    String::from_utf8(text).ok()
 }
 
 /// A /proc file's text: open, read until the end, close. Not `fs::read_to_string`, which
