@@ -15,7 +15,7 @@ use super::accounting::Accounting;
 use super::dir::SessionDir;
 use super::dirwatch::DirWatch;
 use super::rings::{OpenError, Ring};
-use super::spilling::Spilling;
+use super::spilling::{DrainAt, Spilling};
 use super::wake::{Waited, WakeWord};
 use super::write::{Write, WriterThread};
 use crate::model::{
@@ -66,6 +66,8 @@ pub struct Collector {
     /// The run file, where the records may be spilled once the window has opened
     /// (`spill_beside`); taken when the spill starts.
     spill_beside: Option<PathBuf>,
+    /// A progress line shows the frames seen: the spilling drain counts them.
+    spill_counts_frames: bool,
     /// Records kept raw until the end (`start_spill`).
     spill: Option<Spilling>,
     last_scan: Option<Instant>,
@@ -147,6 +149,7 @@ impl Collector {
             scratch: Vec::new(),
             events_paired: 0,
             spill_beside: None,
+            spill_counts_frames: false,
             spill: None,
             last_scan: None,
             dir_watch,
@@ -281,8 +284,11 @@ impl Collector {
 
     /// Records may be spilled beside `run_file` once the window has settled: nothing during
     /// this run needs them converted (no `--live`, `--frames`, `--warmup-frames`, probes).
-    pub fn spill_beside(&mut self, run_file: &std::path::Path) {
+    /// With a progress line (`counts_frames`) the spilling drain reads the records to count
+    /// frames; without one it reads none.
+    pub fn spill_beside(&mut self, run_file: &std::path::Path, counts_frames: bool) {
         self.spill_beside = Some(run_file.to_owned());
+        self.spill_counts_frames = counts_frames;
     }
 
     /// The window has opened for good: from now on, when allowed, the rings' records go to
@@ -303,7 +309,16 @@ impl Collector {
             .rings
             .iter()
             .filter_map(|r| Some((r.thread_index?, r.pid, r.tid, r.thread_name.as_str())));
-        match Spilling::start(&run_file, header, &self.conv, self.session.path(), threads) {
+        let counts_frames = self.spill_counts_frames;
+        let session = self.session.path();
+        match Spilling::start(
+            &run_file,
+            header,
+            &self.conv,
+            session,
+            threads,
+            counts_frames,
+        ) {
             Ok(spill) => self.spill = Some(spill),
             Err(e) => log::debug!("records converted as they come: {e}"),
         }
@@ -381,21 +396,31 @@ impl Collector {
         // Taken out while their records are converted (which needs the collector).
         let mut rings = std::mem::take(&mut self.rings);
         let mut buffer = std::mem::take(&mut self.scratch);
-        for (index, ring) in rings.iter_mut().enumerate() {
-            let (pid, clock, thread) = (ring.pid, ring.clock, ring.thread_index.unwrap_or(0));
-            let drained = match self.spill.as_mut() {
-                Some(spill) => {
-                    let conv = &self.conv;
-                    ring.drain(&mut buffer, max_dropped, |records| {
-                        spill.keep(pid, thread, clock, latest_end_ns, segments, records, conv);
-                        true
-                    })
-                }
-                None => ring.drain(&mut buffer, max_dropped, |records| {
-                    self.conv.convert_records(pid, clock, thread, records);
-                    true
-                }),
+        let mut outcomes = Vec::with_capacity(rings.len());
+        if let Some(spill) = self.spill.as_mut() {
+            let at = DrainAt {
+                max_dropped,
+                latest_end_ns,
+                segments,
             };
+            let (spilled, written) = spill.drain(&mut rings, at, &mut self.conv, &mut buffer);
+            outcomes = spilled;
+            // A spill that cannot be written is folded: the rings not drained into it are
+            // converted below, as a drain without a spill converts them.
+            if let Err(e) = self.spilled_or_stop(written) {
+                (self.rings, self.scratch) = (rings, buffer);
+                return Err(e);
+            }
+            self.conv.begin_drain(latest_end_ns, segments);
+        }
+        for ring in &mut rings[outcomes.len()..] {
+            let (pid, clock, thread) = (ring.pid, ring.clock, ring.thread_index.unwrap_or(0));
+            outcomes.push(ring.drain(&mut buffer, max_dropped, |records| {
+                self.conv.convert_records(pid, clock, thread, records);
+                true
+            }));
+        }
+        for (index, (ring, drained)) in rings.iter_mut().zip(outcomes).enumerate() {
             let got = match drained {
                 Ok(got) => got,
                 Err(problem) => {
@@ -415,11 +440,6 @@ impl Collector {
         }
         self.rings = rings;
         self.scratch = buffer;
-        if let Some(spill) = self.spill.as_mut() {
-            // The names the spilled records need, read after them, then one write.
-            let written = spill.end_drain(&mut self.conv, self.session.path());
-            self.spilled_or_stop(written)?;
-        }
         self.say_conversion_warnings();
         for (index, problem) in finished.into_iter().rev() {
             let ring = self.rings.swap_remove(index);
@@ -667,8 +687,7 @@ impl Collector {
                     self.writer.send(Write::Thread(thread))?;
                     ring.thread_index = Some(self.threads_added);
                     self.threads_added += 1;
-                    let names = self.conv.names.entry(ring.pid).or_default();
-                    let read = names.refresh(self.session.path(), ring.pid);
+                    let read = self.conv.refresh_names(ring.pid);
                     if let Some(spill) = self.spill.as_mut() {
                         spill.new_thread(&ring, read);
                     }
@@ -791,6 +810,9 @@ impl Collector {
 
     /// A ring whose thread is done: record its drop count and remove the file.
     fn retire(&mut self, ring: &Ring) -> Result<()> {
+        if !self.rings.iter().any(|r| r.pid == ring.pid) {
+            self.conv.close_names_file(ring.pid);
+        }
         let dropped = ring.dropped();
         self.meta.dropped_events += dropped;
         if let Some(thread) = ring.thread_index {
@@ -804,7 +826,7 @@ impl Collector {
     pub fn commit(&mut self) -> Result<()> {
         self.note_loaded_files();
         if let Some(spill) = self.spill.as_mut() {
-            let written = spill.refresh_names(&mut self.conv, self.session.path());
+            let written = spill.refresh_names(&mut self.conv);
             self.spilled_or_stop(written)?;
         }
         self.flush()?;
@@ -849,8 +871,9 @@ impl Collector {
             facts.probe_busiest_thread = finished.busiest_thread;
             facts.probe_pairs = probes.pairs.finish();
         }
-        for (&pid, names) in self.conv.names.iter_mut() {
-            names.refresh(self.session.path(), pid);
+        let pids: Vec<u32> = self.conv.names.keys().copied().collect();
+        for pid in pids {
+            self.conv.refresh_names(pid);
         }
         self.meta.names_refused = self.conv.names.values().map(|n| n.refused).sum();
         // Users whose processes recorded nothing: they could not write the session.

@@ -26,6 +26,11 @@ impl ProgressLine {
         ProgressLine(Some(Arc::new(Mutex::new(progress))))
     }
 
+    /// Whether a line is shown (then the frames seen are counted while spilling).
+    pub fn is_shown(&self) -> bool {
+        self.0.is_some()
+    }
+
     /// Tells the progress `what`, when there is one to tell.
     pub(super) fn tell(&self, what: impl FnOnce(&mut dyn RunProgress)) {
         if let Some(Ok(mut progress)) = self.0.as_ref().map(|p| p.lock()) {

@@ -18,7 +18,15 @@ use framelab_probe::wire::{self, Record, RingHeader};
 
 /// Records read and handed over at a time: 32 KiB, within the first-level cache while they
 /// are converted.
-const CHUNK_RECORDS: u64 = 1024;
+pub const CHUNK_RECORDS: u64 = 1024;
+
+/// The records from `index` up to `head` that lie together in the array from `index` on,
+/// at most `most`: (slot, count); `None` at `head`.
+fn piece(index: u64, head: u64, capacity: u64, most: u64) -> Option<(u64, u64)> {
+    let slot = index & (capacity - 1);
+    let count = head.wrapping_sub(index).min(capacity - slot).min(most);
+    (count > 0).then_some((slot, count))
+}
 
 /// One thread's ring, read through its file descriptor.
 pub struct Ring {
@@ -89,6 +97,15 @@ fn read_header(file: &File) -> Option<([u8; wire::HEADER_BYTES], Header)> {
     fence(Acquire);
     let header = Header::parse(&bytes);
     Some((bytes, header))
+}
+
+/// What one drain takes from a ring: its records `[tail, head)`, and the header's drop
+/// count and closed flag, taken only once those records are the collector's.
+#[derive(Clone, Copy, Debug)]
+pub struct Planned {
+    head: u64,
+    dropped: u64,
+    closed: bool,
 }
 
 /// Why a ring file cannot be read at all.
@@ -199,59 +216,113 @@ impl Ring {
     /// giving up on the run). On a ring the program damaged (truncated, header
     /// overwritten), says what is wrong once what was read before the damage showed was
     /// handed over; the ring must not be read again.
-    ///
-    /// A truncated file shows as a read that ends early (no size check first: one system
-    /// call per idle ring and tick is the whole cost of an idle ring).
     pub fn drain(
         &mut self,
         buffer: &mut Vec<Record>,
         max_dropped: u64,
-        mut each: impl FnMut(&[Record]) -> bool,
+        each: impl FnMut(&[Record]) -> bool,
     ) -> Result<u64, String> {
+        let plan = self.plan(max_dropped)?;
+        let handed = self.read_planned(&plan, CHUNK_RECORDS, buffer, each)?;
+        if handed < self.planned(&plan) {
+            return Ok(handed);
+        }
+        self.take(&plan)
+    }
+
+    /// What a drain takes now: the header read (again once it says closed: that head is
+    /// its last) and checked against the last one. Nothing changes until `take`.
+    ///
+    /// A truncated file shows as a read that ends early (no size check first: one system
+    /// call per idle ring and tick is the whole cost of an idle ring).
+    pub fn plan(&self, max_dropped: u64) -> Result<Planned, String> {
         let Some((_, mut header)) = read_header(&self.file) else {
             return Err(self.cut());
         };
         if header.closed == 1 {
-            // Read again now that it is known closed: this head is its last.
             match read_header(&self.file) {
                 Some((_, again)) => header = again,
                 None => return Err(self.cut()),
             }
         }
         self.check(&header, max_dropped)?;
-        let head = header.head;
+        Ok(Planned {
+            head: header.head,
+            dropped: header.dropped,
+            closed: header.closed == 1,
+        })
+    }
+
+    /// Records the plan takes.
+    pub fn planned(&self, plan: &Planned) -> u64 {
+        plan.head.wrapping_sub(self.tail)
+    }
+
+    /// Where the plan's records lie in the file, as (byte offset, bytes): each contiguous
+    /// part (up to the end of the array, then from its start) cut into pieces of at most
+    /// `most` records, the pieces `read_planned` hands over with the same `most`.
+    pub fn parts(&self, plan: &Planned, most: u64) -> impl Iterator<Item = (u64, usize)> {
+        let (capacity, head) = (self.capacity, plan.head);
+        let size = std::mem::size_of::<Record>() as u64;
         let mut index = self.tail;
-        while index != head {
-            // One read per contiguous part (up to the end of the array, then from its
-            // start), cut into chunks.
-            let slot = index & (self.capacity - 1);
-            let count = (head.wrapping_sub(index))
-                .min(self.capacity - slot)
-                .min(CHUNK_RECORDS);
+        std::iter::from_fn(move || {
+            let (slot, count) = piece(index, head, capacity, most)?;
+            index = index.wrapping_add(count);
+            Some((
+                wire::HEADER_BYTES as u64 + slot * size,
+                (count * size) as usize,
+            ))
+        })
+    }
+
+    /// The plan's records handed to `each`, up to `most` at a time read into `buffer`;
+    /// how many were handed before `each` said stop. The file cut short: what was read
+    /// before is handed, then the error.
+    pub fn read_planned(
+        &self,
+        plan: &Planned,
+        most: u64,
+        buffer: &mut Vec<Record>,
+        mut each: impl FnMut(&[Record]) -> bool,
+    ) -> Result<u64, String> {
+        let mut index = self.tail;
+        while let Some((slot, count)) = piece(index, plan.head, self.capacity, most) {
             buffer.clear();
             if !self.read_records(buffer, slot, count as usize) {
                 return Err(self.cut());
             }
             index = index.wrapping_add(count);
             if !each(buffer) {
-                return Ok(index.wrapping_sub(self.tail));
+                break;
             }
         }
-        let got = head.wrapping_sub(self.tail);
+        Ok(index.wrapping_sub(self.tail))
+    }
+
+    /// The plan's records are the collector's now (handed over, or in the spill): the tail
+    /// written back, the header's drop count and closed flag taken. How many it took.
+    pub fn take(&mut self, plan: &Planned) -> Result<u64, String> {
+        let got = self.planned(plan);
         if got > 0 {
             let tail_at = offset_of!(RingHeader, tail) as u64;
             if self
                 .file
-                .write_all_at(&head.to_ne_bytes(), tail_at)
+                .write_all_at(&plan.head.to_ne_bytes(), tail_at)
                 .is_err()
             {
                 return Err("its tail could not be written back".into());
             }
         }
-        self.tail = head;
-        self.dropped = header.dropped;
-        self.closed = header.closed == 1;
+        self.tail = plan.head;
+        self.dropped = plan.dropped;
+        self.closed = plan.closed;
         Ok(got)
+    }
+
+    /// The ring's file, for a copy of the plan's `parts` that passes no record through
+    /// framelab (`sendfile`).
+    pub fn file(&self) -> &File {
+        &self.file
     }
 
     /// What a read that ended early says: how far the file was cut.
@@ -313,31 +384,14 @@ mod tests {
     /// A ring of `capacity` records whose collector has read up to `tail`, with records
     /// `tail..head` published (record i of frame i, in slot i mod capacity).
     fn ring_file_of(dir: &Path, capacity: u64, tail: u64, head: u64) -> PathBuf {
-        let path = dir.join("r-1-2");
-        let file = File::create(&path).unwrap();
-        file.set_len(wire::ring_file_bytes(capacity) as u64)
-            .unwrap();
-        let put = |at: usize, bytes: &[u8]| file.write_all_at(bytes, at as u64).unwrap();
-        put(
-            offset_of!(RingHeader, magic),
-            &wire::RING_MAGIC.to_ne_bytes(),
-        );
-        put(
-            offset_of!(RingHeader, version),
-            &wire::WIRE_VERSION.to_ne_bytes(),
-        );
-        put(offset_of!(RingHeader, pid), &1u32.to_ne_bytes());
-        put(offset_of!(RingHeader, tid), &2u32.to_ne_bytes());
-        put(offset_of!(RingHeader, capacity), &capacity.to_ne_bytes());
-        put(offset_of!(RingHeader, head), &head.to_ne_bytes());
-        put(offset_of!(RingHeader, tail), &tail.to_ne_bytes());
-        for i in tail..head {
-            let r = Record::new(1, 1, 0, i, 10, 20);
-            let bytes: [u8; 32] = unsafe { std::mem::transmute(r) };
-            let slot = (i & (capacity - 1)) as usize;
-            put(wire::HEADER_BYTES + slot * 32, &bytes);
-        }
-        path
+        let mut ring = fixture::RingFile::create(dir, 1, 2, capacity);
+        ring.set(offset_of!(RingHeader, tail), tail);
+        ring.head = tail;
+        let records: Vec<Record> = (tail..head)
+            .map(|i| Record::new(1, 1, 0, i, 10, 20))
+            .collect();
+        ring.publish(&records);
+        ring.path
     }
 
     /// Every record a drain hands over, its chunks joined.
@@ -435,5 +489,80 @@ mod tests {
             .unwrap();
         let problem = drain_all(&mut ring).unwrap_err();
         assert!(problem.contains("cut to 100"), "{problem}");
+    }
+}
+
+/// Ring files as the SDK writes them, for tests of what reads them.
+#[cfg(test)]
+pub(crate) mod fixture {
+    use super::*;
+
+    pub struct RingFile {
+        pub path: PathBuf,
+        file: File,
+        capacity: u64,
+        /// Records published so far.
+        pub head: u64,
+    }
+
+    impl RingFile {
+        /// `r-PID-TID` in `dir`, empty, of `capacity` records.
+        pub fn create(dir: &Path, pid: u32, tid: u32, capacity: u64) -> RingFile {
+            let path = dir.join(format!("r-{pid}-{tid}"));
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)
+                .unwrap();
+            file.set_len(wire::ring_file_bytes(capacity) as u64)
+                .unwrap();
+            let ring = RingFile {
+                path,
+                file,
+                capacity,
+                head: 0,
+            };
+            ring.set(offset_of!(RingHeader, magic), wire::RING_MAGIC);
+            ring.put(
+                offset_of!(RingHeader, version),
+                &wire::WIRE_VERSION.to_ne_bytes(),
+            );
+            ring.put(offset_of!(RingHeader, pid), &pid.to_ne_bytes());
+            ring.put(offset_of!(RingHeader, tid), &tid.to_ne_bytes());
+            ring.set(offset_of!(RingHeader, capacity), capacity);
+            ring
+        }
+
+        pub fn put(&self, at: usize, bytes: &[u8]) {
+            self.file.write_all_at(bytes, at as u64).unwrap();
+        }
+
+        /// A 64-bit header field.
+        pub fn set(&self, at: usize, value: u64) {
+            self.put(at, &value.to_ne_bytes());
+        }
+
+        /// `records` written after those published, then the head moved past them.
+        pub fn publish(&mut self, records: &[Record]) {
+            for r in records {
+                // SAFETY: a Record is four integers with no padding.
+                let bytes: [u8; 32] = unsafe { std::mem::transmute(*r) };
+                let slot = (self.head & (self.capacity - 1)) as usize;
+                self.put(wire::HEADER_BYTES + slot * 32, &bytes);
+                self.head += 1;
+            }
+            self.set(offset_of!(RingHeader, head), self.head);
+        }
+
+        /// The tail the collector wrote back.
+        pub fn tail(&self) -> u64 {
+            let mut bytes = [0u8; 8];
+            self.file
+                .read_exact_at(&mut bytes, offset_of!(RingHeader, tail) as u64)
+                .unwrap();
+            u64::from_ne_bytes(bytes)
+        }
     }
 }

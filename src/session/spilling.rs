@@ -1,8 +1,21 @@
 //! The drain's side of a spill (`spill::file`): each ring's new records kept raw, with what
 //! a fold needs beside them (the names files' bytes as read, the tick clock's segments, the
-//! threads), one write per drain. Frames are counted from the records for the progress
-//! line only (records whose local name is the first stage's): the run's frames are the
-//! fold's.
+//! threads).
+//!
+//! A drain plans every ring (its header read and checked: the records `[tail, head)`), then
+//! reads the names of the processes that have records (after the heads: every name a
+//! record uses is in its file by then), writes those chunks, and copies each ring's records
+//! into the spill with `sendfile`: one copy in the kernel, none through framelab. Only once
+//! a ring's records are all in the spill is its tail written back. A copy that fails leaves
+//! no half chunk (the spill is cut back) and the records in the ring: a ring the program
+//! cut is read as far as it can be and set aside, a spill that cannot be written is the
+//! caller's to fold. Where the kernel refuses `sendfile` for these files, the records are
+//! read (`pread`) and written with the drain's other chunks (one `writev`) for the rest of
+//! the run.
+//!
+//! Frames are counted from the records for the progress line only (records whose local
+//! name is the first stage's; the run's frames are the fold's): without a progress line a
+//! spilling drain reads no record.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -10,32 +23,49 @@ use std::path::Path;
 use anyhow::{anyhow, Result};
 use framelab_probe::wire::{kind, name_kind, Record};
 
+use super::rings::{Planned, Ring, CHUNK_RECORDS};
 use crate::spill::clock::TickClock;
 use crate::spill::convert::Converter;
-use crate::spill::file::{spill_path, SpillHeader, SpillWriter};
+use crate::spill::file::{spill_path, CopyFailed, SpillHeader, SpillWriter, MAX_CHUNK_RECORDS};
 
 pub struct Spilling {
     writer: SpillWriter,
     /// Clock segments the spill holds.
     segments: usize,
+    /// Records go in by `sendfile`; false once the kernel refused it (then read, written).
+    by_sendfile: bool,
+    /// A progress line is shown: frames are counted from the records spilled.
+    counts_frames: bool,
     /// Frames counted in the records spilled (the progress line's).
     pub frames: u64,
     first_stage: Option<String>,
     /// Per process, the first stage's local id, once its names say.
     first_stage_local: HashMap<u32, Option<u16>>,
-    /// Processes whose rings gave records in this drain: their names are read after.
-    fresh_pids: Vec<u32>,
+}
+
+/// When a drain is made: what its headers are checked against, and what its records are
+/// converted with when folded.
+#[derive(Clone, Copy, Debug)]
+pub struct DrainAt {
+    /// No thread drops more than this (one record per ns of the run, and a second).
+    pub max_dropped: u64,
+    /// No span read now ends later than this.
+    pub latest_end_ns: i64,
+    /// The clock's segments now.
+    pub segments: usize,
 }
 
 impl Spilling {
     /// Creates the spill beside `run_file` with what the run has so far: every process's
-    /// names as read, the clock's segments, the threads of the rings open now.
+    /// names as read, the clock's segments, the threads of the rings open now. Frames are
+    /// counted only when `counts_frames` (a progress line shows them).
     pub fn start<'a>(
         run_file: &Path,
         header: SpillHeader,
         conv: &Converter,
         session: &Path,
         threads: impl Iterator<Item = (u32, u32, u32, &'a str)>,
+        counts_frames: bool,
     ) -> std::io::Result<Spilling> {
         let mut writer = SpillWriter::create(&spill_path(run_file), header)?;
         for (&pid, names) in &conv.names {
@@ -53,34 +83,130 @@ impl Spilling {
         Ok(Spilling {
             writer,
             segments: conv.clock.segment_count(),
+            by_sendfile: true,
+            counts_frames,
             frames: 0,
             first_stage: conv
                 .first_stage
                 .and_then(|id| conv.stage_name(id))
                 .map(str::to_owned),
             first_stage_local: HashMap::new(),
-            fresh_pids: Vec::new(),
         })
     }
 
-    /// A chunk of a ring's records, as drained.
-    #[allow(clippy::too_many_arguments)]
-    pub fn keep(
+    /// Drains `rings` into the spill: each ring's outcome in order, as `Ring::drain` gives
+    /// it (records taken, or why the ring must be set aside). When the spill cannot be
+    /// written, the error, with the outcomes of the rings drained before: the rings after
+    /// them still hold their records, for the caller to convert.
+    pub fn drain(
+        &mut self,
+        rings: &mut [Ring],
+        at: DrainAt,
+        conv: &mut Converter,
+        buffer: &mut Vec<Record>,
+    ) -> (Vec<Result<u64, String>>, Result<()>) {
+        let plans: Vec<Result<Planned, String>> =
+            rings.iter().map(|r| r.plan(at.max_dropped)).collect();
+        let mut named: Vec<u32> = Vec::new();
+        for (ring, plan) in rings.iter().zip(&plans) {
+            if matches!(plan, Ok(p) if ring.planned(p) > 0) && !named.contains(&ring.pid) {
+                named.push(ring.pid);
+                self.names_of(ring.pid, conv);
+            }
+        }
+        let mut outcomes = Vec::with_capacity(rings.len());
+        if self.by_sendfile {
+            // The names, clock and thread chunks before the records that need them.
+            if let Err(e) = self.write() {
+                return (outcomes, Err(e));
+            }
+        }
+        for (ring, plan) in rings.iter_mut().zip(plans) {
+            let outcome = match plan {
+                Ok(plan) => match self.copy(ring, &plan, at, conv, buffer) {
+                    Ok(outcome) => outcome,
+                    Err(e) => return (outcomes, Err(e)),
+                },
+                Err(problem) => Err(problem),
+            };
+            outcomes.push(outcome);
+        }
+        // What was read rather than copied, in one write.
+        let written = self.write();
+        (outcomes, written)
+    }
+
+    /// One ring's planned records into the spill, then taken from the ring. `Err` when the
+    /// spill could not take them (the ring still holds them).
+    fn copy(
+        &mut self,
+        ring: &mut Ring,
+        plan: &Planned,
+        at: DrainAt,
+        conv: &Converter,
+        buffer: &mut Vec<Record>,
+    ) -> Result<Result<u64, String>> {
+        if ring.planned(plan) == 0 {
+            return Ok(ring.take(plan));
+        }
+        let (pid, clock, thread) = (ring.pid, ring.clock, ring.thread_index.unwrap_or(0));
+        if self.by_sendfile {
+            let copied = self.writer.records_from(
+                ring.file(),
+                ring.parts(plan, MAX_CHUNK_RECORDS),
+                pid,
+                thread,
+                clock,
+                at.latest_end_ns,
+                at.segments,
+            );
+            match copied {
+                Ok(()) => {
+                    if self.counts_frames {
+                        // Read for the count alone; a ring cut since is found by the next plan.
+                        let _ = ring.read_planned(plan, CHUNK_RECORDS, buffer, |records| {
+                            self.count_frames(pid, records, conv);
+                            true
+                        });
+                    }
+                    return Ok(ring.take(plan));
+                }
+                // Read below as far as it can be, then set aside.
+                Err(CopyFailed::SourceEnded) => {}
+                Err(CopyFailed::Refused(e)) => {
+                    log::debug!("sendfile refused ({e}): the spill's records are read and written from now on");
+                    self.by_sendfile = false;
+                }
+                Err(CopyFailed::Spill(e)) => return Err(self.unwritable(e)),
+            }
+        }
+        // A ring cut short hands what can be read, as a converting drain reads it.
+        let most = match self.by_sendfile {
+            true => CHUNK_RECORDS,
+            false => MAX_CHUNK_RECORDS,
+        };
+        let read = ring.read_planned(plan, most, buffer, |records| {
+            self.keep(pid, thread, clock, at, records, conv);
+            true
+        });
+        Ok(read.and_then(|_| ring.take(plan)))
+    }
+
+    /// A chunk of a ring's records, as read: written with the drain's other chunks.
+    fn keep(
         &mut self,
         pid: u32,
         thread: u32,
         clock: u32,
-        latest_end_ns: i64,
-        segments: usize,
+        at: DrainAt,
         records: &[Record],
         conv: &Converter,
     ) {
         self.writer
-            .records(pid, thread, clock, latest_end_ns, segments, records);
-        if !self.fresh_pids.contains(&pid) {
-            self.fresh_pids.push(pid);
+            .records(pid, thread, clock, at.latest_end_ns, at.segments, records);
+        if self.counts_frames {
+            self.count_frames(pid, records, conv);
         }
-        self.count_frames(pid, records, conv);
     }
 
     fn count_frames(&mut self, pid: u32, records: &[Record], conv: &Converter) {
@@ -111,27 +237,18 @@ impl Spilling {
         }
     }
 
-    /// After a drain: the names of the processes that gave records, read after the records
-    /// (any name they use is in the file by then), then the drain's one write.
-    pub fn end_drain(&mut self, conv: &mut Converter, session: &Path) -> Result<()> {
-        for pid in std::mem::take(&mut self.fresh_pids) {
-            self.names_of(pid, conv, session);
-        }
-        self.write()
-    }
-
     /// Every process's names read again (at each commit): a fold without the collector
     /// has every name the run had.
-    pub fn refresh_names(&mut self, conv: &mut Converter, session: &Path) -> Result<()> {
+    pub fn refresh_names(&mut self, conv: &mut Converter) -> Result<()> {
         let pids: Vec<u32> = conv.names.keys().copied().collect();
         for pid in pids {
-            self.names_of(pid, conv, session);
+            self.names_of(pid, conv);
         }
         self.write()
     }
 
-    fn names_of(&mut self, pid: u32, conv: &mut Converter, session: &Path) {
-        if let Some((at, bytes)) = conv.names.entry(pid).or_default().refresh(session, pid) {
+    fn names_of(&mut self, pid: u32, conv: &mut Converter) {
+        if let Some((at, bytes)) = conv.refresh_names(pid) {
             self.writer.names(pid, at, &bytes);
             if self.first_stage_local.get(&pid) == Some(&None) {
                 self.first_stage_local.remove(&pid);
@@ -149,7 +266,7 @@ impl Spilling {
     }
 
     /// A ring found while spilling: its thread, and its process's names as first read.
-    pub fn new_thread(&mut self, ring: &super::rings::Ring, names: Option<(u64, Vec<u8>)>) {
+    pub fn new_thread(&mut self, ring: &Ring, names: Option<(u64, Vec<u8>)>) {
         if let Some(index) = ring.thread_index {
             self.writer
                 .thread(index, ring.pid, ring.tid, &ring.thread_name);
@@ -160,12 +277,14 @@ impl Spilling {
     }
 
     fn write(&mut self) -> Result<()> {
-        self.writer.write().map_err(|e| {
-            anyhow!(
-                "the records' spill {} could not be written ({e})",
-                self.writer.path().display()
-            )
-        })
+        self.writer.write().map_err(|e| self.unwritable(e))
+    }
+
+    fn unwritable(&self, e: std::io::Error) -> anyhow::Error {
+        anyhow!(
+            "the records' spill {} could not be written ({e})",
+            self.writer.path().display()
+        )
     }
 
     /// The spill, still locked, for the fold (its last chunks not yet written).
@@ -181,35 +300,350 @@ impl Spilling {
 
 #[cfg(test)]
 mod tests {
-    use framelab_probe::wire::{kind, Record, CLOCK_MONO};
+    use std::cell::Cell;
+    use std::fs::File;
+    use std::os::unix::fs::FileExt;
 
+    use framelab_probe::wire::{kind, Record};
+
+    use super::super::rings::fixture::RingFile;
     use super::*;
+    use crate::spill::file::{read_chunks, Chunk, SpillEnd};
 
-    #[test]
-    fn frames_are_counted_from_the_spilled_records_of_the_first_stage() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("n-7"), "1 s decode\n2 s encode\n").unwrap();
-        let mut conv = Converter::new(0, TickClock::replayed(), Some(dir.path().to_owned()));
-        conv.names.entry(7).or_default().refresh(dir.path(), 7);
-        let run = dir.path().join("run.framelab");
+    const AT: DrainAt = DrainAt {
+        max_dropped: 1_000_000,
+        latest_end_ns: i64::MAX,
+        segments: 1,
+    };
+
+    /// A span of process-local name `name`, frame `frame`.
+    fn span(name: u16, frame: u64) -> Record {
+        Record::new(kind::SPAN, name, 0, frame, frame * 10, frame * 10 + 5)
+    }
+
+    fn append(dir: &Path, pid: u32, text: &str) {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(format!("n-{pid}")))
+            .unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+    }
+
+    /// A session directory, its converter and a spill beside a run file in it.
+    fn started(dir: &Path, clock: TickClock, counts_frames: bool) -> (Converter, Spilling) {
+        let conv = Converter::new(0, clock, Some(dir.to_owned()));
         let header = SpillHeader {
             run_id: 1,
             origin_mono_ns: 0,
         };
-        let mut spill =
-            Spilling::start(&run, header, &conv, dir.path(), std::iter::empty()).unwrap();
-        // No span converted yet: the first spilled span names the first stage.
-        let records: Vec<Record> = (0..10)
-            .map(|i| Record::new(kind::SPAN, 1 + (i % 2) as u16, 0, i / 2, i, i + 1))
-            .collect();
-        spill.keep(7, 0, CLOCK_MONO, i64::MAX, 1, &records, &conv);
-        spill.keep(7, 0, CLOCK_MONO, i64::MAX, 1, &records[..3], &conv);
-        spill.end_drain(&mut conv, dir.path()).unwrap();
-        assert_eq!(spill.frames, 5 + 2, "decode's spans: frames");
-        assert_eq!(spill.records(), 13);
-        assert_eq!(conv.frames_seen, 0, "nothing converted");
-        let writer = spill.into_writer();
-        assert!(crate::spill::file::spill_path(&run).exists());
-        drop(writer);
+        let run = dir.join("run.framelab");
+        let spill =
+            Spilling::start(&run, header, &conv, dir, std::iter::empty(), counts_frames).unwrap();
+        (conv, spill)
+    }
+
+    fn open(ring: &RingFile, index: u32) -> Ring {
+        let mut ring = Ring::open(&ring.path).unwrap().unwrap();
+        ring.thread_index = Some(index);
+        ring
+    }
+
+    /// Every chunk of a spill, as (kind, pid, thread, at or first, payload); how it ended.
+    fn chunks(path: &Path) -> (Vec<(char, u32, u32, i64, Vec<u8>)>, SpillEnd) {
+        let (_, file) = crate::spill::file::open(path).unwrap().unwrap();
+        let mut out = Vec::new();
+        let end = read_chunks(file, |chunk| {
+            out.push(match chunk {
+                Chunk::Records(d) => {
+                    let bytes = d.records.iter().flat_map(|r| r.frame.to_le_bytes());
+                    ('r', d.pid, d.thread, d.segments as i64, bytes.collect())
+                }
+                Chunk::Names { pid, at, bytes } => ('n', pid, 0, at as i64, bytes.to_vec()),
+                Chunk::Clock { first, segments } => ('c', 0, 0, first as i64, segments.to_vec()),
+                Chunk::Thread {
+                    index, pid, tid, ..
+                } => ('t', pid, index, tid as i64, vec![]),
+            });
+            Ok(())
+        })
+        .unwrap();
+        (out, end)
+    }
+
+    /// The frames of the records spilled for each thread, in order.
+    fn frames_by_thread(path: &Path) -> HashMap<u32, Vec<u64>> {
+        let (_, file) = crate::spill::file::open(path).unwrap().unwrap();
+        let mut out: HashMap<u32, Vec<u64>> = HashMap::new();
+        read_chunks(file, |chunk| {
+            if let Chunk::Records(d) = chunk {
+                let frames = out.entry(d.thread).or_default();
+                frames.extend(d.records.iter().map(|r| r.frame));
+            }
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    enum Copying {
+        Sendfile,
+        /// The kernel refuses `sendfile` (EINVAL) at its first call.
+        Refused,
+        /// Read and written, as before `sendfile`.
+        Read,
+    }
+
+    fn refused(_: &File, _: &File, _: u64, _: usize) -> std::io::Result<usize> {
+        Err(std::io::Error::from_raw_os_error(libc::EINVAL))
+    }
+
+    /// A scripted run: three rings of two processes (8 records each, so they wrap), four
+    /// drains, names interned and clock segments added between them; the spill's bytes.
+    fn scripted_spill(copying: Copying, full: &TickClock) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let one_segment = full.encode_segments(0).len() / full.segment_count();
+        let mut clock = TickClock::replayed();
+        assert!(clock.push_encoded(0, &full.encode_segments(0)[..one_segment]));
+        append(dir.path(), 10, "1 s decode\n");
+        append(dir.path(), 20, "1 s render\n");
+        let (mut conv, mut spill) = started(dir.path(), clock, false);
+        match copying {
+            Copying::Sendfile => {}
+            Copying::Refused => spill.writer.copy_with(refused),
+            Copying::Read => spill.by_sendfile = false,
+        }
+        let mut files = [
+            RingFile::create(dir.path(), 10, 1, 8),
+            RingFile::create(dir.path(), 10, 2, 8),
+            RingFile::create(dir.path(), 20, 3, 8),
+        ];
+        let mut rings: Vec<Ring> = files.iter().zip(0..).map(|(f, i)| open(f, i)).collect();
+        let mut frame = 0;
+        let mut buffer = Vec::new();
+        for drain in 0..4u64 {
+            for (index, file) in files.iter_mut().enumerate() {
+                // 5, 6 or 7 records a drain: the rings' arrays wrap on the second.
+                let count = 5 + (drain + index as u64) % 3;
+                let records: Vec<Record> = (0..count)
+                    .map(|i| {
+                        frame += 1;
+                        span(1 + (i % 2) as u16, frame)
+                    })
+                    .collect();
+                file.publish(&records);
+            }
+            if drain == 1 {
+                append(dir.path(), 10, "2 s encode\n");
+            }
+            if drain == 2 {
+                append(dir.path(), 20, "2 c bytes\n3 s present\n");
+                let from = conv.clock.segment_count();
+                assert!(conv.clock.push_encoded(from, &full.encode_segments(from)));
+                spill.clock_grew(&conv.clock);
+            }
+            let at = DrainAt {
+                segments: conv.segments_now(),
+                ..AT
+            };
+            let (outcomes, written) = spill.drain(&mut rings, at, &mut conv, &mut buffer);
+            written.unwrap();
+            assert_eq!(outcomes.len(), 3);
+            assert!(outcomes.iter().all(|o| matches!(o, Ok(5..=7))));
+        }
+        assert_eq!(spill.by_sendfile, copying == Copying::Sendfile);
+        assert!(
+            files.iter().all(|f| f.tail() == f.head),
+            "every tail written back"
+        );
+        let path = spill.writer.path().to_owned();
+        let (chunks, end) = chunks(&path);
+        assert_eq!(end, SpillEnd::Whole);
+        // A chunk per ring and drain, two where its records wrap.
+        assert!(chunks.iter().filter(|c| c.0 == 'r').count() > 12);
+        assert_eq!(chunks.iter().filter(|c| c.0 == 'n').count(), 2 + 2);
+        assert_eq!(chunks.iter().filter(|c| c.0 == 'c').count(), 2);
+        // Each thread's records once each, in order, across the wraps.
+        let frames = frames_by_thread(&path);
+        let all: usize = frames.values().map(Vec::len).sum();
+        assert_eq!(all as u64, frame);
+        for thread in frames.values() {
+            assert!(thread.windows(2).all(|w| w[0] < w[1]), "{thread:?}");
+        }
+        std::fs::read(&path).unwrap()
+    }
+
+    #[test]
+    fn the_spill_by_sendfile_is_byte_for_byte_the_spill_read_and_written() {
+        // A clock of three segments: the spill gets the first, then the others.
+        let mut clock = TickClock::new();
+        clock.refresh();
+        clock.refresh();
+        let by_sendfile = scripted_spill(Copying::Sendfile, &clock);
+        assert!(by_sendfile == scripted_spill(Copying::Read, &clock));
+        // Refused by the kernel: read and written from then on, the same bytes.
+        assert!(by_sendfile == scripted_spill(Copying::Refused, &clock));
+    }
+
+    thread_local! {
+        /// Bytes the failing copy copies before it fails.
+        static COPY_BUDGET: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// A copy through a buffer that runs out of room (ENOSPC) after `COPY_BUDGET` bytes.
+    fn copy_until_full(
+        out: &File,
+        input: &File,
+        offset: u64,
+        len: usize,
+    ) -> std::io::Result<usize> {
+        use std::io::Write;
+        let room = COPY_BUDGET.get();
+        if room == 0 {
+            return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        let mut bytes = vec![0; len.min(room)];
+        let got = input.read_at(&mut bytes, offset)?;
+        (&*out).write_all(&bytes[..got])?;
+        COPY_BUDGET.set(room - got);
+        Ok(got)
+    }
+
+    #[test]
+    fn a_copy_failing_part_way_leaves_no_half_chunk_and_every_record_once() {
+        let dir = tempfile::tempdir().unwrap();
+        append(dir.path(), 7, "1 s decode\n");
+        let (mut conv, mut spill) = started(dir.path(), TickClock::replayed(), false);
+        let mut files = [
+            RingFile::create(dir.path(), 7, 1, 64),
+            RingFile::create(dir.path(), 7, 2, 64),
+            RingFile::create(dir.path(), 7, 3, 64),
+        ];
+        let mut rings: Vec<Ring> = files.iter().zip(0..).map(|(f, i)| open(f, i)).collect();
+        for (n, file) in files.iter_mut().enumerate() {
+            let records: Vec<Record> = (0..40).map(|i| span(1, n as u64 * 1000 + i)).collect();
+            file.publish(&records);
+        }
+        // The first ring goes in whole; the second stops 300 bytes into its records.
+        COPY_BUDGET.set(40 * 32 + 300);
+        spill.writer.copy_with(copy_until_full);
+        let mut buffer = Vec::new();
+        let (outcomes, written) = spill.drain(&mut rings, AT, &mut conv, &mut buffer);
+        let problem = written.unwrap_err().to_string();
+        assert!(problem.contains("could not be written"), "{problem}");
+        assert_eq!(
+            outcomes,
+            [Ok(40)],
+            "the rings after the failure are not drained"
+        );
+        assert_eq!(
+            [files[0].tail(), files[1].tail(), files[2].tail()],
+            [40, 0, 0]
+        );
+        let path = spill.writer.path().to_owned();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            spill.writer.written_bytes()
+        );
+        let (_, end) = chunks(&path);
+        assert_eq!(end, SpillEnd::Whole, "no half chunk");
+        assert_eq!(frames_by_thread(&path)[&0].len(), 40);
+        assert_eq!(spill.records(), 40);
+
+        // The space back: the next drain takes the rest, none twice.
+        COPY_BUDGET.set(usize::MAX);
+        files[0].publish(&[span(1, 40)]);
+        let (outcomes, written) = spill.drain(&mut rings, AT, &mut conv, &mut buffer);
+        written.unwrap();
+        assert_eq!(outcomes, [Ok(1), Ok(40), Ok(40)]);
+        let frames = frames_by_thread(&path);
+        assert_eq!(frames[&0], (0..41).collect::<Vec<_>>());
+        assert_eq!(frames[&1], (1000..1040).collect::<Vec<_>>());
+        assert_eq!(frames[&2], (2000..2040).collect::<Vec<_>>());
+
+        // A failure in the chunk's header alone: nothing of it stays either.
+        files[2].publish(&[span(1, 2040)]);
+        COPY_BUDGET.set(0);
+        let before = spill.writer.written_bytes();
+        let (outcomes, written) = spill.drain(&mut rings, AT, &mut conv, &mut buffer);
+        assert!(written.is_err());
+        assert_eq!(outcomes, [Ok(0), Ok(0)]);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), before);
+        assert_eq!(files[2].tail(), 40);
+    }
+
+    /// A real `sendfile` once the ring's file is cut to 1500 of its records: what the
+    /// program does between the drain's plan and its copy.
+    fn cut_then_sendfile(
+        out: &File,
+        input: &File,
+        offset: u64,
+        len: usize,
+    ) -> std::io::Result<usize> {
+        let records = framelab_probe::wire::HEADER_BYTES as u64 + 1500 * 32;
+        if input.metadata()?.len() > records {
+            input.set_len(records)?;
+        }
+        let mut offset = offset as libc::off_t;
+        // SAFETY: as `spill::file`'s sendfile.
+        let n = unsafe {
+            libc::sendfile(
+                std::os::fd::AsRawFd::as_raw_fd(out),
+                std::os::fd::AsRawFd::as_raw_fd(input),
+                &mut offset,
+                len,
+            )
+        };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+
+    #[test]
+    fn a_ring_cut_between_plan_and_copy_gives_what_was_readable_and_is_set_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        append(dir.path(), 7, "1 s decode\n");
+        let (mut conv, mut spill) = started(dir.path(), TickClock::replayed(), false);
+        let mut file = RingFile::create(dir.path(), 7, 1, 4096);
+        file.publish(&(0..2000).map(|i| span(1, i)).collect::<Vec<_>>());
+        let mut rings = vec![open(&file, 0)];
+        spill.writer.copy_with(cut_then_sendfile);
+        let (outcomes, written) = spill.drain(&mut rings, AT, &mut conv, &mut Vec::new());
+        written.unwrap();
+        let problem = outcomes[0].clone().unwrap_err();
+        assert!(problem.contains("cut to"), "{problem}");
+        assert_eq!(file.tail(), 0);
+        // As a drain reading the ring hands over: its whole chunks of 1024 records read.
+        let path = spill.writer.path().to_owned();
+        assert_eq!(frames_by_thread(&path)[&0], (0..1024).collect::<Vec<_>>());
+        assert_eq!(chunks(&path).1, SpillEnd::Whole);
+        assert!(spill.by_sendfile, "a cut ring is no refusal");
+    }
+
+    #[test]
+    fn frames_are_counted_from_the_spilled_records_of_the_first_stage_with_a_progress_line() {
+        for counts_frames in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            append(dir.path(), 7, "1 s decode\n2 s encode\n");
+            let (mut conv, mut spill) = started(dir.path(), TickClock::replayed(), counts_frames);
+            let mut file = RingFile::create(dir.path(), 7, 1, 16);
+            let mut rings = vec![open(&file, 0)];
+            // No span converted yet: the first spilled span names the first stage.
+            let records: Vec<Record> = (0..10)
+                .map(|i| Record::new(kind::SPAN, 1 + (i % 2) as u16, 0, i / 2, i, i + 1))
+                .collect();
+            for part in [&records[..], &records[..3]] {
+                file.publish(part);
+                let (_, written) = spill.drain(&mut rings, AT, &mut conv, &mut Vec::new());
+                written.unwrap();
+            }
+            let expected = if counts_frames { 5 + 2 } else { 0 };
+            assert_eq!(spill.frames, expected, "decode's spans: frames");
+            assert_eq!(spill.records(), 13);
+            assert_eq!(conv.frames_seen, 0, "nothing converted");
+        }
     }
 }

@@ -582,7 +582,7 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
         collector.watch_for_frame_after(n);
     }
     if spill_allowed(opts) {
-        collector.spill_beside(&output);
+        collector.spill_beside(&output, opts.live.progress.is_shown());
     }
     let committed = collector.committed();
 

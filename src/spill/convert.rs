@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use framelab_probe::wire::{self, kind, name_kind, Record};
 
 use super::clock::TickClock;
-use super::names::ProcessNames;
+use super::names::{NamesFiles, ProcessNames};
 use crate::model::{CounterValue, EventRecord, Span};
 
 /// Clock reads around the launch are not perfectly ordered: allow this much before it.
@@ -35,9 +35,9 @@ pub struct Converter {
     /// Names given run-level ids and not yet taken (`take_named`): the store adds them in
     /// this order, so its ids are the converter's.
     named: Vec<(char, String)>,
-    /// Where the names files are, read again when a record names an id not yet read; none
-    /// in a fold, whose names come from the spill.
-    names_dir: Option<PathBuf>,
+    /// The names files, read again when a record names an id not yet read (kept open);
+    /// none in a fold, whose names come from the spill.
+    names_files: Option<NamesFiles>,
     pub first_stage: Option<u16>,
     pub frames_seen: u64,
     /// With `--warmup-frames N`: N + 1, and the start of that frame once seen.
@@ -64,7 +64,7 @@ impl Converter {
             run_ids: HashMap::new(),
             names_added: HashMap::new(),
             named: Vec::new(),
-            names_dir,
+            names_files: names_dir.map(NamesFiles::new),
             first_stage: None,
             frames_seen: 0,
             opening_frame: None,
@@ -90,7 +90,26 @@ impl Converter {
     /// Whether a record naming an id not yet read reads its names file again (the live
     /// drain), or takes only the names given (`ProcessNames::feed_at`, a fold).
     pub fn read_names_from(&mut self, dir: Option<PathBuf>) {
-        self.names_dir = dir;
+        self.names_files = dir.map(NamesFiles::new);
+    }
+
+    /// Process `pid`'s names appended since they were last read, taken in; the bytes and
+    /// where in its file they began (nothing when nothing is new, or in a fold).
+    pub fn refresh_names(&mut self, pid: u32) -> Option<(u64, Vec<u8>)> {
+        let files = self.names_files.as_mut()?;
+        self.names.entry(pid).or_default().refresh(files, pid)
+    }
+
+    /// Process `pid` has no ring left: its names file is closed.
+    pub fn close_names_file(&mut self, pid: u32) {
+        if let Some(files) = self.names_files.as_mut() {
+            files.close(pid);
+        }
+    }
+
+    /// Names files kept open now.
+    pub fn names_files_open(&self) -> usize {
+        self.names_files.as_ref().map_or(0, NamesFiles::open_count)
     }
 
     /// Before a drain's records: the latest end a span may have, and the clock's segments
@@ -253,8 +272,8 @@ impl Converter {
     ) -> Option<u16> {
         let names = self.names.entry(pid).or_default();
         if !names.names.contains_key(&local) {
-            if let Some(dir) = &self.names_dir {
-                names.refresh(dir, pid);
+            if let Some(files) = self.names_files.as_mut() {
+                names.refresh(files, pid);
             }
         }
         // Not interned (yet): not cached, a later refresh may find it.

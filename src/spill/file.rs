@@ -27,6 +27,9 @@ const RECORD_BYTES: usize = std::mem::size_of::<Record>();
 /// No chunk's payload is larger (a names file is refused past 64 MiB): a longer one is
 /// not a chunk this framelab wrote.
 const MAX_PAYLOAD_BYTES: usize = 64 << 20;
+/// A ring's records are cut into chunks of at most this many (2 MiB): what a fold holds at
+/// once.
+pub const MAX_CHUNK_RECORDS: u64 = 1 << 16;
 
 const RECORDS: u32 = 1;
 const NAMES: u32 = 2;
@@ -47,7 +50,37 @@ pub struct SpillHeader {
     pub origin_mono_ns: i64,
 }
 
-/// The drain's side: chunks gathered per drain, written in one `writev`.
+/// Copies `len` bytes of `input` from byte `offset` to where `out` is; how many it copied
+/// (0: `input` ended first). `sendfile`, or a test's stand-in.
+pub type CopyFn = fn(out: &File, input: &File, offset: u64, len: usize) -> io::Result<usize>;
+
+/// One copy in the kernel, from the ring's page cache to the spill's: no record passes
+/// through framelab (`copy_file_range` refuses tmpfs to another filesystem, EXDEV).
+fn sendfile(out: &File, input: &File, offset: u64, len: usize) -> io::Result<usize> {
+    let mut offset = offset as libc::off_t;
+    // SAFETY: two descriptors we own and an offset the call moves; `input`'s own
+    // position is left as it is.
+    let copied = unsafe { libc::sendfile(out.as_raw_fd(), input.as_raw_fd(), &mut offset, len) };
+    if copied < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(copied as usize)
+}
+
+/// Why records could not be copied into the spill (which is cut back to its whole chunks).
+#[derive(Debug)]
+pub enum CopyFailed {
+    /// The source ended first: the program cut its ring.
+    SourceEnded,
+    /// The kernel does not copy between these files (`sendfile`'s EINVAL, ENOSYS,
+    /// EOPNOTSUPP): read and write them instead.
+    Refused(io::Error),
+    /// The spill could not take them (a full disk, EIO).
+    Spill(io::Error),
+}
+
+/// The drain's side: chunks gathered per drain, written in one `writev`; or a ring's
+/// records copied from its file (`records_from`) after the gathered chunks are written.
 pub struct SpillWriter {
     file: File,
     path: PathBuf,
@@ -58,6 +91,7 @@ pub struct SpillWriter {
     len: u64,
     /// Records written so far.
     pub records_written: u64,
+    copy: CopyFn,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -111,6 +145,7 @@ impl SpillWriter {
             records: Vec::with_capacity(1 << 20),
             len: FILE_HEADER_BYTES as u64,
             records_written: 0,
+            copy: sendfile,
         })
     }
 
@@ -144,6 +179,89 @@ impl SpillWriter {
         let bytes = unsafe { std::slice::from_raw_parts(records.as_ptr().cast::<u8>(), len) };
         self.records.extend_from_slice(bytes);
         self.records_written += records.len() as u64;
+    }
+
+    /// A ring's records copied straight from `ring`'s `parts` (byte offset, bytes; each at
+    /// most `MAX_CHUNK_RECORDS`), a chunk each, drained with `latest_end_ns` and the
+    /// clock's `segments`. What was gathered must be written first (`write`): names and
+    /// clock chunks go before the records that need them. A copy that fails or comes short
+    /// leaves the spill as it was before the ring's first chunk.
+    #[allow(clippy::too_many_arguments)]
+    pub fn records_from(
+        &mut self,
+        ring: &File,
+        parts: impl Iterator<Item = (u64, usize)>,
+        pid: u32,
+        thread: u32,
+        clock: u32,
+        latest_end_ns: i64,
+        segments: usize,
+    ) -> Result<(), CopyFailed> {
+        debug_assert!(self.head.is_empty() && self.records.is_empty());
+        let (mut written, mut records) = (0, 0);
+        let mut header = Vec::with_capacity(CHUNK_HEADER_BYTES);
+        for (offset, bytes) in parts {
+            header.clear();
+            chunk_header(
+                &mut header,
+                RECORDS,
+                pid,
+                thread,
+                clock,
+                latest_end_ns,
+                segments as u32,
+                bytes,
+            );
+            let copied = self
+                .file
+                .write_all(&header)
+                .map_err(CopyFailed::Spill)
+                .and_then(|()| self.copy_part(ring, offset, bytes));
+            if let Err(failed) = copied {
+                let _ = self.file.set_len(self.len);
+                let _ = self.file.seek(io::SeekFrom::Start(self.len));
+                return Err(failed);
+            }
+            written += CHUNK_HEADER_BYTES + bytes;
+            records += bytes / RECORD_BYTES;
+        }
+        self.len += written as u64;
+        self.records_written += records as u64;
+        Ok(())
+    }
+
+    fn copy_part(&self, ring: &File, mut offset: u64, mut bytes: usize) -> Result<(), CopyFailed> {
+        while bytes > 0 {
+            match (self.copy)(&self.file, ring, offset, bytes) {
+                Ok(0) => return Err(CopyFailed::SourceEnded),
+                Ok(n) => {
+                    offset += n as u64;
+                    bytes -= n;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)
+                    ) =>
+                {
+                    return Err(CopyFailed::Refused(e))
+                }
+                Err(e) => return Err(CopyFailed::Spill(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies with `copy` rather than `sendfile` (a test's failures).
+    #[cfg(test)]
+    pub fn copy_with(&mut self, copy: CopyFn) {
+        self.copy = copy;
+    }
+
+    /// Bytes of the file written whole.
+    pub fn written_bytes(&self) -> u64 {
+        self.len
     }
 
     /// Bytes of `pid`'s names file from `at`.

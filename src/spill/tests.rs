@@ -191,14 +191,9 @@ fn records_spilled_then_folded_convert_as_the_drain_converts_them() {
                 records,
             );
         }
-        // The spilling drain reads the names after the records, as the collector does.
+        // The spilling drain's names, read after the rings' heads.
         for pid in [10, 20] {
-            if let Some((at, bytes)) = spilling
-                .names
-                .entry(pid)
-                .or_default()
-                .refresh(spill_dir.path(), pid)
-            {
+            if let Some((at, bytes)) = spilling.refresh_names(pid) {
                 writer.names(pid, at, &bytes);
             }
         }
