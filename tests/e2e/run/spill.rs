@@ -142,3 +142,39 @@ fn a_framelab_killed_while_spilling_leaves_every_drained_record_to_the_next_open
         run.spans.len()
     );
 }
+
+#[test]
+fn a_spill_that_cannot_grow_is_folded_and_the_rest_converted_each_record_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("limited.framelab");
+    // Files of at most 8 MiB (SIGXFSZ ignored: a write past it fails with EFBIG): the spill
+    // (32 bytes a record) passes that at ~260k of the 400k records, the run file (~13 bytes
+    // a span) never does. Rings of 2 MiB, under the limit too.
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 8192; exec '{}' run -o '{}' -- '{}' rate 100000 4",
+        env!("CARGO_BIN_EXE_framelab"),
+        path.display(),
+        example("testprog")
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .env("FRAMELAB_RING_RECORDS", "65536")
+        .env("FRAMELAB_SPILL_TIMES", "1")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("could not be written (File too large")
+            && said.contains("converted as they come from now on"),
+        "{said}"
+    );
+    let run = load(&path);
+    assert_eq!(run.meta.dropped_events, 0);
+    let mut frames: Vec<u64> = run.spans.iter().map(|s| s.frame).collect();
+    frames.sort_unstable();
+    frames.dedup();
+    assert_eq!(frames.len(), run.spans.len(), "each record once");
+    assert_eq!(frames, (0..400_000).collect::<Vec<_>>(), "none lost");
+}
