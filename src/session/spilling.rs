@@ -350,21 +350,16 @@ mod tests {
         ring
     }
 
-    /// Every chunk of a spill, as (kind, pid, thread, at or first, payload); how it ended.
-    fn chunks(path: &Path) -> (Vec<(char, u32, u32, i64, Vec<u8>)>, SpillEnd) {
+    /// The kind of every chunk of a spill, in order; how reading it ended.
+    fn chunks(path: &Path) -> (Vec<char>, SpillEnd) {
         let (_, file) = crate::spill::file::open(path).unwrap().unwrap();
         let mut out = Vec::new();
         let end = read_chunks(file, |chunk| {
             out.push(match chunk {
-                Chunk::Records(d) => {
-                    let bytes = d.records.iter().flat_map(|r| r.frame.to_le_bytes());
-                    ('r', d.pid, d.thread, d.segments as i64, bytes.collect())
-                }
-                Chunk::Names { pid, at, bytes } => ('n', pid, 0, at as i64, bytes.to_vec()),
-                Chunk::Clock { first, segments } => ('c', 0, 0, first as i64, segments.to_vec()),
-                Chunk::Thread {
-                    index, pid, tid, ..
-                } => ('t', pid, index, tid as i64, vec![]),
+                Chunk::Records(_) => 'r',
+                Chunk::Names { .. } => 'n',
+                Chunk::Clock { .. } => 'c',
+                Chunk::Thread { .. } => 't',
             });
             Ok(())
         })
@@ -462,9 +457,9 @@ mod tests {
         let (chunks, end) = chunks(&path);
         assert_eq!(end, SpillEnd::Whole);
         // A chunk per ring and drain, two where its records wrap.
-        assert!(chunks.iter().filter(|c| c.0 == 'r').count() > 12);
-        assert_eq!(chunks.iter().filter(|c| c.0 == 'n').count(), 2 + 2);
-        assert_eq!(chunks.iter().filter(|c| c.0 == 'c').count(), 2);
+        assert!(chunks.iter().filter(|&&c| c == 'r').count() > 12);
+        assert_eq!(chunks.iter().filter(|&&c| c == 'n').count(), 2 + 2);
+        assert_eq!(chunks.iter().filter(|&&c| c == 'c').count(), 2);
         // Each thread's records once each, in order, across the wraps.
         let frames = frames_by_thread(&path);
         let all: usize = frames.values().map(Vec::len).sum();
