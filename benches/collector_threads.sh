@@ -57,6 +57,7 @@ if [[ ${PERF:-0} == 1 ]]; then
             kind = "writer: " kind
         } else if (comm == "framelab") {
             if (sym ~ /Collector::drain|convert|keep_span|resolve|floor|to_mono_ns/) kind = "record decode and conversion"
+            else if (sym ~ /copy_folio_from_iter|splice|ext4_(da|block|buffered|get_reserved)|block_commit_write|block_write|create_empty_buffers|alloc_buffer_head|folio_alloc|filemap_add_folio|__filemap_get_folio|shmem_get_folio|mark_buffer_dirty|__pi_memcpy|sendfile/) kind = "spill writes (sendfile or writev into the page cache)"
             else if (sym ~ /_copy_to_iter|filemap|pread|ext4_file_read|copy_page_to_iter|read_records|Ring::drain/) kind = "ring reads (pread)"
             else if (sym ~ /nanosleep|finish_task_switch|schedule|futex|hrtimer|syscall_exit|entry_SYSCALL|switch/) kind = "wakeups, sleeps, system call entry"
             else if (dso ~ /kernel/) kind = "kernel, other (/proc, scans, stat)"
