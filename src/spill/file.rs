@@ -4,7 +4,9 @@
 //! chunks, each a 32-byte header (kind, pid, thread, clock, a 64-bit `at`, the clock's
 //! segment count, the payload's length; little-endian) and its payload:
 //! - `RECORDS`: a ring's records verbatim (32 bytes each, the machine's order: a spill is
-//!   read where it was written), `at` the drain's latest span end;
+//!   read where it was written), `at` the drain's latest span end; at most
+//!   `MAX_CHUNK_RECORDS` a chunk, a drain's records of a ring in one chunk per contiguous
+//!   part of its array;
 //! - `NAMES`: bytes of process `pid`'s names file from offset `at`, as read;
 //! - `CLOCK`: tick clock segments from index `at` (`TickClock::encode_segments`);
 //! - `THREAD`: the run's thread `thread` is `pid`'s task `at`, its name the payload.

@@ -2,7 +2,8 @@
 //!
 //! Once the measured window has opened, and when nothing during the run needs converted
 //! records, the drain copies each ring's new records verbatim into a spill file beside the
-//! run file (`RUN.framelab-spill`, `file`), one write per drain; the run's end folds it
+//! run file (`RUN.framelab-spill`, `file`; by `sendfile`, no record passing through
+//! framelab: `session::spilling`); the run's end folds it
 //! through the same converter (`convert`) a converting drain uses, then removes it. A spill
 //! left by a framelab that was killed is folded by the next open of the run file
 //! (`store::spill_fold`). This room sits below `session` and `store`, which both use it.
