@@ -275,9 +275,10 @@ impl Ring {
         })
     }
 
-    /// The plan's records handed to `each`, up to `most` at a time read into `buffer`;
-    /// how many were handed before `each` said stop. The file cut short: what was read
-    /// before is handed, then the error.
+    /// The plan's records handed to `each`, a piece of at most `most` at a time read into
+    /// `buffer` (pieces as `parts` cuts them); how many were handed before `each` said
+    /// stop. Read `CHUNK_RECORDS` at a time: on a file cut short, every record read up to
+    /// the cut (whole reads) is handed over, whatever `most`, then the error.
     pub fn read_planned(
         &self,
         plan: &Planned,
@@ -288,11 +289,20 @@ impl Ring {
         let mut index = self.tail;
         while let Some((slot, count)) = piece(index, plan.head, self.capacity, most) {
             buffer.clear();
-            if !self.read_records(buffer, slot, count as usize) {
+            let mut read = 0;
+            while read < count {
+                let n = (count - read).min(CHUNK_RECORDS);
+                if !self.read_records(buffer, slot + read, n as usize) {
+                    break;
+                }
+                read += n;
+            }
+            index = index.wrapping_add(read);
+            let go_on = read == 0 || each(buffer);
+            if read < count {
                 return Err(self.cut());
             }
-            index = index.wrapping_add(count);
-            if !each(buffer) {
+            if !go_on {
                 break;
             }
         }

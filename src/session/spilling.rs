@@ -180,12 +180,9 @@ impl Spilling {
                 Err(CopyFailed::Spill(e)) => return Err(self.unwritable(e)),
             }
         }
-        // A ring cut short hands what can be read, as a converting drain reads it.
-        let most = match self.by_sendfile {
-            true => CHUNK_RECORDS,
-            false => MAX_CHUNK_RECORDS,
-        };
-        let read = ring.read_planned(plan, most, buffer, |records| {
+        // In the chunks a copy makes; a ring cut short hands what can be read, as a
+        // converting drain reads it.
+        let read = ring.read_planned(plan, MAX_CHUNK_RECORDS, buffer, |records| {
             self.keep(pid, thread, clock, at, records, conv);
             true
         });
@@ -616,6 +613,27 @@ mod tests {
         assert_eq!(frames_by_thread(&path)[&0], (0..1024).collect::<Vec<_>>());
         assert_eq!(chunks(&path).1, SpillEnd::Whole);
         assert!(spill.by_sendfile, "a cut ring is no refusal");
+
+        // Read rather than copied (sendfile refused): read in pieces of up to 65,536
+        // records, yet every whole read before the cut is handed over.
+        let mut file = RingFile::create(dir.path(), 7, 2, 4096);
+        file.publish(&(5000..7000).map(|i| span(1, i)).collect::<Vec<_>>());
+        let mut rings = vec![open(&file, 1)];
+        spill.by_sendfile = false;
+        let cut_at = framelab_probe::wire::HEADER_BYTES as u64 + 1500 * 32;
+        File::options()
+            .write(true)
+            .open(&file.path)
+            .unwrap()
+            .set_len(cut_at)
+            .unwrap();
+        let (outcomes, written) = spill.drain(&mut rings, AT, &mut conv, &mut Vec::new());
+        written.unwrap();
+        assert!(outcomes[0].clone().unwrap_err().contains("cut to"));
+        assert_eq!(
+            frames_by_thread(&path)[&1],
+            (5000..6024).collect::<Vec<_>>()
+        );
     }
 
     #[test]
