@@ -4,14 +4,18 @@
 //! A metric the GPU does not offer is dropped after its first refusal and named once in the
 //! source's status. Most calls take a few microseconds, but some drivers spend milliseconds
 //! of CPU in a few of them (on an H100 with driver 580: the energy counter 3.1 ms, process
-//! utilisation 2.5 ms, the rest under 10 µs): a call that takes longer than `SLOW_CALL`
-//! twice in a row is made at most every `SLOW_EVERY`, and the status says which and why.
-//! Twice, because a first call can be slow once (the driver initialising) and any call can
-//! be slow once (the thread preempted). Every 2 s, not 1: on the H100 that took NVML at
-//! 20 Hz from 1.07% to 0.52% of a core (BENCHMARKS.md). The energy counter
-//! loses nothing by it (it is a running total); process utilisation is averaged by the
-//! driver over about as long anyway. A GPU that is lost (or stops answering) stops being read, with the time
-//! and the driver's reason; when no GPU is left the source stops, keeping what it read.
+//! utilisation 2.5 ms, the rest under 10 µs; on an H200, 4.8 and 2.8 ms, BENCHMARKS.md "What
+//! NVML costs the sampler"): a call that takes longer than `SLOW_CALL` twice in a row is
+//! made at most every `SLOW_EVERY_NS` (a counter: every `SLOW_COUNTER_EVERY_NS`), and the
+//! status says which and why. Twice, because a first call can be slow once (the driver
+//! initialising) and any call can be slow once (the thread preempted). Every 2 s, not 1: on
+//! the H100 that took NVML at 20 Hz from 1.07% to 0.52% of a core. The energy counter loses
+//! nothing by being read rarely (it is a running total), and it is read anyway at the
+//! window's opening and at the last reading, so the window's energy is the counter's own
+//! difference, never an interpolation across a long gap; process utilisation is averaged by
+//! the driver over about as long anyway. A GPU that is lost (or stops answering) stops being
+//! read, with the time and the driver's reason; when no GPU is left the source stops, keeping
+//! what it read.
 
 pub mod api;
 pub mod library;
@@ -30,9 +34,12 @@ pub const LIBRARY_ENV: &str = "FRAMELAB_NVML_LIBRARY";
 
 /// Consecutive ticks of failed reads before a GPU is given up as unresponsive.
 const GIVE_UP_AFTER: u32 = 20;
-/// A call taking longer than this is made at most every `SLOW_EVERY`.
+/// A call taking longer than this is made at most every `SLOW_EVERY_NS` (a counter: `SLOW_COUNTER_EVERY_NS`).
 const SLOW_CALL: Duration = Duration::from_micros(200);
 const SLOW_EVERY_NS: i64 = 2_000_000_000;
+/// A slow counter (the energy total) is read this rarely between the window's edges: on the
+/// H200 that takes its 4.8 ms calls from 0.24% of a core to 0.05%.
+const SLOW_COUNTER_EVERY_NS: i64 = 10_000_000_000;
 
 /// The device-level metrics, in reading order: (metric, unit, kind).
 const METRICS: [(&str, &str, SeriesKind); 10] = [
@@ -69,8 +76,9 @@ struct Gpu {
     not_before_ns: [i64; METRICS.len() + 1],
     /// ...its slow calls in a row...
     slow_streak: [u32; METRICS.len() + 1],
-    /// ...and the metrics read rarely for it, with their last call's duration.
-    slow: BTreeMap<&'static str, Duration>,
+    /// ...and the metrics read rarely for it, with their last call's duration and how
+    /// rarely (ns).
+    slow: BTreeMap<&'static str, (Duration, i64)>,
 }
 
 /// How long a call took, given the metric and the measured time: the measured time, except
@@ -147,12 +155,17 @@ impl NvmlSource {
                 let calls: Vec<String> = gpu
                     .slow
                     .iter()
-                    .map(|(m, d)| format!("{m} ({:.1} ms the last call)", d.as_secs_f64() * 1e3))
+                    .map(|(m, (took, every_ns))| {
+                        format!(
+                            "{m} every {} s ({:.1} ms the last call)",
+                            every_ns / 1_000_000_000,
+                            took.as_secs_f64() * 1e3
+                        )
+                    })
                     .collect();
                 s.push_str(&format!(
-                    "; GPU {} read every {} s only: {}",
+                    "; GPU {} reads its slow calls rarely: {}",
                     gpu.index,
-                    SLOW_EVERY_NS / 1_000_000_000,
                     calls.join(", ")
                 ));
             }
@@ -202,7 +215,7 @@ fn read_gpu(nvml: &dyn Nvml, cost: CallCost, gpu: &mut Gpu, tick: &Tick, out: &m
     let mut failed = 0;
     let mut last_error = None;
     for (m, &(metric, unit, kind)) in METRICS.iter().enumerate() {
-        let put_off = tick.t_ns < gpu.not_before_ns[m] && !tick.closing;
+        let put_off = tick.t_ns < gpu.not_before_ns[m] && !at_window_edge(tick);
         if gpu.unsupported.contains_key(metric) || put_off {
             continue;
         }
@@ -249,8 +262,15 @@ fn read_gpu(nvml: &dyn Nvml, cost: CallCost, gpu: &mut Gpu, tick: &Tick, out: &m
     read_processes(nvml, cost, gpu, tick, out);
 }
 
+/// The window's first and last readings read everything, what is read rarely too: the
+/// window's counters then hold exactly what it used.
+fn at_window_edge(tick: &Tick) -> bool {
+    tick.opening || tick.closing
+}
+
 /// Puts off the next call of a metric that was slow twice in a row (`slot` indexes
-/// `Gpu::not_before_ns`); a fast call puts it back on every reading.
+/// `Gpu::not_before_ns`; a counter longer than the rest); a fast call puts it back on every
+/// reading.
 fn note_cost(gpu: &mut Gpu, slot: usize, metric: &'static str, took: Duration, tick: &Tick) {
     if took <= SLOW_CALL {
         gpu.slow_streak[slot] = 0;
@@ -259,8 +279,16 @@ fn note_cost(gpu: &mut Gpu, slot: usize, metric: &'static str, took: Duration, t
     }
     gpu.slow_streak[slot] += 1;
     if gpu.slow_streak[slot] >= 2 {
-        gpu.not_before_ns[slot] = tick.t_ns.saturating_add(SLOW_EVERY_NS);
-        gpu.slow.insert(metric, took);
+        let counter = METRICS
+            .get(slot)
+            .is_some_and(|m| m.2 == SeriesKind::Counter);
+        let every_ns = if counter {
+            SLOW_COUNTER_EVERY_NS
+        } else {
+            SLOW_EVERY_NS
+        };
+        gpu.not_before_ns[slot] = tick.t_ns.saturating_add(every_ns);
+        gpu.slow.insert(metric, (took, every_ns));
     }
 }
 
@@ -276,7 +304,7 @@ fn read_processes(nvml: &dyn Nvml, cost: CallCost, gpu: &mut Gpu, tick: &Tick, o
     let slot = METRICS.len();
     if tick.pids.is_empty()
         || gpu.unsupported.contains_key(PROCESS_METRIC)
-        || (tick.t_ns < gpu.not_before_ns[slot] && !tick.closing)
+        || (tick.t_ns < gpu.not_before_ns[slot] && !at_window_edge(tick))
     {
         return;
     }
@@ -343,11 +371,13 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::Arc;
 
-    /// A GPU that reads fine for `healthy_reads` ticks, then fails as told.
+    /// A GPU that reads fine for `healthy_reads` ticks, then fails as told; it has an
+    /// energy counter only when `energy`.
     struct Scripted {
         reads: Arc<AtomicU32>,
         healthy_reads: u32,
         failure: u32,
+        energy: bool,
     }
 
     impl Scripted {
@@ -383,7 +413,12 @@ mod tests {
             Ok(350_000)
         }
         fn energy_mj(&self, _: u32) -> NvmlResult<u64> {
-            Err(NvmlError::new(ERROR_NOT_SUPPORTED, "Not Supported"))
+            if !self.energy {
+                return Err(NvmlError::new(ERROR_NOT_SUPPORTED, "Not Supported"));
+            }
+            self.check()?;
+            // A running total: it grows every tick.
+            Ok(1_000 + u64::from(self.reads.load(Ordering::Relaxed)) * 7)
         }
         fn temperature_c(&self, _: u32) -> NvmlResult<u32> {
             self.check()?;
@@ -418,10 +453,15 @@ mod tests {
 
     /// Every call counts as instant, whatever this machine's speed.
     fn source(healthy_reads: u32, failure: u32) -> NvmlSource {
+        scripted(healthy_reads, failure, false)
+    }
+
+    fn scripted(healthy_reads: u32, failure: u32, energy: bool) -> NvmlSource {
         let mut s = NvmlSource::with(Box::new(Scripted {
             reads: Arc::new(AtomicU32::new(0)),
             healthy_reads,
             failure,
+            energy,
         }))
         .unwrap();
         s.cost = |_, _| Duration::ZERO;
@@ -523,7 +563,54 @@ mod tests {
         assert_eq!(count(id("proc_sm_busy")), 3);
         let described = s.describe();
         assert!(
-            described.contains("GPU 0 read every 2 s only: process utilisation ("),
+            described
+                .contains("GPU 0 reads its slow calls rarely: process utilisation every 2 s ("),
+            "{described}"
+        );
+    }
+
+    #[test]
+    fn a_slow_counter_is_read_every_ten_seconds_and_at_the_window_edges() {
+        let mut s = scripted(u32::MAX, 0, true);
+        // The energy counter takes 5 ms a call, the rest 1 µs.
+        s.cost = |metric, _| {
+            if metric == "energy" {
+                Duration::from_millis(5)
+            } else {
+                Duration::from_micros(1)
+            }
+        };
+        let mut out = Readings::new(vec!["nvml"]);
+        // 50 ms apart from 0 to 12 s; the window opens at 3 s; the last reading closes.
+        let last = 240;
+        for i in 0..=last {
+            let t_ns = i * 50_000_000;
+            let closing = i == last;
+            out.begin(0, t_ns, closing);
+            let tick = Tick {
+                opening: t_ns == 3_000_000_000,
+                closing,
+                ..tick(t_ns)
+            };
+            s.read(&tick, &mut out).unwrap();
+        }
+        let batch = out.take_batch();
+        let energy = batch
+            .series
+            .iter()
+            .find(|(_, s)| s.metric == "energy")
+            .unwrap()
+            .0;
+        let read_at_ms: Vec<i64> = (batch.samples.iter())
+            .filter(|x| x.series == energy)
+            .map(|x| x.t_ns / 1_000_000)
+            .collect();
+        // Slow at 0 and 50 ms (twice in a row), then put off 10 s, but read at the
+        // window's opening (3 s, which puts it off to 13 s) and at the last reading.
+        assert_eq!(read_at_ms, [0, 50, 3000, 12000]);
+        let described = s.describe();
+        assert!(
+            described.contains("GPU 0 reads its slow calls rarely: energy every 10 s (5.0 ms"),
             "{described}"
         );
     }
@@ -553,7 +640,7 @@ mod tests {
             .unwrap()
             .0;
         assert_eq!(batch.samples.iter().filter(|x| x.series == sm).count(), 5);
-        assert!(!s.describe().contains("read every 2 s"), "{}", s.describe());
+        assert!(!s.describe().contains("rarely"), "{}", s.describe());
     }
 
     #[test]
