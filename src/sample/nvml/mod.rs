@@ -18,6 +18,7 @@
 //! what it read.
 
 pub mod api;
+mod gpu_users;
 pub mod library;
 pub mod throttle;
 
@@ -25,6 +26,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use api::{Clock, Nvml, NvmlError};
+use gpu_users::GpuUsers;
 
 use super::{Readings, Tick};
 use crate::model::SeriesKind;
@@ -79,6 +81,8 @@ struct Gpu {
     /// ...and the metrics read rarely for it, with their last call's duration and how
     /// rarely (ns).
     slow: BTreeMap<&'static str, (Duration, i64)>,
+    /// Slow process utilisation calls not made: no process of the run had a GPU open.
+    process_calls_spared: u64,
 }
 
 /// How long a call took, given the metric and the measured time: the measured time, except
@@ -90,6 +94,9 @@ pub struct NvmlSource {
     driver: Option<String>,
     gpus: Vec<Gpu>,
     cost: CallCost,
+    /// Which of the run's processes have a GPU open (a slow process utilisation call is made
+    /// only when one has).
+    gpu_users: GpuUsers,
 }
 
 impl NvmlSource {
@@ -120,6 +127,7 @@ impl NvmlSource {
                 not_before_ns: [i64::MIN; METRICS.len() + 1],
                 slow_streak: [0; METRICS.len() + 1],
                 slow: BTreeMap::new(),
+                process_calls_spared: 0,
             })
             .collect();
         Ok(NvmlSource {
@@ -127,6 +135,7 @@ impl NvmlSource {
             nvml,
             gpus,
             cost: |_, measured| measured,
+            gpu_users: GpuUsers::nvidia(),
         })
     }
 
@@ -169,6 +178,14 @@ impl NvmlSource {
                     calls.join(", ")
                 ));
             }
+            if gpu.process_calls_spared > 0 {
+                s.push_str(&format!(
+                    "; GPU {} process utilisation not asked {} time{}: no process of the run had a GPU open",
+                    gpu.index,
+                    gpu.process_calls_spared,
+                    if gpu.process_calls_spared == 1 { "" } else { "s" }
+                ));
+            }
             if let Some(why) = &gpu.stopped {
                 s.push_str(&format!("; {why}"));
             }
@@ -178,7 +195,14 @@ impl NvmlSource {
 
     pub fn read(&mut self, tick: &Tick, out: &mut Readings) -> Result<(), String> {
         for gpu in self.gpus.iter_mut().filter(|g| g.stopped.is_none()) {
-            read_gpu(self.nvml.as_ref(), self.cost, gpu, tick, out);
+            read_gpu(
+                self.nvml.as_ref(),
+                self.cost,
+                gpu,
+                &mut self.gpu_users,
+                tick,
+                out,
+            );
         }
         if self.gpus.iter().all(|g| g.stopped.is_some()) {
             let reasons: Vec<&str> = self
@@ -210,7 +234,14 @@ fn read_metric(nvml: &dyn Nvml, index: u32, metric: usize) -> Result<i64, NvmlEr
     })
 }
 
-fn read_gpu(nvml: &dyn Nvml, cost: CallCost, gpu: &mut Gpu, tick: &Tick, out: &mut Readings) {
+fn read_gpu(
+    nvml: &dyn Nvml,
+    cost: CallCost,
+    gpu: &mut Gpu,
+    users: &mut GpuUsers,
+    tick: &Tick,
+    out: &mut Readings,
+) {
     let mut asked = 0;
     let mut failed = 0;
     let mut last_error = None;
@@ -259,7 +290,7 @@ fn read_gpu(nvml: &dyn Nvml, cost: CallCost, gpu: &mut Gpu, tick: &Tick, out: &m
         return;
     }
     gpu.failed_ticks = 0;
-    read_processes(nvml, cost, gpu, tick, out);
+    read_processes(nvml, cost, gpu, users, tick, out);
 }
 
 /// The window's first and last readings read everything, what is read rarely too: the
@@ -299,13 +330,26 @@ fn lost(index: u32, tick: &Tick, e: &NvmlError) -> String {
     )
 }
 
-/// The command's processes' share of the GPU, newest sample per process.
-fn read_processes(nvml: &dyn Nvml, cost: CallCost, gpu: &mut Gpu, tick: &Tick, out: &mut Readings) {
+/// The command's processes' share of the GPU, newest sample per process. Where the call is
+/// slow it is made only while a process of the run has a GPU open.
+fn read_processes(
+    nvml: &dyn Nvml,
+    cost: CallCost,
+    gpu: &mut Gpu,
+    users: &mut GpuUsers,
+    tick: &Tick,
+    out: &mut Readings,
+) {
     let slot = METRICS.len();
     if tick.pids.is_empty()
         || gpu.unsupported.contains_key(PROCESS_METRIC)
         || (tick.t_ns < gpu.not_before_ns[slot] && !at_window_edge(tick))
     {
+        return;
+    }
+    if gpu.slow.contains_key(PROCESS_METRIC) && !users.any(tick.pids) {
+        gpu.process_calls_spared += 1;
+        gpu.not_before_ns[slot] = tick.t_ns.saturating_add(SLOW_EVERY_NS);
         return;
     }
     let started = Instant::now();
@@ -465,6 +509,8 @@ mod tests {
         }))
         .unwrap();
         s.cost = |_, _| Duration::ZERO;
+        // The command's processes have the GPU open, whatever this machine's /proc holds.
+        s.gpu_users = GpuUsers::known(&[10, 11]);
         s
     }
 
@@ -612,6 +658,54 @@ mod tests {
         assert!(
             described.contains("GPU 0 reads its slow calls rarely: energy every 10 s (5.0 ms"),
             "{described}"
+        );
+    }
+
+    #[test]
+    fn a_slow_process_call_waits_for_a_process_with_a_gpu_open() {
+        let mut s = source(u32::MAX, 0);
+        s.cost = |metric, _| {
+            if metric == PROCESS_METRIC {
+                Duration::from_millis(3)
+            } else {
+                Duration::from_micros(1)
+            }
+        };
+        // No process of the run has a GPU open (none exists under this root).
+        let root = tempfile::tempdir().unwrap();
+        s.gpu_users = GpuUsers::new(root.path(), "/dev/nvidia");
+        let mut out = Readings::new(vec!["nvml"]);
+        // 50 ms apart from 0 to 6 s.
+        for i in 0..=120 {
+            let t_ns = i * 50_000_000;
+            out.begin(0, t_ns, false);
+            s.read(&tick(t_ns), &mut out).unwrap();
+        }
+        let batch = out.take_batch();
+        let process_samples = (batch.series.iter())
+            .filter(|(_, x)| x.metric == "proc_sm_busy")
+            .count();
+        // Asked at 0 and 50 ms (found slow twice), then not at 2.05 and 4.05 s: nobody
+        // had a GPU open.
+        assert_eq!(process_samples, 1, "the first two calls' series");
+        let described = s.describe();
+        assert!(
+            described.contains(
+                "GPU 0 process utilisation not asked 2 times: no process of the run had a GPU open"
+            ),
+            "{described}"
+        );
+        // A process of the run opens one: asked again at the next slow call's time.
+        s.gpu_users = GpuUsers::known(&[10]);
+        let before = out.take_batch().samples.len();
+        assert_eq!(before, 0);
+        out.begin(0, 6_100_000_000, false);
+        s.read(&tick(6_100_000_000), &mut out).unwrap();
+        let series = s.gpus[0].process_series[&10].0;
+        let asked = out.take_batch();
+        assert_eq!(
+            asked.samples.iter().filter(|x| x.series == series).count(),
+            1
         );
     }
 
