@@ -26,7 +26,9 @@ use framelab_probe::wire::{kind, name_kind, Record};
 use super::rings::{Planned, Ring, CHUNK_RECORDS};
 use crate::spill::clock::TickClock;
 use crate::spill::convert::Converter;
-use crate::spill::file::{spill_path, CopyFailed, SpillHeader, SpillWriter, MAX_CHUNK_RECORDS};
+use crate::spill::file::{
+    spill_path, CopyFailed, RingDrain, SpillHeader, SpillWriter, MAX_CHUNK_RECORDS,
+};
 
 pub struct Spilling {
     writer: SpillWriter,
@@ -149,17 +151,18 @@ impl Spilling {
         if ring.planned(plan) == 0 {
             return Ok(ring.take(plan));
         }
-        let (pid, clock, thread) = (ring.pid, ring.clock, ring.thread_index.unwrap_or(0));
+        let pid = ring.pid;
+        let of = RingDrain {
+            pid,
+            thread: ring.thread_index.unwrap_or(0),
+            clock: ring.clock,
+            latest_end_ns: at.latest_end_ns,
+            segments: at.segments,
+        };
         if self.by_sendfile {
-            let copied = self.writer.records_from(
-                ring.file(),
-                ring.parts(plan, MAX_CHUNK_RECORDS),
-                pid,
-                thread,
-                clock,
-                at.latest_end_ns,
-                at.segments,
-            );
+            let copied =
+                self.writer
+                    .records_from(ring.file(), ring.parts(plan, MAX_CHUNK_RECORDS), of);
             match copied {
                 Ok(()) => {
                     if self.counts_frames {
@@ -183,26 +186,17 @@ impl Spilling {
         // In the chunks a copy makes; a ring cut short hands what can be read, as a
         // converting drain reads it.
         let read = ring.read_planned(plan, MAX_CHUNK_RECORDS, buffer, |records| {
-            self.keep(pid, thread, clock, at, records, conv);
+            self.keep(of, records, conv);
             true
         });
         Ok(read.and_then(|_| ring.take(plan)))
     }
 
     /// A chunk of a ring's records, as read: written with the drain's other chunks.
-    fn keep(
-        &mut self,
-        pid: u32,
-        thread: u32,
-        clock: u32,
-        at: DrainAt,
-        records: &[Record],
-        conv: &Converter,
-    ) {
-        self.writer
-            .records(pid, thread, clock, at.latest_end_ns, at.segments, records);
+    fn keep(&mut self, of: RingDrain, records: &[Record], conv: &Converter) {
+        self.writer.records(of, records);
         if self.counts_frames {
-            self.count_frames(pid, records, conv);
+            self.count_frames(of.pid, records, conv);
         }
     }
 
@@ -370,7 +364,7 @@ mod tests {
         let mut out: HashMap<u32, Vec<u64>> = HashMap::new();
         read_chunks(file, |chunk| {
             if let Chunk::Records(d) = chunk {
-                let frames = out.entry(d.thread).or_default();
+                let frames = out.entry(d.of.thread).or_default();
                 frames.extend(d.records.iter().map(|r| r.frame));
             }
             Ok(())

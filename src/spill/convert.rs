@@ -140,8 +140,9 @@ impl Converter {
 
     /// A spilled chunk, converted as the drain that spilled it would have.
     pub fn convert_drained(&mut self, chunk: &super::file::Drained) {
-        self.begin_drain(chunk.latest_end_ns, chunk.segments);
-        self.convert_records(chunk.pid, chunk.clock, chunk.thread, chunk.records);
+        let of = &chunk.of;
+        self.begin_drain(of.latest_end_ns, of.segments);
+        self.convert_records(of.pid, of.clock, of.thread, chunk.records);
     }
 
     #[inline]

@@ -115,6 +115,34 @@ fn chunk_header(
     out.extend_from_slice(&(len as u32).to_le_bytes());
 }
 
+/// Whose records a chunk holds and what they are converted with: the ring's process, its
+/// thread (index into the run's threads) and clock kind, the drain's latest span end and
+/// the clock's segments then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingDrain {
+    pub pid: u32,
+    pub thread: u32,
+    pub clock: u32,
+    pub latest_end_ns: i64,
+    pub segments: usize,
+}
+
+impl RingDrain {
+    /// The header of a chunk of `len` bytes of these records.
+    fn chunk_header(&self, out: &mut Vec<u8>, len: usize) {
+        chunk_header(
+            out,
+            RECORDS,
+            self.pid,
+            self.thread,
+            self.clock,
+            self.latest_end_ns,
+            self.segments as u32,
+            len,
+        );
+    }
+}
+
 impl SpillWriter {
     /// Creates the spill at `path` (never over an existing one: another run's, or one a
     /// killed run left, which the next open of the run file folds) and locks it.
@@ -155,28 +183,10 @@ impl SpillWriter {
         &self.path
     }
 
-    /// A ring's records, drained with `latest_end_ns` and the clock's `segments`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn records(
-        &mut self,
-        pid: u32,
-        thread: u32,
-        clock: u32,
-        latest_end_ns: i64,
-        segments: usize,
-        records: &[Record],
-    ) {
+    /// A ring's records, as `of` drained them.
+    pub fn records(&mut self, of: RingDrain, records: &[Record]) {
         let len = std::mem::size_of_val(records);
-        chunk_header(
-            &mut self.records,
-            RECORDS,
-            pid,
-            thread,
-            clock,
-            latest_end_ns,
-            segments as u32,
-            len,
-        );
+        of.chunk_header(&mut self.records, len);
         // SAFETY: a Record is four integers with no padding: its bytes are plain data.
         let bytes = unsafe { std::slice::from_raw_parts(records.as_ptr().cast::<u8>(), len) };
         self.records.extend_from_slice(bytes);
@@ -184,20 +194,15 @@ impl SpillWriter {
     }
 
     /// A ring's records copied straight from `ring`'s `parts` (byte offset, bytes; each at
-    /// most `MAX_CHUNK_RECORDS`), a chunk each, drained with `latest_end_ns` and the
-    /// clock's `segments`. What was gathered must be written first (`write`): names and
-    /// clock chunks go before the records that need them. A copy that fails or comes short
-    /// leaves the spill as it was before the ring's first chunk.
-    #[allow(clippy::too_many_arguments)]
+    /// most `MAX_CHUNK_RECORDS`), a chunk each, as `of` drained them. What was gathered
+    /// must be written first (`write`): names and clock chunks go before the records that
+    /// need them. A copy that fails or comes short leaves the spill as it was before the
+    /// ring's first chunk.
     pub fn records_from(
         &mut self,
         ring: &File,
         parts: impl Iterator<Item = (u64, usize)>,
-        pid: u32,
-        thread: u32,
-        clock: u32,
-        latest_end_ns: i64,
-        segments: usize,
+        of: RingDrain,
     ) -> Result<(), CopyFailed> {
         // Records gathered (a ring read rather than copied) may wait: no chunk needs them.
         debug_assert!(self.head.is_empty());
@@ -205,16 +210,7 @@ impl SpillWriter {
         let mut header = Vec::with_capacity(CHUNK_HEADER_BYTES);
         for (offset, bytes) in parts {
             header.clear();
-            chunk_header(
-                &mut header,
-                RECORDS,
-                pid,
-                thread,
-                clock,
-                latest_end_ns,
-                segments as u32,
-                bytes,
-            );
+            of.chunk_header(&mut header, bytes);
             let copied = self
                 .file
                 .write_all(&header)
@@ -366,11 +362,7 @@ pub enum Chunk<'a> {
 /// A ring's records as one drain spilled them, with what converting them needs: the
 /// drain's latest span end and the clock segments there were then.
 pub struct Drained<'a> {
-    pub pid: u32,
-    pub thread: u32,
-    pub clock: u32,
-    pub latest_end_ns: i64,
-    pub segments: usize,
+    pub of: RingDrain,
     pub records: &'a [Record],
 }
 
@@ -464,12 +456,15 @@ pub fn read_chunks(
                     });
                 }
                 unsafe { records.set_len(count) };
-                each(Chunk::Records(Drained {
+                let of = RingDrain {
                     pid,
                     thread,
                     clock,
                     latest_end_ns: at,
                     segments,
+                };
+                each(Chunk::Records(Drained {
+                    of,
                     records: &records,
                 }))?;
             }

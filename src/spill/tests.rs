@@ -9,7 +9,7 @@ use framelab_probe::wire::{kind, Record, CLOCK_MONO, CLOCK_TSC};
 
 use super::clock::TickClock;
 use super::convert::Converter;
-use super::file::{read_chunks, Chunk, SpillEnd, SpillHeader, SpillWriter};
+use super::file::{read_chunks, Chunk, RingDrain, SpillEnd, SpillHeader, SpillWriter};
 
 /// A process's names file, appended to between drains as a program interns names.
 fn append_names(dir: &Path, pid: u32, lines: &str) {
@@ -182,14 +182,14 @@ fn records_spilled_then_folded_convert_as_the_drain_converts_them() {
         live.begin_drain(*latest, live.segments_now());
         for (pid, thread, clock_kind, records) in rings {
             live.convert_records(*pid, *clock_kind, *thread, records);
-            writer.records(
-                *pid,
-                *thread,
-                *clock_kind,
-                *latest,
-                spilling.segments_now(),
-                records,
-            );
+            let of = RingDrain {
+                pid: *pid,
+                thread: *thread,
+                clock: *clock_kind,
+                latest_end_ns: *latest,
+                segments: spilling.segments_now(),
+            };
+            writer.records(of, records);
         }
         // The spilling drain's names, read after the rings' heads.
         for pid in [10, 20] {
@@ -249,9 +249,16 @@ fn a_spill_cut_mid_chunk_gives_its_whole_chunks_and_counts_the_cut_one() {
     let records: Vec<Record> = (0..10)
         .map(|i| Record::new(kind::SPAN, 1, 0, i, i, i + 1))
         .collect();
-    writer.records(1, 0, CLOCK_MONO, 0, 1, &records[..4]);
+    let of = RingDrain {
+        pid: 1,
+        thread: 0,
+        clock: CLOCK_MONO,
+        latest_end_ns: 0,
+        segments: 1,
+    };
+    writer.records(of, &records[..4]);
     writer.names(1, 0, b"1 s a\n");
-    writer.records(1, 0, CLOCK_MONO, 0, 1, &records[4..]);
+    writer.records(of, &records[4..]);
     writer.write().unwrap();
     drop(writer);
     let len = std::fs::metadata(&path).unwrap().len();

@@ -151,8 +151,10 @@ fn fold_into(
                 }
             }
             Chunk::Records(drained) => {
-                let ticks = drained.clock == wire::CLOCK_TSC;
-                if ticks && (drained.segments == 0 || drained.segments > conv.clock.segment_count())
+                let ticks = drained.of.clock == wire::CLOCK_TSC;
+                if ticks
+                    && (drained.of.segments == 0
+                        || drained.of.segments > conv.clock.segment_count())
                 {
                     anyhow::bail!("records use clock segments it does not hold");
                 }
@@ -218,7 +220,7 @@ mod tests {
 
     use super::*;
     use crate::model::{RunMeta, Span};
-    use crate::spill::file::{SpillHeader, SpillWriter};
+    use crate::spill::file::{RingDrain, SpillHeader, SpillWriter};
 
     const ORIGIN: i64 = 1_000_000_000;
 
@@ -275,20 +277,19 @@ mod tests {
                 (ORIGIN + end) as u64,
             )
         };
+        let of_thread = |thread| RingDrain {
+            pid: 10,
+            thread,
+            clock: CLOCK_MONO,
+            latest_end_ns: i64::MAX,
+            segments: 1,
+        };
         spill.records(
-            10,
-            0,
-            CLOCK_MONO,
-            i64::MAX,
-            1,
+            of_thread(0),
             &[span(2, 1, 1_000, 1_300), span(1, 2, 200, 250)],
         );
         spill.records(
-            10,
-            1,
-            CLOCK_MONO,
-            i64::MAX,
-            1,
+            of_thread(1),
             &[span(7, 1, 0, 1), Record::new(kind::COUNTER, 3, 0, 1, 42, 0)],
         );
         spill.write().unwrap();
