@@ -37,7 +37,7 @@ const CALLS: [Call; 11] = [
     ("temperature", |n| n.temperature_c(0).is_ok()),
     ("memory used", |n| n.memory_used_bytes(0).is_ok()),
     ("throttle reasons", |n| n.throttle_reasons(0).is_ok()),
-    // Read every 2 s only by the sampler (nvml/mod.rs `SLOW_EVERY_NS`) where they are slow.
+    // Made rarely by the sampler where slow (nvml/mod.rs: energy every 10 s, processes every 2 s).
     ("energy counter", |n| n.energy_mj(0).is_ok()),
     ("process utilisation", |n| {
         n.process_utilization(0, 0).is_ok()
