@@ -2,6 +2,7 @@
 //! offset 0 (the kernel regenerates them on each read), which costs about half of an
 //! open/read/close.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -83,6 +84,54 @@ impl Reread {
     }
 }
 
+/// At most this many files kept open per `PerProcess`: descriptors are the process's to
+/// spend (a soft limit of 1024 is common).
+pub const MAX_KEPT_OPEN: usize = 256;
+
+/// A file (or what reads one) kept open per process, at most `MAX_KEPT_OPEN`; when full,
+/// the set starts afresh rather than keep them (they are mostly of processes that ended
+/// and are not read again).
+#[derive(Debug)]
+pub struct PerProcess<T>(HashMap<u32, T>);
+
+impl<T> Default for PerProcess<T> {
+    fn default() -> PerProcess<T> {
+        PerProcess(HashMap::new())
+    }
+}
+
+impl<T> PerProcess<T> {
+    /// `pid`'s, made with `open` the first time; `None` when it cannot be.
+    pub fn get_or_open(&mut self, pid: u32, open: impl FnOnce() -> Option<T>) -> Option<&mut T> {
+        if !self.0.contains_key(&pid) {
+            let opened = open()?;
+            if self.0.len() >= MAX_KEPT_OPEN {
+                self.0.clear();
+            }
+            self.0.insert(pid, opened);
+        }
+        self.0.get_mut(&pid)
+    }
+
+    /// `pid`'s is closed (opened again when asked for again).
+    pub fn close(&mut self, pid: u32) {
+        self.0.remove(&pid);
+    }
+
+    pub fn is_open(&self, pid: u32) -> bool {
+        self.0.contains_key(&pid)
+    }
+
+    /// How many are open now.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// A file read once, trimmed; `None` when missing or unreadable.
 pub fn read_trimmed(path: &Path) -> Option<String> {
     std::fs::read_to_string(path)
@@ -133,6 +182,29 @@ mod tests {
         let text = "x".repeat(10_000) + "\nend";
         std::fs::write(&path, &text).unwrap();
         assert_eq!(Reread::new(&path).read().unwrap(), text);
+    }
+
+    #[test]
+    fn per_process_files_are_bounded_and_start_afresh_when_full() {
+        let mut kept: PerProcess<u32> = PerProcess::default();
+        assert!(kept.get_or_open(1, || None).is_none(), "cannot be opened");
+        assert!(kept.is_empty());
+        for pid in 0..MAX_KEPT_OPEN as u32 {
+            assert_eq!(
+                kept.get_or_open(pid, || Some(pid * 10)),
+                Some(&mut (pid * 10))
+            );
+        }
+        assert_eq!(kept.len(), MAX_KEPT_OPEN);
+        // Kept: not opened again.
+        assert_eq!(kept.get_or_open(3, || unreachable!()), Some(&mut 30));
+        // One more: the set starts afresh with it.
+        let more = MAX_KEPT_OPEN as u32;
+        assert_eq!(kept.get_or_open(more, || Some(7)), Some(&mut 7));
+        assert_eq!(kept.len(), 1);
+        assert!(kept.is_open(more) && !kept.is_open(3));
+        kept.close(more);
+        assert!(kept.is_empty());
     }
 
     #[test]

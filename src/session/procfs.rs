@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::sample::files::Reread;
+use crate::sample::files::{PerProcess, Reread};
 
 /// CPU times in nanoseconds; `children_*` are of reaped children (cutime/cstime).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,11 +46,7 @@ pub struct Procfs {
 /// (`ESRCH`), the descriptor is dropped, and the next read opens the path again (which may
 /// then name a new process of that pid, as a read by path always did).
 #[derive(Debug, Default)]
-struct OpenStats(std::cell::RefCell<std::collections::HashMap<u32, Reread>>);
-
-/// At most this many kept open: descriptors are the process's to spend (a soft limit of
-/// 1024 is common), not the accounting's.
-const MAX_OPEN_STATS: usize = 256;
+struct OpenStats(std::cell::RefCell<PerProcess<Reread>>);
 
 impl Clone for OpenStats {
     /// A copy opens its own: descriptors are not shared.
@@ -64,17 +60,12 @@ impl OpenStats {
     /// when it cannot be read.
     fn read(&self, root: &Path, pid: u32) -> Option<String> {
         let mut files = self.0.borrow_mut();
-        if !files.contains_key(&pid) && files.len() >= MAX_OPEN_STATS {
-            // Mostly processes that ended and are not read again (a build's compilers):
-            // start afresh rather than keep them.
-            files.clear();
-        }
-        let file = files
-            .entry(pid)
-            .or_insert_with(|| Reread::new(root.join(pid.to_string()).join("stat")));
+        let file = files.get_or_open(pid, || {
+            Some(Reread::new(root.join(pid.to_string()).join("stat")))
+        })?;
         let text = file.read().ok().map(str::to_owned);
         if text.is_none() {
-            files.remove(&pid);
+            files.close(pid);
         }
         text
     }
@@ -352,15 +343,7 @@ mod tests {
         let pid = child.id();
         let first = procfs.stat(pid).expect("a live child");
         assert_eq!((first.pid, first.comm.as_str()), (pid, "sleep"));
-        let kept = || {
-            procfs
-                .open_stats
-                .as_ref()
-                .unwrap()
-                .0
-                .borrow()
-                .contains_key(&pid)
-        };
+        let kept = || procfs.open_stats.as_ref().unwrap().0.borrow().is_open(pid);
         assert!(kept(), "its descriptor is kept");
         child.kill().unwrap();
         // Killed, not yet reaped: the same descriptor reads the zombie (polled: the kill

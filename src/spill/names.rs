@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 
 use framelab_probe::wire;
 
+use crate::sample::files::PerProcess;
+
 #[derive(Default)]
 pub struct ProcessNames {
     /// Bytes of the file taken in so far.
@@ -30,40 +32,32 @@ pub struct ProcessNames {
 /// More than 4095 names of 16 KiB each: no honest names file is this large.
 const MAX_NAMES_FILE_BYTES: u64 = 64 << 20;
 
-/// At most this many names files kept open: descriptors are the process's to spend (a soft
-/// limit of 1024 is common).
-const MAX_OPEN_NAMES_FILES: usize = 256;
-
 /// The session directory's names files, kept open per process.
 pub struct NamesFiles {
     dir: PathBuf,
-    open: HashMap<u32, File>,
+    open: PerProcess<File>,
 }
 
 impl NamesFiles {
     pub fn new(dir: PathBuf) -> NamesFiles {
         NamesFiles {
             dir,
-            open: HashMap::new(),
+            open: PerProcess::default(),
         }
     }
 
     /// `pid`'s names file, opened the first time; `None` while there is none.
     fn file(&mut self, pid: u32) -> Option<&File> {
-        if !self.open.contains_key(&pid) {
-            let file = File::open(self.dir.join(format!("n-{pid}"))).ok()?;
-            if self.open.len() >= MAX_OPEN_NAMES_FILES {
-                // Mostly processes that ended: start afresh rather than keep them.
-                self.open.clear();
-            }
-            self.open.insert(pid, file);
-        }
-        self.open.get(&pid)
+        let dir = &self.dir;
+        let file = self
+            .open
+            .get_or_open(pid, || File::open(dir.join(format!("n-{pid}"))).ok())?;
+        Some(file)
     }
 
     /// `pid`'s rings are all retired: its file is closed (opened again if read again).
     pub fn close(&mut self, pid: u32) {
-        self.open.remove(&pid);
+        self.open.close(pid);
     }
 
     /// Files open now.
@@ -212,12 +206,12 @@ mod tests {
         assert_eq!(files.open_count(), 0);
 
         let mut others: Vec<ProcessNames> = Vec::new();
-        for pid in 100..100 + MAX_OPEN_NAMES_FILES as u32 + 10 {
+        for pid in 100..100 + crate::sample::files::MAX_KEPT_OPEN as u32 + 10 {
             std::fs::write(dir.path().join(format!("n-{pid}")), "1 s a\n").unwrap();
             let mut names = ProcessNames::default();
             assert!(names.refresh(&mut files, pid).is_some());
             others.push(names);
-            assert!(files.open_count() <= MAX_OPEN_NAMES_FILES);
+            assert!(files.open_count() <= crate::sample::files::MAX_KEPT_OPEN);
         }
         assert!(files.open_count() > 0);
         // Closed by the bound, opened again where the last read ended.
