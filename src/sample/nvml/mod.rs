@@ -246,8 +246,7 @@ fn read_gpu(
     let mut failed = 0;
     let mut last_error = None;
     for (m, &(metric, unit, kind)) in METRICS.iter().enumerate() {
-        let put_off = tick.t_ns < gpu.not_before_ns[m] && !at_window_edge(tick);
-        if gpu.unsupported.contains_key(metric) || put_off {
+        if gpu.unsupported.contains_key(metric) || put_off(gpu, m, tick) {
             continue;
         }
         asked += 1;
@@ -293,10 +292,11 @@ fn read_gpu(
     read_processes(nvml, cost, gpu, users, tick, out);
 }
 
-/// The window's first and last readings read everything, what is read rarely too: the
-/// window's counters then hold exactly what it used.
-fn at_window_edge(tick: &Tick) -> bool {
-    tick.opening || tick.closing
+/// Whether the call of `slot` (indexing `Gpu::not_before_ns`) waits for a later reading:
+/// it was slow and is not due yet. The window's first and last readings make every call,
+/// what is made rarely too: the window's counters then hold exactly what it used.
+fn put_off(gpu: &Gpu, slot: usize, tick: &Tick) -> bool {
+    tick.t_ns < gpu.not_before_ns[slot] && !(tick.opening || tick.closing)
 }
 
 /// Puts off the next call of a metric that was slow twice in a row (`slot` indexes
@@ -343,7 +343,7 @@ fn read_processes(
     let slot = METRICS.len();
     if tick.pids.is_empty()
         || gpu.unsupported.contains_key(PROCESS_METRIC)
-        || (tick.t_ns < gpu.not_before_ns[slot] && !at_window_edge(tick))
+        || put_off(gpu, slot, tick)
     {
         return;
     }
