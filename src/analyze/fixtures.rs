@@ -16,6 +16,23 @@ pub fn span(frame: u64, stage: u16, thread: u32, start_ns: i64, dur_ns: i64) -> 
     }
 }
 
+/// A reproducible stream of pseudo-random numbers from `seed` (xorshift64; `seed` not 0),
+/// for generated test data.
+pub fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
+    move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    }
+}
+
+/// The same stream, each number taken below what the call asks (`next(1000)`: 0..1000).
+pub fn below(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut next = xorshift(seed);
+    move |bound| next() % bound
+}
+
 /// A timeline as the scheduler's tracepoints give it: exact (1 ns), these slices.
 pub fn traced(slices: Vec<crate::sched::SchedSlice>) -> crate::sched::SchedTimeline {
     crate::sched::SchedTimeline {

@@ -1438,6 +1438,7 @@ mod on_cpu_tests {
 
     use super::*;
     use crate::analyze::analyze;
+    use crate::analyze::fixtures::xorshift;
     use crate::model::{EndReason, RunMeta, ThreadInfo};
 
     const US: i64 = 1_000;
@@ -1528,15 +1529,6 @@ mod on_cpu_tests {
             assert_eq!(got, expected, "{label}: stage {stage}");
         }
         a
-    }
-
-    fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
-        move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        }
     }
 
     #[test]
@@ -1675,13 +1667,8 @@ mod sums_tests {
     /// slices of 7 µs, each slice on a CPU for a random part of it and runnable for some
     /// of the rest: every span's split is a sum of fractions.
     fn run(spans: u64) -> Run {
-        let mut s = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |below: i64| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s % below as u64) as i64
-        };
+        let mut random = crate::analyze::fixtures::below(0x9e37_79b9_7f4a_7c15);
+        let mut next = move |bound: i64| random(bound as u64) as i64;
         let end_ns = spans as i64 * 10 * US;
         let mut run = Run {
             meta: RunMeta {

@@ -278,6 +278,7 @@ impl Dist {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::fixtures::xorshift;
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9 * b.abs().max(1.0)
@@ -357,12 +358,10 @@ mod tests {
     fn radix_sort_matches_comparison_sort() {
         // A deterministic pseudo-random sequence (xorshift), large enough for the radix path,
         // with values spread over several bytes plus duplicates and zeros.
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut v: Vec<i64> = (0..20_000)
             .map(|i| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
+                let state = next();
                 match i % 5 {
                     0 => 0,
                     1 => (state % 1000) as i64,
@@ -380,13 +379,7 @@ mod tests {
     fn the_in_place_radix_sort_matches_a_comparison_sort_at_every_depth() {
         // Buckets big enough to be split again byte after byte, bytes that never vary,
         // runs of one value, and values near the top of each width.
-        let mut state = 0x1234_5678_9abc_def1u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x1234_5678_9abc_def1);
         let mut wide: Vec<i64> = (0..300_000)
             .map(|i| match i % 6 {
                 0 => 42,
@@ -415,12 +408,10 @@ mod tests {
 
     #[test]
     fn u32_radix_sort_matches_comparison_sort() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let mut v: Vec<u32> = (0..20_000)
             .map(|i| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
+                let state = next();
                 match i % 4 {
                     0 => 7,
                     1 => (state % 300) as u32,

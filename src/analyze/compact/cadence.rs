@@ -381,21 +381,13 @@ mod ring_tests {
     use std::collections::VecDeque;
 
     use super::{abs_difference, Queue, Trailing};
-
-    fn xorshift(mut s: u64) -> impl FnMut(u64) -> u64 {
-        move |below| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s % below
-        }
-    }
+    use crate::analyze::fixtures::below;
 
     /// The ring holds what a `VecDeque` cut to the window's length holds, with the same
     /// sum, as the window fills, at its edge and after it wraps.
     #[test]
     fn the_trailing_ring_holds_the_last_intervals_of_its_window() {
-        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut next = below(0x9e37_79b9_7f4a_7c15);
         for len in [1, 2, 3, 7, 29, 64] {
             let (mut ring, mut model) = (Trailing::new(len), VecDeque::new());
             for k in 0..5 * len + 3 {
@@ -425,7 +417,7 @@ mod ring_tests {
     /// what a `VecDeque` gives.
     #[test]
     fn the_queue_gives_what_a_vecdeque_gives() {
-        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+        let mut next = below(0x2545_f491_4f6c_dd1d);
         let (mut queue, mut model) = (Queue::default(), VecDeque::new());
         assert_eq!((queue.front(), queue.pop_front()), (0, 0), "empty");
         for k in 0..20_000 {
@@ -494,13 +486,8 @@ mod tests {
 
     #[test]
     fn one_interval_at_a_time_gives_the_whole_sequences_numbers() {
-        let mut s = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |below: u64| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s % below) as i64
-        };
+        let mut random = crate::analyze::fixtures::below(0x2545_f491_4f6c_dd1d);
+        let mut next = move |bound: u64| random(bound) as i64;
         let steady: Vec<i64> = (0..5000).map(|_| 8_333_000 + next(2000)).collect();
         let spiky: Vec<i64> = (0..5000)
             .map(|i| match i % 97 {

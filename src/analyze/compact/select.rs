@@ -502,6 +502,7 @@ pub fn select_from(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::fixtures::xorshift;
     use crate::analyze::fps::fps_summary_ranked;
     use crate::analyze::stats::sort_ns;
     use crate::analyze::Dist;
@@ -509,16 +510,6 @@ mod tests {
     /// Everything the report asks of a set of values.
     fn stats<R: Ranked + ?Sized>(r: &R) -> String {
         format!("{:?} {:?}", Dist::of_ranked(r), fps_summary_ranked(r))
-    }
-
-    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
-        let mut s = seed;
-        move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        }
     }
 
     /// The same statistics from the selection as from the sorted values, at several keep
