@@ -194,12 +194,17 @@ impl NvmlSource {
     }
 
     pub fn read(&mut self, tick: &Tick, out: &mut Readings) -> Result<(), String> {
+        // Whether a process of the run has a GPU open: looked at once a reading, for every
+        // GPU whose process call is slow (its descriptors may be thousands: a server's).
+        let users = &mut self.gpu_users;
+        let mut gpu_open = None;
+        let mut any_gpu_open = || *gpu_open.get_or_insert_with(|| users.any(tick.pids));
         for gpu in self.gpus.iter_mut().filter(|g| g.stopped.is_none()) {
             read_gpu(
                 self.nvml.as_ref(),
                 self.cost,
                 gpu,
-                &mut self.gpu_users,
+                &mut any_gpu_open,
                 tick,
                 out,
             );
@@ -238,7 +243,7 @@ fn read_gpu(
     nvml: &dyn Nvml,
     cost: CallCost,
     gpu: &mut Gpu,
-    users: &mut GpuUsers,
+    any_gpu_open: &mut dyn FnMut() -> bool,
     tick: &Tick,
     out: &mut Readings,
 ) {
@@ -289,7 +294,7 @@ fn read_gpu(
         return;
     }
     gpu.failed_ticks = 0;
-    read_processes(nvml, cost, gpu, users, tick, out);
+    read_processes(nvml, cost, gpu, any_gpu_open, tick, out);
 }
 
 /// Whether the call of `slot` (indexing `Gpu::not_before_ns`) waits for a later reading:
@@ -336,7 +341,7 @@ fn read_processes(
     nvml: &dyn Nvml,
     cost: CallCost,
     gpu: &mut Gpu,
-    users: &mut GpuUsers,
+    any_gpu_open: &mut dyn FnMut() -> bool,
     tick: &Tick,
     out: &mut Readings,
 ) {
@@ -347,7 +352,7 @@ fn read_processes(
     {
         return;
     }
-    if gpu.slow.contains_key(PROCESS_METRIC) && !users.any(tick.pids) {
+    if gpu.slow.contains_key(PROCESS_METRIC) && !any_gpu_open() {
         gpu.process_calls_spared += 1;
         gpu.not_before_ns[slot] = tick.t_ns.saturating_add(SLOW_EVERY_NS);
         return;
