@@ -2,7 +2,7 @@
 //! readings to a sink (the run file writer), and at the end reports how each source fared.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -113,8 +113,13 @@ struct Core {
 
 impl Core {
     fn open(opts: &SamplingOptions, tree: ProcessTree, origin_mono_ns: i64) -> Core {
+        Core::new(Core::open_sources(opts), tree, origin_mono_ns)
+    }
+
+    /// Opens every source not switched off, each one's CPU counted as its own.
+    fn open_sources(opts: &SamplingOptions) -> Vec<Slot> {
         let now = Instant::now();
-        let slots = SourceKind::ALL
+        SourceKind::ALL
             .into_iter()
             .map(|kind| {
                 let mut slot = Slot {
@@ -149,7 +154,10 @@ impl Core {
                 slot.cpu_ns += thread_cpu_ns() - cpu;
                 slot
             })
-            .collect();
+            .collect()
+    }
+
+    fn new(slots: Vec<Slot>, tree: ProcessTree, origin_mono_ns: i64) -> Core {
         Core {
             window_closed: Arc::new(AtomicBool::new(false)),
             window_opening: Arc::new(AtomicBool::new(false)),
@@ -273,28 +281,48 @@ pub struct Sampler {
     window_closed: Arc<AtomicBool>,
     window_opening: Arc<AtomicBool>,
     handle: Option<JoinHandle<Vec<SourceStatus>>>,
+    /// Told once the sources are open.
+    opened: Option<mpsc::Receiver<()>>,
+    /// What the thread waits for to start reading; taken by `begin`, dropped to end a
+    /// sampler that never began.
+    begin: Option<mpsc::Sender<Begin>>,
+}
+
+/// What reading needs that is only known once the command started.
+struct Begin {
+    origin_mono_ns: i64,
+    tree: ProcessTree,
+    sink: Box<dyn FnMut(Batch) -> bool + Send>,
 }
 
 impl Sampler {
-    /// Starts sampling on a thread of its own. Sources are opened there (NVML takes a
-    /// while to initialise), so the command's launch is not delayed. `sink` receives the
-    /// readings in order; when it returns false the readings are dropped from then on.
-    pub fn start(
-        opts: SamplingOptions,
-        origin_mono_ns: i64,
-        tree: ProcessTree,
-        mut sink: Box<dyn FnMut(Batch) -> bool + Send>,
-    ) -> Sampler {
+    /// Starts the sampler's thread, which opens the sources and then waits for `begin`.
+    /// Opened before the command starts, the sources' start-up (NVML loads its library and
+    /// initialises: about 40 ms of CPU on a GPU host) is not inside the measured window.
+    pub fn open(opts: SamplingOptions) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let window_closed = Arc::new(AtomicBool::new(false));
         let closed = window_closed.clone();
         let window_opening = Arc::new(AtomicBool::new(false));
         let opening = window_opening.clone();
+        let (opened_tx, opened) = mpsc::channel();
+        let (begin, begin_rx) = mpsc::channel::<Begin>();
         let spawned = std::thread::Builder::new()
             .name("framelab-sampler".into())
             .spawn(move || {
-                let mut core = Core::open(&opts, tree, origin_mono_ns);
+                let slots = Core::open_sources(&opts);
+                let _ = opened_tx.send(());
+                // No `begin`: the command never started, and nothing is read.
+                let Ok(Begin {
+                    origin_mono_ns,
+                    tree,
+                    mut sink,
+                }) = begin_rx.recv()
+                else {
+                    return Vec::new();
+                };
+                let mut core = Core::new(slots, tree, origin_mono_ns);
                 core.window_closed = closed;
                 core.window_opening = opening;
                 let mut flushed = Instant::now();
@@ -337,7 +365,55 @@ impl Sampler {
             window_closed,
             window_opening,
             handle: spawned.ok(),
+            opened: Some(opened),
+            begin: Some(begin),
         }
+    }
+
+    /// Waits up to `longest` for the sources to be open; `false` when they are not yet (a
+    /// driver that hangs: they go on opening beside the command).
+    pub fn wait_open(&mut self, longest: Duration) -> bool {
+        let Some(opened) = &self.opened else {
+            return true;
+        };
+        match opened.recv_timeout(longest) {
+            Err(mpsc::RecvTimeoutError::Timeout) => false,
+            // Open, or the thread is gone (its status says why): nothing to wait for.
+            Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                self.opened = None;
+                true
+            }
+        }
+    }
+
+    /// Starts reading, as soon as the sources are open: the run's clock starts at
+    /// `origin_mono_ns`, its processes are `tree`'s, and `sink` receives the readings in
+    /// order (when it returns false they are dropped from then on).
+    pub fn begin(
+        &mut self,
+        origin_mono_ns: i64,
+        tree: ProcessTree,
+        sink: Box<dyn FnMut(Batch) -> bool + Send>,
+    ) {
+        if let Some(begin) = self.begin.take() {
+            let _ = begin.send(Begin {
+                origin_mono_ns,
+                tree,
+                sink,
+            });
+        }
+    }
+
+    /// Opens the sources and starts reading at once (`open`, then `begin`).
+    pub fn start(
+        opts: SamplingOptions,
+        origin_mono_ns: i64,
+        tree: ProcessTree,
+        sink: Box<dyn FnMut(Batch) -> bool + Send>,
+    ) -> Sampler {
+        let mut sampler = Sampler::open(opts);
+        sampler.begin(origin_mono_ns, tree, sink);
+        sampler
     }
 
     /// Tells the sources the measured window opened: they are all read at once, so running
@@ -366,6 +442,8 @@ impl Sampler {
     }
 
     fn finish(&mut self) -> Option<std::thread::Result<Vec<SourceStatus>>> {
+        // A thread still waiting for `begin` ends without reading.
+        self.begin.take();
         self.stop.store(true, Ordering::Release);
         let handle = self.handle.take()?;
         handle.thread().unpark();
@@ -406,4 +484,25 @@ pub fn read_once(
     }
     let series = core.readings.all_series().to_vec();
     (core.statuses(), series, samples)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sampler_stopped_before_it_began_ends_without_reading() {
+        let mut sampler = Sampler::open(SamplingOptions::default());
+        assert!(sampler.wait_open(Duration::from_secs(60)));
+        // Waiting again is free: the sources are open.
+        assert!(sampler.wait_open(Duration::ZERO));
+        assert_eq!(sampler.stop(), Vec::new());
+    }
+
+    #[test]
+    fn a_sampler_dropped_before_it_began_lets_its_thread_end() {
+        let sampler = Sampler::open(SamplingOptions::default());
+        // Drop joins the thread: waiting for `begin` forever would hang here.
+        drop(sampler);
+    }
 }

@@ -21,7 +21,7 @@ use super::write::{Write, WriterThread};
 use crate::model::{
     EndReason, EventRecord, ExitInfo, ProcessRole, RunMeta, SourceState, Span, ThreadInfo,
 };
-use crate::sample::{ProcessTree, Sampler, SamplingOptions};
+use crate::sample::{ProcessTree, Sampler};
 use crate::spill::clock::TickClock;
 use crate::spill::convert::Converter;
 use crate::store::RunWriter;
@@ -231,18 +231,15 @@ impl Collector {
         }
     }
 
-    /// Starts the sampler thread; its readings go to the run file writer in order.
-    pub fn start_sampling(&mut self, options: SamplingOptions, tree: ProcessTree) {
+    /// Starts reading with `sampler` (opened before the launch); its readings go to the
+    /// run file writer in order.
+    pub fn start_sampling(&mut self, mut sampler: Sampler, tree: ProcessTree) {
         let Some(sender) = self.writer.sender() else {
             return;
         };
         let sink = Box::new(move |batch| sender.send(Write::Samples(batch)).is_ok());
-        self.sampler = Some(Sampler::start(
-            options,
-            self.meta.origin_mono_ns,
-            tree,
-            sink,
-        ));
+        sampler.begin(self.meta.origin_mono_ns, tree, sink);
+        self.sampler = Some(sampler);
     }
 
     /// What the run file writer has committed so far.

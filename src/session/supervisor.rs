@@ -32,6 +32,7 @@ use super::setup::Setup;
 use super::{procevents, sched, write};
 use crate::model::{EndReason, ExitInfo, RunMeta};
 use crate::output::{CapturedOutput, MetricValue};
+use crate::sample::Sampler;
 use crate::store::RunWriter;
 
 /// What a finished run left behind.
@@ -89,6 +90,8 @@ const MAX_WAIT: Duration = COMMIT_EVERY;
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 /// How long the last processes of the group get to die once the command exited.
 const LAST_REAPS: Duration = Duration::from_millis(500);
+/// How long the command waits for telemetry's sources to open.
+const SOURCES_OPEN_LONGEST: Duration = Duration::from_secs(2);
 
 /// The run's lifecycle: its state and what each state needs to know.
 pub struct Supervisor<'o, E: Executor> {
@@ -512,6 +515,8 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
         env,
         exit_records,
     } = Setup::prepare(opts, supervisor.executor())?;
+    // Telemetry's sources open while the services start: ready before the command is.
+    let mut sampler = Sampler::open(opts.sampling.clone());
 
     // → ServicesReady.
     let service_roots = match supervisor.start_services(&env, run_group.placement()) {
@@ -527,7 +532,16 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
         }
     }
 
-    // → Command.
+    // → Command, once telemetry's sources are open: their start-up (NVML's, about 40 ms of
+    // CPU) is then not inside the measured window.
+    if !sampler.wait_open(SOURCES_OPEN_LONGEST) {
+        log::warn!(
+            "telemetry sources still opening after {} s (a GPU driver?): the command starts \
+             now, and their start-up is inside its measured window (--no-sample SOURCE \
+             leaves one out)",
+            SOURCES_OPEN_LONGEST.as_secs()
+        );
+    }
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
     // Before the launch: the command's first switches are seen too.
     let sched = sched::start(
@@ -577,7 +591,7 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     if let Some(probes) = probes {
         collector.set_probes(probes);
     }
-    collector.start_sampling(opts.sampling.clone(), process_tree(opts, procfs));
+    collector.start_sampling(sampler, process_tree(opts, procfs));
     if let Some(n) = opts.window.warmup_frames {
         collector.watch_for_frame_after(n);
     }

@@ -123,6 +123,75 @@ fn a_gpu_lost_mid_run_stops_the_source_not_the_run() {
     assert!(text.contains("nvml      stopped  GPU 0 lost at "), "{text}");
 }
 
+#[test]
+fn the_sources_open_before_the_command_starts_and_their_start_up_is_not_in_the_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = fake_nvml(dir.path());
+    let path = temp_run(&dir, "init");
+    // A driver whose start-up costs 400 ms of CPU, far above what framelab spends in the
+    // window of a 300-frame run (a few ms).
+    let out = framelab()
+        .env("FRAMELAB_NVML_LIBRARY", &library)
+        .env("FAKE_NVML_INIT_CPU_MS", "400")
+        .args(["run", "--fps", "500", "-o"])
+        .arg(&path)
+        .args(["--", &example("testprog"), "spans", "300"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("still opening"), "{}", stderr(&out));
+    let run = load(&path);
+    let nvml = &run.telemetry.sources[0];
+    assert_eq!(nvml.state, SourceState::On, "{}", nvml.detail);
+    let collector_ms = run.meta.collector_cpu_ns as f64 / 1e6;
+    assert!(
+        collector_ms < 200.0,
+        "framelab's CPU in the window is {collector_ms:.1} ms: the driver's start-up was in it"
+    );
+}
+
+#[test]
+fn sources_that_take_too_long_to_open_let_the_command_start_and_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = fake_nvml(dir.path());
+    let path = temp_run(&dir, "hung");
+    let out = framelab()
+        .env("FRAMELAB_NVML_LIBRARY", &library)
+        .env("FAKE_NVML_INIT_SLEEP_MS", "3000")
+        .args(["run", "--fps", "500", "-o"])
+        .arg(&path)
+        .args(["--", &example("testprog"), "rate", "1000", "2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said: Vec<String> = stderr(&out)
+        .lines()
+        .filter(|l| l.contains("still opening"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "framelab: warning: telemetry sources still opening after 2 s (a GPU driver?): the \
+          command starts now, and their start-up is inside its measured window \
+          (--no-sample SOURCE leaves one out)"
+        ],
+    );
+    let run = load(&path);
+    assert_eq!(run.spans.len(), 2000, "the run itself is whole");
+    // The source opened beside the command (3 s after it began to, 1 s into the command's
+    // 2 s) and was read from then on.
+    let nvml = &run.telemetry.sources[0];
+    assert_eq!(nvml.state, SourceState::On, "{}", nvml.detail);
+    assert!(
+        run.telemetry
+            .samples
+            .iter()
+            .any(|s| run.telemetry.series[s.series as usize].source == "nvml"),
+        "NVML was read once open"
+    );
+}
+
 /// How the fake GPU draws power in a run.
 #[derive(Clone, Copy)]
 enum Gpu {
