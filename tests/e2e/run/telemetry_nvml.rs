@@ -123,6 +123,28 @@ fn a_gpu_lost_mid_run_stops_the_source_not_the_run() {
     assert!(text.contains("nvml      stopped  GPU 0 lost at "), "{text}");
 }
 
+/// `framelab run --fps 500 -o path -- testprog ARGS` with the fake driver, `knob` set; it
+/// must succeed.
+fn run_with_driver(
+    library: &Path,
+    knob: (&str, &str),
+    path: &Path,
+    args: &str,
+) -> std::process::Output {
+    let out = framelab()
+        .env("FRAMELAB_NVML_LIBRARY", library)
+        .env(knob.0, knob.1)
+        .args(["run", "--fps", "500", "-o"])
+        .arg(path)
+        .arg("--")
+        .arg(example("testprog"))
+        .args(args.split(' '))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
+
 #[test]
 fn the_sources_open_before_the_command_starts_and_their_start_up_is_not_in_the_window() {
     let dir = tempfile::tempdir().unwrap();
@@ -130,15 +152,12 @@ fn the_sources_open_before_the_command_starts_and_their_start_up_is_not_in_the_w
     let path = temp_run(&dir, "init");
     // A driver whose start-up costs 400 ms of CPU, far above what framelab spends in the
     // window of a 300-frame run (a few ms).
-    let out = framelab()
-        .env("FRAMELAB_NVML_LIBRARY", &library)
-        .env("FAKE_NVML_INIT_CPU_MS", "400")
-        .args(["run", "--fps", "500", "-o"])
-        .arg(&path)
-        .args(["--", &example("testprog"), "spans", "300"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_with_driver(
+        &library,
+        ("FAKE_NVML_INIT_CPU_MS", "400"),
+        &path,
+        "spans 300",
+    );
     assert!(!stderr(&out).contains("still opening"), "{}", stderr(&out));
     let run = load(&path);
     let nvml = &run.telemetry.sources[0];
@@ -155,15 +174,12 @@ fn sources_that_take_too_long_to_open_let_the_command_start_and_say_so() {
     let dir = tempfile::tempdir().unwrap();
     let library = fake_nvml(dir.path());
     let path = temp_run(&dir, "hung");
-    let out = framelab()
-        .env("FRAMELAB_NVML_LIBRARY", &library)
-        .env("FAKE_NVML_INIT_SLEEP_MS", "3000")
-        .args(["run", "--fps", "500", "-o"])
-        .arg(&path)
-        .args(["--", &example("testprog"), "rate", "1000", "2"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_with_driver(
+        &library,
+        ("FAKE_NVML_INIT_SLEEP_MS", "3000"),
+        &path,
+        "rate 1000 2",
+    );
     let said: Vec<String> = stderr(&out)
         .lines()
         .filter(|l| l.contains("still opening"))
