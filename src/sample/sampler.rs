@@ -2,7 +2,7 @@
 //! readings to a sink (the run file writer), and at the end reports how each source fared.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -283,9 +283,43 @@ pub struct Sampler {
     handle: Option<JoinHandle<Vec<SourceStatus>>>,
     /// Told once the sources are open.
     opened: Option<mpsc::Receiver<()>>,
-    /// What the thread waits for to start reading; taken by `begin`, dropped to end a
-    /// sampler that never began.
-    begin: Option<mpsc::Sender<Begin>>,
+    /// Where `begin` hands the thread what it needs to read.
+    hand: Arc<Hand>,
+}
+
+/// What passes from `begin` to the thread, which waits for it once its sources are open.
+#[derive(Default)]
+struct Hand {
+    state: Mutex<Handing>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Handing {
+    begin: Option<Begin>,
+    /// The sampler is finishing: a thread not begun yet ends without reading.
+    cancelled: bool,
+}
+
+impl Hand {
+    /// What `begin` gave, once given; `None` when the sampler finished first.
+    fn wait(&self) -> Option<Begin> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(begin) = state.begin.take() {
+                return Some(begin);
+            }
+            if state.cancelled {
+                return None;
+            }
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn set(&self, change: impl FnOnce(&mut Handing)) {
+        change(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()));
+        self.changed.notify_all();
+    }
 }
 
 /// What reading needs that is only known once the command started.
@@ -307,18 +341,19 @@ impl Sampler {
         let window_opening = Arc::new(AtomicBool::new(false));
         let opening = window_opening.clone();
         let (opened_tx, opened) = mpsc::channel();
-        let (begin, begin_rx) = mpsc::channel::<Begin>();
+        let hand = Arc::new(Hand::default());
+        let handed = hand.clone();
         let spawned = std::thread::Builder::new()
             .name("framelab-sampler".into())
             .spawn(move || {
                 let slots = Core::open_sources(&opts);
                 let _ = opened_tx.send(());
                 // No `begin`: the command never started, and nothing is read.
-                let Ok(Begin {
+                let Some(Begin {
                     origin_mono_ns,
                     tree,
                     mut sink,
-                }) = begin_rx.recv()
+                }) = handed.wait()
                 else {
                     return Vec::new();
                 };
@@ -366,7 +401,7 @@ impl Sampler {
             window_opening,
             handle: spawned.ok(),
             opened: Some(opened),
-            begin: Some(begin),
+            hand,
         }
     }
 
@@ -395,13 +430,12 @@ impl Sampler {
         tree: ProcessTree,
         sink: Box<dyn FnMut(Batch) -> bool + Send>,
     ) {
-        if let Some(begin) = self.begin.take() {
-            let _ = begin.send(Begin {
-                origin_mono_ns,
-                tree,
-                sink,
-            });
-        }
+        let begin = Begin {
+            origin_mono_ns,
+            tree,
+            sink,
+        };
+        self.hand.set(|state| state.begin = Some(begin));
     }
 
     /// Opens the sources and starts reading at once (`open`, then `begin`).
@@ -442,9 +476,24 @@ impl Sampler {
     }
 
     fn finish(&mut self) -> Option<std::thread::Result<Vec<SourceStatus>>> {
-        // A thread still waiting for `begin` ends without reading.
-        self.begin.take();
+        // A thread not begun ends without reading; what `begin` gave it and it did not take
+        // (the sink, which keeps the run file's writer waiting) is dropped here.
+        let mut unclaimed = None;
+        self.hand.set(|state| {
+            state.cancelled = true;
+            unclaimed = state.begin.take();
+        });
+        drop(unclaimed);
         self.stop.store(true, Ordering::Release);
+        // A thread still opening a source (a driver that hangs) is left to it: joining it
+        // would hang framelab too.
+        if !self.wait_open(Duration::ZERO) {
+            self.handle.take();
+            return Some(Ok(vec![failed_status(
+                "the sources were still opening when the run ended (a GPU driver that \
+                 hangs?): nothing was read",
+            )]));
+        }
         let handle = self.handle.take()?;
         handle.thread().unpark();
         Some(handle.join())

@@ -90,8 +90,10 @@ const MAX_WAIT: Duration = COMMIT_EVERY;
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 /// How long the last processes of the group get to die once the command exited.
 const LAST_REAPS: Duration = Duration::from_millis(500);
-/// How long the command waits for telemetry's sources to open.
+/// How long the command waits for telemetry's sources to open, looking for an interrupt
+/// this often.
 const SOURCES_OPEN_LONGEST: Duration = Duration::from_secs(2);
+const SOURCES_POLL: Duration = Duration::from_millis(50);
 
 /// The run's lifecycle: its state and what each state needs to know.
 pub struct Supervisor<'o, E: Executor> {
@@ -211,6 +213,36 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             )));
         }
         Err(NotStarted::PrepareFailed(failure))
+    }
+
+    /// ServicesReady: waits for telemetry's sources to open, so that their start-up (NVML's,
+    /// about 40 ms of CPU) is not inside the measured window; at most `SOURCES_OPEN_LONGEST`,
+    /// then the command starts beside them. On an interrupt the services are stopped and
+    /// the run does not start.
+    pub fn wait_for_sources(&mut self, sampler: &mut Sampler) -> Result<()> {
+        assert_eq!(
+            self.state,
+            State::ServicesReady,
+            "before the command starts"
+        );
+        let polls = SOURCES_OPEN_LONGEST.as_millis() / SOURCES_POLL.as_millis();
+        for _ in 0..polls {
+            if self.exec.interrupts() > 0 {
+                self.stop_services();
+                self.state = State::NotStarted;
+                anyhow::bail!("interrupted while telemetry's sources opened");
+            }
+            if sampler.wait_open(SOURCES_POLL) {
+                return Ok(());
+            }
+        }
+        log::warn!(
+            "telemetry sources still opening after {} s (a GPU driver?): the command starts \
+             now, and their start-up is inside its measured window (--no-sample SOURCE \
+             leaves one out)",
+            SOURCES_OPEN_LONGEST.as_secs()
+        );
+        Ok(())
     }
 
     /// ServicesReady → Command: the command started, registered with the guardian (with
@@ -532,16 +564,11 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
         }
     }
 
-    // → Command, once telemetry's sources are open: their start-up (NVML's, about 40 ms of
-    // CPU) is then not inside the measured window.
-    if !sampler.wait_open(SOURCES_OPEN_LONGEST) {
-        log::warn!(
-            "telemetry sources still opening after {} s (a GPU driver?): the command starts \
-             now, and their start-up is inside its measured window (--no-sample SOURCE \
-             leaves one out)",
-            SOURCES_OPEN_LONGEST.as_secs()
-        );
+    if let Err(e) = supervisor.wait_for_sources(&mut sampler) {
+        return Err(abandon(writer, &output, e));
     }
+
+    // → Command.
     meta.origin_mono_ns = framelab_probe::monotonic_ns() as i64;
     // Before the launch: the command's first switches are seen too.
     let sched = sched::start(

@@ -1155,6 +1155,30 @@ fn drive_ctrl_c_while_a_service_gets_ready_starts_nothing_and_leaves_no_file() {
 }
 
 #[test]
+fn drive_ctrl_c_while_the_sources_open_starts_nothing_and_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = with_db(driven(&dir), Ready::Started);
+    let exec = MockExecutor {
+        services: vec![MockService::new("db")],
+        interrupts_at: vec![Duration::ZERO],
+        ..MockExecutor::default()
+    };
+    let calls = calls_of(&exec);
+    let e = drive(&opts, exec).unwrap_err().to_string();
+    assert_eq!(e, "interrupted while telemetry's sources opened");
+    assert!(!opts.output.as_ref().unwrap().exists(), "no run file");
+    let calls = calls.lock().unwrap();
+    assert!(
+        !calls.iter().any(|c| matches!(c, Call::Spawn(_))),
+        "{calls:?}"
+    );
+    assert!(
+        calls.contains(&Call::Unregister(DB_PID)),
+        "the service stopped: {calls:?}"
+    );
+}
+
+#[test]
 fn drive_a_service_that_dies_while_the_command_runs_is_said_in_the_run_file() {
     let dir = tempfile::tempdir().unwrap();
     let opts = with_db(driven(&dir), Ready::Started);

@@ -208,6 +208,46 @@ fn sources_that_take_too_long_to_open_let_the_command_start_and_say_so() {
     );
 }
 
+#[test]
+fn a_driver_that_never_opens_neither_holds_the_command_back_nor_hangs_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = fake_nvml(dir.path());
+    let path = temp_run(&dir, "never");
+    // Ten minutes in nvmlInit: the run of 2 s must end long before the driver does.
+    let mut child = framelab()
+        .env("FRAMELAB_NVML_LIBRARY", &library)
+        .env("FAKE_NVML_INIT_SLEEP_MS", "600000")
+        .args(["run", "-o"])
+        .arg(&path)
+        .args(["--", &example("testprog"), "rate", "1000", "2"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Generous (60 s for a run of 2 s): this waits for the end, it times nothing.
+    let ended = (0..1200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        child.try_wait().unwrap().is_some()
+    });
+    if !ended {
+        let _ = child.kill();
+        panic!("framelab waited for the driver");
+    }
+    assert!(child.wait().unwrap().success());
+    let run = load(&path);
+    assert_eq!(run.spans.len(), 2000, "the run itself is whole");
+    let sampler = &run.telemetry.sources[0];
+    assert_eq!(sampler.source, "sampler");
+    assert_eq!(sampler.state, SourceState::Stopped);
+    assert!(
+        sampler
+            .detail
+            .starts_with("the sources were still opening when the run ended"),
+        "{}",
+        sampler.detail
+    );
+}
+
 /// How the fake GPU draws power in a run.
 #[derive(Clone, Copy)]
 enum Gpu {
