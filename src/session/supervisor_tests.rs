@@ -845,7 +845,7 @@ fn a_session_directory_that_cannot_be_made_starts_nothing_and_leaves_no_file() {
         e.starts_with("cannot create the session directory") && e.contains("FRAMELAB_SHM_DIR"),
         "one line that says what to do: {e}"
     );
-    assert!(!opts.output.as_ref().unwrap().exists(), "no run file");
+    assert_nothing_left(&opts);
 }
 
 #[test]
@@ -1102,6 +1102,15 @@ fn with_producers_that_wake_it_the_collector_sleeps_until_the_next_reading_or_co
     );
 }
 
+/// Neither the run file nor its journal is left.
+fn assert_nothing_left(opts: &RunOptions) {
+    let output = opts.output.as_ref().unwrap();
+    let mut journal = output.as_os_str().to_owned();
+    journal.push("-journal");
+    assert!(!output.exists(), "no run file");
+    assert!(!std::path::Path::new(&journal).exists(), "no journal");
+}
+
 /// The calls the mock was asked for by `drive`, which took it.
 fn calls_of(exec: &MockExecutor) -> std::sync::Arc<std::sync::Mutex<Vec<Call>>> {
     exec.shared_calls.clone()
@@ -1125,7 +1134,7 @@ fn drive_a_service_that_exits_before_it_is_ready_starts_no_command_and_leaves_no
         e.starts_with("service db exited (exit code 3) before it was ready"),
         "{e}"
     );
-    assert!(!opts.output.as_ref().unwrap().exists(), "no run file");
+    assert_nothing_left(&opts);
     let calls = calls.lock().unwrap();
     assert!(
         !calls.iter().any(|c| matches!(c, Call::Spawn(_))),
@@ -1149,7 +1158,7 @@ fn drive_ctrl_c_while_a_service_gets_ready_starts_nothing_and_leaves_no_file() {
     let calls = calls_of(&exec);
     let e = drive(&opts, exec).unwrap_err().to_string();
     assert_eq!(e, "interrupted while waiting for service db to get ready");
-    assert!(!opts.output.as_ref().unwrap().exists(), "no run file");
+    assert_nothing_left(&opts);
     let calls = calls.lock().unwrap();
     assert!(!calls.iter().any(|c| matches!(c, Call::Spawn(_))));
 }
@@ -1166,7 +1175,7 @@ fn drive_ctrl_c_while_the_sources_open_starts_nothing_and_leaves_no_file() {
     let calls = calls_of(&exec);
     let e = drive(&opts, exec).unwrap_err().to_string();
     assert_eq!(e, "interrupted while telemetry's sources opened");
-    assert!(!opts.output.as_ref().unwrap().exists(), "no run file");
+    assert_nothing_left(&opts);
     let calls = calls.lock().unwrap();
     assert!(
         !calls.iter().any(|c| matches!(c, Call::Spawn(_))),
@@ -1409,7 +1418,7 @@ fn drive_a_command_that_cannot_start_stops_the_services_and_leaves_no_file() {
     let calls = calls_of(&exec);
     let e = drive(&opts, exec).unwrap_err().to_string();
     assert_eq!(e, "command not found: 'sh'");
-    assert!(!opts.output.as_ref().unwrap().exists(), "no run file");
+    assert_nothing_left(&opts);
     let calls = calls.lock().unwrap();
     let spawned = calls.iter().position(|c| matches!(c, Call::Spawn(_)));
     let db_stopped = (calls.iter())

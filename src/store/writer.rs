@@ -368,6 +368,10 @@ impl RunWriter {
         let _ = self
             .conn
             .execute("DELETE FROM runs WHERE run_id = ?1", [self.run_id]);
+        // As `finish` does: no empty journal stays beside the file, or beside where it was.
+        let _ = self
+            .conn
+            .query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()));
         self.finished = true;
         self.created
     }
