@@ -478,12 +478,10 @@ impl Sampler {
     fn finish(&mut self) -> Option<std::thread::Result<Vec<SourceStatus>>> {
         // A thread not begun ends without reading; what `begin` gave it and it did not take
         // (the sink, which keeps the run file's writer waiting) is dropped here.
-        let mut unclaimed = None;
         self.hand.set(|state| {
             state.cancelled = true;
-            unclaimed = state.begin.take();
+            state.begin = None;
         });
-        drop(unclaimed);
         self.stop.store(true, Ordering::Release);
         // A thread still opening a source (a driver that hangs) is left to it: joining it
         // would hang framelab too.

@@ -25,8 +25,8 @@
 //!   looks up `runs` for every span (measured: about a third of the insert cost). The
 //!   writer only ever inserts its own run id; the `REFERENCES` clauses stay as
 //!   documentation.
-//! - On `finish`, the file is switched to `journal_mode = DELETE`, so no journal file
-//!   stays beside it.
+//! - On `finish` (and `abandon`), the file is switched to `journal_mode = DELETE`, so no
+//!   journal file stays beside it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -368,12 +368,19 @@ impl RunWriter {
         let _ = self
             .conn
             .execute("DELETE FROM runs WHERE run_id = ?1", [self.run_id]);
-        // As `finish` does: no empty journal stays beside the file, or beside where it was.
+        self.done();
+        self.created
+    }
+
+    /// Writing is over: the file goes back to `journal_mode = DELETE`, so no empty journal
+    /// stays beside it, or beside where it was. A reader still attached can keep the mode
+    /// from changing, harmlessly: the journal then stays until the next writer opens the
+    /// file.
+    fn done(&mut self) {
         let _ = self
             .conn
             .query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()));
         self.finished = true;
-        self.created
     }
 
     /// Where the run file is.
@@ -828,12 +835,7 @@ impl RunWriter {
             // Recorded unsynced (`synchronous = OFF`): the finished run is made durable once.
             fs_sync(&self.path)?;
         }
-        // A reader still attached can keep the mode from changing, harmlessly: the empty
-        // journal file then stays until the next writer opens the file.
-        let _ = self
-            .conn
-            .query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()));
-        self.finished = true;
+        self.done();
         Ok(())
     }
 
