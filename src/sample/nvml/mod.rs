@@ -2,20 +2,20 @@
 //! throttle reasons, and the utilisation of the command's own processes.
 //!
 //! A metric the GPU does not offer is dropped after its first refusal and named once in the
-//! source's status. Most calls take a few microseconds, but some drivers spend milliseconds
-//! of CPU in a few of them (on an H100 with driver 580: the energy counter 3.1 ms, process
+//! source's status. Most calls take a few microseconds, but some drivers spend milliseconds of
+//! CPU in a few of them (on an H100 with driver 580: the energy counter 3.1 ms, process
 //! utilisation 2.5 ms, the rest under 10 µs; on an H200, 4.8 and 2.8 ms, BENCHMARKS.md "What
-//! NVML costs the sampler"): a call that takes longer than `SLOW_CALL` twice in a row is
-//! made at most every `SLOW_EVERY_NS` (a counter: every `SLOW_COUNTER_EVERY_NS`), and the
-//! status says which and why. Twice, because a first call can be slow once (the driver
-//! initialising) and any call can be slow once (the thread preempted). Every 2 s, not 1: on
-//! the H100 that took NVML at 20 Hz from 1.07% to 0.52% of a core. The energy counter loses
-//! nothing by being read rarely (it is a running total), and it is read anyway at the
-//! window's opening and at the last reading, so the window's energy is the counter's own
-//! difference, never an interpolation across a long gap; process utilisation is averaged by
-//! the driver over about as long anyway. A GPU that is lost (or stops answering) stops being
-//! read, with the time and the driver's reason; when no GPU is left the source stops, keeping
-//! what it read.
+//! NVML costs the sampler"): a call that takes longer than `SLOW_CALL` twice in a row is made
+//! at most every `SLOW_EVERY_NS` (a counter: every `SLOW_COUNTER_EVERY_NS`), and the status
+//! says which and why. Twice, because a first call can be slow once (the driver initialising)
+//! and any call can be slow once (the thread preempted); every call is made twice before the
+//! command starts (`rehearse`), so neither lands in the window. Every 2 s, not 1: on the H100
+//! that took NVML at 20 Hz from 1.07% to 0.52% of a core. The energy counter loses nothing by
+//! being read rarely (it is a running total), and it is read anyway at the window's opening and
+//! at the last reading, so the window's energy is the counter's own difference, never an
+//! interpolation across a long gap; process utilisation is averaged by the driver over about as
+//! long anyway. A GPU that is lost (or stops answering) stops being read, with the time and the
+//! driver's reason; when no GPU is left the source stops, keeping what it read.
 
 pub mod api;
 mod gpu_users;
@@ -103,7 +103,43 @@ impl NvmlSource {
     /// Opens the driver library (see `library::Library::open`) and finds the GPUs.
     pub fn open(library: Option<&std::path::Path>) -> Result<NvmlSource, String> {
         let nvml = library::Library::open(library)?;
-        NvmlSource::with(Box::new(nvml))
+        let mut source = NvmlSource::with(Box::new(nvml))?;
+        source.rehearse();
+        Ok(source)
+    }
+
+    /// Makes every call twice, keeping no value, before the command starts: the driver's
+    /// first calls (cold: 14 ms of CPU on the H200 host, which the window's opening reading
+    /// paid) and the calls slow every time are then behind it, and what the GPU refuses is
+    /// known. A slow call's first reading in the window is then `SLOW_EVERY_NS` after the
+    /// launch; a counter is read at the window's edges anyway.
+    fn rehearse(&mut self) {
+        for gpu in &mut self.gpus {
+            for _ in 0..2 {
+                let mut utilization = None;
+                for (m, &(metric, ..)) in METRICS.iter().enumerate() {
+                    if gpu.unsupported.contains_key(metric) {
+                        continue;
+                    }
+                    let started = Instant::now();
+                    let result = read_metric(self.nvml.as_ref(), gpu.index, m, &mut utilization);
+                    note_cost(gpu, m, metric, (self.cost)(metric, started.elapsed()), 0);
+                    if let Some(e) = result.err().filter(NvmlError::is_unsupported) {
+                        gpu.unsupported.insert(metric, e.text);
+                    }
+                }
+                if gpu.unsupported.contains_key(PROCESS_METRIC) {
+                    continue;
+                }
+                let started = Instant::now();
+                let result = self.nvml.process_utilization(gpu.index, 0);
+                let took = (self.cost)(PROCESS_METRIC, started.elapsed());
+                note_cost(gpu, METRICS.len(), PROCESS_METRIC, took, 0);
+                if let Some(e) = result.err().filter(NvmlError::is_unsupported) {
+                    gpu.unsupported.insert(PROCESS_METRIC, e.text);
+                }
+            }
+        }
     }
 
     /// Over any NVML implementation: the real library, or a scripted one in tests.
@@ -221,15 +257,26 @@ impl NvmlSource {
     }
 }
 
-/// One metric's value as the series stores it.
-fn read_metric(nvml: &dyn Nvml, index: u32, metric: usize) -> Result<i64, NvmlError> {
+/// One metric's value as the series stores it. GPU and memory busy come from one call,
+/// made once a reading (`utilization` holds its answer).
+fn read_metric(
+    nvml: &dyn Nvml,
+    index: u32,
+    metric: usize,
+    utilization: &mut Option<Result<(u32, u32), NvmlError>>,
+) -> Result<i64, NvmlError> {
     let i = index;
+    let mut busy = || {
+        utilization
+            .get_or_insert_with(|| nvml.utilization_pct(i))
+            .clone()
+    };
     Ok(match metric {
         0 => nvml.clock_mhz(i, Clock::Graphics)?.into(),
         1 => nvml.clock_mhz(i, Clock::Sm)?.into(),
         2 => nvml.clock_mhz(i, Clock::Memory)?.into(),
-        3 => nvml.utilization_pct(i)?.0.into(),
-        4 => nvml.utilization_pct(i)?.1.into(),
+        3 => busy()?.0.into(),
+        4 => busy()?.1.into(),
         5 => nvml.power_mw(i)?.into(),
         6 => nvml.energy_mj(i)? as i64,
         7 => nvml.temperature_c(i)?.into(),
@@ -250,14 +297,15 @@ fn read_gpu(
     let mut asked = 0;
     let mut failed = 0;
     let mut last_error = None;
+    let mut utilization = None;
     for (m, &(metric, unit, kind)) in METRICS.iter().enumerate() {
         if gpu.unsupported.contains_key(metric) || put_off(gpu, m, tick) {
             continue;
         }
         asked += 1;
         let started = Instant::now();
-        let result = read_metric(nvml, gpu.index, m);
-        note_cost(gpu, m, metric, cost(metric, started.elapsed()), tick);
+        let result = read_metric(nvml, gpu.index, m, &mut utilization);
+        note_cost(gpu, m, metric, cost(metric, started.elapsed()), tick.t_ns);
         match result {
             Ok(value) => {
                 let (index, name) = (gpu.index, &gpu.name);
@@ -298,16 +346,24 @@ fn read_gpu(
 }
 
 /// Whether the call of `slot` (indexing `Gpu::not_before_ns`) waits for a later reading:
-/// it was slow and is not due yet. The window's first and last readings make every call,
-/// what is made rarely too: the window's counters then hold exactly what it used.
+/// it was slow and is not due yet. The window's first and last readings read every
+/// counter, those read rarely too: the window's counters then hold exactly what it used.
 fn put_off(gpu: &Gpu, slot: usize, tick: &Tick) -> bool {
-    tick.t_ns < gpu.not_before_ns[slot] && !(tick.opening || tick.closing)
+    let edge = tick.opening || tick.closing;
+    tick.t_ns < gpu.not_before_ns[slot] && !(edge && is_counter(slot))
+}
+
+/// Whether `slot` (indexing `Gpu::not_before_ns`) is a running total.
+fn is_counter(slot: usize) -> bool {
+    METRICS
+        .get(slot)
+        .is_some_and(|m| m.2 == SeriesKind::Counter)
 }
 
 /// Puts off the next call of a metric that was slow twice in a row (`slot` indexes
-/// `Gpu::not_before_ns`; a counter longer than the rest); a fast call puts it back on every
-/// reading.
-fn note_cost(gpu: &mut Gpu, slot: usize, metric: &'static str, took: Duration, tick: &Tick) {
+/// `Gpu::not_before_ns`; a counter longer than the rest) from `t_ns`, the call's time after
+/// the launch; a fast call puts it back on every reading.
+fn note_cost(gpu: &mut Gpu, slot: usize, metric: &'static str, took: Duration, t_ns: i64) {
     if took <= SLOW_CALL {
         gpu.slow_streak[slot] = 0;
         gpu.slow.remove(metric);
@@ -315,15 +371,12 @@ fn note_cost(gpu: &mut Gpu, slot: usize, metric: &'static str, took: Duration, t
     }
     gpu.slow_streak[slot] += 1;
     if gpu.slow_streak[slot] >= 2 {
-        let counter = METRICS
-            .get(slot)
-            .is_some_and(|m| m.2 == SeriesKind::Counter);
-        let every_ns = if counter {
+        let every_ns = if is_counter(slot) {
             SLOW_COUNTER_EVERY_NS
         } else {
             SLOW_EVERY_NS
         };
-        gpu.not_before_ns[slot] = tick.t_ns.saturating_add(every_ns);
+        gpu.not_before_ns[slot] = t_ns.saturating_add(every_ns);
         gpu.slow.insert(metric, (took, every_ns));
     }
 }
@@ -359,13 +412,8 @@ fn read_processes(
     }
     let started = Instant::now();
     let result = nvml.process_utilization(gpu.index, gpu.process_since_us);
-    note_cost(
-        gpu,
-        slot,
-        PROCESS_METRIC,
-        cost(PROCESS_METRIC, started.elapsed()),
-        tick,
-    );
+    let took = cost(PROCESS_METRIC, started.elapsed());
+    note_cost(gpu, slot, PROCESS_METRIC, took, tick.t_ns);
     let samples = match result {
         Ok(samples) => samples,
         Err(e) if e.is_unsupported() => {
@@ -427,6 +475,8 @@ mod tests {
         healthy_reads: u32,
         failure: u32,
         energy: bool,
+        /// Calls of `utilization_pct`.
+        busy_calls: Arc<AtomicU32>,
     }
 
     impl Scripted {
@@ -454,6 +504,7 @@ mod tests {
             Ok(1000 + clock as u32)
         }
         fn utilization_pct(&self, _: u32) -> NvmlResult<(u32, u32)> {
+            self.busy_calls.fetch_add(1, Ordering::Relaxed);
             self.check()?;
             Ok((97, 40))
         }
@@ -506,11 +557,21 @@ mod tests {
     }
 
     fn scripted(healthy_reads: u32, failure: u32, energy: bool) -> NvmlSource {
+        scripted_counting(healthy_reads, failure, energy, Arc::default())
+    }
+
+    fn scripted_counting(
+        healthy_reads: u32,
+        failure: u32,
+        energy: bool,
+        busy_calls: Arc<AtomicU32>,
+    ) -> NvmlSource {
         let mut s = NvmlSource::with(Box::new(Scripted {
             reads: Arc::new(AtomicU32::new(0)),
             healthy_reads,
             failure,
             energy,
+            busy_calls,
         }))
         .unwrap();
         s.cost = |_, _| Duration::ZERO;
@@ -711,6 +772,97 @@ mod tests {
         assert_eq!(
             asked.samples.iter().filter(|x| x.series == series).count(),
             1
+        );
+    }
+
+    #[test]
+    fn gpu_and_memory_busy_come_from_one_call_a_reading() {
+        let busy_calls = Arc::new(AtomicU32::new(0));
+        let mut s = scripted_counting(u32::MAX, 0, false, busy_calls.clone());
+        let mut out = Readings::new(vec!["nvml"]);
+        for i in 0..3 {
+            out.begin(0, i * 50_000_000, false);
+            s.read(&tick(i * 50_000_000), &mut out).unwrap();
+        }
+        assert_eq!(busy_calls.load(Ordering::Relaxed), 3);
+        let batch = out.take_batch();
+        let values = |metric: &str| -> Vec<i64> {
+            let id = (batch.series.iter())
+                .find(|(_, s)| s.metric == metric)
+                .unwrap()
+                .0;
+            (batch.samples.iter())
+                .filter(|x| x.series == id)
+                .map(|x| x.value)
+                .collect()
+        };
+        assert_eq!(values("gpu_busy"), [97, 97, 97]);
+        assert_eq!(values("mem_busy"), [40, 40, 40]);
+    }
+
+    #[test]
+    fn the_rehearsal_before_the_launch_leaves_the_window_no_slow_or_cold_call() {
+        static SM_CALLS: AtomicU32 = AtomicU32::new(0);
+        let mut s = scripted(u32::MAX, 0, true);
+        // The energy counter takes 5 ms a call and process utilisation 3 ms; the SM clock's
+        // first call is slow (the driver initialising); the rest take 1 µs.
+        s.cost = |metric, _| match metric {
+            "energy" => Duration::from_millis(5),
+            PROCESS_METRIC => Duration::from_millis(3),
+            "sm_clock" if SM_CALLS.fetch_add(1, Ordering::Relaxed) == 0 => Duration::from_millis(3),
+            _ => Duration::from_micros(1),
+        };
+        s.rehearse();
+        assert_eq!(SM_CALLS.load(Ordering::Relaxed), 2, "the SM clock, twice");
+        let mut out = Readings::new(vec!["nvml"]);
+        // The window opens at launch; readings 50 ms apart up to 2.1 s.
+        for i in 0..=42 {
+            let t_ns = i * 50_000_000;
+            out.begin(0, t_ns, false);
+            let tick = Tick {
+                opening: i == 0,
+                ..tick(t_ns)
+            };
+            s.read(&tick, &mut out).unwrap();
+        }
+        let batch = out.take_batch();
+        let read_at_ms = |metric: &str| -> Vec<i64> {
+            let Some((id, _)) = batch.series.iter().find(|(_, s)| s.metric == metric) else {
+                return vec![];
+            };
+            (batch.samples.iter())
+                .filter(|x| x.series == *id)
+                .map(|x| x.t_ns / 1_000_000)
+                .collect()
+        };
+        assert_eq!(
+            read_at_ms("sm_clock").len(),
+            43,
+            "the cold call was rehearsed"
+        );
+        // The counter at the window's opening only (its next call is due at 10 s)...
+        assert_eq!(read_at_ms("energy"), [0]);
+        // ...and process utilisation first 2 s after the launch, not at the opening.
+        assert_eq!(read_at_ms("proc_sm_busy"), [2000]);
+        let described = s.describe();
+        assert!(
+            described.contains(
+                "reads its slow calls rarely: energy every 10 s (5.0 ms the last call), \
+                 process utilisation every 2 s (3.0 ms the last call)"
+            ),
+            "{described}"
+        );
+    }
+
+    #[test]
+    fn the_rehearsal_finds_what_the_gpu_refuses() {
+        let mut s = scripted(u32::MAX, 0, false);
+        s.rehearse();
+        assert!(
+            s.describe()
+                .contains("GPU 0 does not report energy (Not Supported)"),
+            "{}",
+            s.describe()
         );
     }
 

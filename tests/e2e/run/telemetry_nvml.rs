@@ -63,8 +63,10 @@ fn the_binding_reads_every_metric_the_library_offers() {
     assert!(row("gpu_busy").ends_with("97 97"));
     assert!(row("mem_busy").ends_with("40 40"));
     assert!(row("power").ends_with("350000 350000"));
+    // The fake's counter grows 1750 mJ a call: two calls of the rehearsal before the
+    // readings, then one a reading.
     assert!(
-        row("energy").ends_with("1001750 1003500"),
+        row("energy").ends_with("1005250 1007000"),
         "{}",
         row("energy")
     );
@@ -77,10 +79,11 @@ fn a_gpu_lost_mid_run_stops_the_source_not_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let library = fake_nvml(dir.path());
     let path = temp_run(&dir, "lost");
-    // Ten calls a reading: the GPU is lost during the fifth reading.
+    // The rehearsal before the launch makes 19 calls (nine metrics twice, process
+    // utilisation once: refused), then nine a reading: the GPU is lost during the fifth.
     let out = framelab()
         .env("FRAMELAB_NVML_LIBRARY", &library)
-        .env("FAKE_NVML_LOSE_AFTER", "45")
+        .env("FAKE_NVML_LOSE_AFTER", "60")
         .args(["run", "--fps", "500", "--sample-every", "5ms", "-o"])
         .arg(&path)
         .args(["--", &example("testprog"), "spans", "300"])
