@@ -5,7 +5,9 @@
 //! A drain plans every ring (its header read and checked: the records `[tail, head)`), then
 //! reads the names of the processes that have records (after the heads: every name a
 //! record uses is in its file by then), writes those chunks, and copies each ring's records
-//! into the spill with `sendfile`: one copy in the kernel, none through framelab. Only once
+//! into the spill with `sendfile`: one copy in the kernel, none through framelab; a ring's
+//! records of 64 KiB or more are written from its pages past the page cache instead
+//! (`spill::direct`), where the filesystem takes direct writes. Only once
 //! a ring's records are all in the spill is its tail written back. A copy that fails leaves
 //! no half chunk (the spill is cut back) and the records in the ring: a ring the program
 //! cut is read as far as it can be and set aside, a spill that cannot be written is the
@@ -19,6 +21,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 use framelab_probe::wire::{kind, name_kind, Record};
@@ -30,12 +33,24 @@ use crate::spill::file::{
     spill_path, CopyFailed, RingDrain, SpillHeader, SpillWriter, MAX_CHUNK_RECORDS,
 };
 
+/// A ring's records are written past the page cache from this many bytes a drain: below it
+/// the page-aligned write's extra bytes (up to three pages a part) outweigh the copy saved.
+const DIRECT_MIN_BYTES: u64 = 64 << 10;
+/// A direct write waits for the disk, where a copy into the page cache does not; the ring
+/// fills meanwhile. So a ring more than half full is copied (its room back at memory speed),
+/// and after a direct write slower than `DIRECT_SLOW` (a busy disk) every ring is copied
+/// for `DIRECT_PAUSE`.
+const DIRECT_SLOW: Duration = Duration::from_millis(10);
+const DIRECT_PAUSE: Duration = Duration::from_secs(2);
+
 pub struct Spilling {
     writer: SpillWriter,
     /// Clock segments the spill holds.
     segments: usize,
     /// Records go in by `sendfile`; false once the kernel refused it (then read, written).
     by_sendfile: bool,
+    /// No direct write before this (the last one was slow).
+    direct_paused_until: Option<Instant>,
     /// A progress line is shown: frames are counted from the records spilled.
     counts_frames: bool,
     /// Frames counted in the records spilled (the progress line's).
@@ -86,6 +101,7 @@ impl Spilling {
             writer,
             segments: conv.clock.segment_count(),
             by_sendfile: true,
+            direct_paused_until: None,
             counts_frames,
             frames: 0,
             first_stage: conv
@@ -160,22 +176,26 @@ impl Spilling {
             segments: at.segments,
         };
         if self.by_sendfile {
-            let copied =
-                self.writer
-                    .records_from(ring.file(), ring.parts(plan, MAX_CHUNK_RECORDS), of);
-            match copied {
-                Ok(()) => {
-                    if self.counts_frames {
-                        // Read for the count alone; a ring cut since is found by the next plan.
-                        let _ = ring.read_planned(plan, CHUNK_RECORDS, buffer, |records| {
-                            self.count_frames(pid, records, conv);
-                            true
-                        });
-                    }
-                    return Ok(ring.take(plan));
+            let parts = ring.parts(plan, MAX_CHUNK_RECORDS);
+            let pages = self.goes_direct(ring, plan).then(|| ring.pages()).flatten();
+            let copied = match pages {
+                Some(pages) => {
+                    let started = Instant::now();
+                    let written = self.writer.records_direct(pages, parts, of);
+                    self.direct_took(started.elapsed(), Instant::now());
+                    written
                 }
+                None => self.writer.records_from(ring.file(), parts, of),
+            };
+            match copied {
+                Ok(()) => return Ok(self.taken(ring, plan, conv, buffer)),
                 // Read below as far as it can be, then set aside.
                 Err(CopyFailed::SourceEnded) => {}
+                Err(CopyFailed::Refused(e)) if pages.is_some() => {
+                    log::debug!("direct write refused ({e}): the spill goes through the page cache from now on");
+                    self.writer.stop_direct();
+                    return self.copy(ring, plan, at, conv, buffer);
+                }
                 Err(CopyFailed::Refused(e)) => {
                     log::debug!("sendfile refused ({e}): the spill's records are read and written from now on");
                     self.by_sendfile = false;
@@ -183,13 +203,63 @@ impl Spilling {
                 Err(CopyFailed::Spill(e)) => return Err(self.unwritable(e)),
             }
         }
-        // In the chunks a copy makes; a ring cut short hands what can be read, as a
-        // converting drain reads it.
+        Ok(self.read_in(ring, plan, of, conv, buffer))
+    }
+
+    /// Whether the plan's records are written past the page cache (see `DIRECT_SLOW`).
+    fn goes_direct(&self, ring: &Ring, plan: &Planned) -> bool {
+        let records = ring.planned(plan);
+        let bytes = records * std::mem::size_of::<Record>() as u64;
+        self.writer.takes_direct()
+            && bytes >= DIRECT_MIN_BYTES
+            && records * 2 <= ring.capacity()
+            && self
+                .direct_paused_until
+                .is_none_or(|until| Instant::now() >= until)
+    }
+
+    /// A direct write took `took`, ending at `now`: a slow one pauses them.
+    fn direct_took(&mut self, took: Duration, now: Instant) {
+        if took > DIRECT_SLOW {
+            log::debug!("a direct write took {took:?}: the spill goes through the page cache for {DIRECT_PAUSE:?}");
+            self.direct_paused_until = Some(now + DIRECT_PAUSE);
+        }
+    }
+
+    /// The plan's records are in the spill: counted for the progress line, taken from the
+    /// ring.
+    fn taken(
+        &mut self,
+        ring: &mut Ring,
+        plan: &Planned,
+        conv: &Converter,
+        buffer: &mut Vec<Record>,
+    ) -> Result<u64, String> {
+        if self.counts_frames {
+            // Read for the count alone; a ring cut since is found by the next plan.
+            let _ = ring.read_planned(plan, CHUNK_RECORDS, buffer, |records| {
+                self.count_frames(ring.pid, records, conv);
+                true
+            });
+        }
+        ring.take(plan)
+    }
+
+    /// The plan's records read and gathered, in the chunks a copy makes; a ring cut short
+    /// hands what can be read, as a converting drain reads it.
+    fn read_in(
+        &mut self,
+        ring: &mut Ring,
+        plan: &Planned,
+        of: RingDrain,
+        conv: &Converter,
+        buffer: &mut Vec<Record>,
+    ) -> Result<u64, String> {
         let read = ring.read_planned(plan, MAX_CHUNK_RECORDS, buffer, |records| {
             self.keep(of, records, conv);
             true
         });
-        Ok(read.and_then(|_| ring.take(plan)))
+        read.and_then(|_| ring.take(plan))
     }
 
     /// A chunk of a ring's records, as read: written with the drain's other chunks.
@@ -299,6 +369,7 @@ mod tests {
 
     use super::super::rings::fixture::RingFile;
     use super::*;
+    use crate::spill::direct::DirectFile;
     use crate::spill::file::{read_chunks, Chunk, SpillEnd};
 
     const AT: DrainAt = DrainAt {
@@ -627,6 +698,95 @@ mod tests {
         assert_eq!(
             frames_by_thread(&path)[&1],
             (5000..6024).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_drain_of_64_kib_or_more_goes_past_the_page_cache_and_a_ring_cut_under_it_is_set_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        append(dir.path(), 7, "1 s decode\n");
+        let (mut conv, mut spill) = started(dir.path(), TickClock::replayed(), false);
+        if !spill.writer.takes_direct() {
+            // A filesystem without direct writes: the same layout through a plain descriptor.
+            let path = spill.writer.path().to_owned();
+            spill.writer.direct_with(DirectFile::buffered(&path));
+        }
+        let mut file = RingFile::create(dir.path(), 7, 1, 16384);
+        let mut rings = vec![open(&file, 0)];
+        let mut published = 0;
+        let mut drain = |file: &mut RingFile, rings: &mut Vec<Ring>, count: u64| {
+            let records: Vec<Record> = (published..published + count).map(|i| span(1, i)).collect();
+            published += count;
+            file.publish(&records);
+            let (outcomes, written) = spill.drain(rings, AT, &mut conv, &mut Vec::new());
+            written.unwrap();
+            outcomes[0].clone()
+        };
+        // 2000 records (62.5 KiB) are copied; the next are written from the ring's pages,
+        // the last 3000 wrapping past the array's end.
+        assert_eq!(drain(&mut file, &mut rings, 2000), Ok(2000));
+        assert_eq!(drain(&mut file, &mut rings, 7000), Ok(7000));
+        assert_eq!(drain(&mut file, &mut rings, 7000), Ok(7000));
+        assert_eq!(drain(&mut file, &mut rings, 3000), Ok(3000));
+        // The program cuts its ring under the next write: what is readable is read, as a
+        // converting drain reads it (no whole read of 1024 records here), and the ring is
+        // set aside with its tail where it was.
+        file.publish(&(19000..22000).map(|i| span(1, i)).collect::<Vec<_>>());
+        File::options()
+            .write(true)
+            .open(&file.path)
+            .unwrap()
+            .set_len(framelab_probe::wire::HEADER_BYTES as u64 + 1500 * 32)
+            .unwrap();
+        let (outcomes, written) = spill.drain(&mut rings, AT, &mut conv, &mut Vec::new());
+        written.unwrap();
+        let problem = outcomes[0].clone().unwrap_err();
+        assert!(problem.contains("cut to"), "{problem}");
+        assert_eq!(file.tail(), 19000);
+        assert!(spill.writer.takes_direct(), "a cut ring is no refusal");
+        assert_eq!(spill.writer.records_direct, 17000);
+        let path = spill.writer.path().to_owned();
+        assert_eq!(frames_by_thread(&path)[&0], (0..19000).collect::<Vec<_>>());
+        assert_eq!(chunks(&path).1, SpillEnd::Whole);
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            spill.writer.written_bytes()
+        );
+    }
+
+    #[test]
+    fn a_ring_more_than_half_full_or_a_slow_disk_is_copied_not_written_direct() {
+        let dir = tempfile::tempdir().unwrap();
+        append(dir.path(), 7, "1 s decode\n");
+        let (mut conv, mut spill) = started(dir.path(), TickClock::replayed(), false);
+        let path = spill.writer.path().to_owned();
+        spill.writer.direct_with(DirectFile::buffered(&path));
+        let mut file = RingFile::create(dir.path(), 7, 1, 8192);
+        let mut rings = vec![open(&file, 0)];
+        let mut published = 0;
+        let mut drain = |spill: &mut Spilling, count: u64| {
+            let records: Vec<Record> = (published..published + count).map(|i| span(1, i)).collect();
+            published += count;
+            file.publish(&records);
+            let (outcomes, written) = spill.drain(&mut rings, AT, &mut conv, &mut Vec::new());
+            written.unwrap();
+            assert_eq!(outcomes, [Ok(count)]);
+            spill.writer.records_direct
+        };
+        // 4097 of 8192 records: copied, to get the room back at memory speed.
+        assert_eq!(drain(&mut spill, 4097), 0);
+        assert_eq!(drain(&mut spill, 4096), 4096);
+        // A direct write as slow as a busy disk's: copies for two seconds.
+        let now = Instant::now();
+        spill.direct_took(DIRECT_SLOW / 2, now);
+        assert_eq!(drain(&mut spill, 4096), 8192);
+        spill.direct_took(DIRECT_SLOW * 2, now);
+        assert_eq!(drain(&mut spill, 4096), 8192);
+        spill.direct_paused_until = Some(now);
+        assert_eq!(drain(&mut spill, 4096), 12288);
+        assert_eq!(
+            frames_by_thread(&path)[&0],
+            (0..published).collect::<Vec<_>>()
         );
     }
 

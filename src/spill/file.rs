@@ -7,6 +7,10 @@
 //!   read where it was written), `at` the drain's latest span end; at most
 //!   `MAX_CHUNK_RECORDS` a chunk, a drain's records of a ring in one chunk per contiguous
 //!   part of its array;
+//! - `ALIGNED_RECORDS` (since `FLSPILL2`): the same, written from the ring's pages past the
+//!   page cache (`spill::direct`): a 16-byte payload (where the records start in the data,
+//!   their bytes, the data's bytes, 0; u32 each), zeros up to the next `direct::ALIGN` of the
+//!   file, then the data: the whole pages of the ring file that hold the records;
 //! - `NAMES`: bytes of process `pid`'s names file from offset `at`, as read;
 //! - `CLOCK`: tick clock segments from index `at` (`TickClock::encode_segments`);
 //! - `THREAD`: the run's thread `thread` is `pid`'s task `at`, its name the payload.
@@ -22,7 +26,11 @@ use std::path::{Path, PathBuf};
 
 use framelab_probe::wire::Record;
 
-pub const MAGIC: [u8; 8] = *b"FLSPILL1";
+use super::direct::{align_up, Aligned, DirectFile, RingPages, ALIGN};
+
+pub const MAGIC: [u8; 8] = *b"FLSPILL2";
+/// Spills without `ALIGNED_RECORDS` chunks, as framelabs before them wrote.
+const MAGIC_1: [u8; 8] = *b"FLSPILL1";
 const FILE_HEADER_BYTES: usize = 32;
 const CHUNK_HEADER_BYTES: usize = 32;
 const RECORD_BYTES: usize = std::mem::size_of::<Record>();
@@ -37,6 +45,8 @@ const RECORDS: u32 = 1;
 const NAMES: u32 = 2;
 const CLOCK: u32 = 3;
 const THREAD: u32 = 4;
+const ALIGNED_RECORDS: u32 = 5;
+const ALIGNED_PAYLOAD_BYTES: usize = 16;
 
 /// Where the spill of the run file `run` is.
 pub fn spill_path(run: &Path) -> PathBuf {
@@ -91,9 +101,13 @@ pub struct SpillWriter {
     records: Vec<u8>,
     /// Bytes of the file written whole.
     len: u64,
-    /// Records written so far.
+    /// Records written so far...
     pub records_written: u64,
+    /// ...of them past the page cache.
+    pub records_direct: u64,
     copy: CopyFn,
+    /// The spill opened again for direct writes, where its filesystem takes them.
+    direct: Option<DirectFile>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -175,8 +189,26 @@ impl SpillWriter {
             records: Vec::with_capacity(1 << 20),
             len: FILE_HEADER_BYTES as u64,
             records_written: 0,
+            records_direct: 0,
             copy: sendfile,
+            direct: DirectFile::open(path),
         })
+    }
+
+    /// Whether records can go in past the page cache (`records_direct`).
+    pub fn takes_direct(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    /// Writes through the page cache from now on (the filesystem refused a direct write).
+    pub fn stop_direct(&mut self) {
+        self.direct = None;
+    }
+
+    /// Writes "direct" chunks through `direct` (a test's descriptor without `O_DIRECT`).
+    #[cfg(test)]
+    pub fn direct_with(&mut self, direct: DirectFile) {
+        self.direct = Some(direct);
     }
 
     pub fn path(&self) -> &Path {
@@ -226,6 +258,62 @@ impl SpillWriter {
         }
         self.len += written as u64;
         self.records_written += records as u64;
+        Ok(())
+    }
+
+    /// As `records_from`, each part written from the ring's `pages` past the page cache
+    /// (`takes_direct` must hold): an `ALIGNED_RECORDS` chunk a part. The ring cut under
+    /// the write is `SourceEnded`; a filesystem that refuses the write, `Refused`.
+    pub fn records_direct(
+        &mut self,
+        pages: &RingPages,
+        parts: impl Iterator<Item = (u64, usize)>,
+        of: RingDrain,
+    ) -> Result<(), CopyFailed> {
+        debug_assert!(self.head.is_empty());
+        let Some(direct) = &self.direct else {
+            return Err(CopyFailed::Refused(io::ErrorKind::Unsupported.into()));
+        };
+        let (mut end, mut records) = (self.len, 0);
+        let mut header = Vec::with_capacity(CHUNK_HEADER_BYTES + ALIGNED_PAYLOAD_BYTES);
+        for (offset, bytes) in parts {
+            let aligned = Aligned::around(offset, bytes as u64);
+            header.clear();
+            of.chunk_header(&mut header, ALIGNED_PAYLOAD_BYTES);
+            header[..4].copy_from_slice(&ALIGNED_RECORDS.to_le_bytes());
+            for v in [aligned.skip, bytes as u64, aligned.len, 0] {
+                header.extend_from_slice(&(v as u32).to_le_bytes());
+            }
+            let data_at = align_up(end + header.len() as u64);
+            let written = self
+                .file
+                .write_all(&header)
+                .map_err(CopyFailed::Spill)
+                .and_then(|()| {
+                    pages
+                        .write_to(direct, aligned, data_at)
+                        .map_err(|e| match e.raw_os_error() {
+                            Some(libc::EFAULT) => CopyFailed::SourceEnded,
+                            Some(libc::EINVAL | libc::EOPNOTSUPP) => CopyFailed::Refused(e),
+                            _ => CopyFailed::Spill(e),
+                        })
+                });
+            // The next chunk goes after the data the other descriptor wrote.
+            let next = data_at + aligned.len;
+            let written = written.and_then(|()| {
+                (self.file.seek(io::SeekFrom::Start(next)).map(drop)).map_err(CopyFailed::Spill)
+            });
+            if let Err(failed) = written {
+                let _ = self.file.set_len(self.len);
+                let _ = self.file.seek(io::SeekFrom::Start(self.len));
+                return Err(failed);
+            }
+            end = next;
+            records += bytes / RECORD_BYTES;
+        }
+        self.len = end;
+        self.records_written += records as u64;
+        self.records_direct += records as u64;
         Ok(())
     }
 
@@ -384,7 +472,7 @@ pub fn open(path: &Path) -> io::Result<Option<(SpillHeader, File)>> {
         Err(e) => return Err(e),
     };
     let mut bytes = [0u8; FILE_HEADER_BYTES];
-    if file.read_exact(&mut bytes).is_err() || bytes[..8] != MAGIC {
+    if file.read_exact(&mut bytes).is_err() || (bytes[..8] != MAGIC && bytes[..8] != MAGIC_1) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "it is not a framelab spill (its header is not one)",
@@ -436,12 +524,41 @@ pub fn read_chunks(
                 "says it holds {len} bytes, more than any chunk"
             )));
         }
+        let mut chunk_bytes = (CHUNK_HEADER_BYTES + len) as u64;
         match kind {
-            RECORDS => {
+            RECORDS | ALIGNED_RECORDS => {
+                // Where the records lie past the header: (bytes before them, their bytes,
+                // bytes after them).
+                let (before, len, after) = if kind == RECORDS {
+                    (0, len, 0)
+                } else {
+                    if len != ALIGNED_PAYLOAD_BYTES {
+                        return Err(bad("is aligned records with no layout of them"));
+                    }
+                    let mut layout = [0u8; ALIGNED_PAYLOAD_BYTES];
+                    if read_full(&mut reader, &mut layout)? < len {
+                        return Ok(SpillEnd::Cut { records: 0 });
+                    }
+                    let at = |i: usize| u32::from_le_bytes(layout[i..i + 4].try_into().unwrap());
+                    let (skip, bytes, data) = (at(0) as u64, at(4) as u64, at(8) as u64);
+                    if data % ALIGN != 0 || data > MAX_PAYLOAD_BYTES as u64 || skip + bytes > data {
+                        return Err(bad("places its records outside its data"));
+                    }
+                    let after_header = offset + chunk_bytes;
+                    let pad = align_up(after_header) - after_header;
+                    chunk_bytes += pad + data;
+                    (pad + skip, bytes as usize, data - skip - bytes)
+                };
                 if len % RECORD_BYTES != 0 {
                     return Err(bad("holds records of no whole size"));
                 }
                 let count = len / RECORD_BYTES;
+                let cut = Ok(SpillEnd::Cut {
+                    records: count as u64,
+                });
+                if discard(&mut reader, before)? < before {
+                    return cut;
+                }
                 records.clear();
                 records.reserve(count);
                 // SAFETY: `reserve` made room for `count` records; a Record is four
@@ -450,10 +567,8 @@ pub fn read_chunks(
                     std::slice::from_raw_parts_mut(records.as_mut_ptr().cast::<u8>(), len)
                 };
                 let got = read_full(&mut reader, spare)?;
-                if got < len {
-                    return Ok(SpillEnd::Cut {
-                        records: count as u64,
-                    });
+                if got < len || discard(&mut reader, after)? < after {
+                    return cut;
                 }
                 unsafe { records.set_len(count) };
                 let of = RingDrain {
@@ -496,8 +611,13 @@ pub fn read_chunks(
             }
             _ => return Err(bad(&format!("is of no kind a spill holds ({kind})"))),
         }
-        offset += (CHUNK_HEADER_BYTES + len) as u64;
+        offset += chunk_bytes;
     }
+}
+
+/// Reads past `bytes` bytes; how many there were.
+fn discard(reader: &mut impl Read, bytes: u64) -> io::Result<u64> {
+    io::copy(&mut reader.take(bytes), &mut io::sink())
 }
 
 /// Reads until `buf` is full or the file ends; how much was read.

@@ -9,6 +9,7 @@ use framelab_probe::wire::{kind, Record, CLOCK_MONO, CLOCK_TSC};
 
 use super::clock::TickClock;
 use super::convert::Converter;
+use super::direct::{DirectFile, RingPages};
 use super::file::{read_chunks, Chunk, RingDrain, SpillEnd, SpillHeader, SpillWriter};
 
 /// A process's names file, appended to between drains as a program interns names.
@@ -316,4 +317,194 @@ fn a_spill_is_made_once_and_locked_while_its_recorder_holds_it() {
     drop(writer);
     let (_, file) = super::file::open(&path).unwrap().unwrap();
     assert!(!super::file::held_by_recorder(&file));
+}
+
+/// A ring file as a program makes it: a 256-byte header (left zero here), then `records`.
+fn ring_file(path: &Path, records: &[Record]) -> std::fs::File {
+    let mut bytes = vec![0u8; framelab_probe::wire::HEADER_BYTES];
+    for r in records {
+        // SAFETY: a Record is four integers with no padding.
+        let raw = unsafe { std::slice::from_raw_parts((r as *const Record).cast::<u8>(), 32) };
+        bytes.extend_from_slice(raw);
+    }
+    std::fs::write(path, bytes).unwrap();
+    std::fs::File::open(path).unwrap()
+}
+
+/// Whether `path` is on ext4, which takes direct writes.
+fn on_ext4(path: &Path) -> bool {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid path and out-pointer.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    unsafe { libc::statfs(c.as_ptr(), &mut fs) == 0 && fs.f_type == 0xEF53 }
+}
+
+/// A spill whose records went in three ways, in order: past the page cache from the ring's
+/// pages (a part starting mid-page, then one at the array's start, as a wrap gives),
+/// gathered and written, and past the page cache again after a names chunk.
+fn mixed_spill(dir: &Path, direct: bool) -> (std::path::PathBuf, SpillWriter) {
+    let records: Vec<Record> = (0..1000)
+        .map(|i| Record::new(kind::SPAN, 1, 0, i, i, i + 1))
+        .collect();
+    let ring_path = dir.join("ring");
+    let ring = ring_file(&ring_path, &records);
+    let pages =
+        RingPages::map(&ring, std::fs::metadata(&ring_path).unwrap().len() as usize).unwrap();
+    let path = dir.join("mixed-spill");
+    let mut writer = SpillWriter::create(
+        &path,
+        SpillHeader {
+            run_id: 5,
+            origin_mono_ns: 0,
+        },
+    )
+    .unwrap();
+    if !direct {
+        writer.direct_with(DirectFile::buffered(&path));
+    }
+    let of = RingDrain {
+        pid: 1,
+        thread: 0,
+        clock: CLOCK_MONO,
+        latest_end_ns: 0,
+        segments: 1,
+    };
+    let at = |slot: u64| framelab_probe::wire::HEADER_BYTES as u64 + slot * 32;
+    writer.names(1, 0, b"1 s a\n");
+    writer.write().unwrap();
+    // Records 700..1000, then 0..300: the array's end, then its start.
+    let parts = [(at(700), 300 * 32), (at(0), 300 * 32)];
+    writer
+        .records_direct(&pages, parts.into_iter(), of)
+        .ok()
+        .unwrap();
+    writer.records(of, &records[300..310]);
+    writer.names(1, 6, b"2 s b\n");
+    writer.write().unwrap();
+    writer
+        .records_direct(&pages, [(at(310), 390 * 32)].into_iter(), of)
+        .ok()
+        .unwrap();
+    (path, writer)
+}
+
+/// The frames of a spill's records, in order, and how reading it ended.
+fn spilled_frames(path: &Path) -> (Vec<u64>, SpillEnd) {
+    let (_, file) = super::file::open(path).unwrap().unwrap();
+    let mut frames = Vec::new();
+    let end = read_chunks(file, |chunk| {
+        if let Chunk::Records(d) = chunk {
+            frames.extend(d.records.iter().map(|r| r.frame));
+        }
+        Ok(())
+    })
+    .unwrap();
+    (frames, end)
+}
+
+#[test]
+fn records_written_from_the_rings_pages_read_back_between_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let takes_direct = SpillWriter::create(
+        &dir.path().join("probe-spill"),
+        SpillHeader {
+            run_id: 1,
+            origin_mono_ns: 0,
+        },
+    )
+    .unwrap()
+    .takes_direct();
+    if on_ext4(dir.path()) {
+        assert!(
+            takes_direct,
+            "ext4 takes direct writes: the spill must use them"
+        );
+    }
+    // With O_DIRECT where the filesystem takes it, and the same layout without.
+    for direct in [takes_direct, false] {
+        let sub = tempfile::tempdir_in(dir.path()).unwrap();
+        let (path, writer) = mixed_spill(sub.path(), direct);
+        assert_eq!(writer.records_written, 1000);
+        assert_eq!(writer.records_direct, 990);
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            writer.written_bytes()
+        );
+        let (frames, end) = spilled_frames(&path);
+        let expected: Vec<u64> = (700..1000)
+            .chain(0..300)
+            .chain(300..310)
+            .chain(310..700)
+            .collect();
+        assert_eq!(frames, expected);
+        assert_eq!(end, SpillEnd::Whole);
+    }
+}
+
+#[test]
+fn a_spill_cut_in_a_direct_chunk_keeps_the_chunks_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, writer) = mixed_spill(dir.path(), false);
+    let len = writer.written_bytes();
+    drop(writer);
+    // A kill during the last direct write: its last page missing.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(len - 4096)
+        .unwrap();
+    let (frames, end) = spilled_frames(&path);
+    assert_eq!(frames, (700..1000).chain(0..310).collect::<Vec<_>>());
+    assert_eq!(end, SpillEnd::Cut { records: 390 });
+}
+
+#[test]
+fn a_direct_chunk_placing_its_records_outside_its_data_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, writer) = mixed_spill(dir.path(), false);
+    drop(writer);
+    let mut bytes = std::fs::read(&path).unwrap();
+    // The first direct chunk follows the header and a names chunk of 6 bytes: its layout
+    // (skip, bytes, data) 32 bytes after its header starts.
+    let layout = 32 + 32 + 6 + 32;
+    bytes[layout + 4..layout + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+    std::fs::write(&path, bytes).unwrap();
+    let (_, file) = super::file::open(&path).unwrap().unwrap();
+    let problem = read_chunks(file, |_| Ok(())).unwrap_err().to_string();
+    assert!(
+        problem.contains("chunk at byte 70 places its records outside its data"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn a_spill_an_older_framelab_left_is_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old-spill");
+    let mut writer = SpillWriter::create(
+        &path,
+        SpillHeader {
+            run_id: 2,
+            origin_mono_ns: 0,
+        },
+    )
+    .unwrap();
+    let of = RingDrain {
+        pid: 1,
+        thread: 0,
+        clock: CLOCK_MONO,
+        latest_end_ns: 0,
+        segments: 1,
+    };
+    let records: Vec<Record> = (0..3)
+        .map(|i| Record::new(kind::SPAN, 1, 0, i, i, i + 1))
+        .collect();
+    writer.records(of, &records);
+    writer.write().unwrap();
+    drop(writer);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[..8].copy_from_slice(b"FLSPILL1");
+    std::fs::write(&path, bytes).unwrap();
+    assert_eq!(spilled_frames(&path), (vec![0, 1, 2], SpillEnd::Whole));
 }
