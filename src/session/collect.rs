@@ -27,6 +27,8 @@ use crate::spill::convert::Converter;
 use crate::store::RunWriter;
 
 /// Without inotify the session directory is listed this often, for rings made since.
+/// How long the run's end waits for the spill's direct writes still going (a hung disk).
+const DIRECT_SETTLE: Duration = Duration::from_secs(2);
 const SCAN_EVERY: Duration = Duration::from_millis(20);
 /// With it, listed when something was created there, and this often anyway: whether a
 /// silent ring's process died is asked then, and a missed event costs at most this.
@@ -848,6 +850,10 @@ impl Collector {
         }
         // Rings created since the last scan (threads that lived only milliseconds) too.
         self.last_scan = None;
+        if let Some(spill) = self.spill.as_mut() {
+            // The records on their way past the page cache land, or are copied.
+            spill.settle(Instant::now() + DIRECT_SETTLE);
+        }
         self.drain()?;
         self.flush()?;
         for ring in std::mem::take(&mut self.rings) {

@@ -14,6 +14,7 @@ use std::mem::offset_of;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering::Acquire};
+use std::sync::Arc;
 
 use framelab_probe::wire::{self, Record, RingHeader};
 
@@ -55,7 +56,7 @@ pub struct Ring {
     /// started after that finds nothing new.
     pub ending: bool,
     /// The file mapped for direct writes from its pages, once asked (`None`: it cannot be).
-    pages: OnceCell<Option<RingPages>>,
+    pages: OnceCell<Option<Arc<RingPages>>>,
 }
 
 /// The header fields the collector reads, from one `pread` of the header.
@@ -343,12 +344,12 @@ impl Ring {
 
     /// The ring's file mapped, for direct writes of the plan's `parts` from its pages;
     /// mapped at the first call.
-    pub fn pages(&self) -> Option<&RingPages> {
+    pub fn pages(&self) -> Option<&Arc<RingPages>> {
         let len = wire::ring_file_bytes(self.capacity);
         let pages = self
             .pages
             .get_or_init(|| match RingPages::map(&self.file, len) {
-                Ok(pages) => Some(pages),
+                Ok(pages) => Some(Arc::new(pages)),
                 Err(e) => {
                     log::debug!(
                         "ring {} cannot be mapped ({e}): its records go by sendfile",

@@ -7,12 +7,20 @@
 //! written at an aligned place of the spill, with where the records start in them
 //! (`Aligned`). Nothing here reads the mapped memory: only the kernel does, for the write,
 //! so a program that cuts its ring meanwhile makes the write fail (EFAULT), never framelab.
+//!
+//! A direct write waits for the disk, where a copy into the page cache does not: a busy disk
+//! (another process's `fdatasync` of a gigabyte) held one for over 100 ms on the GPU host,
+//! longer than a default ring at 1M spans/s holds. So the writes are made on a thread of
+//! their own (`DirectWriter`) and the drain goes on: a write still going when its ring is
+//! half full is given up, and the records are copied instead.
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// What every direct write is aligned to, in memory, in the file and in length: a page,
 /// which covers the block sizes of the disks and filesystems that take direct writes.
@@ -52,9 +60,11 @@ pub struct RingPages {
     len: usize,
 }
 
-// SAFETY: the mapping is only handed to the kernel as a write's source; it moves with the
-// ring that owns it.
+// SAFETY: nothing reads or changes the mapping through the pointer: it is only handed to the
+// kernel as a write's source, from whichever thread, and unmapped once, when the last owner
+// drops it.
 unsafe impl Send for RingPages {}
+unsafe impl Sync for RingPages {}
 
 impl RingPages {
     /// Maps `len` bytes of `file` (its whole length: the last page is whole in memory).
@@ -142,6 +152,110 @@ impl DirectFile {
     pub fn buffered(path: &Path) -> DirectFile {
         let file = OpenOptions::new().write(true).open(path).unwrap();
         DirectFile { file }
+    }
+}
+
+/// One direct write's end: how it went and how long it took, once it is over.
+#[derive(Default)]
+pub struct Outcome {
+    ended: Mutex<Option<(io::Result<()>, Duration)>>,
+    changed: Condvar,
+}
+
+impl Outcome {
+    /// How the write went and how long it took; `None` while it goes on. Taken once.
+    pub fn take(&self) -> Option<(io::Result<()>, Duration)> {
+        self.ended.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    /// Whether the write is over.
+    pub fn is_over(&self) -> bool {
+        self.ended
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// Waits until the write is over or `until`; whether it is over.
+    pub fn wait_until(&self, until: Instant) -> bool {
+        let mut ended = self.ended.lock().unwrap_or_else(|e| e.into_inner());
+        while ended.is_none() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            ended = self
+                .changed
+                .wait_timeout(ended, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        true
+    }
+
+    fn end(&self, result: io::Result<()>, took: Duration) {
+        *self.ended.lock().unwrap_or_else(|e| e.into_inner()) = Some((result, took));
+        self.changed.notify_all();
+    }
+}
+
+struct Job {
+    pages: Arc<RingPages>,
+    aligned: Aligned,
+    at: u64,
+    outcome: Arc<Outcome>,
+    /// When it was handed over: what the ring waits counts from then.
+    submitted: Instant,
+}
+
+/// The thread that makes the direct writes, in the order given. Dropped, it ends after the
+/// write it is in: never waited for, as a hung disk would hold the run's end.
+pub struct DirectWriter {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl DirectWriter {
+    pub fn start(file: DirectFile) -> io::Result<DirectWriter> {
+        DirectWriter::spawn(file, None)
+    }
+
+    /// A writer that makes each write only once `gate` gives a go (a test's slow disk).
+    #[cfg(test)]
+    pub fn gated(file: DirectFile, gate: mpsc::Receiver<()>) -> DirectWriter {
+        DirectWriter::spawn(file, Some(gate)).unwrap()
+    }
+
+    fn spawn(file: DirectFile, gate: Option<mpsc::Receiver<()>>) -> io::Result<DirectWriter> {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("framelab-direct".into())
+            .spawn(move || {
+                for job in queue {
+                    if let Some(gate) = &gate {
+                        let _ = gate.recv();
+                    }
+                    let result = job.pages.write_to(&file, job.aligned, job.at);
+                    job.outcome.end(result, job.submitted.elapsed());
+                }
+            })?;
+        Ok(DirectWriter { jobs })
+    }
+
+    /// Writes the ring file's `aligned` pages at `at` of the spill, on the thread.
+    pub fn submit(&self, pages: &Arc<RingPages>, aligned: Aligned, at: u64) -> Arc<Outcome> {
+        let outcome = Arc::new(Outcome::default());
+        let job = Job {
+            pages: pages.clone(),
+            aligned,
+            at,
+            outcome: outcome.clone(),
+            submitted: Instant::now(),
+        };
+        if let Err(mpsc::SendError(job)) = self.jobs.send(job) {
+            let gone = io::Error::other("the direct writer's thread is gone");
+            job.outcome.end(Err(gone), Duration::ZERO);
+        }
+        outcome
     }
 }
 

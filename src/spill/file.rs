@@ -10,7 +10,8 @@
 //! - `ALIGNED_RECORDS` (since `FLSPILL2`): the same, written from the ring's pages past the
 //!   page cache (`spill::direct`): a 16-byte payload (where the records start in the data,
 //!   their bytes, the data's bytes, 0; u32 each), zeros up to the next `direct::ALIGN` of the
-//!   file, then the data: the whole pages of the ring file that hold the records;
+//!   file, then the data: the whole pages of the ring file that hold the records; written
+//!   as `VOID_RECORDS` (the same, read past) until the data's write is over;
 //! - `NAMES`: bytes of process `pid`'s names file from offset `at`, as read;
 //! - `CLOCK`: tick clock segments from index `at` (`TickClock::encode_segments`);
 //! - `THREAD`: the run's thread `thread` is `pid`'s task `at`, its name the payload.
@@ -26,7 +27,8 @@ use std::path::{Path, PathBuf};
 
 use framelab_probe::wire::Record;
 
-use super::direct::{align_up, Aligned, DirectFile, RingPages, ALIGN};
+use super::direct::{align_up, Aligned, DirectFile, DirectWriter, Outcome, RingPages, ALIGN};
+use std::sync::Arc;
 
 pub const MAGIC: [u8; 8] = *b"FLSPILL2";
 /// Spills without `ALIGNED_RECORDS` chunks, as framelabs before them wrote.
@@ -46,6 +48,9 @@ const NAMES: u32 = 2;
 const CLOCK: u32 = 3;
 const THREAD: u32 = 4;
 const ALIGNED_RECORDS: u32 = 5;
+/// An `ALIGNED_RECORDS` chunk whose write was not confirmed (still going, or given up): read
+/// past, its records not the run's.
+const VOID_RECORDS: u32 = 6;
 const ALIGNED_PAYLOAD_BYTES: usize = 16;
 
 /// Where the spill of the run file `run` is.
@@ -60,6 +65,13 @@ pub fn spill_path(run: &Path) -> PathBuf {
 pub struct SpillHeader {
     pub run_id: i64,
     pub origin_mono_ns: i64,
+}
+
+/// A part's chunk written void, its data on the way (`SpillWriter::begin_direct`).
+pub struct Reserved {
+    kind_at: u64,
+    records: u64,
+    pub outcome: Arc<Outcome>,
 }
 
 /// Copies `len` bytes of `input` from byte `offset` to where `out` is; how many it copied
@@ -106,8 +118,8 @@ pub struct SpillWriter {
     /// ...of them past the page cache.
     pub records_direct: u64,
     copy: CopyFn,
-    /// The spill opened again for direct writes, where its filesystem takes them.
-    direct: Option<DirectFile>,
+    /// The spill's direct writes, where its filesystem takes them.
+    direct: Option<DirectWriter>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -191,7 +203,7 @@ impl SpillWriter {
             records_written: 0,
             records_direct: 0,
             copy: sendfile,
-            direct: DirectFile::open(path),
+            direct: DirectFile::open(path).and_then(|file| DirectWriter::start(file).ok()),
         })
     }
 
@@ -205,9 +217,9 @@ impl SpillWriter {
         self.direct = None;
     }
 
-    /// Writes "direct" chunks through `direct` (a test's descriptor without `O_DIRECT`).
+    /// Writes "direct" chunks with `direct` (a test's: without `O_DIRECT`, or gated).
     #[cfg(test)]
-    pub fn direct_with(&mut self, direct: DirectFile) {
+    pub fn direct_with(&mut self, direct: DirectWriter) {
         self.direct = Some(direct);
     }
 
@@ -261,59 +273,66 @@ impl SpillWriter {
         Ok(())
     }
 
-    /// As `records_from`, each part written from the ring's `pages` past the page cache
-    /// (`takes_direct` must hold): an `ALIGNED_RECORDS` chunk a part. The ring cut under
-    /// the write is `SourceEnded`; a filesystem that refuses the write, `Refused`.
-    pub fn records_direct(
+    /// Starts writing a ring's records from its `pages` past the page cache, a part each
+    /// (as `records_from` cuts them; `takes_direct` must hold): each part's chunk is written
+    /// void now (a fold skips it), the room for its data left as a hole that the direct
+    /// writer's thread fills; `confirm_direct` once every write succeeded makes the chunks
+    /// the records'. A chunk that cannot be written leaves the spill as it was, and no write
+    /// starts.
+    pub fn begin_direct(
         &mut self,
-        pages: &RingPages,
+        pages: &Arc<RingPages>,
         parts: impl Iterator<Item = (u64, usize)>,
         of: RingDrain,
-    ) -> Result<(), CopyFailed> {
+    ) -> io::Result<Vec<Reserved>> {
+        use std::os::unix::fs::FileExt;
         debug_assert!(self.head.is_empty());
         let Some(direct) = &self.direct else {
-            return Err(CopyFailed::Refused(io::ErrorKind::Unsupported.into()));
+            return Err(io::ErrorKind::Unsupported.into());
         };
-        let (mut end, mut records) = (self.len, 0);
-        let mut header = Vec::with_capacity(CHUNK_HEADER_BYTES + ALIGNED_PAYLOAD_BYTES);
+        let mut end = self.len;
+        let mut places = Vec::new();
         for (offset, bytes) in parts {
             let aligned = Aligned::around(offset, bytes as u64);
-            header.clear();
+            let mut header = Vec::with_capacity(CHUNK_HEADER_BYTES + ALIGNED_PAYLOAD_BYTES);
             of.chunk_header(&mut header, ALIGNED_PAYLOAD_BYTES);
-            header[..4].copy_from_slice(&ALIGNED_RECORDS.to_le_bytes());
+            header[..4].copy_from_slice(&VOID_RECORDS.to_le_bytes());
             for v in [aligned.skip, bytes as u64, aligned.len, 0] {
                 header.extend_from_slice(&(v as u32).to_le_bytes());
             }
             let data_at = align_up(end + header.len() as u64);
-            let written = self
-                .file
-                .write_all(&header)
-                .map_err(CopyFailed::Spill)
-                .and_then(|()| {
-                    pages
-                        .write_to(direct, aligned, data_at)
-                        .map_err(|e| match e.raw_os_error() {
-                            Some(libc::EFAULT) => CopyFailed::SourceEnded,
-                            Some(libc::EINVAL | libc::EOPNOTSUPP) => CopyFailed::Refused(e),
-                            _ => CopyFailed::Spill(e),
-                        })
-                });
-            // The next chunk goes after the data the other descriptor wrote.
-            let next = data_at + aligned.len;
-            let written = written.and_then(|()| {
-                (self.file.seek(io::SeekFrom::Start(next)).map(drop)).map_err(CopyFailed::Spill)
-            });
-            if let Err(failed) = written {
-                let _ = self.file.set_len(self.len);
-                let _ = self.file.seek(io::SeekFrom::Start(self.len));
-                return Err(failed);
-            }
-            end = next;
-            records += bytes / RECORD_BYTES;
+            places.push((end, header, aligned, data_at, bytes / RECORD_BYTES));
+            end = data_at + aligned.len;
+        }
+        let written = (places.iter())
+            .try_for_each(|(at, header, ..)| self.file.write_all_at(header, *at))
+            .and_then(|()| self.file.set_len(end))
+            .and_then(|()| self.file.seek(io::SeekFrom::Start(end)).map(drop));
+        if let Err(e) = written {
+            let _ = self.file.set_len(self.len);
+            let _ = self.file.seek(io::SeekFrom::Start(self.len));
+            return Err(e);
         }
         self.len = end;
-        self.records_written += records as u64;
-        self.records_direct += records as u64;
+        Ok(places
+            .into_iter()
+            .map(|(kind_at, _, aligned, data_at, records)| Reserved {
+                kind_at,
+                records: records as u64,
+                outcome: direct.submit(pages, aligned, data_at),
+            })
+            .collect())
+    }
+
+    /// The direct writes of `reserved` all succeeded: their chunks become the records'.
+    pub fn confirm_direct(&mut self, reserved: &[Reserved]) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        for r in reserved {
+            self.file
+                .write_all_at(&ALIGNED_RECORDS.to_le_bytes(), r.kind_at)?;
+            self.records_written += r.records;
+            self.records_direct += r.records;
+        }
         Ok(())
     }
 
@@ -526,7 +545,7 @@ pub fn read_chunks(
         }
         let mut chunk_bytes = (CHUNK_HEADER_BYTES + len) as u64;
         match kind {
-            RECORDS | ALIGNED_RECORDS => {
+            RECORDS | ALIGNED_RECORDS | VOID_RECORDS => {
                 // Where the records lie past the header: (bytes before them, their bytes,
                 // bytes after them).
                 let (before, len, after) = if kind == RECORDS {
@@ -547,7 +566,10 @@ pub fn read_chunks(
                     let after_header = offset + chunk_bytes;
                     let pad = align_up(after_header) - after_header;
                     chunk_bytes += pad + data;
-                    (pad + skip, bytes as usize, data - skip - bytes)
+                    match kind {
+                        VOID_RECORDS => (pad + data, 0, 0),
+                        _ => (pad + skip, bytes as usize, data - skip - bytes),
+                    }
                 };
                 if len % RECORD_BYTES != 0 {
                     return Err(bad("holds records of no whole size"));
@@ -571,6 +593,10 @@ pub fn read_chunks(
                     return cut;
                 }
                 unsafe { records.set_len(count) };
+                if kind == VOID_RECORDS {
+                    offset += chunk_bytes;
+                    continue;
+                }
                 let of = RingDrain {
                     pid,
                     thread,

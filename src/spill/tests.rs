@@ -9,7 +9,7 @@ use framelab_probe::wire::{kind, Record, CLOCK_MONO, CLOCK_TSC};
 
 use super::clock::TickClock;
 use super::convert::Converter;
-use super::direct::{DirectFile, RingPages};
+use super::direct::{DirectFile, DirectWriter, RingPages};
 use super::file::{read_chunks, Chunk, RingDrain, SpillEnd, SpillHeader, SpillWriter};
 
 /// A process's names file, appended to between drains as a program interns names.
@@ -348,8 +348,8 @@ fn mixed_spill(dir: &Path, direct: bool) -> (std::path::PathBuf, SpillWriter) {
         .collect();
     let ring_path = dir.join("ring");
     let ring = ring_file(&ring_path, &records);
-    let pages =
-        RingPages::map(&ring, std::fs::metadata(&ring_path).unwrap().len() as usize).unwrap();
+    let pages = RingPages::map(&ring, std::fs::metadata(&ring_path).unwrap().len() as usize);
+    let pages = std::sync::Arc::new(pages.unwrap());
     let path = dir.join("mixed-spill");
     let mut writer = SpillWriter::create(
         &path,
@@ -360,7 +360,7 @@ fn mixed_spill(dir: &Path, direct: bool) -> (std::path::PathBuf, SpillWriter) {
     )
     .unwrap();
     if !direct {
-        writer.direct_with(DirectFile::buffered(&path));
+        writer.direct_with(DirectWriter::start(DirectFile::buffered(&path)).unwrap());
     }
     let of = RingDrain {
         pid: 1,
@@ -374,18 +374,27 @@ fn mixed_spill(dir: &Path, direct: bool) -> (std::path::PathBuf, SpillWriter) {
     writer.write().unwrap();
     // Records 700..1000, then 0..300: the array's end, then its start.
     let parts = [(at(700), 300 * 32), (at(0), 300 * 32)];
-    writer
-        .records_direct(&pages, parts.into_iter(), of)
-        .ok()
-        .unwrap();
+    let landed = |writer: &mut SpillWriter, parts: &[(u64, usize)]| {
+        let reserved = (writer.begin_direct(&pages, parts.iter().copied(), of)).unwrap();
+        for part in &reserved {
+            assert!(part.outcome.wait_until(far_off()));
+            part.outcome.take().unwrap().0.unwrap();
+        }
+        writer.confirm_direct(&reserved).unwrap();
+    };
+    landed(&mut writer, &parts);
     writer.records(of, &records[300..310]);
     writer.names(1, 6, b"2 s b\n");
     writer.write().unwrap();
-    writer
-        .records_direct(&pages, [(at(310), 390 * 32)].into_iter(), of)
-        .ok()
-        .unwrap();
+    // Records 150..160 again, their write never confirmed (given up): read past.
+    let void = writer.begin_direct(&pages, [(at(150), 10 * 32)].into_iter(), of);
+    assert!(void.unwrap()[0].outcome.wait_until(far_off()));
+    landed(&mut writer, &[(at(310), 390 * 32)]);
     (path, writer)
+}
+
+fn far_off() -> std::time::Instant {
+    std::time::Instant::now() + std::time::Duration::from_secs(60)
 }
 
 /// The frames of a spill's records, in order, and how reading it ended.
