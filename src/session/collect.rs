@@ -318,7 +318,13 @@ impl Collector {
             threads,
             counts_frames,
         ) {
-            Ok(spill) => self.spill = Some(spill),
+            Ok(spill) => {
+                // A direct write over, the collector takes its records at once.
+                if let Some(ringer) = self.wake.as_ref().and_then(WakeWord::ringer) {
+                    spill.when_written(Box::new(move || ringer.ring()));
+                }
+                self.spill = Some(spill);
+            }
             Err(e) => log::debug!("records converted as they come: {e}"),
         }
     }
@@ -949,7 +955,8 @@ impl Collector {
             false => [&[][..], &[][..]],
         };
         let spilled_then_held = file.chain(head).chain(records);
-        let folded = crate::spill::file::read_chunks(spilled_then_held, |chunk| {
+        let data = crate::spill::file::open_data(&path);
+        let folded = crate::spill::file::read_chunks(spilled_then_held, data.as_ref(), |chunk| {
             if let crate::spill::file::Chunk::Records(drained) = chunk {
                 self.conv.convert_drained(&drained);
                 if self.conv.held() >= FOLD_HOLD_RECORDS {
@@ -969,7 +976,7 @@ impl Collector {
         folded?;
         self.flush()?;
         self.say_conversion_warnings();
-        let _ = std::fs::remove_file(&path);
+        crate::spill::file::remove(&path);
         drop(writer);
         if std::env::var_os("FRAMELAB_SPILL_TIMES").is_some() {
             log::info!(

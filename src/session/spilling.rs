@@ -116,7 +116,7 @@ impl Spilling {
         }
         let written = writer.write();
         if let Err(e) = written {
-            let _ = std::fs::remove_file(writer.path());
+            crate::spill::file::remove(writer.path());
             return Err(e);
         }
         Ok(Spilling {
@@ -201,6 +201,13 @@ impl Spilling {
                 Landed::Taken(Err(problem)) => return Ok(Err(problem)),
                 Landed::GivenUp => may_go_direct = false,
             }
+            // Woken by the write's end: what came since waits for the next drain unless it
+            // is worth a direct write of its own or the ring fills.
+            let rest = ring.planned(plan);
+            let small = rest * (std::mem::size_of::<Record>() as u64) < DIRECT_MIN_BYTES;
+            if landed > 0 && !self.ending && small && rest * 4 < ring.capacity() {
+                return Ok(Ok(landed));
+            }
         }
         let rest = self.copy_planned(ring, plan, at, conv, buffer, may_go_direct)?;
         Ok(rest.map(|taken| landed + taken))
@@ -253,6 +260,11 @@ impl Spilling {
     /// No direct write for `DIRECT_PAUSE`: the disk is busy.
     fn pause_direct(&mut self) {
         self.direct_paused_until = Some(Instant::now() + DIRECT_PAUSE);
+    }
+
+    /// Calls `tell` after each direct write (the collector woken to take its records).
+    pub fn when_written(&self, tell: Box<dyn Fn() + Send>) {
+        self.writer.when_written(tell);
     }
 
     /// The run is ending: waits until `until` for the direct writes still going; the next
@@ -520,15 +532,19 @@ mod tests {
     fn chunks(path: &Path) -> (Vec<char>, SpillEnd) {
         let (_, file) = crate::spill::file::open(path).unwrap().unwrap();
         let mut out = Vec::new();
-        let end = read_chunks(file, |chunk| {
-            out.push(match chunk {
-                Chunk::Records(_) => 'r',
-                Chunk::Names { .. } => 'n',
-                Chunk::Clock { .. } => 'c',
-                Chunk::Thread { .. } => 't',
-            });
-            Ok(())
-        })
+        let end = read_chunks(
+            file,
+            crate::spill::file::open_data(path).as_ref(),
+            |chunk| {
+                out.push(match chunk {
+                    Chunk::Records(_) => 'r',
+                    Chunk::Names { .. } => 'n',
+                    Chunk::Clock { .. } => 'c',
+                    Chunk::Thread { .. } => 't',
+                });
+                Ok(())
+            },
+        )
         .unwrap();
         (out, end)
     }
@@ -537,13 +553,17 @@ mod tests {
     fn frames_by_thread(path: &Path) -> HashMap<u32, Vec<u64>> {
         let (_, file) = crate::spill::file::open(path).unwrap().unwrap();
         let mut out: HashMap<u32, Vec<u64>> = HashMap::new();
-        read_chunks(file, |chunk| {
-            if let Chunk::Records(d) = chunk {
-                let frames = out.entry(d.of.thread).or_default();
-                frames.extend(d.records.iter().map(|r| r.frame));
-            }
-            Ok(())
-        })
+        read_chunks(
+            file,
+            crate::spill::file::open_data(path).as_ref(),
+            |chunk| {
+                if let Chunk::Records(d) = chunk {
+                    let frames = out.entry(d.of.thread).or_default();
+                    frames.extend(d.records.iter().map(|r| r.frame));
+                }
+                Ok(())
+            },
+        )
         .unwrap();
         out
     }
@@ -810,11 +830,14 @@ mod tests {
     fn writing_direct(spill: &mut Spilling, gate: Option<mpsc::Receiver<()>>) {
         let path = spill.writer.path().to_owned();
         match gate {
-            Some(gate) => {
-                (spill.writer).direct_with(DirectWriter::gated(DirectFile::buffered(&path), gate))
-            }
-            None if !spill.writer.takes_direct() => (spill.writer)
-                .direct_with(DirectWriter::start(DirectFile::buffered(&path)).unwrap()),
+            Some(gate) => (spill.writer).direct_with(DirectWriter::gated(
+                DirectFile::buffered(&crate::spill::file::data_path(&path)),
+                gate,
+            )),
+            None if !spill.writer.takes_direct() => (spill.writer).direct_with(
+                DirectWriter::start(DirectFile::buffered(&crate::spill::file::data_path(&path)))
+                    .unwrap(),
+            ),
             None => {}
         }
     }

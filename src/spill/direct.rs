@@ -18,6 +18,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
+
 use std::path::Path;
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -130,27 +131,41 @@ impl Drop for RingPages {
     }
 }
 
-/// A second descriptor of the spill, opened for direct writes.
+/// The spill's data file (`RUN.framelab-spill-data`), opened for direct writes. Its own
+/// file, not the spill's: ext4 holds a file's inode lock for the whole of a direct write into
+/// new blocks, and the drain's own writes to the spill would wait behind it.
 pub struct DirectFile {
     file: File,
 }
 
 impl DirectFile {
-    /// `None` where the filesystem takes no direct writes (tmpfs, some FUSE): the spill is
-    /// then written through the page cache alone.
-    pub fn open(path: &Path) -> Option<DirectFile> {
-        let file = OpenOptions::new()
+    /// Makes the data file at `path`; `None` where the filesystem takes no direct writes
+    /// (tmpfs, some FUSE): the spill is then written through the page cache alone.
+    pub fn create(path: &Path) -> Option<DirectFile> {
+        let opened = OpenOptions::new()
             .write(true)
+            .create_new(true)
+            .mode(0o600)
             .custom_flags(libc::O_DIRECT)
-            .open(path)
-            .ok()?;
-        Some(DirectFile { file })
+            .open(path);
+        match opened {
+            Ok(file) => Some(DirectFile { file }),
+            Err(e) => {
+                if e.kind() != io::ErrorKind::AlreadyExists {
+                    // Some filesystems make the file, then refuse O_DIRECT.
+                    let _ = std::fs::remove_file(path);
+                }
+                None
+            }
+        }
     }
 
     /// A descriptor without `O_DIRECT` standing in (tests of the layout, on any filesystem).
     #[cfg(test)]
     pub fn buffered(path: &Path) -> DirectFile {
-        let file = OpenOptions::new().write(true).open(path).unwrap();
+        let file = (OpenOptions::new().write(true).create(true).truncate(false))
+            .open(path)
+            .unwrap();
         DirectFile { file }
     }
 }
@@ -208,10 +223,14 @@ struct Job {
     submitted: Instant,
 }
 
+/// Called on the writer's thread after each write (the collector woken to take its records).
+pub type WhenWritten = Arc<Mutex<Option<Box<dyn Fn() + Send>>>>;
+
 /// The thread that makes the direct writes, in the order given. Dropped, it ends after the
 /// write it is in: never waited for, as a hung disk would hold the run's end.
 pub struct DirectWriter {
     jobs: mpsc::Sender<Job>,
+    pub when_written: WhenWritten,
 }
 
 impl DirectWriter {
@@ -227,6 +246,8 @@ impl DirectWriter {
 
     fn spawn(file: DirectFile, gate: Option<mpsc::Receiver<()>>) -> io::Result<DirectWriter> {
         let (jobs, queue) = mpsc::channel::<Job>();
+        let when_written: WhenWritten = Arc::default();
+        let tell = when_written.clone();
         std::thread::Builder::new()
             .name("framelab-direct".into())
             .spawn(move || {
@@ -236,9 +257,12 @@ impl DirectWriter {
                     }
                     let result = job.pages.write_to(&file, job.aligned, job.at);
                     job.outcome.end(result, job.submitted.elapsed());
+                    if let Some(tell) = tell.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                        tell();
+                    }
                 }
             })?;
-        Ok(DirectWriter { jobs })
+        Ok(DirectWriter { jobs, when_written })
     }
 
     /// Writes the ring file's `aligned` pages at `at` of the spill, on the thread.

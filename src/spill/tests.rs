@@ -206,7 +206,7 @@ fn records_spilled_then_folded_convert_as_the_drain_converts_them() {
     // Folded at the end by the converter that spilled (names already read, none read again).
     spilling.read_names_from(None);
     let (_, file) = super::file::open(&spill).unwrap().unwrap();
-    let end = read_chunks(file, |chunk| {
+    let end = read_chunks(file, super::file::open_data(&spill).as_ref(), |chunk| {
         if let Chunk::Records(drained) = chunk {
             spilling.convert_drained(&drained);
         }
@@ -220,7 +220,7 @@ fn records_spilled_then_folded_convert_as_the_drain_converts_them() {
     let mut alone = Converter::new(origin, TickClock::replayed(), None);
     let (read_header, file) = super::file::open(&spill).unwrap().unwrap();
     assert_eq!(read_header, header);
-    read_chunks(file, |chunk| {
+    read_chunks(file, super::file::open_data(&spill).as_ref(), |chunk| {
         match chunk {
             Chunk::Names { pid, at, bytes } => {
                 assert!(alone.names.entry(pid).or_default().feed_at(at, bytes))
@@ -272,7 +272,7 @@ fn a_spill_cut_mid_chunk_gives_its_whole_chunks_and_counts_the_cut_one() {
         .unwrap();
     let (_, file) = super::file::open(&path).unwrap().unwrap();
     let mut got = Vec::new();
-    let end = read_chunks(file, |chunk| {
+    let end = read_chunks(file, super::file::open_data(&path).as_ref(), |chunk| {
         if let Chunk::Records(drained) = chunk {
             got.extend(drained.records.iter().map(|r| r.frame));
         }
@@ -295,7 +295,9 @@ fn a_spill_cut_mid_chunk_gives_its_whole_chunks_and_counts_the_cut_one() {
     bytes.extend_from_slice(&[7u8; 40]);
     std::fs::write(&path, bytes).unwrap();
     let (_, file) = super::file::open(&path).unwrap().unwrap();
-    let problem = read_chunks(file, |_| Ok(())).unwrap_err().to_string();
+    let problem = read_chunks(file, super::file::open_data(&path).as_ref(), |_| Ok(()))
+        .unwrap_err()
+        .to_string();
     assert!(problem.contains("chunk at byte 32"), "{problem}");
 }
 
@@ -360,7 +362,10 @@ fn mixed_spill(dir: &Path, direct: bool) -> (std::path::PathBuf, SpillWriter) {
     )
     .unwrap();
     if !direct {
-        writer.direct_with(DirectWriter::start(DirectFile::buffered(&path)).unwrap());
+        writer.direct_with(
+            DirectWriter::start(DirectFile::buffered(&crate::spill::file::data_path(&path)))
+                .unwrap(),
+        );
     }
     let of = RingDrain {
         pid: 1,
@@ -401,7 +406,7 @@ fn far_off() -> std::time::Instant {
 fn spilled_frames(path: &Path) -> (Vec<u64>, SpillEnd) {
     let (_, file) = super::file::open(path).unwrap().unwrap();
     let mut frames = Vec::new();
-    let end = read_chunks(file, |chunk| {
+    let end = read_chunks(file, super::file::open_data(path).as_ref(), |chunk| {
         if let Chunk::Records(d) = chunk {
             frames.extend(d.records.iter().map(|r| r.frame));
         }
@@ -454,12 +459,13 @@ fn records_written_from_the_rings_pages_read_back_between_the_others() {
 fn a_spill_cut_in_a_direct_chunk_keeps_the_chunks_before_it() {
     let dir = tempfile::tempdir().unwrap();
     let (path, writer) = mixed_spill(dir.path(), false);
-    let len = writer.written_bytes();
     drop(writer);
-    // A kill during the last direct write: its last page missing.
+    // A kill during the last direct write: its data's last page missing.
+    let data = super::file::data_path(&path);
+    let len = std::fs::metadata(&data).unwrap().len();
     std::fs::OpenOptions::new()
         .write(true)
-        .open(&path)
+        .open(&data)
         .unwrap()
         .set_len(len - 4096)
         .unwrap();
@@ -477,10 +483,12 @@ fn a_direct_chunk_placing_its_records_outside_its_data_is_refused() {
     // The first direct chunk follows the header and a names chunk of 6 bytes: its layout
     // (skip, bytes, data) 32 bytes after its header starts.
     let layout = 32 + 32 + 6 + 32;
-    bytes[layout + 4..layout + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+    bytes[layout + 12..layout + 16].copy_from_slice(&u32::MAX.to_le_bytes());
     std::fs::write(&path, bytes).unwrap();
     let (_, file) = super::file::open(&path).unwrap().unwrap();
-    let problem = read_chunks(file, |_| Ok(())).unwrap_err().to_string();
+    let problem = read_chunks(file, super::file::open_data(&path).as_ref(), |_| Ok(()))
+        .unwrap_err()
+        .to_string();
     assert!(
         problem.contains("chunk at byte 70 places its records outside its data"),
         "{problem}"
