@@ -2,17 +2,20 @@
 //!
 //! Copying into the page cache (`sendfile`) costs the drain per byte: on the 16-core GPU host
 //! at 32 MB/s (1M spans/s) 1.55–2.14% of a core, against 0.34–0.37% for a direct write of the
-//! same bytes from a mapping of the ring (BENCHMARKS.md, "The spill past the page cache"). A
-//! direct write moves whole aligned blocks: the ring's pages that hold a part's records,
-//! written at an aligned place of the spill, with where the records start in them
-//! (`Aligned`). Nothing here reads the mapped memory: only the kernel does, for the write,
-//! so a program that cuts its ring meanwhile makes the write fail (EFAULT), never framelab.
+//! same bytes from a mapping of the ring (BENCHMARKS.md, "NVML rehearsed before the launch,
+//! and the spill past the page cache"). A direct write moves whole aligned blocks: the ring's
+//! pages that hold a part's records, written at the end of the spill's data file, with where
+//! the records start in them (`Aligned`). Nothing here reads the mapped memory: only the
+//! kernel does, for the write, so a program that cuts its ring meanwhile makes the write
+//! fail (EFAULT), never framelab.
 //!
 //! A direct write waits for the disk, where a copy into the page cache does not: a busy disk
-//! (another process's `fdatasync` of a gigabyte) held one for over 100 ms on the GPU host,
-//! longer than a default ring at 1M spans/s holds. So the writes are made on a thread of
-//! their own (`DirectWriter`) and the drain goes on: a write still going when its ring is
-//! half full is given up, and the records are copied instead.
+//! (another process's `fdatasync` of a gigabyte) held one long enough, on the GPU host, for a
+//! default ring at 1M spans/s to overflow. So the writes are made on a thread of their own
+//! (`DirectWriter`), which wakes the collector when one is over, and the drain goes on: a
+//! write still going when its ring passes half full is given up, and the records are copied
+//! instead. And they go to a file of their own: ext4 holds a file's inode lock for the whole
+//! of a direct write into new blocks, and the drain's writes to the spill must not wait.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -314,6 +317,36 @@ mod tests {
                 len: 4096,
                 skip: 0
             }
+        );
+    }
+
+    #[test]
+    fn the_writer_says_when_each_write_is_over() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let ring = dir.path().join("ring");
+        std::fs::write(&ring, vec![7u8; 8192]).unwrap();
+        let pages = Arc::new(RingPages::map(&File::open(&ring).unwrap(), 8192).unwrap());
+        let writer = DirectWriter::start(DirectFile::buffered(&dir.path().join("data"))).unwrap();
+        let told = Arc::new(AtomicUsize::new(0));
+        let count = told.clone();
+        *writer.when_written.lock().unwrap() = Some(Box::new(move || {
+            count.fetch_add(1, Ordering::SeqCst);
+        }));
+        let until = Instant::now() + Duration::from_secs(60);
+        for at in [0, 4096] {
+            let outcome = writer.submit(&pages, Aligned::around(at, 4096), at);
+            assert!(outcome.wait_until(until));
+            assert!(outcome.take().unwrap().0.is_ok());
+        }
+        // Told after the outcome is set: wait for the second call.
+        while told.load(Ordering::SeqCst) < 2 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(told.load(Ordering::SeqCst), 2);
+        assert_eq!(
+            std::fs::read(dir.path().join("data")).unwrap(),
+            vec![7u8; 8192]
         );
     }
 
