@@ -6,7 +6,7 @@
 //! reads the names of the processes that have records (after the heads: every name a
 //! record uses is in its file by then), writes those chunks, and copies each ring's records
 //! into the spill with `sendfile`: one copy in the kernel, none through framelab; a ring's
-//! records of 64 KiB or more are written from its pages past the page cache instead
+//! records of 256 KiB or more are written from its pages past the page cache instead
 //! (`spill::direct`), where the filesystem takes direct writes. Only once
 //! a ring's records are all in the spill is its tail written back. A copy that fails leaves
 //! no half chunk (the spill is cut back) and the records in the ring: a ring the program
@@ -33,9 +33,11 @@ use crate::spill::file::{
     spill_path, CopyFailed, Reserved, RingDrain, SpillHeader, SpillWriter, MAX_CHUNK_RECORDS,
 };
 
-/// A ring's records are written past the page cache from this many bytes a drain: below it
-/// the page-aligned write's extra bytes (up to three pages a part) outweigh the copy saved.
-const DIRECT_MIN_BYTES: u64 = 64 << 10;
+/// A ring's records are written past the page cache from this many bytes a drain. Below it
+/// the writer thread's two wakeups a write cost more than the copy they save: with 64 KiB,
+/// 100k spans/s (160 KB a drain) read 1.03× and 1.16× the copying build's window CPU on the
+/// GPU host. At 1M spans/s a producer wakes the collector every 512 KB.
+const DIRECT_MIN_BYTES: u64 = 256 << 10;
 /// A direct write waits for the disk, where a copy into the page cache does not, and its
 /// ring fills meanwhile: so a ring more than half full is copied (its room back at memory
 /// speed), a write still going when its ring passes half full is given up, and after a
@@ -867,51 +869,58 @@ mod tests {
         }
     }
 
+    /// Records in `DIRECT_MIN_BYTES`: the fewest a drain writes direct.
+    const M: u64 = DIRECT_MIN_BYTES / 32;
+
     #[test]
-    fn a_drain_of_64_kib_or_more_goes_past_the_page_cache_and_a_ring_cut_under_it_is_set_aside() {
+    fn a_drain_of_256_kib_or_more_goes_past_the_page_cache_and_a_ring_cut_under_it_is_set_aside() {
         let dir = tempfile::tempdir().unwrap();
         append(dir.path(), 7, "1 s decode\n");
         let (mut conv, mut spill) = started(dir.path(), TickClock::replayed(), false);
         writing_direct(&mut spill, None);
-        let mut file = RingFile::create(dir.path(), 7, 1, 16384);
+        let mut file = RingFile::create(dir.path(), 7, 1, 8 * M);
         let mut rings = vec![open(&file, 0)];
         let mut drain = |spill: &mut Spilling, file: &mut RingFile, frames| {
             publish_and_drain(spill, &mut conv, file, &mut rings, frames)
         };
-        // 2000 records (62.5 KiB) are copied; the next are written from the ring's pages
+        // One record short of DIRECT_MIN_BYTES: copied. Then written from the ring's pages
         // (counted as drained at once, taken from the ring at the next drain once over),
-        // the last 3000 wrapping past the array's end.
-        assert_eq!(drain(&mut spill, &mut file, 0..2000), Ok(2000));
-        assert_eq!(drain(&mut spill, &mut file, 2000..9000), Ok(7000));
-        assert_eq!(file.tail(), 2000, "taken once over");
+        // the last 2M wrapping past the array's end.
+        let mut n = M - 1;
+        assert_eq!(drain(&mut spill, &mut file, 0..n), Ok(n));
+        assert_eq!(drain(&mut spill, &mut file, n..n + 3 * M), Ok(3 * M));
+        assert_eq!(file.tail(), n, "taken once over");
         writes_over(&spill);
-        assert_eq!(drain(&mut spill, &mut file, 9000..16000), Ok(14000));
-        assert_eq!(file.tail(), 9000);
+        n += 3 * M;
+        assert_eq!(drain(&mut spill, &mut file, n..n + 3 * M), Ok(6 * M));
+        assert_eq!(file.tail(), n);
         writes_over(&spill);
-        assert_eq!(drain(&mut spill, &mut file, 16000..19000), Ok(10000));
+        n += 3 * M;
+        assert_eq!(drain(&mut spill, &mut file, n..n + 2 * M), Ok(5 * M));
         writes_over(&spill);
-        assert_eq!(drain(&mut spill, &mut file, 19000..19000), Ok(3000));
-        assert_eq!(file.tail(), 19000);
-        assert_eq!(spill.writer.records_direct, 17000);
+        n += 2 * M;
+        assert_eq!(drain(&mut spill, &mut file, n..n), Ok(2 * M));
+        assert_eq!(file.tail(), n);
+        assert_eq!(spill.writer.records_direct, 8 * M);
         // The program cuts its ring under the next write: what is readable is read, as a
         // converting drain reads it (no whole read of 1024 records here), and the ring is
         // set aside with its tail where it was.
-        file.publish(&(19000..22000).map(|i| span(1, i)).collect::<Vec<_>>());
+        file.publish(&(n..n + 3 * M).map(|i| span(1, i)).collect::<Vec<_>>());
         File::options()
             .write(true)
             .open(&file.path)
             .unwrap()
             .set_len(framelab_probe::wire::HEADER_BYTES as u64 + 1500 * 32)
             .unwrap();
-        assert_eq!(drain(&mut spill, &mut file, 22000..22000), Ok(3000));
+        assert_eq!(drain(&mut spill, &mut file, n..n), Ok(3 * M));
         writes_over(&spill);
-        let problem = drain(&mut spill, &mut file, 22000..22000).unwrap_err();
+        let problem = drain(&mut spill, &mut file, n..n).unwrap_err();
         assert!(problem.contains("cut to"), "{problem}");
-        assert_eq!(file.tail(), 19000);
+        assert_eq!(file.tail(), n);
         assert!(spill.writer.takes_direct(), "a cut ring is no refusal");
-        assert_eq!(spill.writer.records_direct, 17000);
+        assert_eq!(spill.writer.records_direct, 8 * M);
         let path = spill.writer.path().to_owned();
-        assert_eq!(frames_by_thread(&path)[&0], (0..19000).collect::<Vec<_>>());
+        assert_eq!(frames_by_thread(&path)[&0], (0..n).collect::<Vec<_>>());
         assert_eq!(chunks(&path).1, SpillEnd::Whole);
         assert_eq!(
             std::fs::metadata(&path).unwrap().len(),
@@ -926,42 +935,50 @@ mod tests {
         let (mut conv, mut spill) = started(dir.path(), TickClock::replayed(), false);
         let (go, gate) = mpsc::channel();
         writing_direct(&mut spill, Some(gate));
-        let mut file = RingFile::create(dir.path(), 7, 1, 8192);
+        let mut file = RingFile::create(dir.path(), 7, 1, 8 * M);
         let mut rings = vec![open(&file, 0)];
         let mut drain = |spill: &mut Spilling, file: &mut RingFile, frames| {
             publish_and_drain(spill, &mut conv, file, &mut rings, frames)
         };
-        // 4097 of 8192 records: copied, to get the room back at memory speed.
-        assert_eq!(drain(&mut spill, &mut file, 0..4097), Ok(4097));
-        // 3000: written direct, and the disk holds the write: the ring waits.
-        assert_eq!(drain(&mut spill, &mut file, 4097..7097), Ok(3000));
-        assert_eq!(drain(&mut spill, &mut file, 7097..7097), Ok(3000));
-        assert_eq!(file.tail(), 4097);
+        // Over half the ring: copied, to get the room back at memory speed.
+        let mut n = 4 * M + 1;
+        assert_eq!(drain(&mut spill, &mut file, 0..n), Ok(n));
+        // Written direct, and the disk holds the write: the ring waits.
+        assert_eq!(drain(&mut spill, &mut file, n..n + M), Ok(M));
+        assert_eq!(drain(&mut spill, &mut file, n + M..n + M), Ok(M));
+        assert_eq!(file.tail(), n);
         // Past half full with the write still going: given up, every record copied.
-        assert_eq!(drain(&mut spill, &mut file, 7097..9097), Ok(5000));
-        assert_eq!(file.tail(), 9097);
+        assert_eq!(
+            drain(&mut spill, &mut file, n + M..n + 4 * M + 1),
+            Ok(4 * M + 1)
+        );
+        n += 4 * M + 1;
+        assert_eq!(file.tail(), n);
         // The given-up write lands late, into a chunk read past; the disk was busy, so the
         // next drains copy.
         go.send(()).unwrap();
-        assert_eq!(drain(&mut spill, &mut file, 9097..12097), Ok(3000));
+        assert_eq!(drain(&mut spill, &mut file, n..n + M), Ok(M));
+        n += M;
         assert_eq!(spill.writer.records_direct, 0);
         // A write that took longer than DIRECT_SLOW pauses direct writes too.
         spill.direct_paused_until = None;
-        assert_eq!(drain(&mut spill, &mut file, 12097..15097), Ok(3000));
+        assert_eq!(drain(&mut spill, &mut file, n..n + M), Ok(M));
+        n += M;
         std::thread::sleep(DIRECT_SLOW * 2);
         go.send(()).unwrap();
         writes_over(&spill);
-        assert_eq!(drain(&mut spill, &mut file, 15097..15097), Ok(3000));
-        assert_eq!(spill.writer.records_direct, 3000);
+        assert_eq!(drain(&mut spill, &mut file, n..n), Ok(M));
+        assert_eq!(spill.writer.records_direct, M);
         assert!(spill.direct_paused_until.is_some());
         // The run's end: a write still going is waited for (not for ever), then copied.
         spill.direct_paused_until = None;
-        assert_eq!(drain(&mut spill, &mut file, 15097..18097), Ok(3000));
+        assert_eq!(drain(&mut spill, &mut file, n..n + M), Ok(M));
+        n += M;
         spill.settle(Instant::now() + Duration::from_millis(20));
-        assert_eq!(drain(&mut spill, &mut file, 18097..18097), Ok(3000));
-        assert_eq!(file.tail(), 18097);
+        assert_eq!(drain(&mut spill, &mut file, n..n), Ok(M));
+        assert_eq!(file.tail(), n);
         let path = spill.writer.path().to_owned();
-        assert_eq!(frames_by_thread(&path)[&0], (0..18097).collect::<Vec<_>>());
+        assert_eq!(frames_by_thread(&path)[&0], (0..n).collect::<Vec<_>>());
         assert_eq!(chunks(&path).1, SpillEnd::Whole);
     }
 
