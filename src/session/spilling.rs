@@ -241,16 +241,17 @@ impl Spilling {
                 log::debug!("a direct write took {took:?}");
                 self.pause_direct();
             }
-            match result.map_err(|e| (e.raw_os_error(), e)) {
+            match result {
                 Ok(()) => {}
                 // The ring was cut under the write: the copy finds how far.
-                Err((Some(libc::EFAULT), _)) => return Ok(Landed::GivenUp),
-                Err((Some(libc::EINVAL | libc::EOPNOTSUPP), e)) => {
-                    log::debug!("direct write refused ({e}): the spill goes through the page cache from now on");
+                Err(e) if e.raw_os_error() == Some(libc::EFAULT) => return Ok(Landed::GivenUp),
+                // Refused, or the disk full: the copy takes the path it always took, and
+                // says what it finds.
+                Err(e) => {
+                    log::debug!("direct write failed ({e}): the spill goes through the page cache from now on");
                     self.writer.stop_direct();
                     return Ok(Landed::GivenUp);
                 }
-                Err((_, e)) => return Err(self.unwritable(e)),
             }
         }
         if let Err(e) = self.writer.confirm_direct(&flight.parts) {
@@ -980,6 +981,34 @@ mod tests {
         let path = spill.writer.path().to_owned();
         assert_eq!(frames_by_thread(&path)[&0], (0..n).collect::<Vec<_>>());
         assert_eq!(chunks(&path).1, SpillEnd::Whole);
+    }
+
+    #[test]
+    fn a_direct_write_that_fails_is_copied_and_no_other_is_tried() {
+        let dir = tempfile::tempdir().unwrap();
+        append(dir.path(), 7, "1 s decode\n");
+        let (mut conv, mut spill) = started(dir.path(), TickClock::replayed(), false);
+        let path = spill.writer.path().to_owned();
+        let data = crate::spill::file::data_path(&path);
+        let _ = std::fs::remove_file(&data);
+        spill
+            .writer
+            .direct_with(DirectWriter::start(DirectFile::refusing(&data)).unwrap());
+        let mut file = RingFile::create(dir.path(), 7, 1, 8 * M);
+        let mut rings = vec![open(&file, 0)];
+        assert_eq!(
+            publish_and_drain(&mut spill, &mut conv, &mut file, &mut rings, 0..M),
+            Ok(M)
+        );
+        writes_over(&spill);
+        assert_eq!(
+            publish_and_drain(&mut spill, &mut conv, &mut file, &mut rings, M..2 * M),
+            Ok(2 * M)
+        );
+        assert!(!spill.writer.takes_direct());
+        assert_eq!(file.tail(), 2 * M);
+        assert_eq!(spill.writer.records_direct, 0);
+        assert_eq!(frames_by_thread(&path)[&0], (0..2 * M).collect::<Vec<_>>());
     }
 
     #[test]

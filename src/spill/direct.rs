@@ -143,8 +143,10 @@ pub struct DirectFile {
 
 impl DirectFile {
     /// Makes the data file at `path`; `None` where the filesystem takes no direct writes
-    /// (tmpfs, some FUSE): the spill is then written through the page cache alone.
+    /// (some FUSE) or gains nothing by them (tmpfs, whose files are the page cache): the
+    /// spill is then written through the page cache alone.
     pub fn create(path: &Path) -> Option<DirectFile> {
+        const TMPFS_MAGIC: i64 = 0x0102_1994;
         let opened = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -152,7 +154,18 @@ impl DirectFile {
             .custom_flags(libc::O_DIRECT)
             .open(path);
         match opened {
-            Ok(file) => Some(DirectFile { file }),
+            Ok(file) => {
+                // SAFETY: a descriptor we own and a zeroed out-struct.
+                let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+                let on_tmpfs = unsafe { libc::fstatfs(file.as_raw_fd(), &mut fs) } == 0
+                    && fs.f_type as i64 == TMPFS_MAGIC;
+                if on_tmpfs {
+                    drop(file);
+                    let _ = std::fs::remove_file(path);
+                    return None;
+                }
+                Some(DirectFile { file })
+            }
             Err(e) => {
                 if e.kind() != io::ErrorKind::AlreadyExists {
                     // Some filesystems make the file, then refuse O_DIRECT.
@@ -160,6 +173,15 @@ impl DirectFile {
                 }
                 None
             }
+        }
+    }
+
+    /// A descriptor every write to fails on (EBADF): a disk that refuses.
+    #[cfg(test)]
+    pub fn refusing(path: &Path) -> DirectFile {
+        std::fs::write(path, b"").unwrap();
+        DirectFile {
+            file: File::open(path).unwrap(),
         }
     }
 
