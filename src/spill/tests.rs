@@ -239,24 +239,11 @@ fn records_spilled_then_folded_convert_as_the_drain_converts_them() {
 fn a_spill_cut_mid_chunk_gives_its_whole_chunks_and_counts_the_cut_one() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cut-spill");
-    let mut writer = SpillWriter::create(
-        &path,
-        SpillHeader {
-            run_id: 3,
-            origin_mono_ns: 0,
-        },
-    )
-    .unwrap();
+    let mut writer = new_spill(&path, 3);
     let records: Vec<Record> = (0..10)
         .map(|i| Record::new(kind::SPAN, 1, 0, i, i, i + 1))
         .collect();
-    let of = RingDrain {
-        pid: 1,
-        thread: 0,
-        clock: CLOCK_MONO,
-        latest_end_ns: 0,
-        segments: 1,
-    };
+    let of = OF_ONE_RING;
     writer.records(of, &records[..4]);
     writer.names(1, 0, b"1 s a\n");
     writer.records(of, &records[4..]);
@@ -321,6 +308,24 @@ fn a_spill_is_made_once_and_locked_while_its_recorder_holds_it() {
     assert!(!super::file::held_by_recorder(&file));
 }
 
+/// A spill at `path` for run `run_id`, its clock's origin at 0.
+fn new_spill(path: &Path, run_id: i64) -> SpillWriter {
+    let header = SpillHeader {
+        run_id,
+        origin_mono_ns: 0,
+    };
+    SpillWriter::create(path, header).unwrap()
+}
+
+/// Ring records of process 1's thread 0, by the monotonic clock.
+const OF_ONE_RING: RingDrain = RingDrain {
+    pid: 1,
+    thread: 0,
+    clock: CLOCK_MONO,
+    latest_end_ns: 0,
+    segments: 1,
+};
+
 /// A ring file as a program makes it: a 256-byte header (left zero here), then `records`.
 fn ring_file(path: &Path, records: &[Record]) -> std::fs::File {
     let mut bytes = vec![0u8; framelab_probe::wire::HEADER_BYTES];
@@ -353,27 +358,14 @@ fn mixed_spill(dir: &Path, direct: bool) -> (std::path::PathBuf, SpillWriter) {
     let pages = RingPages::map(&ring, std::fs::metadata(&ring_path).unwrap().len() as usize);
     let pages = std::sync::Arc::new(pages.unwrap());
     let path = dir.join("mixed-spill");
-    let mut writer = SpillWriter::create(
-        &path,
-        SpillHeader {
-            run_id: 5,
-            origin_mono_ns: 0,
-        },
-    )
-    .unwrap();
+    let mut writer = new_spill(&path, 5);
     if !direct {
         writer.direct_with(
             DirectWriter::start(DirectFile::buffered(&crate::spill::file::data_path(&path)))
                 .unwrap(),
         );
     }
-    let of = RingDrain {
-        pid: 1,
-        thread: 0,
-        clock: CLOCK_MONO,
-        latest_end_ns: 0,
-        segments: 1,
-    };
+    let of = OF_ONE_RING;
     let at = |slot: u64| framelab_probe::wire::HEADER_BYTES as u64 + slot * 32;
     writer.names(1, 0, b"1 s a\n");
     writer.write().unwrap();
@@ -419,15 +411,7 @@ fn spilled_frames(path: &Path) -> (Vec<u64>, SpillEnd) {
 #[test]
 fn records_written_from_the_rings_pages_read_back_between_the_others() {
     let dir = tempfile::tempdir().unwrap();
-    let takes_direct = SpillWriter::create(
-        &dir.path().join("probe-spill"),
-        SpillHeader {
-            run_id: 1,
-            origin_mono_ns: 0,
-        },
-    )
-    .unwrap()
-    .takes_direct();
+    let takes_direct = new_spill(&dir.path().join("probe-spill"), 1).takes_direct();
     if on_ext4(dir.path()) {
         assert!(
             takes_direct,
@@ -499,21 +483,8 @@ fn a_direct_chunk_placing_its_records_outside_its_data_is_refused() {
 fn a_spill_an_older_framelab_left_is_still_read() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("old-spill");
-    let mut writer = SpillWriter::create(
-        &path,
-        SpillHeader {
-            run_id: 2,
-            origin_mono_ns: 0,
-        },
-    )
-    .unwrap();
-    let of = RingDrain {
-        pid: 1,
-        thread: 0,
-        clock: CLOCK_MONO,
-        latest_end_ns: 0,
-        segments: 1,
-    };
+    let mut writer = new_spill(&path, 2);
+    let of = OF_ONE_RING;
     let records: Vec<Record> = (0..3)
         .map(|i| Record::new(kind::SPAN, 1, 0, i, i, i + 1))
         .collect();
