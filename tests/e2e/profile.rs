@@ -341,8 +341,12 @@ fn check_stage_shares(summary: &Value, spent: &Spent) {
         in_leaves as f64 >= 0.8 * mix["samples"].as_f64().unwrap(),
         "{mix:#}"
     );
-    assert!(share(stage(summary, "solo"), "solo_work").0 >= 90.0);
-    assert!(share(stage(summary, "(no stage)"), "idle_work").0 >= 90.0);
+    // The stage's samples in the message: under a loaded suite this failed twice in five
+    // clean-clone runs (eleventh session) and passed alone, with no figure to tell why.
+    let solo = stage(summary, "solo");
+    assert!(share(solo, "solo_work").0 >= 90.0, "{solo:#}");
+    let outside = stage(summary, "(no stage)");
+    assert!(share(outside, "idle_work").0 >= 90.0, "{outside:#}");
     // Nominally of 16 units: mix 10, solo 4, outside 2; the outer stage `frame` only holds
     // the instants between its inner spans.
     near(
