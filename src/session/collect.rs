@@ -998,7 +998,13 @@ impl Collector {
             return Err(problem);
         };
         log::warn!("{problem:#}; the records are converted as they come from now on");
-        self.fold(spill).map_err(|_| problem)
+        // The fold writes the run file, on the disk that may be full: that is said as the
+        // writer says it (what was kept, what was lost), not as the spill's failure.
+        self.fold(spill)
+            .map_err(|e| match e.is::<crate::store::DiskFull>() {
+                true => e,
+                false => anyhow::anyhow!("{problem:#}, and folding it failed: {e:#}"),
+            })
     }
 
     /// One stderr line per kind of loss the report's notes explain: the end of a run is
