@@ -27,6 +27,8 @@ use crate::spill::convert::Converter;
 use crate::store::RunWriter;
 
 /// Without inotify the session directory is listed this often, for rings made since.
+/// How long the run's end waits for the spill's direct writes still going (a hung disk).
+const DIRECT_SETTLE: Duration = Duration::from_secs(2);
 const SCAN_EVERY: Duration = Duration::from_millis(20);
 /// With it, listed when something was created there, and this often anyway: whether a
 /// silent ring's process died is asked then, and a missed event costs at most this.
@@ -316,7 +318,13 @@ impl Collector {
             threads,
             counts_frames,
         ) {
-            Ok(spill) => self.spill = Some(spill),
+            Ok(spill) => {
+                // A direct write over, the collector takes its records at once.
+                if let Some(ringer) = self.wake.as_ref().and_then(WakeWord::ringer) {
+                    spill.when_written(Box::new(move || ringer.ring()));
+                }
+                self.spill = Some(spill);
+            }
             Err(e) => log::debug!("records converted as they come: {e}"),
         }
     }
@@ -848,6 +856,10 @@ impl Collector {
         }
         // Rings created since the last scan (threads that lived only milliseconds) too.
         self.last_scan = None;
+        if let Some(spill) = self.spill.as_mut() {
+            // The records on their way past the page cache land, or are copied.
+            spill.settle(Instant::now() + DIRECT_SETTLE);
+        }
         self.drain()?;
         self.flush()?;
         for ring in std::mem::take(&mut self.rings) {
@@ -943,7 +955,8 @@ impl Collector {
             false => [&[][..], &[][..]],
         };
         let spilled_then_held = file.chain(head).chain(records);
-        let folded = crate::spill::file::read_chunks(spilled_then_held, |chunk| {
+        let data = crate::spill::file::open_data(&path);
+        let folded = crate::spill::file::read_chunks(spilled_then_held, data.as_ref(), |chunk| {
             if let crate::spill::file::Chunk::Records(drained) = chunk {
                 self.conv.convert_drained(&drained);
                 if self.conv.held() >= FOLD_HOLD_RECORDS {
@@ -963,7 +976,7 @@ impl Collector {
         folded?;
         self.flush()?;
         self.say_conversion_warnings();
-        let _ = std::fs::remove_file(&path);
+        crate::spill::file::remove(&path);
         drop(writer);
         if std::env::var_os("FRAMELAB_SPILL_TIMES").is_some() {
             log::info!(
@@ -985,7 +998,13 @@ impl Collector {
             return Err(problem);
         };
         log::warn!("{problem:#}; the records are converted as they come from now on");
-        self.fold(spill).map_err(|_| problem)
+        // The fold writes the run file, on the disk that may be full: that is said as the
+        // writer says it (what was kept, what was lost), not as the spill's failure.
+        self.fold(spill)
+            .map_err(|e| match e.is::<crate::store::DiskFull>() {
+                true => e,
+                false => anyhow::anyhow!("{problem:#}, and folding it failed: {e:#}"),
+            })
     }
 
     /// One stderr line per kind of loss the report's notes explain: the end of a run is

@@ -8,13 +8,17 @@
 //! before; a ring that fails is set aside as corrupt, with what was read up to then kept.
 //! Reading this way costs about the same as reading a mapping (BENCHMARKS.md).
 
+use std::cell::OnceCell;
 use std::fs::{File, OpenOptions};
 use std::mem::offset_of;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering::Acquire};
+use std::sync::Arc;
 
 use framelab_probe::wire::{self, Record, RingHeader};
+
+use crate::spill::direct::RingPages;
 
 /// Records read and handed over at a time: 32 KiB, within the first-level cache while they
 /// are converted.
@@ -51,6 +55,8 @@ pub struct Ring {
     /// Found ending (closed, or its process gone) at an earlier drain: retired once a drain
     /// started after that finds nothing new.
     pub ending: bool,
+    /// The file mapped for direct writes from its pages, once asked (`None`: it cannot be).
+    pages: OnceCell<Option<Arc<RingPages>>>,
 }
 
 /// The header fields the collector reads, from one `pread` of the header.
@@ -168,6 +174,7 @@ impl Ring {
             wakes: header.features & wire::FEATURE_WAKES != 0,
             thread_index: None,
             ending: false,
+            pages: OnceCell::new(),
         }))
     }
 
@@ -333,6 +340,25 @@ impl Ring {
     /// framelab (`sendfile`).
     pub fn file(&self) -> &File {
         &self.file
+    }
+
+    /// The ring's file mapped, for direct writes of the plan's `parts` from its pages;
+    /// mapped at the first call.
+    pub fn pages(&self) -> Option<&Arc<RingPages>> {
+        let len = wire::ring_file_bytes(self.capacity);
+        let pages = self
+            .pages
+            .get_or_init(|| match RingPages::map(&self.file, len) {
+                Ok(pages) => Some(Arc::new(pages)),
+                Err(e) => {
+                    log::debug!(
+                        "ring {} cannot be mapped ({e}): its records go by sendfile",
+                        self.path.display()
+                    );
+                    None
+                }
+            });
+        pages.as_ref()
     }
 
     /// What a read that ended early says: how far the file was cut.

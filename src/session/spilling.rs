@@ -5,7 +5,9 @@
 //! A drain plans every ring (its header read and checked: the records `[tail, head)`), then
 //! reads the names of the processes that have records (after the heads: every name a
 //! record uses is in its file by then), writes those chunks, and copies each ring's records
-//! into the spill with `sendfile`: one copy in the kernel, none through framelab. Only once
+//! into the spill with `sendfile`: one copy in the kernel, none through framelab; a ring's
+//! records of 256 KiB or more are written from its pages past the page cache instead
+//! (`spill::direct`), where the filesystem takes direct writes. Only once
 //! a ring's records are all in the spill is its tail written back. A copy that fails leaves
 //! no half chunk (the spill is cut back) and the records in the ring: a ring the program
 //! cut is read as far as it can be and set aside, a spill that cannot be written is the
@@ -18,7 +20,8 @@
 //! spilling drain reads no record.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 use framelab_probe::wire::{kind, name_kind, Record};
@@ -27,8 +30,21 @@ use super::rings::{Planned, Ring, CHUNK_RECORDS};
 use crate::spill::clock::TickClock;
 use crate::spill::convert::Converter;
 use crate::spill::file::{
-    spill_path, CopyFailed, RingDrain, SpillHeader, SpillWriter, MAX_CHUNK_RECORDS,
+    spill_path, CopyFailed, Reserved, RingDrain, SpillHeader, SpillWriter, MAX_CHUNK_RECORDS,
 };
+
+/// A ring's records are written past the page cache from this many bytes a drain. Below it
+/// the writer thread's two wakeups a write cost more than the copy they save: with 64 KiB,
+/// 100k spans/s (160 KB a drain) read 1.03× and 1.16× the copying build's window CPU on the
+/// GPU host. At 1M spans/s a producer wakes the collector every 512 KB.
+const DIRECT_MIN_BYTES: u64 = 256 << 10;
+/// A direct write waits for the disk, where a copy into the page cache does not, and its
+/// ring fills meanwhile: so a ring more than half full is copied (its room back at memory
+/// speed), a write still going when its ring passes half full is given up, and after a
+/// write slower than `DIRECT_SLOW` or one given up (a busy disk) every ring is copied for
+/// `DIRECT_PAUSE`.
+const DIRECT_SLOW: Duration = Duration::from_millis(10);
+const DIRECT_PAUSE: Duration = Duration::from_secs(2);
 
 pub struct Spilling {
     writer: SpillWriter,
@@ -36,6 +52,12 @@ pub struct Spilling {
     segments: usize,
     /// Records go in by `sendfile`; false once the kernel refused it (then read, written).
     by_sendfile: bool,
+    /// No direct write before this (the last one was slow, or given up).
+    direct_paused_until: Option<Instant>,
+    /// Rings whose records are on their way past the page cache, by path.
+    in_flight: HashMap<PathBuf, InFlight>,
+    /// The run is ending (`settle`): no direct write starts, and one still going is given up.
+    ending: bool,
     /// A progress line is shown: frames are counted from the records spilled.
     counts_frames: bool,
     /// Frames counted in the records spilled (the progress line's).
@@ -43,6 +65,23 @@ pub struct Spilling {
     first_stage: Option<String>,
     /// Per process, the first stage's local id, once its names say.
     first_stage_local: HashMap<u32, Option<u16>>,
+}
+
+/// A ring's records on their way past the page cache (`spill::direct`): taken from the ring
+/// once every part's write is over and its chunk confirmed.
+struct InFlight {
+    plan: Planned,
+    parts: Vec<Reserved>,
+}
+
+/// What became of a ring's direct write at a drain.
+enum Landed {
+    /// Still going: the ring waits, its records counted as the drain's.
+    Waiting,
+    /// Over and confirmed: the records taken from the ring.
+    Taken(Result<u64, String>),
+    /// Given up (too slow, the ring cut, refused): the records are copied as without it.
+    GivenUp,
 }
 
 /// When a drain is made: what its headers are checked against, and what its records are
@@ -79,13 +118,16 @@ impl Spilling {
         }
         let written = writer.write();
         if let Err(e) = written {
-            let _ = std::fs::remove_file(writer.path());
+            crate::spill::file::remove(writer.path());
             return Err(e);
         }
         Ok(Spilling {
             writer,
             segments: conv.clock.segment_count(),
             by_sendfile: true,
+            direct_paused_until: None,
+            in_flight: HashMap::new(),
+            ending: false,
             counts_frames,
             frames: 0,
             first_stage: conv
@@ -123,13 +165,18 @@ impl Spilling {
                 return (outcomes, Err(e));
             }
         }
+        // Rings retired since the last drain are not waited for.
+        (self.in_flight).retain(|path, _| rings.iter().any(|r| &r.path == path));
         for (ring, plan) in rings.iter_mut().zip(plans) {
             let outcome = match plan {
                 Ok(plan) => match self.copy(ring, &plan, at, conv, buffer) {
                     Ok(outcome) => outcome,
                     Err(e) => return (outcomes, Err(e)),
                 },
-                Err(problem) => Err(problem),
+                Err(problem) => {
+                    self.in_flight.remove(&ring.path);
+                    Err(problem)
+                }
             };
             outcomes.push(outcome);
         }
@@ -148,6 +195,103 @@ impl Spilling {
         conv: &Converter,
         buffer: &mut Vec<Record>,
     ) -> Result<Result<u64, String>> {
+        let (mut landed, mut may_go_direct) = (0, true);
+        if let Some(flight) = self.in_flight.remove(&ring.path) {
+            match self.land(ring, flight, plan, conv, buffer)? {
+                Landed::Waiting => return Ok(Ok(ring.planned(plan))),
+                Landed::Taken(Ok(taken)) => landed = taken,
+                Landed::Taken(Err(problem)) => return Ok(Err(problem)),
+                Landed::GivenUp => may_go_direct = false,
+            }
+            // Woken by the write's end: what came since waits for the next drain unless it
+            // is worth a direct write of its own or the ring fills.
+            let rest = ring.planned(plan);
+            let small = rest * (std::mem::size_of::<Record>() as u64) < DIRECT_MIN_BYTES;
+            if landed > 0 && !self.ending && small && rest * 4 < ring.capacity() {
+                return Ok(Ok(landed));
+            }
+        }
+        let rest = self.copy_planned(ring, plan, at, conv, buffer, may_go_direct)?;
+        Ok(rest.map(|taken| landed + taken))
+    }
+
+    /// What became of the ring's direct write (`flight`), with the ring planned to `plan`.
+    fn land(
+        &mut self,
+        ring: &mut Ring,
+        flight: InFlight,
+        plan: &Planned,
+        conv: &Converter,
+        buffer: &mut Vec<Record>,
+    ) -> Result<Landed> {
+        if !flight.parts.iter().all(|part| part.outcome.is_over()) {
+            if !self.ending && ring.planned(plan) * 2 <= ring.capacity() {
+                self.in_flight.insert(ring.path.clone(), flight);
+                return Ok(Landed::Waiting);
+            }
+            log::debug!("a direct write still going as its ring passed half full (or the run ended): given up, its records copied");
+            self.pause_direct();
+            return Ok(Landed::GivenUp);
+        }
+        for part in &flight.parts {
+            let Some((result, took)) = part.outcome.take() else {
+                continue;
+            };
+            if took > DIRECT_SLOW {
+                log::debug!("a direct write took {took:?}");
+                self.pause_direct();
+            }
+            match result {
+                Ok(()) => {}
+                // The ring was cut under the write: the copy finds how far.
+                Err(e) if e.raw_os_error() == Some(libc::EFAULT) => return Ok(Landed::GivenUp),
+                // Refused, or the disk full: the copy takes the path it always took, and
+                // says what it finds.
+                Err(e) => {
+                    log::debug!("direct write failed ({e}): the spill goes through the page cache from now on");
+                    self.writer.stop_direct();
+                    return Ok(Landed::GivenUp);
+                }
+            }
+        }
+        if let Err(e) = self.writer.confirm_direct(&flight.parts) {
+            return Err(self.unwritable(e));
+        }
+        Ok(Landed::Taken(self.taken(ring, &flight.plan, conv, buffer)))
+    }
+
+    /// No direct write for `DIRECT_PAUSE`: the disk is busy.
+    fn pause_direct(&mut self) {
+        self.direct_paused_until = Some(Instant::now() + DIRECT_PAUSE);
+    }
+
+    /// Calls `tell` after each direct write (the collector woken to take its records).
+    pub fn when_written(&self, tell: Box<dyn Fn() + Send>) {
+        self.writer.when_written(tell);
+    }
+
+    /// The run is ending: waits until `until` for the direct writes still going; the next
+    /// drain takes those that are over and copies the rest, and starts none.
+    pub fn settle(&mut self, until: Instant) {
+        self.ending = true;
+        for flight in self.in_flight.values() {
+            for part in &flight.parts {
+                part.outcome.wait_until(until);
+            }
+        }
+    }
+
+    /// The plan's records into the spill (after any direct write that landed), then taken;
+    /// written direct only if `may_go_direct` (not right after one was given up).
+    fn copy_planned(
+        &mut self,
+        ring: &mut Ring,
+        plan: &Planned,
+        at: DrainAt,
+        conv: &Converter,
+        buffer: &mut Vec<Record>,
+        may_go_direct: bool,
+    ) -> Result<Result<u64, String>> {
         if ring.planned(plan) == 0 {
             return Ok(ring.take(plan));
         }
@@ -160,20 +304,21 @@ impl Spilling {
             segments: at.segments,
         };
         if self.by_sendfile {
-            let copied =
-                self.writer
-                    .records_from(ring.file(), ring.parts(plan, MAX_CHUNK_RECORDS), of);
-            match copied {
-                Ok(()) => {
-                    if self.counts_frames {
-                        // Read for the count alone; a ring cut since is found by the next plan.
-                        let _ = ring.read_planned(plan, CHUNK_RECORDS, buffer, |records| {
-                            self.count_frames(pid, records, conv);
-                            true
-                        });
+            let parts = ring.parts(plan, MAX_CHUNK_RECORDS);
+            let direct = may_go_direct && self.goes_direct(ring, plan);
+            if let Some(pages) = direct.then(|| ring.pages()).flatten() {
+                // Taken once the writes are over (`land`); counted as drained meanwhile.
+                return match self.writer.begin_direct(pages, parts, of) {
+                    Ok(parts) => {
+                        let flight = InFlight { plan: *plan, parts };
+                        self.in_flight.insert(ring.path.clone(), flight);
+                        Ok(Ok(ring.planned(plan)))
                     }
-                    return Ok(ring.take(plan));
-                }
+                    Err(e) => Err(self.unwritable(e)),
+                };
+            }
+            match self.writer.records_from(ring.file(), parts, of) {
+                Ok(()) => return Ok(self.taken(ring, plan, conv, buffer)),
                 // Read below as far as it can be, then set aside.
                 Err(CopyFailed::SourceEnded) => {}
                 Err(CopyFailed::Refused(e)) => {
@@ -183,13 +328,56 @@ impl Spilling {
                 Err(CopyFailed::Spill(e)) => return Err(self.unwritable(e)),
             }
         }
-        // In the chunks a copy makes; a ring cut short hands what can be read, as a
-        // converting drain reads it.
+        Ok(self.read_in(ring, plan, of, conv, buffer))
+    }
+
+    /// Whether the plan's records are written past the page cache (see `DIRECT_SLOW`).
+    fn goes_direct(&self, ring: &Ring, plan: &Planned) -> bool {
+        let records = ring.planned(plan);
+        let bytes = records * std::mem::size_of::<Record>() as u64;
+        self.writer.takes_direct()
+            && !self.ending
+            && bytes >= DIRECT_MIN_BYTES
+            && records * 2 <= ring.capacity()
+            && self
+                .direct_paused_until
+                .is_none_or(|until| Instant::now() >= until)
+    }
+
+    /// The plan's records are in the spill: counted for the progress line, taken from the
+    /// ring.
+    fn taken(
+        &mut self,
+        ring: &mut Ring,
+        plan: &Planned,
+        conv: &Converter,
+        buffer: &mut Vec<Record>,
+    ) -> Result<u64, String> {
+        if self.counts_frames {
+            // Read for the count alone; a ring cut since is found by the next plan.
+            let _ = ring.read_planned(plan, CHUNK_RECORDS, buffer, |records| {
+                self.count_frames(ring.pid, records, conv);
+                true
+            });
+        }
+        ring.take(plan)
+    }
+
+    /// The plan's records read and gathered, in the chunks a copy makes; a ring cut short
+    /// hands what can be read, as a converting drain reads it.
+    fn read_in(
+        &mut self,
+        ring: &mut Ring,
+        plan: &Planned,
+        of: RingDrain,
+        conv: &Converter,
+        buffer: &mut Vec<Record>,
+    ) -> Result<u64, String> {
         let read = ring.read_planned(plan, MAX_CHUNK_RECORDS, buffer, |records| {
             self.keep(of, records, conv);
             true
         });
-        Ok(read.and_then(|_| ring.take(plan)))
+        read.and_then(|_| ring.take(plan))
     }
 
     /// A chunk of a ring's records, as read: written with the drain's other chunks.
@@ -299,7 +487,9 @@ mod tests {
 
     use super::super::rings::fixture::RingFile;
     use super::*;
+    use crate::spill::direct::{DirectFile, DirectWriter};
     use crate::spill::file::{read_chunks, Chunk, SpillEnd};
+    use std::sync::mpsc;
 
     const AT: DrainAt = DrainAt {
         max_dropped: 1_000_000,
@@ -345,15 +535,19 @@ mod tests {
     fn chunks(path: &Path) -> (Vec<char>, SpillEnd) {
         let (_, file) = crate::spill::file::open(path).unwrap().unwrap();
         let mut out = Vec::new();
-        let end = read_chunks(file, |chunk| {
-            out.push(match chunk {
-                Chunk::Records(_) => 'r',
-                Chunk::Names { .. } => 'n',
-                Chunk::Clock { .. } => 'c',
-                Chunk::Thread { .. } => 't',
-            });
-            Ok(())
-        })
+        let end = read_chunks(
+            file,
+            crate::spill::file::open_data(path).as_ref(),
+            |chunk| {
+                out.push(match chunk {
+                    Chunk::Records(_) => 'r',
+                    Chunk::Names { .. } => 'n',
+                    Chunk::Clock { .. } => 'c',
+                    Chunk::Thread { .. } => 't',
+                });
+                Ok(())
+            },
+        )
         .unwrap();
         (out, end)
     }
@@ -362,13 +556,17 @@ mod tests {
     fn frames_by_thread(path: &Path) -> HashMap<u32, Vec<u64>> {
         let (_, file) = crate::spill::file::open(path).unwrap().unwrap();
         let mut out: HashMap<u32, Vec<u64>> = HashMap::new();
-        read_chunks(file, |chunk| {
-            if let Chunk::Records(d) = chunk {
-                let frames = out.entry(d.of.thread).or_default();
-                frames.extend(d.records.iter().map(|r| r.frame));
-            }
-            Ok(())
-        })
+        read_chunks(
+            file,
+            crate::spill::file::open_data(path).as_ref(),
+            |chunk| {
+                if let Chunk::Records(d) = chunk {
+                    let frames = out.entry(d.of.thread).or_default();
+                    frames.extend(d.records.iter().map(|r| r.frame));
+                }
+                Ok(())
+            },
+        )
         .unwrap();
         out
     }
@@ -628,6 +826,189 @@ mod tests {
             frames_by_thread(&path)[&1],
             (5000..6024).collect::<Vec<_>>()
         );
+    }
+
+    /// `spill`'s direct writes through a plain descriptor where the filesystem takes none
+    /// (the same layout); `gate`d when given (a disk that writes only when told).
+    fn writing_direct(spill: &mut Spilling, gate: Option<mpsc::Receiver<()>>) {
+        let path = spill.writer.path().to_owned();
+        match gate {
+            Some(gate) => (spill.writer).direct_with(DirectWriter::gated(
+                DirectFile::buffered(&crate::spill::file::data_path(&path)),
+                gate,
+            )),
+            None if !spill.writer.takes_direct() => (spill.writer).direct_with(
+                DirectWriter::start(DirectFile::buffered(&crate::spill::file::data_path(&path)))
+                    .unwrap(),
+            ),
+            None => {}
+        }
+    }
+
+    /// Publishes records `from..to` into `file`, then drains `rings`: the first ring's
+    /// outcome.
+    fn publish_and_drain(
+        spill: &mut Spilling,
+        conv: &mut Converter,
+        file: &mut RingFile,
+        rings: &mut [Ring],
+        frames: std::ops::Range<u64>,
+    ) -> Result<u64, String> {
+        file.publish(&frames.map(|i| span(1, i)).collect::<Vec<_>>());
+        let (outcomes, written) = spill.drain(rings, AT, conv, &mut Vec::new());
+        written.unwrap();
+        outcomes[0].clone()
+    }
+
+    /// Waits for the direct writes going on.
+    fn writes_over(spill: &Spilling) {
+        let until = Instant::now() + Duration::from_secs(60);
+        for flight in spill.in_flight.values() {
+            for part in &flight.parts {
+                assert!(part.outcome.wait_until(until));
+            }
+        }
+    }
+
+    /// Records in `DIRECT_MIN_BYTES`: the fewest a drain writes direct.
+    const M: u64 = DIRECT_MIN_BYTES / 32;
+
+    #[test]
+    fn a_drain_of_256_kib_or_more_goes_past_the_page_cache_and_a_ring_cut_under_it_is_set_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        append(dir.path(), 7, "1 s decode\n");
+        let (mut conv, mut spill) = started(dir.path(), TickClock::replayed(), false);
+        writing_direct(&mut spill, None);
+        let mut file = RingFile::create(dir.path(), 7, 1, 8 * M);
+        let mut rings = vec![open(&file, 0)];
+        let mut drain = |spill: &mut Spilling, file: &mut RingFile, frames| {
+            publish_and_drain(spill, &mut conv, file, &mut rings, frames)
+        };
+        // One record short of DIRECT_MIN_BYTES: copied. Then written from the ring's pages
+        // (counted as drained at once, taken from the ring at the next drain once over),
+        // the last 2M wrapping past the array's end.
+        let mut n = M - 1;
+        assert_eq!(drain(&mut spill, &mut file, 0..n), Ok(n));
+        assert_eq!(drain(&mut spill, &mut file, n..n + 3 * M), Ok(3 * M));
+        assert_eq!(file.tail(), n, "taken once over");
+        writes_over(&spill);
+        n += 3 * M;
+        assert_eq!(drain(&mut spill, &mut file, n..n + 3 * M), Ok(6 * M));
+        assert_eq!(file.tail(), n);
+        writes_over(&spill);
+        n += 3 * M;
+        assert_eq!(drain(&mut spill, &mut file, n..n + 2 * M), Ok(5 * M));
+        writes_over(&spill);
+        n += 2 * M;
+        assert_eq!(drain(&mut spill, &mut file, n..n), Ok(2 * M));
+        assert_eq!(file.tail(), n);
+        assert_eq!(spill.writer.records_direct, 8 * M);
+        // The program cuts its ring under the next write: what is readable is read, as a
+        // converting drain reads it (no whole read of 1024 records here), and the ring is
+        // set aside with its tail where it was.
+        file.publish(&(n..n + 3 * M).map(|i| span(1, i)).collect::<Vec<_>>());
+        File::options()
+            .write(true)
+            .open(&file.path)
+            .unwrap()
+            .set_len(framelab_probe::wire::HEADER_BYTES as u64 + 1500 * 32)
+            .unwrap();
+        assert_eq!(drain(&mut spill, &mut file, n..n), Ok(3 * M));
+        writes_over(&spill);
+        let problem = drain(&mut spill, &mut file, n..n).unwrap_err();
+        assert!(problem.contains("cut to"), "{problem}");
+        assert_eq!(file.tail(), n);
+        assert!(spill.writer.takes_direct(), "a cut ring is no refusal");
+        assert_eq!(spill.writer.records_direct, 8 * M);
+        let path = spill.writer.path().to_owned();
+        assert_eq!(frames_by_thread(&path)[&0], (0..n).collect::<Vec<_>>());
+        assert_eq!(chunks(&path).1, SpillEnd::Whole);
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            spill.writer.written_bytes()
+        );
+    }
+
+    #[test]
+    fn a_direct_write_still_going_at_half_full_or_at_the_end_is_given_up_for_a_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        append(dir.path(), 7, "1 s decode\n");
+        let (mut conv, mut spill) = started(dir.path(), TickClock::replayed(), false);
+        let (go, gate) = mpsc::channel();
+        writing_direct(&mut spill, Some(gate));
+        let mut file = RingFile::create(dir.path(), 7, 1, 8 * M);
+        let mut rings = vec![open(&file, 0)];
+        let mut drain = |spill: &mut Spilling, file: &mut RingFile, frames| {
+            publish_and_drain(spill, &mut conv, file, &mut rings, frames)
+        };
+        // Over half the ring: copied, to get the room back at memory speed.
+        let mut n = 4 * M + 1;
+        assert_eq!(drain(&mut spill, &mut file, 0..n), Ok(n));
+        // Written direct, and the disk holds the write: the ring waits.
+        assert_eq!(drain(&mut spill, &mut file, n..n + M), Ok(M));
+        assert_eq!(drain(&mut spill, &mut file, n + M..n + M), Ok(M));
+        assert_eq!(file.tail(), n);
+        // Past half full with the write still going: given up, every record copied.
+        assert_eq!(
+            drain(&mut spill, &mut file, n + M..n + 4 * M + 1),
+            Ok(4 * M + 1)
+        );
+        n += 4 * M + 1;
+        assert_eq!(file.tail(), n);
+        // The given-up write lands late, into a chunk read past; the disk was busy, so the
+        // next drains copy.
+        go.send(()).unwrap();
+        assert_eq!(drain(&mut spill, &mut file, n..n + M), Ok(M));
+        n += M;
+        assert_eq!(spill.writer.records_direct, 0);
+        // A write that took longer than DIRECT_SLOW pauses direct writes too.
+        spill.direct_paused_until = None;
+        assert_eq!(drain(&mut spill, &mut file, n..n + M), Ok(M));
+        n += M;
+        std::thread::sleep(DIRECT_SLOW * 2);
+        go.send(()).unwrap();
+        writes_over(&spill);
+        assert_eq!(drain(&mut spill, &mut file, n..n), Ok(M));
+        assert_eq!(spill.writer.records_direct, M);
+        assert!(spill.direct_paused_until.is_some());
+        // The run's end: a write still going is waited for (not for ever), then copied.
+        spill.direct_paused_until = None;
+        assert_eq!(drain(&mut spill, &mut file, n..n + M), Ok(M));
+        n += M;
+        spill.settle(Instant::now() + Duration::from_millis(20));
+        assert_eq!(drain(&mut spill, &mut file, n..n), Ok(M));
+        assert_eq!(file.tail(), n);
+        let path = spill.writer.path().to_owned();
+        assert_eq!(frames_by_thread(&path)[&0], (0..n).collect::<Vec<_>>());
+        assert_eq!(chunks(&path).1, SpillEnd::Whole);
+    }
+
+    #[test]
+    fn a_direct_write_that_fails_is_copied_and_no_other_is_tried() {
+        let dir = tempfile::tempdir().unwrap();
+        append(dir.path(), 7, "1 s decode\n");
+        let (mut conv, mut spill) = started(dir.path(), TickClock::replayed(), false);
+        let path = spill.writer.path().to_owned();
+        let data = crate::spill::file::data_path(&path);
+        let _ = std::fs::remove_file(&data);
+        spill
+            .writer
+            .direct_with(DirectWriter::start(DirectFile::refusing(&data)).unwrap());
+        let mut file = RingFile::create(dir.path(), 7, 1, 8 * M);
+        let mut rings = vec![open(&file, 0)];
+        assert_eq!(
+            publish_and_drain(&mut spill, &mut conv, &mut file, &mut rings, 0..M),
+            Ok(M)
+        );
+        writes_over(&spill);
+        assert_eq!(
+            publish_and_drain(&mut spill, &mut conv, &mut file, &mut rings, M..2 * M),
+            Ok(2 * M)
+        );
+        assert!(!spill.writer.takes_direct());
+        assert_eq!(file.tail(), 2 * M);
+        assert_eq!(spill.writer.records_direct, 0);
+        assert_eq!(frames_by_thread(&path)[&0], (0..2 * M).collect::<Vec<_>>());
     }
 
     #[test]

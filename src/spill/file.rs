@@ -7,6 +7,12 @@
 //!   read where it was written), `at` the drain's latest span end; at most
 //!   `MAX_CHUNK_RECORDS` a chunk, a drain's records of a ring in one chunk per contiguous
 //!   part of its array;
+//! - `ALIGNED_RECORDS` (since `FLSPILL2`): the same, their bytes written past the page
+//!   cache into the spill's data file (`data_path`, `spill::direct`): a 24-byte payload
+//!   saying where (the data's offset in the data file, u64; where the records start in the
+//!   data, their bytes, the data's bytes, 0; u32 each), the data being the whole pages of the
+//!   ring file that hold the records; written as `VOID_RECORDS` (the same, read past) until
+//!   the data's write is over;
 //! - `NAMES`: bytes of process `pid`'s names file from offset `at`, as read;
 //! - `CLOCK`: tick clock segments from index `at` (`TickClock::encode_segments`);
 //! - `THREAD`: the run's thread `thread` is `pid`'s task `at`, its name the payload.
@@ -22,7 +28,12 @@ use std::path::{Path, PathBuf};
 
 use framelab_probe::wire::Record;
 
-pub const MAGIC: [u8; 8] = *b"FLSPILL1";
+use super::direct::{Aligned, DirectFile, DirectWriter, Outcome, RingPages, ALIGN};
+use std::sync::Arc;
+
+pub const MAGIC: [u8; 8] = *b"FLSPILL2";
+/// Spills without `ALIGNED_RECORDS` chunks, as framelabs before them wrote.
+const MAGIC_1: [u8; 8] = *b"FLSPILL1";
 const FILE_HEADER_BYTES: usize = 32;
 const CHUNK_HEADER_BYTES: usize = 32;
 const RECORD_BYTES: usize = std::mem::size_of::<Record>();
@@ -37,6 +48,11 @@ const RECORDS: u32 = 1;
 const NAMES: u32 = 2;
 const CLOCK: u32 = 3;
 const THREAD: u32 = 4;
+const ALIGNED_RECORDS: u32 = 5;
+/// An `ALIGNED_RECORDS` chunk whose write was not confirmed (still going, or given up): read
+/// past, its records not the run's.
+const VOID_RECORDS: u32 = 6;
+const ALIGNED_PAYLOAD_BYTES: usize = 24;
 
 /// Where the spill of the run file `run` is.
 pub fn spill_path(run: &Path) -> PathBuf {
@@ -45,11 +61,36 @@ pub fn spill_path(run: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Where the data of a spill's `ALIGNED_RECORDS` chunks are.
+pub fn data_path(spill: &Path) -> PathBuf {
+    let mut name = spill.as_os_str().to_owned();
+    name.push("-data");
+    PathBuf::from(name)
+}
+
+/// Removes a spill and its data file.
+pub fn remove(spill: &Path) {
+    let _ = std::fs::remove_file(spill);
+    let _ = std::fs::remove_file(data_path(spill));
+}
+
+/// The data file of a spill being read, where there is one.
+pub fn open_data(spill: &Path) -> Option<File> {
+    File::open(data_path(spill)).ok()
+}
+
 /// What a spill's header says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpillHeader {
     pub run_id: i64,
     pub origin_mono_ns: i64,
+}
+
+/// A part's chunk written void, its data on the way (`SpillWriter::begin_direct`).
+pub struct Reserved {
+    kind_at: u64,
+    records: u64,
+    pub outcome: Arc<Outcome>,
 }
 
 /// Copies `len` bytes of `input` from byte `offset` to where `out` is; how many it copied
@@ -91,9 +132,15 @@ pub struct SpillWriter {
     records: Vec<u8>,
     /// Bytes of the file written whole.
     len: u64,
-    /// Records written so far.
+    /// Records written so far...
     pub records_written: u64,
+    /// ...of them past the page cache.
+    pub records_direct: u64,
     copy: CopyFn,
+    /// The spill's direct writes, where its filesystem takes them...
+    direct: Option<DirectWriter>,
+    /// ...and how long their data file is to be: the next write's place.
+    data_len: u64,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -175,8 +222,28 @@ impl SpillWriter {
             records: Vec::with_capacity(1 << 20),
             len: FILE_HEADER_BYTES as u64,
             records_written: 0,
+            records_direct: 0,
             copy: sendfile,
+            direct: DirectFile::create(&data_path(path))
+                .and_then(|file| DirectWriter::start(file).ok()),
+            data_len: 0,
         })
+    }
+
+    /// Whether records can go in past the page cache (`records_direct`).
+    pub fn takes_direct(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    /// Writes through the page cache from now on (the filesystem refused a direct write).
+    pub fn stop_direct(&mut self) {
+        self.direct = None;
+    }
+
+    /// Writes "direct" chunks with `direct` (a test's: without `O_DIRECT`, or gated).
+    #[cfg(test)]
+    pub fn direct_with(&mut self, direct: DirectWriter) {
+        self.direct = Some(direct);
     }
 
     pub fn path(&self) -> &Path {
@@ -226,6 +293,75 @@ impl SpillWriter {
         }
         self.len += written as u64;
         self.records_written += records as u64;
+        Ok(())
+    }
+
+    /// Starts writing a ring's records from its `pages` past the page cache, a part each
+    /// (as `records_from` cuts them; `takes_direct` must hold): each part's chunk is written
+    /// void now (a fold reads past it), and its data by the direct writer's thread into the
+    /// data file; `confirm_direct` once every write succeeded makes the chunks the records'.
+    /// Chunks that cannot be written leave the spill as it was, and no write starts.
+    pub fn begin_direct(
+        &mut self,
+        pages: &Arc<RingPages>,
+        parts: impl Iterator<Item = (u64, usize)>,
+        of: RingDrain,
+    ) -> io::Result<Vec<Reserved>> {
+        debug_assert!(self.head.is_empty());
+        let Some(direct) = &self.direct else {
+            return Err(io::ErrorKind::Unsupported.into());
+        };
+        let (mut chunks, mut places) = (Vec::new(), Vec::new());
+        let mut data_len = self.data_len;
+        for (offset, bytes) in parts {
+            let aligned = Aligned::around(offset, bytes as u64);
+            let kind_at = self.len + chunks.len() as u64;
+            let kind = chunks.len();
+            of.chunk_header(&mut chunks, ALIGNED_PAYLOAD_BYTES);
+            chunks[kind..kind + 4].copy_from_slice(&VOID_RECORDS.to_le_bytes());
+            chunks.extend_from_slice(&data_len.to_le_bytes());
+            for v in [aligned.skip, bytes as u64, aligned.len, 0] {
+                chunks.extend_from_slice(&(v as u32).to_le_bytes());
+            }
+            places.push((kind_at, aligned, data_len, bytes / RECORD_BYTES));
+            data_len += aligned.len;
+        }
+        if let Err(e) = self.file.write_all(&chunks) {
+            let _ = self.file.set_len(self.len);
+            let _ = self.file.seek(io::SeekFrom::Start(self.len));
+            return Err(e);
+        }
+        self.len += chunks.len() as u64;
+        self.data_len = data_len;
+        Ok(places
+            .into_iter()
+            .map(|(kind_at, aligned, data_at, records)| Reserved {
+                kind_at,
+                records: records as u64,
+                outcome: direct.submit(pages, aligned, data_at),
+            })
+            .collect())
+    }
+
+    /// Calls `tell` on the direct writer's thread after each write.
+    pub fn when_written(&self, tell: Box<dyn Fn() + Send>) {
+        if let Some(direct) = &self.direct {
+            *direct
+                .when_written
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(tell);
+        }
+    }
+
+    /// The direct writes of `reserved` all succeeded: their chunks become the records'.
+    pub fn confirm_direct(&mut self, reserved: &[Reserved]) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        for r in reserved {
+            self.file
+                .write_all_at(&ALIGNED_RECORDS.to_le_bytes(), r.kind_at)?;
+            self.records_written += r.records;
+            self.records_direct += r.records;
+        }
         Ok(())
     }
 
@@ -384,7 +520,7 @@ pub fn open(path: &Path) -> io::Result<Option<(SpillHeader, File)>> {
         Err(e) => return Err(e),
     };
     let mut bytes = [0u8; FILE_HEADER_BYTES];
-    if file.read_exact(&mut bytes).is_err() || bytes[..8] != MAGIC {
+    if file.read_exact(&mut bytes).is_err() || (bytes[..8] != MAGIC && bytes[..8] != MAGIC_1) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "it is not a framelab spill (its header is not one)",
@@ -406,13 +542,16 @@ pub fn held_by_recorder(file: &File) -> bool {
     unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) != 0 }
 }
 
-/// Hands every whole chunk after the header to `each`, in order. A chunk cut short ends
+/// Hands every whole chunk after the header to `each`, in order, the records of
+/// `ALIGNED_RECORDS` chunks read from `data` (the spill's data file). A chunk cut short ends
 /// the reading (`SpillEnd::Cut`); a chunk that cannot be one (an unknown kind, a length no
 /// chunk has, records of no whole size) is an error saying where.
 pub fn read_chunks(
     source: impl Read,
+    data: Option<&File>,
     mut each: impl FnMut(Chunk<'_>) -> anyhow::Result<()>,
 ) -> anyhow::Result<SpillEnd> {
+    use std::os::unix::fs::FileExt;
     let mut reader = BufReader::with_capacity(1 << 20, source);
     let mut records: Vec<Record> = Vec::new();
     let mut bytes: Vec<u8> = Vec::new();
@@ -436,8 +575,32 @@ pub fn read_chunks(
                 "says it holds {len} bytes, more than any chunk"
             )));
         }
+        let chunk_bytes = (CHUNK_HEADER_BYTES + len) as u64;
         match kind {
-            RECORDS => {
+            RECORDS | ALIGNED_RECORDS | VOID_RECORDS => {
+                // Where the records are: here, or at an offset of the data file.
+                let (from_data, len) = if kind == RECORDS {
+                    (None, len)
+                } else {
+                    if len != ALIGNED_PAYLOAD_BYTES {
+                        return Err(bad("is aligned records with no layout of them"));
+                    }
+                    let mut layout = [0u8; ALIGNED_PAYLOAD_BYTES];
+                    if read_full(&mut reader, &mut layout)? < len {
+                        return Ok(SpillEnd::Cut { records: 0 });
+                    }
+                    if kind == VOID_RECORDS {
+                        offset += chunk_bytes;
+                        continue;
+                    }
+                    let data_at = u64::from_le_bytes(layout[..8].try_into().unwrap());
+                    let at = |i: usize| u32::from_le_bytes(layout[i..i + 4].try_into().unwrap());
+                    let (skip, bytes, data) = (at(8) as u64, at(12) as u64, at(16) as u64);
+                    if data % ALIGN != 0 || data > MAX_PAYLOAD_BYTES as u64 || skip + bytes > data {
+                        return Err(bad("places its records outside its data"));
+                    }
+                    (Some(data_at + skip), bytes as usize)
+                };
                 if len % RECORD_BYTES != 0 {
                     return Err(bad("holds records of no whole size"));
                 }
@@ -449,8 +612,13 @@ pub fn read_chunks(
                 let spare = unsafe {
                     std::slice::from_raw_parts_mut(records.as_mut_ptr().cast::<u8>(), len)
                 };
-                let got = read_full(&mut reader, spare)?;
-                if got < len {
+                let whole = match (from_data, data) {
+                    (None, _) => read_full(&mut reader, spare)? == len,
+                    // The data file cut short, or gone: the chunk is cut.
+                    (Some(at), Some(data)) => data.read_exact_at(spare, at).is_ok(),
+                    (Some(_), None) => false,
+                };
+                if !whole {
                     return Ok(SpillEnd::Cut {
                         records: count as u64,
                     });
@@ -496,7 +664,7 @@ pub fn read_chunks(
             }
             _ => return Err(bad(&format!("is of no kind a spill holds ({kind})"))),
         }
-        offset += (CHUNK_HEADER_BYTES + len) as u64;
+        offset += chunk_bytes;
     }
 }
 

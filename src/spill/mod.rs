@@ -10,6 +10,7 @@
 
 pub mod clock;
 pub mod convert;
+pub mod direct;
 pub mod file;
 pub mod names;
 

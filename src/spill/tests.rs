@@ -9,6 +9,7 @@ use framelab_probe::wire::{kind, Record, CLOCK_MONO, CLOCK_TSC};
 
 use super::clock::TickClock;
 use super::convert::Converter;
+use super::direct::{DirectFile, DirectWriter, RingPages};
 use super::file::{read_chunks, Chunk, RingDrain, SpillEnd, SpillHeader, SpillWriter};
 
 /// A process's names file, appended to between drains as a program interns names.
@@ -205,7 +206,7 @@ fn records_spilled_then_folded_convert_as_the_drain_converts_them() {
     // Folded at the end by the converter that spilled (names already read, none read again).
     spilling.read_names_from(None);
     let (_, file) = super::file::open(&spill).unwrap().unwrap();
-    let end = read_chunks(file, |chunk| {
+    let end = read_chunks(file, super::file::open_data(&spill).as_ref(), |chunk| {
         if let Chunk::Records(drained) = chunk {
             spilling.convert_drained(&drained);
         }
@@ -219,7 +220,7 @@ fn records_spilled_then_folded_convert_as_the_drain_converts_them() {
     let mut alone = Converter::new(origin, TickClock::replayed(), None);
     let (read_header, file) = super::file::open(&spill).unwrap().unwrap();
     assert_eq!(read_header, header);
-    read_chunks(file, |chunk| {
+    read_chunks(file, super::file::open_data(&spill).as_ref(), |chunk| {
         match chunk {
             Chunk::Names { pid, at, bytes } => {
                 assert!(alone.names.entry(pid).or_default().feed_at(at, bytes))
@@ -238,24 +239,11 @@ fn records_spilled_then_folded_convert_as_the_drain_converts_them() {
 fn a_spill_cut_mid_chunk_gives_its_whole_chunks_and_counts_the_cut_one() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cut-spill");
-    let mut writer = SpillWriter::create(
-        &path,
-        SpillHeader {
-            run_id: 3,
-            origin_mono_ns: 0,
-        },
-    )
-    .unwrap();
+    let mut writer = new_spill(&path, 3);
     let records: Vec<Record> = (0..10)
         .map(|i| Record::new(kind::SPAN, 1, 0, i, i, i + 1))
         .collect();
-    let of = RingDrain {
-        pid: 1,
-        thread: 0,
-        clock: CLOCK_MONO,
-        latest_end_ns: 0,
-        segments: 1,
-    };
+    let of = OF_ONE_RING;
     writer.records(of, &records[..4]);
     writer.names(1, 0, b"1 s a\n");
     writer.records(of, &records[4..]);
@@ -271,7 +259,7 @@ fn a_spill_cut_mid_chunk_gives_its_whole_chunks_and_counts_the_cut_one() {
         .unwrap();
     let (_, file) = super::file::open(&path).unwrap().unwrap();
     let mut got = Vec::new();
-    let end = read_chunks(file, |chunk| {
+    let end = read_chunks(file, super::file::open_data(&path).as_ref(), |chunk| {
         if let Chunk::Records(drained) = chunk {
             got.extend(drained.records.iter().map(|r| r.frame));
         }
@@ -294,7 +282,9 @@ fn a_spill_cut_mid_chunk_gives_its_whole_chunks_and_counts_the_cut_one() {
     bytes.extend_from_slice(&[7u8; 40]);
     std::fs::write(&path, bytes).unwrap();
     let (_, file) = super::file::open(&path).unwrap().unwrap();
-    let problem = read_chunks(file, |_| Ok(())).unwrap_err().to_string();
+    let problem = read_chunks(file, super::file::open_data(&path).as_ref(), |_| Ok(()))
+        .unwrap_err()
+        .to_string();
     assert!(problem.contains("chunk at byte 32"), "{problem}");
 }
 
@@ -316,4 +306,193 @@ fn a_spill_is_made_once_and_locked_while_its_recorder_holds_it() {
     drop(writer);
     let (_, file) = super::file::open(&path).unwrap().unwrap();
     assert!(!super::file::held_by_recorder(&file));
+}
+
+/// A spill at `path` for run `run_id`, its clock's origin at 0.
+fn new_spill(path: &Path, run_id: i64) -> SpillWriter {
+    let header = SpillHeader {
+        run_id,
+        origin_mono_ns: 0,
+    };
+    SpillWriter::create(path, header).unwrap()
+}
+
+/// Ring records of process 1's thread 0, by the monotonic clock.
+const OF_ONE_RING: RingDrain = RingDrain {
+    pid: 1,
+    thread: 0,
+    clock: CLOCK_MONO,
+    latest_end_ns: 0,
+    segments: 1,
+};
+
+/// A ring file as a program makes it: a 256-byte header (left zero here), then `records`.
+fn ring_file(path: &Path, records: &[Record]) -> std::fs::File {
+    let mut bytes = vec![0u8; framelab_probe::wire::HEADER_BYTES];
+    for r in records {
+        // SAFETY: a Record is four integers with no padding.
+        let raw = unsafe { std::slice::from_raw_parts((r as *const Record).cast::<u8>(), 32) };
+        bytes.extend_from_slice(raw);
+    }
+    std::fs::write(path, bytes).unwrap();
+    std::fs::File::open(path).unwrap()
+}
+
+/// Whether `path` is on ext4, which takes direct writes.
+fn on_ext4(path: &Path) -> bool {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid path and out-pointer.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    unsafe { libc::statfs(c.as_ptr(), &mut fs) == 0 && fs.f_type == 0xEF53 }
+}
+
+/// A spill whose records went in three ways, in order: past the page cache from the ring's
+/// pages (a part starting mid-page, then one at the array's start, as a wrap gives),
+/// gathered and written, and past the page cache again after a names chunk.
+fn mixed_spill(dir: &Path, direct: bool) -> (std::path::PathBuf, SpillWriter) {
+    let records: Vec<Record> = (0..1000)
+        .map(|i| Record::new(kind::SPAN, 1, 0, i, i, i + 1))
+        .collect();
+    let ring_path = dir.join("ring");
+    let ring = ring_file(&ring_path, &records);
+    let pages = RingPages::map(&ring, std::fs::metadata(&ring_path).unwrap().len() as usize);
+    let pages = std::sync::Arc::new(pages.unwrap());
+    let path = dir.join("mixed-spill");
+    let mut writer = new_spill(&path, 5);
+    if !direct {
+        writer.direct_with(
+            DirectWriter::start(DirectFile::buffered(&crate::spill::file::data_path(&path)))
+                .unwrap(),
+        );
+    }
+    let of = OF_ONE_RING;
+    let at = |slot: u64| framelab_probe::wire::HEADER_BYTES as u64 + slot * 32;
+    writer.names(1, 0, b"1 s a\n");
+    writer.write().unwrap();
+    // Records 700..1000, then 0..300: the array's end, then its start.
+    let parts = [(at(700), 300 * 32), (at(0), 300 * 32)];
+    let landed = |writer: &mut SpillWriter, parts: &[(u64, usize)]| {
+        let reserved = (writer.begin_direct(&pages, parts.iter().copied(), of)).unwrap();
+        for part in &reserved {
+            assert!(part.outcome.wait_until(far_off()));
+            part.outcome.take().unwrap().0.unwrap();
+        }
+        writer.confirm_direct(&reserved).unwrap();
+    };
+    landed(&mut writer, &parts);
+    writer.records(of, &records[300..310]);
+    writer.names(1, 6, b"2 s b\n");
+    writer.write().unwrap();
+    // Records 150..160 again, their write never confirmed (given up): read past.
+    let void = writer.begin_direct(&pages, [(at(150), 10 * 32)].into_iter(), of);
+    assert!(void.unwrap()[0].outcome.wait_until(far_off()));
+    landed(&mut writer, &[(at(310), 390 * 32)]);
+    (path, writer)
+}
+
+fn far_off() -> std::time::Instant {
+    std::time::Instant::now() + std::time::Duration::from_secs(60)
+}
+
+/// The frames of a spill's records, in order, and how reading it ended.
+fn spilled_frames(path: &Path) -> (Vec<u64>, SpillEnd) {
+    let (_, file) = super::file::open(path).unwrap().unwrap();
+    let mut frames = Vec::new();
+    let end = read_chunks(file, super::file::open_data(path).as_ref(), |chunk| {
+        if let Chunk::Records(d) = chunk {
+            frames.extend(d.records.iter().map(|r| r.frame));
+        }
+        Ok(())
+    })
+    .unwrap();
+    (frames, end)
+}
+
+#[test]
+fn records_written_from_the_rings_pages_read_back_between_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let takes_direct = new_spill(&dir.path().join("probe-spill"), 1).takes_direct();
+    if on_ext4(dir.path()) {
+        assert!(
+            takes_direct,
+            "ext4 takes direct writes: the spill must use them"
+        );
+    }
+    // With O_DIRECT where the filesystem takes it, and the same layout without.
+    for direct in [takes_direct, false] {
+        let sub = tempfile::tempdir_in(dir.path()).unwrap();
+        let (path, writer) = mixed_spill(sub.path(), direct);
+        assert_eq!(writer.records_written, 1000);
+        assert_eq!(writer.records_direct, 990);
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            writer.written_bytes()
+        );
+        let (frames, end) = spilled_frames(&path);
+        let expected: Vec<u64> = (700..1000)
+            .chain(0..300)
+            .chain(300..310)
+            .chain(310..700)
+            .collect();
+        assert_eq!(frames, expected);
+        assert_eq!(end, SpillEnd::Whole);
+    }
+}
+
+#[test]
+fn a_spill_cut_in_a_direct_chunk_keeps_the_chunks_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, writer) = mixed_spill(dir.path(), false);
+    drop(writer);
+    // A kill during the last direct write: its data's last page missing.
+    let data = super::file::data_path(&path);
+    let len = std::fs::metadata(&data).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&data)
+        .unwrap()
+        .set_len(len - 4096)
+        .unwrap();
+    let (frames, end) = spilled_frames(&path);
+    assert_eq!(frames, (700..1000).chain(0..310).collect::<Vec<_>>());
+    assert_eq!(end, SpillEnd::Cut { records: 390 });
+}
+
+#[test]
+fn a_direct_chunk_placing_its_records_outside_its_data_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, writer) = mixed_spill(dir.path(), false);
+    drop(writer);
+    let mut bytes = std::fs::read(&path).unwrap();
+    // The first direct chunk follows the header and a names chunk of 6 bytes: its layout
+    // (skip, bytes, data) 32 bytes after its header starts.
+    let layout = 32 + 32 + 6 + 32;
+    bytes[layout + 12..layout + 16].copy_from_slice(&u32::MAX.to_le_bytes());
+    std::fs::write(&path, bytes).unwrap();
+    let (_, file) = super::file::open(&path).unwrap().unwrap();
+    let problem = read_chunks(file, super::file::open_data(&path).as_ref(), |_| Ok(()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        problem.contains("chunk at byte 70 places its records outside its data"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn a_spill_an_older_framelab_left_is_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old-spill");
+    let mut writer = new_spill(&path, 2);
+    let of = OF_ONE_RING;
+    let records: Vec<Record> = (0..3)
+        .map(|i| Record::new(kind::SPAN, 1, 0, i, i, i + 1))
+        .collect();
+    writer.records(of, &records);
+    writer.write().unwrap();
+    drop(writer);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[..8].copy_from_slice(b"FLSPILL1");
+    std::fs::write(&path, bytes).unwrap();
+    assert_eq!(spilled_frames(&path), (vec![0, 1, 2], SpillEnd::Whole));
 }

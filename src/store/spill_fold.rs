@@ -49,7 +49,7 @@ pub fn fold_left_spill(path: &Path, conn: &Connection) -> anyhow::Result<LeftSpi
         return Ok(LeftSpill::Recording);
     }
     let (records, cut, damaged) = fold_into(path, conn, &spill, header, &file)?;
-    let _ = std::fs::remove_file(&spill);
+    file::remove(&spill);
     drop(file);
     let mut line = format!("folded {records} records left by a run that did not finish");
     if cut > 0 {
@@ -116,57 +116,62 @@ fn fold_into(
     let mut records = 0u64;
     // A write that failed is the run file's problem, not the spill's.
     let mut write_failed = false;
-    let read = file::read_chunks(file.try_clone().map_err(|e| cannot(e.into()))?, |chunk| {
-        match chunk {
-            Chunk::Names { pid, at, bytes } => {
-                if !conv.names.entry(pid).or_default().feed_at(at, bytes) {
-                    anyhow::bail!("the names of process {pid} skip bytes");
+    let data = file::open_data(spill);
+    let read = file::read_chunks(
+        file.try_clone().map_err(|e| cannot(e.into()))?,
+        data.as_ref(),
+        |chunk| {
+            match chunk {
+                Chunk::Names { pid, at, bytes } => {
+                    if !conv.names.entry(pid).or_default().feed_at(at, bytes) {
+                        anyhow::bail!("the names of process {pid} skip bytes");
+                    }
+                }
+                Chunk::Clock { first, segments } => {
+                    if !conv.clock.push_encoded(first, segments) {
+                        anyhow::bail!("its clock segments do not follow on");
+                    }
+                }
+                Chunk::Thread {
+                    index,
+                    pid,
+                    tid,
+                    name,
+                } => {
+                    while writer.thread_count() <= index as usize {
+                        let thread = match writer.thread_count() == index as usize {
+                            true => ThreadInfo {
+                                pid,
+                                tid,
+                                name: name.clone(),
+                                dropped: 0,
+                            },
+                            // A thread the spill does not name (its ring retired unrecorded).
+                            false => ThreadInfo::default(),
+                        };
+                        writer
+                            .add_thread(&thread)
+                            .inspect_err(|_| write_failed = true)?;
+                    }
+                }
+                Chunk::Records(drained) => {
+                    let ticks = drained.of.clock == wire::CLOCK_TSC;
+                    if ticks
+                        && (drained.of.segments == 0
+                            || drained.of.segments > conv.clock.segment_count())
+                    {
+                        anyhow::bail!("records use clock segments it does not hold");
+                    }
+                    conv.convert_drained(&drained);
+                    records += drained.records.len() as u64;
+                    if conv.held() >= HOLD_RECORDS {
+                        write_out(&mut conv, &mut writer).inspect_err(|_| write_failed = true)?;
+                    }
                 }
             }
-            Chunk::Clock { first, segments } => {
-                if !conv.clock.push_encoded(first, segments) {
-                    anyhow::bail!("its clock segments do not follow on");
-                }
-            }
-            Chunk::Thread {
-                index,
-                pid,
-                tid,
-                name,
-            } => {
-                while writer.thread_count() <= index as usize {
-                    let thread = match writer.thread_count() == index as usize {
-                        true => ThreadInfo {
-                            pid,
-                            tid,
-                            name: name.clone(),
-                            dropped: 0,
-                        },
-                        // A thread the spill does not name (its ring retired unrecorded).
-                        false => ThreadInfo::default(),
-                    };
-                    writer
-                        .add_thread(&thread)
-                        .inspect_err(|_| write_failed = true)?;
-                }
-            }
-            Chunk::Records(drained) => {
-                let ticks = drained.of.clock == wire::CLOCK_TSC;
-                if ticks
-                    && (drained.of.segments == 0
-                        || drained.of.segments > conv.clock.segment_count())
-                {
-                    anyhow::bail!("records use clock segments it does not hold");
-                }
-                conv.convert_drained(&drained);
-                records += drained.records.len() as u64;
-                if conv.held() >= HOLD_RECORDS {
-                    write_out(&mut conv, &mut writer).inspect_err(|_| write_failed = true)?;
-                }
-            }
-        }
-        Ok(())
-    });
+            Ok(())
+        },
+    );
     let (cut, damaged) = match read {
         Ok(SpillEnd::Whole) => (0, None),
         Ok(SpillEnd::Cut { records }) => (records, None),

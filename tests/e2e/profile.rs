@@ -341,12 +341,15 @@ fn check_stage_shares(summary: &Value, spent: &Spent) {
         in_leaves as f64 >= 0.8 * mix["samples"].as_f64().unwrap(),
         "{mix:#}"
     );
-    // The stage's samples in the message: under a loaded suite this failed twice in five
-    // clean-clone runs (eleventh session) and passed alone, with no figure to tell why.
+    // Inclusive, not self: a sample taken while the kernel handles an interrupt on the
+    // thread (a disk completion, a reschedule IPI) has a kernel leaf above the function it
+    // stopped. Under the suite's load these were 7% of "(no stage)" once (blk_done_softirq
+    // among them), idle_work's self share 89.0% and its inclusive 93.1%. Inclusive also
+    // needs the unwinder to reach the function, where self needs only the sampled address.
     let solo = stage(summary, "solo");
-    assert!(share(solo, "solo_work").0 >= 90.0, "{solo:#}");
+    assert!(share(solo, "solo_work").1 >= 90.0, "{solo:#}");
     let outside = stage(summary, "(no stage)");
-    assert!(share(outside, "idle_work").0 >= 90.0, "{outside:#}");
+    assert!(share(outside, "idle_work").1 >= 90.0, "{outside:#}");
     // Nominally of 16 units: mix 10, solo 4, outside 2; the outer stage `frame` only holds
     // the instants between its inner spans.
     near(

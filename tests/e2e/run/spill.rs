@@ -97,7 +97,8 @@ fn a_framelab_killed_while_spilling_leaves_every_drained_record_to_the_next_open
     // What the spill holds, read as the fold reads it, and what the last commit holds.
     let (_, file) = framelab::spill::file::open(&spill).unwrap().unwrap();
     let mut spilled = 0u64;
-    framelab::spill::file::read_chunks(file, |chunk| {
+    let data = framelab::spill::file::open_data(&spill);
+    framelab::spill::file::read_chunks(file, data.as_ref(), |chunk| {
         if let framelab::spill::file::Chunk::Records(drained) = chunk {
             spilled += drained.records.len() as u64;
         }
