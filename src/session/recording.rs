@@ -51,6 +51,10 @@ pub trait Recording {
     fn wait_for_producers(&mut self, _longest: std::time::Duration) -> bool {
         false
     }
+    /// Whether this tick drains the rings (a spill may leave them to fill between wakeups).
+    fn drain_due(&self) -> bool {
+        true
+    }
 }
 
 /// The collector, the profiler and the run group as the supervisor records through them.
@@ -63,6 +67,10 @@ pub struct CollectorRecording<'a> {
 impl Recording for CollectorRecording<'_> {
     fn drain(&mut self) -> Result<f64> {
         self.collector.drain()
+    }
+
+    fn drain_due(&self) -> bool {
+        self.collector.drain_due()
     }
 
     fn now_ns(&self) -> i64 {

@@ -35,6 +35,8 @@ struct Recorded {
     sampled_at: Vec<i64>,
     /// The event before each time the window was said settled (the spill may start).
     settled_after: Vec<String>,
+    /// A drain is due only this long after the last (`Recording::drain_due`, spilling).
+    drain_every_ns: Option<i64>,
 }
 
 impl Recording for Recorded {
@@ -99,6 +101,13 @@ impl Recording for Recorded {
     }
     fn producers_wake(&self) -> bool {
         self.producers_wake
+    }
+    fn drain_due(&self) -> bool {
+        let last = self.drained_at.last().copied();
+        match (self.drain_every_ns, last) {
+            (Some(every), Some(last)) => self.now_ns - last >= every,
+            _ => true,
+        }
     }
 }
 
@@ -1099,6 +1108,31 @@ fn with_producers_that_wake_it_the_collector_sleeps_until_the_next_reading_or_co
         rec.drained_at.contains(&2_000_000_000),
         "{:?}",
         rec.drained_at
+    );
+}
+
+#[test]
+fn ticks_whose_drain_is_not_due_still_read_the_processes_and_commit_and_the_end_drains() {
+    // Spilling with producers that wake it, the collector drains on their wakeups and every
+    // 250 ms, not at each of the 20 readings a second; the readings and commits keep their
+    // beat, and the end of --duration drains whatever the rings hold.
+    let mut opts = options(2, Some(Duration::from_millis(1_100)));
+    opts.sampling.every = Duration::from_millis(50);
+    let mut rec = Recorded {
+        producers_wake: true,
+        drain_every_ns: Some(250_000_000),
+        ..Recorded::default()
+    };
+    let (_, outcome) = run_with(&opts, MockExecutor::default(), &mut rec);
+    outcome.unwrap();
+    let ms = |ns: &i64| ns / 1_000_000;
+    let drains: Vec<i64> = rec.drained_at.iter().map(ms).collect();
+    assert_eq!(drains, [0, 250, 500, 750, 1000, 1101]);
+    let readings: Vec<i64> = rec.sampled_at.iter().map(ms).collect();
+    assert_eq!(readings, (1..=22).map(|i| i * 50).collect::<Vec<_>>());
+    assert_eq!(
+        rec.committed_at.iter().map(ms).collect::<Vec<_>>(),
+        [500, 1000]
     );
 }
 
