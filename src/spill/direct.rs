@@ -134,6 +134,14 @@ impl Drop for RingPages {
     }
 }
 
+/// Whether `file` (a directory too) is on tmpfs, whose files are the page cache.
+pub fn on_tmpfs(file: &File) -> bool {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    // SAFETY: a descriptor the caller owns and a zeroed out-struct.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    unsafe { libc::fstatfs(file.as_raw_fd(), &mut fs) == 0 && fs.f_type as i64 == TMPFS_MAGIC }
+}
+
 /// The spill's data file (`RUN.framelab-spill-data`), opened for direct writes. Its own
 /// file, not the spill's: ext4 holds a file's inode lock for the whole of a direct write into
 /// new blocks, and the drain's own writes to the spill would wait behind it.
@@ -146,7 +154,6 @@ impl DirectFile {
     /// (some FUSE) or gains nothing by them (tmpfs, whose files are the page cache): the
     /// spill is then written through the page cache alone.
     pub fn create(path: &Path) -> Option<DirectFile> {
-        const TMPFS_MAGIC: i64 = 0x0102_1994;
         let opened = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -155,11 +162,7 @@ impl DirectFile {
             .open(path);
         match opened {
             Ok(file) => {
-                // SAFETY: a descriptor we own and a zeroed out-struct.
-                let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-                let on_tmpfs = unsafe { libc::fstatfs(file.as_raw_fd(), &mut fs) } == 0
-                    && fs.f_type as i64 == TMPFS_MAGIC;
-                if on_tmpfs {
+                if on_tmpfs(&file) {
                     drop(file);
                     let _ = std::fs::remove_file(path);
                     return None;

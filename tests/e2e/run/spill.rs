@@ -199,7 +199,7 @@ fn records_written_past_the_page_cache_into_a_file_that_cannot_grow_are_none_los
     // or a slow disk pauses them) and the rest into the spill (which may pass 8 MiB in turn,
     // and be folded): whichever way it goes, every record is in the run once.
     let tmp = std::env::temp_dir();
-    if on_tmpfs(&tmp) {
+    if framelab::spill::direct::on_tmpfs(&std::fs::File::open(&tmp).unwrap()) {
         eprintln!(
             "skipped: {} is tmpfs, where the spill takes no direct write",
             tmp.display()
@@ -208,13 +208,4 @@ fn records_written_past_the_page_cache_into_a_file_that_cannot_grow_are_none_los
     }
     let (_, path) = limited_to_8_mib(true);
     each_of_400k_frames_once(&path);
-}
-
-fn on_tmpfs(dir: &std::path::Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    const TMPFS_MAGIC: i64 = 0x0102_1994;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
-    // SAFETY: a NUL-terminated path and a zeroed out-struct.
-    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-    unsafe { libc::statfs(path.as_ptr(), &mut fs) == 0 && fs.f_type as i64 == TMPFS_MAGIC }
 }
