@@ -1057,7 +1057,6 @@ impl Collector {
     }
 }
 
-/// CPU framelab has used so far, all threads (the writer's too), user + sys.
 /// Whether a tick drains: always, unless the rings may be left to fill (`waits_for_fill`:
 /// spilling, and every producer wakes the collector at a quarter full); then when something
 /// woke the collector, or `SPILL_DRAIN_EVERY` after the last drain.
@@ -1065,6 +1064,7 @@ fn drain_due(waits_for_fill: bool, woken: bool, since_last: Option<Duration>) ->
     !waits_for_fill || woken || since_last.is_none_or(|t| t >= SPILL_DRAIN_EVERY)
 }
 
+/// CPU framelab has used so far, all threads (the writer's too), user + sys.
 fn own_cpu_ns() -> i64 {
     // SAFETY: getrusage with a valid out-pointer.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
