@@ -109,9 +109,10 @@ impl Spilling {
         counts_frames: bool,
     ) -> std::io::Result<Spilling> {
         let mut writer = SpillWriter::create(&spill_path(run_file), header)?;
-        if std::env::var_os("FRAMELAB_SPILL_DIRECT").is_some_and(|v| v == "off") {
-            // Every record copied through the page cache (to measure the two; the copy's tests).
-            writer.stop_direct();
+        // `off`: every record copied through the page cache (to measure the two; the copy's
+        // tests).
+        if std::env::var_os("FRAMELAB_SPILL_DIRECT").is_none_or(|v| v != "off") {
+            writer.start_direct();
         }
         for (&pid, names) in &conv.names {
             writer.names(pid, 0, &names.read_back(session, pid));

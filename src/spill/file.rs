@@ -224,10 +224,16 @@ impl SpillWriter {
             records_written: 0,
             records_direct: 0,
             copy: sendfile,
-            direct: DirectFile::create(&data_path(path))
-                .and_then(|file| DirectWriter::start(file).ok()),
+            direct: None,
             data_len: 0,
         })
+    }
+
+    /// Records may go in past the page cache from now on (`begin_direct`), where the
+    /// filesystem takes direct writes: their data file is made, and its writer thread started.
+    pub fn start_direct(&mut self) {
+        self.direct = DirectFile::create(&data_path(&self.path))
+            .and_then(|file| DirectWriter::start(file).ok());
     }
 
     /// Whether records can go in past the page cache (`records_direct`).

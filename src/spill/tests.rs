@@ -359,7 +359,9 @@ fn mixed_spill(dir: &Path, direct: bool) -> (std::path::PathBuf, SpillWriter) {
     let pages = std::sync::Arc::new(pages.unwrap());
     let path = dir.join("mixed-spill");
     let mut writer = new_spill(&path, 5);
-    if !direct {
+    if direct {
+        writer.start_direct();
+    } else {
         writer.direct_with(
             DirectWriter::start(DirectFile::buffered(&crate::spill::file::data_path(&path)))
                 .unwrap(),
@@ -411,7 +413,9 @@ fn spilled_frames(path: &Path) -> (Vec<u64>, SpillEnd) {
 #[test]
 fn records_written_from_the_rings_pages_read_back_between_the_others() {
     let dir = tempfile::tempdir().unwrap();
-    let takes_direct = new_spill(&dir.path().join("probe-spill"), 1).takes_direct();
+    let mut probe = new_spill(&dir.path().join("probe-spill"), 1);
+    probe.start_direct();
+    let takes_direct = probe.takes_direct();
     if on_ext4(dir.path()) {
         assert!(
             takes_direct,

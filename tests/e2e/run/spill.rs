@@ -148,8 +148,10 @@ fn a_framelab_killed_while_spilling_leaves_every_drained_record_to_the_next_open
 /// fails with EFBIG). The spill (32 bytes a record) passes that at ~260k records, the run file
 /// (~13 bytes a span) never does. Rings of 2 MiB, under the limit too. `direct`: the drains'
 /// 512 KiB go past the page cache where the filesystem takes it (not tmpfs).
-fn limited_to_8_mib(direct: bool) -> (std::process::Output, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap().keep();
+fn limited_to_8_mib(
+    dir: &std::path::Path,
+    direct: bool,
+) -> (std::process::Output, std::path::PathBuf) {
     let path = dir.join("limited.framelab");
     let script = format!(
         "trap '' XFSZ; ulimit -f 8192; exec '{}' run -o '{}' -- '{}' rate 100000 4",
@@ -178,12 +180,12 @@ fn each_of_400k_frames_once(path: &std::path::Path) {
     frames.dedup();
     assert_eq!(frames.len(), run.spans.len(), "each record once");
     assert_eq!(frames, (0..400_000).collect::<Vec<_>>(), "none lost");
-    let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
 
 #[test]
 fn a_spill_that_cannot_grow_is_folded_and_the_rest_converted_each_record_once() {
-    let (out, path) = limited_to_8_mib(false);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, path) = limited_to_8_mib(dir.path(), false);
     let said = stderr(&out);
     assert!(
         said.contains("could not be written (File too large")
@@ -206,6 +208,7 @@ fn records_written_past_the_page_cache_into_a_file_that_cannot_grow_are_none_los
         );
         return;
     }
-    let (_, path) = limited_to_8_mib(true);
+    let dir = tempfile::tempdir().unwrap();
+    let (_, path) = limited_to_8_mib(dir.path(), true);
     each_of_400k_frames_once(&path);
 }
