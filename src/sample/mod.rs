@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use readings::{Readings, Tick};
-pub use sampler::{read_once, Batch, Sampler};
+pub use sampler::{read_once, Batch, Sampler, Sweep};
 pub use tree::ProcessTree;
 
 /// The sources, in the order they are read and reported.

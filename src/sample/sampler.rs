@@ -197,7 +197,7 @@ impl Core {
             let Some(source) = slot.source.as_mut() else {
                 continue;
             };
-            if !closing && !opening && slot.due > now {
+            if !closing && !opening && !due_by(slot.due, now, slot.every) {
                 continue;
             }
             self.readings.begin(index, t_ns, closing);
@@ -327,6 +327,36 @@ struct Begin {
     origin_mono_ns: i64,
     tree: ProcessTree,
     sink: Box<dyn FnMut(Batch) -> bool + Send>,
+    sweep: Option<Sweep>,
+}
+
+/// Work of someone else's done on this thread's wakeups (the session's reading of its
+/// processes, at the same interval as the threads): one thread wakes for both.
+pub struct Sweep {
+    pub every: Duration,
+    pub run: Box<dyn FnMut() + Send>,
+}
+
+impl Sweep {
+    /// Runs it if it is due at `now` (`due_by`), or if `riding` (the sources were just
+    /// read: this wakeup is paid for) and half its interval has passed since it ran; when
+    /// it is due next. Riding on the sources' readings keeps the two on one wakeup.
+    fn run_if_due(&mut self, due: &mut Instant, now: Instant, riding: bool) -> Instant {
+        let ran = *due - self.every;
+        if due_by(*due, now, self.every) || (riding && now >= ran + self.every / 2) {
+            (self.run)();
+            // Late ones are skipped, as the sources' readings are.
+            *due = now + self.every;
+        }
+        *due
+    }
+}
+
+/// Whether something read every `every` and due at `due` is read at `now`: a little early
+/// too, so that a wakeup for one reading takes the others due within a millisecond (or an
+/// eighth of their interval) rather than sleeping again for each.
+fn due_by(due: Instant, now: Instant, every: Duration) -> bool {
+    due <= now + (every / 8).min(Duration::from_millis(1))
 }
 
 impl Sampler {
@@ -353,6 +383,7 @@ impl Sampler {
                     origin_mono_ns,
                     tree,
                     mut sink,
+                    mut sweep,
                 }) = handed.wait()
                 else {
                     return Vec::new();
@@ -361,6 +392,7 @@ impl Sampler {
                 core.window_closed = closed;
                 core.window_opening = opening;
                 let mut flushed = Instant::now();
+                let mut sweep_due = flushed;
                 let mut sink_alive = true;
                 let mut flush = |core: &mut Core, sink_alive: &mut bool| {
                     let batch = core.readings.take_batch();
@@ -369,15 +401,23 @@ impl Sampler {
                     }
                 };
                 while !stopping.load(Ordering::Acquire) {
+                    let started = Instant::now();
                     let next = core.tick(false);
+                    let read = core.slots.iter().any(|s| s.last_read >= Some(started));
+                    let next_sweep = (sweep.as_mut())
+                        .map(|sweep| sweep.run_if_due(&mut sweep_due, started, read));
                     if flushed.elapsed() >= FLUSH_EVERY
                         || core.readings.pending_samples() >= FLUSH_SAMPLES
                     {
                         flush(&mut core, &mut sink_alive);
                         flushed = Instant::now();
                     }
-                    // Every source off or stopped: sleep until the end of the run.
-                    let due = next.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+                    // Every source off or stopped, no sweep: sleep until the end of the run.
+                    let due = [next, next_sweep]
+                        .into_iter()
+                        .flatten()
+                        .min()
+                        .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
                     // Parking costs one futex wait, no spinning; `stop` unparks at once.
                     loop {
                         let now = Instant::now();
@@ -423,17 +463,20 @@ impl Sampler {
 
     /// Starts reading, as soon as the sources are open: the run's clock starts at
     /// `origin_mono_ns`, its processes are `tree`'s, and `sink` receives the readings in
-    /// order (when it returns false they are dropped from then on).
+    /// order (when it returns false they are dropped from then on). `sweep`, if any, runs
+    /// on the thread's wakeups from then on.
     pub fn begin(
         &mut self,
         origin_mono_ns: i64,
         tree: ProcessTree,
         sink: Box<dyn FnMut(Batch) -> bool + Send>,
+        sweep: Option<Sweep>,
     ) {
         let begin = Begin {
             origin_mono_ns,
             tree,
             sink,
+            sweep,
         };
         self.hand.set(|state| state.begin = Some(begin));
     }
@@ -446,7 +489,7 @@ impl Sampler {
         sink: Box<dyn FnMut(Batch) -> bool + Send>,
     ) -> Sampler {
         let mut sampler = Sampler::open(opts);
-        sampler.begin(origin_mono_ns, tree, sink);
+        sampler.begin(origin_mono_ns, tree, sink, None);
         sampler
     }
 
@@ -544,6 +587,75 @@ mod tests {
         // Waiting again is free: the sources are open.
         assert!(sampler.wait_open(Duration::ZERO));
         assert_eq!(sampler.stop(), Vec::new());
+    }
+
+    #[test]
+    fn a_sweep_runs_when_due_or_rides_on_a_reading_past_half_its_interval() {
+        let runs = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let counted = runs.clone();
+        let every = Duration::from_millis(50);
+        let mut sweep = Sweep {
+            every,
+            run: Box::new(move || _ = counted.fetch_add(1, Ordering::Relaxed)),
+        };
+        let t0 = Instant::now();
+        let mut due = t0 + every;
+        // Not due, nothing read: nothing.
+        assert_eq!(sweep.run_if_due(&mut due, t0, false), t0 + every);
+        // The sources were read, but the last run is less than half an interval ago.
+        let early = t0 + Duration::from_millis(20);
+        assert_eq!(sweep.run_if_due(&mut due, early, true), t0 + every);
+        assert_eq!(runs.load(Ordering::Relaxed), 0);
+        // Past half of it: it rides on that reading, and counts its interval from there.
+        let riding = t0 + Duration::from_millis(30);
+        assert_eq!(sweep.run_if_due(&mut due, riding, true), riding + every);
+        assert_eq!(runs.load(Ordering::Relaxed), 1);
+        // Due within the millisecond of slack: a wakeup a little early takes it.
+        let just_before = due - Duration::from_micros(500);
+        sweep.run_if_due(&mut due, just_before, false);
+        assert_eq!(runs.load(Ordering::Relaxed), 2);
+        // Late by several intervals: one run, the missed ones skipped.
+        let late = due + every * 3;
+        assert_eq!(sweep.run_if_due(&mut due, late, false), late + every);
+        assert_eq!(runs.load(Ordering::Relaxed), 3);
+    }
+
+    /// With every source switched off the thread still wakes for the sweep, and the sweep
+    /// runs on that thread, never after `stop` returned.
+    #[test]
+    fn a_sweep_runs_on_the_sampler_thread_until_it_stops() {
+        let opts = SamplingOptions {
+            every: Duration::from_millis(5),
+            disabled: SourceKind::ALL.to_vec(),
+            ..SamplingOptions::default()
+        };
+        let runs = Arc::new(Mutex::new(Vec::new()));
+        let seen = runs.clone();
+        let mut sampler = Sampler::open(opts);
+        let tree = ProcessTree::fixed(crate::session::procfs::Procfs::system(), Vec::new());
+        let sweep = Sweep {
+            every: Duration::from_millis(5),
+            run: Box::new(move || {
+                let name = std::thread::current().name().map(str::to_owned);
+                seen.lock().unwrap().push(name);
+            }),
+        };
+        sampler.begin(0, tree, Box::new(|_| true), Some(sweep));
+        // However slow the machine, three sweeps come; the deadline only ends a hang.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while runs.lock().unwrap().len() < 3 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        sampler.stop();
+        let after_stop = runs.lock().unwrap().len();
+        assert!(after_stop >= 3, "{after_stop} sweeps");
+        assert!(runs
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|name| name.as_deref() == Some("framelab-sampler")));
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(runs.lock().unwrap().len(), after_stop, "a sweep after stop");
     }
 
     #[test]

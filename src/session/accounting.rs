@@ -196,6 +196,9 @@ pub struct Accounting {
     foreign: BTreeSet<u32>,
     /// The run's cgroup, telling when the tree need not be walked again.
     tree_cache: Option<TreeCache>,
+    /// framelab is reaping a child (between its final reading and its reaping): a sweep
+    /// from another thread waits for the next interval (`sweep`).
+    reaping: bool,
 }
 
 /// How much earlier than the launch a process's start time may read and still be the run's:
@@ -241,6 +244,7 @@ impl Accounting {
             service_of: BTreeMap::new(),
             foreign: BTreeSet::new(),
             tree_cache: None,
+            reaping: false,
         }
     }
 
@@ -446,6 +450,20 @@ impl Accounting {
             .iter()
             .filter(|(_, t)| t.gone.is_none())
             .map(|(&pid, t)| (pid, t.role))
+    }
+
+    /// `sample`, from a thread other than the reaper's: skipped while a child is between
+    /// its final reading and its reaping, which must see no sweep between them (the sweep
+    /// would find the child gone before `reaped` could say framelab reaped it).
+    pub fn sweep(&mut self, now_ns: i64, command_pid: u32) {
+        if !self.reaping {
+            self.sample(now_ns, command_pid);
+        }
+    }
+
+    /// framelab starts (`true`) or ends reaping a child: see `sweep`.
+    pub fn set_reaping(&mut self, reaping: bool) {
+        self.reaping = reaping;
     }
 
     /// Reads every process of the tree and every watched one, and settles those that ended.

@@ -381,6 +381,46 @@ fn the_command_reaped_by_framelab_counts_its_final_reading_and_its_rusage_peak()
     assert_eq!(command.wall_ns, 1_000_000_000, "alive up to its reaping");
 }
 
+/// The sampler's thread sweeps beside the reaper: between the command's final reading and
+/// its reaping a sweep would find it gone from /proc and settle it as reaped by someone
+/// else, losing what the reaping says (its rusage peak, its end). The sweep waits.
+#[test]
+fn a_sweep_between_a_final_reading_and_the_reaping_waits_for_the_next_interval() {
+    use crate::session::executor::Executor;
+    let mut world = World::new();
+    world.process(CMD, "pipeline", 'S', COLLECTOR, [10, 0, 0, 0], 10);
+    world.exec.max_rss_bytes = 14 * MIB;
+    let mut acc = world.opened(WatchList::default(), 0);
+    world.exec.signal_group(CMD, libc::SIGINT);
+    world.process(CMD, "pipeline", 'Z', COLLECTOR, [40, 4, 0, 0], 0);
+    let reaped = world
+        .exec
+        .reap_one(&mut |zombie| {
+            acc.set_reaping(true);
+            acc.final_reading(zombie, 1_000_000_000);
+        })
+        .expect("the command ended");
+    world.gone(CMD);
+    // The sampler's thread, at its interval, before `reaped` could be told.
+    acc.sweep(1_500_000_000, CMD);
+    acc.reaped(reaped.pid, reaped.cpu, reaped.max_rss_bytes, 1_000_000_000);
+    acc.set_reaping(false);
+    acc.end_window(2_000_000_000, CMD);
+    let rows = acc.results();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let command = &rows[0];
+    assert_eq!(
+        (command.user_ns, command.sys_ns),
+        (30 * TICK_NS, 4 * TICK_NS)
+    );
+    assert_eq!(
+        command.peak_rss_bytes,
+        14 * MIB,
+        "the reaping's rusage peak"
+    );
+    assert_eq!(command.wall_ns, 1_000_000_000, "alive up to its reaping");
+}
+
 #[test]
 fn a_tree_process_reaped_without_a_reading_goes_to_the_exited_children_row() {
     let mut world = World::new();

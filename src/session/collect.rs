@@ -6,6 +6,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -21,7 +23,7 @@ use super::write::{Write, WriterThread};
 use crate::model::{
     EndReason, EventRecord, ExitInfo, ProcessRole, RunMeta, SourceState, Span, ThreadInfo,
 };
-use crate::sample::{ProcessTree, Sampler};
+use crate::sample::{ProcessTree, Sampler, Sweep};
 use crate::spill::clock::TickClock;
 use crate::spill::convert::Converter;
 use crate::store::RunWriter;
@@ -58,7 +60,13 @@ pub struct Collector {
     writer: WriterThread,
     session: SessionDir,
     pub meta: RunMeta,
-    pub accounting: Accounting,
+    /// Shared with the sampler's thread, which reads the processes on its wakeups
+    /// (`start_sampling`).
+    accounting: Arc<Mutex<Accounting>>,
+    /// When the sampler's thread last read the processes (monotonic ns; 0: never).
+    swept_mono_ns: Arc<AtomicI64>,
+    /// How often the processes are read.
+    sweep_every: Duration,
     rings: Vec<Ring>,
     /// Ring files already open, finished, or refused: never opened twice.
     seen_paths: HashSet<PathBuf>,
@@ -151,7 +159,9 @@ impl Collector {
             writer: WriterThread::start(writer),
             session,
             meta,
-            accounting,
+            accounting: Arc::new(Mutex::new(accounting)),
+            swept_mono_ns: Arc::new(AtomicI64::new(0)),
+            sweep_every: Duration::MAX,
             rings: Vec::new(),
             seen_paths: HashSet::new(),
             conv,
@@ -205,9 +215,25 @@ impl Collector {
                 self.woken = true;
                 true
             }
-            Some(Waited::TimedOut) => true,
+            Some(Waited::TimedOut | Waited::Interrupted) => true,
             Some(Waited::Unusable) | None => false,
         }
+    }
+
+    /// From now on a child's exit or an interrupt wakes the collector at once (the handlers
+    /// are `launch`'s): it may otherwise sleep until the next drain is due.
+    pub fn wake_on_signals(&mut self) {
+        if let Some(word) = self.wake.as_mut() {
+            word.ring_on_signals();
+        }
+    }
+
+    /// How long until a drain is due whatever wakes the collector: `SPILL_DRAIN_EVERY`
+    /// after the last while the rings may be left to fill; `None` otherwise.
+    pub fn next_drain_within(&self) -> Option<Duration> {
+        let waits_for_fill = self.spill.is_some() && self.producers_wake();
+        let since_last = self.last_drain.map_or(SPILL_DRAIN_EVERY, |t| t.elapsed());
+        waits_for_fill.then(|| SPILL_DRAIN_EVERY.saturating_sub(since_last))
     }
 
     /// Whether this tick drains the rings (`SPILL_DRAIN_EVERY`).
@@ -258,14 +284,48 @@ impl Collector {
     }
 
     /// Starts reading with `sampler` (opened before the launch); its readings go to the
-    /// run file writer in order.
-    pub fn start_sampling(&mut self, mut sampler: Sampler, tree: ProcessTree) {
+    /// run file writer in order. With `sweep`, the sampler's thread also reads the
+    /// command's processes every `sweep.1` (the thread wakes then anyway), and the
+    /// collector's own thread no longer wakes for it (`sweeps_elsewhere`).
+    pub fn start_sampling(
+        &mut self,
+        mut sampler: Sampler,
+        tree: ProcessTree,
+        sweep: Option<(u32, Duration)>,
+    ) {
         let Some(sender) = self.writer.sender() else {
             return;
         };
         let sink = Box::new(move |batch| sender.send(Write::Samples(batch)).is_ok());
-        sampler.begin(self.meta.origin_mono_ns, tree, sink);
+        let sweep = sweep.map(|(command_pid, every)| {
+            self.sweep_every = every;
+            let (accounting, swept) = (self.accounting.clone(), self.swept_mono_ns.clone());
+            let origin_mono_ns = self.meta.origin_mono_ns;
+            Sweep {
+                every,
+                run: Box::new(move || {
+                    let now = framelab_probe::monotonic_ns() as i64;
+                    lock(&accounting).sweep(now - origin_mono_ns, command_pid);
+                    swept.store(now, Ordering::Release);
+                }),
+            }
+        });
+        sampler.begin(self.meta.origin_mono_ns, tree, sink, sweep);
         self.sampler = Some(sampler);
+    }
+
+    /// Whether the sampler's thread reads the processes: it has, lately. A thread that
+    /// has not begun (its sources still opening) or is held up (a driver call that hangs)
+    /// leaves the reading to the collector's own thread until it reads again.
+    pub fn sweeps_elsewhere(&self) -> bool {
+        let swept = self.swept_mono_ns.load(Ordering::Acquire);
+        let late_ns = self.sweep_every.saturating_mul(4).as_nanos() as i64;
+        swept > 0 && (framelab_probe::monotonic_ns() as i64) - swept < late_ns
+    }
+
+    /// The accounting of the run's processes (the sampler's thread may hold it a moment).
+    pub fn accounting(&self) -> MutexGuard<'_, Accounting> {
+        lock(&self.accounting)
     }
 
     /// What the run file writer has committed so far.
@@ -359,7 +419,7 @@ impl Collector {
         let now = self.now_ns();
         self.meta.window_start_ns = start_ns.min(now);
         let at_launch = self.meta.window_start_ns == 0;
-        self.accounting.start_window(now, command_pid, at_launch);
+        self.accounting().start_window(now, command_pid, at_launch);
         if let Some(meter) = &self.group.meter {
             self.group.at_start = match self.group.at_launch {
                 Some(launch) if at_launch => Some(launch),
@@ -380,8 +440,11 @@ impl Collector {
     /// Opens the window again at `start_ns`, forgetting the baselines of a provisional one:
     /// the accounting starts afresh from the processes alive now.
     pub fn reopen_window(&mut self, command_pid: u32, start_ns: i64) {
-        self.accounting = self.accounting.restarted();
-        self.accounting.sample(self.now_ns(), command_pid);
+        let now = self.now_ns();
+        let mut accounting = self.accounting();
+        *accounting = accounting.restarted();
+        accounting.sample(now, command_pid);
+        drop(accounting);
         self.open_window(command_pid, start_ns);
     }
 
@@ -390,7 +453,7 @@ impl Collector {
         self.meta.window_end_ns = now;
         self.meta.end_reason = reason;
         self.window_closed = true;
-        self.accounting.end_window(now, command_pid);
+        self.accounting().end_window(now, command_pid);
         if let (Some(meter), Some(start)) = (&self.group.meter, self.group.at_start) {
             self.group.over_window = meter.read().map(|end| end.since(&start));
         }
@@ -562,7 +625,8 @@ impl Collector {
         if !probes.recorder.unhit() {
             return;
         }
-        for (pid, role) in self.accounting.live_pids() {
+        let live: Vec<(u32, ProcessRole)> = lock(&self.accounting).live_pids().collect();
+        for (pid, role) in live {
             if role == ProcessRole::Watched {
                 continue;
             }
@@ -613,7 +677,7 @@ impl Collector {
         self.threads_added += 1;
         match of_run_since {
             Some(since) => self
-                .accounting
+                .accounting()
                 .observe_instrumented(pid, since - self.meta.origin_mono_ns),
             None => _ = probes.other_tasks.insert(index),
         }
@@ -723,7 +787,7 @@ impl Collector {
                     }
                     // A recording process is accounted from its first ring, however short it lives.
                     let now = self.now_ns();
-                    self.accounting.observe_instrumented(ring.pid, now);
+                    self.accounting().observe_instrumented(ring.pid, now);
                     self.unready.remove(&path);
                     self.seen_paths.insert(path);
                     self.rings.push(ring);
@@ -759,7 +823,7 @@ impl Collector {
     /// found foreign: it may change user after it was first seen.
     pub fn check_users(&mut self) {
         let pids: Vec<u32> = self
-            .accounting
+            .accounting()
             .live_pids()
             .filter(|&(_, role)| role != ProcessRole::Watched)
             .map(|(pid, _)| pid)
@@ -924,7 +988,7 @@ impl Collector {
             let now = self.now_ns();
             self.meta.window_end_ns = now;
         }
-        let mut processes = self.accounting.results();
+        let mut processes = self.accounting().results();
         if let (Some(facts), Some(cpu), Some(meter)) = (
             self.meta.session.run_group.as_mut(),
             self.group.over_window,
@@ -941,7 +1005,7 @@ impl Collector {
             ));
         }
         self.writer.send(Write::Processes(processes))?;
-        for name in self.accounting.unmatched_names() {
+        for name in self.accounting().unmatched_names() {
             log::warn!("no process named '{name}' was found during the run (--watch {name})");
         }
         self.writer.send(Write::Meta(Box::new(self.meta.clone())))?;
@@ -1055,6 +1119,12 @@ impl Collector {
             );
         }
     }
+}
+
+/// The accounting, even after a panic on the other thread (a bug): the run goes on with
+/// the accounting as that thread left it, rather than losing everything else it recorded.
+fn lock(accounting: &Mutex<Accounting>) -> MutexGuard<'_, Accounting> {
+    accounting.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Whether a tick drains: always, unless the rings may be left to fill (`waits_for_fill`:

@@ -219,6 +219,7 @@ impl Executor for System {
 
     fn take_charge(&mut self) {
         launch::catch_interrupts();
+        launch::catch_child_exits();
         launch::become_subreaper();
     }
 

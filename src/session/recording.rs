@@ -19,6 +19,8 @@ pub trait Recording {
     fn before_reaping(&mut self, pid: u32);
     /// A child reaped, with its rusage.
     fn reaped(&mut self, reaped: &Reaped);
+    /// Every child that had exited is reaped (whether or not each got to `reaped`).
+    fn reaps_done(&mut self) {}
     fn first_span_ns(&self) -> Option<i64>;
     /// Where frame N+1 of `--warmup-frames N` began, once it has.
     fn opening_frame_start_ns(&self) -> Option<i64>;
@@ -34,8 +36,14 @@ pub trait Recording {
     fn set_exit(&mut self, exit: ExitInfo);
     /// Reads the processes of the run (the first time: nothing else).
     fn read_processes(&mut self, pid: u32);
-    /// Reads the processes of the run, and follows what the reading found.
+    /// Reads the processes of the run (unless `sweeps_elsewhere`), and follows what the
+    /// reading found.
     fn sample(&mut self, pid: u32);
+    /// Whether another thread reads the processes on its own wakeups: then no tick needs
+    /// to wake for `sample`, which only follows what that reading found.
+    fn sweeps_elsewhere(&self) -> bool {
+        false
+    }
     /// The clock refreshed; frames seen so far.
     fn refresh_frames_seen(&mut self) -> u64;
     fn commit(&mut self) -> Result<()>;
@@ -55,6 +63,10 @@ pub trait Recording {
     fn drain_due(&self) -> bool {
         true
     }
+    /// How long until a drain is due anyway, where the rings are left to fill.
+    fn next_drain_within(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// The collector, the profiler and the run group as the supervisor records through them.
@@ -73,21 +85,32 @@ impl Recording for CollectorRecording<'_> {
         self.collector.drain_due()
     }
 
+    fn next_drain_within(&self) -> Option<std::time::Duration> {
+        self.collector.next_drain_within()
+    }
+
     fn now_ns(&self) -> i64 {
         self.collector.now_ns()
     }
 
     fn before_reaping(&mut self, pid: u32) {
         let now_ns = self.collector.now_ns();
-        self.collector.accounting.final_reading(pid, now_ns);
+        let mut accounting = self.collector.accounting();
+        accounting.set_reaping(true);
+        accounting.final_reading(pid, now_ns);
+        drop(accounting);
         self.collector.check_user(pid);
     }
 
     fn reaped(&mut self, reaped: &Reaped) {
         let now_ns = self.collector.now_ns();
-        self.collector
-            .accounting
-            .reaped(reaped.pid, reaped.cpu, reaped.max_rss_bytes, now_ns);
+        let mut accounting = self.collector.accounting();
+        accounting.reaped(reaped.pid, reaped.cpu, reaped.max_rss_bytes, now_ns);
+        accounting.set_reaping(false);
+    }
+
+    fn reaps_done(&mut self) {
+        self.collector.accounting().set_reaping(false);
     }
 
     fn first_span_ns(&self) -> Option<i64> {
@@ -128,22 +151,27 @@ impl Recording for CollectorRecording<'_> {
 
     fn read_processes(&mut self, pid: u32) {
         let now_ns = self.collector.now_ns();
-        self.collector.accounting.sample(now_ns, pid);
+        self.collector.accounting().sample(now_ns, pid);
+    }
+
+    fn sweeps_elsewhere(&self) -> bool {
+        self.collector.sweeps_elsewhere()
     }
 
     fn sample(&mut self, pid: u32) {
-        self.read_processes(pid);
+        if !self.sweeps_elsewhere() {
+            self.read_processes(pid);
+        }
         // Without a cgroup, the guardian learns the process groups the run made.
         self.run_group.follow_process_groups();
         self.collector.check_users();
         if let Some(profiler) = self.profiler {
             // Processes found by --watch NAME since the last reading.
-            for (watched, _) in self
-                .collector
-                .accounting
-                .live_pids()
+            let watched: Vec<u32> = (self.collector.accounting().live_pids())
                 .filter(|&(_, role)| role == ProcessRole::Watched)
-            {
+                .map(|(pid, _)| pid)
+                .collect();
+            for watched in watched {
                 profiler.attach(watched);
             }
         }

@@ -361,10 +361,15 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             self.last_tick = next_tick(fullest, self.last_tick, MIN_TICK, MAX_TICK);
             self.last_tick
         };
-        // Wake up for the next reading of the processes, the next commit (what a kill -9
-        // loses) and the end of --duration too.
+        // Wake up for the next reading of the processes (unless another thread reads them),
+        // the next commit (what a kill -9 loses) and the end of --duration too.
+        let next_sample = match rec.sweeps_elsewhere() {
+            true => tick,
+            false => (self.last_sample + self.sample_every).saturating_duration_since(now),
+        };
         let tick = tick
-            .min((self.last_sample + self.sample_every).saturating_duration_since(now))
+            .min(next_sample)
+            .min(rec.next_drain_within().unwrap_or(tick))
             .min((self.last_commit + COMMIT_EVERY).saturating_duration_since(now));
         let tick = match self.opts.window.duration {
             Some(d) => tick.min((started + d).saturating_duration_since(now).max(MIN_TICK)),
@@ -388,6 +393,7 @@ impl<'o, E: Executor> Supervisor<'o, E> {
                 self.command_exit = Some(exit_info(reaped.status, self.stop.is_some()));
             }
         }
+        rec.reaps_done();
     }
 
     /// Opens the window once it is due; opens it again at the first frame after a
@@ -594,8 +600,8 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
         profile: opts.profile,
         join: run_group.placement(),
     });
-    let started_profiler = match spawned {
-        Ok(Spawned { profiler, .. }) => profiler,
+    let (command_pid, started_profiler) = match spawned {
+        Ok(Spawned { pid, profiler }) => (pid, profiler),
         // Nothing of a run that never started stays; a multi-run file keeps its others.
         Err(e) => return Err(abandon(writer, &output, e)),
     };
@@ -623,7 +629,14 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     if let Some(probes) = probes {
         collector.set_probes(probes);
     }
-    collector.start_sampling(sampler, process_tree(opts, procfs));
+    // The sampler's thread reads the processes on its own wakeups, so the collector's
+    // thread need not wake for it; with a profiler it does, to attach it to processes
+    // found by --watch NAME at once.
+    let sweep = profiler
+        .is_none()
+        .then(|| (command_pid, opts.accounting_every()));
+    collector.start_sampling(sampler, process_tree(opts, procfs), sweep);
+    collector.wake_on_signals();
     if let Some(n) = opts.window.warmup_frames {
         collector.watch_for_frame_after(n);
     }

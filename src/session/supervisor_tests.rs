@@ -37,6 +37,10 @@ struct Recorded {
     settled_after: Vec<String>,
     /// A drain is due only this long after the last (`Recording::drain_due`, spilling).
     drain_every_ns: Option<i64>,
+    /// Another thread reads the processes (`Recording::sweeps_elsewhere`).
+    sweeps_elsewhere: bool,
+    /// `reaps_done` calls, each after the events then recorded.
+    reaps_done_after: Vec<usize>,
 }
 
 impl Recording for Recorded {
@@ -56,6 +60,12 @@ impl Recording for Recorded {
     }
     fn reaped(&mut self, reaped: &Reaped) {
         self.events.push(format!("reaped {}", reaped.pid));
+    }
+    fn reaps_done(&mut self) {
+        self.reaps_done_after.push(self.events.len());
+    }
+    fn sweeps_elsewhere(&self) -> bool {
+        self.sweeps_elsewhere
     }
     fn first_span_ns(&self) -> Option<i64> {
         self.first_span_ns
@@ -108,6 +118,14 @@ impl Recording for Recorded {
             (Some(every), Some(last)) => self.now_ns - last >= every,
             _ => true,
         }
+    }
+    fn next_drain_within(&self) -> Option<Duration> {
+        let every = self.drain_every_ns?;
+        let since = self
+            .drained_at
+            .last()
+            .map_or(every, |last| self.now_ns - last);
+        Some(Duration::from_nanos((every - since).max(0) as u64))
     }
 }
 
@@ -1134,6 +1152,34 @@ fn ticks_whose_drain_is_not_due_still_read_the_processes_and_commit_and_the_end_
         rec.committed_at.iter().map(ms).collect::<Vec<_>>(),
         [500, 1000]
     );
+}
+
+#[test]
+fn when_another_thread_reads_the_processes_ticks_wake_only_to_drain_commit_and_end() {
+    // The sampler's thread reads the processes on its own wakeups: the collector's thread
+    // sleeps from drain to drain (producers' wakeups, every 250 ms spilling), following
+    // what the readings found on those ticks, and the end of --duration still ends it.
+    let mut opts = options(2, Some(Duration::from_millis(1_100)));
+    opts.sampling.every = Duration::from_millis(50);
+    let mut rec = Recorded {
+        producers_wake: true,
+        drain_every_ns: Some(250_000_000),
+        sweeps_elsewhere: true,
+        ..Recorded::default()
+    };
+    let (_, outcome) = run_with(&opts, MockExecutor::default(), &mut rec);
+    outcome.unwrap();
+    let ms = |ns: &i64| ns / 1_000_000;
+    let drains: Vec<i64> = rec.drained_at.iter().map(ms).collect();
+    assert_eq!(drains, [0, 250, 500, 750, 1000, 1101]);
+    let ticks: Vec<i64> = rec.sampled_at.iter().map(ms).collect();
+    assert_eq!(ticks, [250, 500, 750, 1000, 1100]);
+    assert_eq!(
+        rec.committed_at.iter().map(ms).collect::<Vec<_>>(),
+        [500, 1000]
+    );
+    // Every tick looked for exited children and said when it was done.
+    assert!(rec.reaps_done_after.len() >= ticks.len());
 }
 
 /// Neither the run file nor its journal is left.

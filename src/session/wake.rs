@@ -11,6 +11,7 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
 use std::time::Duration;
 
 use framelab_probe::wire::{self, COLLECTOR_ASLEEP, COLLECTOR_AWAKE};
@@ -25,6 +26,8 @@ pub struct WakeWord {
     /// The last wait timed out, leaving the word "asleep" while the collector ran: a
     /// producer may have rung it since.
     left_asleep: bool,
+    /// Signals ring it (`ring_on_signals`).
+    rung_by_signals: bool,
 }
 
 // SAFETY: the mapping is never read or written through the pointer.
@@ -35,8 +38,11 @@ unsafe impl Send for WakeWord {}
 pub enum Waited {
     /// A producer woke us, or had already set the word before we slept.
     Woken,
-    /// The time was up (or a signal came): nobody asked.
+    /// The time was up: nobody asked.
     TimedOut,
+    /// A signal's handler ran on this thread (a child's exit, Ctrl-C): the caller looks
+    /// at what it says, as after a timeout.
+    Interrupted,
     /// The word cannot be used: sleep some other way.
     Unusable,
 }
@@ -76,6 +82,7 @@ impl WakeWord {
             map,
             broken: false,
             left_asleep: false,
+            rung_by_signals: false,
         })
     }
 
@@ -113,7 +120,8 @@ impl WakeWord {
             self.broken = true;
             return Waited::Unusable;
         }
-        if woken_already() {
+        let signalled = self.rung_by_signals && SIGNALLED.swap(false, Ordering::AcqRel);
+        if woken_already() || signalled {
             // Awake again, so that no producer spends a system call on us.
             let _ = self.file.write_all_at(&COLLECTOR_AWAKE.to_ne_bytes(), 0);
             return Waited::Woken;
@@ -141,9 +149,15 @@ impl WakeWord {
         match std::io::Error::last_os_error().raw_os_error() {
             // The word was no longer "asleep": a producer came first.
             Some(libc::EAGAIN) => Waited::Woken,
-            Some(libc::ETIMEDOUT) | Some(libc::EINTR) => {
+            Some(libc::ETIMEDOUT) => {
                 self.left_asleep = true;
                 Waited::TimedOut
+            }
+            Some(libc::EINTR) => {
+                self.left_asleep = true;
+                // Its news is taken now, not again by the next wait.
+                SIGNALLED.store(false, Ordering::Release);
+                Waited::Interrupted
             }
             _ => {
                 self.broken = true;
@@ -209,15 +223,78 @@ impl Drop for Ringer {
 
 impl Drop for WakeWord {
     fn drop(&mut self) {
+        if self.rung_by_signals {
+            stop_ringing_on_signals();
+        }
         // SAFETY: our mapping, of this size.
         unsafe { libc::munmap(self.map, wire::WAKE_FILE_BYTES) };
+    }
+}
+
+/// The word a signal handler rings (`ring_from_signal`): a descriptor number kept for the
+/// whole process and pointed at /dev/null between sessions, never closed, so that a handler
+/// that loaded it can never write a file that took its number; and the word's address.
+static SIGNAL_FD: AtomicI32 = AtomicI32::new(-1);
+static SIGNAL_WORD: AtomicPtr<libc::c_void> = AtomicPtr::new(std::ptr::null_mut());
+/// Set by a handler, taken by the next wait that would sleep: a signal that came while the
+/// collector ran (the word then said awake, and the wait sets it asleep) is not lost.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+impl WakeWord {
+    /// From now on `ring_from_signal` wakes this word's sleeper: a child's exit or Ctrl-C is
+    /// seen at once, however long the collector sleeps between drains.
+    pub fn ring_on_signals(&mut self) {
+        let held = SIGNAL_FD.load(Ordering::Acquire);
+        // SAFETY: dup/dup2 of our open descriptor; the result is checked.
+        let fd = unsafe {
+            if held >= 0 {
+                libc::dup2(self.file.as_raw_fd(), held)
+            } else {
+                libc::fcntl(self.file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0)
+            }
+        };
+        if fd < 0 {
+            return;
+        }
+        SIGNAL_FD.store(fd, Ordering::Release);
+        SIGNAL_WORD.store(self.map, Ordering::Release);
+        self.rung_by_signals = true;
+    }
+}
+
+/// Signals ring nothing until the next `ring_on_signals`.
+fn stop_ringing_on_signals() {
+    SIGNAL_WORD.store(std::ptr::null_mut(), Ordering::Release);
+    let fd = SIGNAL_FD.load(Ordering::Acquire);
+    if let (true, Ok(null)) = (fd >= 0, File::open("/dev/null")) {
+        // SAFETY: points the held number at /dev/null; both descriptors are open.
+        unsafe { libc::dup2(null.as_raw_fd(), fd) };
+    }
+}
+
+/// Wakes the collector from a signal handler: async-signal-safe (atomics, `pwrite` and
+/// `futex` only). A word unmapped meanwhile makes FUTEX_WAKE fail with EFAULT, nothing more.
+pub fn ring_from_signal() {
+    SIGNALLED.store(true, Ordering::Release);
+    let (fd, word) = (
+        SIGNAL_FD.load(Ordering::Acquire),
+        SIGNAL_WORD.load(Ordering::Acquire),
+    );
+    if fd < 0 || word.is_null() {
+        return;
+    }
+    let awake = COLLECTOR_AWAKE.to_ne_bytes();
+    // SAFETY: a 4-byte write from a live buffer; FUTEX_WAKE only uses the address as a key.
+    unsafe {
+        libc::pwrite(fd, awake.as_ptr().cast(), awake.len(), 0);
+        libc::syscall(libc::SYS_futex, word, libc::FUTEX_WAKE, 1);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::atomic::AtomicU32;
 
     /// What a producer does: the SDK's `wake_collector`, through its own mapping.
     fn wake_as_producer(dir: &Path) {
@@ -283,6 +360,50 @@ mod tests {
             word.wait(Duration::from_millis(1), || false),
             Waited::TimedOut
         );
+    }
+
+    /// Spins until the collector's wait says it sleeps.
+    fn until_asleep(dir: &Path) {
+        let path = dir.join(wire::WAKE_FILE);
+        while std::fs::read(&path).unwrap()[..4] != COLLECTOR_ASLEEP.to_ne_bytes() {
+            std::thread::yield_now();
+        }
+    }
+
+    /// What the signal handlers do wakes a sleeping collector; one that came while it ran
+    /// is taken by its next wait; a real child's exit rings it through `launch`'s handler.
+    /// (The only test that registers a word for signals: the registration is global.)
+    #[test]
+    fn signals_wake_the_collector_whether_it_sleeps_or_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        make(dir.path(), 0o600, (None, None)).unwrap();
+        let mut word = WakeWord::open(dir.path()).unwrap();
+        word.ring_on_signals();
+        let path = dir.path().to_owned();
+        let ringer = std::thread::spawn(move || {
+            until_asleep(&path);
+            ring_from_signal();
+        });
+        // Far longer than any test may take: only the ring can end it in time.
+        assert_eq!(word.wait(Duration::from_secs(120), || false), Waited::Woken);
+        ringer.join().unwrap();
+        // Rung while nobody slept (the word said awake): the next wait does not sleep.
+        ring_from_signal();
+        assert_eq!(word.wait(Duration::from_secs(120), || false), Waited::Woken);
+        // A child's exit, through the SIGCHLD handler.
+        crate::session::launch::catch_child_exits();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let waited = word.wait(Duration::from_secs(120), || false);
+        // The handler ran on another thread (rang the word) or on this one (ended the wait).
+        assert!(
+            matches!(waited, Waited::Woken | Waited::Interrupted),
+            "{waited:?}"
+        );
+        child.wait().unwrap();
+        drop(word);
+        // Unregistered: a ring now writes /dev/null and wakes nothing.
+        ring_from_signal();
+        assert!(SIGNAL_WORD.load(Ordering::Acquire).is_null());
     }
 
     #[test]
