@@ -342,8 +342,8 @@ impl Sweep {
     /// read: this wakeup is paid for) and half its interval has passed since it ran; when
     /// it is due next. Riding on the sources' readings keeps the two on one wakeup.
     fn run_if_due(&mut self, due: &mut Instant, now: Instant, riding: bool) -> Instant {
-        let ran = *due - self.every;
-        if due_by(*due, now, self.every) || (riding && now >= ran + self.every / 2) {
+        // Half its interval has passed since it ran when it is due within the other half.
+        if due_by(*due, now, self.every) || (riding && now + self.every / 2 >= *due) {
             (self.run)();
             // Late ones are skipped, as the sources' readings are.
             *due = now + self.every;
