@@ -279,12 +279,19 @@ impl DirectWriter {
         std::thread::Builder::new()
             .name("framelab-direct".into())
             .spawn(move || {
-                for job in queue {
+                let mut next = None;
+                while let Some(job) = next.take().or_else(|| queue.recv().ok()) {
                     if let Some(gate) = &gate {
                         let _ = gate.recv();
                     }
                     let result = job.pages.write_to(&file, job.aligned, job.at);
                     job.outcome.end(result, job.submitted.elapsed());
+                    // The collector takes a ring's records once all its writes are over:
+                    // it hears once the writes queued together are, not after each.
+                    next = queue.try_recv().ok();
+                    if next.is_some() {
+                        continue;
+                    }
                     if let Some(tell) = tell.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
                         tell();
                     }
@@ -373,6 +380,41 @@ mod tests {
             std::fs::read(dir.path().join("data")).unwrap(),
             vec![7u8; 8192]
         );
+    }
+
+    #[test]
+    fn writes_queued_together_are_told_once_they_are_all_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let ring = dir.path().join("ring");
+        std::fs::write(&ring, vec![7u8; 8192]).unwrap();
+        let pages = Arc::new(RingPages::map(&File::open(&ring).unwrap(), 8192).unwrap());
+        let (go, gate) = mpsc::channel();
+        let writer = DirectWriter::gated(DirectFile::buffered(&dir.path().join("data")), gate);
+        // At each call: how many of the writes were over.
+        let submitted: Arc<Mutex<Vec<Arc<Outcome>>>> = Arc::default();
+        let told: Arc<Mutex<Vec<usize>>> = Arc::default();
+        let (watched, said) = (submitted.clone(), told.clone());
+        *writer.when_written.lock().unwrap() = Some(Box::new(move || {
+            let over = watched
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|o| o.is_over())
+                .count();
+            said.lock().unwrap().push(over);
+        }));
+        // Both queued before the first is written: the writer finds the second waiting.
+        for at in [0, 4096] {
+            let outcome = writer.submit(&pages, Aligned::around(at, 4096), at);
+            submitted.lock().unwrap().push(outcome);
+        }
+        go.send(()).unwrap();
+        go.send(()).unwrap();
+        let until = Instant::now() + Duration::from_secs(60);
+        while told.lock().unwrap().is_empty() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(told.lock().unwrap()[0], 2, "told only once both were over");
     }
 
     #[test]
