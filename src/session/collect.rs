@@ -304,8 +304,10 @@ impl Collector {
             Sweep {
                 every,
                 run: Box::new(move || {
+                    // The time of the reading: after any wait for the lock.
+                    let mut accounting = lock(&accounting);
                     let now = framelab_probe::monotonic_ns() as i64;
-                    lock(&accounting).sweep(now - origin_mono_ns, command_pid);
+                    accounting.sweep(now - origin_mono_ns, command_pid);
                     swept.store(now, Ordering::Release);
                 }),
             }

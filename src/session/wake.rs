@@ -250,10 +250,11 @@ impl WakeWord {
     /// seen at once, however long the collector sleeps between drains.
     pub fn ring_on_signals(&mut self) {
         let held = SIGNAL_FD.load(Ordering::Acquire);
-        // SAFETY: dup/dup2 of our open descriptor; the result is checked.
+        // SAFETY: duplicates of our open descriptor, close-on-exec like it (the run's
+        // commands must not inherit it); the result is checked.
         let fd = unsafe {
             if held >= 0 {
-                libc::dup2(self.file.as_raw_fd(), held)
+                libc::dup3(self.file.as_raw_fd(), held, libc::O_CLOEXEC)
             } else {
                 libc::fcntl(self.file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0)
             }
@@ -273,7 +274,7 @@ fn stop_ringing_on_signals() {
     let fd = SIGNAL_FD.load(Ordering::Acquire);
     if let (true, Ok(null)) = (fd >= 0, File::open("/dev/null")) {
         // SAFETY: points the held number at /dev/null; both descriptors are open.
-        unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        unsafe { libc::dup3(null.as_raw_fd(), fd, libc::O_CLOEXEC) };
     }
 }
 
@@ -417,6 +418,17 @@ mod tests {
         // Unregistered: a ring now writes /dev/null and wakes nothing.
         ring_from_signal();
         assert!(SIGNAL_WORD.load(Ordering::Acquire).is_null());
+        // The held number, pointed at /dev/null and at the next run's word, is never
+        // inherited by the commands framelab runs.
+        let close_on_exec = || {
+            // SAFETY: F_GETFD on a number this test holds open.
+            let flags = unsafe { libc::fcntl(SIGNAL_FD.load(Ordering::Acquire), libc::F_GETFD) };
+            flags >= 0 && flags & libc::FD_CLOEXEC != 0
+        };
+        assert!(close_on_exec());
+        let mut next_run = WakeWord::open(dir.path()).unwrap();
+        next_run.ring_on_signals();
+        assert!(close_on_exec());
     }
 
     #[test]
