@@ -361,11 +361,15 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             self.last_tick = next_tick(fullest, self.last_tick, MIN_TICK, MAX_TICK);
             self.last_tick
         };
-        // Wake up for the next reading of the processes (unless another thread reads them),
-        // the next commit (what a kill -9 loses) and the end of --duration too.
-        let next_sample = match rec.sweeps_elsewhere() {
-            true => tick,
-            false => (self.last_sample + self.sample_every).saturating_duration_since(now),
+        // Wake up for the next reading of the processes, the next commit (what a kill -9
+        // loses) and the end of --duration too. Once the window has opened for good and
+        // another thread reads the processes, the readings need no wakeup of this one;
+        // until then they keep their beat, on which the window's opening is noticed (and
+        // its baselines read): a first frame or frame N+1 seen late would start them late.
+        let wakes_for_readings = !rec.sweeps_elsewhere() || self.opening != Opening::Open;
+        let next_sample = match wakes_for_readings {
+            true => (self.last_sample + self.sample_every).saturating_duration_since(now),
+            false => tick,
         };
         let tick = tick
             .min(next_sample)

@@ -1182,6 +1182,37 @@ fn when_another_thread_reads_the_processes_ticks_wake_only_to_drain_commit_and_e
     assert!(rec.reaps_done_after.len() >= ticks.len());
 }
 
+#[test]
+fn until_the_window_opens_for_good_the_ticks_keep_the_readings_beat() {
+    // The window opens 300 ms after the first span (at 100 ms): it is noticed on a tick,
+    // and its baselines read then, so the ticks keep the 50 ms beat of the readings until
+    // it has opened, however the processes are read; after it, only drains, commits and
+    // the end wake the collector.
+    let mut opts = options(2, Some(Duration::from_millis(1_100)));
+    opts.sampling.every = Duration::from_millis(50);
+    opts.window.warmup = Duration::from_millis(300);
+    opts.window.warmup_from = crate::model::WarmupFrom::FirstFrame;
+    let mut rec = Recorded {
+        producers_wake: true,
+        drain_every_ns: Some(250_000_000),
+        sweeps_elsewhere: true,
+        first_span_ns: Some(100_000_000),
+        ..Recorded::default()
+    };
+    let (_, outcome) = run_with(&opts, MockExecutor::default(), &mut rec);
+    outcome.unwrap();
+    assert_eq!(
+        rec.events.first().map(String::as_str),
+        Some("open 400000000")
+    );
+    let ms = |ns: &i64| ns / 1_000_000;
+    let ticks: Vec<i64> = rec.sampled_at.iter().map(ms).collect();
+    assert_eq!(
+        ticks,
+        [50, 100, 150, 200, 250, 300, 350, 400, 500, 750, 1000, 1100]
+    );
+}
+
 /// Neither the run file nor its journal is left.
 fn assert_nothing_left(opts: &RunOptions) {
     let output = opts.output.as_ref().unwrap();
