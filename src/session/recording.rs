@@ -36,12 +36,12 @@ pub trait Recording {
     fn set_exit(&mut self, exit: ExitInfo);
     /// Reads the processes of the run (the first time: nothing else).
     fn read_processes(&mut self, pid: u32);
-    /// Reads the processes of the run (unless `sweeps_elsewhere`), and follows what the
+    /// Reads the processes of the run (unless another thread does), and follows what the
     /// reading found.
     fn sample(&mut self, pid: u32);
-    /// Whether another thread reads the processes on its own wakeups: then no tick needs
-    /// to wake for `sample`, which only follows what that reading found.
-    fn sweeps_elsewhere(&self) -> bool {
+    /// Whether `sample` may wait for the ticks that come anyway: another thread reads the
+    /// processes on its own wakeups, and nothing `sample` follows is urgent.
+    fn sample_waits_for_ticks(&self) -> bool {
         false
     }
     /// The clock refreshed; frames seen so far.
@@ -154,12 +154,15 @@ impl Recording for CollectorRecording<'_> {
         self.collector.accounting().sample(now_ns, pid);
     }
 
-    fn sweeps_elsewhere(&self) -> bool {
-        self.collector.sweeps_elsewhere()
+    /// Without a cgroup the guardian learns the run's process groups from `sample`: a
+    /// daemon's `setsid` must reach it before a kill -9 of framelab could, so the ticks keep
+    /// the readings' beat then.
+    fn sample_waits_for_ticks(&self) -> bool {
+        self.collector.sweeps_elsewhere() && self.run_group.in_a_cgroup()
     }
 
     fn sample(&mut self, pid: u32) {
-        if !self.sweeps_elsewhere() {
+        if !self.collector.sweeps_elsewhere() {
             self.read_processes(pid);
         }
         // Without a cgroup, the guardian learns the process groups the run made.

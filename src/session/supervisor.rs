@@ -366,7 +366,7 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         // another thread reads the processes, the readings need no wakeup of this one;
         // until then they keep their beat, on which the window's opening is noticed (and
         // its baselines read): a first frame or frame N+1 seen late would start them late.
-        let wakes_for_readings = !rec.sweeps_elsewhere() || self.opening != Opening::Open;
+        let wakes_for_readings = !rec.sample_waits_for_ticks() || self.opening != Opening::Open;
         let next_sample = match wakes_for_readings {
             true => (self.last_sample + self.sample_every).saturating_duration_since(now),
             false => tick,

@@ -37,7 +37,7 @@ struct Recorded {
     settled_after: Vec<String>,
     /// A drain is due only this long after the last (`Recording::drain_due`, spilling).
     drain_every_ns: Option<i64>,
-    /// Another thread reads the processes (`Recording::sweeps_elsewhere`).
+    /// Another thread reads the processes (`Recording::sample_waits_for_ticks`).
     sweeps_elsewhere: bool,
     /// `reaps_done` calls, each after the events then recorded.
     reaps_done_after: Vec<usize>,
@@ -64,7 +64,7 @@ impl Recording for Recorded {
     fn reaps_done(&mut self) {
         self.reaps_done_after.push(self.events.len());
     }
-    fn sweeps_elsewhere(&self) -> bool {
+    fn sample_waits_for_ticks(&self) -> bool {
         self.sweeps_elsewhere
     }
     fn first_span_ns(&self) -> Option<i64> {

@@ -242,7 +242,12 @@ impl RunGroup {
 
     /// The group whose `cgroup.procs` lists the run's processes; `None` for the tree.
     pub fn listing_dir(&self) -> Option<PathBuf> {
-        (self.mechanism != Mechanism::Tree).then(|| self.dirs[0].clone())
+        self.in_a_cgroup().then(|| self.dirs[0].clone())
+    }
+
+    /// Whether the run is in a cgroup (which the guardian has), not followed as a tree.
+    pub fn in_a_cgroup(&self) -> bool {
+        self.mechanism != Mechanism::Tree
     }
 
     /// The cgroup v2 group, which perf events can be filtered by (`PERF_FLAG_PID_CGROUP`);
