@@ -347,26 +347,38 @@ fn a_process_seen_by_name_counts_under_its_role() {
     assert_eq!(acc.unmatched_names(), vec!["ghost".to_owned()]);
 }
 
-#[test]
-fn the_command_reaped_by_framelab_counts_its_final_reading_and_its_rusage_peak() {
+/// The command (10 ticks of CPU, a 10 MiB VmHWM) stopped with SIGINT: a zombie with its
+/// final times (40 + 4 ticks), read then reaped by framelab at 1 s (ru_maxrss 14 MiB), as
+/// `CollectorRecording` does it; `meanwhile` runs once it left /proc, before `reaped`.
+/// Its row after the window closed at 2 s.
+fn command_reaped_by_framelab(meanwhile: impl FnOnce(&mut Accounting)) -> ProcessStats {
     use crate::session::executor::Executor;
     let mut world = World::new();
     world.process(CMD, "pipeline", 'S', COLLECTOR, [10, 0, 0, 0], 10);
     world.exec.max_rss_bytes = 14 * MIB;
     let mut acc = world.opened(WatchList::default(), 0);
-    // Stopped with SIGINT, it is a zombie with its final times, then framelab reaps it.
     world.exec.signal_group(CMD, libc::SIGINT);
     world.process(CMD, "pipeline", 'Z', COLLECTOR, [40, 4, 0, 0], 0);
     let reaped = world
         .exec
-        .reap_one(&mut |zombie| acc.final_reading(zombie, 1_000_000_000))
+        .reap_one(&mut |zombie| {
+            acc.set_reaping(true);
+            acc.final_reading(zombie, 1_000_000_000);
+        })
         .expect("the command ended");
     world.gone(CMD);
+    meanwhile(&mut acc);
     acc.reaped(reaped.pid, reaped.cpu, reaped.max_rss_bytes, 1_000_000_000);
+    acc.set_reaping(false);
     acc.end_window(2_000_000_000, CMD);
     let rows = acc.results();
     assert_eq!(rows.len(), 1, "{rows:?}");
-    let command = &rows[0];
+    rows.into_iter().next().unwrap()
+}
+
+#[test]
+fn the_command_reaped_by_framelab_counts_its_final_reading_and_its_rusage_peak() {
+    let command = command_reaped_by_framelab(|_| {});
     assert_eq!(
         (command.user_ns, command.sys_ns),
         (30 * TICK_NS, 4 * TICK_NS)
@@ -386,29 +398,8 @@ fn the_command_reaped_by_framelab_counts_its_final_reading_and_its_rusage_peak()
 /// else, losing what the reaping says (its rusage peak, its end). The sweep waits.
 #[test]
 fn a_sweep_between_a_final_reading_and_the_reaping_waits_for_the_next_interval() {
-    use crate::session::executor::Executor;
-    let mut world = World::new();
-    world.process(CMD, "pipeline", 'S', COLLECTOR, [10, 0, 0, 0], 10);
-    world.exec.max_rss_bytes = 14 * MIB;
-    let mut acc = world.opened(WatchList::default(), 0);
-    world.exec.signal_group(CMD, libc::SIGINT);
-    world.process(CMD, "pipeline", 'Z', COLLECTOR, [40, 4, 0, 0], 0);
-    let reaped = world
-        .exec
-        .reap_one(&mut |zombie| {
-            acc.set_reaping(true);
-            acc.final_reading(zombie, 1_000_000_000);
-        })
-        .expect("the command ended");
-    world.gone(CMD);
     // The sampler's thread, at its interval, before `reaped` could be told.
-    acc.sweep(1_500_000_000, CMD);
-    acc.reaped(reaped.pid, reaped.cpu, reaped.max_rss_bytes, 1_000_000_000);
-    acc.set_reaping(false);
-    acc.end_window(2_000_000_000, CMD);
-    let rows = acc.results();
-    assert_eq!(rows.len(), 1, "{rows:?}");
-    let command = &rows[0];
+    let command = command_reaped_by_framelab(|acc| acc.sweep(1_500_000_000, CMD));
     assert_eq!(
         (command.user_ns, command.sys_ns),
         (30 * TICK_NS, 4 * TICK_NS)

@@ -231,19 +231,23 @@ impl Collector {
     /// How long until a drain is due whatever wakes the collector: `SPILL_DRAIN_EVERY`
     /// after the last while the rings may be left to fill; `None` otherwise.
     pub fn next_drain_within(&self) -> Option<Duration> {
-        let waits_for_fill = self.spill.is_some() && self.producers_wake();
         let since_last = self.last_drain.map_or(SPILL_DRAIN_EVERY, |t| t.elapsed());
-        waits_for_fill.then(|| SPILL_DRAIN_EVERY.saturating_sub(since_last))
+        (self.waits_for_fill()).then(|| SPILL_DRAIN_EVERY.saturating_sub(since_last))
     }
 
     /// Whether this tick drains the rings (`SPILL_DRAIN_EVERY`).
     pub fn drain_due(&self) -> bool {
-        let waits_for_fill = self.spill.is_some() && self.producers_wake();
         drain_due(
-            waits_for_fill,
+            self.waits_for_fill(),
             self.woken,
             self.last_drain.map(|t| t.elapsed()),
         )
+    }
+
+    /// Whether the rings may be left to fill between drains: spilling, with every producer
+    /// waking the collector at a quarter full.
+    fn waits_for_fill(&self) -> bool {
+        self.spill.is_some() && self.producers_wake()
     }
 
     /// The run's group: what the run file says of it, and its CPU at the command's launch

@@ -1129,29 +1129,38 @@ fn with_producers_that_wake_it_the_collector_sleeps_until_the_next_reading_or_co
     );
 }
 
+/// A 1.1 s run (`--duration`) whose processes are read every 50 ms, spilling with
+/// producers that wake the collector (a drain due 250 ms after the last), with `rec`'s other
+/// settings and `window`'s changes: what it recorded.
+fn spilling_run(rec: Recorded, window: impl FnOnce(&mut WindowOptions)) -> Recorded {
+    let mut opts = options(2, Some(Duration::from_millis(1_100)));
+    opts.sampling.every = Duration::from_millis(50);
+    window(&mut opts.window);
+    let mut rec = Recorded {
+        producers_wake: true,
+        drain_every_ns: Some(250_000_000),
+        ..rec
+    };
+    let (_, outcome) = run_with(&opts, MockExecutor::default(), &mut rec);
+    outcome.unwrap();
+    rec
+}
+
+/// Times in whole ms.
+fn in_ms(times_ns: &[i64]) -> Vec<i64> {
+    times_ns.iter().map(|ns| ns / 1_000_000).collect()
+}
+
 #[test]
 fn ticks_whose_drain_is_not_due_still_read_the_processes_and_commit_and_the_end_drains() {
     // Spilling with producers that wake it, the collector drains on their wakeups and every
     // 250 ms, not at each of the 20 readings a second; the readings and commits keep their
     // beat, and the end of --duration drains whatever the rings hold.
-    let mut opts = options(2, Some(Duration::from_millis(1_100)));
-    opts.sampling.every = Duration::from_millis(50);
-    let mut rec = Recorded {
-        producers_wake: true,
-        drain_every_ns: Some(250_000_000),
-        ..Recorded::default()
-    };
-    let (_, outcome) = run_with(&opts, MockExecutor::default(), &mut rec);
-    outcome.unwrap();
-    let ms = |ns: &i64| ns / 1_000_000;
-    let drains: Vec<i64> = rec.drained_at.iter().map(ms).collect();
-    assert_eq!(drains, [0, 250, 500, 750, 1000, 1101]);
-    let readings: Vec<i64> = rec.sampled_at.iter().map(ms).collect();
+    let rec = spilling_run(Recorded::default(), |_| {});
+    assert_eq!(in_ms(&rec.drained_at), [0, 250, 500, 750, 1000, 1101]);
+    let readings = in_ms(&rec.sampled_at);
     assert_eq!(readings, (1..=22).map(|i| i * 50).collect::<Vec<_>>());
-    assert_eq!(
-        rec.committed_at.iter().map(ms).collect::<Vec<_>>(),
-        [500, 1000]
-    );
+    assert_eq!(in_ms(&rec.committed_at), [500, 1000]);
 }
 
 #[test]
@@ -1159,25 +1168,15 @@ fn when_another_thread_reads_the_processes_ticks_wake_only_to_drain_commit_and_e
     // The sampler's thread reads the processes on its own wakeups: the collector's thread
     // sleeps from drain to drain (producers' wakeups, every 250 ms spilling), following
     // what the readings found on those ticks, and the end of --duration still ends it.
-    let mut opts = options(2, Some(Duration::from_millis(1_100)));
-    opts.sampling.every = Duration::from_millis(50);
-    let mut rec = Recorded {
-        producers_wake: true,
-        drain_every_ns: Some(250_000_000),
+    let sweeping = Recorded {
         sweeps_elsewhere: true,
         ..Recorded::default()
     };
-    let (_, outcome) = run_with(&opts, MockExecutor::default(), &mut rec);
-    outcome.unwrap();
-    let ms = |ns: &i64| ns / 1_000_000;
-    let drains: Vec<i64> = rec.drained_at.iter().map(ms).collect();
-    assert_eq!(drains, [0, 250, 500, 750, 1000, 1101]);
-    let ticks: Vec<i64> = rec.sampled_at.iter().map(ms).collect();
+    let rec = spilling_run(sweeping, |_| {});
+    assert_eq!(in_ms(&rec.drained_at), [0, 250, 500, 750, 1000, 1101]);
+    let ticks = in_ms(&rec.sampled_at);
     assert_eq!(ticks, [250, 500, 750, 1000, 1100]);
-    assert_eq!(
-        rec.committed_at.iter().map(ms).collect::<Vec<_>>(),
-        [500, 1000]
-    );
+    assert_eq!(in_ms(&rec.committed_at), [500, 1000]);
     // Every tick looked for exited children and said when it was done.
     assert!(rec.reaps_done_after.len() >= ticks.len());
 }
@@ -1188,27 +1187,21 @@ fn until_the_window_opens_for_good_the_ticks_keep_the_readings_beat() {
     // and its baselines read then, so the ticks keep the 50 ms beat of the readings until
     // it has opened, however the processes are read; after it, only drains, commits and
     // the end wake the collector.
-    let mut opts = options(2, Some(Duration::from_millis(1_100)));
-    opts.sampling.every = Duration::from_millis(50);
-    opts.window.warmup = Duration::from_millis(300);
-    opts.window.warmup_from = crate::model::WarmupFrom::FirstFrame;
-    let mut rec = Recorded {
-        producers_wake: true,
-        drain_every_ns: Some(250_000_000),
+    let sweeping = Recorded {
         sweeps_elsewhere: true,
         first_span_ns: Some(100_000_000),
         ..Recorded::default()
     };
-    let (_, outcome) = run_with(&opts, MockExecutor::default(), &mut rec);
-    outcome.unwrap();
+    let rec = spilling_run(sweeping, |window| {
+        window.warmup = Duration::from_millis(300);
+        window.warmup_from = crate::model::WarmupFrom::FirstFrame;
+    });
     assert_eq!(
         rec.events.first().map(String::as_str),
         Some("open 400000000")
     );
-    let ms = |ns: &i64| ns / 1_000_000;
-    let ticks: Vec<i64> = rec.sampled_at.iter().map(ms).collect();
     assert_eq!(
-        ticks,
+        in_ms(&rec.sampled_at),
         [50, 100, 150, 200, 250, 300, 350, 400, 500, 750, 1000, 1100]
     );
 }

@@ -352,13 +352,18 @@ mod tests {
         );
     }
 
+    /// Two pages of 7s in a ring file in `dir`, mapped.
+    fn ring_of_sevens(dir: &Path) -> Arc<RingPages> {
+        let ring = dir.join("ring");
+        std::fs::write(&ring, vec![7u8; 8192]).unwrap();
+        Arc::new(RingPages::map(&File::open(&ring).unwrap(), 8192).unwrap())
+    }
+
     #[test]
     fn the_writer_says_when_each_write_is_over() {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let dir = tempfile::tempdir().unwrap();
-        let ring = dir.path().join("ring");
-        std::fs::write(&ring, vec![7u8; 8192]).unwrap();
-        let pages = Arc::new(RingPages::map(&File::open(&ring).unwrap(), 8192).unwrap());
+        let pages = ring_of_sevens(dir.path());
         let writer = DirectWriter::start(DirectFile::buffered(&dir.path().join("data"))).unwrap();
         let told = Arc::new(AtomicUsize::new(0));
         let count = told.clone();
@@ -385,9 +390,7 @@ mod tests {
     #[test]
     fn writes_queued_together_are_told_once_they_are_all_over() {
         let dir = tempfile::tempdir().unwrap();
-        let ring = dir.path().join("ring");
-        std::fs::write(&ring, vec![7u8; 8192]).unwrap();
-        let pages = Arc::new(RingPages::map(&File::open(&ring).unwrap(), 8192).unwrap());
+        let pages = ring_of_sevens(dir.path());
         let (go, gate) = mpsc::channel();
         let writer = DirectWriter::gated(DirectFile::buffered(&dir.path().join("data")), gate);
         // At each call: how many of the writes were over.
