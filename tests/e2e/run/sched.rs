@@ -100,6 +100,28 @@ fn record_beside_hog(env: &[(&str, &str)]) -> (Value, String) {
     (report_json(&path), saved)
 }
 
+/// The time `/proc/stat` counts as taken from the tasks on `cpu` since boot, in ns: its
+/// interrupts, soft interrupts and time stolen by the hypervisor. The scheduler sees none of
+/// it as a switch.
+fn time_taken_from_tasks_ns(cpu: &str) -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    let line = (stat.lines())
+        .find(|l| l.split_whitespace().next() == Some(&format!("cpu{cpu}")))
+        .expect("the CPU's line in /proc/stat");
+    // cpuN user nice system idle iowait irq softirq steal ...
+    let ticks: f64 = (line.split_whitespace())
+        .skip(6)
+        .take(3)
+        .map(|n| n.parse::<f64>().unwrap())
+        .sum();
+    ticks * clock_tick_ns()
+}
+
+/// The length of the clock tick `/proc/stat` counts in.
+fn clock_tick_ns() -> f64 {
+    1e9 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
 /// The command's CPU time (/proc utime + stime over the window) as a % of the window.
 fn cpu_share(report: &Value) -> f64 {
     let command = report["processes"]
@@ -154,7 +176,9 @@ fn a_pipeline_preempted_by_a_hog_is_busy_only_for_its_time_on_cpu() {
         eprintln!("SKIPPED a_pipeline_preempted_by_a_hog_is_busy_only_for_its_time_on_cpu: {why}");
         return;
     }
+    let taken_before = time_taken_from_tasks_ns(CPU);
     let (report, text) = record_beside_hog(&[]);
+    let taken_ns = time_taken_from_tasks_ns(CPU) - taken_before;
     assert_eq!(report["sched"]["source"], "tracepoints", "{report:#}");
     assert_busy_is_on_cpu(&report, &text);
     // The time the spans waited for the CPU is named after the tasks that held it: the hog
@@ -165,10 +189,25 @@ fn a_pipeline_preempted_by_a_hog_is_busy_only_for_its_time_on_cpu() {
         .find(|b| b["comm"] == "cpuhog")
         .unwrap_or_else(|| panic!("the hog is not named: {by:#?}"));
     assert!(hog["ns"].as_f64().unwrap() > 0.0, "{by:#?}");
+    // Every worst frame is named after what preempted it, but for time the scheduler never
+    // saw taken: a VM's CPU stolen by its host, or interrupts handled on the thread's CPU,
+    // stretch a frame while its thread is on CPU. Such frames are allowed only as far as
+    // /proc/stat counted that time on the CPU (a CI run: one 30 ms frame not preempted).
     let worst = report["worst_frames"].as_array().unwrap();
+    let stretched_unseen_ns: f64 = (worst.iter())
+        .filter(|w| !w["preempted_by"].is_string())
+        .map(|w| (w["total_ns"].as_f64().unwrap() - 3e6).max(0.0))
+        .sum();
+    // /proc/stat counts whole ticks: give the count two more.
+    let explained_ns = if taken_ns > 0.0 {
+        taken_ns + 2.0 * clock_tick_ns()
+    } else {
+        0.0
+    };
     assert!(
-        worst.iter().all(|w| w["preempted_by"].is_string()),
-        "{worst:#?}"
+        stretched_unseen_ns <= explained_ns,
+        "frames stretched by {stretched_unseen_ns} ns with no preemption seen, while \
+         /proc/stat counted {taken_ns} ns of CPU {CPU} taken from its tasks: {worst:#?}"
     );
     assert!(text.contains(" ms by "), "{text}");
     let work = (report["sched"]["stages"].as_array().unwrap().iter())
