@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Result};
 
+use crate::write_behind::WriteBehind;
+
 /// Links followed before giving up (the kernel's own limit is 40).
 const MAX_LINKS: usize = 40;
 
@@ -346,7 +348,7 @@ fn replace_file(
         }
     }
     {
-        let mut out = BufWriter::with_capacity(1 << 20, temp.as_file_mut());
+        let mut out = BufWriter::with_capacity(1 << 20, WriteBehind::new(temp.as_file_mut()));
         write(&mut out)?;
         out.flush()?;
     }

@@ -39,6 +39,7 @@ pub mod timers;
 pub mod units;
 pub mod usage;
 pub mod whatif;
+mod write_behind;
 
 #[cfg(test)]
 mod clap_boundary;
