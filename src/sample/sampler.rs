@@ -350,6 +350,17 @@ impl Sweep {
         }
         *due
     }
+
+    /// When the thread wakes next for a sweep due at `due` and a reading due at
+    /// `next_reading`: a sweep due shortly before a reading (by half its interval at most)
+    /// waits for it. Without this the two kept a few ms apart for the whole run, each
+    /// waking the thread (strace: two wakeups every 50 ms, 7 ms apart).
+    fn wakes_at(&self, due: Instant, next_reading: Option<Instant>) -> Instant {
+        match next_reading {
+            Some(reading) if due < reading && reading - due <= self.every / 2 => reading,
+            _ => due,
+        }
+    }
 }
 
 /// Whether something read every `every` and due at `due` is read at `now`: a little early
@@ -404,8 +415,10 @@ impl Sampler {
                     let started = Instant::now();
                     let next = core.tick(false);
                     let read = core.slots.iter().any(|s| s.last_read >= Some(started));
-                    let next_sweep = (sweep.as_mut())
-                        .map(|sweep| sweep.run_if_due(&mut sweep_due, started, read));
+                    let next_sweep = (sweep.as_mut()).map(|sweep| {
+                        let due = sweep.run_if_due(&mut sweep_due, started, read);
+                        sweep.wakes_at(due, next)
+                    });
                     if flushed.elapsed() >= FLUSH_EVERY
                         || core.readings.pending_samples() >= FLUSH_SAMPLES
                     {
@@ -618,6 +631,30 @@ mod tests {
         let late = due + every * 3;
         assert_eq!(sweep.run_if_due(&mut due, late, false), late + every);
         assert_eq!(runs.load(Ordering::Relaxed), 3);
+    }
+
+    /// A sweep due a little before a reading waits for it, and then runs on the reading's
+    /// wakeup (it is overdue there): from then on the two share every wakeup.
+    #[test]
+    fn a_sweep_due_shortly_before_a_reading_waits_for_it() {
+        let every = Duration::from_millis(50);
+        let mut sweep = Sweep {
+            every,
+            run: Box::new(|| {}),
+        };
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        // 7 ms before the reading (as strace saw): wait for it.
+        assert_eq!(sweep.wakes_at(ms(43), Some(ms(50))), ms(50));
+        // Half an interval before it, at most.
+        assert_eq!(sweep.wakes_at(ms(25), Some(ms(50))), ms(50));
+        assert_eq!(sweep.wakes_at(ms(24), Some(ms(50))), ms(24));
+        // Due after the reading, or with no reading to come: its own time.
+        assert_eq!(sweep.wakes_at(ms(60), Some(ms(50))), ms(60));
+        assert_eq!(sweep.wakes_at(ms(60), None), ms(60));
+        // On the reading's wakeup it is overdue: it runs, and is next due with the reading.
+        let mut due = ms(43);
+        assert_eq!(sweep.run_if_due(&mut due, ms(50), true), ms(100));
     }
 
     /// With every source switched off the thread still wakes for the sweep, and the sweep
