@@ -39,7 +39,7 @@ impl Source {
             SourceKind::Rapl => Source::Rapl(Rapl::open(&roots.sys)?),
             SourceKind::Threads => Source::Threads(Threads::open(
                 &roots.proc,
-                Threads::system_ticks_per_second(),
+                crate::session::procfs::system_ticks_per_second(),
             )?),
         })
     }

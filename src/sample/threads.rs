@@ -140,17 +140,6 @@ impl Threads {
         })
     }
 
-    /// The system's clock ticks per second (USER_HZ).
-    pub fn system_ticks_per_second() -> i64 {
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        if hz > 0 {
-            hz as i64
-        } else {
-            100
-        }
-    }
-
     pub fn describe(&self) -> String {
         let threads = self.threads.len() + self.ended.len();
         let mut s = format!(

@@ -88,14 +88,23 @@ enum CpuClock {
 #[cfg(test)]
 pub type ScriptedClocks = std::sync::Arc<std::sync::Mutex<std::collections::HashMap<u32, i64>>>;
 
+/// The system's clock ticks per second (USER_HZ), what /proc counts CPU time in.
+pub fn system_ticks_per_second() -> i64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        hz as i64
+    } else {
+        100
+    }
+}
+
 impl Procfs {
     pub fn system() -> Procfs {
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         Procfs {
             clock: CpuClock::Kernel,
             open_stats: Some(OpenStats::default()),
-            ..Procfs::at("/proc", if hz > 0 { hz as i64 } else { 100 })
+            ..Procfs::at("/proc", system_ticks_per_second())
         }
     }
 

@@ -119,7 +119,7 @@ fn time_taken_from_tasks_ns(cpu: &str) -> f64 {
 
 /// The length of the clock tick `/proc/stat` counts in.
 fn clock_tick_ns() -> f64 {
-    1e9 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+    1e9 / framelab::session::procfs::system_ticks_per_second() as f64
 }
 
 /// The command's CPU time (/proc utime + stime over the window) as a % of the window.

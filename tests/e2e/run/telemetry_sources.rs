@@ -170,8 +170,11 @@ fn threads_and_processes_that_exit_while_sampled_are_dropped_not_failed() {
         p.sort_unstable();
         p
     };
-    let mut threads =
-        Threads::open(Path::new("/proc"), Threads::system_ticks_per_second()).unwrap();
+    let mut threads = Threads::open(
+        Path::new("/proc"),
+        framelab::session::procfs::system_ticks_per_second(),
+    )
+    .unwrap();
     let mut out = Readings::new(vec!["threads"]);
     out.begin(0, 0, false);
     threads.read(&one_tick(&pids), &mut out).unwrap();
