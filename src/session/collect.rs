@@ -297,10 +297,10 @@ impl Collector {
         tree: ProcessTree,
         sweep: Option<(u32, Duration)>,
     ) {
-        let Some(sender) = self.writer.sender() else {
+        let Some(sender) = self.writer.samples_sender() else {
             return;
         };
-        let sink = Box::new(move |batch| sender.send(Write::Samples(batch)).is_ok());
+        let sink = Box::new(move |batch| sender.send(batch).is_ok());
         let sweep = sweep.map(|(command_pid, every)| {
             self.sweep_every = every;
             let (accounting, swept) = (self.accounting.clone(), self.swept_mono_ns.clone());

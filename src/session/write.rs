@@ -25,8 +25,6 @@ pub enum Write {
     Counters(Vec<CounterValue>),
     Events(Vec<EventRecord>),
     Processes(Vec<ProcessStats>),
-    /// Telemetry series and readings from the sampler thread.
-    Samples(Batch),
     SampleSources(Vec<SourceStatus>),
     Meta(Box<RunMeta>),
     Commit,
@@ -34,6 +32,9 @@ pub enum Write {
 
 pub struct WriterThread {
     sender: Option<Sender<Write>>,
+    /// Telemetry from the sampler's thread: written when the writer wakes for anything else
+    /// (a commit, every 500 ms, at the latest), so a batch alone never wakes it.
+    samples: Sender<Batch>,
     /// Span batches the writer is done with, emptied, their memory kept for the next ones.
     spare_spans: Receiver<Vec<Span>>,
     /// Span batches sent and not handed back yet.
@@ -81,6 +82,7 @@ impl WriterThread {
         let run_id = writer.run_id();
         let (sender, receiver) = channel::<Write>();
         let (hand_back, spare_spans) = channel::<Vec<Span>>();
+        let (samples, queued_samples) = channel::<Batch>();
         let progress = Arc::new(Committed::default());
         let committed = Arc::clone(&progress);
         let handle = std::thread::Builder::new()
@@ -88,6 +90,9 @@ impl WriterThread {
             .spawn(move || {
                 let mut pending_spans = 0u64;
                 for write in receiver {
+                    // Before the write that woke it: a commit holds every batch sent before
+                    // it, and the sources' final statuses follow their last readings.
+                    write_samples(&mut writer, &queued_samples)?;
                     match write {
                         Write::Spans(mut spans) => {
                             writer.spans(&spans)?;
@@ -108,11 +113,14 @@ impl WriterThread {
                         write => apply(&mut writer, write)?,
                     }
                 }
+                // Sent after the last write: `finish` commits them.
+                write_samples(&mut writer, &queued_samples)?;
                 Ok(writer)
             })
             .expect("spawning the writer thread");
         WriterThread {
             sender: Some(sender),
+            samples,
             spare_spans,
             spans_in_flight: 0,
             handle: Some(handle),
@@ -152,10 +160,9 @@ impl WriterThread {
         self.run_id
     }
 
-    /// Another handle for queueing writes (the sampler thread's); `stop` waits for it to
-    /// be dropped, so drop it first.
-    pub fn sender(&self) -> Option<Sender<Write>> {
-        self.sender.clone()
+    /// Where the sampler's thread sends its readings; `None` once the writer stopped.
+    pub fn samples_sender(&self) -> Option<Sender<Batch>> {
+        self.sender.as_ref().map(|_| self.samples.clone())
     }
 
     /// Queues a write. Fails only when the writer stopped on an error, which it then returns.
@@ -192,6 +199,15 @@ impl WriterThread {
     }
 }
 
+/// The telemetry batches queued so far, in the order sent.
+fn write_samples(writer: &mut RunWriter, queued: &Receiver<Batch>) -> Result<()> {
+    for batch in queued.try_iter() {
+        writer.sample_series(&batch.series)?;
+        writer.samples(&batch.samples)?;
+    }
+    Ok(())
+}
+
 fn apply(writer: &mut RunWriter, write: Write) -> Result<()> {
     match write {
         Write::Stage(name) => writer.add_stage(&name).map(drop),
@@ -203,10 +219,6 @@ fn apply(writer: &mut RunWriter, write: Write) -> Result<()> {
         Write::Counters(values) => writer.counters(&values),
         Write::Events(events) => writer.events(&events),
         Write::Processes(processes) => writer.processes(&processes),
-        Write::Samples(batch) => {
-            writer.sample_series(&batch.series)?;
-            writer.samples(&batch.samples)
-        }
         Write::SampleSources(sources) => writer.sample_sources(&sources),
         Write::Meta(meta) => writer.update_meta(&meta),
         Write::Commit => writer.commit(),
@@ -216,6 +228,55 @@ fn apply(writer: &mut RunWriter, write: Write) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn one_reading(series: u32, t_ns: i64) -> Batch {
+        Batch {
+            series: vec![(
+                series,
+                crate::model::SampleSeries {
+                    source: "threads".into(),
+                    metric: "cpu_time".into(),
+                    entity: format!("1/{series}"),
+                    unit: "ns".into(),
+                    ..Default::default()
+                },
+            )],
+            samples: vec![crate::model::Sample {
+                series,
+                t_ns,
+                value: 7,
+            }],
+        }
+    }
+
+    #[test]
+    fn telemetry_waits_for_the_next_write_and_none_is_lost_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.framelab");
+        let mut thread =
+            WriterThread::start(RunWriter::create(&path, &RunMeta::default()).unwrap());
+        let samples = thread.samples_sender().unwrap();
+        samples.send(one_reading(0, 1_000)).unwrap();
+        thread.send(Write::Commit).unwrap();
+        let committed = thread.committed();
+        while committed.at_mono_ns.load(Relaxed) == 0 {
+            std::thread::yield_now();
+        }
+        // After the last write: written when the writer stops, committed by `finish`.
+        samples.send(one_reading(1, 2_000)).unwrap();
+        let writer = thread.stop().unwrap();
+        assert!(
+            thread.samples_sender().is_none(),
+            "nothing to send to once stopped"
+        );
+        writer.finish().unwrap();
+        let run = crate::store::load_run(&path, None).unwrap();
+        let read: Vec<(u32, i64)> = (run.telemetry.samples.iter())
+            .map(|s| (s.series, s.t_ns))
+            .collect();
+        assert_eq!(read, vec![(0, 1_000), (1, 2_000)]);
+        assert_eq!(run.telemetry.series.len(), 2);
+    }
 
     #[test]
     fn a_batch_of_spans_comes_back_empty_with_its_memory_once_written() {

@@ -4,7 +4,7 @@
 //! ```sh
 //! cargo build --release --bin framelab --example testprog -p framelab
 //! cargo build --release -p framelab-benches
-//! target/release/collector_overhead [SECONDS] [--baseline OTHER_FRAMELAB] [--rates R1,R2,...] [--vs-lttng]
+//! target/release/collector_overhead [SECONDS] [--baseline OTHER_FRAMELAB] [--rates R1,R2,...] [--vs-lttng] [--run-args 'OPTIONS']
 //! ```
 //!
 //! `--rates` replaces the default cases (100000,1000000 spans/s); with
@@ -14,6 +14,10 @@
 //! `--vs-lttng` traces the same rates with LTTng (one user-space tracepoint with two
 //! integers, default channel) and prints framelab's window CPU as a ratio of LTTng's daemons'
 //! CPU over the same load (`framelab_benches::lttng`).
+//!
+//! `--run-args` adds options to every `framelab run` (both builds), for example the span path
+//! alone, as LTTng's daemons run it: `--run-args '--no-sample nvml --no-sample amdgpu
+//! --no-sample cpufreq --no-sample rapl --no-sample threads'`.
 //!
 //! Each case runs `framelab run -- testprog rate R S` (R spans/s in 1 ms batches for S seconds,
 //! default ring). framelab's own CPU is its rusage from wait4 (which includes the children it
@@ -49,6 +53,13 @@ fn main() {
         None => vec![100_000, 1_000_000],
     };
     let vs_lttng = args.iter().any(|a| a == "--vs-lttng");
+    let run_args: Vec<String> = (args.iter().position(|a| a == "--run-args"))
+        .and_then(|i| args.get(i + 1))
+        .map(|options| options.split_whitespace().map(String::from).collect())
+        .unwrap_or_default();
+    if !run_args.is_empty() {
+        println!("every run: framelab run {}", run_args.join(" "));
+    }
     let release = std::env::current_exe()
         .unwrap()
         .parent()
@@ -87,7 +98,8 @@ fn main() {
         for (label, exe) in &binaries {
             let path = dir.join(format!("rate-{rate}-{label}.framelab"));
             let _ = std::fs::remove_file(&path);
-            let (cpu_total_ns, wall_ns) = run_framelab(exe, &testprog, &path, rate, seconds);
+            let (cpu_total_ns, wall_ns) =
+                run_framelab(exe, &run_args, &testprog, &path, rate, seconds);
             let run = framelab::store::load_run(&path, None).expect("run file");
             let producer_ns: i64 = run.processes.iter().map(|p| p.user_ns + p.sys_ns).sum();
             let collector_ns = cpu_total_ns - producer_ns;
@@ -153,7 +165,6 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Runs framelab to completion; returns its CPU (with reaped children) and wall time, in ns.
 /// The mean window CPU share of the runs of `label` at `rate`.
 fn mean_window_pct(window_pct: &[(&str, u64, f64)], label: &str, rate: u64) -> f64 {
     let shares: Vec<f64> = (window_pct.iter())
@@ -163,8 +174,12 @@ fn mean_window_pct(window_pct: &[(&str, u64, f64)], label: &str, rate: u64) -> f
     shares.iter().sum::<f64>() / shares.len().max(1) as f64
 }
 
+/// Runs framelab to completion; returns its CPU (with reaped children) and wall time, in ns.
+// Reaped by `wait4` (for its rusage), which the lint cannot see.
+#[allow(clippy::zombie_processes)]
 fn run_framelab(
     framelab: &Path,
+    run_args: &[String],
     testprog: &PathBuf,
     out: &Path,
     rate: u64,
@@ -172,7 +187,9 @@ fn run_framelab(
 ) -> (i64, i64) {
     let started = std::time::Instant::now();
     let child = Command::new(framelab)
-        .args(["run", "-o"])
+        .arg("run")
+        .args(run_args)
+        .arg("-o")
         .arg(out)
         .arg("--")
         .arg(testprog)

@@ -7,7 +7,7 @@
 //! reused when present), then times the comparison three times in this process and
 //! prints each, and the median. The loading and the statistics are also timed apart.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use framelab::compare::{self, CompareOptions, Source};
@@ -32,7 +32,7 @@ impl Noise {
 }
 
 /// One run: frames every 8.333 ms, stages back to back, variant "v2" 10% faster to encode.
-fn write_run(path: &PathBuf, variant: &str, seed: u64) -> anyhow::Result<i64> {
+fn write_run(path: &Path, variant: &str, seed: u64) -> anyhow::Result<i64> {
     let interval_ns = 8_333_333i64;
     let window_end = FRAMES as i64 * interval_ns + 1_000_000;
     let meta = RunMeta {
@@ -110,7 +110,7 @@ fn write_run(path: &PathBuf, variant: &str, seed: u64) -> anyhow::Result<i64> {
     Ok(id)
 }
 
-fn make_experiment(path: &PathBuf) -> anyhow::Result<()> {
+fn make_experiment(path: &Path) -> anyhow::Result<()> {
     let spec = serde_json::json!({
         "variants": [{"name": "main", "command": ["./pipeline"]}, {"name": "v2", "command": ["./pipeline"]}],
         "params": [], "runs": RUNS, "order": "interleaved", "seed": null, "pin": null,
