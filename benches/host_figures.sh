@@ -11,16 +11,26 @@
 # Prints, per build: the run's spans, file size and bytes a span, then analysis_scale's
 # table (time, CPU and peak RSS of report/whatif/export/compare/hist on that run); then
 # the migration of the base build's file by the new build, timed; then collector_overhead
-# (window CPU at 100k and 1M spans/s, ABBA against the base build) and the lossless rate
-# from one thread with a 4M-record ring.
+# (window CPU at 100k and 1M spans/s, ABBA against the base build; the same at 100k with
+# every telemetry source off, the span path alone) and the lossless rate from one thread
+# with a 4M-record ring. Where `lttng` is installed (tests/tools/install-lttng.sh), the
+# collector's rows are also set against LTTng's daemons on the same loads (--vs-lttng).
 set -euo pipefail
 new=$(realpath "$1")
 base=${2:+$(realpath "$2")}
 seconds=${3:-10}
+for dir in "$new" ${base:+"$base"}; do
+    for exe in framelab examples/testprog; do
+        [ -x "$dir/$exe" ] || { echo "$dir/$exe is missing: see the build commands at the top of $0" >&2; exit 2; }
+    done
+done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 here=$(dirname "$(realpath "$0")")
+vs_lttng=()
+if command -v lttng >/dev/null; then vs_lttng=(--vs-lttng); fi
+no_telemetry='--no-sample nvml --no-sample amdgpu --no-sample cpufreq --no-sample rapl --no-sample threads'
 # LABEL CMD...: CMD's wall time, CPU and peak RSS (stdout discarded): benches/timed.py.
 timed() { python3 "$here/timed.py" "$@"; }
 
@@ -55,11 +65,15 @@ if [ -n "$base" ]; then
     spans_of "$work/migrated.framelab"
     rm -f "$work"/*.framelab
     echo "== collector_overhead $seconds (ABBA against the base build)"
-    "$new/collector_overhead" "$seconds" --baseline "$base/framelab"
+    "$new/collector_overhead" "$seconds" --baseline "$base/framelab" "${vs_lttng[@]}"
+    echo "== the span path alone: every telemetry source off, 100k spans/s"
+    "$new/collector_overhead" "$seconds" --rates 100000 --baseline "$base/framelab" \
+        "${vs_lttng[@]}" --run-args "$no_telemetry"
     echo "== lossless rate from one thread, 4M-record ring"
     FRAMELAB_RING_RECORDS=4194304 "$new/collector_overhead" 3 --baseline "$base/framelab" \
         --rates 2000000,5000000
 else
     rm -f "$work"/*.framelab
-    "$new/collector_overhead" "$seconds"
+    "$new/collector_overhead" "$seconds" "${vs_lttng[@]}"
+    "$new/collector_overhead" "$seconds" --rates 100000 "${vs_lttng[@]}" --run-args "$no_telemetry"
 fi
