@@ -56,25 +56,45 @@ impl Lttng {
         }
         let home = work.join("lttng-home");
         std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
+        // One already answering would take the producer's events, and the CPU measured
+        // (this daemon's) would be nothing.
+        let answering = Command::new("lttng")
+            .env("LTTNG_HOME", &home)
+            .arg("list")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if answering {
+            return Err(
+                "a session daemon is already running: stop it (pkill lttng-sessiond) and run again"
+                    .into(),
+            );
+        }
         let daemon = Command::new("lttng-sessiond")
             .env("LTTNG_HOME", &home)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("lttng-sessiond could not start: {e}"))?;
-        let lttng = Lttng {
+        let mut lttng = Lttng {
             daemon,
             work: work.to_owned(),
             producer,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
-        while !lttng.client(&["list"]).is_ok_and(|s| s.success()) {
+        loop {
+            if let Ok(Some(status)) = lttng.daemon.try_wait() {
+                return Err(format!("lttng-sessiond ended at once ({status})"));
+            }
+            if lttng.client(&["list"]).is_ok_and(|s| s.success()) {
+                return Ok(lttng);
+            }
             if Instant::now() > deadline {
                 return Err("lttng-sessiond did not answer within 20 s (is another one running as another user?)".into());
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        Ok(lttng)
     }
 
     fn client(&self, args: &[&str]) -> std::io::Result<std::process::ExitStatus> {
@@ -141,6 +161,7 @@ impl Lttng {
         let _ = self.client(&["destroy", &name]);
         let recorded = count_events(&output);
         let _ = std::fs::remove_dir_all(&output);
+        let recorded = recorded?;
         Ok(Traced {
             sent,
             recorded,
@@ -164,16 +185,15 @@ fn on_path(tool: &str) -> bool {
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(tool).is_file()))
 }
 
-/// Events in a trace, as babeltrace2 prints them (one line each).
-fn count_events(trace: &Path) -> u64 {
-    let Ok(mut child) = Command::new("babeltrace2")
+/// Events in a trace, as babeltrace2 prints them (one line each); a one-line reason when it
+/// cannot read the trace (a count of 0 would read as every event lost).
+fn count_events(trace: &Path) -> Result<u64, String> {
+    let mut child = Command::new("babeltrace2")
         .arg(trace)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
-    else {
-        return 0;
-    };
+        .map_err(|e| format!("babeltrace2 could not run: {e}"))?;
     let mut lines = 0u64;
     if let Some(stdout) = child.stdout.take() {
         use std::io::BufRead;
@@ -184,8 +204,16 @@ fn count_events(trace: &Path) -> u64 {
             line.clear();
         }
     }
-    let _ = child.wait();
-    lines
+    let ended = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !ended.status.success() {
+        let said = String::from_utf8_lossy(&ended.stderr);
+        let first = said.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        return Err(format!(
+            "babeltrace2 could not read the trace ({}): {first} (where its plugins are not in the usual place, set BABELTRACE_PLUGIN_PATH)",
+            ended.status
+        ));
+    }
+    Ok(lines)
 }
 
 /// CPU (ns) of `root` and every process below it, summed over their threads from

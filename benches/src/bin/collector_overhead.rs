@@ -126,12 +126,17 @@ fn main() {
             }
         }
     }
-    if let Some(lttng) = &lttng {
+    if let Some(anchor) = &lttng {
         for &rate in &rates {
-            let traced = lttng.trace(rate, seconds).unwrap_or_else(|why| {
-                eprintln!("--vs-lttng: {why}");
-                std::process::exit(2);
-            });
+            let traced = match anchor.trace(rate, seconds) {
+                Ok(traced) => traced,
+                Err(why) => {
+                    eprintln!("--vs-lttng: {why}");
+                    // Its session daemon is stopped when dropped: nothing is left running.
+                    drop(lttng);
+                    std::process::exit(2);
+                }
+            };
             let pct = traced.daemons_cpu_ns as f64 / traced.window_ns as f64 * 100.0;
             println!(
                 "| LTTng (daemons) | {rate} | {seconds} | {} | {} | {} | – | – | {:.3} s | {pct:.2}% | {:.0} | – |",
