@@ -188,10 +188,13 @@ fn on_path(tool: &str) -> bool {
 /// Events in a trace, as babeltrace2 prints them (one line each); a one-line reason when it
 /// cannot read the trace (a count of 0 would read as every event lost).
 fn count_events(trace: &Path) -> Result<u64, String> {
+    // Into a file, not a pipe: read only after stdout ends, a full pipe would hang both.
+    let said_path = trace.with_extension("stderr");
+    let said = std::fs::File::create(&said_path).map_err(|e| e.to_string())?;
     let mut child = Command::new("babeltrace2")
         .arg(trace)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(said)
         .spawn()
         .map_err(|e| format!("babeltrace2 could not run: {e}"))?;
     let mut lines = 0u64;
@@ -204,13 +207,13 @@ fn count_events(trace: &Path) -> Result<u64, String> {
             line.clear();
         }
     }
-    let ended = child.wait_with_output().map_err(|e| e.to_string())?;
-    if !ended.status.success() {
-        let said = String::from_utf8_lossy(&ended.stderr);
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let said = std::fs::read_to_string(&said_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&said_path);
+    if !status.success() {
         let first = said.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
         return Err(format!(
-            "babeltrace2 could not read the trace ({}): {first} (where its plugins are not in the usual place, set BABELTRACE_PLUGIN_PATH)",
-            ended.status
+            "babeltrace2 could not read the trace ({status}): {first} (where its plugins are not in the usual place, set BABELTRACE_PLUGIN_PATH)"
         ));
     }
     Ok(lines)

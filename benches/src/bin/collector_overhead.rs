@@ -134,6 +134,7 @@ fn main() {
                     eprintln!("--vs-lttng: {why}");
                     // Its session daemon is stopped when dropped: nothing is left running.
                     drop(lttng);
+                    let _ = std::fs::remove_dir_all(&dir);
                     std::process::exit(2);
                 }
             };
