@@ -395,6 +395,12 @@ pub struct SessionFacts {
     pub corrupt_rings: u64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub corrupt_ring_details: Vec<String>,
+    /// Rings this framelab cannot read (made by a framelab-probe of another wire version):
+    /// how many, and the first few. Their records are lost.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub foreign_rings: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub foreign_ring_details: Vec<String>,
     /// When (ns after launch) the session directory was found removed while recording.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_lost_ns: Option<i64>,

@@ -115,6 +115,17 @@ fn session_notes(meta: &RunMeta) -> Vec<String> {
             plural(facts.corrupt_rings, "ring was", "rings were"),
         ));
     }
+    if facts.foreign_rings > 0 {
+        let first = facts
+            .foreign_ring_details
+            .first()
+            .map(|d| format!(" (first: {d})"))
+            .unwrap_or_default();
+        notes.push(format!(
+            "{} not read{first}: those threads' records are lost. Build the program against the framelab-probe of this framelab.",
+            plural(facts.foreign_rings, "ring was", "rings were"),
+        ));
+    }
     for u in &facts.unrecorded_threads {
         let threads = plural(u.threads, "thread", "threads");
         notes.push(match u.errno {

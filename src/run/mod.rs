@@ -98,9 +98,11 @@ fn run_exit(
     exit: Option<&ExitInfo>,
     unread_metrics: usize,
 ) -> RunExit {
-    // A recording the program damaged, or whose session was removed, is incomplete.
+    // A recording the program damaged, with rings it could not read, or whose session was
+    // removed, is incomplete.
+    let facts = &run.meta.session;
     let incomplete =
-        run.meta.session.session_lost_ns.is_some() || run.meta.session.corrupt_rings > 0;
+        facts.session_lost_ns.is_some() || facts.corrupt_rings > 0 || facts.foreign_rings > 0;
     let failed = run.meta.names_refused > 0
         || incomplete
         || unread_metrics > 0
@@ -162,6 +164,12 @@ mod tests {
         );
         let mut run = reference_run();
         run.meta.session.corrupt_rings = 1;
+        assert_eq!(
+            run_exit(&run, EndReason::Exited, clean.as_ref(), 0),
+            RunExit::CommandFailed
+        );
+        let mut run = reference_run();
+        run.meta.session.foreign_rings = 1;
         assert_eq!(
             run_exit(&run, EndReason::Exited, clean.as_ref(), 0),
             RunExit::CommandFailed

@@ -803,8 +803,14 @@ impl Collector {
                     let since = *self.unready.entry(path).or_insert_with(Instant::now);
                     self.rescan |= since.elapsed() < UNREADY_RETRY_FOR;
                 }
+                // Never read: its records are lost, and the run says so.
                 Err(OpenError::Foreign(problem)) => {
                     self.seen_paths.insert(path);
+                    let facts = &mut self.meta.session;
+                    facts.foreign_rings += 1;
+                    if facts.foreign_ring_details.len() < 10 {
+                        facts.foreign_ring_details.push(problem.clone());
+                    }
                     self.warn(problem);
                 }
                 // Damaged before it was first read: counted like any damaged ring.

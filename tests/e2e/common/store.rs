@@ -57,6 +57,8 @@ pub fn finished_meta(name: &str) -> RunMeta {
             shm_dir: "/dev/shm".into(),
             corrupt_rings: 1,
             corrupt_ring_details: vec!["thread 2 (main) of process 1: its head went back".into()],
+            foreign_rings: 1,
+            foreign_ring_details: vec!["ring r-7-7 is not one this framelab understands".into()],
             session_lost_ns: Some(2_000_000_000),
             foreign_users: vec!["nobody (uid 65534)".into()],
             run_group: Some(framelab::model::RunGroupFacts {

@@ -131,3 +131,38 @@ fn a_program_that_scribbles_on_its_ring_header_cannot_fool_the_collector() {
         ],
     );
 }
+
+/// A ring made by a framelab-probe of another wire version cannot be read: its records are
+/// lost, and the run must count it and say so, not only warn on stderr.
+#[test]
+fn a_ring_this_framelab_cannot_read_is_counted_and_said() {
+    use framelab_probe::wire;
+    let dir = tempfile::tempdir().unwrap();
+    let capacity = 1024u64;
+    let mut ring = vec![0u8; wire::ring_file_bytes(capacity)];
+    ring[..8].copy_from_slice(&wire::RING_MAGIC.to_ne_bytes());
+    ring[8..12].copy_from_slice(&(wire::WIRE_VERSION + 1).to_ne_bytes());
+    ring[24..32].copy_from_slice(&capacity.to_ne_bytes());
+    let made = dir.path().join("ring");
+    std::fs::write(&made, &ring).unwrap();
+    let path = dir.path().join("foreign.framelab");
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&path)
+        .args(["--", "sh", "-c", "cp \"$0\" \"$FRAMELAB_SESSION/r-77-77\""])
+        .arg(&made)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "incomplete: {}", stderr(&out));
+    let facts = load(&path).meta.session;
+    assert_eq!(facts.foreign_rings, 1, "{facts:?}");
+    assert!(
+        facts.foreign_ring_details[0].contains(&format!("version {}", wire::WIRE_VERSION + 1)),
+        "{facts:?}"
+    );
+    assert!(
+        stdout(&out).contains("1 ring was not read (first: ring "),
+        "{}",
+        stdout(&out)
+    );
+}
