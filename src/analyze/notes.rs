@@ -77,8 +77,17 @@ pub fn describe_signal(signal: i32) -> String {
     }
 }
 
+/// ` (first: …)` for a note on things counted with their first reasons kept; empty when none.
+fn first_detail(details: &[String]) -> String {
+    details
+        .first()
+        .map(|d| format!(" (first: {d})"))
+        .unwrap_or_default()
+}
+
 /// What went wrong with the recording itself: a session directory removed under the run,
-/// rings the program corrupted, threads that could not record, users who could not join.
+/// rings the program corrupted or framelab could not read, threads that could not record,
+/// users who could not join.
 fn session_notes(meta: &RunMeta) -> Vec<String> {
     let facts = &meta.session;
     let mut notes = Vec::new();
@@ -105,22 +114,14 @@ fn session_notes(meta: &RunMeta) -> Vec<String> {
         ));
     }
     if facts.corrupt_rings > 0 {
-        let first = facts
-            .corrupt_ring_details
-            .first()
-            .map(|d| format!(" (first: {d})"))
-            .unwrap_or_default();
+        let first = first_detail(&facts.corrupt_ring_details);
         notes.push(format!(
             "{} damaged by the program while recording{first}: what was read before the damage is kept, the rest of those threads' records are lost.",
             plural(facts.corrupt_rings, "ring was", "rings were"),
         ));
     }
     if facts.foreign_rings > 0 {
-        let first = facts
-            .foreign_ring_details
-            .first()
-            .map(|d| format!(" (first: {d})"))
-            .unwrap_or_default();
+        let first = first_detail(&facts.foreign_ring_details);
         notes.push(format!(
             "{} not read{first}: those threads' records are lost. Build the program against the framelab-probe of this framelab.",
             plural(facts.foreign_rings, "ring was", "rings were"),

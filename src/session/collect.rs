@@ -807,20 +807,22 @@ impl Collector {
                 Err(OpenError::Foreign(problem)) => {
                     self.seen_paths.insert(path);
                     let facts = &mut self.meta.session;
-                    facts.foreign_rings += 1;
-                    if facts.foreign_ring_details.len() < 10 {
-                        facts.foreign_ring_details.push(problem.clone());
-                    }
+                    count_ring(
+                        &mut facts.foreign_rings,
+                        &mut facts.foreign_ring_details,
+                        &problem,
+                    );
                     self.warn(problem);
                 }
                 // Damaged before it was first read: counted like any damaged ring.
                 Err(OpenError::Corrupt(problem)) => {
                     self.seen_paths.insert(path.clone());
                     let facts = &mut self.meta.session;
-                    facts.corrupt_rings += 1;
-                    if facts.corrupt_ring_details.len() < 10 {
-                        facts.corrupt_ring_details.push(problem.clone());
-                    }
+                    count_ring(
+                        &mut facts.corrupt_rings,
+                        &mut facts.corrupt_ring_details,
+                        &problem,
+                    );
                     self.warn(problem);
                     let _ = std::fs::remove_file(&path);
                 }
@@ -899,16 +901,16 @@ impl Collector {
     /// A ring the program damaged: counted, described in the run, said on stderr. What was
     /// read from it before is kept.
     fn set_aside(&mut self, ring: &Ring, problem: String) {
-        const DETAILS_KEPT: usize = 10;
         let what = format!(
             "thread {} ({}) of process {}: {problem}",
             ring.tid, ring.thread_name, ring.pid
         );
         let facts = &mut self.meta.session;
-        facts.corrupt_rings += 1;
-        if facts.corrupt_ring_details.len() < DETAILS_KEPT {
-            facts.corrupt_ring_details.push(what.clone());
-        }
+        count_ring(
+            &mut facts.corrupt_rings,
+            &mut facts.corrupt_ring_details,
+            &what,
+        );
         self.warn(format!(
             "the ring of {what}; it is no longer read (the program damaged it), its earlier records are kept"
         ));
@@ -1144,6 +1146,16 @@ fn lock(accounting: &Mutex<Accounting>) -> MutexGuard<'_, Accounting> {
 /// woke the collector, or `SPILL_DRAIN_EVERY` after the last drain.
 fn drain_due(waits_for_fill: bool, woken: bool, since_last: Option<Duration>) -> bool {
     !waits_for_fill || woken || since_last.is_none_or(|t| t >= SPILL_DRAIN_EVERY)
+}
+
+/// One more ring that could not be read (damaged, or foreign), and what was wrong with it,
+/// kept for the first few: the count says how many, the run file need not hold every reason.
+fn count_ring(count: &mut u64, details: &mut Vec<String>, problem: &str) {
+    const DETAILS_KEPT: usize = 10;
+    *count += 1;
+    if details.len() < DETAILS_KEPT {
+        details.push(problem.to_owned());
+    }
 }
 
 /// CPU framelab has used so far, all threads (the writer's too), user + sys.
