@@ -47,17 +47,26 @@ __attribute__((noinline)) void encode_frame(int frame) {
     unsigned long x = frame;
     for (long i = 0; i < WORK; i++) x = x * 6364136223846793005UL + 1442695040888963407UL;
     sink = x;
-    fprintf(own_log, "%d %lld\n", frame, now_ns() - start);
+    fprintf(own_log, "%d %lld", frame, now_ns() - start);
 }
 
 int main(int argc, char **argv) {
     int calls = atoi(argv[1]);
     own_log = fopen(argv[2], "w");
+    char empty_path[4096];
+    snprintf(empty_path, sizeof empty_path, "%s.empty", argv[2]);
+    FILE *empty_log = fopen(empty_path, "w");
     for (int i = 0; i < calls; i++) {
         next_frame();
+        /* Timed from outside: the whole of both traps lies between the two reads. */
+        long long before = now_ns();
         empty_call();
+        fprintf(empty_log, "%lld\n", now_ns() - before);
+        before = now_ns();
         encode_frame(i * 3 + 7);
+        fprintf(own_log, " %lld\n", now_ns() - before);
     }
+    fclose(empty_log);
     fclose(own_log);
     return 0;
 }
@@ -86,6 +95,7 @@ volatile unsigned long sink;
 volatile int frames_done;
 
 __attribute__((noinline)) void encode_frame(int frame) {
+    long long outer = now_ns();
     STAP_PROBE1(demo, encode_begin, frame);
     long long start = now_ns();
     unsigned long x = frame;
@@ -93,12 +103,13 @@ __attribute__((noinline)) void encode_frame(int frame) {
     sink = x;
     long long took = now_ns() - start;
     STAP_PROBE1(demo, encode_end, frame);
+    outer = now_ns() - outer;
     /* Fires only while a tracer holds the semaphore up. */
     if (demo_frame_done_semaphore) STAP_PROBE1(demo, frame_done, frame);
     frames_done++;
     /* An argument read from memory. */
     STAP_PROBE1(demo, from_memory, frames_done);
-    fprintf(own_log, "%d %lld\n", frame, took);
+    fprintf(own_log, "%d %lld %lld\n", frame, took, outer);
 }
 
 int main(int argc, char **argv) {
@@ -171,56 +182,79 @@ fn run_program(file: &Path, args: &[&str], prog: &Path, calls: u32, log: &Path) 
         .unwrap()
 }
 
-/// (frame, ns) of each line the program logged.
-fn own_log(path: &Path) -> Vec<(u64, i64)> {
+/// One call as the program logged it: its frame, the duration it timed inside the probed
+/// code, and the duration it timed around the probed code (both traps within).
+struct OwnCall {
+    frame: u64,
+    inside_ns: i64,
+    around_ns: i64,
+}
+
+/// Each line the program logged: `FRAME INSIDE AROUND`.
+fn own_log(path: &Path) -> Vec<OwnCall> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
         .map(|l| {
-            let (f, d) = l.split_once(' ').unwrap();
-            (f.parse().unwrap(), d.parse().unwrap())
+            let fields: Vec<i64> = l.split(' ').map(|f| f.parse().unwrap()).collect();
+            let [frame, inside_ns, around_ns] = fields[..] else {
+                panic!("a line of the program's own log: {l:?}")
+            };
+            OwnCall {
+                frame: frame as u64,
+                inside_ns,
+                around_ns,
+            }
         })
         .collect()
 }
 
-fn median(mut v: Vec<i64>) -> i64 {
-    v.sort();
-    v[v.len() / 2]
-}
-
-/// Each span at least the program's own logged duration less what was subtracted, and the
-/// median within 5% of the program's own on both sides, with no allowance for the probes' cost.
-fn assert_matches_own_log(spans: &[(u64, i64)], own: &[(u64, i64)], subtracted: i64) {
-    for ((frame, span), (_, logged)) in spans.iter().zip(own) {
+/// Each span between what the program timed inside and around the probed code, less what
+/// was subtracted (a span made 0 by it too): the probes' timestamps fall between those
+/// clock reads, on the same clock, so this holds on any machine under any load. (How much
+/// of the probes' cost the subtraction takes off on average is a figure of the machine:
+/// benches/probes.sh.)
+fn assert_within_own_log(spans: &[(u64, i64)], own: &[OwnCall], subtracted: i64) {
+    assert_eq!(spans.len(), own.len());
+    for ((frame, span), call) in spans.iter().zip(own) {
+        assert_eq!(*frame, call.frame);
+        let (low, high) = (
+            call.inside_ns - subtracted,
+            (call.around_ns - subtracted).max(0),
+        );
         assert!(
-            *span >= logged - subtracted,
-            "frame {frame}: span {span} ns < own {logged} ns - {subtracted} ns subtracted"
+            low <= *span && *span <= high,
+            "frame {frame}: span {span} ns outside the program's own {} to {} ns less {subtracted} ns subtracted",
+            call.inside_ns,
+            call.around_ns
         );
     }
-    let (p50_span, p50_own) = (
-        median(spans.iter().map(|s| s.1).collect()),
-        median(own.iter().map(|s| s.1).collect()),
-    );
-    assert!(
-        (p50_span - p50_own).abs() <= p50_own / 20,
-        "p50 {p50_span} ns vs the program's own {p50_own} ns ({subtracted} ns subtracted)"
-    );
 }
 
 /// The spans of `stage`: (frame, duration ns), by frame.
 fn spans_of(run: &framelab::model::Run, stage: &str) -> Vec<(u64, i64)> {
+    let mut spans: Vec<(u64, i64)> = spans_in_time_order(run, stage)
+        .iter()
+        .map(|s| (s.frame, s.dur_ns))
+        .collect();
+    spans.sort();
+    spans
+}
+
+/// The spans of `stage` in the order they started.
+fn spans_in_time_order(run: &framelab::model::Run, stage: &str) -> Vec<framelab::model::Span> {
     let index = run
         .stages
         .iter()
         .position(|s| s == stage)
         .expect("the stage") as u16;
-    let mut spans: Vec<(u64, i64)> = run
+    let mut spans: Vec<_> = run
         .spans
         .iter()
         .filter(|s| s.stage == index)
-        .map(|s| (s.frame, s.dur_ns))
+        .copied()
         .collect();
-    spans.sort();
+    spans.sort_by_key(|s| s.start_ns);
     spans
 }
 
@@ -249,17 +283,13 @@ fn function_probe_spans_are_the_programs_calls_with_its_frame_ids_and_durations(
     let spans = spans_of(&run, "encode");
     // Exactly its calls, each with its argument as the frame id.
     assert_eq!(spans.len(), 300, "{}", stderr(&out));
-    let own_frames: Vec<u64> = own.iter().map(|(f, _)| *f).collect();
-    let span_frames: Vec<u64> = spans.iter().map(|(f, _)| *f).collect();
-    assert_eq!(span_frames, own_frames);
     let facts = &run.meta.session.probes[0];
     assert_eq!((facts.hits, facts.spans), (300, 300));
     let subtracted = facts.subtracted_ns.expect("the in-span cost was measured");
     assert!(subtracted > 0, "{facts:?}");
-    // Entry and return enclose the program's own two clock reads, less the probes' cost
-    // taken off: a span may come out shorter than the program's own log by what the
-    // traps of this call cost less than the calibration's median.
-    assert_matches_own_log(&spans, &own, subtracted);
+    // Entry and return lie between the program's clock reads inside and around the call,
+    // less the probes' cost taken off.
+    assert_within_own_log(&spans, &own, subtracted);
     // The header says where the stage came from, what a call cost and what was taken off.
     let report = stdout(&out);
     assert!(report.contains("probes    encode uprobe"), "{report}");
@@ -275,8 +305,9 @@ fn function_probe_spans_are_the_programs_calls_with_its_frame_ids_and_durations(
 }
 
 #[test]
-fn an_empty_function_probed_comes_out_near_zero_once_the_probes_cost_is_taken_off() {
-    let test = "an_empty_function_probed_comes_out_near_zero_once_the_probes_cost_is_taken_off";
+fn an_empty_function_probed_lasts_what_the_program_timed_around_it_less_the_probes_cost() {
+    let test =
+        "an_empty_function_probed_lasts_what_the_program_timed_around_it_less_the_probes_cost";
     if !uprobes_or_skip(test) {
         return;
     }
@@ -294,20 +325,30 @@ fn an_empty_function_probed_comes_out_near_zero_once_the_probes_cost_is_taken_of
         framelab::probes::cost::InstructionClass::Push
     );
     let subtracted = facts.subtracted_ns.expect("the in-span cost was measured");
-    let spans: Vec<i64> = spans_of(&run, "empty").iter().map(|s| s.1).collect();
-    assert_eq!(spans.len(), 2000);
-    // The function does nothing: what the probes recorded of it was their own cost, and
-    // with it taken off the typical span is a small fraction of it (on the old code the
-    // median was the whole of it, 1.3 µs; here 0 to 0.07 µs of 1.2 µs subtracted over
-    // eight runs on the loaded development VM).
-    let p50 = median(spans.clone());
-    assert!(
-        p50 <= subtracted / 2,
-        "median span {p50} ns of an empty function, {subtracted} ns subtracted"
-    );
-    // Spans that came out shorter than what was taken off are counted and made 0, never
-    // negative (a span exactly as long as what was taken off is 0 too, not counted).
-    assert!(spans.iter().all(|&s| s >= 0));
+    assert!(subtracted > 0, "{facts:?}");
+    let spans: Vec<i64> = spans_in_time_order(&run, "empty")
+        .iter()
+        .map(|s| s.dur_ns)
+        .collect();
+    let around: Vec<i64> = std::fs::read_to_string(log.with_extension("log.empty"))
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!((spans.len(), around.len()), (2000, 2000));
+    // The function does nothing: what the probes record of it is their own cost, and the
+    // program's clock reads around each call hold both traps whole. With the cost taken
+    // off, a span is never negative and never more than that less the subtraction,
+    // whatever the load. (How near 0 the typical span comes is a figure of the machine:
+    // benches/probes.sh.)
+    for (call, (span, around)) in spans.iter().zip(&around).enumerate() {
+        assert!(
+            0 <= *span && *span <= (around - subtracted).max(0),
+            "call {call}: span {span} ns, {around} ns timed around it, {subtracted} ns subtracted"
+        );
+    }
+    // Spans that came out shorter than what was taken off are counted and made 0 (a span
+    // exactly as long as what was taken off is 0 too, not counted).
     let zero = spans.iter().filter(|&&s| s == 0).count() as u64;
     assert!(
         facts.clamped <= zero,
@@ -760,11 +801,9 @@ fn usdt_spans_and_events_match_the_programs_own_log() {
     assert_eq!(spans.len(), own.len(), "{}", stderr(&out));
     let facts = &run.meta.session.probes[0];
     let subtracted = facts.subtracted_ns.expect("the in-span cost was measured");
-    for ((frame, _), (own_frame, _)) in spans.iter().zip(&own) {
-        assert_eq!(frame, own_frame);
-    }
-    // Begin and end enclose the program's own clock reads, less what was taken off.
-    assert_matches_own_log(&spans, &own, subtracted);
+    // Begin and end lie between the program's clock reads inside and around them, less
+    // what was taken off.
+    assert_within_own_log(&spans, &own, subtracted);
     // The event fires only with its semaphore raised: one per frame, keyed by the frame.
     let done = run
         .event_names
@@ -778,7 +817,7 @@ fn usdt_spans_and_events_match_the_programs_own_log() {
         .map(|e| e.key)
         .collect();
     keys.sort();
-    let frames: Vec<u64> = own.iter().map(|o| o.0).collect();
+    let frames: Vec<u64> = own.iter().map(|o| o.frame).collect();
     assert_eq!(keys, frames);
     let report = stdout(&out);
     assert!(report.contains("encode usdt "), "{report}");
