@@ -426,6 +426,62 @@ pub struct SessionFacts {
     /// `run --pair STAGE=START:END[:KEY]`: what each made of the run's events.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub probe_pairs: Vec<PairFacts>,
+    /// The machine's CPU time that no task had over the window (stolen by the hypervisor,
+    /// in interrupts); `None` for runs recorded before it was kept, or without /proc/stat.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_taken: Option<CpuTakenFacts>,
+}
+
+/// The machine's CPU time over the window that the scheduler never gave a task, from
+/// `/proc/stat` (clock ticks): a thread on a CPU losing it looks on CPU meanwhile.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CpuTakenFacts {
+    /// CPUs counted (those online at both readings).
+    pub cpus: u32,
+    /// Between the two readings: the window.
+    pub wall_ns: i64,
+    /// The tick `/proc/stat` counts in: no figure is finer.
+    pub tick_ns: i64,
+    /// Summed over the CPUs: stolen by the hypervisor, in hard and in soft interrupts.
+    pub steal_ns: i64,
+    pub irq_ns: i64,
+    pub softirq_ns: i64,
+    /// The CPU that lost the most (all three), and how much.
+    pub most_taken_cpu: u32,
+    pub most_taken_ns: i64,
+}
+
+impl CpuTakenFacts {
+    /// Of all the CPUs' time over the window, the share no task had (0..1).
+    pub fn share(&self) -> f64 {
+        self.of_all(self.steal_ns + self.irq_ns + self.softirq_ns)
+    }
+
+    /// `ns` as a share of all the CPUs' time over the window (0..1).
+    pub fn of_all(&self, ns: i64) -> f64 {
+        let all = self.cpus as f64 * self.wall_ns as f64;
+        if all > 0.0 {
+            ns as f64 / all
+        } else {
+            0.0
+        }
+    }
+
+    /// Of the CPU that lost most, the share of its time (0..1).
+    pub fn most_share(&self) -> f64 {
+        if self.wall_ns > 0 {
+            self.most_taken_ns as f64 / self.wall_ns as f64
+        } else {
+            0.0
+        }
+    }
+
+    /// Enough to stretch frames visibly: 2% of the machine, or 5% of one CPU, and more than
+    /// the two ticks a reading's rounding could make of nothing.
+    pub fn notable(&self) -> bool {
+        self.most_taken_ns > 2 * self.tick_ns && (self.share() >= 0.02 || self.most_share() >= 0.05)
+    }
 }
 
 /// One `run --pair STAGE=START:END[:KEY]` (docs/probes.md): its spans are ordinary rows of

@@ -279,6 +279,10 @@ pub struct Analysis {
     /// counted over the window; `None` for runs recorded before it was kept and imports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_group: Option<crate::model::RunGroupFacts>,
+    /// The machine's CPU time over the window that no task had (stolen by the hypervisor,
+    /// in interrupts); `None` for runs recorded before it was kept and imports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_taken: Option<crate::model::CpuTakenFacts>,
     /// On-CPU, runnable and blocked time of the spans; `None` for a run recorded without a
     /// scheduler timeline.
     #[serde(default, skip_serializing_if = "Option::is_none")]

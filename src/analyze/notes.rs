@@ -85,6 +85,24 @@ fn first_detail(details: &[String]) -> String {
         .unwrap_or_default()
 }
 
+/// Time the CPUs spent on no task: where it went, and what it does to the figures.
+fn cpu_taken_note(t: &crate::model::CpuTakenFacts) -> String {
+    let interrupts_ns = t.irq_ns + t.softirq_ns;
+    let whose = if t.steal_ns >= interrupts_ns {
+        "Stolen time is other work on the VM's host: a run on a quieter host shows how much it cost."
+    } else {
+        "Interrupt time is the machine's devices and network stack at work, this run's own traffic included: /proc/interrupts and /proc/softirqs say which."
+    };
+    format!(
+        "{:.1}% of the CPUs' time over the window ran no task ({:.1}% stolen by the hypervisor, {:.1}% in interrupts; CPU {} lost {:.1}% of its own; /proc/stat): a thread on a CPU losing that time looked on CPU meanwhile, so its spans and frames were stretched by time the scheduler line cannot name. {whose}",
+        100.0 * t.share(),
+        100.0 * t.of_all(t.steal_ns),
+        100.0 * t.of_all(interrupts_ns),
+        t.most_taken_cpu,
+        100.0 * t.most_share()
+    )
+}
+
 /// What went wrong with the recording itself: a session directory removed under the run,
 /// rings the program corrupted or framelab could not read, threads that could not record,
 /// users who could not join.
@@ -107,6 +125,9 @@ fn session_notes(meta: &RunMeta) -> Vec<String> {
             .iter()
             .flat_map(|p| p.notes.iter().cloned()),
     );
+    if let Some(taken) = facts.cpu_taken.as_ref().filter(|t| t.notable()) {
+        notes.push(cpu_taken_note(taken));
+    }
     if let Some(at) = facts.session_lost_ns {
         notes.push(format!(
             "The session directory was removed {} after launch, while the run was recording (by another framelab that took it for stale, or by hand): threads that started after that were not recorded, so this run is incomplete.",
@@ -351,6 +372,56 @@ mod tests {
             ..RunMeta::default()
         };
         assert!(notes(&meta, &window(0, 10), &facts()).is_empty());
+    }
+
+    #[test]
+    fn cpu_time_no_task_had_is_a_note_only_when_it_can_stretch_frames() {
+        let taken = crate::model::CpuTakenFacts {
+            cpus: 2,
+            wall_ns: 10_000_000_000,
+            tick_ns: 10_000_000,
+            steal_ns: 500_000_000,
+            irq_ns: 40_000_000,
+            softirq_ns: 60_000_000,
+            most_taken_cpu: 1,
+            most_taken_ns: 450_000_000,
+        };
+        let meta = |taken: crate::model::CpuTakenFacts| RunMeta {
+            end_reason: EndReason::Duration,
+            session: crate::model::SessionFacts {
+                cpu_taken: Some(taken),
+                ..Default::default()
+            },
+            ..RunMeta::default()
+        };
+        let n = notes(&meta(taken.clone()), &window(0, 10), &facts());
+        assert_eq!(
+            n,
+            [
+                "3.0% of the CPUs' time over the window ran no task (2.5% stolen by the \
+              hypervisor, 0.5% in interrupts; CPU 1 lost 4.5% of its own; /proc/stat): a \
+              thread on a CPU losing that time looked on CPU meanwhile, so its spans and frames \
+              were stretched by time the scheduler line cannot name. Stolen time is other work \
+              on the VM's host: a run on a quieter host shows how much it cost."
+            ]
+        );
+        // Interrupts rather than the host: where to look instead.
+        let interrupted = crate::model::CpuTakenFacts {
+            steal_ns: 0,
+            softirq_ns: 560_000_000,
+            ..taken.clone()
+        };
+        let n = notes(&meta(interrupted), &window(0, 10), &facts());
+        assert!(
+            n[0].contains("(0.0% stolen by the hypervisor, 3.0% in interrupts;")
+                && n[0].ends_with("/proc/interrupts and /proc/softirqs say which."),
+            "{n:?}"
+        );
+        let quiet = crate::model::CpuTakenFacts {
+            steal_ns: 0,
+            ..taken
+        };
+        assert!(notes(&meta(quiet), &window(0, 10), &facts()).is_empty());
     }
 
     #[test]

@@ -377,6 +377,7 @@ fn assemble_all(run: &Run, facts: SpanFacts) -> Analysis {
             })
             .collect(),
         run_group: meta.session.run_group.clone(),
+        cpu_taken: meta.session.cpu_taken.clone(),
         // Filled by `sched::apply`, which needs the spans again.
         sched: None,
         probes: crate::probes::summary(meta),

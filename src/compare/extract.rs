@@ -84,6 +84,8 @@ pub struct RunData {
     pub histograms: Vec<crate::model::Histogram>,
     /// The run holds imported histograms and no spans: compared histogram by histogram.
     pub histogram_only: bool,
+    /// The machine's CPU time over the window that no task had (stolen, in interrupts).
+    pub cpu_taken: Option<crate::model::CpuTakenFacts>,
 }
 
 /// A loaded run, every value kept.
@@ -272,6 +274,7 @@ fn from_analysis(a: &Analysis) -> RunData {
         energy: (a.telemetry.iter())
             .flat_map(|t| t.energy.iter().cloned())
             .collect(),
+        cpu_taken: a.cpu_taken.clone(),
         ..RunData::default()
     }
 }

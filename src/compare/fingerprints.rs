@@ -1,5 +1,6 @@
 //! Runs whose environment differs are not silently mixed: every difference in the
-//! fingerprints of the runs compared becomes a note, and so does a busy machine.
+//! fingerprints of the runs compared becomes a note, and so does a busy machine, and CPU
+//! time that no task had (a hypervisor's steal, interrupts) enough to stretch frames.
 
 use std::collections::BTreeMap;
 
@@ -64,7 +65,33 @@ pub fn differences(runs: &[LoadedRun]) -> Vec<String> {
             runs[0].fingerprint.cores
         ));
     }
+    notes.extend(cpu_taken(runs));
     notes
+}
+
+/// Runs whose CPUs lost enough time to no task to stretch frames (`CpuTakenFacts::notable`),
+/// by variant, with the largest share of one CPU's time.
+fn cpu_taken(runs: &[LoadedRun]) -> Option<String> {
+    let mut by_variant: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut worst: f64 = 0.0;
+    for r in runs {
+        let taken = r.data.as_ref().and_then(|d| d.cpu_taken.as_ref());
+        if let Some(t) = taken.filter(|t| t.notable()) {
+            *by_variant.entry(&r.variant).or_insert(0) += 1;
+            worst = worst.max(t.most_share());
+        }
+    }
+    if by_variant.is_empty() {
+        return None;
+    }
+    let who: Vec<String> = (by_variant.iter())
+        .map(|(v, n)| format!("{v} ×{n}"))
+        .collect();
+    Some(format!(
+        "the CPUs lost time to no task (stolen by the hypervisor, in interrupts) in {} (up to {:.1}% of one CPU's time; each run's report says how much): their frames were stretched by it, so part of any difference may come from that",
+        who.join(", "),
+        100.0 * worst
+    ))
 }
 
 #[cfg(test)]
@@ -89,6 +116,36 @@ mod tests {
             },
             data: None,
         }
+    }
+
+    #[test]
+    fn runs_whose_cpus_lost_time_to_no_task_are_named_by_variant() {
+        let taken = |steal_ms: i64| crate::model::CpuTakenFacts {
+            cpus: 2,
+            wall_ns: 10_000_000_000,
+            tick_ns: 10_000_000,
+            steal_ns: steal_ms * 1_000_000,
+            most_taken_cpu: 0,
+            most_taken_ns: steal_ms * 1_000_000,
+            ..Default::default()
+        };
+        let with = |variant: &str, steal_ms: i64| LoadedRun {
+            data: Some(super::super::extract::RunData {
+                cpu_taken: Some(taken(steal_ms)),
+                ..Default::default()
+            }),
+            ..run(variant, "6.1", 0.1)
+        };
+        let notes = differences(&[with("a", 10), with("b", 600), with("b", 800), with("a", 0)]);
+        assert_eq!(
+            notes,
+            [
+                "the CPUs lost time to no task (stolen by the hypervisor, in interrupts) in b ×2 \
+              (up to 8.0% of one CPU's time; each run's report says how much): their frames \
+              were stretched by it, so part of any difference may come from that"
+            ]
+        );
+        assert!(differences(&[with("a", 10), with("b", 20)]).is_empty());
     }
 
     #[test]

@@ -369,6 +369,27 @@ fn run_group(a: &Analysis) -> Option<Line> {
     Some(joined(parts))
 }
 
+/// The machine's CPU time over the window that no task had: the hypervisor's and the
+/// interrupts'. A thread on a CPU losing it looks on CPU, so it stretches frames unnamed.
+fn cpu_taken(a: &Analysis) -> Option<Line> {
+    let t = a.cpu_taken.as_ref()?;
+    let text = format!(
+        "{:.1}% of the time of {} ran no task: {:.1}% stolen by the hypervisor, {:.1}% in interrupts · CPU {} lost most, {:.1}% (/proc/stat, {} ms ticks)",
+        100.0 * t.share(),
+        plural(u64::from(t.cpus), "CPU", "CPUs"),
+        100.0 * t.of_all(t.steal_ns),
+        100.0 * t.of_all(t.irq_ns + t.softirq_ns),
+        t.most_taken_cpu,
+        100.0 * t.most_share(),
+        t.tick_ns / 1_000_000
+    );
+    Some(if t.notable() {
+        toned(text, Tone::Warning)
+    } else {
+        plain(text)
+    })
+}
+
 /// Total CPU time with no more precision than its source: ms below a second, else s.
 fn cpu_total(ns: i64, resolution_ns: i64) -> String {
     let resolution = if resolution_ns > 0 {
@@ -676,6 +697,7 @@ pub fn facts_in(a: &Analysis, verbose: bool) -> Vec<(&'static str, Line)> {
         ("fps", fps(a, verbose).map(plain)),
         ("cpu", cpu(a).map(plain)),
         ("run group", run_group(a)),
+        ("cpu taken", cpu_taken(a)),
         ("counters", counters(a)),
         ("late", late(a)),
         ("stutter", stutter(a)),
@@ -754,6 +776,50 @@ mod tests {
             line.contains("sleep pair enter:exit by tid · 40 spans"),
             "{line}"
         );
+    }
+
+    #[test]
+    fn the_cpu_taken_line_gives_shares_of_the_machine_and_of_the_cpu_that_lost_most() {
+        // 2 CPUs for 10 s: 0.5 s stolen, 0.1 s in interrupts, 0.45 s of it from CPU 1.
+        let taken = crate::model::CpuTakenFacts {
+            cpus: 2,
+            wall_ns: 10_000_000_000,
+            tick_ns: 10_000_000,
+            steal_ns: 500_000_000,
+            irq_ns: 40_000_000,
+            softirq_ns: 60_000_000,
+            most_taken_cpu: 1,
+            most_taken_ns: 450_000_000,
+        };
+        let a = Analysis {
+            cpu_taken: Some(taken.clone()),
+            ..Analysis::default()
+        };
+        assert_eq!(
+            text_of(cpu_taken(&a), &Style::default()),
+            "3.0% of the time of 2 CPUs ran no task: 2.5% stolen by the hypervisor, 0.5% in \
+             interrupts · CPU 1 lost most, 4.5% (/proc/stat, 10 ms ticks)"
+        );
+        // 3% of the machine is notable; 1% of it, 4.5% of one CPU, is not; nor are two
+        // ticks, whatever share of a short window they are.
+        assert!(taken.notable());
+        let quieter = crate::model::CpuTakenFacts {
+            steal_ns: 100_000_000,
+            irq_ns: 0,
+            softirq_ns: 100_000_000,
+            ..taken.clone()
+        };
+        assert!(!quieter.notable());
+        let two_ticks = crate::model::CpuTakenFacts {
+            wall_ns: 100_000_000,
+            steal_ns: 20_000_000,
+            irq_ns: 0,
+            softirq_ns: 0,
+            most_taken_ns: 20_000_000,
+            ..taken
+        };
+        assert!(!two_ticks.notable());
+        assert_eq!(cpu_taken(&Analysis::default()), None);
     }
 
     #[test]

@@ -95,6 +95,8 @@ pub struct Collector {
     window_closed: bool,
     /// framelab's own CPU when the window opened.
     own_cpu_at_start_ns: i64,
+    /// The machine's interrupt and stolen ticks at the window's opening, and when.
+    cpu_times_at_start: Option<(super::cpu_taken::CpuTimes, i64)>,
     /// Ring problems worth a line on stderr, said once each.
     warnings: HashSet<String>,
     /// Users other than the session's owner that processes of the run ran as (uid → pids),
@@ -177,6 +179,7 @@ impl Collector {
             unready: HashMap::new(),
             window_closed: false,
             own_cpu_at_start_ns: 0,
+            cpu_times_at_start: None,
             warnings: HashSet::new(),
             other_users: Default::default(),
             users_checked: HashSet::new(),
@@ -436,6 +439,7 @@ impl Collector {
             sampler.open_window();
         }
         self.own_cpu_at_start_ns = own_cpu_ns();
+        self.cpu_times_at_start = super::cpu_taken::CpuTimes::read().map(|t| (t, now));
     }
 
     /// No frame came before the run ended: the provisional window from launch was the window.
@@ -467,6 +471,12 @@ impl Collector {
             sampler.close_window();
         }
         self.meta.collector_cpu_ns = own_cpu_ns() - self.own_cpu_at_start_ns;
+        if let (Some((start, at)), Some(end)) =
+            (&self.cpu_times_at_start, super::cpu_taken::CpuTimes::read())
+        {
+            let tick_ns = 1_000_000_000 / super::procfs::system_ticks_per_second();
+            self.meta.session.cpu_taken = Some(end.since(start, now - at, tick_ns));
+        }
     }
 
     pub fn set_exit(&mut self, exit: ExitInfo) {

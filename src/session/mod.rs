@@ -4,6 +4,7 @@
 
 mod accounting;
 mod collect;
+mod cpu_taken;
 mod dir;
 mod dirwatch;
 mod executor;

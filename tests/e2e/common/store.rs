@@ -90,6 +90,16 @@ pub fn finished_meta(name: &str) -> RunMeta {
             }],
             probe_records_lost: 2,
             probe_busiest_thread: Some((4243, 720_000)),
+            cpu_taken: Some(framelab::model::CpuTakenFacts {
+                cpus: 2,
+                wall_ns: 12_003_000_000,
+                tick_ns: 10_000_000,
+                steal_ns: 20_000_000,
+                irq_ns: 0,
+                softirq_ns: 30_000_000,
+                most_taken_cpu: 1,
+                most_taken_ns: 40_000_000,
+            }),
             probe_pairs: vec![framelab::model::PairFacts {
                 stage: "sleep".into(),
                 start: "enter".into(),

@@ -2,6 +2,7 @@
 
 mod accounting;
 mod basics;
+mod cpu_taken;
 mod disk_full;
 mod drain;
 mod guard;

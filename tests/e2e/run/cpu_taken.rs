@@ -1,0 +1,79 @@
+//! The machine's CPU time that no task had over the window (stolen by the hypervisor, in
+//! interrupts): what the run file and the report say lies within what `/proc/stat` counted
+//! between this test's own readings just before and just after the run.
+
+use crate::common;
+
+use common::*;
+use std::collections::BTreeMap;
+
+/// Per CPU: (irq, softirq, steal) ticks, read here with no framelab code.
+fn proc_stat() -> BTreeMap<u32, [i64; 3]> {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    stat.lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let cpu = fields.next()?.strip_prefix("cpu")?.parse().ok()?;
+            // cpuN user nice system idle iowait irq softirq steal
+            let n: Vec<i64> = fields.map(|f| f.parse().unwrap()).collect();
+            Some((cpu, [n[5], n[6], n[7]]))
+        })
+        .collect()
+}
+
+#[test]
+fn cpu_time_no_task_had_is_within_what_proc_stat_counted_around_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp_run(&dir, "taken");
+    let tick_ns = 1_000_000_000 / framelab::session::procfs::system_ticks_per_second();
+    let (before, started) = (proc_stat(), std::time::Instant::now());
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&file)
+        .arg("--")
+        .arg(example("testprog"))
+        .args(["rate", "2000", "2"])
+        .output()
+        .unwrap();
+    let (after, elapsed_ns) = (proc_stat(), started.elapsed().as_nanos() as i64);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = report_json(&file);
+    let taken = &report["cpu_taken"];
+    let field = |name: &str| {
+        taken[name]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{name}: {taken}"))
+    };
+    // Every CPU of the machine, in its ticks, between two readings inside the run.
+    assert_eq!(field("cpus") as usize, after.len(), "{taken}");
+    assert_eq!(field("tick_ns"), tick_ns);
+    assert!(
+        (1..=elapsed_ns).contains(&field("wall_ns")),
+        "{taken}: the run took {elapsed_ns} ns"
+    );
+    // Each figure at most what the kernel counted around the whole run, category by
+    // category and for the CPU that lost most: a wrong column or unit overshoots.
+    let around = |cpu: &u32, i: usize| (after[cpu][i] - before[cpu][i]) * tick_ns;
+    let total = |i: usize| after.keys().map(|cpu| around(cpu, i)).sum::<i64>();
+    for (i, name) in ["irq_ns", "softirq_ns", "steal_ns"].into_iter().enumerate() {
+        assert!(
+            (0..=total(i)).contains(&field(name)),
+            "{name}: {taken}, /proc/stat counted {} around the run",
+            total(i)
+        );
+    }
+    let most = field("most_taken_cpu") as u32;
+    let most_around: i64 = (0..3).map(|i| around(&most, i)).sum();
+    assert!(
+        field("most_taken_ns") <= most_around,
+        "{taken}: {most_around}"
+    );
+    let all_taken = field("irq_ns") + field("softirq_ns") + field("steal_ns");
+    assert!(field("most_taken_ns") <= all_taken, "{taken}");
+    // The report says it in one line.
+    assert!(
+        stdout(&out).contains("cpu taken ") && stdout(&out).contains("(/proc/stat, "),
+        "{}",
+        stdout(&out)
+    );
+}
