@@ -438,8 +438,9 @@ impl Collector {
         if let Some(sampler) = &self.sampler {
             sampler.open_window();
         }
-        self.own_cpu_at_start_ns = own_cpu_ns();
+        // Read before framelab's own CPU is: the window's collector figure leaves it out.
         self.cpu_times_at_start = super::cpu_taken::CpuTimes::read().map(|t| (t, now));
+        self.own_cpu_at_start_ns = own_cpu_ns();
     }
 
     /// No frame came before the run ended: the provisional window from launch was the window.
