@@ -477,6 +477,21 @@ impl CpuTakenFacts {
         }
     }
 
+    /// 2 CPUs for 10 s: 0.5 s stolen, 0.1 s in interrupts, 0.45 s of it from CPU 1 (tests).
+    #[cfg(test)]
+    pub fn two_cpus_losing_3_percent() -> CpuTakenFacts {
+        CpuTakenFacts {
+            cpus: 2,
+            wall_ns: 10_000_000_000,
+            tick_ns: 10_000_000,
+            steal_ns: 500_000_000,
+            irq_ns: 40_000_000,
+            softirq_ns: 60_000_000,
+            most_taken_cpu: 1,
+            most_taken_ns: 450_000_000,
+        }
+    }
+
     /// Enough to stretch frames visibly: 2% of the machine, or 5% of one CPU, and more than
     /// the two ticks a reading's rounding could make of nothing.
     pub fn notable(&self) -> bool {

@@ -376,16 +376,7 @@ mod tests {
 
     #[test]
     fn cpu_time_no_task_had_is_a_note_only_when_it_can_stretch_frames() {
-        let taken = crate::model::CpuTakenFacts {
-            cpus: 2,
-            wall_ns: 10_000_000_000,
-            tick_ns: 10_000_000,
-            steal_ns: 500_000_000,
-            irq_ns: 40_000_000,
-            softirq_ns: 60_000_000,
-            most_taken_cpu: 1,
-            most_taken_ns: 450_000_000,
-        };
+        let taken = crate::model::CpuTakenFacts::two_cpus_losing_3_percent();
         let meta = |taken: crate::model::CpuTakenFacts| RunMeta {
             end_reason: EndReason::Duration,
             session: crate::model::SessionFacts {

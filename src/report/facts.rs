@@ -780,17 +780,7 @@ mod tests {
 
     #[test]
     fn the_cpu_taken_line_gives_shares_of_the_machine_and_of_the_cpu_that_lost_most() {
-        // 2 CPUs for 10 s: 0.5 s stolen, 0.1 s in interrupts, 0.45 s of it from CPU 1.
-        let taken = crate::model::CpuTakenFacts {
-            cpus: 2,
-            wall_ns: 10_000_000_000,
-            tick_ns: 10_000_000,
-            steal_ns: 500_000_000,
-            irq_ns: 40_000_000,
-            softirq_ns: 60_000_000,
-            most_taken_cpu: 1,
-            most_taken_ns: 450_000_000,
-        };
+        let taken = crate::model::CpuTakenFacts::two_cpus_losing_3_percent();
         let a = Analysis {
             cpu_taken: Some(taken.clone()),
             ..Analysis::default()
