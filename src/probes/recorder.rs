@@ -776,6 +776,83 @@ mod tests {
         );
     }
 
+    /// A recorder of one `--probe` whose calibration measured `subtract_ns` inside each span,
+    /// with no events opened: hits are handed to it as the drain would.
+    fn recorder_subtracting(subtract_ns: Option<i64>) -> Recorder {
+        let request = ProbeRequest::parse("encode=prog:encode_frame").unwrap();
+        Recorder {
+            probes: vec![Attached {
+                request,
+                any_task: false,
+                point: super::super::ProbePoint {
+                    path: "/tmp/prog".into(),
+                    file_offset: 0x1100,
+                    semaphore_offset: 0,
+                    function: "encode_frame".into(),
+                    class: InstructionClass::Push,
+                },
+                frames: FrameSource::CallCount,
+                hits_per_call: 2,
+                cost_ns: Some(2_400),
+                subtract_ns,
+                hits: 0,
+                spans: 0,
+                unmatched_returns: 0,
+                clamped: 0,
+            }],
+            pairs: Vec::new(),
+            frame_probe: None,
+            rings: Vec::new(),
+            others: Vec::new(),
+            roles: HashMap::new(),
+            members: Membership::new(1, Vec::new()),
+            open: HashMap::new(),
+            frame: 0,
+            thread_cost: HashMap::new(),
+            lost: 0,
+            batch: Vec::new(),
+        }
+    }
+
+    fn hit(time: u64, role: Role) -> Hit {
+        Hit {
+            time,
+            role,
+            probe: 0,
+            pid: 7,
+            tid: 7,
+            key: 0,
+        }
+    }
+
+    #[test]
+    fn each_span_of_a_probe_loses_what_its_calibration_measured_inside_spans() {
+        let mut recorder = recorder_subtracting(Some(1_000));
+        let mut drained = Drained::default();
+        for (time, role) in [
+            (10_000, Role::Begin),
+            (15_000, Role::End),
+            // Quicker than what is taken off: made 0 long at its middle, and counted.
+            (20_000, Role::Begin),
+            (20_600, Role::End),
+        ] {
+            recorder.apply(hit(time, role), true, &mut drained);
+        }
+        let spans: Vec<(i64, i64, u64)> = (drained.spans.iter())
+            .map(|s| (s.start_mono_ns, s.end_mono_ns, s.frame))
+            .collect();
+        assert_eq!(spans, [(10_500, 14_500, 1), (20_300, 20_300, 2)]);
+        let probe = &recorder.probes[0];
+        assert_eq!((probe.spans, probe.clamped), (2, 1));
+        // Where the cost could not be measured, nothing is taken off.
+        let mut recorder = recorder_subtracting(None);
+        let mut drained = Drained::default();
+        recorder.apply(hit(10_000, Role::Begin), true, &mut drained);
+        recorder.apply(hit(15_000, Role::End), true, &mut drained);
+        let span = &drained.spans[0];
+        assert_eq!((span.start_mono_ns, span.end_mono_ns), (10_000, 15_000));
+    }
+
     #[test]
     fn samples_decode_to_hits_with_their_key() {
         let role = |role, key| EventRole {
