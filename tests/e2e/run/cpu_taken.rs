@@ -24,17 +24,9 @@ fn proc_stat() -> BTreeMap<u32, [i64; 3]> {
 #[test]
 fn cpu_time_no_task_had_is_within_what_proc_stat_counted_around_the_run() {
     let dir = tempfile::tempdir().unwrap();
-    let file = temp_run(&dir, "taken");
     let tick_ns = 1_000_000_000 / framelab::session::procfs::system_ticks_per_second();
     let (before, started) = (proc_stat(), std::time::Instant::now());
-    let out = framelab()
-        .args(["run", "-o"])
-        .arg(&file)
-        .arg("--")
-        .arg(example("testprog"))
-        .args(["rate", "2000", "2"])
-        .output()
-        .unwrap();
+    let (out, file) = run_testprog(&dir, "taken", &[], &["rate", "2000", "2"]);
     let (after, elapsed_ns) = (proc_stat(), started.elapsed().as_nanos() as i64);
     assert!(out.status.success(), "{}", stderr(&out));
     let report = report_json(&file);

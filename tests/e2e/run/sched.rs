@@ -295,16 +295,13 @@ fn without_tracepoints_schedstat_splits_the_spans_more_coarsely() {
 fn a_refused_tracepoint_says_how_to_get_it_and_the_run_goes_on() {
     // Behave as an unprivileged user: EACCES from perf_event_open.
     let dir = tempfile::tempdir().unwrap();
-    let path = temp_run(&dir, "refused");
-    let out = framelab()
-        .env("FRAMELAB_TEST_PERF_ERRNO", "13")
-        .args(["run", "-o"])
-        .arg(&path)
-        .arg("--")
-        .arg(example("testprog"))
-        .args(["work", "200", "500"])
-        .output()
-        .unwrap();
+    let (out, path) = run_testprog_with_env(
+        &dir,
+        "refused",
+        &[("FRAMELAB_TEST_PERF_ERRNO", "13")],
+        &[],
+        &["work", "200", "500"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let warnings: Vec<String> = stderr(&out)
         .lines()
