@@ -455,7 +455,12 @@ pub struct CpuTakenFacts {
 impl CpuTakenFacts {
     /// Of all the CPUs' time over the window, the share no task had (0..1).
     pub fn share(&self) -> f64 {
-        self.of_all(self.steal_ns + self.irq_ns + self.softirq_ns)
+        self.of_all(self.steal_ns + self.interrupts_ns())
+    }
+
+    /// In interrupts, hard and soft, summed over the CPUs.
+    pub fn interrupts_ns(&self) -> i64 {
+        self.irq_ns + self.softirq_ns
     }
 
     /// `ns` as a share of all the CPUs' time over the window (0..1).

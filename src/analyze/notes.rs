@@ -87,8 +87,7 @@ fn first_detail(details: &[String]) -> String {
 
 /// Time the CPUs spent on no task: where it went, and what it does to the figures.
 fn cpu_taken_note(t: &crate::model::CpuTakenFacts) -> String {
-    let interrupts_ns = t.irq_ns + t.softirq_ns;
-    let whose = if t.steal_ns >= interrupts_ns {
+    let whose = if t.steal_ns >= t.interrupts_ns() {
         "Stolen time is other work on the VM's host: a run on a quieter host shows how much it cost."
     } else {
         "Interrupt time is the machine's devices and network stack at work, this run's own traffic included: /proc/interrupts and /proc/softirqs say which."
@@ -97,7 +96,7 @@ fn cpu_taken_note(t: &crate::model::CpuTakenFacts) -> String {
         "{:.1}% of the CPUs' time over the window ran no task ({:.1}% stolen by the hypervisor, {:.1}% in interrupts; CPU {} lost {:.1}% of its own; /proc/stat): a thread on a CPU losing that time looked on CPU meanwhile, so its spans and frames were stretched by time the scheduler line cannot name. {whose}",
         100.0 * t.share(),
         100.0 * t.of_all(t.steal_ns),
-        100.0 * t.of_all(interrupts_ns),
+        100.0 * t.of_all(t.interrupts_ns()),
         t.most_taken_cpu,
         100.0 * t.most_share()
     )

@@ -378,7 +378,7 @@ fn cpu_taken(a: &Analysis) -> Option<Line> {
         100.0 * t.share(),
         plural(u64::from(t.cpus), "CPU", "CPUs"),
         100.0 * t.of_all(t.steal_ns),
-        100.0 * t.of_all(t.irq_ns + t.softirq_ns),
+        100.0 * t.of_all(t.interrupts_ns()),
         t.most_taken_cpu,
         100.0 * t.most_share(),
         t.tick_ns / 1_000_000
