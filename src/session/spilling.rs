@@ -54,6 +54,9 @@ pub struct Spilling {
     by_sendfile: bool,
     /// No direct write before this (the last one was slow, or given up).
     direct_paused_until: Option<Instant>,
+    /// A direct write that took longer than this was slow (`DIRECT_SLOW`; tests of which
+    /// path records take, not of the disk's speed, make it never).
+    slow_write: Duration,
     /// Rings whose records are on their way past the page cache, by path.
     in_flight: HashMap<PathBuf, InFlight>,
     /// The run is ending (`settle`): no direct write starts, and one still going is given up.
@@ -131,6 +134,7 @@ impl Spilling {
             segments: conv.clock.segment_count(),
             by_sendfile: true,
             direct_paused_until: None,
+            slow_write: DIRECT_SLOW,
             in_flight: HashMap::new(),
             ending: false,
             counts_frames,
@@ -242,7 +246,7 @@ impl Spilling {
             let Some((result, took)) = part.outcome.take() else {
                 continue;
             };
-            if took > DIRECT_SLOW {
+            if took > self.slow_write {
                 log::debug!("a direct write took {took:?}");
                 self.pause_direct();
             }
@@ -834,9 +838,14 @@ mod tests {
     }
 
     /// `spill`'s direct writes through a plain descriptor where the filesystem takes none
-    /// (the same layout); `gate`d when given (a disk that writes only when told).
+    /// (the same layout); `gate`d when given (a disk that writes only when told, and whose
+    /// slowness the test makes). Ungated, the test's disk is the machine's: how long its
+    /// writes take on a loaded machine must not decide which path the records take.
     fn writing_direct(spill: &mut Spilling, gate: Option<mpsc::Receiver<()>>) {
         let path = spill.writer.path().to_owned();
+        if gate.is_none() {
+            spill.slow_write = Duration::MAX;
+        }
         match gate {
             Some(gate) => (spill.writer).direct_with(DirectWriter::gated(
                 DirectFile::buffered(&crate::spill::file::data_path(&path)),
