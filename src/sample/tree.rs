@@ -1,7 +1,8 @@
 //! Which processes the per-process sources look at: everything below framelab (the command
 //! and its descendants, orphans included since framelab is their subreaper) plus the
 //! watched ones. Walking the tree costs a directory read per process, so it is done a few
-//! times a second, not at every tick. Processes of a watched name are learnt at their exec
+//! times a second, not at every tick, and where the run has a cgroup of its own, only when
+//! its `cgroup.procs` says the tree changed (`TreeCache`). Processes of a watched name are learnt at their exec
 //! from the kernel's process events where framelab has them; else /proc is scanned for
 //! them every 2 s.
 
@@ -9,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::session::procevents::{ProcEvent, ProcEvents};
 use crate::session::procfs::Procfs;
+use crate::session::tree_cache::TreeCache;
 
 const REFRESH_EVERY: Duration = Duration::from_millis(200);
 /// Finding processes by name scans all of /proc: rarer still.
@@ -27,6 +29,9 @@ pub struct ProcessTree {
     /// Exec events, for `watched_names` (see `with_events`).
     events: Option<ProcEvents>,
     events_lost: u64,
+    /// The run's cgroup, which says when the tree below `root` must be walked again (see
+    /// `through_group`), and the clock its ages are told on.
+    group: Option<(TreeCache<u32>, Instant)>,
 }
 
 impl ProcessTree {
@@ -48,6 +53,7 @@ impl ProcessTree {
             names_refreshed: None,
             events: None,
             events_lost: 0,
+            group: None,
         }
     }
 
@@ -64,6 +70,7 @@ impl ProcessTree {
             names_refreshed: None,
             events: None,
             events_lost: 0,
+            group: None,
         }
     }
 
@@ -71,6 +78,13 @@ impl ProcessTree {
     /// /proc is scanned for them once, and again only if events were lost.
     pub fn with_events(mut self, events: ProcEvents) -> ProcessTree {
         self.events = Some(events);
+        self
+    }
+
+    /// Walks the tree below `root` only when the run's cgroup in `dir` lists other
+    /// processes than the last walk found, or that walk is a second old.
+    pub fn through_group(mut self, dir: std::path::PathBuf) -> ProcessTree {
+        self.group = Some((TreeCache::new(dir), Instant::now()));
         self
     }
 
@@ -92,14 +106,10 @@ impl ProcessTree {
     }
 
     fn refresh(&mut self, now: Instant) {
-        let mut pids = Vec::new();
-        if let Some(root) = self.root {
-            let mut stack = self.procfs.children(root);
-            while let Some(pid) = stack.pop() {
-                pids.push(pid);
-                stack.extend(self.procfs.children(pid));
-            }
-        }
+        let mut pids = match self.root {
+            Some(root) => self.walk_or_keep(root, now),
+            None => Vec::new(),
+        };
         pids.extend(
             self.watched_pids
                 .iter()
@@ -114,6 +124,20 @@ impl ProcessTree {
         pids.dedup();
         self.pids = pids;
         self.refreshed = Some(now);
+    }
+
+    /// The processes below `root`: the last walk's while the run's cgroup says it stands.
+    fn walk_or_keep(&mut self, root: u32, now: Instant) -> Vec<u32> {
+        let Some((cache, since)) = self.group.as_mut() else {
+            return walk_below(&self.procfs, root);
+        };
+        let now_ns = now.saturating_duration_since(*since).as_nanos() as i64;
+        if let Some(walk) = cache.still(now_ns) {
+            return walk;
+        }
+        let walk = walk_below(&self.procfs, root);
+        cache.walked(&walk, now_ns);
+        walk
     }
 
     fn refresh_names(&mut self, now: Instant) {
@@ -150,5 +174,65 @@ impl ProcessTree {
                 self.by_name.push(pid);
             }
         }
+    }
+}
+
+/// Every process below `root`, from each thread's `task/*/children`.
+fn walk_below(procfs: &Procfs, root: u32) -> Vec<u32> {
+    let mut pids = Vec::new();
+    let mut stack = procfs.children(root);
+    while let Some(pid) = stack.pop() {
+        pids.push(pid);
+        stack.extend(procfs.children(pid));
+    }
+    pids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake /proc where `parent` has `children` (in `task/PARENT/children`).
+    fn give_children(proc_root: &std::path::Path, parent: u32, children: &[u32]) {
+        let task = proc_root.join(format!("{parent}/task/{parent}"));
+        std::fs::create_dir_all(&task).unwrap();
+        let listed: Vec<String> = children.iter().map(u32::to_string).collect();
+        std::fs::write(task.join("children"), listed.join(" ")).unwrap();
+    }
+
+    #[test]
+    fn the_tree_is_walked_again_when_the_run_group_lists_other_processes() {
+        let proc_root = tempfile::tempdir().unwrap();
+        let group = tempfile::tempdir().unwrap();
+        let procs = group.path().join("cgroup.procs");
+        give_children(proc_root.path(), 1, &[20]);
+        give_children(proc_root.path(), 20, &[]);
+        std::fs::write(&procs, "20\n").unwrap();
+        let procfs = || Procfs::at(proc_root.path(), 100);
+        let mut tree = ProcessTree::below(procfs(), 1, Vec::new(), Vec::new())
+            .through_group(group.path().to_owned());
+        let mut walked_each_time = ProcessTree::below(procfs(), 1, Vec::new(), Vec::new());
+        let t0 = Instant::now();
+        assert_eq!(tree.pids(t0), [20]);
+        // A child the group does not list yet (as in a fake /proc: a real one lists a
+        // child at its birth): the last walk stands, where a tree without a group walks.
+        give_children(proc_root.path(), 20, &[21]);
+        give_children(proc_root.path(), 21, &[]);
+        let later = t0 + REFRESH_EVERY;
+        assert_eq!(
+            tree.pids(later),
+            [20],
+            "the group lists what the last walk found"
+        );
+        assert_eq!(walked_each_time.pids(later), [20, 21]);
+        // The group lists it: walked again.
+        std::fs::write(&procs, "20\n21\n").unwrap();
+        assert_eq!(tree.pids(later + REFRESH_EVERY), [20, 21]);
+        // And a second after the last walk, whatever the group says.
+        give_children(proc_root.path(), 21, &[22]);
+        give_children(proc_root.path(), 22, &[]);
+        assert_eq!(tree.pids(later + 2 * REFRESH_EVERY), [20, 21]);
+        let a_second_on = later + REFRESH_EVERY + Duration::from_secs(1);
+        assert_eq!(tree.pids(a_second_on), [20, 21, 22]);
     }
 }

@@ -195,7 +195,7 @@ pub struct Accounting {
     /// adopted as orphans or still to be reaped. Never this run's.
     foreign: BTreeSet<u32>,
     /// The run's cgroup, telling when the tree need not be walked again.
-    tree_cache: Option<TreeCache>,
+    tree_cache: Option<TreeCache<(u32, ProcessRole)>>,
     /// framelab is reaping a child (between its final reading and its reaping): a sweep
     /// from another thread waits for the next interval (`sweep`).
     reaping: bool,

@@ -31,7 +31,7 @@ mod setup;
 mod spilling;
 mod supervisor;
 pub mod taskstats;
-mod tree_cache;
+pub mod tree_cache;
 mod wake;
 pub mod watch;
 mod write;

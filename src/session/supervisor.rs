@@ -14,7 +14,7 @@
 //! decides anything. `drive` is the whole run: it makes what each state needs and walks
 //! the states in order.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -639,7 +639,8 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     let sweep = profiler
         .is_none()
         .then(|| (command_pid, opts.accounting_every()));
-    collector.start_sampling(sampler, process_tree(opts, procfs), sweep);
+    let tree = process_tree(opts, procfs, run_group.listing_dir());
+    collector.start_sampling(sampler, tree, sweep);
     collector.wake_on_signals();
     if let Some(n) = opts.window.warmup_frames {
         collector.watch_for_frame_after(n);
@@ -720,15 +721,22 @@ fn accounting(
     accounting
 }
 
-/// The processes whose threads the telemetry samples: the tree below framelab and the
-/// watched ones.
-fn process_tree(opts: &RunOptions, procfs: super::procfs::Procfs) -> crate::sample::ProcessTree {
-    let tree = crate::sample::ProcessTree::below(
+/// The processes whose threads the telemetry samples: the tree below framelab (walked
+/// again when the run's cgroup in `group`, if any, says it changed) and the watched ones.
+fn process_tree(
+    opts: &RunOptions,
+    procfs: super::procfs::Procfs,
+    group: Option<PathBuf>,
+) -> crate::sample::ProcessTree {
+    let mut tree = crate::sample::ProcessTree::below(
         procfs,
         std::process::id(),
         opts.watch.pids.clone(),
         opts.watch.names.clone(),
     );
+    if let Some(dir) = group {
+        tree = tree.through_group(dir);
+    }
     if opts.watch.names.is_empty() {
         return tree;
     }

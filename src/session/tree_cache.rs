@@ -1,8 +1,8 @@
 //! Skipping the walk of the process tree while the run's cgroup says nothing changed.
 //!
-//! Each reading of the processes lists the tree below framelab by walking every thread's
-//! `task/*/children` (about 20 system calls for a one-process command: most of a reading's
-//! cost). Where the run has a cgroup of its own, its `cgroup.procs` lists the run's
+//! The accounting's readings of the processes and the telemetry's list of processes to
+//! sample each list the tree below framelab by walking every thread's `task/*/children`
+//! (about 20 system calls for a one-process command: most of a reading's cost). Where the run has a cgroup of its own, its `cgroup.procs` lists the run's
 //! processes in one read. While it lists exactly the processes the last walk found, nothing
 //! of the tree was born or ended since (a child is born in its parent's cgroup, and a
 //! process that exits leaves the list at once, before it is reaped), so that walk's list
@@ -12,30 +12,46 @@
 
 use std::path::PathBuf;
 
-use crate::model::ProcessRole;
 use crate::sample::files::Reread;
 
 /// The longest a walk's list is used without walking again.
 const WALK_EVERY_NS: i64 = 1_000_000_000;
 
-/// A walk's list of the tree, in its order, with its pids sorted.
-type Walk = (Vec<(u32, ProcessRole)>, Vec<u32>);
+/// What a walk of the tree lists: a process, and maybe what the walk learnt of it.
+pub trait Walked: Clone {
+    fn pid(&self) -> u32;
+}
 
-pub struct TreeCache {
+impl Walked for u32 {
+    fn pid(&self) -> u32 {
+        *self
+    }
+}
+
+impl<R: Clone> Walked for (u32, R) {
+    fn pid(&self) -> u32 {
+        self.0
+    }
+}
+
+/// A walk's list of the tree, in its order, with its pids sorted.
+type Walk<T> = (Vec<T>, Vec<u32>);
+
+pub struct TreeCache<T> {
     /// The group's own `cgroup.procs` (not its sub-groups'), kept open: read at every
     /// reading, and reading it again from offset 0 costs about half of opening it again.
     procs_file: Reread,
     /// The last walk's list, in its order, and its pids sorted; `None` when it cannot be
     /// trusted (it held a process the group did not list).
-    walked: Option<Walk>,
+    walked: Option<Walk<T>>,
     walked_at_ns: i64,
     /// What the group listed at the last look, sorted.
     listed: Option<Vec<u32>>,
 }
 
-impl TreeCache {
+impl<T: Walked> TreeCache<T> {
     /// For the group in `dir` (cgroup v2, or v1's cpuacct group).
-    pub fn new(dir: PathBuf) -> TreeCache {
+    pub fn new(dir: PathBuf) -> TreeCache<T> {
         TreeCache {
             procs_file: Reread::new(dir.join("cgroup.procs")),
             walked: None,
@@ -46,7 +62,7 @@ impl TreeCache {
 
     /// The last walk's list when the group lists exactly its processes and it is recent;
     /// `None`: walk the tree (then say what it found with `walked`).
-    pub fn still(&mut self, now_ns: i64) -> Option<Vec<(u32, ProcessRole)>> {
+    pub fn still(&mut self, now_ns: i64) -> Option<Vec<T>> {
         self.listed = self.procs_file.read().ok().map(pids_in);
         let (tree, pids) = self.walked.as_ref()?;
         let recent = now_ns.saturating_sub(self.walked_at_ns) < WALK_EVERY_NS;
@@ -54,8 +70,8 @@ impl TreeCache {
     }
 
     /// What a walk of the tree found just after `still` looked at the group.
-    pub fn walked(&mut self, tree: &[(u32, ProcessRole)], now_ns: i64) {
-        let mut pids: Vec<u32> = tree.iter().map(|&(pid, _)| pid).collect();
+    pub fn walked(&mut self, tree: &[T], now_ns: i64) {
+        let mut pids: Vec<u32> = tree.iter().map(Walked::pid).collect();
         pids.sort_unstable();
         self.walked = (self.listed.as_ref() == Some(&pids)).then(|| (tree.to_vec(), pids));
         self.walked_at_ns = now_ns;
@@ -72,6 +88,7 @@ fn pids_in(text: &str) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ProcessRole;
 
     const MS: i64 = 1_000_000;
 
