@@ -214,9 +214,21 @@ fn a_pipeline_preempted_by_a_hog_is_busy_only_for_its_time_on_cpu() {
         .find(|s| s["stage"] == "work")
         .unwrap();
     assert!(work["runnable_ns"].as_f64().unwrap() > 0.0);
-    // 2 ms of CPU a frame: the on-CPU median is about that, whatever the wall time was.
+    // 2 ms of the process's CPU clock a frame: the on-CPU median is that, whatever the wall
+    // time was, plus what interrupts and the hypervisor took from the spans, which the CPU
+    // clock need not count but the scheduler sees as on CPU. At least half the spans last the
+    // median or longer, so it exceeds 2 ms by at most twice the time taken over them all
+    // (/proc/stat's, with its ticks), shared out. 0.1 ms is the burn's overshoot and the
+    // span's own edges.
     let p50_ms = work["on_cpu"]["p50_ns"].as_f64().unwrap() / 1e6;
-    assert!((1.5..3.0).contains(&p50_ms), "on-CPU p50 {p50_ms} ms");
+    let spans = work["on_cpu"]["count"].as_f64().unwrap();
+    let taken_ms = (taken_ns + 2.0 * clock_tick_ns()) / 1e6;
+    let most_ms = 2.0 + 0.1 + 2.0 * taken_ms / spans;
+    assert!(
+        (1.5..=most_ms).contains(&p50_ms),
+        "on-CPU p50 {p50_ms} ms of {spans} spans, against 2 ms of CPU each and {taken_ms} ms \
+         taken from CPU {CPU}'s tasks"
+    );
 }
 
 /// With a cgroup v2 group for the run, the kernel keeps only the run's switches: the hog
