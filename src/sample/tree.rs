@@ -2,9 +2,9 @@
 //! and its descendants, orphans included since framelab is their subreaper) plus the
 //! watched ones. Walking the tree costs a directory read per process, so it is done a few
 //! times a second, not at every tick, and where the run has a cgroup of its own, only when
-//! its `cgroup.procs` says the tree changed (`TreeCache`). Processes of a watched name are learnt at their exec
-//! from the kernel's process events where framelab has them; else /proc is scanned for
-//! them every 2 s.
+//! its `cgroup.procs` says the tree changed (`TreeCache`). Processes of a watched name are
+//! learnt at their exec from the kernel's process events where framelab has them; else
+//! /proc is scanned for them every 2 s.
 
 use std::time::{Duration, Instant};
 
