@@ -4,6 +4,7 @@
 pub mod bpftrace_text;
 pub mod json;
 pub mod postgres;
+pub mod proc_stat;
 pub mod session;
 pub mod store;
 

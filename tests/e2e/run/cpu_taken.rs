@@ -4,30 +4,16 @@
 
 use crate::common;
 
+use common::proc_stat::{taken_ticks, tick_ns};
 use common::*;
-use std::collections::BTreeMap;
-
-/// Per CPU: (irq, softirq, steal) ticks, read here with no framelab code.
-fn proc_stat() -> BTreeMap<u32, [i64; 3]> {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap();
-    stat.lines()
-        .filter_map(|line| {
-            let mut fields = line.split_whitespace();
-            let cpu = fields.next()?.strip_prefix("cpu")?.parse().ok()?;
-            // cpuN user nice system idle iowait irq softirq steal
-            let n: Vec<i64> = fields.map(|f| f.parse().unwrap()).collect();
-            Some((cpu, [n[5], n[6], n[7]]))
-        })
-        .collect()
-}
 
 #[test]
 fn cpu_time_no_task_had_is_within_what_proc_stat_counted_around_the_run() {
     let dir = tempfile::tempdir().unwrap();
-    let tick_ns = 1_000_000_000 / framelab::session::procfs::system_ticks_per_second();
-    let (before, started) = (proc_stat(), std::time::Instant::now());
+    let tick_ns = tick_ns();
+    let (before, started) = (taken_ticks(), std::time::Instant::now());
     let (out, file) = run_testprog(&dir, "taken", &[], &["rate", "2000", "2"]);
-    let (after, elapsed_ns) = (proc_stat(), started.elapsed().as_nanos() as i64);
+    let (after, elapsed_ns) = (taken_ticks(), started.elapsed().as_nanos() as i64);
     assert!(out.status.success(), "{}", stderr(&out));
     let report = report_json(&file);
     let taken = &report["cpu_taken"];

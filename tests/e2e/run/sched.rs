@@ -104,22 +104,9 @@ fn record_beside_hog(env: &[(&str, &str)]) -> (Value, String) {
 /// interrupts, soft interrupts and time stolen by the hypervisor. The scheduler sees none of
 /// it as a switch.
 fn time_taken_from_tasks_ns(cpu: &str) -> f64 {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap();
-    let line = (stat.lines())
-        .find(|l| l.split_whitespace().next() == Some(&format!("cpu{cpu}")))
-        .expect("the CPU's line in /proc/stat");
-    // cpuN user nice system idle iowait irq softirq steal ...
-    let ticks: f64 = (line.split_whitespace())
-        .skip(6)
-        .take(3)
-        .map(|n| n.parse::<f64>().unwrap())
-        .sum();
-    ticks * clock_tick_ns()
-}
-
-/// The length of the clock tick `/proc/stat` counts in.
-fn clock_tick_ns() -> f64 {
-    1e9 / framelab::session::procfs::system_ticks_per_second() as f64
+    let cpu: u32 = cpu.parse().unwrap();
+    let ticks: i64 = proc_stat::taken_ticks()[&cpu].iter().sum();
+    (ticks * proc_stat::tick_ns()) as f64
 }
 
 /// The command's CPU time (/proc utime + stime over the window) as a % of the window.
@@ -200,7 +187,7 @@ fn a_pipeline_preempted_by_a_hog_is_busy_only_for_its_time_on_cpu() {
         .sum();
     // /proc/stat counts whole ticks: give the count two more.
     let explained_ns = if taken_ns > 0.0 {
-        taken_ns + 2.0 * clock_tick_ns()
+        taken_ns + 2.0 * proc_stat::tick_ns() as f64
     } else {
         0.0
     };
@@ -222,7 +209,7 @@ fn a_pipeline_preempted_by_a_hog_is_busy_only_for_its_time_on_cpu() {
     // span's own edges.
     let p50_ms = work["on_cpu"]["p50_ns"].as_f64().unwrap() / 1e6;
     let spans = work["on_cpu"]["count"].as_f64().unwrap();
-    let taken_ms = (taken_ns + 2.0 * clock_tick_ns()) / 1e6;
+    let taken_ms = (taken_ns + 2.0 * proc_stat::tick_ns() as f64) / 1e6;
     let most_ms = 2.0 + 0.1 + 2.0 * taken_ms / spans;
     assert!(
         (1.5..=most_ms).contains(&p50_ms),
