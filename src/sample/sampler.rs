@@ -180,6 +180,13 @@ impl Core {
         // The window's first reading: every source, every process and thread there is now,
         // so what counters counted before it is not the window's.
         let opening = self.window_opening.swap(false, Ordering::AcqRel);
+        let is_due = |slot: &Slot| {
+            slot.source.is_some() && (closing || opening || due_by(slot.due, now, slot.every))
+        };
+        // A wakeup for the processes' sweep alone: the tree is not walked for nobody.
+        if !self.slots.iter().any(is_due) {
+            return self.next_due();
+        }
         let pids = if opening {
             self.tree.refresh_now(now)
         } else {
@@ -194,12 +201,12 @@ impl Core {
             origin_mono_ns: self.origin_mono_ns,
         };
         for (index, slot) in self.slots.iter_mut().enumerate() {
+            if !is_due(slot) {
+                continue;
+            }
             let Some(source) = slot.source.as_mut() else {
                 continue;
             };
-            if !closing && !opening && !due_by(slot.due, now, slot.every) {
-                continue;
-            }
             self.readings.begin(index, t_ns, closing);
             let cpu = thread_cpu_ns();
             let result = source.read(&tick, &mut self.readings);
@@ -220,6 +227,11 @@ impl Core {
                 slot.due = now + slot.every;
             }
         }
+        self.next_due()
+    }
+
+    /// When the next source is due; `None` with every source off or stopped.
+    fn next_due(&self) -> Option<Instant> {
         self.slots
             .iter()
             .filter(|s| s.source.is_some())
@@ -693,6 +705,38 @@ mod tests {
             .all(|name| name.as_deref() == Some("framelab-sampler")));
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(runs.lock().unwrap().len(), after_stop, "a sweep after stop");
+    }
+
+    /// The sweep's wakeups tick the sources too: with none due, the processes are not
+    /// looked for.
+    #[test]
+    fn the_processes_are_looked_for_only_when_a_source_reads() {
+        let tree = || {
+            ProcessTree::fixed(
+                crate::session::procfs::Procfs::system(),
+                vec![std::process::id()],
+            )
+        };
+        let all_off = SamplingOptions {
+            disabled: SourceKind::ALL.to_vec(),
+            ..SamplingOptions::default()
+        };
+        let mut core = Core::open(&all_off, tree(), 0);
+        core.window_opening.store(true, Ordering::Release);
+        assert_eq!(core.tick(false), None);
+        assert_eq!(core.tick(true), None);
+        assert!(!core.tree.looked());
+
+        let threads_only = SamplingOptions {
+            disabled: SourceKind::ALL
+                .into_iter()
+                .filter(|k| *k != SourceKind::Threads)
+                .collect(),
+            ..SamplingOptions::default()
+        };
+        let mut core = Core::open(&threads_only, tree(), 0);
+        assert!(core.tick(false).is_some());
+        assert!(core.tree.looked());
     }
 
     #[test]

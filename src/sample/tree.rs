@@ -99,6 +99,12 @@ impl ProcessTree {
         &self.pids
     }
 
+    /// Whether the processes were ever looked for.
+    #[cfg(test)]
+    pub fn looked(&self) -> bool {
+        self.refreshed.is_some()
+    }
+
     /// The processes as they are now, whatever the last refresh.
     pub fn refresh_now(&mut self, now: Instant) -> &[u32] {
         self.refresh(now);
