@@ -40,15 +40,28 @@ fn run_with(args: &[&str], path: &Path) -> std::process::Output {
 /// test checks, as the committed run file shows it. testprog is the command itself, as a
 /// thread is named as first seen: one forked by a shell could be seen before its exec.
 fn run_until_sampled(path: &Path, go: &Path) -> std::process::Output {
+    run_until_sampled_with(path, go, None)
+}
+
+/// `run_until_sampled` with one variable set in framelab's environment.
+fn run_until_sampled_with(
+    path: &Path,
+    go: &Path,
+    env: Option<(&str, &str)>,
+) -> std::process::Output {
     let testprog = example("testprog");
     let go_arg = go.to_str().unwrap();
+    let mut run = run_on(
+        &workstation(),
+        &["--sample-every", "10ms"],
+        path,
+        &[&testprog, "until", go_arg],
+    );
+    if let Some((name, value)) = env {
+        run.env(name, value);
+    }
     run_until(
-        &mut run_on(
-            &workstation(),
-            &["--sample-every", "10ms"],
-            path,
-            &[&testprog, "until", go_arg],
-        ),
+        &mut run,
         path,
         go,
         "two cpufreq readings and one of testprog's thread",
@@ -160,6 +173,59 @@ fn a_run_samples_every_source_and_reports_it() {
         .unwrap();
     assert!((amd["avg_power_w"].as_f64().unwrap() - 152.0).abs() < 1e-6);
     assert_eq!(v["telemetry"]["sources"][0]["state"], "off");
+}
+
+/// The threads' counters come from the kernel's taskstats answers where framelab may ask
+/// (root), else from /proc, and the sources line says which; both give the command's thread
+/// with time on CPU and switches. (That the two agree value for value is the unit test
+/// `the_kernels_answers_equal_the_proc_files`.)
+#[test]
+fn the_threads_source_says_where_its_counters_come_from() {
+    for off in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = temp_run(&dir, "threads");
+        let env = off.then_some(("FRAMELAB_THREAD_QUERY", "off"));
+        let out = run_until_sampled_with(&path, &dir.path().join("go"), env);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let run = load(&path);
+        let t = &run.telemetry;
+        let threads = t.sources.iter().find(|s| s.source == "threads").unwrap();
+        let asked = threads.detail.contains("asked of the kernel (taskstats)");
+        if off {
+            assert!(
+                threads
+                    .detail
+                    .contains("read from /proc (switched off with FRAMELAB_THREAD_QUERY=off)"),
+                "{}",
+                threads.detail
+            );
+        } else {
+            // Root may ask; elsewhere the line says why not.
+            let root = unsafe { libc::geteuid() } == 0;
+            assert!(
+                asked || (!root && threads.detail.contains("read from /proc (")),
+                "{}",
+                threads.detail
+            );
+        }
+        let last = |metric: &str| -> i64 {
+            let (id, _) = t
+                .series
+                .iter()
+                .enumerate()
+                .find(|(_, s)| s.source == "threads" && s.metric == metric && s.label == "testprog")
+                .unwrap_or_else(|| panic!("no {metric} series of testprog"));
+            t.samples
+                .iter()
+                .rfind(|s| s.series as usize == id)
+                .unwrap()
+                .value
+        };
+        assert!(last("cpu_time") > 0);
+        assert!(last("minflt") > 0);
+        // testprog waits for the go file in short sleeps: voluntary switches.
+        assert!(last("ctx_voluntary") > 0);
+    }
 }
 
 #[test]

@@ -12,20 +12,20 @@
 //! by watching a child of its own exit; when anything is amiss framelab goes without, and
 //! the accounting falls back on what /proc and the reapers tell (docs/metrics.md).
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+mod netlink;
+pub mod query;
+
+pub(crate) use netlink::receive_waiting;
+use netlink::{
+    append_request, attributes, error_code, messages, nul_terminated, u32_at, u64_at, GenlSocket,
+    NLMSG_ERROR, NLM_F_ACK, NLM_F_REQUEST,
+};
 
 /// `FRAMELAB_EXIT_RECORDS=off` does without exit records (to compare, or where listening
 /// to every exit of a busy machine is not wanted).
 pub const OFF_ENV: &str = "FRAMELAB_EXIT_RECORDS";
 
-// linux/netlink.h, linux/genetlink.h, linux/taskstats.h: stable ABI.
-const NLMSG_ERROR: u16 = 2;
-const NLM_F_REQUEST: u16 = 1;
-const NLM_F_ACK: u16 = 4;
-const GENL_ID_CTRL: u16 = 0x10;
-const CTRL_CMD_GETFAMILY: u8 = 3;
-const CTRL_ATTR_FAMILY_ID: u16 = 1;
-const CTRL_ATTR_FAMILY_NAME: u16 = 2;
+// linux/taskstats.h: stable ABI.
 const TASKSTATS_CMD_GET: u8 = 1;
 const TASKSTATS_CMD_ATTR_REGISTER_CPUMASK: u16 = 3;
 const TASKSTATS_CMD_ATTR_DEREGISTER_CPUMASK: u16 = 4;
@@ -73,12 +73,11 @@ pub struct Exit {
 }
 
 pub struct Taskstats {
-    socket: OwnedFd,
+    socket: GenlSocket,
     family: u16,
     mask: String,
     /// Notifications the kernel could not queue (the socket's buffer was full).
     pub lost: u64,
-    buffer: Vec<u8>,
 }
 
 impl Taskstats {
@@ -88,89 +87,23 @@ impl Taskstats {
         if std::env::var(OFF_ENV).is_ok_and(|v| v == "off") {
             return Err(format!("switched off with {OFF_ENV}=off"));
         }
-        // SAFETY: plain socket call; the fd is owned below.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                libc::NETLINK_GENERIC,
-            )
-        };
-        if fd < 0 {
-            return Err(format!(
-                "no generic netlink socket ({})",
-                std::io::Error::last_os_error()
-            ));
-        }
-        // SAFETY: fd is a fresh descriptor nothing else owns.
-        let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+        // Room for bursts of exits between two drains.
+        let mut socket = GenlSocket::open(8 << 20)?;
+        let family = socket.family("TASKSTATS")?;
         let mut listener = Taskstats {
             socket,
-            family: 0,
+            family,
             mask: possible_cpus(),
             lost: 0,
-            buffer: vec![0; 1 << 16],
         };
-        listener.setup()?;
+        listener.request(TASKSTATS_CMD_ATTR_REGISTER_CPUMASK)?;
+        // Registered: from now on exit records come whether read or not.
+        listener
+            .wait_for_ack(2)
+            .map_err(|e| format!("cannot register for exit records: {e}"))?;
+        listener.socket.set_nonblocking();
         listener.check()?;
         Ok(listener)
-    }
-
-    fn setup(&mut self) -> Result<(), String> {
-        let fd = self.socket.as_raw_fd();
-        // SAFETY: valid sockaddr_nl and option values for this socket.
-        unsafe {
-            let mut addr: libc::sockaddr_nl = std::mem::zeroed();
-            addr.nl_family = libc::AF_NETLINK as u16;
-            if libc::bind(
-                fd,
-                &addr as *const libc::sockaddr_nl as *const libc::sockaddr,
-                std::mem::size_of::<libc::sockaddr_nl>() as u32,
-            ) != 0
-            {
-                return Err(format!(
-                    "cannot bind a netlink socket ({})",
-                    std::io::Error::last_os_error()
-                ));
-            }
-            // Room for bursts of exits between two drains (SO_RCVBUFFORCE needs privilege;
-            // the plain option is capped by net.core.rmem_max).
-            let size: libc::c_int = 8 << 20;
-            let len = std::mem::size_of::<libc::c_int>() as u32;
-            let ptr = &size as *const libc::c_int as *const libc::c_void;
-            if libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, ptr, len) != 0 {
-                libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, ptr, len);
-            }
-            // Set-up replies come at once; never wait long for one.
-            let timeout = libc::timeval {
-                tv_sec: 1,
-                tv_usec: 0,
-            };
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_RCVTIMEO,
-                &timeout as *const libc::timeval as *const libc::c_void,
-                std::mem::size_of::<libc::timeval>() as u32,
-            );
-        }
-        self.family = self.resolve_family()?;
-        let mask = self.mask.clone();
-        self.request(
-            self.family,
-            TASKSTATS_CMD_GET,
-            TASKSTATS_CMD_ATTR_REGISTER_CPUMASK,
-            &mask,
-        )?;
-        // Registered: from now on exit records come whether read or not.
-        self.wait_for_ack(2)
-            .map_err(|e| format!("cannot register for exit records: {e}"))?;
-        // SAFETY: fcntl on our own descriptor.
-        unsafe {
-            let flags = libc::fcntl(fd, libc::F_GETFL);
-            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-        }
-        Ok(())
     }
 
     /// Forks a child that exits at once: its record must come, with its pid as framelab saw
@@ -189,78 +122,27 @@ impl Taskstats {
         Err("exit records do not name processes as this pid namespace does".into())
     }
 
-    fn resolve_family(&mut self) -> Result<u16, String> {
-        self.request(
-            GENL_ID_CTRL,
-            CTRL_CMD_GETFAMILY,
-            CTRL_ATTR_FAMILY_NAME,
-            "TASKSTATS",
-        )?;
-        let n = self.recv()?;
-        let buffer = &self.buffer[..n];
-        let mut found = None;
-        for (kind, payload) in messages(buffer) {
-            if kind == NLMSG_ERROR {
-                let code = error_code(payload).unwrap_or(-1);
-                return Err(format!(
-                    "no taskstats in this kernel ({})",
-                    std::io::Error::from_raw_os_error(-code)
-                ));
-            }
-            for (attr, value) in attributes(payload.get(4..).unwrap_or_default()) {
-                if attr == CTRL_ATTR_FAMILY_ID && value.len() >= 2 {
-                    found = Some(u16::from_ne_bytes([value[0], value[1]]));
-                }
-            }
-        }
-        found.ok_or_else(|| "no taskstats family in the reply".to_owned())
-    }
-
-    /// Sends a generic netlink request with one string attribute, asking for an ack.
-    fn request(&self, family: u16, cmd: u8, attr: u16, value: &str) -> Result<(), String> {
-        let mut payload = Vec::new();
-        let len = 4 + value.len() + 1;
-        payload.extend_from_slice(&(len as u16).to_ne_bytes());
-        payload.extend_from_slice(&attr.to_ne_bytes());
-        payload.extend_from_slice(value.as_bytes());
-        payload.push(0);
-        while payload.len() % 4 != 0 {
-            payload.push(0);
-        }
+    /// Registers or deregisters (`attr`) for the exit records of every CPU, asking for an ack.
+    fn request(&self, attr: u16) -> Result<(), String> {
         let mut message = Vec::new();
-        let total = 16 + 4 + payload.len();
-        message.extend_from_slice(&(total as u32).to_ne_bytes());
-        message.extend_from_slice(&family.to_ne_bytes());
-        let flags = NLM_F_REQUEST | if family == GENL_ID_CTRL { 0 } else { NLM_F_ACK };
-        message.extend_from_slice(&flags.to_ne_bytes());
-        message.extend_from_slice(&1u32.to_ne_bytes()); // seq
-        message.extend_from_slice(&0u32.to_ne_bytes()); // port: the kernel fills it
-        message.extend_from_slice(&[cmd, 1, 0, 0]);
-        message.extend_from_slice(&payload);
-        // SAFETY: sending our own buffer.
-        let sent = unsafe {
-            libc::send(
-                self.socket.as_raw_fd(),
-                message.as_ptr() as *const libc::c_void,
-                message.len(),
-                0,
-            )
-        };
-        if sent != message.len() as isize {
-            return Err(format!(
-                "netlink send failed ({})",
-                std::io::Error::last_os_error()
-            ));
-        }
-        Ok(())
+        append_request(
+            &mut message,
+            self.family,
+            NLM_F_REQUEST | NLM_F_ACK,
+            1,
+            TASKSTATS_CMD_GET,
+            attr,
+            &nul_terminated(&self.mask),
+        );
+        self.socket.send(&message)
     }
 
     /// Reads until the ack of the last request (exit records read meanwhile are dropped:
     /// only the set-up waits here).
     fn wait_for_ack(&mut self, tries: usize) -> Result<(), String> {
         for _ in 0..tries.max(1) * 64 {
-            let n = self.recv()?;
-            for (kind, payload) in messages(&self.buffer[..n]) {
+            let n = self.socket.recv()?;
+            for (kind, _, payload) in messages(&self.socket.buffer[..n]) {
                 if kind == NLMSG_ERROR {
                     return match error_code(payload) {
                         Some(0) => Ok(()),
@@ -273,27 +155,12 @@ impl Taskstats {
         Err("no reply".into())
     }
 
-    fn recv(&mut self) -> Result<usize, String> {
-        // SAFETY: receiving into our own buffer.
-        let n = unsafe {
-            libc::recv(
-                self.socket.as_raw_fd(),
-                self.buffer.as_mut_ptr() as *mut libc::c_void,
-                self.buffer.len(),
-                0,
-            )
-        };
-        if n < 0 {
-            return Err(std::io::Error::last_os_error().to_string());
-        }
-        Ok(n as usize)
-    }
-
     /// Reads every record waiting, without blocking, into `out`.
     pub fn drain(&mut self, out: &mut Vec<Exit>) {
         let family = self.family;
-        receive_waiting(&self.socket, &mut self.buffer, &mut self.lost, |datagram| {
-            for (kind, payload) in messages(datagram) {
+        let GenlSocket { socket, buffer } = &mut self.socket;
+        receive_waiting(socket, buffer, &mut self.lost, |datagram| {
+            for (kind, _, payload) in messages(datagram) {
                 if kind == family {
                     out.extend(parse_exit(payload));
                 }
@@ -319,13 +186,7 @@ pub type ExitSource = Result<Box<dyn ExitRecords>, String>;
 
 impl Drop for Taskstats {
     fn drop(&mut self) {
-        let mask = self.mask.clone();
-        let _ = self.request(
-            self.family,
-            TASKSTATS_CMD_GET,
-            TASKSTATS_CMD_ATTR_DEREGISTER_CPUMASK,
-            &mask,
-        );
+        let _ = self.request(TASKSTATS_CMD_ATTR_DEREGISTER_CPUMASK);
     }
 }
 
@@ -340,61 +201,6 @@ fn possible_cpus() -> String {
             let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1);
             format!("0-{}", n - 1)
         })
-}
-
-/// The netlink messages of a datagram: (type, payload after the 16-byte header).
-fn messages(mut data: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
-    std::iter::from_fn(move || {
-        if data.len() < 16 {
-            return None;
-        }
-        let len = u32::from_ne_bytes(data[0..4].try_into().ok()?) as usize;
-        let kind = u16::from_ne_bytes(data[4..6].try_into().ok()?);
-        if len < 16 || len > data.len() {
-            return None;
-        }
-        let payload = &data[16..len];
-        data = &data[align4(len).min(data.len())..];
-        Some((kind, payload))
-    })
-}
-
-/// Attributes (type without its flag bits, value) of a payload.
-fn attributes(mut data: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
-    std::iter::from_fn(move || {
-        if data.len() < 4 {
-            return None;
-        }
-        let len = u16::from_ne_bytes([data[0], data[1]]) as usize;
-        let kind = u16::from_ne_bytes([data[2], data[3]]) & 0x3fff;
-        if len < 4 || len > data.len() {
-            return None;
-        }
-        let value = &data[4..len];
-        data = &data[align4(len).min(data.len())..];
-        Some((kind, value))
-    })
-}
-
-fn align4(n: usize) -> usize {
-    (n + 3) & !3
-}
-
-/// The error code of an NLMSG_ERROR payload (0 for an ack).
-fn error_code(payload: &[u8]) -> Option<i32> {
-    Some(i32::from_ne_bytes(payload.get(0..4)?.try_into().ok()?))
-}
-
-fn u32_at(stats: &[u8], offset: usize) -> Option<u32> {
-    Some(u32::from_ne_bytes(
-        stats.get(offset..offset + 4)?.try_into().ok()?,
-    ))
-}
-
-fn u64_at(stats: &[u8], offset: usize) -> Option<u64> {
-    Some(u64::from_ne_bytes(
-        stats.get(offset..offset + 8)?.try_into().ok()?,
-    ))
 }
 
 /// The exit of a generic netlink taskstats message (after its 4-byte genl header): the
@@ -452,38 +258,6 @@ fn parse_exit(payload: &[u8]) -> Option<Exit> {
             let tgid = u32_at(task, OFF_TGID).filter(|&t| t != 0).unwrap_or(tid);
             record(tgid, task, tgid == tid)
         }
-    }
-}
-
-/// Hands every datagram waiting on a netlink `socket` to `visit`, without blocking; counts
-/// in `lost` each time the kernel dropped some for want of room (reading goes on).
-pub(crate) fn receive_waiting(
-    socket: &OwnedFd,
-    buffer: &mut [u8],
-    lost: &mut u64,
-    mut visit: impl FnMut(&[u8]),
-) {
-    loop {
-        // SAFETY: receiving into our own buffer, never blocking.
-        let n = unsafe {
-            libc::recv(
-                socket.as_raw_fd(),
-                buffer.as_mut_ptr() as *mut libc::c_void,
-                buffer.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
-        if n < 0 {
-            if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOBUFS) {
-                *lost += 1;
-                continue;
-            }
-            return;
-        }
-        if n == 0 {
-            return;
-        }
-        visit(&buffer[..n as usize]);
     }
 }
 
@@ -566,8 +340,8 @@ mod tests {
 
     fn parse(datagram: &[u8]) -> Vec<Exit> {
         messages(datagram)
-            .filter(|&(kind, _)| kind == 31)
-            .filter_map(|(_, p)| parse_exit(p))
+            .filter(|&(kind, _, _)| kind == 31)
+            .filter_map(|(_, _, p)| parse_exit(p))
             .collect()
     }
 
