@@ -276,12 +276,12 @@ impl ExperimentSpec {
         if let Some(message) =
             crate::model::window::warmup_conflict(self.run.frames, warmup, self.run.warmup_frames)
         {
-            bail!(message);
+            return Err(crate::usage::UsageError(message).into());
         }
         if let Some(duration) = self.run.duration_ns {
             let duration = std::time::Duration::from_nanos(duration.max(0) as u64);
             if let Some(message) = crate::model::window::window_conflict(warmup, duration) {
-                bail!(message);
+                return Err(crate::usage::UsageError(message).into());
             }
         }
         let mut names = std::collections::HashSet::new();

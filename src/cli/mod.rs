@@ -106,10 +106,11 @@ impl RunControlArgs {
                 choices::WarmupFrom::Launch => "launch",
                 choices::WarmupFrom::FirstFrame => "first-frame",
             };
-            anyhow::bail!(
+            return Err(framelab::usage::UsageError(format!(
                 "--warmup-from {name} says where --warmup counts from, and there is no --warmup: \
                  add --warmup DUR, or drop --warmup-from"
-            );
+            ))
+            .into());
         }
         Ok(self.warmup_mode.from())
     }

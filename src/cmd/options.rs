@@ -195,10 +195,11 @@ pub(super) fn refuse_keep_output_without_file(
 fn refuse_with_no_file(file: &std::path::Path, what: &str, flag: &str) -> anyhow::Result<()> {
     if let Ok(framelab::destination::Target::Null(_)) = framelab::destination::Target::resolve(file)
     {
-        anyhow::bail!(
+        return Err(framelab::usage::UsageError(format!(
             "{what}, and -o {} keeps no file: give -o FILE, or drop {flag}",
             file.display()
-        );
+        ))
+        .into());
     }
     Ok(())
 }

@@ -178,17 +178,32 @@ fn fnv1a(parts: &[&str]) -> u64 {
 }
 
 /// A run's id in history: the same for every copy of the run file (host, start, the
-/// monotonic clock at launch and the command identify one recording).
+/// monotonic clock at launch and the command identify one recording). An import has no
+/// host, launch or command, and its start is the second it was imported: its name (the
+/// input's) and its window, to the nanosecond, tell two imports of one second apart.
 pub fn run_id(meta: &RunMeta) -> String {
-    format!(
-        "{:016x}",
-        fnv1a(&[
-            &meta.host.hostname,
-            &meta.started_at,
-            &meta.origin_mono_ns.to_string(),
-            &meta.command.join("\0"),
-        ])
-    )
+    let mut parts = vec![
+        meta.host.hostname.clone(),
+        meta.started_at.clone(),
+        meta.origin_mono_ns.to_string(),
+        meta.command.join("\0"),
+    ];
+    if is_import(meta) {
+        parts.extend([
+            meta.name.clone(),
+            meta.window_start_ns.to_string(),
+            meta.window_end_ns.to_string(),
+            format!("{:?}", meta.first_span_ns),
+            format!("{:?}", meta.duration_ns),
+        ]);
+    }
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    format!("{:016x}", fnv1a(&parts))
+}
+
+/// A run with nothing of a launch: no host, no monotonic clock at launch, no command.
+fn is_import(meta: &RunMeta) -> bool {
+    meta.host.hostname.is_empty() && meta.origin_mono_ns == 0 && meta.command.is_empty()
 }
 
 /// A machine's id: a hash of what makes machines differ (`Fingerprint::identity`), so
@@ -217,6 +232,35 @@ mod tests {
         assert_eq!(fnv1a(&[]), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(&["a"]), fnv1a(&["a"]));
         assert_ne!(fnv1a(&["ab", "c"]), fnv1a(&["a", "bc"]));
+    }
+
+    /// Two imports of one second differ by their input and window; a recorded run's id
+    /// is what it always was (stores hold those ids).
+    #[test]
+    fn imports_of_one_second_have_ids_of_their_own() {
+        let mut first = RunMeta {
+            name: "c00.csv".into(),
+            started_at: "2026-12-01T00:39:31Z".into(),
+            window_end_ns: 1_595_840_000,
+            ..RunMeta::default()
+        };
+        let same = first.clone();
+        let mut second = first.clone();
+        second.name = "c25.csv".into();
+        second.window_end_ns = 1_595_686_000;
+        assert_eq!(run_id(&first), run_id(&same));
+        assert_ne!(run_id(&first), run_id(&second));
+        second.name = first.name.clone();
+        assert_ne!(run_id(&first), run_id(&second));
+
+        first.host.hostname = "bench1".into();
+        first.origin_mono_ns = 5_000_000_000;
+        first.command = vec!["./enc".into(), "-q".into()];
+        let recorded = format!(
+            "{:016x}",
+            fnv1a(&["bench1", "2026-12-01T00:39:31Z", "5000000000", "./enc\0-q"])
+        );
+        assert_eq!(run_id(&first), recorded);
     }
 
     #[test]

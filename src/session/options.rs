@@ -13,6 +13,7 @@ use super::procfs::Procfs;
 use super::watch::WatchList;
 use crate::model::window::{warmup_conflict, window_conflict};
 use crate::model::WarmupFrom;
+use crate::usage::UsageError;
 
 /// Everything `framelab run` takes.
 #[derive(Clone, Debug, Default)]
@@ -117,20 +118,24 @@ pub struct LiveOptions {
 
 /// Validates options that do not depend on the command, with errors that say what to change.
 pub fn validate(opts: &RunOptions) -> Result<()> {
+    // Options that cannot go together are usage errors (exit 2), like the parser's own.
+    let usage = |message: String| Err(UsageError(message).into());
     if opts.command.is_empty() {
-        bail!("no command given: put it after --, e.g. framelab run --fps 60 -- ./my-pipeline");
+        return usage(
+            "no command given: put it after --, e.g. framelab run --fps 60 -- ./my-pipeline".into(),
+        );
     }
     let window = &opts.window;
     if let Some(duration) = window.duration {
         if duration.is_zero() {
-            bail!("--duration must be longer than zero");
+            return usage("--duration must be longer than zero".into());
         }
         if let Some(message) = window_conflict(window.warmup, duration) {
-            bail!(message);
+            return usage(message);
         }
     }
     if let Some(message) = warmup_conflict(window.frames, window.warmup, window.warmup_frames) {
-        bail!(message);
+        return usage(message);
     }
     opts.sampling.validate().map_err(anyhow::Error::msg)?;
     if let Some(budget) = window.budget {

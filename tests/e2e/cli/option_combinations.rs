@@ -113,6 +113,7 @@ fn history_with_no_run_file_is_refused() {
         .unwrap();
     let line = refused(&out, "keeps no file");
     assert!(line.contains("-o FILE"), "{line}");
+    assert_eq!(out.status.code(), Some(2), "a usage error");
     assert!(!marker.exists(), "the command ran before the refusal");
     let out = bench(
         dir.path(),

@@ -394,7 +394,8 @@ fn frames_given_by_the_user_cover_the_whole_run_or_nothing() {
         .args(["--", "sh", "-c", "sleep 0.5"])
         .output()
         .unwrap();
-    assert_eq!(refused.status.code(), Some(1));
+    // A usage error, as the README's exit codes say.
+    assert_eq!(refused.status.code(), Some(2));
     let line = error_line(&refused);
     assert!(
         line.contains("--frames 500") && line.contains("--warmup"),
@@ -407,7 +408,7 @@ fn frames_given_by_the_user_cover_the_whole_run_or_nothing() {
         .args(["--", "sh", "-c", "true"])
         .output()
         .unwrap();
-    assert_eq!(bench.status.code(), Some(1));
+    assert_eq!(bench.status.code(), Some(2));
     assert!(error_line(&bench).contains("--frames 5"));
 
     // Stopped by --duration: the 40 units were not all done, so no rate.
@@ -688,7 +689,8 @@ fn run_args_error(args: &[&str]) -> String {
         .args(["--", "true"])
         .output()
         .unwrap();
-    assert!(!out.status.success());
+    // Options that cannot go together: a usage error, as the parser's own.
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     error_line(&out)
 }
 
