@@ -30,6 +30,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "s" | "sec" => 1e9,
         "m" | "min" => 60e9,
         "h" => 3600e9,
+        // A zero's example is not the user's own number: some options refuse zero.
+        "" if value == 0.0 => {
+            return Err(format!(
+                "'{text}' has no unit: write a number and a unit, e.g. 5s or 250ms"
+            ))
+        }
         "" => {
             return Err(format!(
                 "'{text}' has no unit: write e.g. {text}s or {text}ms"

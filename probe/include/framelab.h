@@ -175,7 +175,8 @@ typedef struct fl_pacer fl_pacer;
  * an unknown policy. Free it with fl_pacer_free. */
 fl_pacer *fl_pacer_new(double fps, int policy) FL_NOEXCEPT;
 /* Waits for the next slot and records how late the pacer woke for `frame`. Returns how late
- * the frame starts against its slot, in ns (0 when on time), or -1 for a NULL pacer. */
+ * the frame starts against its slot, in ns (tens of ns when on time: the spin's own overshoot;
+ * never 0 as a sign of "on time"), or -1 for a NULL pacer. */
 int64_t fl_pacer_wait(fl_pacer *pacer, uint64_t frame) FL_NOEXCEPT;
 /* Frees the pacer; NULL does nothing. */
 void fl_pacer_free(fl_pacer *pacer) FL_NOEXCEPT;

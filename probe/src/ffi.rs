@@ -302,8 +302,8 @@ pub extern "C" fn fl_pacer_new(fps: f64, policy: i32) -> *mut FlPacer {
     }
 }
 
-/// Waits for `frame`'s slot; returns how late it starts against the grid in ns (0 on time),
-/// or -1 for a null pacer.
+/// Waits for `frame`'s slot; returns how late it starts against the grid in ns (tens of ns
+/// on time: the spin's own overshoot), or -1 for a null pacer.
 ///
 /// # Safety
 /// `pacer` is null or from `fl_pacer_new`, not freed, not used by another thread meanwhile.

@@ -68,7 +68,18 @@ pub fn root() -> Result<PathBuf, String> {
             return Ok(found);
         }
     }
+    if let Some(closed) = PLACES.iter().find(|p| not_readable(Path::new(p))) {
+        return Err(format!(
+            "tracefs at {closed} is not readable by this user (it is mounted, for root only): \
+             run framelab as root"
+        ));
+    }
     Err("tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing)".into())
+}
+
+/// A place that holds something this user may not look into (tracefs mounted 0700).
+fn not_readable(place: &Path) -> bool {
+    std::fs::read_dir(place).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
 }
 
 fn mounted() -> Option<PathBuf> {
