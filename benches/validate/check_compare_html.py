@@ -428,7 +428,8 @@ noise = d['noise_pct'] / 100
 # The page shows the comparison's document (framelab.html-compare/2): its method and
 # primary metric are paragraphs, as text prints them.
 paragraphs = [b['paragraph'] for b in d['blocks'] if 'paragraph' in b]
-method = next(p for p in paragraphs if 'α = ' in p)
+# The method's paragraph names the bootstrap; the primary metric's also says "α = ".
+method = next(p for p in paragraphs if 'two-level bootstrap' in p)
 alpha = float(re.search(r'α = ([0-9.]+)', method).group(1))
 B = int(re.search(r'\(two-level bootstrap, (\d+) resamples', method).group(1))
 primary_label = next((re.match(r'primary metric: (.+?), tested first', p) for p in paragraphs
@@ -554,7 +555,8 @@ for b in d['blocks']:
             same(f'verdict {lab}: p (adj.) < 0.0001', m['p_holm'] is not None and m['p_holm'] < 0.0001, True)
         elif row['p'] != '—':
             check(f'verdict {lab}: p (adj.) as printed ({row["p"]})', float(row['p']), m['p_holm'], 0, 0.5e-4 + 1e-12, show=False)
-        table.append((f'p (adj.), {lab}', row['p'], m['p_holm']))
+        if row['p'] not in ('<0.0001', '—'):
+            table.append((f'p (adj.), {lab}', float(row['p']), m['p_holm']))
         against = h.group('bg') if h.group('bg') is not None else h.group('bv')
         same(f'verdict {lab}: against', against, m['bg'] if one_variant_sweep else m['bv'])
         fr = forests[key]['rows']
