@@ -65,6 +65,22 @@ pub fn import_into_file(
         request.meta,
         request.limits,
     )?;
+    // A log with nothing after its header (or an empty trace) is bad input, not a run.
+    if run.spans.is_empty()
+        && run.events.is_empty()
+        && run.counters.is_empty()
+        && run.telemetry.samples.is_empty()
+        && run.histograms.is_empty()
+    {
+        let files: Vec<String> = (request.files.iter())
+            .map(|f| f.display().to_string())
+            .collect();
+        anyhow::bail!(
+            "{}: nothing to import (no span, event, counter, sample or histogram in it): check \
+             it is the log you meant, and that its rows come after the header",
+            files.join(", ")
+        );
+    }
     // A framelab export gives back its run's name and target; those given here still win.
     if let Some(name) = request.name {
         run.meta.name = name;
@@ -116,6 +132,29 @@ mod tests {
             limits: InputLimits::default(),
             name: name.map(str::to_owned),
             run_file: RunFile::resolve(&dir.join(output)).unwrap(),
+        }
+    }
+
+    /// A CSV of a header only, or an empty Chrome trace: one line, and no file written.
+    #[test]
+    fn a_log_with_nothing_in_it_is_refused_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text, format) in [
+            ("hdr.csv", "start,dur,name,frame\n", Format::Csv),
+            ("empty.json", "[]", Format::Chrome),
+        ] {
+            let input = dir.path().join(name);
+            std::fs::write(&input, text).unwrap();
+            let mut req = request(dir.path(), "out.framelab", None);
+            req.files = vec![input];
+            req.format = Some(format);
+            let error = import_into_file(req, || {})
+                .err()
+                .expect("refused")
+                .to_string();
+            assert!(error.contains("nothing to import"), "{error}");
+            assert!(!error.contains('\n'), "{error}");
+            assert!(!dir.path().join("out.framelab").exists());
         }
     }
 
