@@ -193,8 +193,9 @@ pub struct HtmlArgs {
 /// Histograms printed while the run goes on (`run` and `demo`).
 #[derive(Args, Debug)]
 pub struct LiveArgs {
-    /// Every DUR, print each stage's histogram of the spans since the last print (on stderr);
-    /// the interval the run ends in is printed at the end
+    /// Every DUR, print each stage's histogram of the spans that ended in that interval (on
+    /// stderr), once the run file holds them (within 0.5 s); what ended after the last whole
+    /// interval is printed at the end
     #[arg(long, value_parser = limits::live, value_name = "DUR")]
     pub live: Option<Duration>,
     /// The live histograms in linear buckets STEP wide (at most 400) instead of powers of two

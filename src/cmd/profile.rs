@@ -29,7 +29,7 @@ pub struct ProfileArgs {
     /// Only samples of this process: a pid, or a process name
     #[arg(long)]
     pub process: Option<String>,
-    /// Only samples in these frames: all, or late (total over the budget)
+    /// Only samples in these frames: all, or late (total over the budget, in the measured window)
     #[arg(long, value_enum, default_value = "all", value_name = "SET")]
     pub frame_set: FrameSet,
     #[arg(long, value_enum, default_value = "text")]

@@ -1,6 +1,7 @@
 //! What `framelab profile RUN` shows: the run's samples counted by function (self: the
 //! leaf frame; inclusive: anywhere in the stack, once per sample), overall, per stage and
-//! for the late and worst frames, after the filters asked for.
+//! for the late and worst frames, after the filters asked for. Late and worst frames are
+//! those of the measured window, as the report counts them (`frames::measure_run`).
 
 use std::collections::HashMap;
 
@@ -8,6 +9,7 @@ use serde::Serialize;
 
 use super::attribute::{attribute, InSpan};
 use super::model::Profile;
+use crate::analyze::frames::{measure_run, Frames};
 use crate::model::Run;
 
 /// The stage name of samples taken while no stage span was open on their thread.
@@ -81,9 +83,9 @@ pub struct Summary {
     pub overall: FunctionTable,
     /// Each stage with samples, most samples first, `(no stage)` included.
     pub stages: Vec<FunctionTable>,
-    /// Samples in late frames, when the run has a budget.
+    /// Samples in late frames of the measured window, when the run has a budget.
     pub late_frames: Option<FunctionTable>,
-    /// The frames with the longest totals that have samples, worst first.
+    /// The measured frames with the longest totals that have samples, worst first.
     pub worst_frames: Vec<FunctionTable>,
 }
 
@@ -153,7 +155,8 @@ const WORST_FRAMES: usize = 3;
 pub struct Selection {
     pub samples: Vec<usize>,
     pub spans: Vec<Option<InSpan>>,
-    /// Each frame's total (ns) by frame id.
+    /// Each measured frame's total (ns) by frame id: the frames whose end falls in the
+    /// window, as the report counts them (no warmup frame, no frame open at the stop).
     totals: HashMap<u64, i64>,
 }
 
@@ -176,11 +179,16 @@ impl Selection {
 /// Matches every sample to its span and keeps those the filters ask for. `Err` names a
 /// filter that matches nothing the run has, with what it has.
 pub fn select(run: &Run, profile: &Profile, filters: &Filters) -> Result<Selection, String> {
-    let frames = crate::analyze::frames::Frames::from_spans(&run.spans);
+    let frames = Frames::from_spans(&run.spans);
+    let (_, measured) = measure_run(run, &frames);
+    let totals = (measured.order.iter())
+        .map(|&i| &frames.all[i as usize])
+        .map(|f| (f.id, f.total_ns()))
+        .collect();
     let mut selection = Selection {
         samples: Vec::new(),
         spans: attribute(run, &profile.samples),
-        totals: frames.all.iter().map(|f| (f.id, f.total_ns())).collect(),
+        totals,
     };
     let thread_ok = thread_filter(run, profile, filters.thread.as_deref())?;
     let process_ok = process_filter(run, profile, filters.process.as_deref())?;
@@ -239,16 +247,14 @@ pub fn summarize(run: &Run, profile: &Profile, filters: &Filters, sel: &Selectio
             .collect();
         table(profile, "late frames", &idx, all)
     });
+    // Measured frames only: a warmup frame is no worst frame, however long it took.
     let mut by_frame: HashMap<u64, Vec<usize>> = HashMap::new();
     for &i in selected {
-        if let Some(s) = spans[i] {
+        if let Some(s) = spans[i].filter(|s| totals.contains_key(&s.frame)) {
             by_frame.entry(s.frame).or_default().push(i);
         }
     }
-    let mut worst: Vec<(i64, u64)> = by_frame
-        .keys()
-        .map(|&f| (totals.get(&f).copied().unwrap_or(0), f))
-        .collect();
+    let mut worst: Vec<(i64, u64)> = by_frame.keys().map(|&f| (totals[&f], f)).collect();
     worst.sort_by(|a, b| b.cmp(a));
     let worst_frames = worst
         .iter()
@@ -362,4 +368,87 @@ fn process_filter(run: &Run, profile: &Profile, wanted: Option<&str>) -> Result<
         ));
     }
     Ok(Box::new(move |pid| pids.contains(&pid)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::fixtures::span;
+    use crate::model::{RunMeta, ThreadInfo};
+    use crate::profile::model::ProfileSample;
+
+    const MS: i64 = 1_000_000;
+
+    /// Frames 0 and 1 end in the warmup and are the slowest of the run (50 and 40 ms over
+    /// a 10 ms budget); frames 2 to 5 are measured, and of them only frame 2 is late.
+    /// One sample in each frame.
+    fn warmup_slowest() -> (Run, Profile) {
+        let spans = vec![
+            span(0, 0, 0, 0, 50 * MS),
+            span(1, 0, 0, 50 * MS, 40 * MS),
+            span(2, 0, 0, 100 * MS, 12 * MS),
+            span(3, 0, 0, 200 * MS, 5 * MS),
+            span(4, 0, 0, 300 * MS, 3 * MS),
+            span(5, 0, 0, 400 * MS, 2 * MS),
+        ];
+        let samples = (spans.iter())
+            .map(|s| ProfileSample {
+                t_ns: s.start_ns + MS,
+                pid: 1,
+                tid: 1,
+                cpu: 0,
+                stack: None,
+            })
+            .collect();
+        let run = Run {
+            stages: vec!["work".into()],
+            threads: vec![ThreadInfo {
+                pid: 1,
+                tid: 1,
+                name: "main".into(),
+                dropped: 0,
+            }],
+            spans,
+            meta: RunMeta {
+                budget_ns: Some(10 * MS),
+                window_start_ns: 100 * MS,
+                window_end_ns: 1_000 * MS,
+                ..RunMeta::default()
+            },
+            ..Run::default()
+        };
+        let profile = Profile {
+            samples,
+            ..Profile::default()
+        };
+        (run, profile)
+    }
+
+    #[test]
+    fn late_and_worst_frames_are_the_measured_windows() {
+        let (run, profile) = warmup_slowest();
+        let sel = select(&run, &profile, &Filters::default()).unwrap();
+        let summary = summarize(&run, &profile, &Filters::default(), &sel);
+        // Every sample still counts overall: the window picks frames, not samples.
+        assert_eq!(summary.overall.samples, 6);
+        assert_eq!(summary.late_frames.unwrap().samples, 1, "frame 2 alone");
+        let worst: Vec<&str> = (summary.worst_frames.iter())
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(
+            worst,
+            [
+                "frame 2 (total 12000 µs)",
+                "frame 3 (total 5000 µs)",
+                "frame 4 (total 3000 µs)"
+            ]
+        );
+        // --frame-set late keeps the measured late frame's sample only.
+        let late = Filters {
+            late_only: true,
+            ..Filters::default()
+        };
+        let sel = select(&run, &profile, &late).unwrap();
+        assert_eq!(sel.samples, [2]);
+    }
 }

@@ -117,6 +117,10 @@ pub struct Collector {
     /// A producer, a new ring or a direct write's end woke the collector since the last drain.
     woken: bool,
     last_drain: Option<Instant>,
+    /// CLOCK_MONOTONIC ns at which the last drain began, sent with each commit (what
+    /// `Committed::drained_mono_ns` says); 0 before the first, and while spilling (the
+    /// spill's records reach the run file only at the end).
+    drained_mono_ns: i64,
 }
 
 /// The probes' recorder, and the run's ids of what their spans name.
@@ -191,6 +195,7 @@ impl Collector {
             wake,
             woken: false,
             last_drain: None,
+            drained_mono_ns: 0,
         }
     }
 
@@ -497,6 +502,11 @@ impl Collector {
         }
         // No thread drops more than one record per nanosecond: a larger count is a lie.
         let now_ns = self.now_ns();
+        // Every record in a ring before now is read below, and in the file at the next commit.
+        self.drained_mono_ns = match self.spill {
+            None => self.meta.origin_mono_ns.saturating_add(now_ns),
+            Some(_) => 0,
+        };
         let max_dropped = (now_ns.max(0) as u64).saturating_add(1_000_000_000);
         // Read once per drain, not per record: no span read now ends later than this.
         let latest_end_ns = now_ns.saturating_add(FUTURE_SLACK_NS);
@@ -955,7 +965,9 @@ impl Collector {
         }
         meta.dropped_events += self.rings.iter().map(Ring::dropped).sum::<u64>();
         self.writer.send(Write::Meta(Box::new(meta)))?;
-        self.writer.send(Write::Commit)
+        self.writer.send(Write::Commit {
+            drained_mono_ns: self.drained_mono_ns,
+        })
     }
 
     /// Drains what is left, writes the final metadata and process table, and closes the file.
@@ -1034,7 +1046,9 @@ impl Collector {
             log::warn!("no process named '{name}' was found during the run (--watch {name})");
         }
         self.writer.send(Write::Meta(Box::new(self.meta.clone())))?;
-        self.writer.send(Write::Commit)?;
+        self.writer.send(Write::Commit {
+            drained_mono_ns: self.drained_mono_ns,
+        })?;
         let run_id = self.writer.run_id();
         self.writer.stop()?.finish()?;
         Ok((run_id, self.meta))

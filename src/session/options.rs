@@ -108,7 +108,8 @@ pub struct LiveOptions {
     /// Where the live progress line is told (the command line's, on a terminal; none by
     /// default).
     pub progress: super::progress::ProgressLine,
-    /// Print each stage's histogram of the last interval this often (`--live 5s`).
+    /// Print each stage's histogram of the spans that ended in each interval this long
+    /// (`--live 5s`).
     pub every: Option<Duration>,
     /// The live histograms' linear layout (`--live-linear STEP`); power-of-two without.
     pub linear: Option<crate::hist::LinearSpec>,

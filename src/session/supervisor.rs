@@ -618,17 +618,27 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     if let Some(dir) = run_group.listing_dir() {
         accounting.list_through_group(dir);
     }
+    let run_id = writer.run_id();
+    let mut collector = Collector::new(writer, session, tick_clock, meta, accounting);
     let live = opts.live.every.map(|every| {
-        let out = opts.live.out.clone();
+        let committed = collector.committed();
+        let run = crate::hist::live::LiveRun {
+            path: output.clone(),
+            run_id,
+            origin_mono_ns,
+        };
         crate::hist::live::Live::start(
-            output.clone(),
-            writer.run_id(),
+            run,
             every,
             opts.live.linear,
-            out,
+            opts.live.out.clone(),
+            Box::new(move || {
+                committed
+                    .drained_mono_ns
+                    .load(std::sync::atomic::Ordering::Acquire)
+            }),
         )
     });
-    let mut collector = Collector::new(writer, session, tick_clock, meta, accounting);
     collector.set_run_group(run_group.facts(), run_group.meter(), group_at_launch);
     if let Some(probes) = probes {
         collector.set_probes(probes);

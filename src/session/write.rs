@@ -1,7 +1,10 @@
 //! The run file writer on a thread of its own, so draining never waits for SQLite (a commit or
 //! a WAL checkpoint can take tens of milliseconds, long enough for a busy ring to fill).
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicI64, AtomicU64,
+    Ordering::{Relaxed, Release},
+};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -27,7 +30,11 @@ pub enum Write {
     Processes(Vec<ProcessStats>),
     SampleSources(Vec<SourceStatus>),
     Meta(Box<RunMeta>),
-    Commit,
+    /// Commits what was written; `drained_mono_ns` is the CLOCK_MONOTONIC ns at which the
+    /// last drain before it began (0 when none counts: before the first, or spilling).
+    Commit {
+        drained_mono_ns: i64,
+    },
 }
 
 pub struct WriterThread {
@@ -47,12 +54,18 @@ pub struct WriterThread {
     failure: Option<Failure>,
 }
 
-/// What is safely in the file: spans committed, and when the last commit was.
+/// What is safely in the file: spans committed, when the last commit was, and how far
+/// back the file is complete.
 #[derive(Debug, Default)]
 pub struct Committed {
     pub spans: AtomicU64,
     /// CLOCK_MONOTONIC ns of the last successful commit; 0 before the first.
     pub at_mono_ns: AtomicI64,
+    /// CLOCK_MONOTONIC ns at which the drain began whose records the last commit holds:
+    /// every record in a ring before then is in the file (`--live` prints an interval once
+    /// this passes its end). Set after the commit, with Release; 0 before the first, and
+    /// left as it was while spilling.
+    pub drained_mono_ns: AtomicI64,
 }
 
 #[derive(Clone)]
@@ -102,12 +115,15 @@ impl WriterThread {
                             spans.clear();
                             let _ = hand_back.send(spans);
                         }
-                        Write::Commit => {
+                        Write::Commit { drained_mono_ns } => {
                             writer.commit()?;
                             committed.spans.fetch_add(pending_spans, Relaxed);
                             committed
                                 .at_mono_ns
                                 .store(framelab_probe::monotonic_ns() as i64, Relaxed);
+                            if drained_mono_ns > 0 {
+                                committed.drained_mono_ns.store(drained_mono_ns, Release);
+                            }
                             pending_spans = 0;
                         }
                         write => apply(&mut writer, write)?,
@@ -221,7 +237,7 @@ fn apply(writer: &mut RunWriter, write: Write) -> Result<()> {
         Write::Processes(processes) => writer.processes(&processes),
         Write::SampleSources(sources) => writer.sample_sources(&sources),
         Write::Meta(meta) => writer.update_meta(&meta),
-        Write::Commit => writer.commit(),
+        Write::Commit { .. } => writer.commit(),
     }
 }
 
@@ -257,7 +273,7 @@ mod tests {
             WriterThread::start(RunWriter::create(&path, &RunMeta::default()).unwrap());
         let samples = thread.samples_sender().unwrap();
         samples.send(one_reading(0, 1_000)).unwrap();
-        thread.send(Write::Commit).unwrap();
+        thread.send(Write::Commit { drained_mono_ns: 0 }).unwrap();
         let committed = thread.committed();
         while committed.at_mono_ns.load(Relaxed) == 0 {
             std::thread::yield_now();
@@ -298,7 +314,7 @@ mod tests {
             .collect();
         let capacity = spans.capacity();
         thread.send(Write::Spans(spans)).unwrap();
-        thread.send(Write::Commit).unwrap();
+        thread.send(Write::Commit { drained_mono_ns: 0 }).unwrap();
         let writer = thread.stop().unwrap();
         let spare = thread.spare_spans().expect("the batch handed back");
         assert!(spare.is_empty());

@@ -887,14 +887,28 @@ fn check_references(run: &Run) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Stage names, (stage, duration) of the new spans, and the largest row id seen.
-pub type SpansAfter = (Vec<String>, Vec<(u16, i64)>, i64);
+/// Stage names, the new spans, and the largest row id seen.
+pub type SpansAfter = (Vec<String>, Vec<Span>, i64);
 
-/// A run's stage names, and the (stage, duration) of its spans with row id above
-/// `after_id` with the largest id seen: what a live view reads while the run is written.
+/// A run's stage names, and its spans with row id above `after_id` with the largest id
+/// seen: what a live view reads while the run is written. The names are read after the
+/// spans, so they name every stage a span read uses (a stage is committed with or before
+/// its first span).
 pub fn spans_after(path: &Path, run_id: i64, after_id: i64) -> anyhow::Result<SpansAfter> {
     let conn = file::open_another_reader(path)?;
     let fail = |e: rusqlite::Error| sqlite_failure(path, "read", &e);
+    // Blocks are written whole: the one holding `after_id` starts at most a block before.
+    let from = after_id.saturating_sub(super::blocks::MAX_BLOCK_SPANS as i64);
+    let (mut spans, mut newest) = (Vec::new(), after_id);
+    read_span_blocks(path, &conn, run_id, (from, i64::MAX), |first_id, block| {
+        for (id, s) in (first_id..).zip(block) {
+            if id > after_id {
+                spans.push(*s);
+                newest = newest.max(id);
+            }
+        }
+        Ok(())
+    })?;
     let mut stmt = conn
         .prepare("SELECT name FROM stages WHERE run_id = ?1 ORDER BY stage_id")
         .map_err(fail)?;
@@ -902,18 +916,6 @@ pub fn spans_after(path: &Path, run_id: i64, after_id: i64) -> anyhow::Result<Sp
         .query_map([run_id], |r| r.get(0))
         .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
         .map_err(fail)?;
-    // Blocks are written whole: the one holding `after_id` starts at most a block before.
-    let from = after_id.saturating_sub(super::blocks::MAX_BLOCK_SPANS as i64);
-    let (mut spans, mut newest) = (Vec::new(), after_id);
-    read_span_blocks(path, &conn, run_id, (from, i64::MAX), |first_id, block| {
-        for (id, s) in (first_id..).zip(block) {
-            if id > after_id {
-                spans.push((s.stage, s.dur_ns));
-                newest = newest.max(id);
-            }
-        }
-        Ok(())
-    })?;
     Ok((stages, spans, newest))
 }
 

@@ -270,6 +270,76 @@ fn live_prints_each_interval_while_the_run_goes_on() {
     );
 }
 
+/// Each `--live` block as printed: its label's bounds (ns after the launch), what follows
+/// them (` (end of the run)`, ` (late: …)`, or nothing) and the spans its histograms hold.
+fn live_blocks(err: &str) -> Vec<(i64, i64, String, u64)> {
+    let mut blocks: Vec<(i64, i64, String, String)> = Vec::new();
+    for line in err.lines() {
+        let header = line
+            .strip_prefix("--- ")
+            .and_then(|l| l.strip_suffix(" ---"));
+        match (header, blocks.last_mut()) {
+            (Some(label), _) => {
+                let (bounds, what) = label.split_once(" s").unwrap();
+                let (from, to) = bounds.split_once('–').unwrap();
+                let ns = |s: &str| (s.parse::<f64>().unwrap() * 1e9).round() as i64;
+                blocks.push((ns(from), ns(to), what.to_owned(), String::new()));
+            }
+            (None, Some(block)) => {
+                block.3.push_str(line);
+                block.3.push('\n');
+            }
+            (None, None) => {}
+        }
+    }
+    (blocks.into_iter())
+        .map(|(from, to, what, body)| (from, to, what, bucket_total(&body)))
+        .collect()
+}
+
+/// Each block holds exactly the spans whose end falls in the interval its label names (by
+/// the run file's times, after the launch), whenever it was printed: the intervals in turn
+/// from 0 s, then the end of the run with every span that ended after the last one. A span
+/// committed after its interval was printed is in a `(late: …)` block with its interval's
+/// label; none is printed twice or lost. Nothing here depends on how fast the machine is.
+#[test]
+fn live_blocks_hold_the_spans_that_ended_in_their_intervals() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--live", "1s", "--duration", "2500ms"];
+    let (out, path) = run_testprog(&dir, "live-ends", &args, &["forever"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let blocks = live_blocks(&err);
+    let run = common::load(&path);
+    let ends: Vec<i64> = run.spans.iter().map(|s| s.start_ns + s.dur_ns).collect();
+    let (end_of_run, intervals) = blocks.split_last().expect("blocks printed");
+    assert_eq!(end_of_run.2, " (end of the run)", "{err}");
+    // On time: 0–1 s, 1–2 s, … up to where the end of the run starts, each once.
+    let on_time: Vec<(i64, i64)> = (intervals.iter())
+        .filter(|b| b.2.is_empty())
+        .map(|b| (b.0, b.1))
+        .collect();
+    let second = 1_000_000_000;
+    let expected: Vec<(i64, i64)> = (0..on_time.len() as i64)
+        .map(|k| (k * second, (k + 1) * second))
+        .collect();
+    assert_eq!(on_time, expected, "{err}");
+    // The run stops 2.5 s after the launch at the earliest: 0–1 s and 1–2 s are whole.
+    assert!(on_time.len() >= 2, "{err}");
+    assert_eq!(end_of_run.0, on_time.len() as i64 * second, "{err}");
+    for &(from, to) in &on_time {
+        let printed: u64 = (intervals.iter())
+            .filter(|b| (b.0, b.1) == (from, to))
+            .map(|b| b.3)
+            .sum();
+        let ended = ends.iter().filter(|&&e| from <= e && e < to).count() as u64;
+        assert_eq!(printed, ended, "{from}–{to} ns: {err}");
+    }
+    let after = ends.iter().filter(|&&e| e >= end_of_run.0).count() as u64;
+    assert_eq!(end_of_run.3, after, "{err}");
+    assert_eq!(bucket_total(&err), run.spans.len() as u64, "{err}");
+}
+
 /// `--below` and `--format json` on a stage's spans read the drawn power-of-two µs buckets:
 /// the share's bounds hold the exact share of the run's durations, each percentile's bounds
 /// the exact percentile; the linear layout (its summary lines exact) refuses them in one line.
