@@ -84,12 +84,8 @@ impl Taskstats {
     /// Registers for exit records of every CPU and checks they arrive, with pids as framelab
     /// sees them. `Err` says why not, in a few words.
     pub fn open() -> Result<Taskstats, String> {
-        if std::env::var(OFF_ENV).is_ok_and(|v| v == "off") {
-            return Err(format!("switched off with {OFF_ENV}=off"));
-        }
         // Room for bursts of exits between two drains.
-        let mut socket = GenlSocket::open(8 << 20)?;
-        let family = socket.family("TASKSTATS")?;
+        let (socket, family) = taskstats_socket(OFF_ENV, 8 << 20)?;
         let mut listener = Taskstats {
             socket,
             family,
@@ -188,6 +184,16 @@ impl Drop for Taskstats {
     fn drop(&mut self) {
         let _ = self.request(TASKSTATS_CMD_ATTR_DEREGISTER_CPUMASK);
     }
+}
+
+/// A socket to the kernel's taskstats family and the family's id, unless `off_env` is "off".
+fn taskstats_socket(off_env: &str, receive_buffer: i32) -> Result<(GenlSocket, u16), String> {
+    if std::env::var(off_env).is_ok_and(|v| v == "off") {
+        return Err(format!("switched off with {off_env}=off"));
+    }
+    let mut socket = GenlSocket::open(receive_buffer)?;
+    let family = socket.family("TASKSTATS")?;
+    Ok((socket, family))
 }
 
 /// Every CPU that can ever be online (`/sys/devices/system/cpu/possible`, e.g. `0-15`).

@@ -55,11 +55,7 @@ impl ThreadQuery {
     /// A query socket, checked by asking about the calling thread. `Err` says why not, in a
     /// few words.
     pub fn open() -> Result<ThreadQuery, String> {
-        if std::env::var(OFF_ENV).is_ok_and(|v| v == "off") {
-            return Err(format!("switched off with {OFF_ENV}=off"));
-        }
-        let mut socket = GenlSocket::open(1 << 20)?;
-        let family = socket.family("TASKSTATS")?;
+        let (socket, family) = super::taskstats_socket(OFF_ENV, 1 << 20)?;
         let mut query = ThreadQuery {
             socket,
             family,
