@@ -15,7 +15,7 @@ use super::Outcome;
 pub struct ProbeArgs {
     /// Record a span of stage STAGE for each call of FUNCTION in BINARY (a path, a program
     /// on PATH or a library's soname), from entry to return; FUNCTION may be 0xOFFSET.
-    /// Needs root or CAP_PERFMON (repeat for more)
+    /// Needs root or CAP_SYS_ADMIN (repeat for more)
     #[arg(long = "probe", value_name = "STAGE=BINARY:FUNCTION")]
     pub probes: Vec<String>,
     /// Record a span of stage STAGE from each hit of USDT probe PROVIDER:BEGIN in BINARY to
@@ -73,7 +73,7 @@ pub struct ProbesArgs {
     /// Only functions whose name contains this
     pub pattern: Option<String>,
     /// Measure what a probed call (entry + return) costs on this machine, by the probed
-    /// function's first instruction; needs root or CAP_PERFMON
+    /// function's first instruction; needs root or CAP_SYS_ADMIN
     #[arg(long)]
     pub cost: bool,
 }

@@ -62,7 +62,7 @@ pub struct Costs {
     pub usdt_pair: Calibration,
 }
 
-/// Each class measured here and now (needs the uprobe PMU: root or CAP_PERFMON).
+/// Each class measured here and now (needs the uprobe PMU: root or CAP_SYS_ADMIN).
 fn measure_costs() -> Result<Costs, String> {
     let pmu = super::uprobe::Pmu::find()?;
     let mut classes = Vec::new();

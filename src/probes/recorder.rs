@@ -310,13 +310,15 @@ impl Recorder {
                  ref_ctr_offset in the uprobe PMU's format): probes guarded by one will not fire"
             );
         }
-        // Measured once per kind of first instruction and shape of probes.
+        // Measured once per kind of first instruction and shape of probes. Why a cost is not
+        // known is said once the probes opened: a refusal of both is the error's to say.
         let mut costs: HashMap<(InstructionClass, Shape), Option<Calibration>> = HashMap::new();
+        let mut unmeasured: Vec<String> = Vec::new();
         let mut cost_of = |pmu: &Pmu, class: InstructionClass, shape: Shape| {
             *costs.entry((class, shape)).or_insert_with(|| {
                 let measured = cost::measure(pmu, class, shape);
                 if let Err(why) = &measured {
-                    log::warn!("the cost of a probe hit is not known: {why}");
+                    unmeasured.push(why.clone());
                 }
                 measured.ok()
             })
@@ -359,6 +361,9 @@ impl Recorder {
         }
         for fd in &recorder.others {
             perf_event::enable(fd).map_err(|e| perf_event::refusal(&e))?;
+        }
+        for why in unmeasured {
+            log::warn!("the cost of a probe hit is not known: {why}");
         }
         Ok(recorder)
     }

@@ -121,14 +121,16 @@ pub fn id(fd: &OwnedFd) -> io::Result<u64> {
 }
 
 /// Why a uprobe could not be opened, in one line with what gives it. Unlike a profile of
-/// one's own processes, the uprobe PMU wants CAP_PERFMON (or root) whatever
-/// `perf_event_paranoid` says.
+/// one's own processes, the uprobe PMU wants CAP_SYS_ADMIN (or root) whatever
+/// `perf_event_paranoid` says: kernels from 5.8 accepted CAP_PERFMON, until a 2025 fix
+/// (backported to the stable kernels) asked for CAP_SYS_ADMIN again.
 pub fn refusal(error: &io::Error, what: &str) -> String {
     match error.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => format!(
             "perf_event_open refused the uprobe on {what} ({error}): uprobes need root or \
-             CAP_PERFMON (sudo setcap cap_perfmon+ep \"$(command -v framelab)\"); lowering \
-             kernel.perf_event_paranoid is not enough"
+             CAP_SYS_ADMIN (sudo setcap cap_sys_admin+ep \"$(command -v framelab)\"; kernels \
+             since 2025 refuse CAP_PERFMON for them); lowering kernel.perf_event_paranoid is \
+             not enough"
         ),
         Some(libc::EINVAL) => format!(
             "the kernel refused the uprobe on {what} ({error}): the offset is not where an \

@@ -127,7 +127,7 @@ fn uprobes_or_skip(test: &str) -> bool {
     let why = if !Path::new("/sys/bus/event_source/devices/uprobe/type").exists() {
         Some("this kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe)")
     } else if unsafe { libc::geteuid() } != 0 {
-        Some("uprobes need root (or CAP_PERFMON) and the tests do not run as root")
+        Some("uprobes need root (or CAP_SYS_ADMIN) and the tests do not run as root")
     } else {
         None
     };
@@ -519,13 +519,29 @@ fn a_refused_uprobe_says_what_permission_it_needs() {
     }
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), 10);
+    let probe = format!("encode={}:encode_frame", prog.display());
     assert_refused(
-        &[
-            "--probe",
-            &format!("encode={}:encode_frame", prog.display()),
-        ],
+        &["--probe", &probe],
         &[("FRAMELAB_TEST_PERF_ERRNO", "1")],
-        "uprobes need root or CAP_PERFMON",
+        "uprobes need root or CAP_SYS_ADMIN",
+    );
+    // One line: the calibration's refusal is the same refusal, not a warning before it.
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(dir.path().join("x.framelab"))
+        .args(["--probe", &probe, "--", "true"])
+        .env("FRAMELAB_TEST_PERF_ERRNO", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = stderr(&out);
+    assert!(!text.contains("the cost of a probe hit"), "{text}");
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.contains("refused the uprobe"))
+            .count(),
+        1,
+        "{text}"
     );
 }
 
