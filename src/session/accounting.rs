@@ -917,7 +917,33 @@ impl Accounting {
             tracked.peak_rss_bytes = tracked.peak_rss_bytes.max(rss);
             tracked.rss_read_ns = now_ns;
         }
+        self.settle_children_never_seen(pid, now_ns);
         true
+    }
+
+    /// Settles `pid`'s reaped-children time now if it grew while every child the run knows
+    /// of it is still in /proc: then only children no sweep saw were reaped, and their CPU
+    /// must not wait for a known child's end to be charged to it.
+    fn settle_children_never_seen(&mut self, pid: u32, now_ns: i64) {
+        let Some(t) = self.procs.get(&pid) else {
+            return;
+        };
+        let grown = t.last.cpu.children_user_ns + t.last.cpu.children_sys_ns
+            > t.settled.cpu.children_user_ns + t.settled.cpu.children_sys_ns;
+        if !grown || t.role == ProcessRole::Watched || t.gone.is_some() {
+            return;
+        }
+        // Read after `pid`'s reading: a child still here was not reaped before it.
+        let a_known_child_left = self
+            .procs
+            .iter()
+            .any(|(&c, t)| t.ppid == pid && t.gone.is_none() && !self.procfs.exists(c));
+        if a_known_child_left {
+            return; // `settle` reads the reaper again once that child is marked gone
+        }
+        // Their exit records came before their reaping, so before this reading.
+        self.drain_exits(now_ns);
+        self.settle_reaper(pid);
     }
 
     /// Opens the window: takes the baselines. A window that starts at launch counts everything

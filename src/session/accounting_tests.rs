@@ -274,6 +274,35 @@ fn a_child_that_exits_before_the_end_counts_up_to_its_exit_and_the_rows_add_up()
 }
 
 #[test]
+fn children_never_seen_are_not_charged_to_a_known_child_that_ends_later() {
+    let mut world = World::new();
+    world.process(CMD, "sh", 'S', COLLECTOR, [0, 0, 0, 0], 1);
+    world.process(101, "encode", 'S', CMD, [0, 0, 0, 0], 1);
+    let mut acc = world.opened(WatchList::default(), 0);
+    // Short children no sweep saw used 40 ticks and were reaped while encode ran on.
+    world.process(101, "encode", 'S', CMD, [30, 0, 0, 0], 1);
+    world.process(CMD, "sh", 'S', COLLECTOR, [0, 0, 40, 0], 1);
+    acc.sample(1_000_000_000, CMD);
+    // Then encode ended at 35 ticks and was reaped.
+    world.gone(101);
+    world.process(CMD, "sh", 'S', COLLECTOR, [0, 0, 75, 0], 1);
+    acc.sample(1_500_000_000, CMD);
+    acc.end_window(2_000_000_000, CMD);
+    let rows = acc.results();
+    let encode = row(&rows, "encode");
+    assert_eq!(cpu(encode), 35 * TICK_NS, "its own CPU only: {rows:?}");
+    assert_eq!(encode.cpu_source, CpuSource::Reaper);
+    let exited = row(&rows, "(exited children)");
+    assert_eq!(cpu(exited), 40 * TICK_NS, "{rows:?}");
+    let total: i64 = rows.iter().map(cpu).sum();
+    assert_eq!(
+        total,
+        75 * TICK_NS,
+        "the rows add up to the reaper's growth: {rows:?}"
+    );
+}
+
+#[test]
 fn children_that_end_in_one_interval_share_a_row_and_the_sum_still_holds() {
     let mut world = World::new();
     world.process(CMD, "sh", 'S', COLLECTOR, [0, 0, 0, 0], 1);
