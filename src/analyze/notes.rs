@@ -247,15 +247,23 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
             framelab_probe::wire::DEFAULT_RING_RECORDS
         ));
     }
-    if meta.invalid_records > 0 {
+    if meta.invalid() > 0 {
         notes.push(format!(
             "{} skipped: a name id the process never interned (a bad id passed through the C API?), or a span given in another clock than CLOCK_MONOTONIC.",
-            plural(meta.invalid_records, "invalid record was", "invalid records were")
+            plural(meta.invalid(), "invalid record was", "invalid records were")
         ));
     }
     if meta.names_refused > 0 {
+        let missing = match meta.records_under_refused_names() {
+            0 => "records under them are missing".to_string(),
+            n => format!(
+                "{} under them {} missing",
+                plural(n, "record", "records"),
+                if n == 1 { "is" } else { "are" }
+            ),
+        };
         notes.push(format!(
-            "{} refused because a process interned more names than the SDK supports; records under them are missing.",
+            "{} refused because a process interned more names than the SDK supports; {missing}.",
             plural(meta.names_refused, "name was", "names were")
         ));
     }

@@ -752,6 +752,7 @@ impl Collector {
                 .send(Write::Events(std::mem::take(&mut self.conv.events)))?;
         }
         self.meta.invalid_records = self.conv.invalid_records;
+        self.meta.session.refused_name_records = self.conv.refused_name_records;
         self.meta.first_span_ns = self.conv.first_span_ns;
         Ok(())
     }

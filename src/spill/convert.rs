@@ -43,6 +43,8 @@ pub struct Converter {
     /// With `--warmup-frames N`: N + 1, and the start of that frame once seen.
     pub opening_frame: Option<(u64, Option<i64>)>,
     pub invalid_records: u64,
+    /// Records under a name the SDK refused (id 0: its table was full): missing, not invalid.
+    pub refused_name_records: u64,
     pub first_span_ns: Option<i64>,
     /// Converted, held until the caller takes them.
     pub spans: Vec<Span>,
@@ -69,6 +71,7 @@ impl Converter {
             frames_seen: 0,
             opening_frame: None,
             invalid_records: 0,
+            refused_name_records: 0,
             first_span_ns: None,
             spans: Vec::new(),
             counters: Vec::new(),
@@ -162,7 +165,7 @@ impl Converter {
         match record.kind() {
             kind::SPAN | kind::SPAN_NS => {
                 let Some(stage) = self.resolve(ids, pid, record.name(), name_kind::STAGE) else {
-                    self.invalid_records += 1;
+                    self.unresolved(record.name());
                     return;
                 };
                 let clock_kind = if record.kind() == kind::SPAN_NS {
@@ -208,7 +211,7 @@ impl Converter {
                     counter,
                     value: record.a as i64,
                 }),
-                None => self.invalid_records += 1,
+                None => self.unresolved(record.name()),
             },
             kind::EVENT => match self.resolve(ids, pid, record.name(), name_kind::EVENT) {
                 Some(event) => {
@@ -220,9 +223,18 @@ impl Converter {
                         t_ns,
                     });
                 }
-                None => self.invalid_records += 1,
+                None => self.unresolved(record.name()),
             },
             _ => self.invalid_records += 1,
+        }
+    }
+
+    /// Counts a record whose name id resolves to no name of its kind.
+    fn unresolved(&mut self, local: u16) {
+        if local == 0 {
+            self.refused_name_records += 1;
+        } else {
+            self.invalid_records += 1;
         }
     }
 

@@ -182,8 +182,11 @@ fn fold_into(
         // What came before the damage is folded; the rest cannot be read by anyone.
         Err(e) => (0, Some(e)),
     };
+    // A fold cannot tell a refused name's records from bad ids (the names refused are
+    // counted at the run's end, which a folded run never reached): both count as invalid.
+    let invalid = conv.invalid_records + conv.refused_name_records;
     let finished = write_out(&mut conv, &mut writer)
-        .and_then(|()| writer.set_conversion_facts(conv.invalid_records, conv.first_span_ns));
+        .and_then(|()| writer.set_conversion_facts(invalid, conv.first_span_ns));
     if let Err(e) = finished {
         writer.roll_back();
         return Err(cannot(e));

@@ -50,6 +50,7 @@ pub fn finished_meta(name: &str) -> RunMeta {
         names_refused: 1,
         session: SessionFacts {
             interrupt_signal: Some(15),
+            refused_name_records: 2,
             unrecorded_threads: vec![UnrecordedThreads {
                 errno: 28,
                 threads: 3,

@@ -303,6 +303,16 @@ fn too_many_names_are_refused_and_reported() {
         5000 - framelab_probe::wire::MAX_NAMES as u64
     );
     assert_eq!(run.stages.len(), framelab_probe::wire::MAX_NAMES as usize);
+    // One span under each refused name: missing for that cause, not invalid.
+    let refused = 5000 - framelab_probe::wire::MAX_NAMES as u64;
+    assert_eq!(run.meta.invalid_records, 0);
+    assert_eq!(run.meta.session.refused_name_records, refused);
+    let notes = report_json(&path)["notes"].to_string();
+    assert!(
+        notes.contains(&format!("{refused} records under them are missing")),
+        "{notes}"
+    );
+    assert!(!notes.contains("invalid record"), "{notes}");
 }
 
 #[test]
