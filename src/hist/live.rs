@@ -315,6 +315,16 @@ impl Intervals {
     }
 }
 
+/// `5.0–6.0 s`: in tenths, or as many more decimals as tell the ends apart (a run that
+/// stopped 3 ms into an interval ends `5.000–5.003 s`); one time where they are equal.
+fn interval_label(from_ns: i64, to_ns: i64) -> String {
+    let (from, to) = (from_ns as f64 / 1e9, to_ns as f64 / 1e9);
+    (1..=6)
+        .map(|decimals| (format!("{from:.decimals$}"), format!("{to:.decimals$}")))
+        .find(|(f, t)| f != t)
+        .map_or_else(|| format!("{from:.1} s"), |(f, t)| format!("{f}–{t} s"))
+}
+
 /// The blocks' histograms, each stage of each block, in the order given.
 fn render_blocks(stages: &[String], blocks: &[Block], linear: Option<&LinearSpec>) -> String {
     let mut text = String::new();
@@ -324,8 +334,8 @@ fn render_blocks(stages: &[String], blocks: &[Block], linear: Option<&LinearSpec
             When::Late => " (late: committed after this interval was printed)",
             When::EndOfRun => " (end of the run)",
         };
-        let (from, to) = (block.from_ns as f64 / 1e9, block.to_ns as f64 / 1e9);
-        text.push_str(&format!("--- {from:.1}–{to:.1} s{what} ---\n"));
+        let interval = interval_label(block.from_ns, block.to_ns);
+        text.push_str(&format!("--- {interval}{what} ---\n"));
         let mut by_stage: BTreeMap<u16, Vec<i64>> = BTreeMap::new();
         for &(stage, dur_ns) in &block.spans {
             by_stage.entry(stage).or_default().push(dur_ns);
@@ -491,6 +501,16 @@ mod tests {
 
     /// A span that ended before the launch (a probe's) is in the first block, whose label
     /// starts at its end; the end of the run runs to its last span if that is later.
+    #[test]
+    fn interval_labels_tell_their_ends_apart() {
+        assert_eq!(interval_label(5_000_000_000, 6_000_000_000), "5.0–6.0 s");
+        assert_eq!(
+            interval_label(5_000_000_000, 5_003_000_000),
+            "5.000–5.003 s"
+        );
+        assert_eq!(interval_label(5_000_000_000, 5_000_000_000), "5.0 s");
+    }
+
     #[test]
     fn labels_cover_spans_before_the_launch_and_after_the_stop() {
         let mut iv = Intervals::new(S);

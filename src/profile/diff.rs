@@ -158,14 +158,15 @@ pub fn render(d: &Diff, n: usize, md: bool) -> String {
 /// the `n` largest changes in the profile's fixed columns, numbers before names.
 fn document(d: &Diff, n: usize) -> Document {
     let runs = |n: usize| crate::units::plural(n as u64, "run", "runs");
+    let samples = |n: u64| crate::units::plural(n, "sample", "samples");
     let title = format!(
-        "profile diff · {} ({}, {} samples) → {} ({}, {} samples)",
+        "profile diff · {} ({}, {}) → {} ({}, {})",
         d.a,
         runs(d.a_runs),
-        d.a_samples,
+        samples(d.a_samples),
         d.b,
         runs(d.b_runs),
-        d.b_samples
+        samples(d.b_samples)
     );
     // The shares first, one space apart, `~` right after a change within the noise.
     let headers = [

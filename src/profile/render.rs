@@ -36,9 +36,9 @@ fn header(s: &Summary) -> Vec<Block> {
     ];
     if !s.filters.is_empty() {
         lines.push(format!(
-            "filters {} · {} samples kept",
+            "filters {} · {} kept",
             s.filters.join(" "),
-            s.selected
+            crate::units::plural(s.selected, "sample", "samples")
         ));
     }
     for note in &s.notes {
@@ -75,8 +75,8 @@ const FUNCTION_CHARS: usize = 100;
 /// then `function [module]` (a name, cut at 100 characters, escaped whole in Markdown).
 fn section(title: &str, table: &FunctionTable, by_self: bool, n: usize) -> Block {
     let heading = format!(
-        "{title} · {} samples ({:.1}%) · shares ±{:.1} points",
-        table.samples,
+        "{title} · {} ({:.1}%) · shares ±{:.1} points",
+        crate::units::plural(table.samples, "sample", "samples"),
         table.share_pct,
         share_ci95_pct(table.samples)
     );

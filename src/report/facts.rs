@@ -674,7 +674,10 @@ fn probes(a: &Analysis) -> Option<Line> {
         );
     }
     if p.lost > 0 {
-        parts.push(toned(format!("{} samples lost", p.lost), Tone::Warning));
+        parts.push(toned(
+            format!("{} lost", crate::units::plural(p.lost, "sample", "samples")),
+            Tone::Warning,
+        ));
     }
     Some(joined(parts))
 }

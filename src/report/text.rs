@@ -192,12 +192,47 @@ pub(crate) fn worst_have_waits(a: &Analysis) -> bool {
     a.worst_frames.iter().any(|w| w.work_ns.is_some())
 }
 
-/// One row per worst frame: id, end time, total, then each stage (`-` where absent), then
-/// its work, its waits and its longest wait where frames have waits.
+/// Stage columns the worst frames table holds at most; the rest add up in one column.
+const MAX_WORST_STAGES: usize = 12;
+
+/// The stages the worst frames table shows, in the run's order: all of them, or of more than
+/// [`MAX_WORST_STAGES`], those with the longest spans in the worst frames.
+fn worst_stages(a: &Analysis) -> Vec<usize> {
+    let all = a.stage_names.len();
+    if all <= MAX_WORST_STAGES {
+        return (0..all).collect();
+    }
+    let longest = |stage: usize| {
+        (a.worst_frames.iter())
+            .filter_map(|w| w.stage_ns.get(stage).copied().flatten())
+            .max()
+    };
+    let mut shown: Vec<usize> = (0..all).filter(|&s| longest(s).is_some()).collect();
+    shown.sort_by_key(|&s| std::cmp::Reverse(longest(s)));
+    shown.truncate(MAX_WORST_STAGES);
+    shown.sort_unstable();
+    shown
+}
+
+/// How many stages with spans in the worst frames have no column of their own.
+fn worst_stages_left_out(a: &Analysis, shown: &[usize]) -> usize {
+    (0..a.stage_names.len())
+        .filter(|s| !shown.contains(s))
+        .filter(|&s| {
+            (a.worst_frames.iter()).any(|w| w.stage_ns.get(s).copied().flatten().is_some())
+        })
+        .count()
+}
+
+/// One row per worst frame: id, end time, total, then each stage shown (`-` where absent)
+/// and the sum of those left out, then its work, its waits and its longest wait where frames
+/// have waits.
 pub(crate) fn worst_rows(a: &Analysis) -> Vec<Vec<Value>> {
     let cell = |ns: Option<i64>| ns.map_or(NO_MICROS, |ns| Value::Micros(ns as f64));
     let waits = worst_have_waits(a);
     let preempted = worst_preempted(a);
+    let shown = worst_stages(a);
+    let others = worst_stages_left_out(a, &shown) > 0;
     a.worst_frames
         .iter()
         .map(|w| {
@@ -206,7 +241,18 @@ pub(crate) fn worst_rows(a: &Analysis) -> Vec<Vec<Value>> {
                 Value::fixed(w.t_s, 2),
                 Value::Micros(w.total_ns as f64),
             ];
-            row.extend(w.stage_ns.iter().map(|&ns| cell(ns)));
+            row.extend(
+                shown
+                    .iter()
+                    .map(|&s| cell(w.stage_ns.get(s).copied().flatten())),
+            );
+            if others {
+                let rest = (w.stage_ns.iter().enumerate())
+                    .filter(|(s, _)| !shown.contains(s))
+                    .filter_map(|(_, ns)| *ns)
+                    .reduce(|a, b| a + b);
+                row.push(cell(rest));
+            }
             if waits {
                 row.push(cell(w.work_ns));
                 row.push(cell(w.wait_ns));
@@ -245,7 +291,16 @@ fn worst_table(a: &Analysis) -> Option<Block> {
         Column::new("t s", 5),
         Column::new("total", 9),
     ];
-    columns.extend(a.stage_names.iter().map(|n| Column::new(n.clone(), 9)));
+    let shown = worst_stages(a);
+    columns.extend(
+        shown
+            .iter()
+            .map(|&s| Column::new(a.stage_names[s].clone(), 9)),
+    );
+    let left_out = worst_stages_left_out(a, &shown);
+    if left_out > 0 {
+        columns.push(Column::new(format!("{left_out} other stages"), 9));
+    }
     if worst_have_waits(a) {
         columns.extend(WORST_WAIT_HEADERS.map(|h| Column::new(h, 9)));
     }
@@ -255,7 +310,7 @@ fn worst_table(a: &Analysis) -> Option<Block> {
     let mut table = crate::render::columns::table_of(&columns, worst_rows(a), true);
     table.title = "Worst frames".into();
     // The stages' columns are named by the program.
-    table.names.headers = (3..3 + a.stage_names.len()).collect();
+    table.names.headers = (3..3 + shown.len()).collect();
     Some(Block::Columns {
         table,
         set_off: true,
@@ -316,4 +371,58 @@ pub(crate) fn blocks(a: &Analysis, verbose: bool) -> Vec<Block> {
         ));
     }
     blocks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::WorstFrame;
+
+    #[test]
+    fn worst_frames_of_many_stages_show_the_longest_and_add_up_the_rest() {
+        // 20 stages; stage s takes s µs in each worst frame, stage 0 none.
+        let stage_ns: Vec<Option<i64>> = (0..20)
+            .map(|s| (s > 0).then_some(s as i64 * 1000))
+            .collect();
+        let a = Analysis {
+            stage_names: (0..20).map(|s| format!("s{s}")).collect(),
+            worst_frames: vec![WorstFrame {
+                frame: 7,
+                total_ns: 190_000,
+                stage_ns,
+                ..WorstFrame::default()
+            }],
+            ..Analysis::default()
+        };
+        assert_eq!(worst_stages(&a), (8..20).collect::<Vec<_>>());
+        let row = &worst_rows(&a)[0];
+        assert_eq!(
+            row.len(),
+            3 + 12 + 1,
+            "frame, t, total, 12 stages, the rest"
+        );
+        // s1..s7 left out: 1 + … + 7 µs.
+        assert_eq!(row.last(), Some(&Value::Micros(28_000.0)));
+        let Some(Block::Columns { table, .. }) = worst_table(&a) else {
+            panic!("no table");
+        };
+        let headers = &table.headers;
+        assert_eq!(headers[3], "s8", "{headers:?}");
+        assert_eq!(headers[15], "7 other stages", "{headers:?}");
+        assert!(!headers.iter().any(|h| h == "s7"), "{headers:?}");
+    }
+
+    #[test]
+    fn worst_frames_of_a_few_stages_show_every_stage() {
+        let a = Analysis {
+            stage_names: vec!["a".into(), "b".into()],
+            worst_frames: vec![WorstFrame {
+                stage_ns: vec![Some(5), None],
+                ..WorstFrame::default()
+            }],
+            ..Analysis::default()
+        };
+        assert_eq!(worst_stages(&a), vec![0, 1]);
+        assert_eq!(worst_rows(&a)[0].len(), 3 + 2);
+    }
 }
