@@ -109,6 +109,8 @@ pub struct Paired {
     /// Whether the run has events of each name at all.
     pub start_seen: bool,
     pub end_seen: bool,
+    /// Where a name is missing, the names the run has ([`the_events_it_has`]).
+    pub events_it_has: String,
 }
 
 impl Paired {
@@ -127,7 +129,8 @@ impl Paired {
                 &spec.start
             };
             notes.push(format!(
-                "--pair {name}: the run has no event named {missing:?}; nothing was paired"
+                "--pair {name}: the run has no event named {missing:?} ({}); nothing was paired",
+                self.events_it_has
             ));
             return notes;
         }
@@ -153,6 +156,20 @@ impl Paired {
     }
 }
 
+/// "its events: a, b, c" (sorted, the first ten and how many more), or "it has no events":
+/// what to check a misspelt `--pair` name against.
+pub fn the_events_it_has(event_names: &[String]) -> String {
+    let mut names: Vec<&str> = event_names.iter().map(|n| &**n).collect();
+    names.sort_unstable();
+    let more = names.len().saturating_sub(10);
+    names.truncate(10);
+    match (names.is_empty(), more) {
+        (true, _) => "it has no events".to_string(),
+        (false, 0) => format!("its events: {}", names.join(", ")),
+        (false, n) => format!("its events: {}, and {n} more", names.join(", ")),
+    }
+}
+
 /// Pairs `spec.start` and `spec.end` events of `run` by key, in time order.
 pub fn pair_events(run: &Run, spec: &PairSpec) -> Paired {
     let id = |name: &str| run.event_names.iter().position(|n| n == name);
@@ -161,6 +178,7 @@ pub fn pair_events(run: &Run, spec: &PairSpec) -> Paired {
         return Paired {
             start_seen: start_id.is_some(),
             end_seen: end_id.is_some(),
+            events_it_has: the_events_it_has(&run.event_names),
             ..Paired::default()
         };
     };
@@ -361,7 +379,11 @@ mod tests {
         let r = run(&[("req", 1, 100)]);
         let p = pair_events(&r, &spec());
         assert!(p.spans.is_empty());
-        assert!(p.notes(&spec())[0].contains("no event named \"resp\""));
+        let note = &p.notes(&spec())[0];
+        assert!(
+            note.contains("no event named \"resp\" (its events: req)"),
+            "{note}"
+        );
     }
 
     #[test]

@@ -207,7 +207,11 @@ fn document(shown: &Shown) -> Document {
     for s in &shown.series {
         let machine = shown.machines.iter().find(|m| m.id == s.machine);
         let about = machine.map_or(String::new(), |m| {
-            format!(" ({}, {}, {} cores)", m.hostname, m.cpu_model, m.cores)
+            if m.hostname.is_empty() && m.cpu_model.is_empty() {
+                " (unknown: imported runs carry no machine fingerprint)".to_string()
+            } else {
+                format!(" ({}, {}, {} cores)", m.hostname, m.cpu_model, m.cores)
+            }
         });
         let unit = match crate::render::cells::shown_unit(&s.unit).as_str() {
             "" => String::new(),

@@ -342,21 +342,13 @@ impl TraceBuilder {
                 } else {
                     &spec.start
                 };
-                let mut names: Vec<&str> = run.event_names.iter().map(|n| &**n).collect();
-                names.sort_unstable();
-                let more = names.len().saturating_sub(10);
-                names.truncate(10);
-                let has = match (names.is_empty(), more) {
-                    (true, _) => "it has no events".to_string(),
-                    (false, 0) => format!("its events: {}", names.join(", ")),
-                    (false, n) => format!("its events: {}, and {n} more", names.join(", ")),
-                };
                 return Err(ImportError {
                     file: self.file.clone(),
                     at: Location::Whole,
                     message: format!(
-                        "--pair {}: no event named {missing:?} ({has}); check the names",
-                        spec.name()
+                        "--pair {}: no event named {missing:?} ({}); check the names",
+                        spec.name(),
+                        paired.events_it_has
                     ),
                 });
             }

@@ -43,10 +43,26 @@ pub fn detect(input: &[u8]) -> Option<Format> {
     {
         return Some(Format::Ffmpeg);
     }
-    if first_line.contains(',') {
+    if first_line.contains(',') && !looks_binary(head) {
         return Some(Format::Csv);
     }
     None
+}
+
+/// Bytes no text log has: a NUL, or more than one in a hundred other control characters
+/// or invalid UTF-8 sequences (a binary file with a comma in it is not a CSV).
+fn looks_binary(head: &[u8]) -> bool {
+    if head.contains(&0) {
+        return true;
+    }
+    let controls = (head.iter())
+        .filter(|&&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r'))
+        .count();
+    let invalid = head
+        .utf8_chunks()
+        .filter(|c| !c.invalid().is_empty())
+        .count();
+    (controls + invalid) * 100 > head.len()
 }
 
 /// PresentMon 1.x (`MsBetweenPresents`, spelled `msBetweenPresents` by some versions),
@@ -196,6 +212,17 @@ mod tests {
             Some(Format::Perfetto)
         );
         assert_eq!(detect(b"\x00\x01\x02garbage"), None);
+        // Random bytes with a comma in the first line: not a CSV.
+        let mut random = vec![b'a', b','];
+        let mut x = 0x2545F4914F6CDD1Du64;
+        for _ in 0..4096 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            random.push((x >> 56) as u8 | 1);
+        }
+        assert_eq!(detect(&random), None);
+        assert_eq!(detect("début,durée\n1,2\n".as_bytes()), Some(Format::Csv));
         assert_eq!(detect(b""), None);
     }
 }

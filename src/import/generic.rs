@@ -157,6 +157,30 @@ fn explicit_columns(b: &TraceBuilder) -> Result<Vec<(Field, String)>, ImportErro
     Ok(out)
 }
 
+/// A start named with `--map` but no duration or end to go with it: every record would be
+/// an event, not the span the start was named for. The message says what to add.
+fn start_without_length(
+    b: &TraceBuilder,
+    has: impl Fn(Field) -> bool,
+    what: &str,
+    found: &str,
+) -> Option<String> {
+    let (_, column) = b
+        .opts
+        .map
+        .iter()
+        .find(|(field, _)| Field::Start.name().eq_ignore_ascii_case(field.trim()))?;
+    if has(Field::Dur) || has(Field::End) {
+        return None;
+    }
+    Some(format!(
+        "--map start={column}: a span needs its length too, and no dur or end {what} was found \
+         among {found}; add --map dur={}/--map end={}, or use --map time={column} for events",
+        what.to_uppercase(),
+        what.to_uppercase()
+    ))
+}
+
 /// Which column (by index into `columns`) holds each field, from a CSV header.
 struct ColumnMap {
     index: [Option<usize>; 10],
@@ -211,6 +235,10 @@ impl ColumnMap {
             if let Some(unit) = map.index[field.index()].and_then(|i| unit_in_name(&columns[i])) {
                 map.scale[field.index()] = unit.ns_per_unit();
             }
+        }
+        let has = |f: Field| map.index[f.index()].is_some();
+        if let Some(message) = start_without_length(b, has, "column", &found()) {
+            return Err(b.error(Location::Line(1), message));
         }
         if map.index[Field::Start.index()].is_none() && map.index[Field::Time.index()].is_none() {
             return Err(b.error(
@@ -570,6 +598,10 @@ impl JsonKeys {
                 }
             }
         }
+        let has = |f: Field| self.key[f.index()].is_some();
+        if let Some(message) = start_without_length(b, has, "field", &found.join(", ")) {
+            return Err(b.error(at, message));
+        }
         if self.key[Field::Start.index()].is_none() && self.key[Field::Time.index()].is_none() {
             return Err(b.error(
                 at,
@@ -826,6 +858,38 @@ mod tests {
             .result_with("", ImportOptions::default())
             .unwrap_err();
         assert!(err.message.contains("empty"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_start_named_without_a_length_is_refused_not_read_as_events() {
+        let opts = || ImportOptions {
+            map: vec![("start".into(), "begin".into())],
+            ..Default::default()
+        };
+        let err = Importer(Format::Csv)
+            .result_with("begin,step\n1,a\n", opts())
+            .unwrap_err();
+        assert!(
+            err.message
+                .contains("--map start=begin: a span needs its length too")
+                && err.message.contains("among begin, step")
+                && err.message.contains("--map time=begin for events"),
+            "{}",
+            err.message
+        );
+        let err = Importer(Format::Jsonl)
+            .result_with("{\"begin\": 1, \"step\": \"a\"}\n", opts())
+            .unwrap_err();
+        assert!(
+            err.message.contains("no dur or end field"),
+            "{}",
+            err.message
+        );
+        // With a duration found by its usual name it is a span.
+        let run = Importer(Format::Csv)
+            .result_with("begin,dur,name\n1,2,a\n", opts())
+            .unwrap();
+        assert_eq!(run.spans.len(), 1);
     }
 
     #[test]
