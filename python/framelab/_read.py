@@ -385,6 +385,13 @@ class Run:
 
 def _backend(backend):
     if backend in ("pandas", "polars"):
+        try:
+            __import__(backend)
+        except ImportError:
+            raise ImportError(
+                f"backend={backend!r} needs {backend}, which is not installed: "
+                f"pip install {backend}, or leave backend out to use what is installed"
+            ) from None
         return backend
     if backend is not None:
         raise ValueError(f"backend={backend!r}: use 'pandas' or 'polars'")

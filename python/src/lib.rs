@@ -7,7 +7,7 @@
 //! its span object while nobody else holds it).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, TryLockError};
 
 use framelab_probe::ffi::{self, FlLaps, FlSpan};
 use framelab_probe::{
@@ -484,9 +484,11 @@ impl Wake {
 
 /// Paces a loop at `fps` on absolute deadlines (the Rust SDK's `Pacer`), recording how late
 /// it woke for each frame (counter `pacer_late_ns`: a wait, not a stage; `record=False`: not).
-#[pyclass(module = "framelab._native")]
+#[pyclass(module = "framelab._native", frozen)]
 struct Pacer {
-    pacer: framelab_probe::Pacer,
+    /// Held for one `wait` at a time: a second thread's is refused, not queued behind it.
+    pacer: Mutex<framelab_probe::Pacer>,
+    period_ns: f64,
 }
 
 #[pymethods]
@@ -519,14 +521,28 @@ impl Pacer {
             .map_err(|e| PyValueError::new_err(e.to_string()))?
             .with_method(method)
             .recording(record);
-        Ok(Pacer { pacer })
+        Ok(Pacer {
+            period_ns: pacer.period_ns(),
+            pacer: Mutex::new(pacer),
+        })
     }
 
-    /// Waits for `frame`'s slot, the GIL released meanwhile. One thread at a time.
-    fn wait(&mut self, py: Python<'_>, frame: u64) -> Wake {
-        let pacer = &mut self.pacer;
+    /// Waits for `frame`'s slot, the GIL released meanwhile. One thread at a time: a pacer
+    /// paces one loop, so a wait while another thread waits on it is an error.
+    fn wait(&self, py: Python<'_>, frame: u64) -> PyResult<Wake> {
+        let mut pacer = match self.pacer.try_lock() {
+            Ok(pacer) => pacer,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                return Err(PyRuntimeError::new_err(
+                    "Pacer.wait: another thread is waiting on this pacer; a pacer paces one \
+                     loop: give each thread its own Pacer",
+                ))
+            }
+        };
+        let pacer = &mut *pacer; // the pacer, not its guard, crosses into the detached call
         let w = py.detach(|| pacer.wait(frame));
-        Wake {
+        Ok(Wake {
             deadline_ns: w.deadline_ns,
             woke_ns: w.woke_ns,
             late_ns: w.late_ns,
@@ -535,13 +551,13 @@ impl Pacer {
             slept: w.slept,
             skipped_slots: w.skipped_slots,
             reanchored: w.reanchored,
-        }
+        })
     }
 
     /// The period in ns (fractional: 175 fps is 5714285.714 ns).
     #[getter]
     fn period_ns(&self) -> f64 {
-        self.pacer.period_ns()
+        self.period_ns
     }
 }
 

@@ -2,6 +2,7 @@
 
 import os
 import threading
+import time
 
 import pytest
 
@@ -149,6 +150,34 @@ def test_pacer_paces_and_refuses_bad_settings():
         framelab.Pacer(60, late="sometimes")
     with pytest.raises(ValueError, match="not a wait method"):
         framelab.Pacer(60, method="busy")
+
+
+def test_a_pacer_waited_on_from_two_threads_says_so():
+    pacer = framelab.Pacer(1, method="sleep", record=False)
+    pacer.wait(0)
+    refusals = []
+
+    def wait_or_note_refusal(frame):
+        try:
+            pacer.wait(frame)  # the next slot, about 1 s away
+        except RuntimeError as e:
+            refusals.append(str(e))
+
+    inside = threading.Event()
+
+    def waiter():
+        inside.set()
+        wait_or_note_refusal(1)
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    inside.wait()
+    # Whichever thread holds the pacer first waits; the other's wait inside it is refused.
+    while not refusals and thread.is_alive():
+        wait_or_note_refusal(2)
+        time.sleep(0.01)
+    thread.join()
+    assert refusals and "another thread is waiting on this pacer" in refusals[0]
 
 
 def test_many_threads_at_once_without_a_session():

@@ -2,6 +2,7 @@
 
 import shutil
 import sqlite3
+import sys
 
 import pytest
 
@@ -149,6 +150,12 @@ def test_the_errors_are_one_line(tmp_path):
 def test_no_dataframe_library_named(run_file):
     with pytest.raises(ValueError, match="use 'pandas' or 'polars'"):
         framelab.load(run_file, backend="arrow")
+
+
+def test_a_backend_not_installed_is_named_with_what_to_do(run_file, monkeypatch):
+    monkeypatch.setitem(sys.modules, "polars", None)  # as if not installed
+    with pytest.raises(ImportError, match="backend='polars' needs polars, which is not installed"):
+        framelab.load(run_file, backend="polars")
 
 
 def test_a_damaged_file_is_refused(run_file, tmp_path):
