@@ -68,14 +68,15 @@ fn bad_frame_rates_and_durations() {
         "not a duration",
     );
     assert_one_clear_line(&["run", "--duration", "5", "--", "true"], 2, "no unit");
+    // Options that contradict each other are usage errors too.
     assert_one_clear_line(
         &["run", "--warmup", "2s", "--duration", "1s", "--", "true"],
-        1,
+        2,
         "--warmup",
     );
     assert_one_clear_line(
         &["run", "--warmup", "1s", "--duration", "1s", "--", "true"],
-        1,
+        2,
         "shorter than --duration",
     );
     assert_one_clear_line(&["demo", "--fps", "0"], 2, "positive number");
