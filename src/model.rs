@@ -430,8 +430,8 @@ pub struct SessionFacts {
     /// in interrupts); `None` for runs recorded before it was kept, or without /proc/stat.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_taken: Option<CpuTakenFacts>,
-    /// Records under name id 0, which the SDK gives a name it refused (its table was full);
-    /// see [`RunMeta::records_under_refused_names`].
+    /// Records under name id 0, which the SDK gives a name it refused (its table was full),
+    /// when names were refused; else id 0 is a bad id, counted in `invalid_records`.
     #[serde(skip_serializing_if = "is_zero")]
     pub refused_name_records: u64,
 }
@@ -689,23 +689,6 @@ pub struct RunMeta {
     /// `--tag KEY=VALUE`s (and a bench's parameter values), in the order given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<Tag>,
-}
-
-impl RunMeta {
-    /// Records under names the SDK refused: missing because a process interned too many.
-    /// Id 0 without any refused name is a bad id, counted in [`RunMeta::invalid`].
-    pub fn records_under_refused_names(&self) -> u64 {
-        match self.names_refused {
-            0 => 0,
-            _ => self.session.refused_name_records,
-        }
-    }
-
-    /// Records skipped as invalid (a name id never interned, a span in another clock).
-    pub fn invalid(&self) -> u64 {
-        self.invalid_records + self.session.refused_name_records
-            - self.records_under_refused_names()
-    }
 }
 
 /// `--tag KEY=VALUE`: a piece of the run's configuration, stored and shown with it.

@@ -247,14 +247,14 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
             framelab_probe::wire::DEFAULT_RING_RECORDS
         ));
     }
-    if meta.invalid() > 0 {
+    if meta.invalid_records > 0 {
         notes.push(format!(
             "{} skipped: a name id the process never interned (a bad id passed through the C API?), or a span given in another clock than CLOCK_MONOTONIC.",
-            plural(meta.invalid(), "invalid record was", "invalid records were")
+            plural(meta.invalid_records, "invalid record was", "invalid records were")
         ));
     }
     if meta.names_refused > 0 {
-        let missing = match meta.records_under_refused_names() {
+        let missing = match meta.session.refused_name_records {
             0 => "records under them are missing".to_string(),
             n => format!(
                 "{} under them {} missing",

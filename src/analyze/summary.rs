@@ -337,7 +337,7 @@ fn assemble_all(run: &Run, facts: SpanFacts) -> Analysis {
         spans: facts.spans,
         negative_spans: facts.negative_spans,
         dropped_events: meta.dropped_events,
-        invalid_records: meta.invalid(),
+        invalid_records: meta.invalid_records,
         names_refused: meta.names_refused,
         counters: facts.counters.summaries,
         pacer: facts.counters.pacer,

@@ -751,8 +751,8 @@ impl Collector {
             self.writer
                 .send(Write::Events(std::mem::take(&mut self.conv.events)))?;
         }
-        self.meta.invalid_records = self.conv.invalid_records;
-        self.meta.session.refused_name_records = self.conv.refused_name_records;
+        // Id 0 is a bad id until the run's end shows names were refused (`finish`).
+        self.meta.invalid_records = self.conv.invalid_records + self.conv.refused_name_records;
         self.meta.first_span_ns = self.conv.first_span_ns;
         Ok(())
     }
@@ -1012,6 +1012,11 @@ impl Collector {
             self.conv.refresh_names(pid);
         }
         self.meta.names_refused = self.conv.names.values().map(|n| n.refused).sum();
+        if self.meta.names_refused > 0 {
+            // Id 0 is then a refused name's: its records are missing, not invalid.
+            self.meta.invalid_records = self.conv.invalid_records;
+            self.meta.session.refused_name_records = self.conv.refused_name_records;
+        }
         // Users whose processes recorded nothing: they could not write the session.
         for (uid, pids) in std::mem::take(&mut self.other_users) {
             if !pids.iter().any(|pid| self.conv.names.contains_key(pid)) {
