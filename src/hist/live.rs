@@ -499,8 +499,6 @@ mod tests {
         );
     }
 
-    /// A span that ended before the launch (a probe's) is in the first block, whose label
-    /// starts at its end; the end of the run runs to its last span if that is later.
     #[test]
     fn interval_labels_tell_their_ends_apart() {
         assert_eq!(interval_label(5_000_000_000, 6_000_000_000), "5.0–6.0 s");
@@ -511,6 +509,8 @@ mod tests {
         assert_eq!(interval_label(5_000_000_000, 5_000_000_000), "5.0 s");
     }
 
+    /// A span that ended before the launch (a probe's) is in the first block, whose label
+    /// starts at its end; the end of the run runs to its last span if that is later.
     #[test]
     fn labels_cover_spans_before_the_launch_and_after_the_stop() {
         let mut iv = Intervals::new(S);
