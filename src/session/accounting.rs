@@ -107,6 +107,10 @@ struct Tracked {
     settled: Reading,
     /// Already counted in a reaper's settlement.
     accounted: bool,
+    /// As a reaper: CPU its settlements counted before its reaped-children time held it.
+    /// Exit records are drained after the reaper's reading, so some are of children it had
+    /// not reaped yet; the next growth holds them and is not theirs to count again.
+    counted_ahead_ns: i64,
     /// The highest VmHWM read (since its last exec at each reading).
     peak_rss_bytes: u64,
     /// When its peak RSS was last read.
@@ -576,8 +580,8 @@ impl Accounting {
     /// reading had itself reaped, up to its death, all of its own children found gone and not
     /// settled: they are part of the family too, and so on down. Beyond what the family's
     /// readings show, the growth is what they used after their last readings (and what
-    /// children no one saw used): the row of the only one that could have used it gets it;
-    /// otherwise it goes to `(exited children)`.
+    /// children no one saw used), less what earlier settlements counted ahead of it: the row
+    /// of the only one that could have used it gets it; otherwise `(exited children)` does.
     fn settle_reaper(&mut self, pid: u32) {
         let Some(reaper) = self.procs.get(&pid) else {
             return;
@@ -658,7 +662,11 @@ impl Accounting {
                 parents.insert(exit.pid);
             }
         }
-        let residual = growth_user + growth_sys - known - unseen_ns;
+        let ahead = self.procs.get(&pid).map_or(0, |r| r.counted_ahead_ns);
+        let residual = growth_user + growth_sys - known - unseen_ns - ahead;
+        if let Some(r) = self.procs.get_mut(&pid) {
+            r.counted_ahead_ns = (-residual).max(0);
+        }
         let (user, sys) = split_like(
             residual.max(0),
             growth_user - known_user - unseen_user,
@@ -897,6 +905,7 @@ impl Accounting {
             // Everything below framelab started after the launch, with nothing reaped yet.
             settled: Reading::zero(false),
             accounted: false,
+            counted_ahead_ns: 0,
             peak_rss_bytes: 0,
             rss_read_ns: i64::MIN,
             exit_rss_bytes: 0,

@@ -526,6 +526,33 @@ fn a_child_that_ends_between_readings_counts_its_exit_record() {
     );
 }
 
+/// The exit records drained after a reader's reading can be of children it reaps only
+/// later: the growth that holds them then is not counted again as children never seen.
+#[test]
+fn exit_records_drained_before_their_reaping_are_counted_once() {
+    let mut world = World::new();
+    with_exit_records(&mut world);
+    world.process(CMD, "sh", 'S', COLLECTOR, [0, 0, 0, 0], 1);
+    let mut acc = world.opened(WatchList::default(), 0);
+    // 201 was reaped before the reading; 202 had ended (its record sent) but not yet.
+    world.exit(exit_record(201, CMD, "burn", 30, 30, 1));
+    world.exit(exit_record(202, CMD, "burn", 30, 30, 1));
+    world.process(CMD, "sh", 'S', COLLECTOR, [0, 0, 3, 0], 1);
+    acc.sample(1_000_000_000, CMD);
+    world.process(CMD, "sh", 'S', COLLECTOR, [0, 0, 6, 0], 1);
+    acc.sample(1_500_000_000, CMD);
+    acc.end_window(2_000_000_000, CMD);
+    let rows = acc.results();
+    let exited = row(&rows, "(exited children)");
+    assert_eq!(cpu(exited), 60_000_000, "{rows:?}");
+    let total: i64 = rows.iter().map(cpu).sum();
+    assert_eq!(
+        total,
+        6 * TICK_NS,
+        "the rows add up to the reaper's growth: {rows:?}"
+    );
+}
+
 /// A shell's child read between its fork and its exec still had the shell's name; it
 /// ran, and ended, as `sleep`. Its row is named as the kernel named it at its exit (a
 /// loaded machine made this race common: `sh -c 'sleep 0.1; …'` showed a second `sh`).
