@@ -241,7 +241,19 @@ fn a_hog_outside_the_runs_cgroup_is_seen_preempting_it_as_by_the_fallback() {
             "every task's switches, the run's found in /proc (the run has no cgroup v2 group)",
         ),
     ] {
-        let (report, text) = record_beside_hog(env.as_slice());
+        let (mut report, mut text) = record_beside_hog(env.as_slice());
+        // This VM's kernel sometimes reports no switch out of the idle task on CPUs other
+        // than 0; framelab then says so and falls back to schedstat (9 of 610 returns once,
+        // with CI's suite beside it). That is the kernel's, not the path under test: one
+        // more recording, which must take the tracepoints.
+        let missed = |r: &Value| {
+            (r["sched"]["detail"].as_str())
+                .is_some_and(|d| d.starts_with("the sched_switch tracepoints missed"))
+        };
+        if missed(&report) {
+            eprintln!("recorded again: {}", report["sched"]["detail"]);
+            (report, text) = record_beside_hog(env.as_slice());
+        }
         if env.is_none() && report["run_group"]["mechanism"] != "cgroup2" {
             eprintln!(
                 "SKIPPED the cgroup half of a_hog_outside_the_runs_cgroup_is_seen_preempting_it_as_by_the_fallback: no cgroup v2 group here ({})",
