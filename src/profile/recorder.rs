@@ -596,7 +596,7 @@ mod tests {
 
     #[test]
     fn stack_copies_share_64_mib_of_rings_between_8_and_32_each() {
-        let mib = |pages: usize| pages * crate::perf_event::page_size() >> 20;
+        let mib = |pages: usize| (pages * crate::perf_event::page_size()) >> 20;
         assert_eq!(mib(ring_pages(8192, 2)), 32);
         assert_eq!(
             mib(ring_pages(8192, 3)),
