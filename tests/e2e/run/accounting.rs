@@ -381,10 +381,12 @@ fn a_short_busy_childs_cpu_is_recorded_finer_than_a_clock_tick() {
     assert_eq!(command.cpu_resolution_ns, 1, "{command:?}");
     assert_eq!(command.cpu_source, CpuSource::Clock, "{command:?}");
     // What it used after writing the file is its exit (the SDK's teardown, freeing its
-    // memory): under a millisecond on a quiet machine, 1.05 and 1.18 ms seen with the whole
-    // suite running beside it; 2 ms is still a fifth of a clock tick.
+    // memory): under a millisecond on a quiet machine, 1.05, 1.18 and 2.1 ms seen with the
+    // whole suite running beside it (interrupts handled while it exits are charged to it).
+    // Half a clock tick still tells a row finer than ticks from one counted in them; a row
+    // counted twice would be over the 123 ms burn.
     assert!(
-        cpu(command) >= clock_ns && cpu(command) - rusage_us * 1000 < 2_000_000,
+        cpu(command) >= clock_ns && cpu(command) - rusage_us * 1000 < TICK_NS / 2,
         "row {} ns against rusage {rusage_us} µs and clock {clock_ns} ns",
         cpu(command)
     );
