@@ -110,6 +110,11 @@ enum Event {
     },
 }
 
+/// The id a context-switch record gives a thread whose id the kernel has already
+/// released: one that is exiting, switched back in after its process let it go. Its switch
+/// out, through the tracepoint, still names it.
+const NO_ID: u32 = u32::MAX;
+
 /// Where a traced thread is now.
 #[derive(Clone, Debug)]
 enum State {
@@ -147,6 +152,9 @@ struct Trace {
     /// `Scope::Cgroup`: the run's threads' names, from their switches out.
     run_comms: HashMap<u32, [u8; 16]>,
     threads: HashMap<u32, (State, u64)>,
+    /// By CPU: when a thread of the run got it with no id (see `NO_ID`), to be named by its
+    /// next switch out, which is that thread's.
+    nameless_in: Vec<Option<u64>>,
     comms: HashMap<[u8; 16], Arc<str>>,
     slices: Vec<SchedSlice>,
     lost: u64,
@@ -390,6 +398,7 @@ impl Trace {
             on_cpu: Vec::new(),
             run_comms: HashMap::new(),
             threads: HashMap::new(),
+            nameless_in: Vec::new(),
             comms: HashMap::new(),
             slices: Vec::new(),
             lost: 0,
@@ -440,6 +449,16 @@ impl Trace {
                 next,
                 next_comm,
             } => {
+                if let Some(since) = self
+                    .nameless_in
+                    .get_mut(cpu as usize)
+                    .and_then(Option::take)
+                {
+                    // The thread that got this CPU with no id is the one leaving it now.
+                    if !matches!(self.threads.get(&prev), Some((State::Running, _))) {
+                        self.enter(prev, State::Running, since);
+                    }
+                }
                 self.hold(cpu, Holder::Comm(next_comm));
                 // The cgroup's event fires only while a task of the run leaves the CPU.
                 let (prev_is_run, next_is_run) = match &mut self.scope {
@@ -461,6 +480,14 @@ impl Trace {
                 if next_is_run {
                     self.enter(next, State::Running, time);
                 }
+            }
+            Event::SwitchIn { cpu, tid: NO_ID } => {
+                self.hold(cpu, Holder::Run(NO_ID));
+                let slot = cpu as usize;
+                if slot >= self.nameless_in.len() {
+                    self.nameless_in.resize(slot + 1, None);
+                }
+                self.nameless_in[slot] = Some(time);
             }
             Event::SwitchIn { cpu, tid } => {
                 self.hold(cpu, Holder::Run(tid));
@@ -520,6 +547,7 @@ impl Trace {
         let raw = match self.on_cpu.get(cpu as usize).copied() {
             None => [0; 16],
             Some(Holder::Comm(raw)) => raw,
+            Some(Holder::Run(NO_ID)) => return "(an exiting thread)".into(),
             Some(Holder::Run(tid)) => *self.run_comms.entry(tid).or_insert_with(|| {
                 let text = std::fs::read(format!("/proc/{tid}/comm")).unwrap_or_default();
                 let mut raw = [0u8; 16];
@@ -745,6 +773,28 @@ mod tests {
                 (900, 0, 50, "swapper/0"),
             ]
         );
+    }
+
+    /// A thread preempted while it exits, after its process released its id: the kernel's
+    /// record of its return to the CPU gives no id (-1), its last switch out names it. The
+    /// return is its, not a thread -1's that runs to the end of the run.
+    #[test]
+    fn an_exiting_threads_return_with_no_id_is_the_next_switch_outs() {
+        let mut t = cgroup_trace();
+        t.apply(100, switch_in(7));
+        t.apply(300, switch(7, true, 50, "hog"));
+        t.apply(700, switch_in(NO_ID));
+        let mut exits = switch(7, false, 0, "swapper/0");
+        if let Event::Switch { prev_exited, .. } = &mut exits {
+            *prev_exited = true;
+        }
+        t.apply(800, exits);
+        t.close_all(2000);
+        assert_eq!(
+            slices(&t),
+            vec![(100, 200, 0, ""), (300, 0, 400, "hog"), (700, 100, 0, "")]
+        );
+        assert_eq!((t.switch_outs, t.unseen_returns), (2, 0));
     }
 
     /// The same schedule as the kernel gives it for the run's cgroup: no switch out of the

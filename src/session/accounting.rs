@@ -529,8 +529,9 @@ impl Accounting {
                     at_ns: now_ns,
                     by_framelab: false,
                 });
-                let (ppid, zombie) = (t.ppid, t.zombie);
-                if t.role != ProcessRole::Watched
+                let (ppid, zombie, role) = (t.ppid, t.zombie, t.role);
+                self.adopt_unseen_exit(pid);
+                if role != ProcessRole::Watched
                     && self
                         .procs
                         .get(&ppid)
@@ -647,9 +648,13 @@ impl Accounting {
         parents.insert(pid);
         let (mut unseen_ns, mut unseen_user, mut unseen_sys, mut unseen) = (0, 0, 0, 0u64);
         loop {
+            // A record of a process the run knows (read while it exited) is its own row's.
             let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.unseen)
                 .into_iter()
-                .partition(|(e, _)| parents.contains(&e.ppid));
+                .partition(|(e, _)| {
+                    parents.contains(&e.ppid)
+                        && self.procs.get(&e.pid).is_none_or(|t| t.ppid != e.ppid)
+                });
             self.unseen = kept;
             if taken.is_empty() {
                 break;
@@ -722,25 +727,8 @@ impl Accounting {
         let mut exits = Vec::new();
         listener.drain(&mut exits);
         for exit in exits.into_iter().filter(|e| e.whole) {
-            // Its peak RSS, whoever reaped it (framelab's reaping tells only with its children's).
-            if let Some(t) = self.procs.get_mut(&exit.pid) {
-                if t.ppid == exit.ppid {
-                    t.exit_rss_bytes = t.exit_rss_bytes.max(exit.hiwater_rss_bytes);
-                }
-            }
-            match self.procs.get_mut(&exit.pid) {
-                Some(t) if !t.gone.is_some_and(|g| g.by_framelab) => {
-                    if t.ppid == exit.ppid {
-                        // Read between its fork and its exec, it still had its parent's name:
-                        // the main thread's name at its exit is the one it ran under (the
-                        // record is the main thread's where it says how long it lived).
-                        if exit.lifetime_ns.is_some() {
-                            t.name.clone_from(&exit.comm);
-                        }
-                        self.exits.insert(exit.pid, exit);
-                    }
-                }
-                Some(_) => {}
+            match self.procs.get(&exit.pid) {
+                Some(_) => self.apply_exit(exit),
                 None => match self.watched_exit_role(&exit) {
                     Some(role) => {
                         if let Some(name) =
@@ -758,6 +746,48 @@ impl Accounting {
             }
         }
         self.unseen.retain(|(_, at)| now_ns - at < UNSEEN_KEEP_NS);
+    }
+
+    /// Gives a tracked process its exit record, if the record is its (same parent).
+    fn apply_exit(&mut self, exit: Exit) {
+        let Some(t) = self.procs.get_mut(&exit.pid) else {
+            return;
+        };
+        if t.ppid != exit.ppid {
+            return;
+        }
+        // Its peak RSS, whoever reaped it (framelab's reaping tells only with its children's).
+        t.exit_rss_bytes = t.exit_rss_bytes.max(exit.hiwater_rss_bytes);
+        if t.gone.is_some_and(|g| g.by_framelab) {
+            return;
+        }
+        // Read between its fork and its exec, it still had its parent's name: the main
+        // thread's name at its exit is the one it ran under (the record is the main
+        // thread's where it says how long it lived).
+        if exit.lifetime_ns.is_some() {
+            t.name.clone_from(&exit.comm);
+        }
+        self.exits.insert(exit.pid, exit);
+    }
+
+    /// A process first read after its exit record was drained (it lived less than a
+    /// reading, and its record came in the same sweep, before it was listed): the record
+    /// waiting among the unseen with its pid and parent is its own once the process is
+    /// known to have exited (a zombie, gone, or read with its memory already released),
+    /// and must not be counted a second time as a child no sweep saw.
+    fn adopt_unseen_exit(&mut self, pid: u32) {
+        let Some(ppid) = self.procs.get(&pid).map(|t| t.ppid) else {
+            return;
+        };
+        if self.exits.contains_key(&pid) {
+            return;
+        }
+        let Some(at) = (self.unseen.iter()).position(|(e, _)| e.pid == pid && e.ppid == ppid)
+        else {
+            return;
+        };
+        let (exit, _) = self.unseen.remove(at);
+        self.apply_exit(exit);
     }
 
     /// A process's own CPU when it ended, where known: read as a zombie, or from its exit
@@ -882,6 +912,7 @@ impl Accounting {
             (ProcessRole::Watched, Some((start, _))) => started_ns >= start - START_TICK_SLACK_NS,
             _ => true,
         };
+        let first_sight = !self.procs.contains_key(&pid);
         let tracked = self.procs.entry(pid).or_insert_with(|| Tracked {
             role,
             watch_role,
@@ -925,6 +956,10 @@ impl Accounting {
         if let Some(rss) = rss {
             tracked.peak_rss_bytes = tracked.peak_rss_bytes.max(rss);
             tracked.rss_read_ns = now_ns;
+        }
+        // Its memory gone (no VmHWM at first sight) or a zombie: it has exited already.
+        if tracked.zombie || (first_sight && rss.is_none()) {
+            self.adopt_unseen_exit(pid);
         }
         self.settle_children_never_seen(pid, now_ns);
         true
@@ -1283,7 +1318,7 @@ impl Accounting {
             } else if u.unseen > 0 {
                 let more = if u.uncounted_ns > 0 {
                     format!(
-                        ", and {:.2} s that no exit record accounts for",
+                        ", {:.2} s of it what no exit record accounts for (a record is written before its process has finished exiting and freed its memory)",
                         u.uncounted_ns as f64 / 1e9
                     )
                 } else {

@@ -553,6 +553,30 @@ fn exit_records_drained_before_their_reaping_are_counted_once() {
     );
 }
 
+/// A child that lived less than a reading: its exit record came in the sweep that first
+/// listed it, as a zombie (no VmHWM left in its status). The record is its own: its peak
+/// is the record's, and its CPU is not counted again as a child no sweep saw (curl under
+/// `sh -c 'for …; do curl …; done'`: 4 of 19 rows at 0 B, the shell's rows over its
+/// children's time).
+#[test]
+fn a_child_first_read_as_a_zombie_takes_its_exit_record() {
+    let mut world = World::new();
+    with_exit_records(&mut world);
+    world.process(CMD, "sh", 'S', COLLECTOR, [0, 0, 0, 0], 1);
+    let mut acc = world.opened(WatchList::default(), 0);
+    world.exit(exit_record(202, CMD, "curl", 30, 40, 10));
+    world.stat(202, "curl", 'Z', CMD, [3, 0, 0, 0], 5);
+    acc.sample(1_000_000_000, CMD);
+    world.gone(202);
+    world.process(CMD, "sh", 'S', COLLECTOR, [0, 0, 3, 0], 1);
+    acc.sample(1_500_000_000, CMD);
+    acc.end_window(2_000_000_000, CMD);
+    let rows = acc.results();
+    assert_eq!(row(&rows, "curl").peak_rss_bytes, 10 * MIB, "{rows:?}");
+    let total: i64 = rows.iter().map(cpu).sum();
+    assert_eq!(total, 3 * TICK_NS, "counted once: {rows:?}");
+}
+
 /// A shell's child read between its fork and its exec still had the shell's name; it
 /// ran, and ended, as `sleep`. Its row is named as the kernel named it at its exit (a
 /// loaded machine made this race common: `sh -c 'sleep 0.1; …'` showed a second `sh`).

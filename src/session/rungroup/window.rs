@@ -47,7 +47,7 @@ pub fn not_seen_row(
         cpu_resolution_ns: resolution_ns,
         cpu_source: CpuSource::Unattributed,
         note: format!(
-            "the run's cgroup counted {:.3} s of CPU over the window, the rows of its processes {:.3} s: the rest was used by processes no reading saw by name (they lived between two readings), or is what rows read in clock ticks rounded off",
+            "the run's cgroup counted {:.3} s of CPU over the window, the rows of its processes {:.3} s: the rest is what processes used after their last reading or exit record (a record is written before its process has finished exiting), what processes that lived between two readings used where no record names them, and what rows read in clock ticks rounded off",
             cpu.usage_ns as f64 / 1e9,
             seen_ns as f64 / 1e9
         ),
