@@ -184,6 +184,21 @@ fn interrupted_by(signal: Option<i32>) -> String {
     }
 }
 
+/// What a death by one of framelab's later stop signals says of the command: framelab
+/// stops it with SIGINT, then SIGTERM, then SIGKILL, each after `--grace` (a second Ctrl-C
+/// goes straight to SIGKILL); one that ended on a later signal outlived the ones before.
+fn outlived_stop(signal: i32) -> Option<&'static str> {
+    match signal {
+        libc::SIGTERM => Some(
+            "The command outlived framelab's SIGINT (given --grace to end): SIGTERM ended it.",
+        ),
+        libc::SIGKILL => Some(
+            "The command outlived framelab's SIGINT and SIGTERM (each given --grace to end): it was killed (SIGKILL), and what it does on exit (flushing, logging) was cut short.",
+        ),
+        _ => None,
+    }
+}
+
 fn seconds(ns: i64) -> String {
     format!("{:.2} s", ns as f64 / 1e9)
 }
@@ -201,6 +216,8 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
             ));
         } else if let Some(code) = exit.code.filter(|&c| c != 0) {
             notes.push(format!("The command exited with code {code}."));
+        } else if let Some(how) = exit.signal.and_then(outlived_stop) {
+            notes.push(how.into());
         }
     }
     match meta.end_reason {
@@ -379,6 +396,26 @@ mod tests {
             ..RunMeta::default()
         };
         assert!(notes(&meta, &window(0, 10), &facts()).is_empty());
+    }
+
+    /// Stopped at the end of its --duration by a later signal than SIGINT: it ignored the
+    /// earlier ones, and the report says so (the JSON alone showed signal 9).
+    #[test]
+    fn a_command_that_outlived_sigint_says_which_signal_ended_it() {
+        let stopped_by = |signal| RunMeta {
+            end_reason: EndReason::Duration,
+            exit: Some(ExitInfo {
+                code: None,
+                signal: Some(signal),
+                crashed: false,
+            }),
+            ..RunMeta::default()
+        };
+        let n = notes(&stopped_by(libc::SIGKILL), &window(0, 10), &facts());
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(n[0].contains("SIGINT and SIGTERM") && n[0].contains("killed (SIGKILL)"));
+        let n = notes(&stopped_by(libc::SIGTERM), &window(0, 10), &facts());
+        assert!(n[0].contains("SIGTERM ended it"), "{n:?}");
     }
 
     #[test]

@@ -149,6 +149,14 @@ impl Store {
     pub fn open(location: &str, create: bool) -> Result<Store> {
         let backend = if is_postgres(location) {
             Backend::Postgres(connect_postgres(location)?)
+        } else if let Some((scheme, _)) = location.split_once("://") {
+            // A mistyped scheme would otherwise be a file under `./SCHEME:/…`, and the
+            // run never reach the team's server.
+            return Err(crate::usage::UsageError(format!(
+                "--history {scheme}://…: not a store framelab can use: give a postgres:// \
+                 (or postgresql://) URL, or a SQLite file path"
+            ))
+            .into());
         } else {
             Backend::Sqlite(open_sqlite(Path::new(location), create)?)
         };
@@ -458,6 +466,13 @@ fn lost_a_race(error: &anyhow::Error) -> bool {
 fn open_sqlite(path: &Path, create: bool) -> Result<rusqlite::Connection> {
     use rusqlite::OpenFlags;
     let exists = path.exists();
+    if path.is_dir() {
+        bail!(
+            "the history store {} is a directory: give a file in it (e.g. {})",
+            path.display(),
+            path.join("history.sqlite").display()
+        );
+    }
     if !exists && !create {
         bail!(
             "no history at {}: add runs with framelab history add RUN (or give --history)",

@@ -414,11 +414,11 @@ impl Record {
 /// are fine; a row with more or fewer fields than the header is a bad record.
 pub fn parse_csv(input: &[u8], b: &mut TraceBuilder) -> Result<(), ImportError> {
     let input = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
-    let mut reader = csv::ReaderBuilder::new()
+    let reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
         .from_reader(input);
-    let mut records = reader.byte_records();
+    let mut records = records_of(reader);
     let header = loop {
         match records.next() {
             None => {
@@ -704,14 +704,30 @@ impl Gauge {
 /// checked against the header (callers do).
 pub(crate) fn csv_rows(input: &[u8]) -> impl Iterator<Item = (u64, csv::ByteRecord)> + '_ {
     let input = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
-    csv::ReaderBuilder::new()
+    let reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
-        .from_reader(input)
-        .into_byte_records()
+        .from_reader(input);
+    records_of(reader)
         .filter_map(|r| r.ok())
         .filter(|r| !r.iter().all(|f| f.trim_ascii().is_empty()))
         .map(|r| (r.position().map_or(0, |p| p.line()), r))
+}
+
+/// The reader's records, a new one for each row. The csv crate's iterators clone one
+/// record whose list of field ends keeps the size of the widest row read: every row after
+/// a row of a million fields copied a million offsets (a damaged log took minutes).
+fn records_of<R: std::io::Read>(
+    mut reader: csv::Reader<R>,
+) -> impl Iterator<Item = csv::Result<csv::ByteRecord>> {
+    std::iter::from_fn(move || {
+        let mut record = csv::ByteRecord::new();
+        match reader.read_byte_record(&mut record) {
+            Ok(true) => Some(Ok(record)),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
+        }
+    })
 }
 
 /// A CSV field as trimmed text; invalid UTF-8 is replaced.

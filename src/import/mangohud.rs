@@ -168,6 +168,13 @@ impl FrameUnit {
     }
 }
 
+/// A row of the frame header's width whose first field is a number: a frame, not the
+/// system values (which start with the OS's name).
+fn is_frame_row(record: &csv::ByteRecord, header: Option<&Header>) -> bool {
+    let first = field_text(record, 0);
+    header.is_some_and(|h| h.names.len() == record.len()) && first.parse::<f64>().is_ok()
+}
+
 /// Tells µs from ms by fps × frametime (1e6 or 1e3) over the first rows; the layout when
 /// fps says nothing. Returns the unit and how it was told.
 fn frame_unit(input: &[u8], first_header: &Header) -> (FrameUnit, &'static str) {
@@ -293,7 +300,8 @@ pub fn parse(input: &[u8], b: &mut TraceBuilder) -> Result<(), ImportError> {
     // The system line pair: names, then values (labels for the CPU and GPU series).
     let mut system: Option<Vec<String>> = None;
     let mut system_names: Vec<String> = Vec::new();
-    let mut pending_system = false;
+    // The line of a system header whose values come next.
+    let mut pending_system: Option<u64> = None;
     let mut header: Option<Header> = None;
     let mut gauges: Vec<Option<Gauge>> = (0..SAMPLE_COLUMNS.len()).map(|_| None).collect();
     let mut tally = Tally::default();
@@ -303,15 +311,23 @@ pub fn parse(input: &[u8], b: &mut TraceBuilder) -> Result<(), ImportError> {
     let mut previous_end: Option<i64> = None;
     for (line, record) in rows {
         let at = Location::Line(line);
-        if std::mem::take(&mut pending_system) {
-            let values = (0..record.len()).map(|i| field_text(&record, i).into_owned());
-            system = Some(values.collect());
-            continue;
+        if let Some(system_line) = pending_system.take() {
+            if !is_frame_row(&record, header.as_ref()) {
+                let values = (0..record.len()).map(|i| field_text(&record, i).into_owned());
+                system = Some(values.collect());
+                continue;
+            }
+            // A frame row where the values should be: the header line stray (a damaged or
+            // spliced log), and the row a frame like any other.
+            b.bad(
+                Location::Line(system_line),
+                "a system header (os,cpu,...) followed by a frame row, not by its values",
+            )?;
         }
         match classify(&record) {
             Line::SystemHeader(names) => {
                 system_names = names;
-                pending_system = true;
+                pending_system = Some(line);
             }
             Line::Decoration => {}
             Line::FrameHeader => {
@@ -529,6 +545,49 @@ mod tests {
         assert_eq!((gpu.unit.as_str(), gpu.entity.as_str()), ("mW", "gpu"));
         // A sensor that reads 0 throughout is two samples, not 3384.
         assert_eq!(samples(&run, "gpu_temp").len(), 2);
+    }
+
+    /// A system header spliced in mid-log with no values after it: the frame row that
+    /// follows is a frame, and the stray header a bad record (refused, or skipped and
+    /// counted), not the row taken for the machine's description.
+    #[test]
+    fn a_stray_system_header_does_not_swallow_the_next_frame() {
+        let log = String::from_utf8(fixture("mangohud-0.6.8-glxgears-llvmpipe.csv")).unwrap();
+        let mut lines: Vec<&str> = log.lines().collect();
+        lines.insert(1000, "os,cpu,gpu,ram,kernel,driver,cpuscheduler");
+        let spliced = lines.join("\n");
+        assert!(
+            IMPORT.error(&spliced).contains(
+                "1001: a system header (os,cpu,...) followed by a frame row, not by its values"
+            ),
+            "{}",
+            IMPORT.error(&spliced)
+        );
+        let run = IMPORT.run_skipping_bad(&spliced);
+        assert_eq!(run.spans.len(), 3384, "every frame row is a frame");
+        let info = run.import.as_ref().unwrap();
+        assert_eq!(info.skipped, 1);
+        assert!(
+            info.notes
+                .iter()
+                .any(|n| n.contains("os Debian GNU/Linux 12")),
+            "{:?}",
+            info.notes
+        );
+    }
+
+    /// A damaged row of a million fields near the top is refused with its line (how fast:
+    /// BENCHMARKS.md, "Imports of a damaged log with a huge row").
+    #[test]
+    fn a_row_of_a_million_fields_is_refused_with_its_line() {
+        let log = String::from_utf8(fixture("mangohud-0.6.8-vkcube-lavapipe.csv")).unwrap();
+        let mut lines: Vec<String> = log.lines().map(str::to_owned).collect();
+        lines.insert(600, "1,".repeat(1_000_000));
+        let error = IMPORT.error(lines.join("\n"));
+        assert!(
+            error.contains("601: 1000001 fields where the header has 12"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -660,7 +660,15 @@ impl Collector {
             let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
                 continue;
             };
-            for path in maps.lines().filter_map(|l| l.split_whitespace().nth(5)) {
+            // Executable mappings only: code a probe can be in, not data files (the
+            // session's own rings, which every instrumented process maps).
+            let code = maps.lines().filter_map(|l| {
+                let mut fields = l.split_whitespace();
+                let perms = fields.nth(1)?;
+                let path = fields.nth(3)?;
+                perms.contains('x').then_some(path)
+            });
+            for path in code {
                 if path.starts_with('/') && !probes.loaded.contains(path) {
                     probes.loaded.insert(path.to_owned());
                 }

@@ -11,7 +11,7 @@ pub mod thread;
 
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::model::Host;
@@ -49,27 +49,32 @@ pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
 }
 
 impl TimersOptions {
-    /// One-line errors that say what to give instead.
+    /// One-line errors that say what to give instead: usage errors (exit 2).
     pub fn validate(&self) -> Result<()> {
+        self.check()
+            .map_err(|why| crate::usage::UsageError(why).into())
+    }
+
+    fn check(&self) -> Result<(), String> {
         let Some(longest) = self.intervals.iter().max() else {
-            bail!("no --interval given: list one or more, e.g. --interval 1ms,5714us");
+            return Err("no --interval given: list one or more, e.g. --interval 1ms,5714us".into());
         };
         if self.intervals.iter().any(|i| i.is_zero()) || self.need.is_zero() {
-            bail!("intervals and --need must be longer than zero");
+            return Err("intervals and --need must be longer than zero".into());
         }
         for (i, interval) in self.intervals.iter().enumerate() {
             if self.intervals[..i].contains(interval) {
-                bail!("--interval {interval:?} is given twice: list each interval once");
+                return Err(format!(
+                    "--interval {interval:?} is given twice: list each interval once"
+                ));
             }
         }
         let needed = *longest * MIN_WAITS as u32;
         if self.duration < needed {
-            bail!(
+            return Err(format!(
                 "--duration {:?} leaves room for fewer than {MIN_WAITS} waits of --interval {:?}: give --duration {:?} or more",
-                self.duration,
-                longest,
-                needed
-            );
+                self.duration, longest, needed
+            ));
         }
         Ok(())
     }

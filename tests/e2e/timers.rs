@@ -150,8 +150,14 @@ fn bad_intervals_and_needs_are_one_clear_line() {
     refused(&["timers", "--need", "fast"], 2, "'fast' is not a duration");
     refused(&["timers", "--need", "0us"], 2, "is zero");
     refused(&["timers", "--duration", "0s"], 2, "is zero");
+    // Values each fine alone but not together: usage errors too (the README's exit 2).
+    refused(
+        &["timers", "--interval", "1ms,1000us"],
+        2,
+        "--interval 1ms is given twice",
+    );
     let out = run(&["timers", "--interval", "5ms", "--duration", "20ms"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let line = error_line(&out);
     assert!(line.contains("fewer than 10 waits"), "{line}");
     assert!(line.contains("give --duration 50ms or more"), "{line}");

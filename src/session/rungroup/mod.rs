@@ -313,6 +313,16 @@ impl RunGroup {
             }
             Mechanism::Tree => {}
         }
+        // Still running once the command and the services had ended (a daemon, a child
+        // left in the background): killed with the group, and said, not silently.
+        let procfs_names = Procfs::system();
+        for &pid in &killed {
+            let name = procfs_names.stat(pid).map(|s| s.comm).unwrap_or_default();
+            notes.push(format!(
+                "process {pid} ({}) was still running when the command had ended: killed with the run's cgroup",
+                crate::display::name(&name)
+            ));
+        }
         reap_when_gone(&killed, Duration::from_secs(2));
         // Whatever of the run is still below framelab was not in the group.
         let procfs = Procfs::system();

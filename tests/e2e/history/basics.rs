@@ -301,6 +301,42 @@ fn a_newer_schema_and_a_missing_store_are_one_line() {
     }
 }
 
+/// A mistyped scheme is refused, not taken for a file under `./postgress:/…` (the run
+/// said added, and never reached the team's server); a directory is named as one.
+#[test]
+fn a_mistyped_url_and_a_directory_are_refused_as_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = record(&dir, "a", 10);
+    for url in [
+        "postgress://u:secret@db.example/perf",
+        "mysql://u@127.0.0.1/db",
+    ] {
+        let out = framelab()
+            .current_dir(dir.path())
+            .args(["history", "add", "--commit", "c1", "--history", url])
+            .arg(&a)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let line = error_line(&out);
+        assert!(line.contains("postgres://"), "{line}");
+        assert!(!line.contains("secret"), "{line}");
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().contains(':'))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let out = add(&dir.path().display().to_string(), "c1", &[&a]);
+    assert!(!out.status.success());
+    assert!(
+        error_line(&out).contains("is a directory"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn an_unreachable_server_is_one_line_naming_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -496,7 +496,7 @@ fn a_process_that_execs_is_named_in_the_busiest_threads_as_it_ended() {
     assert_eq!(main["name"], "testprog", "{main}");
 }
 
-/// `sleep 0.1; sleep 0.33; sleep 0.27; sleep 0.31; sleep 0.25`, each reaped by the shell: a
+/// `sleep 0.3; sleep 0.33; sleep 0.27; sleep 0.31; sleep 0.25`, each reaped by the shell: a
 /// sweep (every 100 ms) finds each gone up to 100 ms after its exit, and its last reading was
 /// up to 100 ms before (at a different phase for each, their lengths being no multiples of
 /// the interval). With exit records, a row's wall is how long the kernel says it lived: at
@@ -506,7 +506,9 @@ fn a_process_reaped_by_its_shell_is_alive_until_its_exit() {
     let dir = tempfile::tempdir().unwrap();
     let path = temp_run(&dir, "sleeps");
     let slept_ms = [330, 270, 310, 250];
-    let script: Vec<String> = std::iter::once(100)
+    // The first lasts three readings: a loaded machine can stretch one interval past a
+    // 0.1 s sleep, which no reading then sees (a CI run: 4 rows and `(exited children)`).
+    let script: Vec<String> = std::iter::once(300)
         .chain(slept_ms)
         .map(|ms| format!("sleep {}", ms as f64 / 1000.0))
         .collect();
