@@ -588,8 +588,8 @@ pub struct RunGroupFacts {
     /// `(not seen by name)` row left out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rows_cpu_ns: Option<i64>,
-    /// Processes still alive at the end that were not in the cgroup (they moved out) or
-    /// survived SIGKILL: named, with what was done.
+    /// Processes still alive once the command and the services had ended (left running in
+    /// the group, moved out of it, or outliving SIGKILL): named, with what was done.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub escaped: Vec<String>,
 }

@@ -190,10 +190,10 @@ fn interrupted_by(signal: Option<i32>) -> String {
 fn outlived_stop(signal: i32) -> Option<&'static str> {
     match signal {
         libc::SIGTERM => Some(
-            "The command outlived framelab's SIGINT (given --grace to end): SIGTERM ended it.",
+            "The command outlived framelab's SIGINT (given the grace period to end): SIGTERM ended it.",
         ),
         libc::SIGKILL => Some(
-            "The command outlived framelab's SIGINT and SIGTERM (each given --grace to end): it was killed (SIGKILL), and what it does on exit (flushing, logging) was cut short.",
+            "The command outlived framelab's SIGINT and SIGTERM (each given the grace period to end): it was killed (SIGKILL), and what it does on exit (flushing, logging) was cut short.",
         ),
         _ => None,
     }

@@ -360,7 +360,7 @@ fn run_group(a: &Analysis) -> Option<Line> {
     if !g.escaped.is_empty() {
         parts.push(toned(
             format!(
-                "{} left it or outlived the kill (see the notes)",
+                "{} still running at the end, killed (see the notes)",
                 plural(g.escaped.len() as u64, "process", "processes")
             ),
             Tone::Warning,
