@@ -6,6 +6,7 @@ use crate::common::store as store_common;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::common::{error_line, framelab};
 use framelab::model::RunMeta;
 use framelab::store::{list_runs, load_run, RunWriter, SCHEMA_VERSION};
 use store_common::*;
@@ -286,6 +287,20 @@ fn hand_edited_records_that_name_missing_stages_or_hold_text() {
     assert_mentions(
         &load_error(&path),
         &["damaged or was edited by hand", "stage 40", "3 stages"],
+    );
+    // Found while it is streamed out: the input is damaged, not the output unwritable.
+    let csv = dir.path().join("out.csv");
+    let out = framelab()
+        .args(["export", "--format", "csv", "-o"])
+        .arg(&csv)
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let line = error_line(&out);
+    assert!(
+        line.contains("damaged or was edited by hand") && !line.contains("cannot write"),
+        "{line}"
     );
 
     let path = dir.path().join("text.framelab");
