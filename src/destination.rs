@@ -266,10 +266,11 @@ pub fn write_whole(
         }
     };
     written.map_err(|e| {
-        let broken_pipe = io_of(&e).is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe);
+        let io = io_of(&e);
+        let broken_pipe = io.is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe);
         if matches!(target, Target::Stdout) && broken_pipe {
             anyhow::Error::new(StdoutClosed)
-        } else if io_of(&e).is_none() {
+        } else if io.is_none() {
             // Not the output's fault (an input found damaged while it was written out):
             // said as it is, not as a failure to write.
             e

@@ -315,9 +315,9 @@ impl RunGroup {
         }
         // Still running once the command and the services had ended (a daemon, a child
         // left in the background): killed with the group, and said, not silently.
-        let procfs_names = Procfs::system();
+        let procfs = Procfs::system();
         for &pid in &killed {
-            let name = procfs_names.stat(pid).map(|s| s.comm).unwrap_or_default();
+            let name = procfs.stat(pid).map(|s| s.comm).unwrap_or_default();
             notes.push(format!(
                 "process {pid} ({}) was still running when the command had ended: killed with the run's cgroup",
                 crate::display::name(&name)
@@ -325,7 +325,6 @@ impl RunGroup {
         }
         reap_when_gone(&killed, Duration::from_secs(2));
         // Whatever of the run is still below framelab was not in the group.
-        let procfs = Procfs::system();
         let mut leftovers = self.run_descendants(&procfs);
         if self.mechanism == Mechanism::Tree {
             // Processes of the groups just sent SIGKILL may take a moment to die: those that
