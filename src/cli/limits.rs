@@ -88,7 +88,11 @@ pub const MAX_FPS: f64 = 1e6;
 
 /// `--fps`: 0.001 to 1000000 frames per second.
 pub fn fps(text: &str) -> Result<f64, String> {
-    let fps = framelab::units::parse_fps(text)?;
+    // A number outside the range (0 too) is told the range, not only that it is not positive.
+    let fps = match text.trim().parse::<f64>() {
+        Ok(fps) if fps.is_finite() => fps,
+        _ => framelab::units::parse_fps(text)?,
+    };
     if !(MIN_FPS..=MAX_FPS).contains(&fps) {
         return Err(format!(
             "is outside {MIN_FPS} to {MAX_FPS:.0} frames per second"
@@ -222,6 +226,11 @@ pub fn ready_timeout(text: &str) -> Result<Duration, String> {
 }
 
 /// `bench --warmup-runs`: 0 to 1000 rounds.
+/// `bench --seed`: any 64-bit seed.
+pub fn seed(text: &str) -> Result<u64, String> {
+    count_in(text, 0, u64::MAX)
+}
+
 pub fn warmup_runs(text: &str) -> Result<u64, String> {
     count_in(text, 0, 1000)
 }
@@ -321,7 +330,9 @@ pub fn stage_scale(text: &str) -> Result<(String, f64), String> {
     let f: f64 = (factor.trim().parse())
         .map_err(|_| format!("`{factor}` is not a number: give STAGE=FACTOR, e.g. encode=0.5"))?;
     if !(0.001..=1000.0).contains(&f) {
-        return Err(format!("the factor {f} is outside 0.001 to 1000"));
+        // As written: `{f}` of 1e308 is 309 digits.
+        let factor = factor.trim();
+        return Err(format!("the factor {factor} is outside 0.001 to 1000"));
     }
     Ok((stage, f))
 }
@@ -355,6 +366,16 @@ mod tests {
         assert!(run_length("3000000h").unwrap_err().contains("168h"));
         assert!(budget("3000000h").unwrap_err().contains("1000s"));
         assert!(fps("1e308").unwrap_err().contains("0.001 to 1000000"));
+        assert!(fps("0").unwrap_err().contains("0.001 to 1000000"));
+        assert!(fps("-5").unwrap_err().contains("0.001 to 1000000"));
+        assert!(fps("abc").unwrap_err().contains("not a frame rate"));
+        assert!(seed("99999999999999999999999")
+            .unwrap_err()
+            .contains("0 to 18446744073709551615"));
+        assert_eq!(
+            stage_scale("rate=1e308").unwrap_err(),
+            "the factor 1e308 is outside 0.001 to 1000"
+        );
         assert!(resamples("0").unwrap_err().contains("100 to 1000000"));
         assert!(resamples("1000000000000").is_err());
         assert!(pid("4294967295").unwrap_err().contains("pid_max"));

@@ -65,7 +65,7 @@ pub struct BenchArgs {
     #[arg(long = "tag", value_name = "KEY=VALUE")]
     pub tags: Vec<String>,
     /// Passed to every run as FRAMELAB_SEED, and seeds --order shuffled
-    #[arg(long)]
+    #[arg(long, value_parser = limits::seed)]
     pub seed: Option<u64>,
     /// The experiment file (default bench-TIMESTAMP.framelab here)
     #[arg(short, long)]

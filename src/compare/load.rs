@@ -95,7 +95,11 @@ pub fn load(sources: &[Source]) -> Result<Loaded> {
 /// The runs of `sources`, each reduced as `keep` says.
 pub fn load_keeping(sources: &[Source], keep: &Keep) -> Result<Loaded> {
     if sources.is_empty() {
-        bail!("nothing to compare: give an experiment file (framelab bench -o FILE) or run files");
+        return Err(crate::usage::UsageError(
+            "nothing to compare: give an experiment file (framelab bench -o FILE) or run files"
+                .into(),
+        )
+        .into());
     }
     let mut runs: Vec<LoadedRun> = Vec::new();
     let mut variants: Vec<String> = Vec::new();

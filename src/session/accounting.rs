@@ -994,7 +994,9 @@ impl Accounting {
     /// the command's tree did (however late this is called); watched processes count from now.
     pub fn start_window(&mut self, now_ns: i64, command_pid: u32, at_launch: bool) {
         self.sample(now_ns, command_pid);
-        self.window = Some((now_ns, None));
+        // At launch, the window is the run's from 0 however late it is noticed: a process
+        // that lived before now is alive in it (its wall) as its CPU is counted in it.
+        self.window = Some((if at_launch { 0 } else { now_ns }, None));
         for tracked in self.procs.values_mut() {
             // Services started before the command: only what they use from now on counts.
             let before = matches!(tracked.role, ProcessRole::Watched | ProcessRole::Service);
@@ -1143,9 +1145,9 @@ impl Accounting {
                     alive_to = match exit.lifetime_ns {
                         // Its start and how long it lived: its exit to a tick, where a sweep
                         // only brackets it (and may take its time before reading it gone).
-                        // /proc's start, truncated to a tick like `first_seen_ns`, so a
-                        // process born in the window has its lifetime for its wall.
-                        Some(lifetime) => t.start_ticks_ns - self.origin_mono_ns + lifetime,
+                        // Its start as `first_seen_ns` has it, so a process born in the
+                        // window has its lifetime for its wall.
+                        Some(lifetime) => self.start_since_origin(t) + lifetime,
                         None => (t.last_seen_ns + since).min(gone.at_ns),
                     }
                     .min(end);
@@ -1372,6 +1374,18 @@ impl Accounting {
             )
         });
         rows
+    }
+
+    /// When a process started, from the launch: /proc's start, truncated to a clock tick.
+    /// The command and its descendants started after the launch, where a start truncated to
+    /// before it (by up to a tick) is taken as the launch, as `first_seen_ns` is: else a
+    /// process that lived a few ms would end that much early, its wall shorter than its CPU.
+    fn start_since_origin(&self, t: &Tracked) -> i64 {
+        let start = t.start_ticks_ns - self.origin_mono_ns;
+        match t.role {
+            ProcessRole::Command | ProcessRole::Child => start.max(0),
+            ProcessRole::Watched | ProcessRole::Service => start,
+        }
     }
 
     /// A process's peak RSS: the highest of its VmHWM readings and its exit record's, and its

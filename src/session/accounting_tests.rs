@@ -526,6 +526,52 @@ fn a_child_that_ends_between_readings_counts_its_exit_record() {
     );
 }
 
+/// A child's start is in clock ticks: one started within the launch's tick reads as
+/// started before the launch. Its wall is its lifetime from its exit record, not cut short
+/// by the truncation; nor by a window that opens at launch but is noticed late (`sh -c` of
+/// echo builtins: `seq` at 0 ms of wall for 0.8 ms of CPU, the shell 1.9 ms for 2.6 ms).
+#[test]
+fn a_child_started_in_the_launchs_tick_lives_its_whole_lifetime() {
+    for noticed_ns in [0, 5_000_000] {
+        let seq = short_child_row(noticed_ns);
+        assert_eq!(seq.cpu_source, CpuSource::Exit, "{seq:?}");
+        assert_eq!(seq.wall_ns, 7_000_000, "its lifetime, from the launch");
+        assert!(seq.wall_ns >= cpu(&seq), "{seq:?}");
+    }
+}
+
+/// The row of a child that lived 7 ms from the launch, in a window opened at launch and
+/// noticed `noticed_ns` after it.
+fn short_child_row(noticed_ns: i64) -> ProcessStats {
+    use crate::session::executor::Executor;
+    let mut world = World::new();
+    with_exit_records(&mut world);
+    // Started at tick 5 (50 ms after boot), the launch 5 ms into that tick.
+    world.process(CMD, "sh", 'S', COLLECTOR, [0, 0, 0, 0], 1);
+    let mut acc = Accounting::new(
+        world.exec.procfs(),
+        55_000_000,
+        COLLECTOR,
+        50_000_000,
+        WatchList::default(),
+        world.exec.exit_records(),
+    );
+    acc.sample(0, CMD);
+    if noticed_ns == 0 {
+        acc.start_window(0, CMD, true);
+    }
+    world.process(101, "seq", 'R', CMD, [0, 0, 0, 0], 1);
+    acc.sample(2_000_000, CMD);
+    world.exit(exit_record(101, CMD, "seq", 6, 7, 1));
+    world.gone(101);
+    acc.sample(noticed_ns.max(4_000_000), CMD);
+    if noticed_ns > 0 {
+        acc.start_window(noticed_ns, CMD, true);
+    }
+    acc.end_window(30_000_000, CMD);
+    row(&acc.results(), "seq").clone()
+}
+
 /// The exit records drained after a reader's reading can be of children it reaps only
 /// later: the growth that holds them then is not counted again as children never seen.
 #[test]

@@ -143,6 +143,7 @@ fn compare_refuses_ambiguous_or_thin_input() {
     refused(&["compare", s, t, "--noise", "abc"], "not a percentage");
     refused(&["compare", &format!("{s}:9")], "has no run 9");
     refused(&["compare"], "nothing to compare");
+    assert_eq!(run(&["compare"]).status.code(), Some(2), "a usage error");
     let ok = run(&["compare", s, t]);
     assert!(ok.status.success(), "{}", stderr(&ok));
 }
