@@ -559,6 +559,10 @@ pub struct ProbeFacts {
     pub unmatched_returns: u64,
     /// Calls not returned from when the run ended.
     pub unfinished: u64,
+    /// Calls open when the kernel lost samples, not made spans (their return may have been
+    /// lost: pairing them with a later one would make one span of two calls).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cut_by_loss: u64,
     pub frame_probe: bool,
 }
 

@@ -169,7 +169,7 @@ pub struct WorstFrame {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub longest_wait_ns: Option<i64>,
     /// Time its spans were runnable but not running (preempted, or woken and waiting for a
-    /// CPU), and the task that held the CPU longest meanwhile; with a scheduler timeline.
+    /// CPU), and the task most of it is attributed to; with a scheduler timeline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preempted_ns: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

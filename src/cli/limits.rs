@@ -95,7 +95,8 @@ pub fn fps(text: &str) -> Result<f64, String> {
     };
     if !(MIN_FPS..=MAX_FPS).contains(&fps) {
         return Err(format!(
-            "is outside {MIN_FPS} to {MAX_FPS:.0} frames per second"
+            "'{text}' is not a usable frame rate: it must be a positive number \
+             from {MIN_FPS} to {MAX_FPS:.0} frames per second, e.g. 60"
         ));
     }
     Ok(fps)

@@ -489,7 +489,8 @@ fn gate_note(
     let best = smallest_p(runs_base, runs_var) * later as f64;
     (later > 0 && !significance_reachable(runs_base, runs_var, later, alpha)).then(|| {
         format!(
-            "{variant} vs {baseline}: {primary}, the primary metric, is tested alone at α = {alpha} (improved or regressed from {MIN_RUNS_FOR_VERDICT} runs a side); with {runs_base} vs {runs_var} runs no p-value of the {later} metrics tested after it can pass Holm's correction among them (the smallest possible is {:.3}): they need at least {} runs a side for improved or regressed (equivalent {MIN_RUNS_FOR_VERDICT}), or name fewer with --show",
+            "{variant} vs {baseline}: {primary}, the primary metric, is tested alone at α = {alpha} (improved or regressed from {MIN_RUNS_FOR_VERDICT} runs a side); with {runs_base} vs {runs_var} runs no p-value of the {} tested after it can pass Holm's correction among them (the smallest possible is {:.3}): improved or regressed there needs at least {} runs a side (equivalent {MIN_RUNS_FOR_VERDICT}), or name fewer with --show",
+            crate::units::plural(later as u64, "metric", "metrics"),
             best.min(1.0),
             runs_for_significance(later, alpha)
         )

@@ -305,7 +305,8 @@ fn group(blocks: &mut Vec<Block>, c: &Comparison, g: &Group) {
                 Verdict::Inconclusive { reason, more_runs } => {
                     let more = match more_runs {
                         Some(n) => format!(
-                            "; about {n} more run{} a side would likely settle it",
+                            "; if the change is what was measured, about {n} more run{} a side \
+                             would likely settle it",
                             if *n == 1 { "" } else { "s" }
                         ),
                         None => String::new(),

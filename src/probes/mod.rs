@@ -218,6 +218,14 @@ pub fn summary(meta: &crate::model::RunMeta) -> Option<ProbeSummary> {
     })
 }
 
+/// Whether `path` is one of the files the run mapped: the same file by device and inode, as
+/// a probe's path is often another name for it (/lib for /usr/lib, a soname's link).
+fn was_loaded(path: &str, loaded: &std::collections::BTreeSet<String>) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let id = |p: &str| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    loaded.contains(path) || id(path).is_some_and(|want| loaded.iter().any(|l| id(l) == Some(want)))
+}
+
 /// One stderr line per probe that saw nothing or lost something: the end of a run is where
 /// someone reading the terminal looks (the report's header says the same).
 pub fn say_what_was_missed(
@@ -243,7 +251,7 @@ pub fn say_what_was_missed(
                 "check that the command loads that very file: ldd, or /proc/PID/maps while it \
                  runs"
                     .to_owned()
-            } else if loaded.contains(&p.path) {
+            } else if was_loaded(&p.path, loaded) {
                 "the file was loaded: the function was never called".to_owned()
             } else {
                 let names: Vec<&str> = loaded
@@ -263,19 +271,34 @@ pub fn say_what_was_missed(
                 p.path
             );
         }
+        if p.cut_by_loss > 0 {
+            log::warn!(
+                "{option}: {} open when the kernel lost samples {} not made spans \
+                 (their returns may have been lost)",
+                crate::units::plural(p.cut_by_loss, "call", "calls"),
+                if p.cut_by_loss == 1 { "was" } else { "were" },
+            );
+        }
         if p.unmatched_returns + p.unfinished > 0 {
             log::warn!(
-                "{option}: {} returns from calls entered before the probe \
-                 was placed and {} calls still running at the end were not made spans",
-                p.unmatched_returns,
-                p.unfinished
+                "{option}: {} from calls entered before the probe was placed (or whose \
+                 entry was lost) and {} still running at the end were not made spans",
+                crate::units::plural(p.unmatched_returns, "return", "returns"),
+                crate::units::plural(p.unfinished, "call", "calls"),
             );
         }
     }
     if lost > 0 {
+        // A lost entry of the frame probe is a frame not counted: the later ones are
+        // numbered low.
+        let frames = if facts.iter().any(|p| p.frame_probe) {
+            "; frames after the loss may be numbered low"
+        } else {
+            ""
+        };
         log::warn!(
             "{lost} probe samples were lost (the kernel's ring was full): \
-             their spans are missing"
+             their spans are missing{frames}"
         );
     }
 }
@@ -283,6 +306,22 @@ pub fn say_what_was_missed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_mapped_under_another_name_was_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("libx.so.1.2");
+        std::fs::write(&real, b"code").unwrap();
+        let soname = dir.path().join("libx.so");
+        std::os::unix::fs::symlink(&real, &soname).unwrap();
+        let other = dir.path().join("liby.so");
+        std::fs::write(&other, b"code").unwrap();
+        let loaded = [real.to_str().unwrap().to_owned()].into_iter().collect();
+        assert!(was_loaded(soname.to_str().unwrap(), &loaded));
+        assert!(was_loaded(real.to_str().unwrap(), &loaded));
+        assert!(!was_loaded(other.to_str().unwrap(), &loaded));
+        assert!(!was_loaded("/no/such/file", &loaded));
+    }
 
     #[test]
     fn a_missing_binary_says_where_it_was_looked_for() {

@@ -68,6 +68,8 @@ enum Role {
     Event,
     /// `--frame-probe`: starts the next frame.
     Frame,
+    /// The kernel lost samples before this time (the count is the hit's `key`).
+    Lost,
 }
 
 /// What the kernel is asked to watch.
@@ -137,6 +139,8 @@ struct Attached {
     unmatched_returns: u64,
     /// Spans shorter than what is subtracted: made 0 long.
     clamped: u64,
+    /// Calls open when samples were lost: not made spans (their return may be among them).
+    cut_by_loss: u64,
 }
 
 /// `--frame-probe`: a function whose every entry starts a frame.
@@ -448,7 +452,17 @@ impl Recorder {
         for ring in &mut self.rings {
             ring.for_each(|record| match decode(record, &self.roles) {
                 Some(Decoded::Hit(hit)) => batch.push(hit),
-                Some(Decoded::Lost(n)) => lost += n,
+                Some(Decoded::Lost { count, time }) => {
+                    lost += count;
+                    batch.push(Hit {
+                        time,
+                        role: Role::Lost,
+                        probe: 0,
+                        pid: 0,
+                        tid: 0,
+                        key: count,
+                    });
+                }
                 None => {}
             });
         }
@@ -457,6 +471,10 @@ impl Recorder {
         batch.sort_by_key(|h| h.time);
         let mut drained = Drained::default();
         for hit in batch.drain(..) {
+            if hit.role == Role::Lost {
+                self.cut_open_calls();
+                continue;
+            }
             let any_task = hit.role != Role::Frame && self.probes[hit.probe].any_task;
             let of_run = self.members.contains_process(hit.pid);
             if !any_task && !of_run {
@@ -466,6 +484,17 @@ impl Recorder {
         }
         self.batch = batch;
         drained
+    }
+
+    /// Samples were lost (on any CPU: a thread may return on another than it entered): a
+    /// call still open may have lost its return, and pairing it with a later one would make
+    /// a span of two calls (an empty function's "call" of 71 ms, 25% of the spans overlapping
+    /// when a fifth of 100,000 calls were lost). Every open call is dropped and counted; a
+    /// return whose entry was lost finds no call and is counted as unmatched.
+    fn cut_open_calls(&mut self) {
+        for ((_, probe), stack) in self.open.drain() {
+            self.probes[probe].cut_by_loss += stack.len() as u64;
+        }
     }
 
     fn apply(&mut self, hit: Hit, of_run: bool, drained: &mut Drained) {
@@ -526,7 +555,7 @@ impl Recorder {
                     None => probe.unmatched_returns += 1,
                 }
             }
-            Role::Frame => {}
+            Role::Frame | Role::Lost => {}
         }
     }
 
@@ -573,6 +602,7 @@ impl Recorder {
                 spans: p.spans,
                 unmatched_returns: p.unmatched_returns,
                 unfinished,
+                cut_by_loss: p.cut_by_loss,
                 frame_probe: false,
             })
             .collect();
@@ -626,7 +656,11 @@ fn without_probe_cost(start: i64, end: i64, subtract: Option<i64>) -> (i64, i64,
 
 enum Decoded {
     Hit(Hit),
-    Lost(u64),
+    /// `count` samples lost before `time` (the record's `sample_id_all` trailer).
+    Lost {
+        count: u64,
+        time: u64,
+    },
 }
 
 fn decode(record: &[u8], roles: &HashMap<u64, EventRole>) -> Option<Decoded> {
@@ -669,7 +703,13 @@ fn decode(record: &[u8], roles: &HashMap<u64, EventRole>) -> Option<Decoded> {
         }
         b::PERF_RECORD_LOST => {
             let _id = c.u64();
-            Some(Decoded::Lost(c.u64()))
+            let count = c.u64();
+            // The trailer: pid and tid (`PERF_SAMPLE_TID`), then the time.
+            let _ = (c.u32(), c.u32());
+            Some(Decoded::Lost {
+                count,
+                time: c.u64(),
+            })
         }
         _ => None,
     }
@@ -703,6 +743,7 @@ fn place(options: &ProbeOptions) -> Result<Placed, String> {
             spans: 0,
             unmatched_returns: 0,
             clamped: 0,
+            cut_by_loss: 0,
         });
     }
     let frame_probe = match &options.frame_probe {
@@ -804,6 +845,7 @@ mod tests {
                 spans: 0,
                 unmatched_returns: 0,
                 clamped: 0,
+                cut_by_loss: 0,
             }],
             pairs: Vec::new(),
             frame_probe: None,
@@ -828,6 +870,52 @@ mod tests {
             tid: 7,
             key: 0,
         }
+    }
+
+    /// A lost-samples record, as the kernel writes it with `sample_id_all`.
+    fn lost_record(count: u64, time: u64) -> Vec<u8> {
+        let mut body = Vec::new();
+        body.extend(99u64.to_ne_bytes());
+        body.extend(count.to_ne_bytes());
+        body.extend(7u32.to_ne_bytes());
+        body.extend(7u32.to_ne_bytes());
+        body.extend(time.to_ne_bytes());
+        body.extend(99u64.to_ne_bytes());
+        let mut record = Vec::new();
+        record.extend(b::PERF_RECORD_LOST.to_ne_bytes());
+        record.extend(0u16.to_ne_bytes());
+        record.extend(((8 + body.len()) as u16).to_ne_bytes());
+        record.extend(body);
+        record
+    }
+
+    /// Calls open when samples were lost are dropped, not paired with a later return: an
+    /// empty function's spans were 71 ms long when a fifth of its samples were lost.
+    #[test]
+    fn a_call_open_when_samples_were_lost_is_not_paired_with_a_later_return() {
+        let Some(Decoded::Lost { count, time }) = decode(&lost_record(3, 12_000), &HashMap::new())
+        else {
+            panic!("a lost record");
+        };
+        assert_eq!((count, time), (3, 12_000));
+        let mut recorder = recorder_subtracting(None);
+        let mut drained = Drained::default();
+        // The first call's return and the third call's entry are among the lost.
+        recorder.apply(hit(10_000, Role::Begin), true, &mut drained);
+        recorder.cut_open_calls();
+        for (time, role) in [
+            (20_000, Role::Begin),
+            (25_000, Role::End),
+            (30_000, Role::End),
+        ] {
+            recorder.apply(hit(time, role), true, &mut drained);
+        }
+        let spans: Vec<(i64, i64)> = (drained.spans.iter())
+            .map(|s| (s.start_mono_ns, s.end_mono_ns))
+            .collect();
+        assert_eq!(spans, [(20_000, 25_000)], "no span from 10 to 30 µs");
+        let probe = &recorder.probes[0];
+        assert_eq!((probe.cut_by_loss, probe.unmatched_returns), (1, 1));
     }
 
     #[test]

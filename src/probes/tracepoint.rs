@@ -111,6 +111,8 @@ pub fn open(id: u64, cpu: i32) -> io::Result<OwnedFd> {
     attr.__bindgen_anon_1.sample_period = 1;
     attr.sample_type = super::uprobe::SAMPLE_TYPE | b::PERF_SAMPLE_RAW as u64;
     attr.set_disabled(1);
+    // A lost-samples record then says when it was written (`Recorder::drain`).
+    attr.set_sample_id_all(1);
     // Timed on CLOCK_MONOTONIC, the clock of every span.
     attr.set_use_clockid(1);
     attr.clockid = libc::CLOCK_MONOTONIC;

@@ -101,6 +101,8 @@ impl Pmu {
             attr.sample_regs_user = registers;
         }
         attr.set_disabled(1);
+        // A lost-samples record then says when it was written (`Recorder::drain`).
+        attr.set_sample_id_all(1);
         // Timed on CLOCK_MONOTONIC, the clock of every span.
         attr.set_use_clockid(1);
         attr.clockid = libc::CLOCK_MONOTONIC;

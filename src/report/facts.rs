@@ -662,21 +662,37 @@ fn probes(a: &Analysis) -> Option<Line> {
             "they cost thread {tid} {:.1}% of the run",
             p.busiest_share_pct
         );
-        parts.push(
-            if p.busiest_share_pct > crate::probes::DOMINATING_SHARE_PCT {
-                toned(
-                    format!("{line}: the probes dominate it (see docs/probes.md)"),
-                    Tone::Warning,
-                )
-            } else {
-                plain(line)
-            },
-        );
+        parts.push(if p.busiest_share_pct > 100.0 {
+            // Hits × the per-hit cost calibrated at the start: more than the run is
+            // impossible, so the calibration was off (it was 1.6× on a loaded machine).
+            toned(
+                format!(
+                    "by the per-hit cost measured at the start they cost thread {tid} \
+                         {:.0}% of the run, which is impossible: that measure was too high \
+                         (a loaded machine?), and each span lost it too",
+                    p.busiest_share_pct
+                ),
+                Tone::Warning,
+            )
+        } else if p.busiest_share_pct > crate::probes::DOMINATING_SHARE_PCT {
+            toned(
+                format!("{line}: the probes dominate it (see docs/probes.md)"),
+                Tone::Warning,
+            )
+        } else {
+            plain(line)
+        });
     }
     if p.lost > 0 {
+        let cut: u64 = p.probes.iter().map(|f| f.cut_by_loss).sum();
         parts.push(toned(
-            format!("{} lost", crate::units::plural(p.lost, "sample", "samples")),
-            Tone::Warning,
+            format!(
+                "{} lost: their spans are missing, and {} open then {} not made spans",
+                crate::units::plural(p.lost, "sample", "samples"),
+                crate::units::plural(cut, "call", "calls"),
+                if cut == 1 { "was" } else { "were" }
+            ),
+            Tone::Bad,
         ));
     }
     Some(joined(parts))

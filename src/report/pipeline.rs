@@ -200,12 +200,19 @@ pub fn bound_line(a: &Analysis) -> Option<Line> {
         Span::name(&b.stage),
         Span::plain(format!(") allows {:.1} fps", b.fps_bound)),
     ];
+    let wall_bound = wall_fps_bound(a, b).unwrap_or(b.fps_bound);
+    if !on_cpu.is_empty() && wall_bound < b.fps_bound * 0.9 {
+        // Time waiting for the CPU is not spare on a machine as loaded as this one was.
+        line.push(Span::plain(format!(
+            " with a CPU of its own, {wall_bound:.1} fps as its spans ran (their wall time: \
+             runnable or blocked too)"
+        )));
+    }
     if let Some(observed) = a.observed_fps {
         line.push(Span::plain(format!(" · observed {observed:.1} fps")));
         // A thread whose spans filled the window was never idle, so never held back by the
         // pacer, however little of that time it ran (starved of CPU): its spans' wall time
         // must allow the rate too.
-        let wall_bound = wall_fps_bound(a, b).unwrap_or(b.fps_bound);
         if let Some(target) = (a.target_fps)
             .filter(|&t| paced_at(observed, t, b.fps_bound) && paced_at(observed, t, wall_bound))
         {

@@ -41,6 +41,10 @@ pub struct TreeCache<T> {
     /// The group's own `cgroup.procs` (not its sub-groups'), kept open: read at every
     /// reading, and reading it again from offset 0 costs about half of opening it again.
     procs_file: Reread,
+    /// cgroup v1's `cgroup.procs` answers a second read of an open file from the list it
+    /// made at the first, for as long as it is read within a second: opened for each
+    /// reading there (a 0.5 s run's daemonized children went unseen).
+    reopen: bool,
     /// The last walk's list, in its order, and its pids sorted; `None` when it cannot be
     /// trusted (it held a process the group did not list).
     walked: Option<Walk<T>>,
@@ -53,6 +57,7 @@ impl<T: Walked> TreeCache<T> {
     /// For the group in `dir` (cgroup v2, or v1's cpuacct group).
     pub fn new(dir: PathBuf) -> TreeCache<T> {
         TreeCache {
+            reopen: !dir.join("cgroup.controllers").exists(),
             procs_file: Reread::new(dir.join("cgroup.procs")),
             walked: None,
             walked_at_ns: i64::MIN,
@@ -63,7 +68,14 @@ impl<T: Walked> TreeCache<T> {
     /// The last walk's list when the group lists exactly its processes and it is recent;
     /// `None`: walk the tree (then say what it found with `walked`).
     pub fn still(&mut self, now_ns: i64) -> Option<Vec<T>> {
-        self.listed = self.procs_file.read().ok().map(pids_in);
+        self.listed = if self.reopen {
+            std::fs::read_to_string(self.procs_file.path())
+                .ok()
+                .as_deref()
+                .map(pids_in)
+        } else {
+            self.procs_file.read().ok().map(pids_in)
+        };
         let (tree, pids) = self.walked.as_ref()?;
         let recent = now_ns.saturating_sub(self.walked_at_ns) < WALK_EVERY_NS;
         (recent && self.listed.as_ref() == Some(pids)).then(|| tree.clone())

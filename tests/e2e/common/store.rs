@@ -87,6 +87,7 @@ pub fn finished_meta(name: &str) -> RunMeta {
                 spans: 299,
                 unmatched_returns: 1,
                 unfinished: 0,
+                cut_by_loss: 1,
                 frame_probe: false,
             }],
             probe_records_lost: 2,

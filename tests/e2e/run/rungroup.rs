@@ -279,6 +279,64 @@ fn a_bench_whose_service_daemonizes_and_binds_a_port_completes_both_runs() {
     );
 }
 
+/// A command that daemonizes two `sleep`s and ends 0.3 s after they run: both are rows of
+/// the report, named, and were killed at the end. cgroup v1 once answered a second read of
+/// its open `cgroup.procs` with the first's list, so a short run never saw them.
+fn short_lived_daemons_are_rows(test: &str, mechanism: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, pids) = (temp_run(&dir, "daemons"), dir.path().join("pids"));
+    let command = format!(
+        "(setsid sh -c 'sleep 30 & echo $! >> {p}; sleep 31 & echo $! >> {p}' &); \
+         until [ \"$(wc -l < {p} 2>/dev/null)\" = 2 ]; do sleep 0.01; done; sleep 0.3",
+        p = pids.display()
+    );
+    let out = framelab()
+        .env("FRAMELAB_RUN_GROUP", mechanism)
+        .args(["run", "-o"])
+        .arg(&file)
+        .args(["--", "sh", "-c", &command])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    if cgroup_of(test, &file).is_none() {
+        return;
+    }
+    let daemons: Vec<u64> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let doc = report_json(&file);
+    for pid in &daemons {
+        let row = doc["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pid"].as_u64() == Some(*pid));
+        assert!(
+            row.is_some_and(|r| r["name"] == "sleep"),
+            "daemonized sleep {pid} is not a row: {}",
+            doc["processes"]
+        );
+        assert!(gone_soon(*pid as u32), "sleep {pid} outlived the run");
+        assert!(
+            stderr(&out).contains(&format!("process {pid} (sleep) was still running")),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn short_lived_daemons_are_rows_of_a_cgroup_v2_run() {
+    short_lived_daemons_are_rows("short_lived_daemons_are_rows_of_a_cgroup_v2_run", "cgroup2");
+}
+
+#[test]
+fn short_lived_daemons_are_rows_of_a_cgroup_v1_run() {
+    short_lived_daemons_are_rows("short_lived_daemons_are_rows_of_a_cgroup_v1_run", "cgroup1");
+}
+
 #[test]
 fn the_groups_cpu_of_forked_burners_matches_their_rusage() {
     groups_cpu_matches_rusage(
