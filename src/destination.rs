@@ -319,6 +319,15 @@ pub fn print(text: &str) -> Result<()> {
         })
 }
 
+/// A CSV writer's error as the I/O error it wraps, where it wraps one: a closed pipe or a
+/// full disk is then said as such (the csv crate's error does not give it as its source).
+pub fn csv_error(error: csv::Error) -> anyhow::Error {
+    match error.into_kind() {
+        csv::ErrorKind::Io(io) => io.into(),
+        other => anyhow!("cannot write a CSV row: {other:?}"),
+    }
+}
+
 fn io_of(error: &anyhow::Error) -> Option<&io::Error> {
     error.chain().find_map(|e| e.downcast_ref::<io::Error>())
 }

@@ -124,10 +124,14 @@ fn compare_loaded(
             crate::report::facts::FPS_FROM_FRAMES
         ));
     }
-    let sources = sources
-        .iter()
-        .map(|s| s.path.display().to_string())
-        .collect();
+    // Each file once: `--by` makes one source per tag value of the same file.
+    let mut files: Vec<String> = Vec::new();
+    for s in sources {
+        let file = s.path.display().to_string();
+        if !files.contains(&file) {
+            files.push(file);
+        }
+    }
     let pipeline = explain::explain(&loaded, &baseline);
     let mut comparison = compute::compute(
         &loaded,
@@ -136,7 +140,7 @@ fn compare_loaded(
         baseline_combo,
         options,
         notes,
-        sources,
+        files,
     );
     comparison.pipeline = pipeline;
     Ok((comparison, loaded))

@@ -5,6 +5,7 @@
 
 use std::io::Write;
 
+use crate::destination::csv_error;
 use crate::formats::LAUNCH_MARKER;
 use crate::model::{Run, SpanSource};
 
@@ -21,15 +22,15 @@ pub fn write(run: &Run, out: &mut dyn Write) -> anyhow::Result<()> {
 /// names of `run` (its head) as CSV to `out`; returns how many.
 pub fn write_from(run: &Run, spans: &dyn SpanSource, out: &mut dyn Write) -> anyhow::Result<u64> {
     let mut csv = csv::Writer::from_writer(out);
-    csv.write_record(HEADER)?;
-    csv.write_record(["", LAUNCH_MARKER, "", "", "", "0", ""])?;
+    csv.write_record(HEADER).map_err(csv_error)?;
+    (csv.write_record(["", LAUNCH_MARKER, "", "", "", "0", ""])).map_err(csv_error)?;
     // One buffer for the numbers: no allocation per row.
     let mut number = String::with_capacity(24);
     let mut field = |csv: &mut csv::Writer<_>, n: &dyn std::fmt::Display| {
         number.clear();
         std::fmt::Write::write_fmt(&mut number, format_args!("{n}"))
             .map_err(|_| anyhow::anyhow!("cannot format a number"))?;
-        csv.write_field(&number).map_err(anyhow::Error::from)
+        csv.write_field(&number).map_err(csv_error)
     };
     let mut written = 0u64;
     spans.for_each_spans(&mut |chunk| {
@@ -41,13 +42,13 @@ pub fn write_from(run: &Run, spans: &dyn SpanSource, out: &mut dyn Write) -> any
             let thread = run.threads.get(span.thread as usize);
             let (pid, tid, name) = thread.map_or((0, 0, ""), |t| (t.pid, t.tid, t.name.as_str()));
             field(&mut csv, &span.frame)?;
-            csv.write_field(stage)?;
+            csv.write_field(stage).map_err(csv_error)?;
             field(&mut csv, &pid)?;
             field(&mut csv, &tid)?;
-            csv.write_field(name)?;
+            csv.write_field(name).map_err(csv_error)?;
             field(&mut csv, &span.start_ns)?;
             field(&mut csv, &span.dur_ns)?;
-            csv.write_record(None::<&[u8]>)?;
+            csv.write_record(None::<&[u8]>).map_err(csv_error)?;
         }
         written += chunk.len() as u64;
         Ok(())

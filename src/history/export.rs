@@ -64,20 +64,23 @@ pub(super) fn rfc3339(unix_s: i64) -> String {
 
 /// CSV with a header row; time as RFC 3339 UTC, an empty branch when there was none.
 pub fn csv(rows: &[ExportRow], out: &mut dyn Write) -> Result<()> {
+    use crate::destination::csv_error;
     let mut writer = ::csv::Writer::from_writer(out);
-    writer.write_record(COLUMNS)?;
+    writer.write_record(COLUMNS).map_err(csv_error)?;
     for ExportRow { value: v, tags } in rows {
-        writer.write_record([
-            v.run_id.as_str(),
-            &v.commit,
-            v.branch.as_deref().unwrap_or(""),
-            &v.machine,
-            &rfc3339(v.recorded_at_unix_s),
-            &v.metric,
-            &v.value.to_string(),
-            &v.unit,
-            tags,
-        ])?;
+        writer
+            .write_record([
+                v.run_id.as_str(),
+                &v.commit,
+                v.branch.as_deref().unwrap_or(""),
+                &v.machine,
+                &rfc3339(v.recorded_at_unix_s),
+                &v.metric,
+                &v.value.to_string(),
+                &v.unit,
+                tags,
+            ])
+            .map_err(csv_error)?;
     }
     writer.flush()?;
     Ok(())

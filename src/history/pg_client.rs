@@ -24,12 +24,20 @@ pub struct PgClient {
     server: String,
 }
 
-/// What a statement or the handshake gets when the server does not answer in time.
-fn no_answer(server: &str, deadline: Duration) -> anyhow::Error {
+/// What the handshake or a statement gets when the server does not answer in time. A
+/// server that answered the handshake is PostgreSQL: a statement it does not finish is most
+/// often one waiting for a lock another session holds.
+fn no_answer(server: &str, deadline: Duration, connected: bool) -> anyhow::Error {
+    let why = if connected {
+        "did not finish a statement: it stopped answering, or the statement waits for a \
+         lock another session holds (a `history add` still running, a transaction left \
+         open: see pg_stat_activity)"
+    } else {
+        "accepted the connection but did not answer: it is hung or is not PostgreSQL"
+    };
     anyhow::anyhow!(
-        "the PostgreSQL server at {server} did not answer within {} s: it accepted the \
-         connection but is hung or is not PostgreSQL; check the server, or give it longer \
-         with connect_timeout=SECONDS in the store URL (…/db?connect_timeout=30)",
+        "the PostgreSQL server at {server} {why} (waited {} s); check the server, or give it \
+         longer with connect_timeout=SECONDS in the store URL (…/db?connect_timeout=30)",
         deadline.as_secs_f64()
     )
 }
@@ -39,11 +47,12 @@ fn within<T>(
     runtime: &Runtime,
     deadline: Duration,
     server: &str,
+    connected: bool,
     work: impl Future<Output = Result<T, tokio_postgres::Error>>,
 ) -> Result<T> {
     match runtime.block_on(async { tokio::time::timeout(deadline, work).await }) {
         Ok(result) => Ok(result?),
-        Err(_) => Err(no_answer(server, deadline)),
+        Err(_) => Err(no_answer(server, deadline, connected)),
     }
 }
 
@@ -65,7 +74,7 @@ impl PgClient {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        let (client, connection) = within(&runtime, deadline, &server, config.connect(tls))?;
+        let (client, connection) = within(&runtime, deadline, &server, false, config.connect(tls))?;
         // Driven whenever the runtime runs a statement (a current-thread runtime).
         runtime.spawn(connection);
         Ok(PgClient {
@@ -82,6 +91,7 @@ impl PgClient {
             &self.runtime,
             self.deadline,
             &self.server,
+            true,
             self.client.transaction(),
         )?;
         Ok(PgTx {
@@ -106,7 +116,7 @@ impl PgTx<'_> {
     /// says so (adding again is safe: runs already there are skipped).
     pub fn commit(self) -> Result<()> {
         let (deadline, server) = (self.deadline, self.server);
-        within(self.runtime, deadline, server, self.tx.commit()).map_err(|e| {
+        within(self.runtime, deadline, server, true, self.tx.commit()).map_err(|e| {
             if e.downcast_ref::<tokio_postgres::Error>().is_some() {
                 e
             } else {
@@ -128,6 +138,7 @@ impl Tx for PgTx<'_> {
             self.runtime,
             self.deadline,
             self.server,
+            true,
             self.tx.execute(sql, &refs),
         )
     }
@@ -139,6 +150,7 @@ impl Tx for PgTx<'_> {
             self.runtime,
             self.deadline,
             self.server,
+            true,
             self.tx.query(sql, &refs),
         )?;
         postgres_rows(rows)

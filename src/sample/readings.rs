@@ -16,6 +16,9 @@ pub struct Tick<'a> {
     pub window_closed: bool,
     /// The reading taken as the measured window opens: look for new threads now.
     pub opening: bool,
+    /// The reading taken as the measured window closes: read every counter, even one read
+    /// rarely, so the window's totals end at its edge.
+    pub closes_window: bool,
     /// CLOCK_MONOTONIC at launch, to place what /proc dates since boot.
     pub origin_mono_ns: i64,
 }

@@ -103,6 +103,8 @@ fn thread_cpu_ns() -> i64 {
 /// The sources and their bookkeeping, driven by the thread or by `read_once`.
 struct Core {
     window_closed: Arc<AtomicBool>,
+    /// The reading at the window's close was taken.
+    close_read: bool,
     /// Set when the measured window opens: every source is read at once.
     window_opening: Arc<AtomicBool>,
     slots: Vec<Slot>,
@@ -160,12 +162,18 @@ impl Core {
     fn new(slots: Vec<Slot>, tree: ProcessTree, origin_mono_ns: i64) -> Core {
         Core {
             window_closed: Arc::new(AtomicBool::new(false)),
+            close_read: false,
             window_opening: Arc::new(AtomicBool::new(false)),
             slots,
             readings: Readings::new(SourceKind::ALL.iter().map(|k| k.name()).collect()),
             tree,
             origin_mono_ns,
         }
+    }
+
+    /// Whether the window has closed and its closing reading is still to take.
+    fn closes_window_now(&self) -> bool {
+        !self.close_read && self.window_closed.load(Ordering::Acquire)
     }
 
     fn t_ns(&self) -> i64 {
@@ -180,8 +188,14 @@ impl Core {
         // The window's first reading: every source, every process and thread there is now,
         // so what counters counted before it is not the window's.
         let opening = self.window_opening.swap(false, Ordering::AcqRel);
+        // And its last: counters read rarely end at its edge, not at the run's end after
+        // the command was stopped (a GPU's energy, read 1.2 s after the window, put the
+        // stopping program's low power into the window's mean: 7% low).
+        let closes_window = !self.close_read && self.closes_window_now();
+        self.close_read |= closes_window;
         let is_due = |slot: &Slot| {
-            slot.source.is_some() && (closing || opening || due_by(slot.due, now, slot.every))
+            slot.source.is_some()
+                && (closing || opening || closes_window || due_by(slot.due, now, slot.every))
         };
         // A wakeup for the processes' sweep alone: the tree is not walked for nobody.
         if !self.slots.iter().any(is_due) {
@@ -198,6 +212,7 @@ impl Core {
             closing,
             window_closed: self.window_closed.load(Ordering::Relaxed),
             opening,
+            closes_window,
             origin_mono_ns: self.origin_mono_ns,
         };
         for (index, slot) in self.slots.iter_mut().enumerate() {
@@ -449,6 +464,7 @@ impl Sampler {
                         if now >= due
                             || stopping.load(Ordering::Acquire)
                             || core.window_opening.load(Ordering::Acquire)
+                            || core.closes_window_now()
                         {
                             break;
                         }
@@ -530,7 +546,10 @@ impl Sampler {
     /// Tells the sources the measured window closed (what ends after is the command
     /// being stopped, not news).
     pub fn close_window(&self) {
-        self.window_closed.store(true, Ordering::Relaxed);
+        self.window_closed.store(true, Ordering::Release);
+        if let Some(handle) = &self.handle {
+            handle.thread().unpark();
+        }
     }
 
     /// Stops the thread after a last reading and returns each source's status. The sink

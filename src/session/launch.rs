@@ -94,6 +94,41 @@ pub fn check_runnable(program: &str) -> Result<()> {
     bail!("command not found: '{program}' is not in PATH; give a path (./{program}) or install it")
 }
 
+/// Where `program` is, as exec would find it: the path itself when it has a slash, else
+/// the first executable of that name in PATH.
+fn found(program: &str) -> Option<std::path::PathBuf> {
+    if program.contains('/') {
+        return Path::new(program).is_file().then(|| program.into());
+    }
+    let path_var = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path_var)
+        .map(|dir| dir.join(program))
+        .find(|c| c.metadata().is_ok_and(|m| is_executable(&m)))
+}
+
+/// Why exec said "not found" of a program that exists: its `#!` interpreter, or else its
+/// dynamic loader (a binary built for another system), is missing.
+fn what_runs_it_is_missing(program: &str, path: &Path) -> String {
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .unwrap_or(0);
+    let first_line = head[..n].split(|&b| b == b'\n').next().unwrap_or_default();
+    if let Some(rest) = first_line.strip_prefix(b"#!") {
+        let line = String::from_utf8_lossy(rest);
+        let interpreter = line.split_whitespace().next().unwrap_or_default();
+        return format!(
+            "'{program}' cannot start: its first line names the interpreter '{interpreter}', \
+             which does not exist here; install it or correct that line"
+        );
+    }
+    format!(
+        "'{program}' cannot start: the kernel did not find what runs it (a binary's dynamic \
+         loader, as for one built for another system: see `file {}`)",
+        path.display()
+    )
+}
+
 fn is_executable(meta: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::PermissionsExt;
     meta.is_file() && meta.permissions().mode() & 0o111 != 0
@@ -145,9 +180,10 @@ pub fn spawn(
     match command.spawn() {
         // The handle is dropped on purpose: framelab reaps with wait4 to get rusage.
         Ok(child) => Ok(child.id()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            bail!("command not found: '{}' ({e})", argv[0])
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match found(&argv[0]) {
+            Some(path) => bail!("{}", what_runs_it_is_missing(&argv[0], &path)),
+            None => bail!("command not found: '{}' ({e})", argv[0]),
+        },
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
             bail!(
                 "'{}' cannot be run: permission denied; check it is executable",

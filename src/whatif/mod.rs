@@ -328,10 +328,17 @@ fn check(run: &Run, changes: &Changes, no_spans: bool) -> Result<()> {
         );
     }
     if no_spans {
-        bail!(
-            "the run has no spans (an import of histograms or samples only): whatif replays each \
-             stage's recorded spans"
-        );
+        let why = match &run.import {
+            Some(import) => format!(
+                "its {} import holds histograms or samples only",
+                import.format
+            ),
+            None => "its program was not instrumented: record stages with the SDK \
+                     (docs/instrumenting.md), or without changing it with framelab run --probe \
+                     STAGE=BINARY:FUNCTION"
+                .to_owned(),
+        };
+        bail!("the run has no spans ({why}): whatif replays each stage's recorded spans");
     }
     if !has_thread_info(&run.threads) {
         bail!(

@@ -4,8 +4,9 @@
     pip install scipy   # 1.17.1 made the committed values
     python3 tests/data/stats_reference.py > tests/data/stats_reference.json
 
-- Mann–Whitney U: scipy.stats.mannwhitneyu, two-sided, method 'exact' (no ties, small
-  samples) or 'asymptotic' with the continuity correction (ties or large samples).
+- Mann–Whitney U: scipy.stats.mannwhitneyu, two-sided: method 'exact' (no ties, small
+  samples), an exact permutation test over every split (ties, small samples), or
+  'asymptotic' with the continuity correction (large samples).
 - Holm: the step-down formula, written out here.
 - One-level bootstrap of median(variant) / median(baseline) over per-run values:
   scipy.stats.bootstrap, percentile method, 200,000 resamples.
@@ -36,13 +37,22 @@ def mann_whitney_cases():
         (list(np.round(rng.normal(50, 5, 60))), list(np.round(rng.normal(52, 5, 55)))),
         (list(rng.normal(0, 1, 55)), list(rng.normal(0.2, 1, 52))),
     ]
+    # Ties in small samples (a rank test's exact permutation p), from a generator of their
+    # own so the cases above and the bootstrap's draw what they always drew.
+    tied = np.random.default_rng(7)
+    samples += [
+        ([10.0, 11.0, 12.0], [7.0, 8.0, 10.0]),
+        (list(np.round(tied.normal(50, 2, 10))), list(np.round(tied.normal(52, 2, 10)))),
+    ]
     for x, y in samples:
         x = [float(v) for v in x]
         y = [float(v) for v in y]
         ties = len(set(x + y)) < len(x) + len(y)
-        exact = not ties and len(x) <= 50 and len(y) <= 50
+        exact = len(x) <= 50 and len(y) <= 50
         method = "exact" if exact else "asymptotic"
-        r = stats.mannwhitneyu(x, y, alternative="two-sided", method=method, use_continuity=True)
+        # With ties, exact is the permutation distribution over every split of the values.
+        how = stats.PermutationMethod(n_resamples=np.inf) if exact and ties else method
+        r = stats.mannwhitneyu(x, y, alternative="two-sided", method=how, use_continuity=True)
         cases.append({"x": x, "y": y, "method": method, "u": float(r.statistic), "p": float(r.pvalue)})
     return cases
 

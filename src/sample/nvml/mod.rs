@@ -11,10 +11,10 @@
 //! and any call can be slow once (the thread preempted); every call is made twice before the
 //! command starts (`rehearse`), so neither lands in the window. Every 2 s, not 1: on the H100
 //! that took NVML at 20 Hz from 1.07% to 0.52% of a core. The energy counter loses nothing by
-//! being read rarely (it is a running total), and it is read anyway at the window's opening and
-//! at the last reading, so the window's energy is the counter's own difference, never an
-//! interpolation across a long gap; process utilisation is averaged by the driver over about as
-//! long anyway. A GPU that is lost (or stops answering) stops being read, with the time and the
+//! being read rarely (it is a running total), and it is read anyway at the window's opening,
+//! at its close and at the last reading, so the window's energy is the counter's own
+//! difference, never an interpolation across a long gap; process utilisation is averaged by
+//! the driver over about as long anyway. A GPU that is lost (or stops answering) stops being read, with the time and the
 //! driver's reason; when no GPU is left the source stops, keeping what it read.
 
 pub mod api;
@@ -349,7 +349,7 @@ fn read_gpu(
 /// it was slow and is not due yet. The window's first and last readings read every
 /// counter, those read rarely too: the window's counters then hold exactly what it used.
 fn put_off(gpu: &Gpu, slot: usize, tick: &Tick) -> bool {
-    let edge = tick.opening || tick.closing;
+    let edge = tick.opening || tick.closes_window || tick.closing;
     tick.t_ns < gpu.not_before_ns[slot] && !(edge && is_counter(slot))
 }
 
@@ -587,6 +587,7 @@ mod tests {
             closing: false,
             window_closed: false,
             opening: false,
+            closes_window: false,
             origin_mono_ns: 0,
         }
     }
@@ -693,7 +694,8 @@ mod tests {
             }
         };
         let mut out = Readings::new(vec!["nvml"]);
-        // 50 ms apart from 0 to 12 s; the window opens at 3 s; the last reading closes.
+        // 50 ms apart from 0 to 12 s; the window opens at 3 s and closes at 11 s (the
+        // command is then stopped); the last reading ends the run.
         let last = 240;
         for i in 0..=last {
             let t_ns = i * 50_000_000;
@@ -701,6 +703,7 @@ mod tests {
             out.begin(0, t_ns, closing);
             let tick = Tick {
                 opening: t_ns == 3_000_000_000,
+                closes_window: t_ns == 11_000_000_000,
                 closing,
                 ..tick(t_ns)
             };
@@ -718,8 +721,9 @@ mod tests {
             .map(|x| x.t_ns / 1_000_000)
             .collect();
         // Slow at 0 and 50 ms (twice in a row), then put off 10 s, but read at the
-        // window's opening (3 s, which puts it off to 13 s) and at the last reading.
-        assert_eq!(read_at_ms, [0, 50, 3000, 12000]);
+        // window's opening (3 s, which puts it off to 13 s), at its close and at the last
+        // reading.
+        assert_eq!(read_at_ms, [0, 50, 3000, 11000, 12000]);
         let described = s.describe();
         assert!(
             described.contains("GPU 0 reads its slow calls rarely: energy every 10 s (5.0 ms"),

@@ -38,6 +38,24 @@ fn a_missing_or_unrunnable_command() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(error_line(&out).contains("not executable"));
+
+    // It exists and is executable, but its interpreter does not: said, not "not found".
+    let script = dir.path().join("no-interpreter.py");
+    std::fs::write(&script, "#!/no/such/python3 -u\nprint(1)\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = framelab()
+        .current_dir(dir.path())
+        .args(["run", "--"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let line = error_line(&out);
+    assert!(
+        line.contains("names the interpreter '/no/such/python3'") && !line.contains("not found"),
+        "{line}"
+    );
     assert_eq!(
         std::fs::read_dir(dir.path())
             .unwrap()

@@ -52,6 +52,7 @@ fn one_tick(pids: &[u32]) -> Tick<'_> {
         closing: false,
         window_closed: false,
         opening: false,
+        closes_window: false,
         origin_mono_ns: 0,
     }
 }
