@@ -196,6 +196,25 @@ fn a_reader_that_goes_away_is_not_a_panic() {
         assert!(!err.contains("panicked"), "{format}: {err}");
         assert_eq!(out.status.code(), Some(0), "{format}: {err}");
     }
+    // Exports to standard output too (CSV said "error: Broken pipe" through its writer), of
+    // a run with spans.
+    let demo = temp_run(&dir, "demo");
+    let out = framelab()
+        .args(["demo", "--duration", "300ms", "-o"])
+        .arg(&demo)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    for format in ["csv", "chrome", "perfetto"] {
+        let out = framelab()
+            .args(["export", "--format", format, "-o", "-"])
+            .arg(&demo)
+            .stdout(write_end.try_clone().unwrap())
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!((out.status.code(), err.as_str()), (Some(0), ""), "{format}");
+    }
 }
 
 /// README, "Limits": a value outside a flag's bounds is a usage error (exit 2) whose line
