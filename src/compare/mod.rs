@@ -19,6 +19,7 @@ mod identical;
 mod load;
 pub mod metrics;
 mod pair;
+mod roles;
 mod side_by_side;
 
 use anyhow::{bail, Result};
@@ -117,6 +118,7 @@ fn compare_loaded(
     notes.extend(fingerprints::differences(&loaded.runs));
     notes.extend(metrics::disagreements(&measured, &chosen));
     notes.extend(energy_notes);
+    notes.extend(roles::missing_runs(&loaded, &chosen));
     if chosen.iter().any(|m| m.key == "fps") && measured.iter().any(|r| r.fps_from_frames) {
         notes.push(format!(
             "{}: it is N ÷ each run's whole wall time; a rate the command prints itself \

@@ -191,7 +191,7 @@ impl Core {
         // And its last: counters read rarely end at its edge, not at the run's end after
         // the command was stopped (a GPU's energy, read 1.2 s after the window, put the
         // stopping program's low power into the window's mean: 7% low).
-        let closes_window = !self.close_read && self.closes_window_now();
+        let closes_window = self.closes_window_now();
         self.close_read |= closes_window;
         let is_due = |slot: &Slot| {
             slot.source.is_some()

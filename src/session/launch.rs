@@ -82,16 +82,13 @@ pub fn check_runnable(program: &str) -> Result<()> {
         }
         return Ok(());
     }
-    let path_var = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path_var) {
-        let candidate = dir.join(program);
-        if let Ok(meta) = candidate.metadata() {
-            if meta.is_file() && is_executable(&meta) {
-                return Ok(());
-            }
-        }
+    if found(program).is_none() {
+        bail!(
+            "command not found: '{program}' is not in PATH; give a path (./{program}) or \
+             install it"
+        )
     }
-    bail!("command not found: '{program}' is not in PATH; give a path (./{program}) or install it")
+    Ok(())
 }
 
 /// Where `program` is, as exec would find it: the path itself when it has a slash, else

@@ -28,14 +28,17 @@ fn a_missing_or_unrunnable_command() {
     assert_eq!(out.status.code(), Some(1));
     assert!(error_line(&out).contains("command not found"));
 
+    let run_script = |script: &Path| {
+        framelab()
+            .current_dir(dir.path())
+            .args(["run", "--"])
+            .arg(script)
+            .output()
+            .unwrap()
+    };
     let script = dir.path().join("not-executable.sh");
     std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
-    let out = framelab()
-        .current_dir(dir.path())
-        .args(["run", "--"])
-        .arg(&script)
-        .output()
-        .unwrap();
+    let out = run_script(&script);
     assert_eq!(out.status.code(), Some(1));
     assert!(error_line(&out).contains("not executable"));
 
@@ -44,12 +47,7 @@ fn a_missing_or_unrunnable_command() {
     std::fs::write(&script, "#!/no/such/python3 -u\nprint(1)\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = framelab()
-        .current_dir(dir.path())
-        .args(["run", "--"])
-        .arg(&script)
-        .output()
-        .unwrap();
+    let out = run_script(&script);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let line = error_line(&out);
     assert!(
