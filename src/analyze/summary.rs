@@ -16,6 +16,36 @@ use super::{
 };
 use crate::model::{EndReason, Run, RunMeta};
 
+/// The threads source reads threads every interval, so one that lives between two readings
+/// is in no row of the table: where the scheduler's tracepoints saw it run, its `threads`
+/// line says how many such threads there were and their time on CPU (their process's row
+/// holds it). Never silent: 80 threads of 20 ms read as "12 threads".
+fn say_threads_never_read(
+    t: &mut super::telemetry::TelemetrySummary,
+    run: &Run,
+    window: (i64, i64),
+) {
+    let Some(sched) = run.sched.as_ref() else {
+        return;
+    };
+    if sched.source != crate::model::sched::SchedSource::Tracepoints {
+        return;
+    }
+    let Some(line) = t.sources.iter_mut().find(|s| s.source == "threads") else {
+        return;
+    };
+    let (count, on_cpu_ns) =
+        super::telemetry::threads::unread(&run.telemetry.series, &sched.slices, window.0, window.1);
+    if count > 0 {
+        line.detail.push_str(&format!(
+            " · the scheduler saw {count} more {} that lived between two readings ({:.1} ms on \
+             CPU, in their processes' rows, not in the table)",
+            if count == 1 { "thread" } else { "threads" },
+            on_cpu_ns as f64 / 1e6
+        ));
+    }
+}
+
 /// The frame budget: `--budget`, else 1/fps rounded to the nanosecond; `None` when neither
 /// is a positive number.
 pub fn budget_ns(meta: &RunMeta) -> Option<i64> {
@@ -297,6 +327,7 @@ fn assemble_all(run: &Run, facts: SpanFacts) -> Analysis {
     if let Some(t) = telemetry.as_mut() {
         name_processes_as_they_ended(&mut t.busiest_threads, &run.processes);
         name_threads_as_recorded(&mut t.busiest_threads, &run.threads);
+        say_threads_never_read(t, run, (window.start_ns, window.end_ns));
     }
 
     let pipeline_notes = facts

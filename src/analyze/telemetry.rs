@@ -8,7 +8,7 @@ mod energy;
 pub(crate) mod fixture;
 mod frames;
 pub mod series;
-mod threads;
+pub(super) mod threads;
 
 use serde::{Deserialize, Serialize};
 

@@ -71,10 +71,62 @@ pub fn busiest_threads(
     rows
 }
 
+/// Threads the scheduler saw run inside [start, end] that the `threads` source never read
+/// (they lived between two of its readings): how many, and their time on CPU there.
+pub fn unread(
+    series: &[SampleSeries],
+    slices: &[crate::model::sched::SchedSlice],
+    start: i64,
+    end: i64,
+) -> (u64, i64) {
+    let read: std::collections::BTreeSet<u32> = (series.iter())
+        .filter(|s| s.source == "threads")
+        .filter_map(|s| s.entity.split_once('/')?.1.parse().ok())
+        .collect();
+    let mut unread: BTreeMap<u32, i64> = BTreeMap::new();
+    for slice in slices {
+        let inside = slice.start_ns >= start && slice.start_ns < end;
+        if inside && slice.on_cpu_ns > 0 && !read.contains(&slice.tid) {
+            *unread.entry(slice.tid).or_default() += slice.on_cpu_ns;
+        }
+    }
+    (unread.len() as u64, unread.values().sum())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::sched::SchedSlice;
     use crate::model::SeriesKind;
+
+    #[test]
+    fn threads_the_scheduler_saw_but_no_reading_did_are_counted_with_their_cpu() {
+        let read = SampleSeries {
+            source: "threads".into(),
+            metric: "cpu_time".into(),
+            entity: "10/11".into(),
+            label: "worker".into(),
+            unit: "ns".into(),
+            kind: SeriesKind::Counter,
+        };
+        let slice = |tid, start_ns, on_cpu_ns| SchedSlice {
+            tid,
+            start_ns,
+            dur_ns: on_cpu_ns,
+            on_cpu_ns,
+            runnable_ns: 0,
+            by: String::new(),
+        };
+        let slices = [
+            slice(11, 100 * MS, 5 * MS),   // read: not counted
+            slice(12, 100 * MS, 3 * MS),   // never read
+            slice(12, 200 * MS, 2 * MS),   // the same thread again
+            slice(13, 150 * MS, 4 * MS),   // never read
+            slice(14, 150 * MS, 0),        // runnable only: not a thread that ran
+            slice(15, 2_000 * MS, 9 * MS), // after the window
+        ];
+        assert_eq!(unread(&[read], &slices, 0, 1_000 * MS), (2, 9 * MS));
+    }
 
     const MS: i64 = 1_000_000;
 

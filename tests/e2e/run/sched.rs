@@ -395,3 +395,53 @@ fn a_thread_that_sleeps_on_another_cpu_is_busy_for_its_cpu_time() {
         assert!(detail.contains("returns of the run's threads"), "{detail}");
     }
 }
+
+/// Threads that live between two readings of the threads source are in no row of its
+/// table; the scheduler saw them, and the `threads` line says how many and their time on
+/// CPU. 30 threads of 20 ms of CPU each, two at a time, read once a second.
+#[test]
+fn threads_that_lived_between_two_readings_are_counted_on_the_threads_line() {
+    let test = "threads_that_lived_between_two_readings_are_counted_on_the_threads_line";
+    if let Some(why) = tracepoints_refused() {
+        eprintln!("SKIPPED {test}: {why}");
+        return;
+    }
+    let Some(python) = python_executable() else {
+        python_skip_or_fail(test, "no Python", "install python3");
+        return;
+    };
+    let script = "import threading, time\n\
+                  def burn():\n\
+                  \x20   end = time.thread_time() + 0.02\n\
+                  \x20   while time.thread_time() < end: pass\n\
+                  for _ in range(15):\n\
+                  \x20   ts = [threading.Thread(target=burn) for _ in range(2)]\n\
+                  \x20   [t.start() for t in ts]; [t.join() for t in ts]\n";
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp_run(&dir, "threads");
+    let out = framelab()
+        .args(["run", "--sample-every", "1s", "-o"])
+        .arg(&file)
+        .args(["--", &python, "-c", script])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&file);
+    let line = &(run.telemetry.sources.iter())
+        .find(|s| s.source == "threads")
+        .expect("a threads line")
+        .detail;
+    let caught = regex::Regex::new(r"the scheduler saw (\d+) more threads? that lived between two readings \(([\d.]+) ms on CPU")
+        .unwrap();
+    let report = stdout(&framelab().arg("report").arg(&file).output().unwrap());
+    let Some(m) = caught.captures(&report) else {
+        panic!("no count of unread threads in: {report} (sampler said: {line})");
+    };
+    let (count, ms): (u64, f64) = (m[1].parse().unwrap(), m[2].parse().unwrap());
+    // Each reading a second apart can catch the two threads running then: most are unread.
+    assert!(count >= 20, "{count} of 30: {report}");
+    assert!(
+        ms >= count as f64 * 18.0,
+        "{count} threads, {ms} ms: {report}"
+    );
+}
