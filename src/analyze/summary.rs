@@ -19,7 +19,7 @@ use crate::model::{EndReason, Run, RunMeta};
 /// The threads source reads threads every interval, so one that lives between two readings
 /// is in no row of the table: where the scheduler's tracepoints saw it run, its `threads`
 /// line says how many such threads there were and their time on CPU (their process's row
-/// holds it). Never silent: 80 threads of 20 ms read as "12 threads".
+/// holds it). Never silent: 80 threads of 20 ms each were read as "14 threads".
 fn say_threads_never_read(
     t: &mut super::telemetry::TelemetrySummary,
     run: &Run,
