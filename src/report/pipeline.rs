@@ -204,8 +204,7 @@ pub fn bound_line(a: &Analysis) -> Option<Line> {
     if !on_cpu.is_empty() && wall_bound < b.fps_bound * 0.9 {
         // Time waiting for the CPU is not spare on a machine as loaded as this one was.
         line.push(Span::plain(format!(
-            " with a CPU of its own, {wall_bound:.1} fps as its spans ran (their wall time: \
-             runnable or blocked too)"
+            " with a CPU of its own, {wall_bound:.1} fps at its spans' wall time"
         )));
     }
     if let Some(observed) = a.observed_fps {

@@ -187,6 +187,7 @@ impl ProcessTree {
 fn walk_below(procfs: &Procfs, root: u32) -> Vec<u32> {
     let mut pids = Vec::new();
     let mut stack = procfs.children(root);
+    stack.retain(crate::session::guard::not_guardian);
     while let Some(pid) = stack.pop() {
         pids.push(pid);
         stack.extend(procfs.children(pid));

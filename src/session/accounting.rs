@@ -352,6 +352,7 @@ impl Accounting {
             .procfs
             .children(self.collector_pid)
             .into_iter()
+            .filter(super::guard::not_guardian)
             .rev()
             .map(|pid| (pid, None))
             .collect();

@@ -60,6 +60,8 @@ pub enum CgroupKind {
 struct Guard {
     /// The write end: framelab's only copy. Closing it (exiting) releases the guardian.
     pipe: OwnedFd,
+    /// The guardian's pid, as the intermediate child reported it (0 if it could not).
+    pid: u32,
 }
 
 static GUARD: Mutex<Option<Guard>> = Mutex::new(None);
@@ -80,6 +82,12 @@ pub fn start(grace: Duration) -> Result<()> {
         );
     }
     let (read_end, write_end) = (fds[0], fds[1]);
+    // The intermediate child tells the guardian's pid through this: where framelab is the
+    // reaper of orphans (a subreaper, or init of a pid namespace) the guardian becomes its
+    // child, and the end of a run must not take it for a leftover of the run.
+    let mut pid_fds = [-1; 2];
+    // SAFETY: valid out-array. A failure leaves -1s: the pid is then unknown (0).
+    unsafe { libc::pipe2(pid_fds.as_mut_ptr(), libc::O_CLOEXEC) };
     let grace_ms = grace_ms(grace);
     // SAFETY: the children run only async-signal-safe system calls (see `guardian`).
     let first = unsafe { libc::fork() };
@@ -88,6 +96,8 @@ pub fn start(grace: Duration) -> Result<()> {
         unsafe {
             libc::close(read_end);
             libc::close(write_end);
+            libc::close(pid_fds[0]);
+            libc::close(pid_fds[1]);
         }
         bail!("cannot start framelab's guardian process (fork: {e})");
     }
@@ -96,24 +106,49 @@ pub fn start(grace: Duration) -> Result<()> {
         // child in framelab's tree (never reaped or accounted as part of the run).
         unsafe {
             libc::close(write_end);
-            if libc::fork() == 0 {
+            libc::close(pid_fds[0]);
+            let pid = libc::fork();
+            if pid == 0 {
+                libc::close(pid_fds[1]);
                 guardian(read_end, grace_ms);
             }
+            let bytes = pid.to_ne_bytes();
+            libc::write(pid_fds[1], bytes.as_ptr().cast(), bytes.len());
             libc::_exit(0);
         }
     }
-    // SAFETY: reaping the intermediate child, which exits at once.
+    // SAFETY: reaping the intermediate child, which exits at once, then reading what it
+    // wrote (its write end closed with it: the read ends).
+    let mut pid_bytes = [0u8; 4];
     unsafe {
         libc::close(read_end);
+        libc::close(pid_fds[1]);
         let mut status = 0;
         while libc::waitpid(first, &mut status, 0) < 0
             && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
         {}
+        if libc::read(pid_fds[0], pid_bytes.as_mut_ptr().cast(), 4) != 4 {
+            pid_bytes = [0; 4];
+        }
+        libc::close(pid_fds[0]);
     }
     // SAFETY: we own write_end from here on.
     let pipe = unsafe { OwnedFd::from_raw_fd(write_end) };
-    *guard = Some(Guard { pipe });
+    let pid = u32::try_from(i32::from_ne_bytes(pid_bytes)).unwrap_or(0);
+    *guard = Some(Guard { pipe, pid });
     Ok(())
+}
+
+/// The guardian's pid, once started (and known).
+pub fn pid() -> Option<u32> {
+    let guard = GUARD.lock().unwrap_or_else(|e| e.into_inner());
+    guard.as_ref().map(|g| g.pid).filter(|&p| p > 0)
+}
+
+/// Whether `pid` is not framelab's guardian: where framelab reaps orphans (init of a pid
+/// namespace), the guardian is its child, and no walk of the run's tree may take it in.
+pub fn not_guardian(pid: &u32) -> bool {
+    Some(*pid) != self::pid()
 }
 
 /// From now on, `pgid` is killed if framelab dies before unregistering it.

@@ -439,6 +439,7 @@ impl RunGroup {
     fn run_descendants(&self, procfs: &Procfs) -> Vec<(u32, String)> {
         let mut found = Vec::new();
         let mut stack = procfs.children(std::process::id());
+        stack.retain(guard::not_guardian);
         while let Some(pid) = stack.pop() {
             stack.extend(procfs.children(pid));
             let Some(stat) = procfs.stat(pid) else {

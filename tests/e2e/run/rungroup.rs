@@ -717,3 +717,31 @@ fn a_cgroup_the_command_makes_inside_the_runs_is_emptied_and_removed_too() {
         !group.exists()
     });
 }
+
+/// framelab as init of a pid namespace of its own: its guardian, reparented to it, is not
+/// taken for a leftover of the run (it was killed and named) nor for a thread of the run.
+#[test]
+fn framelab_as_init_of_a_pid_namespace_keeps_its_guardian_out_of_the_run() {
+    let test = "framelab_as_init_of_a_pid_namespace_keeps_its_guardian_out_of_the_run";
+    if unsafe { libc::geteuid() } != 0 {
+        skip(test, "a pid namespace needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp_run(&dir, "ns");
+    let out = std::process::Command::new("unshare")
+        .args(["-p", "-f", "--mount-proc"])
+        .arg(env!("CARGO_BIN_EXE_framelab"))
+        .args(["run", "-o"])
+        .arg(&file)
+        .args(["--", "sh", "-c", "sleep 0.3"])
+        .output();
+    let Ok(out) = out else {
+        skip(test, "no unshare");
+        return;
+    };
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("framelab-guard"), "{}", stderr(&out));
+    let report = stdout(&framelab().arg("report").arg(&file).output().unwrap());
+    assert!(!report.contains("framelab-guard"), "{report}");
+}
