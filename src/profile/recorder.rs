@@ -80,6 +80,9 @@ struct State {
     spec: EventSpec,
     /// One ring per CPU: the first event opened there; every later one writes into it.
     rings: HashMap<i32, Ring>,
+    /// Data pages of each new ring: `ring_pages`, or fewer where the kernel refused that
+    /// much locked memory (an unprivileged user: kernel.perf_event_mlock_kb).
+    ring_pages: usize,
     /// Events redirected into a ring (kept open: closing one stops its sampling).
     others: Vec<OwnedFd>,
     cpus: Vec<i32>,
@@ -212,9 +215,11 @@ impl Profiler {
                 Err(e) => return Err(refusal(&e)),
             }
         };
+        let pages = ring_pages(spec.stack_bytes, cpus.len());
         let state = State {
             spec,
             rings: HashMap::new(),
+            ring_pages: pages,
             others: Vec::new(),
             cpus: cpus.clone(),
             attached: HashSet::new(),
@@ -232,7 +237,28 @@ impl Profiler {
         let state = Arc::new(Mutex::new(state));
         {
             let mut s = state.lock().unwrap();
-            s.adopt(probe, cpus[0]).map_err(|e| refusal(&e))?;
+            let full = s.ring_pages;
+            s.adopt(probe, cpus[0]).map_err(|e| {
+                format!(
+                    "cannot map the sampling ring ({e}): run as root, or raise the locked \
+                     memory the kernel allows (sudo sysctl kernel.perf_event_mlock_kb=8196)"
+                )
+            })?;
+            if s.ring_pages < full {
+                let kib = |pages: usize| pages * crate::perf_event::page_size() / 1024;
+                notes.push(format!(
+                    "the sampling ring of each CPU is {} KiB, not {} KiB: the kernel allows this \
+                     user no more locked memory (kernel.perf_event_mlock_kb is {}); samples may \
+                     be lost (their count is in the profile), where raising it \
+                     (sudo sysctl kernel.perf_event_mlock_kb={}) or --call-graph fp would keep \
+                     them",
+                    kib(s.ring_pages),
+                    kib(full),
+                    std::fs::read_to_string("/proc/sys/kernel/perf_event_mlock_kb")
+                        .map_or("unknown".to_owned(), |t| t.trim().to_owned()),
+                    kib(full) + 4
+                ));
+            }
         }
         let stop = Arc::new(AtomicBool::new(false));
         let drainer = {
@@ -370,7 +396,15 @@ impl State {
                 self.others.push(fd);
             }
             None => {
-                let ring = Ring::map(fd, ring_pages(self.spec.stack_bytes, self.cpus.len()))?;
+                // Halved while the kernel refuses the locked memory, down to 64 KiB.
+                let ring = loop {
+                    match Ring::map(fd.try_clone()?, self.ring_pages) {
+                        Err(e) if e.raw_os_error() == Some(libc::EPERM) && self.ring_pages > 16 => {
+                            self.ring_pages /= 2;
+                        }
+                        mapped => break mapped?,
+                    }
+                };
                 self.rings.insert(cpu, ring);
             }
         }

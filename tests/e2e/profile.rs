@@ -18,7 +18,7 @@
 use crate::common;
 
 use common::json::framelab_json;
-use common::session::{cpu_ns, descendants, until_exists, wait_for};
+use common::session::{cpu_ns, descendants, skip, until_exists, wait_for};
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -845,4 +845,67 @@ fn jit_code_is_named_from_its_perf_map() {
         inclusive > 50.0,
         "python_hot_function {inclusive}% inclusive"
     );
+}
+
+/// An unprivileged user (kernel.perf_event_paranoid 2, the kernel's 516 KiB of locked
+/// memory a CPU) gets a profile of user stacks with `--call-graph dwarf`: its rings are cut
+/// to what the kernel allows, with a note. The 32 MiB ring was refused and no profile at
+/// all was taken, under a message blaming perf_event_paranoid.
+#[test]
+fn an_unprivileged_user_gets_a_dwarf_profile_in_smaller_rings() {
+    let test = "an_unprivileged_user_gets_a_dwarf_profile_in_smaller_rings";
+    if unsafe { libc::geteuid() } != 0 {
+        skip(test, "needs root to run framelab as nobody");
+        return;
+    }
+    if let Some(why) = profiling_refused() {
+        skip(test, &why);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    // Where nobody may run it.
+    let binary = dir.path().join("framelab");
+    std::fs::copy(env!("CARGO_BIN_EXE_framelab"), &binary).unwrap();
+    let file = dir.path().join("p.framelab");
+    let as_nobody = |args: &[&str]| {
+        Command::new("setpriv")
+            .args([
+                "--reuid",
+                "nobody",
+                "--regid",
+                "nogroup",
+                "--clear-groups",
+                "--",
+            ])
+            .arg(&binary)
+            .args(args)
+            .current_dir(dir.path())
+            .env("NO_COLOR", "1")
+            .output()
+    };
+    let Ok(out) = as_nobody(&[
+        "run",
+        "--profile",
+        "--call-graph",
+        "dwarf",
+        "-o",
+        file.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done",
+    ]) else {
+        skip(test, "no setpriv");
+        return;
+    };
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("not profiled"), "{err}");
+    let profile = as_nobody(&["profile", file.to_str().unwrap()]).unwrap();
+    let text = stdout(&profile);
+    let taken = regex::Regex::new(r"samples (\d+) taken").unwrap();
+    let n: u64 = taken.captures(&text).map_or(0, |c| c[1].parse().unwrap());
+    assert!(n > 0, "{text}{}", stderr(&profile));
 }
