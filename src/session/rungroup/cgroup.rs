@@ -116,20 +116,40 @@ fn write_file(path: &Path, text: &str) -> std::io::Result<()> {
         .write_all(text.as_bytes())
 }
 
-/// SIGKILLs every process of a v2 group and the groups below it: `cgroup.kill` (Linux 5.14),
-/// else each member until none is left (a fork between two listings is caught by the next).
-pub fn kill_v2(dir: &Path) {
-    if write_file(&dir.join("cgroup.kill"), "1").is_ok() {
-        return;
+/// Freezes a v2 group and the groups below it (`cgroup.freeze`, Linux 5.2), waiting up to
+/// 200 ms for `frozen 1`: its members listed then are all it will have until the kill.
+pub fn freeze_v2(dir: &Path) -> bool {
+    if write_file(&dir.join("cgroup.freeze"), "1").is_err() {
+        return false;
     }
-    kill_members_until_empty(dir);
+    let deadline = Instant::now() + Duration::from_millis(200);
+    loop {
+        let events = std::fs::read_to_string(dir.join("cgroup.events")).unwrap_or_default();
+        if events.lines().any(|l| l.trim() == "frozen 1") {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
-/// SIGKILLs every process of a v1 freezer group: frozen first, so none can fork while the
-/// members are listed and killed, then thawed so the kills are delivered.
-pub fn kill_v1(freezer: &Path) {
+/// SIGKILLs every process of a v2 group and the groups below it: `cgroup.kill` (Linux 5.14),
+/// else each member until none is left (a fork between two listings is caught by the next).
+/// A frozen group is thawed after: a kill it did not take must not leave it stopped.
+pub fn kill_v2(dir: &Path) {
+    if write_file(&dir.join("cgroup.kill"), "1").is_err() {
+        kill_members_until_empty(dir);
+    }
+    let _ = write_file(&dir.join("cgroup.freeze"), "0");
+}
+
+/// Freezes a v1 freezer group (up to 1 s for FROZEN): none of its members can fork until
+/// `kill_v1`.
+pub fn freeze_v1(freezer: &Path) -> bool {
     let state = freezer.join("freezer.state");
-    let frozen = write_file(&state, "FROZEN").is_ok() && {
+    write_file(&state, "FROZEN").is_ok() && {
         let deadline = Instant::now() + Duration::from_secs(1);
         loop {
             let now = std::fs::read_to_string(&state).unwrap_or_default();
@@ -138,7 +158,13 @@ pub fn kill_v1(freezer: &Path) {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
-    };
+    }
+}
+
+/// SIGKILLs every process of a v1 freezer group `freeze_v1` froze (`frozen`), then thaws it
+/// so the kills are delivered; not frozen, each member until none is left.
+pub fn kill_v1(freezer: &Path, frozen: bool) {
+    let state = freezer.join("freezer.state");
     for pid in members(freezer) {
         // SAFETY: plain kill.
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
