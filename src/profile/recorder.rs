@@ -250,8 +250,8 @@ impl Profiler {
                     "the sampling ring of each CPU is {} KiB, not {} KiB: the kernel allows this \
                      user no more locked memory (kernel.perf_event_mlock_kb is {}); samples may \
                      be lost (their count is in the profile), where raising it \
-                     (sudo sysctl kernel.perf_event_mlock_kb={}) or --call-graph fp would keep \
-                     them",
+                     (sudo sysctl kernel.perf_event_mlock_kb={}) or recording with framelab run \
+                     --call-graph fp would keep them",
                     kib(s.ring_pages),
                     kib(full),
                     std::fs::read_to_string("/proc/sys/kernel/perf_event_mlock_kb")
