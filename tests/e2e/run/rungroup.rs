@@ -745,37 +745,3 @@ fn framelab_as_init_of_a_pid_namespace_keeps_its_guardian_out_of_the_run() {
     let report = stdout(&framelab().arg("report").arg(&file).output().unwrap());
     assert!(!report.contains("framelab-guard"), "{report}");
 }
-
-/// A daemon forked as the command ends is killed and named: the group is frozen before its
-/// members are listed (listed before the kill alone, 2 of 3 went unnamed).
-#[test]
-fn a_daemon_forked_as_the_command_ends_is_named() {
-    let test = "a_daemon_forked_as_the_command_ends_is_named";
-    for mechanism in ["cgroup2", "cgroup1"] {
-        for _ in 0..3 {
-            let dir = tempfile::tempdir().unwrap();
-            let file = temp_run(&dir, "late");
-            let out = framelab()
-                .env("FRAMELAB_RUN_GROUP", mechanism)
-                .args(["run", "-o"])
-                .arg(&file)
-                .args([
-                    "--",
-                    "sh",
-                    "-c",
-                    "sleep 0.1; (setsid sh -c 'exec sleep 30' &)",
-                ])
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{}", stderr(&out));
-            if cgroup_of(test, &file).is_none() {
-                return;
-            }
-            assert!(
-                stderr(&out).contains("was still running when the command had ended"),
-                "{mechanism}: {}",
-                stderr(&out)
-            );
-        }
-    }
-}
