@@ -117,6 +117,8 @@ pub trait Executor {
     fn reap_one(&mut self, before_reaping: &mut dyn FnMut(u32)) -> Option<Reaped>;
     /// Sends `signal` to the process group `pgid`.
     fn signal_group(&mut self, pgid: u32, signal: i32);
+    /// The live processes of group `pgid` below framelab, with their names.
+    fn group_members(&mut self, pgid: u32) -> Vec<(u32, String)>;
     /// Stops the group after framelab failed: SIGTERM, SIGKILL after `grace`.
     fn stop_group(&mut self, pgid: u32, grace: Duration);
     /// How many interrupts (Ctrl-C, SIGTERM, SIGHUP) framelab has received.
@@ -264,6 +266,21 @@ impl Executor for System {
 
     fn signal_group(&mut self, pgid: u32, signal: i32) {
         launch::signal_group(pgid, signal);
+    }
+
+    fn group_members(&mut self, pgid: u32) -> Vec<(u32, String)> {
+        let procfs = super::procfs::Procfs::system();
+        let mut members = Vec::new();
+        let mut stack = procfs.children(std::process::id());
+        while let Some(pid) = stack.pop() {
+            stack.extend(procfs.children(pid));
+            if let Some(stat) = procfs.stat(pid) {
+                if stat.pgrp == pgid && stat.state != 'Z' {
+                    members.push((pid, stat.comm));
+                }
+            }
+        }
+        members
     }
 
     fn stop_group(&mut self, pgid: u32, grace: Duration) {

@@ -506,6 +506,10 @@ impl Executor for MockExecutor {
         })
     }
 
+    fn group_members(&mut self, _pgid: u32) -> Vec<(u32, String)> {
+        Vec::new()
+    }
+
     fn signal_group(&mut self, pgid: u32, signal: i32) {
         if pgid != COMMAND_PID {
             let now = self.elapsed;

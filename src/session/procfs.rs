@@ -17,6 +17,8 @@ pub struct CpuTimes {
 pub struct ProcStat {
     pub pid: u32,
     pub ppid: u32,
+    /// The process group.
+    pub pgrp: u32,
     pub comm: String,
     /// The state letter: `R`, `S`, `D`, … `Z` for a zombie (exited, not yet reaped: its
     /// times are final).
@@ -293,6 +295,7 @@ pub fn parse_stat(text: &str, ns_per_tick: i64) -> Option<ProcStat> {
     Some(ProcStat {
         pid,
         ppid: field(4)? as u32,
+        pgrp: field(5)? as u32,
         comm,
         state: rest.first()?.chars().next()?,
         cpu: CpuTimes {

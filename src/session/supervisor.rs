@@ -122,6 +122,8 @@ pub struct Supervisor<'o, E: Executor> {
     last_tick: Duration,
     /// The progress line, from the command's start.
     progress: Option<ProgressLine>,
+    /// A line per process of the command's group killed when the command ended.
+    group_killed: Vec<String>,
 }
 
 impl<'o, E: Executor> Supervisor<'o, E> {
@@ -136,6 +138,7 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             opening: Opening::Closed,
             window_open: false,
             window_closed: false,
+            group_killed: Vec::new(),
             stop: None,
             handled_interrupts: 0,
             command_exit: None,
@@ -319,7 +322,15 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         self.handled_interrupts = interrupts;
 
         if let Some(exit) = &self.command_exit {
-            // Leftovers of the command's group are part of the run: stop them too.
+            // Leftovers of the command's group are part of the run: stop them too, and say
+            // which (a background job was killed unnamed).
+            for (member, name) in self.exec.group_members(pid) {
+                self.group_killed.push(format!(
+                    "process {member} ({}) was still running in the command's process group \
+                     when the command ended: killed with it",
+                    crate::display::name(&name)
+                ));
+            }
             self.exec.signal_group(pid, libc::SIGKILL);
             rec.set_exit(exit.clone());
             self.state = State::Drain;
@@ -539,7 +550,8 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         }
         self.state = State::Account;
         let outputs = self.services.finish(&mut self.exec, grace);
-        let escaped = self.exec.end_run_group(run_group);
+        let mut escaped = std::mem::take(&mut self.group_killed);
+        escaped.extend(self.exec.end_run_group(run_group));
         (outputs, escaped)
     }
 }

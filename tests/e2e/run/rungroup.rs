@@ -745,3 +745,28 @@ fn framelab_as_init_of_a_pid_namespace_keeps_its_guardian_out_of_the_run() {
     let report = stdout(&framelab().arg("report").arg(&file).output().unwrap());
     assert!(!report.contains("framelab-guard"), "{report}");
 }
+
+/// A background job left in the command's process group is killed when the command ends,
+/// and named: it was killed with no word.
+#[test]
+fn a_background_job_of_the_command_is_named_when_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, pid_file) = (temp_run(&dir, "bg"), dir.path().join("pid"));
+    let command = format!("sleep 30 & echo $! > {}; sleep 0.2", pid_file.display());
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&file)
+        .args(["--", "sh", "-c", &command])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pid = pid_in(&pid_file);
+    assert!(gone_soon(pid), "the background sleep outlived the run");
+    assert!(
+        stderr(&out).contains(&format!(
+            "process {pid} (sleep) was still running in the command's process group"
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
