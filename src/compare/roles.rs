@@ -10,15 +10,8 @@ use crate::experiment::RunStatus;
 /// lack while others of it have it, naming those runs and the metrics they are missing from.
 pub fn missing_runs(loaded: &Loaded, chosen: &[Metric]) -> Vec<String> {
     let mut roles: Vec<&str> = Vec::new();
-    for m in chosen {
-        let role = match &m.kind {
-            Kind::Role { role, .. }
-            | Kind::CpuPerUnit {
-                role: Some(role), ..
-            } => role,
-            _ => continue,
-        };
-        if !roles.contains(&role.as_str()) {
+    for role in chosen.iter().filter_map(|m| role_of(&m.kind)) {
+        if !roles.contains(&role) {
             roles.push(role);
         }
     }
@@ -42,10 +35,7 @@ pub fn missing_runs(loaded: &Loaded, chosen: &[Metric]) -> Vec<String> {
             continue;
         }
         let keys: Vec<&str> = (chosen.iter())
-            .filter(|m| match &m.kind {
-                Kind::Role { role: r, .. } | Kind::CpuPerUnit { role: Some(r), .. } => r == role,
-                _ => false,
-            })
+            .filter(|m| role_of(&m.kind) == Some(role))
             .map(|m| m.key.as_str())
             .collect();
         notes.push(format!(
@@ -62,6 +52,17 @@ pub fn missing_runs(loaded: &Loaded, chosen: &[Metric]) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// The role a metric is of (`cpu.ROLE`, `cpu_per.NAME.ROLE`, ...), if any.
+fn role_of(kind: &Kind) -> Option<&str> {
+    match kind {
+        Kind::Role { role, .. }
+        | Kind::CpuPerUnit {
+            role: Some(role), ..
+        } => Some(role),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -135,13 +135,13 @@ impl ProcessTree {
     /// The processes below `root`: the last walk's while the run's cgroup says it stands.
     fn walk_or_keep(&mut self, root: u32, now: Instant) -> Vec<u32> {
         let Some((cache, since)) = self.group.as_mut() else {
-            return walk_below(&self.procfs, root);
+            return self.procfs.below(root);
         };
         let now_ns = now.saturating_duration_since(*since).as_nanos() as i64;
         if let Some(walk) = cache.still(now_ns) {
             return walk;
         }
-        let walk = walk_below(&self.procfs, root);
+        let walk = self.procfs.below(root);
         cache.walked(&walk, now_ns);
         walk
     }
@@ -181,18 +181,6 @@ impl ProcessTree {
             }
         }
     }
-}
-
-/// Every process below `root`, from each thread's `task/*/children`.
-fn walk_below(procfs: &Procfs, root: u32) -> Vec<u32> {
-    let mut pids = Vec::new();
-    let mut stack = procfs.children(root);
-    stack.retain(crate::session::guard::not_guardian);
-    while let Some(pid) = stack.pop() {
-        pids.push(pid);
-        stack.extend(procfs.children(pid));
-    }
-    pids
 }
 
 #[cfg(test)]

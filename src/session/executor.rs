@@ -270,17 +270,11 @@ impl Executor for System {
 
     fn group_members(&mut self, pgid: u32) -> Vec<(u32, String)> {
         let procfs = super::procfs::Procfs::system();
-        let mut members = Vec::new();
-        let mut stack = procfs.children(std::process::id());
-        while let Some(pid) = stack.pop() {
-            stack.extend(procfs.children(pid));
-            if let Some(stat) = procfs.stat(pid) {
-                if stat.pgrp == pgid && stat.state != 'Z' {
-                    members.push((pid, stat.comm));
-                }
-            }
-        }
-        members
+        (procfs.below(std::process::id()).into_iter())
+            .filter_map(|pid| procfs.stat(pid))
+            .filter(|stat| stat.pgrp == pgid && stat.state != 'Z')
+            .map(|stat| (stat.pid, stat.comm))
+            .collect()
     }
 
     fn stop_group(&mut self, pgid: u32, grace: Duration) {

@@ -139,16 +139,11 @@ pub fn start(grace: Duration) -> Result<()> {
     Ok(())
 }
 
-/// The guardian's pid, once started (and known).
-pub fn pid() -> Option<u32> {
-    let guard = GUARD.lock().unwrap_or_else(|e| e.into_inner());
-    guard.as_ref().map(|g| g.pid).filter(|&p| p > 0)
-}
-
 /// Whether `pid` is not framelab's guardian: where framelab reaps orphans (init of a pid
 /// namespace), the guardian is its child, and no walk of the run's tree may take it in.
 pub fn not_guardian(pid: &u32) -> bool {
-    Some(*pid) != self::pid()
+    let guard = GUARD.lock().unwrap_or_else(|e| e.into_inner());
+    guard.as_ref().is_none_or(|g| g.pid != *pid)
 }
 
 /// From now on, `pgid` is killed if framelab dies before unregistering it.

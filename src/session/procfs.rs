@@ -166,6 +166,20 @@ impl Procfs {
         Some(kib * 1024)
     }
 
+    /// Every process below `root`, from each thread's `task/*/children`; never framelab's
+    /// guardian, which is framelab's child where framelab reaps orphans (init of a pid
+    /// namespace) and is not of the run.
+    pub fn below(&self, root: u32) -> Vec<u32> {
+        let mut pids = Vec::new();
+        let mut stack = self.children(root);
+        stack.retain(super::guard::not_guardian);
+        while let Some(pid) = stack.pop() {
+            pids.push(pid);
+            stack.extend(self.children(pid));
+        }
+        pids
+    }
+
     /// Direct children of `pid` (every thread's), from `task/*/children`; falls back to a scan.
     pub fn children(&self, pid: u32) -> Vec<u32> {
         let tasks = self.root.join(pid.to_string()).join("task");

@@ -446,21 +446,13 @@ impl RunGroup {
 
     /// Processes below framelab, started since the group was made, still running: the run's.
     fn run_descendants(&self, procfs: &Procfs) -> Vec<(u32, String)> {
-        let mut found = Vec::new();
-        let mut stack = procfs.children(std::process::id());
-        stack.retain(guard::not_guardian);
-        while let Some(pid) = stack.pop() {
-            stack.extend(procfs.children(pid));
-            let Some(stat) = procfs.stat(pid) else {
-                continue;
-            };
+        (procfs.below(std::process::id()).into_iter())
+            .filter_map(|pid| procfs.stat(pid))
             // /proc's start time is in whole ticks, rounded down.
-            let of_the_run = stat.start_ns + procfs.ns_per_tick() >= self.made_boot_ns;
-            if of_the_run && stat.state != 'Z' {
-                found.push((pid, stat.comm));
-            }
-        }
-        found
+            .filter(|stat| stat.start_ns + procfs.ns_per_tick() >= self.made_boot_ns)
+            .filter(|stat| stat.state != 'Z')
+            .map(|stat| (stat.pid, stat.comm))
+            .collect()
     }
 }
 
