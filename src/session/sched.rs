@@ -60,11 +60,16 @@ pub fn start(
                 instead,
             },
             Err(why) => {
-                let detail = format!("scheduler tracepoints unavailable: {why}; {instead}");
-                log::warn!("{detail}");
+                let detail = format!("scheduler tracepoints unavailable: {why}");
+                log::warn!("{detail}; {instead}");
+                // The report's line names the schedstat fallback already.
+                let recorded = match every {
+                    Some(_) => detail,
+                    None => format!("{detail}; {instead}"),
+                };
                 SchedRecording {
                     tracer: None,
-                    fallback: fallback(detail),
+                    fallback: fallback(recorded),
                     instead,
                 }
             }

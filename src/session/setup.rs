@@ -54,9 +54,6 @@ impl Setup {
         exec.start_guardian(opts.launch.grace)?;
         // Before anything of the run starts: every process of it is born in the group.
         let run_group = exec.make_run_group()?;
-        if let Some(line) = run_group.fallback_line() {
-            log::info!("{line}");
-        }
         let session = exec.make_session_dir(&opts.session.access)?;
         let tick_clock = TickClock::new();
         // Before the run file: a probe that cannot be placed means no run at all. After
@@ -68,6 +65,10 @@ impl Setup {
                     .map_err(anyhow::Error::msg)?,
             ),
         };
+        // After the probes: a run refused for them says that alone.
+        if let Some(line) = run_group.fallback_line() {
+            log::info!("{line}");
+        }
         let meta = run_meta(opts, clock);
         // Before the run file: nothing is recorded if the pipes cannot be made.
         let capture = output::prepare(

@@ -168,7 +168,7 @@ impl RunGroup {
             mechanism: Mechanism::Tree,
             dirs: Vec::new(),
             procs: Vec::new(),
-            unavailable: why.join("; "),
+            unavailable: reasons_with_one_advice(why),
             guard_ids: Vec::new(),
             followed_groups: Default::default(),
             made_boot_ns,
@@ -692,16 +692,64 @@ fn open_procs(dir: &Path) -> Result<OwnedFd, String> {
         })
 }
 
+/// The mechanisms' reasons in one line, the advice they share said once at the end: both
+/// refused for want of permission would otherwise repeat it.
+fn reasons_with_one_advice(reasons: Vec<String>) -> String {
+    let shared = ADVICE.iter().find(|advice| {
+        let tail = format!(": {advice}");
+        reasons.len() > 1 && reasons.iter().all(|r| r.ends_with(&tail))
+    });
+    match shared {
+        Some(advice) => {
+            let tail = format!(": {advice}");
+            let bare: Vec<&str> = (reasons.iter())
+                .map(|r| r.strip_suffix(&tail).unwrap_or(r))
+                .collect();
+            format!("{}: {advice}", bare.join("; "))
+        }
+        None => reasons.join("; "),
+    }
+}
+
+const ADVICE: [&str; 4] = [
+    "the cgroup filesystem is mounted read-only (a container?); give framelab a writable cgroup2 mount or a delegated subtree, or set FRAMELAB_CGROUP_ROOT to a writable cgroup2 directory",
+    "run framelab as root, or in a delegated cgroup (systemd-run --user --scope -p Delegate=yes framelab …)",
+    "that directory does not exist; set FRAMELAB_CGROUP_ROOT to a cgroup2 directory",
+    "set FRAMELAB_CGROUP_ROOT to a writable cgroup2 directory",
+];
+
 /// How to get a cgroup where the kernel said no.
 fn how_to_get(errno: Option<i32>) -> &'static str {
     match errno {
-        Some(libc::EROFS) => {
-            "the cgroup filesystem is mounted read-only (a container?); give framelab a writable cgroup2 mount or a delegated subtree, or set FRAMELAB_CGROUP_ROOT to a writable cgroup2 directory"
-        }
-        Some(libc::EACCES) | Some(libc::EPERM) => {
-            "run framelab as root, or in a delegated cgroup (systemd-run --user --scope -p Delegate=yes framelab …)"
-        }
-        Some(libc::ENOENT) => "that directory does not exist; set FRAMELAB_CGROUP_ROOT to a cgroup2 directory",
-        _ => "set FRAMELAB_CGROUP_ROOT to a writable cgroup2 directory",
+        Some(libc::EROFS) => ADVICE[0],
+        Some(libc::EACCES) | Some(libc::EPERM) => ADVICE[1],
+        Some(libc::ENOENT) => ADVICE[2],
+        _ => ADVICE[3],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advice_both_mechanisms_share_is_said_once() {
+        let denied = how_to_get(Some(libc::EACCES));
+        let reasons = vec![
+            format!("cgroup v2: cannot make /a (Permission denied): {denied}"),
+            format!("cgroup v1: cannot make /b (Permission denied): {denied}"),
+        ];
+        assert_eq!(
+            reasons_with_one_advice(reasons),
+            format!("cgroup v2: cannot make /a (Permission denied); cgroup v1: cannot make /b (Permission denied): {denied}")
+        );
+        let differing = vec![
+            format!("cgroup v2: cannot make /a (Permission denied): {denied}"),
+            "cgroup v1: no cpuacct hierarchy is mounted".to_owned(),
+        ];
+        assert_eq!(
+            reasons_with_one_advice(differing.clone()),
+            differing.join("; ")
+        );
     }
 }
