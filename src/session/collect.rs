@@ -1140,11 +1140,16 @@ impl Collector {
             return Err(problem);
         };
         log::warn!("{problem:#}; the records are converted as they come from now on");
+        let kept = SpillKept {
+            records: spill.records(),
+            spill: spill.path().to_owned(),
+        };
         // The fold writes the run file, on the disk that may be full: that is said as the
-        // writer says it (what was kept, what was lost), not as the spill's failure.
+        // writer says it (what was kept, what was lost), not as the spill's failure, with
+        // the records the spill still holds for a later fold.
         self.fold(spill)
             .map_err(|e| match e.is::<crate::store::DiskFull>() {
-                true => e,
+                true => e.context(kept),
                 false => anyhow::anyhow!("{problem:#}, and folding it failed: {e:#}"),
             })
     }
@@ -1171,6 +1176,25 @@ impl Collector {
                 user.split(' ').next().unwrap_or("USER")
             );
         }
+    }
+}
+
+/// Records a spill kept on disk when the disk filled and folding it failed: the spill stays
+/// beside the run file, and a reader of the file folds it in once there is room.
+#[derive(Debug)]
+pub struct SpillKept {
+    pub records: u64,
+    pub spill: PathBuf,
+}
+
+impl std::fmt::Display for SpillKept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} records kept in {}",
+            self.records,
+            self.spill.display()
+        )
     }
 }
 

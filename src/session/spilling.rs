@@ -476,6 +476,11 @@ impl Spilling {
     }
 
     /// The spill, still locked, for the fold (its last chunks not yet written).
+    /// The spill file.
+    pub fn path(&self) -> &Path {
+        self.writer.path()
+    }
+
     pub fn into_writer(self) -> SpillWriter {
         self.writer
     }

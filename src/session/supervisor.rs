@@ -888,11 +888,24 @@ fn explain_failure(
             (failed_at_mono_ns - at).max(0) as f64 / 1e9
         )
     };
+    let Some(kept) = e.downcast_ref::<super::collect::SpillKept>() else {
+        return anyhow::anyhow!(
+            "the disk holding {} is full: {spans} spans kept in {}, {lost}; free space there or \
+             record to another disk with -o",
+            dir.display(),
+            output.display()
+        );
+    };
+    // The spill's records are not lost: a later reading of the run file folds them in.
     anyhow::anyhow!(
-        "the disk holding {} is full: {spans} spans kept in {}, {lost}; free space there or \
-         record to another disk with -o",
+        "the disk holding {} is full: {spans} spans in {} and {} more records in its spill {}, \
+         not yet folded in; free space there, or move {} with the files beside it that begin \
+         with its name to another disk, then framelab report folds them in",
         dir.display(),
-        output.display()
+        output.display(),
+        kept.records,
+        kept.spill.display(),
+        output.display(),
     )
 }
 

@@ -83,8 +83,18 @@ fn fold_into(
     file: &std::fs::File,
 ) -> anyhow::Result<(u64, u64, Option<anyhow::Error>)> {
     let cannot = |e: anyhow::Error| {
+        let (why, remedy) = match e.downcast_ref::<crate::store::DiskFull>() {
+            Some(_) => (
+                "the disk is full".to_owned(),
+                format!(
+                    "free space there, or move {} with the files beside it that begin with its name to another disk",
+                    path.display()
+                ),
+            ),
+            None => (format!("{e:#}"), "make the file writable".to_owned()),
+        };
         one_line(format!(
-            "{} holds records of a run that did not finish, which could not be folded into {}: {e:#}; make the file writable and open it again (the records stay in {})",
+            "{} holds records of a run that did not finish, which could not be folded into {}: {why}; {remedy}, and open it again (the records stay in {})",
             spill.display(),
             path.display(),
             spill.display()
