@@ -106,6 +106,7 @@ pub fn records(path: &Path, revision: &Revision, tags: &[(String, String)]) -> R
                 fingerprint: run.fingerprint.clone(),
             },
             recorded_at_unix_s: unix_seconds(&meta.started_at),
+            launch_mono_ns: meta.origin_mono_ns,
             command: meta.command.join(" "),
             source: path.display().to_string(),
             tags: run_tags(meta, tags),

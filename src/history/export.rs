@@ -47,11 +47,7 @@ pub fn rows(store: &mut Store, filter: &Filter) -> Result<Vec<ExportRow>> {
         .collect();
     rows.sort_by(|a, b| {
         let (a, b) = (&a.value, &b.value);
-        (a.recorded_at_unix_s, &a.run_id, &a.metric).cmp(&(
-            b.recorded_at_unix_s,
-            &b.run_id,
-            &b.metric,
-        ))
+        (a.history_order(), &a.metric).cmp(&(b.history_order(), &b.metric))
     });
     Ok(rows)
 }
@@ -74,7 +70,7 @@ pub fn csv(rows: &[ExportRow], out: &mut dyn Write) -> Result<()> {
                 &v.commit,
                 v.branch.as_deref().unwrap_or(""),
                 &v.machine,
-                &rfc3339(v.recorded_at_unix_s),
+                &rfc3339(v.recorded_at.unix_s),
                 &v.metric,
                 &v.value.to_string(),
                 &v.unit,
@@ -130,7 +126,7 @@ pub fn parquet(rows: &[ExportRow]) -> Result<Vec<u8>> {
             "recorded_at" => {
                 let micros: Vec<i64> = rows
                     .iter()
-                    .map(|r| r.value.recorded_at_unix_s.saturating_mul(1_000_000))
+                    .map(|r| r.value.recorded_at.unix_s.saturating_mul(1_000_000))
                     .collect();
                 column
                     .typed::<Int64Type>()
@@ -165,6 +161,7 @@ pub fn parquet(rows: &[ExportRow]) -> Result<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::store::RecordedAt;
     use super::*;
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::RowAccessor;
@@ -175,7 +172,10 @@ mod tests {
             commit: commit.into(),
             branch: branch.map(Into::into),
             machine: "m1".into(),
-            recorded_at_unix_s: at,
+            recorded_at: RecordedAt {
+                unix_s: at,
+                ..RecordedAt::default()
+            },
             metric: "fps".into(),
             value: 119.5,
             unit: "fps".into(),

@@ -56,7 +56,7 @@ impl Series {
 }
 
 /// One Series per metric × machine (× branch when the filter names one), in metric then
-/// machine order; points oldest first (by recording time, then run id).
+/// machine order; points oldest first (`ValueRow::history_order`).
 pub fn load_series(store: &mut Store, filter: &Filter) -> anyhow::Result<Vec<Series>> {
     Ok(series_from_rows(
         store.values(filter)?,
@@ -66,37 +66,74 @@ pub fn load_series(store: &mut Store, filter: &Filter) -> anyhow::Result<Vec<Ser
 
 /// Groups values into series (see [`load_series`]); `branch` is what the rows were
 /// narrowed to, if anything.
-pub fn series_from_rows(rows: Vec<ValueRow>, branch: Option<&str>) -> Vec<Series> {
-    // Points, and the (time, unit, direction) recorded last.
-    type Grouped = (Vec<Point>, (i64, String, String));
-    let mut grouped: BTreeMap<(String, String), Grouped> = BTreeMap::new();
+pub fn series_from_rows(mut rows: Vec<ValueRow>, branch: Option<&str>) -> Vec<Series> {
+    // Oldest first: each series' points come in order, and its unit and direction are
+    // the ones recorded last.
+    rows.sort_by(|a, b| a.history_order().cmp(&b.history_order()));
+    let mut grouped: BTreeMap<(String, String), (Vec<Point>, String, String)> = BTreeMap::new();
     for row in rows {
-        let (points, last) = grouped.entry((row.metric, row.machine)).or_default();
-        if points.is_empty() || row.recorded_at_unix_s >= last.0 {
-            *last = (row.recorded_at_unix_s, row.unit, row.direction);
-        }
+        let (points, unit, direction) = grouped.entry((row.metric, row.machine)).or_default();
+        (*unit, *direction) = (row.unit, row.direction);
         points.push(Point {
             commit: row.commit,
             branch: row.branch,
-            recorded_at_unix_s: row.recorded_at_unix_s,
+            recorded_at_unix_s: row.recorded_at.unix_s,
             run_id: row.run_id,
             value: row.value,
         });
     }
     grouped
         .into_iter()
-        .map(|((metric, machine), (mut points, (_, unit, direction)))| {
-            points.sort_by(|a, b| {
-                (a.recorded_at_unix_s, &a.run_id).cmp(&(b.recorded_at_unix_s, &b.run_id))
-            });
-            Series {
-                metric,
-                unit,
-                direction,
-                machine,
-                branch: branch.map(str::to_owned),
-                points,
-            }
+        .map(|((metric, machine), (points, unit, direction))| Series {
+            metric,
+            unit,
+            direction,
+            machine,
+            branch: branch.map(str::to_owned),
+            points,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::store::RecordedAt;
+
+    fn row(run_id: &str, machine: &str, recorded_at: RecordedAt, unit: &str) -> ValueRow {
+        ValueRow {
+            run_id: run_id.into(),
+            commit: format!("c-{run_id}"),
+            branch: None,
+            machine: machine.into(),
+            recorded_at,
+            metric: "fps".into(),
+            value: 60.0,
+            unit: unit.into(),
+            direction: "higher_is_better".into(),
+        }
+    }
+
+    /// Two runs of one second on one machine, the later launched with the id that sorts
+    /// first and added first: the earlier launch is the older point, and the unit is the
+    /// later run's. Another machine's run of that second is a series of its own.
+    #[test]
+    fn points_of_one_second_are_in_launch_order() {
+        let at = |launch_mono_ns, add_order| RecordedAt {
+            unix_s: 1_800_000_000,
+            launch_mono_ns,
+            add_order,
+        };
+        let rows = vec![
+            row("00aa", "m1", at(2_000, 1), "fps (new)"),
+            row("ffbb", "m1", at(1_000, 2), "fps"),
+            row("0011", "m2", at(1_500, 3), "fps"),
+        ];
+        let series = series_from_rows(rows, None);
+        assert_eq!(series.len(), 2);
+        let ids: Vec<&str> = series[0].points.iter().map(|p| p.run_id.as_str()).collect();
+        assert_eq!(ids, ["ffbb", "00aa"]);
+        assert_eq!(series[0].unit, "fps (new)");
+        assert_eq!(series[1].points.len(), 1);
+    }
 }

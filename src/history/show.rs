@@ -281,7 +281,8 @@ pub fn page(shown: &Shown) -> Document {
 }
 
 /// Per metric (in the order of its first series), its commits in the order first recorded
-/// on any machine (ties by id), and each machine's medians at them.
+/// on any machine (those of one second in their series' order), and each machine's medians
+/// at them.
 fn trends(shown: &Shown) -> Vec<Trend> {
     let mut metrics: Vec<&str> = Vec::new();
     for s in &shown.series {
@@ -299,13 +300,18 @@ fn trends(shown: &Shown) -> Vec<Trend> {
             let series: Vec<&ShownSeries> = (shown.series.iter())
                 .filter(|s| s.metric == metric)
                 .collect();
+            // Commits as the series list them, then (a stable sort) by the second first
+            // recorded: those of one second keep their series' order, which is finer.
             let mut first: BTreeMap<&str, i64> = BTreeMap::new();
+            let mut commits: Vec<&str> = Vec::new();
             for c in series.iter().flat_map(|s| &s.commits) {
-                let at = first.entry(&c.commit).or_insert(c.first_recorded_at_unix_s);
+                let at = first.entry(&c.commit).or_insert_with(|| {
+                    commits.push(&c.commit);
+                    c.first_recorded_at_unix_s
+                });
                 *at = (*at).min(c.first_recorded_at_unix_s);
             }
-            let mut commits: Vec<&str> = first.keys().copied().collect();
-            commits.sort_by_key(|c| (first[c], *c));
+            commits.sort_by_key(|c| first[c]);
             let lines = (series.iter())
                 .map(|s| {
                     let medians = (commits.iter())
@@ -447,5 +453,15 @@ mod tests {
                 render(&shown, Format::Text).unwrap()
             )
         );
+    }
+
+    /// Commits first recorded in one second keep their series' order (which is finer
+    /// than the second), not their ids'.
+    #[test]
+    fn a_plot_keeps_the_order_of_commits_of_one_second() {
+        let mut shown = shown();
+        shown.series[0].commits = vec![row("cb", 10, 1.0), row("ca", 10, 2.0)];
+        let trends = trends(&shown);
+        assert_eq!(trends[0].commits, ["cb", "ca"]);
     }
 }

@@ -12,8 +12,9 @@ use super::pg_client::{PgClient, DEFAULT_DEADLINE};
 use super::sql::{Param, Tx};
 use crate::experiment::Fingerprint;
 
-/// The schema this framelab writes and reads. A store of a newer one is refused.
-pub const SCHEMA_VERSION: i64 = 1;
+/// The schema this framelab writes and reads. A store of a newer one is refused; an older
+/// one is upgraded in place when opened ([`MIGRATE_1_TO_2`]).
+pub const SCHEMA_VERSION: i64 = 2;
 /// What `check_schema` finds in a SQLite file that holds other tables than a store's.
 const FOREIGN_RUN_FILE: i64 = -1;
 const FOREIGN_DATABASE: i64 = -2;
@@ -41,13 +42,28 @@ const SCHEMA: [&str; 6] = [
     "CREATE TABLE runs (run_id TEXT PRIMARY KEY, commit_sha TEXT NOT NULL, branch TEXT, \
      dirty BIGINT NOT NULL, machine TEXT NOT NULL REFERENCES machines (machine), \
      recorded_at BIGINT NOT NULL, added_at BIGINT NOT NULL, variant TEXT NOT NULL, \
-     command TEXT NOT NULL, source TEXT NOT NULL)",
+     command TEXT NOT NULL, source TEXT NOT NULL, \
+     launch_mono_ns BIGINT NOT NULL DEFAULT 0, add_order BIGINT NOT NULL DEFAULT 0)",
     "CREATE TABLE run_tags (run_id TEXT NOT NULL REFERENCES runs (run_id), \
      tag TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (run_id, tag))",
     "CREATE TABLE metric_values (run_id TEXT NOT NULL REFERENCES runs (run_id), \
      metric TEXT NOT NULL, value DOUBLE PRECISION NOT NULL, unit TEXT NOT NULL, \
      direction TEXT NOT NULL, PRIMARY KEY (run_id, metric))",
     "CREATE INDEX metric_values_by_metric ON metric_values (metric)",
+];
+
+/// Version 1 to 2, in the transaction that opens the store: the runs' finer order. The
+/// columns are added last, where [`SCHEMA`] has them, so an upgraded store is a new one.
+/// A run of version 1 has no launch clock (0) and keeps its place: its add order is its
+/// rank in version 1's order, (recorded_at, run_id). Run ids are hexadecimal digits of one
+/// length, which every collation orders as bytes, as the code does.
+const MIGRATE_1_TO_2: [&str; 4] = [
+    "ALTER TABLE runs ADD COLUMN launch_mono_ns BIGINT NOT NULL DEFAULT 0",
+    "ALTER TABLE runs ADD COLUMN add_order BIGINT NOT NULL DEFAULT 0",
+    "UPDATE runs SET add_order = ranked.n FROM (SELECT run_id, \
+     row_number() OVER (ORDER BY recorded_at, run_id) AS n FROM runs) AS ranked \
+     WHERE ranked.run_id = runs.run_id",
+    "UPDATE framelab_history SET schema_version = 2",
 ];
 
 /// One run as the store keeps it.
@@ -61,6 +77,8 @@ pub struct RunRecord {
     pub dirty: bool,
     pub machine: Machine,
     pub recorded_at_unix_s: i64,
+    /// CLOCK_MONOTONIC at the run's launch (`RunMeta::origin_mono_ns`); 0 for an import.
+    pub launch_mono_ns: i64,
     /// The experiment's variant (with its parameter values); empty for a plain run.
     pub variant: String,
     pub command: String,
@@ -95,6 +113,27 @@ pub struct Filter {
     pub machine: Option<String>,
 }
 
+/// When a run was recorded, as finely as the store knows. Its order (fields in order) is a
+/// machine's history order; the run id breaks what ties remain.
+///
+/// `started_at` has whole seconds, so runs of one second (short runs, a bench's
+/// repetitions) need a finer key. Within one machine (its id holds the host and kernel)
+/// and one second, two runs come from one boot, where the monotonic clock at launch orders
+/// them exactly, whichever was added first. Runs without one (imports, runs of a version-1
+/// store: 0) fall back on the order they were added. The launch clock comes after the
+/// second, never instead of it: it orders nothing across boots, and a key that used it for
+/// some pairs and the wall clock for others would not be a total order (a sort needs one).
+/// So a wall clock stepped back across a second still misorders: no run file names its
+/// boot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RecordedAt {
+    /// `started_at`, Unix seconds.
+    pub unix_s: i64,
+    pub launch_mono_ns: i64,
+    /// Counts up across adds; two PostgreSQL adds at once can share one.
+    pub add_order: i64,
+}
+
 /// One value of one run, with where it was measured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ValueRow {
@@ -102,11 +141,24 @@ pub struct ValueRow {
     pub commit: String,
     pub branch: Option<String>,
     pub machine: String,
-    pub recorded_at_unix_s: i64,
+    pub recorded_at: RecordedAt,
     pub metric: String,
     pub value: f64,
     pub unit: String,
     pub direction: String,
+}
+
+impl ValueRow {
+    /// Oldest first: in one second, machine by machine (their clocks say nothing of each
+    /// other's), each machine's runs in [`RecordedAt`]'s order, the run id last.
+    pub fn history_order(&self) -> (i64, &str, RecordedAt, &str) {
+        (
+            self.recorded_at.unix_s,
+            &self.machine,
+            self.recorded_at,
+            &self.run_id,
+        )
+    }
 }
 
 /// Runs added and runs that were there already.
@@ -252,8 +304,23 @@ impl Store {
                 )?;
                 return Ok(Some(SCHEMA_VERSION));
             }
-            let rows = tx.query("SELECT max(schema_version) FROM framelab_history", &[])?;
-            Ok(Some(rows.first().map_or(0, |r| r[0].int())))
+            let mut version = stored_version(tx)?;
+            if version == 1 {
+                if postgres {
+                    // Two openers must not both upgrade: the second waits here, then finds
+                    // the store upgraded.
+                    tx.execute("SELECT pg_advisory_xact_lock(7170017)", &[])?;
+                    version = stored_version(tx)?;
+                }
+                if version == 1 {
+                    for statement in MIGRATE_1_TO_2 {
+                        tx.execute(statement, &[])
+                            .context("upgrading it from schema version 1 to 2")?;
+                    }
+                    version = 2;
+                }
+            }
+            Ok(Some(version))
         })?;
         match version {
             None => bail!(
@@ -271,17 +338,27 @@ impl Store {
                 "history store {location} has schema version {v}, newer than this framelab's \
                  {SCHEMA_VERSION}: use a newer framelab to read or add to it"
             ),
+            Some(v) if v < SCHEMA_VERSION => bail!(
+                "history store {location} has schema version {v}, which no framelab wrote: \
+                 it cannot be upgraded; add the runs to a new store"
+            ),
             Some(_) => Ok(()),
         }
     }
 
-    /// Adds the runs in one transaction; runs already in the store are skipped.
+    /// Adds the runs in one transaction; runs already in the store are skipped. Each run
+    /// added takes the next add order, in the order of `runs`: for the runs only it orders
+    /// (imports of one second), the order they were given in is the best there is.
     pub fn add(&mut self, runs: &[RunRecord]) -> Result<AddOutcome> {
         let pause = test_pause();
         self.transaction(|tx| {
             let mut outcome = AddOutcome::default();
+            // SQLite's writers take turns (immediate transactions); PostgreSQL's do not,
+            // so two adds at once may share numbers, and the run id orders those.
+            let last = tx.query("SELECT COALESCE(max(add_order), 0) FROM runs", &[])?[0][0].int();
             for run in runs {
-                if insert_run(tx, run)? {
+                let add_order = last + outcome.added as i64 + 1;
+                if insert_run(tx, run, add_order)? {
                     outcome.added += 1;
                     if let Some(flag) = &pause {
                         wait_while_flag(flag);
@@ -298,7 +375,7 @@ impl Store {
     pub fn values(&mut self, filter: &Filter) -> Result<Vec<ValueRow>> {
         let mut sql = String::from(
             "SELECT v.run_id, r.commit_sha, r.branch, r.machine, r.recorded_at, v.metric, \
-             v.value, v.unit, v.direction FROM metric_values v \
+             v.value, v.unit, v.direction, r.launch_mono_ns, r.add_order FROM metric_values v \
              JOIN runs r ON r.run_id = v.run_id JOIN machines m ON m.machine = r.machine \
              WHERE 1 = 1",
         );
@@ -324,7 +401,11 @@ impl Store {
                 commit: r[1].text(),
                 branch: r[2].opt_text(),
                 machine: r[3].text(),
-                recorded_at_unix_s: r[4].int(),
+                recorded_at: RecordedAt {
+                    unix_s: r[4].int(),
+                    launch_mono_ns: r[9].int(),
+                    add_order: r[10].int(),
+                },
                 metric: r[5].text(),
                 value: r[6].real(),
                 unit: r[7].text(),
@@ -383,8 +464,14 @@ impl Store {
     }
 }
 
+/// The version a store's `framelab_history` holds (0 when it holds none).
+fn stored_version(tx: &mut dyn Tx) -> Result<i64> {
+    let rows = tx.query("SELECT max(schema_version) FROM framelab_history", &[])?;
+    Ok(rows.first().map_or(0, |r| r[0].int()))
+}
+
 /// Inserts one run; false when its id was there already (nothing is written then).
-fn insert_run(tx: &mut dyn Tx, run: &RunRecord) -> Result<bool> {
+fn insert_run(tx: &mut dyn Tx, run: &RunRecord, add_order: i64) -> Result<bool> {
     let f = &run.machine.fingerprint;
     tx.execute(
         "INSERT INTO machines (machine, hostname, cpu_model, cores, kernel, governor, boost, \
@@ -408,7 +495,8 @@ fn insert_run(tx: &mut dyn Tx, run: &RunRecord) -> Result<bool> {
         .map_or(0, |d| d.as_secs() as i64);
     let inserted = tx.execute(
         "INSERT INTO runs (run_id, commit_sha, branch, dirty, machine, recorded_at, added_at, \
-         variant, command, source) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+         variant, command, source, launch_mono_ns, add_order) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
          ON CONFLICT (run_id) DO NOTHING",
         &[
             Param::Text(&run.run_id),
@@ -421,6 +509,8 @@ fn insert_run(tx: &mut dyn Tx, run: &RunRecord) -> Result<bool> {
             Param::Text(&run.variant),
             Param::Text(&run.command),
             Param::Text(&run.source),
+            Param::Int(run.launch_mono_ns),
+            Param::Int(add_order),
         ],
     )?;
     if inserted == 0 {
@@ -662,6 +752,154 @@ mod tests {
             "postgres://db.example:6543/bench"
         );
         assert_eq!(describe("runs/history.sqlite"), "runs/history.sqlite");
+    }
+
+    /// A run of machine `bench1` with an fps of 60, at commit `c-RUN_ID`.
+    fn run(run_id: &str, at: i64, launch_mono_ns: i64) -> RunRecord {
+        RunRecord {
+            run_id: run_id.into(),
+            commit: format!("c-{run_id}"),
+            branch: Some("main".into()),
+            dirty: false,
+            machine: Machine {
+                id: "m1".into(),
+                fingerprint: Fingerprint {
+                    hostname: "bench1".into(),
+                    ..Fingerprint::default()
+                },
+            },
+            recorded_at_unix_s: at,
+            launch_mono_ns,
+            variant: String::new(),
+            command: "./enc".into(),
+            source: "r.framelab".into(),
+            tags: Vec::new(),
+            values: vec![MetricValue {
+                metric: "fps".into(),
+                value: 60.0,
+                unit: "fps".into(),
+                direction: "higher_is_better".into(),
+            }],
+        }
+    }
+
+    /// The run ids of the store's one series, oldest first.
+    fn order(store: &mut Store) -> Vec<String> {
+        let series = super::super::series::load_series(store, &Filter::default()).unwrap();
+        assert_eq!(series.len(), 1);
+        series[0].points.iter().map(|p| p.run_id.clone()).collect()
+    }
+
+    /// Runs of one second stand in launch order, though the later one's id sorts first
+    /// and it was added first; imports (no launch clock) in the order they were added.
+    #[test]
+    fn runs_of_one_second_are_in_launch_order_then_add_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        let mut store = Store::open(path.to_str().unwrap(), true).unwrap();
+        const AT: i64 = 1_800_000_000;
+        store.add(&[run("00aa", AT, 2_000)]).unwrap();
+        store.add(&[run("ffbb", AT, 1_000)]).unwrap();
+        store.add(&[run("ff11", AT + 1, 0)]).unwrap();
+        store
+            .add(&[run("0022", AT + 1, 0), run("0011", AT + 1, 0)])
+            .unwrap();
+        assert_eq!(order(&mut store), ["ffbb", "00aa", "ff11", "0022", "0011"]);
+    }
+
+    /// The tables version 1 wrote, as it wrote them.
+    const SCHEMA_V1: [&str; 6] = [
+        "CREATE TABLE framelab_history (schema_version BIGINT NOT NULL)",
+        "CREATE TABLE machines (machine TEXT PRIMARY KEY, hostname TEXT NOT NULL, \
+         cpu_model TEXT NOT NULL, cores BIGINT NOT NULL, kernel TEXT NOT NULL, \
+         governor TEXT NOT NULL, boost TEXT NOT NULL, gpu TEXT NOT NULL, \
+         gpu_driver TEXT NOT NULL, pinned_cpus TEXT NOT NULL)",
+        "CREATE TABLE runs (run_id TEXT PRIMARY KEY, commit_sha TEXT NOT NULL, branch TEXT, \
+         dirty BIGINT NOT NULL, machine TEXT NOT NULL REFERENCES machines (machine), \
+         recorded_at BIGINT NOT NULL, added_at BIGINT NOT NULL, variant TEXT NOT NULL, \
+         command TEXT NOT NULL, source TEXT NOT NULL)",
+        "CREATE TABLE run_tags (run_id TEXT NOT NULL REFERENCES runs (run_id), \
+         tag TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (run_id, tag))",
+        "CREATE TABLE metric_values (run_id TEXT NOT NULL REFERENCES runs (run_id), \
+         metric TEXT NOT NULL, value DOUBLE PRECISION NOT NULL, unit TEXT NOT NULL, \
+         direction TEXT NOT NULL, PRIMARY KEY (run_id, metric))",
+        "CREATE INDEX metric_values_by_metric ON metric_values (metric)",
+    ];
+
+    fn columns(db: &rusqlite::Connection, table: &str) -> Vec<String> {
+        let mut statement = db.prepare(&format!("PRAGMA table_info({table})")).unwrap();
+        let names = statement.query_map([], |r| r.get(1)).unwrap();
+        names.map(Result::unwrap).collect()
+    }
+
+    /// A version-1 store is upgraded when a reader opens it: its runs keep version 1's
+    /// order, a run added after comes after them in its second, and its tables are a new
+    /// store's.
+    #[test]
+    fn a_version_1_store_is_upgraded_in_place_and_keeps_its_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        const AT: i64 = 1_800_000_000;
+        {
+            let db = rusqlite::Connection::open(&path).unwrap();
+            for statement in SCHEMA_V1 {
+                db.execute(statement, []).unwrap();
+            }
+            db.execute_batch(
+                "INSERT INTO framelab_history VALUES (1);
+                 INSERT INTO machines VALUES ('m1', 'bench1', '', 0, '', '', '', '', '', '');",
+            )
+            .unwrap();
+            for (id, at) in [("ff01", AT), ("0b03", AT - 10), ("0a02", AT)] {
+                db.execute(
+                    "INSERT INTO runs VALUES (?1, 'c-' || ?1, 'main', 0, 'm1', ?2, 0, '', '', '')",
+                    rusqlite::params![id, at],
+                )
+                .unwrap();
+                db.execute(
+                    "INSERT INTO metric_values VALUES (?1, 'fps', 60, 'fps', 'higher_is_better')",
+                    [id],
+                )
+                .unwrap();
+            }
+        }
+        let location = path.to_str().unwrap();
+        let mut store = Store::open(location, false).unwrap();
+        assert_eq!(order(&mut store), ["0b03", "0a02", "ff01"]);
+        store.add(&[run("0001", AT, 5)]).unwrap();
+        assert_eq!(order(&mut store), ["0b03", "0a02", "ff01", "0001"]);
+        drop(store);
+        // Opened again: upgraded once.
+        let mut store = Store::open(location, true).unwrap();
+        assert_eq!(order(&mut store).len(), 4);
+        drop(store);
+
+        let db = rusqlite::Connection::open(&path).unwrap();
+        let version: i64 = db
+            .query_row("SELECT schema_version FROM framelab_history", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let mut added = db
+            .prepare("SELECT run_id FROM runs ORDER BY add_order")
+            .unwrap();
+        let added: Vec<String> = (added.query_map([], |r| r.get(0)).unwrap())
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(added, ["0b03", "0a02", "ff01", "0001"]);
+        let fresh = dir.path().join("fresh.sqlite");
+        Store::open(fresh.to_str().unwrap(), true).unwrap();
+        let fresh = rusqlite::Connection::open(&fresh).unwrap();
+        for table in [
+            "framelab_history",
+            "machines",
+            "runs",
+            "run_tags",
+            "metric_values",
+        ] {
+            assert_eq!(columns(&db, table), columns(&fresh, table), "{table}");
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use common::{error_line, framelab, run_testprog, stderr, stdout};
 
 /// A real run of testprog (`spans N`), recorded by the real binary.
-fn record(dir: &tempfile::TempDir, name: &str, frames: u32) -> PathBuf {
+pub(super) fn record(dir: &tempfile::TempDir, name: &str, frames: u32) -> PathBuf {
     let (out, path) = run_testprog(dir, name, &[], &["spans", &frames.to_string()]);
     assert!(out.status.success(), "{}", stderr(&out));
     path
@@ -27,7 +27,7 @@ fn on_other_machine(run: &Path, copy: &Path, host: &str) -> PathBuf {
     copy.to_owned()
 }
 
-fn history(args: &[&str]) -> Output {
+pub(super) fn history(args: &[&str]) -> Output {
     framelab()
         .arg("history")
         .args(args)
@@ -35,7 +35,7 @@ fn history(args: &[&str]) -> Output {
         .expect("framelab runs")
 }
 
-fn ok(out: Output) -> Output {
+pub(super) fn ok(out: Output) -> Output {
     assert!(
         out.status.success(),
         "stdout: {}\nstderr: {}",
@@ -45,7 +45,7 @@ fn ok(out: Output) -> Output {
     out
 }
 
-fn add(store: &str, commit: &str, files: &[&Path]) -> Output {
+pub(super) fn add(store: &str, commit: &str, files: &[&Path]) -> Output {
     let mut args = vec![
         "add", "--store", store, "--commit", commit, "--branch", "main",
     ];
@@ -54,14 +54,14 @@ fn add(store: &str, commit: &str, files: &[&Path]) -> Output {
     history(&args)
 }
 
-fn show_json(store: &str, extra: &[&str]) -> serde_json::Value {
+pub(super) fn show_json(store: &str, extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["show", "--format", "json", "--store", store];
     args.extend(extra);
     serde_json::from_str(&stdout(&ok(history(&args)))).unwrap()
 }
 
 /// The CSV export, read back: one record per value.
-fn export_csv(store: &str) -> Vec<csv::StringRecord> {
+pub(super) fn export_csv(store: &str) -> Vec<csv::StringRecord> {
     let out = ok(history(&["export", "--format", "csv", "--store", store]));
     let mut reader = csv::Reader::from_reader(out.stdout.as_slice());
     assert_eq!(

@@ -1,4 +1,5 @@
-//! `framelab history`: SQLite and PostgreSQL stores, change points.
+//! `framelab history`: SQLite and PostgreSQL stores, the order of runs, change points.
 
 mod basics;
 mod changepoint;
+mod order;
