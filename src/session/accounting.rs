@@ -357,10 +357,14 @@ impl Accounting {
             .map(|pid| (pid, None))
             .collect();
         while let Some((pid, inherited)) = stack.pop() {
-            let service = inherited.or_else(|| {
-                let root = self.services.iter().find(|(p, _)| *p == pid);
-                root.map(|(_, name)| name.clone())
-            });
+            // A service's daemon reparented to framelab (`pg_ctl start`) is still the
+            // service's, and so are the children it forks later (a server's backends).
+            let service = inherited
+                .or_else(|| {
+                    let root = self.services.iter().find(|(p, _)| *p == pid);
+                    root.map(|(_, name)| name.clone())
+                })
+                .or_else(|| self.live_service_process(pid));
             let role = if pid == command_pid {
                 ProcessRole::Command
             } else if let Some(name) = &service {
@@ -374,6 +378,36 @@ impl Accounting {
             stack.extend(children.into_iter().rev().map(|c| (c, service.clone())));
         }
         listed
+    }
+
+    /// A service's processes that left its process group and are still running (a daemon
+    /// `pg_ctl start` left behind), with the service's name: the topmost only (a process
+    /// whose parent is not one of them), as stopping the service must stop them and their
+    /// own children are theirs to stop. Read now, from /proc.
+    pub fn service_daemons(&self) -> Vec<(u32, String)> {
+        let mut daemons = Vec::new();
+        for (&pid, name) in &self.service_of {
+            let Some(leader) = self.services.iter().find(|(_, n)| n == name).map(|s| s.0) else {
+                continue;
+            };
+            if self.live_service_process(pid).is_none() {
+                continue;
+            }
+            let Some(stat) = self.procfs.stat(pid) else {
+                continue;
+            };
+            let parent_is_its = self.live_service_process(stat.ppid).as_deref() == Some(name);
+            if stat.state != 'Z' && stat.pgrp != leader && !parent_is_its {
+                daemons.push((pid, name.clone()));
+            }
+        }
+        daemons
+    }
+
+    /// The service `pid` was found to be a process of, while it is still that process.
+    fn live_service_process(&self, pid: u32) -> Option<String> {
+        let live = self.procs.get(&pid).is_some_and(|t| t.gone.is_none());
+        live.then(|| self.service_of.get(&pid).cloned()).flatten()
     }
 
     /// Processes of the watched names: every process that exec'd since the last call, from

@@ -753,3 +753,35 @@ fn cpu_splits_as_the_ticks_do_names_are_cut_as_the_kernel_does_and_intervals_rea
     assert_eq!(interval_text(50_000_000), "50 ms");
     assert_eq!(interval_text(2_000_000_000), "2 s");
 }
+
+#[test]
+fn a_service_that_daemonizes_keeps_its_daemon_and_the_daemons_children() {
+    // `pg_ctl start`: the service's shell (200) starts pg_ctl (201), which starts the
+    // server (202) and exits; the server is reparented to framelab (the subreaper), then
+    // forks a backend (203) for the command's connection.
+    let mut world = World::new();
+    world.process(CMD, "client", 'S', COLLECTOR, [0, 0, 0, 0], 1);
+    world.process(200, "su", 'S', COLLECTOR, [0, 0, 0, 0], 1);
+    world.process(201, "pg_ctl", 'S', 200, [0, 0, 0, 0], 1);
+    world.process(202, "postgres", 'S', 201, [0, 0, 0, 0], 1);
+    let mut acc = world.accounting(WatchList::default());
+    acc.set_services(vec![(200, "db".into())]);
+    acc.sample(0, CMD);
+    acc.start_window(0, CMD, false);
+    world.gone(201);
+    world.gone(200);
+    world.process(202, "postgres", 'S', COLLECTOR, [1, 0, 0, 0], 1);
+    world.process(203, "postgres", 'S', 202, [40, 0, 0, 0], 1);
+    acc.sample(1_000_000_000, CMD);
+    acc.end_window(2_000_000_000, CMD);
+    let rows = acc.results();
+    let server: Vec<&ProcessStats> = rows.iter().filter(|r| r.name == "postgres").collect();
+    assert_eq!(server.len(), 2, "{rows:?}");
+    for process in server {
+        assert_eq!(
+            (process.role, process.service.as_str()),
+            (ProcessRole::Service, "db"),
+            "{process:?}"
+        );
+    }
+}

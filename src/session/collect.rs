@@ -275,6 +275,12 @@ impl Collector {
     }
 
     /// Drains `recorder`'s probes with the rings: their spans become the run's.
+    /// The services' processes that left their process groups and still run (see
+    /// `Accounting::service_daemons`): stopping a service stops them too.
+    pub fn service_daemons(&self) -> Vec<(u32, String)> {
+        lock(&self.accounting).service_daemons()
+    }
+
     pub fn set_probes(&mut self, recorder: crate::probes::recorder::Recorder) {
         let names = recorder.stages();
         self.probes = Some(ProbeSpans {

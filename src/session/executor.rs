@@ -119,6 +119,10 @@ pub trait Executor {
     fn signal_group(&mut self, pgid: u32, signal: i32);
     /// The live processes of group `pgid` below framelab, with their names.
     fn group_members(&mut self, pgid: u32) -> Vec<(u32, String)>;
+    /// Sends `signal` to one process (a service's daemon, outside its group).
+    fn signal_process(&mut self, pid: u32, signal: i32);
+    /// Whether `pid` still runs (not gone, not a zombie).
+    fn process_alive(&mut self, pid: u32) -> bool;
     /// Stops the group after framelab failed: SIGTERM, SIGKILL after `grace`.
     fn stop_group(&mut self, pgid: u32, grace: Duration);
     /// How many interrupts (Ctrl-C, SIGTERM, SIGHUP) framelab has received.
@@ -275,6 +279,15 @@ impl Executor for System {
             .filter(|stat| stat.pgrp == pgid && stat.state != 'Z')
             .map(|stat| (stat.pid, stat.comm))
             .collect()
+    }
+
+    fn signal_process(&mut self, pid: u32, signal: i32) {
+        // SAFETY: kill(2) with a pid framelab found among the run's processes.
+        unsafe { libc::kill(pid as i32, signal) };
+    }
+
+    fn process_alive(&mut self, pid: u32) -> bool {
+        Procfs::system().stat(pid).is_some_and(|s| s.state != 'Z')
     }
 
     fn stop_group(&mut self, pgid: u32, grace: Duration) {

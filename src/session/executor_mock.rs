@@ -54,6 +54,8 @@ pub enum Call {
     /// A signal to the command's group, and when (since the mock's start).
     Signal(i32, Duration),
     StopGroup(u32),
+    /// A signal to one process (a service's daemon), and when.
+    DaemonSignal(u32, i32, Duration),
 }
 
 /// The script, and what happened.
@@ -108,6 +110,8 @@ pub struct MockExecutor {
     pub(super) reaped: bool,
     /// Waits for producers' wakeups (`wait_or_sleep`), each passed whole on the clock.
     pub waits: usize,
+    /// Daemons that run until a signal they do not ignore: pid, and the signals ignored.
+    pub daemons: Vec<(u32, Vec<i32>)>,
 }
 
 impl Default for MockExecutor {
@@ -116,6 +120,7 @@ impl Default for MockExecutor {
             start: Instant::now(),
             elapsed: Duration::ZERO,
             waits: 0,
+            daemons: Vec::new(),
             calls: Vec::new(),
             shared_calls: Arc::default(),
             services: Vec::new(),
@@ -204,6 +209,13 @@ pub struct MockService {
     pub exits_after: Option<(Duration, i32)>,
     /// The stop signals it ignores; it dies of the others.
     pub ignores: Vec<i32>,
+}
+
+impl MockExecutor {
+    /// Whether a scripted daemon still runs.
+    pub fn process_alive_now(&self, pid: u32) -> bool {
+        self.daemons.iter().any(|(daemon, _)| *daemon == pid)
+    }
 }
 
 impl MockService {
@@ -508,6 +520,16 @@ impl Executor for MockExecutor {
 
     fn group_members(&mut self, _pgid: u32) -> Vec<(u32, String)> {
         Vec::new()
+    }
+
+    fn signal_process(&mut self, pid: u32, signal: i32) {
+        self.call(Call::DaemonSignal(pid, signal, self.elapsed));
+        self.daemons
+            .retain(|(daemon, ignores)| *daemon != pid || ignores.contains(&signal));
+    }
+
+    fn process_alive(&mut self, pid: u32) -> bool {
+        self.process_alive_now(pid)
     }
 
     fn signal_group(&mut self, pgid: u32, signal: i32) {

@@ -67,7 +67,7 @@ impl Services {
         let mut services = Services::default();
         for spec in specs {
             if let Err(e) = services.start_one(exec, spec, env, timeout, join) {
-                services.stop(exec, grace);
+                services.stop(exec, grace, &[]);
                 return Err(e);
             }
         }
@@ -147,11 +147,18 @@ impl Services {
     /// After the command: says which services died while it ran, stops the rest, and
     /// returns what each wrote, with what happened to it in the stdout record's note (the
     /// run file keeps it); each event is also said on stderr.
-    pub fn finish(&mut self, exec: &mut impl Executor, grace: Duration) -> Vec<CapturedOutput> {
+    pub fn finish(
+        &mut self,
+        exec: &mut impl Executor,
+        grace: Duration,
+        daemons: &[(u32, String)],
+    ) -> Vec<CapturedOutput> {
+        // A service whose daemon still runs (`pg_ctl start`) did not end.
         let mut events: Vec<(String, String)> = self
             .started
             .iter()
             .filter(|s| !exec.service_exists(s.pid))
+            .filter(|s| !daemons.iter().any(|(_, name)| *name == s.name))
             .map(|s| {
                 let text = format!(
                     "service {} exited while the command ran: what the command measured may \
@@ -161,7 +168,7 @@ impl Services {
                 (s.name.clone(), text)
             })
             .collect();
-        let (stopping, mut outputs) = self.stop(exec, grace);
+        let (stopping, mut outputs) = self.stop(exec, grace, daemons);
         events.extend(stopping);
         for (name, text) in events {
             log::info!("{text}");
@@ -179,29 +186,40 @@ impl Services {
     }
 
     /// Stops every service, last started first: SIGINT, then SIGTERM, then SIGKILL to its
-    /// group, each after `grace`. Returns notes on those that needed more than SIGINT,
-    /// and what each wrote.
+    /// group and to each of its `daemons` (its processes that left the group), each after
+    /// `grace`. Returns notes on those that needed more than SIGINT, and what each wrote.
     pub fn stop(
         &mut self,
         exec: &mut impl Executor,
         grace: Duration,
+        daemons: &[(u32, String)],
     ) -> (Vec<(String, String)>, Vec<CapturedOutput>) {
         let (mut notes, mut outputs) = (Vec::new(), Vec::new());
         while let Some(service) = self.started.pop() {
             let name = &service.name;
             let pid = service.pid;
             let mut alive = exec.service_exists(pid) && exec.service_exited(pid).is_none();
+            let mut left: Vec<u32> = (daemons.iter())
+                .filter(|(daemon, of)| of == name && exec.process_alive(*daemon))
+                .map(|(daemon, _)| *daemon)
+                .collect();
             for (signal, word) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
-                if !alive {
+                if !alive && left.is_empty() {
                     break;
                 }
-                exec.signal_group(pid, signal);
-                let deadline = exec.now() + grace;
-                while alive && exec.now() < deadline {
-                    exec.sleep(STOP_POLL);
-                    alive = exec.service_exited(pid).is_none();
-                }
                 if alive {
+                    exec.signal_group(pid, signal);
+                }
+                for &daemon in &left {
+                    exec.signal_process(daemon, signal);
+                }
+                let deadline = exec.now() + grace;
+                while (alive || !left.is_empty()) && exec.now() < deadline {
+                    exec.sleep(STOP_POLL);
+                    alive = alive && exec.service_exited(pid).is_none();
+                    left.retain(|&daemon| exec.process_alive(daemon));
+                }
+                if alive || !left.is_empty() {
                     notes.push((
                         name.clone(),
                         format!(
@@ -213,8 +231,13 @@ impl Services {
             }
             // The leader is gone; whatever else of its group is left goes too.
             exec.signal_group(pid, libc::SIGKILL);
-            if alive {
+            for &daemon in &left {
+                exec.signal_process(daemon, libc::SIGKILL);
+            }
+            if alive || !left.is_empty() {
                 notes.push((name.clone(), format!("service {name} was killed (SIGKILL)")));
+            }
+            if alive {
                 exec.wait_killed(pid);
             }
             exec.unregister_group(pid);

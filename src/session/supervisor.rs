@@ -273,7 +273,8 @@ impl<'o, E: Executor> Supervisor<'o, E> {
 
     /// Stops the services of a run whose command never started.
     fn stop_services(&mut self) {
-        self.services.stop(&mut self.exec, self.opts.launch.grace);
+        self.services
+            .stop(&mut self.exec, self.opts.launch.grace, &[]);
     }
 
     /// Command → (Stop →) Drain: drains every few ms, reads the processes at the sampling
@@ -539,6 +540,7 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         &mut self,
         failed: bool,
         run_group: &mut RunGroup,
+        service_daemons: &[(u32, String)],
     ) -> (Vec<CapturedOutput>, Vec<String>) {
         let grace = self.opts.launch.grace;
         if let Some(pid) = self.pid {
@@ -549,7 +551,7 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             self.exec.unregister_group(pid);
         }
         self.state = State::Account;
-        let outputs = self.services.finish(&mut self.exec, grace);
+        let outputs = self.services.finish(&mut self.exec, grace, service_daemons);
         let mut escaped = std::mem::take(&mut self.group_killed);
         escaped.extend(self.exec.end_run_group(run_group));
         (outputs, escaped)
@@ -683,7 +685,8 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     let recording = profiler.map(crate::profile::RunProfiler::finish);
     let sched_timeline = sched.finish(origin_mono_ns);
     let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
-    let (service_outputs, escaped) = supervisor.account(outcome.is_err(), &mut run_group);
+    let daemons = collector.service_daemons();
+    let (service_outputs, escaped) = supervisor.account(outcome.is_err(), &mut run_group, &daemons);
     for note in &escaped {
         log::warn!("{note}");
     }

@@ -241,7 +241,7 @@ fn run_with(
     if outcome.is_ok() {
         assert_eq!(supervisor.state(), State::Drain);
     }
-    let (_, escaped) = supervisor.account(outcome.is_err(), &mut RunGroup::untracked());
+    let (_, escaped) = supervisor.account(outcome.is_err(), &mut RunGroup::untracked(), &[]);
     assert_eq!(escaped, supervisor.executor().escaped);
     assert_eq!(supervisor.state(), State::Account);
     let Supervisor { exec, .. } = supervisor;
@@ -374,7 +374,7 @@ fn a_service_that_ignores_stop_signals_is_killed_after_each_grace_period() {
     let mut supervisor = command_running(&opts, exec);
     supervisor.watch(&mut rec).unwrap();
     let stopping_at = supervisor.executor().elapsed;
-    let (outputs, _) = supervisor.account(false, &mut RunGroup::untracked());
+    let (outputs, _) = supervisor.account(false, &mut RunGroup::untracked(), &[]);
     let exec = supervisor.executor();
     let after = |s: u64| stopping_at + Duration::from_secs(s);
     let signals: Vec<(i32, Duration)> = exec.service_signals("db");
@@ -773,7 +773,7 @@ fn what_is_left_of_the_run_group_is_killed_last_and_escapes_are_said() {
     };
     let mut supervisor = command_running(&opts, exec);
     supervisor.watch(&mut Recorded::default()).unwrap();
-    let (_, escaped) = supervisor.account(false, &mut RunGroup::untracked());
+    let (_, escaped) = supervisor.account(false, &mut RunGroup::untracked(), &[]);
     assert_eq!(
         escaped,
         ["process 77 (daemon) had left the run's group: killed"]
@@ -1562,4 +1562,45 @@ fn drive_a_failing_prepare_keeps_a_run_with_nothing_measured() {
         .unwrap()
         .iter()
         .any(|c| matches!(c, Call::Spawn(_))));
+}
+
+#[test]
+fn a_service_that_daemonized_is_stopped_through_its_daemon() {
+    // `pg_ctl start`: the service's own process exits at once, its daemon runs on.
+    const DAEMON: u32 = 4242;
+    let opts = with_db(options(2, None), Ready::Started);
+    let exec = MockExecutor {
+        services: vec![MockService {
+            exits_after: Some((Duration::from_millis(1), 0)),
+            ..MockService::new("db")
+        }],
+        daemons: vec![(DAEMON, vec![SIGINT])],
+        exits_after: Some((Duration::from_millis(100), 0)),
+        ..MockExecutor::default()
+    };
+    let mut rec = Recorded::default();
+    let mut supervisor = command_running(&opts, exec);
+    supervisor.watch(&mut rec).unwrap();
+    let stopping_at = supervisor.executor().elapsed;
+    let daemons = [(DAEMON, "db".to_owned())];
+    let (outputs, _) = supervisor.account(false, &mut RunGroup::untracked(), &daemons);
+    let exec = supervisor.executor();
+    let to_daemon: Vec<(i32, Duration)> = (exec.calls.iter())
+        .filter_map(|c| match c {
+            Call::DaemonSignal(DAEMON, signal, at) => Some((*signal, *at)),
+            _ => None,
+        })
+        .collect();
+    // It ignores SIGINT: SIGTERM after the grace period ends it, and no SIGKILL follows.
+    assert_eq!(to_daemon.len(), 2, "{to_daemon:?}");
+    assert_eq!(to_daemon[0], (SIGINT, stopping_at));
+    assert_eq!(to_daemon[1].0, SIGTERM);
+    assert!(
+        to_daemon[1].1 >= stopping_at + Duration::from_secs(2),
+        "{to_daemon:?}"
+    );
+    assert!(!exec.process_alive_now(DAEMON));
+    // Its leader's exit is how it started, not an end while the command ran.
+    let db = outputs.iter().find(|o| o.role == "db").unwrap();
+    assert_eq!(db.note, "service db ignored SIGINT for 2s");
 }
