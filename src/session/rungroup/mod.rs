@@ -695,20 +695,18 @@ fn open_procs(dir: &Path) -> Result<OwnedFd, String> {
 /// The mechanisms' reasons in one line, the advice they share said once at the end: both
 /// refused for want of permission would otherwise repeat it.
 fn reasons_with_one_advice(reasons: Vec<String>) -> String {
-    let shared = ADVICE.iter().find(|advice| {
-        let tail = format!(": {advice}");
-        reasons.len() > 1 && reasons.iter().all(|r| r.ends_with(&tail))
-    });
-    match shared {
-        Some(advice) => {
-            let tail = format!(": {advice}");
-            let bare: Vec<&str> = (reasons.iter())
-                .map(|r| r.strip_suffix(&tail).unwrap_or(r))
-                .collect();
-            format!("{}: {advice}", bare.join("; "))
-        }
-        None => reasons.join("; "),
-    }
+    let shared_tail = (reasons.len() > 1)
+        .then(|| ADVICE.iter().map(|advice| format!(": {advice}")))
+        .into_iter()
+        .flatten()
+        .find(|tail| reasons.iter().all(|r| r.ends_with(tail.as_str())));
+    let Some(tail) = shared_tail else {
+        return reasons.join("; ");
+    };
+    let bare: Vec<&str> = (reasons.iter())
+        .map(|r| r.strip_suffix(tail.as_str()).unwrap_or(r))
+        .collect();
+    format!("{}{tail}", bare.join("; "))
 }
 
 const ADVICE: [&str; 4] = [
