@@ -15,7 +15,7 @@ use super::{locate, FrameSource, Kind, ProbeOptions, ProbePoint, ProbeRequest};
 use crate::model::ProbeFacts;
 use crate::perf_event::bindings as b;
 use crate::perf_event::cursor::{self, Cursor};
-use crate::perf_event::members::Membership;
+use crate::perf_event::members::{self, Fork, Membership};
 use crate::perf_event::{self, Ring};
 use crate::sched::tracefs::Field;
 
@@ -70,6 +70,8 @@ enum Role {
     Frame,
     /// The kernel lost samples before this time (the count is the hit's `key`).
     Lost,
+    /// The kernel made task `tid` of process `pid`, forked by process `key`.
+    Fork,
 }
 
 /// What the kernel is asked to watch.
@@ -411,9 +413,10 @@ impl Recorder {
                 );
                 match &ring {
                     None => {
-                        ring = Some(
-                            Ring::map(fd, RING_PAGES).map_err(|e| format!("cannot map: {e}"))?,
-                        )
+                        let mapped =
+                            Ring::map(fd, RING_PAGES).map_err(|e| format!("cannot map: {e}"))?;
+                        self.others.extend(open_forks(cpu, &mapped));
+                        ring = Some(mapped);
                     }
                     Some(target) => {
                         perf_event::redirect(&fd, target.fd())
@@ -452,6 +455,14 @@ impl Recorder {
         for ring in &mut self.rings {
             ring.for_each(|record| match decode(record, &self.roles) {
                 Some(Decoded::Hit(hit)) => batch.push(hit),
+                Some(Decoded::Fork(fork)) => batch.push(Hit {
+                    time: fork.time,
+                    role: Role::Fork,
+                    probe: 0,
+                    pid: fork.pid,
+                    tid: fork.tid,
+                    key: fork.ppid as u64,
+                }),
                 Some(Decoded::Lost { count, time }) => {
                     lost += count;
                     batch.push(Hit {
@@ -471,9 +482,21 @@ impl Recorder {
         batch.sort_by_key(|h| h.time);
         let mut drained = Drained::default();
         for hit in batch.drain(..) {
-            if hit.role == Role::Lost {
-                self.cut_open_calls();
-                continue;
+            match hit.role {
+                Role::Lost => {
+                    self.cut_open_calls();
+                    continue;
+                }
+                Role::Fork => {
+                    self.members.forked(Fork {
+                        pid: hit.pid,
+                        ppid: hit.key as u32,
+                        tid: hit.tid,
+                        time: hit.time,
+                    });
+                    continue;
+                }
+                _ => {}
             }
             let any_task = hit.role != Role::Frame && self.probes[hit.probe].any_task;
             let of_run = self.members.contains_process(hit.pid);
@@ -555,7 +578,7 @@ impl Recorder {
                     None => probe.unmatched_returns += 1,
                 }
             }
-            Role::Frame | Role::Lost => {}
+            Role::Frame | Role::Lost | Role::Fork => {}
         }
     }
 
@@ -640,6 +663,15 @@ pub struct Finished {
     pub busiest_thread: Option<(u32, i64)>,
 }
 
+/// The kernel's fork records of `cpu`, into its ring: a process that lived between two
+/// drains is then known as the run's after /proc forgot it. Without them (a kernel that
+/// refuses), processes are looked up in /proc alone.
+fn open_forks(cpu: i32, ring: &Ring) -> Option<OwnedFd> {
+    members::open_forks(cpu, ring.fd())
+        .inspect_err(|e| log::debug!("no fork records on CPU {cpu}: {e}"))
+        .ok()
+}
+
 /// A span from `start` to `end` less `subtract` ns of the probes' own cost, half taken off
 /// each end (where in the two traps the timestamps fall is not known), and whether it was
 /// shorter than that and is made 0 long, at its middle.
@@ -656,6 +688,7 @@ fn without_probe_cost(start: i64, end: i64, subtract: Option<i64>) -> (i64, i64,
 
 enum Decoded {
     Hit(Hit),
+    Fork(Fork),
     /// `count` samples lost before `time` (the record's `sample_id_all` trailer).
     Lost {
         count: u64,
@@ -701,6 +734,7 @@ fn decode(record: &[u8], roles: &HashMap<u64, EventRole>) -> Option<Decoded> {
                 key,
             }))
         }
+        b::PERF_RECORD_FORK => Fork::read(record).map(Decoded::Fork),
         b::PERF_RECORD_LOST => {
             let _id = c.u64();
             let count = c.u64();

@@ -36,7 +36,7 @@ use super::waking::{self, StopBell};
 use super::{SchedSlice, SchedSource, SchedTimeline};
 use crate::perf_event::bindings as b;
 use crate::perf_event::cursor::{self, Cursor};
-use crate::perf_event::members::Membership;
+use crate::perf_event::members::{self, Fork, Membership};
 use crate::perf_event::{self, Ring};
 
 const SAMPLE_TYPE: u64 =
@@ -108,6 +108,8 @@ enum Event {
         tid: u32,
         target_cpu: u32,
     },
+    /// `Scope::Everyone`: the kernel made a task (whose it is, while /proc may not say).
+    Forked(Fork),
 }
 
 /// The id a context-switch record gives a thread whose id the kernel has already
@@ -369,6 +371,13 @@ fn open_for_everyone((switch, wakeup): (u64, u64)) -> Result<Opened, String> {
         let fd =
             perf_event::open(&mut tracepoint_attr(switch), -1, cpu).map_err(|e| refusal(&e))?;
         opened.add_cpu(fd, wakeup, cpu)?;
+        // A task that lived between two drains is known as the run's by its fork; where the
+        // kernel refuses them, tasks are looked up in /proc alone.
+        let ring = opened.rings.last().expect("add_cpu maps a ring");
+        match members::open_forks(cpu, ring.fd()) {
+            Ok(forks) => opened.others.push(forks),
+            Err(e) => log::debug!("no fork records on CPU {cpu}: {e}"),
+        }
     }
     Ok(opened)
 }
@@ -493,6 +502,11 @@ impl Trace {
                 self.hold(cpu, Holder::Run(tid));
                 if !matches!(self.threads.get(&tid), Some((State::Running, _))) {
                     self.enter(tid, State::Running, time);
+                }
+            }
+            Event::Forked(fork) => {
+                if let Scope::Everyone(members) = &mut self.scope {
+                    members.forked(fork);
                 }
             }
             Event::Wakeup { tid, target_cpu } => {
@@ -647,6 +661,7 @@ fn decode(record: &[u8], layout: &Layout) -> Option<Decoded> {
             let cpu = c.u32();
             Some(Decoded::Event(time, Event::SwitchIn { cpu, tid }))
         }
+        b::PERF_RECORD_FORK => Fork::read(record).map(|f| Decoded::Event(f.time, Event::Forked(f))),
         b::PERF_RECORD_LOST => {
             let _id = c.u64();
             Some(Decoded::Lost(c.u64()))
@@ -722,6 +737,39 @@ mod tests {
             .iter()
             .map(|s| (s.start_ns, s.on_cpu_ns, s.runnable_ns, s.by.as_str()))
             .collect()
+    }
+
+    /// Tasks unknown to /proc (ids above the kernel's largest), made while the run went:
+    /// their forks say whose they are, so a process that lived and was reaped between two
+    /// drains has its time on the CPU; one another process made has none.
+    #[test]
+    fn a_task_gone_from_proc_is_traced_by_its_fork() {
+        let (framelab, child, stranger) = (5_000_000, 5_000_001, 5_000_002);
+        let mut t = Trace::new(
+            layout(),
+            Vec::new(),
+            Vec::new(),
+            Scope::Everyone(Membership::new(framelab, Vec::new())),
+        );
+        let fork = |pid, ppid| {
+            Event::Forked(Fork {
+                pid,
+                ppid,
+                tid: pid,
+                time: 0,
+            })
+        };
+        t.apply(50, fork(child, framelab));
+        t.apply(60, fork(stranger, 5_000_099));
+        t.apply(100, switch(0, true, child, "app"));
+        t.apply(400, switch(child, true, stranger, "other"));
+        t.apply(700, switch(stranger, true, child, "app"));
+        t.apply(900, switch(child, false, 0, "swapper/0"));
+        t.close_all(900);
+        assert_eq!(
+            slices(&t),
+            [(100, 300, 0, ""), (400, 0, 300, "other"), (700, 200, 0, "")]
+        );
     }
 
     /// A kernel that drops switches out of the idle task: the thread's returns to the CPU

@@ -1196,6 +1196,39 @@ fn a_probed_run_is_in_the_html_page_a_perfetto_export_and_the_live_histograms() 
     assert_eq!(spans_of(&load(&back), "encode").len(), count);
 }
 
+/// Processes that live a millisecond and are reaped by their parent (a shell) before
+/// framelab drains the probes' rings: the kernel said at each fork that they were the
+/// run's, so no hit of theirs is dropped for /proc no longer knowing them.
+#[test]
+fn every_call_of_short_processes_reaped_before_a_drain_is_kept() {
+    if !uprobes_or_skip("every_call_of_short_processes_reaped_before_a_drain_is_kept") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), 2_000);
+    let file = temp_run(&dir, "short");
+    let probe = format!("encode={}:encode_frame", prog.display());
+    let processes = 40;
+    let script = format!(
+        "i=0; while [ $i -lt {processes} ]; do {} 5 /dev/null || exit 1; i=$((i+1)); done",
+        prog.display()
+    );
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&file)
+        .args(["--probe", &probe, "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let run = load(&file);
+    assert_eq!(
+        spans_of(&run, "encode").len(),
+        processes * 5,
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn a_bench_attaches_the_probes_given_once_to_every_run_of_every_variant() {
     if !uprobes_or_skip("a_bench_attaches_the_probes_given_once_to_every_run_of_every_variant") {
