@@ -19,36 +19,64 @@ pub fn log2_buckets(values: &[i64]) -> Vec<Bucket> {
 
 /// [`log2_buckets`] of values as they come.
 pub fn log2_buckets_of(values: impl Iterator<Item = i64>) -> Vec<Bucket> {
-    let mut negative = 0u64;
-    // Index 0: the value 0; index k ≥ 1: [2^(k-1), 2^k).
-    let mut counts = [0u64; 65];
-    for v in values {
-        if v < 0 {
-            negative += 1;
-        } else {
-            counts[(64 - (v as u64).leading_zeros()) as usize] += 1;
+    let mut counts = Log2Counts::default();
+    values.for_each(|v| counts.add(v));
+    counts.buckets()
+}
+
+/// Power-of-two buckets counted as the values come, none of them held.
+#[derive(Clone, Debug)]
+pub struct Log2Counts {
+    negative: u64,
+    /// Index 0: the value 0; index k ≥ 1: [2^(k-1), 2^k).
+    counts: [u64; 65],
+}
+
+impl Default for Log2Counts {
+    fn default() -> Log2Counts {
+        Log2Counts {
+            negative: 0,
+            counts: [0; 65],
         }
     }
-    let mut buckets = Vec::new();
-    if negative > 0 {
-        buckets.push(Bucket {
-            lo: None,
-            hi: Some(0),
-            count: negative,
-        });
+}
+
+impl Log2Counts {
+    pub fn add(&mut self, v: i64) {
+        if v < 0 {
+            self.negative += 1;
+        } else {
+            self.counts[(64 - (v as u64).leading_zeros()) as usize] += 1;
+        }
     }
-    for (k, &count) in counts.iter().enumerate() {
-        let (lo, hi) = match k {
-            0 => (0, 1),
-            _ => (1i64 << (k - 1), (1i64 << (k - 1)).saturating_mul(2)),
-        };
-        buckets.push(Bucket {
-            lo: Some(lo),
-            hi: Some(hi),
-            count,
-        });
+
+    pub fn is_empty(&self) -> bool {
+        self.negative == 0 && self.counts.iter().all(|&c| c == 0)
     }
-    buckets
+
+    /// Every bucket, empty ones included; negative values in one `(..., 0)` bucket first.
+    pub fn buckets(&self) -> Vec<Bucket> {
+        let mut buckets = Vec::new();
+        if self.negative > 0 {
+            buckets.push(Bucket {
+                lo: None,
+                hi: Some(0),
+                count: self.negative,
+            });
+        }
+        for (k, &count) in self.counts.iter().enumerate() {
+            let (lo, hi) = match k {
+                0 => (0, 1),
+                _ => (1i64 << (k - 1), (1i64 << (k - 1)).saturating_mul(2)),
+            };
+            buckets.push(Bucket {
+                lo: Some(lo),
+                hi: Some(hi),
+                count,
+            });
+        }
+        buckets
+    }
 }
 
 /// Linear buckets drawn at most, unless `--buckets` asks for a count: a step that would

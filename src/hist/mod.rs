@@ -5,15 +5,12 @@ pub mod bounds;
 pub mod figures;
 pub mod layout;
 pub mod live;
+mod streamed;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::analyze::compact::columns::Keep;
-use crate::analyze::compact::values::{with_ns, NsValues};
-use crate::analyze::compact::window::{end_order, measure};
-use crate::analyze::compact::{intervals_in_order, load_columns, values_in_order};
-use crate::analyze::frames::{intervals_ns, measure_run, Frames, NO_FRAME};
+use crate::analyze::frames::{intervals_ns, measure_run, Frames};
 use crate::analyze::pair::{pair_events, PairSpec};
 use crate::analyze::stats::Ns;
 use crate::model::{Histogram, Run, Span, SpanSource};
@@ -257,140 +254,6 @@ fn imported_names(run: &Run) -> String {
     format!(", and the imported histograms {}", names.join(", "))
 }
 
-/// A series as [`collect_from`] keeps it: u32 values where they fit.
-struct CompactSeries {
-    name: String,
-    values: NsValues,
-}
-
-/// What `--stage` asks for, checked against the run's stages.
-enum Wanted {
-    Total,
-    Interval,
-    /// Stage ids, in the order drawn.
-    Stages(Vec<usize>),
-}
-
-/// [`collect`] for any mode but `--pair`, from columns.
-fn collect_from(
-    head: &Run,
-    source: &dyn SpanSource,
-    opts: &HistOptions,
-) -> anyhow::Result<Vec<CompactSeries>> {
-    let no_by = |name: &str| -> anyhow::Result<()> {
-        if opts.by.is_some() {
-            anyhow::bail!("--by splits stages by thread or process; `{name}` spans threads, so it has no --by");
-        }
-        Ok(())
-    };
-    let wanted = match opts.stage.as_deref() {
-        Some("total") if !head.stages.iter().any(|s| s == "total") => {
-            no_by("total")?;
-            Wanted::Total
-        }
-        Some("interval") if !head.stages.iter().any(|s| s == "interval") => {
-            no_by("interval")?;
-            Wanted::Interval
-        }
-        Some(stage) => match head.stages.iter().position(|s| s == stage) {
-            Some(id) => Wanted::Stages(vec![id]),
-            None => anyhow::bail!(
-                "the run has no stage {stage:?}; it has {}, total and interval{}",
-                if head.stages.is_empty() {
-                    "none".to_string()
-                } else {
-                    head.stages.join(", ")
-                },
-                imported_names(head)
-            ),
-        },
-        None => Wanted::Stages((0..head.stages.len()).collect()),
-    };
-    let keep = Keep {
-        start: false,
-        thread: opts.by.is_some(),
-    };
-    let (columns, table) = load_columns(source, keep)?;
-    let (_, measured) = measure(&table, &columns, &head.meta);
-    let frame_series = |name: &str, values: NsValues| CompactSeries {
-        name: format!("@{name}"),
-        values,
-    };
-    let stages = match wanted {
-        Wanted::Total | Wanted::Interval => {
-            drop(columns);
-            let order = end_order(&table, &measured);
-            return Ok(vec![if matches!(wanted, Wanted::Total) {
-                frame_series("total", values_in_order(&order, |i| table.total_ns(i)))
-            } else {
-                frame_series("interval", intervals_in_order(&order, &table))
-            }]);
-        }
-        Wanted::Stages(stages) => stages,
-    };
-
-    // Series (stage, group) in the order drawn: stages as asked, groups by key.
-    let keys: Vec<Option<String>> = (0..head.threads.len() as u32)
-        .map(|t| thread_key(head, t, opts.by))
-        .collect();
-    let mut key_order: Vec<&Option<String>> = keys.iter().collect();
-    key_order.sort();
-    key_order.dedup();
-    let group_of_thread: Vec<usize> = (keys.iter())
-        .map(|k| key_order.binary_search(&k).unwrap_or(0))
-        .collect();
-    let groups = key_order.len().max(1);
-    let mut slot_of_stage = vec![usize::MAX; u16::MAX as usize + 1];
-    for (k, &stage) in stages.iter().enumerate() {
-        slot_of_stage[stage] = k * groups;
-    }
-    let series_of = |row: usize, stage: u16| -> Option<usize> {
-        let base = slot_of_stage[stage as usize];
-        let group = match &columns.thread {
-            Some(thread) => group_of_thread
-                .get(thread.get(row) as usize)
-                .copied()
-                .unwrap_or(0),
-            None => 0,
-        };
-        (base != usize::MAX).then_some(base + group)
-    };
-    let measured_rows = || {
-        (columns.frame.iter().zip(&columns.stage).enumerate())
-            .filter(|(_, (&f, _))| f != NO_FRAME && measured.in_window.get(f))
-            .filter_map(|(row, (_, &stage))| Some((row, series_of(row, stage)?)))
-    };
-    // Sized first, so each holds its values at the width they need.
-    let mut count = vec![0usize; stages.len() * groups];
-    let mut max = vec![0i64; stages.len() * groups];
-    for (row, k) in measured_rows() {
-        count[k] += 1;
-        max[k] = max[k].max(columns.dur.get(row));
-    }
-    let mut values: Vec<NsValues> = (count.iter().zip(&max))
-        .map(|(&n, &m)| NsValues::for_range(0, m, n))
-        .collect();
-    for (row, k) in measured_rows() {
-        values[k].push(columns.dur.get(row));
-    }
-    drop(columns);
-    let mut series = Vec::new();
-    for (k, values) in values.into_iter().enumerate() {
-        if values.is_empty() {
-            continue;
-        }
-        let stage = &head.stages[stages[k / groups]];
-        series.push(CompactSeries {
-            name: match key_order.get(k % groups) {
-                Some(Some(key)) => format!("@{stage}[{key}]"),
-                _ => format!("@{stage}"),
-            },
-            values,
-        });
-    }
-    Ok(series)
-}
-
 /// One series drawn in the chosen layout, as text (`hist --live`).
 pub fn render_series(series: &Series, linear: Option<&LinearSpec>) -> String {
     let chart = chart_of(&series.name, &series.values_ns, linear, None);
@@ -400,11 +263,16 @@ pub fn render_series(series: &Series, linear: Option<&LinearSpec>) -> String {
 /// A series' power-of-two buckets of whole µs, as drawn.
 fn span_drawn<T: Ns>(name: &str, values: &[T]) -> figures::Drawn {
     let us = values.iter().map(|&v| v.into().div_euclid(1000));
+    drawn_of(name, layout::log2_buckets_of(us))
+}
+
+/// A series drawn from its power-of-two buckets of whole µs.
+fn drawn_of(name: &str, buckets: Vec<crate::model::Bucket>) -> figures::Drawn {
     figures::Drawn {
         name: name.to_owned(),
         unit: "us".into(),
         unit_from: "",
-        buckets: layout::log2_buckets_of(us),
+        buckets,
         imported: false,
     }
 }
@@ -427,20 +295,22 @@ fn chart_of<T: Ns>(
     thresholds: Option<&figures::Thresholds>,
 ) -> BarChart {
     match linear {
-        None => {
-            let drawn = span_drawn(name, values);
-            let summary = thresholds
-                .filter(|t| !t.is_empty())
-                .map_or(Vec::new(), |t| {
-                    figures::summary(&figures::figures(&drawn, t))
-                });
-            BarChart {
-                title: title(name, " (µs)".into()),
-                summary,
-                bars: layout::bars(&drawn.buckets, &layout::label),
-            }
-        }
+        None => log2_chart(span_drawn(name, values), thresholds),
         Some(spec) => linear_chart(name, values, spec),
+    }
+}
+
+/// The power-of-two layout of `drawn`, with the figures `thresholds` ask for above it.
+fn log2_chart(drawn: figures::Drawn, thresholds: Option<&figures::Thresholds>) -> BarChart {
+    let summary = thresholds
+        .filter(|t| !t.is_empty())
+        .map_or(Vec::new(), |t| {
+            figures::summary(&figures::figures(&drawn, t))
+        });
+    BarChart {
+        title: title(&drawn.name, " (µs)".into()),
+        summary,
+        bars: layout::bars(&drawn.buckets, &layout::label),
     }
 }
 
@@ -534,10 +404,10 @@ fn all_drawn(
     }
     let (mut drawn, notes): (Vec<figures::Drawn>, Vec<String>) = match source {
         Some(source) if opts.pair.is_none() => (
-            collect_from(run, source, opts)?
+            streamed::collect_from(run, source, opts)?
                 .iter()
-                .filter(|s| !s.values.is_empty())
-                .map(|s| with_ns!(&s.values, v => span_drawn(&s.name, v)))
+                .filter(|s| !s.tally.is_empty())
+                .map(|s| s.tally.drawn(&s.name))
                 .collect(),
             Vec::new(),
         ),
@@ -683,11 +553,12 @@ fn document_from(
     if let Some(document) = imported_by_name(head, opts)? {
         return Ok(document);
     }
-    let parts: Vec<BarChart> = collect_from(head, source, opts)?
+    let parts: Vec<BarChart> = streamed::collect_from(head, source, opts)?
         .iter()
-        .filter(|s| !s.values.is_empty())
+        .filter(|s| !s.tally.is_empty())
         .map(|s| {
-            with_ns!(&s.values, v => chart_of(&s.name, v, opts.linear.as_ref(), Some(&opts.thresholds)))
+            s.tally
+                .chart(&s.name, opts.linear.as_ref(), Some(&opts.thresholds))
         })
         .collect();
     finish(head, opts, parts, Vec::new())

@@ -6,7 +6,7 @@
 //! read first (a start and an end, packed: about 8 bytes a frame, ids implicit while they
 //! count up), then the spans are read again for each thing they give ([`streamed`]) and
 //! each statistic's values are made, used and dropped in turn, u32 where they fit. Where
-//! that cannot be done (spans far out of order), and for `hist` and `whatif`, the spans
+//! that cannot be done (spans far out of order), and for `whatif`, the spans
 //! become columns (frame index, stage, packed duration and start, thread: about 15 bytes a
 //! span; start and thread dropped once the waits and busy time are taken from them). The
 //! HTML page reads the run as the report does, and keeps the frame table for its plots

@@ -243,16 +243,25 @@ fn facts(
 }
 
 /// Reads of the spans with each one's frame index, as the columns would hold it.
-struct SpanReader<'a> {
+pub struct SpanReader<'a> {
     table: &'a FrameTable,
     source: &'a dyn SpanSource,
     shared: Option<&'a (dyn SpanSource + Sync)>,
 }
 
-impl SpanReader<'_> {
+impl<'a> SpanReader<'a> {
+    /// Reads of `source`, whose frames `table` holds.
+    pub fn new(table: &'a FrameTable, source: &'a dyn SpanSource) -> SpanReader<'a> {
+        SpanReader {
+            table,
+            source,
+            shared: None,
+        }
+    }
+
     /// Every span in the run's order with its frame's index (NO_FRAME for a duration out of
     /// range); an error when a span's frame is not in the table (the run changed).
-    fn each(&self, visit: &mut dyn FnMut(&Span, u32)) -> anyhow::Result<()> {
+    pub fn each(&self, visit: &mut dyn FnMut(&Span, u32)) -> anyhow::Result<()> {
         let mut unknown = 0u64;
         self.source.for_each_spans(&mut |chunk| {
             for s in chunk {

@@ -30,6 +30,29 @@ impl MeasuredSpans {
         Ok(shape.map(|shape| MeasuredSpans { shape, scan: None }))
     }
 
+    /// [`MeasuredSpans::read`], the ids checked by a read of their own where the metadata
+    /// told the shape: ready for [`MeasuredSpans::is_measured`] on any read.
+    pub fn read_checked(
+        head: &Run,
+        source: &dyn SpanSource,
+    ) -> anyhow::Result<Option<MeasuredSpans>> {
+        let Some(mut measured) = MeasuredSpans::read(head, source)? else {
+            return Ok(None);
+        };
+        if measured.scan.is_some() {
+            let mut fits = true;
+            source.for_each_spans(&mut |chunk| {
+                fits = fits && chunk.iter().all(|s| measured.check(s));
+                Ok(())
+            })?;
+            if !fits {
+                return Ok(None);
+            }
+            measured.checked();
+        }
+        Ok(Some(measured))
+    }
+
     /// Takes each span of the caller's first read, in order, while the ids are not yet
     /// checked: false once a usable span's frame id is not above the one before.
     pub fn check(&mut self, s: &Span) -> bool {
