@@ -29,7 +29,7 @@ pub struct CompactSeries {
 /// as the spans are read.
 pub enum Tally {
     Values(NsValues),
-    Log2(layout::Log2Counts),
+    Log2(Box<layout::Log2Counts>),
 }
 
 impl Tally {
@@ -173,7 +173,7 @@ pub fn collect_from(
                     frameless.each(&mut |s| add_us(&mut counts, s.dur_ns))?;
                     return Ok(vec![CompactSeries {
                         name: "@total".to_owned(),
-                        tally: Tally::Log2(counts),
+                        tally: Tally::Log2(Box::new(counts)),
                     }]);
                 }
             };
@@ -192,7 +192,7 @@ pub fn collect_from(
                         );
                     }
                 }
-                Tally::Log2(counts)
+                Tally::Log2(Box::new(counts))
             } else {
                 let order = end_order(&table, &measured);
                 Tally::Values(if total {
@@ -242,7 +242,10 @@ pub fn collect_from(
                 add_us(&mut counts[k], s.dur_ns);
             }
         })?;
-        counts.into_iter().map(Tally::Log2).collect()
+        counts
+            .into_iter()
+            .map(|c| Tally::Log2(Box::new(c)))
+            .collect()
     } else {
         // Sized first, so each holds its values at the width they need.
         let (mut count, mut max) = (vec![0usize; slots], vec![0i64; slots]);
