@@ -836,17 +836,40 @@ impl Accounting {
         Some(exit.cpu_ns.max(t.last.own_ns()))
     }
 
-    /// A process that opened a ring: part of the tree unless it is a watched one.
+    /// A process that opened a ring or hit a probe: part of the tree unless it is a watched
+    /// one. One a watched process forked (a server's worker) is not the command's: its CPU
+    /// is the watched row's once that process reaps it.
     pub fn observe_instrumented(&mut self, pid: u32, now_ns: i64) {
         if self.procs.contains_key(&pid) || self.ended() {
             return;
         }
         let role = if self.watch.pids.contains(&pid) {
             ProcessRole::Watched
+        } else if self.below_watched(pid) {
+            return;
         } else {
             ProcessRole::Child
         };
         self.observe(pid, role, now_ns);
+    }
+
+    /// Whether an ancestor of `pid` below framelab is a watched process.
+    fn below_watched(&self, mut pid: u32) -> bool {
+        for _ in 0..64 {
+            let Some(stat) = self.procfs.stat(pid) else {
+                return false;
+            };
+            pid = stat.ppid;
+            if pid <= 1 || pid == self.collector_pid {
+                return false;
+            }
+            let watched = self.watch.pids.contains(&pid)
+                || (self.procs.get(&pid)).is_some_and(|t| t.role == ProcessRole::Watched);
+            if watched {
+                return true;
+            }
+        }
+        false
     }
 
     /// Whether `pid` or one of its ancestors below framelab is a leftover of an earlier run

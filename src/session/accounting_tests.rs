@@ -42,6 +42,34 @@ fn a_watched_process_counts_the_children_it_reaped_over_the_window() {
     );
 }
 
+/// A watched server's worker that hit a probe or opened a ring: its CPU is the server's
+/// (it reaps it), not a row of the command's beside it; the command's own child is.
+#[test]
+fn a_worker_forked_by_a_watched_process_is_not_the_commands_child() {
+    let mut world = World::new();
+    world.process(4242, "postgres", 'S', 77, [100, 0, 0, 0], 1);
+    world.process(CMD, "pgbench", 'S', COLLECTOR, [10, 0, 0, 0], 1);
+    let mut acc = world.opened(watching(4242, "db"), 1_000_000_000);
+    world.process(4300, "postgres", 'R', 4242, [3, 0, 0, 0], 1);
+    world.process(4301, "postgres", 'R', 4300, [1, 0, 0, 0], 1);
+    world.process(4400, "helper", 'R', CMD, [2, 0, 0, 0], 1);
+    for pid in [4300, 4301, 4400] {
+        acc.observe_instrumented(pid, 1_500_000_000);
+    }
+    acc.end_window(2_000_000_000, CMD);
+    let rows = acc.results();
+    let names: Vec<(&str, ProcessRole)> = rows.iter().map(|r| (r.name.as_str(), r.role)).collect();
+    assert_eq!(
+        names,
+        [
+            ("pgbench", ProcessRole::Command),
+            ("helper", ProcessRole::Child),
+            ("postgres", ProcessRole::Watched)
+        ],
+        "{rows:?}"
+    );
+}
+
 #[test]
 fn a_watched_pid_taken_by_another_process_is_not_followed() {
     let mut world = World::new();
