@@ -1,15 +1,13 @@
 //! Which tasks belong to a run, for events opened on every task of a CPU (scheduler
 //! switches, uprobes): the descendants of framelab (not framelab itself) and the watched
-//! processes. The kernel says who made each task as it makes it (`Forks`, in the same
-//! rings as the events), so a process that lived between two drains and is gone from /proc
-//! is still known; tasks older than the run are looked up once in /proc.
+//! processes. The kernel says who made each task as it makes it, and what it is named
+//! (`task_records`, in the same rings as the events), so a process that lived between two
+//! drains and is gone from /proc is still known, by name; tasks older than the run are
+//! looked up once in /proc.
 
 use std::collections::HashMap;
-use std::io;
-use std::os::fd::OwnedFd;
 
-use super::bindings as b;
-use super::cursor::{self, Cursor};
+use super::task_records::{Fork, TaskRecord};
 
 /// Which tasks belong to the run: each task looked up once (its `status`: thread group and
 /// parent), each process once (its parent chain, memoized), so a busy machine's many new
@@ -19,6 +17,9 @@ pub struct Membership {
     watched: Vec<u32>,
     tasks: HashMap<u32, bool>,
     processes: HashMap<u32, bool>,
+    /// The run's tasks made while it went, by thread id: their names as the kernel gave
+    /// them (a forked task has its maker's until it execs or renames itself).
+    names: HashMap<u32, String>,
 }
 
 impl Membership {
@@ -28,6 +29,7 @@ impl Membership {
             watched,
             tasks: HashMap::new(),
             processes: HashMap::new(),
+            names: HashMap::new(),
         }
     }
 
@@ -56,10 +58,21 @@ impl Membership {
         self.process(pid, None, 0)
     }
 
-    /// A task the kernel made: a process belongs when the one that forked it does, a
-    /// thread when its process does. What was known of its id before is another task's
-    /// (the id was freed and taken again).
-    pub fn forked(&mut self, fork: Fork) {
+    /// What the kernel said of a task: made (a process belongs when the one that forked
+    /// it does, a thread when its process does; what was known of its id before is
+    /// another task's, the id freed and taken again) or named.
+    pub fn learn(&mut self, record: &TaskRecord) {
+        match record {
+            TaskRecord::Fork(fork) => self.forked(fork),
+            TaskRecord::Comm { tid, name, .. } => {
+                if self.tasks.get(tid) == Some(&true) {
+                    self.names.insert(*tid, name.clone());
+                }
+            }
+        }
+    }
+
+    fn forked(&mut self, fork: &Fork) {
         let member = if fork.pid == fork.ppid {
             self.process(fork.pid, None, 0)
         } else {
@@ -70,6 +83,17 @@ impl Membership {
             member
         };
         self.tasks.insert(fork.tid, member);
+        self.names.remove(&fork.tid);
+        if member {
+            let maker =
+                (self.names.get(&fork.ptid).cloned()).or_else(|| task_name(fork.ppid, fork.ptid));
+            self.names.extend(maker.map(|name| (fork.tid, name)));
+        }
+    }
+
+    /// The name of a task of the run made while it went, as the kernel last gave it.
+    pub fn name(&self, tid: u32) -> Option<&str> {
+        self.names.get(&tid).map(String::as_str)
     }
 
     /// A process below framelab (not framelab itself) or a watched one, or below one.
@@ -91,6 +115,12 @@ impl Membership {
     }
 }
 
+/// A live task's name, from `/proc/PID/task/TID/comm`.
+fn task_name(pid: u32, tid: u32) -> Option<String> {
+    let name = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).ok()?;
+    Some(name.trim_end().to_owned())
+}
+
 /// A task's thread group and its process's parent, from `/proc/TID/status`.
 fn status_numbers(tid: u32) -> Option<(u32, u32)> {
     let text = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
@@ -101,53 +131,6 @@ fn status_numbers(tid: u32) -> Option<(u32, u32)> {
     Some((number("Tgid:")?, number("PPid:")?))
 }
 
-/// A `PERF_RECORD_FORK`: task `tid` of process `pid` was made by a thread of process `ppid`
-/// (`pid == ppid`: a new thread).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Fork {
-    pub pid: u32,
-    pub ppid: u32,
-    pub tid: u32,
-    /// CLOCK_MONOTONIC, as the events of `Forks::open` are timed.
-    pub time: u64,
-}
-
-impl Fork {
-    /// The fork a record tells of; `None` for any other record.
-    pub fn read(record: &[u8]) -> Option<Fork> {
-        let (kind, _) = cursor::header(record)?;
-        if kind != b::PERF_RECORD_FORK {
-            return None;
-        }
-        let mut c = Cursor::after_header(record);
-        let (pid, ppid, tid, _ptid) = (c.u32(), c.u32(), c.u32(), c.u32());
-        Some(Fork {
-            pid,
-            ppid,
-            tid,
-            time: c.u64(),
-        })
-    }
-}
-
-/// The kernel's fork records of every task made on one CPU, written into `ring`'s buffer
-/// (timed on CLOCK_MONOTONIC like the events there): a software event that never counts,
-/// opened only for its `task` records. Needs what opening events on every task needs.
-pub fn open_forks(cpu: i32, ring: &OwnedFd) -> io::Result<OwnedFd> {
-    // SAFETY: perf_event_attr is plain data; all-zero is its documented default.
-    let mut attr: b::perf_event_attr = unsafe { std::mem::zeroed() };
-    attr.size = std::mem::size_of::<b::perf_event_attr>() as u32;
-    attr.type_ = b::PERF_TYPE_SOFTWARE;
-    attr.config = b::PERF_COUNT_SW_DUMMY as u64;
-    attr.set_task(1);
-    attr.set_disabled(1);
-    attr.set_use_clockid(1);
-    attr.clockid = libc::CLOCK_MONOTONIC;
-    let fd = super::open(&mut attr, -1, cpu)?;
-    super::redirect(&fd, ring)?;
-    Ok(fd)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,11 +138,21 @@ mod tests {
     /// Ids above the kernel's largest pid (2^22): /proc knows none of them.
     const FRAMELAB: u32 = 5_000_000;
 
-    fn fork(pid: u32, ppid: u32, tid: u32) -> Fork {
-        Fork {
+    fn fork(pid: u32, ppid: u32, tid: u32, ptid: u32) -> TaskRecord {
+        TaskRecord::Fork(Fork {
             pid,
             ppid,
             tid,
+            ptid,
+            time: 0,
+        })
+    }
+
+    fn comm(tid: u32, name: &str) -> TaskRecord {
+        TaskRecord::Comm {
+            pid: tid,
+            tid,
+            name: name.into(),
             time: 0,
         }
     }
@@ -167,12 +160,12 @@ mod tests {
     #[test]
     fn tasks_gone_from_proc_belong_by_who_forked_them() {
         let mut run = Membership::new(FRAMELAB, vec![5_000_100]);
-        run.forked(fork(5_000_001, FRAMELAB, 5_000_001));
-        run.forked(fork(5_000_002, 5_000_001, 5_000_002));
-        run.forked(fork(5_000_002, 5_000_002, 5_000_003));
-        run.forked(fork(5_000_010, 5_000_100, 5_000_010));
-        run.forked(fork(5_000_020, 5_000_099, 5_000_020));
-        run.forked(fork(FRAMELAB, FRAMELAB, 5_000_030));
+        run.learn(&fork(5_000_001, FRAMELAB, 5_000_001, FRAMELAB));
+        run.learn(&fork(5_000_002, 5_000_001, 5_000_002, 5_000_001));
+        run.learn(&fork(5_000_002, 5_000_002, 5_000_003, 5_000_002));
+        run.learn(&fork(5_000_010, 5_000_100, 5_000_010, 5_000_100));
+        run.learn(&fork(5_000_020, 5_000_099, 5_000_020, 5_000_099));
+        run.learn(&fork(FRAMELAB, FRAMELAB, 5_000_030, FRAMELAB));
         for member in [5_000_001, 5_000_002, 5_000_010] {
             assert!(run.contains_process(member), "{member}");
         }
@@ -188,29 +181,31 @@ mod tests {
     #[test]
     fn an_id_taken_again_belongs_as_its_new_task_does() {
         let mut run = Membership::new(FRAMELAB, Vec::new());
-        run.forked(fork(5_000_001, FRAMELAB, 5_000_001));
+        run.learn(&fork(5_000_001, FRAMELAB, 5_000_001, FRAMELAB));
         assert!(run.contains_process(5_000_001));
-        run.forked(fork(5_000_001, 5_000_099, 5_000_001));
+        run.learn(&fork(5_000_001, 5_000_099, 5_000_001, 5_000_099));
         assert!(!run.contains_process(5_000_001));
         assert!(!run.contains(5_000_001));
     }
 
+    /// A forked task is named as its maker until it execs or renames itself; only the
+    /// run's tasks are named.
     #[test]
-    fn a_fork_record_reads_back() {
-        let mut record = vec![0u8; 8];
-        record[..4].copy_from_slice(&b::PERF_RECORD_FORK.to_ne_bytes());
-        for field in [7u32, 3, 8, 4] {
-            record.extend(field.to_ne_bytes());
-        }
-        record.extend(123_456u64.to_ne_bytes());
-        let size = record.len() as u16;
-        record[6..8].copy_from_slice(&size.to_ne_bytes());
-        let read = Fork::read(&record).unwrap();
-        assert_eq!(
-            (read.pid, read.ppid, read.tid, read.time),
-            (7, 3, 8, 123_456)
-        );
-        record[..4].copy_from_slice(&b::PERF_RECORD_EXIT.to_ne_bytes());
-        assert_eq!(Fork::read(&record), None);
+    fn the_runs_tasks_are_named_as_the_kernel_names_them() {
+        let mut run = Membership::new(FRAMELAB, Vec::new());
+        run.learn(&fork(5_000_001, FRAMELAB, 5_000_001, FRAMELAB));
+        run.learn(&comm(5_000_001, "sh"));
+        run.learn(&fork(5_000_002, 5_000_001, 5_000_002, 5_000_001));
+        assert_eq!(run.name(5_000_002), Some("sh"));
+        run.learn(&comm(5_000_002, "encoder"));
+        run.learn(&fork(5_000_002, 5_000_002, 5_000_003, 5_000_002));
+        assert_eq!(run.name(5_000_002), Some("encoder"));
+        assert_eq!(run.name(5_000_003), Some("encoder"));
+        run.learn(&fork(5_000_020, 5_000_099, 5_000_020, 5_000_099));
+        run.learn(&comm(5_000_020, "other"));
+        assert_eq!(run.name(5_000_020), None);
+        // Its id taken again by a task of another process: the old name goes.
+        run.learn(&fork(5_000_003, 5_000_099, 5_000_003, 5_000_099));
+        assert_eq!(run.name(5_000_003), None);
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod cursor;
 pub mod members;
+pub mod task_records;
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

@@ -15,7 +15,8 @@ use super::{locate, FrameSource, Kind, ProbeOptions, ProbePoint, ProbeRequest};
 use crate::model::ProbeFacts;
 use crate::perf_event::bindings as b;
 use crate::perf_event::cursor::{self, Cursor};
-use crate::perf_event::members::{self, Fork, Membership};
+use crate::perf_event::members::Membership;
+use crate::perf_event::task_records::{self, TaskRecord};
 use crate::perf_event::{self, Ring};
 use crate::sched::tracefs::Field;
 
@@ -70,8 +71,6 @@ enum Role {
     Frame,
     /// The kernel lost samples before this time (the count is the hit's `key`).
     Lost,
-    /// The kernel made task `tid` of process `pid`, forked by process `key`.
-    Fork,
 }
 
 /// What the kernel is asked to watch.
@@ -430,6 +429,12 @@ impl Recorder {
         Ok(())
     }
 
+    /// The name the kernel gave a task of the run made while it went (for one gone from
+    /// /proc by the time its first hit is drained).
+    pub fn task_name(&self, tid: u32) -> Option<&str> {
+        self.members.name(tid)
+    }
+
     /// The `--pair`s to make of the run's events.
     pub fn pairs(&self) -> &[crate::analyze::pair::StagePair] {
         &self.pairs
@@ -451,18 +456,12 @@ impl Recorder {
     /// Every span completed and every event since the last call.
     pub fn drain(&mut self) -> Drained {
         let mut batch = std::mem::take(&mut self.batch);
+        let mut tasks = Vec::new();
         let mut lost = 0;
         for ring in &mut self.rings {
             ring.for_each(|record| match decode(record, &self.roles) {
                 Some(Decoded::Hit(hit)) => batch.push(hit),
-                Some(Decoded::Fork(fork)) => batch.push(Hit {
-                    time: fork.time,
-                    role: Role::Fork,
-                    probe: 0,
-                    pid: fork.pid,
-                    tid: fork.tid,
-                    key: fork.ppid as u64,
-                }),
+                Some(Decoded::Task(task)) => tasks.push(task),
                 Some(Decoded::Lost { count, time }) => {
                     lost += count;
                     batch.push(Hit {
@@ -478,25 +477,18 @@ impl Recorder {
             });
         }
         self.lost += lost;
+        // Who made and named the tasks first, in time order (a child's fork may be on
+        // another CPU than its parent's): a task's hits come after its fork, and a pid
+        // taken again within one drain is too rare to order hits and forks together.
+        tasks.sort_by_key(TaskRecord::time);
+        tasks.iter().for_each(|task| self.members.learn(task));
         // Across CPUs in time order: a thread may return on another CPU than it entered.
         batch.sort_by_key(|h| h.time);
         let mut drained = Drained::default();
         for hit in batch.drain(..) {
-            match hit.role {
-                Role::Lost => {
-                    self.cut_open_calls();
-                    continue;
-                }
-                Role::Fork => {
-                    self.members.forked(Fork {
-                        pid: hit.pid,
-                        ppid: hit.key as u32,
-                        tid: hit.tid,
-                        time: hit.time,
-                    });
-                    continue;
-                }
-                _ => {}
+            if hit.role == Role::Lost {
+                self.cut_open_calls();
+                continue;
             }
             let any_task = hit.role != Role::Frame && self.probes[hit.probe].any_task;
             let of_run = self.members.contains_process(hit.pid);
@@ -578,7 +570,7 @@ impl Recorder {
                     None => probe.unmatched_returns += 1,
                 }
             }
-            Role::Frame | Role::Lost | Role::Fork => {}
+            Role::Frame | Role::Lost => {}
         }
     }
 
@@ -663,11 +655,11 @@ pub struct Finished {
     pub busiest_thread: Option<(u32, i64)>,
 }
 
-/// The kernel's fork records of `cpu`, into its ring: a process that lived between two
-/// drains is then known as the run's after /proc forgot it. Without them (a kernel that
-/// refuses), processes are looked up in /proc alone.
+/// The kernel's fork and name records of `cpu`, into its ring: a process that lived between
+/// two drains is then known as the run's, by name, after /proc forgot it. Without them (a
+/// kernel that refuses), processes are looked up in /proc alone.
 fn open_forks(cpu: i32, ring: &Ring) -> Option<OwnedFd> {
-    members::open_forks(cpu, ring.fd())
+    task_records::open(cpu, ring.fd())
         .inspect_err(|e| log::debug!("no fork records on CPU {cpu}: {e}"))
         .ok()
 }
@@ -688,7 +680,7 @@ fn without_probe_cost(start: i64, end: i64, subtract: Option<i64>) -> (i64, i64,
 
 enum Decoded {
     Hit(Hit),
-    Fork(Fork),
+    Task(TaskRecord),
     /// `count` samples lost before `time` (the record's `sample_id_all` trailer).
     Lost {
         count: u64,
@@ -734,7 +726,7 @@ fn decode(record: &[u8], roles: &HashMap<u64, EventRole>) -> Option<Decoded> {
                 key,
             }))
         }
-        b::PERF_RECORD_FORK => Fork::read(record).map(Decoded::Fork),
+        b::PERF_RECORD_FORK | b::PERF_RECORD_COMM => TaskRecord::read(record).map(Decoded::Task),
         b::PERF_RECORD_LOST => {
             let _id = c.u64();
             let count = c.u64();

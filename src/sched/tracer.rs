@@ -36,7 +36,8 @@ use super::waking::{self, StopBell};
 use super::{SchedSlice, SchedSource, SchedTimeline};
 use crate::perf_event::bindings as b;
 use crate::perf_event::cursor::{self, Cursor};
-use crate::perf_event::members::{self, Fork, Membership};
+use crate::perf_event::members::Membership;
+use crate::perf_event::task_records::{self, Fork, TaskRecord};
 use crate::perf_event::{self, Ring};
 
 const SAMPLE_TYPE: u64 =
@@ -374,7 +375,7 @@ fn open_for_everyone((switch, wakeup): (u64, u64)) -> Result<Opened, String> {
         // A task that lived between two drains is known as the run's by its fork; where the
         // kernel refuses them, tasks are looked up in /proc alone.
         let ring = opened.rings.last().expect("add_cpu maps a ring");
-        match members::open_forks(cpu, ring.fd()) {
+        match task_records::open(cpu, ring.fd()) {
             Ok(forks) => opened.others.push(forks),
             Err(e) => log::debug!("no fork records on CPU {cpu}: {e}"),
         }
@@ -506,7 +507,7 @@ impl Trace {
             }
             Event::Forked(fork) => {
                 if let Scope::Everyone(members) = &mut self.scope {
-                    members.forked(fork);
+                    members.learn(&TaskRecord::Fork(fork));
                 }
             }
             Event::Wakeup { tid, target_cpu } => {
@@ -661,7 +662,10 @@ fn decode(record: &[u8], layout: &Layout) -> Option<Decoded> {
             let cpu = c.u32();
             Some(Decoded::Event(time, Event::SwitchIn { cpu, tid }))
         }
-        b::PERF_RECORD_FORK => Fork::read(record).map(|f| Decoded::Event(f.time, Event::Forked(f))),
+        b::PERF_RECORD_FORK => match TaskRecord::read(record)? {
+            TaskRecord::Fork(f) => Some(Decoded::Event(f.time, Event::Forked(f))),
+            TaskRecord::Comm { .. } => None,
+        },
         b::PERF_RECORD_LOST => {
             let _id = c.u64();
             Some(Decoded::Lost(c.u64()))
@@ -756,6 +760,7 @@ mod tests {
                 pid,
                 ppid,
                 tid: pid,
+                ptid: ppid,
                 time: 0,
             })
         };

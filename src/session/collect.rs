@@ -705,8 +705,11 @@ impl Collector {
         if let Some(&index) = probes.threads.get(&(pid, tid)) {
             return Ok(index);
         }
+        // A task gone from /proc is named as the kernel's records named it.
         let name = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
             .map(|n| n.trim_end().to_owned())
+            .ok()
+            .or_else(|| probes.recorder.task_name(tid).map(str::to_owned))
             .unwrap_or_default();
         self.writer.send(Write::Thread(ThreadInfo {
             pid,

@@ -1198,7 +1198,8 @@ fn a_probed_run_is_in_the_html_page_a_perfetto_export_and_the_live_histograms() 
 
 /// Processes that live a millisecond and are reaped by their parent (a shell) before
 /// framelab drains the probes' rings: the kernel said at each fork that they were the
-/// run's, so no hit of theirs is dropped for /proc no longer knowing them.
+/// run's, and at each exec their name, so no hit of theirs is dropped or left unnamed for
+/// /proc no longer knowing them.
 #[test]
 fn every_call_of_short_processes_reaped_before_a_drain_is_kept() {
     if !uprobes_or_skip("every_call_of_short_processes_reaped_before_a_drain_is_kept") {
@@ -1227,6 +1228,11 @@ fn every_call_of_short_processes_reaped_before_a_drain_is_kept() {
         "{}",
         stderr(&out)
     );
+    // Each named as the kernel named it at its exec, though gone from /proc.
+    let threads: Vec<&str> = (spans_in_time_order(&run, "encode").iter())
+        .map(|s| run.threads[s.thread as usize].name.as_str())
+        .collect();
+    assert!(threads.iter().all(|&n| n == "prog"), "{threads:?}");
 }
 
 #[test]
