@@ -20,6 +20,11 @@ pub struct Membership {
     /// The run's tasks made while it went, by thread id: their names as the kernel gave
     /// them (a forked task has its maker's until it execs or renames itself).
     names: HashMap<u32, String>,
+    /// Tasks that exited (process, thread), forgotten a drain later (`drained`): their
+    /// last events may come after their exit record, and the maps hold only live tasks
+    /// however many the machine makes over a long run.
+    exited: Vec<(u32, u32)>,
+    exited_before: Vec<(u32, u32)>,
 }
 
 impl Membership {
@@ -30,6 +35,8 @@ impl Membership {
             tasks: HashMap::new(),
             processes: HashMap::new(),
             names: HashMap::new(),
+            exited: Vec::new(),
+            exited_before: Vec::new(),
         }
     }
 
@@ -69,7 +76,21 @@ impl Membership {
                     self.names.insert(*tid, name.clone());
                 }
             }
+            TaskRecord::Exit(task) => self.exited.push((task.pid, task.tid)),
         }
+    }
+
+    /// A drain's events are all taken: the tasks that exited before it are forgotten (a
+    /// fork since then made their ids another task's, which is kept).
+    pub fn drained(&mut self) {
+        for (pid, tid) in std::mem::take(&mut self.exited_before) {
+            self.tasks.remove(&tid);
+            self.names.remove(&tid);
+            if pid == tid {
+                self.processes.remove(&pid);
+            }
+        }
+        self.exited_before = std::mem::take(&mut self.exited);
     }
 
     fn forked(&mut self, fork: &Fork) {
@@ -84,6 +105,9 @@ impl Membership {
         };
         self.tasks.insert(fork.tid, member);
         self.names.remove(&fork.tid);
+        for exited in [&mut self.exited, &mut self.exited_before] {
+            exited.retain(|&(_, tid)| tid != fork.tid);
+        }
         if member {
             let maker =
                 (self.names.get(&fork.ptid).cloned()).or_else(|| task_name(fork.ppid, fork.ptid));
@@ -186,6 +210,39 @@ mod tests {
         run.learn(&fork(5_000_001, 5_000_099, 5_000_001, 5_000_099));
         assert!(!run.contains_process(5_000_001));
         assert!(!run.contains(5_000_001));
+    }
+
+    /// An exited task is known through the drain after its exit record (its last events
+    /// may follow the record), then forgotten: the maps hold live tasks only.
+    #[test]
+    fn exited_tasks_are_forgotten_a_drain_later() {
+        let mut run = Membership::new(FRAMELAB, Vec::new());
+        run.learn(&fork(5_000_001, FRAMELAB, 5_000_001, FRAMELAB));
+        run.learn(&comm(5_000_001, "prog"));
+        let exit = |pid, tid| {
+            TaskRecord::Exit(Fork {
+                pid,
+                ppid: FRAMELAB,
+                tid,
+                ptid: 0,
+                time: 0,
+            })
+        };
+        run.learn(&exit(5_000_001, 5_000_001));
+        run.drained();
+        assert!(run.contains_process(5_000_001));
+        assert_eq!(run.name(5_000_001), Some("prog"));
+        run.drained();
+        assert_eq!(run.name(5_000_001), None);
+        assert!(run.tasks.is_empty() && run.names.is_empty());
+        assert!(!run.processes.contains_key(&5_000_001));
+        // An id exited and taken again before the forgetting: the new task stays.
+        run.learn(&fork(5_000_002, FRAMELAB, 5_000_002, FRAMELAB));
+        run.learn(&exit(5_000_002, 5_000_002));
+        run.learn(&fork(5_000_002, FRAMELAB, 5_000_002, FRAMELAB));
+        run.drained();
+        run.drained();
+        assert!(run.contains(5_000_002));
     }
 
     /// A forked task is named as its maker until it execs or renames itself; only the

@@ -1,6 +1,7 @@
-//! What the kernel says of tasks as it makes and renames them, in the rings of the events
-//! opened on every task of a CPU: `PERF_RECORD_FORK` and `PERF_RECORD_COMM`, from a
-//! software event that never counts, opened only for them (`open`). A process that lived
+//! What the kernel says of tasks as it makes, renames and ends them, in the rings of the
+//! events opened on every task of a CPU: `PERF_RECORD_FORK`, `PERF_RECORD_COMM` and
+//! `PERF_RECORD_EXIT`, from a software event that never counts, opened only for them
+//! (`open`). A process that lived
 //! between two drains and is gone from /proc is then still known: who made it, its name.
 
 use std::io;
@@ -24,6 +25,8 @@ pub struct Fork {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TaskRecord {
     Fork(Fork),
+    /// Task `tid` of process `pid` exited (the fields as a fork's: `ppid` its parent).
+    Exit(Fork),
     /// Task `tid` took `name` (at an exec, or renaming itself).
     Comm {
         pid: u32,
@@ -42,15 +45,19 @@ impl TaskRecord {
         let (kind, _) = cursor::header(record)?;
         let mut c = Cursor::after_header(record);
         match kind {
-            b::PERF_RECORD_FORK => {
+            b::PERF_RECORD_FORK | b::PERF_RECORD_EXIT => {
                 let (pid, ppid, tid, ptid) = (c.u32(), c.u32(), c.u32(), c.u32());
-                Some(TaskRecord::Fork(Fork {
+                let task = Fork {
                     pid,
                     ppid,
                     tid,
                     ptid,
                     time: c.u64(),
-                }))
+                };
+                Some(match kind {
+                    b::PERF_RECORD_FORK => TaskRecord::Fork(task),
+                    _ => TaskRecord::Exit(task),
+                })
             }
             b::PERF_RECORD_COMM => {
                 let (pid, tid) = (c.u32(), c.u32());
@@ -70,7 +77,7 @@ impl TaskRecord {
 
     pub fn time(&self) -> u64 {
         match self {
-            TaskRecord::Fork(fork) => fork.time,
+            TaskRecord::Fork(task) | TaskRecord::Exit(task) => task.time,
             TaskRecord::Comm { time, .. } => *time,
         }
     }
@@ -127,6 +134,8 @@ mod tests {
             time: 123_456,
         };
         assert_eq!(fork, TaskRecord::Fork(expected));
+        let exit = TaskRecord::read(&record(b::PERF_RECORD_EXIT, &body)).unwrap();
+        assert_eq!(exit, TaskRecord::Exit(expected));
 
         let mut body = Vec::new();
         for field in [7u32, 8] {
@@ -144,6 +153,6 @@ mod tests {
                 time: 999
             }
         );
-        assert_eq!(TaskRecord::read(&record(b::PERF_RECORD_EXIT, &body)), None);
+        assert_eq!(TaskRecord::read(&record(b::PERF_RECORD_MMAP, &body)), None);
     }
 }

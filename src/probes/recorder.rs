@@ -498,6 +498,7 @@ impl Recorder {
             self.apply(hit, of_run, &mut drained);
         }
         self.batch = batch;
+        self.members.drained();
         drained
     }
 
@@ -726,7 +727,9 @@ fn decode(record: &[u8], roles: &HashMap<u64, EventRole>) -> Option<Decoded> {
                 key,
             }))
         }
-        b::PERF_RECORD_FORK | b::PERF_RECORD_COMM => TaskRecord::read(record).map(Decoded::Task),
+        b::PERF_RECORD_FORK | b::PERF_RECORD_COMM | b::PERF_RECORD_EXIT => {
+            TaskRecord::read(record).map(Decoded::Task)
+        }
         b::PERF_RECORD_LOST => {
             let _id = c.u64();
             let count = c.u64();

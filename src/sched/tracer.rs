@@ -109,8 +109,10 @@ enum Event {
         tid: u32,
         target_cpu: u32,
     },
-    /// `Scope::Everyone`: the kernel made a task (whose it is, while /proc may not say).
+    /// `Scope::Everyone`: the kernel made a task (whose it is, while /proc may not say),
+    /// or one ended (forgotten a drain later).
     Forked(Fork),
+    Exited(Fork),
 }
 
 /// The id a context-switch record gives a thread whose id the kernel has already
@@ -436,6 +438,9 @@ impl Trace {
             self.apply(time, event);
         }
         self.batch = batch;
+        if let Scope::Everyone(members) = &mut self.scope {
+            members.drained();
+        }
     }
 
     fn comm(&mut self, raw: [u8; 16]) -> Arc<str> {
@@ -505,9 +510,12 @@ impl Trace {
                     self.enter(tid, State::Running, time);
                 }
             }
-            Event::Forked(fork) => {
+            Event::Forked(task) | Event::Exited(task) => {
                 if let Scope::Everyone(members) = &mut self.scope {
-                    members.learn(&TaskRecord::Fork(fork));
+                    members.learn(&match event {
+                        Event::Forked(_) => TaskRecord::Fork(task),
+                        _ => TaskRecord::Exit(task),
+                    });
                 }
             }
             Event::Wakeup { tid, target_cpu } => {
@@ -662,8 +670,9 @@ fn decode(record: &[u8], layout: &Layout) -> Option<Decoded> {
             let cpu = c.u32();
             Some(Decoded::Event(time, Event::SwitchIn { cpu, tid }))
         }
-        b::PERF_RECORD_FORK => match TaskRecord::read(record)? {
+        b::PERF_RECORD_FORK | b::PERF_RECORD_EXIT => match TaskRecord::read(record)? {
             TaskRecord::Fork(f) => Some(Decoded::Event(f.time, Event::Forked(f))),
+            TaskRecord::Exit(f) => Some(Decoded::Event(f.time, Event::Exited(f))),
             TaskRecord::Comm { .. } => None,
         },
         b::PERF_RECORD_LOST => {
