@@ -134,7 +134,7 @@ enum Scope {
     /// already seen to switch.
     Cgroup,
     /// Every task's, each looked up in /proc.
-    Everyone(Membership),
+    Everyone(Box<Membership>),
 }
 
 /// What a CPU runs now: a task named by a switch, or a thread of the run that got it.
@@ -247,7 +247,7 @@ impl Tracer {
                 "kept for the run's cgroup by the kernel".to_owned(),
             ),
             Err(why) => (
-                Scope::Everyone(Membership::new(framelab, watched)),
+                Scope::Everyone(Box::new(Membership::new(framelab, watched))),
                 open_for_everyone(ids)?,
                 DRAIN_EVERY,
                 format!("every task's switches, the run's found in /proc ({why})"),
@@ -714,7 +714,12 @@ mod tests {
         for &t in members {
             run.set(t, true);
         }
-        Trace::new(layout(), Vec::new(), Vec::new(), Scope::Everyone(run))
+        Trace::new(
+            layout(),
+            Vec::new(),
+            Vec::new(),
+            Scope::Everyone(Box::new(run)),
+        )
     }
 
     /// What the run's cgroup's events give: only switches out of its tasks, and switches
@@ -762,7 +767,7 @@ mod tests {
             layout(),
             Vec::new(),
             Vec::new(),
-            Scope::Everyone(Membership::new(framelab, Vec::new())),
+            Scope::Everyone(Box::new(Membership::new(framelab, Vec::new()))),
         );
         let fork = |pid, ppid| {
             Event::Forked(Fork {
