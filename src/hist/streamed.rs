@@ -8,6 +8,7 @@ use super::layout::{self, LinearSpec};
 use super::{
     chart_of, drawn_of, figures, imported_names, log2_chart, span_drawn, thread_key, HistOptions,
 };
+use crate::analyze::compact::frameless::by_end::for_each_frame_by_end;
 use crate::analyze::compact::frameless::measured::MeasuredSpans;
 use crate::analyze::compact::streamed::SpanReader;
 use crate::analyze::compact::table::FrameTable;
@@ -87,10 +88,7 @@ impl<'a> MeasuredReads<'a> {
                 return Ok(MeasuredReads::Frameless(measured, source));
             }
         }
-        let (table, _) = read_frames(source)?;
-        let (_, measured) = measure_with(&table, &head.meta, &mut |visit| {
-            SpanReader::new(&table, source).each(&mut |s, frame| visit(frame, s.stage))
-        })?;
+        let (table, measured) = frame_table(head, source)?;
         Ok(MeasuredReads::Table(table, measured, source))
     }
 
@@ -121,6 +119,75 @@ enum Wanted {
     Interval,
     /// Stage ids, in the order drawn.
     Stages(Vec<usize>),
+}
+
+/// The frames read first, and which of them are measured.
+fn frame_table(
+    head: &Run,
+    source: &dyn SpanSource,
+) -> anyhow::Result<(FrameTable, MeasuredFrames)> {
+    let (table, _) = read_frames(source)?;
+    let (_, measured) = measure_with(&table, &head.meta, &mut |visit| {
+        SpanReader::new(&table, source).each(&mut |s, frame| visit(frame, s.stage))
+    })?;
+    Ok((table, measured))
+}
+
+/// The measured frames' totals (`total`) or the intervals between their ends, counted
+/// (`counted`) or as values. With one span a frame, counted without a frame table: a
+/// frame's total is its span's duration, and the ends come in order from one read and a
+/// small reordering buffer (the frame table's when they come too far out of order).
+fn frames_tally(
+    head: &Run,
+    source: &dyn SpanSource,
+    total: bool,
+    counted: bool,
+) -> anyhow::Result<Tally> {
+    let mut counts = layout::Log2Counts::default();
+    if let (true, MeasuredReads::Frameless(measured, _)) =
+        (counted, MeasuredReads::read(head, source, counted)?)
+    {
+        if total {
+            MeasuredReads::Frameless(measured, source)
+                .each(&mut |s| add_us(&mut counts, s.dur_ns))?;
+            return Ok(Tally::Log2(Box::new(counts)));
+        }
+        let mut last_end = None;
+        let in_order = for_each_frame_by_end(source, &mut |end_ns, _, id| {
+            if measured.is_measured_frame(end_ns, id) {
+                if let Some(last) = last_end {
+                    add_us(&mut counts, end_ns.saturating_sub(last));
+                }
+                last_end = Some(end_ns);
+            }
+        })?;
+        if in_order {
+            return Ok(Tally::Log2(Box::new(counts)));
+        }
+        counts = layout::Log2Counts::default();
+    }
+    let (table, measured) = frame_table(head, source)?;
+    if !counted {
+        let order = end_order(&table, &measured);
+        return Ok(Tally::Values(if total {
+            values_in_order(&order, |i| table.total_ns(i))
+        } else {
+            intervals_in_order(&order, &table)
+        }));
+    }
+    // Counted from the table: no values held, and totals in no order.
+    if total {
+        (measured.in_window.ones()).for_each(|i| add_us(&mut counts, table.total_ns(i)));
+    } else {
+        let order = end_order(&table, &measured);
+        for w in order.windows(2) {
+            add_us(
+                &mut counts,
+                table.end_ns(w[1]).saturating_sub(table.end_ns(w[0])),
+            );
+        }
+    }
+    Ok(Tally::Log2(Box::new(counts)))
 }
 
 /// [`collect`] for any mode but `--pair`, from columns.
@@ -165,46 +232,9 @@ pub fn collect_from(
     let stages = match wanted {
         Wanted::Total | Wanted::Interval => {
             let total = matches!(wanted, Wanted::Total);
-            let (table, measured) = match MeasuredReads::read(head, source, counted && total)? {
-                MeasuredReads::Table(table, measured, _) => (table, measured),
-                frameless => {
-                    // One span a frame: a frame's total is its span's duration.
-                    let mut counts = layout::Log2Counts::default();
-                    frameless.each(&mut |s| add_us(&mut counts, s.dur_ns))?;
-                    return Ok(vec![CompactSeries {
-                        name: "@total".to_owned(),
-                        tally: Tally::Log2(Box::new(counts)),
-                    }]);
-                }
-            };
-            let tally = if counted {
-                // Counted from the table: no values held, and totals in no order.
-                let mut counts = layout::Log2Counts::default();
-                if total {
-                    (measured.in_window.ones())
-                        .for_each(|i| add_us(&mut counts, table.total_ns(i)));
-                } else {
-                    let order = end_order(&table, &measured);
-                    for w in order.windows(2) {
-                        add_us(
-                            &mut counts,
-                            table.end_ns(w[1]).saturating_sub(table.end_ns(w[0])),
-                        );
-                    }
-                }
-                Tally::Log2(Box::new(counts))
-            } else {
-                let order = end_order(&table, &measured);
-                Tally::Values(if total {
-                    values_in_order(&order, |i| table.total_ns(i))
-                } else {
-                    intervals_in_order(&order, &table)
-                })
-            };
-            let name = if total { "@total" } else { "@interval" };
             return Ok(vec![CompactSeries {
-                name: name.to_owned(),
-                tally,
+                name: if total { "@total" } else { "@interval" }.to_owned(),
+                tally: frames_tally(head, source, total, counted)?,
             }]);
         }
         Wanted::Stages(stages) => stages,

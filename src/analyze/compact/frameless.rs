@@ -436,6 +436,12 @@ enum Place {
 }
 
 impl Shape {
+    /// Whether a frame (one span) that ends at `end_ns` is measured: [`Shape::place`]'s
+    /// `Measured`.
+    fn measured_end(&self, end_ns: i64, id: u64) -> bool {
+        (self.window.start_ns..=self.window.end_ns).contains(&end_ns) && !self.open.contains(&id)
+    }
+
     fn place(&self, s: &Span) -> Place {
         let end_ns = s.start_ns + s.dur_ns;
         if end_ns < self.window.start_ns {

@@ -7,12 +7,12 @@ use super::{completed, EndOrder, Ended, Scan, Stop};
 use crate::analyze::frames::out_of_range;
 use crate::model::SpanSource;
 
-/// Each frame of `source`'s run to `frame` as (end, total) in end order, then id; false
+/// Each frame of `source`'s run to `frame` as (end, total, id) in end order, then id; false
 /// (after some frames, maybe) when the run is not of one span a frame with ids counting up,
 /// or its frames come too far out of end order for the buffer.
 pub fn for_each_frame_by_end(
     source: &dyn SpanSource,
-    frame: &mut dyn FnMut(i64, i64),
+    frame: &mut dyn FnMut(i64, i64, u64),
 ) -> anyhow::Result<bool> {
     let mut scan = Scan::new(false);
     let mut order = EndOrder::default();
@@ -29,7 +29,7 @@ pub fn for_each_frame_by_end(
                 start_ns: s.start_ns,
             };
             if let Some(f) = order.push(ended)? {
-                frame(f.end_ns, f.total_ns());
+                frame(f.end_ns, f.total_ns(), f.id);
             }
         }
         Ok(())
@@ -39,7 +39,7 @@ pub fn for_each_frame_by_end(
     }
     loop {
         match order.release() {
-            Ok(Some(f)) => frame(f.end_ns, f.total_ns()),
+            Ok(Some(f)) => frame(f.end_ns, f.total_ns(), f.id),
             Ok(None) => return Ok(true),
             Err(Stop) => return Ok(false),
         }
@@ -54,7 +54,7 @@ mod tests {
 
     fn by_end(run: &crate::model::Run) -> Option<Vec<(i64, i64)>> {
         let mut frames = Vec::new();
-        let whole = for_each_frame_by_end(run, &mut |end, total| frames.push((end, total)));
+        let whole = for_each_frame_by_end(run, &mut |end, total, _| frames.push((end, total)));
         whole.unwrap().then_some(frames)
     }
 

@@ -74,6 +74,12 @@ impl MeasuredSpans {
         self.shape.spans
     }
 
+    /// Whether the frame of one span ending at `end_ns`, of id `id`, is measured (its span
+    /// in range).
+    pub fn is_measured_frame(&self, end_ns: i64, id: u64) -> bool {
+        self.shape.measured_end(end_ns, id)
+    }
+
     /// Whether `s` is the span of a measured frame.
     pub fn is_measured(&self, s: &Span) -> bool {
         !out_of_range(s.start_ns, s.dur_ns) && matches!(self.shape.place(s), Place::Measured(_))

@@ -164,7 +164,7 @@ fn frame_plots_of(source: &dyn SpanSource, n: usize) -> anyhow::Result<Option<By
     let intervals_n = n.saturating_sub(1);
     let mut intervals: Levels<(i64, i64)> = Levels::new(intervals_n, &sizes(intervals_n));
     let mut last_end_ns: Option<i64> = None;
-    let whole = by_end::for_each_frame_by_end(source, &mut |end_ns, total_ns| {
+    let whole = by_end::for_each_frame_by_end(source, &mut |end_ns, total_ns, _| {
         totals.add((end_ns, total_ns), total_ns as f64 / 1e3);
         if let Some(before) = last_end_ns.replace(end_ns) {
             let between = end_ns.saturating_sub(before);
