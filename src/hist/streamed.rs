@@ -190,7 +190,7 @@ fn frames_tally(
     Ok(Tally::Log2(Box::new(counts)))
 }
 
-/// [`collect`] for any mode but `--pair`, from columns.
+/// [`super::collect`] for any mode but `--pair`, from reads of `source`.
 pub fn collect_from(
     head: &Run,
     source: &dyn SpanSource,
