@@ -95,13 +95,7 @@ impl<'a> MeasuredReads<'a> {
     /// Every span of a measured frame, in the run's order.
     fn each(&self, visit: &mut dyn FnMut(&Span)) -> anyhow::Result<()> {
         match self {
-            MeasuredReads::Frameless(measured, source) => source.for_each_spans(&mut |chunk| {
-                chunk
-                    .iter()
-                    .filter(|s| measured.is_measured(s))
-                    .for_each(&mut *visit);
-                Ok(())
-            }),
+            MeasuredReads::Frameless(measured, source) => measured_spans(measured, *source, visit),
             MeasuredReads::Table(table, measured, source) => {
                 SpanReader::new(table, *source).each(&mut |s, frame| {
                     if frame != NO_FRAME && measured.in_window.get(frame) {
@@ -111,6 +105,21 @@ impl<'a> MeasuredReads<'a> {
             }
         }
     }
+}
+
+/// Every span of a measured frame of a run of one span a frame, in the run's order.
+fn measured_spans(
+    measured: &MeasuredSpans,
+    source: &dyn SpanSource,
+    visit: &mut dyn FnMut(&Span),
+) -> anyhow::Result<()> {
+    source.for_each_spans(&mut |chunk| {
+        chunk
+            .iter()
+            .filter(|s| measured.is_measured(s))
+            .for_each(&mut *visit);
+        Ok(())
+    })
 }
 
 /// What `--stage` asks for, checked against the run's stages.
@@ -134,37 +143,20 @@ fn frame_table(
 }
 
 /// The measured frames' totals (`total`) or the intervals between their ends, counted
-/// (`counted`) or as values. With one span a frame, counted without a frame table: a
-/// frame's total is its span's duration, and the ends come in order from one read and a
-/// small reordering buffer (the frame table's when they come too far out of order).
+/// (`counted`) or as values; counted without a frame table where the run has one span a
+/// frame ([`frameless_counts`]).
 fn frames_tally(
     head: &Run,
     source: &dyn SpanSource,
     total: bool,
     counted: bool,
 ) -> anyhow::Result<Tally> {
-    let mut counts = layout::Log2Counts::default();
-    if let (true, MeasuredReads::Frameless(measured, _)) =
-        (counted, MeasuredReads::read(head, source, counted)?)
-    {
-        if total {
-            MeasuredReads::Frameless(measured, source)
-                .each(&mut |s| add_us(&mut counts, s.dur_ns))?;
-            return Ok(Tally::Log2(Box::new(counts)));
-        }
-        let mut last_end = None;
-        let in_order = for_each_frame_by_end(source, &mut |end_ns, _, id| {
-            if measured.is_measured_frame(end_ns, id) {
-                if let Some(last) = last_end {
-                    add_us(&mut counts, end_ns.saturating_sub(last));
-                }
-                last_end = Some(end_ns);
+    if counted {
+        if let Some(measured) = MeasuredSpans::read_checked(head, source)? {
+            if let Some(counts) = frameless_counts(source, &measured, total)? {
+                return Ok(Tally::Log2(Box::new(counts)));
             }
-        })?;
-        if in_order {
-            return Ok(Tally::Log2(Box::new(counts)));
         }
-        counts = layout::Log2Counts::default();
     }
     let (table, measured) = frame_table(head, source)?;
     if !counted {
@@ -176,6 +168,7 @@ fn frames_tally(
         }));
     }
     // Counted from the table: no values held, and totals in no order.
+    let mut counts = layout::Log2Counts::default();
     if total {
         (measured.in_window.ones()).for_each(|i| add_us(&mut counts, table.total_ns(i)));
     } else {
@@ -188,6 +181,31 @@ fn frames_tally(
         }
     }
     Ok(Tally::Log2(Box::new(counts)))
+}
+
+/// [`frames_tally`]'s counts of a run of one span a frame: a frame's total is its span's
+/// duration; the ends come in order from one read and a small reordering buffer (`None`
+/// when they come too far out of order for it).
+fn frameless_counts(
+    source: &dyn SpanSource,
+    measured: &MeasuredSpans,
+    total: bool,
+) -> anyhow::Result<Option<layout::Log2Counts>> {
+    let mut counts = layout::Log2Counts::default();
+    if total {
+        measured_spans(measured, source, &mut |s| add_us(&mut counts, s.dur_ns))?;
+        return Ok(Some(counts));
+    }
+    let mut last_end = None;
+    let in_order = for_each_frame_by_end(source, &mut |end_ns, _, id| {
+        if measured.is_measured_frame(end_ns, id) {
+            if let Some(last) = last_end {
+                add_us(&mut counts, end_ns.saturating_sub(last));
+            }
+            last_end = Some(end_ns);
+        }
+    })?;
+    Ok(in_order.then_some(counts))
 }
 
 /// [`super::collect`] for any mode but `--pair`, from reads of `source`.

@@ -104,6 +104,14 @@ pub fn open(cpu: i32, ring: &OwnedFd) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// [`open`], or `None` where the kernel refuses it (said at debug level): the run's tasks
+/// are then looked up in /proc alone.
+pub fn open_or_none(cpu: i32, ring: &OwnedFd) -> Option<OwnedFd> {
+    open(cpu, ring)
+        .inspect_err(|e| log::debug!("no fork records on CPU {cpu}: {e}"))
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

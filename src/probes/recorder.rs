@@ -414,7 +414,10 @@ impl Recorder {
                     None => {
                         let mapped =
                             Ring::map(fd, RING_PAGES).map_err(|e| format!("cannot map: {e}"))?;
-                        self.others.extend(open_forks(cpu, &mapped));
+                        // A process that lived between two drains is known as the run's,
+                        // by name, after /proc forgot it.
+                        self.others
+                            .extend(task_records::open_or_none(cpu, mapped.fd()));
                         ring = Some(mapped);
                     }
                     Some(target) => {
@@ -654,15 +657,6 @@ pub struct Finished {
     pub lost: u64,
     /// The thread the probes cost most, and that cost in ns.
     pub busiest_thread: Option<(u32, i64)>,
-}
-
-/// The kernel's fork and name records of `cpu`, into its ring: a process that lived between
-/// two drains is then known as the run's, by name, after /proc forgot it. Without them (a
-/// kernel that refuses), processes are looked up in /proc alone.
-fn open_forks(cpu: i32, ring: &Ring) -> Option<OwnedFd> {
-    task_records::open(cpu, ring.fd())
-        .inspect_err(|e| log::debug!("no fork records on CPU {cpu}: {e}"))
-        .ok()
 }
 
 /// A span from `start` to `end` less `subtract` ns of the probes' own cost, half taken off

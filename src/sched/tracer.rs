@@ -110,9 +110,11 @@ enum Event {
         target_cpu: u32,
     },
     /// `Scope::Everyone`: the kernel made a task (whose it is, while /proc may not say),
-    /// or one ended (forgotten a drain later).
-    Forked(Fork),
-    Exited(Fork),
+    /// or one ended (`exited`: forgotten a drain later).
+    Task {
+        task: Fork,
+        exited: bool,
+    },
 }
 
 /// The id a context-switch record gives a thread whose id the kernel has already
@@ -133,7 +135,7 @@ enum Scope {
     /// The kernel's: switches of the run's cgroup only; a wakeup is kept for a thread
     /// already seen to switch.
     Cgroup,
-    /// Every task's, each looked up in /proc.
+    /// Every task's, the run's told by the kernel's fork records or looked up in /proc.
     Everyone(Box<Membership>),
 }
 
@@ -374,13 +376,11 @@ fn open_for_everyone((switch, wakeup): (u64, u64)) -> Result<Opened, String> {
         let fd =
             perf_event::open(&mut tracepoint_attr(switch), -1, cpu).map_err(|e| refusal(&e))?;
         opened.add_cpu(fd, wakeup, cpu)?;
-        // A task that lived between two drains is known as the run's by its fork; where the
-        // kernel refuses them, tasks are looked up in /proc alone.
+        // A task that lived between two drains is known as the run's by its fork.
         let ring = opened.rings.last().expect("add_cpu maps a ring");
-        match task_records::open(cpu, ring.fd()) {
-            Ok(forks) => opened.others.push(forks),
-            Err(e) => log::debug!("no fork records on CPU {cpu}: {e}"),
-        }
+        opened
+            .others
+            .extend(task_records::open_or_none(cpu, ring.fd()));
     }
     Ok(opened)
 }
@@ -510,11 +510,12 @@ impl Trace {
                     self.enter(tid, State::Running, time);
                 }
             }
-            Event::Forked(task) | Event::Exited(task) => {
+            Event::Task { task, exited } => {
                 if let Scope::Everyone(members) = &mut self.scope {
-                    members.learn(&match event {
-                        Event::Forked(_) => TaskRecord::Fork(task),
-                        _ => TaskRecord::Exit(task),
+                    members.learn(&if exited {
+                        TaskRecord::Exit(task)
+                    } else {
+                        TaskRecord::Fork(task)
                     });
                 }
             }
@@ -671,8 +672,17 @@ fn decode(record: &[u8], layout: &Layout) -> Option<Decoded> {
             Some(Decoded::Event(time, Event::SwitchIn { cpu, tid }))
         }
         b::PERF_RECORD_FORK | b::PERF_RECORD_EXIT => match TaskRecord::read(record)? {
-            TaskRecord::Fork(f) => Some(Decoded::Event(f.time, Event::Forked(f))),
-            TaskRecord::Exit(f) => Some(Decoded::Event(f.time, Event::Exited(f))),
+            TaskRecord::Fork(task) => Some(Decoded::Event(
+                task.time,
+                Event::Task {
+                    task,
+                    exited: false,
+                },
+            )),
+            TaskRecord::Exit(task) => Some(Decoded::Event(
+                task.time,
+                Event::Task { task, exited: true },
+            )),
             TaskRecord::Comm { .. } => None,
         },
         b::PERF_RECORD_LOST => {
@@ -769,14 +779,15 @@ mod tests {
             Vec::new(),
             Scope::Everyone(Box::new(Membership::new(framelab, Vec::new()))),
         );
-        let fork = |pid, ppid| {
-            Event::Forked(Fork {
+        let fork = |pid, ppid| Event::Task {
+            task: Fork {
                 pid,
                 ppid,
                 tid: pid,
                 ptid: ppid,
                 time: 0,
-            })
+            },
+            exited: false,
         };
         t.apply(50, fork(child, framelab));
         t.apply(60, fork(stranger, 5_000_099));
