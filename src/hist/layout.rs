@@ -159,7 +159,17 @@ pub fn linear(values: &[i64], spec: &LinearSpec) -> LinearBuckets {
 /// [`linear`] of values of either width.
 pub fn linear_of<T: Ns>(values: &[T], spec: &LinearSpec) -> LinearBuckets {
     let (Some(&min), Some(&max)) = (values.iter().min(), values.iter().max()) else {
-        return LinearBuckets {
+        return LinearBuckets::empty(spec);
+    };
+    let mut counter = LinearCounter::new(min.into(), max.into(), spec);
+    values.iter().for_each(|&v| counter.add(v.into()));
+    counter.finish()
+}
+
+impl LinearBuckets {
+    /// The buckets of no values.
+    pub fn empty(spec: &LinearSpec) -> LinearBuckets {
+        LinearBuckets {
             step_ns: spec.step_ns.unwrap_or(1).max(1),
             buckets: Vec::new(),
             lo_ns: 0,
@@ -167,108 +177,142 @@ pub fn linear_of<T: Ns>(values: &[T], spec: &LinearSpec) -> LinearBuckets {
             below: 0,
             above: 0,
             capped: None,
-        };
-    };
-    let (min, max): (i64, i64) = (min.into(), max.into());
-    let lo = i128::from(spec.min_ns.unwrap_or(min));
-    let end = spec.max_ns.map_or(i128::from(max) + 1, i128::from);
-    // (origin, count) of buckets `step` wide covering [lo, end).
-    let cover = |step: i128| {
-        let origin = if spec.min_ns.is_some() {
-            lo
-        } else {
-            lo.div_euclid(step) * step
-        };
-        let count = if end <= origin {
-            0
-        } else {
-            (end - origin + step - 1) / step
-        };
-        (origin, count)
-    };
-    let mut capped = None;
-    let (step, (origin, count)) = match spec.step_ns {
-        Some(asked) => {
-            let asked = i128::from(asked.max(1));
-            let (origin, count) = cover(asked);
-            let cap = i128::from(DEFAULT_MAX_BUCKETS);
-            if count <= cap {
-                (asked, (origin, count))
-            } else {
-                capped = Some(Capped {
-                    asked_step_ns: asked as i64,
-                    asked_buckets: count as u128,
-                });
-                let mut step = nice_step((end - lo + cap - 1) / cap);
-                // Aligning the first bucket down may need one more: widen again.
-                while cover(step).1 > cap && step < i128::from(i64::MAX) {
-                    step = nice_step(step + 1);
-                }
-                (step, cover(step))
-            }
         }
-        None => {
-            // N buckets: a whole number of ms or µs wide when they are at least 10 of it
-            // (readable bounds), starting at --min or at the smallest value rounded down.
-            let n = i128::from(spec.buckets.unwrap_or(DEFAULT_BUCKETS).max(1));
-            let rough = (end - lo).max(1) / n;
-            let unit = match rough {
-                r if r >= 10_000_000 => 1_000_000,
-                r if r >= 10_000 => 1_000,
-                _ => 1,
+    }
+}
+
+/// [`linear`]'s buckets counted as the values come, once their least and greatest value
+/// are known (the range and the step depend on them).
+#[derive(Clone, Debug)]
+pub struct LinearCounter {
+    step: i128,
+    origin: i128,
+    lo: i128,
+    end: i128,
+    /// The last bucket ends at `--max`.
+    max_given: bool,
+    counts: Vec<u64>,
+    below: u64,
+    above: u64,
+    capped: Option<Capped>,
+}
+
+impl LinearCounter {
+    /// The buckets `spec` asks for, for values from `min` to `max`.
+    pub fn new(min: i64, max: i64, spec: &LinearSpec) -> LinearCounter {
+        let lo = i128::from(spec.min_ns.unwrap_or(min));
+        let end = spec.max_ns.map_or(i128::from(max) + 1, i128::from);
+        // (origin, count) of buckets `step` wide covering [lo, end).
+        let cover = |step: i128| {
+            let origin = if spec.min_ns.is_some() {
+                lo
+            } else {
+                lo.div_euclid(step) * step
             };
-            let origin = match spec.min_ns {
-                Some(_) => lo,
-                None => lo.div_euclid(unit) * unit,
-            };
-            let range = (end - origin).max(1);
-            let step = ((range + n - 1) / n + unit - 1) / unit * unit;
-            let step = step.clamp(1, i128::from(i64::MAX));
             let count = if end <= origin {
                 0
             } else {
-                (range + step - 1) / step
+                (end - origin + step - 1) / step
             };
-            (step, (origin, count))
-        }
-    };
-    let mut counts = vec![0u64; count as usize];
-    let (mut below, mut above) = (0, 0);
-    for &v in values {
-        let v = i128::from(v.into());
-        if v < lo {
-            below += 1;
-        } else if v >= end {
-            above += 1;
-        } else {
-            counts[((v - origin) / step) as usize] += 1;
+            (origin, count)
+        };
+        let mut capped = None;
+        let (step, (origin, count)) = match spec.step_ns {
+            Some(asked) => {
+                let asked = i128::from(asked.max(1));
+                let (origin, count) = cover(asked);
+                let cap = i128::from(DEFAULT_MAX_BUCKETS);
+                if count <= cap {
+                    (asked, (origin, count))
+                } else {
+                    capped = Some(Capped {
+                        asked_step_ns: asked as i64,
+                        asked_buckets: count as u128,
+                    });
+                    let mut step = nice_step((end - lo + cap - 1) / cap);
+                    // Aligning the first bucket down may need one more: widen again.
+                    while cover(step).1 > cap && step < i128::from(i64::MAX) {
+                        step = nice_step(step + 1);
+                    }
+                    (step, cover(step))
+                }
+            }
+            None => {
+                // N buckets: a whole number of ms or µs wide when they are at least 10 of it
+                // (readable bounds), starting at --min or at the smallest value rounded down.
+                let n = i128::from(spec.buckets.unwrap_or(DEFAULT_BUCKETS).max(1));
+                let rough = (end - lo).max(1) / n;
+                let unit = match rough {
+                    r if r >= 10_000_000 => 1_000_000,
+                    r if r >= 10_000 => 1_000,
+                    _ => 1,
+                };
+                let origin = match spec.min_ns {
+                    Some(_) => lo,
+                    None => lo.div_euclid(unit) * unit,
+                };
+                let range = (end - origin).max(1);
+                let step = ((range + n - 1) / n + unit - 1) / unit * unit;
+                let step = step.clamp(1, i128::from(i64::MAX));
+                let count = if end <= origin {
+                    0
+                } else {
+                    (range + step - 1) / step
+                };
+                (step, (origin, count))
+            }
+        };
+        LinearCounter {
+            step,
+            origin,
+            lo,
+            end,
+            max_given: spec.max_ns.is_some(),
+            counts: vec![0; count as usize],
+            below: 0,
+            above: 0,
+            capped,
         }
     }
-    let clamp = |v: i128| v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
-    let buckets = counts
-        .into_iter()
-        .enumerate()
-        .map(|(i, count)| {
-            let from = origin + i as i128 * step;
-            Bucket {
-                lo: Some(clamp(from)),
-                // The last bucket ends at --max when one was given.
-                hi: Some(clamp(match spec.max_ns {
-                    Some(_) => (from + step).min(end),
-                    None => from + step,
-                })),
-                count,
-            }
-        })
-        .collect();
-    LinearBuckets {
-        step_ns: clamp(step),
-        buckets,
-        lo_ns: clamp(lo),
-        end_ns: clamp(end),
-        below,
-        above,
-        capped,
+
+    #[inline]
+    pub fn add(&mut self, v: i64) {
+        let v = i128::from(v);
+        if v < self.lo {
+            self.below += 1;
+        } else if v >= self.end {
+            self.above += 1;
+        } else {
+            self.counts[((v - self.origin) / self.step) as usize] += 1;
+        }
+    }
+
+    pub fn finish(self) -> LinearBuckets {
+        let clamp = |v: i128| v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+        let (origin, step, end) = (self.origin, self.step, self.end);
+        let buckets = (self.counts.into_iter().enumerate())
+            .map(|(i, count)| {
+                let from = origin + i as i128 * step;
+                Bucket {
+                    lo: Some(clamp(from)),
+                    // The last bucket ends at --max when one was given.
+                    hi: Some(clamp(match self.max_given {
+                        true => (from + step).min(end),
+                        false => from + step,
+                    })),
+                    count,
+                }
+            })
+            .collect();
+        LinearBuckets {
+            step_ns: clamp(step),
+            buckets,
+            lo_ns: clamp(self.lo),
+            end_ns: clamp(end),
+            below: self.below,
+            above: self.above,
+            capped: self.capped,
+        }
     }
 }
 
@@ -322,54 +366,41 @@ pub fn all_bars(shown: &[Bucket], label: &dyn Fn(&Bucket) -> String) -> Vec<Bar>
 }
 
 /// The statistics above a linear histogram, as the wayland-debug histogram tool prints
-/// them, in `unit` (`per_unit` ns each): the number of samples, min, max, mean, variance,
-/// standard deviation (both with n − 1) and median, of every value (those outside
-/// `--min`/`--max` included).
-pub fn summary_lines(values: &[i64], unit: &str, per_unit: f64) -> Vec<String> {
-    summary_lines_of(values, unit, per_unit)
+/// them: the number of samples, min, max, mean, variance, standard deviation (both with
+/// n − 1) and median, of every value (those outside `--min`/`--max` included).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub count: u64,
+    pub min: i64,
+    pub max: i64,
+    pub mean: f64,
+    pub variance: f64,
+    pub median: f64,
 }
 
-/// [`summary_lines`] of values of either width.
-pub fn summary_lines_of<T: Ns>(values: &[T], unit: &str, per_unit: f64) -> Vec<String> {
-    if values.is_empty() {
-        return vec!["NumSamples = 0".into()];
+impl Summary {
+    /// Its lines in `unit` (`per_unit` ns each); `None` for no values.
+    pub fn lines(summary: Option<&Summary>, unit: &str, per_unit: f64) -> Vec<String> {
+        let Some(s) = summary else {
+            return vec!["NumSamples = 0".into()];
+        };
+        let show = |ns: f64| format_value(ns / per_unit);
+        vec![
+            format!(
+                "NumSamples = {}; Min = {} {unit}; Max = {} {unit}",
+                s.count,
+                show(s.min as f64),
+                show(s.max as f64),
+            ),
+            format!(
+                "Mean = {} {unit}; Variance = {} {unit}²; SD = {} {unit}; Median = {} {unit}",
+                show(s.mean),
+                format_value(s.variance / (per_unit * per_unit)),
+                show(s.variance.sqrt()),
+                show(s.median),
+            ),
+        ]
     }
-    let n = values.len() as f64;
-    let mean = values.iter().map(|&v| v.into() as f64).sum::<f64>() / n;
-    let var = if values.len() > 1 {
-        values
-            .iter()
-            .map(|&v| (v.into() as f64 - mean).powi(2))
-            .sum::<f64>()
-            / (n - 1.0)
-    } else {
-        0.0
-    };
-    let mut sorted = values.to_vec();
-    sorted.sort_unstable();
-    let mid = sorted.len() / 2;
-    let at = |i: usize| -> f64 { sorted[i].into() as f64 };
-    let median = if sorted.len() % 2 == 1 {
-        at(mid)
-    } else {
-        (at(mid - 1) + at(mid)) / 2.0
-    };
-    let show = |ns: f64| format_value(ns / per_unit);
-    vec![
-        format!(
-            "NumSamples = {}; Min = {} {unit}; Max = {} {unit}",
-            values.len(),
-            show(at(0)),
-            show(at(sorted.len() - 1)),
-        ),
-        format!(
-            "Mean = {} {unit}; Variance = {} {unit}²; SD = {} {unit}; Median = {} {unit}",
-            show(mean),
-            format_value(var / (per_unit * per_unit)),
-            show(var.sqrt()),
-            show(median),
-        ),
-    ]
 }
 
 /// A duration in `unit` for a header line: `4.5 ms`.
@@ -508,7 +539,9 @@ mod tests {
 
     #[test]
     fn summary_statistics() {
-        let lines = summary_lines(&[1000, 2000, 3000, 4000], "µs", 1e3);
+        let figures =
+            crate::hist::passes::figures_of(&[1000i64, 2000, 3000, 4000], &LinearSpec::step(1000));
+        let lines = Summary::lines(figures.map(|f| f.summary).as_ref(), "µs", 1e3);
         assert_eq!(
             lines,
             [

@@ -5,6 +5,7 @@ pub mod bounds;
 pub mod figures;
 pub mod layout;
 pub mod live;
+mod passes;
 mod streamed;
 
 use std::collections::BTreeMap;
@@ -296,7 +297,7 @@ fn chart_of<T: Ns>(
 ) -> BarChart {
     match linear {
         None => log2_chart(span_drawn(name, values), thresholds),
-        Some(spec) => linear_chart(name, values, spec),
+        Some(spec) => linear_chart(name, passes::figures_of(values, spec).as_ref(), spec),
     }
 }
 
@@ -316,11 +317,16 @@ fn log2_chart(drawn: figures::Drawn, thresholds: Option<&figures::Thresholds>) -
 
 /// The linear layout: the statistics, what lies outside `--min`/`--max`, a note when the
 /// step was widened to keep the bucket count sane, then the buckets.
-fn linear_chart<T: Ns>(name: &str, values: &[T], spec: &LinearSpec) -> BarChart {
-    let b = layout::linear_of(values, spec);
+fn linear_chart(
+    name: &str,
+    figures: Option<&passes::LinearFigures>,
+    spec: &LinearSpec,
+) -> BarChart {
+    let empty = layout::LinearBuckets::empty(spec);
+    let b = figures.map_or(&empty, |f| &f.buckets);
     let (unit, per_unit) = layout::unit_for_step(b.step_ns);
     let show = |ns: i64| layout::show_ns(ns, unit, per_unit);
-    let mut summary = layout::summary_lines_of(values, unit, per_unit);
+    let mut summary = layout::Summary::lines(figures.map(|f| &f.summary), unit, per_unit);
     if spec.bounded() {
         let outside = b.below + b.above;
         let mut sides = Vec::new();
@@ -407,7 +413,7 @@ fn all_drawn(
             streamed::collect_from(run, source, opts)?
                 .iter()
                 .filter(|s| !s.tally.is_empty())
-                .map(|s| s.tally.drawn(&s.name))
+                .filter_map(|s| s.tally.drawn(&s.name))
                 .collect(),
             Vec::new(),
         ),
@@ -556,10 +562,7 @@ fn document_from(
     let parts: Vec<BarChart> = streamed::collect_from(head, source, opts)?
         .iter()
         .filter(|s| !s.tally.is_empty())
-        .map(|s| {
-            s.tally
-                .chart(&s.name, opts.linear.as_ref(), Some(&opts.thresholds))
-        })
+        .map(|s| s.tally.chart(&s.name, Some(&opts.thresholds)))
         .collect();
     finish(head, opts, parts, Vec::new())
 }

@@ -1,20 +1,18 @@
 //! A run's histograms from reads of its spans, none of them held: power-of-two buckets
-//! counted as the spans pass, or the values the linear layout's statistics need; which
+//! counted as the spans pass, or the linear layout's figures from a few reads; which
 //! spans are of measured frames is told by the run's shape where it has one span a frame,
 //! else by the frame table (a 10M-span run: 1 MiB at the peak, and 54 MiB with five stages,
 //! where the spans held as columns took 226 MiB).
 
 use super::layout::{self, LinearSpec};
-use super::{
-    chart_of, drawn_of, figures, imported_names, log2_chart, span_drawn, thread_key, HistOptions,
-};
+use super::passes::{self, LinearFigures};
+use super::{drawn_of, figures, imported_names, linear_chart, log2_chart, thread_key, HistOptions};
 use crate::analyze::compact::frameless::by_end::for_each_frame_by_end;
 use crate::analyze::compact::frameless::measured::MeasuredSpans;
+use crate::analyze::compact::read_frames;
 use crate::analyze::compact::streamed::SpanReader;
 use crate::analyze::compact::table::FrameTable;
-use crate::analyze::compact::values::{with_ns, NsValues};
 use crate::analyze::compact::window::{end_order, measure_with, MeasuredFrames};
-use crate::analyze::compact::{intervals_in_order, read_frames, values_in_order};
 use crate::analyze::frames::NO_FRAME;
 use crate::model::{Run, Span, SpanSource};
 use crate::render::document::BarChart;
@@ -25,40 +23,35 @@ pub struct CompactSeries {
     pub tally: Tally,
 }
 
-/// A series' spans as the layout drawn needs them: every value (u32 where they fit) for
-/// the linear layout's statistics; else only the power-of-two buckets of whole µs, counted
-/// as the spans are read.
+/// A series' spans as the layout drawn needs them, counted as they are read: the
+/// power-of-two buckets of whole µs, or the linear layout's figures (from a few reads).
 pub enum Tally {
-    Values(NsValues),
+    Linear(Option<Box<LinearFigures>>, LinearSpec),
     Log2(Box<layout::Log2Counts>),
 }
 
 impl Tally {
     pub fn is_empty(&self) -> bool {
         match self {
-            Tally::Values(values) => values.is_empty(),
+            Tally::Linear(figures, _) => figures.is_none(),
             Tally::Log2(counts) => counts.is_empty(),
         }
     }
 
     /// The series' chart: power-of-two buckets, with the figures `thresholds` ask for read
     /// from them; or the linear layout.
-    pub fn chart(
-        &self,
-        name: &str,
-        linear: Option<&LinearSpec>,
-        thresholds: Option<&figures::Thresholds>,
-    ) -> BarChart {
+    pub fn chart(&self, name: &str, thresholds: Option<&figures::Thresholds>) -> BarChart {
         match self {
-            Tally::Values(values) => with_ns!(values, v => chart_of(name, v, linear, thresholds)),
+            Tally::Linear(figures, spec) => linear_chart(name, figures.as_deref(), spec),
             Tally::Log2(counts) => log2_chart(drawn_of(name, counts.buckets()), thresholds),
         }
     }
 
-    pub fn drawn(&self, name: &str) -> figures::Drawn {
+    /// Its power-of-two buckets (`None` for the linear layout, which JSON does not show).
+    pub fn drawn(&self, name: &str) -> Option<figures::Drawn> {
         match self {
-            Tally::Values(values) => with_ns!(values, v => span_drawn(name, v)),
-            Tally::Log2(counts) => drawn_of(name, counts.buckets()),
+            Tally::Linear(..) => None,
+            Tally::Log2(counts) => Some(drawn_of(name, counts.buckets())),
         }
     }
 }
@@ -142,70 +135,88 @@ fn frame_table(
     Ok((table, measured))
 }
 
-/// The measured frames' totals (`total`) or the intervals between their ends, counted
-/// (`counted`) or as values; counted without a frame table where the run has one span a
-/// frame ([`frameless_counts`]).
+/// The measured frames' totals (`total`) or the intervals between their ends, in the
+/// layout `linear` asks for; read without a frame table where the run has one span a frame
+/// and its ends come in order enough ([`frameless_read`]).
 fn frames_tally(
     head: &Run,
     source: &dyn SpanSource,
     total: bool,
-    counted: bool,
+    linear: Option<&LinearSpec>,
 ) -> anyhow::Result<Tally> {
-    if counted {
-        if let Some(measured) = MeasuredSpans::read_checked(head, source)? {
-            if let Some(counts) = frameless_counts(source, &measured, total)? {
-                return Ok(Tally::Log2(Box::new(counts)));
-            }
+    if let Some(measured) = MeasuredSpans::read_checked(head, source)? {
+        let read =
+            &mut |visit: &mut dyn FnMut(i64)| frameless_read(source, &measured, total, visit);
+        if let Some(tally) = tally_reads(linear, read)? {
+            return Ok(tally);
         }
     }
     let (table, measured) = frame_table(head, source)?;
-    if !counted {
-        let order = end_order(&table, &measured);
-        return Ok(Tally::Values(if total {
-            values_in_order(&order, |i| table.total_ns(i))
+    let order = end_order(&table, &measured);
+    let read = &mut |visit: &mut dyn FnMut(i64)| {
+        if total {
+            order.iter().for_each(|&i| visit(table.total_ns(i)));
         } else {
-            intervals_in_order(&order, &table)
-        }));
-    }
-    // Counted from the table: no values held, and totals in no order.
-    let mut counts = layout::Log2Counts::default();
-    if total {
-        (measured.in_window.ones()).for_each(|i| add_us(&mut counts, table.total_ns(i)));
-    } else {
-        let order = end_order(&table, &measured);
-        for w in order.windows(2) {
-            add_us(
-                &mut counts,
-                table.end_ns(w[1]).saturating_sub(table.end_ns(w[0])),
-            );
+            for w in order.windows(2) {
+                visit(table.end_ns(w[1]).saturating_sub(table.end_ns(w[0])));
+            }
         }
-    }
-    Ok(Tally::Log2(Box::new(counts)))
+        Ok(true)
+    };
+    let tally = tally_reads(linear, read)?;
+    tally.ok_or_else(|| anyhow::anyhow!("the frame table's ends were read out of order"))
 }
 
-/// [`frames_tally`]'s counts of a run of one span a frame: a frame's total is its span's
-/// duration; the ends come in order from one read and a small reordering buffer (`None`
-/// when they come too far out of order for it).
-fn frameless_counts(
+/// The values `read` gives (as often as the layout needs), counted as `linear` asks;
+/// `None` when a read says it could not give them (`false`).
+fn tally_reads(
+    linear: Option<&LinearSpec>,
+    read: &mut dyn FnMut(&mut dyn FnMut(i64)) -> anyhow::Result<bool>,
+) -> anyhow::Result<Option<Tally>> {
+    let Some(spec) = linear else {
+        let mut counts = layout::Log2Counts::default();
+        let done = read(&mut |ns| add_us(&mut counts, ns))?;
+        return Ok(done.then(|| Tally::Log2(Box::new(counts))));
+    };
+    let mut refused = false;
+    let figures = passes::read_linear(1, spec, &mut |visit| {
+        refused = !read(&mut |ns| visit(0, ns))?;
+        match refused {
+            true => anyhow::bail!("read refused"),
+            false => Ok(()),
+        }
+    });
+    match (figures, refused) {
+        (_, true) => Ok(None),
+        (figures, false) => Ok(Some(Tally::Linear(
+            figures?.pop().flatten().map(Box::new),
+            *spec,
+        ))),
+    }
+}
+
+/// One read of [`frames_tally`]'s values from a run of one span a frame: a frame's total
+/// is its span's duration; the ends come in order from one read and a small reordering
+/// buffer (`false` when they come too far out of order for it).
+fn frameless_read(
     source: &dyn SpanSource,
     measured: &MeasuredSpans,
     total: bool,
-) -> anyhow::Result<Option<layout::Log2Counts>> {
-    let mut counts = layout::Log2Counts::default();
+    visit: &mut dyn FnMut(i64),
+) -> anyhow::Result<bool> {
     if total {
-        measured_spans(measured, source, &mut |s| add_us(&mut counts, s.dur_ns))?;
-        return Ok(Some(counts));
+        measured_spans(measured, source, &mut |s| visit(s.dur_ns))?;
+        return Ok(true);
     }
     let mut last_end = None;
-    let in_order = for_each_frame_by_end(source, &mut |end_ns, _, id| {
+    for_each_frame_by_end(source, &mut |end_ns, _, id| {
         if measured.is_measured_frame(end_ns, id) {
             if let Some(last) = last_end {
-                add_us(&mut counts, end_ns.saturating_sub(last));
+                visit(end_ns.saturating_sub(last));
             }
             last_end = Some(end_ns);
         }
-    })?;
-    Ok(in_order.then_some(counts))
+    })
 }
 
 /// [`super::collect`] for any mode but `--pair`, from reads of `source`.
@@ -244,15 +255,14 @@ pub fn collect_from(
         None => Wanted::Stages((0..head.stages.len()).collect()),
     };
     // Nothing of the spans is held but what is drawn: power-of-two buckets counted as
-    // they are read, or the values the linear layout's statistics need (a 10M-span run:
+    // they are read, or the linear layout's figures from a few reads (a 10M-span run:
     // 226 MiB at the peak when its spans were held as columns).
-    let counted = opts.linear.is_none();
     let stages = match wanted {
         Wanted::Total | Wanted::Interval => {
             let total = matches!(wanted, Wanted::Total);
             return Ok(vec![CompactSeries {
                 name: if total { "@total" } else { "@interval" }.to_owned(),
-                tally: frames_tally(head, source, total, counted)?,
+                tally: frames_tally(head, source, total, opts.linear.as_ref())?,
             }]);
         }
         Wanted::Stages(stages) => stages,
@@ -283,35 +293,30 @@ pub fn collect_from(
     };
     let reads = MeasuredReads::read(head, source, true)?;
     let slots = stages.len() * groups;
-    let tallies: Vec<Tally> = if counted {
-        let mut counts = vec![layout::Log2Counts::default(); slots];
-        reads.each(&mut |s| {
-            if let Some(k) = series_of(s) {
-                add_us(&mut counts[k], s.dur_ns);
-            }
-        })?;
-        counts
-            .into_iter()
-            .map(|c| Tally::Log2(Box::new(c)))
-            .collect()
-    } else {
-        // Sized first, so each holds its values at the width they need.
-        let (mut count, mut max) = (vec![0usize; slots], vec![0i64; slots]);
-        reads.each(&mut |s| {
-            if let Some(k) = series_of(s) {
-                count[k] += 1;
-                max[k] = max[k].max(s.dur_ns);
-            }
-        })?;
-        let mut values: Vec<NsValues> = (count.iter().zip(&max))
-            .map(|(&n, &m)| NsValues::for_range(0, m, n))
-            .collect();
-        reads.each(&mut |s| {
-            if let Some(k) = series_of(s) {
-                values[k].push(s.dur_ns);
-            }
-        })?;
-        values.into_iter().map(Tally::Values).collect()
+    let tallies: Vec<Tally> = match &opts.linear {
+        None => {
+            let mut counts = vec![layout::Log2Counts::default(); slots];
+            reads.each(&mut |s| {
+                if let Some(k) = series_of(s) {
+                    add_us(&mut counts[k], s.dur_ns);
+                }
+            })?;
+            (counts.into_iter())
+                .map(|c| Tally::Log2(Box::new(c)))
+                .collect()
+        }
+        Some(spec) => {
+            let figures = passes::read_linear(slots, spec, &mut |visit| {
+                reads.each(&mut |s| {
+                    if let Some(k) = series_of(s) {
+                        visit(k, s.dur_ns);
+                    }
+                })
+            })?;
+            (figures.into_iter())
+                .map(|f| Tally::Linear(f.map(Box::new), *spec))
+                .collect()
+        }
     };
     let mut series = Vec::new();
     for (k, tally) in tallies.into_iter().enumerate() {

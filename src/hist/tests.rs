@@ -171,7 +171,7 @@ fn the_outside_line_names_the_sides_with_values() {
         ..LinearSpec::default()
     };
     let line = |spec: LinearSpec| {
-        let chart = super::linear_chart("x", &values, &spec);
+        let chart = super::chart_of("x", &values, Some(&spec), None);
         let text = crate::render::chart::text(&chart, &crate::render::style::Style::default());
         text.lines()
             .find(|l| l.contains("outside of min/max"))
