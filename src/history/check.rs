@@ -181,20 +181,9 @@ fn check_one(series: &Series, direction: Direction, opts: &Options) -> Outcome {
     let (finite, left_out): (Vec<usize>, Vec<usize>) =
         (0..series.points.len()).partition(|&i| series.points[i].value.is_finite());
     let values: Vec<f64> = finite.iter().map(|&i| series.points[i].value).collect();
-    // Each series draws its own permutations, whichever others are checked with it.
-    let opts = Options {
-        seed: crate::stats::seed::derive_seed(
-            opts.seed,
-            &format!(
-                "{}\0{}\0{}",
-                series.metric,
-                series.machine,
-                series.branch.as_deref().unwrap_or("")
-            ),
-        ),
-        ..opts.clone()
-    };
-    let found = match detect(&values, &opts) {
+    // Every series draws the same permutations, whichever others are checked with it: two
+    // series equal up to scale (`load` and `cores`) get the same answer.
+    let found = match detect(&values, opts) {
         Ok(found) => found,
         Err(DetectError::TooFewPoints(t)) => {
             let unusable = match left_out.len() {

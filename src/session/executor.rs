@@ -43,6 +43,8 @@ pub struct Spawn<'a> {
 /// The command, started.
 pub struct Spawned {
     pub pid: u32,
+    /// CLOCK_MONOTONIC as it was about to exec (ns): where the run's clock starts.
+    pub exec_mono_ns: Option<i64>,
     /// With `--profile`: the profiler on the command, or why there is none (the run goes
     /// on unprofiled); `None` also where the child never got as far as its exec.
     pub profiler: Option<Result<Box<dyn RunProfiler>, String>>,
@@ -243,7 +245,7 @@ impl Executor for System {
             Some(Ok(hold)) => Some(hold.child_ends()),
             _ => None,
         };
-        let pid = launch::spawn(
+        let launched = launch::spawn(
             spawn.argv,
             spawn.env,
             spawn.cpus,
@@ -258,8 +260,10 @@ impl Executor for System {
         });
         let profiler = profiler
             .map(|started| started.map(|profiler| Box::new(profiler) as Box<dyn RunProfiler>));
+        let launched = launched?;
         Ok(Spawned {
-            pid: pid?,
+            pid: launched.pid,
+            exec_mono_ns: launched.exec_mono_ns,
             profiler,
         })
     }

@@ -487,6 +487,7 @@ impl Executor for MockExecutor {
         });
         Ok(Spawned {
             pid: COMMAND_PID,
+            exec_mono_ns: None,
             profiler,
         })
     }

@@ -131,6 +131,15 @@ fn is_executable(meta: &std::fs::Metadata) -> bool {
     meta.is_file() && meta.permissions().mode() & 0o111 != 0
 }
 
+/// A process started by [`spawn`].
+pub struct Launched {
+    pub pid: u32,
+    /// CLOCK_MONOTONIC as the child was about to exec (ns), read in the child: after it
+    /// joined the run's group, which took 10-25 ms on a loaded 2-core VM (against 2-6 ms
+    /// for the whole launch without a cgroup). `None` where it could not be passed back.
+    pub exec_mono_ns: Option<i64>,
+}
+
 /// Spawns `argv` in a new process group with `env` added, pinned to `cpus` unless empty,
 /// its stdout and stderr as `stdio` says (inherited unless captured), in the run's group
 /// (`join`: before exec, so all it starts is born there). It dies with framelab if framelab
@@ -142,7 +151,7 @@ pub fn spawn(
     stdio: super::output::ChildStdio,
     hold: Option<super::hold::ChildEnds>,
     join: super::rungroup::Placement,
-) -> Result<u32> {
+) -> Result<Launched> {
     let mut command = Command::new(&argv[0]);
     command.args(&argv[1..]);
     if let Some(out) = stdio.stdout {
@@ -156,6 +165,8 @@ pub fn spawn(
     }
     // Built before fork: nothing may allocate between fork and exec.
     let affinity = cpu_set(cpus)?;
+    let exec_time = ExecTime::pipe();
+    let tell_exec_time = exec_time.as_ref().map(|t| t.write_fd);
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         command.pre_exec(move || {
@@ -171,12 +182,21 @@ pub fn spawn(
             if let Some(hold) = &hold {
                 hold.wait_in_child();
             }
+            if let Some(fd) = tell_exec_time {
+                ExecTime::tell_in_child(fd);
+            }
             Ok(())
         });
     }
-    match command.spawn() {
+    let spawned = command.spawn();
+    // The spawn returns once the child has exec'd: its time is in the pipe by then.
+    let exec_mono_ns = exec_time.and_then(ExecTime::read);
+    match spawned {
         // The handle is dropped on purpose: framelab reaps with wait4 to get rusage.
-        Ok(child) => Ok(child.id()),
+        Ok(child) => Ok(Launched {
+            pid: child.id(),
+            exec_mono_ns,
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => match found(&argv[0]) {
             Some(path) => bail!("{}", what_runs_it_is_missing(&argv[0], &path)),
             None => bail!("command not found: '{}' ({e})", argv[0]),
@@ -188,6 +208,45 @@ pub fn spawn(
             )
         }
         Err(e) => bail!("cannot start '{}': {e}", argv[0]),
+    }
+}
+
+/// A pipe through which the child tells when it execs (both ends close on exec).
+struct ExecTime {
+    read_fd: i32,
+    write_fd: i32,
+}
+
+impl ExecTime {
+    fn pipe() -> Option<ExecTime> {
+        let mut fds = [0i32; 2];
+        // SAFETY: pipe2 writes two descriptors into `fds`.
+        let made = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == 0;
+        made.then_some(ExecTime {
+            read_fd: fds[0],
+            write_fd: fds[1],
+        })
+    }
+
+    /// In the child, between fork and exec: async-signal-safe calls only.
+    fn tell_in_child(fd: i32) {
+        let now = framelab_probe::monotonic_ns().to_ne_bytes();
+        // SAFETY: writes 8 bytes from a live buffer; a failure only loses the time.
+        unsafe { libc::write(fd, now.as_ptr().cast(), now.len()) };
+    }
+
+    /// The child's time, once it has exec'd (or failed to); closes the pipe.
+    fn read(self) -> Option<i64> {
+        let mut bytes = [0u8; 8];
+        // SAFETY: both descriptors are this pipe's, closed once here; `read` fills at
+        // most 8 bytes of `bytes`.
+        let n = unsafe {
+            libc::close(self.write_fd);
+            let n = libc::read(self.read_fd, bytes.as_mut_ptr().cast(), bytes.len());
+            libc::close(self.read_fd);
+            n
+        };
+        (n == 8).then(|| u64::from_ne_bytes(bytes) as i64)
     }
 }
 

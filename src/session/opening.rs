@@ -33,6 +33,16 @@ pub fn window_due(
     before_the_end.then_some(due)
 }
 
+/// When the window will open (ns after launch), where that is known ahead: a warmup in
+/// time, counted from the launch or from a first frame already seen. `None` with
+/// `--warmup-frames` (frame N+1 tells) and while a first frame is awaited.
+pub fn opens_at(window: &WindowOptions, first_span_ns: Option<i64>) -> Option<i64> {
+    match due_after_warmup(window, i64::MAX, first_span_ns, None)? {
+        (_, true) => None,
+        (start_ns, false) => Some(start_ns),
+    }
+}
+
 fn due_after_warmup(
     window: &WindowOptions,
     now_ns: i64,

@@ -47,6 +47,7 @@ impl ServiceStreams {
             stderr: Some(Stdio::from(err_write)),
         };
         let pid = launch::spawn(&spec.argv, env, &spec.cpus, stdio, None, join)
+            .map(|launched| launched.pid)
             .map_err(|e| anyhow::anyhow!("--service {name}: {e}"))?;
         let (tell, told) = mpsc::channel();
         let line_ready = match &spec.ready {

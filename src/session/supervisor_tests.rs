@@ -41,6 +41,8 @@ struct Recorded {
     sweeps_elsewhere: bool,
     /// `reaps_done` calls, each after the events then recorded.
     reaps_done_after: Vec<usize>,
+    /// When the window was opened (or opened again).
+    opened_at: Vec<i64>,
 }
 
 impl Recording for Recorded {
@@ -75,9 +77,11 @@ impl Recording for Recorded {
     }
     fn open_window(&mut self, _pid: u32, start_ns: i64) {
         self.events.push(format!("open {start_ns}"));
+        self.opened_at.push(self.now_ns);
     }
     fn reopen_window(&mut self, _pid: u32, start_ns: i64) {
         self.events.push(format!("reopen {start_ns}"));
+        self.opened_at.push(self.now_ns);
     }
     fn close_window(&mut self, _pid: u32, reason: EndReason) {
         self.events.push(format!("close {reason:?}"));
@@ -1204,6 +1208,31 @@ fn until_the_window_opens_for_good_the_ticks_keep_the_readings_beat() {
         in_ms(&rec.sampled_at),
         [50, 100, 150, 200, 250, 300, 350, 400, 500, 750, 1000, 1100]
     );
+}
+
+#[test]
+fn a_window_whose_start_is_known_ahead_opens_at_it_not_at_the_next_reading() {
+    // 330 ms after the first span (at 100 ms): between two readings of the 50 ms beat.
+    for sweeps_elsewhere in [false, true] {
+        let rec = Recorded {
+            sweeps_elsewhere,
+            first_span_ns: Some(100_000_000),
+            ..Recorded::default()
+        };
+        let rec = spilling_run(rec, |window| {
+            window.warmup = Duration::from_millis(330);
+            window.warmup_from = crate::model::WarmupFrom::FirstFrame;
+        });
+        assert_eq!(
+            rec.events.first().map(String::as_str),
+            Some("open 430000000")
+        );
+        assert_eq!(
+            in_ms(&rec.opened_at),
+            [430],
+            "sweeps elsewhere: {sweeps_elsewhere}"
+        );
+    }
 }
 
 /// Neither the run file nor its journal is left.

@@ -48,10 +48,11 @@ fn document(report: &CheckReport) -> Document {
             ),
         },
         Block::Detail(format!(
-            "E-divisive means, p ≤ {} by {} permutations, at least {} points a side, changes \
-             under {}% not reported",
+            "E-divisive means, p ≤ {} by {} permutations ({} near it), at least {} points a \
+             side, changes under {}% not reported",
             m.significance,
             m.permutations,
+            crate::history::changepoint::second_look(m.permutations),
             m.min_segment,
             m.min_relative_change * 100.0,
         )),
