@@ -33,8 +33,18 @@ pub fn significance_reachable(runs_a: usize, runs_b: usize, family: usize, alpha
     smallest_p(runs_a, runs_b) * (family.max(1) as f64) < alpha
 }
 
-/// Past this many more runs a side the estimate says "many" instead of a number.
+/// Past this many more runs a side no number is advised: none would be practical.
 const MAX_MORE_RUNS: f64 = 1000.0;
+
+/// What [`more_runs`] can say.
+#[derive(Debug)]
+enum MoreRuns {
+    About(u32),
+    /// More than [`MAX_MORE_RUNS`] a side.
+    Impractical,
+    /// The estimate sits on the band's edge, or the interval is unusable.
+    Unknown,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -115,11 +125,14 @@ pub fn decide(input: &VerdictInput) -> Verdict {
                  improved or regressed at least {for_significance} {}",
                 judged_as(input)
             ),
-            more_runs: Some(
-                more_runs(input, fewest)
-                    .unwrap_or(0)
-                    .max((MIN_RUNS_FOR_VERDICT - fewest) as u32),
-            ),
+            more_runs: {
+                let fewest_more = (MIN_RUNS_FOR_VERDICT - fewest) as u32;
+                match estimate_more_runs(input, fewest) {
+                    MoreRuns::About(n) => Some(n.max(fewest_more)),
+                    MoreRuns::Impractical => None,
+                    MoreRuns::Unknown => Some(fewest_more),
+                }
+            },
         };
     }
     if !(input.low.is_finite() || input.high.is_finite()) || input.low.is_nan() {
@@ -220,9 +233,12 @@ pub fn decide(input: &VerdictInput) -> Verdict {
         (for_significance.saturating_sub(fewest) as u32).min(if outside { u32::MAX } else { 0 });
     Verdict::Inconclusive {
         reason,
-        more_runs: more_runs(input, fewest)
-            .map(|m| m.max(for_p))
-            .or((for_p > 0).then_some(for_p)),
+        // Beyond any practical number, none is advised (not the runs Holm needs alone).
+        more_runs: match estimate_more_runs(input, fewest) {
+            MoreRuns::About(n) => Some(n.max(for_p)),
+            MoreRuns::Impractical => None,
+            MoreRuns::Unknown => (for_p > 0).then_some(for_p),
+        },
     }
 }
 
@@ -231,20 +247,30 @@ pub fn decide(input: &VerdictInput) -> Verdict {
 /// estimate is outside it, inside when it is inside. On a log scale, where ratios are
 /// symmetric. `None` when the estimate sits on the band's edge or the interval is unusable.
 pub fn more_runs(input: &VerdictInput, runs: usize) -> Option<u32> {
+    match estimate_more_runs(input, runs) {
+        MoreRuns::About(n) => Some(n),
+        MoreRuns::Impractical | MoreRuns::Unknown => None,
+    }
+}
+
+fn estimate_more_runs(input: &VerdictInput, runs: usize) -> MoreRuns {
     let (low, high, ratio) = (input.low, input.high, input.ratio);
     if !(low > 0.0 && high.is_finite() && ratio > 0.0 && ratio.is_finite() && runs > 0) {
-        return None;
+        return MoreRuns::Unknown;
     }
     let half_width = (high.ln() - low.ln()) / 2.0;
     let effect = ratio.ln().abs();
     let edge = (1.0 + input.noise).ln();
     let margin = (effect - edge).abs();
     if margin < 1e-9 {
-        return None;
+        return MoreRuns::Unknown;
     }
     let needed = runs as f64 * (half_width / margin).powi(2);
     let more = (needed - runs as f64).ceil().max(1.0);
-    (more <= MAX_MORE_RUNS).then_some(more as u32)
+    match more <= MAX_MORE_RUNS {
+        true => MoreRuns::About(more as u32),
+        false => MoreRuns::Impractical,
+    }
 }
 
 /// How the metric is judged, for reasons: "as the primary metric, tested alone", "with 13
@@ -429,6 +455,27 @@ mod tests {
             ..cpu
         };
         assert_eq!(decide(&flat), Verdict::Equivalent);
+    }
+
+    #[test]
+    fn no_number_of_runs_is_advised_past_any_practical_one() {
+        // 4 runs a side behind a primary metric, Holm needing more: an estimate of about
+        // 2000 runs was printed as "about 1 more run a side".
+        let cpu = VerdictInput {
+            runs_baseline: 4,
+            runs_variant: 4,
+            family: 3,
+            gate: Gate::After {
+                primary: "fps",
+                primary_p: 0.01,
+            },
+            ..input(1.026, 0.906, 1.181, 0.2)
+        };
+        assert!(matches!(estimate_more_runs(&cpu, 4), MoreRuns::Impractical));
+        match decide(&cpu) {
+            Verdict::Inconclusive { more_runs, .. } => assert_eq!(more_runs, None),
+            v => panic!("{v:?}"),
+        }
     }
 
     #[test]
