@@ -197,8 +197,9 @@ fn keep(path: &Path) {
     }
 }
 
-/// Peak bytes per span of the report's analysis and of `hist` on the file, printed.
-fn per_span(path: &Path, spans: usize) -> (f64, f64) {
+/// Peak bytes per span of the report's analysis, of `hist` and of `hist --linear 10us`
+/// on the file, printed.
+fn per_span(path: &Path, spans: usize) -> (f64, f64, f64) {
     let started = Instant::now();
     let (report_peak, _, analysis) = measured(|| {
         let run = store::open_run(path, None).unwrap();
@@ -206,24 +207,34 @@ fn per_span(path: &Path, spans: usize) -> (f64, f64) {
     });
     let report_s = started.elapsed().as_secs_f64();
     assert!(analysis.frames > 0);
-    let started = Instant::now();
-    let (hist_peak, _, text) = measured(|| {
-        let run = store::open_run(path, None).unwrap();
-        render_from(&run.head, &run, &HistOptions::default()).unwrap()
+    let hist = |opts: HistOptions| {
+        let started = Instant::now();
+        let (peak, _, text) = measured(|| {
+            let run = store::open_run(path, None).unwrap();
+            render_from(&run.head, &run, &opts).unwrap()
+        });
+        assert!(text.contains('@'));
+        (peak, started.elapsed().as_secs_f64())
+    };
+    let (hist_peak, hist_s) = hist(HistOptions::default());
+    let (linear_peak, linear_s) = hist(HistOptions {
+        linear: Some(framelab::hist::layout::LinearSpec::step(10_000)),
+        ..HistOptions::default()
     });
-    let hist_s = started.elapsed().as_secs_f64();
-    assert!(text.contains('@'));
-    let (report, hist) = (
-        report_peak as f64 / spans as f64,
-        hist_peak as f64 / spans as f64,
-    );
+    let per = |peak: usize| peak as f64 / spans as f64;
+    let mib = |peak: usize| peak as f64 / (1 << 20) as f64;
     println!(
-        "{spans} spans: report analysis {report:.1} B/span ({:.0} MiB, {report_s:.2} s), \
-         hist {hist:.1} B/span ({:.0} MiB, {hist_s:.2} s)",
-        report_peak as f64 / (1 << 20) as f64,
-        hist_peak as f64 / (1 << 20) as f64,
+        "{spans} spans: report analysis {:.1} B/span ({:.0} MiB, {report_s:.2} s), \
+         hist {:.1} B/span ({:.0} MiB, {hist_s:.2} s), hist --linear {:.1} B/span \
+         ({:.0} MiB, {linear_s:.2} s)",
+        per(report_peak),
+        mib(report_peak),
+        per(hist_peak),
+        mib(hist_peak),
+        per(linear_peak),
+        mib(linear_peak),
     );
-    (report, hist)
+    (per(report_peak), per(hist_peak), per(linear_peak))
 }
 
 /// Where the peaks of `report`, its HTML page and `whatif` come from: the reading of the
@@ -651,11 +662,12 @@ fn twelve_million_spans_one_per_frame() {
     // testprog rate 200000 60: a frame every 5 µs for 60 s.
     let spans = written(&path, one_span_per_frame(12_000_000, 5_000));
     keep(&path);
-    let (report, hist) = per_span(&path, spans);
+    let (report, hist, linear) = per_span(&path, spans);
     // hist held the spans as columns (19 bytes a span, 226 MiB on a 10M-span run); it
     // counts power-of-two buckets as it reads them now, without a frame table for one span
-    // a frame: 0.1 (1 MiB).
-    assert!(report <= 1.0 && hist <= 1.0);
+    // a frame: 0.1 (1 MiB). --linear held the values (4 bytes a span); it reads them a few
+    // times now.
+    assert!(report <= 1.0 && hist <= 1.0 && linear <= 1.0);
     phases(&path, spans);
     // One span per frame, in time order: the worst case for the columns, the best for
     // the export (nothing waits). Issue 29: 38.1 bytes a span (whatif, compare, history
@@ -841,9 +853,10 @@ fn ten_million_spans_five_stages() {
     let path = dir.path().join("stages.framelab");
     let spans = written(&path, five_stages(2_000_000));
     keep(&path);
-    let (report, hist) = per_span(&path, spans);
-    // hist: the frame table alone now, 5.7 bytes a span (it held the columns beside it).
-    assert!(report <= 15.0 && hist <= 8.0);
+    let (report, hist, linear) = per_span(&path, spans);
+    // hist: the frame table alone now, 5.7 bytes a span (it held the columns beside it);
+    // --linear too (it held the values beside the table).
+    assert!(report <= 15.0 && hist <= 8.0 && linear <= 8.0);
     phases(&path, spans);
     // Written thread by thread: the export sorted the whole run in memory (40 bytes a
     // span: the spans and their indices, sorted in place; 72 with keyed copies and a
