@@ -379,3 +379,30 @@ fn a_line_stamped_seconds_back_is_a_bad_record_not_a_late_print() {
     );
     assert_eq!(IMPORT.run(&late).import.unwrap().skipped, 0);
 }
+
+#[test]
+fn several_surfaces_committing_are_said_to_mix_in_the_frames() {
+    // weston-subsurfaces: subsurfaces 19 and 21 commit a buffer each per 25 ms frame, the
+    // main surface 15 once: 259 frames where the client drew 129.
+    let run = IMPORT.run(fixture("wayland-1.21-subsurfaces-client.log.gz"));
+    assert_eq!(
+        noted(&run, "surfaces committed buffers"),
+        3,
+        "{:?}",
+        notes(&run)
+    );
+    let note = notes(&run)
+        .iter()
+        .find(|n| n.contains("surfaces committed"))
+        .unwrap();
+    assert!(
+        note.starts_with(
+            "3 surfaces committed buffers (wl_surface@19 129, wl_surface@21 129, \
+             wl_surface@15 1): each commit is a frame"
+        ),
+        "{note}"
+    );
+    // One surface: no such note.
+    let one = IMPORT.run(fixture("wayland-1.21-simple-shm-client.log.gz"));
+    assert_eq!(noted(&one, "surfaces committed buffers"), 0);
+}
