@@ -7,7 +7,9 @@ use super::frames::{intervals_ns, measure_run, Frames, ResolvedWindow};
 use super::late::{late_summary, stutter};
 use super::notes::{notes, NoteFacts};
 use super::pacing::{pacing_summary, PacingSummary};
-use super::pipeline::{multi_span, summarize, LoadedRows, Names, PipelineInput, PipelineSummary};
+use super::pipeline::{
+    multi_span, summarize, LoadedRows, Names, PipelineInput, PipelineSummary, RepeatedOverlap,
+};
 use super::stages::{pick_worst, stage_table, StageTable, WORST_FRAMES};
 use super::stats::sort_ns;
 use super::telemetry::{summarize as summarize_telemetry, FrameSpan};
@@ -245,7 +247,53 @@ pub(crate) fn assemble(run: &Run, facts: SpanFacts) -> Analysis {
     if run.import.as_ref().is_some_and(|i| i.format == "wayland") {
         without_protocol_waits(&mut analysis);
     }
+    if (run.import.as_ref()).is_some_and(|i| matches!(i.format.as_str(), "chrome" | "perfetto")) {
+        fold_nesting_notes(&mut analysis);
+    }
     analysis
+}
+
+/// Chrome and Perfetto traces nest slices of one name on a thread as a matter of course
+/// (a real page's trace had 173 stage/thread pairs doing so): one note says how many, not
+/// one per pair. The pairs stay in the pipeline summary.
+fn fold_nesting_notes(a: &mut Analysis) {
+    let Some(p) = a.pipeline.as_ref() else {
+        return;
+    };
+    let overlaps = &p.repeated_overlaps;
+    if overlaps.len() < 2 {
+        return;
+    }
+    let spans: u64 = overlaps.iter().map(|r| r.spans).sum();
+    let count_distinct = |name: fn(&RepeatedOverlap) -> &str| {
+        let mut names: Vec<&str> = overlaps.iter().map(name).collect();
+        names.sort_unstable();
+        names.dedup();
+        names.len()
+    };
+    let stages = count_distinct(|r| r.stage.as_str());
+    let threads = count_distinct(|r| r.thread.as_str());
+    let most = overlaps
+        .iter()
+        .rev()
+        .max_by_key(|r| r.spans)
+        .expect("two or more");
+    let folded = format!(
+        "{spans} spans of {stages} stages on {threads} threads overlap an earlier span of \
+         their stage on their thread (nested slices, as Chrome and Perfetto traces record \
+         them, or a begin without its end): each thread's busy time counts that time once; \
+         the most: {} on thread {} ({} spans)",
+        most.stage, most.thread, most.spans
+    );
+    let Some(first) = a
+        .notes
+        .iter()
+        .position(|n| n.contains("an earlier span of"))
+    else {
+        return;
+    };
+    a.notes.retain(|n| !n.contains("an earlier span of"));
+    a.notes.insert(first, folded);
 }
 
 /// A WAYLAND_DEBUG frame's spans overlap by nature (commit→release runs past the frame

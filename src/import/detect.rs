@@ -66,14 +66,17 @@ fn looks_binary(head: &[u8]) -> bool {
 }
 
 /// PresentMon 1.x (`MsBetweenPresents`, spelled `msBetweenPresents` by some versions),
-/// 2.x (`MsBetweenAppStart`) and 2.x with `--v2_metrics` (`CPUStartTime` and `FrameTime`).
+/// 2.x (`MsBetweenAppStart`) and 2.x with `--v2_metrics`: `FrameTime` beside a swap chain
+/// or a CPU start column (`CPUStartTime`, or `CPUStartQPC`/`CPUStartQPCTimeInMs` with
+/// `--qpc_time`/`--qpc_time_ms`). MangoHud's `frametime` comes with neither.
 fn is_presentmon_header(line: &str) -> bool {
     let lower = line.to_ascii_lowercase();
-    lower.contains("msbetweenpresents")
-        || lower.contains("msbetweenappstart")
-        || (lower.starts_with("application,")
-            && lower.contains("cpustarttime")
-            && lower.contains("frametime"))
+    let columns: Vec<&str> = lower.split(',').map(str::trim).collect();
+    let has = |name: &str| columns.contains(&name);
+    has("msbetweenpresents")
+        || has("msbetweenappstart")
+        || (has("frametime")
+            && (has("swapchainaddress") || columns.iter().any(|c| c.starts_with("cpustart"))))
 }
 
 /// A Perfetto trace is a `Trace` message: repeated field 1 (`packet`), each a
@@ -201,6 +204,18 @@ mod tests {
             detect(b"Application,ProcessID,SwapChainAddress,CPUStartTime,FrameTime,CPUBusy\n"),
             Some(Format::Presentmon)
         );
+        // `--v2_metrics --qpc_time` and `--qpc_time_ms`; and a swap chain alone.
+        for header in [
+            "Application,ProcessID,SwapChainAddress,FrameType,CPUStartQPC,FrameTime,CPUBusy\n",
+            "Application,ProcessID,FrameType,CPUStartQPCTimeInMs,FrameTime,CPUBusy\n",
+            "Application,ProcessID,SwapChainAddress,FrameTime\n",
+        ] {
+            assert_eq!(
+                detect(header.as_bytes()),
+                Some(Format::Presentmon),
+                "{header}"
+            );
+        }
         assert_eq!(
             detect(
                 b"v1\n0.7.2\n---------------------\nos,cpu,gpu,ram,kernel,driver,cpuscheduler\n"

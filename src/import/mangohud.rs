@@ -18,6 +18,7 @@
 
 use super::decimal::text_scaled;
 use super::generic::{csv_rows, field_text, in_range, Gauge};
+use super::in_order::InOrder;
 use super::{ImportError, Location, TraceBuilder};
 use crate::model::{SampleSeries, SeriesKind};
 
@@ -309,6 +310,8 @@ pub fn parse(input: &[u8], b: &mut TraceBuilder) -> Result<(), ImportError> {
     // previous one.
     let (mut offset, mut last_end): (i64, Option<i64>) = (0, None);
     let mut previous_end: Option<i64> = None;
+    // A log's `elapsed` never goes back (it restarts with the next log's header).
+    let mut ends = InOrder::new(0);
     for (line, record) in rows {
         let at = Location::Line(line);
         if let Some(system_line) = pending_system.take() {
@@ -337,6 +340,7 @@ pub fn parse(input: &[u8], b: &mut TraceBuilder) -> Result<(), ImportError> {
                     offset = end;
                 }
                 previous_end = None;
+                ends.restart();
             }
             Line::Data => {
                 let Some(h) = &header else {
@@ -369,6 +373,19 @@ pub fn parse(input: &[u8], b: &mut TraceBuilder) -> Result<(), ImportError> {
                     b.bad(at, "elapsed is out of range")?;
                     continue;
                 };
+                if let Err(back) = ends.check(end, line) {
+                    b.bad(
+                        at,
+                        format!(
+                            "elapsed goes {:.6} s back from the row of line {}, and MangoHud \
+                             stamps a log's rows in order: an edited or damaged row; pass \
+                             --skip-bad to skip such rows",
+                            back.seconds(),
+                            back.from_line
+                        ),
+                    )?;
+                    continue;
+                }
                 let start = end.saturating_sub(row.dur_ns);
                 let frame = b.next_frame();
                 b.span(frame, stage, thread, start, row.dur_ns);
@@ -473,7 +490,7 @@ mod tests {
     use crate::import::{Format, ImportOptions};
     use crate::model::Run;
 
-    use crate::import::test_support::{fixture, Importer};
+    use crate::import::test_support::{fixture, longest_interval_ns, Importer};
 
     const IMPORT: Importer = Importer(Format::Mangohud);
 
@@ -734,5 +751,27 @@ mod tests {
                 let _ = IMPORT.result_with(input, opts);
             }
         }
+    }
+
+    #[test]
+    fn an_elapsed_stepping_back_is_a_bad_record() {
+        // The glxgears log with line 101's elapsed set from 534306965 to 100: kept, it
+        // stretched the window and made low1_avg 74.9 fps instead of 197.7.
+        let original = fixture("mangohud-0.6.8-glxgears-llvmpipe.csv");
+        let edited = String::from_utf8(original.clone()).unwrap().replacen(
+            ",0.127605,534306965\n",
+            ",0.127605,100\n",
+            1,
+        );
+        let err = IMPORT.error(&edited);
+        assert!(
+            err.starts_with("input:101: elapsed goes 0.532072 s back from the row of line 100"),
+            "{err}"
+        );
+        let run = IMPORT.run_skipping_bad(&edited);
+        assert_eq!(run.import.as_ref().unwrap().skipped, 1);
+        let kept = IMPORT.run(&original);
+        assert_eq!(run.spans.len() + 1, kept.spans.len());
+        assert_eq!(longest_interval_ns(&run), longest_interval_ns(&kept));
     }
 }

@@ -5,6 +5,7 @@
 mod builder;
 mod decimal;
 pub mod detect;
+mod in_order;
 pub mod keys;
 #[cfg(test)]
 mod test_support;

@@ -56,3 +56,13 @@ pub(crate) fn fixture(name: &str) -> Vec<u8> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/import");
     read_input(Path::new(&format!("{dir}/{name}"))).unwrap()
 }
+
+/// The longest interval between frame ends of an imported run (ns): what one bad time
+/// turns into seconds.
+pub(crate) fn longest_interval_ns(run: &Run) -> i64 {
+    use crate::analyze::frames::{intervals_ns, measure_run, Frames};
+    let frames = Frames::from_spans(&run.spans);
+    let (_, measured) = measure_run(run, &frames);
+    let intervals = intervals_ns(&measured.ends_ns(&frames));
+    intervals.into_iter().max().unwrap_or(0)
+}

@@ -197,6 +197,9 @@ struct Counts {
     feedbacks_discarded: u64,
     negative: u64,
     id_clashes: u64,
+    /// Commits that applied a buffer, per surface: each is a frame, so several surfaces
+    /// committing make frames of several surfaces.
+    applied_by_surface: HashMap<u32, u64>,
 }
 
 struct Log {
@@ -396,6 +399,7 @@ impl Log {
             self.counts.commits_without_buffer += 1;
             return Ok(());
         };
+        *self.counts.applied_by_surface.entry(m.id).or_default() += 1;
         b.event("commit", u64::from(buffer), thread, t, at)?;
         let open = Open {
             t_ns: t,
@@ -550,6 +554,9 @@ impl Log {
     /// One note per kind of thing counted.
     fn finish(self, b: &mut TraceBuilder) {
         let c = &self.counts;
+        if let Some(note) = surfaces_note(&c.applied_by_surface) {
+            b.note(note);
+        }
         if c.cut_off_last_line {
             b.note("the last line was cut off (the program stopped while printing it) and skipped");
         }
@@ -639,6 +646,34 @@ impl Log {
             }
         }
     }
+}
+
+/// Every surface's commit is a frame: with several surfaces committing (a client's
+/// subsurfaces, a compositor's clients) the frames, intervals and fps figures are of all
+/// of them together. weston-subsurfaces draws at 40 fps on two subsurfaces committing
+/// 0.1 ms apart: 79.6 fps mean and a p50 of 12658 fps, which this note explains.
+fn surfaces_note(applied_by_surface: &HashMap<u32, u64>) -> Option<String> {
+    if applied_by_surface.len() < 2 {
+        return None;
+    }
+    let mut surfaces: Vec<(u32, u64)> =
+        applied_by_surface.iter().map(|(&id, &n)| (id, n)).collect();
+    // Most commits first; of equals, the lower id (created first).
+    surfaces.sort_unstable_by_key(|&(id, n)| (std::cmp::Reverse(n), id));
+    const LISTED: usize = 4;
+    let mut listed: Vec<String> = (surfaces.iter().take(LISTED))
+        .map(|(id, n)| format!("wl_surface@{id} {n}"))
+        .collect();
+    if surfaces.len() > LISTED {
+        listed.push(format!("and {} more", surfaces.len() - LISTED));
+    }
+    Some(format!(
+        "{} surfaces committed buffers ({}): each commit is a frame, so the frames, intervals \
+         and fps figures mix the surfaces' commits (subsurfaces of one client, or the clients \
+         of a compositor); a surface's own rate is its commits over the window",
+        surfaces.len(),
+        listed.join(", ")
+    ))
 }
 
 /// What to say about the arguments of a message the importer reads.

@@ -5,9 +5,13 @@
 /// One turn of the printed counter: 2^32 µs, in ns.
 pub const WRAP_NS: i64 = (1 << 32) * 1000;
 
-/// A timestamp this much before the previous one is taken as printed late (threads print
-/// out of order; the wall clock may be stepped back a little).
-pub const BACKWARD_TOLERANCE_NS: i64 = 60 * 1_000_000_000;
+/// A timestamp this much before the previous one is taken as printed late. Threads print
+/// out of order by the time between taking the stamp and writing the line: microseconds,
+/// a few milliseconds when a thread is preempted, some 100 ms on a badly overloaded
+/// machine. A second is ten times that worst case, and small enough that a line stamped
+/// further back (an NTP step, an edited or corrupt line) is a bad record instead of a
+/// time that stretches the window: a line 30 s back once divided observed fps by 6.8.
+pub const BACKWARD_TOLERANCE_NS: i64 = 1_000_000_000;
 
 /// A step back is a wrap of the counter only where the counter can wrap: from a stamp at
 /// most this far before 2^32 µs to one at most this far past 0 (together). Anything else
@@ -50,6 +54,12 @@ impl Unwrapper {
         }
         if printed_ns < latest_printed && ahead > WRAP_MARGIN_NS {
             return Stamp::Backwards(latest_printed - printed_ns);
+        }
+        // Back across a wrap already taken (printed before it, after lines printed past
+        // it): a step back, not a turn forward less that step.
+        let back_across_wrap = WRAP_NS - ahead;
+        if printed_ns > latest_printed && latest >= WRAP_NS && back_across_wrap <= WRAP_MARGIN_NS {
+            return Stamp::Backwards(back_across_wrap);
         }
         let now = latest.saturating_add(ahead);
         self.latest = Some(now);
@@ -112,6 +122,22 @@ mod tests {
         let before = WRAP_NS - 240_000 * MS;
         at(&mut clock, before);
         assert_eq!(at(&mut clock, 300_000 * MS), WRAP_NS + 300_000 * MS);
+    }
+
+    #[test]
+    fn a_step_back_past_the_tolerance_is_a_bad_stamp_wrap_or_not() {
+        let mut clock = Unwrapper::default();
+        at(&mut clock, 3_435_555 * MS);
+        assert_eq!(at(&mut clock, 3_435_554_100_000), 3_435_554_100_000);
+        assert_eq!(clock.unwrap(3_405_555 * MS), Stamp::Backwards(30_000 * MS));
+        // Printed 30 s before the wrap after a line printed 5 s past it.
+        let mut clock = Unwrapper::default();
+        at(&mut clock, WRAP_NS - MS);
+        at(&mut clock, 5_000 * MS);
+        assert_eq!(
+            clock.unwrap(WRAP_NS - 25_000 * MS),
+            Stamp::Backwards(30_000 * MS)
+        );
     }
 
     #[test]

@@ -348,3 +348,61 @@ fn never_panics_on_mangled_real_input() {
     }
     let _ = IMPORT.run_skipping_bad(&mangled);
 }
+
+#[test]
+fn a_line_stamped_seconds_back_is_a_bad_record_not_a_late_print() {
+    // The 1.21 client log with line 301's release stamped 30 s earlier: kept at that
+    // stamp, it moved the origin 30 s back and stretched the window 7 times.
+    let original = fixture("wayland-1.21-simple-shm-client.log.gz");
+    let edited = String::from_utf8(original.clone()).unwrap().replacen(
+        "[ 872006.332] wl_buffer@10.release()",
+        "[ 842006.332] wl_buffer@10.release()",
+        1,
+    );
+    let err = IMPORT.error(&edited);
+    assert!(
+        err.starts_with("input:301: stamped 30.000 s before the line before it"),
+        "{err}"
+    );
+    let run = IMPORT.run_skipping_bad(&edited);
+    assert_eq!(run.import.as_ref().unwrap().skipped, 1);
+    let kept = IMPORT.run(&original);
+    assert_eq!(
+        spans(&run, "frame callback"),
+        spans(&kept, "frame callback")
+    );
+    // Printed half a second late, a line keeps its time.
+    let late = String::from_utf8(original).unwrap().replacen(
+        "[ 872006.332] wl_buffer@10.release()",
+        "[ 872005.832] wl_buffer@10.release()",
+        1,
+    );
+    assert_eq!(IMPORT.run(&late).import.unwrap().skipped, 0);
+}
+
+#[test]
+fn several_surfaces_committing_are_said_to_mix_in_the_frames() {
+    // weston-subsurfaces: subsurfaces 19 and 21 commit a buffer each per 25 ms frame, the
+    // main surface 15 once: 259 frames where the client drew 129.
+    let run = IMPORT.run(fixture("wayland-1.21-subsurfaces-client.log.gz"));
+    assert_eq!(
+        noted(&run, "surfaces committed buffers"),
+        3,
+        "{:?}",
+        notes(&run)
+    );
+    let note = notes(&run)
+        .iter()
+        .find(|n| n.contains("surfaces committed"))
+        .unwrap();
+    assert!(
+        note.starts_with(
+            "3 surfaces committed buffers (wl_surface@19 129, wl_surface@21 129, \
+             wl_surface@15 1): each commit is a frame"
+        ),
+        "{note}"
+    );
+    // One surface: no such note.
+    let one = IMPORT.run(fixture("wayland-1.21-simple-shm-client.log.gz"));
+    assert_eq!(noted(&one, "surfaces committed buffers"), 0);
+}

@@ -525,3 +525,35 @@ fn a_trace_without_frames_reports_no_frame_statistics() {
     assert!(stdout(&out).contains("observed"), "{}", stdout(&out));
     assert!(!report_json(&path)["observed_fps"].is_null());
 }
+
+/// Nested slices of one name are how Chrome traces are: one note counts them all (a real
+/// page's trace printed 173, one per stage and thread).
+#[test]
+fn nested_slices_of_one_name_are_one_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let slice = |name: &str, tid: u32, ts: u32, dur: u32| {
+        format!(r#"{{"ph":"X","name":"{name}","ts":{ts},"dur":{dur},"pid":1,"tid":{tid}}}"#)
+    };
+    let events = [
+        slice("Layout", 1, 1000, 500),
+        slice("Layout", 1, 1100, 100),
+        slice("Task", 1, 2000, 500),
+        slice("Task", 1, 2100, 100),
+        slice("Task", 2, 3000, 500),
+        slice("Task", 2, 3100, 100),
+        slice("Task", 2, 3300, 100),
+    ];
+    let input = write(&dir, "nested.json", &format!("[{}]", events.join(",")));
+    let (out, _) = import(&dir, &input, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = stdout(&out);
+    let overlaps: Vec<&str> = (report.lines())
+        .filter(|l| l.contains("an earlier span of"))
+        .collect();
+    assert_eq!(overlaps.len(), 1, "{report}");
+    assert!(
+        overlaps[0].contains("4 spans of 2 stages on 2 threads overlap an earlier span"),
+        "{report}"
+    );
+    assert!(overlaps[0].contains("the most: Task on thread"), "{report}");
+}
