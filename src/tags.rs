@@ -1,7 +1,7 @@
 //! `--tag KEY=VALUE` (run, bench, import): a piece of the run's configuration kept with
 //! it (schema 8's `run_tags`), shown in the report's header and carried into history.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use crate::display;
 use crate::model::Tag;
@@ -12,7 +12,7 @@ pub fn parse_tags(texts: &[String]) -> Result<Vec<Tag>> {
     let mut tags: Vec<Tag> = Vec::new();
     for text in texts {
         let Some((key, value)) = text.split_once('=') else {
-            bail!(
+            crate::bail_usage!(
                 "--tag {}: give it as KEY=VALUE, e.g. --tag build=release",
                 display::text(text)
             );
@@ -23,13 +23,13 @@ pub fn parse_tags(texts: &[String]) -> Result<Vec<Tag>> {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
         {
-            bail!(
+            crate::bail_usage!(
                 "--tag {}: the key before '=' must be letters, digits, '_', '-' or '.'",
                 display::text(text)
             );
         }
         if let Some(first) = tags.iter().find(|t| t.key == key) {
-            bail!(
+            crate::bail_usage!(
                 "--tag {key} is given twice ({key}={} and {key}={}): give each key once",
                 display::name(&first.value),
                 display::name(value)

@@ -17,3 +17,14 @@ impl std::error::Error for UsageError {}
 pub fn is_usage(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| cause.is::<UsageError>())
 }
+
+/// `anyhow::bail!` for a usage error: returns the formatted message as a [`UsageError`],
+/// so the process exits 2 with it.
+#[macro_export]
+macro_rules! bail_usage {
+    ($($message:tt)*) => {
+        return ::core::result::Result::Err(
+            $crate::usage::UsageError(::std::format!($($message)*)).into(),
+        )
+    };
+}

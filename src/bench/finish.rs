@@ -61,6 +61,60 @@ fn single_variant(path: &Path) -> Result<bool> {
     Ok(spec.variants.len() == 1 && spec.params.is_empty())
 }
 
+/// One line for each variant (at one set of parameter values) every run of which failed:
+/// how they failed and a run to look at. Such a variant has nothing to compare.
+pub fn every_run_failed(path: &Path) -> Result<Vec<String>> {
+    use crate::experiment::{ExperimentRun, RunStatus};
+    let Some(experiment) = store::load_experiment(path)? else {
+        return Ok(Vec::new());
+    };
+    let mut groups: Vec<Vec<&ExperimentRun>> = Vec::new();
+    for run in experiment
+        .runs
+        .iter()
+        .filter(|r| r.status != RunStatus::Warmup)
+    {
+        match (groups.iter_mut()).find(|g| g[0].variant == run.variant && g[0].params == run.params)
+        {
+            Some(group) => group.push(run),
+            None => groups.push(vec![run]),
+        }
+    }
+    let mut lines = Vec::new();
+    for group in groups {
+        if group.iter().any(|r| r.status != RunStatus::Failed) {
+            continue;
+        }
+        let mut how: Vec<&str> = Vec::new();
+        for failure in group.iter().filter_map(|r| r.failure.as_deref()) {
+            if !how.contains(&failure) {
+                how.push(failure);
+            }
+        }
+        let at = crate::compare::describe_params(&group[0].params);
+        lines.push(format!(
+            "every run of variant '{}'{} failed ({} run{}: {}): nothing to compare it with; \
+             see one with framelab report {} --run-id {}",
+            group[0].variant,
+            if at.is_empty() {
+                String::new()
+            } else {
+                format!(" [{at}]")
+            },
+            group.len(),
+            if group.len() == 1 { "" } else { "s" },
+            if how.is_empty() {
+                "no reason kept".to_owned()
+            } else {
+                how.join("; ")
+            },
+            path.display(),
+            group[0].run_id
+        ));
+    }
+    Ok(lines)
+}
+
 /// What a finished bench shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shown {

@@ -25,7 +25,7 @@ use crate::session::{
 };
 use crate::store;
 pub use cpus::parse_cpu_list;
-pub use finish::{run_to_end, BenchExit, Finished, Shown};
+pub use finish::{every_run_failed, run_to_end, BenchExit, Finished, Shown};
 pub use progress::Progress;
 use schedule::{schedule, warmup_schedule, Slot};
 pub use spec::{
@@ -307,7 +307,7 @@ fn open_experiment(
         })?;
         if let Some(given) = &options.spec {
             if given != &stored {
-                bail!(
+                crate::bail_usage!(
                     "the options given differ from the experiment in {} ({}); resume with the same options, or with only --resume -o {}",
                     path.display(),
                     first_difference(given, &stored),
@@ -363,26 +363,51 @@ fn pinned_cpus(spec: &ExperimentSpec) -> Result<Vec<Vec<usize>>> {
         .collect()
 }
 
+/// What differs between two experiments, named as the options that set it.
 fn first_difference(a: &ExperimentSpec, b: &ExperimentSpec) -> &'static str {
-    if a.variants != b.variants {
-        "variants"
-    } else if a.params != b.params {
-        "parameters"
-    } else if a.runs != b.runs {
-        "-n"
-    } else if a.order != b.order || a.seed != b.seed {
-        "--order or --seed"
-    } else if a.pin != b.pin || a.prepare != b.prepare {
-        "--pin or --prepare"
-    } else if a.warmup_runs != b.warmup_runs {
-        "--warmup-runs"
-    } else if a.setup != b.setup || a.cleanup != b.cleanup {
-        "--setup or --cleanup"
-    } else if a.run.metrics != b.run.metrics {
-        "--metric"
-    } else {
-        "run options"
-    }
+    let (x, y) = (&a.run, &b.run);
+    let differs = [
+        (
+            a.variants != b.variants,
+            "the variants (--variant, or the command after --)",
+        ),
+        (a.params != b.params, "--param"),
+        (a.runs != b.runs, "-n"),
+        (a.order != b.order || a.seed != b.seed, "--order or --seed"),
+        (
+            a.pin != b.pin || a.prepare != b.prepare,
+            "--pin or --prepare",
+        ),
+        (a.warmup_runs != b.warmup_runs, "--warmup-runs"),
+        (
+            a.setup != b.setup || a.cleanup != b.cleanup,
+            "--setup or --cleanup",
+        ),
+        (x.metrics != y.metrics, "--metric"),
+        (x.fps != y.fps, "--fps"),
+        (x.budget_ns != y.budget_ns, "--budget"),
+        (x.warmup_ns != y.warmup_ns, "--warmup"),
+        (x.warmup_from != y.warmup_from, "--warmup-from"),
+        (x.warmup_frames != y.warmup_frames, "--warmup-frames"),
+        (x.duration_ns != y.duration_ns, "--duration"),
+        (x.frames != y.frames, "--frames"),
+        (x.watch_pids != y.watch_pids, "--watch-pid"),
+        (
+            x.watch_names != y.watch_names || x.watch_roles != y.watch_roles,
+            "--watch",
+        ),
+        (x.grace_ns != y.grace_ns, "--grace"),
+        (x.keep_output != y.keep_output, "--keep-output"),
+        (
+            x.services != y.services,
+            "--service, --ready, --ready-timeout or --pin",
+        ),
+        (x.profile != y.profile, "--profile"),
+        (x.tags != y.tags, "--tag"),
+    ];
+    (differs.into_iter())
+        .find(|(differ, _)| *differ)
+        .map_or("run options", |(_, option)| option)
 }
 
 fn default_output() -> PathBuf {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 pub use crate::model::template::{expand, placeholders};
 use serde::{Deserialize, Serialize};
@@ -126,7 +126,7 @@ impl ServiceSettings {
             {
                 if !variants.iter().any(|v| v.name == variant) {
                     let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
-                    bail!(
+                    crate::bail_usage!(
                         "{option} {variant}:{rest}: no variant is named {variant}; the variants \
                          are {}",
                         names.join(", ")
@@ -175,17 +175,21 @@ pub const MAX_TOTAL_RUNS: u64 = 100_000;
 /// without running a shell.
 pub fn parse_variant(text: &str) -> Result<VariantSpec> {
     let Some((name, command)) = text.split_once('=') else {
-        bail!("--variant {text}: give it as NAME=COMMAND, e.g. --variant fast='./app --fast'");
+        crate::bail_usage!(
+            "--variant {text}: give it as NAME=COMMAND, e.g. --variant fast='./app --fast'"
+        );
     };
     let name = name.trim();
     if name.is_empty() {
-        bail!("--variant {text}: the name before '=' is empty; e.g. --variant fast='./app --fast'");
+        crate::bail_usage!(
+            "--variant {text}: the name before '=' is empty; e.g. --variant fast='./app --fast'"
+        );
     }
     let Some(words) = shlex::split(command) else {
-        bail!("--variant {name}: the command has an unclosed quote or a trailing backslash: {command}");
+        crate::bail_usage!("--variant {name}: the command has an unclosed quote or a trailing backslash: {command}");
     };
     if words.is_empty() {
-        bail!("--variant {name}: the command after '=' is empty");
+        crate::bail_usage!("--variant {name}: the command after '=' is empty");
     }
     Ok(VariantSpec {
         name: name.to_owned(),
@@ -197,14 +201,14 @@ pub fn parse_variant(text: &str) -> Result<VariantSpec> {
 /// redirections, `$VARS`), `{KEY}` placeholders expanded in it.
 pub fn parse_shell_variant(text: &str) -> Result<VariantSpec> {
     let Some((name, command)) = text.split_once('=') else {
-        bail!("--variant {text}: give it as NAME=COMMAND, e.g. --variant fast='./app --fast | tee log'");
+        crate::bail_usage!("--variant {text}: give it as NAME=COMMAND, e.g. --variant fast='./app --fast | tee log'");
     };
     let name = name.trim();
     if name.is_empty() {
-        bail!("--variant {text}: the name before '=' is empty");
+        crate::bail_usage!("--variant {text}: the name before '=' is empty");
     }
     if command.trim().is_empty() {
-        bail!("--variant {name}: the command after '=' is empty");
+        crate::bail_usage!("--variant {name}: the command after '=' is empty");
     }
     Ok(VariantSpec {
         name: name.to_owned(),
@@ -220,22 +224,28 @@ pub fn shell_argv(command: &str) -> Vec<String> {
 /// `KEY=V1,V2,...`.
 pub fn parse_param(text: &str) -> Result<ParamSpec> {
     let Some((key, values)) = text.split_once('=') else {
-        bail!("--param {text}: give it as KEY=V1,V2,..., e.g. --param res=720p,1080p");
+        crate::bail_usage!("--param {text}: give it as KEY=V1,V2,..., e.g. --param res=720p,1080p");
     };
     let key = key.trim();
     if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        bail!("--param {text}: the key must be letters, digits or _ (it is used as {{KEY}})");
+        crate::bail_usage!(
+            "--param {text}: the key must be letters, digits or _ (it is used as {{KEY}})"
+        );
     }
     let values: Vec<String> = values.split(',').map(|v| v.trim().to_owned()).collect();
     if values.iter().all(String::is_empty) {
-        bail!("--param {key} has no values: give them as {key}=V1,V2,... (e.g. {key}=720p,1080p)");
+        crate::bail_usage!(
+            "--param {key} has no values: give them as {key}=V1,V2,... (e.g. {key}=720p,1080p)"
+        );
     }
     if values.iter().any(String::is_empty) {
-        bail!("--param {text}: a value is empty (two commas in a row, or one at an end)");
+        crate::bail_usage!(
+            "--param {text}: a value is empty (two commas in a row, or one at an end)"
+        );
     }
     let mut seen = std::collections::HashSet::new();
     if let Some(v) = values.iter().find(|v| !seen.insert(v.as_str())) {
-        bail!("--param {key}: the value {v} is given twice");
+        crate::bail_usage!("--param {key}: the value {v} is given twice");
     }
     Ok(ParamSpec {
         key: key.to_owned(),
@@ -247,14 +257,14 @@ impl ExperimentSpec {
     /// Checks what can be checked before anything runs, with messages that say the fix.
     pub fn validate(&self) -> Result<()> {
         if self.runs < MIN_RUNS {
-            bail!(
+            crate::bail_usage!(
                 "-n {}: at least {MIN_RUNS} runs per variant are needed to see the spread across \
                  runs, and 4 a side for a verdict; 6 or more is better",
                 self.runs
             );
         }
         if self.variants.is_empty() {
-            bail!("nothing to run: give --variant NAME=COMMAND (twice or more to compare) or one command after --");
+            crate::bail_usage!("nothing to run: give --variant NAME=COMMAND (twice or more to compare) or one command after --");
         }
         let combos = self
             .params
@@ -264,7 +274,7 @@ impl ExperimentSpec {
             .saturating_mul(self.variants.len() as u64)
             .saturating_mul(u64::from(self.runs));
         if total > MAX_TOTAL_RUNS {
-            bail!(
+            crate::bail_usage!(
                 "this experiment would be {total} runs ({} variants × {combos} parameter \
                  combinations × -n {}); the most is {MAX_TOTAL_RUNS}: give fewer runs, variants \
                  or parameter values",
@@ -287,7 +297,7 @@ impl ExperimentSpec {
         let mut names = std::collections::HashSet::new();
         for v in &self.variants {
             if !names.insert(v.name.as_str()) {
-                bail!(
+                crate::bail_usage!(
                     "the variant name '{}' is used twice: give each --variant its own name",
                     v.name
                 );
@@ -296,7 +306,7 @@ impl ExperimentSpec {
         let mut keys = std::collections::HashSet::new();
         for p in &self.params {
             if !keys.insert(p.key.as_str()) {
-                bail!(
+                crate::bail_usage!(
                     "--param {} is given twice: list all its values in one, {}=V1,V2,...",
                     p.key,
                     p.key
@@ -307,7 +317,7 @@ impl ExperimentSpec {
         if let Some(tag) =
             (self.run.tags.iter()).find(|t| self.params.iter().any(|p| p.key == t.key))
         {
-            bail!(
+            crate::bail_usage!(
                 "--tag {}: {} is a --param of this bench, and each run is tagged with its value \
                  already; give the tag another key",
                 crate::display::name(&format!("{}={}", tag.key, tag.value)),
@@ -318,7 +328,7 @@ impl ExperimentSpec {
         for v in &self.variants {
             for word in &v.command {
                 if let Some(key) = placeholders(word).into_iter().find(|k| !known(k)) {
-                    bail!(
+                    crate::bail_usage!(
                         "variant '{}' uses {{{key}}} but no --param {key}=... was given; add one, \
                          or write {{{{{key}}}}} for literal braces",
                         v.name
@@ -333,21 +343,23 @@ impl ExperimentSpec {
         ] {
             if let Some(command) = command {
                 if let Some(key) = placeholders(command).into_iter().find(|k| !known(k)) {
-                    bail!("{option} uses {{{key}}} but no --param {key}=... was given");
+                    crate::bail_usage!(
+                        "{option} uses {{{key}}} but no --param {key}=... was given"
+                    );
                 }
             }
         }
         for metric in &self.run.metrics {
             if metric.direction.is_none() {
                 let (head, body) = metric.text.split_once('=').unwrap_or((&metric.text, ""));
-                bail!(
+                crate::bail_usage!(
                     "--metric {}: say which way is better, since bench judges it: \
                      --metric '{head}:higher={body}' (or :lower)",
                     metric.text
                 );
             }
             if let Some(key) = metric.placeholders().into_iter().find(|k| !known(k)) {
-                bail!(
+                crate::bail_usage!(
                     "--metric {} uses {{{key}}} but no --param {key}=... was given",
                     metric.text
                 );

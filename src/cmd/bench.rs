@@ -127,7 +127,7 @@ impl TryFrom<Box<BenchArgs>> for BenchPlan {
             .as_ref()
             .is_some_and(|spec| spec.variants.len() == 1 && spec.params.is_empty());
         if let (true, Some(option)) = (single, comparison_option(&args.compare)) {
-            anyhow::bail!(
+            framelab::bail_usage!(
                 "{option} is for comparing variants, and this bench has one variant and no --param \
                  (its runs are listed, not compared): add a --variant NAME=CMD or a --param \
                  KEY=V1,V2, or drop {option}"
@@ -176,6 +176,10 @@ fn show(finished: &Finished, settings: &CompareSettings) -> anyhow::Result<Outco
     for failure in &outcome.cleanup_failures {
         eprintln!("error: {failure}");
     }
+    let all_failed = match finished.shown() {
+        Shown::Comparison => framelab::bench::every_run_failed(&outcome.path)?,
+        _ => Vec::new(),
+    };
     match finished.shown() {
         Shown::Stopped { kept: false } => eprintln!(
             "framelab: stopped after {} of {} runs; -o /dev/null kept no experiment file to resume",
@@ -186,17 +190,18 @@ fn show(finished: &Finished, settings: &CompareSettings) -> anyhow::Result<Outco
             outcome.finished_runs, outcome.total_runs
         ),
         Shown::Runs => {
-            // Nothing to compare: each run's figures, as `framelab report` lists an experiment's.
-            emit(&framelab::report::stored::list_runs(
-                &outcome.path,
-                outcome.file.kept(),
-                listing_format(settings.format),
-                super::output::use_color(),
-            )?)?;
+            list_runs(outcome, settings)?;
             eprintln!(
                 "framelab: one variant and no --param: nothing to compare; add a --variant \
                  NAME=CMD or a --param to compare"
             );
+        }
+        Shown::Comparison if !all_failed.is_empty() => {
+            // A variant with no measured run cannot be compared: the runs are listed.
+            list_runs(outcome, settings)?;
+            for line in &all_failed {
+                eprintln!("framelab: {line}");
+            }
         }
         Shown::Comparison => {
             let sources = [compare::parse_source(&outcome.path.to_string_lossy())?];
@@ -220,6 +225,19 @@ fn show(finished: &Finished, settings: &CompareSettings) -> anyhow::Result<Outco
         BenchExit::RunsFailed => Outcome::CommandFailed,
         BenchExit::Interrupted => Outcome::Interrupted,
     })
+}
+
+/// Each run's figures, as `framelab report` lists an experiment's.
+fn list_runs(
+    outcome: &framelab::bench::BenchOutcome,
+    settings: &CompareSettings,
+) -> anyhow::Result<()> {
+    emit(&framelab::report::stored::list_runs(
+        &outcome.path,
+        outcome.file.kept(),
+        listing_format(settings.format),
+        super::output::use_color(),
+    )?)
 }
 
 /// What a bench that ran to its end says after what it showed: where its file is, and
@@ -275,8 +293,13 @@ fn bench_spec_on(
         ServiceSettings, VariantSpec,
     };
     let shell = args.from_output.shell;
-    let Some(runs) = args.runs.or(base.map(|b| b.runs)) else {
-        anyhow::bail!("-n RUNS is required: how many runs of each variant (6 or more for verdicts you can trust)");
+    // A --resume that names variants takes -n from the file: what else differs is named.
+    let resumed_runs = || {
+        let file = args.output.as_deref().filter(|_| args.resume)?;
+        stored_spec(file).map(|stored| stored.runs)
+    };
+    let Some(runs) = args.runs.or(base.map(|b| b.runs)).or_else(resumed_runs) else {
+        framelab::bail_usage!("-n RUNS is required: how many runs of each variant (6 or more for verdicts you can trust)");
     };
     let mut variants = Vec::new();
     for v in &args.variants {
@@ -292,7 +315,7 @@ fn bench_spec_on(
     }
     if !args.command.is_empty() {
         if !variants.is_empty() {
-            anyhow::bail!("give each variant its full command with --variant NAME=CMD, or one command after --, not both");
+            framelab::bail_usage!("give each variant its full command with --variant NAME=CMD, or one command after --, not both");
         }
         let name = std::path::Path::new(&args.command[0])
             .file_name()
@@ -348,7 +371,7 @@ fn bench_spec_on(
             || args.services.services.iter().any(|s| s.contains(&mark))
             || args.from_output.metrics.iter().any(|m| m.contains(&mark));
         if !used {
-            anyhow::bail!(
+            framelab::bail_usage!(
                 "--param {}: no command names {mark}, so every value would run the same thing: \
                  put {mark} where the value goes (in a --variant, the command after --, \
                  --prepare, --setup, a --service or a --metric's JSON file)",
@@ -493,7 +516,7 @@ fn check_comparison_choices(
                 .chain(["peak_rss", "wall", "cpu"])
                 .collect();
             known.extend(spec.run.metrics.iter().map(|m| m.name.as_str()));
-            anyhow::bail!(
+            framelab::bail_usage!(
                 "--show {name}: no such metric; a bench has {}, STAGE.p50/p95/p99, total.p50 \
                  ... and cpu.ROLE (docs/bench.md)",
                 known.join(", ")
@@ -503,7 +526,7 @@ fn check_comparison_choices(
     let names: Vec<&str> = spec.variants.iter().map(|v| v.name.as_str()).collect();
     if let Some(baseline) = &settings.baseline {
         if !names.contains(&baseline.as_str()) {
-            anyhow::bail!(
+            framelab::bail_usage!(
                 "--baseline {baseline}: no such variant; the variants are {}",
                 names.join(", ")
             );
@@ -513,7 +536,7 @@ fn check_comparison_choices(
         return Ok(());
     };
     if spec.variants.len() > 1 {
-        anyhow::bail!(
+        framelab::bail_usage!(
             "--baseline-value {first}: it picks the parameter values a sweep of one variant is \
              compared with; this bench has {} variants, compared with each other at every value \
              (choose the reference one with --baseline NAME)",
@@ -525,7 +548,7 @@ fn check_comparison_choices(
         let (key, value) = match given.split_once('=') {
             Some((k, v)) => (k.trim(), v.trim()),
             None if keys.len() == 1 => (keys[0], given.trim()),
-            None => anyhow::bail!(
+            None => framelab::bail_usage!(
                 "--baseline-value {given}: there are {} parameters ({}): say which, e.g. \
                  --baseline-value {}={given}",
                 keys.len(),
@@ -534,13 +557,13 @@ fn check_comparison_choices(
             ),
         };
         let Some(param) = spec.params.iter().find(|p| p.key == key) else {
-            anyhow::bail!(
+            framelab::bail_usage!(
                 "--baseline-value {given}: no parameter '{key}'; the parameters are {}",
                 keys.join(", ")
             );
         };
         if !param.values.iter().any(|v| v == value) {
-            anyhow::bail!(
+            framelab::bail_usage!(
                 "--baseline-value {given}: {key} takes the values {}",
                 param.values.join(", ")
             );

@@ -97,17 +97,18 @@ impl TryFrom<ImportArgs> for ImportPlan {
         };
         let mut pairs = Vec::new();
         for p in &args.pairs {
-            pairs.push(PairSpec::parse(p).map_err(anyhow::Error::msg)?);
+            pairs.push(PairSpec::parse(p).map_err(framelab::usage::UsageError)?);
         }
         let mut map = Vec::new();
         for m in &args.map {
             let Some((field, column)) = m.split_once('=') else {
-                anyhow::bail!(
+                framelab::bail_usage!(
                     "--map {m:?} is not FIELD=COLUMN; e.g. --map start=ts_us --map name=stage"
                 );
             };
             map.push((field.trim().to_owned(), column.trim().to_owned()));
         }
+        import::generic::check_map(&map)?;
         let opts = ImportOptions {
             frame_arg: args.frame_arg.clone(),
             frame_regex,

@@ -84,6 +84,9 @@ pub struct RunData {
     pub histograms: Vec<crate::model::Histogram>,
     /// The run holds imported histograms and no spans: compared histogram by histogram.
     pub histogram_only: bool,
+    /// An import with no frame definition (each slice counted alone): no frame figures
+    /// (totals, fps, late), as its report shows none.
+    pub frames_undefined: bool,
     /// The machine's CPU time over the window that no task had (stolen, in interrupts).
     pub cpu_taken: Option<crate::model::CpuTakenFacts>,
 }
@@ -248,6 +251,14 @@ fn from_head(data: &mut RunData, run: &Run, analysis: &Analysis, has_spans: bool
         .map(|i| format!("imported from {} ({})", i.files.join(", "), i.format));
     data.histograms = run.histograms.clone();
     data.histogram_only = !has_spans && !run.histograms.is_empty();
+    data.frames_undefined = run.import.as_ref().is_some_and(|i| i.frames_undefined());
+    if data.frames_undefined {
+        data.totals = SortedValues::default();
+        data.observed_fps = None;
+        data.late = None;
+        data.cpu_per_frame_ns = None;
+        data.worst_frame = None;
+    }
 }
 
 fn from_analysis(a: &Analysis) -> RunData {

@@ -92,6 +92,41 @@ pub fn load(sources: &[Source]) -> Result<Loaded> {
     load_keeping(sources, &Keep::for_metrics(&[]))
 }
 
+/// A run named on two sides: the sides' samples would not be independent (the tests
+/// assume they are), and identical data would read as "equivalent".
+fn refuse_shared_runs(sources: &[Source]) -> Result<()> {
+    let file_of = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    let side = |s: &Source| match &s.variant {
+        Some(name) => format!("--variant {name}"),
+        None => s.path.display().to_string(),
+    };
+    for (i, a) in sources.iter().enumerate() {
+        for b in sources[i + 1..]
+            .iter()
+            .filter(|b| file_of(&b.path) == file_of(&a.path))
+        {
+            let shared = match (&a.run_ids, &b.run_ids) {
+                (Some(x), Some(y)) => x
+                    .iter()
+                    .find(|id| y.contains(id))
+                    .map(|id| format!("run {id}")),
+                (Some(x), None) | (None, Some(x)) => x.first().map(|id| format!("run {id}")),
+                (None, None) => Some("every run".to_owned()),
+            };
+            if let Some(run) = shared {
+                crate::bail_usage!(
+                    "{run} of {} is on two sides ({} and {}): a run is compared on one side \
+                     only; give each side its own runs (FILE:RUN,RUN)",
+                    a.path.display(),
+                    side(a),
+                    side(b)
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The runs of `sources`, each reduced as `keep` says.
 pub fn load_keeping(sources: &[Source], keep: &Keep) -> Result<Loaded> {
     if sources.is_empty() {
@@ -101,6 +136,7 @@ pub fn load_keeping(sources: &[Source], keep: &Keep) -> Result<Loaded> {
         )
         .into());
     }
+    refuse_shared_runs(sources)?;
     let mut runs: Vec<LoadedRun> = Vec::new();
     let mut variants: Vec<String> = Vec::new();
     let mut param_keys: Vec<String> = Vec::new();

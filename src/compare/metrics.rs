@@ -667,7 +667,7 @@ pub fn select(catalogue: &[Metric], names: &[String]) -> anyhow::Result<Vec<Metr
             .or_else(|| statistic_of(catalogue, name));
         let Some(metric) = found else {
             let known: Vec<&str> = catalogue.iter().map(|m| m.key.as_str()).collect();
-            anyhow::bail!(
+            crate::bail_usage!(
                 "no metric '{name}' in these runs; they have: {}{}",
                 known.join(", "),
                 if catalogue.iter().any(|m| m.key.ends_with(".p50")) {
@@ -685,7 +685,7 @@ pub fn select(catalogue: &[Metric], names: &[String]) -> anyhow::Result<Vec<Metr
 }
 
 /// Whether `--show`'s `name` is `key`, with `->` and `→` the same arrow.
-fn same_key(key: &str, name: &str) -> bool {
+pub(crate) fn same_key(key: &str, name: &str) -> bool {
     key.replace('→', "->") == name.replace('→', "->")
 }
 

@@ -25,7 +25,9 @@ mod side_by_side;
 use anyhow::{bail, Result};
 
 pub use by_tag::{group_by_tag, ByTag};
-pub use comparison::{CompareOptions, Comparison, Row, Sweep, SweepChange, SCHEMA};
+pub use comparison::{
+    describe_params, CompareOptions, Comparison, Row, Sweep, SweepChange, SCHEMA,
+};
 pub use extract::{extract, extract_keeping, extract_stored, Keep, RunData};
 pub use load::{load, load_keeping, parse_named_source, parse_source, Loaded, LoadedRun, Source};
 
@@ -46,7 +48,7 @@ pub fn compare_html(sources: &[Source], options: &CompareOptions) -> Result<(Com
     // The page pools the runs' values into its curves: every value is kept.
     let (comparison, loaded) = compare_loaded(sources, options, &Keep::All)?;
     if !comparison.histograms.is_empty() {
-        bail!(
+        crate::bail_usage!(
             "--format html: runs of imported histograms are compared as tables only; give \
              --format text, markdown, json or csv"
         );
@@ -65,7 +67,7 @@ fn compare_loaded(
     keep: &Keep,
 ) -> Result<(Comparison, load::Loaded)> {
     if !(options.noise >= 0.0 && options.noise < 1.0) {
-        bail!("--noise must be between 0% and 100%, e.g. --noise 2%");
+        crate::bail_usage!("--noise must be between 0% and 100%, e.g. --noise 2%");
     }
     let loaded = load::load_keeping(sources, keep)?;
     if loaded.variants.is_empty() {
@@ -80,7 +82,7 @@ fn compare_loaded(
     }
     let baseline = match &options.baseline {
         Some(name) if loaded.variants.contains(name) => name.clone(),
-        Some(name) => bail!(
+        Some(name) => crate::bail_usage!(
             "--baseline {name}: no such variant; the variants are {}",
             loaded.variants.join(", ")
         ),
@@ -105,7 +107,7 @@ fn compare_loaded(
             .filter_map(|n| energy::refusal(n.trim(), &measured))
             .next()
         {
-            bail!(why);
+            crate::bail_usage!("{why}");
         }
         metrics::select(&catalogue, &options.metrics)?
     };
@@ -119,6 +121,14 @@ fn compare_loaded(
     notes.extend(metrics::disagreements(&measured, &chosen));
     notes.extend(energy_notes);
     notes.extend(roles::missing_runs(&loaded, &chosen));
+    if measured.iter().any(|r| r.frames_undefined) {
+        notes.push(
+            "no total, interval, fps or late rows: a run compared is an import with no frame \
+             definition (each slice counted alone), whose report shows no frame figures; \
+             define frames with framelab import --frame-arg ARG or --frame-regex REGEX"
+                .into(),
+        );
+    }
     if chosen.iter().any(|m| m.key == "fps") && measured.iter().any(|r| r.fps_from_frames) {
         notes.push(format!(
             "{}: it is N ÷ each run's whole wall time; a rate the command prints itself \
@@ -167,7 +177,7 @@ fn compare_histograms(
             .map(|t| format!("--below/--above {}", t.text))
             .or(options.unit.as_ref().map(|u| format!("--unit {u}")));
         if let Some(asked) = asked {
-            bail!(
+            crate::bail_usage!(
                 "{asked}: it reads imported histograms, and these runs are not histograms \
                  alone; for spans compare a percentile (--show STAGE.p99)"
             );
@@ -185,7 +195,7 @@ fn compare_histograms(
         );
     }
     if let Some(name) = options.metrics.first() {
-        bail!(
+        crate::bail_usage!(
             "--show {name}: runs of imported histograms have no metrics to pick; every \
              histogram both hold is compared (framelab hist RUN lists them)"
         );
@@ -223,7 +233,7 @@ fn baseline_combo(
     let sweep_of_one = loaded.variants.len() == 1 && !loaded.param_keys.is_empty();
     if !sweep_of_one {
         if let Some(v) = options.baseline_values.first() {
-            bail!(
+            crate::bail_usage!(
                 "--baseline-value {v}: it picks the parameter values a sweep of one variant is \
                  compared with; these runs have {} variants, compared with each other at every \
                  value (choose the reference one with --baseline NAME)",
@@ -252,7 +262,7 @@ fn baseline_combo(
             None if loaded.param_keys.len() == 1 => {
                 (loaded.param_keys[0].clone(), given.trim().to_owned())
             }
-            None => bail!(
+            None => crate::bail_usage!(
                 "--baseline-value {given}: there are {} parameters ({}): say which, e.g. \
                  --baseline-value {}={given}",
                 loaded.param_keys.len(),
@@ -261,13 +271,13 @@ fn baseline_combo(
             ),
         };
         if !loaded.param_keys.contains(&key) {
-            bail!(
+            crate::bail_usage!(
                 "--baseline-value {given}: no parameter '{key}'; the parameters are {}",
                 loaded.param_keys.join(", ")
             );
         }
         if !combos.iter().any(|c| c.get(&key) == Some(&value)) {
-            bail!(
+            crate::bail_usage!(
                 "--baseline-value {given}: {key} has no measured runs at {value}; its values are {}",
                 values_of(&key)
             );
@@ -275,7 +285,7 @@ fn baseline_combo(
         wanted.insert(key, value);
     }
     if !combos.contains(&wanted) {
-        bail!(
+        crate::bail_usage!(
             "--baseline-value: no measured runs at {}; give a combination that was run",
             comparison::describe_params(&wanted)
         );

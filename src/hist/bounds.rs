@@ -111,10 +111,23 @@ impl Below {
     }
 }
 
+/// What a histogram's values are between its bucket bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Values {
+    /// Integers, as bpftrace's are: `v < 2.5` is `v < 3`.
+    Integers,
+    /// Any value in `[lo, hi)`: spans' µs buckets hold whole µs floored from ns, so
+    /// bucket `[0, 1)` holds 0–999 ns and 0.5 µs lies inside it.
+    Continuous,
+}
+
 /// The values below `threshold` (in the histogram's own values: `2.5` when the unit is µs
-/// and the threshold 2.5 µs). Values are integers, so `v < 2.5` is `v < 3`.
-pub fn below(buckets: &[Bucket], threshold: f64) -> Below {
-    let t = threshold.ceil().clamp(i64::MIN as f64, i64::MAX as f64) as i64;
+/// and the threshold 2.5 µs): exact when it falls on a bucket bound, else a range.
+pub fn below(buckets: &[Bucket], threshold: f64, values: Values) -> Below {
+    let t = match values {
+        Values::Integers => threshold.ceil(),
+        Values::Continuous => threshold,
+    };
     let mut result = Below {
         certain: 0,
         split: 0,
@@ -123,8 +136,8 @@ pub fn below(buckets: &[Bucket], threshold: f64) -> Below {
     };
     for b in buckets {
         result.of += b.count;
-        let all_below = b.hi.is_some_and(|hi| hi <= t);
-        let none_below = b.lo.is_some_and(|lo| lo >= t);
+        let all_below = b.hi.is_some_and(|hi| hi as f64 <= t);
+        let none_below = b.lo.is_some_and(|lo| lo as f64 >= t);
         if all_below {
             result.certain += b.count;
         } else if !none_below && b.count > 0 {
@@ -206,15 +219,20 @@ mod tests {
     #[test]
     fn a_threshold_on_a_bound_is_exact_and_inside_a_bucket_an_interval() {
         let buckets = [b(0, 10, 3), b(10, 20, 5), b(20, 30, 2)];
-        let on = below(&buckets, 10.0);
+        let on = below(&buckets, 10.0, Values::Integers);
         assert_eq!((on.certain, on.split, on.of), (3, 0, 10));
-        let inside = below(&buckets, 15.0);
+        let inside = below(&buckets, 15.0, Values::Integers);
         assert_eq!((inside.certain, inside.split), (3, 5));
         assert_eq!(inside.share(), (0.3, 0.8));
         // Integers: below 10.5 is below 11, still inside [10, 20).
-        assert_eq!(below(&buckets, 10.5).split, 5);
+        assert_eq!(below(&buckets, 10.5, Values::Integers).split, 5);
         // Values of [1] (= [1, 2)) are all below 1.5.
-        assert_eq!(below(&[b(1, 2, 4)], 1.5).certain, 4);
+        assert_eq!(below(&[b(1, 2, 4)], 1.5, Values::Integers).certain, 4);
+        // Continuous values (spans' floored µs): 0.5 lies inside [0, 1), 1.0 on its bound.
+        let spans = [b(0, 1, 3), b(1, 2, 4)];
+        let inside = below(&spans, 0.5, Values::Continuous);
+        assert_eq!((inside.certain, inside.split), (0, 3));
+        assert_eq!(below(&spans, 1.0, Values::Continuous).split, 0);
         let open = [
             Bucket {
                 lo: Some(20),
@@ -223,8 +241,8 @@ mod tests {
             },
             b(0, 20, 1),
         ];
-        assert_eq!(below(&open, 25.0).split, 7);
-        assert_eq!(below(&open, 20.0).split, 0);
+        assert_eq!(below(&open, 25.0, Values::Integers).split, 7);
+        assert_eq!(below(&open, 20.0, Values::Integers).split, 0);
     }
 
     #[test]

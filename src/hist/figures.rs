@@ -130,7 +130,11 @@ pub fn figures(drawn: &Drawn, thresholds: &Thresholds) -> Figures {
             return None;
         }
         let per_value = scale.map_or(1.0, |s| s.per_value);
-        let b = bounds::below(&drawn.buckets, t.amount / per_value);
+        let values = match drawn.imported {
+            true => bounds::Values::Integers,
+            false => bounds::Values::Continuous,
+        };
+        let b = bounds::below(&drawn.buckets, t.amount / per_value, values);
         let (least, most) = if above {
             (b.of - b.certain - b.split, b.of - b.certain)
         } else {

@@ -62,11 +62,11 @@ impl LinearArgs {
             return Ok(None);
         }
         if self.step.is_some_and(|s| s.is_zero()) {
-            anyhow::bail!("--linear needs a step above zero, e.g. --linear 100us");
+            crate::bail_usage!("--linear needs a step above zero, e.g. --linear 100us");
         }
         if let Some(n) = self.buckets {
             if n == 0 || n > layout::MAX_BUCKETS {
-                anyhow::bail!(
+                crate::bail_usage!(
                     "--buckets {n}: give 1 to {} buckets, e.g. --buckets 50",
                     layout::MAX_BUCKETS
                 );
@@ -74,7 +74,7 @@ impl LinearArgs {
         }
         if let (Some(min), Some(max)) = (self.min, self.max) {
             if min >= max {
-                anyhow::bail!(
+                crate::bail_usage!(
                     "--min ({}) must be below --max ({}): they bound the range drawn",
                     humantime::format_duration(min),
                     humantime::format_duration(max)
@@ -100,7 +100,7 @@ impl HistOptions {
         let pair = pair
             .map(PairSpec::parse)
             .transpose()
-            .map_err(anyhow::Error::msg)?;
+            .map_err(crate::usage::UsageError)?;
         Ok(HistOptions {
             stage,
             pair,
@@ -198,41 +198,21 @@ pub fn collect(run: &Run, opts: &HistOptions) -> anyhow::Result<(Vec<Series>, Ve
         ));
     }
     let (spans, totals, intervals) = measured_spans(run);
-    let frame_series = |name: &str, values: Vec<i64>| -> anyhow::Result<Vec<Series>> {
-        if opts.by.is_some() {
-            anyhow::bail!("--by splits stages by thread or process; `{name}` spans threads, so it has no --by");
-        }
-        Ok(vec![Series {
+    let frame_series = |name: &str, values: Vec<i64>| {
+        vec![Series {
             name: format!("@{name}"),
             values_ns: values,
-        }])
+        }]
     };
     match opts.stage.as_deref() {
-        Some("total") if !run.stages.iter().any(|s| s == "total") => {
-            Ok((frame_series("total", totals)?, Vec::new()))
-        }
-        Some("interval") if !run.stages.iter().any(|s| s == "interval") => {
-            Ok((frame_series("interval", intervals)?, Vec::new()))
-        }
-        Some(stage) => {
-            let Some(id) = run.stages.iter().position(|s| s == stage) else {
-                anyhow::bail!(
-                    "the run has no stage {stage:?}; it has {}, total and interval{}",
-                    if run.stages.is_empty() {
-                        "none".to_string()
-                    } else {
-                        run.stages
-                            .iter()
-                            .map(|s| crate::display::name(s))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    },
-                    imported_names(run)
-                );
-            };
-            let of_stage = spans.iter().copied().filter(|s| usize::from(s.stage) == id);
-            Ok((grouped(run, stage, of_stage, opts.by), Vec::new()))
-        }
+        Some(name) => match named_stage(run, name, opts.by)? {
+            Named::Total => Ok((frame_series("total", totals), Vec::new())),
+            Named::Interval => Ok((frame_series("interval", intervals), Vec::new())),
+            Named::Stage(id) => {
+                let of_stage = spans.iter().copied().filter(|s| usize::from(s.stage) == id);
+                Ok((grouped(run, &run.stages[id], of_stage, opts.by), Vec::new()))
+            }
+        },
         None => {
             let mut all = Vec::new();
             for (id, stage) in run.stages.iter().enumerate() {
@@ -242,6 +222,54 @@ pub fn collect(run: &Run, opts: &HistOptions) -> anyhow::Result<(Vec<Series>, Ve
             Ok((all, Vec::new()))
         }
     }
+}
+
+/// What `--stage` names: one of the run's stages, or its frames' totals or intervals.
+pub(crate) enum Named {
+    Stage(usize),
+    Total,
+    Interval,
+}
+
+/// The stage `name` names in `run` (`->` for `→`, as `compare --show` takes it). A name
+/// that names nothing, or `--by` on the frames' figures, is a usage error; a run without
+/// frames (an import with no frame definition) has no totals or intervals to draw, as its
+/// report shows none.
+pub(crate) fn named_stage(run: &Run, name: &str, by: Option<GroupBy>) -> anyhow::Result<Named> {
+    let exact = run.stages.iter().position(|s| s == name);
+    let arrowed = || (run.stages.iter()).position(|s| crate::compare::metrics::same_key(s, name));
+    if let Some(id) = exact.or_else(arrowed) {
+        return Ok(Named::Stage(id));
+    }
+    let frames = match name {
+        "total" => Named::Total,
+        "interval" => Named::Interval,
+        _ => crate::bail_usage!(
+            "the run has no stage {name:?}; it has {}, total and interval{}",
+            if run.stages.is_empty() {
+                "none".to_string()
+            } else {
+                (run.stages.iter())
+                    .map(|s| crate::display::name(s))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+            imported_names(run)
+        ),
+    };
+    if by.is_some() {
+        crate::bail_usage!(
+            "--by splits stages by thread or process; `{name}` spans threads, so it has no --by"
+        );
+    }
+    if run.import.as_ref().is_some_and(|i| i.frames_undefined()) {
+        anyhow::bail!(
+            "--stage {name}: the run has no frames (imported with no frame definition: each \
+             slice is counted alone), so no frame {name}s; define them with framelab import \
+             --frame-arg ARG or --frame-regex REGEX"
+        );
+    }
+    Ok(frames)
 }
 
 /// ", and the imported histograms '@a[x]', '@b'" for the error of an unknown `--stage`.
@@ -324,7 +352,11 @@ fn linear_chart(
 ) -> BarChart {
     let empty = layout::LinearBuckets::empty(spec);
     let b = figures.map_or(&empty, |f| &f.buckets);
-    let (unit, per_unit) = layout::unit_for_step(b.step_ns);
+    // Values, but none inside --min/--max: no bucket, whose width would say nothing; the
+    // unit is the one the values alone would be drawn in.
+    let no_value_inside = figures.filter(|_| b.buckets.is_empty());
+    let step_ns = no_value_inside.map_or(b.step_ns, |f| unbounded_step(&f.summary, spec));
+    let (unit, per_unit) = layout::unit_for_step(step_ns);
     let show = |ns: i64| layout::show_ns(ns, unit, per_unit);
     let mut summary = layout::Summary::lines(figures.map(|f| &f.summary), unit, per_unit);
     if spec.bounded() {
@@ -342,6 +374,9 @@ fn linear_chart(
             if outside == 1 { "" } else { "s" },
             sides.join(", ")
         ));
+        if no_value_inside.is_some() {
+            summary.push("the range from --min to --max holds no value: nothing to draw".into());
+        }
     }
     if let Some(c) = b.capped {
         let (asked_unit, asked_per) = layout::unit_for_step(c.asked_step_ns);
@@ -360,7 +395,10 @@ fn linear_chart(
     BarChart {
         title: title(
             name,
-            format!(" ({unit}, {} {unit} buckets)", b.step_ns as f64 / per_unit),
+            match no_value_inside {
+                Some(_) => format!(" ({unit})"),
+                None => format!(" ({unit}, {} {unit} buckets)", b.step_ns as f64 / per_unit),
+            },
         ),
         summary: summary.into_iter().map(plain).collect(),
         bars: if spec.bounded() {
@@ -369,6 +407,38 @@ fn linear_chart(
             layout::bars(&b.buckets, &label)
         },
     }
+}
+
+/// The step the linear layout takes for values from `summary`'s least to its greatest,
+/// without `--min`/`--max`.
+fn unbounded_step(summary: &layout::Summary, spec: &LinearSpec) -> i64 {
+    let unbounded = LinearSpec {
+        min_ns: None,
+        max_ns: None,
+        ..*spec
+    };
+    layout::linear(&[summary.min, summary.max], &unbounded).step_ns
+}
+
+/// `--unit` says the unit of imported histograms whose names say none: where only spans
+/// or pairs are drawn (in time units of their own) it would be ignored, so it is refused.
+fn check_unit(run: &Run, opts: &HistOptions) -> anyhow::Result<()> {
+    let Some(unit) = &opts.unit else {
+        return Ok(());
+    };
+    let imported_drawn = opts.pair.is_none()
+        && match opts.stage.as_deref() {
+            None => !run.histograms.is_empty(),
+            Some(name) => pick_imported(run, name)?.is_some(),
+        };
+    if !imported_drawn {
+        crate::bail_usage!(
+            "--unit {unit}: it says the unit of imported histograms whose names say none, and \
+             none is drawn here (spans and pairs are times, drawn in units of their own): leave \
+             it out"
+        );
+    }
+    Ok(())
 }
 
 /// `--below`, `--above` and `--format json` read power-of-two buckets (and imported ones):
@@ -386,7 +456,7 @@ fn check_figures(opts: &HistOptions) -> anyhow::Result<()> {
     } else {
         return Ok(());
     };
-    anyhow::bail!(
+    crate::bail_usage!(
         "{asked} power-of-two buckets and imported histograms: leave out --linear, --buckets, \
          --min and --max (the linear layout's summary lines give exact figures of spans)"
     )
@@ -403,7 +473,7 @@ fn all_drawn(
     if let Some(name) = opts.stage.as_deref() {
         if let Some(picked) = pick_imported(run, name)? {
             if opts.by.is_some() {
-                anyhow::bail!("--stage {name} is a histogram imported with its own buckets: --by splits spans and pairs only; leave it out");
+                crate::bail_usage!("--stage {name} is a histogram imported with its own buckets: --by splits spans and pairs only; leave it out");
             }
             return Ok((vec![drawn_imported(picked, opts)], Vec::new()));
         }
@@ -431,7 +501,7 @@ fn all_drawn(
     };
     if opts.stage.is_none() && opts.pair.is_none() {
         if opts.by.is_some() && !run.histograms.is_empty() {
-            anyhow::bail!(
+            crate::bail_usage!(
                 "the run holds imported histograms ({}), drawn with their own buckets: --by \
                  splits spans and pairs only; leave it out, or name a stage with --stage",
                 run.histograms.len()
@@ -495,6 +565,7 @@ pub fn render_run(run: &Run, opts: &HistOptions) -> anyhow::Result<String> {
 /// `run`'s histograms as a document in the form `opts.format` asks for.
 fn run_document(run: &Run, opts: &HistOptions) -> anyhow::Result<Document> {
     check_figures(opts)?;
+    check_unit(run, opts)?;
     if opts.format == Format::Json {
         return json_document(run, None, opts);
     }
@@ -553,6 +624,7 @@ fn document_from(
     opts: &HistOptions,
 ) -> anyhow::Result<Document> {
     check_figures(opts)?;
+    check_unit(head, opts)?;
     if opts.format == Format::Json {
         return json_document(head, Some(source), opts);
     }
@@ -651,7 +723,7 @@ fn imported_by_name(run: &Run, opts: &HistOptions) -> anyhow::Result<Option<Docu
         return Ok(None);
     };
     if opts.linear.is_some() || opts.by.is_some() {
-        anyhow::bail!(
+        crate::bail_usage!(
             "--stage {name} is a histogram imported with its own buckets: --linear, --buckets, \
              --min, --max and --by lay out spans and pairs only; leave them out"
         );
@@ -681,7 +753,7 @@ fn finish(
     if let Some(options) = relayout.filter(|_| imported && !run.histograms.is_empty()) {
         // Imported histograms are only their buckets: no values to lay out again.
         if parts.is_empty() {
-            anyhow::bail!(
+            crate::bail_usage!(
                 "the run holds only imported histograms ({}), drawn with their own buckets: \
                  {options} lay out spans and pairs only; leave them out",
                 run.histograms.len()

@@ -6,7 +6,7 @@
 
 use super::layout::{self, LinearSpec};
 use super::passes::{self, LinearFigures};
-use super::{drawn_of, figures, imported_names, linear_chart, log2_chart, thread_key, HistOptions};
+use super::{drawn_of, figures, linear_chart, log2_chart, thread_key, HistOptions};
 use crate::analyze::compact::frameless::by_end::for_each_frame_by_end;
 use crate::analyze::compact::frameless::measured::MeasuredSpans;
 use crate::analyze::compact::read_frames;
@@ -225,32 +225,11 @@ pub fn collect_from(
     source: &dyn SpanSource,
     opts: &HistOptions,
 ) -> anyhow::Result<Vec<CompactSeries>> {
-    let no_by = |name: &str| -> anyhow::Result<()> {
-        if opts.by.is_some() {
-            anyhow::bail!("--by splits stages by thread or process; `{name}` spans threads, so it has no --by");
-        }
-        Ok(())
-    };
     let wanted = match opts.stage.as_deref() {
-        Some("total") if !head.stages.iter().any(|s| s == "total") => {
-            no_by("total")?;
-            Wanted::Total
-        }
-        Some("interval") if !head.stages.iter().any(|s| s == "interval") => {
-            no_by("interval")?;
-            Wanted::Interval
-        }
-        Some(stage) => match head.stages.iter().position(|s| s == stage) {
-            Some(id) => Wanted::Stages(vec![id]),
-            None => anyhow::bail!(
-                "the run has no stage {stage:?}; it has {}, total and interval{}",
-                if head.stages.is_empty() {
-                    "none".to_string()
-                } else {
-                    head.stages.join(", ")
-                },
-                imported_names(head)
-            ),
+        Some(name) => match super::named_stage(head, name, opts.by)? {
+            super::Named::Total => Wanted::Total,
+            super::Named::Interval => Wanted::Interval,
+            super::Named::Stage(id) => Wanted::Stages(vec![id]),
         },
         None => Wanted::Stages((0..head.stages.len()).collect()),
     };

@@ -130,23 +130,33 @@ fn is_named(field: Field, name: &str, column: &str) -> bool {
                 .any(|(suffix, _)| lower.strip_suffix(suffix) == Some(name)))
 }
 
+/// The field `--map FIELD=COLUMN` names, or why there is none.
+fn field_named(field: &str, column: &str) -> Result<Field, String> {
+    (Field::ALL.into_iter())
+        .find(|f| f.name().eq_ignore_ascii_case(field.trim()))
+        .ok_or_else(|| {
+            let known: Vec<&str> = Field::ALL.iter().map(|f| f.name()).collect();
+            format!(
+                "--map {field}={column}: there is no field {field:?}; the fields are {}",
+                known.join(", ")
+            )
+        })
+}
+
+/// Each `--map FIELD=COLUMN` names a field: checked before any file is read, a usage
+/// error.
+pub fn check_map(map: &[(String, String)]) -> anyhow::Result<()> {
+    for (field, column) in map {
+        field_named(field, column).map_err(crate::usage::UsageError)?;
+    }
+    Ok(())
+}
+
 /// `--map` and `--key` as (field, column) pairs; an unknown field is an error.
 fn explicit_columns(b: &TraceBuilder) -> Result<Vec<(Field, String)>, ImportError> {
     let mut out = Vec::new();
     for (field, column) in &b.opts.map {
-        let Some(f) = Field::ALL
-            .into_iter()
-            .find(|f| f.name().eq_ignore_ascii_case(field.trim()))
-        else {
-            let known: Vec<&str> = Field::ALL.iter().map(|f| f.name()).collect();
-            return Err(b.error(
-                Location::Whole,
-                format!(
-                    "--map {field}={column}: there is no field {field:?}; the fields are {}",
-                    known.join(", ")
-                ),
-            ));
-        };
+        let f = field_named(field, column).map_err(|why| b.error(Location::Whole, why))?;
         out.push((f, column.clone()));
     }
     if let Some(key) = &b.opts.key {

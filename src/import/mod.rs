@@ -162,7 +162,7 @@ impl ImportOptions {
         for (option, is_given, formats) in given {
             if is_given && !formats.contains(&format) {
                 let names: Vec<&str> = formats.iter().map(|f| f.name()).collect();
-                anyhow::bail!(
+                crate::bail_usage!(
                     "{option} does not apply to {} input (it is read for {} only): leave it out",
                     format.name(),
                     names.join(", ")

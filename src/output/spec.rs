@@ -417,9 +417,9 @@ fn suggest_group(regex: &str) -> String {
 pub fn parse_metrics(texts: &[String]) -> anyhow::Result<Vec<MetricSpec>> {
     let mut specs: Vec<MetricSpec> = Vec::new();
     for text in texts {
-        let spec = MetricSpec::parse(text).map_err(anyhow::Error::msg)?;
+        let spec = MetricSpec::parse(text).map_err(crate::usage::UsageError)?;
         if specs.iter().any(|s| s.name == spec.name) {
-            anyhow::bail!(
+            crate::bail_usage!(
                 "--metric {text}: the name '{}' is defined twice; give each --metric its own name",
                 spec.name
             );

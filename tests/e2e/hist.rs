@@ -77,7 +77,8 @@ fn hist_errors_are_one_line() {
         .args(["--stage", "nope"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // A stage that names nothing is a usage error.
+    assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         error_line(&out),
         "error: the run has no stage \"nope\"; it has a, b, c, total and interval"
@@ -402,10 +403,187 @@ fn span_histograms_give_bounded_figures_too() {
         .args(["--stage", "a", "--linear", "50us", "--below", "1ms"])
         .output()
         .unwrap();
-    assert_eq!(linear.status.code(), Some(1));
+    assert_eq!(linear.status.code(), Some(2));
     assert!(
         error_line(&linear).contains("leave out --linear"),
         "{}",
         stderr(&linear)
     );
+}
+
+/// Imports `csv` as `dir/NAME.framelab`.
+fn import_csv(dir: &std::path::Path, name: &str, csv: &str) -> std::path::PathBuf {
+    let input = dir.join(format!("{name}.csv"));
+    std::fs::write(&input, csv).unwrap();
+    let path = dir.join(format!("{name}.framelab"));
+    let out = framelab()
+        .arg("import")
+        .arg(&input)
+        .arg("-o")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    path
+}
+
+/// Spans' µs buckets hold whole µs floored from ns: `[0]` is 0–999 ns. A threshold inside
+/// it (500 ns) was rounded up to the bucket's bound and printed as an exact, wrong count.
+#[test]
+fn a_share_below_a_threshold_inside_a_spans_bucket_is_a_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("start_us,dur_us,name,frame\n");
+    let durations = [0.2, 0.2, 0.2, 0.8, 0.8, 1.2, 1.2, 1.2, 1.2, 1.7];
+    for (f, dur) in durations.iter().enumerate() {
+        csv.push_str(&format!("{},{dur},pack,{f}\n", f * 100));
+    }
+    let path = import_csv(dir.path(), "sub", &csv);
+    let hist = |extra: &[&str]| {
+        let out = framelab()
+            .arg("hist")
+            .arg(&path)
+            .args([
+                "--stage", "pack", "--below", "500ns", "--below", "1us", "--below", "1500ns",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let text = hist(&[]);
+    let line = |t: &str| {
+        (text.lines())
+            .find(|l| l.contains(&format!("below {t}:")))
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_owned()
+    };
+    assert!(line("500ns").contains("(0 to 5 values"), "{text}");
+    assert!(line("1us").contains("(5 values)"), "{text}");
+    assert!(line("1500ns").contains("(5 to 10 values"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&hist(&["--format", "json"])).unwrap();
+    let text = json.to_string();
+    let below = json
+        .pointer("/histograms/0/below")
+        .unwrap_or_else(|| panic!("{text}"));
+    let counts: Vec<(u64, u64)> = (below.as_array().unwrap().iter())
+        .map(|b| {
+            (
+                b["count_at_least"].as_u64().unwrap(),
+                b["count_at_most"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(counts, [(0, 5), (5, 5), (5, 10)], "{text}");
+}
+
+/// A trace imported with no frame definition has no frames: its report shows no frame
+/// figures, but `hist --stage total|interval` drew every slice as a "frame", and compare
+/// showed and judged their total rows.
+#[test]
+fn frame_figures_of_a_run_without_frames_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/import/chrome-156-headless-startup.json.gz"
+    );
+    let mut paths = Vec::new();
+    for name in ["c1", "c2"] {
+        let path = dir.path().join(format!("{name}.framelab"));
+        let out = framelab()
+            .args(["import", trace, "-o"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        paths.push(path);
+    }
+    for stage in ["total", "interval"] {
+        let out = framelab()
+            .arg("hist")
+            .arg(&paths[0])
+            .args(["--stage", stage])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let line = error_line(&out);
+        assert!(
+            line.contains("--frame-arg") && line.contains("--frame-regex"),
+            "{line}"
+        );
+    }
+    let out = framelab()
+        .arg("compare")
+        .args(&paths)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        !text.contains("\"total.p50\"") && !text.contains("\"total.p99\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("no total, interval, fps or late rows"),
+        "{text}"
+    );
+}
+
+/// `--min` above every value left an empty range drawn as "1 ns buckets", in ns.
+#[test]
+fn a_range_holding_no_value_says_so_in_the_values_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("start_us,dur_us,name,frame\n");
+    for f in 0..20 {
+        csv.push_str(&format!("{},{},work,{f}\n", f * 10_000, 2000 + f * 100));
+    }
+    let path = import_csv(dir.path(), "ms", &csv);
+    for bound in [["--min", "20ms"], ["--max", "1ms"]] {
+        let out = framelab()
+            .arg("hist")
+            .arg(&path)
+            .args(["--stage", "work"])
+            .args(bound)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = stdout(&out);
+        assert!(text.contains("@work (µs)"), "{text}");
+        assert!(!text.contains(" ns"), "{text}");
+        assert!(text.contains("holds no value"), "{text}");
+    }
+}
+
+/// `--unit` on spans was ignored without a word; `--stage 'commit->release'` was refused
+/// where `compare --show` takes `->` for `→`.
+#[test]
+fn unit_on_spans_is_refused_and_an_arrow_may_be_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shm.framelab");
+    let log = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/import/wayland-1.21-simple-shm-client.log.gz"
+    );
+    let out = framelab()
+        .args(["import", log, "-o"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let hist = |stage: &str, extra: &[&str]| {
+        framelab()
+            .arg("hist")
+            .arg(&path)
+            .args(["--stage", stage])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let typed = hist("commit->release", &[]);
+    assert!(typed.status.success(), "{}", stderr(&typed));
+    assert_eq!(stdout(&typed), stdout(&hist("commit→release", &[])));
+    let unit = hist("commit→release", &["--unit", "ms"]);
+    assert_eq!(unit.status.code(), Some(2), "{}", stderr(&unit));
+    assert!(error_line(&unit).contains("--unit"), "{}", stderr(&unit));
 }

@@ -498,7 +498,7 @@ fn a_sweep_tags_each_run_with_its_parameter_values() {
             .unwrap()
     };
     let clash = sweep(&["--tag", "us=7"]);
-    assert_eq!(clash.status.code(), Some(1));
+    assert_eq!(clash.status.code(), Some(2));
     assert!(
         error_line(&clash).contains("--tag us=7: us is a --param of this bench"),
         "{}",

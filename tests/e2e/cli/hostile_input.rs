@@ -225,7 +225,7 @@ fn a_bench_of_too_many_runs_is_refused_before_it_starts() {
         .current_dir(dir.path())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         error_line(&out).contains("the most is 100000"),
         "{}",

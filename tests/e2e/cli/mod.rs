@@ -7,3 +7,4 @@ mod option_combinations;
 mod output_files;
 mod readme_examples;
 mod units;
+mod usage_errors;

@@ -370,7 +370,7 @@ fn means_counts_sums_and_any_percentile_are_metrics() {
     assert_eq!(units, ["microseconds", "spans", "seconds"]);
     // A statistic that is none is refused with the list, as an unknown name is.
     let out = run(&["compare", sa, sb, "--show", "work.median"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         error_line(&out).contains(".mean, .count, .sum and any .pNN"),
         "{}",
@@ -597,7 +597,7 @@ fn two_bpftrace_prints_compare_histogram_by_histogram() {
 
     // --show has no metric to pick here: refused, not ignored.
     let out = run(&["compare", b, a, "--show", "fps"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(error_line(&out).contains("--show fps"), "{}", stderr(&out));
 
     // --below without a unit: a usage error naming the units.

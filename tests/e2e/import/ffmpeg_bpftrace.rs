@@ -246,7 +246,7 @@ fn hist_picks_an_imported_histogram_by_its_printed_name() {
         assert_eq!(drawn, expected, "{shown}");
     }
     let out = hist("@lat_ns[bpftrace]", &["--linear", "1ms"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         error_line(&out).contains("its own buckets"),
         "{}",
