@@ -36,12 +36,15 @@ pub fn figures_of<T: Ns>(values: &[T], spec: &LinearSpec) -> Option<LinearFigure
     read_linear(1, spec, read).ok()?.pop()?
 }
 
-/// Each of `series` series' figures (`None` for one with no values), `read` calling its
-/// visitor with (series, value) for every value, the same ones in each call.
+/// One read of several series' values: calls its visitor with (series, value) for each.
+pub type SeriesRead<'a> = dyn FnMut(&mut dyn FnMut(usize, i64)) -> anyhow::Result<()> + 'a;
+
+/// Each of `series` series' figures (`None` for one with no values), `read` giving the
+/// same values each time it is called.
 pub fn read_linear(
     series: usize,
     spec: &LinearSpec,
-    read: &mut dyn FnMut(&mut dyn FnMut(usize, i64)) -> anyhow::Result<()>,
+    read: &mut SeriesRead,
 ) -> anyhow::Result<Vec<Option<LinearFigures>>> {
     let mut passes: Vec<Passes> = (0..series).map(|_| Passes::default()).collect();
     let mut read_count = 0u32;

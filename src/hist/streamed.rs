@@ -167,11 +167,15 @@ fn frames_tally(
     tally.ok_or_else(|| anyhow::anyhow!("the frame table's ends were read out of order"))
 }
 
+/// One read of a series' values: calls its visitor with each; `false` when it could not
+/// give them all.
+type ValuesRead<'a> = dyn FnMut(&mut dyn FnMut(i64)) -> anyhow::Result<bool> + 'a;
+
 /// The values `read` gives (as often as the layout needs), counted as `linear` asks;
 /// `None` when a read says it could not give them (`false`).
 fn tally_reads(
     linear: Option<&LinearSpec>,
-    read: &mut dyn FnMut(&mut dyn FnMut(i64)) -> anyhow::Result<bool>,
+    read: &mut ValuesRead,
 ) -> anyhow::Result<Option<Tally>> {
     let Some(spec) = linear else {
         let mut counts = layout::Log2Counts::default();
