@@ -222,6 +222,13 @@ fn metric_rows(t: &Telemetry, points: &[Points], start: i64, end: i64) -> Vec<Me
     rows
 }
 
+/// How often `source` was read (ns); 0 when unknown.
+fn every_of(t: &Telemetry, source: &str) -> i64 {
+    (t.sources.iter())
+        .find(|s| s.source == source)
+        .map_or(0, |s| s.every_ns)
+}
+
 /// Everything the report shows about telemetry; `None` for a run recorded without it.
 /// `window`: the measured window; `run_ns`: how long the run lasted (for the sampler's
 /// cost); `frames`: measured frames or `--frames N`.
@@ -270,7 +277,12 @@ pub fn summarize(
         frame_columns,
         worst_frames,
         throttle: frames::throttle_summary(&t.series, &points, late, start, end),
-        busiest_threads: threads::busiest_threads(&t.series, &points, start, end),
+        busiest_threads: threads::busiest_threads(
+            &t.series,
+            &points,
+            (start, end),
+            every_of(t, "threads"),
+        ),
     })
 }
 

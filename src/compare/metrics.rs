@@ -492,6 +492,33 @@ fn cpu_per_unit_metrics(runs: &[&RunData]) -> Vec<Metric> {
     metrics
 }
 
+/// A note for each CPU per unit of a rate shown (`cpu_per.req_s`): the rate times the window
+/// is taken as the units done, which counts units never served where the program timed its
+/// rate over less than the window (its start-up, a warmup): a Python server's CPU per
+/// request read 0.45-0.62 of its CPU ÷ the requests it served.
+pub fn rate_notes(chosen: &[Metric], runs: &[&RunData]) -> Vec<String> {
+    let mut notes: Vec<String> = Vec::new();
+    for m in chosen {
+        let Kind::CpuPerUnit { metric, role: None } = &m.kind else {
+            continue;
+        };
+        let rate = (runs.iter().flat_map(|r| &r.output_metrics))
+            .find(|o| &o.name == metric)
+            .filter(|o| !super::extract::counts_work(&o.unit));
+        if let Some(rate) = rate {
+            let unit = rate.unit.trim_end().trim_end_matches("/s");
+            notes.push(format!(
+                "{}: {metric} ({}) × each run's window is taken as the {unit} done; where the \
+                 program timed its rate over less of the window (its start-up, a warmup), {unit} \
+                 never done are counted and the figure is too low: a metric from output that \
+                 counts the {unit} done gives it exactly",
+                m.label, rate.unit
+            ));
+        }
+    }
+    notes
+}
+
 /// The metrics from output the runs recorded, in the order first seen; unit and direction
 /// as the first run that has the metric defined them (`disagreements` tells of others).
 fn output_metrics(runs: &[&RunData]) -> Vec<Metric> {

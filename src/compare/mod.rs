@@ -129,6 +129,7 @@ fn compare_loaded(
                 .into(),
         );
     }
+    notes.extend(metrics::rate_notes(&chosen, &measured));
     if chosen.iter().any(|m| m.key == "fps") && measured.iter().any(|r| r.fps_from_frames) {
         notes.push(format!(
             "{}: it is N ÷ each run's whole wall time; a rate the command prints itself \

@@ -469,8 +469,11 @@ fn tally_notes(b: &mut TraceBuilder, tally: &Tally) {
     if tally.logs > 1 {
         b.note(format!(
             "MangoHud: the file holds {} logs one after another; each is placed after the \
-             end of the one before",
-            tally.logs
+             end of the one before, and the time between them is not known: the step from \
+             one log's last frame to the next one's first counts as an interval ({} in the \
+             fps figures and lows); import each log alone for figures without them",
+            tally.logs,
+            tally.logs - 1
         ));
     }
     // A per-frame log's ends are one frametime apart; one logged every log_interval
@@ -629,6 +632,21 @@ mod tests {
         );
         let cpu = samples(&run, "cpu_load");
         assert_eq!(cpu[0].1, 100);
+    }
+
+    #[test]
+    fn appended_logs_say_their_junction_is_an_interval() {
+        let mut both = fixture("mangohud-0.6.8-glxgears-llvmpipe.csv");
+        both.extend(fixture("mangohud-0.6.8-vkcube-lavapipe.csv"));
+        let run = IMPORT.result_with(both, ImportOptions::default()).unwrap();
+        let info = run.import.as_ref().unwrap();
+        let note = (info.notes.iter())
+            .find(|n| n.contains("2 logs one after another"))
+            .expect("a note on the two logs");
+        assert!(
+            note.contains("counts as an interval (1 in the fps figures"),
+            "{note}"
+        );
     }
 
     const NEW_HEADER: &str = "fps,frametime,cpu_load,cpu_power,gpu_load,cpu_temp,gpu_temp,\

@@ -48,6 +48,27 @@ impl Points {
         }
     }
 
+    /// A counter's value at `t` when it is read every `every_ns`: a row's change since the
+    /// row before is taken to have come evenly over the reading interval before it (a
+    /// counter is written only when it changed, so the row before may be much older). A
+    /// window opening between two readings of a busy thread then counts its time from the
+    /// opening, not from the reading before it (up to a whole interval more: a thread
+    /// busier than its process, over 100% of the window). Before the first reading and
+    /// after the last, as [`Points::step_at`].
+    pub fn counter_at(&self, t: i64, every_ns: i64) -> f64 {
+        let i = self.0.partition_point(|&(at, _)| at <= t);
+        let (Some(&(t0, v0)), Some(&(t1, v1))) =
+            (i.checked_sub(1).map(|i| &self.0[i]), self.0.get(i))
+        else {
+            return self.step_at(t) as f64;
+        };
+        let from = t0.max(t1.saturating_sub(every_ns));
+        if t <= from {
+            return v0 as f64;
+        }
+        v0 as f64 + (v1 - v0) as f64 * (t - from) as f64 / (t1 - from) as f64
+    }
+
     /// Linear interpolation at `t`, clamped to the first and last readings.
     pub fn interpolate(&self, t: i64) -> Option<f64> {
         let first = *self.0.first()?;

@@ -10,18 +10,20 @@ use crate::model::SampleSeries;
 /// How many threads the report names.
 pub const BUSIEST: usize = 10;
 
-/// A thread's total over the window: its value at the end minus at the start. A thread born
-/// during the run has a 0 reading at its birth; one older than the run (a watched daemon's)
-/// counts from its first reading, never from its birth: its lifetime is not the window's.
-fn delta(points: &Points, start: i64, end: i64) -> i64 {
-    (points.step_at(end) - points.step_at(start)).max(0)
+/// A thread's total over the window: its value at the end minus at the start, read every
+/// `every_ns` ([`Points::counter_at`]). A thread born during the run has a 0 reading at its
+/// birth; one older than the run (a watched daemon's) counts from its first reading, never
+/// from its birth: its lifetime is not the window's.
+fn delta(points: &Points, start: i64, end: i64, every_ns: i64) -> i64 {
+    let at = |t| points.counter_at(t, every_ns);
+    ((at(end) - at(start)).round() as i64).max(0)
 }
 
 pub fn busiest_threads(
     series: &[SampleSeries],
     points: &[Points],
-    start: i64,
-    end: i64,
+    (start, end): (i64, i64),
+    every_ns: i64,
 ) -> Vec<ThreadRow> {
     // entity "PID/TID" → row.
     let mut rows: BTreeMap<(u32, u32), ThreadRow> = BTreeMap::new();
@@ -42,7 +44,7 @@ pub fn busiest_threads(
             name: s.label.clone(),
             ..ThreadRow::default()
         });
-        let d = delta(&points[id], start, end);
+        let d = delta(&points[id], start, end, every_ns);
         match s.metric.as_str() {
             "cpu_time" => row.cpu_ns = d,
             "ctx_voluntary" => row.ctx_voluntary = d,
@@ -169,7 +171,7 @@ mod tests {
         ];
         // Window 500 ms .. 1 s: encoder 400 ms (80%), host 50 ms, late 60 ms (born at 580),
         // the daemon 30 ms (not its 5 s lifetime).
-        let rows = busiest_threads(&series, &points, 500 * MS, 1_000 * MS);
+        let rows = busiest_threads(&series, &points, (500 * MS, 1_000 * MS), 50 * MS);
         let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["encoder", "late", "host", "daemon"]);
         assert_eq!(rows[3].cpu_ns, 30 * MS);
@@ -179,5 +181,18 @@ mod tests {
         assert_eq!(rows[0].ctx_involuntary, 40);
         assert_eq!(rows[0].process, "host");
         assert_eq!(rows[1].cpu_ns, 60 * MS);
+    }
+
+    #[test]
+    fn a_window_between_two_readings_counts_a_busy_thread_from_its_start() {
+        // A thread on CPU all along, read every 50 ms, and once more as the window closes
+        // at 980 ms; the window opens at 75 ms, between two readings. From the reading
+        // before it, the thread had 930 ms of a 905 ms window (103%).
+        let series = vec![counter("1/1", "main", "cpu_time")];
+        let mut readings: Vec<(i64, i64)> = (0..20).map(|i| (i * 50 * MS, i * 50 * MS)).collect();
+        readings.push((980 * MS, 980 * MS));
+        let rows = busiest_threads(&series, &[Points(readings)], (75 * MS, 980 * MS), 50 * MS);
+        assert_eq!(rows[0].cpu_ns, 905 * MS);
+        assert_eq!(rows[0].load_pct, 100.0);
     }
 }

@@ -132,6 +132,19 @@ fn the_step_table_is_the_load_generators_own_numbers() {
         text.contains("fps from --frames: includes start-up and shutdown"),
         "{text}"
     );
+
+    // CPU per request from the rate: said to take rate × window as the requests done.
+    let out = framelab()
+        .arg("compare")
+        .arg(&file)
+        .args(["--show", "cpu_per.req_s"])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("req_s (req/s) × each run's window is taken as the req done"),
+        "{text}"
+    );
 }
 
 /// A load generator's warmup phase left out: ab runs 2 s to warm the server, the script
