@@ -177,7 +177,7 @@ pub fn run(options: &BenchOptions, progress: &mut dyn Progress) -> Result<BenchO
         if let Err(e) = run_shell("--cleanup", command, name, &path) {
             outcome
                 .cleanup_failures
-                .push(format!("{e:#} (variant {name})"));
+                .push(format!("{e:#}"));
         }
     }
     result?;
@@ -539,7 +539,7 @@ fn run_shell(option: &str, command: &str, variant: &str, path: &Path) -> Result<
         .status()
         .with_context(|| format!("{option} could not start sh: {command}"))?;
     if !status.success() {
-        bail!("{option} failed ({status}): {command}");
+        bail!("{option} of variant {variant} failed ({status}): {command}");
     }
     Ok(())
 }

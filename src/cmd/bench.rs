@@ -217,7 +217,8 @@ fn show(finished: &Finished, settings: &CompareSettings) -> anyhow::Result<Outco
         }
     }
     if !matches!(finished.shown(), Shown::Stopped { .. }) {
-        notes(finished);
+        // A variant with no measured run leaves nothing compare could show.
+        notes(finished, all_failed.is_empty());
     }
     Ok(match finished.exit() {
         BenchExit::Done => Outcome::Done,
@@ -240,15 +241,15 @@ fn list_runs(
     )?)
 }
 
-/// What a bench that ran to its end says after what it showed: where its file is, and
-/// what happened to its runs.
-fn notes(finished: &Finished) {
+/// What a bench that ran to its end says after what it showed: where its file is (and how
+/// to see it again: `comparable`, whether compare can), and what happened to its runs.
+fn notes(finished: &Finished, comparable: bool) {
     let outcome = &finished.outcome;
     let path = outcome.path.display();
     if outcome.file.kept() {
-        let see = match finished.single_variant {
-            true => format!("framelab report {path}"),
-            false => format!("framelab compare {path} --format markdown"),
+        let see = match !finished.single_variant && comparable {
+            false => format!("framelab report {path}"),
+            true => format!("framelab compare {path} --format markdown"),
         };
         eprintln!("framelab: experiment file {path} ({see})");
     } else {

@@ -532,3 +532,21 @@ fn a_sweep_tags_each_run_with_its_parameter_values() {
         stdout(&report)
     );
 }
+
+#[test]
+fn a_failing_setup_names_its_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = framelab()
+        .args(["bench", "-n", "2", "--setup"])
+        .arg(r#"[ "$FRAMELAB_VARIANT" = a ] || exit 4"#)
+        .args(["--variant", "a=true", "--variant", "b=true", "-o"])
+        .arg(dir.path().join("setup.framelab"))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--setup of variant b failed (exit status: 4)"),
+        "{err}"
+    );
+}
