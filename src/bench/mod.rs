@@ -175,9 +175,7 @@ pub fn run(options: &BenchOptions, progress: &mut dyn Progress) -> Result<BenchO
         let name = &spec.variants[*variant].name;
         progress.say(&format!("--cleanup of {name}: {command}"));
         if let Err(e) = run_shell("--cleanup", command, name, &path) {
-            outcome
-                .cleanup_failures
-                .push(format!("{e:#}"));
+            outcome.cleanup_failures.push(format!("{e:#}"));
         }
     }
     result?;

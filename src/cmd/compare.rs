@@ -120,7 +120,7 @@ impl TryFrom<CompareArgs> for ComparePlan {
         let mut show = args.settings.show.clone();
         show.extend(args.metric_alias.iter().cloned());
         if let Some(definition) = args.metric_alias.iter().find(|m| m.contains('=')) {
-            anyhow::bail!(
+            framelab::bail_usage!(
                 "--metric {definition}: compare reads the metrics the runs recorded; define one when \
                  running (framelab run/bench --metric NAME:higher=REGEX), and pick what to show with --show NAME"
             );

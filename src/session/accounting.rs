@@ -150,8 +150,12 @@ type UnattributedKey = (u32, bool);
 
 pub struct Accounting {
     procfs: Procfs,
-    /// CLOCK_MONOTONIC at launch: process start times are converted with it.
+    /// CLOCK_MONOTONIC at the command's exec (the run's clock): process start times are
+    /// converted with it.
     origin_mono_ns: i64,
+    /// CLOCK_MONOTONIC before the command was forked: a process that started before it is
+    /// not the run's. The command itself started (forked) up to tens of ms before its exec.
+    launched_mono_ns: i64,
     /// framelab's own pid: the tree is everything below it (the command and adopted orphans).
     collector_pid: u32,
     /// How often `sample` is called: what "between readings" means in the notes.
@@ -222,6 +226,7 @@ impl Accounting {
         Accounting {
             procfs,
             origin_mono_ns,
+            launched_mono_ns: origin_mono_ns,
             collector_pid,
             interval_ns,
             watch,
@@ -252,6 +257,11 @@ impl Accounting {
         }
     }
 
+    /// When the command was launched (before its fork), if before the run's clock starts.
+    pub fn set_launch(&mut self, launched_mono_ns: i64) {
+        self.launched_mono_ns = launched_mono_ns.min(self.origin_mono_ns);
+    }
+
     /// A fresh accounting with the same settings, taking over the exit-record listener: for
     /// a window that opens again later.
     pub fn restarted(&mut self) -> Accounting {
@@ -264,6 +274,7 @@ impl Accounting {
             self.watch.clone(),
             taskstats,
         );
+        fresh.launched_mono_ns = self.launched_mono_ns;
         fresh.events = self.events.take();
         fresh.watched_starts = self.watched_starts.clone();
         fresh.services = self.services.clone();
@@ -887,7 +898,7 @@ impl Accounting {
             let Some(stat) = self.procfs.stat(pid) else {
                 return false;
             };
-            if stat.start_ns <= self.origin_mono_ns - START_TICK_SLACK_NS {
+            if stat.start_ns <= self.launched_mono_ns - START_TICK_SLACK_NS {
                 self.foreign.insert(pid);
                 return true;
             }
@@ -905,7 +916,7 @@ impl Accounting {
             && !self.procs.contains_key(&pid)
             && !self.service_of.contains_key(&pid)
             && !self.services.iter().any(|(p, _)| *p == pid)
-            && (stat.start_ns <= self.origin_mono_ns - START_TICK_SLACK_NS
+            && (stat.start_ns <= self.launched_mono_ns - START_TICK_SLACK_NS
                 || self.foreign_ancestor(stat.ppid))
         {
             // Older than the command, or a child of such a leftover, and not started for it:

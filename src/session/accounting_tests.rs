@@ -813,3 +813,30 @@ fn a_service_that_daemonizes_keeps_its_daemon_and_the_daemons_children() {
         );
     }
 }
+
+#[test]
+fn the_commands_children_are_the_runs_though_it_was_forked_before_the_runs_clock() {
+    // The run's clock starts at the command's exec (100 ms); its fork came 20 ms before,
+    // while it joined the run's cgroup. Its child, read before it, is the run's.
+    let mut world = World::new();
+    world.stat(CMD, "sh", 'S', COLLECTOR, [0, 0, 0, 0], 8);
+    world.stat(101, "burner", 'R', CMD, [30, 0, 0, 0], 10);
+    use crate::session::executor::Executor;
+    let exit_records = world.exec.exit_records();
+    let mut acc = Accounting::new(
+        world.exec.procfs(),
+        100_000_000,
+        COLLECTOR,
+        50_000_000,
+        WatchList::default(),
+        exit_records,
+    );
+    acc.set_launch(75_000_000);
+    acc.sample(0, CMD);
+    acc.start_window(0, CMD, false);
+    world.stat(101, "burner", 'R', CMD, [60, 0, 0, 0], 10);
+    acc.sample(500_000_000, CMD);
+    acc.end_window(1_000_000_000, CMD);
+    let rows = acc.results();
+    assert_eq!(cpu(row(&rows, "burner")), 30 * TICK_NS, "{rows:?}");
+}

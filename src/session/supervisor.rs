@@ -652,6 +652,7 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
         .and_then(|started| start_profiler(started, &service_pids, &opts.watch.pids));
     let procfs = supervisor.executor().procfs();
     let mut accounting = accounting(opts, procfs.clone(), &meta, exit_records, service_roots);
+    accounting.set_launch(launched_ns);
     if let Some(dir) = run_group.listing_dir() {
         accounting.list_through_group(dir);
     }

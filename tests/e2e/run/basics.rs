@@ -846,7 +846,7 @@ fn tags_are_kept_shown_carried_into_history_and_group_a_compare() {
             .args(["-o", "/dev/null", "--", "true"])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
         assert!(error_line(&out).contains(said), "{}", stderr(&out));
     }
 }

@@ -534,7 +534,8 @@ fn a_sweep_of_one_variant_compares_each_value_with_the_first_or_the_one_named() 
 
 fn refusal_is_one_line(args: &[&str], file: &Path, needle: &str) {
     let out = framelab().args(args).arg(file).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // A value or name that matches nothing given is a usage error.
+    assert_eq!(out.status.code(), Some(2));
     assert!(error_line(&out).contains(needle), "{}", stderr(&out));
 }
 

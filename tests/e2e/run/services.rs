@@ -382,7 +382,7 @@ fn prepare_runs_after_the_services_and_a_variant_gets_its_own_server_and_pin() {
         .arg(dir.path().join("typo.framelab"))
         .output()
         .unwrap();
-    assert_eq!(typo.status.code(), Some(1));
+    assert_eq!(typo.status.code(), Some(2));
     assert!(
         error_line(&typo).contains("no variant is named v3; the variants are v1, v2"),
         "{}",

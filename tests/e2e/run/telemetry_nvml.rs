@@ -527,8 +527,8 @@ fn energy_per_request_divides_the_windows_energy_by_the_count() {
         .args(files)
         .output()
         .unwrap();
-    // As for any --show name compare does not know.
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // As for any --show name compare does not know: a usage error.
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let line = error_line(&out);
     assert!(
         line.contains("no metric 'energy_per.req_s.GPU0': req_s is a rate (req/s)"),
