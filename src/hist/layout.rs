@@ -7,7 +7,6 @@
 //! - Linear: buckets `step` wide, and above them count, min, max, mean, standard
 //!   deviation and median, so the shape and the numbers come together.
 
-use crate::analyze::stats::Ns;
 use crate::model::Bucket;
 use crate::render::chart::Bar;
 
@@ -153,16 +152,11 @@ fn nice_step(at_least: i128) -> i128 {
 /// Without `--min` the buckets are aligned to multiples of the step and start at the one
 /// holding the smallest value; without `--max` they end with the one holding the largest.
 pub fn linear(values: &[i64], spec: &LinearSpec) -> LinearBuckets {
-    linear_of(values, spec)
-}
-
-/// [`linear`] of values of either width.
-pub fn linear_of<T: Ns>(values: &[T], spec: &LinearSpec) -> LinearBuckets {
     let (Some(&min), Some(&max)) = (values.iter().min(), values.iter().max()) else {
         return LinearBuckets::empty(spec);
     };
-    let mut counter = LinearCounter::new(min.into(), max.into(), spec);
-    values.iter().for_each(|&v| counter.add(v.into()));
+    let mut counter = LinearCounter::new(min, max, spec);
+    values.iter().for_each(|&v| counter.add(v));
     counter.finish()
 }
 
