@@ -361,14 +361,15 @@ pub fn all_bars(shown: &[Bucket], label: &dyn Fn(&Bucket) -> String) -> Vec<Bar>
 
 /// The statistics above a linear histogram, as the wayland-debug histogram tool prints
 /// them: the number of samples, min, max, mean, variance, standard deviation (both with
-/// n − 1) and median, of every value (those outside `--min`/`--max` included).
+/// n − 1, so none for one value) and median, of every value (those outside `--min`/`--max`
+/// included).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Summary {
     pub count: u64,
     pub min: i64,
     pub max: i64,
     pub mean: f64,
-    pub variance: f64,
+    pub variance: Option<f64>,
     pub median: f64,
 }
 
@@ -379,6 +380,13 @@ impl Summary {
             return vec!["NumSamples = 0".into()];
         };
         let show = |ns: f64| format_value(ns / per_unit);
+        let (variance, sd) = match s.variance {
+            Some(v) => (
+                format!("{} {unit}²", format_value(v / (per_unit * per_unit))),
+                format!("{} {unit}", show(v.sqrt())),
+            ),
+            None => ("undefined (one sample)".into(), "undefined".into()),
+        };
         vec![
             format!(
                 "NumSamples = {}; Min = {} {unit}; Max = {} {unit}",
@@ -387,10 +395,8 @@ impl Summary {
                 show(s.max as f64),
             ),
             format!(
-                "Mean = {} {unit}; Variance = {} {unit}²; SD = {} {unit}; Median = {} {unit}",
+                "Mean = {} {unit}; Variance = {variance}; SD = {sd}; Median = {} {unit}",
                 show(s.mean),
-                format_value(s.variance / (per_unit * per_unit)),
-                show(s.variance.sqrt()),
                 show(s.median),
             ),
         ]
@@ -542,6 +548,16 @@ mod tests {
                 "NumSamples = 4; Min = 1.000 µs; Max = 4.000 µs",
                 "Mean = 2.500 µs; Variance = 1.667 µs²; SD = 1.291 µs; Median = 2.500 µs"
             ]
+        );
+    }
+
+    #[test]
+    fn one_value_has_no_variance() {
+        let figures = crate::hist::passes::figures_of(&[4000i64], &LinearSpec::step(1000));
+        let lines = Summary::lines(figures.map(|f| f.summary).as_ref(), "µs", 1e3);
+        assert_eq!(
+            lines[1],
+            "Mean = 4.000 µs; Variance = undefined (one sample); SD = undefined; Median = 4.000 µs"
         );
     }
 }

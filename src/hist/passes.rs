@@ -74,7 +74,7 @@ struct Passes {
     /// During the second read.
     second: Option<Second>,
     /// After it: the buckets and the variance.
-    counted: Option<(LinearBuckets, f64)>,
+    counted: Option<(LinearBuckets, Option<f64>)>,
     median: Option<MedianSearch>,
 }
 
@@ -193,19 +193,20 @@ impl Spread {
         self.float_squares += (v as f64 - self.mean).powi(2);
     }
 
-    /// With n − 1: n·Σd² − (Σd)² over n(n − 1), rounded once where it fits.
-    fn variance(&self, n: u64) -> f64 {
+    /// With n − 1: n·Σd² − (Σd)² over n(n − 1), rounded once where it fits; none for
+    /// fewer than two values.
+    fn variance(&self, n: u64) -> Option<f64> {
         if n < 2 {
-            return 0.0;
+            return None;
         }
         let exact = (self.sum.zip(self.squares)).and_then(|(sum, squares)| {
             let scaled = squares.checked_mul(u128::from(n))?;
             scaled.checked_sub(sum.checked_mul(sum)?)
         });
-        match exact {
+        Some(match exact {
             Some(numerator) => numerator as f64 / (n as f64 * (n - 1) as f64),
             None => self.float_squares / (n - 1) as f64,
-        }
+        })
     }
 }
 
@@ -365,16 +366,13 @@ mod tests {
         sorted.sort_unstable();
         let n = sorted.len();
         let mean = values.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
-        let variance = match n {
-            1 => 0.0,
-            _ => {
-                values
-                    .iter()
-                    .map(|&v| (v as f64 - mean).powi(2))
-                    .sum::<f64>()
-                    / (n - 1) as f64
-            }
-        };
+        let variance = (n > 1).then(|| {
+            values
+                .iter()
+                .map(|&v| (v as f64 - mean).powi(2))
+                .sum::<f64>()
+                / (n - 1) as f64
+        });
         let median = match n % 2 {
             1 => sorted[n / 2] as f64,
             _ => (sorted[n / 2 - 1] as f64 + sorted[n / 2] as f64) / 2.0,
@@ -419,9 +417,13 @@ mod tests {
             s.mean,
             want.mean
         );
+        let variances_agree = match (s.variance, want.variance) {
+            (Some(got), Some(want)) => close(got, want),
+            (got, want) => got == want,
+        };
         assert!(
-            close(s.variance, want.variance),
-            "{label}: variance {} against {}",
+            variances_agree,
+            "{label}: variance {:?} against {:?}",
             s.variance,
             want.variance
         );
@@ -479,7 +481,7 @@ mod tests {
         let want = sorted_summary(&values);
         assert_eq!((got.summary.min, got.summary.max), (i64::MIN, i64::MAX));
         assert_eq!(got.summary.median, want.median);
-        assert!(close(got.summary.variance, want.variance));
+        assert!(close(got.summary.variance.unwrap(), want.variance.unwrap()));
     }
 
     #[test]
@@ -488,7 +490,7 @@ mod tests {
         let values: Vec<i64> = (0..1001).map(|i| (1i64 << 40) + i % 2).collect();
         let got = figures_of(&values, &LinearSpec::step(1)).unwrap();
         let exact = 250_500.0 / 1_001_000.0;
-        assert_eq!(got.summary.variance, exact);
+        assert_eq!(got.summary.variance, Some(exact));
     }
 
     #[test]
