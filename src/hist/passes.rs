@@ -424,8 +424,7 @@ mod tests {
         assert!(
             variances_agree,
             "{label}: variance {:?} against {:?}",
-            s.variance,
-            want.variance
+            s.variance, want.variance
         );
         assert_eq!(
             got.buckets,

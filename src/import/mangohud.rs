@@ -12,7 +12,7 @@
 //! (`cpu_power`, `swap_used`, `process_rss`), and said in a note.
 //!
 //! The other columns are sample series (source `mangohud`, metric = column, at the middle of
-//! each frame, written where the value changes): loads in %, temperatures in °C, clocks in
+//! each frame, written where the value changes): loads in thousandths of a percent (`m%`), temperatures in °C, clocks in
 //! MHz (rounded to whole units), power W → mW, memory GiB → bytes (MangoHud logs GiB).
 //! Columns of unknown unit are left out and named in a note.
 
@@ -24,8 +24,9 @@ use crate::model::{SampleSeries, SeriesKind};
 
 /// Known sample columns: (name, unit stored, factor from the logged unit).
 const SAMPLE_COLUMNS: [(&str, &str, i64); 13] = [
-    ("cpu_load", "%", 1),
-    ("gpu_load", "%", 1),
+    // Loads are logged with decimals (52.1739): kept to 0.001 %.
+    ("cpu_load", "m%", 1_000),
+    ("gpu_load", "m%", 1_000),
     ("cpu_temp", "C", 1),
     ("gpu_temp", "C", 1),
     ("gpu_core_clock", "MHz", 1),
@@ -555,9 +556,9 @@ mod tests {
         );
         assert!(!notes.contains("log_interval"), "{notes}");
         assert_eq!(info.skipped, 0);
-        // cpu_load 52.1739 % rounds to 52; ram_used 0.127605 GiB in bytes.
+        // cpu_load 52.1739 % in thousandths of a percent; ram_used 0.127605 GiB in bytes.
         let cpu = samples(&run, "cpu_load");
-        assert_eq!(cpu[0], (86_059_000 / 2, 52));
+        assert_eq!(cpu[0], (86_059_000 / 2, 52_174));
         let ram = samples(&run, "ram_used");
         assert_eq!(ram[0].1, 137_014_825); // 0.127605 × 2^30 = 137014825.45
         let series = &run.telemetry.series;
@@ -631,7 +632,7 @@ mod tests {
             )
         );
         let cpu = samples(&run, "cpu_load");
-        assert_eq!(cpu[0].1, 100);
+        assert_eq!(cpu[0].1, 100_000);
     }
 
     #[test]

@@ -158,6 +158,7 @@ pub fn display_unit(unit: &str) -> (f64, &'static str) {
         "kHz" => (1e-3, "MHz"),
         "MHz" => (1.0, "MHz"),
         "%" => (1.0, "%"),
+        "m%" => (1e-3, "%"),
         "mW" => (1e-3, "W"),
         "uW" => (1e-6, "W"),
         "C" => (1.0, "°C"),
