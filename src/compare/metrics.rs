@@ -250,10 +250,11 @@ impl Metric {
             Kind::CpuPerUnit { metric, role } => {
                 let m = run.output_metrics.iter().find(|m| &m.name == metric)?;
                 let seconds = run.wall_ns as f64 / 1e9;
-                let units = if m.unit.ends_with("/s") {
-                    m.value? * seconds
-                } else {
+                // A rate's units done are rate × window (a note says so: `rate_notes`).
+                let units = if counts_work(&m.unit) {
                     m.value?
+                } else {
+                    m.value? * seconds
                 };
                 let cpu_ns = match role {
                     None => run.cpu_ns,
@@ -504,7 +505,7 @@ pub fn rate_notes(chosen: &[Metric], runs: &[&RunData]) -> Vec<String> {
         };
         let rate = (runs.iter().flat_map(|r| &r.output_metrics))
             .find(|o| &o.name == metric)
-            .filter(|o| !super::extract::counts_work(&o.unit));
+            .filter(|o| !counts_work(&o.unit));
         if let Some(rate) = rate {
             let unit = rate.unit.trim_end().trim_end_matches("/s");
             notes.push(format!(
