@@ -223,6 +223,9 @@ pub(super) fn run_and_report(plan: RunPlan) -> anyhow::Result<Outcome> {
             if unread == 1 { "" } else { "s" }
         );
     }
+    if let Some(line) = &reported.failure {
+        eprintln!("framelab: {line}");
+    }
     Ok(match reported.exit {
         RunExit::Done => Outcome::Done,
         RunExit::CommandFailed => Outcome::CommandFailed,
