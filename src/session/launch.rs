@@ -75,7 +75,7 @@ pub fn check_runnable(program: &str) -> Result<()> {
         // no shell splits it, so naming a path or PATH would not help.
         bail!(
             "command not found: '{program}' is one word with spaces in it, and no shell reads \
-             it: give the program and each argument as words of their own (-- ./prog --fast), \
+             it: give the program and each argument as words of their own (-- ./prog arg1 arg2), \
              or add --shell to run it through sh -c"
         );
     }
