@@ -128,9 +128,13 @@ impl Paired {
             } else {
                 &spec.start
             };
+            // While recording the pairer does not know the run's names: no empty "()".
+            let has = match self.events_it_has.as_str() {
+                "" => String::new(),
+                names => format!(" ({names})"),
+            };
             notes.push(format!(
-                "--pair {name}: the run has no event named {missing:?} ({}); nothing was paired",
-                self.events_it_has
+                "--pair {name}: the run has no event named {missing:?}{has}; nothing was paired"
             ));
             return notes;
         }

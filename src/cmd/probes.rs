@@ -60,8 +60,12 @@ impl ProbeArgs {
         }
     }
 
+    /// Checked as given (forms, names, a stage or a point twice): a refusal is a usage
+    /// error, exit 2. What the binaries hold is checked later, at the probes' placing.
     pub fn options(&self) -> anyhow::Result<ProbeOptions> {
-        self.text().parse().map_err(anyhow::Error::msg)
+        self.text()
+            .parse()
+            .map_err(|why| framelab::usage::UsageError(why).into())
     }
 }
 

@@ -223,6 +223,9 @@ pub(super) fn run_and_report(plan: RunPlan) -> anyhow::Result<Outcome> {
             if unread == 1 { "" } else { "s" }
         );
     }
+    if let Some(line) = &reported.failure {
+        eprintln!("framelab: {line}");
+    }
     Ok(match reported.exit {
         RunExit::Done => Outcome::Done,
         RunExit::CommandFailed => Outcome::CommandFailed,
@@ -284,5 +287,24 @@ mod tests {
         .unwrap();
         assert_eq!(plan.format, Format::Text);
         assert!(plan.history.is_none() && plan.html.html.is_none());
+    }
+
+    /// A probe option malformed or inconsistent as given is a usage error, exit 2, as a
+    /// bad --fps is (these exited 1, the code for what framelab could not do).
+    #[test]
+    fn a_malformed_probe_option_is_a_usage_error() {
+        for given in [
+            &["--pair", "enter:exit"][..],
+            &["--probe", "encode"],
+            &["--probe", "e=./prog:f", "--frame-arg", "e=arg9"],
+            &["--frame-arg", "nope=arg1"],
+            &["--usdt", "e=./prog:demo:begin"],
+            &["--tracepoint", "vblank"],
+            &["--probe", "a=./prog:f", "--probe", "b=./prog:f"],
+        ] {
+            let words = [&["framelab", "run"][..], given, &["--", "true"]].concat();
+            let error = planned(&words).err().expect("refused");
+            assert!(framelab::usage::is_usage(&error), "{given:?}: {error:#}");
+        }
     }
 }

@@ -154,5 +154,7 @@ mod tests {
             "{:?}",
             facts[1].notes
         );
+        // No list of the run's names here: no empty "()" in its place.
+        assert!(!facts[1].notes[0].contains("()"), "{:?}", facts[1].notes);
     }
 }

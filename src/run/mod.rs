@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use crate::analyze::notes::describe_signal;
 use crate::history::commands::HistoryTarget;
 use crate::model::{EndReason, ExitInfo, Run};
 use crate::render::Format;
@@ -40,6 +41,9 @@ pub struct Reported {
     /// `--metric`s that could not be read.
     pub unread_metrics: usize,
     pub exit: RunExit,
+    /// How the command ended or the recording broke, on one line, when that failed the
+    /// run (exit 3): the report's notes say it too, but stdout may be a file or JSON.
+    pub failure: Option<String>,
 }
 
 /// How a recorded run ends the command.
@@ -75,6 +79,12 @@ pub fn run_and_report(request: &RunRequest, runs_done: impl FnOnce()) -> Result<
         _ => Ok(Vec::new()),
     };
     let unread_metrics = outcome.metrics.iter().filter(|m| m.value.is_none()).count();
+    let exit = run_exit(
+        &run,
+        outcome.end_reason,
+        outcome.exit.as_ref(),
+        unread_metrics,
+    );
     Ok(Reported {
         report,
         path: outcome.path.clone(),
@@ -82,13 +92,40 @@ pub fn run_and_report(request: &RunRequest, runs_done: impl FnOnce()) -> Result<
         history,
         names_refused: run.meta.names_refused,
         unread_metrics,
-        exit: run_exit(
-            &run,
-            outcome.end_reason,
-            outcome.exit.as_ref(),
-            unread_metrics,
-        ),
+        exit,
+        failure: (exit == RunExit::CommandFailed)
+            .then(|| failure(&run, outcome.exit.as_ref()))
+            .flatten(),
     })
+}
+
+/// The command's crash or non-zero exit, or else an incomplete recording, as one line.
+/// Refused names and unread metrics have lines of their own.
+fn failure(run: &Run, exit: Option<&ExitInfo>) -> Option<String> {
+    if let Some(exit) = exit {
+        if exit.crashed {
+            let how = exit
+                .signal
+                .map(|s| format!(": killed by {}", describe_signal(s)))
+                .unwrap_or_default();
+            return Some(format!(
+                "the command crashed{how}; the report covers what was recorded before the crash"
+            ));
+        }
+        if let Some(code) = exit.code.filter(|&c| c != 0) {
+            return Some(format!(
+                "the command exited with code {code}; the report covers what it recorded"
+            ));
+        }
+    }
+    incomplete(run).then(|| "the recording is incomplete: the report's notes say how".into())
+}
+
+/// A recording the program damaged, with rings framelab could not read, or whose session
+/// was removed.
+fn incomplete(run: &Run) -> bool {
+    let facts = &run.meta.session;
+    facts.session_lost_ns.is_some() || facts.corrupt_rings > 0 || facts.foreign_rings > 0
 }
 
 /// The exit a run gives: interrupted first, then anything that makes it a failure.
@@ -98,13 +135,8 @@ fn run_exit(
     exit: Option<&ExitInfo>,
     unread_metrics: usize,
 ) -> RunExit {
-    // A recording the program damaged, with rings it could not read, or whose session was
-    // removed, is incomplete.
-    let facts = &run.meta.session;
-    let incomplete =
-        facts.session_lost_ns.is_some() || facts.corrupt_rings > 0 || facts.foreign_rings > 0;
     let failed = run.meta.names_refused > 0
-        || incomplete
+        || incomplete(run)
         || unread_metrics > 0
         || exit.is_some_and(|e| e.crashed || e.code.is_some_and(|c| c != 0));
     if end_reason == EndReason::Interrupted {
@@ -180,6 +212,33 @@ mod tests {
             run_exit(&run, EndReason::Exited, clean.as_ref(), 0),
             RunExit::CommandFailed
         );
+    }
+
+    /// A crash, a non-zero exit and a broken recording each have their line for stderr
+    /// (exit 3 said nothing there: with `--format json` or stdout in a file, no word of it).
+    #[test]
+    fn a_failed_run_says_why_in_one_line() {
+        let run = reference_run();
+        let crashed = ExitInfo {
+            code: None,
+            signal: Some(libc::SIGSEGV),
+            crashed: true,
+        };
+        assert_eq!(
+            failure(&run, Some(&crashed)).unwrap(),
+            "the command crashed: killed by SIGSEGV (signal 11); the report covers what was recorded before the crash"
+        );
+        let line = failure(&run, Some(&exited(4))).unwrap();
+        assert!(
+            line.starts_with("the command exited with code 4;"),
+            "{line}"
+        );
+        assert_eq!(failure(&run, Some(&exited(0))), None);
+        assert_eq!(failure(&run, None), None);
+        let mut broken = reference_run();
+        broken.meta.session.corrupt_rings = 1;
+        let line = failure(&broken, Some(&exited(0))).unwrap();
+        assert!(line.contains("recording is incomplete"), "{line}");
     }
 
     /// Ctrl-C wins over every failure: what was recorded is kept, and said so.

@@ -69,10 +69,23 @@ pub fn become_subreaper() {
 
 /// Checks that `program` can be run, with an error that says what to do if not.
 pub fn check_runnable(program: &str) -> Result<()> {
+    let exists = Path::new(program).metadata().is_ok();
+    if !exists && program.contains(char::is_whitespace) {
+        // A whole command line quoted as one word (`-- './prog --fast'`, `-- 'a | b'`):
+        // no shell splits it, so naming a path or PATH would not help.
+        bail!(
+            "command not found: '{program}' is one word with spaces in it, and no shell reads \
+             it: give the program and each argument as words of their own (-- ./prog arg1 arg2), \
+             or add --shell to run it through sh -c"
+        );
+    }
     if program.contains('/') {
         let path = Path::new(program);
         let Ok(meta) = path.metadata() else {
-            bail!("command not found: '{program}' does not exist");
+            bail!(
+                "command not found: '{program}' does not exist{}; check the path",
+                relative_to(path)
+            );
         };
         if meta.is_dir() {
             bail!("'{program}' is a directory, not a program: name the executable inside it");
@@ -89,6 +102,15 @@ pub fn check_runnable(program: &str) -> Result<()> {
         )
     }
     Ok(())
+}
+
+/// ` (relative to /the/current/dir)` for a relative path: run from another directory, the
+/// same words name another file.
+fn relative_to(path: &Path) -> String {
+    match std::env::current_dir() {
+        Ok(dir) if path.is_relative() => format!(" (relative to {})", dir.display()),
+        _ => String::new(),
+    }
 }
 
 /// Where `program` is, as exec would find it: the path itself when it has a slash, else
@@ -344,4 +366,52 @@ pub fn reap_one(mut before_reaping: impl FnMut(u32)) -> Option<Reaped> {
 /// A rusage time in nanoseconds.
 pub fn timeval_ns(tv: libc::timeval) -> i64 {
     tv.tv_sec * 1_000_000_000 + tv.tv_usec * 1_000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_runnable;
+
+    fn refusal(program: &str) -> String {
+        format!("{:#}", check_runnable(program).unwrap_err())
+    }
+
+    /// A command line quoted as one word is named as such, with --shell as the way out
+    /// (it suggested `./echo hi | cat`, a path that cannot exist).
+    #[test]
+    fn a_quoted_command_line_points_to_separate_words_or_shell() {
+        for program in ["echo hi | cat", "./pipeline --fast"] {
+            let e = refusal(program);
+            assert!(e.contains("one word with spaces"), "{e}");
+            assert!(e.contains("--shell"), "{e}");
+            assert!(!e.contains("./echo"), "{e}");
+        }
+    }
+
+    /// A relative path that is not there says where it was looked for: run from another
+    /// directory, the same words name another file.
+    #[test]
+    fn a_missing_relative_path_names_the_directory_it_is_relative_to() {
+        let here = std::env::current_dir().unwrap();
+        let e = refusal("./no-such-program-xyz");
+        assert!(e.contains("does not exist"), "{e}");
+        assert!(
+            e.contains(&format!("relative to {}", here.display())),
+            "{e}"
+        );
+        let e = refusal("/no/such/program-xyz");
+        assert!(!e.contains("relative to"), "{e}");
+        assert!(e.contains("check the path"), "{e}");
+    }
+
+    /// A file whose name has a space in it is run as it is.
+    #[test]
+    fn an_existing_program_with_a_space_in_its_name_is_runnable() {
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join("my prog");
+        std::fs::write(&program, "#!/bin/sh\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        check_runnable(program.to_str().unwrap()).unwrap();
+    }
 }

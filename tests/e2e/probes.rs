@@ -399,8 +399,8 @@ fn a_frame_probe_numbers_the_frames_and_a_function_never_called_is_said() {
 }
 
 /// A refused `framelab run --probe`: one error line containing `says`, and nothing of the
-/// run (no run file; the command never started).
-fn assert_refused(args: &[&str], env: &[(&str, &str)], says: &str) {
+/// run (no run file; the command never started). Returns the exit code.
+fn assert_refused(args: &[&str], env: &[(&str, &str)], says: &str) -> Option<i32> {
     let dir = tempfile::tempdir().unwrap();
     let file = temp_run(&dir, "refused");
     let marker = dir.path().join("started");
@@ -416,6 +416,7 @@ fn assert_refused(args: &[&str], env: &[(&str, &str)], says: &str) {
     assert!(line.contains(says), "{line}");
     assert!(!file.exists(), "a run file was left: {line}");
     assert!(!marker.exists(), "the command ran: {line}");
+    out.status.code()
 }
 
 #[test]
@@ -423,12 +424,14 @@ fn bad_probes_are_refused_in_one_line_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), 10);
     let p = prog.display().to_string();
-    // A function that does not exist: its near matches.
-    assert_refused(
+    // A function that does not exist: its near matches. What the binary holds is no
+    // usage error (exit 1); an option malformed as given is one (exit 2).
+    let missing = assert_refused(
         &["--probe", &format!("encode={p}:encode_fram")],
         &[],
         "near matches: encode_frame",
     );
+    assert_eq!(missing, Some(1));
     // A file that is not ELF.
     let script = dir.path().join("script.sh");
     std::fs::write(&script, "#!/bin/sh\n").unwrap();
@@ -466,7 +469,7 @@ fn bad_probes_are_refused_in_one_line_before_the_run() {
         "not at its entry",
     );
     // A --frame-arg for no probe stage.
-    assert_refused(
+    let unknown_stage = assert_refused(
         &[
             "--probe",
             &format!("encode={p}:encode_frame"),
@@ -476,6 +479,7 @@ fn bad_probes_are_refused_in_one_line_before_the_run() {
         &[],
         "no --probe or --usdt stage decode",
     );
+    assert_eq!(unknown_stage, Some(2));
     // The same tracepoint twice.
     assert_refused(
         &[
@@ -499,11 +503,12 @@ fn bad_probes_are_refused_in_one_line_before_the_run() {
         "encode is the stage of --probe encode=",
     );
     // A pair given without its stage.
-    assert_refused(
+    let no_stage = assert_refused(
         &["--pair", "enter:exit"],
         &[],
         "is not STAGE=START:END[:KEY]",
     );
+    assert_eq!(no_stage, Some(2));
     // A kernel without the uprobe PMU.
     assert_refused(
         &["--probe", &format!("encode={p}:encode_frame")],

@@ -92,6 +92,12 @@ fn a_crashing_program_keeps_what_it_recorded_and_the_report_names_the_signal() {
         "report says how it crashed:\n{}",
         stdout(&out)
     );
+    // And stderr, for whoever reads the report from a file or as JSON (it said nothing).
+    assert!(
+        stderr(&out).contains("framelab: the command crashed: killed by SIGABRT (signal 6)"),
+        "{}",
+        stderr(&out)
+    );
     let run = load(&path);
     let exit = run.meta.exit.clone().unwrap();
     assert!(exit.crashed);
