@@ -119,6 +119,11 @@ pub fn find_binary(name: &str) -> Result<PathBuf, String> {
             Ok(_) => Err(format!(
                 "{name} is not a file: give an executable or a library"
             )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+                "{name} does not exist{}: check the path, or name a program on PATH or a \
+                 library by its soname (libx264.so)",
+                crate::session::relative_to(path)
+            )),
             Err(e) => Err(format!("cannot read {name}: {e}")),
         };
     }
@@ -327,8 +332,13 @@ mod tests {
     fn a_missing_binary_says_where_it_was_looked_for() {
         let e = find_binary("no-such-binary-framelab").unwrap_err();
         assert!(e.contains("not on PATH"), "{e}");
-        assert!(find_binary("/no/such/file")
-            .unwrap_err()
-            .contains("cannot read"));
+        let e = find_binary("/no/such/file").unwrap_err();
+        assert!(e.contains("does not exist: check the path"), "{e}");
+        let e = find_binary("./no-such-file").unwrap_err();
+        let here = std::env::current_dir().unwrap();
+        assert!(
+            e.contains(&format!("relative to {}", here.display())),
+            "{e}"
+        );
     }
 }

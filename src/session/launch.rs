@@ -106,7 +106,7 @@ pub fn check_runnable(program: &str) -> Result<()> {
 
 /// ` (relative to /the/current/dir)` for a relative path: run from another directory, the
 /// same words name another file.
-fn relative_to(path: &Path) -> String {
+pub fn relative_to(path: &Path) -> String {
     match std::env::current_dir() {
         Ok(dir) if path.is_relative() => format!(" (relative to {})", dir.display()),
         _ => String::new(),

@@ -39,7 +39,7 @@ mod write;
 use anyhow::Result;
 
 pub use dir::SessionAccess;
-pub use launch::{catch_interrupts, check_runnable, interrupts};
+pub use launch::{catch_interrupts, check_runnable, interrupts, relative_to};
 pub use options::{
     accounting_every, validate, CaptureOptions, LaunchOptions, LiveOptions, RunOptions,
     ServiceOptions, SessionOptions, WindowOptions, ACCOUNTING_MIN_EVERY,
