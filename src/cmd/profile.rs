@@ -79,7 +79,12 @@ impl TryFrom<ProfileArgs> for ProfileCommand {
 }
 
 pub(super) fn run(args: ProfileArgs) -> anyhow::Result<Outcome> {
-    command::run(&ProfileCommand::try_from(args)?)?;
+    let command = ProfileCommand::try_from(args)?;
+    command::run(&command)?;
+    if command.output != std::path::Path::new("-") {
+        // As report and compare do: an SVG written in silence looked like nothing happened.
+        super::output::written(&command.output, "the profile", false);
+    }
     Ok(Outcome::Done)
 }
 

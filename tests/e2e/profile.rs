@@ -495,6 +495,11 @@ fn a_diff_of_two_runs_puts_the_largest_change_first() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    assert!(
+        stderr(&out).contains(&format!("wrote the profile to {}", svg.display())),
+        "{}",
+        stderr(&out)
+    );
 
     // One profile's exports: a flame graph and speedscope's format.
     let doc = framelab_json(&["profile", "--format", "speedscope", a.to_str().unwrap()]);
