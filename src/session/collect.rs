@@ -330,7 +330,16 @@ impl Collector {
                 }),
             }
         });
-        sampler.begin(self.meta.origin_mono_ns, tree, sink, sweep);
+        // Where the kernel's exit records come, a thread's last figures are its exit's.
+        let thread_exits = {
+            let mut accounting = lock(&self.accounting);
+            accounting.has_exit_records().then(|| {
+                let exits = crate::session::taskstats::ThreadExits::default();
+                accounting.pass_thread_exits(exits.clone());
+                exits
+            })
+        };
+        sampler.begin(self.meta.origin_mono_ns, tree, sink, sweep, thread_exits);
         self.sampler = Some(sampler);
     }
 
