@@ -596,6 +596,10 @@ pub struct RunGroupFacts {
     /// the group, moved out of it, or outliving SIGKILL): named, with what was done.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub escaped: Vec<String>,
+    /// CPU the cgroup counted after the window closed, until the run's processes had
+    /// ended (being stopped, and the services' stopping): in no figure of the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_window_cpu_ns: Option<i64>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -102,6 +102,32 @@ fn cpu_taken_note(t: &crate::model::CpuTakenFacts) -> String {
     )
 }
 
+/// CPU after the window is said from a clock tick (10 ms: the rows counted in ticks round
+/// off that much, so less is no news)...
+const AFTER_WINDOW_FROM_NS: i64 = 10_000_000;
+/// ...and from 1% of the window's CPU: less would move the load and CPU figures by less
+/// than their last printed digit (a program's usual exit work, beside a busy window).
+const AFTER_WINDOW_SHARE: f64 = 0.01;
+
+/// What the run's processes used after the window closed, until they had ended (a signal
+/// handler's work, a flush, the services' stopping): outside every figure of the report.
+fn after_window_note(group: &crate::model::RunGroupFacts) -> Option<String> {
+    let after_ns = group.after_window_cpu_ns?;
+    let window_ns = group.cpu_ns.unwrap_or(0);
+    if after_ns < AFTER_WINDOW_FROM_NS || (after_ns as f64) < AFTER_WINDOW_SHARE * window_ns as f64
+    {
+        return None;
+    }
+    let cpu = if after_ns < 1_000_000_000 {
+        format!("{:.0} ms", after_ns as f64 / 1e6)
+    } else {
+        format!("{:.2} s", after_ns as f64 / 1e9)
+    };
+    Some(format!(
+        "After the window: the run's processes used {cpu} of CPU more until they ended (being stopped; the run's cgroup counted it), which is not in the figures above."
+    ))
+}
+
 /// What went wrong with the recording itself: a session directory removed under the run,
 /// rings the program corrupted or framelab could not read, threads that could not record,
 /// users who could not join.
@@ -116,6 +142,7 @@ fn session_notes(meta: &RunMeta) -> Vec<String> {
             ));
         }
         notes.extend(group.escaped.iter().map(|e| format!("Run group: {e}.")));
+        notes.extend(after_window_note(group));
     }
     // `run --pair`: events that did not pair.
     notes.extend(
@@ -416,6 +443,38 @@ mod tests {
         assert!(n[0].contains("SIGINT and SIGTERM") && n[0].contains("killed (SIGKILL)"));
         let n = notes(&stopped_by(libc::SIGTERM), &window(0, 10), &facts());
         assert!(n[0].contains("SIGTERM ended it"), "{n:?}");
+    }
+
+    /// A trap handler that burned 0.8 s while `--duration` stopped the command: the cgroup
+    /// counted it after the window. Said from a clock tick and 1% of the window's CPU.
+    #[test]
+    fn cpu_after_the_window_is_a_note_when_it_is_material() {
+        let meta = |window_ms: i64, after_ms: i64| RunMeta {
+            end_reason: EndReason::Duration,
+            session: crate::model::SessionFacts {
+                run_group: Some(crate::model::RunGroupFacts {
+                    mechanism: "cgroup2".into(),
+                    cpu_ns: Some(window_ms * 1_000_000),
+                    after_window_cpu_ns: Some(after_ms * 1_000_000),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..RunMeta::default()
+        };
+        let n = notes(&meta(606, 804), &window(0, 10), &facts());
+        assert_eq!(
+            n,
+            [
+                "After the window: the run's processes used 804 ms of CPU more until they ended \
+              (being stopped; the run's cgroup counted it), which is not in the figures above."
+            ]
+        );
+        assert!(notes(&meta(2_000, 1_500), &window(0, 10), &facts())[0].contains("used 1.50 s"));
+        // Below a tick, or below 1% of a busy window: a program's usual exit work.
+        assert!(notes(&meta(606, 9), &window(0, 10), &facts()).is_empty());
+        assert!(notes(&meta(10_000, 90), &window(0, 10), &facts()).is_empty());
+        assert_eq!(notes(&meta(10_000, 100), &window(0, 10), &facts()).len(), 1);
     }
 
     #[test]

@@ -124,6 +124,8 @@ pub struct Supervisor<'o, E: Executor> {
     progress: Option<ProgressLine>,
     /// A line per process of the command's group killed when the command ended.
     group_killed: Vec<String>,
+    /// The run group's CPU once the command and the services had ended (with a cgroup).
+    group_cpu_at_end: Option<super::rungroup::GroupCpu>,
 }
 
 impl<'o, E: Executor> Supervisor<'o, E> {
@@ -139,6 +141,7 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             window_open: false,
             window_closed: false,
             group_killed: Vec::new(),
+            group_cpu_at_end: None,
             stop: None,
             handled_interrupts: 0,
             command_exit: None,
@@ -565,9 +568,16 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         }
         self.state = State::Account;
         let outputs = self.services.finish(&mut self.exec, grace, service_daemons);
+        // Read before the group goes: what it counted after the window, being stopped.
+        self.group_cpu_at_end = run_group.meter().and_then(|m| m.read());
         let mut escaped = std::mem::take(&mut self.group_killed);
         escaped.extend(self.exec.end_run_group(run_group));
         (outputs, escaped)
+    }
+
+    /// The run group's CPU as `account` found it once the command and the services ended.
+    pub fn group_cpu_at_end(&self) -> Option<super::rungroup::GroupCpu> {
+        self.group_cpu_at_end
     }
 }
 
@@ -715,6 +725,7 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
         log::warn!("{note}");
     }
     collector.run_group_escaped(escaped);
+    collector.run_group_ended(supervisor.group_cpu_at_end());
     let last_interval = live.map(crate::hist::live::Live::stop);
     let finished = collector.finish();
     let (metrics, mut outputs) = capture.finish();

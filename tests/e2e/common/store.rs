@@ -70,6 +70,7 @@ pub fn finished_meta(name: &str) -> RunMeta {
                 sys_ns: Some(31_000_000),
                 rows_cpu_ns: Some(2_402_000_000),
                 escaped: vec!["process 77 (sleep) had left the run's cgroup".into()],
+                after_window_cpu_ns: Some(804_000_000),
                 ..Default::default()
             }),
             probes: vec![framelab::model::ProbeFacts {

@@ -770,3 +770,35 @@ fn a_background_job_of_the_command_is_named_when_killed() {
         stderr(&out)
     );
 }
+
+/// `--duration` stops the command with SIGINT; its trap handler then burns 300 ms of CPU
+/// before exiting. That is after the window, in no figure: a note says how much, from what
+/// the cgroup counted until the command ended.
+#[test]
+fn cpu_used_while_being_stopped_is_a_note() {
+    let test = "cpu_used_while_being_stopped_is_a_note";
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp_run(&dir, "trap");
+    let testprog = example("testprog");
+    let command = format!("trap '{testprog} cpu 300; exit 0' INT; while :; do sleep 0.05; done");
+    // A long grace: the handler is never cut short by SIGTERM.
+    let out = framelab()
+        .args(["run", "--duration", "1s", "--grace", "60s", "-o"])
+        .arg(&file)
+        .args(["--", "sh", "-c", &command])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let Some(group) = cgroup_of(test, &file) else {
+        return;
+    };
+    // testprog burns until its CPU clock reads 300 ms; the cgroup counts µs.
+    let after_ns = group["after_window_cpu_ns"].as_i64().unwrap_or(0);
+    assert!(after_ns >= 299_000_000, "{group}");
+    let doc = report_json(&file);
+    let said = doc["notes"].to_string();
+    assert!(
+        said.contains("After the window: the run's processes used "),
+        "{said}"
+    );
+}
