@@ -382,6 +382,9 @@ pub struct SessionFacts {
     /// The signal that interrupted framelab (2 for Ctrl-C, 15 SIGTERM, 1 SIGHUP).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupt_signal: Option<i32>,
+    /// The signals framelab sent to stop the command after the window closed, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stop_signals: Vec<StopSignal>,
     /// Threads that could not get a ring and ran unrecorded, by the error that stopped them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unrecorded_threads: Vec<UnrecordedThreads>,
@@ -564,6 +567,19 @@ pub struct ProbeFacts {
     #[serde(skip_serializing_if = "is_zero")]
     pub cut_by_loss: u64,
     pub frame_probe: bool,
+}
+
+/// A signal framelab sent to stop the command once the window had closed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StopSignal {
+    pub signal: i32,
+    /// When, ns after launch.
+    pub at_ns: i64,
+    /// Sent at once because framelab was interrupted again (by this signal: 2 for Ctrl-C)
+    /// while stopping the command, without waiting out the grace period.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupt: Option<i32>,
 }
 
 /// The run group: the container every process framelab started for a run was placed in

@@ -226,6 +226,28 @@ fn outlived_stop(signal: i32) -> Option<&'static str> {
     }
 }
 
+/// A command killed at once by an interrupt of framelab while it was being stopped (a
+/// second Ctrl-C): no grace period was given, whatever `--grace` says. `None` otherwise,
+/// and for runs recorded before framelab said which stop signals it sent.
+fn killed_at_interrupt(signal: i32, stops: &[crate::model::StopSignal]) -> Option<String> {
+    if signal != libc::SIGKILL {
+        return None;
+    }
+    let kill = stops.iter().find(|s| s.signal == libc::SIGKILL)?;
+    let interrupt = kill.interrupt?;
+    let before: Vec<&str> = (stops.iter())
+        .take_while(|s| s.signal != libc::SIGKILL)
+        .filter_map(|s| signal_name(s.signal))
+        .collect();
+    let first_ns = stops.first().map_or(kill.at_ns, |s| s.at_ns);
+    Some(format!(
+        "A {} while framelab was stopping the command killed it at once (SIGKILL, {} after framelab's {}, without waiting out the grace period): what it does on exit (flushing, logging) was cut short.",
+        interrupted_by(Some(interrupt)),
+        seconds(kill.at_ns - first_ns),
+        before.join(" and ")
+    ))
+}
+
 fn seconds(ns: i64) -> String {
     format!("{:.2} s", ns as f64 / 1e9)
 }
@@ -243,8 +265,12 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
             ));
         } else if let Some(code) = exit.code.filter(|&c| c != 0) {
             notes.push(format!("The command exited with code {code}."));
-        } else if let Some(how) = exit.signal.and_then(outlived_stop) {
-            notes.push(how.into());
+        } else if let Some(signal) = exit.signal {
+            if let Some(how) = killed_at_interrupt(signal, &meta.session.stop_signals) {
+                notes.push(how);
+            } else if let Some(how) = outlived_stop(signal) {
+                notes.push(how.into());
+            }
         }
     }
     match meta.end_reason {
@@ -443,6 +469,45 @@ mod tests {
         assert!(n[0].contains("SIGINT and SIGTERM") && n[0].contains("killed (SIGKILL)"));
         let n = notes(&stopped_by(libc::SIGTERM), &window(0, 10), &facts());
         assert!(n[0].contains("SIGTERM ended it"), "{n:?}");
+    }
+
+    /// A second Ctrl-C while stopping sends SIGKILL at once: the note says so, not that each
+    /// signal was given the grace period.
+    #[test]
+    fn a_command_killed_at_a_second_ctrl_c_is_said_to_have_had_no_grace_period() {
+        let stop = |signal, at_ms: i64, interrupt| crate::model::StopSignal {
+            signal,
+            at_ns: at_ms * 1_000_000,
+            interrupt,
+        };
+        let meta = RunMeta {
+            end_reason: EndReason::Interrupted,
+            exit: Some(ExitInfo {
+                code: None,
+                signal: Some(libc::SIGKILL),
+                crashed: false,
+            }),
+            session: crate::model::SessionFacts {
+                interrupt_signal: Some(libc::SIGINT),
+                stop_signals: vec![
+                    stop(libc::SIGINT, 2_000, None),
+                    stop(libc::SIGKILL, 2_450, Some(libc::SIGINT)),
+                ],
+                ..Default::default()
+            },
+            ..RunMeta::default()
+        };
+        let n = notes(&meta, &window(0, 2_000_000_000), &facts());
+        assert_eq!(
+            n[0],
+            "A Ctrl-C (SIGINT) while framelab was stopping the command killed it at once \
+             (SIGKILL, 0.45 s after framelab's SIGINT, without waiting out the grace period): \
+             what it does on exit (flushing, logging) was cut short."
+        );
+        assert!(
+            !n.iter().any(|n| n.contains("grace period to end")),
+            "{n:?}"
+        );
     }
 
     /// A trap handler that burned 0.8 s while `--duration` stopped the command: the cgroup

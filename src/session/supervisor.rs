@@ -321,7 +321,16 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             self.close_window(rec, pid, reason);
         }
         if self.window_closed && self.command_exit.is_none() {
-            self.escalate(pid, now, interrupts > self.handled_interrupts);
+            let interrupted = interrupts > self.handled_interrupts;
+            if let Some(signal) = self.escalate(pid, now, interrupted) {
+                rec.stopping_with(crate::model::StopSignal {
+                    signal,
+                    at_ns: rec.now_ns(),
+                    // A further interrupt skips the grace period only after the first signal.
+                    interrupt: (interrupted && signal != libc::SIGINT)
+                        .then(|| self.exec.last_interrupt_signal().unwrap_or(libc::SIGINT)),
+                });
+            }
         }
         self.handled_interrupts = interrupts;
 
@@ -512,13 +521,14 @@ impl<'o, E: Executor> Supervisor<'o, E> {
     }
 
     /// Stop: SIGINT, then SIGTERM, then SIGKILL, each after the grace period; a new
-    /// interrupt while stopping goes straight to SIGKILL.
-    fn escalate(&mut self, pid: u32, now: Instant, interrupted: bool) {
+    /// interrupt while stopping goes straight to SIGKILL. The signal sent now, if any.
+    fn escalate(&mut self, pid: u32, now: Instant, interrupted: bool) -> Option<i32> {
         let escalate = interrupted && self.stop.is_some();
         match self.stop {
             None => {
                 self.exec.signal_group(pid, libc::SIGINT);
                 self.stop = Some((libc::SIGINT, now));
+                Some(libc::SIGINT)
             }
             Some((signal, since)) if escalate || now - since >= self.opts.launch.grace => {
                 let next = if signal == libc::SIGINT && !escalate {
@@ -528,8 +538,9 @@ impl<'o, E: Executor> Supervisor<'o, E> {
                 };
                 self.exec.signal_group(pid, next);
                 self.stop = Some((next, now));
+                Some(next)
             }
-            _ => {}
+            _ => None,
         }
     }
 

@@ -50,6 +50,18 @@ pub fn finished_meta(name: &str) -> RunMeta {
         names_refused: 1,
         session: SessionFacts {
             interrupt_signal: Some(15),
+            stop_signals: vec![
+                framelab::model::StopSignal {
+                    signal: 2,
+                    at_ns: 30_000_000_000,
+                    interrupt: None,
+                },
+                framelab::model::StopSignal {
+                    signal: 9,
+                    at_ns: 30_400_000_000,
+                    interrupt: Some(15),
+                },
+            ],
             refused_name_records: 2,
             unrecorded_threads: vec![UnrecordedThreads {
                 errno: 28,
