@@ -3,6 +3,7 @@
 //! (the moment the command was launched) unless a name says otherwise.
 
 pub mod captured;
+pub mod leftovers;
 pub mod sched;
 pub mod template;
 pub mod window;

@@ -141,7 +141,8 @@ fn session_notes(meta: &RunMeta) -> Vec<String> {
                 group.unavailable
             ));
         }
-        notes.extend(group.escaped.iter().map(|e| format!("Run group: {e}.")));
+        let escaped = crate::model::leftovers::summarize(&group.escaped);
+        notes.extend(escaped.iter().map(|e| format!("Run group: {e}.")));
         notes.extend(after_window_note(group));
     }
     // `run --pair`: events that did not pair.

@@ -732,7 +732,8 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
     let daemons = collector.service_daemons();
     let (service_outputs, escaped) = supervisor.account(outcome.is_err(), &mut run_group, &daemons);
-    for note in &escaped {
+    // One line per thing done, however many processes it was done to.
+    for note in crate::model::leftovers::summarize(&escaped) {
         log::warn!("{note}");
     }
     collector.run_group_escaped(escaped);
