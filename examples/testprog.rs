@@ -12,6 +12,9 @@
 //! - `cpu MS`: burns MS milliseconds of CPU time (not wall time), uninstrumented.
 //! - `cpu-report MS FILE`: the same, then writes to FILE what the kernel says it used, just
 //!   before exiting: `RUSAGE_US CLOCK_NS` (getrusage user + sys in µs, its CPU clock in ns).
+//! - `thread-exit MS GO FILE`: a thread named `burner` waits until GO exists, burns MS
+//!   milliseconds of its own CPU time, writes to FILE `TID CLOCK_NS` (its id and its thread
+//!   CPU clock, read just before it returns) and ends; the program exits once it has.
 //! - `rss MIB FILE`: sleeps 200 ms, then fills MIB MiB of fresh memory and writes to FILE
 //!   its peak resident set as the kernel gives it (`VmHWM` of /proc/self/status, bytes),
 //!   and exits at once: a peak reached in the last moments of a short life.
@@ -94,6 +97,31 @@ fn main() {
             }
         }
         "cpu" => burn_cpu(Duration::from_millis(n)),
+        "thread-exit" => {
+            let go = std::path::PathBuf::from(args.get(3).expect("thread-exit MS GO FILE"));
+            let file = args.get(4).expect("thread-exit MS GO FILE").clone();
+            std::thread::Builder::new()
+                .name("burner".into())
+                .spawn(move || {
+                    while !go.exists() {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    let end = thread_cpu() + Duration::from_millis(n);
+                    let mut x = 1u64;
+                    while thread_cpu() < end {
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                        );
+                    }
+                    // SAFETY: gettid has no preconditions.
+                    let tid = unsafe { libc::gettid() };
+                    let clock_ns = thread_cpu().as_nanos();
+                    std::fs::write(&file, format!("{tid} {clock_ns}\n")).expect("writable");
+                })
+                .expect("a thread")
+                .join()
+                .expect("the burner ends");
+        }
         "cpu-report" => {
             burn_cpu(Duration::from_millis(n));
             let path = args.get(3).expect("cpu-report MS FILE");
@@ -356,6 +384,17 @@ fn burn_cpu(d: Duration) {
             x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
         }
     }
+}
+
+/// The calling thread's CPU clock.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer; CLOCK_THREAD_CPUTIME_ID exists on every Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// N threads that all exist at the same time (each makes its ring before any exits).

@@ -3,6 +3,7 @@
 //! (the moment the command was launched) unless a name says otherwise.
 
 pub mod captured;
+pub mod leftovers;
 pub mod sched;
 pub mod template;
 pub mod window;
@@ -382,6 +383,9 @@ pub struct SessionFacts {
     /// The signal that interrupted framelab (2 for Ctrl-C, 15 SIGTERM, 1 SIGHUP).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupt_signal: Option<i32>,
+    /// The signals framelab sent to stop the command after the window closed, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stop_signals: Vec<StopSignal>,
     /// Threads that could not get a ring and ran unrecorded, by the error that stopped them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unrecorded_threads: Vec<UnrecordedThreads>,
@@ -566,6 +570,19 @@ pub struct ProbeFacts {
     pub frame_probe: bool,
 }
 
+/// A signal framelab sent to stop the command once the window had closed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StopSignal {
+    pub signal: i32,
+    /// When, ns after launch.
+    pub at_ns: i64,
+    /// Sent at once because framelab was interrupted again (by this signal: 2 for Ctrl-C)
+    /// while stopping the command, without waiting out the grace period.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupt: Option<i32>,
+}
+
 /// The run group: the container every process framelab started for a run was placed in
 /// (docs/reading-the-report.md, "The run group").
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -596,6 +613,10 @@ pub struct RunGroupFacts {
     /// the group, moved out of it, or outliving SIGKILL): named, with what was done.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub escaped: Vec<String>,
+    /// CPU the cgroup counted after the window closed, until the run's processes had
+    /// ended (being stopped, and the services' stopping): in no figure of the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_window_cpu_ns: Option<i64>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -102,6 +102,32 @@ fn cpu_taken_note(t: &crate::model::CpuTakenFacts) -> String {
     )
 }
 
+/// CPU after the window is said from a clock tick (10 ms: the rows counted in ticks round
+/// off that much, so less is no news)...
+const AFTER_WINDOW_FROM_NS: i64 = 10_000_000;
+/// ...and from 1% of the window's CPU: less would move the load and CPU figures by less
+/// than their last printed digit (a program's usual exit work, beside a busy window).
+const AFTER_WINDOW_SHARE: f64 = 0.01;
+
+/// What the run's processes used after the window closed, until they had ended (a signal
+/// handler's work, a flush, the services' stopping): outside every figure of the report.
+fn after_window_note(group: &crate::model::RunGroupFacts) -> Option<String> {
+    let after_ns = group.after_window_cpu_ns?;
+    let window_ns = group.cpu_ns.unwrap_or(0);
+    if after_ns < AFTER_WINDOW_FROM_NS || (after_ns as f64) < AFTER_WINDOW_SHARE * window_ns as f64
+    {
+        return None;
+    }
+    let cpu = if after_ns < 1_000_000_000 {
+        format!("{:.0} ms", after_ns as f64 / 1e6)
+    } else {
+        format!("{:.2} s", after_ns as f64 / 1e9)
+    };
+    Some(format!(
+        "After the window: the run's processes used {cpu} of CPU more until they ended (being stopped; the run's cgroup counted it), which is not in the figures above."
+    ))
+}
+
 /// What went wrong with the recording itself: a session directory removed under the run,
 /// rings the program corrupted or framelab could not read, threads that could not record,
 /// users who could not join.
@@ -115,7 +141,9 @@ fn session_notes(meta: &RunMeta) -> Vec<String> {
                 group.unavailable
             ));
         }
-        notes.extend(group.escaped.iter().map(|e| format!("Run group: {e}.")));
+        let escaped = crate::model::leftovers::summarize(&group.escaped);
+        notes.extend(escaped.iter().map(|e| format!("Run group: {e}.")));
+        notes.extend(after_window_note(group));
     }
     // `run --pair`: events that did not pair.
     notes.extend(
@@ -199,6 +227,28 @@ fn outlived_stop(signal: i32) -> Option<&'static str> {
     }
 }
 
+/// A command killed at once by an interrupt of framelab while it was being stopped (a
+/// second Ctrl-C): no grace period was given, whatever `--grace` says. `None` otherwise,
+/// and for runs recorded before framelab said which stop signals it sent.
+fn killed_at_interrupt(signal: i32, stops: &[crate::model::StopSignal]) -> Option<String> {
+    if signal != libc::SIGKILL {
+        return None;
+    }
+    let kill = stops.iter().find(|s| s.signal == libc::SIGKILL)?;
+    let interrupt = kill.interrupt?;
+    let before: Vec<&str> = (stops.iter())
+        .take_while(|s| s.signal != libc::SIGKILL)
+        .filter_map(|s| signal_name(s.signal))
+        .collect();
+    let first_ns = stops.first().map_or(kill.at_ns, |s| s.at_ns);
+    Some(format!(
+        "A {} while framelab was stopping the command killed it at once (SIGKILL, {} after framelab's {}, without waiting out the grace period): what it does on exit (flushing, logging) was cut short.",
+        interrupted_by(Some(interrupt)),
+        seconds(kill.at_ns - first_ns),
+        before.join(" and ")
+    ))
+}
+
 fn seconds(ns: i64) -> String {
     format!("{:.2} s", ns as f64 / 1e9)
 }
@@ -216,8 +266,12 @@ pub fn notes(meta: &RunMeta, window: &ResolvedWindow, facts: &NoteFacts) -> Vec<
             ));
         } else if let Some(code) = exit.code.filter(|&c| c != 0) {
             notes.push(format!("The command exited with code {code}."));
-        } else if let Some(how) = exit.signal.and_then(outlived_stop) {
-            notes.push(how.into());
+        } else if let Some(signal) = exit.signal {
+            if let Some(how) = killed_at_interrupt(signal, &meta.session.stop_signals) {
+                notes.push(how);
+            } else if let Some(how) = outlived_stop(signal) {
+                notes.push(how.into());
+            }
         }
     }
     match meta.end_reason {
@@ -416,6 +470,77 @@ mod tests {
         assert!(n[0].contains("SIGINT and SIGTERM") && n[0].contains("killed (SIGKILL)"));
         let n = notes(&stopped_by(libc::SIGTERM), &window(0, 10), &facts());
         assert!(n[0].contains("SIGTERM ended it"), "{n:?}");
+    }
+
+    /// A second Ctrl-C while stopping sends SIGKILL at once: the note says so, not that each
+    /// signal was given the grace period.
+    #[test]
+    fn a_command_killed_at_a_second_ctrl_c_is_said_to_have_had_no_grace_period() {
+        let stop = |signal, at_ms: i64, interrupt| crate::model::StopSignal {
+            signal,
+            at_ns: at_ms * 1_000_000,
+            interrupt,
+        };
+        let meta = RunMeta {
+            end_reason: EndReason::Interrupted,
+            exit: Some(ExitInfo {
+                code: None,
+                signal: Some(libc::SIGKILL),
+                crashed: false,
+            }),
+            session: crate::model::SessionFacts {
+                interrupt_signal: Some(libc::SIGINT),
+                stop_signals: vec![
+                    stop(libc::SIGINT, 2_000, None),
+                    stop(libc::SIGKILL, 2_450, Some(libc::SIGINT)),
+                ],
+                ..Default::default()
+            },
+            ..RunMeta::default()
+        };
+        let n = notes(&meta, &window(0, 2_000_000_000), &facts());
+        assert_eq!(
+            n[0],
+            "A Ctrl-C (SIGINT) while framelab was stopping the command killed it at once \
+             (SIGKILL, 0.45 s after framelab's SIGINT, without waiting out the grace period): \
+             what it does on exit (flushing, logging) was cut short."
+        );
+        assert!(
+            !n.iter().any(|n| n.contains("grace period to end")),
+            "{n:?}"
+        );
+    }
+
+    /// A trap handler that burned 0.8 s while `--duration` stopped the command: the cgroup
+    /// counted it after the window. Said from a clock tick and 1% of the window's CPU.
+    #[test]
+    fn cpu_after_the_window_is_a_note_when_it_is_material() {
+        let meta = |window_ms: i64, after_ms: i64| RunMeta {
+            end_reason: EndReason::Duration,
+            session: crate::model::SessionFacts {
+                run_group: Some(crate::model::RunGroupFacts {
+                    mechanism: "cgroup2".into(),
+                    cpu_ns: Some(window_ms * 1_000_000),
+                    after_window_cpu_ns: Some(after_ms * 1_000_000),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..RunMeta::default()
+        };
+        let n = notes(&meta(606, 804), &window(0, 10), &facts());
+        assert_eq!(
+            n,
+            [
+                "After the window: the run's processes used 804 ms of CPU more until they ended \
+              (being stopped; the run's cgroup counted it), which is not in the figures above."
+            ]
+        );
+        assert!(notes(&meta(2_000, 1_500), &window(0, 10), &facts())[0].contains("used 1.50 s"));
+        // Below a tick, or below 1% of a busy window: a program's usual exit work.
+        assert!(notes(&meta(606, 9), &window(0, 10), &facts()).is_empty());
+        assert!(notes(&meta(10_000, 90), &window(0, 10), &facts()).is_empty());
+        assert_eq!(notes(&meta(10_000, 100), &window(0, 10), &facts()).len(), 1);
     }
 
     #[test]

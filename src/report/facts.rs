@@ -351,11 +351,21 @@ fn run_group(a: &Analysis) -> Option<Line> {
     let mut parts = vec![what];
     if let (Some(cpu), Some(rows)) = (g.cpu_ns, g.rows_cpu_ns) {
         // cpu.stat counts µs: no finer than that.
-        parts.push(plain(format!(
-            "{} CPU of everything the run started (the rows hold {})",
-            cpu_total(cpu, 1000),
-            cpu_total(rows, 1000)
-        )));
+        let (cpu_text, rows_text) = (cpu_total(cpu, 1000), cpu_total(rows, 1000));
+        parts.push(if rows_beyond_group(cpu, rows) {
+            // Not "everything the run started": processes that left the cgroup are not in
+            // its count, while the process-tree walk kept them in the rows.
+            toned(
+                format!(
+                    "{cpu_text} CPU counted in the cgroup, less than the rows hold ({rows_text}): processes that left it are in the rows, not in its count (see the notes)"
+                ),
+                Tone::Warning,
+            )
+        } else {
+            plain(format!(
+                "{cpu_text} CPU of everything the run started (the rows hold {rows_text})"
+            ))
+        });
     }
     if !g.escaped.is_empty() {
         parts.push(toned(
@@ -367,6 +377,14 @@ fn run_group(a: &Analysis) -> Option<Line> {
         ));
     }
     Some(joined(parts))
+}
+
+/// The rows hold more than the run's cgroup counted, by more than rows read in clock ticks
+/// round off (a tick, or 1%): a process of the run left the group and the process tree
+/// kept it.
+fn rows_beyond_group(group_ns: i64, rows_ns: i64) -> bool {
+    let beyond = rows_ns - group_ns;
+    beyond > 10_000_000 && beyond as f64 > 0.01 * group_ns as f64
 }
 
 /// The machine's CPU time over the window that no task had: the hypervisor's and the
@@ -741,6 +759,35 @@ mod tests {
     /// A fact's line as `st` shows it.
     fn text_of(line: Option<Line>, st: &Style) -> String {
         shown(&line.unwrap(), st)
+    }
+
+    /// A process that moved itself out of the run's cgroup: its 0.79 s are in the rows
+    /// (the process-tree walk kept it), not in the group's 6.2 ms, which is then not
+    /// "everything the run started".
+    #[test]
+    fn the_run_group_line_does_not_call_a_count_short_of_the_rows_everything() {
+        let line = |cpu_ns: i64, rows_ns: i64| {
+            let a = Analysis {
+                run_group: Some(crate::model::RunGroupFacts {
+                    mechanism: "cgroup2".into(),
+                    path: "/sys/fs/cgroup/framelab-1-1".into(),
+                    cpu_ns: Some(cpu_ns),
+                    rows_cpu_ns: Some(rows_ns),
+                    ..Default::default()
+                }),
+                ..Analysis::default()
+            };
+            text_of(run_group(&a), &Style::default())
+        };
+        assert_eq!(
+            line(6_200_000, 792_500_000),
+            "cgroup v2 /sys/fs/cgroup/framelab-1-1 · 6.2 ms CPU counted in the cgroup, less \
+             than the rows hold (792.5 ms): processes that left it are in the rows, not in \
+             its count (see the notes)"
+        );
+        // Rows a tick over the group (rounding): the usual line.
+        let usual = line(2_431_000_000, 2_440_000_000);
+        assert!(usual.contains("CPU of everything the run started (the rows hold 2.440"));
     }
 
     #[test]

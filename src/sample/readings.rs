@@ -138,6 +138,14 @@ impl Readings {
         });
     }
 
+    /// Records `value` of `series` as of `t_ns`, an instant after the series' last reading
+    /// and up to now: what was learnt late (a thread's totals at its exit, from its record).
+    pub fn push_at(&mut self, series: u32, t_ns: i64, value: i64) {
+        let now_ns = std::mem::replace(&mut self.t_ns, t_ns);
+        self.push(series, value);
+        self.t_ns = now_ns;
+    }
+
     /// A counter that started from 0 at `t_ns`, before its first reading (a thread born
     /// after the launch): its value before the first reading is then known.
     pub fn born(&mut self, series: u32, t_ns: i64) {

@@ -13,6 +13,7 @@ use super::rapl::Rapl;
 use super::threads::{self, Threads};
 use super::{ProcessTree, Readings, SamplingOptions, SourceKind, Tick};
 use crate::model::{Sample, SampleSeries, SourceState, SourceStatus};
+use crate::session::taskstats::ThreadExits;
 
 pub use super::readings::Batch;
 
@@ -157,6 +158,15 @@ impl Core {
                 slot
             })
             .collect()
+    }
+
+    /// Gives the threads source the threads' ends from their exit records.
+    fn hear_thread_exits(&mut self, exits: ThreadExits) {
+        for slot in &mut self.slots {
+            if let Some(Source::Threads(threads)) = slot.source.as_mut() {
+                threads.hear_exits(exits.clone());
+            }
+        }
     }
 
     fn new(slots: Vec<Slot>, tree: ProcessTree, origin_mono_ns: i64) -> Core {
@@ -355,6 +365,7 @@ struct Begin {
     tree: ProcessTree,
     sink: Box<dyn FnMut(Batch) -> bool + Send>,
     sweep: Option<Sweep>,
+    thread_exits: Option<ThreadExits>,
 }
 
 /// Work of someone else's done on this thread's wakeups (the session's reading of its
@@ -422,11 +433,15 @@ impl Sampler {
                     tree,
                     mut sink,
                     mut sweep,
+                    thread_exits,
                 }) = handed.wait()
                 else {
                     return Vec::new();
                 };
                 let mut core = Core::new(slots, tree, origin_mono_ns);
+                if let Some(exits) = thread_exits {
+                    core.hear_thread_exits(exits);
+                }
                 core.window_closed = closed;
                 core.window_opening = opening;
                 let mut flushed = Instant::now();
@@ -505,19 +520,22 @@ impl Sampler {
     /// Starts reading, as soon as the sources are open: the run's clock starts at
     /// `origin_mono_ns`, its processes are `tree`'s, and `sink` receives the readings in
     /// order (when it returns false they are dropped from then on). `sweep`, if any, runs
-    /// on the thread's wakeups from then on.
+    /// on the thread's wakeups from then on. `thread_exits`, if any, brings the threads'
+    /// ends from their exit records.
     pub fn begin(
         &mut self,
         origin_mono_ns: i64,
         tree: ProcessTree,
         sink: Box<dyn FnMut(Batch) -> bool + Send>,
         sweep: Option<Sweep>,
+        thread_exits: Option<ThreadExits>,
     ) {
         let begin = Begin {
             origin_mono_ns,
             tree,
             sink,
             sweep,
+            thread_exits,
         };
         self.hand.set(|state| state.begin = Some(begin));
     }
@@ -530,7 +548,7 @@ impl Sampler {
         sink: Box<dyn FnMut(Batch) -> bool + Send>,
     ) -> Sampler {
         let mut sampler = Sampler::open(opts);
-        sampler.begin(origin_mono_ns, tree, sink, None);
+        sampler.begin(origin_mono_ns, tree, sink, None, None);
         sampler
     }
 
@@ -708,7 +726,7 @@ mod tests {
                 seen.lock().unwrap().push(name);
             }),
         };
-        sampler.begin(0, tree, Box::new(|_| true), Some(sweep));
+        sampler.begin(0, tree, Box::new(|_| true), Some(sweep), None);
         // However slow the machine, three sweeps come; the deadline only ends a hang.
         let deadline = Instant::now() + Duration::from_secs(120);
         while runs.lock().unwrap().len() < 3 && Instant::now() < deadline {

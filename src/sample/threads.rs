@@ -13,6 +13,11 @@
 //! not read again. Either way a thread that ran costs 5-25 µs a reading, so this source
 //! reads at most every 10 ms whatever `--sample-every` says: at 1 ms a busy 20-thread
 //! process would cost the sampler a third of a core.
+//!
+//! A thread's last reading is up to an interval before its exit. Where the kernel's exit
+//! records come (`hear_exits`), a thread that ends gets one more row per series: its totals
+//! at its exit, dated when its record was read (at most a process reading's interval
+//! later, never before its last reading).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -22,12 +27,16 @@ use super::files::{numbered_entries, Reread};
 use super::{Readings, Tick};
 use crate::model::SeriesKind;
 use crate::session::taskstats::query::{ThreadCounters, ThreadQuery};
+use crate::session::taskstats::{ThreadEnd, ThreadExits};
 use crate::units::plural;
 
 /// The shortest interval between readings of this source (see above).
 pub const MIN_EVERY: Duration = Duration::from_millis(10);
 /// Threads come and go: look for new ones this often.
 const THREADS_EVERY: Duration = Duration::from_millis(200);
+/// A thread found gone waits this long for its exit record (read within a process
+/// reading's interval of its exit; lost only when the kernel's socket overflowed).
+const AWAIT_EXIT_NS: i64 = 10_000_000_000;
 
 /// What one read of a thread's `stat` gives.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -110,6 +119,19 @@ struct Thread {
     /// `schedstat`'s time on CPU at the last full reading.
     ran_ns: Option<i64>,
     last: Option<Totals>,
+    /// When `last` was read, ns after launch.
+    read_at_ns: i64,
+}
+
+/// A thread found gone before its exit record came: what writing its totals at its exit
+/// needs.
+struct Ended {
+    pid: u32,
+    series: ThreadSeries,
+    last: Totals,
+    read_at_ns: i64,
+    /// It ended while its process went on (counted in `ended_early`).
+    early: bool,
 }
 
 pub struct Threads {
@@ -120,6 +142,12 @@ pub struct Threads {
     ended: BTreeSet<u32>,
     /// Of those, threads that ended while their process went on.
     ended_early: u64,
+    /// Of those, threads whose totals at their exit were written.
+    early_with_exit: u64,
+    /// The threads' ends from their exit records, where the kernel sends them.
+    exits: Option<ThreadExits>,
+    /// Threads found gone whose exit record has not come yet.
+    awaiting: BTreeMap<u32, Ended>,
     listed: Option<Instant>,
     listed_pids: Vec<u32>,
     processes_seen: BTreeSet<u32>,
@@ -142,6 +170,9 @@ impl Threads {
             threads: BTreeMap::new(),
             ended: BTreeSet::new(),
             ended_early: 0,
+            early_with_exit: 0,
+            exits: None,
+            awaiting: BTreeMap::new(),
             listed: None,
             listed_pids: Vec::new(),
             processes_seen: BTreeSet::new(),
@@ -177,16 +208,73 @@ impl Threads {
         }
         if self.ended_early > 0 {
             s.push_str(&format!(
-                "; {} before {} process (last readings kept)",
+                "; {} before {} process ({})",
                 plural(self.ended_early, "thread ended", "threads ended"),
                 if self.ended_early == 1 {
                     "its"
                 } else {
                     "their"
-                }
+                },
+                self.how_ended_threads_count()
             ));
         }
         s
+    }
+
+    /// What the rows of threads that ended early hold: their totals at exit (from their exit
+    /// records) or their last readings.
+    fn how_ended_threads_count(&self) -> String {
+        let (at_exit, last) = (
+            self.early_with_exit,
+            self.ended_early - self.early_with_exit,
+        );
+        match (at_exit, last) {
+            (_, 0) => "totals at exit kept, from the kernel's exit records".to_owned(),
+            (0, _) => "last readings kept".to_owned(),
+            _ => format!("{at_exit} with totals at exit, {last} with last readings"),
+        }
+    }
+
+    /// Where the kernel's exit records come: each thread's totals at its exit, from `exits`.
+    pub fn hear_exits(&mut self, exits: ThreadExits) {
+        self.exits = Some(exits);
+    }
+
+    /// Whether a thread of `pid` ending now ended before its process: threads ending while
+    /// the command is being stopped are no news.
+    fn ends_early(&self, pid: u32, tick: &Tick) -> bool {
+        !tick.window_closed && self.proc_root.join(pid.to_string()).exists()
+    }
+
+    /// Writes the totals at exit of the threads whose exit records came, whether or not a
+    /// reading found them gone yet.
+    fn take_exits(&mut self, tick: &Tick, out: &mut Readings) {
+        let Some(ends) = self.exits.as_ref().map(ThreadExits::take) else {
+            return;
+        };
+        for end in ends {
+            let ended = match self.threads.get(&end.tid) {
+                Some(thread) if thread.pid == end.pid => {
+                    let early = self.ends_early(end.pid, tick);
+                    self.ended_early += u64::from(early);
+                    self.ended.insert(end.tid);
+                    let thread = self.threads.remove(&end.tid);
+                    thread.and_then(|t| t.ended(early))
+                }
+                Some(_) => None,
+                None => self
+                    .awaiting
+                    .remove(&end.tid)
+                    .filter(|ended| ended.pid == end.pid),
+            };
+            if let Some(ended) = ended {
+                write_end(&ended, &end, out);
+                self.early_with_exit += u64::from(ended.early);
+            }
+        }
+        // Records lost (the kernel's socket overflowed) leave their threads' last readings.
+        self.awaiting
+            .retain(|_, ended| tick.t_ns - ended.read_at_ns < AWAIT_EXIT_NS);
     }
 
     /// Adds threads of `pids` not known yet.
@@ -209,6 +297,7 @@ impl Threads {
                         series: None,
                         ran_ns: None,
                         last: None,
+                        read_at_ns: 0,
                     },
                 );
             }
@@ -227,6 +316,7 @@ impl Threads {
             self.listed = Some(now);
             self.listed_pids = tick.pids.to_vec();
         }
+        self.take_exits(tick, out);
         let answered = self.ask_the_kernel();
         let mut gone = Vec::new();
         for (index, thread) in self.threads.values_mut().enumerate() {
@@ -256,6 +346,7 @@ impl Threads {
                 out.skip(|| format!("{path}: no context switch counts"));
             }
             thread.last = Some(totals);
+            thread.read_at_ns = tick.t_ns;
             let Some(series) = thread.series else {
                 continue;
             };
@@ -272,9 +363,11 @@ impl Threads {
         }
         for tid in gone {
             if let Some(thread) = self.threads.remove(&tid) {
-                // Threads ending while the command is being stopped are no news.
-                if !tick.window_closed && self.proc_root.join(thread.pid.to_string()).exists() {
-                    self.ended_early += 1;
+                let early = self.ends_early(thread.pid, tick);
+                self.ended_early += u64::from(early);
+                // Its exit record may come at a later reading.
+                if let (Some(ended), true) = (thread.ended(early), self.exits.is_some()) {
+                    self.awaiting.insert(tid, ended);
                 }
             }
             self.ended.insert(tid);
@@ -297,6 +390,36 @@ impl Threads {
                 false
             }
         }
+    }
+}
+
+impl Thread {
+    /// What writing its totals at exit needs, if it was ever read.
+    fn ended(self, early: bool) -> Option<Ended> {
+        Some(Ended {
+            pid: self.pid,
+            series: self.series?,
+            last: self.last?,
+            read_at_ns: self.read_at_ns,
+            early,
+        })
+    }
+}
+
+/// Writes a thread's totals at its exit: never below its last reading (its record is taken
+/// early in its exit, which a reading may still follow), dated no earlier than that reading.
+fn write_end(ended: &Ended, end: &ThreadEnd, out: &mut Readings) {
+    let (series, last, at) = (ended.series, ended.last, end.by_ns.max(ended.read_at_ns));
+    let exit = end.counters;
+    out.push_at(series.cpu, at, exit.cpu_ns.max(last.cpu_ns));
+    out.push_at(series.minflt, at, exit.minflt.max(last.minflt));
+    out.push_at(series.majflt, at, exit.majflt.max(last.majflt));
+    if let Some(wait) = last.run_wait_ns {
+        out.push_at(series.run_wait, at, exit.run_wait_ns.max(wait));
+    }
+    if let Some((voluntary, involuntary)) = last.switches {
+        out.push_at(series.voluntary, at, exit.voluntary.max(voluntary));
+        out.push_at(series.involuntary, at, exit.involuntary.max(involuntary));
     }
 }
 
@@ -563,6 +686,157 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         assert!(answers.iter().all(Option::is_none), "{answers:?}");
+    }
+
+    /// A fixture /proc thread: `cpu_ms` on CPU, 7 minor faults, 3 + 1 switches.
+    fn write_thread(root: &Path, pid: u32, tid: u32, cpu_ms: i64) {
+        let dir = root.join(format!("{pid}/task/{tid}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let stat = format!("{tid} (worker) S 1 1 1 0 -1 0 7 0 0 0 1 0 0 0 20 0 1 0 0 0 0");
+        std::fs::write(dir.join("stat"), stat).unwrap();
+        std::fs::write(dir.join("schedstat"), format!("{} 1000 3\n", cpu_ms * MS)).unwrap();
+        let status = "voluntary_ctxt_switches:\t3\nnonvoluntary_ctxt_switches:\t1\n";
+        std::fs::write(dir.join("status"), status).unwrap();
+    }
+
+    const MS: i64 = 1_000_000;
+
+    /// Threads whose exit records come get one more reading, their totals at exit, dated
+    /// when the record was read: whether it comes before the next reading (101) or after
+    /// one (102); never below the last reading (103, whose record was taken before the
+    /// reading that followed it).
+    #[test]
+    fn a_threads_exit_record_gives_its_totals_at_exit() {
+        let root = tempfile::tempdir().unwrap();
+        for (tid, cpu_ms) in [(101, 5), (102, 6), (103, 50)] {
+            write_thread(root.path(), 100, tid, cpu_ms);
+        }
+        let mut threads = Threads::open(root.path(), 100).unwrap();
+        let exits = ThreadExits::default();
+        threads.hear_exits(exits.clone());
+        let mut out = Readings::new(vec!["threads"]);
+        let pids = [100];
+        let read_at = |threads: &mut Threads, out: &mut Readings, t_ns: i64| {
+            let tick = Tick {
+                t_ns,
+                pids: &pids,
+                closing: false,
+                window_closed: false,
+                opening: t_ns == 0,
+                closes_window: false,
+                origin_mono_ns: 0,
+            };
+            out.begin(0, t_ns, false);
+            threads.read(&tick, out).unwrap();
+        };
+        read_at(&mut threads, &mut out, 0);
+        let end = |tid: u32, cpu_ms: i64, by_ms: i64| ThreadEnd {
+            pid: 100,
+            tid,
+            counters: ThreadCounters {
+                cpu_ns: cpu_ms * MS,
+                run_wait_ns: 2000,
+                minflt: 9,
+                majflt: 0,
+                voluntary: 4,
+                involuntary: 2,
+            },
+            by_ns: by_ms * MS,
+        };
+        // 101 and 103 end; 101's record comes before the next reading, 103's too, lower than
+        // its last reading.
+        std::fs::remove_dir_all(root.path().join("100/task/101")).unwrap();
+        exits.post([end(101, 40, 70), end(103, 45, 70)]);
+        // 102 ends and is found gone first; its record comes later.
+        std::fs::remove_dir_all(root.path().join("100/task/102")).unwrap();
+        read_at(&mut threads, &mut out, 100 * MS);
+        exits.post([end(102, 30, 120)]);
+        read_at(&mut threads, &mut out, 150 * MS);
+        let batch = out.take_batch();
+        let cpu_of = |tid: u32| -> Vec<(i64, i64)> {
+            let entity = format!("100/{tid}");
+            let (id, _) = (batch.series.iter())
+                .find(|(_, s)| s.entity == entity && s.metric == "cpu_time")
+                .unwrap();
+            (batch.samples.iter())
+                .filter(|s| s.series == *id)
+                .map(|s| (s.t_ns / MS, s.value / MS))
+                .collect()
+        };
+        assert_eq!(cpu_of(101), [(0, 5), (70, 40)]);
+        // Read unchanged at 100 (a fixture's open file outlives its directory), then ended.
+        assert_eq!(cpu_of(102), [(0, 6), (100, 6), (120, 30)]);
+        // Unchanged: nothing more to write.
+        assert_eq!(cpu_of(103), [(0, 50)]);
+        let described = threads.describe();
+        assert!(
+            described.contains("3 threads ended before their process (totals at exit kept"),
+            "{described}"
+        );
+    }
+
+    /// A thread a reading found gone (real /proc: a fixture's open files outlive it) keeps
+    /// waiting for its exit record, which then gives its totals at exit.
+    #[test]
+    fn a_thread_found_gone_before_its_exit_record_still_gets_its_totals() {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let worker = std::thread::spawn(move || {
+            tid_tx.send(unsafe { libc::gettid() } as u32).unwrap();
+            rx.recv().ok()
+        });
+        let tid = tid_rx.recv().unwrap();
+        let own = std::process::id();
+        let ticks = crate::session::procfs::system_ticks_per_second();
+        let mut threads = Threads::open(Path::new("/proc"), ticks).unwrap();
+        let exits = ThreadExits::default();
+        threads.hear_exits(exits.clone());
+        let mut out = Readings::new(vec!["threads"]);
+        let pids = [own];
+        let read_at = |threads: &mut Threads, out: &mut Readings, t_ns: i64| {
+            let tick = Tick {
+                t_ns,
+                pids: &pids,
+                closing: false,
+                window_closed: false,
+                opening: t_ns == 0,
+                closes_window: false,
+                origin_mono_ns: 0,
+            };
+            out.begin(0, t_ns, false);
+            threads.read(&tick, out).unwrap();
+        };
+        read_at(&mut threads, &mut out, 0);
+        assert!(threads.threads.contains_key(&tid));
+        tx.send(()).unwrap();
+        worker.join().unwrap();
+        // A joined thread's task goes a moment after: read until a reading finds it gone.
+        let mut t_ns = 0;
+        while threads.threads.contains_key(&tid) && t_ns < 200 * MS {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            t_ns += MS;
+            read_at(&mut threads, &mut out, t_ns);
+        }
+        assert!(threads.awaiting.contains_key(&tid), "not found gone");
+        let counters = ThreadCounters {
+            cpu_ns: 1_000 * MS,
+            ..ThreadCounters::default()
+        };
+        exits.post([ThreadEnd {
+            pid: own,
+            tid,
+            counters,
+            by_ns: t_ns + 5 * MS,
+        }]);
+        read_at(&mut threads, &mut out, t_ns + 10 * MS);
+        let batch = out.take_batch();
+        let entity = format!("{own}/{tid}");
+        let (id, _) = (batch.series.iter())
+            .find(|(_, s)| s.entity == entity && s.metric == "cpu_time")
+            .unwrap();
+        let last = batch.samples.iter().rfind(|s| s.series == *id).unwrap();
+        assert_eq!((last.t_ns, last.value), (t_ns + 5 * MS, 1_000 * MS));
+        assert!(threads.awaiting.is_empty());
     }
 
     #[test]

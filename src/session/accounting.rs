@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::procevents::{ProcEvent, ProcEvents};
 use super::procfs::{CpuTimes, Procfs};
-use super::taskstats::{Exit, ExitSource};
+use super::taskstats::{Exit, ExitSource, ThreadEnd, ThreadExits};
 use super::tree_cache::TreeCache;
 use super::watch::WatchList;
 use crate::model::{CpuSource, ProcessRole, ProcessStats};
@@ -195,6 +195,8 @@ pub struct Accounting {
     exits: BTreeMap<u32, Exit>,
     /// Exit records of processes not known when they came (when received, ns).
     unseen: Vec<(Exit, i64)>,
+    /// Where the run's threads' ends go, for the threads source (`pass_thread_exits`).
+    thread_exits: Option<ThreadExits>,
     /// `--service` leaders (pid, name): they and their descendants count under that name.
     services: Vec<(u32, String)>,
     service_of: BTreeMap<u32, String>,
@@ -249,6 +251,7 @@ impl Accounting {
             taskstats,
             exits: BTreeMap::new(),
             unseen: Vec::new(),
+            thread_exits: None,
             services: Vec::new(),
             service_of: BTreeMap::new(),
             foreign: BTreeSet::new(),
@@ -280,7 +283,19 @@ impl Accounting {
         fresh.services = self.services.clone();
         fresh.foreign = self.foreign.clone();
         fresh.tree_cache = self.tree_cache.take();
+        fresh.thread_exits = self.thread_exits.take();
         fresh
+    }
+
+    /// Whether the kernel's exit records come (else the accounting does without them).
+    pub fn has_exit_records(&self) -> bool {
+        self.taskstats.is_ok()
+    }
+
+    /// Posts every exit record of a thread of the run's processes to `exits`: its final
+    /// counters, which the threads source's last reading falls short of.
+    pub fn pass_thread_exits(&mut self, exits: ThreadExits) {
+        self.thread_exits = Some(exits);
     }
 
     /// For `--watch NAME`: listens to the kernel's process events. `Some` is the line to
@@ -772,6 +787,23 @@ impl Accounting {
         };
         let mut exits = Vec::new();
         listener.drain(&mut exits);
+        if let Some(mailbox) = &self.thread_exits {
+            let procs = &self.procs;
+            mailbox.post(
+                exits
+                    .iter()
+                    .filter(|e| procs.contains_key(&e.pid))
+                    .filter_map(|e| {
+                        let (tid, counters) = e.thread?;
+                        Some(ThreadEnd {
+                            pid: e.pid,
+                            tid,
+                            counters,
+                            by_ns: now_ns,
+                        })
+                    }),
+            );
+        }
         for exit in exits.into_iter().filter(|e| e.whole) {
             match self.procs.get(&exit.pid) {
                 Some(_) => self.apply_exit(exit),

@@ -147,6 +147,8 @@ struct GroupWindow {
     at_launch: Option<super::rungroup::GroupCpu>,
     at_start: Option<super::rungroup::GroupCpu>,
     over_window: Option<super::rungroup::GroupCpu>,
+    /// The reading as the window closed.
+    at_end: Option<super::rungroup::GroupCpu>,
 }
 
 impl Collector {
@@ -294,6 +296,18 @@ impl Collector {
         });
     }
 
+    /// The run group's CPU once its processes had ended (`last`): what it counted after the
+    /// window closed goes in the run file.
+    pub fn run_group_ended(&mut self, last: Option<super::rungroup::GroupCpu>) {
+        if let (Some(facts), Some(last), Some(end)) = (
+            self.meta.session.run_group.as_mut(),
+            last,
+            self.group.at_end,
+        ) {
+            facts.after_window_cpu_ns = Some(last.since(&end).usage_ns);
+        }
+    }
+
     /// Processes that had left the run's group or survived its end, said in the run file.
     pub fn run_group_escaped(&mut self, notes: Vec<String>) {
         if let Some(facts) = self.meta.session.run_group.as_mut() {
@@ -330,7 +344,16 @@ impl Collector {
                 }),
             }
         });
-        sampler.begin(self.meta.origin_mono_ns, tree, sink, sweep);
+        // Where the kernel's exit records come, a thread's last figures are its exit's.
+        let thread_exits = {
+            let mut accounting = lock(&self.accounting);
+            accounting.has_exit_records().then(|| {
+                let exits = crate::session::taskstats::ThreadExits::default();
+                accounting.pass_thread_exits(exits.clone());
+                exits
+            })
+        };
+        sampler.begin(self.meta.origin_mono_ns, tree, sink, sweep, thread_exits);
         self.sampler = Some(sampler);
     }
 
@@ -477,7 +500,8 @@ impl Collector {
         self.window_closed = true;
         self.accounting().end_window(now, command_pid);
         if let (Some(meter), Some(start)) = (&self.group.meter, self.group.at_start) {
-            self.group.over_window = meter.read().map(|end| end.since(&start));
+            self.group.at_end = meter.read();
+            self.group.over_window = self.group.at_end.map(|end| end.since(&start));
         }
         if let Some(sampler) = &self.sampler {
             sampler.close_window();

@@ -33,6 +33,8 @@ pub trait Recording {
     fn empty_window(&mut self);
     /// The signal that interrupted the run.
     fn interrupted_by(&mut self, signal: Option<i32>);
+    /// A signal sent to stop the command after the window closed.
+    fn stopping_with(&mut self, stop: crate::model::StopSignal);
     fn set_exit(&mut self, exit: ExitInfo);
     /// Reads the processes of the run (the first time: nothing else).
     fn read_processes(&mut self, pid: u32);
@@ -143,6 +145,10 @@ impl Recording for CollectorRecording<'_> {
 
     fn interrupted_by(&mut self, signal: Option<i32>) {
         self.collector.meta.session.interrupt_signal = signal;
+    }
+
+    fn stopping_with(&mut self, stop: crate::model::StopSignal) {
+        self.collector.meta.session.stop_signals.push(stop);
     }
 
     fn set_exit(&mut self, exit: ExitInfo) {

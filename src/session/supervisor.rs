@@ -124,6 +124,8 @@ pub struct Supervisor<'o, E: Executor> {
     progress: Option<ProgressLine>,
     /// A line per process of the command's group killed when the command ended.
     group_killed: Vec<String>,
+    /// The run group's CPU once the command and the services had ended (with a cgroup).
+    group_cpu_at_end: Option<super::rungroup::GroupCpu>,
 }
 
 impl<'o, E: Executor> Supervisor<'o, E> {
@@ -139,6 +141,7 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             window_open: false,
             window_closed: false,
             group_killed: Vec::new(),
+            group_cpu_at_end: None,
             stop: None,
             handled_interrupts: 0,
             command_exit: None,
@@ -318,7 +321,16 @@ impl<'o, E: Executor> Supervisor<'o, E> {
             self.close_window(rec, pid, reason);
         }
         if self.window_closed && self.command_exit.is_none() {
-            self.escalate(pid, now, interrupts > self.handled_interrupts);
+            let interrupted = interrupts > self.handled_interrupts;
+            if let Some(signal) = self.escalate(pid, now, interrupted) {
+                rec.stopping_with(crate::model::StopSignal {
+                    signal,
+                    at_ns: rec.now_ns(),
+                    // A further interrupt skips the grace period only after the first signal.
+                    interrupt: (interrupted && signal != libc::SIGINT)
+                        .then(|| self.exec.last_interrupt_signal().unwrap_or(libc::SIGINT)),
+                });
+            }
         }
         self.handled_interrupts = interrupts;
 
@@ -509,13 +521,14 @@ impl<'o, E: Executor> Supervisor<'o, E> {
     }
 
     /// Stop: SIGINT, then SIGTERM, then SIGKILL, each after the grace period; a new
-    /// interrupt while stopping goes straight to SIGKILL.
-    fn escalate(&mut self, pid: u32, now: Instant, interrupted: bool) {
+    /// interrupt while stopping goes straight to SIGKILL. The signal sent now, if any.
+    fn escalate(&mut self, pid: u32, now: Instant, interrupted: bool) -> Option<i32> {
         let escalate = interrupted && self.stop.is_some();
         match self.stop {
             None => {
                 self.exec.signal_group(pid, libc::SIGINT);
                 self.stop = Some((libc::SIGINT, now));
+                Some(libc::SIGINT)
             }
             Some((signal, since)) if escalate || now - since >= self.opts.launch.grace => {
                 let next = if signal == libc::SIGINT && !escalate {
@@ -525,8 +538,9 @@ impl<'o, E: Executor> Supervisor<'o, E> {
                 };
                 self.exec.signal_group(pid, next);
                 self.stop = Some((next, now));
+                Some(next)
             }
-            _ => {}
+            _ => None,
         }
     }
 
@@ -565,9 +579,16 @@ impl<'o, E: Executor> Supervisor<'o, E> {
         }
         self.state = State::Account;
         let outputs = self.services.finish(&mut self.exec, grace, service_daemons);
+        // Read before the group goes: what it counted after the window, being stopped.
+        self.group_cpu_at_end = run_group.meter().and_then(|m| m.read());
         let mut escaped = std::mem::take(&mut self.group_killed);
         escaped.extend(self.exec.end_run_group(run_group));
         (outputs, escaped)
+    }
+
+    /// The run group's CPU as `account` found it once the command and the services ended.
+    pub fn group_cpu_at_end(&self) -> Option<super::rungroup::GroupCpu> {
+        self.group_cpu_at_end
     }
 }
 
@@ -711,10 +732,12 @@ pub fn drive(opts: &RunOptions, exec: impl Executor) -> Result<RunOutcome> {
     let failed_at_mono_ns = framelab_probe::monotonic_ns() as i64;
     let daemons = collector.service_daemons();
     let (service_outputs, escaped) = supervisor.account(outcome.is_err(), &mut run_group, &daemons);
-    for note in &escaped {
+    // One line per thing done, however many processes it was done to.
+    for note in crate::model::leftovers::summarize(&escaped) {
         log::warn!("{note}");
     }
     collector.run_group_escaped(escaped);
+    collector.run_group_ended(supervisor.group_cpu_at_end());
     let last_interval = live.map(crate::hist::live::Live::stop);
     let finished = collector.finish();
     let (metrics, mut outputs) = capture.finish();

@@ -43,6 +43,8 @@ struct Recorded {
     reaps_done_after: Vec<usize>,
     /// When the window was opened (or opened again).
     opened_at: Vec<i64>,
+    /// The stop signals said sent.
+    stops: Vec<crate::model::StopSignal>,
 }
 
 impl Recording for Recorded {
@@ -95,6 +97,9 @@ impl Recording for Recorded {
     }
     fn interrupted_by(&mut self, signal: Option<i32>) {
         self.interrupted_by = signal;
+    }
+    fn stopping_with(&mut self, stop: crate::model::StopSignal) {
+        self.stops.push(stop);
     }
     fn set_exit(&mut self, exit: ExitInfo) {
         self.exit = Some(exit);
@@ -578,9 +583,17 @@ fn a_second_ctrl_c_while_stopping_kills_at_once() {
         interrupts_at: vec![Duration::from_millis(500), Duration::from_millis(800)],
         ..MockExecutor::default()
     };
-    let (exec, _, outcome) = run(&opts, exec);
+    let (exec, rec, outcome) = run(&opts, exec);
     outcome.unwrap();
     let signals = exec.signals();
+    // The run says so: the report's note must not claim a grace period was given.
+    let said: Vec<(i32, Option<i32>)> = rec.stops.iter().map(|s| (s.signal, s.interrupt)).collect();
+    assert_eq!(
+        said[..2],
+        [(SIGINT, None), (SIGKILL, Some(SIGINT))],
+        "{said:?}"
+    );
+    assert!(rec.stops[1].at_ns >= 800_000_000, "{:?}", rec.stops);
     // No SIGTERM and no 30 s grace: SIGKILL at the second Ctrl-C.
     assert_eq!(
         signals_only(&exec),

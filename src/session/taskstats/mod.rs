@@ -14,12 +14,15 @@
 
 mod netlink;
 pub mod query;
+mod thread_exits;
 
 pub(crate) use netlink::receive_waiting;
 use netlink::{
     append_request, attributes, error_code, messages, nul_terminated, u32_at, u64_at, GenlSocket,
     NLMSG_ERROR, NLM_F_ACK, NLM_F_REQUEST,
 };
+use query::ThreadCounters;
+pub use thread_exits::{ThreadEnd, ThreadExits};
 
 /// `FRAMELAB_EXIT_RECORDS=off` does without exit records (to compare, or where listening
 /// to every exit of a busy machine is not wanted).
@@ -70,6 +73,10 @@ pub struct Exit {
     /// How long it lived, start to exit (ns, in µs steps): where the record's thread is the
     /// process's main one (its start is the process's).
     pub lifetime_ns: Option<i64>,
+    /// The thread whose exit this is, and its own counters at its exit (`None` from a
+    /// kernel too old to hold them all): a thread's final figures, whether or not its
+    /// process ended with it.
+    pub thread: Option<(u32, ThreadCounters)>,
 }
 
 pub struct Taskstats {
@@ -243,6 +250,7 @@ fn parse_exit(payload: &[u8]) -> Option<Exit> {
     let lifetime_ns = u64_at(task, OFF_ETIME_US)
         .and_then(|us| i64::try_from(us).ok())
         .map(|us| us.saturating_mul(1000));
+    let thread = query::counters_in(task).map(|counters| (tid, counters));
     let record = |pid: u32, stats: &[u8], whole: bool| -> Option<Exit> {
         Some(Exit {
             pid,
@@ -254,6 +262,7 @@ fn parse_exit(payload: &[u8]) -> Option<Exit> {
             whole,
             hiwater_rss_bytes,
             lifetime_ns: lifetime_ns.filter(|_| tid == pid),
+            thread,
         })
     };
     match group {
@@ -376,6 +385,12 @@ mod tests {
         // The lifetime is the thread's: the process's only from its main thread.
         assert_eq!(exits[0].lifetime_ns, Some(500_000_000));
         assert_eq!(exits[1].lifetime_ns, None);
+        // Each record carries its thread's own counters: the last thread of a group's too,
+        // beside the group's total.
+        let thread = |e: &Exit| e.thread.map(|(tid, c)| (tid, c.cpu_ns));
+        assert_eq!(thread(&exits[0]), Some((500, 400_087_612)));
+        assert_eq!(thread(&exits[1]), Some((601, 1_000)));
+        assert_eq!(thread(&exits[2]), Some((602, 1_000)));
     }
 
     #[test]

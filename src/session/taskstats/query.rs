@@ -168,19 +168,21 @@ fn parse_reply(payload: &[u8]) -> Option<(u32, ThreadCounters)> {
             _ => {}
         }
     }
-    let stats = stats?;
+    Some((tid?, counters_in(stats?)?))
+}
+
+/// A thread's counters in its `struct taskstats` (a query's reply or its exit record);
+/// `None` from a kernel too old to hold them all.
+pub(super) fn counters_in(stats: &[u8]) -> Option<ThreadCounters> {
     let at = |offset| u64_at(stats, offset).map(|v| i64::try_from(v).unwrap_or(i64::MAX));
-    Some((
-        tid?,
-        ThreadCounters {
-            cpu_ns: at(OFF_CPU_RUN_VIRTUAL_TOTAL)?,
-            run_wait_ns: at(OFF_CPU_DELAY_TOTAL)?,
-            minflt: at(OFF_MINFLT)?,
-            majflt: at(OFF_MAJFLT)?,
-            voluntary: at(OFF_NVCSW)?,
-            involuntary: at(OFF_NIVCSW)?,
-        },
-    ))
+    Some(ThreadCounters {
+        cpu_ns: at(OFF_CPU_RUN_VIRTUAL_TOTAL)?,
+        run_wait_ns: at(OFF_CPU_DELAY_TOTAL)?,
+        minflt: at(OFF_MINFLT)?,
+        majflt: at(OFF_MAJFLT)?,
+        voluntary: at(OFF_NVCSW)?,
+        involuntary: at(OFF_NIVCSW)?,
+    })
 }
 
 #[cfg(test)]

@@ -50,6 +50,18 @@ pub fn finished_meta(name: &str) -> RunMeta {
         names_refused: 1,
         session: SessionFacts {
             interrupt_signal: Some(15),
+            stop_signals: vec![
+                framelab::model::StopSignal {
+                    signal: 2,
+                    at_ns: 30_000_000_000,
+                    interrupt: None,
+                },
+                framelab::model::StopSignal {
+                    signal: 9,
+                    at_ns: 30_400_000_000,
+                    interrupt: Some(15),
+                },
+            ],
             refused_name_records: 2,
             unrecorded_threads: vec![UnrecordedThreads {
                 errno: 28,
@@ -70,6 +82,7 @@ pub fn finished_meta(name: &str) -> RunMeta {
                 sys_ns: Some(31_000_000),
                 rows_cpu_ns: Some(2_402_000_000),
                 escaped: vec!["process 77 (sleep) had left the run's cgroup".into()],
+                after_window_cpu_ns: Some(804_000_000),
                 ..Default::default()
             }),
             probes: vec![framelab::model::ProbeFacts {

@@ -319,11 +319,12 @@ fn short_lived_daemons_are_rows(test: &str, mechanism: &str) {
             doc["processes"]
         );
         assert!(gone_soon(*pid as u32), "sleep {pid} outlived the run");
-        assert!(
-            stderr(&out).contains(&format!("process {pid} (sleep) was still running")),
-            "{}",
-            stderr(&out)
-        );
+        // Both in one line: `2 processes (… (sleep), … (sleep)) were still running …`.
+        let line = (stderr(&out).lines())
+            .find(|l| l.contains(&format!("{pid} (sleep)")))
+            .map(str::to_owned)
+            .unwrap_or_default();
+        assert!(line.contains("still running"), "{}", stderr(&out));
     }
 }
 
@@ -768,5 +769,76 @@ fn a_background_job_of_the_command_is_named_when_killed() {
         )),
         "{}",
         stderr(&out)
+    );
+}
+
+/// Six background jobs left by the command: one warning and one note naming how many, the
+/// first three and what was done, not six of each (the run file keeps a line each).
+#[test]
+fn many_leftovers_are_one_warning_and_one_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp_run(&dir, "many");
+    let command = "for i in 1 2 3 4 5 6; do sleep 30 & done; sleep 0.2";
+    let out = framelab()
+        .args(["run", "-o"])
+        .arg(&file)
+        .args(["--", "sh", "-c", command])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stderr(&out);
+    let warned: Vec<&str> = (said.lines())
+        .filter(|l| l.contains("still running"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{}", stderr(&out));
+    assert!(
+        warned[0].contains("6 processes (")
+            && warned[0].contains(" (sleep) and 3 more) were still running in the command's process group when the command ended: killed with it"),
+        "{}",
+        warned[0]
+    );
+    let doc = report_json(&file);
+    let notes: Vec<&str> = (doc["notes"].as_array().unwrap().iter())
+        .filter_map(|n| n.as_str())
+        .filter(|n| n.contains("still running"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with("Run group: 6 processes ("),
+        "{}",
+        notes[0]
+    );
+    assert_eq!(doc["run_group"]["escaped"].as_array().unwrap().len(), 6);
+}
+
+/// `--duration` stops the command with SIGINT; its trap handler then burns 300 ms of CPU
+/// before exiting. That is after the window, in no figure: a note says how much, from what
+/// the cgroup counted until the command ended.
+#[test]
+fn cpu_used_while_being_stopped_is_a_note() {
+    let test = "cpu_used_while_being_stopped_is_a_note";
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp_run(&dir, "trap");
+    let testprog = example("testprog");
+    let command = format!("trap '{testprog} cpu 300; exit 0' INT; while :; do sleep 0.05; done");
+    // A long grace: the handler is never cut short by SIGTERM.
+    let out = framelab()
+        .args(["run", "--duration", "1s", "--grace", "60s", "-o"])
+        .arg(&file)
+        .args(["--", "sh", "-c", &command])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let Some(group) = cgroup_of(test, &file) else {
+        return;
+    };
+    // testprog burns until its CPU clock reads 300 ms; the cgroup counts µs.
+    let after_ns = group["after_window_cpu_ns"].as_i64().unwrap_or(0);
+    assert!(after_ns >= 299_000_000, "{group}");
+    let doc = report_json(&file);
+    let said = doc["notes"].to_string();
+    assert!(
+        said.contains("After the window: the run's processes used "),
+        "{said}"
     );
 }

@@ -228,6 +228,56 @@ fn the_threads_source_says_where_its_counters_come_from() {
     }
 }
 
+/// A thread that ends while its process goes on keeps what it counted up to its exit, not
+/// only up to its last reading: read every 2 s, `burner` is read before it burns its 300 ms
+/// (the test lets it start once its series is there), so its last reading misses nearly all
+/// of them. Its row matches its own CPU clock to a clock tick (the exit record's sum leaves
+/// out the slice running since the scheduler's last tick).
+#[test]
+fn a_thread_that_ends_keeps_its_cpu_up_to_its_exit() {
+    if !common::session::is_root() {
+        return common::session::skip(
+            "a_thread_that_ends_keeps_its_cpu_up_to_its_exit",
+            "exit records need CAP_NET_ADMIN",
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_run(&dir, "thread-exit");
+    let (go, own) = (dir.path().join("go"), dir.path().join("own"));
+    let testprog = example("testprog");
+    let command = [
+        testprog.as_str(),
+        "thread-exit",
+        "300",
+        go.to_str().unwrap(),
+        own.to_str().unwrap(),
+    ];
+    let mut run = run_on(&workstation(), &["--sample-every", "2s"], &path, &command);
+    let out = run_until(&mut run, &path, &go, "a reading of the burner", |conn| {
+        conn.query_row(
+            "SELECT count(*) > 0 FROM named_samples WHERE source = 'threads' AND label = 'burner'",
+            [],
+            |r| r.get(0),
+        )
+    });
+    assert!(out.status.success(), "{}", stderr(&out));
+    let own = std::fs::read_to_string(&own).unwrap();
+    let (tid, clock_ns) = own.trim().split_once(' ').unwrap();
+    let (tid, clock_ns): (u64, i64) = (tid.parse().unwrap(), clock_ns.parse().unwrap());
+    let json = report_json(&path);
+    let row = json["telemetry"]["busiest_threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["tid"].as_u64() == Some(tid))
+        .unwrap_or_else(|| panic!("no row of the burner {tid}: {json:#}"));
+    let cpu_ns = row["cpu_ns"].as_i64().unwrap();
+    assert!(
+        (cpu_ns - clock_ns).abs() <= 10_000_000,
+        "the burner's row {cpu_ns} ns, its own clock {clock_ns} ns"
+    );
+}
+
 #[test]
 fn sources_switched_off_say_so_and_record_nothing() {
     let dir = tempfile::tempdir().unwrap();
