@@ -701,6 +701,21 @@ mod tests {
 
     const MS: i64 = 1_000_000;
 
+    /// One reading of `pids` at `t_ns` (the first opens the window).
+    fn read_at(threads: &mut Threads, out: &mut Readings, pids: &[u32], t_ns: i64) {
+        let tick = Tick {
+            t_ns,
+            pids,
+            closing: false,
+            window_closed: false,
+            opening: t_ns == 0,
+            closes_window: false,
+            origin_mono_ns: 0,
+        };
+        out.begin(0, t_ns, false);
+        threads.read(&tick, out).unwrap();
+    }
+
     /// Threads whose exit records come get one more reading, their totals at exit, dated
     /// when the record was read: whether it comes before the next reading (101) or after
     /// one (102); never below the last reading (103, whose record was taken before the
@@ -716,19 +731,8 @@ mod tests {
         threads.hear_exits(exits.clone());
         let mut out = Readings::new(vec!["threads"]);
         let pids = [100];
-        let read_at = |threads: &mut Threads, out: &mut Readings, t_ns: i64| {
-            let tick = Tick {
-                t_ns,
-                pids: &pids,
-                closing: false,
-                window_closed: false,
-                opening: t_ns == 0,
-                closes_window: false,
-                origin_mono_ns: 0,
-            };
-            out.begin(0, t_ns, false);
-            threads.read(&tick, out).unwrap();
-        };
+        let read_at =
+            |threads: &mut Threads, out: &mut Readings, t_ns| read_at(threads, out, &pids, t_ns);
         read_at(&mut threads, &mut out, 0);
         let end = |tid: u32, cpu_ms: i64, by_ms: i64| ThreadEnd {
             pid: 100,
@@ -793,19 +797,8 @@ mod tests {
         threads.hear_exits(exits.clone());
         let mut out = Readings::new(vec!["threads"]);
         let pids = [own];
-        let read_at = |threads: &mut Threads, out: &mut Readings, t_ns: i64| {
-            let tick = Tick {
-                t_ns,
-                pids: &pids,
-                closing: false,
-                window_closed: false,
-                opening: t_ns == 0,
-                closes_window: false,
-                origin_mono_ns: 0,
-            };
-            out.begin(0, t_ns, false);
-            threads.read(&tick, out).unwrap();
-        };
+        let read_at =
+            |threads: &mut Threads, out: &mut Readings, t_ns| read_at(threads, out, &pids, t_ns);
         read_at(&mut threads, &mut out, 0);
         assert!(threads.threads.contains_key(&tid));
         tx.send(()).unwrap();
