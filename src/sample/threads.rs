@@ -246,6 +246,16 @@ impl Threads {
         !tick.window_closed && self.proc_root.join(pid.to_string()).exists()
     }
 
+    /// Takes `tid` off the threads read, counting it among those that ended (early when
+    /// its process goes on); what writing its totals at exit needs, if it was ever read.
+    fn retire(&mut self, tid: u32, tick: &Tick) -> Option<Ended> {
+        self.ended.insert(tid);
+        let thread = self.threads.remove(&tid)?;
+        let early = self.ends_early(thread.pid, tick);
+        self.ended_early += u64::from(early);
+        thread.ended(early)
+    }
+
     /// Writes the totals at exit of the threads whose exit records came, whether or not a
     /// reading found them gone yet.
     fn take_exits(&mut self, tick: &Tick, out: &mut Readings) {
@@ -254,13 +264,7 @@ impl Threads {
         };
         for end in ends {
             let ended = match self.threads.get(&end.tid) {
-                Some(thread) if thread.pid == end.pid => {
-                    let early = self.ends_early(end.pid, tick);
-                    self.ended_early += u64::from(early);
-                    self.ended.insert(end.tid);
-                    let thread = self.threads.remove(&end.tid);
-                    thread.and_then(|t| t.ended(early))
-                }
+                Some(thread) if thread.pid == end.pid => self.retire(end.tid, tick),
                 Some(_) => None,
                 None => self
                     .awaiting
@@ -362,15 +366,11 @@ impl Threads {
             }
         }
         for tid in gone {
-            if let Some(thread) = self.threads.remove(&tid) {
-                let early = self.ends_early(thread.pid, tick);
-                self.ended_early += u64::from(early);
-                // Its exit record may come at a later reading.
-                if let (Some(ended), true) = (thread.ended(early), self.exits.is_some()) {
-                    self.awaiting.insert(tid, ended);
-                }
+            let ended = self.retire(tid, tick);
+            // Its exit record may come at a later reading.
+            if let (Some(ended), true) = (ended, self.exits.is_some()) {
+                self.awaiting.insert(tid, ended);
             }
-            self.ended.insert(tid);
         }
         Ok(())
     }
