@@ -146,9 +146,16 @@ struct GroupWindow {
     meter: Option<super::rungroup::Meter>,
     at_launch: Option<super::rungroup::GroupCpu>,
     at_start: Option<super::rungroup::GroupCpu>,
-    over_window: Option<super::rungroup::GroupCpu>,
     /// The reading as the window closed.
     at_end: Option<super::rungroup::GroupCpu>,
+}
+
+impl GroupWindow {
+    /// What the group counted from the window's start to its end.
+    fn over_window(&self) -> Option<super::rungroup::GroupCpu> {
+        let (start, end) = (self.at_start?, self.at_end?);
+        Some(end.since(&start))
+    }
 }
 
 impl Collector {
@@ -499,9 +506,8 @@ impl Collector {
         self.meta.end_reason = reason;
         self.window_closed = true;
         self.accounting().end_window(now, command_pid);
-        if let (Some(meter), Some(start)) = (&self.group.meter, self.group.at_start) {
+        if let (Some(meter), Some(_)) = (&self.group.meter, self.group.at_start) {
             self.group.at_end = meter.read();
-            self.group.over_window = self.group.at_end.map(|end| end.since(&start));
         }
         if let Some(sampler) = &self.sampler {
             sampler.close_window();
@@ -1075,7 +1081,7 @@ impl Collector {
         let mut processes = self.accounting().results();
         if let (Some(facts), Some(cpu), Some(meter)) = (
             self.meta.session.run_group.as_mut(),
-            self.group.over_window,
+            self.group.over_window(),
             &self.group.meter,
         ) {
             // cpu.stat counts µs, cpuacct.usage ns.
