@@ -162,6 +162,13 @@ pub fn role_cpu(rows: &[ProcessRow], window_ns: i64) -> Vec<RoleCpu> {
 /// of the user/sys split even where the total is finer.
 pub const CLOCK_TICK_NS: i64 = 10_000_000;
 
+/// Whether `extra_ns` of CPU beside `of_ns` is news: at least a clock tick (rows counted in
+/// ticks round off that much) and at least 1% of `of_ns` (less moves no printed load or CPU
+/// figure by its last digit).
+pub fn beyond_tick_rounding(extra_ns: i64, of_ns: i64) -> bool {
+    extra_ns >= CLOCK_TICK_NS && extra_ns as f64 >= 0.01 * of_ns as f64
+}
+
 /// The coarsest resolution among `processes` (0 when any is unknown: older or imported runs).
 pub fn cpu_resolution_ns(processes: &[ProcessStats]) -> i64 {
     if processes.iter().any(|p| p.cpu_resolution_ns <= 0) {

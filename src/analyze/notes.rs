@@ -102,20 +102,13 @@ fn cpu_taken_note(t: &crate::model::CpuTakenFacts) -> String {
     )
 }
 
-/// CPU after the window is said from a clock tick (10 ms: the rows counted in ticks round
-/// off that much, so less is no news)...
-const AFTER_WINDOW_FROM_NS: i64 = 10_000_000;
-/// ...and from 1% of the window's CPU: less would move the load and CPU figures by less
-/// than their last printed digit (a program's usual exit work, beside a busy window).
-const AFTER_WINDOW_SHARE: f64 = 0.01;
-
 /// What the run's processes used after the window closed, until they had ended (a signal
 /// handler's work, a flush, the services' stopping): outside every figure of the report.
 fn after_window_note(group: &crate::model::RunGroupFacts) -> Option<String> {
     let after_ns = group.after_window_cpu_ns?;
     let window_ns = group.cpu_ns.unwrap_or(0);
-    if after_ns < AFTER_WINDOW_FROM_NS || (after_ns as f64) < AFTER_WINDOW_SHARE * window_ns as f64
-    {
+    // Less is a program's usual exit work, beside a busy window.
+    if !crate::analyze::cpu::beyond_tick_rounding(after_ns, window_ns) {
         return None;
     }
     let cpu = if after_ns < 1_000_000_000 {

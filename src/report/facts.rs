@@ -352,7 +352,8 @@ fn run_group(a: &Analysis) -> Option<Line> {
     if let (Some(cpu), Some(rows)) = (g.cpu_ns, g.rows_cpu_ns) {
         // cpu.stat counts µs: no finer than that.
         let (cpu_text, rows_text) = (cpu_total(cpu, 1000), cpu_total(rows, 1000));
-        parts.push(if rows_beyond_group(cpu, rows) {
+        // Rows beyond what their ticks round off: a process left the group, the tree kept it.
+        parts.push(if crate::analyze::cpu::beyond_tick_rounding(rows - cpu, cpu) {
             // Not "everything the run started": processes that left the cgroup are not in
             // its count, while the process-tree walk kept them in the rows.
             toned(
@@ -377,14 +378,6 @@ fn run_group(a: &Analysis) -> Option<Line> {
         ));
     }
     Some(joined(parts))
-}
-
-/// The rows hold more than the run's cgroup counted, by more than rows read in clock ticks
-/// round off (a tick, or 1%): a process of the run left the group and the process tree
-/// kept it.
-fn rows_beyond_group(group_ns: i64, rows_ns: i64) -> bool {
-    let beyond = rows_ns - group_ns;
-    beyond > 10_000_000 && beyond as f64 > 0.01 * group_ns as f64
 }
 
 /// The machine's CPU time over the window that no task had: the hypervisor's and the
