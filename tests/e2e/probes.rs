@@ -763,12 +763,16 @@ fn framelab_and_bpftrace_on_the_same_function_agree_on_count_and_log2_buckets() 
         *ours.entry(log2_bucket(*ns)).or_insert(0u64) += 1;
     }
     // The two tools read the clock a few µs apart at each end: only a call that close to
-    // a bucket's edge may fall on the other side of it.
+    // a bucket's edge may fall on the other side of it. A call over 1 ms (five times its
+    // work) was preempted, and the scheduler may run other work between the two tools'
+    // handlers, so on a loaded machine such a call may land anywhere near its value
+    // (CI once saw one call of about 4 ms in the bucket below bpftrace's).
+    let preempted = |ns: i64| ns > 1_000_000;
     let near_an_edge = spans
         .iter()
         .filter(|(_, ns)| {
             let low = log2_bucket(*ns);
-            (*ns - low) < 20_000 || (2 * low - *ns) < 20_000
+            preempted(*ns) || (*ns - low) < 20_000 || (2 * low - *ns) < 20_000
         })
         .count() as u64;
     let differing: u64 = ours
