@@ -133,8 +133,14 @@ impl Paired {
                 "" => String::new(),
                 names => format!(" ({names})"),
             };
+            // `a=b:c:pid` reads as START "b:c", END "pid": say what a third part may be.
+            let third_part = if spec.start.contains(':') {
+                " (a part after END is KEY: key or tid)"
+            } else {
+                ""
+            };
             notes.push(format!(
-                "--pair {name}: the run has no event named {missing:?}{has}; nothing was paired"
+                "--pair {name}: the run has no event named {missing:?}{has}; nothing was paired{third_part}"
             ));
             return notes;
         }
@@ -388,6 +394,22 @@ mod tests {
             note.contains("no event named \"resp\" (its events: req)"),
             "{note}"
         );
+    }
+
+    #[test]
+    fn a_third_part_not_a_key_says_what_a_key_may_be() {
+        let r = run(&[("req", 1, 100), ("resp", 1, 200)]);
+        let pair = StagePair::parse("s=req:resp:pid").unwrap();
+        let p = pair_events(&r, &pair.spec);
+        let note = &p.notes(&pair.spec)[0];
+        assert!(note.contains("no event named \"req:resp\""), "{note}");
+        assert!(
+            note.ends_with("(a part after END is KEY: key or tid)"),
+            "{note}"
+        );
+        let misspelt = PairSpec::parse("req:nosuch").unwrap();
+        let note = &pair_events(&r, &misspelt).notes(&misspelt)[0];
+        assert!(!note.contains("KEY"), "{note}");
     }
 
     #[test]
