@@ -7,11 +7,13 @@ pub mod postgres;
 pub mod proc_stat;
 pub mod session;
 pub mod store;
+pub mod watchdog;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub fn framelab() -> Command {
+    watchdog::arm();
     let mut command = Command::new(env!("CARGO_BIN_EXE_framelab"));
     command.env("NO_COLOR", "1");
     command
@@ -242,6 +244,7 @@ impl Drop for Started {
 /// Starts `command` (its standard output piped) and waits for its first line, `ready`.
 pub fn start_ready(command: &mut Command) -> Started {
     use std::io::BufRead;
+    watchdog::arm();
     let mut child = Started(
         command
             .stdout(std::process::Stdio::piped())

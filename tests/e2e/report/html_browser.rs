@@ -57,7 +57,8 @@ fn open(browser: &str, page: &Path, screenshot: &Path) -> Opened {
 fn open_at(browser: &str, page: &Path, fragment: &str, screenshot: &Path) -> Opened {
     let profile = tempfile::tempdir().unwrap();
     let run = |extra: &[String]| {
-        Command::new(browser)
+        let mut command = Command::new(browser);
+        command
             .args([
                 "--headless",
                 "--no-sandbox",
@@ -67,9 +68,8 @@ fn open_at(browser: &str, page: &Path, fragment: &str, screenshot: &Path) -> Ope
             .args(["--enable-logging=stderr", "--v=0", "--hide-scrollbars"])
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .args(extra)
-            .arg(format!("file://{}{fragment}", page.display()))
-            .output()
-            .expect("chromium runs")
+            .arg(format!("file://{}{fragment}", page.display()));
+        browser_output(&mut command, profile.path())
     };
     let dumped = run(&["--dump-dom".into()]);
     assert!(dumped.status.success(), "{}", stderr(&dumped));
@@ -89,6 +89,54 @@ fn open_at(browser: &str, page: &Path, fragment: &str, screenshot: &Path) -> Ope
         log: format!("{}{}", stderr(&dumped), stderr(&shot)),
     }
 }
+
+/// A headless browser now and then never exits, or leaves a helper process holding its
+/// output open (seen in CI: the whole run hung). Each try runs in a process group of its own
+/// with its output in files, for at most [`BROWSER_LIMIT`]; one that hangs is killed with its
+/// helpers and tried once more, saying so.
+fn browser_output(command: &mut Command, dir: &Path) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    for attempt in 1..=2 {
+        let (out, err) = (dir.join("browser.out"), dir.join("browser.err"));
+        let mut child = command
+            .process_group(0)
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .expect("chromium runs");
+        let deadline = std::time::Instant::now() + BROWSER_LIMIT;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        // SAFETY: the process group this function started; its helpers go with it.
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+        let _ = child.wait();
+        if let Some(status) = status {
+            return std::process::Output {
+                status,
+                stdout: std::fs::read(&out).unwrap(),
+                stderr: std::fs::read(&err).unwrap(),
+            };
+        }
+        println!(
+            "chromium ran past {} s (try {attempt} of 2); killed",
+            BROWSER_LIMIT.as_secs()
+        );
+    }
+    panic!(
+        "chromium ran past {} s twice: the browser hangs on this machine",
+        BROWSER_LIMIT.as_secs()
+    );
+}
+
+/// Far above the few seconds a page takes, even on a loaded 2-core VM.
+const BROWSER_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// The value of attribute `name` on the element of plot `plot`.
 fn plot_attr(dom: &str, plot: &str, name: &str) -> Option<String> {
