@@ -731,11 +731,28 @@ fn framelab_and_bpftrace_on_the_same_function_agree_on_count_and_log2_buckets() 
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut lines = std::io::BufReader::new(bpftrace.stdout.take().unwrap()).lines();
+    // Its lines come through a thread: a bpftrace that never gets ready fails the test at a
+    // deadline instead of hanging it.
+    let (tx, lines) = std::sync::mpsc::channel();
+    let stdout = std::io::BufReader::new(bpftrace.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        stdout
+            .lines()
+            .map_while(Result::ok)
+            .try_for_each(|l| tx.send(l))
+    });
     // BEGIN runs once every probe is attached.
-    for line in lines.by_ref() {
-        if line.unwrap().contains("ready") {
-            break;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if line.contains("ready") => break,
+            Ok(_) => {}
+            Err(e) => {
+                let _ = bpftrace.kill();
+                let _ = bpftrace.wait();
+                panic!("bpftrace never attached its probes (no 'ready' line: {e})");
+            }
         }
     }
     let file = temp_run(&dir, "side-by-side");
@@ -744,7 +761,7 @@ fn framelab_and_bpftrace_on_the_same_function_agree_on_count_and_log2_buckets() 
     let out = run_program(&file, &["--probe", &probe], &prog, 200, &log);
     // SAFETY: signalling the bpftrace this test started, by its pid.
     unsafe { libc::kill(bpftrace.id() as i32, libc::SIGINT) };
-    let printed: String = lines.map_while(Result::ok).collect::<Vec<_>>().join("\n");
+    let printed: String = lines.iter().collect::<Vec<_>>().join("\n");
     let _ = bpftrace.wait();
     assert!(out.status.success(), "{}", stderr(&out));
     let calls: u64 = printed
