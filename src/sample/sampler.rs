@@ -27,7 +27,8 @@ enum Source {
     Amdgpu(Amdgpu),
     Cpufreq(Cpufreq),
     Rapl(Rapl),
-    Threads(Threads),
+    // Boxed: its maps and counters make it several times the size of the others.
+    Threads(Box<Threads>),
 }
 
 impl Source {
@@ -38,10 +39,10 @@ impl Source {
             SourceKind::Amdgpu => Source::Amdgpu(Amdgpu::open(&roots.sys)?),
             SourceKind::Cpufreq => Source::Cpufreq(Cpufreq::open(&roots.sys)?),
             SourceKind::Rapl => Source::Rapl(Rapl::open(&roots.sys)?),
-            SourceKind::Threads => Source::Threads(Threads::open(
+            SourceKind::Threads => Source::Threads(Box::new(Threads::open(
                 &roots.proc,
                 crate::session::procfs::system_ticks_per_second(),
-            )?),
+            )?)),
         })
     }
 

@@ -17,7 +17,9 @@
 //! A thread's last reading is up to an interval before its exit. Where the kernel's exit
 //! records come (`hear_exits`), a thread that ends gets one more row per series: its totals
 //! at its exit, dated when its record was read (at most a process reading's interval
-//! later, never before its last reading).
+//! later, never before its last reading). A thread that lived between two listings, never
+//! read, gets its rows from its record alone: 0 at its start (the record's time less its
+//! lifetime) and its totals at its exit.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -37,6 +39,9 @@ const THREADS_EVERY: Duration = Duration::from_millis(200);
 /// A thread found gone waits this long for its exit record (read within a process
 /// reading's interval of its exit; lost only when the kernel's socket overflowed).
 const AWAIT_EXIT_NS: i64 = 10_000_000_000;
+/// At most this many threads get rows from their exit records alone (a program starting a
+/// thread per task would otherwise add six series per task); the rest are counted.
+const MAX_FROM_EXIT_ALONE: u64 = 4096;
 
 /// What one read of a thread's `stat` gives.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -148,6 +153,12 @@ pub struct Threads {
     exits: Option<ThreadExits>,
     /// Threads found gone whose exit record has not come yet.
     awaiting: BTreeMap<u32, Ended>,
+    /// Threads found gone before their first reading (their exit records still give rows).
+    ended_unread: BTreeSet<u32>,
+    /// Threads that lived between two listings: given rows from their exit records, and
+    /// past `MAX_FROM_EXIT_ALONE` or born before the launch, counted only.
+    from_exit_alone: u64,
+    without_rows: u64,
     listed: Option<Instant>,
     listed_pids: Vec<u32>,
     processes_seen: BTreeSet<u32>,
@@ -173,6 +184,9 @@ impl Threads {
             early_with_exit: 0,
             exits: None,
             awaiting: BTreeMap::new(),
+            ended_unread: BTreeSet::new(),
+            from_exit_alone: 0,
+            without_rows: 0,
             listed: None,
             listed_pids: Vec::new(),
             processes_seen: BTreeSet::new(),
@@ -204,6 +218,24 @@ impl Threads {
                 "; {} from /proc after a failed query: {}",
                 plural(self.queries_failed, "reading", "readings"),
                 self.query_failure
+            ));
+        }
+        if self.from_exit_alone > 0 {
+            s.push_str(&format!(
+                "; {} between two listings, from {}",
+                plural(self.from_exit_alone, "thread lived", "threads lived"),
+                if self.from_exit_alone == 1 {
+                    "its exit record"
+                } else {
+                    "their exit records"
+                }
+            ));
+        }
+        if self.without_rows > 0 {
+            s.push_str(&format!(
+                "; {} without rows (past {MAX_FROM_EXIT_ALONE} from exit records, or born \
+                 before the launch)",
+                plural(self.without_rows, "more thread", "more threads"),
             ));
         }
         if self.ended_early > 0 {
@@ -251,6 +283,11 @@ impl Threads {
     fn retire(&mut self, tid: u32, tick: &Tick) -> Option<Ended> {
         self.ended.insert(tid);
         let thread = self.threads.remove(&tid)?;
+        if thread.series.is_none() {
+            // Never read: its exit record alone gives its rows (`from_exit_alone`).
+            self.ended_unread.insert(tid);
+            return None;
+        }
         let early = self.ends_early(thread.pid, tick);
         self.ended_early += u64::from(early);
         thread.ended(early)
@@ -266,10 +303,16 @@ impl Threads {
             let ended = match self.threads.get(&end.tid) {
                 Some(thread) if thread.pid == end.pid => self.retire(end.tid, tick),
                 Some(_) => None,
-                None => self
-                    .awaiting
-                    .remove(&end.tid)
-                    .filter(|ended| ended.pid == end.pid),
+                None => match self.awaiting.remove(&end.tid) {
+                    Some(ended) => Some(ended).filter(|ended| ended.pid == end.pid),
+                    None if !self.ended.contains(&end.tid)
+                        || self.ended_unread.remove(&end.tid) =>
+                    {
+                        self.write_from_exit_record(&end, tick, out);
+                        None
+                    }
+                    None => None,
+                },
             };
             if let Some(ended) = ended {
                 write_end(&ended, &end, out);
@@ -279,6 +322,41 @@ impl Threads {
         // Records lost (the kernel's socket overflowed) leave their threads' last readings.
         self.awaiting
             .retain(|_, ended| tick.t_ns - ended.read_at_ns < AWAIT_EXIT_NS);
+    }
+
+    /// A thread never read (it lived between two listings, or ended before its first
+    /// reading): its rows from its record alone, 0 at its start and its totals at its exit.
+    fn write_from_exit_record(&mut self, end: &ThreadEnd, tick: &Tick, out: &mut Readings) {
+        self.ended.insert(end.tid);
+        let born_ns = end.lifetime_ns.map(|lived| end.by_ns - lived);
+        let Some(born_ns) =
+            born_ns.filter(|&b| b >= 0 && self.from_exit_alone < MAX_FROM_EXIT_ALONE)
+        else {
+            // Older than the launch, its totals there are unknown; or one too many.
+            self.without_rows += 1;
+            return;
+        };
+        self.from_exit_alone += 1;
+        let early = self.ends_early(end.pid, tick);
+        self.ended_early += u64::from(early);
+        self.early_with_exit += u64::from(early);
+        let series = register_series(end.pid, end.tid, &end.comm, out);
+        series.born(born_ns.min(end.by_ns), out);
+        let ended = Ended {
+            pid: end.pid,
+            series,
+            // Its record holds every counter: each series gets its total.
+            last: Totals {
+                cpu_ns: 0,
+                minflt: 0,
+                majflt: 0,
+                switches: Some((0, 0)),
+                run_wait_ns: Some(0),
+            },
+            read_at_ns: born_ns,
+            early,
+        };
+        write_end(&ended, end, out);
     }
 
     /// Adds threads of `pids` not known yet.
@@ -342,7 +420,16 @@ impl Threads {
                 }
             };
             if let (Some(stat), None) = (&stat, thread.series) {
-                thread.series = Some(register(thread, stat, tick, self.ns_per_tick, out));
+                let series = register_series(thread.pid, thread.tid, &stat.comm, out);
+                // Born after the launch (its start is in ticks, rounded down): its totals
+                // were 0 at its birth. A thread older than the run (a watched daemon's) has
+                // no such reading: its totals before its first reading are unknown, and
+                // differences start from that reading.
+                let born_ns = stat.start_ns - tick.origin_mono_ns;
+                if born_ns > -self.ns_per_tick && tick.t_ns > 0 {
+                    series.born(born_ns.clamp(0, tick.t_ns - 1), out);
+                }
+                thread.series = Some(series);
             }
             // Where `status` was read just now (its counts are kept between readings).
             if stat.is_some() && totals.switches.is_none() {
@@ -489,50 +576,42 @@ fn from_proc(thread: &mut Thread, ns_per_tick: i64) -> Reading {
     Reading::Totals(totals, Some(stat))
 }
 
-/// A thread's series, at its first reading.
-fn register(
-    thread: &Thread,
-    stat: &ThreadStat,
-    tick: &Tick,
-    ns_per_tick: i64,
-    out: &mut Readings,
-) -> ThreadSeries {
-    let entity = format!("{}/{}", thread.pid, thread.tid);
+/// A thread's series, at its first reading (or its exit record).
+fn register_series(pid: u32, tid: u32, comm: &str, out: &mut Readings) -> ThreadSeries {
+    let entity = format!("{pid}/{tid}");
     let mut counter = |metric: &str, unit: &str| {
         out.series(
             metric,
             entity.clone(),
-            stat.comm.clone(),
+            comm.to_owned(),
             unit,
             SeriesKind::Counter,
         )
     };
-    let series = ThreadSeries {
+    ThreadSeries {
         cpu: counter("cpu_time", "ns"),
         minflt: counter("minflt", "count"),
         majflt: counter("majflt", "count"),
         voluntary: counter("ctx_voluntary", "count"),
         involuntary: counter("ctx_involuntary", "count"),
         run_wait: counter("run_wait", "ns"),
-    };
-    // Born after the launch (its start is in ticks, rounded down): its totals were 0 at its
-    // birth. A thread older than the run (a watched daemon's) has no such reading: its
-    // totals before its first reading are unknown, and differences start from that reading.
-    let born_ns = stat.start_ns - tick.origin_mono_ns;
-    if born_ns > -ns_per_tick && tick.t_ns > 0 {
-        let at = born_ns.clamp(0, tick.t_ns - 1);
+    }
+}
+
+impl ThreadSeries {
+    /// Every counter of the thread at 0 at `at_ns`, its birth.
+    fn born(&self, at_ns: i64, out: &mut Readings) {
         for id in [
-            series.cpu,
-            series.minflt,
-            series.majflt,
-            series.voluntary,
-            series.involuntary,
-            series.run_wait,
+            self.cpu,
+            self.minflt,
+            self.majflt,
+            self.voluntary,
+            self.involuntary,
+            self.run_wait,
         ] {
-            out.born(id, at);
+            out.born(id, at_ns);
         }
     }
-    series
 }
 
 #[cfg(test)]
@@ -746,6 +825,7 @@ mod tests {
                 involuntary: 2,
             },
             by_ns: by_ms * MS,
+            ..ThreadEnd::default()
         };
         // 101 and 103 end; 101's record comes before the next reading, 103's too, lower than
         // its last reading.
@@ -775,6 +855,69 @@ mod tests {
         let described = threads.describe();
         assert!(
             described.contains("3 threads ended before their process (totals at exit kept"),
+            "{described}"
+        );
+    }
+
+    /// A thread that lived between two listings was never read: its exit record alone gives
+    /// its rows, 0 at its start and its totals at its exit; one older than the launch is
+    /// counted without rows (its totals there are unknown).
+    #[test]
+    fn a_thread_that_lived_between_two_listings_gets_its_rows_from_its_exit_record() {
+        let root = tempfile::tempdir().unwrap();
+        write_thread(root.path(), 100, 100, 5);
+        let mut threads = Threads::open(root.path(), 100).unwrap();
+        let exits = ThreadExits::default();
+        threads.hear_exits(exits.clone());
+        let mut out = Readings::new(vec!["threads"]);
+        let pids = [100];
+        read_at(&mut threads, &mut out, &pids, 0);
+        let end = |tid: u32, cpu_ms: i64, by_ms: i64, lived_ms: i64| ThreadEnd {
+            pid: 100,
+            tid,
+            comm: format!("worker-{tid}"),
+            counters: ThreadCounters {
+                cpu_ns: cpu_ms * MS,
+                run_wait_ns: 3 * MS,
+                minflt: 12,
+                majflt: 1,
+                voluntary: 5,
+                involuntary: 2,
+            },
+            by_ns: by_ms * MS,
+            lifetime_ns: Some(lived_ms * MS),
+        };
+        // 104 lived from 30 to 80 ms (its record read at 90), between two listings; 105
+        // began before the launch.
+        exits.post([end(104, 40, 90, 60), end(105, 7, 95, 200)]);
+        read_at(&mut threads, &mut out, &pids, 100 * MS);
+        let batch = out.take_batch();
+        let rows = |tid: u32, metric: &str| -> Vec<(i64, i64)> {
+            let entity = format!("100/{tid}");
+            let Some((id, series)) =
+                (batch.series.iter()).find(|(_, s)| s.entity == entity && s.metric == metric)
+            else {
+                return Vec::new();
+            };
+            assert_eq!(series.label, format!("worker-{tid}"));
+            (batch.samples.iter())
+                .filter(|s| s.series == *id)
+                .map(|s| (s.t_ns, s.value))
+                .collect()
+        };
+        assert_eq!(rows(104, "cpu_time"), [(30 * MS, 0), (90 * MS, 40 * MS)]);
+        assert_eq!(rows(104, "minflt"), [(30 * MS, 0), (90 * MS, 12)]);
+        assert_eq!(rows(104, "run_wait"), [(30 * MS, 0), (90 * MS, 3 * MS)]);
+        assert_eq!(rows(104, "ctx_involuntary"), [(30 * MS, 0), (90 * MS, 2)]);
+        assert!(rows(105, "cpu_time").is_empty());
+        // A second record of the same thread (none should come) writes nothing more.
+        exits.post([end(104, 50, 110, 80)]);
+        read_at(&mut threads, &mut out, &pids, 120 * MS);
+        assert!(out.take_batch().samples.is_empty());
+        let described = threads.describe();
+        assert!(
+            described.contains("1 thread lived between two listings, from its exit record;")
+                && described.contains("1 more thread without rows"),
             "{described}"
         );
     }
@@ -820,6 +963,7 @@ mod tests {
             tid,
             counters,
             by_ns: t_ns + 5 * MS,
+            ..ThreadEnd::default()
         }]);
         read_at(&mut threads, &mut out, t_ns + 10 * MS);
         let batch = out.take_batch();

@@ -798,8 +798,10 @@ impl Accounting {
                         Some(ThreadEnd {
                             pid: e.pid,
                             tid,
+                            comm: e.comm.clone(),
                             counters,
                             by_ns: now_ns,
+                            lifetime_ns: e.thread_lifetime_ns,
                         })
                     }),
             );

@@ -508,6 +508,7 @@ fn exit_record(pid: u32, ppid: u32, comm: &str, cpu_ms: i64, lived_ms: i64, hwm_
         whole: true,
         hiwater_rss_bytes: hwm_mib * MIB,
         lifetime_ns: Some(lived_ms * 1_000_000),
+        thread_lifetime_ns: Some(lived_ms * 1_000_000),
         thread: None,
     }
 }

@@ -73,6 +73,8 @@ pub struct Exit {
     /// How long it lived, start to exit (ns, in µs steps): where the record's thread is the
     /// process's main one (its start is the process's).
     pub lifetime_ns: Option<i64>,
+    /// How long the record's thread lived, whichever thread it is (ns, in µs steps).
+    pub thread_lifetime_ns: Option<i64>,
     /// The thread whose exit this is, and its own counters at its exit (`None` from a
     /// kernel too old to hold them all): a thread's final figures, whether or not its
     /// process ended with it.
@@ -262,6 +264,7 @@ fn parse_exit(payload: &[u8]) -> Option<Exit> {
             whole,
             hiwater_rss_bytes,
             lifetime_ns: lifetime_ns.filter(|_| tid == pid),
+            thread_lifetime_ns: lifetime_ns,
             thread,
         })
     };

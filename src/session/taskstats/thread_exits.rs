@@ -12,16 +12,20 @@ use super::query::ThreadCounters;
 const MAX_WAITING: usize = 65_536;
 
 /// One thread's end, as its exit record told it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ThreadEnd {
     /// Its process (thread group) and itself.
     pub pid: u32,
     pub tid: u32,
+    /// Its name as it ended.
+    pub comm: String,
     /// Its own counters at its exit.
     pub counters: ThreadCounters,
     /// ns after launch by which it had ended: when its record was read (the record says
     /// how long the thread lived, not when it started, in anything finer than clock ticks).
     pub by_ns: i64,
+    /// How long it lived, start to exit (ns, in µs steps; `None` from a record without it).
+    pub lifetime_ns: Option<i64>,
 }
 
 /// The mailbox between the two threads: cloned, both ends hold the same one.
@@ -52,8 +56,7 @@ mod tests {
         ThreadEnd {
             pid: 1,
             tid,
-            counters: ThreadCounters::default(),
-            by_ns: 0,
+            ..ThreadEnd::default()
         }
     }
 
