@@ -349,14 +349,10 @@ fn wait_bounded(
     mut child: std::process::Child,
     limit: std::time::Duration,
 ) -> std::process::Output {
-    let start = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > limit {
-            child.kill().unwrap();
-            let out = child.wait_with_output().unwrap();
-            panic!("still running after {limit:?}: {}", stderr(&out));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    if common::exited_within(&mut child, limit).is_none() {
+        child.kill().unwrap();
+        let out = child.wait_with_output().unwrap();
+        panic!("still running after {limit:?}: {}", stderr(&out));
     }
     child.wait_with_output().unwrap()
 }

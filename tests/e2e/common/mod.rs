@@ -231,6 +231,25 @@ pub fn python_executable() -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
+/// `child`'s exit status once it has exited, or `None` while it still runs after `limit`:
+/// a guard far above what the test waits for, never a measure, so a hang fails the test
+/// instead of hanging it.
+pub fn exited_within(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// A process the test started, killed and reaped on drop whatever happens.
 pub struct Started(pub std::process::Child);
 

@@ -35,8 +35,8 @@ fn watch(armed: Instant) {
     loop {
         std::thread::sleep(EVERY);
         let table = ProcessTable::read();
-        for pid in table.suspects(me) {
-            if table.age(pid) > HUNG_AFTER && killed.insert(pid) {
+        for pid in table.suspects(me, HUNG_AFTER) {
+            if killed.insert(pid) {
                 eprintln!("{}", table.describe_hang(pid, me));
                 // SAFETY: kill on a pid read from /proc a moment ago; at worst it is gone.
                 unsafe { libc::kill(pid as i32, libc::SIGKILL) };
@@ -128,27 +128,29 @@ impl ProcessTable {
         false
     }
 
-    /// The processes a test of `me` may be waiting on: its descendants (zombies left out:
-    /// they hold nothing), and processes started after it that hold the writing end of a
-    /// pipe `me` reads (a daemon that kept a command's output open after the command ended).
-    fn suspects(&self, me: u32) -> Vec<u32> {
+    /// The processes older than `older_than` a test of `me` may be waiting on: its
+    /// descendants (zombies left out: they hold nothing), and processes started after it
+    /// that hold the writing end of a pipe `me` reads (a daemon that kept a command's output
+    /// open after the command ended). Only the old ones' pipes are looked at.
+    fn suspects(&self, me: u32, older_than: Duration) -> Vec<u32> {
         let start = |pid: u32| self.processes.get(&pid).map_or(0, |p| p.start_ticks);
-        let started_after_me = |pid: u32| start(pid) >= start(me);
-        let mut found: Vec<u32> = (self.processes.iter())
-            .filter(|(&pid, p)| p.state != 'Z' && self.is_below(pid, me))
+        let old: Vec<u32> = (self.processes.iter())
+            .filter(|(&pid, p)| {
+                pid != me
+                    && p.state != 'Z'
+                    && start(pid) >= start(me)
+                    && self.age(pid) >= older_than
+            })
             .map(|(&pid, _)| pid)
             .collect();
-        let read_pipes = pipes_read_by(me);
-        if !read_pipes.is_empty() {
-            for &pid in self.processes.keys() {
-                if pid != me
-                    && !found.contains(&pid)
-                    && started_after_me(pid)
-                    && pipes_of(pid).iter().any(|p| read_pipes.contains(p))
-                {
-                    found.push(pid);
-                }
-            }
+        let (mut found, others): (Vec<u32>, Vec<u32>) =
+            old.into_iter().partition(|&pid| self.is_below(pid, me));
+        if !others.is_empty() {
+            let read_pipes = pipes_read_by(me);
+            found.extend(
+                (others.into_iter())
+                    .filter(|&pid| pipes_of(pid).iter().any(|p| read_pipes.contains(p))),
+            );
         }
         found
     }
@@ -297,7 +299,7 @@ mod tests {
 
         let me = std::process::id();
         let table = ProcessTable::read();
-        let suspects = table.suspects(me);
+        let suspects = table.suspects(me, Duration::ZERO);
         let text = table.describe_hang(daemon, me);
         // SAFETY: the daemon this test started.
         unsafe { libc::kill(daemon as i32, libc::SIGKILL) };

@@ -90,8 +90,8 @@ fn open_at(browser: &str, page: &Path, fragment: &str, screenshot: &Path) -> Ope
     }
 }
 
-/// A headless browser now and then never exits, or leaves a helper process holding its
-/// output open (seen in CI: the whole run hung). Each try runs in a process group of its own
+/// A headless browser may never exit, or leave a helper process holding its output open
+/// (either would hang the test, and CI with it). Each try runs in a process group of its own
 /// with its output in files, for at most [`BROWSER_LIMIT`]; one that hangs is killed with its
 /// helpers and tried once more, saying so.
 fn browser_output(command: &mut Command, dir: &Path) -> std::process::Output {
@@ -104,16 +104,7 @@ fn browser_output(command: &mut Command, dir: &Path) -> std::process::Output {
             .stderr(std::fs::File::create(&err).unwrap())
             .spawn()
             .expect("chromium runs");
-        let deadline = std::time::Instant::now() + BROWSER_LIMIT;
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break Some(status);
-            }
-            if std::time::Instant::now() > deadline {
-                break None;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        };
+        let status = common::exited_within(&mut child, BROWSER_LIMIT);
         // SAFETY: the process group this function started; its helpers go with it.
         unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
         let _ = child.wait();
